@@ -15,12 +15,14 @@ import os
 import sys
 from collections.abc import Mapping
 
+from protocol.masking import masked, masking
 from protocol.urls import display_url
 from protocol.visible import visible
 
+from ..config import exposure
 from ..config.endpoints import groups_locked_out
-from ..config.exposure import in_url, masked, masked_args, warnings
-from ..config.load import load
+from ..config.exposure import in_url, masked_args, warnings
+from ..config.load import load, said_of
 from ..config.model import EX_CONFIG, Config, ConfigError, default_config_path
 from ..config.paths import daemon_socket_path, state_directory, systemd_socket
 from ..config.policy import PolicyRule, parse_rate, unreachable
@@ -88,15 +90,28 @@ def _socket_activated() -> bool:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
+    config, path = _load_config(args.config)
+    # What it says of the config shows no value a reference gave, as the config's
+    # errors show none: the same terminals and logs read both.
+    with masking(said_of(config)):
+        return _check_config(config, path)
+
+
+def _say(line: str, err: bool = False) -> None:
+    """``line`` as check-config prints anything: each value in force written as its
+    reference, then what would act on the terminal escaped."""
+    print(visible(masked(line)), file=sys.stderr if err else sys.stdout)
+
+
+def _check_config(config: Config, path: str) -> int:
     from .check_sandbox import inherited_warnings, sandbox_lines, unscoped_warnings
 
-    config, path = _load_config(args.config)
     # As ``mcpd serve`` would refuse it, and before any advice that names a place in it.
     unsafe = state_directory_problem(state_directory(config.daemon.state_dir))
     if unsafe is not None:
-        fail(EX_CONFIG, f"{path}: {unsafe}")
+        fail(EX_CONFIG, masked(f"{path}: {unsafe}"))
     socket = daemon_socket_path(None, config.daemon.socket, systemd=systemd_socket())
-    print(f"{path}: OK, {len(config.servers)} server(s); socket {socket}")
+    _say(f"{path}: OK, {len(config.servers)} server(s); socket {socket}")
     unstartable = _unstartable(config)
     exposed: list[str] = []
     for alias, s in sorted(config.servers.items()):
@@ -106,7 +121,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         if s.command:
             where = f"{s.command} {' '.join(masked_args(s.args, s.command))}".strip()
         else:
-            where = display_url(masked(s.url or "", in_url(s.url or "")))
+            where = display_url(exposure.masked(s.url or "", in_url(s.url or "")))
         flags: list[str] = [s.kind]
         if s.trusted:
             flags.append("trusted")
@@ -120,22 +135,22 @@ def cmd_check_config(args: argparse.Namespace) -> int:
             flags.append(s.auth.type.replace("_", " "))
         # A config imported from another host's file may hold anything: a carriage
         # return in a command could show another command than the one that runs.
-        print(f"  {alias:<20} {', '.join(flags):<16} {visible(where)}")
+        _say(f"  {alias:<20} {', '.join(flags):<16} {where}")
         if s.command is not None:
             for line in sandbox_lines(alias, s, config):
-                print(f"  {'':<20} {visible(line)}")
+                _say(f"  {'':<20} {line}")
     if config.policy:
-        print(f"policy: {len(config.policy)} rule(s), the first that matches a call decides")
+        _say(f"policy: {len(config.policy)} rule(s), the first that matches a call decides")
         for i, rule in enumerate(config.policy):
-            print(f"  policy[{i}]  {rule.action:<5}  {visible(rule_words(rule))}")
-        print("  each tool's decision: mcpd tools --policy (with the daemon running)")
+            _say(f"  policy[{i}]  {rule.action:<5}  {rule_words(rule)}")
+        _say("  each tool's decision: mcpd tools --policy (with the daemon running)")
     locked = groups_locked_out(config.daemon)
     warned = [*unstartable.values(), *([locked] if locked else []), *exposed]
     warned += unscoped_warnings(config)
     warned += _changeable(config, unstartable)
     warned += [*inherited_warnings(config), *unreachable(config.policy), *leavable(config)]
     for warning in warned:
-        print(f"warning: {visible(warning)}", file=sys.stderr)
+        _say(f"warning: {warning}", err=True)
     return 0
 
 

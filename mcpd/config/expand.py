@@ -117,7 +117,9 @@ def expand(
     return _VAR_RE.sub(sub, value)
 
 
-def stand_ins(names: Iterable[str], env: Mapping[str, str], found: Found) -> dict[str, str]:
+def stand_ins(
+    names: Iterable[str], env: Mapping[str, str], found: Iterable[HeldSecret]
+) -> dict[str, str]:
     """What the config's errors write for each value a reference gave: the reference
     (``${TPASS}``), or, for a secret file's, where it is held. Whoever reads the
     config's state reads its errors too, and any value may be a password: one spliced

@@ -45,7 +45,7 @@ from .sandbox import limits_errors
 from .serverchecks import check_server
 from .servertable import ServerConfig
 
-__all__ = ["Unresolved", "expand", "load", "parse", "validate"]
+__all__ = ["Unresolved", "expand", "load", "parse", "said_of", "validate"]
 
 # Far above any config or host file; what is larger is not one, and is not read.
 MAX_CONFIG_BYTES: Final = 64 * 1024 * 1024
@@ -94,6 +94,16 @@ def parse(
     with masking(stand_ins(names, env, found)):
         config = _checked(expanded, tables)
     return msgspec.structs.replace(config, held_secrets=held_in(config, found))
+
+
+def said_of(config: Config, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What a sentence about ``config`` writes for each value a reference gave it, as
+    its errors were written (``parse``): what is said of a config once it is read
+    (``mcpd check-config``: a path not there, a grant) reaches whoever read its errors.
+    ``env``: the one it was read with."""
+    env = os.environ if env is None else env
+    names = set().union(*config.variables.values())
+    return stand_ins(names, env, config.held_secrets)
 
 
 def _checked(expanded: dict[str, Any], tables: Mapping[str, ServerTable]) -> Config:

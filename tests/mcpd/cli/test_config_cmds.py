@@ -162,6 +162,43 @@ def test_check_config_warns_of_a_server_that_cannot_start_and_still_exits_0(
     assert "cannot start" in captured.out
 
 
+def test_check_config_shows_no_value_a_reference_gave_in_what_it_says_of_servers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A variable's or a secret file's value spliced into a path, a command or a grant
+    is written as its reference, as the config's errors write it, in the warnings of
+    servers that cannot start and in each server's lines."""
+    monkeypatch.setenv("TOK", "Zq81pW3xTT9abc")
+    secret = written(tmp_path, "Fil3SecretValue77", "secret")
+    secret.chmod(0o600)
+    config = written(
+        tmp_path,
+        f"""
+        [daemon]
+        socket = "{tmp_path}/mcpd.sock"
+        state_dir = "{tmp_path}/state"
+        [servers.a]
+        command = "/bin/true"
+        cwd = "/nope/${{TOK}}"
+        sandbox = "off"
+        [servers.b]
+        command = "/nope/${{file:{secret}}}"
+        sandbox = "off"
+        [servers.d]
+        command = "/bin/true"
+        sandbox = "default"
+        read = ["/nope/${{TOK}}"]
+        """.replace("\n        ", "\n"),
+    )
+    assert run("check-config", "--config", str(config)) == 0
+    captured = capsys.readouterr()
+    said = captured.out + captured.err
+    assert "Zq81" not in said and "Fil3" not in said
+    assert "servers.a.cwd: '/nope/${TOK}': No such file or directory" in captured.err
+    assert "/nope/[secret of servers.b.command]" in said
+    assert "read /nope/${TOK}" in captured.out
+
+
 def test_check_config_names_the_bad_key_and_exits_78(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
