@@ -133,7 +133,9 @@ async def test_mcpds_socket_refuses_a_servers_process(tmp_path: Path) -> None:
                 got = await call(agent, alias, "ask_reload", socket=d.socket)
                 assert got.startswith("refused: PermissionError"), got
                 assert f"a process of the server '{alias}' may not use this socket" in got
-                assert f"a process of the server {alias} (pid " in d.log()
+                assert f"a process of the server {alias} (pid " in await d.logged(
+                    f"a process of the server {alias} (pid "
+                )
             assert "reload" not in d.log().replace("ask_reload", "")
             await untouched(d, agent, before)
 

@@ -75,5 +75,5 @@ async def test_another_users_links_in_tmp_hide_nothing_and_are_named(tmp_path: P
             for name, target in ((pages, "/usr"), (tmux, str(work))):
                 said = f"{name} is another user's symbolic link (uid {THEIRS}, "
                 assert any(w.startswith(said) and f") to {target}: " in w for w in warnings)
-                assert said in d.log()
+                assert said in await d.logged(said)
             assert (await d.status())["hostile"]["restarts"] == 0

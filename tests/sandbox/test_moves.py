@@ -89,7 +89,8 @@ async def test_a_directory_moved_from_outside_is_hidden_where_it_went(tmp_path: 
             assert any(str(moved) in w for w in warnings), warnings
             assert any(str(d.home / "ssh.old") in w for w in warnings), warnings
             # Said in the log with the servers that were started while it was in place.
-            assert f"{state} is not where it was: it is now at {moved}" in d.log()
+            said = f"{state} is not where it was: it is now at {moved}"
+            assert said in await d.logged(said)
 
 
 async def test_a_link_pointed_elsewhere_hides_nothing_less(tmp_path: Path) -> None:

@@ -67,6 +67,9 @@ class Served:
         self.log_path = log
         self.home = home
         self.config = config
+        # Told of each line the copier writes: mcpd's log reaches the file through a
+        # pipe and a thread, after whatever mcpd answered as it wrote the line.
+        self.written = threading.Condition()
 
     @property
     def pid(self) -> int:
@@ -74,6 +77,16 @@ class Served:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+    async def logged(self, text: str, timeout: float = 30) -> str:
+        """The log once it holds ``text`` (or as it is after ``timeout`` seconds)."""
+
+        def wait() -> str:
+            with self.written:
+                self.written.wait_for(lambda: text in self.log(), timeout)
+            return self.log()
+
+        return await trio.to_thread.run_sync(wait)
 
     async def status(self) -> dict[str, Any]:
         async with connect(self.socket) as agent:
@@ -141,9 +154,11 @@ def serving(
         cwd=cwd,
     )
     listening = threading.Event()
-    copier = threading.Thread(target=_copy, args=(proc, log, listening), daemon=True)
-    copier.start()
     served = Served(proc, socket, log, home, config)
+    copier = threading.Thread(
+        target=_copy, args=(proc, log, listening, served.written), daemon=True
+    )
+    copier.start()
     try:
         listening.wait(timeout=60)
         if not listening.is_set():
@@ -160,16 +175,23 @@ def serving(
         copier.join(timeout=10)
 
 
-def _copy(proc: subprocess.Popen[str], log: Path, listening: threading.Event) -> None:
-    """mcpd's log into a file the test reads; ``listening`` set once it serves."""
+def _copy(
+    proc: subprocess.Popen[str], log: Path, listening: threading.Event, written: threading.Condition
+) -> None:
+    """mcpd's log into a file the test reads; ``listening`` set once it serves, and
+    ``written`` told of each line."""
     assert proc.stderr is not None
     with open(log, "w") as out:
         for line in proc.stderr:
             out.write(line)
             out.flush()
+            with written:
+                written.notify_all()
             if "listening on " in line:
                 listening.set()
     listening.set()
+    with written:
+        written.notify_all()
 
 
 def text(result: dict[str, Any]) -> str:
