@@ -20,6 +20,7 @@ from msgspec import Raw, UnsetType
 from protocol import jsonrpc as rpc
 from protocol import surface
 
+from ..servers.calls import Whose
 from .askback import (
     AgentRequests,
     DirectAsker,
@@ -54,6 +55,8 @@ class AgentSide(msgspec.Struct):
     send: Callable[[bytes], bool]  # whether the line went (False: dropped)
     # The daemon's own user's or root's: told an outage with its server's stderr line.
     own_user: bool = False
+    # Whose its requests' bytes are weighed against while under way (None: not weighed).
+    whose: Whose | None = None
 
     @property
     def asks(self) -> bool:

@@ -29,6 +29,7 @@ from ..policy.agent import AgentInfo
 from ..servers.calls import Call
 from ..servers.calls import Outcome as CallOutcome
 from ..servers.outage import Outage
+from ..servers.queue_bytes import Unqueued
 from .agent import Agent
 
 _REASON: Final = 200  # characters of a reason kept
@@ -94,7 +95,10 @@ class Seen:
 
     def words(self, refused: rpc.RPCError | None = None) -> tuple[Outcome, str | None]:
         """The record's outcome: the server's answer's; else ``refused``, mcpd's own
-        refusal of what was named (an unknown or held item)."""
+        refusal of what was named (an unknown or held item, or one its bytes would keep
+        past a bound)."""
+        if isinstance(self.outcome, Unqueued):
+            return "refused", self.outcome.reason
         if self.outcome is not None:
             return outcome_of(self.outcome)
         refused = refused or self.refusal

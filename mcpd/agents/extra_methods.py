@@ -51,6 +51,7 @@ def _agent_side(conn: Agent, ctx: RequestContext | None) -> AgentSide:
         requests=conn.asks,
         send=conn.offer,
         own_user=conn.identity.reads_as_owner(),
+        whose=conn.whose(),
     )
 
 
@@ -294,7 +295,15 @@ class ExtraMethods:
 
         def answer(seen: Seen) -> Awaitable[Any]:
             return complete(
-                self.servers, req, ctx, allowance, prompts, resources, seen, own_user=own_user
+                self.servers,
+                req,
+                ctx,
+                allowance,
+                prompts,
+                resources,
+                seen,
+                own_user=own_user,
+                whose=conn.whose(),
             )
 
         return await self._recorded(conn, req, ctx, answer)
@@ -314,7 +323,9 @@ class ExtraMethods:
                 ended["resultType"] = mcp.COMPLETE
                 return ended
         own_user = conn.identity.reads_as_owner()
-        result = await self.tasks.handle(req.method, params, ctx, owner, own_user=own_user)
+        result = await self.tasks.handle(
+            req.method, params, ctx, owner, own_user=own_user, whose=conn.whose()
+        )
         if isinstance(result, dict):
             result.setdefault("resultType", mcp.COMPLETE)
         return result

@@ -22,7 +22,7 @@ from protocol.visible import quote
 from ..registry.resources import Hold
 from ..registry.scheme import Routed, Sight
 from ..servers.all_servers import AllServers
-from ..servers.calls import CallRefused
+from ..servers.calls import CallRefused, Whose
 from ..servers.outage import Outage
 from . import unanswered
 from .allowance import Allowance
@@ -160,11 +160,13 @@ async def request_outcome(
     name: str,
     caps: dict[str, Any] | None,
     asker: Any,
+    whose: Whose | None,
 ) -> Any:
-    """A request to a server as an outcome (raw result, Outage or RPCError)."""
+    """A request to a server as an outcome (raw result, Outage or RPCError), weighed
+    against ``whose``'s shares while under way."""
     try:
         return await servers.request(
-            alias, method, params, name=name, capabilities=caps, asker=asker
+            alias, method, params, name=name, capabilities=caps, asker=asker, whose=whose
         )
     except CallRefused as refused:
         return refused.outage
@@ -252,7 +254,9 @@ async def get_prompt(
                 return Refused.of(unknown_prompt(local))
             if now.held is not None:
                 return Refused.of(held_error("prompt", local, alias, original, now.held))
-        return await request_outcome(servers, alias, "prompts/get", p, p.name, caps, asker)
+        return await request_outcome(
+            servers, alias, "prompts/get", p, p.name, caps, asker, agent.whose
+        )
 
     def rewrite(raw: Raw) -> Any:
         return prompt_result(raw, servers.links(alias, sight))
@@ -272,9 +276,11 @@ async def complete(
     seen: Seen | None = None,
     *,
     own_user: bool = False,
+    whose: Whose | None = None,
 ) -> Any:
     """``seen``: filled in with what the request named and came to, for its record;
-    ``own_user``: the agent is the daemon's own user's or root's (``outage_error``)."""
+    ``own_user``: the agent is the daemon's own user's or root's (``outage_error``);
+    ``whose``: whose shares of the bytes under way it is weighed against."""
     seen = seen or Seen()
     params = rpc.decode_as(req.params, surface.CompleteParams)
     seen.arguments = params.argument
@@ -318,7 +324,9 @@ async def complete(
         raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unsupported completion reference {ref.type!r}")
     caps = ctx.capabilities if ctx is not None and ctx.era == "modern" else None
     try:
-        raw = await servers.request(alias, "completion/complete", params, capabilities=caps)
+        raw = await servers.request(
+            alias, "completion/complete", params, capabilities=caps, whose=whose
+        )
     except CallRefused as refused:
         seen.outcome = refused.outage
         raise outage_error(refused.outage, own_user) from None

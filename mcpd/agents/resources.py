@@ -168,7 +168,9 @@ async def read(
             refused = await _still_readable(servers, asked, (alias, p.uri), allowance, sight)
             if refused is not None:
                 return refused
-        outcome = await request_outcome(servers, alias, "resources/read", p, p.uri, caps, asker)
+        outcome = await request_outcome(
+            servers, alias, "resources/read", p, p.uri, caps, asker, agent.whose
+        )
         if isinstance(outcome, rpc.RPCError):
             _name_asked(servers, alias, outcome, p.uri, asked)  # its "not found", in our terms
         return outcome

@@ -42,7 +42,7 @@ from protocol.server import RequestContext
 
 from ..registry.scheme import Sight
 from ..servers.all_servers import AllServers
-from ..servers.calls import CallRefused
+from ..servers.calls import CallRefused, Whose
 from ..servers.outage import Outage
 from .callpolicy import Sent
 from .results import Finish, result_for
@@ -229,9 +229,11 @@ class Tasks:
         owner: object,
         *,
         own_user: bool = False,
+        whose: Whose | None = None,
     ) -> Any:
         """``method`` for ``owner``'s task, at its server; ``own_user``: the agent is the
-        daemon's own user's or root's (``Outage.for_agent``)."""
+        daemon's own user's or root's (``Outage.for_agent``); ``whose``: whose shares of
+        the bytes under way the request is weighed against."""
         task = self._owned(params.taskId, owner)
         if task is None:
             raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown task {params.taskId!r}")
@@ -244,7 +246,7 @@ class Tasks:
         upstream = msgspec.structs.replace(params, taskId=task.server_id)
         try:
             raw = await self.servers.request(
-                alias, method, upstream, name=task.server_id, capabilities=caps
+                alias, method, upstream, name=task.server_id, capabilities=caps, whose=whose
             )
         except CallRefused as refused:
             o = refused.outage.for_agent(own_user)

@@ -23,7 +23,7 @@ from ..registry.table import alias_prefix
 from ..registry.views import ProfileView
 from . import requests
 from .askback import Asker
-from .calls import Call, CallRefused, QueuedCheck
+from .calls import Call, CallRefused, QueuedCheck, Whose
 from .log_messages import Heard
 from .outage import Outage, iso
 from .prompt_resource_lists import TaskNews, Updated
@@ -211,13 +211,15 @@ class AllServers:
         name: str | None = None,
         capabilities: Mapping[str, object] | None = None,
         asker: Asker | None = None,
+        whose: Whose | None = None,
     ) -> Raw:
-        """One request to a server for an agent; raises CallRefused or rpc.RPCError."""
+        """One request to a server for an agent (``whose``: the agent's, whose bytes it
+        is weighed against; None: mcpd's own); raises CallRefused or rpc.RPCError."""
         runner = self._supervisor.runners.get(alias)
         if runner is None:
             raise CallRefused(Outage(alias, "stopped", self._supervisor.absent(alias)))
         return await requests.send(
-            runner, method, params, name=name, capabilities=capabilities, asker=asker
+            runner, method, params, name=name, capabilities=capabilities, asker=asker, whose=whose
         )
 
     def written(self, alias: str, value: object, what: str) -> Raw:

@@ -1,35 +1,44 @@
-"""The bytes kept by the calls that wait for a slot at their servers, at every server
-together, and whether one more call may wait.
+"""The bytes kept by the calls that wait for a slot at their servers and by the other
+requests under way there, at every server together, and whether one more may wait.
 
 A call waits in its server's queue (``turns``) while the server's slots are taken or
 while it starts, and keeps what it is to carry there: its arguments, the state and
-answers of a retry, its ``_meta``, each up to a whole line. The queues are bounded in
-calls (``queue_size`` a server, ``max_inflight_per_connection`` a connection), and at
-those counts alone a few connections could have more waiting than the service may
-hold. So the bytes are shared out as those of the calls waiting for a person are
-(``policy.approvals``), and by user as request bodies are (``agents.body_budget``):
+answers of a retry, its ``_meta``, each up to a whole line. A request other than
+tools/call (``requests``: a prompts/get, a resources/read, a completion) skips the
+queue, but keeps its params until its server answers, which a server may never do.
+Both are bounded in number (``queue_size`` a server, ``max_inflight_per_connection``
+a connection), and at those counts alone a few connections could have more waiting
+than the service may hold. So the bytes are shared out as those of the calls waiting
+for a person are (``policy.approvals``), and by user as request bodies are
+(``agents.body_budget``):
 
 - one agent (its process) may have ``PER_AGENT`` waiting, at every server together;
 - one user other than mcpd's own and root ``PER_USER``, all its processes together;
 - everyone ``TOTAL``; mcpd's own user and root ``OWN_RESERVE`` more, so that they can
   still have a call wait whatever other users keep.
 
-A call past a bound is refused before it waits, with a result that names the bound and
-says it is no outage: nothing is pushed out for it, and no breaker hears of it. A call
-sent at once waits for nothing and is never weighed. What a call that waits carries is
-copied out of its agent's line (a part of a line keeps the whole of it), so the bytes
-counted are the bytes kept; they are given back as it leaves the queue: sent,
-cancelled (its agent, too, gone), timed out, or ended unsent.
+A call or request past a bound is refused before it waits, with a result (a JSON-RPC
+error, for a request) that names the bound and says it is no outage: nothing is pushed
+out for it, and no breaker hears of it. A call sent at once waits for nothing and is
+never weighed. What a call that waits carries is copied out of its agent's line (a
+part of a line keeps the whole of it), so the bytes counted are the bytes kept; they
+are given back as it leaves the queue: sent, cancelled (its agent, too, gone), timed
+out, or ended unsent. A request's params hold parts of its agent's line until it is
+answered, so it is weighed by that line's params and by its ``_meta``, decoded apart
+from the line; they are given back as it ends, however it ends.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from typing import Final, TypeVar
 
 import msgspec
 from msgspec import Raw, UnsetType
 
+from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.budget import Throttle
 from protocol.logfields import log_extra
@@ -44,6 +53,9 @@ PER_USER: Final = 64 * MIB
 TOTAL: Final = 256 * MIB
 OWN_RESERVE: Final = PER_AGENT
 META_KEY: Final = "mcpd/queue"
+# The code of a request's refusal: that of an outage's, though it is none (the item
+# asked for exists, and the server keeps working).
+REFUSED: Final = -32000
 
 _encode: Final = msgspec.json.Encoder().encode
 _K = TypeVar("_K")
@@ -62,6 +74,19 @@ def kept_apart(call: Call) -> int:
     more than that is kept while it waits (for its server, or for a person)."""
     _copy_apart(call)
     return weight(call)
+
+
+def carried(params: msgspec.Struct) -> int:
+    """The bytes a request other than tools/call keeps while it is under way: its
+    ``params`` as written (parts of them hold its agent's line), and its ``_meta``
+    once more, decoded apart from that line."""
+    size = len(_encode(params))
+    # The params types share their ``_meta`` field by name, not by a base class.
+    if "meta" in params.__struct_fields__:
+        meta = msgspec.structs.asdict(params)["meta"]
+        if isinstance(meta, dict) and meta:
+            size += len(_encode(meta))
+    return size
 
 
 def _copy_apart(call: Call) -> None:
@@ -90,36 +115,50 @@ class Over(msgspec.Struct, frozen=True):
     held: int
     size: int
 
-    def words(self, whose: Whose) -> str:
-        """What the model reads of it: which calls keep how much, and their bound."""
-        now = f"keep {amount(self.held)}, and this call would add {amount(self.size)}"
+    def words(self, whose: Whose, what: str = "call") -> str:
+        """What the model reads of it (about a ``what``, a call or a request): which
+        calls and requests keep how much, and their bound."""
+        now = f"keep {amount(self.held)}, and this {what} would add {amount(self.size)}"
         if self.bound == "agent":
             return (
-                f"the calls this agent has waiting for a slot at mcpd's servers {now}: one "
-                f"agent's may keep {amount(self.limit)}"
+                f"the calls and requests this agent has waiting at mcpd's servers (for a "
+                f"slot, or for an answer) {now}: one agent's may keep {amount(self.limit)}"
             )
         if self.bound == "user":
             return (
-                f"the calls of this agent's user ({_user(whose)}) waiting for a slot at "
+                f"the calls and requests of this agent's user ({_user(whose)}) waiting at "
                 f"mcpd's servers {now}: one user's may keep {amount(self.limit)}"
             )
         most = f"all may keep {amount(TOTAL)}"
         if whose.own:
             most += f", and mcpd's own user and root {amount(OWN_RESERVE)} more"
-        return f"the calls waiting for a slot at mcpd's servers {now}: {most}"
+        return f"the calls and requests waiting at mcpd's servers {now}: {most}"
 
     def advice(self) -> str:
         if self.bound == "agent":
-            return "Call it again once this agent's waiting calls have been answered, or send less."
-        return "Call it again later, once fewer calls wait, or send less."
+            return (
+                "Send it again once this agent's waiting calls and requests have been "
+                "answered, or send less."
+            )
+        return "Send it again later, once fewer calls and requests wait, or send less."
 
-    def reason(self) -> str:
-        """A few words for the audit record."""
+    def reason(self, ended: str = "not queued") -> str:
+        """A few words for the audit record, which start with how it ``ended``."""
         whose = {"agent": "its agent's", "user": "its user's", "all": "all"}[self.bound]
         return (
-            f"not queued: {whose} calls waiting for a slot would keep over "
-            f"{amount(self.limit)} (the bound)"
+            f"{ended}: {whose} calls and requests waiting at mcpd's servers would keep "
+            f"over {amount(self.limit)} (the bound)"
         )
+
+
+class Unqueued(rpc.RPCError):
+    """mcpd's refusal of a request other than tools/call, which would have kept its
+    agent's, its user's or everyone's bytes past their bound: the agent's JSON-RPC
+    error, and ``reason``, its audit record's."""
+
+    def __init__(self, message: str, data: object, reason: str) -> None:
+        super().__init__(REFUSED, message, data)
+        self.reason = reason
 
 
 def _user(whose: Whose) -> str:
@@ -154,7 +193,7 @@ class QueueBytes:
             call.whose, call.kept = whose, size
             return None
         call.refusal = over.reason()
-        self._log(alias, whose, over)
+        self._log(alias, whose, over, "call")
         text = (
             f"mcpd did not send this call to '{alias}': it would have waited for a free slot "
             f"at the server, but {over.words(whose)}. This is a limit of mcpd's, not an "
@@ -162,6 +201,30 @@ class QueueBytes:
         )
         meta = {"server": alias, **msgspec.structs.asdict(over)}
         return mcp.text_result(text, is_error=True, meta={META_KEY: meta})
+
+    @contextlib.contextmanager
+    def under_way(
+        self, whose: Whose, alias: str, method: str, params: msgspec.Struct
+    ) -> Iterator[None]:
+        """A request of ``whose`` to ``alias`` (``method``, ``params``) keeps its bytes
+        held for as long as this lasts, given back however it ends; past a bound it is
+        refused at once with Unqueued, which names the bound."""
+        size = carried(params)
+        over = self._over(whose, size)
+        if over is not None:
+            self._log(alias, whose, over, "request")
+            text = (
+                f"mcpd did not send this {method} to '{alias}': it would have waited for "
+                f"the server's answer, but {over.words(whose, 'request')}. This is a limit "
+                f"of mcpd's, not an outage: '{alias}' keeps working. {over.advice()}"
+            )
+            meta = {"server": alias, **msgspec.structs.asdict(over)}
+            raise Unqueued(text, {META_KEY: meta}, over.reason("not sent"))
+        self._hold(whose, size)
+        try:
+            yield
+        finally:
+            self._let_go(whose, size)
 
     def _over(self, whose: Whose, size: int) -> Over | None:
         has = self.of_agent(whose)
@@ -183,10 +246,7 @@ class QueueBytes:
         whose, size = call.whose, call.kept
         if whose is None or not size:
             return
-        self.total += size
-        self._agents[whose.agent] = self.of_agent(whose) + size
-        if not whose.own:
-            self._users[whose.uid] = self.of_user(whose) + size
+        self._hold(whose, size)
 
     def give(self, call: Call) -> None:
         """``call`` left the queue: its bytes are given back."""
@@ -194,23 +254,33 @@ class QueueBytes:
         if whose is None or not size:
             return
         call.whose = None
+        self._let_go(whose, size)
+
+    def _hold(self, whose: Whose, size: int) -> None:
+        self.total += size
+        self._agents[whose.agent] = self.of_agent(whose) + size
+        if not whose.own:
+            self._users[whose.uid] = self.of_user(whose) + size
+
+    def _let_go(self, whose: Whose, size: int) -> None:
         self.total -= size
         _less(self._agents, whose.agent, size)
         if not whose.own:
             _less(self._users, whose.uid, size)
 
-    def _log(self, alias: str, whose: Whose, over: Over) -> None:
+    def _log(self, alias: str, whose: Whose, over: Over, what: str) -> None:
         held = self._refused.admit()
         if held is None:
             return
         who = _user(whose) if whose.pid is None else f"pid {whose.pid}, {_user(whose)}"
         logger.warning(
-            "%s: refused a call of %s that would wait for a slot: %s%s",
+            "%s: refused a %s of %s that would wait: %s%s",
             alias,
+            what,
             who,
-            over.words(whose),
+            over.words(whose, what),
             f" ({held} more since the last such line)" if held else "",
-            extra=log_extra(alias, reason="calls waiting for a slot at their bound"),
+            extra=log_extra(alias, reason="calls and requests waiting at their bound"),
         )
 
 

@@ -3,7 +3,8 @@
 resource subscriptions.
 
 They are light (a read, a lookup), so they skip the call scheduler's queue, but not
-its bound (``queue_size`` of them under way at a server at once) nor its rules: a
+its bounds (``queue_size`` of them under way at a server at once; what an agent's keep
+is weighed with its calls waiting for a slot, ``queue_bytes``) nor its rules: a
 server that is down answers with its outage at once, a request has a time limit
 (pushed out while the server waits for its agent's answer), a failure to reach the
 server counts against it, and a JSON-RPC error from a live server is passed on as it
@@ -12,6 +13,7 @@ is.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -26,7 +28,7 @@ from protocol.logfields import log_extra
 from transports.errors import MalformedReply, ServerCancelled, TransportError
 
 from .askback import Asker
-from .calls import CallRefused
+from .calls import CallRefused, Whose
 from .outage import Outage
 
 if TYPE_CHECKING:
@@ -44,10 +46,13 @@ async def send(
     capabilities: Mapping[str, Any] | None = None,
     asker: Asker | None = None,
     time_limit: float | None = None,
+    whose: Whose | None = None,
 ) -> Raw:
     """Send one request to the runner's server for an agent. ``params`` is a struct
-    with a ``meta`` field, which gets the era's ``_meta``. Raises CallRefused (with
-    the outage) or the server's rpc.RPCError."""
+    with a ``meta`` field, which gets the era's ``_meta``. ``whose``: the agent's, whose
+    shares its bytes are held against until it ends (None: mcpd's own, not weighed).
+    Raises CallRefused (with the outage), the server's rpc.RPCError, or Unqueued (past
+    a bound on the bytes)."""
     limit = runner.config.call_timeout(runner.alias) if time_limit is None else time_limit
     scheduler = runner.scheduler
     # They skip the queue, not its bound: without one, agents could have thousands
@@ -56,18 +61,25 @@ async def send(
     if scheduler.requests >= most:
         reason = f"{scheduler.requests} requests already under way at this server"
         raise CallRefused(Outage(runner.alias, "busy", reason))
+    # Its params are held until it ends, as a waiting call's are: weighed with them.
+    held: contextlib.AbstractContextManager[None] = (
+        contextlib.nullcontext()
+        if whose is None
+        else scheduler.waiting.under_way(whose, runner.alias, method, params)
+    )
     uses = scheduler.uses  # a lazy server: started for this request, as for a call
-    scheduler.requests += 1
-    try:
-        if uses is None:
-            return await _send(runner, method, params, name, capabilities, asker, limit)
-        uses.begin()
+    with held:
+        scheduler.requests += 1
         try:
-            return await _send(runner, method, params, name, capabilities, asker, limit)
+            if uses is None:
+                return await _send(runner, method, params, name, capabilities, asker, limit)
+            uses.begin()
+            try:
+                return await _send(runner, method, params, name, capabilities, asker, limit)
+            finally:
+                uses.end()
         finally:
-            uses.end()
-    finally:
-        scheduler.requests -= 1
+            scheduler.requests -= 1
 
 
 async def _send(

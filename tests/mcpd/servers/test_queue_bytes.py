@@ -1,27 +1,44 @@
-"""What the calls waiting for a slot at their servers may keep: one agent's, one user's
-and everyone's bytes bounded, counted while a call waits and given back as it leaves,
-and a call past a bound refused with a result that names it. Then through a running
-daemon: an agent's big calls past its bound are refused at once and recorded so, while
-another agent's call still waits and is answered, and an agent that hangs up leaves
-nothing counted."""
+"""What the calls waiting for a slot at their servers and the other requests under way
+there may keep: one agent's, one user's and everyone's bytes bounded, counted while a
+call waits (a request is under way) and given back as it leaves (ends), and a call past
+a bound refused with a result that names it, a request with an error that does. Then
+through a running daemon: an agent's big calls past its bound are refused at once and
+recorded so, while another agent's call still waits and is answered, and an agent that
+hangs up leaves nothing counted; an agent's big prompts/get and resources/read at a
+server that never answers them are refused past its bound, named and recorded so,
+while another agent's small one is still sent."""
 
 from __future__ import annotations
 
 import array
+import contextlib
 import json
 import subprocess
 import sys
 import weakref
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 from msgspec import Raw
 
 from mcpd.servers.calls import Call, Whose
-from mcpd.servers.queue_bytes import MIB, OWN_RESERVE, PER_AGENT, PER_USER, TOTAL, QueueBytes
+from mcpd.servers.queue_bytes import (
+    META_KEY,
+    MIB,
+    OWN_RESERVE,
+    PER_AGENT,
+    PER_USER,
+    TOTAL,
+    QueueBytes,
+    Unqueued,
+    carried,
+)
 from mcpd.servers.turns import TurnQueue
 from protocol import mcp
+from protocol.surface import GetPromptParams, ReadResourceParams
 from tests.support.agent import META, Agent, connect, make_config, running
 from tests.support.calls import a_call
 from tests.support.fault_harness import HOSTILE_STDIO
@@ -130,6 +147,36 @@ def test_a_call_gives_its_bytes_back_however_it_leaves_the_queue() -> None:
     assert kept.total == 0 and kept.of_user(agent) == 0
 
 
+def test_a_request_keeps_its_bytes_while_under_way_and_past_a_bound_is_refused() -> None:
+    """A request's params (and its ``_meta`` once more) count with the waiting calls
+    for as long as it is under way, and are given back however it ends; one past its
+    agent's bound is refused with a JSON-RPC error that names the bound, sent nowhere."""
+    kept, agent, other = QueueBytes(), whose(1000, 11), whose(1000, 12)
+    big = GetPromptParams(name="p", arguments=Raw(b'"' + b"x" * (20 * MIB) + b'"'))
+    read = ReadResourceParams(uri="file:///r", meta={"x": "x" * (4 * MIB)})
+    assert carried(read) > 8 * MIB  # the line's and, decoded apart, the _meta's
+    waiting = of_size(4 * MIB, agent)
+    q = queue(kept, waiting)
+    with kept.under_way(agent, "s", "prompts/get", big):
+        assert kept.of_agent(agent) == 4 * MIB + carried(big)
+        with pytest.raises(Unqueued) as info, kept.under_way(agent, "s", "resources/read", read):
+            pass
+        error = info.value
+        assert "mcpd did not send this resources/read to 's'" in error.message
+        assert "one agent's may keep 32.0 MiB" in error.message
+        assert "not an outage" in error.message
+        assert error.reason.startswith("not sent") and "32.0 MiB" in error.reason
+        assert isinstance(error.data, dict) and error.data[META_KEY]["bound"] == "agent"
+        with kept.under_way(other, "s", "resources/read", read):  # another agent's
+            assert kept.of_agent(other) == carried(read)
+        assert kept.of_agent(other) == 0
+    assert kept.of_agent(agent) == 4 * MIB  # the call still waits
+    with pytest.raises(OSError), kept.under_way(agent, "s", "resources/read", read):
+        raise OSError  # it failed
+    q.remove(waiting)
+    assert kept.total == 0
+
+
 # -- through a running daemon --
 
 
@@ -229,3 +276,82 @@ async def served_while_queued(socket: str, queued: trio.Event, holder: Agent) ->
         cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
         await holder.send_raw(json.dumps(cancel).encode() + b"\n")
     return replies[0]
+
+
+UNANSWERING = str(Path(__file__).parents[2] / "support" / "unanswering_server.py")
+NEVER_URI = "file:///never"  # the resource it never gives
+
+
+async def send_request(agent: Agent, rid: int, method: str, params: dict[str, Any]) -> None:
+    """A request under the id ``rid``, its reply not waited for."""
+    line = {"jsonrpc": "2.0", "id": rid, "method": method, "params": {"_meta": META, **params}}
+    await agent.send_raw(json.dumps(line).encode() + b"\n")
+
+
+def big_prompt(mib: int) -> dict[str, Any]:
+    return {"name": "mcp__srv__never", "arguments": {"text": "x" * (mib * MIB)}}
+
+
+async def test_an_agents_big_requests_at_a_server_that_never_answers_are_refused_past_its_bound(
+    tmp_path: Path,
+) -> None:
+    """A server never answers a prompts/get or a resources/read. One agent's two big
+    prompts/get are under way there; its next prompts/get, and a resources/read whose
+    ``_meta`` is big, would pass what one agent's may keep: each is refused at once with
+    an error that names the bound and says it is no outage, recorded as refused and
+    why. An agent of another process still has its small prompts/get sent, and
+    answered."""
+    server = {"command": sys.executable, "args": [UNANSWERING], "max_concurrency": 1}
+    config = make_config(
+        tmp_path, {"srv": server}, state_dir=str(tmp_path / "state"), audit_journal=False
+    )
+    socket = str(config.daemon.socket)
+    with trio.fail_after(LIMIT):
+        async with running(config) as daemon:
+            waiting = daemon.supervisor.waiting
+            both = trio.Event()
+            held: list[str] = []
+            under_way = waiting.under_way
+
+            @contextlib.contextmanager
+            def counted(*asked: Any) -> Iterator[None]:
+                with under_way(*asked):
+                    held.append(asked[1])
+                    if len(held) == 2:
+                        both.set()
+                    yield
+
+            waiting.under_way = counted  # type: ignore[method-assign]
+            async with connect(socket) as agent:
+                await send_request(agent, 1, "prompts/get", big_prompt(12))
+                await send_request(agent, 2, "prompts/get", big_prompt(12))
+                await both.wait()
+                reply = await agent.rpc("prompts/get", big_prompt(12), rid=3)
+                assert_refused(reply, "prompts/get")
+                meta = {**META, "big": "x" * (6 * MIB)}
+                read = {"uri": NEVER_URI, "_meta": meta}
+                reply = await agent.rpc("resources/read", read, rid=4, meta=False)
+                assert_refused(reply, "resources/read")
+                assert agent.unmatched == []  # its first two are under way still
+                probe = [["prompts/get", {"name": "mcp__srv__echo", "arguments": {"text": "hi"}}]]
+                done = await trio.run_process(
+                    [sys.executable, "-c", PEER_PROBE, socket, json.dumps(probe)],
+                    capture_stdout=True,
+                    stdin=subprocess.DEVNULL,
+                )
+                answer = json.loads(done.stdout)
+                assert answer["result"]["messages"][0]["content"]["text"] == "hi", answer
+            await daemon.audit.flush()
+    records = [json.loads(x) for x in (tmp_path / "state" / "calls.jsonl").read_text().splitlines()]
+    refused = [r for r in records if r["outcome"] == "refused"]
+    assert [r["method"] for r in refused] == ["prompts/get", "resources/read"], records
+    assert all("32.0 MiB" in r["reason"] and r["server"] == "srv" for r in refused), refused
+
+
+def assert_refused(reply: dict[str, Any], method: str) -> None:
+    """``reply`` is mcpd's refusal of a ``method`` past one agent's bound."""
+    error = reply["error"]
+    assert f"mcpd did not send this {method} to 'srv'" in error["message"], reply
+    assert "one agent's may keep 32.0 MiB" in error["message"]
+    assert "not an outage" in error["message"]
+    assert error["data"][META_KEY]["bound"] == "agent"

@@ -8,11 +8,13 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any, cast
 
 import pytest
 import trio
 import trio.testing
+from msgspec import Raw
 
 from mcpd.config.load import parse
 from mcpd.config.model import Config
@@ -22,8 +24,9 @@ from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
 from mcpd.registry.catalog import Catalog
 from mcpd.servers import requests
-from mcpd.servers.calls import CallRefused
+from mcpd.servers.calls import CallRefused, Whose
 from mcpd.servers.lazy import LazyRunner
+from mcpd.servers.queue_bytes import MIB, Unqueued
 from mcpd.servers.runner import Runner
 from protocol import jsonrpc as rpc
 from protocol import mcp
@@ -265,3 +268,33 @@ async def test_requests_under_way_at_a_server_are_bounded_as_its_queue_is(
         assert r.scheduler.requests == 0  # each gave its place back as it ended
         factory.played.answers["prompts/get"] = {"messages": []}
         assert json.loads(bytes(await requests.send(r, "prompts/get", PROMPT))) == {"messages": []}
+
+
+async def test_an_agents_requests_under_way_keep_bytes_to_its_bound_and_give_them_back(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A server never answers: an agent's big prompts/get under way keep their bytes
+    until they end, and its next past its bound is refused at once, never sent, while
+    another agent's small one is; once they end, nothing is kept."""
+    factory = Factory()
+    factory.played.answers["prompts/get"] = Never()
+    agent, other = Whose(1000, 11, False), Whose(1000, 12, False)
+    big = GetPromptParams(name="p", arguments=Raw(b'"' + b"x" * (12 * MIB) + b'"'))
+    async with running(factory) as r:
+        await ready(r)
+        waiting = r.scheduler.waiting
+        async with trio.open_nursery() as nursery:
+            for _ in range(2):
+                nursery.start_soon(partial(requests.send, r, "prompts/get", big, whose=agent))
+            await trio.testing.wait_all_tasks_blocked()
+            assert waiting.of_agent(agent) > 24 * MIB
+            sent = len(factory.played.sent)
+            with pytest.raises(Unqueued) as info:
+                await requests.send(r, "prompts/get", big, whose=agent)
+            assert "one agent's may keep 32.0 MiB" in info.value.message
+            assert len(factory.played.sent) == sent  # never sent
+            nursery.start_soon(partial(requests.send, r, "prompts/get", PROMPT, whose=other))
+            await trio.testing.wait_all_tasks_blocked()
+            assert len(factory.played.sent) == sent + 1
+            nursery.cancel_scope.cancel()
+        assert waiting.total == 0  # each gave its bytes back as it ended
