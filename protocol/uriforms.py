@@ -1,12 +1,19 @@
 """The spellings of one URI a server may read as the same resource.
 
 A profile's ``resources`` patterns are globs over a server's URIs as written. A server
-reads more spellings than one as the same resource: a URL parser drops tabs and line
-breaks anywhere and blanks at the ends, takes ``\\`` for ``/``, decodes ``%63`` as
-``c``, resolves ``.`` and ``..``, and a path library folds ``//``; many servers then
-ignore a query or fragment they do not use. ``forms`` gives the URI as written and as
-such a reading would have it (a scheme is the same in any case; an authority is left
-as written, as a server's own scheme may tell cases apart), so that a pattern meant to
+reads more spellings than one as the same resource. A URL parser drops tabs and line
+breaks anywhere and blanks at the ends, takes ``\\`` for ``/``, splits off the query and
+the fragment where the URI as written has ``?`` and ``#``, then decodes ``%63`` as
+``c`` in the path and resolves ``.`` and ``..`` there, whether written plainly or
+escaped; a path library folds ``//``. A ``file`` URI names no host when it names
+``localhost`` (in any case), and ``file:/p`` and ``file:p`` are ``file:///p``; the host
+of a web URL is the same in any case. Many servers then ignore a query or fragment they
+do not use, and some decode a URI before they split it, so that an escaped ``?`` or
+``#`` ends its path.
+
+``forms`` gives the URI as written and as such readings would have it (a scheme is the
+same in any case; the authority of a scheme not known to be case-blind is left as
+written, as a server's own scheme may tell cases apart), so that a pattern meant to
 keep one resource out keeps out every spelling of it, and one that lets resources in
 lets in only what it admits however spelled. Nothing here decides what a server does
 with a URI: the forms only widen what a pattern is held against.
@@ -15,7 +22,8 @@ with a URI: the forms only widen what a pattern is held against.
 from __future__ import annotations
 
 import re
-from typing import Final
+from collections.abc import Callable
+from typing import Final, NamedTuple
 from urllib.parse import unquote
 
 # scheme ":" ["//" authority] path ["?" query] ["#" fragment]
@@ -23,27 +31,73 @@ _PARTS: Final = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):(//[^/?#]*)?([^?#]*)(\?[
 _DROPPED: Final = str.maketrans("", "", "\t\n\r")
 _BLANKS: Final = "".join(map(chr, range(0x21)))
 _SLASHES: Final = re.compile(r"/{2,}")
+# Schemes whose authority is a host name, which no case tells apart.
+CASE_BLIND_HOSTS: Final = frozenset({"http", "https", "ws", "wss", "ftp", "file"})
 
 
-def forms(uri: str) -> tuple[str, str, str]:
-    """``uri`` as written, as a server's reading may have it (``read_as``), and that
-    without its query."""
-    text = unquote(uri.translate(_DROPPED).strip(_BLANKS)).replace("\\", "/")
-    parts = _PARTS.fullmatch(text)
-    if parts is None:
-        plain = _without_dots(_SLASHES.sub("/", text))
-        return uri, plain, plain
-    scheme, authority, path, query, _fragment = parts.groups()
-    bare = scheme.lower() + ":" + (authority or "") + _without_dots(_SLASHES.sub("/", path))
-    return uri, bare + (query if query and query != "?" else ""), bare
+class Forms(NamedTuple):
+    written: str
+    # As a server's reading may have it: first ``read_as``, then, where it differs,
+    # as a server that decodes before it splits reads it.
+    read: tuple[str, ...]
+    # Those readings without their query.
+    bare: tuple[str, ...]
+
+
+def forms(uri: str) -> Forms:
+    """``uri`` as written, as servers' readings may have it, and those without their
+    query."""
+    text = uri.translate(_DROPPED).strip(_BLANKS).replace("\\", "/")
+    split_first = _reading(text, unquote)
+    decoded_first = _reading(unquote(text).replace("\\", "/"), _as_is)
+    return Forms(
+        uri,
+        tuple(dict.fromkeys((split_first[0], decoded_first[0]))),
+        tuple(dict.fromkeys((split_first[1], decoded_first[1]))),
+    )
 
 
 def read_as(uri: str) -> str:
     """``uri`` as a server's reading may have it: without tabs, line breaks and blanks
-    at the ends, percent-escapes decoded, ``\\`` as ``/``, its scheme in lower case, its
-    path without ``.``, ``..`` or repeated slashes, its fragment and an empty query
+    at the ends, ``\\`` as ``/``, split into its parts as written, its scheme in lower
+    case, its authority as ``authority`` reads it, its path decoded and without ``.``,
+    ``..`` or repeated slashes, its query decoded, its fragment and an empty query
     dropped."""
-    return forms(uri)[1]
+    return forms(uri).read[0]
+
+
+def authority(scheme: str, written: str) -> str:
+    """The ``//``-led authority of a URI of ``scheme`` (in lower case) as a server
+    reads it: a host that is case-blind in lower case, a ``file`` URI's ``localhost``
+    as no host."""
+    if scheme not in CASE_BLIND_HOSTS:
+        return written
+    read = written.lower()
+    return "//" if scheme == "file" and read == "//localhost" else read
+
+
+def _reading(text: str, decode: Callable[[str], str]) -> tuple[str, str]:
+    """``text`` (its tabs, line breaks, blanks at the ends and backslashes dealt
+    with) as read, with its query and without, each part decoded by ``decode``."""
+    parts = _PARTS.fullmatch(text)
+    if parts is None:
+        plain = _path(decode(text))
+        return plain, plain
+    scheme, written_authority, path, query, _fragment = parts.groups()
+    scheme = scheme.lower()
+    if written_authority is None and scheme == "file":
+        # A file URL without an authority names a path from the root.
+        written_authority, path = "//", "/" + path.lstrip("/")
+    bare = scheme + ":" + authority(scheme, decode(written_authority or "")) + _path(decode(path))
+    return bare + (decode(query) if query and query != "?" else ""), bare
+
+
+def _as_is(text: str) -> str:
+    return text
+
+
+def _path(decoded: str) -> str:
+    return _without_dots(_SLASHES.sub("/", decoded.replace("\\", "/")))
 
 
 def _without_dots(path: str) -> str:

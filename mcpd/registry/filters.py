@@ -33,9 +33,10 @@ class NameFilter:
 class UriFilter(NameFilter):
     """``allow``/``deny`` patterns over ``(alias, uri)``, held against the spellings a
     server may read as the same resource (``uriforms``): a deny that matches the URI
-    as written, as read or without its query keeps it out, and an allow must match it
-    both as written and as read. Each pattern counts as written and as read, so that
-    one written with escapes or dots still matches what it names."""
+    as written, as any reading has it or without its query keeps it out, and an allow
+    must match it as written and as every reading has it. Each pattern counts as
+    written and as read, so that one written with escapes or dots still matches what
+    it names."""
 
     def __init__(self, patterns: Patterns) -> None:
         super().__init__(patterns)
@@ -47,10 +48,10 @@ class UriFilter(NameFilter):
             return True
         written, read, bare = uriforms.forms(uri)
         if self.allow and not all(
-            any(self._match(r, alias, form) for r in self.allow) for form in (written, read)
+            any(self._match(r, alias, form) for r in self.allow) for form in (written, *read)
         ):
             return False
-        return not any(self._match(r, alias, f) for r in self.deny for f in (written, read, bare))
+        return not any(self._match(r, alias, f) for r in self.deny for f in (written, *read, *bare))
 
 
 def _as_read_too(rules: list[tuple[str | None, str]]) -> list[tuple[str | None, str]]:

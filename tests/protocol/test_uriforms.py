@@ -34,14 +34,53 @@ def test_a_path_climbs_no_higher_than_its_root() -> None:
 
 
 def test_a_query_is_kept_as_read_and_dropped_in_the_bare_form() -> None:
-    assert forms("res://s1/c?v=1#top") == ("res://s1/c?v=1#top", "res://s1/c?v=1", "res://s1/c")
+    assert forms("res://s1/c?v=1#top") == (
+        "res://s1/c?v=1#top",
+        ("res://s1/c?v=1",),
+        ("res://s1/c",),
+    )
 
 
 def test_a_uri_written_plainly_is_its_own_reading() -> None:
     for uri in ("file:///srv/notes.txt", "notes://{id}", "res:c", "github://Owner/repo"):
-        assert forms(uri) == (uri, uri, uri)
+        assert forms(uri) == (uri, (uri,), (uri,))
 
 
-def test_an_authority_keeps_its_case() -> None:
+def test_an_authority_keeps_its_case_unless_its_scheme_names_a_host() -> None:
     # A server's own scheme may tell cases apart where a host name would not.
     assert read_as("Notes://Inbox/1") == "notes://Inbox/1"
+    assert read_as("HTTPS://Example.COM/A") == "https://example.com/A"
+    assert read_as("file://Server/Share") == "file://server/Share"
+
+
+# Node's fileURLToPath(new URL(uri)) and Python's normpath(url2pathname(urlparse(uri)
+# .path)) both read each of these as /home/u/.ssh/id_rsa.
+@pytest.mark.parametrize(
+    "spelled",
+    [
+        "file://localhost/home/u/.ssh/id_rsa",
+        "FILE://LOCALHOST/home/u/.ssh/id_rsa",
+        "file://%6Cocalhost/home/u/.ssh/id_rsa",
+        "file:/home/u/.ssh/id_rsa",
+        "file:home/u/.ssh/id_rsa",
+        "file:../home/u/.ssh/id_rsa",
+    ],
+)
+def test_a_file_uri_naming_localhost_or_no_authority_is_read_from_the_root(spelled: str) -> None:
+    assert read_as(spelled) == "file:///home/u/.ssh/id_rsa"
+
+
+def test_an_escaped_question_mark_or_hash_is_part_of_the_path_its_dots_resolve() -> None:
+    # Node and Python split the URI as written and resolve ".." after the escape.
+    assert read_as("file:///home/u/x%3f/../.ssh/id_rsa") == "file:///home/u/.ssh/id_rsa"
+    assert read_as("file:///home/u/x%23/../.ssh/id_rsa") == "file:///home/u/.ssh/id_rsa"
+    assert read_as("file:///srv/x%3F/../../outside") == "file:///outside"
+    assert read_as("file:///srv/what%3f.txt?v=1#top") == "file:///srv/what?.txt?v=1"
+
+
+def test_a_server_that_decodes_before_it_splits_is_read_too() -> None:
+    # Such a server takes an escaped "?" or "#" for the end of the path.
+    _, read, bare = forms("file:///home/u/.ssh/id_rsa%3fx")
+    assert read == ("file:///home/u/.ssh/id_rsa?x",)
+    assert bare == ("file:///home/u/.ssh/id_rsa?x", "file:///home/u/.ssh/id_rsa")
+    assert forms("file:///srv/..%23").read == ("file:///srv/..#", "file:///")

@@ -29,7 +29,9 @@ def test_a_uri_pattern_is_not_read_as_a_server_and_a_pattern() -> None:
 @pytest.mark.parametrize(
     "uri",
     ["res://s1/c#", "res://s1/c?", "RES://s1/c", "res://s1/./c", "res://s1//c",
-     "res://s1/%63", "res://s1/t/../c", " res://s1/c", "res://s1/c?x=1"],
+     "res://s1/%63", "res://s1/t/../c", " res://s1/c", "res://s1/c?x=1",
+     # A server that decodes before it splits reads these as c with a query.
+     "res://s1/c%3fx=1", "res://s1/c%23top"],
 )  # fmt: skip
 def test_a_denied_resource_is_denied_however_its_uri_is_spelled(uri: str) -> None:
     rule = UriFilter(Patterns(deny=["s1/res://s1/c"]))
@@ -45,6 +47,14 @@ def test_a_denied_folder_is_denied_through_dots_escapes_and_backslashes() -> Non
         "file:///home/u/%2essh/id_rsa",
         "file:///home/u\\.ssh\\id_rsa",
         "file:////home//u/.ssh/id_rsa",
+        # Node's fileURLToPath(new URL(uri)) and Python's url2pathname read each of
+        # these as /home/u/.ssh/id_rsa too.
+        "file://localhost/home/u/.ssh/id_rsa",
+        "FILE://LOCALHOST/home/u/.ssh/id_rsa",
+        "file:/home/u/.ssh/id_rsa",
+        "file:home/u/.ssh/id_rsa",
+        "file:///home/u/x%3f/../.ssh/id_rsa",
+        "file:///home/u/x%23/../.ssh/id_rsa",
     ):
         assert not rule.admits_uri("fs", uri), uri
     assert rule.admits_uri("fs", "file:///home/u/notes.txt")
@@ -56,6 +66,19 @@ def test_an_allowed_folder_lets_in_nothing_outside_it_however_spelled() -> None:
     assert rule.admits_uri("fs", "file:///srv/a%20b.txt")
     assert not rule.admits_uri("fs", "file:///srv/../etc/passwd")
     assert not rule.admits_uri("fs", "file:///srv/a%2F..%2F..%2Fetc/passwd")
+    # Node and Python read these as /outside and /etc/passwd.
+    assert not rule.admits_uri("fs", "file:///srv/x%3f/../../outside")
+    assert not rule.admits_uri("fs", "file:///srv/x%23/../../outside")
+    assert not rule.admits_uri("fs", "file://localhost/srv/../etc/passwd")
+    assert not rule.admits_uri("fs", "file:/srv/../etc/passwd")
+    # A server that decodes before it splits reads this as /.
+    assert not rule.admits_uri("fs", "file:///srv/..%3f")
+    # What the folder holds stays in however spelled, where a pattern would match the
+    # spelling as written too.
+    assert rule.admits_uri("fs", "file:///srv/x%3f/../a.txt")
+    localhost = UriFilter(Patterns(allow=["fs/file://localhost/srv/*"]))
+    assert localhost.admits_uri("fs", "file:///srv/a.txt")
+    assert not localhost.admits_uri("fs", "file://localhost/srv/x%3f/../../outside")
     # A pattern written with escapes matches what it names, and what names it.
     escaped = UriFilter(Patterns(allow=["fs/file:///My%20Docs/*"]))
     assert escaped.admits_uri("fs", "file:///My%20Docs/a.txt")

@@ -280,6 +280,14 @@ RESPELLED = (
     "FILE:///home/u/.ssh/id_rsa",
     "file:///home//u/.ssh/id_rsa",
     " file:///home/u/.ssh/id_rsa",
+    # Node's fileURLToPath(new URL(uri)) and Python's url2pathname read these as
+    # /home/u/.ssh/id_rsa too.
+    "file://localhost/home/u/.ssh/id_rsa",
+    "FILE://LOCALHOST/home/u/.ssh/id_rsa",
+    "file:/home/u/.ssh/id_rsa",
+    "file:home/u/.ssh/id_rsa",
+    "file:///home/u/x%3f/../.ssh/id_rsa",
+    "file:///home/u/x%23/../.ssh/id_rsa",
 )
 
 
