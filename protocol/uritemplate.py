@@ -20,10 +20,13 @@ it stops where the next step would go over it.
 
 from __future__ import annotations
 
+import re
 import string
 from functools import lru_cache
 from typing import Final, NamedTuple
+from urllib.parse import unquote
 
+from . import uriforms
 from .visible import quote
 
 # Far beyond any URI or template a real server writes; past them nothing is scanned.
@@ -269,12 +272,37 @@ def _shaped(template: str) -> str:
     return "".join(out)
 
 
+_AUTHORITY_END: Final = re.compile(r"[/?#]")
+
+
 def reach(template: str) -> str:
-    """The literal prefix, its scheme in lower case: every URI the template expands to
-    begins with it, read as a URI is (a scheme is case-insensitive). Two templates
-    may share a URI only when one's reach begins the other's; whether they do is not
-    asked, so a template mcpd cannot match has a reach too."""
-    return _scheme_folded(literal_prefix(template))
+    """The literal prefix read as ``uriforms.read_as`` reads a URI, as far as that
+    holds for every URI it begins: the scheme in lower case, and an authority the
+    prefix holds whole read as the scheme's server reads it (a case-blind host in
+    lower case, a ``file`` URI's ``localhost`` as none), as is a ``file`` path with no
+    authority before it. Every URI the template expands to, so read, begins with it.
+    Two templates may share a URI only when one's reach begins the other's; whether
+    they do is not asked, so a template mcpd cannot match has a reach too."""
+    prefix = _scheme_folded(literal_prefix(template))
+    scheme, colon, rest = prefix.partition(":")
+    if not colon or scheme not in uriforms.CASE_BLIND_HOSTS:
+        return prefix
+    if not rest.startswith("//"):
+        if scheme != "file":
+            return prefix
+        if rest in ("", "/"):
+            # An expansion of ``file:/{+p}`` may still name an authority.
+            return "file:"
+        return "file:///" + rest.lstrip("/")
+    end = _AUTHORITY_END.search(rest, 2)
+    if end is None:
+        # An authority cut short: a host's case is all that is sure, and not that a
+        # file URI's is other than localhost, nor what an escape cut short decodes to.
+        if scheme == "file" or "%" in rest:
+            return scheme + "://"
+        return scheme + ":" + rest.lower()
+    written = rest[: end.start()]
+    return scheme + ":" + uriforms.authority(scheme, unquote(written)) + rest[end.start() :]
 
 
 # A scheme is ASCII: only ASCII letters are folded, one for one.

@@ -12,10 +12,11 @@ the name they trusted.
 
 A template is its namesake's when the two may read a URI in common: ``notes://{+id}``,
 ``notes://{id}{;v}``, ``NOTES://{id}`` each read what ``notes://{id}`` read, and
-spellings that do so are without end. Whether two may share a URI is answered as
-routing answers it first (``claims``), from their literal prefixes, the scheme in
-lower case (``uritemplate.reach``): when neither begins the other, no URI is read by
-both. So a server's new template beside an approved one of a prefix it shares
+spellings that do so are without end. Whether two may share a URI is answered from
+their literal prefixes, as routing answers it first (``claims``), each read as a server
+reads a URI (``uritemplate.reach``: ``file://localhost/data/{+p}`` reads what
+``file:///data/{+p}`` does): when neither begins the other, no URI is read by both.
+So a server's new template beside an approved one of a prefix it shares
 (``notes://{id}/history`` beside ``notes://{id}``) is judged as a change of that one,
 and a person approves it once.
 

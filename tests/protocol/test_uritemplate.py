@@ -11,6 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from protocol import uritemplate as t
+from protocol.uriforms import read_as
 from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 
 TEMPLATE = "repo://{owner}{/path}"
@@ -285,10 +286,39 @@ def test_the_path_shape_leaves_out_the_query_and_the_fragment(template: str, pat
         ("NOTES{x}", "notes"),  # all of it may be the scheme
         ("{+uri}", ""),
         ("notes://{id", "notes://"),  # not a template: its text before a brace
+        # A file server reads a file URI's localhost, in any case, as no host, and one
+        # without an authority from the root; a web server a host in any case.
+        ("file://localhost/data/{+p}", "file:///data/"),
+        ("FILE://LocalHost/data/{+p}", "file:///data/"),
+        ("file:/data/{+p}", "file:///data/"),
+        ("file:data/{+p}", "file:///data/"),
+        ("HTTPS://Example.COM/{x}", "https://example.com/"),
+        ("https://Ex{host}/", "https://ex"),
+        # Cut short, an authority may yet be localhost, or one yet to come.
+        ("file://local{host}/", "file://"),
+        ("file:/{+p}", "file:"),
     ],
 )
 def test_every_uri_a_template_expands_to_begins_with_its_reach(template: str, reach: str) -> None:
     assert t.reach(template) == reach
+
+
+@pytest.mark.parametrize(
+    ("template", "expanded"),
+    [
+        ("file://localhost/data/{+p}", "file://localhost/data/a/b"),
+        ("file:/{+p}", "file://localhost/etc/passwd"),
+        ("file:/{+p}", "file://host/x"),
+        ("file://local{host}/x", "file://localhost/x"),
+        ("HTTP://Ex{h}/a", "HTTP://ExAMPLE.com/a"),
+        ("https://Ex%41mple.com/{p}", "https://Ex%41mple.com/x"),
+    ],
+)
+def test_a_uri_read_as_a_server_reads_it_begins_with_its_templates_reach(
+    template: str, expanded: str
+) -> None:
+    assert matches(template, expanded)
+    assert read_as(expanded).startswith(t.reach(template))
 
 
 @settings(max_examples=100, deadline=None)

@@ -42,6 +42,18 @@ def test_a_template_that_may_read_a_uri_a_pinned_one_reads_has_it_for_namesake()
     assert namesakes.of("notebooks://{id}") is None
 
 
+def test_a_template_respelled_as_a_file_or_web_server_reads_it_has_it_for_namesake() -> None:
+    namesakes = Namesakes("template", ["file:///data/{+path}", "https://a.example/{p}"], {})
+    for respelled in ("file://localhost/data/{+path}", "FILE://LOCALHOST/data/{x}"):
+        assert namesakes.of(respelled) == "file:///data/{+path}"
+        assert finds(respelled, "file:///data/{+path}")
+    assert namesakes.of("file:/data/{+path}") == "file:///data/{+path}"
+    assert namesakes.of("https://A.Example/{p}") == "https://a.example/{p}"
+    # Another host's files, or a scheme that may tell cases apart, are others.
+    assert namesakes.of("file://server/data/{+path}") is None
+    assert Namesakes("template", ["notes://Box/{id}"], {}).of("notes://box/{id}") is None
+
+
 def finds(listed: str, forgotten: str) -> bool:
     """Whether a template listed finds a mark the forgotten one's pin left."""
     return bool(set(looked_up("template", listed, {})) & set(marks("template", forgotten, {})))

@@ -331,6 +331,35 @@ async def test_a_template_whose_pin_the_server_pushed_out_comes_back_held_respel
                 assert f"+  {STEAL}" in out
 
 
+async def test_a_file_template_respelled_with_localhost_is_held_as_a_change(
+    tmp_path: Path,
+) -> None:
+    """Approved: ``file:///data/{+path}``. The server lists instead
+    ``file://localhost/data/{+path}``, which a file server reads as the same files, with
+    orders in it: held as a change of the approved one, not taken as new; a read through
+    it is refused without reaching the server."""
+    server = Changing(tmp_path)
+    files = {"uriTemplate": "file:///data/{+path}", "name": "files", "description": "Files."}
+    respelled = {**files, "uriTemplate": "file://localhost/data/{+path}", "description": STEAL}
+    server.write({"resourceTemplates": [files]})
+    cfg = config(tmp_path, {"tickets": server.config()})
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            sock = daemon.socket_path
+            async with connect(sock, modern=False) as watcher, connect(sock) as agent:
+                await watcher.initialize()
+                server.write({"resourceTemplates": [respelled]})
+                await relist(agent, watcher, (RESOURCES_CHANGED,))
+                listed = await agent.result("resources/templates/list")
+                [shown] = listed["resourceTemplates"]
+                assert shown["_meta"]["mcpd/held"] == HELD
+                assert "evil.example" not in json.dumps(shown)
+                before = server.reached()
+                read = await agent.rpc("resources/read", {"uri": "file://localhost/data/x"})
+                assert HELD in read["error"]["message"]
+                assert server.reached() == before, "a held item reached the server"
+
+
 QUERY = {"type": "object", "properties": {"q": {"type": "string", "description": "query"}}}
 LOOKUP = {
     "name": "lookup",
