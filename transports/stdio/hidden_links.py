@@ -38,9 +38,8 @@ from .sandbox import within
 
 # The symbolic links followed on the way to one path, as many as the kernel follows.
 _HOPS: Final = 40
-# The machine's own directories: what lies in them is the system's, which every server
-# needs, and never a store of the user's.
-_SYSTEM: Final = (
+# The system's directories a strict sandbox shows read-only, where they exist.
+SYSTEM_DIRS: Final = (
     "/usr",
     "/bin",
     "/sbin",
@@ -50,11 +49,10 @@ _SYSTEM: Final = (
     "/libx32",
     "/etc",
     "/opt",
-    "/boot",
-    "/proc",
-    "/sys",
-    "/dev",
 )
+# The machine's own directories: what lies in them is the system's, which every server
+# needs, and never a store of the user's.
+_SYSTEM: Final = (*SYSTEM_DIRS, "/boot", "/proc", "/sys", "/dev")
 
 
 class Needed(msgspec.Struct, frozen=True):

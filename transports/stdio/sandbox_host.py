@@ -23,7 +23,7 @@ import msgspec
 
 from . import anchors, confined, landlock, pidgroup
 from .fixed_dirs import fixed_dirs
-from .hidden_links import Needed
+from .hidden_links import SYSTEM_DIRS, Needed
 from .launch import resolve as resolve_command
 from .sandbox import (
     EVERY_SANDBOX,
@@ -40,18 +40,6 @@ from .sandbox import (
 )
 from .sandbox_mounts import kernel_mounts, sealed, tmpfs
 
-# The system's directories a strict sandbox shows read-only, where they exist.
-SYSTEM_DIRS: Final = (
-    "/usr",
-    "/bin",
-    "/sbin",
-    "/lib",
-    "/lib32",
-    "/lib64",
-    "/libx32",
-    "/etc",
-    "/opt",
-)
 _PROBE_TIMEOUT: Final = 10.0
 # What the probe of ``--size`` mounts: a sized tmpfs where every sandbox has one.
 SIZED: Final = tuple(tmpfs("/dev/shm", 1 << 20))
