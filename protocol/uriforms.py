@@ -6,10 +6,10 @@ breaks anywhere and blanks at the ends, takes ``\\`` for ``/``, splits off the q
 the fragment where the URI as written has ``?`` and ``#``, then decodes ``%63`` as
 ``c`` in the path and resolves ``.`` and ``..`` there, whether written plainly or
 escaped; a path library folds ``//``. A ``file`` URI names no host when it names
-``localhost`` (in any case), and ``file:/p`` and ``file:p`` are ``file:///p``; the host
-of a web URL is the same in any case. Many servers then ignore a query or fragment they
-do not use, and some decode a URI before they split it, so that an escaped ``?`` or
-``#`` ends its path.
+``localhost`` (in any case, and to some readings any host at all), and ``file:/p`` and
+``file:p`` are ``file:///p``; the host of a web URL is the same in any case. Many
+servers then ignore a query or fragment they do not use, and some decode a URI before
+they split it, so that an escaped ``?`` or ``#`` ends its path.
 
 ``forms`` gives the URI as written and as such readings would have it (a scheme is the
 same in any case; the authority of a scheme not known to be case-blind is left as
@@ -31,6 +31,7 @@ _PARTS: Final = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):(//[^/?#]*)?([^?#]*)(\?[
 _DROPPED: Final = str.maketrans("", "", "\t\n\r")
 _BLANKS: Final = "".join(map(chr, range(0x21)))
 _SLASHES: Final = re.compile(r"/{2,}")
+_FILE_HOST: Final = re.compile(r"^file://[^/]+")
 # Schemes whose authority is a host name, which no case tells apart.
 CASE_BLIND_HOSTS: Final = frozenset({"http", "https", "ws", "wss", "ftp", "file"})
 
@@ -48,12 +49,15 @@ def forms(uri: str) -> Forms:
     """``uri`` as written, as servers' readings may have it, and those without their
     query."""
     text = uri.translate(_DROPPED).strip(_BLANKS).replace("\\", "/")
-    split_first = _reading(text, unquote)
-    decoded_first = _reading(unquote(text).replace("\\", "/"), _as_is)
+    readings = [_reading(text, unquote), _reading(unquote(text).replace("\\", "/"), _as_is)]
+    # A file URI's host, whatever it says, may name this machine to a server: a URL
+    # parser maps look-alike letters (fullwidth, a soft hyphen) to ``localhost`` and
+    # drops it, and Python's urllib takes any host that resolves here (``127.1``).
+    readings += [(_FILE_HOST.sub("file://", r), _FILE_HOST.sub("file://", b)) for r, b in readings]
     return Forms(
         uri,
-        tuple(dict.fromkeys((split_first[0], decoded_first[0]))),
-        tuple(dict.fromkeys((split_first[1], decoded_first[1]))),
+        tuple(dict.fromkeys(r for r, _ in readings)),
+        tuple(dict.fromkeys(b for _, b in readings)),
     )
 
 

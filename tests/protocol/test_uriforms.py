@@ -70,6 +70,16 @@ def test_a_file_uri_naming_localhost_or_no_authority_is_read_from_the_root(spell
     assert read_as(spelled) == "file:///home/u/.ssh/id_rsa"
 
 
+@pytest.mark.parametrize(
+    "host",
+    ["\uff4c\uff4f\uff43\uff41\uff4c\uff48\uff4f\uff53\uff54", "local\u00adhost", "127.1", "nas"],
+)
+def test_a_file_uri_with_any_host_is_also_read_as_this_machines(host: str) -> None:
+    got = forms(f"file://{host}/home/u/.ssh/id_rsa?x")
+    assert "file:///home/u/.ssh/id_rsa?x" in got.read
+    assert "file:///home/u/.ssh/id_rsa" in got.bare
+
+
 def test_an_escaped_question_mark_or_hash_is_part_of_the_path_its_dots_resolve() -> None:
     # Node and Python split the URI as written and resolve ".." after the escape.
     assert read_as("file:///home/u/x%3f/../.ssh/id_rsa") == "file:///home/u/.ssh/id_rsa"

@@ -288,6 +288,13 @@ RESPELLED = (
     "file:home/u/.ssh/id_rsa",
     "file:///home/u/x%3f/../.ssh/id_rsa",
     "file:///home/u/x%23/../.ssh/id_rsa",
+    # Node maps look-alike letters of a host to localhost and drops it; Python's
+    # urllib takes any host that resolves to this machine.
+    "file://\uff4c\uff4f\uff43\uff41\uff4c\uff48\uff4f\uff53\uff54/home/u/.ssh/id_rsa",
+    "file://local\u00adhost/home/u/.ssh/id_rsa",
+    "file://lo%C2%ADcalhost/home/u/.ssh/id_rsa",
+    "file://\u2113ocalhost/home/u/.ssh/id_rsa",
+    "file://127.1/home/u/.ssh/id_rsa",
 )
 
 
