@@ -33,7 +33,7 @@ from .batches import Batches
 from .callrecords import AT_LIMIT
 from .failures import Failures, kind_of
 from .identity import Identity
-from .line_reader import LineReader
+from .line_reader import LineReader, apart_from_line
 from .misbehaviour import Misbehaviour
 from .outbox import Outbox
 from .peers import Peer, is_owner
@@ -242,6 +242,7 @@ class Connection(Agent):
                 elif msg.method == "tools/call":
                     self._call(msg.id, msg, nursery)
                 else:
+                    apart_from_line(msg)
                     answer = functools.partial(self.handler.dispatch, self, msg)
                     self._spawn(msg.id, msg.method, answer, nursery)
             elif isinstance(msg, rpc.Notification):

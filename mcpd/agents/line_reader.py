@@ -9,6 +9,7 @@ from typing import Final
 
 import trio
 
+from protocol import jsonrpc as rpc
 from protocol.framing import LineFramer, Oversized
 
 from .backend import Lines, LineSink
@@ -62,3 +63,11 @@ class LineReader:
             # A peer that sends faster than it reads waits here, not in our memory.
             if self._out.queued > self._out.limit:
                 await self._out.wait_room()
+
+
+def apart_from_line(request: rpc.Request) -> None:
+    """``request``'s params as bytes of their own: the task that answers it then keeps
+    what its request says, not the agent's whole line, which keys mcpd never reads may
+    pad; what it keeps is what is weighed while it is under way at a server."""
+    if request.params is not None:
+        request.params = request.params.copy()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+
 import trio
 
-from mcpd.agents.line_reader import LineReader
+from mcpd.agents.line_reader import LineReader, apart_from_line
 from mcpd.daemon import _LINES
 from protocol import jsonrpc as rpc
 from protocol.framing import Oversized
@@ -37,3 +39,16 @@ async def test_a_line_over_the_limit_ends_the_reading_and_nothing_after_it_is_ha
     assert got == [b'{"a":1}']
     assert isinstance(ended, Oversized)
     assert ended.limit == 64
+
+
+def test_a_request_keeps_its_params_and_lets_the_rest_of_its_line_go() -> None:
+    """A request padded with a key mcpd never reads keeps only its params once set
+    apart: its line can go, and what its task keeps is what is weighed."""
+    text = b'{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p"},"junk":"'
+    line = text + b"x" * (1 << 20) + b'"}'
+    request = rpc.decode_message(line)
+    assert isinstance(request, rpc.Request)
+    held = sys.getrefcount(line)  # its params, a view into the line, among them
+    apart_from_line(request)
+    assert sys.getrefcount(line) == held - 1
+    assert bytes(request.params or b"") == b'{"name":"p"}'
