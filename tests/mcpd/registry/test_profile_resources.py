@@ -20,6 +20,7 @@ import trio
 from mcpd.config.load import load
 from tests.support.agent import META, Agent, connect, running
 from tests.support.daemon_http import curl
+from tests.support.uri_spellings import DENIED, DENIED_FOLDER, RESPELLED
 
 LIMIT = 60
 SERVER = str(Path(__file__).resolve().parents[2] / "support" / "shared_uri_server.py")
@@ -270,32 +271,6 @@ META_ID = "io.modelcontextprotocol/subscriptionId"
 
 
 TEMPLATE_SERVER = str(Path(__file__).resolve().parents[2] / "support" / "template_server.py")
-DENIED = "file:///home/u/.ssh/id_rsa"
-RESPELLED = (
-    "file:///home/u/./.ssh/id_rsa",
-    "file:///home/u/x/../.ssh/id_rsa",
-    "file:///home/u/%2essh/id_rsa",
-    "file:///home/u/.ssh/id_rsa#",
-    "file:///home/u/.ssh/id_rsa?x=1",
-    "FILE:///home/u/.ssh/id_rsa",
-    "file:///home//u/.ssh/id_rsa",
-    " file:///home/u/.ssh/id_rsa",
-    # Node's fileURLToPath(new URL(uri)) and Python's url2pathname read these as
-    # /home/u/.ssh/id_rsa too.
-    "file://localhost/home/u/.ssh/id_rsa",
-    "FILE://LOCALHOST/home/u/.ssh/id_rsa",
-    "file:/home/u/.ssh/id_rsa",
-    "file:home/u/.ssh/id_rsa",
-    "file:///home/u/x%3f/../.ssh/id_rsa",
-    "file:///home/u/x%23/../.ssh/id_rsa",
-    # Node maps look-alike letters of a host to localhost and drops it; Python's
-    # urllib takes any host that resolves to this machine.
-    "file://\uff4c\uff4f\uff43\uff41\uff4c\uff48\uff4f\uff53\uff54/home/u/.ssh/id_rsa",
-    "file://local\u00adhost/home/u/.ssh/id_rsa",
-    "file://lo%C2%ADcalhost/home/u/.ssh/id_rsa",
-    "file://\u2113ocalhost/home/u/.ssh/id_rsa",
-    "file://127.1/home/u/.ssh/id_rsa",
-)
 
 
 async def test_a_denied_uri_is_denied_however_an_agent_spells_it(tmp_path: Path) -> None:
@@ -307,7 +282,7 @@ async def test_a_denied_uri_is_denied_however_an_agent_spells_it(tmp_path: Path)
         f'[daemon]\nsocket = "{tmp_path / "mcpd.sock"}"\nstartup_deadline = 20\n'
         f"[servers.fs]\ncommand = {json.dumps(sys.executable)}\n"
         f"args = {json.dumps([TEMPLATE_SERVER, 'file:///{+path}'])}\n"
-        f'[profiles.default.resources]\ndeny = ["fs/file:///home/u/.ssh/*"]\n'
+        f'[profiles.default.resources]\ndeny = ["fs/{DENIED_FOLDER}"]\n'
     )
     with trio.fail_after(LIMIT):
         async with running(load(str(path))) as daemon, connect(daemon.socket_path) as agent:
