@@ -276,8 +276,8 @@ class ExtraMethods:
                 " in a request's _meta",
             )
         level = loglevels.checked_level(req.params)
-        owner = _agent_side(conn, ctx).owner
-        self.logs.set_level(owner, level, conn.send_nowait, self._sees_server(conn))
+        side, sees = _agent_side(conn, ctx), self._sees_server(conn)
+        self.logs.set_level(side.owner, level, conn.send_nowait, sees, own_user=side.own_user)
         return {}
 
     def _sees_server(self, conn: Agent) -> SeesServer:

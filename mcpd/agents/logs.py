@@ -6,6 +6,12 @@ An agent that never asked gets none. ``logger`` says which server spoke: the ser
 alias, or ``alias/logger`` when the server named a logger of its own; ``data`` is
 passed on as the server sent it. Each server is asked for the most verbose level any
 agent that sees it wants (``AllServers.want_logs``).
+
+Those messages belong to no agent's request: a server several agents share logs there
+what it does for any of them, often with the arguments it was called with. So only
+agents that read as the daemon's own user (``Identity.reads_as_owner``, as for a
+server's stderr) get them; another user's agent is answered and its level kept, but
+it is sent none and its level is not among those a server is asked for.
 """
 
 from __future__ import annotations
@@ -32,6 +38,10 @@ class _Asked:
     rank: int
     send: Send
     sees: SeesServer
+    own_user: bool  # whether it may read what the server logged for anyone
+
+    def hears(self, alias: str) -> bool:
+        return self.own_user and self.sees(alias)
 
 
 class AgentLogs:
@@ -41,11 +51,18 @@ class AgentLogs:
         servers.on_log_message(self.heard)
 
     def set_level(
-        self, owner: object, level: str, send: Send, sees: SeesServer = _every_server
+        self,
+        owner: object,
+        level: str,
+        send: Send,
+        sees: SeesServer = _every_server,
+        *,
+        own_user: bool,
     ) -> None:
+        """``own_user``: the agent reads as the daemon's own user (or root)."""
         rank = loglevels.rank(level)
         assert rank is not None, "checked by the caller"
-        self._agents[id(owner)] = _Asked(rank, send, sees)
+        self._agents[id(owner)] = _Asked(rank, send, sees, own_user)
         self._servers.want_logs(self.level_for)
 
     def owner_gone(self, owner: object) -> None:
@@ -54,7 +71,7 @@ class AgentLogs:
 
     def level_for(self, alias: str) -> str | None:
         """The most verbose level an agent that sees ``alias`` wants (None: none)."""
-        ranks = [a.rank for a in self._agents.values() if a.sees(alias)]
+        ranks = [a.rank for a in self._agents.values() if a.hears(alias)]
         return loglevels.LEVELS[min(ranks)] if ranks else None
 
     def heard(self, alias: str, message: LogMessage) -> None:
@@ -63,7 +80,7 @@ class AgentLogs:
             return
         line: bytes | None = None
         for asked in list(self._agents.values()):
-            if severity < asked.rank or not asked.sees(alias):
+            if severity < asked.rank or not asked.hears(alias):
                 continue
             if line is None:
                 line = rpc.encode_notification(

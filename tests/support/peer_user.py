@@ -59,11 +59,13 @@ async def run_as(uid: int, script: str, *args: str) -> bytes:
     return out.stdout
 
 
-async def start_as(uid: int, script: str, *args: str) -> trio.Process:
-    """Start ``script`` with Python as ``uid``, its stdout a pipe; the caller stops it."""
+async def start_as(uid: int, script: str, *args: str, stdin: bool = False) -> trio.Process:
+    """Start ``script`` with Python as ``uid``, its stdout a pipe (and its stdin, with
+    ``stdin``, for the test to say when it may go on); the caller stops it."""
     python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
     return await trio.lowlevel.open_process(
         [python, "-c", script, *args],
+        stdin=subprocess.PIPE if stdin else None,
         stdout=subprocess.PIPE,
         preexec_fn=lambda: (os.setgid(uid), os.setuid(uid)),
     )

@@ -51,8 +51,8 @@ def test_each_agent_gets_its_level_and_worse_and_one_that_never_asked_gets_none(
     servers = FakeServers()
     logs = AgentLogs(servers)  # type: ignore[arg-type]
     verbose, severe, silent = Agent(), Agent(), Agent()
-    logs.set_level(verbose, "debug", verbose.send)
-    logs.set_level(severe, "error", severe.send)
+    logs.set_level(verbose, "debug", verbose.send, own_user=True)
+    logs.set_level(severe, "error", severe.send, own_user=True)
     for level in loglevels.LEVELS:
         servers.say("notes", level, f"{level} happened")
     assert verbose.levels() == list(loglevels.LEVELS)
@@ -69,7 +69,7 @@ def test_the_logger_names_the_server_and_the_data_is_kept() -> None:
     servers = FakeServers()
     logs = AgentLogs(servers)  # type: ignore[arg-type]
     agent = Agent()
-    logs.set_level(agent, "info", agent.send)
+    logs.set_level(agent, "info", agent.send, own_user=True)
     servers.say("notes", "info", {"rows": [1, 2]})
     servers.say("notes", "warning", "disk low", logger="storage")
     assert [m["method"] for m in agent.lines] == ["notifications/message"] * 2
@@ -83,8 +83,8 @@ def test_an_agent_does_not_hear_servers_its_profile_hides() -> None:
     servers = FakeServers()
     logs = AgentLogs(servers)  # type: ignore[arg-type]
     coder, everyone = Agent(), Agent()
-    logs.set_level(coder, "debug", coder.send, lambda alias: alias == "git")
-    logs.set_level(everyone, "warning", everyone.send)
+    logs.set_level(coder, "debug", coder.send, lambda alias: alias == "git", own_user=True)
+    logs.set_level(everyone, "warning", everyone.send, own_user=True)
     servers.say("git", "info", "fetched")
     servers.say("mail", "error", "smtp down")
     assert [m["params"]["logger"] for m in coder.lines] == ["git"]
@@ -92,6 +92,30 @@ def test_an_agent_does_not_hear_servers_its_profile_hides() -> None:
     # A server is asked only for what the agents that see it want.
     assert servers.level_for("git") == "debug"
     assert servers.level_for("mail") == "warning"
+
+
+def test_another_users_agent_is_sent_no_server_log_messages() -> None:
+    servers = FakeServers()
+    logs = AgentLogs(servers)  # type: ignore[arg-type]
+    owner, other = Agent(), Agent()
+    logs.set_level(owner, "info", owner.send, own_user=True)
+    logs.set_level(other, "debug", other.send, own_user=False)
+    servers.say("notes", "info", {"called with": {"token": "sk-1"}})
+    servers.say("notes", "emergency", "down")
+    assert owner.levels() == ["info", "emergency"]
+    assert other.lines == [], "a shared server's log is what it did for everyone"
+
+
+def test_another_users_level_is_not_what_a_server_is_asked_for() -> None:
+    servers = FakeServers()
+    logs = AgentLogs(servers)  # type: ignore[arg-type]
+    owner, other = Agent(), Agent()
+    logs.set_level(other, "debug", other.send, own_user=False)
+    assert servers.level_for("notes") is None, "nobody who may read it wants it"
+    logs.set_level(owner, "warning", owner.send, own_user=True)
+    assert servers.level_for("notes") == "warning"
+    logs.owner_gone(owner)
+    assert servers.level_for("notes") is None
 
 
 @pytest.mark.parametrize("params", [b'{"level":"loud"}', b'{"level":3}', b"{}", None])
