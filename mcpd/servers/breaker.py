@@ -130,6 +130,12 @@ class Breaker:
     def state(self) -> State:
         return self._state
 
+    @property
+    def ticket(self) -> int:
+        """What a report of something begun now carries, without being admitted as a
+        call is (no probe is taken)."""
+        return self._epoch
+
     def allow(self, now: float) -> Admission:
         if self._state == "closed":
             return self._admit

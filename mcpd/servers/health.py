@@ -110,6 +110,11 @@ class Health:
         self._doubted.set()
         self.suspect = True
 
+    def ran_out(self, reason: str) -> None:
+        """A request of the server's own task got no answer in time: held in doubt as
+        a call that ran out of time is."""
+        self.doubt(Doubt(trio.current_time(), reason, self._breaker.ticket, trial=False))
+
     def settle(self, heard: float, ran_out_by: float = math.inf) -> None:
         """Settle the calls in doubt that ran out of time by ``ran_out_by``, the
         server having last answered at ``heard``: each reached a working server if

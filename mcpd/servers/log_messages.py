@@ -31,6 +31,7 @@ from protocol.visible import quote
 from ..local.ratelimit import SUMMARY_EVERY
 from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets
+from .answer_wait import AnswerWait
 from .upstream import Upstream
 
 logger = logging.getLogger("mcpd.server")
@@ -42,6 +43,7 @@ QUIET: Final = "warning"
 # too): this many at once, then this many a second.
 BURST: Final = 50
 RATE: Final = 10.0
+_UNSET_LEVEL: Final = "it is sent again when agents next want another level"
 
 
 _PYTHON_LEVEL: Final = {
@@ -58,11 +60,17 @@ _PYTHON_LEVEL: Final = {
 
 class LogMessages:
     def __init__(
-        self, alias: str, wake: Callable[[], None], guard: SecretGuard | None = None
+        self,
+        alias: str,
+        wake: Callable[[], None],
+        guard: SecretGuard | None = None,
+        answers: AnswerWait | None = None,
     ) -> None:
         """``guard``: what the logger a message names is searched with, as agents get it
-        written again (its data goes on as the server's bytes, searched as they came)."""
+        written again (its data goes on as the server's bytes, searched as they came);
+        ``answers`` bounds the wait for the server's answer (none: unbounded)."""
         self.alias = alias
+        self._answers = answers or AnswerWait(alias)
         self._wake = wake
         self._guard = guard or SecretGuard(KnownSecrets())
         self.on_message: Heard | None = None
@@ -97,7 +105,8 @@ class LogMessages:
             return
         self.sent = target
         try:
-            await up.request("logging/setLevel", loglevels.SetLevelParams(level=target))
+            with self._answers.bounded("logging/setLevel", _UNSET_LEVEL):
+                await up.request("logging/setLevel", loglevels.SetLevelParams(level=target))
         except rpc.RPCError as exc:
             logger.info(
                 "%s: logging/setLevel %s refused: %s",

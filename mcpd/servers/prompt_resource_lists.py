@@ -17,11 +17,11 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 import msgspec
 import trio
-from msgspec import UNSET, Raw
+from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol import surface
@@ -31,15 +31,15 @@ from protocol.visible import quote
 from transports.errors import ServerCancelled, TransportError
 
 from ..registry.catalog import Catalog
-from ..registry.limits import LISTED_TWICE, ListTrim, Trimmed, label
-from .handshake import ProtocolViolation
-from .taking_apart import AT_ONCE_PARTS, too_complex
+from ..registry.limits import Trimmed
+from .answer_wait import AnswerWait
+from .list_pages import list_all
+from .taking_apart import AT_ONCE_PARTS
 from .tool_list import ToolListKeeper
 from .upstream import Upstream
 
 logger = logging.getLogger("mcpd.server")
 
-T = TypeVar("T", surface.Prompt, surface.Resource, surface.ResourceTemplate)
 Updated = Callable[[str, str], None]  # (alias, the server's URI)
 TaskNews = Callable[[str, msgspec.Raw], None]  # (alias, the notification's params)
 _RELISTEN_CAP: Final = 60.0
@@ -50,80 +50,10 @@ MIN_REFETCH: Final = 1.0
 # Likewise for telling a server of changed subscriptions: a listen sends every URI, and
 # agents subscribing and letting go all the time would have it sent without end.
 MIN_RESUBSCRIBE: Final = 1.0
-
-
-async def list_all(
-    up: Upstream, method: str, field: str, type_: type[T], kind: str
-) -> tuple[list[T], Trimmed]:
-    """Every page of a list method up to the server's limits, each item decoded on its
-    own (a bad item is dropped, as a bad tool is), and what was left out."""
-    out: list[T] = []
-    keys: set[str] = set()
-    seen: set[str] = set()
-    cursor: str | None = None
-    trim = ListTrim(up.alias, kind, method, up.limits)
-    for _ in range(up.max_pages):
-        meta = up.meta.of(None, None)
-        params: Any = (
-            surface.ListParams(cursor=UNSET if cursor is None else cursor, meta=meta)
-            if cursor is not None or meta is not UNSET
-            else UNSET
-        )
-        raw = await up.request(method, params)
-        many = too_complex(up.alias, raw, f"a {method} page", f"list its {trim.what}")
-        if many is not None:
-            raise ProtocolViolation(many)
-        try:
-            page = rpc.decode_as(raw, surface.ListPage)
-        except rpc.InvalidParams as exc:
-            raise ProtocolViolation(f"{up.alias}: bad {method} result: {exc}") from None
-        items = {
-            "prompts": page.prompts,
-            "resources": page.resources,
-            "resourceTemplates": page.resourceTemplates,
-        }[field]
-        items = items if isinstance(items, list) else []
-        for at, item in enumerate(items):
-            if not trim.admit(item):
-                if trim.full:
-                    trim.pass_over(len(items) - at - 1)
-                    break
-                continue
-            # Read and written anew for agents: searched as written.
-            item = up.guard.reread(up.alias, item, f"a {method} result")
-            try:
-                decoded = rpc.decode_as(item, type_)
-            except rpc.InvalidParams as exc:
-                trim.drop("(malformed)", str(exc))
-                continue
-            if not trim.addressable(decoded):
-                continue
-            key = _key(decoded)
-            if key in keys:
-                trim.drop(label(decoded), LISTED_TWICE)
-                continue
-            keys.add(key)
-            trim.described(decoded)
-            out.append(decoded)
-        nxt = page.nextCursor
-        if isinstance(nxt, str) and trim.full:
-            trim.stopped()
-        if not isinstance(nxt, str) or trim.full:
-            return out, trim.done()
-        if nxt in seen:
-            raise ProtocolViolation(f"{up.alias}: {method} cursor {quote(nxt)} repeated")
-        seen.add(nxt)
-        cursor = nxt
-    raise ProtocolViolation(f"{up.alias}: {method} did not end after {up.max_pages} pages")
-
-
-def _key(item: surface.Prompt | surface.Resource | surface.ResourceTemplate) -> str:
-    """What names an item to agents and to the server."""
-    if isinstance(item, surface.Resource):
-        return item.uri
-    if isinstance(item, surface.ResourceTemplate):
-        return item.uriTemplate
-    return item.name
+_KEPT: Final = (
+    "the list fetched before is served, and asked for again when the server next announces a change"
+)
+_RESUBSCRIBE: Final = "it is sent again when agents' subscriptions next change"
 
 
 class _Updated(msgspec.Struct):
@@ -153,8 +83,11 @@ class PromptResourceKeeper:
         catalog: Catalog,
         wake: Callable[[], None],
         changed: Callable[[], None],
+        answers: AnswerWait | None = None,
     ) -> None:
+        """``answers`` bounds the wait for what the server answers (none: unbounded)."""
         self.alias = alias
+        self._answers = answers or AnswerWait(alias)
         self.catalog = catalog
         self._wake = wake
         self._changed = changed
@@ -194,9 +127,10 @@ class PromptResourceKeeper:
         if not up.capabilities.prompts:
             return
         try:
-            prompts, self.trimmed["prompts"] = await list_all(
-                up, "prompts/list", "prompts", surface.Prompt, "prompts"
-            )
+            with self._answers.bounded("prompts/list", _KEPT):
+                prompts, self.trimmed["prompts"] = await list_all(
+                    up, "prompts/list", "prompts", surface.Prompt, "prompts"
+                )
         finally:
             self._prompts_after = trio.current_time() + MIN_REFETCH
         if self.catalog.prompts.update(self.alias, prompts):
@@ -214,17 +148,19 @@ class PromptResourceKeeper:
             self._resources_after = trio.current_time() + MIN_REFETCH
 
     async def _list_resources(self, up: Upstream, catalog: Catalog) -> None:
-        resources, self.trimmed["resources"] = await list_all(
-            up, "resources/list", "resources", surface.Resource, "resources"
-        )
-        try:
-            templates, trimmed = await list_all(
-                up,
-                "resources/templates/list",
-                "resourceTemplates",
-                surface.ResourceTemplate,
-                "resource_templates",
+        with self._answers.bounded("resources/list", _KEPT):
+            resources, self.trimmed["resources"] = await list_all(
+                up, "resources/list", "resources", surface.Resource, "resources"
             )
+        try:
+            with self._answers.bounded("resources/templates/list", _KEPT):
+                templates, trimmed = await list_all(
+                    up,
+                    "resources/templates/list",
+                    "resourceTemplates",
+                    surface.ResourceTemplate,
+                    "resource_templates",
+                )
         except rpc.RPCError:
             # A server with resources but no templates may refuse the method.
             templates, trimmed = [], Trimmed()
@@ -329,7 +265,8 @@ class PromptResourceKeeper:
 
     async def _legacy_request(self, up: Upstream, method: str, uri: str) -> None:
         try:
-            await up.request(method, surface.SubscribeParams(uri=uri))
+            with self._answers.bounded(method, _RESUBSCRIBE):
+                await up.request(method, surface.SubscribeParams(uri=uri))
         except rpc.RPCError as exc:
             logger.info(
                 "%s: %s %s refused: %s",

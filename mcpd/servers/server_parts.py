@@ -23,6 +23,7 @@ from ..config.servertable import ServerConfig
 from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets
 from ..registry.catalog import Catalog
+from .answer_wait import AnswerWait
 from .askback import AskRoutes
 from .backoff import RestartPolicy
 from .breaker import Breaker, Transition
@@ -105,8 +106,16 @@ class ServerParts(CallHost):
         self.progress = ProgressRoutes(
             f"mcpd-{alias}-", functools.partial(self.guard.reread, alias, what="a progress report")
         )
+        # What the server's own task asks of it once it is served, each within
+        # list_timeout.
+        self.answers = AnswerWait(alias, lambda: self.config.daemon.list_timeout)
         self.tool_list = ToolListKeeper(
-            alias, self.wake, self._is_connected, self._install, self._read_ahead
+            alias,
+            self.wake,
+            self._is_connected,
+            self._install,
+            self._read_ahead,
+            answers=self.answers,
         )
         # OAuth, for HTTP servers: dormant until the server answers 401.
         self.auth: ServerAuth | None = None
@@ -128,8 +137,10 @@ class ServerParts(CallHost):
         self.process: Started | None = None
         self.unprotected: str | None = None
         # Prompts, resources and templates; what the server asks back, and of whom.
-        self.prompt_resources = PromptResourceKeeper(alias, registry, self.wake, self.changed)
-        self.logs = LogMessages(alias, self.wake, self.guard)
+        self.prompt_resources = PromptResourceKeeper(
+            alias, registry, self.wake, self.changed, self.answers
+        )
+        self.logs = LogMessages(alias, self.wake, self.guard, self.answers)
         self.asks = AskRoutes(
             alias, lambda: self.config.daemon.ask_timeout, cfg.relay, replies=self.replies
         )
@@ -147,6 +158,7 @@ class ServerParts(CallHost):
             scheduler=self.scheduler,
             auth=self.auth,
             replies=self.replies,
+            answers=self.answers,
         )
 
     # -- state shown to people and models --
@@ -306,10 +318,11 @@ class ServerParts(CallHost):
         )
         # The child's pid (stdio servers only): what to look at with ps, strace or kill.
         row["pid"] = up.transport.pid if up is not None else None
-        # Read more slowly than it sends (transports.pace), or its list fetched less
-        # often than it announces changes (tool_list), and why.
+        # Read more slowly than it sends (transports.pace), its list fetched less
+        # often than it announces changes (tool_list), or a list asked for again and
+        # not answered in time (answer_wait), and why.
         held = up.transport.held_back if up is not None else None
-        held = held or self.tool_list.held_back
+        held = held or self.tool_list.held_back or (self.answers.late if up else None)
         row["held_back"] = (
             None if held is None else {"reason": held.reason, "since": iso(held.since)}
         )

@@ -2,7 +2,8 @@
 
 Connecting and listing come first, within ``list_timeout``; then the connected server
 is tended (its health, its lists and subscriptions, its transport closing, a login it
-wants) until one of those ends the session by raising. What a session's start and
+wants) until one of those ends the session by raising. Each later request for its
+lists, subscriptions and log level waits ``list_timeout`` at most too. What a session's start and
 end mean for the server's state is the runner's business, not this module's.
 """
 
@@ -20,6 +21,7 @@ from transports.base import Transport
 from transports.errors import TransportError, single_exceptions
 
 from ..config.model import DaemonConfig, ListLimits
+from .answer_wait import AnswerWait, RanOut
 from .backoff import RestartPolicy
 from .events import LifecycleJournal
 from .handshake import ProtocolViolation, relay_capabilities
@@ -58,8 +60,12 @@ class Session:
         scheduler: CallScheduler,
         auth: ServerAuth | None,
         replies: ReplyWork,
+        answers: AnswerWait,
     ) -> None:
+        """``answers``: what bounds the keepers' requests once the server is served,
+        the same one they were built with."""
         self.alias = alias
+        self._answers = answers
         self._replies = replies
         self.era_hint = era
         self._relay = relay
@@ -114,6 +120,7 @@ class Session:
             answered=self._scheduler.answered,
         )
         up.client_capabilities = relay_capabilities(self._relay)
+        self._answers.reset()
         try:
             with trio.fail_after(settings.list_timeout):
                 await up.connect()
@@ -166,6 +173,15 @@ class Session:
         self._closed = True
         self._wake.set()
 
+    async def _ask(self, up: Upstream) -> None:
+        """What is due of the server's lists, subscriptions and log level, each
+        request bounded by ``list_timeout`` (``answer_wait``)."""
+        if self._tool_list.due:
+            await self._tool_list.refetch(up)
+        await self._prompt_resources.tend(up)
+        if self._logs.due:
+            await self._logs.tend(up)
+
     async def _tend(self, up: Upstream, transport: Transport) -> None:
         self._health.schedule()
         while True:
@@ -176,11 +192,12 @@ class Session:
                 raise LoginRequired(self._auth.needs_login)
             self._policy.refresh(now)
             await self._health.tend(up, now)
-            if self._tool_list.due:
-                await self._tool_list.refetch(up)
-            await self._prompt_resources.tend(up)
-            if self._logs.due:
-                await self._logs.tend(up)
+            try:
+                await self._ask(up)
+            except RanOut as exc:
+                # Counted as a call that ran out of time is: a probe is asked for, and
+                # a server that answers nothing at all is found out by it.
+                self._health.ran_out(str(exc))
             deadline = min(
                 self._health.next_wake(self._policy, now), self._prompt_resources.waits_until()
             )

@@ -34,6 +34,7 @@ from protocol.pacing import HeldBack
 from protocol.visible import quote
 from transports.errors import ServerCancelled, TransportError
 
+from .answer_wait import AnswerWait, RanOut
 from .tool_pages import ListResult
 from .upstream import Upstream
 
@@ -48,6 +49,10 @@ _SLICE: Final = 0.02
 # More announcements than this for one fetch is a server in a loop, said once a minute.
 _FLOOD: Final = 20
 _FLOOD_LOG_EVERY: Final = 60.0
+_KEPT: Final = (
+    "the tools it listed before are served, and its list is asked for again when it "
+    "next announces a change or its ttl runs out"
+)
 
 
 class _Honoured(msgspec.Struct):
@@ -71,15 +76,18 @@ class ToolListKeeper:
         install: Callable[[list[mcp.Tool]], None],
         read_ahead: Callable[[mcp.Tool], None] = lambda tool: None,
         work_clock: Callable[[], float] = time.perf_counter,
+        answers: AnswerWait | None = None,
     ) -> None:
         """``read_ahead`` does the costly part of installing one tool beforehand
-        (``Registry.read_ahead``); ``work_clock`` measures what taking a list in cost."""
+        (``Registry.read_ahead``); ``work_clock`` measures what taking a list in cost;
+        ``answers`` bounds the wait for the server's pages (none: unbounded)."""
         self.alias = alias
         self._wake = wake
         self._connected = connected
         self._install = install
         self._read_ahead = read_ahead
         self._work_clock = work_clock
+        self._answers = answers or AnswerWait(alias)
         self._next_fetch = -math.inf
         self._cost = 0.0  # of the last fetch, taking its list in included
         self.held_back: HeldBack | None = None  # waiting longer for what the list cost
@@ -144,7 +152,14 @@ class ToolListKeeper:
                     extra=log_extra(self.alias, reason="tool-list change flood"),
                 )
         self._announced = 0
-        listing = await up.list_tools()
+        try:
+            with self._answers.bounded("tools/list", _KEPT):
+                listing = await up.list_tools()
+        except RanOut:
+            # The list fetched before stays; the next change announced, or the ttl
+            # counted from now, asks again, no sooner than a fetch that ended now.
+            self._listed_at = trio.current_time()
+            raise
         self.listed(listing)
         cost = listing.cost
         if not listing.unchanged:

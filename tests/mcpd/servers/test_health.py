@@ -317,3 +317,34 @@ async def test_the_next_wake_is_the_soonest_of_what_is_due(
     stable = policy.stable_at
     assert stable is not None
     assert s.health.next_wake(policy, now) == min(now + 10, stable)
+
+
+@pytest.mark.parametrize("answered", [True, False], ids=["answers its probe", "answers nothing"])
+async def test_a_request_of_the_servers_own_task_out_of_time_is_held_in_doubt_as_a_call(
+    autojump_clock: trio.testing.MockClock, answered: bool
+) -> None:
+    """A list asked for again and not answered asks for a probe: a server that answers
+    it was only slow to list, one that answers nothing opens the circuit."""
+    s = Setup()
+    if not answered:
+        s.server.answer = Never()
+    s.health.ran_out("tools/list got no answer within 2 s (the daemon's list_timeout)")
+    assert s.health.suspect and s.breaker.state == "closed"
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(s.health.judge)
+        if answered:
+            await s.tend()
+        else:
+            with pytest.raises(TransportError, match="stopped responding"):
+                await s.tend()
+        await trio.testing.wait_all_tasks_blocked()
+        st = s.breaker.status(trio.current_time())
+        nursery.cancel_scope.cancel()
+    assert s.server.probes == 1
+    if answered:
+        assert (st.state, st.total_failures) == ("closed", 0)
+    else:
+        assert (st.state, st.reason) == (
+            "open",
+            "tools/list got no answer within 2 s (the daemon's list_timeout)",
+        )

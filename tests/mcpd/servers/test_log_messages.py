@@ -15,19 +15,21 @@ import trio
 import trio.testing
 
 from mcpd.local.journal import LineHandler
+from mcpd.servers.answer_wait import AnswerWait, RanOut
 from mcpd.servers.log_messages import BURST, QUIET, RATE, LogMessages
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
 from protocol.greeting import ServerCapabilities
 from protocol.loglevels import LogMessage
-from tests.support.stand_in import StandIn
+from tests.support.stand_in import Never, StandIn
 
 
 class LoggingServer(StandIn):
-    def __init__(self, refuse: bool = False) -> None:
+    def __init__(self, refuse: bool = False, silent: bool = False) -> None:
         super().__init__()
         self.levels: list[str] = []
         self.refuse = refuse
+        self.silent = silent
 
     def answer(self, method: str, params: Any) -> Any:
         if method != "logging/setLevel":
@@ -35,6 +37,8 @@ class LoggingServer(StandIn):
         self.levels.append(params.level)
         if self.refuse:
             return rpc.RPCError(rpc.INVALID_PARAMS, "no such level here")
+        if self.silent:
+            return Never()
         return {}
 
 
@@ -111,6 +115,21 @@ async def test_a_new_session_is_told_the_level_again() -> None:
     assert not logs.due
     await logs.tend(upstream(server))
     assert server.levels == ["info", "info"]
+
+
+async def test_a_level_not_answered_in_time_is_sent_again_when_agents_want_another(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = LoggingServer(silent=True)
+    logs = LogMessages("notes", lambda: None, answers=AnswerWait("notes", lambda: 2.0))
+    logs.want("info")
+    with pytest.raises(RanOut, match="logging/setLevel got no answer within 2 s"):
+        await logs.tend(upstream(server))
+    assert not logs.due
+    server.silent = False
+    logs.want("debug")
+    await logs.tend(upstream(server))
+    assert server.levels == ["info", "debug"]
 
 
 async def test_a_server_that_offers_no_logging_is_never_asked() -> None:

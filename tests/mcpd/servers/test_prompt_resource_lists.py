@@ -20,13 +20,14 @@ from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.limits import DEFAULT_LIMITS
+from mcpd.servers.answer_wait import AnswerWait, RanOut
 from mcpd.servers.callmeta import CallMeta
 from mcpd.servers.handshake import ProtocolViolation
+from mcpd.servers.list_pages import list_all
 from mcpd.servers.prompt_resource_lists import (
     MIN_REFETCH,
     MIN_RESUBSCRIBE,
     PromptResourceKeeper,
-    list_all,
 )
 from mcpd.servers.taking_apart import MOST_PARTS
 from mcpd.servers.tool_list import ToolListKeeper
@@ -37,7 +38,12 @@ from protocol.greeting import Declared, server_capabilities
 from tests.support.peak import peak_bytes, size
 from transports.errors import TransportClosed
 
-Answer = dict[str, Any] | list[Any] | Exception | Callable[[Any], Any]
+
+class Never:
+    """An answer that never comes."""
+
+
+Answer = dict[str, Any] | list[Any] | Exception | Callable[[Any], Any] | Never
 
 
 class ScriptedUp:
@@ -70,6 +76,8 @@ class ScriptedUp:
     async def request(self, method: str, params: Any) -> Raw:
         self.sent.append((method, params))
         answer = self.answers[method]
+        if isinstance(answer, Never):
+            await trio.sleep_forever()
         if isinstance(answer, Exception):
             raise answer
         if callable(answer):
@@ -114,11 +122,11 @@ def notification(method: str, params: Any = None) -> rpc.Notification:
 
 
 class Keeper:
-    def __init__(self) -> None:
+    def __init__(self, answers: AnswerWait | None = None) -> None:
         self.catalog = Catalog(NamingConfig())
         self.wakes = 0
         self.changes = 0
-        self.keeper = PromptResourceKeeper("srv", self.catalog, self._wake, self._changed)
+        self.keeper = PromptResourceKeeper("srv", self.catalog, self._wake, self._changed, answers)
 
     def _wake(self) -> None:
         self.wakes += 1
@@ -350,6 +358,37 @@ async def test_a_list_changed_is_fetched_again_no_sooner_than_a_second_after_the
     await k.keeper.tend(as_up(up))
     assert up.methods() == ["prompts/list"]
     assert not k.keeper.due and k.keeper.waits_until() == float("inf")
+
+
+@pytest.mark.parametrize("method", ["prompts/list", "resources/list", "resources/templates/list"])
+async def test_a_list_asked_for_again_and_not_answered_in_time_keeps_the_one_before(
+    autojump_clock: trio.testing.MockClock, method: str
+) -> None:
+    """The request runs out of time; the list fetched before is served (what it left
+    out forgotten, as after any fetch that failed); the next change announced asks
+    again, no sooner than after any fetch."""
+    k = Keeper(AnswerWait("srv", lambda: 2.0))
+    up = ScriptedUp({"prompts": {"listChanged": True}, "resources": {"listChanged": True}})
+    up.answers["prompts/list"] = {"prompts": [{"name": "p"}]}
+    up.answers["resources/list"] = {"resources": [{"uri": "f://a", "name": "a"}]}
+    up.answers["resources/templates/list"] = {
+        "resourceTemplates": [{"uriTemplate": "f://{x}", "name": "t"}]
+    }
+    await k.keeper.fetch(as_up(up))
+    shown = (k.catalog.prompts.count("srv"), k.catalog.resources.count("srv"))
+    answered = up.answers[method]
+    up.answers[method] = Never()
+    kind = "prompts" if method == "prompts/list" else "resources"
+    k.keeper.on_notification(notification(f"notifications/{kind}/list_changed"))
+    await trio.sleep_until(k.keeper.waits_until())
+    with pytest.raises(RanOut, match=f"{method} got no answer within 2 s"):
+        await k.keeper.tend(as_up(up))
+    assert (k.catalog.prompts.count("srv"), k.catalog.resources.count("srv")) == shown
+    assert not k.keeper.due and k.keeper.waits_until() == float("inf")
+    up.answers[method] = answered
+    ran_out = trio.current_time()
+    k.keeper.on_notification(notification(f"notifications/{kind}/list_changed"))
+    assert k.keeper.waits_until() == pytest.approx(ran_out + MIN_REFETCH)
 
 
 @pytest.mark.parametrize(

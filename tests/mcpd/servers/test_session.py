@@ -322,6 +322,35 @@ async def test_a_probe_asked_for_while_the_sessions_task_is_busy_is_sent_after(
             nursery.cancel_scope.cancel()
 
 
+async def test_a_list_not_answered_in_time_has_the_server_probed_and_the_session_goes_on(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    cfg = config(list_timeout=2.0)
+    r = runner(cfg)
+    t = HoldingList(legacy_server().answers)
+    t.answers["tools/list"] = {"tools": [{"name": "old"}]}
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve, r, t, cfg)
+            await trio.sleep(5)
+            t.hold = True
+            r.session.on_notification(rpc.Notification("notifications/tools/list_changed", None))
+            await t.held.wait()  # and never let go
+            t.sent.clear()
+            await trio.sleep(5)
+            # The probe the wait out of time asks for (a legacy server's is tools/list)
+            # is answered: the server is there, and nothing was installed meanwhile
+            # (the list of the connect is installed by the runner, not here).
+            assert t.sent == ["tools/list"]
+            assert r.registry.entries() == []
+            assert r.breaker.state == "closed"
+            t.answers["tools/list"] = {"tools": [{"name": "new"}]}
+            r.session.on_notification(rpc.Notification("notifications/tools/list_changed", None))
+            await trio.sleep(5)
+            assert [e.local for e in r.registry.entries()] == ["mcp__srv__new"]
+            nursery.cancel_scope.cancel()
+
+
 async def test_a_login_needed_while_served_ends_the_session() -> None:
     cfg = parse({"servers": {"srv": {"url": "https://mcp.example.com/mcp"}}}, env={})
     r = runner(cfg)

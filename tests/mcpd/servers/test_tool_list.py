@@ -19,6 +19,7 @@ import trio.testing
 from msgspec import Raw
 
 from mcpd.cli.status_view import render_status
+from mcpd.servers.answer_wait import AnswerWait, RanOut
 from mcpd.servers.tool_list import PAUSE_PER_COST, ToolListKeeper, next_fetch_after
 from mcpd.servers.tool_pages import ListResult
 from mcpd.servers.upstream import Upstream
@@ -34,26 +35,32 @@ ACK = "notifications/subscriptions/acknowledged"
 
 
 class Lister:
-    """An upstream answering tools/list with ``result`` (or raising ``error``)."""
+    """An upstream answering tools/list with ``result`` (or raising ``error``, or never
+    answering while ``hang``)."""
 
     def __init__(self) -> None:
         self.result = ListResult([mcp.Tool(name="a")], 0, [], None)
         self.error: Exception | None = None
+        self.hang = False
         self.fetches = 0
 
     async def list_tools(self) -> ListResult:
         self.fetches += 1
+        if self.hang:
+            await trio.sleep_forever()
         if self.error is not None:
             raise self.error
         return self.result
 
 
 class Keeper:
-    def __init__(self) -> None:
+    def __init__(self, answers: AnswerWait | None = None) -> None:
         self.wakes = 0
         self.connected = True
         self.installed: list[list[str]] = []
-        self.keeper = ToolListKeeper("srv", self._wake, lambda: self.connected, self._install)
+        self.keeper = ToolListKeeper(
+            "srv", self._wake, lambda: self.connected, self._install, answers=answers
+        )
 
     def _wake(self) -> None:
         self.wakes += 1
@@ -88,6 +95,31 @@ async def test_a_listing_after_the_ttl_asks_for_a_refresh_and_not_before(
     assert k.keeper.due and k.wakes == 1
     k.keeper.maybe_refresh()  # already asked for: once
     assert k.wakes == 1
+
+
+async def test_a_list_not_answered_in_time_keeps_the_one_before_and_is_asked_again_later(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The wait for the answer is bounded, not the pause before the fetch; the list
+    fetched before stays; the next change announced asks again, a second after the
+    request ran out at the soonest, and its answer is taken in."""
+    k = Keeper(AnswerWait("srv", lambda: 2.0))
+    lister = Lister()
+    await k.keeper.refetch(up(lister))
+    listed = trio.current_time()
+    lister.hang = True
+    k.keeper.on_notification(note("notifications/tools/list_changed"))
+    with pytest.raises(RanOut, match="tools/list got no answer within 2 s"):
+        await k.keeper.refetch(up(lister))
+    ran_out = trio.current_time()
+    assert ran_out - listed == 1.0 + 2.0  # the pause, then the wait for the answer
+    assert k.installed == [["a"]] and not k.keeper.due
+    lister.hang = False
+    lister.result = ListResult([mcp.Tool(name="a"), mcp.Tool(name="b")], 0, [], None)
+    k.keeper.on_notification(note("notifications/tools/list_changed"))
+    await k.keeper.refetch(up(lister))
+    assert trio.current_time() - ran_out >= 1.0
+    assert k.installed == [["a"], ["a", "b"]] and lister.fetches == 3
 
 
 async def test_a_ttl_of_zero_still_costs_at_most_one_fetch_a_second(
