@@ -17,8 +17,9 @@ an entry named "mcpd":
 - codex: ``${CODEX_HOME:-~/.codex}/config.toml``, ``[mcp_servers.mcpd]``;
   ``mcp__mcpd__<tool>``
 
-JSON files are parsed, updated and dumped with a 2-space indent. Codex's TOML is edited
-as text: the ``[mcp_servers.NAME]`` table and its sub-tables are replaced in place or
+JSON files are parsed, updated and written with a 2-space indent, every number, string
+and line ending as the file had it (``hostconfig_json``). Codex's TOML is edited as
+text: the ``[mcp_servers.NAME]`` table and its sub-tables are replaced in place or
 appended, so every comment and byte elsewhere stays, and the result is parsed again to
 prove nothing else changed. A file that does not parse is refused, never rewritten.
 
@@ -29,7 +30,6 @@ which the daemon reads too.
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import re
 import sys
@@ -41,6 +41,7 @@ import msgspec
 
 from ..config.hosts import HOSTS, Host
 from ..local.privatefile import UnsafeFileError, open_directory, write_atomically
+from .hostconfig_json import NotJSON, Unreadable, dumps, line_ending, loads
 from .hostconfig_toml import merge_toml
 
 _NAME: Final = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -140,49 +141,45 @@ def entry(
 # -- merging --
 
 
-def merge(key: str, existing: str, new: Entry) -> str:
+def merge(key: str, existing: str, new: Entry, *, where: str | None = None) -> str:
     """``existing`` with ``new`` added, or put in place of the entry of that name;
-    every other entry and key is kept. Raises HostConfigError if ``existing`` does
-    not parse or has a shape the host would not read."""
+    every other entry and key is kept. Raises HostConfigError, naming ``where`` (the
+    file) when given, if ``existing`` does not parse or has a shape the host would not
+    read."""
     h = host(key)
+    about = h.title if where is None else f"{h.title}'s {where}"
     if h.fmt == "toml":
         try:
             return merge_toml(existing, h.servers_key, new.name, new.body)
         except ValueError as exc:
-            raise HostConfigError(f"{h.title}: {exc}") from None
-    return _merge_json(h, existing, new)
+            raise HostConfigError(f"{about}: {exc}") from None
+    return _merge_json(h, about, existing, new)
 
 
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise HostConfigError(f"the key {k!r} appears twice; mcpd would keep only one")
-        out[k] = v
-    return out
-
-
-def _merge_json(h: Host, existing: str, new: Entry) -> str:
-    doc: Any = {}
+def _merge_json(h: Host, about: str, existing: str, new: Entry) -> str:
+    doc: object = {}
     if existing.strip():
         try:
-            doc = json.loads(existing, object_pairs_hook=_pairs)
-        except json.JSONDecodeError as exc:
+            doc = loads(existing)
+        except NotJSON as exc:
             hint = ""
             if h.key == "vscode":
                 hint = " (VS Code allows comments and trailing commas, which mcpd would drop)"
             raise HostConfigError(
-                f"{h.title}: not valid JSON{hint}: {exc}; fix it or add the entry by hand"
+                f"{about}: not valid JSON{hint}: {exc}; fix it or add the entry by hand"
             ) from None
-        except HostConfigError as exc:
-            raise HostConfigError(f"{h.title}: {exc}") from None
+        except Unreadable as exc:
+            raise HostConfigError(f"{about}: {exc}") from None
     if not isinstance(doc, dict):
-        raise HostConfigError(f"{h.title}: the file holds {type(doc).__name__}, not an object")
+        raise HostConfigError(f"{about}: the file holds {type(doc).__name__}, not an object")
     servers = doc.setdefault(h.servers_key, {})
     if not isinstance(servers, dict):
-        raise HostConfigError(f"{h.title}: {h.servers_key!r} is not an object")
+        raise HostConfigError(f"{about}: {h.servers_key!r} is not an object")
     servers[new.name] = new.body  # an existing entry keeps its place
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    try:
+        return dumps(doc, eol=line_ending(existing))
+    except Unreadable as exc:
+        raise HostConfigError(f"{about}: {exc}") from None
 
 
 # -- writing --
@@ -201,7 +198,8 @@ def write(key: str, path: str | os.PathLike[str], new: Entry, *, secret: bool = 
     (0600 for a new file: it may hold a token). With ``secret`` (the entry holds a
     token), neither keeps any access for group or others. Nothing is written if
     nothing changes."""
-    return replace_file(path, lambda before: merge(key, before, new), private=secret)
+    where = os.fspath(path)
+    return replace_file(path, lambda before: merge(key, before, new, where=where), private=secret)
 
 
 def replace_file(

@@ -3,8 +3,9 @@
 Rewriting a whole TOML file would lose its comments and layout, and the stdlib only
 reads TOML. So the file is scanned line by line for table headers (outside multi-line
 strings and arrays), the lines of ``[PARENT.NAME]`` and of its sub-tables are cut out,
-and the new table goes where the first of them was, or at the end. The result is parsed
-again and must equal the old data with only that entry changed.
+and the new table goes where the first of them was, or at the end, its lines ended as
+the file's are. The result is parsed again and must equal the old data with only that
+entry changed (floats compared as written, so a ``nan`` equals itself).
 """
 
 from __future__ import annotations
@@ -20,17 +21,21 @@ _HEADER: Final = re.compile(
     rf"^\s*(\[\[?)\s*({_KEY}(?:\s*\.\s*{_KEY})*)\s*\]\]?\s*(?:#.*)?$"
 )  # fmt: skip
 _PART: Final = re.compile(_KEY)
+_LINE: Final = re.compile(r"[^\n]*\n|[^\n]+")
 
 
 def merge_toml(existing: str, parent: str, name: str, body: dict[str, Any]) -> str:
     try:
-        old = tomllib.loads(existing)
+        old = _parse(existing)
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"not valid TOML: {exc}; fix it or add the entry by hand") from None
     servers = old.get(parent, {})
     if not isinstance(servers, dict):
         raise ValueError(f"{parent!r} is not a table")
-    lines = existing.splitlines(keepends=True)
+    # TOML ends a line with LF or CRLF alone; a CR stays with the line it ends.
+    lines = _LINE.findall(existing)
+    first = lines[0] if lines else ""
+    eol = "\r\n" if first.endswith("\r\n") else "\n"
     headers = _headers(lines)
     ours = [n for n, (_, path) in enumerate(headers) if path[:2] == (parent, name)]
     if name in servers and not ours:
@@ -38,7 +43,7 @@ def merge_toml(existing: str, parent: str, name: str, body: dict[str, Any]) -> s
             f"{parent}.{name} is written inline or with dotted keys, which mcpd does not "
             f"edit; replace it with a [{parent}.{name}] table by hand"
         )
-    block = render_table(parent, name, body)
+    block = render_table(parent, name, body).replace("\n", eol)
     if ours:
         cut: set[int] = set()
         for n in ours:
@@ -51,24 +56,24 @@ def merge_toml(existing: str, parent: str, name: str, body: dict[str, Any]) -> s
         first = headers[ours[0]][0]
         out = [line for i, line in enumerate(lines[:first]) if i not in cut]
         if out and not out[-1].endswith("\n"):
-            out[-1] += "\n"
+            out[-1] += eol
         rest = [line for i, line in enumerate(lines[first:], first) if i not in cut]
         while rest and not rest[0].strip():  # what separated the cut tables
             rest.pop(0)
         out.append(block)
         if rest:
-            out.append("\n")
+            out.append(eol)
         out += rest
     else:
         out = list(lines)
         if out and not out[-1].endswith("\n"):
-            out[-1] += "\n"
+            out[-1] += eol
         if out and out[-1].strip():
-            out.append("\n")
+            out.append(eol)
         out.append(block)
     text = "".join(out)
     try:
-        got = tomllib.loads(text)
+        got = _parse(text)
     except tomllib.TOMLDecodeError as exc:
         # e.g. [PARENT] written as an inline table, which no [PARENT.NAME] may extend
         raise ValueError(
@@ -79,6 +84,13 @@ def merge_toml(existing: str, parent: str, name: str, body: dict[str, Any]) -> s
     if got != expected:
         raise ValueError(f"the edit would change more than [{parent}.{name}]; add it by hand")
     return text
+
+
+def _parse(text: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text, parse_float=str)
+    except RecursionError:
+        raise ValueError("it is nested too deeply to read") from None
 
 
 def _blank_or_comment(line: str) -> bool:
@@ -165,7 +177,7 @@ def _value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
-        return json.dumps(value)
+        return json.dumps(value, allow_nan=False)
     if isinstance(value, str):
         return _string(value)
     if isinstance(value, list):

@@ -249,6 +249,89 @@ def test_toml_merge_refuses_what_it_cannot_edit_safely(text: str, words: str) ->
         hc.merge("codex", text, hc.entry("codex", bridge_argv=BRIDGE))
 
 
+# -- what the user's file holds stays as it was --
+
+
+def strict_json(text: str) -> Any:
+    """The file as a host reads it: NaN and Infinity are no JSON."""
+
+    def refuse(word: str) -> None:
+        raise ValueError(f"{word} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+NUMBERS = (
+    '  "big": 1e400,\n  "exp": 1.5E3,\n  "pi": 3.14159265358979323846264338327950288,\n'
+    '  "zero": -0.0,\n  "huge": 123456789012345678901234567890,\n  "small": 2e-5,\n'
+)
+
+
+@pytest.mark.parametrize("key", JSON_HOSTS)
+def test_json_merge_keeps_every_number_as_it_was_written(key: str) -> None:
+    servers_key = DOCUMENTED[key]["key"]
+    before = f'{{\n{NUMBERS}  "{servers_key}": {{}}\n}}\n'
+    text = hc.merge(key, before, hc.entry(key, bridge_argv=BRIDGE))
+    assert text.startswith("{\n" + NUMBERS), text
+    assert "Infinity" not in text
+    assert "mcpd" in strict_json(text)[servers_key]
+
+
+@pytest.mark.parametrize("word", ["NaN", "Infinity", "-Infinity"])
+def test_json_merge_refuses_what_no_host_reads_as_json(word: str) -> None:
+    with pytest.raises(HostConfigError, match=f"not valid JSON.*{word}"):
+        hc.merge("cursor", f'{{"limit": {word}}}', hc.entry("cursor", bridge_argv=BRIDGE))
+
+
+def test_toml_merge_keeps_numbers_nan_and_inf_included() -> None:
+    before = (
+        "a = nan\nb = inf\nc = -inf\nd = 1e400\ne = 1.5E3\nf = 0xdead_beef\n"
+        + "g = 3.14159265358979323846\n"
+    )
+    new = hc.entry("codex", bridge_argv=BRIDGE)
+    text = hc.merge("codex", before, new)
+    assert text.startswith(before + "\n[mcp_servers.mcpd]\n")
+
+
+@pytest.mark.parametrize("key", JSON_HOSTS)
+def test_json_merge_keeps_a_lone_surrogate_as_the_escape_it_was(key: str) -> None:
+    """Node writes half of a pair as an escape; it must come back the same."""
+    servers_key = DOCUMENTED[key]["key"]
+    before = f'{{\n  "title": "cut \\ud83d",\n  "{servers_key}": {{}}\n}}\n'
+    text = hc.merge(key, before, hc.entry(key, bridge_argv=BRIDGE))
+    assert text.startswith('{\n  "title": "cut \\ud83d",\n'), text
+    text.encode("utf-8")  # what is written is text
+    assert strict_json(text)["title"] == "cut \ud83d"
+
+
+@pytest.mark.parametrize("key", list(DOCUMENTED))
+def test_a_file_nested_past_any_use_is_refused_with_the_reason(key: str) -> None:
+    deep = "[" * 200_000 if key != "codex" else "a = " + "[" * 200_000
+    with pytest.raises(HostConfigError, match="nested too deeply"):
+        hc.merge(key, deep, hc.entry(key, bridge_argv=BRIDGE))
+
+
+def test_toml_merge_keeps_crlf_line_endings() -> None:
+    before = CODEX_BEFORE.replace("\n", "\r\n")
+    new = hc.entry("codex", bridge_argv=BRIDGE, env={"MCPD_SOCKET": "/s"})
+    text = hc.merge("codex", before, new)
+    assert "\n" not in text.replace("\r\n", "")  # every line ends as the file's do
+    assert text.replace("\r\n", "\n") == hc.merge("codex", CODEX_BEFORE, new)
+    appended = hc.merge("codex", 'model = "o3"\r\n', new)
+    assert appended.startswith('model = "o3"\r\n\r\n[mcp_servers.mcpd]\r\ncommand = ')
+    assert "\n" not in appended.replace("\r\n", "")
+    assert hc.merge("codex", text, new) == text
+
+
+@pytest.mark.parametrize("key", JSON_HOSTS)
+def test_json_merge_keeps_crlf_line_endings(key: str) -> None:
+    servers_key = DOCUMENTED[key]["key"]
+    before = f'{{\r\n  "theme": "dark",\r\n  "{servers_key}": {{}}\r\n}}\r\n'
+    text = hc.merge(key, before, hc.entry(key, bridge_argv=BRIDGE))
+    assert text.startswith('{\r\n  "theme": "dark",\r\n') and text.endswith("}\r\n")
+    assert "\n" not in text.replace("\r\n", "")
+
+
 # -- writing --
 
 
