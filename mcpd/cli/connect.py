@@ -50,17 +50,9 @@ from .client import (
     running_daemon,
 )
 from .exits import EXIT_UNREACHABLE
-from .hostconfig import (
-    HostConfigError,
-    Written,
-    config_path,
-    entry,
-    host,
-    merge,
-    replace_file,
-    write,
-)
+from .hostconfig import config_path, entry, host, merge, write
 from .hostconfig_toml import merge_toml, render_table
+from .hostfile import HostConfigError, Written, replace_file
 
 
 class ConnectError(Exception):

@@ -22,6 +22,7 @@ and line ending as the file had it (``hostconfig_json``). Codex's TOML is edited
 text: the ``[mcp_servers.NAME]`` table and its sub-tables are replaced in place or
 appended, so every comment and byte elsewhere stays, and the result is parsed again to
 prove nothing else changed. A file that does not parse is refused, never rewritten.
+``hostfile`` finds the file, keeps a backup and replaces it.
 
 The hosts themselves (their files, prefixes and limits) are in ``mcpd.config.hosts``,
 which the daemon reads too.
@@ -29,26 +30,21 @@ which the daemon reads too.
 
 from __future__ import annotations
 
-import datetime
 import os
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 import msgspec
 
 from ..config.hosts import HOSTS, Host
-from ..local.privatefile import UnsafeFileError, open_directory, write_atomically
 from .hostconfig_json import NotJSON, Unreadable, dumps, line_ending, loads
 from .hostconfig_toml import merge_toml
+from .hostfile import HostConfigError, Written, replace_file
 
 _NAME: Final = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
-class HostConfigError(ValueError):
-    """A request or an existing file that cannot be honoured; the message says why."""
 
 
 def host(key: str) -> Host:
@@ -185,13 +181,6 @@ def _merge_json(h: Host, about: str, existing: str, new: Entry) -> str:
 # -- writing --
 
 
-class Written(msgspec.Struct, frozen=True):
-    path: Path
-    backup: Path | None  # the previous file, when there was one and it changed
-    changed: bool
-    tightened: bool = False  # others could read the file, and now cannot
-
-
 def write(key: str, path: str | os.PathLike[str], new: Entry, *, secret: bool = False) -> Written:
     """Merge ``new`` into the file at ``path``: the old file is kept as
     ``FILE.bak-YYYYmmddHHMMSS``, the new one replaces it atomically with the same mode
@@ -200,84 +189,3 @@ def write(key: str, path: str | os.PathLike[str], new: Entry, *, secret: bool = 
     nothing changes."""
     where = os.fspath(path)
     return replace_file(path, lambda before: merge(key, before, new, where=where), private=secret)
-
-
-def replace_file(
-    path: str | os.PathLike[str], change: Callable[[str], str], *, private: bool = False
-) -> Written:
-    """``write`` for any edit: ``change`` gets the file's text ("" for none) and returns
-    the new text, or raises HostConfigError to leave the file alone."""
-    target = Path(path)
-    try:
-        target = _real_path(target)
-        try:
-            raw: bytes | None = target.read_bytes()
-        except FileNotFoundError:
-            raw = None
-        return _replace(target, raw, change, private)
-    except UnsafeFileError as exc:
-        raise HostConfigError(str(exc)) from None
-    except OSError as exc:
-        raise HostConfigError(f"cannot write {target}: {exc.strerror or exc}") from None
-
-
-def _replace(
-    target: Path, raw: bytes | None, change: Callable[[str], str], private: bool
-) -> Written:
-    before = None
-    if raw is not None:
-        try:
-            # Newlines as text mode reads them: the edit works on "\n" alone.
-            before = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
-        except UnicodeDecodeError:
-            raise HostConfigError(f"{target}: not UTF-8 text") from None
-    after = change(before or "")
-    if after == before:
-        mode = target.stat().st_mode & 0o7777
-        if private and mode & 0o077:
-            os.chmod(target, mode & ~0o077)
-            return Written(target, None, False, True)
-        return Written(target, None, False)
-    backup = None
-    mode, owner = 0o600, None
-    tightened = False
-    if raw is not None:
-        st = target.stat()
-        mode = st.st_mode & 0o7777
-        if os.geteuid() == 0:
-            owner = (st.st_uid, st.st_gid)
-        if private and mode & 0o077:
-            # The token lets whoever reads it act as the daemon's owner (any profile,
-            # a reload): a host's usual 0644 would hand it to every local user.
-            mode &= ~0o077
-            tightened = True
-        backup = _backup_name(target)
-        write_atomically(backup, raw, mode=mode, owner=owner)
-        os.utime(backup, ns=(st.st_atime_ns, st.st_mtime_ns))
-    write_atomically(target, after.encode("utf-8"), mode=mode, owner=owner)
-    return Written(target, backup, True, tightened)
-
-
-def _real_path(path: Path) -> Path:
-    """Where the file really is. The user's own links (a dotfiles checkout, a linked
-    folder) are followed, so the link stays and what it points at is replaced; a link
-    in a directory others can write may be theirs, so none is followed from there."""
-    parts = path.absolute().parts
-    real = Path(parts[0])
-    for part in parts[1:]:
-        step = real / part
-        if step.is_symlink():
-            os.close(open_directory(str(real)))  # refuses one others can write
-            step = step.resolve()
-        real = step
-    return real
-
-
-def _backup_name(target: Path) -> Path:
-    stamp = datetime.datetime.now().strftime("%Y%m%d%H%M%S")
-    candidate = target.with_name(f"{target.name}.bak-{stamp}")
-    n = 1
-    while candidate.exists():  # twice within a second: keep both
-        candidate = target.with_name(f"{target.name}.bak-{stamp}-{n}")
-        n += 1
-    return candidate
