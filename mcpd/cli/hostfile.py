@@ -1,5 +1,5 @@
-"""A host's config file replaced with care: found where it really is, and read only as
-a regular file.
+"""A host's config file replaced with care: found where it really is, read only as a
+regular file, and replaced only if its host has not written it in the meantime.
 
 The user's own links (a dotfiles checkout, a linked folder) are followed, so the link
 stays and what it points at is replaced. They are read one at a time, as the kernel
@@ -7,8 +7,11 @@ follows them, and each is judged in the directory where it really is: a link in 
 directory that another user owns or can write, or a link another user owns, may be
 theirs to point anywhere, so none is followed from there.
 
-The old file is kept as ``FILE.bak-YYYYmmddHHMMSS``, and removed again when the new
-one is not written.
+Hosts rewrite their files as they run (Claude Code its ``~/.claude.json`` all the
+time). So just before the new file is renamed into place, the file is read again; if
+it changed, the edit is made again from what is there now, and after a few such
+tries the file is left to its host with an error saying so. The old file is kept as
+``FILE.bak-YYYYmmddHHMMSS``, and removed again when the new one is not written.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ import msgspec
 from ..local.owners import not_trusted, trusted_owners
 from ..local.privatefile import UnsafeFileError, open_directory, write_atomically
 
+# How often a file that changed under the edit is read and edited again.
+ATTEMPTS: Final = 5
 # The kernel's own bound on the links followed for one path.
 MAX_LINKS: Final = 40
 
@@ -41,6 +46,10 @@ class Written(msgspec.Struct, frozen=True):
     tightened: bool = False  # others could read the file, and now cannot
 
 
+class _Changed(Exception):
+    """The file is no longer what the edit was made from."""
+
+
 def replace_file(
     path: str | os.PathLike[str], change: Callable[[str], str], *, private: bool = False
 ) -> Written:
@@ -51,19 +60,26 @@ def replace_file(
     target = Path(path)
     try:
         target = real_path(target)
-        return _replace(target, _read(target), change, private)
+        for _ in range(ATTEMPTS):
+            with contextlib.suppress(_Changed):
+                return _replace(target, _read(target), change, private)
     except UnsafeFileError as exc:
         raise HostConfigError(str(exc)) from None
     except OSError as exc:
         raise HostConfigError(f"cannot write {target}: {exc.strerror or exc}") from None
+    raise HostConfigError(
+        f"{target} kept changing while mcpd added its entry: its host is writing it; "
+        "quit the host and run this again"
+    )
 
 
-def _read(target: Path) -> bytes | None:
+def _read(target: Path, dir_fd: int | None = None) -> bytes | None:
     """The file's bytes, None when there is none; refused when it is not a regular file
     (a FIFO would keep the read waiting for a writer)."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    name = target.name if dir_fd is not None else str(target)
     try:
-        fd = os.open(target, flags)
+        fd = os.open(name, flags, dir_fd=dir_fd)
     except FileNotFoundError:
         return None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -113,7 +129,8 @@ def _replace(
             write_atomically(name, raw, mode=mode, owner=owner)
             backup = name
             os.utime(backup, ns=(st.st_atime_ns, st.st_mtime_ns))
-        write_atomically(target, data, mode=mode, owner=owner)
+        check = _unchanged(target, raw)
+        write_atomically(target, data, mode=mode, owner=owner, before_rename=check)
     except BaseException:
         # No backup of a file that was not replaced.
         if backup is not None:
@@ -121,6 +138,14 @@ def _replace(
                 os.unlink(backup)
         raise
     return Written(target, backup, True, tightened)
+
+
+def _unchanged(target: Path, raw: bytes | None) -> Callable[[int], None]:
+    def check(dir_fd: int) -> None:
+        if _read(target, dir_fd) != raw:
+            raise _Changed
+
+    return check
 
 
 def real_path(path: Path) -> Path:

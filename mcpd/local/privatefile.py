@@ -26,7 +26,7 @@ import contextlib
 import os
 import stat
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 from .owners import acl_of, not_trusted, other_writers, trusted_owners
@@ -46,11 +46,14 @@ def write_atomically(
     *,
     mode: int = PRIVATE,
     owner: tuple[int, int] | None = None,
+    before_rename: Callable[[int], None] | None = None,
 ) -> os.stat_result:
     """Replace the file at ``path`` with ``data``, with ``mode`` (0600 unless given) and
     ``owner`` (uid, gid; root only). Its directory is created (0700) when missing.
     ``data`` may come in pieces, each written as it comes (an error while they come
-    leaves the file as it was). Returns the new file's status, as it was written."""
+    leaves the file as it was). ``before_rename`` is given the directory's descriptor
+    once the new file is complete; what it raises leaves the file as it was too.
+    Returns the new file's status, as it was written."""
     path = os.fspath(path)
     directory, name = os.path.split(path)
     directory = directory or "."
@@ -60,7 +63,7 @@ def write_atomically(
     with _lock:
         dir_fd = open_directory(directory)
         try:
-            return _replace(dir_fd, name, data, mode, owner)
+            return _replace(dir_fd, name, data, mode, owner, before_rename)
         finally:
             os.close(dir_fd)
 
@@ -154,7 +157,12 @@ def read_private(path: str, fix: str) -> tuple[bytes, os.stat_result] | None:
 
 
 def _replace(
-    dir_fd: int, name: str, data: bytes | Iterable[bytes], mode: int, owner: tuple[int, int] | None
+    dir_fd: int,
+    name: str,
+    data: bytes | Iterable[bytes],
+    mode: int,
+    owner: tuple[int, int] | None,
+    before_rename: Callable[[int], None] | None,
 ) -> os.stat_result:
     tmp = f"{name}.{os.getpid()}.tmp"
     fd = _create(dir_fd, tmp)
@@ -171,6 +179,8 @@ def _replace(
             f.flush()
             os.fsync(f.fileno())
             written = os.fstat(f.fileno())
+        if before_rename is not None:
+            before_rename(dir_fd)
         os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -1,5 +1,6 @@
-"""Replacing a host's config file: links followed one at a time and each judged, what
-cannot be written leaving no backup, the file's bytes and line endings kept."""
+"""Replacing a host's config file: links followed one at a time and each judged, a host's
+own write in the meantime kept, what cannot be written leaving no backup, the file's
+bytes and line endings kept."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -116,6 +118,50 @@ def test_a_loop_of_links_is_refused_with_the_reason(home: Path) -> None:
     (home / "b.json").symlink_to("a.json")
     with pytest.raises(HostConfigError, match="too many symbolic links"):
         hc.write("claude-code", home / "a.json", entry())
+
+
+# -- a host writing its file meanwhile --
+
+
+def test_a_write_by_the_host_while_mcpd_merges_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text('{"mcpServers": {}}')
+    hosts_write = '{"mcpServers": {}, "theme": "light"}'
+    merge = hc.merge
+    seen: list[str] = []
+
+    def merge_as_the_host_writes(key: str, existing: str, new: hc.Entry, **how: Any) -> str:
+        seen.append(existing)
+        if len(seen) == 1:
+            path.write_text(hosts_write)  # Claude Code saves its state just then
+        return merge(key, existing, new, **how)
+
+    monkeypatch.setattr(hc, "merge", merge_as_the_host_writes)
+    written = hc.write("gemini-cli", path, entry("gemini-cli"))
+    after = json.loads(path.read_text())
+    assert after["theme"] == "light" and "mcpd" in after["mcpServers"]
+    assert written.backup is not None and written.backup.read_text() == hosts_write
+    assert backups(tmp_path) == [written.backup]
+
+
+def test_a_file_that_keeps_changing_is_left_to_its_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text('{"mcpServers": {}}')
+    merge = hc.merge
+    writes = iter(range(1000))
+
+    def merge_as_the_host_writes(key: str, existing: str, new: hc.Entry, **how: Any) -> str:
+        path.write_text(json.dumps({"mcpServers": {}, "count": next(writes)}))
+        return merge(key, existing, new, **how)
+
+    monkeypatch.setattr(hc, "merge", merge_as_the_host_writes)
+    with pytest.raises(HostConfigError, match="kept changing"):
+        hc.write("gemini-cli", path, entry("gemini-cli"))
+    assert "mcpd" not in path.read_text() and backups(tmp_path) == []
 
 
 # -- what cannot be written --
