@@ -10,8 +10,6 @@ call is scheduled, timed and accounted for here the same way.
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import logging
 import math
 from collections.abc import Callable
@@ -28,6 +26,7 @@ from transports.errors import SERVER_REPLIES, MalformedReply, TransportError
 
 from .call_failures import failed
 from .calls import Answered, Call, CallHost, Ending, Outcome, Unsent, Uses, _Scheduler
+from .deadlines import Deadlines
 from .ended_asks import End
 from .outage import Outage
 from .queue_bytes import QueueBytes
@@ -42,7 +41,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("mcpd.calls")
 
-_LIVE: Final = frozenset({"queued", "running"})
 _RESULT: Final = "a tools/call result"
 _ERROR: Final = "a tools/call error"
 
@@ -56,10 +54,7 @@ class CallScheduler(_Scheduler):
         # The bytes every server's waiting calls keep (None: this server's alone).
         self.waiting = QueueBytes() if waiting is None else waiting
         self.queue = TurnQueue(self.waiting)
-        self._heap: list[tuple[float, int, Call]] = []
-        self._seq = itertools.count()
-        self._timer_wake = trio.Event()
-        self._timer_at = math.inf  # when the timer task wakes next (inf: it waits for a deadline)
+        self.deadlines = Deadlines()
         # Made only when someone waits for the calls to end (a stop or reload), not
         # each time the server goes from idle to busy: at one call at a time, every call.
         self._idle: trio.Event | None = None
@@ -177,8 +172,7 @@ class CallScheduler(_Scheduler):
         if self.queue and self.queue.last().deadline > call.deadline:
             call.deadline = self.queue.last().deadline  # a shorter startup wait after a longer
         self.queue.append(call)
-        if call.deadline < self._timer_at:
-            self._timer_wake.set()
+        self.deadlines.coming(call.deadline)
 
     def _start_queued(self) -> None:
         while self.queue.calls and self.running < self.limit and self._up is not None:
@@ -342,15 +336,7 @@ class CallScheduler(_Scheduler):
 
     def _release(self, call: Call) -> None:
         self.running -= 1
-        # A finished call's deadline entry goes now when it is first in the heap, as it
-        # mostly is: a kept one kept the call and its reply alive long enough for the
-        # garbage collector to run over them, on every server's call path.
-        heap = self._heap
-        while heap:
-            at, _, first = heap[0]
-            if at == first.deadline and first.state in _LIVE:
-                break
-            heapq.heappop(heap)
+        self.deadlines.drop_ended()
         if call.token is not None:
             self.runner.progress.close(call.token)
             call.token = None
@@ -383,39 +369,19 @@ class CallScheduler(_Scheduler):
     # -- time limits --
 
     def _set_deadline(self, call: Call, at: float) -> None:
-        call.deadline = at
-        heap = self._heap
-        if len(heap) > 64 and len(heap) > 4 * (self.running + len(self.queue)):
-            # Finished calls leave their entries behind until their deadline; with a
-            # minute-long timeout that is a lot of them. Drop them in one sweep.
-            heap[:] = [e for e in heap if e[0] == e[2].deadline and e[2].state in _LIVE]
-            heapq.heapify(heap)
-        heapq.heappush(heap, (at, next(self._seq), call))
-        # The timer is woken only for a deadline before the time it sleeps until: each
-        # wake costs a pass of its task, and with finished calls leaving the heap, every
-        # call at one at a time would otherwise be first in it.
-        if at < self._timer_at:
-            self._timer_wake.set()
+        self.deadlines.set(call, at, self.running + len(self.queue))
 
     async def run_timer(self) -> None:
         """Expire queued and running calls whose time is up (runs for the server's life)."""
-        heap, queue = self._heap, self.queue
+        queue = self.queue
         while True:
             now = self._now()
             while queue and queue.first().deadline <= now:
                 call = queue.pop_first()
                 self._finish(call, Unsent(self._queue_outage(call)))
-            while heap and heap[0][0] <= now:
-                at, _, call = heapq.heappop(heap)
-                if at == call.deadline and call.state == "running":
-                    self.complete(call, None, None, timed_out=True)
-            self._timer_wake = trio.Event()
-            wake = min(
-                heap[0][0] if heap else math.inf, queue.first().deadline if queue else math.inf
-            )
-            self._timer_at = wake
-            with trio.move_on_at(wake):
-                await self._timer_wake.wait()
+            for call in self.deadlines.due(now):
+                self.complete(call, None, None, timed_out=True)
+            await self.deadlines.sleep(queue.first().deadline if queue else math.inf)
 
     def _queue_outage(self, call: Call) -> Outage:
         r = self.runner
