@@ -3,7 +3,7 @@ of the server's names when agents cannot tell them apart.
 
 A server names its own items, and agents get each tool or prompt under a local name
 made from that name (renamed by the operator's rules, then every character outside
-``[A-Za-z0-9_-]`` made ``_``: ``registry.table``), and read, through a template, any
+``[A-Za-z0-9_-]`` made ``_``: ``registry.spelling``), and read, through a template, any
 URI it matches. So ``send.mail`` reaches agents as ``send_mail`` did. An item a
 server lists under a new name that agents know as an item pinned under another is
 judged as a change of that item (``Namesakes``), not as a new one: else a server

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..config.model import NamingConfig
-from .table import candidate_name, hash_shaped, hashed_name, most_digits
+from .spelling import candidate_name, hash_shaped, hashed_name, most_digits
 
 Key = tuple[str, str]  # (alias, the name agents see before the template)
 

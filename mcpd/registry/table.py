@@ -1,8 +1,7 @@
 """The aggregated tool table: local names <-> (alias, original name), and what agents see.
 
-Local names come from the configured alias and the template, never from the server's
-own name for itself. Characters outside ``[A-Za-z0-9_-]`` become ``_``; a name that is
-too long, or that two tools would share, ends in ``_`` and a short hash of
+Local names are spelled from the configured alias and the template (``spelling``); a
+name that is too long, or that two tools would share, ends in a short hash of
 ``alias::tool`` instead, so it stays unique and stable across restarts.
 
 Anyone can compute a hashed name, so the two kinds never meet: a template name shaped
@@ -17,7 +16,6 @@ rule that names the tool in force.
 from __future__ import annotations
 
 import difflib
-import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Final, TypeAlias
 
@@ -28,46 +26,11 @@ from protocol import mcp
 from ..config.model import NamingConfig
 from ..config.servertable import ToolsConfig
 from .curation import curate
-from .facing import sanitize
 from .gate import Gate
 from .shown import Entry
+from .spelling import candidate_name, digits_of, hash_shaped, hashed_name, most_digits
 
 _encode: Final = msgspec.json.Encoder().encode
-
-# A SHA-1 digest has no more digits than this; a longer hash could never differ.
-_MAX_DIGITS: Final = 40
-_HEX: Final = frozenset("0123456789abcdef")
-
-
-def most_digits(max_length: int) -> int:
-    """The longest hash a name may end in, leaving a character of its own before it."""
-    return min(_MAX_DIGITS, max_length - 2)
-
-
-def candidate_name(template: str, alias: str, tool: str) -> str:
-    # Aliases cannot contain braces, so substituting the alias first is unambiguous.
-    return sanitize(template.replace("{alias}", alias).replace("{tool}", tool))
-
-
-def hashed_name(candidate: str, alias: str, tool: str, max_length: int, digits: int = 6) -> str:
-    digest = hashlib.sha1(f"{alias}::{tool}".encode()).hexdigest()[:digits]
-    return f"{candidate[: max_length - digits - 1]}_{digest}"
-
-
-def hash_shaped(name: str) -> bool:
-    """Whether the name ends as ``hashed_name`` ends its names."""
-    cut = name.rfind("_")
-    tail = name[cut + 1 :]
-    return cut >= 0 and len(tail) >= 6 and all(c in _HEX for c in tail)
-
-
-def _digits_of(hashed: str) -> int:
-    return len(hashed) - hashed.rfind("_") - 1
-
-
-def alias_prefix(template: str, alias: str) -> str:
-    return sanitize(template.split("{tool}", 1)[0].replace("{alias}", alias))
-
 
 # What a tools/list holds: the table's entries, and tools of mcpd's own (search mode's).
 Listed: TypeAlias = "Entry | mcp.Tool"
@@ -326,7 +289,7 @@ class Registry:
             del self._by_local[entry.local]
         if not hash_shaped(entry.local):
             return []
-        return self._unwant(key, 6, _digits_of(entry.local))
+        return self._unwant(key, 6, digits_of(entry.local))
 
     def _unwant(self, key: tuple[str, str], low: int, high: int) -> list[str]:
         # The key no longer wants its hashed names of ``low`` to ``high`` digits.
@@ -354,7 +317,7 @@ class Registry:
             key = wanted[0]
             held = self._by_key[key]
             if held.local != local:
-                lone.extend(self._unwant(key, _digits_of(local) + 2, _digits_of(held.local)))
+                lone.extend(self._unwant(key, digits_of(local) + 2, digits_of(held.local)))
             elif self._by_local.get(local) is held:
                 continue
             self._settle(key, local)

@@ -42,7 +42,7 @@ from .filters import NameFilter, UriFilter
 from .names import assign
 from .scheme import Sight
 from .shown import Entry
-from .table import candidate_name
+from .spelling import candidate_name
 
 if TYPE_CHECKING:
     from .search import Hit, ToolDoc, ToolIndex

@@ -19,7 +19,7 @@ from ..registry.prompts import PromptEntry
 from ..registry.resources import Hold
 from ..registry.scheme import Ambiguous, Routed, Sight, Undecided
 from ..registry.shown import Entry
-from ..registry.table import alias_prefix
+from ..registry.spelling import alias_prefix
 from ..registry.views import ProfileView
 from . import requests
 from .askback import Asker

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from mcpd.config.model import NamingConfig
 from mcpd.registry.names import assign
-from mcpd.registry.table import Registry, hashed_name
+from mcpd.registry.spelling import hashed_name
+from mcpd.registry.table import Registry
 from protocol import mcp
 from tests.support.hash_twins import agreeing_names, short_hash
 

@@ -14,7 +14,7 @@ from mcpd.registry.catalog import Catalog
 from mcpd.registry.prompts import PromptTable
 from mcpd.registry.resources import ResourceTable
 from mcpd.registry.scheme import Ambiguous, Routed, wrap
-from mcpd.registry.table import hashed_name
+from mcpd.registry.spelling import hashed_name
 from protocol import surface
 from protocol.uritemplate import MAX_EXPRESSIONS
 

@@ -15,7 +15,7 @@ from mcpd.config.model import NamingConfig
 from mcpd.config.profiles import ProfileConfig
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.names import assign
-from mcpd.registry.table import candidate_name, hashed_name
+from mcpd.registry.spelling import candidate_name, hashed_name
 from mcpd.registry.views import ProfileView
 from protocol import mcp, surface
 
