@@ -25,9 +25,8 @@ from transports.stdio.launch import START_MARK
 from .agents.api import AgentServer
 from .agents.backend import Control, Lines
 from .agents.peers import server_of
-from .agents.unix_socket import SocketFile, bind_unix
+from .agents_listener import take_listener
 from .audit.log import AuditLog
-from .config.endpoints import groups_locked_out
 from .config.model import Config, ConfigError, DaemonConfig
 from .config.secrets import HeldSecret
 from .errors import DaemonError
@@ -35,7 +34,7 @@ from .listening import Listening
 from .local import pinfile
 from .local.endpoint_token import TokenFile, renew_exposed, token_path
 from .local.statefile import FILE_NAME, Session, StateKeeper, state_dir
-from .local.systemd import Notifier, SystemdEnv, adopt_listener, run_test_faults, run_watchdog
+from .local.systemd import Notifier, SystemdEnv, run_test_faults, run_watchdog
 from .oversight import Oversight
 from .policy.approvals import Approvals
 from .policy.gate import CallGate
@@ -144,44 +143,15 @@ class Daemon(Control):
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         self._started = trio.current_time()
-        listener = adopt_listener(self.sysd.sockets)
         # Every socket agents reach mcpd on is bound before any server starts
         # (``listening``): by ``mcpd serve`` before the servers it starts early, else here.
         prebound, self._listening = self._listening, None
-        listening = prebound or Listening()
-        try:
-            if prebound is None:
-                listening.bind(self.config, self.socket_path if listener is None else None)
-            if listener is None and listening.socket is None:
-                # systemd was to pass the socket, and passed none mcpd can use.
-                listening.socket = bind_unix(self.socket_path, self.config.socket_mode())
-        except BaseException:
-            listening.close()
-            raise
+        listener, listening, owned, self.socket_path = take_listener(
+            self.config, self.socket_path, self.sysd.sockets, prebound
+        )
         exposed = renew_exposed(self.token.path)
         if exposed is not None:
             logger.warning("%s", exposed, extra=log_extra(None, "token_file"))
-        owned: SocketFile | None = None
-        own = listening.take_socket()
-        if own is not None:
-            listener, owned = own.listener(), own.file
-            locked = groups_locked_out(self.config.daemon)
-            if locked:
-                logger.warning("%s", locked, extra=log_extra(None, "config"))
-        else:
-            assert listener is not None
-            bound = listener.socket.getsockname()
-            if isinstance(bound, str) and bound:
-                if bound != self.socket_path:
-                    # Root's commands read the config's path: say where mcpd really is.
-                    logger.warning(
-                        "listening on %s, the socket systemd passed (mcpd.socket), not on "
-                        "%s; to move it, set ListenStream= in mcpd.socket",
-                        bound,
-                        self.socket_path,
-                        extra=log_extra(None, "config"),
-                    )
-                self.socket_path = bound  # systemd's (mcpd.socket), whatever the config says
         try:
             async with trio.open_nursery() as nursery:
                 await self.pins.load()  # before any list is judged
