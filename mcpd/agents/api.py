@@ -46,6 +46,7 @@ from .places import Seat
 from .profile_methods import PROFILE_METHODS, ProfileMethods
 from .profiles import Profiles, ProfileServers
 from .sockets import ProfileSockets
+from .tool_news import ToolNews
 from .toolcall import Router, list_tools
 from .unix_socket import UnixBound
 
@@ -65,7 +66,6 @@ CAPABILITIES: Final[dict[str, Any]] = {
     "logging": {},
     "extensions": {surface.TASKS_EXTENSION: {}},
 }
-_DEBOUNCE: Final = 0.2
 Handler = Callable[
     ["AgentServer", "Connection", rpc.Request, RequestContext | None], Awaitable[Any]
 ]
@@ -85,7 +85,6 @@ class AgentServer(ProfileMethods, Dispatcher):
         self.control = control
         self.lines = lines
         self.connections: set[Connection] = set()
-        self._dirty = trio.Event()
         records = CallRecords(control.audit)
         self.failures = Failures()
         self.departed = Departed()
@@ -132,9 +131,8 @@ class AgentServer(ProfileMethods, Dispatcher):
             **PROFILE_METHODS,
         }
         self._extra_handlers = self.extras.handlers()
-        # Not self._dirty.set: that would be the first event's, and the broadcaster
-        # replaces the event each time it wakes.
-        servers.subscribe(self.list_changed)
+        self.tool_news = ToolNews(self._agents, self.view)
+        servers.subscribe(self.tool_news.changed)
 
     @property
     def http(self) -> HttpApi:
@@ -156,15 +154,12 @@ class AgentServer(ProfileMethods, Dispatcher):
             )
         return self._http
 
-    def list_changed(self) -> None:
-        self._dirty.set()
-
     def configure(self, profiles: Mapping[str, ProfileConfig], naming: NamingConfig) -> None:
         """The config's profiles, at start and after a reload; the agents of a profile
         that changed hear of it (and no one else)."""
         self.profiles.configure(profiles, naming, self.control.settings.max_tools)
         self.calls.budget = self.control.settings.result_budget_chars
-        self.list_changed()
+        self.tool_news.changed()
         self.extras.list_changed()
 
     def look_again(self, alias: str | None = None) -> None:
@@ -183,7 +178,7 @@ class AgentServer(ProfileMethods, Dispatcher):
     ) -> None:
         """Serve agents on what ``mcpd.listening`` bound before any server started."""
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._broadcast_list_changes)
+            nursery.start_soon(self.tool_news.run)
             await nursery.start(self.extras.run)
             # The daemon's own socket last: once it answers, status shows every endpoint.
             await nursery.start(self.sockets.run, self.profiles.with_sockets(), profile_sockets)
@@ -288,29 +283,6 @@ class AgentServer(ProfileMethods, Dispatcher):
     def agent_gone(self, owner: object) -> None:
         """An agent without a connection of its own (an HTTP session) has ended."""
         self.extras.left(owner)
-
-    async def _broadcast_list_changes(self) -> None:
-        while True:
-            await self._dirty.wait()
-            # Coalesce a burst of changes (a restart touches many tools) into one.
-            await trio.sleep(_DEBOUNCE)
-            self._dirty = trio.Event()
-            line = rpc.encode_notification("notifications/tools/list_changed")
-            for conn in self._agents():
-                # Only changes to its own profile after the agent connected are news to it.
-                version = self.view(conn).version
-                if conn.seen_version >= version:
-                    continue
-                conn.seen_version = version
-                if conn.session.legacy_version is not None:
-                    conn.send_nowait(line)
-                for sub_id in conn.subscriptions:
-                    conn.send_nowait(
-                        rpc.encode_notification(
-                            "notifications/tools/list_changed",
-                            {"_meta": {mcp.KEY_SUBSCRIPTION_ID: sub_id}},
-                        )
-                    )
 
     # -- dispatch --
 
