@@ -56,9 +56,7 @@ def take_listener(
         return AgentsListener(own.listener(), listening, own.file, path)
     assert listener is not None
     bound = listener.socket.getsockname()
-    if not isinstance(bound, str) or not bound:
-        return AgentsListener(listener, listening, None, path)
-    if bound != path:
+    if isinstance(bound, str) and bound and bound != path:
         logger.warning(
             "listening on %s, the socket systemd passed (mcpd.socket), not on "
             "%s; to move it, set ListenStream= in mcpd.socket",
@@ -66,4 +64,5 @@ def take_listener(
             path,
             extra=log_extra(None, "config"),
         )
-    return AgentsListener(listener, listening, None, bound)
+        path = bound
+    return AgentsListener(listener, listening, None, path)
