@@ -43,7 +43,7 @@ from protocol.visible import quote
 
 from ..config.secrets import HeldSecret
 from .cutparts import CutParts
-from .masking import KnownSecrets, marker
+from .masking import KnownSecrets, marker, masked_value
 from .patterns import FORMAT, TRIGGER, kind_marker, redact
 
 logger = logging.getLogger("mcpd.secrets")
@@ -155,19 +155,8 @@ class _Search:
         return "".join(out)
 
     def mask_value(self, value: Any, seen: list[str]) -> Any:
-        """A decoded JSON value with every string (keys too) masked, and a number
-        whose digits hold a secret replaced by the marker."""
-        if isinstance(value, str):
-            return self.mask(value, seen)
-        if isinstance(value, dict):
-            return {self.mask(k, seen): self.mask_value(v, seen) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.mask_value(v, seen) for v in value]
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            text = str(value)
-            masked = self.mask(text, seen)
-            return value if masked == text else masked
-        return value
+        """``value`` as ``masked_value`` masks it with these secrets."""
+        return masked_value(value, lambda text: self.mask(text, seen))
 
 
 class SecretGuard:

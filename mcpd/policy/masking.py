@@ -22,6 +22,22 @@ def marker(where: str) -> str:
     return f"[secret of {where}]"
 
 
+def masked_value(value: Any, mask: Callable[[str], str]) -> Any:
+    """A decoded JSON value with every string (keys too) put through ``mask``, and any
+    number whose digits ``mask`` changes replaced by what it makes of them."""
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, dict):
+        return {mask(str(k)): masked_value(v, mask) for k, v in value.items()}
+    if isinstance(value, list):
+        return [masked_value(v, mask) for v in value]
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        text = str(value)
+        masked = mask(text)
+        return value if masked == text else masked
+    return value
+
+
 class _Node:
     __slots__ = ("fail", "hit", "next", "out")
 
@@ -115,21 +131,10 @@ class SecretSet:
         return "".join(out)
 
     def mask_value(self, value: Any, seen: list[str] | None = None) -> Any:
-        """A decoded JSON value with every string (keys too) masked, and any number
-        whose digits hold a secret replaced by the marker."""
+        """``value`` as ``masked_value`` masks it with this set."""
         if not self.size:
             return value
-        if isinstance(value, str):
-            return self.mask(value, seen)
-        if isinstance(value, dict):
-            return {self.mask(str(k), seen): self.mask_value(v, seen) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.mask_value(v, seen) for v in value]
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            text = str(value)
-            masked = self.mask(text, seen)
-            return value if masked == text else masked
-        return value
+        return masked_value(value, lambda text: self.mask(text, seen))
 
 
 Source = Callable[[], Iterable[HeldSecret]]
