@@ -55,6 +55,10 @@ class Headers:
         return len(self._all.get(name, ()))
 
 
+def _nothing(request: h11.Request) -> HeaderList:
+    return []
+
+
 def _unbounded(size: int) -> None:
     """Every body may be held, up to ``MAX_BODY``."""
 
@@ -71,6 +75,11 @@ class Wire:
         self.closing = False
         # The length of the body the request just read says it has (None: chunked).
         self._declared: int | None = None
+        # The headers every answer to a request carries, told by its head (on the TCP
+        # endpoint, those that let a page at an allowed origin read it: ``cors``), and
+        # those of the request being served.
+        self.carried: Callable[[h11.Request], HeaderList] = _nothing
+        self._carried: HeaderList = []
 
     async def _receive(self, most: int = _READ_SIZE) -> None:
         try:
@@ -95,9 +104,11 @@ class Wire:
 
     async def read_head(self) -> h11.Request | None:
         """The next request's line and headers, none of its body (None: no request)."""
+        self._carried = []
         request = await self._next_event()
         if not isinstance(request, h11.Request):
             return None
+        self._carried = self.carried(request)
         headers = Headers(request.headers)
         length = headers.get("content-length")
         # h11 checked it is one value of digits; beside Transfer-Encoding it counts for
@@ -167,6 +178,8 @@ class Wire:
 
     async def send(self, *events: Any) -> None:
         for event in events:
+            if self._carried and isinstance(event, h11.Response):
+                event = _with(event, self._carried)
             if self.closing and isinstance(event, h11.Response):
                 event = _closing(event)
             data = self.conn.send(event)
@@ -177,9 +190,13 @@ class Wire:
 def _closing(response: h11.Response) -> h11.Response:
     if any(name == b"connection" for name, _ in response.headers):
         return response
+    return _with(response, [(b"connection", b"close")])
+
+
+def _with(response: h11.Response, headers: HeaderList) -> h11.Response:
     return h11.Response(
         status_code=response.status_code,
-        headers=[*response.headers, (b"connection", b"close")],
+        headers=[*response.headers, *headers],
         reason=response.reason,
     )
 
@@ -207,7 +224,9 @@ class Response:
     async def json(
         self, status: int, body: bytes, headers: Iterable[tuple[bytes, bytes]] = ()
     ) -> None:
-        fields = [*self.headers, *headers, (b"content-length", str(len(body)).encode())]
+        fields = [*self.headers, *headers]
+        if status != 204:  # which has no body, and says nothing of one
+            fields.append((b"content-length", str(len(body)).encode()))
         if body and not any(name == b"content-type" for name, _ in fields):
             fields.append((b"content-type", b"application/json"))
         await self.wire.send(head(status, fields), h11.Data(data=body), h11.EndOfMessage())

@@ -270,6 +270,36 @@ async def test_a_json_answer_says_its_length_and_type_unless_given_one() -> None
     assert fields(head)[b"content-type"] == b"text/plain"
 
 
+async def test_a_204_says_nothing_of_a_body() -> None:
+    client, wire = pair()
+    with trio.fail_after(5):
+        await client.request()
+        await wire.read_request()
+        await Response(wire).json(204, b"")
+        head, body, ended = await client.response()
+    assert head.status_code == 204 and body == b"" and ended
+    assert b"content-length" not in fields(head) and b"content-type" not in fields(head)
+
+
+async def test_what_a_request_carries_goes_on_its_answer_of_either_kind_and_no_other() -> None:
+    client, wire = pair()
+    wire.carried = lambda request: [(b"x-for", request.method)]
+    with trio.fail_after(5):
+        await client.request(b"POST")
+        await wire.read_request()
+        await Response(wire).json(401, b"{}")
+        head, _, _ = await client.response()
+        assert fields(head)[b"x-for"] == b"POST"
+        client.conn.start_next_cycle()
+        wire.conn.start_next_cycle()
+        await client.request(b"GET")
+        await wire.read_request()
+        await Response(wire).finish(None, 200)
+        head, _, _ = await client.response()
+    assert fields(head)[b"x-for"] == b"GET"
+    assert fields(head)[b"content-type"] == b"text/event-stream"
+
+
 async def test_a_message_before_the_answer_turns_it_into_an_event_stream() -> None:
     client, wire = pair()
     with trio.fail_after(5):
