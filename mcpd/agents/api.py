@@ -201,15 +201,15 @@ class AgentServer(ProfileMethods, Dispatcher):
     ) -> None:
         # Here, not at the top: only a daemon with [daemon] http_listen loads the TCP side.
         from ..config.endpoints import parse_listen
+        from .cors import answering
         from .tcp import Gate, endpoint_of, guard, own_origins
 
         host, _ = parse_listen(listen)
         listeners, self.endpoint = endpoint_of(host, socks)
         d = self.control.settings
-        check = guard(
-            self.control.http_token, own_origins(host, self.endpoint.port, d.http_origins)
-        )
-        gate = Gate(check, lambda: self.control.settings.http_header_timeout)
+        origins = own_origins(host, self.endpoint.port, d.http_origins)
+        check = guard(self.control.http_token, origins)
+        gate = Gate(check, lambda: self.control.settings.http_header_timeout, answering(origins))
         logger.info("HTTP endpoint on %s", self.endpoint.url, extra=log_extra(None))
 
         async def handle(stream: trio.SocketStream) -> None:

@@ -10,7 +10,9 @@ need, since its file mode already says who may connect:
 - the ``Origin`` header, when a browser sends one, must be this endpoint's own
   (``http://127.0.0.1:PORT``, ``http://localhost:PORT``, ``http://[::1]:PORT``) or one
   listed in ``http_origins``: a web page elsewhere that resolves its name to 127.0.0.1
-  (DNS rebinding) gets 403, as the MCP transport requires.
+  (DNS rebinding) gets 403, as the MCP transport requires. A page at an allowed
+  origin may read the answers, and its browser's preflight is answered without the
+  token (``cors``).
 
 ``?profile=NAME`` picks the profile (any: whoever has the token is the daemon's user).
 
@@ -50,7 +52,8 @@ from protocol import jsonrpc as rpc
 from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
-from .http_wire import Headers, Reject, Wire, refuse
+from .cors import is_preflight, preflight
+from .http_wire import HeaderList, Headers, Reject, Wire, refuse
 from .lobby import Lobby, source_of
 from .page import is_page
 
@@ -94,10 +97,13 @@ def guard(token: Callable[[], str], origins: frozenset[str]) -> Guard:
         if origin is not None and origin.rstrip("/").lower() not in origins:
             raise Reject(403, _refusal(f"Forbidden: the Origin {origin!r} is not allowed"))
         if is_page(request.target) and headers.get("authorization") is None:
-            host = headers.get("host")
-            if host is None or host.lower() not in hosts:
-                raise Reject(403, _refusal(f"Forbidden: the Host {host!r} is not this endpoint"))
+            _check_host(headers, hosts)
             return
+        if is_preflight(request, headers):
+            # A browser's question, without the token, about what a page at an origin
+            # allowed above may send: answered from the headers alone.
+            _check_host(headers, hosts)
+            raise preflight(request, headers)
         scheme, _, presented = (headers.get("authorization") or "").partition(" ")
         try:
             want = token()
@@ -120,8 +126,16 @@ class Gate:
     """The endpoint's door: a connection gets in once its first request's headers come
     within ``timeout()`` seconds and pass ``check``."""
 
-    def __init__(self, check: Guard, timeout: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        check: Guard,
+        timeout: Callable[[], float],
+        cors: Callable[[h11.Request], HeaderList] = lambda request: [],
+    ) -> None:
+        """``cors``: what the answers to a request carry for its origin
+        (``cors.answering``)."""
         self.check = check
+        self.cors = cors
         self._timeout = timeout
         self._lobby = Lobby(LOBBY_SIZE)
         self._let_go = Throttle()
@@ -142,6 +156,7 @@ class Gate:
             )
         try:
             with scope:
+                wire.carried = self.cors
                 request = await wire.read_head()
                 if request is None:
                     return None
@@ -173,6 +188,14 @@ class Gate:
             more,
             extra=log_extra(None, reason=why),
         )
+
+
+def _check_host(headers: Headers, hosts: frozenset[str]) -> None:
+    """What passes without the token was meant for this endpoint: a page elsewhere that
+    rebinds its name to this address sends its own name."""
+    host = headers.get("host")
+    if host is None or host.lower() not in hosts:
+        raise Reject(403, _refusal(f"Forbidden: the Host {host!r} is not this endpoint"))
 
 
 def _refusal(message: str) -> bytes:

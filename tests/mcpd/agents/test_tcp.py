@@ -13,6 +13,7 @@ import pytest
 import trio
 import trio.testing
 
+from mcpd.agents.cors import answering
 from mcpd.agents.http_wire import Reject, Wire
 from mcpd.agents.tcp import LOBBY_SIZE, Connect, Gate, endpoint_of, guard, own_origins
 from mcpd.listening import bind_endpoint
@@ -183,6 +184,40 @@ def test_what_only_looks_like_the_page_wants_the_token(target: str) -> None:
     assert check(request(target)) == 401
 
 
+# -- a browser's preflight --
+
+
+def preflight(origin: str = "https://app.example.com", **headers: str) -> h11.Request:
+    req = request(origin=origin, access_control_request_method="POST", **headers)
+    return h11.Request(method="OPTIONS", target=req.target, headers=req.headers)
+
+
+def test_a_preflight_from_an_allowed_origin_is_answered_without_the_token() -> None:
+    with pytest.raises(Reject) as answered:
+        guard(lambda: TOKEN, ORIGINS)(preflight())
+    assert answered.value.status == 204
+    assert (b"access-control-allow-origin", b"https://app.example.com") in answered.value.headers
+
+
+@pytest.mark.parametrize(
+    ("req", "status", "named"),
+    [
+        (preflight("http://evil.example"), 403, b"Origin"),
+        (preflight("null"), 403, b"Origin"),
+        (preflight(host=f"attacker.test:{PORT}"), 403, b"Host"),
+        (preflight(host="127.0.0.1"), 403, b"Host"),
+    ],
+    ids=["foreign-origin", "null-origin", "rebound-host", "host-without-port"],
+)
+def test_a_preflight_from_elsewhere_is_refused_before_it_is_answered(
+    req: h11.Request, status: int, named: bytes
+) -> None:
+    with pytest.raises(Reject) as refused:
+        guard(lambda: TOKEN, ORIGINS)(req)
+    assert refused.value.status == status and named in refused.value.body
+    assert not any(name.startswith(b"access-control") for name, _ in refused.value.headers)
+
+
 # -- the door --
 
 
@@ -222,6 +257,25 @@ async def test_a_request_refused_at_its_headers_is_answered_and_let_go() -> None
                 answer += chunk
     assert answer.startswith(b"HTTP/1.1 401 ")
     assert b"connection: close" in answer.lower() and b"mcpd token" in answer
+
+
+async def test_a_refusal_to_an_allowed_origin_lets_its_page_read_it() -> None:
+    gate = Gate(guard(lambda: TOKEN, ORIGINS), lambda: 5.0, answering(ORIGINS))
+    wire, client = pair()
+    async with client, wire.stream:
+        await client.send_all(
+            b"POST /mcp HTTP/1.1\r\nhost: x\r\norigin: https://app.example.com\r\n"
+            b"authorization: Bearer wrong\r\ncontent-length: 9\r\n\r\n"
+        )
+        with trio.fail_after(5):
+            assert await gate.admit(wire) is None
+            await wire.stream.aclose()
+            answer = b""
+            while chunk := await client.receive_some(65536):
+                answer += chunk
+    assert answer.startswith(b"HTTP/1.1 401 ")
+    assert b"access-control-allow-origin: https://app.example.com\r\n" in answer
+    assert b"access-control-expose-headers: Mcp-Session-Id, WWW-Authenticate\r\n" in answer
 
 
 async def test_a_connection_that_sends_no_headers_in_time_is_let_go_and_said_so(
