@@ -189,7 +189,7 @@ PROBES_ALLOWED = {
     ("mcpd.agents.peers", "socket"): "the stdlib names SO_PEERGROUPS only where it was built",
     ("mcpd.cli.main", "args"): "argparse's Namespace holds what the subcommand's defaults set",
     ("mcpd.demo.runtime", "handler"): "a callable object need not have a __name__",
-    ("transports.http.connection", "socket"): "the socket module names TCP_KEEPIDLE on Linux",
+    ("transports.http.dial", "socket"): "the socket module names TCP_KEEPIDLE on Linux",
     ("transports.stdio.strays", "os"): "the os module has pidfd_open only where the kernel has",
 }
 

@@ -130,6 +130,14 @@ class Responder:
         await self._stream.send_all(data)
         raise _Cut
 
+    async def flood(self, data: bytes) -> None:
+        """Write ``data`` again and again until the client hangs up, then hang up too."""
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            while True:
+                await self._stream.send_all(data)
+        await trio.aclose_forcefully(self._stream)
+        raise _Cut
+
     async def wait_disconnect(self) -> None:
         """Block until the client closes the connection (how 2026-07-28 cancels)."""
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):

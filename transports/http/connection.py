@@ -1,12 +1,13 @@
 """HTTP/1.1 connections for the Streamable HTTP transport: h11 over trio streams.
 
 This is the I/O edge: every trio, OS, ssl and h11 failure is turned into a
-``transports.errors`` error here, once, with the server's alias and what was being
-done at the time. Above this module nothing catches ``OSError`` or h11 errors.
+``transports.errors`` error here (or in ``dial``, which opens the connections), once,
+with the server's alias and what was being done at the time. Above these modules
+nothing catches ``OSError`` or h11 errors.
 
 The pool of keep-alive connections to a transport's origin is ``pool``'s.
 
-What these connections speak in and do no I/O for (``Origin``, ``ResponseHead``)
+What these connections speak in and do no I/O for (``ResponseHead``)
 is in ``protocol.http``.
 """
 
@@ -16,10 +17,8 @@ import contextlib
 import functools
 import io
 import math
-import os
 import re
 import select
-import socket
 import ssl
 from collections.abc import Iterator
 from typing import Final, Literal, NoReturn
@@ -27,7 +26,7 @@ from typing import Final, Literal, NoReturn
 import h11
 import trio
 
-from protocol.http import Origin, ResponseHead
+from protocol.http import ResponseHead
 from protocol.visible import quote
 
 from ..errors import (
@@ -36,13 +35,15 @@ from ..errors import (
     TransportClosed,
     TransportError,
     UnexpectedReply,
-    Unreachable,
 )
 from ..pace import Paced
 
-__all__ = ["HttpConnection", "client_tls", "connect", "make_ssl_context"]
+__all__ = ["MAX_INTERIM", "HttpConnection", "client_tls", "io_errors", "make_ssl_context"]
 
 _RECEIVE_SIZE: Final = 64 * 1024
+# Interim (1xx) responses taken before the answer: a server sends a few at most (100
+# Continue, 102 Processing, 103 Early Hints), and each is read for nothing.
+MAX_INTERIM: Final = 8
 _END: Final = h11.EndOfMessage()
 # A header name (an RFC 9110 token), and what must never be inside a header's value.
 _FIELD: Final = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
@@ -105,7 +106,7 @@ def _io_error(
 
 
 @contextlib.contextmanager
-def _io_errors(label: str, doing: str, error: type[TransportError]) -> Iterator[None]:
+def io_errors(label: str, doing: str, error: type[TransportError]) -> Iterator[None]:
     try:
         yield
     except _IO_FAILURES as exc:
@@ -177,7 +178,11 @@ class HttpConnection:
             raise _io_error(self._label, "sending the request", TransportClosed, exc) from None
 
     async def receive_head(self) -> ResponseHead:
+        """The head of the answer, past at most ``MAX_INTERIM`` interim responses: each
+        head h11 takes is bounded, so a server sending interim ones without end costs a
+        few heads' reading, not a loop that never waits on the network."""
         doing = "waiting for the response"
+        interim = 0
         while True:
             event = self._event(doing, TransportClosed)
             if event is h11.NEED_DATA:
@@ -191,6 +196,12 @@ class HttpConnection:
                 )
             if not isinstance(event, h11.InformationalResponse):
                 raise TransportClosed(f"{self._label}: the server closed the connection unanswered")
+            interim += 1
+            if interim > MAX_INTERIM:
+                raise UnexpectedReply(
+                    f"{self._label}: more than {MAX_INTERIM} interim (1xx) responses "
+                    "before the answer"
+                )
 
     async def next_chunk(self) -> bytes | None:
         """The next piece of the body, or ``None`` once the body is complete."""
@@ -337,63 +348,3 @@ def _peer_of(stream: trio.abc.Stream) -> str | None:
         return str(sock.getpeername()[0])
     except OSError:  # no longer connected
         return None
-
-
-def _probe_idle(tcp: trio.SocketStream, idle: float) -> None:
-    """Have the kernel probe a quiet connection, so a peer that vanished (and a NAT
-    that forgot us) ends a long-lived stream that no read timeout watches."""
-    tcp.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-    # The socket module names the option only on Linux; elsewhere the defaults apply.
-    if hasattr(socket, "TCP_KEEPIDLE"):
-        tcp.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, max(1, int(idle)))
-        tcp.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, max(1, int(idle / 4)))
-        tcp.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 4)
-
-
-async def connect(
-    origin: Origin,
-    label: str,
-    *,
-    ssl_context: ssl.SSLContext | None,
-    connect_timeout: float,
-    read_timeout: float | None,
-    tcp_keepalive: float | None = None,
-) -> HttpConnection:
-    stream: trio.abc.Stream
-    with trio.move_on_after(connect_timeout) as scope:
-        try:
-            tcp = await trio.open_tcp_stream(origin.host, origin.port)
-        except OSError as exc:
-            raise Unreachable(f"{label}: cannot connect to {origin}: {_why(exc)}") from None
-        if tcp_keepalive is not None:
-            _probe_idle(tcp, tcp_keepalive)
-        stream = tcp
-        if ssl_context is not None:
-            tls = trio.SSLStream(
-                tcp, ssl_context, server_hostname=origin.host, https_compatible=True
-            )
-            try:
-                with _io_errors(label, "setting up TLS", TransportError):
-                    await tls.do_handshake()
-            except BaseException:
-                await trio.aclose_forcefully(tcp)
-                raise
-            stream = tls
-        return HttpConnection(stream, label, read_timeout)
-    assert scope.cancelled_caught
-    raise Unreachable(f"{label}: connecting to {origin} timed out after {connect_timeout:g} s")
-
-
-def _why(exc: OSError) -> str:
-    """What went wrong connecting: trio sums up one failure per address tried as "all
-    attempts failed"; the errors of those attempts ("Connection refused") say more."""
-    group = exc.__cause__
-    if isinstance(group, BaseExceptionGroup):
-        reasons = {
-            os.strerror(e.errno) if e.errno else str(e)
-            for e in group.exceptions
-            if isinstance(e, OSError)
-        }
-        if reasons:
-            return ", ".join(sorted(reasons))
-    return exc.strerror or str(exc)

@@ -17,7 +17,8 @@ import trio
 from protocol.http import Origin
 
 from ..errors import TransportClosed
-from .connection import HttpConnection, connect
+from .connection import HttpConnection
+from .dial import connect
 
 __all__ = ["ConnectionPool"]
 

@@ -26,7 +26,8 @@ from protocol.urls import display_url
 from protocol.visible import quote
 
 from ..errors import StreamCut, TransportClosed, TransportError
-from ..http.connection import HttpConnection, connect
+from ..http.connection import HttpConnection
+from ..http.dial import connect
 from ..pace import Paced
 from .events import REDIRECTS, encoded, redirect_target, stream_refused
 

@@ -5,6 +5,7 @@ goes quiet becomes."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import ssl
 import tracemalloc
@@ -18,7 +19,7 @@ import trustme
 
 from tests.support.http_servers import Responder, SeenRequest, event, result, serve_http
 from transports.errors import TransportError
-from transports.http.connection import HttpConnection
+from transports.http.connection import MAX_INTERIM, HttpConnection
 from transports.http.params import HttpParams
 from transports.http.transport import open_http_transport
 
@@ -220,3 +221,58 @@ async def test_a_body_that_comes_in_pieces_is_held_once() -> None:
                 tracemalloc.stop()
     assert got == body
     assert peak < 1.3 * size, peak
+
+
+PROCESSING = b"HTTP/1.1 102 Processing\r\n\r\n"
+
+
+@pytest.mark.parametrize("interim", [MAX_INTERIM, MAX_INTERIM + 1])
+async def test_interim_responses_past_the_bound_fail_the_request_with_the_reason(
+    interim: int,
+) -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        answer = json.dumps(result(req.rpc_id, "done")).encode()
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+        await respond.raw(
+            PROCESSING * interim + head + b"Content-Length: %d\r\n\r\n" % len(answer) + answer
+        )
+
+    with trio.fail_after(LIMIT):
+        async with serve_http(handler) as srv, open_http_transport("busy", srv.url()) as t:
+            if interim <= MAX_INTERIM:
+                assert value(await t.request("x", {})) == "done"
+                return
+            with pytest.raises(TransportError) as info:
+                await t.request("x", {})
+    assert str(info.value) == (
+        f"busy: more than {MAX_INTERIM} interim (1xx) responses before the answer"
+    )
+
+
+def open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+async def test_a_server_sending_interim_responses_forever_is_left_and_its_connection_closed() -> (
+    None
+):
+    gone = trio.Event()
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        try:
+            await respond.flood(PROCESSING * 1000)
+        finally:
+            gone.set()
+
+    # No read timeout and no deadline: the bound alone ends the request.
+    params = HttpParams(read_timeout=None)
+    with trio.fail_after(LIMIT):
+        async with serve_http(handler) as srv:
+            before = open_descriptors()
+            async with open_http_transport("busy", srv.url(), params) as t:
+                with pytest.raises(TransportError, match=r"interim \(1xx\) responses"):
+                    await t.request("x", {})
+                # The server's writes failed: the connection was closed, not kept.
+                await gone.wait()
+                await trio.testing.wait_all_tasks_blocked()
+                assert open_descriptors() == before

@@ -18,6 +18,7 @@ from transports.errors import (
     TransportError,
     UnexpectedReply,
 )
+from transports.http.connection import MAX_INTERIM
 from transports.pace import ReadPace
 from transports.sse.event_stream import MAX_REDIRECTS, EventStream, Taken
 
@@ -199,6 +200,18 @@ async def test_a_server_that_never_answers_the_get() -> None:
             stream = stream_of(srv, timeout=0.2)
             why = await read_unstarted(stream, Seen())
     assert why.reason == f'old: the event stream at "{stream.url}" did not open within 0.2 s'
+
+
+async def test_interim_responses_without_end_to_the_get_fail_the_stream_with_the_reason() -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        await respond.flood(b"HTTP/1.1 102 Processing\r\n\r\n" * 1000)
+
+    with trio.fail_after(LIMIT):
+        async with serve_http(handler) as srv:
+            # Only the bound can end the opening: its deadline is far off.
+            why = await read_unstarted(stream_of(srv, timeout=3600.0), Seen())
+    assert isinstance(why, UnexpectedReply)
+    assert why.reason == f"old: more than {MAX_INTERIM} interim (1xx) responses before the answer"
 
 
 async def test_redirects_are_followed_a_bounded_number_of_times() -> None:
