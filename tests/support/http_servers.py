@@ -130,6 +130,17 @@ class Responder:
         await self._stream.send_all(data)
         raise _Cut
 
+    async def reply_and_more(self, status: int, body: bytes, more: bytes) -> None:
+        """A whole reply and, in the same write, bytes that belong to no exchange (a
+        second response nobody asked for yet); the connection is kept."""
+        length = [("Content-Length", str(len(body)))]
+        parts = [
+            self._conn.send(h11.Response(status_code=status, headers=length)),
+            self._conn.send(h11.Data(data=body)),
+            self._conn.send(h11.EndOfMessage()),
+        ]
+        await self._stream.send_all(b"".join(p or b"" for p in parts) + more)
+
     async def flood(self, data: bytes) -> None:
         """Write ``data`` again and again until the client hangs up, then hang up too."""
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):

@@ -136,13 +136,19 @@ class HttpConnection:
         return self._h11.our_state is h11.DONE and self._h11.their_state is h11.DONE
 
     def recycle(self) -> bool:
-        if not self.finished:
+        """Ready for another exchange, if the last one finished with nothing past its
+        end (else the connection is for closing): bytes the server sent beyond its
+        answer would be read as the next request's."""
+        if not self.finished or not self.looks_alive():
             return False
         self._h11.start_next_cycle()
         return True
 
     def looks_alive(self) -> bool:
-        """An idle keep-alive connection with bytes (or EOF) waiting was closed by the server."""
+        """Nothing waits to be read: an idle keep-alive connection with bytes (or EOF)
+        waiting was closed by the server, or answers what it was not asked yet."""
+        if self._h11.trailing_data[0]:
+            return False
         sock = _socket_of(self._stream)
         if sock is None:
             return True

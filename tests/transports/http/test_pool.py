@@ -259,3 +259,25 @@ async def test_a_connection_given_back_after_closing_is_closed() -> None:
             await pool.aclose()
             await pool.release(conn)
             await gone.wait()
+
+
+async def test_a_connection_with_bytes_past_its_answer_is_closed_not_reused() -> None:
+    # A response sent before its request: reused, the connection would hand it to the
+    # next exchange as that one's answer.
+    early = b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged"
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.target == "/first":
+            await respond.reply_and_more(200, b"first", early)
+        else:
+            await respond.reply(200, "second")
+
+    with trio.fail_after(LIMIT):
+        async with serve_http(handler) as srv:
+            pool = pool_of(srv, size=1)
+            async with pool.connection() as conn:
+                assert await exchange(conn, "/first") == b"first"
+            async with pool.connection() as conn:
+                assert await exchange(conn, "/second") == b"second"
+            await pool.aclose()
+    assert srv.connections == 2
