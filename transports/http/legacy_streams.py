@@ -34,7 +34,7 @@ from protocol.visible import quoted_id
 
 from ..base import NotificationHandler
 from ..complaints import Complain
-from ..errors import SessionExpired, StreamCut, TransportError
+from ..errors import SessionExpired, StreamCut, TransportError, UnexpectedReply
 from ..pace import ReadPace
 from .connection import HttpConnection
 from .reply import (
@@ -237,7 +237,9 @@ class PushStream:
     server's ``retry`` time (at least ``MIN_REOPEN_DELAY``), or a second; it doubles
     (up to a minute) while attempts fail or streams end without a message, unless the
     server named its ``retry`` time, which is how it asks to be polled. A session the server forgot
-    is not asked for again: the stream waits for the next handshake.
+    is not asked for again: the stream waits for the next handshake. A stream that
+    failed on what the server sent (not HTTP, or not an answer) is said in the journal,
+    within the server's ``complain`` budget: nothing else would tell of it.
     """
 
     def __init__(
@@ -247,8 +249,10 @@ class PushStream:
         new_reader: Callable[[], PushReader],
         closed: Callable[[], bool],
         new_session: Callable[[], Awaitable[None]],
+        complain: Complain,
     ) -> None:
         self._label = label
+        self._complain = complain
         self._open = open
         self._new_reader = new_reader
         self._closed = closed
@@ -261,6 +265,7 @@ class PushStream:
         while not self._closed():
             reader = self._new_reader()
             retry_after: float | None = None
+            failed = False
             try:
                 try:
                     await self._open(self._resume.event_id, reader)
@@ -283,17 +288,35 @@ class PushStream:
                 why, retry_after = exc.reason, exc.retry_after
             except TransportError as exc:
                 why = exc.reason
+                failed = isinstance(exc, UnexpectedReply)
             if self._closed():
                 return
             self._resume.update(reader.decoder)
             delay = max(self._next_delay(reader), retry_after or 0.0)
-            logger.debug(
-                "%s: server-push stream closed (%s); opening it again in %.3g s",
-                self._label,
-                why,
-                delay,
-            )
+            if failed:
+                self._said_failed(why, delay)
+            else:
+                logger.debug(
+                    "%s: server-push stream closed (%s); opening it again in %.3g s",
+                    self._label,
+                    why,
+                    delay,
+                )
             await trio.sleep(delay)
+
+    def _said_failed(self, why: str, delay: float) -> None:
+        note = self._complain()
+        if note is None:
+            return
+        what = why.removeprefix(f"{self._label}: ")
+        logger.warning(
+            "%s: the server-push stream failed: %s; opening it again in %.3g s%s",
+            self._label,
+            what,
+            delay,
+            note,
+            extra=log_extra(self._label, "push_stream_failed", what),
+        )
 
     def _next_delay(self, reader: PushReader) -> float:
         base = max(self._resume.delay, MIN_REOPEN_DELAY)

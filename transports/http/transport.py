@@ -254,7 +254,14 @@ class HttpTransport(Transport):
             finally:
                 answered.set()
 
-        stream = PushStream(self.alias, self._open_push, reader, self._is_closed, self._new_session)
+        stream = PushStream(
+            self.alias,
+            self._open_push,
+            reader,
+            self._is_closed,
+            self._new_session,
+            self._complaints.admit,
+        )
         with trio.CancelScope() as self._listening:
             try:
                 async with trio.open_nursery() as nursery:

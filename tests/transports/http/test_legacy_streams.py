@@ -246,6 +246,7 @@ async def test_a_server_asking_to_be_polled_without_pause_is_not(
         ),
         lambda: len(opened) >= 50,
         no_session,
+        Complaints().admit,
     )
     with trio.fail_after(3600):
         await stream.hold()
