@@ -5,7 +5,9 @@ A token response becomes a ``TokenSet`` with an absolute expiry computed from th
 ``now`` the caller passes (``expires_at = now + expires_in``), the scopes granted
 (the ones requested when the server does not say, RFC 6749 §5.1) and the issuer
 and resource it belongs to. A lifetime past ``LONGEST_LIFETIME`` counts as none
-stated, like an absent ``expires_in``. A refresh answer without a new refresh token keeps the
+stated, like an absent ``expires_in``; one under ``SHORTEST_LIFETIME`` is used that long.
+An access token that is not an RFC 6750 ``b64token`` is refused: it could not be sent
+as issued. A refresh answer without a new refresh token keeps the
 old one. Only bearer tokens are accepted: a ``DPoP`` token would need proofs mcpd
 does not make.
 
@@ -16,6 +18,7 @@ own credential store; everywhere else the secrets stay wrapped.
 from __future__ import annotations
 
 import math
+import string
 from typing import Final, Literal
 
 import msgspec
@@ -31,11 +34,18 @@ from .scopes import scope_param
 from .secret import Secret, check_issued, dec_hook, enc_hook
 
 REFRESH_MARGIN: Final = 60.0
+# The shortest lifetime a token is planned by: one stated shorter (0, or a few seconds)
+# is used this long from its issue. Read literally it would have every message wait for
+# a refresh first, doubling the requests to both servers, while clock skew and the round
+# trip already make a lifetime of seconds meaningless; a server that does refuse the
+# token in the meantime still has it renewed at once (the refusal's own path).
+SHORTEST_LIFETIME: Final = 30.0
 # A lifetime longer than this is taken as no stated expiry: a date that far out (or
 # past any calendar) means nothing to plan a refresh by, and cannot even be shown.
 LONGEST_LIFETIME: Final = 10 * 365 * 86400.0
 
 _encoder: Final = msgspec.json.Encoder(enc_hook=enc_hook)
+_B64TOKEN: Final = frozenset(string.ascii_letters + string.digits + "-._~+/")
 
 
 class TokenSet(msgspec.Struct, frozen=True):
@@ -53,16 +63,23 @@ class TokenSet(msgspec.Struct, frozen=True):
         """The ``Authorization`` header value; reveals the token."""
         return f"Bearer {self.access_token.reveal()}"
 
+    def _usable_until(self) -> float | None:
+        if self.expires_at is None:
+            return None
+        return max(self.expires_at, self.obtained_at + SHORTEST_LIFETIME)
+
     def expired(self, now: float) -> bool:
-        return self.expires_at is not None and now >= self.expires_at
+        until = self._usable_until()
+        return until is not None and now >= until
 
     def should_refresh(self, now: float, margin: float = REFRESH_MARGIN) -> bool:
         """Time to refresh: within ``margin`` seconds of expiry (at most half the
         token's lifetime, so a short-lived token is not refreshed at once)."""
-        if self.expires_at is None or self.refresh_token is None:
+        until = self._usable_until()
+        if until is None or self.refresh_token is None:
             return False
-        lifetime = self.expires_at - self.obtained_at
-        return now >= self.expires_at - min(margin, max(lifetime, 0.0) / 2)
+        lifetime = until - self.obtained_at
+        return now >= until - min(margin, max(lifetime, 0.0) / 2)
 
     def store(self) -> bytes:
         return _encoder.encode(self)
@@ -179,6 +196,11 @@ def _refusal(response: HttpResponse, what: str) -> TokenEndpointError:
     )
 
 
+def _is_b64token(token: str) -> bool:
+    body = token.rstrip("=")
+    return bool(body) and all(c in _B64TOKEN for c in body)
+
+
 def _expires_in(value: float | str | None, what: str) -> float | None:
     if value is None:
         return None
@@ -217,6 +239,12 @@ def parse_token_response(
     if not answer.access_token:
         raise OAuthProtocolError(f"{what} returned an empty access token")
     check_issued(what, "access_token", answer.access_token)
+    if not _is_b64token(answer.access_token):
+        raise OAuthProtocolError(
+            f"{what} returned an invalid token response: its access_token is not a bearer "
+            "token (RFC 6750 b64token: letters, digits, -._~+/ and = only at its end), so "
+            "mcpd could not send it as it was issued"
+        )
     if answer.refresh_token:
         check_issued(what, "refresh_token", answer.refresh_token)
     if answer.token_type.lower() != "bearer":

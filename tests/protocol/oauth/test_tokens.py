@@ -20,7 +20,7 @@ from protocol.oauth import (
 )
 from protocol.oauth.metadata import AuthorizationServer, ServerMetadata
 from protocol.oauth.secret import ISSUED_LONGEST
-from protocol.oauth.tokens import client_credentials_request
+from protocol.oauth.tokens import SHORTEST_LIFETIME, client_credentials_request
 from tests.support.oauth_fake import counter_random
 
 ISSUER = "https://auth.example.com"
@@ -106,6 +106,26 @@ def test_a_token_longer_than_mcpd_takes_is_refused_by_name(field: str) -> None:
         parse(dict(obj, **{field: "t" * 250_000}))
 
 
+@pytest.mark.parametrize(
+    "token", ["tok with space", "caf\u00e9-token", "tok\tab", "==", "a=b", 'tok"quoted']
+)
+def test_an_access_token_that_cannot_go_in_a_bearer_header_is_refused(token: str) -> None:
+    # RFC 6750 §2.1: a bearer token is a b64token; anything else could not be sent as
+    # it was issued, so it is refused before it is stored or used.
+    with pytest.raises(OAuthProtocolError) as info:
+        parse({"access_token": token, "token_type": "Bearer", "refresh_token": "r"})
+    said = str(info.value)
+    assert "invalid token response" in said and "b64token" in said
+    assert token not in said
+
+
+@pytest.mark.parametrize("token", ["a", "A-z.0_9~+/", "YWJj==", "tok="])
+def test_every_b64token_is_taken(token: str) -> None:
+    assert parse({"access_token": token, "token_type": "Bearer"}).authorization() == (
+        f"Bearer {token}"
+    )
+
+
 def test_token_errors() -> None:
     with pytest.raises(TokenEndpointError, match='HTTP 400, "invalid_grant": "expired"') as info:
         parse({"error": "invalid_grant", "error_description": "expired"}, 400)
@@ -135,6 +155,24 @@ def test_refresh_decision() -> None:
     assert not short.should_refresh(1029.0) and short.should_refresh(1030.0)
     no_refresh = TokenSet(Secret("a"), expires_at=1060.0, obtained_at=1000.0)
     assert not no_refresh.should_refresh(2000.0)
+
+
+def test_a_token_issued_already_expired_is_used_for_a_short_while_first() -> None:
+    # A lifetime of 0 (or a few seconds) would have every message refresh first; the
+    # token is used for the shortest lifetime mcpd plans by, and a refusal still renews it.
+    for expires_in in (0, 1):
+        tokens = parse(
+            {
+                "access_token": "a",
+                "token_type": "Bearer",
+                "expires_in": expires_in,
+                "refresh_token": "r",
+            }
+        )
+        assert not tokens.should_refresh(1000.0) and not tokens.expired(1000.0)
+        assert not tokens.should_refresh(1000.0 + SHORTEST_LIFETIME / 2 - 1)
+        assert tokens.should_refresh(1000.0 + SHORTEST_LIFETIME / 2)
+        assert tokens.expired(1000.0 + SHORTEST_LIFETIME)
 
 
 def test_refresh_request_and_its_answer() -> None:

@@ -146,6 +146,24 @@ async def test_a_token_close_to_expiry_is_refreshed_once_for_many_callers(
     assert form["grant_type"] == "refresh_token" and form["refresh_token"] == "rt-1"
 
 
+async def test_a_token_issued_with_no_lifetime_left_is_not_refreshed_before_every_message(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    world.token = {**world.token, "expires_in": 0}
+    auth, _ = await logged_in(tmp_path, world, clock)
+    world.token = {**world.token, "expires_in": 0}
+    before = token_requests(world)
+    for _ in range(5):
+        assert await auth.authorization() == "Bearer at-1"
+    assert token_requests(world) == before
+    # A refusal still renews it at once.
+    assert await auth.refused(unauthorized(CHALLENGE), "Bearer at-1") == "Bearer at-2"
+    assert token_requests(world) == before + 1
+    for _ in range(5):
+        assert await auth.authorization() == "Bearer at-2"
+    assert token_requests(world) == before + 1
+
+
 async def test_a_failed_early_refresh_keeps_the_token_and_waits_before_trying_again(
     tmp_path: Path, world: FakeWorld, clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:

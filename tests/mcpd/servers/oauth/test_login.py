@@ -62,6 +62,21 @@ async def test_a_login_asks_the_browser_with_pkce_and_its_tokens_are_then_used(
     assert login.status()["state"] == "logged_in"
 
 
+async def test_an_access_token_that_cannot_be_sent_fails_the_login_and_nothing_is_kept(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    login, _ = login_for(tmp_path, world, clock)
+    world.token = {**world.token, "access_token": "caf\u00e9 token"}
+    url, login_id = await begun(login)
+    with pytest.raises(LoginError, match=r"invalid token response.*b64token"):
+        await login.finish(login_id, world.authorize(url))
+    assert login.auth.creds.tokens is None
+    assert login.status()["state"] != "logged_in"
+    assert all(
+        "caf" not in f.read_text(errors="replace") for f in tmp_path.rglob("*") if f.is_file()
+    )
+
+
 async def test_a_login_ends_the_wait_for_one(
     tmp_path: Path, world: FakeWorld, clock: Clock
 ) -> None:
