@@ -98,7 +98,7 @@ async def two_logins(tmp: Path, evil: ChosenTokens) -> AsyncIterator[tuple[Prote
             yield good, agent
 
 
-@pytest.mark.parametrize("token", ["complete", "called with token"])
+@pytest.mark.parametrize("token", ["complete", "token"])
 async def test_a_token_that_is_a_word_others_write_is_not_masked_in_their_replies(
     tmp_path: Path, token: str
 ) -> None:
