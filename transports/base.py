@@ -80,9 +80,9 @@ class Transport(abc.ABC):
     starts it (a process, a connection pool, an event stream) and stops it on exit.
     """
 
-    # Credentials that change, asked for before each message; set by the owner before
-    # the first one. Only Streamable HTTP sends them: a stdio server has no channel
-    # for them, and an HTTP+SSE server gets its configured headers only.
+    # Credentials that change, asked for before each message; given to the ``open_*``
+    # function, as an HTTP+SSE transport's stream needs them to open. Both HTTP
+    # transports send them; a stdio server has no channel for them.
     auth: AuthHook | None = None
 
     def __init__(self, alias: str) -> None:

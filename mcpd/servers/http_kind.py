@@ -14,6 +14,7 @@ from typing import Final
 
 import trio
 
+from transports.base import AuthHook
 from transports.errors import (
     MalformedReply,
     MessageTooLarge,
@@ -23,6 +24,7 @@ from transports.errors import (
 )
 
 from ..config.servertable import ServerConfig
+from .oauth import LoginRequired
 
 # A 4xx that is about the request, not the caller or the moment: only these suggest
 # the server speaks the other transport.
@@ -32,9 +34,14 @@ _NOT_A_MISMATCH: Final = frozenset({401, 403, 407, 408, 425, 429})
 _NO_ANSWER: Final = (TransportError, MessageTooLarge, MalformedReply, ServerCancelled)
 
 
-async def other_kind(alias: str, cfg: ServerConfig, kind: str, exc: Exception) -> str | None:
+async def other_kind(
+    alias: str, cfg: ServerConfig, kind: str, exc: Exception, auth: AuthHook | None = None
+) -> str | None:
     """The other HTTP transport, when ``exc`` (a failure over ``kind``) comes from a
-    server that speaks it; None when it says nothing about the transport."""
+    server that speaks it; None when it says nothing about the transport.
+
+    The questions carry the server's login (``auth``), as its messages do; one that
+    finds a login is needed raises ``LoginRequired``."""
     if kind not in ("http", "sse") or cfg.url is None or not isinstance(exc, UnexpectedReply):
         return None
     if not 400 <= exc.status < 500 or exc.status in _NOT_A_MISMATCH:
@@ -54,7 +61,9 @@ async def other_kind(alias: str, cfg: ServerConfig, kind: str, exc: Exception) -
     )
     with trio.move_on_after(2 * cfg.connect_timeout):
         try:
-            found = await detect_http_transport(alias, cfg.url, asking)
+            found = await detect_http_transport(alias, cfg.url, asking, auth=auth)
+        except LoginRequired:
+            raise
         except _NO_ANSWER:
             return None
         other = "sse" if found == "sse" else "http"

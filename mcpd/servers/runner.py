@@ -99,11 +99,9 @@ class Runner(ServerParts):
                 if self.transport_kind != cfg.kind:
                     cfg = msgspec.structs.replace(cfg, transport=self.transport_kind)
                 async with self._open_transport(
-                    self.alias, cfg, self.config, self.session.on_notification
+                    self.alias, cfg, self.config, self.session.on_notification, self.auth
                 ) as transport:
                     self._started(transport.started)
-                    if self.auth is not None:
-                        transport.auth = self.auth
                     # Cleaned, with every secret mcpd holds masked, before any agent sees it.
                     transport.on_request = self.asks.answer
                     transport.on_late_answer = self.asks.answered_late
@@ -119,7 +117,11 @@ class Runner(ServerParts):
         except LoginRequired as exc:
             self._login_needed(exc.reason)
         except Exception as exc:
-            other = await other_kind(self.alias, self.cfg, self.transport_kind, exc)
+            try:
+                other = await other_kind(self.alias, self.cfg, self.transport_kind, exc, self.auth)
+            except LoginRequired as login:
+                self._login_needed(login.reason)
+                return
             if other is not None:
                 self.events.switched(self.transport_kind, other)
                 self.transport_kind, self._switched = other, True

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
 
-from transports.base import NotificationHandler, Transport
+from transports.base import AuthHook, NotificationHandler, Transport
 from transports.stdio.transport import StdioParams, open_stdio_transport
 
 from ..config.model import Config
@@ -21,8 +21,13 @@ if TYPE_CHECKING:
 
 @contextlib.asynccontextmanager
 async def open_transport(
-    alias: str, cfg: ServerConfig, config: Config, on_notification: NotificationHandler
+    alias: str,
+    cfg: ServerConfig,
+    config: Config,
+    on_notification: NotificationHandler,
+    auth: AuthHook | None = None,
 ) -> AsyncIterator[Transport]:
+    """``auth``: the credentials an HTTP server's messages carry (a stdio one gets none)."""
     if cfg.command is not None:
         params = stdio_params(alias, cfg, config)
         async with open_stdio_transport(alias, params, on_notification=on_notification) as t:
@@ -32,7 +37,11 @@ async def open_transport(
 
         assert cfg.url is not None
         async with open_legacy_sse_transport(
-            alias, cfg.url, http_settings(alias, cfg, config), on_notification=on_notification
+            alias,
+            cfg.url,
+            http_settings(alias, cfg, config),
+            on_notification=on_notification,
+            auth=auth,
         ) as sse:
             yield sse
     else:
@@ -40,7 +49,11 @@ async def open_transport(
 
         assert cfg.url is not None
         async with open_http_transport(
-            alias, cfg.url, http_settings(alias, cfg, config), on_notification=on_notification
+            alias,
+            cfg.url,
+            http_settings(alias, cfg, config),
+            on_notification=on_notification,
+            auth=auth,
         ) as t:
             yield t
 
@@ -78,5 +91,6 @@ def http_settings(alias: str, cfg: ServerConfig, config: Config) -> HttpParams:
 
 
 TransportFactory = Callable[
-    [str, ServerConfig, Config, NotificationHandler], AbstractAsyncContextManager[Transport]
+    [str, ServerConfig, Config, NotificationHandler, AuthHook | None],
+    AbstractAsyncContextManager[Transport],
 ]

@@ -123,6 +123,7 @@ class LegacySSEServer:
         self.on_message = on_message
         self.endpoint = endpoint
         self.accept_after = accept_after
+        self.stream_path = "/sse"  # where the stream is opened
         self.sessions: dict[str, Session] = {}
         self.all_sessions: list[Session] = []
         self.errors: list[BaseException] = []
@@ -154,12 +155,12 @@ class LegacySSEServer:
 
     async def __call__(self, req: SeenRequest, respond: Responder) -> None:
         parts = urlsplit(req.target)
-        if parts.path == "/sse" and req.method == "GET":
+        if parts.path == self.stream_path and req.method == "GET":
             await self._stream(respond)
         elif parts.path == "/messages" and req.method == "POST":
             sid = parse_qs(parts.query).get("session_id", [""])[0]
             await self._message(self.sessions.get(sid), req, respond)
-        elif parts.path == "/sse":
+        elif parts.path == self.stream_path:
             await respond.reply(405, "Method Not Allowed", {"Allow": "GET"})
         else:
             await respond.reply(404, "Not Found")

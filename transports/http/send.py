@@ -2,7 +2,8 @@
 
 Every message (a POST, the GETs of legacy streams, the DELETE that ends a session)
 goes through ``Sender.post``: it adds the credentials an ``AuthHook`` hands out,
-sends once more when a refusal brings new ones, and follows 307/308 within the
+sends once more when a refusal brings new ones (``with_authorization``, which the
+HTTP+SSE transport's stream and POSTs go through too), and follows 307/308 within the
 origin. A 308 is remembered, so later messages go straight to the new target.
 Reading the answer is the caller's ``read`` function; the ones for answers that
 carry no JSON-RPC result (an accepted notification, an error status) live here
@@ -62,21 +63,11 @@ class Sender:
         # DELETE is how a closing transport ends its session, so it still goes out.
         if self._is_closed() and method != b"DELETE":
             raise TransportClosed(f"{self.alias}: transport closed")
-        auth = self.auth
-        if auth is None:
-            return await self._send(method, body, headers, ex, read, pool)
-        sent = await auth.authorization()
-        try:
-            answer = await self._send(method, body, authorized(headers, sent), ex, read, pool)
-        except AuthError as exc:
-            # A refused message was not handled, so sending it again cannot run it twice.
-            fresh = await auth.refused(exc, sent)
-            if fresh is None:
-                raise
-            sent = fresh
-            answer = await self._send(method, body, authorized(headers, sent), ex, read, pool)
-        auth.accepted(sent)
-        return answer
+
+        def send(value: str | None) -> Awaitable[T]:
+            return self._send(method, body, authorized(headers, value), ex, read, pool)
+
+        return await with_authorization(self.auth, send)
 
     async def _send(
         self,
@@ -140,6 +131,28 @@ class Sender:
     async def unexpected(self, conn: HttpConnection, head: ResponseHead, what: str) -> NoReturn:
         body = await conn.read_prefix(SNIPPET)
         raise UnexpectedReply(f"{self.alias}: unexpected {what}", status=head.status, body=body)
+
+
+async def with_authorization(
+    auth: AuthHook | None, send: Callable[[str | None], Awaitable[T]]
+) -> T:
+    """What ``send`` returns, given the ``Authorization`` value ``auth`` hands out (None:
+    no hook, or nothing to send); a refusal the hook answers with a new value is sent
+    once more with it, and the hook hears which value went through."""
+    if auth is None:
+        return await send(None)
+    sent = await auth.authorization()
+    try:
+        answer = await send(sent)
+    except AuthError as exc:
+        # A refused message was not handled, so sending it again cannot run it twice.
+        fresh = await auth.refused(exc, sent)
+        if fresh is None:
+            raise
+        sent = fresh
+        answer = await send(sent)
+    auth.accepted(sent)
+    return answer
 
 
 def authorized(headers: list[tuple[bytes, bytes]], value: str | None) -> list[tuple[bytes, bytes]]:

@@ -25,6 +25,7 @@ from protocol import jsonrpc as rpc
 from protocol.mcp import LATEST_LEGACY
 from protocol.urls import display_url
 
+from ..base import AuthHook
 from ..errors import AuthError, HttpRPCError, TransportError, UnexpectedReply
 from ..http.params import DEFAULT_HTTP_PARAMS, HttpParams
 from ..http.transport import open_http_transport
@@ -54,17 +55,21 @@ async def detect_http_transport(
     alias: str,
     url: str,
     params: HttpParams = DEFAULT_HTTP_PARAMS,
+    *,
+    auth: AuthHook | None = None,
 ) -> HttpKind:
     """Ask the server at ``url`` which transport it speaks (see the module's rule).
 
     A session the ``initialize`` opened is ended (DELETE), and an old-style stream is
     closed as soon as it named its endpoint: the caller then opens the transport it
     was told and runs the handshake itself. Each step, over one connection, waits at
-    most ``params.connect_timeout`` for silence; the caller bounds the whole.
+    most ``params.connect_timeout`` for silence; the caller bounds the whole. Both
+    questions carry the credentials ``auth`` hands out, as the transports' messages do:
+    a server that wants a token refuses any question without it.
     """
     post_params = replace(params, read_timeout=params.connect_timeout, pool_size=1)
     try:
-        async with open_http_transport(alias, url, post_params) as t:
+        async with open_http_transport(alias, url, post_params, auth=auth) as t:
             await t.request("initialize", _INITIALIZE, cancellable=False)
         return "streamable-http"
     except AuthError:
@@ -81,7 +86,7 @@ async def detect_http_transport(
         post, speaks_rpc = exc.reason.removeprefix(f"{alias}: "), False
 
     try:
-        async with open_legacy_sse_transport(alias, url, replace(params, pool_size=1)):
+        async with open_legacy_sse_transport(alias, url, replace(params, pool_size=1), auth=auth):
             return "sse"
     except AuthError:
         raise

@@ -25,9 +25,11 @@ from protocol.sse import SSEDecoder, SSEError, SSEEvent
 from protocol.urls import display_url
 from protocol.visible import quote
 
+from ..base import AuthHook
 from ..errors import StreamCut, TransportClosed, TransportError
 from ..http.connection import HttpConnection
 from ..http.dial import connect
+from ..http.send import authorized, with_authorization
 from ..pace import Paced
 from .events import REDIRECTS, encoded, redirect_target, stream_refused
 
@@ -58,6 +60,7 @@ class EventStream:
         self._origin = origin
         self._target = target
         self._static = static  # the configured headers
+        self.auth: AuthHook | None = None  # credentials that change, as on every POST
         self._ssl_context = ssl_context
         self._connect_timeout = connect_timeout
         self._max_body = max_body
@@ -84,7 +87,7 @@ class EventStream:
         named = False
         try:
             with trio.move_on_after(self._connect_timeout) as waiting:
-                conn = await self._open()
+                conn = await with_authorization(self.auth, self._open)
                 decoder = SSEDecoder(self._max_body)
                 chunk: bytes | None = b""
                 while chunk is not None:
@@ -118,7 +121,7 @@ class EventStream:
                 with trio.CancelScope(shield=True):
                     await conn.aclose()
 
-    async def _open(self) -> HttpConnection:
+    async def _open(self, authorization: str | None) -> HttpConnection:
         """The stream's own connection, its reply's head read and found to be a stream."""
         target = self._target
         for _ in range(MAX_REDIRECTS + 1):
@@ -132,13 +135,14 @@ class EventStream:
             )
             try:
                 headers = [("Host", self._origin.authority), ("Accept", "text/event-stream")]
-                await conn.send(b"GET", target.encode(), encoded(headers + self._static), b"")
+                sent = authorized(encoded(headers + self._static), authorization)
+                await conn.send(b"GET", target.encode(), sent, b"")
                 head = await conn.receive_head()
                 if head.status == 200 and head.media_type == "text/event-stream":
                     return conn
                 if head.status not in REDIRECTS:
                     body = await conn.read_prefix(ERROR_BODY_LIMIT)
-                    raise stream_refused(self.alias, head, body)
+                    raise stream_refused(self.alias, head, body, conn.peer)
                 target = redirect_target(self.alias, self._origin, target, head)
             except BaseException:
                 with trio.CancelScope(shield=True):

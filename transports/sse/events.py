@@ -89,8 +89,10 @@ def redirect_target(label: str, origin: Origin, target: str, head: ResponseHead)
     )
 
 
-def stream_refused(label: str, head: ResponseHead, body: bytes) -> TransportError:
-    """Why a GET opened no event stream."""
+def stream_refused(
+    label: str, head: ResponseHead, body: bytes, peer: str | None = None
+) -> TransportError:
+    """Why a GET opened no event stream (answered from the address ``peer``)."""
     if 200 <= head.status < 300:
         return UnexpectedReply(
             f"{label}: GET answered HTTP {head.status} with "
@@ -98,7 +100,7 @@ def stream_refused(label: str, head: ResponseHead, body: bytes) -> TransportErro
             status=head.status,
             body=body[:SNIPPET],
         )
-    exc = status_error(label, head, body, "GET", had_session=False, now=time.time())
+    exc = status_error(label, head, body, "GET", had_session=False, now=time.time(), peer=peer)
     if isinstance(exc, TransportError):
         return exc
     return UnexpectedReply(

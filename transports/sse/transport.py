@@ -15,6 +15,10 @@ as after a restart), every pending request fails at once with what happened, and
 transport; the supervisor opens a new one after its backoff and runs the handshake
 again, as it does for a stdio server whose process exited.
 
+Credentials that change (OAuth access tokens) come from an ``AuthHook``, as for
+Streamable HTTP and through the same ``with_authorization``: on the stream's GET and
+on every POST, with the message sent once more when a refusal brings a new value.
+
 The protocol has no session to end: closing the stream is how a client leaves.
 ``detect_http_transport`` applies the spec's rule for telling this transport from
 Streamable HTTP at one URL (in ``detect``). The stream itself (opening it,
@@ -39,7 +43,7 @@ from protocol.splice import SplicedCall
 from protocol.sse import SSEEvent
 from protocol.visible import quote
 
-from ..base import MAX_ANSWERING, NotificationHandler, Params, Reply, Transport
+from ..base import MAX_ANSWERING, AuthHook, NotificationHandler, Params, Reply, Transport
 from ..best_effort import POST_TIMEOUT, send_answer, send_cancel
 from ..complaints import Complaints
 from ..errors import TransportClosed, TransportError, single_exceptions
@@ -47,6 +51,7 @@ from ..http.connection import client_tls
 from ..http.params import DEFAULT_HTTP_PARAMS, HttpParams
 from ..http.pool import ConnectionPool
 from ..http.reply import decode_reply, deliver, status_error
+from ..http.send import authorized, with_authorization
 from ..pace import ReadPace
 from ..pending import Pending
 from ..sends import Sends
@@ -66,6 +71,7 @@ class LegacySSETransport(Transport):
         params: HttpParams = DEFAULT_HTTP_PARAMS,
         *,
         on_notification: NotificationHandler | None = None,
+        auth: AuthHook | None = None,
     ) -> None:
         super().__init__(alias)
         self._origin, self._stream_target = parse_url(url)
@@ -94,6 +100,7 @@ class LegacySSETransport(Transport):
             connect_timeout=params.connect_timeout,
             max_body=params.max_body,
         )
+        self._stream.auth = auth
         self._ids = rpc.IdAllocator()
         # One budget for the warnings about what the server sends, and one for reading it.
         self._complaints = Complaints()
@@ -105,6 +112,14 @@ class LegacySSETransport(Transport):
         self._unanswered = 0  # requests left unanswered since answers last kept up
         # Requests sent without their sender waiting (calls): each waits in a task.
         self._sends = Sends(alias, lambda m, params, h: self.request(m, params, headers=h))
+
+    @property
+    def auth(self) -> AuthHook | None:
+        return self._stream.auth
+
+    @auth.setter
+    def auth(self, hook: AuthHook | None) -> None:
+        self._stream.auth = hook
 
     @property
     def url(self) -> str:
@@ -253,15 +268,24 @@ class LegacySSETransport(Transport):
         if self.error is not None:
             raise self.error
         given = {name.lower() for name, _ in extra}
-        headers = [
-            ("Host", self._origin.authority),
-            ("Content-Type", "application/json"),
-            ("Accept", "application/json, text/event-stream"),
-            *[(name, value) for name, value in self._static if name.lower() not in given],
-            *extra,
-        ]
+        headers = encoded(
+            [
+                ("Host", self._origin.authority),
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+                *[(name, value) for name, value in self._static if name.lower() not in given],
+                *extra,
+            ]
+        )
+
+        async def send(authorization: str | None) -> None:
+            await self._post_once(authorized(headers, authorization), body, what)
+
+        await with_authorization(self.auth, send)
+
+    async def _post_once(self, headers: list[tuple[bytes, bytes]], body: bytes, what: str) -> None:
         async with self._pool.connection() as conn:
-            await conn.send(b"POST", self._post_target.encode(), encoded(headers), body)
+            await conn.send(b"POST", self._post_target.encode(), headers, body)
             head = await conn.receive_head()
             accepted = 200 <= head.status < 300
             if accepted and head.media_type == "application/json":
@@ -270,7 +294,7 @@ class LegacySSETransport(Transport):
             else:
                 reply = await conn.read_prefix(ERROR_BODY_LIMIT)
         if not accepted:
-            raise self._rejected(head, reply, what)
+            raise self._rejected(head, reply, what, conn.peer)
         if head.media_type == "application/json" and reply.strip():
             self._answer_in_body(reply)
 
@@ -282,7 +306,7 @@ class LegacySSETransport(Transport):
             if isinstance(msg, rpc.Response | rpc.ErrorResponse) and msg.id is not None:
                 self._pending.route(msg)
 
-    def _rejected(self, head: ResponseHead, body: bytes, what: str) -> Exception:
+    def _rejected(self, head: ResponseHead, body: bytes, what: str, peer: str | None) -> Exception:
         if session_gone(head, body):
             text = body.decode("utf-8", "replace").strip()
             gone = TransportClosed(
@@ -291,7 +315,9 @@ class LegacySSETransport(Transport):
             )
             self._close(gone)
             return gone
-        return status_error(self.alias, head, body, what, had_session=False, now=time.time())
+        return status_error(
+            self.alias, head, body, what, had_session=False, now=time.time(), peer=peer
+        )
 
     async def _post_cancel(self, body: bytes) -> None:
         await self._post(body, [], "notifications/cancelled")
@@ -314,6 +340,7 @@ async def open_legacy_sse_transport(
     params: HttpParams = DEFAULT_HTTP_PARAMS,
     *,
     on_notification: NotificationHandler | None = None,
+    auth: AuthHook | None = None,
 ) -> AsyncIterator[LegacySSETransport]:
     """A transport for one HTTP+SSE server, entered once the stream named its endpoint.
 
@@ -322,7 +349,7 @@ async def open_legacy_sse_transport(
     ``UnexpectedReply`` for an endpoint on another origin). ``params.read_timeout``
     bounds the silence while a POST is answered, never the stream's.
     """
-    transport = LegacySSETransport(alias, url, params, on_notification=on_notification)
+    transport = LegacySSETransport(alias, url, params, on_notification=on_notification, auth=auth)
     try:
         with single_exceptions():
             async with trio.open_nursery() as nursery:

@@ -28,7 +28,7 @@ from protocol import mcp
 from tests.support.oauth_fake import FakeWorld
 from tests.support.oauth_world import REDIRECT, Clock, WorldHttp
 from tests.support.stand_in import StandIn
-from transports.base import NotificationHandler, Transport
+from transports.base import AuthHook, NotificationHandler, Transport
 from transports.errors import AuthError, TransportClosed
 
 SECRET = "s3cret"
@@ -58,7 +58,12 @@ class Servers:
 
     @contextlib.asynccontextmanager
     async def __call__(
-        self, alias: str, cfg: ServerConfig, config: Config, on: NotificationHandler
+        self,
+        alias: str,
+        cfg: ServerConfig,
+        config: Config,
+        on: NotificationHandler,
+        auth: AuthHook | None,
     ) -> AsyncIterator[Transport]:
         if alias in self.refusing:
             raise TransportClosed(f"{alias}: connection refused")

@@ -32,7 +32,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.surface import GetPromptParams, ReadResourceParams
 from tests.support.stand_in import Never, StandIn
-from transports.base import NotificationHandler, Transport
+from transports.base import AuthHook, NotificationHandler, Transport
 from transports.errors import MalformedReply, ServerCancelled, TransportClosed
 
 SECRET = "tok-0123456789abcdef"
@@ -70,7 +70,12 @@ class Factory:
 
     @contextlib.asynccontextmanager
     async def __call__(
-        self, alias: str, cfg: ServerConfig, config: Config, on: NotificationHandler
+        self,
+        alias: str,
+        cfg: ServerConfig,
+        config: Config,
+        on: NotificationHandler,
+        auth: AuthHook | None,
     ) -> AsyncIterator[Transport]:
         if self.refuse is not None:
             raise self.refuse

@@ -28,7 +28,7 @@ from mcpd.servers.runner import Runner
 from protocol import mcp
 from tests.support.calls import a_call
 from tests.support.stand_in import StandIn
-from transports.base import NotificationHandler, Started, Transport
+from transports.base import AuthHook, NotificationHandler, Started, Transport
 from transports.errors import TransportClosed
 
 SECRET = "tok-0123456789abcdef"
@@ -78,7 +78,12 @@ class Factory:
 
     @contextlib.asynccontextmanager
     async def __call__(
-        self, alias: str, cfg: ServerConfig, config: Config, on: NotificationHandler
+        self,
+        alias: str,
+        cfg: ServerConfig,
+        config: Config,
+        on: NotificationHandler,
+        auth: AuthHook | None,
     ) -> AsyncIterator[Transport]:
         self.opened += 1
         self.changed.set()

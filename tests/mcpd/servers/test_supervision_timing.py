@@ -49,7 +49,7 @@ class FakeServer:
 
     @contextlib.asynccontextmanager
     async def open(
-        self, alias: str, cfg: ServerConfig, config: Config, on_notification: Any
+        self, alias: str, cfg: ServerConfig, config: Config, on_notification: Any, auth: Any
     ) -> AsyncIterator[FakeTransport]:
         self.starts.append(trio.current_time())
         self.started.set()

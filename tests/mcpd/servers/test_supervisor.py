@@ -24,7 +24,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from tests.support.calls import a_call
 from tests.support.stand_in import StandIn
-from transports.base import NotificationHandler, Reply, Transport
+from transports.base import AuthHook, NotificationHandler, Reply, Transport
 from transports.errors import TransportClosed
 
 
@@ -66,7 +66,12 @@ class Servers:
 
     @contextlib.asynccontextmanager
     async def __call__(
-        self, alias: str, cfg: ServerConfig, config: Config, on: NotificationHandler
+        self,
+        alias: str,
+        cfg: ServerConfig,
+        config: Config,
+        on: NotificationHandler,
+        auth: AuthHook | None,
     ) -> AsyncIterator[Transport]:
         self.opened.append(alias)
         if alias in self.failing:
