@@ -27,6 +27,7 @@ from ..config.model import EX_CONFIG, Config, ConfigError, default_config_path
 from ..config.paths import daemon_socket_path, state_directory, systemd_socket
 from ..config.policy import PolicyRule, parse_rate, unreachable
 from ..config.policychecks import leavable
+from ..config.serverchecks import unpinned_client
 from ..local.statedir import state_directory_problem
 from ..local.trusted_path import untrusted_file
 from .exits import EXIT_UNREACHABLE, EXIT_USAGE, fail
@@ -149,6 +150,7 @@ def _check_config(config: Config, path: str) -> int:
     warned += unscoped_warnings(config)
     warned += _changeable(config, unstartable)
     warned += [*inherited_warnings(config), *unreachable(config.policy), *leavable(config)]
+    warned += [w for a, s in sorted(config.servers.items()) if (w := unpinned_client(a, s))]
     for warning in warned:
         _say(f"warning: {warning}", err=True)
     return 0

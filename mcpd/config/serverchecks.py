@@ -121,6 +121,26 @@ def server_errors(alias: str, s: ServerConfig) -> Iterator[ConfigError]:
         yield from _auth_errors(where, s, s.auth)
 
 
+def unpinned_client(alias: str, s: ServerConfig) -> str | None:
+    """The warning for a pre-registered client's secret or key that no ``issuer`` ties
+    to its authorization server (check-config and the journal both say it)."""
+    a = s.auth
+    if a is None or a.issuer is not None or a.client_id is None:
+        return None
+    if a.client_secret is not None:
+        what, sent = "client_secret", "the secret"
+    elif a.private_key is not None:
+        what, sent = "private_key", "assertions signed with the key"
+    else:
+        return None
+    return (
+        f"servers.{alias}.auth: a {what} with no issuer: mcpd sends {sent} to whichever "
+        "authorization server the server names, now or after it moves, so whoever runs "
+        f"the server can have {sent} sent to an authorization server of theirs; set "
+        f"servers.{alias}.auth.issuer to the one the client was registered at"
+    )
+
+
 def _auth_errors(where: str, s: ServerConfig, a: AuthConfig) -> Iterator[ConfigError]:
     at = f"{where}.auth"
     if s.url is None:

@@ -10,7 +10,10 @@ by the first ``attach``, so a daemon with only stdio servers never loads it.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
+
+from protocol.logfields import log_extra
 
 from .errors import AuthFailed, LoginError, LoginRequired, NoOAuthLogin, RedirectFailed
 
@@ -31,12 +34,19 @@ __all__ = [
     "attach",
 ]
 
+logger = logging.getLogger("mcpd.auth")
+
 
 def attach(alias: str, cfg: ServerConfig, config: Config) -> tuple[ServerAuth, Login]:
     """An HTTP server's authorization (the transport's hook) and the login that a
-    person runs through ``mcpd auth`` when only they can help."""
+    person runs through ``mcpd auth`` when only they can help; a client secret or key
+    that no issuer pins is warned of, as check-config does."""
+    from ...config.serverchecks import unpinned_client
     from .auth import ServerAuth
     from .login import Login
 
+    unpinned = unpinned_client(alias, cfg)
+    if unpinned is not None:
+        logger.warning("%s", unpinned, extra=log_extra(alias, "unpinned_client"))
     auth = ServerAuth.for_server(alias, cfg, config)
     return auth, Login(auth)

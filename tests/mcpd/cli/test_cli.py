@@ -166,6 +166,30 @@ def test_check_config_warns_of_a_command_that_cannot_start(tmp_path: Path) -> No
     assert "cannot start" not in lines["off"]
 
 
+def test_check_config_warns_of_a_client_secret_no_issuer_pins(tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("cs-0123456789abcdef")
+    secret.chmod(0o600)
+    config = tmp_path / "config.toml"
+    config.write_text(
+        '[servers.tickets]\nurl = "https://tickets.example.com/mcp"\n'
+        f'[servers.tickets.auth]\nclient_id = "c"\nclient_secret = "${{file:{secret}}}"\n'
+        '[servers.pinned]\nurl = "https://pinned.example.com/mcp"\n'
+        f'[servers.pinned.auth]\nclient_id = "c"\nclient_secret = "${{file:{secret}}}"\n'
+        'issuer = "https://auth.example.com"\n'
+    )
+    out = run("check-config", "--config", str(config))
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.splitlines() == [
+        "warning: servers.tickets.auth: a client_secret with no issuer: mcpd sends the "
+        "secret to whichever authorization server the server names, now or after it "
+        "moves, so whoever runs the server can have the secret sent to an authorization "
+        "server of theirs; set servers.tickets.auth.issuer to the one the client was "
+        "registered at"
+    ]
+    assert "cs-0123456789abcdef" not in out.stdout + out.stderr
+
+
 def test_check_config_warns_of_a_program_another_user_could_change(tmp_path: Path) -> None:
     """The program a server runs, a directory searched for it first, or its working
     directory: whoever can change one chooses what runs as mcpd's user."""

@@ -45,7 +45,7 @@ def test_claude_code_oauth_becomes_an_auth_table() -> None:
         "redirect_port": 8976,
         "scopes": ["tickets:read", "tickets:write"],
     }
-    assert "authServerMetadataUrl: mcpd finds the authorization server" in text
+    assert "authServerMetadataUrl: not an authorization server's well-known metadata" in text
     config = parse(data, env={})
     auth = config.servers["tickets"].auth
     assert auth is not None and auth.redirect_port == 8976
@@ -83,6 +83,43 @@ def test_gemini_and_cursor_secrets_are_not_copied() -> None:
     config = parse(data, env={"DOCS_CLIENT_SECRET": SECRET, "CRM_SECRET": "x"})
     auth = config.servers["docs"].auth
     assert auth is not None and auth.client_secret == SECRET
+
+
+def test_a_client_secret_keeps_the_authorization_server_it_belongs_to() -> None:
+    # Without it, whichever authorization server the MCP server names would be sent
+    # the secret.
+    data, text = imported(
+        {
+            "mcpServers": {
+                "tickets": {
+                    "httpUrl": "https://tickets.example.com/mcp",
+                    "oauth": {
+                        "clientId": "ccid",
+                        "clientSecret": SECRET,
+                        "tokenUrl": "https://auth.example.com/token",
+                        "issuer": "https://auth.example.com",
+                    },
+                },
+                "wiki": {
+                    "type": "http",
+                    "url": "https://wiki.example.com/mcp",
+                    "oauth": {
+                        "clientId": "w",
+                        "clientSecret": SECRET,
+                        "authServerMetadataUrl": (
+                            "https://id.example.com/.well-known/oauth-authorization-server/wiki"
+                        ),
+                    },
+                },
+            }
+        }
+    )
+    assert data["servers"]["tickets"]["auth"]["issuer"] == "https://auth.example.com"
+    assert data["servers"]["wiki"]["auth"]["issuer"] == "https://id.example.com/wiki"
+    assert "a client secret with no issuer" not in text
+    env = {"TICKETS_CLIENT_SECRET": SECRET, "WIKI_CLIENT_SECRET": SECRET}
+    auth = parse(data, env=env).servers["tickets"].auth
+    assert auth is not None and auth.issuer == "https://auth.example.com"
 
 
 def test_what_cannot_be_kept_is_said() -> None:

@@ -84,7 +84,11 @@ def test_claude_and_gemini_settings_are_taken() -> None:
         "redirect_port": 7777,
         "scopes": ["read", "write"],
     }
-    assert notes == []
+    assert notes == [
+        "mcpServers.s.oauth: a client secret with no issuer; set issuer to the authorization "
+        "server the client was registered at, or mcpd sends the secret to whichever one the "
+        "server names"
+    ]
 
 
 def test_cursor_settings_are_taken() -> None:
@@ -104,8 +108,60 @@ def test_what_mcpd_discovers_itself_is_not_taken_and_the_note_says_why() -> None
     assert notes == [
         "mcpServers.s.oauth.tokenUrl: mcpd finds the authorization server from the "
         "server's own metadata; not imported",
-        "mcpServers.s.oauth.issuer: mcpd finds the authorization server from the "
+        "mcpServers.s.oauth.issuer: 'x' is not an http(s) URL; not imported",
+    ]
+
+
+def test_the_issuer_a_client_belongs_to_is_taken() -> None:
+    hints = {
+        "clientId": "cid",
+        "clientSecret": "shh",
+        "tokenUrl": "https://auth.example.com/oauth/token",
+        "issuer": "https://auth.example.com/tenant",
+    }
+    auth, _ = table(hints)
+    assert auth is not None and auth["issuer"] == "https://auth.example.com/tenant"
+
+
+@pytest.mark.parametrize(
+    ("url", "issuer"),
+    [
+        (
+            "https://auth.example.com/.well-known/oauth-authorization-server",
+            "https://auth.example.com",
+        ),
+        (
+            "https://auth.example.com/.well-known/oauth-authorization-server/tenant1",
+            "https://auth.example.com/tenant1",
+        ),
+        (
+            "https://kc.example.com/realms/r/.well-known/openid-configuration",
+            "https://kc.example.com/realms/r",
+        ),
+    ],
+)
+def test_a_well_known_metadata_url_gives_the_issuer_it_belongs_to(url: str, issuer: str) -> None:
+    auth, notes = table({"clientId": "c", "clientSecret": "shh", "authServerMetadataUrl": url})
+    assert auth == {"client_id": "c", "client_secret": "shh", "issuer": issuer}
+    assert notes == []
+
+
+def test_a_client_secret_left_without_an_issuer_is_named() -> None:
+    auth, notes = table(
+        {
+            "clientId": "c",
+            "clientSecret": "shh",
+            "authServerMetadataUrl": "https://auth.example.com/meta.json",
+        }
+    )
+    assert auth == {"client_id": "c", "client_secret": "shh"}
+    assert notes == [
+        "mcpServers.s.oauth.authServerMetadataUrl: not an authorization server's well-known "
+        "metadata URL, so it names no issuer; mcpd finds the authorization server from the "
         "server's own metadata; not imported",
+        "mcpServers.s.oauth: a client secret with no issuer; set issuer to the authorization "
+        "server the client was registered at, or mcpd sends the secret to whichever one the "
+        "server names",
     ]
 
 

@@ -7,6 +7,7 @@ many calls wait, and they survive a restart in a 0600 file."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import stat
 import time
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import pytest
 import trio
 
 from mcpd.config.model import Config
@@ -244,3 +246,28 @@ async def test_a_saved_login_is_not_sent_to_another_url(tmp_path: Path) -> None:
                 assert (await server_row(agent))["state"] == "needs_login"
     last = srv.http.requests[-1]
     assert last.target == "/mcp?tenant=2" and last.header("authorization") is None
+
+
+async def test_serve_warns_in_the_journal_of_a_client_secret_no_issuer_pins(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("cs-0123456789abcdef")
+    secret.chmod(0o600)
+    auth = {"client_id": "c", "client_secret": f"${{file:{secret}}}"}
+    with trio.fail_after(LIMIT):
+        async with serve_protected() as srv:
+            config = config_for(tmp_path, srv, auth=auth)
+            async with running(config):
+                pass
+    (warning,) = [
+        r
+        for r in caplog.records
+        if getattr(r, "mcpd_server", None) == "t"
+        and getattr(r, "mcpd_event", None) == "unpinned_client"
+    ]
+    assert warning.levelno == logging.WARNING
+    assert warning.getMessage().startswith(
+        "servers.t.auth: a client_secret with no issuer: mcpd sends the secret to whichever "
+        "authorization server the server names"
+    )
