@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import msgspec
 import trio
@@ -29,6 +30,9 @@ from .queue_bytes import QueueBytes
 from .server_parts import ServerParts
 from .transport_factory import TransportFactory, open_transport
 from .upstream import Upstream
+
+if TYPE_CHECKING:
+    from .oauth import ServerAuth
 
 logger = logging.getLogger("mcpd.server")
 
@@ -59,16 +63,28 @@ class Runner(ServerParts):
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
         try:
-            while True:
-                await self._attempt()
-                if self._switched:
-                    self._switched = False  # the other transport, right away
-                    continue
-                await self.downtime.until_retry()
+            async with trio.open_nursery() as nursery:
+                if self.auth is not None:
+                    nursery.start_soon(self._stop_refreshing_on_stop, self.auth)
+                while True:
+                    await self._attempt()
+                    if self._switched:
+                        self._switched = False  # the other transport, right away
+                        continue
+                    await self.downtime.until_retry()
         finally:
             self.upstream = None
             self.downtime.set_phase("stopped")
             self.scheduler.fail_queued(self.outage())
+
+    @staticmethod
+    async def _stop_refreshing_on_stop(auth: ServerAuth) -> None:
+        # A token refresh is shielded from the calls that wait for it, so the stop
+        # reaches it through this task, which is cancelled as soon as the runner is.
+        try:
+            await trio.sleep_forever()
+        finally:
+            auth.stop()
 
     async def _attempt(self) -> None:
         self.attempts += 1

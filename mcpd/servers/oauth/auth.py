@@ -9,7 +9,8 @@ machine identity, asks for a new token with the client credentials; after a 403
 ``insufficient_scope`` it asks for the union of the scopes (a bounded number of
 times). One renewal runs at a time per server: whoever comes while it runs waits
 for it (within their own time limit) and then uses its token, so fifty calls that
-meet an expired token cost one token request.
+meet an expired token cost one token request. A caller that gives up does not end
+the refresh the others wait for; the server's stop does (``stop``), at once.
 
 When only a person can help (no token, a refresh token that was revoked, more
 scope wanted) it raises ``LoginRequired``, and the server waits in its own state,
@@ -32,8 +33,11 @@ import trio
 from protocol.logfields import log_extra
 from protocol.oauth import (
     AuthorizationFlow,
+    AuthorizationServer,
     BearerChallenge,
+    ClientRegistration,
     DiscoveryResult,
+    FetchPolicy,
     FlowConfig,
     OAuthError,
     OpenBrowser,
@@ -70,6 +74,9 @@ async def _no_browser(action: OpenBrowser) -> str:
 
 
 class ServerAuth(AuthState, AuthHook):
+    # The refresh under way, which the server's stop cancels (``stop``).
+    _refreshing: trio.CancelScope | None = None
+
     @classmethod
     def for_server(cls, alias: str, cfg: ServerConfig, config: Config) -> ServerAuth:
         return cls(alias, cfg, OAuthStore(state_dir(config)))
@@ -172,10 +179,7 @@ class ServerAuth(AuthState, AuthHook):
         if tokens.refresh_token is not None and server is not None and reg is not None:
             try:
                 policy = await self.policy()
-                with trio.CancelScope(shield=True):
-                    fresh = await self.http.refresh(
-                        server, reg, tokens, policy, key=self.creds.client.signing_key
-                    )
+                fresh = await self._refresh(server, reg, tokens, policy)
             except TokenEndpointError as exc:
                 if not exc.needs_login:
                     raise AuthFailed(f"cannot refresh the access token: {exc}") from None
@@ -196,8 +200,11 @@ class ServerAuth(AuthState, AuthHook):
                 raise self.lost(_GRANT_GONE) from None
             except (TransportError, OAuthError) as exc:
                 raise AuthFailed(f"cannot refresh the access token: {why(exc)}") from None
-            self.creds.replace_tokens(fresh)
-            await self.save()
+            # Once answered, the answer is kept whatever is cancelled meanwhile: the
+            # refresh token it replaced may already be void (servers rotate them).
+            with trio.CancelScope(shield=True):
+                self.creds.replace_tokens(fresh)
+                await self.save()
             logger.info(
                 "%s: access token refreshed", self.alias, extra=log_extra(self.alias, "refreshed")
             )
@@ -214,6 +221,35 @@ class ServerAuth(AuthState, AuthHook):
                 "the server no longer accepts mcpd's access token (it expired or was "
                 "revoked) and there is no refresh token"
             )
+
+    async def _refresh(
+        self,
+        server: AuthorizationServer,
+        reg: ClientRegistration,
+        tokens: TokenSet,
+        policy: FetchPolicy,
+    ) -> TokenSet:
+        """The refresh request, shielded from its caller's time limit (every caller
+        waits for this one token) but not from the server's stop (``stop``)."""
+        with trio.CancelScope(shield=True) as self._refreshing:
+            try:
+                return await self.http.refresh(
+                    server, reg, tokens, policy, key=self.creds.client.signing_key
+                )
+            finally:
+                self._refreshing = None
+        logger.info(
+            "%s: the token refresh under way was given up: the server stops",
+            self.alias,
+            extra=log_extra(self.alias, "refresh_given_up"),
+        )
+        await trio.lowlevel.checkpoint()  # the stop's own cancellation, if it reached here
+        raise AuthFailed("the token refresh was given up: the server stops")
+
+    def stop(self) -> None:
+        """The server stops: a refresh under way ends now, not when it times out."""
+        if self._refreshing is not None:
+            self._refreshing.cancel()
 
     async def _moved(self, challenge: BearerChallenge | None) -> DiscoveryResult | None:
         """Re-read the resource metadata: the new discovery if the server now names

@@ -271,3 +271,44 @@ async def test_serve_warns_in_the_journal_of_a_client_secret_no_issuer_pins(
         "servers.t.auth: a client_secret with no issuer: mcpd sends the secret to whichever "
         "authorization server the server names"
     )
+
+
+async def test_a_stop_does_not_wait_for_a_refresh_the_authorization_server_holds(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Longer than the test may take: only the stop can end the refresh in time.
+    monkeypatch.setattr("mcpd.servers.oauth.state.TOKEN_REQUEST_TIMEOUT", 10 * LIMIT)
+    caplog.set_level(logging.INFO)
+
+    async def call_quietly(agent: Agent) -> None:
+        with contextlib.suppress(Exception):
+            await agent.call(TOOL)
+
+    with trio.fail_after(LIMIT):
+        async with serve_protected() as srv, trio.open_nursery() as calls:
+            async with running(config_for(tmp_path, srv)) as daemon:
+                async with connect(daemon.socket_path) as agent:
+                    await login(agent, srv)
+                auth = daemon.supervisor.runners["t"].auth
+                assert auth is not None
+                auth.clock = lambda: time.time() + 3550  # a minute before the expiry
+                srv.gate, srv.token_request = trio.Event(), trio.Event()
+                waiting = await calls.start(_connected, daemon.socket_path)
+                calls.start_soon(call_quietly, waiting)
+                await srv.token_request.wait()  # the refresh is under way, and held
+            # The daemon has stopped, and the token endpoint still holds the request.
+            assert not srv.gate.is_set()
+            srv.gate.set()
+            calls.cancel_scope.cancel()
+    given_up = [r for r in caplog.records if getattr(r, "mcpd_event", None) == "refresh_given_up"]
+    assert [r.getMessage() for r in given_up] == [
+        "t: the token refresh under way was given up: the server stops"
+    ]
+
+
+async def _connected(
+    socket_path: str, *, task_status: trio.TaskStatus[Agent] = trio.TASK_STATUS_IGNORED
+) -> None:
+    async with connect(socket_path) as agent:
+        task_status.started(agent)
+        await trio.sleep_forever()
