@@ -1,5 +1,6 @@
-"""The agents' Unix socket: bound with its mode already set, never stealing a live one,
-and removed on the way out only if it is still the one we bound.
+"""The agents' Unix socket: bound with its mode already set, never stealing a live one
+nor taking the place of another user's socket file, and removed on the way out only if
+it is still the one we bound.
 
 It is bound only in a directory where nobody but the daemon's user and root can put
 another socket in its place. The path is followed as written, one name at a time:
@@ -39,6 +40,13 @@ class UnsafeDirectory(DaemonError):
 
     # Starting again changes nothing (systemd does not restart on 78): the socket has
     # to go elsewhere, or the directory has to be put right.
+    exit_code = EX_CONFIG
+
+
+class UnusableSocketFile(DaemonError):
+    """A socket file at the path that mcpd may not, or cannot, replace, nor tell to be
+    stale: the same on every start, so a place to change, as a config error is."""
+
     exit_code = EX_CONFIG
 
 
@@ -127,14 +135,20 @@ def stage_unix(path: str, mode: int, ours: SocketFile | None = None) -> Staged:
         ) from None
     except UnsafeDirectory as exc:
         raise UnsafeDirectory(f"will not listen on {path}: {exc}") from None
-    dir_fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        dir_fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise DaemonError(f"cannot open the socket directory {real}: {exc.strerror}") from None
     try:
         if ours is None or not ours.in_place():
             _refuse_live_socket(path)
-        sock = stdsocket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_STREAM)
         # Bound under a temporary name and renamed into place, so the socket is never
         # reachable with the umask's permissions instead of ``mode``.
         tmp = f".{name}.{os.getpid()}"
+        try:
+            sock = stdsocket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_STREAM)
+        except OSError as exc:
+            raise DaemonError(f"cannot listen on {path!r}: {exc.strerror or exc}") from None
         try:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp, dir_fd=dir_fd)
@@ -264,10 +278,14 @@ def _check(at: str, st: os.stat_result, *, last: bool) -> None:
 
 
 def _refuse_live_socket(path: str) -> None:
+    """Nothing at ``path``, once a stale socket file of ours there is removed; raises
+    ``DaemonError`` if something else is there, or one that may be live."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
         return
+    except OSError as exc:
+        raise DaemonError(f"cannot look at {path}: {exc.strerror}") from None
     if not stat.S_ISSOCK(st.st_mode):
         raise DaemonError(f"{path!r} exists and is not a socket; not replacing it")
     probe = stdsocket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_STREAM)
@@ -285,11 +303,43 @@ def _refuse_live_socket(path: str) -> None:
             f"something listens on {path} but does not answer; not replacing it"
         ) from None
     except (ConnectionRefusedError, FileNotFoundError):
-        pass  # a stale file left by a daemon that died
+        unknown = None  # a stale file left by a daemon that died
+    except OSError as exc:
+        # Its mode lets mcpd not connect (EACCES): whether it listens is not known.
+        unknown = exc
     finally:
         probe.close()
+    foreign = _not_ours(path, st)
+    if foreign is not None:
+        raise UnusableSocketFile(_foreign_socket(path, st, foreign, unknown))
+    if unknown is not None:
+        raise UnusableSocketFile(
+            f"cannot tell whether something listens on {path} (connecting: "
+            f"{unknown.strerror or unknown}, mode {stat.S_IMODE(st.st_mode):04o}); "
+            "not replacing it"
+        )
     try:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
     except OSError as exc:
-        raise DaemonError(f"cannot remove the stale socket {path}: {exc.strerror}") from None
+        raise UnusableSocketFile(f"cannot remove the stale socket {path}: {exc.strerror}") from None
+
+
+def _foreign_socket(path: str, st: os.stat_result, owner: str, unknown: OSError | None) -> str:
+    """Why another user's socket file at ``path`` keeps mcpd from listening there."""
+    state = "no one listens on it" if unknown is None else "mcpd may not connect to it"
+    directory = os.path.dirname(path) or "."
+    try:
+        sticky = bool(os.stat(directory).st_mode & stat.S_ISVTX)
+    except OSError:
+        sticky = False
+    where = (
+        f"in the sticky directory {directory} only its owner or root may remove it"
+        if sticky
+        else "its owner may have put it there for a program of theirs"
+    )
+    return (
+        f"the socket file {owner} ({state}, mode {stat.S_IMODE(st.st_mode):04o}): mcpd "
+        f"does not remove another user's file ({where}); have its owner or root remove "
+        "it, or choose another socket path"
+    )

@@ -15,7 +15,13 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.agents.unix_socket import SocketFile, UnsafeDirectory, bind_unix, safe_directory
+from mcpd.agents.unix_socket import (
+    SocketFile,
+    UnsafeDirectory,
+    UnusableSocketFile,
+    bind_unix,
+    safe_directory,
+)
 from mcpd.errors import DaemonError
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user")
@@ -178,6 +184,24 @@ async def test_a_stale_socket_is_replaced(tmp_path: Path) -> None:
         listener, bound = await open_unix_listener(str(path), 0o600)
     bound.remove()
     await listener.aclose()
+
+
+@needs_root
+async def test_a_stale_socket_of_another_users_is_left_to_them(tmp_path: Path) -> None:
+    path = tmp_path / "mcpd.sock"
+    stale = socket.socket(socket.AF_UNIX)
+    stale.bind(str(path))
+    stale.close()
+    os.lchown(path, OTHER, OTHER)
+    with pytest.raises(UnusableSocketFile) as info:
+        await open_unix_listener(str(path), 0o600)
+    assert str(info.value).startswith(
+        f"the socket file {path} belongs to uid {OTHER} (no user name), not to root (no one "
+        "listens on it, mode "
+    )
+    assert "mcpd does not remove another user's file" in str(info.value)
+    assert info.value.exit_code == 78
+    assert path.lstat().st_uid == OTHER
 
 
 async def test_a_file_that_is_not_a_socket_is_not_replaced(tmp_path: Path) -> None:
