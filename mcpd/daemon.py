@@ -6,7 +6,6 @@ is handed to them here."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import signal
@@ -42,7 +41,7 @@ from .registry.catalog import Catalog
 from .registry.curation import ToolBudget
 from .registry.gate import Gate
 from .registry.views import ProfileView
-from .reread import Rereader, refusal, unmatched_profile
+from .reread import Rereader, refusal, reload_fault, unmatched_profile
 from .servers.all_servers import AllServers
 from .servers.auth_commands import Logins
 from .servers.history import Histories, ServerHistory
@@ -234,9 +233,14 @@ class Daemon(Control):
         await self._reload_quietly()
 
     async def _reload_quietly(self) -> None:
-        """A signal's reload: a refused one is said in the log, which is all it has."""
-        with contextlib.suppress(rpc.RPCError):
+        """A signal's reload: a refused one is said in the log, which is all it has; one
+        that fails on what nothing expected ends that reload, not the daemon."""
+        try:
             await self.reload_config()
+        except rpc.RPCError:
+            pass
+        except Exception as exc:
+            reload_fault(exc)
 
     async def reload_config(self) -> ReloadReport:
         async with self._reload_lock:

@@ -18,6 +18,7 @@ import msgspec
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 
+from .agents.failures import kind_of
 from .config.load import load
 from .config.model import CONFIG_ERROR, Config, ConfigError
 from .config.paths import found_state_directory
@@ -98,6 +99,17 @@ def refusal(exc: ConfigError) -> rpc.RPCError:
     )
     # The data lets `mcpd reload` exit as every config error does (78).
     return rpc.RPCError(-32000, f"config rejected: {exc}", {CONFIG_ERROR: str(exc)})
+
+
+def reload_fault(exc: Exception) -> None:
+    """A reload that failed on what nothing expected, logged with its traceback: a
+    fault in mcpd, which ends that reload and leaves the daemon serving."""
+    logger.error(
+        "reload failed (%s): a fault in mcpd; serving on with what is in force",
+        kind_of(exc),
+        exc_info=exc,
+        extra=log_extra(None, "reload", f"reload failed: {kind_of(exc)}"),
+    )
 
 
 # Daemon keys read once, as mcpd starts: the socket's mode, the endpoint (and whom it

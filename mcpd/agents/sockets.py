@@ -219,9 +219,12 @@ class ProfileSockets:
 
 async def _bind(path: str, mode: int, ours: Mapping[str, SocketFile]) -> UnixBound | Staged:
     """Bound at ``path``, or made ready beside it where one of ``ours`` listens."""
-    if path in ours:
-        return await trio.to_thread.run_sync(stage_unix, path, mode, ours[path])
-    return await trio.to_thread.run_sync(bind_unix, path, mode)
+    try:
+        if path in ours:
+            return await trio.to_thread.run_sync(stage_unix, path, mode, ours[path])
+        return await trio.to_thread.run_sync(bind_unix, path, mode)
+    except OSError as exc:  # what the system refused, said as every socket's refusal
+        raise DaemonError(f"cannot listen on {path!r}: {exc.strerror or exc}") from None
 
 
 def _close(bound: _Bound) -> None:

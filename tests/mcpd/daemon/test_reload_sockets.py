@@ -182,3 +182,66 @@ async def test_a_sighup_while_the_daemon_starts_is_applied_once_it_has_started(
             async with connect(str(work)) as agent:
                 assert [t["name"] for t in await agent.tools()] == ["mcp__a__tool0"]
             daemon.stop()
+
+
+class Said(logging.Handler):
+    """Sets ``event`` once a record holding ``text`` is logged."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+        self.event = trio.Event()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage():
+            self.records.append(record)
+            self.event.set()
+
+
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [
+        (PermissionError(13, "Permission denied"), "reload rejected, keeping the running"),
+        (RuntimeError("unforeseen"), "reload failed (RuntimeError): a fault in mcpd"),
+    ],
+    ids=["refused by the system", "a fault"],
+)
+async def test_a_sighup_reload_that_fails_binding_a_profile_socket_leaves_the_daemon_serving(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: Exception, said: str
+) -> None:
+    config_path = tmp_path / "mcpd.toml"
+    write_config(config_path, tmp_path)
+    work = tmp_path / "work.sock"
+
+    def failing(path: str, mode: int) -> None:
+        raise fault
+
+    watch = Said(said)
+    logging.getLogger("mcpd").addHandler(watch)
+    try:
+        with trio.fail_after(60):
+            async with running(load(config_path), str(config_path)) as daemon:
+                monkeypatch.setattr("mcpd.agents.sockets.bind_unix", failing)
+                write_config(
+                    config_path, tmp_path, f'[profiles.work]\nservers = ["a"]\nsocket = "{work}"\n'
+                )
+                os.kill(os.getpid(), signal.SIGHUP)
+                await watch.event.wait()
+                assert list(daemon.config.profiles) == [] and not work.exists()
+                async with connect(str(tmp_path / "mcpd.sock")) as agent:
+                    assert [t["name"] for t in await agent.tools()] == ["mcp__a__tool0"]
+                    monkeypatch.undo()
+                    report = await agent.result("mcpd/reload")
+                assert report["settings"] == ["profiles"]
+                async with connect(str(work)) as agent:
+                    assert [t["name"] for t in await agent.tools()] == ["mcp__a__tool0"]
+    finally:
+        logging.getLogger("mcpd").removeHandler(watch)
+    (record,) = watch.records
+    if isinstance(fault, OSError):
+        assert record.getMessage().endswith(
+            f"profiles.work.socket: cannot listen on {str(work)!r}: Permission denied"
+        )
+    else:
+        assert record.exc_info is not None and record.exc_info[1] is fault
