@@ -23,17 +23,14 @@ Requests mcpd refused before any server or rule saw them come through ``unrouted
 past their agent's budget (or its user's), they never reach the buffer, and each batch
 writes one summary per agent of how many there were (``summed``).
 
-The file is rotated when the next line would take it past ``audit_max_bytes``:
-``calls.jsonl`` becomes ``calls.jsonl.1`` (and ``.1`` becomes ``.2``, up to
-``audit_files``), so the records just written are in ``.1``, whole, and only the
-oldest file goes. It is opened for appending, so a restart adds to what is there,
-and is private (0600), in a directory no other user can write to, never through a
-symbolic link.
+The file is rotated when the next line would take it past ``audit_max_bytes``, keeping
+``audit_files`` files (``logfile``). It is opened for appending, so a restart adds to
+what is there, and is private (0600), in a directory no other user can write to, never
+through a symbolic link; a file there that is not one mcpd made gets no record.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import time
@@ -49,16 +46,15 @@ from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
 from ..config.model import DaemonConfig
-from ..local.privatefile import open_directory
 from ..policy.masking import KnownSecrets, SecretSet
 from . import journal
 from .arguments import MAX_KEPT, kept_arguments, too_large
 from .counts import CallCounts
+from .logfile import FILE_NAME, LogFile
 from .record import CallRecord, Gap, digest, iso, set_digests, stamp
 from .shares import Shares
 from .summed import Summed, finish
 
-FILE_NAME: Final = "calls.jsonl"
 BUFFER: Final = 8192  # records waiting to be written
 RECENT: Final = 500  # the latest records kept in memory, for the status page
 # Arguments the buffer holds for the writer to mask and keep (``audit_arguments``), at
@@ -76,7 +72,6 @@ BATCH: Final = 512
 # state back into the processor's cache, which a batch pays once; for long ones it is
 # the hashing itself, and a copy for the writer would only add to it.
 DIGESTED_LATER: Final = 1024
-_FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 
 # The arguments' JSON as the agent sent it (a view into what was read, kept only until
 # the record is written).
@@ -115,8 +110,7 @@ class AuditLog:
         self._room = HELD_ARGUMENTS  # what the batch being written leaves of it
         self._wake = trio.Event()
         self._full = trio.Event()
-        self._fd: int | None = None
-        self._size = 0
+        self._file = None if directory is None else LogFile(directory)
         self._problem: str | None = None
         self._dropped_warning = Throttle(burst=1, every=60.0)
         self._journal = journal.CallJournal()
@@ -302,20 +296,13 @@ class AuditLog:
             self._journal.write(records, now)
 
     def _append(self, lines: bytes, count: int) -> None:
-        """``count`` JSON lines, each ending with a line feed, the file rotated before
-        any line would take it past its cap."""
+        """``count`` JSON lines, each ending with a line feed, to the file."""
+        assert self._file is not None
         try:
-            fd = self._open()
-            if self._size + len(lines) <= self.max_bytes:
-                self._write_all(fd, lines)
-            else:
-                for line in lines.splitlines(keepends=True):
-                    if self._size and self._size + len(line) > self.max_bytes:
-                        fd = self._rotate()
-                    self._write_all(fd, line)
+            self._file.append(lines, self.max_bytes, self.files)
         except OSError as exc:
             self.counts.write_errors += 1
-            self._close()
+            self._file.close()
             if str(exc) != self._problem:  # once per distinct problem, not per batch
                 self._problem = str(exc)
                 logger.warning(
@@ -328,42 +315,6 @@ class AuditLog:
         self.written += count
         self._problem = None
 
-    def _write_all(self, fd: int, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        self._size += len(data)
-
-    def _open(self) -> int:
-        if self._fd is not None:
-            return self._fd
-        assert self.directory is not None
-        os.makedirs(self.directory, mode=0o700, exist_ok=True)
-        dir_fd = open_directory(self.directory)
-        try:
-            fd = os.open(FILE_NAME, _FLAGS, 0o600, dir_fd=dir_fd)
-        finally:
-            os.close(dir_fd)
-        self._fd, self._size = fd, os.fstat(fd).st_size
-        if self._size and os.pread(fd, 1, self._size - 1) != b"\n":
-            self._write_all(fd, b"\n")  # a line cut short by a crash stays on its own
-        return fd
-
-    def _rotate(self) -> int:
-        assert self.directory is not None
-        self._close()
-        dir_fd = open_directory(self.directory)
-        try:
-            for n in range(self.files, 1, -1):
-                with contextlib.suppress(FileNotFoundError):
-                    older, newer = f"{FILE_NAME}.{n - 1}", f"{FILE_NAME}.{n}"
-                    os.rename(older, newer, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-            os.rename(FILE_NAME, f"{FILE_NAME}.1", src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        finally:
-            os.close(dir_fd)
-        return self._open()
-
     def _close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd, self._size = None, 0
+        if self._file is not None:
+            self._file.close()

@@ -1,5 +1,9 @@
 """Reading the audit log back, oldest record first, and choosing records: what ``mcpd
-calls`` does. It reads the files directly, so the daemon need not be running."""
+calls`` does. It reads the files directly, so the daemon need not be running.
+
+A file under one of the log's names that is not as mcpd writes them (a FIFO, which
+would hold the reader forever, a file of another user's, with records they chose, one
+others may write) is not read, and is named in ``refused``; the others are."""
 
 from __future__ import annotations
 
@@ -12,7 +16,8 @@ import msgspec
 from msgspec import UnsetType
 
 from ..config.glob import Glob
-from .log import FILE_NAME
+from ..local.privatefile import UnsafeFileError, open_private
+from .logfile import FILE_NAME
 from .record import CallRecord, Gap
 
 _ROTATED: Final = re.compile(re.escape(FILE_NAME) + r"\.([0-9]{1,4})\Z")
@@ -48,14 +53,18 @@ class Reading:
         self.max_line = max_line
         self.unreadable = 0  # lines that are no record (one cut short by a crash)
         self.dropped = 0  # records the daemon counted but could not write
+        self.refused: list[str] = []  # why a file was not read
 
     def __iter__(self) -> Iterator[CallRecord]:
         for path in self.files:
             try:
-                f = open(path, "rb")  # noqa: SIM115 - closed below, while iterating
+                fd, _ = open_private(path, os.O_RDONLY, "not read")
             except FileNotFoundError:
                 continue  # rotated away while we read
-            with f:
+            except UnsafeFileError as exc:
+                self.refused.append(str(exc))
+                continue
+            with os.fdopen(fd, "rb") as f:
                 for line in _lines(f, self.max_line):
                     if line is None:
                         self.unreadable += 1

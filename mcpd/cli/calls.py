@@ -4,7 +4,9 @@ be running), narrowed by time, server, tool, agent and failure.
 The state directory is the one the config in use names (``--config``, else
 ``$MCPD_CONFIG``, else the running daemon's, else the default), as for ``mcpd token``.
 What agents and servers wrote (names, reasons) is made visible before it is printed,
-in the table and in the JSON lines.
+in the table and in the JSON lines. A file under the log's names that mcpd would not
+have written (not a regular file, another user's) is not read: it is named, the rest is
+shown, and the exit status says the log was not read whole.
 """
 
 from __future__ import annotations
@@ -96,7 +98,10 @@ def cmd_calls(args: argparse.Namespace) -> int:
         )
     if reading.unreadable:
         print(f"mcpd: {reading.unreadable} lines could not be read", file=sys.stderr)
-    return 0
+    for why in reading.refused:
+        print(f"mcpd: {why}", file=sys.stderr)
+    # What was read is shown; a file left unread makes it not the whole log.
+    return EXIT_FAILED if reading.refused else 0
 
 
 def since(text: str, now: float | None = None) -> float:

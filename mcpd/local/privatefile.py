@@ -15,21 +15,24 @@ and checked: it must be a real directory of this user, root or the mcpd service 
 (see ``owners``) that no other user can write to. Elsewhere, others could swap or
 delete the file whatever its own mode says.
 
-Reading such a file back (``read_private``) is checked the same way: it must be a
-regular file of one of those users that no one else can write, or what it says may
-be another user's choice (a token they know, a login endpoint of theirs).
+Reading such a file back (``read_private``), or adding to one (``open_private``, the
+audit log), is checked the same way: it must be a regular file of one of those users
+that no one else can write, or what it says may be another user's choice (a token they
+know, a login endpoint of theirs, a record they forged), and what is added to it theirs
+to read. It is opened without waiting: a FIFO put in its place must not hold mcpd.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import threading
 from collections.abc import Callable, Iterable
 from typing import Final
 
-from .owners import acl_of, not_trusted, other_writers, trusted_owners
+from .owners import acl_of, not_trusted, other_writers, trusted_owners, user_name
 
 PRIVATE: Final = 0o600
 # The temporary file's name is the process's, so writers in one process take turns.
@@ -126,34 +129,71 @@ def read_private(path: str, fix: str) -> tuple[bytes, os.stat_result] | None:
     """The content of a file mcpd wrote for itself, and its status; None when there is
     none. Refused (``UnsafeFileError``, saying why and then ``fix``) when it is a link,
     not a regular file, another user's, or writable by others."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        fd = os.open(path, flags)
+        fd, st = open_private(path, os.O_RDONLY, fix)
     except FileNotFoundError:
         return None
-    except OSError:
-        if os.path.islink(path):
+    with os.fdopen(fd, "rb") as f:
+        return f.read(), st
+
+
+def open_private(
+    path: str, flags: int, fix: str, *, dir_fd: int | None = None, mode: int = PRIVATE
+) -> tuple[int, os.stat_result]:
+    """A descriptor of a file mcpd keeps for itself (opened with ``flags``, relative to
+    ``dir_fd`` by its base name if given) and its status. It is opened without following
+    a link and without waiting (a FIFO or a device would block an open, a read or a
+    write), then refused as ``read_private`` says, before anything is read or written."""
+    opened = flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    name = path if dir_fd is None else os.path.basename(path)
+    try:
+        fd = os.open(name, opened, mode, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and _is_link(name, dir_fd):
             raise UnsafeFileError(
                 f"{path} is a symbolic link, which mcpd never writes there; {fix}"
             ) from None
         raise
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        # Before the descriptor becomes a file object: one refuses a directory itself,
-        # leaving the descriptor open.
+    try:
+        st = os.fstat(fd)
+        why = _not_private(path, st)
+        if why is not None:
+            raise UnsafeFileError(f"{why}; {fix}")
+        os.set_blocking(fd, True)
+    except BaseException:
         os.close(fd)
-        raise UnsafeFileError(f"{path} is not a regular file; {fix}")
-    with os.fdopen(fd, "rb") as f:
-        if st.st_uid not in trusted_owners():
-            raise UnsafeFileError(
-                f"{not_trusted(path, st.st_uid)}, so mcpd does not trust what it says; {fix}"
-            )
-        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            raise UnsafeFileError(
-                f"{path} can be written by other users (mode {stat.S_IMODE(st.st_mode):04o}), "
-                f"so mcpd does not trust what it says; {fix}"
-            )
-        return f.read(), st
+        raise
+    return fd, st
+
+
+def _not_private(path: str, st: os.stat_result) -> str | None:
+    if not stat.S_ISREG(st.st_mode):
+        kind = _KINDS.get(stat.S_IFMT(st.st_mode), "a special file")
+        return f"{path} is not a regular file ({kind} of uid {st.st_uid}, {user_name(st.st_uid)})"
+    if st.st_uid not in trusted_owners():
+        return f"{not_trusted(path, st.st_uid)}, so mcpd does not trust what it says"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return (
+            f"{path} can be written by other users (mode {stat.S_IMODE(st.st_mode):04o}), "
+            "so mcpd does not trust what it says"
+        )
+    return None
+
+
+_KINDS: Final = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFDIR: "a directory",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
+
+
+def _is_link(name: str, dir_fd: int | None) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode)
+    except OSError:
+        return False
 
 
 def _replace(

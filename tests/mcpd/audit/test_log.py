@@ -10,7 +10,9 @@ import io
 import json
 import logging
 import os
+import pwd
 import socket
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -207,6 +209,72 @@ async def test_a_link_where_the_file_goes_is_not_followed(
     assert target.read_text() == ""
     assert log.counts.write_errors == 1
     assert "cannot write the audit log" in caplog.text
+
+
+async def test_a_fifo_where_the_file_goes_gets_nothing_and_is_a_write_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    os.mkfifo(state / FILE_NAME, 0o600)
+    log = AuditLog(str(state), settings())
+    for n in range(2):
+        log.record(record(n))
+        with caplog.at_level(logging.WARNING):
+            await log.flush()
+    assert log.counts.write_errors == 2 and log.written == 0
+    said = [
+        r.getMessage() for r in caplog.records if "cannot write the audit log" in r.getMessage()
+    ]
+    assert said == [
+        f"cannot write the audit log {state / FILE_NAME}: {state / FILE_NAME} is not a regular "
+        f"file (a FIFO of uid {os.geteuid()}, {pwd.getpwuid(os.geteuid()).pw_name}); mcpd "
+        "writes no record to it until it is removed (mcpd then makes its own)"
+    ]
+
+
+async def test_a_log_of_mcpds_that_others_may_read_is_made_private_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    (state / FILE_NAME).write_bytes(b"")
+    (state / FILE_NAME).chmod(0o644)
+    log = AuditLog(str(state), settings())
+    log.record(record(1))
+    with caplog.at_level(logging.WARNING):
+        await log.flush()
+    assert os.stat(state / FILE_NAME).st_mode & 0o777 == 0o600
+    assert f"the audit log {state / FILE_NAME} could be read by other users (mode 0644)" in (
+        caplog.text
+    )
+    assert [r.name for r in Reading(str(state))] == ["mcp__notes__t1"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user")
+async def test_rotation_moves_files_planted_under_older_names_and_writes_none_of_them(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    theirs = state / f"{FILE_NAME}.1"
+    theirs.write_bytes(b"planted\n")
+    os.chown(theirs, 54_321, 54_321)
+    os.mkfifo(state / f"{FILE_NAME}.2")
+    planted = os.open(theirs, os.O_RDONLY)  # the file itself, wherever it is moved
+    try:
+        log = AuditLog(str(state), settings(audit_max_bytes=1024, audit_files=3))
+        for n in range(40):
+            log.record(record(n))
+            await log.flush()
+        assert os.pread(planted, 100, 0) == b"planted\n"
+    finally:
+        os.close(planted)
+    for name in os.listdir(state):
+        st = os.lstat(state / name)
+        assert st.st_uid == 54_321 or (stat.S_ISREG(st.st_mode) and st.st_uid == 0), name
+    assert log.counts.write_errors == 0
+    assert [r.name for r in Reading(str(state))][-1] == "mcp__notes__t39"
 
 
 async def test_each_call_is_a_journal_entry_below_warning(

@@ -208,6 +208,12 @@ async def test_a_log_that_cannot_be_read_is_one_line_naming_it(
     else:
         (state / "calls.jsonl").unlink()
         (state / "calls.jsonl").mkdir()
+        # The rest of the log is shown; the file is named, as no file of mcpd's.
+        assert cmd_calls(args(config)) == 1
+        err = capsys.readouterr().err
+        assert f"mcpd: {state / 'calls.jsonl'} is not a regular file (a directory of " in err
+        assert "Traceback" not in err
+        return
     with pytest.raises(SystemExit) as info:
         cmd_calls(args(config))
     assert info.value.code == 1

@@ -1,0 +1,115 @@
+"""The audit log's file, ``calls.jsonl`` in the state directory: appended to, and rotated
+when the next line would take it past its cap (``calls.jsonl`` becomes ``calls.jsonl.1``,
+``.1`` becomes ``.2``, up to the number of files kept), so the records just written are
+in ``.1``, whole, and only the oldest file goes.
+
+Records go only to a file that is mcpd's as mcpd makes it: a regular file, 0600, of
+mcpd's user (or root, or the service user), which nobody else can write. A state
+directory that others could once write to may hold a file another user put there
+under that name: a file of theirs would let them read every record and forge more; a
+FIFO would hold the writer (and the daemon's stop) forever. It is opened without
+following a link and without waiting, and refused before a byte is written, as every
+file mcpd reads back is (``privatefile``); mcpd then writes no record to a file until
+it is removed, and says so. One of mcpd's own that others may read is made 0600
+again, with a warning. Rotation renames only within the directory, over whatever is
+at the older names, and the file it then opens is checked as the first was: no record
+goes to a file another user planted under any of the names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import stat
+from typing import Final
+
+from protocol.logfields import log_extra
+
+from ..local.privatefile import PRIVATE, open_directory, open_private
+
+FILE_NAME: Final = "calls.jsonl"
+_FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT
+_REFUSED: Final = "mcpd writes no record to it until it is removed (mcpd then makes its own)"
+
+logger = logging.getLogger("mcpd.audit")
+
+
+class LogFile:
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self.path = os.path.join(directory, FILE_NAME)
+        self._fd: int | None = None
+        self._size = 0
+
+    def append(self, lines: bytes, max_bytes: int, files: int) -> None:
+        """Whole JSON lines, each ending with a line feed, the file rotated before any
+        line would take it past ``max_bytes``, keeping ``files`` files; raises
+        ``OSError`` when the file cannot be written (or is refused)."""
+        fd = self._open()
+        if self._size + len(lines) <= max_bytes:
+            self._write_all(fd, lines)
+            return
+        for line in lines.splitlines(keepends=True):
+            if self._size and self._size + len(line) > max_bytes:
+                fd = self._rotate(files)
+            self._write_all(fd, line)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd, self._size = None, 0
+
+    def _write_all(self, fd: int, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        self._size += len(data)
+
+    def _open(self) -> int:
+        if self._fd is not None:
+            return self._fd
+        os.makedirs(self.directory, mode=0o700, exist_ok=True)
+        dir_fd = open_directory(self.directory)
+        try:
+            fd, st = open_private(self.path, _FLAGS, _REFUSED, dir_fd=dir_fd)
+        finally:
+            os.close(dir_fd)
+        try:
+            if st.st_mode & 0o077:
+                _make_private(fd, self.path, st)
+            self._size = st.st_size
+            if self._size and os.pread(fd, 1, self._size - 1) != b"\n":
+                self._write_all(fd, b"\n")  # a line cut short by a crash stays on its own
+        except BaseException:
+            os.close(fd)
+            self._size = 0
+            raise
+        self._fd = fd
+        return fd
+
+    def _rotate(self, files: int) -> int:
+        self.close()
+        dir_fd = open_directory(self.directory)
+        try:
+            for n in range(files, 1, -1):
+                with contextlib.suppress(FileNotFoundError):
+                    older, newer = f"{FILE_NAME}.{n - 1}", f"{FILE_NAME}.{n}"
+                    os.rename(older, newer, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            os.rename(FILE_NAME, f"{FILE_NAME}.1", src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        finally:
+            os.close(dir_fd)
+        return self._open()
+
+
+def _make_private(fd: int, path: str, st: os.stat_result) -> None:
+    """mcpd's own log, which others may read (its mode changed since mcpd made it),
+    made 0600 again before another record goes to it."""
+    os.fchmod(fd, PRIVATE)
+    logger.warning(
+        "the audit log %s could be read by other users (mode %04o); made it 0600 again: "
+        "what it held until now may have been read",
+        path,
+        stat.S_IMODE(st.st_mode),
+        extra=log_extra(None, "audit", "audit log readable by others"),
+    )
