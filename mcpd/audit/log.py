@@ -17,7 +17,8 @@ the buffer is full (the disk or journald fell behind), a record is counted and
 dropped, never waited for: one of the user holding the most records in it, of its
 process holding the most (``shares``); the next write puts a ``Gap`` line in the file
 with how many were dropped, and a warning in the log. What is still buffered when the
-daemon stops is written before it exits (``flush``, under a shield).
+daemon stops is written before it exits (``flush``, under a shield), unless a write
+the disk holds keeps it waiting past a bound: that one is given up on.
 
 Requests mcpd refused before any server or rule saw them come through ``unrouted``:
 past their agent's budget (or its user's), they never reach the buffer, and each batch
@@ -31,6 +32,7 @@ through a symbolic link; a file there that is not one mcpd made gets no record.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -104,6 +106,8 @@ class AuditLog:
         self._to_digest: list[tuple[CallRecord, bytes]] = []
         self._recent: deque[CallRecord] = deque(maxlen=RECENT)
         self._writing = trio.Lock()
+        self._idle = trio.Event()  # no write is under way in a worker thread
+        self._idle.set()
         self._watchers: list[Callable[[], None]] = []
         self._dropped = 0  # since the last write
         self._held = 0  # bytes of arguments in the buffer
@@ -230,6 +234,8 @@ class AuditLog:
         """Write what is waiting (in a worker thread: the event loop never waits for
         the disk or journald)."""
         async with self._writing:
+            # One write at a time, in order: one given up on (below) is waited for.
+            await self._idle.wait()
             self._wake, self._full = trio.Event(), trio.Event()
             batch, self._buffer, self._shares = self._buffer, [], None
             to_digest, self._to_digest = self._to_digest, []
@@ -240,10 +246,20 @@ class AuditLog:
                 # The secrets as they are now, taken here: their sources read the
                 # daemon's state, which only this thread may.
                 secrets = self.secrets.current() if self.arguments_kept else None
+                idle = self._idle = trio.Event()
+                token = trio.lowlevel.current_trio_token()
+
+                def write() -> None:
+                    try:
+                        self._write(batch, to_digest, dropped, summaries, secrets)
+                    finally:
+                        with contextlib.suppress(trio.RunFinishedError):
+                            trio.from_thread.run_sync(idle.set, trio_token=token)
+
                 try:
-                    await trio.to_thread.run_sync(
-                        self._write, batch, to_digest, dropped, summaries, secrets
-                    )
+                    # A write the disk holds (a hung mount, a full journald) is given up
+                    # on when the daemon stops, which it does within its deadline.
+                    await trio.to_thread.run_sync(write, abandon_on_cancel=True)
                 finally:
                     self._room = HELD_ARGUMENTS
                 for written in self._watchers:
@@ -251,8 +267,10 @@ class AuditLog:
 
     def close(self) -> None:
         """The daemon stops: the file is closed (``flush`` first), and the journal told
-        how many calls it did not get one by one."""
-        self._close()
+        how many calls it did not get one by one; a write still under way keeps the
+        file open until the process ends."""
+        if self._idle.is_set():
+            self._close()
         if self.to_journal:
             self._journal.summarize()
 

@@ -339,3 +339,28 @@ async def test_an_agents_calls_are_all_recorded_while_another_floods_unknown_nam
     assert sum(r.calls for r in flood) == FLOOD
     assert len(flood) < FLOOD // 10  # past the agent's budget, counted, not written each
     assert reading.dropped == 0
+
+
+async def test_a_write_the_disk_holds_does_not_hold_the_daemons_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a hung mount would hold it: the daemon stops within its bounds, the write
+    still waiting."""
+    config = write_config(tmp_path)
+    started, release, returned = threading.Event(), threading.Event(), threading.Event()
+
+    def held(*args: Any) -> None:
+        started.set()
+        release.wait(LIMIT / 2)
+        returned.set()
+
+    try:
+        with trio.fail_after(LIMIT):
+            async with running(load(config), str(config)) as daemon:
+                monkeypatch.setattr(daemon.audit, "_write", held)
+                async with connect(daemon.socket_path) as agent:
+                    await agent.call("mcp__gh__read", {"text": "x"})
+                await trio.to_thread.run_sync(started.wait)
+        assert not returned.is_set()
+    finally:
+        release.set()
