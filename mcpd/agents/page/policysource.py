@@ -10,7 +10,9 @@ the first ``APPROVALS_SHOWN`` in the order they came, each with its arguments as
 has no room for every key is not approved here, but where its arguments are shown
 whole (``mcpd approvals show``). The latest calls
 are shown to every reader, of the servers and the profile the reader may see: a
-profile's reader sees that profile's agents' calls.
+profile's reader sees that profile's agents' calls; a reader of another user than the
+daemon's own and root, the calls of its own user's agents only (``CallFilter.uid``),
+as it is shown no server's stderr, pid or home.
 """
 
 from __future__ import annotations
@@ -85,6 +87,8 @@ def policy_sources(control: Control) -> Sources:
             if chosen.server is not None and r.server != chosen.server:
                 return False
             if chosen.outcome is not None and _word(r) != chosen.outcome:
+                return False
+            if chosen.uid is not None and r.agent.uid != chosen.uid:
                 return False
             if scope is None:
                 return True

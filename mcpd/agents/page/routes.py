@@ -167,10 +167,15 @@ class Page:
         # As last judged: a session found an agent's since it was admitted says so.
         current = None if access.sid is None else self.passes.session(access.sid)
         session = current or access.session
+        who = caller.who()
+        owner = who.reads_as_owner()
+        chosen = call_filter(query)
+        if not owner and who.peer is not None:  # another user's: its own calls only
+            chosen = msgspec.structs.replace(chosen, uid=who.peer.uid)
         return Reading(
             scope(),
-            caller.who().reads_as_owner(),
-            call_filter(query),
+            owner,
+            chosen,
             csrf=None if session is None else session.csrf,
             logins_from_page=session is not None and caller.guard is not None,
             look_only=None if session is None else look_only(session.opener),

@@ -85,6 +85,9 @@ class CallFilter(msgspec.Struct, frozen=True):
     server: str | None = None
     outcome: str | None = None
     limit: int = 50
+    # Only the calls of agents of this user: a reader other than the daemon's own user
+    # and root sees no other user's (None: every user's).
+    uid: int | None = None
 
 
 class Sources(msgspec.Struct, frozen=True):
