@@ -51,6 +51,8 @@ Granted = Callable[[str, str | None], str | None]
 
 
 Speaks = Literal["http", "lines"]
+# The most a refused peer's bytes that are read and dropped before its socket is closed.
+_DRAINED: Final = 64 * 1024
 # A method token and its space ("GET ", "POST "), or as much of one as has arrived.
 _REQUEST_LINE: Final = re.compile(rb"[A-Z]{1,7}(?: |\Z)")
 
@@ -231,6 +233,13 @@ async def refuse(stream: trio.SocketStream, message: str) -> None:
     # BrokenResourceError from this write would end serve_listeners, and mcpd.
     with trio.move_on_after(1), contextlib.suppress(trio.BrokenResourceError):
         await stream.send_all(rpc.encode_error(None, -32000, message) + b"\n")
+        await stream.send_eof()
+        # What the peer sent meanwhile is read and dropped, up to a bound, until it
+        # hangs up: a socket closed with bytes unread is reset, and a peer that sent
+        # its request at once would read the reset instead of why it was refused.
+        left = _DRAINED
+        while left > 0 and (dropped := await stream.receive_some(min(left, 16384))):
+            left -= len(dropped)
     await stream.aclose()
 
 

@@ -104,6 +104,49 @@ async def test_a_flood_of_refused_peers_is_logged_a_few_times(
     assert 1 <= len(warned) <= 5, warned
 
 
+# Opens argv[2] connections at once, each sending a request as soon as it is open, then
+# reads each to its end; prints what each read (or the error that ended its reading).
+EAGER = """
+import json, socket, sys
+req = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode() + bytes([10])
+opened = []
+for _ in range(int(sys.argv[2])):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    try:
+        s.sendall(req)
+        opened.append((s, ""))
+    except OSError as exc:
+        opened.append((s, "sending: " + type(exc).__name__))
+read = []
+for s, failed in opened:
+    got = b""
+    try:
+        while chunk := s.recv(65536):
+            got += chunk
+    except OSError as exc:
+        failed += " reading: " + type(exc).__name__
+    read.append(failed or got.decode())
+    s.close()
+print(json.dumps(read))
+"""
+
+
+@needs_root
+async def test_refused_peers_that_send_at_once_each_read_the_refusal(tmp_path: Path) -> None:
+    uid = peer_uid()
+    sock = shared_dir() / "mcpd.sock"
+    cfg = make_config(tmp_path, {}, socket=str(sock), socket_mode="0666")
+    with trio.fail_after(60):
+        async with running(cfg):
+            read = json.loads(await run_as(uid, EAGER, str(sock), "100"))
+    assert len(read) == 100
+    refusal = f"mcpd: uid {uid} may not use this socket: neither it nor one of its groups"
+    for each in read:
+        assert not each.startswith(("sending", " reading")), each
+        assert json.loads(each)["error"]["message"].startswith(refusal), each
+
+
 async def test_a_connection_that_asks_nothing_is_let_go_and_one_that_asked_stays(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
