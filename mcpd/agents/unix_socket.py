@@ -305,7 +305,8 @@ def _refuse_live_socket(path: str) -> None:
     except (ConnectionRefusedError, FileNotFoundError):
         unknown = None  # a stale file left by a daemon that died
     except OSError as exc:
-        # Its mode lets mcpd not connect (EACCES): whether it listens is not known.
+        # Its mode keeps mcpd from connecting (EACCES): whether anything listens is not
+        # known.
         unknown = exc
     finally:
         probe.close()
