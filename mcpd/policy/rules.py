@@ -14,6 +14,7 @@ from protocol import mcp
 
 from ..config.glob import Glob
 from ..config.policy import Action, PolicyRule, Rate, parse_rate
+from ..registry.facing import spellings
 from ..registry.shown import Entry
 
 # The hints of a tool as a model is told to take them when its server is not trusted,
@@ -160,8 +161,14 @@ class Policy:
     def decide(self, facts: CallFacts) -> Decision:
         # Every name the tool has for this call: a rule written against one naming
         # holds under every other, and a look-alike that gets the tool's name hashed
-        # does not take it out of the rule.
-        names = (facts.name, f"{facts.server}/{facts.original}", *facts.other_names)
+        # does not take it out of the rule; ``ALIAS/NAME`` by the server's name and by
+        # what agents know it as, so that a server renaming it to a look-alike does not.
+        server = facts.server
+        names = (
+            facts.name,
+            *(f"{server}/{form}" for form in spellings(facts.original)),
+            *facts.other_names,
+        )
         for rule in self._rules:
             if rule.matches(facts, names):
                 return rule.decision

@@ -20,7 +20,7 @@ from protocol import mcp
 from protocol.logfields import log_extra
 
 from ..config.servertable import ToolsConfig
-from .facing import sanitize
+from .facing import sanitize, spellings
 
 logger = logging.getLogger("mcpd.registry")
 
@@ -32,9 +32,12 @@ class Curated(msgspec.Struct):
 
 
 def visible(name: str, rules: ToolsConfig) -> bool:
-    if rules.allow and not any(fnmatchcase(name, p) for p in rules.allow):
+    """Whether the server's ``allow``/``deny`` let its item ``name`` through, matched as
+    the server spells it and as agents know it (``facing.spellings``)."""
+    forms = spellings(name)
+    if rules.allow and not any(fnmatchcase(f, p) for p in rules.allow for f in forms):
         return False
-    return not any(fnmatchcase(name, p) for p in rules.deny)
+    return not any(fnmatchcase(f, p) for p in rules.deny for f in forms)
 
 
 def curate(

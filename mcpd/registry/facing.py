@@ -48,6 +48,14 @@ def sanitize(name: str) -> str:
     return _UNSAFE.sub("_", name)
 
 
+def spellings(name: str) -> tuple[str, ...]:
+    """The server's name for an item, and what agents know it by when that differs: a
+    pattern that names the item holds by either, so that a server renaming it to a
+    look-alike (``rm_rf`` to ``rm.rf``) does not take it out of a rule."""
+    known = sanitize(name)
+    return (name,) if known == name else (name, known)
+
+
 def facing(kind: Kind, name: str, renames: Mapping[str, str]) -> str:
     """What agents know the item the server calls ``name`` by, within its server."""
     if kind == "template":

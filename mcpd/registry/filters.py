@@ -1,6 +1,7 @@
 """A profile's ``allow``/``deny`` patterns (``mcpd.config.profiles``), as its view holds
-tools, prompts and resources to them: names as they are, a resource's URI in every
-spelling a server may read as the same (``UriFilter``)."""
+tools, prompts and resources to them: a name as the server spells it and as agents know
+it (``facing.spellings``), a resource's URI in every spelling a server may read as the
+same (``UriFilter``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from fnmatch import fnmatchcase
 from protocol import uriforms
 
 from ..config.profiles import Patterns, split_pattern
+from .facing import spellings
 
 
 class NameFilter:
@@ -25,9 +27,10 @@ class NameFilter:
         return (server is None or fnmatchcase(alias, server)) and fnmatchcase(name, pattern)
 
     def admits(self, alias: str, name: str) -> bool:
-        if self.allow and not any(self._match(r, alias, name) for r in self.allow):
+        forms = spellings(name)
+        if self.allow and not any(self._match(r, alias, f) for r in self.allow for f in forms):
             return False
-        return not any(self._match(r, alias, name) for r in self.deny)
+        return not any(self._match(r, alias, f) for r in self.deny for f in forms)
 
 
 class UriFilter(NameFilter):

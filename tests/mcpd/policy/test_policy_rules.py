@@ -144,6 +144,17 @@ def test_a_tool_pattern_matches_the_agents_name_or_alias_slash_original() -> Non
     assert by_original.decide(facts(server="notes")).action == "allow"
 
 
+def test_an_alias_slash_name_pattern_holds_for_the_name_as_agents_know_it() -> None:
+    """The server renames ``delete_repo`` to ``delete.repo``: agents know it alike, and
+    the rule that named it holds for it still."""
+    policy = Policy(config({"action": "deny", "tools": ["github/delete_repo"]}).policy)
+    assert policy.decide(facts(original="delete.repo")).action == "deny"
+    assert policy.decide(facts(original="delete repo")).action == "deny"
+    assert policy.decide(facts("mcp__github__delete-repo", original="delete-repo")).action == (
+        "allow"
+    )
+
+
 def test_profiles_and_servers_narrow_a_rule() -> None:
     policy = Policy(
         config(

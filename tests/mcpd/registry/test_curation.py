@@ -18,7 +18,7 @@ from mcpd.config.policy import PolicyRule
 from mcpd.config.servertable import ToolsConfig
 from mcpd.policy.rules import Policy, facts_of
 from mcpd.registry.catalog import Catalog
-from mcpd.registry.curation import ToolBudget, curate
+from mcpd.registry.curation import ToolBudget, curate, visible
 from mcpd.registry.gate import Gate
 from protocol import jsonrpc as rpc
 from protocol import mcp
@@ -323,3 +323,9 @@ async def test_an_item_added_under_a_renamed_items_name_leaves_its_rules_in_forc
                 for name in ("mcp__tickets__plan", "mcp__tickets__daily"):
                     got = await in_p.rpc("prompts/get", {"name": name})
                     assert "Unknown prompt" in got["error"]["message"]
+
+
+def test_a_hidden_name_is_hidden_as_agents_know_it_too() -> None:
+    rules = ToolsConfig(deny=["hidden_tool"])
+    assert not visible("hidden.tool", rules) and not visible("hidden_tool", rules)
+    assert visible("hidden-tool", rules)

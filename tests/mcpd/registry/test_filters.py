@@ -77,3 +77,13 @@ def test_deny_wins_over_allow_and_patterns_are_case_sensitive() -> None:
     assert not rule.admits("fs", "delete_file")
     assert rule.admits("fs", "Delete_file")
     assert NameFilter(Patterns()).everything
+
+
+def test_a_name_pattern_holds_for_the_name_as_agents_know_it_too() -> None:
+    """A server renaming ``drop_db`` to ``drop.db`` (agents know both as ``drop_db``)
+    stays denied, and an allowed one stays allowed."""
+    deny = NameFilter(Patterns(deny=["s/drop_db"]))
+    assert not deny.admits("s", "drop.db") and not deny.admits("s", "drop db")
+    assert deny.admits("s", "drop-db")
+    allow = NameFilter(Patterns(allow=["s/read_*"]))
+    assert allow.admits("s", "read.file") and not allow.admits("s", "write.file")
