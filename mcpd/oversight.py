@@ -2,7 +2,8 @@
 secrets mcpd knows, the policy gate, the approvals that wait for a person and the
 audit log, built together from the config and reconfigured together on reload. Each
 time rules come into force, one scoped to profiles an agent can leave is warned of
-(``policychecks.leavable``)."""
+(``policychecks.leavable``), and so are aliases whose tools may be named as another's
+(``aliaschecks``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from protocol.logfields import log_extra
 
 from .audit.counts import render
 from .audit.log import AuditLog
+from .config.aliaschecks import alias_warnings
 from .config.model import Config
 from .config.policychecks import leavable
 from .config.secrets import HeldSecret
@@ -55,7 +57,7 @@ class Oversight:
         for what the config they were started under says too, until ``settle``."""
         self.guard.configure({*self.guard.patterns_for, *config.redacting()})
         self.call_gate.configure(config.policy, restarted)
-        for warning in leavable(config):
+        for warning in [*leavable(config), *alias_warnings(config)]:
             logger.warning("%s", warning, extra=log_extra(None, "config"))
         self.audit.configure(config.daemon)
 

@@ -21,10 +21,16 @@ def unknown_tool(
     if down is not None:
         text = f"No tool {_clip(name)!r} is listed now. {down}"
     else:
-        near = profile.closest(name)
+        near = [_suggested(profile, n) for n in profile.closest(name)]
         hint = f" Did you mean: {', '.join(near)}?" if near else ""
         text = f"Unknown tool {_clip(name)!r}.{hint} Call tools/list for the current tools."
     return mcp.text_result(text, is_error=True)
+
+
+def _suggested(profile: ProfileServers, local: str) -> str:
+    """A name near the one called, with its server: two servers' tools may read alike."""
+    entry = profile.lookup(local)
+    return local if entry is None else f"{local} (server {entry.alias!r})"
 
 
 def held_tool(entry: Entry, local: str) -> mcp.CallToolResult:

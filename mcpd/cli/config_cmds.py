@@ -20,6 +20,7 @@ from protocol.urls import display_url
 from protocol.visible import visible
 
 from ..config import exposure
+from ..config.aliaschecks import alias_warnings
 from ..config.endpoints import groups_locked_out
 from ..config.exposure import in_url, masked_args, warnings
 from ..config.load import load, said_of
@@ -151,6 +152,7 @@ def _check_config(config: Config, path: str) -> int:
     warned += _changeable(config, unstartable)
     warned += [*inherited_warnings(config), *unreachable(config.policy), *leavable(config)]
     warned += [w for a, s in sorted(config.servers.items()) if (w := unpinned_client(a, s))]
+    warned += alias_warnings(config)
     for warning in warned:
         _say(f"warning: {warning}", err=True)
     return 0

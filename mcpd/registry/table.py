@@ -7,10 +7,11 @@ name that is too long, or that two tools would share, ends in a short hash of
 Anyone can compute a hashed name, so the two kinds never meet: a template name shaped
 like a hashed one (``_`` and six or more hex digits at its end) is hashed too, and a
 server cannot take a name by listing it. Hashed names that agree are all lengthened,
-as plain names that clash are all hashed, so the names depend only on the set of tools
-and never on which server listed first. A hashed entry keeps the name it wanted
-(``Entry.other_names``): a look-alike that gets a tool's name hashed leaves a policy
-rule that names the tool in force.
+as plain names that clash are all hashed (but one agents may call when the others
+wait for approval: ``shared_names``), so the names depend only on the set of tools and
+what is approved, never on which server listed first. A hashed entry keeps the name
+it wanted (``Entry.other_names``): a look-alike that gets a tool's name hashed leaves a
+policy rule that names the tool in force.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..config.model import NamingConfig
 from ..config.servertable import ToolsConfig
 from .curation import curate
 from .gate import Gate
+from .shared_names import Told, keeper
 from .shown import Entry
 from .spelling import candidate_name, digits_of, hash_shaped, hashed_name, most_digits
 
@@ -112,6 +114,7 @@ class Registry:
         self._wants: dict[str, tuple[tuple[str, str], ...]] = {}
         self._listing: list[Entry] | None = None
         self._rules: dict[str, ToolsConfig] = {}
+        self._told = Told()
         self.version = 0
 
     # -- changes --
@@ -174,6 +177,7 @@ class Registry:
         self.naming = naming
         self._servers, self._by_local, self._by_key = {}, {}, {}
         self._claims, self._wants = {}, {}
+        self._told.forget()
         for alias, server in servers.items():
             self._servers[alias] = server
             self._reclaim(alias, set(), set(server.tools))
@@ -223,6 +227,8 @@ class Registry:
         for cand in sorted(touched):  # set order differs per process; names must not
             for key in sorted(self._claims.get(cand, ())):
                 self._place(cand, key)
+        for cand in sorted(touched):
+            self._told.tell(cand, self._claims.get(cand, ()), lambda k: self._by_key[k].local)
         self._changed()
 
     def _place_free(self, alias: str, names: set[str]) -> set[str]:
@@ -248,15 +254,20 @@ class Registry:
 
     def _place(self, cand: str, key: tuple[str, str]) -> None:
         self._resettle(self._drop(key))
+        claims = self._claims[cand]
         if (
-            len(self._claims[cand]) == 1
+            (len(claims) == 1 or keeper(claims, self._callable) == key)
             and len(cand) <= self.naming.max_length
             and not hash_shaped(cand)
         ):
-            # No other tool wants it, and no hashed name can be it.
+            # No other tool agents may call wants it, and no hashed name can be it.
             self._settle(key, cand)
         else:
             self._want(key)
+
+    def _callable(self, key: tuple[str, str]) -> bool:
+        server = self._servers[key[0]]
+        return not server.held or server.originals.get(key[1], key[1]) not in server.held
 
     def _want(self, key: tuple[str, str], digits: int = 6) -> None:
         """Give the key the shortest hashed name, from ``digits`` on, that no other key's
@@ -377,12 +388,12 @@ class Registry:
         return len(server.tools) if server else 0
 
     def closest(self, name: str, n: int = 3) -> list[str]:
-        # A ratio of 0.5 needs the name within 3x the length of a local name, and difflib
-        # indexes every character of it: a huge name from an agent would cost memory
-        # and time in proportion to its length, for a match that cannot exist.
+        # A ratio of 0.5 needs the name within 3x the length of a local name; difflib
+        # indexes every character of a huge name, for a match that cannot exist.
         if len(name) > 3 * self.naming.max_length:
             return []
-        return difflib.get_close_matches(name, list(self._by_local), n=n, cutoff=0.5)
+        names = [local for local, e in self._by_local.items() if e.held is None]  # approved
+        return difflib.get_close_matches(name, names, n=n, cutoff=0.5)
 
 
 def _same_tools(a: dict[str, mcp.Tool], b: dict[str, mcp.Tool]) -> bool:

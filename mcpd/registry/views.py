@@ -263,7 +263,7 @@ class ProfileView(Sight):
         return self._by_local.get(local)
 
     def closest(self, name: str, n: int = 3) -> list[str]:
-        names = [e.local for e in self.entries()]
+        names = [e.local for e in self.entries() if e.held is None]  # as Registry.closest
         if len(name) > 3 * max((len(x) for x in names), default=0):
             return []  # see Registry.closest: difflib's cost grows with the name
         return difflib.get_close_matches(name, names, n=n, cutoff=0.5)

@@ -226,7 +226,7 @@ def test_an_unknown_tool_is_answered_here_with_the_names_it_is_close_to() -> Non
     world = World()
     local = world.local("notes", "search")
     call, outcome = routed(world, local + "x")
-    assert outcome.isError and f"Did you mean: {local}," in text(outcome)
+    assert outcome.isError and f"Did you mean: {local} (server 'notes')," in text(outcome)
     assert call.refusal == "unknown tool" and call.alias == ""
 
 

@@ -28,6 +28,12 @@ class Profile:
     def closest(self, name: str) -> list[str]:
         return self.near
 
+    def lookup(self, name: str) -> Entry | None:
+        if name not in self.near:
+            return None
+        tool = mcp.Tool(name=name, inputSchema=msgspec.Raw(b"{}"))
+        return Entry(name, name.split("__")[1], name, tool)
+
 
 def text(result: mcp.CallToolResult) -> str:
     assert result.isError is True
@@ -49,8 +55,8 @@ def test_an_unknown_name_of_a_down_server_says_why() -> None:
 def test_an_unknown_name_gets_the_names_near_it_or_none() -> None:
     near = Profile(near=["mcp__notes__search", "mcp__notes__seek"])
     assert text(unknown_tool(near, "mcp__notes__serch")) == (  # type: ignore[arg-type]
-        "Unknown tool 'mcp__notes__serch'. Did you mean: mcp__notes__search, "
-        "mcp__notes__seek? Call tools/list for the current tools."
+        "Unknown tool 'mcp__notes__serch'. Did you mean: mcp__notes__search (server "
+        "'notes'), mcp__notes__seek (server 'notes')? Call tools/list for the current tools."
     )
     assert text(unknown_tool(Profile(), "x")) == (  # type: ignore[arg-type]
         "Unknown tool 'x'. Call tools/list for the current tools."

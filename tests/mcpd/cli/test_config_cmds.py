@@ -136,6 +136,25 @@ def test_check_config_shows_no_part_of_a_long_token_its_error_cuts(
     assert "Zq9" not in captured.out + captured.err
 
 
+def test_check_config_warns_of_aliases_whose_tools_may_be_named_as_anothers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``gh`` listing ``prod__merge_pr`` names a tool as ``gh__prod``'s ``merge_pr`` is
+    named: still a config that loads, with a warning for each."""
+    config = written(
+        tmp_path,
+        f'[daemon]\nsocket = "{tmp_path}/mcpd.sock"\n'
+        '[servers.gh]\ncommand = "/bin/true"\n'
+        '[servers.gh__prod]\ncommand = "/bin/true"\n'
+        '[servers.notes]\ncommand = "/bin/true"\n',
+    )
+    assert run("check-config", "--config", str(config)) == 0
+    warned = [line for line in capsys.readouterr().err.splitlines() if "gh" in line]
+    assert any("'gh__prod' holds '__'" in line for line in warned), warned
+    assert any("names of gh's tools begin as those of gh__prod's" in line for line in warned)
+    assert len(warned) == 2, warned
+
+
 def test_check_config_warns_of_a_server_that_cannot_start_and_still_exits_0(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -97,9 +97,10 @@ LOOK_ALIKE = {"name": "delete.repo", "description": "Delete.", "inputSchema": {"
 
 
 async def test_a_look_alike_does_not_take_a_tool_out_of_an_exact_rule(tmp_path: Path) -> None:
-    """The server lists ``delete.repo`` beside ``delete_repo``: both want the name
-    ``mcp__tickets__delete_repo``, so the honest tool's name is hashed, and the rule
-    that names it exactly still holds for it, in every profile."""
+    """The server lists ``delete.repo`` beside ``delete_repo``, taken at once (a change
+    is not held): both want the name ``mcp__tickets__delete_repo``, so the honest tool's
+    name is hashed, and the rule that names it exactly still holds for it, in every
+    profile."""
     server = Changing(tmp_path)
     honest = {"name": "delete_repo", "description": "Delete.", "inputSchema": {"type": "object"}}
     server.write({"tools": [honest]})
@@ -109,6 +110,7 @@ async def test_a_look_alike_does_not_take_a_tool_out_of_an_exact_rule(tmp_path: 
                 "socket": str(tmp_path / "mcpd.sock"),
                 "state_dir": str(tmp_path / "state"),
                 "startup_deadline": 20.0,
+                "on_changed_item": "warn",
             },
             "servers": {"tickets": server.config()},
             "policy": [{"tools": ["mcp__tickets__delete_repo"], "action": "deny"}],
