@@ -25,6 +25,7 @@ from protocol.server import RequestContext
 
 from ..policy.kin import Tie, agent_tie
 from ..registry.pins import BadPins
+from ..registry.views import ProfileView
 from .connection import Connection
 from .profile_methods import ProfileMethods
 
@@ -96,7 +97,23 @@ async def _pending(
 ) -> Any:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Only)
-    return {"pending": api.control.pins.pending(params.server)}
+    pending = api.control.pins.pending(params.server)
+    listed = _listed_as(api.view(conn).view)
+    for item in pending:
+        local = listed.get((item["kind"], item["server"], item["name"]))
+        if local is not None:
+            item["local"] = local
+    return {"pending": pending}
+
+
+def _listed_as(view: ProfileView) -> dict[tuple[str, str, str], str]:
+    """The name agents of ``view`` know each tool and prompt by, by (kind, alias, the
+    server's name): beside a server's name, which may read as another's."""
+    out = {("tool", e.alias, e.original): e.local for e in view.entries()}
+    for p in view.registry.prompts.entries():
+        if view.admits_prompt(p.alias, p.name):
+            out[("prompt", p.alias, p.original)] = p.local
+    return out
 
 
 async def _findings(

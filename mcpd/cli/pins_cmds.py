@@ -15,6 +15,7 @@ import argparse
 import difflib
 import json
 import os
+import re
 import sys
 from typing import Any, Final
 
@@ -34,6 +35,37 @@ _WHY: Final = {
 # A definition's fields in the order they are shown; others follow, sorted.
 _SCALARS: Final = ("name", "uri", "uriTemplate", "title", "mimeType")
 _TEXTS: Final = ("description", "instructions")
+# A name shown as it is: printable ASCII, with no space at either end.
+_PLAIN_NAME: Final = re.compile(r"[!-~](?:[ -~]*[!-~])?")
+
+
+def shown_name(name: str) -> str:
+    """A server's name for an item as a person can tell it from its look-alikes: as it
+    is when plain, else quoted, with every other character escaped (``purg\\u0435``)."""
+    return name if _PLAIN_NAME.fullmatch(name) else f"'{escaped_name(name)}'"
+
+
+def escaped_name(name: str) -> str:
+    """``name`` in printable ASCII alone: a quote and a backslash after a backslash, a
+    control character as ``visible`` writes it, any other as ``\\uXXXX``."""
+    out = []
+    for ch in name:
+        code = ord(ch)
+        if ch in "'\\":
+            out.append("\\" + ch)
+        elif code < 0x20 or code == 0x7F:
+            out.append(visible(ch))
+        elif code < 0x80:
+            out.append(ch)
+        else:
+            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
+    return "".join(out)
+
+
+def _shown_label(label: str) -> str:
+    """An approval's ``kind name`` with the name shown as ``shown_name`` shows it."""
+    kind, _, name = label.partition(" ")
+    return f"{kind} {shown_name(name)}" if name else visible(kind)
 
 
 def lines_of(definition: dict[str, Any] | None) -> list[str]:
@@ -79,7 +111,9 @@ def _why(item: dict[str, Any]) -> str:
 
 
 def describe(item: dict[str, Any]) -> str:
-    what = f"{item['kind']} {visible(item['name'])}" if item["name"] else item["kind"]
+    what = f"{item['kind']} {shown_name(item['name'])}" if item["name"] else item["kind"]
+    if item.get("local"):
+        what += f" ({visible(item['local'])})"
     return f"{what} of {item['server']}: {_why(item)}"
 
 
@@ -89,20 +123,28 @@ def _named(item: dict[str, Any]) -> str:
     return str(item["name"] or item["kind"])
 
 
+def _picked(item: dict[str, Any], wanted: set[str]) -> bool:
+    """Whether one of the names a person gave is the item's: as the server spells it,
+    or as ``shown_name`` shows it (quoted or not)."""
+    name = _named(item)
+    return bool({name, escaped_name(name), shown_name(name)} & wanted)
+
+
 def cmd_approve(args: argparse.Namespace) -> int:
     color = sys.stdout.isatty()
     with client_for(args) as client:
         waiting = ask(client, "mcpd/pins/pending", {"server": args.server})["pending"]
         if args.names:
             wanted = set(args.names)
-            missing = sorted(wanted - {_named(i) for i in waiting})
+            missing = sorted(n for n in wanted if not any(_picked(i, {n}) for i in waiting))
             if missing:
+                them = ", ".join(shown_name(_named(i)) for i in waiting) or "nothing"
                 fail(
                     EXIT_FAILED,
-                    f"nothing of {args.server} named {', '.join(missing)} waits for approval "
-                    "(`mcpd tools --pending` lists what does)",
+                    f"nothing of {args.server} named {', '.join(map(shown_name, missing))} "
+                    f"waits for approval; waiting: {them} (`mcpd tools --pending` lists it all)",
                 )
-            waiting = [i for i in waiting if _named(i) in wanted]
+            waiting = [i for i in waiting if _picked(i, wanted)]
         if not waiting:
             print(f"nothing of {args.server} waits for approval")
             return 0
@@ -119,14 +161,14 @@ def cmd_approve(args: argparse.Namespace) -> int:
         params = {"server": args.server, "items": picks, "whole": not args.names}
         result = ask(client, "mcpd/pins/approve", params)
     for label in result.get("approved") or []:
-        print(f"approved: {visible(label)}")
+        print(f"approved: {_shown_label(label)}")
     stale = result.get("stale") or []
     for label in stale:
-        print(f"still held: {visible(label)} changed again since it was shown; run this again")
+        print(f"still held: {_shown_label(label)} changed again since it was shown; run this again")
     whole_only = result.get("whole_only") or []
     for label in whole_only:
         print(
-            f"still held: {visible(label)} is released with its server alone: "
+            f"still held: {_shown_label(label)} is released with its server alone: "
             f"`mcpd approve {args.server}`, naming nothing"
         )
     if not result.get("saved", True):
@@ -162,11 +204,20 @@ def print_pending(items: list[dict[str, Any]]) -> int:
     if not items:
         print("nothing waits for approval")
         return 0
-    rows = [(i["server"], i["kind"], visible(i["name"]) or "-", _why(i)) for i in items]
+    rows = [
+        (
+            i["server"],
+            i["kind"],
+            shown_name(i["name"]) if i["name"] else "-",
+            visible(i.get("local") or "-"),
+        )
+        for i in items
+    ]
     name_w = max(len(r[2]) for r in rows)
-    print(f"{'SERVER':<16} {'KIND':<8} {'NAME':<{name_w}}  WHY")
-    for server, kind, name, why in rows:
-        print(f"{server:<16} {kind:<8} {name:<{name_w}}  {why}")
+    local_w = max(len("LISTED AS"), *(len(r[3]) for r in rows))
+    print(f"{'SERVER':<16} {'KIND':<8} {'NAME':<{name_w}}  {'LISTED AS':<{local_w}}  WHY")
+    for (server, kind, name, local), i in zip(rows, items, strict=True):
+        print(f"{server:<16} {kind:<8} {name:<{name_w}}  {local:<{local_w}}  {_why(i)}")
     servers = sorted({i["server"] for i in items})
     print(
         f"{len(items)} item{'s wait' if len(items) != 1 else ' waits'} for approval; "

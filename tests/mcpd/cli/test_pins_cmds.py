@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 
-from mcpd.cli.pins_cmds import describe, diff_of, lines_of, print_findings, print_pending
+from mcpd.cli.pins_cmds import (
+    describe,
+    diff_of,
+    lines_of,
+    print_findings,
+    print_pending,
+    shown_name,
+)
 
 TOOL = {
     "name": "search",
@@ -142,7 +149,7 @@ def test_each_item_says_why_it_waits(keys: dict[str, Any], why: str) -> None:
 
 def test_a_name_a_server_chose_is_escaped_where_it_is_described() -> None:
     assert describe(item(name="se\x1b]0;pwned\x07arch")) == (
-        "tool se\\x1b]0;pwned\\x07arch of notes: changed since it was approved"
+        "tool 'se\\x1b]0;pwned\\x07arch' of notes: changed since it was approved"
     )
 
 
@@ -153,13 +160,32 @@ def test_the_pending_table_names_each_item_and_how_to_approve(
         item(),
         item(server="git", kind="prompt", name="a-much-longer-name\u200b", why="new"),
     ]
+    items[1]["local"] = "mcp__git__a-much-longer-name_"
     assert print_pending(items) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["SERVER", "KIND", "NAME", "WHY"]
-    assert lines[2].startswith("git ") and "a-much-longer-name\\u200b  new since" in lines[2]
+    assert lines[0].split() == ["SERVER", "KIND", "NAME", "LISTED", "AS", "WHY"]
+    assert lines[2].startswith("git ") and "'a-much-longer-name\\u200b'  mcp__git__" in lines[2]
+    assert lines[2].endswith("mcp__git__a-much-longer-name_  new since the server was approved")
     assert lines[-1] == (
         "2 items wait for approval; mcpd approve git; mcpd approve notes shows each change and asks"
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("purge", "purge"),
+        ("send mail", "send mail"),
+        ("purge ", "'purge '"),
+        (" purge", "' purge'"),
+        ("purg\u0435", "'purg\\u0435'"),
+        ("pur\u200bge", "'pur\\u200bge'"),
+        ("it's\x1b", "'it\\'s\\x1b'"),
+        ("a\U0001f600", "'a\\U0001f600'"),
+    ],
+)
+def test_a_name_that_is_not_plain_ascii_is_shown_quoted_and_escaped(name: str, shown: str) -> None:
+    assert shown_name(name) == shown
 
 
 def test_one_pending_item_is_said_in_the_singular(capsys: pytest.CaptureFixture[str]) -> None:

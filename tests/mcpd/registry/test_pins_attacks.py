@@ -282,7 +282,8 @@ async def test_a_tool_whose_pin_the_server_pushed_out_comes_back_held(tmp_path: 
                 code, out, err = await cli(sock, "approve", "tickets", "--yes")
                 assert code == 0, err
                 assert (
-                    "tool send_mail of tickets: its name is among those whose pins the server "
+                    "tool send_mail (mcp__tickets__send_mail) of tickets: its name is among "
+                    "those whose pins the server "
                     "had mcpd forget (about 1), or matches one by chance"
                 ) in out
                 assert "--- (approved, its definition not kept)" in out
