@@ -463,7 +463,10 @@ async def test_with_on_finding_hold_a_flagged_tool_is_held_until_approved(tmp_pa
             called = await agent.call("mcp__tickets__create")
             assert called["isError"] and "conceal-from-user" in called["content"][0]["text"]
             code, out, _ = await cli(daemon.socket_path, "tools", "--pending")
-            assert "create  flagged by the finding rules (conceal-from-user)" in out
+            assert (
+                "create  mcp__tickets__create  flagged by the finding rules (conceal-from-user)"
+                in out
+            )
             code, _, err = await cli(daemon.socket_path, "approve", "tickets", "create", "--yes")
             assert code == 0, err
             called = await agent.call("mcp__tickets__create")
