@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Final
 
 import trio
@@ -28,23 +28,27 @@ def _current(entry: tuple[float, int, Call]) -> bool:
 
 
 class Deadlines:
-    def __init__(self) -> None:
+    def __init__(self, live: Callable[[], int]) -> None:
+        """``live()``: how many calls are under way (asked only when the heap has grown,
+        not on every call)."""
+        self._live = live
         self._heap: list[tuple[float, int, Call]] = []
         self._seq = itertools.count()
         self._wake = trio.Event()
         self._asleep_until = math.inf  # when the timer wakes next (inf: at no deadline)
 
-    def set(self, call: Call, at: float, live: int) -> None:
-        """``call`` runs out of time ``at``; ``live``: how many calls are under way."""
+    def set(self, call: Call, at: float) -> None:
+        """``call`` runs out of time ``at``."""
         call.deadline = at
         heap = self._heap
-        if len(heap) > 64 and len(heap) > 4 * live:
+        if len(heap) > 64 and len(heap) > 4 * self._live():
             # Finished calls leave their entries behind until their deadline; with a
             # minute-long timeout that is a lot of them. Drop them in one sweep.
             heap[:] = [e for e in heap if _current(e)]
             heapq.heapify(heap)
         heapq.heappush(heap, (at, next(self._seq), call))
-        self.coming(at)
+        if at < self._asleep_until:  # as ``coming`` does, on every call's path
+            self._wake.set()
 
     def coming(self, at: float) -> None:
         """A deadline ``at`` (a running call's, or a queued one's): the timer is woken
@@ -58,7 +62,10 @@ class Deadlines:
         the call's reply alive long enough for the garbage collector to run over them,
         on every server's call path."""
         heap = self._heap
-        while heap and not _current(heap[0]):
+        while heap:
+            at, _, call = heap[0]
+            if at == call.deadline and call.state in _LIVE:
+                break
             heapq.heappop(heap)
 
     def due(self, now: float) -> Iterator[Call]:

@@ -54,7 +54,7 @@ class CallScheduler(_Scheduler):
         # The bytes every server's waiting calls keep (None: this server's alone).
         self.waiting = QueueBytes() if waiting is None else waiting
         self.queue = TurnQueue(self.waiting)
-        self.deadlines = Deadlines()
+        self.deadlines = Deadlines(self._live)
         # Made only when someone waits for the calls to end (a stop or reload), not
         # each time the server goes from idle to busy: at one call at a time, every call.
         self._idle: trio.Event | None = None
@@ -193,7 +193,7 @@ class CallScheduler(_Scheduler):
         call.start = now
         call.limit = now + r.limits.max_call_time
         self.running += 1
-        self._set_deadline(call, now + call.timeout)
+        self.deadlines.set(call, now + call.timeout)
         meta = call.meta
         if meta is not None and mcp.KEY_PROGRESS_TOKEN in meta:
             self._open_progress(call, meta[mcp.KEY_PROGRESS_TOKEN])
@@ -209,7 +209,7 @@ class CallScheduler(_Scheduler):
         """A running call's time limit, now ``seconds`` from now (within its hard
         limit): its server is waiting for the call's agent to answer a request."""
         if call.state == "running":
-            self._set_deadline(call, min(self._now() + seconds, call.limit))
+            self.deadlines.set(call, min(self._now() + seconds, call.limit))
 
     def _open_progress(self, call: Call, agent_token: object) -> None:
         # Apart from _send: most calls carry no token.
@@ -368,8 +368,9 @@ class CallScheduler(_Scheduler):
 
     # -- time limits --
 
-    def _set_deadline(self, call: Call, at: float) -> None:
-        self.deadlines.set(call, at, self.running + len(self.queue))
+    def _live(self) -> int:
+        """How many calls are under way: running or queued."""
+        return self.running + len(self.queue)
 
     async def run_timer(self) -> None:
         """Expire queued and running calls whose time is up (runs for the server's life)."""
