@@ -4,7 +4,8 @@ when the next line would take it past its cap (``calls.jsonl`` becomes ``calls.j
 in ``.1``, whole, and only the oldest file goes.
 
 Records go only to a file that is mcpd's as mcpd makes it: a regular file, 0600, of
-mcpd's user (or root, or the service user), which nobody else can write. A state
+mcpd's user (or root, or the service user), which nobody else can write and which has
+no other name (a hard link would send the records, and a mode change, to another file). A state
 directory that others could once write to may hold a file another user put there
 under that name: a file of theirs would let them read every record and forge more; a
 FIFO would hold the writer (and the daemon's stop) forever. It is opened without

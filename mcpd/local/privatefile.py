@@ -17,9 +17,10 @@ delete the file whatever its own mode says.
 
 Reading such a file back (``read_private``), or adding to one (``open_private``, the
 audit log), is checked the same way: it must be a regular file of one of those users
-that no one else can write, or what it says may be another user's choice (a token they
-know, a login endpoint of theirs, a record they forged), and what is added to it theirs
-to read. It is opened without waiting: a FIFO put in its place must not hold mcpd.
+that no one else can write and that has no other name (a hard link to another file),
+or what it says may be another user's choice (a token they know, a login endpoint of
+theirs, a record they forged), and what is added to it theirs to read, or appended to
+a file elsewhere. It is opened without waiting: a FIFO put in its place must not hold mcpd.
 """
 
 from __future__ import annotations
@@ -128,7 +129,7 @@ def open_directory(directory: str, *, check: bool = True) -> int:
 def read_private(path: str, fix: str) -> tuple[bytes, os.stat_result] | None:
     """The content of a file mcpd wrote for itself, and its status; None when there is
     none. Refused (``UnsafeFileError``, saying why and then ``fix``) when it is a link,
-    not a regular file, another user's, or writable by others."""
+    not a regular file, another user's, writable by others, or has other names."""
     try:
         fd, st = open_private(path, os.O_RDONLY, fix)
     except FileNotFoundError:
@@ -177,6 +178,10 @@ def _not_private(path: str, st: os.stat_result) -> str | None:
             f"{path} can be written by other users (mode {stat.S_IMODE(st.st_mode):04o}), "
             "so mcpd does not trust what it says"
         )
+    if st.st_nlink != 1:
+        # Another name of some other file (a hard link needs no right to the file): what
+        # mcpd writes would land there, and what it reads would be that file's.
+        return f"{path} has {st.st_nlink} hard links, so it is not a file mcpd keeps for itself"
     return None
 
 

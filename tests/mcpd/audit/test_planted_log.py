@@ -202,3 +202,27 @@ async def test_mcpd_calls_reads_the_logs_own_files_and_names_the_others(
     fifo, forged = state / f"{FILE_NAME}.3", state / f"{FILE_NAME}.2"
     assert f"mcpd: {fifo} is not a regular file (a FIFO of uid {peer_uid()}, {USER}); " in err
     assert f"mcpd: {forged} belongs to uid {peer_uid()} ({USER}), not to root or the " in err
+
+
+async def test_a_hard_link_under_the_logs_name_gets_no_record_nor_a_new_mode(
+    tmp_path: Path,
+) -> None:
+    # A root daemon's own state directory, with a second name of another file in it: the
+    # file is root's and nobody else can write it, but what goes to it is not the log.
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    target = elsewhere / "accounts"
+    target.write_bytes(b"root:x:0:0::/root:/bin/sh\n")
+    target.chmod(0o644)
+    os.link(target, state / FILE_NAME)
+    config = write_config(tmp_path, state)
+    with trio.fail_after(LIMIT):
+        async with serving(config) as daemon:
+            await call_notes(tmp_path / "mcpd.sock", 3)
+            assert await daemon.stop() == 0, daemon.said
+    assert target.read_bytes() == b"root:x:0:0::/root:/bin/sh\n"
+    assert target.stat().st_mode & 0o777 == 0o644
+    linked = "has 2 hard links, so it is not a file mcpd keeps for itself"
+    assert refused(state / FILE_NAME, linked) in daemon.said
