@@ -18,6 +18,7 @@ from .profiles import DEFAULT_PROFILE, Patterns, ProfileConfig, is_glob, split_p
 from .sandbox import loopback_port
 
 _PLACEHOLDER: Final = re.compile(r"\{([^}]*)\}")
+_DEFAULT_PORTS: Final = {"http": "80", "https": "443"}
 
 
 def parse_listen(text: str, where: str = "daemon.http_listen") -> tuple[str, int]:
@@ -66,6 +67,17 @@ def validate_http(d: DaemonConfig) -> None:
         if not re.match(r"^https?://[^/\s]+\Z", origin):
             raise ConfigError(
                 f"daemon.http_origins[{i}]", 'must be an origin such as "http://localhost:3000"'
+            )
+        scheme, _, host = origin.partition("://")
+        default = _DEFAULT_PORTS[scheme]
+        if not host.endswith("]") and host.rpartition(":")[2] == default:
+            # A browser leaves the scheme's own port out of the Origin it sends.
+            bare = f"{scheme}://{host.rpartition(':')[0]}"
+            raise ConfigError(
+                f"daemon.http_origins[{i}]",
+                f"{masked_repr(origin)} names {scheme}'s default port {default}, which "
+                f"browsers leave out of the origin they send, so it would never match; "
+                f"write it as {masked_repr(bare)}",
             )
     if d.http_listen is None:
         return

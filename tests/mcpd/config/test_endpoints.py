@@ -105,6 +105,28 @@ def test_an_origin_that_is_not_scheme_and_host_is_named(origin: str) -> None:
     assert "must be an origin" in message
 
 
+@pytest.mark.parametrize(
+    ("origin", "bare"),
+    [
+        ("http://localhost:80", "http://localhost"),
+        ("https://app.example:443", "https://app.example"),
+        ("http://[::1]:80", "http://[::1]"),
+    ],
+)
+def test_an_origin_with_its_schemes_default_port_is_refused(origin: str, bare: str) -> None:
+    path, message = error_of(validate_http, DaemonConfig(http_origins=[origin]))
+    assert path == "daemon.http_origins[0]"
+    assert "never match" in message
+    assert f"write it as '{bare}'" in message
+
+
+@pytest.mark.parametrize(
+    "origin", ["http://localhost:443", "https://localhost:80", "http://[::1]", "http://h:8080"]
+)
+def test_an_origin_with_another_port_or_none_is_accepted(origin: str) -> None:
+    validate_http(DaemonConfig(http_origins=[origin]))
+
+
 def test_origins_are_checked_even_without_a_listener() -> None:
     path, _ = error_of(validate_http, DaemonConfig(http_origins=["nope"]))
     assert path == "daemon.http_origins[0]"
