@@ -14,12 +14,15 @@ file mcpd reads back is (``privatefile``); mcpd then writes no record to a file 
 it is removed, and says so. One of mcpd's own that others may read is made 0600
 again, with a warning. Rotation renames only within the directory, over whatever is
 at the older names, and the file it then opens is checked as the first was: no record
-goes to a file another user planted under any of the names.
+goes to a file another user planted under any of the names. A rotation never costs the
+records: a directory under one of the older names is named and left, the others moved
+around it, and a log that cannot be moved at all is added to past its cap, with a
+warning, until it can.
 """
 
 from __future__ import annotations
 
-import contextlib
+import itertools
 import logging
 import os
 import stat
@@ -42,6 +45,8 @@ class LogFile:
         self.path = os.path.join(directory, FILE_NAME)
         self._fd: int | None = None
         self._size = 0
+        self._past_cap = False
+        self._said: set[str] = set()
 
     def append(self, lines: bytes, max_bytes: int, files: int) -> None:
         """Whole JSON lines, each ending with a line feed, the file rotated before any
@@ -51,9 +56,13 @@ class LogFile:
         if self._size + len(lines) <= max_bytes:
             self._write_all(fd, lines)
             return
+        # A rotation that could not move the log is tried again with the next batch,
+        # not with each of this one's lines; the records go to the log meanwhile.
+        rotating_failed = False
         for line in lines.splitlines(keepends=True):
-            if self._size and self._size + len(line) > max_bytes:
+            if self._size and self._size + len(line) > max_bytes and not rotating_failed:
                 fd = self._rotate(files)
+                rotating_failed = self._past_cap
             self._write_all(fd, line)
 
     def close(self) -> None:
@@ -93,14 +102,64 @@ class LogFile:
         self.close()
         dir_fd = open_directory(self.directory)
         try:
-            for n in range(files, 1, -1):
-                with contextlib.suppress(FileNotFoundError):
-                    older, newer = f"{FILE_NAME}.{n - 1}", f"{FILE_NAME}.{n}"
-                    os.rename(older, newer, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-            os.rename(FILE_NAME, f"{FILE_NAME}.1", src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            moved = self._shift(dir_fd, files)
         finally:
             os.close(dir_fd)
+        self._past_cap = not moved
+        past_cap = (
+            f"the audit log {self.path} cannot be rotated; records go on being added "
+            "to it past its cap until the names above are cleared"
+        )
+        if moved:
+            self._said.discard(past_cap)  # said again should it happen again
+        else:
+            self._warn(past_cap)
         return self._open()
+
+    def _shift(self, dir_fd: int, files: int) -> bool:
+        """Each rotated file moved one place older, around names that cannot take one
+        (a directory put there is left where it is, and named), and the log itself
+        moved to the newest free place; False when it could not be moved."""
+        places = [f"{FILE_NAME}.{n}" for n in range(1, files + 1)]
+        free = [name for name in places if not self._blocked(dir_fd, name)]
+        for older, newer in reversed(list(itertools.pairwise(free))):
+            try:
+                os.rename(older, newer, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                self._warn(f"{self._in_dir(older)} cannot be moved to {newer}: {exc.strerror}")
+        if not free:
+            return False
+        try:
+            os.rename(FILE_NAME, free[0], src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except OSError as exc:
+            self._warn(f"{self.path} cannot be moved to {free[0]}: {exc.strerror}")
+            return False
+        return True
+
+    def _blocked(self, dir_fd: int, name: str) -> bool:
+        try:
+            st = os.lstat(name, dir_fd=dir_fd)
+        except FileNotFoundError:
+            return False
+        if not stat.S_ISDIR(st.st_mode):
+            return False  # renamed over, or moved on, whoever's it is
+        self._warn(
+            f"{self._in_dir(name)} is a directory, which the audit log's rotation leaves "
+            "where it is (remove it to have the name used again)"
+        )
+        return True
+
+    def _in_dir(self, name: str) -> str:
+        return os.path.join(self.directory, name)
+
+    def _warn(self, message: str) -> None:
+        """Once for each thing wrong while this file is open to the daemon."""
+        if message in self._said:
+            return
+        self._said.add(message)
+        logger.warning(message, extra=log_extra(None, "audit", "audit log rotation"))
 
 
 def _make_private(fd: int, path: str, st: os.stat_result) -> None:

@@ -542,3 +542,27 @@ async def test_a_summary_alone_wakes_the_writer(
         nursery.cancel_scope.cancel()
     *_, last = Reading(str(tmp_path))
     assert (last.count, last.name) == (1, f"x{summed.BURST}")
+
+
+@pytest.mark.parametrize(("blocked", "files"), [((2, 3), 6), ((1,), 3), ((1,), 1)])
+async def test_a_directory_under_a_rotated_name_costs_no_record(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, blocked: tuple[int, ...], files: int
+) -> None:
+    for n in blocked:
+        (tmp_path / f"{FILE_NAME}.{n}").mkdir()
+    log = AuditLog(str(tmp_path), settings(audit_max_bytes=1024, audit_files=files))
+    line = len(msgspec.json.encode(record(999, time="2023-11-14T22:13:20.000Z"))) + 1
+    kept = files - len(blocked) + 1 if files > len(blocked) else 4  # files' worth
+    calls = (1024 // line) * kept
+    with caplog.at_level(logging.WARNING, logger="mcpd.audit"):
+        for n in range(calls):
+            log.record(record(n))
+            await log.flush()
+    assert log.counts.write_errors == 0
+    assert [r.name for r in Reading(str(tmp_path))] == [f"mcp__notes__t{n}" for n in range(calls)]
+    said = [r.getMessage() for r in caplog.records]
+    for n in blocked:
+        where = tmp_path / f"{FILE_NAME}.{n}"
+        assert sum(f"{where} is a directory" in line for line in said) == 1, said
+    if files == 1:
+        assert sum("past its cap" in line for line in said) == 1, said
