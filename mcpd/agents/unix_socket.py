@@ -287,20 +287,23 @@ def _refuse_live_socket(path: str) -> None:
     except OSError as exc:
         raise DaemonError(f"cannot look at {path}: {exc.strerror}") from None
     if not stat.S_ISSOCK(st.st_mode):
-        raise DaemonError(f"{path!r} exists and is not a socket; not replacing it")
+        raise UnusableSocketFile(
+            f"{path!r} ({describe(st)}; remove it or choose another socket path) exists "
+            "and is not a socket; not replacing it"
+        )
     probe = stdsocket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_STREAM)
     # Not blocking: a listener whose queue is full answers at once that it is busy
     # (EAGAIN) rather than hold the probe until it accepts.
     probe.setblocking(False)
     try:
         probe.connect(path)
-        raise DaemonError(
+        raise UnusableSocketFile(
             f"something already listens on {path} (another mcpd, or a program that took "
-            "its place); not replacing it"
+            f"its place; {describe(st)}); not replacing it"
         )
     except BlockingIOError:
-        raise DaemonError(
-            f"something listens on {path} but does not answer; not replacing it"
+        raise UnusableSocketFile(
+            f"something listens on {path} ({describe(st)}) but does not answer; not replacing it"
         ) from None
     except (ConnectionRefusedError, FileNotFoundError):
         unknown = None  # a stale file left by a daemon that died
@@ -324,6 +327,24 @@ def _refuse_live_socket(path: str) -> None:
             os.unlink(path)
     except OSError as exc:
         raise UnusableSocketFile(f"cannot remove the stale socket {path}: {exc.strerror}") from None
+
+
+_KINDS = {
+    stat.S_IFREG: "a regular file",
+    stat.S_IFDIR: "a directory",
+    stat.S_IFLNK: "a symbolic link",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
+
+
+def describe(st: os.stat_result) -> str:
+    """What a file is, whose, and its mode, as a refusal names it."""
+    kind = _KINDS.get(stat.S_IFMT(st.st_mode), "a special file")
+    owner = f"uid {st.st_uid} ({user_name(st.st_uid)})"
+    return f"{kind} of {owner}, mode {stat.S_IMODE(st.st_mode):04o}"
 
 
 def _foreign_socket(path: str, st: os.stat_result, owner: str, unknown: OSError | None) -> str:

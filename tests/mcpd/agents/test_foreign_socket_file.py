@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -145,3 +146,51 @@ async def test_a_reload_that_would_listen_there_is_refused_and_the_daemon_serves
         assert await proc.wait() == 0, said.text
     assert "Traceback" not in said.text
     assert os.path.exists(left_behind) and left_behind.lstat().st_uid == peer_uid()
+
+
+PLANTS = {
+    "fifo": ("a FIFO", 0o644),
+    "directory": ("a directory", 0o755),
+    "symlink": ("a symbolic link", 0o777),
+    "file": ("a regular file", 0o644),
+    "live socket": ("a socket", 0o777),  # one mcpd may connect to
+}
+
+
+@pytest.mark.parametrize("kind", list(PLANTS))
+@pytest.mark.parametrize("where", ["--socket", "profile"])
+async def test_another_users_anything_at_the_path_stops_serve_as_a_config_error(
+    tmp_path: Path, kind: str, where: str
+) -> None:
+    path = tmp_path / "there.sock"
+    listening = None
+    if kind == "fifo":
+        os.mkfifo(path, 0o644)
+    elif kind == "directory":
+        path.mkdir(mode=0o755)
+    elif kind == "symlink":
+        path.symlink_to(tmp_path / "elsewhere")
+    elif kind == "file":
+        path.write_text("theirs")
+    else:
+        listening = socket.socket(socket.AF_UNIX)
+        listening.bind(str(path))
+        listening.listen(1)
+    if kind != "symlink":  # a link's own mode is always 0777
+        os.chmod(path, PLANTS[kind][1])
+    os.lchown(path, peer_uid(), peer_uid())
+    cfg = tmp_path / "mcpd.toml"
+    cfg.write_text(config(tmp_path, path if where == "profile" else None))
+    flags = ["--socket", str(path)] if where == "--socket" else []
+    try:
+        async with serving(cfg, *flags) as (proc, said):
+            assert not await said.until("listening on ")
+            assert await proc.wait() == 78, said.text
+    finally:
+        if listening is not None:
+            listening.close()
+    what, mode = PLANTS[kind]
+    assert f"{what} of uid {peer_uid()} ({USER}), mode {mode:04o}" in said.text
+    assert str(path) in said.text
+    assert "Traceback" not in said.text
+    assert path.lstat().st_uid == peer_uid()

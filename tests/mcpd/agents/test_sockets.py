@@ -27,6 +27,7 @@ from mcpd.agents.sockets import ProfileSockets
 from mcpd.config.model import ConfigError
 from mcpd.config.profiles import ProfileConfig
 from mcpd.errors import DaemonError
+from mcpd.local.owners import user_name
 
 TIMEOUT = 10
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user")
@@ -165,7 +166,9 @@ async def test_a_live_socket_of_someone_elses_is_never_taken(tmp_path: Path) -> 
         said = await start_fails({"dev": profile(path)})
         assert said == (
             f"profiles.dev.socket: something already listens on {path} (another mcpd, or a "
-            "program that took its place); not replacing it"
+            f"program that took its place; a socket of uid {os.getuid()} "
+            f"({user_name(os.getuid())}), mode "
+            f"{stat.S_IMODE(path.lstat().st_mode):04o}); not replacing it"
         )
         assert stat.S_ISSOCK(path.lstat().st_mode)
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:

@@ -180,7 +180,7 @@ def test_a_second_daemon_on_mcpd_socket_starts_no_server_early(
     assert serve(served, "--config", str(config), env=env).socket == str(tmp / "env.sock")
     assert len(starts(counted)) == 1
     second = mcpd("serve", "--config", str(config), "--log", "stderr", env=env)
-    assert second.returncode == 1
+    assert second.returncode == 78  # the same on every start: no use restarting
     assert "something already listens on" in second.stderr
     assert len(starts(counted)) == 1
 
