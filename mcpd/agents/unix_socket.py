@@ -13,7 +13,8 @@ directory it was bound in, held open meanwhile, whatever the path names by then.
 
 A socket can also be made ready beside its path (``stage_unix``) and put in place later,
 over one of ours listening there, with no moment where the path names nothing that
-another could bind (a reload's rebinding, ``sockets``).
+another could bind (a reload's rebinding, ``sockets``). What is at that temporary name
+is checked as the path is: only a socket mcpd's user left there is removed.
 
 Binding needs no event loop: ``mcpd serve`` binds before it loads one (``listening``).
 """
@@ -150,8 +151,7 @@ def stage_unix(path: str, mode: int, ours: SocketFile | None = None) -> Staged:
         except OSError as exc:
             raise DaemonError(f"cannot listen on {path!r}: {exc.strerror or exc}") from None
         try:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp, dir_fd=dir_fd)
+            _clear_leftover(path, dir_fd, os.path.join(directory, tmp))
             sock.bind(os.path.join(directory, tmp))
             os.chmod(tmp, mode, dir_fd=dir_fd)
             sock.listen(512)
@@ -164,6 +164,23 @@ def stage_unix(path: str, mode: int, ours: SocketFile | None = None) -> Staged:
         os.close(dir_fd)
         raise
     return Staged(path, mode, sock, dir_fd, tmp)
+
+
+def _clear_leftover(path: str, dir_fd: int, tmp: str) -> None:
+    """Nothing at the temporary name ``tmp`` but what an mcpd of this process id left
+    (its socket, then removed); anything else there is refused, as at the path itself."""
+    name = os.path.basename(tmp)
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if stat.S_ISSOCK(st.st_mode) and _not_ours(tmp, st) is None:
+        os.unlink(name, dir_fd=dir_fd)
+        return
+    raise UnusableSocketFile(
+        f"cannot listen on {path}: the name it is bound under first, {tmp}, is taken "
+        f"({describe(st)}); not replacing it: remove it or choose another socket path"
+    )
 
 
 class Staged:

@@ -232,3 +232,38 @@ async def test_a_socket_that_replaced_ours_is_left_where_it_is(tmp_path: Path) -
         assert stat.S_ISSOCK(path.lstat().st_mode)
     finally:
         newer.close()
+
+
+@needs_root
+@pytest.mark.parametrize("kind", ["file", "directory"])
+async def test_another_users_file_at_the_temporary_name_is_left_and_named(
+    tmp_path: Path, kind: str
+) -> None:
+    path = tmp_path / "mcpd.sock"
+    beside = tmp_path / f".mcpd.sock.{os.getpid()}"
+    if kind == "file":
+        beside.write_text("theirs")
+    else:
+        beside.mkdir()
+    os.chown(beside, OTHER, OTHER)
+    with pytest.raises(UnusableSocketFile) as info:
+        await open_unix_listener(str(path), 0o600)
+    what = "a regular file" if kind == "file" else "a directory"
+    assert f"{beside}, is taken ({what} of uid {OTHER} (no user name), mode " in str(info.value)
+    assert info.value.exit_code == 78
+    assert beside.lstat().st_uid == OTHER
+    assert not path.exists()
+
+
+async def test_a_leftover_socket_of_its_own_at_the_temporary_name_is_replaced(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "mcpd.sock"
+    leftover = socket.socket(socket.AF_UNIX)
+    leftover.bind(str(tmp_path / f".mcpd.sock.{os.getpid()}"))
+    leftover.close()
+    with trio.fail_after(30):
+        listener, bound = await open_unix_listener(str(path), 0o600)
+    assert stat.S_ISSOCK(path.lstat().st_mode)
+    bound.remove()
+    await listener.aclose()
