@@ -6,42 +6,34 @@ table (``registry.table``), so a prompt and a tool of one server read alike:
 handful of prompts) and naming it whole keeps the result independent of the order in
 which servers came up. As in the tool table, a name shaped like a hashed one is hashed
 too, and hashed names that agree are all lengthened, so no plain name is ever a hashed
-one and no prompt takes another's name by listing it; of those that want one name, one
-agents may call keeps it when the others wait for approval (``shared_names``).
+one and no prompt takes another's name by listing it; all that want one name are
+hashed, whatever is approved, so a newcomer never takes an approved item's name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from ..config.model import NamingConfig
-from .shared_names import keeper
 from .spelling import candidate_name, hash_shaped, hashed_name, most_digits
 
 Key = tuple[str, str]  # (alias, the name agents see before the template)
 
 
-def assign(
-    naming: NamingConfig,
-    keys: Iterable[Key],
-    callable_now: Callable[[Key], bool] = lambda key: True,
-) -> dict[Key, str]:
-    """A local name for every key: the template's name when it is short enough, it
-    does not read as a hashed name and no other key wants it (or none that agents may
-    call, when this one they may: ``callable_now``), else that name cut and ended in a
-    hash of ``alias::name``, as many digits as it takes to be no other's."""
+def assign(naming: NamingConfig, keys: Iterable[Key]) -> dict[Key, str]:
+    """A local name for every key: the template's name when it is short enough, nobody
+    else wants it and it does not read as a hashed name, else that name cut and ended
+    in a hash of ``alias::name``, as many digits as it takes to be no other's."""
     claims: dict[str, list[Key]] = {}
     for key in sorted(set(keys)):
         claims.setdefault(candidate_name(naming.template, *key), []).append(key)
     out: dict[Key, str] = {}
     to_hash: list[tuple[str, Key]] = []
     for cand, wanted in claims.items():
-        kept = wanted[0] if len(wanted) == 1 else keeper(wanted, callable_now)
-        if kept is None or len(cand) > naming.max_length or hash_shaped(cand):
-            kept = None
+        if len(wanted) == 1 and len(cand) <= naming.max_length and not hash_shaped(cand):
+            out[wanted[0]] = cand
         else:
-            out[kept] = cand
-        to_hash.extend((cand, key) for key in wanted if key != kept)
+            to_hash.extend((cand, key) for key in wanted)
     digits, most = 6, most_digits(naming.max_length)
     while to_hash:
         # Names of different lengths never agree: each length is settled on its own.

@@ -140,7 +140,7 @@ class PromptTable:
 
     def _rebuild(self) -> None:
         keys = [(alias, name) for alias, s in self._servers.items() for name in s.shown]
-        names = assign(self.naming, keys, self._callable)
+        names = assign(self.naming, keys)
         entries = []
         for (alias, name), local in sorted(names.items()):
             server = self._servers[alias]
@@ -152,10 +152,6 @@ class PromptTable:
         self._entries = entries
         self._by_local = {e.local: e for e in entries}
         self.version += 1
-
-    def _callable(self, key: tuple[str, str]) -> bool:
-        server = self._servers[key[0]]
-        return not server.held or server.originals.get(key[1], key[1]) not in server.held
 
     # -- queries --
 

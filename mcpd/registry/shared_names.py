@@ -1,13 +1,11 @@
-"""A local name several tools want: which of them keeps it, and what the journal is told.
+"""A local name several tools want: what the journal is told of it.
 
 The template can spell one name from two servers' tools: ``gh__prod``'s ``merge_pr``
-and ``gh``'s ``prod__merge.pr`` both read ``mcp__gh__prod__merge_pr``. A tool agents
-may call (not held: its server approved, its definition as approved) keeps the name
-before tools that wait for a person (new, changed, of a server held whole), which get
-hashed names: else a server could have an approved tool's name hashed away, and calls
-to it fail, by listing a look-alike it has not yet been allowed to serve. When none of
-them or more than one may be called, all are hashed, so the names depend on the tools
-and on what is approved, never on which server listed first.
+and ``gh``'s ``prod__merge.pr`` both read ``mcp__gh__prod__merge_pr``. All of them get
+hashed names, whatever is approved: a name that went to whichever may be called now
+would pass to a newcomer once the approved tool is held for a change, and calls to it
+would reach the other server. The journal names the tools, so the loss of a plain name
+is explained.
 """
 
 from __future__ import annotations
@@ -20,12 +18,6 @@ from protocol.logfields import log_extra
 logger = logging.getLogger("mcpd.registry")
 
 Key = tuple[str, str]  # (alias, the tool's name before the template)
-
-
-def keeper(claims: Sequence[Key], callable_now: Callable[[Key], bool]) -> Key | None:
-    """The one of ``claims`` that keeps the name they all want, if one does."""
-    able = [key for key in claims if callable_now(key)]
-    return able[0] if len(able) == 1 else None
 
 
 class Told:
@@ -45,14 +37,12 @@ class Told:
         if self._told.get(name) == now:
             return
         self._told[name] = now
-        kept = [f"{alias}'s {tool!r}" for (alias, tool), local in now if local == name]
-        moved = [f"{alias}'s {tool!r} as {local}" for (alias, tool), local in now if local != name]
-        how = f"{kept[0]} keeps it (the others wait for approval); " if kept else ""
+        listed = [f"{alias}'s {tool!r} as {local}" for (alias, tool), local in now]
         logger.warning(
-            "%s is the name of more than one tool: %slisted are %s; see `mcpd tools`",
+            "%s is the name of more than one tool, so each is hashed: listed are %s; "
+            "see `mcpd tools`",
             name,
-            how,
-            ", ".join(moved),
+            ", ".join(listed),
             extra=log_extra(None, "name_shared"),
         )
 

@@ -7,11 +7,11 @@ name that is too long, or that two tools would share, ends in a short hash of
 Anyone can compute a hashed name, so the two kinds never meet: a template name shaped
 like a hashed one (``_`` and six or more hex digits at its end) is hashed too, and a
 server cannot take a name by listing it. Hashed names that agree are all lengthened,
-as plain names that clash are all hashed (but one agents may call when the others
-wait for approval: ``shared_names``), so the names depend only on the set of tools and
-what is approved, never on which server listed first. A hashed entry keeps the name
-it wanted (``Entry.other_names``): a look-alike that gets a tool's name hashed leaves a
-policy rule that names the tool in force.
+as plain names that clash are all hashed, so the names depend only on the set of tools
+and never on which server listed first or on what is approved: a newcomer never takes
+a name an approved tool had. A hashed entry keeps the name it wanted
+(``Entry.other_names``): a look-alike that gets a tool's name hashed leaves a policy
+rule that names the tool in force.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from ..config.model import NamingConfig
 from ..config.servertable import ToolsConfig
 from .curation import curate
 from .gate import Gate
-from .shared_names import Told, keeper
+from .shared_names import Told
 from .shown import Entry
 from .spelling import candidate_name, digits_of, hash_shaped, hashed_name, most_digits
 
@@ -254,20 +254,15 @@ class Registry:
 
     def _place(self, cand: str, key: tuple[str, str]) -> None:
         self._resettle(self._drop(key))
-        claims = self._claims[cand]
         if (
-            (len(claims) == 1 or keeper(claims, self._callable) == key)
+            len(self._claims[cand]) == 1
             and len(cand) <= self.naming.max_length
             and not hash_shaped(cand)
         ):
-            # No other tool agents may call wants it, and no hashed name can be it.
+            # No other tool wants it, and no hashed name can be it.
             self._settle(key, cand)
         else:
             self._want(key)
-
-    def _callable(self, key: tuple[str, str]) -> bool:
-        server = self._servers[key[0]]
-        return not server.held or server.originals.get(key[1], key[1]) not in server.held
 
     def _want(self, key: tuple[str, str], digits: int = 6) -> None:
         """Give the key the shortest hashed name, from ``digits`` on, that no other key's

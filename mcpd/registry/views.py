@@ -161,8 +161,7 @@ class ProfileView(Sight):
         """The view's own entries: under ``naming`` (None: the table's names), each with
         every other name it has (``Entry.other_names``): the table's, ``default``'s
         (another naming of the default profile's) and these before their hashes."""
-        able = {(e.alias, e.name): e.held is None for e in entries}
-        names = {} if naming is None else assign(naming, able, able.__getitem__)
+        names = {} if naming is None else assign(naming, ((e.alias, e.name) for e in entries))
         theirs = {} if default is None else default.names_by_key()
         # A tool the default does not show: what its naming would call it.
         template = None if default is None or default.naming is None else default.naming.template
