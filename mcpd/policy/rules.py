@@ -161,15 +161,14 @@ class Policy:
     def decide(self, facts: CallFacts) -> Decision:
         # Every name the tool has for this call: a rule written against one naming
         # holds under every other, and a look-alike that gets the tool's name hashed
-        # does not take it out of the rule; ``ALIAS/NAME`` by the server's name and by
-        # what agents know it as, so that a server renaming it to a look-alike does not.
+        # does not take it out of the rule. A rule that denies or asks matches
+        # ``ALIAS/NAME`` by what agents know the tool as too, so that a server renaming
+        # it to a look-alike does not escape the rule; one that allows matches the
+        # server's own name only, as that reading would allow the look-alikes too.
         server = facts.server
-        names = (
-            facts.name,
-            *(f"{server}/{form}" for form in spellings(facts.original)),
-            *facts.other_names,
-        )
+        own = (facts.name, f"{server}/{facts.original}", *facts.other_names)
+        wide = own + tuple(f"{server}/{form}" for form in spellings(facts.original)[1:])
         for rule in self._rules:
-            if rule.matches(facts, names):
+            if rule.matches(facts, own if rule.decision.action == "allow" else wide):
                 return rule.decision
         return ALLOW

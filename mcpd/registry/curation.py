@@ -32,12 +32,12 @@ class Curated(msgspec.Struct):
 
 
 def visible(name: str, rules: ToolsConfig) -> bool:
-    """Whether the server's ``allow``/``deny`` let its item ``name`` through, matched as
-    the server spells it and as agents know it (``facing.spellings``)."""
-    forms = spellings(name)
-    if rules.allow and not any(fnmatchcase(f, p) for p in rules.allow for f in forms):
+    """Whether the server's ``allow``/``deny`` let its item ``name`` through: ``deny`` as
+    the server spells it and as agents know it (``facing.spellings``), ``allow`` as the
+    server spells it only, so that neither lets a look-alike of a name through."""
+    if rules.allow and not any(fnmatchcase(name, p) for p in rules.allow):
         return False
-    return not any(fnmatchcase(f, p) for p in rules.deny for f in forms)
+    return not any(fnmatchcase(f, p) for p in rules.deny for f in spellings(name))
 
 
 def curate(

@@ -1,7 +1,8 @@
 """A profile's ``allow``/``deny`` patterns (``mcpd.config.profiles``), as its view holds
-tools, prompts and resources to them: a name as the server spells it and as agents know
-it (``facing.spellings``), a resource's URI in every spelling a server may read as the
-same (``UriFilter``)."""
+tools, prompts and resources to them: a name as the server spells it, and for ``deny``
+as agents know it too (``facing.spellings``; an ``allow`` read that way would admit a
+look-alike of the name it lists), a resource's URI in every spelling a server may read
+as the same (``UriFilter``)."""
 
 from __future__ import annotations
 
@@ -27,10 +28,9 @@ class NameFilter:
         return (server is None or fnmatchcase(alias, server)) and fnmatchcase(name, pattern)
 
     def admits(self, alias: str, name: str) -> bool:
-        forms = spellings(name)
-        if self.allow and not any(self._match(r, alias, f) for r in self.allow for f in forms):
+        if self.allow and not any(self._match(r, alias, name) for r in self.allow):
             return False
-        return not any(self._match(r, alias, f) for r in self.deny for f in forms)
+        return not any(self._match(r, alias, f) for r in self.deny for f in spellings(name))
 
 
 class UriFilter(NameFilter):

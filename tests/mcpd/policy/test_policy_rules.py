@@ -155,6 +155,16 @@ def test_an_alias_slash_name_pattern_holds_for_the_name_as_agents_know_it() -> N
     )
 
 
+def test_an_allow_rule_holds_for_the_servers_own_name_only() -> None:
+    rules = [
+        {"action": "allow", "tools": ["github/delete_repo"]},
+        {"action": "deny", "servers": ["github"]},
+    ]
+    policy = Policy(config(*rules).policy)
+    assert policy.decide(facts(original="delete_repo")).action == "allow"
+    assert policy.decide(facts(original="delete.repo")).action == "deny"
+
+
 def test_profiles_and_servers_narrow_a_rule() -> None:
     policy = Policy(
         config(

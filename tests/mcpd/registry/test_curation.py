@@ -329,3 +329,5 @@ def test_a_hidden_name_is_hidden_as_agents_know_it_too() -> None:
     rules = ToolsConfig(deny=["hidden_tool"])
     assert not visible("hidden.tool", rules) and not visible("hidden_tool", rules)
     assert visible("hidden-tool", rules)
+    only = ToolsConfig(allow=["deploy_prod"])
+    assert visible("deploy_prod", only) and not visible("deploy.prod", only)

@@ -84,3 +84,53 @@ async def test_rules_naming_an_item_hold_after_its_server_renames_it_to_a_look_a
 async def policy_of(agent: Any) -> dict[str, str]:
     shown = await agent.result("mcpd/tools", {"profile": "default", "policy": True})
     return {name: d["action"] for name, d in shown["decisions"].items()}
+
+
+def deploys(*names: str) -> dict[str, Any]:
+    made = [*names, "read"]
+    return {"tools": [{"name": n, "description": f"{n}.", "inputSchema": OBJ} for n in made]}
+
+
+async def test_an_allow_naming_one_tool_lets_none_of_its_look_alikes_through(
+    tmp_path: Path,
+) -> None:
+    """``deploy_prod`` is allowed before a deny of its whole server, and a profile
+    allows it alone; the server then lists ``deploy.prod`` and ``deploy prod`` beside
+    it, which agents know alike (a change only warned of): they are denied, and the
+    profile lists neither."""
+    server = Changing(tmp_path)
+    server.write(deploys("deploy_prod"))
+    cfg = parse(
+        {
+            "daemon": {
+                "socket": str(tmp_path / "mcpd.sock"),
+                "state_dir": str(tmp_path / "state"),
+                "startup_deadline": 20.0,
+            },
+            "servers": {"s": server.config(on_changed_item="warn")},
+            "profiles": {"narrow": {"servers": ["s"], "tools": {"allow": ["s/deploy_prod"]}}},
+            "policy": [
+                {"tools": ["s/deploy_prod"], "action": "allow"},
+                {"servers": ["s"], "action": "deny"},
+            ],
+        }
+    )
+    with trio.fail_after(60):
+        async with running(cfg):
+            pass  # the server and its tools are approved as first seen
+        server.write(deploys("deploy_prod", "deploy.prod", "deploy prod"))
+        async with running(cfg) as daemon:
+            sock = daemon.socket_path
+            async with connect(sock) as agent, connect(sock) as narrow:
+                await narrow.use_profile("narrow")
+                local = {t["_meta"]["mcpd/originalName"]: t["name"] for t in await agent.tools()}
+                assert {"deploy_prod", "deploy.prod", "deploy prod"} <= set(local)
+                assert (await agent.call(local["deploy_prod"])).get("isError") is not True
+                for look_alike in ("deploy.prod", "deploy prod"):
+                    result = await agent.call(local[look_alike])
+                    assert result["isError"] is True, result
+                    assert REFUSED in result["content"][0]["text"]
+                    assert (await policy_of(agent))[local[look_alike]] == "deny"
+                assert [t["name"] for t in await narrow.tools()] == [local["deploy_prod"]]
+    called = [line for line in server.reached() if line.startswith("tools/call")]
+    assert called == ["tools/call deploy_prod"], called
