@@ -16,6 +16,7 @@ import difflib
 import json
 import os
 import re
+import shlex
 import sys
 from typing import Any, Final
 
@@ -72,7 +73,11 @@ def lines_of(definition: dict[str, Any] | None) -> list[str]:
     """A definition as lines to compare: what a person reads, escaped."""
     if definition is None:
         return []
-    out = [f"{k}: {visible(str(definition[k]))}" for k in _SCALARS if k in definition]
+    out = [
+        f"{k}: {shown_name(str(definition[k])) if k == 'name' else visible(str(definition[k]))}"
+        for k in _SCALARS
+        if k in definition
+    ]
     for text in _TEXTS:
         if text in definition:
             out.append(f"{text}:")
@@ -123,11 +128,53 @@ def _named(item: dict[str, Any]) -> str:
     return str(item["name"] or item["kind"])
 
 
-def _picked(item: dict[str, Any], wanted: set[str]) -> bool:
-    """Whether one of the names a person gave is the item's: as the server spells it,
-    or as ``shown_name`` shows it (quoted or not)."""
+def _matching(waiting: list[dict[str, Any]], wanted: str) -> list[dict[str, Any]]:
+    """The waiting items a name a person gave picks: the one whose name as the server
+    spells it is ``wanted``, if one is; else every one ``wanted`` is the escaped or the
+    shown form of (``shown_name``), which may be several look-alikes."""
+    raw = [i for i in waiting if _named(i) == wanted]
+    if len(raw) == 1:
+        return raw
+    return [
+        i for i in waiting if wanted in {_named(i), escaped_name(_named(i)), shown_name(_named(i))}
+    ]
+
+
+def _how_to_name(waiting: list[dict[str, Any]], item: dict[str, Any], server: str) -> str:
+    """How to pick ``item`` alone, as a person can paste it; approving the whole
+    server when no spelling of its name picks it alone."""
     name = _named(item)
-    return bool({name, escaped_name(name), shown_name(name)} & wanted)
+    for spelling in (shown_name(name), name, escaped_name(name)):
+        if _matching(waiting, spelling) == [item]:
+            return f"mcpd approve {server} {shlex.quote(spelling)}"
+    return f"no name picks it alone: mcpd approve {server}, naming nothing"
+
+
+def _picked(waiting: list[dict[str, Any]], wanted: list[str], server: str) -> list[dict[str, Any]]:
+    """The items the names a person gave pick; a name that picks none, or several,
+    ends the command, saying so."""
+    missing = [n for n in wanted if not _matching(waiting, n)]
+    if missing:
+        them = ", ".join(shown_name(_named(i)) for i in waiting) or "nothing"
+        fail(
+            EXIT_FAILED,
+            f"nothing of {server} named {', '.join(map(shown_name, missing))} "
+            f"waits for approval; waiting: {them} (`mcpd tools --pending` lists it all)",
+        )
+    for n in wanted:
+        several = _matching(waiting, n)
+        if len(several) > 1:
+            each = "; ".join(
+                f"{i['kind']} {shown_name(_named(i))}: {_how_to_name(waiting, i, server)}"
+                for i in several
+            )
+            fail(
+                EXIT_FAILED,
+                f"nothing approved: {shown_name(n)} names {len(several)} items of {server} "
+                f"that wait for approval; name one: {each}",
+            )
+    picked = {id(i) for n in wanted for i in _matching(waiting, n)}
+    return [i for i in waiting if id(i) in picked]
 
 
 def cmd_approve(args: argparse.Namespace) -> int:
@@ -135,16 +182,7 @@ def cmd_approve(args: argparse.Namespace) -> int:
     with client_for(args) as client:
         waiting = ask(client, "mcpd/pins/pending", {"server": args.server})["pending"]
         if args.names:
-            wanted = set(args.names)
-            missing = sorted(n for n in wanted if not any(_picked(i, {n}) for i in waiting))
-            if missing:
-                them = ", ".join(shown_name(_named(i)) for i in waiting) or "nothing"
-                fail(
-                    EXIT_FAILED,
-                    f"nothing of {args.server} named {', '.join(map(shown_name, missing))} "
-                    f"waits for approval; waiting: {them} (`mcpd tools --pending` lists it all)",
-                )
-            waiting = [i for i in waiting if _picked(i, wanted)]
+            waiting = _picked(waiting, list(dict.fromkeys(args.names)), args.server)
         if not waiting:
             print(f"nothing of {args.server} waits for approval")
             return 0

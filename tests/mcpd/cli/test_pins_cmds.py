@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from mcpd.cli.pins_cmds import (
+    _picked,
     describe,
     diff_of,
     lines_of,
@@ -74,7 +75,7 @@ def test_a_definition_is_one_field_to_a_line_in_a_fixed_order() -> None:
 )
 def test_what_hides_or_acts_on_a_terminal_is_escaped(text: str, shown: str) -> None:
     lines = lines_of({"name": text, "description": text, "extra": text})
-    assert lines[0] == f"name: {shown}"
+    assert lines[0] == f"name: '{shown}'"  # as `shown_name` shows a name
     assert lines[2] == f"  {shown}"
     # Other fields are JSON, which escapes controls its own way: none is left raw.
     assert not any(c in line for line in lines for c in "\x1b\u200b\u202e\r")
@@ -216,3 +217,18 @@ def test_findings_quote_where_and_what_escaped(capsys: pytest.CaptureFixture[str
     ]
     print_findings([])
     assert capsys.readouterr().out == "no findings\n"
+
+
+def test_a_name_that_picks_several_waiting_items_is_refused_naming_each(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cyrillic = "purg\u0435"
+    tool, prompt = item(name=cyrillic), item(kind="prompt", name=cyrillic)
+    literal = item(name="purg\\u0435")
+    assert _picked([tool, literal], ["purg\\u0435"], "notes") == [literal]
+    assert _picked([tool, literal], ["'purg\\u0435'"], "notes") == [tool]
+    with pytest.raises(SystemExit):
+        _picked([tool, prompt], ["purg\\u0435"], "notes")
+    err = capsys.readouterr().err
+    assert "purg\\u0435 names 2 items of notes" in err and cyrillic not in err, err
+    assert "tool 'purg\\u0435': " in err and "prompt 'purg\\u0435': " in err

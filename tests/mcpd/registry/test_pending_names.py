@@ -56,3 +56,33 @@ async def test_look_alike_names_are_shown_apart_and_approved_as_shown(tmp_path: 
                 code, out, err = await cli(sock, "approve", "tickets", "purge")
                 assert code != 0
                 assert "waits for approval" in err and "'purge '" in err
+
+
+async def test_a_name_typed_as_another_is_shown_approves_that_one_alone(tmp_path: Path) -> None:
+    """One tool is named ``purg\\u0435`` as typed (a backslash and five letters), another
+    ``purge`` with the Cyrillic letter, which is shown so: naming the first approves it
+    and not the look-alike, which is approved by its shown form, quotes and all, its
+    name in the diff escaped."""
+    typed = "purg\\u0435"
+    server = Changing(tmp_path)
+    server.write({"tools": [tool("read", "Read.")]})
+    cfg = config(tmp_path, {"tickets": server.config()}, on_new_item="hold")
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            sock = daemon.socket_path
+            async with connect(sock, modern=False) as agent:
+                await agent.initialize()
+                both = [tool(typed, "Wanted."), tool(CYRILLIC, "Deletes everything.")]
+                server.write({"tools": [tool("read", "Read."), *both]})
+                await relist(agent, agent, (TOOLS_CHANGED,))
+                code, out, err = await cli(sock, "approve", "tickets", typed, "--yes")
+                assert code == 0, err
+                assert out.count("approved: ") == 1 and f"approved: tool {typed}\n" in out, out
+                code, out, err = await cli(sock, "tools", "--pending")
+                assert code == 0, err
+                rows = [line for line in out.splitlines() if line.startswith("tickets ")]
+                assert len(rows) == 1 and "'purg\\u0435'" in rows[0], out
+                code, out, err = await cli(sock, "approve", "tickets", f"'{typed}'", "--yes")
+                assert code == 0, err
+                assert "+name: 'purg\\u0435'" in out and CYRILLIC not in out, out
+                assert "approved: tool 'purg\\u0435'" in out
