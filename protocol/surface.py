@@ -176,6 +176,13 @@ def answerable(requests: object, capabilities: dict[str, Any] | None) -> bool:
     )
 
 
+def asks_nothing(requests: object, state: object) -> bool:
+    """Whether an ``input_required`` with ``requests`` and ``state`` asks the client
+    nothing and only hands back a ``requestState`` to call again with (a server shedding
+    load does): a retry that needs no capability, and carries no ``inputResponses``."""
+    return isinstance(state, Raw) and (requests is UNSET or requests is None or requests == {})
+
+
 def has_tasks(capabilities: dict[str, Any] | None) -> bool:
     extensions = capabilities.get("extensions") if capabilities else None
     return isinstance(extensions, dict) and isinstance(extensions.get(TASKS_EXTENSION), dict)

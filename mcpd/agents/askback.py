@@ -31,7 +31,7 @@ from typing import Any, Final
 
 import msgspec
 import trio
-from msgspec import UNSET, Raw
+from msgspec import UNSET, Raw, UnsetType
 
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
@@ -297,39 +297,70 @@ def claim(
 
 Outcome = Any  # Raw | Outage | rpc.RPCError, as the servers' side hands it over
 Upstream = Callable[[Any, Any], Awaitable[Outcome]]  # (params, asker) -> outcome
-Retry = Callable[[Any, Raw, Raw | Any], Any]  # (params, inputResponses, requestState)
+# (params, inputResponses (none when nothing was asked), requestState) -> params
+Retry = Callable[[Any, Raw | UnsetType, Raw | UnsetType], Any]
+
+
+_heads: Final = msgspec.json.Decoder(surface.ResultHead)
+
+
+def _input_required(outcome: Outcome) -> surface.ResultHead | None:
+    """The head of ``outcome`` when it is a server's input_required, else None."""
+    if not isinstance(outcome, Raw):
+        return None
+    try:
+        head = _heads.decode(outcome)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    return head if head.kind == mcp.INPUT_REQUIRED else None
+
+
+def sheds(outcome: Outcome) -> bool:
+    """Whether ``outcome`` is an input_required that asks nothing, only to be called
+    again with its requestState (``surface.asks_nothing``): what a legacy agent never
+    sees, as mcpd calls again for it (``legacy_rounds``)."""
+    head = _input_required(outcome)
+    return head is not None and surface.asks_nothing(head.inputRequests, head.requestState)
+
+
+async def _answers(requests: dict[str, Any], asker: DirectAsker) -> Raw | rpc.RPCError:
+    """The agent's answers to each of ``requests``, or why it gave none."""
+    answers: dict[str, Raw] = {}
+    for key, request in requests.items():
+        method = request["method"]
+        try:
+            answers[key] = await asker.ask(method, request.get("params"))
+        except rpc.RPCError as exc:
+            return rpc.RPCError(exc.code, f"the agent could not answer {method}: {exc.message}")
+    return Raw(_encode(answers))
 
 
 async def legacy_rounds(
     params: Any, asker: DirectAsker | None, upstream: Upstream, retry: Retry
 ) -> Outcome:
-    """Call; while the server answers input_required that the agent can fulfil, ask
-    the agent and call again with the answers and the same requestState."""
+    """Call; while the server answers input_required, ask the agent what it can answer
+    and call again with the answers and the same requestState; one that asks nothing
+    is called again at once."""
     outcome = await upstream(params, asker)
     for _ in range(MAX_ROUNDS):
-        if asker is None or not isinstance(outcome, Raw):
-            return outcome
-        try:
-            head = rpc.decode_as(outcome, surface.ResultHead)
-        except rpc.InvalidParams:
+        head = _input_required(outcome)
+        if head is None:
             return outcome
         requests = head.inputRequests
-        # Only what asks the agent something is answered here.
-        if (
-            head.kind != mcp.INPUT_REQUIRED
-            or not isinstance(requests, dict)
-            or not requests
-            or not surface.answerable(requests, asker.capabilities)
-        ):
-            return outcome
-        answers: dict[str, Raw] = {}
-        for key, request in requests.items():
-            try:
-                answers[key] = await asker.ask(request["method"], request.get("params"))
-            except rpc.RPCError as exc:
-                return rpc.RPCError(
-                    exc.code, f"the agent could not answer {request['method']}: {exc.message}"
-                )
-        state = head.requestState if not isinstance(head.requestState, type(UNSET)) else UNSET
-        outcome = await upstream(retry(params, Raw(_encode(answers)), state), asker)
+        answers: Raw | UnsetType = UNSET
+        if not surface.asks_nothing(requests, head.requestState):
+            # Only what asks the agent something it declared is answered here; the rest
+            # is the agent's to be told of (``results``, ``prompts``).
+            if (
+                asker is None
+                or not isinstance(requests, dict)
+                or not requests
+                or not surface.answerable(requests, asker.capabilities)
+            ):
+                return outcome
+            got = await _answers(requests, asker)
+            if isinstance(got, rpc.RPCError):
+                return got
+            answers = got
+        outcome = await upstream(retry(params, answers, head.requestState), asker)
     return outcome

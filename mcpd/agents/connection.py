@@ -26,7 +26,7 @@ from ..policy.kin import AgentKin, unknown
 from ..servers.calls import Call, Outcome
 from ..servers.progress import ProgressSink
 from .agent import Agent
-from .askback import AgentRequests, DirectAsker
+from .askback import AgentRequests, DirectAsker, sheds
 from .askback_driver import may_be_asked
 from .backend import Lines
 from .batches import Batches
@@ -338,8 +338,15 @@ class Connection(Agent):
         """A call's one outcome: its reply, written now, unless the agent cancelled the
         call meanwhile. A spliced reply goes out unchecked when nothing holds it back."""
         rid = call.id
-        if self.inflight.pop(rid, None) is None:
+        if self.inflight.get(rid) is None:
             return
+        if not call.modern and self._nursery is not None and sheds(outcome):
+            # The server asks to be called again with its state: mcpd does so for an agent
+            # of the era before, which would not know how.
+            resume = functools.partial(self.calls.resume, call, self, outcome)
+            self._spawn(rid, "tools/call", resume, self._nursery)
+            return
+        del self.inflight[rid]
         try:
             line, spliced = self.calls.reply(rid, call, outcome, self)
         except Exception as exc:

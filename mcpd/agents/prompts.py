@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
-from msgspec import UNSET, Raw
+from msgspec import UNSET, Raw, UnsetType
 
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
@@ -119,7 +119,10 @@ def reply_for(
         raise outcome
     head = rpc.decode_as(outcome, surface.ResultHead)
     if head.kind == mcp.INPUT_REQUIRED:
-        if agent.modern and surface.answerable(head.inputRequests, agent.capabilities):
+        if agent.modern and (
+            surface.asks_nothing(head.inputRequests, head.requestState)
+            or surface.answerable(head.inputRequests, agent.capabilities)
+        ):
             return outcome
         raise rpc.RPCError(
             rpc.MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -205,7 +208,7 @@ async def serve_asked(
 
         return encoded(rid, made)
 
-    def retry(p: Any, responses: Raw, state: Any) -> Any:
+    def retry(p: Any, responses: Raw | UnsetType, state: Raw | UnsetType) -> Any:
         return msgspec.structs.replace(p, inputResponses=responses, requestState=state)
 
     state, responses = params.requestState, params.inputResponses

@@ -199,10 +199,13 @@ def _not_complete(
     if (
         kind == mcp.INPUT_REQUIRED
         and modern
-        and surface.answerable(head.inputRequests, capabilities)
+        and (
+            surface.asks_nothing(head.inputRequests, head.requestState)
+            or surface.answerable(head.inputRequests, capabilities)
+        )
     ):
-        # The agent can answer: it retries with inputResponses and the same requestState,
-        # which mcpd forwards to the same server as a new request.
+        # The agent can answer (or is asked nothing): it retries with its answers and the
+        # same requestState, which mcpd forwards to the same server as a new request.
         return raw, True, False
     if kind == mcp.INPUT_REQUIRED:
         text = unanswered_text(alias, head.inputRequests, budget)

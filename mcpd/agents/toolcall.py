@@ -198,12 +198,21 @@ class Router:
         # The profile it was routed in: the connection may have switched since.
         return agent.identity.info(call.profile, call.modern)
 
-    async def _serve(self, call: Call, agent: Agent, routed: Ask | Sent | None) -> bytes:
+    async def resume(self, call: Call, agent: Agent, answered: Outcome) -> bytes:
+        """A legacy agent's call started without a task (``start``), whose server
+        answered ``input_required`` asking nothing (``askback.sheds``): its rounds go on
+        in a task of its request from that answer, as they would have from the first."""
+        return await self._serve(call, agent, None, answered)
+
+    async def _serve(
+        self, call: Call, agent: Agent, routed: Ask | Sent | None, answered: Outcome | None = None
+    ) -> bytes:
         """A routed call, awaited: asked about first when the policy says so (``Ask``),
         then through the rounds of its server asking its agent things. None: a call
-        that only brings the answer to what mcpd asked for another (``Continues``)."""
+        that only brings the answer to what mcpd asked for another (``Continues``), or
+        one let through already whose server ``answered``."""
         try:
-            return await self._rounds(call, agent, routed)
+            return await self._rounds(call, agent, routed, answered)
         except rpc.RPCError as exc:
             # A requestState that names no wait of mcpd's (expired, another agent's):
             # this request's error, never the connection's.
@@ -213,7 +222,9 @@ class Router:
             self.records.tool_call(call, self._who(call, agent), *ended(exc))
             raise
 
-    async def _rounds(self, call: Call, agent: Agent, routed: Ask | Sent | None) -> bytes:
+    async def _rounds(
+        self, call: Call, agent: Agent, routed: Ask | Sent | None, answered: Outcome | None
+    ) -> bytes:
         side = AgentSide(
             owner=call.owner,
             modern=call.modern,
@@ -238,7 +249,10 @@ class Router:
             # Each round goes under what the last one went under: asked about before the
             # first when the policy says so, looked at again before each after it (the
             # rules or the tool may have changed while the agent answered its server).
-            nonlocal routed, first
+            nonlocal routed, first, answered
+            if answered is not None:  # the first round's, from before its task
+                outcome, answered, first = answered, None, False
+                return outcome
             try:
                 who = self._who(call, agent)
                 going: mcp.CallToolResult | Sent | None
@@ -404,7 +418,7 @@ class _Awaited:
         return self._outcome
 
 
-def _retry(call: Call, responses: Raw, state: Raw | UnsetType) -> Call:
+def _retry(call: Call, responses: Raw | UnsetType, state: Raw | UnsetType) -> Call:
     """The call again, with the answers to what its server asked and its state."""
     call.input_responses, call.request_state = responses, state
     return call

@@ -1,0 +1,87 @@
+"""A 2026-07-28 server's ``input_required`` rounds as agents of either era meet them,
+through a running daemon: one that asks nothing and only hands back a
+``requestState`` (a server shedding load), one that never stops asking, and an agent
+that never answers what it is asked."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from mcpd.daemon import Daemon
+from tests.support.agent import connect, make_config, running
+from tests.support.answering import connect_answering
+
+SHEDDING = str(Path(__file__).parents[2] / "support" / "shedding_server.py")
+LIMIT = 60
+SERVED = "served after 3 retries, without inputResponses"
+# (method, params of the request, where the server's words are in its result)
+REQUESTS = [
+    ("tools/call", {"name": "mcp__s__busy", "arguments": {}}),
+    ("prompts/get", {"name": "mcp__s__busy"}),
+    ("resources/read", {"uri": "shed://now"}),
+]
+
+
+def said(method: str, result: dict[str, Any]) -> str:
+    """The text of a completed request's result."""
+    if method == "tools/call":
+        text = result["content"][0]["text"]
+    elif method == "prompts/get":
+        text = result["messages"][0]["content"]["text"]
+    else:
+        text = result["contents"][0]["text"]
+    assert isinstance(text, str)
+    return text
+
+
+@asynccontextmanager
+async def shedding(tmp_path: Path, **daemon: Any) -> AsyncIterator[Daemon]:
+    server = {"command": sys.executable, "args": [SHEDDING]}
+    config = make_config(tmp_path, {"s": server}, **daemon)
+    async with running(config) as running_daemon:
+        yield running_daemon
+
+
+@pytest.mark.parametrize(("method", "params"), REQUESTS)
+@pytest.mark.parametrize("capabilities", [{}, {"elicitation": {}}])
+async def test_a_legacy_agent_gets_what_a_server_shedding_load_serves_in_the_end(
+    tmp_path: Path, method: str, params: dict[str, Any], capabilities: dict[str, Any]
+) -> None:
+    # Nothing is asked of the agent, so it needs no capability: mcpd sends the state
+    # back at once, as often as the server hands one back.
+    with trio.fail_after(LIMIT):
+        async with (
+            shedding(tmp_path) as daemon,
+            connect_answering(daemon.socket_path, False) as agent,
+        ):
+            await agent.initialize_with(capabilities)
+            reply = await agent.rpc(method, params)
+    assert "result" in reply, reply
+    assert said(method, reply["result"]) == SERVED
+    assert agent.asked == []
+
+
+@pytest.mark.parametrize(("method", "params"), REQUESTS)
+async def test_a_modern_agent_that_declared_nothing_is_handed_the_state_to_retry_with(
+    tmp_path: Path, method: str, params: dict[str, Any]
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with shedding(tmp_path) as daemon, connect(daemon.socket_path) as agent:
+            states = []
+            reply = await agent.rpc(method, params)
+            while reply.get("result", {}).get("resultType") == "input_required":
+                result = reply["result"]
+                assert "inputRequests" not in result
+                states.append(result["requestState"])
+                reply = await agent.rpc(method, {**params, "requestState": states[-1]})
+    assert "result" in reply, reply
+    assert reply["result"]["resultType"] == "complete"
+    assert said(method, reply["result"]) == SERVED
+    assert states == ["shed-1", "shed-2", "shed-3"]

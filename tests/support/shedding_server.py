@@ -1,0 +1,100 @@
+"""A 2026-07-28 stdio server that answers ``input_required`` in the two ways a client
+must retry without being given anything to answer, and the one it never stops.
+
+- tool ``busy``, prompt ``busy`` and resource ``shed://now``: each request is answered
+  with a ``requestState`` alone (the server sheds load) until it has been sent back
+  ``--busy`` times; then it completes, saying how many times it came back and whether
+  any retry carried ``inputResponses``;
+- tool ``endless``: every request, answered or not, asks an elicitation again, with a
+  ``requestState`` that counts the rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+MODERN = "2026-07-28"
+FRESH = {"ttlMs": 0, "cacheScope": "private"}  # nothing of it is to be cached
+p = argparse.ArgumentParser()
+p.add_argument("--busy", type=int, default=3, help="retries a busy request needs")
+args = p.parse_args()
+
+
+def write(rid: object, result: dict) -> None:
+    line = {"jsonrpc": "2.0", "id": rid, "result": result}
+    sys.stdout.write(json.dumps(line) + "\n")
+    sys.stdout.flush()
+
+
+def shed(params: dict) -> tuple[dict | None, str]:
+    """The input_required that sheds a request again, or None with how it came back."""
+    state = params.get("requestState")
+    back = int(state.removeprefix("shed-")) if isinstance(state, str) else 0
+    if back < args.busy:
+        return {"resultType": "input_required", "requestState": f"shed-{back + 1}"}, ""
+    carried = "with" if "inputResponses" in params else "without"
+    return None, f"served after {back} retries, {carried} inputResponses"
+
+
+def endless(params: dict) -> dict:
+    state = params.get("requestState")
+    n = int(state) + 1 if isinstance(state, str) else 1
+    schema = {"type": "object", "properties": {"x": {"type": "string"}}}
+    asked = {"mode": "form", "message": f"round {n}", "requestedSchema": schema}
+    return {
+        "resultType": "input_required",
+        "inputRequests": {f"k{n}": {"method": "elicitation/create", "params": asked}},
+        "requestState": str(n),
+    }
+
+
+def complete(result: dict) -> dict:
+    return {"resultType": "complete", **result}
+
+
+def handle(method: str, params: dict) -> dict | None:
+    if method == "server/discover":
+        caps = {"tools": {}, "prompts": {}, "resources": {}}
+        return complete({"supportedVersions": [MODERN], "capabilities": caps, **FRESH})
+    if method == "tools/list":
+        schema = {"type": "object"}
+        tools = [{"name": n, "inputSchema": schema} for n in ("busy", "endless")]
+        return complete({"tools": tools, **FRESH})
+    if method == "prompts/list":
+        return complete({"prompts": [{"name": "busy"}], **FRESH})
+    if method == "resources/list":
+        listed = [{"uri": "shed://now", "name": "now"}]
+        return complete({"resources": listed, **FRESH})
+    if method == "resources/templates/list":
+        return complete({"resourceTemplates": [], **FRESH})
+    if method == "tools/call" and params.get("name") == "endless":
+        return endless(params)
+    if method in ("tools/call", "prompts/get", "resources/read"):
+        again, said = shed(params)
+        if again is not None:
+            return again
+        if method == "tools/call":
+            return complete({"content": [{"type": "text", "text": said}]})
+        if method == "prompts/get":
+            said_to = {"role": "user", "content": {"type": "text", "text": said}}
+            return complete({"messages": [said_to]})
+        return complete({"contents": [{"uri": "shed://now", "text": said}]})
+    if method == "ping":
+        return complete({})
+    return None
+
+
+for line in sys.stdin:
+    msg = json.loads(line)
+    rid = msg.get("id")
+    if rid is None or "method" not in msg:
+        continue
+    result = handle(msg["method"], msg.get("params") or {})
+    if result is None:
+        error = {"code": -32601, "message": f"Method not found: {msg['method']}"}
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": rid, "error": error}) + "\n")
+        sys.stdout.flush()
+    else:
+        write(rid, result)
