@@ -323,24 +323,35 @@ def sheds(outcome: Outcome) -> bool:
     return head is not None and surface.asks_nothing(head.inputRequests, head.requestState)
 
 
-async def _answers(requests: dict[str, Any], asker: DirectAsker) -> Raw | rpc.RPCError:
-    """The agent's answers to each of ``requests``, or why it gave none."""
+async def _answers(
+    requests: dict[str, Any], asker: DirectAsker, ask_timeout: float
+) -> Raw | rpc.RPCError:
+    """The agent's answers to each of ``requests``, or why it gave none: each waits
+    ``ask_timeout`` at most, as a legacy server's request to the agent does."""
     answers: dict[str, Raw] = {}
     for key, request in requests.items():
         method = request["method"]
         try:
-            answers[key] = await asker.ask(method, request.get("params"))
+            with trio.fail_after(ask_timeout):
+                answers[key] = await asker.ask(method, request.get("params"))
+        except trio.TooSlowError:
+            why = f"the agent did not answer {method} within {ask_timeout:g} s (ask_timeout)"
+            return rpc.RPCError(NO_ANSWER, why)
         except rpc.RPCError as exc:
             return rpc.RPCError(exc.code, f"the agent could not answer {method}: {exc.message}")
     return Raw(_encode(answers))
 
 
 async def legacy_rounds(
-    params: Any, asker: DirectAsker | None, upstream: Upstream, retry: Retry
+    params: Any,
+    asker: DirectAsker | None,
+    upstream: Upstream,
+    retry: Retry,
+    ask_timeout: float,
 ) -> Outcome:
     """Call; while the server answers input_required, ask the agent what it can answer
-    and call again with the answers and the same requestState; one that asks nothing
-    is called again at once."""
+    (``ask_timeout`` at most each) and call again with the answers and the same
+    requestState; one that asks nothing is called again at once."""
     outcome = await upstream(params, asker)
     for _ in range(MAX_ROUNDS):
         head = _input_required(outcome)
@@ -358,7 +369,7 @@ async def legacy_rounds(
                 or not surface.answerable(requests, asker.capabilities)
             ):
                 return outcome
-            got = await _answers(requests, asker)
+            got = await _answers(requests, asker, ask_timeout)
             if isinstance(got, rpc.RPCError):
                 return got
             answers = got

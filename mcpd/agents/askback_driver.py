@@ -20,6 +20,7 @@ from msgspec import Raw, UnsetType
 from protocol import jsonrpc as rpc
 from protocol import surface
 
+from ..config.model import DaemonConfig
 from ..servers.calls import Whose
 from .askback import (
     AgentRequests,
@@ -76,9 +77,14 @@ class AgentSide(msgspec.Struct):
 
 
 class AskBackDriver:
-    def __init__(self, failures: Failures | None = None) -> None:
+    def __init__(
+        self, failures: Failures | None = None, ask_timeout: Callable[[], float] | None = None
+    ) -> None:
         self.parks = Parks()
         self.failures = failures or Failures()
+        # How long a legacy agent may take to answer what a modern server asks it (the
+        # daemon's ask_timeout, read as each request starts: a reload may change it).
+        self._ask_timeout = ask_timeout or (lambda: DaemonConfig().ask_timeout)
         self._nursery: trio.Nursery | None = None
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -126,7 +132,8 @@ class AskBackDriver:
             agent.send,
         )
         if not agent.modern:
-            return shape(rid, await legacy_rounds(params, direct, upstream, retry))
+            outcome = await legacy_rounds(params, direct, upstream, retry, self._ask_timeout())
+            return shape(rid, outcome)
         if not agent.asks or self._nursery is None:
             return shape(rid, await upstream(params, direct))
         flow = Flow(agent.owner, method, name, rid)

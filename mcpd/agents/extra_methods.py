@@ -71,7 +71,8 @@ class ExtraMethods:
         # The agent's profile: which prompts and resources it sees.
         self._view_of = view_of
         self._connections = connections
-        self.askback = AskBackDriver(failures)  # its own task's faults are logged there
+        # Its own task's faults are logged in ``failures``.
+        self.askback = AskBackDriver(failures, lambda: control.settings.ask_timeout)
         self.tasks = Tasks(
             servers, self.finish_result, lambda: control.settings.result_budget_chars
         )

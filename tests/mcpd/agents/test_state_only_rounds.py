@@ -85,3 +85,22 @@ async def test_a_modern_agent_that_declared_nothing_is_handed_the_state_to_retry
     assert reply["result"]["resultType"] == "complete"
     assert said(method, reply["result"]) == SERVED
     assert states == ["shed-1", "shed-2", "shed-3"]
+
+
+async def test_an_agent_that_does_not_answer_ends_the_call_at_ask_timeout(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with (
+            shedding(tmp_path, ask_timeout=0.5) as daemon,
+            connect_answering(daemon.socket_path, False, None) as agent,
+        ):
+            agent.hold = True  # its user never answers
+            await agent.initialize_with({"elicitation": {}})
+            reply = await agent.rpc("tools/call", {"name": "mcp__s__endless", "arguments": {}})
+    (asked,) = agent.asked
+    assert "error" in reply, reply
+    assert "did not answer elicitation/create within 0.5 s" in reply["error"]["message"]
+    # The agent is told to stop asking its user.
+    (cancelled,) = [n for n in agent.notifications if n["method"] == "notifications/cancelled"]
+    assert cancelled["params"]["requestId"] == asked["id"]
