@@ -351,7 +351,8 @@ async def legacy_rounds(
 ) -> Outcome:
     """Call; while the server answers input_required, ask the agent what it can answer
     (``ask_timeout`` at most each) and call again with the answers and the same
-    requestState; one that asks nothing is called again at once."""
+    requestState; one that asks nothing is called again at once. After ``MAX_ROUNDS``
+    the call ends, whatever the server still asks."""
     outcome = await upstream(params, asker)
     for _ in range(MAX_ROUNDS):
         head = _input_required(outcome)
@@ -374,4 +375,11 @@ async def legacy_rounds(
                 return got
             answers = got
         outcome = await upstream(retry(params, answers, head.requestState), asker)
-    return outcome
+    if _input_required(outcome) is None:
+        return outcome
+    return rpc.RPCError(
+        rpc.INTERNAL_ERROR,
+        f"the server kept asking for input past mcpd's limit of {MAX_ROUNDS} rounds for "
+        "one request, so it did not complete; the same request would most likely end "
+        "the same way",
+    )

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import trio
 
+from mcpd.agents.askback import MAX_ROUNDS
 from mcpd.daemon import Daemon
 from tests.support.agent import connect, make_config, running
 from tests.support.answering import connect_answering
@@ -85,6 +86,27 @@ async def test_a_modern_agent_that_declared_nothing_is_handed_the_state_to_retry
     assert reply["result"]["resultType"] == "complete"
     assert said(method, reply["result"]) == SERVED
     assert states == ["shed-1", "shed-2", "shed-3"]
+
+
+async def test_a_server_that_keeps_asking_is_named_for_it_at_mcpds_round_limit(
+    tmp_path: Path,
+) -> None:
+    def answer(method: str, params: Any) -> Any:
+        return {"action": "accept", "content": {"x": "y"}}
+
+    with trio.fail_after(LIMIT):
+        async with (
+            shedding(tmp_path) as daemon,
+            connect_answering(daemon.socket_path, False, answer) as agent,
+        ):
+            await agent.initialize_with({"elicitation": {}})
+            reply = await agent.rpc("tools/call", {"name": "mcp__s__endless", "arguments": {}})
+    assert len(agent.asked) == MAX_ROUNDS
+    assert "error" in reply, reply
+    message = reply["error"]["message"]
+    assert f"mcpd's limit of {MAX_ROUNDS} rounds" in message
+    assert "kept asking" in message
+    assert "capabilit" not in message
 
 
 async def test_an_agent_that_does_not_answer_ends_the_call_at_ask_timeout(
