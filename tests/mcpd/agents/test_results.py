@@ -181,9 +181,14 @@ def test_a_url_elicitation_is_an_error_for_an_agent_that_declared_form_mode_only
     assert shaped({"elicitation": {"url": {}}}) == URL_ASK
 
 
-def test_input_required_with_only_request_state_is_an_error_too() -> None:
+def test_input_required_with_only_request_state_goes_to_any_modern_agent() -> None:
+    # It asks nothing: retrying with the state needs no capability.
     data = b'{"resultType":"input_required","requestState":"shed load"}'
-    out = as_json(shape(data))
+    assert as_json(shape(data)) == msgspec.json.decode(data)
+
+
+def test_input_required_with_neither_requests_nor_state_is_an_error() -> None:
+    out = as_json(shape(b'{"resultType":"input_required"}'))
     assert out["isError"] is True
     assert out["resultType"] == "complete"
     assert "more input" in only_text(out)
