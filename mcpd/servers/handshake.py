@@ -146,6 +146,13 @@ class Handshake:
                     break
                 version = outcome
             if self.era_pref == "modern":
+                if self.probe_timed_out:
+                    # Silence says nothing of its era: a server slow to start (a
+                    # busy machine, a heavy runtime) is not one that speaks another.
+                    raise Incompatible(
+                        f"{self.alias}: no answer to server/discover within "
+                        f"{self.probe_timeout:g} s (the daemon's probe_timeout)"
+                    )
                 raise Incompatible(f"{self.alias}: does not speak protocol {mcp.LATEST_MODERN}")
         return await self.initialize(client_capabilities)
 

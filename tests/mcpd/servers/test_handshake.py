@@ -218,6 +218,18 @@ async def test_a_modern_preference_refuses_a_legacy_server() -> None:
     assert t.methods() == ["server/discover"]
 
 
+async def test_a_modern_preference_says_a_silent_server_was_silent_not_of_another_era(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    t = ScriptedTransport(server_discover=[Never()])
+    with pytest.raises(Incompatible) as raised:
+        await handshake(t, era="modern").connect({})
+    said = str(raised.value)
+    assert "no answer to server/discover within" in said and "probe_timeout" in said
+    assert "does not speak" not in said
+    assert t.methods() == ["server/discover"]
+
+
 async def test_a_silent_probe_falls_back_and_a_refused_initialize_says_the_probe_was_silent(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
