@@ -6,19 +6,23 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .nesting import MAX_NESTING
+
 
 class _Pairs(list[tuple[str, Any]]):
     """A JSON object as decoded, duplicate keys and all."""
 
 
 def read_json(text: str) -> Any:
-    """JSON, also with // and /* */ comments and trailing commas (JSONC)."""
+    """JSON, also with // and /* */ comments and trailing commas (JSONC). Raises
+    ValueError for text that is not, or that nests deeper than ``MAX_NESTING``."""
     return json.loads(_strip_jsonc(text), object_pairs_hook=_Pairs)
 
 
 def _strip_jsonc(text: str) -> str:
     out: list[str] = []
     i, n = 0, len(text)
+    depth = 0  # counted here, so that no deeper text reaches a recursive reader
     while i < n:
         c = text[i]
         if c == '"':
@@ -34,7 +38,14 @@ def _strip_jsonc(text: str) -> str:
             end = text.find("*/", i + 2)
             i = n if end < 0 else end + 2
             out.append(" ")
+        elif c in "[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                raise ValueError(f"arrays and objects nested more than {MAX_NESTING} levels deep")
+            out.append(c)
+            i += 1
         elif c in "]}":
+            depth -= 1
             # A trailing comma before a closing bracket: drop it.
             k = len(out) - 1
             while k >= 0 and out[k].isspace():

@@ -39,11 +39,13 @@ from .expand import (
 from .held import held_in
 from .hosts import builtin_profiles
 from .model import LIST_LIMIT_KEYS, MAX_AUDIT_FILES, Config, ConfigError
+from .nesting import nests_too_deep, too_deep
 from .policychecks import validate_policy
 from .profiles import DEFAULT_PROFILE, ProfileConfig
 from .sandbox import limits_errors
 from .serverchecks import check_server
 from .servertable import ServerConfig
+from .stringchecks import daemon_string_errors
 
 __all__ = ["Unresolved", "expand", "load", "parse", "said_of", "validate"]
 
@@ -162,6 +164,8 @@ def _convert_at(value: Any, type_: Any, where: str) -> None:
 def validate(config: Config, unexpanded: Mapping[str, Collection[str]] | None = None) -> None:
     """``unexpanded``: per server, the key paths whose values were left as written."""
     d = config.daemon
+    for error in daemon_string_errors(config):
+        raise error
     fields = msgspec.structs.asdict(d)  # the numbers checked alike, by key
     try:
         mode = config.socket_mode()
@@ -290,4 +294,8 @@ def load(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> 
         data = tomllib.loads(text.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError("", f"{p}: not valid TOML: {exc}") from None
+    except RecursionError:  # arrays or inline tables within each other, past any bound
+        raise ConfigError("", too_deep(str(p))) from None
+    if nests_too_deep(data):
+        raise ConfigError("", too_deep(str(p)))
     return parse(data, env, source=str(p))

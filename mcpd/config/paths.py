@@ -127,7 +127,7 @@ def configured_socket(path: str, env: Mapping[str, str] | None = None) -> str | 
 
     try:
         data = tomllib.loads(text.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError):
         return None
     daemon = data.get("daemon")
     socket = daemon.get("socket") if isinstance(daemon, dict) else None

@@ -19,11 +19,16 @@ from ..local.trusted_path import untrusted_file
 from .model import ALIAS_RE, LIST_LIMIT_KEYS, ConfigError
 from .sandbox import grant_errors
 from .servertable import AuthConfig, ServerConfig, ToolsConfig
+from .stringchecks import server_string_errors, unpassable, url_errors
 
 
 def _ca_file_errors(at: str, path: str) -> Iterator[ConfigError]:
     """The CA bundle decides whom mcpd believes is the server, and so who gets its
     credentials: one another user could write would let them stand in for it."""
+    problem = unpassable(path)
+    if problem is not None:
+        yield ConfigError(at, problem)
+        return
     try:
         st = os.stat(path)
     except OSError:
@@ -46,9 +51,7 @@ def check_server(alias: str, s: ServerConfig, unknown: Collection[str] = ()) -> 
 
 def server_errors(alias: str, s: ServerConfig) -> Iterator[ConfigError]:
     where = f"servers.{alias}"
-    for name, value in s.headers.items():
-        if any(c in value for c in "\r\n\0") or any(c in name for c in "\r\n\0 :"):
-            yield ConfigError(f"{where}.headers.{name}", "a header cannot contain CR, LF or NUL")
+    yield from server_string_errors(where, s)
     if not ALIAS_RE.match(alias):
         yield ConfigError(where, "an alias must be non-empty and made of A-Z a-z 0-9 _ -")
     if (s.command is None) == (s.url is None):
@@ -67,6 +70,8 @@ def server_errors(alias: str, s: ServerConfig) -> Iterator[ConfigError]:
             parse_url(s.url)
         except ValueError as exc:
             yield ConfigError(f"{where}.url", str(exc))
+        else:
+            yield from url_errors(f"{where}.url", s.url)
     if s.command is not None and s.transport != "stdio":
         yield ConfigError(f"{where}.transport", f'"{s.transport}" needs a `url`, not a `command`')
     if s.url is not None and s.transport == "stdio":
@@ -161,6 +166,9 @@ def _auth_errors(where: str, s: ServerConfig, a: AuthConfig) -> Iterator[ConfigE
     for key, value in (("client_id", a.client_id), ("client_secret", a.client_secret)):
         if value is not None and not value.strip():
             yield ConfigError(f"{at}.{key}", "is empty")
+    for key, url in (("client_metadata_url", a.client_metadata_url), ("issuer", a.issuer)):
+        if url is not None:
+            yield from url_errors(f"{at}.{key}", url)
     if a.client_metadata_url is not None and not re.match(
         r"^https://[^/\s#]+/[^\s#]+$", a.client_metadata_url
     ):
@@ -170,7 +178,7 @@ def _auth_errors(where: str, s: ServerConfig, a: AuthConfig) -> Iterator[ConfigE
     if a.issuer is not None and not re.match(r"^https?://[^/\s#?]+[^\s#?]*$", a.issuer):
         yield ConfigError(f"{at}.issuer", "must be an http(s) URL without query or fragment")
     for i, scope in enumerate(a.scopes or []):
-        if not scope or any(c.isspace() or c in '"\\' for c in scope):
+        if not scope or any(c.isspace() or c in '"\\' or ord(c) < 0x20 for c in scope):
             yield ConfigError(f"{at}.scopes[{i}]", "must be one scope token (no spaces)")
     if not 0 <= a.redirect_port <= 65535:
         yield ConfigError(f"{at}.redirect_port", "must be a port number (0: any free port)")

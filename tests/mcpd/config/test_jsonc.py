@@ -98,3 +98,16 @@ def test_a_repeated_key_at_the_top_is_named_alone() -> None:
         {"a": 2},
         ["a: the key appears more than once; the last one wins"],
     )
+
+
+def test_nesting_up_to_the_bound_is_read_and_deeper_is_a_value_error() -> None:
+    assert read_json("[" * 100 + "]" * 100) is not None
+    with pytest.raises(ValueError, match="nested more than 100 levels deep"):
+        read_json("[" * 101 + "]" * 101)
+    with pytest.raises(ValueError, match="nested more than 100 levels deep"):
+        read_json('{"a": ' * 200_000 + "1" + "}" * 200_000)
+
+
+def test_brackets_in_strings_and_comments_are_no_nesting() -> None:
+    text = '["' + "[{" * 500 + '"] // ' + "[" * 500 + "\n"
+    assert read_json(text) == ["[{" * 500]

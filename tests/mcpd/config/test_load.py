@@ -174,6 +174,57 @@ def test_a_json_error_names_the_file_and_its_line(tmp_path: Path) -> None:
     assert "servers.json" in message and "line 2" in message
 
 
+def _deep_toml(levels: int) -> dict[str, bytes]:
+    return {
+        "arrays": b"x = " + b"[" * levels + b"]" * levels + b"\n",
+        "inline tables": b"x = " + b"{a = " * levels + b"1" + b"}" * levels + b"\n",
+        "dotted keys": b"[" + b".".join([b"a"] * levels) + b"]\nx = 1\n",
+        "server table": (
+            b'[servers.s]\ncommand = "x"\nargs = ' + b"[" * levels + b"]" * levels + b"\n"
+        ),
+    }
+
+
+@pytest.mark.parametrize("shape", list(_deep_toml(1)))
+@pytest.mark.parametrize("levels", [150, 5000])
+def test_toml_nested_too_deeply_is_refused_naming_the_file(
+    tmp_path: Path, shape: str, levels: int
+) -> None:
+    path = written(tmp_path, "deep.toml", _deep_toml(levels)[shape])
+    assert refusal(path) == f"{path}: nested more than 100 levels deep"
+
+
+@pytest.mark.parametrize("levels", [150, 900, 100_000])
+def test_json_nested_too_deeply_is_refused_naming_the_file(tmp_path: Path, levels: int) -> None:
+    text = b'{"mcpServers": {"a": {"command": "x"}}, "z": ' + b"[" * levels + b"]" * levels + b"}"
+    path = written(tmp_path, "deep.json", text)
+    message = refusal(path)
+    assert message.startswith(f"{path}: ") and "nested more than 100 levels deep" in message
+
+
+@pytest.mark.parametrize(
+    ("toml", "path"),
+    [
+        (b'[daemon]\nsocket = "/run/a\\u0000b.sock"\n', "daemon.socket"),
+        (b'[daemon]\nstate_dir = "/var/a\\u0000b"\n', "daemon.state_dir"),
+        (b'[daemon]\nallow_groups = ["wheel\\u0000"]\n', "daemon.allow_groups[0]"),
+        (
+            b'[servers.s]\ncommand = "x"\n[profiles.p]\nsocket = "/run/p.sock"\n'
+            b'allow_groups = ["a\\u0000"]\n',
+            "profiles.p.allow_groups[0]",
+        ),
+        (b'[profiles.p]\nsocket = "/run/p\\u0000.sock"\n', "profiles.p.socket"),
+    ],
+)
+def test_a_daemon_path_or_group_with_a_nul_is_named(tmp_path: Path, toml: bytes, path: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load(written(tmp_path, "mcpd.toml", toml), env={})
+    assert (caught.value.path, caught.value.message) == (
+        path,
+        "contains a NUL character, which the system cannot pass on",
+    )
+
+
 def test_a_bad_value_names_its_key_path(tmp_path: Path) -> None:
     path = written(tmp_path, "mcpd.toml", b'[daemon]\ncall_timeout = "soon"\n')
     with pytest.raises(ConfigError) as caught:

@@ -129,13 +129,78 @@ def test_stdio_keys_on_an_http_server_are_named(keys: dict[str, Any], key: str) 
 
 @pytest.mark.parametrize(
     ("header", "value"),
-    [("X-A", "a\r\nInjected: yes"), ("X-A", "a\0"), ("X A", "v"), ("X:A", "v"), ("X\nA", "v")],
+    [("X-A", "a\r\nInjected: yes"), ("X-A", "a\0"), ("X-A", "a\x01"), ("X-A", "v ")],
 )
-def test_a_header_that_could_split_the_request_is_refused(header: str, value: str) -> None:
-    assert only_error(http(headers={header: value})) == (
-        f"servers.s.headers.{header}",
-        "a header cannot contain CR, LF or NUL",
+def test_a_header_value_that_could_split_the_request_is_refused(header: str, value: str) -> None:
+    path, message = only_error(http(headers={header: value}))
+    assert path == f"servers.s.headers.{header}"
+    assert "no CR, LF, NUL or other control characters" in message
+
+
+@pytest.mark.parametrize(
+    ("header", "shown"),
+    [("X A", "X A"), ("X:A", "X:A"), ("X\nA", "X\\nA"), ("", ""), ("X\0", "X\\x00"), ("Ä", "Ä")],
+)
+def test_a_header_name_that_is_no_token_is_refused_and_shown_escaped(
+    header: str, shown: str
+) -> None:
+    path, message = only_error(http(headers={header: "v"}))
+    assert path == f"servers.s.headers.{shown}"
+    assert "a header name is letters, digits and" in message
+
+
+NUL = "contains a NUL character, which the system cannot pass on"
+SURROGATE = "contains a character that has no encoding (a lone surrogate)"
+
+
+@pytest.mark.parametrize(
+    ("keys", "path", "message"),
+    [
+        ({"env": {"A=B": "1"}}, "servers.s.env.A=B", 'a variable name cannot contain "="'),
+        ({"env": {"": "1"}}, "servers.s.env", "a variable name cannot be empty"),
+        ({"env": {"A\0B": "1"}}, "servers.s.env.A\\x00B", NUL),
+        ({"env": {"A": "1\0"}}, "servers.s.env.A", NUL),
+        ({"env": {"A": "\ud800"}}, "servers.s.env.A", SURROGATE),
+        ({"args": ["-v", "a\0b"]}, "servers.s.args[1]", NUL),
+        ({"args": ["\udfff"]}, "servers.s.args[0]", SURROGATE),
+        ({"cwd": "/tmp\0"}, "servers.s.cwd", NUL),
+        ({"cwd": ""}, "servers.s.cwd", "is empty"),
+        ({"read": ["/srv/a\0"]}, "servers.s.read[0]", NUL),
+        ({"write": ["/srv/\ud800"]}, "servers.s.write[0]", SURROGATE),
+    ],
+)
+def test_a_string_the_system_cannot_take_is_named(
+    keys: dict[str, Any], path: str, message: str
+) -> None:
+    assert only_error(stdio(**keys)) == (path, message)
+
+
+def test_a_command_the_system_cannot_take_is_named() -> None:
+    assert only_error(ServerConfig(command="/bin/tr\0ue")) == ("servers.s.command", NUL)
+
+
+def test_a_ca_file_the_system_cannot_take_is_named() -> None:
+    assert only_error(http(ca_file="/etc/ca\0.pem")) == ("servers.s.ca_file", NUL)
+
+
+@pytest.mark.parametrize(
+    "url", [URL + "\x01", URL + "/a b", URL + "\n", "https://mcp.exa\0mple.test/", URL + "\x7f"]
+)
+def test_a_url_with_a_control_character_or_a_space_is_refused(url: str) -> None:
+    assert only_error(ServerConfig(url=url)) == (
+        "servers.s.url",
+        "contains a control character or a space (percent-encode it)",
     )
+
+
+@pytest.mark.parametrize("key", ["issuer", "client_metadata_url"])
+def test_an_auth_url_with_a_control_character_is_refused(key: str) -> None:
+    url = "https://as.example.test/client\0"
+    found = errors(http(auth=AuthConfig(**{key: url})))
+    assert (
+        f"servers.s.auth.{key}",
+        "contains a control character or a space (percent-encode it)",
+    ) in found
 
 
 @pytest.mark.parametrize(

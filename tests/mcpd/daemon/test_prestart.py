@@ -154,3 +154,43 @@ async def test_a_daemon_that_stops_after_its_start_leaves_no_early_server_runnin
     # The process mcpd started (its sandbox's, which takes the server along with it).
     [pid] = map(int, re.findall(r"a: started early \(pid (\d+)\)", err))
     assert await wait_gone(pid, timeout=5), "a server started early outlived its daemon"
+
+
+def check_config(cfg: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mcpd", "check-config", "--config", str(cfg)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_a_config_string_the_system_cannot_take_stops_serve_before_any_server_starts(
+    tmp_path: Path,
+) -> None:
+    counted = tmp_path / "a.starts"
+    cfg, _ = write_config(
+        tmp_path,
+        {"a": counted_server(counted), "b": counted_server(tmp_path / "b.starts")},
+    )
+    cfg.write_text(cfg.read_text() + '[servers.b.env]\n"A=B" = "1"\n')
+    said = 'servers.b.env.A=B: a variable name cannot contain "="'
+    checked = check_config(cfg)
+    assert checked.returncode == 78 and said in checked.stderr
+    proc = serve(cfg)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 78
+    assert said in err and "Traceback" not in err
+    assert starts(counted) == []
+
+
+def test_a_config_nested_too_deeply_stops_serve_naming_the_file(tmp_path: Path) -> None:
+    cfg, _ = write_config(tmp_path, {})
+    cfg.write_text(cfg.read_text() + "x = " + "[" * 5000 + "]" * 5000 + "\n")
+    said = f"{cfg}: nested more than 100 levels deep"
+    checked = check_config(cfg)
+    assert checked.returncode == 78 and said in checked.stderr
+    proc = serve(cfg)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 78
+    assert said in err and "Traceback" not in err

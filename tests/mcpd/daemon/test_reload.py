@@ -105,6 +105,37 @@ async def test_a_bad_config_is_rejected_whole(
             )
 
 
+@pytest.mark.parametrize(
+    ("added", "said"),
+    [
+        ('[servers.b.env]\n"A=B" = "1"\n', 'servers.b.env.A=B: a variable name cannot contain "="'),
+        ('cwd = "/tmp\\u0000"\n', "servers.b.cwd: contains a NUL character"),
+        ("x = " + "[" * 5000 + "]" * 5000 + "\n", "nested more than 100 levels deep"),
+    ],
+)
+async def test_a_reload_to_a_config_the_system_cannot_take_is_refused_and_the_old_one_kept(
+    tmp_path: Path, added: str, said: str
+) -> None:
+    pidfile = tmp_path / "a.pid"
+    config_path = tmp_path / "mcpd.toml"
+    sock = tmp_path / "mcpd.sock"
+    write_config(config_path, sock, {"a": toml_server(pidfile)})
+    with trio.fail_after(60):
+        async with (
+            running(load(config_path), str(config_path)) as daemon,
+            connect(str(sock)) as agent,
+        ):
+            first = await read_pid(pidfile)
+            body = toml_server(tmp_path / "b.pid") + added
+            config_path.write_text(config_path.read_text() + f"\n[servers.b]\n{body}")
+            reply = await agent.rpc("mcpd/reload")
+            assert reply["error"]["code"] == -32000
+            assert said in reply["error"]["message"]
+            assert sorted(daemon.supervisor.runners) == ["a"]
+            assert alive(first)
+            assert any(t["name"].startswith("mcp__a__") for t in await agent.tools())
+
+
 async def test_a_rejected_reload_says_no_part_of_a_token_its_error_cuts(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,0 +1,104 @@
+"""What the config's strings that reach a system call or the wire may hold.
+
+A command line, an environment, a path or an HTTP header is handed to the kernel or
+written on a connection as it is: a character neither can take (a NUL in an argument,
+an ``=`` in a variable's name, a line break in a header) would otherwise surface when
+the server starts, as a crash of whatever started it. Here each is the config's
+error instead, naming the key, so that ``check-config`` reports it, ``serve`` does
+not start on it and a reload keeps the config that runs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from protocol.headers import is_plain, is_token
+from protocol.visible import visible
+
+from .model import Config, ConfigError
+from .servertable import ServerConfig
+
+NUL = "contains a NUL character, which the system cannot pass on"
+
+
+def unpassable(text: str) -> str | None:
+    """Why the system cannot be given ``text`` (as an argument, a variable, a path),
+    or None when it can."""
+    if "\0" in text:
+        return NUL
+    try:
+        os.fsencode(text)
+    except UnicodeEncodeError:
+        # A lone surrogate, which JSON's \ud800 escapes can write.
+        return "contains a character that has no encoding (a lone surrogate)"
+    return None
+
+
+def _passable(at: str, *texts: str) -> Iterator[ConfigError]:
+    for text in texts:
+        problem = unpassable(text)
+        if problem is not None:
+            yield ConfigError(at, problem)
+            return
+
+
+def _has_control(text: str) -> bool:
+    return any(ord(c) < 0x20 or ord(c) == 0x7F for c in text)
+
+
+def url_errors(at: str, url: str) -> Iterator[ConfigError]:
+    """A URL with a control character or a space, which no request line can carry."""
+    if _has_control(url) or any(c.isspace() for c in url):
+        yield ConfigError(at, "contains a control character or a space (percent-encode it)")
+
+
+def server_string_errors(where: str, s: ServerConfig) -> Iterator[ConfigError]:
+    """The errors of a server's strings that reach its process or its headers (its
+    URL's are ``url_errors``, once the URL is read)."""
+    if s.command is not None:
+        yield from _passable(f"{where}.command", s.command)
+    for i, arg in enumerate(s.args):
+        yield from _passable(f"{where}.args[{i}]", arg)
+    for name, value in s.env.items():
+        at = f"{where}.env.{visible(name)}"
+        if not name:
+            yield ConfigError(f"{where}.env", "a variable name cannot be empty")
+        elif "=" in name:
+            yield ConfigError(at, 'a variable name cannot contain "="')
+        else:
+            yield from _passable(at, name, value)
+    if s.cwd is not None:
+        yield from _passable(f"{where}.cwd", s.cwd)
+        if not s.cwd:
+            yield ConfigError(f"{where}.cwd", "is empty")
+    for key, paths in (("read", s.read), ("write", s.write)):
+        for i, path in enumerate(paths):
+            yield from _passable(f"{where}.{key}[{i}]", path)
+    for name, value in s.headers.items():
+        at = f"{where}.headers.{visible(name)}"
+        if not is_token(name):
+            yield ConfigError(
+                at, "a header name is letters, digits and !#$%&'*+-.^_`|~ only (no spaces)"
+            )
+        elif value and not is_plain(value):
+            yield ConfigError(
+                at,
+                "a header value is visible ASCII, with spaces or tabs only between "
+                "characters (no CR, LF, NUL or other control characters)",
+            )
+
+
+def daemon_string_errors(config: Config) -> Iterator[ConfigError]:
+    """The errors of the paths and group names of ``[daemon]`` and the profiles."""
+    d = config.daemon
+    paths = [("daemon.socket", d.socket), ("daemon.state_dir", d.state_dir)]
+    groups = [(f"daemon.allow_groups[{i}]", g) for i, g in enumerate(d.allow_groups)]
+    for name, profile in config.profiles.items():
+        paths.append((f"profiles.{name}.socket", profile.socket))
+        groups += [
+            (f"profiles.{name}.allow_groups[{i}]", g) for i, g in enumerate(profile.allow_groups)
+        ]
+    for at, text in [*paths, *groups]:
+        if text is not None:
+            yield from _passable(at, text)
