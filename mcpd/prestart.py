@@ -73,15 +73,20 @@ def start_early(config: Config, socket: str | None) -> list[int]:
     for alias, cfg in config.servers.items():
         if not cfg.enabled or cfg.unresolved or cfg.start == "lazy" or cfg.command is None:
             continue
-        sandbox = sandbox_of(alias, cfg, config)
-        env = child_env(alias, cfg, config, sandbox)
         try:
+            sandbox = sandbox_of(alias, cfg, config)
+            env = child_env(alias, cfg, config, sandbox)
             plan, cwd = command_line([cfg.command, *cfg.args], env, cfg.cwd, sandbox)
             pid = early.launch_early(
                 plan.argv, env, cwd, plan.join, plan.starter, plan.sandbox_args
             )
         except (OSError, SandboxError):
             continue  # its runner starts it again, and says by name why it cannot
+        except Exception as exc:
+            # Not foreseen, and about this server alone: its runner starts it again and
+            # fails on its own, while the daemon and every other server start.
+            logger.warning("%s: not started ahead of the daemon: %r", alias, exc)
+            continue
         logger.debug("%s: started early (pid %d)", alias, pid)
         pids.append(pid)
     return pids

@@ -157,7 +157,8 @@ def launch(
     handed over through a descriptor, off the command line every user can read.
 
     Call it from the main thread (see the module docstring). Raises OSError when the
-    command cannot be started.
+    command cannot be started, also for arguments, a variable or a directory the system
+    cannot be given.
     """
     ours: list[int] = []
     theirs: list[int | None] = []
@@ -207,10 +208,15 @@ def launch(
             popen = confined.keyless.run(start)
         else:
             popen = start()
-    except BaseException:
+    except BaseException as exc:
         for fd in ours + theirs:
             if fd is not None and fd >= 0:
                 os.close(fd)
+        if isinstance(exc, ValueError):
+            # What subprocess refuses before any system call: a NUL in an argument, an
+            # "=" in a variable's name, a character with no encoding. The command cannot
+            # be started, which callers hear of as an OSError, with the reason.
+            raise OSError(errno.EINVAL, str(exc)) from None
         raise
     finally:
         for fd in passed:

@@ -11,10 +11,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import trio
 
+from mcpd import prestart
+from mcpd.config.model import Config, DaemonConfig
+from mcpd.config.servertable import ServerConfig
 from tests.support.prestart import counted_server, starts
 from tests.support.procs import wait_gone
+from transports.stdio import early
 
 # `mcpd serve` as the console script runs it, noting whether trio was loaded when the
 # servers were started early; once an agent has listed the tools it prints what it saw
@@ -194,3 +199,26 @@ def test_a_config_nested_too_deeply_stops_serve_naming_the_file(tmp_path: Path) 
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 78
     assert said in err and "Traceback" not in err
+
+
+def test_a_server_the_system_cannot_start_early_leaves_the_others_started(
+    tmp_path: Path,
+) -> None:
+    """Whatever reached it unchecked: the one server is left to its runner."""
+    good = ServerConfig(command="/bin/sleep", args=["60"], sandbox="off")
+    refused = [
+        msgspec.structs.replace(good, env={"A=B": "1"}),
+        msgspec.structs.replace(good, args=["6\0"]),
+        msgspec.structs.replace(good, cwd="/tmp\0"),
+    ]
+    servers = {"good": good} | {f"bad{i}": s for i, s in enumerate(refused)}
+    config = Config(
+        daemon=DaemonConfig(socket=str(tmp_path / "mcpd.sock"), state_dir=str(tmp_path / "st")),
+        servers=servers,
+    )
+    try:
+        pids = prestart.start_early(config, None)
+        assert len(pids) == 1
+        assert early.waiting() == pids
+    finally:
+        early.discard()

@@ -44,6 +44,23 @@ def test_a_server_that_cannot_start_says_why(argv: list[str], cwd: str | None, w
     assert caught.value.reason == f"s: cannot start {argv[0]!r}: {why}"
 
 
+@pytest.mark.parametrize(
+    ("args", "env", "why"),
+    [
+        (["a\0b"], {}, "embedded null byte"),
+        ([], {"A=B": "1"}, "illegal environment variable name"),
+        (["\ud800"], {}, "surrogates not allowed"),
+    ],
+)
+def test_a_command_line_the_system_cannot_take_is_a_start_that_fails_saying_why(
+    args: list[str], env: dict[str, str], why: str
+) -> None:
+    with pytest.raises(SpawnError) as caught:
+        start("s", [sys.executable, *args], {**environment(True, None), **env}, None)
+    assert caught.value.reason.startswith(f"s: cannot start {sys.executable!r}: ")
+    assert why in caught.value.reason
+
+
 def test_a_command_that_is_not_executable_says_so(tmp_path: Path) -> None:
     script = tmp_path / "server"
     script.write_text("#!/bin/sh\n")
