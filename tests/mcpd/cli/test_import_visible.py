@@ -67,17 +67,19 @@ def test_import_prints_and_writes_the_host_files_hidden_characters_escaped(
 
 def test_check_config_lists_commands_and_urls_escaped(tmp_path: Path) -> None:
     escaped = "\\u001b[2K\\rHIDDEN\\u009b1m\\u202e\\u200b\\U000e0041"  # TOML's escapes
+    hidden = "HIDDEN\\u009b1m\\u202e\\u200b\\U000e0041"
     config = tmp_path / "mcpd.toml"
     config.write_text(
         f'[servers.a]\ncommand = "npx{escaped}"\nargs = ["x{escaped}", "--flag", "y{escaped}"]\n'
-        f'[servers.b]\nurl = "https://h.example/mcp{escaped}"\n'
+        # A URL takes no C0 control character (refused by name), but what else hides.
+        f'[servers.b]\nurl = "https://h.example/mcp{hidden}"\n'
     )
     proc = mcpd("check-config", "--config", str(config))
     assert proc.returncode == 0, proc.stderr
     assert raw(proc.stdout) == [] and raw(proc.stderr) == [], proc
     shown = "\\x1b[2K\\rHIDDEN\\x9b1m\\u202e\\u200b\\U000e0041"
     assert f"npx{shown} x{shown} --flag y{shown}" in proc.stdout
-    assert f"https://h.example/mcp{shown}" in proc.stdout
+    assert "https://h.example/mcpHIDDEN\\x9b1m\\u202e\\u200b\\U000e0041" in proc.stdout
 
 
 def test_a_lone_surrogate_is_refused_by_name(tmp_path: Path) -> None:
