@@ -59,6 +59,8 @@ class CallScheduler(_Scheduler):
         # each time the server goes from idle to busy: at one call at a time, every call.
         self._idle: trio.Event | None = None
         self._up: Upstream | None = None
+        # Set once the server is being stopped: why every call from then on is refused.
+        self._stopping: Outage | None = None
         # The run's clock itself: ``trio.current_time`` looks it up again on every read,
         # and a tools/call reads it at each step. Built inside the run, as runners are.
         self._now: Callable[[], float] = trio.lowlevel.current_clock().current_time
@@ -80,6 +82,13 @@ class CallScheduler(_Scheduler):
         while self.queue:
             self._finish(self.queue.pop_first(), Unsent(outage))
 
+    def stop_sending(self, outage: Outage) -> None:
+        """The server is being stopped: the calls waiting for it, and any call admitted
+        from now on, end with ``outage`` unsent; those it runs go on. A call handed to
+        it now would be cut short by the stop, after it may have done part of its work."""
+        self._stopping = outage
+        self.fail_queued(outage)
+
     def look_again(self, check: QueuedCheck) -> None:
         """Each queued call put to ``check``: one it refuses ends now, never sent."""
         for call in list(self.queue):
@@ -92,6 +101,7 @@ class CallScheduler(_Scheduler):
         self.answered_at = self._now()
 
     async def wait_idle(self) -> None:
+        """Until no call runs; the calls waiting for a slot are not waited for."""
         if self.running:
             if self._idle is None:
                 self._idle = trio.Event()
@@ -114,6 +124,9 @@ class CallScheduler(_Scheduler):
             # modern server never sends requests: nothing to route back).
             call.relays = True
             r.asks.enter_call(call)
+        if self._stopping is not None:
+            self._finish(call, Unsent(self._stopping))
+            return
         if up is None:
             if not r.waits_for_start():
                 self._finish(call, Unsent(r.outage()))

@@ -24,6 +24,7 @@ from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets
 from ..registry.catalog import Catalog
 from .lazy import LazyRunner
+from .outage import Outage
 from .queue_bytes import QueueBytes
 from .runner import Runner
 from .state import counts, summary
@@ -142,10 +143,12 @@ class Supervisor:
 
     async def stop(self, alias: str, reason: str) -> None:
         """Stop one server: in-flight calls get a grace period, then an error result.
-        Meanwhile a call to it is refused with ``reason`` (``absent``)."""
+        The calls waiting for a slot, and every call to it meanwhile, are refused with
+        ``reason`` (``absent``), never sent."""
         runner = self.runners.pop(alias)
         runner.downtime.last_error = reason
         self._stopping[alias] = reason
+        runner.scheduler.stop_sending(Outage(alias, "stopped", reason))
         try:
             with trio.move_on_after(self.config.daemon.call_timeout):
                 await runner.wait_idle()

@@ -15,24 +15,8 @@ import trio
 from mcpd.config.load import load
 from mcpd.daemon import Daemon
 from tests.support.agent import Agent, connect, running
-from tests.support.procs import alive, read_pid, scripted, wait_gone
-
-
-def toml_server(pidfile: Path, *flags: str) -> str:
-    command, args = scripted("--pid-file", str(pidfile), *flags)
-    return f"command = {json.dumps(command)}\nargs = {json.dumps(list(args))}\n"
-
-
-def write_config(path: Path, sock: Path, servers: dict[str, str], extra: str = "") -> None:
-    text = f'[daemon]\nsocket = "{sock}"\nbackoff_base = 0.05\n{extra}\n'
-    for alias, body in servers.items():
-        text += f"\n[servers.{alias}]\n{body}"
-    path.write_text(text)
-
-
-async def wait_for(predicate: Any) -> None:
-    while not predicate():
-        await trio.sleep(0.02)
+from tests.support.procs import alive, read_pid, wait_gone
+from tests.support.reloading import toml_server, wait_for, write_config
 
 
 async def test_sighup_adds_removes_changes_and_keeps(tmp_path: Path) -> None:
