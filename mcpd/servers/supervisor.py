@@ -184,15 +184,18 @@ class Supervisor:
 
     async def restart(self, report: ReloadReport) -> None:
         """Stop the servers ``adopt`` found removed or changed (each call in flight
-        gets its grace period), then start the added and changed ones."""
+        gets its grace period) and start the added ones; a changed one starts again as
+        soon as its own calls are over, whatever the others still wait for."""
         async with trio.open_nursery() as nursery:
             for alias in report.removed:
                 nursery.start_soon(self.stop, alias, REMOVED)
             for alias in report.changed:
-                nursery.start_soon(self.stop, alias, RESTARTING)
+                nursery.start_soon(self._restart_one, alias)
         for alias in report.removed:
             self.registry.remove(alias)
-        for alias in report.added + report.changed:
+        # Once the removed are gone: one added in a removed one's place (a server
+        # renamed) may need what it held.
+        for alias in report.added:
             self._start(alias, self.config.servers[alias])
         logger.info(
             "configuration reloaded: %d added, %d removed, %d changed, %d unchanged",
@@ -204,6 +207,11 @@ class Supervisor:
         )
         for alias in report.removed:
             self.on_change(alias)
+
+    async def _restart_one(self, alias: str) -> None:
+        # Started before anything else runs: no call finds it neither stopping nor there.
+        await self.stop(alias, RESTARTING)
+        self._start(alias, self.config.servers[alias])
 
     async def reload(self, new: Config) -> ReloadReport:
         report = self.adopt(new)

@@ -3,10 +3,12 @@ starts again, and what the journal says the reload did."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from mcpd.config.load import load
@@ -82,3 +84,55 @@ async def test_a_call_waiting_for_a_slot_is_not_sent_to_a_server_stopping_to_res
         assert RESTARTING in result["content"][0]["text"]
         assert calls_sent(log) == 1
         assert reports[0]["changed"] == ["one"]
+
+
+async def test_a_changed_server_starts_again_once_its_own_calls_are_over(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two servers change: one holds a long call, the other none. The other starts
+    again at once, and takes calls while the first still waits for its call; neither is
+    ever said to be removed."""
+    caplog.set_level(logging.INFO)
+    pid = {name: tmp_path / f"{name}.pid" for name in ("slow", "quick")}
+    config_path, sock = tmp_path / "mcpd.toml", tmp_path / "mcpd.sock"
+    servers = {
+        "slow": toml_server(pid["slow"], "--hang-on-call"),
+        "quick": toml_server(pid["quick"]),
+    }
+    write_config(config_path, sock, servers, "call_timeout = 600")
+    with trio.fail_after(60):
+        async with (
+            running(load(config_path), str(config_path)) as daemon,
+            connect(str(sock)) as agent,
+            trio.open_nursery() as nursery,
+        ):
+            await read_pid(pid["slow"])
+            await read_pid(pid["quick"])
+            supervisor = daemon.supervisor
+            hanging = trio.CancelScope()
+
+            async def long_call() -> None:
+                with hanging:
+                    async with connect(str(sock)) as other:
+                        await other.call("mcp__slow__tool0", {"text": "x"})
+
+            nursery.start_soon(long_call)
+            await wait_for(lambda: supervisor.runners["slow"].inflight == 1)
+            changed = {a: body + "call_timeout = 500\n" for a, body in servers.items()}
+            write_config(config_path, sock, changed, "call_timeout = 600")
+            reports: list[dict[str, Any]] = []
+            in_background(nursery, reports, lambda: agent.result("mcpd/reload"))
+            await wait_for(lambda: "slow" not in supervisor.runners)
+            # The quick one is past its own stop: back, or (were it left down until
+            # the slow one's call ends) no longer said to be restarting.
+            await wait_for(
+                lambda: "quick" in supervisor.runners or supervisor.absent("quick") != RESTARTING
+            )
+            quick = await agent.call("mcp__quick__tool0", {"text": "meanwhile"})
+            assert quick["content"][0]["text"] == "tool0:meanwhile"
+            assert reports == []
+            hanging.cancel()
+            await wait_for(lambda: reports)
+        assert reports[0]["changed"] == ["quick", "slow"]
+        said = "\n".join(r.getMessage() for r in caplog.records)
+        assert "removed from the configuration" not in said
