@@ -35,6 +35,9 @@ logger = logging.getLogger("mcpd.supervisor")
 # Why a server has no runner, as a call to it is told.
 REMOVED: Final = "removed from the configuration"
 RESTARTING: Final = "restarting for a changed configuration"
+# Names a journal line gives of one kind (servers added, settings in force); a reload of
+# many more says how many it leaves out.
+_NAMED: Final = 8
 
 
 class ReloadReport(msgspec.Struct):
@@ -48,13 +51,41 @@ class ReloadReport(msgspec.Struct):
     settings: list[str] = msgspec.field(default_factory=list)
 
 
+def said_of(report: ReloadReport) -> str:
+    """What a reload did, for the journal: the servers by name, those untouched
+    counted, and the settings put in force or left for a restart."""
+    parts = [
+        f"{what} {_some(names)}"
+        for what, names in (
+            ("added", report.added),
+            ("removed", report.removed),
+            ("restarted (changed)", report.changed),
+        )
+        if names
+    ]
+    parts.append(f"{len(report.unchanged)} unchanged")
+    if report.settings:
+        parts.append(f"in force now: {_some(report.settings)}")
+    if report.restart:
+        parts.append(f"not applied until mcpd restarts: {_some(report.restart)}")
+    return "; ".join(parts)
+
+
+def _some(names: list[str]) -> str:
+    """``names`` joined, past ``_NAMED`` of them cut to a count."""
+    shown = ", ".join(names[:_NAMED])
+    rest = len(names) - _NAMED
+    return shown if rest <= 0 else f"{shown} and {rest} more"
+
+
 def _restarts(alias: str, old: Config, new: Config) -> bool:
     """Whether a reload from ``old`` to ``new`` restarts the server: its table changed,
     or, for a stdio server, the sandbox it runs in (the daemon's level or limits it
     takes, what every server's sandbox hides, such as a new secret file), which a
-    running process keeps until it is started again."""
+    running process keeps until it is started again; or what its lists may hold, which
+    its lists were read against as it connected."""
     was, now = old.servers[alias], new.servers[alias]
-    if was != now:
+    if was != now or old.list_limits(alias) != new.list_limits(alias):
         return True
     if now.kind != "stdio":
         return False
@@ -198,11 +229,8 @@ class Supervisor:
         for alias in report.added:
             self._start(alias, self.config.servers[alias])
         logger.info(
-            "configuration reloaded: %d added, %d removed, %d changed, %d unchanged",
-            len(report.added),
-            len(report.removed),
-            len(report.changed),
-            len(report.unchanged),
+            "configuration reloaded: %s",
+            said_of(report),
             extra=log_extra(None, "reload"),
         )
         for alias in report.removed:

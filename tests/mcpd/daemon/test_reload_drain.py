@@ -136,3 +136,60 @@ async def test_a_changed_server_starts_again_once_its_own_calls_are_over(
         assert reports[0]["changed"] == ["quick", "slow"]
         said = "\n".join(r.getMessage() for r in caplog.records)
         assert "removed from the configuration" not in said
+
+
+async def test_the_journal_names_what_a_reload_did(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "mcpd.supervisor")
+    pid = {name: tmp_path / f"{name}.pid" for name in ("keep", "change", "gone")}
+    config_path, sock = tmp_path / "mcpd.toml", tmp_path / "mcpd.sock"
+    servers = {name: toml_server(path) for name, path in pid.items()}
+    write_config(config_path, sock, servers)
+    # Many servers added: named up to a point, the rest counted.
+    lazy = {
+        f"new{i:02}": toml_server(tmp_path / f"new{i}.pid") + 'start = "lazy"\n' for i in range(11)
+    }
+    with trio.fail_after(60):
+        async with (
+            running(load(config_path), str(config_path)),
+            connect(str(sock)) as agent,
+        ):
+            for path in pid.values():
+                await read_pid(path)
+            del servers["gone"]
+            servers["change"] += "call_timeout = 9\n"
+            write_config(config_path, sock, servers | lazy, "call_timeout = 20")
+            await agent.result("mcpd/reload")
+    [line] = [
+        r.getMessage()
+        for r in caplog.records
+        if r.getMessage().startswith("configuration reloaded")
+    ]
+    assert line == (
+        "configuration reloaded: added new00, new01, new02, new03, new04, new05, new06, new07"
+        " and 3 more; removed gone; restarted (changed) change; 1 unchanged;"
+        " in force now: daemon.call_timeout"
+    )
+
+
+async def test_a_lower_list_limit_applies_to_the_lists_held(tmp_path: Path) -> None:
+    """``max_list_items`` lowered for every server: the servers that take it list
+    again under it, so what agents are shown keeps within it."""
+    pidfile = tmp_path / "many.pid"
+    config_path, sock = tmp_path / "mcpd.toml", tmp_path / "mcpd.sock"
+    servers = {"many": toml_server(pidfile, "--tools", "5")}
+    write_config(config_path, sock, servers)
+    with trio.fail_after(60):
+        async with (
+            running(load(config_path), str(config_path)) as daemon,
+            connect(str(sock)) as agent,
+        ):
+            await read_pid(pidfile)
+            assert len(await agent.tools()) == 5
+            write_config(config_path, sock, servers, "max_list_items = 2")
+            report = await agent.result("mcpd/reload")
+            assert report["settings"] == ["daemon.max_list_items"]
+            assert report["changed"] == ["many"]
+            await wait_for(lambda: daemon.registry.count("many") == 2)
+            assert len(await agent.tools()) == 2
