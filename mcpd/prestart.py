@@ -34,6 +34,7 @@ from .config.paths import (
 from .config.sandbox import child_env, sandbox_of
 from .listening import Listening
 from .local.statedir import ready_state_directory
+from .local.statelock import hold_state_directory
 
 logger = logging.getLogger("mcpd")
 
@@ -42,9 +43,11 @@ def state_found(config: Config) -> Config:
     """``config`` with its state directory as the daemon keeps it (``found_state_directory``),
     and as it was named (``Config.state_path``), kept from the first time. The directory
     is made private first, and refused (``UnsafeStateDirectory``) where another user
-    could read or change it."""
+    could read or change it; then this daemon's alone (``StateDirectoryInUse`` where
+    another daemon has it)."""
     ready_state_directory(state_directory(config.daemon.state_dir))
     found = found_state_directory(config.daemon.state_dir)
+    hold_state_directory(found)
     return msgspec.structs.replace(
         config,
         state_path=config.state_path or state_directory(config.daemon.state_dir),
