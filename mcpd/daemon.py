@@ -31,7 +31,7 @@ from .config.secrets import HeldSecret
 from .errors import DaemonError
 from .listening import Listening
 from .local import pinfile
-from .local.endpoint_token import TokenFile, renew_exposed, token_path
+from .local.endpoint_token import TokenFile, renew_exposed, token_path, usable_at_start
 from .local.statefile import FILE_NAME, Session, StateKeeper, state_dir
 from .local.systemd import Notifier, SystemdEnv, run_test_faults, run_watchdog
 from .oversight import Oversight
@@ -162,7 +162,8 @@ class Daemon(Control):
                 await nursery.start(self.histories.run, lambda: self.supervisor.runners)
                 await nursery.start(self.oversight.run)
                 if self.config.daemon.http_listen:
-                    self.http_token()  # guarded before any server speaks
+                    with usable_at_start():
+                        self.http_token()  # guarded before any server speaks
                 await nursery.start(self.supervisor.run)
                 nursery.start_soon(self._signals, nursery)
                 await nursery.start(run_watchdog, self.notifier)

@@ -86,8 +86,11 @@ def guard(token: Callable[[], str], origins: frozenset[str]) -> Guard:
     """The checks every request on the endpoint passes before it is routed."""
 
     hosts = frozenset(o.partition("://")[2] for o in origins)
+    # What the journal was last told of the token file: said once, not at each request.
+    said: str | None = None
 
     def check(request: h11.Request) -> None:
+        nonlocal said
         headers = Headers(request.headers)
         for name in ("Origin", "Host"):
             # Each is checked as one: a second could say what the check never read.
@@ -108,8 +111,13 @@ def guard(token: Callable[[], str], origins: frozenset[str]) -> Guard:
         try:
             want = token()
         except Exception as exc:  # an unreadable token file refuses all, and says why
-            logger.error("HTTP endpoint: %s", exc)
+            if str(exc) != said:
+                said = str(exc)
+                logger.error("HTTP endpoint: %s; requests are refused (503) until it is repaired", exc)
             raise Reject(503, _refusal(f"mcpd cannot check tokens now: {exc}")) from None
+        if said is not None:
+            said = None
+            logger.warning("HTTP endpoint: the token file can be read again")
         if scheme.lower() != "bearer" or not hmac.compare_digest(
             presented.strip().encode(), want.encode()
         ):

@@ -10,11 +10,15 @@ old token stops working at once.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import stat
+from collections.abc import Iterator
 from typing import Final
 
+from ..config.model import EX_CONFIG
+from ..errors import DaemonError
 from .owners import service_uids
 from .privatefile import UnsafeFileError, read_private, write_atomically
 
@@ -24,6 +28,22 @@ _BYTES: Final = 32  # 256 bits, 43 characters of URL-safe base64
 
 class TokenError(Exception):
     """The token file cannot be read or written; the message says why."""
+
+
+class UnusableToken(DaemonError):
+    """The endpoint's token file cannot be used as the daemon starts: a file to repair,
+    as a config error is, so systemd does not start mcpd again and again on it."""
+
+    exit_code = EX_CONFIG
+
+
+@contextlib.contextmanager
+def usable_at_start() -> Iterator[None]:
+    """A ``TokenError`` raised within stops ``mcpd serve`` with its message alone."""
+    try:
+        yield
+    except TokenError as exc:
+        raise UnusableToken(f"HTTP endpoint: {exc}") from None
 
 
 def token_path(state_dir: str) -> str:
@@ -58,11 +78,29 @@ def stored_token(path: str) -> str:
     fix = f"remove it (rm {path}) and run `mcpd token` as the daemon's user to make a new one"
     try:
         found = read_private(path, fix)
-        return found[0].decode("ascii").strip() if found is not None else ""
     except UnsafeFileError as exc:
         raise TokenError(str(exc)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TokenError(f"cannot read the token in {path}: {exc}") from None
+    except OSError as exc:
+        raise TokenError(f"cannot read the token in {path}: {exc.strerror or exc}") from None
+    if found is None:
+        return ""
+    token = found[0].strip()
+    damage = _not_a_token(token)
+    if damage is not None:
+        raise TokenError(
+            f"cannot read the token in {path}: it holds {damage}, not a token; "
+            "`mcpd token --rotate` writes a new one"
+        )
+    return token.decode("ascii")
+
+
+def _not_a_token(token: bytes) -> str | None:
+    """What in ``token`` no bearer token has (each is sent in a header as it is), or None."""
+    for at, byte in enumerate(token):
+        if not 0x21 <= byte <= 0x7E:
+            what = "a space" if byte == 0x20 else f"the byte {byte:#04x}"
+            return f"{what} at offset {at}"
+    return None
 
 
 def renew_exposed(path: str) -> str | None:
