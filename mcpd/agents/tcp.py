@@ -113,7 +113,7 @@ def guard(token: Callable[[], str], origins: frozenset[str]) -> Guard:
         except Exception as exc:  # an unreadable token file refuses all, and says why
             if str(exc) != said:
                 said = str(exc)
-                logger.error("HTTP endpoint: %s; requests are refused (503) until it is repaired", exc)
+                logger.error("HTTP endpoint: %s; requests are refused until it is repaired", exc)
             raise Reject(503, _refusal(f"mcpd cannot check tokens now: {exc}")) from None
         if said is not None:
             said = None

@@ -25,6 +25,7 @@ No trio here: ``prestart`` takes the lock before the event loop is loaded.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import logging
@@ -122,10 +123,8 @@ def _open_lock(path: str, dir_fd: int) -> int | None:
         # able to open the lock to take it after this one.
         directory = os.fstat(dir_fd)
         if directory.st_uid in service_uids():
-            try:
+            with contextlib.suppress(OSError):  # read-only: as it was
                 os.fchown(fd, directory.st_uid, directory.st_gid)
-            except OSError:
-                pass  # read-only: as it was
     return fd
 
 
@@ -138,11 +137,9 @@ def _holder(fd: int) -> str:
 
 
 def _note_pid(fd: int) -> None:
-    try:
+    with contextlib.suppress(OSError):  # opened read-only, or full: the lock holds without it
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    except OSError:
-        pass  # opened read-only, or full: the lock holds without it
 
 
 def _clear_leftovers(path: str, dir_fd: int) -> None:

@@ -35,8 +35,16 @@ def test_serve_on_a_damaged_token_stops_with_one_line_naming_the_file(tmp_path: 
     config = tmp_path / "mcpd.toml"
     config.write_text(f'[daemon]\nstate_dir = "{state}"\nhttp_listen = "127.0.0.1:0"\n')
     proc = subprocess.run(
-        [*MCPD, "serve", "--config", str(config), "--socket", str(tmp_path / "s.sock")]
-        + ["--log", "stderr"],
+        [
+            *MCPD,
+            "serve",
+            "--config",
+            str(config),
+            "--socket",
+            str(tmp_path / "s.sock"),
+            "--log",
+            "stderr",
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -53,9 +61,7 @@ def test_serve_on_a_damaged_token_stops_with_one_line_naming_the_file(tmp_path: 
 async def test_a_token_damaged_while_running_is_said_once_and_refused_with_a_reason(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    config = make_config(
-        tmp_path, {}, http_listen="127.0.0.1:0", state_dir=str(tmp_path / "state")
-    )
+    config = make_config(tmp_path, {}, http_listen="127.0.0.1:0", state_dir=str(tmp_path / "state"))
     with trio.fail_after(60):
         async with running(config) as daemon:
             assert daemon.api.endpoint is not None

@@ -74,8 +74,16 @@ def test_temporary_files_of_dead_writers_are_removed_at_start(tmp_path: Path) ->
     link.symlink_to(outside)
     sock = tmp_path / "mcpd.sock"
     proc = subprocess.Popen(
-        [*MCPD, "serve", "--config", str(config(tmp_path, "a", state))]
-        + ["--socket", str(sock), "--log", "stderr"],
+        [
+            *MCPD,
+            "serve",
+            "--config",
+            str(config(tmp_path, "a", state)),
+            "--socket",
+            str(sock),
+            "--log",
+            "stderr",
+        ],
         stderr=subprocess.PIPE,
         text=True,
     )
