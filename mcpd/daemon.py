@@ -34,6 +34,7 @@ from .local import pinfile
 from .local.endpoint_token import TokenFile, renew_exposed, token_path, usable_at_start
 from .local.statefile import FILE_NAME, Session, StateKeeper, state_dir
 from .local.systemd import Notifier, SystemdEnv, run_test_faults, run_watchdog
+from .local.watched_pins import WatchedPins
 from .oversight import Oversight
 from .policy.approvals import Approvals
 from .policy.gate import CallGate
@@ -103,7 +104,7 @@ class Daemon(Control):
             self._session_of,
             self.histories.saved,
         )
-        self.pins = pinfile.PinKeeper(
+        self.pins = WatchedPins(
             os.path.join(state_dir(config), pinfile.FILE_NAME),
             gate.review,
             self._rejudge,
@@ -121,6 +122,7 @@ class Daemon(Control):
             self.histories,
             self.tool_budget,
             self.state.path,
+            [self.state.saving, self.pins.saving, self.oversight.audit.saving],
         )
         self.token = TokenFile(token_path(state_dir(config)))
         self._guarded_token = ""

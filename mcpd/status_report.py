@@ -19,6 +19,7 @@ from transports.stdio import anchors
 
 from . import __version__
 from .agents.api import AgentServer
+from .local.unsaved import SaveWatch
 from .oversight import Oversight
 from .registry.catalog import Catalog
 from .registry.curation import ToolBudget
@@ -41,7 +42,9 @@ class StatusReport:
         histories: Histories,
         tool_budget: ToolBudget,
         state_file: str,
+        saving: list[SaveWatch],
     ) -> None:
+        """``saving``: the state files whose writes may fail."""
         self._supervisor = supervisor
         self._registry = registry
         self._all_servers = all_servers
@@ -50,6 +53,7 @@ class StatusReport:
         self._histories = histories
         self._tool_budget = tool_budget
         self._state_file = state_file
+        self._saving = saving
 
     def whole(self, *, socket: str, config: str | None, started: float) -> dict[str, object]:
         """Everything, for those the daemon's own paths and pid may be shown to.
@@ -71,6 +75,7 @@ class StatusReport:
                 "max_tools": self._tool_budget.limit,
                 "summary": self._supervisor.summary(),
                 "state_file": self._state_file,
+                "unsaved": [w.unsaved for w in self._saving if w.unsaved is not None],
                 # Hidden paths moved since they were first hidden (``anchors``).
                 "warnings": [
                     *[w for w in [self._tool_budget.warning(registry.size())] if w],

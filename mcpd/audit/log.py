@@ -48,6 +48,7 @@ from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
 from ..config.model import DaemonConfig
+from ..local.unsaved import SaveWatch
 from ..policy.masking import KnownSecrets, SecretSet
 from . import journal
 from .arguments import MAX_KEPT, kept_arguments, too_large
@@ -116,6 +117,7 @@ class AuditLog:
         self._full = trio.Event()
         self._file = None if directory is None else LogFile(directory)
         self._problem: str | None = None
+        self.saving = SaveWatch("audit log", "calls since are not recorded in it")
         self._dropped_warning = Throttle(burst=1, every=60.0)
         self._journal = journal.CallJournal()
         self._summed = Summed(clock)
@@ -320,6 +322,7 @@ class AuditLog:
             self._file.append(lines, self.max_bytes, self.files)
         except OSError as exc:
             self.counts.write_errors += 1
+            self.saving.failed(self._file.path, str(exc))
             self._file.close()
             if str(exc) != self._problem:  # once per distinct problem, not per batch
                 self._problem = str(exc)
@@ -332,6 +335,7 @@ class AuditLog:
             return
         self.written += count
         self._problem = None
+        self.saving.saved()
 
     def _close(self) -> None:
         if self._file is not None:

@@ -52,6 +52,13 @@ def render_status(status: dict[str, Any], *, color: bool = False) -> str:
     ]
     for warning in d.get("warnings") or []:
         lines.append(_paint(f"warning: {visible(warning)}", "degraded", color))
+    for unsaved in d.get("unsaved") or []:
+        text = (
+            f"cannot save the {unsaved.get('what')} to {unsaved.get('path')} since "
+            f"{local_time(unsaved.get('since'))} ({unsaved.get('problem')}): "
+            f"{unsaved.get('meaning')}"
+        )
+        lines.append(_paint(visible(text), "degraded", color))
     if d.get("held"):
         held = f"{d['held']} item{'s wait' if d['held'] != 1 else ' waits'}"
         lines.append(_paint(f"held: {held} for approval (mcpd tools --pending)", "degraded", color))

@@ -38,6 +38,7 @@ from ..registry.catalog import Catalog
 from ..registry.limits import limited_saved
 from .pacing import Paced
 from .privatefile import read_private, write_atomically
+from .unsaved import SaveWatch
 
 logger = logging.getLogger("mcpd.state")
 
@@ -158,6 +159,9 @@ class StateKeeper:
         # is megabytes, and it would sit in memory only to be compared with.
         self._last: bytes | None = None
         self._last_error: str | None = None
+        self.saving = SaveWatch(
+            "last known tools", "servers start with no tools known after a restart"
+        )
 
     async def seed(self, config: Config) -> list[str]:
         """Put each configured server's saved tools in the registry, marked unavailable
@@ -224,6 +228,7 @@ class StateKeeper:
             await trio.to_thread.run_sync(write_atomically, self.path, data)
         except OSError as exc:
             self._paced.failed()
+            self.saving.failed(self.path, str(exc))
             if str(exc) != self._last_error:  # once per distinct problem, not per change
                 self._last_error = str(exc)
                 logger.warning(
@@ -235,6 +240,7 @@ class StateKeeper:
             return
         self._paced.done(len(data))
         self._last, self._last_error = digest, None
+        self.saving.saved()
 
     def snapshot(self) -> SavedState:
         servers: dict[str, SavedServer] = {}

@@ -1,0 +1,55 @@
+"""Which of the files mcpd keeps its state in cannot be written now.
+
+A write that fails (a full disk, a read-only directory) is said in the journal once,
+and tried again; meanwhile what it would have saved lives in memory only, lost when mcpd
+stops. ``mcpd status`` shows each such file, since when, and what is at stake, and the
+journal says when a write works again, so an operator who saw the first line knows
+when it is over.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+
+import msgspec
+
+logger = logging.getLogger("mcpd.state")
+
+
+class Unsaved(msgspec.Struct, frozen=True):
+    """A state file that could not be written: since when (ISO time) and why."""
+
+    what: str
+    path: str
+    since: str
+    problem: str
+    meaning: str  # what is kept in memory only until a write works
+
+
+class SaveWatch:
+    """Whether the last write of one state file worked."""
+
+    def __init__(self, what: str, meaning: str) -> None:
+        self.what = what
+        self._meaning = meaning
+        self.unsaved: Unsaved | None = None
+
+    def failed(self, path: str, problem: str) -> None:
+        since = (
+            self.unsaved.since
+            if self.unsaved is not None
+            else datetime.now(UTC).isoformat(timespec="seconds")
+        )
+        self.unsaved = Unsaved(self.what, path, since, problem, self._meaning)
+
+    def saved(self) -> None:
+        if self.unsaved is None:
+            return
+        logger.warning(
+            "the %s can be saved to %s again (it could not be since %s)",
+            self.what,
+            self.unsaved.path,
+            self.unsaved.since,
+        )
+        self.unsaved = None

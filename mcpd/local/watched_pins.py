@@ -1,0 +1,33 @@
+"""The pins as the daemon keeps them, with whether they are on disk now
+(``unsaved``): an approval that cannot be saved holds until mcpd stops, and
+``mcpd status`` says so."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..registry.review import Review
+from .pinfile import PinKeeper
+from .unsaved import SaveWatch
+
+
+class WatchedPins(PinKeeper):
+    """The pins, and whether they are on disk now."""
+
+    def __init__(
+        self,
+        path: str,
+        review: Review,
+        rejudge: Callable[[str], None],
+        configured: Callable[[str], bool],
+    ) -> None:
+        super().__init__(path, review, rejudge, configured)
+        self.saving = SaveWatch("pins", "approvals made since are kept in memory only")
+
+    async def flush(self) -> bool:
+        saved = await super().flush()
+        if saved:
+            self.saving.saved()
+        else:
+            self.saving.failed(self.path, "see the journal")
+        return saved
