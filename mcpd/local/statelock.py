@@ -109,6 +109,8 @@ def _open_lock(path: str, dir_fd: int) -> int | None:
         try:
             # A read-only directory: a lock made there before still works read-only.
             fd, _ = open_private(where, os.O_RDONLY, fix, dir_fd=dir_fd)
+        except UnsafeFileError as unsafe:
+            raise StateDirectoryInUse(str(unsafe)) from None
         except FileNotFoundError:
             logger.warning(
                 "cannot make %s (%s): another mcpd could keep its state there too",
@@ -117,7 +119,7 @@ def _open_lock(path: str, dir_fd: int) -> int | None:
             )
             return None
         except OSError as again:
-            raise StateDirectoryInUse(f"cannot open {where}: {again.strerror}") from None
+            raise StateDirectoryInUse(f"cannot open {where}: {again.strerror}; {fix}") from None
     if os.geteuid() == 0:
         # Root's daemon in the service user's directory: the service's daemon must be
         # able to open the lock to take it after this one.
