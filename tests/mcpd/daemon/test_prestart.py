@@ -119,8 +119,11 @@ async def test_a_second_daemon_on_a_live_socket_starts_no_server(tmp_path: Path)
         with trio.fail_after(30):
             while not sock.exists() or not starts(counted):
                 await trio.sleep(0.05)
+        # A state directory of its own: the first daemon's is locked before its socket.
+        other = tmp_path / "other.toml"
+        other.write_text(cfg.read_text().replace(str(tmp_path / "state"), str(tmp_path / "b")))
         second = subprocess.run(
-            [sys.executable, "-m", "mcpd", "serve", "--config", str(cfg), "--log", "stderr"],
+            [sys.executable, "-m", "mcpd", "serve", "--config", str(other), "--log", "stderr"],
             capture_output=True,
             text=True,
             timeout=60,
