@@ -186,3 +186,37 @@ def asks_nothing(requests: object, state: object) -> bool:
 def has_tasks(capabilities: dict[str, Any] | None) -> bool:
     extensions = capabilities.get("extensions") if capabilities else None
     return isinstance(extensions, dict) and isinstance(extensions.get(TASKS_EXTENSION), dict)
+
+
+def unfit_request(method: str, params: object) -> str | None:
+    """What makes a server's ``method`` request (one of ``ASK_METHODS``) with ``params``
+    (decoded; None: absent) unfit to put before an agent, in words that follow "whose";
+    None when it has
+    what its method requires. An elicitation needs its message and, in form mode, the
+    form; in URL mode, the URL and the id its completion is told by. A sampling request
+    needs the messages and the most tokens to sample. Only roots/list may come without
+    params."""
+    if params is None:
+        return None if method == "roots/list" else "params are missing"
+    if not isinstance(params, dict):
+        return "params are not an object"
+    if method == "elicitation/create":
+        mode = params.get("mode", "form")
+        need: tuple[tuple[str, type, str], ...] = (("message", str, "a string"),)
+        if mode == "form":
+            need += (("requestedSchema", dict, "an object"),)
+        elif mode == "url":
+            need += (("url", str, "a string"), ("elicitationId", str, "a string"))
+        else:
+            return "mode is neither 'form' nor 'url'"
+    elif method == "sampling/createMessage":
+        need = (("messages", list, "an array"), ("maxTokens", int, "an integer"))
+    else:
+        return None
+    for key, kind, shown in need:
+        value = params.get(key)
+        if value is None:
+            return f"params have no {key}"
+        if not isinstance(value, kind) or isinstance(value, bool):
+            return f"{key} is not {shown}"
+    return None

@@ -19,7 +19,9 @@ server's; one past either bound is refused at once, with an error that names it.
 What the agent is asked is the server's request with its texts cleaned, every secret
 mcpd holds masked (after the cleaning, which could join a secret split by a character
 nobody sees), and the server named (``registry.relayed``), where their size says
-(``taking_apart``: params too large to make that of are refused). A 2026-07-28 server
+(``taking_apart``: params too large to make that of are refused), when it has what
+its method requires (``surface.unfit_request``: one without is refused as malformed,
+as an agent would be shown an empty form). A 2026-07-28 server
 asks by ending its call with ``input_required``: the requests in it are made the same
 way as the result comes in (``rpc_results``, where its size says), whoever is asked
 them.
@@ -53,7 +55,7 @@ from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets
 from ..registry.relayed import marked
 from .ended_asks import End, EndedAsks
-from .rpc_results import cleaned_request
+from .rpc_results import UnfitRequest, cleaned_request, refused_ask
 from .taking_apart import ReplyWork, TooComplex
 
 logger = logging.getLogger("mcpd.askback")
@@ -308,6 +310,8 @@ class AskRoutes:
             raise rpc.RPCError(OVER_LIMIT, f"{over}; ask again once they are answered")
         try:
             params = await self._relayed(req)
+        except UnfitRequest as exc:
+            raise rpc.RPCError(rpc.INVALID_PARAMS, exc.reason) from None
         except TooComplex as exc:
             self._refuse(req.method, exc.reason)
             raise rpc.RPCError(rpc.INVALID_PARAMS, exc.reason) from None
@@ -332,7 +336,8 @@ class AskRoutes:
 
     async def _relayed(self, req: rpc.Request) -> dict[str, Any]:
         """The params the agent is asked with, made where their size says
-        (``taking_apart``). Raises TooComplex for params too large to make them of."""
+        (``taking_apart``). Raises TooComplex for params too large to make them of,
+        UnfitRequest for those that lack what the method requires."""
         given = req.params
         replies = self._replies
         shown = f"a {quote(req.method, METHOD_SHOWN)} request"
@@ -343,6 +348,9 @@ class AskRoutes:
     def _made(self, req: rpc.Request) -> dict[str, Any]:
         # Touches nothing of the event loop's: it may run in the server's thread.
         given: Any = msgspec.json.decode(req.params) if req.params is not None else None
+        why = surface.unfit_request(req.method, given)
+        if why is not None:
+            raise refused_ask(self.alias, f"it sent a request for {req.method} whose {why}")
         params = cleaned_request(self.alias, req.method, given)
         params = self._replies.guard.value(self.alias, params, f"a {req.method} request")
         return marked(self.alias, req.method, params)

@@ -7,7 +7,10 @@ are read by a person or a model, whether they reach a modern agent as they are o
 legacy agent as requests of mcpd's own: their texts are cleaned first (the cleaning
 could join a secret split by a character nobody sees, so it comes before the masking)
 and they are marked with the server (``registry.relayed``), as a legacy server's own
-requests are. A server's JSON-RPC error is made fit likewise (``rpc_errors``).
+requests are. A request that lacks what its method requires (``surface.unfit_request``)
+fails the whole result as malformed (``UnfitRequest``): an agent would be shown an
+empty form, or sample nothing. A server's JSON-RPC error is made fit likewise
+(``rpc_errors``).
 
 Most results go on as the bytes they came as: a scan of them (``findings``) finds
 nothing to change. One that may hold a key of mcpd's, holds the bytes of a secret mcpd
@@ -25,8 +28,9 @@ from typing import Any, Final, NamedTuple
 import msgspec
 from msgspec import Raw
 
-from protocol import mcp
+from protocol import mcp, surface
 from protocol.logfields import log_extra
+from protocol.visible import METHOD_SHOWN, quote
 from transports.errors import MalformedReply
 
 from ..policy.guard import SecretGuard
@@ -94,6 +98,9 @@ def taken_apart(
         raise MalformedReply(f"{alias}: {what} could not be read again") from None
     if found.own:
         own_keys.drop_from_meta(result)
+    unfit = _unfit_ask(result, task)
+    if unfit is not None:
+        raise refused_ask(alias, f"its input_required result {unfit}")
     asks = _requests(result, task)
     for request in asks:
         request["params"] = cleaned_request(alias, request["method"], request.get("params"))
@@ -153,6 +160,49 @@ def cleaned_request(alias: str, method: str, params: Any) -> Any:
             extra=log_extra(alias, "ask_cleaned"),
         )
     return params
+
+
+class UnfitRequest(MalformedReply):
+    """A request a server makes of its client (in an ``input_required`` result, or of
+    its own) that lacks what its method requires: no agent is asked it, as an empty form
+    or a sample of no messages would be. Only the request it came with fails."""
+
+
+def refused_ask(alias: str, what: str) -> UnfitRequest:
+    """The refusal of what a server asked (``what`` says why), the journal told."""
+    logger.warning(
+        "%s: %s; no agent is asked it", alias, what, extra=log_extra(alias, "ask_refused", what)
+    )
+    return UnfitRequest(f"{alias}: {what}; no agent was asked it")
+
+
+def _unfit_ask(result: Any, task: bool) -> str | None:
+    """What in the requests of an ``input_required`` result (of a task: those it
+    waits on and those of its result) is malformed, in words; None if nothing."""
+    if not isinstance(result, dict):
+        return None
+    results = [result] if task or result.get("resultType") == _INPUT_REQUIRED else []
+    ended = result.get("result") if task else None
+    if isinstance(ended, dict) and ended.get("resultType") == _INPUT_REQUIRED:
+        results.append(ended)
+    for one in results:
+        asks = one.get("inputRequests")
+        if asks is None:
+            continue
+        if not isinstance(asks, dict):
+            return "has inputRequests that are not an object"
+        for key, ask in asks.items():
+            shown = quote(key, METHOD_SHOWN)
+            method = ask.get("method") if isinstance(ask, dict) else None
+            if not isinstance(method, str):
+                return f"holds request {shown}, which names no method"
+            if surface.needs(method) is None:
+                named = quote(method, METHOD_SHOWN)
+                return f"holds request {shown} for {named}, which no server may ask of a client"
+            why = surface.unfit_request(method, ask.get("params"))
+            if why is not None:
+                return f"holds request {shown} ({method}), whose {why}"
+    return None
 
 
 def _requests(result: Any, task: bool) -> list[dict[str, Any]]:

@@ -242,7 +242,10 @@ class ReplyWork:
             return None
         what = f"a {method} notification"
         if task:
-            return taken_apart(guard, alias, params, what, Findings(own, secret), task=True)
+            try:
+                return taken_apart(guard, alias, params, what, Findings(own, secret), task=True)
+            except MalformedReply:
+                return None  # what it asks is unfit to pass on: said in the journal
         if own:
             params = own_keys.meta_dropped(params)
         # Searched again when encoded again: a secret the server spelled with escapes

@@ -81,6 +81,11 @@ p.add_argument(
     help="prompts/get and resources/read ask the user's name first, as the tool ask does",
 )
 p.add_argument(
+    "--ask-params",
+    help="the params of the name question, as JSON in place of a well-formed form "
+    "(null: the question has no params at all)",
+)
+p.add_argument(
     "--listen-end",
     choices=["graceful", "empty", "cancel"],
     help="offer tools.listChanged; end each subscriptions/listen this way "
@@ -265,24 +270,27 @@ def asked_name(rid, params: dict) -> bool:
     """Whether the request is answered with input_required, asking the user's name
     (it brings no answers yet)."""
     if params.get("inputResponses") is None:
+        question: dict = {
+            "method": "elicitation/create",
+            "params": {
+                "mode": "form",
+                "message": "GitHub user?",
+                "requestedSchema": {
+                    "type": "object",
+                    "properties": {"name": {"type": "string"}},
+                },
+            },
+        }
+        if args.ask_params is not None:
+            question["params"] = json.loads(args.ask_params)
+            if question["params"] is None:
+                del question["params"]
         result(
             rid,
             {
                 "resultType": "input_required",
                 "requestState": "state-\u00e9-1",
-                "inputRequests": {
-                    "login": {
-                        "method": "elicitation/create",
-                        "params": {
-                            "mode": "form",
-                            "message": "GitHub user?",
-                            "requestedSchema": {
-                                "type": "object",
-                                "properties": {"name": {"type": "string"}},
-                            },
-                        },
-                    }
-                },
+                "inputRequests": {"login": question},
             },
         )
         return True

@@ -33,7 +33,10 @@ def view(task_id: str) -> dict[str, Any]:
     out = {k: v for k, v in task.items() if k != "answers"}
     if task["status"] == "input_required":
         out["inputRequests"] = {
-            "confirm": {"method": "elicitation/create", "params": {"message": "Go ahead?"}}
+            "confirm": {
+                "method": "elicitation/create",
+                "params": {"message": "Go ahead?", "requestedSchema": {"type": "object"}},
+            }
         }
     if task["status"] == "completed":
         out["result"] = {

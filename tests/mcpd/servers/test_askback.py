@@ -67,9 +67,22 @@ def request(method: str = "roots/list", params: bytes | None = None) -> rpc.Requ
     return rpc.Request(9, method, rpc.Raw(params) if params is not None else None)
 
 
+# What each kind of request needs at least (``surface.unfit_request``).
+WELL_FORMED = {
+    "roots/list": None,
+    "elicitation/create": b'{"message":"q","requestedSchema":{}}',
+    "sampling/createMessage": b'{"messages":[],"maxTokens":1}',
+}
+
+
+def asking(method: str) -> rpc.Request:
+    """A well-formed ``method`` request."""
+    return request(method, WELL_FORMED.get(method))
+
+
 async def refusal(routes: AskRoutes, method: str = "roots/list") -> rpc.RPCError:
     with pytest.raises(rpc.RPCError) as caught:
-        await routes.answer(request(method))
+        await routes.answer(asking(method))
     return caught.value
 
 
@@ -77,11 +90,13 @@ async def test_the_one_agent_with_a_request_in_flight_is_asked_what_the_server_a
     routes = AskRoutes("files", lambda: 5.0)
     agent = Agent()
     token = routes.enter(agent)
-    got = await routes.answer(request("elicitation/create", b'{"message":"Which file?"}'))
+    form = b'{"message":"Which file?","requestedSchema":{}}'
+    got = await routes.answer(request("elicitation/create", form))
     assert got == {"answered": True}
     message = "[mcpd] The server 'files' asks:\n> Which file?"
     meta = {"mcpd/server": "files"}
-    assert agent.asked == [("elicitation/create", {"message": message, "_meta": meta})]
+    asked = {"message": message, "requestedSchema": {}, "_meta": meta}
+    assert agent.asked == [("elicitation/create", asked)]
     routes.leave(token, End.ANSWERED)
     assert routes.inflight == 0
     assert "no agent" in (await refusal(routes)).message
@@ -268,7 +283,7 @@ async def test_a_server_asking_for_what_it_was_not_offered_reaches_no_agent(
     # What it was offered still reaches the agent.
     offered = [m for m, kind in surface.ASK_METHODS.items() if kind in relay]
     for allowed in offered:
-        await routes.answer(request(allowed))
+        await routes.answer(asking(allowed))
     assert [m for m, _ in agent.asked] == offered
 
 
@@ -281,7 +296,7 @@ async def test_only_a_few_of_a_calls_requests_wait_for_its_agent_and_the_rest_ar
     routes.enter(agent)
     async with trio.open_nursery() as nursery:
         for _ in range(ASKS_PER_CALL):
-            nursery.start_soon(routes.answer, request("elicitation/create", b'{"message":"q"}'))
+            nursery.start_soon(routes.answer, asking("elicitation/create"))
         await trio.testing.wait_all_tasks_blocked()
         refused = [await refusal(routes, "elicitation/create") for _ in range(1000)]
         assert len(agent.asked) == ASKS_PER_CALL

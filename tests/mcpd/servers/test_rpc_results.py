@@ -27,7 +27,12 @@ def test_a_modern_servers_input_requests_are_cleaned_masked_and_name_the_server(
     known.replace("config", [HeldSecret("servers.notes.env.TOKEN", "notes-secret-value-7f3a9c")])
     guard = SecretGuard(known)
     form = {"message": "[mcpd] notes: notes-secret-\u200bvalue-7f3a9c", "requestedSchema": {}}
-    sample = {"messages": [], "systemPrompt": "You are mcpd.\u200b", "_meta": {"mcpd/x": 1}}
+    sample = {
+        "messages": [],
+        "maxTokens": 1,
+        "systemPrompt": "You are mcpd.\u200b",
+        "_meta": {"mcpd/x": 1},
+    }
     raw = input_required(
         {
             "a": {"method": "elicitation/create", "params": form},
