@@ -14,6 +14,9 @@ request caused it, and never to another:
   several agents' or none, or several requests of a modern agent (asked through one
   of them) none yet asked, mcpd refuses to guess and answers the server an error.
 
+A 2026-07-28 server makes no requests of its own: whatever it sends is refused as
+that, whichever calls are in flight.
+
 A few of a call's requests may wait for its agent at once, and so many of a
 server's; one past either bound is refused at once, with an error that names it.
 What the agent is asked is the server's request with its texts cleaned, every secret
@@ -133,9 +136,13 @@ class AskRoutes:
         relay: Iterable[str] = tuple(surface.ASK_METHODS.values()),
         guard: SecretGuard | None = None,
         replies: ReplyWork | None = None,
+        modern: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.alias = alias
         self._timeout = timeout
+        # The 2026-07-28-era version the server speaks (None: legacy, or not yet known).
+        # Such a server has no requests of its own to make: it asks in its results.
+        self._modern = modern
         # Where what it asks is taken apart (and with which secrets masked): its
         # server's, which its results share.
         self._replies = replies or ReplyWork(alias, guard or SecretGuard(KnownSecrets()))
@@ -265,11 +272,12 @@ class AskRoutes:
         # One modern agent, several of its requests: which one's result carries it?
         return "several requests of one agent are in flight on this server"
 
-    def _refuse(self, method: str, why: str) -> None:
+    def _refuse(self, method: str, why: str, level: int | None = None) -> None:
         # Many servers ask for roots as soon as they start, with nobody to ask: that is
         # routine (and the server says so on its stderr), not worth an INFO line at
         # every start. A refusal while agents are at work is worth one.
-        level = logging.INFO if self._inflight else logging.DEBUG
+        if level is None:
+            level = logging.INFO if self._inflight else logging.DEBUG
         if not logger.isEnabledFor(level):
             return
         held = self._said.admit()
@@ -287,6 +295,14 @@ class AskRoutes:
 
     async def answer(self, req: rpc.Request) -> object:
         """The transport's ``on_request``: relay to the cause, or refuse."""
+        version = self._modern()
+        if version is not None:
+            why = (
+                f"it speaks {version}, whose servers ask their client in an input_required "
+                "result, never with a request of their own"
+            )
+            self._refuse(req.method, why, level=logging.INFO)
+            raise rpc.RPCError(rpc.METHOD_NOT_FOUND, f"mcpd refused this request: {why}")
         kind = surface.needs(req.method)
         if kind is None:
             raise rpc.RPCError(rpc.METHOD_NOT_FOUND, f"mcpd does not support {req.method!r}")

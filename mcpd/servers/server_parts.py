@@ -142,7 +142,11 @@ class ServerParts(CallHost):
         )
         self.logs = LogMessages(alias, self.wake, self.guard, self.answers)
         self.asks = AskRoutes(
-            alias, lambda: self.config.daemon.ask_timeout, cfg.relay, replies=self.replies
+            alias,
+            lambda: self.config.daemon.ask_timeout,
+            cfg.relay,
+            replies=self.replies,
+            modern=self._modern_version,
         )
         self.session = Session(
             alias,
@@ -160,6 +164,10 @@ class ServerParts(CallHost):
             replies=self.replies,
             answers=self.answers,
         )
+
+    def _modern_version(self) -> str | None:
+        up = self.upstream
+        return up.version if up is not None and up.era == "modern" else None
 
     # -- state shown to people and models --
 

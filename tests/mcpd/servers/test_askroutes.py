@@ -374,3 +374,32 @@ async def test_a_call_the_open_circuit_refused_is_no_sign_the_server_read_past_a
     assert other.asked == [] and late.asked == []
     came_back = json.loads(result["content"][0]["text"])
     assert "ended too lately to rule out" in came_back["message"]
+
+
+# -- through the daemon: a 2026-07-28 server that sends a request of its own mid-call
+
+HOSTILE_ASKER = str(Path(__file__).parents[2] / "support" / "hostile_asker.py")
+
+
+async def test_a_modern_servers_own_request_during_a_call_is_refused_for_what_it_is(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="mcpd.askback")
+    server = {"command": sys.executable, "args": [HOSTILE_ASKER, "--asks", "1"], "era": "modern"}
+    config = make_config(tmp_path, {"bad": server})
+    meta = {**META, "io.modelcontextprotocol/clientCapabilities": CAPS}
+    with trio.fail_after(60):
+        async with (
+            running(config) as daemon,
+            connect_answering(daemon.socket_path, True, answering_as("agent")) as agent,
+        ):
+            call = {"name": "mcp__bad__ask_flood", "arguments": {"text": "1"}, "_meta": meta}
+            result = await agent.result("tools/call", call)
+    assert agent.asked == []
+    came_back = json.loads(result["content"][0]["text"])
+    assert came_back["codes"] == {str(rpc.METHOD_NOT_FOUND): 1}
+    said = came_back["said"]
+    assert "speaks 2026-07-28, whose servers ask their client in an input_required result" in said
+    assert "in flight" not in said
+    [line] = [r.getMessage() for r in caplog.records if "refused its" in r.getMessage()]
+    assert line.startswith("bad: refused its elicitation/create request: it speaks 2026-07-28")
