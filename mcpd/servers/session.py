@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import trio
 
@@ -30,6 +30,7 @@ from .log_messages import LogMessages
 from .oauth import LoginRequired
 from .progress import ProgressRoutes
 from .prompt_resource_lists import PromptResourceKeeper
+from .rediscovery import Rediscovery
 from .scheduler import CallScheduler
 from .taking_apart import ReplyWork
 from .tool_list import ToolListKeeper
@@ -38,6 +39,12 @@ from .upstream import Upstream
 
 if TYPE_CHECKING:
     from .oauth import ServerAuth
+
+
+_CAPABILITIES_KEPT: Final = (
+    "the capabilities it declared before are relied on until it answers, and it is "
+    "asked again before its next list is fetched"
+)
 
 
 class Session:
@@ -66,6 +73,7 @@ class Session:
         the same one they were built with."""
         self.alias = alias
         self._answers = answers
+        self._rediscovery = Rediscovery(alias)
         self._replies = replies
         self.era_hint = era
         self._relay = relay
@@ -124,6 +132,7 @@ class Session:
         try:
             with trio.fail_after(settings.list_timeout):
                 await up.connect()
+                self._rediscovery.connected(up)
                 self._logs.connected()
                 listing = await up.list_tools()
                 await self._fetch_prompt_resources(up)
@@ -175,7 +184,15 @@ class Session:
 
     async def _ask(self, up: Upstream) -> None:
         """What is due of the server's lists, subscriptions and log level, each
-        request bounded by ``list_timeout`` (``answer_wait``)."""
+        request bounded by ``list_timeout`` (``answer_wait``). A list is fetched
+        under capabilities asked for again once their ttl passed (``rediscovery``)."""
+        lists = self._prompt_resources
+        if (self._tool_list.due or lists.due) and self._rediscovery.due(up):
+            with self._answers.bounded("server/discover", _CAPABILITIES_KEPT):
+                changed = await self._rediscovery.renew(up)
+            if changed:
+                self._tool_list.due = True
+                lists.prompts_due = lists.resources_due = True
         if self._tool_list.due:
             await self._tool_list.refetch(up)
         await self._prompt_resources.tend(up)

@@ -22,6 +22,7 @@ from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets, marker
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.limits import DEFAULT_LIMITS
+from mcpd.servers import rediscovery
 from mcpd.servers.askback import Asker
 from mcpd.servers.oauth import LoginRequired
 from mcpd.servers.runner import Runner
@@ -367,3 +368,78 @@ async def test_a_login_needed_while_served_ends_the_session() -> None:
             nursery.start_soon(lose)
             with pytest.raises(LoginRequired, match="mcpd auth login srv"):
                 await serve(r, t, cfg)
+
+
+# -- a modern server's discover answer, asked for again once its ttl passed
+
+
+def modern_server(ttl_ms: int) -> ScriptedTransport:
+    return ScriptedTransport(
+        {
+            "server/discover": discovered({"tools": {}}, ttl_ms),
+            "tools/list": {"resultType": "complete", "tools": [], "ttlMs": 0},
+            "prompts/list": {"resultType": "complete", "prompts": [{"name": "p"}], "ttlMs": 0},
+        }
+    )
+
+
+def discovered(capabilities: dict[str, Any], ttl_ms: int) -> dict[str, Any]:
+    return {
+        "resultType": "complete",
+        "supportedVersions": [mcp.LATEST_MODERN],
+        "capabilities": capabilities,
+        "ttlMs": ttl_ms,
+        "cacheScope": "public",
+    }
+
+
+async def test_a_modern_server_is_asked_its_capabilities_again_once_their_ttl_passed(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    cfg = config()
+    r = runner(cfg)
+    t = modern_server(ttl_ms=0)
+    with trio.fail_after(600):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve, r, t, cfg)
+            await trio.sleep(5)
+            assert t.sent == ["server/discover", "tools/list"]
+            # A ttl of 0 is not a reason to ask before every list: lists fetched within
+            # the floor go without asking.
+            t.sent.clear()
+            for _ in range(3):
+                r.tool_list.request()
+                await trio.sleep(5)
+            assert t.sent == ["tools/list"] * 3
+            # Past the floor, the next list is fetched under capabilities asked for
+            # again: the server offers prompts now, and they are listed.
+            await trio.sleep(rediscovery.FLOOR)
+            t.sent.clear()
+            t.answers["server/discover"] = discovered({"tools": {}, "prompts": {}}, 0)
+            r.tool_list.request()
+            await trio.sleep(5)
+            assert t.sent == ["server/discover", "tools/list", "prompts/list"]
+            assert r.registry.prompts.count("srv") == 1
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_ttl_longer_than_the_floor_keeps_the_capabilities_for_all_of_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    cfg = config()
+    r = runner(cfg)
+    t = modern_server(ttl_ms=3_600_000)
+    with trio.fail_after(7200):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve, r, t, cfg)
+            await trio.sleep(3000)
+            t.sent.clear()
+            r.tool_list.request()
+            await trio.sleep(5)
+            assert t.sent == ["tools/list"]
+            await trio.sleep(600)
+            t.sent.clear()
+            r.tool_list.request()
+            await trio.sleep(5)
+            assert t.sent == ["server/discover", "tools/list"]
+            nursery.cancel_scope.cancel()

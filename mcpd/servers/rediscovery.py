@@ -1,0 +1,96 @@
+"""A 2026-07-28 server's ``server/discover`` answer kept while it is fresh, and asked
+for again once its ttl has passed, before its capabilities are relied on once more.
+
+What the session relies on a server's capabilities for is fetching its lists (whether
+it offers prompts or resources at all): so the answer is asked for again when a list
+is about to be fetched and the answer has gone stale, not on a timer. Its ttl is the
+server's to set, but it is taken as ``FLOOR`` at least. Capabilities say what a server
+is, which changes when it is deployed again, not from one request to the next; a
+server answering ttl 0 would otherwise have mcpd ask before every list it fetches.
+With the floor, a server costs one more round trip a minute at most, and a change of
+its capabilities is acted on within a minute of the next list that is fetched.
+
+Changed capabilities are adopted in the session: every list is fetched again under
+them. A server that no longer speaks the version the session began with ends the
+session, so the next one greets it afresh.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Final
+
+import trio
+
+from protocol import greeting, mcp
+from protocol import jsonrpc as rpc
+from protocol.logfields import log_extra
+from transports.errors import TransportError
+
+from .handshake import NO_CAPABILITIES, request_meta
+from .upstream import Upstream
+
+logger = logging.getLogger("mcpd.server")
+
+FLOOR: Final = 60.0  # seconds; see the module's docstring
+
+
+class Rediscovery:
+    """When the connected server's discover answer goes stale, and asking again."""
+
+    def __init__(self, alias: str) -> None:
+        self.alias = alias
+        self._stale_at = math.inf  # no session yet: nothing to ask again
+
+    def connected(self, up: Upstream) -> None:
+        """A session began with ``up``'s greeting."""
+        self._fresh_for(up.discover_ttl_ms)
+
+    def _fresh_for(self, ttl_ms: int) -> None:
+        # In milliseconds first: a server's ttl may be an integer too large for a float.
+        self._stale_at = trio.current_time() + max(min(ttl_ms, 2**53) / 1000, FLOOR)
+
+    def due(self, up: Upstream) -> bool:
+        """Whether ``up``'s capabilities are to be asked for again before relying on
+        them."""
+        return up.era == "modern" and trio.current_time() >= self._stale_at
+
+    async def renew(self, up: Upstream) -> bool:
+        """Ask ``up`` for its discover answer again and adopt it; whether its
+        capabilities changed. An answer mcpd cannot read keeps the capabilities it
+        had; one that no longer lists the session's version ends the session
+        (TransportError)."""
+        params = mcp.MetaOnlyParams(meta=request_meta(up.version, NO_CAPABILITIES))
+        try:
+            raw = await up.request("server/discover", params)
+            found = rpc.decode_as(raw, greeting.Discovered)
+        except (rpc.RPCError, rpc.InvalidParams) as exc:
+            self._fresh_for(0)
+            logger.warning(
+                "%s: server/discover asked again failed (%s); the capabilities it declared "
+                "before are kept",
+                self.alias,
+                exc,
+                extra=log_extra(self.alias, reason="server/discover failed"),
+            )
+            return False
+        if up.version not in greeting.supported_versions(found.supportedVersions):
+            raise TransportError(
+                f"{self.alias}: server/discover no longer lists {up.version}, the version "
+                "this session speaks; greeting it again"
+            )
+        ttl, _ = mcp.ttl_of(found.ttlMs)
+        up.discover_ttl_ms = ttl
+        self._fresh_for(ttl)
+        now = greeting.server_capabilities(found.capabilities)
+        if now == up.capabilities:
+            return False
+        logger.info(
+            "%s: its capabilities changed since it was last asked; its lists are fetched "
+            "again under them",
+            self.alias,
+            extra=log_extra(self.alias),
+        )
+        up.capabilities = now
+        return True
