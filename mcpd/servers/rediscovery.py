@@ -26,7 +26,8 @@ import trio
 from protocol import greeting, mcp
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
-from transports.errors import TransportError
+from protocol.visible import quote
+from transports.errors import MalformedReply, TransportError
 
 from .handshake import NO_CAPABILITIES, request_meta
 from .upstream import Upstream
@@ -65,13 +66,13 @@ class Rediscovery:
         try:
             raw = await up.request("server/discover", params)
             found = rpc.decode_as(raw, greeting.Discovered)
-        except (rpc.RPCError, rpc.InvalidParams) as exc:
+        except (rpc.RPCError, rpc.InvalidParams, MalformedReply) as exc:
             self._fresh_for(0)
             logger.warning(
                 "%s: server/discover asked again failed (%s); the capabilities it declared "
                 "before are kept",
                 self.alias,
-                exc,
+                quote(str(exc)),
                 extra=log_extra(self.alias, reason="server/discover failed"),
             )
             return False

@@ -30,7 +30,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from tests.support.stand_in import Never, StandIn
 from transports.base import Transport
-from transports.errors import TransportClosed
+from transports.errors import TransportClosed, TransportError
 
 SECRET = "tok-0123456789abcdef"
 LEGACY_INIT = {"protocolVersion": mcp.LATEST_LEGACY, "capabilities": {"tools": {}}}
@@ -443,3 +443,25 @@ async def test_a_ttl_longer_than_the_floor_keeps_the_capabilities_for_all_of_it(
             await trio.sleep(5)
             assert t.sent == ["server/discover", "tools/list"]
             nursery.cancel_scope.cancel()
+
+
+async def test_a_modern_server_that_no_longer_lists_the_sessions_version_is_greeted_again(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    cfg = config()
+    r = runner(cfg)
+    t = modern_server(ttl_ms=0)
+
+    async def upgraded() -> None:
+        await trio.sleep(rediscovery.FLOOR + 5)
+        t.answers["server/discover"] = {
+            **discovered({"tools": {}}, 0),
+            "supportedVersions": ["2099-01-01"],
+        }
+        r.tool_list.request()
+
+    with trio.fail_after(600):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(upgraded)
+            with pytest.raises(TransportError, match="no longer lists"):
+                await serve(r, t, cfg)
