@@ -719,7 +719,8 @@ async def test_waiting_for_idle_returns_when_the_last_call_ends(
 async def question(b: Bench) -> str:
     """What comes of the server asking something with nothing on the wire to say which
     call it is about: "asked" when an agent was asked, else why nobody was."""
-    request = rpc.Request(9, "elicitation/create", Raw(b'{"message":"Publish the draft?"}'))
+    form = b'{"message":"Publish the draft?","requestedSchema":{}}'
+    request = rpc.Request(9, "elicitation/create", Raw(form))
     try:
         await b.host.asks.answer(request)
     except rpc.RPCError as exc:
