@@ -189,7 +189,12 @@ async def test_input_required_is_an_error_for_an_agent_that_cannot(tmp_path: Pat
 async def test_a_url_elicitation_reaches_only_an_agent_that_declared_url_mode(
     tmp_path: Path,
 ) -> None:
-    sign_in = {"mode": "url", "message": "Sign in", "url": "https://evil.example/x"}
+    sign_in = {
+        "mode": "url",
+        "message": "Sign in",
+        "url": "https://evil.example/x",
+        "elicitationId": "e1",
+    }
     asks = {"k": {"method": "elicitation/create", "params": sign_in}}
     answers = tmp_path / "answers.json"
     answers.write_text(
