@@ -295,6 +295,9 @@ class AskRoutes:
 
     async def answer(self, req: rpc.Request) -> object:
         """The transport's ``on_request``: relay to the cause, or refuse."""
+        kind = surface.needs(req.method)
+        if kind is None:
+            raise rpc.RPCError(rpc.METHOD_NOT_FOUND, f"mcpd does not support {req.method!r}")
         version = self._modern()
         if version is not None:
             why = (
@@ -303,9 +306,6 @@ class AskRoutes:
             )
             self._refuse(req.method, why, level=logging.INFO)
             raise rpc.RPCError(rpc.METHOD_NOT_FOUND, f"mcpd refused this request: {why}")
-        kind = surface.needs(req.method)
-        if kind is None:
-            raise rpc.RPCError(rpc.METHOD_NOT_FOUND, f"mcpd does not support {req.method!r}")
         if kind not in self._relay:
             why = f"{kind} is not in servers.{self.alias}.relay"
             self._refuse(req.method, why)
