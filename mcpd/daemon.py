@@ -109,6 +109,7 @@ class Daemon(Control):
             gate.review,
             self._rejudge,
             lambda alias: alias in self.supervisor.config.servers,
+            lambda alias: self.supervisor.config.pin_policy(alias).hold_new_servers,
         )
         self.tool_budget = ToolBudget(config.daemon.max_tools)
         self.api = AgentServer(self.all_servers, self, _LINES, splice=splice)

@@ -1,5 +1,5 @@
 """``mcpd/pins/...``: the socket methods behind ``mcpd approve``, ``mcpd tools
---pending|--findings`` and ``mcpd pins export|import``.
+--pending|--findings`` and ``mcpd pins export|import|forget-unreadable``.
 
 What waits for approval and what the rules found quote servers' texts as the servers
 sent them (that is what a person has to read before approving), and approving decides
@@ -160,6 +160,17 @@ async def _import(
         raise rpc.RPCError(rpc.INVALID_PARAMS, str(exc)) from None
 
 
+async def _forget_unreadable(
+    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+) -> Any:
+    _owner_only(conn, req.method)
+    await _not_from_an_agent(api, conn, "forgetting unreadable pins (mcpd pins forget-unreadable)")
+    try:
+        return await api.control.pins.forget_unreadable()
+    except OSError as exc:
+        raise rpc.RPCError(-32000, f"cannot remove the unreadable pins: {exc}") from None
+
+
 Handler = Callable[[Any, Connection, rpc.Request, RequestContext | None], Awaitable[Any]]
 
 HANDLERS: dict[str, Handler] = {
@@ -168,4 +179,5 @@ HANDLERS: dict[str, Handler] = {
     "mcpd/pins/approve": _approve,
     "mcpd/pins/export": _export,
     "mcpd/pins/import": _import,
+    "mcpd/pins/forget_unreadable": _forget_unreadable,
 }

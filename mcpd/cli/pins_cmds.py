@@ -281,7 +281,21 @@ def print_findings(items: list[dict[str, Any]]) -> int:
 def cmd_pins(args: argparse.Namespace) -> int:
     if args.pins_command == "export":
         return _export(args)
+    if args.pins_command == "forget-unreadable":
+        return _forget_unreadable(args)
     return _import(args)
+
+
+def _forget_unreadable(args: argparse.Namespace) -> int:
+    with client_for(args) as client:
+        result = ask(client, "mcpd/pins/forget_unreadable")
+    for path in result["removed"]:
+        print(f"removed {path}")
+    if not result["removed"]:
+        print("no unreadable pin file was kept")
+    approved = ", ".join(result["approved"]) or "none"
+    print(f"servers are approved by listing again; approved as they list now: {approved}")
+    return 0
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -342,7 +356,7 @@ def add_approve(client_cmd: Any) -> None:
 
 
 def add_pins(sub: Any) -> None:
-    """``pins export|import`` in the command line's grammar."""
+    """``pins export|import|forget-unreadable`` in the command line's grammar."""
     p = sub.add_parser("pins", help="export or import the approved definitions")
     ps = p.add_subparsers(dest="pins_command", required=True)
     e = ps.add_parser("export", help="print (or write) the pins, for another machine")
@@ -352,6 +366,11 @@ def add_pins(sub: Any) -> None:
     i = ps.add_parser("import", help="take an export's pins as approved")
     i.add_argument("file", metavar="FILE", help="an export (- for stdin)")
     i.add_argument("--replace", action="store_true", help="a server in FILE keeps no other pins")
-    for parser in (e, i):
+    f = ps.add_parser(
+        "forget-unreadable",
+        help="remove the pin files that could not be read, and approve each server they "
+        "held as it lists now",
+    )
+    for parser in (e, i, f):
         parser.add_argument("--socket", help=SOCKET_HELP)
     p.set_defaults(func=cmd_pins)

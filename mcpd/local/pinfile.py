@@ -7,9 +7,13 @@ The file is read once at start-up, before any server lists anything, and rewritt
 by itself (a first sight, a change taken under ``warn``; while such changes keep
 coming, paced: ``pacing``), and before the command returns for what a person
 approves or imports. Unlike the last known tools, pins are
-not a cache: a file that cannot be read is set aside (``pins.json.unreadable``), and
-no server counts as approved until a person approves it again, so a damaged file
-cannot let a changed server through.
+not a cache: a file that cannot be read is set aside (``pins.json.unreadable``; a
+later one beside it as ``pins.json.unreadable.2`` and so on, none written over), and
+while one is kept there no server counts as approved until a person approves it
+again, at this start and every later one, so a damaged file cannot let a changed
+server through. The kept file is the mark of that on disk: it needs nothing written
+(a full disk cannot lose it), and only the operator's word removes it
+(``forget_unreadable``).
 
 Only the digests stay in memory (``registry.pinned``); the file is where the
 definitions are (``pinrecords``). It is read again for the few a held item or a
@@ -22,7 +26,7 @@ reads it).
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import logging
 import os
 from collections.abc import Callable
@@ -44,6 +48,7 @@ from .pinrecords import Sections, decode
 logger = logging.getLogger("mcpd.state")
 
 FILE_NAME: Final = "pins.json"
+ASIDE: Final = ".unreadable"  # what a file that cannot be read is renamed to, beside it
 
 
 class PinKeeper:
@@ -57,40 +62,56 @@ class PinKeeper:
         review: Review,
         rejudge: Callable[[str], None],
         configured: Callable[[str], bool],
+        holds_new: Callable[[str], bool] = lambda alias: False,
     ) -> None:
         self.path = path
         self.review = review
         self._rejudge = rejudge
         self._configured = configured
+        self._holds_new = holds_new  # the server's ``hold_new_servers``
         self._paced = Paced()
         self._writing = trio.Lock()
         self._sections: Sections | None = None  # where each server's part is in the file
         self._last_error: str | None = None
+        self._in_place = False  # a damaged file not moved aside yet: not to be written over
         review.on_pinned = self.changed
         review.stored = self.stored
 
     # -- the file --
 
     async def load(self) -> None:
+        kept = await trio.to_thread.run_sync(kept_aside, self.path)
         try:
             found = await trio.to_thread.run_sync(pinrecords.read, self.path)
         except OSError as exc:
             self._unusable(f"cannot read it: {exc.strerror or exc}")
             return
-        if found is None:
-            return
-        try:
-            self.review.pins, self._sections = pinrecords.loaded(self.path, *found)
-        except BadPins as exc:
-            aside = self.path + ".unreadable"
-            with contextlib.suppress(OSError):
-                os.replace(self.path, aside)
-            self._unusable(f"{exc} (kept as {aside})")
+        if found is not None:
+            try:
+                self.review.pins, self._sections = pinrecords.loaded(self.path, *found)
+            except BadPins as exc:
+                self._in_place = True
+                try:
+                    where = f"kept as {await self._set_aside()}"
+                except OSError as moving:
+                    where = f"not moved aside ({moving.strerror or moving}), nor written over"
+                self._unusable(f"{exc} ({where})")
+                return
+        if kept:
+            self._unusable(f"{', '.join(kept)} kept from a pin file that could not be read")
+
+    async def _set_aside(self) -> str:
+        """Moves the damaged file out of the way of the next write, beside those kept
+        before; where it is now (``OSError``: it stays, and nothing is written)."""
+        aside = await trio.to_thread.run_sync(set_aside, self.path)
+        self._in_place = False
+        return aside
 
     def _unusable(self, why: str) -> None:
         self.review.hold_unapproved = True
         logger.error(
-            "pins: %s; every server is held until `mcpd approve` (or `mcpd pins import`)",
+            "pins: %s; each server not approved since is held until `mcpd approve ALIAS` "
+            "(or `mcpd pins import`), at every start until `mcpd pins forget-unreadable`",
             why,
             extra=log_extra(None, "state_file", why),
         )
@@ -106,6 +127,13 @@ class PinKeeper:
         """Write the pins now; whether they are on disk."""
         async with self._writing:
             self._paced.begin()
+            try:
+                if self._in_place:
+                    await self._set_aside()
+            except OSError as exc:
+                self._paced.failed()
+                self._failed("cannot move the unreadable pins aside from", exc)
+                return False
             servers = {alias: s.copy() for alias, s in self.review.pins.servers.items()}
             unwritten = self.review.unwritten.take()
             try:
@@ -140,6 +168,32 @@ class PinKeeper:
         except (OSError, BadPins) as exc:
             self._failed("cannot read the pins approved from", exc)
             return {}
+
+    async def forget_unreadable(self) -> dict[str, Any]:
+        """The operator's word that the pins kept aside are to be forgotten: they are
+        removed, and each server held for them is approved as it lists now, as at a
+        first start (unless new servers are held anyway)."""
+        kept = await trio.to_thread.run_sync(kept_aside, self.path)
+        if self._in_place:
+            await self._set_aside()
+            kept = await trio.to_thread.run_sync(kept_aside, self.path)
+        for path in kept:
+            await trio.to_thread.run_sync(os.unlink, path)
+        self.review.hold_unapproved = False
+        waiting = sorted({p.server for p in self.review.pending() if p.why == "new_server"})
+        approved = []
+        for alias in waiting:
+            if self._configured(alias) and not self._holds_new(alias):
+                await self.approve(alias, None)
+                approved.append(alias)
+        logger.warning(
+            "pins: %s forgotten by the operator; servers are approved by listing again "
+            "(approved now: %s)",
+            ", ".join(kept) or "no unreadable pin file",
+            ", ".join(approved) or "none",
+            extra=log_extra(None, "approved"),
+        )
+        return {"removed": kept, "approved": approved}
 
     # -- what the commands ask --
 
@@ -201,6 +255,44 @@ class PinKeeper:
             "released": max(0, before - len(self.review.pending())),
             "saved": saved,
         }
+
+
+def kept_aside(path: str) -> list[str]:
+    """The unreadable pin files kept beside ``path``, in the order they were kept."""
+    folder, name = os.path.split(path)
+    try:
+        names = os.listdir(folder or ".")
+    except FileNotFoundError:
+        return []
+    order = {n: _aside_number(name, n) for n in names}
+    return [os.path.join(folder, n) for n in sorted(order, key=order.__getitem__) if order[n]]
+
+
+def _aside_number(name: str, candidate: str) -> int:
+    """Which of the files set aside from ``name`` ``candidate`` is (0: none)."""
+    base = name + ASIDE
+    if candidate == base:
+        return 1
+    tail = candidate.removeprefix(base + ".")
+    numbered = tail != candidate and tail.isascii() and tail.isdigit() and tail[0] != "0"
+    return int(tail) if numbered else 0
+
+
+def set_aside(path: str) -> str:
+    """Moves ``path`` to the first free name of the files set aside from it, never over
+    one of them; that name."""
+    kept = kept_aside(path)
+    number = _aside_number(os.path.basename(path), os.path.basename(kept[-1])) if kept else 0
+    aside = path + ASIDE + ("" if not number else f".{number + 1}")
+    try:
+        os.link(path, aside)  # fails rather than replace a file of that name
+    except OSError as exc:
+        if exc.errno == errno.EEXIST or os.path.lexists(aside):
+            raise
+        os.rename(path, aside)  # a file system without links: the name was free just now
+        return aside
+    os.unlink(path)
+    return aside
 
 
 def _pending(p: Pending, pins: Pins) -> dict[str, Any]:
