@@ -20,8 +20,9 @@ class WatchedPins(PinKeeper):
         review: Review,
         rejudge: Callable[[str], None],
         configured: Callable[[str], bool],
+        holds_new: Callable[[str], bool],
     ) -> None:
-        super().__init__(path, review, rejudge, configured)
+        super().__init__(path, review, rejudge, configured, holds_new)
         self.saving = SaveWatch("pins", "approvals made since are kept in memory only")
 
     async def flush(self) -> bool:
