@@ -47,7 +47,8 @@ from .profile_methods import PROFILE_METHODS, ProfileMethods
 from .profiles import Profiles, ProfileServers
 from .sockets import ProfileSockets
 from .tool_news import ToolNews
-from .toolcall import Router, list_tools
+from .toolcall import Router
+from .toollist import list_tools
 from .unix_socket import UnixBound
 
 if TYPE_CHECKING:

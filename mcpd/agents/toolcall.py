@@ -1,4 +1,4 @@
-"""tools/list and tools/call on the agent side: a call decoded into its ``Call``,
+"""tools/call on the agent side: a call decoded into its ``Call``,
 routed by the agent's profile, and the reply for each outcome.
 
 A call is decoded once (``Router.call_of``, from what either decoder made of the
@@ -19,27 +19,24 @@ import functools
 from collections.abc import Callable
 from typing import Any, Final
 
-import trio
 from msgspec import UNSET, Raw, UnsetType
 
 from protocol import jsonrpc as rpc
 from protocol import mcp, splice, surface
-from protocol.server import RequestContext
 
 from ..audit.record import NO_DECISION
 from ..policy.agent import AgentInfo
 from ..servers.all_servers import AllServers
 from ..servers.askback import Asker
-from ..servers.calls import Call, Outcome, Whose
+from ..servers.calls import Call, Outcome
 from ..servers.outage import Outage
 from .agent import Agent
 from .askback_driver import AgentSide, AskBackDriver
-from .backend import Servers
+from .awaited import Awaited
 from .call_meta import agents_own, spliced_context
 from .callpolicy import Ask, CallPolicy, Sent
 from .callrecords import CallRecords, ended, outcome_of
 from .metatools import NAMES as META_TOOLS
-from .paging import page
 from .results import Recipient, shaped_for
 from .search_mode import unwrap
 from .unrouted import held_tool, unknown_tool
@@ -53,21 +50,6 @@ SentFinish = Callable[
 _OBJECT_OR_NULL: Final = (ord("{"), ord("n"))
 # What the journal calls a result when it tells of a secret masked in it.
 _A_RESULT: Final = "a tools/call result"
-
-
-def list_tools(
-    servers: Servers, params: mcp.ListToolsParams, ctx: RequestContext | None, page_size: int
-) -> mcp.ListToolsResult:
-    servers.refresh()
-    tools, after = page(servers.listing(), params.cursor, page_size)
-    modern = ctx is not None and ctx.era == "modern"
-    return mcp.ListToolsResult(
-        tools=list(tools),
-        nextCursor=UNSET if after is None else after,
-        ttlMs=0 if modern else UNSET,
-        cacheScope="private" if modern else UNSET,
-        meta={"mcpd/servers": servers.states()},
-    )
 
 
 class Router:
@@ -287,7 +269,7 @@ class Router:
 
     async def _upstream(self, call: Call, agent: Agent, asker: Asker | None) -> Outcome:
         """One round of ``run``: the call at its server, awaited."""
-        awaited = _Awaited(agent)
+        awaited = Awaited(agent)
         call.caller, call.asker = awaited, asker
         self.servers.start(call)
         try:
@@ -393,29 +375,6 @@ class Continues:
 
 
 CONTINUES: Final = Continues()
-
-
-class _Awaited:
-    """The caller of a call a task of ``agent``'s waits for."""
-
-    __slots__ = ("_agent", "_arrived", "_outcome")
-
-    def __init__(self, agent: Agent) -> None:
-        self._agent = agent
-        self._arrived = trio.Event()
-        self._outcome: Outcome | None = None
-
-    def finish(self, call: Call, outcome: Outcome) -> None:
-        self._outcome = outcome
-        self._arrived.set()
-
-    def whose(self) -> Whose:
-        return self._agent.whose()
-
-    async def outcome(self) -> Outcome:
-        await self._arrived.wait()
-        assert self._outcome is not None
-        return self._outcome
 
 
 def _retry(call: Call, responses: Raw | UnsetType, state: Raw | UnsetType) -> Call:

@@ -1,0 +1,27 @@
+"""tools/list on the agent side: a page of the listing the agent's profile shows, in
+the shape of the era the agent speaks."""
+
+from __future__ import annotations
+
+from msgspec import UNSET
+
+from protocol import mcp
+from protocol.server import RequestContext
+
+from .backend import Servers
+from .paging import page
+
+
+def list_tools(
+    servers: Servers, params: mcp.ListToolsParams, ctx: RequestContext | None, page_size: int
+) -> mcp.ListToolsResult:
+    servers.refresh()
+    tools, after = page(servers.listing(), params.cursor, page_size)
+    modern = ctx is not None and ctx.era == "modern"
+    return mcp.ListToolsResult(
+        tools=list(tools),
+        nextCursor=UNSET if after is None else after,
+        ttlMs=0 if modern else UNSET,
+        cacheScope="private" if modern else UNSET,
+        meta={"mcpd/servers": servers.states()},
+    )
