@@ -29,10 +29,10 @@ walked with then, and only then): one whose tool is gone or held, or that the ru
 now deny, ends unsent, saying so.
 
 A call whose server answers ``input_required`` goes to it again once its agent has
-answered (``askback.legacy_rounds``), which may be long after it was let through. Each
-time it is looked at again first (``again``), against what it was last sent under
-(``Sent``): its tool as listed now, then the rules now, as a call approved after its
-wait is.
+answered (``askback.legacy_rounds``; a modern agent's retry, ``resumes``), which may be
+long after it was let through. Each time it is looked at again first (``again``),
+against what it was last sent under (``Sent``): its tool as listed now, then the rules
+now, as a call approved after its wait is.
 """
 
 from __future__ import annotations
@@ -83,11 +83,14 @@ class Ask(msgspec.Struct, frozen=True):
 
 class Sent(msgspec.Struct, frozen=True):
     """What a call went to its server under: its tool as its profile listed it, and the
-    rules' decision (an ``ask``'s, once a person approved the call)."""
+    rules' decision (an ``ask``'s, once a person approved the call); and for a modern
+    agent's call that its server answered ``input_required``, how many times the agent
+    came back with answers (``resumes``)."""
 
     entry: Entry
     profile: ProfileServers
     decision: Decision
+    rounds: int = 0
 
 
 class CallPolicy:
@@ -218,6 +221,21 @@ class CallPolicy:
         # What the rules say, not counted against a rate again: routing counted it.
         return Sent(entry, profile, gate.policy.decide(_facts(entry, profile)))
 
+    def allowed_as(self, call: Call, profile: ProfileServers) -> Sent | None:
+        """What ``call``, sent without a task (allowed, nobody asked), went under, as far
+        as its tool in ``profile`` and the rules now tell: None when either changed
+        since (its retry is then a call of its own, which meets the rules anew)."""
+        entry = profile.lookup(call.local) if profile.name == call.profile else None
+        if entry is None or entry.held is not None:
+            return None
+        if (entry.alias, entry.original) != (call.alias, call.name):
+            return None
+        gate = self.gate
+        if gate.empty:
+            return Sent(entry, profile, ALLOW)
+        decision = gate.policy.decide(_facts(entry, profile))
+        return Sent(entry, profile, decision) if decision.action == "allow" else None
+
     async def again(
         self, call: Call, agent: AgentInfo, kin: FindKin, sent: Sent, asker: Asker | None
     ) -> mcp.CallToolResult | Sent:
@@ -234,10 +252,12 @@ class CallPolicy:
         now = self.gate.stands(facts, agent, sent.decision, lasting=False)
         if now is not None and now.action == "ask":
             ask = Ask(facts, now, entry, sent.profile, kept_apart(call))
-            return await self.ask(call, agent, kin, ask, asker)
-        return _going(
-            call, facts, Sent(entry, sent.profile, sent.decision if now is None else now), ANSWERS
-        )
+            asked = await self.ask(call, agent, kin, ask, asker)
+            if isinstance(asked, Sent):  # still the same call's rounds
+                return msgspec.structs.replace(asked, rounds=sent.rounds)
+            return asked
+        decision = sent.decision if now is None else now
+        return _going(call, facts, Sent(entry, sent.profile, decision, sent.rounds), ANSWERS)
 
 
 class QueuedCalls(QueuedCheck):

@@ -10,7 +10,9 @@ reply ``Router.reply`` makes; the reply is where the call's audit record is made
 (``callrecords``). A call whose server may ask its agent things, one that waits for a
 person's approval, and every call over HTTP, is awaited in a task instead
 (``Router.run``): the same call, driven through the rounds of asking back
-(``askback_driver.AskBackDriver``).
+(``askback_driver.AskBackDriver``). So is a modern agent's retry that continues a
+call its server answered ``input_required`` (``resumes``): it is that call's next
+round.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from .callpolicy import Ask, CallPolicy, Sent
 from .callrecords import CallRecords, ended, outcome_of
 from .metatools import NAMES as META_TOOLS
 from .results import Recipient, shaped_for
+from .resumes import Resumed, Resumes
 from .search_mode import unwrap
 from .unrouted import held_tool, unknown_tool
 
@@ -75,6 +78,7 @@ class Router:
         self._finish = finish
         self.policy = policy
         self.records = records
+        self.resumes = Resumes()
         self.budget = budget  # daemon.result_budget_chars; set again on each reload
         self.splice = splice
 
@@ -131,7 +135,7 @@ class Router:
             agent.in_task(call, functools.partial(self._serve, call, agent, sent))
         elif routed is None:
             self.servers.start(call)
-        elif isinstance(routed, Ask):
+        elif isinstance(routed, Ask | Resumed):
             agent.in_task(call, functools.partial(self._serve, call, agent, routed))
         elif isinstance(routed, Continues):
             # Only the driver may take mcpd's requestState: it checks whose call and which
@@ -144,12 +148,12 @@ class Router:
     async def run(self, call: Call, agent: Agent) -> bytes:
         """``start``, awaited in a task of the agent's request: its reply, after as many
         rounds as its server and agent need to ask each other things."""
-        going: Ask | Sent | None = None
+        going: Ask | Sent | Resumed | None = None
         try:
             routed = self.route(call, agent)
             if routed is None:  # let through, in the step that routed it
                 going = self.policy.let_through(call, agent.profile)
-            elif isinstance(routed, Ask):
+            elif isinstance(routed, Ask | Resumed):
                 going = routed
             elif not isinstance(routed, Continues):
                 return self.reply(call.id, call, routed, agent)[0]
@@ -187,14 +191,22 @@ class Router:
         return await self._serve(call, agent, None, answered)
 
     async def _serve(
-        self, call: Call, agent: Agent, routed: Ask | Sent | None, answered: Outcome | None = None
+        self,
+        call: Call,
+        agent: Agent,
+        routed: Ask | Sent | Resumed | None,
+        answered: Outcome | None = None,
     ) -> bytes:
         """A routed call, awaited: asked about first when the policy says so (``Ask``),
         then through the rounds of its server asking its agent things. None: a call
         that only brings the answer to what mcpd asked for another (``Continues``), or
         one let through already whose server ``answered``."""
         try:
-            return await self._rounds(call, agent, routed, answered)
+            if isinstance(routed, Resumed):
+                # The next round of a call that met the rules: looked at again first, as
+                # each round after the first is.
+                return await self._rounds(call, agent, routed.sent, False, answered)
+            return await self._rounds(call, agent, routed, True, answered)
         except rpc.RPCError as exc:
             # A requestState that names no wait of mcpd's (expired, another agent's):
             # this request's error, never the connection's.
@@ -205,7 +217,12 @@ class Router:
             raise
 
     async def _rounds(
-        self, call: Call, agent: Agent, routed: Ask | Sent | None, answered: Outcome | None
+        self,
+        call: Call,
+        agent: Agent,
+        routed: Ask | Sent | None,
+        first: bool,
+        answered: Outcome | None,
     ) -> bytes:
         side = AgentSide(
             owner=call.owner,
@@ -225,7 +242,9 @@ class Router:
                 self.failed(call, agent, exc)
                 raise
 
-        first = True
+        # A retry that continues a call (``Resumed``) is past its first round, and its
+        # requestState is the server's, no ask of mcpd's.
+        state = call.request_state if first else UNSET
 
         async def upstream(call: Call, asker: Asker | None) -> Outcome:
             # Each round goes under what the last one went under: asked about before the
@@ -260,7 +279,7 @@ class Router:
             "tools/call",
             call.local,
             call,
-            call.request_state,
+            state,
             call.input_responses,
             upstream,
             shape,
@@ -278,13 +297,14 @@ class Router:
             call.cancel()
             raise
 
-    def route(self, call: Call, agent: Agent) -> Outcome | Ask | Continues | None:
+    def route(self, call: Call, agent: Agent) -> Outcome | Ask | Continues | Resumed | None:
         """Where ``call`` goes in the agent's profile: its server (``call.alias``) and
         the tool's name there; or the outcome it ends with here (arguments that are not
         an object, an unknown tool, what search mode's meta-tools answer, a held tool,
         the policy's refusal); or ``Ask``, when a person decides first; or
         ``CONTINUES``, when it carries mcpd's requestState (an answer to what mcpd
-        asked for another call, which met the rules)."""
+        asked for another call, which met the rules); or ``Resumed``, when it continues
+        a call whose server answered ``input_required``."""
         profile = agent.profile
         call.profile = profile.name
         name = call.name
@@ -313,6 +333,14 @@ class Router:
         if call.request_state is not UNSET and self.policy.continues(call):
             _before_the_rules(call)  # its record, if it has one, is the refused token's
             return CONTINUES
+        if call.request_state is not UNSET:
+            resumed = self.resumes.take(call, self._who(call, agent), profile)
+            if isinstance(resumed, rpc.RPCError):
+                _before_the_rules(call, resumed.message)
+                return resumed
+            if resumed is not None:
+                call.decision, call.decided_by = resumed.decision, resumed.decided_by
+                return resumed
         if entry is None:
             _before_the_rules(call, "unknown tool")
             return unknown_tool(profile, name, own_user=agent.identity.reads_as_owner())
@@ -335,6 +363,13 @@ class Router:
         who = self._who(call, agent)
         if isinstance(outcome, Raw):
             shaped, links, failed = shaped_for(outcome, call, self.budget)
+            if call.modern and links and isinstance(shaped, Raw):
+                # What the server asked goes to the agent with a requestState of mcpd's,
+                # so that its retry is this call's next round (``resumes``). An
+                # input_required an agent is handed counts as holding links: it is
+                # finished, so it is looked at here.
+                sent = sent or self.policy.allowed_as(call, agent.profile)
+                shaped, failed = self.resumes.hand_on(shaped, call, who, sent)
             finished: Raw | dict[str, Any] | Outage = shaped
             if links or call.tasks:
                 finished = self._finish(call, shaped, links, sent)

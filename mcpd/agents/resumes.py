@@ -1,0 +1,221 @@
+"""A 2026-07-28 server's ``input_required`` handed on to a modern agent, and the
+agent's retry that continues it: the same call's next round, not a call of its own.
+
+A legacy agent's rounds are driven by mcpd in one task, each looked at again under
+what the last went under (``CallPolicy.again``): asked about once, counted against a
+rate once. A modern agent drives its rounds itself, each a new ``tools/call`` that
+may come on another connection (over HTTP, a new exchange). For it to meet the rules
+as the legacy agent's rounds do, mcpd must know a retry for the continuation of a call
+it let through, and nothing else may pass for one.
+
+So the server's ``requestState`` never reaches the agent as it is: the agent gets a
+token of mcpd's in its place (``hand_on``), and the retry that brings it back is
+taken apart again (``take``), the server getting exactly its own state. A token names
+what is kept in the daemon of the round it continues: whose call it was (the agent as
+mcpd tells agents apart for rates, its user, its profile), the tool by the name the
+agent called it and its arguments (a person approved them as shown), what the call
+was sent under, a digest of the server's state, an expiry and how many rounds the
+call has had. The server's state itself travels in the token, so what the daemon
+keeps is small whatever a server writes there; the digest makes a state the agent
+altered a refusal.
+
+A token is taken once: replayed, it names nothing. One brought by another agent, in
+another profile, for another tool or other arguments is refused without being used
+up, so whoever saw it cannot spend the owner's round. A continuation goes on under
+``CallPolicy.again``: the tool as the profile lists it now (gone, held or defined
+anew: refused), the rules now (the same decision: no second ask, no second charge; a
+``deny``: refused; another rule's ``ask``: a person decides). A call continued past
+``MAX_ROUNDS`` ends with an error, as a legacy agent's rounds do.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import secrets
+from collections.abc import Callable
+from typing import Any, Final
+
+import msgspec
+import trio
+from msgspec import UNSET, Raw, UnsetType
+
+from protocol import jsonrpc as rpc
+from protocol import mcp, surface
+
+from ..policy.agent import AgentInfo
+from ..servers.calls import Call
+from .askback import MAX_ROUNDS
+from .callpolicy import Sent
+from .profiles import ProfileServers
+
+PREFIX: Final = "mcpd-round:"
+# How long a modern agent may take to retry: its user may be answering a form.
+KEEP_FOR: Final = 600.0
+# Rounds kept for one agent, and for all: past them the oldest are forgotten (their
+# retries are refused as expired), so an agent that never retries costs a bounded sum.
+PER_AGENT: Final = 64
+KEPT_AT_MOST: Final = 4096
+
+_HEAD: Final = msgspec.json.Decoder(surface.ResultHead)
+_encode: Final = msgspec.json.Encoder(order="sorted").encode
+
+
+class Resumed(msgspec.Struct, frozen=True):
+    """A retry that continues a call: what that call was last sent under, and its
+    record's decision."""
+
+    sent: Sent
+    decision: str
+    decided_by: str
+
+
+class _Round(msgspec.Struct, frozen=True):
+    agent: str  # AgentInfo.key
+    uid: int | None
+    profile: str
+    local: str
+    arguments: bytes  # digest of the arguments as read
+    state: bytes | None  # digest of the server's requestState; None: it sent none
+    sent: Sent
+    decision: str
+    decided_by: str
+    expires: float
+
+
+class Resumes:
+    def __init__(self, clock: Callable[[], float] = trio.current_time) -> None:
+        self._clock = clock
+        self._kept: dict[str, _Round] = {}  # by nonce, oldest first
+
+    def hand_on(
+        self, result: Raw, call: Call, who: AgentInfo, sent: Sent | None
+    ) -> tuple[Raw | dict[str, Any], bool]:
+        """``result`` as the modern agent of ``call`` gets it, and whether it is an
+        error: an ``input_required`` with a token of mcpd's for its ``requestState``
+        (for a call let through under ``sent``; None: it cannot be continued, and the
+        retry is a call of its own); anything else as it is."""
+        try:
+            head = _HEAD.decode(result)
+        except msgspec.DecodeError:
+            return result, False
+        if head.kind != mcp.INPUT_REQUIRED or sent is None:
+            return result, False
+        if sent.rounds >= MAX_ROUNDS:
+            text = (
+                f"The tool server {call.alias!r} asked for more input {MAX_ROUNDS + 1} times "
+                f"in one call; mcpd ends a call after {MAX_ROUNDS} rounds of answers."
+            )
+            error = {"content": [{"type": "text", "text": text}], "isError": True}
+            return {**error, "resultType": mcp.COMPLETE}, True
+        state = head.requestState
+        nonce = secrets.token_urlsafe(18)
+        self._keep(
+            nonce,
+            _Round(
+                agent=who.key,
+                uid=who.uid,
+                profile=call.profile,
+                local=call.local,
+                arguments=_digest_of_arguments(call.arguments),
+                state=hashlib.sha256(state).digest() if isinstance(state, Raw) else None,
+                sent=msgspec.structs.replace(sent, rounds=sent.rounds + 1),
+                decision=call.decision,
+                decided_by=call.decided_by,
+                expires=self._clock() + KEEP_FOR,
+            ),
+        )
+        token = PREFIX + nonce
+        if isinstance(state, Raw):
+            token += "." + base64.urlsafe_b64encode(bytes(state)).decode("ascii")
+        handed: dict[str, Any] = msgspec.json.decode(result)
+        handed["requestState"] = token
+        return handed, False
+
+    def take(
+        self, call: Call, who: AgentInfo, profile: ProfileServers
+    ) -> Resumed | rpc.RPCError | None:
+        """What ``call`` (of ``who``, in ``profile``) continues when its
+        ``requestState`` is a token of mcpd's: the round it names, used up, with the
+        server's own state put back in ``call``; the error it gets when that round is
+        not its to continue; None for a state that is no token of mcpd's."""
+        state = call.request_state
+        if not isinstance(state, Raw):
+            return None
+        try:
+            token = msgspec.json.decode(state)
+        except msgspec.DecodeError:
+            return None
+        if not isinstance(token, str) or not token.startswith(PREFIX):
+            return None
+        nonce, dot, carried = token.removeprefix(PREFIX).partition(".")
+        kept = self._kept.get(nonce)
+        if kept is None or kept.expires <= self._clock():
+            self._kept.pop(nonce, None)
+            return _refused(
+                "names no call mcpd continues (it was used already, or it expired); "
+                "call the tool again without it"
+            )
+        whose = _whose(kept, call, who)
+        if whose is not None:
+            return _refused(f"continues {whose}")
+        try:
+            server_state = base64.urlsafe_b64decode(carried.encode("ascii")) if dot else None
+        except (binascii.Error, ValueError):
+            server_state = b""
+        digest = None if server_state is None else hashlib.sha256(server_state).digest()
+        if digest != kept.state:
+            return _refused("was altered: it is not the one mcpd gave")
+        del self._kept[nonce]
+        call.request_state = _state(server_state)
+        # Its tool is looked up again in the profile as it is now.
+        sent = msgspec.structs.replace(kept.sent, profile=profile)
+        return Resumed(sent, kept.decision, kept.decided_by)
+
+    def _keep(self, nonce: str, kept: _Round) -> None:
+        rounds = self._kept
+        now = self._clock()
+        while rounds:
+            oldest = next(iter(rounds))
+            if rounds[oldest].expires > now and len(rounds) < KEPT_AT_MOST:
+                break
+            del rounds[oldest]
+        mine = [n for n, r in rounds.items() if r.agent == kept.agent]
+        for gone in mine[: max(0, len(mine) - PER_AGENT + 1)]:
+            del rounds[gone]
+        rounds[nonce] = kept
+
+
+def _whose(kept: _Round, call: Call, who: AgentInfo) -> str | None:
+    """How the call ``kept`` continues differs from ``call`` (of ``who``); None when
+    ``call`` is its next round."""
+    if (kept.agent, kept.uid) != (who.key, who.uid):
+        return "another agent's call"
+    if kept.profile != call.profile:
+        return f"a call in the profile {kept.profile!r}"
+    if kept.local != call.local:
+        return f"a call of {kept.local!r}"
+    if kept.arguments != _digest_of_arguments(call.arguments):
+        return "a call with other arguments"
+    return None
+
+
+def _digest_of_arguments(arguments: Raw | UnsetType) -> bytes:
+    """A digest of the arguments as the server reads them: a retry may spell the
+    same object with other spacing or key order."""
+    if not isinstance(arguments, Raw):
+        return b""
+    try:
+        read = msgspec.json.decode(arguments)
+    except msgspec.DecodeError:
+        read = bytes(arguments)
+    return hashlib.sha256(_encode(read)).digest()
+
+
+def _state(server_state: bytes | None) -> Raw | UnsetType:
+    return UNSET if server_state is None else Raw(server_state)
+
+
+def _refused(why: str) -> rpc.RPCError:
+    return rpc.RPCError(rpc.INVALID_PARAMS, f"this requestState is mcpd's and {why}")

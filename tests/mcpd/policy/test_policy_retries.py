@@ -1,0 +1,169 @@
+"""A modern agent's retry of a call whose 2026-07-28 server answered ``input_required``,
+in a running daemon: it is that call's next round, as a legacy agent's answers going
+to the server are. An ``ask`` rule asks once, a rate counts the call once, and the
+server gets its own requestState back. Only a real continuation passes for one: a
+requestState replayed, forged or altered, brought in another profile, for another
+tool or other arguments, or after a reload that denies the tool, is refused and the
+server is not called again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from tests.support.agent import META, Agent, connect
+from tests.support.policy_daemon import text
+from tests.support.rounds_daemon import ASK, LIMIT, NAME, Rounds, rounds_daemon
+
+ASKS = {**META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+APPROVE = {"action": "accept", "content": {"decision": "approve"}}
+ASKED = [{"tools": ["s/ask"], "action": "ask", "reason": "names need a person"}]
+RATED = [{"tools": ["s/ask"], "action": "allow", "rate": "1/min"}]
+PARAMS: dict[str, Any] = {"name": ASK, "arguments": {"who": "me"}, "_meta": ASKS}
+SERVERS_STATE = "state-\u00e9-1"
+DONE = f"hello mallory ({SERVERS_STATE})"
+
+
+async def call(agent: Agent, params: dict[str, Any]) -> dict[str, Any]:
+    reply = await agent.rpc("tools/call", params)
+    assert "result" in reply, reply
+    result: dict[str, Any] = reply["result"]
+    return result
+
+
+async def asked_for_a_name(agent: Agent, rules: list[dict[str, Any]]) -> dict[str, Any]:
+    """The call as far as the server's question (approved first under ``ASKED``): the
+    retry that answers it."""
+    first = await call(agent, PARAMS)
+    if rules is ASKED:
+        assert first["requestState"].startswith("mcpd-ask:")
+        [key] = first["inputRequests"]
+        answer = {"inputResponses": {key: APPROVE}, "requestState": first["requestState"]}
+        first = await call(agent, {**PARAMS, **answer})
+    assert first["resultType"] == "input_required", first
+    assert list(first["inputRequests"]) == ["login"]
+    return {**PARAMS, "inputResponses": {"login": NAME}, "requestState": first["requestState"]}
+
+
+async def modern_call(setup: Rounds, rules: list[dict[str, Any]]) -> dict[str, Any]:
+    async with connect(setup.daemon.socket_path) as agent:
+        retry = await asked_for_a_name(agent, rules)
+        return await call(agent, retry)
+
+
+async def legacy_call(setup: Rounds, rules: list[dict[str, Any]]) -> dict[str, Any]:
+    got: list[dict[str, Any]] = []
+    async with setup.agent() as legacy, trio.open_nursery() as nursery:
+
+        async def calling() -> None:
+            got.append(await legacy.call(ASK, {"who": "me"}))
+
+        nursery.start_soon(calling)
+        questions = 2 if rules is ASKED else 1  # the approval, then the name
+        for n in range(1, questions + 1):
+            legacy.answer_held((await legacy.wait_asked(n))[n - 1])
+    [result] = got
+    return result
+
+
+@pytest.mark.parametrize("era", [modern_call, legacy_call], ids=["modern", "legacy"])
+@pytest.mark.parametrize("rules", [ASKED, RATED], ids=["ask", "rate"])
+async def test_an_agents_answers_to_its_server_go_on_with_the_call_in_either_era(
+    tmp_path: Path, rules: list[dict[str, Any]], era: Any
+) -> None:
+    """The call's approval and its rate stand for its rounds, whichever era its agent
+    speaks; the next call is a call of its own."""
+    with trio.fail_after(LIMIT):
+        async with rounds_daemon(tmp_path, rules) as setup:
+            result = await era(setup, rules)
+            assert text(result) == DONE  # the server had its own state back
+            reached = setup.reached()
+            assert len(reached) == 2 and reached[1]["requestState"] == SERVERS_STATE
+            records = await setup.records()
+            assert records[-1].outcome == "ok"
+            assert records[-1].decision == ("approved" if rules is ASKED else "allow")
+            async with connect(setup.daemon.socket_path) as agent:
+                again = await call(agent, PARAMS)
+            if rules is RATED:
+                assert again["isError"] is True and "at most 1 call a minute" in text(again)
+            else:
+                assert again["requestState"].startswith("mcpd-ask:")
+
+
+async def refused(setup: Rounds, agent: Agent, retry: dict[str, Any], said: str) -> None:
+    reached = len(setup.reached())
+    reply = await agent.rpc("tools/call", retry)
+    assert "error" in reply, reply
+    assert said in reply["error"]["message"]
+    assert len(setup.reached()) == reached  # the server was not called again
+
+
+async def test_a_retry_used_up_forged_or_altered_is_refused(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with (
+            rounds_daemon(tmp_path, RATED) as setup,
+            connect(setup.daemon.socket_path) as agent,
+        ):
+            retry = await asked_for_a_name(agent, RATED)
+            token = retry["requestState"]
+            assert SERVERS_STATE not in token  # the server's state is carried in mcpd's
+            nonce, _, _carried = token.partition(".")
+            forged = {**retry, "requestState": "mcpd-round:" + "A" * 24}
+            await refused(setup, agent, forged, "names no call mcpd continues")
+            altered = {**retry, "requestState": nonce + ".c3RhdGUtMg=="}
+            await refused(setup, agent, altered, "was altered")
+            assert text(await call(agent, retry)) == DONE
+            await refused(setup, agent, retry, "names no call mcpd continues")
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"arguments": {"who": "root"}}, "continues a call with other arguments"),
+        ({"name": "mcp__s__other"}, "continues a call of 'mcp__s__ask'"),
+    ],
+)
+async def test_a_retry_for_another_call_is_refused_and_leaves_the_round_to_its_own(
+    tmp_path: Path, change: dict[str, Any], said: str
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with (
+            rounds_daemon(tmp_path, ASKED) as setup,
+            connect(setup.daemon.socket_path) as agent,
+        ):
+            retry = await asked_for_a_name(agent, ASKED)
+            await refused(setup, agent, {**retry, **change}, said)
+            assert text(await call(agent, retry)) == DONE
+
+
+async def test_a_retry_in_another_profile_is_refused(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with rounds_daemon(tmp_path, RATED) as setup:
+            await setup.reload(RATED, "[profiles.other]", 'servers = ["s"]')
+            async with (
+                connect(setup.daemon.socket_path) as agent,
+                connect(setup.daemon.socket_path) as other,
+            ):
+                retry = await asked_for_a_name(agent, RATED)
+                await other.result("mcpd/useProfile", {"profile": "other"})
+                await refused(setup, other, retry, "continues a call in the profile 'default'")
+                assert text(await call(agent, retry)) == DONE
+
+
+async def test_a_retry_after_a_reload_that_denies_the_tool_is_refused_unsent(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with (
+            rounds_daemon(tmp_path, ASKED) as setup,
+            connect(setup.daemon.socket_path) as agent,
+        ):
+            retry = await asked_for_a_name(agent, ASKED)
+            await setup.reload([{"tools": ["s/ask"], "action": "deny", "reason": "no names"}])
+            result = await call(agent, retry)
+            assert result["isError"] is True
+            assert "policy changed while the call to 'mcp__s__ask' waited" in text(result)
+            assert len(setup.reached()) == 1
