@@ -3,11 +3,13 @@ in a running daemon: it is that call's next round, as a legacy agent's answers g
 to the server are. An ``ask`` rule asks once, a rate counts the call once, and the
 server gets its own requestState back. Only a real continuation passes for one: a
 requestState replayed, forged or altered, brought in another profile, for another
-tool or other arguments, or after a reload that denies the tool, is refused and the
-server is not called again."""
+tool or other arguments, from another process (over HTTP, where the agent's own retry
+may come on another connection), or after a reload that denies the tool, is refused
+and the server is not called again."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ import pytest
 import trio
 
 from tests.support.agent import META, Agent, connect
+from tests.support.daemon_http import CURL, Reply, modern_headers, post
 from tests.support.policy_daemon import text
 from tests.support.rounds_daemon import ASK, LIMIT, NAME, Rounds, rounds_daemon
 
@@ -167,3 +170,54 @@ async def test_a_retry_after_a_reload_that_denies_the_tool_is_refused_unsent(
             assert result["isError"] is True
             assert "policy changed while the call to 'mcp__s__ask' waited" in text(result)
             assert len(setup.reached()) == 1
+
+
+# -- over HTTP, where each request may come on a connection of its own --
+
+
+def answer_of(reply: Reply) -> dict[str, Any]:
+    if reply.headers.get("content-type", "").startswith("text/event-stream"):
+        return reply.events()[-1]
+    found: dict[str, Any] = reply.json()
+    return found
+
+
+async def post_here(sock: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A 2026-07-28 tools/call from this process on a connection of its own."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+    head = [
+        "POST /mcp HTTP/1.0",
+        "Host: mcpd",
+        "Content-Type: application/json",
+        "Accept: application/json, text/event-stream",
+        f"Content-Length: {len(body)}",
+        *modern_headers("tools/call", params["name"]),
+    ]
+    stream = await trio.open_unix_socket(sock)
+    async with stream:
+        await stream.send_all(("\r\n".join(head) + "\r\n\r\n" + body).encode())
+        raw = b""
+        while chunk := await stream.receive_some(1 << 16):
+            raw += chunk
+    return answer_of(Reply(raw))
+
+
+@pytest.mark.skipif(CURL is None, reason="needs curl, another process")
+async def test_over_http_a_retry_on_another_connection_goes_on_and_another_process_is_refused(
+    tmp_path: Path,
+) -> None:
+    params = {"name": ASK, "arguments": {"who": "me"}, "_meta": ASKS}
+    with trio.fail_after(LIMIT):
+        async with rounds_daemon(tmp_path, RATED) as setup:
+            sock = setup.daemon.socket_path
+            first = (await post_here(sock, params))["result"]
+            assert first["resultType"] == "input_required"
+            retry = {**params, "inputResponses": {"login": NAME}}
+            retry["requestState"] = first["requestState"]
+            body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": retry}
+            # curl is another process: another agent, as rates count agents.
+            theirs = answer_of(await post(sock, body, *modern_headers("tools/call", ASK)))
+            assert "continues another agent's call" in theirs["error"]["message"]
+            assert len(setup.reached()) == 1
+            done = (await post_here(sock, retry))["result"]
+            assert done["resultType"] == "complete" and text(done) == DONE
