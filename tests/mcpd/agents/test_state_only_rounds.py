@@ -85,7 +85,12 @@ async def test_a_modern_agent_that_declared_nothing_is_handed_the_state_to_retry
     assert "result" in reply, reply
     assert reply["result"]["resultType"] == "complete"
     assert said(method, reply["result"]) == SERVED
-    assert states == ["shed-1", "shed-2", "shed-3"]
+    if method == "tools/call":
+        # A call's state is handed over in one of mcpd's own, which its retry trades
+        # back for the server's as the same call's next round.
+        assert len(states) == 3 and all(s.startswith("mcpd-round:") for s in states)
+    else:
+        assert states == ["shed-1", "shed-2", "shed-3"]
 
 
 async def test_a_server_that_keeps_asking_is_named_for_it_at_mcpds_round_limit(
