@@ -163,8 +163,11 @@ def test_serve_listens_on_mcpd_socket_before_the_configs(tmp: Path, served: list
     # A restart would listen there again, so a reload has nothing to wait for.
     reloaded = mcpd("reload", env=env2)
     assert reloaded.returncode == 0 and "restart" not in reloaded.stdout, reloaded
+    # Another daemon (of its own state directory, as one daemon keeps a directory's state).
+    again = tmp / "again.toml"
+    again.write_text(f'[daemon]\nsocket = "{tmp / "cfg.sock"}"\nstate_dir = "{tmp / "s3"}"\n')
     plain = environ(tmp)
-    assert serve(served, "--config", str(named), env=plain).socket == str(tmp / "cfg.sock")
+    assert serve(served, "--config", str(again), env=plain).socket == str(tmp / "cfg.sock")
 
 
 def test_a_second_daemon_on_mcpd_socket_starts_no_server_early(
@@ -179,7 +182,12 @@ def test_a_second_daemon_on_mcpd_socket_starts_no_server_early(
     env = environ(tmp, MCPD_SOCKET=str(tmp / "env.sock"))
     assert serve(served, "--config", str(config), env=env).socket == str(tmp / "env.sock")
     assert len(starts(counted)) == 1
-    second = mcpd("serve", "--config", str(config), "--log", "stderr", env=env)
+    # Of a state directory of its own, or the first's lock would stop it before its socket.
+    other = tmp / "other.toml"
+    other.write_text(
+        f'[daemon]\nstate_dir = "{tmp / "s2"}"\n[servers.a]\n{counted_server(counted)}'
+    )
+    second = mcpd("serve", "--config", str(other), "--log", "stderr", env=env)
     assert second.returncode == 78  # the same on every start: no use restarting
     assert "something already listens on" in second.stderr
     assert len(starts(counted)) == 1
