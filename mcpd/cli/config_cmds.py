@@ -267,6 +267,7 @@ def _changeable(config: Config, unstartable: Mapping[str, str]) -> list[str]:
 def cmd_import(args: argparse.Namespace) -> int:
     from ..config.importer import import_file
     from ..config.importwrite import move_secrets, secrets_dir, to_toml
+    from ..local.privatefile import UnsafeFileError, write_atomically
     from .import_sources import import_source, unread_host
 
     unread = unread_host(args.path)
@@ -274,19 +275,24 @@ def cmd_import(args: argparse.Namespace) -> int:
         fail(EX_CONFIG, f"cannot import: {visible(unread)}")
     source = import_source(args.path)
     try:
-        imported = import_file(source)
+        imported = import_file(source, named=source == args.path)
     except ConfigError as exc:
-        fail(EX_CONFIG, f"cannot import: {exc}")
+        fail(EX_CONFIG, f"cannot import: {visible(str(exc))}")
     moved = {}
     if args.output:
-        if os.path.exists(args.output) and not args.force:
+        # A link there counts, dangling or not: --force replaces the link, never the
+        # file it points to.
+        if os.path.lexists(args.output) and not args.force:
             fail(EXIT_USAGE, f"{args.output} exists (use --force to replace it)")
         try:
             moved = move_secrets(imported, secrets_dir(args.output))
-            with open(args.output, "w", encoding="utf-8") as f:
-                f.write(to_toml(imported, moved))
+            # 0600, as the secrets: it names where they are and what mcpd runs.
+            write_atomically(args.output, to_toml(imported, moved).encode("utf-8"))
+        except UnsafeFileError as exc:
+            fail(EXIT_USAGE, f"cannot write {args.output}: {exc}")
         except OSError as exc:
-            fail(EXIT_USAGE, f"cannot write {exc.filename or args.output}: {exc.strerror}")
+            why = exc.strerror or str(exc)
+            fail(EXIT_USAGE, f"cannot write {exc.filename or args.output}: {why}")
     else:
         sys.stdout.write(to_toml(imported))
     extra = []

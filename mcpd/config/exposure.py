@@ -32,6 +32,11 @@ The rules are few, so that what they flag deserves a look:
 - a password in a URL's user info (``https://user:PASSWORD@host``,
   ``postgres://user:PASSWORD@host/db``).
 
+A variable's or a header's value (``secret_setting``) is judged by the same rules,
+with a few more names that say a secret there (``Authorization``, ``Cookie``,
+``SESSION``, ``PAT``, ``PRIVATE_KEY``, a last word ending in ``KEY``, ``PASS`` or
+``PWD``, ``PGPASSWORD``), and is a secret too when its text holds one of those above.
+
 Every secret in an argument or a URL is found, not only its first, and a string is
 never shown with any of them in it.
 """
@@ -54,6 +59,12 @@ _SECRET_WORDS: Final = frozenset(
 # about it (--pass-through, --auth-server, --credentials-path).
 _SECRET_LAST: Final = frozenset({"pass", "pwd", "auth", "bearer", "credential", "credentials"})
 _SECRET_PAIRS: Final = frozenset({("api", "key"), ("access", "key")})
+# A variable's or a header's name only: an option named so is often something else
+# (--session NAME, --key server.pem), a variable rarely is.
+_SETTING_WORDS: Final = frozenset({"authorization", "cookie", "session", "pat", "credential"})
+_SETTING_PAIRS: Final = frozenset({("private", "key"), ("client", "key")})
+# Glued to a variable's name (PGPASSWORD, PGPASS, MYSQL_PWD), and not another word.
+_GLUED: Final = re.compile(r".*(?:password|passwd)|.*(?<!by)(?<!com)(?<!sur)pass|.+pwd|.*key")
 # A query parameter named only this is a key too (Google's ?key=, Azure's ?sig=).
 _SECRET_QUERY: Final = frozenset({"key", "sig"})
 # Words that say the value is about a secret, not the secret: --token-file PATH,
@@ -126,32 +137,43 @@ def _words(name: str) -> list[str]:
     return [w for w in re.split(r"[^a-z0-9]+", _CAMEL.sub("_", name).lower()) if w]
 
 
-def _name_kind(name: str, *, query: bool = False) -> str | None:
+def _name_kind(name: str, *, query: bool = False, setting: bool = False) -> str | None:
     """What ``name`` says of its value: that it is a secret ("secret"), that it is one
     by its last word, which a path may be instead (``--credentials ~/creds.json``:
-    "last"), or nothing (None)."""
+    "last"), or nothing (None). A ``setting`` is a variable's or a header's name."""
     words = _words(name)
     if not words or _NOT_THE_SECRET.intersection(words):
         return None
     if query and words[0] in _SECRET_QUERY and len(words) == 1:
         return "secret"
-    if _SECRET_WORDS.intersection(words) or any(
-        pair in _SECRET_PAIRS for pair in itertools.pairwise(words)
-    ):
+    pairs = set(itertools.pairwise(words))
+    if _SECRET_WORDS.intersection(words) or pairs & _SECRET_PAIRS:
+        return "secret"
+    if setting and (_SETTING_WORDS.intersection(words) or pairs & _SETTING_PAIRS):
         return "secret"
     if words[-1] in _SECRET_LAST and words != ["pwd"]:  # PWD alone: the working directory
+        return "last"
+    if setting and _GLUED.fullmatch(words[-1]) and words != ["pwd"]:
         return "last"
     return None
 
 
 def secret_name(name: str) -> bool:
     """``name`` (a header's, a variable's) says its value is, or may be, a secret."""
-    return _name_kind(name) is not None
+    return _name_kind(name, setting=True) is not None
 
 
-def _secret_value(name: str, value: str, *, query: bool = False) -> bool:
+def secret_setting(name: str, value: str) -> bool:
+    """A variable's or a header's ``value`` (its literal text) is a secret: by its
+    name, as an option's value would be (see the module's rules), or by what it holds,
+    as an argument would (a password in a URL, a token of a known format, a header or
+    a bearer token written in it)."""
+    return _secret_value(name, value, setting=True) or bool(_in_text(value))
+
+
+def _secret_value(name: str, value: str, *, query: bool = False, setting: bool = False) -> bool:
     """``value``, given to ``name``, is a secret: see the module's rules."""
-    kind = _name_kind(name, query=query)
+    kind = _name_kind(name, query=query, setting=setting)
     if kind is None or not value or value.lower() in _MODES or _SCHEME.match(value):
         return False
     return kind == "secret" or _PATH.match(value) is None

@@ -23,6 +23,7 @@ the host's way to mcpd, which as a server of mcpd would only lead back to mcpd.
 from __future__ import annotations
 
 import math
+import os
 import re
 from pathlib import Path, PurePath
 from typing import Any, Final, Literal
@@ -60,7 +61,9 @@ def dialect_of(source: str, where: str) -> Dialect:
     """Which host's meanings apply to an entry found at ``where`` in ``source``."""
     if where.startswith("context_servers."):
         return "zed"
-    if Path(source).resolve().parent.name == ".gemini":
+    # The folder as the user sees it: a settings.json linked from a dotfiles repository
+    # is still Gemini's.
+    if Path(os.path.abspath(source)).parent.name == ".gemini":
         return "gemini"
     return "common"
 

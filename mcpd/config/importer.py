@@ -31,9 +31,11 @@ from typing import Any, Final
 
 import msgspec
 
+from . import exposure
 from .envcheck import relied_on
 from .import_hosts import Dialect, dialect_of, normalize
 from .import_inline import Inline, inline_secrets
+from .import_read import read_host_file
 from .jsonc import objects, read_json
 from .model import ConfigError
 from .oauth_hints import oauth_table
@@ -44,12 +46,6 @@ _VAR_BAD: Final = re.compile(r"[^A-Za-z0-9_]+")
 _REF: Final = re.compile(r"\$\{([^}]*)\}|\$")
 # Gemini CLI also expands a bare $NAME.
 _REF_BARE: Final = re.compile(r"\$\{([^}]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)|\$")
-_SECRET_NAME: Final = re.compile(
-    r"TOKEN|SECRET|PASSW|API_?KEY|ACCESS_?KEY|PRIVATE|CREDENTIAL|AUTH|COOKIE|SESSION|(^|_)PAT($|_)"
-    r"|(^|_)KEY($|_)",
-    re.I,
-)
-_SECRET_HEADER: Final = re.compile(r"authorization|cookie|token|secret|key|auth", re.I)
 SCHEME: Final = re.compile(r"^(Bearer|Basic|Token)\b\s*", re.I)
 # Letters and digits, long, no spaces or slashes: an API key or token, whatever its name.
 _TOKEN_LIKE: Final = re.compile(r"(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9_\-+=.]{24,}")
@@ -85,15 +81,10 @@ class Imported(msgspec.Struct):
     exposed: list[str] = msgspec.field(default_factory=list)
 
 
-def import_file(path: str | os.PathLike[str]) -> Imported:
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError("", f"cannot read {str(p)!r}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise ConfigError("", f"{p}: not UTF-8 text") from None
-    return import_text(text, str(p))
+def import_file(path: str | os.PathLike[str], *, named: bool = True) -> Imported:
+    """The servers of the host file at ``path`` (see ``read_host_file``)."""
+    source = os.fspath(path)
+    return import_text(read_host_file(source, named=named), source)
 
 
 def import_text(text: str, source: str) -> Imported:
@@ -111,13 +102,13 @@ def import_text(text: str, source: str) -> Imported:
     doc = objects(raw, "", notes)
     if not isinstance(doc, dict):
         raise ConfigError("", f"{source}: expected a JSON object at the top")
-    found: list[tuple[str, str, Any]] = []  # (where, name, body)
+    found: list[tuple[str, str, Any, str | None]] = []  # (where, name, body, project)
     inputs: dict[str, str] = {}
-    for where, table in _server_tables(doc):
+    for where, table, project in _server_tables(doc):
         if not isinstance(table, dict):
             notes.append(f"{where}: not an object; skipped")
             continue
-        found.extend((f"{where}.{name}", name, body) for name, body in table.items())
+        found.extend((f"{where}.{name}", name, body, project) for name, body in table.items())
     mcp = doc.get("mcp")
     listed = doc.get("inputs") or (mcp.get("inputs") if isinstance(mcp, dict) else None)
     for item in listed if isinstance(listed, list) else []:
@@ -129,51 +120,54 @@ def import_text(text: str, source: str) -> Imported:
             f'{source}: no MCP servers found (expected an "mcpServers", "servers" or '
             '"context_servers" object)',
         )
-    state = _Converter(_workspace(source), inputs, notes)
+    workspace = _workspace(source)
+    state = _Converter(workspace, inputs, notes)
     servers: dict[str, dict[str, Any]] = {}
     bodies: dict[str, Any] = {}
-    for where, name, body in found:
+    numbered: dict[str, int] = {}  # a name used again -> the number it had last
+    for where, name, body, project in found:
         alias = _alias(name)
         if alias != name:
             notes.append(f"{where}: the name {name!r} became the alias {alias!r}")
+        # Claude Code runs a project's servers in the project's folder.
+        state.workspace = workspace if project is None else project
         if alias in servers:
-            if bodies[alias] == body:
+            if bodies[alias] == (body, project):
                 notes.append(f"{where}: the same server as {alias!r} again; kept once")
                 continue
-            n = 2
+            n = numbered.get(alias, 1) + 1
             while f"{alias}_{n}" in servers:
                 n += 1
+            numbered[alias] = n
             notes.append(f"{where}: another server named {alias!r}; imported as {alias}_{n}")
             alias = f"{alias}_{n}"
         table = state.server(alias, where, body, dialect_of(source, where))
         if table is not None:
             servers[alias] = table
-            bodies[alias] = body
+            bodies[alias] = (body, project)
     return Imported(servers, notes, state.secrets, source, state.inline, state.exposed)
 
 
-def _server_tables(doc: dict[str, Any]) -> list[tuple[str, Any]]:
-    tables: list[tuple[str, Any]] = []
-    if "mcpServers" in doc:
-        tables.append(("mcpServers", doc["mcpServers"]))
-    if "servers" in doc:
-        tables.append(("servers", doc["servers"]))
-    if "context_servers" in doc:  # Zed
-        tables.append(("context_servers", doc["context_servers"]))
+def _server_tables(doc: dict[str, Any]) -> list[tuple[str, Any, str | None]]:
+    """Each table of servers, with the project folder its servers run in, if any."""
+    tables: list[tuple[str, Any, str | None]] = []
+    for key in ("mcpServers", "servers", "context_servers"):  # the last: Zed
+        if key in doc:
+            tables.append((key, doc[key], None))
     mcp = doc.get("mcp")
     if isinstance(mcp, dict) and "servers" in mcp:
-        tables.append(("mcp.servers", mcp["servers"]))
+        tables.append(("mcp.servers", mcp["servers"], None))
     projects = doc.get("projects")
     if isinstance(projects, dict):  # ~/.claude.json: servers per project directory
         for project, body in projects.items():
             if isinstance(body, dict) and body.get("mcpServers"):
-                tables.append((f"projects.{project}.mcpServers", body["mcpServers"]))
+                tables.append((f"projects.{project}.mcpServers", body["mcpServers"], project))
     return tables
 
 
 def _workspace(source: str) -> str | None:
     """The project folder a workspace file belongs to, for ${workspaceFolder}."""
-    p = Path(source).resolve()
+    p = Path(os.path.abspath(source))  # as given: a link's target is in another folder
     if p.parent.name in (".vscode", ".cursor"):
         return str(p.parent.parent)
     if p.name == ".mcp.json":
@@ -220,7 +214,7 @@ class _Converter:
             out["args"] = [val(a, f"args[{i}]") for i, a in enumerate(body.get("args") or [])]
             env = {k: val(v, f"env.{k}") for k, v in (body.get("env") or {}).items()}
             for key, value in env.items():
-                if _looks_secret(key, value, _SECRET_NAME):
+                if _looks_secret(key, value):
                     self.secrets[("servers", alias, "env", key)] = self._secret_var(
                         alias, key, value
                     )
@@ -238,9 +232,15 @@ class _Converter:
                 )
         elif body.get("url") is not None:
             out["url"] = val(body["url"], "url")
+            if any(f.what == "the password in the URL" for f in exposure.in_url(out["url"])):
+                self.notes.append(
+                    f"{where}.url: holds a user name and password, which mcpd refuses to "
+                    "send in a URL; skipped (give them in an Authorization header instead)"
+                )
+                return None
             headers = {k: val(v, f"headers.{k}") for k, v in (body.get("headers") or {}).items()}
             for key, value in headers.items():
-                if _looks_secret(key, value, _SECRET_HEADER):
+                if _looks_secret(key, value):
                     self.secrets[("servers", alias, "headers", key)] = self._secret_var(
                         alias, key, value, own_name=False
                     )
@@ -298,7 +298,7 @@ class _Converter:
         if not auth:
             return
         secret = auth.get("client_secret")
-        if secret is not None and _looks_secret("secret", secret, _SECRET_NAME):
+        if secret is not None and _looks_secret("secret", secret):
             var = self._secret_var(alias, "client_secret", secret, own_name=False)
             self.secrets[("servers", alias, "auth", "client_secret")] = var
         out["auth"] = auth
@@ -362,12 +362,21 @@ class _Converter:
         return f"${{{name}}}"
 
 
-def _looks_secret(key: str, value: str, names: re.Pattern[str]) -> bool:
+def _looks_secret(key: str, value: str) -> bool:
+    """Whether an ``env`` value or a header (in mcpd's syntax) holds a secret: by the
+    rules mcpd judges arguments and URLs with (``exposure``), or by its shape alone."""
     # What is written in the file itself, without references and an auth scheme word.
-    literal = SCHEME.sub("", _REF.sub("", value).strip()).strip()
+    literal = SCHEME.sub("", _REF_OR_ESCAPE.sub(_literal, value).strip()).strip()
     if not literal:
         return False
-    return bool(names.search(key)) or _TOKEN_LIKE.fullmatch(literal) is not None
+    return exposure.secret_setting(key, literal) or _TOKEN_LIKE.fullmatch(literal) is not None
+
+
+_REF_OR_ESCAPE: Final = re.compile(r"\$\$|\$\{[^}]*\}")
+
+
+def _literal(m: re.Match[str]) -> str:
+    return "$" if m.group(0) == "$$" else ""
 
 
 def _var(alias: str, key: str) -> str:

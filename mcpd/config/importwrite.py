@@ -45,7 +45,11 @@ def to_toml(imported: Imported, moved: dict[tuple[str, ...], Path] | None = None
             "# Secrets were not copied. Give mcpd these variables (systemd: Environment= or",
             "# EnvironmentFile=), or replace a reference with ${file:PATH} (LoadCredential=):",
         ]
-        out += [f"#   {var}  ({_line('.'.join(path))})" for path, var in imported.secrets.items()]
+        out += [
+            f"#   {var}  ({_line('.'.join(path))})"
+            for path in imported.secrets
+            for var in _variables(imported, path)
+        ]
         out += [f"#   {i.var}  ({'.'.join(i.where)})" for i in imported.inline]
     if imported.exposed:
         out += ["#", "# Warnings:"] + [f"#   {_line(w)}" for w in imported.exposed]
@@ -65,13 +69,64 @@ def to_toml(imported: Imported, moved: dict[tuple[str, ...], Path] | None = None
             out.append(f"[servers.{_key(alias)}.{sub}]")
             for key, value in items.items():
                 where = ("servers", alias, sub, key)
-                var = imported.secrets.get(where)
-                if var is not None:
-                    scheme = SCHEME.match(value)
-                    ref = f"file:{moved[where]}" if where in moved else var
-                    value = f"{scheme.group(0) if scheme else ''}${{{ref}}}"
+                if where in imported.secrets:
+                    value = _referenced(imported, where, value, moved)
                 out.append(f"{_key(key)} = {_toml_value(value)}")
     return "\n".join(out) + "\n"
+
+
+def _pieces(value: str) -> tuple[str, list[tuple[bool, str]]]:
+    """A secret value (in mcpd's syntax) as its auth scheme word, and the rest as pieces:
+    (True, literal text, unescaped) or (False, a reference as it is written)."""
+    scheme = SCHEME.match(value)
+    head = scheme.group(0) if scheme else ""
+    pieces: list[tuple[bool, str]] = []
+    for part in _REFERENCE.split(value[len(head) :]):
+        if not part:
+            continue
+        if part.startswith("${"):
+            pieces.append((False, part))
+        elif pieces and pieces[-1][0]:
+            pieces[-1] = (True, pieces[-1][1] + part.replace("$$", "$"))
+        else:
+            pieces.append((True, part.replace("$$", "$")))
+    return head, pieces
+
+
+_REFERENCE: Final = re.compile(r"(\$\{[^}]*\})")
+
+
+def _variables(imported: Imported, where: tuple[str, ...]) -> list[str]:
+    """The variables that carry a printed secret: one for each stretch of its literal
+    text, as the references written between them stay where they are."""
+    _, alias, sub, key = where
+    _, pieces = _pieces(str(imported.servers[alias][sub][key]))
+    var = imported.secrets[where]
+    count = sum(literal for literal, _ in pieces)
+    return [var] + [f"{var}_{n}" for n in range(2, count + 1)]
+
+
+def _moved_key(where: tuple[str, ...], n: int) -> tuple[str, ...]:
+    return where if n == 1 else (*where, str(n))
+
+
+def _referenced(
+    imported: Imported, where: tuple[str, ...], value: str, moved: dict[tuple[str, ...], Path]
+) -> str:
+    """A secret value as the TOML holds it: each literal stretch a reference to its
+    file or its variable, the value's own references as they were."""
+    head, pieces = _pieces(value)
+    variables = iter(_variables(imported, where))
+    out, n = [head], 0
+    for literal, text in pieces:
+        if not literal:
+            out.append(text)
+            continue
+        n += 1
+        var = next(variables)
+        key = _moved_key(where, n)
+        out.append(f"${{file:{moved[key]}}}" if key in moved else f"${{{var}}}")
+    return "".join(out)
 
 
 def _with_references(
@@ -130,7 +185,8 @@ def _escaped(m: re.Match[str]) -> str:
 
 def secrets_dir(toml_path: str | os.PathLike[str]) -> Path:
     """Where the secrets of a config written to ``toml_path`` go: beside it."""
-    p = Path(toml_path).resolve()
+    # As given, not where a link there points: the config written replaces the link.
+    p = Path(os.path.abspath(toml_path))
     return p.with_name(p.stem + ".secrets")
 
 
@@ -140,21 +196,25 @@ def move_secrets(imported: Imported, directory: Path) -> dict[tuple[str, ...], P
         return {}
     make_private_directory(directory)
     moved: dict[tuple[str, ...], Path] = {}
+    names: set[str] = set()
     for where in imported.secrets:
         _, alias, sub, key = where
-        value = str(imported.servers[alias][sub][key])
-        scheme = SCHEME.match(value)
         # A secret file is read as it is: the "$" the TOML escaped is the secret's own.
-        secret = (value[scheme.end() :] if scheme else value).replace("$$", "$")
-        target = directory / _file_name(alias, sub, key)
-        write_atomically(target, (secret + "\n").encode("utf-8"))
-        moved[where] = target
+        # The references in a secret are left in the TOML, to be expanded as ever; the
+        # text between them goes to files.
+        _, pieces = _pieces(str(imported.servers[alias][sub][key]))
+        texts = [text for literal, text in pieces if literal]
+        for n, secret in enumerate(texts, 1):
+            name = _file_name(alias, sub, key if n == 1 else f"{key}.{n}")
+            target = directory / _unique(name, names)
+            write_atomically(target, (secret + "\n").encode("utf-8"))
+            moved[_moved_key(where, n)] = target
     for i in imported.inline:
         secret = i.value_in(imported.servers[i.alias])[i.start : i.end].replace("$$", "$")
         # ("servers", alias, "args[3]"[, NAME]) -> "args", "3[.NAME]"
         key = ".".join([str(i.index), *i.where[3:]])
         place = ("url", i.where[-1]) if i.index is None else ("args", key)
-        target = directory / _file_name(i.alias, *place)
+        target = directory / _unique(_file_name(i.alias, *place), names)
         write_atomically(target, (secret + "\n").encode("utf-8"))
         moved[i.where] = target
     return moved
@@ -165,3 +225,13 @@ _UNSAFE: Final = re.compile(r"[^A-Za-z0-9_.-]")
 
 def _file_name(alias: str, sub: str, key: str) -> str:
     return _UNSAFE.sub("_", f"{alias}.{sub}.{key}")
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    """``name``, or with a number after it when two keys make the same file name
+    (``API_KEY`` and ``API KEY``): each secret keeps a file of its own."""
+    found, n = name, 2
+    while found in taken:
+        found, n = f"{name}_{n}", n + 1
+    taken.add(found)
+    return found

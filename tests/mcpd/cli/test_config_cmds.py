@@ -411,3 +411,99 @@ def test_serve_with_a_bad_config_logs_why_and_exits_78_when_not_socket_activated
         root.setLevel(level)
     assert "config error: servers.s: give exactly one of" in capsys.readouterr().err
     assert os.listdir(tmp_path) == ["config.toml"]
+
+
+def test_import_moves_every_kind_of_password_and_writes_a_private_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "pg.json"
+    source.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "pg": {
+                        "command": "pg-mcp",
+                        "env": {
+                            "DATABASE_URI": "postgresql://app:Sup3rS3cret@db/prod",
+                            "PGPASS": "hunter2",
+                            "SMTP_PASS": "mailpw1",
+                            "MYSQL_PWD": "pw123",
+                            "API_KEY": "first",
+                            "API KEY": "second",
+                            "GOOGLE_APPLICATION_CREDENTIALS": "${HOME}/key.json",
+                        },
+                    },
+                    "h": {"url": "https://h.example/mcp", "headers": {"Cookie": "sid=${SID}; x=y"}},
+                    "u": {"url": "https://user:pw@h.example/mcp"},
+                }
+            }
+        )
+    )
+    out = tmp_path / "cfg.toml"
+    assert run("import", str(source), "-o", str(out)) == 0
+    text = out.read_text()
+    for secret in ("Sup3rS3cret", "hunter2", "mailpw1", "pw123", "first", "second", "pw@"):
+        assert secret not in text
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    assert 'GOOGLE_APPLICATION_CREDENTIALS = "${HOME}/key.json"' in text
+    # The reference stays to be expanded; only the literal text moved.
+    cookie = next(line for line in text.splitlines() if line.startswith("Cookie = "))
+    assert "${SID}" in cookie and cookie.count("${file:") == 2
+    secrets = tmp_path / "cfg.secrets"
+    assert (secrets / "pg.env.API_KEY").read_text() != (secrets / "pg.env.API_KEY_2").read_text()
+    assert "user:" not in text and "mcpServers.u.url: holds a user name and password" in text
+    capsys.readouterr()
+    assert run("check-config", "--config", str(out)) == 0
+
+
+def test_import_never_writes_through_a_link_and_says_why_it_cannot_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = host_file(tmp_path)
+    link = tmp_path / "dang.toml"
+    link.symlink_to(tmp_path / "target.toml")
+    assert run("import", str(source), "-o", str(link)) == 2
+    assert "exists (use --force" in capsys.readouterr().err
+    assert run("import", str(source), "-o", str(link), "--force") == 0
+    assert not (tmp_path / "target.toml").exists() and not link.is_symlink()
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    assert run("import", str(source), "-o", str(shared / "cfg.toml")) == 2
+    err = capsys.readouterr().err
+    assert "can be written by every user" in err and "None" not in err
+
+
+def test_import_reads_a_linked_gemini_file_as_gemini_and_refuses_what_is_no_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    real = dotfiles / "gemini-settings.json"
+    real.write_text(json.dumps({"mcpServers": {"s": {"url": "https://h.example/sse"}}}))
+    (tmp_path / ".gemini").mkdir()
+    (tmp_path / ".gemini" / "settings.json").symlink_to(real)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    assert run("import", "gemini-cli") == 0
+    assert 'transport = "sse"' in capsys.readouterr().out
+    (tmp_path / ".gemini" / "settings.json").unlink()
+    os.mkfifo(tmp_path / ".gemini" / "settings.json")
+    assert run("import", "gemini-cli") == EX_CONFIG
+    assert "is not a regular file" in capsys.readouterr().err
+    assert run("import", "/dev/zero") == EX_CONFIG
+    assert "is larger than" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file away takes root")
+def test_import_refuses_a_host_file_another_user_owns_even_through_a_link(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    theirs = host_file(tmp_path)
+    os.chown(theirs, 1005, 1005)
+    link = tmp_path / ".mcp.json"
+    link.symlink_to(theirs)
+    assert run("import", str(link), "-o", str(tmp_path / "cfg.toml")) == EX_CONFIG
+    err = capsys.readouterr().err
+    assert "host file not trusted" in err and "belongs to uid 1005" in err
+    assert not (tmp_path / "cfg.toml").exists()

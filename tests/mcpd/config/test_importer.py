@@ -69,7 +69,9 @@ def test_names_become_aliases_and_a_clash_gets_a_number_not_a_lost_server() -> N
     assert "mcpServers.my+notes: the same server as 'my_notes' again; kept once" in result.notes
 
 
-def test_every_project_of_claude_code_is_read_and_a_shared_server_kept_once() -> None:
+def test_every_project_of_claude_code_is_read_and_runs_in_its_folder() -> None:
+    """Claude Code starts a project's servers in the project's folder: a relative
+    script there is found only if mcpd does the same."""
     result = imported(
         {
             "mcpServers": {"notes": {"command": "notes"}},
@@ -78,17 +80,24 @@ def test_every_project_of_claude_code_is_read_and_a_shared_server_kept_once() ->
                 "/home/ada/b": {"mcpServers": {"notes": {"command": "notes", "args": ["b"]}}},
                 "/home/ada/c": {"allowedTools": []},
                 "/home/ada/d": "not a project",
+                "/home/ada/e": {"mcpServers": {"x": {"command": "x", "cwd": "/srv"}}},
             },
         },
         "/home/ada/.claude.json",
     )
     assert result.servers == {
         "notes": {"command": "notes"},
-        "notes_2": {"command": "notes", "args": ["b"]},
+        "notes_2": {"command": "notes", "cwd": "/home/ada/a"},
+        "notes_3": {"command": "notes", "args": ["b"], "cwd": "/home/ada/b"},
+        "x": {"command": "x", "cwd": "/srv"},
     }
-    assert "projects./home/ada/a.mcpServers.notes: the same server as 'notes' again; kept once" in (
-        result.notes
-    )
+
+
+def test_a_name_shared_by_many_projects_is_numbered_without_starting_over() -> None:
+    projects = {f"/p/{i}": {"mcpServers": {"fs": {"command": "fs"}}} for i in range(1000)}
+    result = imported({"projects": projects}, "/home/ada/.claude.json")
+    assert len(result.servers) == 1000
+    assert result.servers["fs_1000"] == {"command": "fs", "cwd": "/p/999"}
 
 
 # -- values --
