@@ -73,11 +73,25 @@ def test_import_claude_code_project_file_with_types_and_expansions() -> None:
     usable(data, API_KEY="k", DATABASE_URL="postgres://db", LEGACY_EVENTS_X_API_KEY="k")
 
 
-def test_import_claude_code_user_file_reports_duplicates_across_projects() -> None:
+def test_import_claude_code_user_file_runs_each_projects_servers_in_its_folder() -> None:
+    """Claude Code starts a project's servers in that project's folder, so one named as
+    another elsewhere is another server: it gets a name of its own and the folder as cwd."""
     data, text, _ = imported("claude-code/claude.json")
-    assert sorted(data["servers"]) == ["memory", "sentry", "sentry_2"]
-    assert "the same server as 'memory' again; kept once" in text
-    assert "another server named 'sentry'; imported as sentry_2" in text
+    servers = data["servers"]
+    assert sorted(servers) == ["memory", "memory_2", "sentry", "sentry_2"]
+    assert "cwd" not in servers["memory"]
+    assert servers["memory_2"]["cwd"] == "/home/ada/work/site"
+    assert servers["memory_2"]["args"] == servers["memory"]["args"]
+    assert servers["sentry_2"]["headers"] == {"Authorization": "Bearer ${SENTRY_TOKEN}"}
+    assert (
+        "projects./home/ada/work/site.mcpServers.memory: another server named 'memory'; "
+        "imported as memory_2"
+    ) in text
+    assert (
+        "projects./home/ada/work/api.mcpServers.sentry: another server named 'sentry'; "
+        "imported as sentry_2"
+    ) in text
+    assert "kept once" not in text
     usable(data, SENTRY_TOKEN="t")
 
 

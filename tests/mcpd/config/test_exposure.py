@@ -2,7 +2,8 @@
 in a URL (which ends up in logs): ``mcpd import`` and ``mcpd check-config`` warn of each,
 naming the server and the position and never showing the value; ``mcpd import`` also
 keeps a literal one out of the config it prints, behind a reference that mcpd expands
-back into the same argument. Ordinary arguments raise nothing."""
+back into the same argument, and leaves out a server whose own URL holds a password
+(mcpd refuses such a config), saying so. Ordinary arguments raise nothing."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import pytest
 
 from mcpd.config.exposure import in_args, in_url
 from mcpd.config.load import load, parse
-from mcpd.config.model import ConfigError
 from tests.support.import_cli import mcpd, warned
 
 SAMPLES = Path(__file__).resolve().parents[2] / "support" / "import_samples"
@@ -48,9 +48,12 @@ EXPECTED = [
     # A URL is shown as scheme://host[:port]/path, whatever the warning is about.
     ("servers.weather.url: the query parameter api_key", "(\"https://weather.example.com/mcp\")",
      "headers]"),
-    ("servers.basic.url: the password in the URL", "(\"https://mcp.example.com/mcp\")",
-     "Authorization"),
 ]  # fmt: skip
+# What import says of the server it leaves out, in place of a warning.
+LEFT_OUT = (
+    "mcpServers.basic.url: holds a user name and password, which mcpd refuses to send in a "
+    "URL; skipped (give them in an Authorization header instead)"
+)
 
 
 def assert_warnings(lines: list[str], expected: list[tuple[str, str, str]] = EXPECTED) -> None:
@@ -59,8 +62,6 @@ def assert_warnings(lines: list[str], expected: list[tuple[str, str, str]] = EXP
         assert where in line and shown in line and advice in line, (where, line)
         if ".args[" in where:
             assert "every local user can read" in line and "/proc/PID/cmdline" in line
-        elif "password" in where:
-            assert "mcpd sends no credentials in a URL, and refuses the config" in line
         else:
             assert "can end up in logs" in line
 
@@ -81,15 +82,18 @@ def test_import_warns_and_prints_no_secret(tmp_path: Path) -> None:
     for secret in SECRETS:
         assert secret not in proc.stdout and secret not in proc.stderr, secret
     assert_warnings(warned(proc.stderr))
+    assert f"#   {LEFT_OUT}" in proc.stdout
     data = tomllib.loads(proc.stdout)
     servers = data["servers"]
+    assert sorted(servers) == ["db", "gh", "ref", "search", "weather"]
     assert servers["search"]["args"] == ["-y", "search-mcp", "--api-key", "${SEARCH_API_KEY}"]
     assert servers["gh"]["args"][4] == "GITHUB_TOKEN=${GH_GITHUB_TOKEN}"
     assert servers["db"]["args"][1] == "postgres://ada:${DB_PASSWORD}@db/app"
     assert servers["ref"]["args"] == ["--token", "${MY_TOKEN}"]  # a reference stays as it was
     assert servers["weather"]["url"].endswith("?api_key=${WEATHER_API_KEY}&units=si")
-    assert "#   BASIC_PASSWORD  (servers.basic.url.password)" in proc.stdout
     assert "#   SEARCH_API_KEY  (servers.search.args[3])" in proc.stdout
+    assert "#   DB_PASSWORD  (servers.db.args[1])" in proc.stdout
+    assert "BASIC_PASSWORD" not in proc.stdout
     # Once the variables are set, each server gets what the other host gave it.
     env = {
         "SEARCH_API_KEY": OPENAI,
@@ -97,14 +101,8 @@ def test_import_warns_and_prints_no_secret(tmp_path: Path) -> None:
         "DB_PASSWORD": DB_PASSWORD,
         "MY_TOKEN": "t",
         "WEATHER_API_KEY": WEATHER_KEY,
-        "BASIC_PASSWORD": BASIC_PASSWORD,
     }
     original = HOST_FILE["mcpServers"]
-    # All but the server whose URL holds credentials, which mcpd refuses (as warned).
-    with pytest.raises(ConfigError) as refused:
-        parse(data, env=env)
-    assert refused.value.path == "servers.basic.url"
-    del data["servers"]["basic"]
     config = parse(data, env=env)
     for alias in ("search", "gh", "db"):
         assert config.servers[alias].args == original[alias]["args"], alias
@@ -118,21 +116,26 @@ def test_import_to_a_file_moves_them_aside_and_the_config_works(tmp_path: Path) 
     text = out.read_text()
     for secret in SECRETS:
         assert secret not in text and secret not in made.stderr, secret
-    assert "5 secret(s) moved to" in made.stderr
+    assert "4 secret(s) moved to" in made.stderr and "1 note(s)" in made.stderr
     assert f"servers.search.args[3] -> {tmp_path}/mcpd.secrets/search.args.3" in made.stderr
+    # A password in a URL given to a stdio server as an argument is moved as any other.
+    assert f"servers.db.args[1] -> {tmp_path}/mcpd.secrets/db.args.1" in made.stderr
     assert f"servers.weather.url.api_key -> {tmp_path}/mcpd.secrets/weather.url.api_key" in (
         made.stderr
     )
     assert_warnings(warned(made.stderr))
-    with pytest.raises(ConfigError) as refused:
-        load(str(out), env={"MY_TOKEN": "t"})
-    assert refused.value.path == "servers.basic.url"
-    data = tomllib.loads(text)
-    del data["servers"]["basic"]
-    config = parse(data, env={"MY_TOKEN": "t"})
+    assert f"#   {LEFT_OUT}" in text
+    # The config works as written: check-config takes it, and each server gets what the
+    # other host gave it.
+    checked = mcpd("check-config", "--config", str(out), MY_TOKEN="t")
+    assert checked.returncode == 0, checked.stderr
+    config = load(str(out), env={"MY_TOKEN": "t"})
+    assert sorted(config.servers) == ["db", "gh", "ref", "search", "weather"]
     original = HOST_FILE["mcpServers"]
+    assert config.servers["search"].args == original["search"]["args"]
     assert config.servers["gh"].args == original["gh"]["args"]
     assert config.servers["db"].args == original["db"]["args"]
+    assert config.servers["weather"].url == original["weather"]["url"]
 
 
 def test_check_config_warns_and_shows_no_secret(tmp_path: Path) -> None:
@@ -156,8 +159,7 @@ def test_check_config_warns_and_shows_no_secret(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     for secret in [*SECRETS, "t0ken-from-a-file"]:
         assert secret not in proc.stdout and secret not in proc.stderr, secret
-    # As the import's, but for the URL with credentials, which mcpd refuses (below).
-    assert_warnings(warned(proc.stderr), [e for e in EXPECTED if "servers.basic" not in e[0]])
+    assert_warnings(warned(proc.stderr))
     # The listing shows each server's command line masked, and its URL as
     # scheme://host[:port]/path, without query or fragment.
     assert "npx -y search-mcp --api-key ***" in proc.stdout
