@@ -16,8 +16,9 @@ A server is ``command``/``args``/``env``/``cwd`` (stdio) or ``url``/``headers`` 
 with an optional ``type``; an HTTP server's OAuth client settings become its ``[auth]``
 table (``oauth_hints``). Variable references become mcpd's ``${VAR}``: ``${env:X}``
 is ``${X}``, VS Code's ``${input:id}`` becomes a variable named after the input (mcpd
-has nobody to prompt), ``${userHome}`` is ``${HOME}``. ``to_toml`` never prints a
-secret literally: it replaces it with a reference and says which variable to set.
+has nobody to prompt), ``${userHome}`` is ``${HOME}``. ``import_secret`` says which
+values are secrets; ``to_toml`` never prints one literally: it replaces it with a
+reference and says which variable to set.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from .envcheck import relied_on
 from .import_hosts import Dialect, dialect_of, normalize
 from .import_inline import Inline, inline_secrets
 from .import_read import read_host_file
+from .import_secret import looks_secret
 from .jsonc import objects, read_json
 from .model import ConfigError
 from .oauth_hints import oauth_table
@@ -46,9 +48,6 @@ _VAR_BAD: Final = re.compile(r"[^A-Za-z0-9_]+")
 _REF: Final = re.compile(r"\$\{([^}]*)\}|\$")
 # Gemini CLI also expands a bare $NAME.
 _REF_BARE: Final = re.compile(r"\$\{([^}]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)|\$")
-SCHEME: Final = re.compile(r"^(Bearer|Basic|Token)\b\s*", re.I)
-# Letters and digits, long, no spaces or slashes: an API key or token, whatever its name.
-_TOKEN_LIKE: Final = re.compile(r"(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9_\-+=.]{24,}")
 # Keys other hosts use for their own UI or policies; mcpd has no use for them.
 _HOST_ONLY: Final = frozenset(
     {
@@ -214,7 +213,7 @@ class _Converter:
             out["args"] = [val(a, f"args[{i}]") for i, a in enumerate(body.get("args") or [])]
             env = {k: val(v, f"env.{k}") for k, v in (body.get("env") or {}).items()}
             for key, value in env.items():
-                if _looks_secret(key, value):
+                if looks_secret(key, value):
                     self.secrets[("servers", alias, "env", key)] = self._secret_var(
                         alias, key, value
                     )
@@ -240,7 +239,7 @@ class _Converter:
                 return None
             headers = {k: val(v, f"headers.{k}") for k, v in (body.get("headers") or {}).items()}
             for key, value in headers.items():
-                if _looks_secret(key, value):
+                if looks_secret(key, value):
                     self.secrets[("servers", alias, "headers", key)] = self._secret_var(
                         alias, key, value, own_name=False
                     )
@@ -298,7 +297,7 @@ class _Converter:
         if not auth:
             return
         secret = auth.get("client_secret")
-        if secret is not None and _looks_secret("secret", secret):
+        if secret is not None and looks_secret("secret", secret):
             var = self._secret_var(alias, "client_secret", secret, own_name=False)
             self.secrets[("servers", alias, "auth", "client_secret")] = var
         out["auth"] = auth
@@ -360,23 +359,6 @@ class _Converter:
         name = _var_name(body)
         self.notes.append(f"{where}: ${{{body}}} has no meaning here; read from ${name} instead")
         return f"${{{name}}}"
-
-
-def _looks_secret(key: str, value: str) -> bool:
-    """Whether an ``env`` value or a header (in mcpd's syntax) holds a secret: by the
-    rules mcpd judges arguments and URLs with (``exposure``), or by its shape alone."""
-    # What is written in the file itself, without references and an auth scheme word.
-    literal = SCHEME.sub("", _REF_OR_ESCAPE.sub(_literal, value).strip()).strip()
-    if not literal:
-        return False
-    return exposure.secret_setting(key, literal) or _TOKEN_LIKE.fullmatch(literal) is not None
-
-
-_REF_OR_ESCAPE: Final = re.compile(r"\$\$|\$\{[^}]*\}")
-
-
-def _literal(m: re.Match[str]) -> str:
-    return "$" if m.group(0) == "$$" else ""
 
 
 def _var(alias: str, key: str) -> str:

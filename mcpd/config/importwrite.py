@@ -20,7 +20,8 @@ from typing import Any, Final
 from protocol.visible import hidden, visible
 
 from ..local.privatefile import make_private_directory, write_atomically
-from .importer import SCHEME, Imported
+from .import_secret import SCHEME
+from .importer import Imported
 
 _BARE_KEY: Final = re.compile(r"^[A-Za-z0-9_-]+\Z")  # not $: it matches before a final \n
 
