@@ -45,7 +45,7 @@ from .pinsapi import HANDLERS as PINS_HANDLERS
 from .places import Seat
 from .profile_methods import PROFILE_METHODS, ProfileMethods
 from .profiles import Profiles, ProfileServers
-from .sockets import ProfileSockets
+from .sockets import Leave, ProfileSockets
 from .tool_news import ToolNews
 from .toolcall import Router
 from .toollist import list_tools
@@ -182,7 +182,7 @@ class AgentServer(ProfileMethods, Dispatcher):
             nursery.start_soon(self.tool_news.run)
             await nursery.start(self.extras.run)
             # The daemon's own socket last: once it answers, status shows every endpoint.
-            await nursery.start(self.sockets.run, self.profiles.with_sockets(), profile_sockets)
+            await nursery.start(self.sockets.run, self.profiles.configs(), profile_sockets)
             if self.control.settings.http_listen is not None:
                 await nursery.start(
                     self._serve_endpoint, self.control.settings.http_listen, endpoint
@@ -191,8 +191,10 @@ class AgentServer(ProfileMethods, Dispatcher):
             task_status.started()
 
     async def apply_sockets(self) -> None:
-        """Bind, close or rebind the profiles' sockets after a reload."""
-        await self.sockets.apply(self.profiles.with_sockets())
+        """Bind, close or rebind the profiles' sockets after a reload; the connections
+        of a removed profile get the grace a removed server's calls get to finish."""
+        grace = self.control.settings.call_timeout
+        await self.sockets.apply(self.profiles.configs(), grace=grace)
 
     async def _serve_endpoint(
         self,
@@ -218,15 +220,18 @@ class AgentServer(ProfileMethods, Dispatcher):
 
         await trio.serve_listeners(handle, listeners, task_status=task_status)
 
-    async def _handle(self, stream: trio.SocketStream, profile: str | None = None) -> None:
+    async def _handle(
+        self, stream: trio.SocketStream, profile: str | None = None, leave: Leave | None = None
+    ) -> None:
+        """``leave``: on a profile's socket, what asks the connection to end."""
         seat = await self.door.check(stream, profile)
         if seat is None:
             return
         with seat:
-            await self._serve_seated(stream, seat.profile, seat)
+            await self._serve_seated(stream, seat.profile, seat, leave)
 
     async def _serve_seated(
-        self, stream: trio.SocketStream, profile: str | None, seat: Seat
+        self, stream: trio.SocketStream, profile: str | None, seat: Seat, leave: Leave | None
     ) -> None:
         servers = self.profiles.default if profile is None else self.profiles.get(profile)
         if servers is None:
@@ -257,6 +262,9 @@ class AgentServer(ProfileMethods, Dispatcher):
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self.door.expect_request, conn, seat)
+                if leave is not None:
+                    leave.winds_down = True
+                    nursery.start_soon(self._leave_when_asked, conn, leave)
                 await conn.run()
                 nursery.cancel_scope.cancel()
         finally:
@@ -268,6 +276,13 @@ class AgentServer(ProfileMethods, Dispatcher):
             self.control.approvals.forget(conn.identity.connection)
             with trio.move_on_after(1, shield=True):
                 await stream.aclose()
+
+    async def _leave_when_asked(self, conn: Connection, leave: Leave) -> None:
+        """Once its profile is removed: what the agent has in flight is answered (its
+        subscriptions end as they do when the daemon stops), then it is let go."""
+        await leave.asked.wait()
+        self.listens.end_of(conn)
+        await conn.leave(leave.reason, leave.grace)
 
     def _agents(self) -> list[Connection]:
         """Who hears of list changes: the socket's connections (and listens over HTTP),

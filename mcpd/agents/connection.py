@@ -79,6 +79,9 @@ class Connection(Agent):
     # Whether it sent an MCP message: a connection that only sent mcpd's own commands
     # (the one `mcpd status` asks on) is not counted as an agent.
     spoke_mcp: bool = False
+    # Why each request is refused from now on: the connection is ending (``leave``).
+    leaving: str | None = None
+    _settled: trio.Event | None = None  # set once nothing is in flight, while it ends
 
     def __init__(
         self,
@@ -212,7 +215,7 @@ class Connection(Agent):
                     self.spoke_mcp = True
                     self.asked.set()
                     rid, inflight = decoded.id, self.inflight
-                    if rid in inflight or len(inflight) >= self.max_inflight:
+                    if rid in inflight or len(inflight) >= self.max_inflight or self.leaving:
                         self._admit(rid, True, decoded)  # refused, saying why
                     else:
                         self._call(rid, decoded, nursery)
@@ -259,6 +262,10 @@ class Connection(Agent):
         """Whether a request may start: its id is free and, if it holds a slot, the agent
         is under its in-flight limit; otherwise it is answered with an error here, and
         leaves its audit record if it is a call."""
+        if self.leaving is not None:
+            self.send_nowait(rpc.encode_error(rid, -32000, self.leaving), rid)
+            self.calls.records.turned_away(self, request, self.leaving)
+            return False
         if rid in self.inflight:
             error = f"id {rid!r} is already in use"
             self.send_nowait(rpc.encode_error(rid, rpc.INVALID_REQUEST, error))
@@ -312,7 +319,7 @@ class Connection(Agent):
         if self.inflight.get(rid) is not call:
             self.handler.failures.log(self.label, "tools/call", exc, answered=False)
             return
-        del self.inflight[rid]
+        self._forget(rid)
         call.cancel()
         self._put(self.handler.failures.reply(self.label, rid, "tools/call", exc), rid)
 
@@ -346,7 +353,7 @@ class Connection(Agent):
             resume = functools.partial(self.calls.resume, call, self, outcome)
             self._spawn(rid, "tools/call", resume, self._nursery)
             return
-        del self.inflight[rid]
+        self._forget(rid)
         try:
             line, spliced = self.calls.reply(rid, call, outcome, self)
         except Exception as exc:
@@ -370,7 +377,7 @@ class Connection(Agent):
             if isinstance(handle, trio.CancelScope):
                 handle.cancel()  # its task removes it
             elif handle is not None:
-                del self.inflight[params.requestId]
+                self._forget(params.requestId)
                 self._unbatch(params.requestId)
                 self.calls.abandon(handle, self)
 
@@ -396,8 +403,33 @@ class Connection(Agent):
             if reply is not None:
                 await self.send(reply, rid)
         finally:
-            self.inflight.pop(rid, None)
+            self._forget(rid)
             self._unbatch(rid)  # cancelled, or answered some other way
+
+    def _forget(self, rid: rpc.Id) -> None:
+        """``rid`` is in flight no longer."""
+        self.inflight.pop(rid, None)
+        if not self.inflight and self._settled is not None:
+            self._settled.set()
+
+    async def leave(self, reason: str, grace: float) -> None:
+        """End the connection for ``reason``: each request sent from now on is refused
+        with it; those in flight get ``grace`` seconds to be answered, and those still
+        in flight then are answered with it (a call's server is told it was cancelled).
+        Lines go on being read meanwhile: a cancellation, or the answer to what a
+        server asked the agent, may be what a call in flight waits for."""
+        self.leaving = f"{reason}: this connection closes once its requests in flight are answered"
+        if self.inflight:
+            self._settled = trio.Event()
+            with trio.move_on_after(grace):
+                await self._settled.wait()
+        late = f"{reason}, and this request was not answered within {grace:g} s of it"
+        for rid in self.inflight:
+            self._put(rpc.encode_error(rid, -32000, late), rid)
+        self._let_go()
+        with trio.move_on_after(1):
+            await self.drain()
+        self.close()
 
     async def send(self, data: bytes, rid: rpc.Id | None = None) -> None:
         """Send a reply; waits while too much is queued (the peer is slow to read)."""

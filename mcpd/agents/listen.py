@@ -32,6 +32,8 @@ class Listens:
         self._extra = extra
         self._extra_end = extra_end
         self.ending = trio.Event()
+        # Each open listen's end, and whose listen it is.
+        self._ends: dict[trio.Event, Connection] = {}
         self._open = 0
         self._all_done = trio.Event()
         self._all_done.set()
@@ -39,8 +41,8 @@ class Listens:
     async def listen(
         self, conn: Connection, req: rpc.Request, ctx: RequestContext | None = None
     ) -> None:
-        """Acknowledge, then hold the subscription until the daemon stops (the agent
-        ends it by cancelling the request)."""
+        """Acknowledge, then hold the subscription until the daemon stops or the
+        connection is ended (``end_of``); the agent ends it by cancelling the request."""
         try:
             wanted: Any = msgspec.json.decode(req.params or b"{}").get("notifications") or {}
         except (msgspec.DecodeError, AttributeError):
@@ -55,6 +57,10 @@ class Listens:
             # A new event only when none is open: ``end_all`` may be waiting on this one.
             self._all_done = trio.Event()
         self._open += 1
+        end = trio.Event()
+        if self.ending.is_set():
+            end.set()
+        self._ends[end] = conn
         try:
             if self._extra is not None:
                 honoured.update(self._extra(conn, req.id, wanted, ctx))
@@ -67,7 +73,7 @@ class Listens:
             # Tool-list changes go only to listens that asked for them.
             if honoured.get("toolsListChanged"):
                 conn.subscriptions.add(req.id)
-            await self.ending.wait()
+            await end.wait()
             # The graceful end: the final response, written before the daemon lets go.
             await conn.send(
                 rpc.encode_result(req.id, {"resultType": mcp.COMPLETE, "_meta": tag}), req.id
@@ -75,6 +81,7 @@ class Listens:
             with trio.move_on_after(1):
                 await conn.drain()
         finally:
+            del self._ends[end]
             conn.subscriptions.discard(req.id)
             if self._extra_end is not None:
                 self._extra_end(conn, req.id)
@@ -85,5 +92,13 @@ class Listens:
     async def end_all(self) -> None:
         """Close every agent's subscription with its final response before stopping."""
         self.ending.set()
+        for end in self._ends:
+            end.set()
         with trio.move_on_after(2):
             await self._all_done.wait()
+
+    def end_of(self, conn: Connection) -> None:
+        """Close ``conn``'s subscriptions with their final responses."""
+        for end, whose in self._ends.items():
+            if whose is conn:
+                end.set()

@@ -119,7 +119,7 @@ class Profiles:
         """Apply the config's profiles (at start and on reload); returns the names of
         those that changed. An agent that chose a profile now removed keeps its
         connection and is listed nothing (it is told the list changed); one on the
-        removed profile's socket loses its connection with the socket."""
+        removed profile's socket has its connection ended (``sockets.Leave``)."""
         builtin = builtin_profiles(profiles)
         self._builtin = frozenset(builtin)
         # The default first: the others take the names it gives their tools as well.
@@ -163,8 +163,9 @@ class Profiles:
     def names(self) -> list[str]:
         return sorted(n for n, p in self._all.items() if not p.removed)
 
-    def with_sockets(self) -> dict[str, ProfileConfig]:
-        return {n: c for n, c in self._configs.items() if c.socket is not None}
+    def configs(self) -> dict[str, ProfileConfig]:
+        """Every profile in force, by name (those with a socket of their own too)."""
+        return dict(self._configs)
 
     def granting(self, server: str, socket: str | None) -> str | None:
         """The profile whose ``allow_servers`` lets ``server``'s processes in through

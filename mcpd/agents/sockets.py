@@ -3,8 +3,11 @@
 Each ``[profiles.NAME] socket`` is bound like the daemon's (its mode set before anyone
 can connect, a live socket never stolen) and serves that profile only; who may connect
 is its own ``socket_mode``, ``allow_uids`` and ``allow_groups``. A reload binds the
-sockets of new profiles, closes those of removed ones and rebinds a changed one; the
-others keep their connections.
+sockets of new profiles, closes those of removed ones and rebinds a changed one. Only
+the listener goes with the place it listened on: the connections it accepted are the
+profile's, kept while the profile is (moved, its mode changed, or its socket dropped)
+and ended when a reload removes it, each once what it has in flight is answered
+(``Leave``), so no agent is left waiting for a reply that never comes.
 
 A reload's new places are bound (``claim``) before it starts any server, for the same
 reason as at start-up (``mcpd.listening``): a server started first could bind them
@@ -32,13 +35,34 @@ from .unix_socket import SocketFile, Staged, UnixBound, bind_unix, stage_unix
 
 logger = logging.getLogger("mcpd.api")
 
-Handler = Callable[[trio.SocketStream, str | None], Awaitable[None]]
+Handler = Callable[[trio.SocketStream, str, "Leave"], Awaitable[None]]
+
+
+class Leave:
+    """A connection on a profile's socket, as the socket side holds it, to end it when
+    a reload removes the profile: at once, unless its handler says it ``winds_down``
+    itself once ``asked`` (an agent's connection answers what it has in flight first,
+    within ``grace`` seconds)."""
+
+    def __init__(self) -> None:
+        self.scope = trio.CancelScope()
+        self.asked = trio.Event()
+        self.done = trio.Event()
+        self.reason = ""
+        self.grace = 0.0
+        self.winds_down = False
+
+    def ask(self, reason: str, grace: float) -> None:
+        self.reason, self.grace = reason, grace
+        self.asked.set()
+        if not self.winds_down:
+            self.scope.cancel()
 
 
 class _Bound(msgspec.Struct):
     path: str
     mode: int
-    scope: trio.CancelScope
+    scope: trio.CancelScope  # its listener's
     file: SocketFile
     allow_uids: frozenset[int]
     allow_gids: frozenset[int]
@@ -50,6 +74,8 @@ class ProfileSockets:
         self._bound: dict[str, _Bound] = {}
         self._nursery: trio.Nursery | None = None
         self._claimed: dict[str, UnixBound | Staged] = {}  # for the reload under way
+        # The connections accepted on each profile's socket, wherever it listened then.
+        self._accepted: dict[str, set[Leave]] = {}
         self.errors: dict[str, str] = {}  # profile -> why its socket is not listening
 
     async def run(
@@ -58,9 +84,10 @@ class ProfileSockets:
         bound: Mapping[str, UnixBound] | None = None,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Serve the sockets in ``profiles`` until cancelled: those ``bound`` already
-        (which are this one's to close from now on), and the others bound here (a
-        failure stops the daemon: it was asked to listen there)."""
+        """Serve the sockets of ``profiles`` (every profile; those with a socket have
+        one) until cancelled: those ``bound`` already (which are this one's to close
+        from now on), and the others bound here (a failure stops the daemon: it was
+        asked to listen there)."""
         ready = dict(bound or {})
         try:
             async with trio.open_nursery() as nursery:
@@ -117,14 +144,20 @@ class ProfileSockets:
         self,
         profiles: Mapping[str, ProfileConfig],
         *,
+        grace: float = 0.0,
         strict: bool = False,
         ready: dict[str, UnixBound] | None = None,
     ) -> None:
-        """Bind, close or rebind the sockets to match ``profiles``; a socket in
-        ``ready`` (all taken from it) or claimed is used as it is where its place
-        matches, and closed where it does not. A socket rebound where one of ours
-        listens takes its place before that one is closed: the path never answers to
-        nobody, nor is free for another to bind meanwhile."""
+        """Bind, close or rebind the sockets to match ``profiles`` (every profile of
+        the config); a socket in ``ready`` (all taken from it) or claimed is used as it
+        is where its place matches, and closed where it does not. A socket rebound
+        where one of ours listens takes its place before that one is closed: the path
+        never answers to nobody, nor is free for another to bind meanwhile. The
+        connections of a profile not in ``profiles`` end, each given ``grace`` seconds
+        to answer what it has in flight."""
+        assert self._nursery is not None
+        for name in [n for n in self._accepted if n not in profiles]:
+            self._nursery.start_soon(self._end, name, self._accepted.pop(name), grace)
         wanted = {n: p for n, p in profiles.items() if p.socket is not None}
         prepared: dict[str, UnixBound | Staged] = {**(ready or {}), **self._claimed}
         self._claimed = {}
@@ -204,17 +237,47 @@ class ProfileSockets:
             frozenset(resolve_groups(cfg.allow_groups)),
         )
 
+        async def handler(stream: trio.SocketStream) -> None:
+            leave = Leave()
+            accepted = self._accepted.setdefault(name, set())
+            accepted.add(leave)
+            try:
+                with leave.scope:
+                    await self._handle(stream, name, leave)
+            finally:
+                accepted.discard(leave)
+                leave.done.set()
+
         async def serve(
             task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
         ) -> None:
-            async def handler(stream: trio.SocketStream) -> None:
-                await self._handle(stream, name)
-
+            # The connections run outside the listener's scope: closing it (the socket
+            # moved, or its mode changed) ends no one's connection.
             with scope:
-                await trio.serve_listeners(handler, [listener], task_status=task_status)
+                await trio.serve_listeners(
+                    handler, [listener], handler_nursery=self._nursery, task_status=task_status
+                )
 
         await self._nursery.start(serve)
         logger.info("profile %s: listening on %s", name, path, extra=log_extra(None))
+
+    async def _end(self, name: str, accepted: set[Leave], grace: float) -> None:
+        """End the connections of the profile ``name`` a reload removed, and say how
+        many there were once they are all closed."""
+        leaving = list(accepted)
+        reason = f"the profile {name!r} was removed by a reload"
+        for leave in leaving:
+            leave.ask(reason, grace)
+        for leave in leaving:
+            await leave.done.wait()
+        if leaving:
+            logger.info(
+                "profile %s: %d connection(s) on its socket closed: %s",
+                name,
+                len(leaving),
+                reason,
+                extra=log_extra(None, "reload", reason),
+            )
 
 
 async def _bind(path: str, mode: int, ours: Mapping[str, SocketFile]) -> UnixBound | Staged:
@@ -228,5 +291,6 @@ async def _bind(path: str, mode: int, ours: Mapping[str, SocketFile]) -> UnixBou
 
 
 def _close(bound: _Bound) -> None:
+    """Stop listening there; the connections it accepted are not its to end."""
     bound.scope.cancel()
     bound.file.remove()

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from mcpd.agents.sockets import ProfileSockets
+from mcpd.agents.sockets import Leave, ProfileSockets
 from mcpd.config.model import ConfigError
 from mcpd.config.profiles import ProfileConfig
 from mcpd.errors import DaemonError
@@ -38,9 +38,9 @@ class Served:
     """The handler: each connection's profile, and an echo of what it sends."""
 
     def __init__(self) -> None:
-        self.profiles: list[str | None] = []
+        self.profiles: list[str] = []
 
-    async def __call__(self, stream: trio.SocketStream, profile: str | None) -> None:
+    async def __call__(self, stream: trio.SocketStream, profile: str, leave: Leave) -> None:
         self.profiles.append(profile)
         async with stream:
             async for data in stream:
