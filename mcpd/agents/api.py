@@ -20,7 +20,6 @@ from msgspec import UNSET
 
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
-from protocol.logfields import log_extra
 from protocol.result_pieces import encode_result_pieces
 from protocol.server import RequestContext, ServerSession
 
@@ -53,7 +52,7 @@ from .unix_socket import UnixBound
 
 if TYPE_CHECKING:
     from .httpapi import HttpApi
-    from .tcp import Connect
+    from .tcp import Connect, Gate
 
 logger = logging.getLogger("mcpd.api")
 
@@ -183,9 +182,14 @@ class AgentServer(ProfileMethods, Dispatcher):
             await nursery.start(self.extras.run)
             # The daemon's own socket last: once it answers, status shows every endpoint.
             await nursery.start(self.sockets.run, self.profiles.configs(), profile_sockets)
-            if self.control.settings.http_listen is not None:
-                await nursery.start(
-                    self._serve_endpoint, self.control.settings.http_listen, endpoint
+            listen = self.control.settings.http_listen
+            if listen is not None:
+                # Here, not at the top: only a daemon with [daemon] http_listen loads the
+                # TCP side.
+                from .tcp import serve_endpoint
+
+                self.endpoint = await nursery.start(
+                    serve_endpoint, listen, endpoint, self.control, self._endpoint_connection
                 )
             await nursery.start(trio.serve_listeners, self._handle, [listener])
             task_status.started()
@@ -196,29 +200,8 @@ class AgentServer(ProfileMethods, Dispatcher):
         grace = self.control.settings.call_timeout
         await self.sockets.apply(self.profiles.configs(), grace=grace)
 
-    async def _serve_endpoint(
-        self,
-        listen: str,
-        socks: list[socket.socket],
-        task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
-    ) -> None:
-        # Here, not at the top: only a daemon with [daemon] http_listen loads the TCP side.
-        from ..config.endpoints import parse_listen
-        from .cors import answering
-        from .tcp import Gate, endpoint_of, guard, own_origins
-
-        host, _ = parse_listen(listen)
-        listeners, self.endpoint = endpoint_of(host, socks)
-        d = self.control.settings
-        origins = own_origins(host, self.endpoint.port, d.http_origins)
-        check = guard(self.control.http_token, origins)
-        gate = Gate(check, lambda: self.control.settings.http_header_timeout, answering(origins))
-        logger.info("HTTP endpoint on %s", self.endpoint.url, extra=log_extra(None))
-
-        async def handle(stream: trio.SocketStream) -> None:
-            await self.http.connection(stream, None, gate=gate)
-
-        await trio.serve_listeners(handle, listeners, task_status=task_status)
+    async def _endpoint_connection(self, stream: trio.SocketStream, gate: Gate) -> None:
+        await self.http.connection(stream, None, gate=gate)
 
     async def _handle(
         self, stream: trio.SocketStream, profile: str | None = None, leave: Leave | None = None

@@ -41,7 +41,7 @@ from __future__ import annotations
 import hmac
 import logging
 import socket as stdsocket
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Final
 
 import h11
@@ -52,7 +52,9 @@ from protocol import jsonrpc as rpc
 from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
-from .cors import is_preflight, preflight
+from ..config.endpoints import parse_listen
+from .backend import Control
+from .cors import answering, is_preflight, preflight
 from .http_wire import HeaderList, Headers, Reject, Wire, refuse
 from .lobby import Lobby, source_of
 from .page import is_page
@@ -218,3 +220,28 @@ def endpoint_of(
     listeners, and where hosts reach it (the port the kernel chose, for port 0)."""
     listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(s)) for s in socks]
     return listeners, Connect(host, int(socks[0].getsockname()[1]))
+
+
+async def serve_endpoint(
+    listen: str,
+    socks: list[stdsocket.socket],
+    control: Control,
+    handle: Callable[[trio.SocketStream, Gate], Awaitable[None]],
+    task_status: trio.TaskStatus[Connect] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve the endpoint on ``socks``, bound for ``listen``: each connection goes to
+    ``handle`` with the gate it passes first. Started once it listens, with where hosts
+    reach it."""
+    host, _ = parse_listen(listen)
+    listeners, endpoint = endpoint_of(host, socks)
+    origins = own_origins(host, endpoint.port, control.settings.http_origins)
+    check = guard(control.http_token, origins)
+    gate = Gate(check, lambda: control.settings.http_header_timeout, answering(origins))
+    logger.info("HTTP endpoint on %s", endpoint.url, extra=log_extra(None))
+
+    async def handler(stream: trio.SocketStream) -> None:
+        await handle(stream, gate)
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(trio.serve_listeners, handler, listeners)
+        task_status.started(endpoint)
