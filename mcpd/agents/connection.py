@@ -423,7 +423,7 @@ class Connection(Agent):
             self._settled = trio.Event()
             with trio.move_on_after(grace):
                 await self._settled.wait()
-        late = f"{reason}, and this request was not answered within {grace:g} s of it"
+        late = f"{reason}, and this request was not answered in the {grace:g} s it was given"
         for rid in self.inflight:
             self._put(rpc.encode_error(rid, -32000, late), rid)
         self._let_go()
