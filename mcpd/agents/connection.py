@@ -2,13 +2,12 @@
 (the lifecycle), a call started without a task, a request run in a task of its own, a
 notification, or an answer to what a server asked; what it has in flight is kept by id
 until it ends, is cancelled, or the agent hangs up. Every reply and notification goes
-out through its outbox, in order."""
+out through its outbox, in order. How the connection ends is ``ending``'s."""
 
 from __future__ import annotations
 
 import abc
 import functools
-import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import ClassVar, Final
 
@@ -17,20 +16,18 @@ from msgspec import UNSET
 
 from protocol import jsonrpc as rpc
 from protocol import mcp, splice
-from protocol.framing import Oversized
-from protocol.logfields import log_extra
 from protocol.server import RequestContext, ServerSession
 
 from ..config.model import DaemonConfig
 from ..policy.kin import AgentKin, unknown
 from ..servers.calls import Call, Outcome
 from ..servers.progress import ProgressSink
-from .agent import Agent
 from .askback import AgentRequests, DirectAsker, sheds
 from .askback_driver import may_be_asked
 from .backend import Lines
 from .batches import Batches
 from .callrecords import AT_LIMIT
+from .ending import Ending
 from .failures import Failures, kind_of
 from .identity import Identity
 from .line_reader import LineReader, apart_from_line
@@ -44,8 +41,6 @@ _TOOLS_CALL: Final = b'"tools/call"'
 # Answered in the reader, in arrival order: cheap, and what follows may depend on them.
 LIFECYCLE: Final = frozenset({"initialize", "ping", "server/discover"})
 _OWN_METHODS: Final = "mcpd/"
-
-logger = logging.getLogger("mcpd.api")
 
 
 class Dispatcher(abc.ABC):
@@ -70,7 +65,7 @@ class Dispatcher(abc.ABC):
         """An agent without a connection of its own (an HTTP session) has ended."""
 
 
-class Connection(Agent):
+class Connection(Ending):
     # Whether ``send_long`` may write a reply in pieces (an HTTP exchange answers with
     # the reply its handler returns, whole).
     long_replies: ClassVar[bool] = True
@@ -79,9 +74,6 @@ class Connection(Agent):
     # Whether it sent an MCP message: a connection that only sent mcpd's own commands
     # (the one `mcpd status` asks on) is not counted as an agent.
     spoke_mcp: bool = False
-    # Why each request is refused from now on: the connection is ending (``leave``).
-    leaving: str | None = None
-    _settled: trio.Event | None = None  # set once nothing is in flight, while it ends
 
     def __init__(
         self,
@@ -161,47 +153,12 @@ class Connection(Agent):
             self._nursery = nursery
             nursery.start_soon(self._outbox.run)
             try:
-                oversized = await self._reader.run(nursery)
-                if oversized is not None:
-                    await self._refuse_oversized(oversized)
-                self.asks.close("the agent disconnected")
-                for hook in self.gone_hooks:
-                    hook()
-                # The agent hung up: what is already queued for it still goes out if it can.
-                self._let_go()
-                with trio.move_on_after(1):
-                    await self.drain()
+                await self._hung_up(await self._reader.run(nursery))
             finally:
                 self.asks.close("the agent disconnected")  # also when the daemon stops
                 self._let_go()  # the daemon stops
                 nursery.cancel_scope.cancel()
                 self.faults.log_totals(self.label)
-
-    def _let_go(self) -> None:
-        """Its requests in flight end: calls are cancelled (their servers are told, each
-        leaves its record), and the tasks of the rest too."""
-        inflight, self.inflight = self.inflight, {}
-        for handle in inflight.values():
-            if isinstance(handle, trio.CancelScope):
-                handle.cancel()
-            else:
-                self.calls.abandon(handle, self)
-
-    async def _refuse_oversized(self, oversized: Oversized) -> None:
-        """The agent is told why nothing after its line over the limit is read."""
-        logger.warning(
-            "%s sent a line over %d bytes; closing its connection",
-            self.label,
-            oversized.limit,
-            extra=log_extra(None, reason="oversized line"),
-        )
-        await self.send(
-            rpc.encode_error(
-                None,
-                rpc.INVALID_REQUEST,
-                f"message exceeds the {oversized.limit} byte line limit; closing",
-            )
-        )
 
     def _line(self, line: bytes, nursery: trio.Nursery) -> None:
         # What raises here, nothing expected (a fault in mcpd): it costs this line's
@@ -411,25 +368,6 @@ class Connection(Agent):
         self.inflight.pop(rid, None)
         if not self.inflight and self._settled is not None:
             self._settled.set()
-
-    async def leave(self, reason: str, grace: float) -> None:
-        """End the connection for ``reason``: each request sent from now on is refused
-        with it; those in flight get ``grace`` seconds to be answered, and those still
-        in flight then are answered with it (a call's server is told it was cancelled).
-        Lines go on being read meanwhile: a cancellation, or the answer to what a
-        server asked the agent, may be what a call in flight waits for."""
-        self.leaving = f"{reason}: this connection closes once its requests in flight are answered"
-        if self.inflight:
-            self._settled = trio.Event()
-            with trio.move_on_after(grace):
-                await self._settled.wait()
-        late = f"{reason}, and this request was not answered in the {grace:g} s it was given"
-        for rid in self.inflight:
-            self._put(rpc.encode_error(rid, -32000, late), rid)
-        self._let_go()
-        with trio.move_on_after(1):
-            await self.drain()
-        self.close()
 
     async def send(self, data: bytes, rid: rpc.Id | None = None) -> None:
         """Send a reply; waits while too much is queued (the peer is slow to read)."""

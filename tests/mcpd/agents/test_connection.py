@@ -1,154 +1,22 @@
 """One agent connection driven over a real socket pair, with a stand-in for the socket
 API behind it and a router over stand-in servers: the lifecycle answered in the order
 it came, ids in use and the in-flight limit refused, cancellation of a call and of a
-request running in a task, answers to what a server asked, batches, a line over the
-limit, and an agent that hangs up (or cancels, or reuses ids) while calls are in
-flight: each call is given up once and no reply goes to a call it cancelled."""
+request running in a task, answers to what a server asked, batches, and an agent that
+cancels or reuses ids while calls are in flight: each call is given up once and no
+reply goes to a call it cancelled."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-import trio
-from msgspec import Raw
 
-from mcpd.agents.api import new_session
-from mcpd.agents.connection import Connection, Dispatcher
-from mcpd.agents.failures import Failures
-from mcpd.config.model import DaemonConfig
-from mcpd.daemon import _LINES
 from mcpd.servers.askback import NO_ANSWER
 from protocol import jsonrpc as rpc
 from tests.support.agent import META
-from tests.support.line_end import LineEnd
+from tests.support.bare_connection import RESULT, call, cancel, connected, error_of, request
 from tests.support.routing import World
-
-RESULT = Raw(b'{"content":[{"type":"text","text":"done"}]}')
-
-
-def request(rid: Any, method: str, params: Any = None) -> dict[str, Any]:
-    msg: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
-    if params is not None:
-        msg["params"] = params
-    return msg
-
-
-def call(rid: Any, name: str, meta: Any = META) -> dict[str, Any]:
-    return request(rid, "tools/call", {"name": name, "arguments": {}, "_meta": meta})
-
-
-def cancel(rid: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}
-
-
-class Handler(Dispatcher):
-    """The socket API as far as a connection needs it: lifecycle requests answered with
-    their method's name; ``test/wait`` answered never (its end is noted), ``test/ask``
-    with what the agent answers the server's request it relays, anything else at once."""
-
-    def __init__(self, world: World) -> None:
-        self.calls = world.router
-        self.failures = Failures()
-        self.answered_now: list[str] = []
-        self.waiting: dict[Any, trio.Event] = {}
-        self.ended: dict[Any, trio.Event] = {}
-
-    def answer_now(self, conn: Connection, req: rpc.Request) -> bytes:
-        self.answered_now.append(req.method)
-        return rpc.encode_result(req.id, {"lifecycle": req.method})
-
-    async def dispatch(self, conn: Connection, req: rpc.Request) -> bytes | None:
-        if req.method == "test/wait":
-            self.ended[req.id] = trio.Event()
-            self.waiting.setdefault(req.id, trio.Event()).set()
-            try:
-                await trio.sleep_forever()
-            finally:
-                self.ended[req.id].set()
-        if req.method == "test/ask":
-            try:
-                said = await conn.asks.request("roots/list", {"for": req.id}, conn.offer)
-            except rpc.RPCError as exc:
-                return rpc.encode_error(req.id, exc.code, exc.message)
-            return rpc.encode_result(req.id, {"agent said": json.loads(bytes(said))})
-        return rpc.encode_result(req.id, {"dispatched": req.method})
-
-    async def started(self, rid: Any) -> None:
-        await self.waiting.setdefault(rid, trio.Event()).wait()
-
-    def agent_joined(self, conn: Connection) -> None:
-        pass
-
-    def agent_gone(self, owner: object) -> None:
-        pass
-
-
-class AgentEnd(LineEnd):
-    async def ended(self) -> bytes:
-        """What mcpd still wrote until it closed the connection."""
-        rest = self._buf
-        while data := await self.stream.receive_some(1 << 16):
-            rest += data
-        return rest
-
-    async def pinged(self, rid: Any = "p") -> None:
-        """A ping answered, and nothing written before its answer."""
-        await self.send(request(rid, "ping"))
-        assert await self.line() == {"jsonrpc": "2.0", "id": rid, "result": {"lifecycle": "ping"}}
-
-
-class Link:
-    def __init__(self, world: World, handler: Handler, conn: Connection, agent: AgentEnd) -> None:
-        self.world, self.handler, self.conn, self.agent = world, handler, conn, agent
-        self.done = trio.Event()
-        self.gone = 0
-        conn.gone_hooks.append(self._gone)
-
-    def _gone(self) -> None:
-        self.gone += 1
-
-    async def run(self) -> None:
-        try:
-            await self.conn.run()
-        finally:
-            self.done.set()
-
-
-@asynccontextmanager
-async def connected(world: World | None = None, **limits: Any) -> AsyncIterator[Link]:
-    world = world or World()
-    handler = Handler(world)
-    ours, theirs = trio.socket.socketpair()
-    stream = trio.SocketStream(ours)
-    conn = Connection(
-        handler,
-        stream,
-        new_session(),
-        _LINES,
-        DaemonConfig(**limits),
-        version=0,
-        profile=world.profile,
-    )
-    link = Link(world, handler, conn, AgentEnd(trio.SocketStream(theirs)))
-    try:
-        with trio.fail_after(10):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(link.run)
-                yield link
-                theirs.close()
-                await link.done.wait()
-    finally:
-        theirs.close()
-        ours.close()
-
-
-def error_of(reply: dict[str, Any]) -> tuple[Any, int, str]:
-    return reply["id"], reply["error"]["code"], reply["error"]["message"]
-
 
 # -- the lifecycle, and what runs in a task --
 
@@ -425,62 +293,7 @@ async def test_a_batch_that_is_none_gets_one_error(line: bytes) -> None:
         await link.agent.pinged()
 
 
-async def test_an_agent_that_hangs_up_mid_batch_has_each_call_given_up_once() -> None:
-    world = World()
-    tool = world.local("notes", "search")
-    async with connected(world) as link:
-        await link.agent.send([call(1, tool), call(2, tool), request(3, "test/wait")])
-        await link.handler.started(3)
-        await link.agent.send(cancel(1))
-        await link.agent.pinged()
-        link.agent.stream.socket.close()
-        await link.done.wait()
-        first, second = world.servers.started
-        assert world.servers.cancelled == [first, second]
-        assert link.handler.ended[3].is_set()
-        # The server's answers after: nothing to write, nothing recorded twice.
-        world.servers.answer(RESULT, 0)
-        world.servers.answer(RESULT, 1)
-    assert world.audit.outcomes() == [(tool, "cancelled"), (tool, "cancelled")]
-    assert link.gone == 1
-
-
-# -- an agent that goes, or sends too much --
-
-
-async def test_an_agent_that_hangs_up_has_each_call_in_flight_given_up_once() -> None:
-    world = World()
-    tool = world.local("notes", "search")
-    async with connected(world) as link:
-        await link.agent.send(call(1, tool), call(2, tool), request(3, "test/wait"))
-        await link.handler.started(3)
-        world.servers.answer(RESULT, 0)
-        assert (await link.agent.line())["id"] == 1
-        await link.agent.stream.send_eof()
-        await link.done.wait()
-        assert world.servers.cancelled == [world.servers.started[1]]
-        assert link.handler.ended[3].is_set()
-        world.servers.answer(RESULT, 1)
-    assert world.audit.outcomes() == [(tool, "ok"), (tool, "cancelled")]
-    assert link.gone == 1
-
-
-async def test_a_line_over_the_limit_is_refused_and_nothing_after_it_is_read() -> None:
-    world = World()
-    tool = world.local("notes", "search")
-    async with connected(world, max_line_bytes=4096) as link:
-        await link.agent.send(call(1, tool))
-        await link.agent.pinged()
-        await link.agent.send(request(2, "test/other", {"pad": "x" * 5000}), request(3, "ping"))
-        assert error_of(await link.agent.line()) == (
-            None,
-            rpc.INVALID_REQUEST,
-            "message exceeds the 4096 byte line limit; closing",
-        )
-        await link.done.wait()
-        assert world.servers.cancelled == world.servers.started
-    assert link.handler.answered_now == ["ping"]
-    assert link.gone == 1
+# -- lines that cannot be read --
 
 
 async def test_a_line_that_is_not_json_rpc_is_answered_and_the_connection_goes_on(

@@ -1,0 +1,107 @@
+"""How an agent's connection ends with requests in flight. The agent hangs up (or sends
+a line over the limit, and is told that nothing after it is read): what it has in
+flight is given up, and what is queued for it still goes out if it can. Its profile is
+removed (``leave``): each request from then on is refused, saying why; those in flight
+are given a grace to be answered, those left then are answered with why, and it closes."""
+
+from __future__ import annotations
+
+import abc
+import logging
+from collections.abc import Callable
+
+import trio
+
+from protocol import jsonrpc as rpc
+from protocol.framing import Oversized
+from protocol.logfields import log_extra
+
+from ..servers.calls import Call
+from .agent import Agent
+from .outbox import Outbox
+from .toolcall import Router
+
+logger = logging.getLogger("mcpd.api")
+
+
+class Ending(Agent):
+    """An agent's connection as it ends (``connection.Connection`` derives from this)."""
+
+    calls: Router
+    inflight: dict[rpc.Id, trio.CancelScope | Call]
+    gone_hooks: list[Callable[[], None]]
+    _outbox: Outbox
+    # Why each request is refused from now on: the connection is ending (``leave``).
+    leaving: str | None = None
+    _settled: trio.Event | None = None  # set once nothing is in flight, while it ends
+
+    @property
+    @abc.abstractmethod
+    def label(self) -> str: ...
+
+    @abc.abstractmethod
+    async def send(self, data: bytes, rid: rpc.Id | None = None) -> None: ...
+
+    @abc.abstractmethod
+    async def drain(self) -> None: ...
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    async def _hung_up(self, oversized: Oversized | None) -> None:
+        """The agent hung up, or sent a line over the limit (``oversized``): it is told
+        why nothing after that line is read, and what it has in flight is given up."""
+        if oversized is not None:
+            await self._refuse_oversized(oversized)
+        self.asks.close("the agent disconnected")
+        for hook in self.gone_hooks:
+            hook()
+        # What is already queued for it still goes out if it can.
+        self._let_go()
+        with trio.move_on_after(1):
+            await self.drain()
+
+    def _let_go(self) -> None:
+        """Its requests in flight end: calls are cancelled (their servers are told, each
+        leaves its record), and the tasks of the rest too."""
+        inflight, self.inflight = self.inflight, {}
+        for handle in inflight.values():
+            if isinstance(handle, trio.CancelScope):
+                handle.cancel()
+            else:
+                self.calls.abandon(handle, self)
+
+    async def _refuse_oversized(self, oversized: Oversized) -> None:
+        """The agent is told why nothing after its line over the limit is read."""
+        logger.warning(
+            "%s sent a line over %d bytes; closing its connection",
+            self.label,
+            oversized.limit,
+            extra=log_extra(None, reason="oversized line"),
+        )
+        await self.send(
+            rpc.encode_error(
+                None,
+                rpc.INVALID_REQUEST,
+                f"message exceeds the {oversized.limit} byte line limit; closing",
+            )
+        )
+
+    async def leave(self, reason: str, grace: float) -> None:
+        """End the connection for ``reason``: each request sent from now on is refused
+        with it; those in flight get ``grace`` seconds to be answered, and those still
+        in flight then are answered with it (a call's server is told it was cancelled).
+        Lines go on being read meanwhile: a cancellation, or the answer to what a
+        server asked the agent, may be what a call in flight waits for."""
+        self.leaving = f"{reason}: this connection closes once its requests in flight are answered"
+        if self.inflight:
+            self._settled = trio.Event()
+            with trio.move_on_after(grace):
+                await self._settled.wait()
+        late = f"{reason}, and this request was not answered in the {grace:g} s it was given"
+        for rid in self.inflight:
+            self._outbox.put(rpc.encode_error(rid, -32000, late), rid)
+        self._let_go()
+        with trio.move_on_after(1):
+            await self.drain()
+        self.close()
