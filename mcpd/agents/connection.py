@@ -310,7 +310,10 @@ class Connection(Ending):
             resume = functools.partial(self.calls.resume, call, self, outcome)
             self._spawn(rid, "tools/call", resume, self._nursery)
             return
-        self._forget(rid)
+        # ``_forget``, written out: every call passes here.
+        del self.inflight[rid]
+        if self._settled is not None and not self.inflight:
+            self._settled.set()
         try:
             line, spliced = self.calls.reply(rid, call, outcome, self)
         except Exception as exc:
