@@ -213,13 +213,8 @@ class Parks:
     def find(self, state: Raw | Any) -> Park | bool | None:
         """The park a retry's requestState names; True for an mcpd token that names
         none (it expired); None for a server's own state."""
-        if not isinstance(state, Raw):
-            return None
-        try:
-            token = msgspec.json.decode(state)
-        except msgspec.DecodeError:
-            return None
-        if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX):
+        token = own_token(state, TOKEN_PREFIX)
+        if token is None:
             return None
         return self._by_token.get(token) or True
 
@@ -313,6 +308,18 @@ def _input_required(outcome: Outcome) -> surface.ResultHead | None:
     except (msgspec.DecodeError, RecursionError):
         return None
     return head if head.kind == mcp.INPUT_REQUIRED else None
+
+
+def own_token(state: object, prefix: str) -> str | None:
+    """The token of mcpd's that a retry's ``requestState`` is (a JSON string starting
+    with ``prefix``), or None for any other state: a server's own."""
+    if not isinstance(state, Raw):
+        return None
+    try:
+        token = msgspec.json.decode(state)
+    except msgspec.DecodeError:
+        return None
+    return token if isinstance(token, str) and token.startswith(prefix) else None
 
 
 def sheds(outcome: Outcome) -> bool:

@@ -46,7 +46,7 @@ from protocol import mcp, surface
 
 from ..policy.agent import AgentInfo
 from ..servers.calls import Call
-from .askback import MAX_ROUNDS
+from .askback import MAX_ROUNDS, own_token
 from .callpolicy import Sent
 from .profiles import ProfileServers
 
@@ -140,14 +140,8 @@ class Resumes:
         ``requestState`` is a token of mcpd's: the round it names, used up, with the
         server's own state put back in ``call``; the error it gets when that round is
         not its to continue; None for a state that is no token of mcpd's."""
-        state = call.request_state
-        if not isinstance(state, Raw):
-            return None
-        try:
-            token = msgspec.json.decode(state)
-        except msgspec.DecodeError:
-            return None
-        if not isinstance(token, str) or not token.startswith(PREFIX):
+        token = own_token(call.request_state, PREFIX)
+        if token is None:
             return None
         nonce, dot, carried = token.removeprefix(PREFIX).partition(".")
         kept = self._kept.get(nonce)
