@@ -83,7 +83,9 @@ async def test_the_agent_behind_a_call_answers_what_its_server_asks(
     modern = agent_era == "modern"
     with trio.fail_after(90):
         async with asking(transport) as entry:
-            cfg = make_config(tmp_path, {"ask": {**entry, "era": server_era}})
+            # The SDK's server may take longer than the default probe_timeout to start
+            # on a busy machine, which would read as a server of no modern era.
+            cfg = make_config(tmp_path, {"ask": {**entry, "era": server_era}}, probe_timeout=60.0)
             async with running(cfg) as daemon:
                 async with connect_answering(daemon.socket_path, modern, answer) as agent:
                     if not modern:

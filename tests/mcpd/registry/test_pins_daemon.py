@@ -477,7 +477,9 @@ async def test_an_outage_quotes_a_server_s_words_cleaned(tmp_path: Path) -> None
     from tests.support.hostile_text_server import HOSTILE
 
     hostile = str(Path(SERVER).with_name("hostile_text_server.py"))
-    cfg = config(tmp_path, {"hostile": {"command": sys.executable, "args": [hostile, "--fail"]}})
+    server = {"hostile": {"command": sys.executable, "args": [hostile, "--fail"]}}
+    # Not started again while the test looks: a restart under way says "still starting".
+    cfg = config(tmp_path, server, backoff_base=60.0, backoff_cap=60.0)
     with trio.fail_after(60):
         async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
             result = await agent.call("mcp__hostile__peek")
