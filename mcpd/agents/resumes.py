@@ -128,7 +128,7 @@ class Resumes:
         )
         token = PREFIX + nonce
         if isinstance(state, Raw):
-            token += "." + base64.urlsafe_b64encode(bytes(state)).decode("ascii")
+            token += "." + _carried(bytes(state))
         handed: dict[str, Any] = msgspec.json.decode(result)
         handed["requestState"] = token
         return handed, False
@@ -158,6 +158,10 @@ class Resumes:
             server_state = base64.urlsafe_b64decode(carried.encode("ascii")) if dot else None
         except (binascii.Error, ValueError):
             server_state = b""
+        if server_state is not None and _carried(server_state) != carried:
+            # Decoding stops at the padding and skips what follows: a state with
+            # something written after it must not pass for the one mcpd gave.
+            server_state = b""
         digest = None if server_state is None else hashlib.sha256(server_state).digest()
         if digest != kept.state:
             return _refused("was altered: it is not the one mcpd gave")
@@ -179,6 +183,11 @@ class Resumes:
         for gone in mine[: max(0, len(mine) - PER_AGENT + 1)]:
             del rounds[gone]
         rounds[nonce] = kept
+
+
+def _carried(state: bytes) -> str:
+    """The server's state as a token of mcpd's carries it."""
+    return base64.urlsafe_b64encode(state).decode("ascii")
 
 
 def _whose(kept: _Round, call: Call, who: AgentInfo) -> str | None:

@@ -118,6 +118,9 @@ async def test_a_retry_used_up_forged_or_altered_is_refused(tmp_path: Path) -> N
             await refused(setup, agent, forged, "names no call mcpd continues")
             altered = {**retry, "requestState": nonce + ".c3RhdGUtMg=="}
             await refused(setup, agent, altered, "was altered")
+            # What decoding would skip (characters of no alphabet, or after the padding).
+            appended = {**retry, "requestState": token + "!!"}
+            await refused(setup, agent, appended, "was altered")
             assert text(await call(agent, retry)) == DONE
             await refused(setup, agent, retry, "names no call mcpd continues")
 
