@@ -115,7 +115,7 @@ def test_reload_keeps_the_pid_and_applies_the_new_config(systemd_rootfs: harness
     assert notes_pid in server_pids(pid), "the unchanged server was restarted"
     assert len(server_pids(pid)) == 2
     (e,) = journal("MCPD_EVENT=reload")
-    assert "1 added" in e["MESSAGE"], e["MESSAGE"]
+    assert "added extra;" in e["MESSAGE"], e["MESSAGE"]
     print("reloaded:", e["MESSAGE"])
 
     step("a config with an error fails the reload; the running one stays")
