@@ -1,4 +1,5 @@
-"""One daemon for each state directory, held by a lock on a file in it.
+"""One daemon for each state directory, held by a lock on a file in it, or on the
+directory itself where no such file can be made.
 
 Two daemons keeping their state in one directory would each write the pins, the last
 known tools and the audit log over the other's, and run the same servers in the same
@@ -74,8 +75,6 @@ def hold_state_directory(path: str) -> None:
         return
     try:
         fd = _open_lock(path, dir_fd)
-        if fd is None:
-            return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -96,7 +95,7 @@ def hold_state_directory(path: str) -> None:
         os.close(dir_fd)
 
 
-def _open_lock(path: str, dir_fd: int) -> int | None:
+def _open_lock(path: str, dir_fd: int) -> int:
     where = os.path.join(path, FILE_NAME)
     fix = f"remove it (rm {where}) and start mcpd again"
     try:
@@ -112,12 +111,10 @@ def _open_lock(path: str, dir_fd: int) -> int | None:
         except UnsafeFileError as unsafe:
             raise StateDirectoryInUse(str(unsafe)) from None
         except FileNotFoundError:
-            logger.warning(
-                "cannot make %s (%s): another mcpd could keep its state there too",
-                where,
-                exc.strerror,
-            )
-            return None
+            # No file to lock, nor any way to make one: the directory itself is locked
+            # (it names no pid to a second daemon, but stops it all the same).
+            logger.info("cannot make %s (%s): the directory itself is locked", where, exc.strerror)
+            return os.dup(dir_fd)
         except OSError as again:
             raise StateDirectoryInUse(f"cannot open {where}: {again.strerror}; {fix}") from None
     if os.geteuid() == 0:

@@ -6,9 +6,12 @@ temporary files is removed at start, and the journal says how many bytes."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from tests.support.operator import MCPD, start, stop
 
@@ -100,3 +103,42 @@ def test_temporary_files_of_dead_writers_are_removed_at_start(tmp_path: Path) ->
     assert not any(path.exists() for path in left)
     assert all(path.exists() for path in kept)
     assert link.is_symlink() and outside.read_text() == "not mcpd's"
+
+
+def read_only(state: Path, args: list[str]) -> list[str]:
+    """``args`` run with ``state`` mounted read-only for it alone (its own mount
+    namespace): no lock file can be made there."""
+    remount = f'mount --bind "{state}" "{state}" && mount -o remount,bind,ro "{state}" && exec "$@"'
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", remount, "sh", *args]
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason="a read-only mount of the state directory needs root and unshare",
+)
+def test_a_read_only_state_directory_still_takes_one_daemon_only(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+
+    def serve(name: str) -> list[str]:
+        sock = tmp_path / f"{name}.sock"
+        cfg = config(tmp_path, name, state)
+        return [*MCPD, "serve", "--config", str(cfg), "--socket", str(sock), "--log", "stderr"]
+
+    first = subprocess.Popen(read_only(state, serve("a")), stderr=subprocess.PIPE, text=True)
+    assert first.stderr is not None
+    try:
+        for line in first.stderr:
+            if f"listening on {tmp_path / 'a.sock'}" in line:
+                break
+        else:
+            pytest.fail("the first mcpd exited before it was ready")
+        assert not (state / "lock").exists()
+        second = subprocess.run(
+            read_only(state, serve("b")), capture_output=True, text=True, timeout=60
+        )
+        assert second.returncode == 78, second.stderr
+        assert f"another mcpd (pid unknown) keeps its state in {state}" in second.stderr
+        assert not (tmp_path / "b.sock").exists()
+    finally:
+        stop(first)
