@@ -278,7 +278,7 @@ class ExtraMethods:
             )
         level = loglevels.checked_level(req.params)
         side, sees = _agent_side(conn, ctx), self._sees_server(conn)
-        self.logs.set_level(side.owner, level, conn.send_nowait, sees, own_user=side.own_user)
+        self.logs.set_level(side.owner, level, conn.news_sender(), sees, own_user=side.own_user)
         return {}
 
     def _sees_server(self, conn: Agent) -> SeesServer:

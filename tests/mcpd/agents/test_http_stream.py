@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -240,3 +241,33 @@ async def test_a_client_that_stops_reading_loses_its_stream_and_no_one_else_wait
 def big_notification(n: int) -> bytes:
     params = {"level": "info", "data": f"{n}:" + "x" * 60_000}
     return rpc.encode_notification("notifications/message", params)
+
+
+async def test_a_sessions_log_level_brings_its_servers_log_messages_to_its_stream(
+    tmp_path: Path,
+) -> None:
+    logging_server = Path(__file__).parents[2] / "support" / "logging_server.py"
+    server = f"command = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(logging_server))}]\n"
+    with trio.fail_after(LIMIT):
+        async with daemon_with(tmp_path, scribe=server) as daemon:
+            sid = await open_session(daemon)
+            async with Client.open(daemon) as stream, Client.open(daemon) as other:
+                assert (await stream.start("GET", stream_headers(sid)))[0] == 200
+                level = {"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel"}
+                level["params"] = {"level": "info"}  # type: ignore[assignment]
+                status, _, body = await other.request("POST", session_headers(sid), level)
+                assert status == 200 and json.loads(body)["result"] == {}
+                call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call"}
+                call["params"] = {"name": "mcp__scribe__note", "arguments": {"n": 1}}  # type: ignore[assignment]
+                status, _, body = await other.request("POST", session_headers(sid), call)
+                assert status == 200 and "noted" in body.decode()
+                # What the server logged while it served the call reaches the session.
+                while True:
+                    message = await stream.message()
+                    assert message is not None, "the stream ended without the log message"
+                    if message.get("method") != "notifications/message":
+                        continue
+                    data = message["params"]["data"]
+                    if isinstance(data, dict) and data.get("serving") == "note":
+                        assert data["arguments"] == {"n": 1}
+                        break
