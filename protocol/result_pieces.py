@@ -17,12 +17,18 @@ class BrokenPiece(Exception):
 
 
 def encode_result_pieces(
-    id: Id, result: msgspec.Struct, field: str, per: int
+    id: Id, result: msgspec.Struct, field: str, per: int, piece_bytes: int | None = None
 ) -> Iterator[bytes | memoryview]:
     """What ``encode_result(id, result)`` gives, in pieces: ``result``'s first field,
-    ``field``, is a list, and each piece holds ``per`` of its items, encoded only when
-    the piece before it has been taken. Each piece is checked as ``line_fault`` checks
-    a line (raising ``BrokenPiece``); the pieces joined are one line of JSON."""
+    ``field``, is a list, and each piece holds ``per`` of its items at most, encoded
+    only when the piece before it has been taken. Each piece is checked as
+    ``line_fault`` checks a line (raising ``BrokenPiece``); the pieces joined are one
+    line of JSON.
+
+    ``piece_bytes``: pieces are also held near that size. Items are as large as a
+    server made them, so a count alone could make one piece of many megabytes for every
+    agent listing at once: the first piece is one item, and each after it as many as
+    the items encoded so far say fit."""
     items: Sequence[Any] = msgspec.structs.asdict(result)[field]
     empty = encode_result(id, msgspec.structs.replace(result, **{field: []}))
     head = b'{"jsonrpc":"2.0","id":' + encode(id) + b',"result":{"' + field.encode()
@@ -38,12 +44,16 @@ def encode_result_pieces(
         yield whole
         return
     yield head
-    for start in range(0, len(items), per):
-        array = encode(items[start : start + per])
+    start, count, written = 0, per if piece_bytes is None else 1, 0
+    while start < len(items):
+        array = encode(items[start : start + count])
         fault = line_fault(array)
         if fault is not None:
             raise BrokenPiece(fault)
         if start:
             yield b","
         yield memoryview(array)[1:-1]
+        start, written = start + count, written + len(array)
+        if piece_bytes is not None:
+            count = max(1, min(per, piece_bytes * start // written))
     yield memoryview(empty)[len(head) :]

@@ -56,7 +56,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("mcpd.api")
 
-_PIECE_TOOLS: Final = 256  # tools per piece of a long tools/list reply
+_PIECE_TOOLS: Final = 256  # tools per piece of a long tools/list reply, at most
+_PIECE_BYTES: Final = 256 * 1024  # and about as many bytes
 SERVER_INFO: Final = mcp.Implementation(name="mcpd", version=__version__, title="mcpd")
 CAPABILITIES: Final[dict[str, Any]] = {
     "tools": {"listChanged": True},
@@ -372,7 +373,8 @@ class AgentServer(ProfileMethods, Dispatcher):
             result.resultType = mcp.COMPLETE
         # Written as the agent reads it: each tool is made for agents as it is encoded,
         # and a listing of thousands is never whole in memory.
-        await conn.send_long(encode_result_pieces(req.id, result, "tools", _PIECE_TOOLS))
+        pieces = encode_result_pieces(req.id, result, "tools", _PIECE_TOOLS, _PIECE_BYTES)
+        await conn.send_long(pieces)
         return None
 
     async def _listen(self, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
