@@ -53,6 +53,10 @@ FIELDS: Final[dict[str, tuple[float, float]]] = {
     "arguments": (0.5, 0.75),
 }
 _SCHEMA_DEPTH: Final = 3  # nested objects deeper than this add nothing a query would use
+# Characters of a tool's description, and of its schema's words, that are indexed: what
+# a query finds is said at the start, and a server's text is as long as it makes it,
+# while the index is built on the event loop, again whenever a profile's tools change.
+INDEXED_CHARS: Final = 2048
 
 # A plural acronym (URLs, IDs), an upper-case run before a capitalised word (HTTPServer),
 # a capital and what follows (camelCase), upper-case runs, digits; letters outside A-Z
@@ -248,15 +252,16 @@ def _fields(doc: ToolDoc) -> dict[str, list[str]]:
     _schema_words(doc.input_schema, schema)
     return {
         "name": list(dict.fromkeys(terms(doc.original) + local)),
-        "title": terms(doc.title),
+        "title": terms(doc.title[:INDEXED_CHARS]),
         "server": server,
-        "description": terms(doc.description),
-        "arguments": terms(" ".join(schema)),
+        "description": terms(doc.description[:INDEXED_CHARS]),
+        "arguments": terms(" ".join(schema)[:INDEXED_CHARS]),
     }
 
 
 class ToolIndex:
-    """An immutable index; build a new one when the tool list changes (it is cheap)."""
+    """An immutable index; build a new one when the tool list changes (cheap for the
+    texts of real tools, and bounded for any: ``INDEXED_CHARS``)."""
 
     def __init__(self, tools: Iterable[ToolDoc]) -> None:
         # Building makes no cycles, only many small lists the collector would scan

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
 Mode = Literal["all", "search"]
 _decode_schema: Final = msgspec.json.Decoder(dict[str, Any])
+_SCHEMA_INDEXED: Final = 64 * 1024  # bytes of a tool's input schema read for the index
 
 
 class ProfileView(Sight):
@@ -332,7 +333,12 @@ class _Offered:
 def _doc(entry: Entry, doc: type[ToolDoc]) -> ToolDoc:
     tool = entry.tool
     try:
-        schema = _decode_schema.decode(tool.inputSchema)
+        # A schema past what any tool's arguments need is searched by the tool's texts
+        # alone: reading it for the index again at each change would cost the loop more.
+        if len(tool.inputSchema) > _SCHEMA_INDEXED:
+            schema = {}
+        else:
+            schema = _decode_schema.decode(tool.inputSchema)
     except (msgspec.DecodeError, RecursionError):
         # Not an object, or nested too deep to read here (the index may be built
         # deeper in the stack than the listing was decoded): searched by its texts.

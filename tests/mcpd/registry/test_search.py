@@ -170,3 +170,18 @@ def test_only_mcpds_own_notes_are_cut_from_a_listed_description() -> None:
 def test_a_summary_is_the_first_sentence_on_one_line(description: str, expected: str) -> None:
     assert summary(description) == expected
     assert len(summary(description)) <= 160
+
+
+def test_only_the_start_of_a_long_text_is_indexed() -> None:
+    filler = "lorem ipsum dolor " * (search.INDEXED_CHARS // 6)
+    long_tool = search.ToolDoc(
+        name="mcp__a__archive",
+        server="a",
+        original="archive",
+        description="Packs files into a tarball. " + filler + " zeppelin",
+        input_schema={"properties": {"p": {"description": filler + " walrus"}}},
+    )
+    index = search.ToolIndex([long_tool])
+    assert [hit.name for hit in index.search("tarball")] == ["mcp__a__archive"]
+    assert index.search("zeppelin") == []  # past what is indexed of the description
+    assert index.search("walrus") == []  # and of the schema's words
