@@ -56,10 +56,10 @@ class Exchange(Connection):
     ) -> None:
         """``owner``: who the agent is (its session, or for a stateless client the
         one object of its ``StatelessAgent``); ``identity``: who it is for the policy
-        and the audit log (its session, or the HTTP connection a stateless client sends
-        on); ``asks``: where a legacy server's requests to it are matched with its
-        answers (its session's); ``news``: the session's stream of what answers no
-        request (None: stateless)."""
+        and the audit log (the HTTP connection it came on, in a session under the
+        session's id); ``asks``: where a legacy server's requests to it are matched
+        with its answers (its session's); ``news``: the session's stream of what
+        answers no request (None: stateless)."""
         self.handler = handler
         self.calls = handler.calls
         self.splice = self.calls.splice

@@ -4,9 +4,10 @@ end, and the process of it mcpd found there, ``holders``), the program it runs, 
 id of mcpd's own for the connection (or HTTP session), which remembered approvals are
 kept under.
 
-The program's name is read from /proc once, at the connection's first call; the
-profile and era come with each call, since an agent may change profile
-(``mcpd/useProfile``) and a connection may carry requests of either era.
+The program's name is read from /proc once, at the connection's first call (again only
+when the process found holding a TCP connection changes); the profile and era come with
+each call, since an agent may change profile (``mcpd/useProfile``) and a connection may
+carry requests of either era.
 """
 
 from __future__ import annotations
@@ -32,23 +33,56 @@ class Holder(msgspec.Struct, frozen=True):
     pid: int | None = None
 
 
-class Identity:
-    __slots__ = ("_legacy", "_modern", "connection", "holder", "peer")
+class _Program:
+    """The name of the program a connection's process runs, as /proc gave it for that
+    process (None: it did not say)."""
 
-    def __init__(self, peer: Peer | None, holder: Holder | None = None) -> None:
+    __slots__ = ("exe", "pid")
+
+    def __init__(self) -> None:
+        self.pid: int | None = None
+        self.exe: str | None = None
+
+    def of(self, pid: int) -> str | None:
+        if pid != self.pid:
+            self.pid, self.exe = pid, exe_of(pid)
+        return self.exe
+
+
+class Identity:
+    __slots__ = ("_legacy", "_modern", "_program", "connection", "holder", "peer")
+
+    def __init__(
+        self, peer: Peer | None, holder: Holder | None = None, connection: str | None = None
+    ) -> None:
         """``holder``: on the TCP endpoint (no ``peer``), who holds the connection's
-        other end; set again as more is found, before its first call."""
+        other end; set again as more is found, before its first call. ``connection``:
+        the id approvals are kept under (None: one of its own)."""
         self.peer = peer
         self.holder = holder
-        self.connection = new_connection_id()
+        self.connection = new_connection_id() if connection is None else connection
         # The agent as its calls of each era are recorded, in the profile of the last.
         self._legacy: AgentInfo | None = None
         self._modern: AgentInfo | None = None
+        self._program = _Program()
 
     def new_session(self) -> Identity:
-        """Who a session opened on this connection is: its peer or holder, with an id of
-        its own."""
+        """Who a session opened on this connection is: its peer or holder (the user its
+        place is counted against), with an id of its own."""
         return Identity(self.peer, self.holder)
+
+    def in_session(self, session: Identity) -> Identity:
+        """Who one request sent on this connection in ``session`` is. The process is
+        this connection's, the one that sent it, whatever process opened the session:
+        its record and journal line, its rate, the share of what waits for its
+        server, and the "who asked" of an approval are that process's, as they are
+        for a line connection's calls. The id is the session's: an approval
+        remembered "for the connection" was given for the session, and ends with it,
+        whichever of its user's connections sends in it (none of another user's finds
+        it)."""
+        sent = Identity(self.peer, self.holder, session.connection)
+        sent._program = self._program  # read once for this connection, not per request
+        return sent
 
     def whose(self) -> Whose:
         """Whose its calls are, as what they keep while they wait for their servers is
@@ -83,14 +117,10 @@ class Identity:
             uid, pid = peer.uid, (None if peer.pid <= 0 else peer.pid)
         elif holder is not None:
             uid, pid = holder.uid, holder.pid
-        known = self._legacy or self._modern
-        exe = known.exe if known is not None and known.pid == pid else None
-        if exe is None and pid is not None:
-            exe = exe_of(pid)
         info = AgentInfo(
             uid=uid,
             pid=pid,
-            exe=exe,
+            exe=None if pid is None else self._program.of(pid),
             profile=profile,
             connection=self.connection,
             era="modern" if modern else "legacy",

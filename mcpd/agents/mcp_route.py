@@ -92,7 +92,10 @@ class LegacySession:
     ) -> None:
         self.session = session
         self.servers = servers  # the profile chosen at initialize
-        self.identity = identity  # its own, not its HTTP connection's
+        # Whose it is: its id (what is approved for it is kept under) and the user
+        # its place counts against. Each request is the process of its own connection
+        # (``Identity.in_session``).
+        self.identity = identity
         self.opened_by = opened_by  # the only one it is found for
         self.requests: dict[rpc.Id, trio.CancelScope] = {}
         self.asks = AgentRequests()
@@ -255,7 +258,7 @@ class McpRoute:
                 caller,
                 servers,
                 legacy,
-                legacy.identity,
+                caller.who().in_session(legacy.identity),
                 legacy.asks,
                 legacy.news,
             )

@@ -1,5 +1,6 @@
 """Who an agent connection is for the policy and the audit log: the kernel's word on
-its process, the program it runs (read once), and an id of its own."""
+its process, the program it runs (read once), and an id of its own; in a legacy HTTP
+session, each request is the process on its own connection, under the session's id."""
 
 from __future__ import annotations
 
@@ -101,6 +102,26 @@ def test_whose_its_calls_are_is_its_process_and_user_and_never_a_servers_the_own
     assert Identity(None).whose().agent == "endpoint"
 
 
+def test_a_request_in_a_session_is_its_connections_process_under_the_sessions_id(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    reads: list[int] = []
+
+    def exe_of(pid: int) -> str:
+        reads.append(pid)
+        return f"agent{pid}"
+
+    monkeypatch.setattr(identity, "exe_of", exe_of)
+    session = Identity(Peer(pid=100, uid=1, gid=1)).new_session()
+    sender = Identity(Peer(pid=200, uid=1, gid=1))
+    first = sender.in_session(session).info("default", modern=False)
+    again = sender.in_session(session).info("default", modern=False)
+    assert (first.pid, first.exe, first.connection) == (200, "agent200", session.connection)
+    assert again == first
+    assert sender.in_session(session).whose().pid == 200
+    assert reads == [200]  # once for the connection, not for each request
+
+
 def test_each_connection_has_an_id_of_its_own() -> None:
     ids = {Identity(None).connection for _ in range(200)}
     assert len(ids) == 200
@@ -159,3 +180,90 @@ async def test_a_call_over_the_endpoint_is_recorded_as_the_process_that_made_it(
     agent = records[0].agent
     assert (agent.uid, agent.pid) == (os.getuid(), child.pid)
     assert agent.exe == os.path.basename(os.path.realpath(sys.executable))
+
+
+# argv: where (the socket's path, or the endpoint's port), the endpoint's token (or ""),
+# the session's id ("" opens one first, and prints it), then the tools to call in it.
+# Prints the session's id, then each answer's status.
+IN_A_SESSION = """
+import json, socket, sys
+where, token, sid, *tools = sys.argv[1:]
+def post(body):
+    if where.startswith("/"):
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(where)
+    else:
+        s = socket.create_connection(("127.0.0.1", int(where)))
+    data = json.dumps(body).encode()
+    head = ["POST /mcp HTTP/1.1", "Host: 127.0.0.1", "Connection: close",
+            "Content-Type: application/json", "Accept: application/json, text/event-stream",
+            "MCP-Protocol-Version: 2025-06-18", "Content-Length: " + str(len(data))]
+    if token:
+        head.append("Authorization: Bearer " + token)
+    if sid:
+        head.append("Mcp-Session-Id: " + sid)
+    s.sendall(("\\r\\n".join(head) + "\\r\\n\\r\\n").encode() + data)
+    got = b""
+    while chunk := s.recv(65536):
+        got += chunk
+    return got.decode("latin-1").split("\\r\\n\\r\\n")[0].split("\\r\\n")
+if not sid:
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {},
+             "clientInfo": {"name": "t", "version": "1"}}
+    head = post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello})
+    sid = next(h.split(":", 1)[1].strip() for h in head if h.lower().startswith("mcp-session-id:"))
+    post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+print(sid)
+for i, tool in enumerate(tools, 1):
+    call = {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+            "params": {"name": tool, "arguments": {}}}
+    print(post(call)[0])
+"""
+
+
+async def in_a_session(where: str, token: str, sid: str, *tools: str) -> tuple[int, str]:
+    """Run ``IN_A_SESSION`` as a process of its own: its pid and the session's id."""
+    child = await trio.lowlevel.open_process(
+        [sys.executable, "-c", IN_A_SESSION, where, token, sid, *tools], stdout=subprocess.PIPE
+    )
+    assert child.stdout is not None
+    said = b""
+    while chunk := await child.stdout.receive_some():
+        said += chunk
+    assert await child.wait() == 0
+    lines = said.decode().splitlines()
+    assert lines[1:] == ["HTTP/1.1 200 OK"] * len(tools), lines
+    return child.pid, lines[0]
+
+
+@pytest.mark.parametrize("endpoint", [False, True], ids=["socket", "endpoint"])
+async def test_each_call_of_a_legacy_session_is_recorded_as_the_process_that_made_it(
+    tmp_path: Path, endpoint: bool
+) -> None:
+    """Two processes send in one legacy HTTP session, the one that opened it and one
+    given its id: each call is recorded with the pid of the process whose connection
+    carried it, and with the session's id, which what is approved for it is kept
+    under. The calls were all recorded as the process that opened the session."""
+    command, args = scripted("--tools", "2")
+    cfg = make_config(
+        tmp_path,
+        {"code": {"command": command, "args": list(args)}},
+        http_listen="127.0.0.1:0",
+        state_dir=str(tmp_path / "state"),
+    )
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            token = ""
+            where = str(tmp_path / "mcpd.sock")
+            if endpoint:
+                assert daemon.api.endpoint is not None
+                where, token = str(daemon.api.endpoint.port), daemon.http_token()
+            opener, sid = await in_a_session(where, token, "", "mcp__code__tool0")
+            other, _ = await in_a_session(where, token, sid, "mcp__code__tool1")
+            await daemon.audit.flush()
+            records = {r.name: r.agent for r in Reading(str(tmp_path / "state"))}
+    first, second = records["mcp__code__tool0"], records["mcp__code__tool1"]
+    assert (first.uid, first.pid) == (os.getuid(), opener)
+    assert (second.uid, second.pid) == (os.getuid(), other)
+    assert second.exe == os.path.basename(os.path.realpath(sys.executable))
+    assert first.connection == second.connection
