@@ -11,7 +11,8 @@ leaves out; a call is not approved from such a glance (``asking``, the page), bu
 ``mcpd approvals show``, which writes them whole.
 
 Whole, they are JSON: each object's members in the order sent, each number as it was
-written, mcpd's secrets masked.
+written, mcpd's secrets masked. In one form (``canonical``), the same for each writing
+of them that every reader reads alike: what a call continued over rounds is bound to.
 """
 
 from __future__ import annotations
@@ -90,6 +91,26 @@ def glance(reading: Reading, limit: int = GLANCE) -> Glance:
     left = reading.keys - out.keys
     rest = f"{left} more keys and their values" if left else "the rest"
     return Glance(f"{out.text()[:limit]}…({rest} left out)", True, left)
+
+
+def canonical(reading: Reading) -> str:
+    """What was read as JSON text that any writing of the same arguments every reader
+    reads alike gives too (``reading`` checked: no key given twice, no number in
+    doubt): compact, each object's members ordered by key, each string written one
+    way, each number as it was written. Reorders the members of ``reading``."""
+    stack: list[list[Any]] = [reading.value] if isinstance(reading.value, list) else []
+    while stack:
+        container = stack.pop()
+        if isinstance(container, Members):
+            container.sort(key=_by_key)
+            stack.extend(value for _, value in container if isinstance(value, list))
+        else:
+            stack.extend(item for item in container if isinstance(item, list))
+    return write(reading)
+
+
+def _by_key(member: tuple[str, Any]) -> str:
+    return member[0]
 
 
 def _write(reading: Reading, out: _Out, chars: int | None, items: int | None, indent: bool) -> None:
