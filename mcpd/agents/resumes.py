@@ -13,11 +13,12 @@ token of mcpd's in its place (``hand_on``), and the retry that brings it back is
 taken apart again (``take``), the server getting exactly its own state. A token names
 what is kept in the daemon of the round it continues: whose call it was (the agent as
 mcpd tells agents apart for rates, its user, its profile), the tool by the name the
-agent called it and its arguments (a person approved them as shown), what the call
-was sent under, a digest of the server's state, an expiry and how many rounds the
-call has had. The server's state itself travels in the token, so what the daemon
-keeps is small whatever a server writes there; the digest makes a state the agent
-altered a refusal.
+agent called it and its arguments as a person is shown them (a retry whose arguments
+another reader could read otherwise is refused, as a first round's are before anyone
+is asked), what the call was sent under, a digest of the server's state, an expiry
+and how many rounds the call has had. The server's state itself travels in the token,
+so what the daemon keeps is small whatever a server writes there; the digest makes a
+state the agent altered a refusal.
 
 A token is taken once: replayed, it names nothing. One brought by another agent, in
 another profile, for another tool or other arguments is refused without being used
@@ -45,6 +46,9 @@ from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 
 from ..policy.agent import AgentInfo
+from ..policy.gate import READ_HERE
+from ..policy.reading import Unshowable, read
+from ..policy.showing import canonical
 from ..servers.calls import Call
 from .askback import MAX_ROUNDS, own_token
 from .callpolicy import Sent
@@ -59,7 +63,6 @@ PER_AGENT: Final = 64
 KEPT_AT_MOST: Final = 4096
 
 _HEAD: Final = msgspec.json.Decoder(surface.ResultHead)
-_encode: Final = msgspec.json.Encoder(order="sorted").encode
 
 
 class Resumed(msgspec.Struct, frozen=True):
@@ -76,7 +79,7 @@ class _Round(msgspec.Struct, frozen=True):
     uid: int | None
     profile: str
     local: str
-    arguments: bytes  # digest of the arguments as read
+    arguments: bytes  # what binds them (``_bound``)
     state: bytes | None  # digest of the server's requestState; None: it sent none
     sent: Sent
     decision: str
@@ -118,7 +121,7 @@ class Resumes:
                 uid=who.uid,
                 profile=call.profile,
                 local=call.local,
-                arguments=_digest_of_arguments(call.arguments),
+                arguments=_bound(call.arguments)[0],
                 state=hashlib.sha256(state).digest() if isinstance(state, Raw) else None,
                 sent=msgspec.structs.replace(sent, rounds=sent.rounds + 1),
                 decision=call.decision,
@@ -199,21 +202,48 @@ def _whose(kept: _Round, call: Call, who: AgentInfo) -> str | None:
         return f"a call in the profile {kept.profile!r}"
     if kept.local != call.local:
         return f"a call of {kept.local!r}"
-    if kept.arguments != _digest_of_arguments(call.arguments):
-        return "a call with other arguments"
-    return None
+    arguments, unshowable = _bound(call.arguments)
+    if kept.arguments == arguments:
+        return None
+    if unshowable is not None:
+        return (
+            "a call with other arguments: these cannot be shown as the server will read "
+            f"them ({unshowable})"
+        )
+    return "a call with other arguments"
 
 
-def _digest_of_arguments(arguments: Raw | UnsetType) -> bytes:
-    """A digest of the arguments as the server reads them: a retry may spell the
-    same object with other spacing or key order."""
+def _bound(arguments: Raw | UnsetType) -> tuple[bytes, str | None]:
+    """What a token binds of a round's ``arguments`` (a digest), and why a person could
+    not be shown them as the server will read them (None: they could, or they are not
+    read here).
+
+    A retry may write them otherwise than the round it continues did, as an SDK that
+    decoded them and encodes them again does: other spacing, the members in another
+    order, a character escaped or not. Every reader reads those alike once no key is
+    given twice and no number is in doubt, so arguments that can be shown are bound
+    as they are shown (``showing.canonical``). A number is bound as it is written:
+    readers differ on ``1.5`` and ``1.50`` (a decimal reader keeps the digits) or on
+    ``100`` and ``100.0`` (an integer or not), and an SDK writes one value the same
+    way each time. Arguments that cannot be shown read one way to one reader and
+    another way to the next: bound byte for byte, they pass only as the very bytes the
+    server was sent. So do arguments past ``READ_HERE``, which a call's reply would
+    otherwise wait for while they were read."""
     if not isinstance(arguments, Raw):
-        return b""
+        return b"", None
+    written = bytes(arguments)
+    if len(written) > READ_HERE:
+        return _digest(b"written", written), None
     try:
-        read = msgspec.json.decode(arguments)
-    except msgspec.DecodeError:
-        read = bytes(arguments)
-    return hashlib.sha256(_encode(read)).digest()
+        reading = read(written)
+        reading.check()
+    except Unshowable as exc:
+        return _digest(b"written", written), str(exc)
+    return _digest(b"shown", canonical(reading).encode()), None
+
+
+def _digest(kind: bytes, data: bytes) -> bytes:
+    return hashlib.sha256(kind + b"\0" + data).digest()
 
 
 def _state(server_state: bytes | None) -> Raw | UnsetType:

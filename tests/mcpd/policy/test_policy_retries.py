@@ -3,7 +3,8 @@ in a running daemon: it is that call's next round, as a legacy agent's answers g
 to the server are. An ``ask`` rule asks once, a rate counts the call once, and the
 server gets its own requestState back. Only a real continuation passes for one: a
 requestState replayed, forged or altered, brought in another profile, for another
-tool or other arguments, from another process (over HTTP, where the agent's own retry
+tool or other arguments (arguments a server's reader could take for others among
+them), from another process (over HTTP, where the agent's own retry
 may come on another connection), or after a reload that denies the tool, is refused
 and the server is not called again."""
 
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 import trio
 
+from mcpd.policy.gate import READ_HERE
 from tests.support.agent import META, Agent, connect
 from tests.support.daemon_http import CURL, Reply, modern_headers, post
 from tests.support.policy_daemon import text
@@ -37,18 +39,20 @@ async def call(agent: Agent, params: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-async def asked_for_a_name(agent: Agent, rules: list[dict[str, Any]]) -> dict[str, Any]:
-    """The call as far as the server's question (approved first under ``ASKED``): the
-    retry that answers it."""
-    first = await call(agent, PARAMS)
+async def asked_for_a_name(
+    agent: Agent, rules: list[dict[str, Any]], params: dict[str, Any] = PARAMS
+) -> dict[str, Any]:
+    """The call of ``params`` as far as the server's question (approved first under
+    ``ASKED``): the retry that answers it."""
+    first = await call(agent, params)
     if rules is ASKED:
         assert first["requestState"].startswith("mcpd-ask:")
         [key] = first["inputRequests"]
         answer = {"inputResponses": {key: APPROVE}, "requestState": first["requestState"]}
-        first = await call(agent, {**PARAMS, **answer})
+        first = await call(agent, {**params, **answer})
     assert first["resultType"] == "input_required", first
     assert list(first["inputRequests"]) == ["login"]
-    return {**PARAMS, "inputResponses": {"login": NAME}, "requestState": first["requestState"]}
+    return {**params, "inputResponses": {"login": NAME}, "requestState": first["requestState"]}
 
 
 async def modern_call(setup: Rounds, rules: list[dict[str, Any]]) -> dict[str, Any]:
@@ -143,6 +147,99 @@ async def test_a_retry_for_another_call_is_refused_and_leaves_the_round_to_its_o
             retry = await asked_for_a_name(agent, ASKED)
             await refused(setup, agent, {**retry, **change}, said)
             assert text(await call(agent, retry)) == DONE
+
+
+def written(rid: int, params: dict[str, Any], arguments: bytes) -> bytes:
+    """A tools/call line of ``params`` whose arguments are ``arguments``, byte for byte."""
+    line = json.dumps(
+        {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {**params, "arguments": 0}}
+    )
+    return line.replace('"arguments": 0', '"arguments": ' + arguments.decode()).encode() + b"\n"
+
+
+async def retried(agent: Agent, retry: dict[str, Any], arguments: bytes) -> dict[str, Any]:
+    """The reply to ``retry`` with ``arguments`` as written."""
+    rid = 1000 + len(agent.unmatched)
+    await agent.send_raw(written(rid, retry, arguments))
+    reply = (await agent.wait_unmatched(len(agent.unmatched) + 1))[-1]
+    assert reply["id"] == rid
+    return reply
+
+
+APPROVED: dict[str, Any] = {**PARAMS, "arguments": {"who": "me", "amount": 1.5}}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        (b'{"who":"root","who":"me","amount":1.5}', "give the key 'who' more than once"),
+        (b'{"who":"me","amount":1.5,"who":"root"}', "give the key 'who' more than once"),
+        (b'{"who":"me","amount":1.50000000000000000001}', "1.50000000000000000001 is read as 1.5"),
+        (b'{"who":"me","amount":1.5,"amount":1.5}', "give the key 'amount' more than once"),
+        (b'{"who":"me","amount":1.50}', "continues a call with other arguments"),
+    ],
+    ids=["key-twice-first", "key-twice-last", "rounded", "same-key-twice", "respelled-number"],
+)
+async def test_a_retry_whose_arguments_read_otherwise_than_those_approved_is_refused(
+    tmp_path: Path, arguments: bytes, said: str
+) -> None:
+    """A person approved ``{"who": "me", "amount": 1.5}``: a retry that a reader of
+    the server's could take for other arguments is refused as the first round would
+    have been, unsent, and the round is left to the retry that brings them as shown."""
+    with trio.fail_after(LIMIT):
+        async with (
+            rounds_daemon(tmp_path, ASKED) as setup,
+            connect(setup.daemon.socket_path) as agent,
+        ):
+            retry = await asked_for_a_name(agent, ASKED, APPROVED)
+            reply = await retried(agent, retry, arguments)
+            assert said in reply["error"]["message"], reply
+            assert len(setup.reached()) == 1
+            # Spelled otherwise, in another order, as an SDK may encode them again.
+            again = b'{ "amount" : 1.5,\t"who" : "\\u006de" }'
+            done = await retried(agent, retry, again)
+            assert text(done["result"]) == DONE
+            [_, sent] = setup.reached()
+            assert sent["arguments"] == {"who": "me", "amount": 1.5}
+            reply = await retried(agent, retry, again)
+            assert "names no call mcpd continues" in reply["error"]["message"]
+            assert len(setup.reached()) == 2
+
+
+LONG = b'{"who":"me","pad":"' + b"x" * READ_HERE + b'"}'
+
+
+@pytest.mark.parametrize(
+    ("rules", "arguments", "respelled"),
+    [
+        (RATED, b'{"who":"root","who":"me"}', b'{"who":"me","who":"root"}'),
+        (ASKED, LONG, LONG.replace(b",", b", ")),
+    ],
+    ids=["key-twice-allowed", "long"],
+)
+async def test_a_retry_continues_arguments_not_read_as_shown_only_as_the_same_bytes(
+    tmp_path: Path, rules: list[dict[str, Any]], arguments: bytes, respelled: bytes
+) -> None:
+    """Arguments no person is shown (a call the rules allow) that readers read
+    otherwise, or too long to read where the retry is taken, continue only as the very
+    bytes the server was sent."""
+    with trio.fail_after(LIMIT):
+        async with (
+            rounds_daemon(tmp_path, rules) as setup,
+            connect(setup.daemon.socket_path) as agent,
+        ):
+            first = (await retried(agent, PARAMS, arguments))["result"]
+            if rules is ASKED:
+                [key] = first["inputRequests"]
+                answer = {"inputResponses": {key: APPROVE}, "requestState": first["requestState"]}
+                first = (await retried(agent, {**PARAMS, **answer}, arguments))["result"]
+            assert first["resultType"] == "input_required", first
+            retry = {**PARAMS, "inputResponses": {"login": NAME}}
+            retry["requestState"] = first["requestState"]
+            reply = await retried(agent, retry, respelled)
+            assert "continues a call with other arguments" in reply["error"]["message"]
+            assert len(setup.reached()) == 1
+            assert text((await retried(agent, retry, arguments))["result"]) == DONE
 
 
 async def test_a_retry_in_another_profile_is_refused(tmp_path: Path) -> None:
