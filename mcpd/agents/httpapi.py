@@ -8,6 +8,7 @@ start with ``{``) is served by h11 instead of the line protocol:
 - ``GET /healthz``: 200 when every server is available, else 503 with the reasons
 - ``GET /metrics``: Prometheus text
 - ``GET /prompts``, ``GET /resources``: the aggregated prompts; resources and templates
+  (these read-only pages are ``http_pages``)
 - ``POST /mcp``: Streamable HTTP MCP in both eras, answered by the socket's own
   dispatch (a modern request stands alone; ``initialize`` opens a legacy session
   named by ``Mcp-Session-Id``, which DELETE ends): ``mcp_route``
@@ -47,13 +48,14 @@ from .backend import Control
 from .body_budget import BodyBudget, BodyClaim, body_owner
 from .connection import Connection, Dispatcher
 from .endpoint_places import EndpointPlaces, for_page, holder_uid, same_kind
-from .formats import FORMATS, translate
 from .holders import ConnectionOwner, Lookups, ServerRefusals, TcpKin, tcp_held, token_bearer
 from .http_exchange import Caller
+from .http_pages import ReadPages
+from .http_sessions import LegacySession
 from .http_wire import Headers, Reject, Response, Wire, head, refuse
 from .identity import Holder, Identity
 from .mcp_http import rpc_reject
-from .mcp_route import LegacySession, McpRoute
+from .mcp_route import McpRoute
 from .page import is_page
 from .peers import Peer
 from .profiles import Profiles, ProfileServers
@@ -68,7 +70,6 @@ logger = logging.getLogger("mcpd.http")
 
 ENDPOINTS: Final = ("/status", "/tools", "/prompts", "/resources", "/healthz", "/metrics", "/mcp")
 _encode: Final = msgspec.json.Encoder().encode
-METRICS_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 
 
 class HttpApi:
@@ -93,6 +94,7 @@ class HttpApi:
         self.mcp = McpRoute(
             handler, listeners, new_session, self._profile, control.approvals.forget
         )
+        self.pages = ReadPages(servers, control, self._profile, self._scope)
         # The endpoint's connections that got past its gate, counted apart from the
         # agent sockets' (whose door counts those).
         self.on_endpoint = EndpointPlaces()
@@ -287,15 +289,7 @@ class HttpApi:
                 self.agents[caller.identity] = caller
             await self.mcp.serve(wire, request, body, caller, query)
             return
-        pages: dict[str, Callable[[dict[str, list[str]], Caller], tuple[int, str, bytes]]] = {
-            "/status": self._status,
-            "/tools": self._tools,
-            "/prompts": self._prompts,
-            "/resources": self._resources,
-            "/healthz": self._healthz,
-            "/metrics": self._metrics,
-        }
-        page = pages.get(path.rstrip("/") or "/")
+        page = self.pages.find(path.rstrip("/") or "/")
         if page is None:
             raise Reject(404, _encode({"error": f"no page {path}", "pages": ENDPOINTS}))
         if request.method not in (b"GET", b"HEAD"):
@@ -325,50 +319,6 @@ class HttpApi:
     def _scope(self, query: dict[str, list[str]], caller: Caller) -> ProfileView | None:
         """What of the daemon's status the caller may read (``Profiles.scope``)."""
         return self.profiles.scope(self._profile(query, caller), caller.peer, caller.fixed)
-
-    def _status(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:
-        scope, own_user = self._scope(query, caller), caller.who().reads_as_owner()
-        return 200, "application/json", _encode(self.control.status(scope, own_user=own_user))
-
-    def _tools(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:
-        listing = self._profile(query, caller).listing()
-        tools = msgspec.json.decode(rpc.encode(listing))
-        fmt = (query.get("format") or ["mcp"])[0]
-        if fmt == "mcp":
-            return 200, "application/json", _encode({"tools": tools})
-        if fmt not in FORMATS:
-            known = ", ".join(["mcp", *FORMATS])
-            raise Reject(400, _encode({"error": f"unknown format {fmt!r}; use one of {known}"}))
-        return 200, "application/json", _encode(translate(tools, fmt))
-
-    def _prompts(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:
-        sees = self._profile(query, caller).view.admits_prompt
-        return 200, "application/json", _encode({"prompts": self.servers.prompt_listing(sees)})
-
-    def _resources(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:
-        s, sight = self.servers, self._profile(query, caller).view
-        body = {
-            "resources": s.resource_listing(sight),
-            "resourceTemplates": s.template_listing(sight),
-        }
-        return 200, "application/json", _encode(body)
-
-    def _healthz(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:
-        scope = self._scope(query, caller)
-        states = self.servers.states()
-        if scope is not None:
-            states = [s for s in states if scope.has_server(str(s["server"]))]
-        down = [s for s in states if not s["available"]]
-        if not self.control.ready:
-            body = {"status": "starting", "servers": down}
-        elif down:
-            body = {"status": "unavailable", "servers": down}
-        else:
-            return 200, "application/json", _encode({"status": "ok", "servers": len(states)})
-        return 503, "application/json", _encode(body)
-
-    def _metrics(self, query: dict[str, list[str]], caller: Caller) -> tuple[int, str, bytes]:
-        return 200, METRICS_TYPE, self.control.metrics(self._scope(query, caller)).encode()
 
 
 async def _send(

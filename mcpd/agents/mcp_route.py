@@ -10,14 +10,15 @@ What it leaves behind (a task, a call waiting for an answer) is held for its
 (so ``notifications/cancelled`` finds them), what servers asked the agent and the
 news for it that answers no request, which its GET stream carries
 (``http_stream``); DELETE ends it. A legacy session is found only where and by whom
-it was opened (``OpenedBy``): one route serves the daemon's socket, each profile's and
-the TCP endpoint, and an id that another user, another listener or one of mcpd's
-servers brings names no session there. Either way a POST becomes an ``Exchange``, whose
-messages before its answer turn the response into an event stream.
+it was opened (``http_sessions``): one route serves the daemon's socket, each
+profile's and the TCP endpoint, and an id that another user, another listener or one
+of mcpd's servers brings names no session there. Either way a POST becomes an
+``Exchange``, whose messages before its answer turn the response into an event stream.
 
-It is apart from ``httpapi`` (the connection, the routing and the read-only pages)
-because only this part has sessions, requests in flight and the listeners' list
-changes; ``mcp_http`` holds the Streamable HTTP rules it checks requests against.
+It is apart from ``httpapi`` (the connection and the routing; ``http_pages``, the
+read-only pages) because only this part has sessions, requests in flight and the
+listeners' list changes; ``mcp_http`` holds the Streamable HTTP rules it checks
+requests against.
 """
 
 from __future__ import annotations
@@ -28,19 +29,17 @@ from collections.abc import Callable
 from typing import Final
 
 import h11
-import msgspec
 import trio
 
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.server import ServerSession
 
-from .askback import AgentRequests
 from .connection import Connection, Dispatcher
 from .http_exchange import Caller, Exchange, StatelessAgent
-from .http_stream import SessionNews, serve_stream
+from .http_sessions import LegacySession, OpenedBy, holder_of
+from .http_stream import serve_stream
 from .http_wire import HeaderList, Headers, Reject, Response, Wire
-from .identity import Identity
 from .mcp_http import (
     MODERN_STATUS,
     accepts,
@@ -56,56 +55,6 @@ _VERSION_KEY: Final = f'"{mcp.KEY_PROTOCOL_VERSION}"'.encode()
 
 # The profile a request asks for (``?profile=``), as the HTTP side decides it.
 ChooseProfile = Callable[[dict[str, list[str]], Caller], ProfileServers]
-
-
-class OpenedBy(msgspec.Struct, frozen=True):
-    """Where and by whom a legacy session was opened: its listener (the TCP endpoint, or
-    a socket, by the profile it fixes) and the user holding the connection (``_holder``),
-    and whether that is one of mcpd's servers' processes, as a stateless client is told
-    apart (``StatelessAgent``)."""
-
-    endpoint: bool
-    fixed: str | None
-    uid: int | None
-    server: str | None
-    unverified: bool
-
-    @classmethod
-    def of(cls, caller: Caller) -> OpenedBy:
-        peer = caller.peer
-        return cls(
-            endpoint=caller.tcp is not None,
-            fixed=caller.fixed,
-            uid=_holder(caller.who()),
-            server=None if peer is None else peer.server,
-            unverified=peer is not None and peer.unverified,
-        )
-
-
-class LegacySession:
-    def __init__(
-        self,
-        session: ServerSession,
-        servers: ProfileServers,
-        identity: Identity,
-        opened_by: OpenedBy,
-    ) -> None:
-        self.session = session
-        self.servers = servers  # the profile chosen at initialize
-        # Whose it is: its id (what is approved for it is kept under) and the user
-        # its place counts against. Each request is the process of its own connection
-        # (``Identity.in_session``).
-        self.identity = identity
-        self.opened_by = opened_by  # the only one it is found for
-        self.requests: dict[rpc.Id, trio.CancelScope] = {}
-        self.asks = AgentRequests()
-        self.news = SessionNews(session, servers, self)  # read by its GET stream
-
-    def close(self) -> None:
-        self.news.close()
-        self.asks.close("the agent ended its session")
-        for scope in self.requests.values():
-            scope.cancel()
 
 
 class McpRoute:
@@ -213,7 +162,7 @@ class McpRoute:
         sessions without end ends their own, not everyone else's."""
         identity = caller.who().new_session()
         if len(self.sessions) >= MAX_SESSIONS:
-            self._end(self.sessions.pop(self._to_end(_holder(identity))))
+            self._end(self.sessions.pop(self._to_end(holder_of(identity))))
         sid = secrets.token_hex(16)
         legacy = LegacySession(session, servers, identity, OpenedBy.of(caller))
         self.sessions[sid] = legacy
@@ -230,14 +179,14 @@ class McpRoute:
         return legacy
 
     def _to_end(self, newcomer: int | None) -> str:
-        held = Counter(_holder(legacy.identity) for legacy in self.sessions.values())
+        held = Counter(holder_of(legacy.identity) for legacy in self.sessions.values())
         mine = held[newcomer] + 1
         most = max(mine, *held.values())
         if held[newcomer] and mine == most:
             holder = newcomer  # a tie ends the newcomer's own
         else:  # the holder of the oldest session among those who hold the most
             holder = next(h for h, n in held.items() if n == most)
-        return next(sid for sid, s in self.sessions.items() if _holder(s.identity) == holder)
+        return next(sid for sid, s in self.sessions.items() if holder_of(s.identity) == holder)
 
     def _end(self, legacy: LegacySession) -> None:
         legacy.close()
@@ -383,15 +332,6 @@ def _cancel(legacy: LegacySession, msg: rpc.Notification) -> None:
     scope = legacy.requests.get(target) if isinstance(target, int | str) else None
     if scope is not None:
         scope.cancel()
-
-
-def _holder(identity: Identity) -> int | None:
-    """Whose a session is, for sharing the places out: its user, the socket's peer's or
-    the one holding its TCP connection to the endpoint (None: a client on another
-    machine, whose users all hold the one token)."""
-    if identity.peer is not None:
-        return identity.peer.uid
-    return None if identity.holder is None else identity.holder.uid
 
 
 # A listen is answered only when it ends, and its body is held, and counted against the

@@ -23,9 +23,10 @@ from mcpd.agents.api import new_session
 from mcpd.agents.connection import Connection, Dispatcher
 from mcpd.agents.holders import TcpKin
 from mcpd.agents.http_exchange import Caller
+from mcpd.agents.http_sessions import LegacySession, OpenedBy
 from mcpd.agents.http_wire import Reject, Wire
 from mcpd.agents.identity import Holder, Identity
-from mcpd.agents.mcp_route import LegacySession, McpRoute, OpenedBy, _cancel
+from mcpd.agents.mcp_route import McpRoute, _cancel
 from mcpd.agents.peers import Peer
 from mcpd.agents.profiles import ProfileServers
 from mcpd.config.load import parse

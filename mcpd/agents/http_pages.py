@@ -1,0 +1,99 @@
+"""The read-only pages of the HTTP side (``httpapi``): ``/status``, ``/tools``,
+``/prompts``, ``/resources``, ``/healthz`` and ``/metrics``, each of the profile the
+request may read: the one ``?profile=`` names, its socket's own, or the default one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final, TypeAlias
+
+import msgspec
+
+from protocol import jsonrpc as rpc
+
+from ..registry.views import ProfileView
+from ..servers.all_servers import AllServers
+from .backend import Control
+from .formats import FORMATS, translate
+from .http_exchange import Caller
+from .http_wire import Reject
+from .profiles import ProfileServers
+
+Query: TypeAlias = dict[str, list[str]]
+Answer: TypeAlias = tuple[int, str, bytes]  # the status, the content type and the body
+Page: TypeAlias = Callable[[Query, Caller], Answer]
+
+METRICS_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
+_encode: Final = msgspec.json.Encoder().encode
+
+
+class ReadPages:
+    def __init__(
+        self,
+        servers: AllServers,
+        control: Control,
+        profile: Callable[[Query, Caller], ProfileServers],
+        scope: Callable[[Query, Caller], ProfileView | None],
+    ) -> None:
+        """``profile``: the profile a request may read; ``scope``: what of the daemon's
+        status it may read (``Profiles.scope``)."""
+        self.servers = servers
+        self.control = control
+        self._profile = profile
+        self._scope = scope
+
+    def find(self, path: str) -> Page | None:
+        """The page at ``path`` (None: there is none)."""
+        pages: dict[str, Page] = {
+            "/status": self.status,
+            "/tools": self.tools,
+            "/prompts": self.prompts,
+            "/resources": self.resources,
+            "/healthz": self.healthz,
+            "/metrics": self.metrics,
+        }
+        return pages.get(path)
+
+    def status(self, query: Query, caller: Caller) -> Answer:
+        scope, own_user = self._scope(query, caller), caller.who().reads_as_owner()
+        return 200, "application/json", _encode(self.control.status(scope, own_user=own_user))
+
+    def tools(self, query: Query, caller: Caller) -> Answer:
+        listing = self._profile(query, caller).listing()
+        tools = msgspec.json.decode(rpc.encode(listing))
+        fmt = (query.get("format") or ["mcp"])[0]
+        if fmt == "mcp":
+            return 200, "application/json", _encode({"tools": tools})
+        if fmt not in FORMATS:
+            known = ", ".join(["mcp", *FORMATS])
+            raise Reject(400, _encode({"error": f"unknown format {fmt!r}; use one of {known}"}))
+        return 200, "application/json", _encode(translate(tools, fmt))
+
+    def prompts(self, query: Query, caller: Caller) -> Answer:
+        sees = self._profile(query, caller).view.admits_prompt
+        return 200, "application/json", _encode({"prompts": self.servers.prompt_listing(sees)})
+
+    def resources(self, query: Query, caller: Caller) -> Answer:
+        s, sight = self.servers, self._profile(query, caller).view
+        body = {
+            "resources": s.resource_listing(sight),
+            "resourceTemplates": s.template_listing(sight),
+        }
+        return 200, "application/json", _encode(body)
+
+    def healthz(self, query: Query, caller: Caller) -> Answer:
+        scope = self._scope(query, caller)
+        states = self.servers.states()
+        if scope is not None:
+            states = [s for s in states if scope.has_server(str(s["server"]))]
+        down = [s for s in states if not s["available"]]
+        if not self.control.ready:
+            body = {"status": "starting", "servers": down}
+        elif down:
+            body = {"status": "unavailable", "servers": down}
+        else:
+            return 200, "application/json", _encode({"status": "ok", "servers": len(states)})
+        return 503, "application/json", _encode(body)
+
+    def metrics(self, query: Query, caller: Caller) -> Answer:
+        return 200, METRICS_TYPE, self.control.metrics(self._scope(query, caller)).encode()

@@ -1,0 +1,75 @@
+"""A legacy MCP session over HTTP (``mcp_route``): what it keeps between its requests,
+and where and by whom it was opened, the only place and person it is found for."""
+
+from __future__ import annotations
+
+import msgspec
+import trio
+
+from protocol import jsonrpc as rpc
+from protocol.server import ServerSession
+
+from .askback import AgentRequests
+from .http_exchange import Caller
+from .http_stream import SessionNews
+from .identity import Identity
+from .profiles import ProfileServers
+
+
+class OpenedBy(msgspec.Struct, frozen=True):
+    """Where and by whom a legacy session was opened: its listener (the TCP endpoint, or
+    a socket, by the profile it fixes) and the user holding the connection
+    (``holder_of``), and whether that is one of mcpd's servers' processes, as a
+    stateless client is told apart (``StatelessAgent``)."""
+
+    endpoint: bool
+    fixed: str | None
+    uid: int | None
+    server: str | None
+    unverified: bool
+
+    @classmethod
+    def of(cls, caller: Caller) -> OpenedBy:
+        peer = caller.peer
+        return cls(
+            endpoint=caller.tcp is not None,
+            fixed=caller.fixed,
+            uid=holder_of(caller.who()),
+            server=None if peer is None else peer.server,
+            unverified=peer is not None and peer.unverified,
+        )
+
+
+class LegacySession:
+    def __init__(
+        self,
+        session: ServerSession,
+        servers: ProfileServers,
+        identity: Identity,
+        opened_by: OpenedBy,
+    ) -> None:
+        self.session = session
+        self.servers = servers  # the profile chosen at initialize
+        # Whose it is: its id (what is approved for it is kept under) and the user
+        # its place counts against. Each request is the process of its own connection
+        # (``Identity.in_session``).
+        self.identity = identity
+        self.opened_by = opened_by  # the only one it is found for
+        self.requests: dict[rpc.Id, trio.CancelScope] = {}
+        self.asks = AgentRequests()
+        self.news = SessionNews(session, servers, self)  # read by its GET stream
+
+    def close(self) -> None:
+        self.news.close()
+        self.asks.close("the agent ended its session")
+        for scope in self.requests.values():
+            scope.cancel()
+
+
+def holder_of(identity: Identity) -> int | None:
+    """Whose a session is, for sharing the places out: its user, the socket's peer's or
+    the one holding its TCP connection to the endpoint (None: a client on another
+    machine, whose users all hold the one token)."""
+    if identity.peer is not None:
+        return identity.peer.uid
+    return None if identity.holder is None else identity.holder.uid
