@@ -148,6 +148,7 @@ class AgentServer(ProfileMethods, Dispatcher):
                 self.servers,
                 self.control,
                 self.connections,
+                self.listens.end_of,
                 new_session,
                 self.profiles,
                 self.agents_kin,
@@ -226,7 +227,7 @@ class AgentServer(ProfileMethods, Dispatcher):
             await stream.aclose()
             return
         if spoken == "http":  # curl, a browser, a monitor, an HTTP client
-            await self.http.connection(stream, seat.peer, fixed=profile)
+            await self.http.connection(stream, seat.peer, fixed=profile, leave=leave)
             return
         d = self.control.settings
         conn = Connection(

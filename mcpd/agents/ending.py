@@ -24,6 +24,17 @@ from .toolcall import Router
 logger = logging.getLogger("mcpd.api")
 
 
+def refused_while_ending(reason: str) -> str:
+    """What a request sent on a connection that ends for ``reason`` is refused with."""
+    return f"{reason}: this connection closes once its requests in flight are answered"
+
+
+def late_while_ending(reason: str, grace: float) -> str:
+    """What a request still in flight once the ``grace`` it was given is over is
+    answered with, its connection ending for ``reason``."""
+    return f"{reason}, and this request was not answered in the {grace:g} s it was given"
+
+
 class Ending(Agent):
     """An agent's connection as it ends (``connection.Connection`` derives from this)."""
 
@@ -93,12 +104,12 @@ class Ending(Agent):
         in flight then are answered with it (a call's server is told it was cancelled).
         Lines go on being read meanwhile: a cancellation, or the answer to what a
         server asked the agent, may be what a call in flight waits for."""
-        self.leaving = f"{reason}: this connection closes once its requests in flight are answered"
+        self.leaving = refused_while_ending(reason)
         if self.inflight:
             self._settled = trio.Event()
             with trio.move_on_after(grace):
                 await self._settled.wait()
-        late = f"{reason}, and this request was not answered in the {grace:g} s it was given"
+        late = late_while_ending(reason, grace)
         for rid in self.inflight:
             self._outbox.put(rpc.encode_error(rid, -32000, late), rid)
         self._let_go()

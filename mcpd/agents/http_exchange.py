@@ -29,6 +29,7 @@ from .http_wire import Response
 from .identity import Identity
 from .peers import Peer
 from .profiles import ProfileServers
+from .sockets import Leave
 
 
 class Exchange(Connection):
@@ -147,6 +148,9 @@ class Caller(msgspec.Struct, frozen=True):
     # On the TCP endpoint, whether the connection holds a place of the status page's
     # rather than the agents' (``endpoint_places``); None: elsewhere.
     page_place: bool | None = None
+    # On a profile's own socket, what ends the connection once a reload removes the
+    # profile (``http_leave``); None: elsewhere.
+    leave: Leave | None = None
 
     def who(self) -> Identity:
         return self.identity if self.identity is not None else Identity(self.peer)

@@ -29,7 +29,7 @@ from protocol.logfields import log_extra
 from protocol.server import ServerSession
 
 from .connection import Connection
-from .http_wire import Response, Wire
+from .http_wire import Response, Wire, end_when_set
 from .profiles import ProfileServers
 
 logger = logging.getLogger("mcpd.http")
@@ -120,10 +120,12 @@ class SessionNews(Connection):
         self._arrived.set()
 
 
-async def serve_stream(wire: Wire, news: SessionNews, allowed: Callable[[], bool]) -> None:
+async def serve_stream(
+    wire: Wire, news: SessionNews, allowed: Callable[[], bool], ends: trio.Event | None = None
+) -> None:
     """Write ``news`` as an event stream until the session ends, the client hangs up or
-    stops reading, or ``allowed`` (asked at each keep-alive) says no; the caller made
-    sure no other stream reads it."""
+    stops reading, ``allowed`` (asked at each keep-alive) says no, or ``ends`` is set
+    (its connection is to close); the caller made sure no other stream reads it."""
     response = Response(wire)
     news.streaming = True
     try:
@@ -139,6 +141,8 @@ async def serve_stream(wire: Wire, news: SessionNews, allowed: Callable[[], bool
                 nursery.cancel_scope.cancel()
 
             nursery.start_soon(end_on_hangup)
+            if ends is not None:
+                nursery.start_soon(end_when_set, ends, nursery.cancel_scope)
             try:
                 await _pump(response, news, allowed)
             except trio.TooSlowError:

@@ -282,6 +282,13 @@ class Response:
         await self._write(h11.EndOfMessage())
 
 
+async def end_when_set(ends: trio.Event, scope: trio.CancelScope) -> None:
+    """End ``scope`` once ``ends`` is set. An event stream so ended between two
+    messages, or while it waits for the next, is finished whole by its ``finally``."""
+    await ends.wait()
+    scope.cancel()
+
+
 async def refuse(
     wire: Wire, status: int, body: bytes = b"", headers: Iterable[tuple[bytes, bytes]] = ()
 ) -> None:

@@ -22,7 +22,8 @@ connect is decided by the socket's mode and ``allow_uids``/``allow_groups``, as
 for agents. ``?profile=NAME`` picks a profile; a profile's own socket serves that
 profile; the status pages of a profile show its servers only. The TCP endpoint
 (``tcp``) is this same code behind a ``Gate`` that checks the bearer token and the
-Origin at each request's headers.
+Origin at each request's headers. A connection on a profile's socket that a reload
+removes ends as a line connection does (``http_leave``).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from .connection import Connection, Dispatcher
 from .endpoint_places import EndpointPlaces, for_page, holder_uid, same_kind
 from .holders import ConnectionOwner, Lookups, ServerRefusals, TcpKin, tcp_held, token_bearer
 from .http_exchange import Caller
+from .http_leave import refusal, serve_until_left
 from .http_pages import ReadPages
 from .http_sessions import LegacySession
 from .http_wire import Headers, Reject, Response, Wire, head, refuse
@@ -59,6 +61,7 @@ from .mcp_route import McpRoute
 from .page import is_page
 from .peers import Peer
 from .profiles import Profiles, ProfileServers
+from .sockets import Leave
 
 if TYPE_CHECKING:
     from .page.routes import Access, Page
@@ -79,20 +82,23 @@ class HttpApi:
         servers: AllServers,
         control: Control,
         listeners: set[Connection],
+        end_listens: Callable[[Connection], None],
         new_session: Callable[[], ServerSession],
         profiles: Profiles,
         agents_kin: Callable[[], Awaitable[list[AgentKin]]],
         departed: Callable[[AgentKin], None],
     ) -> None:
-        """``agents_kin``: who is kin to each agent connected now (``policy.kin``);
-        ``departed``: told who was kin to an agent whose connection ends."""
+        """``listeners``: who hears of list changes, where a listen over HTTP joins them,
+        and ``end_listens`` ends one (``mcp_route``); ``agents_kin``: who is kin to each
+        agent connected now (``policy.kin``); ``departed``: told who was kin to an agent
+        whose connection ends."""
         self.profiles = profiles
         self._agents_kin = agents_kin
         self._departed = departed
         self.servers = servers
         self.control = control
         self.mcp = McpRoute(
-            handler, listeners, new_session, self._profile, control.approvals.forget
+            handler, listeners, end_listens, new_session, self._profile, control.approvals.forget
         )
         self.pages = ReadPages(servers, control, self._profile, self._scope)
         # The endpoint's connections that got past its gate, counted apart from the
@@ -137,15 +143,17 @@ class HttpApi:
         *,
         fixed: str | None = None,
         gate: Gate | None = None,
+        leave: Leave | None = None,
     ) -> None:
         """Serve one HTTP connection; one through a ``gate`` (the TCP endpoint's) is
-        served once its first request's headers have passed it."""
+        served once its first request's headers have passed it, one on a profile's
+        socket until its ``leave`` ends it."""
         wire = Wire(stream)
         identity = Identity(peer)
         try:
             async with stream:
                 try:
-                    await self._serve(wire, identity, peer, fixed, gate)
+                    await self._serve(wire, identity, peer, fixed, gate, leave)
                 except h11.RemoteProtocolError as exc:
                     # Not a warning: any client can send as many of these as it likes.
                     logger.debug("a malformed HTTP request: %s", exc)
@@ -172,11 +180,12 @@ class HttpApi:
         peer: Peer | None,
         fixed: str | None,
         gate: Gate | None,
+        leave: Leave | None,
     ) -> None:
         if gate is None:
             owner = None if peer is None else ConnectionOwner.of_peer(peer)
-            caller = Caller(peer, fixed, identity=identity, owner=owner)
-            await self._exchanges(wire, caller, None)
+            caller = Caller(peer, fixed, identity=identity, owner=owner, leave=leave)
+            await serve_until_left(leave, wire, partial(self._exchanges, wire, caller, None))
             return
         first = await gate.admit(wire)
         if first is not None:
@@ -210,7 +219,7 @@ class HttpApi:
                 if not await self._exchange(wire, caller, head, claim):
                     break
             done = wire.conn.our_state is h11.DONE and wire.conn.their_state is h11.DONE
-            if wire.broken or not done:
+            if wire.broken or wire.closing or not done:
                 break
             wire.conn.start_next_cycle()
             head = None
@@ -266,6 +275,9 @@ class HttpApi:
                 return False
             if head is None or body is None:
                 return False
+            refused = refusal(caller.leave, head, body)
+            if refused is not None:
+                raise refused
             if access is not None:
                 query = parse_qs(head.target.decode("latin-1").partition("?")[2])
                 await self.page.serve(

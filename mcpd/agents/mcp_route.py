@@ -14,6 +14,8 @@ it was opened (``http_sessions``): one route serves the daemon's socket, each
 profile's and the TCP endpoint, and an id that another user, another listener or one
 of mcpd's servers brings names no session there. Either way a POST becomes an
 ``Exchange``, whose messages before its answer turn the response into an event stream.
+On a profile's socket that a reload removes, what is in flight ends as ``http_leave``
+says.
 
 It is apart from ``httpapi`` (the connection and the routing; ``http_pages``, the
 read-only pages) because only this part has sessions, requests in flight and the
@@ -26,6 +28,7 @@ from __future__ import annotations
 import secrets
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from typing import Final
 
 import h11
@@ -37,6 +40,7 @@ from protocol.server import ServerSession
 
 from .connection import Connection, Dispatcher
 from .http_exchange import Caller, Exchange, StatelessAgent
+from .http_leave import Grace
 from .http_sessions import LegacySession, OpenedBy, holder_of
 from .http_stream import serve_stream
 from .http_wire import HeaderList, Headers, Reject, Response, Wire
@@ -62,6 +66,7 @@ class McpRoute:
         self,
         handler: Dispatcher,
         listeners: set[Connection],
+        end_listens: Callable[[Connection], None],
         new_session: Callable[[], ServerSession],
         choose_profile: ChooseProfile,
         forget: Callable[[str], None],
@@ -70,8 +75,10 @@ class McpRoute:
         approved for it goes with it)."""
         self.handler = handler
         self._forget = forget
-        # A listen over HTTP gets the list changes the socket's agents get.
+        # A listen over HTTP gets the list changes the socket's agents get, and ends
+        # (``end_listens``) as theirs do when the profile's socket is removed.
         self.listeners = listeners
+        self._end_listens = end_listens
         self.new_session = new_session
         self._profile = choose_profile
         # Modern requests carry everything they need: one session answers them all.
@@ -154,7 +161,8 @@ class McpRoute:
                 return False
             return True
 
-        await serve_stream(wire, legacy.news, allowed)
+        ends = None if caller.leave is None else caller.leave.asked
+        await serve_stream(wire, legacy.news, allowed, ends)
 
     def _open(self, session: ServerSession, servers: ProfileServers, caller: Caller) -> str:
         """A new legacy session's id. When there are too many, the oldest of the user
@@ -295,6 +303,9 @@ class McpRoute:
         listening = req.method == "subscriptions/listen"
         if listening:
             self.listeners.add(exchange)
+        # On a profile's socket a reload removes: a listen ends at once, the rest in time.
+        ends_now = partial(self._end_listens, exchange) if listening else None
+        grace = Grace(exchange.caller.leave, ends_now)
         try:
             async with trio.open_nursery() as nursery:
 
@@ -306,8 +317,11 @@ class McpRoute:
                 pumped = trio.Event()
                 nursery.start_soon(cancel_on_hangup)
                 nursery.start_soon(exchange.pump, response, pumped)
+                nursery.start_soon(grace.keep, scope)
                 with scope:
                     reply = await self.handler.dispatch(exchange, req)
+                if reply is None:
+                    reply = grace.late(req.id)
                 exchange.outbox.close()
                 await pumped.wait()
                 nursery.cancel_scope.cancel()

@@ -42,7 +42,7 @@ class Leave:
     """A connection on a profile's socket, as the socket side holds it, to end it when
     a reload removes the profile: at once, unless its handler says it ``winds_down``
     itself once ``asked`` (an agent's connection answers what it has in flight first,
-    within ``grace`` seconds)."""
+    within ``grace`` seconds, which are over at ``deadline``)."""
 
     def __init__(self) -> None:
         self.scope = trio.CancelScope()
@@ -50,10 +50,12 @@ class Leave:
         self.done = trio.Event()
         self.reason = ""
         self.grace = 0.0
+        self.deadline = 0.0
         self.winds_down = False
 
     def ask(self, reason: str, grace: float) -> None:
         self.reason, self.grace = reason, grace
+        self.deadline = trio.current_time() + grace
         self.asked.set()
         if not self.winds_down:
             self.scope.cancel()

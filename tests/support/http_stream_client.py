@@ -23,7 +23,7 @@ POST = {"content-type": "application/json", "accept": "application/json, text/ev
 class Client:
     """One HTTP/1.1 connection to the endpoint, read as it arrives."""
 
-    def __init__(self, stream: trio.SocketStream, token: str) -> None:
+    def __init__(self, stream: trio.SocketStream, token: str | None) -> None:
         self.stream = stream
         self.token = token
         self.conn = h11.Connection(h11.CLIENT)
@@ -34,18 +34,21 @@ class Client:
     async def open(
         cls, daemon: Daemon, *, rcvbuf: int | None = None, unix: str | None = None
     ) -> AsyncIterator[Client]:
-        """A connection to the TCP endpoint, or to the Unix socket ``unix``."""
-        assert daemon.api.endpoint is not None
+        """A connection to the TCP endpoint, or to the Unix socket ``unix`` (which takes
+        no token: the daemon need not have an endpoint)."""
+        token: str | None = None
         if unix is not None:
             sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             await sock.connect(unix)
         else:
+            assert daemon.api.endpoint is not None
+            token = daemon.http_token()
             sock = trio.socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             if rcvbuf is not None:  # set before connecting, so the window stays small
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
             await sock.connect(("127.0.0.1", daemon.api.endpoint.port))
         async with trio.SocketStream(sock) as stream:
-            yield cls(stream, daemon.http_token())
+            yield cls(stream, token)
 
     async def _next(self) -> Any:
         while (event := self.conn.next_event()) is h11.NEED_DATA:
@@ -53,23 +56,32 @@ class Client:
         return event
 
     async def start(
-        self, method: str, headers: dict[str, str], body: Any = None
+        self, method: str, headers: dict[str, str], body: Any = None, target: str = "/mcp"
     ) -> tuple[int, dict[str, str]]:
+        await self.stream.send_all(self.encode(method, headers, body, target))
+        return await self.response_head()
+
+    def encode(
+        self, method: str, headers: dict[str, str], body: Any = None, target: str = "/mcp"
+    ) -> bytes:
+        """A request to ``target``, as it goes on the wire (sent by the caller)."""
         if self.conn.our_state is h11.DONE:
             self.conn.start_next_cycle()
         data = b"" if body is None else json.dumps(body).encode()
         fields = [
             ("host", "127.0.0.1"),
-            ("authorization", f"Bearer {self.token}"),
+            *([] if self.token is None else [("authorization", f"Bearer {self.token}")]),
             *headers.items(),
             ("content-length", str(len(data))),
         ]
-        for event in (
-            h11.Request(method=method, target="/mcp", headers=fields),
+        events = (
+            h11.Request(method=method, target=target, headers=fields),
             h11.Data(data=data),
             h11.EndOfMessage(),
-        ):
-            await self.stream.send_all(self.conn.send(event) or b"")
+        )
+        return b"".join(self.conn.send(event) or b"" for event in events)
+
+    async def response_head(self) -> tuple[int, dict[str, str]]:
         head = await self._next()
         assert isinstance(head, h11.Response), head
         return head.status_code, {k.decode(): v.decode() for k, v in head.headers}

@@ -27,7 +27,7 @@ from typing import Final, Generic, TypeVar
 import msgspec
 import trio
 
-from ..http_wire import Reject, Response, Wire
+from ..http_wire import Reject, Response, Wire, end_when_set
 from .assets import STREAM_HEADERS
 
 R = TypeVar("R", bound=Hashable)
@@ -66,11 +66,13 @@ class Live(Generic[R]):
         reading: Callable[[], R],
         alive: Callable[[], bool],
         holder: Callable[[], Hashable | None] = lambda: None,
+        ends: trio.Event | None = None,
     ) -> None:
         """Serve one stream until its reader goes, ``reading`` raises ``Reject`` (it
-        may read no more of what it asked for), ``alive`` says its session ended, or
-        a newer stream of its kind ends it. ``holder``: who the stream is counted with
-        now (a peer, an agent), None for a session that may decide."""
+        may read no more of what it asked for), ``alive`` says its session ended, a
+        newer stream of its kind ends it, or ``ends`` is set (its connection is to
+        close). ``holder``: who the stream is counted with now (a peer, an agent), None
+        for a session that may decide."""
         for oldest in self._pushed_out(holder()):
             del self._streams[oldest]
             oldest.cancel()
@@ -88,6 +90,8 @@ class Live(Generic[R]):
                         nursery.cancel_scope.cancel()
 
                     nursery.start_soon(end_on_hangup)
+                    if ends is not None:
+                        nursery.start_soon(end_when_set, ends, nursery.cancel_scope)
                     await self._pump(response, reading, alive)
                     nursery.cancel_scope.cancel()
         except (trio.TooSlowError, Reject):

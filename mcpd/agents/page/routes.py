@@ -144,6 +144,7 @@ class Page:
                 lambda: self._reading(access, caller, scope, query),
                 alive,
                 self._stream_holder(access, caller),
+                None if caller.leave is None else caller.leave.asked,
             )
         elif path in PATHS and method == b"POST":
             try:

@@ -81,7 +81,12 @@ class Route:
         self.handler = Recording()
         self.forgotten: list[str] = []
         self.route = McpRoute(
-            self.handler, set(), new_session, lambda query, caller: profile(), self.forgotten.append
+            self.handler,
+            set(),
+            lambda conn: None,
+            new_session,
+            lambda query, caller: profile(),
+            self.forgotten.append,
         )
 
     def open(self, name: str = "default") -> str:
