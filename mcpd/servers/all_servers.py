@@ -23,7 +23,7 @@ from ..registry.spelling import alias_prefix
 from ..registry.views import ProfileView
 from . import requests
 from .askback import Asker
-from .calls import Call, CallRefused, QueuedCheck, Whose
+from .calls import Call, CallRefused, QueuedCheck, SessionMark, Whose
 from .log_messages import Heard
 from .outage import Outage, iso
 from .prompt_resource_lists import TaskNews, Updated
@@ -44,6 +44,7 @@ class AllServers:
         self._subscriptions: dict[tuple[str, str], int] = {}
         self._on_updated: list[Updated] = []
         self._on_task: list[TaskNews] = []
+        self._on_session_end: list[Callable[[str, SessionMark], None]] = []
         self._on_log: list[Heard] = []
         self._log_level: Callable[[str], str | None] = lambda alias: None
 
@@ -212,15 +213,30 @@ class AllServers:
         capabilities: Mapping[str, object] | None = None,
         asker: Asker | None = None,
         whose: Whose | None = None,
+        session: SessionMark | None = None,
     ) -> Raw:
         """One request to a server for an agent (``whose``: the agent's, whose bytes it
-        is weighed against; None: mcpd's own); raises CallRefused or rpc.RPCError."""
+        is weighed against; None: mcpd's own), in the session ``session`` only if given;
+        raises CallRefused or rpc.RPCError."""
         runner = self._supervisor.runners.get(alias)
         if runner is None:
             raise CallRefused(Outage(alias, "stopped", self._supervisor.absent(alias)))
         return await requests.send(
-            runner, method, params, name=name, capabilities=capabilities, asker=asker, whose=whose
+            runner,
+            method,
+            params,
+            name=name,
+            capabilities=capabilities,
+            asker=asker,
+            whose=whose,
+            session=session,
         )
+
+    def session_of(self, alias: str) -> SessionMark | None:
+        """The mark of the session in force with ``alias`` (None: none is)."""
+        runner = self._supervisor.runners.get(alias)
+        up = runner.upstream if runner is not None else None
+        return up.mark if up is not None else None
 
     def written(self, alias: str, value: object, what: str) -> Raw:
         """``value``, made of what ``alias`` sent (decoded, and perhaps changed), as an
@@ -265,6 +281,10 @@ class AllServers:
     def on_task_news(self, listener: TaskNews) -> None:
         self._on_task.append(listener)
 
+    def on_session_end(self, listener: Callable[[str, SessionMark], None]) -> None:
+        """``listener(alias, mark)`` as each session with a server ends."""
+        self._on_session_end.append(listener)
+
     def want_logs(self, level_for: Callable[[str], str | None]) -> None:
         """``level_for(alias)``: the most verbose level agents want of that server now."""
         self._log_level = level_for
@@ -279,6 +299,7 @@ class AllServers:
         if runner.logs.on_message is None:
             runner.logs.on_message = self._log_heard
             runner.logs.want(self._log_level(runner.alias))
+        runner.on_session_end = self._session_ended
         if runner.prompt_resources.on_updated is not None:
             return
         runner.prompt_resources.on_updated = self._updated
@@ -299,3 +320,7 @@ class AllServers:
     def _task(self, alias: str, params: Raw) -> None:
         for listener in self._on_task:
             listener(alias, params)
+
+    def _session_ended(self, alias: str, mark: SessionMark) -> None:
+        for listener in self._on_session_end:
+            listener(alias, mark)

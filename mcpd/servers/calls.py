@@ -100,6 +100,15 @@ class Whose(msgspec.Struct, frozen=True, gc=False):
         return "endpoint"
 
 
+class SessionMark:
+    """One session of mcpd's with a server, from its connection to its end (a process
+    killed, a reload's restart, a connection lost): what was made in it, such as a
+    task, is bound to it, as a server that starts again may give the same ids anew.
+    Compared by identity, and small, so that whatever outlives the session can keep it."""
+
+    __slots__ = ()
+
+
 class Caller(Protocol):
     """Who gets a call's outcome: the agent side that started it."""
 
@@ -174,6 +183,7 @@ class Call(msgspec.Struct, eq=False):
     ticket: int = 0
     probe: bool = False
     rid: rpc.Id | None = None  # its id at the server, when a transport sent it
+    session: SessionMark | None = None  # the session it was sent in
     token: str | None = None  # mcpd's progress token for it at the server
     scope: trio.CancelScope | None = None  # a call sent from a task of its own
     scheduler: _Scheduler | None = None

@@ -246,6 +246,11 @@ class PromptResourceKeeper:
         if len(self.watched_tasks) != before:
             self._relisten.set()
 
+    def session_ended(self) -> None:
+        """The tasks watched were the ended session's: a server started again knows
+        none of them, and may give their ids to new tasks of other agents."""
+        self.watched_tasks.clear()
+
     def _subscriptions_changed(self) -> None:
         self._sync_due = True
         self._relisten.set()

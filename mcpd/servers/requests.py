@@ -28,7 +28,7 @@ from protocol.logfields import log_extra
 from transports.errors import MalformedReply, ServerCancelled, TransportError
 
 from .askback import Asker
-from .calls import CallRefused, Whose
+from .calls import CallRefused, SessionMark, Whose
 from .outage import Outage
 
 if TYPE_CHECKING:
@@ -47,12 +47,13 @@ async def send(
     asker: Asker | None = None,
     time_limit: float | None = None,
     whose: Whose | None = None,
+    session: SessionMark | None = None,
 ) -> Raw:
     """Send one request to the runner's server for an agent. ``params`` is a struct
     with a ``meta`` field, which gets the era's ``_meta``. ``whose``: the agent's, whose
-    shares its bytes are held against until it ends (None: mcpd's own, not weighed).
-    Raises CallRefused (with the outage), the server's rpc.RPCError, or Unqueued (past
-    a bound on the bytes)."""
+    shares its bytes are held against until it ends (None: mcpd's own, not weighed);
+    ``session``: the one session it may go to (None: any). Raises CallRefused (with the
+    outage), the server's rpc.RPCError, or Unqueued (past a bound on the bytes)."""
     limit = runner.config.call_timeout(runner.alias) if time_limit is None else time_limit
     scheduler = runner.scheduler
     # They skip the queue, not its bound: without one, agents could have thousands
@@ -72,10 +73,14 @@ async def send(
         scheduler.requests += 1
         try:
             if uses is None:
-                return await _send(runner, method, params, name, capabilities, asker, limit)
+                return await _send(
+                    runner, method, params, name, capabilities, asker, limit, session
+                )
             uses.begin()
             try:
-                return await _send(runner, method, params, name, capabilities, asker, limit)
+                return await _send(
+                    runner, method, params, name, capabilities, asker, limit, session
+                )
             finally:
                 uses.end()
         finally:
@@ -90,6 +95,7 @@ async def _send(
     capabilities: Mapping[str, Any] | None,
     asker: Asker | None,
     limit: float,
+    session: SessionMark | None,
 ) -> Raw:
     start = trio.current_time()
     # A server being started (at startup, or on demand) is waited for, within the limit.
@@ -99,6 +105,8 @@ async def _send(
     up = runner.upstream
     if up is None or not runner.available:
         raise CallRefused(runner.outage())
+    if session is not None and up.mark is not session:
+        raise CallRefused(Outage(runner.alias, "stopped", "the session it was for has ended"))
     # The params types share their ``_meta`` field by name, not by a base class.
     if "meta" in params.__struct_fields__:
         given = msgspec.structs.asdict(params)["meta"]

@@ -27,7 +27,7 @@ from .answer_wait import AnswerWait
 from .askback import AskRoutes
 from .backoff import RestartPolicy
 from .breaker import Breaker, Transition
-from .calls import Call, CallHost, CallLimits
+from .calls import Call, CallHost, CallLimits, SessionMark
 from .downtime import Downtime
 from .events import LifecycleJournal
 from .health import LIVENESS_TIMEOUT, Doubt, Health
@@ -91,7 +91,9 @@ class ServerParts(CallHost):
         self.stats = LatencyStats()
         self.replies = ReplyWork(alias, self.guard)
         self.scheduler = CallScheduler(self, cfg.concurrency(), waiting)
-        self.upstream: Upstream | None = None
+        self._upstream: Upstream | None = None
+        # Told of each session that ends (``upstream``), with its mark.
+        self.on_session_end: Callable[[str, SessionMark], None] | None = None
         self.stderr: list[str] = []
         self.first_attempt = trio.Event()
         self.health = Health(
@@ -168,6 +170,21 @@ class ServerParts(CallHost):
     def _modern_version(self) -> str | None:
         up = self.upstream
         return up.version if up is not None and up.era == "modern" else None
+
+    @property
+    def upstream(self) -> Upstream | None:
+        """The session in force (None: none is)."""
+        return self._upstream
+
+    @upstream.setter
+    def upstream(self, up: Upstream | None) -> None:
+        # A session let go of is over, whatever ends it (a process gone, an idle stop,
+        # a reload): a server started again may give its ids to new tasks.
+        ended, self._upstream = self._upstream, up
+        if ended is not None and ended is not up:
+            self.prompt_resources.session_ended()
+            if self.on_session_end is not None:
+                self.on_session_end(self.alias, ended.mark)
 
     # -- state shown to people and models --
 

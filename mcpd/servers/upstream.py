@@ -37,7 +37,7 @@ from ..registry.limits import DEFAULT_LIMITS, limited_instructions
 from . import handshake, task_tools
 from .askback import ASKING
 from .callmeta import CallMeta
-from .calls import Call
+from .calls import Call, SessionMark
 from .handshake import NO_CAPABILITIES, Greeting, Handshake, request_meta
 from .taking_apart import ReplyWork
 from .tool_pages import Listed, ListResult, ToolPages
@@ -95,6 +95,7 @@ class Upstream:
         self.nursery: trio.Nursery | None = None
         # The tools a legacy server runs only as tasks (see task_tools).
         self.task_tools: frozenset[str] = frozenset()
+        self.mark = SessionMark()  # this session's, as what is made in it keeps it
 
     # -- lifecycle --
 
@@ -262,6 +263,7 @@ class Upstream:
         token, else encoded with the era's ``_meta``; a tool the server runs only as a
         task waits for its task in a task of its own. Raises what the transport raises
         when it cannot send at all, or rpc.RPCError for an argument no header can carry."""
+        call.session = self.mark
         if call.name in self.task_tools:
             if self.nursery is None:
                 raise TransportError(f"{self.alias} is not connected")
