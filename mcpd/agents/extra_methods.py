@@ -36,7 +36,8 @@ from .prompts import Sees, complete, everything, get_prompt, list_prompts
 from .resources import Subscriptions, list_resources, read
 from .results import Recipient
 from .rewrite import tool_result
-from .task_updates import TaskUpdates
+from .task_methods import TaskMethods
+from .task_watches import TaskWatches
 from .tasks import Tasks
 
 _DEBOUNCE: Final = 0.2
@@ -76,7 +77,8 @@ class ExtraMethods:
         self.tasks = Tasks(
             servers, self.finish_result, lambda: control.settings.result_budget_chars
         )
-        self._updates: TaskUpdates | None = None  # see ``look_at_updates``
+        self.task_watches = TaskWatches(self.tasks, servers)
+        self.task_methods = TaskMethods(self.tasks)
         self.subscriptions = Subscriptions(servers, lambda: control.settings.max_line_bytes)
         self.logs = AgentLogs(servers)
         # (connection, listen id) -> (which list changes it wants, its sender)
@@ -149,12 +151,12 @@ class ExtraMethods:
         if links:
             result = tool_result(result, self.servers.links(to.alias, to.sight))
         if to.tasks:
-            return self.tasks.record(to.alias, to.owner, result, to.sight, sent)
+            return self.tasks.record(to.alias, to.owner, result, to.session, sent)
         return result
 
     def look_at_updates(self, policy: CallPolicy) -> None:
         """Have ``policy`` look at each task's answers before they reach its server."""
-        self._updates = TaskUpdates(self.tasks, policy, self.records)
+        self.task_methods.look_at_updates(policy, self.records)
 
     # -- methods --
 
@@ -310,26 +312,8 @@ class ExtraMethods:
         return await self._recorded(conn, req, ctx, answer)
 
     async def _task(self, conn: Agent, req: rpc.Request, ctx: RequestContext | None) -> Any:
-        if ctx is None or ctx.era != "modern" or not surface.has_tasks(ctx.capabilities):
-            raise rpc.RPCError(
-                rpc.MISSING_REQUIRED_CLIENT_CAPABILITY,
-                f"{req.method} needs the {surface.TASKS_EXTENSION} extension",
-                {"requiredCapabilities": {"extensions": {surface.TASKS_EXTENSION: {}}}},
-            )
-        params = rpc.decode_as(req.params, surface.TaskParams)
         owner = _agent_side(conn, ctx).owner
-        if req.method == "tasks/update" and self._updates is not None:
-            ended = await self._updates.refusal(conn, req, params, ctx, owner)
-            if ended is not None:
-                ended["resultType"] = mcp.COMPLETE
-                return ended
-        own_user = conn.identity.reads_as_owner()
-        result = await self.tasks.handle(
-            req.method, params, ctx, owner, own_user=own_user, whose=conn.whose()
-        )
-        if isinstance(result, dict):
-            result.setdefault("resultType", mcp.COMPLETE)
-        return result
+        return await self.task_methods.answer(conn, req, ctx, owner, self._sees(conn)[1])
 
     # -- subscriptions/listen --
 
@@ -363,8 +347,13 @@ class ExtraMethods:
                     "taskIds need the tasks extension",
                     {"requiredCapabilities": {"extensions": {surface.TASKS_EXTENSION: {}}}},
                 )
-            honoured["taskIds"] = self.tasks.watch(
-                agent.owner, where, wanted.get("taskIds"), conn.send_nowait, ctx.capabilities
+            honoured["taskIds"] = self.task_watches.watch(
+                agent.owner,
+                where,
+                wanted.get("taskIds"),
+                conn.send_nowait,
+                ctx.capabilities,
+                lambda: self._sees(conn)[1],
             )
         return honoured
 
@@ -372,7 +361,7 @@ class ExtraMethods:
         where = (id(conn), listen_id)
         self._listens.pop(where, None)
         self.subscriptions.unlisten(conn, listen_id)
-        self.tasks.unwatch(where)
+        self.task_watches.unwatch(where)
 
     # -- list-change news --
 

@@ -22,6 +22,7 @@ from protocol import mcp, surface
 from protocol.visible import quote
 
 from ..registry.scheme import Sight
+from ..servers.calls import SessionMark
 from ..servers.outage import Outage
 from . import unanswered
 from .unanswered import unanswered_text
@@ -72,6 +73,12 @@ class Recipient(Protocol):
     @property
     def tasks(self) -> bool:
         """Whether the agent takes task handles."""
+        ...
+
+    @property
+    def session(self) -> SessionMark | None:
+        """The session with the server the result came in (a task it hands over is
+        that session's)."""
         ...
 
 

@@ -10,10 +10,19 @@ purpose) may give one agent the same id. ``tasks/get``, ``tasks/update`` and
 id, for that agent only: to any other agent a task id is unknown, as it is to the
 server for an id it never issued. Task status notifications (``notifications/tasks``)
 come on the agents' own ``subscriptions/listen`` for the task ids they name, and reach
-those listens only. Whatever comes back names the task by the agent's id, and the
-tool's result a task ended with is shaped as the same result of a tools/call is
-(``results.result_for``): cut to the budget, its resultType checked, an
-``input_required`` the agent cannot answer told in mcpd's words, its URIs handed over.
+those listens only (``task_watches``). Whatever comes back names the task by the agent's
+id, and the tool's result a task ended with is shaped as the same result of a
+tools/call is (``results.result_for``), for the agent's profile as it is now: cut to
+the budget, its resultType checked, an ``input_required`` the agent cannot answer told
+in mcpd's words, its URIs handed over.
+
+A task is its server's session's (``servers.calls.SessionMark``): a server started
+again (killed, crashed, stopped when idle, restarted by a reload) knows none of the
+tasks before, and may number new ones, another agent's, as it numbered those. Once
+that session ended, or once the agent's profile no longer shows the server (a reload,
+a change of profile), mcpd asks the server nothing more about the task: the task ends
+for its agent with a result of mcpd's saying why, which ``tasks/get``, ``tasks/update``
+and ``tasks/cancel`` answer from then on, and its listens are told.
 
 The agent is its connection, its legacy HTTP session, or for a stateless HTTP client,
 which has neither, its ``StatelessAgent`` (its user, where it came in, its profile, the
@@ -42,7 +51,7 @@ from protocol.server import RequestContext
 
 from ..registry.scheme import Sight
 from ..servers.all_servers import AllServers
-from ..servers.calls import CallRefused, Whose
+from ..servers.calls import CallRefused, SessionMark, Whose
 from ..servers.outage import Outage
 from .callpolicy import Sent
 from .results import Finish, result_for
@@ -60,15 +69,20 @@ _encode: Final = msgspec.json.Encoder().encode
 logger = logging.getLogger("mcpd.tasks")
 
 
-class _Task:
-    __slots__ = ("alias", "ended", "sent", "server_id", "sight", "size")
+class Task:
+    __slots__ = ("alias", "ended", "reachable", "sent", "server_id", "session", "size")
 
     def __init__(
-        self, alias: str, server_id: str, sight: Sight | None, size: int, sent: Sent | None
+        self,
+        alias: str,
+        server_id: str,
+        session: SessionMark | None,
+        size: int,
+        sent: Sent | None,
     ) -> None:
         self.alias = alias
         self.server_id = server_id  # the id its server gave it
-        self.sight = sight  # the profile of the agent whose call made it
+        self.session = session  # the session with its server it was made in
         self.size = size  # of the server's id, as it counts against MAX_TASK_BYTES
         # The tool and decision its call went to the server under (None: no rule was
         # asked, as for a call of mcpd's own).
@@ -76,11 +90,10 @@ class _Task:
         # The result mcpd ended it with for its agent, refusing what would have made
         # the server go on with it (None: its server's to tell).
         self.ended: mcp.CallToolResult | None = None
+        # Whether its server may still be asked about it (a cancel, after mcpd ended
+        # it): not once its session ended or its agent's profile hid the server.
+        self.reachable = True
 
-
-# A listen naming tasks: its owner, the tasks it watches by the agent's ids, its sender,
-# and the capabilities it was sent with (which the results in its news are shaped for).
-_Watch = tuple[object, dict[str, _Task], Callable[[bytes], None], dict[str, Any] | None]
 
 # How a task is found: its server's alias and its id there. The agent's id for it is
 # made of the same two strings as it is needed, so the server's id is held once.
@@ -107,6 +120,7 @@ class _ResultFor(msgspec.Struct, frozen=True):
     owner: object
     sight: Sight | None
     capabilities: dict[str, Any] | None
+    session: SessionMark | None
     modern: bool = True
     tasks: bool = True
 
@@ -120,11 +134,9 @@ class Tasks:
         self._budget = budget
         # By agent, then the agent's id for the task, oldest first: one agent's task
         # must never be found for another.
-        self._tasks: dict[object, OrderedDict[_Key, _Task]] = {}
+        self._tasks: dict[object, OrderedDict[_Key, Task]] = {}
         self._count = 0
         self._bytes = 0
-        self._watches: dict[tuple[int, rpc.Id], _Watch] = {}  # by (connection, listen id)
-        servers.on_task_news(self._news)
 
     def __len__(self) -> int:
         """How many tasks are remembered."""
@@ -135,10 +147,10 @@ class Tasks:
         alias: str,
         owner: object,
         result: Raw | dict[str, Any],
-        sight: Sight | None = None,
+        session: SessionMark | None = None,
         sent: Sent | None = None,
     ) -> Raw | dict[str, Any] | Outage:
-        """Note a task handle a server returned to ``owner`` (of the profile ``sight``)
+        """Note a task handle a server returned to ``owner`` in the session ``session``
         for a call sent under ``sent``; the result as the agent gets it, naming the task
         by the agent's id, or why the call failed instead."""
         try:
@@ -164,7 +176,7 @@ class Tasks:
         if old is not None:
             self._count -= 1
             self._bytes -= old.size
-        mine[key] = _Task(alias, server_id, sight, size, sent)
+        mine[key] = Task(alias, server_id, session, size, sent)
         self._count += 1
         self._bytes += size
         while self._count > MAX_TASKS or self._bytes > MAX_TASK_BYTES:
@@ -193,33 +205,80 @@ class Tasks:
 
     def owned(self, task_id: str, owner: object) -> str | None:
         """The server of ``owner``'s task ``task_id`` (the agent's id), or None."""
-        task = self._owned(task_id, owner)
+        task = self.find(task_id, owner)
         return task.alias if task is not None else None
 
-    def _owned(self, task_id: str, owner: object) -> _Task | None:
+    def find(self, task_id: str, owner: object) -> Task | None:
+        """``owner``'s task ``task_id`` (the agent's id), or None."""
         mine = self._tasks.get(owner)
         key = _key(task_id)
         return None if mine is None or key is None else mine.get(key)
 
+    def out_of_reach(self, task: Task, sight: Sight | None) -> mcp.CallToolResult | None:
+        """mcpd's result ``task`` ended with once it is past its server's reach, for its
+        agent of the profile ``sight`` now (None: every server's): its session with the
+        server ended, or the profile no longer shows the server; it stays so. None
+        while the server may be asked about it."""
+        if not task.reachable:
+            return task.ended
+        alias = task.alias
+        if task.session is not self.servers.session_of(alias):
+            why = "session"
+            text = (
+                f"mcpd's session with the tool server '{alias}' ended after this task "
+                "began (the server stopped, was restarted, or was reloaded): the task went "
+                "with it, and its result will never come. Call the tool again to run it anew."
+            )
+        elif sight is not None and not sight.has_server(alias):
+            why = "profile"
+            text = (
+                f"The tool server '{alias}' is not in this agent's profile any more (a "
+                "reload or a change of profile took it out): mcpd passes nothing about its "
+                "tasks on, and this task's result will not come through mcpd."
+            )
+        else:
+            return None
+        task.reachable = False
+        task.ended = mcp.text_result(
+            text, is_error=True, meta={"mcpd/task": {"server": alias, "ended": why}}
+        )
+        return task.ended
+
     def sent_under(self, task_id: str, owner: object) -> Sent | None:
         """What ``owner``'s task ``task_id`` went to its server under (None: an unknown
         task, one ended already, or one no rule was asked about)."""
-        task = self._owned(task_id, owner)
+        task = self.find(task_id, owner)
         return None if task is None or task.ended is not None else task.sent
 
     def went_on(self, task_id: str, owner: object, sent: Sent) -> None:
         """``owner``'s task ``task_id`` goes on at its server under ``sent`` now."""
-        task = self._owned(task_id, owner)
+        task = self.find(task_id, owner)
         if task is not None:
             task.sent = sent
 
     def end(self, task_id: str, owner: object, refusal: mcp.CallToolResult) -> dict[str, Any]:
         """``owner``'s task ``task_id`` ended for its agent with mcpd's ``refusal`` of
         what would have made its server go on: the task as the agent reads it now."""
-        task = self._owned(task_id, owner)
+        task = self.find(task_id, owner)
         if task is not None:
             task.ended = refusal
-        return _ended(task_id, refusal)
+        return ended_task(task_id, refusal)
+
+    def reach(
+        self, task_id: str, owner: object, sight: Sight | None, method: str
+    ) -> Task | dict[str, Any]:
+        """``owner``'s task ``task_id`` when ``method`` for it may go to its server,
+        ``owner`` of the profile ``sight`` now; else the task as its agent reads it,
+        ended by mcpd. Raises for a task ``owner`` has none of by that id."""
+        task = self.find(task_id, owner)
+        if task is None:
+            raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown task {task_id!r}")
+        ended = self.out_of_reach(task, sight)
+        if ended is None and method != "tasks/cancel":
+            # Its server still waits for answers mcpd will not send: what it says of
+            # the task is not what became of it.
+            ended = task.ended
+        return task if ended is None else ended_task(task_id, ended)
 
     async def handle(
         self,
@@ -227,28 +286,34 @@ class Tasks:
         params: surface.TaskParams,
         ctx: RequestContext | None,
         owner: object,
+        sight: Sight | None = None,
         *,
         own_user: bool = False,
         whose: Whose | None = None,
     ) -> Any:
-        """``method`` for ``owner``'s task, at its server; ``own_user``: the agent is the
-        daemon's own user's or root's (``Outage.for_agent``); ``whose``: whose shares of
-        the bytes under way the request is weighed against."""
-        task = self._owned(params.taskId, owner)
-        if task is None:
-            raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown task {params.taskId!r}")
-        if task.ended is not None and method != "tasks/cancel":
-            # Its server still waits for answers mcpd will not send: what it says of
-            # the task is not what became of it.
-            return _ended(params.taskId, task.ended)
-        alias = task.alias
+        """``method`` for ``owner``'s task, at its server, for ``owner`` of the profile
+        ``sight`` now (None: every server's); ``own_user``: the agent is the daemon's
+        own user's or root's (``Outage.for_agent``); ``whose``: whose shares of the bytes
+        under way the request is weighed against."""
+        task = self.reach(params.taskId, owner, sight, method)
+        if not isinstance(task, Task):
+            return task
         caps = ctx.capabilities if ctx is not None and ctx.era == "modern" else None
         upstream = msgspec.structs.replace(params, taskId=task.server_id)
         try:
             raw = await self.servers.request(
-                alias, method, upstream, name=task.server_id, capabilities=caps, whose=whose
+                task.alias,
+                method,
+                upstream,
+                name=task.server_id,
+                capabilities=caps,
+                whose=whose,
+                session=task.session,
             )
         except CallRefused as refused:
+            ended = self.out_of_reach(task, sight)  # its session ended meanwhile
+            if ended is not None:
+                return ended_task(params.taskId, ended)
             o = refused.outage.for_agent(own_user)
             raise rpc.RPCError(-32000, o.sentence(), {"mcpd/outage": o.meta()}) from None
         decoded = msgspec.json.decode(raw)
@@ -257,12 +322,20 @@ class Tasks:
         if "taskId" in decoded:
             decoded["taskId"] = params.taskId
         if method == "tasks/get" and "result" in decoded:
-            to = _ResultFor(alias, owner, task.sight, caps)
-            decoded["result"] = self._result(decoded["result"], to)
+            decoded["result"] = self.shaped(decoded["result"], task, owner, caps, sight)
         return decoded
 
-    def _result(self, result: object, to: _ResultFor) -> object:
-        """The tool's result a task ended with, as a tools/call's would reach ``to``."""
+    def shaped(
+        self,
+        result: object,
+        task: Task,
+        owner: object,
+        capabilities: dict[str, Any] | None,
+        sight: Sight | None,
+    ) -> object:
+        """The tool's result ``task`` ended with, as a tools/call's would reach
+        ``owner`` (of the profile ``sight`` now, with ``capabilities``)."""
+        to = _ResultFor(task.alias, owner, sight, capabilities, task.session)
         shaped, _ = result_for(Raw(_encode(result)), to, self._budget(), self._finish)
         if isinstance(shaped, Outage):
             own = shaped.result()
@@ -270,59 +343,8 @@ class Tasks:
             return own
         return shaped
 
-    # -- status notifications --
 
-    def watch(
-        self,
-        owner: object,
-        where: tuple[int, rpc.Id],
-        wanted: Any,
-        send: Callable[[bytes], None],
-        capabilities: dict[str, Any] | None = None,
-    ) -> list[str]:
-        """A listen's ``taskIds``: those of the agent's own tasks are honoured.
-        ``capabilities``: the listen's, for the results its news carries."""
-        ids = [t for t in wanted if isinstance(t, str)] if isinstance(wanted, list) else []
-        mine = {t: task for t in ids if (task := self._owned(t, owner)) is not None}
-        if mine:
-            self._watches[where] = (owner, mine, send, capabilities)
-            for task in mine.values():
-                self.servers.watch_task(task.alias, task.server_id, True)
-        return list(mine)
-
-    def unwatch(self, where: tuple[int, rpc.Id]) -> None:
-        watched = self._watches.pop(where, None)
-        if watched is None:
-            return
-        # An agent's id names one server's task, whoever's agent holds it.
-        still = {t for _, tasks, _, _ in self._watches.values() for t in tasks}
-        for task_id, task in watched[1].items():
-            if task_id not in still:
-                self.servers.watch_task(task.alias, task.server_id, False)
-
-    def _news(self, alias: str, params: Raw) -> None:
-        try:
-            data = msgspec.json.decode(params)
-        except msgspec.DecodeError:
-            return
-        server_id = data.get("taskId") if isinstance(data, dict) else None
-        if not isinstance(server_id, str):
-            return
-        task_id = agent_task_id(alias, server_id)
-        for (_, listen_id), (owner, tasks, send, caps) in self._watches.items():
-            task = tasks.get(task_id)
-            if task is None:
-                continue  # another agent's, or the same id at another server
-            news = dict(data, taskId=task_id)
-            if "result" in data:
-                to = _ResultFor(alias, owner, task.sight, caps)
-                news["result"] = self._result(data["result"], to)
-            meta = dict(data.get("_meta") or {})
-            meta[mcp.KEY_SUBSCRIPTION_ID] = listen_id
-            send(rpc.encode_notification("notifications/tasks", {**news, "_meta": meta}))
-
-
-def _ended(task_id: str, refusal: mcp.CallToolResult) -> dict[str, Any]:
+def ended_task(task_id: str, refusal: mcp.CallToolResult) -> dict[str, Any]:
     """A task mcpd ended with ``refusal``, as ``tasks/get`` shows a task ended so."""
     result: dict[str, Any] = msgspec.to_builtins(refusal)
     result["resultType"] = mcp.COMPLETE

@@ -2,11 +2,16 @@
 for tests: ``build`` answers with a task handle when the client takes tasks, and
 the task needs one confirmation (tasks/get shows it, tasks/update gives it) before
 it completes. Task status notifications go to listens that name the task. A path given
-as its one argument gets each line it reads, as it reads it."""
+as its one argument gets each line it reads, as it reads it.
+
+With ``TASKS_ANY_ID=1`` in its environment it behaves as a server that numbers its tasks
+from the start again after a restart may: a listen is taken for every id it names,
+issued yet or not, and told each named task's state at once."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 from typing import Any
@@ -16,6 +21,7 @@ SUB = "io.modelcontextprotocol/subscriptionId"
 lock = threading.Lock()
 tasks: dict[str, dict[str, Any]] = {}
 listens: dict[Any, set[str]] = {}
+ANY_ID = os.environ.get("TASKS_ANY_ID") == "1"
 
 
 def send(msg: dict[str, Any]) -> None:
@@ -112,13 +118,21 @@ def handle(msg: dict[str, Any]) -> None:
         changed(task_id)
     elif method == "subscriptions/listen":
         wanted = params.get("notifications", {}).get("taskIds", [])
-        listens[rid] = {t for t in wanted if t in tasks}
+        listens[rid] = {t for t in wanted if ANY_ID or t in tasks}
         send(
             {
                 "method": "notifications/subscriptions/acknowledged",
                 "params": {"_meta": {SUB: rid}, "notifications": {"taskIds": sorted(listens[rid])}},
             }
         )
+        if ANY_ID:
+            for task_id in sorted(listens[rid] & tasks.keys()):
+                send(
+                    {
+                        "method": "notifications/tasks",
+                        "params": {**view(task_id), "_meta": {SUB: rid}},
+                    }
+                )
     elif method == "notifications/cancelled":
         listens.pop(params.get("requestId"), None)
     elif rid is not None:

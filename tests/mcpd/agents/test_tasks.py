@@ -359,6 +359,9 @@ class DownServer:
     def on_task_news(self, news: Any) -> None:
         pass
 
+    def session_of(self, alias: str) -> None:
+        return None  # none in force, as the task's was none
+
     async def request(self, alias: str, method: str, params: Any, **kw: Any) -> Raw:
         from mcpd.servers.calls import CallRefused
         from mcpd.servers.outage import Outage

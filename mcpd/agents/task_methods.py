@@ -1,0 +1,68 @@
+"""``tasks/get``, ``tasks/update`` and ``tasks/cancel`` from agents.
+
+Each is for a task of the agent's own (``tasks.Tasks``), from an agent that declared the
+tasks extension on the request. The agent's profile is looked at as it is when the
+request comes, not as it was when the task was made: a task whose server it no longer
+shows, or whose session with its server ended, is answered by mcpd without the server.
+A ``tasks/update`` is then looked at as a call sent again is (``task_updates``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol import jsonrpc as rpc
+from protocol import mcp, surface
+from protocol.server import RequestContext
+
+from ..registry.scheme import Sight
+from .agent import Agent
+from .callpolicy import CallPolicy
+from .callrecords import CallRecords
+from .task_updates import TaskUpdates
+from .tasks import Tasks
+
+
+class TaskMethods:
+    def __init__(self, tasks: Tasks) -> None:
+        self.tasks = tasks
+        self._updates: TaskUpdates | None = None  # see ``look_at_updates``
+
+    def look_at_updates(self, policy: CallPolicy, records: CallRecords) -> None:
+        """Have ``policy`` look at each task's answers before they reach its server,
+        ``records`` keeping the audit record of those it refuses."""
+        self._updates = TaskUpdates(self.tasks, policy, records)
+
+    async def answer(
+        self,
+        agent: Agent,
+        req: rpc.Request,
+        ctx: RequestContext | None,
+        owner: object,
+        sight: Sight | None,
+    ) -> Any:
+        """``req`` of ``agent`` (``owner`` of its tasks), whose profile is ``sight`` now
+        (None: every server's)."""
+        if ctx is None or ctx.era != "modern" or not surface.has_tasks(ctx.capabilities):
+            raise rpc.RPCError(
+                rpc.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                f"{req.method} needs the {surface.TASKS_EXTENSION} extension",
+                {"requiredCapabilities": {"extensions": {surface.TASKS_EXTENSION: {}}}},
+            )
+        params = rpc.decode_as(req.params, surface.TaskParams)
+        result = self.tasks.reach(params.taskId, owner, sight, req.method)
+        if isinstance(result, dict):  # ended by mcpd: its server is not asked
+            result["resultType"] = mcp.COMPLETE
+            return result
+        if req.method == "tasks/update" and self._updates is not None:
+            ended = await self._updates.refusal(agent, req, params, ctx, owner)
+            if ended is not None:
+                ended["resultType"] = mcp.COMPLETE
+                return ended
+        own_user = agent.identity.reads_as_owner()
+        result = await self.tasks.handle(
+            req.method, params, ctx, owner, sight, own_user=own_user, whose=agent.whose()
+        )
+        if isinstance(result, dict):
+            result.setdefault("resultType", mcp.COMPLETE)
+        return result
