@@ -13,13 +13,14 @@ asked with which arguments: like ``mcpd/reload``, these are for the daemon's own
 and root, and only where the kernel says who is asking (a Unix socket), so that an
 agent given the HTTP endpoint's token cannot approve its own calls. Neither can the
 agent that made a call, a process it started, or one in its session
-(``Approvals.decide``, ``policy.kin``).
+(``Approvals.decide``, ``policy.kin``), nor any other agent connected to mcpd in the
+same way (``persons_only``): a call left to a person is no agent's to decide.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 import msgspec
 import trio
@@ -29,14 +30,11 @@ from protocol.server import RequestContext
 
 from ..local.owners import user_name
 from ..policy.approvals import ApprovalError
-from .backend import Control
 from .connection import Connection
+from .persons_only import refuse_an_agents_side
+from .profile_methods import ProfileMethods
 
 MAX_WAIT: Final = 60.0
-
-
-class _Api(Protocol):
-    control: Control
 
 
 class _Decide(msgspec.Struct):
@@ -64,17 +62,21 @@ def _operator(conn: Connection, method: str) -> str:
     return f"uid {peer.uid} ({user_name(peer.uid)})"
 
 
-def _listing(api: _Api) -> dict[str, Any]:
+def _listing(api: ProfileMethods) -> dict[str, Any]:
     approvals = api.control.approvals
     return {"approvals": approvals.list(), "version": approvals.version}
 
 
-async def _list(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
+async def _list(
+    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+) -> Any:
     _operator(conn, req.method)
     return _listing(api)
 
 
-async def _show(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
+async def _show(
+    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+) -> Any:
     _operator(conn, req.method)
     params = rpc.decode_as(req.params, _Show)
     try:
@@ -87,21 +89,32 @@ async def _show(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestConte
     return {"approval": view, "arguments": whole}
 
 
-async def _decide(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
+async def _decide(
+    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+) -> Any:
     by = _operator(conn, req.method)
     params = rpc.decode_as(req.params, _Decide)
     reason = (params.reason.strip()[:500] or None) if params.reason else None
     assert conn.peer is not None
+    decider = conn.peer.decider()
+    agents = await api.agents_kin()
+
+    def refuse_others() -> None:
+        because = "an agent must not decide calls that wait for a person, its own or another's"
+        refuse_an_agents_side(decider, agents, "deciding a call (mcpd approvals)", because)
+
     try:
         decided = api.control.approvals.decide(
-            params.id, params.approve, by, reason, (conn.peer.decider(),)
+            params.id, params.approve, by, reason, (decider,), refuse_others=refuse_others
         )
     except ApprovalError as exc:
         raise rpc.RPCError(rpc.INVALID_PARAMS, str(exc)) from None
     return {"decided": decided, "approved": params.approve, "by": by}
 
 
-async def _watch(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
+async def _watch(
+    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+) -> Any:
     _operator(conn, req.method)
     params = rpc.decode_as(req.params, _Watch)
     with trio.move_on_after(max(0.0, min(params.wait, MAX_WAIT))):

@@ -8,9 +8,7 @@ daemon's own user and root, never for an agent in a profile, and only where the 
 says who is asking (a Unix socket), so that an agent given the HTTP endpoint's token
 cannot approve what its servers changed. Nor can an agent connected now approve or
 import definitions through a process it started (its shell tool running ``mcpd
-approve``), or one in its session: whoever asks is held to ``policy.kin``'s rule
-against every agent connected, or gone while a process of it lives on (one whose
-process mcpd cannot find is passed over).
+approve``), or one in its session (``persons_only``).
 """
 
 from __future__ import annotations
@@ -23,10 +21,10 @@ import msgspec
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
-from ..policy.kin import Tie, agent_tie
 from ..registry.pins import BadPins
 from ..registry.views import ProfileView
 from .connection import Connection
+from .persons_only import refuse_an_agents_side
 from .profile_methods import ProfileMethods
 
 
@@ -65,31 +63,9 @@ def _owner_only(conn: Connection, method: str) -> None:
 
 
 async def _not_from_an_agent(api: ProfileMethods, conn: Connection, what: str) -> None:
-    """Refuses ``conn`` when it is, or descends from, or sits beside an agent
-    connected now or gone with a process still alive (or a host whose bridge is one)."""
     assert conn.peer is not None  # the owner, on the socket
-    tie = agent_tie(conn.peer.decider(), await api.agents_kin())
-    if tie is not None:
-        raise rpc.RPCError(-32000, _agents_own(what, *tie))
-
-
-def _agents_own(what: str, tie: Tie, pid: int | None) -> str:
-    if tie == "agent":
-        who = f"is an agent connected to mcpd (pid {pid}), or was started by one"
-    elif tie == "host":
-        who = (
-            f"was started by the host (pid {pid}) of an agent connected to mcpd through mcpd bridge"
-        )
-    else:
-        who = (
-            "is in the session of an agent connected to mcpd (the terminal it runs in, "
-            "or a tool its host started)"
-        )
-    return (
-        f"{what} is refused: this process {who}, and an agent must not approve what its "
-        "servers' definitions say; run it from another terminal, one no agent started or "
-        "runs in"
-    )
+    because = "an agent must not approve what its servers' definitions say"
+    refuse_an_agents_side(conn.peer.decider(), await api.agents_kin(), what, because)
 
 
 async def _pending(

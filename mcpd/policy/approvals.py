@@ -339,16 +339,19 @@ class Approvals:
         reason: str | None = None,
         deciders: Sequence[Decider] = (),
         why_not: Callable[[AgentKin, Tie, int | None], str] | None = None,
+        refuse_others: Callable[[], None] = lambda: None,
     ) -> PendingView:
         """Decide the pending call ``id``. ``deciders``: who decides, none of whom may
         be kin to the agent that asked (``AgentKin.tie``); ``why_not`` words the
-        refusal (``not_yours``, unless given)."""
+        refusal (``not_yours``, unless given). ``refuse_others`` then raises where they
+        may not decide for another reason (kin to another agent)."""
         pending = self._waiting(id)
         kin = pending.request.kin
         for decider in deciders:
             tie = kin.tie(decider)
             if tie is not None:
                 raise ApprovalError((why_not or not_yours)(kin, *tie))
+        refuse_others()
         verdict = Verdict("approved" if approve else "denied", by, reason)
         self._settle(pending, verdict)
         return pending.view()

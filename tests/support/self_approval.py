@@ -13,9 +13,13 @@ for each it prints one JSON line, ``{"rc": ..., "out": ...}``. Closing stdin end
 - ``call SOCKET TOOL``: connects, calls ``TOOL``, and is gone: the process that
   connected exits and leaves the connection (and the shell) to its child, in the same
   session.
+- ``asking SOCKET TOOL``: connects, calls ``TOOL``, and keeps the connection open
+  while the shell runs.
 - ``bridge SOCKET TOOL``: a host that runs ``mcpd bridge`` and calls ``TOOL`` through
   it; its shell tool is the bridge's sibling, and runs each command under ``setsid``;
-  the line ``end-bridge`` makes the host kill its bridge and wait for it to exit.
+  the line ``end-bridge`` makes the host kill its bridge and wait for it to exit, and
+  ``client TOOL`` makes it start, under ``setsid``, a client of its own on the socket
+  (``asking``) that calls ``TOOL``, open until the host ends.
 - ``endpoint PORT TOKEN TOOL SOCKET``: calls ``TOOL`` on the HTTP endpoint, waiting
   for its answer on the connection while the shell runs.
 - ``listing PORT TOKEN SOCKET``: lists the tools on the HTTP endpoint, and keeps the
@@ -67,10 +71,15 @@ def initialize(rid: int) -> bytes:
 def shell(sock: str, setsid: bool = False, end: Callable[[], None] | None = None) -> None:
     """Run what stdin asks, as the agent's shell tool would (``end-bridge``: ``end``)."""
     held = []  # the connections ``connect`` made, open until stdin closes
+    clients = []  # the clients ``client`` started, until stdin closes
     for asked in sys.stdin:
         words = asked.split()
         if words == ["connect"]:
             held.append(connected(sock))
+            print(json.dumps({"rc": 0, "out": ""}), flush=True)
+            continue
+        if words[:1] == ["client"]:
+            clients.append(client_apart(sock, words[1]))
             print(json.dumps({"rc": 0, "out": ""}), flush=True)
             continue
         if words == ["end-bridge"] and end is not None:
@@ -94,6 +103,21 @@ def shell(sock: str, setsid: bool = False, end: Callable[[], None] | None = None
             check=False,
         )
         print(json.dumps({"rc": done.returncode, "out": done.stdout + done.stderr}), flush=True)
+    for client in clients:
+        assert client.stdin is not None
+        client.stdin.close()
+        client.wait()
+
+
+def client_apart(sock: str, tool: str) -> subprocess.Popen[bytes]:
+    """A client on the socket that calls ``tool`` (``asking``), in a session of its own
+    but still this process's child (``setsid``, and no fork)."""
+    return subprocess.Popen(
+        ["setsid", sys.executable, __file__, "asking", sock, tool],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
 
 
 def asked_codes(sock: str, count: int, trade: bool) -> str:
@@ -132,6 +156,12 @@ def connected(sock: str) -> socket.socket:
 
 def on_socket(sock: str) -> None:
     with connected(sock):
+        shell(sock)
+
+
+def asking(sock: str, tool: str) -> None:
+    with connected(sock) as s:
+        s.sendall(line(2, "tools/call", {"name": tool, "arguments": {"text": "mine"}}))
         shell(sock)
 
 
@@ -212,6 +242,8 @@ def main(mode: str, *args: str) -> None:
         shell(args[0])
     elif mode == "call":
         call_and_leave(args[0], args[1])
+    elif mode == "asking":
+        asking(args[0], args[1])
     elif mode == "bridge":
         through_bridge(args[0], args[1])
     elif mode == "endpoint":

@@ -1,7 +1,8 @@
 """The ``mcpd/approvals/...`` methods called directly over the calls waiting for a
 person: who may list, show, decide and watch them (the daemon's user and root, on its
-Unix socket, and never the agent that made the call), what a decision carries to the
-call, what showing one gives of its arguments, and how long a watch waits."""
+Unix socket, and never the agent that made the call nor another agent connected),
+what a decision carries to the call, what showing one gives of its arguments, and how
+long a watch waits."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from mcpd.agents.approval_methods import HANDLERS, MAX_WAIT
 from mcpd.agents.peers import Peer, is_owner
 from mcpd.policy.agent import AgentInfo, user_name
 from mcpd.policy.approvals import ApprovalRequest, Approvals, Verdict
-from mcpd.policy.kin import Process, kin_of
+from mcpd.policy.kin import AgentKin, Process, kin_of
 from mcpd.policy.showing import shown_arguments
 from protocol import jsonrpc as rpc
 
@@ -47,9 +48,13 @@ class Conn:
 
 
 class Api:
-    def __init__(self) -> None:
+    def __init__(self, agents: tuple[AgentKin, ...] = ()) -> None:
         self.control = self
         self.approvals = Approvals()
+        self.agents = agents  # who is kin to each agent connected
+
+    async def agents_kin(self) -> list[AgentKin]:
+        return list(self.agents)
 
 
 async def call(api: Api, method: str, params: Any = None, peer: Peer | None = OWNER) -> Any:
@@ -150,6 +155,20 @@ async def test_a_process_in_the_agents_session_cannot_decide_its_call(
             await call(api, "mcpd/approvals/decide", {"id": the_id(api), "approve": True}, beside)
         assert refused.value.code == rpc.INVALID_PARAMS
         assert "same session" in refused.value.message
+        assert len(api.approvals.list()) == 1 and verdicts == []
+
+
+async def test_a_process_another_connected_agent_started_cannot_decide_a_call() -> None:
+    other = 4242  # an agent connected to mcpd besides the one whose call waits
+    api = Api((kin_of(AGENT_PID), AgentKin(agents=(Process(other),))))
+    started = Peer(pid=79, uid=ME, gid=0, lineage=(Process(79), Process(other), Process(1)))
+    async with one_waiting(api) as verdicts:
+        with pytest.raises(rpc.RPCError) as refused:
+            await call(api, "mcpd/approvals/decide", {"id": the_id(api), "approve": True}, started)
+        assert refused.value.code == -32000
+        assert f"is an agent connected to mcpd (pid {other}), or was started by one" in (
+            refused.value.message
+        )
         assert len(api.approvals.list()) == 1 and verdicts == []
 
 

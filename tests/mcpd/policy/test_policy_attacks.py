@@ -252,3 +252,54 @@ async def test_an_agent_on_the_tcp_endpoint_cannot_decide_its_own_call(tmp_path:
                 await mcpd(Path(sock), "approvals", "deny", waiting.id)
                 await setup.none_pending()
             assert setup.reached("create_issue") == []
+
+
+OPERATOR_ONLY: list[dict[str, Any]] = [
+    {"tools": ["gh/create_issue"], "action": "ask", "decider": "operator"},
+]
+
+
+async def test_another_connected_agents_shell_tool_cannot_decide_a_call(tmp_path: Path) -> None:
+    """A call only the operator may decide, decided by a process another agent connected
+    to mcpd started: refused as that agent's, whoever's call it is; a terminal of the
+    person's own decides it."""
+    with trio.fail_after(LIMIT):
+        async with policy_daemon(tmp_path, OPERATOR_ONLY) as setup:
+            sock = setup.daemon.socket_path
+            async with (
+                self_approval.agent("asking", sock, "mcp__gh__create_issue"),
+                self_approval.agent("socket", sock) as other,
+            ):
+                [waiting] = await setup.pending()
+                code, said = await other.runs("approvals", "approve", waiting.id)
+                assert code != 0 and "is an agent connected to mcpd (pid" in said, said
+                assert "an agent must not decide calls that wait for a person" in said
+                assert [p.id for p in setup.daemon.approvals.list()] == [waiting.id]
+                said = await mcpd(Path(sock), "approvals", "approve", waiting.id)
+                assert said.startswith(f"approved {waiting.id}"), said
+                await setup.none_pending()
+            assert [m["params"]["arguments"] for m in setup.reached("create_issue")] == [
+                {"text": "mine"}
+            ]
+
+
+async def test_a_bridges_host_cannot_decide_a_call_of_a_client_it_started_apart(
+    tmp_path: Path,
+) -> None:
+    """A host connected through ``mcpd bridge`` starts a plain client of the socket under
+    ``setsid`` (its child still): that client's call is refused to the host's shell tool,
+    as the host's own calls are."""
+    with trio.fail_after(LIMIT):
+        async with policy_daemon(tmp_path, OPERATOR_ONLY) as setup:
+            sock = setup.daemon.socket_path
+            async with self_approval.agent("bridge", sock, "mcp__gh__read_repo") as host:
+                code, said = await host.runs("client", "mcp__gh__create_issue")
+                assert code == 0, said
+                [waiting] = await setup.pending()
+                code, said = await host.runs("approvals", "approve", waiting.id)
+                assert code != 0, said
+                assert "was started by the host (pid" in said, said
+                assert [p.id for p in setup.daemon.approvals.list()] == [waiting.id]
+                await mcpd(Path(sock), "approvals", "deny", waiting.id)
+                await setup.none_pending()
+            assert setup.reached("create_issue") == []

@@ -1,0 +1,49 @@
+"""What only a person may do on the socket, refused to an agent's side: approving what
+servers' definitions say (``mcpd approve``, ``mcpd pins import``) and deciding calls
+that wait for a person (``mcpd approvals``).
+
+Whoever asks is held to ``policy.kin``'s rule against every agent connected now, or
+gone while a process of it lives on (one whose process mcpd cannot find is passed
+over): a process that is such an agent, descends from one (for ``mcpd bridge``, from
+its host) or shares a session with one is refused, whoever's definition or call it
+is. An agent's shell tool may otherwise decide another agent's calls, or a call of a
+client it started apart in a session of its own, and a rule that leaves a call to the
+operator would rest on the agents after all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from protocol import jsonrpc as rpc
+
+from ..policy.kin import AgentKin, Decider, Tie, agent_tie
+
+
+def refuse_an_agents_side(
+    decider: Decider, agents: Iterable[AgentKin], what: str, because: str
+) -> None:
+    """Raises ``rpc.RPCError`` when ``decider`` is, descends from or sits beside one of
+    ``agents`` (or a host whose bridge is one): ``what`` it asked is refused, saying
+    ``because`` and where a person runs it instead."""
+    tie = agent_tie(decider, agents)
+    if tie is not None:
+        raise rpc.RPCError(-32000, _refusal(what, because, *tie))
+
+
+def _refusal(what: str, because: str, tie: Tie, pid: int | None) -> str:
+    if tie == "agent":
+        who = f"is an agent connected to mcpd (pid {pid}), or was started by one"
+    elif tie == "host":
+        who = (
+            f"was started by the host (pid {pid}) of an agent connected to mcpd through mcpd bridge"
+        )
+    else:
+        who = (
+            "is in the session of an agent connected to mcpd (the terminal it runs in, "
+            "or a tool its host started)"
+        )
+    return (
+        f"{what} is refused: this process {who}, and {because}; run it from another "
+        "terminal, one no agent started or runs in"
+    )
