@@ -121,7 +121,7 @@ class HttpApi:
             from .page.policysource import policy_sources
             from .page.routes import Page
 
-            policy = policy_sources(self.control)
+            policy = policy_sources(self.control, self._agents_kin)
             sources = msgspec.structs.replace(
                 pin_sources(self.control, self._agents_kin),
                 approvals=policy.approvals,

@@ -8,11 +8,11 @@ that keeps an agent from deciding its own calls (``policy.kin``), as the termina
 commands are: against the agents connected at that moment, and again at each use (``judged``):
 as the page is drawn, a stream opened, a code or session pushed out, and as the page
 acts, with the process that sends the decision (a cookie is a bearer secret too),
-against the call's agent (approvals) or every agent connected then (held
-definitions). A process that asks for a code, or trades one, before it connects as
-an agent is no agent yet, and nothing tells it from a person; once it is, what it
-opened is judged its agent's, and stays so after it has gone. A session opened from
-an agent's side may look, but decides none of that agent's calls and approves no held
+against the call's agent first (approvals), then every agent connected then. A
+process that asks for a code, or trades one, before it connects as an agent is no
+agent yet, and nothing tells it from a person; once it is, what it opened is judged
+its agent's, and stays so after it has gone. A session opened from an agent's side
+may look, but decides no call, its agent's or another's, and approves no held
 definition; the page says so in its own words, and where a person decides instead.
 """
 
@@ -79,7 +79,7 @@ def look_only(opener: Opener) -> str | None:
         return None
     return (
         f"This page was opened from a process that {_who(*opener.found)}: it shows what "
-        "waits, but decides none of that agent's calls and approves no held definition. "
+        "waits, but decides no call and approves no held definition. "
         f"A person decides them {_elsewhere('`mcpd approvals` and `mcpd approve`')}."
     )
 
@@ -110,11 +110,28 @@ def check_release(opener: Opener, agents: Iterable[AgentKin]) -> None:
     """Raises ``rpc.RPCError`` when who opened the session was kin to an agent as they
     opened it, or when they or who sends the request now (``opener``'s deciders) are
     kin to one connected now."""
+    _refuse_an_agents_side(
+        opener,
+        agents,
+        "an agent must not approve what its servers' definitions say: the page shows held "
+        f"changes but approves none; approve them {_elsewhere('`mcpd approve`')}",
+    )
+
+
+def check_decision(opener: Opener, agents: Iterable[AgentKin]) -> None:
+    """``check_release`` for deciding a call, whoever's it is."""
+    _refuse_an_agents_side(
+        opener,
+        agents,
+        "an agent must not decide calls that wait for a person, its own or another's: the "
+        f"page shows them but decides none; decide them {_elsewhere('`mcpd approvals`')}",
+    )
+
+
+def _refuse_an_agents_side(opener: Opener, agents: Iterable[AgentKin], because: str) -> None:
     found = judged(opener, Kinship(agents)).found
     if found is not None:
         raise rpc.RPCError(
             -32000,
-            f"this page was opened, or is used, from a process that {_who(*found)}, and an "
-            "agent must not approve what its servers' definitions say: the page shows held "
-            f"changes but approves none; approve them {_elsewhere('`mcpd approve`')}",
+            f"this page was opened, or is used, from a process that {_who(*found)}, and {because}",
         )

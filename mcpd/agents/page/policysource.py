@@ -4,7 +4,8 @@ approvals registry and the audit log's records in memory (``Control.approvals``,
 
 Approvals are for the daemon's own user and root, as ``mcpd approvals`` is: a reader
 of one profile is shown none, and the page's Approve and Deny do what ``mcpd approvals
-approve|deny`` does, with who opened the page deciding (``opener``). The page shows
+approve|deny`` does, with who opened the page deciding (``opener``): refused where
+they are kin to the call's agent, or to any agent connected now. The page shows
 the first ``APPROVALS_SHOWN`` in the order they came, each with its arguments as
 ``mcpd approvals`` shows them (at a glance: ``policy.showing``); a call whose glance
 has no room for every key is not approved here, but where its arguments are shown
@@ -17,6 +18,7 @@ as it is shown no server's stderr, pid or home.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Final
 
@@ -24,9 +26,10 @@ from protocol import jsonrpc as rpc
 
 from ...audit.record import CallRecord as Record
 from ...policy.approvals import ApprovalError
+from ...policy.kin import AgentKin
 from ...registry.views import ProfileView
 from ..backend import Control
-from .opener import Opener, not_this_pages
+from .opener import Opener, check_decision, not_this_pages
 from .sources import (
     APPROVALS_SHOWN,
     CallFilter,
@@ -43,7 +46,11 @@ BY: Final = "the status page"
 OUTCOME_WORDS: Final = {"tool_error": "tool error"}
 
 
-def policy_sources(control: Control) -> Sources:
+def policy_sources(
+    control: Control, agents_kin: Callable[[], Awaitable[list[AgentKin]]]
+) -> Sources:
+    """``agents_kin``: who is kin to each agent connected now (``ProfileMethods``)."""
+
     def approvals(scope: ProfileView | None) -> Waiting[PendingApproval] | None:
         if scope is not None:
             return None
@@ -66,6 +73,7 @@ def policy_sources(control: Control) -> Sources:
     async def decide(id: str, decision: Decision, scope: ProfileView | None, opener: Opener) -> str:
         if scope is not None:
             raise rpc.RPCError(-32000, OWNER_ONLY)
+        agents = await agents_kin()
         if decision == "approve":
             try:
                 view, _ = control.approvals.waiting(id)
@@ -75,7 +83,13 @@ def policy_sources(control: Control) -> Sources:
                 raise rpc.RPCError(-32000, not_shown_whole(id))
         try:
             decided = control.approvals.decide(
-                id, decision == "approve", BY, None, opener.on_page(), not_this_pages
+                id,
+                decision == "approve",
+                BY,
+                None,
+                opener.on_page(),
+                not_this_pages,
+                refuse_others=lambda: check_decision(opener, agents),
             )
         except ApprovalError as exc:
             raise rpc.RPCError(-32000, str(exc)) from None

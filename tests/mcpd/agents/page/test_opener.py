@@ -1,10 +1,10 @@
 """Who opened a page's session, through a running daemon: a page that an agent's shell
 tool opens (it asks for the address, or trades one a person asked for) shows what
-waits, says why it decides none of it, and neither decides the agent's call nor
-approves a held change, while a person's page from a terminal of their own does both;
-a person's session whose cookie the agent's shell sends decides nothing of it either;
-an agent that connects after a page was opened is held against who opened it when the
-page acts."""
+waits, says why it decides none of it, and decides neither the agent's call nor
+another agent's, nor approves a held change, while a person's page from a terminal of
+their own does both; a person's session whose cookie the agent's shell sends decides
+nothing of it either; an agent that connects after a page was opened is held against
+who opened it when the page acts."""
 
 from __future__ import annotations
 
@@ -135,6 +135,31 @@ async def test_a_page_an_agents_shell_opens_shows_but_decides_nothing_of_it(
                 released_by_person = await person.approve_all("release")
                 assert [s for s, _ in released_by_person] == [200] * len(before)
             assert held(daemon) == []
+
+
+async def test_a_page_an_agents_shell_opens_decides_no_other_agents_call(
+    tmp_path: Path,
+) -> None:
+    """The call of another agent is no more for the page of an agent's side than for its
+    terminal: refused, the call still waits, and a person's page decides it."""
+    with trio.fail_after(LIMIT):
+        async with running(config(tmp_path)) as daemon:
+            port = await started(daemon)
+            sock = daemon.socket_path
+            async with (
+                self_approval.agent("asking", sock, WRITE),
+                self_approval.agent("socket", sock) as other,
+            ):
+                await a_call_waits(daemon)
+                code, out = await other.runs("page", "-", "decide")
+                assert code == 0, out
+                note, [decided] = refusals(out)
+                assert note is not None and "decides no call" in note
+                assert "an agent must not decide calls that wait for a person" in decided
+                assert "another terminal" in decided
+                assert len(daemon.approvals.list()) == 1
+                person = await persons_page(port, sock)
+                assert [s for s, _ in await person.approve_all("decide")] == [200]
 
 
 async def test_a_code_a_person_asked_for_is_no_use_to_an_agent(tmp_path: Path) -> None:

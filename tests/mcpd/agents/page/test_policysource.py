@@ -61,8 +61,12 @@ class Daemon:
         self.audit = AuditLog(None, DaemonConfig(audit_journal=False))
 
 
+async def no_agents() -> list[AgentKin]:
+    return []
+
+
 def sources(daemon: Daemon) -> Sources:
-    return policy_sources(cast(Control, daemon))
+    return policy_sources(cast(Control, daemon), no_agents)
 
 
 def call(n: int, server: str | None, outcome: str, agent: AgentInfo = AGENT) -> Record:
