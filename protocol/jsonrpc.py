@@ -367,6 +367,11 @@ def encode(obj: Any) -> bytes:
     return _encoder.encode(obj)
 
 
+def encode_onto(obj: Any, buffer: bytearray) -> None:
+    """``obj`` encoded at the end of ``buffer``."""
+    _encoder.encode_into(obj, buffer, -1)
+
+
 def encode_request(id: Id, method: str, params: Any = UNSET) -> bytes:
     # JSON-RPC allows params to be absent but never null; None means "no params".
     return _encoder.encode(_OutRequest("2.0", id, method, UNSET if params is None else params))

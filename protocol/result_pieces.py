@@ -3,12 +3,13 @@ as the agent reads it, never whole in memory, and is still one line of JSON."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import msgspec
 
-from .jsonrpc import Id, encode, encode_result, line_fault
+from .jsonrpc import Id, encode, encode_onto, encode_result, line_fault
 
 
 class BrokenPiece(Exception):
@@ -25,10 +26,9 @@ def encode_result_pieces(
     ``line_fault`` checks a line (raising ``BrokenPiece``); the pieces joined are one
     line of JSON.
 
-    ``piece_bytes``: pieces are also held near that size. Items are as large as a
-    server made them, so a count alone could make one piece of many megabytes for every
-    agent listing at once: the first piece is one item, and each after it as many as
-    the items encoded so far say fit."""
+    ``piece_bytes``: a piece also ends once it is that long, so it is at most that and
+    one item more. Items are as large as a server made them: a count alone could make
+    one piece of many megabytes for every agent listing at once."""
     items: Sequence[Any] = msgspec.structs.asdict(result)[field]
     empty = encode_result(id, msgspec.structs.replace(result, **{field: []}))
     head = b'{"jsonrpc":"2.0","id":' + encode(id) + b',"result":{"' + field.encode()
@@ -44,16 +44,24 @@ def encode_result_pieces(
         yield whole
         return
     yield head
-    start, count, written = 0, per if piece_bytes is None else 1, 0
-    while start < len(items):
-        array = encode(items[start : start + count])
+    most = math.inf if piece_bytes is None else piece_bytes
+    at = 0
+    while at < len(items):
+        # Item by item: a server orders its tools, and ones of a few bytes before ones of
+        # megabytes would make any guess from those before a piece of many megabytes.
+        array = bytearray(b"[")
+        encode_onto(items[at], array)
+        taken, end = at + 1, min(len(items), at + per)
+        while taken < end and len(array) < most:
+            array += b","
+            encode_onto(items[taken], array)
+            taken += 1
+        array += b"]"
         fault = line_fault(array)
         if fault is not None:
             raise BrokenPiece(fault)
-        if start:
+        if at:
             yield b","
         yield memoryview(array)[1:-1]
-        start, written = start + count, written + len(array)
-        if piece_bytes is not None:
-            count = max(1, min(per, piece_bytes * start // written))
+        at = taken
     yield memoryview(empty)[len(head) :]
