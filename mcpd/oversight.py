@@ -40,7 +40,7 @@ class Oversight:
         self.guard = SecretGuard(self.secrets)
         self.approvals = Approvals(changed=changed)
         self.call_gate = CallGate(self.approvals, self.secrets)
-        self.audit = AuditLog(state_dir, config.daemon, self.secrets)
+        self.audit = AuditLog(state_dir, config.daemon, self.secrets, guard=self.guard)
         self.configure(config)
         self.settle(config)
 

@@ -38,6 +38,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable
+from itertools import chain
 from typing import Final
 
 import msgspec
@@ -49,12 +50,13 @@ from protocol.logfields import log_extra
 
 from ..config.model import DaemonConfig
 from ..local.unsaved import SaveWatch
+from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets, SecretSet
 from . import journal
 from .arguments import MAX_KEPT, kept_arguments, too_large
 from .counts import CallCounts
 from .logfile import FILE_NAME, LogFile
-from .record import CallRecord, Gap, digest, iso, set_digests, stamp
+from .record import CallRecord, Gap, digest, iso, mask_texts, set_digests, stamp
 from .shares import Shares
 from .summed import Summed, finish
 
@@ -92,12 +94,16 @@ class AuditLog:
         secrets: KnownSecrets | None = None,
         capacity: int = BUFFER,
         clock: Callable[[], float] = time.monotonic,
+        guard: SecretGuard | None = None,
     ) -> None:
         """``directory``: where ``calls.jsonl`` goes (None: no file, journal only);
         ``secrets``: what is masked in the arguments kept with ``audit_arguments``;
-        ``clock``: what the agents' budgets for requests refused at once are kept by."""
+        ``clock``: what the agents' budgets for requests refused at once are kept by;
+        ``guard``: what masks the secrets mcpd holds in the records' texts, as in every
+        line mcpd logs."""
         self.directory = directory
         self.secrets = secrets or KnownSecrets()
+        self._guard = guard
         self.capacity = capacity
         self.counts = CallCounts()
         self.written = 0
@@ -292,14 +298,23 @@ class AuditLog:
             if secrets is not None:
                 for record, arguments in to_digest:
                     record.arguments = kept_arguments(arguments, secrets)
-        lines = _encoder.encode_lines(records)
+        if summaries:
+            finish(summaries)
+        lines = _encoder.encode_lines(records) + _encoder.encode_lines(summaries)
+        guard = self._guard
+        if guard is not None and guard.in_written(lines):
+            # An agent chose the names it called (a tool's, a URI), and one may hold a
+            # secret of mcpd's: its records, the journal's entries and the log's lines
+            # show the marker instead. The batch's lines were searched at once; only
+            # a batch that holds one is looked at record by record.
+            for record in chain(records, summaries):
+                mask_texts(record, guard.mask_quietly)
+            lines = _encoder.encode_lines(records) + _encoder.encode_lines(summaries)
         if secrets is not None:
             # Written: the latest records kept in memory need them no more.
             for record in records:
                 record.arguments = UNSET
         if summaries:
-            finish(summaries)
-            lines += _encoder.encode_lines(summaries)
             self._summed.warn(summaries)
         if dropped:
             gap = Gap(time=iso(now), ts=now, dropped=dropped)

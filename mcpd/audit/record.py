@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from itertools import repeat
 from operator import itemgetter, methodcaller
@@ -84,6 +84,23 @@ AgentKey = tuple[int | None, int | None, str | None]
 
 def agent_key(agent: AgentInfo) -> AgentKey:
     return agent.uid, agent.pid, agent.exe
+
+
+def mask_texts(record: CallRecord, mask: Callable[[str], str]) -> None:
+    """``record``'s texts put through ``mask``: what the agent named (a tool, a URI an
+    agent may write a secret of mcpd's into), the server's name for it, the reason,
+    who decided, the agent's program and profile."""
+    if record.name:
+        record.name = mask(record.name)
+    if record.original:
+        record.original = mask(record.original)
+    if record.reason:
+        record.reason = mask(record.reason)
+    record.decided_by = mask(record.decided_by)
+    agent = record.agent
+    exe, profile = mask(agent.exe or ""), mask(agent.profile)
+    if exe != (agent.exe or "") or profile != agent.profile:
+        record.agent = msgspec.structs.replace(agent, exe=exe or None, profile=profile)
 
 
 class Gap(msgspec.Struct, kw_only=True):

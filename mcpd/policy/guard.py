@@ -228,10 +228,15 @@ class SecretGuard:
 
     def _in_ours(self, alias: str, encoded: bytes) -> bool:
         """``finds``, in bytes mcpd wrote."""
-        ours = self._search.ours
-        if ours is not None and ours.search(encoded) is not None:
+        if self.in_written(encoded):
             return True
         return alias in self.patterns_for and TRIGGER.search(encoded) is not None
+
+    def in_written(self, encoded: bytes) -> bool:
+        """Whether JSON mcpd wrote holds a secret mcpd holds, as it is or as mcpd quotes
+        it, in any form an encoder writes it: one search of the bytes, at C speed."""
+        ours = self._search.ours
+        return ours is not None and ours.search(encoded) is not None
 
     def _rewritten(self, alias: str, encoded: bytes, what: str) -> bytes:
         decoded = _decode.decode(encoded)
