@@ -106,6 +106,7 @@ class Choice(msgspec.Struct, frozen=True, kw_only=True):
     server: str | None = None  # a glob over aliases
     tool: str | None = None  # a glob over the agent's name or ``ALIAS/NAME``
     agent: int | None = None  # a pid or a uid
+    uid: int | None = None  # a user's (named): never a pid of that number
     failed: bool = False
 
     def compiled(self) -> _Compiled:
@@ -131,5 +132,7 @@ class _Compiled:
             if not (self.tool.match(r.name or "") or self.tool.match(qualified)):
                 return False
         if c.agent is not None and c.agent not in (r.agent.pid, r.agent.uid):
+            return False
+        if c.uid is not None and c.uid != r.agent.uid:
             return False
         return not c.failed or r.failed

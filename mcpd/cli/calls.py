@@ -64,9 +64,11 @@ def cmd_calls(args: argparse.Namespace) -> int:
         since=None if args.since is None else since(args.since),
         server=args.server,
         tool=args.tool,
-        agent=None if args.agent is None else _agent(args.agent),
         failed=args.failed,
-    ).compiled()
+    )
+    if args.agent is not None:
+        choice = _agent(args.agent, choice)
+    compiled = choice.compiled()
     if args.last < 0:
         fail(EXIT_USAGE, "--last must be 0 (all) or more")
     directory = _state_dir(args.config)
@@ -79,7 +81,7 @@ def cmd_calls(args: argparse.Namespace) -> int:
             return 0
         for record in reading:
             seen += record.calls
-            if choice.admits(record):
+            if compiled.admits(record):
                 kept.append(record)
     except OSError as exc:
         fail(EXIT_FAILED, f"cannot read the audit log in {directory}: {exc.strerror or exc}")
@@ -116,11 +118,13 @@ def since(text: str, now: float | None = None) -> float:
         fail(EXIT_USAGE, f"--since {text!r}: give a duration (90s, 30m, 1h, 2d) or a date")
 
 
-def _agent(text: str) -> int:
+def _agent(text: str, choice: Choice) -> Choice:
+    """``choice`` narrowed by ``--agent``: a number to the process or the user of that
+    number, a user name to that user's calls only."""
     try:
         if text.isascii() and text.isdigit():
-            return int(text)  # more digits than int() reads: ValueError
-        return pwd.getpwnam(text).pw_uid
+            return msgspec.structs.replace(choice, agent=int(text))  # too many digits: ValueError
+        return msgspec.structs.replace(choice, uid=pwd.getpwnam(text).pw_uid)
     except (KeyError, ValueError):
         fail(EXIT_USAGE, f"--agent {text!r}: not a pid, a uid or a user name")
 

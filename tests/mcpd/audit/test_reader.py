@@ -212,6 +212,13 @@ def test_the_agent_is_a_process_or_a_user() -> None:
     assert chosen(RECORDS, agent=101) == [1]
 
 
+def test_a_user_is_its_uid_never_a_pid_of_that_number() -> None:
+    assert chosen(RECORDS, uid=0) == [2]
+    assert chosen(RECORDS, uid=1000) == [0, 1, 3, 4, 5]
+    assert chosen(RECORDS, uid=7) == []  # the pid of record 2
+    assert chosen(RECORDS, uid=500) == []  # the pid of record 0
+
+
 def test_failed_admits_every_outcome_but_ok_and_filters_combine() -> None:
     assert chosen(RECORDS, failed=True) == [2, 3, 4]
     assert chosen(RECORDS, failed=True, server="gh", since=T0 + 3) == [3]

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from mcpd.audit.log import AuditLog
+from mcpd.audit.reader import Choice
 from mcpd.audit.record import CallRecord
 from mcpd.audit.summed import BURST
 from mcpd.cli.calls import _agent, cmd_calls, render, since
@@ -95,14 +96,14 @@ def test_since_names_a_hostile_value_without_printing_it(
 
 
 def test_agent_is_a_pid_a_uid_or_a_user_name(capsys: pytest.CaptureFixture[str]) -> None:
-    assert _agent("4242") == 4242
-    assert _agent(pwd.getpwuid(os.getuid()).pw_name) == os.getuid()
+    assert _agent("4242", Choice()) == Choice(agent=4242)  # a pid or a uid
+    assert _agent(pwd.getpwuid(os.getuid()).pw_name, Choice()) == Choice(uid=os.getuid())
     for bad in ("no-such-user-x", "\u00b2", "-1", "4 2"):
-        assert f"--agent {bad!r}" in usage_error(capsys, _agent, bad)
+        assert f"--agent {bad!r}" in usage_error(capsys, _agent, bad, Choice())
 
 
 def test_an_agent_of_too_many_digits_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert "not a pid, a uid or a user name" in usage_error(capsys, _agent, "9" * 5000)
+    assert "not a pid, a uid or a user name" in usage_error(capsys, _agent, "9" * 5000, Choice())
 
 
 def record(n: int, **kw: object) -> CallRecord:

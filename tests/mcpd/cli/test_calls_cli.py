@@ -188,3 +188,24 @@ def test_an_agent_can_be_named_by_user_name(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text(f'[daemon]\nstate_dir = "{tmp_path / "empty"}"\n')
     assert calls(config, "--agent", name)[0] == 0
+
+
+async def test_a_user_name_chooses_that_users_calls_never_a_process_of_that_number(
+    tmp_path: Path,
+) -> None:
+    """A user's uid may be the pid another user's agent had: naming the user shows the
+    user's calls only, while the number itself still chooses both."""
+    me = os.getuid()
+    state = tmp_path / "state"
+    log = AuditLog(str(state), DaemonConfig(audit_journal=False))
+    mine = AgentInfo(uid=me, pid=me + 40_000, exe="claude")
+    theirs = AgentInfo(uid=me + 1, pid=me, exe="codex")
+    for n, agent in enumerate((mine, theirs, mine)):
+        log.record(CallRecord(ts=NOW + n, agent=agent, method="tools/call", outcome="ok"))
+    await log.flush()
+    log._close()
+    config = tmp_path / "config.toml"
+    config.write_text(f'[daemon]\nstate_dir = "{state}"\n')
+    by_name = chosen(config, "--agent", pwd.getpwuid(me).pw_name)
+    assert [(r["agent"]["uid"], r["agent"]["pid"]) for r in by_name] == [(me, me + 40_000)] * 2
+    assert len(chosen(config, "--agent", str(me))) == 3
