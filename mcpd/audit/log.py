@@ -18,7 +18,9 @@ dropped, never waited for: one of the user holding the most records in it, of it
 process holding the most (``shares``); the next write puts a ``Gap`` line in the file
 with how many were dropped, and a warning in the log. What is still buffered when the
 daemon stops is written before it exits (``flush``, under a shield), unless a write
-the disk holds keeps it waiting past a bound: that one is given up on.
+the disk holds keeps it waiting past a bound: that one is given up on. A batch the file
+cannot take (a full disk) is not held for later: the next batch it takes begins with a
+``Gap`` line of how many calls' records were lost, and when (``lost``).
 
 Requests mcpd refused before any server or rule saw them come through ``unrouted``:
 past their agent's budget (or its user's), they never reach the buffer, and each batch
@@ -56,6 +58,7 @@ from . import journal
 from .arguments import MAX_KEPT, kept_arguments, too_large
 from .counts import CallCounts
 from .logfile import FILE_NAME, LogFile
+from .lost import Lost, spans
 from .record import CallRecord, Gap, digest, iso, mask_texts, set_digests, stamp
 from .shares import Shares
 from .summed import Summed, finish
@@ -122,6 +125,7 @@ class AuditLog:
         self._wake = trio.Event()
         self._full = trio.Event()
         self._file = None if directory is None else LogFile(directory)
+        self._lost = Lost()  # calls whose records the file could not take
         self._problem: str | None = None
         self.saving = SaveWatch("audit log", "calls since are not recorded in it")
         self._dropped_warning = Throttle(burst=1, every=60.0)
@@ -326,12 +330,20 @@ class AuditLog:
                     extra=log_extra(None, "audit", "buffer full"),
                 )
         if self.to_file:
-            self._append(lines, len(records) + len(summaries) + (1 if dropped else 0))
+            head = self._lost.gap_line(now)
+            count = len(records) + len(summaries) + (1 if dropped else 0) + (1 if head else 0)
+            if self._append(head + lines, count):
+                self._lost.said()
+            else:
+                assert self._file is not None
+                batch = spans(records, summaries, dropped, now)
+                self._lost.failed(head, lines, self._file.taken, batch)
         if self.to_journal:
             self._journal.write(records, now)
 
-    def _append(self, lines: bytes, count: int) -> None:
-        """``count`` JSON lines, each ending with a line feed, to the file."""
+    def _append(self, lines: bytes, count: int) -> bool:
+        """``count`` JSON lines, each ending with a line feed, to the file: whether it
+        took them."""
         assert self._file is not None
         try:
             self._file.append(lines, self.max_bytes, self.files)
@@ -347,10 +359,11 @@ class AuditLog:
                     exc,
                     extra=log_extra(None, "audit", str(exc)),
                 )
-            return
+            return False
         self.written += count
         self._problem = None
         self.saving.saved()
+        return True
 
     def _close(self) -> None:
         if self._file is not None:

@@ -47,11 +47,14 @@ class LogFile:
         self._size = 0
         self._past_cap = False
         self._said: set[str] = set()
+        self.taken = 0  # bytes of the lines last appended that reached the file
 
     def append(self, lines: bytes, max_bytes: int, files: int) -> None:
         """Whole JSON lines, each ending with a line feed, the file rotated before any
         line would take it past ``max_bytes``, keeping ``files`` files; raises
-        ``OSError`` when the file cannot be written (or is refused)."""
+        ``OSError`` when the file cannot be written (or is refused), with ``taken``
+        saying how much of ``lines`` it took first (a full disk takes part of them)."""
+        self.taken = 0
         fd = self._open()
         if self._size + len(lines) <= max_bytes:
             self._write_all(fd, lines)
@@ -73,7 +76,9 @@ class LogFile:
     def _write_all(self, fd: int, data: bytes) -> None:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view) :]
+            wrote = os.write(fd, view)
+            view = view[wrote:]
+            self.taken += wrote
         self._size += len(data)
 
     def _open(self) -> int:
@@ -90,7 +95,9 @@ class LogFile:
                 _make_private(fd, self.path, st)
             self._size = st.st_size
             if self._size and os.pread(fd, 1, self._size - 1) != b"\n":
-                self._write_all(fd, b"\n")  # a line cut short by a crash stays on its own
+                # A line cut short (by a crash, a full disk) stays on its own.
+                os.write(fd, b"\n")
+                self._size += 1
         except BaseException:
             os.close(fd)
             self._size = 0

@@ -7,6 +7,7 @@ others may write) is not read, and is named in ``refused``; the others are."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Iterator
@@ -53,6 +54,11 @@ class Reading:
         self.max_line = max_line
         self.unreadable = 0  # lines that are no record (one cut short by a crash)
         self.dropped = 0  # records the daemon counted but could not write
+        # Calls whose records the file could not take, and when the first and the last
+        # of them came.
+        self.lost = 0
+        self.lost_from = math.inf
+        self.lost_until = -math.inf
         self.refused: list[str] = []  # why a file was not read
 
     def __iter__(self) -> Iterator[CallRecord]:
@@ -81,9 +87,17 @@ class Reading:
         except (msgspec.DecodeError, msgspec.ValidationError):
             pass
         try:
-            self.dropped += _gaps.decode(line).dropped
+            gap = _gaps.decode(line)
         except (msgspec.DecodeError, msgspec.ValidationError):
             self.unreadable += 1
+            return None
+        self.dropped += gap.dropped
+        if not isinstance(gap.lost, UnsetType):
+            self.lost += gap.lost
+            first = gap.ts if isinstance(gap.first_ts, UnsetType) else gap.first_ts
+            last = gap.ts if isinstance(gap.last_ts, UnsetType) else gap.last_ts
+            self.lost_from = min(self.lost_from, first)
+            self.lost_until = max(self.lost_until, last)
         return None
 
 

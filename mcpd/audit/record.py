@@ -4,7 +4,8 @@
 Written as one JSON line in ``calls.jsonl`` (``log``); ``mcpd calls`` reads them back.
 A record with a ``count`` stands for that many requests of one agent that mcpd refused
 before any server or rule saw them, past the agent's budget for those (``summed``). A
-``Gap`` line says how many records were not written because the writer fell behind.
+``Gap`` line says how many records are missing before it: dropped because the writer
+fell behind, or lost because the file could not take them (``lost``).
 """
 
 from __future__ import annotations
@@ -104,11 +105,19 @@ def mask_texts(record: CallRecord, mask: Callable[[str], str]) -> None:
 
 
 class Gap(msgspec.Struct, kw_only=True):
-    """Records that were counted but never written (the buffer was full)."""
+    """Calls whose records are not in the file before it: ``dropped``, counted but never
+    written (the buffer was full); ``lost``, written when the file could not take them
+    (a full disk), with when the first and the last of those calls came. The line is
+    written with the next batch the file takes."""
 
     time: str
     ts: float
-    dropped: int
+    dropped: int = 0
+    lost: int | UnsetType = UNSET
+    first_time: str | UnsetType = UNSET
+    first_ts: float | UnsetType = UNSET
+    last_time: str | UnsetType = UNSET
+    last_ts: float | UnsetType = UNSET
 
 
 DIGEST: Final = 32  # hexadecimal digits of the SHA-256 kept

@@ -98,6 +98,15 @@ def cmd_calls(args: argparse.Namespace) -> int:
             f"mcpd: {reading.dropped} calls were not written (the log fell behind)",
             file=sys.stderr,
         )
+    if reading.lost:
+        span = " to ".join(
+            datetime.fromtimestamp(t).strftime("%H:%M:%S")
+            for t in (reading.lost_from, reading.lost_until)
+        )
+        print(
+            f"mcpd: {reading.lost} calls were lost from {span}: the log could not be written",
+            file=sys.stderr,
+        )
     if reading.unreadable:
         print(f"mcpd: {reading.unreadable} lines could not be read", file=sys.stderr)
     for why in reading.refused:

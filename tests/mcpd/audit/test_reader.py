@@ -125,6 +125,20 @@ def test_gaps_are_summed_and_are_no_records(tmp_path: Path) -> None:
     assert (reading.dropped, reading.unreadable) == (12, 0)
 
 
+def test_calls_lost_to_a_file_that_could_not_be_written_are_summed_with_their_span(
+    tmp_path: Path,
+) -> None:
+    lost = [
+        Gap(time="t", ts=T0 + 9, lost=3, first_ts=T0 + 2, last_ts=T0 + 4),
+        Gap(time="t", ts=T0 + 20, lost=4, first_ts=T0 + 11, last_ts=T0 + 12),
+    ]
+    write(tmp_path, FILE_NAME, line(lost[0]), line(record(5)), line(lost[1]))
+    reading = Reading(str(tmp_path))
+    assert names(reading) == ["mcp__gh__tool5"]
+    assert (reading.lost, reading.lost_from, reading.lost_until) == (7, T0 + 2, T0 + 12)
+    assert (reading.dropped, reading.unreadable) == (0, 0)
+
+
 def test_a_huge_line_of_garbage_is_passed_over_without_holding_it(tmp_path: Path) -> None:
     # Another process appended tens of megabytes without a line feed (or a crash left
     # a long run of zeros): the records after it are still read, in little memory.
