@@ -201,6 +201,7 @@ class Daemon(Control):
                 self.notifier.stopping()
                 await self.api.end_subscriptions()
                 logger.info("stopping", extra=log_extra(None))
+                self.oversight.audit.stopping = True
                 nursery.cancel_scope.cancel()
         except* (ConfigError, DaemonError) as group:
             raise group.exceptions[0] from None  # what serve() reports and exits with

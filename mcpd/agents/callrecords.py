@@ -6,8 +6,8 @@ read (when it came, what the policy decided and who decided it).
 What came of it is named in a few words (``CallRecord.outcome``): ``ok``,
 ``tool_error`` (a result with ``isError``), ``refused`` (mcpd answered it itself: the
 policy, a held definition, an unknown name), ``outage`` or ``timeout`` (the server
-could not answer), ``cancelled`` (the agent stopped waiting) or ``error`` (a JSON-RPC
-error).
+could not answer), ``cancelled`` (the agent stopped waiting, or mcpd stopped first:
+the audit log gives those the reason ``STOPPED``) or ``error`` (a JSON-RPC error).
 """
 
 from __future__ import annotations

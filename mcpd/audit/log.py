@@ -59,7 +59,7 @@ from .arguments import MAX_KEPT, kept_arguments, too_large
 from .counts import CallCounts
 from .logfile import FILE_NAME, LogFile
 from .lost import Lost, spans
-from .record import CallRecord, Gap, digest, iso, mask_texts, set_digests, stamp
+from .record import STOPPED, CallRecord, Gap, digest, iso, mask_texts, set_digests, stamp
 from .shares import Shares
 from .summed import Summed, finish
 
@@ -110,6 +110,9 @@ class AuditLog:
         self.capacity = capacity
         self.counts = CallCounts()
         self.written = 0
+        # The daemon is stopping: the calls it cuts short say so, where they would
+        # otherwise read as their agents' doing (``cancelled``).
+        self.stopping = False
         self._buffer: list[CallRecord] = []
         # Records of the buffer whose arguments' digest (and, with ``audit_arguments``,
         # masked copy) is still to be worked out, with a copy of them.
@@ -152,6 +155,8 @@ class AuditLog:
     def record(self, record: CallRecord, arguments: Arguments | None = None) -> None:
         """Count ``record`` and queue it for writing, with the ``arguments`` the agent
         sent (their digest is worked out off the call path); never blocks."""
+        if self.stopping and record.outcome == "cancelled":
+            record.reason = STOPPED
         self.counts.add(record)
         self._recent.append(record)
         if not self._writes:

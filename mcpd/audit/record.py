@@ -29,9 +29,11 @@ METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read", "comp
 
 # ok: the server answered; tool_error: a tool result with isError; refused: mcpd did
 # not send it (policy, a held definition, an unknown name); outage: the server was
-# unavailable; timeout: no answer in time; cancelled: the agent stopped waiting;
-# error: the server answered with a JSON-RPC error.
+# unavailable; timeout: no answer in time; cancelled: the agent stopped waiting, or
+# mcpd stopped first (its reason then ``STOPPED``); error: the server answered with a
+# JSON-RPC error.
 Outcome = Literal["ok", "tool_error", "refused", "outage", "timeout", "cancelled", "error"]
+STOPPED: Final = "mcpd was stopping"
 # allow, deny and limited are the rules' (and their rates'); approved, denied and
 # unanswered end an ask; ask is one the agent stopped waiting for; none: no rule was
 # asked, mcpd answered the request itself first (an unknown or held name, arguments

@@ -23,6 +23,7 @@ import trio
 
 from mcpd.audit.log import FILE_NAME
 from mcpd.audit.reader import Reading
+from mcpd.audit.record import STOPPED
 from mcpd.config.load import load
 from mcpd.daemon import Daemon
 from tests.support.agent import META, connect, running
@@ -277,8 +278,11 @@ async def test_stopping_the_daemon_writes_the_records_of_the_calls_it_cut_short(
             proc.wait()
     records = list(Reading(str(tmp_path / "state")))
     assert len(records) == 3
-    # Cut short by the stop: the agent was let go, or the server stopped first.
+    # Cut short by the stop: the agent was let go, or the server stopped first; either
+    # way the record says why, as no agent stopped waiting.
     assert {r.outcome for r in records} <= {"cancelled", "outage"}
+    assert all(r.reason for r in records), records
+    assert all(r.reason == STOPPED for r in records if r.outcome == "cancelled"), records
 
 
 FLOOD = 10_000  # more than the writer's buffer holds
