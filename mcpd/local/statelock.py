@@ -1,14 +1,16 @@
-"""One daemon for each state directory, held by a lock on a file in it, or on the
-directory itself where no such file can be made.
+"""One daemon for each state directory, held by a lock on the directory and on a file
+in it that names the holder.
 
 Two daemons keeping their state in one directory would each write the pins, the last
 known tools and the audit log over the other's, and run the same servers in the same
-homes. So ``mcpd serve`` takes an exclusive ``flock`` on ``lock`` in the state
-directory before it reads or writes anything there, and holds it for as long as it
-runs; a second daemon stops with exit 78 naming the directory and the first one's pid,
-which the lock file holds. The kernel lets go of the lock when its holder ends however
-it ends (a SIGKILL, systemd stopping it), so a restart takes it again. Commands that
-only read the state (``mcpd calls``, ``mcpd pins export``) do not take it.
+homes. So ``mcpd serve`` takes an exclusive ``flock`` on the state directory, and on
+``lock`` in it, before it reads or writes anything there, and holds them for as long as
+it runs; a second daemon stops with exit 78 naming the directory and the first one's
+pid, which the lock file holds (a directory that was read-only or full for the first
+daemon may have no such file: the directory's own lock stops the second all the
+same). The kernel lets go of the locks when their holder ends however it ends (a
+SIGKILL, systemd stopping it), so a restart takes them again. Commands that only read
+the state (``mcpd calls``, ``mcpd pins export``) do not take them.
 
 The lock file is opened as mcpd opens its private files (``privatefile``): never
 through a link, and refused when another user could have put it there. Made by root
@@ -33,6 +35,7 @@ import logging
 import os
 import re
 import stat
+from collections.abc import Callable
 from typing import Final
 
 from ..config.model import EX_CONFIG
@@ -48,9 +51,11 @@ _TEMPORARY: Final = re.compile(r".+\.([0-9]+)\.tmp")
 # The directories of the state directory mcpd writes its private files into.
 _WRITTEN_IN: Final = ("", "oauth")
 
-# The state directories this process holds, each with its lock file's descriptor, open
-# (and so locked) until the process ends.
+# The state directories this process holds, each with the descriptor of the directory
+# it locked, and the lock files it noted its pid in: open (and so locked) until the
+# process ends.
 _held: dict[str, int] = {}
+_files: list[int] = []
 
 
 class StateDirectoryInUse(DaemonError):
@@ -74,28 +79,41 @@ def hold_state_directory(path: str) -> None:
         logger.warning("cannot lock the state directory: %s", exc)
         return
     try:
-        fd = _open_lock(path, dir_fd)
+        # The directory itself, always: a daemon that could make no lock file (a
+        # read-only or full directory) and one that could must still exclude each other.
+        whole = os.dup(dir_fd)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            holder = _holder(fd)
-            os.close(fd)
-            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
-                raise StateDirectoryInUse(
-                    f"cannot lock the state directory {path}: {exc.strerror}"
-                ) from None
-            raise StateDirectoryInUse(
-                f"another mcpd ({holder}) keeps its state in {path}; stop it first, or "
-                "give this one a state_dir of its own"
-            ) from None
-        _note_pid(fd)
-        _held[path] = fd
+            _take(whole, path, lambda: _holder_named(dir_fd))
+            fd = _open_lock(path, dir_fd)
+            if fd is not None:
+                _take(fd, path, lambda: _holder(fd))
+        except BaseException:
+            os.close(whole)
+            raise
+        if fd is not None:
+            _note_pid(fd)
+            _files.append(fd)
+        _held[path] = whole
         _clear_leftovers(path, dir_fd)
     finally:
         os.close(dir_fd)
 
 
-def _open_lock(path: str, dir_fd: int) -> int:
+def _take(fd: int, path: str, holder: Callable[[], str]) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise StateDirectoryInUse(
+                f"cannot lock the state directory {path}: {exc.strerror}"
+            ) from None
+        raise StateDirectoryInUse(
+            f"another mcpd ({holder()}) keeps its state in {path}; stop it first, or "
+            "give this one a state_dir of its own"
+        ) from None
+
+
+def _open_lock(path: str, dir_fd: int) -> int | None:
     where = os.path.join(path, FILE_NAME)
     fix = f"remove it (rm {where}) and start mcpd again"
     try:
@@ -111,10 +129,9 @@ def _open_lock(path: str, dir_fd: int) -> int:
         except UnsafeFileError as unsafe:
             raise StateDirectoryInUse(str(unsafe)) from None
         except FileNotFoundError:
-            # No file to lock, nor any way to make one: the directory itself is locked
-            # (it names no pid to a second daemon, but stops it all the same).
-            logger.info("cannot make %s (%s): the directory itself is locked", where, exc.strerror)
-            return os.dup(dir_fd)
+            # No file to note the pid in: the directory's own lock still stops a second
+            # daemon, which is told no pid.
+            return None
         except OSError as again:
             raise StateDirectoryInUse(f"cannot open {where}: {again.strerror}; {fix}") from None
     if os.geteuid() == 0:
@@ -125,6 +142,18 @@ def _open_lock(path: str, dir_fd: int) -> int:
             with contextlib.suppress(OSError):  # read-only: as it was
                 os.fchown(fd, directory.st_uid, directory.st_gid)
     return fd
+
+
+def _holder_named(dir_fd: int) -> str:
+    """The pid the lock file in the directory ``dir_fd`` names, as ``_holder`` says it."""
+    try:
+        fd = os.open(FILE_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+    except OSError:
+        return "pid unknown"
+    try:
+        return _holder(fd)
+    finally:
+        os.close(fd)
 
 
 def _holder(fd: int) -> str:

@@ -140,5 +140,10 @@ def test_a_read_only_state_directory_still_takes_one_daemon_only(tmp_path: Path)
         assert second.returncode == 78, second.stderr
         assert f"another mcpd (pid unknown) keeps its state in {state}" in second.stderr
         assert not (tmp_path / "b.sock").exists()
+        # Nor can one that sees the directory writable, where it could make the file.
+        third = serve_refused(config(tmp_path, "c", state), tmp_path / "c.sock")
+        assert third.returncode == 78, third.stderr
+        assert f"another mcpd (pid unknown) keeps its state in {state}" in third.stderr
+        assert not (state / "lock").exists()
     finally:
         stop(first)
