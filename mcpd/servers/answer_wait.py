@@ -12,6 +12,12 @@ next has reason to. That a request got no answer is said once while it goes
 unanswered (``mcpd status`` shows it under the server until the server answers it
 again); the server's task then has the server probed, as after a call that ran out of
 time (``health``).
+
+A list asked for again that the server answers with an error, or with what cannot be
+read as that list (``LIST_FAILURES``), is kept as one that went unanswered is, and
+the server goes on serving: ``failed`` says so in the journal (once a minute at most
+for each list, counting what was not said) and in ``mcpd status`` until the list is
+fetched whole again.
 """
 
 from __future__ import annotations
@@ -20,14 +26,32 @@ import logging
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Final
 
 import trio
 
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 from protocol.pacing import HeldBack
+from protocol.visible import quote
+from transports.errors import SERVER_REPLIES
+
+from .handshake import BadPage
 
 logger = logging.getLogger("mcpd.server")
+
+# What a list fetched again may fail with from a server that is up: an error, its own
+# cancel, a reply too large or unreadable, or a page that breaks the protocol. None of
+# them ends the session. The server answered, so it is there, and the calls in flight
+# on it do not hang on its list: a session begun anew would cut them off (their side
+# effects unknown) only to ask the same server for the same list. A page that breaks
+# the protocol is no different in that: the list it gave before still routes calls,
+# and what fetching a broken list cost holds the next fetch back as a whole one's does
+# (``tool_list``). Connecting, there is no tool list to keep yet: one that fails is an
+# outage (prompts or resources that fail are said, and the tools served: ``session``).
+LIST_FAILURES: Final = (*SERVER_REPLIES, BadPage)
+# A list that fails is said in the journal at most this often (seconds).
+FAILURE_SAID_EVERY: Final = 60.0
 
 
 class RanOut(Exception):
@@ -47,10 +71,19 @@ class AnswerWait:
         self.alias = alias
         self._timeout = timeout
         self._late: dict[str, HeldBack] = {}  # by method, in the order they ran out
+        self._failing: dict[str, HeldBack] = {}  # by method, in the order they failed
+        self._failure_told: set[str] = set()  # failing, and said so in the journal
+        self._failure_said: dict[str, float] = {}  # when each was last said
+        self._failures_unsaid: dict[str, int] = {}
 
     @property
     def late(self) -> HeldBack | None:
         return next(iter(self._late.values()), None)
+
+    @property
+    def trouble(self) -> HeldBack | None:
+        """What ``mcpd status`` shows: a request unanswered, else a list failing."""
+        return self.late or next(iter(self._failing.values()), None)
 
     @contextmanager
     def bounded(self, method: str, then: str) -> Iterator[None]:
@@ -63,10 +96,53 @@ class AnswerWait:
         except trio.TooSlowError:
             self._ran_out(method, timeout, then)
             raise RanOut(method, timeout) from None
-        except rpc.RPCError:
-            self._answered(method)  # a refusal is an answer too
+        except LIST_FAILURES:
+            self._answered(method)  # a refusal, or what cannot be read, is an answer too
             raise
         self._answered(method)
+
+    def failed(self, method: str, exc: Exception, then: str) -> None:
+        """``method`` was answered with ``exc`` (one of ``LIST_FAILURES``); ``then``
+        says what becomes of its list."""
+        why = (
+            f"the error {quote(exc.message)}"
+            if isinstance(exc, rpc.RPCError)
+            # The others' words begin with the server's name, which the line has.
+            else str(exc).removeprefix(f"{self.alias}: ")
+        )
+        now = trio.current_time()
+        was = self._failing.get(method)
+        since = now if was is None else was.since
+        self._failing[method] = HeldBack(f"{method} failed: {why}; {then}", since)
+        unsaid = self._failures_unsaid.get(method, 0) + 1
+        if now < self._failure_said.get(method, -math.inf) + FAILURE_SAID_EVERY:
+            self._failures_unsaid[method] = unsaid
+            return
+        self._failure_said[method] = now
+        self._failures_unsaid.pop(method, None)
+        self._failure_told.add(method)
+        times = f" (failed {unsaid} times since this was last said)" if unsaid > 1 else ""
+        logger.warning(
+            "%s: %s failed%s: %s; %s",
+            self.alias,
+            method,
+            times,
+            why,
+            then,
+            extra=log_extra(self.alias, "list_failed", why),
+        )
+
+    def listed(self, method: str) -> None:
+        """``method``'s list was fetched whole (after it ``failed``, or not)."""
+        self._failing.pop(method, None)
+        if method in self._failure_told:
+            self._failure_told.discard(method)
+            logger.info(
+                "%s: %s succeeded again",
+                self.alias,
+                method,
+                extra=log_extra(self.alias, "list_failed"),
+            )
 
     def _ran_out(self, method: str, timeout: float, then: str) -> None:
         if method in self._late:
@@ -91,5 +167,7 @@ class AnswerWait:
             )
 
     def reset(self) -> None:
-        """A new session: what the last left unanswered went with it."""
+        """A new session: what the last left unanswered or failing went with it."""
         self._late.clear()
+        self._failing.clear()
+        self._failure_told.clear()

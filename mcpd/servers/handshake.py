@@ -40,6 +40,13 @@ class ProtocolViolation(TransportError):
     """The server is up but breaks the protocol badly enough that it cannot be used."""
 
 
+class BadPage(ProtocolViolation):
+    """A page of a list that breaks the protocol (no list, a cursor given twice, pages
+    without end, too many values to read). Connecting, it is a violation as any other:
+    there is no list yet. Fetched again, what the server listed before stays
+    (``answer_wait.LIST_FAILURES``)."""
+
+
 class Incompatible(TransportError):
     """The server speaks no protocol version mcpd does."""
 

@@ -12,7 +12,7 @@ from protocol import surface
 from protocol.visible import quote
 
 from ..registry.limits import LISTED_TWICE, ListTrim, Trimmed, label
-from .handshake import ProtocolViolation
+from .handshake import BadPage
 from .taking_apart import too_complex
 from .upstream import Upstream
 
@@ -39,11 +39,11 @@ async def list_all(
         raw = await up.request(method, params)
         many = too_complex(up.alias, raw, f"a {method} page", f"list its {trim.what}")
         if many is not None:
-            raise ProtocolViolation(many)
+            raise BadPage(many)
         try:
             page = rpc.decode_as(raw, surface.ListPage)
         except rpc.InvalidParams as exc:
-            raise ProtocolViolation(f"{up.alias}: bad {method} result: {exc}") from None
+            raise BadPage(f"{up.alias}: bad {method} result: {exc}") from None
         items = {
             "prompts": page.prompts,
             "resources": page.resources,
@@ -78,10 +78,10 @@ async def list_all(
         if not isinstance(nxt, str) or trim.full:
             return out, trim.done()
         if nxt in seen:
-            raise ProtocolViolation(f"{up.alias}: {method} cursor {quote(nxt)} repeated")
+            raise BadPage(f"{up.alias}: {method} cursor {quote(nxt)} repeated")
         seen.add(nxt)
         cursor = nxt
-    raise ProtocolViolation(f"{up.alias}: {method} did not end after {up.max_pages} pages")
+    raise BadPage(f"{up.alias}: {method} did not end after {up.max_pages} pages")
 
 
 def _key(item: surface.Prompt | surface.Resource | surface.ResourceTemplate) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import msgspec
@@ -32,7 +32,7 @@ from transports.errors import ServerCancelled, TransportError
 
 from ..registry.catalog import Catalog
 from ..registry.limits import Trimmed
-from .answer_wait import AnswerWait
+from .answer_wait import LIST_FAILURES, AnswerWait
 from .list_pages import list_all
 from .taking_apart import AT_ONCE_PARTS
 from .tool_list import ToolListKeeper
@@ -42,6 +42,7 @@ logger = logging.getLogger("mcpd.server")
 
 Updated = Callable[[str, str], None]  # (alias, the server's URI)
 TaskNews = Callable[[str, msgspec.Raw], None]  # (alias, the notification's params)
+Fetch = Callable[[Upstream], Awaitable[None]]
 _RELISTEN_CAP: Final = 60.0
 # A list the server says changed is fetched again no sooner than this after its last
 # fetch ended: a server announcing a change after every fetch cannot keep mcpd busy
@@ -168,6 +169,19 @@ class PromptResourceKeeper:
         if catalog.resources.update(self.alias, resources, templates):
             self._changed()
 
+    async def _fetch_again(self, up: Upstream, fetch: Fetch, method: str, *kinds: str) -> None:
+        """A list fetched again (with ``fetch``, by ``method``, of ``kinds``): one the
+        server fails to give keeps the list fetched before, with what was left out of
+        it (``answer_wait.LIST_FAILURES``)."""
+        kept = {kind: self.trimmed[kind] for kind in kinds if kind in self.trimmed}
+        try:
+            await fetch(up)
+        except LIST_FAILURES as exc:
+            self.trimmed |= kept
+            self._answers.failed(method, exc, _KEPT)
+        else:
+            self._answers.listed(method)
+
     def _prompts_now(self) -> bool:
         return self.prompts_due and trio.current_time() >= self._prompts_after
 
@@ -193,9 +207,10 @@ class PromptResourceKeeper:
     async def tend(self, up: Upstream) -> None:
         """From the server's own task: whatever is due now."""
         if self._prompts_now():
-            await self._fetch_prompts(up)
+            await self._fetch_again(up, self._fetch_prompts, "prompts/list", "prompts")
         if self._resources_now():
-            await self._fetch_resources(up)
+            kinds = ("resources", "resource_templates")
+            await self._fetch_again(up, self._fetch_resources, "resources/list", *kinds)
         if self._sync_now():
             if up.era == "legacy":
                 await self._sync_legacy(up)

@@ -345,9 +345,9 @@ class ServerParts(CallHost):
         row["pid"] = up.transport.pid if up is not None else None
         # Read more slowly than it sends (transports.pace), its list fetched less
         # often than it announces changes (tool_list), or a list asked for again and
-        # not answered in time (answer_wait), and why.
+        # not answered in time, or failing (answer_wait), and why.
         held = up.transport.held_back if up is not None else None
-        held = held or self.tool_list.held_back or (self.answers.late if up else None)
+        held = held or self.tool_list.held_back or (self.answers.trouble if up else None)
         row["held_back"] = (
             None if held is None else {"reason": held.reason, "since": iso(held.since)}
         )

@@ -34,7 +34,7 @@ from protocol.pacing import HeldBack
 from protocol.visible import quote
 from transports.errors import ServerCancelled, TransportError
 
-from .answer_wait import AnswerWait, RanOut
+from .answer_wait import LIST_FAILURES, AnswerWait, RanOut
 from .tool_pages import ListResult
 from .upstream import Upstream
 
@@ -160,6 +160,15 @@ class ToolListKeeper:
             # counted from now, asks again, no sooner than a fetch that ended now.
             self._listed_at = trio.current_time()
             raise
+        except LIST_FAILURES as exc:
+            # Likewise, the server going on; and what reading the pages it did send
+            # cost holds the next fetch back as a list's cost does.
+            self._listed_at = trio.current_time()
+            self._cost = up.list_cost.seconds
+            self._next_fetch = self._listed_at + next_fetch_after(self._cost)
+            self._answers.failed("tools/list", exc, _KEPT)
+            return
+        self._answers.listed("tools/list")
         self.listed(listing)
         cost = listing.cost
         if not listing.unchanged:

@@ -10,6 +10,8 @@ would otherwise decode and compare them all, with both copies in memory.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import msgspec
 from msgspec import Raw
@@ -23,7 +25,7 @@ from ..config.model import ListLimits
 from ..policy.guard import SecretGuard
 from ..registry.limits import LISTED_TWICE, ListTrim, Trimmed, shown
 from . import handshake, toolshape
-from .handshake import ProtocolViolation
+from .handshake import BadPage
 from .taking_apart import too_complex
 
 
@@ -41,6 +43,36 @@ class ListResult(msgspec.Struct):
     short: bool = False  # the list was longer than its limits: only its first part is here
     # Seconds of mcpd's thread fetching it took (``Upstream.list_tools``).
     cost: float = 0.0
+
+
+class FetchCost:
+    """What one fetch of a list cost mcpd so far, in seconds of the thread every server
+    and agent shares: the work done on its pages (``working``), what the server's own
+    thread took to take them apart (``taken``) and what the transport took to read
+    them (``read``), counted from ``begin``, whether the fetch ends in a list or not."""
+
+    def __init__(
+        self, clock: Callable[[], float], read: Callable[[], float], taken: Callable[[], float]
+    ) -> None:
+        self._clock, self._read, self._taken = clock, read, taken
+        self._worked = self._read_before = self._taken_before = 0.0
+
+    def begin(self) -> None:
+        self._worked = 0.0
+        self._read_before, self._taken_before = self._read(), self._taken()
+
+    @contextmanager
+    def working(self) -> Iterator[None]:
+        began = self._clock()
+        try:
+            yield
+        finally:
+            self._worked += self._clock() - began
+
+    @property
+    def seconds(self) -> float:
+        read = self._read() - self._read_before
+        return self._worked + self._taken() - self._taken_before + read
 
 
 class Listed(msgspec.Struct, frozen=True):
@@ -74,15 +106,15 @@ class ToolPages:
 
     def feed(self, raw: Raw) -> bool:
         """Take one page's result; whether there is another to ask for (at ``cursor``).
-        Raises ProtocolViolation for a page that is no list, a cursor given twice, or a
+        Raises BadPage for a page that is no list, a cursor given twice, or a
         list still going at ``max_pages``, or too many values to read."""
         many = too_complex(self.alias, raw, "a tools/list page", "list its tools")
         if many is not None:
-            raise ProtocolViolation(many)
+            raise BadPage(many)
         try:
             page = rpc.decode_as(raw, mcp.ListToolsPage)
         except rpc.InvalidParams as exc:
-            raise ProtocolViolation(f"{self.alias}: bad tools/list result: {exc}") from None
+            raise BadPage(f"{self.alias}: bad tools/list result: {exc}") from None
         trim = self._trim
         if self._pages == 0:
             self._ttl, self.ttl_wrong = mcp.ttl_of(page.ttlMs)
@@ -106,11 +138,9 @@ class ToolPages:
             self._digest.update(trim.signature())
             return False
         if nxt in self._seen:
-            raise ProtocolViolation(f"{self.alias}: tools/list cursor {quote(nxt)} repeated")
+            raise BadPage(f"{self.alias}: tools/list cursor {quote(nxt)} repeated")
         if self._pages >= self.max_pages:
-            raise ProtocolViolation(
-                f"{self.alias}: tools/list did not end after {self.max_pages} pages"
-            )
+            raise BadPage(f"{self.alias}: tools/list did not end after {self.max_pages} pages")
         self._seen.add(nxt)
         self.cursor = nxt
         return True

@@ -40,7 +40,7 @@ from .callmeta import CallMeta
 from .calls import Call, SessionMark
 from .handshake import NO_CAPABILITIES, Greeting, Handshake, request_meta
 from .taking_apart import ReplyWork
-from .tool_pages import Listed, ListResult, ToolPages
+from .tool_pages import FetchCost, Listed, ListResult, ToolPages
 
 logger = logging.getLogger("mcpd.upstream")
 
@@ -64,13 +64,16 @@ class Upstream:
         """``work_clock`` measures what listing tools cost; ``answered`` hears of each
         answer to a request other than a call (a result, or the server's error)."""
         self.alias = alias
-        self._work_clock = work_clock
         # Every result and error of a request, and the instructions, pass it.
         self.guard = guard or SecretGuard(KnownSecrets())
         # Where a result that must be taken apart is (its server's: ``taking_apart``).
         self.replies = replies or ReplyWork(alias, self.guard, work_clock)
         self._answered = answered
         self.transport = transport
+        # What the last tools/list cost (``list_tools``), fetched whole or not.
+        self.list_cost = FetchCost(
+            work_clock, lambda: self.transport.read_work, lambda: self.replies.worked
+        )
         self.http = http
         self.max_pages = max_pages
         self.limits = limits
@@ -205,16 +208,14 @@ class Upstream:
         transport took to take apart what the server sent meanwhile), searched for
         secrets, taken apart where that is due (``ReplyWork.worked``, in the server's
         thread too) and decoded, and the list compared with the last and checked."""
-        clock, replies = self._work_clock, self.replies
-        read_before, taken_before = self.transport.read_work, replies.worked
+        cost = self.list_cost
+        cost.begin()
         pages = ToolPages(self.alias, self.limits, self.max_pages, self.guard)
-        worked = 0.0
         while True:
             raw = await self._answer("tools/list", self._list_params(pages.cursor))
             page = await self._guarded("tools/list", raw)
-            began = clock()
-            more = pages.feed(page)
-            worked += clock() - began
+            with cost.working():
+                more = pages.feed(page)
             if self.server_info is None:
                 self.server_info = pages.server_info
             if not more:
@@ -229,15 +230,13 @@ class Upstream:
                     pages.ttl_wrong,
                     extra=log_extra(self.alias),
                 )
-        began = clock()
-        result, self._listed = pages.result(
-            self._listed, self.meta.param_paths if self.http else None
-        )
-        if self.era == "legacy" and not result.unchanged:
-            self.task_tools = task_tools.task_tools(result.tools, self.capabilities.tool_tasks)
-        worked += clock() - began
-        taken = replies.worked - taken_before
-        result.cost = worked + taken + self.transport.read_work - read_before
+        with cost.working():
+            result, self._listed = pages.result(
+                self._listed, self.meta.param_paths if self.http else None
+            )
+            if self.era == "legacy" and not result.unchanged:
+                self.task_tools = task_tools.task_tools(result.tools, self.capabilities.tool_tasks)
+        result.cost = cost.seconds
         return result
 
     def _list_params(self, cursor: str | None) -> Params:

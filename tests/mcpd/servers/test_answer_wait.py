@@ -18,6 +18,7 @@ import trio.testing
 
 from mcpd.cli.status_view import render_status
 from mcpd.servers.answer_wait import AnswerWait, RanOut
+from mcpd.servers.handshake import BadPage
 from protocol import jsonrpc as rpc
 from tests.support.agent import Agent, connect, make_config, running
 from tests.support.pins_daemon import heard
@@ -71,6 +72,46 @@ async def test_a_refusal_is_an_answer_and_each_method_is_late_on_its_own(
     assert late is not None and late.reason.startswith("resources/list")
     wait.reset()
     assert wait.late is None
+
+
+async def test_a_failing_list_is_said_once_a_minute_with_how_often_and_shown_until_listed(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    wait = AnswerWait("s", lambda: 2.0)
+    began = trio.current_time()
+    with caplog.at_level(logging.INFO, logger="mcpd.server"):
+        for _ in range(3):  # failing every other time, once a second
+            wait.failed("tools/list", rpc.RPCError(-32603, "busy"), "kept")
+            await trio.sleep(1)
+            wait.listed("tools/list")
+            assert wait.trouble is None
+            await trio.sleep(1)
+        wait.failed("prompts/list", BadPage("s: bad prompts/list result: no"), "kept")
+        await trio.sleep(60)
+        wait.failed("tools/list", rpc.RPCError(-32603, "down"), "kept")
+        await trio.sleep(5)
+        wait.failed("tools/list", rpc.RPCError(-32603, "still down"), "kept")
+    trouble = wait.trouble
+    assert trouble is not None and trouble.since == began + 6
+    assert trouble.reason == "prompts/list failed: bad prompts/list result: no; kept"
+    wait.listed("prompts/list")
+    trouble = wait.trouble
+    assert trouble is not None and trouble.since == began + 66
+    assert trouble.reason == 'tools/list failed: the error "still down"; kept'
+    said = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert said == [
+        ("WARNING", 's: tools/list failed: the error "busy"; kept'),
+        ("INFO", "s: tools/list succeeded again"),
+        ("WARNING", "s: prompts/list failed: bad prompts/list result: no; kept"),
+        (
+            "WARNING",
+            "s: tools/list failed (failed 3 times since this was last said): the "
+            'error "down"; kept',
+        ),
+    ]
+    assert caplog.records[0].mcpd_event == "list_failed"
+    wait.reset()
+    assert wait.trouble is None
 
 
 # -- through a running daemon --

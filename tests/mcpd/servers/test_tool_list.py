@@ -20,8 +20,9 @@ from msgspec import Raw
 
 from mcpd.cli.status_view import render_status
 from mcpd.servers.answer_wait import AnswerWait, RanOut
+from mcpd.servers.handshake import BadPage
 from mcpd.servers.tool_list import PAUSE_PER_COST, ToolListKeeper, next_fetch_after
-from mcpd.servers.tool_pages import ListResult
+from mcpd.servers.tool_pages import FetchCost, ListResult
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
 from protocol import mcp
@@ -36,13 +37,15 @@ ACK = "notifications/subscriptions/acknowledged"
 
 class Lister:
     """An upstream answering tools/list with ``result`` (or raising ``error``, or never
-    answering while ``hang``)."""
+    answering while ``hang``); ``spent`` is what each fetch costs mcpd."""
 
     def __init__(self) -> None:
         self.result = ListResult([mcp.Tool(name="a")], 0, [], None)
         self.error: Exception | None = None
         self.hang = False
         self.fetches = 0
+        self.spent = 0.0
+        self.list_cost = FetchCost(lambda: 0.0, lambda: self.spent, lambda: 0.0)
 
     async def list_tools(self) -> ListResult:
         self.fetches += 1
@@ -241,12 +244,39 @@ async def test_a_failed_fetch_keeps_the_list_and_leaves_the_next_listing_to_ask_
     await trio.sleep(5)
     lister.error = rpc.RPCError(-32603, "internal")
     k.keeper.request()
-    with pytest.raises(rpc.RPCError):
-        await k.keeper.refetch(up(lister))
+    await k.keeper.refetch(up(lister))
     assert k.installed == [["a"]]
     assert not k.keeper.due
     k.keeper.maybe_refresh()
+    assert not k.keeper.due  # asked for just now
+    await trio.sleep(1)
+    k.keeper.maybe_refresh()
     assert k.keeper.due
+
+
+async def test_what_a_failed_fetch_cost_holds_the_next_fetch_back_as_a_whole_ones_does(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    answers = AnswerWait("srv")
+    k = Keeper(answers)
+    lister = Lister()
+    lister.error = BadPage("srv: tools/list did not end after 1000 pages")
+    lister.spent = 2.0
+    began = trio.current_time()
+    with caplog.at_level(logging.INFO, logger="mcpd.server"):
+        await k.keeper.refetch(up(lister))
+        trouble = answers.trouble
+        assert trouble is not None and trouble.reason.startswith(
+            "tools/list failed: tools/list did not end after 1000 pages; the tools it listed"
+        )
+        lister.error = None
+        k.keeper.request()
+        await k.keeper.refetch(up(lister))
+    assert trio.current_time() - began == 2.0 * PAUSE_PER_COST
+    assert k.installed == [["a"]] and answers.trouble is None
+    said = [r.getMessage() for r in caplog.records]
+    assert said[0].startswith("srv: tools/list failed: tools/list did not end after 1000 pages;")
+    assert said[-1] == "srv: tools/list succeeded again"
 
 
 async def test_other_notifications_change_nothing() -> None:
