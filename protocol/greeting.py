@@ -20,7 +20,7 @@ from .mcp import Implementation, ResultMeta
 from .surface import TASKS_EXTENSION
 
 # The most bytes of ``supportedVersions`` read: a list of version strings takes far
-# fewer; a longer one lists none a client can pick.
+# fewer; a longer one lists none a client can pick (``versions_unread`` says why).
 VERSIONS_BYTES: Final = 4096
 
 
@@ -142,6 +142,17 @@ def supported_versions(raw: Raw | UnsetType) -> list[str]:
         return _versions.decode(raw)
     except msgspec.ValidationError:
         return []
+
+
+def versions_unread(raw: Raw | UnsetType) -> str | None:
+    """Why a discover result's ``supportedVersions`` was not read for the versions it
+    lists, in words that name its size (None: it was, or there is none)."""
+    if isinstance(raw, UnsetType) or len(raw) <= VERSIONS_BYTES:
+        return None
+    return (
+        f"its supportedVersions is {len(raw):,} bytes long, more than the "
+        f"{VERSIONS_BYTES:,} mcpd reads: which versions it speaks is not known"
+    )
 
 
 def server_info(meta: ResultMeta | UnsetType) -> dict[str, str] | None:

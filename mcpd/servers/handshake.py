@@ -142,12 +142,14 @@ class Handshake:
         self.probe_timed_out = False
         if self.era_pref != "legacy":
             version = mcp.LATEST_MODERN
+            unread: str | None = None  # why the versions a discover result lists went unread
             for _ in range(2):  # at most one retry, with a version from -32022's list
                 outcome = await self._probe(version)
                 if isinstance(outcome, greeting.Discovered):
                     chosen = _pick_modern(greeting.supported_versions(outcome.supportedVersions))
                     if chosen is not None:
                         return self._discovered(outcome, chosen)
+                    unread = greeting.versions_unread(outcome.supportedVersions)
                     break  # a discover result that lists no modern version: legacy
                 if outcome is None:
                     break
@@ -160,7 +162,17 @@ class Handshake:
                         f"{self.alias}: no answer to server/discover within "
                         f"{self.probe_timeout:g} s (the daemon's probe_timeout)"
                     )
+                if unread is not None:
+                    # Whether it speaks the version is not known: not that it does not.
+                    raise Incompatible(f"{self.alias}: server/discover: {unread}")
                 raise Incompatible(f"{self.alias}: does not speak protocol {mcp.LATEST_MODERN}")
+            if unread is not None:
+                logger.warning(
+                    "%s: server/discover: %s; trying the legacy handshake",
+                    self.alias,
+                    unread,
+                    extra=log_extra(self.alias, reason=unread),
+                )
         return await self.initialize(client_capabilities)
 
     async def _probe(self, version: str) -> greeting.Discovered | str | None:

@@ -21,6 +21,7 @@ from protocol.greeting import (
     server_capabilities,
     server_info,
     supported_versions,
+    versions_unread,
 )
 from protocol.surface import TASKS_EXTENSION
 
@@ -169,3 +170,13 @@ def test_a_list_of_versions_is_read_only_when_it_is_short_and_of_strings() -> No
         assert supported_versions(discovered({"supportedVersions": wrong}).supportedVersions) == []
     many = ["2026-07-28"] * VERSIONS_BYTES
     assert supported_versions(discovered({"supportedVersions": many}).supportedVersions) == []
+
+
+def test_a_list_of_versions_too_long_to_read_says_its_size_and_the_most_read() -> None:
+    many = discovered({"supportedVersions": ["2026-07-28"] * VERSIONS_BYTES})
+    assert versions_unread(many.supportedVersions) == (
+        f"its supportedVersions is {len(many.supportedVersions):,} bytes long, more than "
+        "the 4,096 mcpd reads: which versions it speaks is not known"
+    )
+    for read in ({"supportedVersions": ["2026-07-28"]}, {"supportedVersions": [1]}, {}):
+        assert versions_unread(discovered(read).supportedVersions) is None
