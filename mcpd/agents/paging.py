@@ -10,11 +10,16 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from protocol import jsonrpc as rpc
+from protocol.visible import quote
 
 T = TypeVar("T")
+
+# A cursor mcpd makes is a few dozen characters: a longer one is none of its own, and
+# is neither decoded nor quoted whole in the error that says so.
+_CURSOR_CHARS: Final = 64
 
 
 def encode_cursor(offset: int) -> str:
@@ -22,15 +27,21 @@ def encode_cursor(offset: int) -> str:
 
 
 def decode_cursor(cursor: str, total: int) -> int:
+    if len(cursor) > _CURSOR_CHARS:
+        raise _invalid(cursor)
     try:
         text = base64.urlsafe_b64decode(cursor.encode()).decode()
         tag, _, num = text.partition(":")
         offset = int(num)
     except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise rpc.RPCError(rpc.INVALID_PARAMS, f"Invalid cursor {cursor!r}") from None
+        raise _invalid(cursor) from None
     if tag != "mcpd" or not 0 <= offset <= total:
-        raise rpc.RPCError(rpc.INVALID_PARAMS, f"Invalid cursor {cursor!r}")
+        raise _invalid(cursor)
     return offset
+
+
+def _invalid(cursor: str) -> rpc.RPCError:
+    return rpc.RPCError(rpc.INVALID_PARAMS, f"Invalid cursor {quote(cursor, _CURSOR_CHARS)}")
 
 
 def page(items: Sequence[T], cursor: object, size: int) -> tuple[Sequence[T], str | None]:

@@ -1,14 +1,20 @@
 """Paged lists for agents: opaque cursors, each page after the last, and a cursor an agent
-made up (or kept past a shorter list) refused as invalid params, naming the cursor."""
+made up (or kept past a shorter list) refused as invalid params, naming the cursor (the
+start of it, for one longer than any mcpd makes)."""
 
 from __future__ import annotations
 
 import base64
+import json
+from pathlib import Path
 
 import pytest
+import trio
 
 from mcpd.agents.paging import decode_cursor, encode_cursor, page
 from protocol import jsonrpc as rpc
+from protocol.visible import quote
+from tests.support.agent import connect, make_config, running
 
 ITEMS = list(range(7))
 
@@ -61,7 +67,25 @@ def test_a_cursor_mcpd_did_not_make_is_invalid_params(cursor: str) -> None:
     with pytest.raises(rpc.RPCError) as info:
         decode_cursor(cursor, len(ITEMS))
     assert info.value.code == rpc.INVALID_PARAMS
-    assert info.value.message == f"Invalid cursor {cursor!r}"
+    assert info.value.message == f"Invalid cursor {quote(cursor, 64)}"
+
+
+@pytest.mark.parametrize("method", ["tools/list", "prompts/list", "resources/list"])
+async def test_a_long_cursor_is_refused_quoting_its_start_not_all_of_it(
+    tmp_path: Path, method: str
+) -> None:
+    cursor = "A" * 2_000_000
+    with trio.fail_after(60):
+        async with (
+            running(make_config(tmp_path, {})) as daemon,
+            connect(daemon.socket_path) as agent,
+        ):
+            await agent.initialize()
+            reply = await agent.rpc_text(method, {"cursor": cursor})
+    error = json.loads(reply)["error"]
+    assert error["code"] == rpc.INVALID_PARAMS
+    assert error["message"] == f'Invalid cursor "{"A" * 64}" (and {2_000_000 - 64} more characters)'
+    assert len(reply) < 300
 
 
 def test_a_cursor_is_opaque_and_round_trips() -> None:
