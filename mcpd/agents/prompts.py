@@ -94,7 +94,7 @@ def list_prompts(
     page_size: int,
     sees: Sees = everything,
 ) -> PromptsPage:
-    prompts, after = page(servers.prompt_listing(sees), params.cursor, page_size)
+    prompts, after = page(servers.prompt_listing(sees), params.cursor, page_size, bytes)
     modern = ctx is not None and ctx.era == "modern"
     return PromptsPage(
         prompts=list(prompts),

@@ -90,7 +90,7 @@ def list_resources(
     sight: Sight | None = None,
 ) -> ResourcesPage:
     items = servers.template_listing(sight) if templates else servers.resource_listing(sight)
-    chunk, after = page(items, params.cursor, page_size)
+    chunk, after = page(items, params.cursor, page_size, bytes)
     modern = ctx is not None and ctx.era == "modern"
     out = ResourcesPage(
         nextCursor=UNSET if after is None else after,

@@ -8,6 +8,7 @@ from msgspec import UNSET
 from protocol import mcp
 from protocol.server import RequestContext
 
+from ..registry.table import Listed, listed_name
 from .backend import Servers
 from .paging import page
 
@@ -16,7 +17,7 @@ def list_tools(
     servers: Servers, params: mcp.ListToolsParams, ctx: RequestContext | None, page_size: int
 ) -> mcp.ListToolsResult:
     servers.refresh()
-    tools, after = page(servers.listing(), params.cursor, page_size)
+    tools, after = page(servers.listing(), params.cursor, page_size, _name)
     modern = ctx is not None and ctx.era == "modern"
     return mcp.ListToolsResult(
         tools=list(tools),
@@ -25,3 +26,8 @@ def list_tools(
         cacheScope="private" if modern else UNSET,
         meta={"mcpd/servers": servers.states()},
     )
+
+
+def _name(item: Listed) -> bytes:
+    # A tool's name stands for it: a tool changed in place keeps its place in the list.
+    return listed_name(item).encode()

@@ -14,7 +14,7 @@ from msgspec import Raw
 from mcpd.agents.allowance import Allowance
 from mcpd.agents.askback_driver import AgentSide, AskBackDriver
 from mcpd.agents.callrecords import Seen
-from mcpd.agents.paging import encode_cursor
+from mcpd.agents.paging import encode_cursor, list_digest
 from mcpd.agents.prompts import (
     OUTAGE,
     complete,
@@ -84,7 +84,8 @@ def test_prompts_are_listed_in_pages_and_a_cursor_past_the_list_is_refused() -> 
     assert [msgspec.json.decode(p)["name"] for p in rest.prompts] == ["mcp__notes__c"]
     assert rest.nextCursor is msgspec.UNSET
     with pytest.raises(rpc.RPCError) as refused:
-        list_prompts(servers, surface.ListParams(cursor=encode_cursor(4)), None, 2)
+        past = encode_cursor(4, list_digest([bytes(p) for p in servers.prompt_listing()]))
+        list_prompts(servers, surface.ListParams(cursor=past), None, 2)
     assert refused.value.code == rpc.INVALID_PARAMS
 
 
