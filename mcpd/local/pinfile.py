@@ -38,7 +38,7 @@ import trio
 from protocol.logfields import log_extra
 
 from ..registry.judged import HeldKind, Pending, held_reason
-from ..registry.pinned import Found, Pins, Wanted
+from ..registry.pinned import Found, Pins, Unwritten, Wanted, definitions
 from ..registry.pins import BadPins
 from ..registry.review import Review
 from . import pinrecords, pinwriter
@@ -72,6 +72,8 @@ class PinKeeper:
         self._paced = Paced()
         self._writing = trio.Lock()
         self._sections: Sections | None = None  # where each server's part is in the file
+        # What the write under way takes to the file: read from here until it is there.
+        self._in_flight = Unwritten()
         self._last_error: str | None = None
         self._in_place = False  # a damaged file not moved aside yet: not to be written over
         review.on_pinned = self.changed
@@ -135,7 +137,7 @@ class PinKeeper:
                 self._failed("cannot move the unreadable pins aside from", exc)
                 return False
             servers = {alias: s.copy() for alias, s in self.review.pins.servers.items()}
-            unwritten = self.review.unwritten.take()
+            unwritten = self._in_flight = self.review.unwritten.take()
             try:
                 self._sections = await trio.to_thread.run_sync(
                     pinwriter.write, self.path, servers, unwritten, self._sections
@@ -145,6 +147,8 @@ class PinKeeper:
                 self._paced.failed()
                 self._failed("cannot save the pins to", exc)
                 return False
+            finally:
+                self._in_flight = Unwritten()
         self._paced.done(self._sections.file[1])
         self._last_error = None
         return True
@@ -162,7 +166,11 @@ class PinKeeper:
 
     def stored(self, wanted: list[Wanted]) -> Found:
         """The definitions of these pins that the file holds, read now (a held item is
-        shown as approved from the moment it is held): from their servers' parts."""
+        shown as approved from the moment it is held): from their servers' parts, or
+        from what a write under way takes there."""
+        return definitions(self.review.pins, self._in_flight, self._from_file, wanted)
+
+    def _from_file(self, wanted: list[Wanted]) -> Found:
         try:
             return pinrecords.definitions(self.path, self._sections, wanted)
         except (OSError, BadPins) as exc:
