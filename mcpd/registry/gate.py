@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
-from typing import Final
+from typing import Final, Literal
 
 from protocol import mcp, surface
 
@@ -125,13 +125,18 @@ class Gate:
         gives none has nothing pinned or held of them."""
         if text is None:
             self._instructions.pop(alias, None)
-            self.review.list_state(alias, "instructions").keep_only(set())
+            self.withdrawn(alias, "instructions")
             return None
         item = self._instructions.get(alias)
         if item is None or item.instructions != text:
             item = self._instructions[alias] = Instructions(text)
         shown = self._judge(alias, "instructions", {INSTRUCTIONS: item}).shown
         return shown[INSTRUCTIONS].instructions or None
+
+    def withdrawn(self, alias: str, kind: Kind | Literal["resource"]) -> None:
+        """The server no longer offers anything of ``kind``: nothing of it waits or is
+        found any more. Its pins stay, as those of items a list no longer has do."""
+        self.review.list_state(alias, kind).keep_only(set())
 
     def _judge(
         self, alias: str, kind: Kind, items: Mapping[str, T], renames: Renames | None = None

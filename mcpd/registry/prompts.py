@@ -123,6 +123,14 @@ class PromptTable:
         self._rebuild()
         return True
 
+    def withdraw(self, alias: str) -> bool:
+        """The server no longer offers prompts: none of its prompts is listed, waits
+        for approval or can be got; whether the table had it."""
+        if alias not in self._servers:
+            return False
+        self.gate.withdrawn(alias, "prompt")
+        return self.remove(alias)
+
     def rename(self, naming: NamingConfig) -> None:
         self.naming = naming
         self._rebuild()

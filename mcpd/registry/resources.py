@@ -141,6 +141,15 @@ class ResourceTable:
         self._changed()
         return True
 
+    def withdraw(self, alias: str) -> bool:
+        """The server no longer offers resources: none of its resources or templates is
+        listed, waits for approval or routes a URI to it; whether the table had it."""
+        if alias not in self._servers:
+            return False
+        self.gate.withdrawn(alias, "resource")
+        self.gate.withdrawn(alias, "template")
+        return self.remove(alias)
+
     def set_availability(self, alias: str, available: bool, marker: str | None = None) -> bool:
         server = self._servers.get(alias)
         if server is None or (server.available, server.marker) == (available, marker):

@@ -126,6 +126,9 @@ class PromptResourceKeeper:
         self.prompts_due = False
         self.trimmed.pop("prompts", None)
         if not up.capabilities.prompts:
+            # Offered no more (said when asked again, or at a restart): listed no more.
+            if self.catalog.prompts.withdraw(self.alias):
+                self._changed()
             return
         try:
             with self._answers.bounded("prompts/list", _KEPT):
@@ -142,6 +145,8 @@ class PromptResourceKeeper:
         self.trimmed.pop("resources", None)
         self.trimmed.pop("resource_templates", None)
         if not up.capabilities.resources:
+            if self.catalog.resources.withdraw(self.alias):
+                self._changed()
             return
         try:
             await self._list_resources(up, self.catalog)

@@ -3,14 +3,16 @@ changes what it says its tools, prompts and templates are, after it was approved
 
     python changing_server.py DEFINITIONS.json LOG [--era both|legacy|modern]
 
-``DEFINITIONS.json`` is read again for every list: ``{"tools": [...], "prompts":
-[...], "resources": [...], "resourceTemplates": [...], "instructions": "..."}``; a tool
-given as a string is JSON text listed as it is written (a key given twice and all).
-Calling its tool ``relist`` (always listed as it is) makes it announce that all three
-lists changed: unsolicited to a legacy client, on the open ``subscriptions/listen`` to
-a modern one. Each call, get, read, completion and subscription it answers is
-appended to ``LOG`` (``tools/call NAME``), so a test can tell what reached it. Plain
-stdlib, so it starts fast.
+``DEFINITIONS.json`` is read again for every list and greeting: ``{"tools": [...],
+"prompts": [...], "resources": [...], "resourceTemplates": [...], "instructions":
+"...", "capabilities": {...}, "serverInfo": {...}}`` (the last two: what it declares
+instead of every list, and its name and version, in either era); a tool given as a
+string is JSON text listed as it is written (a key given twice and all). Calling its
+tool ``relist`` (always listed as it is) makes it announce that all three lists
+changed: unsolicited to a legacy client, on the open ``subscriptions/listen`` to a
+modern one (of the three, those that listen asked about). Each call, get, read,
+completion and subscription it answers is appended to ``LOG`` (``tools/call NAME``),
+so a test can tell what reached it. Plain stdlib, so it starts fast.
 
 With ``--control FIFO`` it lists a tool ``hold`` too, whose calls it answers only when
 a test writes ``answer`` into the FIFO; ``announce`` written there meanwhile makes it
@@ -42,7 +44,7 @@ era = sys.argv[sys.argv.index("--era") + 1] if "--era" in sys.argv else "both"
 control = sys.argv[sys.argv.index("--control") + 1] if "--control" in sys.argv else None
 HOLD = {"name": "hold", "description": "Answer when told.", "inputSchema": {"type": "object"}}
 lock = threading.Lock()
-state: dict[str, Any] = {"era": None, "listen": None}
+state: dict[str, Any] = {"era": None, "listen": None, "asked": {}}
 
 
 def write(msg: dict[str, Any]) -> None:
@@ -92,11 +94,12 @@ def logged(line: str) -> None:
 
 
 def announce() -> None:
-    methods = [f"notifications/{kind}/list_changed" for kind in ("tools", "prompts", "resources")]
+    """Each list's change: on a modern listen, only the lists it asked about."""
     listen = state["listen"]
-    for method in methods:
+    for kind in ("tools", "prompts", "resources"):
+        method = f"notifications/{kind}/list_changed"
         if state["era"] == "modern":
-            if listen is None:
+            if listen is None or f"{kind}ListChanged" not in state["asked"]:
                 continue
             params = {"_meta": {"io.modelcontextprotocol/subscriptionId": listen}}
             write({"jsonrpc": "2.0", "method": method, "params": params})
@@ -128,24 +131,27 @@ def handle(msg: dict[str, Any]) -> None:
             error(rid, -32601, "Method not found")
             return
         state["era"] = "modern"
-        said = definitions().get("instructions")
-        body = {"supportedVersions": [MODERN], "capabilities": CAPABILITIES, "ttlMs": 0}
-        if said is not None:
-            body["instructions"] = said
+        given = definitions()
+        capabilities = given.get("capabilities", CAPABILITIES)
+        body = {"supportedVersions": [MODERN], "capabilities": capabilities, "ttlMs": 0}
+        if given.get("instructions") is not None:
+            body["instructions"] = given["instructions"]
+        if "serverInfo" in given:
+            body["_meta"] = {"io.modelcontextprotocol/serverInfo": given["serverInfo"]}
         result(rid, body)
     elif method == "initialize":
         if era == "modern":
             error(rid, -32022, "modern only", {"supported": [MODERN]})
             return
         state["era"] = "legacy"
+        given = definitions()
         body = {
             "protocolVersion": "2025-11-25",
-            "capabilities": CAPABILITIES,
-            "serverInfo": {"name": "changing", "version": "1"},
+            "capabilities": given.get("capabilities", CAPABILITIES),
+            "serverInfo": given.get("serverInfo", {"name": "changing", "version": "1"}),
         }
-        said = definitions().get("instructions")
-        if said is not None:
-            body["instructions"] = said
+        if given.get("instructions") is not None:
+            body["instructions"] = given["instructions"]
         result(rid, body)
     elif method == "tools/list":
         list_tools(rid)
@@ -183,6 +189,7 @@ def handle(msg: dict[str, Any]) -> None:
     elif method == "subscriptions/listen":
         state["listen"] = rid
         honoured = {k: True for k, v in (params.get("notifications") or {}).items() if v is True}
+        state["asked"] = honoured
         write(
             {
                 "jsonrpc": "2.0",

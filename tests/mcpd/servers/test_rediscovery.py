@@ -1,0 +1,76 @@
+"""A 2026-07-28 server's ``server/discover`` answer asked for again once its ttl
+passed, through a running daemon whose clock runs at real speed but for one leap past
+the floor (trio's MockClock): what the new answer declares is what agents are shown.
+A capability it no longer declares takes that kind's items away (agents are told, and
+a withdrawn item is as unknown as one never listed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import trio
+import trio.testing
+
+from mcpd.servers import rediscovery
+from tests.support.agent import Agent, connect, running
+from tests.support.pins_daemon import FIRST, Changing, config, relist
+
+URI = "tickets://inbox"
+RESOURCE = {"uri": URI, "name": "inbox"}
+PROMPTS_CHANGED = "notifications/prompts/list_changed"
+RESOURCES_CHANGED = "notifications/resources/list_changed"
+TOOLS_ONLY = {"tools": {"listChanged": True}}
+# The clock leaps past the floor once in each test, the test's own deadline with it.
+LEAP = rediscovery.FLOOR + 1
+
+
+def listed(definitions: dict[str, Any], capabilities: dict[str, Any]) -> dict[str, Any]:
+    return {**definitions, "resources": [RESOURCE], "capabilities": capabilities}
+
+
+async def asked_again(
+    clock: trio.testing.MockClock, agent: Agent, methods: tuple[str, ...]
+) -> None:
+    """Past the floor, the server announces its lists changed: the next list is
+    fetched under its discover answer asked for again. Until agents hear ``methods``."""
+    clock.jump(LEAP)
+    await relist(agent, agent, methods)
+
+
+async def error_of(agent: Agent, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    reply = await agent.rpc(method, params)
+    assert "error" in reply, reply
+    error: dict[str, Any] = reply["error"]
+    return error
+
+
+async def test_a_capability_no_longer_declared_takes_its_items_from_agents(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.rate = 1
+    server = Changing(tmp_path, era="modern")
+    everything = {"tools": {"listChanged": True}, "prompts": {}, "resources": {}}
+    server.write(listed(FIRST, everything))
+    cfg = config(tmp_path, {"tickets": server.config()})
+    with trio.fail_after(LEAP + 60):
+        async with running(cfg) as daemon, connect(daemon.socket_path, modern=False) as agent:
+            await agent.initialize()  # told of list changes unasked
+            [prompt] = (await agent.result("prompts/list"))["prompts"]
+            [resource] = (await agent.result("resources/list"))["resources"]
+            assert resource["uri"] == URI
+            assert (await agent.result("resources/templates/list"))["resourceTemplates"]
+            # It still lists them all if asked: what it declares is what counts.
+            server.write(listed(FIRST, TOOLS_ONLY))
+            await asked_again(mock_clock, agent, (PROMPTS_CHANGED, RESOURCES_CHANGED))
+            assert (await agent.result("prompts/list"))["prompts"] == []
+            assert (await agent.result("resources/list"))["resources"] == []
+            assert (await agent.result("resources/templates/list"))["resourceTemplates"] == []
+            name = prompt["name"]
+            unknown = await error_of(agent, "prompts/get", {"name": name + "_nonesuch"})
+            withdrawn = await error_of(agent, "prompts/get", {"name": name})
+            assert withdrawn == {**unknown, "message": unknown["message"].replace("_nonesuch", "")}
+            nowhere = await error_of(agent, "resources/read", {"uri": "nowhere://x"})
+            read = await error_of(agent, "resources/read", {"uri": URI})
+            assert read == {**nowhere, "data": {"uri": URI}}
+    assert not [line for line in server.reached() if not line.startswith("tools/call")]
