@@ -187,6 +187,13 @@ class PromptResourceKeeper:
         else:
             self._answers.listed(method)
 
+    def capabilities_changed(self) -> None:
+        """The server declares other capabilities than it did (``rediscovery``): each
+        list is fetched again under them, and the listen asks for what they offer."""
+        self.prompts_due = self.resources_due = True
+        self._relisten.set()
+        self._wake()
+
     def _prompts_now(self) -> bool:
         return self.prompts_due and trio.current_time() >= self._prompts_after
 
@@ -306,17 +313,6 @@ class PromptResourceKeeper:
         return up is not None and up.capabilities.subscribe
 
     # -- the modern subscription --
-
-    def wants_listen(self, up: Upstream) -> bool:
-        """Whether the server could ever tell us something on a listen (the listen
-        waits while there is nothing to ask for yet)."""
-        return (
-            up.lists_changes
-            or up.capabilities.prompts_changed
-            or up.capabilities.resources_changed
-            or up.capabilities.subscribe
-            or up.capabilities.tasks
-        )
 
     def _filter(self, up: Upstream) -> dict[str, Any]:
         wanted: dict[str, Any] = {}

@@ -161,7 +161,10 @@ class Session:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._watch, transport.closed)
                 nursery.start_soon(self._health.judge)
-                if up.era == "modern" and self._prompt_resources.wants_listen(up):
+                if up.era == "modern":
+                    # Whatever it declares now: it may declare a list's changes later
+                    # (``rediscovery``), and the listen asks nothing until there is
+                    # something to ask for.
                     nursery.start_soon(self._prompt_resources.listen, up, self._tool_list)
                 # What the server pushes outside of any request: a legacy HTTP session's
                 # stream (list_changed, pings, logs). The other transports return at once.
@@ -192,7 +195,7 @@ class Session:
                 changed = await self._rediscovery.renew(up)
             if changed:
                 self._tool_list.due = True
-                lists.prompts_due = lists.resources_due = True
+                lists.capabilities_changed()
         if self._tool_list.due:
             await self._tool_list.refetch(up)
         await self._prompt_resources.tend(up)

@@ -547,12 +547,24 @@ async def test_a_modern_server_is_not_sent_legacy_subscribes() -> None:
 # -- the modern listen --
 
 
-def test_the_listen_is_wanted_only_when_the_server_could_tell_something() -> None:
+async def test_the_listen_asks_nothing_until_the_server_declares_what_it_can_tell(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     k = Keeper()
-    assert not k.keeper.wants_listen(as_up(ScriptedUp({"prompts": {}, "resources": {}})))
-    assert not k.keeper.wants_listen(as_up(ScriptedUp({"prompts": {"listChanged": "yes"}})))
-    assert k.keeper.wants_listen(as_up(ScriptedUp({"resources": {"subscribe": True}})))
-    assert k.keeper.wants_listen(as_up(ScriptedUp({"tools": {"listChanged": True}})))
+    up = ScriptedUp({"prompts": {}, "resources": {"listChanged": "yes"}}, era="modern")
+    lists = ToolListKeeper("srv", lambda: None, lambda: True, lambda tools: None)
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(k.keeper.listen, as_up(up), lists)
+            await trio.testing.wait_all_tasks_blocked()
+            assert up.listens == []
+            # Asked for its discover answer again, it declares its prompts' changes.
+            up.capabilities = msgspec.structs.replace(up.capabilities, prompts_changed=True)
+            k.keeper.capabilities_changed()
+            await up.listening.wait()
+            assert up.listens == [{"promptsListChanged": True}]
+            assert k.keeper.prompts_due and k.keeper.resources_due
+            nursery.cancel_scope.cancel()
 
 
 async def test_the_listen_follows_the_subscribed_uris_and_relistens_when_ended(

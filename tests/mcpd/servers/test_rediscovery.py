@@ -2,7 +2,8 @@
 passed, through a running daemon whose clock runs at real speed but for one leap past
 the floor (trio's MockClock): what the new answer declares is what agents are shown.
 A capability it no longer declares takes that kind's items away (agents are told, and
-a withdrawn item is as unknown as one never listed)."""
+a withdrawn item is as unknown as one never listed); one it declares now is listed and
+listened to."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import trio.testing
 
 from mcpd.servers import rediscovery
 from tests.support.agent import Agent, connect, running
-from tests.support.pins_daemon import FIRST, Changing, config, relist
+from tests.support.pins_daemon import FIRST, Changing, config, heard, relist
 
 URI = "tickets://inbox"
 RESOURCE = {"uri": URI, "name": "inbox"}
@@ -74,3 +75,31 @@ async def test_a_capability_no_longer_declared_takes_its_items_from_agents(
             read = await error_of(agent, "resources/read", {"uri": URI})
             assert read == {**nowhere, "data": {"uri": URI}}
     assert not [line for line in server.reached() if not line.startswith("tools/call")]
+
+
+async def test_a_capability_declared_anew_is_listed_and_its_changes_heard(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.rate = 1
+    server = Changing(tmp_path, era="modern")
+    # At first it can tell of no change: there is nothing to listen for.
+    server.write(listed(FIRST, {"tools": {}}))
+    cfg = config(tmp_path, {"tickets": server.config()})
+    with trio.fail_after(LEAP + 60):
+        async with running(cfg) as daemon, connect(daemon.socket_path, modern=False) as agent:
+            await agent.initialize()  # told of list changes unasked
+            assert (await agent.result("resources/list"))["resources"] == []
+            lists = {"tools": {}, "resources": {"listChanged": True}}
+            server.write(listed(FIRST, lists))
+            mock_clock.jump(LEAP)
+            since = len(agent.notifications)
+            await agent.tools()  # a stale list: fetched again, under the answer asked again
+            await heard(agent, since, (RESOURCES_CHANGED,))
+            [resource] = (await agent.result("resources/list"))["resources"]
+            assert resource["uri"] == URI
+            # Its list's changes are listened for from now on.
+            more = {**RESOURCE, "uri": URI + "/2", "name": "outbox"}
+            server.write({**listed(FIRST, lists), "resources": [RESOURCE, more]})
+            await relist(agent, agent, (RESOURCES_CHANGED,))
+            uris = [r["uri"] for r in (await agent.result("resources/list"))["resources"]]
+            assert uris == [URI, URI + "/2"]
