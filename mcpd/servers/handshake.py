@@ -25,8 +25,10 @@ from transports.base import Transport
 from transports.errors import HttpRPCError, TransportError, UnexpectedReply
 
 from .. import __version__
+from ..config.model import Limit
 from ..policy.guard import SecretGuard
 from ..registry.clean import clean_text
+from ..registry.limits import limited_instructions
 
 logger = logging.getLogger("mcpd.upstream")
 
@@ -88,6 +90,16 @@ def guarded(info: Identity | None, guard: SecretGuard, alias: str) -> Identity |
     raw = Raw(msgspec.json.encode(info))
     masked = guard.raw(alias, raw, "its name")
     return info if masked is raw else msgspec.json.decode(masked, type=Identity)
+
+
+def kept_instructions(
+    alias: str, text: str | None, guard: SecretGuard, limit: Limit
+) -> tuple[str | None, str]:
+    """The server's instructions as mcpd keeps them, guarded as its text is and cut to
+    ``limit``, and what was cut ("" if nothing)."""
+    if text is not None:
+        text = guard.text(alias, text, "its instructions")
+    return limited_instructions(alias, text, limit)
 
 
 def _one_line(text: str) -> str:

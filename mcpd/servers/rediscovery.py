@@ -11,8 +11,11 @@ With the floor, a server costs one more round trip a minute at most, and a chang
 its capabilities is acted on within a minute of the next list that is fetched.
 
 Changed capabilities are adopted in the session: every list is fetched again under
-them. A server that no longer speaks the version the session began with ends the
-session, so the next one greets it afresh.
+them (a kind of list no longer offered is no longer listed), and the subscription asks
+for what they offer. Changed instructions are judged against their pin as they are
+when the server is started again (held until approved, by default), and what the
+server says it is replaces what ``mcpd status`` showed. A server that no longer speaks
+the version the session began with ends the session, so the next one greets it afresh.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from protocol.logfields import log_extra
 from protocol.visible import quote
 from transports.errors import MalformedReply, TransportError
 
-from .handshake import NO_CAPABILITIES, request_meta
+from ..registry.gate import Gate
+from .handshake import NO_CAPABILITIES, guarded, identity, kept_instructions, request_meta
 from .upstream import Upstream
 
 logger = logging.getLogger("mcpd.server")
@@ -40,8 +44,10 @@ FLOOR: Final = 60.0  # seconds; see the module's docstring
 class Rediscovery:
     """When the connected server's discover answer goes stale, and asking again."""
 
-    def __init__(self, alias: str) -> None:
+    def __init__(self, alias: str, gate: Gate) -> None:
+        """``gate``: where the server's instructions are judged against their pin."""
         self.alias = alias
+        self._gate = gate
         self._stale_at = math.inf  # no session yet: nothing to ask again
 
     def connected(self, up: Upstream) -> None:
@@ -59,8 +65,8 @@ class Rediscovery:
 
     async def renew(self, up: Upstream) -> bool:
         """Ask ``up`` for its discover answer again and adopt it; whether its
-        capabilities changed. An answer mcpd cannot read keeps the capabilities it
-        had; one that no longer lists the session's version ends the session
+        capabilities changed. An answer mcpd cannot read keeps what the server said
+        before; one that no longer lists the session's version ends the session
         (TransportError)."""
         params = mcp.MetaOnlyParams(meta=request_meta(up.version, NO_CAPABILITIES))
         try:
@@ -84,6 +90,7 @@ class Rediscovery:
         ttl, _ = mcp.ttl_of(found.ttlMs)
         up.discover_ttl_ms = ttl
         self._fresh_for(ttl)
+        self._heard(up, found)
         now = greeting.server_capabilities(found.capabilities)
         if now == up.capabilities:
             return False
@@ -95,3 +102,20 @@ class Rediscovery:
         )
         up.capabilities = now
         return True
+
+    def _heard(self, up: Upstream, found: greeting.Discovered) -> None:
+        """What the server says of itself now: for ``mcpd status`` (kept when it says
+        nothing, as a tools/list page may have said it), and for models."""
+        info = identity(greeting.server_info(found.meta))
+        if info is not None:
+            up.server_info = guarded(info, up.guard, self.alias)
+        said = found.instructions if isinstance(found.instructions, str) else None
+        if said == up.instructions_given:
+            return  # judged already, and a cut said once
+        up.instructions_given = said
+        up.instructions, up.instructions_cut = kept_instructions(
+            self.alias, said, up.guard, up.limits.instructions_bytes
+        )
+        # Judged now, as at a restart: a change is held (by default), said in the
+        # journal and shown waiting, before any agent asks for the instructions.
+        self._gate.instructions(self.alias, up.instructions)

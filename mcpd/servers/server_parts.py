@@ -165,6 +165,7 @@ class ServerParts(CallHost):
             auth=self.auth,
             replies=self.replies,
             answers=self.answers,
+            gate=registry.gate,
         )
 
     def _modern_version(self) -> str | None:

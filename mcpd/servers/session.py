@@ -21,6 +21,7 @@ from transports.base import Transport
 from transports.errors import TransportError, single_exceptions
 
 from ..config.model import DaemonConfig, ListLimits
+from ..registry.gate import Gate
 from .answer_wait import AnswerWait, RanOut
 from .backoff import RestartPolicy
 from .events import LifecycleJournal
@@ -68,12 +69,13 @@ class Session:
         auth: ServerAuth | None,
         replies: ReplyWork,
         answers: AnswerWait,
+        gate: Gate,
     ) -> None:
         """``answers``: what bounds the keepers' requests once the server is served,
-        the same one they were built with."""
+        the same one they were built with; ``gate``: the one its lists pass."""
         self.alias = alias
         self._answers = answers
-        self._rediscovery = Rediscovery(alias)
+        self._rediscovery = Rediscovery(alias, gate)
         self._replies = replies
         self.era_hint = era
         self._relay = relay

@@ -33,7 +33,7 @@ from transports.errors import (
 from ..config.model import ListLimits
 from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets
-from ..registry.limits import DEFAULT_LIMITS, limited_instructions
+from ..registry.limits import DEFAULT_LIMITS
 from . import handshake, task_tools
 from .askback import ASKING
 from .callmeta import CallMeta
@@ -81,6 +81,7 @@ class Upstream:
         self.version = ""
         self.capabilities = ServerCapabilities()
         self.instructions: str | None = None
+        self.instructions_given: str | None = None  # as the server wrote them
         self.instructions_cut = ""  # what the limit cut of them, if it did
         self.server_info: handshake.Identity | None = None
         self.discover_ttl_ms = 0
@@ -118,11 +119,9 @@ class Upstream:
         self.era, self.version = greeting.era, greeting.version
         self.meta.adopt(greeting.era, greeting.version)
         self.capabilities = greeting.capabilities
-        instructions = greeting.instructions
-        if instructions is not None:
-            instructions = self.guard.text(self.alias, instructions, "its instructions")
-        self.instructions, self.instructions_cut = limited_instructions(
-            self.alias, instructions, self.limits.instructions_bytes
+        self.instructions_given = greeting.instructions
+        self.instructions, self.instructions_cut = handshake.kept_instructions(
+            self.alias, greeting.instructions, self.guard, self.limits.instructions_bytes
         )
         self.server_info = handshake.guarded(greeting.server_info, self.guard, self.alias)
         if greeting.discover_ttl_ms is not None:
