@@ -17,6 +17,8 @@ from .mcp import Meta
 
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 TASK: Final = "task"  # the resultType the tasks extension adds
+# The statuses of a task that has ended: nothing more comes of it.
+TASK_ENDED: Final = frozenset({"completed", "failed", "cancelled"})
 # Requests a server may send a legacy client, and the client capability each needs.
 ASK_METHODS: Final = {
     "elicitation/create": "elicitation",
@@ -128,6 +130,7 @@ class ResultHead(msgspec.Struct):
     taskId: Any = UNSET
     inputRequests: dict[str, Any] | UnsetType | None = UNSET
     requestState: Raw | UnsetType = UNSET
+    ttlMs: Raw | UnsetType = UNSET  # a task's, as written: ``mcp.ttl_of``
 
     @property
     def kind(self) -> str:

@@ -123,6 +123,7 @@ class TaskWatches:
                 del watch.tasks[task_id]
                 self._let_go(task_id, task)
                 continue
+            self._tasks.heard(task, data.get("status"))
             news = dict(data, taskId=task_id)
             if "result" in data:
                 caps = watch.capabilities

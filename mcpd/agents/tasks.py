@@ -176,7 +176,11 @@ class Tasks:
         if old is not None:
             self._count -= 1
             self._bytes -= old.size
+            _let_go(old)
         mine[key] = Task(alias, server_id, session, size, sent)
+        if session is not None:
+            ttl_ms, _ = mcp.ttl_of(head.ttlMs)
+            session.holds.made(server_id, ttl_ms / 1000)
         self._count += 1
         self._bytes += size
         while self._count > MAX_TASKS or self._bytes > MAX_TASK_BYTES:
@@ -191,6 +195,7 @@ class Tasks:
         most = max(self._tasks, key=lambda owner: len(self._tasks[owner]))
         held = self._tasks[most]
         _, task = held.popitem(last=False)
+        _let_go(task)
         self._count -= 1
         self._bytes -= task.size
         if not held:
@@ -202,6 +207,8 @@ class Tasks:
         if held is not None:
             self._count -= len(held)
             self._bytes -= sum(task.size for task in held.values())
+            for task in held.values():
+                _let_go(task)
 
     def owned(self, task_id: str, owner: object) -> str | None:
         """The server of ``owner``'s task ``task_id`` (the agent's id), or None."""
@@ -239,10 +246,18 @@ class Tasks:
         else:
             return None
         task.reachable = False
+        _let_go(task)
         task.ended = mcp.text_result(
             text, is_error=True, meta={"mcpd/task": {"server": alias, "ended": why}}
         )
         return task.ended
+
+    def heard(self, task: Task, status: object) -> None:
+        """Its server said ``task`` is in ``status`` now (None: it said no status)."""
+        if status in surface.TASK_ENDED:
+            _let_go(task)
+        elif task.session is not None:
+            task.session.holds.runs(task.server_id)
 
     def sent_under(self, task_id: str, owner: object) -> Sent | None:
         """What ``owner``'s task ``task_id`` went to its server under (None: an unknown
@@ -262,6 +277,7 @@ class Tasks:
         task = self.find(task_id, owner)
         if task is not None:
             task.ended = refusal
+            _let_go(task)
         return ended_task(task_id, refusal)
 
     def reach(
@@ -319,6 +335,10 @@ class Tasks:
         decoded = msgspec.json.decode(raw)
         if not isinstance(decoded, dict):
             return raw
+        if method == "tasks/cancel":
+            _let_go(task)  # its agent gave it up: no one waits for its result
+        else:
+            self.heard(task, decoded.get("status"))
         if "taskId" in decoded:
             decoded["taskId"] = params.taskId
         if method == "tasks/get" and "result" in decoded:
@@ -342,6 +362,12 @@ class Tasks:
             own.resultType = mcp.COMPLETE
             return own
         return shaped
+
+
+def _let_go(task: Task) -> None:
+    """``task`` holds its server up no more: it ended, or no agent can read it."""
+    if task.session is not None:
+        task.session.holds.ended(task.server_id)
 
 
 def ended_task(task_id: str, refusal: mcp.CallToolResult) -> dict[str, Any]:

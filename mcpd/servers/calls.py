@@ -34,6 +34,7 @@ from .outage import Outage
 from .progress import ProgressRoutes, ProgressSink
 from .stats import LatencyStats
 from .taking_apart import ReplyWork
+from .task_holds import TaskHolds
 
 # A call's one outcome: the server's raw result, why it could not be reached, the
 # server's JSON-RPC error, or a result of mcpd's own (an unknown tool, a search).
@@ -104,9 +105,13 @@ class SessionMark:
     """One session of mcpd's with a server, from its connection to its end (a process
     killed, a reload's restart, a connection lost): what was made in it, such as a
     task, is bound to it, as a server that starts again may give the same ids anew.
-    Compared by identity, and small, so that whatever outlives the session can keep it."""
+    Compared by identity, and small, so that whatever outlives the session can keep it.
+    ``holds``: its tasks still running, which keep a lazy server from being idle."""
 
-    __slots__ = ()
+    __slots__ = ("holds",)
+
+    def __init__(self) -> None:
+        self.holds = TaskHolds()
 
 
 class Caller(Protocol):

@@ -2,10 +2,11 @@
 
 Its tools are known without it running: from the state file of an earlier run, or
 from one discovery at startup (start, list, stop). The first call starts it; after
-``idle_stop`` seconds without calls it is stopped again. Both are invisible to agents
-except for the latency of a start: while idle or starting on demand its tools stay
-listed as available, and a call waits for the server instead of failing. A start that
-fails is an outage like any other, with backoff and the tools marked unavailable.
+``idle_stop`` seconds without calls, and with no task of an agent's running on it
+(``task_holds``), it is stopped again. Both are invisible to agents except for the
+latency of a start: while idle or starting on demand its tools stay listed as
+available, and a call waits for the server instead of failing. A start that fails is
+an outage like any other, with backoff and the tools marked unavailable.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..registry.catalog import Catalog
 from .calls import Uses
 from .queue_bytes import QueueBytes
 from .runner import Runner
+from .task_holds import TaskHolds
 from .transport_factory import TransportFactory, open_transport
 from .upstream import Upstream
 
@@ -108,19 +110,21 @@ class LazyRunner(Runner, Uses):
         with single_exceptions():
             async with trio.open_nursery() as nursery:
                 serving = trio.CancelScope()
-                nursery.start_soon(self._stop_when_idle, serving)
+                up.mark.holds.on_end = self._touch
+                nursery.start_soon(self._stop_when_idle, serving, up.mark.holds)
                 with serving:
                     await super()._serve(up, transport)
                 nursery.cancel_scope.cancel()
         # The serve loop ends only by raising, or by the idle stop cancelling it.
         self._stopped_idle = True
 
-    async def _stop_when_idle(self, serving: trio.CancelScope) -> None:
+    async def _stop_when_idle(self, serving: trio.CancelScope, holds: TaskHolds) -> None:
         while True:
             if self._users:
                 deadline = math.inf
             else:
-                deadline = self._last_use + self.idle_stop
+                # A task running there holds it too: stopping it would end the task.
+                deadline = max(self._last_use + self.idle_stop, holds.until(self.idle_stop))
                 if trio.current_time() >= deadline:
                     break
             self._touched = trio.Event()

@@ -183,6 +183,7 @@ class ServerParts(CallHost):
         # a reload): a server started again may give its ids to new tasks.
         ended, self._upstream = self._upstream, up
         if ended is not None and ended is not up:
+            ended.mark.holds.clear()
             self.prompt_resources.session_ended()
             if self.on_session_end is not None:
                 self.on_session_end(self.alias, ended.mark)
