@@ -112,7 +112,7 @@ class AgentServer(ProfileMethods, Dispatcher):
         self.profiles = Profiles(servers)
         self.profiles.configure({}, NamingConfig(), control.settings.max_tools)
         self._queued = QueuedCalls(control.call_gate, self.profiles)
-        self.sockets = ProfileSockets(self._handle)
+        self.sockets = ProfileSockets(self._handle, self._sessions_on)
         self.door = Door(
             lambda: control.settings,
             self.sockets.allowed,
@@ -201,6 +201,11 @@ class AgentServer(ProfileMethods, Dispatcher):
         of a removed profile get the grace a removed server's calls get to finish."""
         grace = self.control.settings.call_timeout
         await self.sockets.apply(self.profiles.configs(), grace=grace)
+
+    def _sessions_on(self, profile: str) -> Callable[[], int]:
+        """What ends the HTTP sessions opened on ``profile``'s socket until now (none
+        where no HTTP client came)."""
+        return (lambda: 0) if self._http is None else self._http.mcp.opened_on(profile)
 
     async def _endpoint_connection(self, stream: trio.SocketStream, gate: Gate) -> None:
         await self.http.connection(stream, None, gate=gate)

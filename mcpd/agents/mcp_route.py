@@ -15,7 +15,7 @@ profile's and the TCP endpoint, and an id that another user, another listener or
 of mcpd's servers brings names no session there. Either way a POST becomes an
 ``Exchange``, whose messages before its answer turn the response into an event stream.
 On a profile's socket that a reload removes, what is in flight ends as ``http_leave``
-says.
+says, and the sessions opened there end once its connections are closed.
 
 It is apart from ``httpapi`` (the connection and the routing; ``http_pages``, the
 read-only pages) because only this part has sessions, requests in flight and the
@@ -185,6 +185,28 @@ class McpRoute:
         if legacy is None or legacy.opened_by != OpenedBy.of(caller):
             return None
         return legacy
+
+    def opened_on(self, profile: str) -> Callable[[], int]:
+        """What ends the sessions opened on ``profile``'s own socket now, as a DELETE
+        would, once a reload removed the profile and its connections are closed; it
+        says how many were still open. Those opened later (the profile added back) are
+        not among them."""
+        opened = [
+            sid
+            for sid, legacy in self.sessions.items()
+            if legacy.opened_by.fixed == profile and not legacy.opened_by.endpoint
+        ]
+
+        def end() -> int:
+            ended = 0
+            for sid in opened:
+                legacy = self.sessions.pop(sid, None)  # None: its client ended it since
+                if legacy is not None:
+                    self._end(legacy)
+                    ended += 1
+            return ended
+
+        return end
 
     def _to_end(self, newcomer: int | None) -> str:
         held = Counter(holder_of(legacy.identity) for legacy in self.sessions.values())

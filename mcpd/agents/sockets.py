@@ -7,7 +7,8 @@ sockets of new profiles, closes those of removed ones and rebinds a changed one.
 the listener goes with the place it listened on: the connections it accepted are the
 profile's, kept while the profile is (moved, its mode changed, or its socket dropped)
 and ended when a reload removes it, each once what it has in flight is answered
-(``Leave``), so no agent is left waiting for a reply that never comes.
+(``Leave``), so no agent is left waiting for a reply that never comes; the HTTP
+sessions opened on it end with them.
 
 A reload's new places are bound (``claim``) before it starts any server, for the same
 reason as at start-up (``mcpd.listening``): a server started first could bind them
@@ -36,6 +37,8 @@ from .unix_socket import SocketFile, Staged, UnixBound, bind_unix, stage_unix
 logger = logging.getLogger("mcpd.api")
 
 Handler = Callable[[trio.SocketStream, str, "Leave"], Awaitable[None]]
+# What ends the HTTP sessions opened on a profile's socket until now, saying how many.
+SessionsOn = Callable[[str], Callable[[], int]]
 
 
 class Leave:
@@ -71,8 +74,9 @@ class _Bound(msgspec.Struct):
 
 
 class ProfileSockets:
-    def __init__(self, handle: Handler) -> None:
+    def __init__(self, handle: Handler, sessions_on: SessionsOn) -> None:
         self._handle = handle
+        self._sessions_on = sessions_on
         self._bound: dict[str, _Bound] = {}
         self._nursery: trio.Nursery | None = None
         self._claimed: dict[str, UnixBound | Staged] = {}  # for the reload under way
@@ -264,19 +268,25 @@ class ProfileSockets:
         logger.info("profile %s: listening on %s", name, path, extra=log_extra(None))
 
     async def _end(self, name: str, accepted: set[Leave], grace: float) -> None:
-        """End the connections of the profile ``name`` a reload removed, and say how
-        many there were once they are all closed."""
+        """End the connections of the profile ``name`` a reload removed, then the HTTP
+        sessions opened on its socket (which outlive a connection, and would be found
+        again were the profile added back), and say how many there were."""
         leaving = list(accepted)
+        end_sessions = self._sessions_on(name)
         reason = f"the profile {name!r} was removed by a reload"
         for leave in leaving:
             leave.ask(reason, grace)
         for leave in leaving:
             await leave.done.wait()
-        if leaving:
+        # Only now: a request in flight in a session is given its grace first.
+        ended = end_sessions()
+        if leaving or ended:
             logger.info(
-                "profile %s: %d connection(s) on its socket closed: %s",
+                "profile %s: %d connection(s) on its socket closed, %d HTTP session(s) "
+                "opened on it ended: %s",
                 name,
                 len(leaving),
+                ended,
                 reason,
                 extra=log_extra(None, "reload", reason),
             )

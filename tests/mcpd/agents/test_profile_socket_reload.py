@@ -136,8 +136,8 @@ async def test_a_removed_profile_answers_what_its_agents_have_in_flight_then_clo
         reply = await held_across(tmp_path, {"socket": sock}, None, refused_meanwhile, closed)
     assert reply["result"]["content"] == [{"type": "text", "text": "called hold"}]
     assert (
-        "profile dev: 1 connection(s) on its socket closed: the profile 'dev' was removed "
-        "by a reload" in caplog.text
+        "profile dev: 1 connection(s) on its socket closed, 0 HTTP session(s) opened on "
+        "it ended: the profile 'dev' was removed by a reload" in caplog.text
     )
 
 

@@ -137,8 +137,8 @@ async def test_a_removed_profile_answers_the_http_call_in_flight_then_closes(
             assert reply["result"]["content"] == [{"type": "text", "text": "called hold"}]
             await closed(calling)
     assert (
-        "profile dev: 3 connection(s) on its socket closed: the profile 'dev' was removed "
-        "by a reload" in caplog.text
+        "profile dev: 3 connection(s) on its socket closed, 0 HTTP session(s) opened on "
+        "it ended: the profile 'dev' was removed by a reload" in caplog.text
     )
 
 
@@ -244,3 +244,47 @@ async def test_a_removed_profiles_http_call_not_answered_in_its_grace_is_told_wh
                 "not answered in the 0.5 s it was given",
             }
             await closed(calling)
+
+
+class Said(logging.Handler):
+    """Sets ``event`` once a record holding ``text`` is logged."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+        self.event = trio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage():
+            self.event.set()
+
+
+async def test_a_removed_profile_ends_the_sessions_opened_on_its_socket(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    sock = str(tmp_path / "dev.sock")
+    server = Changing(tmp_path)
+    path = write_config(tmp_path, server, sock)
+    said = Said(
+        "profile dev: 1 connection(s) on its socket closed, 1 HTTP session(s) opened on it "
+        "ended: the profile 'dev' was removed by a reload"
+    )
+    logging.getLogger("mcpd.api").addHandler(said)
+    try:
+        with trio.fail_after(LIMIT), caplog.at_level(logging.INFO, "mcpd.api"):
+            async with running(load(path), str(path)) as daemon:
+                sid = await open_session(daemon, unix=sock)
+                async with Client.open(daemon, unix=sock) as stream:
+                    assert (await stream.start("GET", stream_headers(sid)))[0] == 200
+                    write_config(tmp_path, server, None)
+                    await daemon.reload()
+                    await said.event.wait()  # once its connections are closed
+                # The profile back as it was, at the same place: the old session is gone.
+                write_config(tmp_path, server, sock)
+                await daemon.reload()
+                async with Client.open(daemon, unix=sock) as again:
+                    status, _, reply = await answer(again, "POST", session_headers(sid), call(8))
+                assert status == 404
+                assert reply["error"]["message"] == "Session not found"
+    finally:
+        logging.getLogger("mcpd.api").removeHandler(said)

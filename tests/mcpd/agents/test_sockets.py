@@ -66,7 +66,7 @@ def profile(
 async def serving(
     profiles: Mapping[str, ProfileConfig], served: Served | None = None
 ) -> AsyncIterator[ProfileSockets]:
-    sockets = ProfileSockets(served or Served())
+    sockets = ProfileSockets(served or Served(), lambda profile: lambda: 0)
     with trio.fail_after(TIMEOUT):
         async with trio.open_nursery() as nursery:
             await nursery.start(sockets.run, profiles)
