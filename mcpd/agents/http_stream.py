@@ -124,7 +124,7 @@ async def serve_stream(
     wire: Wire, news: SessionNews, allowed: Callable[[], bool], ends: trio.Event | None = None
 ) -> None:
     """Write ``news`` as an event stream until the session ends, the client hangs up or
-    stops reading, ``allowed`` (asked at each keep-alive) says no, or ``ends`` is set
+    stops reading, ``allowed`` (asked before each write) says no, or ``ends`` is set
     (its connection is to close); the caller made sure no other stream reads it."""
     response = Response(wire)
     news.streaming = True
@@ -168,20 +168,23 @@ async def _pump(response: Response, news: SessionNews, allowed: Callable[[], boo
         message: bytes | None = None
         with trio.move_on_after(KEEPALIVE) as idle:
             message = await news.next()
-        if idle.cancelled_caught:
-            if not allowed():
-                logger.info(
-                    "%s: its event stream ends, its credentials no longer pass",
-                    news.label,
-                    extra=log_extra(None),
-                )
-                return
-            with trio.fail_after(WRITE_TIMEOUT):
-                await response.comment(b"keep-alive")
-            continue
-        if message is None:
+        if message is None and not idle.cancelled_caught:
+            return  # the session ended
+        # Before each write, not only at a keep-alive: a stream that news keeps busy
+        # would otherwise outlive its credentials for as long as the news comes.
+        if not allowed():
+            if message is not None:
+                news.put_back(message)
+            logger.info(
+                "%s: its event stream ends, its credentials no longer pass",
+                news.label,
+                extra=log_extra(None),
+            )
             return
         with trio.fail_after(WRITE_TIMEOUT):
-            await response.event(message)
-        if wire.broken:
+            if message is None:
+                await response.comment(b"keep-alive")
+            else:
+                await response.event(message)
+        if wire.broken and message is not None:
             news.put_back(message)

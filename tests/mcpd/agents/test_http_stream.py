@@ -196,6 +196,27 @@ async def test_a_rotated_token_ends_an_open_stream(
             assert sid in daemon.api.http.sessions  # the session itself stays
 
 
+async def test_a_rotated_token_ends_a_stream_that_news_keeps_busy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No keep-alive comes in the test's time: only the news is written.
+    monkeypatch.setattr(mcpd.agents.http_stream, "KEEPALIVE", LIMIT * 10)
+    alpha = toml_server("--tools", "1")
+    with trio.fail_after(LIMIT):
+        async with daemon_with(tmp_path, alpha=alpha) as daemon:
+            sid = await open_session(daemon)
+            async with Client.open(daemon) as stream:
+                assert (await stream.start("GET", stream_headers(sid)))[0] == 200
+                changed = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+                await reload_with(daemon, alpha=alpha, beta=toml_server())
+                assert await stream.message() == changed
+                write_token(str(tmp_path / "state" / "token"))
+                await reload_with(daemon, alpha=alpha)
+                # The news is not written with the old token: the stream ends first.
+                assert await stream.message() is None
+            assert sid in daemon.api.http.sessions
+
+
 async def test_a_client_that_stops_reading_loses_its_stream_and_no_one_else_waits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
