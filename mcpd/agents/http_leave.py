@@ -3,11 +3,13 @@ ends it (``sockets.Leave``), the way a line connection ends (``ending``).
 
 The request it is answering then is given the grace a line connection's are, and once
 that is over it is answered with why not; a ``subscriptions/listen`` or an event stream
-it carries ends at once, with its last word. Answers from then on say the connection
-closes, and it does once the request is answered; a request read after the reload is
-refused with 503 and why (a notification or an answer to a server still goes through);
-a connection waiting for its next request, none of which has come, closes at once, as
-a line connection with nothing in flight does.
+it carries ends at once, with its last word. A request the client sent behind it, before
+the reload or since, is refused with 503 and why (a notification or an answer to a
+server still goes through), as is one still arriving, until the grace is over. The
+answer with nothing more of the client's read behind it says the connection closes, and
+it does once that answer is written: a client told so knows that whatever it sent later
+was not read. A connection waiting for its next request, none of which has come, closes
+at once, as a line connection with nothing in flight does.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from .http_wire import Reject, Wire
 from .sockets import Leave
 
 _REFUSED: Final = 503
-_CLOSE: Final = (b"connection", b"close")
 _encode: Final = msgspec.json.Encoder().encode
 
 
@@ -48,13 +49,16 @@ async def serve_until_left(
 
 async def _close_when_asked(leave: Leave, wire: Wire) -> None:
     await leave.asked.wait()
-    wire.closing = True
+    wire.leaving = True
     conn = wire.conn
     if conn.our_state is h11.IDLE and conn.their_state is h11.IDLE and not conn.trailing_data[0]:
         leave.scope.cancel()  # waiting for a request, none of it come: nothing in flight
+    # A client that keeps sending is refused for the grace, not kept on past it.
+    await trio.sleep_until(leave.deadline)
+    wire.closing = True
 
 
-def refusal(leave: Leave | None, request: h11.Request, body: bytes) -> Reject | None:
+def refusal(leave: Leave | None, wire: Wire, request: h11.Request, body: bytes) -> Reject | None:
     """The answer to a request read once its connection is ending (None: it is not, or
     the request is served all the same): for MCP, a JSON-RPC error of the request's id,
     as a line agent is told. As on a line connection, a notification (a cancellation)
@@ -62,9 +66,10 @@ def refusal(leave: Leave | None, request: h11.Request, body: bytes) -> Reject | 
     may wait for it."""
     if leave is None or not leave.asked.is_set():
         return None
+    wire.leaving = True  # were it not yet: its answer says whether the connection closes
     message = refused_while_ending(leave.reason)
     if request.target.partition(b"?")[0] != b"/mcp":
-        return Reject(_REFUSED, _encode({"error": message}), [_CLOSE])
+        return Reject(_REFUSED, _encode({"error": message}))
     try:
         sent = rpc.decode_message(body) if request.method == b"POST" else None
     except rpc.DecodeFailure:
@@ -72,7 +77,7 @@ def refusal(leave: Leave | None, request: h11.Request, body: bytes) -> Reject | 
     if sent is not None and not isinstance(sent, rpc.Request):
         return None
     rid = None if sent is None else sent.id
-    return Reject(_REFUSED, rpc.encode_error(rid, -32000, message), [_CLOSE])
+    return Reject(_REFUSED, rpc.encode_error(rid, -32000, message))
 
 
 class Grace:

@@ -73,6 +73,9 @@ class Wire:
         self.broken = False
         # The connection ends with the answer being written: the answer says so.
         self.closing = False
+        # The connection ends once what the client already sent is answered: the answer
+        # with nothing of another request behind it says so, and is the last.
+        self.leaving = False
         # The length of the body the request just read says it has (None: chunked).
         self._declared: int | None = None
         # The headers every answer to a request carries, told by its head (on the TCP
@@ -147,6 +150,10 @@ class Wire:
                 hold(len(event.data))
             pieces.append(event.data)
 
+    def pipelined(self) -> bool:
+        """Whether some of another request was read behind the one being answered."""
+        return bool(self.conn.trailing_data[0])
+
     async def wait_gone(self) -> None:
         """Return once the client hangs up; keep whatever it pipelines meanwhile, up to
         ``READ_AHEAD``: past that nothing more is read until this request is answered,
@@ -180,11 +187,14 @@ class Wire:
         for event in events:
             if self._carried and isinstance(event, h11.Response):
                 event = _with(event, self._carried)
-            if self.closing and isinstance(event, h11.Response):
+            if isinstance(event, h11.Response) and self._last():
                 event = _closing(event)
             data = self.conn.send(event)
             if data:
                 await self.stream.send_all(data)
+
+    def _last(self) -> bool:
+        return self.closing or (self.leaving and not self.pipelined())
 
 
 def _closing(response: h11.Response) -> h11.Response:

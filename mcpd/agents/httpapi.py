@@ -221,6 +221,8 @@ class HttpApi:
             done = wire.conn.our_state is h11.DONE and wire.conn.their_state is h11.DONE
             if wire.broken or wire.closing or not done:
                 break
+            if wire.leaving and not wire.pipelined():
+                break  # answered last what had come before the profile was removed
             wire.conn.start_next_cycle()
             head = None
 
@@ -275,7 +277,7 @@ class HttpApi:
                 return False
             if head is None or body is None:
                 return False
-            refused = refusal(caller.leave, head, body)
+            refused = refusal(caller.leave, wire, head, body)
             if refused is not None:
                 raise refused
             if access is not None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from mcpd.config.load import load
 from tests.support.agent import META, running
@@ -288,3 +289,79 @@ async def test_a_removed_profile_ends_the_sessions_opened_on_its_socket(
                 assert reply["error"]["message"] == "Session not found"
     finally:
         logging.getLogger("mcpd.api").removeHandler(said)
+
+
+def behind(calling: Client, rid: int) -> tuple[Client, bytes]:
+    """A ``tools/list`` of id ``rid`` to send on ``calling``'s connection behind the
+    request it awaits the answer to, as it goes on the wire, and what reads its answer."""
+    second = Client(calling.stream, None)
+    return second, second.encode("POST", *modern(rid, "tools/list"))
+
+
+async def refused_behind(calling: Client, second: Client, rid: int) -> None:
+    """The call ``calling`` sent is answered with its result and keeps the connection
+    open; the request behind it (read by ``second``) is refused, saying why, and the
+    connection closes."""
+    status, head = await calling.response_head()
+    assert (status, head.get("connection")) == (200, None)
+    data = await calling.body()
+    if head.get("content-type") == "text/event-stream":
+        data = [ln[6:] for ln in data.split(b"\n") if ln.startswith(b"data: ")][-1]
+    reply = json.loads(data)
+    assert reply["result"]["content"] == [{"type": "text", "text": "called hold"}]
+    if read := calling.conn.trailing_data[0]:  # no bytes would say the connection closed
+        second.conn.receive_data(read)
+    status, head = await second.response_head()
+    assert (status, head.get("connection")) == (503, "close")
+    assert json.loads(await second.body()) == {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "error": {"code": -32000, "message": REFUSED},
+    }
+    await closed(calling)
+
+
+async def test_a_removed_profile_refuses_the_http_request_pipelined_behind_a_call(
+    tmp_path: Path,
+) -> None:
+    sock = str(tmp_path / "dev.sock")
+    server = Changing(tmp_path, control=True)
+    path = write_config(tmp_path, server, sock)
+    with trio.fail_after(LIMIT):
+        async with (
+            running(load(path), str(path)) as daemon,
+            Client.open(daemon, unix=sock) as calling,
+        ):
+            second, request = behind(calling, 9)
+            # Both in one write, before the reload.
+            await calling.stream.send_all(
+                calling.encode("POST", *modern(8, "tools/call", HOLD)) + request
+            )
+            await server.tell("announce")
+            write_config(tmp_path, server, None)
+            await daemon.reload()
+            await server.tell("answer")
+            await refused_behind(calling, second, 9)
+
+
+async def test_a_removed_profile_refuses_the_http_request_sent_while_a_call_runs(
+    tmp_path: Path,
+) -> None:
+    sock = str(tmp_path / "dev.sock")
+    server = Changing(tmp_path, control=True)
+    path = write_config(tmp_path, server, sock)
+    with trio.fail_after(LIMIT):
+        async with (
+            running(load(path), str(path)) as daemon,
+            Client.open(daemon, unix=sock) as calling,
+        ):
+            await calling.stream.send_all(calling.encode("POST", *modern(10, "tools/call", HOLD)))
+            await server.tell("announce")
+            write_config(tmp_path, server, None)
+            await daemon.reload()
+            second, request = behind(calling, 11)
+            await calling.stream.send_all(request)
+            # The daemon has read it before the call is answered.
+            await trio.testing.wait_all_tasks_blocked()
+            await server.tell("answer")
+            await refused_behind(calling, second, 11)
