@@ -12,7 +12,7 @@ keep the first value, or the last, or refuse), a number past what a double holds
 reads as another (``9007199254740993`` as ``9007199254740992``), a number too long to
 read at a glance, half of a UTF-16 pair (a string one reader takes and another refuses).
 Arguments that are not UTF-8 or not JSON (``NaN``, a byte order mark), or that are
-nested deeper than the reader goes, cannot be read at all (``Unshowable``).
+nested deeper than ``nesting.MAX_DEPTH``, cannot be read at all (``Unshowable``).
 
 Strings, keys and numbers are masked as they are read (mcpd's secrets become their
 markers), so nothing written from a reading can show a secret.
@@ -29,6 +29,7 @@ from typing import Any, Final
 
 import msgspec
 
+from protocol.nesting import MAX_DEPTH, deeper_than
 from protocol.visible import visible
 
 from .masking import SecretSet
@@ -41,6 +42,7 @@ KEY_SHOWN: Final = 60
 # An escape that may write half of a UTF-16 pair; without one, no string can hold half.
 _HALF_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
 _HALF: Final = re.compile("[\ud800-\udfff]")
+_TOO_DEEP: Final = f"they are nested too deeply (more than {MAX_DEPTH} levels)"
 
 Mask = Callable[[str], str]
 
@@ -142,6 +144,10 @@ def read(raw: bytes | msgspec.Raw, secrets: SecretSet | None = None) -> Reading:
         text = str(raw, "utf-8")
     except UnicodeDecodeError:
         raise Unshowable("they are not UTF-8") from None
+    # Bounded here, not by the decoder, which goes as deep as the stack it is called
+    # from lets it: one text must be read alike wherever it is read from.
+    if deeper_than(raw if isinstance(raw, bytes) else bytes(raw)):
+        raise Unshowable(_TOO_DEEP)
     hooks = _Hooks()
     try:
         value = json.loads(
@@ -151,8 +157,8 @@ def read(raw: bytes | msgspec.Raw, secrets: SecretSet | None = None) -> Reading:
             parse_float=hooks.number,
             parse_constant=hooks.constant,
         )
-    except RecursionError:
-        raise Unshowable("they are nested too deeply") from None
+    except RecursionError:  # beyond a stack mcpd reaches, under the bound: said the same
+        raise Unshowable(_TOO_DEEP) from None
     except ValueError:
         raise Unshowable("they are not JSON") from None
     reading = Reading(value, hooks.keys, hooks.repeated, hooks.doubt)

@@ -16,6 +16,7 @@ from mcpd.config.secrets import HeldSecret
 from mcpd.policy.masking import SecretSet, marker
 from mcpd.policy.reading import KEY_SHOWN, Members, RepeatedKey, Unshowable, read
 from mcpd.policy.showing import write
+from protocol.nesting import MAX_DEPTH
 
 SECRET = "tok-9f8e7d6c5b4a3210"
 WHERE = "servers.github.env.GITHUB_TOKEN"
@@ -185,6 +186,34 @@ def test_arguments_nested_deeper_than_the_reader_goes_are_not_read() -> None:
     deep = b'{"cmd":"ls","cmd":"rm -rf ~","x":' + b"[" * 5000 + b"]" * 5000 + b"}"
     with pytest.raises(Unshowable, match="nested too deeply"):
         read(deep)
+
+
+def nested(depth: int) -> bytes:
+    """Arguments ``depth`` levels deep, the outermost object counted, with brackets in
+    a string besides, which count for nothing."""
+    inner = depth - 1
+    return b'{"note":"[[[{{{","a":' + b"[" * inner + b"]" * inner + b"}"
+
+
+def from_depth(frames: int, raw: bytes) -> str:
+    """How ``raw`` is read with ``frames`` more calls on the stack: shown, or why not."""
+    if frames:
+        return from_depth(frames - 1, raw)
+    try:
+        read(raw).check()
+    except Unshowable as exc:
+        return str(exc)
+    return "shown"
+
+
+@pytest.mark.parametrize("frames", [0, 200])
+def test_arguments_are_read_to_one_depth_however_deep_the_call_reading_them(
+    frames: int,
+) -> None:
+    assert from_depth(frames, nested(MAX_DEPTH)) == "shown"
+    assert from_depth(frames, nested(MAX_DEPTH + 1)) == (
+        f"they are nested too deeply (more than {MAX_DEPTH} levels)"
+    )
 
 
 def test_secrets_are_masked_in_keys_strings_and_numbers_as_read() -> None:
