@@ -30,6 +30,7 @@ from mcpd.audit.reader import Reading
 from mcpd.config.load import parse
 from mcpd.daemon import Daemon
 from tests.support.agent import running
+from tests.support.apart import APART
 from tests.support.interop import node
 from tests.support.procs import scripted
 from tests.support.waiting_daemon import ASK, CREATE, SEARCH, waiting_daemon
@@ -169,14 +170,15 @@ async def test_the_user_is_shown_every_key_of_long_arguments(tmp_path: Path, cli
 
 
 async def operator(daemon: Daemon, verb: str, *argv: str) -> str:
-    """``mcpd approvals ...`` from another process, once a call waits."""
+    """``mcpd approvals ...`` from another process, once a call waits: one apart from
+    this test's, which connects to the daemon as an agent would in some tests."""
     approvals = daemon.approvals
     while not approvals.list():
         await approvals.wait_change(approvals.version)
     [waiting] = approvals.list()
     command = [sys.executable, "-m", "mcpd", "approvals", verb, waiting.id, *argv]
     done = await trio.run_process(
-        [*command, "--socket", daemon.socket_path],
+        [*APART, *command, "--socket", daemon.socket_path],
         capture_stdout=True,
         capture_stderr=True,
         stdin=subprocess.DEVNULL,
