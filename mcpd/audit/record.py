@@ -11,6 +11,7 @@ fell behind, or lost because the file could not take them (``lost``).
 from __future__ import annotations
 
 import hashlib
+import math
 from collections import deque
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -167,18 +168,26 @@ _cut: Final = itemgetter(slice(DIGEST))
 def iso(ts: float) -> str:
     """``ts`` as ``2026-08-01T10:00:00.123Z`` (rounded to the microsecond first, as
     datetime rounds it, then cut to the millisecond)."""
-    second, milli = divmod(round(ts * 1_000_000) // 1000, 1000)
+    second, milli = divmod(_millis(ts), 1000)
     return _seconds.text(second) + _MILLIS[milli]
+
+
+def _millis(ts: float) -> int:
+    # As datetime does: the fraction apart from the whole seconds (exact), rounded to
+    # the microsecond half to even. ``ts`` times a million would be rounded first, to
+    # the float nearest it, which at today's times lies a quarter microsecond away.
+    fraction, whole = math.modf(ts)
+    return int(whole) * 1000 + round(fraction * 1e6) // 1000
 
 
 def stamp(records: list[CallRecord]) -> None:
     """Each record's ``time`` from its ``ts``, as ``iso`` puts it, in one pass over a
     batch (the records of a busy batch mostly share their millisecond, and the rest
     their second)."""
-    text_of, millis = _seconds.text, _MILLIS
+    text_of, millis, millis_of = _seconds.text, _MILLIS, _millis
     last, text = None, ""
     for record in records:
-        ms = round(record.ts * 1_000_000) // 1000
+        ms = millis_of(record.ts)
         if ms != last:
             last = ms
             second, milli = divmod(ms, 1000)

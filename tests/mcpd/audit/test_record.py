@@ -40,6 +40,9 @@ def record(ts: float, **kw: object) -> CallRecord:
         1_798_761_599.9995,  # the last millisecond of 2026
         1_798_761_599.9999999,  # rounds into 2027
         -1.5,  # before 1970 (a clock set wrong)
+        -0.0004,
+        # Its microseconds are 744999.41: times a million, the float nearest it ends in .5
+        1_854_274_542.7449994,
     ],
 )
 def test_the_time_is_written_as_datetime_writes_it(ts: float) -> None:
