@@ -31,7 +31,11 @@ _REPLY_OPENS: Final = re.compile(rb'^\s*\{\s*"(?:result|error)"\s*:')
 _REPLY_TAIL: Final = re.compile(
     rb',\s*"id"\s*:\s*' + _V + rb"\s*(?:,\s*" + _JSONRPC + rb")?\}\s*\Z"
 )
-_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+# A string, its closing quote kept as group 1, or one that never ends (the rest of the
+# line): it matches wherever a quote starts one, so no quote inside a string is ever
+# tried as another's start, which would make the scan grow with the square of an unended
+# string's length.
+_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:(")|\\?\Z)', re.S)
 _NOT_BRACKET: Final = bytes(c for c in range(256) if c not in b"{}[]")
 # Each bracket as a step in depth plus one: an opening one 2, a closing one 0.
 _STEP: Final = bytes.maketrans(b"{[}]", b"\x02\x02\x00\x00")
@@ -45,9 +49,10 @@ def _one_object(line: bytes) -> bool:
     at its last bracket: a cut-off line is never taken for a whole reply. Done with
     regular expressions and C-level loops, not a parser, and in bounded time: a broken
     line is no reason to hold up the event loop, or to recurse into its nesting."""
-    skeleton = _STRING.sub(b"", line)
-    if b'"' in skeleton:
+    skeleton, strings = _STRING.subn(rb"\1", line)  # each string that ends: its quote
+    if skeleton.count(b'"') < strings:
         return False  # a string that never ends
+    skeleton = skeleton.replace(b'"', b"")
     steps = skeleton.translate(_STEP, _NOT_BRACKET)
     if len(steps) < 2 or steps[0] != 2 or steps[-1] != 0 or sum(steps) != len(steps):
         return False

@@ -56,3 +56,10 @@ def test_a_message_too_large_to_decode_has_its_id_read_at_its_edges(
     head: bytes, tail: bytes, rid: object
 ) -> None:
     assert unreadable.id_at_edges(head, tail) == rid
+
+
+@pytest.mark.parametrize("end", [b"}", b"\\"])
+def test_a_string_of_escaped_quotes_that_never_ends_is_no_reply(end: bytes) -> None:
+    head = b'{"id":1,"result":"' + b'\\"{' * 5_000
+    assert unreadable.reply_id(head + end) is None
+    assert unreadable.reply_id(head + b'"}') == 1  # ended, it is one
