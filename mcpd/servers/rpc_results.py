@@ -71,8 +71,11 @@ _may_hold_own: Final = own_keys.may_hold
 
 def findings(guard: SecretGuard, alias: str, raw: Raw, *, task: bool = False) -> Findings | None:
     """Why ``raw`` (a server's result) must be taken apart before agents get it; None
-    (every call, nearly) when it goes on as it came. ``task``: as for
-    ``result_for_agents``."""
+    (every call, nearly) when it goes on as it came.
+
+    ``task``: ``raw`` is a task as the tasks extension shows one (a tasks method's
+    result, a ``notifications/tasks``' params), whose requests are those it waits on
+    and those of the tool's result it ended with."""
     if _may_hold_own(raw):
         return Findings(True, guard.finds(alias, raw))
     if not task:
@@ -89,8 +92,12 @@ def findings(guard: SecretGuard, alias: str, raw: Raw, *, task: bool = False) ->
 def taken_apart(
     guard: SecretGuard, alias: str, raw: Raw, what: str, found: Findings, *, task: bool = False
 ) -> Raw:
-    """``raw`` as agents may get it, for what ``findings`` found in it. Touches nothing
-    of the event loop's: it may run in a worker thread."""
+    """``raw`` as agents may get it, for what ``findings`` found in it: every secret
+    mcpd holds masked (the same bytes when it holds none), whatever the server put
+    under mcpd's own keys in any ``_meta`` in it dropped (``registry.own_keys``), and an
+    ``input_required``'s requests, which a person or a model reads, cleaned and marked
+    with the server, as a legacy server's own requests are. Touches nothing of the
+    event loop's: it may run in a worker thread (``taking_apart.ReplyWork`` bounds it)."""
     try:
         result: Any = msgspec.json.decode(raw)
     except (msgspec.DecodeError, RecursionError):
@@ -128,23 +135,6 @@ def written(
     searched as written (``SecretGuard.written``)."""
     encoded = msgspec.json.encode(value) if masked else guard.written(alias, value, what)
     return raw if memoryview(raw) == encoded else Raw(encoded)
-
-
-def result_for_agents(
-    guard: SecretGuard, alias: str, raw: Raw, what: str, *, task: bool = False
-) -> Raw:
-    """A server's result as agents may get it: every secret mcpd holds masked (the same
-    bytes when it holds none), and whatever the server put under mcpd's own keys in
-    any ``_meta`` in it (its own, its content's) dropped (``registry.own_keys``); an
-    ``input_required``'s requests, which a person or a model reads, also cleaned before
-    that and marked with the server, as a legacy server's own requests are. The work
-    is done here and now, whatever it costs: ``taking_apart.ReplyWork`` bounds it.
-
-    ``task``: ``raw`` is a task as the tasks extension shows one (a tasks method's
-    result, a ``notifications/tasks``' params), whose requests are those it waits on
-    and those of the tool's result it ended with."""
-    found = findings(guard, alias, raw, task=task)
-    return raw if found is None else taken_apart(guard, alias, raw, what, found, task=task)
 
 
 def cleaned_request(alias: str, method: str, params: Any) -> Any:

@@ -190,9 +190,9 @@ class ReplyWork:
         then(done)
 
     async def result(self, raw: Raw, what: str, *, task: bool = False) -> Raw:
-        """``raw`` (a result) as agents may get it (``rpc_results.result_for_agents``,
-        ``task`` as there), taken apart where its size says. What it took is counted in
-        ``worked``, its search included."""
+        """``raw`` (a result) as agents may get it (``rpc_results.taken_apart``,
+        ``task`` as for ``findings``), taken apart where its size says. What it took is
+        counted in ``worked``, its search included."""
         guard, alias, clock = self.guard, self.alias, self._clock
         began = clock()
         try:

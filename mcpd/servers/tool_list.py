@@ -31,8 +31,6 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.logfields import log_extra
 from protocol.pacing import HeldBack
-from protocol.visible import quote
-from transports.errors import ServerCancelled, TransportError
 
 from .answer_wait import LIST_FAILURES, AnswerWait, RanOut
 from .tool_pages import ListResult
@@ -211,33 +209,6 @@ class ToolListKeeper:
                 began = clock()
         self._install(tools)
         return spent + clock() - began
-
-    async def listen(self, up: Upstream) -> None:
-        """Keep a tool-list subscription open; re-listen (with backoff) when it ends."""
-        alias = self.alias
-        delay = 1.0
-        while True:
-            try:
-                await up.listen_tools()
-                why = "the server ended the subscription"
-            except ServerCancelled as exc:
-                why = str(exc)
-            except rpc.RPCError as exc:
-                logger.info(
-                    "%s: subscriptions/listen refused (%s); relying on ttl",
-                    alias,
-                    quote(exc.message),
-                    extra=log_extra(alias),
-                )
-                return
-            except TransportError as exc:
-                why = exc.reason
-            self.subscribed = False
-            logger.debug("%s: tool-list subscription ended (%s)", alias, why)
-            # Changes may have happened while nobody listened.
-            self.request()
-            await trio.sleep(delay)
-            delay = min(delay * 2, 60.0)
 
     def on_notification(self, msg: rpc.Notification) -> None:
         method = msg.method

@@ -356,7 +356,9 @@ class Upstream:
         return self.meta.shapes.get(call.name) or self.meta.shape(call.name)
 
     async def listen_for(self, notifications: Mapping[str, Any]) -> None:
-        """``listen_tools`` for any set of notifications (lists, resources, tasks)."""
+        """Hold a modern ``subscriptions/listen`` for ``notifications`` (lists, resources,
+        tasks) open until the server ends it (returns), cancels it (ServerCancelled) or
+        the stream drops."""
         params = {
             "_meta": request_meta(self.version, NO_CAPABILITIES),
             "notifications": dict(notifications),
@@ -367,11 +369,6 @@ class Upstream:
     def lists_changes(self) -> bool:
         """Whether the server says it can notify us when its tool list changes."""
         return self.capabilities.tools_changed
-
-    async def listen_tools(self) -> None:
-        """Hold a modern ``subscriptions/listen`` for tool-list changes open until the
-        server ends it (returns), cancels it (ServerCancelled) or the stream drops."""
-        await self.listen_for({"toolsListChanged": True})
 
     async def probe(self) -> None:
         """A cheap request that proves the server answers (``health``): that a result

@@ -13,8 +13,16 @@ from mcpd.config.secrets import HeldSecret
 from mcpd.policy import guard as guard_module
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
-from mcpd.servers.rpc_results import result_for_agents
+from mcpd.servers.rpc_results import findings, taken_apart
 from transports.errors import MalformedReply
+
+
+def result_for_agents(
+    guard: SecretGuard, alias: str, raw: Raw, what: str, *, task: bool = False
+) -> Raw:
+    """What the daemon hands agents: the result as it came when nothing was found."""
+    found = findings(guard, alias, raw, task=task)
+    return raw if found is None else taken_apart(guard, alias, raw, what, found, task=task)
 
 
 def input_required(requests: dict[str, Any]) -> Raw:
