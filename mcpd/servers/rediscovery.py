@@ -66,8 +66,8 @@ class Rediscovery:
     async def renew(self, up: Upstream) -> bool:
         """Ask ``up`` for its discover answer again and adopt it; whether its
         capabilities changed. An answer mcpd cannot read keeps what the server said
-        before; one that no longer lists the session's version ends the session
-        (TransportError)."""
+        before; one that no longer lists the session's version, or lists more than
+        mcpd reads, ends the session (TransportError)."""
         params = mcp.MetaOnlyParams(meta=request_meta(up.version, NO_CAPABILITIES))
         try:
             raw = await up.request("server/discover", params)
@@ -82,6 +82,11 @@ class Rediscovery:
                 extra=log_extra(self.alias, reason="server/discover failed"),
             )
             return False
+        unread = greeting.versions_unread(found.supportedVersions)
+        if unread is not None:
+            raise TransportError(
+                f"{self.alias}: server/discover asked again: {unread}; greeting it again"
+            )
         if up.version not in greeting.supported_versions(found.supportedVersions):
             raise TransportError(
                 f"{self.alias}: server/discover no longer lists {up.version}, the version "

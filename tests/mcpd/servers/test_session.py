@@ -465,3 +465,28 @@ async def test_a_modern_server_that_no_longer_lists_the_sessions_version_is_gree
             nursery.start_soon(upgraded)
             with pytest.raises(TransportError, match="no longer lists"):
                 await serve(r, t, cfg)
+
+
+async def test_a_rediscovery_whose_versions_list_is_too_long_to_read_says_so(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    cfg = config()
+    r = runner(cfg)
+    t = modern_server(ttl_ms=0)
+
+    async def swollen() -> None:
+        await trio.sleep(rediscovery.FLOOR + 5)
+        t.answers["server/discover"] = {
+            **discovered({"tools": {}}, 0),
+            "supportedVersions": ["2026-07-28"] + ["x" * 64] * 200,
+        }
+        r.tool_list.request()
+
+    with trio.fail_after(600):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(swollen)
+            with pytest.raises(TransportError) as ended:
+                await serve(r, t, cfg)
+    said = str(ended.value)
+    assert "no longer lists" not in said
+    assert "supportedVersions is" in said and "more than the 4,096 mcpd reads" in said
