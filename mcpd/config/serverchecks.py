@@ -19,7 +19,7 @@ from ..local.trusted_path import untrusted_file
 from .model import ALIAS_RE, LIST_LIMIT_KEYS, ConfigError
 from .sandbox import grant_errors
 from .servertable import AuthConfig, ServerConfig, ToolsConfig
-from .stringchecks import server_string_errors, unpassable, url_errors
+from .stringchecks import control_named, server_string_errors, unpassable, url_errors
 
 
 def _ca_file_errors(at: str, path: str) -> Iterator[ConfigError]:
@@ -166,6 +166,10 @@ def _auth_errors(where: str, s: ServerConfig, a: AuthConfig) -> Iterator[ConfigE
     for key, value in (("client_id", a.client_id), ("client_secret", a.client_secret)):
         if value is not None and not value.strip():
             yield ConfigError(f"{at}.{key}", "is empty")
+        elif value is not None and (control := control_named(value)) is not None:
+            # No authorization server takes one (a secret read from a file with its
+            # line end, most often): said here rather than as its refusal at login.
+            yield ConfigError(f"{at}.{key}", f"holds {control}, which no client value may")
     for key, url in (("client_metadata_url", a.client_metadata_url), ("issuer", a.issuer)):
         if url is not None:
             yield from url_errors(f"{at}.{key}", url)

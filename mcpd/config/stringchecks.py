@@ -47,6 +47,19 @@ def _has_control(text: str) -> bool:
     return any(ord(c) < 0x20 or ord(c) == 0x7F for c in text)
 
 
+_CONTROL_NAMES = {"\0": "a NUL", "\n": "a line feed", "\r": "a carriage return", "\t": "a tab"}
+
+
+def control_named(text: str) -> str | None:
+    """The first control character of ``text`` and where it is, in words that do not
+    repeat the text (a secret's own), or None when it holds none."""
+    for i, c in enumerate(text):
+        if ord(c) < 0x20 or ord(c) == 0x7F:
+            name = _CONTROL_NAMES.get(c, f"the control character U+{ord(c):04X}")
+            return f"{name} at character {i + 1}"
+    return None
+
+
 def url_errors(at: str, url: str) -> Iterator[ConfigError]:
     """A URL with a control character or a space, which no request line can carry."""
     if _has_control(url) or any(c.isspace() for c in url):

@@ -308,6 +308,20 @@ def test_a_credential_without_its_client_is_named(key: str) -> None:
 
 
 @pytest.mark.parametrize("key", ["client_id", "client_secret"])
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [("s3cret-value\n", "a line feed at character 13"), ("s3\0cret", "a NUL at character 3")],
+)
+def test_a_client_id_or_secret_holding_a_control_character_is_named_not_shown(
+    key: str, value: str, said: str
+) -> None:
+    keys = {"client_id": "c", key: value}
+    path, message = only_error(http(auth=AuthConfig(**keys)))
+    assert path == f"servers.s.auth.{key}"
+    assert said in message and "cret" not in message
+
+
+@pytest.mark.parametrize("key", ["client_id", "client_secret"])
 def test_a_blank_client_value_is_named(key: str) -> None:
     keys = {"client_id": "c", key: "  "}
     assert auth_errors(**keys) == [(f"servers.s.auth.{key}", "is empty")]
