@@ -10,7 +10,6 @@ whole reply: a wrong guess would fail some other request.
 from __future__ import annotations
 
 import itertools
-import operator
 import re
 from typing import Final
 
@@ -31,16 +30,15 @@ _REPLY_OPENS: Final = re.compile(rb'^\s*\{\s*"(?:result|error)"\s*:')
 _REPLY_TAIL: Final = re.compile(
     rb',\s*"id"\s*:\s*' + _V + rb"\s*(?:,\s*" + _JSONRPC + rb")?\}\s*\Z"
 )
-# A string, its closing quote kept as group 1, or one that never ends (the rest of the
-# line): it matches wherever a quote starts one, so no quote inside a string is ever
-# tried as another's start, which would make the scan grow with the square of an unended
-# string's length.
-_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:(")|\\?\Z)', re.S)
+# A string, or one that never ends (the rest of the line): it matches wherever a quote
+# starts one, so no quote inside a string is ever tried as another's start, which would
+# make the scan grow with the square of an unended string's length.
+_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.S)
 _NOT_BRACKET: Final = bytes(c for c in range(256) if c not in b"{}[]")
 # Each bracket as a step in depth plus one: an opening one 2, a closing one 0.
 _STEP: Final = bytes.maketrans(b"{[}]", b"\x02\x02\x00\x00")
 _PASSES: Final = 16
-_MAX_STEPS: Final = 1 << 16
+_RUNS: Final = re.compile(rb"\x02+|\x00+")
 _MAX_SCAN: Final = 1 << 20  # bytes: bounds the scan of the worst of them
 
 
@@ -49,26 +47,27 @@ def _one_object(line: bytes) -> bool:
     at its last bracket: a cut-off line is never taken for a whole reply. Done with
     regular expressions and C-level loops, not a parser, and in bounded time: a broken
     line is no reason to hold up the event loop, or to recurse into its nesting."""
-    skeleton, strings = _STRING.subn(rb"\1", line)  # each string that ends: its quote
-    if skeleton.count(b'"') < strings:
-        return False  # a string that never ends
+    # Each string as one quote: a string that never ends runs to the end of the line, as
+    # does one after the object, and neither line ends with the object's bracket.
+    skeleton = _STRING.sub(b'"', line)
+    if skeleton.endswith(b'"'):
+        return False
     skeleton = skeleton.replace(b'"', b"")
     steps = skeleton.translate(_STEP, _NOT_BRACKET)
     if len(steps) < 2 or steps[0] != 2 or steps[-1] != 0 or sum(steps) != len(steps):
         return False
     # Inside the outer object the depth must never fall below where it began. A bracket
     # that opens followed by one that closes changes no lowest point: dropping such
-    # pairs leaves little to walk for all but very deep nesting.
+    # pairs leaves runs of opening and closing brackets, few but for a hostile line, and
+    # the depth is lowest at the end of a run of closing ones.
     inner = steps[1:-1]
     for _ in range(_PASSES):
         fewer = inner.replace(b"\x02\x00", b"")
         if len(fewer) == len(inner):
             break
         inner = fewer
-    if len(inner) > _MAX_STEPS:
-        return False  # too deep to be sure of cheaply
-    depths = map(operator.sub, itertools.accumulate(inner), range(1, len(inner) + 1))
-    return min(depths, default=0) >= 0
+    moves = [len(run) if run[0] else -len(run) for run in _RUNS.findall(inner)]
+    return min(itertools.accumulate(moves), default=0) >= 0
 
 
 def reply_id(line: bytes) -> rpc.Id | None:

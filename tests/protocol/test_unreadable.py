@@ -12,6 +12,9 @@ from protocol import unreadable
         (b'{"jsonrpc":"2.0","id":"a\\"b","error":{"code":1,"message":"\xc3"}}', 'a"b'),
         (b'{"result":{"t":"\xff"},"jsonrpc":"2.0","id":8}', 8),
         (b'{"jsonrpc":"2.0","id":3,"result":' + b"[" * 5000 + b"]" * 5000 + b"}", 3),
+        # Deeper than any decoder goes, to the length the scan reads.
+        (b'{"jsonrpc":"2.0","id":6,"result":' + b'{"a":' * 100_000 + b"1" + b"}" * 100_001, 6),
+        (b'{"id":2,"result":' + (b"[" * 20 + b"]" * 20) * 20_000 + b"}", 2),
         (b'{"jsonrpc":"2.0","id":3,"result":{"ok":nope}}', 3),
         (b'{"result":[{"a":[]}],"id":4,"jsonrpc":"2.0"}', 4),
     ],
@@ -28,6 +31,8 @@ def test_an_unreadable_replys_id_is_found_where_it_is_certain(line: bytes, rid: 
         b'{"jsonrpc":"2.0","id":5,"method":"x","params":' + b"[" * 5000 + b"]" * 5000 + b"}",
         # Cut off: the rest (and the real answer) may follow.
         b'{"jsonrpc":"2.0","id":3,"result":{',
+        b'{"jsonrpc":"2.0","id":3,"result":' + b"[" * 100_000 + b"]" * 99_999 + b"}",
+        b'{"id":2,"result":' + b"]" * 20 + b"[" * 20 + b"}",
         b'{"result":{"x":{"a":"\xff","jsonrpc":"2.0","id":4}',
         b'{"jsonrpc":"2.0","id":3,"result":"never ends}',
         # An id that is not the outer object's own, or not an id.
