@@ -65,7 +65,7 @@ class Runner(ServerParts):
         try:
             async with trio.open_nursery() as nursery:
                 if self.auth is not None:
-                    nursery.start_soon(self._stop_refreshing_on_stop, self.auth)
+                    nursery.start_soon(self._stop_auth_on_stop, self.auth)
                 while True:
                     await self._attempt()
                     if self._switched:
@@ -78,13 +78,16 @@ class Runner(ServerParts):
             self.scheduler.fail_queued(self.outage())
 
     @staticmethod
-    async def _stop_refreshing_on_stop(auth: ServerAuth) -> None:
-        # A token refresh is shielded from the calls that wait for it, so the stop
-        # reaches it through this task, which is cancelled as soon as the runner is.
+    async def _stop_auth_on_stop(auth: ServerAuth) -> None:
+        # Cancelled as soon as the runner is: from then on nothing asks for a token,
+        # and the runner ends only once a refresh whose request is out is answered
+        # and kept (a server started again would otherwise read the refresh token it
+        # replaces). ``stop`` bounds the wait.
         try:
             await trio.sleep_forever()
         finally:
-            auth.stop()
+            with trio.CancelScope(shield=True):
+                await auth.stop()
 
     async def _attempt(self) -> None:
         self.attempts += 1

@@ -5,7 +5,8 @@ holds a token.
 ``/mcp`` answers ``server/discover``, ``tools/list`` (one tool, ``whoami``) and
 ``tools/call`` for requests with a live token, and the 401 challenge otherwise.
 The token endpoint can be held shut (``gate``) to catch requests that arrive while
-a token request is under way, and counts its requests by grant type.
+a token request is under way, or hold its answer once the tokens are issued
+(``answer_gate``), and counts its requests by grant type.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ class ProtectedMcp(OAuthServer):
         self.token_request = trio.Event()  # set when a token request arrives
         self.gate: trio.Event | None = None  # while set to an unset Event: token requests wait
         self.calls: list[str] = []  # the token each tools/call came with
+        # While set to an unset Event: a token response waits, its tokens issued
+        # (``issued_held`` is set then), as from a slow authorization server.
+        self.answer_gate: trio.Event | None = None
+        self.issued_held = trio.Event()
 
     def revoke_access(self) -> None:
         """The server forgets every access token (as if they all expired)."""
@@ -53,6 +58,12 @@ class ProtectedMcp(OAuthServer):
         if self.gate is not None:
             await self.gate.wait()
         await super()._token(req, respond)
+
+    async def _answer_tokens(self, respond: Responder, answer: dict[str, Any]) -> None:
+        if self.answer_gate is not None:
+            self.issued_held.set()
+            await self.answer_gate.wait()
+        await super()._answer_tokens(respond, answer)
 
     async def _mcp(self, req: SeenRequest, respond: Responder) -> None:
         auth = req.header("authorization") or ""

@@ -48,6 +48,10 @@ class OAuthServer:
         self.codes: dict[str, dict[str, str]] = {}
         self.issued: list[str] = []
         self.live_refresh: set[str] = set()  # refresh tokens rotate: each works once
+        self.spent_refresh: set[str] = set()
+        # Refresh tokens sent again after they were spent: a leak, for OAuth 2.1, so
+        # every refresh token of the login is revoked.
+        self.reused: list[str] = []
         self.revoked: list[str] = []
         self.token_forms: list[dict[str, str]] = []
         self.failures: list[str] = []
@@ -188,10 +192,14 @@ class OAuthServer:
                 return
         elif grant == "refresh_token":
             used = form.get("refresh_token", "")
+            if used in self.spent_refresh:
+                self.reused.append(used)
+                self.live_refresh.clear()
             if used not in self.live_refresh:
                 await respond.json({"error": "invalid_grant"}, 400)
                 return
             self.live_refresh.discard(used)
+            self.spent_refresh.add(used)
         else:
             await respond.json({"error": "unsupported_grant_type"}, 400)
             return
@@ -200,14 +208,19 @@ class OAuthServer:
         access, refresh = f"access-{n}-{_DRAWN}", f"refresh-{n}-{_DRAWN}"
         self.issued.append(access)
         self.live_refresh.add(refresh)
-        await respond.json(
+        await self._answer_tokens(
+            respond,
             {
                 "access_token": access,
                 "token_type": "Bearer",
                 "expires_in": self.expires_in,
                 "refresh_token": refresh,
-            }
+            },
         )
+
+    async def _answer_tokens(self, respond: Responder, answer: dict[str, Any]) -> None:
+        """The token response, once its tokens are recorded as issued."""
+        await respond.json(answer)
 
 
 @contextlib.asynccontextmanager

@@ -9,8 +9,11 @@ machine identity, asks for a new token with the client credentials; after a 403
 ``insufficient_scope`` it asks for the union of the scopes (a bounded number of
 times). One renewal runs at a time per server: whoever comes while it runs waits
 for it (within their own time limit) and then uses its token, so fifty calls that
-meet an expired token cost one token request. A caller that gives up does not end
-the refresh the others wait for; the server's stop does (``stop``), at once.
+meet an expired token cost one token request. Once its request is out, a refresh
+runs to its answer, which is kept: neither a caller that gives up nor the server's
+stop ends it, since the authorization server may already have replaced the refresh
+token it was sent. The stop waits for it (``stop``) and then nothing asks for a
+token any more.
 
 When only a person can help (no token, a refresh token that was revoked, more
 scope wanted) it raises ``LoginRequired``, and the server waits in its own state,
@@ -64,6 +67,8 @@ logger = logging.getLogger("mcpd.auth")
 
 # After an early refresh failed, how long the current token is used before trying again.
 RETRY_EARLY_REFRESH: Final = 10.0
+# What a stop waits past the token request's time limit: the saving of its answer.
+SAVE_GRACE: Final = 2.0
 _GRANT_GONE: Final = (
     "the authorization server no longer accepts mcpd's refresh token (it was revoked or expired)"
 )
@@ -74,8 +79,12 @@ async def _no_browser(action: OpenBrowser) -> str:
 
 
 class ServerAuth(AuthState, AuthHook):
-    # The refresh under way, which the server's stop cancels (``stop``).
-    _refreshing: trio.CancelScope | None = None
+    # Set when the refresh under way has ended and its outcome is kept; None while
+    # none is under way. The server's stop waits for it (``stop``).
+    _refresh_over: trio.Event | None = None
+    # Once the server stops, nothing asks for a token: a refusal then is no reason
+    # to renew, and a refresh token spent now would be one the next start lacks.
+    _stopped = False
 
     @classmethod
     def for_server(cls, alias: str, cfg: ServerConfig, config: Config) -> ServerAuth:
@@ -100,7 +109,7 @@ class ServerAuth(AuthState, AuthHook):
         return self.creds.header
 
     async def refused(self, error: AuthError, sent: str | None) -> str | None:
-        if not self.enabled:
+        if not self.enabled or self._stopped:
             return None
         self.refused_from(error.peer)
         challenge = bearer_challenge([error.challenge]) if error.challenge else None
@@ -115,6 +124,8 @@ class ServerAuth(AuthState, AuthHook):
         if challenge is not None:
             self.challenge = challenge
         async with self.lock:
+            if self._stopped:
+                return None
             await self.load()
             if self.needs_login is not None:
                 raise LoginRequired(self.needs_login)
@@ -175,39 +186,25 @@ class ServerAuth(AuthState, AuthHook):
 
     async def _renew(self, tokens: TokenSet, *, refused: bool) -> None:
         """A new token for the issuer in use (called with the lock held)."""
+        if self._stopped:
+            raise AuthFailed("the server stops: no new token is asked for")
         server, reg = self.creds.server, self.creds.registration()
         if tokens.refresh_token is not None and server is not None and reg is not None:
             try:
                 policy = await self.policy()
-                fresh = await self._refresh(server, reg, tokens, policy)
-            except TokenEndpointError as exc:
-                if not exc.needs_login:
-                    raise AuthFailed(f"cannot refresh the access token: {exc}") from None
-                if not refused and not tokens.expired(self.clock()):
-                    # The grant is gone, but the access token still works for a while.
-                    self._grant_gone = True
-                    self.creds.drop_refresh_token()
-                    await self.save()
-                    logger.warning(
-                        "%s: the refresh token was refused; the access token works until "
-                        "it expires, then a login is needed",
-                        self.alias,
-                        extra=log_extra(self.alias, "refresh_refused"),
-                    )
-                    return
-                self.creds.drop_tokens()
-                await self.save()
-                raise self.lost(_GRANT_GONE) from None
             except (TransportError, OAuthError) as exc:
                 raise AuthFailed(f"cannot refresh the access token: {why(exc)}") from None
-            # Once answered, the answer is kept whatever is cancelled meanwhile: the
-            # refresh token it replaced may already be void (servers rotate them).
-            with trio.CancelScope(shield=True):
-                self.creds.replace_tokens(fresh)
-                await self.save()
-            logger.info(
-                "%s: access token refreshed", self.alias, extra=log_extra(self.alias, "refreshed")
-            )
+            # Once the request is out, its answer is waited for and kept whatever is
+            # cancelled meanwhile, the server's stop included: servers rotate refresh
+            # tokens, so the one it replaces may already be void. The token request's
+            # own time limit bounds the wait.
+            over = self._refresh_over = trio.Event()
+            try:
+                with trio.CancelScope(shield=True):
+                    await self._refresh(server, reg, tokens, policy, refused=refused)
+            finally:
+                self._refresh_over = None
+                over.set()
             return
         if self.kind == "client_credentials":
             await self.client_credentials(self.challenge)
@@ -228,28 +225,57 @@ class ServerAuth(AuthState, AuthHook):
         reg: ClientRegistration,
         tokens: TokenSet,
         policy: FetchPolicy,
-    ) -> TokenSet:
-        """The refresh request, shielded from its caller's time limit (every caller
-        waits for this one token) but not from the server's stop (``stop``)."""
-        with trio.CancelScope(shield=True) as self._refreshing:
-            try:
-                return await self.http.refresh(
-                    server, reg, tokens, policy, key=self.creds.client.signing_key
+        *,
+        refused: bool,
+    ) -> None:
+        """The refresh request and the keeping of its outcome (run shielded)."""
+        try:
+            fresh = await self.http.refresh(
+                server, reg, tokens, policy, key=self.creds.client.signing_key
+            )
+        except TokenEndpointError as exc:
+            if not exc.needs_login:
+                raise AuthFailed(f"cannot refresh the access token: {exc}") from None
+            if not refused and not tokens.expired(self.clock()):
+                # The grant is gone, but the access token still works for a while.
+                self._grant_gone = True
+                self.creds.drop_refresh_token()
+                await self.save()
+                logger.warning(
+                    "%s: the refresh token was refused; the access token works until "
+                    "it expires, then a login is needed",
+                    self.alias,
+                    extra=log_extra(self.alias, "refresh_refused"),
                 )
-            finally:
-                self._refreshing = None
+                return
+            self.creds.drop_tokens()
+            await self.save()
+            raise self.lost(_GRANT_GONE) from None
+        except (TransportError, OAuthError) as exc:
+            raise AuthFailed(f"cannot refresh the access token: {why(exc)}") from None
+        self.creds.replace_tokens(fresh)
+        await self.save()
         logger.info(
-            "%s: the token refresh under way was given up: the server stops",
-            self.alias,
-            extra=log_extra(self.alias, "refresh_given_up"),
+            "%s: access token refreshed", self.alias, extra=log_extra(self.alias, "refreshed")
         )
-        await trio.lowlevel.checkpoint()  # the stop's own cancellation, if it reached here
-        raise AuthFailed("the token refresh was given up: the server stops")
 
-    def stop(self) -> None:
-        """The server stops: a refresh under way ends now, not when it times out."""
-        if self._refreshing is not None:
-            self._refreshing.cancel()
+    async def stop(self) -> None:
+        """The server stops: nothing asks for a token from now on, and a refresh
+        whose request is out is waited for, within the token request's time limit,
+        so that the refresh token it brings is kept."""
+        self._stopped = True
+        over = self._refresh_over
+        if over is None:
+            return
+        logger.info(
+            "%s: the server stops once the token refresh under way is answered "
+            "(within %g s)",
+            self.alias,
+            self.token_timeout,
+            extra=log_extra(self.alias, "refresh_awaited"),
+        )
+        with trio.move_on_after(self.token_timeout + SAVE_GRACE, shield=True):
+            await over.wait()
 
     async def _moved(self, challenge: BearerChallenge | None) -> DiscoveryResult | None:
         """Re-read the resource metadata: the new discovery if the server now names

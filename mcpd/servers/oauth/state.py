@@ -66,12 +66,13 @@ class AuthState:
         self.creds = Credentials(cfg.url, client_config(cfg.auth))
         self._store = store
         self.clock = clock
+        self.token_timeout = TOKEN_REQUEST_TIMEOUT
         self.http = http or OAuthHttp(
             label=f"{alias}: authorization",
             server_url=cfg.url,
             server_tls=_tls(cfg),
             connect_timeout=cfg.connect_timeout,
-            timeout=TOKEN_REQUEST_TIMEOUT,
+            timeout=self.token_timeout,
             clock=lambda: self.clock(),  # token expiry and mcpd's own checks agree
         )
         self._loaded = False

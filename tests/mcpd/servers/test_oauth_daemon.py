@@ -273,37 +273,63 @@ async def test_serve_warns_in_the_journal_of_a_client_secret_no_issuer_pins(
     )
 
 
-async def test_a_stop_does_not_wait_for_a_refresh_the_authorization_server_holds(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+class _Heard(logging.Handler):
+    """Sets ``event`` when a record of the journal event ``name`` is logged."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name_heard = name
+        self.event = trio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(record, "mcpd_event", None) == self.name_heard:
+            self.event.set()
+
+
+async def _call_quietly(agent: Agent) -> None:
+    with contextlib.suppress(Exception):
+        await agent.call(TOOL)
+
+
+async def test_a_stop_during_a_token_refresh_keeps_the_refresh_token_it_brings(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # Longer than the test may take: only the stop can end the refresh in time.
-    monkeypatch.setattr("mcpd.servers.oauth.state.TOKEN_REQUEST_TIMEOUT", 10 * LIMIT)
     caplog.set_level(logging.INFO)
+    heard = _Heard("refresh_awaited")
+    logging.getLogger("mcpd.auth").addHandler(heard)
+    try:
+        with trio.fail_after(LIMIT):
+            async with serve_protected() as srv:
+                config = config_for(tmp_path, srv)
+                async with trio.open_nursery() as calls:
+                    async with running(config) as daemon:
+                        async with connect(daemon.socket_path) as agent:
+                            await login(agent, srv)
+                        srv.revoke_access()  # the next call is refused and refreshes
+                        srv.answer_gate = trio.Event()
+                        waiting = await calls.start(_connected, daemon.socket_path)
+                        calls.start_soon(_call_quietly, waiting)
+                        await srv.issued_held.wait()  # rotated, the answer not yet sent
 
-    async def call_quietly(agent: Agent) -> None:
-        with contextlib.suppress(Exception):
-            await agent.call(TOOL)
+                        async def answer_once_the_stop_waits(gate: trio.Event) -> None:
+                            await heard.event.wait()
+                            gate.set()
 
-    with trio.fail_after(LIMIT):
-        async with serve_protected() as srv, trio.open_nursery() as calls:
-            async with running(config_for(tmp_path, srv)) as daemon:
-                async with connect(daemon.socket_path) as agent:
-                    await login(agent, srv)
-                auth = daemon.supervisor.runners["t"].auth
-                assert auth is not None
-                auth.clock = lambda: time.time() + 3550  # a minute before the expiry
-                srv.gate, srv.token_request = trio.Event(), trio.Event()
-                waiting = await calls.start(_connected, daemon.socket_path)
-                calls.start_soon(call_quietly, waiting)
-                await srv.token_request.wait()  # the refresh is under way, and held
-            # The daemon has stopped, and the token endpoint still holds the request.
-            assert not srv.gate.is_set()
-            srv.gate.set()
-            calls.cancel_scope.cancel()
-    given_up = [r for r in caplog.records if getattr(r, "mcpd_event", None) == "refresh_given_up"]
-    assert [r.getMessage() for r in given_up] == [
-        "t: the token refresh under way was given up: the server stops"
-    ]
+                        calls.start_soon(answer_once_the_stop_waits, srv.answer_gate)
+                    calls.cancel_scope.cancel()
+                srv.answer_gate = None
+                async with running(config) as daemon, connect(daemon.socket_path) as agent:
+                    assert (await server_row(agent))["state"] == "ready"
+                    text = (await agent.call(TOOL))["content"][0]["text"]
+    finally:
+        logging.getLogger("mcpd.auth").removeHandler(heard)
+    # The first token issued since the old ones were forgotten: the refresh's.
+    assert text == "called with token #1"
+    assert srv.reused == [] and srv.grants["refresh_token"] == 1
+    (waits,) = [r for r in caplog.records if getattr(r, "mcpd_event", None) == "refresh_awaited"]
+    assert waits.getMessage() == (
+        "t: the server stops once the token refresh under way is answered (within 10 s)"
+    )
 
 
 async def _connected(
