@@ -9,7 +9,7 @@ server whose configured URL changed.
 
 Files are replaced whole (mode 0600 in a 0700 directory; see ``privatefile``), so a
 crash never leaves half a file. A file that cannot be read is
-reported and treated as absent: the worst case is a new login. Client secrets from
+reported, and the server asks for a new login saying why. Client secrets from
 the configuration are not copied here; only what mcpd was issued is.
 """
 
@@ -47,6 +47,9 @@ class StoredLogin(msgspec.Struct, kw_only=True):
     server_url: str
     issuer: str | None = None
     issuers: dict[str, IssuerRecord] = msgspec.field(default_factory=dict)
+    # The scopes the configuration named at the login (None: saved before they were
+    # kept): a configuration that names fewer since does not use the login.
+    configured_scopes: list[str] | None = None
 
     @property
     def current(self) -> IssuerRecord | None:
@@ -61,6 +64,13 @@ def encode(login: StoredLogin) -> bytes:
     return _encoder.encode(login)
 
 
+class Unusable(msgspec.Struct, frozen=True):
+    """A saved login that could not be read, and why."""
+
+    path: str
+    why: str
+
+
 class OAuthStore:
     """The credential files under one state directory."""
 
@@ -71,19 +81,24 @@ class OAuthStore:
         return os.path.join(self.directory, f"{alias}.json")
 
     async def load(self, alias: str) -> StoredLogin | None:
+        """The saved login (None: there is none that can be used)."""
+        found = await self.read(alias)
+        return found if isinstance(found, StoredLogin) else None
+
+    async def read(self, alias: str) -> StoredLogin | Unusable | None:
+        """The saved login, or why the file holding it cannot be used (None: none)."""
         return await trio.to_thread.run_sync(self._read, alias)
 
     async def save(self, alias: str, login: StoredLogin) -> None:
         data = encode(login)
         await trio.to_thread.run_sync(write_atomically, self.path(alias), data)
 
-    def _read(self, alias: str) -> StoredLogin | None:
+    def _read(self, alias: str) -> StoredLogin | Unusable | None:
         path = self.path(alias)
         try:
             found = read_private(path, f"`mcpd auth login {alias}` replaces it")
         except OSError as exc:
-            self._unusable(alias, path, exc.strerror or str(exc))
-            return None
+            return self._unusable(alias, path, exc.strerror or str(exc))
         if found is None:
             return None
         data, st = found
@@ -100,14 +115,12 @@ class OAuthStore:
         try:
             login = _decoder.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            self._unusable(alias, path, str(exc))
-            return None
+            return self._unusable(alias, path, str(exc))
         if login.format != FORMAT:
-            self._unusable(alias, path, f"format {login.format}, expected {FORMAT}")
-            return None
+            return self._unusable(alias, path, f"format {login.format}, expected {FORMAT}")
         return login
 
-    def _unusable(self, alias: str, path: str, why: str) -> None:
+    def _unusable(self, alias: str, path: str, why: str) -> Unusable:
         logger.warning(
             "%s: ignoring the saved login in %s (%s); a new login will be needed",
             alias,
@@ -115,3 +128,4 @@ class OAuthStore:
             why,
             extra=log_extra(alias, "token_file", why),
         )
+        return Unusable(path, why)

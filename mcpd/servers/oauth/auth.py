@@ -141,7 +141,7 @@ class ServerAuth(AuthState, AuthHook):
                     challenge is None or challenge.resource_metadata is None
                 ):
                     raise self.unclear_refusal(challenge)
-                raise self.lost("the server asks for a login")
+                raise self.lost(self.no_login())
             moved = await self._moved(challenge)
             if moved is not None:
                 if self.kind == "client_credentials":
@@ -268,8 +268,7 @@ class ServerAuth(AuthState, AuthHook):
         if over is None:
             return
         logger.info(
-            "%s: the server stops once the token refresh under way is answered "
-            "(within %g s)",
+            "%s: the server stops once the token refresh under way is answered (within %g s)",
             self.alias,
             self.token_timeout,
             extra=log_extra(self.alias, "refresh_awaited"),

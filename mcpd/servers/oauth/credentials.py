@@ -29,6 +29,8 @@ from protocol.oauth import (
     TokenSet,
     load_signing_key,
 )
+from protocol.urls import display_url
+from protocol.visible import quote
 
 from ...config.servertable import AuthConfig
 from ...local.oauth_store import IssuerRecord, StoredLogin
@@ -66,17 +68,51 @@ def _iso(at: float | None) -> str | None:
 
 
 class Credentials:
-    def __init__(self, url: str, client: ClientConfig) -> None:
+    def __init__(self, url: str, client: ClientConfig, scopes: tuple[str, ...] = ()) -> None:
         self.url = url
         self.client = client
-        self.record = StoredLogin(server_url=url)
+        self.scopes = scopes  # the configured ones
+        self.record = StoredLogin(server_url=url, configured_scopes=list(scopes))
 
-    def restore(self, stored: StoredLogin | None) -> bool:
-        """Take what was saved, if it was saved for this very URL."""
-        if stored is None or stored.server_url != self.url:
-            return False
-        self.record = stored
-        return True
+    def restore(self, stored: StoredLogin) -> str | None:
+        """Take what was saved if the configuration still fits it; else why not."""
+        unfit = self._unfit(stored)
+        if unfit is None:
+            self.record = stored
+        return unfit
+
+    def _unfit(self, stored: StoredLogin) -> str | None:
+        """Why a saved login is not for the configuration as it is now: another URL,
+        or a client id, issuer or scopes the configuration no longer names (its
+        secret, which the configuration holds, must not reach the old issuer)."""
+        if stored.server_url != self.url:
+            return (
+                f"the saved login is for {display_url(stored.server_url)}, "
+                f"not {display_url(self.url)}"
+            )
+        current = stored.current
+        reg = current.registration if current is not None else None
+        if current is None or current.tokens is None:
+            return None  # no tokens to send anywhere
+        saved_id = reg.client_id if reg is not None else None
+        wanted_id, wanted_issuer = self.client.client_id, self.client.issuer
+        if (wanted_issuer is not None and wanted_issuer != stored.issuer) or (
+            wanted_id is not None and wanted_id != saved_id
+        ):
+            now = _identity(wanted_id, wanted_issuer)
+            return (
+                f"the saved login is for {_identity(saved_id, stored.issuer)}; "
+                f"the configuration now names {now}"
+            )
+        before = stored.configured_scopes
+        dropped = [s for s in before or () if s not in self.scopes]
+        if dropped:
+            now = " ".join(self.scopes) or "none"
+            return (
+                f"the saved login was made for the scopes {quote(' '.join(before or ()))}; "
+                f"the configuration now names {quote(now) if self.scopes else now}"
+            )
+        return None
 
     # -- what is in use --
 
@@ -147,6 +183,7 @@ class Credentials:
         entry.registration = reg
         entry.tokens = result.tokens
         self.record.issuer = issuer
+        self.record.configured_scopes = list(self.scopes)
 
     def replace_tokens(self, tokens: TokenSet) -> None:
         current = self.record.current
@@ -218,3 +255,9 @@ class Credentials:
 
 
 _NO_REG = ClientRegistration(issuer="", client_id="")
+
+
+def _identity(client_id: str | None, issuer: str | None) -> str:
+    """A client at an authorization server, as a sentence names it."""
+    who = f"client {quote(client_id)}" if client_id is not None else "a client mcpd registered"
+    return f"{who} at the issuer {quote(issuer)}" if issuer is not None else who

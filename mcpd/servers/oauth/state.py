@@ -28,7 +28,7 @@ from protocol.urls import display_url
 from transports.http.oauth_client import OAuthHttp
 
 from ...config.servertable import ServerConfig
-from ...local.oauth_store import OAuthStore
+from ...local.oauth_store import OAuthStore, Unusable
 from .credentials import Credentials, client_config
 from .errors import LoginRequired
 
@@ -63,7 +63,8 @@ class AuthState:
         # The 2025-03-26 stand-ins for a server without metadata (its origin as the
         # issuer, default endpoints) are only for servers that may be of that revision.
         self.allow_legacy = cfg.era != "modern"
-        self.creds = Credentials(cfg.url, client_config(cfg.auth))
+        scopes = tuple(cfg.auth.scopes or ()) if cfg.auth is not None else ()
+        self.creds = Credentials(cfg.url, client_config(cfg.auth), scopes)
         self._store = store
         self.clock = clock
         self.token_timeout = TOKEN_REQUEST_TIMEOUT
@@ -76,6 +77,8 @@ class AuthState:
             clock=lambda: self.clock(),  # token expiry and mcpd's own checks agree
         )
         self._loaded = False
+        # Why the login saved on disk is not used (None: there is none, or it is).
+        self.set_aside: str | None = None
         self.lock = trio.Lock()
         # One address of each kind the server has sent a refusal from: with what its
         # name resolves to, they bound what its metadata may have mcpd fetch.
@@ -137,21 +140,32 @@ class AuthState:
         if self._loaded:
             return
         self._loaded = True
-        stored = await self._store.load(self.alias)
-        restored = stored is not None and self.creds.restore(stored)
-        if restored:
+        stored = await self._store.read(self.alias)
+        if stored is None:
+            return
+        if isinstance(stored, Unusable):
+            self.set_aside = f"the saved login in {stored.path} cannot be read ({stored.why})"
+            return
+        self.set_aside = self.creds.restore(stored)
+        if self.set_aside is None:
             self.on_tokens()
-        if stored is not None and not restored:
-            logger.info(
-                "%s: the saved login is for %s, not %s; it is not used",
-                self.alias,
-                display_url(stored.server_url),
-                display_url(self.url),
-                extra=log_extra(self.alias),
-            )
+            return
+        logger.warning(
+            "%s: %s; it is not used",
+            self.alias,
+            self.set_aside,
+            extra=log_extra(self.alias, "saved_login_unused", self.set_aside),
+        )
+
+    def no_login(self) -> str:
+        """Why the server has no login to use, for a person to read."""
+        if self.set_aside is not None:
+            return f"{self.set_aside}, so it is not used"
+        return "the server asks for a login"
 
     async def adopt(self, result: AuthorizationResult, requested: tuple[str, ...] | None) -> None:
         self.creds.adopt(result)
+        self.set_aside = None
         self._grant_gone = False
         self._scopes = self._scopes.authorized(requested)
         self._wanted = None

@@ -128,10 +128,11 @@ def test_nothing_changes_without_a_current_issuer() -> None:
 
 def test_only_what_was_saved_for_this_very_url_is_restored() -> None:
     creds = Credentials(URL, ClientConfig())
-    assert not creds.restore(None)
-    assert not creds.restore(StoredLogin(server_url=URL + "/other", issuer=OLD))
+    assert creds.restore(StoredLogin(server_url=URL + "/other", issuer=OLD)) == (
+        f"the saved login is for {URL}/other, not {URL}"
+    )
     assert creds.issuer is None
-    assert creds.restore(StoredLogin(server_url=URL, issuer=OLD))
+    assert creds.restore(StoredLogin(server_url=URL, issuer=OLD)) is None
     assert creds.issuer == OLD
 
 

@@ -143,7 +143,10 @@ async def test_the_state_follows_the_token_lifetime_when_it_cannot_be_renewed(
     ("refresh", "keys"),
     [
         ("rt-1", {}),
-        (None, {"auth": {"type": "client_credentials", "client_id": "c", "client_secret": "s"}}),
+        (
+            None,
+            {"auth": {"type": "client_credentials", "client_id": "client-1", "client_secret": "s"}},
+        ),
     ],
 )
 async def test_a_token_that_renews_itself_stays_logged_in_past_its_expiry(
