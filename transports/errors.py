@@ -32,6 +32,11 @@ class TransportError(Exception):
         return f"{self.reason}\n{self.detail}" if self.detail else self.reason
 
 
+class RequestUnanswered(TransportError):
+    """A request was sent whole and no answer came in time: the server may have acted
+    on it."""
+
+
 class SpawnError(TransportError):
     """The server's command could not be started at all."""
 

@@ -20,7 +20,7 @@ from transports.errors import (
 )
 
 from .calls import Answered, Call, CallHost, Ending, Outcome, Unanswered
-from .oauth import LoginRequired
+from .oauth import AuthFailed, LoginRequired
 from .outage import Outage, last_line
 from .rpc_errors import data_findings, error_for_agents
 
@@ -93,6 +93,18 @@ def failed(
         # for that. The breaker must not count it, nor a probe chase it.
         r.stats.record(elapsed, error=True)
         outcome = Outage(r.alias, "needs_login", error.reason, call.start)
+    elif isinstance(error, AuthFailed):
+        # The authorization server failed, not this one: its breaker and its liveness
+        # are not the token endpoint's to judge.
+        r.stats.record(elapsed, error=True)
+        outcome = Outage(r.alias, "failed", error.reason, call.start)
+        logger.warning(
+            "%s: tools/call %r failed: %s",
+            r.alias,
+            call.name,
+            error.reason,
+            extra=log_extra(r.alias, "token_refresh_failed", error.reason),
+        )
     elif isinstance(error, TransportError):
         r.availability_failure(elapsed, error.reason, call.ticket)
         if r.transport_kind != "stdio":

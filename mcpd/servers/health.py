@@ -32,6 +32,7 @@ from transports.errors import MalformedReply, ServerCancelled, TransportError
 
 from .backoff import RestartPolicy
 from .breaker import Breaker
+from .oauth import AuthFailed
 from .upstream import Upstream
 
 LIVENESS_TIMEOUT: Final = 5.0
@@ -58,11 +59,13 @@ class Health:
         probe_timeout: Callable[[], float],
         on_probe: Callable[[], None],
         answered_at: Callable[[], float],
+        token_work: Callable[[], int] = lambda: 0,
     ) -> None:
         """``interval`` is the periodic check's (0: none); ``on_probe`` is called as a
         half-open probe starts and ends, and as calls settled move the breaker, so the
         state it shows is published; ``answered_at`` says when the server last
-        answered anything."""
+        answered anything; ``token_work`` grows as a token request starts and as it
+        ends (odd while one runs: ``AuthState.token_work``)."""
         self.alias = alias
         self._breaker = breaker
         self._interval = interval
@@ -71,6 +74,7 @@ class Health:
         self.suspect = False
         self.next_check = math.inf
         self._answered_at = answered_at
+        self._token_work = token_work
         self._doubts: deque[Doubt] = deque()  # in the order they ran out of time
         self._doubted = trio.Event()
 
@@ -153,12 +157,22 @@ class Health:
             self.settle(self._answered_at(), due)
 
     async def _liveness(self, up: Upstream) -> None:
+        # A probe that waited for a token (the server's 401 sends it to the refresh
+        # that calls wait for, or it meets one under way) says nothing of the server:
+        # a slow authorization server is not a server that stopped answering, so the
+        # judgement waits for a probe that went by without one.
+        before = self._token_work()
         try:
             with trio.fail_after(LIVENESS_TIMEOUT):
                 await up.probe()
         except _ANSWERED:
             pass  # an answer, even an error, is a server that is there
+        except AuthFailed:
+            return  # no token to ask with; the calls say why
         except trio.TooSlowError:
+            after = self._token_work()
+            if after != before or after % 2:
+                return
             # The session ends: the calls in doubt are settled as it does.
             raise TransportError(
                 f"{self.alias} stopped responding (a probe got no answer in "

@@ -103,6 +103,7 @@ class ServerParts(CallHost):
             probe_timeout=lambda: self.config.daemon.probe_timeout,
             on_probe=self._publish,
             answered_at=lambda: self.scheduler.answered_at,
+            token_work=lambda: self.auth.token_work if self.auth is not None else 0,
         )
         self.events = LifecycleJournal(alias, lambda: self.stderr)
         self.progress = ProgressRoutes(

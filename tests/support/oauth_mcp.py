@@ -43,6 +43,7 @@ class ProtectedMcp(OAuthServer):
         # (``issued_held`` is set then), as from a slow authorization server.
         self.answer_gate: trio.Event | None = None
         self.issued_held = trio.Event()
+        self.refused = trio.Event()  # set when /mcp answers a 401
 
     def revoke_access(self) -> None:
         """The server forgets every access token (as if they all expired)."""
@@ -69,6 +70,7 @@ class ProtectedMcp(OAuthServer):
         auth = req.header("authorization") or ""
         token = auth.removeprefix("Bearer ")
         if not auth.startswith("Bearer ") or token not in self.issued:
+            self.refused.set()
             await super()._mcp(req, respond)  # the 401 with its challenge
             return
         method, rid = req.rpc_method, req.rpc_id

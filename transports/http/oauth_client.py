@@ -64,7 +64,7 @@ from protocol.oauth.urls import parse_http_url
 from protocol.urls import display_url
 from protocol.visible import quote
 
-from ..errors import TransportError
+from ..errors import RequestUnanswered, TransportError
 from .connection import HttpConnection, make_ssl_context
 
 __all__ = ["OAuthHttp", "Resolver", "system_resolver"]
@@ -149,17 +149,22 @@ class OAuthHttp:
         )
 
     async def execute(self, request: HttpRequest, policy: FetchPolicy) -> HttpResponse:
-        """One request, within the client's per-request deadline."""
+        """One request, within the client's per-request deadline; ``RequestUnanswered``
+        if it ran out once the request was sent."""
         limit = self._timeout
+        sent = trio.Event()
         with trio.move_on_after(limit) as scope:
-            return await self._execute(request, policy)
+            return await self._execute(request, policy, sent)
         assert scope.cancelled_caught
-        raise TransportError(
+        said = (
             f"{self.label}: {request.purpose} to {quote(display_url(request.url))} timed out "
             f"after {limit:g} s"
         )
+        raise RequestUnanswered(said) if sent.is_set() else TransportError(said)
 
-    async def _execute(self, request: HttpRequest, policy: FetchPolicy) -> HttpResponse:
+    async def _execute(
+        self, request: HttpRequest, policy: FetchPolicy, sent: trio.Event
+    ) -> HttpResponse:
         u = policy.check_url(request.url, request.purpose)
         allowed = policy.check_addresses(
             request.url, await self._resolve(u.host, u.port), request.purpose
@@ -178,6 +183,7 @@ class OAuthHttp:
                 [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers],
                 request.body,
             )
+            sent.set()
             head = await conn.receive_head()
             body = await conn.read_body(head, self._max_body)
         finally:

@@ -52,7 +52,7 @@ from protocol.oauth import (
 )
 from protocol.visible import quote
 from transports.base import AuthHook
-from transports.errors import AuthError, TransportError
+from transports.errors import AuthError, RequestUnanswered, TransportError
 
 from ...config.model import Config
 from ...config.servertable import ServerConfig
@@ -72,6 +72,7 @@ SAVE_GRACE: Final = 2.0
 _GRANT_GONE: Final = (
     "the authorization server no longer accepts mcpd's refresh token (it was revoked or expired)"
 )
+_MAY_BE_USED: Final = "an earlier refresh got no answer and may have used it up"
 
 
 async def _no_browser(action: OpenBrowser) -> str:
@@ -85,6 +86,8 @@ class ServerAuth(AuthState, AuthHook):
     # Once the server stops, nothing asks for a token: a refusal then is no reason
     # to renew, and a refresh token spent now would be one the next start lacks.
     _stopped = False
+    # A refresh was sent and got no answer: the server may have spent its token.
+    _unanswered = False
 
     @classmethod
     def for_server(cls, alias: str, cfg: ServerConfig, config: Config) -> ServerAuth:
@@ -102,9 +105,13 @@ class ServerAuth(AuthState, AuthHook):
             raise LoginRequired(self.needs_login)
         tokens = self.creds.tokens
         if tokens is not None and self._due(tokens):
+            seen = self.token_work
             async with self.lock:
                 tokens = self.creds.tokens
                 if tokens is not None and self._due(tokens):
+                    failed = self.failed_since(seen)
+                    if failed is not None:
+                        raise failed
                     await self._renew_early(tokens)
         return self.creds.header
 
@@ -123,6 +130,7 @@ class ServerAuth(AuthState, AuthHook):
             return None
         if challenge is not None:
             self.challenge = challenge
+        seen = self.token_work
         async with self.lock:
             if self._stopped:
                 return None
@@ -132,6 +140,9 @@ class ServerAuth(AuthState, AuthHook):
             current = self.creds.header
             if current is not None and current != sent:
                 return current  # renewed while this message was on its way
+            failed = self.failed_since(seen)
+            if failed is not None:
+                raise failed
             tokens = self.creds.tokens
             if tokens is None:
                 if self.kind == "client_credentials":
@@ -188,6 +199,17 @@ class ServerAuth(AuthState, AuthHook):
         """A new token for the issuer in use (called with the lock held)."""
         if self._stopped:
             raise AuthFailed("the server stops: no new token is asked for")
+        self.failed = None
+        self.token_work += 1
+        try:
+            await self._renew_now(tokens, refused=refused)
+        except AuthFailed as exc:
+            self.failed = exc.reason
+            raise
+        finally:
+            self.token_work += 1
+
+    async def _renew_now(self, tokens: TokenSet, *, refused: bool) -> None:
         server, reg = self.creds.server, self.creds.registration()
         if tokens.refresh_token is not None and server is not None and reg is not None:
             try:
@@ -250,9 +272,19 @@ class ServerAuth(AuthState, AuthHook):
                 return
             self.creds.drop_tokens()
             await self.save()
+            if self._unanswered:
+                raise self.lost(f"{_GRANT_GONE}; {_MAY_BE_USED}") from None
             raise self.lost(_GRANT_GONE) from None
+        except RequestUnanswered as exc:
+            self._unanswered = True
+            raise AuthFailed(
+                f"cannot refresh the access token: {exc.reason}; the authorization server "
+                "may have used up the refresh token mcpd sent, and if the next refresh is "
+                "refused a login is needed"
+            ) from None
         except (TransportError, OAuthError) as exc:
             raise AuthFailed(f"cannot refresh the access token: {why(exc)}") from None
+        self._unanswered = False
         self.creds.replace_tokens(fresh)
         await self.save()
         logger.info(

@@ -30,7 +30,7 @@ from transports.http.oauth_client import OAuthHttp
 from ...config.servertable import ServerConfig
 from ...local.oauth_store import OAuthStore, Unusable
 from .credentials import Credentials, client_config
-from .errors import LoginRequired
+from .errors import AuthFailed, LoginRequired
 
 logger = logging.getLogger("mcpd.auth")
 
@@ -88,6 +88,12 @@ class AuthState:
         self._wanted: tuple[str, ...] | None = None  # the union a step-up asks for
         self._retry_early_at = 0.0
         self._grant_gone = False  # the refresh token was refused; the access token lives on
+        # Grows by one as each renewal starts and as it ends: odd while one runs. Who
+        # waited through a renewal can tell (``ServerAuth``), and so can a probe that
+        # waited for a token rather than for the server (``health``).
+        self.token_work = 0
+        # Why the last renewal failed (None: it did not), shared with its waiters.
+        self.failed: str | None = None
         self._changed = trio.Event()
         # Why a person has to log in, with the command to do it; None while not.
         self.needs_login: str | None = None
@@ -191,6 +197,14 @@ class AuthState:
         """A person's ``mcpd auth login`` took: a server waiting to try again tries now,
         not when its backoff says (``adopt`` says so only when a login was needed)."""
         self._notify()
+
+    def failed_since(self, seen: int) -> AuthFailed | None:
+        """The failure of a renewal that ended since ``seen`` (``token_work``), while
+        its caller waited for the lock: the outcome is that caller's too, since asking
+        again at once would most likely fail the same way, one more wait each."""
+        if self.token_work != seen and self.failed is not None:
+            return AuthFailed(self.failed)
+        return None
 
     def lost(self, why: str) -> LoginRequired:
         return self._login_needed(f"{why}; run `mcpd auth login {self.alias}`")
