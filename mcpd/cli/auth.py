@@ -95,6 +95,8 @@ def cmd_logout(args: argparse.Namespace) -> int:
         print(f"{args.server}: logged out; the server revoked the tokens")
     else:
         print(f"{args.server}: logged out (the server offers no revocation)")
+    if out.get("removed"):
+        print(f"{args.server} is not configured: its saved login, {out['removed']}, is removed")
     return 0
 
 

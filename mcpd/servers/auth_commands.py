@@ -15,7 +15,7 @@ import trio
 
 from protocol import jsonrpc as rpc
 
-from .oauth import LoginError, NoOAuthLogin, RedirectFailed
+from .oauth import LoginError, NoOAuthLogin, RedirectFailed, forget_unconfigured
 from .runner import Runner
 from .supervisor import Supervisor
 
@@ -85,6 +85,12 @@ class Logins:
         return await self._outcome(runner, before)
 
     async def logout(self, alias: str) -> dict[str, object]:
+        sup = self._supervisor
+        if alias not in sup.runners and alias not in sup.config.servers:
+            # A server removed from the configuration leaves its login on disk.
+            gone = await forget_unconfigured(alias, sup.config)
+            if gone is not None:
+                return {"server": alias, **gone}
         _, login = self._runner(alias)
         return {"server": alias, **await login.logout()}
 

@@ -4,14 +4,14 @@ Everything outside this package imports from here, never from a module inside:
 the errors every runner, session and scheduler catches, and ``attach``, which gives
 an HTTP server its authorization and its login. Importing this package loads only
 the errors; the OAuth client itself (``auth``, ``state``, ``credentials``,
-``login``, and through them ``protocol.oauth`` and the OAuth transport) is loaded
+``login``, ``revoking``, and through them ``protocol.oauth`` and the OAuth transport) is loaded
 by the first ``attach``, so a daemon with only stdio servers never loads it.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from protocol.logfields import log_extra
 
@@ -32,6 +32,7 @@ __all__ = [
     "RedirectFailed",
     "ServerAuth",
     "attach",
+    "forget_unconfigured",
 ]
 
 logger = logging.getLogger("mcpd.auth")
@@ -50,3 +51,12 @@ def attach(alias: str, cfg: ServerConfig, config: Config) -> tuple[ServerAuth, L
         logger.warning("%s", unpinned, extra=log_extra(alias, "unpinned_client"))
     auth = ServerAuth.for_server(alias, cfg, config)
     return auth, Login(auth)
+
+
+async def forget_unconfigured(alias: str, config: Config) -> dict[str, Any] | None:
+    """``mcpd auth logout`` of a server the configuration no longer names: its saved
+    login revoked where the file says how, and removed (None: none is saved)."""
+    from ...local.statefile import state_dir
+    from .revoking import forget_unconfigured as forget
+
+    return await forget(alias, state_dir(config))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import msgspec
 import trio
@@ -31,7 +31,6 @@ from protocol.oauth import (
     NoAuthorizationMetadata,
     OAuthError,
     OpenBrowser,
-    Secret,
     SendRequest,
     TokenEndpointError,
     carries_state,
@@ -40,10 +39,9 @@ from transports.errors import TransportError
 
 from .auth import ServerAuth
 from .errors import AuthFailed, LoginError, NoOAuthLogin, RedirectFailed, why
+from .revoking import revoke
 
 LOGIN_TTL: Final = 600.0
-
-_Hint = Literal["refresh_token", "access_token"]
 
 
 class _Pending(msgspec.Struct):
@@ -195,28 +193,13 @@ class Login:
             revoked: list[str] = []
             problem: str | None = None
             if tokens is not None and server is not None and reg is not None:
-                hints: list[tuple[_Hint, Secret | None]] = [
-                    ("refresh_token", tokens.refresh_token),
-                    ("access_token", tokens.access_token),
-                ]
-                for hint, token in hints:
-                    if token is None:
-                        continue
-                    try:
-                        offered = await auth.http.revoke(
-                            server,
-                            reg,
-                            token,
-                            hint,
-                            await auth.policy(),
-                            key=creds.client.signing_key,
-                        )
-                    except (TransportError, OAuthError) as exc:
-                        problem = why(exc)
-                        break
-                    if not offered:
-                        break
-                    revoked.append(hint)
+                key = creds.client.signing_key
+                try:
+                    policy = await auth.policy()
+                except (TransportError, OAuthError) as exc:
+                    problem = why(exc)
+                else:
+                    revoked, problem = await revoke(auth.http, tokens, server, reg, policy, key)
             creds.drop_all_tokens()
             await auth.save()
             if auth.kind != "client_credentials":

@@ -133,3 +133,30 @@ async def test_a_damaged_saved_login_is_named_in_the_status(tmp_path: Path, dama
     assert row["state"] == "needs_login"
     assert row["last_error"].startswith(f"the saved login in {path} cannot be read (")
     assert row["last_error"].endswith("), so it is not used; run `mcpd auth login t`")
+
+
+async def test_logging_out_of_a_server_no_longer_configured_revokes_and_removes_its_login(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with serve_protected() as srv:
+            config = config_for(tmp_path, srv)
+            async with running(config) as daemon, connect(daemon.socket_path) as agent:
+                await login(agent, srv)
+                path = tmp_path / "state" / "oauth" / "t.json"
+                await daemon.supervisor.reload(
+                    make_config(tmp_path, {}, state_dir=str(tmp_path / "state"))
+                )
+                refused = await agent.rpc("mcpd/auth/logout", {"server": "../oauth/t"})
+                out = await agent.result("mcpd/auth/logout", {"server": "t"})
+                again = await agent.rpc("mcpd/auth/logout", {"server": "t"})
+    assert out == {
+        "server": "t",
+        "had_tokens": True,
+        "revoked": ["refresh_token", "access_token"],
+        "problem": None,
+        "removed": str(path),
+    }
+    assert not path.exists() and len(srv.revoked) == 2 and not srv.live_refresh
+    assert "no server named '../oauth/t'" in refused["error"]["message"]
+    assert "no server named 't'" in again["error"]["message"]
