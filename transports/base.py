@@ -69,6 +69,12 @@ class AuthHook(abc.ABC):
         ``None`` to let ``error`` stand (the hook may raise its own error instead)."""
 
     @abc.abstractmethod
+    async def refused_again(self, error: AuthError, sent: str | None) -> None:
+        """The message was refused once more, with the value ``refused`` handed out:
+        the hook may raise its own error (the login ended meanwhile); else ``error``
+        stands."""
+
+    @abc.abstractmethod
     def accepted(self, sent: str | None) -> None:
         """A message carrying ``sent`` went through."""
 

@@ -138,7 +138,8 @@ async def with_authorization(
 ) -> T:
     """What ``send`` returns, given the ``Authorization`` value ``auth`` hands out (None:
     no hook, or nothing to send); a refusal the hook answers with a new value is sent
-    once more with it, and the hook hears which value went through."""
+    once more with it (a second refusal is the hook's to explain, if it can), and the
+    hook hears which value went through."""
     if auth is None:
         return await send(None)
     sent = await auth.authorization()
@@ -150,7 +151,11 @@ async def with_authorization(
         if fresh is None:
             raise
         sent = fresh
-        answer = await send(sent)
+        try:
+            answer = await send(sent)
+        except AuthError as again:
+            await auth.refused_again(again, sent)
+            raise
     auth.accepted(sent)
     return answer
 

@@ -9,11 +9,10 @@ machine identity, asks for a new token with the client credentials; after a 403
 ``insufficient_scope`` it asks for the union of the scopes (a bounded number of
 times). One renewal runs at a time per server: whoever comes while it runs waits
 for it (within their own time limit) and then uses its token, so fifty calls that
-meet an expired token cost one token request. Once its request is out, a refresh
-runs to its answer, which is kept: neither a caller that gives up nor the server's
-stop ends it, since the authorization server may already have replaced the refresh
-token it was sent. The stop waits for it (``stop``) and then nothing asks for a
-token any more.
+meet an expired token cost one token request. A refresh whose request is out runs
+to its answer, which is kept (the authorization server may have replaced the refresh
+token it was sent): a caller that gives up does not end it, the server's stop waits
+for it (``stop``).
 
 When only a person can help (no token, a refresh token that was revoked, more
 scope wanted) it raises ``LoginRequired``, and the server waits in its own state,
@@ -165,6 +164,15 @@ class ServerAuth(AuthState, AuthHook):
             await self._renew(tokens, refused=True)
             return self.creds.header
 
+    async def refused_again(self, error: AuthError, sent: str | None) -> None:
+        # A logout under way revokes the token a renewal just brought: once it is
+        # over, the refusal is the logout's, and says so.
+        if not self.enabled or self._stopped or error.status != 401:
+            return
+        async with self.lock:
+            if self.needs_login is not None:
+                raise LoginRequired(self.needs_login)
+
     def accepted(self, sent: str | None) -> None:
         if self._scopes.step_ups and sent is not None and sent == self.creds.header:
             self._scopes = self._scopes.succeeded()
@@ -199,15 +207,8 @@ class ServerAuth(AuthState, AuthHook):
         """A new token for the issuer in use (called with the lock held)."""
         if self._stopped:
             raise AuthFailed("the server stops: no new token is asked for")
-        self.failed = None
-        self.token_work += 1
-        try:
+        with self.renewing():
             await self._renew_now(tokens, refused=refused)
-        except AuthFailed as exc:
-            self.failed = exc.reason
-            raise
-        finally:
-            self.token_work += 1
 
     async def _renew_now(self, tokens: TokenSet, *, refused: bool) -> None:
         server, reg = self.creds.server, self.creds.registration()

@@ -13,10 +13,11 @@ Tokens leave it only as the header value that ``Credentials`` hands out.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 import trio
@@ -197,6 +198,19 @@ class AuthState:
         """A person's ``mcpd auth login`` took: a server waiting to try again tries now,
         not when its backoff says (``adopt`` says so only when a login was needed)."""
         self._notify()
+
+    @contextlib.contextmanager
+    def renewing(self) -> Iterator[None]:
+        """Around a renewal: ``token_work`` and ``failed`` follow it."""
+        self.failed = None
+        self.token_work += 1
+        try:
+            yield
+        except AuthFailed as exc:
+            self.failed = exc.reason
+            raise
+        finally:
+            self.token_work += 1
 
     def failed_since(self, seen: int) -> AuthFailed | None:
         """The failure of a renewal that ended since ``seen`` (``token_work``), while

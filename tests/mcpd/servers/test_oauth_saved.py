@@ -13,6 +13,7 @@ import trio
 
 from mcpd.config.model import Config
 from tests.support.agent import Agent, connect, make_config, running
+from tests.support.http_servers import Responder, SeenRequest, serve_http
 from tests.support.oauth_mcp import ProtectedMcp, login, serve_protected
 
 LIMIT = 20
@@ -160,3 +161,46 @@ async def test_logging_out_of_a_server_no_longer_configured_revokes_and_removes_
     assert not path.exists() and len(srv.revoked) == 2 and not srv.live_refresh
     assert "no server named '../oauth/t'" in refused["error"]["message"]
     assert "no server named 't'" in again["error"]["message"]
+
+
+class RevokesAccess(ProtectedMcp):
+    """Revoking a refresh token revokes the access tokens with it, and a call with a
+    live token waits at the server until a revocation has come."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.revocation = trio.Event()
+
+    async def __call__(self, req: SeenRequest, respond: Responder) -> None:
+        token = (req.header("authorization") or "").removeprefix("Bearer ")
+        if req.target == "/revoke":
+            self.issued.clear()
+            self.revocation.set()
+        elif req.target == "/mcp" and req.rpc_method == "tools/call" and token in self.issued:
+            await self.revocation.wait()
+        await super().__call__(req, respond)
+
+
+async def test_a_call_that_meets_a_logout_says_it_was_logged_out(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        srv = RevokesAccess()
+        async with serve_http(srv) as http:
+            srv._http = http
+            config = config_for(tmp_path, srv)
+            async with running(config) as daemon, connect(daemon.socket_path) as agent:
+                await login(agent, srv)
+                srv.revoke_access()
+                srv.answer_gate = trio.Event()
+                texts: list[str] = []
+
+                async def call() -> None:
+                    texts.append((await agent.call("mcp__t__whoami"))["content"][0]["text"])
+
+                async with trio.open_nursery() as tasks:
+                    tasks.start_soon(call)
+                    await srv.issued_held.wait()  # the call's refresh is answered next
+                    tasks.start_soon(agent.result, "mcpd/auth/logout", {"server": "t"})
+                    srv.answer_gate.set()
+    assert texts[0].startswith(
+        "The tool server 't' is unavailable (needs_login): logged out; run `mcpd auth login t`."
+    )

@@ -42,6 +42,9 @@ class Hook(AuthHook):
         self.values.pop(0)
         return self.values[0] if self.values else None
 
+    async def refused_again(self, error: AuthError, sent: str | None) -> None:
+        self.refusals.append((error.status, error.challenge, sent))
+
     def accepted(self, sent: str | None) -> None:
         self.accepted_values.append(sent)
 
