@@ -332,6 +332,58 @@ async def test_a_stop_during_a_token_refresh_keeps_the_refresh_token_it_brings(
     )
 
 
+def _short_calls(tmp: Path, srv: ProtectedMcp, **server: Any) -> Config:
+    # Calls get little time, so a reload does not wait for the one in flight.
+    return make_config(
+        tmp,
+        {"t": {"url": srv.mcp_url, **server}},
+        state_dir=str(tmp / "state"),
+        call_timeout=0.5,
+    )
+
+
+async def test_a_reload_during_a_token_refresh_keeps_the_refresh_token_it_brings(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)  # the line the test waits for
+    heard = _Heard("refresh_awaited")
+    logging.getLogger("mcpd.auth").addHandler(heard)
+    try:
+        with trio.fail_after(LIMIT):
+            async with serve_protected() as srv:
+                config = _short_calls(tmp_path, srv)
+                async with running(config) as daemon, trio.open_nursery() as tasks:
+                    async with connect(daemon.socket_path) as agent:
+                        await login(agent, srv)
+                    srv.revoke_access()
+                    srv.answer_gate = trio.Event()
+                    waiting = await tasks.start(_connected, daemon.socket_path)
+                    tasks.start_soon(_call_quietly, waiting)
+                    await srv.issued_held.wait()
+                    changed = _short_calls(tmp_path, srv, max_concurrency=8)  # t starts again
+                    reloaded = trio.Event()
+
+                    async def reload() -> None:
+                        await daemon.supervisor.reload(changed)
+                        reloaded.set()
+
+                    tasks.start_soon(reload)
+                    await heard.event.wait()  # the old t waits for the refresh's answer
+                    srv.answer_gate.set()
+                    await reloaded.wait()
+                    async with connect(daemon.socket_path) as agent:
+                        with trio.fail_after(5):
+                            runner = daemon.supervisor.runners["t"]
+                            while (await server_row(agent))["state"] != "ready":
+                                await runner.phase_changed()
+                        text = (await agent.call(TOOL))["content"][0]["text"]
+                    tasks.cancel_scope.cancel()
+    finally:
+        logging.getLogger("mcpd.auth").removeHandler(heard)
+    assert text == "called with token #1"  # the refresh's, used by the new t
+    assert srv.reused == [] and srv.grants["refresh_token"] == 1
+
+
 async def _connected(
     socket_path: str, *, task_status: trio.TaskStatus[Agent] = trio.TASK_STATUS_IGNORED
 ) -> None:
