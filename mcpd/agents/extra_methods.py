@@ -33,9 +33,10 @@ from .callrecords import CallRecords, Seen, ended
 from .failures import Failures
 from .logs import AgentLogs, SeesServer
 from .prompts import Sees, complete, everything, get_prompt, list_prompts
-from .resources import Subscriptions, list_resources, read
+from .resources import list_resources, read
 from .results import Recipient
 from .rewrite import tool_result
+from .subscriptions import Subscriptions
 from .task_methods import TaskMethods
 from .task_watches import TaskWatches
 from .tasks import Tasks

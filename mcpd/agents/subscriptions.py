@@ -1,0 +1,224 @@
+"""Resource subscriptions, held per agent: a legacy agent's ``resources/subscribe``,
+or the ``resourceSubscriptions`` of a modern agent's ``subscriptions/listen``.
+
+Upstream each URI is subscribed once, whatever the number of agents; an update reaches
+exactly the agents subscribed to it, under the URI each subscribed with. A connection
+holds at most ``MAX_SUBSCRIPTIONS``, of at most ``MAX_SUBSCRIBED_BYTES`` of URIs, and all
+agents together at most ``MAX_SUBSCRIPTIONS_IN_ALL`` of ``subscribed_bytes_in_all``: a
+subscription past one of them is refused with an error naming it. A connection's own
+are found without looking through the others' when it ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final, NoReturn
+
+import msgspec
+
+from protocol import jsonrpc as rpc
+from protocol import mcp
+from protocol.uritemplate import MAX_URI
+
+from ..config.model import DaemonConfig
+from ..registry.claims import Budget
+from ..registry.scheme import Sight
+from ..servers.all_servers import AllServers
+from .prompts import held_read_error
+from .resources import route
+
+Send = Callable[[bytes], None]
+
+# Each subscription is held here and at its server, and costs its server a request to
+# take and another to let go: without a bound one agent naming URIs without end would
+# grow mcpd, slow every agent's turn, and keep the server busy long after it left.
+# Far more than an agent watching the resources it works with needs.
+MAX_SUBSCRIPTIONS: Final = 1_000
+# Their URIs' bytes (as JSON) too. A server hears every URI it is subscribed to in the
+# one listen mcpd holds there, sent again as they change, and may echo them all back:
+# many agents holding long URIs would make that a line no server (nor mcpd reading its
+# echo) takes. So are all agents' together, and those never past a quarter of
+# ``daemon.max_line_bytes``: the listen and an echo writing each character escaped fit.
+MAX_SUBSCRIBED_BYTES: Final = 128 * 1024
+MAX_SUBSCRIPTIONS_IN_ALL: Final = 10_000
+MAX_SUBSCRIBED_BYTES_IN_ALL: Final = 1024 * 1024
+_DEFAULT_LINE: Final = DaemonConfig().max_line_bytes
+_encode: Final = msgspec.json.Encoder().encode
+
+
+def subscribed_bytes_in_all(max_line_bytes: int) -> int:
+    """What all agents' subscribed URIs may come to, in bytes, with lines of at most
+    ``max_line_bytes``."""
+    return min(MAX_SUBSCRIBED_BYTES_IN_ALL, max_line_bytes // 4)
+
+
+def _size(uri: str) -> int:
+    return len(_encode(uri))
+
+
+def _refuse(message: str, limit: int, held: int, asked: int) -> NoReturn:
+    raise rpc.RPCError(rpc.INVALID_PARAMS, message, {"limit": limit, "held": held, "asked": asked})
+
+
+class Subscriptions:
+    def __init__(
+        self, servers: AllServers, max_line_bytes: Callable[[], int] = lambda: _DEFAULT_LINE
+    ) -> None:
+        self.servers = servers
+        self._max_line_bytes = max_line_bytes  # the daemon's, as it is now
+        # (alias, the server's URI) -> {subscriber: (the agent's URI, send, listen id)}
+        self._subs: dict[tuple[str, str], dict[tuple[int, Any], tuple[str, Send, Any]]] = {}
+        # id of the owner -> what it holds: (alias, the server's URI), listen id
+        self._owned: dict[int, set[tuple[tuple[str, str], Any]]] = {}
+        # id of the owner -> the bytes of the agent's URIs it holds (a server's URI is
+        # the agent's or the end of it)
+        self._owned_bytes: dict[int, int] = {}
+        self._count = 0  # subscriptions held, of all agents
+        self._bytes = 0
+        servers.on_resource_updated(self._updated)
+
+    def _hold(
+        self, key: tuple[str, str], who: tuple[int, Any], entry: tuple[str, Send, Any]
+    ) -> None:
+        holders = self._subs.setdefault(key, {})
+        before = holders.get(who)
+        if before is None:
+            self.servers.subscribe_resource(key[0], key[1], True)
+            self._owned.setdefault(who[0], set()).add((key, who[1]))
+            self._count += 1
+        holders[who] = entry
+        self._spend(who[0], _size(entry[0]) - (0 if before is None else _size(before[0])))
+
+    def _release(self, key: tuple[str, str], who: tuple[int, Any]) -> None:
+        holders = self._subs.get(key)
+        entry = None if holders is None else holders.pop(who, None)
+        if holders is None or entry is None:
+            return
+        self.servers.subscribe_resource(key[0], key[1], False)
+        if not holders:
+            del self._subs[key]
+        self._count -= 1
+        self._spend(who[0], -_size(entry[0]))
+        owned = self._owned[who[0]]
+        owned.discard((key, who[1]))
+        if not owned:
+            del self._owned[who[0]]
+            del self._owned_bytes[who[0]]
+
+    def _spend(self, owner: int, size: int) -> None:
+        self._bytes += size
+        self._owned_bytes[owner] = self._owned_bytes.get(owner, 0) + size
+
+    def _room_for(self, owner: object, more: int, size: int) -> None:
+        """Refuses ``more`` subscriptions of ``size`` bytes that would take the
+        connection, or all agents together, past a bound, naming it."""
+        counted, sized = "resource subscriptions", "bytes of subscribed URIs"
+        holds = len(self._owned.get(id(owner), ()))
+        held = self._owned_bytes.get(id(owner), 0)
+        for limit, now, asked, what in (
+            (MAX_SUBSCRIPTIONS, holds, more, counted),
+            (MAX_SUBSCRIBED_BYTES, held, size, sized),
+        ):
+            if now + asked > limit:
+                why = f"this one holds {now} and asks for {asked} more: let some go first"
+                _refuse(f"a connection may hold at most {limit} {what}; {why}", limit, now, asked)
+        in_all = subscribed_bytes_in_all(self._max_line_bytes())
+        for limit, now, asked, what in (
+            (MAX_SUBSCRIPTIONS_IN_ALL, self._count, more, counted),
+            (in_all, self._bytes, size, sized),
+        ):
+            if now + asked > limit:
+                why = (
+                    f"they hold {now} and this asks for {asked} more: let some of this"
+                    " connection's go, or try again later"
+                )
+                whose = "all agents together"
+                _refuse(f"{whose} may hold at most {limit} {what}; {why}", limit, now, asked)
+
+    # -- legacy: resources/subscribe, resources/unsubscribe --
+
+    def subscribe(
+        self,
+        owner: object,
+        uri: str,
+        send: Send,
+        on: bool,
+        steps: Budget,
+        sight: Sight | None = None,
+    ) -> None:
+        # A URI longer than any real one would be held here and upstream at whatever
+        # size an agent's line allows: it may be read, never subscribed to.
+        if len(uri) > MAX_URI:
+            raise rpc.RPCError(
+                rpc.INVALID_PARAMS,
+                f"a URI of {len(uri)} characters is not subscribed to (at most {MAX_URI})",
+            )
+        routed = route(self.servers, uri, steps, sight)
+        if on and not self.servers.subscribable(routed.alias):
+            raise rpc.RPCError(
+                rpc.METHOD_NOT_FOUND,
+                f"the server {routed.alias!r} does not offer resource subscriptions",
+            )
+        hold = self.servers.held_uri(routed.alias, routed.uri, steps) if on else None
+        if hold is not None:
+            raise held_read_error(uri, routed.alias, routed.uri, hold)
+        who = (id(owner), None)
+        key = (routed.alias, routed.uri)
+        if on:
+            before = self._subs.get(key, {}).get(who)
+            if before is None:
+                self._room_for(owner, 1, _size(uri))
+            else:  # held already, maybe under another of its names
+                self._room_for(owner, 0, max(0, _size(uri) - _size(before[0])))
+            self._hold(key, who, (uri, send, None))
+        else:
+            self._release(key, who)
+
+    # -- modern: a listen's resourceSubscriptions --
+
+    def listen(
+        self,
+        conn: object,
+        listen_id: rpc.Id,
+        uris: Any,
+        send: Send,
+        steps: Budget,
+        sight: Sight | None = None,
+    ) -> list[str]:
+        """Hold the URIs a listen names; the subset honoured, for its acknowledgement
+        (a URI whose server was not found within ``steps`` is not). Refused whole when
+        the URIs it names would take the connection, or all agents, past a bound."""
+        named = uris if isinstance(uris, list) else []
+        size = sum(_size(uri) for uri in named if isinstance(uri, str) and len(uri) <= MAX_URI)
+        self._room_for(conn, sum(isinstance(uri, str) for uri in named), size)
+        honoured: list[str] = []
+        for uri in named:
+            if not isinstance(uri, str) or len(uri) > MAX_URI:
+                continue
+            try:
+                routed = route(self.servers, uri, steps, sight)
+            except rpc.RPCError:
+                continue
+            if self.servers.held_uri(routed.alias, routed.uri, steps) is not None:
+                continue
+            if self.servers.subscribable(routed.alias):
+                key = (routed.alias, routed.uri)
+                self._hold(key, (id(conn), listen_id), (uri, send, listen_id))
+                honoured.append(uri)
+        return honoured
+
+    def unlisten(self, conn: object, listen_id: rpc.Id) -> None:
+        owned = self._owned.get(id(conn), set())
+        for key in [key for key, held_by in owned if held_by == listen_id]:
+            self._release(key, (id(conn), listen_id))
+
+    def owner_gone(self, owner: object) -> None:
+        for key, listen_id in list(self._owned.get(id(owner), ())):
+            self._release(key, (id(owner), listen_id))
+
+    def _updated(self, alias: str, uri: str) -> None:
+        for agent_uri, send, listen_id in list(self._subs.get((alias, uri), {}).values()):
+            params: dict[str, Any] = {"uri": agent_uri}
+            if listen_id is not None:
+                params["_meta"] = {mcp.KEY_SUBSCRIPTION_ID: listen_id}
+            send(rpc.encode_notification("notifications/resources/updated", params))
