@@ -159,7 +159,8 @@ class AgentServer(ProfileMethods, Dispatcher):
     def configure(self, profiles: Mapping[str, ProfileConfig], naming: NamingConfig) -> None:
         """The config's profiles, at start and after a reload; the agents of a profile
         that changed hear of it (and no one else)."""
-        self.profiles.configure(profiles, naming, self.control.settings.max_tools)
+        changed = self.profiles.configure(profiles, naming, self.control.settings.max_tools)
+        self.extras.subscriptions.reconfigured(self.profiles.views(changed))
         self.calls.budget = self.control.settings.result_budget_chars
         self.tool_news.changed()
         self.extras.list_changed()

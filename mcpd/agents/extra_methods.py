@@ -127,6 +127,12 @@ class ExtraMethods:
             return self.servers.prompt_resource_versions
         return self._view_of(conn).offered()
 
+    def switched(self, conn: Agent) -> None:
+        """The agent picked another profile: its subscriptions route through it."""
+        sight = self._sees(conn)[1]
+        for owner in {id(o): o for o in (conn, conn.owner)}.values():
+            self.subscriptions.switched(owner, sight)
+
     def left(self, owner: Any) -> None:
         """The agent disconnected: servers waiting for its answers get an error now."""
         self.askback.owner_gone(owner, "the agent disconnected")

@@ -70,6 +70,7 @@ class ProfileMethods:
         conn.profile = chosen
         conn.seen_version = chosen.version  # what it lists from now on is not a change
         self.extras.joined(conn)
+        self.extras.switched(conn)
         return summary(chosen)
 
     async def _profile_tools(

@@ -17,7 +17,7 @@ profile reads everything.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -148,6 +148,10 @@ class Profiles:
                 self._configs.pop(name, None)
                 changed.append(name)
         return changed
+
+    def views(self, names: Iterable[str]) -> list[ProfileView]:
+        """The views of the profiles ``names`` (those removed too: agents may be on one)."""
+        return [self._all[name].view for name in names if name in self._all]
 
     @property
     def default(self) -> ProfileServers:

@@ -7,11 +7,17 @@ holds at most ``MAX_SUBSCRIPTIONS``, of at most ``MAX_SUBSCRIBED_BYTES`` of URIs
 agents together at most ``MAX_SUBSCRIPTIONS_IN_ALL`` of ``subscribed_bytes_in_all``: a
 subscription past one of them is refused with an error naming it. A connection's own
 are found without looking through the others' when it ends.
+
+A subscription is the agent's only while its profile routes the URI it named to the
+server it was made at: an update is told to it only then, and when its profile changes
+(a reload, its ``mcpd/useProfile``) one whose URI now goes elsewhere, or to a server the
+profile no longer shows, is let go of, upstream too when no one else holds it, and the
+agent is told nothing of it (it would name what the agent may no longer see).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, Final, NoReturn
 
 import msgspec
@@ -21,8 +27,8 @@ from protocol import mcp
 from protocol.uritemplate import MAX_URI
 
 from ..config.model import DaemonConfig
-from ..registry.claims import Budget
-from ..registry.scheme import Sight
+from ..registry.claims import ROUTE_STEPS, Budget
+from ..registry.scheme import Routed, Sight, Undecided
 from ..servers.all_servers import AllServers
 from .prompts import held_read_error
 from .resources import route
@@ -56,6 +62,26 @@ def _size(uri: str) -> int:
     return len(_encode(uri))
 
 
+class _Entry:
+    """One agent's subscription to a server's URI: the URI as the agent named it,
+    where its updates go, the listen it came with (None: ``resources/subscribe``), the
+    profile it routes through, and whether that routes it here still, as last found
+    (with the version of the servers' lists it was found at)."""
+
+    __slots__ = ("checked", "listen_id", "send", "sight", "uri")
+
+    def __init__(self, uri: str, send: Send, listen_id: Any, sight: Sight | None) -> None:
+        self.uri = uri
+        self.send = send
+        self.listen_id = listen_id
+        self.sight = sight
+        self.checked: tuple[int, bool] | None = None
+
+
+Key = tuple[str, str]  # (alias, the server's URI)
+Who = tuple[int, Any]  # (id of the owner, listen id)
+
+
 def _refuse(message: str, limit: int, held: int, asked: int) -> NoReturn:
     raise rpc.RPCError(rpc.INVALID_PARAMS, message, {"limit": limit, "held": held, "asked": asked})
 
@@ -66,8 +92,8 @@ class Subscriptions:
     ) -> None:
         self.servers = servers
         self._max_line_bytes = max_line_bytes  # the daemon's, as it is now
-        # (alias, the server's URI) -> {subscriber: (the agent's URI, send, listen id)}
-        self._subs: dict[tuple[str, str], dict[tuple[int, Any], tuple[str, Send, Any]]] = {}
+        # (alias, the server's URI) -> {subscriber: its subscription}
+        self._subs: dict[Key, dict[Who, _Entry]] = {}
         # id of the owner -> what it holds: (alias, the server's URI), listen id
         self._owned: dict[int, set[tuple[tuple[str, str], Any]]] = {}
         # id of the owner -> the bytes of the agent's URIs it holds (a server's URI is
@@ -77,9 +103,7 @@ class Subscriptions:
         self._bytes = 0
         servers.on_resource_updated(self._updated)
 
-    def _hold(
-        self, key: tuple[str, str], who: tuple[int, Any], entry: tuple[str, Send, Any]
-    ) -> None:
+    def _hold(self, key: Key, who: Who, entry: _Entry) -> None:
         holders = self._subs.setdefault(key, {})
         before = holders.get(who)
         if before is None:
@@ -87,9 +111,9 @@ class Subscriptions:
             self._owned.setdefault(who[0], set()).add((key, who[1]))
             self._count += 1
         holders[who] = entry
-        self._spend(who[0], _size(entry[0]) - (0 if before is None else _size(before[0])))
+        self._spend(who[0], _size(entry.uri) - (0 if before is None else _size(before.uri)))
 
-    def _release(self, key: tuple[str, str], who: tuple[int, Any]) -> None:
+    def _release(self, key: Key, who: Who) -> None:
         holders = self._subs.get(key)
         entry = None if holders is None else holders.pop(who, None)
         if holders is None or entry is None:
@@ -98,7 +122,7 @@ class Subscriptions:
         if not holders:
             del self._subs[key]
         self._count -= 1
-        self._spend(who[0], -_size(entry[0]))
+        self._spend(who[0], -_size(entry.uri))
         owned = self._owned[who[0]]
         owned.discard((key, who[1]))
         if not owned:
@@ -169,8 +193,8 @@ class Subscriptions:
             if before is None:
                 self._room_for(owner, 1, _size(uri))
             else:  # held already, maybe under another of its names
-                self._room_for(owner, 0, max(0, _size(uri) - _size(before[0])))
-            self._hold(key, who, (uri, send, None))
+                self._room_for(owner, 0, max(0, _size(uri) - _size(before.uri)))
+            self._hold(key, who, _Entry(uri, send, None, sight))
         else:
             self._release(key, who)
 
@@ -203,7 +227,7 @@ class Subscriptions:
                 continue
             if self.servers.subscribable(routed.alias):
                 key = (routed.alias, routed.uri)
-                self._hold(key, (id(conn), listen_id), (uri, send, listen_id))
+                self._hold(key, (id(conn), listen_id), _Entry(uri, send, listen_id, sight))
                 honoured.append(uri)
         return honoured
 
@@ -216,9 +240,62 @@ class Subscriptions:
         for key, listen_id in list(self._owned.get(id(owner), ())):
             self._release(key, (id(owner), listen_id))
 
+    # -- profiles changing --
+
+    def reconfigured(self, changed: Collection[Sight]) -> None:
+        """The profiles ``changed`` were configured anew (a reload): their agents'
+        subscriptions are routed again, and let go of where they no longer reach their
+        server."""
+        ids = {id(sight) for sight in changed}
+        for key, holders in list(self._subs.items()):
+            for who, entry in list(holders.items()):
+                if id(entry.sight) in ids:
+                    self._look_again(key, who, entry)
+
+    def switched(self, owner: object, sight: Sight | None) -> None:
+        """``owner``'s agent sees the profile ``sight`` from now on (``mcpd/useProfile``):
+        its subscriptions route through it, those that no longer reach their server let
+        go of."""
+        for key, listen_id in list(self._owned.get(id(owner), ())):
+            who = (id(owner), listen_id)
+            entry = self._subs[key][who]
+            entry.sight = sight
+            self._look_again(key, who, entry)
+
+    def _look_again(self, key: Key, who: Who, entry: _Entry) -> None:
+        """Lets go of ``entry`` unless its URI may still reach ``key``: routed there,
+        or its server shown and the URI not found (its lists may be on their way back
+        after a restart), or matching it cut short."""
+        entry.checked = None
+        sight = entry.sight
+        found = self.servers.route_uri(entry.uri, Budget(ROUTE_STEPS), sight)
+        shown = sight is None or sight.admits_resource(*key)
+        if shown and (found is None or isinstance(found, Undecided) or self._routes(found, key)):
+            return
+        self._release(key, who)
+
+    @staticmethod
+    def _routes(found: object, key: Key) -> bool:
+        return isinstance(found, Routed) and (found.alias, found.uri) == key
+
+    def _reaches(self, entry: _Entry, key: Key, version: int) -> bool:
+        """Whether ``entry``'s URI routes to ``key`` through its profile now; found once
+        per version of the servers' lists (and again after its profile changed)."""
+        if entry.checked is not None and entry.checked[0] == version:
+            return entry.checked[1]
+        sight = entry.sight
+        found = self.servers.route_uri(entry.uri, Budget(ROUTE_STEPS), sight)
+        reaches = self._routes(found, key) and (sight is None or sight.admits_resource(*key))
+        entry.checked = (version, reaches)
+        return reaches
+
     def _updated(self, alias: str, uri: str) -> None:
-        for agent_uri, send, listen_id in list(self._subs.get((alias, uri), {}).values()):
-            params: dict[str, Any] = {"uri": agent_uri}
-            if listen_id is not None:
-                params["_meta"] = {mcp.KEY_SUBSCRIPTION_ID: listen_id}
-            send(rpc.encode_notification("notifications/resources/updated", params))
+        key = (alias, uri)
+        version = self.servers.prompt_resource_versions[1]
+        for entry in list(self._subs.get(key, {}).values()):
+            if not self._reaches(entry, key, version):
+                continue
+            params: dict[str, Any] = {"uri": entry.uri}
+            if entry.listen_id is not None:
+                params["_meta"] = {mcp.KEY_SUBSCRIPTION_ID: entry.listen_id}
+            entry.send(rpc.encode_notification("notifications/resources/updated", params))

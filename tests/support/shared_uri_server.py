@@ -7,7 +7,7 @@ URIS, TEMPLATES and PROMPTS are comma-separated (may be empty). ``resources/read
 answers any URI with a text naming this server; ``completion/complete`` offers this
 server's name; the tool ``link`` and every prompt return a resource link to the URI
 given (the first listed URI for a prompt); a subscription to resources is
-acknowledged and held open.
+acknowledged and held open; the tool ``touch`` says the URI given was updated.
 """
 
 from __future__ import annotations
@@ -46,10 +46,15 @@ def handle(msg: dict[str, Any]) -> None:
         result(rid, {"supportedVersions": ["2026-07-28"], "capabilities": caps, **LISTED})
     elif method == "tools/list":
         schema = {"type": "object", "properties": {"uri": {"type": "string"}}}
-        result(rid, {"tools": [{"name": "link", "inputSchema": schema}], **LISTED})
+        tools = [{"name": name, "inputSchema": schema} for name in ("link", "touch")]
+        result(rid, {"tools": tools, **LISTED})
     elif method == "tools/call":
         uri = params.get("arguments", {}).get("uri", "")
-        result(rid, {"content": [link(uri)]})
+        if params.get("name") == "touch":
+            send({"method": "notifications/resources/updated", "params": {"uri": uri}})
+            result(rid, {"content": []})
+        else:
+            result(rid, {"content": [link(uri)]})
     elif method == "resources/list":
         result(rid, {"resources": [{"uri": u, "name": u} for u in URIS], **LISTED})
     elif method == "resources/templates/list":

@@ -55,6 +55,9 @@ class Extras:
     def joined(self, conn: object) -> None:
         self.joined_by.append(conn)
 
+    def switched(self, conn: object) -> None:
+        pass
+
 
 class Gate:
     def __init__(self, config: Config) -> None:

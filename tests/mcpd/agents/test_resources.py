@@ -475,3 +475,46 @@ def test_all_agents_together_are_bounded_so_a_servers_listen_fits_a_line(
         refused.value.message
     )
     assert servers.held[("a", "a://more")] == 0
+
+
+def test_a_reload_that_hides_a_subscriptions_server_lets_go_of_it_upstream_too() -> None:
+    servers = three_servers({"a", "b"})
+    subs = Subscriptions(servers)
+    sight, owner_sight = Shows("a", "b"), Shows("a", "b")
+    moved, wrapped, stays, kept = Inbox(), Inbox(), Inbox(), Inbox()
+    subs.subscribe(object(), "a://only", moved.send, True, budget(), sight)
+    subs.listen(object(), 1, [wrap("a", "a://7"), "b://only"], wrapped.send, budget(), sight)
+    subs.subscribe(object(), "a://only", kept.send, True, budget(), owner_sight)
+    subs.subscribe(object(), "b://x", stays.send, True, budget(), sight)
+    sight.aliases = {"b"}
+    subs.reconfigured([sight])
+    assert +servers.held == Counter({("a", "a://only"): 1, ("b", "b://only"): 1, ("b", "b://x"): 1})
+    for alias, uri in [("a", "a://only"), ("a", "a://7"), ("b", "b://only"), ("b", "b://x")]:
+        servers.announce(alias, uri)
+    assert moved.got == [] and kept.uris() == ["a://only"]
+    assert wrapped.uris() == ["b://only"] and stays.uris() == ["b://x"]
+
+
+def test_a_profile_switch_lets_go_of_what_the_new_profile_routes_elsewhere() -> None:
+    servers = three_servers({"a", "b"})
+    subs = Subscriptions(servers)
+    agent, inbox = object(), Inbox()
+    subs.subscribe(agent, "a://only", inbox.send, True, budget(), Shows("a", "b"))
+    subs.subscribe(agent, "b://only", inbox.send, True, budget(), Shows("a", "b"))
+    subs.switched(agent, Shows("b"))
+    assert +servers.held == Counter({("b", "b://only"): 1})
+    servers.announce("a", "a://only")
+    servers.announce("b", "b://only")
+    assert inbox.uris() == ["b://only"]
+
+
+def test_an_update_is_told_only_while_the_uri_routes_to_the_server_that_sent_it() -> None:
+    servers = three_servers({"a"})
+    subs = Subscriptions(servers)
+    inbox = Inbox()
+    subs.subscribe(object(), "a://only", inbox.send, True, budget(), Shows("a", "b"))
+    servers.announce("a", "a://only")
+    # b lists it too: the URI is no longer a's alone for this agent.
+    servers.catalog.resources.update("b", [surface.Resource(uri="a://only", name="x")], [])
+    servers.announce("a", "a://only")
+    assert inbox.uris() == ["a://only"]
