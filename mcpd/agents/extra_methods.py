@@ -299,7 +299,6 @@ class ExtraMethods:
         return lambda alias: view_of(conn).has_server(alias)
 
     async def _complete(self, conn: Agent, req: rpc.Request, ctx: RequestContext | None) -> Any:
-        allowance = self._allowance(_agent_side(conn, ctx).owner)
         prompts, resources = self._sees(conn)
         own_user = conn.identity.reads_as_owner()
 
@@ -308,7 +307,6 @@ class ExtraMethods:
                 self.servers,
                 req,
                 ctx,
-                allowance,
                 prompts,
                 resources,
                 seen,

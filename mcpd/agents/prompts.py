@@ -20,12 +20,11 @@ from protocol.server import RequestContext
 from protocol.visible import quote
 
 from ..registry.resources import Hold
-from ..registry.scheme import Routed, Sight
+from ..registry.scheme import Ambiguous, Sight
 from ..servers.all_servers import AllServers
 from ..servers.calls import CallRefused, Whose
 from ..servers.outage import Outage
 from . import unanswered
-from .allowance import Allowance
 from .askback import Upstream
 from .askback_driver import AgentSide, AskBackDriver
 from .callrecords import Seen
@@ -273,7 +272,6 @@ async def complete(
     servers: AllServers,
     req: rpc.Request,
     ctx: RequestContext | None,
-    allowance: Allowance,
     sees_prompt: Sees = everything,
     sight: Sight | None = None,
     seen: Seen | None = None,
@@ -300,27 +298,11 @@ async def complete(
         params.ref = msgspec.structs.replace(ref, name=entry.original)
     elif ref.type == "ref/resource" and isinstance(ref.uri, str):
         seen.name = ref.uri
-        steps = await allowance.take()
-        try:
-            template = found = servers.route_template(ref.uri, sight)
-            if found is None:
-                routed = servers.route_uri(ref.uri, steps, sight)
-                if not isinstance(routed, Routed):
-                    raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown resource {ref.uri[:200]!r}")
-                found = (routed.alias, routed.uri)
-            if sight is not None and not sight.admits_resource(*found):
-                raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown resource {ref.uri[:200]!r}")
-            seen.target = found
-            # A template is held by its URI template, which no URI it reads spells.
-            if template is not None:
-                why = servers.held_template(*template)
-                hold = None if why is None else Hold(why, template[1])
-            else:
-                hold = servers.held_uri(*found, steps)
-        finally:
-            allowance.give_back(steps)
-        if hold is not None:
-            raise held_read_error(ref.uri, *found, hold)
+        found = _template(servers, ref.uri, sight)
+        seen.target = found
+        why = servers.held_template(*found)
+        if why is not None:
+            raise held_read_error(ref.uri, *found, Hold(why, found[1]))
         alias = found[0]
         params.ref = msgspec.structs.replace(ref, uri=found[1])
     else:
@@ -343,3 +325,25 @@ async def complete(
             decoded.setdefault("resultType", mcp.COMPLETE)
             return servers.written(alias, decoded, "a completion/complete result")
     return raw
+
+
+def _template(servers: AllServers, named: str, sight: Sight | None) -> tuple[str, str]:
+    """(alias, the server's template) a completion's ``ref/resource`` names: a template
+    only, as ``ResourceRoutes.template_route`` finds it; never a URI matched against
+    the servers' templates (another server's catch-all would take it)."""
+    found = servers.route_template(named, sight)
+    if isinstance(found, Ambiguous):
+        raise rpc.RPCError(
+            rpc.INVALID_PARAMS,
+            f"{len(found.candidates)} servers have the resource template {named[:200]!r};"
+            " complete one of " + ", ".join(found.candidates),
+            {"uri": named, "candidates": found.candidates},
+        )
+    if found is None or (sight is not None and not sight.admits_resource(*found)):
+        raise rpc.RPCError(
+            rpc.INVALID_PARAMS,
+            f"Unknown resource template {named[:200]!r}: name one as resources/templates/list"
+            " gives it",
+            {"uri": named},
+        )
+    return found

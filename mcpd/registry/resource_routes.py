@@ -216,14 +216,24 @@ class ResourceRoutes:
 
     def template_route(
         self, agent_template: str, sight: Sight | None = None
-    ) -> tuple[str, str] | None:
-        """(alias, the server's template) for a template as agents of ``sight`` were
-        shown it."""
-        found = self.scope(sight).by_agent_template.get(agent_template)
+    ) -> tuple[str, str] | Ambiguous | None:
+        """(alias, the server's template) for a template of a server ``sight`` shows:
+        as its agents were shown it, in its ``mcpd://`` form, or as its server wrote it
+        when only one server they see has it (else the ``mcpd://`` form of each).
+        Nothing else names a template: no URI, no other spelling of one."""
+        scope = self.scope(sight)
+        found = scope.by_agent_template.get(agent_template)
         if found is not None:
             return found
         inner = unwrap(agent_template)
-        return inner if inner is not None and inner[0] in self._templates else None
+        if inner is not None:
+            return inner if inner[0] in scope.by_template.get(inner[1], ()) else None
+        owners = scope.by_template.get(agent_template, [])
+        if sight is not None:
+            owners = [a for a in owners if sight.admits_resource(a, agent_template)]
+        if len(owners) > 1:
+            return Ambiguous([wrap(a, agent_template) for a in owners])
+        return (owners[0], agent_template) if owners else None
 
 
 def _shown(found: list[str] | None, uri: str, sight: Sight | None) -> list[str] | None:

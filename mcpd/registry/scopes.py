@@ -24,7 +24,7 @@ MAX_SCOPES: Final = 64
 
 
 class Scope:
-    __slots__ = ("aliases", "by_agent_template", "plain", "shown_wrapped", "wrapped")
+    __slots__ = ("aliases", "by_agent_template", "by_template", "plain", "shown_wrapped", "wrapped")
 
     def __init__(
         self, aliases: frozenset[str], lists: Listings, templates: Mapping[str, Sequence[str]]
@@ -48,6 +48,10 @@ class Scope:
         )
         self.shown_wrapped = set(every) - shown_plain
         self.by_agent_template = {self.agent_template(a, t): (a, t) for a, t in every}
+        # Each template as its servers wrote it: the servers that list it.
+        self.by_template: dict[str, list[str]] = {}
+        for a, t in every:
+            self.by_template.setdefault(t, []).append(a)
 
     def agent_template(self, alias: str, template: str) -> str:
         return wrap(alias, template) if (alias, template) in self.shown_wrapped else template

@@ -191,7 +191,9 @@ class AllServers:
     def links(self, alias: str, sight: Sight | None = None) -> Callable[[str], str]:
         return self._registry.resources.routes.links(alias, sight)
 
-    def route_template(self, template: str, sight: Sight | None = None) -> tuple[str, str] | None:
+    def route_template(
+        self, template: str, sight: Sight | None = None
+    ) -> tuple[str, str] | Ambiguous | None:
         return self._registry.resources.routes.template_route(template, sight)
 
     def held_whole(self, alias: str) -> str | None:

@@ -11,7 +11,6 @@ import pytest
 import trio
 from msgspec import Raw
 
-from mcpd.agents.allowance import Allowance
 from mcpd.agents.askback_driver import AgentSide, AskBackDriver
 from mcpd.agents.callrecords import Seen
 from mcpd.agents.paging import encode_cursor, list_digest
@@ -275,7 +274,7 @@ async def completing(
     params = {"ref": ref, "argument": {"name": "day", "value": "m"}}
     with trio.fail_after(5):
         return await complete(
-            servers, request("completion/complete", params), MODERN, Allowance(), seen=seen, **kw
+            servers, request("completion/complete", params), MODERN, seen=seen, **kw
         )
 
 
@@ -328,7 +327,7 @@ async def test_completing_a_prompt_of_a_server_that_is_gone_raises_its_outage() 
     assert msgspec.json.decode(seen.arguments) == {"name": "day", "value": "m"}
 
 
-async def test_completing_a_resource_no_server_lists_is_refused_as_unknown() -> None:
+async def test_completing_a_uri_rather_than_a_template_is_refused_as_unknown() -> None:
     catalog = Catalog(NamingConfig())
     catalog.resources.update("a", [surface.Resource(uri="a://x", name="x")], [])
     catalog.resources.update("b", [surface.Resource(uri="b://y", name="y")], [])
@@ -337,7 +336,7 @@ async def test_completing_a_resource_no_server_lists_is_refused_as_unknown() -> 
     with pytest.raises(rpc.RPCError) as refused:
         await completing(servers, {"type": "ref/resource", "uri": "c://" + "z" * 10_000})
     assert refused.value.code == rpc.INVALID_PARAMS
-    assert refused.value.message.startswith("Unknown resource 'c://zz")
+    assert refused.value.message.startswith("Unknown resource template 'c://zz")
     assert len(refused.value.message) < 300
 
 
@@ -355,3 +354,24 @@ async def test_completing_a_held_template_named_by_its_template_is_refused_as_he
     assert refused.value.code == OUTAGE
     assert "held by mcpd: its definition changed" in refused.value.message
     assert seen.target == ("notes", "notes://{id}") and seen.outcome is None  # never asked
+
+
+async def test_a_held_template_spelled_as_its_server_wrote_it_is_refused_as_held() -> None:
+    catalog = Catalog(NamingConfig())
+    note = surface.ResourceTemplate(uriTemplate="notes://{id}", name="note")
+    catch_all = surface.ResourceTemplate(uriTemplate="{+path}", name="anything")
+    catalog.resources.update("notes", [], [note])
+    catalog.resources.update("other", [], [catch_all])
+    catalog.gate.settle("notes")
+    catalog.gate.settle("other")
+    catalog.resources.update("notes", [], [msgspec.structs.replace(note, description="new")])
+    config = parse({"servers": {"notes": {"command": "x"}, "other": {"command": "x"}}}, env={})
+    servers = AllServers(Supervisor(config, catalog), catalog)
+    for named in ("notes://{id}", "mcpd://notes/notes://{id}"):
+        seen = Seen()
+        with pytest.raises(rpc.RPCError) as refused:
+            await completing(servers, {"type": "ref/resource", "uri": named}, seen)
+        assert refused.value.code == OUTAGE, named
+        assert seen.target == ("notes", "notes://{id}") and seen.outcome is None
+    with pytest.raises(rpc.RPCError, match="Unknown resource template"):
+        await completing(servers, {"type": "ref/resource", "uri": "mcpd://notes/notes://{n}"})

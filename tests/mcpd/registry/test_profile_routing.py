@@ -75,7 +75,9 @@ def test_a_uri_a_hidden_server_lists_too_is_the_shown_servers() -> None:
         wrap("b", readme),
     ]
     assert table.routes.links("a")(readme) == wrap("a", readme)
-    assert table.routes.template_route("n://{id}") is None
+    assert table.routes.template_route("n://{id}") == Ambiguous(
+        [wrap("a", "n://{id}"), wrap("b", "n://{id}")]
+    )
 
 
 def test_candidates_are_the_shown_servers_and_a_denied_uri_is_none_of_them() -> None:

@@ -37,7 +37,9 @@ def test_a_sight_routes_templates_among_the_servers_it_shows() -> None:
     assert table.routes.agent_template("a", "file:///{name}", only_a) == "file:///{name}"
     assert table.routes.agent_template("a", "file:///{name}") == wrap("a", "file:///{name}")
     assert table.routes.template_route("file:///{name}", only_a) == ("a", "file:///{name}")
-    assert table.routes.template_route("file:///{name}") is None
+    assert table.routes.template_route("file:///{name}") == Ambiguous(
+        [wrap("a", "file:///{name}"), wrap("b", "file:///{name}")]
+    )
 
 
 def test_many_different_sights_each_get_their_own_answer() -> None:
