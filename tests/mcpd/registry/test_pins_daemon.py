@@ -66,10 +66,10 @@ async def assert_held(agent: Agent, server: Changing) -> None:
     # Refused by the template, which it names (not by the URI asked for).
     named = "The resource template 'tickets://{id}' of the server 'tickets' is held"
     assert read["error"]["message"].startswith(named)
+    # A completion names the template by its template, not by a URI it reads.
     ref = {"type": "ref/resource", "uri": "tickets://42"}
     done = await agent.rpc("completion/complete", {"ref": ref, "argument": ARGUMENT})
-    assert done["error"]["message"].startswith(named)
-    # A completion names the template by its template, not by a URI it reads.
+    assert done["error"]["message"].startswith("Unknown resource template 'tickets://42'")
     ref = {"type": "ref/resource", "uri": "tickets://{id}"}
     done = await agent.rpc("completion/complete", {"ref": ref, "argument": ARGUMENT})
     assert HELD in done["error"]["message"]
