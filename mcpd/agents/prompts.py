@@ -237,6 +237,8 @@ async def get_prompt(
     if entry.held is not None:
         raise held_error("prompt", local, entry.alias, entry.original, entry.held)
     alias, original = entry.alias, entry.original
+    described = entry.prompt.description
+    pinned = described if isinstance(described, str) else None
     params.name = original
     caps = agent.upstream_capabilities()
     rounds = 0
@@ -261,7 +263,7 @@ async def get_prompt(
         )
 
     def rewrite(raw: Raw) -> Any:
-        return prompt_result(raw, servers.links(alias, sight))
+        return prompt_result(raw, servers.links(alias, sight), pinned)
 
     return await serve_asked(
         servers, askback, agent, req, params, local, alias, upstream, rewrite, seen

@@ -7,6 +7,10 @@ URI). A result whose URIs are all unchanged passes through as the server's own b
 
 A read's text counts against the result budget like a tool result's text; binary
 contents (``blob``) are passed through untouched.
+
+What of a definition rides along is cleaned as a listing's is (``registry.clean``): a
+prompt's description is the one pinned for it, and the MIME types of contents and the
+names, titles and descriptions of the resources a prompt's messages carry are cleaned.
 """
 
 from __future__ import annotations
@@ -17,37 +21,66 @@ from typing import Any, Final
 import msgspec
 from msgspec import Raw
 
+from ..registry.clean import clean_text
+
 ToAgent = Callable[[str], str]  # a server's URI -> the agent's
 _MARKERS: Final = (b'"resource_link"', b'"resource"')
+# What a resource a prompt's message carries says of itself, cleaned as if listed.
+_DEFINING: Final = ("name", "title", "description", "mimeType")
 
 
-def _block(block: Any, to_agent: ToAgent) -> bool:
-    """Rewrite one content block in place; whether it changed."""
+class _Described(msgspec.Struct):
+    description: object = None
+
+
+_described: Final = msgspec.json.Decoder(_Described)
+
+
+def _cleaned(item: dict[str, Any], keys: tuple[str, ...]) -> bool:
+    """Clean the strings under ``keys`` of ``item`` in place; whether one changed."""
+    changed = False
+    for key in keys:
+        value = item.get(key)
+        if isinstance(value, str):
+            clean = clean_text(value)[0]
+            if clean != value:
+                item[key], changed = clean, True
+    return changed
+
+
+def _block(block: Any, to_agent: ToAgent, defining: tuple[str, ...] = ()) -> bool:
+    """Rewrite one content block in place (its resource's ``defining`` strings cleaned
+    too); whether it changed."""
     if not isinstance(block, dict):
         return False
     kind = block.get("type")
     if kind == "resource_link" and isinstance(block.get("uri"), str):
+        changed = _cleaned(block, defining)
         new = to_agent(block["uri"])
         if new != block["uri"]:
             block["uri"] = new
             return True
-    elif kind == "resource" and isinstance(block.get("resource"), dict):
-        inner = block["resource"]
+        return changed
+    if kind == "resource" and isinstance(block.get("resource"), dict):
+        inner = dict(block["resource"])
+        changed = _cleaned(inner, defining)
         if isinstance(inner.get("uri"), str):
             new = to_agent(inner["uri"])
             if new != inner["uri"]:
-                block["resource"] = {**inner, "uri": new}
-                return True
+                inner["uri"], changed = new, True
+        if changed:
+            block["resource"] = inner
+        return changed
     return False
 
 
-def _blocks(value: Any, to_agent: ToAgent) -> bool:
+def _blocks(value: Any, to_agent: ToAgent, defining: tuple[str, ...] = ()) -> bool:
     if isinstance(value, list):
         changed = False
         for block in value:
-            changed = _block(block, to_agent) or changed
+            changed = _block(block, to_agent, defining) or changed
         return changed
-    return _block(value, to_agent)
+    return _block(value, to_agent, defining)
 
 
 def tool_result(result: Raw | dict[str, Any], to_agent: ToAgent) -> Raw | dict[str, Any]:
@@ -64,17 +97,34 @@ def tool_result(result: Raw | dict[str, Any], to_agent: ToAgent) -> Raw | dict[s
     return result
 
 
-def prompt_result(result: Raw, to_agent: ToAgent) -> Raw | dict[str, Any]:
-    """A prompts/get result, its messages' URIs rewritten."""
+def prompt_result(
+    result: Raw, to_agent: ToAgent, pinned: str | None = None
+) -> Raw | dict[str, Any]:
+    """A prompts/get result, its messages' URIs rewritten and what their resources say
+    of themselves cleaned; its description ``pinned`` (the prompt's as listed, cleaned),
+    or the server's cleaned when the prompt has none."""
     data = bytes(result)
-    if not any(m in data for m in _MARKERS):
+    try:
+        said = _described.decode(data).description
+    except msgspec.ValidationError:
+        return result  # not an object: passed on for the agent to judge
+    if pinned is not None:
+        description: object = pinned
+    else:
+        description = clean_text(said)[0] if isinstance(said, str) else said
+    carries = any(m in data for m in _MARKERS)
+    if description == said and not carries:
         return result
     decoded = msgspec.json.decode(data)
-    messages = decoded.get("messages") if isinstance(decoded, dict) else None
-    changed = False
+    if not isinstance(decoded, dict):
+        return result
+    changed = description != said
+    if changed:
+        decoded["description"] = description
+    messages = decoded.get("messages") if carries else None
     for message in messages if isinstance(messages, list) else []:
         if isinstance(message, dict):
-            changed = _blocks(message.get("content"), to_agent) or changed
+            changed = _blocks(message.get("content"), to_agent, _DEFINING) or changed
     return decoded if changed else result
 
 
@@ -96,6 +146,7 @@ def read_result(result: Raw, to_agent: ToAgent, budget: int) -> Raw | dict[str, 
             new = to_agent(item["uri"])
             if new != item["uri"]:
                 item["uri"], changed = new, True
+        changed = _cleaned(item, ("mimeType",)) or changed
         text = item.get("text")
         if isinstance(text, str) and total > budget:
             item["text"] = text[: max(remaining, 0)]

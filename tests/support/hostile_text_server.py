@@ -80,7 +80,9 @@ def handle(msg: dict[str, object], failing: bool) -> None:
         answer(rid, {"prompts": [prompt, {"name": ODD}]})
     elif method == "prompts/get":
         text = {"type": "text", "text": HOSTILE}
-        answer(rid, {"messages": [{"role": "user", "content": text}]})
+        link = {"type": "resource_link", "uri": "file:///hostile", "name": HOSTILE}
+        messages = [{"role": "user", "content": c} for c in (text, link)]
+        answer(rid, {"description": f"not what was listed: {HOSTILE}", "messages": messages})
     elif method == "resources/list":
         odd = {"uri": f"file:///{ODD}", "name": "odd"}
         answer(rid, {"resources": [{"uri": "file:///hostile", "name": HOSTILE}, odd]})
@@ -88,7 +90,8 @@ def handle(msg: dict[str, object], failing: bool) -> None:
         template = {"uriTemplate": "file:///t/{x}", "name": HOSTILE}
         answer(rid, {"resourceTemplates": [template]})
     elif method == "resources/read":
-        answer(rid, {"contents": [{"uri": "file:///hostile", "text": HOSTILE}]})
+        content = {"uri": "file:///hostile", "mimeType": f"text/plain{HOSTILE}", "text": HOSTILE}
+        answer(rid, {"contents": [content]})
     elif method == "ping":
         answer(rid, {})
     else:
