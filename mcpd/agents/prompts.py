@@ -29,6 +29,7 @@ from .askback import Upstream
 from .askback_driver import AgentSide, AskBackDriver
 from .callrecords import Seen
 from .paging import page
+from .prompt_bounds import capped_completion, check_arguments
 from .rewrite import prompt_result
 from .unrouted import held_meta, held_text
 
@@ -230,6 +231,7 @@ async def get_prompt(
     params = rpc.decode_as(req.params, surface.GetPromptParams)
     local = seen.name = params.name
     seen.arguments = params.arguments if isinstance(params.arguments, Raw) else None
+    check_arguments(params.arguments)
     entry = servers.lookup_prompt(local)
     if entry is None or not sees(entry.alias, entry.name):
         raise unknown_prompt(local)
@@ -321,11 +323,15 @@ async def complete(
         seen.outcome = exc
         raise
     seen.outcome = raw
-    if ctx is not None and ctx.era == "modern":
-        decoded = msgspec.json.decode(raw)
-        if isinstance(decoded, dict):
+    modern = ctx is not None and ctx.era == "modern"
+    cut = capped_completion(raw)
+    if cut is None and not modern:
+        return raw
+    decoded = cut if cut is not None else msgspec.json.decode(raw)
+    if isinstance(decoded, dict):
+        if modern:
             decoded.setdefault("resultType", mcp.COMPLETE)
-            return servers.written(alias, decoded, "a completion/complete result")
+        return servers.written(alias, decoded, "a completion/complete result")
     return raw
 
 

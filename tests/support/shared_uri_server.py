@@ -5,9 +5,10 @@ usage: python shared_uri_server.py NAME URIS TEMPLATES PROMPTS
 
 URIS, TEMPLATES and PROMPTS are comma-separated (may be empty). ``resources/read``
 answers any URI with a text naming this server; ``completion/complete`` offers this
-server's name; the tool ``link`` and every prompt return a resource link to the URI
-given (the first listed URI for a prompt); a subscription to resources is
-acknowledged and held open; the tool ``touch`` says the URI given was updated.
+server's name (a hundred thousand values for "all"); the tool ``link`` and every
+prompt return a resource link to the URI given (the first listed URI for a prompt);
+a subscription to resources is acknowledged and held open; the tool ``touch`` says
+the URI given was updated.
 """
 
 from __future__ import annotations
@@ -69,7 +70,10 @@ def handle(msg: dict[str, Any]) -> None:
         message = {"role": "user", "content": link(URIS[0])}
         result(rid, {"messages": [message]})
     elif method == "completion/complete":
-        result(rid, {"completion": {"values": [NAME]}})
+        if params.get("argument", {}).get("value") == "all":  # far more than a reply holds
+            result(rid, {"completion": {"values": [f"{NAME}-{i}" for i in range(100_000)]}})
+        else:
+            result(rid, {"completion": {"values": [NAME]}})
     elif method == "subscriptions/listen":
         meta = {"io.modelcontextprotocol/subscriptionId": rid}
         wanted = params.get("notifications") or {}

@@ -14,6 +14,7 @@ from msgspec import Raw
 from mcpd.agents.askback_driver import AgentSide, AskBackDriver
 from mcpd.agents.callrecords import Seen
 from mcpd.agents.paging import encode_cursor, list_digest
+from mcpd.agents.prompt_bounds import capped_completion
 from mcpd.agents.prompts import (
     OUTAGE,
     complete,
@@ -375,3 +376,32 @@ async def test_a_held_template_spelled_as_its_server_wrote_it_is_refused_as_held
         assert seen.target == ("notes", "notes://{id}") and seen.outcome is None
     with pytest.raises(rpc.RPCError, match="Unknown resource template"):
         await completing(servers, {"type": "ref/resource", "uri": "mcpd://notes/notes://{n}"})
+
+
+def test_a_completion_past_a_hundred_values_is_cut_and_says_it_has_more() -> None:
+    many = raw({"completion": {"values": [str(i) for i in range(150)], "total": 7}})
+    cut = capped_completion(many)
+    assert cut is not None
+    assert cut["completion"] == {
+        "values": [str(i) for i in range(100)],
+        "hasMore": True,
+        "total": 150,
+    }
+    assert capped_completion(raw({"completion": {"values": ["a"]}})) is None
+    assert capped_completion(raw(["not", "a", "completion"])) is None
+
+
+@pytest.mark.parametrize(
+    ("arguments", "named"),
+    [([1], "not an array"), ({"day": 3}, "'day' is a number"), ({"d": {"x": "y"}}, "'d'")],
+)
+async def test_prompt_arguments_that_are_not_strings_are_refused_naming_them(
+    arguments: Any, named: str
+) -> None:
+    seen = Seen()
+    with pytest.raises(rpc.RPCError) as refused:
+        await get(
+            catalog_servers("daily"), {"name": "mcp__notes__daily", "arguments": arguments}, seen
+        )
+    assert refused.value.code == rpc.INVALID_PARAMS and named in refused.value.message
+    assert seen.outcome is None
