@@ -26,7 +26,7 @@ from protocol.server import RequestContext, ServerSession
 from .. import __version__
 from ..config.model import NamingConfig
 from ..config.profiles import ProfileConfig
-from ..policy.kin import Departed
+from ..policy.departed import Departed
 from ..servers.all_servers import AllServers
 from .agent import Agent
 from .approval_methods import HANDLERS as APPROVAL_HANDLERS

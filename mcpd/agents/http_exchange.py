@@ -142,8 +142,8 @@ class Caller(msgspec.Struct, frozen=True):
     # Who holds its other end (the local user, and whether one of mcpd's servers), for
     # what is bound to a person or kept from servers; None: not known.
     owner: ConnectionOwner | None = None
-    # On the TCP endpoint, who holds its other end, looked for when a call must wait for
-    # a person, when someone decides through it, and as it ends.
+    # On the TCP endpoint, who holds its other end, looked for at its first request to
+    # /mcp and when someone decides through it.
     tcp: TcpKin | None = None
     # On the TCP endpoint, whether the connection holds a place of the status page's
     # rather than the agents' (``endpoint_places``); None: elsewhere.

@@ -167,8 +167,8 @@ class HttpApi:
         finally:
             agent = self.agents.pop(identity, None)
             if agent is not None:
-                # Its processes may outlive the connection (on the TCP endpoint, they
-                # are looked for now, while they may still hold it).
+                # Its processes may outlive the connection (on the TCP endpoint, as
+                # read at its first request to /mcp).
                 with trio.CancelScope(shield=True):
                     self._departed(await agent.kin())
             self.control.approvals.forget(identity.connection)
@@ -301,6 +301,10 @@ class HttpApi:
         if path == "/mcp":
             if caller.identity is not None:
                 self.agents[caller.identity] = caller
+                # On the TCP endpoint, who holds the connection is looked for now, while
+                # they hold it: one that closes it before its end is read would leave
+                # nothing for ``departed``, and be free to decide.
+                await caller.kin()
             await self.mcp.serve(wire, request, body, caller, query)
             return
         page = self.pages.find(path.rstrip("/") or "/")

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 from protocol import jsonrpc as rpc
 
-from ..policy.kin import AgentKin, Decider, Tie, agent_tie
+from ..policy.kin import AgentKin, Decider, Kinship, Tie
 
 
 def refuse_an_agents_side(
@@ -26,9 +26,19 @@ def refuse_an_agents_side(
     """Raises ``rpc.RPCError`` when ``decider`` is, descends from or sits beside one of
     ``agents`` (or a host whose bridge is one): ``what`` it asked is refused, saying
     ``because`` and where a person runs it instead."""
-    tie = agent_tie(decider, agents)
-    if tie is not None:
-        raise rpc.RPCError(-32000, _refusal(what, because, *tie))
+    agents = list(agents)
+    tie = Kinship(agents).tie(decider)
+    if tie is None:
+        return
+    crowd = next((k.crowd for k in agents if k.crowd is not None), None)
+    if tie[0] == "crowd" and crowd is not None:
+        raise rpc.RPCError(
+            -32000,
+            f"{what} is refused: {crowd}, so it cannot tell this process from one of an "
+            "agent it could not keep; run it again once those agents' processes end, from "
+            "a terminal no agent started",
+        )
+    raise rpc.RPCError(-32000, _refusal(what, because, *tie))
 
 
 def _refusal(what: str, because: str, tie: Tie, pid: int | None) -> str:
@@ -36,7 +46,8 @@ def _refusal(what: str, because: str, tie: Tie, pid: int | None) -> str:
         who = f"is an agent connected to mcpd (pid {pid}), or was started by one"
     elif tie == "host":
         who = (
-            f"was started by the host (pid {pid}) of an agent connected to mcpd through mcpd bridge"
+            f"was started by the host (pid {pid}) of an agent connected to mcpd (what "
+            "started the agent's process: through a relay such as mcpd bridge, or not)"
         )
     else:
         who = (

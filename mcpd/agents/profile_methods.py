@@ -21,7 +21,8 @@ import msgspec
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
-from ..policy.kin import AgentKin, Departed
+from ..policy.departed import Departed
+from ..policy.kin import AgentKin
 from ..policy.rules import facts_of
 from ..registry.table import listed_name
 from ..registry.views import ProfileView

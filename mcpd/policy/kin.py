@@ -2,11 +2,11 @@
 
 A call waiting for approval must be decided by a person, not by the agent that made
 it with the tools it is given. So mcpd keeps, of each agent, its ``AgentKin``: its
-process (and for ``mcpd bridge``, a relay, the host that started it, whose shell
-tool is the bridge's sibling) and the sessions they are in, read while the agent was
-there to be read: when it connected, or for an agent on the TCP endpoint, whose
-process the kernel does not name, when its call began to wait (``tcp_kin``: the
-processes that hold its connection). A decider (``Decider``) is read when it
+process, the processes that started it (``_hosts``: a host whose shell tool is its
+relay's sibling) and the sessions they are in, read while the agent was there to be
+read: when it connected, or for an agent on the TCP endpoint, whose process the
+kernel does not name, at its first request to /mcp (``tcp_kin``: the processes that
+hold its connection). A decider (``Decider``) is read when it
 connects: its process, those it descends from, and its session (on the TCP endpoint,
 ``tcp_deciders``: each process that holds its connection). A decider that is
 one of the agent's processes or descends from one, or shares a session with them,
@@ -20,18 +20,13 @@ through. A session read as 0 (begun outside mcpd's PID namespace) says nothing o
 is beside whom, and matches nobody.
 
 An agent that disconnects still has its processes: a host whose shell tool ends its
-bridge first, an HTTP client between connections. So ``Departed`` keeps the kin of an
-agent gone for as long as one of its processes (``alive``) is still there.
-
-``runs_bridge`` reads a process's command line, which the process chose: one that
-passes for a bridge adds its own parent to those kept from deciding its calls, which
-gains it nothing.
+bridge first, an HTTP client between connections, a child left in its session. So
+``policy.departed`` keeps the kin of an agent gone for as long as one of its
+processes (``alive``) or a process in one of its sessions is still there.
 """
 
 from __future__ import annotations
 
-import os
-from collections import deque
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Final, Literal, TypeVar
 
@@ -47,17 +42,12 @@ if TYPE_CHECKING:
 _T = TypeVar("_T")
 
 _LINEAGE: Final = 64
-# Launchers between a host and its bridge: a few at most.
-_HOSTS: Final = 8
-# Agents gone whose processes are not, kept (``Departed``). Each one kept is read from
-# /proc whenever someone approves; a host that starts and ends bridges by the hundred
-# could otherwise keep mcpd reading without end. The oldest goes first: an agent's
-# processes mostly end soon after it.
-_DEPARTED: Final = 256
-_MAX_CMDLINE: Final = 1 << 16
+# Relays and launchers between a host and its agent's process: a few at most.
+_HOSTS: Final = 16
 # Fields of /proc/PID/stat, counted from the state (0) after the name.
 _PARENT: Final = 1
 _SESSION: Final = 3
+_TERMINAL: Final = 4
 _STARTED: Final = 19
 
 
@@ -128,24 +118,28 @@ def decider_of(pid: int, limit: int = _LINEAGE) -> Decider:
 
 
 # How a decider is kin to an agent: it is (or descends from) the agent's process, or
-# the host of the agent's bridge; it shares a session with them; or the agent's process
-# is unknown, and the decider is of its user, on the socket.
-Tie = Literal["agent", "host", "session", "unknown"]
+# what started it; it shares a session with them; or the agent's process is unknown,
+# and the decider is of its user, on the socket; or mcpd keeps as many agents gone as
+# it can, and cannot tell anyone from one it could not keep (``crowd``).
+Tie = Literal["agent", "host", "session", "unknown", "crowd"]
 
 
 class AgentKin(msgspec.Struct, frozen=True, kw_only=True):
     """Who may not decide an agent's calls. ``unknown``: why its process could not be
     found; then no decider of its user (``uid``; None: of any user) may decide them on
-    the socket."""
+    the socket. ``crowd``: why no one may decide, anywhere (``policy.departed``)."""
 
     agents: tuple[Process, ...] = ()
-    hosts: tuple[Process, ...] = ()  # what started an mcpd bridge among ``agents``
+    hosts: tuple[Process, ...] = ()  # what started ``agents``: a host, its relay's launcher
     sessions: frozenset[int] = frozenset()
     unknown: str | None = None
     uid: int | None = None
+    crowd: str | None = None
 
     def tie(self, decider: Decider) -> tuple[Tie, int | None] | None:
         """How ``decider`` is kin to this agent (and the pid it is kin through), or None."""
+        if self.crowd is not None:
+            return "crowd", None
         ties: tuple[tuple[Tie, tuple[Process, ...]], ...] = (
             ("agent", self.agents),
             ("host", self.hosts),
@@ -190,7 +184,10 @@ class Kinship:
     def __init__(self, agents: Iterable[AgentKin]) -> None:
         self._processes: dict[int, list[tuple[_Place, Tie, Process]]] = {}
         self._sessions: dict[int, int] = {}
+        self._crowd: int | None = None
         for order, kin in enumerate(agents):
+            if kin.crowd is not None and self._crowd is None:
+                self._crowd = order
             ranked: tuple[tuple[Tie, tuple[Process, ...]], ...] = (
                 ("agent", kin.agents),
                 ("host", kin.hosts),
@@ -204,7 +201,7 @@ class Kinship:
 
     @property
     def empty(self) -> bool:
-        return not self._processes and not self._sessions
+        return not self._processes and not self._sessions and self._crowd is None
 
     def tie(self, decider: Decider) -> tuple[Tie, int | None] | None:
         best: tuple[_Place, Tie, int | None] | None = None
@@ -215,6 +212,9 @@ class Kinship:
         order = self._sessions.get(decider.session) if decider.session else None
         if order is not None and (best is None or (order, _SESSION_RANK, 0) < best[0]):
             best = ((order, _SESSION_RANK, 0), "session", None)
+        crowd = self._crowd
+        if crowd is not None and (best is None or (crowd, 0, 0) < best[0]):
+            best = ((crowd, 0, 0), "crowd", None)
         return None if best is None else (best[1], best[2])
 
 
@@ -225,12 +225,9 @@ def unknown(why: str, uid: int | None) -> AgentKin:
 def kin_of(pid: int) -> AgentKin:
     """The agent that is process ``pid``, as /proc says now."""
     fields = _stat(pid)
-    sessions = {_field(fields, _SESSION)}
-    hosts: tuple[Process, ...] = ()
-    host = _field(fields, _PARENT)
-    if host is not None and host > 1 and runs_bridge(pid):
-        hosts = _hosts(host, _field(fields, _SESSION))
-        sessions.update(session_of(h.pid) for h in hosts)
+    session = _field(fields, _SESSION)
+    hosts = _hosts(_field(fields, _PARENT), session, _field(fields, _TERMINAL))
+    sessions = {session, *(session_of(h.pid) for h in hosts)}
     return AgentKin(
         agents=(Process(pid, _field(fields, _STARTED)),),
         hosts=hosts,
@@ -238,25 +235,26 @@ def kin_of(pid: int) -> AgentKin:
     )
 
 
-def _hosts(parent: int, session: int | None) -> tuple[Process, ...]:
-    """What started a bridge (in ``session``) whose parent is ``parent``: the parent,
-    and above it each process of the bridge's session up to that session's leader
-    (not the leader itself). A host may start the bridge through a launcher that forks
-    rather than replaces itself (``uv run``, ``npx``, ``sh -c``), and its shell tool
-    descends from the host, not the launcher; the session's leader is the terminal's
-    shell, which is no more the host's than the session already says."""
-    fields = _stat(parent)
-    hosts = [Process(parent, _field(fields, _STARTED))]
+def _hosts(parent: int | None, session: int | None, terminal: int | None) -> tuple[Process, ...]:
+    """What started an agent in ``session`` whose parent is ``parent``: the processes
+    above it in its session, and the first one above them outside it, with its session.
+    Whatever their command lines read: a host may reach mcpd through any relay (``mcpd
+    bridge``, socat, mcp-remote), started through a launcher that forks (``uv run``,
+    ``npx``, ``sh -c``), in a session of its own (``setsid``), and its shell tool
+    descends from the host, not from the relay. Where the agent's session has a
+    terminal (``terminal``), the climb ends at its leader, the terminal's shell: what
+    started that shell (a terminal emulator, tmux, sshd) starts other terminals too,
+    a person's among them."""
+    hosts: list[Process] = []
     current = parent
-    while session and len(hosts) < _HOSTS and _field(fields, _SESSION) != current:
-        above = _field(fields, _PARENT)
-        if above is None or above <= 1:
+    while current is not None and current > 1 and len(hosts) < _HOSTS:
+        fields = _stat(current)
+        hosts.append(Process(current, _field(fields, _STARTED)))
+        if not session or _field(fields, _SESSION) != session:
             break
-        fields = _stat(above)
-        if _field(fields, _SESSION) != session or above == session:
+        if current == session and terminal:
             break
-        hosts.append(Process(above, _field(fields, _STARTED)))
-        current = above
+        current = _field(fields, _PARENT)
     return tuple(hosts)
 
 
@@ -306,45 +304,6 @@ def _read_holders(held: Holder, read: Callable[[int], _T], until: float) -> list
     return found
 
 
-def runs_bridge(pid: int) -> bool:
-    """Whether process ``pid`` runs ``mcpd bridge``, as its command line reads."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            words = f.read(_MAX_CMDLINE).split(b"\0")
-    except OSError:
-        return False
-    return is_bridge_command([w.decode("utf-8", "replace") for w in words])
-
-
-def is_bridge_command(argv: list[str]) -> bool:
-    """``mcpd bridge ...``, also as a script an interpreter runs (``python3 .../mcpd
-    bridge``) or a module (``python -m mcpd bridge``)."""
-    return any(
-        os.path.basename(word) == "mcpd" and argv[i + 1 : i + 2] == ["bridge"]
-        for i, word in enumerate(argv[:8])
-    )
-
-
-class Departed:
-    """The kin of agents that disconnected while a process of theirs lives on: still
-    kept from deciding what they could not decide while connected."""
-
-    def __init__(self, limit: int = _DEPARTED) -> None:
-        self._kin: deque[AgentKin] = deque(maxlen=limit)
-
-    def left(self, kin: AgentKin) -> None:
-        """An agent disconnected; ``kin``: as read while it was there."""
-        if any(alive(p) for p in (*kin.agents, *kin.hosts)):
-            self._kin.append(kin)
-
-    def living(self) -> list[AgentKin]:
-        """Those kept with a process still alive (the others are forgotten now)."""
-        kept = [k for k in self._kin if any(alive(p) for p in (*k.agents, *k.hosts))]
-        self._kin.clear()
-        self._kin.extend(kept)
-        return kept
-
-
 def alive(process: Process) -> bool:
     """Whether ``process`` is still there: its pid names a process started when it
     was (by pid alone where its start time was not read)."""
@@ -352,6 +311,15 @@ def alive(process: Process) -> bool:
     if started is None:
         return False
     return process.started is None or started == process.started
+
+
+def crowded(kin: AgentKin) -> str:
+    """Why no one decides while mcpd keeps as many agents gone as it can."""
+    return (
+        f"{kin.crowd}, so it cannot tell anyone from a process of one it could not keep: "
+        "nothing is decided until those agents' processes end; then decide it from a "
+        "terminal of your own, one no agent started"
+    )
 
 
 def not_yours(kin: AgentKin, tie: Tie, pid: int | None) -> str:
@@ -364,10 +332,13 @@ def not_yours(kin: AgentKin, tie: Tie, pid: int | None) -> str:
         )
     if tie == "host":
         return (
-            f"the host that started the mcpd bridge this call came through (pid {pid}), or "
-            "a process it started (such as its shell tool), cannot decide it; decide it "
-            "from a terminal of your own, one the host did not start"
+            f"the host that started the agent that made this call (pid {pid}; its relay, "
+            "such as mcpd bridge, or a launcher), or a process it started (such as its "
+            "shell tool), cannot decide it; decide it from a terminal of your own, one the "
+            "host did not start"
         )
+    if tie == "crowd":
+        return crowded(kin)
     if tie == "session":
         return (
             "a process in the same session as the agent that made this call (a tool its "

@@ -276,10 +276,23 @@ class Agent:
 
 
 @asynccontextmanager
-async def agent(*argv: str) -> AsyncIterator[Agent]:
-    """The agent program in ``MODE ARGS`` (see above), in a session of its own."""
+async def agent(*argv: str, apart: bool = False) -> AsyncIterator[Agent]:
+    """The agent program in ``MODE ARGS`` (see above), in a session of its own;
+    ``apart``: started as a person's command is (``APART``), so that nothing started it
+    (else the test is its host, and that of each other agent it starts)."""
+    from tests.support.apart import APART  # here: this file also runs as a script
+
+    command = [sys.executable, __file__, *argv]
+    async with program([*APART, *command] if apart else command) as started:
+        yield started
+
+
+@asynccontextmanager
+async def program(argv: list[str]) -> AsyncIterator[Agent]:
+    """An agent program (``argv``) that runs this module's shell, in a session of its
+    own."""
     proc = subprocess.Popen(
-        [sys.executable, __file__, *argv],
+        argv,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,

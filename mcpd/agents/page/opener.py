@@ -66,7 +66,14 @@ def _who(tie: Tie, pid: int | None) -> str:
     if tie == "agent":
         return f"is an agent connected to mcpd (pid {pid}), or that one started"
     if tie == "host":
-        return f"the host (pid {pid}) of an agent connected to mcpd through mcpd bridge started"
+        return (
+            f"the host (pid {pid}) of an agent connected to mcpd (or its relay's launcher) started"
+        )
+    if tie == "crowd":
+        return (
+            "mcpd cannot tell from one of an agent gone it could not keep (it keeps as many "
+            "as it can while their processes run)"
+        )
     return (
         "is in the session of an agent connected to mcpd (the terminal it runs in, or a "
         "tool its host started)"
@@ -90,8 +97,9 @@ def not_this_pages(kin: AgentKin, tie: Tie, pid: int | None) -> str:
         who = f"the agent that made this call (pid {pid}), or from a process it started"
     elif tie == "host":
         who = (
-            f"the host that started the mcpd bridge this call came through (pid {pid}), or "
-            "from a process it started (such as its shell tool)"
+            f"the host that started the agent that made this call (pid {pid}; its relay, "
+            "such as mcpd bridge, or a launcher), or from a process it started (such as "
+            "its shell tool)"
         )
     elif tie == "session":
         who = (

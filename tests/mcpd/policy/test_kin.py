@@ -7,6 +7,7 @@ are made here (``start_new_session``): the tests' own may read as 0."""
 from __future__ import annotations
 
 import os
+import pty
 import random
 import subprocess
 import sys
@@ -15,14 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from mcpd.policy.departed import Departed
 from mcpd.policy.kin import (
     AgentKin,
     Decider,
-    Departed,
     Process,
     agent_tie,
     decider_of,
-    is_bridge_command,
     kin_of,
     parent_of,
     session_of,
@@ -58,7 +58,7 @@ def test_a_program_named_with_parentheses_and_spaces_does_not_shift_its_stat_fie
         assert parent_of(child.pid) == os.getpid()
         assert session_of(child.pid) == child.pid
         assert pids(decider_of(child.pid))[:2] == (child.pid, os.getpid())
-        assert kin_of(child.pid).sessions == {child.pid}
+        assert child.pid in kin_of(child.pid).sessions
 
 
 def test_a_process_that_is_gone_says_nothing() -> None:
@@ -131,64 +131,40 @@ def test_the_session_is_the_one_read_while_the_agent_was_there() -> None:
     assert kin.tie(Decider((Process(1_000_001),), session=agent.pid)) == ("session", None)
 
 
-# -- a bridge and its host --
+# -- what started an agent --
 
 
-@pytest.mark.parametrize(
-    ("argv", "bridge"),
-    [
-        (["mcpd", "bridge"], True),
-        (["/home/u/.local/bin/mcpd", "bridge", "--profile", "claude-code"], True),
-        (["/usr/bin/python3", "/opt/mcpd/bin/mcpd", "bridge"], True),
-        (["python3", "-I", "-m", "mcpd", "bridge", "--socket", "/run/mcpd.sock"], True),
-        (["mcpd", "approvals", "approve", "bridge"], False),
-        (["mcpd"], False),
-        (["sh", "-c", "mcpd bridge"], False),
-        (["mcpd-bridge"], False),
-        ([], False),
-    ],
-)
-def test_a_bridge_is_told_by_its_command_line(argv: list[str], bridge: bool) -> None:
-    assert is_bridge_command(argv) is bridge
-
-
-def test_the_host_that_started_a_bridge_is_its_kin_too() -> None:
-    """What started ``mcpd bridge`` (here, this test) and whatever it starts may not
-    decide the bridge's calls; a process that only says it is a bridge adds its own
-    parent to those refused, and gains nothing."""
-    wait = "import sys; sys.stdin.read()"
-    bridge = subprocess.Popen([sys.executable, "-c", wait, "mcpd", "bridge"], stdin=subprocess.PIPE)
-    plain = subprocess.Popen([sys.executable, "-c", wait], stdin=subprocess.PIPE)
+def test_what_started_an_agent_is_its_kin_too_whatever_it_runs() -> None:
+    """What started the agent's process (here, this test: a host, whose relay is the
+    agent mcpd sees) and whatever it starts may not decide the agent's calls."""
+    agent = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                             stdin=subprocess.PIPE)  # fmt: skip
     try:
-        kin = kin_of(bridge.pid)
+        kin = kin_of(agent.pid)
         assert kin.hosts[0] == process_of(os.getpid())
         tool = Decider((Process(1_000_001), *decider_of(os.getpid()).lineage), session=None)
         assert kin.tie(tool) == ("host", os.getpid())
-        assert kin_of(plain.pid).hosts == ()
-        assert kin_of(plain.pid).tie(tool) is None
     finally:
-        for child in (bridge, plain):
-            child.communicate(b"")
+        agent.communicate(b"")
 
 
-# Each level prints its pid and starts the next, the last as ``mcpd bridge`` would be
-# started, and it waits for stdin to close.
+# Each level prints its pid and starts the next, and the last waits for stdin to close.
 _CHAIN = """
 import os, subprocess, sys
 depth = int(sys.argv[1])
 print(depth, os.getpid(), flush=True)
 if depth:
-    bridge = ["mcpd", "bridge"] if depth == 1 else []
-    subprocess.run([sys.executable, "-c", sys.argv[2], str(depth - 1), sys.argv[2], *bridge])
+    subprocess.run([sys.executable, "-c", sys.argv[2], str(depth - 1), sys.argv[2]])
 else:
     sys.stdin.read()
 """
 
 
-def test_a_host_that_starts_its_bridge_through_a_launcher_is_its_kin_too() -> None:
-    """A host that starts the bridge through a launcher that forks (``uv run``, ``sh
-    -c``) is kin as the launcher is, so its shell tool is refused even out of its
-    session (``setsid``); the session's leader, the terminal's shell, is not."""
+def test_what_started_an_agent_through_launchers_set_apart_is_its_kin_too() -> None:
+    """A host that starts its relay through launchers that fork, in a session of their
+    own (``setsid sh -c``), is kin as the launchers are, and so is the first process
+    above the session (here, this test) with its session: the host's shell tool is
+    refused even out of its session."""
     chain = subprocess.Popen(
         [sys.executable, "-c", _CHAIN, "3", _CHAIN],
         stdin=subprocess.PIPE,
@@ -201,15 +177,35 @@ def test_a_host_that_starts_its_bridge_through_a_launcher_is_its_kin_too() -> No
         for _ in range(4):
             depth, number = chain.stdout.readline().split()
             pid[int(depth)] = int(number)
-        leader, host, launcher, bridge = pid[3], pid[2], pid[1], pid[0]
-        kin = kin_of(bridge)
-        assert [h.pid for h in kin.hosts] == [launcher, host]
-        tool = Decider((Process(1_000_001), process_of(host), process_of(leader)), session=None)
-        assert kin.tie(tool) == ("host", host)
-        terminal = Decider((Process(1_000_002), process_of(leader)), session=None)
-        assert kin.tie(terminal) is None
+        leader, launcher, relay, agent = pid[3], pid[2], pid[1], pid[0]
+        kin = kin_of(agent)
+        assert [h.pid for h in kin.hosts] == [relay, launcher, leader, os.getpid()]
+        assert kin.sessions == {s for s in (leader, session_of(os.getpid())) if s}
+        tool = Decider((Process(1_000_001), process_of(os.getpid())), session=None)
+        assert kin.tie(tool) == ("host", os.getpid())
     finally:
         chain.communicate(b"")
+
+
+def test_in_a_terminals_session_what_started_its_shell_is_not_the_agents() -> None:
+    """An agent in a terminal's session: its climb ends at the session's leader, the
+    terminal's shell, for what started that shell (a terminal emulator, tmux, sshd)
+    starts the person's other terminals too."""
+    child, terminal = pty.fork()
+    if child == 0:
+        os.execv(sys.executable, [sys.executable, "-c", _CHAIN, "1", _CHAIN])
+    try:
+        said = b""
+        while said.count(b"\n") < 2:
+            said += os.read(terminal, 1024)
+        pid = dict(map(int, row.split()) for row in said.decode().splitlines()[:2])
+        kin = kin_of(pid[0])
+        assert [h.pid for h in kin.hosts] == [pid[1]]
+        assert kin.tie(Decider((Process(1_000_001), process_of(os.getpid())))) is None
+    finally:
+        os.write(terminal, b"\x04")
+        os.waitpid(child, 0)
+        os.close(terminal)
 
 
 # -- an agent on the TCP endpoint --
@@ -219,11 +215,12 @@ async def test_an_agent_on_tcp_is_the_process_that_holds_its_connection() -> Non
     async with held_by_a_child() as (conn, child):
         kin = tcp_kin(conn, time.monotonic() + 5)
         assert kin.agents == (process_of(child.pid),)
-        assert kin.sessions == {child.pid} and kin.uid == os.getuid()
+        # Its own session, and the one of what started it (here, this test).
+        assert child.pid in kin.sessions and kin.uid == os.getuid()
         assert kin.unknown is None
         assert kin.tie(decider_of(child.pid)) == ("agent", child.pid)
         assert kin.tie(Decider((Process(1_000_001),), session=child.pid)) == ("session", None)
-        assert kin.tie(decider_of(os.getpid())) is None
+        assert kin.tie(decider_of(os.getpid())) == ("host", os.getpid())  # what started it
 
 
 async def test_a_look_for_an_agent_on_tcp_past_its_time_ends_and_says_so() -> None:
@@ -318,8 +315,8 @@ def test_a_gone_agent_is_kept_while_its_host_lives_and_forgotten_after() -> None
     departed.left(kin)
     departed.left(AgentKin(agents=(Process(GONE),)))  # nothing of it lives: not kept
     departed.left(unknown("not found", None))
-    assert departed.living() == [kin]
-    assert kin.tie(Decider((host,))) == ("host", child.pid)
+    assert departed.living() == [AgentKin(hosts=(host,))]
+    assert departed.living()[0].tie(Decider((host,))) == ("host", child.pid)
     assert child.stdin is not None
     child.stdin.close()
     child.wait()
@@ -334,9 +331,45 @@ def test_a_pid_given_to_another_process_is_not_a_gone_agents() -> None:
     assert departed.living() == []
 
 
-def test_the_oldest_gone_agent_is_dropped_first_past_the_limit() -> None:
+def test_a_gone_agent_is_kept_while_a_process_lives_in_its_session() -> None:
+    """Its process and what started it are gone; a child it left in its session is
+    not, and is refused until it ends."""
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                             stdin=subprocess.PIPE, start_new_session=True)  # fmt: skip
+    departed = Departed()
+    departed.left(AgentKin(agents=(Process(GONE),), sessions=frozenset({child.pid})))
+    [kept] = departed.living()
+    assert kept.tie(Decider((Process(1_000_001),), session=child.pid)) == ("session", None)
+    child.communicate(b"")
+    assert departed.living() == []
+
+
+def sleeper() -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                            stdin=subprocess.PIPE, start_new_session=True)  # fmt: skip
+
+
+def test_past_the_limit_those_that_ended_go_and_while_all_live_no_one_decides() -> None:
+    """An agent that starts processes by the hundred, each connecting and leaving,
+    cannot push its own out: none living is forgotten, and while there is no room no
+    one decides, saying why, until every one kept has ended."""
+    first, second, third = sleeper(), sleeper(), sleeper()
     departed = Departed(limit=2)
-    kept = [AgentKin(agents=(process_of(os.getpid()),), sessions=frozenset({n})) for n in (1, 2, 3)]
-    for kin in kept:
-        departed.left(kin)
-    assert departed.living() == kept[1:]
+    mine = AgentKin(agents=(process_of(first.pid),))
+    departed.left(mine)
+    departed.left(AgentKin(agents=(Process(GONE),), sessions=frozenset({second.pid})))
+    second.communicate(b"")  # ended: its place is taken first
+    departed.left(AgentKin(agents=(process_of(third.pid),)))
+    assert [k.agents for k in departed.living()] == [mine.agents, (process_of(third.pid),)]
+    assert departed.living()[0] == mine
+    departed.left(AgentKin(agents=(process_of(os.getpid()),)))  # no room for it
+    *kept, crowd = departed.living()
+    assert kept[0] == mine and crowd.crowd is not None and "(2)" in crowd.crowd
+    person = Decider((Process(1_000_001),), session=1_000_001, page=True)
+    assert agent_tie(person, departed.living()) == ("crowd", None)
+    assert crowd.tie(person) == ("crowd", None)
+    first.communicate(b"")
+    assert agent_tie(person, departed.living()) == ("crowd", None)  # one kept still runs
+    third.communicate(b"")
+    assert departed.living() == []
+    assert agent_tie(person, departed.living()) is None
