@@ -141,7 +141,7 @@ async def test_the_owner_sees_what_waits_and_approves_what_was_shown(
         (AgentKin(agents=(Process(20),)), "is an agent connected to mcpd (pid 20), or was"),
         (
             AgentKin(agents=(Process(21),), hosts=(Process(20),)),
-            "was started by the host (pid 20) of an agent connected to mcpd through mcpd bridge",
+            "was started by the host (pid 20) of an agent connected to mcpd (what started",
         ),
         (AgentKin(agents=(Process(21),), sessions=frozenset({99})), "is in the session of"),
     ],

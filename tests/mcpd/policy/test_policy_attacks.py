@@ -227,7 +227,7 @@ async def test_a_hosts_shell_tool_cannot_decide_what_the_host_asked_through_the_
         ):
             [waiting] = await setup.pending()
             code, said = await host.runs("approvals", "approve", waiting.id)
-            assert code != 0 and "the host that started the mcpd bridge" in said, said
+            assert code != 0 and "the host that started the agent that made this call" in said, said
             assert "(such as its shell tool), cannot decide it" in said
             assert [p.id for p in setup.daemon.approvals.list()] == [waiting.id]
             await mcpd(Path(setup.daemon.socket_path), "approvals", "deny", waiting.id)
@@ -267,7 +267,7 @@ async def test_another_connected_agents_shell_tool_cannot_decide_a_call(tmp_path
         async with policy_daemon(tmp_path, OPERATOR_ONLY) as setup:
             sock = setup.daemon.socket_path
             async with (
-                self_approval.agent("asking", sock, "mcp__gh__create_issue"),
+                self_approval.agent("asking", sock, "mcp__gh__create_issue", apart=True),
                 self_approval.agent("socket", sock) as other,
             ):
                 [waiting] = await setup.pending()
@@ -298,7 +298,7 @@ async def test_a_bridges_host_cannot_decide_a_call_of_a_client_it_started_apart(
                 [waiting] = await setup.pending()
                 code, said = await host.runs("approvals", "approve", waiting.id)
                 assert code != 0, said
-                assert "was started by the host (pid" in said, said
+                assert "the host that started the agent that made this call (pid" in said, said
                 assert [p.id for p in setup.daemon.approvals.list()] == [waiting.id]
                 await mcpd(Path(sock), "approvals", "deny", waiting.id)
                 await setup.none_pending()

@@ -265,7 +265,7 @@ SHELL = Decider((Process(30), Process(20), Process(1)), 99)
         (
             Opener((Decider((Process(1),)), SHELL)),
             [AgentKin(agents=(Process(21),), hosts=(Process(20),))],
-            "the host (pid 20) of an agent connected to mcpd through mcpd bridge started",
+            "the host (pid 20) of an agent connected to mcpd (or its relay's launcher) started",
         ),
         (
             Opener((SHELL,)),
