@@ -44,6 +44,7 @@ from mcpd.policy.kin import (
 from mcpd.policy.masking import KnownSecrets
 from mcpd.policy.rules import CallFacts, Decision
 from mcpd.policy.showing import shown_arguments
+from tests.support.apart import APART
 
 # Starts a child in its own session, says the child's pid, and waits for stdin to close.
 SESSION_LEADER = """
@@ -389,25 +390,28 @@ async def test_a_process_in_the_agent_s_session_cannot_decide_its_call(
         [sys.executable, "-c", SESSION_LEADER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         start_new_session=True,
     )  # fmt: skip
+    # An agent of nobody here: what starts an agent is its host, the test included.
     apart = subprocess.Popen(
-        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE,
-        start_new_session=True,
+        [*APART, sys.executable, "-c", "import os, sys; print(os.getpid(), flush=True); "
+         "sys.stdin.read()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
     )  # fmt: skip
     try:
-        assert leader.stdout is not None
+        assert leader.stdout is not None and apart.stdout is not None
         beside = int(leader.stdout.readline())
+        apart_pid = int(apart.stdout.readline())
         assert session_of(beside) == leader.pid
         async with trio.open_nursery() as nursery:
-            for pid in (beside, apart.pid):
+            for pid in (beside, apart_pid):
                 agent = AgentInfo(uid=os.getuid(), pid=pid, connection=str(pid))
                 nursery.start_soon(approvals.ask, request(agent, kin=kin_of(pid)), 120)
-                await started(approvals, 1 + (pid == apart.pid))
+                await started(approvals, 1 + (pid == apart_pid))
             by_pid = {v.agent.pid: v.id for v in approvals.list()}
             me = decider_of(leader.pid)
             assert beside not in [p.pid for p in me.lineage]
-            with pytest.raises(ApprovalError, match="same session as the agent"):
+            # The session's leader started the agent: it is the agent's host.
+            with pytest.raises(ApprovalError, match="the host that started the agent"):
                 approvals.decide(by_pid[beside], True, "me", deciders=[me])
-            approvals.decide(by_pid[apart.pid], True, "me", deciders=[me])
+            approvals.decide(by_pid[apart_pid], True, "me", deciders=[me])
             nursery.cancel_scope.cancel()
     finally:
         leader.communicate(b"")
