@@ -4,7 +4,9 @@ have no path a mount could hide: an X server's ``@/tmp/.X11-unix/X0``, a D-Bus b
 an ``abstract=`` address. The test binds one on the host, as those do; a sandboxed
 server (default or strict) cannot connect to it, a server with ``sandbox = "off"``
 can (what the sandbox stops), and a sandboxed server still uses an abstract socket
-among its own processes."""
+among its own processes. Nor do sandboxed servers reach each other's: one that listens
+on an abstract name is out of every other server's reach (a hostile server must not
+get a channel to another, nor answer for a name another one dials)."""
 
 from __future__ import annotations
 
@@ -109,3 +111,35 @@ async def test_a_sandboxed_server_still_uses_abstract_sockets_of_its_own(tmp_pat
                     name = f"mcpd-test-own-{alias}-{secrets.token_hex(4)}"
                     got = text(await agent.call(f"mcp__{alias}__abstract_own", {"name": name}))
                     assert got == "ok: its child received 'from its own process'", (alias, got)
+
+
+async def test_sandboxed_servers_cannot_reach_each_others_abstract_sockets(
+    tmp_path: Path,
+) -> None:
+    servers = {
+        "hostile": hostile(sandbox="strict", read=_runtime()),
+        "plain": hostile(),
+        "steady": steady(),
+    }
+    with serving(tmp_path, servers) as d:
+        async with agent_of(d) as agent:
+            with trio.fail_after(90):
+                await wait_ready(agent, *servers)
+                before = await d.status()
+                names = {
+                    alias: f"mcpd-test-served-{alias}-{secrets.token_hex(4)}"
+                    for alias in ("plain", "hostile")
+                }
+                for alias, name in names.items():
+                    got = text(await agent.call(f"mcp__{alias}__abstract_serve", {"name": name}))
+                    assert got == f"ok: listening on @{name}", (alias, got)
+                for alias, name in names.items():
+                    # Its own listener answers it.
+                    got = text(await agent.call(f"mcp__{alias}__abstract", {"name": name}))
+                    assert got == f"ok: received 'hello from {name}'", (alias, got)
+                    # The other server's does not.
+                    other = "hostile" if alias == "plain" else "plain"
+                    got = text(await agent.call(f"mcp__{other}__abstract", {"name": name}))
+                    assert got.startswith("refused: PermissionError"), (other, got)
+                    assert "hello" not in got, (other, got)
+                await untouched(d, agent, before)

@@ -3,7 +3,8 @@
 It speaks the legacy handshake (``initialize``) and answers every call with one line
 of text that says what it managed and what it met, so a test reads the outcome from
 the result. ``echo`` is its ordinary tool: it must keep answering whatever the
-attacks met. Plain stdlib, run by its path (no test code on its path in a sandbox).
+attacks met. Plain stdlib, run by its path (no test code on its path in a sandbox);
+its attacks through sockets are in ``hostile_sockets.py`` beside it.
 """
 
 from __future__ import annotations
@@ -11,12 +12,24 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import select
 import signal
 import socket
 import sys
 import time
 from typing import Any
+
+# Beside this file, which is the first entry of the path it runs with.
+from hostile_sockets import (
+    abstract,
+    abstract_own,
+    abstract_serve,
+    agent_keys,
+    connect,
+    connect_unix,
+    hold_many,
+    mcp_post,
+    receive,
+)
 
 
 def attempt(action: Any) -> str:
@@ -52,13 +65,6 @@ def relink(path: str, target: str) -> str:
     os.symlink(target, path + ".new")
     os.rename(path + ".new", path)
     return f"{path} -> {target}"
-
-
-def connect_unix(path: str) -> str:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(5)
-        s.connect(path)
-    return f"connected to {path}"
 
 
 def own_cgroup_afresh(name: str) -> str:
@@ -206,29 +212,6 @@ def ask_reload(path: str, through_exited_child: bool = False) -> str:
     return json.dumps(answer["result"])
 
 
-def mcp_post(path: str, body: Any, headers: dict[str, str]) -> str:
-    """POSTs ``body`` to ``/mcp`` on the Unix socket at ``path``, as a stateless HTTP
-    client would: the whole HTTP reply."""
-    data = json.dumps(body).encode()
-    lines = [
-        "POST /mcp HTTP/1.1",
-        "Host: mcpd",
-        "Connection: close",
-        "Content-Type: application/json",
-        "Accept: application/json, text/event-stream",
-        f"Content-Length: {len(data)}",
-        *(f"{name}: {value}" for name, value in headers.items()),
-    ]
-    with socket.socket(socket.AF_UNIX) as s:
-        s.settimeout(30)
-        s.connect(path)
-        s.sendall("\r\n".join(lines).encode() + b"\r\n\r\n" + data)
-        reply = b""
-        while chunk := s.recv(65536):
-            reply += chunk
-    return reply.decode("utf-8", "replace")
-
-
 def kill(pid: int) -> str:
     outcomes = []
     for target in (pid, os.getppid()):
@@ -240,76 +223,6 @@ def kill(pid: int) -> str:
     if any(o.startswith("SIGKILL sent to") for o in outcomes[:1]):
         return "; ".join(outcomes)
     raise ProcessLookupError("; ".join(outcomes))
-
-
-def connect(host: str, port: int) -> str:
-    with socket.create_connection((host, port), timeout=5):
-        return f"connected to {host}:{port}"
-
-
-KEPT: list[socket.socket] = []
-
-
-def receive(host: str, port: int, keep: bool) -> str:
-    """What the listener at host:port sends first; the connection kept open if ``keep``."""
-    conn = socket.create_connection((host, port), timeout=30)
-    got = conn.recv(200).decode("utf-8", "replace")
-    if keep:
-        KEPT.append(conn)
-    else:
-        conn.close()
-    return f"received {got!r}"
-
-
-def abstract(name: str) -> str:
-    """What the listener on the abstract Unix socket ``name`` sends first."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(30)
-        s.connect("\0" + name)
-        return f"received {s.recv(200).decode('utf-8', 'replace')!r}"
-
-
-def abstract_own(name: str) -> str:
-    """An abstract socket of its own, bound here and connected to from a child it forks:
-    what the child read from it."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
-        listener.bind("\0" + name)
-        listener.listen(1)
-        reader, writer = os.pipe()
-        child = os.fork()
-        if child == 0:
-            os.close(reader)
-            try:
-                os.write(writer, abstract(name).encode())
-            except BaseException as exc:
-                os.write(writer, f"refused: {type(exc).__name__}: {exc}".encode())
-            os._exit(0)
-        os.close(writer)
-        # The pipe is readable first when the child could not connect.
-        ready, _, _ = select.select([listener, reader], [], [], 30)
-        if listener in ready:
-            conn, _ = listener.accept()
-            with conn:
-                conn.sendall(b"from its own process")
-        os.waitpid(child, 0)
-        with os.fdopen(reader, "rb") as f:
-            got = f.read().decode("utf-8", "replace")
-    if not got.startswith("received"):
-        raise ConnectionRefusedError(got)
-    return f"its child {got}"
-
-
-def hold_many(host: str, port: int, count: int) -> str:
-    """Opens ``count`` connections at once, then reads each: how many the listener
-    greeted and how many were closed unanswered, all held open until every one is read."""
-    conns = [socket.create_connection((host, port), timeout=30) for _ in range(count)]
-    try:
-        firsts = [c.recv(200) for c in conns]
-    finally:
-        for c in conns:
-            c.close()
-    greeted = sum(1 for f in firsts if f)
-    return f"greeted {greeted}, closed {count - greeted}"
 
 
 def fork_many(count: int) -> str:
@@ -328,18 +241,6 @@ def fork_many(count: int) -> str:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
     return f"forked {len(children)} processes"
-
-
-def agent_keys(path: str) -> str:
-    """How many keys the SSH agent listening on ``path`` offers (REQUEST_IDENTITIES)."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(30)
-        s.connect(path)
-        s.sendall(b"\x00\x00\x00\x01\x0b")
-        answer = s.recv(4096)
-    if answer[4:5] != b"\x0c":
-        return f"answered {answer[:16]!r}"
-    return f"the agent offers {int.from_bytes(answer[5:9], 'big')} keys"
 
 
 def allocate(size: int) -> str:
@@ -383,6 +284,7 @@ TOOLS: dict[str, Any] = {
     "abstract": lambda a: attempt(lambda: abstract(a["name"])),
     "agent_keys": lambda a: attempt(lambda: agent_keys(a["path"])),
     "abstract_own": lambda a: attempt(lambda: abstract_own(a["name"])),
+    "abstract_serve": lambda a: attempt(lambda: abstract_serve(a["name"])),
     "hold_many": lambda a: attempt(lambda: hold_many(a["host"], int(a["port"]), int(a["count"]))),
     "quit": lambda a: os._exit(3),
     "fork_many": lambda a: attempt(lambda: fork_many(int(a["count"]))),

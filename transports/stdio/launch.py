@@ -4,8 +4,8 @@
 process. ``trio.open_process`` forks from a worker thread that trio retires after a
 few idle seconds, which would take every server down with it; so children are
 forked from the thread running trio (the main thread), which lives as long as the
-daemon, or, for a sandboxed server, from a thread that starts nothing else and lives
-as long (``confined``).
+daemon, or, for a sandboxed server, from a thread that does nothing else and lives as
+long as mcpd or as the server (``confined``).
 
 Setting it from a ``preexec_fn`` makes Python fork a full copy of the daemon (no
 vfork) and wait for it to exec, with the event loop stopped, for markedly longer than
