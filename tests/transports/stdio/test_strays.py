@@ -28,6 +28,18 @@ STUBBORN = [
     "print('ready', flush=True)\n"
     "time.sleep(60)",
 ]
+# Never one pid for long: forks, and the parent exits, over and over; each holds the
+# pipe on its stdout, which ends when the last of them is gone.
+HOPPER = [
+    sys.executable,
+    "-c",
+    "import os, sys, time\n"
+    "print('ready', flush=True)\n"
+    "while True:\n"
+    "    if os.fork():\n"
+    "        os._exit(0)\n"
+    "    time.sleep(float(sys.argv[1]))",
+]
 
 
 @contextlib.contextmanager
@@ -83,3 +95,32 @@ async def test_no_token_no_scan() -> None:
     with started(SLEEPER, "") as unmarked:
         await stop_strays("s", "", group=0, grace=1)
         assert alive(unmarked.pid)
+
+
+def kill_all(token: str) -> None:
+    """Whatever carries ``token``, however fast it forks (what the test leaves behind
+    when it fails)."""
+    for _ in range(200):
+        pids = marked(token, group=0)
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("pause", ["0.02", "0.001"])
+async def test_one_that_keeps_forking_is_stopped_too(pause: str) -> None:
+    token = secrets.token_hex(8)
+    try:
+        with started([*HOPPER, pause], token) as stray:
+            assert stray.stdout is not None
+            assert stray.stdout.readline() == b"ready\n"
+            with trio.fail_after(30):
+                await stop_strays("s", token, group=0, grace=1)
+            # Its pipe ends: none of them holds it any more.
+            with trio.fail_after(10):
+                await trio.lowlevel.wait_readable(stray.stdout)
+            assert stray.stdout.read() == b""
+    finally:
+        kill_all(token)
