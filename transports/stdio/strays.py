@@ -13,9 +13,9 @@ A process that keeps forking, its parent exiting each time, is a new pid every m
 the one a scan saw is gone by the time it is signalled, and its child was not seen. So
 what SIGTERM left is killed by sweeps: each scan tries the newest pids first and
 SIGKILLs a process the moment it finds it (a fork in progress is abandoned with it),
-and the sweeps go on until two in a row find no process they had not killed already. A forker escapes a sweep only by being a new pid before the scan reaches it;
-a fixed number of sweeps bounds the time a stop takes against one that keeps doing
-that.
+and the sweeps go on until two in a row find no process they had not killed already.
+A forker escapes a sweep only by being a new pid before the scan reaches it; a fixed
+number of sweeps bounds the time a stop takes against one that keeps doing that.
 
 The scans read ``/proc`` in a worker thread, only at a stop, and are bounded in the
 processes they look at and the bytes they read of each. A descendant that cleared its

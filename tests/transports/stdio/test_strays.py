@@ -28,18 +28,29 @@ STUBBORN = [
     "print('ready', flush=True)\n"
     "time.sleep(60)",
 ]
-# Never one pid for long: forks, and the parent exits, over and over; each holds the
-# pipe on its stdout, which ends when the last of them is gone.
-HOPPER = [
-    sys.executable,
-    "-c",
+# Never one pid for long: forks, and the parent exits, over and over.
+HOPPER = (
     "import os, sys, time\n"
     "print('ready', flush=True)\n"
     "while True:\n"
     "    if os.fork():\n"
     "        os._exit(0)\n"
-    "    time.sleep(float(sys.argv[1]))",
-]
+    "    time.sleep(float(sys.argv[1]))"
+)
+# The init of the PID namespace the hopper runs in: it starts the hopper with the token
+# (carrying none itself, so the scan cannot end the test by killing it), reaps what the
+# hopper leaves, and exits once nothing of it is left, which ends the namespace.
+NAMESPACE_INIT = (
+    "import os, subprocess, sys\n"
+    "env = dict(os.environ, **{sys.argv[1]: sys.argv[2]})\n"
+    "subprocess.Popen([sys.executable, '-c', sys.argv[3], sys.argv[4]], env=env)\n"
+    "os.dup2(os.open(os.devnull, os.O_WRONLY), 1)\n"
+    "while True:\n"
+    "    try:\n"
+    "        os.wait()\n"
+    "    except ChildProcessError:\n"
+    "        break"
+)
 
 
 @contextlib.contextmanager
@@ -97,30 +108,34 @@ async def test_no_token_no_scan() -> None:
         assert alive(unmarked.pid)
 
 
-def kill_all(token: str) -> None:
-    """Whatever carries ``token``, however fast it forks (what the test leaves behind
-    when it fails)."""
-    for _ in range(200):
-        pids = marked(token, group=0)
-        if not pids:
-            return
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
+@contextlib.contextmanager
+def hopping(pause: str, token: str) -> Iterator[subprocess.Popen[bytes]]:
+    """The hopper in a PID namespace of its own, which ends, and every hopper with it,
+    when the test does, however it ends: the namespace's init dies with ``unshare``,
+    and ``unshare`` with the test's process."""
+    argv = ["setpriv", "--pdeathsig", "KILL", "unshare", "--pid", "--fork", "--kill-child"]
+    if os.geteuid() != 0:
+        argv.append("--map-root-user")
+    argv += [sys.executable, "-c", NAMESPACE_INIT, START_MARK, token, HOPPER, pause]
+    proc = subprocess.Popen(argv, start_new_session=True, stdout=subprocess.PIPE)
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
 
 
 @pytest.mark.parametrize("pause", ["0.02", "0.001"])
 async def test_one_that_keeps_forking_is_stopped_too(pause: str) -> None:
     token = secrets.token_hex(8)
-    try:
-        with started([*HOPPER, pause], token) as stray:
-            assert stray.stdout is not None
-            assert stray.stdout.readline() == b"ready\n"
-            with trio.fail_after(30):
-                await stop_strays("s", token, group=0, grace=1)
-            # Its pipe ends: none of them holds it any more.
-            with trio.fail_after(10):
-                await trio.lowlevel.wait_readable(stray.stdout)
-            assert stray.stdout.read() == b""
-    finally:
-        kill_all(token)
+    with hopping(pause, token) as namespace:
+        assert namespace.stdout is not None
+        assert namespace.stdout.readline() == b"ready\n"
+        with trio.fail_after(30):
+            await stop_strays("s", token, group=0, grace=1)
+        # Its namespace ends only once no hopper is left in it.
+        with trio.fail_after(10):
+            code = await trio.to_thread.run_sync(namespace.wait, abandon_on_cancel=True)
+        assert code == 0
