@@ -18,7 +18,7 @@ import trio
 from protocol.logfields import log_extra
 
 from ..config.model import Config
-from ..config.sandbox import sandbox_of
+from ..config.sandbox import child_env, sandbox_of
 from ..config.servertable import ServerConfig
 from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets
@@ -81,15 +81,18 @@ def _some(names: list[str]) -> str:
 def _restarts(alias: str, old: Config, new: Config) -> bool:
     """Whether a reload from ``old`` to ``new`` restarts the server: its table changed,
     or, for a stdio server, the sandbox it runs in (the daemon's level or limits it
-    takes, what every server's sandbox hides, such as a new secret file), which a
-    running process keeps until it is started again; or what its lists may hold, which
-    its lists were read against as it connected."""
+    takes, what every server's sandbox hides, such as a new secret file) or the
+    environment it gets (a variable it inherits that became another server's secret),
+    which a running process keeps until it is started again; or what its lists may
+    hold, which its lists were read against as it connected."""
     was, now = old.servers[alias], new.servers[alias]
     if was != now or old.list_limits(alias) != new.list_limits(alias):
         return True
     if now.kind != "stdio":
         return False
     before, after = sandbox_of(alias, was, old), sandbox_of(alias, now, new)
+    if child_env(alias, was, old, before) != child_env(alias, now, new, after):
+        return True
     if before.level == after.level == "off":  # nothing hidden: only its limits count
         return before.limits != after.limits
     return before != after

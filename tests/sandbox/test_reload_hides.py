@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import bubblewrap
-from tests.support.sandbox import agent_of, hostile, serving, steady, text, wait_ready
+from tests.support.sandbox import SECRET, agent_of, hostile, serving, steady, text, wait_ready
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -41,3 +41,30 @@ async def test_a_secret_file_a_reload_names_is_hidden_from_servers_already_runni
             await wait_ready(agent, "hostile")
             got = text(await agent.call("mcp__hostile__read_file", read))
             assert "vault-s3cret" not in got and got.startswith("refused:"), got
+
+
+async def test_a_reload_that_makes_an_inherited_variable_another_servers_secret_restarts(
+    tmp_path: Path,
+) -> None:
+    inheriting = hostile(inherit_env=["TICKETS_*"])
+    with serving(tmp_path, {"hostile": inheriting, "steady": steady()}) as d:
+        async with agent_of(d) as agent:
+            await wait_ready(agent, "hostile", "steady")
+            token = {"name": "TICKETS_TOKEN"}
+            # The tickets server's secret: withheld from the pattern it matches.
+            assert text(await agent.call("mcp__hostile__getenv", token)).startswith("refused:")
+            with_tickets = d.config.read_text()
+            without, _, _ = with_tickets.partition("[servers.tickets]")
+            d.config.write_text(without)
+            report = await agent.result("mcpd/reload")
+            assert report["removed"] == ["tickets"]
+            assert report["changed"] == ["hostile"], report
+            await wait_ready(agent, "hostile")
+            assert text(await agent.call("mcp__hostile__getenv", token)) == f"ok: {SECRET}"
+            d.config.write_text(with_tickets)
+            report = await agent.result("mcpd/reload")
+            assert report["added"] == ["tickets"]
+            assert report["changed"] == ["hostile"], report
+            await wait_ready(agent, "hostile")
+            got = text(await agent.call("mcp__hostile__getenv", token))
+            assert SECRET not in got and got.startswith("refused:"), got
