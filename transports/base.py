@@ -47,12 +47,21 @@ MAX_ANSWERING: Final = 64
 OVER_LIMIT: Final = -32000
 
 
+class Identity(msgspec.Struct, frozen=True):
+    """What a path named: its device and inode, or None where nothing was there."""
+
+    path: str
+    key: tuple[int, int] | None
+
+
 class Started(msgspec.Struct, frozen=True):
     """A stdio server's process as mcpd started it (``Transport.started``)."""
 
     pid: int  # the process mcpd started: its sandbox's, whose descendants run the server
     mark: str  # what its descendants carry in their environment (``stdio.launch``)
     unprotected: str | None  # what of its sandbox could not be applied, and why
+    # What its sandbox covers by a path (``stdio.secret_folders``), as it was then.
+    covered: tuple[Identity, ...] = ()
 
 
 class AuthHook(abc.ABC):

@@ -2,16 +2,19 @@
 network and limits, the names (never the values) of its environment beyond the default
 set, what of the
 sandbox this machine cannot apply, whether the kernel keeps sandboxed servers from the
-host's abstract Unix sockets, and the variables a server seems to rely on but no
-longer inherits (``config.envcheck``)."""
+host's abstract Unix sockets, the variables a server seems to rely on but no
+longer inherits (``config.envcheck``), and the secret files a running server could
+come to read, in a directory that cannot be hidden from it (``secret_folders``)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
 
+from transports.stdio import secret_folders
 from transports.stdio.childenv import in_default_set
 from transports.stdio.exits import shown
+from transports.stdio.launch import resolve as resolve_command
 from transports.stdio.sandbox_host import probe
 
 from ..config.envcheck import relied_on
@@ -87,3 +90,23 @@ def unscoped_warnings(config: Config, env: Mapping[str, str] | None = None) -> l
         f"{', '.join(exposed)}: sandboxed, but can still connect to the host's abstract Unix "
         f"sockets (an X server's, a D-Bus bus at an abstract address): {why}"
     ]
+
+
+def exposed_warnings(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
+    """One warning per secret file (or the config file) whose directory cannot be
+    hidden from a sandboxed server, and why (``secret_folders``)."""
+    env = os.environ if env is None else env
+    out: list[str] = []
+    for alias, s in sorted(config.servers.items()):
+        if not s.enabled or s.command is None:
+            continue
+        sandbox = sandbox_of(alias, s, config, env)
+        cwd = s.cwd or sandbox.home
+        try:
+            command = resolve_command(s.command, child_env(alias, s, config, sandbox, env), cwd)
+        except OSError:
+            command = s.command  # as its start would say, which its line does
+        for exposed in secret_folders.split(sandbox, command, cwd).exposed:
+            said = secret_folders.warning(exposed)
+            out += [said] if said not in out else []
+    return out

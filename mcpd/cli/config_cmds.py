@@ -106,7 +106,12 @@ def _say(line: str, err: bool = False) -> None:
 
 
 def _check_config(config: Config, path: str) -> int:
-    from .check_sandbox import inherited_warnings, sandbox_lines, unscoped_warnings
+    from .check_sandbox import (
+        exposed_warnings,
+        inherited_warnings,
+        sandbox_lines,
+        unscoped_warnings,
+    )
 
     # As ``mcpd serve`` would refuse it, and before any advice that names a place in it.
     unsafe = state_directory_problem(state_directory(config.daemon.state_dir))
@@ -148,7 +153,7 @@ def _check_config(config: Config, path: str) -> int:
         _say("  each tool's decision: mcpd tools --policy (with the daemon running)")
     locked = groups_locked_out(config.daemon)
     warned = [*unstartable.values(), *([locked] if locked else []), *exposed]
-    warned += unscoped_warnings(config)
+    warned += [*unscoped_warnings(config), *exposed_warnings(config)]
     warned += _changeable(config, unstartable)
     warned += [*inherited_warnings(config), *unreachable(config.policy), *leavable(config)]
     warned += [w for a, s in sorted(config.servers.items()) if (w := unpinned_client(a, s))]

@@ -15,7 +15,7 @@ from protocol.masking import masked_repr
 
 from .model import ALIAS_RE, Config, ConfigError, DaemonConfig
 from .profiles import DEFAULT_PROFILE, Patterns, ProfileConfig, is_glob, split_pattern
-from .sandbox import loopback_port
+from .sandbox_keys import loopback_port
 
 _PLACEHOLDER: Final = re.compile(r"\{([^}]*)\}")
 _DEFAULT_PORTS: Final = {"http": "80", "https": "443"}

@@ -42,7 +42,7 @@ from .model import LIST_LIMIT_KEYS, MAX_AUDIT_FILES, Config, ConfigError
 from .nesting import nests_too_deep, too_deep
 from .policychecks import validate_policy
 from .profiles import DEFAULT_PROFILE, ProfileConfig
-from .sandbox import limits_errors
+from .sandbox_keys import limits_errors
 from .serverchecks import check_server
 from .servertable import ServerConfig
 from .stringchecks import daemon_string_errors

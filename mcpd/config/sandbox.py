@@ -30,14 +30,12 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
-import re
 import urllib.parse
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 import msgspec
 
-from protocol.masking import masked_repr
 from transports.stdio.childenv import environment
 from transports.stdio.limits import LIMIT_NAMES, Limits
 from transports.stdio.sandbox import (
@@ -45,6 +43,7 @@ from transports.stdio.sandbox import (
     Mount,
     Sandbox,
     SandboxError,
+    Seen,
     shortfall,
     within,
 )
@@ -52,112 +51,12 @@ from transports.stdio.sandbox_host import probe
 
 from . import state_links
 from .credstores import BUS_NAMED_BY, IN_HOME, IN_RUNTIME_DIR, IN_TMP, NAMED_BY, ON_HOST
-from .model import Config, ConfigError
+from .model import Config
 from .paths import pages_directories, state_directory
-from .servertable import DEFAULT_LIMITS, LimitsConfig, ServerConfig
+from .sandbox_keys import loopback_port, parse_size
+from .servertable import DEFAULT_LIMITS, ServerConfig
 
 HOMES: Final = "homes"
-_SIZE_RE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.I)
-_UNITS: Final = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
-def parse_size(value: int | str) -> int:
-    """Bytes from an int or a size such as ``"512M"`` or ``"2GiB"`` (powers of 1024)."""
-    if isinstance(value, int):
-        if value < 0:
-            raise ValueError("must be 0 (no limit) or a number of bytes")
-        return value
-    m = _SIZE_RE.match(value)
-    if m is None:
-        raise ValueError(
-            f'{masked_repr(value)} is not a size (bytes, or a number with K, M, G or T: "2G")'
-        )
-    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
-
-
-def limits_errors(where: str, limits: LimitsConfig) -> Iterator[ConfigError]:
-    if limits.memory is not None:
-        try:
-            size = parse_size(limits.memory)
-        except ValueError as exc:
-            yield ConfigError(f"{where}.memory", str(exc))
-        else:
-            if 0 < size < 16 << 20:
-                yield ConfigError(f"{where}.memory", "must be 0 (no limit) or at least 16M")
-    for key, value in (
-        ("processes", limits.processes),
-        ("open_files", limits.open_files),
-        ("cpu", limits.cpu),
-    ):
-        if value is not None and value < 0:
-            yield ConfigError(f"{where}.{key}", "must be 0 (no limit) or positive")
-    if limits.open_files is not None and 0 < limits.open_files < 16:
-        yield ConfigError(f"{where}.open_files", "must be 0 (no limit) or at least 16")
-
-
-def grant_errors(where: str, s: ServerConfig) -> Iterator[ConfigError]:
-    if s.url is not None:
-        for key, value in (("sandbox", s.sandbox), ("read", s.read), ("write", s.write)):
-            if value:
-                yield ConfigError(
-                    f"{where}.{key}", "only applies to stdio servers (with `command`)"
-                )
-        if not s.network:
-            yield ConfigError(f"{where}.network", "only applies to stdio servers (with `command`)")
-        if s.host_loopback:
-            yield ConfigError(
-                f"{where}.host_loopback", "only applies to stdio servers (with `command`)"
-            )
-        if s.limits != LimitsConfig():
-            yield ConfigError(f"{where}.limits", "only applies to stdio servers (with `command`)")
-    yield from host_loopback_errors(where, s)
-    for key, paths in (("read", s.read), ("write", s.write)):
-        for i, path in enumerate(paths):
-            if not (path.startswith("/") or path == "~" or path.startswith("~/")):
-                yield ConfigError(f"{where}.{key}[{i}]", "must be an absolute path (or ~/...)")
-            elif os.path.normpath(path).strip("/") == "" or os.path.normpath(path) == "~":
-                yield ConfigError(
-                    f"{where}.{key}[{i}]", "would give back everything the sandbox hides"
-                )
-    if isinstance(s.inherit_env, list):
-        for i, name in enumerate(s.inherit_env):
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\*?", name):
-                yield ConfigError(
-                    f"{where}.inherit_env[{i}]", 'must be a variable name or a "PREFIX_*" pattern'
-                )
-    yield from limits_errors(f"{where}.limits", s.limits)
-
-
-def loopback_port(value: int | str) -> int:
-    """The port of a host loopback grant: ``5432`` or ``"127.0.0.1:5432"``."""
-    text = str(value)
-    if isinstance(value, str):
-        host, sep, text = value.rpartition(":")
-        if not sep or host != "127.0.0.1":
-            raise ValueError(
-                f'{masked_repr(value)} is not a host loopback port (5432 or "127.0.0.1:5432")'
-            )
-    if not (text.isascii() and text.isdigit()) or not 0 < int(text) < 65536:
-        raise ValueError(f"{masked_repr(value)}: a port is a number from 1 to 65535")
-    return int(text)
-
-
-def host_loopback_errors(where: str, s: ServerConfig) -> Iterator[ConfigError]:
-    if s.host_loopback and s.network and s.url is None:
-        yield ConfigError(
-            f"{where}.host_loopback",
-            "needs network = false (with a network the host's loopback is reachable already)",
-        )
-    seen: set[int] = set()
-    for i, value in enumerate(s.host_loopback):
-        try:
-            port = loopback_port(value)
-        except ValueError as exc:
-            yield ConfigError(f"{where}.host_loopback[{i}]", str(exc))
-            continue
-        if port in seen:
-            yield ConfigError(f"{where}.host_loopback[{i}]", f"port {port} is granted twice")
-        seen.add(port)
 
 
 def level_of(cfg: ServerConfig, config: Config) -> Level:
@@ -256,6 +155,28 @@ def bus_paths(address: str) -> list[str]:
     return found
 
 
+def secrets_of(config: Config, env: Mapping[str, str]) -> tuple[str, ...]:
+    """The config file and the secret files it reads, absolute, but those in a directory
+    hidden whole from every server already (mcpd's own, the credentials directory)."""
+    out = []
+    if config.source and not _owned_dir(os.path.dirname(_absolute(config.source))):
+        out.append(_absolute(config.source))
+    out += [_absolute(f) for f in config.secret_files if os.path.isabs(f)]
+    return tuple(dict.fromkeys(out))
+
+
+def sees_of(alias: str, cfg: ServerConfig, env: Mapping[str, str]) -> tuple[Seen, ...]:
+    """What the server sees whatever is hidden, beyond its command, working directory
+    and grants: the user's home, and the paths its arguments name (a script beside
+    the config file)."""
+    out = [Seen(h, "the user's home") for h in user_homes(env)]
+    for i, arg in enumerate(cfg.args):
+        for path in (arg, arg.partition("=")[2]):
+            if path.startswith("/") or path.startswith("~/"):
+                out.append(Seen(_grant(path, env), f"a path servers.{alias}.args[{i}] names"))
+    return tuple(out)
+
+
 def _absolute(path: str) -> str:
     # Not normalized: "link/.." is where the link's target's parent is, as the kernel
     # finds it when the sandbox is made.
@@ -282,6 +203,8 @@ def sandbox_of(
         home=home,
         hide=hide,
         made=tuple(pages_directories(env)),
+        secrets=secrets_of(config, env),
+        sees=sees_of(alias, cfg, env),
         read=read,
         write=write,
         network=cfg.network,

@@ -17,7 +17,7 @@ from protocol.masking import masked_repr
 
 from ..local.trusted_path import untrusted_file
 from .model import ALIAS_RE, LIST_LIMIT_KEYS, ConfigError
-from .sandbox import grant_errors
+from .sandbox_keys import grant_errors
 from .servertable import AuthConfig, ServerConfig, ToolsConfig
 from .stringchecks import control_named, server_string_errors, unpassable, url_errors
 

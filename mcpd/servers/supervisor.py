@@ -16,6 +16,7 @@ import msgspec
 import trio
 
 from protocol.logfields import log_extra
+from transports.stdio import secret_folders
 
 from ..config.model import Config
 from ..config.sandbox import child_env, sandbox_of
@@ -202,7 +203,7 @@ class Supervisor:
         old_on = {a: c for a, c in old.servers.items() if c.enabled}
         new_on = {a: c for a, c in new.servers.items() if c.enabled}
         both = sorted(old_on.keys() & new_on.keys())
-        changed = [a for a in both if _restarts(a, old, new)]
+        changed = [a for a in both if _restarts(a, old, new) or self._uncovered(a)]
         report = ReloadReport(
             added=sorted(new_on.keys() - old_on.keys()),
             removed=sorted(old_on.keys() - new_on.keys()),
@@ -215,6 +216,17 @@ class Supervisor:
         if new.naming != old.naming:
             self.registry.rename(new.naming)
         return report
+
+    def _uncovered(self, alias: str) -> bool:
+        """Whether a file its sandbox hid by name only is another file now (renamed onto
+        that name, or created there), which the running server could read."""
+        runner = self.runners.get(alias)
+        started = runner.process if runner is not None else None
+        files = secret_folders.changed(started.covered) if started is not None else []
+        if files:
+            said = f"restarting: {', '.join(files)} changed since it started"
+            logger.info("%s: %s", alias, said, extra=log_extra(alias, "sandbox_uncovered", said))
+        return bool(files)
 
     async def restart(self, report: ReloadReport) -> None:
         """Stop the servers ``adopt`` found removed or changed (each call in flight

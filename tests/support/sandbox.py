@@ -123,11 +123,12 @@ def serving(
     extra: str = "",
     wrap: tuple[str, ...] = (),
     cwd: Path | None = None,
+    config_dir: Path | None = None,
     **daemon: Any,
 ) -> Iterator[Served]:
     """``mcpd serve`` with these servers (and the tickets server), run through the
     command line ``wrap`` if given; in ``cwd``, if given, with its config named
-    relatively to it."""
+    relatively to it; its config in ``config_dir`` when given, else beside its home."""
     home, state = plant(tmp)
     socket = str(tmp / "mcpd.sock")
     daemon = {"socket": socket, "state_dir": str(state), "backoff_base": 0.05, **daemon}
@@ -137,7 +138,8 @@ def serving(
         # listens there: the secret is what matters).
         "tickets": {"url": "http://127.0.0.1:9/mcp", "headers": {"X-Api-Key": "${TICKETS_TOKEN}"}},
     }
-    config = tmp / "mcpd.toml"
+    config = (config_dir or tmp) / "mcpd.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(toml(daemon, servers, extra))
     env = {**os.environ, "HOME": str(home), "TICKETS_TOKEN": SECRET}
     named = str(config)

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 
 import trio
 
+from ..base import Identity
 from .launch import Launched, launch, resolve, signal_group
 from .netns import HostLoopback
 from .sandbox import Sandbox, Starter
@@ -41,6 +42,7 @@ class ChildProcess:
         self.sandbox: Sandbox | None = None
         self.wrapped = False
         self.unprotected: str | None = None
+        self.covered: tuple[Identity, ...] = ()  # ``Plan.covered``
         self.join: str | None = None  # the cgroup it joined (``pidgroup``)
         # Its namespace and listeners for the host ports it may reach (``netns``).
         self.host_loopback: HostLoopback | None = None

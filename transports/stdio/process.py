@@ -13,6 +13,7 @@ import trio
 
 from protocol.logfields import log_extra
 
+from ..base import Identity
 from ..errors import SpawnError
 from . import early, netns
 from .child import ChildProcess, adopt, signal_group, spawn
@@ -37,6 +38,7 @@ def start(
     wrapped = False
     sandbox_args = None
     loopback = None
+    covered: tuple[Identity, ...] = ()
     if sandbox is not None:
         try:
             if sandbox.loopback and sandbox.level != "off":
@@ -53,7 +55,7 @@ def start(
                 loopback.close()
             raise _spawn_error(alias, argv[0], cwd, exc) from None
         argv, unprotected, join, starter = plan.argv, plan.unprotected, plan.join, plan.starter
-        wrapped, sandbox_args = plan.wrapped, plan.sandbox_args
+        wrapped, sandbox_args, covered = plan.wrapped, plan.sandbox_args, plan.covered
         if wrapped and sandbox.network:
             _say_unscoped()
     started = early.take(argv, env, cwd)
@@ -72,6 +74,7 @@ def start(
     proc.sandbox = sandbox
     proc.wrapped = wrapped
     proc.unprotected = unprotected
+    proc.covered = covered
     proc.join = join
     return proc
 

@@ -53,7 +53,9 @@ from typing import Final, Literal
 
 import msgspec
 
+from ..base import Identity
 from .limits import Limits, prlimit_args
+from .machine import Machine
 from .sandbox_mounts import kernel_mounts, sealed, tmpfs
 
 Level = Literal["off", "default", "strict"]
@@ -72,6 +74,13 @@ EVERY_SANDBOX: Final = (
 )
 
 
+class Seen(msgspec.Struct, frozen=True):
+    """A place a server sees whatever is hidden, and what it is to the server."""
+
+    path: str
+    what: str  # "the user's home", "a path servers.files.args[0] names"
+
+
 class Sandbox(msgspec.Struct, frozen=True, kw_only=True):
     """What a server's config asks for, paths as written (absolute)."""
 
@@ -83,6 +92,10 @@ class Sandbox(msgspec.Struct, frozen=True, kw_only=True):
     # parent exists: a hidden path must exist as the server starts, and what is put in
     # one of these later (a secret another program of the user writes) must stay hidden.
     made: tuple[str, ...] = ()
+    # The config file and the secret files it reads (among ``hide``): the directory of
+    # each is hidden whole where the server sees nothing in it (``secret_folders``).
+    secrets: tuple[str, ...] = ()
+    sees: tuple[Seen, ...] = ()  # places it sees besides its command, cwd and grants
     read: tuple[str, ...] = ()
     write: tuple[str, ...] = ()
     network: bool = True
@@ -107,48 +120,6 @@ class Sandbox(msgspec.Struct, frozen=True, kw_only=True):
         return out
 
 
-class SystemPath(msgspec.Struct, frozen=True):
-    """A top-level system directory a strict sandbox shows, or the symlink it is."""
-
-    path: str
-    link: str | None = None  # the symlink's target, as read
-
-
-class Machine(msgspec.Struct, frozen=True, kw_only=True):
-    """What this machine offers (``sandbox_host.probe``)."""
-
-    bwrap: str | None = None
-    prlimit: str | None = None
-    nsenter: str | None = None  # joins a network namespace made beforehand
-    # None when user, mount and PID namespaces work; else why they do not.
-    namespaces: str | None = "not probed"
-    network: str | None = "not probed"  # the same for a network namespace
-    system: tuple[SystemPath, ...] = ()
-    nofile_hard: int | None = None  # mcpd's own hard limit: a child cannot go above it
-    # mcpd runs as root, whom RLIMIT_NPROC never holds: processes are limited by a pids
-    # cgroup instead, where one can be made (``pidgroup``).
-    root: bool = False
-    pids_cgroup: bool = False
-    # The command line that runs what follows it in a Landlock domain scoped to
-    # abstract Unix sockets and signals (``landlock``); empty where there is none.
-    # Its being there also says that a server may be started from the thread in such a
-    # domain (``confined``), as every sandboxed one is but one that joins a netns; that
-    # thread refuses the keyrings too, so it is there only where ``keyring_denial`` is None.
-    confine: tuple[str, ...] = ()
-    # None when ``confine`` is there; else why a sandboxed server still reaches the
-    # host's abstract Unix sockets.
-    scoping: str | None = "not probed"
-    # None when bubblewrap can keep a server from making user namespaces of its own;
-    # else why not.
-    userns_denial: str | None = "not probed"
-    # None when a sandboxed server can be started under the filter that refuses it the
-    # kernel's keyrings (``keyring_filter``); else why not.
-    keyring_denial: str | None = "not probed"
-    # None when bubblewrap can size a tmpfs (``--size``); else why not, and a server's
-    # /dev/shm (and a strict one's /tmp) holds what the kernel lets a tmpfs hold.
-    tmpfs_unsized: str | None = "not probed"
-
-
 class Mount(msgspec.Struct, frozen=True):
     path: str  # resolved, absolute
     # "fixed": a directory above a hidden path, bound onto itself as a write grant is,
@@ -166,6 +137,8 @@ class Resolved(msgspec.Struct, frozen=True, kw_only=True):
     home: str
     mounts: tuple[Mount, ...]
     command: str  # the server's command, resolved
+    # What the sandbox covers by a path that a rename or a new file would escape.
+    covered: tuple[Identity, ...] = ()
 
 
 class SandboxError(Exception):
@@ -194,6 +167,7 @@ class Plan(msgspec.Struct, frozen=True):
     # sandbox hides and where the servers' homes are: the launch hands them to
     # bubblewrap through a descriptor instead (``--args FD``). None when not wrapped.
     sandbox_args: tuple[int, int] | None = None
+    covered: tuple[Identity, ...] = ()  # ``Resolved.covered``
 
 
 def _depth(path: str) -> int:
@@ -382,7 +356,15 @@ def plan(
     elif applied and machine.keyring_denial is None:
         starter = "keyless"
     argv = [*wrapped, *limited, r.command, *argv[1:]]
-    return Plan(argv, unprotected, starter=starter, wrapped=applied, sandbox_args=sandbox_args)
+    covered = r.covered if applied else ()
+    return Plan(
+        argv,
+        unprotected,
+        starter=starter,
+        wrapped=applied,
+        sandbox_args=sandbox_args,
+        covered=covered,
+    )
 
 
 def _missing(s: Sandbox, machine: Machine) -> str | None:

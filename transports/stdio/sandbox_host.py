@@ -21,20 +21,19 @@ from typing import Final
 
 import msgspec
 
-from . import anchors, confined, landlock, pidgroup
+from . import anchors, confined, landlock, pidgroup, secret_folders
 from .fixed_dirs import fixed_dirs
 from .hidden_links import SYSTEM_DIRS, Needed
 from .launch import resolve as resolve_command
+from .machine import Machine, SystemPath
 from .sandbox import (
     EVERY_SANDBOX,
-    Machine,
     Mount,
     Netns,
     Plan,
     Resolved,
     Sandbox,
     SandboxError,
-    SystemPath,
     plan,
     within,
 )
@@ -165,6 +164,9 @@ def resolve(sandbox: Sandbox, command: str, cwd: str = "") -> Resolved:
     if sandbox.level != "off":
         make_to_hide(sandbox.made)
     hide = [p for h in sandbox.hide for p in anchors.matching(h)] if sandbox.level != "off" else []
+    folders = secret_folders.split(sandbox, command, cwd)
+    secret_folders.say(folders, sandbox)
+    hide += folders.folders
     needs = _needs(sandbox, command, cwd)
     for path in hide:
         for real in anchors.places(path, sandbox.alias, needs):
@@ -179,7 +181,10 @@ def resolve(sandbox: Sandbox, command: str, cwd: str = "") -> Resolved:
     mounts += grants(sandbox)
     home = make_home(sandbox.home, where)
     mounts += fixed_dirs(mounts, home, sandbox.level)
-    return Resolved(sandbox=sandbox, home=home, mounts=tuple(mounts), command=command)
+    covered = secret_folders.identities(folders)
+    return Resolved(
+        sandbox=sandbox, home=home, mounts=tuple(mounts), command=command, covered=covered
+    )
 
 
 def _needs(sandbox: Sandbox, command: str, cwd: str) -> list[Needed]:

@@ -139,7 +139,7 @@ class StdioTransport(Transport):
     @property
     def started(self) -> Started:
         p = self.process
-        return Started(p.pid, p.token, p.unprotected)
+        return Started(p.pid, p.token, p.unprotected, p.covered)
 
     def stderr_tail(self) -> list[str]:
         return list(self._stderr.tail)

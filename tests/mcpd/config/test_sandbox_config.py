@@ -19,7 +19,7 @@ from mcpd.config.load import load, parse
 from mcpd.config.model import ConfigError
 from mcpd.config.sandbox import bus_paths, child_env, hidden, limits_of, sandbox_of
 from transports.stdio import sandbox_host
-from transports.stdio.sandbox import Machine
+from transports.stdio.machine import Machine
 
 MCPD = [sys.executable, "-m", "mcpd"]
 

@@ -15,7 +15,8 @@ import sys
 import pytest
 
 from transports.stdio import landlock, process, sandbox_host
-from transports.stdio.sandbox import Machine, Netns, Resolved, Sandbox, SystemPath, plan
+from transports.stdio.machine import Machine, SystemPath
+from transports.stdio.sandbox import Netns, Resolved, Sandbox, plan
 
 STEP = ("/usr/bin/python3", "-I", "-S", "/opt/mcpd/transports/stdio/landlock.py")
 MACHINE = Machine(

@@ -9,14 +9,13 @@ from __future__ import annotations
 import msgspec
 
 from transports.stdio.limits import Limits
+from transports.stdio.machine import Machine, SystemPath
 from transports.stdio.sandbox import (
     Level,
-    Machine,
     Mount,
     Plan,
     Resolved,
     Sandbox,
-    SystemPath,
     plan,
 )
 

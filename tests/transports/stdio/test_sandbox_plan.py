@@ -12,14 +12,13 @@ import pytest
 from transports.stdio.childenv import environment
 from transports.stdio.exits import exit_reason
 from transports.stdio.limits import Limits
+from transports.stdio.machine import Machine, SystemPath
 from transports.stdio.sandbox import (
-    Machine,
     Mount,
     Netns,
     Resolved,
     Sandbox,
     SandboxError,
-    SystemPath,
     plan,
 )
 
