@@ -19,7 +19,7 @@ from protocol.logfields import log_extra
 from transports.stdio import secret_folders
 
 from ..config.model import Config
-from ..config.sandbox import child_env, sandbox_of
+from ..config.sandbox import child_env, home_of, sandbox_of
 from ..config.servertable import ServerConfig
 from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets
@@ -120,6 +120,8 @@ class Supervisor:
         self._scopes: dict[str, trio.CancelScope] = {}
         self._done: dict[str, trio.Event] = {}
         self._stopping: dict[str, str] = {}  # alias -> why, while it is stopped
+        # The program each stdio alias last ran, kept after its removal: its home is.
+        self._programs: dict[str, tuple[str, ...]] = {}
         self._nursery: trio.Nursery | None = None
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -133,6 +135,8 @@ class Supervisor:
 
     def _start(self, alias: str, cfg: ServerConfig) -> None:
         assert self._nursery is not None
+        if cfg.command is not None:
+            self._programs[alias] = (cfg.command, *cfg.args)
         self.registry.set_rules(alias, cfg.tools)
         self.registry.prompts.set_rules(alias, cfg.prompts)
         # A lazy server that cannot start has no idle time to wait out: it is shown
@@ -210,12 +214,27 @@ class Supervisor:
             changed=changed,
             unchanged=[a for a in both if a not in changed],
         )
+        for alias in [*report.added, *report.changed]:
+            self._say_home_kept(alias, new.servers[alias])
         self.config = new
         for alias in report.unchanged:
             self.runners[alias].config = new
         if new.naming != old.naming:
             self.registry.rename(new.naming)
         return report
+
+    def _say_home_kept(self, alias: str, cfg: ServerConfig) -> None:
+        """Say that a server given another program than its alias last ran starts in the
+        home that program left (mcpd never deletes one: it may hold a server's data)."""
+        was = self._programs.get(alias)
+        if cfg.command is None or was is None or was == (cfg.command, *cfg.args):
+            return
+        home = home_of(alias, self.config)
+        said = (
+            f"its home {home} is kept from the program the alias ran before ({was[0]}), with "
+            "what that left there; delete it while the server is removed to start afresh"
+        )
+        logger.info("%s: %s", alias, said, extra=log_extra(alias, "home_kept", said))
 
     def _uncovered(self, alias: str) -> bool:
         """Whether a file its sandbox hid by name only is another file now (renamed onto

@@ -12,7 +12,17 @@ import pytest
 import trio
 
 from tests.support import bubblewrap
-from tests.support.sandbox import SSH_KEY, Served, agent_of, hostile, serving, steady, wait_ready
+from tests.support.procs import SCRIPTED
+from tests.support.sandbox import (
+    HOSTILE,
+    SSH_KEY,
+    Served,
+    agent_of,
+    hostile,
+    serving,
+    steady,
+    wait_ready,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -45,3 +55,23 @@ async def test_a_home_that_is_a_link_to_the_users_keys_is_not_used(tmp_path: Pat
             assert f"{home} is a symbolic link, which mcpd never makes there" in said, said
         assert (tmp_path / "home" / ".ssh" / "id_ed25519").read_text() == SSH_KEY
         assert sorted(p.name for p in (tmp_path / "home" / ".ssh").iterdir()) == ["id_ed25519"]
+
+
+async def test_an_alias_given_another_program_keeps_its_home_and_the_journal_says_so(
+    tmp_path: Path,
+) -> None:
+    with serving(tmp_path, {"hostile": hostile(), "steady": steady()}) as d:
+        async with agent_of(d) as agent:
+            await wait_ready(agent, "hostile", "steady")
+            config = d.config.read_text()
+            d.config.write_text(config.replace(str(HOSTILE), str(SCRIPTED)))
+            report = await agent.result("mcpd/reload")
+            assert report["changed"] == ["hostile"], report
+            log = await d.logged("home_kept")
+            said = next(line for line in log.splitlines() if "home_kept" in line)
+            assert "[hostile]" in said and "homes/hostile" in said, said
+            # The same program again under its alias is no news.
+            d.config.write_text(config.replace("[servers.steady]", "[servers.steady]\ncwd = '/'"))
+            await agent.result("mcpd/reload")
+            await wait_ready(agent, "hostile", "steady")
+            assert "[steady] home_kept" not in d.log()
