@@ -20,6 +20,7 @@ import msgspec
 
 from protocol import jsonrpc as rpc
 from protocol.headers import is_plain, is_token
+from protocol.textfaults import utf8_fault
 from protocol.urls import display_url, unreadable
 
 from .visible import quote
@@ -177,7 +178,7 @@ def error_in(body: bytes) -> rpc.ErrorObject | None:
     id. Its data is kept as the bytes it came as (on one line, in UTF-8), as
     ``rpc.decode_message`` keeps it: what the server put there is counted and scanned
     before anything decodes it, wherever the error goes."""
-    if rpc.utf8_fault(body) is not None:
+    if utf8_fault(body) is not None:
         return None
     try:
         return _error_body.decode(rpc.one_line(body)).error.as_object()

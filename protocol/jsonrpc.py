@@ -17,6 +17,8 @@ from typing import Any, Final, Literal, TypeAlias, TypeVar
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
+from .textfaults import Fault, invalid_utf8, lone_surrogate
+
 # Standard JSON-RPC codes.
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
@@ -83,16 +85,23 @@ Message: TypeAlias = Request | Notification | Response | ErrorResponse
 class DecodeFailure(Exception):
     """A line that is not a usable JSON-RPC message. ``id`` is kept when it was readable;
     ``unreadable`` says, for a line that could not be parsed at all, why not ("not
-    valid UTF-8", "nested too deeply", "not JSON")."""
+    valid UTF-8", "nested too deeply", "not JSON"); ``readable`` is what such a line
+    reads as with its text mended, where only its text was at fault."""
 
     def __init__(
-        self, code: int, message: str, id: Id | None = None, unreadable: str | None = None
+        self,
+        code: int,
+        message: str,
+        id: Id | None = None,
+        unreadable: str | None = None,
+        readable: Message | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.id = id
         self.unreadable = unreadable
+        self.readable = readable
 
     def reply(self) -> bytes:
         return encode_error(self.id, self.code, self.message)
@@ -172,22 +181,6 @@ def one_line(data: bytes) -> bytes:
     return data
 
 
-def utf8_fault(data: bytes) -> str | None:
-    """Why ``data`` is not valid UTF-8, or None when it is.
-
-    msgspec checks the strings it decodes, but not the bytes it keeps as Raw: without
-    this check, invalid UTF-8 inside a result, params or an error's data would be passed
-    on to the other side. Most messages are ASCII, which is confirmed without building
-    a string."""
-    if data.isascii():
-        return None
-    try:
-        str(data, "utf-8")
-    except UnicodeDecodeError as exc:
-        return exc.reason
-    return None
-
-
 def decode_message(data: bytes | memoryview) -> Message:
     """Stage one: classify one JSON text as a request, notification or response.
 
@@ -195,11 +188,9 @@ def decode_message(data: bytes | memoryview) -> Message:
     params or result in it) is always a single line."""
     if isinstance(data, memoryview):
         data = bytes(data)
-    fault = utf8_fault(data)
+    fault = invalid_utf8(data)
     if fault is not None:
-        raise DecodeFailure(
-            PARSE_ERROR, f"Parse error: not valid UTF-8 ({fault})", None, "not valid UTF-8"
-        )
+        raise _unsound(fault, "not valid UTF-8")
     try:
         data = one_line(data)
         env = _envelope_decoder.decode(data)
@@ -220,6 +211,9 @@ def decode_message(data: bytes | memoryview) -> Message:
     except RecursionError as exc:
         raise DecodeFailure(PARSE_ERROR, f"Parse error: {exc}", None, "nested too deeply") from None
     except msgspec.DecodeError as exc:
+        half = lone_surrogate(data)
+        if half is not None:
+            raise _unsound(half, "not valid Unicode (a lone UTF-16 surrogate)") from None
         why = "nested too deeply" if "recursion depth" in str(exc) else "not JSON"
         raise DecodeFailure(PARSE_ERROR, f"Parse error: {exc}", None, why) from None
     msg_id = env.id if valid_id(env.id) else None
@@ -252,6 +246,21 @@ def decode_message(data: bytes | memoryview) -> Message:
             raise DecodeFailure(INVALID_REQUEST, "Invalid response: bad id")
         return Response(msg_id, env.result)
     raise DecodeFailure(INVALID_REQUEST, "Invalid request: no method, result or error", msg_id)
+
+
+def _unsound(fault: Fault, why: str) -> DecodeFailure:
+    """The failure of a line whose text holds ``fault``: said in words a model can act
+    on, under the id of the request the line is when read with its text mended (the id
+    is then certain); no id for any other line."""
+    readable: Message | None
+    try:
+        readable = decode_message(fault.mended)
+        rid = readable.id if isinstance(readable, Request) else None
+    except DecodeFailure as exc:
+        readable, rid = exc.readable, exc.id
+    return DecodeFailure(
+        PARSE_ERROR, f"Parse error: the message holds {fault.what}", rid, why, readable
+    )
 
 
 class _ResultLine(Response, forbid_unknown_fields=True):

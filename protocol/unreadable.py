@@ -71,21 +71,19 @@ def _one_object(line: bytes) -> bool:
 
 
 def reply_id(line: bytes) -> rpc.Id | None:
-    """The id of a reply that cannot be parsed (invalid UTF-8, nested too deeply, not
-    JSON), where it can be told without parsing: in the outer object, next to its
-    ``result`` or ``error``, of a line whose brackets close where it ends. None for
+    """The id of a reply that cannot be parsed (invalid UTF-8, a lone surrogate,
+    nested too deeply, not JSON), where it can be told without parsing: in the outer
+    object, next to its ``result`` or ``error``, of a line whose brackets close where
+    it ends. None for
     anything less certain, such as a request from the peer, whose id is its own."""
-    if not line.isascii():
+    if not line.isascii() or b"\\u" in line:
+        # Text that is no text (bytes not UTF-8, half a surrogate pair) needs no
+        # guessing: with it mended, the message says exactly what it is.
         try:
-            str(line, "utf-8")
-        except UnicodeDecodeError:
-            # Bytes that are no text need no guessing: with them replaced, the message
-            # says exactly what it is.
-            try:
-                msg = rpc.decode_message(line.decode("utf-8", "replace").encode())
-            except rpc.DecodeFailure:
-                pass  # broken in another way too
-            else:
+            rpc.decode_message(line)
+        except rpc.DecodeFailure as exc:
+            msg = exc.readable
+            if msg is not None:
                 return msg.id if isinstance(msg, rpc.Response | rpc.ErrorResponse) else None
     if len(line) > _MAX_SCAN:
         return None
