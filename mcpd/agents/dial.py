@@ -13,8 +13,10 @@ Blocking, with no event loop: the bridge runs it in a thread.
 from __future__ import annotations
 
 import errno
+import grp
 import os
 import socket
+import stat
 import struct
 import time
 from typing import Final
@@ -101,3 +103,52 @@ def _connected(sock: socket.socket) -> bool:
 def _timeval(seconds: float) -> bytes:
     whole = int(seconds)
     return struct.pack("@ll", whole, int((seconds - whole) * 1_000_000))
+
+
+SYSTEM_SOCKET: Final = "/run/mcpd/mcpd.sock"  # mcpd.socket's ListenStream=
+
+
+def no_daemon(path: str, exc: OSError) -> str | None:
+    """Why ``connect_unix`` failed with ``exc``, in words for people, when the reason is
+    not that no daemon is there (the socket's permissions keep the caller out, the path
+    is no socket); None when nobody listens on it."""
+    if isinstance(exc, PermissionError):
+        return _refused_by_mode(path)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISSOCK(st.st_mode):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a regular file"
+        return f"{path} is {kind}, not a socket: mcpd's socket is another path"
+    return None
+
+
+def not_listening(path: str, exc: OSError) -> str:
+    """That nobody listens on ``path``, and where a daemon may be found instead."""
+    return f"no mcpd is listening on {path} ({exc.strerror}){_system_hint(path)}"
+
+
+def _system_hint(path: str) -> str:
+    # A user's commands look for their own daemon by default: the service's socket is
+    # the one thing they may be meaning instead.
+    if path == SYSTEM_SOCKET or not os.path.exists(SYSTEM_SOCKET):
+        return ""
+    return f"; a system mcpd listens on {SYSTEM_SOCKET}: use --socket or MCPD_SOCKET"
+
+
+def _refused_by_mode(path: str) -> str:
+    """Why the kernel refused the connection (the socket file's permissions), and
+    whom to ask."""
+    text = f"not allowed to connect to {path}: the socket's file permissions keep you out"
+    try:
+        st = os.stat(path)
+    except OSError:
+        return text
+    if st.st_mode & 0o020:
+        try:
+            group = grp.getgrgid(st.st_gid).gr_name
+        except KeyError:
+            group = str(st.st_gid)
+        return f"{text} (ask to be added to group {group})"
+    return f"{text} (mode {st.st_mode & 0o777:04o}: its owner only)"

@@ -3,7 +3,6 @@ command that works on mcpd's files finds the config the running daemon uses."""
 
 from __future__ import annotations
 
-import grp
 import os
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -14,7 +13,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 
 from .. import __version__
-from ..agents.dial import CONNECT_WAIT, DialError, connect_unix
+from ..agents.dial import CONNECT_WAIT, DialError, connect_unix, no_daemon, not_listening
 from ..agents.peers import untrusted_daemon
 from ..config.model import default_config_path
 from ..config.paths import client_socket_path
@@ -43,12 +42,8 @@ class Client:
         self.path = path
         try:
             self._sock = connect_unix(path, min(timeout, CONNECT_WAIT))
-        except (FileNotFoundError, ConnectionRefusedError) as exc:
-            raise Unreachable(
-                f"no mcpd is listening on {path} ({exc.strerror}){_system_hint(path)}"
-            ) from None
-        except PermissionError:
-            raise Unreachable(_refused_by_mode(path)) from None
+        except (FileNotFoundError, ConnectionRefusedError, PermissionError) as exc:
+            raise Unreachable(no_daemon(path, exc) or not_listening(path, exc)) from None
         except DialError as exc:
             raise Unreachable(str(exc)) from None
         self._sock.settimeout(timeout)
@@ -132,34 +127,6 @@ class Client:
             cursor = result.get("nextCursor")
             if not cursor:
                 return tools
-
-
-SYSTEM_SOCKET = "/run/mcpd/mcpd.sock"  # mcpd.socket's ListenStream=
-
-
-def _system_hint(path: str) -> str:
-    # A user's commands look for their own daemon by default: the service's socket is
-    # the one thing they may be meaning instead.
-    if path == SYSTEM_SOCKET or not os.path.exists(SYSTEM_SOCKET):
-        return ""
-    return f"; a system mcpd listens on {SYSTEM_SOCKET}: use --socket or MCPD_SOCKET"
-
-
-def _refused_by_mode(path: str) -> str:
-    """Why the kernel refused the connection (the socket file's permissions), and
-    whom to ask."""
-    text = f"not allowed to connect to {path}: the socket's file permissions keep you out"
-    try:
-        st = os.stat(path)
-    except OSError:
-        return text
-    if st.st_mode & 0o020:
-        try:
-            group = grp.getgrgid(st.st_gid).gr_name
-        except KeyError:
-            group = str(st.st_gid)
-        return f"{text} (ask to be added to group {group})"
-    return f"{text} (mode {st.st_mode & 0o777:04o}: its owner only)"
 
 
 class ConfigInUse(NamedTuple):

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import trio
 
+from mcpd.agents import dial
 from mcpd.cli import client as client_module
 from mcpd.cli.client import (
     BadReply,
@@ -177,7 +178,7 @@ def test_a_system_daemon_is_pointed_at_when_the_users_is_missing(
 ) -> None:
     system = tmp_path / "system.sock"
     system.touch()
-    monkeypatch.setattr(client_module, "SYSTEM_SOCKET", str(system))
+    monkeypatch.setattr(dial, "SYSTEM_SOCKET", str(system))
     with pytest.raises(Unreachable) as caught:
         Client(str(tmp_path / "mine.sock"))
     assert f"a system mcpd listens on {system}: use --socket or MCPD_SOCKET" in str(caught.value)
@@ -192,12 +193,12 @@ def test_a_socket_closed_by_its_mode_names_the_group_to_join_or_the_owner(
     path = tmp_path / "mcpd.sock"
     path.touch()
     os.chmod(path, 0o660)
-    said = client_module._refused_by_mode(str(path))
+    said = dial._refused_by_mode(str(path))
     assert said.startswith(f"not allowed to connect to {path}: the socket's file permissions")
     assert "(ask to be added to group " in said
     os.chmod(path, 0o600)
-    assert client_module._refused_by_mode(str(path)).endswith("(mode 0600: its owner only)")
-    gone = client_module._refused_by_mode(str(tmp_path / "gone"))
+    assert dial._refused_by_mode(str(path)).endswith("(mode 0600: its owner only)")
+    gone = dial._refused_by_mode(str(tmp_path / "gone"))
     assert gone.endswith("keep you out")
 
 
