@@ -4,8 +4,10 @@ Hosts that can only spawn commands (desktop apps, editors, SDK stdio clients) ge
 every aggregated tool through one entry: ``{"command": "mcpd", "args": ["bridge"]}``.
 Lines are relayed as they are, in both directions, so both protocol eras pass
 through. While the daemon is unreachable, requests get a JSON-RPC error saying so at
-once, and the bridge connects again when the daemon is back. A daemon whose listen
-queue is full is waited for (``dial``), and only a queue that stays full is an error.
+once, and the bridge connects again when the daemon is back, setting the host's
+legacy session up again (``bridge_session``). A request cut off by a closing
+connection is answered once, saying it may have run. A daemon whose listen queue is
+full is waited for (``dial``), and only a queue that stays full is an error.
 
 With ``--profile NAME`` each connection to the daemon starts with ``mcpd/useProfile``,
 answered before anything of the host's is relayed; a profile the daemon does not
@@ -18,26 +20,40 @@ error that says who answers instead.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
 from typing import Final
 
-import msgspec
 import trio
 
 from protocol import jsonrpc as rpc
 from protocol import mcp
-from protocol.framing import LineFramer, Oversized
+from protocol.framing import LineFramer, Oversized, OversizedEnd
+from protocol.unreadable import id_at_edges
 
 from ..config.model import EX_CONFIG
 from . import batches
-from .dial import CONNECT_WAIT, DialError, ForeignSocket, QueueFull, connect_unix
+from .bridge_ledger import OwnRequests, Unanswered
+from .bridge_session import HostSession, list_changes
+from .dial import (
+    CONNECT_WAIT,
+    DialError,
+    ForeignSocket,
+    QueueFull,
+    connect_unix,
+    no_daemon,
+    not_listening,
+)
 from .peers import untrusted_daemon
 
 UNREACHABLE: Final = -32000
-REPLAY_ID: Final = "mcpd-bridge-replay"
 PROFILE_ID: Final = "mcpd-bridge-profile"
+# Lines from the daemon are relayed whatever their size: the bridge talks to no process
+# but the daemon of its own user, root or the service, which held each line whole to
+# write it, and bounds what it reads itself (``max_line_bytes``).
+_FROM_DAEMON: Final = 1 << 62
 _EXIT_GRACE: Final = 10.0
 _PROFILE_TIMEOUT: Final = 10.0
 _INFO: Final = mcp.Implementation(name="mcpd-bridge", version="0")
@@ -63,29 +79,57 @@ class Bridge:
         self.untrusted: str | None = None
         # Why the last connect gave up: the daemon's listen queue stayed full.
         self.busy: str | None = None
+        # Why the last connect failed otherwise (no daemon, permissions, no socket).
+        self.down: str | None = None
         self.stdin = stdin
         self.stdout = stdout
         self._out_lock = trio.Lock()
         self._conn: trio.SocketStream | None = None
         self._conn_lock = trio.Lock()
-        self._init_params: msgspec.Raw | None = None
-        # Requests relayed on the current daemon connection and not yet answered.
-        self._outstanding: set[rpc.Id] = set()
-        self._all_answered = trio.Event()
-        self._all_answered.set()
+        self._connected_before = False
+        self._session = HostSession()
+        self._unanswered = Unanswered()
+        self._own = OwnRequests()
+        self._host_gone = False
 
     async def run(self) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             await self._pump_stdin()
             # The host closed stdin: let answers still on their way reach it, then go.
+            # A listen stays open until it is ended: the daemon is told to end it.
             with trio.move_on_after(_EXIT_GRACE):
-                await self._all_answered.wait()
+                await self._unanswered.calls_answered.wait()
+            await self._end_listens()
             nursery.cancel_scope.cancel()
+
+    async def _end_listens(self) -> None:
+        conn = self._conn
+        listens = self._unanswered.listens()
+        if conn is None or not listens:
+            return
+        reason = {"reason": "the host closed its end of the bridge"}
+        ended = b"".join(
+            rpc.encode_notification("notifications/cancelled", {"requestId": rid, **reason}) + b"\n"
+            for rid in listens
+        )
+        with (
+            trio.move_on_after(1),
+            contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError),
+        ):
+            await conn.send_all(ended)
 
     async def write_out(self, data: bytes) -> None:
         async with self._out_lock:
-            await self.stdout.send_all(data)
+            if self._host_gone:
+                return
+            try:
+                await self.stdout.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                # Nobody reads what the bridge has to say: nothing left for it to do.
+                self._host_gone = True
+                _say("the host closed the bridge's stdout; stopping")
+                self._nursery.cancel_scope.cancel()
 
     async def _connection(self) -> trio.SocketStream | None:
         async with self._conn_lock:
@@ -99,7 +143,7 @@ class Bridge:
             except ForeignSocket as exc:
                 if str(exc) != self.untrusted:
                     print(f"mcpd: {exc}", file=sys.stderr, flush=True)
-                self.untrusted, self.busy = str(exc), None
+                self.untrusted, self.busy, self.down = str(exc), None, None
                 return None
             except (OSError, DialError) as exc:
                 self.untrusted = None
@@ -107,8 +151,12 @@ class Bridge:
                 if busy is not None and busy != self.busy:
                     print(f"mcpd: {busy}", file=sys.stderr, flush=True)
                 self.busy = busy
+                down = None if busy is not None else self._unreachable(exc)
+                if down is not None and down != self.down:
+                    print(f"mcpd: {down}", file=sys.stderr, flush=True)
+                self.down = down
                 return None
-            self.busy = None
+            self.busy = self.down = None
             conn = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
             refusal = untrusted_daemon(conn.socket, self.socket_path)
             if refusal is not None:
@@ -118,7 +166,7 @@ class Bridge:
                 self.untrusted = refusal
                 return None
             self.untrusted = None
-            framer = LineFramer()
+            framer = LineFramer(_FROM_DAEMON)
             early: Sequence[bytes | Oversized] = []
             if self.profile is not None:
                 early_lines = await self._use_profile(conn, framer)
@@ -126,18 +174,25 @@ class Bridge:
                     await conn.aclose()
                     return None
                 early = early_lines
-            if self._init_params is not None:
-                # A new daemon connection has no session: repeat the host's legacy
-                # handshake under our own id, and keep the reply from the host.
-                await conn.send_all(
-                    rpc.encode_request(REPLAY_ID, "initialize", self._init_params)
-                    + b"\n"
-                    + rpc.encode_notification("notifications/initialized")
-                    + b"\n"
-                )
+            # A new daemon connection has no session: the host's legacy one is set up
+            # again under the bridge's own ids, the answers kept from the host.
+            replay = self._session.replay(self._own, self._unanswered)
+            if replay:
+                await conn.send_all(replay)
+            elif self._connected_before:
+                _say(f"connected to mcpd again on {self.socket_path}")
+            self._connected_before = True
             self._conn = conn
             self._nursery.start_soon(self._pump_socket, conn, framer, early)
             return conn
+
+    def _unreachable(self, exc: OSError | DialError) -> str:
+        if isinstance(exc, DialError):
+            return str(exc)
+        return no_daemon(self.socket_path, exc) or (
+            f"mcpd is not running ({not_listening(self.socket_path, exc)}); start it with "
+            "`mcpd serve` or `systemctl start mcpd`, then try again"
+        )
 
     async def _use_profile(
         self, conn: trio.SocketStream, framer: LineFramer
@@ -183,16 +238,8 @@ class Bridge:
                         break
                     lines = framer.feed(data)
                 for line in lines:
-                    if isinstance(line, Oversized):
-                        continue
-                    answered = _answered_ids(line)
-                    if answered == [REPLAY_ID]:
-                        continue
-                    # Written before it counts as answered: the last answer settled
-                    # lets a bridge whose stdin closed go, which would cut this write.
-                    await self.write_out(line + b"\n")
-                    for rid in answered:
-                        self._settle(rid)
+                    if not isinstance(line, Oversized):
+                        await self._from_daemon(line)
                 lines = []
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
@@ -200,30 +247,30 @@ class Bridge:
             async with self._conn_lock:
                 if self._conn is conn:
                     self._conn = None
+                    self._own.forget()
             with trio.CancelScope(shield=True):
                 await conn.aclose()
-                # Whatever the daemon did not answer, the host hears about now.
-                for rid in sorted(self._outstanding, key=str):
-                    await self.write_out(
-                        rpc.encode_error(
-                            rid,
-                            UNREACHABLE,
-                            "mcpd closed the connection before answering (daemon stopped or "
-                            "restarted); try again",
-                        )
-                        + b"\n"
-                    )
-                self._outstanding.clear()
-                self._all_answered.set()
+                # Whatever the daemon did not answer on it, the host hears about now.
+                for rid in self._unanswered.take_all(conn):
+                    await self.write_out(rpc.encode_error(rid, UNREACHABLE, _CUT) + b"\n")
 
-    def _settle(self, rid: rpc.Id | None) -> None:
-        if rid is not None:
-            self._outstanding.discard(rid)
-            if not self._outstanding:
-                self._all_answered.set()
+    async def _from_daemon(self, line: bytes) -> None:
+        answered = _answered_ids(line)
+        if len(answered) == 1:
+            method = self._own.answered(answered[0])
+            if method == "initialize":
+                await self.write_out(list_changes(line, _say))
+            if method is not None:
+                return
+        # Written before it counts as answered: the last answer settled lets a bridge
+        # whose stdin closed go, which would cut this write.
+        await self.write_out(line + b"\n")
+        for rid in answered:
+            self._unanswered.take(rid)
 
     async def _pump_stdin(self) -> None:
-        framer = LineFramer()
+        framer = LineFramer(report_end=True)
+        head = b""
         while True:
             try:
                 data = await self.stdin.receive_some(1 << 16)
@@ -232,8 +279,23 @@ class Bridge:
             if not data:
                 return
             for line in framer.feed(data):
-                if not isinstance(line, Oversized):
+                if isinstance(line, OversizedEnd):
+                    await self._too_long(id_at_edges(head, line.tail), line)
+                elif isinstance(line, Oversized):
+                    head = line.prefix
+                else:
                     await self._forward(line)
+
+    async def _too_long(self, rid: rpc.Id | None, line: OversizedEnd) -> None:
+        """A host's line over the limit is not relayed: the daemon would refuse it and
+        close the connection, every other request on it unanswered."""
+        why = (
+            f"the request is {line.size} bytes, over the {line.limit} byte limit of a "
+            "line mcpd takes; it was not sent"
+        )
+        _say(f"{why} (id {rid!r})" if rid is not None else f"{why} (its id unreadable)")
+        if rid is not None:
+            await self.write_out(rpc.encode_error(rid, rpc.INVALID_REQUEST, why) + b"\n")
 
     async def _forward(self, line: bytes) -> None:
         msg: rpc.Message | None
@@ -241,39 +303,55 @@ class Bridge:
             msg = rpc.decode_message(line)
         except rpc.DecodeFailure:
             msg = None
+        asked = [msg.id] if isinstance(msg, rpc.Request) else _batch_ids(line)
+        taken = [rid for rid in asked if rid in self._own]
+        if taken:
+            message = f"id {taken[0]!r} is in use by the bridge's own request; use another"
+            await self._answer_all(msg, asked, message)
+            return
         conn = await self._connection()
         if conn is not None:
+            self._unanswered.add(conn, asked, msg.method if isinstance(msg, rpc.Request) else None)
             try:
-                asked = [msg.id] if isinstance(msg, rpc.Request) else _batch_ids(line)
-                if asked:
-                    self._outstanding.update(asked)
-                    self._all_answered = trio.Event()
                 await conn.send_all(line + b"\n")
-                if isinstance(msg, rpc.Request) and msg.method == "initialize":
-                    self._init_params = msg.params
-                return
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 async with self._conn_lock:
-                    self._conn = None
+                    if self._conn is conn:
+                        self._conn = None
+                # Those the connection's end has not answered yet are answered here.
+                await self._answer_all(msg, [r for r in asked if self._unanswered.take(r)], _CUT)
+                return
+            if isinstance(msg, rpc.Request):
+                self._session.note(msg)
+            return
         # No daemon to ask: each request gets an error saying why, a batch's as one
         # array (a host waits for every answer of its batch).
-        asked = [msg.id] if isinstance(msg, rpc.Request) else _batch_ids(line)
-        if not asked:
-            return
         message = (
             self.untrusted
             or self.busy
             or self.refused
-            or (
-                f"mcpd is not running (no daemon on {self.socket_path}); start it with "
-                "`mcpd serve` or `systemctl start mcpd`, then try again"
-            )
+            or self.down
+            or f"mcpd is not running (no daemon on {self.socket_path})"
         )
-        errors = [rpc.encode_error(rid, UNREACHABLE, message) for rid in asked]
+        await self._answer_all(msg, asked, message)
+
+    async def _answer_all(self, msg: rpc.Message | None, ids: list[rpc.Id], message: str) -> None:
+        if not ids:
+            return
+        errors = [rpc.encode_error(rid, UNREACHABLE, message) for rid in ids]
         answer = errors[0] if isinstance(msg, rpc.Request) else batches.joined(errors)
         await self.write_out(answer + b"\n")
-        for rid in asked:
-            self._settle(rid)
+
+
+_CUT: Final = (
+    "mcpd closed the connection before this request was answered (mcpd's log says why); "
+    "it may have been carried out all the same: a tool call may have had its effects, so "
+    "check before calling it again"
+)
+
+
+def _say(text: str) -> None:
+    print(f"mcpd bridge: {text}", file=sys.stderr, flush=True)
 
 
 def _reply(line: bytes) -> rpc.Response | rpc.ErrorResponse | None:

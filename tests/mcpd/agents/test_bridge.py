@@ -93,7 +93,10 @@ async def test_calls_in_flight_when_the_daemon_stops_get_an_error(tmp_path: Path
                 await trio.sleep(0.01)
         reply = await bridge.receive()
         assert reply["id"] == "long"
-        assert "closed the connection before answering" in reply["error"]["message"]
+        # The call may have run: the host is not told to try it again.
+        said = reply["error"]["message"]
+        assert "closed the connection before this request was answered" in said
+        assert "may have had its effects" in said and "try again" not in said
         assert bridge.proc.stdin is not None
         await bridge.proc.stdin.aclose()
         assert await bridge.proc.wait() == 0
