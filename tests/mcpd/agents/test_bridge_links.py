@@ -72,12 +72,18 @@ async def test_a_reply_past_the_default_line_limit_reaches_the_host(tmp_path: Pa
     )
     with trio.fail_after(120):
         async with running(cfg):
-            done = await trio.run_process(
+            # stdin stays open until the answer is in: a leaving host waits only so long.
+            proc = await trio.lowlevel.open_process(
                 [*BRIDGE, "--socket", cfg.socket_path()],
-                stdin=lines_of(call(1)),
-                capture_stdout=True,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
             )
-    (reply,) = map(json.loads, done.stdout.splitlines())
+            bridge = BridgeProcess(proc)
+            await bridge.send(call(1))
+            reply = await bridge.receive()
+            assert proc.stdin is not None
+            await proc.stdin.aclose()
+            assert await proc.wait() == 0
     assert len(reply["result"]["content"][0]["text"]) >= size
 
 
