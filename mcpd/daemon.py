@@ -136,7 +136,7 @@ class Daemon(Control):
         self._status_line = ""
         self._stop = trio.Event()
         self._reload_lock = trio.Lock()
-        self._reload_waits = False  # a SIGHUP before the start is done: applied after it
+        self._reload_asked = trio.Event()  # by a SIGHUP not yet acted on
         self._listening = listening
 
     @property
@@ -156,6 +156,11 @@ class Daemon(Control):
             logger.warning("%s", exposed, extra=log_extra(None, "token_file"))
         try:
             async with trio.open_nursery() as nursery:
+                # Signals are heard from the first moment: a stop asked for during the
+                # start cancels it, wherever it waits (a server that never answers).
+                nursery.start_soon(self._signals)
+                nursery.start_soon(self._reloads)
+                nursery.start_soon(self._stopping, nursery.cancel_scope)
                 await self.pins.load()  # before any list is judged
                 await nursery.start(self.pins.run)
                 await self.state.seed(self.config)
@@ -168,7 +173,6 @@ class Daemon(Control):
                     with usable_at_start():
                         self.http_token()  # guarded before any server speaks
                 await nursery.start(self.supervisor.run)
-                nursery.start_soon(self._signals, nursery)
                 await nursery.start(run_watchdog, self.notifier)
                 await nursery.start(
                     run_test_faults, self.notifier, self.sysd.faults, self.sysd.wedge_seconds
@@ -197,12 +201,8 @@ class Daemon(Control):
                 task_status.started()
                 if self._on_settled is not None:
                     self._on_settled(False)
-                await self._stop.wait()
-                self.notifier.stopping()
-                await self.api.end_subscriptions()
-                logger.info("stopping", extra=log_extra(None))
-                self.oversight.audit.stopping = True
-                nursery.cancel_scope.cancel()
+            if not self.started.is_set():
+                task_status.started()  # stopped before it was done: what waits goes on
         except* (ConfigError, DaemonError) as group:
             raise group.exceptions[0] from None  # what serve() reports and exits with
         finally:
@@ -218,24 +218,34 @@ class Daemon(Control):
     def stop(self) -> None:
         self._stop.set()
 
-    async def _signals(self, nursery: trio.Nursery) -> None:
+    async def _stopping(self, everything: trio.CancelScope) -> None:
+        """Once asked to stop: agents hear that mcpd stops, then everything is cancelled,
+        a start or a reload still under way included."""
+        await self._stop.wait()
+        self.notifier.stopping()
+        await self.api.end_subscriptions()
+        logger.info("stopping", extra=log_extra(None))
+        self.oversight.audit.stopping = True
+        everything.cancel()
+
+    async def _signals(self) -> None:
+        # Never waits on what a signal asks for: a SIGTERM is read during a reload.
         with trio.open_signal_receiver(signal.SIGHUP, signal.SIGTERM, signal.SIGINT) as sigs:
             async for signum in sigs:
-                if signum != signal.SIGHUP:
+                if signum == signal.SIGHUP:
+                    self._reload_asked.set()
+                else:
                     self.stop()
-                elif self.started.is_set():
-                    await self._reload_quietly()
-                elif not self._reload_waits:
-                    # Before agents are served the start is still putting sockets and
-                    # servers in place: the reload comes once it is done, and this loop
-                    # stays free to hear a SIGTERM meanwhile.
-                    self._reload_waits = True
-                    nursery.start_soon(self._reload_once_started)
 
-    async def _reload_once_started(self) -> None:
+    async def _reloads(self) -> None:
+        """The reloads SIGHUP asks for, one at a time, from once the start is done (the
+        start is still putting sockets and servers in place before); the SIGHUPs that
+        come during one are one more reload after it."""
         await self.started.wait()
-        self._reload_waits = False
-        await self._reload_quietly()
+        while True:
+            await self._reload_asked.wait()
+            self._reload_asked = trio.Event()
+            await self._reload_quietly()
 
     async def _reload_quietly(self) -> None:
         """A signal's reload: a refused one is said in the log, which is all it has; one
@@ -259,6 +269,10 @@ class Daemon(Control):
             self.notifier.reloading()
             # Servers the new config starts may speak before it is in force.
             self.oversight.expect(new)
+            # A stop cancels a reload at one of its waits: before ``adopt`` the old
+            # config is whole in force, after it the new one is (what ``adopt`` through
+            # ``api.configure`` puts in force has no wait), and what is left undone is
+            # starting and stopping servers, which the stop stops anyway.
             try:
                 # What needs no server stopped is in force at once: a server's calls in
                 # flight may hold its stop for up to call_timeout, and the new rules
@@ -291,7 +305,8 @@ class Daemon(Control):
             finally:
                 self.api.sockets.release()  # what a reload given up had bound
                 self._status_line = self.supervisor.counts()
-                self.notifier.ready(self._status_line)
+                if not self._stop.is_set():
+                    self.notifier.ready(self._status_line)
             return report
 
     def _rejudge(self, alias: str) -> None:

@@ -1,0 +1,88 @@
+"""`mcpd serve` stopped (SIGTERM, as `systemctl stop` sends it) while it waits on a
+server that keeps it waiting: during a reload that waits for a call in flight to end,
+and during a start that waits for a server's greeting. The stop comes first: mcpd says
+it stops and exits while the server still holds the call or the greeting."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.support.served import Agent, Served
+
+pytestmark = pytest.mark.timeout(90)
+
+HOLDING = str(ROOT / "tests" / "support" / "holding_server.py")
+# Long enough that nothing waits it out during a test: what ends a wait is the stop.
+LONG = 3600
+
+
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    # AF_UNIX paths are limited to 107 bytes; pytest's tmp_path can be longer.
+    with tempfile.TemporaryDirectory(prefix="mcpd-sb-") as d:
+        yield Path(d)
+
+
+def _daemon(directory: Path, **keys: float) -> str:
+    lines = [f'socket = "{directory}/mcpd.sock"', f'state_dir = "{directory}/state"']
+    lines += [f"{key} = {value}" for key, value in keys.items()]
+    return "[daemon]\n" + "\n".join(lines) + "\n"
+
+
+def _holding(env: str, *args: str) -> str:
+    return (
+        "[servers.slow]\n"
+        f'command = "{sys.executable}"\n'
+        f"args = {json.dumps([HOLDING, *args])}\n"
+        f'env = {{ A = "{env}" }}\n'
+        'sandbox = "off"\n'
+    )
+
+
+def test_a_stop_during_a_reload_waiting_on_a_call_in_flight_stops_at_once(
+    short_dir: Path,
+) -> None:
+    served = Served(short_dir, _daemon(short_dir, call_timeout=LONG) + _holding("1"))
+    agent = None
+    try:
+        served.notify.next_with("READY=1", timeout=60)
+        agent = Agent(served.socket)
+        agent.call(1, "mcp__slow__hold")
+        served.until("holding call 1")
+        # The server's env changes: the reload starts it again once its call ends.
+        served.config.write_text(_daemon(short_dir, call_timeout=LONG) + _holding("2"))
+        served.proc.send_signal(signal.SIGHUP)
+        served.notify.next_with("RELOADING=1")
+        served.proc.send_signal(signal.SIGTERM)
+        served.notify.next_with("STOPPING=1")
+        assert served.exited() == 0, served.log
+    finally:
+        if agent is not None:
+            agent.close()
+        served.close()
+    log = "".join(served.log)
+    assert "stopping" in log, log
+    assert "Traceback" not in log, log
+
+
+def test_a_stop_during_a_start_waiting_on_a_greeting_stops_at_once(short_dir: Path) -> None:
+    served = Served(short_dir, _daemon(short_dir, startup_deadline=LONG) + _holding("1", "--deaf"))
+    try:
+        served.until("deaf")
+        served.proc.send_signal(signal.SIGTERM)
+        served.notify.next_with("STOPPING=1")
+        assert served.exited() == 0, served.log
+    finally:
+        served.close()
+    log = "".join(served.log)
+    assert "stopping" in log, log
+    assert "listening on" not in log, log
+    assert "Traceback" not in log, log
