@@ -23,6 +23,7 @@ from transports.stdio.launch import START_MARK
 
 from .agents.api import AgentServer
 from .agents.backend import Control, Lines
+from .agents.ending import answer_stopping
 from .agents.peers import server_of
 from .agents_listener import take_listener
 from .audit.log import AuditLog
@@ -226,6 +227,7 @@ class Daemon(Control):
         await self.api.end_subscriptions()
         logger.info("stopping", extra=log_extra(None))
         self.oversight.audit.stopping = True
+        await answer_stopping(self.api.connections)
         everything.cancel()
 
     async def _signals(self) -> None:

@@ -96,6 +96,7 @@ class Connection(Ending):
         self.max_inflight = limits.max_inflight_per_connection
         # What cancels each request in flight: its task's scope, or the call itself.
         self.inflight: dict[rpc.Id, trio.CancelScope | Call] = {}
+        self.calls_in_tasks: set[rpc.Id] = set()  # the tools/call among the tasks
         self.peer = peer
         self.identity = Identity(peer)
         self.owner: object = self  # who the agent is, to what it owns (tasks, asks)
@@ -290,6 +291,8 @@ class Connection(Ending):
         """Answer a request in a task of its own."""
         scope = trio.CancelScope()
         self.inflight[rid] = scope
+        if method == "tools/call":  # answered as a call if mcpd stops
+            self.calls_in_tasks.add(rid)
         nursery.start_soon(self._run_request, rid, method, answer, scope)
 
     def in_task(self, call: Call, answer: Callable[[], Awaitable[bytes]]) -> None:
@@ -365,12 +368,6 @@ class Connection(Ending):
         finally:
             self._forget(rid)
             self._unbatch(rid)  # cancelled, or answered some other way
-
-    def _forget(self, rid: rpc.Id) -> None:
-        """``rid`` is in flight no longer."""
-        self.inflight.pop(rid, None)
-        if not self.inflight and self._settled is not None:
-            self._settled.set()
 
     async def send(self, data: bytes, rid: rpc.Id | None = None) -> None:
         """Send a reply; waits while too much is queued (the peer is slow to read)."""

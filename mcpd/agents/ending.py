@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import abc
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Final
 
 import trio
 
 from protocol import jsonrpc as rpc
+from protocol import mcp
 from protocol.framing import Oversized
 from protocol.logfields import log_extra
 
@@ -35,11 +37,44 @@ def late_while_ending(reason: str, grace: float) -> str:
     return f"{reason}, and this request was not answered in the {grace:g} s it was given"
 
 
+STOPPING: Final = "mcpd is stopping"
+UNANSWERED: Final = "this request was ended before it was answered"
+
+
+# How long the answers written as mcpd stops may take to go out, to all agents
+# together: one that does not read cannot hold the stop.
+_STOP_WRITES: Final = 2.0
+
+
+async def answer_stopping(connections: Iterable[Ending]) -> None:
+    """mcpd stops: every request in flight on each of ``connections`` is answered,
+    saying so, and written out unless its agent does not read it at once."""
+    ending = list(connections)
+    for conn in ending:
+        conn.stopping()
+    with trio.move_on_after(_STOP_WRITES):
+        for conn in ending:
+            await conn.drain()
+
+
+def _stopped_call(rid: rpc.Id, modern: bool) -> bytes:
+    text = (
+        f"{STOPPING}, and this call was ended before its tool server answered. It may "
+        "have reached the server, so whether it ran is not known: check before calling "
+        "this tool again once mcpd is back."
+    )
+    result = mcp.CallToolResult(content=[mcp.TextContent(text)], isError=True)
+    if modern:
+        result.resultType = mcp.COMPLETE
+    return rpc.encode_result(rid, result)
+
+
 class Ending(Agent):
     """An agent's connection as it ends (``connection.Connection`` derives from this)."""
 
     calls: Router
     inflight: dict[rpc.Id, trio.CancelScope | Call]
+    calls_in_tasks: set[rpc.Id]
     gone_hooks: list[Callable[[], None]]
     _outbox: Outbox
     # Why each request is refused from now on: the connection is ending (``leave``).
@@ -72,6 +107,13 @@ class Ending(Agent):
         with trio.move_on_after(1):
             await self.drain()
 
+    def _forget(self, rid: rpc.Id) -> None:
+        """``rid`` is in flight no longer (which a connection that ends waits for)."""
+        self.inflight.pop(rid, None)
+        self.calls_in_tasks.discard(rid)
+        if not self.inflight and self._settled is not None:
+            self._settled.set()
+
     def _let_go(self) -> None:
         """Its requests in flight end: calls are cancelled (their servers are told, each
         leaves its record), and the tasks of the rest too."""
@@ -81,6 +123,19 @@ class Ending(Agent):
                 handle.cancel()
             else:
                 self.calls.abandon(handle, self)
+
+    def stopping(self) -> None:
+        """mcpd stops: each request in flight is answered now, before the connection
+        closes; a call with a result that says it may have run, any other request with
+        an error. Each request sent from now on is refused, saying why."""
+        self.leaving = STOPPING
+        modern = self.session.legacy_version is None
+        for rid, handle in self.inflight.items():
+            if isinstance(handle, Call) or rid in self.calls_in_tasks:
+                self._outbox.put(_stopped_call(rid, modern), rid)
+            else:
+                self._outbox.put(rpc.encode_error(rid, -32000, f"{STOPPING}: {UNANSWERED}"), rid)
+        self._let_go()
 
     async def _refuse_oversized(self, oversized: Oversized) -> None:
         """The agent is told why nothing after its line over the limit is read."""

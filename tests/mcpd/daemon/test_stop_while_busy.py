@@ -64,6 +64,7 @@ def test_a_stop_during_a_reload_waiting_on_a_call_in_flight_stops_at_once(
         served.proc.send_signal(signal.SIGTERM)
         served.notify.next_with("STOPPING=1")
         assert served.exited() == 0, served.log
+        (answer,) = agent.until_eof()
     finally:
         if agent is not None:
             agent.close()
@@ -71,6 +72,8 @@ def test_a_stop_during_a_reload_waiting_on_a_call_in_flight_stops_at_once(
     log = "".join(served.log)
     assert "stopping" in log, log
     assert "Traceback" not in log, log
+    # The server never answered: what the agent got is mcpd's word that it stops.
+    assert answer["id"] == 1 and answer["result"]["isError"] is True, answer
 
 
 def test_a_stop_during_a_start_waiting_on_a_greeting_stops_at_once(short_dir: Path) -> None:
@@ -86,3 +89,31 @@ def test_a_stop_during_a_start_waiting_on_a_greeting_stops_at_once(short_dir: Pa
     assert "stopping" in log, log
     assert "listening on" not in log, log
     assert "Traceback" not in log, log
+
+
+def test_every_request_in_flight_is_answered_once_before_mcpd_stops(short_dir: Path) -> None:
+    """Calls held by their server, and those waiting for one of its slots (a stdio
+    server takes 4 at a time), each get one answer that says mcpd stops, then EOF."""
+    served = Served(short_dir, _daemon(short_dir, call_timeout=LONG) + _holding("1"))
+    agent = None
+    count = 20
+    try:
+        served.notify.next_with("READY=1", timeout=60)
+        agent = Agent(served.socket)
+        for rid in range(1, count + 1):
+            agent.call(rid, "mcp__slow__hold")
+        served.until("holding call 4")
+        served.proc.send_signal(signal.SIGTERM)
+        answers = agent.until_eof()
+        assert served.exited() == 0, served.log
+    finally:
+        if agent is not None:
+            agent.close()
+        served.close()
+    ids = sorted(answer["id"] for answer in answers if "id" in answer)
+    assert ids == list(range(1, count + 1)), answers
+    for answer in answers:
+        result = answer["result"]
+        assert result["isError"] is True, answer
+        text = result["content"][0]["text"]
+        assert "mcpd is stopping" in text and "whether it ran is not known" in text, text
