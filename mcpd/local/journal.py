@@ -13,6 +13,7 @@ The CLI calls ``setup_logging(args.log, args.log_level)`` once, before anything 
 from __future__ import annotations
 
 import array
+import collections
 import contextlib
 import datetime
 import errno
@@ -25,6 +26,7 @@ import sys
 from collections.abc import Mapping
 from typing import TextIO
 
+from protocol.logfields import log_extra
 from protocol.visible import visible
 
 from .journalfields import (
@@ -40,6 +42,9 @@ from .journalfields import (
 from .ratelimit import StderrRateLimiter
 
 JOURNAL_SOCKET = "/run/systemd/journal/socket"
+# How many warnings (or worse) journald had no room for are held to be sent once it has:
+# a flood of them is what the count of those dropped is for.
+HELD_WARNINGS = 64
 
 # --- handlers ----------------------------------------------------------------------------
 
@@ -167,7 +172,9 @@ class JournalHandler(RateLimitedHandler):
     A send never waits: records are made on the event loop's thread, and a wait for
     room in journald's queue (journald busy, or slower than a flood) stalled every
     server and agent with it. An entry the socket will not take now is dropped and
-    counted (``dropped``), and the next entry it takes says how many were.
+    counted (``dropped``), except a warning or worse, which is held, a few at most, and
+    sent first once the socket takes entries again; then an entry of mcpd's own
+    (``MCPD_EVENT=dropped``, a warning) says how many were dropped, and of what kind.
     """
 
     def __init__(
@@ -183,6 +190,9 @@ class JournalHandler(RateLimitedHandler):
         self.identifier = identifier
         self.fallback = fallback or LineHandler(syslog_prefix=True)
         self.dropped = 0
+        self._dropped_warnings = 0  # of ``dropped``: warnings or worse
+        self._dropped_calls = 0  # of ``dropped``: calls' audit entries
+        self._held: collections.deque[bytes] = collections.deque()  # warnings or worse
         self._failed = False
         # Unconnected: each send names the path, so a restarted journald is picked up.
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -192,16 +202,9 @@ class JournalHandler(RateLimitedHandler):
             self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8 << 20)
 
     def write(self, record: logging.LogRecord) -> None:
-        fields = record_fields(record, self.identifier)
-        if self.dropped:
-            note = f"{self.dropped} log records dropped: journald was not keeping up"
-            fields.append(("MCPD_DROPPED", str(self.dropped)))
-            fields[0] = ("MESSAGE", f"{fields[0][1]}\n({note})")
+        data = encode_entry(record_fields(record, self.identifier))
         try:
-            self._send(encode_entry(fields))
-        except BlockingIOError:  # no room in journald's queue now
-            self.dropped += 1
-            return
+            self._offer(data, warning=record.levelno >= logging.WARNING)
         except OSError as exc:
             if not self._failed:
                 self._failed = True
@@ -217,20 +220,56 @@ class JournalHandler(RateLimitedHandler):
                 )
             self.fallback.write(record)
             return
-        self.dropped = 0
         self._failed = False
 
     def send_entry(self, data: bytes) -> bool:
-        """An entry encoded elsewhere (``encode_entry``), sent as ``write`` sends a
-        record's; False when the socket cannot be used, and the caller writes the
-        record instead (which falls back to stderr). The caller holds the lock."""
+        """A call's audit entry encoded elsewhere (``encode_entry``), sent as ``write``
+        sends a record's; False when the socket cannot be used, and the caller writes
+        the record instead (which falls back to stderr). The caller holds the lock."""
         try:
-            self._send(data)
-        except BlockingIOError:
-            self.dropped += 1
+            self._offer(data, call=True)
         except OSError:
             return False
         return True
+
+    def _offer(self, data: bytes, *, warning: bool = False, call: bool = False) -> None:
+        """Send ``data`` after what waits to be sent, or hold or drop it if the socket
+        has no room now; raises OSError when the socket cannot be used."""
+        try:
+            self._catch_up()
+            self._send(data)
+        except BlockingIOError:  # no room in journald's queue now
+            if warning and len(self._held) < HELD_WARNINGS:
+                self._held.append(data)
+                return
+            self.dropped += 1
+            self._dropped_warnings += warning
+            self._dropped_calls += call
+
+    def _catch_up(self) -> None:
+        """The warnings held, then what says how many entries were dropped; raises
+        BlockingIOError while the socket has no room for them."""
+        while self._held:
+            self._send(self._held[0])
+            self._held.popleft()
+        if self.dropped:
+            self._send(encode_entry(self._dropped_fields()))
+            self.dropped = self._dropped_warnings = self._dropped_calls = 0
+
+    def _dropped_fields(self) -> list[tuple[str, str]]:
+        kinds = [f"{self._dropped_warnings} warnings or worse"]
+        if self._dropped_calls:
+            kinds.append(f"{self._dropped_calls} call records, which the audit file keeps")
+        notice = logging.makeLogRecord(
+            {
+                "levelno": logging.WARNING,
+                "levelname": "WARNING",
+                "msg": "%d log entries dropped: journald was not keeping up (%s)",
+                "args": (self.dropped, "; ".join(kinds)),
+                **log_extra(None, "dropped"),
+            }
+        )
+        return [*record_fields(notice, self.identifier), ("MCPD_DROPPED", str(self.dropped))]
 
     def _send(self, data: bytes) -> None:
         try:

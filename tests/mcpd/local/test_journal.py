@@ -246,8 +246,56 @@ def test_records_are_dropped_and_counted_when_journald_does_not_keep_up(
     logger.info("after")
     fields, _, _ = receive_entry(rx)
     assert fields["MCPD_DROPPED"] == str(dropped)
-    assert fields["MESSAGE"].startswith("after\n(")
+    assert fields["MCPD_EVENT"] == "dropped" and fields["PRIORITY"] == "4"
+    assert fields["MESSAGE"] == (
+        f"{dropped} log entries dropped: journald was not keeping up (0 warnings or worse)"
+    )
+    fields, _, _ = receive_entry(rx)
+    assert fields["MESSAGE"] == "after" and "MCPD_DROPPED" not in fields
     assert handler.dropped == 0
+
+
+def test_warnings_journald_had_no_room_for_are_sent_first_once_it_has(
+    journal_socket: tuple[str, socket.socket], logger: logging.Logger
+) -> None:
+    """A server's outage among a flood of lines: the warning is held and sent once
+    journald reads again, then mcpd's own warning counts what was dropped, of which
+    the calls' entries the audit file keeps; what a server wrote comes after."""
+    path, rx = journal_socket
+    handler = journal.JournalHandler(path)
+    handler._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 * 1024)
+    logger.addHandler(handler)
+    sent = 0
+    while not handler.dropped:  # until the socket has no room
+        logger.info("%d %s", sent, "z" * 32_000)
+        sent += 1
+    logger.warning("tickets: unavailable", extra=log_extra("tickets", "outage", "exited"))
+    logger.info("%s", "z" * 32_000)
+    handler.acquire()
+    try:
+        assert handler.send_entry(journalfields.encode_entry([("MESSAGE", "a call")]))
+    finally:
+        handler.release()
+    floods = handler.dropped
+    rx.settimeout(0.2)
+    while True:
+        try:
+            rx.recv(1 << 20)
+        except TimeoutError:
+            break
+    rx.settimeout(5)
+    logger.info("[tickets] stderr: a line of the server's")
+    outage, _, _ = receive_entry(rx)
+    assert outage["MCPD_EVENT"] == "outage" and outage["PRIORITY"] == "4", outage
+    said, _, _ = receive_entry(rx)
+    assert said["MCPD_EVENT"] == "dropped" and said["PRIORITY"] == "4", said
+    assert said["MCPD_DROPPED"] == str(floods) and "MCPD_SERVER" not in said
+    assert said["MESSAGE"] == (
+        f"{floods} log entries dropped: journald was not keeping up (0 warnings or "
+        "worse; 1 call records, which the audit file keeps)"
+    )
+    line, _, _ = receive_entry(rx)
+    assert line["MESSAGE"] == "[tickets] stderr: a line of the server's", line
 
 
 # --- readable lines -------------------------------------------------------------------------
