@@ -18,7 +18,7 @@ from typing import Any
 
 from protocol.visible import visible
 
-from .client import SOCKET_HELP
+from .client import QUICK, SOCKET_HELP
 from .exits import EXIT_USAGE, ask, client_for, fail
 
 ACTIONS = ("show", "approve", "deny")
@@ -54,7 +54,7 @@ def cmd_approvals(args: argparse.Namespace) -> int:
         return _decide(args)
     if args.watch:
         return _watch(args)
-    with client_for(args) as client:
+    with client_for(args, QUICK) as client:
         listing = ask(client, "mcpd/approvals/list")
     if args.json:
         print(json.dumps(listing["approvals"], indent=2))
@@ -79,7 +79,7 @@ def _decide(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    with client_for(args) as client:
+    with client_for(args, QUICK) as client:
         shown = ask(client, "mcpd/approvals/show", {"id": args.id}, code=False)
     if args.json:
         print(json.dumps(shown, indent=2))

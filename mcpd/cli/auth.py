@@ -21,7 +21,7 @@ from typing import Any
 from protocol.urls import ascii_hosts, ascii_url
 from protocol.visible import visible
 
-from .client import SOCKET_HELP
+from .client import QUICK, SOCKET_HELP
 from .exits import ask, client_for
 
 LOGIN_TIMEOUT = 600.0  # seconds to wait for the browser
@@ -71,7 +71,7 @@ def render_status(servers: list[dict[str, Any]]) -> str:
 def cmd_status(args: argparse.Namespace) -> int:
     import json
 
-    with client_for(args) as client:
+    with client_for(args, QUICK) as client:
         servers = ask(client, "mcpd/auth/status", code=False)["servers"]
     if args.json:
         print(json.dumps({"servers": servers}, indent=2))

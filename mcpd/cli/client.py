@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 import msgspec
 
@@ -14,11 +14,16 @@ from protocol import mcp
 
 from .. import __version__
 from ..agents.dial import CONNECT_WAIT, DialError, connect_unix, no_daemon, not_listening
-from ..agents.peers import untrusted_daemon
+from ..agents.peers import peer_of, untrusted_daemon
 from ..config.model import default_config_path
 from ..config.paths import client_socket_path
 
 CLI_INFO = mcp.Implementation(name="mcpd-cli", version=__version__)
+# How long a command waits for its reply: one the daemon answers from what it holds
+# (status, lists, approvals), or one that waits on a server or on starting servers
+# (a tool's call, a reload).
+QUICK: Final = 10.0
+LONG: Final = 120.0
 SOCKET_HELP = (
     "daemon socket (default: $MCPD_SOCKET, else the [daemon] socket of the config, "
     "else the standard path)"
@@ -27,6 +32,11 @@ SOCKET_HELP = (
 
 class Unreachable(Exception):
     """No daemon answers on the socket."""
+
+
+class NotAnswering(Unreachable):
+    """A daemon took the connection and gave no reply in time (it is stopped, or
+    wedged)."""
 
 
 class Untrusted(Unreachable):
@@ -38,8 +48,9 @@ class BadReply(Exception):
 
 
 class Client:
-    def __init__(self, path: str, timeout: float = 120.0) -> None:
+    def __init__(self, path: str, timeout: float = LONG) -> None:
         self.path = path
+        self.timeout = timeout
         try:
             self._sock = connect_unix(path, min(timeout, CONNECT_WAIT))
         except (FileNotFoundError, ConnectionRefusedError, PermissionError) as exc:
@@ -106,8 +117,18 @@ class Client:
                     if isinstance(data, msgspec.Raw):  # the daemon's own: read whole
                         data = msgspec.json.decode(data)
                     raise rpc.RPCError(error.code, error.message, data)
+        except TimeoutError:
+            raise NotAnswering(
+                f"{self._who()} is not answering on {self.path} (no reply in {self.timeout:g} s)"
+            ) from None
         except OSError as exc:
             raise Unreachable(f"lost the connection to mcpd on {self.path}: {exc}") from None
+
+    def _who(self) -> str:
+        """mcpd, with its pid as the kernel says; the pid of systemd (1), which made a
+        socket it passes, would name the wrong process."""
+        peer = peer_of(self._sock)
+        return "mcpd" if peer is None or peer.pid <= 1 else f"mcpd (pid {peer.pid})"
 
     def _readline(self) -> bytes:
         while b"\n" not in self._buf:

@@ -14,13 +14,14 @@ import json
 import shutil
 import sys
 import time
-from typing import Any
+from typing import Any, NoReturn
 
 from protocol import jsonrpc as rpc
 from protocol.visible import visible
 
+from ..config.model import CONFIG_ERROR, EX_CONFIG
 from ..config.paths import client_socket_path
-from .client import BadReply, Client, Unreachable
+from .client import QUICK, BadReply, Client, NotAnswering, Unreachable
 from .exits import (
     EXIT_BAD_REPLY,
     EXIT_TOOL_ERROR,
@@ -179,13 +180,38 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     if args.watch is not None:
         return _watch_status(args)
-    with client_for(args) as client:
-        status = ask(client, "mcpd/status")
     if args.json:
-        print(json.dumps(status, indent=2))
-    else:
-        print(render_status(status, color=sys.stdout.isatty()))
+        return _status_json(args)
+    with client_for(args, QUICK) as client:
+        status = ask(client, "mcpd/status")
+    print(render_status(status, color=sys.stdout.isatty()))
     return 0
+
+
+def _status_json(args: argparse.Namespace) -> int:
+    """The status as JSON; when there is none, what stands in its way, as JSON on
+    stdout too (``{"error": {"state", "message"}}``): a script reading stdout learns
+    why, and the exit code is the one the message on stderr comes with."""
+    try:
+        with Client(client_socket_path(args.socket), QUICK) as client:
+            status = client.request("mcpd/status")
+    except NotAnswering as exc:
+        _json_error("not_answering", str(exc), EXIT_UNREACHABLE)
+    except Unreachable as exc:
+        _json_error("unreachable", str(exc), EXIT_UNREACHABLE)
+    except BadReply as exc:
+        _json_error("bad_reply", str(exc), EXIT_BAD_REPLY)
+    except rpc.RPCError as exc:
+        if isinstance(exc.data, dict) and CONFIG_ERROR in exc.data:
+            _json_error("config_error", exc.message, EX_CONFIG)
+        _json_error("failed", f"error {exc.code}: {exc.message}", EXIT_TOOL_ERROR)
+    print(json.dumps(status, indent=2))
+    return 0
+
+
+def _json_error(state: str, message: str, code: int) -> NoReturn:
+    print(json.dumps({"error": {"state": state, "message": message}}, indent=2), flush=True)
+    fail(code, message)
 
 
 def _watch_status(args: argparse.Namespace) -> int:
@@ -199,7 +225,7 @@ def _watch_status(args: argparse.Namespace) -> int:
     try:
         while True:
             try:
-                client = client or Client(path)
+                client = client or Client(path, QUICK)
                 body = render_status(client.request("mcpd/status"), color=tty)
             except (Unreachable, BadReply, rpc.RPCError) as exc:
                 if client is not None:

@@ -19,7 +19,7 @@ from protocol.visible import visible
 
 from ..config.model import CONFIG_ERROR, EX_CONFIG
 from ..config.paths import client_socket_path
-from .client import BadReply, Client, Unreachable
+from .client import LONG, BadReply, Client, Unreachable
 
 EXIT_TOOL_ERROR = 1
 EXIT_FAILED = 1  # what the daemon was asked could not be done
@@ -36,10 +36,11 @@ def fail(code: int, message: str) -> NoReturn:
     raise SystemExit(code)
 
 
-def client_for(args: argparse.Namespace) -> Client:
-    """A client on the daemon's socket (``--socket``, or where ``config.paths`` says)."""
+def client_for(args: argparse.Namespace, timeout: float = LONG) -> Client:
+    """A client on the daemon's socket (``--socket``, or where ``config.paths`` says),
+    waiting ``timeout`` seconds for each reply."""
     try:
-        return Client(client_socket_path(args.socket))
+        return Client(client_socket_path(args.socket), timeout)
     except Unreachable as exc:
         fail(EXIT_UNREACHABLE, str(exc))
 

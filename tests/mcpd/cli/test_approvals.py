@@ -140,7 +140,7 @@ def with_daemon(monkeypatch: pytest.MonkeyPatch, *answers: Any) -> Asked:
     asked = Asked(*answers)
 
     @contextlib.contextmanager
-    def client_for(args: argparse.Namespace) -> Iterator[None]:
+    def client_for(args: argparse.Namespace, timeout: float = 0.0) -> Iterator[None]:
         yield None
 
     monkeypatch.setattr(approvals, "client_for", client_for)

@@ -1,0 +1,97 @@
+"""`mcpd status` against a daemon that takes connections and answers nothing (stopped
+with SIGSTOP, as a wedged one would be), and against none at all: it says so promptly,
+`--watch` says so frame after frame, and `--json` puts the error on stdout as well."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mcpd.cli.exits import EXIT_UNREACHABLE
+from tests.conftest import ROOT
+from tests.support.served import Served
+
+pytestmark = pytest.mark.timeout(90)
+
+
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    # AF_UNIX paths are limited to 107 bytes; pytest's tmp_path can be longer.
+    with tempfile.TemporaryDirectory(prefix="mcpd-na-") as d:
+        yield Path(d)
+
+
+def _mcpd(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mcpd", *args],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def _config(directory: Path) -> str:
+    return (
+        f'[daemon]\nsocket = "{directory}/mcpd.sock"\nstate_dir = "{directory}/state"\n'
+        f'[servers.notes]\ncommand = "{sys.executable}"\nargs = ["-m", "mcpd.demo.notes"]\n'
+        'sandbox = "off"\n'
+    )
+
+
+def test_status_of_a_stopped_daemon_says_it_is_not_answering(short_dir: Path) -> None:
+    served = Served(short_dir, _config(short_dir))
+    sock = str(served.socket)
+    watch = None
+    try:
+        served.notify.next_with("READY=1", timeout=60)
+        served.proc.send_signal(signal.SIGSTOP)
+        said = f"mcpd (pid {served.proc.pid}) is not answering on {sock}"
+
+        done = _mcpd("status", "--socket", sock)
+        assert done.returncode == EXIT_UNREACHABLE, done
+        assert said in done.stderr, done.stderr
+
+        done = _mcpd("status", "--json", "--socket", sock)
+        assert done.returncode == EXIT_UNREACHABLE, done
+        error = json.loads(done.stdout)["error"]
+        assert error["state"] == "not_answering" and said in error["message"], error
+
+        watch = subprocess.Popen(
+            [sys.executable, "-m", "mcpd", "status", "--watch", "0.2", "--socket", sock],
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert watch.stdout is not None
+        frames = 0
+        for line in watch.stdout:
+            frames += said in line
+            if frames == 2:  # it went on after the first
+                break
+        assert watch.poll() is None
+    finally:
+        if watch is not None:
+            watch.kill()
+            watch.wait()
+        served.proc.send_signal(signal.SIGCONT)
+        served.close()
+
+
+def test_status_json_with_no_daemon_writes_the_error_as_json(short_dir: Path) -> None:
+    sock = str(short_dir / "none.sock")
+    done = _mcpd("status", "--json", "--socket", sock)
+    assert done.returncode == EXIT_UNREACHABLE, done
+    error = json.loads(done.stdout)["error"]
+    assert error["state"] == "unreachable", error
+    assert f"no mcpd is listening on {sock}" in error["message"], error
+    assert error["message"] in done.stderr
