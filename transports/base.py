@@ -27,6 +27,7 @@ from protocol.pacing import HeldBack
 from protocol.splice import SplicedCall
 
 from .errors import AuthError, TransportError
+from .stdio.sandbox import Identity
 
 # A request's or a notification's params: a typed struct, a JSON object built as a
 # mapping, bytes passed on as they came, or none at all.
@@ -45,13 +46,6 @@ MAX_ANSWERING: Final = 64
 # The error code of a request refused because one of mcpd's bounds was reached (a
 # server error of the implementation's own, as JSON-RPC leaves -32000 to -32099).
 OVER_LIMIT: Final = -32000
-
-
-class Identity(msgspec.Struct, frozen=True):
-    """What a path named: its device and inode, or None where nothing was there."""
-
-    path: str
-    key: tuple[int, int] | None
 
 
 class Started(msgspec.Struct, frozen=True):

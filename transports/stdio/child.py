@@ -10,10 +10,9 @@ from collections.abc import Mapping, Sequence
 
 import trio
 
-from ..base import Identity
 from .launch import Launched, launch, resolve, signal_group
 from .netns import HostLoopback
-from .sandbox import Sandbox, Starter
+from .sandbox import Identity, Sandbox, Starter
 
 __all__ = ["ChildProcess", "adopt", "resolve", "signal_group", "spawn"]
 

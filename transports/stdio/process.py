@@ -13,11 +13,10 @@ import trio
 
 from protocol.logfields import log_extra
 
-from ..base import Identity
 from ..errors import SpawnError
 from . import early, netns
 from .child import ChildProcess, adopt, signal_group, spawn
-from .sandbox import Sandbox, SandboxError, Starter
+from .sandbox import Identity, Sandbox, SandboxError, Starter
 from .sandbox_host import command_line, probe
 
 logger = logging.getLogger("mcpd.stdio")
