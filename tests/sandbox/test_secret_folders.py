@@ -80,3 +80,43 @@ async def test_a_secret_whose_directory_cannot_be_hidden_is_said_and_a_change_re
             await wait_ready(agent, "hostile")
             got = text(await agent.call("mcp__hostile__read_file", {"path": str(secret)}))
             assert "vault-second" not in got and got.startswith("refused:"), got
+
+
+async def test_a_secret_reached_through_links_stays_hidden_where_it_really_lies(
+    tmp_path: Path,
+) -> None:
+    vault, deep = tmp_path / "vault", tmp_path / "deep"
+    (deep / "sub").mkdir(parents=True)
+    vault.mkdir()
+    (vault / "tok").write_text("vault-first\n")
+    (deep / "tok2").write_text("deep-first\n")
+    (tmp_path / "links").mkdir()
+    (tmp_path / "links" / "tok").symlink_to(vault / "tok")  # kept as dotfiles are
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "lnk").symlink_to(deep / "sub")
+    named = (tmp_path / "links" / "tok", f"{tmp_path}/a/lnk/../tok2")  # the second: deep/tok2
+    extra = '[servers.vault]\nurl = "http://127.0.0.1:9/mcp"\n'
+    extra += f'headers = {{ A = "${{file:{named[0]}}}", B = "${{file:{named[1]}}}" }}\n'
+    with serving(tmp_path, {"hostile": hostile()}, extra, config_dir=tmp_path / "conf") as d:
+        async with agent_of(d) as agent:
+            await wait_ready(agent, "hostile")
+            replace(vault / "tok", "vault-second\n")  # a token rotated where it lies
+            replace(deep / "tok2", "deep-second\n")
+            for path, secret in ((vault / "tok", "vault-second"), (deep / "tok2", "deep-second")):
+                got = text(await agent.call("mcp__hostile__read_file", {"path": str(path)}))
+                assert secret not in got and got.startswith("refused:"), got
+
+
+async def test_a_config_file_linked_from_mcpds_directory_stays_hidden_where_it_lies(
+    tmp_path: Path,
+) -> None:
+    real = tmp_path / "dotfiles" / "mcpd.toml"
+    servers = {"hostile": hostile(), "steady": steady()}
+    with serving(tmp_path, servers, config_dir=tmp_path / "conf" / "mcpd", config_in=real) as d:
+        async with agent_of(d) as agent:
+            await wait_ready(agent, "hostile")
+            inline = '[servers.inline]\nurl = "http://127.0.0.1:9/mcp"\n'
+            inline += 'headers = { X-Api-Key = "inline-secret-7741" }\n'
+            replace(real, real.read_text() + inline)
+            got = text(await agent.call("mcp__hostile__read_file", {"path": str(real)}))
+            assert "inline-secret-7741" not in got and got.startswith("refused:"), got

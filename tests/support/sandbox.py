@@ -124,11 +124,13 @@ def serving(
     wrap: tuple[str, ...] = (),
     cwd: Path | None = None,
     config_dir: Path | None = None,
+    config_in: Path | None = None,
     **daemon: Any,
 ) -> Iterator[Served]:
     """``mcpd serve`` with these servers (and the tickets server), run through the
     command line ``wrap`` if given; in ``cwd``, if given, with its config named
-    relatively to it; its config in ``config_dir`` when given, else beside its home."""
+    relatively to it; its config in ``config_dir`` when given, else beside its home,
+    and that a symbolic link to the file ``config_in`` when given."""
     home, state = plant(tmp)
     socket = str(tmp / "mcpd.sock")
     daemon = {"socket": socket, "state_dir": str(state), "backoff_base": 0.05, **daemon}
@@ -140,6 +142,9 @@ def serving(
     }
     config = (config_dir or tmp) / "mcpd.toml"
     config.parent.mkdir(parents=True, exist_ok=True)
+    if config_in is not None:
+        config_in.parent.mkdir(parents=True, exist_ok=True)
+        config.symlink_to(config_in)
     config.write_text(toml(daemon, servers, extra))
     env = {**os.environ, "HOME": str(home), "TICKETS_TOKEN": SECRET}
     named = str(config)

@@ -21,22 +21,24 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 from collections.abc import Iterable, Sequence
 from typing import Final
 
 import msgspec
 
 from protocol.logfields import log_extra
-from transports.base import Identity
 
 from .hidden_links import SYSTEM_DIRS
-from .sandbox import Sandbox, Seen, within
+from .sandbox import Identity, Sandbox, Seen, within
 
 logger = logging.getLogger("mcpd.stdio")
 # Whatever lies in these is the system's, which servers run on.
 _SYSTEM: Final = (*SYSTEM_DIRS, "/boot", "/proc", "/sys", "/dev")
 # Places every process shares: none is hidden, nor a directory above one.
 _SHARED: Final = ("/tmp", "/var/tmp", "/dev/shm", "/run", "/home", "/root")
+# Symbolic links followed from a secret file's name, as many as the kernel follows.
+_HOPS: Final = 40
 _said: set[str] = set()
 
 
@@ -64,19 +66,38 @@ def split(sandbox: Sandbox, command: str, cwd: str) -> Split:
     for file in sandbox.secrets:
         if sandbox.level == "strict" and not _strictly_shown(file, sandbox):
             continue  # outside what a strict sandbox shows at all
-        folder = os.path.dirname(os.path.normpath(file))
-        why = _why_shown(folder, sees)
-        if why is None:
-            folders.append(folder)
-        else:
-            exposed.append(Exposed(file, folder, why))
-    return Split(tuple(dict.fromkeys(folders)), tuple(exposed))
+        for folder in folders_of(file):
+            why = _why_shown(folder, sees)
+            if why is None:
+                folders.append(folder)
+            else:
+                exposed.append(Exposed(file, folder, why))
+    return Split(tuple(dict.fromkeys(folders)), tuple(dict.fromkeys(exposed)))
+
+
+def folders_of(file: str) -> list[str]:
+    """The real directories a rename in would change what ``file`` reads: the one its
+    name is in, as the kernel finds it (``link/..`` is the parent of the link's
+    target), and, where that name is a symbolic link, the one each link on the way to
+    the file is in, and the file's own."""
+    out: list[str] = []
+    path = file
+    for _ in range(_HOPS):
+        folder = os.path.realpath(os.path.dirname(path))
+        out.append(folder)
+        try:
+            target = os.readlink(os.path.join(folder, os.path.basename(path)))
+        except OSError:
+            break  # not a link (or missing): the file is in ``folder``
+        path = os.path.join(folder, target)
+    return list(dict.fromkeys(out))
 
 
 def _sees(sandbox: Sandbox, command: str, cwd: str) -> list[Seen]:
     where = sandbox.where
     out = list(sandbox.sees)
-    out.append(Seen(command, f"the command of {where}"))
+    if "/" in command:  # a bare name not found on PATH is no place
+        out.append(Seen(command, f"the command of {where}"))
     out.append(Seen(cwd or sandbox.home, f"the working directory of {where}"))
     out.append(Seen(sandbox.home, f"the home of {where}"))
     for key, paths in (("read", sandbox.read), ("write", sandbox.write)):
@@ -94,8 +115,14 @@ def _why_shown(folder: str, sees: Sequence[Seen]) -> str | None:
     names = _spellings(folder)
     if "/" in names:
         return "it is /"
-    if not os.path.isdir(folder):
+    try:
+        st = os.stat(folder)
+    except OSError:
+        st = None
+    if st is None or not stat.S_ISDIR(st.st_mode):
         return "it does not exist as the server starts"
+    if st.st_uid not in (os.geteuid(), 0):
+        return f"it is another user's (uid {st.st_uid}), which mcpd does not hide"
     for name in names:
         for system in _SYSTEM:
             if within(name, system):
