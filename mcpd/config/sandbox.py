@@ -159,22 +159,37 @@ def secrets_of(config: Config, env: Mapping[str, str]) -> tuple[str, ...]:
     """The config file and the secret files it reads, absolute, but those in a directory
     hidden whole from every server already (mcpd's own, the credentials directory)."""
     out = []
-    if config.source and not _owned_dir(os.path.dirname(_absolute(config.source))):
-        out.append(_absolute(config.source))
+    source = _absolute(config.source) if config.source else ""
+    # A config file linked from mcpd's directory into another (dotfiles kept in one
+    # place) lies, and is rewritten, in that other one.
+    if source and not all(
+        _owned_dir(os.path.dirname(p)) for p in (source, os.path.realpath(source))
+    ):
+        out.append(source)
     out += [_absolute(f) for f in config.secret_files if os.path.isabs(f)]
     return tuple(dict.fromkeys(out))
 
 
 def sees_of(alias: str, cfg: ServerConfig, env: Mapping[str, str]) -> tuple[Seen, ...]:
     """What the server sees whatever is hidden, beyond its command, working directory
-    and grants: the user's home, and the paths its arguments name (a script beside
-    the config file)."""
+    and grants: the user's home, and the paths its arguments and environment name (a
+    script beside the config file)."""
     out = [Seen(h, "the user's home") for h in user_homes(env)]
     for i, arg in enumerate(cfg.args):
         for path in (arg, arg.partition("=")[2]):
-            if path.startswith("/") or path.startswith("~/"):
+            if _names_path(path):
                 out.append(Seen(_grant(path, env), f"a path servers.{alias}.args[{i}] names"))
+    # A value of its environment may name a path, or a list of them (PYTHONPATH); only
+    # one that exists is taken as a path, as a value may be a secret's, never to be said.
+    for key, value in cfg.env.items():
+        for path in value.split(":"):
+            if _names_path(path) and os.path.lexists(_grant(path, env)):
+                out.append(Seen(_grant(path, env), f"a path servers.{alias}.env.{key} names"))
     return tuple(out)
+
+
+def _names_path(text: str) -> bool:
+    return text.startswith("/") or text.startswith("~/")
 
 
 def _absolute(path: str) -> str:

@@ -308,3 +308,43 @@ def test_check_config_warns_once_where_the_kernel_leaves_abstract_sockets_open(
     assert warning.endswith(f"abstract address): {why}")
     monkeypatch.setattr(sandbox_host, "_machine", [_machine(None)])
     assert unscoped_warnings(config, {}) == []
+
+
+def test_a_config_file_linked_out_of_mcpds_directory_is_a_secret_of_its_own(
+    tmp_path: Path,
+) -> None:
+    # Dotfiles kept in one place: ~/.config/mcpd/mcpd.toml a link to ~/dotfiles/mcpd.toml.
+    (tmp_path / "dot").mkdir()
+    (tmp_path / "mcpd").mkdir()
+    real, linked = tmp_path / "dot" / "mcpd.toml", tmp_path / "mcpd" / "mcpd.toml"
+    real.write_text("")
+    linked.symlink_to(real)
+    data = {"daemon": {"state_dir": str(tmp_path / "state")}, "servers": {"s": stdio()}}
+    env = {"HOME": str(tmp_path / "home")}
+    for source, secret in ((linked, True), (real, True), (tmp_path / "mcpd" / "c.toml", False)):
+        config = parse(data, env=env, source=str(source))
+        sandbox = sandbox_of("s", config.servers["s"], config, env)
+        assert (str(source) in sandbox.secrets) is secret, (source, sandbox.secrets)
+
+
+def test_paths_a_servers_environment_names_are_places_it_sees(tmp_path: Path) -> None:
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "data.txt").write_text("d")
+    (tmp_path / "lib").mkdir()
+    server_env = {
+        "DATA": str(tmp_path / "proj" / "data.txt"),
+        "PYTHONPATH": f"{tmp_path / 'lib'}:/nowhere-at-all",
+        "TOKEN": "/not-a-path-but-a-secret-value",
+    }
+    data = {
+        "daemon": {"state_dir": str(tmp_path / "state")},
+        "servers": {"s": stdio(env=server_env)},
+    }
+    env = {"HOME": str(tmp_path / "home")}
+    config = parse(data, env=env, source=str(tmp_path / "mcpd" / "c.toml"))
+    sees = sandbox_of("s", config.servers["s"], config, env).sees
+    named = {s.path: s.what for s in sees if ".env." in s.what}
+    assert named == {
+        str(tmp_path / "proj" / "data.txt"): "a path servers.s.env.DATA names",
+        str(tmp_path / "lib"): "a path servers.s.env.PYTHONPATH names",
+    }
