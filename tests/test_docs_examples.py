@@ -2,9 +2,9 @@
 transcripts are what mcpd prints today.
 
 Each block runs in a working directory of its own, holding the example files its
-document wrote before it (``<!-- file: NAME -->``), with ``HOME``, the XDG directories
-and ``$MCPD_SOCKET`` inside it, and ``mcpd``, ``.venv/bin/mcpd`` and ``python3`` running
-this checkout. It runs against what its marker asks for (``tests/support/transcripts``):
+document wrote before it (``<!-- file: NAME -->``) and ``$MCPD_SOCKET``, in a ``HOME``
+of its own with the XDG directories, with ``mcpd``, ``.venv/bin/mcpd`` and ``python3``
+running this checkout. It runs against what its marker asks for (``tests/support/transcripts``):
 by default the demo, ``mcpd serve --demo``, as a newcomer starts it; or ``mcpd serve
 --config FILE``; or no daemon at all. A block that needs a real systemd, a browser or a
 host program names the test that covers it instead, and that file must exist.
@@ -91,8 +91,11 @@ RUN = [b for b in BLOCKS if not b.needs.startswith(COVERED)]
 @pytest.mark.parametrize("block", RUN, ids=[b.id for b in RUN])
 def test_console_block(block: Block, tmp_path_factory: pytest.TempPathFactory) -> None:
     # Short: the socket's path must fit a sockaddr_un.
-    work = tmp_path_factory.mktemp("doc")
-    env = _environment(work)
+    # The reader's home, a directory of theirs they work in, and their programs apart.
+    base = tmp_path_factory.mktemp("doc")
+    work = base / "home" / "w"
+    work.mkdir(parents=True)
+    env = _environment(base, work)
     for example in block.files:
         target = work / example.name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -137,9 +140,10 @@ def _difference(block: Block, line: int, text: str, expected: list[str], actual:
     )
 
 
-def _environment(work: Path) -> dict[str, str]:
-    """A reader's shell: mcpd on PATH, HOME and the XDG directories of their own."""
-    bin_dir = work / ".bin"
+def _environment(base: Path, work: Path) -> dict[str, str]:
+    """A reader's shell in ``work``: mcpd on PATH, HOME and the XDG directories of their
+    own."""
+    bin_dir = base / ".bin"
     for name, argv in (
         ("mcpd", f'exec {shlex.quote(sys.executable)} -m mcpd "$@"'),
         ("python3", f'exec {shlex.quote(sys.executable)} "$@"'),
@@ -149,9 +153,9 @@ def _environment(work: Path) -> dict[str, str]:
             script = where / name
             script.write_text(f"#!/bin/sh\n{argv}\n")
             script.chmod(0o755)
-    home = work / "home"
+    home = base / "home"
     (home / ".config").mkdir(parents=True)
-    runtime = work / "run"
+    runtime = base / "run"
     runtime.mkdir(mode=0o700)
     env = {
         k: v

@@ -102,8 +102,10 @@ def exposed_warnings(config: Config, env: Mapping[str, str] | None = None) -> li
             continue
         sandbox = sandbox_of(alias, s, config, env)
         cwd = s.cwd or sandbox.home
+        # Its home is made as it starts: until then PATH is looked in from anywhere.
+        where = cwd if os.path.isdir(cwd) else None
         try:
-            command = resolve_command(s.command, child_env(alias, s, config, sandbox, env), cwd)
+            command = resolve_command(s.command, child_env(alias, s, config, sandbox, env), where)
         except OSError:
             command = s.command  # as its start would say, which its line does
         for exposed in secret_folders.split(sandbox, command, cwd).exposed:

@@ -138,7 +138,8 @@ def test_check_config_lists_servers(tmp_path: Path) -> None:
 
 
 def test_check_config_warns_of_a_command_that_cannot_start(tmp_path: Path) -> None:
-    config = tmp_path / "config.toml"
+    config = tmp_path / "conf" / "config.toml"  # apart from what the servers are granted
+    config.parent.mkdir()
     config.write_text(
         f'[servers.ghost]\ncommand = "{tmp_path}/no-such-server"\n'
         '[servers.typo]\ncommand = "pyhton3"\n'
