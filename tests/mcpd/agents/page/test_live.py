@@ -23,6 +23,7 @@ from mcpd.config.load import parse
 from mcpd.daemon import Daemon
 from tests.support import self_approval
 from tests.support.agent import running
+from tests.support.apart import APART
 from tests.support.page_http import http, session
 from tests.support.page_stream import KEEP_ALIVE, Stream, requested
 from tests.support.procs import scripted
@@ -215,16 +216,14 @@ async def until_approval_or_end(stream: trio.SocketStream) -> bool:
 async def a_call_is_decided_on(
     pages: list[trio.SocketStream], daemon: Daemon, cookie: str, csrf: str
 ) -> None:
-    """An agent of its own, in a session of its own, makes a call to approve: each of
+    """An agent of its own, started apart from the test, makes a call to approve: each of
     the person's live ``pages`` brings it, and the person denies it there."""
     assert daemon.api.endpoint is not None
     port, sock = daemon.api.endpoint.port, daemon.socket_path
     async with trio.open_nursery() as nursery:
         calls = json.dumps([["mcp__files__write", {"text": "page"}]])
-        argv = [sys.executable, BURST, sock, "default", "modern", calls]
-        nursery.start_soon(
-            partial(trio.run_process, argv, capture_stdout=True, start_new_session=True)
-        )
+        argv = [*APART, sys.executable, BURST, sock, "default", "modern", calls]
+        nursery.start_soon(partial(trio.run_process, argv, capture_stdout=True))
         for page in pages:
             assert await until_approval_or_end(page)
         [waiting] = daemon.approvals.list()
@@ -268,7 +267,7 @@ async def test_what_an_agent_opened_before_it_connected_leaves_a_persons_live_pa
             port, sock = daemon.api.endpoint.port, daemon.socket_path
             cookie, csrf = await session(port, sock)
             person = await events(port, cookie)
-            async with self_approval.agent("unconnected", sock) as agent:
+            async with self_approval.agent("unconnected", sock, apart=True) as agent:
                 # Its process asks for a code and trades it while no agent yet: nothing
                 # tells it from a person then, and its streams count with the person's.
                 _, traded = await agent.runs("codes", "1", "trade")

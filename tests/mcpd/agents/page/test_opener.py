@@ -116,7 +116,7 @@ async def test_a_page_an_agents_shell_opens_shows_but_decides_nothing_of_it(
             sock = daemon.socket_path
             before = held(daemon)
             assert before
-            async with self_approval.agent("call", sock, WRITE) as agent:
+            async with self_approval.agent("call", sock, WRITE, apart=True) as agent:
                 await a_call_waits(daemon)
                 code, out = await agent.runs("page", "-", "decide", "release")
                 assert code == 0, out
@@ -147,8 +147,8 @@ async def test_a_page_an_agents_shell_opens_decides_no_other_agents_call(
             port = await started(daemon)
             sock = daemon.socket_path
             async with (
-                self_approval.agent("asking", sock, WRITE),
-                self_approval.agent("socket", sock) as other,
+                self_approval.agent("asking", sock, WRITE, apart=True),
+                self_approval.agent("socket", sock, apart=True) as other,
             ):
                 await a_call_waits(daemon)
                 code, out = await other.runs("page", "-", "decide")
@@ -171,7 +171,7 @@ async def test_a_code_a_person_asked_for_is_no_use_to_an_agent(tmp_path: Path) -
             sock = daemon.socket_path
             before = held(daemon)
             url = await code_url(sock)  # this process's, apart from any agent
-            async with self_approval.agent("call", sock, WRITE) as agent:
+            async with self_approval.agent("call", sock, WRITE, apart=True) as agent:
                 await a_call_waits(daemon)
                 code, out = await agent.runs("page", url, "decide", "release")
                 assert code == 0, out
@@ -194,7 +194,7 @@ async def test_a_session_a_person_opened_is_no_use_to_an_agent_that_takes_its_co
             sock = daemon.socket_path
             before = held(daemon)
             person = await persons_page(port, sock)
-            async with self_approval.agent("call", sock, WRITE) as agent:
+            async with self_approval.agent("call", sock, WRITE, apart=True) as agent:
                 await a_call_waits(daemon)
                 taken = f"session:{port}:{person.cookie}"
                 code, out = await agent.runs("page", taken, "decide", "release")

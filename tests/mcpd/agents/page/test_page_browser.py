@@ -30,6 +30,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
+from tests.support.apart import APART
 from tests.support.browser import artifacts, chromium
 from tests.support.procs import scripted
 
@@ -138,11 +139,11 @@ class Daemon:
         }
         params = {"name": tool, "arguments": arguments or {}, "_meta": meta}
         line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
-        # In a process and a session of its own, gone once answered: an agent's
-        # processes that live on may not approve on the page this test opened.
+        # Started apart from the test, and gone once answered: an agent's processes
+        # that live on, or its host, may not approve on the page this test opened.
         done = subprocess.run(
-            [sys.executable, "-c", _ONE_CALL, self.socket, line],
-            capture_output=True, timeout=30, start_new_session=True, check=True,
+            [*APART, sys.executable, "-c", _ONE_CALL, self.socket, line],
+            capture_output=True, timeout=30, check=True,
         )  # fmt: skip
         result: dict[str, Any] = json.loads(done.stdout)["result"]
         return result
@@ -392,12 +393,13 @@ def test_an_approval_clicked_on_the_page_lets_the_waiting_call_through(
     waiting = 'li[data-waits="approval"]'
     assert page.find_elements("css selector", waiting) == []
     returned: list[dict[str, Any]] = []
-    # An agent in a process and a session of its own: not the one that opened the page.
+    # An agent started apart from the test: the test, which opened the page, is not its
+    # host.
     calls = json.dumps([["mcp__notes__read_note", {"name": "welcome"}]])
-    command = [sys.executable, BURST, mcpd.socket, "default", "modern", calls]
+    command = [*APART, sys.executable, BURST, mcpd.socket, "default", "modern", calls]
 
     def call() -> None:
-        out = subprocess.run(command, capture_output=True, timeout=30, start_new_session=True)
+        out = subprocess.run(command, capture_output=True, timeout=30)
         returned.append(json.loads(out.stdout))
 
     agent = threading.Thread(target=call)

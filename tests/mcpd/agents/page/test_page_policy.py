@@ -17,6 +17,7 @@ import trio
 from mcpd.audit.reader import Reading
 from mcpd.config.load import parse
 from tests.support.agent import connect, running
+from tests.support.apart import APART
 from tests.support.daemon_http import curl
 from tests.support.page_http import http, session
 from tests.support.procs import scripted
@@ -49,12 +50,11 @@ def config(tmp_path: Path) -> Any:
 
 
 async def agent(sock: str, calls: list[Any]) -> dict[str, Any]:
-    """Calls made by an agent in a process and a session of its own."""
+    """Calls made by an agent started apart from the test, which is then not its host."""
     done = await trio.run_process(
-        [sys.executable, BURST, sock, "default", "modern", json.dumps(calls)],
+        [*APART, sys.executable, BURST, sock, "default", "modern", json.dumps(calls)],
         capture_stdout=True,
         capture_stderr=True,
-        start_new_session=True,
     )
     out: dict[str, Any] = json.loads(done.stdout)
     return out

@@ -271,7 +271,7 @@ async def test_an_agents_codes_and_sessions_leave_the_persons_be(tmp_path: Path)
             port, sock = daemon.api.endpoint.port, daemon.socket_path
             cookie, csrf = await session(port, sock)
             fresh = urlsplit(await code_url(sock))
-            async with self_approval.agent("socket", sock) as agent:
+            async with self_approval.agent("socket", sock, apart=True) as agent:
                 _, traded = await agent.runs("codes", str(MAX_SESSIONS + 1), "trade")
                 _, kept = await agent.runs("codes", str(MAX_CODES + 1), "keep")
             status, *theirs = traded.split("\n")
@@ -306,7 +306,7 @@ async def test_what_an_agent_opened_before_it_connected_is_its_own_once_it_has(
             port, sock = daemon.api.endpoint.port, daemon.socket_path
             cookie, csrf = await session(port, sock)
             fresh = urlsplit(await code_url(sock))
-            async with self_approval.agent("unconnected", sock) as agent:
+            async with self_approval.agent("unconnected", sock, apart=True) as agent:
                 _, traded = await agent.runs("codes", str(MAX_SESSIONS - 1), "trade")
                 _, kept = await agent.runs("codes", str(MAX_CODES - 1), "keep")
                 assert traded.split("\n")[0] == "200" and kept == "0"
