@@ -255,7 +255,7 @@ async def oversized_line(case: Case) -> None:
 
 async def invalid_utf8_params(case: Case) -> None:
     async with case.agent() as a:
-        a.expect_null()
+        a.expect("u1")  # answered under its own id, the bytes named
         await a.send_line(
             b'{"jsonrpc":"2.0","id":"u1","method":"tools/call","params":{"name":'
             b'"mcp__steady__echo","arguments":{"text":"\xff\xfe"}}}'
