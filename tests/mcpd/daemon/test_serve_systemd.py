@@ -168,7 +168,9 @@ def test_the_directory_of_the_socket_systemd_passes_is_hidden_from_the_servers(
     where it listens from the socket systemd passes, and hides that directory, its
     own, from every sandboxed server."""
     bubblewrap.require()
-    config = short_dir / "config.toml"
+    # In a directory of its own, hidden whole as the config's: the socket's is another.
+    config = short_dir / "conf" / "config.toml"
+    config.parent.mkdir()
     config.write_text(_server("notes"))
     (short_dir / "mcpd").mkdir()
     api = short_dir / "mcpd" / "mcpd.sock"
