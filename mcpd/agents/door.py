@@ -157,7 +157,13 @@ class Door:
         finally:
             watch.close()
         return msgspec.structs.replace(
-            peer, server=server, lineage=decider.lineage, session=decider.session, kin=kin
+            peer,
+            server=server,
+            lineage=decider.lineage,
+            session=decider.session,
+            lineage_cut=decider.cut,
+            lineage_uids=decider.uids,
+            kin=msgspec.structs.replace(kin, uid=peer.uid),
         )
 
     def _log_gone(self, peer: Peer) -> None:

@@ -53,13 +53,21 @@ class Peer(msgspec.Struct, frozen=True):
     # its calls.
     lineage: tuple[Process, ...] = ()
     session: int | None = None
+    lineage_cut: bool = False  # read to its limit, not to init
+    lineage_uids: frozenset[int] = frozenset()
     kin: AgentKin = AgentKin()
     # Its pid is not one of this PID namespace's (0): nothing can be known of it from
     # /proc, so it is never taken for the owner nor decides a call.
     unverified: bool = False
 
     def decider(self) -> Decider:
-        return Decider(self.lineage, self.session, self.uid)
+        return Decider(
+            self.lineage,
+            self.session,
+            self.uid,
+            cut=self.lineage_cut,
+            uids=self.lineage_uids,
+        )
 
 
 # How far up the parent chain a peer is followed, and how much of its environment read.

@@ -17,7 +17,9 @@ from collections.abc import Iterable
 
 from protocol import jsonrpc as rpc
 
-from ..policy.kin import AgentKin, Decider, Kinship, Tie
+from ..policy.kin import AgentKin, Decider
+from ..policy.kin_refusals import too_deep
+from ..policy.kinship import Found, Kinship
 
 
 def refuse_an_agents_side(
@@ -26,33 +28,38 @@ def refuse_an_agents_side(
     """Raises ``rpc.RPCError`` when ``decider`` is, descends from or sits beside one of
     ``agents`` (or a host whose bridge is one): ``what`` it asked is refused, saying
     ``because`` and where a person runs it instead."""
-    agents = list(agents)
-    tie = Kinship(agents).tie(decider)
-    if tie is None:
+    found = Kinship(agents).found(decider)
+    if found is None:
         return
-    crowd = next((k.crowd for k in agents if k.crowd is not None), None)
-    if tie[0] == "crowd" and crowd is not None:
+    if found.tie == "crowd":
         raise rpc.RPCError(
             -32000,
-            f"{what} is refused: {crowd}, so it cannot tell this process from one of an "
-            "agent it could not keep; run it again once those agents' processes end, from "
-            "a terminal no agent started",
+            f"{what} is refused: {found.kin.crowd}; until then, run it from a terminal no "
+            "agent started, or as another user who may",
         )
-    raise rpc.RPCError(-32000, _refusal(what, because, *tie))
+    if found.tie == "deep":
+        raise rpc.RPCError(
+            -32000,
+            f"{what} is refused: {too_deep()}, and {because}; run it from a terminal of "
+            "your own, one no agent started",
+        )
+    raise rpc.RPCError(-32000, _refusal(what, because, found))
 
 
-def _refusal(what: str, because: str, tie: Tie, pid: int | None) -> str:
-    if tie == "agent":
-        who = f"is an agent connected to mcpd (pid {pid}), or was started by one"
-    elif tie == "host":
+def _refusal(what: str, because: str, found: Found) -> str:
+    connected = "that had connected" if found.kin.gone else "connected"
+    if found.tie == "agent":
+        who = f"is an agent {connected} to mcpd (pid {found.pid}), or was started by one"
+    elif found.tie == "host":
         who = (
-            f"was started by the host (pid {pid}) of an agent connected to mcpd (what "
-            "started the agent's process: through a relay such as mcpd bridge, or not)"
+            f"was started by the host (pid {found.pid}) of an agent {connected} to mcpd "
+            "(what started the agent's process: through a relay such as mcpd bridge, or "
+            "not)"
         )
     else:
         who = (
-            "is in the session of an agent connected to mcpd (the terminal it runs in, "
-            "or a tool its host started)"
+            f"is in the session of an agent {connected} to mcpd (the terminal it runs "
+            "in, or a tool its host started)"
         )
     return (
         f"{what} is refused: this process {who}, and {because}; run it from another "

@@ -28,7 +28,8 @@ import msgspec
 import trio
 
 from .agent import AgentInfo
-from .kin import AgentKin, Decider, Tie, not_yours
+from .kin import AgentKin, Decider, Tie
+from .kin_refusals import not_yours
 
 TIMEOUT: Final = "timeout"  # who "decided" a call nobody decided in time
 PUSHED_OUT: Final = "room for another agent"  # who "decided" a call that gave its place up

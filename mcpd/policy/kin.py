@@ -13,6 +13,12 @@ one of the agent's processes or descends from one, or shares a session with them
 may not decide; and where the agent's process could not be found, no decider of its
 user on the socket may, since nothing tells it from the agent's children.
 
+Each climb has a limit. A decider whose ancestors go on past it may descend from any
+agent, and decides nothing while there is one; an agent whose hosts go on past it
+may have started any process of its user, and no decider that may descend from one
+decides its calls. Init and the user's service manager (a process that runs what
+init runs) adopt orphans and start a person's programs: neither is ever a host.
+
 A process is its pid and its start time: a pid names another process once the first
 is gone, and a start time tells the two apart. What /proc cannot say (a process gone,
 or hidden) matches by pid alone, so that an unreadable start time never lets anyone
@@ -27,7 +33,8 @@ processes (``alive``) or a process in one of its sessions is still there.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, Literal, TypeVar
 
 import msgspec
@@ -41,9 +48,9 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 
-_LINEAGE: Final = 64
+LINEAGE: Final = 64
 # Relays and launchers between a host and its agent's process: a few at most.
-_HOSTS: Final = 16
+HOSTS: Final = 16
 # Fields of /proc/PID/stat, counted from the state (0) after the name.
 _PARENT: Final = 1
 _SESSION: Final = 3
@@ -68,6 +75,44 @@ def _field(fields: list[bytes] | None, index: int) -> int | None:
         return int(fields[index])
     except (IndexError, ValueError):
         return None
+
+
+def _uids(pid: int) -> set[int]:
+    """The real and effective users process ``pid`` runs as; none where unread."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            status = f.read()
+    except OSError:
+        return set()
+    for line in status.splitlines():
+        if line.startswith(b"Uid:"):
+            try:
+                return {int(u) for u in line.split()[1:3]}
+            except ValueError:
+                return set()
+    return set()
+
+
+def _program(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return None
+
+
+def init_program() -> str | None:
+    """The program init runs (pid 1 of mcpd's PID namespace); None where unread. Where
+    its link is not mcpd's to read, the absolute path it was started as, which init
+    does not rewrite."""
+    program = _program(1)
+    if program is not None:
+        return program
+    try:
+        with open("/proc/1/cmdline", "rb") as f:
+            argv0 = f.read().split(b"\0", 1)[0].decode(errors="replace")
+    except OSError:
+        return None
+    return os.path.realpath(argv0) if argv0.startswith("/") else None
 
 
 def parent_of(pid: int) -> int | None:
@@ -96,38 +141,56 @@ class Process(msgspec.Struct, frozen=True):
 class Decider(msgspec.Struct, frozen=True):
     """Who decides a call waiting for approval, as /proc told when they asked: their
     process and those it descends from, their session and user; ``page``: on the
-    status page (whoever ran ``mcpd dashboard``, in a browser)."""
+    status page (whoever ran ``mcpd dashboard``, in a browser). ``cut``: the climb
+    stopped at its limit before init, so what it descends from above is unknown;
+    ``uids``: the users the processes of its lineage run as (a user's shell that ran
+    ``sudo`` among them)."""
 
     lineage: tuple[Process, ...] = ()
     session: int | None = None
     uid: int | None = None
     page: bool = False
+    cut: bool = False
+    uids: frozenset[int] = frozenset()
+
+    def may_be_of(self, uid: int | None) -> bool:
+        """Whether this may descend from a process of ``uid`` (None: of anyone)."""
+        return uid is None or self.cut or uid in self.uids or uid == self.uid
 
 
-def decider_of(pid: int, limit: int = _LINEAGE) -> Decider:
+def decider_of(pid: int, limit: int = LINEAGE) -> Decider:
     lineage: list[Process] = []
+    uids: set[int] = set()
     session: int | None = None
     current: int | None = pid
-    while current is not None and current > 1 and len(lineage) < limit:
+    while current is not None and current > 1:
+        if len(lineage) >= limit:
+            return Decider(tuple(lineage), session, cut=True, uids=frozenset(uids))
         fields = _stat(current)
         lineage.append(Process(current, _field(fields, _STARTED)))
+        uids |= _uids(current)
         if current == pid:
             session = _field(fields, _SESSION)
         current = _field(fields, _PARENT)
-    return Decider(tuple(lineage), session)
+    return Decider(tuple(lineage), session, uids=frozenset(uids))
 
 
 # How a decider is kin to an agent: it is (or descends from) the agent's process, or
 # what started it; it shares a session with them; or the agent's process is unknown,
 # and the decider is of its user, on the socket; or mcpd keeps as many agents gone as
-# it can, and cannot tell anyone from one it could not keep (``crowd``).
-Tie = Literal["agent", "host", "session", "unknown", "crowd"]
+# it can, and cannot tell the decider from one it could not keep (``crowd``); or
+# what the decider descends from could not be read to the end (``deep``), or what
+# started the agent (``unread``), so nothing rules a tie out.
+Tie = Literal["agent", "host", "session", "unknown", "crowd", "deep", "unread"]
 
 
 class AgentKin(msgspec.Struct, frozen=True, kw_only=True):
     """Who may not decide an agent's calls. ``unknown``: why its process could not be
     found; then no decider of its user (``uid``; None: of any user) may decide them on
-    the socket. ``crowd``: why no one may decide, anywhere (``policy.departed``)."""
+    the socket. ``unread``: the climb through what started it stopped at its limit;
+    then no decider that may descend from a process of its user may decide them.
+    ``crowd``: why no decider that may descend from a process of ``uid`` may decide,
+    anywhere (``policy.departed``). ``gone``: it disconnected."""
 
     agents: tuple[Process, ...] = ()
     hosts: tuple[Process, ...] = ()  # what started ``agents``: a host, its relay's launcher
@@ -135,11 +198,13 @@ class AgentKin(msgspec.Struct, frozen=True, kw_only=True):
     unknown: str | None = None
     uid: int | None = None
     crowd: str | None = None
+    unread: bool = False
+    gone: bool = False
 
     def tie(self, decider: Decider) -> tuple[Tie, int | None] | None:
         """How ``decider`` is kin to this agent (and the pid it is kin through), or None."""
         if self.crowd is not None:
-            return "crowd", None
+            return ("crowd", None) if decider.may_be_of(self.uid) else None
         ties: tuple[tuple[Tie, tuple[Process, ...]], ...] = (
             ("agent", self.agents),
             ("host", self.hosts),
@@ -155,107 +220,73 @@ class AgentKin(msgspec.Struct, frozen=True, kw_only=True):
         its_user = self.uid is None or decider.uid == self.uid
         if self.unknown is not None and its_user and not decider.page:
             return "unknown", None
+        if decider.cut:
+            return "deep", None
+        if self.unread and decider.may_be_of(self.uid):
+            return "unread", self.agents[0].pid if self.agents else None
         return None
-
-
-def agent_tie(decider: Decider, agents: Iterable[AgentKin]) -> tuple[Tie, int | None] | None:
-    """How ``decider`` is kin to the first of ``agents`` it is kin to, passing over an
-    agent whose process is unknown (nothing says whose ``decider`` is, then); None: to
-    none of them."""
-    return Kinship(agents).tie(decider)
-
-
-# Where a tie is found among the agents: the agent's place in their order, the tie's
-# rank within an agent (its processes, then its hosts, then its session) and the
-# process's place among those of that rank. The least is the tie ``AgentKin.tie`` of
-# the first agent kin to a decider gives.
-_Place = tuple[int, int, int]
-_SESSION_RANK: Final = 2
-
-
-class Kinship:
-    """The agents connected now, looked up by their processes and sessions: what
-    ``agent_tie`` says of a decider, in one look per process of its lineage rather
-    than a pass over every agent's processes. Many deciders (every session of the
-    status page) are judged against the same agents, and an agent may fill its
-    process tree and connect many times: made once, it keeps that cost to the size of
-    the agents plus the deciders'."""
-
-    def __init__(self, agents: Iterable[AgentKin]) -> None:
-        self._processes: dict[int, list[tuple[_Place, Tie, Process]]] = {}
-        self._sessions: dict[int, int] = {}
-        self._crowd: int | None = None
-        for order, kin in enumerate(agents):
-            if kin.crowd is not None and self._crowd is None:
-                self._crowd = order
-            ranked: tuple[tuple[Tie, tuple[Process, ...]], ...] = (
-                ("agent", kin.agents),
-                ("host", kin.hosts),
-            )
-            for rank, (tie, processes) in enumerate(ranked):
-                for place, process in enumerate(processes):
-                    found = self._processes.setdefault(process.pid, [])
-                    found.append(((order, rank, place), tie, process))
-            for session in kin.sessions:
-                self._sessions.setdefault(session, order)
-
-    @property
-    def empty(self) -> bool:
-        return not self._processes and not self._sessions and self._crowd is None
-
-    def tie(self, decider: Decider) -> tuple[Tie, int | None] | None:
-        best: tuple[_Place, Tie, int | None] | None = None
-        for own in decider.lineage:
-            for place, tie, process in self._processes.get(own.pid, ()):
-                if (best is None or place < best[0]) and process.among((own,)):
-                    best = (place, tie, process.pid)
-        order = self._sessions.get(decider.session) if decider.session else None
-        if order is not None and (best is None or (order, _SESSION_RANK, 0) < best[0]):
-            best = ((order, _SESSION_RANK, 0), "session", None)
-        crowd = self._crowd
-        if crowd is not None and (best is None or (crowd, 0, 0) < best[0]):
-            best = ((crowd, 0, 0), "crowd", None)
-        return None if best is None else (best[1], best[2])
 
 
 def unknown(why: str, uid: int | None) -> AgentKin:
     return AgentKin(unknown=why, uid=uid)
 
 
-def kin_of(pid: int) -> AgentKin:
-    """The agent that is process ``pid``, as /proc says now."""
+def kin_of(pid: int, limit: int = HOSTS) -> AgentKin:
+    """The agent that is process ``pid``, as /proc says now; ``limit``: how many
+    processes above it are read at most as what started it."""
     fields = _stat(pid)
     session = _field(fields, _SESSION)
-    hosts = _hosts(_field(fields, _PARENT), session, _field(fields, _TERMINAL))
+    climb = _Climb(session, _field(fields, _TERMINAL), limit, init_program())
+    hosts, cut = climb.hosts(_field(fields, _PARENT))
     sessions = {session, *(session_of(h.pid) for h in hosts)}
     return AgentKin(
         agents=(Process(pid, _field(fields, _STARTED)),),
         hosts=hosts,
         sessions=frozenset(s for s in sessions if s),
+        unread=cut,
     )
 
 
-def _hosts(parent: int | None, session: int | None, terminal: int | None) -> tuple[Process, ...]:
-    """What started an agent in ``session`` whose parent is ``parent``: the processes
-    above it in its session, and the first one above them outside it, with its session.
-    Whatever their command lines read: a host may reach mcpd through any relay (``mcpd
-    bridge``, socat, mcp-remote), started through a launcher that forks (``uv run``,
-    ``npx``, ``sh -c``), in a session of its own (``setsid``), and its shell tool
-    descends from the host, not from the relay. Where the agent's session has a
-    terminal (``terminal``), the climb ends at its leader, the terminal's shell: what
-    started that shell (a terminal emulator, tmux, sshd) starts other terminals too,
-    a person's among them."""
-    hosts: list[Process] = []
-    current = parent
-    while current is not None and current > 1 and len(hosts) < _HOSTS:
-        fields = _stat(current)
-        hosts.append(Process(current, _field(fields, _STARTED)))
-        if not session or _field(fields, _SESSION) != session:
-            break
-        if current == session and terminal:
-            break
-        current = _field(fields, _PARENT)
-    return tuple(hosts)
+class _Climb:
+    """The climb from an agent in ``session`` (with a terminal: ``terminal``) through
+    what started it, up to ``limit`` processes; ``init``: the program pid 1 runs."""
+
+    def __init__(self, session: int | None, terminal: int | None, limit: int, init: str | None):
+        self._session = session
+        self._terminal = terminal
+        self._limit = limit
+        self._init = init
+
+    def keeper(self, pid: int) -> bool:
+        """Whether ``pid`` is init, or the user's service manager (``systemd --user``
+        runs the program pid 1 runs; only ``exec`` changes what a process runs): each
+        adopts the orphans of every process below it, and starts a person's terminals
+        and programs too, so it is never an agent's host."""
+        return pid <= 1 or (self._init is not None and _program(pid) == self._init)
+
+    def hosts(self, parent: int | None) -> tuple[tuple[Process, ...], bool]:
+        """What started the agent, whose parent is ``parent``, and whether the climb
+        stopped at its limit: the processes above it in its session, and the first one
+        above them outside it, with its session. Whatever their command lines read: a
+        host may reach mcpd through any relay (``mcpd bridge``, socat, mcp-remote),
+        started through a launcher that forks (``uv run``, ``npx``, ``sh -c``), in a
+        session of its own (``setsid``), and its shell tool descends from the host, not
+        from the relay. Where the agent's session has a terminal, the climb ends at its
+        leader, the terminal's shell: what started that shell (a terminal emulator,
+        tmux, sshd) starts other terminals too, a person's among them."""
+        hosts: list[Process] = []
+        current = parent
+        while current is not None and not self.keeper(current):
+            if len(hosts) >= self._limit:
+                return tuple(hosts), True
+            fields = _stat(current)
+            hosts.append(Process(current, _field(fields, _STARTED)))
+            if not self._session or _field(fields, _SESSION) != self._session:
+                break
+            if current == self._session and self._terminal:
+                break
+            current = _field(fields, _PARENT)
+        return tuple(hosts), False
 
 
 def tcp_kin(sock: trio.socket.SocketType, until: float) -> AgentKin:
@@ -278,6 +309,7 @@ def tcp_kin(sock: trio.socket.SocketType, until: float) -> AgentKin:
         hosts=tuple(p for k in found for p in k.hosts),
         sessions=frozenset(s for k in found for s in k.sessions),
         uid=held.uid,
+        unread=any(k.unread for k in found),
     )
 
 
@@ -311,49 +343,3 @@ def alive(process: Process) -> bool:
     if started is None:
         return False
     return process.started is None or started == process.started
-
-
-def crowded(kin: AgentKin) -> str:
-    """Why no one decides while mcpd keeps as many agents gone as it can."""
-    return (
-        f"{kin.crowd}, so it cannot tell anyone from a process of one it could not keep: "
-        "nothing is decided until those agents' processes end; then decide it from a "
-        "terminal of your own, one no agent started"
-    )
-
-
-def not_yours(kin: AgentKin, tie: Tie, pid: int | None) -> str:
-    """Why a decider kin to the agent (``tie``, through process ``pid``) may not decide
-    its call, and where a person can."""
-    if tie == "agent":
-        return (
-            f"the agent that made this call (pid {pid}), or a process it started, cannot "
-            "decide it; decide it from a terminal of your own, one the agent did not start"
-        )
-    if tie == "host":
-        return (
-            f"the host that started the agent that made this call (pid {pid}; its relay, "
-            "such as mcpd bridge, or a launcher), or a process it started (such as its "
-            "shell tool), cannot decide it; decide it from a terminal of your own, one the "
-            "host did not start"
-        )
-    if tie == "crowd":
-        return crowded(kin)
-    if tie == "session":
-        return (
-            "a process in the same session as the agent that made this call (a tool its "
-            "host started, the terminal it runs in) cannot decide it; decide it from "
-            "another terminal"
-        )
-    if kin.uid is None:
-        return (
-            f"mcpd could not find the process that made this call ({kin.unknown}), so it "
-            "cannot tell anyone here from a process the agent started: decide it on the "
-            "status page (`mcpd dashboard`)"
-        )
-    return (
-        f"mcpd could not find the process that made this call ({kin.unknown}), so it "
-        f"cannot tell a process of uid {kin.uid} here from one the agent started: decide "
-        "it on the status page (`mcpd dashboard`), or as another user who may decide "
-        "(root, or mcpd's own user)"
-    )

@@ -18,8 +18,13 @@ for each it prints one JSON line, ``{"rc": ..., "out": ...}``. Closing stdin end
 - ``bridge SOCKET TOOL``: a host that runs ``mcpd bridge`` and calls ``TOOL`` through
   it; its shell tool is the bridge's sibling, and runs each command under ``setsid``;
   the line ``end-bridge`` makes the host kill its bridge and wait for it to exit, and
-  ``client TOOL`` makes it start, under ``setsid``, a client of its own on the socket
-  (``asking``) that calls ``TOOL``, open until the host ends.
+  ``client TOOL [DEPTH]`` makes it start, under ``setsid`` (and ``DEPTH`` shells, one
+  started by the other), a client of its own on the socket (``asking``) that calls
+  ``TOOL``, open until the host ends.
+
+A command line that begins ``nested DEPTH`` runs its command below ``DEPTH`` shells,
+one started by the other; ``bridges N`` makes the program start ``mcpd bridge`` ``N``
+times, one after another, each saying hello and ending.
 - ``endpoint PORT TOKEN TOOL SOCKET``: calls ``TOOL`` on the HTTP endpoint, waiting
   for its answer on the connection while the shell runs.
 - ``listing PORT TOKEN SOCKET``: lists the tools on the HTTP endpoint, and keeps the
@@ -52,6 +57,17 @@ META = {
 }
 
 
+# A shell that starts itself ``$1`` times over, the innermost running the rest of its
+# arguments; each waits for the one it started, so none is replaced by it.
+NEST = (
+    'n=$1; shift; if [ "$n" -gt 0 ]; then sh -c "$0" "$0" $((n - 1)) "$@"; s=$?; exit $s; fi; "$@"'
+)
+
+
+def nested(depth: int, argv: list[str]) -> list[str]:
+    return ["sh", "-c", NEST, NEST, str(depth - 1), *argv] if depth else argv
+
+
 def line(rid: int, method: str, params: dict[str, Any] | None = None) -> bytes:
     message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
     if params is not None:
@@ -74,12 +90,19 @@ def shell(sock: str, setsid: bool = False, end: Callable[[], None] | None = None
     clients = []  # the clients ``client`` started, until stdin closes
     for asked in sys.stdin:
         words = asked.split()
+        depth = 0
+        if words[:1] == ["nested"]:
+            depth, words = int(words[1]), words[2:]
+        if words[:1] == ["bridges"]:
+            bridge_runs(sock, int(words[1]))
+            print(json.dumps({"rc": 0, "out": ""}), flush=True)
+            continue
         if words == ["connect"]:
             held.append(connected(sock))
             print(json.dumps({"rc": 0, "out": ""}), flush=True)
             continue
         if words[:1] == ["client"]:
-            clients.append(client_apart(sock, words[1]))
+            clients.append(client_apart(sock, words[1], int(words[2]) if words[2:] else 0))
             print(json.dumps({"rc": 0, "out": ""}), flush=True)
             continue
         if words == ["end-bridge"] and end is not None:
@@ -94,6 +117,7 @@ def shell(sock: str, setsid: bool = False, end: Callable[[], None] | None = None
             argv = [sys.executable, PAGE_CLIENT, sock, *words[1:]]
         else:
             argv = [sys.executable, "-m", "mcpd", *words, "--socket", sock]
+        argv = nested(depth, argv)
         done = subprocess.run(
             ["setsid", *argv] if setsid else argv,
             capture_output=True,
@@ -109,15 +133,29 @@ def shell(sock: str, setsid: bool = False, end: Callable[[], None] | None = None
         client.wait()
 
 
-def client_apart(sock: str, tool: str) -> subprocess.Popen[bytes]:
+def client_apart(sock: str, tool: str, depth: int = 0) -> subprocess.Popen[bytes]:
     """A client on the socket that calls ``tool`` (``asking``), in a session of its own
-    but still this process's child (``setsid``, and no fork)."""
+    but still this process's descendant (``setsid``, and no fork; below ``depth``
+    shells)."""
     return subprocess.Popen(
-        ["setsid", sys.executable, __file__, "asking", sock, tool],
+        ["setsid", *nested(depth, [sys.executable, __file__, "asking", sock, tool])],
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         cwd=ROOT,
     )
+
+
+def bridge_runs(sock: str, count: int) -> None:
+    """``mcpd bridge`` started ``count`` times, one after another, as a host starts one
+    a conversation: each says hello and ends once it is answered."""
+    for _ in range(count):
+        subprocess.run(
+            [sys.executable, "-m", "mcpd", "bridge", "--socket", sock],
+            input=initialize(1),
+            stdout=subprocess.DEVNULL,
+            cwd=ROOT,
+            check=True,
+        )
 
 
 def asked_codes(sock: str, count: int, trade: bool) -> str:

@@ -24,7 +24,9 @@ import msgspec
 
 from protocol import jsonrpc as rpc
 
-from ...policy.kin import AgentKin, Decider, Kinship, Tie, not_yours
+from ...policy.kin import AgentKin, Decider, Tie
+from ...policy.kin_refusals import not_yours
+from ...policy.kinship import Kinship
 
 
 def _elsewhere(commands: str) -> str:
@@ -73,6 +75,11 @@ def _who(tie: Tie, pid: int | None) -> str:
         return (
             "mcpd cannot tell from one of an agent gone it could not keep (it keeps as many "
             "as it can while their processes run)"
+        )
+    if tie == "deep":
+        return (
+            "descends from more processes than mcpd reads, so mcpd cannot tell it from "
+            "one an agent started"
         )
     return (
         "is in the session of an agent connected to mcpd (the terminal it runs in, or a "

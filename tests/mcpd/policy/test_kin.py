@@ -21,7 +21,6 @@ from mcpd.policy.kin import (
     AgentKin,
     Decider,
     Process,
-    agent_tie,
     decider_of,
     kin_of,
     parent_of,
@@ -30,6 +29,7 @@ from mcpd.policy.kin import (
     tcp_kin,
     unknown,
 )
+from mcpd.policy.kinship import agent_tie
 from tests.support.procs import cat_named, reading_stdin
 from tests.support.tcp_client import held_by_a_child
 
