@@ -90,7 +90,9 @@ async def test_an_endpoint_agent_that_closed_its_connection_cannot_decide_anothe
                 scene("closed", port, token, sock) as closed,
                 self_approval.agent("asking", sock, TOOL, apart=True),
             ):
-                await refused_then_denied(setup, closed, "is an agent connected to mcpd (pid")
+                await refused_then_denied(
+                    setup, closed, "is an agent that had connected to mcpd (pid"
+                )
 
 
 async def test_a_child_a_gone_agent_left_in_its_session_cannot_decide_another_s_call(
@@ -104,4 +106,5 @@ async def test_a_child_a_gone_agent_left_in_its_session_cannot_decide_another_s_
             async with scene("left", sock, apart=True) as child:
                 await child.reaped()
                 async with self_approval.agent("asking", sock, TOOL, apart=True):
-                    await refused_then_denied(setup, child, "is in the session of an agent")
+                    gone = "is in the session of an agent that had connected to mcpd"
+                    await refused_then_denied(setup, child, gone)
