@@ -96,7 +96,7 @@ class Connection(Ending):
         self.max_inflight = limits.max_inflight_per_connection
         # What cancels each request in flight: its task's scope, or the call itself.
         self.inflight: dict[rpc.Id, trio.CancelScope | Call] = {}
-        self.calls_in_tasks: set[rpc.Id] = set()  # the tools/call among the tasks
+        self.calls_in_tasks: dict[rpc.Id, Call] = {}  # the tools/call among the tasks
         self.peer = peer
         self.identity = Identity(peer)
         self.owner: object = self  # who the agent is, to what it owns (tasks, asks)
@@ -261,7 +261,8 @@ class Connection(Ending):
         caps = call.ctx.capabilities
         if caps and may_be_asked(caps):
             # Its server may ask the agent things back: the call waits in a task.
-            self._spawn(rid, "tools/call", functools.partial(self.calls.run, call, self), nursery)
+            answer = functools.partial(self.calls.run, call, self)
+            self._spawn(rid, "tools/call", answer, nursery, call)
             return
         self.inflight[rid] = call
         try:
@@ -287,19 +288,20 @@ class Connection(Ending):
         method: str,
         answer: Callable[[], Awaitable[bytes | None]],
         nursery: trio.Nursery,
+        call: Call | None = None,
     ) -> None:
-        """Answer a request in a task of its own."""
+        """Answer a request (``call``, when it is a tools/call) in a task of its own."""
         scope = trio.CancelScope()
         self.inflight[rid] = scope
-        if method == "tools/call":  # answered as a call if mcpd stops
-            self.calls_in_tasks.add(rid)
+        if call is not None:  # answered as a call if mcpd stops
+            self.calls_in_tasks[rid] = call
         nursery.start_soon(self._run_request, rid, method, answer, scope)
 
     def in_task(self, call: Call, answer: Callable[[], Awaitable[bytes]]) -> None:
         if self._nursery is None:  # not reading lines: every call came to ``run``
             self.finish(call, rpc.RPCError(rpc.INTERNAL_ERROR, "mcpd cannot wait here"))
             return
-        self._spawn(call.id, "tools/call", answer, self._nursery)  # in place of the call
+        self._spawn(call.id, "tools/call", answer, self._nursery, call)  # in place of the call
 
     def finish(self, call: Call, outcome: Outcome) -> None:
         """A call's one outcome: its reply, written now, unless the agent cancelled the
@@ -311,7 +313,7 @@ class Connection(Ending):
             # The server asks to be called again with its state: mcpd does so for an agent
             # of the era before, which would not know how.
             resume = functools.partial(self.calls.resume, call, self, outcome)
-            self._spawn(rid, "tools/call", resume, self._nursery)
+            self._spawn(rid, "tools/call", resume, self._nursery, call)
             return
         # ``_forget``, written out: every call passes here.
         del self.inflight[rid]

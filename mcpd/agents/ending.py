@@ -57,12 +57,21 @@ async def answer_stopping(connections: Iterable[Ending]) -> None:
             await conn.drain()
 
 
-def _stopped_call(rid: rpc.Id, modern: bool) -> bytes:
-    text = (
-        f"{STOPPING}, and this call was ended before its tool server answered. It may "
-        "have reached the server, so whether it ran is not known: check before calling "
-        "this tool again once mcpd is back."
-    )
+def stopped_call(rid: rpc.Id, call: Call, modern: bool) -> bytes:
+    """The answer to ``call`` (sent under ``rid``), ended as mcpd stops: whether it may
+    have run depends on whether it ever went to its server. One that waited for a
+    person's approval, or to be routed, never did."""
+    if call.state == "new":
+        text = (
+            f"{STOPPING}, and this call was not sent to its tool server, so it did not "
+            "run: it can be made again once mcpd is back."
+        )
+    else:
+        text = (
+            f"{STOPPING}, and this call was ended before its tool server answered. It "
+            "may have reached the server, so whether it ran is not known: check before "
+            "calling this tool again once mcpd is back."
+        )
     result = mcp.CallToolResult(content=[mcp.TextContent(text)], isError=True)
     if modern:
         result.resultType = mcp.COMPLETE
@@ -74,7 +83,7 @@ class Ending(Agent):
 
     calls: Router
     inflight: dict[rpc.Id, trio.CancelScope | Call]
-    calls_in_tasks: set[rpc.Id]
+    calls_in_tasks: dict[rpc.Id, Call]
     gone_hooks: list[Callable[[], None]]
     _outbox: Outbox
     # Why each request is refused from now on: the connection is ending (``leave``).
@@ -110,7 +119,7 @@ class Ending(Agent):
     def _forget(self, rid: rpc.Id) -> None:
         """``rid`` is in flight no longer (which a connection that ends waits for)."""
         self.inflight.pop(rid, None)
-        self.calls_in_tasks.discard(rid)
+        self.calls_in_tasks.pop(rid, None)
         if not self.inflight and self._settled is not None:
             self._settled.set()
 
@@ -131,8 +140,9 @@ class Ending(Agent):
         self.leaving = STOPPING
         modern = self.session.legacy_version is None
         for rid, handle in self.inflight.items():
-            if isinstance(handle, Call) or rid in self.calls_in_tasks:
-                self._outbox.put(_stopped_call(rid, modern), rid)
+            call = handle if isinstance(handle, Call) else self.calls_in_tasks.get(rid)
+            if call is not None:
+                self._outbox.put(stopped_call(rid, call, modern), rid)
             else:
                 self._outbox.put(rpc.encode_error(rid, -32000, f"{STOPPING}: {UNANSWERED}"), rid)
         self._let_go()

@@ -73,7 +73,7 @@ class Exchange(Connection):
         self.contexts = {}
         self.seen_version = servers.version
         self.inflight = {}
-        self.calls_in_tasks = set()
+        self.calls_in_tasks = {}
         self.dropped = 0
         self._nursery = None
         self.owner = owner

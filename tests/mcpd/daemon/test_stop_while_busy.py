@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 
+from protocol import mcp
 from tests.conftest import ROOT
 from tests.support.served import Agent, Served
 
@@ -117,3 +120,53 @@ def test_every_request_in_flight_is_answered_once_before_mcpd_stops(short_dir: P
         assert result["isError"] is True, answer
         text = result["content"][0]["text"]
         assert "mcpd is stopping" in text and "whether it ran is not known" in text, text
+
+
+_CLI_META = msgspec.to_builtins(
+    mcp.request_meta(mcp.LATEST_MODERN, {}, mcp.Implementation(name="cli", version="1"))
+)
+
+
+def _waiting_for_a_person(path: Path) -> None:
+    """Once a call waits for a person's approval (asked on a connection of the
+    operator's, as ``mcpd approvals`` asks)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock, sock.makefile("rwb") as f:
+        sock.connect(str(path))
+        version = 0
+        while True:
+            watch = {"after": version, "wait": 60, "_meta": _CLI_META}
+            request = {"jsonrpc": "2.0", "id": 1, "method": "mcpd/approvals/watch", "params": watch}
+            f.write(json.dumps(request).encode() + b"\n")
+            f.flush()
+            reply = json.loads(f.readline())
+            assert "result" in reply, reply
+            listing = reply["result"]
+            if listing["approvals"]:
+                return
+            version = listing["version"]
+
+
+def test_a_call_waiting_for_approval_is_told_at_a_stop_that_it_was_not_sent(
+    short_dir: Path,
+) -> None:
+    """It never reached its server: the agent may make it again, with nothing to check."""
+    rule = '[[policy]]\nservers = ["slow"]\naction = "ask"\ndecider = "operator"\n'
+    served = Served(short_dir, _daemon(short_dir, call_timeout=LONG) + _holding("1") + rule)
+    agent = None
+    try:
+        served.notify.next_with("READY=1", timeout=60)
+        agent = Agent(served.socket)
+        agent.call(7, "mcp__slow__hold")
+        _waiting_for_a_person(served.socket)
+        served.proc.send_signal(signal.SIGTERM)
+        answers = agent.until_eof()
+        assert served.exited() == 0, served.log
+    finally:
+        if agent is not None:
+            agent.close()
+        served.close()
+    (answer,) = answers
+    assert answer["id"] == 7 and answer["result"]["isError"] is True, answer
+    text = answer["result"]["content"][0]["text"]
+    assert "mcpd is stopping" in text and "not sent" in text, text
+    assert "may have reached" not in text, text
