@@ -227,7 +227,7 @@ class Daemon(Control):
         await self.api.end_subscriptions()
         logger.info("stopping", extra=log_extra(None))
         self.oversight.audit.stopping = True
-        await answer_stopping(self.api.connections)
+        await answer_stopping(self.api.in_flight())
         everything.cancel()
 
     async def _signals(self) -> None:

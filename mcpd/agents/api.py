@@ -36,6 +36,7 @@ from .callpolicy import CallPolicy, QueuedCalls
 from .callrecords import CallRecords
 from .connection import LIFECYCLE, Connection, Dispatcher
 from .door import Door, refuse
+from .ending import Stops
 from .extra_methods import ExtraMethods
 from .failures import Failures
 from .instructions import instructions
@@ -321,7 +322,8 @@ class AgentServer(ProfileMethods, Dispatcher):
             if req.method in LIFECYCLE:
                 return self.answer_now(conn, req)
             if req.method == "tools/call":  # over HTTP: decoded once, awaited here
-                return await self.calls.run(self.calls.call_of(conn, req), conn)
+                call = conn.calls_in_tasks[req.id] = self.calls.call_of(conn, req)
+                return await self.calls.run(call, conn)
             ctx = session.context(req)
             handler = self._handlers.get(req.method)
             result: Any
@@ -387,6 +389,10 @@ class AgentServer(ProfileMethods, Dispatcher):
     async def _listen(self, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
         await self.listens.listen(conn, req, ctx)
         return None
+
+    def in_flight(self) -> list[Stops]:
+        """What holds requests in flight: the sockets' connections, and ``/mcp``."""
+        return [*self.connections, *([] if self._http is None else [self._http.mcp.answering])]
 
     async def end_subscriptions(self) -> None:
         await self.listens.end_all()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import abc
 import logging
 from collections.abc import Callable, Iterable
-from typing import Final
+from typing import Final, Protocol
 
 import trio
 
@@ -46,7 +46,16 @@ UNANSWERED: Final = "this request was ended before it was answered"
 _STOP_WRITES: Final = 2.0
 
 
-async def answer_stopping(connections: Iterable[Ending]) -> None:
+class Stops(Protocol):
+    """What holds requests in flight as mcpd stops: an agent's connection, or the
+    requests being answered over HTTP."""
+
+    def stopping(self) -> None: ...
+
+    async def drain(self) -> None: ...
+
+
+async def answer_stopping(connections: Iterable[Stops]) -> None:
     """mcpd stops: every request in flight on each of ``connections`` is answered,
     saying so, and written out unless its agent does not read it at once."""
     ending = list(connections)
@@ -57,10 +66,12 @@ async def answer_stopping(connections: Iterable[Ending]) -> None:
             await conn.drain()
 
 
-def stopped_call(rid: rpc.Id, call: Call, modern: bool) -> bytes:
-    """The answer to ``call`` (sent under ``rid``), ended as mcpd stops: whether it may
-    have run depends on whether it ever went to its server. One that waited for a
-    person's approval, or to be routed, never did."""
+def stopped_answer(rid: rpc.Id, call: Call | None, modern: bool) -> bytes:
+    """The answer to the request ``rid`` (a tools/call: its ``call``), ended as mcpd
+    stops. Whether a call may have run depends on whether it ever went to its server:
+    one that waited for a person's approval, or to be routed, never did."""
+    if call is None:
+        return rpc.encode_error(rid, -32000, f"{STOPPING}: {UNANSWERED}")
     if call.state == "new":
         text = (
             f"{STOPPING}, and this call was not sent to its tool server, so it did not "
@@ -141,10 +152,7 @@ class Ending(Agent):
         modern = self.session.legacy_version is None
         for rid, handle in self.inflight.items():
             call = handle if isinstance(handle, Call) else self.calls_in_tasks.get(rid)
-            if call is not None:
-                self._outbox.put(stopped_call(rid, call, modern), rid)
-            else:
-                self._outbox.put(rpc.encode_error(rid, -32000, f"{STOPPING}: {UNANSWERED}"), rid)
+            self._outbox.put(stopped_answer(rid, call, modern), rid)
         self._let_go()
 
     async def _refuse_oversized(self, oversized: Oversized) -> None:

@@ -24,6 +24,7 @@ from ..policy.kin import AgentKin, Decider, unknown
 from ..servers.progress import ProgressSink
 from .askback import AgentRequests, DirectAsker
 from .connection import Connection, Dispatcher
+from .ending import stopped_answer
 from .holders import ConnectionOwner, TcpKin
 from .http_wire import Response
 from .identity import Identity
@@ -105,6 +106,15 @@ class Exchange(Connection):
 
     async def drain(self) -> None:
         await trio.lowlevel.checkpoint()
+
+    def stopping(self) -> None:
+        """Its request is answered as mcpd stops by ``http_stopping``, which knows
+        whether the answer is written yet."""
+
+    def stopped_answer(self, rid: rpc.Id) -> bytes:
+        """The answer to its request ``rid``, cut short as mcpd stops."""
+        modern = self.session.legacy_version is None
+        return stopped_answer(rid, self.calls_in_tasks.get(rid), modern)
 
     async def pump(self, response: Response, done: trio.Event) -> None:
         try:

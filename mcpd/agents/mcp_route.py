@@ -42,6 +42,7 @@ from .connection import Connection, Dispatcher
 from .http_exchange import Caller, Exchange, StatelessAgent
 from .http_leave import Grace
 from .http_sessions import LegacySession, OpenedBy, holder_of
+from .http_stopping import Answering
 from .http_stream import serve_stream
 from .http_wire import HeaderList, Headers, Reject, Response, Wire
 from .mcp_http import (
@@ -86,6 +87,7 @@ class McpRoute:
         self.sessions: dict[str, LegacySession] = {}
         # A stateless client has no connection to be: one object for each who it can be.
         self._owners: dict[StatelessAgent, object] = {}
+        self.answering = Answering()  # the requests being answered, which a stop ends
 
     async def serve(
         self,
@@ -319,6 +321,17 @@ class McpRoute:
         *,
         modern: bool,
     ) -> None:
+        with self.answering.held(exchange, req, scope):
+            await self._answer_held(wire, exchange, req, scope, modern)
+
+    async def _answer_held(
+        self,
+        wire: Wire,
+        exchange: Exchange,
+        req: rpc.Request,
+        scope: trio.CancelScope,
+        modern: bool,
+    ) -> None:
         response = Response(wire, scope)
         reply: bytes | None = None
         # A listen gets the list changes the socket's agents get.
@@ -343,7 +356,7 @@ class McpRoute:
                 with scope:
                     reply = await self.handler.dispatch(exchange, req)
                 if reply is None:
-                    reply = grace.late(req.id)
+                    reply = self.answering.answer(exchange) or grace.late(req.id)
                 exchange.outbox.close()
                 await pumped.wait()
                 nursery.cancel_scope.cancel()

@@ -18,6 +18,7 @@ import pytest
 
 from protocol import mcp
 from tests.conftest import ROOT
+from tests.support.daemon_http import MCP, Reply, modern, modern_headers
 from tests.support.served import Agent, Served
 
 pytestmark = pytest.mark.timeout(90)
@@ -170,3 +171,37 @@ def test_a_call_waiting_for_approval_is_told_at_a_stop_that_it_was_not_sent(
     text = answer["result"]["content"][0]["text"]
     assert "mcpd is stopping" in text and "not sent" in text, text
     assert "may have reached" not in text, text
+
+
+def test_a_call_in_flight_over_http_is_answered_before_mcpd_stops(short_dir: Path) -> None:
+    """On ``/mcp`` as on a line connection: the call its server holds gets mcpd's word
+    that it stops, as the response to its POST, before the connection closes."""
+    served = Served(short_dir, _daemon(short_dir, call_timeout=LONG) + _holding("1"))
+    try:
+        served.notify.next_with("READY=1", timeout=60)
+        body = json.dumps(modern(5, "tools/call", {"name": "mcp__slow__hold", "arguments": {}}))
+        head = [
+            "POST /mcp HTTP/1.1",
+            "Host: mcpd",
+            f"Content-Length: {len(body)}",
+            *(f"{k}: {v}" for k, v in MCP.items()),
+            *modern_headers("tools/call", "mcp__slow__hold"),
+        ]
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(str(served.socket))
+            sock.sendall(("\r\n".join(head) + "\r\n\r\n" + body).encode())
+            served.until("holding call 1")
+            served.proc.send_signal(signal.SIGTERM)
+            raw = b""
+            while chunk := sock.recv(1 << 16):
+                raw += chunk
+        assert served.exited() == 0, served.log
+    finally:
+        served.close()
+    assert raw, "the connection closed with no response"
+    reply = Reply(raw)
+    assert reply.status == 200, raw
+    (answer,) = reply.events() if b"event-stream" in raw else [reply.json()]
+    assert answer["id"] == 5 and answer["result"]["isError"] is True, answer
+    text = answer["result"]["content"][0]["text"]
+    assert "mcpd is stopping" in text and "whether it ran is not known" in text, text
