@@ -67,7 +67,7 @@ def _decide(args: argparse.Namespace) -> int:
     params: dict[str, Any] = {"id": args.id, "approve": args.action == "approve"}
     if args.reason is not None:
         params["reason"] = args.reason
-    with client_for(args) as client:
+    with client_for(args, QUICK) as client:
         done = ask(client, "mcpd/approvals/decide", params, code=False)
     if args.json:
         print(json.dumps(done, indent=2))

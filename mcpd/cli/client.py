@@ -119,16 +119,19 @@ class Client:
                     raise rpc.RPCError(error.code, error.message, data)
         except TimeoutError:
             raise NotAnswering(
-                f"{self._who()} is not answering on {self.path} (no reply in {self.timeout:g} s)"
+                f"{self._holder()} is not answering (no reply in {self.timeout:g} s)"
             ) from None
         except OSError as exc:
             raise Unreachable(f"lost the connection to mcpd on {self.path}: {exc}") from None
 
-    def _who(self) -> str:
-        """mcpd, with its pid as the kernel says; the pid of systemd (1), which made a
-        socket it passes, would name the wrong process."""
+    def _holder(self) -> str:
+        """What holds the socket, by its pid as the kernel says: nothing it said tells
+        that it is mcpd. The pid of systemd (1), which made a socket it passes, would
+        name the wrong process."""
         peer = peer_of(self._sock)
-        return "mcpd" if peer is None or peer.pid <= 1 else f"mcpd (pid {peer.pid})"
+        if peer is None or peer.pid <= 1:
+            return f"the process holding {self.path}"
+        return f"the process holding {self.path} (pid {peer.pid})"
 
     def _readline(self) -> bytes:
         while b"\n" not in self._buf:

@@ -40,7 +40,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
         return cmd_held_or_found(args)
     footer = None
     decisions: dict[str, dict[str, Any]] | None = None
-    with client_for(args) as client:
+    with client_for(args, QUICK) as client:
         try:
             if args.profile is not None or args.policy:
                 params: dict[str, Any] = {"policy": True} if args.policy else {}

@@ -24,6 +24,7 @@ from protocol.visible import visible
 
 from ..config.model import default_config_path
 from .browser import browser_argv, ended_by_signals, open_in_browser, page_to
+from .client import QUICK
 from .exits import EXIT_BAD_REPLY, EXIT_FAILED, ask, client_for, fail
 
 
@@ -34,7 +35,7 @@ def _object(value: Any, what: str) -> dict[str, Any]:
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
-    with client_for(args) as client:
+    with client_for(args, QUICK) as client:
         out = _object(ask(client, "mcpd/auth/dashboard", code=False), "address reply")
         if out.get("url") is None:
             status = _object(ask(client, "mcpd/status"), "status")

@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from protocol.visible import visible
 
-from .client import SOCKET_HELP
+from .client import QUICK, SOCKET_HELP
 from .exits import EXIT_FAILED, EXIT_USAGE, ask, client_for, fail
 
 _WHY: Final = {
@@ -230,7 +230,7 @@ def _confirmed(question: str) -> bool:
 def cmd_held_or_found(args: argparse.Namespace) -> int:
     """``mcpd tools --pending`` and ``--findings``."""
     key = "pending" if args.pending else "findings"
-    with client_for(args) as client:
+    with client_for(args, QUICK) as client:
         items = ask(client, f"mcpd/pins/{key}")[key]
     if args.json:
         print(json.dumps({key: items}, indent=2))
@@ -299,7 +299,7 @@ def _forget_unreadable(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    with client_for(args) as client:
+    with client_for(args, QUICK) as client:
         pins = ask(client, "mcpd/pins/export", {"servers": args.servers or None})
     missing = sorted(set(args.servers) - set(pins.get("servers") or {}))
     if missing:

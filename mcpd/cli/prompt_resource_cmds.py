@@ -16,10 +16,11 @@ from typing import Any
 
 from protocol.visible import visible
 
-from .client import Client
+from .client import LONG, QUICK, Client
 from .exits import EXIT_USAGE, ask, fail
 
-ClientFor = Callable[[argparse.Namespace], Client]
+# A client on the daemon's socket, waiting so many seconds for each reply.
+ClientFor = Callable[[argparse.Namespace, float], Client]
 
 
 def _all(client: Client, method: str, key: str) -> list[dict[str, Any]]:
@@ -48,7 +49,7 @@ def _server(item: dict[str, Any]) -> str:
 
 
 def cmd_prompts(args: argparse.Namespace, client_for: ClientFor) -> int:
-    with client_for(args) as client:
+    with client_for(args, QUICK) as client:
         prompts = _all(client, "prompts/list", "prompts")
     if args.json:
         print(json.dumps({"prompts": prompts}, indent=2))
@@ -64,7 +65,7 @@ def cmd_prompts(args: argparse.Namespace, client_for: ClientFor) -> int:
 
 
 def cmd_resources(args: argparse.Namespace, client_for: ClientFor) -> int:
-    with client_for(args) as client:
+    with client_for(args, QUICK) as client:
         resources = _all(client, "resources/list", "resources")
         templates = _all(client, "resources/templates/list", "resourceTemplates")
     if args.json:
@@ -78,7 +79,7 @@ def cmd_resources(args: argparse.Namespace, client_for: ClientFor) -> int:
 
 
 def cmd_read(args: argparse.Namespace, client_for: ClientFor) -> int:
-    with client_for(args) as client:
+    with client_for(args, LONG) as client:
         result = ask(client, "resources/read", {"uri": args.uri})
     if args.json:
         print(json.dumps(result, indent=2))
@@ -101,7 +102,7 @@ def cmd_prompt(args: argparse.Namespace, client_for: ClientFor) -> int:
         fail(EXIT_USAGE, f"arguments are not valid JSON: {exc}")
     if not isinstance(arguments, dict):
         fail(EXIT_USAGE, "arguments must be a JSON object")
-    with client_for(args) as client:
+    with client_for(args, LONG) as client:
         result = ask(client, "prompts/get", {"name": args.name, "arguments": arguments})
     if args.json:
         print(json.dumps(result, indent=2))

@@ -1,6 +1,7 @@
-"""`mcpd status` against a daemon that takes connections and answers nothing (stopped
-with SIGSTOP, as a wedged one would be), and against none at all: it says so promptly,
-`--watch` says so frame after frame, and `--json` puts the error on stdout as well."""
+"""`mcpd status` (and the other commands that ask something quick) against a daemon
+that takes connections and answers nothing (stopped with SIGSTOP, as a wedged one would
+be), and against none at all: it says so promptly, `--watch` says so frame after frame,
+and `--json` puts the error on stdout as well."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from mcpd.cli.exits import EXIT_UNREACHABLE
 from tests.conftest import ROOT
 from tests.support.served import Served
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = pytest.mark.timeout(180)
 
 
 @pytest.fixture
@@ -55,11 +56,14 @@ def test_status_of_a_stopped_daemon_says_it_is_not_answering(short_dir: Path) ->
     try:
         served.notify.next_with("READY=1", timeout=60)
         served.proc.send_signal(signal.SIGSTOP)
-        said = f"mcpd (pid {served.proc.pid}) is not answering on {sock}"
+        said = f"the process holding {sock} (pid {served.proc.pid}) is not answering"
 
-        done = _mcpd("status", "--socket", sock)
-        assert done.returncode == EXIT_UNREACHABLE, done
-        assert said in done.stderr, done.stderr
+        for command in ("status", "tools", "prompts"):
+            done = _mcpd(command, "--socket", sock)
+            assert done.returncode == EXIT_UNREACHABLE, done
+            assert said in done.stderr, done.stderr
+            # Nothing it said tells it is mcpd: it is named by its pid alone.
+            assert "mcpd (pid" not in done.stderr, done.stderr
 
         done = _mcpd("status", "--json", "--socket", sock)
         assert done.returncode == EXIT_UNREACHABLE, done
