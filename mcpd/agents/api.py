@@ -127,6 +127,7 @@ class AgentServer(ProfileMethods, Dispatcher):
             "subscriptions/listen": AgentServer._listen,
             "mcpd/status": AgentServer._status,
             "mcpd/reload": AgentServer._reload,
+            "mcpd/lineLimit": AgentServer._line_limit,
             **AUTH_HANDLERS,
             **PINS_HANDLERS,
             **APPROVAL_HANDLERS,
@@ -396,6 +397,14 @@ class AgentServer(ProfileMethods, Dispatcher):
 
     async def end_subscriptions(self) -> None:
         await self.listens.end_all()
+
+    async def _line_limit(
+        self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    ) -> Any:
+        # What ``mcpd bridge`` holds its host's lines to: over it, the connection closes.
+        if conn.line_limit is None:
+            raise rpc.RPCError(rpc.METHOD_NOT_FOUND, "mcpd/lineLimit is for a line connection")
+        return {"maxLineBytes": conn.line_limit}
 
     async def _status(self, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
         return self.control.status(self.scope_of(conn), own_user=conn.identity.reads_as_owner())

@@ -29,13 +29,13 @@ from typing import Final
 import trio
 
 from protocol import jsonrpc as rpc
-from protocol import mcp
-from protocol.framing import LineFramer, Oversized, OversizedEnd
+from protocol.framing import DEFAULT_MAX_LINE, LineFramer, Oversized, OversizedEnd
 from protocol.unreadable import id_at_edges
 
 from ..config.model import EX_CONFIG
 from . import batches
 from .bridge_ledger import OwnRequests, Unanswered
+from .bridge_opening import Refused, open_connection
 from .bridge_session import HostSession, list_changes
 from .dial import (
     CONNECT_WAIT,
@@ -49,14 +49,11 @@ from .dial import (
 from .peers import untrusted_daemon
 
 UNREACHABLE: Final = -32000
-PROFILE_ID: Final = "mcpd-bridge-profile"
 # Lines from the daemon are relayed whatever their size: the bridge talks to no process
 # but the daemon of its own user, root or the service, which held each line whole to
 # write it, and bounds what it reads itself (``max_line_bytes``).
 _FROM_DAEMON: Final = 1 << 62
 _EXIT_GRACE: Final = 10.0
-_PROFILE_TIMEOUT: Final = 10.0
-_INFO: Final = mcp.Implementation(name="mcpd-bridge", version="0")
 
 
 class Bridge:
@@ -91,6 +88,8 @@ class Bridge:
         self._unanswered = Unanswered()
         self._own = OwnRequests()
         self._host_gone = False
+        # The longest line the daemon connected to takes: one over it is not relayed.
+        self._line_limit = DEFAULT_MAX_LINE
 
     async def run(self) -> None:
         async with trio.open_nursery() as nursery:
@@ -167,13 +166,16 @@ class Bridge:
                 return None
             self.untrusted = None
             framer = LineFramer(_FROM_DAEMON)
-            early: Sequence[bytes | Oversized] = []
-            if self.profile is not None:
-                early_lines = await self._use_profile(conn, framer)
-                if early_lines is None:
-                    await conn.aclose()
-                    return None
-                early = early_lines
+            opened = await open_connection(conn, framer, self.profile)
+            if isinstance(opened, Refused):
+                await conn.aclose()
+                self.refused = opened.why
+                if opened.profile:
+                    self.profile_refused = True
+                    print(opened.why, file=sys.stderr, flush=True)
+                return None
+            self.refused = None
+            self._line_limit = opened.line_limit
             # A new daemon connection has no session: the host's legacy one is set up
             # again under the bridge's own ids, the answers kept from the host.
             replay = self._session.replay(self._own, self._unanswered)
@@ -183,7 +185,7 @@ class Bridge:
                 _say(f"connected to mcpd again on {self.socket_path}")
             self._connected_before = True
             self._conn = conn
-            self._nursery.start_soon(self._pump_socket, conn, framer, early)
+            self._nursery.start_soon(self._pump_socket, conn, framer, opened.early)
             return conn
 
     def _unreachable(self, exc: OSError | DialError) -> str:
@@ -193,35 +195,6 @@ class Bridge:
             f"mcpd is not running ({not_listening(self.socket_path, exc)}); start it with "
             "`mcpd serve` or `systemctl start mcpd`, then try again"
         )
-
-    async def _use_profile(
-        self, conn: trio.SocketStream, framer: LineFramer
-    ) -> Sequence[bytes | Oversized] | None:
-        """Ask for the profile and wait for the answer; the lines that came with it,
-        or None (with ``refused`` set) when there is no profile to be had."""
-        params = {"profile": self.profile, "_meta": mcp.request_meta(mcp.LATEST_MODERN, {}, _INFO)}
-        try:
-            await conn.send_all(rpc.encode_request(PROFILE_ID, "mcpd/useProfile", params) + b"\n")
-            with trio.fail_after(_PROFILE_TIMEOUT):
-                while True:
-                    data = await conn.receive_some(1 << 16)
-                    if not data:
-                        self.refused = "mcpd closed the connection when asked for the profile"
-                        return None
-                    lines = framer.feed(data)
-                    for at, line in enumerate(lines):
-                        answered = None if isinstance(line, Oversized) else _reply(line)
-                        if isinstance(answered, rpc.ErrorResponse):
-                            self.profile_refused = True
-                            self.refused = f"mcpd: {answered.error.message}"
-                            print(self.refused, file=sys.stderr, flush=True)
-                            return None
-                        if answered is not None:
-                            self.refused = None
-                            return lines[at + 1 :]
-        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError):
-            self.refused = "mcpd did not answer when asked for the profile"
-        return None
 
     async def _pump_socket(
         self,
@@ -280,22 +253,28 @@ class Bridge:
                 return
             for line in framer.feed(data):
                 if isinstance(line, OversizedEnd):
-                    await self._too_long(id_at_edges(head, line.tail), line)
+                    rid = id_at_edges(head, line.tail)
+                    ids = [] if rid is None else [rid]
+                    await self._too_long(ids, line.size, line.limit, False)
                 elif isinstance(line, Oversized):
                     head = line.prefix
                 else:
                     await self._forward(line)
 
-    async def _too_long(self, rid: rpc.Id | None, line: OversizedEnd) -> None:
+    async def _too_long(self, ids: list[rpc.Id], size: int, limit: int, batch: bool) -> None:
         """A host's line over the limit is not relayed: the daemon would refuse it and
-        close the connection, every other request on it unanswered."""
-        why = (
-            f"the request is {line.size} bytes, over the {line.limit} byte limit of a "
-            "line mcpd takes; it was not sent"
+        close the connection, every other request on it unanswered. The request (each
+        of a ``batch``'s) is answered under its id."""
+        why = f"the request is {size} bytes, over the {limit} byte limit of a line mcpd takes"
+        named = (
+            f"id {ids[0]!r}" if len(ids) == 1 else f"ids {ids!r}" if ids else "its id unreadable"
         )
-        _say(f"{why} (id {rid!r})" if rid is not None else f"{why} (its id unreadable)")
-        if rid is not None:
-            await self.write_out(rpc.encode_error(rid, rpc.INVALID_REQUEST, why) + b"\n")
+        _say(f"{why} ({named})")
+        errors = [
+            rpc.encode_error(rid, rpc.INVALID_REQUEST, f"{why}; it was not sent") for rid in ids
+        ]
+        if errors:
+            await self.write_out((batches.joined(errors) if batch else errors[0]) + b"\n")
 
     async def _forward(self, line: bytes) -> None:
         msg: rpc.Message | None
@@ -310,6 +289,10 @@ class Bridge:
             await self._answer_all(msg, asked, message)
             return
         conn = await self._connection()
+        if conn is not None and len(line) > self._line_limit:
+            batch = not isinstance(msg, rpc.Request)
+            await self._too_long(asked, len(line), self._line_limit, batch)
+            return
         if conn is not None:
             self._unanswered.add(conn, asked, msg.method if isinstance(msg, rpc.Request) else None)
             try:
@@ -352,17 +335,6 @@ _CUT: Final = (
 
 def _say(text: str) -> None:
     print(f"mcpd bridge: {text}", file=sys.stderr, flush=True)
-
-
-def _reply(line: bytes) -> rpc.Response | rpc.ErrorResponse | None:
-    """The daemon's answer to the profile request, if ``line`` is it."""
-    try:
-        msg = rpc.decode_message(line)
-    except rpc.DecodeFailure:
-        return None
-    if isinstance(msg, rpc.Response | rpc.ErrorResponse) and msg.id == PROFILE_ID:
-        return msg
-    return None
 
 
 def _messages(line: bytes) -> list[rpc.Message]:

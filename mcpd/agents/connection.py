@@ -124,7 +124,8 @@ class Connection(Ending):
         self.batches = self._outbox.batches
         self._put = self._outbox.put
         self._unbatch = self._outbox.unbatch
-        self._reader = LineReader(lines, stream, limits.max_line_bytes, self._out, self._line)
+        self.line_limit = limits.max_line_bytes  # what it was opened with, a reload aside
+        self._reader = LineReader(lines, stream, self.line_limit, self._out, self._line)
 
     def may_control(self) -> bool:
         """The daemon's user or root, on a socket (no peer: the HTTP endpoint's token)."""

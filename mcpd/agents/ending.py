@@ -99,6 +99,9 @@ class Ending(Agent):
     _outbox: Outbox
     # Why each request is refused from now on: the connection is ending (``leave``).
     leaving: str | None = None
+    # The longest line read from it, which ``mcpd/lineLimit`` tells (None: it reads no
+    # lines, as an HTTP exchange).
+    line_limit: int | None = None
     _settled: trio.Event | None = None  # set once nothing is in flight, while it ends
 
     @property

@@ -259,3 +259,40 @@ async def test_a_full_listen_queue_is_said_as_such_not_taken_for_another_user(
     message = json.loads(answer)["error"]["message"]
     assert str(sock) in message and "listen queue stayed full" in message
     assert "uid" not in message and bridge.untrusted is None
+
+
+async def test_a_line_over_the_daemons_own_limit_is_answered_and_the_rest_go_on(
+    tmp_path: Path,
+) -> None:
+    """The daemon takes lines of at most 65536 bytes: a host's longer request is answered
+    under its id with its size and that limit, and the host's call in flight and the
+    requests after it are answered as if it had not been sent."""
+    cfg = make_config(tmp_path, {"slow": server("--slow", "1")}, max_line_bytes=65536)
+    sock = Path(cfg.socket_path())
+    with trio.fail_after(60):
+        bridge = await start_bridge(sock)
+        async with running(cfg):
+            greeting = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "host", "version": "1"},
+            }
+            await bridge.ask(1, "initialize", greeting)
+            await bridge.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            call = {"name": "mcp__slow__tool0", "arguments": {"text": "kept"}}
+            await bridge.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+            big = {"name": "mcp__slow__tool0", "arguments": {"text": "x" * 100_000}}
+            await bridge.send({"jsonrpc": "2.0", "id": 77, "method": "tools/call", "params": big})
+            await bridge.send({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}})
+            replies = {}
+            while len(replies) < 3:
+                reply = await bridge.receive()
+                replies[reply.get("id")] = reply
+            assert bridge.proc.stdin is not None
+            await bridge.proc.stdin.aclose()
+            assert await bridge.proc.wait() == 0
+    assert set(replies) == {2, 3, 77}, replies
+    said = replies[77]["error"]["message"]
+    assert "over the 65536 byte limit" in said and "it was not sent" in said, said
+    assert replies[2]["result"]["content"][0]["text"] == "tool0:kept", replies[2]
+    assert replies[3]["result"]["tools"], replies[3]
