@@ -35,8 +35,8 @@ class Daemon:
         return self.answers[method].pop(0)
 
 
-def client_for(daemon: Daemon) -> Callable[[argparse.Namespace], Any]:
-    return lambda args: contextlib.nullcontext(daemon)
+def client_for(daemon: Daemon) -> Callable[[argparse.Namespace, float], Any]:
+    return lambda args, timeout: contextlib.nullcontext(daemon)
 
 
 def run(
