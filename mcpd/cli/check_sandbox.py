@@ -109,6 +109,8 @@ def exposed_warnings(config: Config, env: Mapping[str, str] | None = None) -> li
         except OSError:
             command = s.command  # as its start would say, which its line does
         for exposed in secret_folders.split(sandbox, command, cwd).exposed:
+            if exposed.missing:
+                continue
             said = secret_folders.warning(exposed)
             out += [said] if said not in out else []
     return out

@@ -39,6 +39,7 @@ _SYSTEM: Final = (*SYSTEM_DIRS, "/boot", "/proc", "/sys", "/dev")
 _SHARED: Final = ("/tmp", "/var/tmp", "/dev/shm", "/run", "/home", "/root")
 # Symbolic links followed from a secret file's name, as many as the kernel follows.
 _HOPS: Final = 40
+_MISSING: Final = "it does not exist as the server starts"
 _said: set[str] = set()
 
 
@@ -48,6 +49,9 @@ class Exposed(msgspec.Struct, frozen=True):
     file: str
     folder: str
     why: str
+    # Its directory is missing: nothing there to read yet, and nothing said of it; a
+    # reload restarts the server once the file is there (``changed``).
+    missing: bool = False
 
 
 class Split(msgspec.Struct, frozen=True):
@@ -67,6 +71,9 @@ def split(sandbox: Sandbox, command: str, cwd: str) -> Split:
         if sandbox.level == "strict" and not _strictly_shown(file, sandbox):
             continue  # outside what a strict sandbox shows at all
         for folder in folders_of(file):
+            if not os.path.isdir(folder):
+                exposed.append(Exposed(file, folder, _MISSING, missing=True))
+                continue
             why = _why_shown(folder, sees)
             if why is None:
                 folders.append(folder)
@@ -120,7 +127,7 @@ def _why_shown(folder: str, sees: Sequence[Seen]) -> str | None:
     except OSError:
         st = None
     if st is None or not stat.S_ISDIR(st.st_mode):
-        return "it does not exist as the server starts"
+        return _MISSING
     if st.st_uid not in (os.geteuid(), 0):
         return f"it is another user's (uid {st.st_uid}), which mcpd does not hide"
     for name in names:
@@ -171,6 +178,8 @@ def warning(exposed: Exposed) -> str:
 def say(split: Split, sandbox: Sandbox) -> None:
     """Say, once for each, the files a server starting now could come to read."""
     for exposed in split.exposed:
+        if exposed.missing:
+            continue
         said = warning(exposed)
         if said in _said:
             continue

@@ -107,3 +107,13 @@ def test_what_a_reload_compares_is_the_real_file_and_directories(tmp_path: Path)
     (tmp_path / "links" / "tok").symlink_to(real)
     covered = identities(split(sandbox_of(tmp_path, tmp_path / "links" / "tok"), "/bin/true", ""))
     assert [c.path for c in covered] == [str(tmp_path / "links"), str(tmp_path / "vault")]
+
+
+def test_a_secret_in_a_directory_not_there_is_watched_and_not_said(tmp_path: Path) -> None:
+    missing = tmp_path / "not-yet" / "tok"
+    got = split(sandbox_of(tmp_path, missing), "/bin/true", "")
+    (exposed,) = got.exposed
+    assert exposed.missing and got.folders == ()
+    # What a reload compares: nothing there now, so a file put there later restarts.
+    (covered,) = identities(got)
+    assert covered.path == str(missing) and covered.key is None
