@@ -31,6 +31,10 @@ COMMANDS: frozenset[str] = frozenset(
     | {"auth", "token", "connect", "approve", "pins", "dashboard", "approvals", "calls"}
     | {*PROMPT_RESOURCE_COMMANDS}
 )
+# Commands that take a list of names after a positional: argparse ends that list at the
+# first option, so `approve ALIAS --yes NAME` would leave NAME over. Their words are
+# read again with options and names mixed (the command has no subcommands to forbid it).
+NAMES_AMID_OPTIONS: frozenset[str] = frozenset({"approve"})
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -227,6 +231,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = build_parser(words[0] if words and words[0] in COMMANDS else None)
     try:
         args, extra = parser.parse_known_args(argv)
+        if extra and args.command in NAMES_AMID_OPTIONS:
+            command = argparse.Namespace(command=args.command)
+            args, extra = args.usage_of.parse_known_intermixed_args(words[1:], command)
         if extra:
             # argparse's Namespace has only what the chosen subcommand's defaults set.
             # The words are echoed: escaped, so none can act on the terminal or start

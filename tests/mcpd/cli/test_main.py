@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from mcpd import __version__
-from mcpd.cli import client_cmds
+from mcpd.cli import client_cmds, pins_cmds
 from mcpd.cli.exits import EXIT_USAGE
 from mcpd.cli.main import COMMANDS, main
 
@@ -139,6 +139,42 @@ def test_a_commands_code_is_the_exit_code(monkeypatch: pytest.MonkeyPatch) -> No
     assert exit_of(["reload", "--socket", "/run/x.sock"]) == 3
     [args] = seen
     assert args.socket == "/run/x.sock"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["approve", "h", "--yes", "deploy.prod", "send"],
+        ["approve", "--yes", "h", "deploy.prod", "send"],
+        ["approve", "h", "deploy.prod", "--yes", "send"],
+    ],
+)
+def test_approves_names_may_come_before_and_after_its_options(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[argparse.Namespace] = []
+
+    def approve(args: argparse.Namespace) -> int:
+        seen.append(args)
+        return 0
+
+    monkeypatch.setattr(pins_cmds, "cmd_approve", approve)
+    assert exit_of(argv) == 0
+    [args] = seen
+    assert (args.command, args.server, args.names, args.yes) == (
+        "approve",
+        "h",
+        ["deploy.prod", "send"],
+        True,
+    )
+
+
+def test_a_word_approve_does_not_take_is_still_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    usage, error = usage_error(["approve", "h", "--yes", "x", "--frob"], capsys)
+    assert usage.startswith("usage: mcpd approve")
+    assert error == "mcpd approve: error: unrecognized arguments: --frob"
 
 
 def test_ctrl_c_in_a_command_exits_130(monkeypatch: pytest.MonkeyPatch) -> None:
