@@ -47,9 +47,9 @@ def write(
     from the file it replaces (``sections``: where each server's part is in it), if
     it is the one pinned; ``BadPins`` if it is in neither. Returns where each server's
     part is in the new file."""
-    f = _opened(path)
+    f, absent = _opened(path)
     try:
-        old = _Old(path, f, sections)
+        old = _Old(path, f, sections, absent)
         spans: dict[str, tuple[int, int]] = {}
         written = write_atomically(path, _pieces(path, servers, unwritten, old, spans))
     finally:
@@ -58,24 +58,30 @@ def write(
     return Sections(file_id(written), spans)
 
 
-def _opened(path: str) -> BinaryIO | None:
-    """The file being replaced, if there is one; not through a link (one at its name is
-    replaced, as ``privatefile`` replaces it, and nothing is read from where it points)."""
+def _opened(path: str) -> tuple[BinaryIO | None, str]:
+    """The file being replaced, if there is one, else why not; not through a link (one
+    at its name is replaced, as ``privatefile`` replaces it, and nothing is read from
+    where it points)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ELOOP):
-            return None
+        if exc.errno == errno.ENOENT:
+            return None, "no file is there to take it from"
+        if exc.errno == errno.ELOOP:
+            return None, "a symbolic link is there now, and mcpd reads no pins through one"
         raise
-    return os.fdopen(fd, "rb")
+    return os.fdopen(fd, "rb"), ""
 
 
 class _Old:
     """The file being replaced."""
 
-    def __init__(self, path: str, f: BinaryIO | None, sections: Sections | None) -> None:
+    def __init__(
+        self, path: str, f: BinaryIO | None, sections: Sections | None, absent: str
+    ) -> None:
         self.path = path
         self.f = f
+        self.absent = absent  # why there is no file to read, where there is none
         if f is None or sections is None or file_id(os.fstat(f.fileno())) != sections.file:
             sections = None  # not the file they were found in
         self.sections = sections
@@ -232,7 +238,8 @@ def _server(
                 record = None if records is None else records.of(kind).get(name)
                 found = None if record is None else verified(record, digest)
                 if found is None:
-                    raise BadPins(f"{path}: the definition of {alias} {kind} {name!r} is lost")
+                    why = f" ({old.absent})" if old.absent else ""
+                    raise BadPins(f"{path}: the definition of {alias} {kind} {name!r} is lost{why}")
                 data = bytes(found)
             yield _record(comma, name, digest, data, reviewed)
         yield b"\n      }"

@@ -200,6 +200,25 @@ def test_a_definition_in_neither_fails_and_leaves_the_file_as_it_was(tmp_path: P
     assert sorted(os.listdir(tmp_path)) == ["pins.json"]
 
 
+def test_a_link_or_nothing_where_the_file_was_is_named_as_why_a_definition_is_lost(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "pins.json"
+    p = Pinning()
+    p.pin("notes", "tool", tool("search"))
+    sections = p.write(path, None)
+    elsewhere = tmp_path / "elsewhere.json"
+    os.replace(path, elsewhere)
+    path.symlink_to(elsewhere)
+    p.unwritten.changed("notes")
+    with pytest.raises(BadPins, match=r"'search' is lost \(a symbolic link is there now"):
+        p.write(path, sections)
+    assert path.is_symlink()  # nothing written, through it or over it
+    path.unlink()
+    with pytest.raises(BadPins, match=r"'search' is lost \(no file is there to take it from\)"):
+        p.write(path, sections)
+
+
 def test_a_definition_edited_in_the_file_is_not_taken_for_the_pinned_one(
     tmp_path: Path,
 ) -> None:
