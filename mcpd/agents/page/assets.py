@@ -113,7 +113,8 @@ SCRIPT: Final = """
   };
   document.addEventListener("submit", async (ev) => {
     const form = ev.target;
-    if (!(form instanceof HTMLFormElement) || !csrf) return;
+    // A form that asks for a page (the calls' filter) is the browser's to follow.
+    if (!(form instanceof HTMLFormElement) || form.method !== "post" || !csrf) return;
     ev.preventDefault();
     const out = form.querySelector("output") || form;
     out.textContent = "starting\\u2026";

@@ -4,9 +4,9 @@ its tools: the page runs its script under its own Content-Security-Policy withou
 console error, a killed server's row turns red and its day gains the outage without a
 reload, the address ``mcpd dashboard`` prints opens one session once, a form on another
 origin that posts to the page is refused, and a held definition change approved on the
-page is released, and a call waiting for approval is let through by Approve on the
-page. Screenshots at desktop and phone widths are left in
-``tests/.artifacts/page``.
+page is released, a call waiting for approval is let through by Approve on the page,
+and the latest calls' filter loads the page of what it names. Screenshots at desktop
+and phone widths are left in ``tests/.artifacts/page``.
 
 One daemon and one browser serve the whole module.
 """
@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
@@ -269,4 +269,28 @@ def test_an_approval_clicked_on_the_page_lets_the_waiting_call_through(
     WebDriverWait(page, 10).until(lambda d: not d.find_elements("css selector", waiting))
     rows = page.find_elements("css selector", "#calls tbody tr")
     assert "mcp__notes__read_note" in rows[0].text and "ok" in rows[0].text
+    assert severe(page) == []
+
+
+def test_the_calls_filter_loads_the_page_of_the_outcome_chosen(mcpd: Daemon, page: Any) -> None:
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    open_page(page, mcpd)
+    mcpd.call("mcp__notes__list_notes")
+    mcpd.call("mcp__notes__no_such_tool")
+    calls = "#calls tbody"
+    WebDriverWait(page, 10).until(
+        lambda d: "no_such_tool" in d.find_element("css selector", calls).text
+    )
+    outcome = 'form.filter select[name="outcome"]'
+    Select(page.find_element("css selector", outcome)).select_by_value("ok")
+    page.find_element("css selector", "form.filter button").click()
+    WebDriverWait(page, 10).until(lambda d: "outcome=ok" in d.current_url)
+    assert parse_qs(urlsplit(page.current_url).query)["outcome"] == ["ok"]
+    WebDriverWait(page, 10).until(lambda d: d.find_element("id", "live").text == "live")
+    rows = page.find_elements("css selector", f"{calls} tr")
+    assert rows and all(r.find_element("css selector", ".pill").text == "ok" for r in rows)
+    shown = page.find_element("css selector", calls).text
+    assert "mcp__notes__list_notes" in shown and "no_such_tool" not in shown
+    assert Select(page.find_element("css selector", outcome)).first_selected_option.text == "ok"
     assert severe(page) == []
