@@ -27,6 +27,16 @@ SEARCH = {
     "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}}},
 }
 
+
+def transfer(description: str, destination: str) -> dict[str, Any]:
+    """A tool of many arguments, whose last one's description is far down its diff."""
+    fields = {f"f{n:02}": {"type": "string", "description": f"Field {n}."} for n in range(1, 8)}
+    fields["f08"] = {"type": "string", "description": destination}
+    schema = {"type": "object", "properties": fields}
+    return {"name": "transfer", "description": description, "inputSchema": schema}
+
+
+TRANSFER = transfer("Transfer funds.", "Field 8.")
 # One request on the socket named first, its reply line printed.
 _ONE_CALL = """
 import socket, sys
@@ -44,7 +54,7 @@ class Daemon:
     def __init__(self, tmp: Path) -> None:
         victim, victim_args = scripted("--tools", "2")
         self.definitions = tmp / "definitions.json"
-        self.definitions.write_text(json.dumps({"tools": [SEARCH]}))
+        self.definitions.write_text(json.dumps({"tools": [SEARCH, TRANSFER]}))
         self.reached = tmp / "reached.log"
         servers = {
             "notes": {"command": sys.executable, "args": ["-m", "mcpd.demo.notes"]},

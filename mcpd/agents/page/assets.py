@@ -65,8 +65,10 @@ border-radius:6px;padding:4px 12px;cursor:pointer}
 button:focus-visible{outline:2px solid var(--idle);outline-offset:2px}
 output{font-size:12px;color:var(--muted)}output a{color:var(--idle)}
 button.no{background:var(--down)}
-pre.diff{flex-basis:100%;margin:0;max-height:16em;overflow:auto;font-size:12px;
-background:var(--bg);border:1px solid var(--line);border-radius:4px;padding:6px}
+pre.diff{flex-basis:100%;margin:0;font-size:12px;white-space:pre-wrap;
+overflow-wrap:anywhere;background:var(--bg);border:1px solid var(--line);border-radius:4px;
+padding:6px}
+pre.diff.cut{max-height:16em;overflow:auto}
 form.filter{display:flex;gap:8px;margin:0 0 8px}
 select{font:inherit;color:var(--fg);background:var(--card);border:1px solid var(--line);
 border-radius:6px;padding:2px 6px}

@@ -103,12 +103,16 @@ def held_items(data: PageData) -> list[str]:
         elif data.csrf:
             button = f"<small>Its name is too long for the page: approve it with {command}.</small>"
         since = "" if h.since is None else f", since {charts.clock(h.since)}"
+        # A diff that may be approved here is drawn whole in the page's flow, with no box
+        # of its own to scroll or lines running out of sight: the way down to Approve
+        # passes every line of it. A cut one is not approved here, and a box keeps it short.
+        box = "diff cut" if h.cut else "diff"
         out.append(
             f'<li data-waits="change" data-server="{shown(h.server)}">'
             f'<span class="name">{shown(h.server)} / {shown(cut(h.name, NAME_SHOWN))}</span>'
             f'<span class="pill person">{shown(h.kind)} held</span>'
             f"<small>{shown(h.reason)}{since}</small>{_findings(h.findings)}"
-            f'<pre class="diff">{shown(h.diff)}</pre>{button}</li>'
+            f'<pre class="{box}">{shown(h.diff)}</pre>{button}</li>'
         )
     if waiting.more:
         changes = "held change" if waiting.more == 1 else "held changes"

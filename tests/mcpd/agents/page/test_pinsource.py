@@ -332,7 +332,7 @@ async def test_a_change_larger_than_its_diff_is_approved_only_where_shown_whole(
             port = daemon.api.endpoint.port
             cookie, csrf = await session(port, daemon.socket_path)
             page = (await http(port, "GET", "/", {"Cookie": cookie})).body.decode()
-            assert "zz_exfil" not in page.split('<pre class="diff">', 1)[1].split("</pre>")[0]
+            assert "zz_exfil" not in page.split('<pre class="diff cut">', 1)[1].split("</pre>")[0]
             assert forms(page.encode(), "/page/release") == []
             assert "<code>mcpd approve tickets</code> shows all of it" in page
             # What the rules found in it, as `mcpd tools --findings` and the journal say.
