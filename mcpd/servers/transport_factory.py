@@ -9,7 +9,8 @@ from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
 
 from transports.base import AuthHook, NotificationHandler, Transport
-from transports.stdio.transport import StdioParams, open_stdio_transport
+from transports.stdio.params import StdioParams
+from transports.stdio.transport import open_stdio_transport
 
 from ..config.model import Config
 from ..config.sandbox import inherit_of, provided_env, sandbox_of

@@ -15,7 +15,8 @@ from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from tests.support.calls import at_upstream
-from transports.stdio.transport import StdioParams, open_stdio_transport
+from transports.stdio.params import StdioParams
+from transports.stdio.transport import open_stdio_transport
 
 from .conftest import SERVERS, console_script, node_env, node_tool, sdk_server_cmd, v1_python
 

@@ -13,7 +13,8 @@ import trio
 
 from mcpd.servers.upstream import Upstream
 from tests.support.procs import scripted
-from transports.stdio.transport import StdioParams, StdioTransport, open_stdio_transport
+from transports.stdio.params import StdioParams
+from transports.stdio.transport import StdioTransport, open_stdio_transport
 
 
 class StderrWatch:

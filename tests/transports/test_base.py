@@ -23,7 +23,8 @@ from transports.base import Transport, answer_server_request, default_answer
 from transports.errors import TransportClosed
 from transports.http.transport import open_http_transport
 from transports.sse.transport import open_legacy_sse_transport
-from transports.stdio.transport import StdioParams, open_stdio_transport
+from transports.stdio.params import StdioParams
+from transports.stdio.transport import open_stdio_transport
 
 LIMIT = 10
 KINDS = ["stdio", "http", "sse"]

@@ -29,7 +29,8 @@ from transports.http.params import HttpParams
 from transports.http.transport import open_http_transport
 from transports.pace import ReadPace
 from transports.sse.transport import open_legacy_sse_transport
-from transports.stdio.transport import StdioParams, open_stdio_transport
+from transports.stdio.params import StdioParams
+from transports.stdio.transport import open_stdio_transport
 
 LIMIT = 20
 # Within the budget below (4,000 at once, then 1,000 a second) these notes cost some

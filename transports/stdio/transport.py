@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import signal
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Final
 
-import msgspec
 import trio
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
-from protocol.framing import DEFAULT_MAX_LINE
 from protocol.logfields import log_extra
-from protocol.pacing import DEFAULT_RATE, HeldBack
+from protocol.pacing import HeldBack
 from protocol.splice import SplicedCall
 
 from .. import fdread
@@ -35,24 +32,16 @@ from ..pace import ReadPace
 from ..pending import Pending
 from . import pidgroup
 from .child import ChildProcess, signal_group
-from .childenv import PARENT_ONLY_VARS, environment
-from .exits import describe_exit, exit_reason
+from .exits import exit_reason
 from .loopback_relay import relay_loopback
+from .params import StdioParams, child_environment
 from .process import start, stop_process
 from .reader import StdoutReader
-from .sandbox import Sandbox
 from .server_requests import Relays
 from .stderr import StderrLog, read_stderr
 from .strays import stop_strays
 
-__all__ = [
-    "PARENT_ONLY_VARS",
-    "StdioParams",
-    "StdioTransport",
-    "child_environment",
-    "describe_exit",
-    "open_stdio_transport",
-]
+__all__ = ["StdioTransport", "open_stdio_transport"]
 
 logger = logging.getLogger("mcpd.stdio")
 
@@ -61,35 +50,6 @@ _MAX_BUFFERED: Final = 16 * 1024 * 1024  # bytes queued for a server's stdin
 _CANCEL_NOTIFY_TIMEOUT: Final = 1.0
 _READ_SIZE: Final = 65536
 _BATCH: Final = batch()
-
-
-class StdioParams(msgspec.Struct, frozen=True):
-    command: str
-    args: tuple[str, ...] = ()
-    env: dict[str, str] | None = None
-    cwd: str | None = None
-    # What it inherits of mcpd's environment besides the default set (``childenv``),
-    # what of it is kept for others, and what mcpd sets for it (its own HOME).
-    inherit_env: bool | tuple[str, ...] = False
-    withheld: frozenset[str] = frozenset()
-    provided: dict[str, str] | None = None
-    # None: started as it is, in mcpd's working directory.
-    sandbox: Sandbox | None = None
-    max_line: int = DEFAULT_MAX_LINE
-    read_budget: int = DEFAULT_RATE  # what stdout is read at of what answers nothing
-    stdin_grace: float = 2.0
-    term_grace: float = 3.0
-    stderr_tail: int = 20
-
-
-def child_environment(params: StdioParams, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    return environment(
-        params.inherit_env,
-        params.env,
-        os.environ if base is None else base,
-        withheld=params.withheld,
-        provided=params.provided,
-    )
 
 
 class StdioTransport(Transport):

@@ -29,7 +29,8 @@ from protocol.greeting import ServerCapabilities
 from tests.support.calls import at_upstream
 from tests.support.upstream import BAD_SHAPES, scripted_server, upstream
 from transports.errors import MalformedReply, TransportClosed
-from transports.stdio.transport import StdioParams, open_stdio_transport
+from transports.stdio.params import StdioParams
+from transports.stdio.transport import open_stdio_transport
 
 MODERN = "2026-07-28"
 RESERVED = "io.modelcontextprotocol/"

@@ -24,7 +24,8 @@ from transports.errors import (
     TransportClosed,
     TransportError,
 )
-from transports.stdio.transport import StdioParams, child_environment, open_stdio_transport
+from transports.stdio.params import StdioParams
+from transports.stdio.transport import open_stdio_transport
 
 
 def params(*flags: str, **kw: object) -> StdioParams:
@@ -205,18 +206,6 @@ async def test_server_ping_is_answered() -> None:
     assert "'id': 'srv-1'" in watch.line and "'result': {}" in watch.line
 
 
-def test_child_environment_drops_systemd_variables() -> None:
-    base = {
-        "PATH": "/bin",
-        "NOTIFY_SOCKET": "/run/x",
-        "WATCHDOG_USEC": "1",
-        "LISTEN_FDS": "1",
-        "HOME": "/root",
-    }
-    env = child_environment(StdioParams(command="x", env={"TOKEN": "t"}), base)
-    assert env == {"PATH": "/bin", "HOME": "/root", "TOKEN": "t"}
-
-
 async def test_spawned_child_does_not_see_notify_socket(tmp_path: Path) -> None:
     out = tmp_path / "env.json"
     code = (
@@ -278,7 +267,8 @@ async def test_direct_children_die_with_a_killed_parent(tmp_path: Path, arming: 
         from transports.stdio import launch
         if {arming!r} == "preexec":
             launch._setpriv[:] = [None]
-        from transports.stdio.transport import StdioParams, open_stdio_transport
+        from transports.stdio.params import StdioParams
+        from transports.stdio.transport import open_stdio_transport
         async def main():
             p = StdioParams(command={command!r}, args={list(args)!r})
             async with open_stdio_transport("orphan-test", p):
