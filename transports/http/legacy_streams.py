@@ -130,6 +130,34 @@ async def resume_call(
     raise StreamCut(f"{cut.reason}; resuming it failed: {why.removeprefix(label + ': ')}")
 
 
+class PushedAnswers:
+    """Responses to requests in flight that came on the push stream, where some servers
+    resume a call's cut stream (even before the cut): kept for the request to take.
+    One per request id at most, and only while that request is waited for."""
+
+    def __init__(self) -> None:
+        self._inflight: set[rpc.Id] = set()
+        self._kept: dict[rpc.Id, rpc.Response | rpc.ErrorResponse] = {}
+
+    def expect(self, rid: rpc.Id) -> None:
+        self._inflight.add(rid)
+
+    def drop(self, rid: rpc.Id) -> None:
+        self._inflight.discard(rid)
+        self._kept.pop(rid, None)
+
+    def keep(self, msg: rpc.Response | rpc.ErrorResponse) -> bool:
+        """Whether the response was kept: not if no request waits for it, or one
+        came for it before."""
+        if msg.id not in self._inflight or msg.id in self._kept:
+            return False
+        self._kept[msg.id] = msg
+        return True
+
+    def take(self, rid: rpc.Id) -> rpc.Response | rpc.ErrorResponse | None:
+        return self._kept.pop(rid, None)
+
+
 class PushReader:
     """Reads one push stream to its end, handing each message on as it comes."""
 

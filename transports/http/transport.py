@@ -49,6 +49,7 @@ from ..sends import Sends
 from .connection import HttpConnection, client_tls
 from .legacy_session import end_session, post_answer, post_cancel
 from .legacy_streams import (
+    PushedAnswers,
     PushReader,
     PushStream,
     ResumableCut,
@@ -112,9 +113,7 @@ class HttpTransport(Transport):
         )
         self._listening: trio.CancelScope | None = None
         self._push_session: str | None = None
-        # Requests in flight, and responses to them that came on the push stream.
-        self._inflight: set[rpc.Id] = set()
-        self._strays: dict[rpc.Id, rpc.Response | rpc.ErrorResponse] = {}
+        self._pushed = PushedAnswers()
         # One budget for the warnings about what the server sends, on all its streams,
         # and one for reading them.
         self._complaints = Complaints()
@@ -169,7 +168,7 @@ class HttpTransport(Transport):
         else:
             body = rpc.encode_request(rid, method, params)
         ex = Exchange(method, rid, self._session.value)
-        self._inflight.add(rid)
+        self._pushed.expect(rid)
         try:
             try:
                 out_headers = self._head.request(headers, ex)
@@ -183,8 +182,7 @@ class HttpTransport(Transport):
                     await post_cancel(self._out, self._head, self._session, rid, extra)
             raise
         finally:
-            self._inflight.discard(rid)
-            self._strays.pop(rid, None)
+            self._pushed.drop(rid)
 
     async def notify(
         self, method: str, params: Params, *, headers: Mapping[str, str] | None = None
@@ -241,7 +239,7 @@ class HttpTransport(Transport):
                 self._max_body,
                 self._on_notification,
                 self._answer_server_request,
-                self._stray_response,
+                self._pushed.keep,
                 complain=self._complaints.admit,
                 pace=self._pace,
             )
@@ -330,7 +328,7 @@ class HttpTransport(Transport):
     async def _resume(self, ex: Exchange, cut: StreamCut) -> Raw:
         # Some servers resume a cut stream on the session's push stream, even before
         # the cut: then the answer is already here.
-        stray = self._strays.pop(ex.id, None) if ex.id is not None else None
+        stray = self._pushed.take(ex.id) if ex.id is not None else None
         if isinstance(stray, rpc.Response):
             return stray.result
         if isinstance(stray, rpc.ErrorResponse):
@@ -365,14 +363,6 @@ class HttpTransport(Transport):
 
     async def _answer_server_request(self, req: rpc.Request) -> None:
         await post_answer(self._out, self._head, self._session, self.on_request, req)
-
-    def _stray_response(self, msg: rpc.Response | rpc.ErrorResponse) -> bool:
-        """A response on the push stream: kept if a request of ours waits for it (and
-        none came for it before)."""
-        if msg.id not in self._inflight or msg.id in self._strays:
-            return False
-        self._strays[msg.id] = msg
-        return True
 
     async def _new_session(self) -> None:
         """Wait until a handshake starts a session other than the push stream's."""

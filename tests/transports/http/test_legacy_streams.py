@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from msgspec import Raw
 
-from protocol.jsonrpc import METHOD_NOT_FOUND, Notification
+from protocol.jsonrpc import METHOD_NOT_FOUND, Notification, Response
 from tests.support.http_servers import (
     LegacySession,
     Responder,
@@ -30,6 +31,7 @@ from transports.errors import HttpRPCError, StreamCut
 from transports.http.legacy_streams import (
     MIN_REOPEN_DELAY,
     RESUME_ATTEMPTS,
+    PushedAnswers,
     PushReader,
     PushStream,
 )
@@ -77,6 +79,19 @@ def gets(requests: list[SeenRequest]) -> list[SeenRequest]:
 
 
 # -- the server-push stream --
+
+
+def test_a_pushed_response_is_kept_once_and_only_for_a_request_in_flight() -> None:
+    pushed = PushedAnswers()
+    first, second = Response(7, Raw(b'{"n":1}')), Response(7, Raw(b'{"n":2}'))
+    assert not pushed.keep(first)  # nothing of ours waits for id 7
+    pushed.expect(7)
+    assert pushed.keep(first)
+    assert not pushed.keep(second)
+    assert pushed.take(7) is first
+    assert pushed.take(7) is None
+    pushed.drop(7)
+    assert not pushed.keep(second)
 
 
 async def test_push_stream_is_opened_with_the_session_headers_on_its_own_connection() -> None:
