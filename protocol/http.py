@@ -20,6 +20,7 @@ import msgspec
 
 from protocol import jsonrpc as rpc
 from protocol.headers import is_plain, is_token
+from protocol.oneline import one_line
 from protocol.textfaults import utf8_fault
 from protocol.urls import display_url, unreadable
 
@@ -181,7 +182,7 @@ def error_in(body: bytes) -> rpc.ErrorObject | None:
     if utf8_fault(body) is not None:
         return None
     try:
-        return _error_body.decode(rpc.one_line(body)).error.as_object()
+        return _error_body.decode(one_line(body)).error.as_object()
     except (msgspec.DecodeError, RecursionError):
         return None
 

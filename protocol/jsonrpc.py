@@ -17,6 +17,7 @@ from typing import Any, Final, Literal, TypeAlias, TypeVar
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
+from .oneline import line_fault, one_line
 from .textfaults import Fault, invalid_utf8, lone_surrogate
 
 # Standard JSON-RPC codes.
@@ -165,22 +166,6 @@ def valid_id(value: Any) -> bool:
     return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
 
 
-def one_line(data: bytes) -> bytes:
-    """``data`` without insignificant line breaks: one JSON text as exactly one line.
-
-    Whatever mcpd passes on as raw bytes (results, schemas, errors) is a slice of what
-    a peer sent. From a source that is not line-framed (an HTTP body, an event's
-    ``data`` lines) those bytes may carry the peer's pretty-printing, and written to an
-    agent or a child as they are they would be dozens of broken lines. Line breaks
-    inside JSON strings are always escaped, so a raw one is whitespace between tokens
-    and can go; string contents (``\\u2028``, escaped newlines) are left exactly as
-    they were. Raises ``msgspec.DecodeError`` for text that is not JSON.
-    """
-    if b"\n" in data or b"\r" in data:
-        return msgspec.json.format(data, indent=-1)
-    return data
-
-
 def decode_message(data: bytes | memoryview) -> Message:
     """Stage one: classify one JSON text as a request, notification or response.
 
@@ -284,26 +269,6 @@ def decode_response(data: bytes) -> Response | None:
         return _result_line_decoder.decode(data)
     except (msgspec.DecodeError, RecursionError):
         return None
-
-
-_raw_decoder: Final = msgspec.json.Decoder(Raw)
-
-
-def line_fault(line: bytes | bytearray) -> str | None:
-    """Why ``line`` must not be written as one line of JSON-RPC, or None if it may.
-
-    Every line mcpd writes to an agent or a child passes this check: a line with a
-    raw line break would reach the peer as several broken messages, and one that is
-    not JSON as garbage that ends the peer's session. Either is a bug in mcpd (what
-    enters is normalised by ``decode_message``), which the writer refuses to pass on.
-    """
-    if b"\n" in line or b"\r" in line:
-        return "it contains a raw line break"
-    try:
-        _raw_decoder.decode(line)
-    except (msgspec.DecodeError, RecursionError) as exc:
-        return f"it is not valid JSON ({exc})"
-    return None
 
 
 _decoders: dict[Any, Any] = {}

@@ -9,7 +9,8 @@ from typing import Any
 
 import msgspec
 
-from .jsonrpc import Id, encode, encode_onto, encode_result, line_fault
+from .jsonrpc import Id, encode, encode_onto, encode_result
+from .oneline import line_fault
 
 
 class BrokenPiece(Exception):

@@ -18,6 +18,7 @@ import trio
 
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
+from protocol.oneline import line_fault
 from protocol.result_pieces import BrokenPiece
 
 from .backend import Lines, LineSink
@@ -44,9 +45,7 @@ class Outbox:
         writer stopped, or a long reply broke half-way)."""
         self._label = label
         self._close = close
-        self.out: LineSink = lines.writer(
-            stream, stream.socket.fileno(), _QUEUE_BYTES, rpc.line_fault
-        )
+        self.out: LineSink = lines.writer(stream, stream.socket.fileno(), _QUEUE_BYTES, line_fault)
         # Requests of JSON-RPC batches waiting for answers: what they hold is bounded as
         # what is queued is.
         self.batches = Batches(_QUEUE_BYTES)

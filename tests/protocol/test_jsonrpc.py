@@ -203,14 +203,6 @@ def test_pretty_printed_messages_decode_to_one_line_raw_parts() -> None:
     assert info.value.code == rpc.PARSE_ERROR
 
 
-def test_line_fault_names_what_is_wrong_with_a_line() -> None:
-    assert rpc.line_fault(b'{"jsonrpc":"2.0","method":"x"}') is None
-    assert rpc.line_fault(b'{"a":\n1}') == "it contains a raw line break"
-    assert rpc.line_fault(b'{"a":1}\r') == "it contains a raw line break"
-    assert (rpc.line_fault(b'{"a":') or "").startswith("it is not valid JSON")
-    assert (rpc.line_fault(b'{"a":1} {"b":2}') or "").startswith("it is not valid JSON")
-
-
 def _same_as_general(data: bytes) -> None:
     """Whatever the one-pass response decoder accepts, the general one reads alike."""
     fast = rpc.decode_response(data)

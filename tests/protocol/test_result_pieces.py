@@ -10,6 +10,7 @@ import pytest
 
 from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.oneline import line_fault
 from protocol.result_pieces import BrokenPiece, encode_result_pieces
 
 
@@ -26,7 +27,7 @@ def test_the_pieces_make_exactly_the_reply_made_whole(rid: Any, count: int) -> N
     )
     pieces = list(encode_result_pieces(rid, result, "tools", 4))
     assert joined(pieces) == rpc.encode_result(rid, result)
-    assert rpc.line_fault(joined(pieces)) is None
+    assert line_fault(joined(pieces)) is None
     # One piece per four tools, besides the envelope's head and tail and the commas.
     assert len([p for p in pieces if p != b","]) == 2 + (count + 3) // 4
 

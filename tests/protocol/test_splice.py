@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from protocol import jsonrpc as rpc
 from protocol import mcp, splice
+from protocol.oneline import line_fault
 
 # JSON values as servers and agents write them: unicode, escapes, big and odd numbers.
 scalars = (
@@ -63,7 +64,7 @@ def test_a_spliced_request_is_the_encoded_request(
     encoded_meta = None if meta is None else msgspec.json.encode(meta)
     shape = splice.CallShape(name, encoded_meta)
     spliced = shape.request(up_id, call.params.arguments, token)
-    assert rpc.line_fault(spliced) is None
+    assert line_fault(spliced) is None
     whole = dict(meta or {}) if token is None else {**(meta or {}), "progressToken": token}
     expected = mcp.CallToolParams(
         name,
@@ -80,7 +81,7 @@ def test_a_spliced_reply_is_the_encoded_reply(agent_id: Any, result: dict[str, A
     answer = rpc.decode_response(line({"jsonrpc": "2.0", "id": 9, "result": result}))
     assert answer is not None
     spliced = splice.reply(agent_id, answer.result)
-    assert rpc.line_fault(spliced) is None
+    assert line_fault(spliced) is None
     assert json.loads(spliced) == json.loads(rpc.encode_result(agent_id, answer.result))
     assert json.loads(spliced)["result"] == result
 

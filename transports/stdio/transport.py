@@ -20,6 +20,7 @@ from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
+from protocol.oneline import line_fault
 from protocol.pacing import HeldBack
 from protocol.splice import SplicedCall
 
@@ -72,7 +73,7 @@ class StdioTransport(Transport):
         self._pending = Pending(alias, logger, complaints.admit, self._answered_late)
         stdin = process.stdin
         assert stdin is not None
-        self._writer = LineWriter(stdin, stdin.fileno(), _MAX_BUFFERED, rpc.line_fault)
+        self._writer = LineWriter(stdin, stdin.fileno(), _MAX_BUFFERED, line_fault)
         self._stderr = StderrLog(alias, params.stderr_tail, on_stderr)
         self._stdout_eof = trio.Event()
         self._stderr_eof = trio.Event()

@@ -10,12 +10,13 @@ from mcpd.agents.line_reader import LineReader, apart_from_line
 from mcpd.daemon import _LINES
 from protocol import jsonrpc as rpc
 from protocol.framing import Oversized
+from protocol.oneline import line_fault
 
 
 async def _read(sent: list[bytes], max_line: int) -> tuple[list[bytes], Oversized | None]:
     a, b = trio.socket.socketpair()
     ours, theirs = trio.SocketStream(a), trio.SocketStream(b)
-    out = _LINES.writer(ours, a.fileno(), 1 << 20, rpc.line_fault)
+    out = _LINES.writer(ours, a.fileno(), 1 << 20, line_fault)
     got: list[bytes] = []
     reader = LineReader(_LINES, ours, max_line, out, lambda line, nursery: got.append(line))
     with trio.fail_after(5):

@@ -13,6 +13,7 @@ import trio
 
 from mcpd.agents.longreply import LongReplies
 from protocol import jsonrpc as rpc
+from protocol.oneline import line_fault
 from protocol.result_pieces import BrokenPiece
 from transports.linewriter import LineWriter
 
@@ -25,7 +26,7 @@ class Wire:
     def __init__(self, ours: trio.socket.SocketType, theirs: trio.socket.SocketType) -> None:
         self.stream = trio.SocketStream(ours)
         self.theirs = theirs
-        self.out = LineWriter(self.stream, ours.fileno(), 1 << 20, rpc.line_fault)
+        self.out = LineWriter(self.stream, ours.fileno(), 1 << 20, line_fault)
         self.broken: list[BrokenPiece] = []
         self.long = LongReplies(self.out, self.put, self.broken.append)
         self._buf = b""
