@@ -26,6 +26,11 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.logfields import log_extra
 from protocol.visible import quote
+from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled, TransportError
+
+from .askback import ASKING
+from .callmeta import CallMeta
+from .calls import Call
 
 logger = logging.getLogger("mcpd.calls")
 
@@ -141,6 +146,36 @@ async def call_as_task(
         # ever ask for this task's result, so the server can stop working on it.
         await _give_up(up, ref, "the call ended before the task")
         raise
+
+
+async def run_call(up: Server, meta: CallMeta, call: Call) -> None:
+    """``call`` of a tool that runs only as a task, in a task of its session's nursery:
+    its outcome goes to the call, once; the call's scope gives it up."""
+    if call.state != "running":
+        return  # given up before this task began: never sent
+    call.scope = trio.CancelScope()
+    # This task's own agent: an HTTP server's request on the task's streams is
+    # relayed to it.
+    ASKING.set(call.asker)
+    try:
+        with call.scope:
+            try:
+                ttl = call.limit - call.start  # kept at the server as long as it may run
+                params, headers = meta.params(call), meta.param_headers(call)
+                raw = await call_as_task(up, params, headers, ttl)
+            except (
+                TransportError,
+                rpc.RPCError,
+                ServerCancelled,
+                MessageTooLarge,
+                MalformedReply,
+            ) as exc:
+                call(None, exc)
+            else:
+                call(raw, None)
+    finally:
+        # The connection to the server is being torn down under this call.
+        call(None, TransportError(f"{up.alias}: connection closed"))
 
 
 async def _give_up(up: Server, ref: _TaskRef, why: str) -> None:

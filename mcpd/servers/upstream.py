@@ -21,14 +21,7 @@ from protocol import mcp, splice
 from protocol.greeting import ServerCapabilities
 from protocol.logfields import log_extra
 from transports.base import Params, Transport
-from transports.errors import (
-    SERVER_REPLIES,
-    MalformedReply,
-    MessageTooLarge,
-    ServerCancelled,
-    SessionExpired,
-    TransportError,
-)
+from transports.errors import SERVER_REPLIES, SessionExpired, TransportError
 
 from ..config.model import ListLimits
 from ..policy.guard import SecretGuard
@@ -265,7 +258,7 @@ class Upstream:
         if call.name in self.task_tools:
             if self.nursery is None:
                 raise TransportError(f"{self.alias} is not connected")
-            self.nursery.start_soon(self._as_task, call)
+            self.nursery.start_soon(task_tools.run_call, self, self.meta, call)
             return
         shape = self._shape(call)
         params: Params | splice.SplicedCall = (
@@ -311,33 +304,6 @@ class Upstream:
                 call.rid = self.transport.send("tools/call", params, reply, headers=headers)
         except (TransportError, rpc.RPCError) as exc:
             call(None, exc)
-
-    async def _as_task(self, call: Call) -> None:
-        if call.state != "running":
-            return  # given up before this task began: never sent
-        call.scope = trio.CancelScope()
-        # This task's own agent: an HTTP server's request on the task's streams is
-        # relayed to it.
-        ASKING.set(call.asker)
-        try:
-            with call.scope:
-                try:
-                    ttl = call.limit - call.start  # kept at the server as long as it may run
-                    params, headers = self.meta.params(call), self.meta.param_headers(call)
-                    raw = await task_tools.call_as_task(self, params, headers, ttl)
-                except (
-                    TransportError,
-                    rpc.RPCError,
-                    ServerCancelled,
-                    MessageTooLarge,
-                    MalformedReply,
-                ) as exc:
-                    call(None, exc)
-                else:
-                    call(raw, None)
-        finally:
-            # The connection to the server is being torn down under this call.
-            call(None, TransportError(f"{self.alias}: connection closed"))
 
     def _shape(self, call: Call) -> splice.CallShape | None:
         """The constant parts of the call's request, when it goes as them around its
