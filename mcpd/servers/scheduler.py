@@ -30,6 +30,7 @@ from .deadlines import Deadlines
 from .ended_asks import End
 from .outage import Outage
 from .queue_bytes import QueueBytes
+from .refusals import breaker_refusal, no_slot, queue_full
 from .rpc_errors import data_findings, error_for_agents
 from .rpc_results import findings, taken_apart
 from .taking_apart import data_of
@@ -142,8 +143,7 @@ class CallScheduler(_Scheduler):
             return
         d = r.settings
         if len(self.queue) >= d.queue_size:
-            waiting = f"{len(self.queue)} calls already waiting for this server"
-            busy = Outage(r.alias, "busy", waiting)
+            busy = queue_full(r.alias, len(self.queue))
             pushed = self.queue.pushed_out(call.owner)
             if pushed is None:
                 self._finish(call, Unsent(busy))
@@ -198,8 +198,7 @@ class CallScheduler(_Scheduler):
         now = self._now()
         adm = r.breaker.allow(now)
         if not adm.allowed:
-            why = adm.reason or "circuit open"
-            self._finish(call, Unsent(Outage(r.alias, adm.state, why, adm.since, adm.retry_at)))
+            self._finish(call, Unsent(breaker_refusal(r.alias, adm)))
             return
         call.ticket, call.probe = adm.ticket, adm.probe
         call.state = "running"
@@ -387,23 +386,12 @@ class CallScheduler(_Scheduler):
 
     async def run_timer(self) -> None:
         """Expire queued and running calls whose time is up (runs for the server's life)."""
-        queue = self.queue
+        r, queue = self.runner, self.queue
         while True:
             now = self._now()
             while queue and queue.first().deadline <= now:
-                call = queue.pop_first()
-                self._finish(call, Unsent(self._queue_outage(call)))
+                waited = r.outage() if self._up is None else no_slot(r, self.limit)
+                self._finish(queue.pop_first(), Unsent(waited))
             for call in self.deadlines.due(now):
                 self.complete(call, None, None, timed_out=True)
             await self.deadlines.sleep(queue.first().deadline if queue else math.inf)
-
-    def _queue_outage(self, call: Call) -> Outage:
-        r = self.runner
-        if self._up is None:
-            return r.outage()
-        d = r.settings
-        return Outage(
-            r.alias,
-            "busy",
-            f"no free slot within {d.queue_timeout:.0f} s ({self.limit} calls at a time)",
-        )
