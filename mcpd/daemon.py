@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 from collections.abc import Callable
 from typing import Any, Final
 
 import msgspec
 import trio
 
-from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 from transports import fdread, linewriter
 from transports.stdio import early, loopback_relay
@@ -43,11 +41,12 @@ from .registry.catalog import Catalog
 from .registry.curation import ToolBudget
 from .registry.gate import Gate
 from .registry.views import ProfileView
-from .reread import Rereader, refusal, reload_fault, unmatched_profile
+from .reread import Rereader, refusal, unmatched_profile
 from .servers.all_servers import AllServers
 from .servers.auth_commands import Logins
 from .servers.history import Histories, ServerHistory
 from .servers.supervisor import ReloadReport, Supervisor
+from .signals import Signals
 from .status_report import StatusReport
 
 __all__ = ["Daemon"]
@@ -137,7 +136,7 @@ class Daemon(Control):
         self._status_line = ""
         self._stop = trio.Event()
         self._reload_lock = trio.Lock()
-        self._reload_asked = trio.Event()  # by a SIGHUP not yet acted on
+        self.signals = Signals(self.reload_config, self.stop)
         self._listening = listening
 
     @property
@@ -159,8 +158,8 @@ class Daemon(Control):
             async with trio.open_nursery() as nursery:
                 # Signals are heard from the first moment: a stop asked for during the
                 # start cancels it, wherever it waits (a server that never answers).
-                nursery.start_soon(self._signals)
-                nursery.start_soon(self._reloads)
+                nursery.start_soon(self.signals.hear)
+                nursery.start_soon(self.signals.reloads, self.started)
                 nursery.start_soon(self._stopping, nursery.cancel_scope)
                 await self.pins.load()  # before any list is judged
                 await nursery.start(self.pins.run)
@@ -229,35 +228,6 @@ class Daemon(Control):
         self.oversight.audit.stopping = True
         await answer_stopping(self.api.in_flight())
         everything.cancel()
-
-    async def _signals(self) -> None:
-        # Never waits on what a signal asks for: a SIGTERM is read during a reload.
-        with trio.open_signal_receiver(signal.SIGHUP, signal.SIGTERM, signal.SIGINT) as sigs:
-            async for signum in sigs:
-                if signum == signal.SIGHUP:
-                    self._reload_asked.set()
-                else:
-                    self.stop()
-
-    async def _reloads(self) -> None:
-        """The reloads SIGHUP asks for, one at a time, from once the start is done (the
-        start is still putting sockets and servers in place before); the SIGHUPs that
-        come during one are one more reload after it."""
-        await self.started.wait()
-        while True:
-            await self._reload_asked.wait()
-            self._reload_asked = trio.Event()
-            await self._reload_quietly()
-
-    async def _reload_quietly(self) -> None:
-        """A signal's reload: a refused one is said in the log, which is all it has; one
-        that fails on what nothing expected ends that reload, not the daemon."""
-        try:
-            await self.reload_config()
-        except rpc.RPCError:
-            pass
-        except Exception as exc:
-            reload_fault(exc)
 
     async def reload_config(self) -> ReloadReport:
         async with self._reload_lock:
