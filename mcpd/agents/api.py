@@ -266,7 +266,7 @@ class AgentServer(ProfileMethods, Dispatcher):
                 with trio.CancelScope(shield=True):
                     self.departed.left(await conn.kin())
             self.extras.left(conn)
-            self.control.approvals.forget(conn.identity.connection)
+            self.control.approvals.remembered.forget(conn.identity.connection)
             with trio.move_on_after(1, shield=True):
                 await stream.aclose()
 

@@ -98,7 +98,12 @@ class HttpApi:
         self.servers = servers
         self.control = control
         self.mcp = McpRoute(
-            handler, listeners, end_listens, new_session, self._profile, control.approvals.forget
+            handler,
+            listeners,
+            end_listens,
+            new_session,
+            self._profile,
+            control.approvals.remembered.forget,
         )
         self.pages = ReadPages(servers, control, self._profile, self._scope)
         # The endpoint's connections that got past its gate, counted apart from the
@@ -171,7 +176,7 @@ class HttpApi:
                 # read at its first request to /mcp).
                 with trio.CancelScope(shield=True):
                     self._departed(await agent.kin())
-            self.control.approvals.forget(identity.connection)
+            self.control.approvals.remembered.forget(identity.connection)
 
     async def _serve(
         self,

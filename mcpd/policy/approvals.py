@@ -6,11 +6,9 @@ approvals``; whoever answers first decides. A call nobody decides within its rul
 timeout is refused, and one the agent stops waiting for (cancelled, disconnected) is
 removed at once. Nothing here holds a server slot: the call has not been sent.
 
-An approval may be remembered for the rest of the agent's connection (``remember =
-"connection"``): the same tool of the same rule, defined as it was then, is then
-approved without asking, until the rules change or a reload stops or starts the tool's
-server again. A tool defined anew (taken under ``warn``, or approved with ``mcpd
-approve``) is asked about again: approving a definition is not approving its calls.
+An approval may be remembered for the rest of the agent's connection (``remembered``).
+A tool defined anew (taken under ``warn``, or approved with ``mcpd approve``) is asked
+about again: approving a definition is not approving its calls.
 Each agent may have only so many calls waiting, keeping only so many bytes, so that no
 agent can bury the operator's list or fill mcpd's memory; all agents together too.
 """
@@ -20,7 +18,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Final, Literal
 
@@ -30,6 +28,7 @@ import trio
 from .agent import AgentInfo
 from .kin import AgentKin, Decider, Tie
 from .kin_refusals import not_yours
+from .remembered import RememberedApprovals
 
 TIMEOUT: Final = "timeout"  # who "decided" a call nobody decided in time
 PUSHED_OUT: Final = "room for another agent"  # who "decided" a call that gave its place up
@@ -40,15 +39,11 @@ TOTAL: Final = 1024
 # counts alone, waiting calls could hold more than the service may have.
 PER_AGENT_BYTES: Final = 32 * 1024 * 1024
 TOTAL_BYTES: Final = 256 * 1024 * 1024
-_REMEMBERED_PER_CONNECTION: Final = 256
 # The letters of an id's tail: none that reads as another.
 _ID_LETTERS: Final = "abcdefghjkmnpqrstuvwxyz23456789"
 _ID_TAIL: Final = 4
 
 Outcome = Literal["approved", "denied", "unanswered"]
-# An approval remembered for a connection: (rule, server, the server's name for the tool,
-# the digest of the tool's definition).
-Remembered = tuple[int | None, str, str, bytes]
 
 
 class ApprovalRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -185,7 +180,7 @@ class Approvals:
         self._wall = wall
         self._on_change = changed
         self._pending: dict[str, Pending] = {}
-        self._remembered: dict[str, set[Remembered]] = {}
+        self.remembered = RememberedApprovals()  # for the rest of a connection
         self._issued = 0  # ids given
         self.version = 0
         self._changed = trio.Event()
@@ -386,32 +381,3 @@ class Approvals:
         self._changed.set()
         self._changed = trio.Event()
         self._on_change()
-
-    # -- remembered approvals --
-
-    def remembered(
-        self, connection: str, rule: int | None, server: str, original: str, definition: bytes
-    ) -> bool:
-        """``definition``: the digest of the tool's definition (``policy.gate.defined``)."""
-        return (rule, server, original, definition) in self._remembered.get(connection, ())
-
-    def remember(
-        self, connection: str, rule: int | None, server: str, original: str, definition: bytes
-    ) -> None:
-        kept = self._remembered.setdefault(connection, set())
-        if len(kept) < _REMEMBERED_PER_CONNECTION:
-            kept.add((rule, server, original, definition))
-
-    def forget(self, connection: str) -> None:
-        """The connection ended: what was approved for it goes with it."""
-        self._remembered.pop(connection, None)
-
-    def forget_all(self) -> None:
-        """The rules changed: what was approved under them holds no more."""
-        self._remembered.clear()
-
-    def forget_servers(self, servers: Collection[str]) -> None:
-        """A reload stopped or started these servers: what was approved of their tools
-        was approved of the programs, or the settings, that ran before."""
-        for kept in self._remembered.values():
-            kept.difference_update([k for k in kept if k[1] in servers])

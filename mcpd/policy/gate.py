@@ -77,13 +77,13 @@ class CallGate:
         are refused at once."""
         if restarted:
             self._restarts.update(restarted)
-            self.approvals.forget_servers(restarted)
+            self.approvals.remembered.forget_servers(restarted)
         # Approvals and rates are kept under their rule's index: once the rules differ,
         # that index may name another rule, one the person never approved anything
         # under, or whose calls were never counted.
         changed = tuple(rules) != self._rules
         if changed:
-            self.approvals.forget_all()
+            self.approvals.remembered.forget_all()
             self.rates = RateLimits()
         self._rules = tuple(rules)
         self.policy = Policy(rules)
@@ -148,7 +148,7 @@ class CallGate:
         operator can decide too. The person's verdict; or the rules' decision, a
         ``deny``, when a reload made them refuse the call while it waited. An approval
         is not remembered here: it is not known yet to stand (``stands``)."""
-        if decision.remember and self.approvals.remembered(
+        if decision.remember and self.approvals.remembered.holds(
             agent.connection, decision.rule, facts.server, facts.original, defined(facts)
         ):
             return Verdict("approved", REMEMBERED)
@@ -179,7 +179,7 @@ class CallGate:
         if self.policy.decide(facts) != asked:
             return self.decide(facts, agent)
         if asked.remember and lasting:
-            self.approvals.remember(
+            self.approvals.remembered.add(
                 agent.connection, asked.rule, facts.server, facts.original, defined(facts)
             )
         return None

@@ -486,26 +486,8 @@ async def test_an_approval_is_remembered_for_its_connection_only(
     assert trio.current_time() == start  # nobody was asked
     other = msgspec.structs.replace(AGENT, connection="c2")
     assert (await gate.ask(facts, other, nothing_known, decision, NONE)).by == TIMEOUT
-    gate.approvals.forget("c1")
+    gate.approvals.remembered.forget("c1")
     assert (await gate.ask(facts, AGENT, nothing_known, decision, NONE)).by == TIMEOUT
-
-
-def test_approvals_remembered_for_the_servers_a_reload_restarts_are_forgotten() -> None:
-    approvals = Approvals()
-    approvals.remember("c1", 0, "github", "merge", b"d1")
-    approvals.remember("c1", 0, "notes", "search", b"d2")
-    approvals.remember("c2", 1, "github", "push", b"d3")
-    approvals.forget_servers({"github"})
-    assert not approvals.remembered("c1", 0, "github", "merge", b"d1")
-    assert not approvals.remembered("c2", 1, "github", "push", b"d3")
-    assert approvals.remembered("c1", 0, "notes", "search", b"d2")
-
-
-def test_an_approval_is_remembered_for_the_tool_as_it_was_defined() -> None:
-    approvals = Approvals()
-    approvals.remember("c1", 0, "github", "merge", b"as approved")
-    assert approvals.remembered("c1", 0, "github", "merge", b"as approved")
-    assert not approvals.remembered("c1", 0, "github", "merge", b"defined anew")
 
 
 async def test_a_full_list_refuses_with_a_reason(autojump_clock: trio.testing.MockClock) -> None:

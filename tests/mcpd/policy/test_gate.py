@@ -326,7 +326,7 @@ async def test_a_reload_that_restarts_a_server_forgets_the_approvals_of_its_tool
     decision = g.decide(facts(), AGENT)
     await decide_first(g, decision, True)
     kept = g.decide(notes, AGENT)
-    g.approvals.remember(AGENT.connection, kept.rule, "notes", "search", defined(notes))
+    g.approvals.remembered.add(AGENT.connection, kept.rule, "notes", "search", defined(notes))
     # The same rules; the github server's command or sandbox changed, so it restarts.
     g.configure(list(rules), restarted=["github"])
     assert (await g.ask(facts(), AGENT, nothing_known, decision, NONE)).by == TIMEOUT
