@@ -35,6 +35,7 @@ from .backend import Control, Lines
 from .callpolicy import CallPolicy, QueuedCalls
 from .callrecords import CallRecords
 from .connection import LIFECYCLE, Connection, Dispatcher
+from .daemon_methods import HANDLERS as DAEMON_HANDLERS
 from .door import Door, refuse
 from .ending import Stops
 from .extra_methods import ExtraMethods
@@ -125,9 +126,7 @@ class AgentServer(ProfileMethods, Dispatcher):
         self._handlers: dict[str, Handler] = {
             "tools/list": AgentServer._tools_list,
             "subscriptions/listen": AgentServer._listen,
-            "mcpd/status": AgentServer._status,
-            "mcpd/reload": AgentServer._reload,
-            "mcpd/lineLimit": AgentServer._line_limit,
+            **DAEMON_HANDLERS,
             **AUTH_HANDLERS,
             **PINS_HANDLERS,
             **APPROVAL_HANDLERS,
@@ -397,21 +396,3 @@ class AgentServer(ProfileMethods, Dispatcher):
 
     async def end_subscriptions(self) -> None:
         await self.listens.end_all()
-
-    async def _line_limit(
-        self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-    ) -> Any:
-        # What ``mcpd bridge`` holds its host's lines to: over it, the connection closes.
-        if conn.line_limit is None:
-            raise rpc.RPCError(rpc.METHOD_NOT_FOUND, "mcpd/lineLimit is for a line connection")
-        return {"maxLineBytes": conn.line_limit}
-
-    async def _status(self, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
-        return self.control.status(self.scope_of(conn), own_user=conn.identity.reads_as_owner())
-
-    async def _reload(self, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
-        if not conn.may_control():
-            raise rpc.RPCError(
-                -32000, "mcpd/reload is only for the daemon's user and root, on its Unix socket"
-            )
-        return await self.control.reload()

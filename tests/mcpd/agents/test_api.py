@@ -215,28 +215,6 @@ async def test_long_results_are_cut_to_the_budget_with_a_note(tmp_path: Path) ->
             assert "12000 more characters were cut" in blocks[-1]["text"]
 
 
-async def test_status_method_reports_every_server(tmp_path: Path) -> None:
-    cfg = make_config(tmp_path, {"alpha": server(), "ghost": {"command": "/nonexistent/x"}})
-    with trio.fail_after(30):
-        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
-            status = await agent.result("mcpd/status")
-            by = {s["alias"]: s for s in status["servers"]}
-            assert by["alpha"]["state"] == "ready" and by["alpha"]["era"] == "modern"
-            assert by["alpha"]["tools"] == 3 and by["alpha"]["transport"] == "stdio"
-            assert by["ghost"]["state"] in ("failed", "starting", "crash_loop")
-            assert "command not found" in by["ghost"]["last_error"]
-            for s in status["servers"]:
-                assert {
-                    "alias",
-                    "transport",
-                    "state",
-                    "era",
-                    "tools",
-                    "last_error",
-                    "since",
-                } <= s.keys()
-
-
 async def test_socket_file_mode_stale_replacement_and_live_refusal(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "mcpd.sock"
     path.parent.mkdir()

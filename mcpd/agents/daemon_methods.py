@@ -1,0 +1,54 @@
+"""The daemon's own methods on its sockets, apart from those of a command of its own
+(approvals, pins, logins):
+
+- ``mcpd/status``: what ``mcpd status`` shows, as the asking agent's profile and user
+  may read it;
+- ``mcpd/reload``: the config read again and put in force (``mcpd reload``), for the
+  daemon's own user and root, on its Unix socket;
+- ``mcpd/lineLimit``: the longest line the connection takes, which ``mcpd bridge``
+  holds its host's lines to (past it, the connection closes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from protocol import jsonrpc as rpc
+from protocol.server import RequestContext
+
+from .connection import Connection
+from .profile_methods import ProfileMethods
+
+
+async def _status(
+    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+) -> Any:
+    return api.control.status(api.scope_of(conn), own_user=conn.identity.reads_as_owner())
+
+
+async def _reload(
+    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+) -> Any:
+    if not conn.may_control():
+        raise rpc.RPCError(
+            -32000, "mcpd/reload is only for the daemon's user and root, on its Unix socket"
+        )
+    return await api.control.reload()
+
+
+async def _line_limit(
+    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+) -> Any:
+    if conn.line_limit is None:
+        raise rpc.RPCError(rpc.METHOD_NOT_FOUND, "mcpd/lineLimit is for a line connection")
+    return {"maxLineBytes": conn.line_limit}
+
+
+Handler = Callable[[Any, Connection, rpc.Request, RequestContext | None], Awaitable[Any]]
+
+HANDLERS: dict[str, Handler] = {
+    "mcpd/status": _status,
+    "mcpd/reload": _reload,
+    "mcpd/lineLimit": _line_limit,
+}
