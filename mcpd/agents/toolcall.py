@@ -10,7 +10,7 @@ reply ``Router.reply`` makes; the reply is where the call's audit record is made
 (``callrecords``). A call whose server may ask its agent things, one that waits for a
 person's approval, and every call over HTTP, is awaited in a task instead
 (``Router.run``): the same call, driven through the rounds of asking back
-(``askback_driver.AskBackDriver``). So is a modern agent's retry that continues a
+(``call_rounds``). So is a modern agent's retry that continues a
 call its server answered ``input_required`` (``resumes``): it is that call's next
 round.
 """
@@ -29,13 +29,12 @@ from protocol import mcp, splice, surface
 from ..audit.record import NO_DECISION
 from ..policy.agent import AgentInfo
 from ..servers.all_servers import AllServers
-from ..servers.askback import Asker
 from ..servers.calls import Call, Outcome
 from ..servers.outage import Outage
 from .agent import Agent
-from .askback_driver import AgentSide, AskBackDriver
-from .awaited import Awaited
+from .askback_driver import AskBackDriver
 from .call_meta import agents_own, spliced_context
+from .call_rounds import CallRounds
 from .callpolicy import Ask, CallPolicy, Sent
 from .callrecords import CallRecords, ended, outcome_of
 from .metatools import NAMES as META_TOOLS
@@ -81,6 +80,10 @@ class Router:
         self.resumes = Resumes()
         self.budget = budget  # daemon.result_budget_chars; set again on each reload
         self.splice = splice
+        # Calls awaited in a task of their request, round by round.
+        self.rounds = CallRounds(
+            servers, askback, policy, records, self.reply, self.failed, self._who
+        )
 
     def call_of(self, agent: Agent, request: splice.Call | rpc.Request) -> Call:
         """The call an agent's tools/call stands for, from what either decoder made of
@@ -132,16 +135,16 @@ class Router:
             # Its server may answer with a task, whose answers are looked at again
             # under what the call went out under: that is kept in the task's rounds.
             sent = self.policy.let_through(call, agent.profile)
-            agent.in_task(call, functools.partial(self._serve, call, agent, sent))
+            agent.in_task(call, functools.partial(self.rounds.serve, call, agent, sent))
         elif routed is None:
             self.servers.start(call)
         elif isinstance(routed, Ask | Resumed):
-            agent.in_task(call, functools.partial(self._serve, call, agent, routed))
+            agent.in_task(call, functools.partial(self.rounds.serve, call, agent, routed))
         elif isinstance(routed, Continues):
             # Only the driver may take mcpd's requestState: it checks whose call and which
             # tool the token continues, or says it expired. Sent on as it is, it would be a
             # call no rule was asked about.
-            agent.in_task(call, functools.partial(self._serve, call, agent, None))
+            agent.in_task(call, functools.partial(self.rounds.serve, call, agent, None))
         else:
             call.caller.finish(call, routed)
 
@@ -160,7 +163,7 @@ class Router:
         except Exception as exc:
             self.failed(call, agent, exc)
             raise
-        return await self._serve(call, agent, going)
+        return await self.rounds.serve(call, agent, going)
 
     def abandon(self, call: Call, agent: Agent) -> None:
         """The agent stopped waiting for ``call`` (it cancelled it, or hung up): its
@@ -188,114 +191,7 @@ class Router:
         """A legacy agent's call started without a task (``start``), whose server
         answered ``input_required`` asking nothing (``askback.sheds``): its rounds go on
         in a task of its request from that answer, as they would have from the first."""
-        return await self._serve(call, agent, None, answered)
-
-    async def _serve(
-        self,
-        call: Call,
-        agent: Agent,
-        routed: Ask | Sent | Resumed | None,
-        answered: Outcome | None = None,
-    ) -> bytes:
-        """A routed call, awaited: asked about first when the policy says so (``Ask``),
-        then through the rounds of its server asking its agent things. None: a call
-        that only brings the answer to what mcpd asked for another (``Continues``), or
-        one let through already whose server ``answered``."""
-        try:
-            if isinstance(routed, Resumed):
-                # The next round of a call that met the rules: looked at again first, as
-                # each round after the first is.
-                return await self._rounds(call, agent, routed.sent, False, answered)
-            return await self._rounds(call, agent, routed, True, answered)
-        except rpc.RPCError as exc:
-            # A requestState that names no wait of mcpd's (expired, another agent's):
-            # this request's error, never the connection's.
-            self.records.tool_call(call, self._who(call, agent), "error", exc.message)
-            return rpc.encode_error(call.id, exc.code, exc.message, exc.data)
-        except BaseException as exc:
-            self.records.tool_call(call, self._who(call, agent), *ended(exc))
-            raise
-
-    async def _rounds(
-        self,
-        call: Call,
-        agent: Agent,
-        routed: Ask | Sent | None,
-        first: bool,
-        answered: Outcome | None,
-    ) -> bytes:
-        side = AgentSide(
-            owner=call.owner,
-            modern=call.modern,
-            capabilities=call.ctx.capabilities,
-            requests=agent.asks,
-            send=agent.offer,
-            own_user=agent.identity.reads_as_owner(),
-        )
-        call.capabilities = side.upstream_capabilities()
-
-        def shape(rid: rpc.Id, outcome: Outcome) -> bytes:
-            try:
-                sent = routed if isinstance(routed, Sent) else None
-                return self.reply(rid, call, outcome, agent, sent)[0]
-            except Exception as exc:  # where no one else records it: the ask-back task
-                self.failed(call, agent, exc)
-                raise
-
-        # A retry that continues a call (``Resumed``) is past its first round, and its
-        # requestState is the server's, no ask of mcpd's.
-        state = call.request_state if first else UNSET
-
-        async def upstream(call: Call, asker: Asker | None) -> Outcome:
-            # Each round goes under what the last one went under: asked about before the
-            # first when the policy says so, looked at again before each after it (the
-            # rules or the tool may have changed while the agent answered its server).
-            nonlocal routed, first, answered
-            if answered is not None:  # the first round's, from before its task
-                outcome, answered, first = answered, None, False
-                return outcome
-            try:
-                who = self._who(call, agent)
-                going: mcp.CallToolResult | Sent | None
-                if isinstance(routed, Ask):
-                    going = await self.policy.ask(call, who, agent.kin, routed, asker)
-                elif isinstance(routed, Sent) and not first:
-                    going = await self.policy.again(call, who, agent.kin, routed, asker)
-                else:
-                    going = routed
-                if isinstance(going, mcp.CallToolResult):
-                    return going
-                routed, first = going, False
-                return await self._upstream(call, agent, asker)
-            except BaseException as exc:
-                # Here too: a modern agent's call that waits for its agent's answer runs
-                # on after the agent's request was answered with input_required.
-                self.records.tool_call(call, self._who(call, agent), *ended(exc))
-                raise
-
-        return await self.askback.serve(
-            side,
-            call.id,
-            "tools/call",
-            call.local,
-            call,
-            state,
-            call.input_responses,
-            upstream,
-            shape,
-            _retry,
-        )
-
-    async def _upstream(self, call: Call, agent: Agent, asker: Asker | None) -> Outcome:
-        """One round of ``run``: the call at its server, awaited."""
-        awaited = Awaited(agent)
-        call.caller, call.asker = awaited, asker
-        self.servers.start(call)
-        try:
-            return await awaited.outcome()
-        except BaseException:
-            call.cancel()
-            raise
+        return await self.rounds.serve(call, agent, None, answered)
 
     def route(self, call: Call, agent: Agent) -> Outcome | Ask | Continues | Resumed | None:
         """Where ``call`` goes in the agent's profile: its server (``call.alias``) and
@@ -410,9 +306,3 @@ class Continues:
 
 
 CONTINUES: Final = Continues()
-
-
-def _retry(call: Call, responses: Raw | UnsetType, state: Raw | UnsetType) -> Call:
-    """The call again, with the answers to what its server asked and its state."""
-    call.input_responses, call.request_state = responses, state
-    return call
