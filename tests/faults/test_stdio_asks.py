@@ -31,8 +31,8 @@ def asker(*flags: str) -> Callable[[Path], dict[str, Any]]:
     }
 
 
-async def call_ok(a: Agent, tool: str) -> dict[str, Any]:
-    reply = await a.call(BAD + tool, "x")
+async def call_ok(a: Agent, tool: str, timeout: float = 30) -> dict[str, Any]:
+    reply = await a.call(BAD + tool, "x", timeout=timeout)
     assert text_of(reply) == f"{tool}:x" and not is_error_result(reply), reply
     return reply
 
@@ -60,7 +60,9 @@ async def lone_surrogate(case: Case) -> None:
 
 async def ping_flood(case: Case) -> None:
     async with case.agent() as a:
-        await call_ok(a, "ping_flood")
+        # A guard against a hang, as long as the daemon's own call_timeout below and
+        # more: on a loaded machine the flood alone takes most of it.
+        await call_ok(a, "ping_flood", timeout=150)
         # It reads its stdin again: the answers kept for it reach it, and so does this.
         await call_ok(a, "echo")
 
@@ -73,7 +75,7 @@ CASES: list[tuple[str, Callable[[Case], Awaitable[None]], Any, dict[str, Any]]] 
         {
             # The flood takes seconds to read; the call waits for all of it. It is read
             # as fast as it comes: the case is about the answers piling up, not the pace.
-            "daemon": {"call_timeout": 60.0, "read_budget": 100_000_000},
+            "daemon": {"call_timeout": 120.0, "read_budget": 100_000_000},
             "log_expect": [r'\[bad\].*dropped the answer to its "ping" request'],
         },
     ),
