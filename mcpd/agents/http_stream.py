@@ -10,8 +10,9 @@ still comes on that call's own response stream, next to the request it belongs t
 connection. Its queue is the session's, not the stream's: news that comes while no
 stream is open (between ``initialize`` and the GET, or while the client reconnects)
 waits there, so none is lost in between; one stream at a time reads it. The queue is
-bounded, as a slow agent's is on the socket: what does not fit is dropped, and a client
-that stops reading for ``WRITE_TIMEOUT`` loses its stream (not its session).
+bounded in messages and in bytes, the bytes as a slow agent's replies are on the socket:
+what does not fit is dropped, and a client that stops reading for ``WRITE_TIMEOUT``
+loses its stream (not its session).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from protocol.server import ServerSession
 
 from .connection import Connection
 from .http_wire import Response, Wire, end_when_set
+from .outbox import QUEUE_BYTES
 from .profiles import ProfileServers
 
 logger = logging.getLogger("mcpd.http")
@@ -66,6 +68,9 @@ class SessionNews(Connection):
         self.streaming = False  # a GET stream is reading the queue
         self.closed = False
         self._queue: deque[bytes] = deque()
+        # What the queue holds, to find the same news waiting without a pass over it.
+        self._waiting: set[bytes] = set()
+        self.queued = 0  # the bytes of the messages in the queue
         self._arrived = trio.Event()
 
     @property
@@ -76,21 +81,30 @@ class SessionNews(Connection):
         return f"{who} (session {self.sid[:8]})"
 
     def send_nowait(self, data: bytes, rid: rpc.Id | None = None) -> None:
-        if self.closed or data in self._queue:
+        if self.closed or data in self._waiting:
             return  # the same news still waiting to go out says nothing new
-        if len(self._queue) >= QUEUE:
+        queue = self._queue
+        # In bytes too, as on the socket (one message alone always fits): a session no
+        # stream reads, whose server logs large messages, holds no more than that.
+        if len(queue) >= QUEUE or (queue and self.queued + len(data) > QUEUE_BYTES):
             self.dropped += 1
             if self.dropped == 1 and self.streaming:
                 logger.warning(
                     "%s is not reading its event stream; dropping what does not fit "
-                    "(%d messages wait)",
+                    "(%d messages of %d bytes wait)",
                     self.label,
-                    QUEUE,
+                    len(queue),
+                    self.queued,
                     extra=log_extra(None, reason="peer not reading"),
                 )
             return
-        self._queue.append(data)
+        self._hold(data)
+        queue.append(data)
         self._arrived.set()
+
+    def _hold(self, data: bytes) -> None:
+        self._waiting.add(data)
+        self.queued += len(data)
 
     async def send(self, data: bytes, rid: rpc.Id | None = None) -> None:
         self.send_nowait(data, rid)
@@ -106,17 +120,24 @@ class SessionNews(Connection):
                 return None
             self._arrived = trio.Event()
             await self._arrived.wait()
-        return self._queue.popleft()
+        data = self._queue.popleft()
+        self._waiting.discard(data)
+        self.queued -= len(data)
+        return data
 
     def put_back(self, data: bytes) -> None:
-        """A message whose write was cut short goes first to the next stream."""
-        if not self.closed:
+        """A message whose write was cut short goes first to the next stream (unless
+        the same came again meanwhile, and waits already)."""
+        if not self.closed and data not in self._waiting:
+            self._hold(data)
             self._queue.appendleft(data)
 
     def close(self) -> None:
         """The session ended: its stream ends, and nothing more is queued."""
         self.closed = True
         self._queue.clear()
+        self._waiting.clear()
+        self.queued = 0
         self._arrived.set()
 
 

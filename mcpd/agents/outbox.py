@@ -28,7 +28,9 @@ from .longreply import LongReplies
 logger = logging.getLogger("mcpd.api")
 
 _WRITE_TIMEOUT: Final = 30.0
-_QUEUE_BYTES: Final = 4 * 1024 * 1024  # replies queued for one agent before send() waits
+# Replies queued for one agent before send() waits; a legacy HTTP session holds its
+# unsent news to the same (``http_stream``).
+QUEUE_BYTES: Final = 4 * 1024 * 1024
 
 
 class Outbox:
@@ -45,10 +47,10 @@ class Outbox:
         writer stopped, or a long reply broke half-way)."""
         self._label = label
         self._close = close
-        self.out: LineSink = lines.writer(stream, stream.socket.fileno(), _QUEUE_BYTES, line_fault)
+        self.out: LineSink = lines.writer(stream, stream.socket.fileno(), QUEUE_BYTES, line_fault)
         # Requests of JSON-RPC batches waiting for answers: what they hold is bounded as
         # what is queued is.
-        self.batches = Batches(_QUEUE_BYTES)
+        self.batches = Batches(QUEUE_BYTES)
         self.long = LongReplies(self.out, self.put, self._broken_piece)
 
     def put(self, data: bytes, rid: rpc.Id | None) -> None:

@@ -18,6 +18,7 @@ import pytest
 import trio
 
 import mcpd.agents.http_stream
+from mcpd.agents.outbox import QUEUE_BYTES
 from mcpd.config.load import load
 from mcpd.daemon import Daemon
 from mcpd.local.endpoint_token import write_token
@@ -237,7 +238,7 @@ async def test_a_client_that_stops_reading_loses_its_stream_and_no_one_else_wait
                     stuck.send_nowait(big_notification(pushed))
                     pushed += 1
                     await trio.lowlevel.checkpoint()
-                assert len(stuck._queue) == mcpd.agents.http_stream.QUEUE
+                assert 0 < stuck.queued <= QUEUE_BYTES
                 assert any("is not reading its event stream" in r.message for r in caplog.records)
 
                 # Meanwhile another session is served as usual.
@@ -292,3 +293,79 @@ async def test_a_sessions_log_level_brings_its_servers_log_messages_to_its_strea
                     if isinstance(data, dict) and data.get("serving") == "note":
                         assert data["arguments"] == {"n": 1}
                         break
+
+
+def logging_server() -> str:
+    script = Path(__file__).parents[2] / "support" / "logging_server.py"
+    return f"command = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(script))}]\n"
+
+
+async def test_a_session_no_stream_reads_holds_its_servers_large_logs_to_a_bound(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with daemon_with(tmp_path, scribe=logging_server()) as daemon:
+            sid = await open_session(daemon)
+            news = daemon.api.http.sessions[sid].news
+            async with Client.open(daemon) as c:
+                level = {"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel"}
+                level["params"] = {"level": "info"}  # type: ignore[assignment]
+                assert (await c.request("POST", session_headers(sid), level))[0] == 200
+                # Each call's arguments come back in a log message of the server's: 30
+                # of 200 kB each, and no GET stream ever opens to take them.
+                for n in range(30):
+                    call = {"jsonrpc": "2.0", "id": 10 + n, "method": "tools/call"}
+                    note = {"n": n, "pad": "x" * 200_000}
+                    call["params"] = {"name": "mcp__scribe__note", "arguments": note}  # type: ignore[assignment]
+                    status, _, body = await c.request("POST", session_headers(sid), call)
+                    assert status == 200 and "noted" in body.decode()
+            held = list(news._queue)
+            assert sum(map(len, held)) <= QUEUE_BYTES
+            assert news.queued == sum(map(len, held))
+            assert news.dropped > 0
+            # What came first waits; what did not fit was dropped.
+            first_call = next(m for m in held if b'"pad"' in m)
+            assert json.loads(first_call)["params"]["data"]["arguments"]["n"] == 0
+
+
+async def test_a_sessions_queue_keeps_news_once_and_drops_what_passes_its_bytes(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with daemon_with(tmp_path, alpha=toml_server()) as daemon:
+            news = daemon.api.http.sessions[await open_session(daemon)].news
+            changed = rpc.encode_notification("notifications/tools/list_changed")
+            news.send_nowait(changed)
+            news.send_nowait(bytes(changed))  # the same news, another copy of it
+            assert list(news._queue) == [changed] and news.dropped == 0
+
+            third = QUEUE_BYTES // 3
+            big = [log_of(n, third) for n in range(3)]
+            for message in big:
+                news.send_nowait(message)
+            assert list(news._queue) == [changed, big[0], big[1]]
+            assert news.dropped == 1 and news.queued == len(changed) + len(big[0]) + len(big[1])
+
+            assert await news.next() == changed
+            news.send_nowait(changed)  # no longer waiting: news again
+            assert list(news._queue) == [big[0], big[1], changed]
+            taken = await news.next()
+            news.put_back(taken)
+            news.put_back(big[1])  # waiting already: not twice
+            assert list(news._queue) == [big[0], big[1], changed]
+            while news._queue:
+                await news.next()
+            assert news.queued == 0
+
+            # A message over the bound alone still goes to an empty queue.
+            huge = log_of(9, QUEUE_BYTES + 1)
+            news.send_nowait(huge)
+            assert list(news._queue) == [huge]
+            news.close()
+            assert news.queued == 0 and not news._queue
+
+
+def log_of(n: int, size: int) -> bytes:
+    return rpc.encode_notification(
+        "notifications/message", {"level": "info", "data": f"{n}" + "y" * size}
+    )
