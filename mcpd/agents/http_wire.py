@@ -18,7 +18,12 @@ from typing import Any, Final, TypeAlias
 import h11
 import trio
 
+from protocol import jsonrpc as rpc
+
 MAX_BODY: Final = 4 * 1024 * 1024
+# A request's line and headers together (h11's own default), and a chunk's size line.
+MAX_HEAD: Final = 16 * 1024
+_REASON: Final = 200  # characters of h11's word on a malformed request passed on
 _READ_SIZE: Final = 64 * 1024
 # Read ahead of the request being answered: one read's worth, whatever the client
 # pipelines; the rest waits in the kernel.
@@ -68,7 +73,7 @@ class Wire:
 
     def __init__(self, stream: trio.SocketStream) -> None:
         self.stream = stream
-        self.conn = h11.Connection(h11.SERVER)
+        self.conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
         # The client hung up, or a write was cut short: nothing more can be sent.
         self.broken = False
         # The connection ends with the answer being written: the answer says so.
@@ -127,7 +132,7 @@ class Wire:
         declared = self._declared
         if declared is not None:
             if declared > MAX_BODY:
-                raise Reject(413, b"request body too large")
+                raise _too_large(f"its Content-Length says {declared}")
             hold(declared)
         if self.conn.they_are_waiting_for_100_continue:
             # The client holds its body back until told it is wanted.
@@ -145,7 +150,7 @@ class Wire:
                 return None
             size += len(event.data)
             if size > MAX_BODY:
-                raise Reject(413, b"request body too large")
+                raise _too_large("more came")
             if declared is None:
                 hold(len(event.data))
             pieces.append(event.data)
@@ -292,6 +297,11 @@ class Response:
         await self._write(h11.EndOfMessage())
 
 
+def _too_large(said: str) -> Reject:
+    message = f"request body too large: at most {MAX_BODY} bytes are read, and {said}"
+    return Reject(413, rpc.encode_error(None, rpc.INVALID_REQUEST, message))
+
+
 async def end_when_set(ends: trio.Event, scope: trio.CancelScope) -> None:
     """End ``scope`` once ``ends`` is set. An event stream so ended between two
     messages, or while it waits for the next, is finished whole by its ``finally``."""
@@ -308,3 +318,14 @@ async def refuse(
         return
     with trio.move_on_after(1), suppress(trio.BrokenResourceError, trio.ClosedResourceError):
         await Response(wire).json(status, body, [*headers, (b"connection", b"close")])
+
+
+async def refuse_malformed(wire: Wire, exc: h11.RemoteProtocolError) -> None:
+    """Answer a request h11 could not read with the status it suggests, saying what was
+    wrong with it, then close."""
+    if exc.error_status_hint == 431:
+        why = f"its line and headers, or a chunk's size line, are over {MAX_HEAD} bytes"
+    else:
+        why = str(exc)[:_REASON]
+    message = f"malformed HTTP request: {why}"
+    await refuse(wire, exc.error_status_hint, rpc.encode_error(None, rpc.INVALID_REQUEST, message))

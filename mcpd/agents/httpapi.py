@@ -54,7 +54,7 @@ from .http_exchange import Caller
 from .http_leave import refusal, serve_until_left
 from .http_pages import ReadPages
 from .http_sessions import LegacySession
-from .http_wire import Headers, Reject, Response, Wire, head, refuse
+from .http_wire import Headers, Reject, Response, Wire, head, refuse_malformed
 from .identity import Holder, Identity
 from .mcp_http import rpc_reject
 from .mcp_route import McpRoute
@@ -163,7 +163,7 @@ class HttpApi:
                     # Not a warning: any client can send as many of these as it likes.
                     logger.debug("a malformed HTTP request: %s", exc)
                     # Here, inside ``with``: once the stream closes, nothing can be said.
-                    await refuse(wire, exc.error_status_hint)
+                    await refuse_malformed(wire, exc)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         except Exception:

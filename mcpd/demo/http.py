@@ -26,7 +26,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol import mcp
 
-from ..agents.http_wire import HeaderList, Headers, Reject, Response, Wire, refuse
+from ..agents.http_wire import HeaderList, Headers, Reject, Response, Wire, refuse_malformed
 from ..agents.mcp_http import (
     MODERN_STATUS,
     accepts,
@@ -106,7 +106,7 @@ class _HttpServer:
                     wire.conn.start_next_cycle()
             except h11.RemoteProtocolError as exc:
                 log.info("bad HTTP from a client: %s", exc)
-                await refuse(wire, exc.error_status_hint)
+                await refuse_malformed(wire, exc)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
             except Exception:

@@ -267,6 +267,18 @@ _MALFORMED = {
     "a chunk-size line without end": b"Host: m\r\nTransfer-Encoding: chunked\r\n\r\n"
     + b"0" * 200_000
     + b"5\r\nhello\r\n0\r\n\r\n",
+    "no Host": b"Content-Length: 2\r\n\r\n{}",
+    "a header name with a space": b"Host: m\r\nX-Bad Name: 1\r\nContent-Length: 2\r\n\r\n{}",
+}
+# What each answer says was wrong (h11's words, or the limit it passed).
+_SAID = {
+    "a second Host": "Host",
+    "a header line without a colon": "illegal header line",
+    "a length past any body": "Content-Length",
+    "two lengths that differ": "Content-Length",
+    "a chunk-size line without end": "over 16384 bytes",
+    "no Host": "Missing mandatory Host",
+    "a header name with a space": "illegal header line",
 }
 
 
@@ -307,3 +319,44 @@ async def test_a_malformed_request_is_answered_with_its_status_then_closed(
                     status = b"431" if "chunk" in what else b"400"
                     assert answer.startswith(b"HTTP/1.1 " + status + b" "), (what, where, answer)
                     assert b"\r\nconnection: close\r\n" in answer.lower(), (what, where)
+                    head, _, body = answer.partition(b"\r\n\r\n")
+                    assert b"\r\ncontent-type: application/json\r\n" in head.lower() + b"\r\n"
+                    error = json.loads(body)
+                    assert error["id"] is None and error["error"]["code"] == -32600
+                    message = error["error"]["message"]
+                    assert message.startswith("malformed HTTP request: "), (what, message)
+                    assert _SAID[what] in message, (what, message)
+
+
+async def test_a_body_over_the_limit_is_refused_with_a_json_rpc_error_naming_it(
+    tmp_path: Path,
+) -> None:
+    cfg = make_config(tmp_path, {}, http_listen="127.0.0.1:0", state_dir=str(tmp_path / "state"))
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            assert daemon.api.endpoint is not None
+            port, token = daemon.api.endpoint.port, daemon.http_token()
+            limit = 4 * 1024 * 1024
+            head = (
+                f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+                "Accept: application/json, text/event-stream\r\n"
+            ).encode()
+            piece = b"10000\r\n" + b"a" * 0x10000 + b"\r\n"
+            sent = {
+                "its length": (head + f"Content-Length: {limit + 1}\r\n\r\n".encode(), "says"),
+                "its chunks": (
+                    head + b"Transfer-Encoding: chunked\r\n\r\n" + piece * 65,
+                    "more came",
+                ),
+            }
+            for what, (request, said) in sent.items():
+                stream = await trio.open_tcp_stream("127.0.0.1", port)
+                answer = await _answer_to(stream, request)
+                assert answer.startswith(b"HTTP/1.1 413 "), (what, answer[:200])
+                head_part, _, body = answer.partition(b"\r\n\r\n")
+                assert b"\r\ncontent-type: application/json\r\n" in head_part.lower() + b"\r\n"
+                error = json.loads(body)
+                assert error["id"] is None and error["error"]["code"] == -32600
+                message = error["error"]["message"]
+                assert f"at most {limit} bytes" in message and said in message, message
