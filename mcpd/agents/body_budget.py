@@ -15,7 +15,9 @@ The bytes held are shared out as the places are (``places``):
 A body with its length in its headers is weighed before a byte of it is read; one
 sent in chunks, as it comes. One that does not fit is refused with 503 and the
 reason, rather than made to wait: its client can tell it and try again, where a
-wait would hold its connection on bytes of others it cannot see.
+wait would hold its connection on bytes of others it cannot see. A
+``subscriptions/listen`` holds its body for as long as it listens, so that body is
+capped lower (``check_listen``).
 """
 
 from __future__ import annotations
@@ -27,12 +29,14 @@ from typing import Final
 
 import msgspec
 
+from protocol import jsonrpc as rpc
 from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
 from ..config.model import DaemonConfig
 from .http_exchange import Caller
 from .http_wire import MAX_BODY, Reject
+from .mcp_http import rpc_reject
 from .peers import is_owner, owners_uid
 from .places import OWNER_RESERVE, uid_quota
 
@@ -163,3 +167,20 @@ class BodyClaim:
         self._budget.take(self._d, whose, size)
         self.whose = whose
         self.size += size
+
+
+# A listen is answered only when it ends, and its body is held, and counted against the
+# request bodies' bound, for as long as it runs: it may hold no more than a request of
+# its kind is ever written in.
+LISTEN_BODY: Final = 64 * 1024
+
+
+def check_listen(req: rpc.Request, body: bytes) -> None:
+    if req.method == "subscriptions/listen" and len(body) > LISTEN_BODY:
+        raise rpc_reject(
+            413,
+            req.id,
+            rpc.INVALID_REQUEST,
+            f"a subscriptions/listen is held open for as long as it listens, so its body "
+            f"may be at most {LISTEN_BODY} bytes; this one has {len(body)}",
+        )

@@ -38,6 +38,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.server import ServerSession
 
+from .body_budget import check_listen
 from .connection import Connection, Dispatcher
 from .http_exchange import Caller, Exchange, StatelessAgent
 from .http_leave import Grace
@@ -256,7 +257,7 @@ class McpRoute:
         query: dict[str, list[str]],
     ) -> None:
         req, _ = modern_request(headers, body, version, self.stateless)
-        _check_listen(req, body)
+        check_listen(req, body)
         exchange = self._exchange_for(self.stateless, caller, self._profile(query, caller))
         await self._answer(wire, exchange, req, trio.CancelScope(), modern=True)
 
@@ -304,7 +305,7 @@ class McpRoute:
             raise Reject(202)
         if msg.id in legacy.requests:
             raise rpc_reject(400, msg.id, rpc.INVALID_REQUEST, f"Request id {msg.id!r} is in use")
-        _check_listen(msg, body)
+        check_listen(msg, body)
         scope = legacy.requests[msg.id] = trio.CancelScope()
         try:
             exchange = self._exchange_for(legacy.session, caller, legacy.servers, legacy)
@@ -381,20 +382,3 @@ def _cancel(legacy: LegacySession, msg: rpc.Notification) -> None:
     scope = legacy.requests.get(target) if isinstance(target, int | str) else None
     if scope is not None:
         scope.cancel()
-
-
-# A listen is answered only when it ends, and its body is held, and counted against the
-# request bodies' bound, for as long as it runs: it may hold no more than a request of
-# its kind is ever written in.
-LISTEN_BODY: Final = 64 * 1024
-
-
-def _check_listen(req: rpc.Request, body: bytes) -> None:
-    if req.method == "subscriptions/listen" and len(body) > LISTEN_BODY:
-        raise rpc_reject(
-            413,
-            req.id,
-            rpc.INVALID_REQUEST,
-            f"a subscriptions/listen is held open for as long as it listens, so its body "
-            f"may be at most {LISTEN_BODY} bytes; this one has {len(body)}",
-        )
