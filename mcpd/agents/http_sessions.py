@@ -3,17 +3,26 @@ and where and by whom it was opened, the only place and person it is found for."
 
 from __future__ import annotations
 
+from typing import Final
+
 import msgspec
 import trio
 
 from protocol import jsonrpc as rpc
 from protocol.server import ServerSession
 
+from ..servers.calls import Call
 from .askback import AgentRequests
+from .ending import UNANSWERED
 from .http_exchange import Caller
 from .http_stream import SessionNews
 from .identity import Identity
 from .profiles import ProfileServers
+
+# Why a session ended, for the requests it had in flight and the servers waiting on it.
+DELETED: Final = "the agent ended its session"
+PUSHED_OUT: Final = "the session was ended to make room for a newer one"
+REMOVED: Final = "the session was ended with the profile's socket it was opened on"
 
 
 class OpenedBy(msgspec.Struct, frozen=True):
@@ -58,12 +67,30 @@ class LegacySession:
         self.requests: dict[rpc.Id, trio.CancelScope] = {}
         self.asks = AgentRequests()
         self.news = SessionNews(session, servers, self)  # read by its GET stream
+        self.ended: str | None = None  # why it ended, once it has
 
-    def close(self) -> None:
+    def close(self, why: str) -> None:
+        self.ended = why
         self.news.close()
-        self.asks.close("the agent ended its session")
+        self.asks.close(why)
         for scope in self.requests.values():
             scope.cancel()
+
+    def cut_short(self, rid: rpc.Id, call: Call | None) -> bytes | None:
+        """The answer to its request ``rid`` (a tools/call: its ``call``) that was in
+        flight when the session ended (None: it has not), saying whether a call ran."""
+        if self.ended is None:
+            return None
+        if call is None:
+            what = UNANSWERED
+        elif call.state == "new":
+            what = "this call was not sent to its tool server, so it did not run"
+        else:
+            what = (
+                "this call was ended before its tool server answered; it may have reached "
+                "the server, so whether it ran is not known"
+            )
+        return rpc.encode_error(rid, -32000, f"{self.ended}: {what}")
 
 
 def holder_of(identity: Identity) -> int | None:

@@ -42,7 +42,7 @@ from .body_budget import check_listen
 from .connection import Connection, Dispatcher
 from .http_exchange import Caller, Exchange, StatelessAgent
 from .http_leave import Grace
-from .http_sessions import LegacySession, OpenedBy, holder_of
+from .http_sessions import DELETED, PUSHED_OUT, REMOVED, LegacySession, OpenedBy, holder_of
 from .http_stopping import Answering
 from .http_stream import serve_stream
 from .http_wire import HeaderList, Headers, Reject, Response, Wire
@@ -105,7 +105,7 @@ class McpRoute:
             if sid is None or legacy is None:
                 raise rpc_reject(404, None, rpc.INVALID_REQUEST, "Session not found")
             del self.sessions[sid]
-            self._end(legacy)
+            self._end(legacy, DELETED)
             await Response(wire).json(200, b"")
             return
         if request.method == b"GET":
@@ -173,7 +173,7 @@ class McpRoute:
         sessions without end ends their own, not everyone else's."""
         identity = caller.who().new_session()
         if len(self.sessions) >= MAX_SESSIONS:
-            self._end(self.sessions.pop(self._to_end(holder_of(identity))))
+            self._end(self.sessions.pop(self._to_end(holder_of(identity))), PUSHED_OUT)
         sid = secrets.token_hex(16)
         legacy = LegacySession(session, servers, identity, OpenedBy.of(caller))
         self.sessions[sid] = legacy
@@ -205,7 +205,7 @@ class McpRoute:
             for sid in opened:
                 legacy = self.sessions.pop(sid, None)  # None: its client ended it since
                 if legacy is not None:
-                    self._end(legacy)
+                    self._end(legacy, REMOVED)
                     ended += 1
             return ended
 
@@ -221,8 +221,8 @@ class McpRoute:
             holder = next(h for h, n in held.items() if n == most)
         return next(sid for sid, s in self.sessions.items() if holder_of(s.identity) == holder)
 
-    def _end(self, legacy: LegacySession) -> None:
-        legacy.close()
+    def _end(self, legacy: LegacySession, why: str) -> None:
+        legacy.close(why)
         self._forget(legacy.identity.connection)
         self.handler.agent_gone(legacy)  # its subscriptions end with it
 
@@ -358,6 +358,9 @@ class McpRoute:
                     reply = await self.handler.dispatch(exchange, req)
                 if reply is None:
                     reply = self.answering.answer(exchange) or grace.late(req.id)
+                if reply is None and isinstance(exchange.owner, LegacySession):
+                    call = exchange.calls_in_tasks.get(req.id)
+                    reply = exchange.owner.cut_short(req.id, call)  # ended by a DELETE, say
                 exchange.outbox.close()
                 await pumped.wait()
                 nursery.cancel_scope.cancel()

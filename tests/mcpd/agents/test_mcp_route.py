@@ -23,7 +23,7 @@ from mcpd.agents.api import new_session
 from mcpd.agents.connection import Connection, Dispatcher
 from mcpd.agents.holders import TcpKin
 from mcpd.agents.http_exchange import Caller
-from mcpd.agents.http_sessions import LegacySession, OpenedBy
+from mcpd.agents.http_sessions import DELETED, LegacySession, OpenedBy
 from mcpd.agents.http_wire import Reject, Wire
 from mcpd.agents.identity import Holder, Identity
 from mcpd.agents.mcp_route import McpRoute, _cancel
@@ -38,8 +38,11 @@ from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 from tests.support.agent import META, connect, make_config, running
 from tests.support.daemon_http import CURL, MCP, auth, http, modern_headers, post, stateless
+from tests.support.http_stream_client import Client, open_session, session_headers
 from tests.support.peer_probe import PEER_HTTP
 from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir
+from tests.support.procs import scripted
+from tests.support.reloading import wait_for
 
 JSON_POST = [
     (b"host", b"mcpd"),
@@ -422,8 +425,44 @@ async def test_closing_a_session_cancels_its_requests_in_flight() -> None:
     legacy = legacy_session()
     scopes = [trio.CancelScope() for _ in range(3)]
     legacy.requests.update(enumerate(scopes))
-    legacy.close()
+    legacy.close(DELETED)
     assert all(s.cancel_called for s in scopes) and legacy.news.closed
+
+
+async def test_a_call_in_flight_when_its_session_is_deleted_is_answered_saying_so(
+    tmp_path: Path,
+) -> None:
+    """Its POST was answered with an empty 200, as if the call had been cancelled by
+    its own agent, which would not have waited for it."""
+    heard = tmp_path / "heard.jsonl"
+    command, args = scripted("--hang-on-call", "--log-file", str(heard))
+    cfg = make_config(tmp_path, {"slow": {"command": command, "args": list(args)}})
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            sock = daemon.socket_path
+            sid = await open_session(daemon, unix=sock)
+            answered: list[tuple[int, dict[str, str], bytes]] = []
+
+            async def call() -> None:
+                request = {"jsonrpc": "2.0", "id": 9, "method": "tools/call"}
+                request["params"] = {"name": "mcp__slow__tool0", "arguments": {}}  # type: ignore[assignment]
+                async with Client.open(daemon, unix=sock) as c:
+                    answered.append(await c.request("POST", session_headers(sid), request))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(call)
+                await wait_for(lambda: heard.exists() and '"tools/call"' in heard.read_text())
+                async with Client.open(daemon, unix=sock) as c:
+                    assert (await c.request("DELETE", {"mcp-session-id": sid}))[0] == 200
+            [(status, head, body)] = answered
+            assert status == 200 and head["content-type"] == "application/json"
+            reply = json.loads(body)
+            assert reply["id"] == 9 and reply["error"]["code"] == -32000
+            assert reply["error"]["message"] == (
+                "the agent ended its session: this call was ended before its tool server "
+                "answered; it may have reached the server, so whether it ran is not known"
+            )
+            await wait_for(lambda: "notifications/cancelled" in heard.read_text())
 
 
 # -- whose a stateless client's tasks are --
