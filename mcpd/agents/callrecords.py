@@ -8,6 +8,8 @@ What came of it is named in a few words (``CallRecord.outcome``): ``ok``,
 policy, a held definition, an unknown name), ``outage`` or ``timeout`` (the server
 could not answer), ``cancelled`` (the agent stopped waiting, or mcpd stopped first:
 the audit log gives those the reason ``STOPPED``) or ``error`` (a JSON-RPC error).
+A call over HTTP is recorded once its answer was written or could not be: a client
+gone by then makes it ``cancelled`` (``AGENT_GONE``), whatever its server answered.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ AT_LIMIT: Final = "its agent had as many requests in flight as it may"
 # What a request mcpd answered itself, before any server or rule, comes to when it is
 # refused: the audit log counts these past their agent's budget (``AuditLog.unrouted``).
 REFUSED_HERE: Final = frozenset({"refused", "error"})
+# Why a call over HTTP whose answer came is recorded as cancelled: it was not written.
+AGENT_GONE: Final = "its agent had gone before the answer was written"
 
 
 def outcome_of(outcome: CallOutcome | Any, failed: bool = False) -> tuple[Outcome, str | None]:
@@ -130,11 +134,56 @@ class _Asked(msgspec.Struct):
 _asked: Final = msgspec.json.Decoder(_Asked)
 
 
+class _Held(msgspec.Struct):
+    """A call's record made while its answer waited to be written to an HTTP client."""
+
+    record: CallRecord
+    arguments: Raw | None
+    unrouted: bool
+
+
 class CallRecords:
     def __init__(self, audit: AuditLog, wall: Callable[[], float] = time.time) -> None:
         self.audit = audit
         # The wall clock, read as each call arrives and as it ends.
         self.now: Callable[[], float] = wall
+        # The calls over HTTP whose answer is still to be written, and the record of
+        # each once made: it waits to be told whether its agent was there to take it.
+        self._held: dict[Call, _Held | None] = {}
+
+    def held_until_written(self, call: Call) -> Call:
+        """``call`` (over HTTP), whose record, once made, waits for ``release``."""
+        self._held[call] = None
+        return call
+
+    def release(self, call: Call, gone: bool) -> None:
+        """Write the record of ``call`` held since ``held_until_written`` (one made
+        later is written as it is made). ``gone``: its agent had gone, and its answer
+        was not written, so the call is recorded as cancelled, as one whose agent hung
+        up on the socket is, saying what the answer would have been."""
+        if call not in self._held:
+            return
+        held = self._held.pop(call)
+        if held is None:
+            return
+        record = held.record
+        if gone and record.outcome != "cancelled":
+            record.reason = f"{AGENT_GONE} (it was {record.outcome})"
+            record.outcome = "cancelled"
+        self._write(record, held.arguments, held.unrouted)
+
+    def _write(self, record: CallRecord, raw: Raw | None, unrouted: bool) -> None:
+        if unrouted and record.outcome in REFUSED_HERE:
+            self.audit.unrouted(record, raw)
+        else:
+            self.audit.record(record, raw)
+
+    def _made(self, call: Call, record: CallRecord, raw: Raw | None, unrouted: bool) -> None:
+        """``record`` of ``call`` is made: written now, unless its answer is yet to be."""
+        if call in self._held:
+            self._held[call] = _Held(record, raw, unrouted)
+        else:
+            self._write(record, raw, unrouted)
 
     def tool_call(
         self,
@@ -171,7 +220,7 @@ class CallRecords:
             duration_ms=round((self.now() - call.arrived) * 1000, 3),
             result_bytes=result_bytes,
         )
-        self.audit.record(record, raw)
+        self._made(call, record, raw, False)
 
     def _unrouted(
         self,
@@ -199,10 +248,7 @@ class CallRecords:
             duration_ms=round((self.now() - call.arrived) * 1000, 3),
             result_bytes=result_bytes,
         )
-        if outcome in REFUSED_HERE:
-            self.audit.unrouted(record, raw)
-        else:
-            self.audit.record(record, raw)
+        self._made(call, record, raw, True)
 
     def request(
         self,

@@ -244,7 +244,11 @@ class Response:
             fields.append((b"content-length", str(len(body)).encode()))
         if body and not any(name == b"content-type" for name, _ in fields):
             fields.append((b"content-type", b"application/json"))
-        await self.wire.send(head(status, fields), h11.Data(data=body), h11.EndOfMessage())
+        try:
+            await self.wire.send(head(status, fields), h11.Data(data=body), h11.EndOfMessage())
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.wire.broken = True  # the client went while it was written
+            raise
 
     async def open_stream(self) -> None:
         await self._write()

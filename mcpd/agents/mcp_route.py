@@ -323,7 +323,13 @@ class McpRoute:
         modern: bool,
     ) -> None:
         with self.answering.held(exchange, req, scope):
-            await self._answer_held(wire, exchange, req, scope, modern)
+            try:
+                await self._answer_held(wire, exchange, req, scope, modern)
+            finally:
+                # A call's record says whether its answer went out (``callrecords``).
+                call = exchange.calls_in_tasks.get(req.id)
+                if call is not None:
+                    self.handler.calls.records.release(call, gone=wire.broken)
 
     async def _answer_held(
         self,
