@@ -152,7 +152,8 @@ class ToolPages:
     ) -> tuple[ListResult, Listed]:
         """The tools of the pages fed, and what the next list is compared with: the
         ``last`` one's tools again when the bytes are the same (``unchanged``).
-        ``param_paths``: where an HTTP server's tools name headers, checked per tool."""
+        ``param_paths``: where an HTTP server's tools name headers, made again of the
+        tools kept (the first of a name listed twice), each checked."""
         digest = self._digest.digest()
         if last is not None and last.digest == digest:
             was = last.trimmed
@@ -169,20 +170,31 @@ class ToolPages:
         trim = self._trim
         tools: list[mcp.Tool] = []
         names: set[str] = set()
+        headers: dict[str, dict[str, mcp_headers.PropertyPath]] = {}
         guard = self._guard
         for item in self._items:
             if guard is not None:
                 item = guard.reread(self.alias, item, "a tools/list result")
-            tool = toolshape.accepted(item, trim, param_paths)
+            tool = toolshape.accepted(item, trim)
             if tool is None:
                 continue
             if tool.name in names:
                 # A name is how calls find a tool: a second one could never be called.
                 trim.drop(shown(tool.name), LISTED_TWICE)
                 continue
+            if param_paths is not None:
+                paths = toolshape.header_paths(tool, trim)
+                if paths is None:
+                    continue
+                if paths:
+                    headers[tool.name] = paths
             names.add(tool.name)
             trim.described(tool)
             tools.append(tool)
+        if param_paths is not None:
+            # Only this list's kept tools: none of a tool no longer listed outlives it.
+            param_paths.clear()
+            param_paths.update(headers)
         trimmed = trim.done()
         fresh = ListResult(
             tools, self._ttl, trimmed.dropped, self._scope, cut=trimmed.cut, short=trimmed.short

@@ -37,12 +37,9 @@ def _kind(raw: Raw) -> bytes:
     return bytes(memoryview(raw)[:1])
 
 
-def accepted(
-    item: Raw, trim: ListTrim, param_paths: dict[str, dict[str, mcp_headers.PropertyPath]] | None
-) -> mcp.Tool | None:
+def accepted(item: Raw, trim: ListTrim) -> mcp.Tool | None:
     """One tool of a listed page as agents may see it, or None when it is left out
-    (``trim`` is told why, and of what was left off it). Over HTTP (``param_paths``
-    given), the Mcp-Param-* headers its arguments go in are noted there by its name."""
+    (``trim`` is told why, and of what was left off it)."""
     try:
         tool = rpc.decode_as(item, mcp.Tool)
     except rpc.InvalidParams as exc:
@@ -57,17 +54,19 @@ def accepted(
             shown(tool.name),
             f"listed without its {', '.join(removed)}: not the JSON type MCP gives it",
         )
-    if param_paths is not None:
-        try:
-            paths = mcp_headers.header_params(tool.inputSchema)
-        except mcp_headers.InvalidHeaderAnnotation as exc:
-            trim.drop(shown(tool.name), exc.reason)
-            return None
-        if paths:
-            param_paths[tool.name] = paths
-        else:
-            param_paths.pop(tool.name, None)
     return _detached(tool)
+
+
+def header_paths(tool: mcp.Tool, trim: ListTrim) -> dict[str, mcp_headers.PropertyPath] | None:
+    """The Mcp-Param-* headers a tool's arguments go in over HTTP, by header name, or
+    None when an annotation is one no header can be made of (``trim`` is told, and the
+    tool is to be left out). Read only of a tool the list keeps: another definition
+    listed under its name must not decide which argument values leave in headers."""
+    try:
+        return mcp_headers.header_params(tool.inputSchema)
+    except mcp_headers.InvalidHeaderAnnotation as exc:
+        trim.drop(shown(tool.name), exc.reason)
+        return None
 
 
 def _detached(tool: mcp.Tool) -> mcp.Tool:

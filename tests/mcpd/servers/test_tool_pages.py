@@ -122,3 +122,14 @@ def test_a_page_past_the_lists_limit_is_counted_to_its_end() -> None:
     result, _ = reading.result(None, None)
     assert len(result.tools) == DEFAULT_LIMITS.items.value
     assert result.short and "5 tools" in result.dropped[-1]
+
+
+def test_over_http_the_headers_noted_are_those_of_the_tools_kept_now() -> None:
+    def annotated(name: str, header: str) -> dict[str, object]:
+        region = {"type": "string", "x-mcp-header": header}
+        return {"name": name, "inputSchema": {"type": "object", "properties": {"r": region}}}
+
+    twice = [annotated("a", "Region"), annotated("a", "Other"), annotated("b", "Zone")]
+    paths: dict[str, dict[str, tuple[str, ...]]] = {"gone": {"Mcp-Param-X": ("x",)}}
+    read(Raw(json.dumps({"tools": twice}).encode())).result(None, paths)
+    assert paths == {"a": {"Mcp-Param-Region": ("r",)}, "b": {"Mcp-Param-Zone": ("r",)}}

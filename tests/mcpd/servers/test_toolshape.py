@@ -14,8 +14,7 @@ from msgspec import UNSET, Raw
 
 from mcpd.config.load import parse
 from mcpd.registry.limits import ListTrim
-from mcpd.servers.toolshape import accepted, checked
-from protocol import headers as mcp_headers
+from mcpd.servers.toolshape import accepted, checked, header_paths
 from protocol import mcp
 
 
@@ -47,14 +46,14 @@ def schema_of(t: mcp.Tool) -> Any:
 )
 def test_an_object_schema_is_kept_as_the_server_wrote_it(schema: dict[str, Any]) -> None:
     t = trim()
-    got = accepted(tool(inputSchema=schema), t, None)
+    got = accepted(tool(inputSchema=schema), t)
     assert got is not None
     assert schema_of(got) == schema
     assert t.trimmed.dropped == [] and t.trimmed.cut == []
 
 
 def test_a_schema_written_with_spaces_is_kept() -> None:
-    got = accepted(raw('{"name": "t", "inputSchema": { "type" : "object" } }'), trim(), None)
+    got = accepted(raw('{"name": "t", "inputSchema": { "type" : "object" } }'), trim())
     assert got is not None and schema_of(got) == {"type": "object"}
 
 
@@ -72,13 +71,13 @@ def test_a_schema_without_a_type_is_given_the_object_type(
     schema: dict[str, Any], given: dict[str, Any]
 ) -> None:
     t = trim()
-    got = accepted(tool(inputSchema=schema), t, None)
+    got = accepted(tool(inputSchema=schema), t)
     assert got is not None and schema_of(got) == given
     assert t.trimmed.cut == []  # nothing an agent relies on changed
 
 
 def test_an_empty_schema_with_spaces_is_given_the_object_type() -> None:
-    got = accepted(raw('{"name": "t", "inputSchema": {  \n }}'), trim(), None)
+    got = accepted(raw('{"name": "t", "inputSchema": {  \n }}'), trim())
     assert got is not None and schema_of(got) == {"type": "object"}
 
 
@@ -100,13 +99,13 @@ def test_a_schema_that_is_not_an_object_schema_leaves_the_tool_out(
     schema: Any, reason: str
 ) -> None:
     t = trim()
-    assert accepted(tool(inputSchema=schema), t, None) is None
+    assert accepted(tool(inputSchema=schema), t) is None
     assert t.trimmed.dropped == [reason]
 
 
 def test_a_long_schema_that_is_not_an_object_is_quoted_short() -> None:
     t = trim()
-    assert accepted(tool(inputSchema=["x" * 100]), t, None) is None
+    assert accepted(tool(inputSchema=["x" * 100]), t) is None
     (reason,) = t.trimmed.dropped
     said = '"[\\"' + "x" * 38 + '" (and 64 more characters)'
     assert reason == f"t: inputSchema is not a JSON object ({said})"
@@ -115,17 +114,14 @@ def test_a_long_schema_that_is_not_an_object_is_quoted_short() -> None:
 # A host reads a repeated key as its last value: this schema is an array schema to it.
 def test_a_repeated_type_is_read_as_hosts_read_it() -> None:
     t = trim()
-    assert (
-        accepted(raw('{"name":"t","inputSchema":{"type":"object","type":"array"}}'), t, None)
-        is None
-    )
+    assert accepted(raw('{"name":"t","inputSchema":{"type":"object","type":"array"}}'), t) is None
     assert t.trimmed.dropped == ['t: inputSchema has type "array", not "object"']
 
 
 def test_a_tool_that_does_not_decode_is_left_out_as_malformed() -> None:
     t = trim()
-    assert accepted(Raw(b'{"title": "no name"}'), t, None) is None
-    assert accepted(Raw(b'{"name": 5}'), t, None) is None
+    assert accepted(Raw(b'{"title": "no name"}'), t) is None
+    assert accepted(Raw(b'{"name": 5}'), t) is None
     assert len(t.trimmed.dropped) == 2
     assert all(d.startswith("(malformed): ") for d in t.trimmed.dropped)
 
@@ -136,7 +132,7 @@ def test_a_tool_that_does_not_decode_is_left_out_as_malformed() -> None:
 )
 def test_an_optional_field_of_the_wrong_kind_is_taken_off_and_said(field: str, value: Any) -> None:
     t = trim()
-    got = accepted(tool(**{field: value}), t, None)
+    got = accepted(tool(**{field: value}), t)
     assert got is not None
     assert getattr(got, field) is UNSET
     assert t.trimmed.cut == [f"tool t: listed without its {field}: not the JSON type MCP gives it"]
@@ -161,7 +157,7 @@ def test_optional_fields_of_the_right_kind_are_kept() -> None:
         "icons": [{"src": "https://icons.example.test/a.png"}],
         "execution": {"taskSupport": "optional"},
     }
-    got = accepted(tool(**fields), t, None)
+    got = accepted(tool(**fields), t)
     assert got is not None and t.trimmed.cut == []
     for field, value in fields.items():
         assert msgspec.json.decode(getattr(got, field)) == value
@@ -174,7 +170,7 @@ def test_a_kept_tool_holds_its_own_bytes_not_its_pages() -> None:
     page += b" " * 4096
     before = sys.getrefcount(page)
     item = Raw(page)
-    got = accepted(item, trim(), None)
+    got = accepted(item, trim())
     del item
     assert got is not None
     assert sys.getrefcount(page) == before
@@ -190,26 +186,18 @@ def header_schema(annotation: Any) -> dict[str, Any]:
     }
 
 
-def test_over_http_a_tools_header_params_are_noted_by_its_name() -> None:
-    paths: dict[str, dict[str, mcp_headers.PropertyPath]] = {}
-    got = accepted(tool(inputSchema=header_schema("Region")), trim(), paths)
+def test_a_tools_header_params_are_read_by_header_name() -> None:
+    got = accepted(tool(inputSchema=header_schema("Region")), trim())
     assert got is not None
-    assert paths == {"t": {"Mcp-Param-Region": ("region",)}}
-    # Listed again without them, the tool's old headers are forgotten.
-    accepted(tool(inputSchema={"type": "object"}), trim(), paths)
-    assert paths == {}
+    assert header_paths(got, trim()) == {"Mcp-Param-Region": ("region",)}
+    plain = accepted(tool(inputSchema={"type": "object"}), trim())
+    assert plain is not None and header_paths(plain, trim()) == {}
 
 
-def test_over_http_a_bad_header_annotation_leaves_the_tool_out() -> None:
+def test_a_bad_header_annotation_leaves_the_tool_out() -> None:
     t = trim()
-    paths: dict[str, dict[str, mcp_headers.PropertyPath]] = {}
-    assert accepted(tool(inputSchema=header_schema("Bad Name")), t, paths) is None
-    assert paths == {}
+    got = accepted(tool(inputSchema=header_schema("Bad Name")), t)
+    assert got is not None and t.trimmed.dropped == []
+    assert header_paths(got, t) is None
     (reason,) = t.trimmed.dropped
     assert reason.startswith("t: x-mcp-header 'Bad Name'")
-
-
-def test_header_annotations_are_not_read_when_not_over_http() -> None:
-    t = trim()
-    assert accepted(tool(inputSchema=header_schema("Bad Name")), t, None) is not None
-    assert t.trimmed.dropped == []
