@@ -274,6 +274,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from ..config.importwrite import move_secrets, secrets_dir, to_toml
     from ..local.privatefile import UnsafeFileError, write_atomically
     from .import_sources import import_source, unread_host
+    from .outfile import resolved, taken
 
     unread = unread_host(args.path)
     if unread is not None:
@@ -287,12 +288,15 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.output:
         # A link there counts, dangling or not: --force replaces the link, never the
         # file it points to.
-        if os.path.lexists(args.output) and not args.force:
-            fail(EXIT_USAGE, f"{args.output} exists (use --force to replace it)")
+        there = None if args.force else taken(args.output)
+        if there is not None:
+            fail(EXIT_USAGE, there)
         try:
-            moved = move_secrets(imported, secrets_dir(args.output))
+            output = resolved(args.output)
+            secrets_at = secrets_dir(output)
+            moved = move_secrets(imported, secrets_at)
             # 0600, as the secrets: it names where they are and what mcpd runs.
-            write_atomically(args.output, to_toml(imported, moved).encode("utf-8"))
+            write_atomically(output, to_toml(imported, moved).encode("utf-8"))
         except UnsafeFileError as exc:
             fail(EXIT_USAGE, f"cannot write {args.output}: {exc}")
         except OSError as exc:
@@ -302,7 +306,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         sys.stdout.write(to_toml(imported))
     extra = []
     if moved:
-        extra.append(f"{len(moved)} secret(s) moved to {secrets_dir(args.output)}")
+        extra.append(f"{len(moved)} secret(s) moved to {secrets_at}")
     elif imported.secrets or imported.inline:
         extra.append(f"{len(imported.secrets) + len(imported.inline)} secret(s) to provide")
     if imported.notes:

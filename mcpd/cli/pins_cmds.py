@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-import os
 import re
 import shlex
 import sys
@@ -22,8 +21,10 @@ from typing import Any, Final
 
 from protocol.visible import visible
 
+from ..local.privatefile import UnsafeFileError
 from .client import QUICK, SOCKET_HELP
 from .exits import EXIT_FAILED, EXIT_USAGE, ask, client_for, fail
+from .outfile import OutputExists, write_output
 
 _WHY: Final = {
     "changed": "changed since it was approved",
@@ -308,13 +309,14 @@ def _export(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(text)
         return 0
-    if os.path.exists(args.output) and not args.force:
-        fail(EXIT_USAGE, f"{args.output} exists (use --force to replace it)")
     try:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
+        write_output(args.output, text.encode("utf-8"), force=args.force)
+    except OutputExists as exc:
+        fail(EXIT_USAGE, str(exc))
+    except UnsafeFileError as exc:
+        fail(EXIT_USAGE, f"cannot write {args.output}: {exc}")
     except OSError as exc:
-        fail(EXIT_USAGE, f"cannot write {args.output}: {exc.strerror}")
+        fail(EXIT_USAGE, f"cannot write {args.output}: {exc.strerror or exc}")
     count = sum(
         len(s.get(kind) or {})
         for s in pins["servers"].values()

@@ -463,7 +463,8 @@ def test_import_never_writes_through_a_link_and_says_why_it_cannot_write(
     link = tmp_path / "dang.toml"
     link.symlink_to(tmp_path / "target.toml")
     assert run("import", str(source), "-o", str(link)) == 2
-    assert "exists (use --force" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"{link} is a symbolic link to {tmp_path / 'target.toml'}, which mcpd" in err
     assert run("import", str(source), "-o", str(link), "--force") == 0
     assert not (tmp_path / "target.toml").exists() and not link.is_symlink()
     shared = tmp_path / "shared"
@@ -472,6 +473,12 @@ def test_import_never_writes_through_a_link_and_says_why_it_cannot_write(
     assert run("import", str(source), "-o", str(shared / "cfg.toml")) == 2
     err = capsys.readouterr().err
     assert "can be written by every user" in err and "None" not in err
+    # Nor through a link on the way that another user could have put there.
+    (tmp_path / "real" / "sub").mkdir(parents=True)
+    (shared / "team").symlink_to(tmp_path / "real")
+    assert run("import", str(source), "-o", str(shared / "team" / "sub" / "cfg.toml")) == 2
+    assert "can be written by every user" in capsys.readouterr().err
+    assert list((tmp_path / "real" / "sub").iterdir()) == []
 
 
 def test_import_reads_a_linked_gemini_file_as_gemini_and_refuses_what_is_no_file(

@@ -1,0 +1,101 @@
+"""The files ``mcpd pins export -o`` writes and ``mcpd pins import`` reads, through a
+running daemon: a link at the name is never written through (``--force`` replaces the
+link itself), a link on the way is followed only where no other user could have made
+it; and what is imported is a regular file (or stdin) of a bounded size, whatever
+stands at the name."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import trio
+
+from tests.support.agent import running
+from tests.support.pins_daemon import Changing, cli, config
+
+LIMIT = 60
+
+
+@asynccontextmanager
+async def daemon_socket(tmp_path: Path) -> AsyncIterator[str]:
+    server = Changing(tmp_path)
+    cfg = config(tmp_path, {"tickets": server.config()})
+    with trio.fail_after(LIMIT):
+        async with running(cfg) as daemon:
+            yield daemon.socket_path
+
+
+async def test_export_to_a_link_is_refused_naming_it_and_force_replaces_the_link(
+    tmp_path: Path,
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    target = elsewhere / "victim.txt"
+    target.write_text("mine\n")
+    out = tmp_path / "mcpd-pins.json"
+    out.symlink_to(target)
+    async with daemon_socket(tmp_path) as sock:
+        code, _, err = await cli(sock, "pins", "export", "-o", str(out))
+        assert code == 2, err
+        assert f"{out} is a symbolic link to {target}, which mcpd does not write" in err
+        assert "Traceback" not in err
+        assert target.read_text() == "mine\n" and out.is_symlink()
+
+        code, said, err = await cli(sock, "pins", "export", "-o", str(out), "--force")
+        assert code == 0, err
+    assert "pinned items of 1 server(s)" in said
+    assert not out.is_symlink() and "tickets" in json.loads(out.read_text())["servers"]
+    assert target.read_text() == "mine\n"
+
+
+async def test_export_to_a_link_to_nothing_creates_nothing_where_it_points(
+    tmp_path: Path,
+) -> None:
+    missing = tmp_path / "planted"
+    out = tmp_path / "mcpd-pins.json"
+    out.symlink_to(missing)
+    async with daemon_socket(tmp_path) as sock:
+        code, _, err = await cli(sock, "pins", "export", "-o", str(out))
+        assert code == 2 and "is a symbolic link" in err, err
+        assert not missing.exists() and out.is_symlink()
+        code, _, err = await cli(sock, "pins", "export", "-o", str(out), "--force")
+        assert code == 0, err
+    assert not missing.exists() and not out.is_symlink()
+
+
+async def test_export_makes_a_new_file_as_a_shells_redirection_would_and_keeps_one_there(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "mcpd-pins.json"
+    async with daemon_socket(tmp_path) as sock:
+        code, _, err = await cli(sock, "pins", "export", "-o", str(out))
+        assert code == 0, err
+        umask = os.umask(0o022)
+        os.umask(umask)
+        assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
+        out.write_text("# mine\n")
+        code, _, err = await cli(sock, "pins", "export", "-o", str(out))
+        assert code == 2 and f"{out} exists (use --force to replace it)" in err, err
+    assert out.read_text() == "# mine\n"
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+async def test_export_follows_no_link_on_the_way_that_another_user_could_have_made(
+    tmp_path: Path,
+) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "team").symlink_to(real)
+    shared.chmod(0o777)
+    async with daemon_socket(tmp_path) as sock:
+        code, _, err = await cli(sock, "pins", "export", "-o", str(shared / "team" / "p.json"))
+    assert code == 2, err
+    assert "can be written by every user" in err and "Traceback" not in err
+    assert list(real.iterdir()) == []
