@@ -1,6 +1,6 @@
 """``mcpd serve|status|dashboard|tools|call|reload|check-config|import|bridge|auth|
-connect|token``, ``approve|pins`` (in ``pins_cmds``), ``approvals|calls``, and (in
-``prompt_resource_cmds``) ``prompts|resources|read|prompt``.
+connect|token``, ``approve`` (in ``pins_cmds``), ``pins`` (in ``pins_io``),
+``approvals|calls``, and (in ``prompt_resource_cmds``) ``prompts|resources|read|prompt``.
 
 This module is the command line's grammar, every command in the order ``mcpd
 --help`` lists them, and its entry point. What the commands do is elsewhere: those
@@ -193,7 +193,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         add_approve(client_cmd)
 
     if want("pins"):
-        from .pins_cmds import add_pins
+        from .pins_io import add_pins
 
         add_pins(sub)
 

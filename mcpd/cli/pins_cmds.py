@@ -1,5 +1,5 @@
-"""``mcpd approve``, ``mcpd tools --pending|--findings`` and ``mcpd pins
-export|import``: what waits for approval, shown so a person can judge it.
+"""``mcpd approve`` and ``mcpd tools --pending|--findings``: what waits for approval,
+shown so a person can judge it (``pins_io`` moves the pins between machines).
 
 A pending change is shown as a unified diff of the definition as approved and as the
 server offers it now, one field to a line and a description one line of its own to a
@@ -21,10 +21,8 @@ from typing import Any, Final
 
 from protocol.visible import visible
 
-from ..local.privatefile import UnsafeFileError
-from .client import QUICK, SOCKET_HELP
-from .exits import EXIT_FAILED, EXIT_USAGE, ask, client_for, fail
-from .outfile import OutputExists, write_output
+from .client import QUICK
+from .exits import EXIT_FAILED, ask, client_for, fail
 
 _WHY: Final = {
     "changed": "changed since it was approved",
@@ -279,75 +277,6 @@ def print_findings(items: list[dict[str, Any]]) -> int:
     return 0
 
 
-def cmd_pins(args: argparse.Namespace) -> int:
-    if args.pins_command == "export":
-        return _export(args)
-    if args.pins_command == "forget-unreadable":
-        return _forget_unreadable(args)
-    return _import(args)
-
-
-def _forget_unreadable(args: argparse.Namespace) -> int:
-    with client_for(args) as client:
-        result = ask(client, "mcpd/pins/forget_unreadable")
-    for path in result["removed"]:
-        print(f"removed {path}")
-    if not result["removed"]:
-        print("no unreadable pin file was kept")
-    approved = ", ".join(result["approved"]) or "none"
-    print(f"servers are approved by listing again; approved as they list now: {approved}")
-    return 0
-
-
-def _export(args: argparse.Namespace) -> int:
-    with client_for(args, QUICK) as client:
-        pins = ask(client, "mcpd/pins/export", {"servers": args.servers or None})
-    missing = sorted(set(args.servers) - set(pins.get("servers") or {}))
-    if missing:
-        fail(EXIT_FAILED, f"no pins of {', '.join(missing)}")
-    text = json.dumps(pins, indent=2, ensure_ascii=False) + "\n"
-    if args.output is None:
-        sys.stdout.write(text)
-        return 0
-    try:
-        write_output(args.output, text.encode("utf-8"), force=args.force)
-    except OutputExists as exc:
-        fail(EXIT_USAGE, str(exc))
-    except UnsafeFileError as exc:
-        fail(EXIT_USAGE, f"cannot write {args.output}: {exc}")
-    except OSError as exc:
-        fail(EXIT_USAGE, f"cannot write {args.output}: {exc.strerror or exc}")
-    count = sum(
-        len(s.get(kind) or {})
-        for s in pins["servers"].values()
-        for kind in ("tools", "prompts", "templates", "instructions")
-    )
-    print(f"mcpd: {count} pinned items of {len(pins['servers'])} server(s) in {args.output}")
-    return 0
-
-
-def _import(args: argparse.Namespace) -> int:
-    try:
-        if args.file == "-":
-            text = sys.stdin.read()
-        else:
-            with open(args.file, encoding="utf-8") as f:
-                text = f.read()
-        document = json.loads(text)
-    except OSError as exc:
-        fail(EXIT_USAGE, f"cannot read {args.file}: {exc.strerror}")
-    except ValueError as exc:
-        fail(EXIT_USAGE, f"{args.file} is not JSON: {exc}")
-    with client_for(args) as client:
-        result = ask(client, "mcpd/pins/import", {"pins": document, "replace": args.replace})
-    servers = ", ".join(result["servers"]) or "no server"
-    print(
-        f"imported {result['items']} pinned items of {servers}; "
-        f"{result['released']} held item(s) released"
-    )
-    return 0 if result.get("saved", True) else EXIT_FAILED
-
-
 def add_approve(client_cmd: Any) -> None:
     """``approve`` in the command line's grammar."""
     a = client_cmd("approve", "show what changed in a server's definitions, and approve it")
@@ -355,24 +284,3 @@ def add_approve(client_cmd: Any) -> None:
     a.add_argument("names", nargs="*", metavar="NAME", help="only these (the server's names)")
     a.add_argument("--yes", action="store_true", help="approve what is shown without asking")
     a.set_defaults(func=cmd_approve)
-
-
-def add_pins(sub: Any) -> None:
-    """``pins export|import|forget-unreadable`` in the command line's grammar."""
-    p = sub.add_parser("pins", help="export or import the approved definitions")
-    ps = p.add_subparsers(dest="pins_command", required=True)
-    e = ps.add_parser("export", help="print (or write) the pins, for another machine")
-    e.add_argument("servers", nargs="*", metavar="ALIAS", help="only these servers")
-    e.add_argument("-o", "--output", help="write them to this file instead of stdout")
-    e.add_argument("--force", action="store_true", help="replace --output if it exists")
-    i = ps.add_parser("import", help="take an export's pins as approved")
-    i.add_argument("file", metavar="FILE", help="an export (- for stdin)")
-    i.add_argument("--replace", action="store_true", help="a server in FILE keeps no other pins")
-    f = ps.add_parser(
-        "forget-unreadable",
-        help="remove the pin files that could not be read, and approve each server they "
-        "held as it lists now",
-    )
-    for parser in (e, i, f):
-        parser.add_argument("--socket", help=SOCKET_HELP)
-    p.set_defaults(func=cmd_pins)

@@ -169,7 +169,7 @@ def open_private(
 
 def _not_private(path: str, st: os.stat_result) -> str | None:
     if not stat.S_ISREG(st.st_mode):
-        kind = _KINDS.get(stat.S_IFMT(st.st_mode), "a special file")
+        kind = file_kind(st)
         return f"{path} is not a regular file ({kind} of uid {st.st_uid}, {user_name(st.st_uid)})"
     if st.st_uid not in trusted_owners():
         return f"{not_trusted(path, st.st_uid)}, so mcpd does not trust what it says"
@@ -192,6 +192,11 @@ _KINDS: Final = {
     stat.S_IFCHR: "a character device",
     stat.S_IFBLK: "a block device",
 }
+
+
+def file_kind(st: os.stat_result) -> str:
+    """What a file that is not a regular one is, in words ("a FIFO")."""
+    return _KINDS.get(stat.S_IFMT(st.st_mode), "a special file")
 
 
 def _is_link(name: str, dir_fd: int | None) -> bool:

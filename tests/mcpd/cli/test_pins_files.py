@@ -6,15 +6,21 @@ stands at the name."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import stat
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import pytest
 import trio
 
+from mcpd.cli import pins_io
+from mcpd.cli.main import main
 from tests.support.agent import running
 from tests.support.pins_daemon import Changing, cli, config
 
@@ -99,3 +105,53 @@ async def test_export_follows_no_link_on_the_way_that_another_user_could_have_ma
     assert code == 2, err
     assert "can be written by every user" in err and "Traceback" not in err
     assert list(real.iterdir()) == []
+
+
+# -- what pins import reads --
+
+
+def importing(path: str) -> subprocess.CompletedProcess[str]:
+    """``mcpd pins import PATH`` with no daemon to take it: what it makes of the file
+    is said before the daemon is asked (a hang is a failure, not a wait)."""
+    argv = [sys.executable, "-m", "mcpd", "pins", "import", path, "--socket", "/nonexistent"]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=LIMIT)
+
+
+def test_import_of_a_link_to_a_device_is_refused_unread(tmp_path: Path) -> None:
+    link = tmp_path / "pins.json"
+    link.symlink_to("/dev/zero")
+    done = importing(str(link))
+    assert done.returncode == 2, done.stderr
+    assert f"cannot read {link}: it is a character device, not a regular file" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_import_of_a_fifo_or_a_directory_is_refused_without_waiting(tmp_path: Path) -> None:
+    fifo = tmp_path / "pins.json"
+    os.mkfifo(fifo)
+    done = importing(str(fifo))
+    assert done.returncode == 2 and "it is a FIFO, not a regular file" in done.stderr
+    done = importing(str(tmp_path))
+    assert done.returncode == 2 and "it is a directory, not a regular file" in done.stderr
+
+
+def test_import_of_a_file_past_the_bound_is_refused_naming_it(tmp_path: Path) -> None:
+    big = tmp_path / "pins.json"
+    with big.open("wb") as f:
+        f.truncate(pins_io.MAX_IMPORT_BYTES + 1)  # sparse: nothing written
+    done = importing(str(big))
+    assert done.returncode == 2, done.stderr
+    bound = f"{pins_io.MAX_IMPORT_BYTES:,}"
+    assert f"cannot read {big}: it is larger than {bound} bytes" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_import_from_stdin_reads_no_more_than_the_bound(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(pins_io, "MAX_IMPORT_BYTES", 16)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b'{"servers": {}}' + b" " * 99)))
+    with pytest.raises(SystemExit) as done:
+        main(["pins", "import", "-", "--socket", "/nonexistent"])
+    assert done.value.code == 2
+    assert "cannot read stdin: it is larger than 16 bytes" in capsys.readouterr().err
