@@ -154,11 +154,12 @@ def cmd_call(args: argparse.Namespace) -> int:
         result = ask(
             client, "tools/call", {"name": args.name, "arguments": arguments}, progress=_progress
         )
+    from .prompt_resource_cmds import refuse_unfinished, render_block
+
     if args.json:
         print(json.dumps(result, indent=2))
-    else:
-        from .prompt_resource_cmds import render_block
-
+    refuse_unfinished(f"the call of {args.name}", result)
+    if not args.json:
         for block in result.get("content") or []:
             print(render_block(block))
     return EXIT_TOOL_ERROR if result.get("isError") else 0

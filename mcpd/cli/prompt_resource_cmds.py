@@ -14,10 +14,11 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from protocol.visible import visible
+from protocol import mcp
+from protocol.visible import quote, visible
 
 from .client import LONG, QUICK, Client
-from .exits import EXIT_USAGE, ask, fail
+from .exits import EXIT_FAILED, EXIT_USAGE, ask, fail
 
 # A client on the daemon's socket, waiting so many seconds for each reply.
 ClientFor = Callable[[argparse.Namespace, float], Client]
@@ -83,6 +84,8 @@ def cmd_read(args: argparse.Namespace, client_for: ClientFor) -> int:
         result = ask(client, "resources/read", {"uri": args.uri})
     if args.json:
         print(json.dumps(result, indent=2))
+    refuse_unfinished(f"reading {args.uri}", result)
+    if args.json:
         return 0
     for item in result.get("contents") or []:
         if "text" in item:
@@ -106,6 +109,8 @@ def cmd_prompt(args: argparse.Namespace, client_for: ClientFor) -> int:
         result = ask(client, "prompts/get", {"name": args.name, "arguments": arguments})
     if args.json:
         print(json.dumps(result, indent=2))
+    refuse_unfinished(f"the prompt {args.name}", result)
+    if args.json:
         return 0
     for message in result.get("messages") or []:
         if not isinstance(message, dict):
@@ -114,6 +119,27 @@ def cmd_prompt(args: argparse.Namespace, client_for: ClientFor) -> int:
         for block in content if isinstance(content, list) else [content]:
             print(f"{visible(str(message.get('role', '?')))}: {render_block(block)}")
     return 0
+
+
+def refuse_unfinished(what: str, result: dict[str, Any]) -> None:
+    """End the command (exit 1, saying why) when ``result`` is not a finished one. An
+    ``input_required`` that reaches it asks at most to be called again (a busy server
+    does): it declares nothing it could answer more with. No other ``resultType`` but
+    complete is a result to show; a result without one is a legacy server's, finished."""
+    kind = result.get("resultType", mcp.COMPLETE)
+    if kind == mcp.COMPLETE:
+        return
+    if kind == mcp.INPUT_REQUIRED:
+        asked = result.get("inputRequests")
+        if isinstance(asked, dict) and asked:
+            keys = ", ".join(quote(str(k), 40) for k in list(asked)[:5])
+            why = f"its server asked for input this command cannot give ({keys})"
+        else:
+            why = "its server asked to be called again with the state it returned (it may be busy)"
+        fail(EXIT_FAILED, f"{what} did not finish: {why}; nothing was returned")
+    fail(
+        EXIT_FAILED, f"{what} did not finish: its server returned the resultType {quote(str(kind))}"
+    )
 
 
 def render_block(block: object) -> str:
