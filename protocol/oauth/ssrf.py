@@ -96,7 +96,17 @@ _V6: Final[list[tuple[str, AddressClass]]] = [
 ]
 _NETS4: Final = [(ipaddress.IPv4Network(n), c) for n, c in _V4]
 _NETS6: Final = [(ipaddress.IPv6Network(n), c) for n, c in _V6]
-_NAT64: Final = ipaddress.IPv6Network("64:ff9b::/96")
+# Where the IPv4 address is the last 32 bits: IPv4-compatible (::a.b.c.d), mapped
+# (::ffff:a.b.c.d), translated (::ffff:0:a.b.c.d) and the NAT64 well-known prefix.
+_V4_LAST: Final = (
+    ipaddress.IPv6Network("::/96"),
+    ipaddress.IPv6Network("::ffff:0:0/96"),
+    ipaddress.IPv6Network("::ffff:0:0:0/96"),
+    ipaddress.IPv6Network("64:ff9b::/96"),
+)
+# The local-use NAT64 prefix (RFC 8215), inside which each network picks its own.
+_NAT64_LOCAL: Final = ipaddress.IPv6Network("64:ff9b:1::/48")
+_ZERO_NET: Final = ipaddress.IPv4Network("0.0.0.0/8")
 
 _LOCAL_CLASSES: Final[frozenset[AddressClass]] = frozenset({"private", "shared", "unique-local"})
 
@@ -123,25 +133,60 @@ def parse_address(value: str) -> IPAddress | None:
 
 
 def classify(address: IPAddress | str) -> AddressClass:
-    """The kind of network an address belongs to; IPv4 embedded in IPv6
-    (mapped, NAT64, 6to4) is judged by its IPv4 part."""
+    """The kind of network an address belongs to; an IPv6 address that carries an
+    IPv4 one (compatible, mapped, translated, NAT64, 6to4, Teredo) is judged by
+    that IPv4 address, since a translator or tunnel on the way delivers it there."""
     ip = parse_address(address) if isinstance(address, str) else address
     if ip is None:
         raise ValueError(f"{address!r} is not an IP address")
-    if isinstance(ip, ipaddress.IPv6Address):
-        embedded = ip.ipv4_mapped or ip.sixtofour
-        if embedded is None and ip in _NAT64:
-            embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-        if embedded is not None:
-            return classify(embedded)
-        for net6, kind in _NETS6:
-            if ip in net6:
-                return kind
-        return "global"
+    if isinstance(ip, ipaddress.IPv4Address):
+        return _classify4(ip)
+    for net6, kind in _NETS6[:2]:  # ::1 and ::, which lie in the IPv4-compatible range
+        if ip in net6:
+            return kind
+    carried = _carried_v4(ip)
+    if carried:
+        kinds = [_classify4(v4) for v4 in carried]
+        return next((k for k in kinds if k != "global"), "global")
+    for net6, kind in _NETS6:
+        if ip in net6:
+            return kind
+    return "global"
+
+
+def _classify4(ip: ipaddress.IPv4Address) -> AddressClass:
     for net4, kind in _NETS4:
         if ip in net4:
             return kind
     return "global"
+
+
+def _carried_v4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses ``ip`` may stand for; several where it sits in the
+    address is the local network's choice."""
+    value = int(ip)
+    if any(ip in net for net in _V4_LAST):
+        return [ipaddress.IPv4Address(value & 0xFFFFFFFF)]
+    if ip.sixtofour is not None:
+        return [ip.sixtofour]
+    if ip.teredo is not None:
+        return [ip.teredo[1]]
+    if ip in _NAT64_LOCAL:
+        # RFC 6052 puts the IPv4 address after a /48, /56, /64 or /96 prefix, skipping
+        # bits 64-71; a layout that reads as 0.0.0.0/8 is reading another one's zeros.
+        found = [
+            ipaddress.IPv4Address(_bits(value, 48, 64) << 16 | _bits(value, 72, 88)),
+            ipaddress.IPv4Address(_bits(value, 56, 64) << 24 | _bits(value, 72, 96)),
+            ipaddress.IPv4Address(_bits(value, 72, 104)),
+            ipaddress.IPv4Address(_bits(value, 96, 128)),
+        ]
+        return [v4 for v4 in found if v4 not in _ZERO_NET]
+    return []
+
+
+def _bits(value: int, start: int, end: int) -> int:
+    """Bits ``start`` to ``end`` (counted from the left) of a 128-bit ``value``."""
+    return (value >> (128 - end)) & ((1 << (end - start)) - 1)
 
 
 def is_loopback_host(host: str) -> bool:

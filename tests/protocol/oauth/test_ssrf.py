@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import ipaddress
+
 import pytest
 
 from protocol.oauth import BlockedUrl, FetchPolicy
@@ -163,3 +165,48 @@ def test_a_local_servers_name_must_stay_local_for_what_it_was_granted() -> None:
     # a public server's name may resolve to other public addresses
     remote = FetchPolicy.for_server("https://mcp.example.com/mcp", ["93.184.216.34"])
     remote.check_addresses("https://mcp.example.com/x", ["93.184.216.35"], "x")
+
+
+def _v4_in_v6_forms(v4: str) -> list[str]:
+    """Every way an IPv6 address carries ``v4``: IPv4-compatible, mapped, translated,
+    NAT64 (well-known prefix, local-use prefix in the RFC 6052 layouts), 6to4, Teredo."""
+    a = int(ipaddress.IPv4Address(v4))
+    hi, lo = a >> 16, a & 0xFFFF
+    local = 0x0064FF9B0001 << 80  # 64:ff9b:1::/48
+    b = a.to_bytes(4, "big")
+    layouts = [
+        local | a,  # /96
+        local | (a << 24),  # /64: after the u octet
+        local | (b[0] << 64) | (int.from_bytes(b[1:], "big") << 32),  # /56
+        local | (hi << 64) | (lo << 40),  # /48
+    ]
+    teredo = (
+        (0x20010000 << 96) | (int(ipaddress.IPv4Address("192.0.2.45")) << 64) | (a ^ 0xFFFFFFFF)
+    )
+    return [
+        f"::{v4}",
+        f"::ffff:{v4}",
+        f"::ffff:0:{v4}",
+        f"64:ff9b::{v4}",
+        *(str(ipaddress.IPv6Address(x)) for x in layouts),
+        f"2002:{hi:x}:{lo:x}::1",
+        str(ipaddress.IPv6Address(teredo)),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("v4", "kind"),
+    [("169.254.169.254", "link-local"), ("127.0.0.1", "loopback"), ("10.0.0.1", "private")],
+)
+def test_ipv4_carried_in_ipv6_is_judged_by_the_ipv4_address(v4: str, kind: str) -> None:
+    for address in _v4_in_v6_forms(v4):
+        assert (address, classify(address)) == (address, kind)
+    with pytest.raises(BlockedUrl, match=kind):
+        FetchPolicy.for_server("https://mcp.example.com/mcp", ["8.8.8.8"]).check_url(
+            f"https://[{_v4_in_v6_forms(v4)[0]}]/token", "token endpoint"
+        )
+
+
+def test_ipv6_forms_of_a_public_ipv4_address_stay_public() -> None:
+    for address in _v4_in_v6_forms("8.8.8.8"):
+        assert (address, classify(address)) == (address, "global")
