@@ -52,7 +52,7 @@ from .registration import (
     registration_request,
     select_identity,
 )
-from .scopes import adjust_offline_access, initial_scopes, scope_param
+from .scopes import adjust_offline_access, check_scopes, initial_scopes, scope_param
 from .secret import Secret
 from .ssrf import FetchPolicy, is_loopback_host
 from .tokens import (
@@ -284,8 +284,12 @@ class AuthorizationFlow:
 
     def _scopes_for(self, result: DiscoveryResult) -> tuple[str, ...] | None:
         scopes = self._scopes
+        source = "the scopes to ask for"
         if scopes is None:
             scopes = initial_scopes(result.challenge, result.resource_metadata)
+            challenged = result.challenge is not None and result.challenge.scope
+            source = "the server's 401" if challenged else "the server's resource metadata"
+        check_scopes(scopes, source)
         if self._client.grant == "client_credentials":
             return scopes
         return adjust_offline_access(scopes, result.server, want_refresh=self._client.want_refresh)

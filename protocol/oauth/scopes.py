@@ -17,17 +17,36 @@ new authorizations, counted until a request succeeds again.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Final
 
 import msgspec
 
+from .authorize import shown
 from .challenge import BearerChallenge
-from .errors import StepUpLimit
+from .errors import OAuthProtocolError, StepUpLimit
 from .metadata import AuthorizationServer, ResourceMetadata
 
 OFFLINE_ACCESS: Final = "offline_access"
 DEFAULT_STEP_UP_LIMIT: Final = 2
+
+
+# RFC 6749 §3.3: a scope token is printable ASCII without a space, ``"`` or ``\\``.
+_SCOPE_TOKEN: Final = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
+
+
+def check_scopes(scopes: tuple[str, ...] | None, source: str) -> None:
+    """Refuse a scope that is no scope token, before it reaches an authorization URL:
+    a space would split it into scopes nobody named, and a control or bidi character
+    would make the address shown to the person read otherwise than it is."""
+    for scope in scopes or ():
+        if not _SCOPE_TOKEN.fullmatch(scope):
+            raise OAuthProtocolError(
+                f"the scope {shown(scope)} from {source} is not a scope mcpd can ask for: "
+                "a scope is printable ASCII without spaces, quotes or backslashes "
+                "(RFC 6749 §3.3)"
+            )
 
 
 def _unique(scopes: Iterable[str]) -> tuple[str, ...]:

@@ -5,6 +5,7 @@ scenarios set up, checked on the requests mcpd would send."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -461,6 +462,25 @@ def test_scope_falls_back_to_all_scopes_supported() -> None:
     world.prm["scopes_supported"] = ["mcp:basic", "mcp:read", "mcp:write"]
     drive(make_flow(world), world)
     assert world.authorize_queries[0]["scope"] == "mcp:basic mcp:read mcp:write"
+
+
+@pytest.mark.parametrize(
+    ("scope", "shown"),
+    [
+        ("mcp:read mcp:admin", '"mcp:read mcp:admin"'),
+        ("mcp:read\nadmin", '"mcp:read\\nadmin"'),
+        ("mcp:\u202eetirw", '"mcp:\\u202eetirw"'),
+    ],
+)
+def test_a_scope_no_authorization_request_can_carry_is_refused_by_name(
+    scope: str, shown: str
+) -> None:
+    world = FakeWorld()
+    world.prm["scopes_supported"] = ["mcp:basic", scope]
+    with pytest.raises(OAuthProtocolError, match=re.escape(shown)) as caught:
+        drive(make_flow(world), world)
+    assert "scope" in str(caught.value)
+    assert world.authorize_queries == []
 
 
 def test_offline_access_only_when_the_authorization_server_lists_it() -> None:
