@@ -57,7 +57,8 @@ async def _pasted(
         text = line.strip()
         if not text:
             continue
-        if not (text.startswith(prefix) or text.startswith(urlsplit(prefix).path + "?")):
+        path = urlsplit(prefix).path
+        if not text.startswith((prefix, path + "?", path + "/")):
             print(
                 f"mcpd: that is not the address to paste; it starts with {prefix}",
                 file=sys.stderr,

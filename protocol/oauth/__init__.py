@@ -36,6 +36,7 @@ from .authorize import (
     Pkce,
     carries_state,
     parse_redirect,
+    redirect_for_issuer,
     state_of,
 )
 from .challenge import BearerChallenge, Challenge, bearer_challenge, parse_www_authenticate
@@ -132,6 +133,7 @@ __all__ = [
     "parse_redirect",
     "parse_token_response",
     "parse_www_authenticate",
+    "redirect_for_issuer",
     "refresh_request",
     "revocation_request",
     "state_of",

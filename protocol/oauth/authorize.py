@@ -26,7 +26,7 @@ import hmac
 import secrets
 from collections.abc import Callable, Sequence
 from typing import Final, TypeAlias
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 import msgspec
 
@@ -127,6 +127,21 @@ def authorization_url(
     return endpoint + joiner + urlencode(params)
 
 
+_ISSUER_TAG_CHARS: Final = 16  # 96 bits of the issuer's digest
+
+
+def redirect_for_issuer(base: str, issuer: str) -> str:
+    """The redirect URI of a login at ``issuer``: ``base`` with a path segment drawn
+    from the issuer. Each authorization server then sends its answers to an address of
+    its own (RFC 9700 §4.4.2.2), so an answer from one that a hostile server steered
+    the browser to arrives where no login at the hostile server waits, whether or not
+    the honest one names itself with ``iss``."""
+    tag = b64url(hashlib.sha256(issuer.encode()).digest())[:_ISSUER_TAG_CHARS]
+    u = urlsplit(base)
+    path = u.path if u.path.endswith("/") else u.path + "/"
+    return urlunsplit((u.scheme, u.netloc, path + tag, u.query, ""))
+
+
 def _same_target(received: str, redirect_uri: str) -> bool:
     got = urlsplit(received)
     want = urlsplit(redirect_uri)
@@ -183,7 +198,13 @@ def parse_redirect(received: str, pending: PendingAuthorization) -> Authorizatio
     """Validate the redirect back from the authorization server (a full URL or the
     request target a loopback listener received) and take its code."""
     if not _same_target(received, pending.redirect_uri):
-        raise OAuthProtocolError("the redirect does not go to the redirect URI of this login")
+        raise OAuthProtocolError(
+            f"the redirect came back to {shown(urlsplit(received).path)}, not to "
+            f"{shown(urlsplit(pending.redirect_uri).path)}, where this login's authorization "
+            f"server {shown(pending.issuer)} answers: it is the answer of a login elsewhere "
+            "(or of another authorization server a hostile one sent the browser on to), "
+            "and its code is sent nowhere"
+        )
     params = parse_qs(urlsplit(received).query, keep_blank_values=True)
     iss = _single(params, "iss")
     check_iss(iss, pending)

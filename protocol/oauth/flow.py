@@ -31,6 +31,7 @@ from .authorize import (
     authorization_url,
     new_state,
     parse_redirect,
+    redirect_for_issuer,
 )
 from .challenge import BearerChallenge
 from .discovery import Discovery, DiscoveryResult
@@ -145,6 +146,10 @@ class AuthorizationFlow:
         self._requested_body: dict[str, Any] = {}
         self._requested_scopes: tuple[str, ...] | None = None
         self.pending: PendingAuthorization | None = None
+        self._redirect_uri = config.redirect_uri
+        # A registration mcpd kept for the issuer that lacks the redirect URI a login
+        # there now uses: registered anew.
+        self.outgrown: ClientRegistration | None = None
         self._failure: str | None = None
         if self._client.grant == "authorization_code":
             if config.redirect_uri is None:
@@ -272,9 +277,21 @@ class AuthorizationFlow:
         for name, endpoint in server.metadata.endpoints().items():
             if endpoint and name != "revocation_endpoint":
                 self._policy.check_url(endpoint, name.replace("_", " "))
-        chosen = select_identity(self._client, server, self._registrations, self._now)
+        base = self.config.redirect_uri
+        own = redirect_for_issuer(base, server.issuer) if base is not None else None
+        known = self._registrations
+        stale = known.get(server.issuer)
+        if own is not None and stale is not None and own not in stale.redirect_uris:
+            # The authorization server would refuse the redirect URI, or (one registered
+            # before each server had its own) send its answers where any server's go.
+            known = {k: v for k, v in known.items() if k != server.issuer}
+            self.outgrown = stale
+        chosen = select_identity(self._client, server, known, self._now)
+        # A client configured by hand (its id, or a metadata document) keeps the redirect
+        # URI it was registered with; one mcpd registers gets its issuer's own.
+        self._redirect_uri = base if chosen is not None and chosen.source != "dynamic" else own
         if chosen is None:
-            redirects = [self.config.redirect_uri] if self.config.redirect_uri else []
+            redirects = [own] if own else []
             self._requested_body = registration_body(self._client, server, redirects)
             self.state = FlowState.REGISTERING
             self._action = SendRequest(registration_request(self._client, server, redirects))
@@ -312,7 +329,7 @@ class AuthorizationFlow:
             )
             self._action = SendRequest(request)
             return
-        redirect_uri = self.config.redirect_uri
+        redirect_uri = self._redirect_uri
         assert redirect_uri is not None
         pkce = Pkce.create(self._random)
         state = new_state(self._random)

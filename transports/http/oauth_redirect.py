@@ -1,7 +1,9 @@
 """Where the browser comes back to after a person authorized: a loopback listener.
 
 ``mcpd auth login`` runs it (RFC 8252 §7.3): the authorization server sends the
-browser to ``http://127.0.0.1:PORT/callback?code=...&state=...``. Every local user
+browser to ``http://127.0.0.1:PORT/callback/ISSUER?code=...&state=...`` (a segment of
+its own for each authorization server, ``/callback`` alone for a client registered by
+hand). Every local user
 can reach a loopback port, so the listener takes only redirects that carry the
 login's own ``state``; anything else gets an error page and changes nothing. Even
 one with the state may not be the browser's (the state can be seen on the way to
@@ -55,8 +57,8 @@ CONNECTIONS: Final = 64
 class RedirectListener:
     """Where the browser comes back to after the user authorized.
 
-    Any local user can reach a loopback port, so only a GET on the callback path
-    that carries the login's own ``state`` (``expect``) is taken: anything else gets
+    Any local user can reach a loopback port, so only a GET on (or below) the callback
+    path that carries the login's own ``state`` (``expect``) is taken: anything else gets
     an error page. What is taken is handed on once (``next``), in the order it came,
     and the listener keeps listening until its owner stops waiting."""
 
@@ -81,7 +83,10 @@ class RedirectListener:
         return await self._taken.receive()
 
     def _answer(self, method: bytes, target: str) -> tuple[int, str, bytes]:
-        if method != b"GET" or urlsplit(target).path != self._path:
+        path = urlsplit(target).path
+        # Below the path is each authorization server's own redirect URI; the daemon
+        # tells whether it is this login's.
+        if method != b"GET" or not (path == self._path or path.startswith(self._path + "/")):
             return 404, "text/plain; charset=utf-8", b"not found\n"
         if not self._state or not carries_state(target, self._state):
             return 400, "text/plain; charset=utf-8", _NOT_THIS_LOGIN

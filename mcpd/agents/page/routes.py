@@ -154,7 +154,10 @@ class Page:
             finally:
                 self._changed()  # what was decided leaves every open page
         elif path.startswith(OAUTH) and method == b"GET":
-            await self.actions.landing(wire, unquote(path[len(OAUTH) :]), target, headers)
+            # The segment after the alias is the authorization server's (the login's
+            # redirect URI names it), checked where the login is finished.
+            alias = unquote(path[len(OAUTH) :].split("/", 1)[0])
+            await self.actions.landing(wire, alias, target, headers)
         elif path in ("/", "/page/events", *PATHS):
             allowed = {"/": b"GET, HEAD", "/page/events": b"GET"}.get(path, b"POST")
             raise Reject(405, headers=[(b"allow", allowed)])

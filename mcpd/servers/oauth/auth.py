@@ -383,7 +383,7 @@ class ServerAuth(AuthState, AuthHook):
                 now=self.clock(),
                 challenge=challenge,
                 scopes=scopes or self.login_scopes(),
-                registrations=self.creds.registrations(None),
+                registrations=self.creds.registrations(),
                 discovery=discovery,
             )
             result = await self.http.run_flow(flow, policy, _no_browser)

@@ -143,15 +143,13 @@ class Credentials:
             return msgspec.structs.replace(reg, client_secret=self.client.client_secret)
         return reg
 
-    def registrations(self, redirect_uri: str | None) -> dict[str, ClientRegistration]:
-        """Registrations mcpd made, per issuer, that still fit ``redirect_uri``: an
-        authorization server compares the redirect URI with the registered ones."""
+    def registrations(self) -> dict[str, ClientRegistration]:
+        """Registrations mcpd made, per issuer (the flow keeps those registered for
+        the redirect URI a login there uses)."""
         out = {}
         for issuer, entry in self.record.issuers.items():
             reg = entry.registration
-            if reg is None or reg.source != "dynamic":
-                continue
-            if redirect_uri is None or redirect_uri in reg.redirect_uris:
+            if reg is not None and reg.source == "dynamic":
                 out[issuer] = reg
         return out
 

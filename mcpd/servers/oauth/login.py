@@ -15,12 +15,14 @@ Only the latest login of a server is waiting at any time, for at most ``LOGIN_TT
 from __future__ import annotations
 
 import hmac
+import logging
 import secrets
 from typing import Any, Final
 
 import msgspec
 import trio
 
+from protocol.logfields import log_extra
 from protocol.oauth import (
     Action,
     AuthorizationFlow,
@@ -35,6 +37,7 @@ from protocol.oauth import (
     TokenEndpointError,
     carries_state,
 )
+from protocol.oauth.authorize import shown, shown_list
 from transports.errors import TransportError
 
 from .auth import ServerAuth
@@ -42,6 +45,7 @@ from .errors import AuthFailed, LoginError, NoOAuthLogin, RedirectFailed, why
 from .revoking import revoke
 
 LOGIN_TTL: Final = 600.0
+logger = logging.getLogger("mcpd.auth")
 
 
 class _Pending(msgspec.Struct):
@@ -83,6 +87,18 @@ class Login:
         except (TransportError, OAuthError) as exc:
             raise LoginError(f"cannot start the login: {why(exc)}") from None
         assert isinstance(action, OpenBrowser)
+        outgrown = flow.outgrown
+        if outgrown is not None:
+            logger.info(
+                "%s: mcpd registers a new client with %s: the one it had there was "
+                "registered for the redirect address %s, and a login there now comes back "
+                "to %s",
+                auth.alias,
+                shown(outgrown.issuer),
+                shown_list(outgrown.redirect_uris),
+                shown(action.redirect_uri),
+                extra=log_extra(auth.alias, "registered_again", outgrown.issuer),
+            )
         self._pending = _Pending(secrets.token_urlsafe(12), flow, auth.clock())
         return action.url, self._pending.id
 
@@ -130,7 +146,7 @@ class Login:
             now=auth.clock(),
             challenge=challenge,
             scopes=auth.login_scopes(),
-            registrations=auth.creds.registrations(redirect_uri),
+            registrations=auth.creds.registrations(),
         )
 
     async def finish(self, login_id: str, redirect: str) -> None:

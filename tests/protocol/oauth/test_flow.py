@@ -32,6 +32,7 @@ from protocol.oauth import (
     TokenEndpointError,
     bearer_challenge,
     load_signing_key,
+    redirect_for_issuer,
 )
 from protocol.oauth.jws import ASSERTION_TYPE
 from protocol.oauth.keys import EcPrivateKey
@@ -46,9 +47,20 @@ from tests.support.oauth_fake import (
 )
 
 REDIRECT = "http://127.0.0.1:33418/callback"
+# Where a login at the fake world's authorization server comes back to.
+OWN = redirect_for_issuer(REDIRECT, "https://auth.example.com")
 NAMED = BearerChallenge(
     resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
 )
+
+
+def drive_to_browser(flow: AuthorizationFlow, world: FakeWorld) -> OpenBrowser:
+    action = flow.next_action()
+    while isinstance(action, SendRequest):
+        flow.receive_response(world.handle(action.request), 1000.0)
+        action = flow.next_action()
+    assert isinstance(action, OpenBrowser)
+    return action
 
 
 def make_flow(
@@ -82,7 +94,7 @@ def test_full_flow_with_named_metadata_and_dynamic_registration() -> None:
     ]
     registration = json.loads(world.requests[2].body)
     assert registration["application_type"] == "native"
-    assert registration["redirect_uris"] == [REDIRECT]
+    assert registration["redirect_uris"] == [OWN]
     assert registration["grant_types"] == ["authorization_code", "refresh_token"]
     assert registration["token_endpoint_auth_method"] == "none"
 
@@ -91,7 +103,7 @@ def test_full_flow_with_named_metadata_and_dynamic_registration() -> None:
     assert query["client_id"] == "dyn-client"
     assert query["code_challenge_method"] == "S256"
     assert query["resource"] == "https://mcp.example.com/mcp"
-    assert query["redirect_uri"] == REDIRECT
+    assert query["redirect_uri"] == OWN
     assert "scope" not in query  # nothing in the challenge or the metadata
 
     token = world.form(world.requests[3])
@@ -99,7 +111,7 @@ def test_full_flow_with_named_metadata_and_dynamic_registration() -> None:
     assert token["code"] == "code-1"
     assert s256(token["code_verifier"]) == query["code_challenge"]
     assert token["resource"] == query["resource"]
-    assert token["redirect_uri"] == REDIRECT
+    assert token["redirect_uri"] == OWN
     assert token["client_id"] == "dyn-client"
     assert world.requests[3].header("authorization") is None
 
@@ -399,14 +411,14 @@ def test_an_error_redirect_is_reported_only_after_iss_checks_out() -> None:
     flow = make_flow(world)
     action = _to_redirect(flow, world)
     state = world.authorize(action.url).split("state=")[1].split("&")[0]
-    denied = f"{REDIRECT}?error=access_denied&error_description=no&state={state}"
+    denied = f"{OWN}?error=access_denied&error_description=no&state={state}"
     with pytest.raises(OAuthProtocolError, match="RFC 9207"):
         flow.receive_redirect(denied + "&iss=https%3A%2F%2Fevil.example", 1000.0)
 
     flow = make_flow(world)
     action = _to_redirect(flow, world)
     state = world.authorize(action.url).split("state=")[1].split("&")[0]
-    denied = f"{REDIRECT}?error=access_denied&state={state}&iss=https%3A%2F%2Fauth.example.com"
+    denied = f"{OWN}?error=access_denied&state={state}&iss=https%3A%2F%2Fauth.example.com"
     with pytest.raises(AuthorizationDenied) as info:
         flow.receive_redirect(denied, 1000.0)
     assert info.value.error == "access_denied"
@@ -423,11 +435,11 @@ def test_after_a_redirect_that_failed_another_one_is_awaited() -> None:
     state = real.split("state=")[1].split("&")[0]
     iss = "&iss=https%3A%2F%2Fauth.example.com"
     with pytest.raises(AuthorizationDenied):
-        flow.receive_redirect(f"{REDIRECT}?error=access_denied&state={state}{iss}", 1000.0)
+        flow.receive_redirect(f"{OWN}?error=access_denied&state={state}{iss}", 1000.0)
     flow.await_another_redirect()
     assert flow.next_action() == action  # the same request: same state, same verifier
     world.token, world.token_status = {"error": "invalid_grant"}, 400
-    flow.receive_redirect(f"{REDIRECT}?code=theirs&state={state}{iss}", 1000.0)
+    flow.receive_redirect(f"{OWN}?code=theirs&state={state}{iss}", 1000.0)
     with pytest.raises(TokenEndpointError, match="invalid_grant"):
         while isinstance(step := flow.next_action(), SendRequest):
             flow.receive_response(world.handle(step.request), 1000.0)
@@ -531,10 +543,66 @@ def test_a_new_authorization_server_means_a_new_registration() -> None:
 
 def test_a_known_registration_for_the_issuer_is_reused() -> None:
     world = FakeWorld()
-    known = ClientRegistration("https://auth.example.com", "kept", None, "none")
+    known = ClientRegistration(
+        "https://auth.example.com", "kept", None, "none", redirect_uris=(OWN,)
+    )
     drive(make_flow(world, registrations={"https://auth.example.com": known}), world)
     assert "https://auth.example.com/register" not in world.urls()
     assert world.authorize_queries[0]["client_id"] == "kept"
+
+
+def test_each_authorization_server_has_a_redirect_uri_of_its_own() -> None:
+    first, second = FakeWorld(), FakeWorld(issuer="https://auth2.example.com")
+    drive(make_flow(first), first)
+    drive(make_flow(second), second)
+    one, two = (w.authorize_queries[0]["redirect_uri"] for w in (first, second))
+    assert one.startswith(REDIRECT + "/") and two.startswith(REDIRECT + "/")
+    assert one != two
+    assert json.loads(second.sent_to("https://auth2.example.com/register")[0].body)[
+        "redirect_uris"
+    ] == [two]
+
+
+def test_an_answer_at_another_authorization_servers_address_never_reaches_the_token_endpoint() -> (
+    None
+):
+    world = FakeWorld()
+    world.iss_mode = "omit"  # and the server does not say it sends iss
+    world.metadata["authorization_response_iss_parameter_supported"] = False
+    flow = make_flow(world)
+    action = drive_to_browser(flow, world)
+    state = parse_qs(action.url.split("?", 1)[1])["state"][0]
+    elsewhere = redirect_for_issuer(REDIRECT, "https://honest.example.com")
+    with pytest.raises(OAuthProtocolError, match="sent nowhere"):
+        flow.receive_redirect(f"{elsewhere}?code=honest-code&state={state}", 1000.0)
+    assert world.sent_to("https://auth.example.com/token") == []
+    flow.await_another_redirect()
+    with pytest.raises(OAuthProtocolError, match="sent nowhere"):  # as a listener sees it
+        flow.receive_redirect(f"/callback?code=honest-code&state={state}", 1000.0)
+    assert world.sent_to("https://auth.example.com/token") == []
+
+
+def test_a_kept_registration_without_the_servers_own_redirect_uri_is_made_again() -> None:
+    world = FakeWorld()
+    old = ClientRegistration("https://auth.example.com", "old", redirect_uris=(REDIRECT,))
+    flow = make_flow(world, registrations={"https://auth.example.com": old})
+    result = drive(flow, world)
+    assert "https://auth.example.com/register" in world.urls()
+    assert world.authorize_queries[0]["client_id"] == "dyn-client"
+    assert result.registration.redirect_uris == (OWN,)
+    assert flow.outgrown == old
+
+
+def test_a_client_configured_by_hand_keeps_the_redirect_uri_registered_for_it() -> None:
+    world = FakeWorld()
+    client = ClientConfig(client_id="by-hand", issuer="https://auth.example.com")
+    drive(make_flow(world, client=client), world)
+    assert world.authorize_queries[0]["redirect_uri"] == REDIRECT
+    cimd = FakeWorld()
+    cimd.metadata["client_id_metadata_document_supported"] = True
+    url = "https://mcpd.example.org/client.json"
+    drive(make_flow(cimd, client=ClientConfig(metadata_url=url)), cimd)
+    assert cimd.authorize_queries[0]["redirect_uri"] == REDIRECT
 
 
 def test_client_credentials_with_basic_auth() -> None:

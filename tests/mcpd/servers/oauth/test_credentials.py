@@ -136,14 +136,12 @@ def test_only_what_was_saved_for_this_very_url_is_restored() -> None:
     assert creds.issuer == OLD
 
 
-def test_dynamic_registrations_that_fit_the_redirect_uri_are_offered_again() -> None:
+def test_only_registrations_mcpd_made_are_offered_again() -> None:
     creds = logged_in(OLD, redirect_uris=("http://127.0.0.1:4321/callback",))
     creds.record.issuers[NEW] = IssuerRecord(
         registration=ClientRegistration(NEW, "pre", source="preregistered")
     )
-    assert list(creds.registrations("http://127.0.0.1:4321/callback")) == [OLD]
-    assert creds.registrations("http://127.0.0.1:9999/callback") == {}
-    assert list(creds.registrations(None)) == [OLD]
+    assert list(creds.registrations()) == [OLD]
 
 
 def test_a_login_listens_where_it_was_registered_unless_configured() -> None:

@@ -4,16 +4,18 @@ login waiting; logging out revokes and forgets, and holds the server for a login
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
+import msgspec
 import pytest
 import trio
 import trio.testing
 
 from mcpd.servers.oauth import LoginError, NoOAuthLogin, RedirectFailed
 from mcpd.servers.oauth.login import LOGIN_TTL, Login
-from protocol.oauth import HttpResponse
+from protocol.oauth import HttpResponse, redirect_for_issuer
 from tests.support.oauth_fake import FakeWorld
 from tests.support.oauth_world import REDIRECT, Clock, WorldHttp, log_in, public, server_auth
 
@@ -54,12 +56,33 @@ async def test_a_login_asks_the_browser_with_pkce_and_its_tokens_are_then_used(
     url, login_id = await begun(login)
     asked = query(url)
     assert url.startswith(world.metadata["authorization_endpoint"])
-    assert asked["redirect_uri"] == REDIRECT and asked["code_challenge_method"] == "S256"
+    assert asked["redirect_uri"] == redirect_for_issuer(REDIRECT, world.issuer)
+    assert asked["code_challenge_method"] == "S256"
     assert login.pending and login.status()["login_pending"] is True
     await login.finish(login_id, world.authorize(url))
     assert not login.pending
     assert await login.auth.authorization() == "Bearer at-1"
     assert login.status()["state"] == "logged_in"
+
+
+async def test_a_client_registered_for_the_redirect_every_server_shared_is_registered_again(
+    tmp_path: Path, world: FakeWorld, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    login, _ = login_for(tmp_path, world, clock)
+    await log_in(login, world)
+    entry = login.auth.creds.record.issuers[world.issuer]
+    assert entry.registration is not None
+    entry.registration = msgspec.structs.replace(
+        entry.registration, client_id="shared-redirect-client", redirect_uris=(REDIRECT,)
+    )
+    with caplog.at_level(logging.INFO, logger="mcpd.auth"):
+        url, login_id = await begun(login)
+    assert query(url)["client_id"] == "dyn-client"
+    (said,) = [r.getMessage() for r in caplog.records if "registers a new client" in r.getMessage()]
+    assert world.issuer in said and REDIRECT in said
+    await login.finish(login_id, world.authorize(url))
+    kept = login.auth.creds.registration()
+    assert kept is not None and kept.redirect_uris == (redirect_for_issuer(REDIRECT, world.issuer),)
 
 
 async def test_an_access_token_that_cannot_be_sent_fails_the_login_and_nothing_is_kept(
