@@ -27,6 +27,7 @@ from .askback_driver import may_be_asked
 from .backend import Lines
 from .batches import Batches
 from .callrecords import AT_LIMIT
+from .dial import COMMAND_LINE
 from .ending import Ending
 from .failures import Failures, kind_of
 from .identity import Identity
@@ -71,9 +72,11 @@ class Connection(Ending):
     long_replies: ClassVar[bool] = True
     # Requests of JSON-RPC batches waiting for answers (None: this kind takes none).
     batches: Batches | None = None
-    # Whether it sent an MCP message: a connection that only sent mcpd's own commands
-    # (the one `mcpd status` asks on) is not counted as an agent.
+    # Whether it is an agent: it sent an MCP message and is not the command line's (a
+    # connection with only mcpd's own commands, as `mcpd status`'s, is none).
     spoke_mcp: bool = False
+    # Its first line was ``dial.COMMAND_LINE``; `mcpd bridge` relays after its own.
+    command_line, _heard = False, False
 
     def __init__(
         self,
@@ -165,13 +168,14 @@ class Connection(Ending):
     def _line(self, line: bytes, nursery: trio.Nursery) -> None:
         # What raises here, nothing expected (a fault in mcpd): it costs this line's
         # request alone, never the connection or the daemon.
+        first, self._heard = not self._heard, True
         try:
             if _TOOLS_CALL in line and self.splice:
                 # The hot path: the request decoded once, typed; no task, no cancel scope;
                 # its outcome is written from a callback when the server answers.
                 decoded = splice.decode_call(line)
                 if decoded is not None:
-                    self.spoke_mcp = True
+                    self.spoke_mcp = not self.command_line
                     self.asked.set()
                     rid, inflight = decoded.id, self.inflight
                     if rid in inflight or len(inflight) >= self.max_inflight or self.leaving:
@@ -193,8 +197,11 @@ class Connection(Ending):
                 self.faults.invalid_line(self.label, exc.message)
                 self.send_nowait(exc.reply())
                 return
+            if first and isinstance(msg, rpc.Notification) and msg.method == COMMAND_LINE:
+                self.command_line = True
             if not self.spoke_mcp and isinstance(msg, (rpc.Request, rpc.Notification)):
-                self.spoke_mcp = not msg.method.startswith(_OWN_METHODS)
+                own = self.command_line or msg.method.startswith(_OWN_METHODS)
+                self.spoke_mcp = not own
             if isinstance(msg, rpc.Request):
                 self.asked.set()
                 if not self._admit(msg.id, msg.method not in LIFECYCLE, msg):
@@ -232,14 +239,8 @@ class Connection(Ending):
             return False
         if holds_slot and len(self.inflight) >= self.max_inflight:
             self.faults.refused_at_limit(self.label, self.max_inflight)
-            self.send_nowait(
-                rpc.encode_error(
-                    rid,
-                    -32000,
-                    f"too many requests in flight on this connection (limit {self.max_inflight})",
-                ),
-                rid,
-            )
+            said = f"too many requests in flight on this connection (limit {self.max_inflight})"
+            self.send_nowait(rpc.encode_error(rid, -32000, said), rid)
             self.calls.records.turned_away(self, request, AT_LIMIT)
             return False
         return True

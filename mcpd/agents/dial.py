@@ -23,6 +23,12 @@ from typing import Final
 
 from ..local.owners import trusted_owners, user_name
 
+# What the command line (`mcpd tools`, `mcpd call`, `mcpd approve` and the rest) says
+# first on each connection: a person's command at a terminal, so its connection is no
+# agent, and the terminal may still approve (``policy.kin``). A model steered into
+# running these through its host's shell tool gains nothing by it: its host is an agent
+# through a connection of its own (`mcpd bridge`, which never says it).
+COMMAND_LINE: Final = "mcpd/commandLine"
 # How long a client waits for room in the daemon's listen queue.
 CONNECT_WAIT: Final = 10.0
 # The shortest wait handed to the kernel: a zero SO_SNDTIMEO would mean no limit.

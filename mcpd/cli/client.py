@@ -13,7 +13,14 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 
 from .. import __version__
-from ..agents.dial import CONNECT_WAIT, DialError, connect_unix, no_daemon, not_listening
+from ..agents.dial import (
+    COMMAND_LINE,
+    CONNECT_WAIT,
+    DialError,
+    connect_unix,
+    no_daemon,
+    not_listening,
+)
 from ..agents.peers import peer_of, untrusted_daemon
 from ..config.model import default_config_path
 from ..config.paths import client_socket_path
@@ -64,6 +71,9 @@ class Client:
             raise Untrusted(refusal)
         self._buf = b""
         self._ids = rpc.IdAllocator()
+        # Said before anything else, with the first request: a person's command, never
+        # taken for an agent.
+        self._first = rpc.encode_notification(COMMAND_LINE, None) + b"\n"
 
     def close(self) -> None:
         self._sock.close()
@@ -90,7 +100,8 @@ class Client:
         if progress is not None:
             body["_meta"]["progressToken"] = token
         try:
-            self._sock.sendall(rpc.encode_request(rid, method, body) + b"\n")
+            first, self._first = self._first, b""
+            self._sock.sendall(first + rpc.encode_request(rid, method, body) + b"\n")
             while True:
                 line = self._readline()
                 try:

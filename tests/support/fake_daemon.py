@@ -32,12 +32,14 @@ def notification(method: str, params: dict[str, Any]) -> bytes:
 
 class FakeDaemon:
     """Listens on ``path`` while in its ``with`` block; ``requests`` holds every
-    request read, in order."""
+    request read, in order, and ``notifications`` every notification (which ``answer``
+    is not given: the command line says one first on each connection)."""
 
     def __init__(self, path: Path, answer: Answer) -> None:
         self.path = path
         self.answer = answer
         self.requests: list[dict[str, Any]] = []
+        self.notifications: list[dict[str, Any]] = []
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._thread = threading.Thread(target=self._serve, daemon=True)
 
@@ -77,6 +79,9 @@ class FakeDaemon:
             while b"\n" in buf:
                 line, _, buf = buf.partition(b"\n")
                 msg = json.loads(line)
+                if isinstance(msg, dict) and "method" in msg and "id" not in msg:
+                    self.notifications.append(msg)
+                    continue
                 self.requests.append(msg)
                 reply = self.answer(msg)
                 if reply is None:

@@ -296,3 +296,30 @@ async def test_a_bridges_host_that_outlives_its_bridge_cannot_approve_until_it_e
                 assert code == 0 and "tickets" in out, err  # nothing was approved
             code, _, err = await cli(sock, "approve", "tickets", "--yes")
             assert code == 0, err
+
+
+async def test_a_terminal_that_listed_and_called_still_approves(tmp_path: Path) -> None:
+    """The guide's flow, in one terminal: ``mcpd tools`` (and ``mcpd call``), then
+    ``mcpd approve``. The command line's own connections are a person's, not an agent's, so
+    the shell that ran them may still approve; a bridge's host that lists through the
+    command line is still refused."""
+    server = Changing(tmp_path)
+    cfg = config(tmp_path, {"tickets": server.config()}, hold_new_servers=True)
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            sock = daemon.socket_path
+            async with self_approval.agent("bridge", sock, "mcp__tickets__read") as host:
+                code, said = await host.runs("tools")
+                assert code == 0, said
+                code, said = await host.runs("approve", "tickets", "--yes")
+                assert code != 0 and "run it from another terminal" in said, said
+            async with self_approval.agent("unconnected", sock, apart=True) as shell:
+                code, said = await shell.runs("tools")
+                assert code == 0, said
+                # Held, the tool is not listed yet: the call is answered with an error.
+                code, said = await shell.runs("call", "mcp__tickets__read")
+                assert "Unknown tool" in said, said
+                code, said = await shell.runs("approve", "tickets", "--yes")
+                assert code == 0, said
+            code, out, err = await cli(sock, "tools", "--pending")
+            assert code == 0 and "tickets" not in out, (out, err)
