@@ -16,8 +16,9 @@ time (``health``).
 A list asked for again that the server answers with an error, or with what cannot be
 read as that list (``LIST_FAILURES``), is kept as one that went unanswered is, and
 the server goes on serving: ``failed`` says so in the journal (once a minute at most
-for each list, counting what was not said) and in ``mcpd status`` until the list is
-fetched whole again.
+for each list and reason, counting what was not said; a new reason at once) and in
+``mcpd status``, with the latest reason and since when it has failed, until the list
+is fetched whole again.
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class AnswerWait:
         self._failing: dict[str, HeldBack] = {}  # by method, in the order they failed
         self._failure_told: set[str] = set()  # failing, and said so in the journal
         self._failure_said: dict[str, float] = {}  # when each was last said
+        self._failure_why: dict[str, str] = {}  # and what it said
         self._failures_unsaid: dict[str, int] = {}
 
     @property
@@ -115,10 +117,13 @@ class AnswerWait:
         since = now if was is None else was.since
         self._failing[method] = HeldBack(f"{method} failed: {why}; {then}", since)
         unsaid = self._failures_unsaid.get(method, 0) + 1
-        if now < self._failure_said.get(method, -math.inf) + FAILURE_SAID_EVERY:
+        # A new reason is said at once: the journal's last word on a list is its latest.
+        same = self._failure_why.get(method) == why
+        if same and now < self._failure_said.get(method, -math.inf) + FAILURE_SAID_EVERY:
             self._failures_unsaid[method] = unsaid
             return
         self._failure_said[method] = now
+        self._failure_why[method] = why
         self._failures_unsaid.pop(method, None)
         self._failure_told.add(method)
         times = f" (failed {unsaid} times since this was last said)" if unsaid > 1 else ""
@@ -171,3 +176,4 @@ class AnswerWait:
         self._late.clear()
         self._failing.clear()
         self._failure_told.clear()
+        self._failure_why.clear()

@@ -164,6 +164,8 @@ class ToolListKeeper:
             self._listed_at = trio.current_time()
             self._cost = up.list_cost.seconds
             self._next_fetch = self._listed_at + next_fetch_after(self._cost)
+            # What an older list left out is no word on this one: status says it failed.
+            self.dropped = []
             self._answers.failed("tools/list", exc, _KEPT)
             return
         self._answers.listed("tools/list")

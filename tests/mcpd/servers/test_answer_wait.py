@@ -74,7 +74,7 @@ async def test_a_refusal_is_an_answer_and_each_method_is_late_on_its_own(
     assert wait.late is None
 
 
-async def test_a_failing_list_is_said_once_a_minute_with_how_often_and_shown_until_listed(
+async def test_a_failing_list_is_said_once_a_minute_a_reason_with_how_often_and_shown_until_listed(
     autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     wait = AnswerWait("s", lambda: 2.0)
@@ -108,6 +108,8 @@ async def test_a_failing_list_is_said_once_a_minute_with_how_often_and_shown_unt
             "s: tools/list failed (failed 3 times since this was last said): the "
             'error "down"; kept',
         ),
+        # A new reason, said at once: the journal's last word is the latest.
+        ("WARNING", 's: tools/list failed: the error "still down"; kept'),
     ]
     assert caplog.records[0].mcpd_event == "list_failed"
     wait.reset()

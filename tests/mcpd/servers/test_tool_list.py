@@ -449,3 +449,32 @@ async def test_a_server_churning_a_large_list_is_held_back_and_another_servers_c
                 assert next(s for s in pending["servers"] if s["alias"] == "churn")["tools"] == 450
     finally:
         logger.removeHandler(journal)
+
+
+async def test_a_failed_fetch_leaves_no_word_of_what_the_list_before_dropped_and_says_each_new_reason(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What ``mcpd status`` says a list dropped is of the list last fetched: once a
+    fetch fails, it says the failure, not what an older list left out. The journal says
+    each new reason a list fails for at once (the same one again, once a minute)."""
+    answers = AnswerWait("srv")
+    k = Keeper(answers)
+    lister = Lister()
+    lister.result = ListResult([mcp.Tool(name="a")], 0, ["a: listed twice"], None)
+    await k.keeper.refetch(up(lister))
+    assert k.keeper.dropped == ["a: listed twice"]
+    reasons = ["srv: tools/list cursor 'x' repeated", "srv: tools/list did not end after 9 pages"]
+    with caplog.at_level(logging.INFO, logger="mcpd.server"):
+        for reason in [reasons[0], reasons[1], reasons[1]]:
+            await trio.sleep(5)
+            lister.error = BadPage(reason)
+            k.keeper.request()
+            await k.keeper.refetch(up(lister))
+    assert k.keeper.dropped == []
+    said = [r.getMessage() for r in caplog.records if r.mcpd_event == "list_failed"]
+    assert [m.split("; ")[0] for m in said] == [
+        "srv: tools/list failed: tools/list cursor 'x' repeated",
+        "srv: tools/list failed: tools/list did not end after 9 pages",
+    ]
+    trouble = answers.trouble
+    assert trouble is not None and "did not end after 9 pages" in trouble.reason
