@@ -148,10 +148,13 @@ class Handshake:
         self.probe_timeout = probe_timeout
         self.probe_died = False
         self.probe_timed_out = False
+        # What was wrong with a discover answer mcpd could not read (None: nothing).
+        self.probe_malformed: str | None = None
 
     async def connect(self, client_capabilities: dict[str, Any]) -> Greeting:
         """Find out which era the server speaks and greet it in that era."""
         self.probe_timed_out = False
+        self.probe_malformed = None
         if self.era_pref != "legacy":
             version = mcp.LATEST_MODERN
             unread: str | None = None  # why the versions a discover result lists went unread
@@ -177,6 +180,8 @@ class Handshake:
                 if unread is not None:
                     # Whether it speaks the version is not known: not that it does not.
                     raise Incompatible(f"{self.alias}: server/discover: {unread}")
+                if self.probe_malformed is not None:
+                    raise Incompatible(f"{self.alias}: {self.probe_malformed}")
                 raise Incompatible(f"{self.alias}: does not speak protocol {mcp.LATEST_MODERN}")
             if unread is not None:
                 logger.warning(
@@ -215,7 +220,17 @@ class Handshake:
             raise
         try:
             found = rpc.decode_as(raw, greeting.Discovered)
-        except rpc.InvalidParams:
+        except rpc.InvalidParams as exc:
+            # Taken for legacy, as a server that knows no server/discover may answer
+            # anything; but said, and said again if initialize fails too.
+            self.probe_malformed = f"its server/discover answer was malformed ({exc})"
+            if self.era_pref != "modern":
+                logger.warning(
+                    "%s: %s; trying the legacy handshake",
+                    self.alias,
+                    self.probe_malformed,
+                    extra=log_extra(self.alias, reason=self.probe_malformed),
+                )
             return None
         self._told("server/discover", raw)
         return found
@@ -296,6 +311,8 @@ class Handshake:
                 if self.probe_timed_out
                 else ""
             )
+            if self.probe_malformed is not None:
+                slow = f"{self.probe_malformed}, and "
             raise Incompatible(
                 f"{self.alias}: {slow}initialize failed with the error {quote(exc.message)}"
             ) from None

@@ -373,3 +373,29 @@ def test_the_capabilities_declared_are_those_configured() -> None:
     assert surface.declares(caps, "elicitation/create", {"mode": "url"})
     for method in surface.ASK_METHODS:
         assert surface.declares(caps, method)
+
+
+MALFORMED = {"supportedVersions": [MODERN], "capabilities": [1, 2], "cacheScope": "weird"}
+
+
+async def test_a_malformed_discover_answer_is_said_naming_what_is_wrong_and_initialize_says_it_too(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    t = ScriptedTransport(server_discover=[MALFORMED], initialize=[rpc.RPCError(-32601, "nf")])
+    with caplog.at_level(logging.INFO, logger="mcpd.server"), pytest.raises(Incompatible) as caught:
+        await handshake(t).connect({})
+    said = str(caught.value)
+    assert said.startswith("srv: its server/discover answer was malformed (")
+    assert "$.capabilities" in said and said.endswith('initialize failed with the error "nf"')
+    [warned] = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert "server/discover answer was malformed" in warned.getMessage()
+    assert "$.capabilities" in warned.getMessage()
+
+
+async def test_a_modern_preference_says_a_malformed_discover_answer_was_malformed() -> None:
+    t = ScriptedTransport(server_discover=[MALFORMED])
+    with pytest.raises(Incompatible) as caught:
+        await handshake(t, era="modern").connect({})
+    said = str(caught.value)
+    assert "server/discover answer was malformed" in said and "$.capabilities" in said
+    assert "does not speak" not in said
