@@ -451,7 +451,7 @@ async def test_a_server_churning_a_large_list_is_held_back_and_another_servers_c
         logger.removeHandler(journal)
 
 
-async def test_a_failed_fetch_leaves_no_word_of_what_the_list_before_dropped_and_says_each_new_reason(
+async def test_a_failed_fetch_drops_the_older_lists_dropped_and_says_each_new_reason(
     autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     """What ``mcpd status`` says a list dropped is of the list last fetched: once a
