@@ -158,6 +158,13 @@ class ResponseHead(msgspec.Struct, frozen=True):
         return (self.get("content-type") or "").split(";", 1)[0].strip()
 
     @property
+    def content_coding(self) -> str | None:
+        """The coding its body was sent in (``Content-Encoding``, as written), or None
+        for the body as it is ("identity", or no header)."""
+        coding = self.get_all("content-encoding").strip()
+        return None if coding.lower() in ("", "identity") else coding
+
+    @property
     def content_length(self) -> int | None:
         value = self.get("content-length")
         return int(value) if value is not None and value.isdigit() else None

@@ -44,6 +44,7 @@ from .reply import (
     decode_reply,
     deliver,
     status_error,
+    unasked_coding,
 )
 
 logger = logging.getLogger("mcpd.http")
@@ -188,12 +189,11 @@ class PushReader:
         self.messages = 0
 
     async def read(self, conn: HttpConnection, head: ResponseHead) -> None:
-        if head.media_type != "text/event-stream":
+        coded = unasked_coding(head)
+        if head.media_type != "text/event-stream" or coded is not None:
             await conn.read_prefix(0)
-            raise StreamRefused(
-                f"{self._label}: GET answered with {content_type_words(head)}, not an event stream",
-                status=head.status,
-            )
+            said = coded or f"GET answered with {content_type_words(head)}, not an event stream"
+            raise StreamRefused(f"{self._label}: {said}", status=head.status)
         self.opened = True
         if self.on_open is not None:
             self.on_open()

@@ -161,6 +161,18 @@ def content_type_words(head: ResponseHead) -> str:
     return quote(media) if media else "no content type"
 
 
+def unasked_coding(head: ResponseHead) -> str | None:
+    """Why a body cannot be read when it came in a coding (gzip, br, ...): mcpd sends no
+    Accept-Encoding and decodes none, and read as it is, such a body would only seem to
+    hold text that is not UTF-8. None for a body as it is."""
+    coding = head.content_coding
+    if coding is None:
+        return None
+    token = coding.isascii() and coding.replace("-", "").isalnum() and len(coding) <= 20
+    named = coding if token else quote(coding)
+    return f"the server sent a {named}-encoded body, which mcpd did not ask for"
+
+
 def status_line(status: int, phrase: str) -> str:
     """``HTTP 503 Service Unavailable``; a phrase of the server's own, quoted."""
     try:
@@ -210,6 +222,10 @@ class AnswerReader:
 
     async def read(self, conn: HttpConnection, head: ResponseHead) -> Answer:
         media = head.media_type
+        coded = unasked_coding(head)
+        if coded is not None:
+            body = await conn.read_prefix(SNIPPET)
+            raise UnexpectedReply(f"{self._label}: {coded}", status=head.status, body=body)
         if media == "text/event-stream":
             return await self._read_stream(conn, head)
         if media == "application/json":

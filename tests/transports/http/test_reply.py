@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email.utils
+import gzip
 import json
 import logging
 import time
@@ -407,3 +408,21 @@ def test_the_start_of_a_5xx_body_cut_inside_a_secret_shows_none_of_it_once_guard
     assert isinstance(exc, HTTPStatusError)
     assert SECRET[:-1] in exc.detail and SECRET not in exc.detail
     assert beginnings(guarded(exc.describe())) == [] and MARKER in guarded(exc.describe())
+
+
+@pytest.mark.parametrize("kind", ["json", "sse"])
+async def test_a_body_in_an_encoding_mcpd_did_not_ask_for_is_refused_naming_it(kind: str) -> None:
+    gzipped = gzip.compress(json.dumps({"jsonrpc": "2.0", "id": 1, "result": {}}).encode())
+
+    async def reply(req: SeenRequest, respond: Responder) -> None:
+        media = "application/json" if kind == "json" else "text/event-stream"
+        headers = {"Content-Type": media, "Content-Encoding": "gzip"}
+        await respond.reply(200, gzipped, headers)
+
+    with trio.fail_after(LIMIT):
+        async with serve_http(reply) as srv, open_http_transport("srv", srv.url()) as t:
+            with pytest.raises(UnexpectedReply) as info:
+                await t.request("tools/call", {})
+    said = str(info.value)
+    assert "the server sent a gzip-encoded body, which mcpd did not ask for" in said, said
+    assert "UTF-8" not in said
