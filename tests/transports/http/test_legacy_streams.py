@@ -636,3 +636,26 @@ async def test_resumption_gives_up_after_a_few_attempts() -> None:
     # Each attempt resumes from the newest id it got.
     assert [s.header("last-event-id") for s in streams] == ["c1", "g1", "g2"][:RESUME_ATTEMPTS]
     assert srv.methods().count("tools/call") == 1
+
+
+async def test_a_push_stream_in_an_encoding_mcpd_did_not_ask_for_is_refused_naming_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.method != "GET":
+            return await answer(req, respond)
+        headers = {"Content-Type": "text/event-stream", "Content-Encoding": "br"}
+        await respond.reply(200, b"\x8b\x00\x80", headers)
+
+    with trio.fail_after(LIMIT), caplog.at_level(logging.DEBUG, logger="mcpd.http"):
+        async with (
+            serve_http(LegacySession(handler)) as srv,
+            open_http_transport("old", srv.url()) as t,
+        ):
+            await handshake(t)
+            await t.listen()  # returns by itself: no stream to hold
+    said = [r.getMessage() for r in caplog.records]
+    assert "old: no server-push stream: old: the server sent a br-encoded body, which mcpd " in (
+        "\n".join(said)
+    ), said
+    assert srv.methods().count("GET") == 1
