@@ -4,6 +4,7 @@ asks who answers before it says anything."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -359,4 +360,6 @@ async def test_the_service_user_is_talked_to(
     with trio.fail_after(30):
         answered = await trio.to_thread.run_sync(status)
     assert answered["daemon"]["config"] == str(squatter.config)
-    assert len(squatter.received()) == 1
+    # The command line says first that it is a person's, then asks.
+    said = [json.loads(line)["method"] for line in squatter.received()]
+    assert said == ["mcpd/commandLine", "mcpd/status"]
