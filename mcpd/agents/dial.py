@@ -23,11 +23,12 @@ from typing import Final
 
 from ..local.owners import trusted_owners, user_name
 
-# What the command line (`mcpd tools`, `mcpd call`, `mcpd approve` and the rest) says
-# first on each connection: a person's command at a terminal, so its connection is no
-# agent, and the terminal may still approve (``policy.kin``). A model steered into
-# running these through its host's shell tool gains nothing by it: its host is an agent
-# through a connection of its own (`mcpd bridge`, which never says it).
+# What the command line's listings for a person (`mcpd tools`, `prompts` and `resources`
+# printed as tables) say first on their connection, so it is no agent and the terminal
+# may still approve (``policy.kin``). What a program reads (`--json`, `--format`) and
+# every call never say it: a program that hands a model the tools and runs its calls is
+# that model's host. A model that runs a listing through a shell tool gains nothing: it
+# makes no process of its host any less an agent's.
 COMMAND_LINE: Final = "mcpd/commandLine"
 # How long a client waits for room in the daemon's listen queue.
 CONNECT_WAIT: Final = 10.0

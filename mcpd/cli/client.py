@@ -71,9 +71,17 @@ class Client:
             raise Untrusted(refusal)
         self._buf = b""
         self._ids = rpc.IdAllocator()
-        # Said before anything else, with the first request: a person's command, never
-        # taken for an agent.
+        # Said before anything else, with the first request (``for_a_person``).
+        self._first = b""
+
+    def for_a_person(self) -> Client:
+        """Say first that what this connection asks for is printed for a person to read
+        (a table on a terminal): the daemon then takes it for no agent, so the shell
+        that listed a server's tools may approve them next. Never for what a program
+        reads (``--json``, ``--format``) or for a call: a program that hands a model the
+        tools and runs its calls is that model's host, whose shell tool may not approve."""
         self._first = rpc.encode_notification(COMMAND_LINE, None) + b"\n"
+        return self
 
     def close(self) -> None:
         self._sock.close()

@@ -41,6 +41,8 @@ def cmd_tools(args: argparse.Namespace) -> int:
     footer = None
     decisions: dict[str, dict[str, Any]] | None = None
     with client_for(args, QUICK) as client:
+        if not (args.json or args.format):
+            client.for_a_person()
         try:
             if args.profile is not None or args.policy:
                 params: dict[str, Any] = {"policy": True} if args.policy else {}

@@ -51,6 +51,8 @@ def _server(item: dict[str, Any]) -> str:
 
 def cmd_prompts(args: argparse.Namespace, client_for: ClientFor) -> int:
     with client_for(args, QUICK) as client:
+        if not args.json:
+            client.for_a_person()
         prompts = _all(client, "prompts/list", "prompts")
     if args.json:
         print(json.dumps({"prompts": prompts}, indent=2))
@@ -67,6 +69,8 @@ def cmd_prompts(args: argparse.Namespace, client_for: ClientFor) -> int:
 
 def cmd_resources(args: argparse.Namespace, client_for: ClientFor) -> int:
     with client_for(args, QUICK) as client:
+        if not args.json:
+            client.for_a_person()
         resources = _all(client, "resources/list", "resources")
         templates = _all(client, "resources/templates/list", "resourceTemplates")
     if args.json:

@@ -298,11 +298,13 @@ async def test_a_bridges_host_that_outlives_its_bridge_cannot_approve_until_it_e
             assert code == 0, err
 
 
-async def test_a_terminal_that_listed_and_called_still_approves(tmp_path: Path) -> None:
-    """The guide's flow, in one terminal: ``mcpd tools`` (and ``mcpd call``), then
-    ``mcpd approve``. The command line's own connections are a person's, not an agent's, so
-    the shell that ran them may still approve; a bridge's host that lists through the
-    command line is still refused."""
+async def test_a_terminal_that_listed_the_tools_still_approves(tmp_path: Path) -> None:
+    """The guide's flow, in one terminal: ``mcpd tools``, then ``mcpd approve``. The table
+    printed for a person is asked on a connection that is no agent's, so the shell that
+    ran it may still approve. What feeds a program (``mcpd tools --format``, a model API's
+    tool list) and ``mcpd call`` are an agent's: a program that hands a model the tools
+    and runs its calls is that model's host, whose shell tool may not approve; nor may a
+    bridge's host that lists through the command line."""
     server = Changing(tmp_path)
     cfg = config(tmp_path, {"tickets": server.config()}, hold_new_servers=True)
     with trio.fail_after(60):
@@ -313,12 +315,14 @@ async def test_a_terminal_that_listed_and_called_still_approves(tmp_path: Path) 
                 assert code == 0, said
                 code, said = await host.runs("approve", "tickets", "--yes")
                 assert code != 0 and "run it from another terminal" in said, said
+            for fed in (("tools", "--format", "anthropic"), ("call", "mcp__tickets__read")):
+                async with self_approval.agent("unconnected", sock, apart=True) as harness:
+                    await harness.runs(*fed)
+                    code, said = await harness.runs("approve", "tickets", "--yes")
+                    assert code != 0 and "run it from another terminal" in said, (fed, said)
             async with self_approval.agent("unconnected", sock, apart=True) as shell:
                 code, said = await shell.runs("tools")
                 assert code == 0, said
-                # Held, the tool is not listed yet: the call is answered with an error.
-                code, said = await shell.runs("call", "mcp__tickets__read")
-                assert "Unknown tool" in said, said
                 code, said = await shell.runs("approve", "tickets", "--yes")
                 assert code == 0, said
             code, out, err = await cli(sock, "tools", "--pending")

@@ -29,6 +29,11 @@ class Daemon:
     def __init__(self, answers: Answers) -> None:
         self.answers = {method: list(pages) for method, pages in answers.items()}
         self.asked: list[tuple[str, Any]] = []
+        self.for_a_person_said = False
+
+    def for_a_person(self) -> Daemon:
+        self.for_a_person_said = True
+        return self
 
     def request(self, method: str, params: Any, progress: Any = None) -> Any:
         self.asked.append((method, params))
@@ -40,10 +45,14 @@ def client_for(daemon: Daemon) -> Callable[[argparse.Namespace, float], Any]:
 
 
 def run(
-    cmd: Callable[..., int], answers: Answers, capsys: pytest.CaptureFixture[str], **args: Any
+    cmd: Callable[..., int],
+    answers: Answers,
+    capsys: pytest.CaptureFixture[str],
+    json: bool = False,
+    **args: Any,
 ) -> tuple[int, list[str], Daemon]:
     daemon = Daemon(answers)
-    code = cmd(argparse.Namespace(json=False, **args), client_for(daemon))
+    code = cmd(argparse.Namespace(json=json, **args), client_for(daemon))
     return code, capsys.readouterr().out.splitlines(), daemon
 
 
@@ -76,6 +85,22 @@ def test_prompts_are_listed_from_every_page_with_their_arguments(
                               "Carefully."]  # fmt: skip
     assert out[2].split() == ["plain()", "notes"]
     assert out[-1] == "2 prompts"
+
+
+@pytest.mark.parametrize("json", [False, True])
+def test_only_a_table_for_a_person_says_it_is_for_one(
+    json: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A listing printed for a person says so first (its connection is no agent's);
+    one a program reads (``--json``) does not."""
+    answers: Answers = {
+        "prompts/list": [{"prompts": []}],
+        "resources/list": [{"resources": []}],
+        "resources/templates/list": [{"resourceTemplates": []}],
+    }
+    for cmd in (cmd_prompts, cmd_resources):
+        _, _, daemon = run(cmd, answers, capsys, json=json)
+        assert daemon.for_a_person_said is not json
 
 
 def test_what_a_server_named_is_escaped_in_the_lists(capsys: pytest.CaptureFixture[str]) -> None:
