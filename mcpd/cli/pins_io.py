@@ -15,9 +15,19 @@ import stat
 import sys
 from typing import Any, Final
 
+from protocol import jsonrpc as rpc
+
 from ..local.privatefile import UnsafeFileError, file_kind
-from .client import QUICK, SOCKET_HELP
-from .exits import EXIT_FAILED, EXIT_USAGE, ask, client_for, fail
+from .client import QUICK, SOCKET_HELP, BadReply, Client, Unreachable
+from .exits import (
+    EXIT_BAD_REPLY,
+    EXIT_FAILED,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    ask,
+    client_for,
+    fail,
+)
 from .outfile import OutputExists, write_output
 
 # The most ``pins import`` reads: as large as a config file may be, far more than the
@@ -74,7 +84,8 @@ def _export(args: argparse.Namespace) -> int:
 
 def _import(args: argparse.Namespace) -> int:
     try:
-        document = json.loads(_read_export(args.file))
+        raw = _read_export(args.file)
+        document = json.loads(raw)
     except _Unreadable as exc:
         fail(EXIT_USAGE, str(exc))
     except OSError as exc:
@@ -82,6 +93,7 @@ def _import(args: argparse.Namespace) -> int:
     except ValueError as exc:
         fail(EXIT_USAGE, f"{args.file} is not JSON: {exc}")
     with client_for(args) as client:
+        _fits(client, args.file, len(raw))
         result = ask(client, "mcpd/pins/import", {"pins": document, "replace": args.replace})
     servers = ", ".join(result["servers"]) or "no server"
     print(
@@ -89,6 +101,33 @@ def _import(args: argparse.Namespace) -> int:
         f"{result['released']} held item(s) released"
     )
     return 0 if result.get("saved", True) else EXIT_FAILED
+
+
+# What the request carries besides the export: its envelope and ``_meta``.
+_ENVELOPE: Final = 4096
+
+
+def _fits(client: Client, path: str, size: int) -> None:
+    """Ends the command, saying why, when the export would make a request longer than
+    the daemon reads (its ``max_line_bytes``): the daemon would close the connection on
+    it, and the command could say no more than that it was lost. A daemon that does not
+    say its limit is sent the export as it is."""
+    try:
+        limit = client.request("mcpd/lineLimit")["maxLineBytes"]
+    except rpc.RPCError:
+        return
+    except Unreachable as exc:
+        fail(EXIT_UNREACHABLE, str(exc))
+    except (BadReply, TypeError, KeyError) as exc:
+        fail(EXIT_BAD_REPLY, f"mcpd's answer to mcpd/lineLimit is not one: {exc}")
+    if isinstance(limit, int) and size + _ENVELOPE > limit:
+        shown = "stdin" if path == "-" else path
+        fail(
+            EXIT_USAGE,
+            f"cannot import {shown}: at {size:,} bytes it makes a request longer than the "
+            f"{limit:,} bytes mcpd reads (max_line_bytes in [daemon]); raise that and "
+            "reload, or import the export's servers a few at a time",
+        )
 
 
 class _Unreadable(Exception):

@@ -155,3 +155,21 @@ def test_import_from_stdin_reads_no_more_than_the_bound(
         main(["pins", "import", "-", "--socket", "/nonexistent"])
     assert done.value.code == 2
     assert "cannot read stdin: it is larger than 16 bytes" in capsys.readouterr().err
+
+
+async def test_import_longer_than_the_daemon_reads_is_refused_naming_its_limit(
+    tmp_path: Path,
+) -> None:
+    """An export that would make a request past the daemon's ``max_line_bytes`` is
+    refused before it is sent, with both sizes and the key that raises it: sent, it
+    would only have cost the connection."""
+    server = Changing(tmp_path)
+    cfg = config(tmp_path, {"tickets": server.config()}, max_line_bytes=8192)
+    export = tmp_path / "big.json"
+    export.write_text(json.dumps({"format": 1, "servers": {}, "padding": "x" * 10_000}))
+    with trio.fail_after(LIMIT):
+        async with running(cfg) as daemon:
+            code, _, err = await cli(daemon.socket_path, "pins", "import", str(export))
+    assert code == 2, err
+    assert "longer than the 8,192 bytes mcpd reads (max_line_bytes in [daemon])" in err, err
+    assert "Traceback" not in err and "lost the connection" not in err
