@@ -12,6 +12,7 @@ import msgspec
 from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext, ServerSession
+from protocol.visible import visible
 
 from .http_wire import Headers, Reject
 
@@ -48,10 +49,26 @@ def check_post(headers: Headers) -> None:
     if content_type != "application/json":
         message = "Unsupported Media Type: Content-Type must be application/json"
         raise rpc_reject(415, None, rpc.INVALID_REQUEST, message)
+    coding = (headers.get("content-encoding") or "identity").strip().lower()
+    if coding != "identity":
+        message = (
+            f"Unsupported Media Type: the body is {visible(coding[:40])}-encoded "
+            "(Content-Encoding), which mcpd does not read: send it unencoded"
+        )
+        raise rpc_reject(415, None, rpc.INVALID_REQUEST, message)
     accept = headers.get("accept")
     if not (accepts(accept, "application/json") and accepts(accept, "text/event-stream")):
         message = "Not Acceptable: Accept must list application/json and text/event-stream"
         raise rpc_reject(406, None, rpc.INVALID_REQUEST, message)
+
+
+def not_allowed(method: bytes) -> Reject:
+    """The 405 of a method /mcp does not take, saying which it takes (no body for a
+    HEAD, whose answer carries none)."""
+    named = method[:40].decode("ascii", "replace")
+    said = f"Method Not Allowed: /mcp takes POST, GET and DELETE, not {named}"
+    body = b"" if method == b"HEAD" else rpc.encode_error(None, rpc.INVALID_REQUEST, said)
+    return Reject(405, body, [(b"allow", b"GET, POST, DELETE")])
 
 
 def accepts(accept: str | None, media_type: str) -> bool:

@@ -52,6 +52,7 @@ from .mcp_http import (
     check_post,
     decode_body,
     modern_request,
+    not_allowed,
     rpc_reject,
 )
 from .profiles import ProfileServers
@@ -112,7 +113,7 @@ class McpRoute:
             await self._stream(wire, request, headers, caller)
             return
         if request.method != b"POST":
-            raise Reject(405, headers=[(b"allow", b"GET, POST, DELETE")])
+            raise not_allowed(request.method)
         check_post(headers)
         version = headers.get("mcp-protocol-version")
         if version is not None and version not in self.stateless.legacy_versions:

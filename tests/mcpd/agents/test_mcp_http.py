@@ -94,6 +94,33 @@ def test_a_body_that_is_not_json_is_an_unsupported_media_type(content_type: str 
     assert message == "Unsupported Media Type: Content-Type must be application/json"
 
 
+@pytest.mark.parametrize("coding", ["gzip", "br", "GZIP", "x-\x1b[2Jgz"])
+def test_an_encoded_body_is_an_unsupported_media_type_naming_the_encoding(coding: str) -> None:
+    with pytest.raises(Reject) as info:
+        check_post(
+            headers(
+                ("Content-Type", "application/json"),
+                ("Accept", ACCEPT),
+                ("Content-Encoding", coding),
+            )
+        )
+    status, rid, code, message = refusal(info.value)
+    assert (status, rid, code) == (415, None, rpc.INVALID_REQUEST)
+    assert message.startswith("Unsupported Media Type: the body is ")
+    assert "-encoded (Content-Encoding), which mcpd does not read" in message
+    assert "\x1b" not in message
+
+
+def test_an_identity_encoded_body_passes() -> None:
+    check_post(
+        headers(
+            ("Content-Type", "application/json"),
+            ("Accept", ACCEPT),
+            ("Content-Encoding", "identity"),
+        )
+    )
+
+
 @pytest.mark.parametrize(
     "accept",
     [

@@ -161,6 +161,13 @@ async def test_a_method_mcp_does_not_take_is_405_saying_which_it_does(
         )
     assert reject.value.status == 405
     assert reject.value.headers == [(b"allow", b"GET, POST, DELETE")]
+    if method == b"HEAD":
+        assert reject.value.body == b""  # a HEAD's answer carries no body
+    else:
+        error = json.loads(reject.value.body)["error"]
+        assert error["message"] == (
+            f"Method Not Allowed: /mcp takes POST, GET and DELETE, not {method.decode()}"
+        )
 
 
 @pytest.mark.parametrize(
