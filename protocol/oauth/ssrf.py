@@ -154,6 +154,22 @@ def classify(address: IPAddress | str) -> AddressClass:
     return "global"
 
 
+def standing(address: IPAddress | str) -> AddressClass:
+    """The kind of network an address belongs to where that earns it something
+    (loopback or local fetching, plain http): the address itself, never an IPv4
+    one it carries, since a translator or tunnel delivers that somewhere else than
+    here. Only an IPv4-mapped address (``::ffff:a.b.c.d``) is its IPv4 address:
+    that is how a dual-stack socket writes it."""
+    ip = parse_address(address) if isinstance(address, str) else address
+    if ip is None:
+        raise ValueError(f"{address!r} is not an IP address")
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv4Address):
+        return _classify4(ip)
+    return next((kind for net6, kind in _NETS6 if ip in net6), "global")
+
+
 def _classify4(ip: ipaddress.IPv4Address) -> AddressClass:
     for net4, kind in _NETS4:
         if ip in net4:
@@ -190,12 +206,13 @@ def _bits(value: int, start: int, end: int) -> int:
 
 
 def is_loopback_host(host: str) -> bool:
-    """``localhost`` (and names under it, RFC 6761) or a loopback literal."""
+    """``localhost`` (and names under it, RFC 6761) or a literal address of this
+    machine's own loopback (not one that carries a loopback address to elsewhere)."""
     name = host.lower().rstrip(".")
     if name == "localhost" or name.endswith(".localhost"):
         return True
     ip = parse_address(name.strip("[]"))
-    return ip is not None and classify(ip) == "loopback"
+    return ip is not None and standing(ip) == "loopback"
 
 
 class FetchPolicy(msgspec.Struct, frozen=True):
@@ -216,10 +233,10 @@ class FetchPolicy(msgspec.Struct, frozen=True):
         """The policy for discovery on behalf of the server at ``server_url``, given
         the addresses its host resolves to: what every one of them grants."""
         u = parse_http_url(server_url, "server URL")
-        kinds = {classify(a) for a in server_addresses if parse_address(a) is not None}
+        kinds = {standing(a) for a in server_addresses if parse_address(a) is not None}
         literal = parse_address(u.host)
         if literal is not None:
-            kinds.add(classify(literal))
+            kinds.add(standing(literal))
         if is_loopback_host(u.host):
             kinds.add("loopback")
         granted = frozenset.intersection(*(_GRANTS[k] for k in kinds)) if kinds else frozenset()
@@ -274,7 +291,7 @@ class FetchPolicy(msgspec.Struct, frozen=True):
             if ip is None:
                 raise BlockedUrl(f"{what}: {u.host} resolved to {value!r}, not an IP address")
             self._check_one(u.host, ip, what, url)
-            if is_loopback_host(u.host) and classify(ip) != "loopback":
+            if is_loopback_host(u.host) and standing(ip) != "loopback":
                 raise BlockedUrl(f"{what}: {u.host} resolved to {ip}, which is not loopback")
             self._check_server_stays(u.host, ip, what, url)
             out.append(str(ip))
@@ -298,7 +315,7 @@ class FetchPolicy(msgspec.Struct, frozen=True):
             self.allow_loopback or self.allow_private or self.allow_link_local
         ):
             return
-        kind = classify(ip)
+        kind = standing(ip)
         if kind not in self.server_classes:
             kinds = " and ".join(_WORDS.get(k, k) for k in self.server_classes)
             raise BlockedUrl(

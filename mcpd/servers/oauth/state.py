@@ -24,7 +24,7 @@ import trio
 
 from protocol.logfields import log_extra
 from protocol.oauth import AuthorizationResult, BearerChallenge, FetchPolicy, ScopeState
-from protocol.oauth.ssrf import AddressClass, classify, parse_address
+from protocol.oauth.ssrf import AddressClass, parse_address, standing
 from protocol.urls import display_url
 from transports.http.oauth_client import OAuthHttp
 
@@ -254,7 +254,7 @@ class AuthState:
         known), so that is where the challenge it sent came from."""
         ip = parse_address(address) if address is not None else None
         if ip is not None:
-            self._refused_from.setdefault(classify(ip), str(ip))
+            self._refused_from.setdefault(standing(ip), str(ip))
 
     async def policy(self) -> FetchPolicy:
         """What the server's metadata may have mcpd fetch (``ssrf``): what every

@@ -210,3 +210,27 @@ def test_ipv4_carried_in_ipv6_is_judged_by_the_ipv4_address(v4: str, kind: str) 
 def test_ipv6_forms_of_a_public_ipv4_address_stay_public() -> None:
     for address in _v4_in_v6_forms("8.8.8.8"):
         assert (address, classify(address)) == (address, "global")
+
+
+@pytest.mark.parametrize("v4", ["127.0.0.1", "10.0.0.1"])
+def test_an_ipv6_form_that_carries_an_internal_address_earns_nothing(v4: str) -> None:
+    forms = [a for a in _v4_in_v6_forms(v4) if not a.startswith("::ffff:")]
+    for address in forms:
+        assert (address, is_loopback_host(f"[{address}]")) == (address, False)
+        policy = FetchPolicy.for_server(f"http://[{address}]:8000/mcp", [address])
+        assert (address, policy.allow_loopback, policy.allow_private) == (address, False, False)
+        with pytest.raises(BlockedUrl, match="must use https"):
+            policy.check_url(f"http://[{address}]:9000/token", "token endpoint")
+        with pytest.raises(BlockedUrl):
+            FetchPolicy.for_server("http://localhost:8000/mcp", ["127.0.0.1"]).check_addresses(
+                "http://localhost:9000/token", [address], "token endpoint"
+            )
+
+
+def test_this_machines_own_loopback_addresses_still_earn_loopback() -> None:
+    for host in ("127.0.0.1", "127.3.2.1", "[::1]", "[::ffff:127.0.0.1]", "[::ffff:127.8.9.1]"):
+        assert (host, is_loopback_host(host)) == (host, True)
+        address = host.strip("[]")
+        policy = FetchPolicy.for_server(f"http://{host}:8000/mcp", [address])
+        assert (host, policy.allow_loopback) == (host, True)
+        policy.check_url(f"http://{host}:9000/token", "token endpoint")
