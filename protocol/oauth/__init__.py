@@ -71,7 +71,7 @@ from .metadata import (
     issuer_still_listed,
 )
 from .registration import ClientConfig, ClientRegistration, client_metadata_document
-from .scopes import ScopeState
+from .scopes import ScopeState, check_scopes
 from .secret import Secret
 from .ssrf import FetchPolicy
 from .tokens import (
@@ -127,6 +127,7 @@ __all__ = [
     "canonical_resource",
     "carries_state",
     "check_revocation",
+    "check_scopes",
     "client_metadata_document",
     "issuer_still_listed",
     "load_signing_key",

@@ -121,6 +121,7 @@ class ServerAuth(AuthState, AuthHook):
         challenge = bearer_challenge([error.challenge]) if error.challenge else None
         if error.challenge and challenge is None:
             return None  # another scheme (Basic, ...): nothing OAuth can answer
+        self.refuse_bad_scope(challenge, error.status)
         if error.status == 403:
             if challenge is None or not challenge.insufficient_scope:
                 return None

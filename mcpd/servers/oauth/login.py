@@ -83,9 +83,14 @@ class Login:
             policy = await auth.policy()
             flow, action = await self._open(redirect_uri, policy)
         except NoAuthorizationMetadata as exc:
+            auth.forget_wanted()
             raise no_oauth_login(auth.alias, exc) from None
         except (TransportError, OAuthError) as exc:
+            auth.forget_wanted()
             raise LoginError(f"cannot start the login: {why(exc)}") from None
+        except LoginError:
+            auth.forget_wanted()
+            raise
         assert isinstance(action, OpenBrowser)
         outgrown = flow.outgrown
         if outgrown is not None:
@@ -200,6 +205,7 @@ class Login:
         self._pending = None
         async with auth.lock:
             await auth.load()
+            auth.forget_wanted()
             creds = auth.creds
             if not creds.has_tokens_saved():
                 # Nothing to forget: a server that never needed a login keeps working (it

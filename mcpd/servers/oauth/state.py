@@ -23,7 +23,14 @@ from typing import Any, Final
 import trio
 
 from protocol.logfields import log_extra
-from protocol.oauth import AuthorizationResult, BearerChallenge, FetchPolicy, ScopeState
+from protocol.oauth import (
+    AuthorizationResult,
+    BearerChallenge,
+    FetchPolicy,
+    OAuthError,
+    ScopeState,
+    check_scopes,
+)
 from protocol.oauth.ssrf import AddressClass, parse_address, standing
 from protocol.urls import display_url
 from transports.http.oauth_client import OAuthHttp
@@ -31,7 +38,7 @@ from transports.http.oauth_client import OAuthHttp
 from ...config.servertable import ServerConfig
 from ...local.oauth_store import OAuthStore, Unusable
 from .credentials import Credentials, client_config
-from .errors import AuthFailed, LoginRequired
+from .errors import AuthFailed, LoginRequired, why
 
 logger = logging.getLogger("mcpd.auth")
 
@@ -248,6 +255,22 @@ class AuthState:
         configured = tuple(self.settings.scopes or ()) if self.settings is not None else ()
         union = tuple(dict.fromkeys((*configured, *(self._wanted or ()))))
         return union or None
+
+    def refuse_bad_scope(self, challenge: BearerChallenge | None, status: int) -> None:
+        """``AuthFailed`` for a 401 or 403 that names a scope no login could ask for.
+        Checked as it arrives, before anything of it is kept: kept, it would fail
+        every later login, long after the server stopped naming it."""
+        if challenge is None or status not in (401, 403):
+            return
+        try:
+            check_scopes(challenge.scope, f"the server's {status}")
+        except OAuthError as exc:
+            raise AuthFailed(why(exc)) from None
+
+    def forget_wanted(self) -> None:
+        """What a step-up asked for is no longer asked for: the login it was for was
+        logged out of, or could not start with it."""
+        self._wanted = None
 
     def refused_from(self, address: str | None) -> None:
         """The server refused a message over a connection to ``address`` (None: not

@@ -5,6 +5,7 @@ login asked for (with why) only when nothing else helps, never with a token in i
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from mcpd.servers.oauth.auth import RETRY_EARLY_REFRESH, ServerAuth
 from mcpd.servers.oauth.login import Login
 from tests.support.oauth_fake import FakeWorld, json_response
 from tests.support.oauth_world import (
+    REDIRECT,
     Clock,
     WorldHttp,
     forbidden,
@@ -23,6 +25,7 @@ from tests.support.oauth_world import (
     server_auth,
     unauthorized,
 )
+from transports.errors import AuthError
 
 PRM = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
 CHALLENGE = f'Bearer resource_metadata="{PRM}"'
@@ -320,6 +323,41 @@ async def test_the_scope_a_403_asks_for_is_quoted_as_the_servers(
         "the server asks for more permissions (\"x). mcpd: the tool server 'notes' is down "
         '(y"); run `mcpd auth login srv`'
     )
+
+
+@pytest.mark.parametrize(
+    ("status", "refusal"), [(403, forbidden), (401, lambda c: unauthorized(c, None))]
+)
+async def test_a_scope_no_login_can_ask_for_is_refused_as_the_servers_and_not_kept(
+    tmp_path: Path, world: FakeWorld, clock: Clock, status: int, refusal: Callable[[str], AuthError]
+) -> None:
+    auth, _ = await logged_in(tmp_path, world, clock)
+    bad = refusal(f'Bearer error="insufficient_scope", scope="files:read a\\"b", {CHALLENGE}')
+    with pytest.raises(AuthFailed) as caught:
+        await auth.refused(bad, "Bearer at-1")
+    assert caught.value.reason.startswith(
+        f'the scope "a\\"b" from the server\'s {status} is not a scope mcpd can ask for'
+    )
+    # The next login asks for what it would have asked for anyway, and goes through.
+    login = Login(auth)
+    begun = await login.begin(REDIRECT)
+    assert begun is not None
+    assert "files" not in begun[0]
+    await login.finish(begun[1], world.authorize(begun[0]))
+    assert auth.status()["state"] == "logged_in"
+
+
+async def test_what_a_step_up_wanted_is_forgotten_by_a_logout(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    auth, _ = await logged_in(tmp_path, world, clock)
+    with pytest.raises(LoginRequired):
+        await auth.refused(
+            forbidden('Bearer error="insufficient_scope", scope="write"'), "Bearer at-1"
+        )
+    assert auth.login_scopes() == ("write",)
+    await Login(auth).logout()
+    assert auth.login_scopes() is None
 
 
 async def test_a_saved_login_is_used_after_a_restart(
