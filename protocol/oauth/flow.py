@@ -150,6 +150,8 @@ class AuthorizationFlow:
         # A registration mcpd kept for the issuer that lacks the redirect URI a login
         # there now uses: registered anew.
         self.outgrown: ClientRegistration | None = None
+        # One kept without it, where no new client can be had (logins then share /callback).
+        self.shared_redirect: ClientRegistration | None = None
         self._failure: str | None = None
         if self._client.grant == "authorization_code":
             if config.redirect_uri is None:
@@ -282,14 +284,22 @@ class AuthorizationFlow:
         known = self._registrations
         stale = known.get(server.issuer)
         if own is not None and stale is not None and own not in stale.redirect_uris:
-            # The authorization server would refuse the redirect URI, or (one registered
-            # before each server had its own) send its answers where any server's go.
-            known = {k: v for k, v in known.items() if k != server.issuer}
-            self.outgrown = stale
+            if base in stale.redirect_uris and not server.metadata.registration_endpoint:
+                # No new client can be had there: the old one is better than no login,
+                # though its answers come back where any server's do.
+                self.shared_redirect = stale
+            else:
+                # The authorization server would refuse the redirect URI, or (one
+                # registered before each server had its own) send its answers where
+                # any server's go.
+                known = {k: v for k, v in known.items() if k != server.issuer}
+                self.outgrown = stale
         chosen = select_identity(self._client, server, known, self._now)
         # A client configured by hand (its id, or a metadata document) keeps the redirect
-        # URI it was registered with; one mcpd registers gets its issuer's own.
-        self._redirect_uri = base if chosen is not None and chosen.source != "dynamic" else own
+        # URI it was registered with, as does one registered before each server had its
+        # own; one mcpd registers gets its issuer's own.
+        hand_made = chosen is not None and chosen.source != "dynamic"
+        self._redirect_uri = base if hand_made or self.shared_redirect is not None else own
         if chosen is None:
             redirects = [own] if own else []
             self._requested_body = registration_body(self._client, server, redirects)

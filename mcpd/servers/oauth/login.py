@@ -104,6 +104,19 @@ class Login:
                 shown(action.redirect_uri),
                 extra=log_extra(auth.alias, "registered_again", outgrown.issuer),
             )
+        shared = flow.shared_redirect
+        if shared is not None and auth.first_told_of_shared_redirect(shared.issuer):
+            logger.warning(
+                "%s: the client mcpd registered with %s is for the redirect address %s, "
+                "which logins at every authorization server share, and it registers no "
+                "new clients; mcpd keeps that client, and logins there come back to the "
+                "shared address, where an answer from another authorization server can "
+                "arrive too (an OAuth mix-up: see the login section of docs/security.md)",
+                auth.alias,
+                shown(shared.issuer),
+                shown_list(shared.redirect_uris),
+                extra=log_extra(auth.alias, "shared_redirect", shared.issuer),
+            )
         self._pending = _Pending(secrets.token_urlsafe(12), flow, auth.clock())
         return action.url, self._pending.id
 

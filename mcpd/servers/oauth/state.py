@@ -94,6 +94,7 @@ class AuthState:
         self.challenge: BearerChallenge | None = None
         self._scopes = ScopeState()
         self._wanted: tuple[str, ...] | None = None  # the union a step-up asks for
+        self._told_shared: set[str] = set()  # issuers whose shared redirect was logged
         self._retry_early_at = 0.0
         self._grant_gone = False  # the refresh token was refused; the access token lives on
         # Grows by one as each renewal starts and as it ends: odd while one runs. Who
@@ -266,6 +267,13 @@ class AuthState:
             check_scopes(challenge.scope, f"the server's {status}")
         except OAuthError as exc:
             raise AuthFailed(why(exc)) from None
+
+    def first_told_of_shared_redirect(self, issuer: str) -> bool:
+        """Whether the journal has yet to say that logins at ``issuer`` come back to
+        the redirect address every authorization server shares (it says so once)."""
+        told = issuer in self._told_shared
+        self._told_shared.add(issuer)
+        return not told
 
     def forget_wanted(self) -> None:
         """What a step-up asked for is no longer asked for: the login it was for was

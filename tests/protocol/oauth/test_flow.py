@@ -593,6 +593,19 @@ def test_a_kept_registration_without_the_servers_own_redirect_uri_is_made_again(
     assert flow.outgrown == old
 
 
+def test_a_kept_registration_for_the_shared_redirect_uri_is_used_where_none_can_be_made() -> None:
+    world = FakeWorld()
+    del world.metadata["registration_endpoint"]
+    old = ClientRegistration("https://auth.example.com", "old", redirect_uris=(REDIRECT,))
+    flow = make_flow(world, registrations={"https://auth.example.com": old})
+    result = drive(flow, world)
+    assert "https://auth.example.com/register" not in world.urls()
+    assert world.authorize_queries[0]["client_id"] == "old"
+    assert world.authorize_queries[0]["redirect_uri"] == REDIRECT
+    assert result.registration.client_id == "old"
+    assert (flow.shared_redirect, flow.outgrown) == (old, None)
+
+
 def test_a_client_configured_by_hand_keeps_the_redirect_uri_registered_for_it() -> None:
     world = FakeWorld()
     client = ClientConfig(client_id="by-hand", issuer="https://auth.example.com")

@@ -85,6 +85,28 @@ async def test_a_client_registered_for_the_redirect_every_server_shared_is_regis
     assert kept is not None and kept.redirect_uris == (redirect_for_issuer(REDIRECT, world.issuer),)
 
 
+async def test_a_client_for_the_shared_redirect_is_kept_where_none_can_be_registered(
+    tmp_path: Path, world: FakeWorld, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    login, _ = login_for(tmp_path, world, clock)
+    await log_in(login, world)
+    entry = login.auth.creds.record.issuers[world.issuer]
+    assert entry.registration is not None
+    entry.registration = msgspec.structs.replace(
+        entry.registration, client_id="shared-redirect-client", redirect_uris=(REDIRECT,)
+    )
+    del world.metadata["registration_endpoint"]
+    with caplog.at_level(logging.INFO, logger="mcpd.auth"):
+        for _ in range(2):
+            url, login_id = await begun(login)
+            assert query(url)["client_id"] == "shared-redirect-client"
+            assert query(url)["redirect_uri"] == REDIRECT
+            await login.finish(login_id, world.authorize(url))
+    said = [r.getMessage() for r in caplog.records if "share" in r.getMessage()]
+    assert len(said) == 1 and world.issuer in said[0] and REDIRECT in said[0]
+    assert login.status()["state"] == "logged_in"
+
+
 async def test_an_access_token_that_cannot_be_sent_fails_the_login_and_nothing_is_kept(
     tmp_path: Path, world: FakeWorld, clock: Clock
 ) -> None:
