@@ -28,6 +28,7 @@ from protocol.oauth import (
     Secret,
     TokenEndpointError,
     bearer_challenge,
+    redirect_for_issuer,
 )
 from protocol.oauth.authorize import state_of
 from protocol.oauth.http import get
@@ -101,7 +102,10 @@ async def test_login_then_use_the_token() -> None:
     assert metadata_get.header("accept") == "application/json"
     registration = srv.http.requests[3]
     assert registration.header("content-type") == "application/json"
-    assert json.loads(registration.body)["redirect_uris"] == [REDIRECT]
+    # The client is registered for this authorization server's own redirect address.
+    assert json.loads(registration.body)["redirect_uris"] == [
+        redirect_for_issuer(REDIRECT, srv.base)
+    ]
     token = srv.http.requests[5]
     assert token.header("content-type") == "application/x-www-form-urlencoded"
     form = srv.token_forms[0]
