@@ -220,7 +220,13 @@ class CallRecords:
             duration_ms=round((self.now() - call.arrived) * 1000, 3),
             result_bytes=result_bytes,
         )
-        self._made(call, record, raw, False)
+        # Every call passes here: only an HTTP exchange's answer is ever held, so the
+        # common case writes at once without a step of its own.
+        held = self._held
+        if held and call in held:
+            held[call] = _Held(record, raw, False)
+        else:
+            self.audit.record(record, raw)
 
     def _unrouted(
         self,
