@@ -32,6 +32,8 @@ from typing import Any, Final
 
 import msgspec
 
+from protocol.http import TRANSPORT_HEADERS
+
 from . import exposure
 from .envcheck import relied_on
 from .import_hosts import Dialect, dialect_of, normalize
@@ -238,6 +240,11 @@ class _Converter:
                 )
                 return None
             headers = {k: val(v, f"headers.{k}") for k, v in (body.get("headers") or {}).items()}
+            for key in [k for k in headers if k.lower() in TRANSPORT_HEADERS]:
+                del headers[key]
+                self.notes.append(
+                    f"{where}.headers.{key}: a header mcpd writes itself; not imported"
+                )
             for key, value in headers.items():
                 if looks_secret(key, value):
                     self.secrets[("servers", alias, "headers", key)] = self._secret_var(

@@ -13,6 +13,7 @@ from collections.abc import Collection, Iterator
 
 import msgspec
 
+from protocol.http import TRANSPORT_HEADERS
 from protocol.masking import masked_repr
 
 from ..local.trusted_path import untrusted_file
@@ -97,6 +98,9 @@ def server_errors(alias: str, s: ServerConfig) -> Iterator[ConfigError]:
                 yield ConfigError(
                     f"{where}.{key}", "only applies to stdio servers (with `command`)"
                 )
+    for name in s.headers:
+        if name.lower() in TRANSPORT_HEADERS:
+            yield ConfigError(f"{where}.headers.{name}", "is a header mcpd writes itself")
     if s.call_timeout is not None and not s.call_timeout > 0:
         yield ConfigError(f"{where}.call_timeout", "must be positive")
     if not s.connect_timeout > 0:  # also refuses nan, which TOML allows

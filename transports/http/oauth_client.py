@@ -66,6 +66,8 @@ from protocol.visible import quote
 
 from ..errors import RequestUnanswered, TransportError
 from .connection import HttpConnection, make_ssl_context
+from .reply import unasked_coding
+from .request import IDENTITY
 
 __all__ = ["OAuthHttp", "Resolver", "system_resolver"]
 
@@ -170,7 +172,12 @@ class OAuthHttp:
             request.url, await self._resolve(u.host, u.port), request.purpose
         )
         origin = Origin(u.scheme, u.host, u.port)
-        headers = [("Host", origin.authority), ("User-Agent", _USER_AGENT), *request.headers]
+        headers = [
+            ("Host", origin.authority),
+            ("User-Agent", _USER_AGENT),
+            IDENTITY,
+            *request.headers,
+        ]
         headers.append(("Connection", "close"))
         for name, value in headers:
             check_header(name, value)
@@ -185,6 +192,9 @@ class OAuthHttp:
             )
             sent.set()
             head = await conn.receive_head()
+            coded = unasked_coding(head)
+            if coded is not None:
+                raise TransportError(f"{self.label}: {request.purpose}: {coded}")
             body = await conn.read_body(head, self._max_body)
         finally:
             await conn.aclose()

@@ -17,7 +17,14 @@ import trio
 
 from protocol import jsonrpc as rpc
 from protocol.headers import is_plain
-from protocol.http import Origin, ResponseHead, header_list, same_origin, sendable_target
+from protocol.http import (
+    TRANSPORT_HEADERS,
+    Origin,
+    ResponseHead,
+    header_list,
+    same_origin,
+    sendable_target,
+)
 from protocol.logfields import log_extra
 from protocol.sse import ResumePoint
 
@@ -26,18 +33,9 @@ from ..errors import UnexpectedReply
 logger = logging.getLogger("mcpd.http")
 
 VERSION_HEADER: Final = "mcp-protocol-version"
-# Headers the transport owns; neither configuration nor callers may set them.
-RESERVED: Final = frozenset(
-    {
-        "host",
-        "content-type",
-        "content-length",
-        "transfer-encoding",
-        "connection",
-        "accept",
-        "mcp-session-id",
-    }
-)
+# mcpd decodes no content coding, and a request without Accept-Encoding takes any: a
+# server or a proxy in front of it would be free to compress its answers.
+IDENTITY: Final = ("Accept-Encoding", "identity")
 
 
 class Exchange:
@@ -70,7 +68,7 @@ _KEPT: Final = 256
 class RequestHeaders:
     def __init__(self, authority: str, configured: Mapping[str, str]) -> None:
         self._authority = authority
-        self._static = header_list(configured, "configured", RESERVED)
+        self._static = header_list(configured, "configured", TRANSPORT_HEADERS)
         # The MCP-Protocol-Version requests carry, for the messages callers send without
         # one (notifications, DELETE): legacy servers check it on every POST of a session.
         self.version: str | None = None
@@ -85,7 +83,7 @@ class RequestHeaders:
         key = (tuple(headers.items()) if headers else (), ex.session, self.version)
         found = self._kept.get(key)
         if found is None:
-            out = self.post(header_list(headers or {}, "request", RESERVED), ex)
+            out = self.post(header_list(headers or {}, "request", TRANSPORT_HEADERS), ex)
             if len(self._kept) >= _KEPT:
                 self._kept.clear()  # headers that vary by call (Mcp-Param) must not pile up
             found = self._kept[key] = (out, self.version)
@@ -99,6 +97,7 @@ class RequestHeaders:
             ("Host", self._authority),
             ("Content-Type", "application/json"),
             ("Accept", "application/json, text/event-stream"),
+            IDENTITY,
         ]
         out += [(name, value) for name, value in self._static if name.lower() not in given]
         out += extra
@@ -112,7 +111,7 @@ class RequestHeaders:
         return [(name.encode(), value.encode()) for name, value in out]
 
     def stream(self, session: str | None, last_event_id: str | None) -> list[tuple[bytes, bytes]]:
-        out = [("Host", self._authority), ("Accept", "text/event-stream")]
+        out = [("Host", self._authority), ("Accept", "text/event-stream"), IDENTITY]
         out += self._static
         if self.version is not None:
             out.append(("MCP-Protocol-Version", self.version))

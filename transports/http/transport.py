@@ -36,7 +36,7 @@ import trio
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
-from protocol.http import ResponseHead, header_list, parse_url
+from protocol.http import TRANSPORT_HEADERS, ResponseHead, header_list, parse_url
 from protocol.pacing import HeldBack
 from protocol.splice import SplicedCall
 
@@ -59,7 +59,7 @@ from .legacy_streams import (
 from .params import DEFAULT_HTTP_PARAMS, HttpParams
 from .pool import ConnectionPool
 from .reply import AnswerReader
-from .request import RESERVED, Exchange, RequestHeaders, SessionId
+from .request import Exchange, RequestHeaders, SessionId
 from .send import Sender
 
 __all__ = ["HttpTransport", "open_http_transport"]
@@ -177,7 +177,7 @@ class HttpTransport(Transport):
                 return await self._resume(ex, early.cut)
         except trio.Cancelled:
             if cancellable and ex.sent and self.era == "legacy":
-                extra = header_list(headers or {}, "request", RESERVED)
+                extra = header_list(headers or {}, "request", TRANSPORT_HEADERS)
                 with trio.move_on_after(POST_TIMEOUT, shield=True):
                     await post_cancel(self._out, self._head, self._session, rid, extra)
             raise
@@ -189,7 +189,7 @@ class HttpTransport(Transport):
     ) -> None:
         body = rpc.encode_notification(method, params)
         ex = Exchange(method, None, self.session_id)
-        extra = header_list(headers or {}, "request", RESERVED)
+        extra = header_list(headers or {}, "request", TRANSPORT_HEADERS)
         await self._out.post(b"POST", body, self._head.post(extra, ex), ex, self._out.accepted)
 
     def send(

@@ -29,6 +29,7 @@ from ..base import AuthHook
 from ..errors import StreamCut, TransportClosed, TransportError
 from ..http.connection import HttpConnection
 from ..http.dial import connect
+from ..http.request import IDENTITY
 from ..http.send import authorized, with_authorization
 from ..pace import Paced
 from .events import REDIRECTS, encoded, redirect_target, stream_refused
@@ -134,7 +135,11 @@ class EventStream:
                 tcp_keepalive=_STREAM_KEEPALIVE,
             )
             try:
-                headers = [("Host", self._origin.authority), ("Accept", "text/event-stream")]
+                headers = [
+                    ("Host", self._origin.authority),
+                    ("Accept", "text/event-stream"),
+                    IDENTITY,
+                ]
                 sent = authorized(encoded(headers + self._static), authorization)
                 await conn.send(b"GET", target.encode(), sent, b"")
                 head = await conn.receive_head()

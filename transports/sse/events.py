@@ -15,7 +15,14 @@ from typing import Final
 from urllib.parse import urljoin
 
 from protocol import jsonrpc as rpc
-from protocol.http import Origin, ResponseHead, error_in, parse_url, same_origin, sendable_target
+from protocol.http import (
+    Origin,
+    ResponseHead,
+    error_in,
+    parse_url,
+    same_origin,
+    sendable_target,
+)
 from protocol.logfields import log_extra
 from protocol.sse import SSEEvent
 from protocol.visible import quote
@@ -29,10 +36,6 @@ logger = logging.getLogger("mcpd.sse")
 # How much of an event that is not JSON-RPC a warning quotes.
 _SHOWN: Final = 200
 REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
-# Headers the transport owns; neither configuration nor callers may set them.
-RESERVED: Final = frozenset(
-    {"host", "content-type", "content-length", "transfer-encoding", "connection", "accept"}
-)
 
 
 def message_of(event: SSEEvent, label: str, complain: Complain) -> rpc.Message | None:

@@ -36,7 +36,7 @@ import trio
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
-from protocol.http import ResponseHead, header_list, parse_url
+from protocol.http import TRANSPORT_HEADERS, ResponseHead, header_list, parse_url
 from protocol.logfields import log_extra
 from protocol.pacing import HeldBack
 from protocol.splice import SplicedCall
@@ -51,12 +51,13 @@ from ..http.connection import client_tls
 from ..http.params import DEFAULT_HTTP_PARAMS, HttpParams
 from ..http.pool import ConnectionPool
 from ..http.reply import decode_reply, deliver, status_error
+from ..http.request import IDENTITY
 from ..http.send import authorized, with_authorization
 from ..pace import ReadPace
 from ..pending import Pending
 from ..sends import Sends
 from .event_stream import ERROR_BODY_LIMIT, EventStream, Taken
-from .events import RESERVED, encoded, endpoint_target, message_of, session_gone
+from .events import encoded, endpoint_target, message_of, session_gone
 
 __all__ = ["LegacySSETransport", "open_legacy_sse_transport"]
 
@@ -77,7 +78,7 @@ class LegacySSETransport(Transport):
         self._origin, self._stream_target = parse_url(url)
         self.endpoint: str | None = None  # where messages go, once the stream named it
         self._post_target = ""
-        self._static = header_list(params.headers, "configured", RESERVED)
+        self._static = header_list(params.headers, "configured", TRANSPORT_HEADERS)
         self._max_body = params.max_body
         self._on_notification = on_notification
         self._ssl_context = client_tls(
@@ -144,7 +145,7 @@ class LegacySSETransport(Transport):
         """``params`` may be a ``SplicedCall``, for ``send``."""
         if self.error is not None:
             raise self.error
-        extra = header_list(headers or {}, "request", RESERVED)
+        extra = header_list(headers or {}, "request", TRANSPORT_HEADERS)
         rid = self._ids.next()
         slot = self._pending.wait(rid)
         try:
@@ -174,7 +175,7 @@ class LegacySSETransport(Transport):
     async def notify(
         self, method: str, params: Params, *, headers: Mapping[str, str] | None = None
     ) -> None:
-        extra = header_list(headers or {}, "request", RESERVED)
+        extra = header_list(headers or {}, "request", TRANSPORT_HEADERS)
         await self._post(rpc.encode_notification(method, params), extra, method)
 
     def send(
@@ -273,6 +274,7 @@ class LegacySSETransport(Transport):
                 ("Host", self._origin.authority),
                 ("Content-Type", "application/json"),
                 ("Accept", "application/json, text/event-stream"),
+                IDENTITY,
                 *[(name, value) for name, value in self._static if name.lower() not in given],
                 *extra,
             ]

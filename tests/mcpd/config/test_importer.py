@@ -316,6 +316,15 @@ def test_args_env_or_headers_of_the_wrong_shape_skip_that_server_alone(
     assert f"mcpServers.bad.{key}: not {shape}; skipped" in result.notes
 
 
+def test_a_header_mcpd_writes_itself_is_left_out_and_said() -> None:
+    body = {"url": "https://a.example.com/mcp", "headers": {"Accept": "*/*", "X-Team": "a"}}
+    result = imported({"mcpServers": {"remote": body}})
+    assert result.servers["remote"]["headers"] == {"X-Team": "a"}
+    assert "mcpServers.remote.headers.Accept: a header mcpd writes itself; not imported" in (
+        result.notes
+    )
+
+
 @pytest.mark.parametrize(
     "top",
     [

@@ -25,7 +25,7 @@ def test_the_config_knows_what_came_from_variables_and_files(tmp_path: Path) -> 
             "servers": {
                 "gh": {
                     "url": "https://api.example.com/mcp?token=url-token-123",
-                    "headers": {"Authorization": "Bearer ${GH_TOKEN}", "Accept": "text/plain"},
+                    "headers": {"Authorization": "Bearer ${GH_TOKEN}", "X-Team": "text/plain"},
                 },
                 "notes": {
                     "command": "notes",

@@ -149,6 +149,14 @@ def test_a_header_name_that_is_no_token_is_refused_and_shown_escaped(
     assert "a header name is letters, digits and" in message
 
 
+@pytest.mark.parametrize("header", ["Host", "accept", "Accept-Encoding", "Content-Length"])
+def test_a_header_mcpd_writes_itself_is_refused_by_name(header: str) -> None:
+    # Taken, it would fail every connection to the server, as an internal error.
+    path, message = only_error(http(headers={header: "v"}))
+    assert path == f"servers.s.headers.{header}"
+    assert message == "is a header mcpd writes itself"
+
+
 NUL = "contains a NUL character, which the system cannot pass on"
 SURROGATE = "contains a character that has no encoding (a lone surrogate)"
 

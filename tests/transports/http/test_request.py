@@ -25,6 +25,7 @@ def test_a_callers_header_wins_over_a_configured_one_of_the_same_name() -> None:
         "host": "h:8080",
         "content-type": "application/json",
         "accept": "application/json, text/event-stream",
+        "accept-encoding": "identity",
         "x-other": "o",
         "x-key": "caller",
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 from typing import Any
@@ -63,6 +64,7 @@ async def test_json_reply_and_request_headers() -> None:
     assert req.header("host") == f"127.0.0.1:{srv.port}"
     assert req.header("content-type") == "application/json"
     assert req.header("accept") == "application/json, text/event-stream"
+    assert req.header("accept-encoding") == "identity"
     assert req.header("authorization") == "Bearer s3cret"
     assert req.header("x-extra") == "1"
     assert req.header("mcp-protocol-version") == "2026-07-28"
@@ -75,6 +77,26 @@ async def test_json_reply_and_request_headers() -> None:
         "method": "tools/call",
         "params": {"name": "search", "arguments": {}},
     }
+
+
+async def test_a_server_that_compresses_what_any_coding_may_take_answers_plainly() -> None:
+    # As a server or a proxy in front of it may: a request without Accept-Encoding takes
+    # any coding, and mcpd decodes none.
+    async def compressing(req: SeenRequest, respond: Responder) -> None:
+        body = json.dumps(result(req.rpc_id, {"tools": []})).encode()
+        if req.header("accept-encoding") != "identity":
+            headers = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+            return await respond.reply(200, gzip.compress(body), headers)
+        await respond.reply(200, body, {"Content-Type": "application/json"})
+
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(compressing) as srv,
+            open_http_transport("cdn", srv.url()) as t,
+        ):
+            raw = await t.request("tools/list", None)
+    assert value(raw) == {"tools": []}
+    assert [r.header("accept-encoding") for r in srv.requests] == ["identity"]
 
 
 async def test_per_request_headers_override_configured_ones() -> None:
