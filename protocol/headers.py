@@ -26,6 +26,21 @@ NAME: Final = "Mcp-Name"
 PARAM_PREFIX: Final = "Mcp-Param-"
 ANNOTATION: Final = "x-mcp-header"
 
+# The headers an MCP HTTP transport writes itself (lower case): neither a server's
+# configuration nor a caller may set them.
+TRANSPORT_HEADERS: Final = frozenset(
+    {
+        "host",
+        "content-type",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "accept",
+        "accept-encoding",
+        "mcp-session-id",
+    }
+)
+
 # Which params member Mcp-Name mirrors, per method.
 NAME_SOURCE: Final[Mapping[str, str]] = {
     "tools/call": "name",

@@ -95,22 +95,6 @@ def sendable_target(target: str) -> bool:
     return _TARGET.fullmatch(target) is not None
 
 
-# The headers an MCP HTTP transport writes itself (lower case): neither a server's
-# configuration nor a caller may set them.
-TRANSPORT_HEADERS: Final = frozenset(
-    {
-        "host",
-        "content-type",
-        "content-length",
-        "transfer-encoding",
-        "connection",
-        "accept",
-        "accept-encoding",
-        "mcp-session-id",
-    }
-)
-
-
 def check_header(name: str, value: str) -> None:
     """Refuse a header h11 would refuse, before anything is sent (names only in the error)."""
     if not is_token(name):

@@ -32,7 +32,7 @@ from typing import Any, Final
 
 import msgspec
 
-from protocol.http import TRANSPORT_HEADERS
+from protocol.headers import TRANSPORT_HEADERS
 
 from . import exposure
 from .envcheck import relied_on

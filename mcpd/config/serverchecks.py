@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterator
 
 import msgspec
 
-from protocol.http import TRANSPORT_HEADERS
+from protocol.headers import TRANSPORT_HEADERS
 from protocol.masking import masked_repr
 
 from ..local.trusted_path import untrusted_file

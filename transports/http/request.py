@@ -16,9 +16,8 @@ from typing import Final
 import trio
 
 from protocol import jsonrpc as rpc
-from protocol.headers import is_plain
+from protocol.headers import TRANSPORT_HEADERS, is_plain
 from protocol.http import (
-    TRANSPORT_HEADERS,
     Origin,
     ResponseHead,
     header_list,

@@ -36,7 +36,8 @@ import trio
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
-from protocol.http import TRANSPORT_HEADERS, ResponseHead, header_list, parse_url
+from protocol.headers import TRANSPORT_HEADERS
+from protocol.http import ResponseHead, header_list, parse_url
 from protocol.logfields import log_extra
 from protocol.pacing import HeldBack
 from protocol.splice import SplicedCall
