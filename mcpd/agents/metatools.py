@@ -42,12 +42,15 @@ from msgspec import UNSET, Raw
 
 from protocol import mcp
 
+from ..registry.spelling import CALL_TOOL, DESCRIBE_TOOL, SEARCH_TOOL
+
 if TYPE_CHECKING:
     from ..registry.search import Hit
 
-SEARCH: Final = "mcpd_search_tools"
-DESCRIBE: Final = "mcpd_describe_tools"
-CALL: Final = "mcpd_call_tool"
+# Spelled where local names are made, which gives no server's tool one of them.
+SEARCH: Final = SEARCH_TOOL
+DESCRIBE: Final = DESCRIBE_TOOL
+CALL: Final = CALL_TOOL
 NAMES: Final = (SEARCH, DESCRIBE, CALL)
 DEFAULT_LIMIT: Final = 8
 MAX_LIMIT: Final = 50

@@ -5,7 +5,8 @@ table (``registry.table``), so a prompt and a tool of one server read alike:
 ``mcp__notes__daily``. The whole set is named at once; it is small (a server has a
 handful of prompts) and naming it whole keeps the result independent of the order in
 which servers came up. As in the tool table, a name shaped like a hashed one is hashed
-too, and hashed names that agree are all lengthened, so no plain name is ever a hashed
+too, as is one of mcpd's own tools' names, and hashed names that agree are all
+lengthened, so no plain name is ever a hashed
 one and no prompt takes another's name by listing it; all that want one name are
 hashed, whatever is approved, so a newcomer never takes an approved item's name.
 """
@@ -15,14 +16,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..config.model import NamingConfig
-from .spelling import candidate_name, hash_shaped, hashed_name, most_digits
+from .spelling import candidate_name, hashed_name, most_digits, plain
 
 Key = tuple[str, str]  # (alias, the name agents see before the template)
 
 
 def assign(naming: NamingConfig, keys: Iterable[Key]) -> dict[Key, str]:
     """A local name for every key: the template's name when it is short enough, nobody
-    else wants it and it does not read as a hashed name, else that name cut and ended
+    else wants it and it reads neither as a hashed name nor as one of mcpd's own
+    tools (``spelling.plain``), else that name cut and ended
     in a hash of ``alias::name``, as many digits as it takes to be no other's."""
     claims: dict[str, list[Key]] = {}
     for key in sorted(set(keys)):
@@ -30,7 +32,7 @@ def assign(naming: NamingConfig, keys: Iterable[Key]) -> dict[Key, str]:
     out: dict[Key, str] = {}
     to_hash: list[tuple[str, Key]] = []
     for cand, wanted in claims.items():
-        if len(wanted) == 1 and len(cand) <= naming.max_length and not hash_shaped(cand):
+        if len(wanted) == 1 and plain(cand, naming.max_length):
             out[wanted[0]] = cand
         else:
             to_hash.extend((cand, key) for key in wanted)

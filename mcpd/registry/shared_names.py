@@ -5,7 +5,8 @@ and ``gh``'s ``prod__merge.pr`` both read ``mcp__gh__prod__merge_pr``. All of th
 hashed names, whatever is approved: a name that went to whichever may be called now
 would pass to a newcomer once the approved tool is held for a change, and calls to it
 would reach the other server. The journal names the tools, so the loss of a plain name
-is explained.
+is explained; so it does of a tool the template would give the name of one of mcpd's
+own tools (``spelling.OWN_TOOLS``), hashed as well, however few want that name.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import logging
 from collections.abc import Callable, Sequence
 
 from protocol.logfields import log_extra
+
+from .spelling import OWN_TOOLS
 
 logger = logging.getLogger("mcpd.registry")
 
@@ -30,19 +33,29 @@ class Told:
         self._told: dict[str, tuple[tuple[Key, str], ...]] = {}
 
     def tell(self, name: str, claims: Sequence[Key], local_of: Callable[[Key], str]) -> None:
-        if len(claims) < 2:
+        own = name in OWN_TOOLS
+        if len(claims) < (1 if own else 2):
             self._told.pop(name, None)
             return
         now = tuple((key, local_of(key)) for key in sorted(claims))
         if self._told.get(name) == now:
             return
         self._told[name] = now
-        listed = [f"{alias}'s {tool!r} as {local}" for (alias, tool), local in now]
+        listed = ", ".join(f"{alias}'s {tool!r} as {local}" for (alias, tool), local in now)
+        if own:
+            logger.warning(
+                "%s is the name of mcpd's own tool, which a call by it reaches, so a "
+                "server's tool is hashed: listed are %s; see `mcpd tools`",
+                name,
+                listed,
+                extra=log_extra(None, "name_shared"),
+            )
+            return
         logger.warning(
             "%s is the name of more than one tool, so each is hashed: listed are %s; "
             "see `mcpd tools`",
             name,
-            ", ".join(listed),
+            listed,
             extra=log_extra(None, "name_shared"),
         )
 

@@ -5,6 +5,11 @@ Local names come from the configured alias and the template, never from the serv
 own name for itself. Characters outside ``[A-Za-z0-9_-]`` become ``_``. A hashed name
 ends in ``_`` and the first digits of a SHA-1 of ``alias::name``: six, or more where
 hashes agree (``registry.table`` and ``registry.names`` decide how many).
+
+The names of mcpd's own tools (``OWN_TOOLS``: the search mode's meta-tools, in
+``agents.metatools``) are never a server's: a call by one reaches mcpd's tool, in
+every profile whose discovery is not "all", so a server's tool the template would
+give one gets a hashed name, in every profile, as two tools wanting one name do.
 """
 
 from __future__ import annotations
@@ -18,6 +23,11 @@ from .facing import sanitize
 _MAX_DIGITS: Final = 40
 _HEX: Final = frozenset("0123456789abcdef")
 
+SEARCH_TOOL: Final = "mcpd_search_tools"
+DESCRIBE_TOOL: Final = "mcpd_describe_tools"
+CALL_TOOL: Final = "mcpd_call_tool"
+OWN_TOOLS: Final = frozenset((SEARCH_TOOL, DESCRIBE_TOOL, CALL_TOOL))
+
 
 def most_digits(max_length: int) -> int:
     """The longest hash a name may end in, leaving a character of its own before it."""
@@ -27,6 +37,14 @@ def most_digits(max_length: int) -> int:
 def candidate_name(template: str, alias: str, tool: str) -> str:
     # Aliases cannot contain braces, so substituting the alias first is unambiguous.
     return sanitize(template.replace("{alias}", alias).replace("{tool}", tool))
+
+
+def plain(candidate: str, max_length: int) -> bool:
+    """Whether the template's name may be a local name as it is, when no other tool
+    wants it: short enough, not read as a hashed name and not one of mcpd's own."""
+    return (
+        len(candidate) <= max_length and not hash_shaped(candidate) and candidate not in OWN_TOOLS
+    )
 
 
 def hashed_name(candidate: str, alias: str, tool: str, max_length: int, digits: int = 6) -> str:

@@ -6,7 +6,8 @@ name that is too long, or that two tools would share, ends in a short hash of
 
 Anyone can compute a hashed name, so the two kinds never meet: a template name shaped
 like a hashed one (``_`` and six or more hex digits at its end) is hashed too, and a
-server cannot take a name by listing it. Hashed names that agree are all lengthened,
+server cannot take a name by listing it; nor one of mcpd's own tools' names
+(``spelling.OWN_TOOLS``), hashed likewise. Hashed names that agree are all lengthened,
 as plain names that clash are all hashed, so the names depend only on the set of tools
 and never on which server listed first or on what is approved: a newcomer never takes
 a name an approved tool had. A hashed entry keeps the name it wanted
@@ -30,7 +31,7 @@ from .curation import curate
 from .gate import Gate
 from .shared_names import Told
 from .shown import Entry
-from .spelling import candidate_name, digits_of, hash_shaped, hashed_name, most_digits
+from .spelling import candidate_name, digits_of, hash_shaped, hashed_name, most_digits, plain
 
 _encode: Final = msgspec.json.Encoder().encode
 
@@ -232,8 +233,8 @@ class Registry:
         self._changed()
 
     def _place_free(self, alias: str, names: set[str]) -> set[str]:
-        """Place the tools whose candidate is unclaimed, short enough and not shaped
-        like a hashed name, as ``_place`` would; returns the rest. A later tool of the
+        """Place the tools whose candidate is unclaimed and may be a name as it is
+        (``spelling.plain``), as ``_place`` would; returns the rest. A later tool of the
         same candidate adds its claim to one placed here, and the pass over touched
         names gives both their hashed names, as if neither had been placed first."""
         template, max_len = self.naming.template, self.naming.max_length
@@ -242,7 +243,7 @@ class Registry:
         rest: set[str] = set()
         for name in names:
             cand = candidate_name(template, alias, name)
-            if cand in claims or len(cand) > max_len or hash_shaped(cand):
+            if cand in claims or not plain(cand, max_len):
                 rest.add(name)
                 continue
             key = (alias, name)
@@ -254,12 +255,8 @@ class Registry:
 
     def _place(self, cand: str, key: tuple[str, str]) -> None:
         self._resettle(self._drop(key))
-        if (
-            len(self._claims[cand]) == 1
-            and len(cand) <= self.naming.max_length
-            and not hash_shaped(cand)
-        ):
-            # No other tool wants it, and no hashed name can be it.
+        if len(self._claims[cand]) == 1 and plain(cand, self.naming.max_length):
+            # No other tool wants it, and no hashed name nor mcpd's own tool can be it.
             self._settle(key, cand)
         else:
             self._want(key)

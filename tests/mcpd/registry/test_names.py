@@ -126,3 +126,18 @@ def test_a_name_two_servers_spell_alike_is_hashed_for_both_in_any_order() -> Non
     first, second = assign(naming, keys), assign(naming, reversed(keys))
     assert first == second
     assert all(name.startswith("mcp__gh__prod__merge_pr_") for name in first.values())
+
+
+def test_a_name_of_mcpds_own_tools_is_hashed() -> None:
+    """Under a template that gives a prompt or a profile's tool a meta-tool's name as it
+    is, that name stays mcpd's: the key gets a hashed one."""
+    naming = NamingConfig(template="{tool}")
+    keys = [("ev", "mcpd_search_tools"), ("ev", "mcpd.call.tool"), ("ev", "merge_pr")]
+    got = assign(naming, keys)
+    assert got == {
+        ("ev", "mcpd_search_tools"): hashed_name(
+            "mcpd_search_tools", "ev", "mcpd_search_tools", 64
+        ),
+        ("ev", "mcpd.call.tool"): hashed_name("mcpd_call_tool", "ev", "mcpd.call.tool", 64),
+        ("ev", "merge_pr"): "merge_pr",
+    }

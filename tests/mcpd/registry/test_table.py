@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import random
 import re
 import subprocess
@@ -205,6 +206,38 @@ def test_a_hashed_name_stays_its_tools_while_a_newcomer_aims_at_it() -> None:
     assert who(reg, ECHO_HASHED) == ("echo", "echo")
     reg.remove("evil")
     assert local_names(reg) == ["echo"]
+
+
+OWN = ("mcpd_search_tools", "mcpd_describe_tools", "mcpd_call_tool")
+
+
+@pytest.mark.parametrize("first", ["ev", "gh"])
+def test_a_tool_the_template_would_give_a_name_of_mcpds_own_is_hashed(
+    first: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """mcpd's meta-tools answer to their names: a server's tool the template would
+    name so gets a hashed name (``mcpd.call.tool`` reads as ``mcpd_call_tool`` too),
+    and a call by that name reaches it."""
+    lists = {"ev": tools(*OWN, "merge_pr"), "gh": tools("mcpd.call.tool")}
+    reg = Registry(BARE)
+    with caplog.at_level(logging.WARNING, "mcpd.registry"):
+        for alias in sorted(lists, key=lambda a: a != first):
+            reg.update(alias, lists[alias])
+    names = {(e.alias, e.original): e.local for e in reg.entries()}
+    assert names == {
+        ("ev", "merge_pr"): "merge_pr",
+        **{("ev", n): f"{n}_{short_hash('ev', n)}" for n in OWN},
+        ("gh", "mcpd.call.tool"): "mcpd_call_tool_" + short_hash("gh", "mcpd.call.tool"),
+    }
+    assert all(reg.lookup(n) is None for n in OWN)
+    assert who(reg, names[("ev", "mcpd_call_tool")]) == ("ev", "mcpd_call_tool")
+    said = [r.getMessage() for r in caplog.records if "mcpd's own tool" in r.getMessage()]
+    assert {m.split()[0] for m in said} == set(OWN), said
+    last = [m for m in said if m.startswith("mcpd_call_tool ")][-1]
+    assert "ev's 'mcpd_call_tool' as mcpd_call_tool_" in last, last
+    assert "gh's 'mcpd.call.tool' as mcpd_call_tool_" in last, last
+    reg.rename(BARE)
+    assert {(e.alias, e.original): e.local for e in reg.entries()} == names
 
 
 @pytest.mark.parametrize(
