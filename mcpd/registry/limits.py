@@ -42,6 +42,10 @@ LISTED_TWICE: Final = "listed twice (the first one listed is kept)"
 # Why a resource or a template is left out whose URI holds what cleaning takes out: the
 # URI is how it is read, so it cannot be cleaned, and a model must not read it as it is.
 HIDDEN_URI: Final = "its URI holds invisible or control characters"
+# Why a tool or a prompt without a name is left out: it is called by its name, which
+# MCP gives at least one character, and an empty one makes a local name of the
+# template alone (or nothing at all).
+NO_NAME: Final = "its name is empty"
 
 
 def first_listed(items: Sequence[T], key: Callable[[T], str]) -> list[T]:
@@ -187,14 +191,18 @@ class ListTrim:
         self.trimmed.dropped.append(_short(f"{name}: {reason}"))
 
     def addressable(self, item: Item) -> bool:
-        """Whether the item is not a resource or a template whose URI holds what
-        cleaning takes out (``HIDDEN_URI``); one that is, is dropped."""
+        """Whether the item can be asked for by what names it: not a tool or a prompt
+        whose name is empty (``NO_NAME``), nor a resource or a template whose URI holds
+        what cleaning takes out (``HIDDEN_URI``); one that is, is dropped."""
         if isinstance(item, surface.Resource):
             uri = item.uri
         elif isinstance(item, surface.ResourceTemplate):
             uri = item.uriTemplate
-        else:
+        elif item.name:
             return True
+        else:
+            self.drop("(unnamed)", NO_NAME)
+            return False
         if clean_text(uri)[0] == uri:
             return True
         self.drop(shown(visible(uri)), HIDDEN_URI)

@@ -5,7 +5,8 @@ validate the whole list they are given: the official SDKs refuse a ``tools/list`
 in which one tool's ``inputSchema`` is not an object, or its ``icons`` not an array,
 and then every tool of every server is gone for that host. So a tool whose input
 schema cannot be an object schema is left out (with the reason, as for other
-dropped tools), and an optional field of the wrong kind is left off the tool.
+dropped tools), as is one whose name is empty, and an optional field of the wrong
+kind is left off the tool.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ def accepted(item: Raw, trim: ListTrim) -> mcp.Tool | None:
         tool = rpc.decode_as(item, mcp.Tool)
     except rpc.InvalidParams as exc:
         trim.drop("(malformed)", str(exc))
+        return None
+    if not trim.addressable(tool):
         return None
     shaped, reason, removed = checked(tool)
     if shaped is None:

@@ -204,6 +204,24 @@ def test_saved_items_are_held_to_the_limits_of_now() -> None:
     assert kept[0].description == "x" * 8 + " [mcpd: cut at 8 of 40 bytes]"
 
 
+def test_a_saved_tool_or_prompt_without_a_name_is_left_out(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A nameless item saved before it was left out at listing is not served again
+    from the state file: no local name can be made of it."""
+    with caplog.at_level(logging.WARNING, "mcpd"):
+        tools = limited_saved("s", "tools", [mcp.Tool(name=""), mcp.Tool(name="t")], limits())
+        prompts = limited_saved(
+            "s", "prompts", [surface.Prompt(name=""), surface.Prompt(name="p")], limits()
+        )
+    assert [t.name for t in tools] == ["t"]
+    assert [p.name for p in prompts] == ["p"]
+    assert warnings(caplog) == [
+        "s: saved tools: (unnamed): its name is empty",
+        "s: saved prompts: (unnamed): its name is empty",
+    ]
+
+
 # -- what `mcpd status` shows of it --
 
 

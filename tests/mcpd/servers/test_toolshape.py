@@ -201,3 +201,9 @@ def test_a_bad_header_annotation_leaves_the_tool_out() -> None:
     assert header_paths(got, t) is None
     (reason,) = t.trimmed.dropped
     assert reason.startswith("t: x-mcp-header 'Bad Name'")
+
+
+def test_a_tool_without_a_name_is_left_out_with_the_reason() -> None:
+    t = trim()
+    assert accepted(raw('{"name": "", "inputSchema": {"type": "object"}}'), t) is None
+    assert t.trimmed.dropped == ["(unnamed): its name is empty"]
