@@ -20,12 +20,11 @@ operator, from deciding.
 
 from __future__ import annotations
 
-import os
 from typing import Final
 
 import msgspec
 
-from .kin import AgentKin, Process, alive, session_of
+from .kin import AgentKin, Process, alive, sessions_running
 
 _DEPARTED: Final = 256
 # Sessions named in a refusal, of those that keep the list full.
@@ -148,10 +147,5 @@ class _Living:
 
     def sessions(self) -> set[int]:
         if self._sessions is None:
-            self._sessions = set()
-            for name in os.listdir("/proc"):
-                if name.isdigit():
-                    session = session_of(int(name))
-                    if session:
-                        self._sessions.add(session)
+            self._sessions = sessions_running()
         return self._sessions

@@ -124,6 +124,18 @@ def session_of(pid: int) -> int | None:
     return _field(_stat(pid), _SESSION)
 
 
+def sessions_running() -> set[int]:
+    """The sessions the processes that run now are in: every process on the machine
+    read, so only where someone decides."""
+    sessions: set[int] = set()
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            session = session_of(int(name))
+            if session:
+                sessions.add(session)
+    return sessions
+
+
 class Process(msgspec.Struct, frozen=True):
     pid: int
     started: int | None = None  # clock ticks after boot; None: not read
