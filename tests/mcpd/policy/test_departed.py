@@ -10,11 +10,15 @@ import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
+import pytest
+
+from mcpd.policy import kin
 from mcpd.policy.departed import Departed
 from mcpd.policy.kin import AgentKin, Decider, Process, decider_of
 from mcpd.policy.kinship import Kinship, agent_tie
 
 GONE = 2**22 + 12345  # above any pid the kernel hands out
+BRIDGES = 2000
 PERSON = Decider((Process(GONE + 1),), session=GONE + 1, uid=0, uids=frozenset({0}))
 
 
@@ -111,3 +115,50 @@ def test_one_users_agents_crowding_the_list_keep_only_deciders_of_that_user() ->
         said = found.kin.crowd
         assert "uid 1005" in said and "restarts" in said, said
         assert f"sessions {first.session}" in said and str(second.session) in said, said
+
+
+@contextmanager
+def reads_counted() -> Iterator[list[int]]:
+    """The pids whose /proc entry ``policy.kin`` reads until the block ends."""
+    read: list[int] = []
+    real = kin._stat
+
+    def counting(pid: int) -> list[bytes] | None:
+        read.append(pid)
+        return real(pid)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(kin, "_stat", counting)
+        yield read
+
+
+def test_an_agent_leaving_reads_nothing_of_the_processes_that_were_not_its_own() -> None:
+    """However many processes run, an agent that leaves costs no look at them: what of
+    those gone still runs is read when someone next decides, and found then."""
+    departed = Departed(limit=2)
+    with running(3) as processes, reads_counted() as read:
+        for one in processes:
+            departed.left(agent(one, 1000))
+        assert set(read) <= {one.child.pid for one in processes}, read
+        first, second, crowd = departed.living()
+        assert [first.agents, second.agents] == [(p.process,) for p in processes[:2]]
+        assert crowd.crowd is not None and crowd.uid == 1000
+        assert set(read) > {one.child.pid for one in processes}  # the machine's, now
+
+
+def test_a_host_whose_bridges_leave_by_the_thousand_between_decisions_costs_no_more_each() -> None:
+    """Each bridge of one host, in its session, is kept with the others; those that
+    ended are let go as they pile up, each read a bounded number of times."""
+    departed = Departed(limit=2)
+    with running(1) as (host,), reads_counted() as read:
+        for n in range(BRIDGES):
+            bridge = AgentKin(
+                agents=(Process(GONE + n, 1),),
+                hosts=(host.process,),
+                sessions=frozenset({host.session}),
+                uid=1000,
+            )
+            departed.left(bridge)
+        assert len(read) < 3 * BRIDGES, len(read)
+        [kept] = departed.living()
+        assert kept.agents == () and kept.hosts == (host.process,)
