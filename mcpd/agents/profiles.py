@@ -66,6 +66,12 @@ class ProfileServers:
     def closest(self, name: str) -> list[str]:
         return self.view.closest(name)
 
+    def named(self, name: str) -> list[Entry]:
+        """The approved tools of the view whose server's name or curated name is
+        ``name``: an agent that calls a tool by the name its server gave it means one of
+        these. One pass over the view, however many tools it has."""
+        return [e for e in self.view.listing() if e.held is None and name in (e.original, e.name)]
+
     def refresh(self) -> None:
         self.base.refresh()
 

@@ -1,6 +1,7 @@
 """What mcpd answers a tools/call it does not send to a server, before any rule runs:
-an unknown name (with the outage that may explain it, or the names it is close to),
-and a tool, prompt or template held until a person approves its changed definition."""
+an unknown name (with the outage that may explain it, or the tools listed under that name and
+the names close to it), and a tool, prompt or template held until a person approves its
+changed definition."""
 
 from __future__ import annotations
 
@@ -12,19 +13,38 @@ from protocol.visible import visible
 from ..registry.shown import Entry
 from .profiles import ProfileServers
 
+# How an agent learns the names there are; a person at the command line has a command
+# for it instead (``mcpd call`` says that one in its place).
+LIST_TOOLS = "Call tools/list for the current tools."
+# Tools of the name called shown by their local names: enough to tell a few servers'
+# apart, and a bounded answer however many list it.
+NAMED_SHOWN = 5
+UNKNOWN_TOOL = "mcpd/unknownTool"
+
 
 def unknown_tool(
     profile: ProfileServers, name: str, *, own_user: bool = False
 ) -> mcp.CallToolResult:
-    """``own_user``: the agent is the daemon's own user's or root's (``Outage.for_agent``)."""
+    """``own_user``: the agent is the daemon's own user's or root's (``Outage.for_agent``).
+    A name a server gives its tool (or a rename gives it) is answered with the local
+    names it is listed under, then the names near it."""
     down = profile.down_for(name, own_user=own_user)
     if down is not None:
-        text = f"No tool {_clip(name)!r} is listed now. {down}"
-    else:
-        near = [_suggested(profile, n) for n in profile.closest(name)]
-        hint = f" Did you mean: {', '.join(near)}?" if near else ""
-        text = f"Unknown tool {_clip(name)!r}.{hint} Call tools/list for the current tools."
-    return mcp.text_result(text, is_error=True)
+        return mcp.text_result(f"No tool {_clip(name)!r} is listed now. {down}", is_error=True)
+    named = profile.named(name)
+    shown = [f"{e.local} (server {e.alias!r})" for e in named[:NAMED_SHOWN]]
+    if len(named) > NAMED_SHOWN:
+        shown.append(f"{len(named) - NAMED_SHOWN} more tools named {_clip(name)!r}")
+    suggested = [e.local for e in named[:NAMED_SHOWN]]
+    taken = {e.local for e in named}
+    near = [n for n in profile.closest(name) if n not in taken]
+    shown += [_suggested(profile, n) for n in near]
+    hint = f" Did you mean: {', '.join(shown)}?" if shown else ""
+    result = mcp.text_result(f"Unknown tool {_clip(name)!r}.{hint} {LIST_TOOLS}", is_error=True)
+    # The names suggested, for a program; and the sentence on listing marked as mcpd's,
+    # for a client that words it its own way.
+    result.meta = {UNKNOWN_TOOL: {"suggested": [*suggested, *near], "named": len(named)}}
+    return result
 
 
 def _suggested(profile: ProfileServers, local: str) -> str:

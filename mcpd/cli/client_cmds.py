@@ -163,8 +163,19 @@ def cmd_call(args: argparse.Namespace) -> int:
     refuse_unfinished(f"the call of {args.name}", result)
     if not args.json:
         for block in result.get("content") or []:
-            print(render_block(block))
+            print(_for_the_command_line(result, render_block(block)))
     return EXIT_TOOL_ERROR if result.get("isError") else 0
+
+
+def _for_the_command_line(result: dict[str, Any], said: str) -> str:
+    """mcpd's answer to an unknown name, with the way to list tools a person has here:
+    the method an agent calls means nothing at a shell prompt."""
+    from ..agents.unrouted import LIST_TOOLS, UNKNOWN_TOOL
+
+    meta = result.get("_meta")
+    if isinstance(meta, dict) and UNKNOWN_TOOL in meta:
+        return said.replace(LIST_TOOLS, "`mcpd tools` lists the current tools.")
+    return said
 
 
 def _progress(report: dict[str, Any]) -> None:

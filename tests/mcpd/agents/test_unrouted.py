@@ -17,9 +17,13 @@ from protocol import mcp
 class Profile:
     """What the agent's profile says of a name it does not list."""
 
-    def __init__(self, down: str | None = None, near: list[str] | None = None) -> None:
+    def __init__(
+        self, down: str | None = None, near: list[str] | None = None, listed: int = 0
+    ) -> None:
         self.down, self.near = down, near or []
         self.asked: list[str] = []
+        # ``listed`` servers list a tool ``echo``, as mcp__s0__echo and so on.
+        self.listed = [tool_of(f"mcp__s{i}__echo") for i in range(listed)]
 
     def down_for(self, name: str, *, own_user: bool = False) -> str | None:
         self.asked.append(name)
@@ -28,11 +32,19 @@ class Profile:
     def closest(self, name: str) -> list[str]:
         return self.near
 
+    def named(self, name: str) -> list[Entry]:
+        return [e for e in self.listed if name in (e.original, e.name)]
+
     def lookup(self, name: str) -> Entry | None:
         if name not in self.near:
             return None
         tool = mcp.Tool(name=name, inputSchema=msgspec.Raw(b"{}"))
         return Entry(name, name.split("__")[1], name, tool)
+
+
+def tool_of(local: str) -> Entry:
+    _, alias, original = local.split("__")
+    return Entry(local, alias, original, mcp.Tool(name=original, inputSchema=msgspec.Raw(b"{}")))
 
 
 def text(result: mcp.CallToolResult) -> str:
@@ -60,6 +72,31 @@ def test_an_unknown_name_gets_the_names_near_it_or_none() -> None:
     )
     assert text(unknown_tool(Profile(), "x")) == (  # type: ignore[arg-type]
         "Unknown tool 'x'. Call tools/list for the current tools."
+    )
+
+
+def test_a_servers_own_name_gets_each_tool_listed_under_it_then_the_near_ones() -> None:
+    both = Profile(near=["mcp__s0__echo", "mcp__notes__etch"], listed=2)
+    result = unknown_tool(both, "echo")  # type: ignore[arg-type]
+    assert text(result) == (
+        "Unknown tool 'echo'. Did you mean: mcp__s0__echo (server 's0'), mcp__s1__echo "
+        "(server 's1'), mcp__notes__etch (server 'notes')? Call tools/list for the current "
+        "tools."
+    )
+    assert result.meta == {
+        "mcpd/unknownTool": {
+            "suggested": ["mcp__s0__echo", "mcp__s1__echo", "mcp__notes__etch"],
+            "named": 2,
+        }
+    }
+
+
+def test_many_tools_of_the_name_are_shown_a_few_and_the_rest_counted() -> None:
+    said = text(unknown_tool(Profile(listed=12), "echo"))  # type: ignore[arg-type]
+    assert said == (
+        "Unknown tool 'echo'. Did you mean: "
+        + ", ".join(f"mcp__s{i}__echo (server 's{i}')" for i in range(5))
+        + ", 7 more tools named 'echo'? Call tools/list for the current tools."
     )
 
 
