@@ -17,6 +17,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 from protocol.json_values import parts_at_most
 from protocol.server import RequestContext
+from protocol.visible import quote
 
 from ..registry.claims import Budget
 from ..registry.resources import Hold
@@ -25,6 +26,7 @@ from ..servers.all_servers import AllServers
 from .allowance import Allowance
 from .askback_driver import AgentSide, AskBackDriver
 from .callrecords import Seen
+from .list_hints import LIST_RESOURCES
 from .paging import page
 from .prompts import Refused, held_read_error, request_outcome, serve_asked
 from .rewrite import read_result
@@ -89,7 +91,15 @@ def route(servers: AllServers, uri: str, budget: Budget, sight: Sight | None = N
             + ", ".join(found.candidates),
             {"uri": uri, "candidates": found.candidates},
         )
-    raise rpc.RPCError(rpc.INVALID_PARAMS, "Resource not found", {"uri": uri})
+    raise not_found(uri)
+
+
+def not_found(uri: str) -> rpc.RPCError:
+    """The error the spec gives an unknown URI (its code, the URI in its data), saying
+    which URI (an agent's string: quoted as a server's is) and where to look instead."""
+    return rpc.RPCError(
+        rpc.INVALID_PARAMS, f"Resource not found: {quote(uri)}. {LIST_RESOURCES}", {"uri": uri}
+    )
 
 
 async def read(
@@ -162,7 +172,7 @@ async def _still_readable(
     try:
         routed = route(servers, asked, steps, sight)
         if (routed.alias, routed.uri) != target:
-            return Refused(rpc.INVALID_PARAMS, "Resource not found", {"uri": asked})
+            return Refused.of(not_found(asked))
         hold = _held(servers, routed.alias, routed.uri, steps)
     except rpc.RPCError as exc:
         return Refused.of(exc)

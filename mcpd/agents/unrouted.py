@@ -11,15 +11,12 @@ from protocol import mcp
 from protocol.visible import visible
 
 from ..registry.shown import Entry
+from .list_hints import LIST_TOOLS, UNKNOWN_TOOL
 from .profiles import ProfileServers
 
-# How an agent learns the names there are; a person at the command line has a command
-# for it instead (``mcpd call`` says that one in its place).
-LIST_TOOLS = "Call tools/list for the current tools."
 # Tools of the name called shown by their local names: enough to tell a few servers'
 # apart, and a bounded answer however many list it.
 NAMED_SHOWN = 5
-UNKNOWN_TOOL = "mcpd/unknownTool"
 
 
 def unknown_tool(

@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 from protocol import jsonrpc as rpc
 from protocol.visible import visible
 
+from ..agents.list_hints import UNKNOWN_TOOL
 from ..config.model import CONFIG_ERROR, EX_CONFIG
 from ..config.paths import client_socket_path
 from .client import QUICK, BadReply, Client, NotAnswering, Unreachable
@@ -30,6 +31,7 @@ from .exits import (
     ask,
     client_for,
     fail,
+    for_a_person,
 )
 
 
@@ -170,12 +172,8 @@ def cmd_call(args: argparse.Namespace) -> int:
 def _for_the_command_line(result: dict[str, Any], said: str) -> str:
     """mcpd's answer to an unknown name, with the way to list tools a person has here:
     the method an agent calls means nothing at a shell prompt."""
-    from ..agents.unrouted import LIST_TOOLS, UNKNOWN_TOOL
-
     meta = result.get("_meta")
-    if isinstance(meta, dict) and UNKNOWN_TOOL in meta:
-        return said.replace(LIST_TOOLS, "`mcpd tools` lists the current tools.")
-    return said
+    return for_a_person(said) if isinstance(meta, dict) and UNKNOWN_TOOL in meta else said
 
 
 def _progress(report: dict[str, Any]) -> None:

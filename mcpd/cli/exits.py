@@ -17,6 +17,7 @@ from protocol import jsonrpc as rpc
 from protocol.urls import ascii_hosts
 from protocol.visible import visible
 
+from ..agents.list_hints import LIST_RESOURCES, LIST_TOOLS
 from ..config.model import CONFIG_ERROR, EX_CONFIG
 from ..config.paths import client_socket_path
 from .client import LONG, BadReply, Client, Unreachable
@@ -26,6 +27,11 @@ EXIT_FAILED = 1  # what the daemon was asked could not be done
 EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
 EXIT_BAD_REPLY = 4
+# The command a person types in place of the method mcpd points an agent at.
+_COMMANDS = {
+    LIST_TOOLS: "`mcpd tools` lists the current tools.",
+    LIST_RESOURCES: "`mcpd resources` lists what can be read.",
+}
 
 
 def fail(code: int, message: str) -> NoReturn:
@@ -34,6 +40,14 @@ def fail(code: int, message: str) -> NoReturn:
     # line after it can read as mcpd's.
     print(f"mcpd: {ascii_hosts(visible(message))}", file=sys.stderr)
     raise SystemExit(code)
+
+
+def for_a_person(said: str) -> str:
+    """mcpd's answer to an agent, for the command line: a sentence that points at a
+    method becomes one that names the command."""
+    for agents, person in _COMMANDS.items():
+        said = said.replace(agents, person)
+    return said
 
 
 def client_for(args: argparse.Namespace, timeout: float = LONG) -> Client:
@@ -65,4 +79,5 @@ def ask(
     except rpc.RPCError as exc:
         if isinstance(exc.data, dict) and CONFIG_ERROR in exc.data:
             fail(EX_CONFIG, exc.message)  # a config the daemon would not take, as for serve
-        fail(EXIT_FAILED, f"error {exc.code}: {exc.message}" if code else exc.message)
+        message = for_a_person(exc.message)
+        fail(EXIT_FAILED, f"error {exc.code}: {message}" if code else message)

@@ -164,7 +164,11 @@ def test_a_hidden_servers_uri_is_not_found_as_if_it_were_no_ones(uri: str) -> No
     with pytest.raises(rpc.RPCError) as refused:
         route(three_servers(), uri, budget(), Shows("a", "c"))
     assert refused.value.code == rpc.INVALID_PARAMS
-    assert refused.value.message == "Resource not found" and refused.value.data == {"uri": uri}
+    assert refused.value.message == (
+        f'Resource not found: "{uri}". resources/list and resources/templates/list show what '
+        "can be read."
+    )
+    assert refused.value.data == {"uri": uri}
     assert "'b'" not in str(refused.value.data)
 
 

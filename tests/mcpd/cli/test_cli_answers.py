@@ -46,3 +46,20 @@ def test_a_tools_own_name_suggests_every_server_listing_it_and_how_to_list(
         ]
     finally:
         stop(proc)
+
+
+def test_reading_a_uri_no_server_has_names_it_and_says_how_to_see_what_there_is(
+    tmp_path: Path,
+) -> None:
+    sock, config = tmp_path / "mcpd.sock", tmp_path / "mcpd.toml"
+    config.write_text(f'[daemon]\nstate_dir = "{tmp_path / "state"}"\n{servers(("fm", "x"))}')
+    proc = start(["--config", str(config)], sock)
+    try:
+        out = client(sock, "read", 'fm://nosuch"\x1b[2J')
+        assert out.returncode == 1
+        assert out.stderr == (
+            'mcpd: error -32602: Resource not found: "fm://nosuch\\"\\x1b[2J". '
+            "`mcpd resources` lists what can be read.\n"
+        )
+    finally:
+        stop(proc)

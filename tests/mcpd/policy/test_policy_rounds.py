@@ -235,7 +235,7 @@ async def test_a_task_from_a_call_its_agent_approved_has_its_answers_looked_at_t
             "resources/read",
             {"uri": "test://t0/x"},
             ("[profiles.default.resources]", 'deny = ["*"]'),
-            "Resource not found",
+            'Resource not found: "test://t0/x".',
         ),
     ],
 )

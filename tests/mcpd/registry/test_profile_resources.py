@@ -18,6 +18,7 @@ from typing import Any
 import trio
 
 from mcpd.config.load import load
+from protocol.visible import quote
 from tests.support.agent import META, Agent, connect, running
 from tests.support.daemon_http import curl
 from tests.support.uri_spellings import DENIED, DENIED_FOLDER, RESPELLED
@@ -128,7 +129,8 @@ async def test_a_uri_a_hidden_server_lists_too_is_the_shown_servers_alone(
             assert_unnamed(replies)
             # The hidden server's own URIs stay out of reach.
             for uri in ("privy://payroll", f"mcpd://{HIDDEN}/{README}"):
-                assert (await read(dev, uri))["error"]["message"] == "Resource not found"
+                said = (await read(dev, uri))["error"]["message"]
+                assert said.startswith(f"Resource not found: {quote(uri)}.")
 
 
 async def test_an_ambiguous_uri_names_the_shown_servers_only(tmp_path: Path) -> None:
@@ -291,5 +293,6 @@ async def test_a_denied_uri_is_denied_however_an_agent_spells_it(tmp_path: Path)
             )
             for uri in (DENIED, *RESPELLED, *(f"mcpd://fs/{u}" for u in RESPELLED)):
                 reply = await read(agent, uri)
-                assert reply.get("error", {}).get("message") == "Resource not found", (uri, reply)
+                said = reply.get("error", {}).get("message", "")
+                assert said.startswith(f"Resource not found: {quote(uri)}."), (uri, reply)
             daemon.stop()
