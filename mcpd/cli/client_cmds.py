@@ -260,6 +260,14 @@ def cmd_reload(args: argparse.Namespace) -> int:
         report = ask(client, "mcpd/reload")
     restart = report.pop("restart", None) or []
     settings = report.pop("settings", None) or []
+    why: dict[str, str] = report.pop("why", None) or {}
+    # A server restarted though its table did not change says why: nothing the user
+    # changed in the file explains it.
+    if "changed" in report:
+        report["changed"] = [
+            f"{alias} (restarted: {visible(why[alias])})" if alias in why else alias
+            for alias in report["changed"]
+        ]
     print("reloaded: " + ", ".join(f"{k} {', '.join(v) or '-'}" for k, v in report.items()))
     if settings:
         print(f"in force now: {', '.join(settings)}")

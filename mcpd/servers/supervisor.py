@@ -36,6 +36,8 @@ logger = logging.getLogger("mcpd.supervisor")
 # Why a server has no runner, as a call to it is told.
 REMOVED: Final = "removed from the configuration"
 RESTARTING: Final = "restarting for a changed configuration"
+# A server restarted by a reload because its own table changed: no more need be said.
+OWN_TABLE: Final = "its configuration changed"
 # Names a journal line gives of one kind (servers added, settings in force); a reload of
 # many more says how many it leaves out.
 _NAMED: Final = 8
@@ -50,6 +52,9 @@ class ReloadReport(msgspec.Struct):
     restart: list[str] = msgspec.field(default_factory=list)
     # The rest of what changed but the servers (profiles, policy, daemon keys): in force.
     settings: list[str] = msgspec.field(default_factory=list)
+    # Why each of ``changed`` restarts whose own table did not change: a restart
+    # nobody asked for in the file is said, not only logged.
+    why: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 def said_of(report: ReloadReport) -> str:
@@ -79,24 +84,26 @@ def _some(names: list[str]) -> str:
     return shown if rest <= 0 else f"{shown} and {rest} more"
 
 
-def _restarts(alias: str, old: Config, new: Config) -> bool:
-    """Whether a reload from ``old`` to ``new`` restarts the server: its table changed,
-    or, for a stdio server, the sandbox it runs in (the daemon's level or limits it
-    takes, what every server's sandbox hides, such as a new secret file) or the
-    environment it gets (a variable it inherits that became another server's secret),
-    which a running process keeps until it is started again; or what its lists may
-    hold, which its lists were read against as it connected."""
+def _restarts(alias: str, old: Config, new: Config) -> str | None:
+    """Why a reload from ``old`` to ``new`` restarts the server (None: it does not):
+    its table changed (``OWN_TABLE``), or, for a stdio server, the sandbox it runs in
+    (the daemon's level or limits it takes, what every server's sandbox hides, such as
+    a new secret file) or the environment it gets (a variable it inherits that became
+    another server's secret), which a running process keeps until it is started again;
+    or what its lists may hold, which its lists were read against as it connected."""
     was, now = old.servers[alias], new.servers[alias]
-    if was != now or old.list_limits(alias) != new.list_limits(alias):
-        return True
+    if was != now:
+        return OWN_TABLE
+    if old.list_limits(alias) != new.list_limits(alias):
+        return "the limits on what its lists may hold changed"
     if now.kind != "stdio":
-        return False
+        return None
     before, after = sandbox_of(alias, was, old), sandbox_of(alias, now, new)
     if child_env(alias, was, old, before) != child_env(alias, now, new, after):
-        return True
+        return "the environment it gets changed"
     if before.level == after.level == "off":  # nothing hidden: only its limits count
-        return before.limits != after.limits
-    return before != after
+        return "the limits of its sandbox changed" if before.limits != after.limits else None
+    return "its sandbox changed" if before != after else None
 
 
 class Supervisor:
@@ -207,12 +214,13 @@ class Supervisor:
         old_on = {a: c for a, c in old.servers.items() if c.enabled}
         new_on = {a: c for a, c in new.servers.items() if c.enabled}
         both = sorted(old_on.keys() & new_on.keys())
-        changed = [a for a in both if _restarts(a, old, new) or self._uncovered(a)]
+        why = {a: w for a in both if (w := _restarts(a, old, new) or self._uncovered(a))}
         report = ReloadReport(
             added=sorted(new_on.keys() - old_on.keys()),
             removed=sorted(old_on.keys() - new_on.keys()),
-            changed=changed,
-            unchanged=[a for a in both if a not in changed],
+            changed=[a for a in both if a in why],
+            unchanged=[a for a in both if a not in why],
+            why={a: w for a, w in why.items() if w != OWN_TABLE},
         )
         for alias in [*report.added, *report.changed]:
             self._say_home_kept(alias, new.servers[alias])
@@ -236,16 +244,20 @@ class Supervisor:
         )
         logger.info("%s: %s", alias, said, extra=log_extra(alias, "home_kept", said))
 
-    def _uncovered(self, alias: str) -> bool:
-        """Whether a file its sandbox hid by name only is another file now (renamed onto
-        that name, or created there), which the running server could read."""
+    def _uncovered(self, alias: str) -> str | None:
+        """Why the server restarts when a file its sandbox hid by name only is another
+        file now (renamed onto that name, or created there), which the running server
+        could read; None when none is. Whether the new file reads as the old one did
+        does not matter: the server was to read neither, and the new one is not hidden
+        from it until it starts again."""
         runner = self.runners.get(alias)
         started = runner.process if runner is not None else None
         files = secret_folders.changed(started.covered) if started is not None else []
-        if files:
-            said = f"restarting: {', '.join(files)} changed since it started"
-            logger.info("%s: %s", alias, said, extra=log_extra(alias, "sandbox_uncovered", said))
-        return bool(files)
+        if not files:
+            return None
+        said = f"restarting: {', '.join(files)} changed since it started"
+        logger.info("%s: %s", alias, said, extra=log_extra(alias, "sandbox_uncovered", said))
+        return f"it could see what is now at {', '.join(files)}, which changed since it started"
 
     async def restart(self, report: ReloadReport) -> None:
         """Stop the servers ``adopt`` found removed or changed (each call in flight

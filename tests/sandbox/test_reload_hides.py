@@ -59,6 +59,7 @@ async def test_a_reload_that_makes_an_inherited_variable_another_servers_secret_
             report = await agent.result("mcpd/reload")
             assert report["removed"] == ["tickets"]
             assert report["changed"] == ["hostile"], report
+            assert report["why"] == {"hostile": "the environment it gets changed"}
             await wait_ready(agent, "hostile")
             assert text(await agent.call("mcp__hostile__getenv", token)) == f"ok: {SECRET}"
             d.config.write_text(with_tickets)

@@ -10,8 +10,10 @@ import os
 from pathlib import Path
 
 import pytest
+import trio
 
 from tests.support import bubblewrap
+from tests.support.operator import client
 from tests.support.sandbox import agent_of, hostile, serving, steady, text, wait_ready
 
 pytestmark = pytest.mark.timeout(120)
@@ -80,6 +82,29 @@ async def test_a_secret_whose_directory_cannot_be_hidden_is_said_and_a_change_re
             await wait_ready(agent, "hostile")
             got = text(await agent.call("mcp__hostile__read_file", {"path": str(secret)}))
             assert "vault-second" not in got and got.startswith("refused:"), got
+
+
+async def test_a_reload_after_an_identical_copy_replaced_the_config_says_why_it_restarts(
+    tmp_path: Path,
+) -> None:
+    # Beside the user's home, as above; the copy reads as the file did, and is still
+    # a file the running servers were never to read, and could now.
+    with serving(tmp_path, {"hostile": hostile(), "steady": steady()}) as d:
+        async with agent_of(d) as agent:
+            await wait_ready(agent, "hostile", "steady")
+            replace(d.config, d.config.read_text())
+            out = await trio.to_thread.run_sync(client, Path(d.socket), "reload")
+            assert out.returncode == 0, out.stderr
+            why = (
+                f"restarted: it could see what is now at {d.config}, which changed since it started"
+            )
+            assert out.stdout.startswith(
+                f"reloaded: added -, removed -, changed hostile ({why}), steady ({why}), "
+                "unchanged tickets\n"
+            ), out.stdout
+            await wait_ready(agent, "hostile")
+            got = text(await agent.call("mcp__hostile__read_file", {"path": str(d.config)}))
+            assert got.startswith("refused:"), got
 
 
 async def test_a_secret_reached_through_links_stays_hidden_where_it_really_lies(
