@@ -75,7 +75,8 @@ async def test_a_capability_no_longer_declared_takes_its_items_from_agents(
             assert withdrawn == {**unknown, "message": unknown["message"].replace("_nonesuch", "")}
             nowhere = await error_of(agent, "resources/read", {"uri": "nowhere://x"})
             read = await error_of(agent, "resources/read", {"uri": URI})
-            assert read == {**nowhere, "data": {"uri": URI}}
+            said = nowhere["message"].replace("nowhere://x", URI)
+            assert read == {**nowhere, "message": said, "data": {"uri": URI}}
     assert not [line for line in server.reached() if not line.startswith("tools/call")]
 
 
