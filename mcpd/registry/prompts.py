@@ -21,8 +21,9 @@ from ..config.servertable import ToolsConfig
 from .curation import curated_names, visible
 from .gate import Gate
 from .limits import first_listed
+from .marking import one_line
 from .names import assign
-from .shown import marked, sourced
+from .shown import argument_text, described, marked, sourced
 
 _encode: Final = msgspec.json.Encoder().encode
 
@@ -213,10 +214,26 @@ def _curate(
 def agent_prompt(entry: PromptEntry, marker: str | None) -> surface.Prompt:
     """The prompt as agents see it: local name, its source noted, its state marked."""
     p = entry.prompt
+    alias = entry.alias
     note, meta = sourced(
-        entry.alias, entry.original, entry.available, p.description, p.meta, marker
+        alias, entry.original, entry.available, described(alias, p.description), p.meta, marker
     )
     if entry.held is not None:
         meta["mcpd/held"] = entry.held
-    title = marked(entry.alias, p.title)
-    return msgspec.structs.replace(p, name=entry.local, title=title, description=note, meta=meta)
+    title = marked(alias, p.title)
+    arguments = p.arguments
+    if isinstance(arguments, list):
+        arguments = [_agent_argument(alias, arg) for arg in arguments]
+    return msgspec.structs.replace(
+        p, name=entry.local, title=title, description=note, arguments=arguments, meta=meta
+    )
+
+
+def _agent_argument(alias: str, arg: surface.PromptArgument) -> surface.PromptArgument:
+    """An argument as agents see it: no line of its texts reads as another's, and its
+    title is one line."""
+    title = one_line(arg.title) if isinstance(arg.title, str) else arg.title
+    title, description = argument_text(alias, title), argument_text(alias, arg.description)
+    if title is arg.title and description is arg.description:
+        return arg
+    return msgspec.structs.replace(arg, title=title, description=description)

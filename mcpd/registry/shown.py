@@ -1,8 +1,10 @@
 """What agents are shown of a server's tool, prompt, resource or template: its local
-name, its server in front of its description and title, the state's marker (an
-outage, a hold) before that, mcpd's own keys in ``_meta``, and for a server not
-marked trusted, the cautious value of every annotation hint. ``Entry`` is a tool as
-the table holds it: what agents see of it, and the way back to its server."""
+name, its server in front of its description and title (and of every later line of a
+description that begins with a bracket, ``marking``), titles and names on one line,
+the state's marker (an outage, a hold) before that, mcpd's own keys in ``_meta``, and
+for a server not marked trusted, the cautious value of every annotation hint.
+``Entry`` is a tool as the table holds it: what agents see of it, and the way back to
+its server."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from msgspec import UNSET
 
 from protocol import jsonrpc, mcp, surface
 from protocol.visible import visible
+
+from .marking import later_lines_marked, lines_marked, one_line
 
 T = TypeVar("T")
 
@@ -86,6 +90,29 @@ class Entry(jsonrpc.Late):
         return agent_tool(self, *self._flags)
 
 
+def lined_tools(alias: str, tools: dict[str, mcp.Tool]) -> dict[str, mcp.Tool]:
+    """``tools`` with their descriptions' later lines marked as agents see them: done
+    once for each definition, as the table takes it, not at every listing (a listing
+    builds each tool anew). The same dict when no description needs it."""
+    out: dict[str, mcp.Tool] | None = None
+    for name, tool in tools.items():
+        given = tool.description
+        if not isinstance(given, str):
+            continue
+        lined = later_lines_marked(alias, given)
+        if lined is not given:
+            if out is None:
+                out = dict(tools)
+            out[name] = msgspec.structs.replace(tool, description=lined)
+    return tools if out is None else out
+
+
+def _note(alias: str, description: object, marker: str | None) -> str:
+    """The source in front of a description, and the state's marker before that."""
+    note = f"[{alias}] {description if isinstance(description, str) else ''}".rstrip()
+    return f"[{marker}] {note}" if marker else note
+
+
 def sourced(
     alias: str,
     original: str,
@@ -95,10 +122,9 @@ def sourced(
     marker: str | None,
 ) -> tuple[str, dict[str, Any]]:
     """The description and ``_meta`` agents see for a server's tool or prompt: the
-    source in front, the state's marker before that, and mcpd's keys in ``_meta``."""
-    note = f"[{alias}] {description if isinstance(description, str) else ''}".rstrip()
-    if marker:
-        note = f"[{marker}] {note}"
+    source in front, the state's marker before that, and mcpd's keys in ``_meta``.
+    ``description``'s later lines are marked already (``lined_tools``, ``described``)."""
+    note = _note(alias, description, marker)
     # Keys under mcpd/ are ours: a server cannot plant them to look vouched for.
     out: dict[str, Any] = (
         {k: v for k, v in meta.items() if not k.startswith("mcpd/")}
@@ -126,9 +152,14 @@ def _resource_meta(
     return meta
 
 
+def described(alias: str, description: T) -> T | str:
+    """A description of the server's with every later line that begins with a
+    bracket marked (its first line gets the mark in front as it is shown)."""
+    return later_lines_marked(alias, description) if isinstance(description, str) else description
+
+
 def _resource_note(alias: str, description: object, marker: str | None) -> str:
-    note = f"[{alias}] {description if isinstance(description, str) else ''}".rstrip()
-    return f"[{marker}] {note}" if marker else note
+    return later_lines_marked(alias, _note(alias, description, marker))
 
 
 def agent_resource(
@@ -149,6 +180,7 @@ def agent_resource(
     return msgspec.structs.replace(
         r,
         uri=uri,
+        name=one_line(r.name) if isinstance(r.name, str) else r.name,
         title=marked(alias, r.title),
         description=_resource_note(alias, r.description, marker),
         meta=meta,
@@ -175,6 +207,7 @@ def agent_template(
     return msgspec.structs.replace(
         r,
         uriTemplate=template,
+        name=one_line(r.name) if isinstance(r.name, str) else r.name,
         title=marked(alias, r.title),
         description=_resource_note(alias, r.description, marker),
         meta=meta,
@@ -182,8 +215,14 @@ def agent_template(
 
 
 def marked(alias: str, title: T) -> T | str:
-    """A title as agents see it: its server in front, as in descriptions."""
-    return f"[{alias}] {title}" if isinstance(title, str) else title
+    """A title as agents see it: its server in front, as in descriptions, on one line."""
+    return f"[{alias}] {one_line(title)}" if isinstance(title, str) else title
+
+
+def argument_text(alias: str, text: T) -> T | str:
+    """A prompt argument's title or description: it has no mark in front, so each of
+    its lines that begins with a bracket gets one."""
+    return lines_marked(alias, text) if isinstance(text, str) else text
 
 
 def agent_tool(entry: Entry, trusted: bool, marker: str | None) -> mcp.Tool:

@@ -30,7 +30,7 @@ from ..config.servertable import ToolsConfig
 from .curation import curate
 from .gate import Gate
 from .shared_names import Told
-from .shown import Entry
+from .shown import Entry, lined_tools
 from .spelling import candidate_name, digits_of, hash_shaped, hashed_name, most_digits, plain
 
 _encode: Final = msgspec.json.Encoder().encode
@@ -70,7 +70,8 @@ class _Server:
         # Why each held tool is held, by the server's own name.
         self.held = judged.held
         curated = curate(judged.shown, rules, alias)
-        self.tools = curated.tools  # what agents see, by name before the template
+        # What agents see, by name before the template.
+        self.tools = lined_tools(alias, curated.tools)
         self.originals = curated.originals
         self.trusted = trusted
         self.available = True

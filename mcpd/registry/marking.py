@@ -1,0 +1,83 @@
+"""A server's mark on every line of its text that could pass for someone else's.
+
+mcpd marks what a server writes with the server's name in brackets (``[gh] Merge a
+pull request.``), and writes its own notices the same way (``[mcpd] ...``, an outage's
+``[unavailable: ...]``). A mark at the start of a text only covers its first line: a
+later line of the server's that begins with a bracket could read as mcpd's notice or
+as another server's text. So each such line gets the server's mark in front as well,
+and every bracketed mark a line starts with is mcpd's or the one of the server that
+wrote it. The fields a host shows as one line (titles, names) get no lines at all:
+their line breaks become spaces.
+
+Both run in time linear in the text: a check for a bracket or a line break first, then
+one pass of a pattern whose only quantifier is possessive over blanks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Final
+
+from .clean import clean_text
+
+# A line that begins, after blanks, with a bracket (the fullwidth one reads the same).
+_LATER_LINE: Final = re.compile("\n([^\\S\n]*+)(?=[\\[\uff3b])")
+_ANY_LINE: Final = re.compile("(?:^|(?<=\n))([^\\S\n]*+)(?=[\\[\uff3b])")
+_BRACKETS: Final = ("[", "\uff3b")
+# Every line break a reader may take for one (what ``clean`` turns into line feeds).
+_BREAK: Final = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def _has_bracket(text: str) -> bool:
+    return any(b in text for b in _BRACKETS)
+
+
+def _marking(alias: str, before: str) -> Callable[[re.Match[str]], str]:
+    """What a line found is replaced by: the mark in front of it (before its blanks),
+    unless it is the server's own mark already, so a text marked twice on its way to
+    an agent reads as marked once."""
+    mark = f"[{alias}] "
+
+    def marked(found: re.Match[str]) -> str:
+        if found.string.startswith(mark, found.end()):
+            return found.group(0)
+        return f"{before}{mark}{found.group(1)}"
+
+    return marked
+
+
+def later_lines_marked(alias: str, text: str) -> str:
+    """``text``, whose first line starts with a mark of mcpd's making, with ``alias``'s
+    mark in front of every later line that begins with a bracket."""
+    if "\n" not in text or not _has_bracket(text):
+        return text
+    return _LATER_LINE.sub(_marking(alias, "\n"), text)
+
+
+def lines_marked(alias: str, text: str) -> str:
+    """``text`` with ``alias``'s mark in front of every line, the first too, that
+    begins with a bracket."""
+    if not _has_bracket(text):
+        return text
+    return _ANY_LINE.sub(_marking(alias, ""), text)
+
+
+def one_line(text: str) -> str:
+    """``text`` with each of its line breaks made a space."""
+    if text.isprintable():
+        return text
+    return _BREAK.sub(" ", text)
+
+
+def server_words(alias: str, text: str) -> str:
+    """A text of the server's that mcpd passes on with no mark in front (a progress
+    report's message): cleaned, each line that begins with a bracket marked."""
+    return lines_marked(alias, clean_text(text)[0])
+
+
+def said_by(alias: str, text: str) -> str:
+    """A cleaned text of the server's with its mark in front, on every line that
+    could pass for another's too (once: a text marked already is left as it is)."""
+    mark = f"[{alias}] "
+    return later_lines_marked(alias, text if text.startswith(mark) else mark + text)
