@@ -22,7 +22,7 @@ from transports.errors import (
 from .calls import Answered, Call, CallHost, Ending, Outcome, Unanswered
 from .oauth import AuthFailed, LoginRequired
 from .outage import Outage, last_line
-from .rpc_errors import data_findings, error_for_agents
+from .rpc_errors import call_error, data_findings
 
 logger = logging.getLogger("mcpd.calls")
 
@@ -63,7 +63,7 @@ def failed(
         r.breaker.record_success(now, call.ticket)
         r.stats.record(elapsed, error=True)
         found = data_findings(r.guard, r.alias, error)
-        outcome = error_for_agents(r.guard, r.alias, error, "a tools/call error", found)
+        outcome = call_error(r.guard, r.alias, error, "a tools/call error", found)
     elif isinstance(error, ServerCancelled):
         r.breaker.record_success(now, call.ticket)
         r.stats.record(elapsed, error=True)

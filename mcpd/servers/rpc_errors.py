@@ -7,7 +7,9 @@ texts do, so they are cleaned as those are (``registry.clean``); whatever the se
 put under mcpd's own keys in its data is dropped (``registry.own_keys``); and every
 secret mcpd holds is masked, after the cleaning (which could join a secret split by a
 character nobody sees). Where mcpd puts such a message into words of its own (an
-outage's reason, a line of its log), it quotes it (``protocol.visible.quote``).
+outage's reason, a line of its log), it quotes it (``protocol.visible.quote``); where
+it answers an agent's request with it, the message is marked with the server as its
+descriptions are (``marked_error``, ``registry.marking``).
 
 Its data goes on as the bytes it came as (``protocol.jsonrpc`` keeps them), as a
 result's do, unless it is text (one value, decoded to be cleaned) or a scan of it
@@ -29,6 +31,7 @@ from transports.errors import MalformedReply
 from ..policy.guard import SecretGuard
 from ..registry import own_keys
 from ..registry.clean import clean_text
+from ..registry.marking import said_by
 from .rpc_results import Findings, written
 
 _QUOTE: Final = ord('"')
@@ -70,6 +73,21 @@ def error_for_agents(
     if removed or data is not exc.data:
         exc = exc.replaced(message, data)
     return guard.rpc_error(alias, exc, what)
+
+
+def marked_error(alias: str, exc: rpc.RPCError) -> rpc.RPCError:
+    """``exc`` (``alias``'s, made fit by ``error_for_agents``) as the answer to an agent's
+    request: its message with the server's mark in front, and on each later line that
+    begins with a bracket, so that it cannot pass for mcpd's words or another server's."""
+    message = said_by(alias, exc.message)
+    return exc if message == exc.message else exc.replaced(message, exc.data)
+
+
+def call_error(
+    guard: SecretGuard, alias: str, exc: rpc.RPCError, what: str, found: Findings | None
+) -> rpc.RPCError:
+    """``error_for_agents``, marked: a server's error as the outcome of an agent's call."""
+    return marked_error(alias, error_for_agents(guard, alias, exc, what, found))
 
 
 def _is_text(data: Raw) -> bool:

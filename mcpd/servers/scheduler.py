@@ -31,7 +31,7 @@ from .ended_asks import End
 from .outage import Outage
 from .queue_bytes import QueueBytes
 from .refusals import breaker_refusal, no_slot, queue_full
-from .rpc_errors import data_findings, error_for_agents
+from .rpc_errors import call_error, data_findings
 from .rpc_results import findings, taken_apart
 from .taking_apart import data_of
 from .turns import TurnQueue
@@ -261,7 +261,7 @@ class CallScheduler(_Scheduler):
             self.answered_at = now
             # The server's error: its data is taken apart as a result is, if at all.
             found = data_findings(r.guard, r.alias, error)
-            made = partial(error_for_agents, r.guard, r.alias, error, _ERROR, found)
+            made = partial(call_error, r.guard, r.alias, error, _ERROR, found)
             data, why = (None, "") if found is None else (error.data, found.why)
             self._take_apart(call, data, data_of(_ERROR), why, made, now, elapsed, error=True)
             return

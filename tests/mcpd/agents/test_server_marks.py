@@ -99,6 +99,24 @@ async def test_listed_texts_carry_the_servers_mark_on_every_bracketed_line(
         assert listed["name"] == ONE_LINE_TITLE
 
 
+@pytest.mark.parametrize("modern", [False, True], ids=["legacy-agent", "modern-agent"])
+async def test_a_servers_error_is_marked_as_its_descriptions_are(
+    tmp_path: Path, modern: bool
+) -> None:
+    with trio.fail_after(60):
+        async with (
+            running(config(tmp_path)) as daemon,
+            connect(daemon.socket_path, modern) as agent,
+        ):
+            await start(agent, modern)
+            failed = await call(agent, "mcp__ev__err", modern)
+            bad = await agent.rpc("prompts/get", {"name": "mcp__ev__bad"})
+            unread = await agent.rpc("resources/read", {"uri": "file:///t/gone"})
+    assert error_text(failed) == MARKED_ERROR
+    assert error_text(bad) == MARKED_ERROR
+    assert error_text(unread) == MARKED_ERROR
+
+
 async def test_pins_are_of_the_servers_definitions_and_hold_across_restarts(
     tmp_path: Path,
 ) -> None:

@@ -104,11 +104,12 @@ async def forged_everywhere(agent: Agent) -> None:
     assert not FORGED & set(progress["params"]["_meta"])
 
     refused = (await agent.rpc("tools/call", {"name": "mcp__evil__refuse"}))["error"]
-    assert refused["message"] == "bad arguments"  # cleaned as a server's text is
+    # Cleaned and marked as a server's text is.
+    assert refused["message"] == "[evil] bad arguments"
     assert refused["data"] == {"kept": "the server's own key", "_meta": {}}
 
     prompt = (await agent.rpc("prompts/get", {"name": "mcp__evil__p"}))["error"]
-    assert prompt["message"] == prompt["data"] == "bad arguments"
+    assert (prompt["message"], prompt["data"]) == ("[evil] bad arguments", "bad arguments")
 
     (resource,) = (await agent.result("resources/list"))["resources"]
     read = await agent.result("resources/read", {"uri": resource["uri"]})

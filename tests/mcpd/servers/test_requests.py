@@ -153,7 +153,7 @@ async def test_a_json_rpc_error_is_passed_on_as_it_is_and_costs_the_server_nothi
         for _ in range(10):
             with pytest.raises(rpc.RPCError) as info:
                 await requests.send(r, "prompts/get", PROMPT)
-            assert (info.value.code, info.value.message) == (-32602, "no such prompt")
+            assert (info.value.code, info.value.message) == (-32602, "[s] no such prompt")
         assert r.breaker.state == "closed"
         assert r.state == "ready"
 

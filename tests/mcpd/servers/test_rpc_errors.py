@@ -142,4 +142,4 @@ async def test_an_http_servers_error_under_an_id_that_is_none_is_its_calls_only_
                 # An error status's body is the call's answer whatever its id; its data
                 # reaches the agent as the server wrote it, on one line.
                 line = await agent.rpc_text("tools/call", {"name": "mcp__bad__refuse"})
-                assert b'"message":"nope","data":{"n":1.50,"d":1e2}}' in line
+                assert b'"message":"[bad] nope","data":{"n":1.50,"d":1e2}}' in line

@@ -546,7 +546,7 @@ async def test_a_servers_json_rpc_error_is_passed_on(make: Any, autojump_clock: 
     error = rpc.RPCError(rpc.INVALID_PARAMS, "no such argument")
     b.answer(call, None, error)
     assert isinstance(outcomes.outcome, rpc.RPCError)
-    assert outcomes.outcome.message == "no such argument"
+    assert outcomes.outcome.message == "[s] no such argument"
     assert b.host.failures == []
 
 

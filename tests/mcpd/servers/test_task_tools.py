@@ -94,7 +94,7 @@ async def test_a_task_that_fails_with_an_error_passes_the_error_on(tmp_path: Pat
             await agent.initialize()
             reply = await agent.rpc("tools/call", {"name": RESEARCH, "arguments": {"fail": True}})
     assert reply["error"]["code"] == -32000
-    assert reply["error"]["message"] == "the research failed"
+    assert reply["error"]["message"] == "[jobs] the research failed"
     assert received(log, "tasks/cancel") == []  # it was over
 
 
