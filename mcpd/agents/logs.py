@@ -4,8 +4,8 @@ A legacy agent asks with ``logging/setLevel``: from then on it gets, from every 
 its profile shows, each ``notifications/message`` at that level or a more severe one.
 An agent that never asked gets none. ``logger`` says which server spoke: the server's
 alias, or ``alias/logger`` when the server named a logger of its own; ``data`` is
-passed on as the server sent it. Each server is asked for the most verbose level any
-agent that sees it wants (``AllServers.want_logs``).
+the server's, cleaned (``servers.log_messages``). Each server is asked for the most
+verbose level any agent that sees it wants (``AllServers.want_logs``).
 
 Those messages belong to no agent's request: a server several agents share logs there
 what it does for any of them, often with the arguments it was called with. So only

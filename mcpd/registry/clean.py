@@ -184,6 +184,14 @@ def _maybe_hidden(data: bytes) -> bool:
     return b"\\u" in data or b"\\r" in data or b"\\b" in data or b"\\f" in data
 
 
+def clean_data(raw: Raw) -> Raw | None:
+    """JSON data passed on as it came where nothing in it may need cleaning (most),
+    else ``clean_json``'s."""
+    if not _maybe_hidden(bytes(raw)):
+        return raw
+    return clean_json(raw)[0]
+
+
 def clean_json(raw: Raw) -> tuple[Raw | None, int]:
     """A JSON document (a schema) as its decoded value, every string in it cleaned.
 

@@ -10,6 +10,10 @@ The level asked for is the most verbose any agent wants. A legacy server that of
 reconnect; once no agent wants its messages any more it is set back to ``warning``
 (the handshake protocol has no "off"), so mcpd's log still gets what matters. A
 modern server has no session to set: the level goes in the ``_meta`` of each request.
+
+What reaches agents is cleaned as a server's error texts are (``registry.clean``):
+every string of its data, and the logger it names, within the budget, so a flood
+costs no cleaning; then searched for secrets again, as the cleaning could join one.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from protocol.visible import quote
 from ..local.ratelimit import SUMMARY_EVERY
 from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets
+from ..registry.clean import clean_data, clean_text
 from .answer_wait import AnswerWait
 from .upstream import Upstream
 
@@ -162,9 +167,21 @@ class LogMessages:
             self.on_message(
                 self.alias, LogMessage(level="warning", data=msgspec.Raw(msgspec.json.encode(note)))
             )
+        cleaned = self._cleaned(message)
+        if cleaned is not None:
+            self.on_message(self.alias, cleaned)
+
+    def _cleaned(self, message: LogMessage) -> LogMessage | None:
+        """``message`` as agents may get it; None: its data is too deep to clean."""
+        data = clean_data(message.data)
+        if data is None:
+            return None
+        if data is not message.data:
+            data = self._guard.reread(self.alias, data, "a log message")
+            message = msgspec.structs.replace(message, data=data)
         named = message.logger
         if isinstance(named, str):
-            masked = self._guard.text(self.alias, named, "a log message")
-            if masked is not named:
+            masked = self._guard.text(self.alias, clean_text(named)[0], "a log message")
+            if masked != named:
                 message = msgspec.structs.replace(message, logger=masked)
-        self.on_message(self.alias, message)
+        return message

@@ -3,8 +3,11 @@
 Each call that carries an agent's ``progressToken`` gets a token of mcpd's own for the
 server, so two agents using the same token can never see each other's progress. Each
 report also tells the call's scheduler, which may push the call's deadline out. A
-report is read and written again for its agent, so it is searched for mcpd's secrets
-as written (``SecretGuard.reread``), not only as the server's bytes were.
+report's message is the server's text before a model: it is cleaned as an error's is,
+and each of its lines that begins with a bracket gets the server's mark
+(``registry.marking``). A report is read and written again for its agent, so it is
+searched for mcpd's secrets as written (``SecretGuard.reread``), after the cleaning
+(which could join a secret split by a character nobody sees).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol import mcp
 
+from ..registry.marking import server_words
 from .askback import Cause
 
 # Where the server's progress reports for a call go (its agent).
@@ -33,9 +37,10 @@ def _as_sent(params: Raw) -> Raw:
 
 
 class ProgressRoutes:
-    def __init__(self, prefix: str, reread: Reread = _as_sent) -> None:
+    def __init__(self, prefix: str, reread: Reread = _as_sent, alias: str = "server") -> None:
         self._prefix = prefix
         self._reread = reread
+        self._alias = alias
         # By mcpd's token: the agent's token, where its reports go, and the call.
         self._routes: dict[str, tuple[str | int, ProgressSink, Cause]] = {}
         self._ids = itertools.count(1)
@@ -64,6 +69,11 @@ class ProgressRoutes:
         agent_token, deliver, call = route
         # The server is working on it: more time, within the call's hard limit.
         call.extend(call.timeout)
+        if isinstance(params.message, str):
+            words = server_words(self._alias, params.message)
+            if words != params.message:
+                params = msgspec.structs.replace(params, message=words)
+                given = Raw(msgspec.json.encode(params))
         seen = self._reread(given)
         if seen is not given:
             try:

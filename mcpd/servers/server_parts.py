@@ -107,7 +107,9 @@ class ServerParts(CallHost):
         )
         self.events = LifecycleJournal(alias, lambda: self.stderr)
         self.progress = ProgressRoutes(
-            f"mcpd-{alias}-", functools.partial(self.guard.reread, alias, what="a progress report")
+            f"mcpd-{alias}-",
+            functools.partial(self.guard.reread, alias, what="a progress report"),
+            alias,
         )
         # What the server's own task asks of it once it is served, each within
         # list_timeout.
