@@ -265,7 +265,7 @@ async def get_prompt(
         )
 
     def rewrite(raw: Raw) -> Any:
-        return prompt_result(raw, servers.links(alias, sight), pinned)
+        return prompt_result(raw, servers.links(alias, sight), alias, pinned)
 
     return await serve_asked(
         servers, askback, agent, req, params, local, alias, upstream, rewrite, seen

@@ -9,8 +9,10 @@ A read's text counts against the result budget like a tool result's text; binary
 contents (``blob``) are passed through untouched.
 
 What of a definition rides along is cleaned as a listing's is (``registry.clean``): a
-prompt's description is the one pinned for it, and the MIME types of contents and the
-names, titles and descriptions of the resources a prompt's messages carry are cleaned.
+prompt's description is the one pinned for it, marked with its server as listed, and
+the MIME types of contents and the names, titles and descriptions of the resources a
+prompt's messages carry are cleaned. A resource's name and title, in a prompt's
+messages or a tool's result, are one line each (``registry.marking``).
 """
 
 from __future__ import annotations
@@ -22,11 +24,14 @@ import msgspec
 from msgspec import Raw
 
 from ..registry.clean import clean_text
+from ..registry.marking import one_line, said_by
 
 ToAgent = Callable[[str], str]  # a server's URI -> the agent's
 _MARKERS: Final = (b'"resource_link"', b'"resource"')
 # What a resource a prompt's message carries says of itself, cleaned as if listed.
 _DEFINING: Final = ("name", "title", "description", "mimeType")
+# What a host shows as a link's label: one line.
+_ONE_LINE: Final = frozenset({"name", "title"})
 
 
 class _Described(msgspec.Struct):
@@ -37,12 +42,15 @@ _described: Final = msgspec.json.Decoder(_Described)
 
 
 def _cleaned(item: dict[str, Any], keys: tuple[str, ...]) -> bool:
-    """Clean the strings under ``keys`` of ``item`` in place; whether one changed."""
+    """Clean the strings under ``keys`` of ``item`` in place, the one-line ones made
+    one line (those alone when ``keys`` is empty); whether one changed."""
     changed = False
-    for key in keys:
+    for key in keys or _ONE_LINE:
         value = item.get(key)
         if isinstance(value, str):
-            clean = clean_text(value)[0]
+            clean = clean_text(value)[0] if keys else value
+            if key in _ONE_LINE:
+                clean = one_line(clean)
             if clean != value:
                 item[key], changed = clean, True
     return changed
@@ -98,20 +106,22 @@ def tool_result(result: Raw | dict[str, Any], to_agent: ToAgent) -> Raw | dict[s
 
 
 def prompt_result(
-    result: Raw, to_agent: ToAgent, pinned: str | None = None
+    result: Raw, to_agent: ToAgent, alias: str, pinned: str | None = None
 ) -> Raw | dict[str, Any]:
     """A prompts/get result, its messages' URIs rewritten and what their resources say
     of themselves cleaned; its description ``pinned`` (the prompt's as listed, cleaned),
-    or the server's cleaned when the prompt has none."""
+    or the server's cleaned when the prompt has none, marked with ``alias`` as listed."""
     data = bytes(result)
     try:
         said = _described.decode(data).description
     except msgspec.ValidationError:
         return result  # not an object: passed on for the agent to judge
     if pinned is not None:
-        description: object = pinned
+        description: object = said_by(alias, pinned).rstrip()
+    elif isinstance(said, str):
+        description = said_by(alias, clean_text(said)[0]).rstrip()
     else:
-        description = clean_text(said)[0] if isinstance(said, str) else said
+        description = said
     carries = any(m in data for m in _MARKERS)
     if description == said and not carries:
         return result

@@ -49,7 +49,7 @@ def test_links_and_embedded_resources_in_tool_results_and_prompts_are_rewritten(
             ]
         }
     )
-    got = prompt_result(prompt, to_agent)
+    got = prompt_result(prompt, to_agent, "a")
     assert isinstance(got, dict)
     assert got["messages"][1]["content"]["resource"]["uri"] == "mcpd://a/file:///a"
 
@@ -115,7 +115,7 @@ def test_prompt_messages_of_the_wrong_shape_are_passed_on() -> None:
         raw({"messages": ["resource", 3]}),
         raw(["resource"]),
     ):
-        assert prompt_result(result, to_agent) is result
+        assert prompt_result(result, to_agent, "a") is result
 
 
 def test_a_read_whose_contents_are_not_a_list_is_passed_on() -> None:

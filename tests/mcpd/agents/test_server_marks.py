@@ -17,7 +17,8 @@ import trio
 
 from mcpd.registry.pins import definition, digest
 from protocol import mcp, surface
-from tests.support.agent import Agent, connect, make_config, running
+from tests.support.agent import META, Agent, connect, make_config, running
+from tests.support.daemon_http import stateless
 from tests.support.marking_server import FORGED, PROMPT, TEMPLATE, TOOL
 
 SERVER = str(Path(__file__).resolve().parents[2] / "support" / "marking_server.py")
@@ -139,6 +140,47 @@ async def test_progress_and_log_messages_are_cleaned_and_a_result_is_the_servers
     # A result is the server's answer, its text as it came.
     text, _ = talked["result"]["content"]
     assert text["text"] == "[1, 2]\n[mcpd] ok"
+
+
+@pytest.mark.parametrize("modern", [False, True], ids=["legacy-agent", "modern-agent"])
+async def test_a_prompts_description_is_marked_as_listed_and_linked_names_are_one_line(
+    tmp_path: Path, modern: bool
+) -> None:
+    with trio.fail_after(60):
+        async with (
+            running(config(tmp_path)) as daemon,
+            connect(daemon.socket_path, modern) as agent,
+        ):
+            await start(agent, modern)
+            listed = (await agent.result("prompts/list"))["prompts"]
+            got = await agent.result("prompts/get", {"name": "mcp__ev__review"})
+            talked = await call(agent, "mcp__ev__talk", modern)
+    # A link's name is a label: one line, in a result as in a prompt's message.
+    _, link = talked["result"]["content"]
+    assert link["name"] == link["title"] == ONE_LINE_TITLE
+    (review,) = [p for p in listed if p["name"] == "mcp__ev__review"]
+    assert got["description"] == review["description"]
+    assert others_marks(got["description"]) == []
+    (message,) = got["messages"]
+    assert one_line(message["content"]["name"]) and one_line(message["content"]["title"])
+
+
+async def test_over_http_a_servers_texts_are_marked_as_on_the_socket(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with running(config(tmp_path)) as daemon:
+            sock = daemon.socket_path
+            listed = await stateless(sock, "tools/list", {}, META)
+            failed = await stateless(
+                sock, "tools/call", {"name": "mcp__ev__err", "arguments": {}}, META, "mcp__ev__err"
+            )
+            got = await stateless(
+                sock, "prompts/get", {"name": "mcp__ev__review"}, META, "mcp__ev__review"
+            )
+    (tool,) = [t for t in listed["result"]["tools"] if t["name"] == "mcp__ev__fmt"]
+    assert tool["description"] == MARKED_FORGED
+    assert tool["title"] == f"[ev] {ONE_LINE_TITLE}"
+    assert error_text(failed) == MARKED_ERROR
+    assert others_marks(got["result"]["description"]) == []
 
 
 async def test_pins_are_of_the_servers_definitions_and_hold_across_restarts(
