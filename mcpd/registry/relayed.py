@@ -11,14 +11,19 @@ server reads the answer by those.
 The request also says which server asks, in words no server can write: mcpd's
 ``_meta`` key ``mcpd/server`` (whatever the server put under mcpd's keys is dropped),
 and above an elicitation's message a line of mcpd's naming the server, with every
-line of the server's own quoted (``quoting``), as the servers' instructions are.
+line of the server's own quoted (``quoting``), as the servers' instructions are. A
+host shows the form's titles and descriptions as they are: each of their lines that
+begins with a bracket gets the server's mark, and a title is one line
+(``marking``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Final
 
 from .clean import clean_text, clean_value
+from .marking import lines_marked, one_line
 from .quoting import quoted_lines
 
 SERVER_KEY: Final = "mcpd/server"
@@ -47,28 +52,43 @@ def cleaned(method: str, params: Any) -> tuple[Any, int]:
     return params, removed
 
 
-def _clean_form(schema: Any) -> int:
-    """The titles and descriptions in a form's schema, however deep, and its legacy
-    ``enumNames``, cleaned in place; walked with a stack, not by recursion."""
-    removed = 0
+def _objects(schema: Any) -> Iterator[dict[str, Any]]:
+    """Every object in a form's schema, however deep; walked with a stack, not by
+    recursion."""
     stack = [schema]
     while stack:
         item = stack.pop()
         if isinstance(item, list):
             stack.extend(item)
-            continue
-        if not isinstance(item, dict):
-            continue
+        elif isinstance(item, dict):
+            yield item
+            stack.extend(item.values())
+
+
+def _clean_form(schema: Any) -> int:
+    """The titles and descriptions in a form's schema, however deep, and its legacy
+    ``enumNames``, cleaned in place."""
+    removed = 0
+    for item in _objects(schema):
         for key, value in item.items():
             if key in _SHOWN and isinstance(value, str):
                 item[key], count = clean_text(value)
             elif key == "enumNames" and isinstance(value, list):
                 item[key], count = clean_value(value)
             else:
-                stack.append(value)
                 continue
             removed += count
     return removed
+
+
+def _mark_form(alias: str, schema: Any) -> None:
+    """The titles and descriptions of a (cleaned) form's schema, in place: each line
+    that begins with a bracket marked with ``alias``, a title made one line."""
+    for item in _objects(schema):
+        for key in _SHOWN:
+            value = item.get(key)
+            if isinstance(value, str):
+                item[key] = lines_marked(alias, one_line(value) if key == "title" else value)
 
 
 def marked(alias: str, method: str, params: Any) -> dict[str, Any]:
@@ -88,4 +108,5 @@ def marked(alias: str, method: str, params: Any) -> dict[str, Any]:
         if isinstance(message, str):
             lines += quoted_lines(message)
         out["message"] = "\n".join(lines)
+        _mark_form(alias, out.get("requestedSchema"))
     return out
