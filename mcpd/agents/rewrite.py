@@ -24,7 +24,7 @@ import msgspec
 from msgspec import Raw
 
 from ..registry.clean import clean_text
-from ..registry.marking import one_line, said_by
+from ..registry.marking import as_listed, one_line
 
 ToAgent = Callable[[str], str]  # a server's URI -> the agent's
 _MARKERS: Final = (b'"resource_link"', b'"resource"')
@@ -117,9 +117,9 @@ def prompt_result(
     except msgspec.ValidationError:
         return result  # not an object: passed on for the agent to judge
     if pinned is not None:
-        description: object = said_by(alias, pinned).rstrip()
+        description: object = as_listed(alias, pinned)
     elif isinstance(said, str):
-        description = said_by(alias, clean_text(said)[0]).rstrip()
+        description = as_listed(alias, clean_text(said)[0])
     else:
         description = said
     carries = any(m in data for m in _MARKERS)

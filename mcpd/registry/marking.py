@@ -76,6 +76,12 @@ def server_words(alias: str, text: str) -> str:
     return lines_marked(alias, clean_text(text)[0])
 
 
+def as_listed(alias: str, text: str) -> str:
+    """A description as listed (a state's marker aside): the mark in front, and on
+    every later line that begins with a bracket."""
+    return later_lines_marked(alias, f"[{alias}] {text}".rstrip())
+
+
 def said_by(alias: str, text: str) -> str:
     """A cleaned text of the server's with its mark in front, on every line that
     could pass for another's too (once: a text marked already is left as it is)."""
