@@ -107,7 +107,10 @@ async def test_server_protocol_error_is_passed_on_as_json_rpc_error(tmp_path: Pa
     with trio.fail_after(30):
         async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
             reply = await agent.rpc("tools/call", {"name": "mcp__alpha__rpc_error"})
-            assert reply["error"] == {"code": -32602, "message": "invalid arguments for rpc_error"}
+            assert reply["error"] == {
+                "code": -32602,
+                "message": "[alpha] invalid arguments for rpc_error",
+            }
             # A tool's own failure is a result, and the server stays healthy.
             result = await agent.call("mcp__alpha__fail")
             assert result["isError"] is True and text(result) == "it failed"
