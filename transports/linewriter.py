@@ -22,6 +22,8 @@ DEFAULT_LIMIT: Final = 16 * 1024 * 1024
 _BIG: Final = 4 * 1024
 # writev takes at most IOV_MAX (1024 on Linux) buffers at a time.
 _MAX_PARTS: Final = 512
+# The end of a line queued as a part of its own (``put_own``): it goes with the line.
+_END: Final = b"\n"
 
 # Writers that received lines inside the current batch() and flush when it ends.
 _batched: list[LineWriter] | None = None
@@ -87,8 +89,15 @@ class LineWriter:
         self._drained.set()
         self._held = False
         self._closed = False
+        # What the writer task is writing: the queue as it was when it took it, each
+        # part emptied as it is written (or taken back), from ``_next`` on unwritten.
+        self._sending: list[bytes | bytearray | memoryview] = []
+        self._next = 0
+        self._inflight = 0  # bytes of _sending not yet written
         self.error: OSError | None = None
         self.refused = 0  # lines not written because ``check`` refused them
+        # Called (from the writer) when what waits to be written drops below ``limit``.
+        self.on_room: Callable[[], None] | None = None
 
     @property
     def closed(self) -> bool:
@@ -97,7 +106,12 @@ class LineWriter:
 
     @property
     def queued(self) -> int:
-        return self._parked + len(self._buf)
+        """The bytes waiting to be written: queued, and what the writer task is writing."""
+        return self._parked + len(self._buf) + self._inflight
+
+    @property
+    def has_room(self) -> bool:
+        return self.queued < self.limit
 
     def _queue(self, line: bytes | memoryview, end: bytes = b"\n") -> None:
         """Add ``line`` and ``end`` (a newline, unless more of the line follows) at the
@@ -177,6 +191,55 @@ class LineWriter:
             self._queue(line)
         self._wake_writer()
 
+    def put_own(self, line: bytes) -> memoryview | None:
+        """``put_spliced`` for a line its owner may take back (``withdraw``) until any of
+        it is written: queued as a part of its own, never copied into a batch. Returns
+        what to take it back by, or None if it was written at once (whole or begun)."""
+        if self.error is not None or self._closed:
+            return None
+        if _batched is None and not self._buf and not self._parts and not self._busy:
+            done = self._write_now((line, _END))
+            if done is None or done == len(line) + 1:
+                return None
+            if done < len(line):
+                self._queue(memoryview(line)[done:])
+            else:
+                self._buf += _END
+            self._wake_writer()
+            return None
+        own = memoryview(line)
+        if self._buf:
+            self._parts.append(self._buf)
+            self._parked += len(self._buf)
+            self._buf = bytearray()
+        self._parts += (own, _END)
+        self._parked += len(own) + 1
+        if _batched is None:
+            self._wake_writer()
+        elif not self._held:
+            self._held = True
+            _batched.append(self)
+        return own
+
+    def withdraw(self, own: memoryview) -> bool:
+        """Take back the line ``put_own`` returned ``own`` for, if none of it has been
+        written: whether it was (a line begun is left to end, or the peer would read
+        half of it and then whatever follows as its rest)."""
+        parts = self._parts
+        for i, part in enumerate(parts):
+            if part is own:
+                del parts[i : i + 2]  # and its end
+                self._parked -= len(own) + 1
+                return True
+        sending = self._sending
+        for i in range(self._next, len(sending)):
+            if sending[i] is own:
+                # Emptied, not removed: the writer task walks the list by index.
+                sending[i] = sending[i + 1] = b""
+                self._inflight -= len(own) + 1
+                return True
+        return False
+
     def put_piece(self, piece: bytes | memoryview, end: bool = False) -> None:
         """Queue part of a line, by reference if it is big; ``end`` closes the line.
 
@@ -195,6 +258,10 @@ class LineWriter:
 
     def flush(self) -> None:
         """Write what a batch held back: at once if possible, else by the writer task."""
+        self._flush()
+        self._made_room()
+
+    def _flush(self) -> None:
         self._held = False
         buf = self._buf
         if self.error is not None or self._closed or not (buf or self._parts):
@@ -235,6 +302,11 @@ class LineWriter:
             self._ready.set()
             return None
 
+    def _made_room(self) -> None:
+        self._room.set()
+        if self.on_room is not None and self.queued < self.limit:
+            self.on_room()
+
     def _wake_writer(self) -> None:
         if self._drained.is_set():
             self._drained = trio.Event()
@@ -245,7 +317,8 @@ class LineWriter:
         (the peer reads slowly), or until the writer is closed."""
         most = self.limit if limit is None else limit
         while self.queued > most and self.error is None and not self._closed:
-            self._room = trio.Event()
+            if self._room.is_set():  # a new one, but not under another waiter's feet
+                self._room = trio.Event()
             await self._room.wait()
 
     async def drain(self) -> None:
@@ -262,41 +335,50 @@ class LineWriter:
             if not self.queued:
                 continue
             # Hand the queue itself to the write and start a new one: no copy.
-            parts, self._parts, self._parked = self._parts, [], 0
-            parts.append(self._buf)
+            self._sending, self._parts = self._parts, []
+            self._sending.append(self._buf)
+            self._inflight, self._parked = self.queued, 0
             self._buf = bytearray()
             self._busy = True
-            self._room.set()
             try:
                 with trio.fail_after(math.inf if write_timeout is None else write_timeout):
-                    await self._send(parts)
+                    await self._send()
             finally:
                 self._busy = False
-            # Not held while the next line is awaited: it may be a megabyte-long list.
-            del parts
+                # Not held while the next line is awaited: it may be a megabyte-long list.
+                self._sending, self._next, self._inflight = [], 0, 0
             if not self.queued:
                 self._drained.set()
 
-    async def _send(self, parts: list[bytes | bytearray | memoryview]) -> None:
-        """Write every part in as few system calls as the peer's room allows: one
-        ``writev`` for all that fits, a wait for room only when none is left (a stream's
-        ``send_all`` per part would pass through the loop once for each)."""
+    async def _send(self) -> None:
+        """Write every part of ``_sending`` in as few system calls as the peer's room
+        allows: one ``writev`` for all that fits, a wait for room only when none is left
+        (a stream's ``send_all`` per part would pass through the loop once for each)."""
         fd = self._fd
-        left = [part for part in parts if len(part)]
-        start = 0
-        while start < len(left) and not self._closed:
+        left = self._sending
+        while not self._closed:
+            start = self._next
+            while start < len(left) and not len(left[start]):
+                start += 1  # written, taken back, or an empty buffer
+            self._next = start
+            if start == len(left):
+                return
             try:
                 done = os.writev(fd, left[start : start + _MAX_PARTS])
             except BlockingIOError:
                 await trio.lowlevel.wait_writable(fd)
                 continue
+            self._inflight -= done
             while done:
                 first = left[start]
                 if done < len(first):
                     left[start] = memoryview(first)[done:]
                     break
                 done -= len(first)
+                left[start] = b""  # not held once written
                 start += 1
+            self._next = start
+            self._made_room()
 
     def close(self) -> None:
         """Wake anyone waiting for room or a drain; nothing more will be written (its

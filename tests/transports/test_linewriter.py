@@ -48,23 +48,24 @@ async def test_a_slow_reader_makes_the_writer_task_catch_up_and_bounds_memory() 
     r, w = pipe()
     writer = LineWriter(w, w.fileno(), limit=256 * 1024)
     chunk = b"x" * 9_999
-    total = 0
+    total = 40 * (len(chunk) + 1)
+
+    async def reader() -> None:
+        nonlocal total
+        while total:
+            await trio.sleep(0.001)  # slower than the writer
+            total -= len(await r.receive_some(65536))
+
     async with trio.open_nursery() as nursery:
         nursery.start_soon(writer.run)
-        # Far more than a pipe holds: the rest waits in the writer's queue.
-        for _ in range(40):
-            await writer.wait_room()
-            writer.put(chunk)
-            total += len(chunk) + 1
-            assert writer.queued <= 256 * 1024 + len(chunk) + 1
-
-        async def reader() -> None:
-            nonlocal total
-            while total:
-                total -= len(await r.receive_some(65536))
-
+        nursery.start_soon(reader)
+        # Far more than a pipe holds: the rest waits in the writer, in its queue or
+        # being written, until the reader takes it.
         with trio.fail_after(10):
-            nursery.start_soon(reader)
+            for _ in range(40):
+                await writer.wait_room()
+                writer.put(chunk)
+                assert writer.queued <= 256 * 1024 + len(chunk) + 1
             await writer.drain()
             while total:
                 await trio.sleep(0.01)
@@ -141,3 +142,33 @@ async def test_big_and_small_lines_come_out_whole_and_in_order(
             nursery.cancel_scope.cancel()
     assert bytes(got) == expected
     assert writer.queued == 0
+
+
+async def test_a_line_taken_back_unbegun_is_never_written_and_a_begun_one_ends_whole() -> None:
+    r, w = pipe()
+    writer = LineWriter(w, w.fileno(), limit=1 << 20)
+    first, begun, queued, sending = (bytes([c]) * 200_000 for c in b"abcd")
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(writer.run)
+        writer.put(first)  # fills the pipe; the writer task is left with the rest
+        await trio.testing.wait_all_tasks_blocked()
+        own_begun = writer.put_own(begun)
+        own_queued = writer.put_own(queued)
+        assert own_begun is not None and own_queued is not None
+        held = writer.queued
+        assert writer.withdraw(own_queued)  # still in the queue
+        assert writer.queued == held - 200_001
+        own_sending = writer.put_own(sending)
+        assert own_sending is not None
+        with trio.fail_after(10):
+            # The writer task takes the rest of the queue once ``first`` is written, and
+            # begins ``begun``: ``sending`` is now the one it is writing next.
+            assert await read_exactly(r, 200_001) == b"a" * 200_000 + b"\n"
+            await trio.testing.wait_all_tasks_blocked()
+            assert not writer.withdraw(own_begun)
+            assert writer.withdraw(own_sending)
+            assert writer.queued <= 200_001
+            writer.put(b"end")
+            got = await read_exactly(r, 200_001 + 4)
+        assert got == b"b" * 200_000 + b"\nend\n"
+        nursery.cancel_scope.cancel()

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import signal
 from collections.abc import AsyncIterator, Callable, Mapping
+from functools import partial
 from typing import Final
 
 import trio
@@ -32,6 +33,7 @@ from ..linewriter import LineWriter, batch
 from ..pace import ReadPace
 from ..pending import Pending
 from . import pidgroup
+from .call_lines import CallLines
 from .child import ChildProcess, signal_group
 from .exits import exit_reason
 from .loopback_relay import relay_loopback
@@ -74,6 +76,7 @@ class StdioTransport(Transport):
         stdin = process.stdin
         assert stdin is not None
         self._writer = LineWriter(stdin, stdin.fileno(), _MAX_BUFFERED, line_fault)
+        self._calls = CallLines(self._writer, self._call_failed)
         self._stderr = StderrLog(alias, params.stderr_tail, on_stderr)
         self._stdout_eof = trio.Event()
         self._stderr_eof = trio.Event()
@@ -158,16 +161,28 @@ class StdioTransport(Transport):
         if self.error is not None:
             raise self.error
         rid = self._ids.next()
+        # Made when there is room for it on the server's stdin (``CallLines``).
+        make: Callable[[], bytes]
         if type(params) is SplicedCall:
             # One line of JSON by the way it is built: it needs no check.
-            self._writer.put_spliced(params.shape.request(rid, params.arguments, params.token))
+            make = partial(params.shape.request, rid, params.arguments, params.token)
         else:
-            self._put(rpc.encode_request(rid, method, params), method)
+            make = partial(self._request_line, rid, method, params)
+        self._calls.put(rid, make)
         self._pending.expect(rid, reply)
         return rid
 
+    @property
+    def stdin_queued(self) -> int:
+        """The bytes waiting for the server to read them from its stdin."""
+        return self._writer.queued
+
     def forget(self, rid: rpc.Id, reason: str) -> None:
-        if self._pending.forget(rid) and self.error is None:
+        if not self._pending.forget(rid):
+            return
+        if self._calls.take_back(rid):
+            return  # none of it reached the server: there is nothing to cancel
+        if self.error is None:
             with contextlib.suppress(rpc.RPCError):
                 self._put(
                     rpc.encode_notification(
@@ -175,6 +190,12 @@ class StdioTransport(Transport):
                     ),
                     "notifications/cancelled",
                 )
+
+    def _request_line(self, rid: rpc.Id, method: str, params: Params) -> bytes:
+        return self._checked(rpc.encode_request(rid, method, params), method)
+
+    def _call_failed(self, rid: rpc.Id, error: rpc.RPCError) -> None:
+        self._pending.resolve(rid, None, error)
 
     async def notify(
         self, method: str, params: Params, *, headers: Mapping[str, str] | None = None
@@ -193,9 +214,13 @@ class StdioTransport(Transport):
         self._put(data, "a message")
 
     def _put(self, line: bytes, what: str) -> None:
-        fault = self._writer.put(line)
+        self._writer.put_spliced(self._checked(line, what))
+
+    def _checked(self, line: bytes, what: str) -> bytes:
+        """``line``, if it is one line of JSON; else rpc.RPCError."""
+        fault = line_fault(line)
         if fault is None:
-            return
+            return line
         # A bug in mcpd, not in the server: the child must never get a broken line.
         logger.error(
             "%s: did not send %s to the server: %s (a fault in mcpd)",
@@ -296,6 +321,7 @@ class StdioTransport(Transport):
         if self.error is not None:
             return
         self.error = error
+        self._calls.clear()
         self._pending.fail_all(error)
         self.closed.set()
 
