@@ -71,12 +71,24 @@ class Health:
         self._interval = interval
         self._probe_timeout = probe_timeout
         self._on_probe = on_probe
-        self.suspect = False
+        self._suspect = False
+        self._suspected = trio.Event()
         self.next_check = math.inf
         self._answered_at = answered_at
         self._token_work = token_work
         self._doubts: deque[Doubt] = deque()  # in the order they ran out of time
         self._doubted = trio.Event()
+
+    @property
+    def suspect(self) -> bool:
+        """Whether a liveness probe is asked for."""
+        return self._suspect
+
+    @suspect.setter
+    def suspect(self, value: bool) -> None:
+        self._suspect = value
+        if value:
+            self._suspected.set()
 
     def schedule(self) -> None:
         every = self._interval()
@@ -106,6 +118,23 @@ class Health:
             await self._liveness(up)
         if self._breaker.poll(now) == "half_open":
             await self._half_open(up)
+
+    async def probe_meanwhile(self, up: Upstream) -> None:
+        """A liveness probe as soon as one is asked for, until cancelled: for while the
+        server's task waits for a request of its own (a list, each within
+        ``list_timeout``), which the probe would otherwise wait behind, far past its
+        own deadline. Raises TransportError as ``tend`` does."""
+        while True:
+            if not self._suspect:
+                self._suspected = trio.Event()
+                await self._suspected.wait()
+                continue
+            self._suspect = False
+            try:
+                await self._liveness(up)
+            except trio.Cancelled:
+                self._suspect = True  # not judged: ``tend`` probes again
+                raise
 
     def doubt(self, doubt: Doubt) -> None:
         """A call ran out of time: whether that counts waits for what the server

@@ -204,6 +204,16 @@ class Session:
         if self._logs.due:
             await self._logs.tend(up)
 
+    async def _ask_probing(self, up: Upstream) -> None:
+        """``_ask``, with a liveness probe asked for meanwhile sent at once: a call that
+        ran out of time at a server that stopped answering ends the session within the
+        probe's deadline, not the list's."""
+        with single_exceptions():
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._health.probe_meanwhile, up)
+                await self._ask(up)
+                nursery.cancel_scope.cancel()
+
     async def _tend(self, up: Upstream, transport: Transport) -> None:
         self._health.schedule()
         while True:
@@ -215,7 +225,7 @@ class Session:
             self._policy.refresh(now)
             await self._health.tend(up, now)
             try:
-                await self._ask(up)
+                await self._ask_probing(up)
             except RanOut as exc:
                 # Counted as a call that ran out of time is: a probe is asked for, and
                 # a server that answers nothing at all is found out by it.

@@ -1,9 +1,11 @@
 """A 2026-07-28 stdio MCP server that stops reading its stdin after it lists its tools,
 until something is written to the FIFO its argument names; then it reads on. Its tool
 ``report`` answers with what it read from then on (each line's method and id, or that
-the line was not JSON), and ``pad`` with "ok". Plain stdlib, so it starts fast.
+the line was not JSON), and ``pad`` with "ok". With ``--changed`` it says its tool
+list changed just before it stops reading, so that mcpd asks for the list again and
+waits for it. Plain stdlib, so it starts fast.
 
-    python deaf_server.py FIFO
+    python deaf_server.py FIFO [--changed]
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ def main() -> None:
             send(rid, {**found, "resultType": "complete", "ttlMs": HOUR_MS})
         elif method == "tools/list":
             send(rid, {"tools": TOOLS, "resultType": "complete", "ttlMs": HOUR_MS})
+            if deaf and "--changed" in sys.argv:
+                changed = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+                sys.stdout.write(json.dumps(changed) + "\n")
+                sys.stdout.flush()
             if deaf:
                 with open(sys.argv[1], "rb") as fifo:
                     fifo.read()
