@@ -81,6 +81,7 @@ class BreakerStatus(msgspec.Struct, frozen=True):
     reason: str | None
     since: float | None
     retry_at: float | None
+    failed_at: float | None = None  # the last failure counted
 
 
 class Breaker:
@@ -89,6 +90,7 @@ class Breaker:
         "_consecutive",
         "_cooldown",
         "_epoch",
+        "_failed_at",
         "_kept_reason",
         "_on_transition",
         "_probe_out",
@@ -115,6 +117,7 @@ class Breaker:
         self._state: State = "closed"
         self._epoch = 0
         self._consecutive = 0
+        self._failed_at: float | None = None
         self._total_failures = 0
         self._times_opened = 0
         self._reason: str | None = None
@@ -170,11 +173,13 @@ class Breaker:
             return
         if self._state == "closed":
             self._consecutive += 1
+            self._failed_at = now
             self._reason = self._kept_reason(reason)
             if self._consecutive >= self.config.failure_threshold:
                 self._open(now, self._reason)
         elif self._state == "half_open" and self._probe_out:
             self._consecutive += 1
+            self._failed_at = now
             self._reason = self._kept_reason(reason)
             self._probe_out = False
             self._open(now, self._reason)
@@ -209,6 +214,7 @@ class Breaker:
             reason=self._reason,
             since=self._since,
             retry_at=self._pending_retry(),
+            failed_at=self._failed_at,
         )
 
     def _open(self, now: float, reason: str) -> None:

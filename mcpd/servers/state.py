@@ -68,7 +68,7 @@ def server_state(d: Downtime, breaker: Breaker, now: float) -> str:
         b = breaker.poll(now)
         if b != "closed":
             return b
-        return "degraded" if breaker.status(now).consecutive_failures else "ready"
+        return "degraded" if failed_lately(d, breaker, now) else "ready"
     if phase == "waiting":
         if d.unreachable:
             return "unreachable"
@@ -76,6 +76,19 @@ def server_state(d: Downtime, breaker: Breaker, now: float) -> str:
         crashed = d.process and not d.not_started
         return "crash_loop" if crashed and d.policy.in_crash_loop else "failed"
     return phase
+
+
+def failed_lately(d: Downtime, breaker: Breaker, now: float) -> bool:
+    """Whether a failure that no success has followed yet is recent: within
+    ``stable_after``, the time a server must stay up for its deaths to be forgotten.
+    Its breaker still counts it; a server without calls is not shown failing for ever."""
+    st = breaker.status(now)
+    last = st.failed_at
+    return (
+        bool(st.consecutive_failures)
+        and last is not None
+        and now - last < d.policy.config.stable_after
+    )
 
 
 def outage_of(
@@ -140,8 +153,8 @@ def status_row(
         # session (which may still be up).
         since = b.since if b.since is not None else since
         last_error = b.reason or last_error
-    elif last_error is None and b.consecutive_failures:
-        last_error = b.reason  # degraded: what the last failed call met
+    elif last_error is None and r.state == "degraded":
+        last_error = b.reason  # what the last failed call met
     return {
         "alias": r.alias,
         "transport": r.transport_kind,

@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 import trio
+import trio.testing
 from msgspec import UNSET
 
 from mcpd.config.load import parse
@@ -126,6 +127,24 @@ async def test_failed_calls_open_the_breaker_at_the_threshold_and_the_tools_say_
     assert isinstance(tool.description, str) and "unavailable: s" in tool.description
     assert len(world.changes) > told
     assert p.stats.snapshot().errors == 3
+
+
+async def test_a_failed_call_shows_the_server_degraded_for_stable_after_then_ready(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    world = Parts(stdio(), stable_after=30.0)
+    p = world.parts
+    p.downtime.set_phase("connected")
+    p.availability_failure(1.0, "timed out", p.breaker.allow(trio.current_time()).ticket)
+    row = p.status()
+    assert (row["state"], row["last_error"]) == ("degraded", "timed out")
+    await trio.sleep(29.0)
+    assert p.status()["state"] == "degraded"
+    await trio.sleep(1.0)
+    # No call since: the failure is no longer recent, though the breaker still counts it.
+    row = p.status()
+    assert (row["state"], row["last_error"]) == ("ready", None)
+    assert p.breaker.status(trio.current_time()).consecutive_failures == 1
 
 
 async def test_why_calls_failed_is_one_line_in_the_breakers_status() -> None:
