@@ -217,6 +217,9 @@ class Session:
     async def _tend(self, up: Upstream, transport: Transport) -> None:
         self._health.schedule()
         while True:
+            # Made before the work below, which awaits: news that comes meanwhile (the
+            # transport closing, a wake) is then still there to wait for.
+            self._wake = trio.Event()
             now = trio.current_time()
             if self._closed:
                 raise transport.error or TransportError("closed")
@@ -233,13 +236,12 @@ class Session:
             deadline = min(
                 self._health.next_wake(self._policy, now), self._prompt_resources.waits_until()
             )
-            self._wake = trio.Event()
             if (
                 self._health.suspect
                 or self._tool_list.due
                 or self._prompt_resources.due
                 or self._logs.due
             ):
-                continue  # asked for while the loop was busy: that wake-up is gone
+                continue  # asked for while the loop was busy
             with trio.move_on_at(deadline):
                 await self._wake.wait()
