@@ -111,7 +111,9 @@ class LineWriter:
 
     @property
     def has_room(self) -> bool:
-        return self.queued < self.limit
+        """Whether a line put now would be written (in turn) with less than ``limit``
+        before it."""
+        return self.queued < self.limit and self.error is None and not self._closed
 
     def _queue(self, line: bytes | memoryview, end: bytes = b"\n") -> None:
         """Add ``line`` and ``end`` (a newline, unless more of the line follows) at the
@@ -304,7 +306,7 @@ class LineWriter:
 
     def _made_room(self) -> None:
         self._room.set()
-        if self.on_room is not None and self.queued < self.limit:
+        if self.on_room is not None and self.has_room:
             self.on_room()
 
     def _wake_writer(self) -> None:
