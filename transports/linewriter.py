@@ -85,6 +85,7 @@ class LineWriter:
         self._busy = False
         self._ready = trio.Event()
         self._room = trio.Event()
+        self._room_waiters = 0  # tasks in ``wait_room``: a flush tells them of room
         self._drained = trio.Event()
         self._drained.set()
         self._held = False
@@ -261,7 +262,8 @@ class LineWriter:
     def flush(self) -> None:
         """Write what a batch held back: at once if possible, else by the writer task."""
         self._flush()
-        self._made_room()
+        if self._room_waiters or self.on_room is not None:
+            self._made_room()
 
     def _flush(self) -> None:
         self._held = False
@@ -321,7 +323,11 @@ class LineWriter:
         while self.queued > most and self.error is None and not self._closed:
             if self._room.is_set():  # a new one, but not under another waiter's feet
                 self._room = trio.Event()
-            await self._room.wait()
+            self._room_waiters += 1
+            try:
+                await self._room.wait()
+            finally:
+                self._room_waiters -= 1
 
     async def drain(self) -> None:
         await self._drained.wait()

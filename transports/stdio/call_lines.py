@@ -32,17 +32,22 @@ class CallLines:
         # Calls whose lines are queued and none of them written yet; an entry goes as
         # the writer lets go of the line (written, or begun) or the call takes it back.
         self._queued: dict[rpc.Id, weakref.ref[memoryview]] = {}
-        writer.on_room = self.room
 
-    def put(self, rid: rpc.Id, make: Callable[[], bytes]) -> None:
-        """Queue the line ``make`` makes for call ``rid`` now if there is room (raising
-        what ``make`` raises), else once there is, after the calls waiting before it."""
-        if self._waiting or not self._writer.has_room:
-            self._waiting[rid] = make
-        else:
-            self._queue(rid, make())
+    @property
+    def waiting(self) -> bool:
+        """Whether calls wait for room: a new one waits behind them."""
+        return bool(self._waiting)
 
-    def _queue(self, rid: rpc.Id, line: bytes) -> None:
+    def wait(self, rid: rpc.Id, make: Callable[[], bytes]) -> None:
+        """Queue the line ``make`` makes for call ``rid`` once there is room, after the
+        calls waiting before it."""
+        self._waiting[rid] = make
+        # Told of room only while someone waits for it: a flush is on every call's way.
+        self._writer.on_room = self.room
+        self.room()
+
+    def queue(self, rid: rpc.Id, line: bytes) -> None:
+        """Queue call ``rid``'s line now; it may be taken back until any of it is written."""
         own = self._writer.put_own(line)
         if own is not None:
             queued = self._queued
@@ -70,7 +75,9 @@ class CallLines:
             except rpc.RPCError as exc:
                 self._fail(rid, exc)
             else:
-                self._queue(rid, line)
+                self.queue(rid, line)
+        if not waiting:
+            writer.on_room = None
 
     def clear(self) -> None:
         """Nothing more will be written: let the waiting calls' arguments go."""

@@ -161,14 +161,20 @@ class StdioTransport(Transport):
         if self.error is not None:
             raise self.error
         rid = self._ids.next()
-        # Made when there is room for it on the server's stdin (``CallLines``).
-        make: Callable[[], bytes]
+        # Past the bound, the line is made when there is room for it (``CallLines``).
+        now = not self._calls.waiting and self._writer.has_room
         if type(params) is SplicedCall:
             # One line of JSON by the way it is built: it needs no check.
-            make = partial(params.shape.request, rid, params.arguments, params.token)
+            if now:
+                self._calls.queue(rid, params.shape.request(rid, params.arguments, params.token))
+            else:
+                self._calls.wait(
+                    rid, partial(params.shape.request, rid, params.arguments, params.token)
+                )
+        elif now:
+            self._calls.queue(rid, self._request_line(rid, method, params))
         else:
-            make = partial(self._request_line, rid, method, params)
-        self._calls.put(rid, make)
+            self._calls.wait(rid, partial(self._request_line, rid, method, params))
         self._pending.expect(rid, reply)
         return rid
 
