@@ -258,7 +258,10 @@ async def test_a_server_that_dies_at_its_limit_is_an_outage_that_names_it(tmp_pa
             await wait_ready(agent, "hostile", "steady")
             result = await agent.call("mcp__hostile__die_allocating", {"bytes": 1 << 30})
             assert result["isError"] is True
-            assert "it reached its limit servers.hostile.limits.memory = 256 MiB" in text(result)
+            assert (
+                "its last error on stderr says it reached its limit "
+                "servers.hostile.limits.memory = 256 MiB"
+            ) in text(result)
             rows = await d.status()
             assert "servers.hostile.limits.memory = 256 MiB" in rows["hostile"]["last_error"]
             assert text(await agent.call("mcp__steady__tool0", {"text": "a"})) == "tool0:a"

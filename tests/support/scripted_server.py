@@ -47,6 +47,16 @@ p.add_argument(
     help="with --die-on-call: a helper writes this to stderr just after the server exits "
     "(a traceback's last line that is still in flight as the exit is seen)",
 )
+p.add_argument(
+    "--die-saying",
+    help="with --die-on-call: these lines (separated by newlines) on stderr as it dies",
+)
+p.add_argument("--die-status", type=int, default=3, help="with --die-on-call: its exit status")
+p.add_argument(
+    "--fork-until-refused",
+    action="store_true",
+    help="with --die-on-call: first start sleeping children until a fork fails",
+)
 p.add_argument("--hang-on-call", action="store_true")
 p.add_argument("--slow", type=float, default=0.0, help="seconds before answering tools/call")
 p.add_argument("--big", type=int, default=0, help="size of the text tools/call returns")
@@ -310,15 +320,28 @@ def malformed_reply(rid) -> None:
         sys.stdout.buffer.flush()
 
 
+def fork_until_refused() -> None:
+    """Children that sleep until the server's group is killed, as many as it may start."""
+    try:
+        while os.fork() != 0:
+            pass
+    except OSError:
+        return
+    time.sleep(60)
+    os._exit(0)
+
+
 def call_tool(rid, params: dict) -> None:
     if args.die_on_call:
-        print("dying on purpose", file=sys.stderr, flush=True)
+        if args.fork_until_refused:
+            fork_until_refused()
+        print(args.die_saying or "dying on purpose", file=sys.stderr, flush=True)
         if args.last_words and os.fork() == 0:
             os.close(1)
             time.sleep(0.1)
             os.write(2, args.last_words.encode() + b"\n")
             os._exit(0)
-        os._exit(3)
+        os._exit(args.die_status)
     if args.hang_on_call:
         return
     if args.close_stdout_on_call:

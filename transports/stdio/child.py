@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 
 import trio
@@ -27,8 +28,13 @@ class ChildProcess:
         stdout: trio.lowlevel.FdStream | None,
         stderr: trio.lowlevel.FdStream | None,
         token: str = "",
+        started: float | None = None,
     ) -> None:
         self._popen = popen
+        # On ``time.monotonic``: its start, and when its exit was first seen. An exit
+        # status cannot say how long a process ran; these bound it from above.
+        self.started = time.monotonic() if started is None else started
+        self.exit_seen: float | None = None
         # What its descendants carry in their environment (launch.START_MARK).
         self.token = token
         self.stdin = stdin
@@ -43,6 +49,9 @@ class ChildProcess:
         self.unprotected: str | None = None
         self.covered: tuple[Identity, ...] = ()  # ``Plan.covered``
         self.join: str | None = None  # the cgroup it joined (``pidgroup``)
+        # The forks that cgroup had refused before it started: the cgroup of a server
+        # whose last start left processes behind is kept, with its count.
+        self.refused_before = 0
         # Its namespace and listeners for the host ports it may reach (``netns``).
         self.host_loopback: HostLoopback | None = None
 
@@ -69,13 +78,25 @@ class ChildProcess:
 
     @property
     def returncode(self) -> int | None:
-        return self._popen.poll()
+        return self._seen(self._popen.poll())
+
+    @property
+    def lived(self) -> float | None:
+        """Seconds from its start until its exit was seen (None: not seen yet)."""
+        return None if self.exit_seen is None else self.exit_seen - self.started
 
     async def wait(self) -> int:
         async with self._wait_lock:
             if self._popen.poll() is None:
                 await _wait_exit(self._popen)
-            return self._popen.wait()
+            code = self._popen.wait()
+            self._seen(code)
+            return code
+
+    def _seen(self, code: int | None) -> int | None:
+        if code is not None and self.exit_seen is None:
+            self.exit_seen = time.monotonic()
+        return code
 
     def send_signal(self, sig: int) -> None:
         if self._popen.poll() is None:
@@ -136,4 +157,4 @@ def adopt(child: Launched) -> ChildProcess:
         trio.lowlevel.FdStream(fd) if fd >= 0 else None
         for fd in (child.stdin, child.stdout, child.stderr)
     )
-    return ChildProcess(child.popen, stdin, stdout, stderr, child.token)
+    return ChildProcess(child.popen, stdin, stdout, stderr, child.token, child.started)

@@ -28,6 +28,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final, NamedTuple
 
@@ -51,13 +52,14 @@ START_MARK: Final = "MCPD_SERVER_START"
 
 class Launched(NamedTuple):
     """A started child and mcpd's ends of its pipes (-1 for a pipe not asked for);
-    ``token`` is its ``START_MARK``."""
+    ``token`` is its ``START_MARK``; ``started`` its start on ``time.monotonic``."""
 
     popen: subprocess.Popen[bytes]
     stdin: int
     stdout: int
     stderr: int
     token: str
+    started: float
 
 
 def _armer() -> str | None:
@@ -160,6 +162,7 @@ def launch(
     command cannot be started, also for arguments, a variable or a directory the system
     cannot be given.
     """
+    started = time.monotonic()
     ours: list[int] = []
     theirs: list[int | None] = []
     passed: list[int] = []
@@ -224,7 +227,7 @@ def launch(
     for fd in theirs:
         if fd is not None:
             os.close(fd)
-    return Launched(popen, ours[0], ours[1], ours[2], token)
+    return Launched(popen, ours[0], ours[1], ours[2], token, started)
 
 
 def signal_group(pgid: int, sig: int) -> None:

@@ -99,6 +99,34 @@ def procs_file(alias: str, limit: int) -> str | None:
     return os.path.join(group, "cgroup.procs")
 
 
+def refused(procs: str) -> int | None:
+    """How many forks ``procs``'s cgroup has refused at its ``pids.max`` since it was
+    made (its ``pids.events``), or None when that cannot be read."""
+    try:
+        with open(os.path.join(os.path.dirname(procs), "pids.events")) as f:
+            for line in f:
+                name, _, count = line.partition(" ")
+                if name == "max":
+                    return int(count)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def cpu_seconds(procs: str) -> float | None:
+    """The CPU time the processes of ``procs``'s cgroup have used, or None where the
+    cgroup does not count it (a v1 pids cgroup counts nothing but processes)."""
+    try:
+        with open(os.path.join(os.path.dirname(procs), "cpu.stat")) as f:
+            for line in f:
+                name, _, value = line.partition(" ")
+                if name == "usage_usec":
+                    return int(value) / 1e6
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def release(procs: str) -> None:
     """Remove a server's cgroup once its processes are gone (left for the next start of
     the same server, or the next mcpd, when some are still on their way out)."""

@@ -14,7 +14,7 @@ import trio
 from protocol.logfields import log_extra
 
 from ..errors import SpawnError
-from . import early, netns
+from . import early, netns, pidgroup
 from .child import ChildProcess, adopt, signal_group, spawn
 from .sandbox import Identity, Sandbox, SandboxError, Starter
 from .sandbox_host import command_line, probe
@@ -57,6 +57,7 @@ def start(
         wrapped, sandbox_args, covered = plan.wrapped, plan.sandbox_args, plan.covered
         if wrapped and sandbox.network:
             _say_unscoped()
+    refused_before = pidgroup.refused(join) if join is not None else None
     started = early.take(argv, env, cwd)
     try:
         if started is not None:
@@ -75,6 +76,7 @@ def start(
     proc.unprotected = unprotected
     proc.covered = covered
     proc.join = join
+    proc.refused_before = refused_before or 0
     return proc
 
 

@@ -35,7 +35,7 @@ from ..pending import Pending
 from . import pidgroup
 from .call_lines import CallLines
 from .child import ChildProcess, signal_group
-from .exits import exit_reason
+from .exits import Ending, exit_reason
 from .loopback_relay import relay_loopback
 from .params import StdioParams, child_environment
 from .process import start, stop_process
@@ -320,7 +320,13 @@ class StdioTransport(Transport):
     def _exit_error(self) -> TransportClosed:
         proc = self.process
         limits = proc.sandbox.limits if proc.sandbox is not None else None
-        reason = exit_reason(proc.returncode, limits, self._stderr.tail, sandboxed=proc.wrapped)
+        reason = exit_reason(
+            proc.returncode,
+            limits,
+            self._stderr.tail,
+            sandboxed=proc.wrapped,
+            ending=_ending(proc),
+        )
         return self._error(reason)
 
     def _close(self, error: TransportError) -> None:
@@ -330,6 +336,18 @@ class StdioTransport(Transport):
         self._calls.clear()
         self._pending.fail_all(error)
         self.closed.set()
+
+
+def _ending(proc: ChildProcess) -> Ending:
+    """What the kernel kept of the server's end: its cgroup's counts, where it has one."""
+    if proc.join is None:
+        return Ending(lived=proc.lived)
+    refused = pidgroup.refused(proc.join)
+    return Ending(
+        refused_forks=None if refused is None else refused - proc.refused_before,
+        cpu_seconds=pidgroup.cpu_seconds(proc.join),
+        lived=proc.lived,
+    )
 
 
 @contextlib.asynccontextmanager

@@ -252,12 +252,15 @@ def test_limits_are_set_inside_the_namespaces() -> None:
 def test_a_limit_reached_is_named_in_the_exit_reason() -> None:
     limits = Limits(memory=1 << 30, cpu=5, keys={"memory": "servers.hog.limits.memory"})
     assert exit_reason(1, limits, ["Traceback", "MemoryError"], sandboxed=True) == (
-        "exited with status 1: it reached its limit servers.hog.limits.memory = 1 GiB"
+        "exited with status 1: its last error on stderr says it reached its limit "
+        "servers.hog.limits.memory = 1 GiB"
     )
-    assert exit_reason(128 + signal.SIGXCPU, limits, [], sandboxed=True) == (
+    assert exit_reason(-signal.SIGXCPU, limits, [], sandboxed=False) == (
         "was killed by SIGXCPU: it reached its limit limits.cpu = 5 s"
     )
-    assert exit_reason(128 + 9, limits, [], sandboxed=True) == "was killed by SIGKILL"
+    assert exit_reason(128 + 9, limits, [], sandboxed=True) == (
+        "exited with status 137 (as a process killed by SIGKILL would)"
+    )
     assert exit_reason(137, limits, [], sandboxed=False) == "exited with status 137"
     # No limit in force, no claim.
     assert exit_reason(1, Limits(), ["MemoryError"], sandboxed=True) == "exited with status 1"
