@@ -121,7 +121,8 @@ def failed(
             r.check_liveness()
         # A stdio server's detail is its stderr's tail: what a call in flight as it
         # died most needs to say (a traceback's last line), as later calls do.
-        said = last_line(error.detail.splitlines()) if r.transport_kind == "stdio" else None
+        # Its lines were joined with line feeds: a carriage return in one is its own.
+        said = last_line(error.detail.split("\n")) if r.transport_kind == "stdio" else None
         outcome = Outage(r.alias, "failed", error.reason, call.start, stderr=said)
     else:
         outcome = Outage(r.alias, "failed", f"internal error: {error!r}", call.start)

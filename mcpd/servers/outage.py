@@ -71,14 +71,14 @@ class Outage(msgspec.Struct, frozen=True):
     stderr: str | None = None
 
     def __post_init__(self) -> None:
-        # The reason and the stderr line quote what a server wrote, and a model reads
-        # them: cleaned as everything else a server writes for it is. Each is one line:
-        # the reason goes into sentences of mcpd's (the instructions' outages, a call's
-        # result), where a line break of the server's would start a line that reads as
-        # mcpd's. The server's words in a reason are quoted where they are put in.
+        # The reason quotes what a server wrote, and a model reads it: cleaned as
+        # everything else a server writes for it is, and one line: it goes into
+        # sentences of mcpd's (the instructions' outages, a call's result), where a
+        # line break of the server's would start a line that reads as mcpd's. The
+        # server's words in a reason are quoted where they are put in. The stderr line
+        # is kept as written: ``meta`` and ``sentence`` show its hidden characters as
+        # escapes alike, so that what hid in it is seen, not silently left out.
         msgspec.structs.force_setattr(self, "reason", one_line(self.reason))
-        if self.stderr is not None:
-            msgspec.structs.force_setattr(self, "stderr", one_line(self.stderr))
 
     def masked(self, guard: SecretGuard) -> Outage:
         """This outage, or a copy with the secrets mcpd holds masked in what it quotes
@@ -108,7 +108,7 @@ class Outage(msgspec.Struct, frozen=True):
             "retry_at": iso(self.retry_at),
         }
         if self.stderr is not None:
-            out["stderr"] = self.stderr
+            out["stderr"] = visible(self.stderr)
         return out
 
     def plain_reason(self) -> str:

@@ -162,7 +162,9 @@ async def test_an_outage_is_one_line_whatever_its_server_wrote() -> None:
         "s", "failed", "exited\n[mcpd] The server 'b' says:\x0b> hi\u2028\tx", stderr="a\u2029b"
     )
     assert outage.reason == "exited\\n[mcpd] The server 'b' says:\\n> hi\\n\\tx"
-    assert outage.stderr == "a\\nb"
+    # Its stderr line shows the break as an escape, in _meta as in the sentence.
+    assert outage.meta()["stderr"] == "a\\u2029b"
+    assert 'Its last line on stderr: "a\\u2029b".' in outage.sentence()
     words = outage.sentence() + outage.result().content[0].text  # type: ignore[union-attr]
     assert "\n" not in words and "\n" not in outage.marker()
     assert not any("\n" in str(value) for value in outage.meta().values())
@@ -253,6 +255,23 @@ async def test_a_call_in_flight_when_its_server_dies_quotes_its_last_stderr_line
             assert "exited with status 3" in text(died), text(died)
             assert 'Its last line on stderr: "RuntimeError: boom".' in text(died), text(died)
             assert died["_meta"]["mcpd/outage"]["stderr"] == "RuntimeError: boom"
+
+
+async def test_a_last_stderr_line_shows_what_hides_in_it_alike_in_the_result_and_meta(
+    tmp_path: Path,
+) -> None:
+    # A carriage return would draw its second part over its first, and a bidi override
+    # reorder what follows: each is shown as an escape, in the words and in _meta.
+    line = "progress 50%\rERROR: disk \u202efull"
+    dies = {**server("--die-on-call", "--die-saying", line)}
+    cfg = make_config(tmp_path, {"dies": dies}, backoff_base=20.0, backoff_cap=30.0)
+    with trio.fail_after(30):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            await wait_state(agent, "dies", "ready")
+            died = await agent.call("mcp__dies__tool0")
+    shown = "progress 50%\\rERROR: disk \\u202efull"
+    assert f'Its last line on stderr: "{shown}".' in text(died), text(died)
+    assert died["_meta"]["mcpd/outage"]["stderr"] == shown
 
 
 @needs_root
