@@ -69,6 +69,11 @@ p.add_argument(
     help="fork a helper that calls setsid() (leaving the process group) and sleeps; "
     "its pid is written to this file",
 )
+p.add_argument(
+    "--bare-helper",
+    help="as --setsid-helper, through a second fork and with its environment cleared "
+    "(no start mark); its pid is written to this file",
+)
 p.add_argument("--ignore-sigterm", action="store_true")
 p.add_argument("--linger", action="store_true", help="keep running after stdin EOF")
 p.add_argument("--close-stdout-on-call", action="store_true")
@@ -517,6 +522,31 @@ def start_setsid_helper(pid_file: str) -> None:
     os._exit(0)
 
 
+# The bare helper: a program of its own, so that nothing of the server's environment
+# reaches it.
+BARE = (
+    "import os, sys, time\n"
+    "path = sys.argv[1]\n"
+    "with open(path + '.tmp', 'w') as f:\n"
+    "    f.write(f\"{os.getpid()} {os.readlink('/proc/self/ns/pid')}\")\n"
+    "os.rename(path + '.tmp', path)\n"
+    "time.sleep(600)\n"
+)
+
+
+def start_bare_helper(pid_file: str) -> None:
+    """A helper in a session of its own, its parent gone, without the start mark."""
+    if os.fork() != 0:
+        return
+    os.setsid()
+    if os.fork() != 0:
+        os._exit(0)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.execve(sys.executable, [sys.executable, "-c", BARE, pid_file], {})
+
+
 def main() -> None:
     if args.ignore_sigterm:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -530,6 +560,8 @@ def main() -> None:
             f.write(pid_record(child.pid))
     if args.setsid_helper:
         start_setsid_helper(args.setsid_helper)
+    if args.bare_helper:
+        start_bare_helper(args.bare_helper)
     print(args.stderr_banner, file=sys.stderr, flush=True)
     if args.start_delay:
         time.sleep(args.start_delay)

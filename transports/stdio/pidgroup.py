@@ -7,6 +7,8 @@ the pids hierarchy (cgroup v1, or v2 at its root), made per server and joined by
 server's first process before it execs anything (``launch``), so nothing it starts is
 outside it. A sandboxed server sees the cgroup tree read-only and cannot mount it
 afresh (``sandbox``): its limit, and mcpd's cgroup above it, are not its to change.
+The cgroup also tells of the server what nothing else can: the forks it refused (for
+the exit's reason), and which processes are still the server's once it has stopped.
 No trio here (``transports.stdio.launch``).
 """
 
@@ -14,11 +16,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 from typing import Final
 
 _V1: Final = "/sys/fs/cgroup/pids"
 _V2: Final = "/sys/fs/cgroup"
 _PREFIX: Final = "mcpd-"
+# How many times what is left in a server's cgroup is read and killed at its stop.
+_KILL_ROUNDS: Final = 12
 
 _base: list[str | None] = []  # [where mcpd's server cgroups go, or None], found once
 
@@ -125,6 +130,50 @@ def cpu_seconds(procs: str) -> float | None:
     except (OSError, ValueError):
         pass
     return None
+
+
+def kill_left(procs: str) -> None:
+    """SIGKILL what is still in ``procs``'s cgroup once its server has stopped: a helper
+    that left the server's session and cleared its environment is found by nothing
+    else, but it cannot leave the cgroup. ``cgroup.kill`` (v2) ends them all at once;
+    elsewhere each is killed by its pid, in rounds while any is left, as one may fork
+    between the reading and the killing."""
+    group = os.path.dirname(procs)
+    try:
+        with open(os.path.join(group, "cgroup.kill"), "w") as f:
+            f.write("1")
+        return
+    except OSError:
+        pass
+    for _ in range(_KILL_ROUNDS):
+        try:
+            with open(procs) as f:
+                pids = [int(pid) for pid in f.read().split()]
+        except (OSError, ValueError):
+            return
+        if not pids:
+            return
+        for pid in pids:
+            _kill_member(pid, group)
+
+
+def _kill_member(pid: int, group: str) -> None:
+    """SIGKILL ``pid`` if it is still in ``group``: through a pidfd, so that a pid
+    reused since it was read is never the one killed."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        return
+    try:
+        with open(f"/proc/{pid}/cgroup") as f:
+            paths = [line.rstrip("\n").split(":", 2)[-1] for line in f]
+        root = _V1 if group.startswith(_V1 + "/") else _V2
+        if "/" + os.path.relpath(group, root) in paths:
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+    except OSError:
+        pass
+    finally:
+        os.close(pidfd)
 
 
 def release(procs: str) -> None:

@@ -405,6 +405,8 @@ async def open_stdio_transport(
                         # After the group: what is left of it has moved out of it.
                         await stop_strays(alias, process.token, process.pid, params.term_grace)
                         if process.join is not None:
+                            # What is left there found no other way out: its cgroup holds it.
+                            pidgroup.kill_left(process.join)
                             pidgroup.release(process.join)
                     nursery.cancel_scope.cancel()
     finally:
