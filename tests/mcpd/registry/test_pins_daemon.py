@@ -473,7 +473,8 @@ async def test_with_on_finding_hold_a_flagged_tool_is_held_until_approved(tmp_pa
             assert called["content"][0]["text"] == "called create"
 
 
-async def test_an_outage_quotes_a_server_s_words_cleaned(tmp_path: Path) -> None:
+async def test_an_outage_quotes_a_server_s_words_with_escapes(tmp_path: Path) -> None:
+    from protocol.visible import quote
     from tests.support.hostile_text_server import HOSTILE
 
     hostile = str(Path(SERVER).with_name("hostile_text_server.py"))
@@ -489,7 +490,8 @@ async def test_an_outage_quotes_a_server_s_words_cleaned(tmp_path: Path) -> None
     for seen in (text, said):
         for ch in (*INVISIBLE, "\r", "\x07"):
             assert ch not in seen
-    assert "covered link esrever zerowidth" in text
+    # Its stderr line is quoted as its error is: what would act or hide, as escapes.
+    assert f"Its last line on stderr: {quote(HOSTILE)}." in text
     assert HOSTILE not in text
 
 
