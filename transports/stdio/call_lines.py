@@ -12,14 +12,19 @@ line would run into whatever came next.
 
 from __future__ import annotations
 
+import logging
 import weakref
 from collections.abc import Callable
 
 from protocol import jsonrpc as rpc
+from protocol.logfields import log_extra
+from protocol.oneline import line_fault
 
 from ..linewriter import LineWriter
 
-__all__ = ["CallLines"]
+__all__ = ["CallLines", "checked_line"]
+
+logger = logging.getLogger("mcpd.stdio")
 
 
 class CallLines:
@@ -82,3 +87,19 @@ class CallLines:
     def clear(self) -> None:
         """Nothing more will be written: let the waiting calls' arguments go."""
         self._waiting.clear()
+
+
+def checked_line(alias: str, line: bytes, what: str) -> bytes:
+    """``line``, if it is one line of JSON; else rpc.RPCError."""
+    fault = line_fault(line)
+    if fault is None:
+        return line
+    # A bug in mcpd, not in the server: the child must never get a broken line.
+    logger.error(
+        "%s: did not send %s to the server: %s (a fault in mcpd)",
+        alias,
+        what,
+        fault,
+        extra=log_extra(alias, "broken_line", fault),
+    )
+    raise rpc.RPCError(rpc.INTERNAL_ERROR, f"mcpd could not send {what} to {alias}: {fault}")

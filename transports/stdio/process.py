@@ -16,8 +16,10 @@ from protocol.logfields import log_extra
 from ..errors import SpawnError
 from . import early, netns, pidgroup
 from .child import ChildProcess, adopt, signal_group, spawn
+from .exits import Ending
 from .sandbox import Identity, Sandbox, SandboxError, Starter
 from .sandbox_host import command_line, probe
+from .strays import stop_strays
 
 logger = logging.getLogger("mcpd.stdio")
 _said_unscoped: list[str] = []
@@ -136,3 +138,24 @@ async def stop_process(
     signal_group(proc.pid, signal.SIGKILL)
     with trio.move_on_after(term_grace):
         await proc.wait()
+
+
+async def stop_leftovers(process: ChildProcess, alias: str, term_grace: float) -> None:
+    """After its process group: what is left of a server has moved out of the group."""
+    await stop_strays(alias, process.token, process.pid, term_grace)
+    if process.join is not None:
+        # What is left there found no other way out: its cgroup holds it.
+        pidgroup.kill_left(process.join)
+        pidgroup.release(process.join)
+
+
+def ending(proc: ChildProcess) -> Ending:
+    """What the kernel kept of the server's end: its cgroup's counts, where it has one."""
+    if proc.join is None:
+        return Ending(lived=proc.lived)
+    refused = pidgroup.refused(proc.join)
+    return Ending(
+        refused_forks=None if refused is None else refused - proc.refused_before,
+        cpu_seconds=pidgroup.cpu_seconds(proc.join),
+        lived=proc.lived,
+    )

@@ -20,7 +20,6 @@ import trio
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
-from protocol.logfields import log_extra
 from protocol.oneline import line_fault
 from protocol.pacing import HeldBack
 from protocol.splice import SplicedCall
@@ -32,17 +31,15 @@ from ..errors import TransportClosed, TransportError, single_exceptions
 from ..linewriter import LineWriter, batch
 from ..pace import ReadPace
 from ..pending import Pending
-from . import pidgroup
-from .call_lines import CallLines
+from .call_lines import CallLines, checked_line
 from .child import ChildProcess, signal_group
-from .exits import Ending, exit_reason
+from .exits import exit_reason
 from .loopback_relay import relay_loopback
 from .params import StdioParams, child_environment
-from .process import start, stop_process
+from .process import ending, start, stop_leftovers, stop_process
 from .reader import StdoutReader
 from .server_requests import Relays
 from .stderr import StderrLog, read_stderr
-from .strays import stop_strays
 
 __all__ = ["StdioTransport", "open_stdio_transport"]
 
@@ -198,7 +195,7 @@ class StdioTransport(Transport):
                 )
 
     def _request_line(self, rid: rpc.Id, method: str, params: Params) -> bytes:
-        return self._checked(rpc.encode_request(rid, method, params), method)
+        return checked_line(self.alias, rpc.encode_request(rid, method, params), method)
 
     def _call_failed(self, rid: rpc.Id, error: rpc.RPCError) -> None:
         self._pending.resolve(rid, None, error)
@@ -220,24 +217,7 @@ class StdioTransport(Transport):
         self._put(data, "a message")
 
     def _put(self, line: bytes, what: str) -> None:
-        self._writer.put_spliced(self._checked(line, what))
-
-    def _checked(self, line: bytes, what: str) -> bytes:
-        """``line``, if it is one line of JSON; else rpc.RPCError."""
-        fault = line_fault(line)
-        if fault is None:
-            return line
-        # A bug in mcpd, not in the server: the child must never get a broken line.
-        logger.error(
-            "%s: did not send %s to the server: %s (a fault in mcpd)",
-            self.alias,
-            what,
-            fault,
-            extra=log_extra(self.alias, "broken_line", fault),
-        )
-        raise rpc.RPCError(
-            rpc.INTERNAL_ERROR, f"mcpd could not send {what} to {self.alias}: {fault}"
-        )
+        self._writer.put_spliced(checked_line(self.alias, line, what))
 
     async def _write_stdin(self) -> None:
         try:
@@ -325,7 +305,7 @@ class StdioTransport(Transport):
             limits,
             self._stderr.tail,
             sandboxed=proc.wrapped,
-            ending=_ending(proc),
+            ending=ending(proc),
         )
         return self._error(reason)
 
@@ -336,18 +316,6 @@ class StdioTransport(Transport):
         self._calls.clear()
         self._pending.fail_all(error)
         self.closed.set()
-
-
-def _ending(proc: ChildProcess) -> Ending:
-    """What the kernel kept of the server's end: its cgroup's counts, where it has one."""
-    if proc.join is None:
-        return Ending(lived=proc.lived)
-    refused = pidgroup.refused(proc.join)
-    return Ending(
-        refused_forks=None if refused is None else refused - proc.refused_before,
-        cpu_seconds=pidgroup.cpu_seconds(proc.join),
-        lived=proc.lived,
-    )
 
 
 @contextlib.asynccontextmanager
@@ -402,12 +370,7 @@ async def open_stdio_transport(
                             term_grace=params.term_grace,
                         )
                         transport._close(transport._exit_error())
-                        # After the group: what is left of it has moved out of it.
-                        await stop_strays(alias, process.token, process.pid, params.term_grace)
-                        if process.join is not None:
-                            # What is left there found no other way out: its cgroup holds it.
-                            pidgroup.kill_left(process.join)
-                            pidgroup.release(process.join)
+                        await stop_leftovers(process, alias, params.term_grace)
                     nursery.cancel_scope.cancel()
     finally:
         if process.returncode is None:
