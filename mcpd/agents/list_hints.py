@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from typing import Final
 
+from ..registry.spelling import SEARCH_TOOL
+
 LIST_TOOLS: Final = "Call tools/list for the current tools."
+# Where tools/list holds the meta-tools, not the tools: searching finds them.
+SEARCH_TOOLS: Final = f"Call {SEARCH_TOOL} to find the current tools."
 LIST_RESOURCES: Final = "resources/list and resources/templates/list show what can be read."
 # The ``_meta`` key of mcpd's answer to an unknown tool name: what it suggested.
 UNKNOWN_TOOL: Final = "mcpd/unknownTool"

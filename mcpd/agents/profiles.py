@@ -66,6 +66,11 @@ class ProfileServers:
     def closest(self, name: str) -> list[str]:
         return self.view.closest(name)
 
+    @property
+    def lists_tools(self) -> bool:
+        """Whether tools/list holds the tools (else the meta-tools that search them)."""
+        return self.view.mode == "all"
+
     def named(self, name: str) -> list[Entry]:
         """The approved tools of the view whose server's name or curated name is
         ``name``: an agent that calls a tool by the name its server gave it means one of

@@ -11,7 +11,7 @@ from protocol import mcp
 from protocol.visible import visible
 
 from ..registry.shown import Entry
-from .list_hints import LIST_TOOLS, UNKNOWN_TOOL
+from .list_hints import LIST_TOOLS, SEARCH_TOOLS, UNKNOWN_TOOL
 from .profiles import ProfileServers
 
 # Tools of the name called shown by their local names: enough to tell a few servers'
@@ -37,7 +37,8 @@ def unknown_tool(
     near = [n for n in profile.closest(name) if n not in taken]
     shown += [_suggested(profile, n) for n in near]
     hint = f" Did you mean: {', '.join(shown)}?" if shown else ""
-    result = mcp.text_result(f"Unknown tool {_clip(name)!r}.{hint} {LIST_TOOLS}", is_error=True)
+    listing = LIST_TOOLS if profile.lists_tools else SEARCH_TOOLS
+    result = mcp.text_result(f"Unknown tool {_clip(name)!r}.{hint} {listing}", is_error=True)
     # The names suggested, for a program; and the sentence on listing marked as mcpd's,
     # for a client that words it its own way.
     result.meta = {UNKNOWN_TOOL: {"suggested": [*suggested, *near], "named": len(named)}}

@@ -17,7 +17,7 @@ from protocol import jsonrpc as rpc
 from protocol.urls import ascii_hosts
 from protocol.visible import visible
 
-from ..agents.list_hints import LIST_RESOURCES, LIST_TOOLS
+from ..agents.list_hints import LIST_RESOURCES, LIST_TOOLS, SEARCH_TOOLS
 from ..config.model import CONFIG_ERROR, EX_CONFIG
 from ..config.paths import client_socket_path
 from .client import LONG, BadReply, Client, Unreachable
@@ -30,6 +30,7 @@ EXIT_BAD_REPLY = 4
 # The command a person types in place of the method mcpd points an agent at.
 _COMMANDS = {
     LIST_TOOLS: "`mcpd tools` lists the current tools.",
+    SEARCH_TOOLS: "`mcpd tools` lists the current tools.",
     LIST_RESOURCES: "`mcpd resources` lists what can be read.",
 }
 

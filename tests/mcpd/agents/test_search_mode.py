@@ -68,8 +68,14 @@ async def test_a_300_tool_profile_in_search_mode_lists_under_10_tools(tmp_path: 
             assert body["tools"][0]["inputSchema"]["properties"] == {"text": {"type": "string"}}
             assert body["unknown"] == ["mcp__b__nope"]
             assert text(await agent.call("mcp__b__tool7", {"text": "direct"})) == "tool7:direct"
+            # tools/list holds no tools here: an unknown name is pointed at the search.
+            unknown = text(await agent.call("mcp__b__tool700", {}))
+            assert unknown.endswith("Call mcpd_search_tools to find the current tools.")
             bad = await agent.call("mcpd_search_tools", {"limit": 3})
             assert bad["isError"] is True and "query" in text(bad)
+            await agent.use_profile("default")
+            unknown = text(await agent.call("mcp__b__tool700", {}))
+            assert unknown.endswith("Call tools/list for the current tools.")
 
 
 async def test_an_over_long_query_is_answered_with_its_limit_and_one_at_the_limit_searches(

@@ -18,9 +18,14 @@ class Profile:
     """What the agent's profile says of a name it does not list."""
 
     def __init__(
-        self, down: str | None = None, near: list[str] | None = None, listed: int = 0
+        self,
+        down: str | None = None,
+        near: list[str] | None = None,
+        listed: int = 0,
+        lists_tools: bool = True,
     ) -> None:
         self.down, self.near = down, near or []
+        self.lists_tools = lists_tools  # else tools/list holds the meta-tools
         self.asked: list[str] = []
         # ``listed`` servers list a tool ``echo``, as mcp__s0__echo and so on.
         self.listed = [tool_of(f"mcp__s{i}__echo") for i in range(listed)]
@@ -72,6 +77,14 @@ def test_an_unknown_name_gets_the_names_near_it_or_none() -> None:
     )
     assert text(unknown_tool(Profile(), "x")) == (  # type: ignore[arg-type]
         "Unknown tool 'x'. Call tools/list for the current tools."
+    )
+
+
+def test_where_tools_list_holds_the_meta_tools_an_unknown_name_is_pointed_at_search() -> None:
+    searching = Profile(near=["mcp__notes__search"], lists_tools=False)
+    assert text(unknown_tool(searching, "mcp__notes__serch")) == (  # type: ignore[arg-type]
+        "Unknown tool 'mcp__notes__serch'. Did you mean: mcp__notes__search (server "
+        "'notes')? Call mcpd_search_tools to find the current tools."
     )
 
 
