@@ -65,7 +65,7 @@ def said_of(report: ReloadReport) -> str:
         for what, names in (
             ("added", report.added),
             ("removed", report.removed),
-            ("restarted (changed)", report.changed),
+            ("restarted (changed)", [_why(a, report.why) for a in report.changed]),
         )
         if names
     ]
@@ -75,6 +75,12 @@ def said_of(report: ReloadReport) -> str:
     if report.restart:
         parts.append(f"not applied until mcpd restarts: {_some(report.restart)}")
     return "; ".join(parts)
+
+
+def _why(alias: str, why: dict[str, str]) -> str:
+    """A server restarted, with why where its own table did not change."""
+    said = why.get(alias)
+    return alias if said is None else f"{alias} ({said})"
 
 
 def _some(names: list[str]) -> str:

@@ -19,7 +19,7 @@ from mcpd.config.model import Config
 from mcpd.config.servertable import ServerConfig
 from mcpd.registry.catalog import Catalog
 from mcpd.servers.calls import CallRefused
-from mcpd.servers.supervisor import Supervisor
+from mcpd.servers.supervisor import ReloadReport, Supervisor, said_of
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from tests.support.calls import a_call
@@ -251,3 +251,17 @@ async def test_a_call_that_outlasts_the_grace_is_told_why(
         assert refused.value.outage.server == "a"
         assert refused.value.outage.reason == "a: the server was stopped"
         assert tools(sup) == [] and sup.runners == {}
+
+
+def test_the_journals_reload_line_says_why_a_server_whose_table_did_not_change_restarts() -> None:
+    report = ReloadReport(
+        added=[],
+        removed=[],
+        changed=["edited", "seer"],
+        unchanged=["calm"],
+        why={"seer": "it could see what is now at /etc/mcpd.toml, which changed since it started"},
+    )
+    assert said_of(report) == (
+        "restarted (changed) edited, seer (it could see what is now at /etc/mcpd.toml, "
+        "which changed since it started); 1 unchanged"
+    )
