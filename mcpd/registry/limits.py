@@ -46,6 +46,7 @@ HIDDEN_URI: Final = "its URI holds invisible or control characters"
 # MCP gives at least one character, and an empty one makes a local name of the
 # template alone (or nothing at all).
 NO_NAME: Final = "its name is empty"
+NO_URI: Final = "its URI is empty"
 
 
 def first_listed(items: Sequence[T], key: Callable[[T], str]) -> list[T]:
@@ -192,8 +193,9 @@ class ListTrim:
 
     def addressable(self, item: Item) -> bool:
         """Whether the item can be asked for by what names it: not a tool or a prompt
-        whose name is empty (``NO_NAME``), nor a resource or a template whose URI holds
-        what cleaning takes out (``HIDDEN_URI``); one that is, is dropped."""
+        whose name is empty (``NO_NAME``), nor a resource or a template whose URI is
+        empty (``NO_URI``) or holds what cleaning takes out (``HIDDEN_URI``); one that
+        is, is dropped."""
         if isinstance(item, surface.Resource):
             uri = item.uri
         elif isinstance(item, surface.ResourceTemplate):
@@ -202,6 +204,9 @@ class ListTrim:
             return True
         else:
             self.drop("(unnamed)", NO_NAME)
+            return False
+        if not uri:
+            self.drop("(no URI)", NO_URI)
             return False
         if clean_text(uri)[0] == uri:
             return True

@@ -222,6 +222,34 @@ def test_a_saved_tool_or_prompt_without_a_name_is_left_out(
     ]
 
 
+def test_a_resource_or_template_without_a_uri_is_left_out(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """No agent could read it, and no mcpd:// name can be made of it."""
+    with caplog.at_level(logging.WARNING, "mcpd"):
+        resources = limited_saved(
+            "s",
+            "resources",
+            [surface.Resource(uri="", name="r"), surface.Resource(uri="a://b", name="b")],
+            limits(),
+        )
+        templates = limited_saved(
+            "s",
+            "resource_templates",
+            [
+                surface.ResourceTemplate(uriTemplate="", name="t"),
+                surface.ResourceTemplate(uriTemplate="a://{x}", name="x"),
+            ],
+            limits(),
+        )
+    assert [r.uri for r in resources] == ["a://b"]
+    assert [t.uriTemplate for t in templates] == ["a://{x}"]
+    assert warnings(caplog) == [
+        "s: saved resources: (no URI): its URI is empty",
+        "s: saved resource templates: (no URI): its URI is empty",
+    ]
+
+
 # -- what `mcpd status` shows of it --
 
 
