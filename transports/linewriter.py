@@ -204,12 +204,19 @@ class LineWriter:
             done = self._write_now((line, _END))
             if done is None or done == len(line) + 1:
                 return None
+            if done == 0:
+                # None of it went (a full pipe takes a short write whole or not at all):
+                # queued as a part of its own, it may still be taken back.
+                return self._own_part(line)
             if done < len(line):
                 self._queue(memoryview(line)[done:])
             else:
                 self._buf += _END
             self._wake_writer()
             return None
+        return self._own_part(line)
+
+    def _own_part(self, line: bytes) -> memoryview:
         own = memoryview(line)
         if self._buf:
             self._parts.append(self._buf)

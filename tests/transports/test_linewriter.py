@@ -172,3 +172,31 @@ async def test_a_line_taken_back_unbegun_is_never_written_and_a_begun_one_ends_w
             got = await read_exactly(r, 200_001 + 4)
         assert got == b"b" * 200_000 + b"\nend\n"
         nursery.cancel_scope.cancel()
+
+
+async def test_a_short_line_a_full_pipe_refuses_whole_can_still_be_taken_back() -> None:
+    # A pipe takes a write of a page or less whole or not at all: the line is queued
+    # with none of it written, though the writer was idle when it came.
+    r, w = pipe()
+    writer = LineWriter(w, w.fileno())
+    filler = b"x" * 8192
+    while writer.queued == 0:
+        writer.put(filler)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(writer.run)
+        with trio.fail_after(10):
+            while writer.queued:  # what did not fit is written as the reader reads
+                await r.receive_some(len(filler))
+                await trio.testing.wait_all_tasks_blocked()
+        # The writer is idle now, and the pipe near full again: fill it to the brim.
+        os.set_blocking(w.fileno(), False)
+        while True:
+            try:
+                os.write(w.fileno(), b"y")
+            except BlockingIOError:
+                break
+        own = writer.put_own(b'{"id":2}')
+        assert own is not None
+        assert writer.withdraw(own)
+        assert writer.queued == 0
+        nursery.cancel_scope.cancel()
