@@ -21,16 +21,35 @@ from typing import Final
 
 from .clean import clean_text
 
-# A line that begins, after blanks, with a bracket (the fullwidth one reads the same).
-_LATER_LINE: Final = re.compile("\n([^\\S\n]*+)(?=[\\[\uff3b])")
-_ANY_LINE: Final = re.compile("(?:^|(?<=\n))([^\\S\n]*+)(?=[\\[\uff3b])")
-_BRACKETS: Final = ("[", "\uff3b")
+# What opens a bracket: Unicode's opening punctuation (category Ps), as ``[`` has many
+# look-alikes (its fullwidth form, white and lenticular brackets, quill brackets...);
+# except the parenthesis and the brace, which begin lines of examples and of JSON and
+# look like no mark.
+OPENING: Final = (
+    "\u0f3a\u0f3c\u169b\u201a\u201e\u2045\u207d\u208d\u2308\u230a\u2329\u2768"
+    "\u276a\u276c\u276e\u2770\u2772\u2774\u27c5\u27e6\u27e8\u27ea\u27ec\u27ee"
+    "\u2983\u2985\u2987\u2989\u298b\u298d\u298f\u2991\u2993\u2995\u2997\u29d8"
+    "\u29da\u29fc\u2e22\u2e24\u2e26\u2e28\u2e42\u2e55\u2e57\u2e59\u2e5b\u3008"
+    "\u300a\u300c\u300e\u3010\u3014\u3016\u3018\u301a\u301d\ufd3f\ufe17\ufe35"
+    "\ufe37\ufe39\ufe3b\ufe3d\ufe3f\ufe41\ufe43\ufe47\ufe59\ufe5b\ufe5d\uff08"
+    "\uff3b\uff5b\uff5f\uff62["
+)
+# What may stand before it and show nothing: blanks, the blank letters of Braille and
+# Hangul, and combining marks, which a line's first character has nothing to join.
+_BLANK: Final = (
+    "(?:[^\\S\n]|[\u2800\u115f\u1160\u3164\uffa0\u0300-\u036f\u1ab0-\u1aff"
+    "\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f])"
+)
+_BRACKET: Final = re.compile(f"[{re.escape(OPENING)}]")
+# A line that begins, after what shows nothing, with a bracket.
+_LATER_LINE: Final = re.compile(f"\n({_BLANK}*+)(?={_BRACKET.pattern})")
+_ANY_LINE: Final = re.compile(f"(?:^|(?<=\n))({_BLANK}*+)(?={_BRACKET.pattern})")
 # Every line break a reader may take for one (what ``clean`` turns into line feeds).
 _BREAK: Final = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 def _has_bracket(text: str) -> bool:
-    return any(b in text for b in _BRACKETS)
+    return _BRACKET.search(text) is not None
 
 
 def _marking(alias: str, before: str) -> Callable[[re.Match[str]], str]:
