@@ -41,9 +41,12 @@ def candidate_name(template: str, alias: str, tool: str) -> str:
 
 def plain(candidate: str, max_length: int) -> bool:
     """Whether the template's name may be a local name as it is, when no other tool
-    wants it: short enough, not read as a hashed name and not one of mcpd's own."""
+    wants it: short enough, not read as a hashed name and not one of mcpd's own, nor
+    one that reads as it (``MCPD_Call_Tool``, ``mcpd-call-tool``)."""
     return (
-        len(candidate) <= max_length and not hash_shaped(candidate) and candidate not in OWN_TOOLS
+        len(candidate) <= max_length
+        and not hash_shaped(candidate)
+        and candidate.lower().replace("-", "_") not in OWN_TOOLS
     )
 
 

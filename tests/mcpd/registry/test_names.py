@@ -141,3 +141,16 @@ def test_a_name_of_mcpds_own_tools_is_hashed() -> None:
         ("ev", "mcpd.call.tool"): hashed_name("mcpd_call_tool", "ev", "mcpd.call.tool", 64),
         ("ev", "merge_pr"): "merge_pr",
     }
+
+
+def test_a_name_that_reads_as_one_of_mcpds_own_tools_is_hashed_too() -> None:
+    naming = NamingConfig(template="{tool}")
+    keys = [("ev", "MCPD_Search_Tools"), ("ev", "mcpd-call-tool"), ("ev", "mcpd_call_tools")]
+    got = assign(naming, keys)
+    assert got == {
+        ("ev", "MCPD_Search_Tools"): hashed_name(
+            "MCPD_Search_Tools", "ev", "MCPD_Search_Tools", 64
+        ),
+        ("ev", "mcpd-call-tool"): hashed_name("mcpd-call-tool", "ev", "mcpd-call-tool", 64),
+        ("ev", "mcpd_call_tools"): "mcpd_call_tools",
+    }
