@@ -163,6 +163,7 @@ class Door:
             session=decider.session,
             lineage_cut=decider.cut,
             lineage_uids=decider.uids,
+            lineage_sessions=decider.sessions,
             kin=msgspec.structs.replace(kin, uid=peer.uid),
         )
 

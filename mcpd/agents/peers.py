@@ -55,6 +55,7 @@ class Peer(msgspec.Struct, frozen=True):
     session: int | None = None
     lineage_cut: bool = False  # read to its limit, not to init
     lineage_uids: frozenset[int] = frozenset()
+    lineage_sessions: frozenset[int] = frozenset()
     kin: AgentKin = AgentKin()
     # Its pid is not one of this PID namespace's (0): nothing can be known of it from
     # /proc, so it is never taken for the owner nor decides a call.
@@ -67,6 +68,7 @@ class Peer(msgspec.Struct, frozen=True):
             self.uid,
             cut=self.lineage_cut,
             uids=self.lineage_uids,
+            sessions=self.lineage_sessions,
         )
 
 

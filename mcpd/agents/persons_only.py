@@ -56,6 +56,11 @@ def _refusal(what: str, because: str, found: Found) -> str:
             "(what started the agent's process: through a relay such as mcpd bridge, or "
             "not)"
         )
+    elif found.pid is not None:
+        who = (
+            f"descends from a process in the session of an agent {connected} to mcpd "
+            f"(the session pid {found.pid} began: the agent, or what started it)"
+        )
     else:
         who = (
             f"is in the session of an agent {connected} to mcpd (the terminal it runs "

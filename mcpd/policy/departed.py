@@ -2,8 +2,9 @@
 
 An agent that disconnects may leave processes behind: its host, whose shell tool
 ended the relay first; a child in its session, which the agent need not wait for.
-Each is kept from deciding for as long as it runs: an agent gone is kept while its
-own process, one that started it, or any process in one of its sessions lives.
+Each is kept from deciding for as long as it runs, and so is what descends from one
+in a session the agent or its host led: an agent gone is kept while its own process,
+one that started it, or any process in one of its sessions lives.
 
 An agent leaving is only written down, its kin as read while it was there: whether
 a process is in one of its sessions can be told only by reading every process on
@@ -139,6 +140,7 @@ class _Kept:
         self._agents = dict.fromkeys(kin.agents)
         self._hosts = dict.fromkeys(kin.hosts)
         self._sessions = set(kin.sessions)
+        self._owned = set(kin.owned)
         self._unread = kin.unread
         self._read = 0  # processes gathered as of their last reading
 
@@ -147,6 +149,7 @@ class _Kept:
         self._agents.update(dict.fromkeys(kin.agents))
         self._hosts.update(dict.fromkeys(kin.hosts))
         self._sessions.update(kin.sessions)
+        self._owned.update(kin.owned)
         self._unread = self._unread or kin.unread
         if len(self._agents) + len(self._hosts) > max(_GATHERED, 2 * self._read):
             # Only its own processes, each read once for those gathered since.
@@ -157,6 +160,7 @@ class _Kept:
         self._keep_alive()
         if self._sessions:
             self._sessions &= now.sessions()
+            self._owned &= self._sessions
         return bool(self._agents or self._hosts or self._sessions)
 
     def kin(self) -> AgentKin:
@@ -165,6 +169,7 @@ class _Kept:
             agents=tuple(self._agents),
             hosts=tuple(self._hosts),
             sessions=frozenset(self._sessions),
+            owned=frozenset(self._owned),
             unread=self._unread,
         )
 

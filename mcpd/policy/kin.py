@@ -7,11 +7,17 @@ relay's sibling) and the sessions they are in, read while the agent was there to
 read: when it connected, or for an agent on the TCP endpoint, whose process the
 kernel does not name, at its first request to /mcp (``tcp_kin``: the processes that
 hold its connection). A decider (``Decider``) is read when it
-connects: its process, those it descends from, and its session (on the TCP endpoint,
-``tcp_deciders``: each process that holds its connection). A decider that is
-one of the agent's processes or descends from one, or shares a session with them,
-may not decide; and where the agent's process could not be found, no decider of its
-user on the socket may, since nothing tells it from the agent's children.
+connects: its process, those it descends from, and their sessions (on the TCP
+endpoint, ``tcp_deciders``: each process that holds its connection). A decider that
+is one of the agent's processes or descends from one, or shares a session with them,
+may not decide; nor may one that descends from a process in a session one of them
+leads (``AgentKin.owned``: begun by the agent, or by what started it, as ``setsid``
+or a terminal's shell begins one), even once that process's parent is gone: every
+process in such a session came from the agent's side. A session shared with the
+agent but led by none of its processes (a desktop's login session, where a person's
+terminals are started too) ties only the processes in it, not their descendants.
+And where the agent's process could not be found, no decider of its user on the
+socket may, since nothing tells it from the agent's children.
 
 Each climb has a limit. A decider whose ancestors go on past it may descend from any
 agent, and decides nothing while there is one; an agent whose hosts go on past it
@@ -164,6 +170,8 @@ class Decider(msgspec.Struct, frozen=True):
     page: bool = False
     cut: bool = False
     uids: frozenset[int] = frozenset()
+    # The sessions of every process of its lineage (its own among them), 0 left out.
+    sessions: frozenset[int] = frozenset()
 
     def may_be_of(self, uid: int | None) -> bool:
         """Whether this may descend from a process of ``uid`` (None: of anyone)."""
@@ -173,18 +181,26 @@ class Decider(msgspec.Struct, frozen=True):
 def decider_of(pid: int, limit: int = LINEAGE) -> Decider:
     lineage: list[Process] = []
     uids: set[int] = set()
+    sessions: set[int] = set()
     session: int | None = None
     current: int | None = pid
+    cut = False
     while current is not None and current > 1:
         if len(lineage) >= limit:
-            return Decider(tuple(lineage), session, cut=True, uids=frozenset(uids))
+            cut = True
+            break
         fields = _stat(current)
         lineage.append(Process(current, _field(fields, _STARTED)))
         uids |= _uids(current)
+        its = _field(fields, _SESSION)
         if current == pid:
-            session = _field(fields, _SESSION)
+            session = its
+        if its:
+            sessions.add(its)
         current = _field(fields, _PARENT)
-    return Decider(tuple(lineage), session, uids=frozenset(uids))
+    return Decider(
+        tuple(lineage), session, cut=cut, uids=frozenset(uids), sessions=frozenset(sessions)
+    )
 
 
 # How a decider is kin to an agent: it is (or descends from) the agent's process, or
@@ -207,6 +223,9 @@ class AgentKin(msgspec.Struct, frozen=True, kw_only=True):
     agents: tuple[Process, ...] = ()
     hosts: tuple[Process, ...] = ()  # what started ``agents``: a host, its relay's launcher
     sessions: frozenset[int] = frozenset()
+    # Of ``sessions``, those one of ``agents`` or ``hosts`` leads (its pid is the
+    # session's): whatever descends from a process in one is the agent's.
+    owned: frozenset[int] = frozenset()
     unknown: str | None = None
     uid: int | None = None
     crowd: str | None = None
@@ -214,7 +233,9 @@ class AgentKin(msgspec.Struct, frozen=True, kw_only=True):
     gone: bool = False
 
     def tie(self, decider: Decider) -> tuple[Tie, int | None] | None:
-        """How ``decider`` is kin to this agent (and the pid it is kin through), or None."""
+        """How ``decider`` is kin to this agent (and the pid it is kin through), or None.
+        A session tie through the decider's lineage names the session's leader (its id);
+        one the decider itself is in names none."""
         if self.crowd is not None:
             return ("crowd", None) if decider.may_be_of(self.uid) else None
         ties: tuple[tuple[Tie, tuple[Process, ...]], ...] = (
@@ -227,6 +248,9 @@ class AgentKin(msgspec.Struct, frozen=True, kw_only=True):
                     return tie, p.pid
         if decider.session and decider.session in self.sessions:
             return "session", None
+        through = decider.sessions & self.owned
+        if through:
+            return "session", min(through)
         # Where the agent's process is unknown, a decider of its user on the socket may be
         # one it started; in a browser, on the page, it is taken for a person.
         its_user = self.uid is None or decider.uid == self.uid
@@ -250,11 +274,12 @@ def kin_of(pid: int, limit: int = HOSTS) -> AgentKin:
     session = _field(fields, _SESSION)
     climb = _Climb(session, _field(fields, _TERMINAL), limit, init_program())
     hosts, cut = climb.hosts(_field(fields, _PARENT))
-    sessions = {session, *(session_of(h.pid) for h in hosts)}
+    led = {pid: session, **{h.pid: session_of(h.pid) for h in hosts}}
     return AgentKin(
         agents=(Process(pid, _field(fields, _STARTED)),),
         hosts=hosts,
-        sessions=frozenset(s for s in sessions if s),
+        sessions=frozenset(s for s in led.values() if s),
+        owned=frozenset(s for p, s in led.items() if s == p),
         unread=cut,
     )
 
@@ -320,6 +345,7 @@ def tcp_kin(sock: trio.socket.SocketType, until: float) -> AgentKin:
         agents=tuple(p for k in found for p in k.agents),
         hosts=tuple(p for k in found for p in k.hosts),
         sessions=frozenset(s for k in found for s in k.sessions),
+        owned=frozenset(s for k in found for s in k.owned),
         uid=held.uid,
         unread=any(k.unread for k in found),
     )

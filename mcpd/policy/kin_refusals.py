@@ -50,6 +50,13 @@ def not_yours(kin: AgentKin, tie: Tie, pid: int | None) -> str:
             "(root from a login of its own, or mcpd's own user), or start the agent "
             "through fewer launchers"
         )
+    if tie == "session" and pid is not None:
+        return (
+            "this process descends from one in the session of the agent that made this "
+            f"call (the session pid {pid} began: the agent, or what started it), so it "
+            "came from the agent's side even where that process's parent is gone; decide "
+            "it from a terminal of your own, one no agent started"
+        )
     if tie == "session":
         return (
             "a process in the same session as the agent that made this call (a tool its "

@@ -47,6 +47,7 @@ class Kinship:
         self._kin = list(agents)
         self._processes: dict[int, list[tuple[_Place, Tie, Process]]] = {}
         self._sessions: dict[int, int] = {}
+        self._owned: dict[int, int] = {}
         self._crowds: list[int] = []
         for order, kin in enumerate(self._kin):
             if kin.crowd is not None:
@@ -61,6 +62,8 @@ class Kinship:
                     found.append(((order, rank, place), tie, process))
             for session in kin.sessions:
                 self._sessions.setdefault(session, order)
+            for session in kin.owned:
+                self._owned.setdefault(session, order)
 
     @property
     def empty(self) -> bool:
@@ -79,6 +82,11 @@ class Kinship:
         order = self._sessions.get(decider.session) if decider.session else None
         if order is not None and (best is None or (order, _SESSION_RANK, 0) < best[0]):
             best = ((order, _SESSION_RANK, 0), "session", None)
+        # Through the lineage, a session some agent's process leads: its leader named.
+        for session in sorted(decider.sessions):
+            order = self._owned.get(session)
+            if order is not None and (best is None or (order, _SESSION_RANK, 1) < best[0]):
+                best = ((order, _SESSION_RANK, 1), "session", session)
         crowd = next((c for c in self._crowds if decider.may_be_of(self._kin[c].uid)), None)
         if crowd is not None and (best is None or (crowd, 0, 0) < best[0]):
             best = ((crowd, 0, 0), "crowd", None)

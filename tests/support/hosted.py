@@ -16,6 +16,8 @@ behind, run as programs of their own (``python hosted.py MODE ...``) for
   connection, and runs its shell (as itself).
 - ``left SOCKET``: connects to the socket and exits, leaving a child in its session
   (not holding the connection) that runs the shell.
+- ``left-leading SOCKET``: as ``left``, but it first begins a session of its own (as
+  ``setsid AGENT`` starts one), and its child runs the shell under ``setsid``.
 - ``relay SOCKET``, ``http-relay PORT TOKEN``: the relays, lines on stdin and stdout.
 """
 
@@ -125,9 +127,12 @@ def closed(port: int, token: str, sock: str) -> None:
     shell(sock)
 
 
-def left(sock: str) -> None:
+def left(sock: str, leading: bool = False) -> None:
     """Connects, then exits; its child, in its session, runs the shell once it is gone
-    (its end of ``gone`` closes with it)."""
+    (its end of ``gone`` closes with it). ``leading``: it leads that session, and the
+    child runs each command in a session of its own."""
+    if leading:
+        os.setsid()
     s = connected(sock)
     gone_r, gone_w = os.pipe()
     if os.fork() != 0:
@@ -135,7 +140,7 @@ def left(sock: str) -> None:
     s.close()
     os.close(gone_w)
     os.read(gone_r, 1)
-    shell(sock)
+    shell(sock, setsid=leading)
 
 
 @asynccontextmanager
@@ -164,6 +169,8 @@ def main(mode: str, *args: str) -> None:
         closed(int(args[0]), args[1], args[2])
     elif mode == "left":
         left(args[0])
+    elif mode == "left-leading":
+        left(args[0], leading=True)
     else:
         raise SystemExit(f"no mode {mode!r}")
 

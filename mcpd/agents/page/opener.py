@@ -81,6 +81,11 @@ def _who(tie: Tie, pid: int | None) -> str:
             "descends from more processes than mcpd reads, so mcpd cannot tell it from "
             "one an agent started"
         )
+    if pid is not None:
+        return (
+            "descends from a process in the session of an agent connected to mcpd, now "
+            f"or before (the session pid {pid} began: the agent, or what started it)"
+        )
     return (
         "is in the session of an agent connected to mcpd (the terminal it runs in, or a "
         "tool its host started)"
@@ -107,6 +112,11 @@ def not_this_pages(kin: AgentKin, tie: Tie, pid: int | None) -> str:
             f"the host that started the agent that made this call (pid {pid}; its relay, "
             "such as mcpd bridge, or a launcher), or from a process it started (such as "
             "its shell tool)"
+        )
+    elif tie == "session" and pid is not None:
+        who = (
+            "a process that descends from one in the session of the agent that made this "
+            f"call (the session pid {pid} began: the agent, or what started it)"
         )
     elif tie == "session":
         who = (

@@ -277,8 +277,9 @@ def test_among_many_agents_a_decider_is_kin_to_the_first_it_is_kin_to() -> None:
 
 
 def test_the_tie_among_many_agents_is_each_agents_own_rule_taken_in_order() -> None:
-    """Over many made-up agents and deciders sharing pids, sessions and unread start
-    times: what ``agent_tie`` finds is what asking each agent in turn finds."""
+    """Over many made-up agents and deciders sharing pids, sessions (their own, those
+    of their lineage, those an agent leads) and unread start times: what ``agent_tie``
+    finds is what asking each agent in turn finds."""
     rng = random.Random(7)
 
     def process() -> Process:
@@ -287,18 +288,27 @@ def test_the_tie_among_many_agents_is_each_agents_own_rule_taken_in_order() -> N
     def processes(most: int) -> tuple[Process, ...]:
         return tuple(process() for _ in range(rng.randrange(most + 1)))
 
+    def owning(kin: AgentKin) -> AgentKin:
+        owned = rng.sample(sorted(kin.sessions), rng.randrange(len(kin.sessions) + 1))
+        return msgspec.structs.replace(kin, owned=frozenset(owned))
+
     for _ in range(3000):
         agents = [
             unknown("gone", rng.choice((None, 1000)))
             if rng.random() < 0.1
-            else AgentKin(
-                agents=processes(2),
-                hosts=processes(3),
-                sessions=frozenset(rng.sample(range(1, 6), rng.randrange(3))),
+            else owning(
+                AgentKin(
+                    agents=processes(2),
+                    hosts=processes(3),
+                    sessions=frozenset(rng.sample(range(1, 6), rng.randrange(3))),
+                )
             )
             for _ in range(rng.randrange(5))
         ]
-        decider = Decider(processes(6), rng.choice((None, 0, 1, 2, 3, 4, 5)), 1000)
+        sessions = frozenset(rng.sample(range(1, 6), rng.randrange(3)))
+        decider = Decider(
+            processes(6), rng.choice((None, 0, 1, 2, 3, 4, 5)), 1000, sessions=sessions
+        )
         asked = (kin.tie(decider) for kin in agents)
         expected = next((t for t in asked if t is not None and t[0] != "unknown"), None)
         assert agent_tie(decider, agents) == expected

@@ -71,3 +71,25 @@ async def test_agents_leave_without_a_look_at_the_machine_and_a_child_left_behin
                     await mcpd(Path(sock), "approvals", "deny", waiting.id)
                     await setup.none_pending()
             assert setup.reached("create_issue") == []
+
+
+async def test_what_a_child_left_in_a_session_its_agent_led_starts_apart_is_refused(
+    tmp_path: Path,
+) -> None:
+    """An agent that leads its own session (``setsid AGENT``) connects and exits, leaving
+    a child in that session; a command the child runs in a session of its own
+    (``setsid``) descends from it and is refused, saying so. A person's terminal, apart
+    from it, still decides."""
+    with trio.fail_after(LIMIT):
+        async with policy_daemon(tmp_path, OPERATOR_ONLY) as setup:
+            sock = setup.daemon.socket_path
+            async with scene("left-leading", sock, apart=True) as child:
+                await child.reaped()
+                async with self_approval.agent("asking", sock, TOOL, apart=True):
+                    [waiting] = await setup.pending()
+                    code, said = await child.runs("approvals", "approve", waiting.id)
+                    assert code != 0, said
+                    assert "descends from a process in the session of an agent that had" in said
+                    await mcpd(Path(sock), "approvals", "deny", waiting.id)
+                    await setup.none_pending()
+            assert setup.reached("create_issue") == []
