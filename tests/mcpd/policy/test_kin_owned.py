@@ -80,3 +80,24 @@ def test_an_agent_gone_keeps_its_own_session_while_a_process_runs_in_it() -> Non
     assert kept.tie(apart) == ("session", child.pid)
     child.communicate(b"")
     assert departed.living() == []
+
+
+AGENT = "import os, sys; print(os.getpid(), flush=True); sys.stdin.read()"
+
+
+def test_a_session_the_agents_host_leads_is_its_own() -> None:
+    """``setsid sh -c 'AGENT; true'``: the launcher began the session and is the host."""
+    launcher = subprocess.Popen(
+        ["setsid", "sh", "-c", f'{sys.executable} -c "{AGENT}"; true'],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert launcher.stdout is not None
+    try:
+        agent = int(launcher.stdout.readline())
+        kin = kin_of(agent)
+        assert launcher.pid in kin.owned
+        assert agent not in kin.owned
+        assert kin.hosts[0].pid == launcher.pid
+    finally:
+        launcher.communicate(b"")
