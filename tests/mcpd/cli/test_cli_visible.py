@@ -1,8 +1,8 @@
 """What a server writes reaches the operator's terminal as text, never as terminal
-commands: every command that prints a server's words (a call's result, its error and
-progress, a prompt, a resource, status with its stderr tails and errors) shows escapes
-and hidden characters as visible escapes; its lists (tools, prompts, resources) come
-cleaned of them by the daemon."""
+commands: every command that prints a server's words (a call's result, its error, a
+prompt, a resource, status with its stderr tails and errors) shows escapes and hidden
+characters as visible escapes; its lists (tools, prompts, resources) and a call's
+progress messages come cleaned of them by the daemon."""
 
 from __future__ import annotations
 
@@ -96,14 +96,16 @@ async def test_every_command_shows_a_servers_hidden_characters(tmp_path: Path) -
     assert outputs["status"].count("stderr| ") >= 1
 
 
-async def test_progress_messages_are_shown_visibly_too(tmp_path: Path) -> None:
+async def test_progress_messages_come_cleaned_and_their_line_break_shown(tmp_path: Path) -> None:
     cfg = make_config(tmp_path, {"evil": {"command": sys.executable, "args": [SERVER]}})
     with trio.fail_after(LIMIT):
         async with running(cfg) as daemon:
             code, _, err = await mcpd(daemon.socket_path, "call", "mcp__evil__peek")
     assert code == 0
-    assert "mcpd: progress 1/2: " in err
-    assert_visible("the progress line", err)
+    assert [f"{ch!r} raw" for ch in RAW if ch in err] == []
+    # What would move the cursor, hide or reverse text was taken out by the daemon, as
+    # from a server's error texts; the line break a progress line cannot hold is shown.
+    assert "mcpd: progress 1/2: shown\\ncovered link esrever zerowidth  end\n" in err
 
 
 def status_of(error: str, stderr: list[str]) -> dict[str, Any]:
