@@ -16,9 +16,8 @@ from typing import Final
 import trio
 
 DEFAULT_LIMIT: Final = 16 * 1024 * 1024
-# A line longer than this is queued by reference, not copied into the buffer: copying
-# a 16 KiB result costs more than handing write one more piece, and a 10,000-tool list
-# is megabytes, whose copy would be the daemon's peak memory.
+# A line longer than this is queued by reference, not copied into the buffer: a copy
+# costs more than one more piece to write, and a long tool list's would be a peak.
 _BIG: Final = 4 * 1024
 # writev takes at most IOV_MAX (1024 on Linux) buffers at a time.
 _MAX_PARTS: Final = 512
@@ -204,10 +203,8 @@ class LineWriter:
             done = self._write_now((line, _END))
             if done is None or done == len(line) + 1:
                 return None
-            if done == 0:
-                # None of it went (a full pipe takes a short write whole or not at all):
-                # queued as a part of its own, it may still be taken back.
-                return self._own_part(line)
+            if done == 0:  # a full pipe takes a short write whole or not at all
+                return self._own_part(line)  # so it may still be taken back
             if done < len(line):
                 self._queue(memoryview(line)[done:])
             else:
