@@ -26,6 +26,7 @@ from protocol import jsonrpc as rpc
 from ..config.hosts import builtin_profiles
 from ..config.model import NamingConfig
 from ..config.profiles import DEFAULT_PROFILE, EVERYTHING, ProfileConfig
+from ..registry.eras import for_era
 from ..registry.shown import Entry
 from ..registry.table import Listed
 from ..registry.views import ProfileView
@@ -50,6 +51,8 @@ class ProfileServers:
         # rule about the default is about its agents too.
         self.derived_from: str | None = None
         self.removed = False
+        # Per era (modern or not): the listing last projected for it, and its projection.
+        self._shown: dict[bool, tuple[Sequence[Listed], Sequence[Listed]]] = {}
 
     @property
     def version(self) -> int:
@@ -58,6 +61,17 @@ class ProfileServers:
     def listing(self) -> Sequence[Listed]:
         """What ``tools/list`` gives this profile's agents (meta-tools in search mode)."""
         return exposed_listing(self.view)
+
+    def shown_to(self, modern: bool) -> Sequence[Listed]:
+        """``listing`` as agents of one era are shown it (``eras``): projected once for
+        as long as the listing stands (a listing changes as a new sequence)."""
+        listing = self.listing()
+        last = self._shown.get(modern)
+        if last is not None and last[0] is listing:
+            return last[1]
+        shown = for_era(listing, modern)
+        self._shown[modern] = (listing, shown)
+        return shown
 
     def lookup(self, name: str) -> Entry | None:
         view = self.view  # every call looks up: the table itself when the view is it

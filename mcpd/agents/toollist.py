@@ -9,16 +9,20 @@ from protocol import mcp
 from protocol.server import RequestContext
 
 from ..registry.table import Listed, listed_name
-from .backend import Servers
 from .paging import page
+from .profiles import ProfileServers
 
 
 def list_tools(
-    servers: Servers, params: mcp.ListToolsParams, ctx: RequestContext | None, page_size: int
+    servers: ProfileServers,
+    params: mcp.ListToolsParams,
+    ctx: RequestContext | None,
+    page_size: int,
 ) -> mcp.ListToolsResult:
     servers.refresh()
-    tools, after = page(servers.listing(), params.cursor, page_size, _name)
     modern = ctx is not None and ctx.era == "modern"
+    # Paged by name, as both eras are: a cursor holds whichever era reads the list.
+    tools, after = page(servers.shown_to(modern), params.cursor, page_size, _name)
     return mcp.ListToolsResult(
         tools=list(tools),
         nextCursor=UNSET if after is None else after,

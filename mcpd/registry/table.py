@@ -28,6 +28,7 @@ from protocol import mcp
 from ..config.model import NamingConfig
 from ..config.servertable import ToolsConfig
 from .curation import curate
+from .eras import Projected
 from .gate import Gate
 from .shared_names import Told
 from .shown import Entry, lined_tools
@@ -35,8 +36,9 @@ from .spelling import candidate_name, digits_of, hash_shaped, hashed_name, most_
 
 _encode: Final = msgspec.json.Encoder().encode
 
-# What a tools/list holds: the table's entries, and tools of mcpd's own (search mode's).
-Listed: TypeAlias = "Entry | mcp.Tool"
+# What a tools/list holds: the table's entries, and tools of mcpd's own (search mode's),
+# each perhaps as one era's agents are shown it (``eras``).
+Listed: TypeAlias = "Entry | mcp.Tool | Projected"
 
 
 def listed_name(item: Listed) -> str:

@@ -6,7 +6,9 @@ in which one tool's ``inputSchema`` is not an object, or its ``icons`` not an ar
 and then every tool of every server is gone for that host. So a tool whose input
 schema cannot be an object schema is left out (with the reason, as for other
 dropped tools), as is one whose name is empty, and an optional field of the wrong
-kind is left off the tool.
+kind is left off the tool. An output schema of any kind of value is kept, as
+2026-07-28 allows: a legacy agent is listed the tool without one that is not an
+object's (``registry.eras``).
 """
 
 from __future__ import annotations

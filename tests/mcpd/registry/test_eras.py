@@ -1,0 +1,87 @@
+"""A listed tool as each era's agents are shown it (``eras``): the legacy eras take
+only an object output schema, 2026-07-28 has no ``execution``; the tool itself is
+listed to both, and the table keeps it as its server defined it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from msgspec import Raw
+
+from mcpd.registry.eras import Projected, for_era, object_rooted
+from mcpd.registry.shown import Entry
+from protocol import jsonrpc, mcp
+
+ARRAY = b'{"type":"array","items":{"type":"string"}}'
+OBJECT = b'{"type":"object","properties":{"n":{"type":"integer"}}}'
+EXECUTION = b'{"taskSupport":"optional"}'
+
+
+def entry(name: str, output: bytes | None = None, execution: bytes | None = None) -> Entry:
+    tool = mcp.Tool(name=name, description="d")
+    if output is not None:
+        tool.outputSchema = Raw(output)
+    if execution is not None:
+        tool.execution = Raw(execution)
+    return Entry(f"mcp__s__{name}", "s", name, tool)
+
+
+def listed(items: Any) -> list[dict[str, Any]]:
+    tools: list[dict[str, Any]] = json.loads(jsonrpc.encode(list(items)))
+    return tools
+
+
+@pytest.mark.parametrize(
+    ("schema", "kept"),
+    [
+        (OBJECT, True),
+        (b'{"properties":{},"type":"object"}', True),
+        (ARRAY, False),
+        (b'{"type":["object","null"]}', False),
+        (b'{"anyOf":[{"type":"object"}]}', False),
+        (b"{}", False),
+        (b'{"type":"object","type":"string"}', False),
+    ],
+)
+def test_a_legacy_agent_is_shown_an_output_schema_only_when_it_is_an_objects(
+    schema: bytes, kept: bool
+) -> None:
+    assert object_rooted(Raw(schema)) is kept
+    [tool] = listed(for_era([entry("t", schema)], modern=False))
+    assert tool["name"] == "mcp__s__t"
+    assert ("outputSchema" in tool) is kept
+    [tool] = listed(for_era([entry("t", schema)], modern=True))
+    assert tool["outputSchema"] == json.loads(schema)
+
+
+def test_a_modern_agent_is_shown_no_execution_and_a_legacy_one_is() -> None:
+    items = [entry("t", execution=EXECUTION)]
+    [modern] = listed(for_era(items, modern=True))
+    assert "execution" not in modern and modern["name"] == "mcp__s__t"
+    [legacy] = listed(for_era(items, modern=False))
+    assert legacy["execution"] == {"taskSupport": "optional"}
+
+
+def test_a_listing_no_tool_of_which_differs_is_the_same_sequence() -> None:
+    items = [entry("a", OBJECT), entry("b")]
+    assert for_era(items, modern=False) is items
+    assert for_era(items, modern=True) is items
+
+
+def test_only_the_tools_that_differ_are_projected_in_their_places() -> None:
+    own = mcp.Tool(name="mcpd_search_tools", outputSchema=Raw(ARRAY))
+    items: list[Entry | mcp.Tool] = [entry("a", OBJECT), entry("b", ARRAY), entry("c"), own]
+    shown = for_era(items, modern=False)
+    assert [type(item) for item in shown] == [Entry, Projected, Entry, Projected]
+    assert shown[0] is items[0] and shown[2] is items[2]
+    assert [t["name"] for t in listed(shown)] == [
+        "mcp__s__a",
+        "mcp__s__b",
+        "mcp__s__c",
+        "mcpd_search_tools",
+    ]
+    assert [("outputSchema" in t) for t in listed(shown)] == [True, False, False, False]
+    # The definitions themselves are untouched: what is pinned and reviewed.
+    assert isinstance(items[1], Entry) and items[1].tool.outputSchema == Raw(ARRAY)
