@@ -199,12 +199,15 @@ class ContentHead(msgspec.Struct):
 
 
 class CallToolResultFate(msgspec.Struct):
-    """What decides a result's fate, apart from its content."""
+    """What decides a result's fate, apart from its content; and, kept as written, the
+    parts an agent's era may call for changing (``structuredContent``, ``_meta``)."""
 
     resultType: str | UnsetType | None = UNSET
     isError: bool | None = None
     inputRequests: dict[str, Any] | UnsetType | None = UNSET
     requestState: Raw | UnsetType = UNSET
+    structuredContent: Raw | UnsetType = UNSET
+    meta: Raw | UnsetType = msgspec.field(name="_meta", default=UNSET)
 
 
 class CallToolResultKinds(CallToolResultFate):

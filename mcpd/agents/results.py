@@ -6,7 +6,8 @@ the one way, so the two cannot drift.
 
 Most results pass through as the server's own bytes. They are decoded only as far as
 needed to check ``resultType`` and (for a result longer than the budget) measure text;
-re-encoding happens only when text must be cut to the budget.
+re-encoding happens only when text must be cut to the budget, and at the top level
+only when something in the result has no place in the agent's era (``result_eras``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ..registry.scheme import Sight
 from ..servers.calls import SessionMark
 from ..servers.outage import Outage
 from . import unanswered
+from .result_eras import for_era
 from .unanswered import unanswered_text
 
 _RESULT_TYPE_FIELD: Final = b'"resultType":"complete"'
@@ -125,9 +127,10 @@ def shape_call_result(
     (False only when every block's type is known and none is a resource), and whether
     it is an error (``isError``, the server's or mcpd's own).
 
-    ``structuredContent`` is passed on whole: it is for the host's code, which checks
-    it against the tool's outputSchema (a cut or missing one fails the call there),
-    and it repeats what ``content`` tells the model, which the budget cuts."""
+    ``structuredContent`` is passed on whole where the agent's era has a place for it
+    (``result_eras``): it is for the host's code, which checks it against the tool's
+    outputSchema (a cut or missing one fails the call there), and it repeats what
+    ``content`` tells the model, which the budget cuts."""
     # Each character of text is at least one byte of JSON: a result no longer than the
     # budget cannot need cutting, and its texts need not be read.
     short = len(raw) <= budget
@@ -143,6 +146,18 @@ def shape_call_result(
     kind = head.resultType
     if isinstance(kind, str) and kind != mcp.COMPLETE:
         return _not_complete(raw, head, kind, modern, alias, capabilities, tasks, budget)
+    shaped = for_era(raw, head, bool(head.content), modern)
+    if shaped is not raw and not head.content:
+        # It may hold a text now, that the budget holds too: read again, as given.
+        return shape_call_result(
+            shaped,
+            modern=modern,
+            budget=budget,
+            alias=alias,
+            capabilities=capabilities,
+            tasks=tasks,
+        )
+    raw = shaped
     failed = head.isError is True
     links = False
     total = 0
@@ -213,13 +228,14 @@ def _not_complete(
     ):
         # The agent can answer (or is asked nothing): it retries with its answers and the
         # same requestState, which mcpd forwards to the same server as a new request.
-        return raw, True, False
+        return for_era(raw, head, True, modern), True, False
     if kind == mcp.INPUT_REQUIRED:
         text = unanswered_text(alias, head.inputRequests, budget)
         meta = {unanswered.META_KEY: unanswered.asked(head.inputRequests)}
         return _error(text, modern, meta), False, True
     if kind == "task" and tasks:
-        return raw, True, False  # a task handle for an agent that takes them (agents.tasks)
+        # A task handle for an agent that takes them (agents.tasks).
+        return for_era(raw, head, True, modern), True, False
     text = f"The tool server {alias!r} returned an unknown resultType {quote(str(kind))}."
     return _error(text, modern), False, True
 
