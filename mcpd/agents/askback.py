@@ -345,7 +345,10 @@ async def _answers(
             why = f"the agent did not answer {method} within {ask_timeout:g} s (ask_timeout)"
             return rpc.RPCError(NO_ANSWER, why)
         except rpc.RPCError as exc:
-            return rpc.RPCError(exc.code, f"the agent could not answer {method}: {exc.message}")
+            # The call's error is mcpd's: the agent's own code would read as the call's
+            # (-32601 would say tools/call is no method).
+            why = f"the agent could not answer {method}: {exc.message} (error {exc.code})"
+            return rpc.RPCError(NO_ANSWER, why)
     return Raw(_encode(answers))
 
 
