@@ -4,11 +4,12 @@ agent of what a server sends.
     python canned_server.py ANSWERS.json
 
 ANSWERS.json holds ``tools``: each tool's name and the result of calling it (an object,
-or JSON text as a string, written as it is); ``tasks``: each task id and the result of
-``tasks/get`` for it, which a listen naming the task also gets at once as its
-``notifications/tasks``; ``ttl``: JSON text written as the ``ttlMs`` of the discover
-result (``0`` when absent), and ``list_ttl`` as that of ``tools/list`` (``ttl`` when
-absent). With ``tasks`` the server offers the tasks
+or JSON text as a string, written as it is); ``defs``: for a tool of these, the fields
+its definition has besides its name and input schema (an output schema, say);
+``tasks``: each task id and the result of ``tasks/get`` for it, which a listen naming
+the task also gets at once as its ``notifications/tasks``; ``ttl``: JSON text written
+as the ``ttlMs`` of the discover result (``0`` when absent), and ``list_ttl`` as that
+of ``tools/list`` (``ttl`` when absent). With ``tasks`` the server offers the tasks
 extension. Plain stdlib, so it starts fast.
 """
 
@@ -25,6 +26,7 @@ SUB = "io.modelcontextprotocol/subscriptionId"
 with open(sys.argv[1]) as f:
     answers = json.load(f)
 tools: dict[str, Any] = answers.get("tools", {})
+defs: dict[str, Any] = answers.get("defs", {})
 tasks: dict[str, Any] = answers.get("tasks", {})
 ttl: str = answers.get("ttl", "0")
 list_ttl: str = answers.get("list_ttl", ttl)
@@ -59,7 +61,10 @@ def handle(msg: dict[str, Any]) -> None:
             caps["extensions"] = {TASKS: {}}
         result(rid, cacheable({"supportedVersions": [MODERN], "capabilities": caps}, ttl))
     elif method == "tools/list":
-        listed = [{"name": name, "inputSchema": {"type": "object"}} for name in tools]
+        listed = [
+            {"name": name, "inputSchema": {"type": "object"}, **defs.get(name, {})}
+            for name in tools
+        ]
         result(rid, cacheable({"tools": listed}, list_ttl))
     elif method == "tools/call" and params.get("name") in tools:
         result(rid, text(tools[params["name"]]))
