@@ -1,12 +1,14 @@
 """The official SDK client as an agent that declares no capabilities, through
 `mcpd bridge`: it calls tools and prints what it got of each.
 
-usage: python sdk_client_results.py MODE TOOLS_JSON [--tasks] -- BRIDGE_COMMAND [ARG...]
+usage: python sdk_client_results.py MODE TOOLS_JSON [--tasks] [--list] -- BRIDGE_COMMAND [ARG...]
 MODE is the client's (auto: 2026-07-28; legacy: the handshake); TOOLS_JSON a list of
 tool names. With --tasks the client takes task handles (the tasks extension, as a
 claim of the SDK's): it asks tasks/get for the task until it is done, and the call's
-result is the result the task ended with. Prints one JSON object: the protocol
-version, and for each tool whether its result is an error, its texts and its _meta.
+result is the result the task ended with. With --list it lists the tools first.
+Prints one JSON object: the protocol version, and for each tool whether its result is
+an error, its texts and its _meta; with --list also ``listed``, each listed tool's
+output schema by name, and for each tool its result's structured content.
 """
 
 from __future__ import annotations
@@ -66,12 +68,16 @@ class Tasks(ClientExtension):
 
 async def main() -> None:
     mode, tools = sys.argv[1], json.loads(sys.argv[2])
-    extensions = [Tasks()] if "--tasks" in sys.argv[: sys.argv.index("--")] else []
+    flags = sys.argv[: sys.argv.index("--")]
+    extensions = [Tasks()] if "--tasks" in flags else []
     command = sys.argv[sys.argv.index("--") + 1 :]
     params = StdioServerParameters(command=command[0], args=command[1:])
     seen: dict[str, Any] = {}
     async with Client(params, mode=mode, extensions=extensions) as client:  # type: ignore[arg-type]
         seen["version"] = client.session.protocol_version
+        if "--list" in flags:
+            listed = (await client.list_tools()).tools
+            seen["listed"] = {t.name: t.output_schema for t in listed}
         for tool in tools:
             result = await client.call_tool(tool, {})
             seen[tool] = {
@@ -79,6 +85,8 @@ async def main() -> None:
                 "texts": [c.text for c in result.content if c.type == "text"],
                 "meta": result.meta,
             }
+            if "--list" in flags:
+                seen[tool]["structured"] = result.structured_content
     print(json.dumps(seen))
 
 
