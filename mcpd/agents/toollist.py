@@ -21,7 +21,7 @@ def list_tools(
 ) -> mcp.ListToolsResult:
     servers.refresh()
     modern = ctx is not None and ctx.era == "modern"
-    # Paged by name, as both eras are: a cursor holds whichever era reads the list.
+    # A projection keeps every name in its place: a cursor is good in either era's.
     tools, after = page(servers.shown_to(modern), params.cursor, page_size, _name)
     return mcp.ListToolsResult(
         tools=list(tools),

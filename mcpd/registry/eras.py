@@ -15,7 +15,7 @@ the listing stands, so the schemas are read once per listing, not per request.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import msgspec
 from msgspec import UNSET, Raw
@@ -30,6 +30,8 @@ class _Root(msgspec.Struct):
 
 
 _root: Final = msgspec.json.Decoder(_Root)
+# A field a tool of the other era may have that this era has no place for.
+Field = Literal["outputSchema", "execution"]
 
 
 class Projected(jsonrpc.Late):
@@ -38,9 +40,9 @@ class Projected(jsonrpc.Late):
 
     __slots__ = ("field", "item")
 
-    def __init__(self, item: Entry | mcp.Tool, field: str) -> None:
+    def __init__(self, item: Entry | mcp.Tool, field: Field) -> None:
         self.item = item
-        self.field = field  # "outputSchema" or "execution"
+        self.field = field
 
     @property
     def name(self) -> str:
@@ -84,7 +86,7 @@ def for_era(listing: Sequence[Shown], modern: bool) -> Sequence[Shown]:
     return listing if out is None else out
 
 
-def _out_of_era(tool: mcp.Tool, modern: bool) -> str | None:
+def _out_of_era(tool: mcp.Tool, modern: bool) -> Field | None:
     """The field of ``tool`` agents of the era ``modern`` says have no place for."""
     if modern:
         return "execution" if isinstance(tool.execution, Raw) else None
