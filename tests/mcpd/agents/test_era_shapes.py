@@ -159,3 +159,26 @@ async def test_an_agents_error_to_a_relayed_question_is_not_the_calls_code(
             error = reply["error"]
             assert error["code"] != -32601
             assert "the agent could not answer roots/list: Method not found" in error["message"]
+
+
+@pytest.mark.parametrize("page_size", [0, 64])
+async def test_a_listing_in_pieces_or_pages_is_in_the_agents_era_shape_too(
+    tmp_path: Path, page_size: int
+) -> None:
+    names = [f"t{i:03}" for i in range(300)]  # more than one piece of a long reply
+    answers = tmp_path / "answers.json"
+    ok = {"resultType": "complete", "content": []}
+    defs = {name: {"outputSchema": ARRAY} for name in names[::2]}
+    answers.write_text(json.dumps({"tools": dict.fromkeys(names, ok), "defs": defs}))
+    server = {"command": sys.executable, "args": [CANNED, str(answers)]}
+    cfg = make_config(tmp_path, {"s": server}, page_size=page_size)
+    with trio.fail_after(30):
+        async with running(cfg) as daemon:
+            for modern in (False, True):
+                async with connect(daemon.socket_path, modern) as agent:
+                    if not modern:
+                        await agent.initialize()
+                    tools = await agent.tools()
+                    assert [t["name"] for t in tools] == [f"mcp__s__{n}" for n in names]
+                    schemas = [t.get("outputSchema") for t in tools]
+                    assert schemas == [ARRAY if modern and i % 2 == 0 else None for i in range(300)]
