@@ -16,7 +16,7 @@ import pytest
 import trio
 
 from tests.support.agent import connect, make_config, running
-from tests.support.daemon_http import post
+from tests.support.daemon_http import post, socket_get
 
 SUPPORT = Path(__file__).resolve().parents[2] / "support"
 CANNED = str(SUPPORT / "canned_server.py")
@@ -90,6 +90,9 @@ async def test_a_legacy_agent_gets_the_array_tool_and_its_result_in_its_eras_sha
                 got = await agent.call("mcp__s__arr")
                 assert got["structuredContent"] == ["a", "b"]
                 assert got["resultType"] == "complete" and got["_meta"] == {"k": 1}
+            # What a person reviews is the server's own definition.
+            page = json.loads(await socket_get(daemon.socket_path, "/tools"))
+            assert by_name(page["tools"])["mcp__s__arr"]["outputSchema"] == ARRAY
 
 
 async def test_a_legacy_session_over_http_gets_the_same_shapes(tmp_path: Path) -> None:
