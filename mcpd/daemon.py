@@ -14,6 +14,7 @@ from typing import Any, Final
 import msgspec
 import trio
 
+from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 from transports import fdread, linewriter
 from transports.stdio import early, loopback_relay
@@ -41,6 +42,7 @@ from .registry.catalog import Catalog
 from .registry.curation import ToolBudget
 from .registry.gate import Gate
 from .registry.views import ProfileView
+from .reload_outcome import ReloadOutcome
 from .reread import Rereader, refusal, unmatched_profile
 from .servers.all_servers import AllServers
 from .servers.auth_commands import Logins
@@ -112,6 +114,7 @@ class Daemon(Control):
             lambda alias: self.supervisor.config.pin_policy(alias).hold_new_servers,
         )
         self.tool_budget = ToolBudget(config.daemon.max_tools)
+        self.reloads = ReloadOutcome()
         self.api = AgentServer(self.all_servers, self, _LINES, splice=splice)
         self.api.configure(config.profiles, config.naming)
         self.report = StatusReport(
@@ -122,6 +125,7 @@ class Daemon(Control):
             self.oversight,
             self.histories,
             self.tool_budget,
+            self.reloads,
             self.state.path,
             [self.state.saving, self.pins.saving, self.oversight.audit.saving],
         )
@@ -231,13 +235,17 @@ class Daemon(Control):
 
     async def reload_config(self) -> ReloadReport:
         async with self._reload_lock:
-            reread = self.rereader.read(self.config, self.socket_path)
-            new = reread.config
             try:
-                # The new profiles' places, taken before a server the reload starts could.
-                await self.api.sockets.claim(new.profiles)
-            except ConfigError as exc:
-                raise refusal(exc) from None
+                reread = self.rereader.read(self.config, self.socket_path)
+                try:
+                    # The new profiles' places, taken before a server the reload starts could.
+                    await self.api.sockets.claim(reread.config.profiles)
+                except ConfigError as exc:
+                    raise refusal(exc) from None
+            except rpc.RPCError as exc:
+                self.reloads.refused(exc)
+                raise
+            new = reread.config
             self.notifier.reloading()
             # Servers the new config starts may speak before it is in force.
             self.oversight.expect(new)
@@ -252,6 +260,7 @@ class Daemon(Control):
                 report = self.supervisor.adopt(new)
                 report.restart, report.settings = reread.restart, reread.settings
                 self.config = new
+                self.reloads.taken()
                 self.oversight.configure(new, [*report.removed, *report.changed, *report.added])
                 self.api.configure(new.profiles, new.naming)
                 self.tool_budget.limit = new.daemon.max_tools

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any, Final
 
+import msgspec
 import trio
 
 from protocol.urls import display_url
@@ -24,6 +25,7 @@ from .oversight import Oversight
 from .registry.catalog import Catalog
 from .registry.curation import ToolBudget
 from .registry.views import ProfileView
+from .reload_outcome import ReloadOutcome
 from .servers import metrics
 from .servers.all_servers import AllServers
 from .servers.history import Histories, ServerHistory
@@ -41,6 +43,7 @@ class StatusReport:
         oversight: Oversight,
         histories: Histories,
         tool_budget: ToolBudget,
+        reloads: ReloadOutcome,
         state_file: str,
         saving: list[SaveWatch],
     ) -> None:
@@ -52,6 +55,7 @@ class StatusReport:
         self._oversight = oversight
         self._histories = histories
         self._tool_budget = tool_budget
+        self._reloads = reloads
         self._state_file = state_file
         self._saving = saving
 
@@ -77,7 +81,10 @@ class StatusReport:
                 "state_file": self._state_file,
                 "unsaved": [w.unsaved for w in self._saving if w.unsaved is not None],
                 # Hidden paths moved since they were first hidden (``anchors``).
+                # A reload refused leaves another configuration running than the file's.
+                "reload_refused": msgspec.to_builtins(self._reloads.refusal()),
                 "warnings": [
+                    *[w for w in [self._reloads.warning()] if w],
                     *[w for w in [self._tool_budget.warning(registry.size())] if w],
                     *anchors.notices(),
                 ],
