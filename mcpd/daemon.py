@@ -41,6 +41,7 @@ from .policy.gate import CallGate
 from .registry.catalog import Catalog
 from .registry.curation import ToolBudget
 from .registry.gate import Gate
+from .registry.unlisted import UnlistedNames
 from .registry.views import ProfileView
 from .reload_outcome import ReloadOutcome
 from .reread import Rereader, refusal, unmatched_profile
@@ -115,6 +116,9 @@ class Daemon(Control):
         )
         self.tool_budget = ToolBudget(config.daemon.max_tools)
         self.reloads = ReloadOutcome()
+        self.unlisted = UnlistedNames(
+            self.registry, lambda alias: self.supervisor.config.servers.get(alias)
+        )
         self.api = AgentServer(self.all_servers, self, _LINES, splice=splice)
         self.api.configure(config.profiles, config.naming)
         self.report = StatusReport(
@@ -126,6 +130,7 @@ class Daemon(Control):
             self.histories,
             self.tool_budget,
             self.reloads,
+            self.unlisted,
             self.state.path,
             [self.state.saving, self.pins.saving, self.oversight.audit.saving],
         )
@@ -306,6 +311,7 @@ class Daemon(Control):
         self.all_servers.changed()
         self.state.changed()
         self.tool_budget.check(self.registry.size())
+        self.unlisted.check(alias)
         if self.started.is_set():
             line = self.supervisor.counts()
             if line != self._status_line:

@@ -24,6 +24,7 @@ from .local.unsaved import SaveWatch
 from .oversight import Oversight
 from .registry.catalog import Catalog
 from .registry.curation import ToolBudget
+from .registry.unlisted import UnlistedNames
 from .registry.views import ProfileView
 from .reload_outcome import ReloadOutcome
 from .servers import metrics
@@ -44,6 +45,7 @@ class StatusReport:
         histories: Histories,
         tool_budget: ToolBudget,
         reloads: ReloadOutcome,
+        unlisted: UnlistedNames,
         state_file: str,
         saving: list[SaveWatch],
     ) -> None:
@@ -56,6 +58,7 @@ class StatusReport:
         self._histories = histories
         self._tool_budget = tool_budget
         self._reloads = reloads
+        self._unlisted = unlisted
         self._state_file = state_file
         self._saving = saving
 
@@ -149,6 +152,8 @@ class StatusReport:
             s = dict(s)
             s["since"] = iso(s["since"])
             s["retry_at"] = iso(s["retry_at"])
+            # What the server's own settings name that it does not list: the operator's.
+            s["warnings"] = self._unlisted.of(s["alias"]) if scope is None else []
             servers.append(s)
         return servers
 

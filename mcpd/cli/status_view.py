@@ -87,6 +87,8 @@ def render_status(status: dict[str, Any], *, color: bool = False) -> str:
                 lines.append(f"{'':<16} stderr| {visible(tail)}")
         notes = trim_notes(s) + pin_notes(s) + masked_notes(s) + held_notes(s)
         lines += [f"{'':<16} {visible(note)}" for note in notes]
+        for warning in s.get("warnings") or []:
+            lines.append(_paint(f"{'':<16} warning| {visible(warning)}", "degraded", color))
         unprotected = (s.get("sandbox") or {}).get("unprotected")
         if unprotected:
             lines.append(_paint(f"{'':<16} unprotected| {visible(unprotected)}", "degraded", color))
