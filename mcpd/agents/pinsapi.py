@@ -73,6 +73,7 @@ async def _pending(
 ) -> Any:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Only)
+    _known(api, params.server)
     pending = api.control.pins.pending(params.server)
     listed = _listed_as(api.view(conn).view)
     for item in pending:
@@ -80,6 +81,13 @@ async def _pending(
         if local is not None:
             item["local"] = local
     return {"pending": pending}
+
+
+def _known(api: ProfileMethods, server: str | None) -> None:
+    """A server asked about by name is one mcpd knows: nothing waiting of a misspelt
+    alias would read as all being approved."""
+    if server is not None and not api.control.pins.knows(server):
+        raise rpc.RPCError(rpc.INVALID_PARAMS, f"no server named {server!r}")
 
 
 def _listed_as(view: ProfileView) -> dict[tuple[str, str, str], str]:
@@ -97,6 +105,7 @@ async def _findings(
 ) -> Any:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Only)
+    _known(api, params.server)
     return {"findings": api.control.pins.findings(params.server)}
 
 

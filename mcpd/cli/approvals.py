@@ -18,7 +18,7 @@ from typing import Any
 
 from protocol.visible import visible
 
-from .client import QUICK, SOCKET_HELP
+from .client import QUICK, SOCKET_HELP, socket_path
 from .exits import EXIT_USAGE, ask, client_for, fail
 
 ACTIONS = ("show", "approve", "deny")
@@ -26,7 +26,7 @@ ACTIONS = ("show", "approve", "deny")
 
 def add_parser(sub: Any) -> None:
     ap = sub.add_parser("approvals", help="list the calls waiting for approval, or decide one")
-    ap.add_argument("--socket", help=SOCKET_HELP)
+    ap.add_argument("--socket", type=socket_path, help=SOCKET_HELP)
     ap.add_argument(
         "action",
         nargs="?",

@@ -21,7 +21,7 @@ from typing import Any
 from protocol.urls import ascii_hosts, ascii_url
 from protocol.visible import visible
 
-from .client import QUICK, SOCKET_HELP
+from .client import QUICK, SOCKET_HELP, socket_path
 from .exits import ask, client_for
 
 LOGIN_TIMEOUT = 600.0  # seconds to wait for the browser
@@ -115,7 +115,7 @@ def add_auth_commands(sub: Any) -> None:
 
     def action(name: str, help: str) -> argparse.ArgumentParser:
         sp: argparse.ArgumentParser = actions.add_parser(name, help=help)
-        sp.add_argument("--socket", help=SOCKET_HELP)
+        sp.add_argument("--socket", type=socket_path, help=SOCKET_HELP)
         return sp
 
     lg = action("login", "log in to a server (prints the address to open)")

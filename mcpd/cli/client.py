@@ -3,6 +3,7 @@ command that works on mcpd's files finds the config the running daemon uses."""
 
 from __future__ import annotations
 
+import argparse
 import os
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple
@@ -22,8 +23,8 @@ from ..agents.dial import (
     not_listening,
 )
 from ..agents.peers import peer_of, untrusted_daemon
-from ..config.model import default_config_path
-from ..config.paths import client_socket_path
+from ..config.model import default_config_path, default_socket_path
+from ..config.paths import SOCKET_VAR, client_socket_path
 
 CLI_INFO = mcp.Implementation(name="mcpd-cli", version=__version__)
 # How long a command waits for its reply: one the daemon answers from what it holds
@@ -35,6 +36,15 @@ SOCKET_HELP = (
     "daemon socket (default: $MCPD_SOCKET, else the [daemon] socket of the config, "
     "else the standard path)"
 )
+
+
+def socket_path(text: str) -> str:
+    """``--socket``: an empty path is refused, not taken for no option (the default)."""
+    if not text:
+        raise argparse.ArgumentTypeError(
+            "an empty path names no socket: give the daemon's socket, or leave --socket out"
+        )
+    return text
 
 
 class Unreachable(Exception):
@@ -61,7 +71,8 @@ class Client:
         try:
             self._sock = connect_unix(path, min(timeout, CONNECT_WAIT))
         except (FileNotFoundError, ConnectionRefusedError, PermissionError) as exc:
-            raise Unreachable(no_daemon(path, exc) or not_listening(path, exc)) from None
+            said = no_daemon(path, exc) or not_listening(path, exc) + unread_config(path)
+            raise Unreachable(said) from None
         except DialError as exc:
             raise Unreachable(str(exc)) from None
         self._sock.settimeout(timeout)
@@ -232,3 +243,21 @@ def config_in_use(explicit: str | None, socket: str | None = None) -> ConfigInUs
     if running is None:
         return ConfigInUse(default_config_path())  # as for a daemon not yet started
     return ConfigInUse(running.config or default_config_path(), running.socket, running.state_dir)
+
+
+def unread_config(path: str) -> str:
+    """Why a command looked on the default socket ``path`` though ``$MCPD_CONFIG`` names
+    the config whose socket it was to look on: that file could not be read ("" when it
+    could, or the command was not looking there for want of it)."""
+    config = os.environ.get("MCPD_CONFIG")
+    if not config or os.environ.get(SOCKET_VAR) or path != default_socket_path():
+        return ""
+    try:
+        with open(config, "rb") as f:
+            f.read(1)
+    except OSError as exc:
+        return (
+            f"; $MCPD_CONFIG names {config}, which could not be read ({exc.strerror}), "
+            "so the default socket was tried"
+        )
+    return ""

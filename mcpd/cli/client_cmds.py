@@ -36,6 +36,7 @@ from .exits import (
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
+    _refuse_ignored(args)
     if args.pending or args.findings:
         from .pins_cmds import cmd_held_or_found
 
@@ -63,7 +64,10 @@ def cmd_tools(args: argparse.Namespace) -> int:
         except rpc.RPCError as exc:
             fail(EXIT_TOOL_ERROR, f"error {exc.code}: {exc.message}")
     if args.check_names is not None:
-        return _check_names([t["name"] for t in tools], args.check_names, args.host_prefix)
+        names = [t["name"] for t in tools]
+        if args.json:
+            return _check_names_json(names, args.check_names, args.host_prefix)
+        return _check_names(names, args.check_names, args.host_prefix)
     if args.format:
         from ..agents.formats import translate
 
@@ -121,6 +125,55 @@ def _profile_footer(seen: dict[str, Any]) -> str:
         f"profile {name} is in search mode (discovery {seen['discovery']}): its agents are "
         f"listed {len(listed)} tools ({', '.join(listed)}) and find these by searching"
     )
+
+
+def _refuse_ignored(args: argparse.Namespace) -> None:
+    """Options that what else was asked for would leave unused: a usage error, so that
+    a script asking for JSON, or for a host's prefix, does not get something else."""
+    listing = [
+        flag
+        for flag, given in (("--pending", args.pending), ("--findings", args.findings))
+        if given
+    ]
+    if listing:
+        ignored = [
+            flag
+            for flag, given in (
+                ("--findings", args.pending and args.findings),
+                ("--format", args.format),
+                ("--check-names", args.check_names is not None),
+                ("--profile", args.profile is not None),
+                ("--policy", args.policy),
+            )
+            if given
+        ]
+        if ignored:
+            args.usage_of.error(f"{listing[0]} does not go with {', '.join(ignored)}")
+    if args.host_prefix and args.check_names is None:
+        args.usage_of.error("--host-prefix is for --check-names: give it a length too")
+    if args.check_names is not None and args.format:
+        args.usage_of.error(
+            "--check-names reports on the names, --format prints the tools: give one of them"
+        )
+
+
+def _check_names_json(names: list[str], limit: int, prefix: str) -> int:
+    """``--check-names`` with ``--json``: the names that do not fit, and their lengths."""
+    from ..agents.formats import too_long
+
+    long = too_long(names, limit, prefix)
+    room = limit - len(prefix)
+    report = {
+        "limit": limit,
+        "host_prefix": prefix,
+        "tools": len(names),
+        "too_long": [{"name": name, "length": len(prefix) + len(name)} for name in long],
+        # The [naming] max_length that makes mcpd shorten them (None: none is too long,
+        # or the prefix leaves too little room).
+        "max_length": room if long and room >= 16 else None,
+    }
+    print(json.dumps(report, indent=2))
+    return EXIT_TOOL_ERROR if long else 0
 
 
 def _check_names(names: list[str], limit: int, prefix: str) -> int:

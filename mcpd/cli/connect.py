@@ -48,6 +48,7 @@ from .client import (
     config_in_use,
     config_in_use_help,
     running_daemon,
+    socket_path,
 )
 from .exits import EXIT_UNREACHABLE
 from .hostconfig import config_path, entry, host, merge, write
@@ -293,7 +294,9 @@ def add_parser(sub: Any) -> None:
         help=f"mcpd's config (default: {config_in_use_help()})",
     )
     c.add_argument(
-        "--socket", help="the daemon's socket (default: the running daemon's, else the config's)"
+        "--socket",
+        type=socket_path,
+        help="the daemon's socket (default: the running daemon's, else the config's)",
     )
     c.set_defaults(func=_main)
 

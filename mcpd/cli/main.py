@@ -15,6 +15,7 @@ unreachable, 4 the daemon's reply could not be read, 78 config error.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 
@@ -22,7 +23,7 @@ from protocol.visible import visible
 
 from .. import __version__
 from ..config.model import default_config_path
-from .client import SOCKET_HELP, config_in_use_help
+from .client import SOCKET_HELP, config_in_use_help, socket_path
 from .exits import EXIT_USAGE, client_for
 
 PROMPT_RESOURCE_COMMANDS = ("prompts", "resources", "read", "prompt")
@@ -35,6 +36,28 @@ COMMANDS: frozenset[str] = frozenset(
 # first option, so `approve ALIAS --yes NAME` would leave NAME over. Their words are
 # read again with options and names mixed (the command has no subcommands to forbid it).
 NAMES_AMID_OPTIONS: frozenset[str] = frozenset({"approve"})
+
+
+def _seconds(text: str) -> float:
+    """``--watch``'s interval: a time to wait, more than none."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not (0 < seconds < math.inf):
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, not {text}")
+    return seconds
+
+
+def _length(text: str) -> int:
+    """``--check-names``' limit: a name's length a host takes, at least 1."""
+    try:
+        length = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of characters: {text!r}") from None
+    if length < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 character, not {text}")
+    return length
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -50,7 +73,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     def client_cmd(name: str, help: str) -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help)
-        sp.add_argument("--socket", help=SOCKET_HELP)
+        sp.add_argument("--socket", type=socket_path, help=SOCKET_HELP)
         return sp
 
     if want("serve"):
@@ -59,7 +82,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         s = sub.add_parser("serve", help="run the daemon")
         s.add_argument("--config", help=f"config file (default: {default_config_path()})")
         s.add_argument("--demo", action="store_true", help="run with the bundled demo servers")
-        s.add_argument("--socket", help="socket path (overrides the config and $MCPD_SOCKET)")
+        s.add_argument(
+            "--socket",
+            type=socket_path,
+            help="socket path (overrides the config and $MCPD_SOCKET)",
+        )
         s.add_argument("--log", choices=["auto", "journal", "stderr"], default="auto")
         s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
         s.set_defaults(func=cmd_serve)
@@ -88,7 +115,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         )
         t.add_argument(
             "--check-names",
-            type=int,
+            type=_length,
             metavar="N",
             help="report tool names longer than N characters (exit 1 if any)",
         )
@@ -134,7 +161,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             "--watch",
             nargs="?",
             const=2.0,
-            type=float,
+            type=_seconds,
             metavar="SECONDS",
             help="redraw every SECONDS (default 2) until Ctrl-C",
         )

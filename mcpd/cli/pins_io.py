@@ -18,7 +18,7 @@ from typing import Any, Final
 from protocol import jsonrpc as rpc
 
 from ..local.privatefile import UnsafeFileError, file_kind
-from .client import QUICK, SOCKET_HELP, BadReply, Client, Unreachable
+from .client import QUICK, SOCKET_HELP, BadReply, Client, Unreachable, socket_path
 from .exits import (
     EXIT_BAD_REPLY,
     EXIT_FAILED,
@@ -181,5 +181,5 @@ def add_pins(sub: Any) -> None:
         "held as it lists now",
     )
     for parser in (e, i, f):
-        parser.add_argument("--socket", help=SOCKET_HELP)
+        parser.add_argument("--socket", type=socket_path, help=SOCKET_HELP)
     p.set_defaults(func=cmd_pins)

@@ -205,6 +205,10 @@ class PinKeeper:
 
     # -- what the commands ask --
 
+    def knows(self, alias: str) -> bool:
+        """Whether ``alias`` is a server of the config, or one the pins remember."""
+        return self._configured(alias) or alias in self.review.pins.servers
+
     def pending(self, only: str | None = None) -> list[dict[str, Any]]:
         return [_pending(p, self.review.pins) for p in self.review.pending(only)]
 
@@ -225,7 +229,7 @@ class PinKeeper:
     ) -> dict[str, Any]:
         """Approve what was shown (``picks``: kind, name, digest) or all that waits;
         ``whole``: the server too, once nothing of it waits."""
-        if not self._configured(alias) and alias not in self.review.pins.servers:
+        if not self.knows(alias):
             raise KeyError(alias)
         result = self.review.approve(alias, picks, whole)
         saved = await self.flush()

@@ -78,7 +78,7 @@ async def held_change(tmp_path: Path) -> tuple[Catalog, Api]:
     """The server "notes" pinned, then changing its tool's description: held."""
     cat = Catalog(NamingConfig(), Gate())
     pins = PinKeeper(
-        str(tmp_path / "pins.json"), cat.gate.review, cat.rejudge, {"notes"}.__contains__
+        str(tmp_path / "pins.json"), cat.gate.review, cat.rejudge, {"notes", "other"}.__contains__
     )
     cat.update("notes", [tool("read", "Reads a note.")])
     cat.gate.settle("notes")
@@ -129,6 +129,9 @@ async def test_the_owner_sees_what_waits_and_approves_what_was_shown(
     assert (waiting["server"], waiting["kind"], waiting["name"]) == ("notes", "tool", "read")
     assert waiting["local"] == "mcp__notes__read"
     assert (await call(api, "mcpd/pins/pending", {"server": "other"}, peer)) == {"pending": []}
+    for method in ("mcpd/pins/pending", "mcpd/pins/findings"):
+        with pytest.raises(rpc.RPCError, match="no server named 'nots'"):
+            await call(api, method, {"server": "nots"}, peer)
     pick = {"kind": "tool", "name": "read", "digest": waiting["digest"]}
     result = await call(api, "mcpd/pins/approve", {"server": "notes", "items": [pick]}, peer)
     assert result["saved"] is True

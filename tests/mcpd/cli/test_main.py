@@ -92,9 +92,9 @@ def test_each_commands_unknown_option_is_one_line_under_its_own_usage(
     [
         (["call"], "the following arguments are required: name"),
         (["call", "t", "{}", "extra"], "unrecognized arguments: extra"),
-        (["status", "--watch", "soon"], "invalid float value: 'soon'"),
+        (["status", "--watch", "soon"], "not a number of seconds: 'soon'"),
         (["tools", "--format", "xml"], "invalid choice: 'xml'"),
-        (["tools", "--check-names", "ten"], "invalid int value: 'ten'"),
+        (["tools", "--check-names", "ten"], "not a whole number of characters: 'ten'"),
         (["serve", "--log", "syslog"], "invalid choice: 'syslog'"),
         (["serve", "--config"], "expected one argument"),
         (["import"], "the following arguments are required: PATH|HOST"),

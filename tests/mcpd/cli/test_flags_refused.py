@@ -1,0 +1,124 @@
+"""Options that would do nothing, or something other than asked, are refused: a value no
+option can use, a pair whose one half would be ignored, a socket path that is empty, a
+server's alias nothing knows; and a config ``$MCPD_CONFIG`` names that could not be read
+is said where the default socket was tried in its place."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.mcpd.cli.test_client_cmds import TOOLS, daemon
+from tests.mcpd.cli.test_main import exit_of, usage_error
+from tests.support.operator import client, start, stop
+from tests.support.procs import scripted
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["status", "--watch", "-1"], "argument --watch: must be more than 0 seconds, not -1"),
+        (["status", "--watch", "0"], "argument --watch: must be more than 0 seconds, not 0"),
+        (["status", "--watch", "nan"], "argument --watch: must be more than 0 seconds, not nan"),
+        (["tools", "--check-names", "-5"], "must be at least 1 character, not -5"),
+        (["tools", "--check-names", "0"], "must be at least 1 character, not 0"),
+        (["status", "--socket", ""], "argument --socket: an empty path names no socket"),
+        (["approve", "notes", "--socket", ""], "argument --socket: an empty path names no"),
+        (["serve", "--socket", ""], "argument --socket: an empty path names no socket"),
+    ],
+)
+def test_a_value_the_option_cannot_use_is_a_usage_error(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    usage, error = usage_error(argv, capsys)
+    assert said in error
+    assert usage.startswith(f"usage: mcpd {argv[0]}")
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--host-prefix", "mcp__mcpd__"], "--host-prefix is for --check-names"),
+        (["--check-names", "64", "--format", "openai"], "--check-names reports on the names"),
+        (["--pending", "--format", "openai"], "--pending does not go with --format"),
+        (["--findings", "--format", "anthropic"], "--findings does not go with --format"),
+        (["--pending", "--check-names", "64"], "--pending does not go with --check-names"),
+        (["--pending", "--findings"], "--pending does not go with --findings"),
+    ],
+)
+def test_tools_options_one_of_which_would_be_ignored_are_refused(
+    argv: list[str], said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Refused before any daemon is asked: none listens on this socket.
+    usage, error = usage_error(["tools", "--socket", str(tmp_path / "none.sock"), *argv], capsys)
+    assert said in error
+    assert usage.startswith("usage: mcpd tools")
+
+
+def test_check_names_with_json_prints_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sock = tmp_path / "mcpd.sock"
+    prefix = ["--check-names", "28", "--host-prefix", "mcp__mcpd__", "--json"]
+    with daemon(sock, tools_list={"tools": TOOLS}):
+        assert exit_of(["tools", "--socket", str(sock), *prefix]) == 1
+        report = json.loads(capsys.readouterr().out)
+        assert report == {
+            "limit": 28,
+            "host_prefix": "mcp__mcpd__",
+            "tools": 3,
+            "too_long": [{"name": "mcp__notes__search", "length": 29}],
+            "max_length": 17,
+        }
+        assert exit_of(["tools", "--socket", str(sock), "--check-names", "64", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["too_long"] == []
+
+
+@pytest.mark.parametrize("config", ["missing.toml", "a-directory"])
+def test_a_config_mcpd_config_names_that_cannot_be_read_is_said_beside_no_daemon(
+    config: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (tmp_path / "a-directory").mkdir()
+    monkeypatch.delenv("MCPD_SOCKET", raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    monkeypatch.setenv("MCPD_CONFIG", str(tmp_path / config))
+    assert exit_of(["status"]) == 3
+    err = capsys.readouterr().err
+    assert "no mcpd is listening on " in err
+    assert f"$MCPD_CONFIG names {tmp_path / config}, which could not be read (" in err
+    assert "so the default socket was tried" in err
+    # Given a socket, the config was never to be read: nothing is said of it.
+    assert exit_of(["status", "--socket", str(tmp_path / "none.sock")]) == 3
+    assert "MCPD_CONFIG" not in capsys.readouterr().err
+
+
+@pytest.fixture
+def running_mcpd(tmp_path: Path) -> Iterator[Path]:
+    command, args = scripted()
+    config = tmp_path / "mcpd.toml"
+    config.write_text(
+        f"[servers.notes]\ncommand = {json.dumps(command)}\nargs = {json.dumps(list(args))}\n"
+    )
+    sock = tmp_path / "mcpd.sock"
+    proc = start(["--config", str(config)], sock)
+    try:
+        yield sock
+    finally:
+        stop(proc)
+
+
+def test_approve_of_a_server_no_one_configured_says_so_and_fails(running_mcpd: Path) -> None:
+    done = client(running_mcpd, "approve", "nots", "--yes")
+    assert done.returncode == 1
+    assert "no server named 'nots'" in done.stderr
+    assert "waits for approval" not in done.stdout
+    # The server's own alias: nothing of it waits, which is no failure.
+    done = client(running_mcpd, "approve", "notes", "--yes")
+    assert done.returncode == 0
+    assert "nothing of notes waits for approval" in done.stdout
