@@ -41,9 +41,7 @@ from .policy.gate import CallGate
 from .registry.catalog import Catalog
 from .registry.curation import ToolBudget
 from .registry.gate import Gate
-from .registry.unlisted import UnlistedNames
 from .registry.views import ProfileView
-from .reload_outcome import ReloadOutcome
 from .reread import Rereader, refusal, unmatched_profile
 from .servers.all_servers import AllServers
 from .servers.auth_commands import Logins
@@ -115,10 +113,6 @@ class Daemon(Control):
             lambda alias: self.supervisor.config.pin_policy(alias).hold_new_servers,
         )
         self.tool_budget = ToolBudget(config.daemon.max_tools)
-        self.reloads = ReloadOutcome()
-        self.unlisted = UnlistedNames(
-            self.registry, lambda alias: self.supervisor.config.servers.get(alias)
-        )
         self.api = AgentServer(self.all_servers, self, _LINES, splice=splice)
         self.api.configure(config.profiles, config.naming)
         self.report = StatusReport(
@@ -129,8 +123,6 @@ class Daemon(Control):
             self.oversight,
             self.histories,
             self.tool_budget,
-            self.reloads,
-            self.unlisted,
             self.state.path,
             [self.state.saving, self.pins.saving, self.oversight.audit.saving],
         )
@@ -248,7 +240,7 @@ class Daemon(Control):
                 except ConfigError as exc:
                     raise refusal(exc) from None
             except rpc.RPCError as exc:
-                self.reloads.refused(exc)
+                self.report.reloads.refused(exc)
                 raise
             new = reread.config
             self.notifier.reloading()
@@ -265,7 +257,7 @@ class Daemon(Control):
                 report = self.supervisor.adopt(new)
                 report.restart, report.settings = reread.restart, reread.settings
                 self.config = new
-                self.reloads.taken()
+                self.report.reloads.taken()
                 self.oversight.configure(new, [*report.removed, *report.changed, *report.added])
                 self.api.configure(new.profiles, new.naming)
                 self.tool_budget.limit = new.daemon.max_tools
@@ -311,7 +303,7 @@ class Daemon(Control):
         self.all_servers.changed()
         self.state.changed()
         self.tool_budget.check(self.registry.size())
-        self.unlisted.check(alias)
+        self.report.unlisted.check(alias)
         if self.started.is_set():
             line = self.supervisor.counts()
             if line != self._status_line:

@@ -44,8 +44,6 @@ class StatusReport:
         oversight: Oversight,
         histories: Histories,
         tool_budget: ToolBudget,
-        reloads: ReloadOutcome,
-        unlisted: UnlistedNames,
         state_file: str,
         saving: list[SaveWatch],
     ) -> None:
@@ -57,8 +55,10 @@ class StatusReport:
         self._oversight = oversight
         self._histories = histories
         self._tool_budget = tool_budget
-        self._reloads = reloads
-        self._unlisted = unlisted
+        # Whether the configuration that runs is the file's, and what of a server's
+        # own settings names nothing it lists: known here, said by what reports.
+        self.reloads = ReloadOutcome()
+        self.unlisted = UnlistedNames(registry, lambda alias: supervisor.config.servers.get(alias))
         self._state_file = state_file
         self._saving = saving
 
@@ -83,12 +83,12 @@ class StatusReport:
                 "summary": self._supervisor.summary(),
                 "state_file": self._state_file,
                 "unsaved": [w.unsaved for w in self._saving if w.unsaved is not None],
-                # Hidden paths moved since they were first hidden (``anchors``).
                 # A reload refused leaves another configuration running than the file's.
-                "reload_refused": msgspec.to_builtins(self._reloads.refusal()),
+                "reload_refused": msgspec.to_builtins(self.reloads.refusal()),
                 "warnings": [
-                    *[w for w in [self._reloads.warning()] if w],
+                    *[w for w in [self.reloads.warning()] if w],
                     *[w for w in [self._tool_budget.warning(registry.size())] if w],
+                    # Hidden paths moved since they were first hidden (``anchors``).
                     *anchors.notices(),
                 ],
                 **{
@@ -153,7 +153,7 @@ class StatusReport:
             s["since"] = iso(s["since"])
             s["retry_at"] = iso(s["retry_at"])
             # What the server's own settings name that it does not list: the operator's.
-            s["warnings"] = self._unlisted.of(s["alias"]) if scope is None else []
+            s["warnings"] = self.unlisted.of(s["alias"]) if scope is None else []
             servers.append(s)
         return servers
 

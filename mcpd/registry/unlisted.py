@@ -4,8 +4,8 @@
 ``[servers.X.prompts]`` name the server's items, which are known only once it lists
 them, and may be listed later: so a name that matches nothing is no config error. It
 is a likely typo all the same (an ``allow`` that matches nothing hides every tool), so
-it is said in ``mcpd status`` beside the server, and in the journal once for each
-list that leaves it unmatched.
+it is said in ``mcpd status`` beside the server, and in the journal once for the names
+a list holds.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection, Iterable
 from fnmatch import fnmatchcase
+from typing import NamedTuple
 
 from protocol.logfields import log_extra
 
@@ -22,19 +23,34 @@ from .catalog import Catalog
 logger = logging.getLogger("mcpd.registry")
 
 
-def unlisted(alias: str, cfg: ServerConfig, catalog: Catalog) -> list[str]:
-    """One sentence for each setting of the server's that names what it does not list
-    (none for a list it has not sent yet)."""
-    out: list[str] = []
+class Listed(NamedTuple):
+    """The names of the server's tools, or of its prompts, as it last listed them, and
+    what its settings name in vain among them."""
+
+    names: frozenset[str]
+    unmatched: list[str]
+
+
+def unlisted(alias: str, cfg: ServerConfig, catalog: Catalog) -> list[Listed]:
+    """What the server's tools, then its prompts, leave unmatched of its settings (one
+    sentence a setting); a list it has not sent yet is left out."""
+    out: list[Listed] = []
     tools = catalog.raw_tools(alias)
     if tools is not None:
-        listed = {t.name for t in tools}
-        out += _unmatched("tools", cfg.tools, listed, alias)
-        out += _said("tool_timeouts", cfg.tool_timeouts, listed, alias)
+        names = frozenset(t.name for t in tools)
+        found = _unmatched("tools", cfg.tools, names, alias)
+        out.append(Listed(names, found + _said("tool_timeouts", cfg.tool_timeouts, names, alias)))
     prompts = catalog.prompts.raw(alias)
     if prompts is not None:
-        out += _unmatched("prompts", cfg.prompts, {p.name for p in prompts}, alias, " as a prompt")
+        names = frozenset(p.name for p in prompts)
+        out.append(Listed(names, _unmatched("prompts", cfg.prompts, names, alias, " as a prompt")))
     return out
+
+
+def names_items(cfg: ServerConfig) -> bool:
+    """Whether the server's settings name any of its items at all."""
+    rules = (cfg.tools, cfg.prompts)
+    return bool(cfg.tool_timeouts) or any(r.allow or r.rename or r.description for r in rules)
 
 
 def _unmatched(
@@ -58,28 +74,34 @@ def _said(
 
 
 class UnlistedNames:
-    """What ``unlisted`` finds of each server, logged as it first finds it: a server
-    listing again what it listed, or its status read by any number of agents, says
-    nothing more."""
+    """What ``unlisted`` finds of each server, logged for each list whose names, or
+    the settings that name its items, changed since: neither the server listing the
+    same names again nor its status read by any number of agents says it again."""
 
     def __init__(self, catalog: Catalog, configured: Callable[[str], ServerConfig | None]) -> None:
         self._catalog = catalog
         self._configured = configured
-        self._logged: dict[str, list[str]] = {}
+        self._logged: dict[str, list[Listed]] = {}
+
+    def _found(self, alias: str) -> list[Listed]:
+        cfg = self._configured(alias)
+        if cfg is None or not names_items(cfg):
+            return []
+        return unlisted(alias, cfg, self._catalog)
 
     def of(self, alias: str) -> list[str]:
-        cfg = self._configured(alias)
-        return [] if cfg is None else unlisted(alias, cfg, self._catalog)
+        return [said for listed in self._found(alias) for said in listed.unmatched]
 
     def check(self, alias: str) -> None:
-        """The server listed, or its settings changed: say what they name in vain."""
-        found = self.of(alias)
-        before = self._logged.get(alias, [])
-        if found == before:
-            return
+        """The server listed, or its state or settings changed: say what its settings
+        name in vain, once for the names it lists now."""
+        found = self._found(alias)
+        logged = self._logged.get(alias, [])
         self._logged[alias] = found
-        for said in found:
-            if said not in before:
+        for listed in found:
+            if listed in logged:
+                continue
+            for said in listed.unmatched:
                 logger.warning(
                     "%s: %s", alias, said, extra=log_extra(alias, "unlisted_names", said)
                 )

@@ -56,7 +56,7 @@ async def test_names_a_server_does_not_list_are_said_in_status_and_once_in_the_j
                 "tool_timeouts names nosuch, which notes does not list",
                 "prompts.allow names greet, which notes does not list as a prompt",
             ]
-            await wait_for(lambda: len(daemon.unlisted.of("notes")) == len(expected))
+            await wait_for(lambda: len(daemon.report.unlisted.of("notes")) == len(expected))
             row = await _row(agent, "notes")
             assert row["warnings"] == expected
             assert (await _row(agent, "other"))["warnings"] == []
