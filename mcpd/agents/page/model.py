@@ -53,6 +53,7 @@ class ServerRow(msgspec.Struct, frozen=True):
     inflight: int = 0
     pid: int | None = None
     stderr: list[str] = []  # a child's last lines
+    warnings: list[str] = []  # what its own settings name that it does not list
     # Where a server runs confined, when mcpd confines it: a level, or a table with one.
     sandbox: str | dict[str, Any] | None = None
 

@@ -189,6 +189,8 @@ def _state(row: ServerRow, history: ServerHistory, now: float) -> str:
     retry = _parse(row.retry_at)
     if retry is not None and cls != "up":
         out += f"<small>next try {charts.clock(retry)}</small>"
+    for warning in row.warnings:
+        out += f'<small class="warning">{shown(warning)}</small>'
     return out
 
 

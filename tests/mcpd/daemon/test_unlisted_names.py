@@ -4,6 +4,7 @@ does not list: no config error (it may list them later), but said beside the ser
 
 from __future__ import annotations
 
+import html
 import logging
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import trio
 from mcpd.cli.status_view import render_status
 from mcpd.config.load import load
 from tests.support.agent import Agent, connect, running
+from tests.support.daemon_http import socket_get
 from tests.support.procs import read_pid
 from tests.support.reloading import toml_server, wait_for, write_config
 
@@ -63,6 +65,8 @@ async def test_names_a_server_does_not_list_are_said_in_status_and_once_in_the_j
             status = await agent.result("mcpd/status")
             text = render_status(status)
             assert "warning| tools.allow names serach, which notes does not list" in text
+            page = html.unescape((await socket_get(str(sock), "/")).decode())
+            assert "tools.allow names serach, which notes does not list" in page
             # Asked again by more agents, and the server's state changing, the journal
             # says each once.
             async with connect(str(sock)) as second:
