@@ -87,3 +87,14 @@ class FakeDaemon:
                 if reply is None:
                     return
                 conn.sendall(reply)
+
+
+def answering(sock: Path, **answers: Any) -> FakeDaemon:
+    """A stand-in answering each method (``tools/list`` as ``tools_list``) with a result,
+    or with what a callable makes of the request."""
+
+    def answer(msg: dict[str, Any]) -> bytes | None:
+        reply = answers[msg["method"].replace("/", "_")]
+        return reply(msg) if callable(reply) else result(msg, reply)
+
+    return FakeDaemon(sock, answer)

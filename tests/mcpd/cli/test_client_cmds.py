@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from mcpd.cli.main import main
-from tests.support.fake_daemon import FakeDaemon, error, notification, result
+from tests.support.fake_daemon import answering as daemon
+from tests.support.fake_daemon import error, notification, result
 
 TOOLS = [
     {
@@ -45,17 +46,6 @@ def run(*argv: str) -> int:
     code = done.value.code
     assert isinstance(code, int)
     return code
-
-
-def daemon(sock: Path, **answers: Any) -> FakeDaemon:
-    """A stand-in answering each method with a result (or with what a callable makes
-    of the request)."""
-
-    def answer(msg: dict[str, Any]) -> bytes | None:
-        reply = answers[msg["method"].replace("/", "_")]
-        return reply(msg) if callable(reply) else result(msg, reply)
-
-    return FakeDaemon(sock, answer)
 
 
 # -- tools --

@@ -11,10 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.mcpd.cli.test_client_cmds import TOOLS, daemon
-from tests.mcpd.cli.test_main import exit_of, usage_error
+from tests.support.cli_runs import exit_of, usage_error
+from tests.support.fake_daemon import answering as daemon
 from tests.support.operator import client, start, stop
 from tests.support.procs import scripted
+
+# One name too long for a host that keeps 28 characters after its own prefix.
+TOOLS = [
+    {"name": "mcp__notes__search", "_meta": {"mcpd/server": "notes"}},
+    {"name": "mcp__evil__x", "_meta": {"mcpd/server": "evil"}},
+    {"name": "mcp__bare__tool"},
+]
 
 
 @pytest.mark.parametrize(

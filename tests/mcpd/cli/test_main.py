@@ -12,30 +12,10 @@ import pytest
 
 from mcpd import __version__
 from mcpd.cli import client_cmds, pins_cmds
-from mcpd.cli.exits import EXIT_USAGE
-from mcpd.cli.main import COMMANDS, main
+from mcpd.cli.main import COMMANDS
+from tests.support.cli_runs import exit_of, usage_error
 
 ESC = "\x1b"
-
-
-def exit_of(argv: list[str]) -> int:
-    with pytest.raises(SystemExit) as caught:
-        main(argv)
-    code = caught.value.code
-    assert isinstance(code, int)
-    return code
-
-
-def usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[str, str]:
-    """(the usage line, the error line) of a command line argparse refuses."""
-    assert exit_of(argv) == EXIT_USAGE
-    out, err = capsys.readouterr()
-    assert out == ""
-    lines = err.splitlines()
-    error = lines[-1]
-    assert error.startswith("mcpd") and ": error: " in error, err
-    assert lines[0].startswith("usage: mcpd"), err
-    return lines[0], error
 
 
 def test_no_command_is_a_usage_error_naming_what_is_missing(
