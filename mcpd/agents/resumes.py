@@ -20,6 +20,14 @@ and how many rounds the call has had. The server's state itself travels in the t
 so what the daemon keeps is small whatever a server writes there; the digest makes a
 state the agent altered a refusal.
 
+The agent never holds a server's state of its own, only mcpd's tokens: a retry whose
+``requestState`` is not a live token of mcpd's, or that brings ``inputResponses``
+without one, continues nothing mcpd handed its agent and is refused unsent. Otherwise
+the state carried in a token, read out of it, could be sent by whoever saw the token,
+as often as they liked, answering what the server asked the token's owner. An
+``input_required`` of a call whose tool or rules changed before it came back is handed
+on with a token too: its retry is then a call of its own, which meets the rules anew.
+
 A token is taken once: replayed, it names nothing. One brought by another agent, in
 another profile, for another tool or other arguments is refused without being used
 up, so whoever saw it cannot spend the owner's round. A continuation goes on under
@@ -81,7 +89,7 @@ class _Round(msgspec.Struct, frozen=True):
     local: str
     arguments: bytes  # what binds them (``_bound``)
     state: bytes | None  # digest of the server's requestState; None: it sent none
-    sent: Sent
+    sent: Sent | None  # None: its retry is a call of its own (``allowed_as``)
     decision: str
     decided_by: str
     expires: float
@@ -103,9 +111,9 @@ class Resumes:
             head = _HEAD.decode(result)
         except msgspec.DecodeError:
             return result, False
-        if head.kind != mcp.INPUT_REQUIRED or sent is None:
+        if head.kind != mcp.INPUT_REQUIRED:
             return result, False
-        if sent.rounds >= MAX_ROUNDS:
+        if sent is not None and sent.rounds >= MAX_ROUNDS:
             text = (
                 f"The tool server {call.alias!r} asked for more input {MAX_ROUNDS + 1} times "
                 f"in one call; mcpd ends a call after {MAX_ROUNDS} rounds of answers."
@@ -123,7 +131,9 @@ class Resumes:
                 local=call.local,
                 arguments=_bound(call.arguments)[0],
                 state=hashlib.sha256(state).digest() if isinstance(state, Raw) else None,
-                sent=msgspec.structs.replace(sent, rounds=sent.rounds + 1),
+                sent=None
+                if sent is None
+                else msgspec.structs.replace(sent, rounds=sent.rounds + 1),
                 decision=call.decision,
                 decided_by=call.decided_by,
                 expires=self._clock() + KEEP_FOR,
@@ -139,13 +149,15 @@ class Resumes:
     def take(
         self, call: Call, who: AgentInfo, profile: ProfileServers
     ) -> Resumed | rpc.RPCError | None:
-        """What ``call`` (of ``who``, in ``profile``) continues when its
-        ``requestState`` is a token of mcpd's: the round it names, used up, with the
-        server's own state put back in ``call``; the error it gets when that round is
-        not its to continue; None for a state that is no token of mcpd's."""
+        """What ``call`` (of ``who``, in ``profile``), a retry that brings a
+        ``requestState`` or ``inputResponses``, continues: the round its token of
+        mcpd's names, used up, with the server's own state put back in ``call``; None
+        when that round's retry is a call of its own (its state put back too); the
+        error it gets when it brings no live token of mcpd's, or one that is not its to
+        continue."""
         token = own_token(call.request_state, PREFIX)
         if token is None:
-            return None
+            return _not_mcpds(call)
         nonce, dot, carried = token.removeprefix(PREFIX).partition(".")
         kept = self._kept.get(nonce)
         if kept is None or kept.expires <= self._clock():
@@ -170,6 +182,8 @@ class Resumes:
             return _refused("was altered: it is not the one mcpd gave")
         del self._kept[nonce]
         call.request_state = _state(server_state)
+        if kept.sent is None:
+            return None
         # Its tool is looked up again in the profile as it is now.
         sent = msgspec.structs.replace(kept.sent, profile=profile)
         return Resumed(sent, kept.decision, kept.decided_by)
@@ -248,6 +262,21 @@ def _digest(kind: bytes, data: bytes) -> bytes:
 
 def _state(server_state: bytes | None) -> Raw | UnsetType:
     return UNSET if server_state is None else Raw(server_state)
+
+
+def _not_mcpds(call: Call) -> rpc.RPCError:
+    """Why a retry that brings no token of mcpd's continues nothing."""
+    if call.request_state is UNSET:
+        what = "inputResponses without the requestState mcpd handed with what was asked"
+    else:
+        what = "a requestState that mcpd did not hand this agent"
+    return rpc.RPCError(
+        rpc.INVALID_PARAMS,
+        f"this call brings {what}, so it continues nothing: mcpd hands an agent a "
+        f"requestState of its own (starting {PREFIX!r}) with each input_required, and "
+        "its retry brings that back as it was given; call the tool again without "
+        "inputResponses and requestState",
+    )
 
 
 def _refused(why: str) -> rpc.RPCError:

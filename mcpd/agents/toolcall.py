@@ -106,6 +106,10 @@ class Router:
             ctx = agent.session.context_of(whole)
             meta = agents_own(whole)
         modern = ctx.era == "modern"
+        if not modern:
+            # Rounds of input are the 2026-07-28 era's: a legacy agent's are driven by
+            # mcpd, so whatever it writes under their names is not sent on.
+            responses = state = UNSET
         caps = ctx.capabilities if modern and ctx.capabilities else None
         return Call(
             request.id,
@@ -200,7 +204,8 @@ class Router:
         the policy's refusal); or ``Ask``, when a person decides first; or
         ``CONTINUES``, when it carries mcpd's requestState (an answer to what mcpd
         asked for another call, which met the rules); or ``Resumed``, when it continues
-        a call whose server answered ``input_required``."""
+        a call whose server answered ``input_required``. A retry that brings no token of
+        mcpd's is refused (``resumes``)."""
         profile = agent.profile
         call.profile = profile.name
         name = call.name
@@ -229,7 +234,7 @@ class Router:
         if call.request_state is not UNSET and self.policy.continues(call):
             _before_the_rules(call)  # its record, if it has one, is the refused token's
             return CONTINUES
-        if call.request_state is not UNSET:
+        if call.request_state is not UNSET or call.input_responses is not UNSET:
             resumed = self.resumes.take(call, self._who(call, agent), profile)
             if isinstance(resumed, rpc.RPCError):
                 _before_the_rules(call, resumed.message)

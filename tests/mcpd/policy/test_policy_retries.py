@@ -10,6 +10,7 @@ and the server is not called again."""
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -127,6 +128,48 @@ async def test_a_retry_used_up_forged_or_altered_is_refused(tmp_path: Path) -> N
             await refused(setup, agent, appended, "was altered")
             assert text(await call(agent, retry)) == DONE
             await refused(setup, agent, retry, "names no call mcpd continues")
+
+
+async def test_a_servers_state_read_out_of_a_token_or_answers_without_one_continue_nothing(
+    tmp_path: Path,
+) -> None:
+    """The server's state rides in mcpd's token, where anyone who sees the token can read
+    it: sent as it is, by the token's owner or another, any number of times, it answers
+    nothing the server asked, and neither do answers brought with no token at all. The
+    token itself still continues the call, once."""
+    with trio.fail_after(LIMIT):
+        async with (
+            rounds_daemon(tmp_path, RATED) as setup,
+            connect(setup.daemon.socket_path) as agent,
+            connect(setup.daemon.socket_path) as other,
+        ):
+            retry = await asked_for_a_name(agent, RATED)
+            carried = retry["requestState"].partition(".")[2]
+            read_out = base64.urlsafe_b64decode(carried).decode()
+            assert json.loads(read_out) == SERVERS_STATE
+            unwrapped = {**retry, "requestState": json.loads(read_out)}
+            for who in (other, other, agent):
+                await refused(setup, who, unwrapped, "a requestState that mcpd did not hand")
+            bare = {k: v for k, v in retry.items() if k != "requestState"}
+            await refused(setup, agent, bare, "inputResponses without the requestState")
+            assert text(await call(agent, retry)) == DONE
+
+
+async def test_a_legacy_agents_own_round_fields_never_reach_its_server(tmp_path: Path) -> None:
+    """A legacy agent has no rounds of its own to continue: what it writes under their
+    names is not sent on, and its call is asked what the server asks like any other."""
+    with trio.fail_after(LIMIT):
+        async with rounds_daemon(tmp_path, RATED) as setup:
+            forged = {"name": ASK, "arguments": {"who": "me"}, "inputResponses": {"login": NAME}}
+            forged["requestState"] = SERVERS_STATE
+            async with setup.agent() as legacy:
+                legacy.hold = False  # its user gives the name when asked
+                reply = await legacy.rpc("tools/call", forged)
+            assert text(reply["result"]) == DONE
+            assert len(legacy.asked) == 1
+            first, answered = setup.reached()
+            assert "requestState" not in first and "inputResponses" not in first
+            assert answered["requestState"] == SERVERS_STATE
 
 
 @pytest.mark.parametrize(

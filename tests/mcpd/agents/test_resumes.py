@@ -1,0 +1,57 @@
+"""The tokens of mcpd's that a modern agent's retry of an ``input_required`` brings
+back (``resumes``), apart from a daemon: a call that can no longer go on as it went
+still hands its state over in a token, and nothing but a token continues anything."""
+
+from __future__ import annotations
+
+import json
+
+from msgspec import UNSET, Raw
+
+from mcpd.agents.resumes import PREFIX, Resumes
+from mcpd.policy.agent import AgentInfo
+from mcpd.servers.calls import Call
+from protocol import jsonrpc as rpc
+
+ASKED = Raw(
+    b'{"resultType":"input_required","requestState":"s-1",'
+    b'"inputRequests":{"k":{"method":"roots/list"}}}'
+)
+WHO = AgentInfo(pid=42)
+
+
+def call(rid: int, state: object = UNSET, responses: object = UNSET) -> Call:
+    made = Call(rid, "t", Raw(b"{}"), None, None, local="mcp__s__t", alias="s")  # type: ignore[arg-type]
+    made.profile = "default"
+    if state is not UNSET:
+        made.request_state = Raw(json.dumps(state).encode())
+    if responses is not UNSET:
+        made.input_responses = Raw(json.dumps(responses).encode())
+    return made
+
+
+def test_a_call_that_cannot_go_on_as_it_went_still_hands_on_a_token() -> None:
+    """Its tool or the rules changed before the server's answer came (no ``Sent``): the
+    agent gets a token all the same, whose retry is a call of its own, once."""
+    resumes = Resumes(clock=lambda: 0.0)
+    handed, failed = resumes.hand_on(ASKED, call(1), WHO, None)
+    assert isinstance(handed, dict) and not failed
+    token = handed["requestState"]
+    assert token.startswith(PREFIX)
+    retry = call(2, token, {"k": {"roots": []}})
+    assert resumes.take(retry, WHO, None) is None  # type: ignore[arg-type]
+    assert retry.request_state == Raw(b'"s-1"')
+    again = resumes.take(call(3, token, {"k": {"roots": []}}), WHO, None)  # type: ignore[arg-type]
+    assert isinstance(again, rpc.RPCError) and "names no call" in again.message
+
+
+def test_a_state_not_mcpds_or_answers_without_a_state_continue_nothing() -> None:
+    resumes = Resumes(clock=lambda: 0.0)
+    for retry, said in [
+        (call(1, "s-1", {"k": {"roots": []}}), "a requestState that mcpd did not hand"),
+        (call(2, {"any": "json"}), "a requestState that mcpd did not hand"),
+        (call(3, responses={"k": {"roots": []}}), "inputResponses without the requestState"),
+    ]:
+        refused = resumes.take(retry, WHO, None)  # type: ignore[arg-type]
+        assert isinstance(refused, rpc.RPCError), retry
+        assert refused.code == rpc.INVALID_PARAMS and said in refused.message
