@@ -95,7 +95,9 @@ class CallMeta:
 
     def params(self, call: Call) -> mcp.CallToolParams:
         """The call's params as the server gets them encoded: the era's ``_meta``, with
-        mcpd's progress token in place of the agent's (none when nobody takes reports)."""
+        mcpd's progress token in place of the agent's (none when nobody takes reports).
+        A legacy server gets no ``inputResponses`` or ``requestState``: its era has no
+        rounds of input."""
         own = call.meta
         if own is not None and mcp.KEY_PROGRESS_TOKEN in own:
             token = call.token
@@ -104,11 +106,12 @@ class CallMeta:
                 for k, v in own.items()
                 if k != mcp.KEY_PROGRESS_TOKEN or token is not None
             }
+        modern = self.era == "modern"
         return mcp.CallToolParams(
             call.name,
             call.arguments,
-            call.input_responses,
-            call.request_state,
+            call.input_responses if modern else UNSET,
+            call.request_state if modern else UNSET,
             meta=self.of(call.capabilities, own),
         )
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 import trio
-from msgspec import Raw
+from msgspec import UNSET, Raw
 
 from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from .runner import Runner
 
 logger = logging.getLogger("mcpd.calls")
+
+_ROUND_FIELDS: Final = ("inputResponses", "requestState")
 
 
 async def send(
@@ -113,6 +115,12 @@ async def _send(
         given = msgspec.structs.asdict(params)["meta"]
         meta = up.meta.of(capabilities, given if isinstance(given, dict) else None)
         params = msgspec.structs.replace(params, meta=meta)
+    if up.era != "modern":
+        # A legacy server's era has no rounds of input: what would continue one is
+        # not sent.
+        rounds = {f: UNSET for f in _ROUND_FIELDS if f in params.__struct_fields__}
+        if rounds:
+            params = msgspec.structs.replace(params, **rounds)
     extra: dict[str, str] | None = None
     if up.http and up.era == "modern" and name is not None and method.startswith("tasks/"):
         extra = {mcp_headers.NAME: mcp_headers.encode_value(name)}

@@ -26,7 +26,7 @@ import logging
 from typing import Any, Final, NamedTuple
 
 import msgspec
-from msgspec import Raw
+from msgspec import UNSET, Raw, UnsetType
 
 from protocol import mcp, surface
 from protocol.logfields import log_extra
@@ -45,6 +45,9 @@ class Findings(NamedTuple):
 
     own: bool  # it may hold a key of mcpd's
     secret: bool  # it holds what the guard masks
+    # A legacy server's, with a ``resultType`` its era has none of: left out, so that
+    # it is the plain result it is in that era, never a round of input or a task.
+    stray_kind: bool = False
 
     @property
     def why(self) -> str:
@@ -52,6 +55,8 @@ class Findings(NamedTuple):
             return "drop what it put under mcpd's keys"
         if self.secret:
             return "mask a secret it holds"
+        if self.stray_kind:
+            return "leave out a resultType its era has none of"
         return "clean what it asks the agent"
 
 
@@ -59,7 +64,7 @@ class _Look(msgspec.Struct):
     """What every result is read for, in one decode that skips the rest: whether it
     is ``input_required``."""
 
-    resultType: object = None
+    resultType: object | UnsetType = UNSET
 
 
 _look: Final = msgspec.json.Decoder(_Look)
@@ -69,20 +74,25 @@ _INPUT_REQUIRED: Final = mcp.INPUT_REQUIRED
 _may_hold_own: Final = own_keys.may_hold
 
 
-def findings(guard: SecretGuard, alias: str, raw: Raw, *, task: bool = False) -> Findings | None:
+def findings(
+    guard: SecretGuard, alias: str, raw: Raw, *, task: bool = False, legacy: bool = False
+) -> Findings | None:
     """Why ``raw`` (a server's result) must be taken apart before agents get it; None
     (every call, nearly) when it goes on as it came.
 
     ``task``: ``raw`` is a task as the tasks extension shows one (a tasks method's
     result, a ``notifications/tasks``' params), whose requests are those it waits on
-    and those of the tool's result it ended with."""
+    and those of the tool's result it ended with. ``legacy``: ``raw`` is a legacy
+    server's, whose ``resultType`` means nothing (``Findings.stray_kind``)."""
     if _may_hold_own(raw):
-        return Findings(True, guard.finds(alias, raw))
+        return Findings(True, guard.finds(alias, raw), legacy and not task)
     if not task:
         try:
             look = _look.decode(raw)
         except (msgspec.DecodeError, RecursionError):
             look = _NOT_ASKING  # not an object: no request in it
+        if legacy and look.resultType is not UNSET:
+            return Findings(False, guard.finds(alias, raw), stray_kind=True)
         if look.resultType != _INPUT_REQUIRED:
             # Every call, nearly: nothing here either.
             return _SECRET if guard.finds(alias, raw) else None
@@ -105,6 +115,8 @@ def taken_apart(
         raise MalformedReply(f"{alias}: {what} could not be read again") from None
     if found.own:
         own_keys.drop_from_meta(result)
+    if found.stray_kind and isinstance(result, dict):
+        result.pop("resultType", None)
     unfit = _unfit_ask(result, task)
     if unfit is not None:
         raise refused_ask(alias, f"its input_required result {unfit}")
@@ -113,7 +125,7 @@ def taken_apart(
         request["params"] = cleaned_request(alias, request["method"], request.get("params"))
     if found.secret:
         masked = guard.value(alias, result, what)
-        if masked is result and not found.own and not asks:
+        if masked is result and not found.own and not found.stray_kind and not asks:
             return raw  # nothing to mask after all: a reply stays spliced
         result = masked
     else:

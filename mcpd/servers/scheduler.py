@@ -249,7 +249,7 @@ class CallScheduler(_Scheduler):
             self.answered_at = now
             # The same bytes unless they hold a secret mcpd holds, a key of its own or
             # ask the agent something: a reply stays spliced.
-            found = findings(r.guard, r.alias, raw)
+            found = findings(r.guard, r.alias, raw, legacy=r.replies.legacy)
             if found is not None:
                 work = partial(taken_apart, r.guard, r.alias, raw, _RESULT, found)
                 self._take_apart(call, raw, _RESULT, found.why, work, now, elapsed, error=False)

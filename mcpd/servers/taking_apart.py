@@ -102,6 +102,9 @@ class ReplyWork:
         # A thread's work counts whole: while it runs Python it holds the interpreter
         # lock the event loop needs too.
         self.worked = 0.0
+        # Whether the server spoke a legacy era when it last greeted mcpd: its results'
+        # ``resultType`` is then left out (``rpc_results.findings``).
+        self.legacy = False
         self._thread = trio.CapacityLimiter(1)
         # Where replies taken apart for a caller that does not wait wait for the thread
         # (``in_thread``), while ``run`` runs.
@@ -196,7 +199,7 @@ class ReplyWork:
         guard, alias, clock = self.guard, self.alias, self._clock
         began = clock()
         try:
-            found = findings(guard, alias, raw, task=task)
+            found = findings(guard, alias, raw, task=task, legacy=self.legacy)
             if found is None:
                 return raw
             if self.at_once(raw, what, found.why):

@@ -111,6 +111,7 @@ class Upstream:
     async def _adopt(self, greeting: Greeting) -> None:
         self.era, self.version = greeting.era, greeting.version
         self.meta.adopt(greeting.era, greeting.version)
+        self.replies.legacy = greeting.era == "legacy"
         self.capabilities = greeting.capabilities
         self.instructions_given = greeting.instructions
         self.instructions, self.instructions_cut = handshake.kept_instructions(

@@ -364,7 +364,13 @@ def call_tool(rid, params: dict) -> None:
         if args.slow:
             time.sleep(args.slow)
         if name == "rpc_error":
-            error(rid, -32602, "invalid arguments for rpc_error")
+            code = arguments.get("code", -32602)
+            said = arguments.get("message", "invalid arguments for rpc_error")
+            error(rid, code, said, arguments.get("data"))
+            return
+        if name == "typed":  # a result whose resultType the arguments choose
+            text = [{"type": "text", "text": "typed"}]
+            result(rid, {"resultType": arguments.get("kind"), "content": text})
             return
         if name == "fail":
             result(rid, {"content": [{"type": "text", "text": "it failed"}], "isError": True})

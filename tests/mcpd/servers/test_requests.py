@@ -14,7 +14,7 @@ from typing import Any, cast
 import pytest
 import trio
 import trio.testing
-from msgspec import Raw
+from msgspec import UNSET, Raw
 
 from mcpd.config.load import parse
 from mcpd.config.model import Config
@@ -132,6 +132,23 @@ async def test_a_result_is_passed_on_and_the_agents_own_meta_only(
     # A legacy server is sent the agent's own keys, never the reserved ones.
     assert sent.meta == {"mine": 1}
     assert sent.name == "p"
+
+
+async def test_a_legacy_server_gets_no_round_fields_and_its_result_type_is_left_out(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A legacy server's era has no rounds of input: it is not sent what continues one,
+    and what it writes under ``resultType`` makes its result nothing but a result."""
+    factory = Factory()
+    asked = {"resultType": "input_required", "messages": [], "requestState": "s"}
+    factory.played.answers["prompts/get"] = asked
+    async with running(factory) as r:
+        await ready(r)
+        retry = GetPromptParams(name="p", inputResponses=Raw(b'{"k":{}}'), requestState=Raw(b'"s"'))
+        raw = await requests.send(r, "prompts/get", retry, name="p")
+    assert json.loads(bytes(raw)) == {"messages": [], "requestState": "s"}
+    sent = factory.played.params["prompts/get"]
+    assert (sent.inputResponses, sent.requestState) == (UNSET, UNSET)
 
 
 async def test_a_secret_in_a_result_is_masked(autojump_clock: trio.testing.MockClock) -> None:
