@@ -255,6 +255,11 @@ class CallHost(abc.ABC):
     def check_liveness(self) -> None:
         """A call failed in a way that may mean the server is gone: find out soon."""
 
+    @abc.abstractmethod
+    def version_refused(self) -> None:
+        """The server answered a request saying it does not speak the version the
+        request was made for: find out again which it speaks."""
+
 
 class QueuedCheck(abc.ABC):
     """What the agent side says of a call that waits in a server's queue, once what

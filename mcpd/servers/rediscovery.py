@@ -16,6 +16,11 @@ for what they offer. Changed instructions are judged against their pin as they a
 when the server is started again (held until approved, by default), and what the
 server says it is replaces what ``mcpd status`` showed. A server that no longer speaks
 the version the session began with ends the session, so the next one greets it afresh.
+
+A server that answers a request saying it does not speak the version the request was
+made for (-32022) is asked at once, whatever the ttl (``doubted``): its answer no
+longer listing that version, or failing, ends the session likewise, so that mcpd
+learns the server's era again rather than failing every call made for it.
 """
 
 from __future__ import annotations
@@ -49,6 +54,8 @@ class Rediscovery:
         self.alias = alias
         self._gate = gate
         self._stale_at = math.inf  # no session yet: nothing to ask again
+        # The server refused a request as made for a version it does not speak.
+        self.doubted = False
 
     def connected(self, up: Upstream) -> None:
         """A session began with ``up``'s greeting."""
@@ -66,13 +73,22 @@ class Rediscovery:
     async def renew(self, up: Upstream) -> bool:
         """Ask ``up`` for its discover answer again and adopt it; whether its
         capabilities changed. An answer mcpd cannot read keeps what the server said
-        before; one that no longer lists the session's version, or lists more than
-        mcpd reads, ends the session (TransportError)."""
+        before, unless the server was ``doubted``; one that no longer lists the
+        session's version, or lists more than mcpd reads, ends the session
+        (TransportError). A legacy server has no answer to ask for."""
+        doubted, self.doubted = self.doubted, False
+        if up.era != "modern":
+            return False
         params = mcp.MetaOnlyParams(meta=request_meta(up.version, NO_CAPABILITIES))
         try:
             raw = await up.request("server/discover", params)
             found = rpc.decode_as(raw, greeting.Discovered)
         except (rpc.RPCError, rpc.InvalidParams, MalformedReply) as exc:
+            if doubted:
+                raise TransportError(
+                    f"{self.alias}: it said it does not speak {up.version}, and "
+                    f"server/discover asked again failed ({quote(str(exc))}); greeting it again"
+                ) from None
             self._fresh_for(0)
             logger.warning(
                 "%s: server/discover asked again failed (%s); the capabilities it declared "
@@ -91,6 +107,14 @@ class Rediscovery:
             raise TransportError(
                 f"{self.alias}: server/discover no longer lists {up.version}, the version "
                 "this session speaks; greeting it again"
+            )
+        if doubted:
+            logger.warning(
+                "%s: it said it does not speak %s, yet its server/discover still lists it; "
+                "the session goes on",
+                self.alias,
+                up.version,
+                extra=log_extra(self.alias, reason="version refused"),
             )
         ttl, _ = mcp.ttl_of(found.ttlMs)
         up.discover_ttl_ms = ttl

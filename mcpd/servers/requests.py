@@ -8,7 +8,8 @@ is weighed with its calls waiting for a slot, ``queue_bytes``) nor its rules: a
 server that is down answers with its outage at once, a request has a time limit
 (pushed out while the server waits for its agent's answer), a failure to reach the
 server counts against it, and a JSON-RPC error from a live server is passed on, marked
-as the server's (``rpc_errors.marked_error``).
+as the server's, or as mcpd's own where it is about mcpd's request to the server
+(``rpc_errors.answer_error``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from transports.errors import MalformedReply, ServerCancelled, TransportError
 from .askback import Asker
 from .calls import CallRefused, SessionMark, Whose
 from .outage import Outage
-from .rpc_errors import marked_error
+from .rpc_errors import answer_error
 
 if TYPE_CHECKING:
     from .runner import Runner
@@ -140,7 +141,9 @@ async def _send(
                 raise CallRefused(
                     Outage(runner.alias, "failed", str(exc), start).masked(runner.guard)
                 ) from None
-            raise marked_error(runner.alias, exc) from None
+            if isinstance(exc, rpc.RPCError) and exc.code == rpc.UNSUPPORTED_PROTOCOL_VERSION:
+                runner.version_refused()
+            raise answer_error(runner.alias, exc) from None
         except MalformedReply as exc:
             runner.breaker.record_success(trio.current_time())
             raise CallRefused(

@@ -11,6 +11,14 @@ outage's reason, a line of its log), it quotes it (``protocol.visible.quote``); 
 it answers an agent's request with it, the message is marked with the server as its
 descriptions are (``marked_error``, ``registry.marking``).
 
+A few of a server's errors are not about what the agent asked but about mcpd's
+request to the server: the protocol version it was made for (-32022), its HTTP headers
+(-32020), the client capabilities declared with it (-32021). Passed on as they are,
+they would tell the agent that mcpd, its own server, does not speak its version or
+read its headers, and over HTTP they would be answered with 400, as mcpd's own are.
+Such an error reaches an agent as one of mcpd's own instead (``hop_error``), naming
+the server and what went wrong between mcpd and it.
+
 Its data goes on as the bytes it came as (``protocol.jsonrpc`` keeps them), as a
 result's do, unless it is text (one value, decoded to be cleaned) or a scan of it
 (``data_findings``) finds what must change: then it is taken apart (decoded whole,
@@ -26,6 +34,7 @@ import msgspec
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
+from protocol.visible import quote
 from transports.errors import MalformedReply
 
 from ..policy.guard import SecretGuard
@@ -83,11 +92,49 @@ def marked_error(alias: str, exc: rpc.RPCError) -> rpc.RPCError:
     return exc if message == exc.message else exc.replaced(message, exc.data)
 
 
+# What each of those errors says went wrong with mcpd's request to the server.
+_HOPS: Final = {
+    rpc.UNSUPPORTED_PROTOCOL_VERSION: (
+        "it does not speak the protocol version mcpd's request to it was made for; "
+        "mcpd asks it again which versions it speaks"
+    ),
+    rpc.HEADER_MISMATCH: "the HTTP headers of mcpd's request to it did not match the request",
+    rpc.MISSING_REQUIRED_CLIENT_CAPABILITY: (
+        "it needs a client capability that was not declared with the request (mcpd "
+        "declares to it what the agent behind the request declared)"
+    ),
+}
+
+
+def hop_error(alias: str, exc: rpc.RPCError) -> rpc.RPCError | None:
+    """``exc`` (``alias``'s, made fit by ``error_for_agents``) as mcpd's own error when it
+    is about mcpd's request to the server, not what the agent asked; None for any other.
+    Only -32021's data goes along: what it needs is what an agent could declare."""
+    said = _HOPS.get(exc.code)
+    if said is None:
+        return None
+    message = (
+        f"mcpd's request to the server {alias!r} failed: the server answered that {said} "
+        f"(its error {quote(exc.message)}). This is between mcpd and the server, not "
+        "something wrong with this request."
+    )
+    keep = exc.code == rpc.MISSING_REQUIRED_CLIENT_CAPABILITY
+    return rpc.RPCError(rpc.INTERNAL_ERROR, message, exc.data if keep else None)
+
+
+def answer_error(alias: str, exc: rpc.RPCError) -> rpc.RPCError:
+    """``exc`` (``alias``'s, made fit by ``error_for_agents``) as the answer to an agent's
+    request: mcpd's own error when it is about mcpd's request to the server
+    (``hop_error``), else the server's, marked (``marked_error``)."""
+    return hop_error(alias, exc) or marked_error(alias, exc)
+
+
 def call_error(
     guard: SecretGuard, alias: str, exc: rpc.RPCError, what: str, found: Findings | None
 ) -> rpc.RPCError:
-    """``error_for_agents``, marked: a server's error as the outcome of an agent's call."""
-    return marked_error(alias, error_for_agents(guard, alias, exc, what, found))
+    """``error_for_agents``, answered: a server's error as the outcome of an agent's
+    call (``answer_error``)."""
+    return answer_error(alias, error_for_agents(guard, alias, exc, what, found))
 
 
 def _is_text(data: Raw) -> bool:

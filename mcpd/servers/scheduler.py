@@ -259,6 +259,8 @@ class CallScheduler(_Scheduler):
             r.stats.record(elapsed)
         elif isinstance(error, rpc.RPCError) and not timed_out:
             self.answered_at = now
+            if error.code == rpc.UNSUPPORTED_PROTOCOL_VERSION:
+                r.version_refused()
             # The server's error: its data is taken apart as a result is, if at all.
             found = data_findings(r.guard, r.alias, error)
             made = partial(call_error, r.guard, r.alias, error, _ERROR, found)

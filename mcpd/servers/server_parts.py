@@ -299,6 +299,9 @@ class ServerParts(CallHost):
         self.health.suspect = True
         self.wake()
 
+    def version_refused(self) -> None:
+        self.session.doubt_version()
+
     def availability_failure(self, elapsed: float, reason: str, ticket: int) -> None:
         now = trio.current_time()
         self.stats.record(elapsed, error=True)

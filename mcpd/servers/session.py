@@ -94,6 +94,12 @@ class Session:
     def wake(self) -> None:
         self._wake.set()
 
+    def doubt_version(self) -> None:
+        """The server refused a request as made for a version it does not speak: it is
+        asked which it speaks (``rediscovery``) before anything else."""
+        self._rediscovery.doubted = True
+        self._wake.set()
+
     def on_notification(self, msg: rpc.Notification) -> None:
         if msg.params is not None:
             # A log message, a progress message: relayed to agents (without what the
@@ -192,7 +198,9 @@ class Session:
         request bounded by ``list_timeout`` (``answer_wait``). A list is fetched
         under capabilities asked for again once their ttl passed (``rediscovery``)."""
         lists = self._prompt_resources
-        if (self._tool_list.due or lists.due) and self._rediscovery.due(up):
+        if self._rediscovery.doubted or (
+            (self._tool_list.due or lists.due) and self._rediscovery.due(up)
+        ):
             with self._answers.bounded("server/discover", _CAPABILITIES_KEPT):
                 changed = await self._rediscovery.renew(up)
             if changed:
@@ -238,6 +246,7 @@ class Session:
             )
             if (
                 self._health.suspect
+                or self._rediscovery.doubted
                 or self._tool_list.due
                 or self._prompt_resources.due
                 or self._logs.due

@@ -5,8 +5,10 @@ changes what it says its tools, prompts and templates are, after it was approved
 
 ``DEFINITIONS.json`` is read again for every list and greeting: ``{"tools": [...],
 "prompts": [...], "resources": [...], "resourceTemplates": [...], "instructions":
-"...", "capabilities": {...}, "serverInfo": {...}}`` (the last two: what it declares
-instead of every list, and its name and version, in either era); a tool given as a
+"...", "capabilities": {...}, "serverInfo": {...}, "era": "legacy"}`` (what it
+declares instead of every list, its name and version, in either era, and the era it
+speaks now in place of ``--era``, as a server deployed anew does: a legacy one refuses
+a call made for 2026-07-28 with -32022); a tool given as a
 string is JSON text listed as it is written (a key given twice and all). Calling its
 tool ``relist`` (always listed as it is) makes it announce that all three lists
 changed: unsolicited to a legacy client, on the open ``subscriptions/listen`` to a
@@ -88,6 +90,10 @@ def definitions() -> dict[str, Any]:
     return loaded
 
 
+def era_now() -> str:
+    return str(definitions().get("era", era))
+
+
 def logged(line: str) -> None:
     with open(log_path, "a", encoding="utf-8") as f:
         f.write(line + "\n")
@@ -127,7 +133,7 @@ def handle(msg: dict[str, Any]) -> None:
     if rid is None:
         return
     if method == "server/discover":
-        if era == "legacy":
+        if era_now() == "legacy":
             error(rid, -32601, "Method not found")
             return
         state["era"] = "modern"
@@ -140,7 +146,7 @@ def handle(msg: dict[str, Any]) -> None:
             body["_meta"] = {"io.modelcontextprotocol/serverInfo": given["serverInfo"]}
         result(rid, body)
     elif method == "initialize":
-        if era == "modern":
+        if era_now() == "modern":
             error(rid, -32022, "modern only", {"supported": [MODERN]})
             return
         state["era"] = "legacy"
@@ -164,6 +170,11 @@ def handle(msg: dict[str, Any]) -> None:
     elif method == "tools/call":
         name = params.get("name")
         logged(f"tools/call {name}")
+        version = (params.get("_meta") or {}).get("io.modelcontextprotocol/protocolVersion")
+        if version is not None and era_now() == "legacy":
+            said = {"supported": ["2025-11-25"], "requested": version}
+            error(rid, -32022, "Unsupported protocol version", said)
+            return
         if name == "relist":
             result(rid, {"content": [{"type": "text", "text": "announced"}]})
             announce()

@@ -11,12 +11,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
 from mcpd.servers import rediscovery
+from protocol import jsonrpc as rpc
 from tests.support.agent import Agent, connect, running
 from tests.support.pins_daemon import FIRST, Changing, cli, config, heard, relist
+from transports.errors import TransportError
 
 URI = "tickets://inbox"
 RESOURCE = {"uri": URI, "name": "inbox"}
@@ -161,3 +164,33 @@ async def test_changed_instructions_are_shown_at_once_where_changes_are_taken(
             server.write({**FIRST, "tools": [*FIRST["tools"], tool], "instructions": ORDERS})
             await asked_again(mock_clock, agent, ("notifications/tools/list_changed",))
             assert f"> {ORDERS}" in await said(daemon.socket_path)
+
+
+class Refusing:
+    """An upstream whose server/discover fails, in the era given."""
+
+    def __init__(self, era: str) -> None:
+        self.era = era
+        self.version = "2026-07-28"
+        self.asked = 0
+
+    async def request(self, method: str, params: Any) -> Any:
+        self.asked += 1
+        raise rpc.RPCError(-32601, "Method not found")
+
+
+async def test_a_server_doubted_whose_discover_fails_is_greeted_again() -> None:
+    """It said it does not speak the session's version: a failed answer no longer keeps
+    what it said before, it ends the session. Not doubted, it does; and a legacy server
+    has nothing to be asked."""
+    found = rediscovery.Rediscovery("s", None)  # type: ignore[arg-type]
+    up: Any = Refusing("modern")
+    assert await found.renew(up) is False
+    found.doubted = True
+    with pytest.raises(TransportError, match="it said it does not speak 2026-07-28"):
+        await found.renew(up)
+    assert not found.doubted and up.asked == 2
+    found.doubted = True
+    legacy: Any = Refusing("legacy")
+    assert await found.renew(legacy) is False
+    assert not found.doubted and legacy.asked == 0

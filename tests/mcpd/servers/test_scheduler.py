@@ -60,6 +60,7 @@ class Host(CallHost):
         self.failures: list[str] = []
         self.timeouts: list[str] = []
         self.liveness_checks = 0
+        self.versions_refused = 0
 
     @property
     def settings(self) -> DaemonConfig:
@@ -80,6 +81,9 @@ class Host(CallHost):
 
     def check_liveness(self) -> None:
         self.liveness_checks += 1
+
+    def version_refused(self) -> None:
+        self.versions_refused += 1
 
 
 class Server:
