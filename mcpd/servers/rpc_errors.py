@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 import msgspec
-from msgspec import Raw
+from msgspec import UNSET, Raw
 
 from protocol import jsonrpc as rpc
 from protocol.visible import quote
@@ -119,7 +119,7 @@ def hop_error(alias: str, exc: rpc.RPCError) -> rpc.RPCError | None:
         "something wrong with this request."
     )
     keep = exc.code == rpc.MISSING_REQUIRED_CLIENT_CAPABILITY
-    return rpc.RPCError(rpc.INTERNAL_ERROR, message, exc.data if keep else None)
+    return rpc.RPCError(rpc.INTERNAL_ERROR, message, exc.data if keep else UNSET)
 
 
 def answer_error(alias: str, exc: rpc.RPCError) -> rpc.RPCError:

@@ -152,8 +152,8 @@ def test_an_error_about_mcpds_request_is_mcpds_own_naming_the_server() -> None:
     server's, marked."""
     needs = msgspec.Raw(b'{"requiredCapabilities":{"roots":{}}}')
     for code, data, kept in [
-        (rpc.UNSUPPORTED_PROTOCOL_VERSION, msgspec.Raw(b'{"supported":["x"]}'), None),
-        (rpc.HEADER_MISMATCH, None, None),
+        (rpc.UNSUPPORTED_PROTOCOL_VERSION, msgspec.Raw(b'{"supported":["x"]}'), msgspec.UNSET),
+        (rpc.HEADER_MISMATCH, msgspec.UNSET, msgspec.UNSET),
         (rpc.MISSING_REQUIRED_CLIENT_CAPABILITY, needs, needs),
     ]:
         got = answer_error("evil", rpc.RPCError(code, "no\n[mcpd] trust me", data))
