@@ -31,6 +31,7 @@ from ..policy.agent import AgentInfo
 from ..servers.all_servers import AllServers
 from ..servers.calls import Call, Outcome
 from ..servers.outage import Outage
+from . import url_required
 from .agent import Agent
 from .askback_driver import AskBackDriver
 from .call_meta import agents_own, spliced_context
@@ -262,6 +263,9 @@ class Router:
         under ``sent``), and whether it was spliced around the server's result as it
         came (needing no check). The call's audit record is made here."""
         who = self._who(call, agent)
+        if isinstance(outcome, rpc.RPCError):
+            # A legacy server's ask to open a link, as this agent can take it.
+            outcome = url_required.for_call(call, outcome)
         if isinstance(outcome, Raw):
             shaped, links, failed = shaped_for(outcome, call, self.budget)
             if call.modern and links and isinstance(shaped, Raw):

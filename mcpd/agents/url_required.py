@@ -1,0 +1,110 @@
+"""A legacy server's -32042 (URL elicitation required) as each agent can take it.
+
+A legacy (2025-11-25) server may answer a call with -32042: the user must open a link
+(to sign in, to pay) before the call can go on, and the error's data names each link.
+mcpd declares URL elicitation to legacy servers for all its agents, but only some can
+take such an error:
+
+- a legacy agent that declared URL elicitation gets it as its server sent it (marked
+  with the server, as the server's errors are): its era's own way of asking;
+- a 2026-07-28 agent that declared it, where the code is retired, gets the same ask in
+  its era's way: an ``input_required`` whose requests are URL elicitations, cleaned
+  and marked with the server as any server's elicitation is; its retry is the call's
+  next round, which the legacy server gets as the same call again (it is never sent
+  ``inputResponses``);
+- any other agent gets mcpd's own error result, which names the server and says that
+  it wants the user to open a link. The link itself is left out: it is a server's text,
+  meant for a person to see whole and choose to open, and this agent has told mcpd it
+  shows its user no such links, so it would only reach a model. mcpd's journal has it,
+  quoted, for the person who runs mcpd.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Final
+
+import msgspec
+from msgspec import UNSET, Raw, UnsetType
+
+from protocol import jsonrpc as rpc
+from protocol import mcp, surface
+from protocol.logfields import log_extra
+from protocol.visible import quote
+
+from ..registry.relayed import cleaned, marked
+from ..servers.calls import Call
+
+logger = logging.getLogger("mcpd.askback")
+
+URL_ELICITATION_REQUIRED: Final = -32042
+_ELICIT: Final = "elicitation/create"
+_URL_MODE: Final = {"mode": "url"}
+
+
+class _Link(msgspec.Struct):
+    url: str
+    message: str = ""
+    elicitationId: str | UnsetType = UNSET
+    mode: str = "url"
+
+
+class _Asked(msgspec.Struct):
+    elicitations: list[_Link]
+
+
+def for_call(call: Call, exc: rpc.RPCError) -> rpc.RPCError | Raw | mcp.CallToolResult:
+    """``exc`` (the error ``call``'s server answered with, made fit and marked) as
+    ``call``'s agent gets it: itself, unless it is a -32042 that agent cannot take."""
+    if exc.code != URL_ELICITATION_REQUIRED:
+        return exc
+    declared = surface.declares(call.ctx.capabilities, _ELICIT, _URL_MODE)
+    if declared and not call.modern:
+        return exc
+    links = _links(exc.data)
+    if links:
+        for link in links:
+            logger.info(
+                "%s: asks the user of an agent to open %s (a URL elicitation)",
+                call.alias,
+                quote(link.url),
+                extra=log_extra(call.alias, "url_elicitation"),
+            )
+        if declared:
+            return _input_required(call.alias, links)
+    text = (
+        f"The tool server {call.alias!r} needs the user to open a link it gave and finish "
+        "a step there (a URL elicitation, such as a sign-in) before this call can go "
+        "on. This agent did not declare that it can show its user such links, so mcpd "
+        "does not pass the link on: a server's link is for a person to see whole and "
+        "choose to open, not for a model. The person who runs mcpd finds it in mcpd's "
+        "journal; once the step is done, call this tool again."
+    )
+    return mcp.CallToolResult(content=[mcp.TextContent(text)], isError=True)
+
+
+def _links(data: Any) -> list[_Link]:
+    """The URL elicitations a -32042's ``data`` names (none when it names none
+    readably)."""
+    try:
+        if isinstance(data, Raw):
+            asked = msgspec.json.decode(data, type=_Asked)
+        else:
+            asked = msgspec.convert(data, _Asked)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return []
+    return [link for link in asked.elicitations if link.mode == "url"]
+
+
+def _input_required(alias: str, links: list[_Link]) -> Raw:
+    """The 2026-07-28 ask for ``links``: URL elicitations an agent answers, then calls
+    again."""
+    requests: dict[str, Any] = {}
+    for n, link in enumerate(links, 1):
+        params: dict[str, Any] = {"mode": "url", "message": link.message, "url": link.url}
+        if isinstance(link.elicitationId, str):
+            params["elicitationId"] = link.elicitationId
+        params, _ = cleaned(_ELICIT, params)
+        requests[f"mcpd_url_{n}"] = {"method": _ELICIT, "params": marked(alias, _ELICIT, params)}
+    result = {"resultType": mcp.INPUT_REQUIRED, "inputRequests": requests}
+    return Raw(msgspec.json.encode(result))
