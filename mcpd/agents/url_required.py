@@ -74,12 +74,17 @@ def for_call(call: Call, exc: rpc.RPCError) -> rpc.RPCError | Raw | mcp.CallTool
             return _input_required(call.alias, links)
     text = (
         f"The tool server {call.alias!r} needs the user to open a link it gave and finish "
-        "a step there (a URL elicitation, such as a sign-in) before this call can go "
-        "on. This agent did not declare that it can show its user such links, so mcpd "
-        "does not pass the link on: a server's link is for a person to see whole and "
-        "choose to open, not for a model. The person who runs mcpd finds it in mcpd's "
-        "journal; once the step is done, call this tool again."
+        "a step there (a URL elicitation, such as a sign-in) before this call can go on. "
     )
+    if declared:  # it asked in a way mcpd could not read
+        text += "It named no link mcpd could read, so none can be shown."
+    else:
+        text += (
+            "This agent did not declare that it can show its user such links, so mcpd "
+            "does not pass the link on: a server's link is for a person to see whole and "
+            "choose to open, not for a model. The person who runs mcpd finds it in "
+            "mcpd's journal; once the step is done, call this tool again."
+        )
     return mcp.CallToolResult(content=[mcp.TextContent(text)], isError=True)
 
 

@@ -14,8 +14,14 @@ from typing import Any
 
 import pytest
 import trio
+from msgspec import Raw
 
+from mcpd.agents import url_required
 from mcpd.daemon import Daemon
+from mcpd.servers.calls import Call
+from protocol import jsonrpc as rpc
+from protocol import mcp
+from protocol.server import RequestContext
 from tests.support.agent import META, connect, make_config, running
 from tests.support.procs import scripted
 
@@ -112,3 +118,15 @@ async def test_a_modern_agent_that_takes_url_asks_gets_them_as_input_required(
             assert again["resultType"] == "input_required"  # it still wants the link opened
     first_sent, retried = calls_reached(tmp_path)
     assert retried == first_sent  # the call again, with nothing of a round in it
+
+
+def test_an_ask_whose_links_cannot_be_read_is_said_so_and_other_errors_pass() -> None:
+    caps = {"elicitation": {"url": {}}}
+    ctx = RequestContext("modern", "2026-07-28", {}, caps)
+    call = Call(1, "t", Raw(b"{}"), None, ctx, alias="s", modern=True)  # type: ignore[arg-type]
+    unread = url_required.for_call(call, rpc.RPCError(-32042, "x", Raw(b'{"elicitations":1}')))
+    assert isinstance(unread, mcp.CallToolResult) and unread.isError
+    [block] = unread.content
+    assert isinstance(block, mcp.TextContent) and "named no link mcpd could read" in block.text
+    other = rpc.RPCError(-32602, "[s] bad")
+    assert url_required.for_call(call, other) is other
