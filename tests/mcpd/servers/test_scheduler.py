@@ -554,6 +554,19 @@ async def test_a_servers_json_rpc_error_is_passed_on(make: Any, autojump_clock: 
     assert b.host.failures == []
 
 
+async def test_a_version_refused_is_mcpds_error_and_has_the_server_asked_again(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    b = make()
+    call, outcomes = b.call()
+    b.answer(call, None, rpc.RPCError(rpc.UNSUPPORTED_PROTOCOL_VERSION, "Unsupported"))
+    await outcome_of(outcomes)
+    assert isinstance(outcomes.outcome, rpc.RPCError)
+    assert outcomes.outcome.code == rpc.INTERNAL_ERROR
+    assert outcomes.outcome.message.startswith("mcpd's request to the server 's' failed")
+    assert b.host.versions_refused == 1 and b.host.failures == []
+
+
 async def test_a_login_needed_is_not_counted_against_the_server(
     make: Any, autojump_clock: MockClock
 ) -> None:
