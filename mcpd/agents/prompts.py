@@ -24,7 +24,7 @@ from ..registry.scheme import Ambiguous, Sight
 from ..servers.all_servers import AllServers
 from ..servers.calls import CallRefused, Whose
 from ..servers.outage import Outage
-from . import unanswered
+from . import unanswered, url_required
 from .askback import Upstream
 from .askback_driver import AgentSide, AskBackDriver
 from .callrecords import Seen
@@ -116,7 +116,10 @@ def reply_for(
     if isinstance(outcome, Outage):
         raise outage_error(outcome, agent.own_user)
     if isinstance(outcome, rpc.RPCError):
-        raise outcome
+        # A legacy server's ask to open a link, as this agent can take it.
+        outcome = url_required.for_request(alias, outcome, agent.modern, agent.capabilities)
+        if isinstance(outcome, rpc.RPCError):
+            raise outcome
     head = rpc.decode_as(outcome, surface.ResultHead)
     if head.kind == mcp.INPUT_REQUIRED:
         if agent.modern and (

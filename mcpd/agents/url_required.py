@@ -12,8 +12,9 @@ take such an error:
   and marked with the server as any server's elicitation is; its retry is the call's
   next round, which the legacy server gets as the same call again (it is never sent
   ``inputResponses``);
-- any other agent gets mcpd's own error result, which names the server and says that
-  it wants the user to open a link. The link itself is left out: it is a server's text,
+- any other agent gets mcpd's own error (a call's error result; a ``prompts/get``'s or
+  ``resources/read``'s -32021, naming the capability), which names the server and says
+  that it wants the user to open a link. The link itself is left out: it is a server's text,
   meant for a person to see whole and choose to open, and this agent has told mcpd it
   shows its user no such links, so it would only reach a model. mcpd's journal has it,
   quoted, for the person who runs mcpd.
@@ -56,36 +57,72 @@ class _Asked(msgspec.Struct):
 def for_call(call: Call, exc: rpc.RPCError) -> rpc.RPCError | Raw | mcp.CallToolResult:
     """``exc`` (the error ``call``'s server answered with, made fit and marked) as
     ``call``'s agent gets it: itself, unless it is a -32042 that agent cannot take."""
+    got = _taken(call.alias, exc, call.modern, call.ctx.capabilities, "this call")
+    if isinstance(got, _Untaken):
+        return mcp.CallToolResult(content=[mcp.TextContent(got.words)], isError=True)
+    return got
+
+
+def for_request(
+    alias: str, exc: rpc.RPCError, modern: bool, capabilities: dict[str, Any] | None
+) -> rpc.RPCError | Raw:
+    """``for_call`` for a ``prompts/get`` or ``resources/read`` of an agent (``modern``,
+    that declared ``capabilities``): what it cannot take is mcpd's error, -32021 where it
+    did not declare URL elicitation."""
+    got = _taken(alias, exc, modern, capabilities, "this request")
+    if not isinstance(got, _Untaken):
+        return got
+    if got.declared:
+        return rpc.RPCError(rpc.INTERNAL_ERROR, got.words)
+    return rpc.RPCError(rpc.MISSING_REQUIRED_CLIENT_CAPABILITY, got.words, _NEEDED)
+
+
+class _Untaken(msgspec.Struct, frozen=True):
+    """mcpd's words for an ask to open a link an agent cannot be handed."""
+
+    words: str
+    declared: bool  # the agent declared URL elicitation, but no link could be read
+
+
+_NEEDED: Final[dict[str, Any]] = {"requiredCapabilities": {"elicitation": {"url": {}}}}
+
+
+def _taken(
+    alias: str,
+    exc: rpc.RPCError,
+    modern: bool,
+    capabilities: dict[str, Any] | None,
+    what: str,
+) -> rpc.RPCError | Raw | _Untaken:
     if exc.code != URL_ELICITATION_REQUIRED:
         return exc
-    declared = surface.declares(call.ctx.capabilities, _ELICIT, _URL_MODE)
-    if declared and not call.modern:
+    declared = surface.declares(capabilities, _ELICIT, _URL_MODE)
+    if declared and not modern:
         return exc
     links = _links(exc.data)
-    if links:
-        for link in links:
-            logger.info(
-                "%s: asks the user of an agent to open %s (a URL elicitation)",
-                call.alias,
-                quote(link.url),
-                extra=log_extra(call.alias, "url_elicitation"),
-            )
-        if declared:
-            return _input_required(call.alias, links)
-    text = (
-        f"The tool server {call.alias!r} needs the user to open a link it gave and finish "
-        "a step there (a URL elicitation, such as a sign-in) before this call can go on. "
+    for link in links:
+        logger.info(
+            "%s: asks the user of an agent to open %s (a URL elicitation)",
+            alias,
+            quote(link.url),
+            extra=log_extra(alias, "url_elicitation"),
+        )
+    if declared and links:
+        return _input_required(alias, links)
+    words = (
+        f"The server {alias!r} needs the user to open a link it gave and finish a step "
+        f"there (a URL elicitation, such as a sign-in) before {what} can go on. "
     )
     if declared:  # it asked in a way mcpd could not read
-        text += "It named no link mcpd could read, so none can be shown."
+        words += "It named no link mcpd could read, so none can be shown."
     else:
-        text += (
+        words += (
             "This agent did not declare that it can show its user such links, so mcpd "
             "does not pass the link on: a server's link is for a person to see whole and "
             "choose to open, not for a model. The person who runs mcpd finds it in "
-            "mcpd's journal; once the step is done, call this tool again."
+            f"mcpd's journal; once the step is done, send {what} again."
         )
-    return mcp.CallToolResult(content=[mcp.TextContent(text)], isError=True)
+    return _Untaken(words, declared)
 
 
 def _links(data: Any) -> list[_Link]:

@@ -221,6 +221,27 @@ def test_a_url_elicitation_is_refused_to_an_agent_that_declared_form_mode_only()
     assert reply_for(None, "notes", url_mode, result, keep) is result  # type: ignore[arg-type]
 
 
+def test_a_legacy_servers_ask_to_open_a_link_reaches_each_agent_as_it_can_take_it() -> None:
+    """A -32042: as it is to a legacy agent that declared URL elicitation, as an
+    input_required to a modern one that did, as mcpd's -32021 without the link to
+    others."""
+    link = {"mode": "url", "url": "https://x.example/login", "message": "Log in"}
+    theirs = rpc.RPCError(-32042, "[notes] URL needed", {"elicitations": [link]})
+    url = {"elicitation": {"url": {}}}
+    with pytest.raises(rpc.RPCError) as raised:
+        reply_for(None, "notes", agent(False, url), theirs, keep)  # type: ignore[arg-type]
+    assert raised.value is theirs
+    asked = reply_for(None, "notes", agent(True, url), theirs, keep)  # type: ignore[arg-type]
+    [request] = msgspec.json.decode(asked)["inputRequests"].values()
+    assert request["params"]["url"] == link["url"]
+    for cannot in (agent(), agent(False, {"elicitation": {}})):
+        with pytest.raises(rpc.RPCError) as raised:
+            reply_for(None, "notes", cannot, theirs, keep)  # type: ignore[arg-type]
+        assert raised.value.code == rpc.MISSING_REQUIRED_CLIENT_CAPABILITY
+        assert "needs the user to open a link" in raised.value.message
+        assert "x.example" not in raised.value.message
+
+
 def test_an_unknown_result_type_is_an_internal_error_naming_the_server() -> None:
     with pytest.raises(rpc.RPCError) as raised:
         reply_for(None, "notes", agent(), raw({"resultType": "later"}), keep)  # type: ignore[arg-type]

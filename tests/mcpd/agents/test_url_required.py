@@ -90,7 +90,7 @@ async def test_an_agent_that_cannot_show_a_link_is_told_what_the_server_wants_wi
     result = reply["result"]
     assert result["isError"] is True
     [block] = result["content"]
-    assert block["text"].startswith("The tool server 's' needs the user to open a link")
+    assert block["text"].startswith("The server 's' needs the user to open a link")
     assert "example.com" not in json.dumps(reply)
     assert ("resultType" in result) is (era != "legacy")
 
