@@ -60,6 +60,8 @@ class Rediscovery:
     def connected(self, up: Upstream) -> None:
         """A session began with ``up``'s greeting."""
         self._fresh_for(up.discover_ttl_ms)
+        # Its era was learned just now: what an earlier session was refused is old news.
+        self.doubted = False
 
     def _fresh_for(self, ttl_ms: int) -> None:
         # In milliseconds first: a server's ttl may be an integer too large for a float.
