@@ -13,6 +13,10 @@ budget: mcpd cuts it), ``task`` (a task handle whose status message is the secre
 result whose ``resultType`` is the secret). Its prompt's messages hold it with a
 resource link, its resource's contents and its completions hold it, and a read of
 any other URI fails with it in the error's data.
+
+With ``MODERN`` in its environment it answers ``server/discover`` too, so that mcpd
+speaks 2026-07-28 to it: only then is a ``resultType`` of its acted on (a task handle,
+an unknown kind), as a legacy server's is left out.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import sys
 
 LEAK_ENV = "LEAK"
 LEAK = os.environ.get(LEAK_ENV, "")
+MODERN = "MODERN" in os.environ
 RESOURCE = "esc://doc"
 LONG = 400  # characters of text after the secret in ``long``'s result
 
@@ -96,8 +101,11 @@ def main() -> None:
             continue
         if rid is None:
             continue
-        if method == "initialize":
-            caps = {"tools": {}, "logging": {}, "prompts": {}, "resources": {}, "completions": {}}
+        caps = {"tools": {}, "logging": {}, "prompts": {}, "resources": {}, "completions": {}}
+        if method == "server/discover" and MODERN:
+            found = {"supportedVersions": ["2026-07-28"], "capabilities": caps, "ttlMs": 0}
+            answer(rid, {**found, "cacheScope": "private", "instructions": f"use {LEAK}"})
+        elif method == "initialize":
             info = {"name": "escaping", "version": "1", "title": f"by {LEAK}"}
             result = {
                 "protocolVersion": "2025-11-25",

@@ -37,12 +37,14 @@ TASKS = {
 
 
 @contextlib.asynccontextmanager
-async def escaping(tmp: Path) -> AsyncIterator[tuple[Agent, Agent]]:
+async def escaping(tmp: Path, modern: bool = False) -> AsyncIterator[tuple[Agent, Agent]]:
     """A modern and a legacy agent of a daemon whose server ``esc`` spells the secret
-    with escapes. A second server offers resources too, so the URI of a link ``esc``
-    hands out is one of mcpd's (``mcpd://esc/...``)."""
+    with escapes (``modern``: speaking 2026-07-28, else legacy). A second server offers
+    resources too, so the URI of a link ``esc`` hands out is one of mcpd's
+    (``mcpd://esc/...``)."""
+    env = {LEAK_ENV: SECRET, **({"MODERN": "1"} if modern else {})}
     servers: dict[str, Any] = {
-        "esc": {"command": sys.executable, "args": [ESCAPING], "env": {LEAK_ENV: SECRET}},
+        "esc": {"command": sys.executable, "args": [ESCAPING], "env": env},
         "quiet": {"command": sys.executable, "args": [ESCAPING]},
         "other": {"command": "true", "env": {"API_TOKEN": SECRET}, "enabled": False},
     }
@@ -118,7 +120,7 @@ async def test_a_result_cut_to_the_budget_is_masked(tmp_path: Path) -> None:
 
 
 async def test_a_task_handle_mcpd_names_the_task_in_is_masked(tmp_path: Path) -> None:
-    async with escaping(tmp_path) as (modern, _):
+    async with escaping(tmp_path, modern=True) as (modern, _):
         before = await masked(modern)
         params = {"name": "mcp__esc__task", "arguments": {}, "_meta": TASKS}
         handle = (await modern.rpc("tools/call", params))["result"]
@@ -130,11 +132,20 @@ async def test_a_task_handle_mcpd_names_the_task_in_is_masked(tmp_path: Path) ->
 
 
 async def test_a_result_told_in_mcpds_words_is_masked(tmp_path: Path) -> None:
-    async with escaping(tmp_path) as (modern, _):
+    async with escaping(tmp_path, modern=True) as (modern, _):
         odd = await modern.call("mcp__esc__odd")
     holds_none(odd)
     assert odd["isError"] is True
     assert odd["content"][0]["text"].endswith(f'unknown resultType "{MARKER}".')
+
+
+async def test_a_legacy_servers_result_type_holding_a_secret_is_left_out(
+    tmp_path: Path,
+) -> None:
+    async with escaping(tmp_path) as (modern, legacy):
+        got = [await agent.call("mcp__esc__odd") for agent in (modern, legacy)]
+    holds_none(*got)
+    assert got == [{"resultType": "complete", "content": []}, {"content": []}]
 
 
 async def test_a_progress_report_is_masked(tmp_path: Path) -> None:
