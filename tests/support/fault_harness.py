@@ -28,7 +28,7 @@ from typing import Any
 
 import trio
 
-from tests.support.procs import host_pid, wait_gone
+from tests.support.procs import host_pid, started_at, still_runs, wait_gone
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE_STDIO = str(Path(__file__).with_name("hostile_stdio.py"))
@@ -173,6 +173,7 @@ class Daemon:
         self._messages: list[dict[str, str]] = []
         self._arrived = trio.Event()
         self.seen_pids: set[int] = set()
+        self.born: dict[int, float] = {}
         self._log_file: Any = None
 
     @property
@@ -270,18 +271,35 @@ class Daemon:
 
     def recorded_pids(self) -> set[int]:
         """The pids, as mcpd sees them, of the live processes the servers recorded."""
-        found = set()
+        return set(self.recorded())
+
+    def recorded(self) -> dict[int, float]:
+        """The pids the servers recorded, each with when it was recorded: a process under
+        that pid that started later is another."""
+        found = {}
         for p in self.pid_dir.rglob("*"):
             if p.suffix == ".tmp" or not p.name.partition("-")[0].isdigit():
                 continue
             with contextlib.suppress(OSError, ValueError):  # gone: nothing left to find
-                found.add(host_pid(p.read_text()))
+                found[host_pid(p.read_text())] = p.stat().st_mtime
         return found
 
     def processes(self) -> set[int]:
         found = processes_of(self.pid, self.recorded_pids())
+        for pid in found - self.seen_pids:
+            start = started_at(pid)
+            if start is not None:
+                self.born[pid] = start
         self.seen_pids |= found
         return found
+
+    def known(self) -> dict[int, float | None]:
+        """Every pid seen or recorded, with when its process was known to run."""
+        known: dict[int, float | None] = {pid: self.born.get(pid) for pid in self.seen_pids}
+        for pid, at in self.recorded().items():
+            seen = known.get(pid)
+            known[pid] = at if seen is None else max(seen, at)
+        return known
 
     async def snapshot(self) -> Snapshot:
         return Snapshot(
@@ -310,9 +328,10 @@ class Daemon:
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
-        for pid in self.seen_pids | self.recorded_pids():
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
+        for pid, born_by in self.known().items():
+            if still_runs(pid, born_by):  # not another process given the same pid since
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
         self._notify.close()
 
 
@@ -719,7 +738,7 @@ async def _run(
     # A server's processes are killed as mcpd exits (parent-death signal, the end of
     # their PID namespace), which the kernel finishes a moment later: any still there
     # after that moment were left behind.
-    leftovers = [p for p in d.seen_pids | d.recorded_pids() if not await wait_gone(p, 5.0)]
+    leftovers = [p for p, by in d.known().items() if not await wait_gone(p, 5.0, born_by=by)]
     result = CaseResult(
         group=group,
         case=name,

@@ -37,13 +37,51 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-async def wait_gone(pid: int, timeout: float = 10.0) -> bool:
-    """Wait until ``pid`` is gone; the kernel gives no event for a non-child's exit."""
+def started_at(pid: int) -> float | None:
+    """When ``pid`` started, in seconds of the wall clock (None once it is gone). Pids
+    are handed out again once the kernel has gone round them, which on a busy machine
+    can happen within a test: a process that started after the one a test meant is
+    another."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+    return _boot_time() + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _boot_time() -> float:
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith("btime "):
+                return float(line.split()[1])
+    raise OSError("/proc/stat gives no boot time")
+
+
+# The boot time is in whole seconds, so a start time read here may be late by up to one.
+_SAME_START = 1.0
+
+
+async def wait_gone(pid: int, timeout: float = 10.0, born_by: float | None = None) -> bool:
+    """Wait until ``pid`` is gone; the kernel gives no event for a non-child's exit.
+    With ``born_by`` (when the process meant was known to run), a process under that
+    pid that started later is another, and the one meant is gone."""
     with trio.move_on_after(timeout):
-        while alive(pid):
+        while still_runs(pid, born_by):
             await trio.sleep(0.02)
         return True
     return False
+
+
+def still_runs(pid: int, born_by: float | None = None) -> bool:
+    """Whether the process meant still runs under ``pid``: one that started after
+    ``born_by`` (when the one meant was known to run) is another."""
+    if not alive(pid):
+        return False
+    if born_by is None:
+        return True
+    start = started_at(pid)
+    return start is not None and start <= born_by + _SAME_START
 
 
 def pid_record(pid: int) -> str:
