@@ -178,5 +178,20 @@ def row(driver: Any, alias: str) -> Any:
     return driver.find_element("css selector", f'tr[data-server="{alias}"]')
 
 
+def in_row(driver: Any, alias: str, attribute: str, within: str = "") -> str | None:
+    """An attribute (or ``"text"``) of a server's row, or of what ``within`` selects in
+    it, read in one step in the page: the live page replaces rows as news comes, so a row
+    found first may be gone by the time it is read."""
+    value = driver.execute_script(
+        "const at = document.querySelector(arguments[0]);"
+        "if (!at) return null;"
+        "return arguments[1] === 'text' ? at.textContent : at.getAttribute(arguments[1]);",
+        f'tr[data-server="{alias}"] {within}'.strip(),
+        attribute,
+    )
+    assert value is None or isinstance(value, str)
+    return value
+
+
 def severe(driver: Any) -> list[dict[str, Any]]:
     return [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
