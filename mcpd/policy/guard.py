@@ -3,17 +3,17 @@
 A server may echo a secret mcpd gave it (a header, an environment variable, its OAuth
 token) or one it got hold of some other way, in a result, an error, a log message, a
 list's text or what it asks an agent. ``SecretGuard`` looks for every secret mcpd
-holds in the bytes a server sent, as they came: one compiled alternation of each
-secret's forms as JSON encoders write them (escaped ``/``, ``"``, ``\\``, controls,
-non-ASCII as ``\\uXXXX`` or as it is), searched at C speed. Only a message that holds
-one is decoded, masked (each occurrence replaced by the marker naming whose secret it
-was) and encoded again; anything else passes as the same object, so a spliced reply
-stays spliced. What mcpd decodes of a server's and writes again (``written``) is
-searched again as written: a secret spelled with escapes no encoder writes is in
-none of the server's bytes, but plain in mcpd's. A text (an error's message, a reason
-that quotes what a server wrote) is searched for each secret as it is and as mcpd
-quotes a server's words. Copies transformed otherwise (base64, split, hashed,
-lower-cased) are not found.
+holds in the bytes a server sent, as they came, in any spelling a JSON string may give
+it (``spelling``: each character as it is or escaped, whatever the encoder), searched
+at C speed. Only a message that holds one is decoded, masked (each occurrence
+replaced by the marker naming whose secret it was) and encoded again; anything else
+passes as the same object, so a spliced reply stays spliced. What mcpd decodes of a
+server's, changes and writes again (``written``) is searched again as written: a
+number the server wrote another way, or a secret split by a character mcpd takes
+out, is in none of the server's bytes, but plain in mcpd's. A text (an error's
+message, a reason that quotes what a server wrote) is searched for each secret as it
+is and as mcpd quotes a server's words. Copies transformed otherwise (base64, split,
+hashed, lower-cased) are not found.
 
 What mcpd keeps of a server's words to show later (why it failed, why it needs a
 login) is masked as it is kept; ``shown`` passes a status row once more, as
@@ -25,12 +25,12 @@ way: a cheap trigger on the bytes, the full patterns only on the decoded text.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
+from decimal import Decimal
 from typing import Any, Final
 
 import msgspec
@@ -45,43 +45,21 @@ from ..config.secrets import HeldSecret
 from .cutparts import CutParts
 from .masking import KnownSecrets, marker, masked_value
 from .patterns import FORMAT, TRIGGER, kind_marker, redact
+from .spelling import Spellings
 
 logger = logging.getLogger("mcpd.secrets")
 
-_HEX_ESCAPE: Final = re.compile(r"\\u([0-9a-f]{4})")
 _decode: Final = msgspec.json.Decoder()
 _encode: Final = msgspec.json.Encoder()
-
-
-def json_forms(value: str) -> set[bytes]:
-    """The byte forms ``value`` takes inside a JSON string as the encoders mcpd meets
-    write it (msgspec's, Python's with and without ``ensure_ascii``, with ``/``
-    escaped or not), and as it is."""
-    forms = {value.encode()}
-    for text in (
-        msgspec.json.encode(value).decode(),
-        json.dumps(value),
-        json.dumps(value, ensure_ascii=False),
-    ):
-        inner = text[1:-1]
-        # Some encoders write \uXXXX in upper case hex, some escape "/".
-        upper = _HEX_ESCAPE.sub(lambda m: "\\u" + m[1].upper(), inner)
-        for form in (inner, upper):
-            forms.add(form.encode())
-            forms.add(form.replace("/", "\\/").encode())
-    return forms
-
-
-def _alternation(forms: set[bytes]) -> re.Pattern[bytes] | None:
-    """One pattern that finds any of ``forms``."""
-    # Longest first: an alternation tries its branches in order.
-    ordered = sorted(forms, key=len, reverse=True)
-    return re.compile(b"|".join(re.escape(f) for f in ordered)) if ordered else None
+# For JSON whose numbers no double holds (``1e400``): each kept as a decimal, and
+# written again as the number it is.
+_decode_exact: Final = msgspec.json.Decoder(float_hook=Decimal)
+_encode_exact: Final = msgspec.json.Encoder(decimal_format="number")
 
 
 class _Search:
-    """One set of secrets, compiled: an alternation of their JSON forms for a server's
-    bytes, one for mcpd's (theirs and those of mcpd's quotes of them), and one of the
+    """One set of secrets, compiled: their spellings for a server's bytes, those for
+    mcpd's (theirs and those of mcpd's quotes of them), and an alternation of the
     values for decoded text, each searched at C speed (a result of many megabytes that
     holds a secret is masked without a Python step a byte)."""
 
@@ -93,8 +71,7 @@ class _Search:
             if secret.value:
                 self.owners.setdefault(secret.value, secret.where)
         self.key = tuple(self.owners.items())
-        forms = {f for v in self.owners for f in json_forms(v)}
-        self.pattern = _alternation(forms)
+        self.pattern = Spellings.of(self.owners)
         # In text, each as it is and as mcpd quotes a server's words in its own
         # (``visible.quote``): a reason quotes what the server wrote.
         self.written: dict[str, str] = {}
@@ -103,8 +80,8 @@ class _Search:
             self.written.setdefault(quote(value, len(value))[1:-1], where)
         self.cuts = CutParts(self.written)
         # In bytes mcpd writes, in the forms of both: its own words may quote a server's.
-        ours = {f for v in self.written for f in json_forms(v)}
-        self.ours = self.pattern if ours == forms else _alternation(ours)
+        same = self.written.keys() == self.owners.keys()
+        self.ours = self.pattern if same else Spellings.of(self.written)
         values = sorted(self.written, key=len, reverse=True)
         self.values: re.Pattern[str] | None = (
             re.compile("|".join(re.escape(v) for v in values)) if values else None
@@ -192,7 +169,7 @@ class SecretGuard:
         """``raw`` (a JSON value as a server sent it), or a copy with every secret in
         it masked. Without one it is returned as it is: the same object."""
         pattern = self._search.pattern
-        if (pattern is None or pattern.search(raw) is None) and alias not in self.patterns_for:
+        if (pattern is None or not pattern.found_in(raw)) and alias not in self.patterns_for:
             return raw
         return self._masked_raw(alias, raw, what)
 
@@ -202,17 +179,17 @@ class SecretGuard:
         a credential's format. Only then need its decoded value be walked (``value``)."""
         # On every call's path: a search of the bytes, at C speed.
         pattern = self._search.pattern
-        if pattern is not None and pattern.search(raw) is not None:
+        if pattern is not None and pattern.found_in(raw):
             return True
         return alias in self.patterns_for and TRIGGER.search(raw) is not None
 
     def written(self, alias: str, value: object, what: str) -> bytes:
         """``value`` (made of what ``alias`` sent: decoded, and perhaps changed) as mcpd
         writes it, every secret in it masked. The server's bytes were searched as they
-        came, but a secret spelled with escapes no encoder writes (``\\u0041`` for
-        ``A``) or a number written another way is in none of them and plain in
-        mcpd's: so what mcpd writes is searched, and only where something is found is
-        it read back and walked to mask it."""
+        came, but a number written another way, or a secret mcpd joined by taking out
+        what split it, is in none of them and plain in mcpd's: so what mcpd writes is
+        searched, and only where something is found is it read back and walked to
+        mask it."""
         encoded = _encode.encode(value)
         return self._rewritten(alias, encoded, what) if self._in_ours(alias, encoded) else encoded
 
@@ -236,7 +213,7 @@ class SecretGuard:
         """Whether JSON mcpd wrote holds a secret mcpd holds, as it is or as mcpd quotes
         it, in any form an encoder writes it: one search of the bytes, at C speed."""
         ours = self._search.ours
-        return ours is not None and ours.search(encoded) is not None
+        return ours is not None and ours.found_in(encoded)
 
     def _rewritten(self, alias: str, encoded: bytes, what: str) -> bytes:
         decoded = _decode.decode(encoded)
@@ -245,14 +222,18 @@ class SecretGuard:
 
     def _masked_raw(self, alias: str, raw: Raw, what: str) -> Raw:
         pattern = self._search.pattern
-        if (pattern is None or pattern.search(raw) is None) and TRIGGER.search(raw) is None:
+        if (pattern is None or not pattern.found_in(raw)) and TRIGGER.search(raw) is None:
             return raw
+        encode = _encode.encode
         try:
             value = _decode.decode(raw)
         except msgspec.DecodeError:
-            return Raw(self.text(alias, bytes(raw).decode("utf-8", "replace"), what).encode())
+            try:
+                value, encode = _decode_exact.decode(raw), _encode_exact.encode
+            except msgspec.DecodeError:
+                return Raw(self.text(alias, bytes(raw).decode("utf-8", "replace"), what).encode())
         masked = self.value(alias, value, what)
-        return raw if masked is value else Raw(_encode.encode(masked))
+        return raw if masked is value else Raw(encode(masked))
 
     def value(self, alias: str, value: Any, what: str) -> Any:
         """A decoded JSON value with every secret in its strings (keys too) masked:

@@ -1,16 +1,17 @@
 """A legacy stdio MCP server that repeats a secret it should not have (``LEAK`` in its
-environment) spelled as no JSON encoder writes it: every character a ``\\uXXXX``
-escape. Its bytes hold none of the forms mcpd searches them for, but what mcpd decodes
-of them holds the secret plain, so wherever mcpd writes such a value again it must be
-searched again. Plain stdlib, so it starts fast.
+environment) spelled with escapes: every character a ``\\uXXXX`` escape, or with
+``SPELLING=html`` in its environment only ``<``, ``>``, ``&``, ``=`` and ``'``, as
+HTML-safe encoders (Go's, Gson's) write them. Plain stdlib, so it starts fast.
 
 Tools: ``plain`` (the secret as a text: a result mcpd passes on as it came), ``link``
 (the secret in a resource link's name, a text and ``structuredContent``: mcpd rewrites
 the link's URI), ``long`` (the secret at the start of a text longer than a small
 budget: mcpd cuts it), ``task`` (a task handle whose status message is the secret),
 ``progress`` (a progress report whose message is the secret, then a result),
-``log`` (a log message whose logger is the secret, then a result) and ``odd`` (a
-result whose ``resultType`` is the secret). Its prompt's messages hold it with a
+``log`` (a log message whose logger is the secret, then a result), ``odd`` (a
+result whose ``resultType`` is the secret), ``meta`` (the secret in
+``structuredContent`` and ``_meta`` of a short result) and ``fails`` (a JSON-RPC error
+with the secret in its data). Its prompt's messages hold it with a
 resource link, its resource's contents and its completions hold it, and a read of
 any other URI fails with it in the error's data.
 
@@ -28,13 +29,15 @@ import sys
 LEAK_ENV = "LEAK"
 LEAK = os.environ.get(LEAK_ENV, "")
 MODERN = "MODERN" in os.environ
+SPELLING_ENV = "SPELLING"
+HTML_SAFE = "<>&='"
 RESOURCE = "esc://doc"
 LONG = 400  # characters of text after the secret in ``long``'s result
 
 LINKED = "file:///doc"  # listed by no server: mcpd hands the agent a URI of its own
 TOOLS = [
     {"name": name, "description": f"says {LEAK}", "inputSchema": {"type": "object"}}
-    for name in ("plain", "link", "long", "task", "progress", "log", "odd", "ask")
+    for name in ("plain", "link", "long", "task", "progress", "log", "odd", "ask", "meta", "fails")
 ]
 PROMPT = {"name": "greet", "description": f"greets {LEAK}", "arguments": [{"name": "who"}]}
 TEMPLATE = {"uriTemplate": "esc://{name}", "name": "docs", "description": f"holds {LEAK}"}
@@ -42,15 +45,19 @@ TEMPLATE = {"uriTemplate": "esc://{name}", "name": "docs", "description": f"hold
 waiting: list[object] = []
 
 
-def spelled(text: str) -> str:
-    """``text`` as it stands inside a JSON string, each character a ``\\u`` escape."""
-    return "".join(f"\\u{ord(c):04x}" for c in text)
+def spelled(text: str, only: str | None = None) -> str:
+    """``text`` as it stands inside a JSON string, each character (or each of ``only``)
+    a ``\\u`` escape."""
+    return "".join(
+        f"\\u{ord(c):04x}" if only is None or c in only else json.dumps(c)[1:-1] for c in text
+    )
 
 
 def write(msg: dict[str, object]) -> None:
     line = json.dumps({"jsonrpc": "2.0", **msg})
     if LEAK:
-        line = line.replace(json.dumps(LEAK)[1:-1], spelled(LEAK))
+        html = os.environ.get(SPELLING_ENV) == "html"
+        line = line.replace(json.dumps(LEAK)[1:-1], spelled(LEAK, HTML_SAFE if html else None))
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
 
@@ -87,6 +94,15 @@ def call(rid: object, name: object, meta: dict[str, object]) -> None:
         waiting.append(rid)
         ask = {"message": LEAK, "requestedSchema": {"type": "object"}}
         write({"id": "ask-1", "method": "elicitation/create", "params": ask})
+    elif name == "meta":
+        result: dict[str, object] = {
+            "content": [text("ok")],
+            "structuredContent": {"v": LEAK},
+            "_meta": {"k": LEAK},
+        }
+        answer(rid, result)
+    elif name == "fails":
+        write({"id": rid, "error": {"code": -32000, "message": "failed", "data": {"k": LEAK}}})
     else:
         answer(rid, {"resultType": LEAK, "content": []})
 

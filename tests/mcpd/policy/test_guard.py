@@ -308,15 +308,24 @@ def test_a_server_whose_text_is_searched_for_formats_is_looked_at_for_them() -> 
 
 
 def spelled(text: str) -> str:
-    """``text`` as no encoder writes it in JSON: each character a ``\\u`` escape."""
+    """``text`` in JSON with each character a ``\\u`` escape."""
     return "".join(f"\\u{ord(c):04x}" for c in text)
+
+
+def test_a_secret_with_each_character_escaped_is_found_in_the_servers_bytes() -> None:
+    g = guard(("servers.a.env.KEY", ODD))
+    raw = Raw(f'{{"text": "{spelled(ODD)}"}}'.encode())
+    assert g.finds("s", raw)
+    assert json.loads(bytes(g.raw("s", raw, "a result"))) == {
+        "text": "[secret of servers.a.env.KEY]"
+    }
 
 
 def test_what_mcpd_writes_again_of_a_servers_is_searched_as_written() -> None:
     g = guard(("servers.a.env.KEY", ODD), ("servers.a.env.PIN", "123456789012"))
-    # Neither is in the bytes as the server wrote them; both are once written again.
+    # The number is not in the bytes as the server wrote it, but is once written again.
     raw = Raw(f'{{"text": "{spelled(ODD)}", "n": 1.23456789012e11}}'.encode())
-    assert not g.finds("s", raw)
+    assert not g.finds("s", Raw(b'{"n": 1.23456789012e11}'))
     assert json.loads(bytes(g.reread("s", raw, "a listed item"))) == {
         "text": "[secret of servers.a.env.KEY]",
         "n": "[secret of servers.a.env.PIN].0",  # its digits as a float writes them
@@ -336,3 +345,10 @@ def test_what_mcpd_writes_again_without_a_secret_is_as_it_came() -> None:
     assert g.reread("s", raw, "a listed item") is raw
     assert g.written("s", {"text": "plain"}, "a result") == b'{"text":"plain"}'
     assert g.masked("s") == {}
+
+
+def test_a_secret_beside_a_number_no_double_holds_is_masked_and_the_number_kept() -> None:
+    g = guard(("servers.a.env.KEY", "Zq9&x<Lk>Pw7=secret"))
+    raw = b'{"text":"Zq9\\u0026x\\u003cLk\\u003ePw7\\u003dsecret","n":1e400,"m":-0.0}'
+    masked_raw = bytes(g.raw("s", Raw(raw), "a result"))
+    assert masked_raw == b'{"text":"[secret of servers.a.env.KEY]","n":1E+400,"m":-0.0}'
