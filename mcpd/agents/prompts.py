@@ -148,14 +148,17 @@ def reply_for(
     return shaped
 
 
-def encoded(rid: rpc.Id, make: Any) -> bytes:
-    """``make()``'s result as a reply, or its rpc.RPCError as an error reply."""
+def encoded(rid: rpc.Id, make: Callable[[], Any], failed: Callable[[rpc.RPCError], None]) -> bytes:
+    """``make()``'s result as a reply, or the error it came to as an error reply (its
+    rpc.RPCError, or a result of the server's that cannot be read), told to ``failed``."""
     try:
         return rpc.encode_result(rid, make())
     except rpc.RPCError as exc:
-        return rpc.encode_error(rid, exc.code, exc.message, exc.data)
+        error = exc
     except (rpc.InvalidParams, msgspec.DecodeError, AttributeError, TypeError) as exc:
-        return rpc.encode_error(rid, rpc.INTERNAL_ERROR, f"malformed result from the server: {exc}")
+        error = rpc.RPCError(rpc.INTERNAL_ERROR, f"malformed result from the server: {exc}")
+    failed(error)
+    return rpc.encode_error(rid, error.code, error.message, error.data)
 
 
 async def request_outcome(
@@ -209,7 +212,13 @@ async def serve_asked(
                 return shaped  # the server's bytes, searched as they came
             return servers.written(alias, shaped, f"a {req.method} result")
 
-        return encoded(rid, made)
+        def failed(error: rpc.RPCError) -> None:
+            # A result the agent got as an error is recorded as that error; an outage
+            # or the server's own error is recorded as it came.
+            if isinstance(outcome, Raw):
+                seen.outcome = error
+
+        return encoded(rid, made, failed)
 
     def retry(p: Any, responses: Raw | UnsetType, state: Raw | UnsetType) -> Any:
         return msgspec.structs.replace(p, inputResponses=responses, requestState=state)

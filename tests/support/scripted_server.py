@@ -132,14 +132,24 @@ p.add_argument(
 )
 p.add_argument("--long-instructions", type=int, default=0, help="instructions of this many bytes")
 p.add_argument("--utf8", action="store_true", help="write non-ASCII text as is, not escaped")
+p.add_argument(
+    "--out-of-range",
+    action="store_true",
+    help="prompts/get and resources/read results hold a number no double holds (1e400)",
+)
 args = p.parse_args()
+# Written in place of this string: Python's json writes no number past a double's range.
+OUT_OF_RANGE = "<1e400>"
 
 out_lock = threading.Lock()
 state = {"era": None, "discover_count": 0, "lists": 0, "bom": args.bom}
 
 
 def write(obj: dict) -> None:
-    data = (json.dumps(obj, ensure_ascii=not args.utf8) + "\n").encode()
+    text = json.dumps(obj, ensure_ascii=not args.utf8)
+    if args.out_of_range:
+        text = text.replace(json.dumps(OUT_OF_RANGE), "1e400")
+    data = (text + "\n").encode()
     with out_lock:
         if state["bom"]:
             state["bom"] = False
@@ -156,6 +166,10 @@ def write(obj: dict) -> None:
         else:
             sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
+
+
+def out_of_range() -> dict:
+    return {"_meta": {"n": OUT_OF_RANGE}} if args.out_of_range else {}
 
 
 def result(rid, res: dict) -> None:
@@ -491,10 +505,11 @@ def handle(msg: dict) -> None:
     elif method == "prompts/get" and args.prompts:
         text = f"{params.get('name')}: {json.dumps(params.get('arguments') or {})}"
         message = {"role": "user", "content": {"type": "text", "text": text}}
-        result(rid, {"messages": [message]})
+        result(rid, {"messages": [message], **out_of_range()})
     elif method == "resources/read" and args.templates:
         uri = params.get("uri")
-        result(rid, {"contents": [{"uri": uri, "mimeType": "text/plain", "text": f"read {uri}"}]})
+        content = {"uri": uri, "mimeType": "text/plain", "text": f"read {uri}"}
+        result(rid, {"contents": [content], **out_of_range()})
     elif method == "completion/complete" and (args.prompts or args.templates):
         value = (params.get("argument") or {}).get("value", "")
         result(rid, {"completion": {"values": [value + "1", value + "2"], "hasMore": False}})

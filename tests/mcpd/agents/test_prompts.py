@@ -256,19 +256,23 @@ def test_a_malformed_result_is_answered_as_malformed_not_raised(result: Any) -> 
         def make(side: AgentSide = side) -> Any:
             return reply_for(None, "notes", side, raw(result), keep)  # type: ignore[arg-type]
 
-        reply = msgspec.json.decode(encoded(7, make))
+        told: list[rpc.RPCError] = []
+        reply = msgspec.json.decode(encoded(7, make, told.append))
         assert reply["id"] == 7 and reply["error"]["code"] == rpc.INTERNAL_ERROR
         assert reply["error"]["message"].startswith("malformed result from the server")
+        assert [e.message for e in told] == [reply["error"]["message"]]
 
 
 def test_encoded_turns_an_error_raised_into_that_errors_reply() -> None:
     def refuse() -> Any:
         raise held_error("prompt", "mcp__notes__daily", "notes", "daily", "new text")
 
-    reply = msgspec.json.decode(encoded("r1", refuse))
+    told: list[rpc.RPCError] = []
+    reply = msgspec.json.decode(encoded("r1", refuse, told.append))
     assert reply["id"] == "r1" and reply["error"]["code"] == OUTAGE
     assert reply["error"]["data"]["mcpd/held"]["item"] == "daily"
-    assert msgspec.json.decode(encoded(2, lambda: {"ok": True})) == {
+    assert [e.code for e in told] == [OUTAGE]
+    assert msgspec.json.decode(encoded(2, lambda: {"ok": True}, told.append)) == {
         "jsonrpc": "2.0",
         "id": 2,
         "result": {"ok": True},

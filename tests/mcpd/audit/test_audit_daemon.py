@@ -3,8 +3,9 @@ two profiles, both eras, mixed outcomes) give exactly 1,000 records, each with t
 right agent, outcome and decision; ``mcpd calls`` narrows them; the file rotates at
 its cap and keeps every record; a restarted daemon adds to the records before it;
 ``/metrics`` counts them; prompts/get, resources/read and completion/complete leave
-records too; the daemon's stop writes the records of calls it cut short; and an agent
-flooding unknown names while the writer is behind takes no record of another's."""
+records too (an error where the agent got one, as for a result that cannot be read);
+the daemon's stop writes the records of calls it cut short; and an agent flooding
+unknown names while the writer is behind takes no record of another's."""
 
 from __future__ import annotations
 
@@ -238,6 +239,35 @@ async def test_gets_reads_and_completions_leave_records(tmp_path: Path) -> None:
     assert complete_record.server == "notes" and complete_record.args_bytes > 0
     assert (missing_record.outcome, missing_record.server) == ("refused", None)
     assert "Unknown prompt" in (missing_record.reason or "")
+
+
+async def test_a_get_and_a_read_whose_result_cannot_be_read_are_recorded_as_errors(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(
+        "[daemon]\n"
+        f"socket = {json.dumps(str(tmp_path / 'mcpd.sock'))}\n"
+        f"state_dir = {json.dumps(str(tmp_path / 'state'))}\n"
+        "audit_journal = false\n"
+        f"[servers.odd]\n{server('--prompts', '1', '--templates', '1', '--out-of-range')}"
+    )
+    with trio.fail_after(LIMIT):
+        async with running(load(path), str(path)) as daemon:
+            async with connect(daemon.socket_path) as agent:
+                prompts = (await agent.result("prompts/list"))["prompts"]
+                got = await agent.rpc("prompts/get", {"name": prompts[0]["name"]})
+                templates = (await agent.result("resources/templates/list"))["resourceTemplates"]
+                uri = templates[0]["uriTemplate"].replace("{x}", "7")
+                read = await agent.rpc("resources/read", {"uri": uri})
+            await daemon.audit.flush()
+    errors = [got["error"]["message"], read["error"]["message"]]
+    assert all(m.startswith("malformed result from the server") for m in errors), errors
+    records = list(Reading(str(tmp_path / "state")))
+    assert [(r.method, r.outcome, r.reason) for r in records] == [
+        ("prompts/get", "error", errors[0][:200]),
+        ("resources/read", "error", errors[1][:200]),
+    ]
 
 
 async def test_stopping_the_daemon_writes_the_records_of_the_calls_it_cut_short(
