@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final
 
+import msgspec
 import trio
 from msgspec import Raw
 
@@ -156,7 +157,10 @@ class ExtraMethods:
         (named by the agent's id for it, with what its call was ``sent`` under); or why
         the call failed after all."""
         if links:
-            result = tool_result(result, self.servers.links(to.alias, to.sight))
+            try:
+                result = tool_result(result, self.servers.links(to.alias, to.sight))
+            except msgspec.DecodeError as exc:
+                return Outage(to.alias, "malformed", f"its result could not be read: {exc}")
         if to.tasks:
             return self.tasks.record(to.alias, to.owner, result, to.session, sent)
         return result

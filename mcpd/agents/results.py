@@ -6,8 +6,9 @@ the one way, so the two cannot drift.
 
 Most results pass through as the server's own bytes. They are decoded only as far as
 needed to check ``resultType`` and (for a result longer than the budget) measure text;
-re-encoding happens only when text must be cut to the budget, and at the top level
-only when something in the result has no place in the agent's era (``result_eras``).
+re-encoding happens only when text must be cut to the budget, and then of the content
+alone, and at the top level only when something in the result has no place in the
+agent's era (``result_eras``).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ _LINKS: Final = frozenset({"resource", "resource_link"})
 # rpc.decode_as on every call.
 _KINDS: Final = msgspec.json.Decoder(mcp.CallToolResultKinds)
 _HEADS: Final = msgspec.json.Decoder(mcp.CallToolResultHead)
+_MEMBERS: Final = msgspec.json.Decoder(dict[str, Raw])
 
 # (the result, whether it may hold links, whether it is an error)
 Shaped = tuple[Raw | dict[str, Any], bool, bool]
@@ -184,17 +186,35 @@ def shape_call_result(
                         total += len(embedded)
     if total <= budget:
         if modern and head.resultType is None:
-            fixed = msgspec.json.decode(raw)
+            try:
+                fixed = content_apart(raw)
+            except msgspec.DecodeError as exc:
+                return _malformed(alias, modern, exc)
             fixed["resultType"] = mcp.COMPLETE  # null is not a value agents accept
             return fixed, links, failed
         if modern and head.resultType is UNSET:
             return _with_result_type(raw), links, failed
         return raw, links, failed
-    result = msgspec.json.decode(raw)
+    try:
+        result = content_apart(raw)
+    except msgspec.DecodeError as exc:
+        return _malformed(alias, modern, exc)
     _cut(result, budget, total)
     if modern:
         result["resultType"] = mcp.COMPLETE
     return result, links, failed
+
+
+def content_apart(raw: Raw) -> dict[str, Any]:
+    """A tool's result (an object) with its ``content`` decoded, for mcpd to cut or
+    rewrite, and its other members as the server wrote them: ``structuredContent`` and
+    ``_meta`` go on byte for byte, their numbers as written. Raises msgspec.DecodeError
+    for a content that cannot be read (a number no double holds)."""
+    members: dict[str, Any] = _MEMBERS.decode(raw)
+    content = members.get("content")
+    if content is not None:
+        members["content"] = msgspec.json.decode(content)
+    return members
 
 
 def _not_strings(raw: Raw, alias: str, modern: bool) -> Shaped:

@@ -25,6 +25,7 @@ from msgspec import Raw
 
 from ..registry.clean import clean_text
 from ..registry.marking import as_listed, one_line
+from .results import content_apart
 
 ToAgent = Callable[[str], str]  # a server's URI -> the agent's
 _MARKERS: Final = (b'"resource_link"', b'"resource"')
@@ -92,13 +93,17 @@ def _blocks(value: Any, to_agent: ToAgent, defining: tuple[str, ...] = ()) -> bo
 
 
 def tool_result(result: Raw | dict[str, Any], to_agent: ToAgent) -> Raw | dict[str, Any]:
-    """A tools/call result (or a task's), its content's URIs rewritten."""
+    """A tools/call result (or a task's), its content's URIs rewritten; its other
+    members as they came. Raises msgspec.DecodeError for a content that cannot be read
+    (a number no double holds)."""
     if isinstance(result, Raw):
         data = bytes(result)
         if not any(m in data for m in _MARKERS):
             return result
-        decoded = msgspec.json.decode(data)
-        if not isinstance(decoded, dict) or not _blocks(decoded.get("content"), to_agent):
+        if not data.lstrip().startswith(b"{"):
+            return result  # not an object: no content to rewrite
+        decoded = content_apart(result)
+        if not _blocks(decoded.get("content"), to_agent):
             return result
         return decoded
     _blocks(result.get("content"), to_agent)

@@ -216,22 +216,18 @@ class SecretGuard:
         return ours is not None and ours.found_in(encoded)
 
     def _rewritten(self, alias: str, encoded: bytes, what: str) -> bytes:
-        decoded = _decode.decode(encoded)
+        decoded, encode = _read(encoded)
         masked = self.value(alias, decoded, what)
-        return encoded if masked is decoded else _encode.encode(masked)
+        return encoded if masked is decoded else encode(masked)
 
     def _masked_raw(self, alias: str, raw: Raw, what: str) -> Raw:
         pattern = self._search.pattern
         if (pattern is None or not pattern.found_in(raw)) and TRIGGER.search(raw) is None:
             return raw
-        encode = _encode.encode
         try:
-            value = _decode.decode(raw)
+            value, encode = _read(raw)
         except msgspec.DecodeError:
-            try:
-                value, encode = _decode_exact.decode(raw), _encode_exact.encode
-            except msgspec.DecodeError:
-                return Raw(self.text(alias, bytes(raw).decode("utf-8", "replace"), what).encode())
+            return Raw(self.text(alias, bytes(raw).decode("utf-8", "replace"), what).encode())
         masked = self.value(alias, value, what)
         return raw if masked is value else Raw(encode(masked))
 
@@ -335,6 +331,15 @@ class SecretGuard:
         for alias in [a for a in self.counts if not keep(a)]:
             del self.counts[alias]
             self._said.pop(alias, None)
+
+
+def _read(data: Raw | bytes) -> tuple[Any, Callable[[Any], bytes]]:
+    """JSON ``data`` decoded, and how to write it again: its numbers as doubles, or
+    where one is past a double's range (``1e400``), each as the decimal it is."""
+    try:
+        return _decode.decode(data), _encode.encode
+    except msgspec.ValidationError:
+        return _decode_exact.decode(data), _encode_exact.encode
 
 
 def _redact_value(value: Any, seen: list[str]) -> Any:

@@ -135,7 +135,8 @@ p.add_argument("--utf8", action="store_true", help="write non-ASCII text as is, 
 p.add_argument(
     "--out-of-range",
     action="store_true",
-    help="prompts/get and resources/read results hold a number no double holds (1e400)",
+    help="prompts/get and resources/read results, and tools linked and long, hold a number "
+    "no double holds (1e400)",
 )
 args = p.parse_args()
 # Written in place of this string: Python's json writes no number past a double's range.
@@ -170,6 +171,16 @@ def write(obj: dict) -> None:
 
 def out_of_range() -> dict:
     return {"_meta": {"n": OUT_OF_RANGE}} if args.out_of_range else {}
+
+
+def out_of_range_result(rid, name: str, arguments: dict) -> None:
+    """A link (``linked``) or a text past any budget (``long``) beside structured content
+    holding a number no double holds; with ``in_content``, the block holds one too."""
+    link = {"type": "resource_link", "uri": "file:///a", "name": "a"}
+    block = link if name == "linked" else {"type": "text", "text": "x" * 20000}
+    if arguments.get("in_content"):
+        block["_meta"] = {"n": OUT_OF_RANGE}
+    result(rid, {"content": [block], "structuredContent": {"c": OUT_OF_RANGE}})
 
 
 def result(rid, res: dict) -> None:
@@ -417,6 +428,9 @@ def call_tool(rid, params: dict) -> None:
             if arguments.get("fail"):
                 res["isError"] = True
             result(rid, res)
+            return
+        if args.out_of_range and name in ("linked", "long"):
+            out_of_range_result(rid, name, arguments)
             return
         big = args.big and arguments.get("big", True)
         text = "x" * args.big if big else f"{name}:{arguments.get('text', '')}"

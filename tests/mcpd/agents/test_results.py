@@ -306,6 +306,31 @@ def test_structured_content_is_passed_on_whole_while_the_text_is_cut() -> None:
     assert "isError" not in out
 
 
+STRUCTURED = b'{"c":1e400,"x":1.0000000000000000000001,"z":-0,"e":1E2,"f":0.1e1}'
+OUT_OF_RANGE = b'"structuredContent":' + STRUCTURED + b',"_meta":{"n":-0.0}'
+
+
+@pytest.mark.parametrize("modern", [True, False])
+def test_structured_content_and_meta_keep_their_bytes_when_the_text_is_cut(modern: bool) -> None:
+    data = b'{"content":[{"type":"text","text":"' + b"a" * 300 + b'"}],' + OUT_OF_RANGE + b"}"
+    out = msgspec.json.encode(shape(data, budget=100, modern=modern))
+    assert b'"structuredContent":' + STRUCTURED in out and b'"_meta":{"n":-0.0}' in out
+    assert as_json(Raw(out.replace(b"1e400", b"1")))["content"][0] == text("a" * 100)
+
+
+def test_a_modern_result_whose_result_type_is_null_keeps_its_other_bytes() -> None:
+    data = b'{"content":[{"type":"text","text":"a"}],"resultType":null,' + OUT_OF_RANGE + b"}"
+    out = msgspec.json.encode(shape(data, modern=True))
+    assert b'"structuredContent":' + STRUCTURED in out and b'"resultType":"complete"' in out
+
+
+def test_a_number_no_double_holds_in_the_content_of_a_cut_result_is_the_servers_fault() -> None:
+    data = b'{"content":[{"type":"text","text":"' + b"a" * 300 + b'","_meta":{"n":1e400}}]}'
+    out = as_json(shape(data, budget=100, alias="tickets"))
+    assert out["isError"] is True
+    assert only_text(out).startswith("The tool server 'tickets' returned a malformed result")
+
+
 def test_the_budget_counts_characters_not_bytes() -> None:
     within = body(text("é" * 100))  # 200 bytes of UTF-8, 100 characters
     assert bytes(shape(within, budget=100, modern=False)) == within

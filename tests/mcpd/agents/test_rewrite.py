@@ -40,7 +40,8 @@ def test_links_and_embedded_resources_in_tool_results_and_prompts_are_rewritten(
     assert isinstance(out, dict)
     assert out["content"][0]["uri"] == "mcpd://a/file:///README.md"
     assert out["content"][1]["resource"] == {"uri": "mcpd://a/file:///a", "blob": "AAEC"}
-    assert out["structuredContent"] == {"uri": "file:///README.md"}  # the tool's own data
+    # The tool's own data, as the server wrote it.
+    assert bytes(out["structuredContent"]) == b'{"uri": "file:///README.md"}'
     prompt = raw(
         {
             "messages": [
@@ -52,6 +53,20 @@ def test_links_and_embedded_resources_in_tool_results_and_prompts_are_rewritten(
     got = prompt_result(prompt, to_agent, "a")
     assert isinstance(got, dict)
     assert got["messages"][1]["content"]["resource"]["uri"] == "mcpd://a/file:///a"
+
+
+def test_a_result_whose_links_are_rewritten_keeps_its_other_members_bytes() -> None:
+    link = b'{"type":"resource_link","uri":"file:///a","name":"a"}'
+    rest = b'"structuredContent":{"c":1e400,"x":1.0000000000000000000001,"z":-0}'
+    out = tool_result(msgspec.Raw(b'{"content":[' + link + b"]," + rest + b"}"), to_agent)
+    assert isinstance(out, dict) and out["content"][0]["uri"] == "mcpd://a/file:///a"
+    assert rest in msgspec.json.encode(out)
+
+
+def test_a_content_that_cannot_be_read_is_not_passed_on_unrewritten() -> None:
+    link = b'{"type":"resource_link","uri":"file:///a","name":"a","_meta":{"n":1e400}}'
+    with pytest.raises(msgspec.DecodeError, match="out of range"):
+        tool_result(msgspec.Raw(b'{"content":[' + link + b"]}"), to_agent)
 
 
 def test_a_reads_text_is_cut_to_the_budget_and_blobs_pass_untouched() -> None:

@@ -352,3 +352,6 @@ def test_a_secret_beside_a_number_no_double_holds_is_masked_and_the_number_kept(
     raw = b'{"text":"Zq9\\u0026x\\u003cLk\\u003ePw7\\u003dsecret","n":1e400,"m":-0.0}'
     masked_raw = bytes(g.raw("s", Raw(raw), "a result"))
     assert masked_raw == b'{"text":"[secret of servers.a.env.KEY]","n":1E+400,"m":-0.0}'
+    # What mcpd writes of it, the server's member passed on as it came beside its text.
+    written = g.written("s", {"text": "Zq9&x<Lk>Pw7=secret", "s": Raw(b"[1e400]")}, "a result")
+    assert written == b'{"text":"[secret of servers.a.env.KEY]","s":[1E+400]}'
