@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 import itertools
+import re
 from collections.abc import Callable
 from typing import Any, Final, Literal, TypeAlias, TypeVar
 
@@ -106,6 +107,30 @@ class DecodeFailure(Exception):
 
     def reply(self) -> bytes:
         return encode_error(self.id, self.code, self.message)
+
+
+class MalformedResponse(DecodeFailure):
+    """A response that cannot be taken though it plainly answers a request: ``given``
+    is its id as the peer wrote it (perhaps of the wrong type, ``24.0``), ``why`` says
+    in a few words what is wrong with it."""
+
+    def __init__(self, given: object, why: str) -> None:
+        super().__init__(INVALID_REQUEST, f"Invalid response: {why}")
+        self.given = given
+        self.why = why
+
+
+_DECIMAL: Final = re.compile(r"-?(?:0|[1-9][0-9]{0,18})", re.ASCII)
+
+
+def spelled_id(given: object) -> int | None:
+    """The integer id a response's id of the wrong type spells (23 for ``"23"`` or
+    ``23.0``); None for any other value."""
+    if isinstance(given, str) and _DECIMAL.fullmatch(given):
+        return int(given)
+    if isinstance(given, float) and given.is_integer() and abs(given) < 2**63:
+        return int(given)
+    return None
 
 
 class InvalidParams(Exception):
@@ -216,9 +241,13 @@ def decode_message(data: bytes | memoryview) -> Message:
             raise DecodeFailure(INVALID_REQUEST, "Invalid request: id must be a string or integer")
         return Request(msg_id, env.method, params)
     if isinstance(env.error, Raw):
+        if isinstance(env.result, Raw):
+            # JSON-RPC allows one: taking either would guess at what the peer meant.
+            given = None if env.id is UNSET else env.id
+            raise MalformedResponse(given, "both a result and an error (JSON-RPC allows one)")
         # An error may carry a null id, or (some servers) none at all.
         if env.id is not None and env.id is not UNSET and msg_id is None:
-            raise DecodeFailure(INVALID_REQUEST, "Invalid response: bad id")
+            raise MalformedResponse(env.id, "bad id")
         try:
             got = _error_decoder.decode(env.error)
         except (msgspec.DecodeError, RecursionError):
@@ -228,7 +257,7 @@ def decode_message(data: bytes | memoryview) -> Message:
         return ErrorResponse(msg_id, got.as_object())
     if isinstance(env.result, Raw):
         if msg_id is None:
-            raise DecodeFailure(INVALID_REQUEST, "Invalid response: bad id")
+            raise MalformedResponse(None if env.id is UNSET else env.id, "bad id")
         return Response(msg_id, env.result)
     raise DecodeFailure(INVALID_REQUEST, "Invalid request: no method, result or error", msg_id)
 

@@ -23,7 +23,7 @@ from protocol.mcp import CancelledParams
 from protocol.visible import quote, quoted_id
 
 from .base import Reply
-from .errors import ServerCancelled
+from .errors import MalformedReply, ServerCancelled, malformed_reason
 
 _ABANDONED_KEPT: Final = 1024  # ids of given-up requests whose late answers are expected
 
@@ -136,8 +136,10 @@ class Pending:
                 if self._late is not None:
                     self._late(msg.id)
                 return False
-        # Unknown ids, duplicates, an id of the wrong type ("3" for 3): a warning, not
-        # debug only, so that the log says which server sent them.
+            if isinstance(msg.id, str) and self.misaddressed(msg.id):
+                return False
+        # Unknown ids, duplicates: a warning, not debug only, so that the log says which
+        # server sent them.
         note = self._complain()
         if note is None:
             return False
@@ -152,6 +154,36 @@ class Pending:
             extra=log_extra(self._label, reason="response to no pending request"),
         )
         return False
+
+    def malformed(self, given: object, why: str) -> bool:
+        """Fail at once the request waiting under the id ``given``, answered by a
+        response that cannot be taken (``why``: what is wrong with it), rather than
+        leave it to wait out its time limit; whether one was waiting."""
+        if isinstance(given, bool) or not isinstance(given, int | str):
+            return False  # no id of a request's
+        return self.waiting(given) and self._failed(given, why)
+
+    def misaddressed(self, given: object) -> bool:
+        """Fail at once the request a response under an id of the wrong type answered
+        (``"23"`` or ``23.0`` for 23), when no request waits under the id as given and
+        one waits under the integer it spells; whether one did."""
+        rid = rpc.spelled_id(given)
+        if rid is None or not self.waiting(rid):
+            return False
+        shown = quoted_id(given) if isinstance(given, str) else repr(given)
+        kind = "a string" if isinstance(given, str) else "not an integer"
+        return self._failed(rid, f"sent under the id {shown} ({kind}) for request {rid}")
+
+    def _failed(self, rid: rpc.Id, why: str) -> bool:
+        reason = malformed_reason(self._label, why)
+        self.resolve(rid, None, MalformedReply(reason))
+        self._log.warning(
+            "%s; the request (id %r) it answered failed, the server keeps running",
+            reason,
+            rid,
+            extra=log_extra(self._label, "malformed_reply", reason),
+        )
+        return True
 
     def server_cancelled(self, msg: rpc.Notification) -> bool:
         """Whether ``msg`` (notifications/cancelled) ended one of our requests."""

@@ -93,6 +93,38 @@ def test_error_without_an_id_member_is_an_error_response() -> None:
     assert msg.error.message == "no session"
 
 
+@pytest.mark.parametrize(
+    ("line", "given", "why"),
+    [
+        (b'{"jsonrpc":"2.0","id":9,"result":{},"error":{"code":-1,"message":"m"}}', 9, "both"),
+        (b'{"jsonrpc":"2.0","error":{"code":-1,"message":"m"},"result":1}', None, "both"),
+        (b'{"jsonrpc":"2.0","id":24.0,"result":{}}', 24.0, "bad id"),
+        (b'{"jsonrpc":"2.0","id":true,"error":{"code":-1,"message":"m"}}', True, "bad id"),
+    ],
+)
+def test_a_response_that_cannot_be_taken_keeps_the_id_it_came_under(
+    line: bytes, given: object, why: str
+) -> None:
+    with pytest.raises(rpc.MalformedResponse) as info:
+        rpc.decode_message(line)
+    assert info.value.given == given and info.value.why.startswith(why)
+    assert info.value.code == rpc.INVALID_REQUEST and info.value.id is None
+
+
+@pytest.mark.parametrize(
+    ("given", "spelled"),
+    [
+        *[("23", 23), ("-4", -4), ("0", 0), (24.0, 24)],
+        *[("023", None), ("+1", None), ("1e2", None), ("\u0663", None), ("1" * 30, None)],
+        *[(1.5, None), (True, None), (None, None), (2.0**70, None)],
+    ],
+)
+def test_an_id_of_the_wrong_type_spells_an_integer_only_as_written_plainly(
+    given: object, spelled: int | None
+) -> None:
+    assert rpc.spelled_id(given) == spelled
+
+
 def test_malformed_error_object_from_a_peer_is_still_an_error() -> None:
     msg = rpc.decode_message(b'{"jsonrpc":"2.0","id":3,"error":"boom"}')
     assert isinstance(msg, rpc.ErrorResponse) and msg.id == 3

@@ -9,7 +9,7 @@ import pytest
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
-from transports.errors import ServerCancelled, TransportClosed
+from transports.errors import MalformedReply, ServerCancelled, TransportClosed
 from transports.pending import Pending
 
 logger = logging.getLogger("test.pending")
@@ -105,12 +105,45 @@ def test_responses_to_nothing_are_warned_about_as_complain_allows(
     pending = Pending("s", logger, lambda: quota.pop(0))
     pending.wait(1)
     with caplog.at_level(logging.WARNING, logger.name):
-        pending.route(response("1"))  # the id of the wrong type
+        pending.route(response("x"))  # no request's
         pending.route(failure(9, "who?"))
         pending.route(response(10))  # complain said: stay quiet
     first, second = (r.getMessage() for r in caplog.records)
-    assert 'dropped a response for id "1"' in first
+    assert 'dropped a response for id "x"' in first
     assert 'id 9 ("who?")' in second and second.endswith("(and more)")
+
+
+def test_a_response_under_the_id_as_a_string_fails_its_request_at_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    pending = Pending("s", logger)
+    replies = Replies()
+    pending.expect(23, replies)
+    slot = pending.wait(24)
+    with caplog.at_level(logging.WARNING, logger.name):
+        pending.route(response("23"))
+        pending.route(failure("24"))
+    ((result, error),) = replies.got
+    assert result is None and isinstance(error, MalformedReply)
+    assert (
+        error.reason
+        == 's: the reply was sent under the id "23" (a string) for request 23 and was dropped'
+    )
+    assert isinstance(slot.error, MalformedReply) and '"24" (a string)' in slot.error.reason
+    assert "the request (id 23) it answered failed" in caplog.text
+
+
+def test_a_string_id_is_not_taken_for_a_number_another_request_may_be_under() -> None:
+    pending = Pending("s", logger)
+    replies = Replies()
+    pending.expect(23, replies)
+    pending.expect("23", replies)
+    for odd in ("023", "+23", "23.0", "\uff12\uff13", "1" * 30):
+        pending.route(response(odd))
+    assert replies.got == []
+    pending.route(response("23"))  # the string's own
+    assert [bytes(r or b"") for r, _ in replies.got] == [b"1"]
+    assert pending.waiting(23)
 
 
 def test_an_id_no_request_has_is_quoted_and_cut_in_the_warning(

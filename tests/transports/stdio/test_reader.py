@@ -159,6 +159,42 @@ def test_an_unreadable_reply_fails_its_request_at_once(reply: bytes, why: str) -
     assert why in error.reason
 
 
+@pytest.mark.parametrize(
+    ("reply", "why"),
+    [
+        (
+            b'{"jsonrpc":"2.0","id":6,"result":{},"error":{"code":-1,"message":"m"}}\n',
+            "s: the reply was both a result and an error (JSON-RPC allows one) and was dropped",
+        ),
+        (
+            b'{"jsonrpc":"2.0","id":6.0,"result":{}}\n',
+            "s: the reply was sent under the id 6.0 (not an integer) for request 6 and was dropped",
+        ),
+        (
+            b'{"jsonrpc":"2.0","id":"6","result":{}}\n',
+            's: the reply was sent under the id "6" (a string) for request 6 and was dropped',
+        ),
+    ],
+)
+def test_a_reply_that_cannot_be_taken_fails_the_request_it_plainly_answered(
+    reply: bytes, why: str
+) -> None:
+    out = Stdout()
+    got, other = out.answered(6), out.answered(7)
+    out.reader.feed(reply)
+    ((result, error),) = got
+    assert result is None and isinstance(error, MalformedReply) and error.reason == why
+    assert other == [] and out.complaints == 0
+
+
+def test_a_reply_that_cannot_be_taken_for_no_waiting_request_is_skipped() -> None:
+    out = Stdout()
+    got = out.answered(6)
+    out.reader.feed(b'{"jsonrpc":"2.0","id":8,"result":{},"error":{"code":-1,"message":"m"}}\n')
+    out.reader.feed(b'{"jsonrpc":"2.0","id":8.0,"result":{}}\n')
+    assert got == [] and out.complaints == 2
+
+
 def test_lines_that_are_not_json_rpc_are_skipped_and_complained_about() -> None:
     out = Stdout()
     out.reader.feed(b"Server listening on stdio\n[1, 2]\n")
