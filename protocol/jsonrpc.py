@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import abc
 import itertools
-import re
 from collections.abc import Callable
 from typing import Any, Final, Literal, TypeAlias, TypeVar
 
@@ -19,7 +18,7 @@ import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
 from .oneline import line_fault, one_line
-from .textfaults import Fault, invalid_utf8, lone_surrogate
+from .textfaults import Fault, invalid_utf8, leading_bom, lone_surrogate
 
 # Standard JSON-RPC codes.
 PARSE_ERROR: Final = -32700
@@ -120,19 +119,6 @@ class MalformedResponse(DecodeFailure):
         self.why = why
 
 
-_DECIMAL: Final = re.compile(r"-?(?:0|[1-9][0-9]{0,18})", re.ASCII)
-
-
-def spelled_id(given: object) -> int | None:
-    """The integer id a response's id of the wrong type spells (23 for ``"23"`` or
-    ``23.0``); None for any other value."""
-    if isinstance(given, str) and _DECIMAL.fullmatch(given):
-        return int(given)
-    if isinstance(given, float) and given.is_integer() and abs(given) < 2**63:
-        return int(given)
-    return None
-
-
 class InvalidParams(Exception):
     """Stage-two failure: the envelope was fine, the params (or result) were not."""
 
@@ -201,6 +187,9 @@ def decode_message(data: bytes | memoryview) -> Message:
     fault = invalid_utf8(data)
     if fault is not None:
         raise _unsound(fault, "not valid UTF-8")
+    bom = leading_bom(data)
+    if bom is not None:
+        raise _unsound(bom, "led by a byte order mark")
     try:
         data = one_line(data)
         env = _envelope_decoder.decode(data)

@@ -1,6 +1,7 @@
 """Text a JSON line may carry that no decoder here takes: bytes that are not UTF-8,
-and escapes of half a UTF-16 surrogate pair (``"\\ud83d"``, what ``JSON.stringify``
-and ``json.dumps`` write for half an emoji a host cut in two).
+escapes of half a UTF-16 surrogate pair (``"\\ud83d"``, what ``JSON.stringify``
+and ``json.dumps`` write for half an emoji a host cut in two), and a byte order mark
+in front (what Windows tools often write first).
 
 Each is found with where it is, for a message a model can act on, and can be mended
 (replaced by U+FFFD) so that the rest of the line is still read: which request the
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import re
 from typing import Final, NamedTuple
+
+from .framing import BOM
 
 # Each escape read whole, left to right, so an escaped backslash before a "u" is never
 # taken for the start of an escape: a surrogate pair, a lone half, or any other escape.
@@ -78,3 +81,13 @@ def invalid_utf8(line: bytes) -> Fault | None:
         return None
     what = f"bytes that are not UTF-8 ({fault}): send its text encoded as UTF-8"
     return Fault(what, line.decode("utf-8", "replace").encode())
+
+
+def leading_bom(line: bytes) -> Fault | None:
+    """A byte order mark in front of ``line``, which JSON does not allow, and the line
+    without it; None when it has none. (A peer mcpd reads lines from has it taken off
+    first: ``framing.without_bom``.)"""
+    if not line.startswith(BOM):
+        return None
+    what = "a byte order mark (U+FEFF) in front, which JSON does not allow: send it without one"
+    return Fault(what, line[len(BOM) :])

@@ -11,6 +11,7 @@ other response that matches nothing is the server's mistake and is logged, throu
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from typing import Final
 
@@ -26,6 +27,17 @@ from .base import Reply
 from .errors import MalformedReply, ServerCancelled, malformed_reason
 
 _ABANDONED_KEPT: Final = 1024  # ids of given-up requests whose late answers are expected
+_DECIMAL: Final = re.compile(r"-?(?:0|[1-9][0-9]{0,18})", re.ASCII)
+
+
+def spelled_id(given: object) -> int | None:
+    """The integer id a response's id of the wrong type spells (23 for ``"23"`` or
+    ``23.0``); None for any other value."""
+    if isinstance(given, str) and _DECIMAL.fullmatch(given):
+        return int(given)
+    if isinstance(given, float) and given.is_integer() and abs(given) < 2**63:
+        return int(given)
+    return None
 
 
 class Slot:
@@ -167,7 +179,7 @@ class Pending:
         """Fail at once the request a response under an id of the wrong type answered
         (``"23"`` or ``23.0`` for 23), when no request waits under the id as given and
         one waits under the integer it spells; whether one did."""
-        rid = rpc.spelled_id(given)
+        rid = spelled_id(given)
         if rid is None or not self.waiting(rid):
             return False
         shown = quoted_id(given) if isinstance(given, str) else repr(given)

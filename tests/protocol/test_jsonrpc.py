@@ -111,20 +111,6 @@ def test_a_response_that_cannot_be_taken_keeps_the_id_it_came_under(
     assert info.value.code == rpc.INVALID_REQUEST and info.value.id is None
 
 
-@pytest.mark.parametrize(
-    ("given", "spelled"),
-    [
-        *[("23", 23), ("-4", -4), ("0", 0), (24.0, 24)],
-        *[("023", None), ("+1", None), ("1e2", None), ("\u0663", None), ("1" * 30, None)],
-        *[(1.5, None), (True, None), (None, None), (2.0**70, None)],
-    ],
-)
-def test_an_id_of_the_wrong_type_spells_an_integer_only_as_written_plainly(
-    given: object, spelled: int | None
-) -> None:
-    assert rpc.spelled_id(given) == spelled
-
-
 def test_malformed_error_object_from_a_peer_is_still_an_error() -> None:
     msg = rpc.decode_message(b'{"jsonrpc":"2.0","id":3,"error":"boom"}')
     assert isinstance(msg, rpc.ErrorResponse) and msg.id == 3
@@ -298,3 +284,12 @@ def test_a_line_that_cannot_be_parsed_says_why(line: bytes, why: str) -> None:
     with pytest.raises(rpc.DecodeFailure) as caught:
         rpc.decode_message(line)
     assert caught.value.unreadable == why
+
+
+def test_a_byte_order_mark_in_front_is_refused_in_words_under_the_requests_id() -> None:
+    line = b'{"jsonrpc":"2.0","id":5,"method":"tools/list"}'
+    with pytest.raises(rpc.DecodeFailure) as info:
+        rpc.decode_message(b"\xef\xbb\xbf" + line)
+    assert info.value.code == rpc.PARSE_ERROR and info.value.id == 5
+    assert "byte order mark (U+FEFF) in front" in info.value.message
+    assert isinstance(info.value.readable, rpc.Request)

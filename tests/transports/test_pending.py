@@ -10,7 +10,7 @@ from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from transports.errors import MalformedReply, ServerCancelled, TransportClosed
-from transports.pending import Pending
+from transports.pending import Pending, spelled_id
 
 logger = logging.getLogger("test.pending")
 
@@ -195,3 +195,17 @@ def test_an_answered_slot_is_not_answered_again() -> None:
     assert pending.resolve(1, Raw(b"1"), None)
     assert not pending.resolve(1, None, TransportClosed("gone"))
     assert slot.error is None
+
+
+@pytest.mark.parametrize(
+    ("given", "spelled"),
+    [
+        *[("23", 23), ("-4", -4), ("0", 0), (24.0, 24)],
+        *[("023", None), ("+1", None), ("1e2", None), ("\u0663", None), ("1" * 30, None)],
+        *[(1.5, None), (True, None), (None, None), (2.0**70, None)],
+    ],
+)
+def test_an_id_of_the_wrong_type_spells_an_integer_only_as_written_plainly(
+    given: object, spelled: int | None
+) -> None:
+    assert spelled_id(given) == spelled

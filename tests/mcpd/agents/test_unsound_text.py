@@ -1,5 +1,6 @@
 """A request whose text cannot be read as text (half an emoji's surrogate pair, bytes
-that are not UTF-8) is answered under its own id, saying what is wrong, in both eras."""
+that are not UTF-8, a byte order mark in front) is answered under its own id, saying
+what is wrong, in both eras."""
 
 from __future__ import annotations
 
@@ -49,6 +50,11 @@ async def test_a_call_with_half_a_character_is_answered_under_its_id(
             error = broken["error"]
             assert isinstance(error, dict)
             assert "not UTF-8 (invalid continuation byte at byte" in error["message"]
+            marked = await _answer(agent, b"\xef\xbb\xbf" + _call_line(43, b"x", modern))
+            assert marked["id"] == 43
+            error = marked["error"]
+            assert isinstance(error, dict)
+            assert "byte order mark (U+FEFF) in front" in error["message"]
             # A whole pair is a character like any other.
             whole = await agent.call("mcp__s__tool0", {"text": "smile \U0001f600"})
             assert whole["content"][0]["text"] == "tool0:smile \U0001f600"
