@@ -97,8 +97,9 @@ async def duplicate(case: Case) -> None:
 
 async def wrong_id_type(case: Case) -> None:
     async with case.agent() as a:
-        # "3" is not 3: the call has no answer and times out.
-        await call_fails(a, "wrong_id_type", "no answer within")
+        # "3" is not 3, but plainly meant for it: the call fails at once, not at its
+        # time limit.
+        await call_fails(a, "wrong_id_type", "malformed reply", "(a string) for request")
         await call_ok(a, "echo", "after")
 
 
@@ -250,7 +251,7 @@ CASES: list[
         "response with a string id for a number",
         wrong_id_type,
         bad(),
-        {"log_expect": [r'\[bad\].*id "\d+"', TIMED_OUT]},
+        {"log_expect": [r'\[bad\].*under the id "\d+" \(a string\) for request \d+']},
     ),
     (
         "100k notifications/s during calls",
