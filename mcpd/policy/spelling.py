@@ -11,7 +11,9 @@ forms each of its characters took, in the bytes as they came, without decoding t
 Bytes without ``\\u`` or ``\\/`` (nearly every message) can spell a text in one way
 only, the way msgspec writes it: they are searched for that at the speed of a literal
 search. Only bytes that hold one of those escapes are searched with a pattern that
-reads every character as any of its spellings.
+reads every character as any of its spellings: still one search at C speed, with no
+value decoded (a server's reply is decoded only once it is known to need taking
+apart, where the cost of its values is bounded).
 """
 
 from __future__ import annotations

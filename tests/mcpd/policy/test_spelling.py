@@ -45,17 +45,26 @@ SPELLINGS = {
 
 
 @pytest.mark.parametrize("spelling", SPELLINGS.values(), ids=SPELLINGS.keys())
-def test_a_secret_is_found_however_it_is_spelled(spelling: bytes) -> None:
+# Beside a number no double holds too: the bytes are searched as they are.
+@pytest.mark.parametrize("beside", [b"1", b"1e400"], ids=["readable", "unreadable"])
+def test_a_secret_is_found_however_it_is_spelled(spelling: bytes, beside: bytes) -> None:
     found = Spellings([SECRET, "another-secret"])
-    assert found.found_in(b'{"content":[{"type":"text","text":"x ' + spelling + b' y"}]}')
+    text = b'{"type":"text","text":"x ' + spelling + b' y"}'
+    assert found.found_in(b'{"content":[' + text + b'],"n":' + beside + b"}")
 
 
-def test_what_spells_another_text_or_part_of_the_secret_is_not_found() -> None:
+@pytest.mark.parametrize("beside", [b"1", b"1e400"], ids=["readable", "unreadable"])
+def test_what_spells_another_text_or_part_of_the_secret_is_not_found(beside: bytes) -> None:
     found = Spellings([SECRET])
-    assert not found.found_in(html_safe(SECRET)[:-7])
-    assert not found.found_in(b'{"text":"Zq9\\u0026x\\u003cLk\\u003e"}')
-    # An escape of a character other than the secret's.
-    assert not found.found_in(html_safe(SECRET).replace(b"\\u0026", b"\\u0027"))
+    for spelling in (
+        html_safe(SECRET)[:-7],
+        b"Zq9\\u0026x\\u003cLk\\u003e",
+        # An escape of a character other than the secret's.
+        html_safe(SECRET).replace(b"\\u0026", b"\\u0027"),
+        # An escaped backslash, then what reads as an escape but is text.
+        html_safe(SECRET).replace(b"\\u0026", b"\\\\u0026"),
+    ):
+        assert not found.found_in(b'{"text":"' + spelling + b'","n":' + beside + b"}")
 
 
 def test_no_texts_make_no_spellings() -> None:
