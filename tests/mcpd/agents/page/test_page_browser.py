@@ -84,9 +84,7 @@ def test_the_page_renders_without_a_console_error(mcpd: Daemon, page: Any) -> No
     assert "ready" in row(page, "notes").get_attribute("class").replace("up", "ready")
     # The broken server is tried again at a random moment within its backoff: the
     # live page shows it failed again once that attempt has failed too.
-    WebDriverWait(page, 10).until(
-        lambda d: in_row(d, "broken", "data-state") == "failed"
-    )
+    WebDriverWait(page, 10).until(lambda d: in_row(d, "broken", "data-state") == "failed")
     assert "down" in row(page, "broken").get_attribute("class")
     assert page.find_elements("css selector", 'tr[data-server="broken"] svg.day rect.down')
     assert page.find_element("css selector", 'meta[name="mcpd-csrf"]').get_attribute("content")
