@@ -340,12 +340,13 @@ class Upstream:
     async def probe(self) -> None:
         """A cheap request that proves the server answers (``health``): that a result
         came is all that is read of it, as the transport handed it over (a reply can be
-        made as costly to read as the server likes)."""
+        made as costly to read as the server likes). A legacy server is pinged, which
+        its era bids it answer at once, where a list may take as long as its making."""
         if self.era == "modern":
             params = mcp.MetaOnlyParams(meta=request_meta(self.version, NO_CAPABILITIES))
             await self._answer("server/discover", params, cancellable=False)
         else:
-            await self._answer("tools/list", UNSET)
+            await self._answer("ping", UNSET)
 
 
 class _Renewing:

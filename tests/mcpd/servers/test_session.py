@@ -244,6 +244,7 @@ def legacy_server() -> ScriptedTransport:
             "server/discover": rpc.RPCError(rpc.METHOD_NOT_FOUND, "no"),
             "initialize": LEGACY_INIT,
             "tools/list": {"tools": []},
+            "ping": {},
         }
     )
 
@@ -318,8 +319,8 @@ async def test_a_probe_asked_for_while_the_sessions_task_is_busy_is_sent_after(
             r.check_liveness()  # a call failed meanwhile
             t.release.set()
             await trio.sleep(5)
-            # The list it waited for, then the probe (a legacy server's is tools/list).
-            assert t.sent == ["tools/list", "tools/list"]
+            # The list it waited for, then the probe (a legacy server's is a ping).
+            assert t.sent == ["tools/list", "ping"]
             nursery.cancel_scope.cancel()
 
 
@@ -339,10 +340,10 @@ async def test_a_list_not_answered_in_time_has_the_server_probed_and_the_session
             await t.held.wait()  # and never let go
             t.sent.clear()
             await trio.sleep(5)
-            # The probe the wait out of time asks for (a legacy server's is tools/list)
+            # The probe the wait out of time asks for (a legacy server's is a ping)
             # is answered: the server is there, and nothing was installed meanwhile
             # (the list of the connect is installed by the runner, not here).
-            assert t.sent == ["tools/list"]
+            assert t.sent == ["ping"]
             assert r.registry.entries() == []
             assert r.breaker.state == "closed"
             t.answers["tools/list"] = {"tools": [{"name": "new"}]}
