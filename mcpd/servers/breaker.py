@@ -2,11 +2,24 @@
 
     closed    --failure_threshold consecutive failures-->  open
     open      --cooldown elapsed (seen by allow/poll)--->  half_open
-    half_open --the one probe succeeds----------------->  closed
+    half_open --the one probe's call succeeds---------->  closed
+    half_open --the one probe is answered otherwise---->  closed on trial
     half_open --the one probe fails-------------------->  open, with a longer cooldown
+    closed on trial --a call succeeds------------------>  closed
+    closed on trial --a call fails--------------------->  open, with a longer cooldown
 
 Only availability failures should be reported (server down, timeout, stream cut); a
 JSON-RPC error is a working server saying no, and counts as a success here.
+
+A server that answers without a call going through (mcpd's own probe answered, a call
+that ran out of time followed by an answer) is there, but that says nothing of its
+calls: the circuit closes on trial, so calls go again, yet the cooldown keeps growing
+and the outage keeps its start until one call succeeds; the first that fails opens it
+again at once. A server whose lists work and whose calls all fail is then tried less
+and less often, never as if it had recovered.
+
+A call that ran out of time at a server that answers is no failure here, but it is
+trouble: kept with the failures (``BreakerStatus.trouble``) until a call succeeds.
 
 Every admission carries a ticket, the breaker's epoch when it was issued. The epoch moves
 on every transition and every new probe, so a report from a call that started before the
@@ -71,6 +84,9 @@ class Transition(msgspec.Struct, frozen=True):
     at: float
     reason: str | None
     retry_at: float | None
+    # Closed on trial: the server answered, but no call has succeeded yet. A move from
+    # closed to closed is the end of a trial: a call succeeded.
+    trial: bool = False
 
 
 class BreakerStatus(msgspec.Struct, frozen=True):
@@ -82,6 +98,11 @@ class BreakerStatus(msgspec.Struct, frozen=True):
     since: float | None
     retry_at: float | None
     failed_at: float | None = None  # the last failure counted
+    # The last failure or call out of time since a call last succeeded, and when.
+    trouble: str | None = None
+    trouble_at: float | None = None
+    # Closed on trial (no call succeeded since it was open): since when.
+    trial_since: float | None = None
 
 
 class Breaker:
@@ -101,6 +122,9 @@ class Breaker:
         "_state",
         "_times_opened",
         "_total_failures",
+        "_trial_since",
+        "_trouble",
+        "_trouble_at",
         "config",
     )
 
@@ -125,6 +149,9 @@ class Breaker:
         self._retry_at = 0.0
         self._cooldown = self.config.cooldown_base
         self._probe_out = False
+        self._trial_since: float | None = None
+        self._trouble: str | None = None
+        self._trouble_at: float | None = None
         # allow() sits on every call's path: answers are prebuilt when the state changes.
         self._admit = Admission(True, "closed", 0)
         self._refusal = self._admit
@@ -139,7 +166,9 @@ class Breaker:
         call is (no probe is taken)."""
         return self._epoch
 
-    def allow(self, now: float) -> Admission:
+    def allow(self, now: float, expires_in: float | None = None) -> Admission:
+        """``expires_in``: how long a probe admitted now may hold its slot, if less
+        than ``probe_timeout`` (what calls refused meanwhile are told to wait)."""
         if self._state == "closed":
             return self._admit
         if self.poll(now) == "open" or (self._probe_out and now < self._retry_at):
@@ -147,7 +176,8 @@ class Breaker:
         # A new probe; an expired one's late report now carries a stale ticket.
         self._epoch += 1
         self._probe_out = True
-        self._retry_at = now + self.config.probe_timeout
+        hold = self.config.probe_timeout
+        self._retry_at = now + (hold if expires_in is None else min(hold, expires_in))
         self._refusal = self._refused()
         return Admission(
             True, "half_open", self._epoch, True, self._reason, self._since, self._retry_at
@@ -159,12 +189,38 @@ class Breaker:
             return
         if self._state == "closed":
             self._consecutive = 0
+            self._trouble = self._trouble_at = None
+            if self._trial_since is not None:
+                self._recovered()
+                if self._on_transition is not None:
+                    self._on_transition(Transition("closed", "closed", now, None, None))
         elif self._state == "half_open" and self._probe_out:
             self._consecutive = 0
+            self._trouble = self._trouble_at = None
             self._probe_out = False
-            self._cooldown = self.config.cooldown_base
-            self._since = None
+            self._recovered()
             self._move("closed", now, None)
+
+    def record_heard(self, now: float, ticket: int | None = None) -> None:
+        """Report that the server answered, with no call going through: mcpd's probe
+        answered, a connection and its lists made again, a call that ran out of time
+        followed by an answer. A circuit that is not closed closes on trial (an open
+        one too, but only for a report of now: ``ticket=None``); a closed one keeps
+        its count of failures."""
+        if ticket is not None and ticket != self._epoch:
+            return
+        if self._state == "half_open" and (self._probe_out or ticket is None):
+            self._probe_out = False
+        elif not (self._state == "open" and ticket is None):
+            return
+        self._trial_since = now
+        self._move("closed", now, None, trial=True)
+
+    def record_timeout(self, now: float, reason: str) -> None:
+        """A call ran out of time at a server that answered after it: no failure, but
+        trouble shown until a call succeeds."""
+        self._trouble = self._kept_reason(reason)
+        self._trouble_at = now
 
     def record_failure(self, now: float, reason: str, ticket: int | None = None) -> None:
         """Report an availability failure. ``ticket=None`` means current."""
@@ -172,17 +228,16 @@ class Breaker:
         if ticket is not None and ticket != self._epoch:
             return
         if self._state == "closed":
-            self._consecutive += 1
-            self._failed_at = now
-            self._reason = self._kept_reason(reason)
-            if self._consecutive >= self.config.failure_threshold:
-                self._open(now, self._reason)
+            kept = self._failed(now, reason)
+            # On trial, the first call that fails is the one that decides.
+            on_trial = self._trial_since is not None
+            if on_trial or self._consecutive >= self.config.failure_threshold:
+                self._trial_since = None
+                self._open(now, kept)
         elif self._state == "half_open" and self._probe_out:
-            self._consecutive += 1
-            self._failed_at = now
-            self._reason = self._kept_reason(reason)
+            kept = self._failed(now, reason)
             self._probe_out = False
-            self._open(now, self._reason)
+            self._open(now, kept)
 
     def release_probe(self, ticket: int) -> bool:
         """Give back a probe whose call ended without an outcome (e.g. cancelled).
@@ -215,7 +270,22 @@ class Breaker:
             since=self._since,
             retry_at=self._pending_retry(),
             failed_at=self._failed_at,
+            trouble=self._trouble,
+            trouble_at=self._trouble_at,
+            trial_since=self._trial_since if self._state == "closed" else None,
         )
+
+    def _failed(self, now: float, reason: str) -> str:
+        """Count a failure; returns its reason as kept."""
+        self._consecutive += 1
+        self._failed_at = self._trouble_at = now
+        kept = self._reason = self._trouble = self._kept_reason(reason)
+        return kept
+
+    def _recovered(self) -> None:
+        """A call succeeded: the outage is over, and the next starts from the base."""
+        self._cooldown = self.config.cooldown_base
+        self._since = self._trial_since = None
 
     def _open(self, now: float, reason: str) -> None:
         if self._since is None:
@@ -226,7 +296,7 @@ class Breaker:
         self._cooldown = min(self.config.cooldown_cap, self._cooldown * self.config.cooldown_factor)
         self._move("open", now, reason)
 
-    def _move(self, new: State, now: float, reason: str | None) -> None:
+    def _move(self, new: State, now: float, reason: str | None, *, trial: bool = False) -> None:
         old = self._state
         self._state = new
         self._epoch += 1
@@ -236,7 +306,7 @@ class Breaker:
             self._refusal = self._refused()
         if self._on_transition is not None:
             retry_at = self._retry_at if new == "open" else None
-            self._on_transition(Transition(old, new, now, reason, retry_at))
+            self._on_transition(Transition(old, new, now, reason, retry_at, trial))
 
     def _pending_retry(self) -> float | None:
         # Half-open without a probe out has no wait: the next caller becomes the probe.

@@ -64,6 +64,13 @@ class LifecycleJournal:
             )
         elif t.new == "half_open":
             self.event(logging.INFO, "breaker_half_open", "circuit half-open, probing", depth=2)
+        elif t.trial:
+            self.event(
+                logging.INFO,
+                "breaker_trial",
+                "circuit closed on trial: the server answers, and its next call decides",
+                depth=2,
+            )
         elif t.new == "closed":
             self.event(logging.INFO, "recovered", "circuit closed, server answering again", depth=2)
 

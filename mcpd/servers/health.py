@@ -1,19 +1,25 @@
 """Asking a connected server whether it still answers, and what the answer means.
 
-Two kinds of probe, both a cheap request (``server/discover`` or ``tools/list``):
+Two kinds of probe, both a cheap request (``server/discover``, or ``ping`` for a
+legacy server: never a list, which a server may take long to make):
 
 - liveness, after a call failed in a way that may mean the server is gone, and now
-  and then for an HTTP server, which has no process whose exit would show: no answer
-  within ``LIVENESS_TIMEOUT`` ends the session (the runner restarts or reconnects),
-  so an outage shows before a model tries a tool;
+  and then for an idle HTTP server, which has no process whose exit would show: no
+  answer within ``LIVENESS_TIMEOUT`` ends the session (the runner restarts or
+  reconnects), so an outage shows before a model tries a tool;
 - the half-open probe, when the circuit breaker lets one request through after its
-  cooldown: its outcome closes the circuit or opens it again.
+  cooldown and no call came to be that one: an answer closes the circuit on trial (it
+  shows the server is there, not that its calls work), no answer in time opens it
+  again, and a failure to reach the server ends the session as a liveness probe's
+  does, so a server gone away is shown unreachable and is reconnected to on the
+  backoff's delays, not the cooldown's.
 
 A call that ran out of time is held in doubt until its server shows whether it is
 there: any answer it gives after that (to the liveness probe the call asks for, or to
 anything else) means the call was only slow, and one agent's slow tool must not close
-the server to every agent; a server that answers nothing within ``LIVENESS_TIMEOUT``
-is not answering, and the call counts against the breaker as the failure it then was.
+the server to every agent, though it is trouble shown until a call succeeds; a server
+that answers nothing within ``LIVENESS_TIMEOUT`` is not answering, and the call
+counts against the breaker as the failure it then was.
 """
 
 from __future__ import annotations
@@ -62,8 +68,8 @@ class Health:
         token_work: Callable[[], int] = lambda: 0,
     ) -> None:
         """``interval`` is the periodic check's (0: none); ``on_probe`` is called as a
-        half-open probe starts and ends, and as calls settled move the breaker, so the
-        state it shows is published; ``answered_at`` says when the server last
+        half-open probe starts and ends, and as calls in doubt are settled, so the
+        state they show is published; ``answered_at`` says when the server last
         answered anything; ``token_work`` grows as a token request starts and as it
         ends (odd while one runs: ``AuthState.token_work``)."""
         self.alias = alias
@@ -111,13 +117,18 @@ class Health:
     async def tend(self, up: Upstream, now: float) -> None:
         """Whatever probe is due now. Raises TransportError for a server that is gone."""
         if now >= self.next_check and self._breaker.state == "closed":
-            self.suspect = True
             self.schedule()
+            # One that answered within the interval is not idle: that answer shows
+            # it is there, and a probe would only wait behind its work.
+            if now - self._answered_at() >= self._interval():
+                self.suspect = True
+        # The half-open probe first: it is due at the time refusals said, and its
+        # answer is the liveness probe's too.
+        if self._breaker.poll(now) == "half_open":
+            await self._half_open(up)
         if self.suspect:
             self.suspect = False
             await self._liveness(up)
-        if self._breaker.poll(now) == "half_open":
-            await self._half_open(up)
 
     async def probe_meanwhile(self, up: Upstream) -> None:
         """A liveness probe as soon as one is asked for, until cancelled: for while the
@@ -157,18 +168,18 @@ class Health:
         if not doubts or doubts[0].at > ran_out_by:
             return
         breaker = self._breaker
-        before = breaker.state
         now = trio.current_time()
         while doubts and doubts[0].at <= ran_out_by:
             d = doubts.popleft()
             if heard >= d.at:
-                breaker.record_success(now, d.ticket)
+                breaker.record_timeout(now, d.reason)
+                breaker.record_heard(now, d.ticket)
             else:
                 breaker.record_failure(now, d.reason, d.ticket)
             if d.trial:
                 breaker.release_probe(d.ticket)
-        if breaker.state != before:
-            self._on_probe()
+        # Whether or not the circuit moved, what the server's state shows did.
+        self._on_probe()
 
     async def judge(self) -> None:
         """Settle each call in doubt ``LIVENESS_TIMEOUT`` after it ran out of time,
@@ -211,20 +222,35 @@ class Health:
 
     async def _half_open(self, up: Upstream) -> None:
         breaker = self._breaker
-        adm = breaker.allow(trio.current_time())
+        bound = self._probe_timeout()
+        # Calls refused meanwhile are told the probe's own bound, not a call's.
+        adm = breaker.allow(trio.current_time(), expires_in=bound)
         if not (adm.allowed and adm.probe):
             return
         self._on_probe()
         try:
-            with trio.fail_after(self._probe_timeout()):
+            with trio.fail_after(bound):
                 await up.probe()
-        except (TransportError, trio.TooSlowError) as exc:
-            reason = exc.reason if isinstance(exc, TransportError) else "probe timed out"
-            breaker.record_failure(trio.current_time(), reason, adm.ticket)
+        except trio.TooSlowError:
+            breaker.record_failure(trio.current_time(), "probe timed out", adm.ticket)
+        except AuthFailed as exc:
+            # No token to ask with: tried again after a longer cooldown, the session kept.
+            breaker.record_failure(trio.current_time(), exc.reason, adm.ticket)
+        except TransportError as exc:
+            breaker.record_failure(trio.current_time(), exc.reason, adm.ticket)
+            raise  # the session is over
         except _ANSWERED:
-            breaker.record_success(trio.current_time(), adm.ticket)
+            self._heard(adm.ticket)
         else:
-            breaker.record_success(trio.current_time(), adm.ticket)
+            self._heard(adm.ticket)
         finally:
             breaker.release_probe(adm.ticket)
         self._on_probe()
+
+    def _heard(self, ticket: int) -> None:
+        """The half-open probe was answered: the circuit closes on trial, and a
+        liveness probe asked for meanwhile has its answer."""
+        now = trio.current_time()
+        self._breaker.record_heard(now, ticket)
+        self._suspect = False
+        self.settle(now)

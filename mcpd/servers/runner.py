@@ -201,8 +201,9 @@ class Runner(ServerParts):
         self.registry.gate.settle(self.alias)
         self.upstream = up
         self.policy.on_start(trio.current_time())
-        # Connecting and listing worked: that is a success as far as the breaker goes.
-        self.breaker.record_success(trio.current_time())
+        # Connecting and listing worked: the server is there, which says nothing of
+        # its calls. A circuit that was open closes on trial: the next call decides.
+        self.breaker.record_heard(trio.current_time())
         was_down = self.downtime.back_up()
         self._ready = (was_down, f"{up.era} era ({up.version})", len(listing.tools))
         await self._serve(up, transport)

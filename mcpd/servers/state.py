@@ -79,16 +79,14 @@ def server_state(d: Downtime, breaker: Breaker, now: float) -> str:
 
 
 def failed_lately(d: Downtime, breaker: Breaker, now: float) -> bool:
-    """Whether a failure that no success has followed yet is recent: within
+    """Whether trouble that no call's success has followed yet is recent: within
     ``stable_after``, the time a server must stay up for its deaths to be forgotten.
-    Its breaker still counts it; a server without calls is not shown failing for ever."""
+    Trouble is a failure (which its breaker still counts), a call that ran out of
+    time, or a circuit closed on trial; a server without calls is not shown failing
+    for ever."""
     st = breaker.status(now)
-    last = st.failed_at
-    return (
-        bool(st.consecutive_failures)
-        and last is not None
-        and now - last < d.policy.config.stable_after
-    )
+    recent = now - d.policy.config.stable_after
+    return any(at is not None and at > recent for at in (st.trouble_at, st.trial_since))
 
 
 def outage_of(
@@ -154,7 +152,7 @@ def status_row(
         since = b.since if b.since is not None else since
         last_error = b.reason or last_error
     elif last_error is None and r.state == "degraded":
-        last_error = b.reason  # what the last failed call met
+        last_error = b.trouble or b.reason  # what the last failed call met
     return {
         "alias": r.alias,
         "transport": r.transport_kind,

@@ -37,12 +37,13 @@ async def wait_state(agent: Agent, alias: str, *states: str) -> dict[str, Any]:
         await trio.sleep(0.05)
 
 
-async def wait_reopened(agent: Agent, alias: str) -> dict[str, Any]:
-    """The server's status once its circuit is open and it runs again: a server that
+async def wait_restarted_on_trial(agent: Agent, alias: str) -> dict[str, Any]:
+    """The server's status once its circuit opened and it runs again: a server that
     answers nothing, mcpd's probe neither, opens its circuit as that probe ends its
-    session, and is open again once started anew."""
+    session; started anew, it answers its connection and lists, so the circuit closes
+    on trial (``degraded``) and the next call decides."""
     while True:
-        row = await wait_state(agent, alias, "open")
-        if row["restarts"]:
+        row = await wait_state(agent, alias, "degraded")
+        if row["restarts"] and row["breaker"]["opened"]:
             return row
         await trio.sleep(0.05)

@@ -155,6 +155,92 @@ def test_cooldown_grows_and_caps() -> None:
     assert b.status(now).times_opened == 7
 
 
+def test_an_answered_probe_closes_on_trial_and_the_first_failed_call_reopens_longer() -> None:
+    """A server whose lists work and whose calls all fail: each probe it answers lets
+    one call through, and the cooldown keeps growing, the outage keeping its start."""
+    b, seen = make()
+    trip(b, 0.0, "HTTP 500")
+    now = 0.0
+    cooldowns = []
+    for _ in range(5):
+        adm = b.allow(now)
+        assert not adm.allowed and adm.retry_at is not None and adm.since == 0.0
+        cooldowns.append(adm.retry_at - now)
+        now = adm.retry_at
+        b.record_heard(now, probe(b, now).ticket)
+        assert seen[-1] == Transition("half_open", "closed", now, None, None, trial=True)
+        st = b.status(now)
+        assert (st.state, st.trial_since, st.trouble) == ("closed", now, "HTTP 500")
+        call = b.allow(now)
+        assert call.allowed and not call.probe
+        b.record_failure(now + 1, "HTTP 500", call.ticket)
+        now += 1
+        assert state(b) == "open"
+    assert cooldowns == [5.0, 10.0, 20.0, 30.0, 30.0]
+    assert not any(t.new == "closed" and not t.trial for t in seen)
+
+
+def test_a_call_that_succeeds_on_trial_is_the_recovery() -> None:
+    b, seen = make()
+    trip(b, 0.0)
+    b.record_heard(5.0, probe(b, 5.0).ticket)
+    b.record_success(6.0, b.allow(6.0).ticket)
+    assert seen[-1] == Transition("closed", "closed", 6.0, None, None)
+    st = b.status(6.0)
+    assert (st.trial_since, st.since, st.trouble, st.consecutive_failures) == (None, None, None, 0)
+    # The next outage's cooldown starts from the base again.
+    trip(b, 10.0)
+    assert b.allow(10.0).retry_at == 15.0
+
+
+def test_a_connection_made_again_closes_an_open_circuit_on_trial() -> None:
+    """Reported as of now (no ticket): the server answered its connection and its lists."""
+    b, seen = make()
+    trip(b, 0.0)
+    b.record_heard(1.0)
+    assert seen[-1] == Transition("open", "closed", 1.0, None, None, trial=True)
+    assert b.status(1.0).trial_since == 1.0
+    b.record_failure(2.0, "exited")
+    assert state(b) == "open"
+    # A closed circuit keeps its count: a server dying at each call still opens it.
+    b, _ = make()
+    for at in (1.0, 3.0):
+        b.record_failure(at, "exited")
+        b.record_heard(at + 1)
+    b.record_failure(5.0, "exited")
+    assert state(b) == "open"
+
+
+def test_a_late_answer_to_a_stale_ticket_closes_nothing() -> None:
+    b, _ = make()
+    trip(b, 0.0)
+    p = probe(b, 5.0)
+    assert b.release_probe(p.ticket)
+    b.record_heard(6.0, p.ticket)
+    assert state(b) == "half_open"
+
+
+def test_a_probe_admitted_with_a_shorter_hold_tells_refused_calls_that() -> None:
+    b, _ = make()
+    trip(b, 0.0)
+    p = b.allow(5.0, expires_in=2.0)
+    assert p.probe and p.retry_at == 7.0
+    assert b.allow(6.0).retry_at == 7.0
+    # Never longer than the breaker's own hold.
+    b.release_probe(p.ticket)
+    assert b.allow(8.0, expires_in=99.0).retry_at == 18.0
+
+
+def test_a_call_out_of_time_is_trouble_but_no_failure() -> None:
+    b, _ = make()
+    b.record_timeout(1.0, "no answer within 2 s")
+    st = b.status(1.0)
+    assert (st.state, st.consecutive_failures, st.total_failures) == ("closed", 0, 0)
+    assert (st.trouble, st.trouble_at) == ("no answer within 2 s", 1.0)
+    b.record_success(2.0)
+    assert b.status(2.0).trouble_at is None
+
+
 def test_cooldown_growth_never_overflows() -> None:
     b, _ = make(BreakerConfig(failure_threshold=1, cooldown_factor=1e10, cooldown_cap=60.0))
     now = 0.0

@@ -171,7 +171,8 @@ async def test_the_breakers_moves(
 ) -> None:
     journal.breaker(Transition("closed", "open", 1.0, "5 failures", 31.0))
     journal.breaker(Transition("open", "half_open", 31.0, None, None))
-    journal.breaker(Transition("half_open", "closed", 32.0, None, None))
+    journal.breaker(Transition("half_open", "closed", 32.0, None, None, trial=True))
+    journal.breaker(Transition("closed", "closed", 33.0, None, None))
     assert lines(caplog) == [
         (
             logging.WARNING,
@@ -179,6 +180,12 @@ async def test_the_breakers_moves(
             f"circuit open after failures (5 failures); next probe at {clock_time(31.0)}",
         ),
         (logging.INFO, "breaker_half_open", "circuit half-open, probing"),
+        # An answer is no call: only a call that succeeds is a recovery.
+        (
+            logging.INFO,
+            "breaker_trial",
+            "circuit closed on trial: the server answers, and its next call decides",
+        ),
         (logging.INFO, "recovered", "circuit closed, server answering again"),
     ]
     # The server's stderr goes with its going down, not with its circuit.

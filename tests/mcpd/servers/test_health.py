@@ -161,7 +161,7 @@ async def test_a_liveness_probe_the_server_cancels_or_garbles_was_answered(
     assert s.server.probes == 1
 
 
-async def test_the_half_open_probe_closes_the_circuit_on_an_answer(
+async def test_the_half_open_probe_closes_the_circuit_on_trial_on_an_answer(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     s = Setup()
@@ -171,7 +171,9 @@ async def test_the_half_open_probe_closes_the_circuit_on_an_answer(
     await trio.sleep(10)
     await s.tend()
     assert s.server.probes == 1
-    assert s.breaker.state == "closed"
+    st = s.breaker.status(trio.current_time())
+    # Closed, but only on trial: the server answered, and no call has gone through.
+    assert (st.state, st.trial_since) == ("closed", trio.current_time())
     # Published as it started and as it ended.
     assert s.published == 2
 
@@ -183,10 +185,9 @@ async def test_the_half_open_probe_closes_the_circuit_on_an_answer(
         (rpc.RPCError(rpc.INTERNAL_ERROR, "oops"), True),
         (ServerCancelled("s cancelled the request"), True),
         (MalformedReply("s: invalid UTF-8 in a reply"), True),
-        (TransportClosed("s: connection reset"), False),
         (Never(), False),
     ],
-    ids=["a result", "an error", "a cancel", "an unreadable reply", "a failure", "no answer"],
+    ids=["a result", "an error", "a cancel", "an unreadable reply", "no answer"],
 )
 async def test_what_the_half_open_probes_answer_does_to_the_circuit(
     autojump_clock: trio.testing.MockClock, answer: Exception | Never | None, closes: bool
@@ -205,6 +206,66 @@ async def test_what_the_half_open_probes_answer_does_to_the_circuit(
         # Opened again: the next probe after a longer cooldown, not at once.
         await s.tend()
         assert s.server.probes == 1
+
+
+async def test_a_half_open_probe_that_cannot_reach_the_server_ends_the_session(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """As a liveness probe's failure does: the server is then shown unreachable and
+    reconnected to on the backoff's delays, not kept open on the cooldown's."""
+    s = Setup()
+    s.open_breaker()
+    await trio.sleep(10)
+    s.server.answer = gone = TransportClosed("s: connection refused")
+    with pytest.raises(TransportClosed) as info:
+        await s.tend()
+    assert info.value is gone
+    assert s.breaker.status(trio.current_time()).reason == "s: connection refused"
+
+
+async def test_calls_refused_while_the_half_open_probe_is_out_wait_for_its_own_bound(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    s = Setup(probe_timeout=3.0)
+    s.open_breaker()
+    await trio.sleep(10)
+    s.server.answer = Never()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(s.tend)
+        await trio.testing.wait_all_tasks_blocked()
+        now = trio.current_time()
+        refused = s.breaker.allow(now)
+        nursery.cancel_scope.cancel()
+    # The probe's bound, not the breaker's longest hold of a trial call.
+    assert (refused.allowed, refused.retry_at) == (False, now + 3.0)
+
+
+async def test_the_half_open_probe_goes_before_a_liveness_probe_and_answers_for_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    s = Setup()
+    s.open_breaker()
+    await trio.sleep(10)
+    s.health.suspect = True
+    await s.tend()
+    assert (s.server.probes, s.health.suspect, s.breaker.state) == (1, False, "closed")
+
+
+async def test_a_server_that_answered_within_the_interval_is_not_probed(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The periodic check is for an idle server: a busy one has just shown it is
+    there, and its probe would wait behind its work."""
+    s = Setup(interval=100.0)
+    s.health.schedule()
+    await trio.sleep(111)
+    s.answered_at = trio.current_time() - 50
+    await s.tend()
+    assert s.server.probes == 0
+    # Its next check is one interval on; idle by then, it is probed.
+    await trio.sleep(111)
+    await s.tend()
+    assert s.server.probes == 1
 
 
 async def test_a_half_open_probe_already_out_is_not_sent_again(
@@ -241,6 +302,11 @@ async def test_calls_out_of_time_are_no_failures_once_the_probe_they_ask_for_is_
     assert s.server.probes == 1
     st = s.breaker.status(trio.current_time())
     assert (st.state, st.total_failures) == ("closed", 0)
+    # No failure, but trouble shown until a call succeeds.
+    assert (st.trouble, st.trouble_at) == ("no answer within 2 s", trio.current_time())
+    assert s.published == 1
+    s.breaker.record_success(trio.current_time())
+    assert s.breaker.status(trio.current_time()).trouble is None
 
 
 @pytest.mark.parametrize("heard", [False, True], ids=["nothing", "something else"])

@@ -23,11 +23,11 @@ from mcpd.servers.outage import Outage, last_line
 from protocol.visible import QUOTED
 from tests.support.agent import connect, make_config, running
 from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
-from tests.support.fault_harness import HOSTILE_STDIO
+from tests.support.hostile_http import serve_hostile_http
 from tests.support.http_servers import Handler, Responder, SeenRequest, serve_http
 from tests.support.peer_probe import PEER_PROBE
 from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir
-from tests.support.supervision import closed_port, server, text, wait_reopened, wait_state
+from tests.support.supervision import closed_port, server, text, wait_state
 
 RETRY = re.compile(r"mcpd will retry at (\d\d:\d\d:\d\d) \(in \d+ s\)")
 MARKER_RETRY = re.compile(r"retrying at \d\d:\d\d:\d\d")
@@ -118,23 +118,24 @@ async def test_every_kind_of_outage_with_a_retry_time_says_it(tmp_path: Path) ->
 
 
 async def test_an_open_circuit_says_when_its_probe_is(tmp_path: Path) -> None:
-    frozen = {"command": sys.executable, "args": [HOSTILE_STDIO]}
-    cfg = make_config(
-        tmp_path, {"hangs": frozen}, call_timeout=0.5, failure_threshold=1, cooldown_base=30.0
-    )
     with trio.fail_after(60):
-        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
-            await wait_state(agent, "hangs", "ready")
-            # From this call on the server answers nothing, mcpd's probe neither...
-            hung = await agent.call("mcp__hangs__freeze")
-            assert "no answer within 0.5 s" in text(hung) and not RETRY.search(text(hung))
-            # ...which opens the breaker: the next call fails fast, saying when the probe is.
-            await wait_reopened(agent, "hangs")
-            fast = await agent.call("mcp__hangs__echo")
-            assert fast["_meta"]["mcpd/outage"]["state"] == "open"
-            assert RETRY.search(text(fast)), text(fast)
-            marked = {t["name"]: t for t in await agent.tools()}
-            assert MARKER_RETRY.search(marked["mcp__hangs__echo"]["description"])
+        async with serve_hostile_http() as web:
+            cfg = make_config(
+                tmp_path, {"resets": {"url": web.url()}}, failure_threshold=1, cooldown_base=30.0
+            )
+            async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+                await wait_state(agent, "resets", "ready")
+                # The connection is cut under this call: a failure of the server's,
+                # which opens the breaker, though the server answers mcpd's probe...
+                cut = await agent.call("mcp__resets__reset", {"text": "x"})
+                assert cut["isError"], cut
+                await wait_state(agent, "resets", "open")
+                # ...so the next call fails fast, saying when the probe is.
+                fast = await agent.call("mcp__resets__echo", {"text": "x"})
+                assert fast["_meta"]["mcpd/outage"]["state"] == "open"
+                assert RETRY.search(text(fast)), text(fast)
+                marked = {t["name"]: t for t in await agent.tools()}
+                assert MARKER_RETRY.search(marked["mcp__resets__echo"]["description"])
 
 
 async def test_outages_without_a_retry_time_claim_none() -> None:

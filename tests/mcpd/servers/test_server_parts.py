@@ -216,13 +216,15 @@ async def test_a_call_out_of_time_counts_only_if_the_server_then_answers_nothing
     assert p.state == "ready" and p.health.suspect
     assert p.stats.snapshot().errors == 1
     p.health.settle(trio.current_time())  # it answered
-    assert p.state == "ready"
+    # No failure of the server's, but no call has worked: shown, with why.
+    assert p.state == "degraded" and p.breaker.state == "closed"
+    assert p.status()["last_error"] == "no answer within 1 s"
     p.timed_out(sent(p), 1.0, "no answer within 1 s")
     p.health.settle(-math.inf)  # it answered nothing
     assert p.state == "open" and p.outage().reason == "no answer within 1 s"
 
 
-async def test_a_half_open_trial_out_of_time_at_a_server_that_answers_closes_the_circuit() -> None:
+async def test_a_half_open_trial_out_of_time_at_a_server_that_answers_closes_on_trial() -> None:
     world = Parts(stdio(), failure_threshold=1, cooldown_base=0.01)
     p = world.parts
     p.downtime.set_phase("connected")
@@ -236,7 +238,8 @@ async def test_a_half_open_trial_out_of_time_at_a_server_that_answers_closes_the
     # The trial's slot stays taken until it is settled: no second trial meanwhile.
     assert not p.breaker.allow(trio.current_time()).allowed
     p.health.settle(trio.current_time())
-    assert p.state == "ready"
+    # Calls go again, but none has worked yet: the next decides.
+    assert p.state == "degraded" and p.breaker.status(trio.current_time()).trial_since
     assert [e.available for e in world.catalog.listing()] == [True]
 
 

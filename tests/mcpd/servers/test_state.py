@@ -50,6 +50,35 @@ async def test_a_connected_server_is_ready_then_degraded_then_open() -> None:
     assert server_state(d, b, now) == "open"
 
 
+async def test_calls_out_of_time_show_degraded_until_a_call_succeeds(
+    autojump_clock: MockClock,
+) -> None:
+    """No failure of the server's, but no call has worked either: within
+    ``stable_after``, the server shows it."""
+    d, b = downtime(), breaker()
+    d.set_phase("connected")
+    b.record_timeout(trio.current_time(), "no answer within 1 s")
+    assert server_state(d, b, trio.current_time()) == "degraded"
+    b.record_success(trio.current_time())
+    assert server_state(d, b, trio.current_time()) == "ready"
+    b.record_timeout(trio.current_time(), "no answer within 1 s")
+    await trio.sleep(d.policy.config.stable_after)
+    assert server_state(d, b, trio.current_time()) == "ready"
+
+
+async def test_a_circuit_closed_on_trial_shows_degraded(autojump_clock: MockClock) -> None:
+    d, b = downtime(), breaker(threshold=1)
+    d.set_phase("connected")
+    b.record_failure(trio.current_time(), "HTTP 500")
+    # Long after the failure, and past ``stable_after``: the trial is what shows.
+    await trio.sleep(d.policy.config.stable_after + 5)
+    assert server_state(d, b, trio.current_time()) == "half_open"
+    b.record_heard(trio.current_time(), b.allow(trio.current_time()).ticket)
+    assert server_state(d, b, trio.current_time()) == "degraded"
+    b.record_success(trio.current_time())
+    assert server_state(d, b, trio.current_time()) == "ready"
+
+
 async def test_an_open_circuit_turns_half_open_when_its_cooldown_is_over(
     autojump_clock: MockClock,
 ) -> None:

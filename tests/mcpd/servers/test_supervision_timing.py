@@ -29,7 +29,7 @@ from protocol.jsonrpc import Notification
 from protocol.splice import SplicedCall
 from tests.support.calls import at_runner
 from transports.base import Reply, Transport
-from transports.errors import SpawnError, TransportError
+from transports.errors import SpawnError, TransportError, single_exceptions
 from transports.sends import Sends
 
 
@@ -57,10 +57,12 @@ class FakeServer:
             raise SpawnError(f"{alias}: cannot start: attempt {len(self.starts)} refused")
         self.notify = on_notification
         transport = FakeTransport(self, alias)
-        async with trio.open_nursery() as nursery:
-            transport.sends.nursery = nursery
-            yield transport
-            nursery.cancel_scope.cancel()
+        # What ends the session reaches the runner as it is, as from a real transport.
+        with single_exceptions():
+            async with trio.open_nursery() as nursery:
+                transport.sends.nursery = nursery
+                yield transport
+                nursery.cancel_scope.cancel()
 
 
 class FakeTransport(Transport):
@@ -277,21 +279,34 @@ async def test_breaker_opens_after_the_threshold_and_fails_fast(
         row = runner.status()
         assert row["state"] == "open" and "connection reset" in (row["last_error"] or "")
         assert row["since"] == pytest.approx(opened_at)
-        # The cooldown passes: one probe, which fails: open again, for twice as long.
+        # The cooldown passes: one probe, which cannot reach the server: the session
+        # ends, and the server is started again on the backoff's delay (a second),
+        # not the cooldown's.
         await fake.probed.wait()
         fake.probed = trio.Event()
+        await wait_for_starts(fake, 2)
+        assert 5.0 < fake.starts[1] - opened_at < 5.0 + 2.0
         await trio.sleep(0.1)
-        assert runner.state == "open"
+        # It connects and lists: there, but its calls unproven. Closed on trial, so
+        # the next call goes, and fails: open again at once, for longer each time.
+        assert runner.state == "degraded"
+        with pytest.raises(CallRefused):
+            await at_runner(runner, call_params())
+        assert runner.state == "open" and fake.calls_seen == 4
         st = runner.breaker.status(trio.current_time())
-        assert st.retry_at == pytest.approx(opened_at + 5.0 + 10.0, abs=0.5)
-        # Next probe succeeds: closed, and calls flow again.
+        assert st.retry_at == pytest.approx(trio.current_time() + 20.0)
+        assert st.since == pytest.approx(opened_at)  # the same outage all along
+        # The next probe is answered and calls work: the first call is the trial,
+        # and its success ends the outage.
         fake.probe_mode = "ok"
         fake.call_mode = "ok"
         await fake.probed.wait()
         await trio.sleep(0.1)
-        assert runner.state == "ready"
+        assert runner.state == "degraded"
         raw = await at_runner(runner, call_params())
         assert b"done" in bytes(raw)
+        assert runner.state == "ready"
+        assert runner.breaker.status(trio.current_time()).since is None
         nursery.cancel_scope.cancel()
 
 
