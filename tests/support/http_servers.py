@@ -256,8 +256,10 @@ async def serve_http(
     *,
     host: str = "127.0.0.1",
     ssl_context: ssl.SSLContext | None = None,
+    port: int = 0,
 ) -> AsyncIterator[HttpServer]:
-    listeners = await trio.open_tcp_listeners(0, host=host)
+    """``port``: 0 for a free one; a server that comes back takes the one it had."""
+    listeners = await trio.open_tcp_listeners(port, host=host)
     port = listeners[0].socket.getsockname()[1]
     served: list[trio.abc.Listener[Any]] = list(listeners)
     if ssl_context is not None:

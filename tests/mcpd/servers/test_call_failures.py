@@ -87,6 +87,21 @@ async def test_one_agents_calls_out_of_time_leave_the_server_to_the_others(
                 assert row["breaker"]["opened"] == 0 and row["breaker"]["failures"] == 0
 
 
+async def test_a_server_whose_calls_all_run_out_of_time_shows_it(tmp_path: Path) -> None:
+    """No failure of the server's, which answers its probe, but no call works either:
+    ``degraded``, with the timeout as its last error, until a call succeeds."""
+    with trio.fail_after(60):
+        async with running(config(tmp_path)) as daemon, connect(daemon.socket_path) as agent:
+            await wait_state(agent, "s", "ready")
+            assert timed_out(await calls(agent, "never", 2))
+            row = await wait_state(agent, "s", "degraded")
+            assert row["last_error"] == TIMED_OUT
+            assert row["breaker"]["state"] == "closed" and row["breaker"]["failures"] == 0
+            assert await echo(agent, "x") == "echo:x"
+            row = await wait_state(agent, "s", "ready")
+            assert row["last_error"] is None
+
+
 async def test_a_server_that_answers_nothing_opens_its_breaker(tmp_path: Path) -> None:
     with trio.fail_after(60):
         async with running(config(tmp_path)) as daemon:

@@ -1,0 +1,175 @@
+"""The circuit breaker and the probes through a running daemon, against a legacy HTTP
+server whose calls, lists and pings behave as each test sets: a server whose lists
+work and whose calls fail is tried less and less often; a busy server whose lists are
+slow is not taken for gone; calls refused while mcpd's probe is out are told its own
+bound; a server that goes away while its circuit is open is shown unreachable and is
+back as soon as it answers again."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from tests.support.agent import Agent, connect, make_config, running
+from tests.support.http_servers import (
+    LegacySession,
+    Responder,
+    SeenRequest,
+    result,
+    serve_http,
+)
+from tests.support.supervision import closed_port, text, wait_state
+
+LIMIT = 60
+WAIT = re.compile(r"mcpd will retry at \d\d:\d\d:\d\d \(in (\d+) s\)")
+
+
+class Moody:
+    """A legacy server whose calls fail (HTTP 500) or not, and whose lists and pings
+    take as long as ``slow`` says (what it answers a request is decided as it arrives)."""
+
+    def __init__(self) -> None:
+        self.failing = False
+        self.slow: dict[str, float] = {}
+        self.seen: list[str] = []
+        self.probed = trio.Event()  # a ping or a tools/list answered
+        self.session = LegacySession(self.handle)
+
+    async def handle(self, req: SeenRequest, respond: Responder) -> None:
+        method = req.rpc_method
+        if req.method == "GET":
+            await respond.reply(405)  # no push stream
+            return
+        if method == "server/discover":
+            await respond.reply(400, "Bad Request")  # a legacy server's answer
+            return
+        self.seen.append(str(method))
+        await trio.sleep(self.slow.get(str(method), 0.0))
+        if method == "tools/list":
+            tools = [{"name": "echo", "inputSchema": {"type": "object"}}]
+            await respond.json(result(req.rpc_id, {"tools": tools}))
+        elif method == "tools/call" and self.failing:
+            await respond.reply(500, "Internal Server Error")
+        elif method == "tools/call":
+            await respond.json(result(req.rpc_id, {"content": [{"type": "text", "text": "ok"}]}))
+        else:
+            await respond.json(result(req.rpc_id, {}))
+        if method in ("ping", "tools/list"):
+            self.probed.set()
+
+
+def config(tmp_path: Path, url: str, **daemon: Any) -> Any:
+    daemon.setdefault("health_interval", 0)
+    return make_config(tmp_path, {"m": {"url": url}}, failure_threshold=1, **daemon)
+
+
+async def call(agent: Agent) -> dict[str, Any]:
+    return await agent.call("mcp__m__echo", {})
+
+
+def waits(refused: dict[str, Any]) -> int:
+    """How many seconds a refused call is told to wait."""
+    assert refused["isError"], refused
+    found = WAIT.search(text(refused))
+    assert found, text(refused)
+    return int(found.group(1))
+
+
+async def test_a_server_whose_calls_fail_is_tried_less_often_though_it_answers_probes(
+    tmp_path: Path,
+) -> None:
+    moody = Moody()
+    with trio.fail_after(LIMIT):
+        async with serve_http(moody.session) as web:
+            cfg = config(tmp_path, web.url(), cooldown_base=1.0, cooldown_cap=8.0)
+            async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+                await wait_state(agent, "m", "ready")
+                moody.failing = True
+                told = []
+                for _ in range(3):
+                    assert "HTTP 500" in text(await call(agent))
+                    told.append(waits(await call(agent)))
+                    # The probe is answered: closed on trial, its calls unproven.
+                    row = await wait_state(agent, "m", "degraded")
+                    assert "HTTP 500" in row["last_error"], row
+                # Each call let through fails, and the wait doubles each time.
+                assert told[0] <= 1 and 1 < told[1] <= 2 and 3 < told[2] <= 4, told
+                assert row["breaker"]["opened"] == 3
+                # Calls work again: the first is the recovery.
+                moody.failing = False
+                assert text(await call(agent)) == "ok"
+                row = await wait_state(agent, "m", "ready")
+                assert row["last_error"] is None
+
+
+async def test_a_busy_server_whose_lists_are_slow_is_not_taken_for_gone(tmp_path: Path) -> None:
+    """Its lists take longer than a probe may, its calls are answered at once: the
+    periodic check leaves it alone while it answers, and probes it with a ping."""
+    moody = Moody()
+    with trio.fail_after(LIMIT):
+        async with serve_http(moody.session) as web:
+            cfg = config(tmp_path, web.url(), health_interval=0.5)
+            async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+                await wait_state(agent, "m", "ready")
+                moody.slow["tools/list"] = 30.0
+                for _ in range(25):  # past the 5 s a probe has
+                    assert text(await call(agent)) == "ok"
+                    with trio.move_on_after(0.3):
+                        await trio.sleep_forever()
+                # Idle now: it is probed, and answers.
+                moody.probed = trio.Event()
+                await moody.probed.wait()
+                row = await wait_state(agent, "m", "ready")
+                assert row["restarts"] == 0 and row["last_error"] is None
+    assert "ping" in moody.seen
+
+
+async def test_calls_refused_while_the_probe_is_out_are_told_its_own_bound(
+    tmp_path: Path,
+) -> None:
+    moody = Moody()
+    with trio.fail_after(LIMIT):
+        async with serve_http(moody.session) as web:
+            cfg = config(tmp_path, web.url(), cooldown_base=1.0, probe_timeout=3.0)
+            async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+                await wait_state(agent, "m", "ready")
+                moody.failing = True
+                moody.probed = trio.Event()
+                assert "HTTP 500" in text(await call(agent))
+                await moody.probed.wait()  # the liveness probe the failure asked for
+                # From now on the server takes its time to answer mcpd's probe.
+                moody.slow = {"ping": 10.0, "tools/list": 10.0}
+                await wait_state(agent, "m", "half_open")
+                refused = await call(agent)
+                assert "(half_open)" in text(refused), text(refused)
+                # The probe's bound, not a call's time limit (a minute).
+                assert waits(refused) <= 3
+
+
+async def test_a_server_gone_while_its_circuit_is_open_is_unreachable_and_back_soon(
+    tmp_path: Path,
+) -> None:
+    port = closed_port()
+    # A long cooldown: only the backoff's delays may bring it back in time.
+    cfg = config(tmp_path, f"http://127.0.0.1:{port}/mcp", cooldown_base=2.0)
+    with trio.fail_after(LIMIT):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            moody = Moody()
+            async with serve_http(moody.session, port=port):
+                await wait_state(agent, "m", "ready")
+                moody.failing = True
+                assert "HTTP 500" in text(await call(agent))
+                await wait_state(agent, "m", "open")
+            # The probe after the cooldown cannot connect: the session is over.
+            row = await wait_state(agent, "m", "unreachable")
+            assert "Connection refused" in row["last_error"], row
+            async with serve_http(Moody().session, port=port):
+                # Connected to again on the backoff's delays, on trial: its first
+                # call succeeds.
+                await wait_state(agent, "m", "degraded")
+                assert text(await call(agent)) == "ok"
+                row = await wait_state(agent, "m", "ready")
+                assert row["breaker"]["state"] == "closed"
