@@ -313,15 +313,16 @@ async def test_once_an_ended_call_is_past_its_grace_an_agents_call_is_asked_agai
     assert json.loads(result["content"][0]["text"]) == ACCEPTED
 
 
-class Recovered(logging.Handler):
-    """Sets ``said`` once the journal says a server's circuit closed again."""
+class OnTrial(logging.Handler):
+    """Sets ``said`` once the journal says a server's circuit closed on trial (mcpd's
+    probe was answered: calls go again)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.said = trio.Event()
 
     def emit(self, record: logging.LogRecord) -> None:
-        if getattr(record, "mcpd_event", None) == "recovered":
+        if getattr(record, "mcpd_event", None) == "breaker_trial":
             self.said.set()
 
 
@@ -347,7 +348,7 @@ async def test_a_call_the_open_circuit_refused_is_no_sign_the_server_read_past_a
         cooldown_base=3.0,  # while the other agent's call comes and is refused
     )
     caplog.set_level(logging.INFO, logger="mcpd.server")
-    journal = Recovered()
+    journal = OnTrial()
     logging.getLogger("mcpd.server").addHandler(journal)
     try:
         with trio.fail_after(60):
