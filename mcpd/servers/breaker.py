@@ -22,7 +22,7 @@ A call that ran out of time at a server that answers is no failure here, but it 
 trouble: kept with the failures (``BreakerStatus.trouble``) until a call succeeds.
 
 Every admission carries a ticket, the breaker's epoch when it was issued. The epoch moves
-on every transition and every new probe, so a report from a call that started before the
+on every change of state and every new probe, so a report from a call that started before the
 breaker opened, or from a probe that already expired, cannot change the state later: it
 only shows in the totals.
 
