@@ -124,7 +124,7 @@ async def call_as_task(
         params.name,
         params.arguments,
         meta=params.meta,
-        task=_TaskRequest(ttl=int(ttl * 1000)),
+        task=_TaskRequest(ttl=round(ttl * 1000)),
     )
     created = await up.request("tools/call", asked, name=asked.name, extra_headers=headers)
     try:
