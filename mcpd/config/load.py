@@ -38,7 +38,7 @@ from .expand import (
 )
 from .held import held_in
 from .hosts import builtin_profiles
-from .model import LIST_LIMIT_KEYS, MAX_AUDIT_FILES, Config, ConfigError
+from .model import LIST_LIMIT_KEYS, MAX_AUDIT_FILES, Config, ConfigError, duration_problem
 from .nesting import nests_too_deep, too_deep
 from .policychecks import validate_policy
 from .profiles import DEFAULT_PROFILE, ProfileConfig
@@ -190,10 +190,12 @@ def validate(config: Config, unexpanded: Mapping[str, Collection[str]] | None = 
         "http_header_timeout",
         "first_message_timeout",
     ):
-        if not fields[key] > 0:  # also refuses nan, which TOML allows
-            raise ConfigError(f"daemon.{key}", "must be positive")
-    if not d.health_interval >= 0:
-        raise ConfigError("daemon.health_interval", "must be 0 (off) or positive")
+        problem = duration_problem(fields[key])
+        if problem is not None:
+            raise ConfigError(f"daemon.{key}", problem)
+    problem = duration_problem(d.health_interval, off=True)
+    if problem is not None:
+        raise ConfigError("daemon.health_interval", problem)
     if d.backoff_cap < d.backoff_base:
         raise ConfigError("daemon.backoff_cap", "must be at least backoff_base")
     if d.cooldown_cap < d.cooldown_base:

@@ -23,6 +23,9 @@ EX_CONFIG: Final = 78
 # The key of a JSON-RPC error's data when the daemon rejected a config (a reload's).
 CONFIG_ERROR: Final = "mcpd/configError"
 ALIAS_RE: Final = re.compile(r"^[A-Za-z0-9_-]+\Z")  # not $: it matches before a final \n
+# The longest time any duration key may give: a year. Nothing mcpd waits for takes
+# longer, and a longer delay would put a retry past the dates a clock can show.
+MAX_SECONDS: Final = 365 * 24 * 3600.0
 
 
 class ConfigError(Exception):
@@ -34,6 +37,14 @@ class ConfigError(Exception):
         super().__init__(f"{path}: {message}" if path else message)
         self.path = path
         self.message = message
+
+
+def duration_problem(seconds: float, *, off: bool = False) -> str | None:
+    """Why ``seconds`` cannot be a duration key's value, or None when it can. ``off``:
+    the key takes 0 as "never"."""
+    if (off and seconds == 0) or 0 < seconds <= MAX_SECONDS:  # nan and inf fail both
+        return None
+    return f"must be {'0 (off) or ' if off else ''}positive, at most {MAX_SECONDS:.0f} (a year)"
 
 
 class DaemonConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):

@@ -17,7 +17,7 @@ from protocol.headers import TRANSPORT_HEADERS
 from protocol.masking import masked_repr
 
 from ..local.trusted_path import untrusted_file
-from .model import ALIAS_RE, LIST_LIMIT_KEYS, ConfigError
+from .model import ALIAS_RE, LIST_LIMIT_KEYS, ConfigError, duration_problem
 from .sandbox_keys import grant_errors
 from .servertable import AuthConfig, ServerConfig, ToolsConfig
 from .stringchecks import control_named, server_string_errors, unpassable, url_errors
@@ -101,10 +101,14 @@ def server_errors(alias: str, s: ServerConfig) -> Iterator[ConfigError]:
     for name in s.headers:
         if name.lower() in TRANSPORT_HEADERS:
             yield ConfigError(f"{where}.headers.{name}", "is a header mcpd writes itself")
-    if s.call_timeout is not None and not s.call_timeout > 0:
-        yield ConfigError(f"{where}.call_timeout", "must be positive")
-    if not s.connect_timeout > 0:  # also refuses nan, which TOML allows
-        yield ConfigError(f"{where}.connect_timeout", "must be positive")
+    durations = {"connect_timeout": s.connect_timeout, "idle_stop": s.idle_stop}
+    if s.call_timeout is not None:
+        durations["call_timeout"] = s.call_timeout
+    durations.update({f"tool_timeouts.{tool}": t for tool, t in s.tool_timeouts.items()})
+    for key, seconds in durations.items():
+        problem = duration_problem(seconds)
+        if problem is not None:
+            yield ConfigError(f"{where}.{key}", problem)
     if s.max_concurrency is not None and s.max_concurrency < 1:
         yield ConfigError(f"{where}.max_concurrency", "must be at least 1")
     fields = msgspec.structs.asdict(s)
@@ -114,13 +118,8 @@ def server_errors(alias: str, s: ServerConfig) -> Iterator[ConfigError]:
             yield ConfigError(f"{where}.{key}", "must be at least 1")
     if s.ca_file is not None:
         yield from _ca_file_errors(f"{where}.ca_file", s.ca_file)
-    for tool, seconds in s.tool_timeouts.items():
-        if not seconds > 0:
-            yield ConfigError(f"{where}.tool_timeouts.{tool}", "must be positive")
     if s.start == "lazy" and s.command is None:
         yield ConfigError(f"{where}.start", '"lazy" only applies to stdio servers (with `command`)')
-    if not s.idle_stop > 0:
-        yield ConfigError(f"{where}.idle_stop", "must be positive")
     yield from grant_errors(where, s)
     yield from _tools_errors(f"{where}.tools", s.tools)
     yield from _tools_errors(f"{where}.prompts", s.prompts)

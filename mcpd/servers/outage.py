@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 
 import msgspec
 import trio
@@ -20,17 +20,26 @@ def wall(mono: float) -> float:
     return time.time() + (mono - trio.current_time())
 
 
+def _moment(mono: float, tz: tzinfo | None) -> datetime:
+    """The moment ``mono`` is; one past the dates a datetime holds as the last it does,
+    so that writing a far time down never fails whoever writes it."""
+    try:
+        return datetime.fromtimestamp(wall(mono), tz)
+    except (OverflowError, OSError, ValueError):
+        return datetime.max.replace(tzinfo=tz)
+
+
 def iso(mono: float | None) -> str | None:
     if mono is None:
         return None
-    return datetime.fromtimestamp(wall(mono), UTC).isoformat(timespec="seconds")
+    return _moment(mono, UTC).isoformat(timespec="seconds")
 
 
 def clock_time(mono: float | None) -> str:
     """Local wall time for people (status tables, markers)."""
     if mono is None:
         return "-"
-    return datetime.fromtimestamp(wall(mono)).strftime("%H:%M:%S")
+    return _moment(mono, None).strftime("%H:%M:%S")
 
 
 _PHRASES = {

@@ -631,13 +631,18 @@ def test_unknown_allow_group_is_an_error_naming_it() -> None:
     assert "no-such-group-here" in info.value.message
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "nan"])
-def test_a_time_limit_that_is_not_positive_is_an_error_naming_its_key(value: str) -> None:
+POSITIVE = "must be positive, at most 31536000 (a year)"
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "1e13"])
+def test_a_time_limit_that_is_not_positive_or_past_a_year_is_an_error_naming_its_key(
+    value: str,
+) -> None:
     error = error_of(f"[daemon]\nmax_call_time = {value}\n{STDIO}")
-    assert (error.path, error.message) == ("daemon.max_call_time", "must be positive")
+    assert (error.path, error.message) == ("daemon.max_call_time", POSITIVE)
     url = '[servers.h]\nurl = "https://example.com/mcp"\n'
     error = error_of(f"{url}connect_timeout = {value}\n")
-    assert (error.path, error.message) == ("servers.h.connect_timeout", "must be positive")
+    assert (error.path, error.message) == ("servers.h.connect_timeout", POSITIVE)
 
 
 @pytest.mark.parametrize("group", ["\u00b2", "\u0663"])

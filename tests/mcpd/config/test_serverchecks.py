@@ -15,6 +15,8 @@ from mcpd.config.servertable import AuthConfig, ServerConfig, ToolsConfig
 
 URL = "https://mcp.example.test/mcp"
 
+POSITIVE = "must be positive, at most 31536000 (a year)"
+
 
 def stdio(**keys: Any) -> ServerConfig:
     return ServerConfig(command="/bin/true", **keys)
@@ -214,19 +216,22 @@ def test_an_auth_url_with_a_control_character_is_refused(key: str) -> None:
 @pytest.mark.parametrize(
     ("keys", "path", "message"),
     [
-        ({"call_timeout": 0.0}, "servers.s.call_timeout", "must be positive"),
-        ({"call_timeout": -1.0}, "servers.s.call_timeout", "must be positive"),
-        ({"connect_timeout": 0.0}, "servers.s.connect_timeout", "must be positive"),
-        ({"connect_timeout": float("nan")}, "servers.s.connect_timeout", "must be positive"),
-        ({"idle_stop": float("nan")}, "servers.s.idle_stop", "must be positive"),
+        ({"call_timeout": 0.0}, "servers.s.call_timeout", POSITIVE),
+        ({"call_timeout": -1.0}, "servers.s.call_timeout", POSITIVE),
+        ({"connect_timeout": 0.0}, "servers.s.connect_timeout", POSITIVE),
+        ({"connect_timeout": float("nan")}, "servers.s.connect_timeout", POSITIVE),
+        ({"idle_stop": float("nan")}, "servers.s.idle_stop", POSITIVE),
+        ({"idle_stop": float("inf")}, "servers.s.idle_stop", POSITIVE),
+        ({"call_timeout": 1e13}, "servers.s.call_timeout", POSITIVE),
+        ({"tool_timeouts": {"slow": float("inf")}}, "servers.s.tool_timeouts.slow", POSITIVE),
         ({"max_concurrency": 0}, "servers.s.max_concurrency", "must be at least 1"),
         ({"max_list_items": 0}, "servers.s.max_list_items", "must be at least 1"),
         ({"max_instructions_bytes": -5}, "servers.s.max_instructions_bytes", "must be at least 1"),
-        ({"tool_timeouts": {"slow": 0.0}}, "servers.s.tool_timeouts.slow", "must be positive"),
+        ({"tool_timeouts": {"slow": 0.0}}, "servers.s.tool_timeouts.slow", POSITIVE),
         (
             {"tool_timeouts": {"slow": float("nan")}},
             "servers.s.tool_timeouts.slow",
-            "must be positive",
+            POSITIVE,
         ),
     ],
 )
