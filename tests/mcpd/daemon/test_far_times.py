@@ -23,7 +23,11 @@ async def _failures(daemon: Daemon, alias: str, count: int) -> None:
     runner = daemon.supervisor.runners[alias]
     for _ in range(count):
         seen = runner.outage().retry_at
-        await wait_for(lambda: runner.outage().retry_at not in (None, seen))
+
+        def moved(seen: float | None = seen) -> bool:
+            return runner.outage().retry_at not in (None, seen)
+
+        await wait_for(moved)
 
 
 async def test_a_reload_with_a_delay_past_a_year_is_refused_and_the_daemon_serves_on(
