@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import Final
 
 from protocol.headers import is_plain, is_token
 from protocol.visible import visible
@@ -102,16 +103,41 @@ def server_string_errors(where: str, s: ServerConfig) -> Iterator[ConfigError]:
             )
 
 
+# What the kernel's address of a Unix socket holds of its path, the final NUL apart.
+MAX_SOCKET_PATH: Final = 107
+
+
+def _path_errors(at: str, path: str, *, socket: bool) -> Iterator[ConfigError]:
+    """A path the daemon and its clients must find alike, wherever each was started:
+    an absolute one (a relative one, or ``~``, would be taken from the working
+    directory of each)."""
+    if not path:
+        yield ConfigError(at, "is empty (leave the key out for the default)")
+    elif not path.startswith("/"):
+        yield ConfigError(at, "must be an absolute path (~ is not expanded here)")
+    elif socket and len(os.fsencode(path)) > MAX_SOCKET_PATH:
+        yield ConfigError(
+            at,
+            f"is {len(os.fsencode(path))} bytes long; the path of a Unix socket holds "
+            f"at most {MAX_SOCKET_PATH}",
+        )
+
+
 def daemon_string_errors(config: Config) -> Iterator[ConfigError]:
     """The errors of the paths and group names of ``[daemon]`` and the profiles."""
     d = config.daemon
-    paths = [("daemon.socket", d.socket), ("daemon.state_dir", d.state_dir)]
+    paths = [("daemon.socket", d.socket, True), ("daemon.state_dir", d.state_dir, False)]
     groups = [(f"daemon.allow_groups[{i}]", g) for i, g in enumerate(d.allow_groups)]
     for name, profile in config.profiles.items():
-        paths.append((f"profiles.{name}.socket", profile.socket))
+        paths.append((f"profiles.{name}.socket", profile.socket, True))
         groups += [
             (f"profiles.{name}.allow_groups[{i}]", g) for i, g in enumerate(profile.allow_groups)
         ]
-    for at, text in [*paths, *groups]:
-        if text is not None:
-            yield from _passable(at, text)
+    for at, path, socket in paths:
+        if path is not None:
+            problems = list(_passable(at, path))
+            yield from problems
+            if not problems:
+                yield from _path_errors(at, path, socket=socket)
+    for at, text in groups:
+        yield from _passable(at, text)
