@@ -20,7 +20,9 @@ from .model import ConfigError
 from .secrets import HeldSecret, SecretError, read_secret
 
 _VAR_NAME_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_VAR_RE: Final = re.compile(r"\$\$|\$\{([^}]*)\}")
+# The last branch is a "${" that no "}" closes.
+_VAR_RE: Final = re.compile(r"\$\$|\$\{([^}]*)\}|\$\{")
+_UNCLOSED: Final = "${"
 # Variables that say where things are or how the session looks, not secrets: their
 # values (a home directory, a path) would be masked wherever they appear.
 _PLAIN_VARS: Final = frozenset(
@@ -52,6 +54,10 @@ class References:
             self.files.add(body[len("file:") :])
         else:
             self.names.add(body.partition(":-")[0])
+
+
+def _unclosed(path: str) -> ConfigError:
+    return ConfigError(path, 'bad variable reference: a "${" that no "}" closes ($$ is a "$")')
 
 
 def _check_reference(body: str, path: str) -> None:
@@ -97,6 +103,8 @@ def expand(
     def sub(m: re.Match[str]) -> str:
         if m.group(0) == "$$":
             return "$"
+        if m.group(0) == _UNCLOSED:
+            raise _unclosed(path)
         body = m.group(1)
         _check_reference(body, path)
         if refs is not None:
@@ -197,6 +205,8 @@ def _unexpanded(body: dict[str, Any], where: str, refs: References) -> ServerTab
 
     def on_str(value: str, path: str) -> str:
         for m in _VAR_RE.finditer(value):
+            if m.group(0) == _UNCLOSED:
+                raise _unclosed(path)
             if m.group(1) is not None:
                 _check_reference(m.group(1), path)
                 refs.note(m.group(1))

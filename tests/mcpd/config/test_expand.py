@@ -69,6 +69,21 @@ def test_a_badly_written_reference_is_an_error_in_the_file(body: str) -> None:
     assert f"bad variable reference ${{{body}}}" == info.value.message
 
 
+@pytest.mark.parametrize("value", ["${X", "Bearer ${TOKEN", "${HOME}${B", "$$${X"])
+def test_a_reference_left_open_is_an_error_in_the_file(value: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        expand(value, "servers.s.args[0]", ENV)
+    assert not isinstance(info.value, Unresolved)
+    assert (info.value.path, info.value.message) == (
+        "servers.s.args[0]",
+        'bad variable reference: a "${" that no "}" closes ($$ is a "$")',
+    )
+
+
+def test_a_dollar_written_twice_before_a_brace_is_a_dollar_and_a_brace() -> None:
+    assert expand("$${X", "servers.s.args[0]", ENV) == "${X"
+
+
 def test_a_file_reference_needs_a_path() -> None:
     with pytest.raises(ConfigError, match=r"needs a path") as info:
         expand("${file:}", "servers.s.env.X", ENV)
