@@ -27,8 +27,9 @@ from mcpd.config.paths import (
         ('daemon = "x"\n', None),
         ("[servers.a]\ncommand = 'x'\n", None),
         ('[daemon]\nsocket = "${NOT_SET_ANYWHERE}/x.sock"\n', None),
-        # Read as the daemon reads it: what is no reference is literal.
-        ('[daemon]\nsocket = "${HOME"\n', "${HOME"),
+        # Read as the daemon reads it: a reference left open is an error, the daemon's
+        # to report; what is no reference is literal.
+        ('[daemon]\nsocket = "${HOME"\n', None),
         ('[daemon]\nsocket = "$HOME/x.sock"\n', "$HOME/x.sock"),
         ("[daemon\n", None),
         ("", None),
