@@ -53,6 +53,18 @@ def check_groups(groups: list[str], where: str) -> None:
                 raise ConfigError(f"{where}[{i}]", f"no group named {masked_repr(group)}") from None
 
 
+# The largest user id: one more is (uid_t)-1, which stands for no user.
+MAX_UID: Final = 2**32 - 2
+
+
+def check_uids(uids: list[int], where: str) -> None:
+    """Each of ``uids`` (an ``allow_uids`` list at ``where``) a user id some process
+    can have: another would let no one in."""
+    for i, uid in enumerate(uids):
+        if not 0 <= uid <= MAX_UID:
+            raise ConfigError(f"{where}[{i}]", f"must be a user id, 0 to {MAX_UID}")
+
+
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -80,6 +92,14 @@ def validate_http(d: DaemonConfig) -> None:
                 f"write it as {masked_repr(bare)}",
             )
     if d.http_listen is None:
+        for key, given in (
+            ("http_allow_remote", d.http_allow_remote),
+            ("http_origins", d.http_origins),
+        ):
+            if given:
+                raise ConfigError(
+                    f"daemon.{key}", "only applies with http_listen (the HTTP endpoint)"
+                )
         return
     host, _ = parse_listen(d.http_listen)
     if not is_loopback(host) and not d.http_allow_remote:
@@ -191,12 +211,16 @@ def _check_socket(
     if not 0 <= mode <= 0o777:
         raise ConfigError(f"{where}.socket_mode", "must be between 0000 and 0777")
     check_groups(profile.allow_groups, f"{where}.allow_groups")
+    check_uids(profile.allow_uids, f"{where}.allow_uids")
     if profile.socket is None:
-        if profile.allow_uids or profile.allow_groups:
-            raise ConfigError(
-                f"{where}.allow_uids" if profile.allow_uids else f"{where}.allow_groups",
-                "only applies to a profile with its own socket",
-            )
+        own = (
+            ("allow_uids", profile.allow_uids),
+            ("allow_groups", profile.allow_groups),
+            ("socket_mode", profile.socket_mode != ProfileConfig().socket_mode),
+        )
+        for key, given in own:
+            if given:
+                raise ConfigError(f"{where}.{key}", "only applies to a profile with its own socket")
         return
     if name == DEFAULT_PROFILE:
         raise ConfigError(f"{where}.socket", "the default profile is served on [daemon] socket")

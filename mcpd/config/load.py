@@ -25,7 +25,7 @@ import msgspec
 from protocol.masking import masked_repr, masking
 
 from ..local.trusted_path import untrusted_file
-from .endpoints import check_groups, validate_grants, validate_http, validate_profiles
+from .endpoints import check_groups, check_uids, validate_grants, validate_http, validate_profiles
 from .expand import (
     Found,
     References,
@@ -43,7 +43,7 @@ from .nesting import nests_too_deep, too_deep
 from .policychecks import validate_policy
 from .profiles import DEFAULT_PROFILE, ProfileConfig
 from .sandbox_keys import limits_errors
-from .serverchecks import check_server
+from .serverchecks import check_server, misplaced_keys
 from .servertable import ServerConfig
 from .stringchecks import daemon_string_errors
 
@@ -152,6 +152,10 @@ def _check_servers(servers: Any) -> None:
         if isinstance(body, dict) and "unresolved" in body:  # set by mcpd, not a config key
             raise ConfigError(f"{where}.unresolved", "unknown key")
         _convert_at(body, ServerConfig, where)
+        if isinstance(body, dict) and ("command" in body) != ("url" in body):
+            stdio, lazy = "command" in body, body.get("start") == "lazy"
+            for error in misplaced_keys(where, body, stdio=stdio, lazy=lazy):
+                raise error
 
 
 def _convert_at(value: Any, type_: Any, where: str) -> None:
@@ -217,6 +221,7 @@ def validate(config: Config, unexpanded: Mapping[str, Collection[str]] | None = 
         raise ConfigError("daemon.audit_files", f"must be at most {MAX_AUDIT_FILES}")
     if d.audit_max_bytes < 64 * 1024:
         raise ConfigError("daemon.audit_max_bytes", "must be at least 65536")
+    check_uids(d.allow_uids, "daemon.allow_uids")
     check_groups(d.allow_groups, "daemon.allow_groups")
     if d.max_line_bytes < 4096:
         raise ConfigError("daemon.max_line_bytes", "must be at least 4096")

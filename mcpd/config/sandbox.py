@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import resource
 import urllib.parse
 from collections.abc import Mapping
 from typing import Any, Final
@@ -318,5 +319,16 @@ def sandbox_status(sandbox: Sandbox, unprotected: str | None, started: bool) -> 
         "write": list(sandbox.write),
         "network": sandbox.network,
         "host_loopback": list(sandbox.loopback),
-        "limits": limits.values(),
+        "limits": applied_limits(limits),
     }
+
+
+def applied_limits(limits: Limits) -> dict[str, int | None]:
+    """``limits`` as a start applies them: a child cannot be let open more files than
+    mcpd itself may."""
+    values = limits.values()
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    open_files = values["open_files"]
+    if open_files is not None and hard != resource.RLIM_INFINITY:
+        values["open_files"] = min(open_files, hard)
+    return values

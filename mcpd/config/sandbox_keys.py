@@ -15,20 +15,26 @@ from .servertable import LimitsConfig, ServerConfig
 
 _SIZE_RE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.I)
 _UNITS: Final = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+# What a limit of the kernel's (an rlim_t) holds, with room for the CPU limit's
+# second more before SIGKILL.
+MAX_LIMIT: Final = 2**63 - 2
 
 
 def parse_size(value: int | str) -> int:
     """Bytes from an int or a size such as ``"512M"`` or ``"2GiB"`` (powers of 1024)."""
     if isinstance(value, int):
-        if value < 0:
-            raise ValueError("must be 0 (no limit) or a number of bytes")
+        if not 0 <= value <= MAX_LIMIT:
+            raise ValueError(f"must be 0 (no limit) or a number of bytes, at most {MAX_LIMIT}")
         return value
     m = _SIZE_RE.match(value)
     if m is None:
         raise ValueError(
             f'{masked_repr(value)} is not a size (bytes, or a number with K, M, G or T: "2G")'
         )
-    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+    size = float(m.group(1)) * _UNITS[m.group(2).upper()]
+    if size > MAX_LIMIT:
+        raise ValueError(f"must be at most {MAX_LIMIT} bytes")
+    return int(size)
 
 
 def limits_errors(where: str, limits: LimitsConfig) -> Iterator[ConfigError]:
@@ -45,8 +51,10 @@ def limits_errors(where: str, limits: LimitsConfig) -> Iterator[ConfigError]:
         ("open_files", limits.open_files),
         ("cpu", limits.cpu),
     ):
-        if value is not None and value < 0:
-            yield ConfigError(f"{where}.{key}", "must be 0 (no limit) or positive")
+        if value is not None and not 0 <= value <= MAX_LIMIT:
+            yield ConfigError(
+                f"{where}.{key}", f"must be 0 (no limit) or positive, at most {MAX_LIMIT}"
+            )
     if limits.open_files is not None and 0 < limits.open_files < 16:
         yield ConfigError(f"{where}.open_files", "must be 0 (no limit) or at least 16")
 

@@ -10,6 +10,7 @@ import os
 import re
 import stat
 from collections.abc import Collection, Iterator
+from typing import Final
 
 import msgspec
 
@@ -41,6 +42,26 @@ def _ca_file_errors(at: str, path: str) -> Iterator[ConfigError]:
     untrusted = untrusted_file(path, st)
     if untrusted is not None:
         yield ConfigError(at, f"not trusted: {untrusted}")
+
+
+# The keys that do something for one kind of server only: in the other's table they
+# would be read and then do nothing.
+HTTP_ONLY: Final = ("url", "headers", "ca_file", "connect_timeout", "tls_verify")
+STDIO_ONLY: Final = ("args", "env", "cwd", "inherit_env", "idle_stop")
+
+
+def misplaced_keys(
+    where: str, given: Collection[str], *, stdio: bool, lazy: bool
+) -> Iterator[ConfigError]:
+    """The errors of keys in ``given`` that do nothing for a server of its kind (as
+    read from the file, ``given`` holds every key written, also one written with the
+    value it would have anyway)."""
+    for key in HTTP_ONLY if stdio else STDIO_ONLY:
+        if key in given:
+            applies = "HTTP servers (with `url`)" if stdio else "stdio servers (with `command`)"
+            yield ConfigError(f"{where}.{key}", f"only applies to {applies}")
+    if stdio and not lazy and "idle_stop" in given:
+        yield ConfigError(f"{where}.idle_stop", 'only applies with start = "lazy"')
 
 
 def check_server(alias: str, s: ServerConfig, unknown: Collection[str] = ()) -> None:
@@ -77,27 +98,10 @@ def server_errors(alias: str, s: ServerConfig) -> Iterator[ConfigError]:
         yield ConfigError(f"{where}.transport", f'"{s.transport}" needs a `url`, not a `command`')
     if s.url is not None and s.transport == "stdio":
         yield ConfigError(f"{where}.transport", '"stdio" needs a `command`, not a `url`')
-    if s.command is not None:
-        http_only: tuple[tuple[str, object], ...] = (
-            ("url", s.url),
-            ("headers", s.headers),
-            ("ca_file", s.ca_file),
-        )
-        for key, given in http_only:
-            if given:
-                yield ConfigError(f"{where}.{key}", "only applies to HTTP servers (with `url`)")
-    if s.url is not None:
-        stdio_only: tuple[tuple[str, object], ...] = (
-            ("args", s.args),
-            ("env", s.env),
-            ("cwd", s.cwd),
-            ("inherit_env", s.inherit_env),
-        )
-        for key, given in stdio_only:
-            if given:
-                yield ConfigError(
-                    f"{where}.{key}", "only applies to stdio servers (with `command`)"
-                )
+    if (s.command is None) != (s.url is None):
+        fields, defaults = msgspec.structs.asdict(s), msgspec.structs.asdict(ServerConfig())
+        given = [k for k in (*HTTP_ONLY, *STDIO_ONLY) if fields[k] != defaults[k]]
+        yield from misplaced_keys(where, given, stdio=s.command is not None, lazy=s.start == "lazy")
     for name in s.headers:
         if name.lower() in TRANSPORT_HEADERS:
             yield ConfigError(f"{where}.headers.{name}", "is a header mcpd writes itself")

@@ -124,7 +124,7 @@ def test_an_origin_with_its_schemes_default_port_is_refused(origin: str, bare: s
     "origin", ["http://localhost:443", "https://localhost:80", "http://[::1]", "http://h:8080"]
 )
 def test_an_origin_with_another_port_or_none_is_accepted(origin: str) -> None:
-    validate_http(DaemonConfig(http_origins=[origin]))
+    validate_http(DaemonConfig(http_listen="127.0.0.1:0", http_origins=[origin]))
 
 
 def test_origins_are_checked_even_without_a_listener() -> None:

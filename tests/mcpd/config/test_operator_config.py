@@ -76,7 +76,7 @@ STDIO = '[servers.s]\ncommand = "x"\n'
 @pytest.mark.parametrize(
     ("text", "path", "message"),
     [
-        (STDIO + "idle_stop = -1\n", "servers.s.idle_stop", "positive"),
+        (STDIO + 'start = "lazy"\nidle_stop = -1\n', "servers.s.idle_stop", "positive"),
         (STDIO + 'start = "later"\n', "servers.s.start", "Invalid enum value"),
         (STDIO + '[servers.s.tools]\nalow = ["x"]\n', "servers.s.tools.alow", "unknown key"),
         (STDIO + "[servers.s.tools.rename]\nx = 1\n", "servers.s.tools.rename.x", "Expected `str`"),

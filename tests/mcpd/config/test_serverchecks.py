@@ -220,8 +220,8 @@ def test_an_auth_url_with_a_control_character_is_refused(key: str) -> None:
         ({"call_timeout": -1.0}, "servers.s.call_timeout", POSITIVE),
         ({"connect_timeout": 0.0}, "servers.s.connect_timeout", POSITIVE),
         ({"connect_timeout": float("nan")}, "servers.s.connect_timeout", POSITIVE),
-        ({"idle_stop": float("nan")}, "servers.s.idle_stop", POSITIVE),
-        ({"idle_stop": float("inf")}, "servers.s.idle_stop", POSITIVE),
+        ({"start": "lazy", "idle_stop": float("nan")}, "servers.s.idle_stop", POSITIVE),
+        ({"start": "lazy", "idle_stop": float("inf")}, "servers.s.idle_stop", POSITIVE),
         ({"call_timeout": 1e13}, "servers.s.call_timeout", POSITIVE),
         ({"tool_timeouts": {"slow": float("inf")}}, "servers.s.tool_timeouts.slow", POSITIVE),
         ({"max_concurrency": 0}, "servers.s.max_concurrency", "must be at least 1"),
@@ -236,7 +236,8 @@ def test_an_auth_url_with_a_control_character_is_refused(key: str) -> None:
     ],
 )
 def test_a_number_out_of_range_is_named(keys: dict[str, Any], path: str, message: str) -> None:
-    assert only_error(stdio(**keys)) == (path, message)
+    server = http(**keys) if "connect_timeout" in keys else stdio(**keys)
+    assert only_error(server) == (path, message)
 
 
 def test_the_smallest_allowed_numbers_pass() -> None:

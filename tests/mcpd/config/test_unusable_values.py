@@ -3,6 +3,7 @@ naming its key, rather than a surprise when the daemon runs into it."""
 
 from __future__ import annotations
 
+import resource
 import tomllib
 from typing import Any
 
@@ -10,6 +11,8 @@ import pytest
 
 from mcpd.config.load import parse
 from mcpd.config.model import ConfigError
+from mcpd.config.sandbox import applied_limits
+from transports.stdio.limits import Limits
 
 A_YEAR = "must be positive, at most 31536000 (a year)"
 DAEMON_DURATIONS = (
@@ -124,3 +127,88 @@ def test_a_socket_path_longer_than_a_unix_socket_holds_is_an_error() -> None:
         "is 108 bytes long; the path of a Unix socket holds at most 107",
     )
     assert error_of(f'[profiles.p]\nsocket = "{long}"\n')[0] == "profiles.p.socket"
+
+
+# -- keys that would do nothing where they are written --
+
+STDIO = '[servers.s]\ncommand = "x"\n'
+HTTP = '[servers.s]\nurl = "https://example.com/mcp"\n'
+
+
+@pytest.mark.parametrize("line", ["connect_timeout = 1.0", "tls_verify = false"])
+def test_an_http_key_in_a_stdio_server_is_an_error(line: str) -> None:
+    key = line.split()[0]
+    assert error_of(f"{STDIO}{line}\n") == (
+        f"servers.s.{key}",
+        "only applies to HTTP servers (with `url`)",
+    )
+
+
+@pytest.mark.parametrize(
+    "line", ["idle_stop = 5.0", "inherit_env = false", "args = []", "env = {}", "cwd = '/'"]
+)
+def test_a_stdio_key_in_an_http_server_is_an_error_whatever_its_value(line: str) -> None:
+    key = line.split()[0]
+    assert error_of(f"{HTTP}{line}\n") == (
+        f"servers.s.{key}",
+        "only applies to stdio servers (with `command`)",
+    )
+
+
+def test_idle_stop_is_for_a_lazy_server_only() -> None:
+    assert error_of(f"{STDIO}idle_stop = 5.0\n") == (
+        "servers.s.idle_stop",
+        'only applies with start = "lazy"',
+    )
+    assert parsed(f'{STDIO}start = "lazy"\nidle_stop = 5.0\n').servers["s"].idle_stop == 5.0
+
+
+@pytest.mark.parametrize("line", ["http_allow_remote = true", 'http_origins = ["http://h:1"]'])
+def test_an_http_endpoint_key_without_the_endpoint_is_an_error(line: str) -> None:
+    key = line.split()[0]
+    assert error_of(f"[daemon]\n{line}\n") == (
+        f"daemon.{key}",
+        "only applies with http_listen (the HTTP endpoint)",
+    )
+    listening = parsed(f'[daemon]\nhttp_listen = "127.0.0.1:0"\n{line}\n')
+    assert listening.daemon.http_listen == "127.0.0.1:0"
+
+
+def test_a_socket_mode_for_a_profile_without_its_socket_is_an_error() -> None:
+    assert error_of(f'{STDIO}[profiles.p]\nsocket_mode = "0660"\n') == (
+        "profiles.p.socket_mode",
+        "only applies to a profile with its own socket",
+    )
+
+
+@pytest.mark.parametrize("uid", [-1, 4294967295, 4294967296])
+def test_a_uid_no_process_can_have_is_an_error(uid: int) -> None:
+    said = "must be a user id, 0 to 4294967294"
+    assert error_of(f"[daemon]\nallow_uids = [0, {uid}]\n") == ("daemon.allow_uids[1]", said)
+    profile = f'{STDIO}[profiles.p]\nsocket = "/run/p.sock"\nallow_uids = [{uid}]\n'
+    assert error_of(profile) == ("profiles.p.allow_uids[0]", said)
+    assert parsed("[daemon]\nallow_uids = [0, 4294967294]\n").daemon.allow_uids[1] == 4294967294
+
+
+@pytest.mark.parametrize(
+    ("line", "key"),
+    [
+        ("open_files = 9223372036854775807", "open_files"),
+        ("processes = 9223372036854775807", "processes"),
+        ("cpu = 9223372036854775807", "cpu"),
+        ('memory = "1' + "0" * 400 + '"', "memory"),
+        ("memory = 9223372036854775807", "memory"),
+    ],
+)
+def test_a_limit_past_what_the_kernel_holds_is_an_error(line: str, key: str) -> None:
+    path, message = error_of(f"[daemon.limits]\n{line}\n")
+    assert path == f"daemon.limits.{key}"
+    assert "at most 9223372036854775806" in message
+
+
+def test_the_status_of_a_sandbox_says_the_open_files_a_server_is_given() -> None:
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    asked = 99999999999
+    given = applied_limits(Limits(open_files=asked))["open_files"]
+    assert given == (asked if hard == resource.RLIM_INFINITY else min(asked, hard))
+    assert applied_limits(Limits(open_files=16))["open_files"] == 16

@@ -48,8 +48,9 @@ async def test_a_reload_with_a_delay_past_a_year_is_refused_and_the_daemon_serve
             text = config_path.read_text().replace("backoff_base = 0.05", "backoff_base = 1e13")
             config_path.write_text(text)
             reply = await agent.rpc("mcpd/reload")
-            assert "daemon.backoff_base: must be positive, at most 31536000" in (
-                reply["error"]["message"]
+            assert (
+                "daemon.backoff_base: must be positive, at most 31536000"
+                in (reply["error"]["message"])
             )
             assert sorted(daemon.supervisor.runners) == ["a", "bad"]
             # The failing server goes on failing and being retried, the daemon with it.

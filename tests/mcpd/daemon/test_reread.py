@@ -154,20 +154,20 @@ def test_a_key_that_waits_for_a_restart_is_not_said_to_be_in_force(tmp_path: Pat
 
 
 @pytest.mark.parametrize(
-    ("key", "value"),
+    ("key", "value", "base"),
     [
-        ("socket_mode", '"0660"'),
-        ("http_origins", '["https://app.example"]'),
-        ("state_dir", '"/var/tmp/elsewhere"'),
+        ("socket_mode", '"0660"', ""),
+        ("http_origins", '["https://app.example"]', 'http_listen = "127.0.0.1:8111"'),
+        ("state_dir", '"/var/tmp/elsewhere"', ""),
     ],
 )
 def test_every_key_read_only_at_start_waits_for_a_restart(
-    tmp_path: Path, key: str, value: str
+    tmp_path: Path, key: str, value: str, base: str
 ) -> None:
-    path = write(tmp_path / "mcpd.toml", tmp_path / "mcpd.sock")
+    path = write(tmp_path / "mcpd.toml", tmp_path / "mcpd.sock", extra=base)
     started = load(str(path))
     read = rereader(path, started)
-    write(path, tmp_path / "mcpd.sock", extra=f"{key} = {value}")
+    write(path, tmp_path / "mcpd.sock", extra=f"{base}\n{key} = {value}")
     again = read.read(started, started.socket_path())
     assert again.restart == [f"daemon.{key}"]
     assert again.settings == []
