@@ -296,7 +296,7 @@ def load(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> 
         # then: a daemon started on TOML does without them.
         from .importer import config_from_json
 
-        return parse(config_from_json(text, str(p)), env, source=str(p))
+        return _parsed_in(p, config_from_json(text, str(p)), env)
     try:
         data = tomllib.loads(text.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -305,4 +305,11 @@ def load(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> 
         raise ConfigError("", too_deep(str(p))) from None
     if nests_too_deep(data):
         raise ConfigError("", too_deep(str(p)))
-    return parse(data, env, source=str(p))
+    return _parsed_in(p, data, env)
+
+
+def _parsed_in(p: Path, data: Mapping[str, Any], env: Mapping[str, str] | None) -> Config:
+    try:
+        return parse(data, env, source=str(p))
+    except ConfigError as exc:
+        raise exc.in_file(str(p)) from None

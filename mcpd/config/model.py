@@ -29,14 +29,22 @@ MAX_SECONDS: Final = 365 * 24 * 3600.0
 
 
 class ConfigError(Exception):
-    """A bad config; ``path`` is the key path (``servers.notes.command``). A value being
-    masked (``protocol.masking``) that its message holds as it is, is masked."""
+    """A bad config; ``path`` is the key path (``servers.notes.command``), ``file`` the
+    file it was read from, where known. A value being masked (``protocol.masking``)
+    that its message holds as it is, is masked."""
 
-    def __init__(self, path: str, message: str) -> None:
+    def __init__(self, path: str, message: str, file: str = "") -> None:
         message = masked(message)
-        super().__init__(f"{path}: {message}" if path else message)
+        said = f"{path}: {message}" if path else message
+        super().__init__(f"{file}: {said}" if file else said)
         self.path = path
         self.message = message
+        self.file = file
+
+    def in_file(self, file: str) -> ConfigError:
+        """The same error, saying the file it is in (the config may come from
+        ``--config``, ``$MCPD_CONFIG`` or the default path)."""
+        return type(self)(self.path, self.message, file)
 
 
 def duration_problem(seconds: float, *, off: bool = False) -> str | None:

@@ -163,4 +163,7 @@ class ServerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
 
 
 def _path_of(url: str | None) -> str:
-    return urlsplit(url).path if url else ""
+    try:
+        return urlsplit(url).path if url else ""
+    except ValueError:  # a URL it cannot read: serverchecks names the key
+        return ""

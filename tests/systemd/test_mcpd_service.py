@@ -292,7 +292,7 @@ def test_a_config_error_keeps_the_socket_and_a_reload_recovers(
     # Every local user reads STATUS=: the error's words are the journal's and mcpd's.
     assert show("StatusText") == "config error (mcpd status and the journal say what)"
     errors = sh("journalctl", "-p", "err", "-u", "mcpd", "--no-pager", "-o", "cat")
-    assert "config error: servers.oops.command" in errors, errors
+    assert f"config error: {CONFIG}: servers.oops.command" in errors, errors
     print("refused:", out.stderr.strip())
 
     step("a reload that still fails keeps it so; one with the config fixed serves")

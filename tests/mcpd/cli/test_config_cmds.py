@@ -113,7 +113,7 @@ def test_check_config_shows_no_part_of_a_password_written_in_a_url(
     assert run("check-config", "--config", str(config)) == code
     captured = capsys.readouterr()
     if code:
-        assert "config error: servers.tickets.url: invalid URL" in captured.err
+        assert f"config error: {config}: servers.tickets.url: invalid URL" in captured.err
     else:
         assert "tickets" in captured.out and "http://(hidden)" in captured.out
     for part in ("user", "hunter2", "Zq9", "SECRET"):
@@ -223,7 +223,7 @@ def test_check_config_names_the_bad_key_and_exits_78(
 ) -> None:
     config = written(tmp_path, '[servers.s]\ncommand = "x"\ncomand = "y"\n')
     assert run("check-config", "--config", str(config)) == EX_CONFIG
-    assert "config error: servers.s.comand" in capsys.readouterr().err
+    assert f"config error: {config}: servers.s.comand" in capsys.readouterr().err
     assert run("check-config", "--config", str(tmp_path / "absent.toml")) == EX_CONFIG
 
 
@@ -387,7 +387,7 @@ def test_token_with_a_config_that_is_missing_or_bad_is_a_config_error(
     assert run("token", "--config", str(tmp_path / "absent.toml")) == EX_CONFIG
     bad = written(tmp_path, "[daemon]\nstate_dir = 3\n")
     assert run("token", "--config", str(bad)) == EX_CONFIG
-    assert "config error: daemon.state_dir" in capsys.readouterr().err
+    assert f"config error: {bad}: daemon.state_dir" in capsys.readouterr().err
 
 
 # -- serve --
@@ -409,7 +409,7 @@ def test_serve_with_a_bad_config_logs_why_and_exits_78_when_not_socket_activated
             root.removeHandler(handler)
             handler.close()
         root.setLevel(level)
-    assert "config error: servers.s: give exactly one of" in capsys.readouterr().err
+    assert f"config error: {bad}: servers.s: give exactly one of" in capsys.readouterr().err
     assert os.listdir(tmp_path) == ["config.toml"]
 
 

@@ -26,6 +26,12 @@ def written(tmp_path: Path, name: str, data: bytes) -> Path:
     return path
 
 
+def said(error: ConfigError) -> str:
+    """What an error says of the key, the file it names apart."""
+    assert error.file
+    return str(error).removeprefix(f"{error.file}: ")
+
+
 def refusal(path: Path | str) -> str:
     with pytest.raises(ConfigError) as caught:
         load(path, env={})
@@ -277,7 +283,7 @@ def test_an_error_shows_a_value_from_the_environment_or_a_secret_file_as_its_ref
     path = written(tmp_path, "mcpd.toml", b'[daemon]\nhttp_listen = "${LISTEN}"\n')
     with pytest.raises(ConfigError) as caught:
         load(path, env={"LISTEN": "hunter2/Zq9-SECRET"})
-    assert str(caught.value) == (
+    assert said(caught.value) == (
         "daemon.http_listen: '${LISTEN}' is not HOST:PORT such as \"127.0.0.1:8765\""
     )
     secret = written(tmp_path, "listen", b"hunter2/Zq9-SECRET\n")
@@ -285,8 +291,8 @@ def test_an_error_shows_a_value_from_the_environment_or_a_secret_file_as_its_ref
     path.write_text(f'[daemon]\nhttp_listen = "${{file:{secret}}}"\n')
     with pytest.raises(ConfigError) as caught:
         load(path, env={})
-    assert "hunter2" not in str(caught.value)
-    assert "'[secret of daemon.http_listen]' is not HOST:PORT" in str(caught.value)
+    assert "hunter2" not in said(caught.value)
+    assert "'[secret of daemon.http_listen]' is not HOST:PORT" in said(caught.value)
 
 
 @pytest.mark.parametrize(
@@ -298,7 +304,7 @@ def test_a_value_an_error_quotes_with_escapes_is_shown_as_its_reference_too(
     path = written(tmp_path, "mcpd.toml", b'[daemon]\nhttp_listen = "${LISTEN}"\n')
     with pytest.raises(ConfigError) as caught:
         load(path, env={"LISTEN": value})
-    message = str(caught.value)
+    message = said(caught.value)
     assert "${LISTEN}" in message
     for part in ("s3cr", "Val", "ss", "word"):
         assert part not in message
@@ -319,7 +325,7 @@ def test_a_value_an_error_cuts_shows_no_part_of_itself(tmp_path: Path, url: str,
     path = written(tmp_path, "mcpd.toml", f'[servers.api]\nurl = "{url}"\n'.encode())
     with pytest.raises(ConfigError) as caught:
         load(path, env={"API_TOKEN": LONG_TOKEN})
-    message = str(caught.value)
+    message = said(caught.value)
     assert message.startswith("servers.api.url: ") and why in message
     assert "/v1/${API_TOKEN}/mcp" in message
     assert "Zq9" not in message and "more characters" not in message
@@ -339,7 +345,7 @@ def test_a_value_an_error_quotes_with_escapes_of_its_own_shows_no_part_of_itself
     path = written(tmp_path, "mcpd.toml", b'[servers.api]\nurl = "https://:8443/${API_TOKEN}"\n')
     with pytest.raises(ConfigError) as caught:
         load(path, env={"API_TOKEN": value})
-    message = str(caught.value)
+    message = said(caught.value)
     assert '"https://:8443/${API_TOKEN}" has no host' in message
     assert "Zq9" not in message and "efgh" not in message
 
@@ -366,7 +372,7 @@ def test_a_value_python_quotes_inside_a_string_shows_no_part_of_itself(
     path = written(tmp_path, "mcpd.toml", toml)
     with pytest.raises(ConfigError) as caught:
         load(path, env={"LISTEN": "Zq9'cdefgh"})
-    message = str(caught.value)
+    message = said(caught.value)
     assert message.startswith(shown)
     assert "Zq9" not in message and "efgh" not in message
 
@@ -376,7 +382,7 @@ def test_a_value_a_urls_shown_part_ends_inside_shows_no_part_of_itself(tmp_path:
     path = written(tmp_path, "mcpd.toml", b'[servers.api]\nurl = "https://:8443/${API_TOKEN}"\n')
     with pytest.raises(ConfigError) as caught:
         load(path, env={"API_TOKEN": "Zq9cdefgh?ijklmn"})
-    message = str(caught.value)
+    message = said(caught.value)
     assert message == 'servers.api.url: URL "https://:8443/${API_TOKEN}" has no host'
 
 
@@ -384,4 +390,12 @@ def test_a_value_an_error_holds_as_it_is_is_shown_as_its_reference(tmp_path: Pat
     path = written(tmp_path, "mcpd.toml", b'[naming]\ntemplate = "{tool}{${NAMING}}"\n')
     with pytest.raises(ConfigError) as caught:
         load(path, env={"NAMING": "Zq9cdefgh"})
-    assert str(caught.value) == "naming.template: unknown placeholder {${NAMING}}"
+    assert said(caught.value) == "naming.template: unknown placeholder {${NAMING}}"
+
+
+def test_an_error_in_the_file_names_the_file_first(tmp_path: Path) -> None:
+    path = written(tmp_path, "mcpd.toml", b'[servers.notes]\ncomand = "x"\n')
+    with pytest.raises(ConfigError) as caught:
+        load(path, env={})
+    assert str(caught.value) == f"{path}: servers.notes.comand: unknown key"
+    assert (caught.value.file, caught.value.path) == (str(path), "servers.notes.comand")

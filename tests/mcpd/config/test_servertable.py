@@ -53,11 +53,14 @@ def test_kind_is_settled_also_for_a_struct_built_by_hand() -> None:
     assert ServerConfig().kind == "http"
 
 
-def test_a_url_that_cannot_be_split_is_a_config_error_naming_the_server() -> None:
+@pytest.mark.parametrize("url", ["http://[::1/sse", "http://[::1/mcp"])
+def test_a_url_that_cannot_be_split_is_a_config_error_naming_the_url(url: str) -> None:
     with pytest.raises(ConfigError) as caught:
-        parse({"servers": {"s": {"url": "http://[::1/sse"}}}, env={})
-    assert caught.value.path == "servers.s"
-    assert "IPv6" in caught.value.message
+        parse({"servers": {"s": {"url": url}}}, env={})
+    assert (caught.value.path, caught.value.message) == (
+        "servers.s.url",
+        f'invalid URL "{url}": its host is not a valid name or address',
+    )
 
 
 def test_concurrency_is_its_own_else_four_for_a_process_and_sixteen_for_http() -> None:

@@ -193,6 +193,6 @@ async def test_an_unset_variable_in_daemon_still_rejects_a_reload_whole(tmp_path
             path.write_text(path.read_text() + f'\n[naming]\ntemplate = "${{{UNSET}}}{{tool}}"\n')
             reply = await agent.rpc("mcpd/reload")
             assert reply["error"]["data"]["mcpd/configError"].startswith(
-                f"naming.template: environment variable {UNSET} is not set"
+                f"{path}: naming.template: environment variable {UNSET} is not set"
             )
             assert daemon.supervisor.runners["time"].state == "ready"

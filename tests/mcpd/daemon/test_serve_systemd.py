@@ -296,7 +296,7 @@ def test_a_config_error_under_socket_activation_keeps_the_socket_until_a_reload(
     finally:
         stderr = _stop(proc, notify)
         notify.sock.close()
-    assert "config error: servers.oops.command" in stderr, stderr
+    assert f"config error: {config}: servers.oops.command" in stderr, stderr
     assert "listening on " + str(api) in stderr, stderr
 
 

@@ -496,7 +496,7 @@ def test_a_config_error_at_start_is_an_error_entry(
     assert exited.value.code == 78
     entry, _, _ = receive_entry(sock)
     assert entry["PRIORITY"] == "3"
-    assert "config error: servers.x.command" in entry["MESSAGE"]
+    assert f"config error: {bad}: servers.x.command" in entry["MESSAGE"]
 
 
 def test_a_servers_log_messages_share_its_stderr_budget(logger: logging.Logger) -> None:
