@@ -44,7 +44,7 @@ def read_secret(path: str, env: Mapping[str, str]) -> str:
             )
         path = os.path.join(base, path)
         if not os.path.exists(path):
-            raise SecretError(f"secret file {path!r} does not exist" + _unit_hint(env))
+            raise SecretError(f"secret file {path!r} does not exist" + _credential_hint(env))
     try:
         # Opened without waiting: a FIFO named by mistake (or on purpose) would hold the
         # config's loading, and a reload with it, until something wrote to it.
@@ -81,6 +81,16 @@ def read_secret(path: str, env: Mapping[str, str]) -> str:
     if text.endswith("\r\n"):
         return text[:-2]
     return text[:-1] if text.endswith("\n") else text
+
+
+def _credential_hint(env: Mapping[str, str]) -> str:
+    # The credentials directory is the one the service was started with, whoever set
+    # it: a credential missing from it is added by a restart, never by a reload.
+    return _unit_hint(env) or (
+        "; the credentials directory is the one mcpd was started with: a credential "
+        "added since (systemd's LoadCredential=) is there only once the service is "
+        "restarted (`systemctl restart mcpd`), not at a reload"
+    )
 
 
 def _unit_hint(env: Mapping[str, str]) -> str:

@@ -62,9 +62,19 @@ def test_under_systemd_a_missing_credential_says_a_reload_is_not_enough(tmp_path
     with pytest.raises(SecretError) as info:
         read_secret("token", {"NOTIFY_SOCKET": "/run/systemd/notify"})
     assert "systemctl restart" in str(info.value)
+
+
+def test_a_credential_missing_from_the_credentials_directory_says_it_takes_a_restart(
+    tmp_path: Path,
+) -> None:
     with pytest.raises(SecretError) as info:
         read_secret("token", {"CREDENTIALS_DIRECTORY": str(tmp_path)})
-    assert "systemctl" not in str(info.value)
+    assert str(info.value) == (
+        f"secret file {str(tmp_path / 'token')!r} does not exist; the credentials "
+        "directory is the one mcpd was started with: a credential added since (systemd's "
+        "LoadCredential=) is there only once the service is restarted "
+        "(`systemctl restart mcpd`), not at a reload"
+    )
 
 
 def test_an_absolute_path_that_is_missing_is_named(tmp_path: Path) -> None:
