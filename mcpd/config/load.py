@@ -25,7 +25,7 @@ import msgspec
 from protocol.masking import masked_repr, masking
 
 from ..local.trusted_path import untrusted_file
-from .endpoints import check_groups, check_uids, validate_grants, validate_http, validate_profiles
+from .configchecks import config_errors
 from .expand import (
     Found,
     References,
@@ -37,15 +37,11 @@ from .expand import (
     stand_ins,
 )
 from .held import held_in
-from .hosts import builtin_profiles
-from .model import LIST_LIMIT_KEYS, MAX_AUDIT_FILES, Config, ConfigError, duration_problem
+from .model import Config, ConfigError
 from .nesting import nests_too_deep, too_deep
-from .policychecks import validate_policy
-from .profiles import DEFAULT_PROFILE, ProfileConfig
-from .sandbox_keys import limits_errors
-from .serverchecks import check_server, misplaced_keys
+from .profiles import ProfileConfig
+from .serverchecks import misplaced_keys
 from .servertable import ServerConfig
-from .stringchecks import daemon_string_errors
 
 __all__ = ["Unresolved", "expand", "load", "parse", "said_of", "validate"]
 
@@ -166,91 +162,11 @@ def _convert_at(value: Any, type_: Any, where: str) -> None:
 
 
 def validate(config: Config, unexpanded: Mapping[str, Collection[str]] | None = None) -> None:
-    """``unexpanded``: per server, the key paths whose values were left as written."""
-    d = config.daemon
-    for error in daemon_string_errors(config):
-        raise error
-    fields = msgspec.structs.asdict(d)  # the numbers checked alike, by key
-    try:
-        mode = config.socket_mode()
-    except ValueError:
-        raise ConfigError("daemon.socket_mode", 'must be an octal string such as "0600"') from None
-    if not 0 <= mode <= 0o777:
-        raise ConfigError("daemon.socket_mode", "must be between 0000 and 0777")
-    for key in (
-        "call_timeout",
-        "max_call_time",
-        "startup_deadline",
-        "probe_timeout",
-        "list_timeout",
-        "queue_timeout",
-        "backoff_base",
-        "backoff_cap",
-        "crash_window",
-        "stable_after",
-        "cooldown_base",
-        "cooldown_cap",
-        "ask_timeout",
-        "http_header_timeout",
-        "first_message_timeout",
-    ):
-        problem = duration_problem(fields[key])
-        if problem is not None:
-            raise ConfigError(f"daemon.{key}", problem)
-    problem = duration_problem(d.health_interval, off=True)
-    if problem is not None:
-        raise ConfigError("daemon.health_interval", problem)
-    if d.backoff_cap < d.backoff_base:
-        raise ConfigError("daemon.backoff_cap", "must be at least backoff_base")
-    if d.cooldown_cap < d.cooldown_base:
-        raise ConfigError("daemon.cooldown_cap", "must be at least cooldown_base")
-    for key in (
-        "max_restarts",
-        "failure_threshold",
-        "queue_size",
-        "max_connections",
-        "max_inflight_per_connection",
-        *LIST_LIMIT_KEYS,
-        "read_budget",
-        "audit_files",
-    ):
-        if fields[key] < 1:
-            raise ConfigError(f"daemon.{key}", "must be at least 1")
-    if d.audit_files > MAX_AUDIT_FILES:
-        # Each rotation renames every file kept, and `mcpd calls` reads back as many.
-        raise ConfigError("daemon.audit_files", f"must be at most {MAX_AUDIT_FILES}")
-    if d.audit_max_bytes < 64 * 1024:
-        raise ConfigError("daemon.audit_max_bytes", "must be at least 65536")
-    check_uids(d.allow_uids, "daemon.allow_uids")
-    check_groups(d.allow_groups, "daemon.allow_groups")
-    if d.max_line_bytes < 4096:
-        raise ConfigError("daemon.max_line_bytes", "must be at least 4096")
-    if d.result_budget_chars < 100:
-        raise ConfigError("daemon.result_budget_chars", "must be at least 100")
-    if d.max_connections_per_uid is not None and d.max_connections_per_uid < 1:
-        raise ConfigError("daemon.max_connections_per_uid", "must be at least 1")
-    if d.page_size < 0:
-        raise ConfigError("daemon.page_size", "must be >= 0 (0 = everything in one page)")
-    if d.max_pages < 1:
-        raise ConfigError("daemon.max_pages", "must be at least 1")
-    if "{tool}" not in config.naming.template:
-        raise ConfigError("naming.template", "must contain {tool}")
-    unknown = set(re.findall(r"\{([^}]*)\}", config.naming.template)) - {"alias", "tool"}
-    if unknown:
-        raise ConfigError("naming.template", f"unknown placeholder {{{sorted(unknown)[0]}}}")
-    if not 16 <= config.naming.max_length <= 1024:
-        raise ConfigError("naming.max_length", "must be between 16 and 1024")
-    if d.max_tools < 1:
-        raise ConfigError("daemon.max_tools", "must be at least 1")
-    for error in limits_errors("daemon.limits", d.limits):
-        raise error
-    for alias, server in config.servers.items():
-        check_server(alias, server, (unexpanded or {}).get(alias, ()))
-    validate_http(d)
-    validate_grants(config)
-    validate_profiles(config)
-    profiles = {DEFAULT_PROFILE, *config.profiles, *builtin_profiles(config.profiles)}
-    validate_policy(config.policy, config.servers, profiles)
+    """Raise the config's first error, carrying every other it has (``config_errors``).
+    ``unexpanded``: per server, the key paths whose values were left as written."""
+    errors = config_errors(config, unexpanded)
+    if errors:
+        raise errors[0].with_more(errors[1:])
 
 
 def _read(p: Path) -> bytes:

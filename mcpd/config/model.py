@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Final, Literal, NamedTuple
 
 import msgspec
@@ -33,18 +33,29 @@ class ConfigError(Exception):
     file it was read from, where known. A value being masked (``protocol.masking``)
     that its message holds as it is, is masked."""
 
-    def __init__(self, path: str, message: str, file: str = "") -> None:
+    def __init__(
+        self, path: str, message: str, file: str = "", more: Sequence[ConfigError] = ()
+    ) -> None:
         message = masked(message)
         said = f"{path}: {message}" if path else message
-        super().__init__(f"{file}: {said}" if file else said)
+        # One line an error, each saying its file: the first is what ``path`` and
+        # ``message`` are; ``more`` are the others the same reading found.
+        lines = [f"{file}: {said}" if file else said, *(str(e) for e in more)]
+        super().__init__("\n".join(lines))
         self.path = path
         self.message = message
         self.file = file
+        self.more = tuple(more)
 
     def in_file(self, file: str) -> ConfigError:
         """The same error, saying the file it is in (the config may come from
         ``--config``, ``$MCPD_CONFIG`` or the default path)."""
-        return type(self)(self.path, self.message, file)
+        more = [e.in_file(file) for e in self.more]
+        return type(self)(self.path, self.message, file, more)
+
+    def with_more(self, more: Sequence[ConfigError]) -> ConfigError:
+        """The same error, with the others found with it."""
+        return type(self)(self.path, self.message, self.file, more)
 
 
 def duration_problem(seconds: float, *, off: bool = False) -> str | None:

@@ -66,9 +66,17 @@ def misplaced_keys(
 
 def check_server(alias: str, s: ServerConfig, unknown: Collection[str] = ()) -> None:
     """Raise the first error that is not about a key path in ``unknown`` (or under it)."""
+    for error in known_errors(alias, s, unknown):
+        raise error
+
+
+def known_errors(
+    alias: str, s: ServerConfig, unknown: Collection[str] = ()
+) -> Iterator[ConfigError]:
+    """The server's errors but those about a key path in ``unknown`` (or under it)."""
     for error in server_errors(alias, s):
         if not any(error.path == p or error.path.startswith((p + ".", p + "[")) for p in unknown):
-            raise error
+            yield error
 
 
 def server_errors(alias: str, s: ServerConfig) -> Iterator[ConfigError]:
