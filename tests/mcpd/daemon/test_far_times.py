@@ -4,6 +4,8 @@ fatal to the daemon where one arises all the same."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import msgspec
@@ -82,3 +84,20 @@ async def test_a_retry_past_the_last_date_a_clock_shows_does_not_stop_the_daemon
             status = json.dumps(await agent.result("mcpd/status"))
             assert "9999-12-31T23:59:59" in status
             assert any(t["name"].startswith("mcp__a__") for t in await agent.tools())
+
+
+def test_a_delay_no_clock_can_reach_stops_serve_as_a_config_error(tmp_path: Path) -> None:
+    config_path = tmp_path / "mcpd.toml"
+    sock = tmp_path / "mcpd.sock"
+    write_config(config_path, sock, {"bad": FAILING}, "backoff_cap = inf\n")
+    config_path.write_text(config_path.read_text().replace("= 0.05", "= inf"))
+    served = subprocess.run(
+        [sys.executable, "-m", "mcpd", "serve", "--config", str(config_path), "--log", "stderr"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).parents[3],
+    )
+    assert served.returncode == 78, served.stderr
+    assert f"config error: {config_path}: daemon.backoff_base: must be positive" in served.stderr
+    assert "Traceback" not in served.stderr
