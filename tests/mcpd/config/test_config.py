@@ -536,7 +536,7 @@ def test_check_config_prints_the_servers_and_exits_0(tmp_path: Path) -> None:
         (
             '[daemon]\nsocket = "${NO_SUCH_DIR}/mcpd.sock"\n',
             {},
-            "config error: daemon.socket: environment variable NO_SUCH_DIR is not set",
+            "config.toml: daemon.socket: environment variable NO_SUCH_DIR is not set",
         ),
         ('[servers."a b"]\ncommand = "x"\n', {}, "servers.a b"),
         ('[servers.h]\nurl = "ftp://h"\n', {}, "servers.h.url"),
