@@ -2,7 +2,8 @@
 mcpd: an input_required it cannot answer, in mcpd's words; the result a task ended
 with, shaped as a call's result is; the tools of a server whose ttlMs is no whole
 number, as of any other; a tool whose output is an array, listed and called in
-either mode (and by the TypeScript SDK's client, a legacy host)."""
+either mode (and by the TypeScript SDK's client, a legacy host), as are tools whose
+schemas hold boolean subschemas or that are marked as run only as tasks."""
 
 from __future__ import annotations
 
@@ -176,15 +177,13 @@ async def test_a_tool_whose_output_is_an_array_is_listed_and_called_in_either_mo
     assert seen["mcp__s__ok"]["texts"] == ["fine"]
 
 
-async def test_the_typescript_sdks_client_lists_and_calls_a_tool_whose_output_is_an_array(
-    tmp_path: Path,
-) -> None:
-    """The client, a legacy host (as most are), refused the whole tools/list over the
-    array schema, leaving its host no tool of any server; and the call over the array."""
+async def ts_calls(tmp_path: Path, answers: dict[str, Any]) -> dict[str, Any]:
+    """What the TypeScript SDK's client (a legacy host) listed, and got of calling
+    each canned tool."""
     canned = tmp_path / "answers.json"
-    canned.write_text(json.dumps(ARRAY_ANSWERS))
+    canned.write_text(json.dumps(answers))
     server = {"command": sys.executable, "args": [CANNED, str(canned)]}
-    tools = ["mcp__s__arr", "mcp__s__ok"]
+    tools = [f"mcp__s__{name}" for name in answers["tools"]]
     with trio.fail_after(90):
         async with running(make_config(tmp_path, {"s": server})) as daemon:
             bridge = [console_script("mcpd"), "bridge", "--socket", daemon.socket_path]
@@ -198,9 +197,50 @@ async def test_the_typescript_sdks_client_lists_and_calls_a_tool_whose_output_is
             )
             daemon.stop()
     assert out.returncode == 0, out.stderr.decode()[-3000:]
-    seen = json.loads(out.stdout.decode().strip().splitlines()[-1])
+    seen: dict[str, Any] = json.loads(out.stdout.decode().strip().splitlines()[-1])
     assert seen["version"] == "2025-11-25"
+    return seen
+
+
+async def test_the_typescript_sdks_client_lists_and_calls_a_tool_whose_output_is_an_array(
+    tmp_path: Path,
+) -> None:
+    """The client, a legacy host (as most are), refused the whole tools/list over the
+    array schema, leaving its host no tool of any server; and the call over the array."""
+    seen = await ts_calls(tmp_path, ARRAY_ANSWERS)
     assert seen["listed"] == {"mcp__s__arr": None, "mcp__s__ok": None}
     arr = seen["results"]["mcp__s__arr"]
     assert arr == {"is_error": False, "texts": ["a, b"], "structured": None}
     assert seen["results"]["mcp__s__ok"]["texts"] == ["fine"]
+
+
+BOOLEAN_PROPS = {"type": "object", "properties": {"a": True, "b": False}}
+FINE = {"resultType": "complete", "content": [{"type": "text", "text": "fine"}]}
+
+
+async def test_the_typescript_sdks_client_lists_and_calls_2026_tools_its_era_has_no_words_for(
+    tmp_path: Path,
+) -> None:
+    """Boolean subschemas (valid JSON Schema) made the client refuse the whole
+    tools/list; a tool marked as run only as a task it refused to call."""
+    answers = {
+        "tools": {
+            "inbool": FINE,
+            "outbool": {**FINE, "structuredContent": {"a": 1}},
+            "taskonly": FINE,
+            "ok": FINE,
+        },
+        "defs": {
+            "inbool": {"inputSchema": BOOLEAN_PROPS},
+            "outbool": {"outputSchema": BOOLEAN_PROPS},
+            "taskonly": {"execution": {"taskSupport": "required"}},
+        },
+    }
+    seen = await ts_calls(tmp_path, answers)
+    assert seen["listed"]["mcp__s__outbool"] == {
+        "type": "object",
+        "properties": {"a": {}, "b": {"not": {}}},
+    }
+    for name in answers["tools"]:
+        assert seen["results"][f"mcp__s__{name}"]["texts"] == ["fine"], name
+    assert seen["results"]["mcp__s__outbool"]["structured"] == {"a": 1}

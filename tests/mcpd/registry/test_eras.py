@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from msgspec import Raw
 
-from mcpd.registry.eras import Projected, for_era, object_rooted
+from mcpd.registry.eras import SCHEMA_DEPTH, Projected, for_era, object_rooted, without_booleans
 from mcpd.registry.shown import Entry
 from protocol import jsonrpc, mcp
 
@@ -85,3 +85,67 @@ def test_only_the_tools_that_differ_are_projected_in_their_places() -> None:
     assert [("outputSchema" in t) for t in listed(shown)] == [True, False, False, False]
     # The definitions themselves are untouched: what is pinned and reviewed.
     assert isinstance(items[1], Entry) and items[1].tool.outputSchema == Raw(ARRAY)
+
+
+BOOLEAN_PROPS = b'{"type":"object","properties":{"a":true,"b":false,"c":{"type":"string"}}}'
+
+
+@pytest.mark.parametrize("field", ["inputSchema", "outputSchema"])
+def test_a_legacy_agent_is_shown_a_boolean_subschema_as_the_object_that_means_the_same(
+    field: str,
+) -> None:
+    tool = mcp.Tool(name="t", inputSchema=Raw(b'{"type":"object"}'))
+    if field == "inputSchema":
+        tool.inputSchema = Raw(BOOLEAN_PROPS)
+    else:
+        tool.outputSchema = Raw(BOOLEAN_PROPS)
+    items = [Entry("mcp__s__t", "s", "t", tool)]
+    [legacy] = listed(for_era(items, modern=False))
+    assert legacy["name"] == "mcp__s__t"
+    assert legacy[field]["properties"] == {"a": {}, "b": {"not": {}}, "c": {"type": "string"}}
+    [modern] = listed(for_era(items, modern=True))
+    assert modern[field] == json.loads(BOOLEAN_PROPS)
+    # The definition itself is untouched.
+    assert json.loads(bytes(getattr(tool, field))) == json.loads(BOOLEAN_PROPS)
+
+
+def test_boolean_subschemas_are_rewritten_nested_and_only_where_a_schema_stands() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "o": {"type": "object", "properties": {"x": False}, "additionalProperties": True},
+            "l": {"type": "array", "items": True, "prefixItems": [False]},
+            "d": {"default": True, "const": False},
+        },
+        "$defs": {"k": True},
+    }
+    rewritten = without_booleans(Raw(json.dumps(schema).encode()))
+    assert rewritten is not None
+    assert json.loads(bytes(rewritten)) == {
+        "type": "object",
+        "properties": {
+            "o": {"type": "object", "properties": {"x": {"not": {}}}, "additionalProperties": {}},
+            "l": {"type": "array", "items": {}, "prefixItems": [{"not": {}}]},
+            "d": {"default": True, "const": False},
+        },
+        "$defs": {"k": {}},
+    }
+    assert without_booleans(Raw(b'{"type":"object","default":true}')) is None
+    assert without_booleans(Raw(OBJECT)) is None
+
+
+def test_a_deep_schema_is_rewritten_only_to_a_bound() -> None:
+    schema: dict[str, Any] = {"type": "object", "properties": {"a": True}}
+    for _ in range(SCHEMA_DEPTH + 5):
+        schema = {"type": "object", "properties": {"n": schema}}
+    schema["properties"]["top"] = False
+    rewritten = without_booleans(Raw(json.dumps(schema).encode()))
+    assert rewritten is not None  # the shallow part is rewritten, the rest left as it is
+    assert json.loads(bytes(rewritten))["properties"]["top"] == {"not": {}}
+    assert b"true" in bytes(rewritten)
+
+
+def test_a_tool_run_only_as_a_task_is_shown_to_a_legacy_agent_without_execution() -> None:
+    items = [entry("t", execution=b'{"taskSupport":"required"}')]
+    [legacy] = listed(for_era(items, modern=False))
+    assert "execution" not in legacy and legacy["name"] == "mcp__s__t"
