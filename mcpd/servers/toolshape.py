@@ -6,14 +6,15 @@ in which one tool's ``inputSchema`` is not an object, or its ``icons`` not an ar
 and then every tool of every server is gone for that host. So a tool whose input
 schema cannot be an object schema is left out (with the reason, as for other
 dropped tools), as is one whose name is empty, and an optional field of the wrong
-kind is left off the tool. An output schema of any kind of value is kept, as
-2026-07-28 allows: a legacy agent is listed the tool without one that is not an
-object's (``registry.eras``).
+kind is left off the tool, as is one holding what no host takes (``toolfields``; an
+input schema holding such leaves the tool out). An output schema of any kind of value
+is kept, as 2026-07-28 allows: a legacy agent is listed the tool without one that is
+not an object's (``registry.eras``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 from msgspec import UNSET, Raw
@@ -24,14 +25,10 @@ from protocol import mcp
 from protocol.visible import quote
 
 from ..registry.limits import ListTrim, shown
+from . import toolfields
 
-
-class _Root(msgspec.Struct):
-    type: Any = UNSET
-
-
-_root: Final = msgspec.json.Decoder(_Root)
 _OBJECT_TYPE: Final = Raw(b'{"type":"object"}')
+_NOT_ITS_KIND: Final = "not the JSON type MCP gives it"
 
 
 def _kind(raw: Raw) -> bytes:
@@ -54,11 +51,12 @@ def accepted(item: Raw, trim: ListTrim) -> mcp.Tool | None:
     if shaped is None:
         trim.drop(shown(tool.name), reason or "")
         return None
-    if removed:
-        trim.mended(
-            shown(tool.name),
-            f"listed without its {', '.join(removed)}: not the JSON type MCP gives it",
-        )
+    kinds = [field for field, why in removed if why is _NOT_ITS_KIND]
+    if kinds:
+        trim.mended(shown(tool.name), f"listed without its {', '.join(kinds)}: {_NOT_ITS_KIND}")
+    for field, why in removed:
+        if why is not _NOT_ITS_KIND:
+            trim.mended(shown(tool.name), f"listed without its {field}: {why}")
     return _detached(tool)
 
 
@@ -87,32 +85,51 @@ def _detached(tool: mcp.Tool) -> mcp.Tool:
     return tool
 
 
-def checked(tool: mcp.Tool) -> tuple[mcp.Tool | None, str | None, list[str]]:
+def checked(tool: mcp.Tool) -> tuple[mcp.Tool | None, str | None, list[tuple[str, str]]]:
     """The tool as agents may see it (None to leave it out), why it is left out, and
-    the optional fields taken off it."""
+    the optional fields taken off it, each with why."""
     schema = tool.inputSchema
     if _kind(schema) != b"{":
         return None, f"inputSchema is not a JSON object ({_describe(schema)})", []
     # Decoded even when it starts with the object type: a type repeated later is the
     # one hosts read.
-    root = _root.decode(schema)
+    root = toolfields.schema_members.decode(schema)
     if root.type is UNSET:
         # Arguments are always an object, so saying so changes nothing for a
         # validator; but TypeScript hosts refuse a schema without the type.
         tool.inputSchema = _with_object_type(schema)
     elif root.type != "object":
         return None, f'inputSchema has type {_type_words(root.type)}, not "object"', []
-    removed: list[str] = []
-    if isinstance(tool.outputSchema, Raw) and _kind(tool.outputSchema) != b"{":
-        tool.outputSchema = UNSET
-        removed.append("outputSchema")
-    if isinstance(tool.icons, Raw) and _kind(tool.icons) != b"[":
-        tool.icons = UNSET
-        removed.append("icons")
-    if isinstance(tool.execution, Raw) and _kind(tool.execution) != b"{":
-        tool.execution = UNSET
-        removed.append("execution")
+    fault = toolfields.schema_fault(root)
+    if fault is not None:
+        # Its arguments cannot be told apart from what the server means by it.
+        return None, f"inputSchema: {fault}", []
+    removed: list[tuple[str, str]] = []
+    output = tool.outputSchema
+    if isinstance(output, Raw):
+        why = _NOT_ITS_KIND if _kind(output) != b"{" else _output_fault(output)
+        if why is not None:
+            tool.outputSchema = UNSET
+            removed.append(("outputSchema", why))
+    if isinstance(tool.icons, Raw):
+        why = _NOT_ITS_KIND if _kind(tool.icons) != b"[" else toolfields.icons_fault(tool.icons)
+        if why is not None:
+            tool.icons = UNSET
+            removed.append(("icons", why))
+    if isinstance(tool.execution, Raw):
+        execution = tool.execution
+        why = _NOT_ITS_KIND if _kind(execution) != b"{" else toolfields.execution_fault(execution)
+        if why is not None:
+            tool.execution = UNSET
+            removed.append(("execution", why))
     return tool, None, removed
+
+
+def _output_fault(schema: Raw) -> str | None:
+    try:
+        return toolfields.schema_fault(toolfields.schema_members.decode(schema))
+    except (msgspec.DecodeError, RecursionError):
+        return _NOT_ITS_KIND
 
 
 def _with_object_type(schema: Raw) -> Raw:

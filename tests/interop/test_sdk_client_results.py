@@ -217,6 +217,25 @@ async def test_the_typescript_sdks_client_lists_and_calls_a_tool_whose_output_is
 BOOLEAN_PROPS = {"type": "object", "properties": {"a": True, "b": False}}
 FINE = {"resultType": "complete", "content": [{"type": "text", "text": "fine"}]}
 
+# Fields no era allows: mcpd lists each tool without the field.
+UNUSABLE = {
+    "reqstr": {"outputSchema": {"type": "object", "required": "a"}},
+    "badexec": {"execution": {"taskSupport": "sometimes"}},
+    "badicon": {"icons": [{"src": 5}]},
+}
+
+
+async def test_the_typescript_sdks_client_lists_and_calls_tools_with_fields_no_era_allows(
+    tmp_path: Path,
+) -> None:
+    """Each of these fields made the client refuse the whole tools/list."""
+    answers = {"tools": {name: FINE for name in [*UNUSABLE, "ok"]}, "defs": UNUSABLE}
+    seen = await ts_calls(tmp_path, answers)
+    assert set(seen["listed"]) == {f"mcp__s__{name}" for name in answers["tools"]}
+    assert seen["listed"]["mcp__s__reqstr"] is None
+    for name in answers["tools"]:
+        assert seen["results"][f"mcp__s__{name}"]["texts"] == ["fine"], name
+
 
 async def test_the_typescript_sdks_client_lists_and_calls_2026_tools_its_era_has_no_words_for(
     tmp_path: Path,

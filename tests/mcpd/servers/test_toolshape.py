@@ -147,7 +147,7 @@ def test_every_field_taken_off_is_named_at_once() -> None:
     )
     shaped, reason, removed = checked(t)
     assert shaped is t and reason is None
-    assert removed == ["outputSchema", "icons", "execution"]
+    assert [field for field, _ in removed] == ["outputSchema", "icons", "execution"]
 
 
 def test_optional_fields_of_the_right_kind_are_kept() -> None:
@@ -207,3 +207,66 @@ def test_a_tool_without_a_name_is_left_out_with_the_reason() -> None:
     t = trim()
     assert accepted(raw('{"name": "", "inputSchema": {"type": "object"}}'), t) is None
     assert t.trimmed.dropped == ["(unnamed): its name is empty"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "why"),
+    [
+        ("outputSchema", {"type": "object", "required": "a"}, '"required" is not an array'),
+        ("outputSchema", {"type": "object", "required": [1]}, '"required" is not an array'),
+        ("outputSchema", {"type": "object", "properties": []}, '"properties" is not an object'),
+        ("outputSchema", {"type": "object", "properties": {"a": 5}}, 'property "a" is not'),
+        ("execution", {"taskSupport": "sometimes"}, '"taskSupport" is not one of'),
+        ("execution", {"taskSupport": None}, '"taskSupport" is not one of'),
+        ("icons", [{"src": 5}], 'icon 0\'s "src" is not a string'),
+        ("icons", [{"src": "a"}, 7], "an icon is not an object"),
+        ("icons", [{"src": "a", "sizes": "48x48"}], 'icon 0\'s "sizes" is not an array of strings'),
+        ("icons", [{"src": "a", "theme": "blue"}], 'icon 0\'s "theme" is not light or dark'),
+    ],
+)
+def test_a_field_holding_what_no_host_takes_is_taken_off_and_said(
+    field: str, value: Any, why: str
+) -> None:
+    t = trim()
+    got = accepted(tool(inputSchema={"type": "object"}, **{field: value}), t)
+    assert got is not None and getattr(got, field) is UNSET
+    [said] = t.trimmed.cut
+    assert said.startswith(f"tool t: listed without its {field}: {why}")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"type": "object", "required": ["a"], "properties": {"a": {}, "b": True, "c": False}},
+        {"type": "object", "properties": {}},
+    ],
+)
+def test_a_schema_a_host_takes_is_kept(value: Any) -> None:
+    t = trim()
+    got = accepted(
+        tool(
+            inputSchema=value,
+            outputSchema=value,
+            execution={"taskSupport": "forbidden"},
+            icons=[{"src": "a", "sizes": ["48x48"], "theme": "dark", "mimeType": "x"}],
+        ),
+        t,
+    )
+    assert got is not None and t.trimmed.cut == [] and t.trimmed.dropped == []
+    assert got.outputSchema is not UNSET and got.icons is not UNSET
+
+
+@pytest.mark.parametrize(
+    ("schema", "why"),
+    [
+        ({"type": "object", "required": "q"}, '"required" is not an array of strings'),
+        ({"type": "object", "properties": {"q": "string"}}, 'property "q" is not a schema'),
+    ],
+)
+def test_an_input_schema_holding_what_no_host_takes_leaves_the_tool_out(
+    schema: Any, why: str
+) -> None:
+    t = trim()
+    assert accepted(tool(inputSchema=schema), t) is None
+    [dropped] = t.trimmed.dropped
+    assert dropped.startswith("t:") and f"inputSchema: {why}" in dropped
