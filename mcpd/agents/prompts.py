@@ -24,7 +24,7 @@ from ..registry.scheme import Ambiguous, Sight
 from ..servers.all_servers import AllServers
 from ..servers.calls import CallRefused, Whose
 from ..servers.outage import Outage
-from . import unanswered, url_required
+from . import result_eras, unanswered, url_required
 from .askback import Upstream
 from .askback_driver import AgentSide, AskBackDriver
 from .callrecords import Seen
@@ -137,7 +137,11 @@ def reply_for(
             rpc.INTERNAL_ERROR,
             f"the server {alias!r} returned an unknown resultType {quote(str(head.kind))}",
         )
-    shaped = rewrite(outcome)
+    shaped = result_eras.plain_for_era(
+        rewrite(outcome),
+        agent.modern,
+        result_eras.LEGACY_NONE_READ if cacheable else result_eras.LEGACY_NONE,
+    )
     if agent.modern:
         if isinstance(shaped, Raw):
             shaped = msgspec.json.decode(shaped)
@@ -337,9 +341,11 @@ async def complete(
     seen.outcome = raw
     modern = ctx is not None and ctx.era == "modern"
     cut = capped_completion(raw)
-    if cut is None and not modern:
-        return raw
-    decoded = cut if cut is not None else msgspec.json.decode(raw)
+    decoded = result_eras.plain_for_era(raw if cut is None else cut, modern)
+    if isinstance(decoded, Raw) and not modern:
+        return decoded
+    if isinstance(decoded, Raw):
+        decoded = msgspec.json.decode(decoded)
     if isinstance(decoded, dict):
         if modern:
             decoded.setdefault("resultType", mcp.COMPLETE)

@@ -8,7 +8,8 @@ block holds its JSON instead, so the model still reads the value.
 
 A server's ``_meta`` may name the server itself
 (``io.modelcontextprotocol/serverInfo``): to an agent, mcpd is the server, and says so
-where it names itself, so that key is left off for either era.
+where it names itself, so that key is left off for either era. The same holds for the
+results of prompts/get, resources/read and completion/complete (``plain_for_era``).
 
 Only a result that needs it is rebuilt, and then only at its top level (and in
 ``_meta``): every other member is copied as the bytes it came as.
@@ -16,7 +17,7 @@ Only a result that needs it is rebuilt, and then only at its top level (and in
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 from msgspec import UNSET, Raw
@@ -69,3 +70,43 @@ def _names_server(meta: Raw) -> bool:
         return mcp.KEY_SERVER_INFO in _members.decode(meta)
     except (msgspec.DecodeError, RecursionError):
         return False
+
+
+# Members of a result the legacy eras do not have: any result's, and a read's.
+LEGACY_NONE: Final = ("resultType",)
+LEGACY_NONE_READ: Final = ("resultType", "ttlMs", "cacheScope")
+_SERVER_INFO: Final = mcp.KEY_SERVER_INFO.encode()
+
+
+def plain_for_era(
+    result: Raw | dict[str, Any], modern: bool, absent: tuple[str, ...] = LEGACY_NONE
+) -> Raw | dict[str, Any]:
+    """A result other than a tool's (a prompt's, a read's, a completion) as an agent
+    of the era ``modern`` says gets it: for a legacy agent without the members
+    ``absent`` names, which its era does not have; for either without the server's
+    name for itself in ``_meta``. The same bytes when nothing in them is out of place."""
+    if isinstance(result, Raw):
+        data = bytes(result)
+        named = _SERVER_INFO in data
+        if not named and (modern or not any(key.encode() in data for key in absent)):
+            return result
+        try:
+            decoded = msgspec.json.decode(data)
+        except (msgspec.DecodeError, RecursionError):
+            return result
+        if not isinstance(decoded, dict):
+            return result
+        return _plain(decoded, modern, absent)
+    return _plain(result, modern, absent)
+
+
+def _plain(result: dict[str, Any], modern: bool, absent: tuple[str, ...]) -> dict[str, Any]:
+    if not modern:
+        for key in absent:
+            result.pop(key, None)
+    meta = result.get("_meta")
+    if isinstance(meta, dict) and mcp.KEY_SERVER_INFO in meta:
+        del meta[mcp.KEY_SERVER_INFO]
+        if not meta:
+            del result["_meta"]
+    return result

@@ -9,7 +9,9 @@ its definition has besides its name and input schema (an output schema, say);
 ``tasks``: each task id and the result of ``tasks/get`` for it, which a listen naming
 the task also gets at once as its ``notifications/tasks``; ``ttl``: JSON text written
 as the ``ttlMs`` of the discover result (``0`` when absent), and ``list_ttl`` as that
-of ``tools/list`` (``ttl`` when absent). With ``tasks`` the server offers the tasks
+of ``tools/list`` (``ttl`` when absent); ``methods``: the result of each other method,
+such as ``prompts/get`` (the server offers prompts, resources and completions as it
+has results for their methods). With ``tasks`` the server offers the tasks
 extension. Plain stdlib, so it starts fast.
 """
 
@@ -30,6 +32,8 @@ defs: dict[str, Any] = answers.get("defs", {})
 tasks: dict[str, Any] = answers.get("tasks", {})
 ttl: str = answers.get("ttl", "0")
 list_ttl: str = answers.get("list_ttl", ttl)
+methods: dict[str, Any] = answers.get("methods", {})
+FAMILIES = {"prompts/": "prompts", "resources/": "resources", "completion/": "completions"}
 
 
 def text(value: Any) -> str:
@@ -59,6 +63,9 @@ def handle(msg: dict[str, Any]) -> None:
         caps: dict[str, Any] = {"tools": {}}
         if tasks:
             caps["extensions"] = {TASKS: {}}
+        for prefix, cap in FAMILIES.items():
+            if any(m.startswith(prefix) for m in methods):
+                caps[cap] = {}
         result(rid, cacheable({"supportedVersions": [MODERN], "capabilities": caps}, ttl))
     elif method == "tools/list":
         listed = [
@@ -68,6 +75,8 @@ def handle(msg: dict[str, Any]) -> None:
         result(rid, cacheable({"tools": listed}, list_ttl))
     elif method == "tools/call" and params.get("name") in tools:
         result(rid, text(tools[params["name"]]))
+    elif method in methods:
+        result(rid, text(methods[method]))
     elif method == "tasks/get" and params.get("taskId") in tasks:
         result(rid, text(tasks[params["taskId"]]))
     elif method == "subscriptions/listen":

@@ -185,3 +185,66 @@ async def test_a_listing_in_pieces_or_pages_is_in_the_agents_era_shape_too(
                     assert [t["name"] for t in tools] == [f"mcp__s__{n}" for n in names]
                     schemas = [t.get("outputSchema") for t in tools]
                     assert schemas == [ARRAY if modern and i % 2 == 0 else None for i in range(300)]
+
+
+NAMED = {SERVER_INFO: {"name": "upstream", "version": "9"}, "k": 1}
+OTHER_ANSWERS = {
+    "tools": {},
+    "methods": {
+        "prompts/list": {"resultType": "complete", "prompts": [{"name": "p1"}]},
+        "prompts/get": {
+            "resultType": "complete",
+            "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+            "_meta": NAMED,
+        },
+        "resources/list": {
+            "resultType": "complete",
+            "resources": [{"uri": "file:///a", "name": "a"}],
+        },
+        "resources/read": {
+            "resultType": "complete",
+            "ttlMs": 5000,
+            "cacheScope": "private",
+            "contents": [{"uri": "file:///a", "text": "body"}],
+            "_meta": {SERVER_INFO: {"name": "upstream", "version": "9"}},
+        },
+        "completion/complete": {
+            "resultType": "complete",
+            "completion": {"values": ["x"]},
+            "_meta": NAMED,
+        },
+    },
+}
+
+
+@pytest.mark.parametrize("modern", [False, True])
+async def test_prompts_reads_and_completions_reach_each_era_in_its_shape(
+    tmp_path: Path, modern: bool
+) -> None:
+    """Every agent got the upstream's name for itself in these results, and a legacy
+    one a resultType (and a read's ttlMs and cacheScope) its era does not have."""
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps(OTHER_ANSWERS))
+    server = {"command": sys.executable, "args": [CANNED, str(answers)]}
+    cfg = make_config(tmp_path, {"s": server})
+    with trio.fail_after(30):
+        async with running(cfg) as daemon, connect(daemon.socket_path, modern=modern) as agent:
+            if not modern:
+                await agent.initialize()
+            prompt = await agent.result("prompts/get", {"name": "mcp__s__p1"})
+            read = await agent.result("resources/read", {"uri": "mcpd://s/file:///a"})
+            ref = {"type": "ref/prompt", "name": "mcp__s__p1"}
+            done = await agent.result(
+                "completion/complete", {"ref": ref, "argument": {"name": "x", "value": ""}}
+            )
+    assert prompt["messages"][0]["content"]["text"] == "hi"
+    assert read["contents"][0]["text"] == "body"
+    assert done["completion"]["values"] == ["x"]
+    for got in (prompt, read, done):
+        assert SERVER_INFO not in got.get("_meta", {}), got
+        assert ("resultType" in got) is modern, got
+    assert prompt["_meta"]["k"] == 1 and done["_meta"]["k"] == 1
+    if modern:
+        assert read["ttlMs"] == 5000 and read["cacheScope"] == "private"
+    else:
+        assert "ttlMs" not in read and "cacheScope" not in read

@@ -11,6 +11,7 @@ import msgspec
 import pytest
 from msgspec import Raw
 
+from mcpd.agents.result_eras import LEGACY_NONE_READ, plain_for_era
 from mcpd.agents.results import shape_call_result
 
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
@@ -93,3 +94,17 @@ def test_the_servers_name_for_itself_is_left_out_of_meta(modern: bool) -> None:
     # Only a member of _meta is the server's name: the same words elsewhere are not.
     kept = {"content": [text(SERVER_INFO)], "_meta": {"k": {SERVER_INFO: 1}}}
     assert shaped(kept, modern=False) == kept
+
+
+def test_a_result_other_than_a_tools_is_plain_for_each_era() -> None:
+    raw = Raw(
+        b'{"resultType":"complete","ttlMs":5,"cacheScope":"private","contents":[],'
+        b'"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"}}}'
+    )
+    legacy = plain_for_era(raw, False, LEGACY_NONE_READ)
+    assert legacy == {"contents": []}
+    modern = plain_for_era(Raw(bytes(raw)), True, LEGACY_NONE_READ)
+    assert modern == {"resultType": "complete", "ttlMs": 5, "cacheScope": "private", "contents": []}
+    plain = Raw(b'{"messages":[]}')
+    assert plain_for_era(plain, False) is plain
+    assert plain_for_era(plain, True) is plain
