@@ -17,7 +17,10 @@ take such an error:
   that it wants the user to open a link. The link itself is left out: it is a server's text,
   meant for a person to see whole and choose to open, and this agent has told mcpd it
   shows its user no such links, so it would only reach a model. mcpd's journal has it,
-  quoted, for the person who runs mcpd.
+  quoted whole, for the person who runs mcpd.
+
+A link named again (the same id and URL) is asked and logged once, and only the first
+few distinct links of an error are: the journal says how many more were left out.
 """
 
 from __future__ import annotations
@@ -41,6 +44,10 @@ logger = logging.getLogger("mcpd.askback")
 URL_ELICITATION_REQUIRED: Final = -32042
 _ELICIT: Final = "elicitation/create"
 _URL_MODE: Final = {"mode": "url"}
+# How much of a link the journal shows: more than any sign-in or payment link needs.
+LINK_SHOWN: Final = 8192
+# How many links of one error are asked or logged: a person opens a few, not more.
+MAX_LINKS: Final = 8
 
 
 class _Link(msgspec.Struct):
@@ -99,12 +106,22 @@ def _taken(
     declared = surface.declares(capabilities, _ELICIT, _URL_MODE)
     if declared and not modern:
         return exc
-    links = _links(exc.data)
+    links, left_out = _bounded(_links(exc.data))
     for link in links:
+        # Whole (to a bound no honest link comes near): the person who runs mcpd is
+        # sent here for it, and a cut link cannot be opened.
         logger.info(
             "%s: asks the user of an agent to open %s (a URL elicitation)",
             alias,
-            quote(link.url),
+            quote(link.url, LINK_SHOWN),
+            extra=log_extra(alias, "url_elicitation"),
+        )
+    if left_out:
+        logger.warning(
+            "%s: named %d more links to open (URL elicitations) in the same error; "
+            "left out, as no person opens that many at once",
+            alias,
+            left_out,
             extra=log_extra(alias, "url_elicitation"),
         )
     if declared and links:
@@ -136,6 +153,19 @@ def _links(data: Any) -> list[_Link]:
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return []
     return [link for link in asked.elicitations if link.mode == "url"]
+
+
+def _bounded(links: list[_Link]) -> tuple[list[_Link], int]:
+    """``links`` with each named again (the same id and URL) once, cut to
+    ``MAX_LINKS``, and how many distinct ones the cut left out."""
+    seen: set[tuple[str | None, str]] = set()
+    distinct: list[_Link] = []
+    for link in links:
+        key = (link.elicitationId if isinstance(link.elicitationId, str) else None, link.url)
+        if key not in seen:
+            seen.add(key)
+            distinct.append(link)
+    return distinct[:MAX_LINKS], max(len(distinct) - MAX_LINKS, 0)
 
 
 def _input_required(alias: str, links: list[_Link]) -> Raw:

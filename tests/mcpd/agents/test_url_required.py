@@ -130,3 +130,52 @@ def test_an_ask_whose_links_cannot_be_read_is_said_so_and_other_errors_pass() ->
     assert isinstance(block, mcp.TextContent) and "named no link mcpd could read" in block.text
     other = rpc.RPCError(-32602, "[s] bad")
     assert url_required.for_call(call, other) is other
+
+
+# A sign-in link as long as real ones run, its end the part a cut would lose.
+LONG_URL = (
+    "https://login.example.com/authorize?"
+    + "&".join(f"p{i}={'x' * 30}" for i in range(40))
+    + "&state=END_OF_URL"
+)
+# The same link named again and again, then more distinct links than a person opens.
+FLOOD = [{"mode": "url", "elicitationId": "e-0", "url": LONG_URL, "message": "Sign in."}] * 50
+FLOOD += [
+    {"mode": "url", "elicitationId": f"e-{i}", "url": f"https://example.com/{i}", "message": "m"}
+    for i in range(1, 30)
+]
+FLOOD_PARAMS = {
+    "name": "mcp__s__rpc_error",
+    "arguments": {**ERROR, "data": {"elicitations": FLOOD}},
+}
+
+
+async def test_the_journal_has_each_link_whole_once_and_says_how_many_were_left_out(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("INFO", logger="mcpd.askback")
+    with trio.fail_after(LIMIT):
+        async with (
+            legacy_server(tmp_path) as daemon,
+            connect(daemon.socket_path, modern=False) as agent,
+        ):
+            await agent.initialize()
+            reply = await agent.rpc("tools/call", FLOOD_PARAMS)
+    assert reply["result"]["isError"] is True
+    said = [r.getMessage() for r in caplog.records if r.name == "mcpd.askback"]
+    asks = [m for m in said if "asks the user of an agent to open" in m]
+    assert len(asks) == url_required.MAX_LINKS
+    assert f'"{LONG_URL}"' in asks[0]  # whole, so the person can open it
+    distinct = 1 + 29
+    assert any(f"named {distinct - url_required.MAX_LINKS} more links" in m for m in said)
+
+
+async def test_a_modern_agent_is_asked_each_link_once_and_only_a_few(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with legacy_server(tmp_path) as daemon, connect(daemon.socket_path) as agent:
+            params = {**FLOOD_PARAMS, "_meta": modern({"elicitation": {"url": {}}})["_meta"]}
+            first = (await agent.rpc("tools/call", params))["result"]
+    assert first["resultType"] == "input_required"
+    urls = [r["params"]["url"] for r in first["inputRequests"].values()]
+    assert len(urls) == url_required.MAX_LINKS
+    assert urls[0] == LONG_URL and len(set(urls)) == len(urls)
