@@ -3,17 +3,18 @@
 A server may echo a secret mcpd gave it (a header, an environment variable, its OAuth
 token) or one it got hold of some other way, in a result, an error, a log message, a
 list's text or what it asks an agent. ``SecretGuard`` looks for every secret mcpd
-holds in the bytes a server sent, as they came, in any spelling a JSON string may give
-it (``spelling``: each character as it is or escaped, whatever the encoder), searched
-at C speed. Only a message that holds one is decoded, masked (each occurrence
-replaced by the marker naming whose secret it was) and encoded again; anything else
-passes as the same object, so a spliced reply stays spliced. What mcpd decodes of a
-server's, changes and writes again (``written``) is searched again as written: a
-number the server wrote another way, or a secret split by a character mcpd takes
-out, is in none of the server's bytes, but plain in mcpd's. A text (an error's
-message, a reason that quotes what a server wrote) is searched for each secret as it
-is and as mcpd quotes a server's words. Copies transformed otherwise (base64, split,
-hashed, lower-cased) are not found.
+holds in the bytes a server sent, as they came, in each form JSON encoders write it
+(``spelling``: escaped ``/``, ``"``, ``\\``, controls, what is not ASCII, and what
+HTML-safe encoders escape), searched at C speed. Only a message that holds one is
+decoded, masked (each occurrence replaced by the marker naming whose secret it was)
+and encoded again; anything else passes as the same object, so a spliced reply stays
+spliced. What mcpd decodes of a server's, changes and writes again (``written``) is
+searched again as written: a secret spelled with escapes no encoder writes, a number
+the server wrote another way, or a secret split by a character mcpd takes out, is in
+none of the server's bytes, but plain in mcpd's. A text (an error's message, a reason
+that quotes what a server wrote) is searched for each secret as it is and as mcpd
+quotes a server's words. Copies transformed otherwise (base64, split, hashed,
+lower-cased) are not found.
 
 What mcpd keeps of a server's words to show later (why it failed, why it needs a
 login) is masked as it is kept; ``shown`` passes a status row once more, as
@@ -180,17 +181,16 @@ class SecretGuard:
         # On every call's path: a search of the bytes, at C speed, that finds nothing
         # in nearly every result.
         pattern = self._search.pattern
-        if pattern is not None:
-            first = pattern.first.search(raw)
-            if first is not None and pattern.holds(raw, first):
-                return True
+        if pattern is not None and pattern.found_in(raw):
+            return True
         return alias in self.patterns_for and TRIGGER.search(raw) is not None
 
     def written(self, alias: str, value: object, what: str) -> bytes:
         """``value`` (made of what ``alias`` sent: decoded, and perhaps changed) as mcpd
         writes it, every secret in it masked. The server's bytes were searched as they
-        came, but a number written another way, or a secret mcpd joined by taking out
-        what split it, is in none of them and plain in mcpd's: so what mcpd writes is
+        came, but a secret spelled with escapes no encoder writes (``\\u0041`` for
+        ``A``), a number written another way, or a secret mcpd joined by taking out what
+        split it, is in none of them and plain in mcpd's: so what mcpd writes is
         searched, and only where something is found is it read back and walked to
         mask it."""
         encoded = _encode.encode(value)

@@ -1,96 +1,97 @@
-"""Finding texts in JSON bytes however an encoder spelled them.
+"""Finding texts in JSON bytes in the forms JSON encoders write them.
 
-Inside a JSON string any character may be written as a ``\\uXXXX`` escape, its hex in
-either case (one past U+FFFF as two, a surrogate pair), and ``/`` also as ``\\/``;
-``"``, ``\\`` and controls must be escaped. Encoders differ in what else they escape
-(``<``, ``>`` and ``&`` by Go's, ``=`` and ``'`` too by Gson's, all that is not ASCII by
-Python's), and nothing keeps one from escaping any character it likes, or some
-occurrences and not others. ``Spellings`` finds each of its texts whichever of these
-forms each of its characters took, in the bytes as they came, without decoding them.
+Inside a JSON string ``"``, ``\\`` and controls must be escaped; encoders differ in
+what else they escape: all that is not ASCII (Python's by default), ``/`` (some),
+``<``, ``>`` and ``&`` (Go's, to be safe in HTML), ``=`` and ``'`` too (Gson's), each
+``\\uXXXX`` in lower or upper case hex. ``Spellings`` finds each of its texts in any of
+these forms, in the bytes as they came, without decoding them: one search, at C speed,
+of all the forms as a tree of their shared beginnings.
 
-Bytes without ``\\u`` or ``\\/`` (nearly every message) can spell a text in one way
-only, the way msgspec writes it: they are searched for that at the speed of a literal
-search. Only bytes that hold one of those escapes are searched with a pattern that
-reads every character as any of its spellings: still one search at C speed, with no
-value decoded (a server's reply is decoded only once it is known to need taking
-apart, where the cost of its values is bounded).
+A text spelled in a way no encoder writes (each character a ``\\uXXXX``, some escaped
+and some not) is none of these forms: only a writer that means to hide a text spells
+it so, and such a writer could as well send it encoded any other way.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
-from typing import Final
+from typing import Final, TypeAlias
 
 import msgspec
 from msgspec import Raw
 
-# The escapes that let a character be spelled in more than one way.
-_ANY_FORM: Final = rb"(?P<escape>\\[u/])"
-_SHORT: Final = {
-    '"': rb"\\\"",
-    "\\": rb"\\\\",
-    "\b": rb"\\b",
-    "\f": rb"\\f",
-    "\n": rb"\\n",
-    "\r": rb"\\r",
-    "\t": rb"\\t",
-}
+_HEX_ESCAPE: Final = re.compile(r"\\u([0-9a-f]{4})")
+# What each kind of encoder escapes beyond what JSON requires: none, Go's, Gson's.
+_HTML_SAFE: Final = ("", "<>&", "<>&='")
 
 
-def plain_forms(value: str) -> set[bytes]:
-    """``value`` as it is, and as it stands in a JSON string with no ``\\u`` or ``\\/``
-    escape it need not have (as msgspec writes it)."""
-    return {value.encode(), msgspec.json.encode(value)[1:-1]}
+def json_forms(value: str) -> set[bytes]:
+    """The byte forms ``value`` takes inside a JSON string as encoders write it, and as
+    it is."""
+    forms = {value.encode()}
+    for text in (
+        msgspec.json.encode(value).decode(),
+        json.dumps(value),
+        json.dumps(value, ensure_ascii=False),
+    ):
+        inner = text[1:-1]
+        for safe in _HTML_SAFE:
+            # None of these characters is part of an escape, so each stands for itself.
+            escaped = "".join(f"\\u{ord(c):04x}" if c in safe else c for c in inner)
+            upper = _HEX_ESCAPE.sub(lambda m: "\\u" + m[1].upper(), escaped)
+            for form in (escaped, upper):
+                forms.add(form.encode())
+                forms.add(form.replace("/", "\\/").encode())
+    return forms
 
 
-def _hex(unit: int) -> bytes:
-    """A UTF-16 code unit's four hex digits, each letter in either case."""
-    return b"".join(
-        f"[{d}{d.upper()}]".encode() if d.isalpha() else d.encode() for d in f"{unit:04x}"
-    )
+_END: Final = -1  # where a form ends, in a tree of forms
+_Tree: TypeAlias = dict[int, "_Tree"]
 
 
-def _units(code: int) -> tuple[int, ...]:
-    if code < 0x10000:
-        return (code,)
-    code -= 0x10000
-    return (0xD800 + (code >> 10), 0xDC00 + (code & 0x3FF))
+def _as_tree(forms: Iterable[bytes]) -> bytes:
+    """A pattern that finds any of ``forms``, written as the tree of their shared
+    beginnings: at each byte the search tries only the branches that byte may take,
+    where one flat alternation would try every form, which with many secrets makes a
+    search of a few megabytes take seconds."""
+    root: _Tree = {}
+    for form in forms:
+        node = root
+        for byte in form:
+            if _END in node:
+                break  # a shorter form ends here: finding it is enough
+            node = node.setdefault(byte, {})
+        else:
+            node.clear()
+            node[_END] = {}
+    return _branches(root)
 
 
-def _any_spelling(char: str) -> bytes:
-    """A pattern of every way ``char`` may stand in a JSON string (and as it is)."""
-    forms = [re.escape(char.encode())]
-    if char in _SHORT:
-        forms.append(_SHORT[char])
-    if char == "/":
-        forms.append(rb"\\/")
-    forms.append(b"".join(rb"\\u" + _hex(unit) for unit in _units(ord(char))))
-    return b"(?:" + b"|".join(forms) + b")"
+def _branches(node: _Tree) -> bytes:
+    if _END in node:
+        return b""
+    parts = []
+    for byte in sorted(node):
+        run, child = bytes([byte]), node[byte]
+        while _END not in child and len(child) == 1:  # a run no other form leaves
+            ((next_byte, child),) = child.items()
+            run += bytes([next_byte])
+        parts.append(re.escape(run) + _branches(child))
+    return parts[0] if len(parts) == 1 else b"(?:" + b"|".join(parts) + b")"
 
 
 class Spellings:
-    """Some texts, compiled to be found in JSON bytes in any spelling of theirs.
+    """Some texts, compiled to be found in JSON bytes in any form an encoder writes."""
 
-    ``first`` finds the first place where one is in the form msgspec writes, or where
-    an escape that spells a character in another way is (``\\u``, ``\\/``): a search
-    at C speed that a caller on every call's path makes itself, and that finds nothing
-    in nearly every message. Only after an escape is ``holds`` more than a look at it."""
-
-    __slots__ = ("_escaped", "first")
+    __slots__ = ("_pattern",)
 
     def __init__(self, values: Iterable[str]) -> None:
-        texts = sorted({v for v in values if v}, key=len, reverse=True)
-        if not texts:
+        forms = {f for v in values if v for f in json_forms(v)}
+        if not forms:
             raise ValueError("no text to find")
-        # Longest first: an alternation tries its branches in order.
-        plain = sorted({f for v in texts for f in plain_forms(v)}, key=len, reverse=True)
-        self.first = re.compile(b"|".join([*(re.escape(f) for f in plain), _ANY_FORM]))
-        # The lookahead names the bytes a match can begin with, which lets the search
-        # skip ahead to them rather than try the whole alternation at every byte.
-        first = b"".join(sorted({re.escape(v.encode()[:1]) for v in texts} | {rb"\\"}))
-        spelled = b"|".join(b"".join(_any_spelling(c) for c in v) for v in texts)
-        self._escaped = re.compile(b"(?=[" + first + b"])(?:" + spelled + b")")
+        self._pattern = re.compile(_as_tree(forms))
 
     @classmethod
     def of(cls, values: Iterable[str]) -> Spellings | None:
@@ -98,15 +99,6 @@ class Spellings:
         texts = [v for v in values if v]
         return cls(texts) if texts else None
 
-    def holds(self, data: Raw | bytes, first: re.Match[bytes]) -> bool:
-        """Whether JSON bytes ``data`` hold one of the texts, however spelled, given
-        what ``first`` found in them."""
-        if first.lastgroup != "escape":
-            return True  # one of the texts, as msgspec writes it
-        # A text may be spelled in part before the escape and in part after it.
-        return self._escaped.search(data) is not None
-
     def found_in(self, data: Raw | bytes) -> bool:
-        """Whether JSON bytes ``data`` hold one of the texts, however spelled."""
-        first = self.first.search(data)
-        return first is not None and self.holds(data, first)
+        """Whether JSON bytes ``data`` hold one of the texts, as an encoder writes it."""
+        return self._pattern.search(data) is not None

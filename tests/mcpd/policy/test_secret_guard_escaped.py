@@ -1,10 +1,12 @@
-"""A secret a server spells with escapes (every character a ``\\uXXXX``, or those an
-HTML-safe encoder escapes) is masked and counted wherever it reaches an agent, as one
-the server sent plain is: in a result mcpd passes on as it came (its text,
-``structuredContent`` and ``_meta``), a JSON-RPC error's data, and wherever mcpd writes
-such a value again (a result whose links it rewrites or whose text it cuts, a task
-handle, a progress report, a log message's logger, a listed item, a prompt, a read, a
-completion)."""
+"""A secret a server spells with escapes no JSON encoder writes (every character a
+``\\uXXXX``) is in none of its bytes, but plain in what mcpd decodes of them: wherever
+mcpd writes such a value again for an agent (a result whose links it rewrites or whose
+text it cuts, a task handle, a progress report, a log message's logger, a listed item,
+a prompt, a read, a completion) it is masked and counted, as one the server sent plain
+is. A result mcpd passes on as it came reaches the agent as the server's bytes. One
+spelled as an HTML-safe encoder writes it (Go's, Gson's) is found in the bytes as they
+came: masked in a result passed on, its ``structuredContent`` and ``_meta``, and an
+error's data."""
 
 from __future__ import annotations
 
@@ -90,45 +92,45 @@ def holds_none(*seen: object) -> None:
     assert [s for s in shown for form in FORMS if form in s] == []
 
 
-async def test_a_result_whose_links_mcpd_rewrites_is_masked(tmp_path: Path) -> None:
+async def test_a_result_whose_links_mcpd_rewrites_is_masked_and_one_passed_on_is_as_sent(
+    tmp_path: Path,
+) -> None:
     async with escaping(tmp_path) as (modern, legacy):
         before = await masked(modern)
         got = [await agent.call("mcp__esc__link") for agent in (modern, legacy)]
         after = await masked(modern)
+        plain = await legacy.rpc_text("tools/call", {"name": "mcp__esc__plain", "arguments": {}})
     holds_none(got)
     for result in got:
         link, text = result["content"]
         assert link["uri"] == "mcpd://esc/file:///doc"  # rewritten: the result was written again
         assert link["name"] == text["text"] == result["structuredContent"]["v"] == MARKER
     assert after - before == 6
+    # Not written again: the server's bytes, escapes and all (the agent reads the secret
+    # out of them, as mcpd did not).
+    assert f'"text": "{spelled(SECRET)}"'.encode() in plain
 
 
-async def test_a_result_passed_on_and_an_errors_data_are_masked_however_escaped(
+async def test_one_spelled_as_html_safe_encoders_write_it_is_masked_as_it_came(
     tmp_path: Path,
 ) -> None:
-    for spelling, spelled_there in (
-        ("every", spelled(SECRET)),
-        ("html", spelled(SECRET, HTML_SAFE)),
-    ):
-        async with escaping(tmp_path / spelling, spelling) as (modern, legacy):
-            before = await masked(modern)
-            got: list[Any] = []
-            for agent in (modern, legacy):
-                got += [await agent.call("mcp__esc__plain"), await agent.call("mcp__esc__meta")]
-                failed = await agent.rpc("tools/call", {"name": "mcp__esc__fails", "arguments": {}})
-                got.append(failed["error"])
-            counted = await masked(modern) - before
-            plain = await legacy.rpc_text(
-                "tools/call", {"name": "mcp__esc__plain", "arguments": {}}
-            )
-        holds_none(got)
-        assert spelled_there.encode() not in plain
-        for plain_result, meta_result, error in zip(got[::3], got[1::3], got[2::3], strict=True):
-            assert plain_result["content"][0]["text"] == MARKER
-            assert meta_result["structuredContent"] == {"v": MARKER}
-            assert meta_result["_meta"]["k"] == MARKER
-            assert error["data"] == {"k": MARKER}
-        assert counted == 2 * (1 + 2 + 1), spelling
+    async with escaping(tmp_path, "html") as (modern, legacy):
+        before = await masked(modern)
+        got: list[Any] = []
+        for agent in (modern, legacy):
+            got += [await agent.call("mcp__esc__plain"), await agent.call("mcp__esc__meta")]
+            failed = await agent.rpc("tools/call", {"name": "mcp__esc__fails", "arguments": {}})
+            got.append(failed["error"])
+        counted = await masked(modern) - before
+        plain = await legacy.rpc_text("tools/call", {"name": "mcp__esc__plain", "arguments": {}})
+    holds_none(got)
+    assert spelled(SECRET, HTML_SAFE).encode() not in plain
+    for plain_result, meta_result, error in zip(got[::3], got[1::3], got[2::3], strict=True):
+        assert plain_result["content"][0]["text"] == MARKER
+        assert meta_result["structuredContent"] == {"v": MARKER}
+        assert meta_result["_meta"]["k"] == MARKER
+        assert error["data"] == {"k": MARKER}
+    assert counted == 2 * (1 + 2 + 1)
 
 
 async def test_a_result_cut_to_the_budget_is_masked(tmp_path: Path) -> None:
@@ -183,10 +185,7 @@ async def test_a_progress_report_is_masked(tmp_path: Path) -> None:
     holds_none(report)
     assert result["content"][0]["text"] == "reported"
     assert report["method"] == "notifications/progress"
-    # Masked as the server's bytes came, then marked as a server's line that begins with
-    # a bracket is.
-    said = f"[esc] {MARKER}"
-    assert report["params"] == {"progressToken": 7, "progress": 1, "total": 2, "message": said}
+    assert report["params"] == {"progressToken": 7, "progress": 1, "total": 2, "message": MARKER}
     assert counted == 1
 
 
