@@ -107,6 +107,14 @@ class AgentRequests:
         slot.event.set()
         return True
 
+    def refuse(self, given: object, why: str) -> None:
+        """An answer under ``given`` (an id as the agent wrote it) that could not be
+        taken (``why``): the request it answers, if one waits, fails with that."""
+        slot = self._waiting.get(given) if isinstance(given, (str, int)) else None
+        if slot is not None and not isinstance(given, bool):
+            slot.error = rpc.RPCError(rpc.INVALID_REQUEST, f"its answer could not be taken: {why}")
+            slot.event.set()
+
     def close(self, why: str) -> None:
         """The agent went away: every request still waiting fails now."""
         self.gone = why

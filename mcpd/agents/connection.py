@@ -196,6 +196,10 @@ class Connection(Ending):
                     return
                 self.faults.invalid_line(self.label, exc.message)
                 self.send_nowait(exc.reply())
+                if isinstance(exc, rpc.MalformedResponse):
+                    # An answer to what a server asked, that cannot be taken: the
+                    # question ends with it, rather than wait for one that came.
+                    self.asks.refuse(exc.given, exc.why)
                 return
             if first and isinstance(msg, rpc.Notification) and msg.method == COMMAND_LINE:
                 self.command_line = True

@@ -248,3 +248,33 @@ async def test_prompts_reads_and_completions_reach_each_era_in_its_shape(
         assert read["ttlMs"] == 5000 and read["cacheScope"] == "private"
     else:
         assert "ttlMs" not in read and "cacheScope" not in read
+
+
+async def test_an_agents_answer_with_both_a_result_and_an_error_ends_the_call(
+    tmp_path: Path,
+) -> None:
+    """JSON-RPC allows one of the two: the answer is refused, and the call it was asked
+    for ends saying so, rather than wait for another answer."""
+    cfg = make_config(tmp_path, {"s": canned(tmp_path)})
+    with trio.fail_after(30):
+        async with running(cfg) as daemon, connect(daemon.socket_path, modern=False) as agent:
+            await agent.result("initialize", {**LEGACY_INIT, "capabilities": {"roots": {}}})
+            await agent.send_raw(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+            replies: list[dict[str, Any]] = []
+            async with trio.open_nursery() as nursery:
+
+                async def call() -> None:
+                    params = {"name": "mcp__s__roots", "arguments": {}}
+                    replies.append(await agent.rpc("tools/call", params))
+
+                nursery.start_soon(call)
+                [asked] = await agent.wait_unmatched(1)
+                assert asked["method"] == "roots/list"
+                nope = {"code": -32601, "message": "Method not found"}
+                answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"roots": []}}
+                answer["error"] = nope
+                await agent.send_raw(json.dumps(answer).encode() + b"\n")
+            [reply] = replies
+            message = reply["error"]["message"]
+            assert "the agent could not answer roots/list" in message
+            assert "both a result and an error" in message
