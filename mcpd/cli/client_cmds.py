@@ -194,7 +194,8 @@ def _check_names(names: list[str], limit: int, prefix: str) -> int:
             "each unique and stable)"
         )
     else:
-        print(f"only {room} characters are left for mcpd's names; use a shorter host prefix")
+        shorter = "a shorter host prefix" if prefix else "a host that takes longer names"
+        print(f"only {room} of {limit} characters are left for mcpd's names: {shorter} is needed")
     return EXIT_TOOL_ERROR
 
 
@@ -283,7 +284,7 @@ def _watch_status(args: argparse.Namespace) -> int:
     """Redraw the status every few seconds until Ctrl-C; rides out daemon restarts."""
     from .status_view import render_status, watch_frame
 
-    interval = max(0.2, args.watch)
+    interval = args.watch
     tty = sys.stdout.isatty()
     path = client_socket_path(args.socket)
     client: Client | None = None

@@ -18,6 +18,7 @@ import argparse
 import math
 import os
 import sys
+from typing import Final
 
 from protocol.visible import visible
 
@@ -38,14 +39,19 @@ COMMANDS: frozenset[str] = frozenset(
 NAMES_AMID_OPTIONS: frozenset[str] = frozenset({"approve"})
 
 
+# The shortest wait between two redraws: any shorter asks the daemon for little but
+# its status, over and over.
+WATCH_AT_LEAST: Final = 0.2
+
+
 def _seconds(text: str) -> float:
-    """``--watch``'s interval: a time to wait, more than none."""
+    """``--watch``'s interval: a time to wait, at least ``WATCH_AT_LEAST``."""
     try:
         seconds = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not (0 < seconds < math.inf):
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, not {text}")
+    if not (WATCH_AT_LEAST <= seconds < math.inf):
+        raise argparse.ArgumentTypeError(f"must be at least {WATCH_AT_LEAST} seconds, not {text}")
     return seconds
 
 

@@ -128,7 +128,11 @@ def test_check_names_counts_the_hosts_prefix_and_says_what_to_set(
         assert "[naming] max_length = 17 makes mcpd shorten them" in out
         tight = ["--check-names", "20", "--host-prefix", "mcp__mcpd__"]
         assert run("tools", "--socket", str(sock), *tight) == 1
-        assert "only 9 characters are left" in capsys.readouterr().out
+        said = capsys.readouterr().out
+        assert "only 9 of 20 characters are left" in said and "a shorter host prefix" in said
+        assert run("tools", "--socket", str(sock), "--check-names", "10") == 1
+        said = capsys.readouterr().out
+        assert "only 10 of 10" in said and "a host that takes longer names" in said
 
 
 @pytest.mark.parametrize(

@@ -27,9 +27,10 @@ TOOLS = [
 @pytest.mark.parametrize(
     ("argv", "said"),
     [
-        (["status", "--watch", "-1"], "argument --watch: must be more than 0 seconds, not -1"),
-        (["status", "--watch", "0"], "argument --watch: must be more than 0 seconds, not 0"),
-        (["status", "--watch", "nan"], "argument --watch: must be more than 0 seconds, not nan"),
+        (["status", "--watch", "-1"], "argument --watch: must be at least 0.2 seconds, not -1"),
+        (["status", "--watch", "0"], "argument --watch: must be at least 0.2 seconds, not 0"),
+        (["status", "--watch", "0.1"], "argument --watch: must be at least 0.2 seconds, not 0.1"),
+        (["status", "--watch", "nan"], "argument --watch: must be at least 0.2 seconds, not nan"),
         (["tools", "--check-names", "-5"], "must be at least 1 character, not -5"),
         (["tools", "--check-names", "0"], "must be at least 1 character, not 0"),
         (["status", "--socket", ""], "argument --socket: an empty path names no socket"),
