@@ -117,6 +117,33 @@ async def test_a_crashing_stdio_server_is_restarted(tmp_path: Path) -> None:
             assert status["restarts"] >= 1
 
 
+async def test_a_stdio_server_that_dies_on_every_call_opens_its_circuit(tmp_path: Path) -> None:
+    """Starting again (connecting, listing) is no successful call: the calls that each
+    killed the server are consecutive failures, and open the circuit at the threshold."""
+    cfg = make_config(
+        tmp_path,
+        {"dies": server("--die-on-call")},
+        backoff_base=0.01,
+        backoff_cap=0.05,
+        max_restarts=50,
+        failure_threshold=2,
+        cooldown_base=60.0,
+    )
+    with trio.fail_after(60):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            for restarts in range(2):
+                # Served again after each death (the restart counted first).
+                while (await wait_state(agent, "dies", "ready", "degraded"))["restarts"] < restarts:
+                    await trio.sleep(0.05)
+                died = await agent.call("mcp__dies__tool0")
+                assert "exited with status 3" in text(died)
+            row = await wait_state(agent, "dies", "open")
+            assert row["breaker"]["opened"] == 1
+            refused = await agent.call("mcp__dies__tool0")
+            assert refused["_meta"]["mcpd/outage"]["state"] == "open"
+            assert refused["_meta"]["mcpd/outage"]["retry_at"] is not None
+
+
 async def test_unavailable_tools_stay_listed_and_are_marked(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
     # After the first death the server stays down for a while (long backoff).
