@@ -146,9 +146,9 @@ def status_row(
     snap = r.stats.snapshot()
     since = d.down_since if d.down_since is not None else d.since
     last_error = d.last_error
-    if b.state != "closed":
-        # Open or probing: the calls that failed say why, and since when, not the
-        # session (which may still be up).
+    if b.state != "closed" and d.phase == "connected":
+        # Open or probing while the session is up: the calls that failed say why, and
+        # since when. Once the session is down, its downtime says why it is now.
         since = b.since if b.since is not None else since
         last_error = b.reason or last_error
     elif last_error is None and r.state == "degraded":

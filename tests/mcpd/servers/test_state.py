@@ -14,13 +14,16 @@ from mcpd.servers.downtime import Downtime
 from mcpd.servers.events import Failure, LifecycleJournal
 from mcpd.servers.outage import Outage
 from mcpd.servers.state import (
+    Reported,
     counts,
     list_trims,
     outage_of,
     server_state,
     short_lists,
+    status_row,
     summary,
 )
+from mcpd.servers.stats import LatencyStats
 
 
 def downtime(*, process: bool = True, max_restarts: int = 3) -> Downtime:
@@ -30,6 +33,10 @@ def downtime(*, process: bool = True, max_restarts: int = 3) -> Downtime:
 
 def breaker(threshold: int = 3) -> Breaker:
     return Breaker(BreakerConfig(failure_threshold=threshold, cooldown_base=5.0))
+
+
+def reported(d: Downtime, b: Breaker, state: str = "ready") -> Reported:
+    return Reported("s", state, "http", d, [], b, d.policy, LatencyStats(), 0, 0, [])
 
 
 CRASH = Failure("outage", "exited with status 1", "the server exited (status 1)")
@@ -143,6 +150,22 @@ async def test_an_open_circuit_says_why_it_opened_and_when_it_tries_again() -> N
     got = outage_of("s", "open", b, d, now)
     assert (got.state, got.reason, got.since) == ("open", "no answer within 60 s", now)
     assert got.retry_at == now + 5.0
+
+
+async def test_status_says_why_a_server_is_down_now_not_why_its_circuit_opened() -> None:
+    d, b = downtime(process=False), breaker(threshold=1)
+    d.set_phase("connected")
+    b.record_failure(trio.current_time(), "HTTP 500 Internal Server Error")
+    row = status_row(reported(d, b), era=None, version=None, tools=1, now=trio.current_time())
+    assert row["last_error"] == "HTTP 500 Internal Server Error"
+    # The server goes away while its circuit is open: the downtime says why now.
+    d.failed(Failure("outage", "refused", "Connection refused"), unreachable=True)
+    state = server_state(d, b, trio.current_time())
+    row = status_row(
+        reported(d, b, state), era=None, version=None, tools=1, now=trio.current_time()
+    )
+    assert (row["state"], row["last_error"]) == ("unreachable", "Connection refused")
+    assert row["since"] == d.down_since and row["retry_at"] == d.retry_at
 
 
 async def test_a_starting_server_says_what_its_last_attempt_met() -> None:
