@@ -28,9 +28,11 @@ def local_time(iso: str | None) -> str:
     if not iso:
         return "-"
     try:
-        return datetime.fromisoformat(iso).astimezone().strftime("%H:%M:%S")
+        at = datetime.fromisoformat(iso).astimezone()
     except ValueError:
         return iso
+    # A retry a day away must not read as a time just past.
+    return at.strftime("%H:%M:%S" if at.date() == datetime.now().date() else "%Y-%m-%d %H:%M:%S")
 
 
 def _paint(text: str, state: str, color: bool) -> str:

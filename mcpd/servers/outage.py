@@ -36,10 +36,12 @@ def iso(mono: float | None) -> str | None:
 
 
 def clock_time(mono: float | None) -> str:
-    """Local wall time for people (status tables, markers)."""
+    """Local wall time for people (status tables, markers, the journal), with its date
+    when that is not today's: a retry a day away is not read as one just past."""
     if mono is None:
         return "-"
-    return _moment(mono, None).strftime("%H:%M:%S")
+    at = _moment(mono, None)
+    return at.strftime("%H:%M:%S" if at.date() == datetime.now().date() else "%Y-%m-%d %H:%M:%S")
 
 
 _PHRASES = {

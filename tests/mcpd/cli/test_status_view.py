@@ -56,10 +56,18 @@ def test_one_line_per_server_with_the_reason_and_the_retry_in_local_time() -> No
     rows = {line.split()[0]: line for line in lines[2:]}
     assert set(rows) == {"notes", "files", "tickets"}
     local = local_time("2026-11-29T19:09:44+00:00")
-    assert re.fullmatch(r"\d\d:\d\d:\d\d", local)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", local)  # not today's
     assert local in rows["tickets"]
     assert rows["tickets"].endswith("tickets: cannot connect to http://127.0.0.1:9")
     assert "\x1b[" not in text  # no colour unless asked (stdout is not a terminal)
+
+
+def test_a_time_today_is_a_clock_time_and_one_on_another_day_has_its_date() -> None:
+    now = datetime.now().astimezone()
+    noon = now.replace(hour=12, minute=0, second=0, microsecond=0)
+    assert local_time(noon.isoformat()) == "12:00:00"
+    tomorrow = noon + timedelta(days=1)
+    assert local_time(tomorrow.isoformat()) == f"{tomorrow:%Y-%m-%d} 12:00:00"
 
 
 def test_states_are_coloured_on_a_terminal_and_warnings_shown() -> None:

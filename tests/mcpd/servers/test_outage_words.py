@@ -13,6 +13,7 @@ import json
 import re
 import shutil
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +155,17 @@ async def test_outages_without_a_retry_time_claim_none() -> None:
     assert RETRY.search(with_time.sentence())
     assert "(in 65 s)" in with_time.sentence()
     assert MARKER_RETRY.search(with_time.marker())
+
+
+async def test_a_retry_on_another_day_says_its_date() -> None:
+    """A server that asked to be left for a day: "retrying at 21:53:07" read at 21:53:19
+    would be a time just past."""
+    now = trio.current_time()
+    later = Outage("up", "unreachable", "HTTP 503", now, now + 86_400.0)
+    day = f"{datetime.now() + timedelta(days=1):%Y-%m-%d}"
+    assert re.search(rf"retrying at {day} \d\d:\d\d:\d\d\]?$", later.marker()), later.marker()
+    said = later.sentence()
+    assert re.search(rf"mcpd will retry at {day} \d\d:\d\d:\d\d \(in 86400 s\)", said), said
 
 
 async def test_an_outage_is_one_line_whatever_its_server_wrote() -> None:
