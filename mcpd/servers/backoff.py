@@ -135,6 +135,15 @@ class RestartPolicy:
         self._previous = self.config.base
         return True
 
+    def reconfigure(self, config: BackoffConfig) -> None:
+        """Take new delays and crash-loop limits, keeping the failures counted: the next
+        delay and the next judgement of a crash loop are the new config's. A delay
+        already given is kept."""
+        self.config = config
+        self._deaths = deque(self._deaths, maxlen=config.max_restarts)
+        self._ceiling = min(config.cap, max(config.base, self._ceiling))
+        self._previous = min(config.cap, max(config.base, self._previous))
+
     def on_failure(self, now: float) -> Restart:
         """The server died or could not be started; returns when to try again."""
         self.refresh(now)

@@ -239,6 +239,14 @@ class Breaker:
             self._probe_out = False
             self._open(now, kept)
 
+    def reconfigure(self, config: BreakerConfig) -> None:
+        """Take new thresholds and cooldowns, keeping the state and the counts: the next
+        threshold reached or cooldown begun is the new config's, grown as far from the new
+        base as the old one had grown from the old; a cooldown under way keeps its end."""
+        grown = self._cooldown / self.config.cooldown_base
+        self.config = config
+        self._cooldown = min(config.cooldown_cap, config.cooldown_base * grown)
+
     def release_probe(self, ticket: int) -> bool:
         """Give back a probe whose call ended without an outcome (e.g. cancelled).
 

@@ -26,7 +26,7 @@ from ..registry.catalog import Catalog
 from .answer_wait import AnswerWait
 from .askback import AskRoutes
 from .backoff import RestartPolicy
-from .breaker import Breaker, Transition
+from .breaker import Breaker, BreakerConfig, Transition
 from .calls import Call, CallHost, CallLimits, SessionMark
 from .downtime import Downtime
 from .events import LifecycleJournal
@@ -83,7 +83,7 @@ class ServerParts(CallHost):
         self._on_change = on_change
         self.transport_kind: str = cfg.kind
         self.breaker = Breaker(
-            breaker_config(d, probe_timeout=config.call_timeout(alias) + LIVENESS_TIMEOUT),
+            self._breaker_config(config),
             on_transition=self._on_breaker,
             kept_reason=self.kept_reason,
         )
@@ -258,8 +258,23 @@ class ServerParts(CallHost):
 
     @config.setter
     def config(self, config: Config) -> None:
+        """A reload's config, put in force for the server as it runs: its breaker and its
+        restarts keep what they counted and go on by the new limits, and a new interval
+        between checks starts counting now."""
+        interval = self._health_interval()
         self._config = config
         self.limits = CallLimits(self.alias, config)
+        self.breaker.reconfigure(self._breaker_config(config))
+        self.policy.reconfigure(backoff_config(config.daemon))
+        if self._health_interval() != interval and self.phase == "connected":
+            self.health.schedule()
+            self.wake()
+
+    def _breaker_config(self, config: Config) -> BreakerConfig:
+        # A probe is a call, so the longest a call may take (and the liveness probe
+        # that follows one) bounds how long one can hold the slot.
+        probe_timeout = config.call_timeout(self.alias) + LIVENESS_TIMEOUT
+        return breaker_config(config.daemon, probe_timeout=probe_timeout)
 
     @property
     def settings(self) -> DaemonConfig:

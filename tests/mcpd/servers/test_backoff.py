@@ -207,3 +207,31 @@ def test_a_policy_that_does_not_loop_keeps_growing_its_delays() -> None:
     # Past max_restarts deaths within the window, the delays still double to the cap.
     assert delays == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0, 8.0]
     assert not p.in_crash_loop and state(p) == "backoff"
+
+
+def test_a_lower_max_restarts_counts_the_deaths_already_seen() -> None:
+    p = RestartPolicy(msgspec.structs.replace(NO_JITTER, max_restarts=50))
+    now = 0.0
+    for _ in range(3):
+        now, _ = run_and_die(p, now, 0.1)
+    assert not p.in_crash_loop
+    p.reconfigure(msgspec.structs.replace(NO_JITTER, max_restarts=2))
+    _, r = run_and_die(p, now, 0.1)
+    assert r.entered_crash_loop and state(p) == "crash_loop"
+    assert r.delay == NO_JITTER.cap
+
+
+def test_new_delays_start_where_the_old_ones_had_grown_to_within_the_new_cap() -> None:
+    p = RestartPolicy(NO_JITTER)
+    now = 0.0
+    delays = []
+    for _ in range(3):
+        now, r = run_and_die(p, now, 0.1)
+        delays.append(r.delay)
+    assert delays == [0.5, 1.0, 2.0]
+    p.reconfigure(msgspec.structs.replace(NO_JITTER, base=0.1, cap=3.0, max_restarts=50))
+    _, r = run_and_die(p, now, 0.1)
+    assert r.delay == 3.0
+    p.reconfigure(msgspec.structs.replace(NO_JITTER, base=10.0, cap=20.0, max_restarts=50))
+    _, r = run_and_die(p, now + 10, 0.1)
+    assert r.delay == 10.0

@@ -400,3 +400,42 @@ def test_config_decodes_from_toml_and_validates() -> None:
     ):
         with pytest.raises(ValueError):
             BreakerConfig(**bad)  # type: ignore[arg-type]
+
+
+# -- a reload's new limits --
+
+
+def test_a_new_threshold_counts_the_failures_already_met() -> None:
+    b, _ = make()
+    b.record_failure(0.0, "down")
+    b.record_failure(1.0, "down")
+    b.reconfigure(msgspec.structs.replace(CFG, failure_threshold=10))
+    b.record_failure(2.0, "down")
+    assert state(b) == "closed"
+    assert b.status(2.0).consecutive_failures == 3
+    b.reconfigure(msgspec.structs.replace(CFG, failure_threshold=4))
+    b.record_failure(3.0, "down")
+    assert state(b) == "open"
+
+
+def test_new_cooldowns_take_over_as_far_grown_as_the_old_ones_were() -> None:
+    b, _ = make()
+    trip(b, 0.0)
+    assert b.allow(1.0).retry_at == 5.0  # the cooldown under way keeps its end
+    b.reconfigure(msgspec.structs.replace(CFG, cooldown_base=30.0, cooldown_cap=50.0))
+    assert b.allow(1.0).retry_at == 5.0
+    p = probe(b, 5.0)
+    b.record_failure(5.0, "still down", p.ticket)
+    # The second open: twice the base, within the new cap.
+    assert b.allow(6.0).retry_at == 55.0
+    assert b.status(6.0).times_opened == 2
+
+
+def test_a_lower_cap_bounds_the_next_cooldown() -> None:
+    b, _ = make()
+    trip(b, 0.0)
+    for now in (5.0, 15.0, 35.0):
+        b.record_failure(now, "down", probe(b, now).ticket)
+    b.reconfigure(msgspec.structs.replace(CFG, cooldown_cap=8.0))
+    b.record_failure(65.0, "down", probe(b, 65.0).ticket)
+    assert b.allow(66.0).retry_at == 73.0
