@@ -239,6 +239,27 @@ class Breaker:
             self._probe_out = False
             self._open(now, kept)
 
+    def hold_open(self, now: float, until: float, reason: str, ticket: int | None = None) -> None:
+        """Report an availability failure whose server said when to come back (a 429 or
+        503 with Retry-After): the circuit opens, however few failures came before, and
+        no probe goes before ``until``. An open circuit is only kept open longer: the
+        server's word is about now, whenever the call that met it began."""
+        if self._state == "open":
+            self._total_failures += 1
+            if until > self._retry_at:
+                self._retry_at = until
+                self._refusal = self._refused()
+            return
+        self._total_failures += 1
+        if ticket is not None and ticket != self._epoch:
+            return
+        if self._state == "half_open" and not self._probe_out:
+            return
+        kept = self._failed(now, reason)
+        self._trial_since = None
+        self._probe_out = False
+        self._open(now, kept, until)
+
     def reconfigure(self, config: BreakerConfig) -> None:
         """Take new thresholds and cooldowns, keeping the state and the counts: the next
         threshold reached or cooldown begun is the new config's, grown as far from the new
@@ -295,11 +316,11 @@ class Breaker:
         self._cooldown = self.config.cooldown_base
         self._since = self._trial_since = None
 
-    def _open(self, now: float, reason: str) -> None:
+    def _open(self, now: float, reason: str, until: float = 0.0) -> None:
         if self._since is None:
             self._since = now
         self._times_opened += 1
-        self._retry_at = now + self._cooldown
+        self._retry_at = max(now + self._cooldown, until)
         # Multiplying a stored value rather than raising to a power cannot overflow.
         self._cooldown = min(self.config.cooldown_cap, self._cooldown * self.config.cooldown_factor)
         self._move("open", now, reason)

@@ -20,6 +20,7 @@ from transports.errors import (
 )
 
 from .calls import Answered, Call, CallHost, Ending, Outcome, Unanswered
+from .downtime import server_wait
 from .oauth import AuthFailed, LoginRequired
 from .outage import Outage, last_line
 from .rpc_errors import call_error, data_findings
@@ -67,7 +68,7 @@ def failed(
     elif isinstance(error, ServerCancelled):
         r.breaker.record_success(now, call.ticket)
         r.stats.record(elapsed, error=True)
-        outcome = Outage(r.alias, "failed", str(error), call.start)
+        outcome = Outage(r.alias, "cancelled", str(error), call.start)
     elif isinstance(error, MalformedReply):
         # The server answered, unreadably; asked again it would most likely do the
         # same, and a model told the call timed out would ask again. The transport
@@ -97,7 +98,7 @@ def failed(
         # The authorization server failed, not this one: its breaker and its liveness
         # are not the token endpoint's to judge.
         r.stats.record(elapsed, error=True)
-        outcome = Outage(r.alias, "failed", error.reason, call.start)
+        outcome = Outage(r.alias, "auth_failed", error.reason, call.start)
         logger.warning(
             "%s: tools/call %r failed: %s",
             r.alias,
@@ -106,7 +107,10 @@ def failed(
             extra=log_extra(r.alias, "token_refresh_failed", error.reason),
         )
     elif isinstance(error, TransportError):
-        r.availability_failure(elapsed, error.reason, call.ticket)
+        # A server that said when to come back (429 or 503 with Retry-After) answered:
+        # it is there, and asked not to be called before then.
+        wait = server_wait(error.retry_after)
+        r.availability_failure(elapsed, error.reason, call.ticket, wait)
         if r.transport_kind != "stdio":
             # A stdio failure is logged when the process goes; an HTTP one had no line.
             logger.warning(
@@ -118,14 +122,15 @@ def failed(
             )
             # No process to watch: probe now, so an endpoint that went away is
             # marked unavailable before the next model turn.
-            r.check_liveness()
+            if wait is None:
+                r.check_liveness()
         # A stdio server's detail is its stderr's tail: what a call in flight as it
         # died most needs to say (a traceback's last line), as later calls do.
         # Its lines were joined with line feeds: a carriage return in one is its own.
         said = last_line(error.detail.split("\n")) if r.transport_kind == "stdio" else None
-        outcome = Outage(r.alias, "failed", error.reason, call.start, stderr=said)
+        outcome = r.failed_call(error.reason, call.start, said)
     else:
-        outcome = Outage(r.alias, "failed", f"internal error: {error!r}", call.start)
+        outcome = Outage(r.alias, "internal", f"internal error: {error!r}", call.start)
     if isinstance(outcome, Outage):
         outcome = outcome.masked(r.guard)
     return Answered(outcome) if isinstance(error, SERVER_REPLIES) else Unanswered(outcome)

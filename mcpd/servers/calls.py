@@ -244,7 +244,16 @@ class CallHost(abc.ABC):
     def outage(self) -> Outage: ...
 
     @abc.abstractmethod
-    def availability_failure(self, elapsed: float, reason: str, ticket: int) -> None: ...
+    def availability_failure(
+        self, elapsed: float, reason: str, ticket: int, wait: float | None = None
+    ) -> None:
+        """A call could not reach the server (``wait``: how long the server asked not
+        to be called again, if it did)."""
+
+    @abc.abstractmethod
+    def failed_call(self, reason: str, start: float, stderr: str | None) -> Outage:
+        """What a call that could not reach the server is told: the server's state as
+        that failure left it, and when mcpd tries it again."""
 
     @abc.abstractmethod
     def timed_out(self, call: Call, elapsed: float, reason: str) -> None:

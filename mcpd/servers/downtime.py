@@ -24,6 +24,13 @@ from .events import Failure, LifecycleJournal
 MAX_RETRY_AFTER: Final = 86_400.0
 
 
+def server_wait(retry_after: float | None) -> float | None:
+    """How long a server's Retry-After keeps it from being asked again, in seconds: None
+    when it said nothing that is a wait (no header, one that does not parse, a time
+    already past), capped at ``MAX_RETRY_AFTER``."""
+    return min(retry_after, MAX_RETRY_AFTER) if retry_after else None
+
+
 class Downtime:
     def __init__(
         self,
@@ -75,10 +82,8 @@ class Downtime:
             self.down_since = now
         restart = self.policy.on_failure(now)
         # A server that said when to come back (429/503 Retry-After) is not asked sooner.
-        retry_after = failure.retry_after
-        self.retry_at = (
-            max(restart.at, now + min(retry_after, MAX_RETRY_AFTER)) if retry_after else restart.at
-        )
+        wait = server_wait(failure.retry_after)
+        self.retry_at = restart.at if wait is None else max(restart.at, now + wait)
         changed = failure.reason != self.last_error
         self.last_error = failure.reason
         self.events.failed(

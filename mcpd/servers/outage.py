@@ -135,6 +135,11 @@ class Outage(msgspec.Struct, frozen=True):
                 f"The result from the tool server '{self.server}' was too large to pass on: "
                 f"{self.plain_reason()}. '{self.server}' is still running"
             ) + "."
+        if self.state == "cancelled":
+            return (
+                f"The tool server '{self.server}' cancelled this call itself: "
+                f"{self.plain_reason()}. '{self.server}' is still running"
+            ) + "."
         if self.state == "malformed":
             return (
                 f"The tool server '{self.server}' sent a malformed reply to this call: "

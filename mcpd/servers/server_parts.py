@@ -317,13 +317,33 @@ class ServerParts(CallHost):
     def version_refused(self) -> None:
         self.session.doubt_version()
 
-    def availability_failure(self, elapsed: float, reason: str, ticket: int) -> None:
+    def availability_failure(
+        self, elapsed: float, reason: str, ticket: int, wait: float | None = None
+    ) -> None:
         now = trio.current_time()
         self.stats.record(elapsed, error=True)
         before = self.breaker.state
-        self.breaker.record_failure(now, reason, ticket)
-        if self.breaker.state != before:
+        if wait is None:
+            self.breaker.record_failure(now, reason, ticket)
+        else:
+            self.breaker.hold_open(now, now + wait, reason, ticket)
+        # A wait may only have moved the retry time of a circuit open already.
+        if self.breaker.state != before or wait is not None:
             self._publish()
+
+    def failed_call(self, reason: str, start: float, stderr: str | None) -> Outage:
+        state = self.state
+        if state not in ("ready", "degraded"):
+            down = self.outage()
+            return Outage(self.alias, state, reason, down.since, down.retry_at, stderr)
+        up = self.upstream
+        if up is not None and up.transport.error is not None:
+            # Its session ends with this failure (a process gone): the server is down,
+            # as its runner is about to say, with when it tries again.
+            return Outage(self.alias, "failed", reason, start, stderr=stderr)
+        # Answering others; a failure not counted against it (its call began before
+        # the breaker last moved) makes it no less this call's.
+        return Outage(self.alias, "degraded", reason, start, stderr=stderr)
 
     def timed_out(self, call: Call, elapsed: float, reason: str) -> None:
         self.stats.record(elapsed, error=True)

@@ -439,3 +439,43 @@ def test_a_lower_cap_bounds_the_next_cooldown() -> None:
     b.reconfigure(msgspec.structs.replace(CFG, cooldown_cap=8.0))
     b.record_failure(65.0, "down", probe(b, 65.0).ticket)
     assert b.allow(66.0).retry_at == 73.0
+
+
+# -- a server that says when to come back --
+
+
+def test_a_server_given_wait_opens_the_circuit_at_once_until_then() -> None:
+    b, seen = make()
+    b.hold_open(0.0, 120.0, "HTTP 429", b.allow(0.0).ticket)
+    assert state(b) == "open"
+    assert seen == [Transition("closed", "open", 0.0, "HTTP 429", 120.0)]
+    adm = b.allow(60.0)
+    assert not adm.allowed and adm.retry_at == 120.0 and adm.reason == "HTTP 429"
+    assert b.status(60.0).consecutive_failures == 1
+    assert b.allow(120.0).probe
+
+
+def test_a_wait_shorter_than_the_cooldown_does_not_shorten_it() -> None:
+    b, _ = make()
+    b.hold_open(0.0, 1.0, "HTTP 503")
+    assert b.allow(2.0).retry_at == 5.0
+
+
+def test_a_wait_keeps_an_open_circuit_open_longer_whenever_its_call_began() -> None:
+    b, _ = make()
+    stale = b.allow(0.0).ticket
+    trip(b, 0.0)
+    b.hold_open(1.0, 300.0, "HTTP 429", stale)
+    assert b.allow(10.0).retry_at == 300.0
+    assert b.status(10.0).times_opened == 1
+    b.hold_open(11.0, 200.0, "HTTP 429")
+    assert b.allow(12.0).retry_at == 300.0
+
+
+def test_a_half_open_probe_told_to_wait_reopens_until_then() -> None:
+    b, _ = make()
+    trip(b, 0.0)
+    p = probe(b, 5.0)
+    b.hold_open(6.0, 1000.0, "HTTP 503", p.ticket)
+    assert state(b) == "open"
+    assert b.allow(7.0).retry_at == 1000.0

@@ -72,9 +72,14 @@ class Host(CallHost):
     def outage(self) -> Outage:
         return Outage("s", "stopped", "the server is not running")
 
-    def availability_failure(self, elapsed: float, reason: str, ticket: int) -> None:
+    def availability_failure(
+        self, elapsed: float, reason: str, ticket: int, wait: float | None = None
+    ) -> None:
         self.failures.append(reason)
         self.breaker.record_failure(trio.current_time(), reason, ticket)
+
+    def failed_call(self, reason: str, start: float, stderr: str | None) -> Outage:
+        return Outage("s", "failed", reason, start, stderr=stderr)
 
     def timed_out(self, call: Call, elapsed: float, reason: str) -> None:
         self.timeouts.append(reason)
@@ -503,7 +508,7 @@ async def test_an_extended_call_that_is_answered_is_not_timed_out(
 @pytest.mark.parametrize(
     ("error", "state", "reason"),
     [
-        (ServerCancelled("the server cancelled it"), "failed", "the server cancelled it"),
+        (ServerCancelled("the server cancelled it"), "cancelled", "the server cancelled it"),
         (MalformedReply("not JSON"), "malformed", "not JSON"),
         (MessageTooLarge("reply of 9 MB", size=9, limit=1), "too_large", "reply of 9 MB"),
     ],

@@ -1,0 +1,109 @@
+"""A tools/call the server answers with 429 or 503 and a Retry-After: the server is not
+called again before then (nor later than a day from now), and the call, the next ones,
+``mcpd status`` and the tool list say when mcpd tries it again. A Retry-After that is
+no wait (garbage, negative, a time past) leaves the server to its breaker, and the
+failed call says the state ``mcpd status`` shows."""
+
+from __future__ import annotations
+
+import email.utils
+import re
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from tests.support.agent import connect, make_config, running
+from tests.support.http_servers import LegacySession, Responder, SeenRequest, serve_http
+from tests.support.supervision import text, wait_state
+
+TOOLS = [{"name": "echo", "inputSchema": {"type": "object"}}]
+
+
+def busy_server(retry_after: str, status: int = 429) -> LegacySession:
+    """A legacy server that lists its tool and answers every call ``status`` with
+    ``retry_after``."""
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.method != "POST":
+            await respond.reply(405)
+        elif req.rpc_method == "tools/call":
+            await respond.reply(status, "slow down", {"Retry-After": retry_after})
+        else:
+            await respond.json({"jsonrpc": "2.0", "id": req.rpc_id, "result": {}})
+
+    return LegacySession(handler, tools=TOOLS)
+
+
+def calls_seen(requests: list[SeenRequest]) -> int:
+    return sum(1 for r in requests if r.method == "POST" and r.rpc_method == "tools/call")
+
+
+def config(tmp_path: Path, url: str) -> Any:
+    return make_config(
+        tmp_path,
+        {"busy": {"url": url, "era": "legacy"}},
+        failure_threshold=5,
+        cooldown_base=3.0,
+        health_interval=0,
+    )
+
+
+@pytest.mark.parametrize(
+    ("retry_after", "status", "wait"),
+    [("120", 429, r"\(in 1[12]\d s\)"), ("99999999", 503, r"\(in 86400 s\)")],
+)
+async def test_a_call_told_to_come_back_later_keeps_the_server_uncalled_until_then(
+    tmp_path: Path, retry_after: str, status: int, wait: str
+) -> None:
+    with trio.fail_after(60):
+        async with serve_http(busy_server(retry_after, status)) as srv:
+            cfg = config(tmp_path, srv.url())
+            async with running(cfg), connect(cfg.daemon.socket) as agent:
+                await wait_state(agent, "busy", "ready")
+                first = await agent.call("mcp__busy__echo")
+                outage = first["_meta"]["mcpd/outage"]
+                assert first["isError"] is True and outage["state"] == "open", first
+                assert outage["retry_at"] is not None
+                assert re.search(r"mcpd will retry at .+ " + wait, text(first)), text(first)
+                # Not asked again before then: the next call is refused by mcpd.
+                second = await agent.call("mcp__busy__echo")
+                assert second["_meta"]["mcpd/outage"]["state"] == "open"
+                assert re.search(wait, text(second)), text(second)
+                assert calls_seen(srv.requests) == 1
+                row = await wait_state(agent, "busy", "open")
+                assert row["retry_at"] == outage["retry_at"]
+                marked = (await agent.tools())[0]["description"]
+                assert marked.startswith("[unavailable: busy is failing (circuit open)")
+                if retry_after == "99999999":
+                    # A day away: the times shown say which day.
+                    day = f"{datetime.now() + timedelta(days=1):%Y-%m-%d}"
+                    assert f"mcpd will retry at {day} " in text(first)
+                    assert f"retrying at {day} " in marked
+
+
+@pytest.mark.parametrize(
+    "retry_after",
+    ["abc", "-5", email.utils.formatdate(time.time() - 3600, usegmt=True)],
+)
+async def test_a_retry_after_that_is_no_wait_is_ignored_and_the_call_says_the_servers_state(
+    tmp_path: Path, retry_after: str
+) -> None:
+    with trio.fail_after(60):
+        async with serve_http(busy_server(retry_after)) as srv:
+            cfg = config(tmp_path, srv.url())
+            async with running(cfg), connect(cfg.daemon.socket) as agent:
+                await wait_state(agent, "busy", "ready")
+                first = await agent.call("mcp__busy__echo")
+                outage = first["_meta"]["mcpd/outage"]
+                assert (outage["state"], outage["retry_at"]) == ("degraded", None), first
+                assert "HTTP 429" in text(first) and "retry" not in text(first)
+                row = await wait_state(agent, "busy", "degraded", "ready", "open")
+                assert row["state"] == "degraded"
+                # The breaker alone decides: the next call reaches the server.
+                second = await agent.call("mcp__busy__echo")
+                assert second["_meta"]["mcpd/outage"]["state"] == "degraded"
+                assert calls_seen(srv.requests) == 2
