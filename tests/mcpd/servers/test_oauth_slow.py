@@ -38,7 +38,7 @@ def config_for(tmp: Path, srv: ProtectedMcp, **daemon: Any) -> Config:
 
 def unanswered(srv: ProtectedMcp) -> str:
     return (
-        "The tool server 't' is unavailable (failed): cannot refresh the access token: t: "
+        "The tool server 't' is unavailable (auth_failed): cannot refresh the access token: t: "
         f'authorization: token refresh to "{srv.base}/token" timed out after {TOKEN_TIMEOUT} s; '
         "the authorization server may have used up the refresh token mcpd sent, and if the "
         "next refresh is refused a login is needed."
