@@ -3,14 +3,15 @@
 The runner's task owns the server's transport (so the process or connection lives
 exactly as long as the task); calls arrive from agents' tasks and go through the
 circuit breaker and a bounded concurrency gate before they reach the transport. The
-server's parts, its state and its status row are ``server_parts.ServerParts``'s.
+server's parts and its state are ``server_parts.ServerParts``'s, its status row
+``status_of``'s.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
@@ -28,6 +29,7 @@ from .http_kind import other_kind
 from .oauth import LoginRequired
 from .queue_bytes import QueueBytes
 from .server_parts import ServerParts
+from .status_of import status_of
 from .transport_factory import TransportFactory, open_transport
 from .upstream import Upstream
 
@@ -57,6 +59,10 @@ class Runner(ServerParts):
         if self.auth is not None:
             # A login that stops working while the server is served is shown at once.
             self.auth.on_change = self._auth_changed
+
+    def status(self) -> dict[str, Any]:
+        """Its row in ``mcpd status``."""
+        return status_of(self)
 
     # -- the supervised loop --
 

@@ -1,5 +1,6 @@
 """One configured server's parts, wired together, and what they tell of it: its state
-and outage, its row in ``mcpd status``, what its calls and lists need of it.
+and outage, what its calls and lists need of it (its row in ``mcpd status`` is
+``status_of``'s).
 
 Running the server (starting it, serving it, backing off when it fails) is the
 runner's job: ``runner.Runner`` derives from this and keeps the facts kept here
@@ -18,7 +19,6 @@ from protocol import mcp
 from transports.base import Started
 
 from ..config.model import Config, DaemonConfig
-from ..config.sandbox import sandbox_of, sandbox_status
 from ..config.servertable import ServerConfig
 from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets
@@ -33,21 +33,17 @@ from .events import LifecycleJournal
 from .health import LIVENESS_TIMEOUT, Doubt, Health
 from .log_messages import LogMessages
 from .oauth import attach
-from .outage import Outage, iso, one_line
+from .outage import Outage, one_line
 from .progress import ProgressRoutes
 from .prompt_resource_lists import PromptResourceKeeper
 from .queue_bytes import QueueBytes
 from .scheduler import CallScheduler
 from .session import Session
 from .state import (
-    Reported,
     backoff_config,
     breaker_config,
-    list_trims,
     outage_of,
-    prompt_resource_counts,
     server_state,
-    status_row,
 )
 from .stats import LatencyStats
 from .taking_apart import ReplyWork
@@ -359,62 +355,6 @@ class ServerParts(CallHost):
 
     async def phase_changed(self) -> None:
         await self.downtime.phase_changed()
-
-    def status(self) -> dict[str, Any]:
-        up = self.upstream
-        reported = Reported(
-            alias=self.alias,
-            state=self.state,
-            transport_kind=self.transport_kind,
-            downtime=self.downtime,
-            stderr=self.stderr,
-            breaker=self.breaker,
-            policy=self.policy,
-            stats=self.stats,
-            inflight=self.inflight,
-            waiting=self.waiting,
-            dropped_tools=self.dropped_tools,
-        )
-        row = status_row(
-            reported,
-            era=up.era if up else None,
-            version=up.version if up else None,
-            tools=self.registry.count(self.alias),
-            now=trio.current_time(),
-            server_info=up.server_info if up else None,
-            cache_scope=self.tool_list.cache_scope if up else None,
-        )
-        # The child's pid (stdio servers only): what to look at with ps, strace or kill.
-        row["pid"] = up.transport.pid if up is not None else None
-        # Read more slowly than it sends (transports.pace), its list fetched less
-        # often than it announces changes (tool_list), or a list asked for again and
-        # not answered in time, or failing (answer_wait), and why.
-        held = up.transport.held_back if up is not None else None
-        held = held or self.tool_list.held_back or (self.answers.trouble if up else None)
-        row["held_back"] = (
-            None if held is None else {"reason": held.reason, "since": iso(held.since)}
-        )
-        if self.cfg.command is not None:
-            # Before a start (lazy, or not yet): what a start would meet on this machine.
-            started = self.attempts > 0 and self.cfg.start != "lazy"
-            sandbox = sandbox_of(self.alias, self.cfg, self.config)
-            row["sandbox"] = sandbox_status(sandbox, self.unprotected if started else None, started)
-        if self.login is not None and self.auth is not None and self.auth.enabled:
-            row["auth"] = self.login.status()
-        trims = list_trims(
-            self.tool_list.cut, self.prompt_resources.trimmed, up.instructions_cut if up else ""
-        )
-        # Items held until approved, definition changes seen, items with findings.
-        pins = self.registry.gate.review.counts(self.alias)
-        # About how many names it had mcpd forget the pins of (``forgotten``): the
-        # more, the likelier a name it never listed is held as one of them.
-        marked = self.registry.gate.review.pins.servers.get(self.alias)
-        pins["forgotten_names"] = 0 if marked is None else marked.forgotten_names()
-        # Secrets mcpd holds found in what it sent, by whose they were: never the values.
-        row["secrets_masked"] = self.guard.masked(self.alias)
-        return self.guard.shown(
-            row | prompt_resource_counts(self.registry, self.alias) | trims | pins
-        )
 
     def login_status(self) -> dict[str, Any] | None:
         """Its login as ``mcpd auth status`` shows it (None: it has no OAuth): what its

@@ -21,6 +21,7 @@ from mcpd.policy.masking import KnownSecrets
 from mcpd.registry.catalog import Catalog
 from mcpd.servers.calls import Call
 from mcpd.servers.server_parts import ServerParts
+from mcpd.servers.status_of import status_of
 from protocol import mcp
 from tests.support.calls import AGENT, Outcomes
 
@@ -136,13 +137,13 @@ async def test_a_failed_call_shows_the_server_degraded_for_stable_after_then_rea
     p = world.parts
     p.downtime.set_phase("connected")
     p.availability_failure(1.0, "timed out", p.breaker.allow(trio.current_time()).ticket)
-    row = p.status()
+    row = status_of(p)
     assert (row["state"], row["last_error"]) == ("degraded", "timed out")
     await trio.sleep(29.0)
-    assert p.status()["state"] == "degraded"
+    assert status_of(p)["state"] == "degraded"
     await trio.sleep(1.0)
     # No call since: the failure is no longer recent, though the breaker still counts it.
-    row = p.status()
+    row = status_of(p)
     assert (row["state"], row["last_error"]) == ("ready", None)
     assert p.breaker.status(trio.current_time()).consecutive_failures == 1
 
@@ -247,14 +248,14 @@ async def test_the_status_row_of_a_stdio_server_shows_its_sandbox_as_its_last_st
     None
 ):
     p = Parts(stdio()).parts
-    row = p.status()
+    row = status_of(p)
     assert row["alias"] == "s" and row["transport"] == "stdio" and row["pid"] is None
     assert "auth" not in row
     sandbox = row["sandbox"]
     assert isinstance(sandbox, dict) and sandbox["level"] == "default"
     p.attempts = 1
     p.unprotected = "no user namespaces here"
-    row = p.status()
+    row = status_of(p)
     assert isinstance(row["sandbox"], dict)
     assert row["sandbox"]["unprotected"] == "no user namespaces here"
 
@@ -262,7 +263,7 @@ async def test_the_status_row_of_a_stdio_server_shows_its_sandbox_as_its_last_st
 async def test_the_status_row_counts_tools_and_masks_and_names_no_secret() -> None:
     world = Parts(stdio())
     world.install("a", "b", "c")
-    row = world.parts.status()
+    row = status_of(world.parts)
     assert row["tools"] == 3
     assert row["secrets_masked"] == {}
     assert row["held"] == 0 and row["prompts"] == 0 and row["cut"] == []
@@ -275,14 +276,14 @@ async def test_the_status_row_says_how_many_names_the_server_had_mcpd_forget() -
     world = Parts(stdio())
     world.install(*(f"t{n}" for n in range(1003)))
     world.catalog.gate.settle("s")
-    assert world.parts.status()["forgotten_names"] == 0
+    assert status_of(world.parts)["forgotten_names"] == 0
     world.install()
-    assert world.parts.status()["forgotten_names"] == 3
+    assert status_of(world.parts)["forgotten_names"] == 3
 
 
 async def test_the_status_row_of_an_http_server_shows_its_login_and_no_sandbox() -> None:
     p = Parts({"url": "https://mcp.example.com/mcp"}, alias="web").parts
-    row = p.status()
+    row = status_of(p)
     assert row["transport"] == "http" and "sandbox" not in row
     auth = row["auth"]
     assert isinstance(auth, dict) and auth["server"] == "web" and auth["logged_in"] is False
