@@ -244,16 +244,14 @@ class Breaker:
         503 with Retry-After): the circuit opens, however few failures came before, and
         no probe goes before ``until``. An open circuit is only kept open longer: the
         server's word is about now, whenever the call that met it began."""
+        self._total_failures += 1
         if self._state == "open":
-            self._total_failures += 1
             if until > self._retry_at:
                 self._retry_at = until
                 self._refusal = self._refused()
             return
-        self._total_failures += 1
-        if ticket is not None and ticket != self._epoch:
-            return
-        if self._state == "half_open" and not self._probe_out:
+        stale = ticket is not None and ticket != self._epoch
+        if stale or (self._state == "half_open" and not self._probe_out):
             return
         kept = self._failed(now, reason)
         self._trial_since = None
