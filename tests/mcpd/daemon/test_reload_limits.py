@@ -28,8 +28,9 @@ async def failing_calls(req: SeenRequest, respond: Responder) -> None:
         await respond.json({"jsonrpc": "2.0", "id": req.rpc_id, "result": {}})
 
 
-def lists(requests: list[SeenRequest]) -> int:
-    return sum(1 for r in requests if r.method == "POST" and r.rpc_method == "tools/list")
+def probes(requests: list[SeenRequest]) -> int:
+    """The health checks sent: a legacy server's is a ping."""
+    return sum(1 for r in requests if r.method == "POST" and r.rpc_method == "ping")
 
 
 async def test_a_reload_puts_breaker_restart_and_health_keys_in_force_for_a_running_server(
@@ -57,11 +58,11 @@ async def test_a_reload_puts_breaker_restart_and_health_keys_in_force_for_a_runn
                 assert report["unchanged"] == ["flaky"]
                 assert "daemon.failure_threshold" in report["settings"]
                 # The server runs on, now checked every 0.3 s.
-                listed = lists(srv.requests)
+                listed = probes(srv.requests)
                 with trio.move_on_after(10):
-                    while lists(srv.requests) < listed + 3:
+                    while probes(srv.requests) < listed + 3:
                         await trio.sleep(0.05)
-                assert lists(srv.requests) >= listed + 3, "no health check after the reload"
+                assert probes(srv.requests) >= listed + 3, "no health check after the reload"
                 assert daemon.supervisor.runners["flaky"].policy.config.max_restarts == 2
                 # Its two failures count toward the new threshold: the third opens the
                 # circuit, for the new cooldown.

@@ -219,7 +219,7 @@ async def test_a_call_out_of_time_counts_only_if_the_server_then_answers_nothing
     p.health.settle(trio.current_time())  # it answered
     # No failure of the server's, but no call has worked: shown, with why.
     assert p.state == "degraded" and p.breaker.state == "closed"
-    assert p.status()["last_error"] == "no answer within 1 s"
+    assert status_of(p)["last_error"] == "no answer within 1 s"
     p.timed_out(sent(p), 1.0, "no answer within 1 s")
     p.health.settle(-math.inf)  # it answered nothing
     assert p.state == "open" and p.outage().reason == "no answer within 1 s"
