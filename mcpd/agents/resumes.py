@@ -20,13 +20,16 @@ and how many rounds the call has had. The server's state itself travels in the t
 so what the daemon keeps is small whatever a server writes there; the digest makes a
 state the agent altered a refusal.
 
-The agent never holds a server's state of its own, only mcpd's tokens: a retry whose
-``requestState`` is not a live token of mcpd's, or that brings ``inputResponses``
-without one, continues nothing mcpd handed its agent and is refused unsent. Otherwise
-the state carried in a token, read out of it, could be sent by whoever saw the token,
-as often as they liked, answering what the server asked the token's owner. An
-``input_required`` of a call whose tool or rules changed before it came back is handed
-on with a token too: its retry is then a call of its own, which meets the rules anew.
+The agent never holds a server's state of its own, only mcpd's tokens: a call whose
+``requestState`` is not a token of mcpd's continues nothing mcpd handed its agent, and
+goes to the server without it or the answers it brings, a call of its own (the server
+asks again what it needs). Otherwise the state carried in a token, read out of it,
+could be sent by whoever saw the token, as often as they liked, answering what the
+server asked the token's owner. Answers brought with no state at all continue no
+round either, and go to the server as they came, as a stateless server's retry does.
+An ``input_required`` of a call whose tool or rules changed before it came back is
+handed on with a token too: its retry is then a call of its own, which meets the
+rules anew.
 
 A token is taken once: replayed, it names nothing. One brought by another agent, in
 another profile, for another tool or other arguments is refused without being used
@@ -152,12 +155,18 @@ class Resumes:
         """What ``call`` (of ``who``, in ``profile``), a retry that brings a
         ``requestState`` or ``inputResponses``, continues: the round its token of
         mcpd's names, used up, with the server's own state put back in ``call``; None
-        when that round's retry is a call of its own (its state put back too); the
-        error it gets when it brings no live token of mcpd's, or one that is not its to
-        continue."""
+        when that round's retry is a call of its own (its state put back too), or when
+        it brings no token of mcpd's (a state it brings is then left out of ``call``,
+        with its answers; answers alone continue no round, and go on as a stateless
+        server's retry or a first call's answers would); the
+        error it gets when it brings a token that is used, expired, altered or not its
+        to continue."""
         token = own_token(call.request_state, PREFIX)
         if token is None:
-            return _not_mcpds(call)
+            if call.request_state is not UNSET:
+                # A state mcpd did not hand out, and the answers that go with it.
+                call.request_state = call.input_responses = UNSET
+            return None
         nonce, dot, carried = token.removeprefix(PREFIX).partition(".")
         kept = self._kept.get(nonce)
         if kept is None or kept.expires <= self._clock():
@@ -262,21 +271,6 @@ def _digest(kind: bytes, data: bytes) -> bytes:
 
 def _state(server_state: bytes | None) -> Raw | UnsetType:
     return UNSET if server_state is None else Raw(server_state)
-
-
-def _not_mcpds(call: Call) -> rpc.RPCError:
-    """Why a retry that brings no token of mcpd's continues nothing."""
-    if call.request_state is UNSET:
-        what = "inputResponses without the requestState mcpd handed with what was asked"
-    else:
-        what = "a requestState that mcpd did not hand this agent"
-    return rpc.RPCError(
-        rpc.INVALID_PARAMS,
-        f"this call brings {what}, so it continues nothing: mcpd hands an agent a "
-        f"requestState of its own (starting {PREFIX!r}) with each input_required, and "
-        "its retry brings that back as it was given; call the tool again without "
-        "inputResponses and requestState",
-    )
 
 
 def _refused(why: str) -> rpc.RPCError:

@@ -45,13 +45,13 @@ def test_a_call_that_cannot_go_on_as_it_went_still_hands_on_a_token() -> None:
     assert isinstance(again, rpc.RPCError) and "names no call" in again.message
 
 
-def test_a_state_not_mcpds_or_answers_without_a_state_continue_nothing() -> None:
+def test_a_state_not_mcpds_is_left_out_with_its_answers() -> None:
     resumes = Resumes(clock=lambda: 0.0)
-    for retry, said in [
-        (call(1, "s-1", {"k": {"roots": []}}), "a requestState that mcpd did not hand"),
-        (call(2, {"any": "json"}), "a requestState that mcpd did not hand"),
-        (call(3, responses={"k": {"roots": []}}), "inputResponses without the requestState"),
-    ]:
-        refused = resumes.take(retry, WHO, None)  # type: ignore[arg-type]
-        assert isinstance(refused, rpc.RPCError), retry
-        assert refused.code == rpc.INVALID_PARAMS and said in refused.message
+    for retry in [call(1, "s-1", {"k": {"roots": []}}), call(2, {"any": "json"})]:
+        # A call of its own: what it brought continues nothing, and is not sent on.
+        assert resumes.take(retry, WHO, None) is None  # type: ignore[arg-type]
+        assert retry.request_state is UNSET and retry.input_responses is UNSET
+    # Answers with no state continue no round: they go on as a first call's would.
+    alone = call(3, responses={"k": {"roots": []}})
+    assert resumes.take(alone, WHO, None) is None  # type: ignore[arg-type]
+    assert alone.request_state is UNSET and alone.input_responses is not UNSET

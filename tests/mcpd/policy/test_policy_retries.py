@@ -135,8 +135,9 @@ async def test_a_servers_state_read_out_of_a_token_or_answers_without_one_contin
 ) -> None:
     """The server's state rides in mcpd's token, where anyone who sees the token can read
     it: sent as it is, by the token's owner or another, any number of times, it answers
-    nothing the server asked, and neither do answers brought with no token at all. The
-    token itself still continues the call, once."""
+    nothing the server asked: the call goes to the server without it or its answers, as
+    a call of its own, and is asked again. The token itself still continues the call,
+    once."""
     with trio.fail_after(LIMIT):
         async with (
             rounds_daemon(tmp_path, RATED) as setup,
@@ -148,11 +149,29 @@ async def test_a_servers_state_read_out_of_a_token_or_answers_without_one_contin
             read_out = base64.urlsafe_b64decode(carried).decode()
             assert json.loads(read_out) == SERVERS_STATE
             unwrapped = {**retry, "requestState": json.loads(read_out)}
-            for who in (other, other, agent):
-                await refused(setup, who, unwrapped, "a requestState that mcpd did not hand")
             bare = {k: v for k, v in retry.items() if k != "requestState"}
-            await refused(setup, agent, bare, "inputResponses without the requestState")
+            for who, params in ((other, unwrapped), (other, unwrapped), (agent, unwrapped)):
+                await continues_nothing(setup, who, params)
+            # (The agent's one call a minute is spent: whether it goes on or not, it
+            # carries no state; answers alone going on is the unit tests'.)
+            reached = len(setup.reached())
+            await agent.rpc("tools/call", bare)
+            assert all("requestState" not in sent for sent in setup.reached()[reached:])
             assert text(await call(agent, retry)) == DONE
+
+
+async def continues_nothing(setup: Rounds, agent: Agent, params: dict[str, Any]) -> None:
+    """``params`` is a call of its own: under the rules anew (its agent's one call a
+    minute may be spent), and if it reaches the server, without state or answers, so
+    the server asks again what it needs."""
+    reached = len(setup.reached())
+    again = await call(agent, params)
+    sent = setup.reached()[reached:]
+    assert all("requestState" not in s and "inputResponses" not in s for s in sent), sent
+    if sent:
+        assert again["resultType"] == "input_required", again
+    else:
+        assert again["_meta"]["mcpd/policy"]["decision"] == "limited", again
 
 
 async def test_a_legacy_agents_own_round_fields_never_reach_its_server(tmp_path: Path) -> None:
