@@ -87,6 +87,9 @@ class Transition(msgspec.Struct, frozen=True):
     # Closed on trial: the server answered, but no call has succeeded yet. A move from
     # closed to closed is the end of a trial: a call succeeded.
     trial: bool = False
+    # A call succeeded after trouble the circuit did not open for: only the state shown
+    # (degraded, then ready) changes.
+    settled: bool = False
 
 
 class BreakerStatus(msgspec.Struct, frozen=True):
@@ -188,12 +191,15 @@ class Breaker:
         if ticket is not None and ticket != self._epoch:
             return
         if self._state == "closed":
+            troubled = self._trouble_at is not None
             self._consecutive = 0
             self._trouble = self._trouble_at = None
             if self._trial_since is not None:
                 self._recovered()
                 if self._on_transition is not None:
                     self._on_transition(Transition("closed", "closed", now, None, None))
+            elif troubled and self._on_transition is not None:
+                self._on_transition(Transition("closed", "closed", now, None, None, settled=True))
         elif self._state == "half_open" and self._probe_out:
             self._consecutive = 0
             self._trouble = self._trouble_at = None

@@ -54,6 +54,8 @@ class LifecycleJournal:
         )
 
     def breaker(self, t: Transition) -> None:
+        if t.settled:
+            return  # no outage ended, nothing to say: only what status shows changes
         if t.new == "open":
             self.event(
                 logging.WARNING,

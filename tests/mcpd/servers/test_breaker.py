@@ -241,6 +241,17 @@ def test_a_call_out_of_time_is_trouble_but_no_failure() -> None:
     assert b.status(2.0).trouble_at is None
 
 
+def test_a_success_after_trouble_the_circuit_did_not_open_for_is_told() -> None:
+    # Degraded, then ready: what status (and systemd's status line) shows changes,
+    # though the circuit stays closed; a success after none is no news.
+    b, seen = make()
+    b.record_success(0.5)
+    b.record_failure(1.0, "down")
+    b.record_success(2.0)
+    b.record_success(3.0)
+    assert seen == [Transition("closed", "closed", 2.0, None, None, settled=True)]
+
+
 def test_cooldown_growth_never_overflows() -> None:
     b, _ = make(BreakerConfig(failure_threshold=1, cooldown_factor=1e10, cooldown_cap=60.0))
     now = 0.0
