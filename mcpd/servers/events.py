@@ -134,8 +134,17 @@ class LifecycleJournal:
         else:
             logger.debug("%s: attempt failed again: %s", self.alias, reason)
 
-    def connected(self, was_down: bool, how: str, tools: int) -> None:
-        if was_down:
+    def connected(self, was_down: bool, how: str, tools: int, held: float | None = None) -> None:
+        """``held``: when the probe of a circuit still open is due (None: it is closed)."""
+        if held is not None:
+            # Started or connected again, but its calls failed: not a recovery.
+            self.event(
+                logging.INFO,
+                "reconnected",
+                f"{how}, {tools} tools; its circuit stays open, "
+                f"until a probe at {clock_time(held)} decides",
+            )
+        elif was_down:
             self.event(logging.INFO, "recovered", f"available again ({tools} tools)")
         else:
             self.event(logging.INFO, "ready", f"{how}, {tools} tools")

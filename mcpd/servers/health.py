@@ -34,7 +34,7 @@ import msgspec
 import trio
 
 from protocol import jsonrpc as rpc
-from transports.errors import MalformedReply, ServerCancelled, TransportError
+from transports.errors import HTTPStatusError, MalformedReply, ServerCancelled, TransportError
 
 from .backoff import RestartPolicy
 from .breaker import Breaker
@@ -175,7 +175,7 @@ class Health:
                 breaker.record_timeout(now, d.reason)
                 breaker.record_heard(now, d.ticket)
             else:
-                breaker.record_failure(now, d.reason, d.ticket)
+                breaker.record_failure(now, d.reason, d.ticket, unanswered=True)
             if d.trial:
                 breaker.release_probe(d.ticket)
         # Whether or not the circuit moved, what the server's state shows did.
@@ -232,12 +232,18 @@ class Health:
             with trio.fail_after(bound):
                 await up.probe()
         except trio.TooSlowError:
-            breaker.record_failure(trio.current_time(), "probe timed out", adm.ticket)
+            now = trio.current_time()
+            breaker.record_failure(now, "probe timed out", adm.ticket, unanswered=True)
         except AuthFailed as exc:
             # No token to ask with: tried again after a longer cooldown, the session kept.
             breaker.record_failure(trio.current_time(), exc.reason, adm.ticket)
         except TransportError as exc:
-            breaker.record_failure(trio.current_time(), exc.reason, adm.ticket)
+            # Not reached (no connection, a stream cut), unlike a server that answered
+            # with an HTTP error: a connection made again is an answer then.
+            unanswered = not isinstance(exc, HTTPStatusError)
+            breaker.record_failure(
+                trio.current_time(), exc.reason, adm.ticket, unanswered=unanswered
+            )
             raise  # the session is over
         except _ANSWERED:
             self._heard(adm.ticket)

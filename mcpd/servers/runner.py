@@ -55,7 +55,7 @@ class Runner(ServerParts):
         super().__init__(alias, cfg, config, registry, on_change, guard=guard, waiting=waiting)
         self._open_transport = transport_factory
         self._switched = False
-        self._ready: tuple[bool, str, int] = (False, "", 0)
+        self._ready: tuple[bool, str, int, float | None] = (False, "", 0, None)
         if self.auth is not None:
             # A login that stops working while the server is served is shown at once.
             self.auth.on_change = self._auth_changed
@@ -208,10 +208,14 @@ class Runner(ServerParts):
         self.upstream = up
         self.policy.on_start(trio.current_time())
         # Connecting and listing worked: the server is there, which says nothing of
-        # its calls. A circuit that was open closes on trial: the next call decides.
-        self.breaker.record_heard(trio.current_time())
+        # its calls. A circuit open as it answered nothing closes on trial: the next
+        # call decides; one its calls opened stays open for its probe to decide.
+        now = trio.current_time()
+        self.breaker.record_heard(now)
         was_down = self.downtime.back_up()
-        self._ready = (was_down, f"{up.era} era ({up.version})", len(listing.tools))
+        st = self.breaker.status(now)
+        held = None if st.state == "closed" else st.retry_at or now
+        self._ready = (was_down, f"{up.era} era ({up.version})", len(listing.tools), held)
         await self._serve(up, transport)
 
     def _now_ready(self) -> None:

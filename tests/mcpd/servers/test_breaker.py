@@ -193,14 +193,33 @@ def test_a_call_that_succeeds_on_trial_is_the_recovery() -> None:
     assert b.allow(10.0).retry_at == 15.0
 
 
-def test_a_connection_made_again_closes_an_open_circuit_on_trial() -> None:
-    """Reported as of now (no ticket): the server answered its connection and its lists."""
-    b, seen = make()
+def test_a_connection_made_again_keeps_a_circuit_its_calls_opened_open() -> None:
+    """Reported as of now (no ticket): the server answered its connection and its lists,
+    which says nothing of calls that failed: the cooldown holds."""
+    b, _ = make()
     trip(b, 0.0)
     b.record_heard(1.0)
-    assert seen[-1] == Transition("open", "closed", 1.0, None, None, trial=True)
-    assert b.status(1.0).trial_since == 1.0
-    b.record_failure(2.0, "exited")
+    assert state(b) == "open" and b.allow(1.0).retry_at == 5.0
+    # Its probe at the cooldown's end decides.
+    b.record_heard(5.0, probe(b, 5.0).ticket)
+    assert b.status(5.0).trial_since == 5.0
+
+
+def test_a_connection_made_again_closes_a_circuit_opened_unanswered_on_trial() -> None:
+    """Opened as the server answered nothing (mcpd's probe could not reach it): a
+    connection made again is its answer."""
+    b, seen = make()
+    for at in range(5):
+        b.record_failure(float(at), "connection refused", unanswered=True)
+    b.record_heard(6.0)
+    assert seen[-1] == Transition("open", "closed", 6.0, None, None, trial=True)
+    b, seen = make()
+    trip(b, 0.0)
+    b.record_failure(5.0, "connection refused", probe(b, 5.0).ticket, unanswered=True)
+    b.record_heard(6.0)
+    assert seen[-1] == Transition("open", "closed", 6.0, None, None, trial=True)
+    assert b.status(6.0).trial_since == 6.0
+    b.record_failure(7.0, "exited")
     assert state(b) == "open"
     # A closed circuit keeps its count: a server dying at each call still opens it.
     b, _ = make()

@@ -3,11 +3,15 @@ server whose calls, lists and pings behave as each test sets: a server whose lis
 work and whose calls fail is tried less and less often; a busy server whose lists are
 slow is not taken for gone; calls refused while mcpd's probe is out are told its own
 bound; a server that goes away while its circuit is open is shown unreachable and is
-back as soon as it answers again."""
+back as soon as it answers again; one whose failed calls end its session stays open
+across the connections made again."""
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +37,7 @@ class Moody:
 
     def __init__(self) -> None:
         self.failing = False
+        self.pings_fail = False
         self.slow: dict[str, float] = {}
         self.seen: list[str] = []
         self.probed = trio.Event()  # a ping or a tools/list answered
@@ -51,7 +56,7 @@ class Moody:
         if method == "tools/list":
             tools = [{"name": "echo", "inputSchema": {"type": "object"}}]
             await respond.json(result(req.rpc_id, {"tools": tools}))
-        elif method == "tools/call" and self.failing:
+        elif (method == "tools/call" and self.failing) or (method == "ping" and self.pings_fail):
             await respond.reply(500, "Internal Server Error")
         elif method == "tools/call":
             await respond.json(result(req.rpc_id, {"content": [{"type": "text", "text": "ok"}]}))
@@ -59,6 +64,29 @@ class Moody:
             await respond.json(result(req.rpc_id, {}))
         if method in ("ping", "tools/list"):
             self.probed.set()
+
+
+class Journal(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+@contextmanager
+def journal() -> Iterator[Journal]:
+    said = Journal()
+    logger = logging.getLogger("mcpd")
+    level = logger.level
+    logger.addHandler(said)
+    logger.setLevel(logging.INFO)
+    try:
+        yield said
+    finally:
+        logger.removeHandler(said)
+        logger.setLevel(level)
 
 
 def config(tmp_path: Path, url: str, **daemon: Any) -> Any:
@@ -173,3 +201,31 @@ async def test_a_server_gone_while_its_circuit_is_open_is_unreachable_and_back_s
                 assert text(await call(agent)) == "ok"
                 row = await wait_state(agent, "m", "ready")
                 assert row["breaker"]["state"] == "closed"
+
+
+async def test_a_server_whose_failed_calls_end_its_session_stays_open_when_back(
+    tmp_path: Path,
+) -> None:
+    """Its calls fail and so does the liveness probe they ask for: the session ends and
+    is opened again on the backoff's delays, but the circuit stays open until its
+    cooldown ends, and refused calls are told the true wait."""
+    moody = Moody()
+    with trio.fail_after(LIMIT), journal() as said:
+        async with serve_http(moody.session) as web:
+            cfg = config(tmp_path, web.url(), cooldown_base=30.0, cooldown_cap=60.0)
+            async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+                await wait_state(agent, "m", "ready")
+                moody.failing = moody.pings_fail = True
+                assert "HTTP 500" in text(await call(agent))
+                # Connected to again, and listed.
+                while moody.seen.count("tools/list") < 2:
+                    await trio.sleep(0.05)
+                row = await wait_state(agent, "m", "open", "degraded")
+                while row["restarts"] < 1 or row["state"] not in ("open", "degraded"):
+                    row = await wait_state(agent, "m", "open", "degraded")
+                assert row["state"] == "open", row
+                for _ in range(3):
+                    assert 25 <= waits(await call(agent)) <= 30
+                assert moody.seen.count("tools/call") == 1
+    assert not [line for line in said.lines if "available again" in line], said.lines
+    assert any("circuit stays open" in line for line in said.lines), said.lines
