@@ -30,6 +30,7 @@ from transports.errors import MalformedReply, ServerCancelled, TransportError
 
 from .askback import Asker
 from .calls import CallRefused, SessionMark, Whose
+from .downtime import server_wait
 from .outage import Outage
 from .rpc_errors import answer_error
 
@@ -157,8 +158,14 @@ async def _send(
                 exc.reason,
                 extra=log_extra(runner.alias, reason=exc.reason),
             )
-            runner.check_liveness()
-            outage = Outage(runner.alias, "failed", exc.reason, start)
+            # A server that said when to come back (429 or 503 with Retry-After) is
+            # there, and asked not to be asked before then, whatever the method.
+            wait = server_wait(exc.retry_after)
+            if wait is None:
+                runner.check_liveness()
+            else:
+                runner.told_to_wait(exc.reason, wait)
+            outage = runner.failed_call(exc.reason, start, None)
             raise CallRefused(outage.masked(runner.guard)) from None
     elapsed = trio.current_time() - start
     reason = f"no answer to {method} within {elapsed:.3g} s"

@@ -327,6 +327,14 @@ class ServerParts(CallHost):
         if self.breaker.state != before or wait is not None:
             self._publish()
 
+    def told_to_wait(self, reason: str, wait: float) -> None:
+        """A request other than a call, or a probe, was answered 429 or 503 with a
+        Retry-After of ``wait`` seconds: its circuit opens until then, as a call's
+        does."""
+        now = trio.current_time()
+        self.breaker.hold_open(now, now + wait, reason)
+        self._publish()
+
     def failed_call(self, reason: str, start: float, stderr: str | None) -> Outage:
         state = self.state
         if state not in ("ready", "degraded"):

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from functools import partial
 from typing import Any, cast
 
+import msgspec
 import pytest
 import trio
 import trio.testing
@@ -33,7 +34,7 @@ from protocol import mcp
 from protocol.surface import GetPromptParams, ReadResourceParams
 from tests.support.stand_in import Never, StandIn
 from transports.base import AuthHook, NotificationHandler, Transport
-from transports.errors import MalformedReply, ServerCancelled, TransportClosed
+from transports.errors import HTTPStatusError, MalformedReply, ServerCancelled, TransportClosed
 
 SECRET = "tok-0123456789abcdef"
 
@@ -206,7 +207,8 @@ async def test_the_configured_call_timeout_is_the_default_limit(
 @pytest.mark.parametrize(
     ("failure", "state", "reason"),
     [
-        (TransportClosed(f"the server went away holding {SECRET}"), "failed", "went away"),
+        # The server still serves: this request failed, not it.
+        (TransportClosed(f"the server went away holding {SECRET}"), "degraded", "went away"),
         (MalformedReply(f"invalid UTF-8 after {SECRET}"), "malformed", "invalid UTF-8"),
         (ServerCancelled(f"cancelled: {SECRET}"), "failed", "cancelled"),
     ],
@@ -225,6 +227,33 @@ async def test_a_failure_is_an_outage_with_mcpds_secrets_masked(
     assert (outage.server, outage.state) == ("s", state)
     assert reason in outage.reason
     assert SECRET not in outage.reason
+
+
+@pytest.mark.parametrize(
+    ("method", "params"), [("prompts/get", PROMPT), ("resources/read", ReadResourceParams(uri="u"))]
+)
+async def test_a_retry_after_holds_the_server_as_a_calls_does(
+    autojump_clock: trio.testing.MockClock, method: str, params: msgspec.Struct
+) -> None:
+    """Answered 429 with Retry-After: the server said when to come back, whatever the
+    method; it is not asked again before then, and the agent is told when that is."""
+    factory = Factory()
+    factory.played.answers[method] = HTTPStatusError("HTTP 429", status=429, retry_after=3600)
+    async with running(factory) as r:
+        await ready(r)
+        now = trio.current_time()
+        with pytest.raises(CallRefused) as info:
+            await requests.send(r, method, params)
+        outage = info.value.outage
+        assert (outage.state, outage.retry_at) == ("open", pytest.approx(now + 3600))
+        assert "HTTP 429" in outage.reason
+        assert r.state == "open"
+        await trio.sleep(60)
+        with pytest.raises(CallRefused) as info:
+            await requests.send(r, method, params)
+        assert info.value.outage.retry_at == pytest.approx(now + 3600)
+        assert factory.played.sent.count(method) == 1
+        assert "ping" not in factory.played.sent
 
 
 async def test_a_server_that_cannot_start_refuses_at_once_with_its_outage(
