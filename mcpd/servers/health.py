@@ -14,6 +14,10 @@ legacy server: never a list, which a server may take long to make):
   does, so a server gone away is shown unreachable and is reconnected to on the
   backoff's delays, not the cooldown's.
 
+A probe answered 429 or 503 with ``Retry-After`` is a server that is there and asks
+not to be asked before then: the session goes on, and its circuit is held open until
+then, as a call's answer of the kind holds it.
+
 A call that ran out of time is held in doubt until its server shows whether it is
 there: any answer it gives after that (to the liveness probe the call asks for, or to
 anything else) means the call was only slow, and one agent's slow tool must not close
@@ -38,6 +42,7 @@ from transports.errors import HTTPStatusError, MalformedReply, ServerCancelled, 
 
 from .backoff import RestartPolicy
 from .breaker import Breaker
+from .downtime import server_wait
 from .oauth import AuthFailed
 from .upstream import Upstream
 
@@ -209,6 +214,16 @@ class Health:
             pass  # an answer, even an error, is a server that is there
         except AuthFailed:
             return  # no token to ask with; the calls say why
+        except TransportError as exc:
+            wait = server_wait(exc.retry_after)
+            if wait is None:
+                raise
+            # It answered, asking not to be asked before then: there, and held open.
+            now = trio.current_time()
+            self.settle(now)
+            self._breaker.hold_open(now, now + wait, exc.reason)
+            self._on_probe()
+            return
         except trio.TooSlowError:
             after = self._token_work()
             if after != before or after % 2:
@@ -238,13 +253,17 @@ class Health:
             # No token to ask with: tried again after a longer cooldown, the session kept.
             breaker.record_failure(trio.current_time(), exc.reason, adm.ticket)
         except TransportError as exc:
-            # Not reached (no connection, a stream cut), unlike a server that answered
-            # with an HTTP error: a connection made again is an answer then.
-            unanswered = not isinstance(exc, HTTPStatusError)
-            breaker.record_failure(
-                trio.current_time(), exc.reason, adm.ticket, unanswered=unanswered
-            )
-            raise  # the session is over
+            now = trio.current_time()
+            wait = server_wait(exc.retry_after)
+            if wait is not None:
+                # It answered, asking not to be asked before then: the session goes on.
+                breaker.hold_open(now, now + wait, exc.reason, adm.ticket)
+            else:
+                # Not reached (no connection, a stream cut), unlike a server that
+                # answered with an HTTP error: a connection made again is an answer then.
+                unanswered = not isinstance(exc, HTTPStatusError)
+                breaker.record_failure(now, exc.reason, adm.ticket, unanswered=unanswered)
+                raise  # the session is over
         except _ANSWERED:
             self._heard(adm.ticket)
         else:

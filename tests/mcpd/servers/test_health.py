@@ -17,7 +17,13 @@ from mcpd.servers.breaker import Breaker, BreakerConfig
 from mcpd.servers.health import LIVENESS_TIMEOUT, Doubt, Health
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
-from transports.errors import MalformedReply, ServerCancelled, TransportClosed, TransportError
+from transports.errors import (
+    HTTPStatusError,
+    MalformedReply,
+    ServerCancelled,
+    TransportClosed,
+    TransportError,
+)
 
 
 class Never:
@@ -221,6 +227,29 @@ async def test_a_half_open_probe_that_cannot_reach_the_server_ends_the_session(
         await s.tend()
     assert info.value is gone
     assert s.breaker.status(trio.current_time()).reason == "s: connection refused"
+
+
+@pytest.mark.parametrize("half_open", [True, False], ids=["half-open probe", "liveness probe"])
+async def test_a_probe_answered_with_a_retry_after_holds_the_circuit_until_then(
+    autojump_clock: trio.testing.MockClock, half_open: bool
+) -> None:
+    """The server said when to come back (503 with Retry-After): it is there, so the
+    session goes on, and it is not asked again, by a call or a probe, before then."""
+    s = Setup()
+    if half_open:
+        s.open_breaker()
+        await trio.sleep(10)
+    else:
+        s.health.suspect = True
+    s.server.answer = HTTPStatusError("s: HTTP 503", status=503, retry_after=600.0)
+    await s.tend()
+    now = trio.current_time()
+    st = s.breaker.status(now)
+    assert (st.state, st.retry_at, st.reason) == ("open", now + 600.0, "s: HTTP 503")
+    assert s.health.next_wake(RestartPolicy(), now) == now + 600.0
+    await trio.sleep(599)
+    await s.tend()
+    assert s.server.probes == 1
 
 
 async def test_calls_refused_while_the_half_open_probe_is_out_wait_for_its_own_bound(
