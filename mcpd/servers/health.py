@@ -70,13 +70,16 @@ class Health:
         probe_timeout: Callable[[], float],
         on_probe: Callable[[], None],
         answered_at: Callable[[], float],
+        trouble_shown: Callable[[], float],
         token_work: Callable[[], int] = lambda: 0,
     ) -> None:
         """``interval`` is the periodic check's (0: none); ``on_probe`` is called as a
         half-open probe starts and ends, and as calls in doubt are settled, so the
         state they show is published; ``answered_at`` says when the server last
         answered anything; ``token_work`` grows as a token request starts and as it
-        ends (odd while one runs: ``AuthState.token_work``)."""
+        ends (odd while one runs: ``AuthState.token_work``); ``trouble_shown`` is how
+        long trouble shows the server degraded (``stable_after``): ``on_probe`` is
+        called as that ends too, with nothing else happening then."""
         self.alias = alias
         self._breaker = breaker
         self._interval = interval
@@ -89,6 +92,8 @@ class Health:
         self._token_work = token_work
         self._doubts: deque[Doubt] = deque()  # in the order they ran out of time
         self._doubted = trio.Event()
+        self._trouble_shown = trouble_shown
+        self._shown_until = -math.inf  # when the trouble last published stopped showing
 
     @property
     def suspect(self) -> bool:
@@ -117,10 +122,25 @@ class Health:
         stable_at = policy.stable_at
         if stable_at is not None and (policy.failures or policy.in_crash_loop):
             deadline = min(deadline, stable_at)
+        shown = self._trouble_ends(now)
+        if shown is not None and shown > now:
+            deadline = min(deadline, shown)
         return deadline
 
+    def _trouble_ends(self, now: float) -> float | None:
+        """When the trouble shown now (``state.failed_lately``) stops showing."""
+        st = self._breaker.status(now)
+        times = [at for at in (st.trouble_at, st.trial_since) if at is not None]
+        return max(times) + self._trouble_shown() if times else None
+
     async def tend(self, up: Upstream, now: float) -> None:
-        """Whatever probe is due now. Raises TransportError for a server that is gone."""
+        """Whatever probe is due now, and the news that trouble stopped showing.
+        Raises TransportError for a server that is gone."""
+        shown = self._trouble_ends(now)
+        if shown is not None and self._shown_until < shown <= now:
+            # The server's state changed (degraded to ready) with nothing happening.
+            self._shown_until = shown
+            self._on_probe()
         if now >= self.next_check and self._breaker.state == "closed":
             self.schedule()
             # One that answered within the interval is not idle: that answer shows

@@ -100,6 +100,7 @@ class ServerParts(CallHost):
             on_probe=self._publish,
             answered_at=lambda: self.scheduler.answered_at,
             token_work=lambda: self.auth.token_work if self.auth is not None else 0,
+            trouble_shown=lambda: self.policy.config.stable_after,
         )
         self.events = LifecycleJournal(alias, lambda: self.stderr)
         self.progress = ProgressRoutes(

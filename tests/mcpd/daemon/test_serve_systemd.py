@@ -191,6 +191,34 @@ def test_the_directory_of_the_socket_systemd_passes_is_hidden_from_the_servers(
     assert f"listening on {api}" in stderr, stderr
 
 
+def test_the_status_line_turns_ready_as_a_degraded_server_does_with_nothing_happening(
+    short_dir: Path,
+) -> None:
+    """A call fails as its server exits: started again, it shows degraded for
+    ``stable_after``, then ready, though no call, probe or restart comes then; the
+    status line says so as ``mcpd status`` does."""
+    hostile = ROOT / "tests" / "support" / "hostile_server.py"
+    config = short_dir / "config.toml"
+    config.write_text(
+        "[daemon]\nstable_after = 3.0\nhealth_interval = 0\n"
+        f'[servers.h]\ncommand = "{sys.executable}"\nargs = ["{hostile}"]\nsandbox = "off"\n'
+    )
+    runtime = short_dir / "rt"
+    runtime.mkdir()
+    notify = Notifications(short_dir / "notify")
+    proc = _serve(config, notify, RUNTIME_DIRECTORY=str(runtime))
+    try:
+        assert notify.next_with("READY=1") == ["READY=1", "STATUS=1 server: 1 ready"]
+        with Client(str(runtime / "mcpd.sock")) as client:
+            failed = client.request("tools/call", {"name": "mcp__h__quit", "arguments": {}})
+        assert failed["isError"], failed
+        notify.next_with("STATUS=1 server: 1 degraded (mcpd status and the journal say which)")
+        notify.next_with("STATUS=1 server: 1 ready", timeout=10)
+    finally:
+        _stop(proc, notify)
+        notify.sock.close()
+
+
 def test_a_config_socket_that_systemds_replaces_is_warned_of(short_dir: Path) -> None:
     config = short_dir / "config.toml"
     other = short_dir / "other.sock"

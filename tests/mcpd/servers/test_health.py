@@ -61,6 +61,7 @@ class Setup:
             probe_timeout=lambda: probe_timeout,
             on_probe=self._publish,
             answered_at=lambda: self.answered_at,
+            trouble_shown=lambda: 30.0,
         )
         self.server = Server()
 
@@ -246,7 +247,7 @@ async def test_a_probe_answered_with_a_retry_after_holds_the_circuit_until_then(
     now = trio.current_time()
     st = s.breaker.status(now)
     assert (st.state, st.retry_at, st.reason) == ("open", now + 600.0, "s: HTTP 503")
-    assert s.health.next_wake(RestartPolicy(), now) == now + 600.0
+    assert s.breaker.allow(now).retry_at == now + 600.0
     await trio.sleep(599)
     await s.tend()
     assert s.server.probes == 1
@@ -278,6 +279,36 @@ async def test_the_half_open_probe_goes_before_a_liveness_probe_and_answers_for_
     s.health.suspect = True
     await s.tend()
     assert (s.server.probes, s.health.suspect, s.breaker.state) == (1, False, "closed")
+
+
+async def test_trouble_that_stops_showing_is_published_then_with_nothing_happening(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Degraded (a call failed, the circuit not open) for as long as trouble shows:
+    the server's task wakes as that ends, and its state is published then."""
+    s = Setup()
+    s.breaker = Breaker(BreakerConfig(failure_threshold=5))
+    s.health = Health(
+        "s",
+        s.breaker,
+        interval=lambda: 0.0,
+        probe_timeout=lambda: 3.0,
+        on_probe=s._publish,
+        answered_at=lambda: s.answered_at,
+        trouble_shown=lambda: 30.0,
+    )
+    s.breaker.record_failure(trio.current_time(), "exited")
+    start = trio.current_time()
+    assert s.health.next_wake(RestartPolicy(), start) == start + 30.0
+    await s.tend()
+    assert s.published == 0
+    await trio.sleep(30)
+    await s.tend()
+    assert s.published == 1
+    # Once: nothing more to say, nor to wake for.
+    await s.tend()
+    assert s.published == 1
+    assert s.health.next_wake(RestartPolicy(), trio.current_time()) == math.inf
 
 
 async def test_a_server_that_answered_within_the_interval_is_not_probed(
