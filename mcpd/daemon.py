@@ -360,6 +360,17 @@ class Daemon(Control):
         out: dict[str, Any] = msgspec.to_builtins(report)
         return out
 
+    def reset(self, alias: str, who: str) -> dict[str, object]:
+        runner = self.supervisor.runners.get(alias)
+        if runner is None:
+            known = ", ".join(sorted(self.supervisor.runners)) or "none"
+            raise rpc.RPCError(
+                rpc.INVALID_PARAMS, f"no server named {alias!r} is running (servers: {known})"
+            )
+        was = runner.state
+        reset = runner.reset_circuit(who)
+        return {"server": alias, "was": was, "reset": reset, "state": runner.state}
+
     def http_token(self) -> str:
         token = self.token.current()
         if token != self._guarded_token:

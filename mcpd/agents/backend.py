@@ -138,6 +138,12 @@ class Control(abc.ABC):
         """Re-read the config; raises ``rpc.RPCError`` when it is rejected."""
         ...
 
+    @abc.abstractmethod
+    def reset(self, alias: str, who: str) -> dict[str, object]:
+        """``mcpd reset``: the server's circuit closed on trial, journaled as ``who``
+        asked; raises ``rpc.RPCError`` for a server that does not run."""
+        ...
+
     @property
     @abc.abstractmethod
     def approvals(self) -> Approvals:

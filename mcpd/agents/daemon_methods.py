@@ -5,6 +5,8 @@
   may read it;
 - ``mcpd/reload``: the config read again and put in force (``mcpd reload``), for the
   daemon's own user and root, on its Unix socket;
+- ``mcpd/reset``: a server's circuit closed on trial (``mcpd reset``), for the same
+  callers as ``mcpd/reload``;
 - ``mcpd/lineLimit``: the longest line the connection takes, which ``mcpd bridge``
   holds its host's lines to (past it, the connection closes).
 """
@@ -13,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+import msgspec
 
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
@@ -37,6 +41,23 @@ async def _reload(
     return await api.control.reload()
 
 
+class _Server(msgspec.Struct):
+    server: str
+
+
+async def _reset(
+    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+) -> Any:
+    if not conn.may_control():
+        raise rpc.RPCError(
+            -32000, "mcpd/reset is only for the daemon's user and root, on its Unix socket"
+        )
+    params = rpc.decode_as(req.params, _Server)
+    peer = conn.peer
+    assert peer is not None  # the owner on the socket, as the kernel says
+    return api.control.reset(params.server, f"uid {peer.uid} (pid {peer.pid})")
+
+
 async def _line_limit(
     api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
 ) -> Any:
@@ -50,5 +71,6 @@ Handler = Callable[[Any, Connection, rpc.Request, RequestContext | None], Awaita
 HANDLERS: dict[str, Handler] = {
     "mcpd/status": _status,
     "mcpd/reload": _reload,
+    "mcpd/reset": _reset,
     "mcpd/lineLimit": _line_limit,
 }

@@ -331,6 +331,17 @@ def cmd_reload(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reset(args: argparse.Namespace) -> int:
+    with client_for(args) as client:
+        out = ask(client, "mcpd/reset", {"server": args.server})
+    server, was = visible(str(out["server"])), visible(str(out["was"]))
+    if out["reset"]:
+        print(f"{server}: circuit closed on trial (was {was}); its next call decides")
+    else:
+        print(f"{server}: its circuit is closed already ({was}); nothing to reset")
+    return 0
+
+
 def cmd_bridge(args: argparse.Namespace) -> int:
     from ..agents.bridge import run_bridge
 

@@ -1,4 +1,4 @@
-"""``mcpd serve|status|dashboard|tools|call|reload|check-config|import|bridge|auth|
+"""``mcpd serve|status|dashboard|tools|call|reload|reset|check-config|import|bridge|auth|
 connect|token``, ``approve`` (in ``pins_cmds``), ``pins`` (in ``pins_io``),
 ``approvals|calls``, and (in ``prompt_resource_cmds``) ``prompts|resources|read|prompt``.
 
@@ -29,7 +29,7 @@ from .exits import EXIT_USAGE, client_for
 
 PROMPT_RESOURCE_COMMANDS = ("prompts", "resources", "read", "prompt")
 COMMANDS: frozenset[str] = frozenset(
-    {"serve", "check-config", "tools", "call", "status", "import", "reload", "bridge"}
+    {"serve", "check-config", "tools", "call", "status", "import", "reload", "reset", "bridge"}
     | {"auth", "token", "connect", "approve", "pins", "dashboard", "approvals", "calls"}
     | {*PROMPT_RESOURCE_COMMANDS}
 )
@@ -212,6 +212,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
         r = client_cmd("reload", "re-read the config file (like SIGHUP)")
         r.set_defaults(func=cmd_reload)
+
+    if want("reset"):
+        from .client_cmds import cmd_reset
+
+        rs = client_cmd("reset", "close a server's open circuit now: its next call decides")
+        rs.add_argument("server", metavar="SERVER")
+        rs.set_defaults(func=cmd_reset)
 
     if want("bridge"):
         from .client_cmds import cmd_bridge

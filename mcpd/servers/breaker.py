@@ -281,6 +281,18 @@ class Breaker:
         self._probe_out = False
         self._open(now, kept, until)
 
+    def reset(self, now: float) -> bool:
+        """A person's word (``mcpd reset``): a circuit that is not closed closes on
+        trial, whatever holds it (a cooldown, a server's Retry-After), so the next call
+        decides; the outage and the cooldown's growth are kept until one succeeds.
+        Whether it was not closed."""
+        if self._state == "closed":
+            return False
+        self._probe_out = False
+        self._trial_since = now
+        self._move("closed", now, None, trial=True)
+        return True
+
     def reconfigure(self, config: BreakerConfig) -> None:
         """Take new thresholds and cooldowns, keeping the state and the counts: the next
         threshold reached or cooldown begun is the new config's, grown as far from the new

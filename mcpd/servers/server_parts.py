@@ -10,6 +10,7 @@ runner's job: ``runner.Runner`` derives from this and keeps the facts kept here
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -335,6 +336,21 @@ class ServerParts(CallHost):
         now = trio.current_time()
         self.breaker.hold_open(now, now + wait, reason)
         self._publish()
+
+    def reset_circuit(self, who: str) -> bool:
+        """``mcpd reset``, asked by ``who``: its circuit closes on trial, the next call
+        deciding. Whether it was not closed."""
+        st = self.breaker.status(trio.current_time())
+        if st.state == "closed":
+            return False
+        # Before the move, whose own line follows: the journal says who asked first.
+        self.events.event(
+            logging.INFO,
+            "reset",
+            f"circuit reset by {who}: the next call decides (it was {st.state}: {st.reason})",
+            st.reason,
+        )
+        return self.breaker.reset(trio.current_time())
 
     def failed_call(self, reason: str, start: float, stderr: str | None) -> Outage:
         state = self.state

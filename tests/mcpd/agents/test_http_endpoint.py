@@ -171,10 +171,11 @@ async def test_mcpd_token_prints_and_rotates(tmp_path: Path) -> None:
 
 
 # What only the daemon's user and root may do, on the Unix socket: an agent given the
-# endpoint's token must not reload mcpd, log it out of a server, approve what its own
-# servers changed, or decide its own calls.
+# endpoint's token must not reload mcpd, reset a server's circuit, log it out of a
+# server, approve what its own servers changed, or decide its own calls.
 OWNER_ONLY = {
     "mcpd/reload": {},
+    "mcpd/reset": {"server": "code"},
     "mcpd/auth/logout": {"server": "code"},
     "mcpd/auth/login": {"server": "code"},
     "mcpd/auth/dashboard": {},

@@ -509,3 +509,19 @@ def test_a_half_open_probe_told_to_wait_reopens_until_then() -> None:
     b.hold_open(6.0, 1000.0, "HTTP 503", p.ticket)
     assert state(b) == "open"
     assert b.allow(7.0).retry_at == 1000.0
+
+
+def test_a_reset_closes_a_held_circuit_on_trial_and_keeps_the_outage() -> None:
+    """A person's word ends a wait the server asked for: the next call decides, and a
+    failure opens it again at once, with the cooldown grown as before."""
+    b, seen = make()
+    b.hold_open(1.0, 86_401.0, "HTTP 429")
+    assert b.reset(2.0)
+    assert seen[-1] == Transition("open", "closed", 2.0, None, None, trial=True)
+    st = b.status(2.0)
+    assert (st.trial_since, st.since) == (2.0, 1.0)
+    b.record_failure(3.0, "HTTP 429")
+    assert state(b) == "open" and b.allow(3.0).retry_at == 13.0
+    # A closed circuit is left alone.
+    b, seen = make()
+    assert not b.reset(1.0) and seen == []

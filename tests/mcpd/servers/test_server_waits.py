@@ -2,12 +2,18 @@
 called again before then (nor later than a day from now), and the call, the next ones,
 ``mcpd status`` and the tool list say when mcpd tries it again. A Retry-After that is
 no wait (garbage, negative, a time past) leaves the server to its breaker, and the
-failed call says the state ``mcpd status`` shows."""
+failed call says the state ``mcpd status`` shows. ``mcpd reset`` ends the wait sooner,
+for the daemon's user and root only."""
 
 from __future__ import annotations
 
 import email.utils
+import json
+import logging
+import os
 import re
+import subprocess
+import sys
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -16,7 +22,9 @@ from typing import Any
 import pytest
 import trio
 
+from tests.conftest import ROOT
 from tests.support.agent import connect, make_config, running
+from tests.support.daemon_http import MCP, auth, header_dict, http, modern, modern_headers
 from tests.support.http_servers import LegacySession, Responder, SeenRequest, serve_http
 from tests.support.supervision import text, wait_state
 
@@ -42,13 +50,14 @@ def calls_seen(requests: list[SeenRequest]) -> int:
     return sum(1 for r in requests if r.method == "POST" and r.rpc_method == "tools/call")
 
 
-def config(tmp_path: Path, url: str) -> Any:
+def config(tmp_path: Path, url: str, **daemon: Any) -> Any:
     return make_config(
         tmp_path,
         {"busy": {"url": url, "era": "legacy"}},
         failure_threshold=5,
         cooldown_base=3.0,
         health_interval=0,
+        **daemon,
     )
 
 
@@ -107,3 +116,57 @@ async def test_a_retry_after_that_is_no_wait_is_ignored_and_the_call_says_the_se
                 second = await agent.call("mcp__busy__echo")
                 assert second["_meta"]["mcpd/outage"]["state"] == "degraded"
                 assert calls_seen(srv.requests) == 2
+
+
+async def reset(socket: str, server: str) -> tuple[int, str]:
+    """``mcpd reset SERVER``, run as a person runs it, with this checkout's code."""
+    proc = await trio.run_process(
+        [sys.executable, "-m", "mcpd", "reset", server, "--socket", socket],
+        stdin=subprocess.DEVNULL,
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+        cwd=ROOT,
+    )
+    return proc.returncode, (proc.stdout + proc.stderr).decode()
+
+
+async def test_a_day_long_wait_is_ended_by_mcpd_reset_and_the_next_call_decides(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "mcpd")
+    with trio.fail_after(60):
+        async with serve_http(busy_server("99999999")) as srv:
+            cfg = config(tmp_path, srv.url(), http_listen="127.0.0.1:0")
+            async with running(cfg) as daemon, connect(cfg.daemon.socket) as agent:
+                await wait_state(agent, "busy", "ready")
+                first = await agent.call("mcp__busy__echo")
+                assert re.search(r"\(in 86400 s\)", text(first)), text(first)
+                # Not for a caller without a peer to check (the HTTP endpoint's token).
+                endpoint = daemon.api.endpoint
+                assert endpoint is not None
+                body = json.dumps(modern(1, "mcpd/reset", {"server": "busy"})).encode()
+                named = {
+                    **MCP,
+                    **auth(daemon.http_token()),
+                    **header_dict(modern_headers("mcpd/reset")),
+                }
+                reply = await http(endpoint.port, "POST", "/mcp", named, body)
+                assert reply.json()["error"]["message"] == (
+                    "mcpd/reset is only for the daemon's user and root, on its Unix socket"
+                )
+                assert (await wait_state(agent, "busy", "open"))["state"] == "open"
+                code, out = await reset(cfg.daemon.socket, "busy")
+                assert (code, out) == (
+                    0,
+                    "busy: circuit closed on trial (was open); its next call decides\n",
+                )
+                # The next call goes to the server, and decides: it fails, and the
+                # server's new wait holds it again.
+                second = await agent.call("mcp__busy__echo")
+                assert calls_seen(srv.requests) == 2
+                assert second["_meta"]["mcpd/outage"]["state"] == "open"
+                code, out = await reset(cfg.daemon.socket, "nowhere")
+                assert code == 1 and "no server named 'nowhere' is running" in out, out
+    said = [r for r in caplog.records if getattr(r, "mcpd_event", None) == "reset"]
+    assert len(said) == 1 and f"uid {os.getuid()}" in said[0].getMessage(), said
