@@ -361,15 +361,7 @@ class Daemon(Control):
         return out
 
     def reset(self, alias: str, who: str) -> dict[str, object]:
-        runner = self.supervisor.runners.get(alias)
-        if runner is None:
-            known = ", ".join(sorted(self.supervisor.runners)) or "none"
-            raise rpc.RPCError(
-                rpc.INVALID_PARAMS, f"no server named {alias!r} is running (servers: {known})"
-            )
-        was = runner.state
-        reset = runner.reset_circuit(who)
-        return {"server": alias, "was": was, "reset": reset, "state": runner.state}
+        return self.supervisor.reset(alias, who)
 
     def http_token(self) -> str:
         token = self.token.current()

@@ -15,6 +15,7 @@ from typing import Any, Final
 import msgspec
 import trio
 
+from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 from transports.stdio import secret_folders
 
@@ -292,6 +293,18 @@ class Supervisor:
         # Started before anything else runs: no call finds it neither stopping nor there.
         await self.stop(alias, RESTARTING)
         self._start(alias, self.config.servers[alias])
+
+    def reset(self, alias: str, who: str) -> dict[str, object]:
+        """``mcpd reset``: the server's circuit closed on trial, as ``who`` asked."""
+        runner = self.runners.get(alias)
+        if runner is None:
+            known = ", ".join(sorted(self.runners)) or "none"
+            raise rpc.RPCError(
+                rpc.INVALID_PARAMS, f"no server named {alias!r} is running (servers: {known})"
+            )
+        was = runner.state
+        reset = runner.reset_circuit(who)
+        return {"server": alias, "was": was, "reset": reset, "state": runner.state}
 
     async def reload(self, new: Config) -> ReloadReport:
         report = self.adopt(new)
