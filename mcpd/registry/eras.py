@@ -4,10 +4,11 @@ The table keeps each tool as its server defined it (what is pinned and reviewed)
 agent is shown what its era's schema allows of it. A 2026-07-28 tool may have an
 ``outputSchema`` of any kind, such as an array's: a legacy agent gets the tool without
 it, as the legacy schema holds only object output schemas and the official SDKs refuse
-a whole ``tools/list`` over one that is not. Where a 2026-07-28 schema gives a property
-the schema ``true`` or ``false`` (JSON Schema 2020-12 allows a boolean wherever a
-schema stands), a legacy agent is shown the same schema written as objects, ``{}`` and
-``{"not": {}}``, as its SDKs take only objects there. A legacy agent is offered no
+a whole ``tools/list`` over one that is not. Where a schema's root gives a property the
+schema ``true`` or ``false`` (JSON Schema 2020-12 allows a boolean wherever a schema
+stands), a legacy agent is shown that property written as an object, ``{}`` or
+``{"not": {}}``, as its SDKs take only objects there; every other byte of the schema
+is the server's. A legacy agent is offered no
 tasks, so a tool marked as run only as a task is shown it without ``execution``: mcpd
 runs such a tool for it. A legacy tool's ``execution`` has no place in 2026-07-28 (task
 support is the tasks extension's there): a modern agent gets the tool without it. The
@@ -38,32 +39,17 @@ class _Execution(msgspec.Struct):
     taskSupport: Any = None
 
 
+class _Properties(msgspec.Struct):
+    properties: dict[str, Raw] | None = None
+
+
 _root: Final = msgspec.json.Decoder(_Root)
+_properties: Final = msgspec.json.Decoder(_Properties)
+_members: Final = msgspec.json.Decoder(dict[str, Raw])
+_encode: Final = msgspec.json.Encoder().encode
+# A boolean schema and the object schema that means the same.
+_BOOLEANS: Final = {b"true": Raw(b"{}"), b"false": Raw(b'{"not":{}}')}
 _execution: Final = msgspec.json.Decoder(_Execution)
-# How deep in a schema a boolean subschema is written as an object; deeper ones are
-# left as they are (the SDKs look at the properties of the schema's root).
-SCHEMA_DEPTH: Final = 32
-# Keywords whose value is a schema, and those whose value is a map or list of them.
-_ONE: Final = frozenset(
-    {
-        "additionalProperties",
-        "items",
-        "contains",
-        "not",
-        "if",
-        "then",
-        "else",
-        "propertyNames",
-        "unevaluatedItems",
-        "unevaluatedProperties",
-        "additionalItems",
-        "contentSchema",
-    }
-)
-_MAP: Final = frozenset(
-    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
-)
-_LIST: Final = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
 
 
 class Projected(jsonrpc.Late):
@@ -110,46 +96,27 @@ def object_rooted(schema: Raw) -> bool:
 
 
 def without_booleans(schema: Raw) -> Raw | None:
-    """``schema`` with each boolean subschema written as the object schema that means
-    the same, or None when it has none (or is not JSON mcpd can read)."""
+    """``schema`` with each boolean its root's ``properties`` give written as the object
+    schema that means the same, or None when it has none (or is not JSON mcpd can read).
+
+    Only there: the legacy SDKs check that each property is an object and refuse the
+    whole list over one that is not, while a boolean anywhere else (such as
+    ``additionalProperties: false``, which strict tool-calling APIs ask for by that
+    spelling) they take, and a host passes on as the server wrote it."""
     data = bytes(schema)
     if b"true" not in data and b"false" not in data:
         return None
     try:
-        value = msgspec.json.decode(data)
+        properties = _properties.decode(data).properties
     except (msgspec.DecodeError, RecursionError):
+        return None  # not an object, or its properties are not a map: left as it is
+    if properties is None or not any(bytes(v) in _BOOLEANS for v in properties.values()):
         return None
-    if not isinstance(value, dict):
-        return None
-    rewritten, changed = _objects(value, SCHEMA_DEPTH)
-    return Raw(msgspec.json.encode(rewritten)) if changed else None
-
-
-def _objects(schema: object, depth: int) -> tuple[object, bool]:
-    """A subschema with the booleans in it written as objects, and whether any was."""
-    if isinstance(schema, bool):
-        # A fresh object each time: the rewritten schema shares nothing.
-        return ({} if schema else {"not": {}}), True
-    if not isinstance(schema, dict) or depth == 0:
-        return schema, False
-    changed = False
-    out: dict[str, object] = {}
-    for key, value in schema.items():
-        if key in _ONE:
-            value, did = _objects(value, depth - 1)
-        elif key in _MAP and isinstance(value, dict):
-            pairs = [(k, _objects(v, depth - 1)) for k, v in value.items()]
-            did = any(d for _, (_, d) in pairs)
-            value = {k: v for k, (v, _) in pairs}
-        elif key in _LIST and isinstance(value, list):
-            items = [_objects(v, depth - 1) for v in value]
-            did = any(d for _, d in items)
-            value = [v for v, _ in items]
-        else:
-            did = False
-        changed = changed or did
-        out[key] = value
-    return out, changed
+    top = _members.decode(data)
+    top["properties"] = Raw(
+        _encode({name: _BOOLEANS.get(bytes(v), v) for name, v in properties.items()})
+    )
+    return Raw(_encode(top))
 
 
 Shown = Entry | mcp.Tool | Projected

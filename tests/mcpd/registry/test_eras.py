@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from msgspec import Raw
 
-from mcpd.registry.eras import SCHEMA_DEPTH, Projected, for_era, object_rooted, without_booleans
+from mcpd.registry.eras import Projected, for_era, object_rooted, without_booleans
 from mcpd.registry.shown import Entry
 from protocol import jsonrpc, mcp
 
@@ -109,40 +109,35 @@ def test_a_legacy_agent_is_shown_a_boolean_subschema_as_the_object_that_means_th
     assert json.loads(bytes(getattr(tool, field))) == json.loads(BOOLEAN_PROPS)
 
 
-def test_boolean_subschemas_are_rewritten_nested_and_only_where_a_schema_stands() -> None:
-    schema = {
-        "type": "object",
-        "properties": {
-            "o": {"type": "object", "properties": {"x": False}, "additionalProperties": True},
-            "l": {"type": "array", "items": True, "prefixItems": [False]},
-            "d": {"default": True, "const": False},
-        },
-        "$defs": {"k": True},
-    }
-    rewritten = without_booleans(Raw(json.dumps(schema).encode()))
+def test_only_the_roots_boolean_properties_are_rewritten_the_rest_kept_as_sent() -> None:
+    # The legacy SDKs refuse a boolean only as one of the root's properties; elsewhere
+    # (``additionalProperties: false`` above all, which strict tool-calling APIs want
+    # spelled so) the schema reaches a legacy agent as the server wrote it.
+    nested = (
+        b'{"type":"object","properties":{'
+        b'"o":{"type":"object","properties":{"x":false},"additionalProperties":false},'
+        b'"l":{"type":"array","items":true,"prefixItems":[false]},'
+        b'"d":{"default":true,"const":false},"n":{"x":1e400}},'
+        b'"additionalProperties":false,"$defs":{"k":true}}'
+    )
+    assert without_booleans(Raw(nested)) is None
+    with_root = nested.replace(b'"d":{"default":true,"const":false}', b'"d":true,"f":false')
+    rewritten = without_booleans(Raw(with_root))
     assert rewritten is not None
-    assert json.loads(bytes(rewritten)) == {
-        "type": "object",
-        "properties": {
-            "o": {"type": "object", "properties": {"x": {"not": {}}}, "additionalProperties": {}},
-            "l": {"type": "array", "items": {}, "prefixItems": [{"not": {}}]},
-            "d": {"default": True, "const": False},
-        },
-        "$defs": {"k": {}},
-    }
+    assert bytes(rewritten) == with_root.replace(b'"d":true,"f":false', b'"d":{},"f":{"not":{}}')
     assert without_booleans(Raw(b'{"type":"object","default":true}')) is None
+    assert without_booleans(Raw(b'{"type":"object","properties":[true]}')) is None
     assert without_booleans(Raw(OBJECT)) is None
 
 
-def test_a_deep_schema_is_rewritten_only_to_a_bound() -> None:
-    schema: dict[str, Any] = {"type": "object", "properties": {"a": True}}
-    for _ in range(SCHEMA_DEPTH + 5):
-        schema = {"type": "object", "properties": {"n": schema}}
-    schema["properties"]["top"] = False
-    rewritten = without_booleans(Raw(json.dumps(schema).encode()))
-    assert rewritten is not None  # the shallow part is rewritten, the rest left as it is
-    assert json.loads(bytes(rewritten))["properties"]["top"] == {"not": {}}
-    assert b"true" in bytes(rewritten)
+def test_a_strict_schema_reaches_a_legacy_agent_as_the_server_wrote_it() -> None:
+    strict = b'{"type":"object","properties":{"q":{"type":"string"}},"additionalProperties":false}'
+    tool = mcp.Tool(name="t", inputSchema=Raw(strict), outputSchema=Raw(strict))
+    items = [Entry("mcp__s__t", "s", "t", tool)]
+    assert for_era(items, modern=False) is items
+    [legacy] = listed(for_era(items, modern=False))
+    assert legacy["inputSchema"]["additionalProperties"] is False
+    assert legacy["outputSchema"]["additionalProperties"] is False
 
 
 def test_a_tool_run_only_as_a_task_is_shown_to_a_legacy_agent_without_execution() -> None:
