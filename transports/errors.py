@@ -91,6 +91,20 @@ class UnexpectedReply(TransportError):
         self.body = body
 
 
+class InvalidResponse(UnexpectedReply):
+    """A message that is plainly a response but cannot be taken (both a result and an
+    error, an id that is no id): ``given`` is its id as the server wrote it, ``why``
+    what is wrong with it, for failing the request it answered
+    (``transports.refusals``)."""
+
+    def __init__(
+        self, reason: str, *, given: object, why: str, status: int = 0, body: bytes = b""
+    ) -> None:
+        super().__init__(reason, status=status, body=body)
+        self.given = given
+        self.why = why
+
+
 class BodyTooLarge(UnexpectedReply):
     """An HTTP body over the reader's limit (left unread)."""
 

@@ -11,7 +11,6 @@ other response that matches nothing is the server's mistake and is logged, throu
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 from typing import Final
 
@@ -24,20 +23,10 @@ from protocol.mcp import CancelledParams
 from protocol.visible import quote, quoted_id
 
 from .base import Reply
-from .errors import MalformedReply, ServerCancelled, malformed_reason
+from .errors import ServerCancelled
+from .refusals import answered, misaddressed, refused
 
 _ABANDONED_KEPT: Final = 1024  # ids of given-up requests whose late answers are expected
-_DECIMAL: Final = re.compile(r"-?(?:0|[1-9][0-9]{0,18})", re.ASCII)
-
-
-def spelled_id(given: object) -> int | None:
-    """The integer id a response's id of the wrong type spells (23 for ``"23"`` or
-    ``23.0``); None for any other value."""
-    if isinstance(given, str) and _DECIMAL.fullmatch(given):
-        return int(given)
-    if isinstance(given, float) and given.is_integer() and abs(given) < 2**63:
-        return int(given)
-    return None
 
 
 class Slot:
@@ -148,7 +137,7 @@ class Pending:
                 if self._late is not None:
                     self._late(msg.id)
                 return False
-            if isinstance(msg.id, str) and self.misaddressed(msg.id):
+            if isinstance(msg.id, str) and self._fail(misaddressed(msg.id, self.waiting)):
                 return False
         # Unknown ids, duplicates: a warning, not debug only, so that the log says which
         # server sent them.
@@ -167,34 +156,17 @@ class Pending:
         )
         return False
 
-    def malformed(self, given: object, why: str) -> bool:
-        """Fail at once the request waiting under the id ``given``, answered by a
-        response that cannot be taken (``why``: what is wrong with it), rather than
-        leave it to wait out its time limit; whether one was waiting."""
-        if isinstance(given, bool) or not isinstance(given, int | str):
-            return False  # no id of a request's
-        return self.waiting(given) and self._failed(given, why)
+    def refused(self, given: object, why: str) -> bool:
+        """Fail at once the request waiting for a response under the id ``given`` that
+        cannot be taken (``why``: what is wrong with it; ``transports.refusals``),
+        rather than leave it to wait out its time limit; whether one was waiting."""
+        return self._fail(answered(given, why, self.waiting))
 
-    def misaddressed(self, given: object) -> bool:
-        """Fail at once the request a response under an id of the wrong type answered
-        (``"23"`` or ``23.0`` for 23), when no request waits under the id as given and
-        one waits under the integer it spells; whether one did."""
-        rid = spelled_id(given)
-        if rid is None or not self.waiting(rid):
+    def _fail(self, found: tuple[rpc.Id, str] | None) -> bool:
+        if found is None:
             return False
-        shown = quoted_id(given) if isinstance(given, str) else repr(given)
-        kind = "a string" if isinstance(given, str) else "not an integer"
-        return self._failed(rid, f"sent under the id {shown} ({kind}) for request {rid}")
-
-    def _failed(self, rid: rpc.Id, why: str) -> bool:
-        reason = malformed_reason(self._label, why)
-        self.resolve(rid, None, MalformedReply(reason))
-        self._log.warning(
-            "%s; the request (id %r) it answered failed, the server keeps running",
-            reason,
-            rid,
-            extra=log_extra(self._label, "malformed_reply", reason),
-        )
+        rid, why = found
+        self.resolve(rid, None, refused(self._label, rid, why, self._log))
         return True
 
     def server_cancelled(self, msg: rpc.Notification) -> bool:

@@ -10,7 +10,8 @@ from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from transports.errors import MalformedReply, ServerCancelled, TransportClosed
-from transports.pending import Pending, spelled_id
+from transports.pending import Pending
+from transports.refusals import spelled_id
 
 logger = logging.getLogger("test.pending")
 

@@ -40,6 +40,7 @@ from ..errors import (
     BodyTooLarge,
     HttpRPCError,
     HTTPStatusError,
+    InvalidResponse,
     MessageTooLarge,
     SessionExpired,
     StreamCut,
@@ -67,7 +68,8 @@ def decode_reply(data: bytes, status: int, label: str, where: str) -> rpc.Messag
 
     An error under an id that is not one (``true``, ``1.5``) is no message, and answers
     no request: a response's id is its request's. Only an HTTP error status makes a
-    body the answer whatever id it names (``status_error``)."""
+    body the answer whatever id it names (``status_error``). A response that cannot be
+    taken raises ``InvalidResponse``, which keeps what failing its request takes."""
     answer = rpc.decode_response(data)
     if answer is not None:
         return answer
@@ -76,9 +78,12 @@ def decode_reply(data: bytes, status: int, label: str, where: str) -> rpc.Messag
         # of an ASCII message.
         return rpc.decode_message(data)
     except rpc.DecodeFailure as exc:
-        raise UnexpectedReply(
-            f"{label}: invalid JSON-RPC in the {where}: {exc}", status=status, body=data[:SNIPPET]
-        ) from None
+        reason = f"{label}: invalid JSON-RPC in the {where}: {exc}"
+        if isinstance(exc, rpc.MalformedResponse):
+            raise InvalidResponse(
+                reason, given=exc.given, why=exc.why, status=status, body=data[:SNIPPET]
+            ) from None
+        raise UnexpectedReply(reason, status=status, body=data[:SNIPPET]) from None
 
 
 def status_error(

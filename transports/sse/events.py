@@ -3,7 +3,8 @@ server's replies mean.
 
 ``message_of`` turns one ``message`` event into a JSON-RPC message, compacting
 JSON that came over several ``data:`` lines first, and warns (within the server's
-budget) about one that holds none. ``endpoint_target`` and
+budget) about one that holds none. A response that cannot be taken fails the request
+it answered instead, as a stdio server's line does. ``endpoint_target`` and
 ``redirect_target`` keep messages and the stream on the configured origin.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Final
 from urllib.parse import urljoin
 
@@ -28,7 +30,7 @@ from protocol.sse import SSEEvent
 from protocol.visible import quote
 
 from ..complaints import Complain
-from ..errors import TransportError, UnexpectedReply
+from ..errors import InvalidResponse, TransportError, UnexpectedReply
 from ..http.reply import SNIPPET, content_type_words, decode_reply, status_error
 
 logger = logging.getLogger("mcpd.sse")
@@ -38,13 +40,20 @@ _SHOWN: Final = 200
 REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
 
 
-def message_of(event: SSEEvent, label: str, complain: Complain) -> rpc.Message | None:
+def message_of(
+    event: SSEEvent, label: str, complain: Complain, refuse: Callable[[object, str], bool]
+) -> rpc.Message | None:
     """The JSON-RPC message in a ``message`` event; None if it has none, and a warning
-    if ``complain`` lets one through (a server can send such events without pause)."""
+    if ``complain`` lets one through (a server can send such events without pause).
+    A response that cannot be taken goes to ``refuse`` (its id as given, what is wrong
+    with it), which says whether it failed a waiting request; if not, it is warned
+    about as any other."""
     try:
         # Data over several lines (pretty-printed JSON) is made one line by the decoder.
         return decode_reply(event.data, 200, label, "event stream")
     except TransportError as exc:
+        if isinstance(exc, InvalidResponse) and refuse(exc.given, exc.why):
+            return None
         note = complain()
         if note is not None:
             logger.warning(

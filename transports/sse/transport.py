@@ -47,7 +47,7 @@ from protocol.visible import quote
 from ..base import MAX_ANSWERING, AuthHook, NotificationHandler, Params, Reply, Transport
 from ..best_effort import POST_TIMEOUT, send_answer, send_cancel
 from ..complaints import Complaints
-from ..errors import TransportClosed, TransportError, single_exceptions
+from ..errors import InvalidResponse, TransportClosed, TransportError, single_exceptions
 from ..http.connection import client_tls
 from ..http.params import DEFAULT_HTTP_PARAMS, HttpParams
 from ..http.pool import ConnectionPool
@@ -229,7 +229,7 @@ class LegacySSETransport(Transport):
             return "endpoint"
         if event.event != "message" or not event.data.strip():
             return None
-        msg = message_of(event, self.alias, self._complaints.admit)
+        msg = message_of(event, self.alias, self._complaints.admit, self._pending.refused)
         if isinstance(msg, rpc.Response | rpc.ErrorResponse):
             return "answer" if self._pending.route(msg) else None
         elif isinstance(msg, rpc.Notification):
@@ -303,11 +303,16 @@ class LegacySSETransport(Transport):
 
     def _answer_in_body(self, body: bytes) -> None:
         # Not the protocol, but a server may answer in the POST's own reply; a response
-        # found there is as good as one on the stream.
-        with contextlib.suppress(TransportError):
+        # found there is as good (or as bad) as one on the stream.
+        try:
             msg = decode_reply(body, 200, self.alias, "reply to a POST")
-            if isinstance(msg, rpc.Response | rpc.ErrorResponse) and msg.id is not None:
-                self._pending.route(msg)
+        except InvalidResponse as exc:
+            self._pending.refused(exc.given, exc.why)
+            return
+        except TransportError:
+            return
+        if isinstance(msg, rpc.Response | rpc.ErrorResponse) and msg.id is not None:
+            self._pending.route(msg)
 
     def _rejected(self, head: ResponseHead, body: bytes, what: str, peer: str | None) -> Exception:
         if session_gone(head, body):

@@ -121,9 +121,7 @@ class StdoutReader:
         except rpc.DecodeFailure as exc:
             if exc.unreadable is not None and self._unreadable(item, exc.unreadable):
                 return False
-            if isinstance(exc, rpc.MalformedResponse) and (
-                self._pending.malformed(exc.given, exc.why) or self._pending.misaddressed(exc.given)
-            ):
+            if isinstance(exc, rpc.MalformedResponse) and self._pending.refused(exc.given, exc.why):
                 return False
             note = self._complain()
             if note is not None:

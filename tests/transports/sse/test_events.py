@@ -27,13 +27,18 @@ def say() -> str:
     return ""
 
 
+def nobody(given: object, why: str) -> bool:
+    """No request waits for a response that cannot be taken."""
+    return False
+
+
 ORIGIN = Origin("https", "mcp.example.com", 443)
 STREAM = "https://mcp.example.com/v1/sse?key=1"
 
 
 def test_a_message_over_several_data_lines_is_one_json_rpc_message() -> None:
     pretty = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"a": [1, 2]}}, indent=2)
-    msg = message_of(SSEEvent(pretty.encode()), "old", say)
+    msg = message_of(SSEEvent(pretty.encode()), "old", say, nobody)
     assert isinstance(msg, rpc.Response)
     assert json.loads(bytes(msg.result)) == {"a": [1, 2]}
     assert b"\n" not in bytes(msg.result)
@@ -43,8 +48,8 @@ def test_an_event_that_is_not_json_rpc_is_skipped_with_a_warning_if_the_budget_a
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     with caplog.at_level(logging.WARNING):
-        assert message_of(SSEEvent(b"hello"), "old", say) is None
-        assert message_of(SSEEvent(b"again"), "old", lambda: None) is None
+        assert message_of(SSEEvent(b"hello"), "old", say, nobody) is None
+        assert message_of(SSEEvent(b"again"), "old", lambda: None, nobody) is None
     [warning] = caplog.records
     assert warning.getMessage().startswith("old: skipped an event that is not JSON-RPC")
 
@@ -54,12 +59,34 @@ def test_an_error_under_an_id_that_is_none_is_skipped_unread(
 ) -> None:
     bad = b'{"jsonrpc":"2.0","id":true,"error":{"code":-1,"message":"no","data":[[],[]]}}'
     with caplog.at_level(logging.WARNING):
-        assert message_of(SSEEvent(bad), "old", say) is None
+        assert message_of(SSEEvent(bad), "old", say, nobody) is None
     [warning] = caplog.records
     assert warning.getMessage().startswith(
         "old: skipped an event that is not JSON-RPC (invalid JSON-RPC in the event stream: "
         "Invalid response: bad id)"
     )
+
+
+def test_a_response_that_cannot_be_taken_is_refused_not_warned_about_when_it_answered(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    refused: list[tuple[object, str]] = []
+
+    def refuse(given: object, why: str) -> bool:
+        refused.append((given, why))
+        return isinstance(given, float)
+
+    both = b'{"jsonrpc":"2.0","id":7,"result":{},"error":{"code":-1,"message":"no"}}'
+    with caplog.at_level(logging.WARNING):
+        assert (
+            message_of(SSEEvent(b'{"jsonrpc":"2.0","id":7.0,"result":{}}'), "old", say, refuse)
+            is None
+        )
+        assert message_of(SSEEvent(both), "old", say, refuse) is None
+    assert refused == [(7.0, "bad id"), (7, "both a result and an error (JSON-RPC allows one)")]
+    # The one nobody waited for is skipped as any event that is not JSON-RPC.
+    [warning] = caplog.records
+    assert warning.getMessage().startswith("old: skipped an event that is not JSON-RPC")
 
 
 @pytest.mark.parametrize(
@@ -153,7 +180,7 @@ def test_an_event_quoted_in_a_warning_cut_inside_a_secret_shows_none_of_it_once_
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     with caplog.at_level(logging.WARNING):
-        assert message_of(SSEEvent(padded(200).encode()), "old", say) is None
+        assert message_of(SSEEvent(padded(200).encode()), "old", say, nobody) is None
     [warning] = caplog.records
     said = warning.getMessage()
     assert SECRET[:-1] in said and SECRET not in said

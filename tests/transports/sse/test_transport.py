@@ -30,6 +30,7 @@ from transports.base import MAX_ANSWERING
 from transports.complaints import BURST
 from transports.errors import (
     AuthError,
+    MalformedReply,
     ServerCancelled,
     StreamCut,
     TransportClosed,
@@ -568,6 +569,68 @@ async def test_a_json_rpc_error_is_raised_as_one() -> None:
                 await t.request("no/such", None)
             assert not isinstance(info.value, TransportError)
             assert (info.value.code, info.value.message) == (-32601, "no no/such")
+
+
+def misanswered(how: str) -> OnMessage:
+    """A server that answers the call to "x" with a response that cannot be taken, and
+    everything else as it should."""
+
+    async def server_side(session: Session, msg: Message) -> None:
+        if msg.get("params", {}).get("name") != "x":
+            return await answer(session, msg)
+        rid = msg["id"]
+        if how == "float id":
+            await session.send({"jsonrpc": "2.0", "id": float(rid), "result": {}})
+        elif how == "string id":
+            await session.send({"jsonrpc": "2.0", "id": str(rid), "result": {}})
+        else:
+            error = {"code": -32000, "message": "no"}
+            await session.send({"jsonrpc": "2.0", "id": rid, "result": {}, "error": error})
+
+    return server_side
+
+
+@pytest.mark.parametrize(
+    ("how", "why"),
+    [
+        ("float id", "sent under the id 3.0 (not an integer) for request 3"),
+        ("string id", 'sent under the id "3" (a string) for request 3'),
+        ("both members", "both a result and an error (JSON-RPC allows one)"),
+    ],
+)
+async def test_a_response_that_cannot_be_taken_fails_its_request_at_once(
+    how: str, why: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Well inside a call's time limit: the answer came, it is only unusable.
+    with trio.fail_after(LIMIT), caplog.at_level(logging.WARNING, "mcpd.sse"):
+        async with connected(misanswered(how)) as (_, t):
+            await call(t, "echo", text="first")
+            await t.request("ping", None)
+            with trio.fail_after(1.0), pytest.raises(MalformedReply) as info:
+                await call(t, "x")
+            assert info.value.reason == f"old: the reply was {why} and was dropped"
+            assert await call(t, "echo", text="on") == {"content": [{"type": "text", "text": "on"}]}
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warning == (
+        f"{info.value.reason}; the request (id 3) it answered failed, the server keeps running"
+    )
+
+
+async def test_a_response_that_cannot_be_taken_in_a_posts_reply_fails_its_request() -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.method == "GET":
+            await respond.sse_start()
+            await respond.send(sse_event("/messages", event="endpoint"))
+            await respond.wait_disconnect()
+            return
+        error = {"code": -32000, "message": "no"}
+        await respond.json({"jsonrpc": "2.0", "id": req.rpc_id, "result": {}, "error": error})
+
+    with trio.fail_after(LIMIT):
+        async with serve_http(handler) as http, open_legacy_sse_transport("old", http.url()) as t:
+            with trio.fail_after(1.0), pytest.raises(MalformedReply, match="both a result"):
+                await t.request("ping", None)
+            assert t.error is None
 
 
 # -- giving up, and the transport dying --

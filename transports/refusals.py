@@ -1,0 +1,72 @@
+"""A reply that plainly answers a request but cannot be taken, on whichever transport it
+came: one holding both a result and an error, or one under an id of the wrong type
+(``"23"`` or ``23.0`` for request 23). Taking it would guess at what the server meant,
+and dropping it would leave the request to wait out its time limit for an answer that
+already came; so the request it answered fails at once, with the same reason and one
+warning everywhere. The server sent it, so it is up and keeps running.
+
+``answered`` tells which waiting request such a reply was for (``waiting`` says whether
+one waits under an id; ``misaddressed`` is the part for a reply that is sound but for
+its id's type); ``refused`` is what that request then fails with.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from typing import Final
+
+from protocol import jsonrpc as rpc
+from protocol.logfields import log_extra
+from protocol.visible import quoted_id
+
+from .errors import MalformedReply, malformed_reason
+
+_DECIMAL: Final = re.compile(r"-?(?:0|[1-9][0-9]{0,18})", re.ASCII)
+
+
+def spelled_id(given: object) -> int | None:
+    """The integer id a response's id of the wrong type spells (23 for ``"23"`` or
+    ``23.0``); None for any other value."""
+    if isinstance(given, str) and _DECIMAL.fullmatch(given):
+        return int(given)
+    if isinstance(given, float) and given.is_integer() and abs(given) < 2**63:
+        return int(given)
+    return None
+
+
+def answered(
+    given: object, why: str, waiting: Callable[[rpc.Id], bool]
+) -> tuple[rpc.Id, str] | None:
+    """The waiting request a reply under the id ``given`` answered, and why it cannot
+    be taken (``why``, or that its id is of the wrong type); None when no request waits
+    for it."""
+    if not isinstance(given, bool) and isinstance(given, int | str) and waiting(given):
+        return given, why
+    return misaddressed(given, waiting)
+
+
+def misaddressed(given: object, waiting: Callable[[rpc.Id], bool]) -> tuple[rpc.Id, str] | None:
+    """The waiting request a reply under an id of the wrong type answered, and why it
+    cannot be taken: the request under the integer the id spells, when none waits under
+    the id as given."""
+    rid = spelled_id(given)
+    if rid is None or not waiting(rid):
+        return None
+    shown = quoted_id(given) if isinstance(given, str) else repr(given)
+    kind = "a string" if isinstance(given, str) else "not an integer"
+    return rid, f"sent under the id {shown} ({kind}) for request {rid}"
+
+
+def refused(label: str, rid: rpc.Id, why: str, logger: logging.Logger) -> MalformedReply:
+    """What the request ``rid`` fails with, its reply from ``label`` being ``why``; the
+    warning that says so is logged here, once."""
+    reason = malformed_reason(label, why)
+    logger.warning(
+        "%s; the request (id %r) it answered failed, the server keeps running",
+        reason,
+        rid,
+        extra=log_extra(label, "malformed_reply", reason),
+    )
+    return MalformedReply(reason)
