@@ -47,6 +47,7 @@ from ..complaints import Complaints
 from ..errors import HttpRPCError, StreamCut, TransportClosed
 from ..pace import ReadPace
 from ..sends import Sends
+from .answer import AnswerReader
 from .connection import HttpConnection, client_tls
 from .legacy_session import end_session, post_answer, post_cancel
 from .legacy_streams import (
@@ -59,7 +60,6 @@ from .legacy_streams import (
 )
 from .params import DEFAULT_HTTP_PARAMS, HttpParams
 from .pool import ConnectionPool
-from .reply import AnswerReader
 from .request import Exchange, RequestHeaders, SessionId
 from .send import Sender
 

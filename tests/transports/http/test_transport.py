@@ -29,7 +29,7 @@ from transports.errors import (
     TransportError,
     UnexpectedReply,
 )
-from transports.http import reply as _httpreply
+from transports.http import answer as _httpanswer
 from transports.http.params import HttpParams
 from transports.http.transport import HttpTransport, open_http_transport
 
@@ -206,7 +206,7 @@ async def test_response_without_final_blank_line_is_accepted() -> None:
 
 
 async def test_stream_left_open_after_the_response(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_httpreply, "DRAIN_TIMEOUT", 0.05)
+    monkeypatch.setattr(_httpanswer, "DRAIN_TIMEOUT", 0.05)
     hung_up = trio.Event()
 
     async def handler(req: SeenRequest, respond: Responder) -> None:

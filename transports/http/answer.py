@@ -1,0 +1,236 @@
+"""Reading a 2xx reply to a request until its response.
+
+``AnswerReader`` takes the single JSON message, or the event stream's notifications
+(handed on) and then the response. A legacy server may also send requests on the
+stream and wait for their answers; with ``on_request`` they are answered before the
+stream is read further. What it ignores on the stream is warned about within the
+server's ``Complaints``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Final, TypeAlias
+
+import trio
+
+from protocol import jsonrpc as rpc
+from protocol.http import ResponseHead
+from protocol.logfields import log_extra
+from protocol.pacing import cost
+from protocol.sse import EventTooLarge, SSEDecoder, SSEError, SSEEvent
+from protocol.visible import quote, quoted_id
+
+from ..base import NotificationHandler
+from ..complaints import Complain
+from ..errors import (
+    BodyTooLarge,
+    MessageTooLarge,
+    StreamCut,
+    TransportError,
+    UnexpectedReply,
+    too_large_reason,
+)
+from ..pace import Paced, ReadPace
+from .connection import HttpConnection
+from .reply import SNIPPET, ServerRequestHandler, decode_reply, deliver, unasked_coding
+
+logger = logging.getLogger("mcpd.http")
+
+Answer: TypeAlias = rpc.Response | rpc.ErrorResponse
+
+# Once the response is in, how long the rest of an event stream may take to end
+# before its connection is given up rather than waited for.
+DRAIN_TIMEOUT: Final = 1.0
+
+
+class AnswerReader:
+    """Reads one request's 2xx reply up to (and a little past) its response."""
+
+    def __init__(
+        self,
+        label: str,
+        what: str,
+        id: rpc.Id | None,
+        max_body: int,
+        on_notification: NotificationHandler | None,
+        on_request: ServerRequestHandler | None = None,
+        *,
+        complain: Complain,
+        pace: ReadPace,
+    ) -> None:
+        """``complain`` rations the warnings about what is ignored (None: stay quiet);
+        ``pace`` is the server's, which its every stream reads within."""
+        self._label = label
+        self._what = what
+        self._id = id
+        self._max_body = max_body
+        self._on_notification = on_notification
+        self._on_request = on_request
+        self._complain = complain
+        self._pace = pace
+        self._requests: list[rpc.Request] = []
+        self._decoder: SSEDecoder | None = None
+
+    @property
+    def decoder(self) -> SSEDecoder:
+        """The event stream's decoder, made for a reply that is one (a JSON one needs
+        none); kept after a stream was cut: its resume_id and retry say how to resume."""
+        if self._decoder is None:
+            self._decoder = SSEDecoder(self._max_body)
+        return self._decoder
+
+    async def read(self, conn: HttpConnection, head: ResponseHead) -> Answer:
+        media = head.media_type
+        coded = unasked_coding(head)
+        if coded is not None:
+            body = await conn.read_prefix(SNIPPET)
+            raise UnexpectedReply(f"{self._label}: {coded}", status=head.status, body=body)
+        if media == "text/event-stream":
+            return await self._read_stream(conn, head)
+        if media == "application/json":
+            with self._pace.stream() as paced:
+                try:
+                    body = await conn.read_body(head, self._max_body, paced)
+                except BodyTooLarge as exc:
+                    # The server answered; the answer is too big to pass on. Only this
+                    # request fails (not the server, as an unreadable reply would).
+                    reason = too_large_reason(self._label, exc.size, exc.limit)
+                    raise MessageTooLarge(reason, size=exc.size, limit=exc.limit) from None
+                paced.came()
+                msg = decode_reply(body, head.status, self._label, "response body")
+                paced.read(0.0)  # a reply to a request: free of the pace
+            if isinstance(msg, (rpc.Response, rpc.ErrorResponse)) and msg.id in (self._id, None):
+                return msg
+            problem = f"the JSON reply to {self._what} is not its response"
+        else:
+            body = await conn.read_prefix(SNIPPET)
+            written = head.written_media_type
+            said = f"content type {quote(written)}" if written else "lack of a content type"
+            problem = f"unexpected {said} for {self._what}"
+        raise UnexpectedReply(f"{self._label}: {problem}", status=head.status, body=body[:SNIPPET])
+
+    async def _read_stream(self, conn: HttpConnection, head: ResponseHead) -> Answer:
+        with self._pace.stream() as paced:
+            answer = await self._read_to_answer(conn, head, paced)
+            # Read on to the end of the stream, so the connection can carry the next
+            # request; a stream that does not end soon, or ends badly, costs only its
+            # connection. What is already received (most often all of it: the response
+            # was the last event) is read without waiting.
+            decoder = self.decoder
+            while (at_hand := conn.received_chunk()) is not False:
+                try:
+                    self._take(at_hand, head, paced)
+                except SSEError:
+                    return answer
+                if at_hand is None:
+                    return answer
+            with trio.move_on_after(DRAIN_TIMEOUT), contextlib.suppress(TransportError, SSEError):
+                chunk: bytes | None = b""
+                while chunk is not None:
+                    await paced.before_read(decoder.held)
+                    chunk = await conn.next_chunk()
+                    self._take(chunk, head, paced)
+        return answer
+
+    async def _read_to_answer(
+        self, conn: HttpConnection, head: ResponseHead, paced: Paced
+    ) -> Answer:
+        decoder = self.decoder
+        answer: Answer | None = None
+        events = 0
+        try:
+            while answer is None:
+                await paced.before_read(decoder.held)
+                chunk = await conn.next_chunk()
+                answer, taken = self._take(chunk, head, paced)
+                events += taken
+                await self._answer_requests()
+                if chunk is None:
+                    break
+        except EventTooLarge:
+            raise MessageTooLarge(
+                too_large_reason(self._label, None, self._max_body),
+                size=None,
+                limit=self._max_body,
+            ) from None
+        except SSEError as exc:
+            raise UnexpectedReply(
+                f"{self._label}: {exc} in the reply to {self._what}", status=head.status
+            ) from None
+        except StreamCut as exc:
+            raise StreamCut(
+                f"{self._label}: the event stream for {self._what} was cut before its response "
+                f"({events} events read)",
+                detail=exc.reason,
+            ) from None
+        if answer is None:
+            raise StreamCut(
+                f"{self._label}: the event stream for {self._what} ended before its response "
+                f"({events} events read)"
+            )
+        return answer
+
+    def _take(
+        self, chunk: bytes | None, head: ResponseHead, paced: Paced
+    ) -> tuple[Answer | None, int]:
+        """Deliver the events ``chunk`` completes (None: the stream's end); the first
+        that is the response waited for, and how many there were. None is held here
+        once the stream is read on (a loop's variable would keep the last, a whole
+        message, while the next chunk is awaited)."""
+        paced.came()
+        decoder = self.decoder
+        before, units = decoder.other_cost, 0.0
+        events = decoder.flush() if chunk is None else decoder.feed(chunk)
+        answer: Answer | None = None
+        for event in events:
+            found = self._on_event(event, head)
+            if answer is None and found is not None:
+                answer = found
+            else:
+                units += cost(event.data)
+        paced.read(units + decoder.other_cost - before)
+        return answer, len(events)
+
+    def _on_event(self, event: SSEEvent, head: ResponseHead) -> Answer | None:
+        """Deliver one event; return it if it is the response being waited for."""
+        if event.event != "message" or not event.data.strip():
+            return None  # priming events and event types MCP does not use
+        msg = decode_reply(event.data, head.status, self._label, "event stream")
+        if isinstance(msg, rpc.Notification):
+            self._deliver(msg)
+        elif isinstance(msg, rpc.Request):
+            if self._on_request is not None:
+                self._requests.append(msg)
+            else:
+                self._ignored(f"server request {msg.method}", "server_request_ignored")
+        elif msg.id in (self._id, None):
+            return msg
+        else:
+            self._ignored(
+                f"a response for id {quoted_id(msg.id)}",
+                "stray_response",
+            )
+        return None
+
+    async def _answer_requests(self) -> None:
+        # The server may hold back the response until these are answered.
+        while self._requests and self._on_request is not None:
+            await self._on_request(self._requests.pop(0))
+
+    def _deliver(self, msg: rpc.Notification) -> None:
+        deliver(self._label, self._on_notification, msg, self._complain)
+
+    def _ignored(self, what: str, event: str) -> None:
+        note = self._complain()
+        if note is None:
+            return
+        logger.warning(
+            "%s: ignored %s on the stream of %s%s",
+            self._label,
+            what,
+            self._what,
+            note,
+            extra=log_extra(self._label, event),
+        )
