@@ -7,7 +7,8 @@ warning everywhere. The server sent it, so it is up and keeps running.
 
 ``answered`` tells which waiting request such a reply was for (``waiting`` says whether
 one waits under an id; ``misaddressed`` is the part for a reply that is sound but for
-its id's type); ``refused`` is what that request then fails with.
+its id's type); ``refused`` is what that request then fails with. One whose id names
+no request at all (``names_a_request``) fails none.
 """
 
 from __future__ import annotations
@@ -54,9 +55,19 @@ def misaddressed(given: object, waiting: Callable[[rpc.Id], bool]) -> tuple[rpc.
     rid = spelled_id(given)
     if rid is None or not waiting(rid):
         return None
-    shown = quoted_id(given) if isinstance(given, str) else repr(given)
     kind = "a string" if isinstance(given, str) else "not an integer"
-    return rid, f"sent under the id {shown} ({kind}) for request {rid}"
+    return rid, f"sent under the id {shown_id(given)} ({kind}) for request {rid}"
+
+
+def names_a_request(given: object) -> bool:
+    """Whether a response's id names a request at all, as written or as the integer it
+    spells (``true``, ``1.5`` and null name none)."""
+    return rpc.valid_id(given) or spelled_id(given) is not None
+
+
+def shown_id(given: object) -> str:
+    """A response's id as a sentence shows it, whatever its type."""
+    return quoted_id(given) if isinstance(given, str) else repr(given)
 
 
 def refused(label: str, rid: rpc.Id, why: str, logger: logging.Logger) -> MalformedReply:

@@ -5,6 +5,11 @@
 stream and wait for their answers; with ``on_request`` they are answered before the
 stream is read further. What it ignores on the stream is warned about within the
 server's ``Complaints``.
+
+A response that cannot be taken (both a result and an error, an id of the wrong type)
+fails the request it answered at once (``transports.refusals``): this one, when it is
+this request's; when it is another's in flight, that one (``InFlight``), and this
+stream is read on.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from ..base import NotificationHandler
 from ..complaints import Complain
 from ..errors import (
     BodyTooLarge,
+    InvalidResponse,
     MessageTooLarge,
     StreamCut,
     TransportError,
@@ -33,7 +39,9 @@ from ..errors import (
     too_large_reason,
 )
 from ..pace import Paced, ReadPace
+from ..refusals import answered, misaddressed, names_a_request, refused, shown_id
 from .connection import HttpConnection
+from .inflight import InFlight
 from .reply import SNIPPET, ServerRequestHandler, decode_reply, deliver, unasked_coding
 
 logger = logging.getLogger("mcpd.http")
@@ -59,9 +67,12 @@ class AnswerReader:
         *,
         complain: Complain,
         pace: ReadPace,
+        inflight: InFlight | None = None,
     ) -> None:
         """``complain`` rations the warnings about what is ignored (None: stay quiet);
-        ``pace`` is the server's, which its every stream reads within."""
+        ``pace`` is the server's, which its every stream reads within; ``inflight``
+        holds the transport's other requests, which a response on this stream that
+        cannot be taken may have answered."""
         self._label = label
         self._what = what
         self._id = id
@@ -70,8 +81,10 @@ class AnswerReader:
         self._on_request = on_request
         self._complain = complain
         self._pace = pace
+        self._inflight = inflight
         self._requests: list[rpc.Request] = []
         self._decoder: SSEDecoder | None = None
+        self._answered = False  # the response came: any more for this id are duplicates
 
     @property
     def decoder(self) -> SSEDecoder:
@@ -99,10 +112,16 @@ class AnswerReader:
                     reason = too_large_reason(self._label, exc.size, exc.limit)
                     raise MessageTooLarge(reason, size=exc.size, limit=exc.limit) from None
                 paced.came()
-                msg = decode_reply(body, head.status, self._label, "response body")
+                try:
+                    msg = decode_reply(body, head.status, self._label, "response body")
+                except InvalidResponse as exc:
+                    self._fail(answered(exc.given, exc.why, self._own))
+                    raise
                 paced.read(0.0)  # a reply to a request: free of the pace
-            if isinstance(msg, (rpc.Response, rpc.ErrorResponse)) and msg.id in (self._id, None):
-                return msg
+            if isinstance(msg, (rpc.Response, rpc.ErrorResponse)):
+                if msg.id in (self._id, None):
+                    return msg
+                self._fail(misaddressed(msg.id, self._own))
             problem = f"the JSON reply to {self._what} is not its response"
         else:
             body = await conn.read_prefix(SNIPPET)
@@ -122,7 +141,7 @@ class AnswerReader:
             while (at_hand := conn.received_chunk()) is not False:
                 try:
                     self._take(at_hand, head, paced)
-                except SSEError:
+                except (SSEError, TransportError):
                     return answer
                 if at_hand is None:
                     return answer
@@ -197,7 +216,11 @@ class AnswerReader:
         """Deliver one event; return it if it is the response being waited for."""
         if event.event != "message" or not event.data.strip():
             return None  # priming events and event types MCP does not use
-        msg = decode_reply(event.data, head.status, self._label, "event stream")
+        try:
+            msg = decode_reply(event.data, head.status, self._label, "event stream")
+        except InvalidResponse as exc:
+            self._unusable(exc)
+            return None
         if isinstance(msg, rpc.Notification):
             self._deliver(msg)
         elif isinstance(msg, rpc.Request):
@@ -206,13 +229,52 @@ class AnswerReader:
             else:
                 self._ignored(f"server request {msg.method}", "server_request_ignored")
         elif msg.id in (self._id, None):
+            self._answered = True
+            if self._inflight is not None and self._id is not None:
+                self._inflight.answered(self._id)
             return msg
         else:
-            self._ignored(
-                f"a response for id {quoted_id(msg.id)}",
-                "stray_response",
-            )
+            self._stray(msg.id)
         return None
+
+    def _stray(self, rid: rpc.Id) -> None:
+        """A sound response under another id: this request's failure when the id is its
+        own of the wrong type, or another's in flight; otherwise ignored."""
+        own = misaddressed(rid, self._own)
+        if own is not None:
+            if not self._answered:
+                self._fail(own)
+            return  # after the response: a duplicate
+        if self._inflight is not None and self._inflight.misaddressed(rid):
+            return
+        self._ignored(f"a response for id {quoted_id(rid)}", "stray_response")
+
+    def _unusable(self, exc: InvalidResponse) -> None:
+        """A response on the stream that cannot be taken: this request's failure, or
+        another's in flight, or (answering none) ignored; one whose id names no request
+        makes the stream no MCP."""
+        own = answered(exc.given, exc.why, self._own)
+        if own is not None:
+            if not self._answered:
+                self._fail(own)
+            return  # after the response: a duplicate, dropped as a sound one is
+        if self._inflight is not None and self._inflight.refuse(exc.given, exc.why):
+            return
+        if not names_a_request(exc.given):
+            raise exc
+        self._ignored(
+            f"a response for id {shown_id(exc.given)} that cannot be taken ({exc.why})",
+            "stray_response",
+        )
+
+    def _fail(self, own: tuple[rpc.Id, str] | None) -> None:
+        """Fail this request, if a response that cannot be taken answered it (``own``:
+        its id and what is wrong, from ``transports.refusals``)."""
+        if own is not None:
+            raise refused(self._label, *own, logger)
+
+    def _own(self, rid: rpc.Id) -> bool:
+        return rid == self._id
 
     async def _answer_requests(self) -> None:
         # The server may hold back the response until these are answered.

@@ -34,7 +34,13 @@ from protocol.visible import quoted_id
 
 from ..base import NotificationHandler
 from ..complaints import Complain
-from ..errors import SessionExpired, StreamCut, TransportError, UnexpectedReply
+from ..errors import (
+    InvalidResponse,
+    SessionExpired,
+    StreamCut,
+    TransportError,
+    UnexpectedReply,
+)
 from ..pace import ReadPace
 from .connection import HttpConnection
 from .reply import (
@@ -131,34 +137,6 @@ async def resume_call(
     raise StreamCut(f"{cut.reason}; resuming it failed: {why.removeprefix(label + ': ')}")
 
 
-class PushedAnswers:
-    """Responses to requests in flight that came on the push stream, where some servers
-    resume a call's cut stream (even before the cut): kept for the request to take.
-    One per request id at most, and only while that request is waited for."""
-
-    def __init__(self) -> None:
-        self._inflight: set[rpc.Id] = set()
-        self._kept: dict[rpc.Id, rpc.Response | rpc.ErrorResponse] = {}
-
-    def expect(self, rid: rpc.Id) -> None:
-        self._inflight.add(rid)
-
-    def drop(self, rid: rpc.Id) -> None:
-        self._inflight.discard(rid)
-        self._kept.pop(rid, None)
-
-    def keep(self, msg: rpc.Response | rpc.ErrorResponse) -> bool:
-        """Whether the response was kept: not if no request waits for it, or one
-        came for it before."""
-        if msg.id not in self._inflight or msg.id in self._kept:
-            return False
-        self._kept[msg.id] = msg
-        return True
-
-    def take(self, rid: rpc.Id) -> rpc.Response | rpc.ErrorResponse | None:
-        return self._kept.pop(rid, None)
-
-
 class PushReader:
     """Reads one push stream to its end, handing each message on as it comes."""
 
@@ -172,15 +150,18 @@ class PushReader:
         *,
         complain: Complain,
         pace: ReadPace,
+        on_unusable: Callable[[object, str], bool] | None = None,
     ) -> None:
         """``on_response`` takes a response no request on the stream waits for (False:
-        nobody wanted it either); ``complain`` rations the warnings about what is
-        skipped (None: stay quiet): a server can send those without pause. The
-        stream is read within the server's ``pace``."""
+        nobody wanted it either), and ``on_unusable`` one that cannot be taken (its id as
+        given, what is wrong with it; False: it answered no request); ``complain``
+        rations the warnings about what is skipped (None: stay quiet): a server can send
+        those without pause. The stream is read within the server's ``pace``."""
         self._label = label
         self._on_notification = on_notification
         self._on_request = on_request
         self._on_response = on_response
+        self._on_unusable = on_unusable
         self._complain = complain
         self._pace = pace
         self.on_open: Callable[[], None] | None = None  # the server answered with a stream
@@ -226,6 +207,13 @@ class PushReader:
         try:
             msg = decode_reply(event.data, 200, self._label, "server-push stream")
         except TransportError as exc:
+            refuse = self._on_unusable
+            if (
+                isinstance(exc, InvalidResponse)
+                and refuse is not None
+                and refuse(exc.given, exc.why)
+            ):
+                return False
             # One bad event costs only itself; the stream goes on.
             note = self._complain()
             if note is not None:

@@ -49,9 +49,9 @@ from ..pace import ReadPace
 from ..sends import Sends
 from .answer import AnswerReader
 from .connection import HttpConnection, client_tls
+from .inflight import InFlight
 from .legacy_session import end_session, post_answer, post_cancel
 from .legacy_streams import (
-    PushedAnswers,
     PushReader,
     PushStream,
     ResumableCut,
@@ -114,7 +114,7 @@ class HttpTransport(Transport):
         )
         self._listening: trio.CancelScope | None = None
         self._push_session: str | None = None
-        self._pushed = PushedAnswers()
+        self._inflight = InFlight(alias)
         # One budget for the warnings about what the server sends, on all its streams,
         # and one for reading them.
         self._complaints = Complaints()
@@ -169,13 +169,17 @@ class HttpTransport(Transport):
         else:
             body = rpc.encode_request(rid, method, params)
         ex = Exchange(method, rid, self._session.value)
-        self._pushed.expect(rid)
+        waiting = self._inflight.expect(rid)
         try:
-            try:
-                out_headers = self._head.request(headers, ex)
-                return await self._out.post(b"POST", body, out_headers, ex, self._answer)
-            except ResumableCut as early:
-                return await self._resume(ex, early.cut)
+            with waiting:
+                try:
+                    out_headers = self._head.request(headers, ex)
+                    return await self._out.post(b"POST", body, out_headers, ex, self._answer)
+                except ResumableCut as early:
+                    return await self._resume(ex, early.cut)
+            # Its answer came on another stream and could not be taken: the server is
+            # done with it, so it is not told of the cancel either.
+            raise self._inflight.failure(rid)
         except trio.Cancelled:
             if cancellable and ex.sent and self.era == "legacy":
                 extra = header_list(headers or {}, "request", TRANSPORT_HEADERS)
@@ -183,7 +187,7 @@ class HttpTransport(Transport):
                     await post_cancel(self._out, self._head, self._session, rid, extra)
             raise
         finally:
-            self._pushed.drop(rid)
+            self._inflight.drop(rid)
 
     async def notify(
         self, method: str, params: Params, *, headers: Mapping[str, str] | None = None
@@ -240,9 +244,10 @@ class HttpTransport(Transport):
                 self._max_body,
                 self._on_notification,
                 self._answer_server_request,
-                self._pushed.keep,
+                self._inflight.keep,
                 complain=self._complaints.admit,
                 pace=self._pace,
+                on_unusable=self._inflight.refuse,
             )
             r.on_open = answered.set
             return r
@@ -311,6 +316,7 @@ class HttpTransport(Transport):
             on_request,
             complain=self._complaints.admit,
             pace=self._pace,
+            inflight=self._inflight,
         )
         try:
             answer = await reader.read(conn, head)
@@ -329,7 +335,7 @@ class HttpTransport(Transport):
     async def _resume(self, ex: Exchange, cut: StreamCut) -> Raw:
         # Some servers resume a cut stream on the session's push stream, even before
         # the cut: then the answer is already here.
-        stray = self._pushed.take(ex.id) if ex.id is not None else None
+        stray = self._inflight.take(ex.id) if ex.id is not None else None
         if isinstance(stray, rpc.Response):
             return stray.result
         if isinstance(stray, rpc.ErrorResponse):

@@ -28,10 +28,10 @@ from tests.support.http_servers import (
 )
 from transports.complaints import BURST, Complaints
 from transports.errors import HttpRPCError, StreamCut
+from transports.http.inflight import InFlight
 from transports.http.legacy_streams import (
     MIN_REOPEN_DELAY,
     RESUME_ATTEMPTS,
-    PushedAnswers,
     PushReader,
     PushStream,
 )
@@ -82,7 +82,7 @@ def gets(requests: list[SeenRequest]) -> list[SeenRequest]:
 
 
 def test_a_pushed_response_is_kept_once_and_only_for_a_request_in_flight() -> None:
-    pushed = PushedAnswers()
+    pushed = InFlight("old")
     first, second = Response(7, Raw(b'{"n":1}')), Response(7, Raw(b'{"n":2}'))
     assert not pushed.keep(first)  # nothing of ours waits for id 7
     pushed.expect(7)

@@ -1,0 +1,159 @@
+"""A Streamable HTTP server's response that answers a request but cannot be taken (both a
+result and an error, an id like ``1.0`` or ``"1"``): the request it answered fails at
+once with the reason stdio gives, whichever stream it came on (the request's own reply,
+another request's event stream, the push stream), and the rest goes on."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import pytest
+import trio
+
+from tests.support.http_servers import (
+    LegacySession,
+    Responder,
+    SeenRequest,
+    event,
+    result,
+    serve_http,
+)
+from transports.errors import MalformedReply
+from transports.http.transport import HttpTransport, open_http_transport
+
+LIMIT = 10
+# Far under any time limit a caller sets: the answer came, it is only unusable.
+AT_ONCE = 1.0
+LEGACY = {"MCP-Protocol-Version": "2025-11-25"}
+
+
+def unusable(rid: int, how: str) -> dict[str, Any]:
+    if how == "float id":
+        return result(float(rid), {})
+    if how == "string id":
+        return result(str(rid), {})
+    return result(rid, {}) | {"error": {"code": -32000, "message": "no"}}
+
+
+WHY = {
+    "float id": "sent under the id {rid}.0 (not an integer) for request {rid}",
+    "string id": 'sent under the id "{rid}" (a string) for request {rid}',
+    "both members": "both a result and an error (JSON-RPC allows one)",
+}
+HOWS = list(WHY)
+
+
+def reason(how: str, rid: int) -> str:
+    return f"a: the reply was {WHY[how].format(rid=rid)} and was dropped"
+
+
+def warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+@pytest.mark.parametrize("how", HOWS)
+@pytest.mark.parametrize("shape", ["json", "sse"])
+async def test_a_requests_own_reply_that_cannot_be_taken_fails_it(
+    how: str, shape: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        params = req.message.get("params") or {}
+        reply = unusable(req.rpc_id, how) if params.get("bad") else result(req.rpc_id, {})
+        if shape == "json":
+            await respond.json(reply)
+        else:
+            await respond.sse(event(reply))
+
+    with trio.fail_after(LIMIT), caplog.at_level(logging.WARNING, "mcpd.http"):
+        async with serve_http(handler) as srv, open_http_transport("a", srv.url()) as t:
+            with trio.fail_after(AT_ONCE), pytest.raises(MalformedReply) as info:
+                await t.request("tools/call", {"bad": True})
+            assert info.value.reason == reason(how, 1)
+            assert bytes(await t.request("tools/call", {})) == b"{}"
+    assert warnings(caplog) == [
+        f"{reason(how, 1)}; the request (id 1) it answered failed, the server keeps running"
+    ]
+
+
+@pytest.mark.parametrize("how", HOWS)
+async def test_one_on_another_requests_stream_fails_the_request_it_answered(
+    how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    first_sent = trio.Event()
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.rpc_id == 1:
+            first_sent.set()
+            await respond.sse_start()
+            await respond.wait_disconnect()  # its answer goes out on the other stream
+        else:
+            await respond.sse(event(unusable(1, how)), event(result(req.rpc_id, {"own": 1})))
+
+    failed: list[MalformedReply] = []
+    with trio.fail_after(LIMIT), caplog.at_level(logging.WARNING, "mcpd.http"):
+        async with (
+            serve_http(handler) as srv,
+            open_http_transport("a", srv.url()) as t,
+            trio.open_nursery() as nursery,
+        ):
+
+            async def first() -> None:
+                with pytest.raises(MalformedReply) as info:
+                    await t.request("tools/call", {"n": 1})
+                failed.append(info.value)
+
+            nursery.start_soon(first)
+            await first_sent.wait()
+            with trio.fail_after(AT_ONCE):
+                assert json.loads(bytes(await t.request("tools/call", {"n": 2}))) == {"own": 1}
+    [error] = failed
+    assert error.reason == reason(how, 1)
+    assert warnings(caplog) == [
+        f"{reason(how, 1)}; the request (id 1) it answered failed, the server keeps running"
+    ]
+
+
+async def handshake(t: HttpTransport) -> None:
+    t.reset_session()
+    t.era = "legacy"
+    await t.request("initialize", {"protocolVersion": "2025-11-25"}, cancellable=False)
+    await t.notify("notifications/initialized", None, headers=LEGACY)
+
+
+@pytest.mark.parametrize("how", ["float id", "both members"])
+async def test_one_on_the_push_stream_fails_the_call_it_answered(how: str) -> None:
+    called = trio.Event()
+    call_ids: list[int] = []
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.method == "GET":
+            await respond.sse_start()
+            await called.wait()
+            await respond.send(event(unusable(call_ids[0], how)))
+            await respond.wait_disconnect()
+        elif req.message["params"].get("held"):
+            call_ids.append(req.rpc_id)
+            called.set()
+            await respond.sse_start()
+            await respond.wait_disconnect()
+        else:
+            await respond.json(result(req.rpc_id, {"fine": True}))
+
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(LegacySession(handler)) as srv,
+            open_http_transport("a", srv.url()) as t,
+            trio.open_nursery() as nursery,
+        ):
+            await handshake(t)
+            nursery.start_soon(t.listen)
+            with trio.fail_after(AT_ONCE * 2), pytest.raises(MalformedReply) as info:
+                await t.request("tools/call", {"held": True}, headers=LEGACY)
+            assert info.value.reason == reason(how, call_ids[0])
+            # Its answer came: the server is not told the call was given up.
+            assert "notifications/cancelled" not in srv.methods()
+            raw = await t.request("tools/call", {}, headers=LEGACY)
+            assert json.loads(bytes(raw)) == {"fine": True}
+            nursery.cancel_scope.cancel()
