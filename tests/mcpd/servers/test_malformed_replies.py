@@ -1,7 +1,8 @@
 """A reply that answers a call but cannot be taken (an id like ``1.0``, both a result
-and an error), from an old HTTP+SSE server on its event stream: the call fails at
-once with words naming the server, not at its time limit; the server stays ready on
-the same stream and answers the next call; the log says it once."""
+and an error): from an old HTTP+SSE server on its event stream, the call fails at
+once with words naming the server, not at its time limit; from a Streamable HTTP
+server, as a malformed reply, not as the server's outage. Either server stays ready
+and answers the next call; the log says it once."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 import trio
 
 from tests.support.agent import connect, make_config, running
+from tests.support.http_servers import Responder, SeenRequest, serve_http
 from tests.support.legacy_sse_server import Message, Session, answer, serve_legacy_sse
 
 # Far longer than the test waits for the failed call: it must not be what ends it.
@@ -77,3 +79,59 @@ async def test_an_sse_servers_unusable_reply_fails_its_call_at_once(
     assert logged[0].startswith("old: the reply was ")
     assert re.search(why, logged[0]), logged[0]
     assert logged[0].endswith("the server keeps running")
+
+
+async def streamable(req: SeenRequest, respond: Responder) -> None:
+    """A modern Streamable HTTP server with one tool, "echo"; its call with the text
+    "bad" is answered with both a result and an error."""
+    msg = req.message
+    rid, method = msg.get("id"), msg.get("method")
+    if rid is None:
+        return await respond.reply(202)
+    if method == "server/discover":
+        value: dict[str, Any] = {
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {}},
+            "ttlMs": 0,
+            "cacheScope": "private",
+        }
+    elif method == "tools/list":
+        value = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+    elif method == "tools/call":
+        said = msg["params"]["arguments"]["text"]
+        value = {"content": [{"type": "text", "text": said}]}
+        if said == "bad":
+            error = {"code": -32000, "message": "no"}
+            return await respond.json(
+                {"jsonrpc": "2.0", "id": rid, "result": value, "error": error}
+            )
+    else:
+        value = {}
+    await respond.json({"jsonrpc": "2.0", "id": rid, "result": value | {"resultType": "complete"}})
+
+
+async def test_a_streamable_http_servers_unusable_reply_fails_its_call_not_the_server(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with trio.fail_after(20), caplog.at_level(logging.WARNING, "mcpd"):
+        async with serve_http(streamable) as srv:
+            cfg = make_config(tmp_path, {"new": {"url": srv.url()}}, startup_deadline=5.0)
+            async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+                result = await agent.call("mcp__new__echo", {"text": "bad"})
+                assert result["isError"] is True
+                words = text(result)
+                assert "The tool server 'new' sent a malformed reply to this call" in words
+                assert "both a result and an error" in words
+                assert result["_meta"]["mcpd/outage"]["state"] == "malformed"
+                fine = await agent.call("mcp__new__echo", {"text": "fine"})
+                assert text(fine) == "fine" and not fine.get("isError"), fine
+                (row,) = (await agent.result("mcpd/status"))["servers"]
+                assert row["state"] == "ready"
+                assert row["breaker"]["consecutive_failures"] == 0
+    logged = [r.getMessage() for r in caplog.records if "it answered failed" in r.getMessage()]
+    [line] = logged
+    assert re.fullmatch(
+        r"new: the reply was both a result and an error \(JSON-RPC allows one\) and was "
+        r"dropped; the request \(id \d+\) it answered failed, the server keeps running",
+        line,
+    ), line
