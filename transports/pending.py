@@ -24,7 +24,7 @@ from protocol.visible import quote, quoted_id
 
 from .base import Reply
 from .errors import ServerCancelled
-from .refusals import answered, misaddressed, refused
+from .refusals import answered, misaddressed, refusal
 
 _ABANDONED_KEPT: Final = 1024  # ids of given-up requests whose late answers are expected
 
@@ -156,7 +156,7 @@ class Pending:
         )
         return False
 
-    def refused(self, given: object, why: str) -> bool:
+    def refuse(self, given: object, why: str) -> bool:
         """Fail at once the request waiting for a response under the id ``given`` that
         cannot be taken (``why``: what is wrong with it; ``transports.refusals``),
         rather than leave it to wait out its time limit; whether one was waiting."""
@@ -166,7 +166,7 @@ class Pending:
         if found is None:
             return False
         rid, why = found
-        self.resolve(rid, None, refused(self._label, rid, why, self._log))
+        self.resolve(rid, None, refusal(self._label, rid, why, self._log))
         return True
 
     def server_cancelled(self, msg: rpc.Notification) -> bool:

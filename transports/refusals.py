@@ -7,7 +7,7 @@ warning everywhere. The server sent it, so it is up and keeps running.
 
 ``answered`` tells which waiting request such a reply was for (``waiting`` says whether
 one waits under an id; ``misaddressed`` is the part for a reply that is sound but for
-its id's type); ``refused`` is what that request then fails with. One whose id names
+its id's type); ``refusal`` is what that request then fails with. One whose id names
 no request at all (``names_a_request``) fails none.
 """
 
@@ -70,7 +70,7 @@ def shown_id(given: object) -> str:
     return quoted_id(given) if isinstance(given, str) else repr(given)
 
 
-def refused(label: str, rid: rpc.Id, why: str, logger: logging.Logger) -> MalformedReply:
+def refusal(label: str, rid: rpc.Id, why: str, logger: logging.Logger) -> MalformedReply:
     """What the request ``rid`` fails with, its reply from ``label`` being ``why``; the
     warning that says so is logged here, once."""
     reason = malformed_reason(label, why)

@@ -39,7 +39,7 @@ from ..errors import (
     too_large_reason,
 )
 from ..pace import Paced, ReadPace
-from ..refusals import answered, misaddressed, names_a_request, refused, shown_id
+from ..refusals import answered, misaddressed, names_a_request, refusal, shown_id
 from .connection import HttpConnection
 from .inflight import InFlight
 from .reply import SNIPPET, ServerRequestHandler, decode_reply, deliver, unasked_coding
@@ -271,7 +271,7 @@ class AnswerReader:
         """Fail this request, if a response that cannot be taken answered it (``own``:
         its id and what is wrong, from ``transports.refusals``)."""
         if own is not None:
-            raise refused(self._label, *own, logger)
+            raise refusal(self._label, *own, logger)
 
     def _own(self, rid: rpc.Id) -> bool:
         return rid == self._id

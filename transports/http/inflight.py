@@ -10,7 +10,7 @@ import trio
 from protocol import jsonrpc as rpc
 
 from ..errors import MalformedReply
-from ..refusals import answered, misaddressed, refused
+from ..refusals import answered, misaddressed, refusal
 
 logger = logging.getLogger("mcpd.http")
 
@@ -62,7 +62,7 @@ class InFlight:
         if found is None:
             return False
         rid, why = found
-        self._refused[rid] = refused(self._label, rid, why, logger)
+        self._refused[rid] = refusal(self._label, rid, why, logger)
         self._inflight[rid].cancel()
         return True
 

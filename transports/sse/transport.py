@@ -231,7 +231,7 @@ class LegacySSETransport(Transport):
             return "endpoint"
         if event.event != "message" or not event.data.strip():
             return None
-        msg = message_of(event, self.alias, self._complaints.admit, self._pending.refused)
+        msg = message_of(event, self.alias, self._complaints.admit, self._pending.refuse)
         if isinstance(msg, rpc.Response | rpc.ErrorResponse):
             return "answer" if self._pending.route(msg) else None
         elif isinstance(msg, rpc.Notification):
@@ -309,7 +309,7 @@ class LegacySSETransport(Transport):
         try:
             msg = decode_reply(body, 200, self.alias, "reply to a POST")
         except InvalidResponse as exc:
-            self._pending.refused(exc.given, exc.why)
+            self._pending.refuse(exc.given, exc.why)
             return
         except TransportError:
             return

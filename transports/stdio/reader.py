@@ -121,7 +121,7 @@ class StdoutReader:
         except rpc.DecodeFailure as exc:
             if exc.unreadable is not None and self._unreadable(item, exc.unreadable):
                 return False
-            if isinstance(exc, rpc.MalformedResponse) and self._pending.refused(exc.given, exc.why):
+            if isinstance(exc, rpc.MalformedResponse) and self._pending.refuse(exc.given, exc.why):
                 return False
             note = self._complain()
             if note is not None:
