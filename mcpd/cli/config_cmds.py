@@ -25,10 +25,11 @@ from ..config.endpoints import groups_locked_out
 from ..config.exposure import in_url, masked_args, warnings
 from ..config.load import load, said_of
 from ..config.model import EX_CONFIG, Config, ConfigError, default_config_path
-from ..config.paths import daemon_socket_path, state_directory, systemd_socket
+from ..config.paths import SOCKET_VAR, daemon_socket_path, state_directory, systemd_socket
 from ..config.policy import PolicyRule, parse_rate, unreachable
 from ..config.policychecks import leavable
 from ..config.serverchecks import unpinned_client
+from ..config.stringchecks import overlong_socket
 from ..local.statedir import state_directory_problem
 from ..local.trusted_path import untrusted_file
 from .exits import EXIT_UNREACHABLE, EXIT_USAGE, fail
@@ -46,6 +47,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from ..local.journal import setup_logging
 
     setup_logging(args.log, args.log_level)
+    overlong = _overlong_socket(args.socket)
+    if overlong is not None:
+        logging.getLogger("mcpd").error("config error: %s", overlong)
+        return EX_CONFIG
     if args.demo:
         config_path = None
         config = None
@@ -85,6 +90,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from ..serve import serve
 
     return serve(config, config_path, demo=args.demo, socket=args.socket)
+
+
+def _overlong_socket(flag: str | None) -> ConfigError | None:
+    """The socket ``--socket`` or ``$MCPD_SOCKET`` gives, when the kernel could not bind
+    it: refused before anything starts, as a ``[daemon] socket`` that long is."""
+    if flag:
+        return overlong_socket(f"--socket {visible(flag)}", flag)
+    given = os.environ.get(SOCKET_VAR)
+    return overlong_socket(f"${SOCKET_VAR} {visible(given)}", given) if given else None
 
 
 def _socket_activated() -> bool:

@@ -115,12 +115,18 @@ def _path_errors(at: str, path: str, *, socket: bool) -> Iterator[ConfigError]:
         yield ConfigError(at, "is empty (leave the key out for the default)")
     elif not path.startswith("/"):
         yield ConfigError(at, "must be an absolute path (~ is not expanded here)")
-    elif socket and len(os.fsencode(path)) > MAX_SOCKET_PATH:
-        yield ConfigError(
-            at,
-            f"is {len(os.fsencode(path))} bytes long; the path of a Unix socket holds "
-            f"at most {MAX_SOCKET_PATH}",
-        )
+    elif socket and (too_long := overlong_socket(at, path)) is not None:
+        yield too_long
+
+
+def overlong_socket(at: str, path: str) -> ConfigError | None:
+    """The error of a socket path the kernel cannot bind, named ``at``; None when it fits."""
+    size = len(os.fsencode(path))
+    if size <= MAX_SOCKET_PATH:
+        return None
+    return ConfigError(
+        at, f"is {size} bytes long; the path of a Unix socket holds at most {MAX_SOCKET_PATH}"
+    )
 
 
 def daemon_string_errors(config: Config) -> Iterator[ConfigError]:

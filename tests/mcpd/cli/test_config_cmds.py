@@ -29,6 +29,19 @@ def run(*argv: str) -> int:
     return code
 
 
+def run_logged(*argv: str) -> int:
+    """``run``, for ``serve``, which sets up the log it reports through; undone after."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        return run(*argv)
+    finally:
+        for handler in [h for h in root.handlers if h not in handlers]:
+            root.removeHandler(handler)
+            handler.close()
+        root.setLevel(level)
+
+
 def written(tmp_path: Path, text: str, name: str = "config.toml") -> Path:
     path = tmp_path / name
     path.write_text(text)
@@ -400,16 +413,29 @@ def test_serve_with_a_bad_config_logs_why_and_exits_78_when_not_socket_activated
     monkeypatch.delenv("LISTEN_FDS", raising=False)
     bad = written(tmp_path, "[servers.s]\n")
     argv = ["serve", "--config", str(bad), "--log", "stderr", "--socket", str(tmp_path / "s")]
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    try:
-        assert run(*argv) == EX_CONFIG
-    finally:
-        for handler in [h for h in root.handlers if h not in handlers]:
-            root.removeHandler(handler)
-            handler.close()
-        root.setLevel(level)
+    assert run_logged(*argv) == EX_CONFIG
     assert f"config error: {bad}: servers.s: give exactly one of" in capsys.readouterr().err
+    assert os.listdir(tmp_path) == ["config.toml"]
+
+
+@pytest.mark.parametrize("given_by", ["--socket", "$MCPD_SOCKET"])
+def test_serve_on_a_socket_path_too_long_to_bind_exits_78_naming_it_and_the_limit(
+    given_by: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = written(tmp_path, f'[daemon]\nstate_dir = "{tmp_path}/state"\n')
+    socket = f"{tmp_path}/{'s' * 120}.sock"
+    argv = ["serve", "--config", str(config), "--log", "stderr"]
+    if given_by == "--socket":
+        argv += ["--socket", socket]
+    else:
+        monkeypatch.setenv("MCPD_SOCKET", socket)
+    assert run_logged(*argv) == EX_CONFIG
+    size = len(socket.encode())
+    said = f"config error: {given_by} {socket}: is {size} bytes long; the path of a Unix socket "
+    assert said + "holds at most 107" in capsys.readouterr().err
     assert os.listdir(tmp_path) == ["config.toml"]
 
 
