@@ -39,10 +39,12 @@ SOCKET_HELP = (
 
 
 def socket_path(text: str) -> str:
-    """``--socket``: an empty path is refused, not taken for no option (the default)."""
-    if not text:
+    """``--socket``: an empty path is refused, not taken for no option (the default);
+    so is one of only spaces, which is a slip, not a file anyone named so."""
+    if not text.strip():
         raise argparse.ArgumentTypeError(
-            "an empty path names no socket: give the daemon's socket, or leave --socket out"
+            "a path empty or of only spaces names no socket: give the daemon's socket, "
+            "or leave --socket out"
         )
     return text
 

@@ -1,5 +1,5 @@
 """Options that would do nothing, or something other than asked, are refused: a value no
-option can use, a pair whose one half would be ignored, a socket path that is empty, a
+option can use, a pair whose one half would be ignored, a socket path that is empty or blank, a
 server's alias nothing knows; and a config ``$MCPD_CONFIG`` names that could not be read
 is said where the default socket was tried in its place."""
 
@@ -33,9 +33,14 @@ TOOLS = [
         (["status", "--watch", "nan"], "argument --watch: must be at least 0.2 seconds, not nan"),
         (["tools", "--check-names", "-5"], "must be at least 1 character, not -5"),
         (["tools", "--check-names", "0"], "must be at least 1 character, not 0"),
-        (["status", "--socket", ""], "argument --socket: an empty path names no socket"),
-        (["approve", "notes", "--socket", ""], "argument --socket: an empty path names no"),
-        (["serve", "--socket", ""], "argument --socket: an empty path names no socket"),
+        (["status", "--socket", ""], "--socket: a path empty or of only spaces names no socket"),
+        (["approve", "notes", "--socket", ""], "argument --socket: a path empty or of only"),
+        (["serve", "--socket", ""], "--socket: a path empty or of only spaces names no socket"),
+        (["status", "--socket", " "], "--socket: a path empty or of only spaces names no socket"),
+        (
+            ["serve", "--socket", "\t \n"],
+            "--socket: a path empty or of only spaces names no socket",
+        ),
     ],
 )
 def test_a_value_the_option_cannot_use_is_a_usage_error(
