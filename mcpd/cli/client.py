@@ -24,7 +24,7 @@ from ..agents.dial import (
 )
 from ..agents.peers import peer_of, untrusted_daemon
 from ..config.model import default_config_path, default_socket_path
-from ..config.paths import SOCKET_VAR, client_socket_path
+from ..config.paths import SOCKET_VAR, client_socket_path, unparsed_config
 
 CLI_INFO = mcp.Implementation(name="mcpd-cli", version=__version__)
 # How long a command waits for its reply: one the daemon answers from what it holds
@@ -249,8 +249,9 @@ def config_in_use(explicit: str | None, socket: str | None = None) -> ConfigInUs
 
 def unread_config(path: str) -> str:
     """Why a command looked on the default socket ``path`` though ``$MCPD_CONFIG`` names
-    the config whose socket it was to look on: that file could not be read ("" when it
-    could, or the command was not looking there for want of it)."""
+    the config whose socket it was to look on: that file could not be opened, or not
+    read as TOML ("" when it could, or the command was not looking there for want of
+    it)."""
     config = os.environ.get("MCPD_CONFIG")
     if not config or os.environ.get(SOCKET_VAR) or path != default_socket_path():
         return ""
@@ -261,5 +262,11 @@ def unread_config(path: str) -> str:
         return (
             f"; $MCPD_CONFIG names {config}, which could not be read ({exc.strerror}), "
             "so the default socket was tried"
+        )
+    unparsed = unparsed_config(config)
+    if unparsed is not None:
+        return (
+            f"; $MCPD_CONFIG names {config}, which could not be read as TOML "
+            f"({unparsed}), so the default socket was tried"
         )
     return ""

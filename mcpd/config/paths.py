@@ -116,18 +116,8 @@ def configured_socket(path: str, env: Mapping[str, str] | None = None) -> str | 
     none or cannot be read: a bad config is the daemon's to report when it starts; a
     client only looks elsewhere."""
     env = os.environ if env is None else env
-    try:
-        with open(path, "rb") as f:
-            text = f.read()
-    except OSError:
-        return None
-    if path.endswith(".json") or text.lstrip()[:1] == b"{":
-        return None  # another host's mcpServers file: it has no [daemon] table
-    import tomllib  # only now: a command given --socket does without it
-
-    try:
-        data = tomllib.loads(text.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError):
+    data = _config_table(path)
+    if isinstance(data, str):
         return None
     daemon = data.get("daemon")
     socket = daemon.get("socket") if isinstance(daemon, dict) else None
@@ -141,6 +131,36 @@ def configured_socket(path: str, env: Mapping[str, str] | None = None) -> str | 
         return expand(socket, "daemon.socket", env) or None
     except ConfigError:
         return None
+
+
+def unparsed_config(path: str) -> str | None:
+    """Why the config file at ``path`` could be opened but not read as TOML (the
+    parser's words), so that ``configured_socket`` found no socket in it; None when it
+    could be, or is another host's JSON file, or could not be opened at all."""
+    data = _config_table(path)
+    return data if isinstance(data, str) and data else None
+
+
+def _config_table(path: str) -> dict[str, object] | str:
+    """The config file at ``path`` as TOML, or why not: "" when it cannot be opened or
+    is JSON, else what the parser says."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read()
+    except OSError:
+        return ""
+    if path.endswith(".json") or text.lstrip()[:1] == b"{":
+        return ""  # another host's mcpServers file: it has no [daemon] table
+    import tomllib  # only now: a command given --socket does without it
+
+    try:
+        return tomllib.loads(text.decode("utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        return str(exc)
+    except UnicodeDecodeError:
+        return "not UTF-8 text"
+    except RecursionError:
+        return "nested too deeply"
 
 
 def state_directory(configured: str | None, env: Mapping[str, str] | None = None) -> str:

@@ -108,6 +108,22 @@ def test_a_config_mcpd_config_names_that_cannot_be_read_is_said_beside_no_daemon
     assert "so the default socket was tried" in err
     # Given a socket, the config was never to be read: nothing is said of it.
     assert exit_of(["status", "--socket", str(tmp_path / "none.sock")]) == 3
+
+
+def test_a_config_mcpd_config_names_that_is_not_toml_is_said_beside_no_daemon(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[daemon]\nsocket = "/srv/mcpd.sock\n')
+    monkeypatch.delenv("MCPD_SOCKET", raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    monkeypatch.setenv("MCPD_CONFIG", str(config))
+    assert exit_of(["status"]) == 3
+    err = capsys.readouterr().err
+    assert "no mcpd is listening on " in err
+    assert f"$MCPD_CONFIG names {config}, which could not be read as TOML (" in err
+    assert "(at line 2, column " in err
+    assert "so the default socket was tried" in err
     assert "MCPD_CONFIG" not in capsys.readouterr().err
 
 
