@@ -256,6 +256,7 @@ class Daemon(Control):
                 # decide every call made meanwhile.
                 report = self.supervisor.adopt(new)
                 report.restart, report.settings = reread.restart, reread.settings
+                report.new_connections = reread.new_connections
                 self.config = new
                 self.report.reloads.taken()
                 self.oversight.configure(new, [*report.removed, *report.changed, *report.added])

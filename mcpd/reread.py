@@ -3,9 +3,9 @@ daemon changes. A file that does not load, a profile that would match no tool, o
 whose socket cannot be bound (the daemon tries before it starts any server), is refused
 whole with the error ``mcpd reload`` reports; a key changed that only a restart
 puts in force is named, as are the settings the reload puts in force besides the
-servers (profiles, rules, naming, daemon keys), so that the person who changed them
-sees they were taken; and the socket listening now stays the socket, whatever the
-file says."""
+servers (profiles, rules, naming, daemon keys), those only connections opened from now
+take apart, so that the person who changed them sees they were taken and when; and
+the socket listening now stays the socket, whatever the file says."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ class Reread:
     config: Config  # to put in force, with the socket listening now
     restart: list[str]  # the keys changed that take a restart, not a reload
     settings: list[str]  # the rest of what changed but the servers: in force now
+    new_connections: list[str]  # keys changed that the connections opened from now take
 
 
 class Rereader:
@@ -87,7 +88,10 @@ class Rereader:
                 new.daemon, socket=socket, state_dir=running.daemon.state_dir
             ),
         )
-        return Reread(new, restart, changed_settings(running, new))
+        settings = changed_settings(running, new)
+        later = [key for key in settings if key in ON_NEW_CONNECTIONS]
+        at_once = [key for key in settings if key not in ON_NEW_CONNECTIONS]
+        return Reread(new, restart, at_once, later)
 
 
 def refusal(exc: ConfigError) -> rpc.RPCError:
@@ -116,6 +120,10 @@ def reload_fault(exc: Exception) -> None:
 # lets in) and where mcpd keeps its state. The socket itself is apart: where it is
 # comes from more than its key.
 AT_START = ("socket_mode", "http_listen", "http_allow_remote", "http_origins", "state_dir")
+# Daemon keys a connection reads as it opens, an agent's or a server's (which opens
+# one each time it starts): a connection open keeps its own, and a bridge has been told
+# the line limit already, so a reload puts them in force for the next ones alone.
+ON_NEW_CONNECTIONS = frozenset({"daemon.max_line_bytes", "daemon.max_inflight_per_connection"})
 # What a reload reads but no person wrote as a setting of its own: the file's name and
 # what mcpd worked out from it (the servers are reported by name on their own).
 _NOT_SETTINGS = frozenset(

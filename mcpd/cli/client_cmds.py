@@ -314,6 +314,7 @@ def cmd_reload(args: argparse.Namespace) -> int:
         report = ask(client, "mcpd/reload")
     restart = report.pop("restart", None) or []
     settings = report.pop("settings", None) or []
+    new_connections = report.pop("new_connections", None) or []
     why: dict[str, str] = report.pop("why", None) or {}
     # A server restarted though its table did not change says why: nothing the user
     # changed in the file explains it.
@@ -325,6 +326,9 @@ def cmd_reload(args: argparse.Namespace) -> int:
     print("reloaded: " + ", ".join(f"{k} {', '.join(v) or '-'}" for k, v in report.items()))
     if settings:
         print(f"in force now: {', '.join(settings)}")
+    if new_connections:
+        # A connection open keeps what it was opened with.
+        print(f"for new connections: {', '.join(new_connections)}")
     if restart:
         # Said here too, not only in the log: a user who changed them waits for nothing.
         print(f"not applied until mcpd restarts: {', '.join(restart)}")

@@ -53,6 +53,8 @@ class ReloadReport(msgspec.Struct):
     restart: list[str] = msgspec.field(default_factory=list)
     # The rest of what changed but the servers (profiles, policy, daemon keys): in force.
     settings: list[str] = msgspec.field(default_factory=list)
+    # Settings in force for the connections opened from now, not those open.
+    new_connections: list[str] = msgspec.field(default_factory=list)
     # Why each of ``changed`` restarts whose own table did not change: a restart
     # nobody asked for in the file is said, not only logged.
     why: dict[str, str] = msgspec.field(default_factory=dict)
@@ -73,6 +75,8 @@ def said_of(report: ReloadReport) -> str:
     parts.append(f"{len(report.unchanged)} unchanged")
     if report.settings:
         parts.append(f"in force now: {_some(report.settings)}")
+    if report.new_connections:
+        parts.append(f"for new connections: {_some(report.new_connections)}")
     if report.restart:
         parts.append(f"not applied until mcpd restarts: {_some(report.restart)}")
     return "; ".join(parts)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from mcpd.cli.client import QUICK, Client
 from mcpd.config.load import parse
 from tests.support.operator import MCPD, client, mcpd, start, stop
 from tests.support.procs import scripted
@@ -335,6 +336,31 @@ def test_reload_says_what_waits_for_a_restart_and_a_rejected_config_exits_78(
         out = client(sock, "reload")
         assert out.returncode == 78, (out.returncode, out.stderr)
         assert "servers.s.comand: unknown key" in out.stderr
+    finally:
+        stop(proc)
+
+
+def test_reload_says_a_new_line_limit_is_for_new_connections_which_alone_take_it(
+    tmp_path: Path,
+) -> None:
+    sock = tmp_path / "mcpd.sock"
+    config = tmp_path / "config.toml"
+    command, args = scripted()
+    server = f"[servers.s]\ncommand = {json.dumps(command)}\nargs = {json.dumps(list(args))}\n"
+    daemon = f'[daemon]\nstate_dir = "{tmp_path / "state"}"\n'
+    config.write_text(daemon + "max_line_bytes = 65536\n" + server)
+    proc = start(["--config", str(config)], sock)
+    try:
+        with Client(str(sock), QUICK) as open_before:
+            assert open_before.request("mcpd/lineLimit") == {"maxLineBytes": 65536}
+            config.write_text(daemon + "max_line_bytes = 131072\ncall_timeout = 9\n" + server)
+            out = client(sock, "reload")
+            assert out.returncode == 0, out.stderr
+            assert "in force now: daemon.call_timeout\n" in out.stdout
+            assert "for new connections: daemon.max_line_bytes\n" in out.stdout
+            assert open_before.request("mcpd/lineLimit") == {"maxLineBytes": 65536}
+        with Client(str(sock), QUICK) as opened_after:
+            assert opened_after.request("mcpd/lineLimit") == {"maxLineBytes": 131072}
     finally:
         stop(proc)
 
