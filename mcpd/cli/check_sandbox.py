@@ -15,11 +15,12 @@ from transports.stdio import secret_folders
 from transports.stdio.childenv import in_default_set
 from transports.stdio.exits import shown
 from transports.stdio.launch import resolve as resolve_command
+from transports.stdio.limits import Limits
 from transports.stdio.sandbox_host import probe
 
 from ..config.envcheck import relied_on
 from ..config.model import Config
-from ..config.sandbox import child_env, expected_shortfall, sandbox_of
+from ..config.sandbox import applied_limits, child_env, expected_shortfall, sandbox_of
 from ..config.servertable import ServerConfig
 
 
@@ -37,12 +38,7 @@ def sandbox_lines(
     parts.append("network" if sandbox.network else "no network")
     if sandbox.loopback:
         parts[-1] += f" but host loopback ports {', '.join(map(str, sandbox.loopback))}"
-    limits = [
-        f"{name.replace('_', ' ')} {shown(name, value)}"
-        for name, value in sandbox.limits.values().items()
-        if value is not None
-    ]
-    parts.append(f"limits: {', '.join(limits) or 'none'}")
+    parts.append(f"limits: {_limits_said(sandbox.limits)}")
     # The default set is the same for every server: named once, in the docs.
     names = sorted(n for n in child_env(alias, s, config, sandbox, env) if not in_default_set(n))
     base = "all of mcpd's environment" if s.inherit_env is True else "the default set"
@@ -51,6 +47,20 @@ def sandbox_lines(
     if unprotected is not None:
         lines.append(f"unprotected: {unprotected}")
     return lines
+
+
+def _limits_said(limits: Limits) -> str:
+    """The limits a start applies, as ``mcpd status`` shows them: a number of open files
+    above what mcpd itself may open is lowered to that, and said to be."""
+    asked = limits.values()
+    said = []
+    for name, value in applied_limits(limits).items():
+        if value is None:
+            continue
+        said.append(f"{name.replace('_', ' ')} {shown(name, value)}")
+        if value != asked[name]:
+            said[-1] += f" (the hard limit here; {asked[name]} configured)"
+    return ", ".join(said) or "none"
 
 
 def inherited_warnings(config: Config, env: Mapping[str, str] | None = None) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,11 +17,15 @@ def mcpd(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*MCPD, *args], capture_output=True, text=True, timeout=timeout)
 
 
-def start(args: list[str], sock: Path) -> subprocess.Popen[str]:
+def start(
+    args: list[str], sock: Path, preexec: Callable[[], None] | None = None
+) -> subprocess.Popen[str]:
+    """``preexec``: run in the daemon's process before mcpd (to set its limits, say)."""
     proc = subprocess.Popen(
         [*MCPD, "serve", *args, "--socket", str(sock), "--log", "stderr"],
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=preexec,
     )
     assert proc.stderr is not None
     for line in proc.stderr:  # the daemon says when it listens and is ready

@@ -6,6 +6,9 @@ no longer inherits, for enabled servers only."""
 
 from __future__ import annotations
 
+import json
+import resource
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +18,7 @@ import pytest
 from mcpd.cli.check_sandbox import inherited_warnings, sandbox_lines
 from mcpd.config.load import parse
 from mcpd.config.model import Config
+from tests.support.operator import MCPD, client, start, stop
 from transports.stdio import sandbox_host
 
 
@@ -150,3 +154,35 @@ def test_a_machine_that_cannot_refuse_user_namespaces_or_keyrings_or_bound_dev_s
     ) in said[0] and unsized in said[0]
     # A server started as it is was never to be kept from either.
     assert not [line for line in lines_of(config, "o", env) if "unprotected" in line]
+
+
+def test_check_config_says_the_open_files_a_server_gets_as_status_does(tmp_path: Path) -> None:
+    """Under a hard limit on open files below the configured one, each says the hard
+    limit, which is what a started server gets."""
+
+    def lowered() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 2048))
+
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'[daemon]\nstate_dir = "{tmp_path / "state"}"\n'
+        '[servers.s]\ncommand = "/bin/true"\nstart = "lazy"\nlimits = { open_files = 100000 }\n'
+    )
+    checked = subprocess.run(
+        [*MCPD, "check-config", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=lowered,
+    )
+    assert checked.returncode == 0, checked.stderr
+    assert "open files 2048 (the hard limit here; 100000 configured)" in checked.stdout
+    sock = tmp_path / "mcpd.sock"
+    proc = start(["--config", str(config)], sock, preexec=lowered)
+    try:
+        status = client(sock, "status", "--json")
+        assert status.returncode == 0, status.stderr
+        [server] = json.loads(status.stdout)["servers"]
+        assert server["sandbox"]["limits"]["open_files"] == 2048
+    finally:
+        stop(proc)
