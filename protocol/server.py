@@ -69,6 +69,14 @@ class ServerSession:
         """Classify a request's era and check its ``_meta``; raises ``rpc.RPCError``."""
         return self.context_of(_request_meta(req.params))
 
+    def ping_context(self, req: rpc.Request) -> RequestContext | None:
+        """``context`` for a ``ping``, which is answered whatever its ``_meta``: None
+        where any other request would be refused."""
+        try:
+            return self.context(req)
+        except rpc.RPCError:
+            return None
+
     def context_of(self, meta: mcp.Meta | None) -> RequestContext:
         """``context`` for a ``_meta`` the caller already decoded with the params."""
         version = meta.get(mcp.KEY_PROTOCOL_VERSION) if meta else None
@@ -83,10 +91,14 @@ class ServerSession:
                 f"{mcp.KEY_CLIENT_CAPABILITIES!r} (or send initialize first)",
             )
         if not isinstance(version, str) or version not in self.modern_versions:
+            # A legacy version is spoken after initialize, never named in _meta: offered
+            # to a request that named it, it would only be refused again.
+            named_legacy = isinstance(version, str) and version in self.legacy_versions
+            supported = list(self.modern_versions) if named_legacy else self.supported
             raise rpc.RPCError(
                 rpc.UNSUPPORTED_PROTOCOL_VERSION,
                 "Unsupported protocol version",
-                {"supported": self.supported, "requested": version},
+                {"supported": supported, "requested": version},
             )
         caps = meta.get(mcp.KEY_CLIENT_CAPABILITIES) if meta else None
         if not isinstance(caps, dict):

@@ -14,9 +14,7 @@ import socket
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-import msgspec
 import trio
-from msgspec import UNSET
 
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
@@ -46,6 +44,7 @@ from .pinsapi import HANDLERS as PINS_HANDLERS
 from .places import Seat
 from .profile_methods import PROFILE_METHODS, ProfileMethods
 from .profiles import Profiles, ProfileServers
+from .result_eras import with_result_type
 from .sockets import Leave, ProfileSockets
 from .tool_news import ToolNews
 from .toolcall import Router
@@ -308,7 +307,7 @@ class AgentServer(ProfileMethods, Dispatcher):
                 session.instructions = self.instructions(conn)
                 return rpc.encode_result(req.id, session.initialize(req.params))
             if req.method == "ping":
-                return rpc.encode_result(req.id, {})
+                return self._finish(req.id, session.ping_context(req), {})
             ctx = session.context(req)
             session.instructions = self.instructions(conn)
             return self._finish(req.id, ctx, session.discover(ctx))
@@ -349,15 +348,8 @@ class AgentServer(ProfileMethods, Dispatcher):
         return self.failures.reply(conn.label, req.id, req.method, exc)
 
     def _finish(self, rid: rpc.Id, ctx: RequestContext | None, result: Any) -> bytes:
-        if (
-            ctx is not None
-            and ctx.era == "modern"
-            and isinstance(result, msgspec.Struct)
-            # The result types share the field by name, not by a base class.
-            and "resultType" in result.__struct_fields__
-            and msgspec.structs.asdict(result)["resultType"] is UNSET
-        ):
-            result = msgspec.structs.replace(result, resultType=mcp.COMPLETE)
+        if ctx is not None and ctx.era == "modern":
+            result = with_result_type(result)
         return rpc.encode_result(rid, result)
 
     def instructions(self, conn: Agent) -> str:

@@ -110,3 +110,19 @@ def _plain(result: dict[str, Any], modern: bool, absent: tuple[str, ...]) -> dic
         if not meta:
             del result["_meta"]
     return result
+
+
+def with_result_type(result: object) -> object:
+    """mcpd's own result to a modern request, with the ``resultType`` every one carries:
+    its own methods and ``ping`` answer with a plain object, the MCP ones with a struct
+    whose field may be unset."""
+    if isinstance(result, dict):
+        return {"resultType": mcp.COMPLETE, **result}
+    if (
+        isinstance(result, msgspec.Struct)
+        # The result types share the field by name, not by a base class.
+        and "resultType" in result.__struct_fields__
+        and msgspec.structs.asdict(result)["resultType"] is UNSET
+    ):
+        return msgspec.structs.replace(result, resultType=mcp.COMPLETE)
+    return result

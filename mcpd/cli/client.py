@@ -49,6 +49,15 @@ def socket_path(text: str) -> str:
     return text
 
 
+def _content(method: str, result: Any) -> Any:
+    """A result as the commands read it: of mcpd's own methods, without the
+    ``resultType`` that frames every modern result (each is complete), so that what
+    they print or go through is what the method answers."""
+    if method.startswith("mcpd/") and isinstance(result, dict):
+        result.pop("resultType", None)
+    return result
+
+
 class Unreachable(Exception):
     """No daemon answers on the socket."""
 
@@ -128,7 +137,7 @@ class Client:
                 try:
                     msg = rpc.decode_message(line)
                     if isinstance(msg, rpc.Response) and msg.id == rid:
-                        return msgspec.json.decode(msg.result)
+                        return _content(method, msgspec.json.decode(msg.result))
                     if (
                         progress is not None
                         and isinstance(msg, rpc.Notification)

@@ -76,7 +76,10 @@ def test_an_unknown_or_legacy_version_in_meta_is_refused_naming_what_is_supporte
         error = refused(s, {"_meta": meta(version)})
         assert error.code == rpc.UNSUPPORTED_PROTOCOL_VERSION
         data = msgspec.json.decode(msgspec.json.encode(error.data))
-        assert data["requested"] == version and data["supported"] == s.supported
+        # A legacy version named in _meta is refused whatever is offered: only the
+        # versions a request with _meta can use are.
+        usable = list(mcp.MODERN_VERSIONS) if version == mcp.LATEST_LEGACY else s.supported
+        assert data["requested"] == version and data["supported"] == usable
 
 
 def test_a_modern_request_without_capabilities_as_an_object_is_refused() -> None:

@@ -279,7 +279,7 @@ async def test_a_disallowed_uid_is_refused_and_logged(
     cfg = make_config(tmp_path, {}, socket=str(sock), socket_mode="0666", allow_uids=[uid])
     with trio.fail_after(30):
         async with running(cfg):
-            assert (await as_user("ping"))["result"] == {}
+            assert (await as_user("ping"))["result"] == {"resultType": "complete"}
             # Allowed to use the tools is not allowed to reload the daemon.
             denied = await as_user("mcpd/reload")
             assert "only for the daemon's user and root" in denied["error"]["message"]

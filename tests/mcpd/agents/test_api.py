@@ -81,6 +81,32 @@ async def test_unknown_version_and_missing_meta_are_protocol_errors(tmp_path: Pa
             assert reply["error"]["code"] == -32601
 
 
+async def test_a_legacy_version_named_in_meta_is_refused_offering_only_modern_ones(
+    tmp_path: Path,
+) -> None:
+    cfg = make_config(tmp_path, {"alpha": server()})
+    with trio.fail_after(30):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            meta = {"io.modelcontextprotocol/protocolVersion": "2025-11-25"}
+            reply = await agent.rpc("tools/list", {"_meta": meta})
+            assert reply["error"]["code"] == -32022
+            assert reply["error"]["data"] == {
+                "supported": ["2026-07-28"],
+                "requested": "2025-11-25",
+            }
+
+
+async def test_mcpds_own_results_to_a_modern_agent_carry_their_result_type(
+    tmp_path: Path,
+) -> None:
+    cfg = make_config(tmp_path, {"alpha": server()})
+    with trio.fail_after(30):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            assert await agent.result("ping") == {"resultType": "complete"}
+            status = await agent.result("mcpd/status")
+            assert status["resultType"] == "complete" and "servers" in status
+
+
 async def test_tools_list_pages_with_an_opaque_cursor(tmp_path: Path) -> None:
     cfg = make_config(tmp_path, {"alpha": server("--tools", "5")}, page_size=2)
     with trio.fail_after(30):

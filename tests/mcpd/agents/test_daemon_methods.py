@@ -44,7 +44,8 @@ async def test_the_line_limit_and_a_reload_by_the_daemons_user_are_answered(
     cfg = make_config(tmp_path, {"alpha": server()}, max_line_bytes=65536)
     with trio.fail_after(30):
         async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
-            assert await agent.result("mcpd/lineLimit") == {"maxLineBytes": 65536}
+            limit = await agent.result("mcpd/lineLimit")
+            assert limit == {"resultType": "complete", "maxLineBytes": 65536}
             # The daemon's own user is let through to the reload, which has no file.
             reply = await agent.rpc("mcpd/reload")
             assert reply["error"]["message"] == "mcpd was started without a config file to re-read"

@@ -77,7 +77,7 @@ async def test_a_silent_connection_is_let_go(
                     assert await stream.receive_some(1024) == b""  # closed by the daemon
             # They held no slot once let go: the limit has room for an agent again.
             async with connect(daemon.socket_path) as agent:
-                assert (await agent.rpc("ping"))["result"] == {}
+                assert (await agent.rpc("ping"))["result"] == {"resultType": "complete"}
     said = [r.getMessage() for r in caplog.records if "sent nothing within" in r.getMessage()]
     assert len(said) == 2 and "(daemon.first_message_timeout)" in said[0]
 
@@ -154,7 +154,7 @@ async def test_a_connection_that_asks_nothing_is_let_go_and_one_that_asked_stays
     caplog.set_level(logging.INFO)
     with trio.fail_after(30):
         async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
-            assert (await agent.rpc("ping"))["result"] == {}
+            assert (await agent.rpc("ping"))["result"] == {"resultType": "complete"}
             async with connect(daemon.socket_path) as idle:
                 await idle.send_raw(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
                 await idle.closed.wait()  # closed by the daemon, its deadline passed
@@ -163,7 +163,7 @@ async def test_a_connection_that_asks_nothing_is_let_go_and_one_that_asked_stays
             assert "(daemon.first_message_timeout)" in said
             # The agent that asked something came first, so its deadline passed too:
             # it is idle as long as it likes.
-            assert (await agent.rpc("ping"))["result"] == {}
+            assert (await agent.rpc("ping"))["result"] == {"resultType": "complete"}
     logged = [r.getMessage() for r in caplog.records if "sent no request" in r.getMessage()]
     assert len(logged) == 1
 
@@ -209,7 +209,7 @@ async def test_one_user_cannot_take_the_connections_of_the_others(
             # Root, on the daemon's socket and on the profile's, and another user.
             assert "mcpd" in await mcpd(shared / "mcpd.sock", "status")
             async with connect(str(shared / "p.sock")) as agent:
-                assert (await agent.rpc("ping"))["result"] == {}
+                assert (await agent.rpc("ping"))["result"] == {"resultType": "complete"}
             answer = json.loads(await run_as(other, MANY_PINGS, str(shared / "p.sock"), "1"))
             assert answer["result"] == {}
             quota = cfg.daemon.max_connections // 4
@@ -236,7 +236,7 @@ async def test_the_owner_gets_in_when_others_hold_every_shared_place(tmp_path: P
             async with contextlib.AsyncExitStack() as stack:
                 for _ in range(OWNER_RESERVE):
                     agent = await stack.enter_async_context(connect(str(shared / "p.sock")))
-                    assert (await agent.rpc("ping"))["result"] == {}
+                    assert (await agent.rpc("ping"))["result"] == {"resultType": "complete"}
 
 
 async def test_a_peer_of_another_pid_namespace_is_let_in_with_no_process_to_go_by(

@@ -73,7 +73,7 @@ async def touch(owner: Agent, watchers: list[Agent]) -> list[list[str]]:
     await owner.wait_notifications(heard + 2)
     assert updates(owner, heard) == [KEY, OTHER]
     for agent in watchers:
-        assert await agent.result("ping") == {}
+        await agent.result("ping")  # answered: all it was told has come
     return [sorted(updates(a, n)) for a, n in zip(watchers, before, strict=True)]
 
 

@@ -240,7 +240,7 @@ async def listening(tmp_path: Path) -> AsyncIterator[tuple[Agent, Agent, Agent]]
         # Whatever went to the profile's agents went out in the same pass as the
         # owner's, before the replies to these.
         for agent in (dev, legacy):
-            assert await agent.result("ping") == {}
+            await agent.result("ping")
         yield owner, dev, legacy
 
 
@@ -265,7 +265,7 @@ async def test_a_profile_that_comes_to_show_a_server_tells_its_agents_only(
             assert sorted(await changes(legacy, legacy_seen)) == sorted(CHANGES)
             assert "privy2://x" in uris(await dev.result("resources/list"))
             # Nothing the owner sees changed.
-            assert await owner.result("ping") == {}
+            await owner.result("ping")
             assert len(owner.notifications) == owner_seen
 
 
