@@ -2,8 +2,9 @@
 (``execution.taskSupport: "required"``) and a plain call of it is refused; ``quick``
 may run either way; ``plain`` has no tasks. A task's arguments say how it goes:
 ``steps`` progress reports then the result, ``hang`` until it is cancelled, or
-``fail`` with a JSON-RPC error. Every message received is logged, one JSON line each,
-to the file named by the first argument."""
+``fail`` with a JSON-RPC error, and ``typed`` ends with a result that carries a
+``resultType`` (which 2025-11-25 does not have, but a server may send). Every message
+received is logged, one JSON line each, to the file named by the first argument."""
 
 from __future__ import annotations
 
@@ -26,15 +27,16 @@ def outcome(task_id: str) -> dict[str, Any]:
     task = tasks[task_id]
     if task["status"] == "failed":
         return {"error": {"code": -32000, "message": "the research failed"}}
-    return {
-        "result": {
-            "content": [
-                {"type": "text", "text": f"researched {task['topic']}"},
-                {"type": "resource_link", "uri": "file:///report.md", "name": "report"},
-            ],
-            "_meta": {RELATED: {"taskId": task_id}},
-        }
+    result = {
+        "content": [
+            {"type": "text", "text": f"researched {task['topic']}"},
+            {"type": "resource_link", "uri": "file:///report.md", "name": "report"},
+        ],
+        "_meta": {RELATED: {"taskId": task_id}},
     }
+    if task["typed"]:
+        result["resultType"] = "complete"
+    return {"result": result}
 
 
 def view(task_id: str) -> dict[str, Any]:
@@ -63,6 +65,7 @@ def create(rid: Any, params: dict[str, Any]) -> None:
         "status": "working",
         "ttl": params["task"].get("ttl"),
         "topic": args.get("topic", "?"),
+        "typed": bool(args.get("typed")),
     }
     send({"id": rid, "result": {"task": view(task_id)}})
     token = (params.get("_meta") or {}).get("progressToken")

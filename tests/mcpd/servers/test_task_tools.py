@@ -89,6 +89,21 @@ async def test_a_task_only_tool_is_listed_plain_and_answers_with_the_tasks_resul
     assert received(log, "tasks/get") == []  # waited for, never polled
 
 
+@pytest.mark.parametrize("modern", [False, True])
+async def test_a_result_type_in_a_tasks_result_reaches_a_modern_agent_only(
+    tmp_path: Path, modern: bool
+) -> None:
+    cfg, _ = config(tmp_path)
+    with trio.fail_after(30):
+        async with running(cfg) as daemon, connect(daemon.socket_path, modern) as agent:
+            if not modern:
+                await agent.initialize()
+            params = {"name": RESEARCH, "arguments": {"topic": "bees", "typed": True}}
+            result = await agent.result("tools/call", params)
+            assert text(result) == "researched bees"
+            assert result.get("resultType") == ("complete" if modern else None)
+
+
 async def test_a_task_that_fails_with_an_error_passes_the_error_on(tmp_path: Path) -> None:
     cfg, log = config(tmp_path)
     with trio.fail_after(30):
