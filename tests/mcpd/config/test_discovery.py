@@ -221,15 +221,16 @@ def test_a_config_the_client_cannot_read_means_the_default_socket(tmp: Path) -> 
     if os.path.exists(default):
         pytest.skip(f"a daemon may be listening on {default}")
     broken = tmp / "config.toml"
-    for text in ("[daemon\nsocket = ", '[daemon]\nsocket = "${UNSET_HERE}/s.sock"\n'):
+    unreachable = f"mcpd: no mcpd is listening on {default} (No such file or directory)"
+    for text, hint in (
+        ("[daemon\nsocket = ", f"; $MCPD_CONFIG names {broken}, which could not be read as TOML"),
+        ('[daemon]\nsocket = "${UNSET_HERE}/s.sock"\n', ""),
+    ):
         broken.write_text(text)
         out = status(environ(tmp, MCPD_CONFIG=str(broken)))
         # Unreachable where a daemon would be by default: not a config error.
         assert out.returncode == 3, out.stderr
-        assert (
-            out.stderr.strip()
-            == f"mcpd: no mcpd is listening on {default} (No such file or directory)"
-        )
+        assert out.stderr.strip().startswith(unreachable + hint), out.stderr
 
 
 # -- mcpd token and mcpd connect --
