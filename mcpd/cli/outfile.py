@@ -7,7 +7,8 @@ user can write. The name itself is never followed. Without ``force`` the file is
 created there exclusively (``O_CREAT|O_EXCL|O_NOFOLLOW``), so anything already there,
 a link to nowhere included, is refused and left as it is; with ``force`` a temporary
 file created the same way beside it is renamed over the name, which replaces a link
-there rather than writing where it points.
+there rather than writing where it points. Either way the file, then its directory, is
+synced before the command says it is written (``privatefile.write_in``).
 
 The file gets the mode a shell's ``>`` would give it (0666 less the umask): it holds
 what the command prints to stdout without ``-o``, nothing more private.
@@ -15,18 +16,14 @@ what the command prints to stdout without ``-o``, nothing more private.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 from pathlib import Path
-from typing import Final
 
 from protocol.visible import visible
 
-from ..local.privatefile import UnsafeFileError, open_directory
+from ..local.privatefile import UnsafeFileError, open_directory, write_in
 from .hostfile import HostConfigError, real_path
-
-_CREATE: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class OutputExists(OSError):
@@ -41,10 +38,9 @@ def write_output(path: str, data: bytes, *, force: bool) -> None:
     directory, name = os.path.split(resolved(path))
     dir_fd = open_directory(directory, check=False)
     try:
-        if force:
-            _replace(dir_fd, name, data)
-        else:
-            _create(dir_fd, path, name, data)
+        write_in(dir_fd, name, data, mode=None, replace=force)
+    except FileExistsError:
+        raise OutputExists(taken(path) or f"{path} exists (use --force to replace it)") from None
     finally:
         os.close(dir_fd)
 
@@ -79,42 +75,3 @@ def taken(path: str) -> str | None:
             "(--force replaces the link itself, leaving what it points to alone)"
         )
     return f"{path} exists (use --force to replace it)"
-
-
-def _create(dir_fd: int, path: str, name: str, data: bytes) -> None:
-    try:
-        fd = os.open(name, _CREATE, 0o666, dir_fd=dir_fd)
-    except FileExistsError:
-        raise OutputExists(taken(path) or f"{path} exists (use --force to replace it)") from None
-    _fill(fd, dir_fd, name, data)
-
-
-def _replace(dir_fd: int, name: str, data: bytes) -> None:
-    tmp = f".{name}.{os.getpid()}.tmp"
-    try:
-        fd = os.open(tmp, _CREATE, 0o666, dir_fd=dir_fd)
-    except FileExistsError:
-        # Left by a run of this process id that died, or put there: it goes, and the
-        # name is created anew (exclusively again).
-        os.unlink(tmp, dir_fd=dir_fd)
-        fd = os.open(tmp, _CREATE, 0o666, dir_fd=dir_fd)
-    _fill(fd, dir_fd, tmp, data)
-    try:
-        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp, dir_fd=dir_fd)
-        raise
-
-
-def _fill(fd: int, dir_fd: int, name: str, data: bytes) -> None:
-    """Write the file just created as ``name``; removed again when it cannot be."""
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(name, dir_fd=dir_fd)
-        raise

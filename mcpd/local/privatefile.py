@@ -64,12 +64,11 @@ def write_atomically(
     if not name:
         raise UnsafeFileError(f"{path!r} names a directory, not a file")
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    with _lock:
-        dir_fd = open_directory(directory)
-        try:
-            return _replace(dir_fd, name, data, mode, owner, before_rename)
-        finally:
-            os.close(dir_fd)
+    dir_fd = open_directory(directory)
+    try:
+        return write_in(dir_fd, name, data, mode=mode, owner=owner, before_rename=before_rename)
+    finally:
+        os.close(dir_fd)
 
 
 def make_private_directory(path: str | os.PathLike[str]) -> None:
@@ -206,20 +205,61 @@ def _is_link(name: str, dir_fd: int | None) -> bool:
         return False
 
 
-def _replace(
+def write_in(
     dir_fd: int,
     name: str,
     data: bytes | Iterable[bytes],
-    mode: int,
-    owner: tuple[int, int] | None,
-    before_rename: Callable[[int], None] | None,
+    *,
+    mode: int | None = PRIVATE,
+    owner: tuple[int, int] | None = None,
+    before_rename: Callable[[int], None] | None = None,
+    replace: bool = True,
 ) -> os.stat_result:
+    """Write ``data`` as the file ``name`` of the directory ``dir_fd``, never through a
+    link, and sync it and the directory. With ``replace`` a temporary file beside it is
+    renamed over the name, whatever is there; without, the name itself is created
+    exclusively (``FileExistsError`` when it is taken). ``mode`` is set before any byte
+    is written; None leaves the mode a new file gets (0666 less the umask), as a shell's
+    ``>`` gives it. ``owner``, ``before_rename`` and the return are as for
+    ``write_atomically``."""
+    if not replace:
+        fd = os.open(name, _CREATE, 0o666 if mode is None else PRIVATE, dir_fd=dir_fd)
+        written = _fill(fd, dir_fd, name, data, mode, owner)
+        os.fsync(dir_fd)
+        return written
     tmp = f"{name}.{os.getpid()}.tmp"
-    fd = _create(dir_fd, tmp)
+    with _lock:
+        written = _fill(_create(dir_fd, tmp, mode), dir_fd, tmp, data, mode, owner)
+        try:
+            if before_rename is not None:
+                before_rename(dir_fd)
+            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dir_fd)
+            raise
+    os.fsync(dir_fd)
+    return written
+
+
+_CREATE: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _fill(
+    fd: int,
+    dir_fd: int,
+    name: str,
+    data: bytes | Iterable[bytes],
+    mode: int | None,
+    owner: tuple[int, int] | None,
+) -> os.stat_result:
+    """Write the file just created as ``name`` and sync it; removed again when it
+    cannot be."""
     try:
         with os.fdopen(fd, "wb") as f:
-            # Before any byte is written, and exactly: O_CREAT's mode passes the umask.
-            os.fchmod(f.fileno(), mode)
+            if mode is not None:
+                # Before any byte is written, and exactly: O_CREAT's mode passes the umask.
+                os.fchmod(f.fileno(), mode)
             if owner is not None:
                 os.fchown(f.fileno(), *owner)
             if isinstance(data, bytes):
@@ -228,27 +268,22 @@ def _replace(
                 f.writelines(data)
             f.flush()
             os.fsync(f.fileno())
-            written = os.fstat(f.fileno())
-        if before_rename is not None:
-            before_rename(dir_fd)
-        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            return os.fstat(f.fileno())
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(tmp, dir_fd=dir_fd)
+            os.unlink(name, dir_fd=dir_fd)
         raise
-    os.fsync(dir_fd)
-    return written
 
 
-def _create(dir_fd: int, tmp: str) -> int:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+def _create(dir_fd: int, tmp: str, mode: int | None) -> int:
+    first = 0o666 if mode is None else PRIVATE
     try:
-        return os.open(tmp, flags, PRIVATE, dir_fd=dir_fd)
+        return os.open(tmp, _CREATE, first, dir_fd=dir_fd)
     except FileExistsError:
         # Left by a writer with this process id that died, or put there: whatever it
         # is (a file with a wider mode, a link), it goes, and the name is created anew.
         os.unlink(tmp, dir_fd=dir_fd)
     try:
-        return os.open(tmp, flags, PRIVATE, dir_fd=dir_fd)
+        return os.open(tmp, _CREATE, first, dir_fd=dir_fd)
     except FileExistsError:
         raise UnsafeFileError(f"{tmp} reappeared as mcpd replaced it; not writing") from None
