@@ -6,7 +6,7 @@
 Starts ``mcpd serve`` with real third-party servers (server-everything, -filesystem and
 -memory from ``tests/peers``; mcp-server-time and mcp-server-git from PyPI) and the two
 demo servers, reads the aggregated tool list from the socket (``GET /tools``), indexes it
-with ``mcpd.toolsearch`` and asks the questions below, each written the way a person
+with ``mcpd.registry.search`` and asks the questions below, each written the way a person
 asks, with the tools that person would expect. A server that cannot start here is left
 out with a note (its queries are skipped), so the run never fails for a missing peer.
 
@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -239,12 +239,42 @@ def _wait_ready(sock: str, daemon: subprocess.Popen[bytes], timeout: float) -> A
 # -- figures --
 
 
+def listed_doc(tool: Mapping[str, Any]) -> ToolDoc:
+    """The index's document of a tool as mcpd lists it to agents (``GET /tools``): the
+    server and original name from ``_meta``, the ``[marker] [alias]`` notes cut off
+    the description (and the ``[alias]`` off the title), so an outage does not change
+    how the tool ranks."""
+    from mcpd.registry.search import ToolDoc
+
+    meta = tool.get("_meta")
+    if not isinstance(meta, dict):
+        meta = {}
+    server = str(meta.get("mcpd/server") or "")
+    description = str(tool.get("description") or "")
+    note = f"[{server}]"
+    at = description.find(note) if server else -1
+    if at == 0 or (at > 0 and description.startswith("[")):
+        description = description[at + len(note) :].lstrip()
+    schema = tool.get("inputSchema")
+    title = str(tool.get("title") or "")
+    if server and title.startswith(note):
+        title = title[len(note) :].lstrip()
+    return ToolDoc(
+        name=str(tool.get("name") or ""),
+        server=server,
+        original=str(meta.get("mcpd/originalName") or ""),
+        title=title,
+        description=description,
+        input_schema=schema if isinstance(schema, dict) else {},
+    )
+
+
 def evaluate(
     tools: list[Any], queries: list[tuple[str, tuple[str, ...]]] = QUERIES
 ) -> dict[str, Any]:
-    from mcpd.registry.search import ToolDoc, ToolIndex
+    from mcpd.registry.search import ToolIndex
 
-    docs = [ToolDoc.from_listed(t) for t in tools]
+    docs = [listed_doc(t) for t in tools]
     index = ToolIndex(docs)
     prefix = _prefix(docs)
     names = {d.name for d in docs}
@@ -321,7 +351,7 @@ def measure_speed(tools: list[Any], sizes: tuple[int, ...] = (1000, 10000)) -> d
     the neighbours too."""
     from mcpd.registry import search as toolsearch
 
-    real = [toolsearch.ToolDoc.from_listed(t) for t in tools]
+    real = [listed_doc(t) for t in tools]
     out: dict[str, Any] = {}
     for size in sizes:
         docs = synthetic(real, size)

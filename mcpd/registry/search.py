@@ -36,7 +36,7 @@ import gc
 import math
 import re
 from bisect import bisect_left
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any, Final
 
 import msgspec
@@ -170,35 +170,6 @@ class ToolDoc(msgspec.Struct, frozen=True):
     title: str = ""
     description: str = ""  # the server's own, without mcpd's notes
     input_schema: dict[str, Any] = msgspec.field(default_factory=dict)
-
-    @classmethod
-    def from_listed(cls, tool: Mapping[str, Any]) -> ToolDoc:
-        """From a tool as mcpd lists it to agents (``tools/list``, ``GET /tools``): the
-        server and original name from ``_meta``, the ``[marker] [alias]`` notes cut off
-        the description (and the ``[alias]`` off the title) so an outage does not change
-        how the tool ranks."""
-        meta = tool.get("_meta")
-        if not isinstance(meta, dict):
-            meta = {}
-        name = str(tool.get("name") or "")
-        server = str(meta.get("mcpd/server") or "")
-        description = str(tool.get("description") or "")
-        note = f"[{server}]"
-        at = description.find(note) if server else -1
-        if at == 0 or (at > 0 and description.startswith("[")):
-            description = description[at + len(note) :].lstrip()
-        schema = tool.get("inputSchema")
-        title = str(tool.get("title") or "")
-        if server and title.startswith(note):
-            title = title[len(note) :].lstrip()
-        return cls(
-            name=name,
-            server=server,
-            original=str(meta.get("mcpd/originalName") or ""),
-            title=title,
-            description=description,
-            input_schema=schema if isinstance(schema, dict) else {},
-        )
 
 
 class Hit(msgspec.Struct, frozen=True):

@@ -137,24 +137,7 @@ def test_a_query_of_only_odd_characters_finds_nothing() -> None:
         assert index.search(query, 3) == [], query
 
 
-# -- documents from a listing, summaries --
-
-
-def test_a_listed_tool_of_any_shape_makes_a_document() -> None:
-    assert ToolDoc.from_listed({}) == ToolDoc(name="", server="")
-    odd = ToolDoc.from_listed(
-        {"name": "n", "_meta": "nope", "inputSchema": [1], "title": 5, "description": None}
-    )
-    assert odd == ToolDoc(name="n", server="", title="5")
-
-
-def test_only_mcpds_own_notes_are_cut_from_a_listed_description() -> None:
-    listed = {"name": "mcp__s__t", "_meta": {"mcpd/server": "s"}}
-    cut = ToolDoc.from_listed({**listed, "description": "[held: x] [s] Does [s] things."})
-    assert cut.description == "Does [s] things."
-    # A description that only mentions the server later keeps all its words.
-    kept = ToolDoc.from_listed({**listed, "description": "Use [s] for it."})
-    assert kept.description == "Use [s] for it."
+# -- summaries --
 
 
 @pytest.mark.parametrize(

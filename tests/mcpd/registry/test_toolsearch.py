@@ -13,10 +13,7 @@ import pytest
 
 from mcpd.agents import metatools
 from mcpd.agents.metatools import ArgumentError
-from mcpd.config.model import NamingConfig
-from mcpd.registry.catalog import Catalog
 from mcpd.registry.search import ToolDoc, ToolIndex, stem, terms, words
-from protocol import jsonrpc as rpc
 from protocol import mcp
 
 NAME_RULE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -212,33 +209,6 @@ def test_get_looks_up_by_local_and_original_name() -> None:
     assert found is not None and found.original == "git_log"
     assert INDEX.get("nope") is None
     assert len(INDEX) == len(TOOLS)
-
-
-def test_from_listed_reads_the_registry_listing_outage_and_all() -> None:
-    registry = Catalog(NamingConfig())
-    raw = {
-        "name": "search",
-        "title": "Ticket search",
-        "description": "Search tickets.",
-        "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}}},
-    }
-    registry.update("tickets", [msgspec.json.decode(json.dumps(raw).encode(), type=mcp.Tool)])
-    marker = "unavailable: tickets is down since 19:09:42, retrying at 19:09:44"
-    registry.set_availability("tickets", False, marker)
-    listed = msgspec.json.decode(rpc.encode(registry.listing()[0]))
-    assert listed["description"].startswith(f"[{marker}] [tickets]")  # the shape read here
-    got = ToolDoc.from_listed(listed)
-    assert got == ToolDoc(
-        name="mcp__tickets__search",
-        server="tickets",
-        original="search",
-        title="Ticket search",
-        description="Search tickets.",
-        input_schema=raw["inputSchema"],
-    )
-    # An outage does not move a tool in the ranking: the index sees the same text.
-    registry.set_availability("tickets", True, None)
-    assert ToolDoc.from_listed(msgspec.json.decode(rpc.encode(registry.listing()[0]))) == got
 
 
 # -- the meta-tools --
