@@ -64,12 +64,6 @@ def misplaced_keys(
         yield ConfigError(f"{where}.idle_stop", 'only applies with start = "lazy"')
 
 
-def check_server(alias: str, s: ServerConfig, unknown: Collection[str] = ()) -> None:
-    """Raise the first error that is not about a key path in ``unknown`` (or under it)."""
-    for error in known_errors(alias, s, unknown):
-        raise error
-
-
 def known_errors(
     alias: str, s: ServerConfig, unknown: Collection[str] = ()
 ) -> Iterator[ConfigError]:

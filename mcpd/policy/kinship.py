@@ -11,13 +11,6 @@ import msgspec
 from .kin import AgentKin, Decider, Process, Tie
 
 
-def agent_tie(decider: Decider, agents: Iterable[AgentKin]) -> tuple[Tie, int | None] | None:
-    """How ``decider`` is kin to the first of ``agents`` it is kin to, passing over an
-    agent whose process is unknown (nothing says whose ``decider`` is, then); None: to
-    none of them."""
-    return Kinship(agents).tie(decider)
-
-
 class Found(msgspec.Struct, frozen=True):
     """How a decider is kin to one of the agents (``Kinship``): the tie, the pid it is
     through, and the agent (a gone one's kin, a crowd's)."""
@@ -36,9 +29,10 @@ _SESSION_RANK: Final = 2
 
 
 class Kinship:
-    """The agents connected now, looked up by their processes and sessions: what
-    ``agent_tie`` says of a decider, in one look per process of its lineage rather
-    than a pass over every agent's processes. Many deciders (every session of the
+    """The agents connected now, looked up by their processes and sessions: how a
+    decider is kin to the first of them it is kin to (``kin``'s rule, agent by agent;
+    an agent whose process is unknown is passed over), in one look per process of its
+    lineage rather than a pass over every agent's processes. Many deciders (every session of the
     status page) are judged against the same agents, and an agent may fill its
     process tree and connect many times: made once, it keeps that cost to the size of
     the agents plus the deciders'."""

@@ -4,13 +4,14 @@ unexpanded) is passed over without hiding the mistakes elsewhere."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mcpd.config.model import ConfigError
-from mcpd.config.serverchecks import check_server, server_errors
+from mcpd.config.serverchecks import known_errors, server_errors
 from mcpd.config.servertable import AuthConfig, ServerConfig, ToolsConfig
 
 URL = "https://mcp.example.test/mcp"
@@ -397,7 +398,13 @@ def test_the_token_endpoint_method_needs_its_credential() -> None:
     assert auth_errors(token_endpoint_auth_method="none") == []
 
 
-# -- check_server: the first error, passing over values not known yet --
+# -- known_errors: passing over values not known yet --
+
+
+def check_server(alias: str, s: ServerConfig, unknown: Collection[str] = ()) -> None:
+    """Raise the first error ``known_errors`` gives, as a config check reports it."""
+    for error in known_errors(alias, s, unknown):
+        raise error
 
 
 def test_check_server_raises_the_first_error() -> None:

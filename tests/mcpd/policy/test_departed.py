@@ -15,7 +15,8 @@ import pytest
 from mcpd.policy import kin
 from mcpd.policy.departed import Departed
 from mcpd.policy.kin import AgentKin, Decider, Process, decider_of
-from mcpd.policy.kinship import Kinship, agent_tie
+from mcpd.policy.kinship import Kinship
+from tests.support.kinship import agent_tie
 
 GONE = 2**22 + 12345  # above any pid the kernel hands out
 BRIDGES = 2000

@@ -30,7 +30,7 @@ from mcpd.policy.kin import (
     tcp_kin,
     unknown,
 )
-from mcpd.policy.kinship import agent_tie
+from tests.support.kinship import agent_tie
 from tests.support.procs import cat_named, reading_stdin
 from tests.support.tcp_client import held_by_a_child
 

@@ -17,7 +17,8 @@ import pytest
 from mcpd.policy import kin
 from mcpd.policy.kin import AgentKin, Decider, Process, decider_of, kin_of
 from mcpd.policy.kin_refusals import not_yours
-from mcpd.policy.kinship import Kinship, agent_tie
+from mcpd.policy.kinship import Kinship
+from tests.support.kinship import agent_tie
 from tests.support.self_approval import nested
 
 GONE = 2**22 + 12345  # above any pid the kernel hands out

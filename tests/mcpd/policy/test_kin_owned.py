@@ -13,7 +13,7 @@ import sys
 from mcpd.policy.departed import Departed
 from mcpd.policy.kin import AgentKin, Decider, Process, decider_of, kin_of, session_of
 from mcpd.policy.kin_refusals import not_yours
-from mcpd.policy.kinship import agent_tie
+from tests.support.kinship import agent_tie
 from tests.support.procs import reading_stdin
 
 GONE = 2**22 + 12345  # above any pid the kernel hands out
