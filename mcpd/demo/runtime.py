@@ -189,10 +189,6 @@ class DemoServer:
         self._tools[tool.name] = tool
         self._tools_changed()
 
-    def remove_tool(self, name: str) -> None:
-        if self._tools.pop(name, None) is not None:
-            self._tools_changed()
-
     def _tools_changed(self) -> None:
         self._generation += 1
         fired, self._changed = self._changed, trio.Event()

@@ -18,7 +18,16 @@ import trio
 from mcpd.demo.main import run
 from mcpd.demo.runtime import DemoServer, ToolContext, ToolDef, object_schema
 
-server = DemoServer("custom", "9.9.9")
+
+class ShrinkingServer(DemoServer):
+    """The demo runtime with a tool that can go, as a server's list may shrink."""
+
+    def remove_tool(self, name: str) -> None:
+        if self._tools.pop(name, None) is not None:
+            self._tools_changed()
+
+
+server = ShrinkingServer("custom", "9.9.9")
 cancelled_ids: list[Any] = []
 _news = [trio.Event()]
 

@@ -175,11 +175,6 @@ class StdioTransport(Transport):
         self._pending.expect(rid, reply)
         return rid
 
-    @property
-    def stdin_queued(self) -> int:
-        """The bytes waiting for the server to read them from its stdin."""
-        return self._writer.queued
-
     def forget(self, rid: rpc.Id, reason: str) -> None:
         if not self._pending.forget(rid):
             return

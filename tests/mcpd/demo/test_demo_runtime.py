@@ -102,7 +102,7 @@ async def test_legacy_connection_hears_of_changes_without_asking() -> None:
                 "jsonrpc": "2.0",
                 "method": "notifications/tools/list_changed",
             }
-            server.remove_tool("late")
+            server.add_tool(ToolDef("later", "Later.", object_schema({}), _never))
             assert (await client.recv())["method"] == "notifications/tools/list_changed"
 
 

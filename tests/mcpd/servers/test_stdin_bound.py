@@ -69,13 +69,13 @@ async def test_calls_to_a_server_that_stopped_reading_keep_a_bound_and_are_taken
                     nursery.start_soon(partial(agent.rpc, "tools/call", params, rid=rid))
                 await sent.done.wait()
                 # Past the bound, a call's line waits to be made until there is room.
-                assert transport.stdin_queued <= BOUND + PAD + 1024
+                assert transport._writer.queued <= BOUND + PAD + 1024
                 for rid in range(1, CALLS + 1):
                     cancel = {"method": "notifications/cancelled", "params": {"requestId": rid}}
                     await agent.send_raw(json.dumps({"jsonrpc": "2.0", **cancel}).encode() + b"\n")
                 await forgotten.done.wait()
                 # What is left is the rest of the one line the server began to read.
-                assert transport.stdin_queued <= PAD + 1024
+                assert transport._writer.queued <= PAD + 1024
                 nursery.cancel_scope.cancel()
             with open(fifo, "wb") as hear:
                 hear.write(b"go")
