@@ -391,6 +391,6 @@ class IdAllocator:
 
     __slots__ = ("next",)
 
-    def __init__(self, start: int = 1) -> None:
+    def __init__(self) -> None:
         # The counter's own method: taking an id runs no Python of ours.
-        self.next: Callable[[], int] = itertools.count(start).__next__
+        self.next: Callable[[], int] = itertools.count(1).__next__

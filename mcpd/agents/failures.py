@@ -42,8 +42,8 @@ def failure_message(exc: BaseException) -> str:
 class Failures:
     """The faults of one daemon's agent side, logged through one throttle."""
 
-    def __init__(self, throttle: Throttle | None = None) -> None:
-        self._throttle = throttle or Throttle()
+    def __init__(self) -> None:
+        self._throttle = Throttle()
 
     def log(self, label: str, what: str, exc: BaseException, answered: bool) -> None:
         """``what``: the method (or kind of message) whose handling raised ``exc``."""

@@ -138,7 +138,7 @@ def read_private(path: str, fix: str) -> tuple[bytes, os.stat_result] | None:
 
 
 def open_private(
-    path: str, flags: int, fix: str, *, dir_fd: int | None = None, mode: int = PRIVATE
+    path: str, flags: int, fix: str, *, dir_fd: int | None = None
 ) -> tuple[int, os.stat_result]:
     """A descriptor of a file mcpd keeps for itself (opened with ``flags``, relative to
     ``dir_fd`` by its base name if given) and its status. It is opened without following
@@ -147,7 +147,7 @@ def open_private(
     opened = flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     name = path if dir_fd is None else os.path.basename(path)
     try:
-        fd = os.open(name, opened, mode, dir_fd=dir_fd)
+        fd = os.open(name, opened, PRIVATE, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP and _is_link(name, dir_fd):
             raise UnsafeFileError(

@@ -32,7 +32,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Final, Literal
 
-import msgspec
 import trio
 
 from protocol.http import Origin, check_header
@@ -130,25 +129,13 @@ class OAuthHttp:
             self._ssl = make_ssl_context(ca_file=self._ca_file)
         return self._ssl
 
-    async def policy_for(
-        self,
-        server_url: str,
-        *,
-        also: tuple[str, ...] = (),
-        allow_loopback: bool | None = None,
-        allow_private: bool | None = None,
-    ) -> FetchPolicy:
+    async def policy_for(self, server_url: str, *, also: tuple[str, ...] = ()) -> FetchPolicy:
         """The fetch policy for discovery on behalf of ``server_url``, from the
         addresses its host resolves to now and ``also`` those it was found at
-        otherwise; the flags override what that implies."""
+        otherwise."""
         u = parse_http_url(server_url, "server URL")
         found = [*await self._resolve(u.host, u.port), *also]
-        policy = FetchPolicy.for_server(server_url, found)
-        return msgspec.structs.replace(
-            policy,
-            allow_loopback=policy.allow_loopback if allow_loopback is None else allow_loopback,
-            allow_private=policy.allow_private if allow_private is None else allow_private,
-        )
+        return FetchPolicy.for_server(server_url, found)
 
     async def execute(self, request: HttpRequest, policy: FetchPolicy) -> HttpResponse:
         """One request, within the client's per-request deadline; ``RequestUnanswered``

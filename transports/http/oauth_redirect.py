@@ -52,6 +52,8 @@ REQUEST_TIMEOUT: Final = 10.0
 # has not sent a whole request is closed: a flood's connections then close each other,
 # while the browser's sends its request as soon as it is made.
 CONNECTIONS: Final = 64
+# The path of the redirect URI.
+CALLBACK: Final = "/callback"
 
 
 class RedirectListener:
@@ -62,9 +64,8 @@ class RedirectListener:
     an error page. What is taken is handed on once (``next``), in the order it came,
     and the listener keeps listening until its owner stops waiting."""
 
-    def __init__(self, redirect_uri: str, path: str, admits: PeerCheck | None = None) -> None:
+    def __init__(self, redirect_uri: str, admits: PeerCheck | None = None) -> None:
         self.redirect_uri = redirect_uri
-        self._path = path
         self._admits = admits
         self._state: str | None = None
         self._send, self._taken = trio.open_memory_channel[str](WAITING)
@@ -86,7 +87,7 @@ class RedirectListener:
         path = urlsplit(target).path
         # Below the path is each authorization server's own redirect URI; the daemon
         # tells whether it is this login's.
-        if method != b"GET" or not (path == self._path or path.startswith(self._path + "/")):
+        if method != b"GET" or not (path == CALLBACK or path.startswith(CALLBACK + "/")):
             return 404, "text/plain; charset=utf-8", b"not found\n"
         if not self._state or not carries_state(target, self._state):
             return 400, "text/plain; charset=utf-8", _NOT_THIS_LOGIN
@@ -166,7 +167,6 @@ async def redirect_listener(
     *,
     host: str = "127.0.0.1",
     port: int = 0,
-    path: str = "/callback",
     admits: PeerCheck | None = None,
 ) -> AsyncIterator[RedirectListener]:
     """Listen on a loopback address for the authorization redirect (RFC 8252 §7.3).
@@ -179,7 +179,7 @@ async def redirect_listener(
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound = listeners[0].socket.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    listener = RedirectListener(f"http://{shown}:{bound}{path}", path, admits)
+    listener = RedirectListener(f"http://{shown}:{bound}{CALLBACK}", admits)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(trio.serve_listeners, listener._serve, listeners)
         try:
