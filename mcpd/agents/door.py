@@ -259,6 +259,7 @@ async def speaks(stream: trio.SocketStream) -> Speaks | None:
         return None
     if not first:
         return None
-    # One capital letter was enough before: an agent whose first line was a banner or
-    # garbage ("Hello", "F\r...") became an HTTP client that never got an answer.
+    # A whole request line, not its first letter: an agent whose first line is a banner
+    # or garbage ("Hello", "F\r...") would otherwise be an HTTP client that never gets
+    # an answer.
     return "http" if _REQUEST_LINE.match(first) is not None else "lines"

@@ -169,8 +169,8 @@ class JournalHandler(RateLimitedHandler):
     MAX_FIELD_BYTES). When the socket cannot be used at all the record is written to
     ``fallback`` as a ``<N>``-prefixed line instead, so nothing is lost silently.
 
-    A send never waits: records are made on the event loop's thread, and a wait for
-    room in journald's queue (journald busy, or slower than a flood) stalled every
+    A send never waits: records are made on the event loop's thread, so a wait for
+    room in journald's queue (journald busy, or slower than a flood) would stall every
     server and agent with it. An entry the socket will not take now is dropped and
     counted (``dropped``), except a warning or worse, which is held, a few at most, and
     sent first once the socket takes entries again; then an entry of mcpd's own

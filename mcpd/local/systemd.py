@@ -74,8 +74,8 @@ class Notifier:
 
     A status line is never waited for: when the manager's queue is full it is kept
     (``held``) and goes with the next notification that is sent. Waiting up to
-    ``_SEND_TIMEOUT`` for each one stalled the whole daemon a second per server that
-    changed state while the manager was not reading.
+    ``_SEND_TIMEOUT`` for each one would stall the whole daemon once for every server
+    that changes state while the manager is not reading.
     """
 
     def __init__(self, address: str | None, *, watchdog_usec: int | None = None) -> None:

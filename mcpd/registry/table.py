@@ -111,7 +111,7 @@ class Registry:
         self._by_local: dict[str, Entry] = {}
         self._by_key: dict[tuple[str, str], Entry] = {}
         # Who wants each candidate name: almost always one tool, so a tuple of the same
-        # key objects ``_by_key`` holds (a list and a key of its own were 165 B a tool).
+        # key objects ``_by_key`` holds, not a list and keys of its own for each tool.
         self._claims: dict[str, tuple[tuple[str, str], ...]] = {}
         # Who wants each hashed name: the tools whose hash of that many digits it is. A
         # tool whose name ends in more digits wants one of each shorter length as well.
@@ -219,8 +219,8 @@ class Registry:
         self._resettle(lone)
         if new and not old:
             # A server's first list, or all of it after a rename: most names want a
-            # name nobody has, and take it here without the sorted pass below (that
-            # pass was half of installing 10,000 tools at start-up).
+            # name nobody has, and take it here without the sorted pass below (the
+            # costliest part of installing a large list at start-up).
             new = self._place_free(alias, new)
         for name in new:
             cand = candidate_name(template, alias, name)

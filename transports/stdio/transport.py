@@ -249,7 +249,7 @@ class StdioTransport(Transport):
                     drained = len(data) < _READ_SIZE
                     with _BATCH:  # answers to a chunk of responses go out together
                         paced.read(self._reader.feed(data))
-                    del data  # not kept while the server is quiet: up to 64 KiB per server
+                    del data  # not kept while the server is quiet: up to _READ_SIZE per server
             self._reader.flush()
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass

@@ -221,8 +221,8 @@ class Login:
             auth.forget_wanted()
             creds = auth.creds
             if not creds.has_tokens_saved():
-                # Nothing to forget: a server that never needed a login keeps working (it
-                # was put in needs_login, which no login could then end).
+                # Nothing to forget: a server that never needed a login keeps working
+                # (going on would put it in needs_login, which no login could then end).
                 return {"had_tokens": False, "revoked": [], "problem": None}
             tokens, server, reg = creds.tokens, creds.server, creds.registration()
             revoked: list[str] = []
