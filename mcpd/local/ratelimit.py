@@ -23,7 +23,7 @@ from .journalfields import extra
 # What a server says: its stderr, and its log messages (notifications/message).
 _LIMITED = frozenset({"stderr", "message"})
 # Under a flood, one summary of what was held back this often at most: one before
-# each admitted record made the summaries a second flood.
+# each admitted record would make the summaries a second flood.
 SUMMARY_EVERY = 10.0
 
 
