@@ -36,6 +36,7 @@ from typing import Final
 from .owners import acl_of, not_trusted, other_writers, trusted_owners, user_name
 
 PRIVATE: Final = 0o600
+_CREATE: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 # The temporary file's name is the process's, so writers in one process take turns.
 _lock: Final = threading.Lock()
 
@@ -220,8 +221,8 @@ def write_in(
     renamed over the name, whatever is there; without, the name itself is created
     exclusively (``FileExistsError`` when it is taken). ``mode`` is set before any byte
     is written; None leaves the mode a new file gets (0666 less the umask), as a shell's
-    ``>`` gives it. ``owner``, ``before_rename`` and the return are as for
-    ``write_atomically``."""
+    ``>`` gives it. ``owner``, ``before_rename`` (with ``replace``) and the return are
+    as for ``write_atomically``."""
     if not replace:
         fd = os.open(name, _CREATE, 0o666 if mode is None else PRIVATE, dir_fd=dir_fd)
         written = _fill(fd, dir_fd, name, data, mode, owner)
@@ -240,9 +241,6 @@ def write_in(
             raise
     os.fsync(dir_fd)
     return written
-
-
-_CREATE: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _fill(
