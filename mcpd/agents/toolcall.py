@@ -34,11 +34,11 @@ from ..servers.outage import Outage
 from . import url_required
 from .agent import Agent
 from .askback_driver import AskBackDriver
-from .call_meta import agents_own, spliced_context
 from .call_rounds import CallRounds
 from .callpolicy import Ask, CallPolicy, Sent
 from .callrecords import CallRecords, ended, outcome_of
 from .metatools import NAMES as META_TOOLS
+from .request_context import agents_own, spliced_context
 from .results import Recipient, shaped_for
 from .resumes import Resumed, Resumes
 from .search_mode import unwrap

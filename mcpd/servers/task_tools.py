@@ -29,8 +29,8 @@ from protocol.visible import quote
 from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled, TransportError
 
 from .askback import ASKING
-from .callmeta import CallMeta
 from .calls import Call
+from .outgoing_meta import CallMeta
 
 logger = logging.getLogger("mcpd.calls")
 

@@ -29,9 +29,9 @@ from ..policy.masking import KnownSecrets
 from ..registry.limits import DEFAULT_LIMITS
 from . import handshake, task_tools
 from .askback import ASKING
-from .callmeta import CallMeta
 from .calls import Call, SessionMark
 from .handshake import NO_CAPABILITIES, Greeting, Handshake, request_meta
+from .outgoing_meta import CallMeta
 from .taking_apart import ReplyWork
 from .tool_pages import FetchCost, Listed, ListResult, ToolPages
 

@@ -21,9 +21,9 @@ from mcpd.policy.masking import KnownSecrets
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.limits import DEFAULT_LIMITS
 from mcpd.servers.answer_wait import AnswerWait, RanOut
-from mcpd.servers.callmeta import CallMeta
 from mcpd.servers.handshake import ProtocolViolation
 from mcpd.servers.list_pages import list_all
+from mcpd.servers.outgoing_meta import CallMeta
 from mcpd.servers.prompt_resource_lists import (
     MIN_REFETCH,
     MIN_RESUBSCRIBE,

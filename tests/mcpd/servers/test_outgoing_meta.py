@@ -12,7 +12,7 @@ import msgspec
 import pytest
 from msgspec import UNSET, Raw
 
-from mcpd.servers.callmeta import CallMeta
+from mcpd.servers.outgoing_meta import CallMeta
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from tests.support.calls import a_call
