@@ -35,7 +35,7 @@ from ..registry.limits import Trimmed
 from .answer_wait import LIST_FAILURES, AnswerWait
 from .list_pages import list_all
 from .taking_apart import AT_ONCE_PARTS
-from .tool_list import ToolListKeeper
+from .tool_list_keeper import ToolListKeeper
 from .upstream import Upstream
 
 logger = logging.getLogger("mcpd.server")

@@ -48,7 +48,7 @@ from .state import (
 )
 from .stats import LatencyStats
 from .taking_apart import ReplyWork
-from .tool_list import ToolListKeeper
+from .tool_list_keeper import ToolListKeeper
 from .upstream import Upstream
 
 if TYPE_CHECKING:

@@ -34,7 +34,7 @@ from .prompt_resource_lists import PromptResourceKeeper
 from .rediscovery import Rediscovery
 from .scheduler import CallScheduler
 from .taking_apart import ReplyWork
-from .tool_list import ToolListKeeper
+from .tool_list_keeper import ToolListKeeper
 from .tool_pages import ListResult
 from .upstream import Upstream
 

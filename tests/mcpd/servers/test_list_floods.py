@@ -10,7 +10,7 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.servers.tool_list import ToolListKeeper
+from mcpd.servers.tool_list_keeper import ToolListKeeper
 from mcpd.servers.tool_pages import ListResult
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc

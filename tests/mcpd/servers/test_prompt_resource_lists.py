@@ -30,7 +30,7 @@ from mcpd.servers.prompt_resource_lists import (
     PromptResourceKeeper,
 )
 from mcpd.servers.taking_apart import MOST_PARTS
-from mcpd.servers.tool_list import ToolListKeeper
+from mcpd.servers.tool_list_keeper import ToolListKeeper
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
 from protocol import surface

@@ -21,7 +21,7 @@ from msgspec import Raw
 from mcpd.cli.status_view import render_status
 from mcpd.servers.answer_wait import AnswerWait, RanOut
 from mcpd.servers.handshake import BadPage
-from mcpd.servers.tool_list import PAUSE_PER_COST, ToolListKeeper, next_fetch_after
+from mcpd.servers.tool_list_keeper import PAUSE_PER_COST, ToolListKeeper, next_fetch_after
 from mcpd.servers.tool_pages import FetchCost, ListResult
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
