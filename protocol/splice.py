@@ -37,17 +37,19 @@ class CallParams(msgspec.Struct, forbid_unknown_fields=True):
     meta: Raw | UnsetType = msgspec.field(name="_meta", default=UNSET)
 
 
-class Call(msgspec.Struct):
+class SplicedRequest(msgspec.Struct):
+    """An ordinary tools/call line decoded as far as routing needs (``decode_call``)."""
+
     jsonrpc: Literal["2.0"]
     id: int | str
     method: Literal["tools/call"]
     params: CallParams
 
 
-_calls: Final = msgspec.json.Decoder(Call)
+_calls: Final = msgspec.json.Decoder(SplicedRequest)
 
 
-def decode_call(line: bytes) -> Call | None:
+def decode_call(line: bytes) -> SplicedRequest | None:
     """An ordinary tools/call, or None for any other line (the general decoder then
     handles it, and says what is wrong with it). Only ASCII is taken here: msgspec does
     not check the text of what it keeps raw, and the general decoder does."""

@@ -297,7 +297,7 @@ class CallRecords:
             self.audit.unrouted(record, arguments)
 
     def turned_away(
-        self, agent: Agent, request: splice.Call | rpc.Request, why: str = ID_IN_USE
+        self, agent: Agent, request: splice.SplicedRequest | rpc.Request, why: str = ID_IN_USE
     ) -> None:
         """The record of a request the agent's connection refused before it started
         (``why``): its id was in use, or the agent was at its limit of requests in
@@ -308,7 +308,7 @@ class CallRecords:
         if method not in METHODS:
             return
         name: str | None
-        if isinstance(request, splice.Call):
+        if isinstance(request, splice.SplicedRequest):
             given: Raw | UnsetType = request.params.arguments
             name, arguments = request.params.name, None if given is UNSET else given
         else:

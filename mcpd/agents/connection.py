@@ -15,8 +15,9 @@ import trio
 from msgspec import UNSET
 
 from protocol import jsonrpc as rpc
-from protocol import mcp, splice
+from protocol import mcp
 from protocol.server import RequestContext, ServerSession
+from protocol.splice import SplicedRequest, decode_call
 
 from ..config.model import DaemonConfig
 from ..policy.kin import AgentKin, unknown
@@ -173,7 +174,7 @@ class Connection(Ending):
             if _TOOLS_CALL in line and self.splice:
                 # The hot path: the request decoded once, typed; no task, no cancel scope;
                 # its outcome is written from a callback when the server answers.
-                decoded = splice.decode_call(line)
+                decoded = decode_call(line)
                 if decoded is not None:
                     self.spoke_mcp = not self.command_line
                     self.asked.set()
@@ -228,7 +229,7 @@ class Connection(Ending):
             if failed is not None:
                 self.send_nowait(*failed)
 
-    def _admit(self, rid: rpc.Id, holds_slot: bool, request: splice.Call | rpc.Request) -> bool:
+    def _admit(self, rid: rpc.Id, holds_slot: bool, request: SplicedRequest | rpc.Request) -> bool:
         """Whether a request may start: its id is free and, if it holds a slot, the agent
         is under its in-flight limit; otherwise it is answered with an error here, and
         leaves its audit record if it is a call."""
@@ -249,7 +250,9 @@ class Connection(Ending):
             return False
         return True
 
-    def _call(self, rid: rpc.Id, request: splice.Call | rpc.Request, nursery: trio.Nursery) -> None:
+    def _call(
+        self, rid: rpc.Id, request: SplicedRequest | rpc.Request, nursery: trio.Nursery
+    ) -> None:
         try:
             call = self.calls.call_of(self, request)
         except rpc.RPCError as exc:

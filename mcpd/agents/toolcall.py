@@ -86,13 +86,13 @@ class Router:
             servers, askback, policy, records, self.reply, self.failed, self._who
         )
 
-    def call_of(self, agent: Agent, request: splice.Call | rpc.Request) -> Call:
+    def call_of(self, agent: Agent, request: splice.SplicedRequest | rpc.Request) -> Call:
         """The call an agent's tools/call stands for, from what either decoder made of
         it. Raises rpc.RPCError or rpc.InvalidParams for an envelope that is wrong."""
         meta: mcp.Meta | None = None
         responses: Raw | UnsetType = UNSET
         state: Raw | UnsetType = UNSET
-        if isinstance(request, splice.Call):
+        if isinstance(request, splice.SplicedRequest):
             p = request.params
             name, arguments = p.name, p.arguments
             raw = p.meta

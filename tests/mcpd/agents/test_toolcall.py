@@ -35,7 +35,7 @@ def line(rid: Any, name: str, arguments: Any = None, meta: Any = UNSET) -> bytes
     return json.dumps(msg).encode()
 
 
-def spliced(data: bytes) -> splice.Call:
+def spliced(data: bytes) -> splice.SplicedRequest:
     decoded = splice.decode_call(data)
     assert decoded is not None
     return decoded
