@@ -26,10 +26,9 @@ from protocol import jsonrpc as rpc
 from protocol import mcp, splice
 
 from ..audit.log import AuditLog
-from ..audit.record import METHODS, NO_DECISION, CallRecord, Outcome, kept, unknown
+from ..audit.record import METHODS, NO_DECISION, AuditOutcome, CallRecord, kept, unknown
 from ..policy.agent import AgentInfo
-from ..servers.calls import Call
-from ..servers.calls import Outcome as CallOutcome
+from ..servers.calls import Call, Outcome
 from ..servers.outage import Outage
 from ..servers.queue_bytes import Unqueued
 from .agent import Agent
@@ -45,7 +44,7 @@ REFUSED_HERE: Final = frozenset({"refused", "error"})
 AGENT_GONE: Final = "its agent had gone before the answer was written"
 
 
-def outcome_of(outcome: CallOutcome | Any, failed: bool = False) -> tuple[Outcome, str | None]:
+def outcome_of(outcome: Outcome | Any, failed: bool = False) -> tuple[AuditOutcome, str | None]:
     """The record's words for a request's outcome: a server's result (``failed``: it
     says ``isError``), an ``Outage``, a JSON-RPC error, or a result of mcpd's own."""
     if isinstance(outcome, Raw | bytes):
@@ -59,7 +58,7 @@ def outcome_of(outcome: CallOutcome | Any, failed: bool = False) -> tuple[Outcom
     return "ok", None
 
 
-def ended(exc: BaseException) -> tuple[Outcome, str | None]:
+def ended(exc: BaseException) -> tuple[AuditOutcome, str | None]:
     """What a request that ended with ``exc``, and no reply, came to: cancelled (trio's
     cancellation, alone or gathered from a nursery), or an error of mcpd's."""
     if isinstance(exc, trio.Cancelled):
@@ -93,11 +92,11 @@ class Seen:
         self.name: str | None = None
         self.target: tuple[str, str] | None = None
         self.arguments: Raw | None = None
-        self.outcome: CallOutcome | None = None
+        self.outcome: Outcome | None = None
         # mcpd's refusal to send it again with its agent's answers.
         self.refusal: rpc.RPCError | None = None
 
-    def words(self, refused: rpc.RPCError | None = None) -> tuple[Outcome, str | None]:
+    def words(self, refused: rpc.RPCError | None = None) -> tuple[AuditOutcome, str | None]:
         """The record's outcome: the server's answer's; else ``refused``, mcpd's own
         refusal of what was named (an unknown or held item, or one its bytes would keep
         past a bound)."""
@@ -189,7 +188,7 @@ class CallRecords:
         self,
         call: Call,
         agent: AgentInfo,
-        outcome: Outcome,
+        outcome: AuditOutcome,
         reason: str | None = None,
         result_bytes: int = 0,
     ) -> None:
@@ -232,7 +231,7 @@ class CallRecords:
         self,
         call: Call,
         agent: AgentInfo,
-        outcome: Outcome,
+        outcome: AuditOutcome,
         reason: str | None,
         result_bytes: int,
         raw: Raw | None,
@@ -263,7 +262,7 @@ class CallRecords:
         method: str,
         name: str | None,
         target: tuple[str, str] | None,
-        outcome: Outcome,
+        outcome: AuditOutcome,
         reason: str | None,
         result_bytes: int,
         arguments: Raw | None = None,

@@ -33,7 +33,7 @@ METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read", "comp
 # unavailable; timeout: no answer in time; cancelled: the agent stopped waiting, or
 # mcpd stopped first (its reason then ``STOPPED``); error: the server answered with a
 # JSON-RPC error.
-Outcome = Literal["ok", "tool_error", "refused", "outage", "timeout", "cancelled", "error"]
+AuditOutcome = Literal["ok", "tool_error", "refused", "outage", "timeout", "cancelled", "error"]
 STOPPED: Final = "mcpd was stopping"
 # allow, deny and limited are the rules' (and their rates'); approved, denied and
 # unanswered end an ask; ask is one the agent stopped waiting for; none: no rule was
@@ -59,7 +59,7 @@ class CallRecord(msgspec.Struct, kw_only=True, gc=False):
     decision: str = NO_DECISION
     # policy[N], default, the agent's user, uid N (name), ...; empty: nobody (none).
     decided_by: str = ""
-    outcome: Outcome
+    outcome: AuditOutcome
     reason: str | None = None  # why it was refused or failed
     duration_ms: float = 0.0
     result_bytes: int = 0

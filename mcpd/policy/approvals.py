@@ -43,7 +43,7 @@ TOTAL_BYTES: Final = 256 * 1024 * 1024
 _ID_LETTERS: Final = "abcdefghjkmnpqrstuvwxyz23456789"
 _ID_TAIL: Final = 4
 
-Outcome = Literal["approved", "denied", "unanswered"]
+ApprovalOutcome = Literal["approved", "denied", "unanswered"]
 
 
 class ApprovalRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -68,7 +68,7 @@ class ApprovalRequest(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Verdict(msgspec.Struct, frozen=True):
-    outcome: Outcome
+    outcome: ApprovalOutcome
     by: str  # "the agent's user", "uid 1000 (alice)", "timeout", "remembered"
     reason: str | None = None
     # False: a reload restarted the call's server while it waited, so an approval is

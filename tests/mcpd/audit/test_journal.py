@@ -14,7 +14,7 @@ import struct
 import pytest
 
 from mcpd.audit import journal as call_journal
-from mcpd.audit.record import NAME_KEPT, CallRecord, Outcome, iso, stamp
+from mcpd.audit.record import NAME_KEPT, AuditOutcome, CallRecord, iso, stamp
 from mcpd.local import journal
 from mcpd.local.journalfields import (
     MAX_FIELD_BYTES,
@@ -34,7 +34,7 @@ AGENTS = [
 def _records() -> list[CallRecord]:
     out = []
     for i, agent in enumerate(AGENTS):
-        outcomes: list[tuple[Outcome, str | None]] = [
+        outcomes: list[tuple[AuditOutcome, str | None]] = [
             ("ok", None),
             ("refused", "policy[2]: no\nsecond line"),
             ("error", "bad \ud800 surrogate and \u202e bidi"),
@@ -214,7 +214,7 @@ class _Kept(logging.Handler):
         self.records.append(record)
 
 
-def _call(n: int, outcome: Outcome = "ok") -> CallRecord:
+def _call(n: int, outcome: AuditOutcome = "ok") -> CallRecord:
     return CallRecord(
         ts=1.0, agent=AGENTS[0], method="tools/call", name=f"mcp__echo__t{n}", outcome=outcome
     )

@@ -17,7 +17,7 @@ from typing import Any, get_args
 import pytest
 
 from mcpd.audit.log import AuditLog
-from mcpd.audit.record import CallRecord, Outcome
+from mcpd.audit.record import AuditOutcome, CallRecord
 from mcpd.cli.calls import since
 from mcpd.config.model import DaemonConfig
 from mcpd.policy.agent import AgentInfo
@@ -32,7 +32,7 @@ AGENTS = [
     for i in range(8)
 ]  # fmt: skip
 SERVERS = ("notes", "github", "tickets")
-OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
+OUTCOMES: tuple[AuditOutcome, ...] = get_args(AuditOutcome)
 
 
 def records() -> list[CallRecord]:
