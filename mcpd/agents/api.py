@@ -99,7 +99,7 @@ class AgentServer(ProfileMethods, Dispatcher):
             lambda conn: self.view(conn).view,
             self.failures,
         )
-        self.calls = Router(
+        self.router = Router(
             servers,
             self.extras.askback,
             self.extras.finish_result,
@@ -108,7 +108,7 @@ class AgentServer(ProfileMethods, Dispatcher):
             budget=control.settings.result_budget_chars,
             splice=splice,
         )
-        self.extras.look_at_updates(self.calls.policy)
+        self.extras.look_at_updates(self.router.policy)
         self.listens = Listens(self.extras.open_listen, self.extras.close_listen)
         self.profiles = Profiles(servers)
         self.profiles.configure({}, NamingConfig(), control.settings.max_tools)
@@ -161,7 +161,7 @@ class AgentServer(ProfileMethods, Dispatcher):
         that changed hear of it (and no one else)."""
         changed = self.profiles.configure(profiles, naming, self.control.settings.max_tools)
         self.extras.subscriptions.reconfigured(self.profiles.views(changed))
-        self.calls.budget = self.control.settings.result_budget_chars
+        self.router.budget = self.control.settings.result_budget_chars
         self.tool_news.changed()
         self.extras.list_changed()
 
@@ -321,8 +321,8 @@ class AgentServer(ProfileMethods, Dispatcher):
             if req.method in LIFECYCLE:
                 return self.answer_now(conn, req)
             if req.method == "tools/call":  # over HTTP: decoded once, awaited here
-                call = conn.calls_in_tasks[req.id] = self.calls.call_of(conn, req)
-                return await self.calls.run(self.calls.records.held_until_written(call), conn)
+                call = conn.calls_in_tasks[req.id] = self.router.call_of(conn, req)
+                return await self.router.run(self.router.records.held_until_written(call), conn)
             ctx = session.context(req)
             handler = self._handlers.get(req.method)
             result: Any

@@ -46,10 +46,10 @@ _OWN_METHODS: Final = "mcpd/"
 
 
 class Dispatcher(abc.ABC):
-    """What a connection hands its requests to: the socket API (``api.Api``, which
+    """What a connection hands its requests to: ``api.AgentServer`` (which
     derives from this: it imports this module)."""
 
-    calls: Router  # where its tools/call go
+    router: Router  # where its tools/call go
     failures: Failures  # what a request that raised is answered with, and its log
 
     @abc.abstractmethod
@@ -93,8 +93,8 @@ class Connection(Ending):
         fixed_profile: str | None = None,
     ) -> None:
         self.handler = handler
-        self.calls = handler.calls
-        self.splice = self.calls.splice
+        self.router = handler.router
+        self.splice = self.router.splice
         self.stream = stream
         self.session = session
         self.max_inflight = limits.max_inflight_per_connection
@@ -189,7 +189,7 @@ class Connection(Ending):
             except rpc.DecodeFailure as exc:
                 if self.batches is not None and line.lstrip()[:1] == b"[":
                     # A JSON-RPC batch: each message as if it came alone, answered together.
-                    reused = functools.partial(self.calls.records.turned_away, self)
+                    reused = functools.partial(self.router.records.turned_away, self)
                     for message in self.batches.start(
                         line, self.inflight, self.send_nowait, reused
                     ):
@@ -235,18 +235,18 @@ class Connection(Ending):
         leaves its audit record if it is a call."""
         if self.leaving is not None:
             self.send_nowait(rpc.encode_error(rid, -32000, self.leaving), rid)
-            self.calls.records.turned_away(self, request, self.leaving)
+            self.router.records.turned_away(self, request, self.leaving)
             return False
         if rid in self.inflight:
             error = f"id {rid!r} is already in use"
             self.send_nowait(rpc.encode_error(rid, rpc.INVALID_REQUEST, error))
-            self.calls.records.turned_away(self, request)
+            self.router.records.turned_away(self, request)
             return False
         if holds_slot and len(self.inflight) >= self.max_inflight:
             self.faults.refused_at_limit(self.label, self.max_inflight)
             said = f"too many requests in flight on this connection (limit {self.max_inflight})"
             self.send_nowait(rpc.encode_error(rid, -32000, said), rid)
-            self.calls.records.turned_away(self, request, AT_LIMIT)
+            self.router.records.turned_away(self, request, AT_LIMIT)
             return False
         return True
 
@@ -254,35 +254,35 @@ class Connection(Ending):
         self, rid: rpc.Id, request: SplicedRequest | rpc.Request, nursery: trio.Nursery
     ) -> None:
         try:
-            call = self.calls.call_of(self, request)
+            call = self.router.call_of(self, request)
         except rpc.RPCError as exc:
-            self.calls.unreadable(self, exc.message)
+            self.router.unreadable(self, exc.message)
             self._put(rpc.encode_error(rid, exc.code, exc.message, exc.data), rid)
             return
         except rpc.InvalidParams as exc:
-            self.calls.unreadable(self, f"Invalid params: {exc}")
+            self.router.unreadable(self, f"Invalid params: {exc}")
             self._put(rpc.encode_error(rid, rpc.INVALID_PARAMS, f"Invalid params: {exc}"), rid)
             return
         except Exception as exc:
-            self.calls.unreadable(self, f"mcpd failed: {kind_of(exc)}")
+            self.router.unreadable(self, f"mcpd failed: {kind_of(exc)}")
             self._put(self.handler.failures.reply(self.label, rid, "tools/call", exc), rid)
             return
         caps = call.ctx.capabilities
         if caps and may_be_asked(caps):
             # Its server may ask the agent things back: the call waits in a task.
-            answer = functools.partial(self.calls.run, call, self)
+            answer = functools.partial(self.router.run, call, self)
             self._spawn(rid, "tools/call", answer, nursery, call)
             return
         self.inflight[rid] = call
         try:
-            self.calls.start(call, self)
+            self.router.start(call, self)
         except Exception as exc:
             self._call_failed(call, exc)
 
     def _call_failed(self, call: Call, exc: Exception) -> None:
         """A call started without a task whose way raised: its record says so, and
         unless it was answered already, its server lets it go and the agent hears why."""
-        self.calls.failed(call, self, exc)
+        self.router.failed(call, self, exc)
         rid = call.id
         if self.inflight.get(rid) is not call:
             self.handler.failures.log(self.label, "tools/call", exc, answered=False)
@@ -321,7 +321,7 @@ class Connection(Ending):
         if not call.modern and self._nursery is not None and sheds(outcome):
             # The server asks to be called again with its state: mcpd does so for an agent
             # of the era before, which would not know how.
-            resume = functools.partial(self.calls.resume, call, self, outcome)
+            resume = functools.partial(self.router.resume, call, self, outcome)
             self._spawn(rid, "tools/call", resume, self._nursery, call)
             return
         # ``_forget``, written out: every call passes here.
@@ -329,9 +329,9 @@ class Connection(Ending):
         if self._settled is not None and not self.inflight:
             self._settled.set()
         try:
-            line, spliced = self.calls.reply(rid, call, outcome, self)
+            line, spliced = self.router.reply(rid, call, outcome, self)
         except Exception as exc:
-            self.calls.failed(call, self, exc)
+            self.router.failed(call, self, exc)
             self._put(self.handler.failures.reply(self.label, rid, "tools/call", exc), rid)
             return
         if spliced and self._long.held is None and not (self.batches and rid in self.batches):
@@ -353,7 +353,7 @@ class Connection(Ending):
             elif handle is not None:
                 self._forget(params.requestId)
                 self._unbatch(params.requestId)
-                self.calls.abandon(handle, self)
+                self.router.abandon(handle, self)
 
     async def _run_request(
         self,

@@ -92,7 +92,7 @@ def stopped_answer(rid: rpc.Id, call: Call | None, modern: bool) -> bytes:
 class Ending(Agent):
     """An agent's connection as it ends (``connection.Connection`` derives from this)."""
 
-    calls: Router
+    router: Router
     inflight: dict[rpc.Id, trio.CancelScope | Call]
     calls_in_tasks: dict[rpc.Id, Call]
     gone_hooks: list[Callable[[], None]]
@@ -145,7 +145,7 @@ class Ending(Agent):
             if isinstance(handle, trio.CancelScope):
                 handle.cancel()
             else:
-                self.calls.abandon(handle, self)
+                self.router.abandon(handle, self)
 
     def stopping(self) -> None:
         """mcpd stops: each request in flight is answered now, before the connection

@@ -63,8 +63,8 @@ class Exchange(Connection):
         with its answers (its session's); ``news``: the session's stream of what
         answers no request (None: stateless)."""
         self.handler = handler
-        self.calls = handler.calls
-        self.splice = self.calls.splice
+        self.router = handler.router
+        self.splice = self.router.splice
         self.session = session
         self.peer = caller.peer
         self.caller = caller

@@ -330,7 +330,7 @@ class McpRoute:
                 # A call's record says whether its answer went out (``callrecords``).
                 call = exchange.calls_in_tasks.get(req.id)
                 if call is not None:
-                    self.handler.calls.records.release(call, gone=wire.broken)
+                    self.handler.router.records.release(call, gone=wire.broken)
 
     async def _answer_held(
         self,

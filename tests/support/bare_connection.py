@@ -46,7 +46,7 @@ class Handler(Dispatcher):
     with what the agent answers the server's request it relays, anything else at once."""
 
     def __init__(self, world: World) -> None:
-        self.calls = world.router
+        self.router = world.router
         self.failures = Failures()
         self.answered_now: list[str] = []
         self.waiting: dict[Any, trio.Event] = {}

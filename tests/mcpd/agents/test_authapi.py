@@ -118,7 +118,7 @@ class Api:
 
 class Handler(Dispatcher):
     def __init__(self, world: World) -> None:
-        self.calls = world.router
+        self.router = world.router
         self.failures = Failures()
 
     def answer_now(self, conn: Connection, req: rpc.Request) -> bytes:

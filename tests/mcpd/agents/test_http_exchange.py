@@ -19,12 +19,12 @@ from protocol import mcp
 IN_FLIGHT = 256  # what an exchange holds for its response before it drops
 
 
-class Calls:
+class Router:
     splice = None
 
 
 class Handler:
-    calls = Calls()
+    router = Router()
 
 
 class Servers:

@@ -35,7 +35,7 @@ class Handler(Dispatcher):
     """Nothing the agent sends reaches it here: listens are held by the test."""
 
     def __init__(self, world: World) -> None:
-        self.calls = world.router
+        self.router = world.router
         self.failures = Failures()
 
     def answer_now(self, conn: Connection, req: rpc.Request) -> bytes:
