@@ -29,7 +29,7 @@ from .backend import Lines
 from .batches import Batches
 from .callrecords import AT_LIMIT
 from .dial import COMMAND_LINE
-from .ending import Ending
+from .ending import ConnectionEnd
 from .failures import Failures, kind_of
 from .identity import Identity
 from .line_reader import LineReader, apart_from_line
@@ -67,7 +67,7 @@ class Dispatcher(abc.ABC):
         """An agent without a connection of its own (an HTTP session) has ended."""
 
 
-class Connection(Ending):
+class Connection(ConnectionEnd):
     # Whether ``send_long`` may write a reply in pieces (an HTTP exchange answers with
     # the reply its handler returns, whole).
     long_replies: ClassVar[bool] = True

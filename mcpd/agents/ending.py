@@ -89,7 +89,7 @@ def stopped_answer(rid: rpc.Id, call: Call | None, modern: bool) -> bytes:
     return rpc.encode_result(rid, result)
 
 
-class Ending(Agent):
+class ConnectionEnd(Agent):
     """An agent's connection as it ends (``connection.Connection`` derives from this)."""
 
     router: Router

@@ -1,7 +1,7 @@
 """What a tools/call that got no result comes to: its server's error, passed on, or an
 outage that says why; each counted against the server (its breaker, its latency) or
 not, logged where nothing else says it, and ended as the server's reply or not
-(``calls.Ending``). The scheduler's, for each call it admitted.
+(``calls.CallEnd``). The scheduler's, for each call it admitted.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from transports.errors import (
     TransportError,
 )
 
-from .calls import Answered, Call, CallHost, Ending, Outcome, Unanswered
+from .calls import Answered, Call, CallEnd, CallHost, Outcome, Unanswered
 from .downtime import server_wait
 from .oauth import AuthFailed, LoginRequired
 from .outage import Outage, last_line
@@ -36,7 +36,7 @@ def failed(
     now: float,
     elapsed: float,
     forget: Callable[[Call, str], None],
-) -> Ending:
+) -> CallEnd:
     """What a call that got no result came to: its server's error, or an outage;
     answered only if the server replied. ``forget``: how its scheduler tells the
     server to drop a call timed out."""

@@ -41,7 +41,7 @@ from .task_holds import TaskHolds
 Outcome: TypeAlias = Raw | Outage | rpc.RPCError | mcp.CallToolResult
 
 
-class Ending:
+class CallEnd:
     """A call's one outcome, of a type that says how the call ended: no outcome mcpd
     made itself can pass for its server's answer (``ended_asks``)."""
 
@@ -52,14 +52,14 @@ class Ending:
         self.outcome = outcome
 
 
-class Answered(Ending):
+class Answered(CallEnd):
     """The server's reply: a result, its error, or one mcpd could not pass on."""
 
     __slots__ = ()
     end = End.ANSWERED
 
 
-class Unanswered(Ending):
+class Unanswered(CallEnd):
     """Ended by mcpd after it was sent (out of time, the connection gone): the server
     may still be at work on it."""
 
@@ -67,7 +67,7 @@ class Unanswered(Ending):
     end = End.UNANSWERED
 
 
-class Unsent(Ending):
+class Unsent(CallEnd):
     """Ended by mcpd before it reached the server (refused, busy, no session)."""
 
     __slots__ = ()

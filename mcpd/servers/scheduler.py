@@ -25,7 +25,7 @@ from protocol.logfields import log_extra
 from transports.errors import SERVER_REPLIES, MalformedReply, TransportError
 
 from .call_failures import failed
-from .calls import Answered, Call, CallHost, Ending, Outcome, Unsent, Uses, _Scheduler
+from .calls import Answered, Call, CallEnd, CallHost, Outcome, Unsent, Uses, _Scheduler
 from .deadlines import Deadlines
 from .ended_asks import End
 from .outage import Outage
@@ -244,7 +244,7 @@ class CallScheduler(_Scheduler):
         r = self.runner
         now = self._now()
         elapsed = now - call.start
-        ending: Ending
+        ending: CallEnd
         if raw is not None and error is None and not timed_out:  # every call, nearly
             self.answered_at = now
             # The same bytes unless they hold a secret mcpd holds, a key of its own or
@@ -273,7 +273,7 @@ class CallScheduler(_Scheduler):
             ending = self._failed(call, error, timed_out, now, elapsed)
         self._close(call, ending)
 
-    def _close(self, call: Call, ending: Ending) -> None:
+    def _close(self, call: Call, ending: CallEnd) -> None:
         """Free a running call's slot for the next, and deliver its outcome."""
         # Only now: releasing a half-open probe first made the breaker discard the
         # probe's own outcome as stale, so it never closed again.
@@ -300,7 +300,7 @@ class CallScheduler(_Scheduler):
         server replied either way, however its reply turns out (``error``: with an
         error, which its latency is counted as)."""
         r = self.runner
-        ending: Ending
+        ending: CallEnd
         later = False
         try:
             if raw is not None and not r.replies.at_once(raw, what, why):
@@ -338,7 +338,7 @@ class CallScheduler(_Scheduler):
 
     def _failed(
         self, call: Call, error: BaseException | None, timed_out: bool, now: float, elapsed: float
-    ) -> Ending:
+    ) -> CallEnd:
         return failed(self.runner, call, error, timed_out, now, elapsed, self._forget)
 
     def _forget(self, call: Call, why: str) -> None:
@@ -360,7 +360,7 @@ class CallScheduler(_Scheduler):
             self._idle.set()
             self._idle = None
 
-    def _finish(self, call: Call, ending: Ending) -> None:
+    def _finish(self, call: Call, ending: CallEnd) -> None:
         call.state = "done"
         self._ended(call, ending.end)
         try:

@@ -32,7 +32,7 @@ _LEADS: Final = {
 }
 
 
-class Ending(msgspec.Struct, frozen=True, kw_only=True):
+class ProcessEnd(msgspec.Struct, frozen=True, kw_only=True):
     """What is known of how a server's processes ended, besides the exit status."""
 
     # Forks its pids cgroup refused at pids.max while it ran; None: it has no such cgroup.
@@ -91,12 +91,12 @@ def limit_reached(
     stderr: Sequence[str],
     *,
     sandboxed: bool,
-    ending: Ending | None = None,
+    ending: ProcessEnd | None = None,
 ) -> Hit | None:
     """The limit the process ran into, or None."""
     if returncode is None or limits is None:
         return None
-    ending = ending or Ending()
+    ending = ending or ProcessEnd()
     values = limits.values()
 
     def hit(name: str, sure: Sureness) -> Hit:
@@ -123,7 +123,7 @@ def limit_reached(
     return hit(said, "said") if said is not None else None
 
 
-def _cpu_sureness(limit: int, ending: Ending) -> Sureness | None:
+def _cpu_sureness(limit: int, ending: ProcessEnd) -> Sureness | None:
     """Whether a sandboxed status of 128 + SIGXCPU is the CPU time limit. RLIMIT_CPU
     counts one process's time, which its threads spend at most one CPU each at once."""
     if ending.cpu_seconds is not None:
@@ -139,7 +139,7 @@ def exit_reason(
     stderr: Sequence[str],
     *,
     sandboxed: bool,
-    ending: Ending | None = None,
+    ending: ProcessEnd | None = None,
 ) -> str:
     """``describe_exit``, and the limit that ended it when one did."""
     hit = limit_reached(returncode, limits, stderr, sandboxed=sandboxed, ending=ending)

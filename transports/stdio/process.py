@@ -16,7 +16,7 @@ from protocol.logfields import log_extra
 from ..errors import SpawnError
 from . import early, netns, pidgroup
 from .child import ChildProcess, adopt, signal_group, spawn
-from .exits import Ending
+from .exits import ProcessEnd
 from .sandbox import Identity, Sandbox, SandboxError, Starter
 from .sandbox_host import command_line, probe
 from .strays import stop_strays
@@ -149,12 +149,12 @@ async def stop_leftovers(process: ChildProcess, alias: str, term_grace: float) -
         pidgroup.release(process.join)
 
 
-def ending(proc: ChildProcess) -> Ending:
+def ending(proc: ChildProcess) -> ProcessEnd:
     """What the kernel kept of the server's end: its cgroup's counts, where it has one."""
     if proc.join is None:
-        return Ending(lived=proc.lived)
+        return ProcessEnd(lived=proc.lived)
     refused = pidgroup.refused(proc.join)
-    return Ending(
+    return ProcessEnd(
         refused_forks=None if refused is None else refused - proc.refused_before,
         cpu_seconds=pidgroup.cpu_seconds(proc.join),
         lived=proc.lived,

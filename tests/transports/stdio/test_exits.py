@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from transports.stdio.exits import Ending, describe_exit, exit_reason, limit_reached, shown
+from transports.stdio.exits import ProcessEnd, describe_exit, exit_reason, limit_reached, shown
 from transports.stdio.limits import Limits
 
 LIMITS = Limits(
@@ -47,7 +47,7 @@ def test_the_cpu_limit_is_named_when_the_kernel_killed_it_with_sigxcpu() -> None
         "was killed by SIGXCPU: it reached its limit limits.cpu = 30 s"
     )
     # In a sandbox, as its cgroup counted the CPU time the limit allows.
-    spent = Ending(cpu_seconds=30.5, lived=31.0)
+    spent = ProcessEnd(cpu_seconds=30.5, lived=31.0)
     assert exit_reason(XCPU, LIMITS, [], sandboxed=True, ending=spent) == (
         "was killed by SIGXCPU: it reached its limit limits.cpu = 30 s"
     )
@@ -57,17 +57,17 @@ def test_the_cpu_limit_is_named_when_the_kernel_killed_it_with_sigxcpu() -> None
 def test_a_sandboxed_status_of_sigxcpu_that_cannot_be_the_limit_names_none() -> None:
     # exit(152) after a fifth of a second: no CPU could have spent 600 s by then.
     limits = Limits(cpu=600, keys={"cpu": "servers.b.limits.cpu"})
-    quick = Ending(lived=0.2)
+    quick = ProcessEnd(lived=0.2)
     assert exit_reason(XCPU, limits, [], sandboxed=True, ending=quick) == (
         "exited with status 152 (as a process killed by SIGXCPU would)"
     )
     # Its cgroup counted less than the limit, however long it ran.
-    idle = Ending(cpu_seconds=1.0, lived=4000.0)
+    idle = ProcessEnd(cpu_seconds=1.0, lived=4000.0)
     assert limit_reached(XCPU, limits, [], sandboxed=True, ending=idle) is None
 
 
 def test_a_sandboxed_status_of_sigxcpu_that_may_be_the_limit_says_it_may() -> None:
-    long = Ending(lived=4000.0)
+    long = ProcessEnd(lived=4000.0)
     assert exit_reason(XCPU, LIMITS, [], sandboxed=True, ending=long) == (
         "exited with status 152 (as a process killed by SIGXCPU would): "
         "it may have reached its limit limits.cpu = 30 s"
@@ -167,7 +167,7 @@ def test_an_exit_whose_final_error_says_nothing_of_a_limit_blames_none(stderr: l
 
 
 def test_a_fork_its_pids_cgroup_refused_names_the_process_limit_whatever_it_said() -> None:
-    refused = Ending(refused_forks=3)
+    refused = ProcessEnd(refused_forks=3)
     stderr = ["KeyError: 'config'"]
     assert exit_reason(1, LIMITS, stderr, sandboxed=False, ending=refused) == (
         "exited with status 1: it reached its limit limits.processes = 64"
@@ -175,7 +175,7 @@ def test_a_fork_its_pids_cgroup_refused_names_the_process_limit_whatever_it_said
 
 
 def test_a_pids_cgroup_that_refused_nothing_rules_the_process_limit_out() -> None:
-    none = Ending(refused_forks=0)
+    none = ProcessEnd(refused_forks=0)
     stderr = ["BlockingIOError: [Errno 11] Resource temporarily unavailable"]
     assert limit_reached(1, LIMITS, stderr, sandboxed=False, ending=none) is None
     # The other limits are still read from its last words.
@@ -191,7 +191,9 @@ def test_a_limit_not_in_force_is_never_blamed() -> None:
     assert limit_reached(1, Limits(processes=64), stderr, sandboxed=True) is None
     assert exit_reason(1, None, stderr, sandboxed=True) == "exited with status 1"
     assert limit_reached(None, LIMITS, stderr, sandboxed=True) is None
-    assert limit_reached(1, Limits(), [], sandboxed=True, ending=Ending(refused_forks=5)) is None
+    assert (
+        limit_reached(1, Limits(), [], sandboxed=True, ending=ProcessEnd(refused_forks=5)) is None
+    )
 
 
 @pytest.mark.parametrize(
