@@ -1,6 +1,6 @@
 """The three meta-tools an agent sees in the "search" discovery mode, and their results.
 
-Instead of every tool, ``tools/list`` then holds these; the index is ``mcpd.toolsearch``.
+Instead of every tool, ``tools/list`` then holds these; the index is ``mcpd.registry.search``.
 
 ``mcpd_search_tools {query: string (..1000 characters), limit?: integer 1..50 (8)}``
     Read-only. ``structuredContent``::
