@@ -15,9 +15,9 @@ import trio
 from msgspec import UNSET
 
 from protocol import jsonrpc as rpc
-from protocol import mcp
+from protocol import mcp, splice
 from protocol.server import RequestContext, ServerSession
-from protocol.splice import SplicedRequest, decode_call
+from protocol.splice import SplicedRequest
 
 from ..config.model import DaemonConfig
 from ..policy.kin import AgentKin, unknown
@@ -174,7 +174,7 @@ class Connection(ConnectionEnd):
             if _TOOLS_CALL in line and self.splice:
                 # The hot path: the request decoded once, typed; no task, no cancel scope;
                 # its outcome is written from a callback when the server answers.
-                decoded = decode_call(line)
+                decoded = splice.decode_call(line)
                 if decoded is not None:
                     self.spoke_mcp = not self.command_line
                     self.asked.set()
