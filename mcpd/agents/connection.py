@@ -46,8 +46,7 @@ _OWN_METHODS: Final = "mcpd/"
 
 
 class Dispatcher(abc.ABC):
-    """What a connection hands its requests to: ``api.AgentServer`` (which
-    derives from this: it imports this module)."""
+    """Where a connection's requests go: ``api.AgentServer``, which imports this module."""
 
     router: Router  # where its tools/call go
     failures: Failures  # what a request that raised is answered with, and its log
