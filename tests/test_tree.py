@@ -16,7 +16,7 @@ MCPD_TESTS = TESTS / "mcpd"
 # Folders of tests/mcpd with no package of that name under mcpd/: daemon/ holds the
 # daemon-wide tests and those of mcpd's top-level modules (daemon.py, reread.py,
 # status_report.py, serve.py, prestart.py, config_hold.py, oversight.py, agents_listener.py,
-# signals.py).
+# signals.py, listening.py).
 NOT_PACKAGES = frozenset({Path("daemon")})
 
 
