@@ -1,13 +1,13 @@
 """One server's prompts, resources and templates as the keeper fetches and tends them,
-against an upstream that answers from a script: pages, limits, a server's bad pages and
-notifications, subscriptions held once per URI whatever the number of agents."""
+against an upstream that answers from a script: what a fetch keeps, a server's
+notifications, subscriptions held once per URI whatever the number of agents (the pages
+of one list are ``list_pages``'s)."""
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 import msgspec
 import pytest
@@ -15,105 +15,20 @@ import trio
 import trio.testing
 from msgspec import Raw
 
-from mcpd.config.model import Limit, NamingConfig
-from mcpd.policy.guard import SecretGuard
-from mcpd.policy.masking import KnownSecrets
+from mcpd.config.model import NamingConfig
 from mcpd.registry.catalog import Catalog
-from mcpd.registry.limits import DEFAULT_LIMITS
 from mcpd.servers.answer_wait import AnswerWait, RanOut
-from mcpd.servers.handshake import ProtocolViolation
-from mcpd.servers.list_pages import list_all
-from mcpd.servers.outgoing_meta import CallMeta
 from mcpd.servers.prompt_resource_lists import (
     MIN_REFETCH,
     MIN_RESUBSCRIBE,
     PromptResourceKeeper,
 )
-from mcpd.servers.taking_apart import MOST_PARTS
 from mcpd.servers.tool_list_keeper import ToolListKeeper
-from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
 from protocol import surface
-from protocol.greeting import Declared, server_capabilities
 from tests.support.peak import peak_bytes, size
+from tests.support.scripted_up import Never, ScriptedUp, as_up
 from transports.errors import TransportClosed
-
-
-class Never:
-    """An answer that never comes."""
-
-
-Answer = dict[str, Any] | list[Any] | Exception | Callable[[Any], Any] | Never
-
-
-class ScriptedUp:
-    """What the keeper uses of an upstream: each request answered by ``answers[method]``
-    (a result, an error to raise, or a function of the params), every request kept."""
-
-    def __init__(self, capabilities: dict[str, Any], era: str = "legacy") -> None:
-        self.alias = "srv"
-        self.guard = SecretGuard(KnownSecrets())  # holding none
-        self.capabilities = server_capabilities(
-            msgspec.json.decode(json.dumps(capabilities), type=Declared)
-        )
-        self.era = era
-        self.max_pages = 1000
-        self.limits = DEFAULT_LIMITS
-        self.meta = CallMeta()
-        self.answers: dict[str, Answer] = {}
-        self.sent: list[tuple[str, Any]] = []
-        self.listens: list[dict[str, Any]] = []
-        self.listening = trio.Event()
-        self.end_listen = trio.Event()
-        self.listen_error: Exception | None = None
-        self.heard_on_listen: list[rpc.Notification] = []  # before its answer
-        self.notify: Callable[[rpc.Notification], None] = lambda msg: None
-
-    @property
-    def lists_changes(self) -> bool:
-        return self.capabilities.tools_changed
-
-    async def request(self, method: str, params: Any) -> Raw:
-        self.sent.append((method, params))
-        answer = self.answers[method]
-        if isinstance(answer, Never):
-            await trio.sleep_forever()
-        if isinstance(answer, Exception):
-            raise answer
-        if callable(answer):
-            answer = answer(params)
-        return Raw(json.dumps(answer, ensure_ascii=False).encode())
-
-    async def listen_for(self, notifications: dict[str, Any]) -> None:
-        self.listens.append(dict(notifications))
-        self.listening.set()
-        for msg in self.heard_on_listen:
-            self.notify(msg)
-        if self.listen_error is not None:
-            raise self.listen_error
-        await self.end_listen.wait()
-        self.end_listen = trio.Event()
-
-    def methods(self) -> list[str]:
-        return [m for m, _ in self.sent]
-
-
-def as_up(up: ScriptedUp) -> Upstream:
-    return cast(Upstream, up)
-
-
-def paged(field: str, pages: list[list[Any]]) -> Callable[[Any], Any]:
-    """A list method answering page ``n`` at cursor ``"n"``."""
-
-    def answer(params: Any) -> Any:
-        cursor = getattr(params, "cursor", None)
-        n = int(cursor) if isinstance(cursor, str) else 0
-        page: dict[str, Any] = {field: pages[n]}
-        if n + 1 < len(pages):
-            page["nextCursor"] = str(n + 1)
-        return page
-
-    return answer
 
 
 def notification(method: str, params: Any = None) -> rpc.Notification:
@@ -133,157 +48,6 @@ class Keeper:
 
     def _changed(self) -> None:
         self.changes += 1
-
-
-# -- list_all --
-
-
-async def test_every_page_is_fetched_with_the_cursor_the_server_gave() -> None:
-    up = ScriptedUp({"prompts": {}})
-    up.answers["prompts/list"] = paged("prompts", [[{"name": "a"}], [{"name": "b"}], []])
-    prompts, trimmed = await list_all(
-        as_up(up), "prompts/list", "prompts", surface.Prompt, "prompts"
-    )
-    assert [p.name for p in prompts] == ["a", "b"]
-    assert [getattr(p, "cursor", None) for _, p in up.sent] == [None, "1", "2"]
-    assert trimmed.dropped == [] and not trimmed.short
-
-
-async def test_a_repeated_cursor_is_a_protocol_violation_not_a_loop() -> None:
-    up = ScriptedUp({"prompts": {}})
-    up.answers["prompts/list"] = {"prompts": [{"name": "a"}], "nextCursor": "again"}
-    with pytest.raises(ProtocolViolation, match='srv: prompts/list cursor "again" repeated'):
-        await list_all(as_up(up), "prompts/list", "prompts", surface.Prompt, "prompts")
-    assert len(up.sent) == 2
-
-
-async def test_a_list_that_never_ends_stops_at_max_pages() -> None:
-    up = ScriptedUp({"resources": {}})
-    up.max_pages = 5
-    count = iter(range(1000))
-    up.answers["resources/list"] = lambda _: {"resources": [], "nextCursor": f"c{next(count)}"}
-    with pytest.raises(ProtocolViolation, match="did not end after 5 pages"):
-        await list_all(as_up(up), "resources/list", "resources", surface.Resource, "resources")
-    assert len(up.sent) == 5
-
-
-@pytest.mark.parametrize(
-    "page",
-    [[1, 2], "text", {"prompts": "none"}, {"prompts": [{"name": "a"}], "nextCursor": 5}],
-)
-async def test_a_page_of_the_wrong_shape_is_a_protocol_violation(page: Any) -> None:
-    up = ScriptedUp({"prompts": {}})
-    up.answers["prompts/list"] = page
-    with pytest.raises(ProtocolViolation, match="srv: bad prompts/list result"):
-        await list_all(as_up(up), "prompts/list", "prompts", surface.Prompt, "prompts")
-
-
-async def test_a_page_of_too_many_values_to_read_is_a_protocol_violation_naming_its_size() -> None:
-    up = ScriptedUp({"resources": {}})
-    up.answers["resources/templates/list"] = {"resourceTemplates": [{}] * MOST_PARTS}
-    with pytest.raises(ProtocolViolation, match=r"srv: a resources/templates/list page of [\d,]+ "):
-        await list_all(
-            as_up(up),
-            "resources/templates/list",
-            "resourceTemplates",
-            surface.ResourceTemplate,
-            "resource_templates",
-        )
-
-
-async def test_a_page_past_the_lists_limit_is_counted_to_its_end() -> None:
-    up = ScriptedUp({"prompts": {}})
-    up.answers["prompts/list"] = {"prompts": [{"name": f"p{i}"} for i in range(2005)]}
-    prompts, trimmed = await list_all(
-        as_up(up), "prompts/list", "prompts", surface.Prompt, "prompts"
-    )
-    assert len(prompts) == 2000 and trimmed.past == 5 and trimmed.short
-
-
-async def test_a_malformed_item_is_dropped_with_why_and_the_rest_kept() -> None:
-    up = ScriptedUp({"prompts": {}})
-    up.answers["prompts/list"] = {
-        "prompts": [{"name": "good"}, {"name": 7}, {"title": "nameless"}, "junk", {"name": "ok"}]
-    }
-    prompts, trimmed = await list_all(
-        as_up(up), "prompts/list", "prompts", surface.Prompt, "prompts"
-    )
-    assert [p.name for p in prompts] == ["good", "ok"]
-    assert len(trimmed.dropped) == 3
-    assert all("(malformed)" in d for d in trimmed.dropped)
-
-
-async def test_a_full_list_asks_for_no_further_page_and_says_it_was_cut_short() -> None:
-    up = ScriptedUp({"resources": {}})
-    up.limits = msgspec.structs.replace(
-        DEFAULT_LIMITS, items=Limit(3, "servers.srv.max_list_items")
-    )
-    pages = [[{"uri": f"f://{p}/{i}"} for i in range(2)] for p in range(10)]
-    up.answers["resources/list"] = paged("resources", pages)
-    resources, trimmed = await list_all(
-        as_up(up), "resources/list", "resources", surface.Resource, "resources"
-    )
-    assert [r.uri for r in resources] == ["f://0/0", "f://0/1", "f://1/0"]
-    assert len(up.sent) == 2
-    assert trimmed.short and trimmed.unread and trimmed.past == 1
-
-
-async def test_an_item_too_big_is_dropped_and_a_long_description_cut() -> None:
-    up = ScriptedUp({"prompts": {}})
-    up.limits = msgspec.structs.replace(
-        DEFAULT_LIMITS,
-        item_bytes=Limit(200, "max_item_bytes"),
-        description_bytes=Limit(20, "max_description_bytes"),
-    )
-    up.answers["prompts/list"] = {
-        "prompts": [
-            {"name": "huge", "title": "x" * 300},
-            {"name": "wordy", "description": "é" * 30},
-        ]
-    }
-    prompts, trimmed = await list_all(
-        as_up(up), "prompts/list", "prompts", surface.Prompt, "prompts"
-    )
-    assert [p.name for p in prompts] == ["wordy"]
-    assert trimmed.dropped and trimmed.dropped[0].startswith("huge:")
-    description = prompts[0].description
-    assert isinstance(description, str)
-    assert description.startswith("é" * 10 + " [mcpd: cut at 20 of 60 bytes]")
-    assert trimmed.cut == [
-        "prompt wordy: description cut at 20 of 60 bytes (max_description_bytes)"
-    ]
-
-
-@pytest.mark.parametrize(
-    ("method", "field", "type_", "kind", "key"),
-    [
-        ("prompts/list", "prompts", surface.Prompt, "prompts", "name"),
-        ("resources/list", "resources", surface.Resource, "resources", "uri"),
-        (
-            "resources/templates/list",
-            "resourceTemplates",
-            surface.ResourceTemplate,
-            "resource_templates",
-            "uriTemplate",
-        ),
-    ],
-)
-async def test_an_item_listed_twice_keeps_the_first_listed_and_says_so(
-    method: str, field: str, type_: Any, kind: str, key: str
-) -> None:
-    # The second on a later page: a server cannot show one in the first page and swap
-    # it for another later on.
-    up = ScriptedUp({"prompts": {}, "resources": {}})
-    first = {"name": "n", "description": "the first", key: "x://{a}"}
-    later = {"name": "n", "description": "the later", key: "x://{a}"}
-    other = {"name": "m", "description": "another", key: "y://{b}"}
-    up.answers[method] = paged(field, [[first], [other, later]])
-    items, trimmed = await list_all(as_up(up), method, field, type_, kind)
-    assert [(getattr(i, key), i.description) for i in items] == [
-        ("x://{a}", "the first"),
-        ("y://{b}", "another"),
-    ]
-    assert trimmed.dropped == ["x://{a}: listed twice (the first one listed is kept)"]
 
 
 # -- fetching --
