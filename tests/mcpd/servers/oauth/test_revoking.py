@@ -1,121 +1,203 @@
-"""Revoking a login's tokens for ``mcpd auth logout``: the refresh token first, stopping
-at a server that offers no revocation or at the first failure (saying why); and a login
-saved for a server no longer configured removed from disk whatever revoking did, never
-a file outside the logins' folder."""
+"""Revoking a login's tokens, and logging out of a server the configuration no longer
+names: the refresh token first, then the access token, where the authorization server
+offers revocation; why it stopped short, when it did; and the saved login removed
+whatever the revocation did, a damaged one included."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
+import msgspec
 import pytest
+import trio
 
-from mcpd.local.oauth_store import OAuthStore, StoredLogin
+from mcpd.local.oauth_store import IssuerRecord, OAuthStore, StoredLogin
 from mcpd.servers.oauth.revoking import forget_unconfigured, revoke
-from protocol.oauth import OAuthError, Secret, TokenSet
-from transports.errors import TransportError
+from protocol.oauth import (
+    AuthorizationServer,
+    ClientRegistration,
+    HttpRequest,
+    HttpResponse,
+    Secret,
+    ServerMetadata,
+    TokenSet,
+)
+from tests.support.oauth_fake import FakeWorld
+from tests.support.oauth_server import OAuthServer, serve_oauth
+from tests.support.oauth_world import Clock, WorldHttp
 
-SERVER: Any = object()
-REGISTRATION: Any = object()
-POLICY: Any = object()
-
-
-class Revoker:
-    """Stands for the OAuth client: revokes what it is given, in order, until told to
-    offer no revocation or to fail at a hint."""
-
-    def __init__(self, offered: bool = True, fail_at: str | None = None, error: Any = None) -> None:
-        self.offered = offered
-        self.fail_at = fail_at
-        self.error = error
-        self.asked: list[tuple[str, str]] = []
-
-    async def revoke(
-        self, server: Any, reg: Any, token: Secret, hint: str, policy: Any, *, key: Any
-    ) -> bool:
-        assert (server, reg, policy, key) == (SERVER, REGISTRATION, POLICY, None)
-        self.asked.append((hint, token.reveal()))
-        if hint == self.fail_at:
-            raise self.error
-        return self.offered
+LIMIT = 30
 
 
-async def revoked_by(http: Revoker, tokens: TokenSet) -> tuple[list[str], str | None]:
-    return await revoke(http, tokens, SERVER, REGISTRATION, POLICY, None)
+def issuer_of(metadata: dict[str, object]) -> AuthorizationServer:
+    issuer = str(metadata["issuer"])
+    return AuthorizationServer(issuer, msgspec.convert(metadata, ServerMetadata))
 
 
-BOTH = TokenSet(access_token=Secret("at"), refresh_token=Secret("rt"))
+def tokens(issuer: str, refresh: str | None = "rt-1") -> TokenSet:
+    return TokenSet(
+        access_token=Secret("at-1"),
+        refresh_token=None if refresh is None else Secret(refresh),
+        issuer=issuer,
+    )
 
 
-async def test_the_refresh_token_is_revoked_first_then_the_access_token() -> None:
-    http = Revoker()
-    assert await revoked_by(http, BOTH) == (["refresh_token", "access_token"], None)
-    assert http.asked == [("refresh_token", "rt"), ("access_token", "at")]
+def saved(server_url: str, record: IssuerRecord, issuer: str) -> StoredLogin:
+    return StoredLogin(server_url=server_url, issuer=issuer, issuers={issuer: record})
+
+
+# -- revoke --
+
+
+async def revoked_at(world: FakeWorld, held: TokenSet) -> tuple[list[str], str | None]:
+    http = WorldHttp(world, Clock())
+    server = issuer_of(world.metadata)
+    reg = ClientRegistration(world.issuer, "dyn-client")
+    policy = await http.policy_for(world.server_url)
+    return await revoke(http, held, server, reg, policy, None)
+
+
+def revocations(world: FakeWorld) -> list[dict[str, str]]:
+    return [world.form(r) for r in world.sent_to(world.metadata["revocation_endpoint"])]
+
+
+async def test_the_refresh_token_is_revoked_before_the_access_token() -> None:
+    world = FakeWorld()
+    assert await revoked_at(world, tokens(world.issuer)) == (
+        ["refresh_token", "access_token"],
+        None,
+    )
+    sent = revocations(world)
+    assert [(r["token"], r["token_type_hint"]) for r in sent] == [
+        ("rt-1", "refresh_token"),
+        ("at-1", "access_token"),
+    ]
 
 
 async def test_a_login_without_a_refresh_token_revokes_its_access_token() -> None:
-    http = Revoker()
-    assert await revoked_by(http, TokenSet(access_token=Secret("at"))) == (["access_token"], None)
+    world = FakeWorld()
+    assert await revoked_at(world, tokens(world.issuer, refresh=None)) == (["access_token"], None)
+    assert [r["token"] for r in revocations(world)] == ["at-1"]
 
 
-async def test_a_server_that_offers_no_revocation_is_asked_once_and_no_problem() -> None:
-    http = Revoker(offered=False)
-    assert await revoked_by(http, BOTH) == ([], None)
-    assert len(http.asked) == 1
+async def test_a_server_that_offers_no_revocation_is_sent_nothing() -> None:
+    world = FakeWorld()
+    del world.metadata["revocation_endpoint"]
+    assert await revoked_at(world, tokens(world.issuer)) == ([], None)
+    assert not [r for r in world.requests if r.method == "POST"]
 
 
-@pytest.mark.parametrize(
-    ("error", "said"),
-    [
-        (TransportError("the authorization server did not answer"), "did not answer"),
-        (OAuthError("revocation refused: invalid_client"), "invalid_client"),
-    ],
-)
-async def test_a_failure_stops_revoking_and_says_why(error: Exception, said: str) -> None:
-    http = Revoker(fail_at="access_token", error=error)
-    revoked, problem = await revoked_by(http, BOTH)
-    assert revoked == ["refresh_token"]
-    assert problem is not None and said in problem
+async def test_a_revocation_refused_stops_there_and_says_why() -> None:
+    world = FakeWorld()
+    calls = 0
+
+    def second_refused(request: HttpRequest) -> HttpResponse:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            return HttpResponse(200)
+        body = b'{"error": "unsupported_token_type"}'
+        return HttpResponse(400, (("content-type", "application/json"),), body)
+
+    world.extra[("POST", world.metadata["revocation_endpoint"])] = second_refused
+    done, problem = await revoked_at(world, tokens(world.issuer))
+    assert done == ["refresh_token"]
+    assert problem is not None and "unsupported_token_type" in problem
+    assert calls == 2
 
 
-async def test_no_saved_login_is_nothing_to_forget(tmp_path: Path) -> None:
-    assert await forget_unconfigured("gone", str(tmp_path)) is None
+# -- forget_unconfigured --
 
 
-async def test_a_name_that_reaches_outside_the_logins_folder_is_left_alone(
-    tmp_path: Path,
-) -> None:
-    store = OAuthStore(str(tmp_path))
-    await store.save("s", StoredLogin(server_url="https://mcp.example.com/"))
-    outside = tmp_path / "victim.json"
-    outside.write_text("{}")
-    relative = os.path.relpath(outside.with_suffix(""), store.directory)
-    assert await forget_unconfigured(relative, str(tmp_path)) is None
-    assert outside.exists() and os.path.exists(store.path("s"))
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    return tmp_path / "state"
 
 
-async def test_a_login_with_no_tokens_is_removed_with_nothing_revoked(tmp_path: Path) -> None:
-    store = OAuthStore(str(tmp_path))
-    await store.save("s", StoredLogin(server_url="https://mcp.example.com/"))
-    done = await forget_unconfigured("s", str(tmp_path))
-    assert done == {
+async def test_nothing_saved_under_the_name_is_none(state: Path) -> None:
+    assert await forget_unconfigured("gone", str(state)) is None
+    await OAuthStore(str(state)).save("kept", StoredLogin(server_url="https://a.example/mcp"))
+    assert await forget_unconfigured("gone", str(state)) is None
+    # A name the folder does not list, though a path it makes leads to a saved login.
+    assert await forget_unconfigured("../oauth/kept", str(state)) is None
+    assert os.listdir(state / "oauth") == ["kept.json"]
+
+
+async def test_a_damaged_saved_login_is_removed_saying_it_could_not_be_read(state: Path) -> None:
+    store = OAuthStore(str(state))
+    await store.save("old", StoredLogin(server_url="https://a.example/mcp"))
+    Path(store.path("old")).write_text('{"format": 1, "server_url": ')  # cut off
+    said = await forget_unconfigured("old", str(state))
+    assert said is not None
+    assert said["problem"] is not None
+    assert said["problem"].startswith("the saved login cannot be read (")
+    assert said["had_tokens"] is True and said["revoked"] == []
+    assert said["removed"] == store.path("old") and not os.path.exists(store.path("old"))
+
+
+async def test_a_saved_login_without_tokens_is_removed_and_nothing_revoked(state: Path) -> None:
+    store = OAuthStore(str(state))
+    await store.save("old", StoredLogin(server_url="https://a.example/mcp"))
+    said = await forget_unconfigured("old", str(state))
+    assert said == {
         "had_tokens": False,
         "revoked": [],
         "problem": None,
-        "removed": store.path("s"),
+        "removed": store.path("old"),
     }
-    assert not os.path.exists(store.path("s"))
+    assert not os.path.exists(store.path("old"))
 
 
-async def test_a_damaged_login_is_removed_and_the_reason_it_was_not_revoked_told(
-    tmp_path: Path,
+async def test_tokens_saved_without_where_to_revoke_them_are_removed_unrevoked(
+    state: Path,
 ) -> None:
-    store = OAuthStore(str(tmp_path))
-    await store.save("s", StoredLogin(server_url="https://mcp.example.com/"))
-    with open(store.path("s"), "wb") as f:
-        f.write(b"{not json")
-    done = await forget_unconfigured("s", str(tmp_path))
-    assert done is not None and done["had_tokens"] is True and done["revoked"] == []
-    assert done["problem"].startswith("the saved login cannot be read (")
-    assert not os.path.exists(store.path("s"))
+    store = OAuthStore(str(state))
+    issuer = "https://auth.example.com"
+    await store.save(
+        "old", saved("https://a.example/mcp", IssuerRecord(tokens=tokens(issuer)), issuer)
+    )
+    said = await forget_unconfigured("old", str(state))
+    assert said is not None
+    assert (said["had_tokens"], said["revoked"], said["problem"]) == (True, [], None)
+    assert not os.path.exists(store.path("old"))
+
+
+async def test_a_saved_login_is_revoked_at_its_authorization_server_and_removed(
+    state: Path,
+) -> None:
+    store = OAuthStore(str(state))
+    with trio.fail_after(LIMIT):
+        async with serve_oauth() as server:
+            record = IssuerRecord(
+                server=issuer_of(server.metadata()),
+                registration=ClientRegistration(server.base, server.client_id),
+                tokens=tokens(server.base),
+            )
+            await store.save("old", saved(server.mcp_url, record, server.base))
+            said = await forget_unconfigured("old", str(state))
+    assert said is not None
+    assert said["revoked"] == ["refresh_token", "access_token"] and said["problem"] is None
+    assert server.revoked == ["rt-1", "at-1"]
+    assert not os.path.exists(store.path("old"))
+
+
+async def test_a_saved_login_whose_server_is_gone_is_removed_saying_why_it_was_not_revoked(
+    state: Path,
+) -> None:
+    store = OAuthStore(str(state))
+    with trio.fail_after(LIMIT):
+        async with serve_oauth(OAuthServer()) as server:
+            record = IssuerRecord(
+                server=issuer_of(server.metadata()),
+                registration=ClientRegistration(server.base, server.client_id),
+                tokens=tokens(server.base),
+            )
+            login = saved(server.mcp_url, record, server.base)
+        # Its port is closed now: nothing answers there.
+        await store.save("old", login)
+        said = await forget_unconfigured("old", str(state))
+    assert said is not None
+    assert said["revoked"] == [] and said["had_tokens"] is True
+    assert said["problem"].startswith("old: authorization: token revocation: cannot connect")
+    assert not os.path.exists(store.path("old"))
