@@ -62,6 +62,7 @@ def test_a_missing_name_leads_to_where_it_would_be(tmp: Path) -> None:
     )
 
 
+@pytest.mark.timeout(10)  # a walk that does not end fails, not hangs
 def test_a_loop_of_links_ends_the_walk_instead_of_running_forever(tmp: Path) -> None:
     (tmp / "ping").symlink_to(tmp / "pong")
     (tmp / "pong").symlink_to(tmp / "ping")
