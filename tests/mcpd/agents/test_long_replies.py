@@ -82,7 +82,7 @@ async def test_a_long_listing_begun_is_finished_even_if_cancelled(tmp_path: Path
             rest[0] = first + rest[0]
             listing, pong = (json.loads(line) for line in rest)
             assert len(listing["result"]["tools"]) == TOOLS
-            assert pong == {"jsonrpc": "2.0", "id": 2, "result": {}}
+            assert pong == {"jsonrpc": "2.0", "id": 2, "result": {"resultType": "complete"}}
 
 
 async def test_an_agent_that_leaves_mid_listing_costs_nobody_else(tmp_path: Path) -> None:

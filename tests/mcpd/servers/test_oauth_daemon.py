@@ -72,7 +72,7 @@ async def test_a_server_that_asks_for_a_login_waits_for_one(tmp_path: Path) -> N
             assert auth["server_state"] == "needs_login"
 
             out = await login(agent, srv)
-            assert out == {"server": "t", "state": "ready", "tools": 1}
+            assert out == {"resultType": "complete", "server": "t", "state": "ready", "tools": 1}
             assert (await agent.call(TOOL))["content"][0]["text"] == ("called with token #1")
             status = (await agent.result("mcpd/auth/status"))["servers"][0]
             assert status["state"] == "logged_in"
@@ -101,7 +101,7 @@ async def test_a_redirect_without_the_logins_state_leaves_it_waiting(tmp_path: P
             assert srv.grants["authorization_code"] == 0  # no stray code was tried
             done = {"server": "t", "login": start["login"], "redirect": redirect}
             out = await agent.result("mcpd/auth/complete", done)
-    assert out == {"server": "t", "state": "ready", "tools": 1}
+    assert out == {"resultType": "complete", "server": "t", "state": "ready", "tools": 1}
 
 
 async def test_the_outage_names_the_login_in_the_tool_list_and_call_results(

@@ -152,6 +152,7 @@ async def test_logging_out_of_a_server_no_longer_configured_revokes_and_removes_
                 out = await agent.result("mcpd/auth/logout", {"server": "t"})
                 again = await agent.rpc("mcpd/auth/logout", {"server": "t"})
     assert out == {
+        "resultType": "complete",
         "server": "t",
         "had_tokens": True,
         "revoked": ["refresh_token", "access_token"],

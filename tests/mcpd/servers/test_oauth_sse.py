@@ -50,7 +50,12 @@ async def needs_a_login_then_serves_with_the_token(srv: ProtectedSSE, agent: Age
     row = await server_row(agent)
     assert row["state"] == "needs_login"
     assert "mcpd auth login a" in row["last_error"]
-    assert await login(agent, srv, "a") == {"server": "a", "state": "ready", "tools": 1}
+    assert await login(agent, srv, "a") == {
+        "resultType": "complete",
+        "server": "a",
+        "state": "ready",
+        "tools": 1,
+    }
     assert await echo(agent, "hello") == "hello"
     assert (await agent.result("mcpd/auth/status"))["servers"][0]["state"] == "logged_in"
     token = f"Bearer {srv.issued[-1]}"
