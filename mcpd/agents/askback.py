@@ -14,7 +14,7 @@ two ways, so four cases meet here:
   ``Flow``, ``Parks``);
 - modern server, legacy agent: mcpd asks the agent each input request as a request,
   then calls the server again with the answers and the same ``requestState``
-  (``legacy_rounds``);
+  (``askback_rounds.legacy_rounds``);
 - modern server, modern agent: ``input_required`` passes through; the agent's retry
   goes to the same server like any call.
 
@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import itertools
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, Final
 
 import msgspec
 import trio
-from msgspec import UNSET, Raw, UnsetType
+from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
@@ -61,7 +61,7 @@ class AgentRequests:
         self._waiting: dict[rpc.Id, _Slot] = {}
         self.gone: str | None = None
 
-    async def request(self, method: str, params: Any, send: Callable[[bytes], bool]) -> Raw:
+    async def request(self, method: str, params: object, send: Callable[[bytes], bool]) -> Raw:
         """The agent's answer to ``method``; ``send`` puts a line for the agent, and
         says whether it went."""
         if self.gone is not None:
@@ -123,7 +123,7 @@ class AgentRequests:
             slot.event.set()
 
 
-def _refuse(method: str, params: Any, capabilities: dict[str, Any] | None) -> None:
+def _refuse(method: str, params: object, capabilities: dict[str, Any] | None) -> None:
     if not surface.declares(capabilities, method, params):
         need = surface.needs(method) or method
         mode = params.get("mode") if isinstance(params, dict) else None
@@ -151,7 +151,7 @@ class DirectAsker:
         self._requests = requests
         self._send = send
 
-    async def ask(self, method: str, params: Any) -> Any:
+    async def ask(self, method: str, params: object) -> Raw:
         _refuse(method, params, self.capabilities)
         return await self._requests.request(method, params, self._send)
 
@@ -196,7 +196,7 @@ class Flow:
 class Park:
     __slots__ = ("answer", "event", "flow", "key", "method", "params", "token")
 
-    def __init__(self, flow: Flow, key: str, method: str, params: Any) -> None:
+    def __init__(self, flow: Flow, key: str, method: str, params: object) -> None:
         self.flow = flow
         self.key = key
         self.method = method
@@ -218,7 +218,7 @@ class Parks:
     def close(self, park: Park) -> None:
         self._by_token.pop(park.token, None)
 
-    def find(self, state: Raw | Any) -> Park | bool | None:
+    def find(self, state: object) -> Park | bool | None:
         """The park a retry's requestState names; True for an mcpd token that names
         none (it expired); None for a server's own state."""
         token = own_token(state, TOKEN_PREFIX)
@@ -257,7 +257,7 @@ class ParkedAsker:
         self.capabilities = capabilities
         self._parks = parks
 
-    async def ask(self, method: str, params: Any) -> Any:
+    async def ask(self, method: str, params: object) -> Raw | None:
         _refuse(method, params, self.capabilities)
         async with self.flow.lock:
             park = Park(self.flow, f"mcpd_{next(self.flow.keys)}", method, params)
@@ -273,7 +273,7 @@ class ParkedAsker:
 
 
 def claim(
-    park: Park, method: str, name: str | None, owner: object, responses: Any, rid: rpc.Id
+    park: Park, method: str, name: str | None, owner: object, responses: object, rid: rpc.Id
 ) -> Flow:
     """A retry that names ``park``: it takes over the flow's replies, and its answer
     (when it has one for the park's key) goes to the server."""
@@ -295,29 +295,6 @@ def claim(
     return flow
 
 
-# -- a legacy agent and a modern server --
-
-
-Outcome = Any  # Raw | Outage | rpc.RPCError, as the servers' side hands it over
-Upstream = Callable[[Any, Any], Awaitable[Outcome]]  # (params, asker) -> outcome
-# (params, inputResponses (none when nothing was asked), requestState) -> params
-Retry = Callable[[Any, Raw | UnsetType, Raw | UnsetType], Any]
-
-
-_heads: Final = msgspec.json.Decoder(surface.ResultHead)
-
-
-def _input_required(outcome: Outcome) -> surface.ResultHead | None:
-    """The head of ``outcome`` when it is a server's input_required, else None."""
-    if not isinstance(outcome, Raw):
-        return None
-    try:
-        head = _heads.decode(outcome)
-    except (msgspec.DecodeError, RecursionError):
-        return None
-    return head if head.kind == mcp.INPUT_REQUIRED else None
-
-
 def own_token(state: object, prefix: str) -> str | None:
     """The token of mcpd's that a retry's ``requestState`` is (a JSON string starting
     with ``prefix``), or None for any other state: a server's own."""
@@ -328,76 +305,3 @@ def own_token(state: object, prefix: str) -> str | None:
     except msgspec.DecodeError:
         return None
     return token if isinstance(token, str) and token.startswith(prefix) else None
-
-
-def sheds(outcome: Outcome) -> bool:
-    """Whether ``outcome`` is an input_required that asks nothing, only to be called
-    again with its requestState (``surface.asks_nothing``): what a legacy agent never
-    sees, as mcpd calls again for it (``legacy_rounds``)."""
-    head = _input_required(outcome)
-    return head is not None and surface.asks_nothing(head.inputRequests, head.requestState)
-
-
-async def _answers(
-    requests: dict[str, Any], asker: DirectAsker, ask_timeout: float
-) -> Raw | rpc.RPCError:
-    """The agent's answers to each of ``requests``, or why it gave none: each waits
-    ``ask_timeout`` at most, as a legacy server's request to the agent does."""
-    answers: dict[str, Raw] = {}
-    for key, request in requests.items():
-        method = request["method"]
-        try:
-            with trio.fail_after(ask_timeout):
-                answers[key] = await asker.ask(method, request.get("params"))
-        except trio.TooSlowError:
-            why = f"the agent did not answer {method} within {ask_timeout:g} s (ask_timeout)"
-            return rpc.RPCError(NO_ANSWER, why)
-        except rpc.RPCError as exc:
-            # The call's error is mcpd's: the agent's own code would read as the call's
-            # (-32601 would say tools/call is no method).
-            why = f"the agent could not answer {method}: {exc.message} (error {exc.code})"
-            return rpc.RPCError(NO_ANSWER, why)
-    return Raw(_encode(answers))
-
-
-async def legacy_rounds(
-    params: Any,
-    asker: DirectAsker | None,
-    upstream: Upstream,
-    retry: Retry,
-    ask_timeout: float,
-) -> Outcome:
-    """Call; while the server answers input_required, ask the agent what it can answer
-    (``ask_timeout`` at most each) and call again with the answers and the same
-    requestState; one that asks nothing is called again at once. After ``MAX_ROUNDS``
-    the call ends, whatever the server still asks."""
-    outcome = await upstream(params, asker)
-    for _ in range(MAX_ROUNDS):
-        head = _input_required(outcome)
-        if head is None:
-            return outcome
-        requests = head.inputRequests
-        answers: Raw | UnsetType = UNSET
-        if not surface.asks_nothing(requests, head.requestState):
-            # Only what asks the agent something it declared is answered here; the rest
-            # is the agent's to be told of (``results``, ``prompts``).
-            if (
-                asker is None
-                or not isinstance(requests, dict)
-                or not requests
-                or not surface.answerable(requests, asker.capabilities)
-            ):
-                return outcome
-            got = await _answers(requests, asker, ask_timeout)
-            if isinstance(got, rpc.RPCError):
-                return got
-            answers = got
-        outcome = await upstream(retry(params, answers, head.requestState), asker)
-    if _input_required(outcome) is None:
-        return outcome
-    return rpc.RPCError(
-        rpc.INTERNAL_ERROR,
-        f"the server kept asking for input past mcpd's limit of {MAX_ROUNDS} rounds for "
-        "one request, so it did not complete; the same request would most likely end "
-        "the same way",
-    )

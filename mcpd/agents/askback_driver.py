@@ -22,21 +22,9 @@ from protocol import surface
 
 from ..config.model import DaemonConfig
 from ..servers.calls import Whose
-from .askback import (
-    AgentRequests,
-    DirectAsker,
-    Flow,
-    Park,
-    ParkedAsker,
-    Parks,
-    Retry,
-    Upstream,
-    claim,
-    legacy_rounds,
-)
+from .askback import AgentRequests, DirectAsker, Flow, Park, ParkedAsker, Parks, claim
+from .askback_rounds import Out, Req, RoundTrip, legacy_rounds
 from .failures import Failures, split_failure
-
-Shape = Callable[[rpc.Id, Any], bytes]  # (the reply's id, the outcome) -> the reply
 
 
 def may_be_asked(capabilities: dict[str, Any] | None) -> bool:
@@ -101,17 +89,17 @@ class AskBackDriver:
     async def serve(
         self,
         agent: AgentSide,
+        request: Req,
+        trip: RoundTrip[Req, Out],
+        *,
         rid: rpc.Id,
         method: str,
         name: str | None,
-        params: Any,
         state: Raw | UnsetType,
         responses: Raw | UnsetType,
-        upstream: Upstream,
-        shape: Shape,
-        retry: Retry,
     ) -> bytes:
-        """The reply to an agent's request (``params``, with the ``requestState`` and
+        """The reply to an agent's ``method`` request of ``name`` under ``rid``
+        (``request``, as its server is sent it, with the ``requestState`` and
         ``inputResponses`` it carries), whose server may ask the agent things."""
         found = self.parks.find(state)
         if found is True:
@@ -132,22 +120,23 @@ class AskBackDriver:
             agent.send,
         )
         if not agent.modern:
-            outcome = await legacy_rounds(params, direct, upstream, retry, self._ask_timeout())
-            return shape(rid, outcome)
+            ask_timeout = self._ask_timeout()
+            outcome = await legacy_rounds(request, direct, trip, ask_timeout=ask_timeout)
+            return trip.shape(rid, outcome)
         if not agent.asks or self._nursery is None:
-            return shape(rid, await upstream(params, direct))
+            return trip.shape(rid, await trip.send(request, direct))
         flow = Flow(agent.owner, method, name, rid)
         asker_ = ParkedAsker(flow, agent.capabilities, self.parks)
-        self._nursery.start_soon(self._drive, flow, params, asker_, upstream, shape)
+        self._nursery.start_soon(self._drive, flow, request, asker_, trip)
         return await flow.next()
 
     async def _drive(
-        self, flow: Flow, params: Any, asker: ParkedAsker, upstream: Upstream, shape: Shape
+        self, flow: Flow, request: Req, asker: ParkedAsker, trip: RoundTrip[Req, Out]
     ) -> None:
         with flow.scope:
             try:
-                outcome = await upstream(params, asker)
-                flow.deliver(lambda rid: shape(rid, outcome))
+                outcome = await trip.send(request, asker)
+                flow.deliver(lambda rid: trip.shape(rid, outcome))
             except BaseException as exc:
                 # A fault here must cost this request only, never the daemon; what is not
                 # an Exception (a cancellation) goes on up.
@@ -159,7 +148,7 @@ class AskBackDriver:
                     raise rest from None
 
 
-def _decode(raw: Any) -> Any:
+def _decode(raw: Raw | UnsetType) -> object:
     if not isinstance(raw, msgspec.Raw):
         return None
     try:

@@ -21,6 +21,7 @@ from ..servers.askback import Asker
 from ..servers.calls import Call, Outcome
 from .agent import Agent
 from .askback_driver import AgentSide, AskBackDriver
+from .askback_rounds import RoundTrip
 from .awaited import Awaited
 from .callpolicy import Ask, CallPolicy, Sent
 from .callrecords import CallRecords, ended
@@ -138,15 +139,13 @@ class CallRounds:
 
         return await self.askback.serve(
             side,
-            call.id,
-            "tools/call",
-            call.local,
             call,
-            state,
-            call.input_responses,
-            upstream,
-            shape,
-            _retry,
+            RoundTrip(send=upstream, shape=shape, resend=_retry),
+            rid=call.id,
+            method="tools/call",
+            name=call.local,
+            state=state,
+            responses=call.input_responses,
         )
 
     async def _upstream(self, call: Call, agent: Agent, asker: Asker | None) -> Outcome:

@@ -29,7 +29,7 @@ walked with then, and only then): one whose tool is gone or held, or that the ru
 now deny, ends unsent, saying so.
 
 A call whose server answers ``input_required`` goes to it again once its agent has
-answered (``askback.legacy_rounds``; a modern agent's retry, ``resumes``), which may be
+answered (``askback_rounds.legacy_rounds``; a modern agent's retry, ``resumes``), which may be
 long after it was let through. Each time it is looked at again first (``again``),
 against what it was last sent under (``Sent``): its tool as listed now, then the rules
 now, as a call approved after its wait is.

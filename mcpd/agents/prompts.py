@@ -9,7 +9,7 @@ the prompt it names, or of the resource template it names, in the server's terms
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
@@ -22,11 +22,12 @@ from protocol.visible import quote
 from ..registry.resources import Hold
 from ..registry.scheme import Ambiguous, Sight
 from ..servers.all_servers import AllServers
+from ..servers.askback import Asker
 from ..servers.calls import CallRefused, Whose
 from ..servers.outage import Outage
 from . import result_eras, unanswered, url_required
-from .askback import Upstream
 from .askback_driver import AgentSide, AskBackDriver
+from .askback_rounds import RoundTrip, SendRound
 from .callrecords import Seen
 from .paging import page
 from .prompt_bounds import capped_completion, check_arguments
@@ -34,6 +35,13 @@ from .rewrite import prompt_result
 from .unrouted import held_meta, held_text
 
 OUTAGE: int = -32000
+
+# What a prompts/get or resources/read comes to at its server: its result, why it could
+# not be reached, its error, or mcpd's refusal of a round after the first (``Refused``).
+Fetched = Raw | Outage | rpc.RPCError
+
+# The params of a request that may be asked back about, as its server is sent them.
+Asked = TypeVar("Asked", surface.GetPromptParams, surface.ReadResourceParams)
 
 
 class PromptsPage(msgspec.Struct, omit_defaults=True):
@@ -108,10 +116,10 @@ def reply_for(
     servers: AllServers,
     alias: str,
     agent: AgentSide,
-    outcome: Any,
-    rewrite: Any,
+    outcome: Fetched,
+    rewrite: Callable[[Raw], Raw | dict[str, Any]],
     cacheable: bool = False,
-) -> Any:
+) -> Raw | dict[str, Any]:
     """The shape of a prompts/get or resources/read reply for one outcome."""
     if isinstance(outcome, Outage):
         raise outage_error(outcome, agent.own_user)
@@ -152,7 +160,9 @@ def reply_for(
     return shaped
 
 
-def encoded(rid: rpc.Id, make: Callable[[], Any], failed: Callable[[rpc.RPCError], None]) -> bytes:
+def encoded(
+    rid: rpc.Id, make: Callable[[], object], failed: Callable[[rpc.RPCError], None]
+) -> bytes:
     """``make()``'s result as a reply, or the error it came to as an error reply (its
     rpc.RPCError, or a result of the server's that cannot be read), told to ``failed``."""
     try:
@@ -172,9 +182,9 @@ async def request_outcome(
     params: msgspec.Struct,
     name: str,
     caps: dict[str, Any] | None,
-    asker: Any,
+    asker: Asker | None,
     whose: Whose | None,
-) -> Any:
+) -> Fetched:
     """A request to a server as an outcome (raw result, Outage or RPCError), weighed
     against ``whose``'s shares while under way."""
     try:
@@ -192,11 +202,11 @@ async def serve_asked(
     askback: AskBackDriver,
     agent: AgentSide,
     req: rpc.Request,
-    params: surface.GetPromptParams | surface.ReadResourceParams,
+    params: Asked,
     name: str,
     alias: str,
-    upstream: Upstream,
-    rewrite: Callable[[Raw], Any],
+    upstream: SendRound[Asked, Fetched],
+    rewrite: Callable[[Raw], Raw | dict[str, Any]],
     seen: Seen,
     cacheable: bool = False,
 ) -> bytes:
@@ -204,13 +214,13 @@ async def serve_asked(
     the server's terms) whose server ``alias`` may ask the agent things: what
     ``upstream`` comes to, its result made the agent's by ``rewrite``, noted in ``seen``."""
 
-    def shape(rid: rpc.Id, outcome: Any) -> bytes:
+    def shape(rid: rpc.Id, outcome: Fetched) -> bytes:
         if isinstance(outcome, Refused):
             seen.refusal = outcome
         else:
             seen.outcome = outcome
 
-        def made() -> Any:
+        def made() -> Raw:
             shaped = reply_for(servers, alias, agent, outcome, rewrite, cacheable)
             if isinstance(shaped, Raw):
                 return shaped  # the server's bytes, searched as they came
@@ -224,12 +234,18 @@ async def serve_asked(
 
         return encoded(rid, made, failed)
 
-    def retry(p: Any, responses: Raw | UnsetType, state: Raw | UnsetType) -> Any:
+    def resend(p: Asked, responses: Raw | UnsetType, state: Raw | UnsetType) -> Asked:
         return msgspec.structs.replace(p, inputResponses=responses, requestState=state)
 
-    state, responses = params.requestState, params.inputResponses
     return await askback.serve(
-        agent, req.id, req.method, name, params, state, responses, upstream, shape, retry
+        agent,
+        params,
+        RoundTrip(send=upstream, shape=shape, resend=resend),
+        rid=req.id,
+        method=req.method,
+        name=name,
+        state=params.requestState,
+        responses=params.inputResponses,
     )
 
 
@@ -261,7 +277,7 @@ async def get_prompt(
     caps = agent.upstream_capabilities()
     rounds = 0
 
-    async def upstream(p: surface.GetPromptParams, asker: Any) -> Any:
+    async def upstream(p: surface.GetPromptParams, asker: Asker | None) -> Fetched:
         # Sent again with the agent's answers, it is looked up again first: the prompt
         # may have left the agent's view, or been held, while the agent answered.
         nonlocal rounds

@@ -23,12 +23,13 @@ from ..registry.claims import Budget
 from ..registry.resources import Hold
 from ..registry.scheme import Ambiguous, Routed, Sight, Undecided
 from ..servers.all_servers import AllServers
+from ..servers.askback import Asker
 from .allowance import Allowance
 from .askback_driver import AgentSide, AskBackDriver
 from .callrecords import Seen
 from .list_hints import LIST_RESOURCES
 from .paging import page
-from .prompts import Refused, held_read_error, request_outcome, serve_asked
+from .prompts import Fetched, Refused, held_read_error, request_outcome, serve_asked
 from .rewrite import read_result
 
 # The values and keys an error's data may hold to have the resource it names renamed.
@@ -131,7 +132,7 @@ async def read(
 
     rounds = 0
 
-    async def upstream(p: surface.ReadResourceParams, asker: Any) -> Any:
+    async def upstream(p: surface.ReadResourceParams, asker: Asker | None) -> Fetched:
         # Sent again with the agent's answers, it is routed again first: the resource
         # may have left the agent's view, or been held, while the agent answered.
         nonlocal rounds

@@ -194,7 +194,7 @@ class Router:
 
     async def resume(self, call: Call, agent: Agent, answered: Outcome) -> bytes:
         """A legacy agent's call started without a task (``start``), whose server
-        answered ``input_required`` asking nothing (``askback.sheds``): its rounds go on
+        answered ``input_required`` asking nothing (``askback_rounds.sheds``): its rounds go on
         in a task of its request from that answer, as they would have from the first."""
         return await self.rounds.serve(call, agent, None, answered)
 

@@ -15,10 +15,11 @@ import msgspec
 import pytest
 import trio
 import trio.testing
-from msgspec import UNSET, Raw
+from msgspec import UNSET, Raw, UnsetType
 
 from mcpd.agents.askback import TOKEN_PREFIX, DirectAsker, ParkedAsker
 from mcpd.agents.askback_driver import AgentSide, AskBackDriver, may_be_asked
+from mcpd.agents.askback_rounds import RoundTrip
 from mcpd.servers.askback import NO_ANSWER
 from protocol import jsonrpc as rpc
 from protocol import mcp
@@ -38,7 +39,7 @@ def shape(rid: rpc.Id, outcome: Any) -> bytes:
     return rpc.encode_result(rid, outcome)
 
 
-def no_retry(params: Any, responses: Raw, state: Any) -> Any:
+def no_retry(params: Any, responses: Raw | UnsetType, state: Raw | UnsetType) -> Any:
     raise AssertionError("no modern server here")
 
 
@@ -91,7 +92,14 @@ async def serve(
 ) -> dict[str, Any]:
     with trio.fail_after(5):
         reply = await driver.serve(
-            agent, rid, "tools/call", name, {}, state, responses, server, shape, no_retry
+            agent,
+            {},
+            RoundTrip(send=server, shape=shape, resend=no_retry),
+            rid=rid,
+            method="tools/call",
+            name=name,
+            state=state,
+            responses=responses,
         )
     return decoded(reply)
 
