@@ -126,7 +126,7 @@ class Caller(Protocol):
         ...
 
 
-class _Scheduler(abc.ABC):
+class Admitter(abc.ABC):
     """What a call tells the scheduler that admitted it (``scheduler.CallScheduler``,
     which derives from this: it imports this module)."""
 
@@ -191,7 +191,7 @@ class Call(msgspec.Struct, eq=False):
     session: SessionMark | None = None  # the session it was sent in
     token: str | None = None  # mcpd's progress token for it at the server
     scope: trio.CancelScope | None = None  # a call sent from a task of its own
-    scheduler: _Scheduler | None = None
+    scheduler: Admitter | None = None
     # Whether the server's requests during it go to its asker (a legacy server), and
     # how many of them wait for that agent's answer now (``servers.askback``).
     relays: bool = False

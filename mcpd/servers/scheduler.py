@@ -25,7 +25,7 @@ from protocol.logfields import log_extra
 from transports.errors import SERVER_REPLIES, MalformedReply, TransportError
 
 from .call_failures import failed
-from .calls import Answered, Call, CallEnd, CallHost, Outcome, Unsent, Uses, _Scheduler
+from .calls import Admitter, Answered, Call, CallEnd, CallHost, Outcome, Unsent, Uses
 from .deadlines import Deadlines
 from .ended_asks import End
 from .outage import Outage
@@ -46,7 +46,7 @@ _RESULT: Final = "a tools/call result"
 _ERROR: Final = "a tools/call error"
 
 
-class CallScheduler(_Scheduler):
+class CallScheduler(Admitter):
     def __init__(self, runner: CallHost, limit: int, waiting: QueueBytes | None = None) -> None:
         self.runner = runner
         self.limit = limit

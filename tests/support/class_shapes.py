@@ -1,6 +1,7 @@
-"""Classes as their source shows them, to ask which of them implement a Protocol
-without importing anything: bases by name, methods with how many positional
-arguments they take, attributes set in the class body or on ``self``."""
+"""Classes as their source shows them, to ask which of them implement an interface (a
+Protocol, or an abstract base) without importing anything: bases by name, methods
+with how many positional arguments they take, attributes set in the class body or on
+``self``."""
 
 from __future__ import annotations
 
@@ -23,16 +24,19 @@ class ClassShape:
     """A class as its source shows it: bases, methods (with how many positional
     arguments they take) and attributes (set in its body or on ``self``)."""
 
-    def __init__(self, name: str, where: str, bases: list[str]) -> None:
+    def __init__(self, name: str, where: str, bases: list[str], abstract: bool = False) -> None:
         self.name = name
         self.where = where
         self.bases = bases
+        self.abstract = abstract  # an abstract base: ``abc.ABC``, or of ``abc.ABCMeta``
         self.methods: dict[str, tuple[int, float]] = {}
         self.attributes: set[str] = set()
 
     @classmethod
     def of(cls, node: ast.ClassDef, where: str) -> ClassShape:
-        shape = cls(node.name, where, [name_of(b) for b in node.bases])
+        bases = [name_of(b) for b in node.bases]
+        meta = [name_of(k.value) for k in node.keywords if k.arg == "metaclass"]
+        shape = cls(node.name, where, bases, "ABC" in bases or meta == ["ABCMeta"])
         for item in node.body:
             if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
                 if any(name_of(d) in ("property", "setter") for d in item.decorator_list):
@@ -63,12 +67,17 @@ class ClassShape:
     def is_protocol(self) -> bool:
         return "Protocol" in self.bases
 
+    @property
+    def is_interface(self) -> bool:
+        """A Protocol (implemented by shape) or an abstract base (by descent)."""
+        return self.is_protocol or self.abstract
+
     def members(self) -> set[str]:
         return set(self.methods) | self.attributes
 
 
 class ClassTree:
-    """Every class of some modules, to ask which of them implement a Protocol. Bases
+    """Every class of some modules, to ask which of them implement an interface. Bases
     are found by name, which is loose where two classes share one; a class that
     derives from an implementation is not counted as another one."""
 
@@ -105,6 +114,8 @@ class ClassTree:
     def implements(self, cls: ClassShape, protocol: ClassShape) -> bool:
         if any(a.name == protocol.name for a in self.ancestors(cls)):
             return True
+        if not protocol.is_protocol:
+            return False  # an abstract base is implemented by deriving from it
         need_methods, need_attributes = self.merged(protocol)
         have_methods, have_attributes = self.merged(cls)
         for name, (least, most) in need_methods.items():
@@ -119,20 +130,23 @@ class ClassTree:
         return need_attributes <= have_attributes | set(have_methods)
 
     def implementations(self, protocol: ClassShape) -> list[str]:
-        """The classes that implement ``protocol``, one for each line of descent."""
-        found = [c for c in self.shapes if not c.is_protocol and self.implements(c, protocol)]
+        """The classes that implement ``protocol``, one for each line of descent. An
+        abstract base that derives from another implements none of it yet."""
+        found = [c for c in self.shapes if not c.is_interface and self.implements(c, protocol)]
         return [
             c.where
             for c in found
-            if not any(self.implements(a, protocol) for a in self.ancestors(c) if not a.is_protocol)
+            if not any(
+                self.implements(a, protocol) for a in self.ancestors(c) if not a.is_interface
+            )
         ]
 
     def single_implementations(self) -> dict[str, str]:
-        """Protocol -> its one implementation. A Protocol of ``__call__`` alone types
+        """Interface -> its one implementation. A Protocol of ``__call__`` alone types
         a callback, which functions implement, and is left out."""
         single = {}
         for shape in self.shapes:
-            if shape.is_protocol and set(shape.methods) | shape.attributes != {"__call__"}:
+            if shape.is_interface and set(shape.methods) | shape.attributes != {"__call__"}:
                 found = self.implementations(shape)
                 if len(found) == 1:
                     single[shape.where] = found[0]
