@@ -170,6 +170,20 @@ def test_pure_parts_do_no_io(who: str) -> None:
     assert not wrong, f"{who} must not do I/O:\n" + "\n".join(wrong)
 
 
+# A module past this many lines holds more than one thing to read at once: split it
+# where its meaning parts, not where the count falls.
+MODULE_LINES = 400
+
+
+def test_no_module_is_past_its_length() -> None:
+    long = sorted(
+        f"{name}: {lines} lines"
+        for name, path in MODULES.items()
+        if (lines := len(path.read_text().splitlines())) > MODULE_LINES
+    )
+    assert not long, f"modules past {MODULE_LINES} lines:\n" + "\n".join(long)
+
+
 def test_the_checker_sees_cycles_and_wrong_directions() -> None:
     # A checker that found nothing because it read nothing would pass the tests above.
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

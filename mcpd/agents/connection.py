@@ -28,7 +28,6 @@ from .askback_driver import may_be_asked
 from .askback_rounds import sheds
 from .backend import Lines
 from .batches import Batches
-from .callrecords import AT_LIMIT
 from .dial import COMMAND_LINE
 from .ending import ConnectionEnd
 from .failures import Failures, kind_of
@@ -47,7 +46,8 @@ _OWN_METHODS: Final = "mcpd/"
 
 
 class Dispatcher(abc.ABC):
-    """Where a connection's requests go: ``api.AgentServer``, which imports this module."""
+    """What a connection hands its requests to: the socket API (``api.AgentServer``,
+    which derives from this: it imports this module)."""
 
     router: Router  # where its tools/call go
     failures: Failures  # what a request that raised is answered with, and its log
@@ -98,7 +98,6 @@ class Connection(ConnectionEnd):
         self.stream = stream
         self.session = session
         self.max_inflight = limits.max_inflight_per_connection
-        # What cancels each request in flight: its task's scope, or the call itself.
         self.inflight: dict[rpc.Id, trio.CancelScope | Call] = {}
         self.calls_in_tasks: dict[rpc.Id, Call] = {}  # the tools/call among the tasks
         self.peer = peer
@@ -229,27 +228,6 @@ class Connection(ConnectionEnd):
             if failed is not None:
                 self.send_nowait(*failed)
 
-    def _admit(self, rid: rpc.Id, holds_slot: bool, request: SplicedRequest | rpc.Request) -> bool:
-        """Whether a request may start: its id is free and, if it holds a slot, the agent
-        is under its in-flight limit; otherwise it is answered with an error here, and
-        leaves its audit record if it is a call."""
-        if self.leaving is not None:
-            self.send_nowait(rpc.encode_error(rid, -32000, self.leaving), rid)
-            self.router.records.turned_away(self, request, self.leaving)
-            return False
-        if rid in self.inflight:
-            error = f"id {rid!r} is already in use"
-            self.send_nowait(rpc.encode_error(rid, rpc.INVALID_REQUEST, error))
-            self.router.records.turned_away(self, request)
-            return False
-        if holds_slot and len(self.inflight) >= self.max_inflight:
-            self.faults.refused_at_limit(self.label, self.max_inflight)
-            said = f"too many requests in flight on this connection (limit {self.max_inflight})"
-            self.send_nowait(rpc.encode_error(rid, -32000, said), rid)
-            self.router.records.turned_away(self, request, AT_LIMIT)
-            return False
-        return True
-
     def _call(
         self, rid: rpc.Id, request: SplicedRequest | rpc.Request, nursery: trio.Nursery
     ) -> None:
@@ -345,15 +323,8 @@ class Connection(ConnectionEnd):
                 params = rpc.decode_as(msg.params, mcp.CancelledParams)
             except rpc.InvalidParams:
                 return
-            if params.requestId is UNSET:
-                return
-            handle = self.inflight.get(params.requestId)
-            if isinstance(handle, trio.CancelScope):
-                handle.cancel()  # its task removes it
-            elif handle is not None:
-                self._forget(params.requestId)
-                self._unbatch(params.requestId)
-                self.router.abandon(handle, self)
+            if params.requestId is not UNSET:
+                self._cancelled(params.requestId)
 
     async def _run_request(
         self,

@@ -1,8 +1,11 @@
-"""How an agent's connection ends with requests in flight. The agent hangs up (or sends
-a line over the limit, and is told that nothing after it is read): what it has in
-flight is given up, and what is queued for it still goes out if it can. Its profile is
-removed (``leave``): each request from then on is refused, saying why; those in flight
-are given a grace to be answered, those left then are answered with why, and it closes."""
+"""What an agent's connection has in flight, and how it ends with requests in flight.
+
+A request joins what is in flight if its id is free and the agent is under its limit
+(``_admit``); one the agent cancels is given up. The agent hangs up (or sends a line
+over the limit, and is told that nothing after it is read): what it has in flight is
+given up, and what is queued for it still goes out if it can. Its profile is removed
+(``leave``): each request from then on is refused, saying why; those in flight are
+given a grace to be answered, those left then are answered with why, and it closes."""
 
 from __future__ import annotations
 
@@ -17,9 +20,12 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.framing import Oversized
 from protocol.logfields import log_extra
+from protocol.splice import SplicedRequest
 
 from ..servers.calls import Call
 from .agent import Agent
+from .callrecords import AT_LIMIT
+from .misbehaviour import Misbehaviour
 from .outbox import Outbox
 from .toolcall import Router
 
@@ -90,10 +96,14 @@ def stopped_answer(rid: rpc.Id, call: Call | None, modern: bool) -> bytes:
 
 
 class ConnectionEnd(Agent):
-    """An agent's connection as it ends (``connection.Connection`` derives from this)."""
+    """An agent's connection as what it has in flight, and as it ends
+    (``connection.Connection`` derives from this)."""
 
     router: Router
+    # What cancels each request in flight: its task's scope, or the call itself.
     inflight: dict[rpc.Id, trio.CancelScope | Call]
+    max_inflight: int
+    faults: Misbehaviour
     calls_in_tasks: dict[rpc.Id, Call]
     gone_hooks: list[Callable[[], None]]
     _outbox: Outbox
@@ -117,6 +127,27 @@ class ConnectionEnd(Agent):
     @abc.abstractmethod
     def close(self) -> None: ...
 
+    def _admit(self, rid: rpc.Id, holds_slot: bool, request: SplicedRequest | rpc.Request) -> bool:
+        """Whether a request may start: its id is free and, if it holds a slot, the agent
+        is under its in-flight limit; otherwise it is answered with an error here, and
+        leaves its audit record if it is a call."""
+        if self.leaving is not None:
+            self.send_nowait(rpc.encode_error(rid, -32000, self.leaving), rid)
+            self.router.records.turned_away(self, request, self.leaving)
+            return False
+        if rid in self.inflight:
+            error = f"id {rid!r} is already in use"
+            self.send_nowait(rpc.encode_error(rid, rpc.INVALID_REQUEST, error))
+            self.router.records.turned_away(self, request)
+            return False
+        if holds_slot and len(self.inflight) >= self.max_inflight:
+            self.faults.refused_at_limit(self.label, self.max_inflight)
+            said = f"too many requests in flight on this connection (limit {self.max_inflight})"
+            self.send_nowait(rpc.encode_error(rid, -32000, said), rid)
+            self.router.records.turned_away(self, request, AT_LIMIT)
+            return False
+        return True
+
     async def _hung_up(self, oversized: Oversized | None) -> None:
         """The agent hung up, or sent a line over the limit (``oversized``): it is told
         why nothing after that line is read, and what it has in flight is given up."""
@@ -137,15 +168,29 @@ class ConnectionEnd(Agent):
         if not self.inflight and self._settled is not None:
             self._settled.set()
 
+    def _cancelled(self, rid: rpc.Id) -> None:
+        """The agent cancelled ``rid``: a call is forgotten now and given up; a task is
+        cancelled, and forgets it as it ends."""
+        handle = self.inflight.get(rid)
+        if isinstance(handle, Call):
+            self._forget(rid)
+            self._outbox.unbatch(rid)
+        if handle is not None:
+            self._give_up(handle)
+
     def _let_go(self) -> None:
-        """Its requests in flight end: calls are cancelled (their servers are told, each
-        leaves its record), and the tasks of the rest too."""
+        """Its requests in flight end: each is given up."""
         inflight, self.inflight = self.inflight, {}
         for handle in inflight.values():
-            if isinstance(handle, trio.CancelScope):
-                handle.cancel()
-            else:
-                self.router.abandon(handle, self)
+            self._give_up(handle)
+
+    def _give_up(self, handle: trio.CancelScope | Call) -> None:
+        """A request in flight ends unanswered: a call is cancelled (its server is told,
+        it leaves its record), and a task of its own too."""
+        if isinstance(handle, trio.CancelScope):
+            handle.cancel()
+        else:
+            self.router.abandon(handle, self)
 
     def stopping(self) -> None:
         """mcpd stops: each request in flight is answered now, before the connection
