@@ -38,7 +38,7 @@ SendRound = Callable[[Req, Asker | None], Awaitable[Out]]
 Resend = Callable[[Req, Raw | UnsetType, Raw | UnsetType], Req]
 # (the reply's id, what the request came to, or mcpd's error ending its rounds) -> the
 # agent's reply line
-Shape = Callable[[rpc.Id, Out | rpc.RPCError], bytes]
+ShapeReply = Callable[[rpc.Id, Out | rpc.RPCError], bytes]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +46,7 @@ class RoundTrip(Generic[Req, Out]):
     """How one kind of request goes to its server and back, round after round."""
 
     send: SendRound[Req, Out]
-    shape: Shape[Out]
+    shape: ShapeReply[Out]
     resend: Resend[Req]
 
 
