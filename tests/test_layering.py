@@ -370,8 +370,8 @@ def test_no_any_crosses_the_seam() -> None:
 # rule needs: the inner layer declares what it uses of an outer one it may not import,
 # and the outer one implements it. Each entry: interface -> the rule it serves.
 LAYER_INTERFACES = {
-    "transports.base.AuthHook": "transports know nothing of the daemon (its OAuth logins)",
-    "mcpd.servers.calls.QueuedCheck": "servers never know about agents (whose rules recheck)",
+    "transports.base.AuthHook": "transports move messages and know nothing of the daemon",
+    "mcpd.servers.calls.QueuedCheck": "servers never know about agents",
     "mcpd.registry.scheme.Sight": "the resource table is below the profiles' views of it",
     "mcpd.agents.backend.Control": "the daemon wires the agent side, which never imports it",
 }
@@ -381,7 +381,7 @@ LAYER_INTERFACES = {
 SINGLE_IMPLEMENTATION = {
     "mcpd.agents.authapi._Api",
     "mcpd.agents.backend.LineSink",
-    "mcpd.agents.agent.Agent",  # Connection; and the stand-in agents of tests/support
+    "mcpd.agents.agent.Agent",  # ending.Ending; tests/support has stand-in agents too
     "mcpd.agents.connection.Dispatcher",  # api.AgentServer
     "mcpd.servers.calls.Admitter",  # scheduler.CallScheduler
     "mcpd.servers.calls.CallHost",  # server_parts.ServerParts
