@@ -10,12 +10,12 @@ import pytest
 from msgspec import Raw
 
 from mcpd.config.load import parse
-from mcpd.servers.calls import Call, CallLimits, CallRefused, _Scheduler
+from mcpd.servers.calls import Admitter, Call, CallLimits, CallRefused
 from mcpd.servers.outage import Outage
 from tests.support.calls import a_call
 
 
-class Told(_Scheduler):
+class Told(Admitter):
     """A scheduler that only keeps what its calls tell it."""
 
     def __init__(self) -> None:
