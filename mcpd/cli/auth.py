@@ -83,11 +83,18 @@ def cmd_status(args: argparse.Namespace) -> int:
 # -- logout --
 
 
+_FORGOT = (
+    "the client mcpd registered with its authorization server is forgotten, "
+    "and the next login registers a new one"
+)
+
+
 def cmd_logout(args: argparse.Namespace) -> int:
     with client_for(args) as client:
         out = ask(client, "mcpd/auth/logout", {"server": args.server}, code=False)
     if not out.get("had_tokens"):
-        print(f"{args.server}: was not logged in")
+        forgot = out.get("forgot_client")
+        print(f"{args.server}: was not logged in" + ("; " + _FORGOT if forgot else ""))
     elif out.get("problem"):
         problem = ascii_hosts(visible(out["problem"]))
         print(f"{args.server}: logged out; revoking the tokens failed: {problem}")

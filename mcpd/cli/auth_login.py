@@ -228,7 +228,13 @@ async def _login(args: argparse.Namespace) -> int:
     if failed:
         print(f"mcpd: the login failed: {ascii_hosts(visible(failed[-1]))}", file=sys.stderr)
     else:
-        print(f"mcpd: no redirect came back within {args.timeout:g} s", file=sys.stderr)
+        print(
+            f"mcpd: no redirect came back within {args.timeout:g} s (if the authorization "
+            "server's page said it does not know the client, `mcpd auth logout "
+            f"{alias}` forgets the client mcpd registered there, and the next login "
+            "registers a new one)",
+            file=sys.stderr,
+        )
     return EXIT_FAILED
 
 

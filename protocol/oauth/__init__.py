@@ -42,6 +42,7 @@ from .authorize import (
 from .challenge import BearerChallenge, Challenge, bearer_challenge, parse_www_authenticate
 from .discovery import Discovery, DiscoveryResult, DiscoveryState
 from .errors import (
+    CLIENT_REFUSED,
     AuthorizationDenied,
     BlockedUrl,
     NoAuthorizationMetadata,
@@ -84,6 +85,7 @@ from .tokens import (
 from .urls import canonical_resource
 
 __all__ = [
+    "CLIENT_REFUSED",
     "Action",
     "AuthorizationCode",
     "AuthorizationDenied",

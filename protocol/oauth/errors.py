@@ -9,7 +9,12 @@ change. No message ever carries a token, a secret, a code or a PKCE verifier.
 
 from __future__ import annotations
 
+from typing import Final
+
 from ..visible import quote
+
+# The RFC 6749 codes that refuse the client itself rather than what it asked for.
+CLIENT_REFUSED: Final = ("invalid_client", "unauthorized_client")
 
 
 class OAuthError(Exception):
@@ -78,8 +83,10 @@ class TokenEndpointError(OAuthError):
 
     ``error`` is the RFC 6749 §5.2 code when the server sent one. ``needs_login``
     says that the grant itself is gone (an expired or revoked refresh token, a
-    code already used), so only a new interactive login helps; otherwise the
-    request may succeed later or after a configuration change.
+    code already used), so only a new interactive login helps; ``client_refused``
+    that the server does not accept the client at all (it never knew it, or has
+    forgotten a registration); otherwise the request may succeed later or after a
+    configuration change.
     """
 
     def __init__(
@@ -101,6 +108,10 @@ class TokenEndpointError(OAuthError):
     @property
     def needs_login(self) -> bool:
         return self.error == "invalid_grant"
+
+    @property
+    def client_refused(self) -> bool:
+        return self.error in CLIENT_REFUSED
 
 
 class StepUpLimit(OAuthError):

@@ -178,6 +178,11 @@ class AuthorizationFlow:
     def discovery(self) -> DiscoveryResult | None:
         return self._result
 
+    @property
+    def registration(self) -> ClientRegistration | None:
+        """The client identity the authorization is made with, once known."""
+        return self._registration
+
     def next_action(self) -> Action:
         if self.state is FlowState.FAILED:
             raise OAuthUsageError(f"the authorization failed: {self._failure}")

@@ -236,8 +236,8 @@ class ServerAuth(AuthState, AuthHook):
         if refused or tokens.expired(self.clock()):
             self.creds.drop_tokens()
             await self.save()
-            if self._grant_gone:
-                raise self.lost(_GRANT_GONE)
+            if self._refresh_lost is not None:
+                raise self.lost(self._refresh_lost)
             raise self.lost(
                 "the server no longer accepts mcpd's access token (it expired or was "
                 "revoked) and there is no refresh token"
@@ -258,11 +258,13 @@ class ServerAuth(AuthState, AuthHook):
                 server, reg, tokens, policy, key=self.creds.client.signing_key
             )
         except TokenEndpointError as exc:
+            if exc.client_refused:
+                raise await self.client_refused(reg, exc) from None
             if not exc.needs_login:
                 raise AuthFailed(f"cannot refresh the access token: {exc}") from None
             if not refused and not tokens.expired(self.clock()):
                 # The grant is gone, but the access token still works for a while.
-                self._grant_gone = True
+                self._refresh_lost = _GRANT_GONE
                 self.creds.drop_refresh_token()
                 await self.save()
                 logger.warning(

@@ -202,6 +202,29 @@ class Credentials:
         if tokens is not None and tokens.refresh_token is not None:
             self.replace_tokens(msgspec.structs.replace(tokens, refresh_token=None))
 
+    def forget_registered_client(self, issuer: str | None = None) -> str | None:
+        """Drop the client mcpd registered at ``issuer`` (None: the one in use) and the
+        tokens issued to it, so that the next login there registers anew: the client
+        id it had, or None when there is no client mcpd registered (a configured one is
+        the person's to change)."""
+        entry = self.record.issuers.get(issuer or self.record.issuer or "")
+        reg = entry.registration if entry is not None else None
+        if entry is None or reg is None or reg.source != "dynamic":
+            return None
+        entry.tokens = None
+        entry.registration = None
+        return reg.client_id
+
+    def forget_registered_clients(self) -> list[str]:
+        """Drop every client mcpd registered, at any issuer; their client ids."""
+        dropped = []
+        for entry in self.record.issuers.values():
+            reg = entry.registration
+            if reg is not None and reg.source == "dynamic":
+                entry.registration = None
+                dropped.append(reg.client_id)
+        return dropped
+
     def moved(self, discovery: DiscoveryResult) -> None:
         """The server now names another authorization server: everything of the old
         one is void (its client id must not be shown to the new one)."""

@@ -24,7 +24,9 @@ import trio
 
 from protocol.logfields import log_extra
 from protocol.oauth import (
+    CLIENT_REFUSED,
     Action,
+    AuthorizationDenied,
     AuthorizationFlow,
     Authorized,
     BearerChallenge,
@@ -201,9 +203,16 @@ class Login:
             with trio.CancelScope(shield=True):
                 action = await self._drive(flow, await auth.policy())
         except (TransportError, OAuthError) as exc:
+            said = exc.refused if isinstance(exc, TokenEndpointError) else why(exc)
+            refusal = await self._client_refusal(flow, exc)
+            if isinstance(exc, TokenEndpointError) and refusal is not None:
+                # The token endpoint refuses the client whatever code it is sent.
+                self._pending = None
+                raise LoginError(f"{said}; {refusal}") from None
             flow.await_another_redirect()
             # Not "a new login is needed": this one goes on.
-            said = exc.refused if isinstance(exc, TokenEndpointError) else why(exc)
+            if refusal is not None:
+                said += f"; {refusal}"
             raise RedirectFailed(f"that redirect did not log in: {said}") from None
         if self._pending is pending:  # not a newer login begun meanwhile
             self._pending = None
@@ -211,6 +220,30 @@ class Login:
         requested = flow.pending.scopes if flow.pending is not None else None
         async with auth.lock:
             await auth.adopt(action.result, requested)
+
+    async def _client_refusal(self, flow: AuthorizationFlow, exc: Exception) -> str | None:
+        """What to do when the authorization server refused the client itself (None:
+        it refused something else). A client mcpd registered is forgotten, so that the
+        next login registers a new one; a configured one is named for the person."""
+        if not isinstance(exc, TokenEndpointError | AuthorizationDenied):
+            return None
+        reg, issuer = flow.registration, flow.pending.issuer if flow.pending else None
+        if exc.error not in CLIENT_REFUSED or reg is None:
+            return None
+        auth = self.auth
+        if reg.source != "dynamic":
+            return (
+                f"the authorization server refuses the client id {shown(reg.client_id)}; "
+                f"check the client_id in [servers.{auth.alias}.auth] of mcpd's configuration"
+            )
+        async with auth.lock:
+            if auth.creds.forget_registered_client(issuer) is not None:
+                await auth.save()
+        return (
+            "the authorization server does not accept the client mcpd registered with it, "
+            f"so mcpd forgot that client: run `mcpd auth login {auth.alias}` again to "
+            "register a new one"
+        )
 
     async def logout(self) -> dict[str, Any]:
         """Forget the tokens, revoking them first where the server offers it."""
@@ -221,9 +254,14 @@ class Login:
             auth.forget_wanted()
             creds = auth.creds
             if not creds.has_tokens_saved():
-                # Nothing to forget: a server that never needed a login keeps working
-                # (going on would put it in needs_login, which no login could then end).
-                return {"had_tokens": False, "revoked": [], "problem": None}
+                # No tokens to forget: a server that never needed a login keeps working (going on
+                # would put it in needs_login, which no login could then end). A client mcpd
+                # registered is forgotten all the same, for a server that no longer knows it.
+                forgot = creds.forget_registered_clients()
+                if forgot:
+                    await auth.save()
+                said = {"had_tokens": False, "revoked": [], "problem": None}
+                return {**said, "forgot_client": bool(forgot)}
             tokens, server, reg = creds.tokens, creds.server, creds.registration()
             revoked: list[str] = []
             problem: str | None = None
@@ -236,10 +274,14 @@ class Login:
                 else:
                     revoked, problem = await revoke(auth.http, tokens, server, reg, policy, key)
             creds.drop_all_tokens()
+            # The next login registers anew: a client the authorization server forgot
+            # would otherwise be shown to it again, and that login stop at its error page.
+            forgot = creds.forget_registered_clients()
             await auth.save()
             if auth.kind != "client_credentials":
                 auth.lost("logged out")
-        return {"had_tokens": True, "revoked": revoked, "problem": problem}
+        said = {"had_tokens": True, "revoked": revoked, "problem": problem}
+        return {**said, "forgot_client": bool(forgot)}
 
     def status(self) -> dict[str, Any]:
         return {**self.auth.status(), "login_pending": self.pending}

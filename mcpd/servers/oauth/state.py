@@ -26,13 +26,16 @@ from protocol.logfields import log_extra
 from protocol.oauth import (
     AuthorizationResult,
     BearerChallenge,
+    ClientRegistration,
     FetchPolicy,
     OAuthError,
     ScopeState,
+    TokenEndpointError,
     check_scopes,
 )
 from protocol.oauth.ssrf import AddressClass, parse_address, standing
 from protocol.urls import display_url
+from protocol.visible import quote
 from transports.http.oauth_client import OAuthHttp
 
 from ...config.servertable import ServerConfig
@@ -96,7 +99,9 @@ class AuthState:
         self._wanted: tuple[str, ...] | None = None  # the union a step-up asks for
         self._told_shared: set[str] = set()  # issuers whose shared redirect was logged
         self._retry_early_at = 0.0
-        self._grant_gone = False  # the refresh token was refused; the access token lives on
+        # Why the refresh token was dropped while the access token lives on (None: it
+        # was not): what the login asked for at its expiry says.
+        self._refresh_lost: str | None = None
         # Grows by one as each renewal starts and as it ends: odd while one runs. Who
         # waited through a renewal can tell (``ServerAuth``), and so can a probe that
         # waited for a token rather than for the server (``health``).
@@ -181,7 +186,7 @@ class AuthState:
     async def adopt(self, result: AuthorizationResult, requested: tuple[str, ...] | None) -> None:
         self.creds.adopt(result)
         self.set_aside = None
-        self._grant_gone = False
+        self._refresh_lost = None
         self._scopes = self._scopes.authorized(requested)
         self._wanted = None
         await self.save()
@@ -230,6 +235,33 @@ class AuthState:
 
     def lost(self, why: str) -> LoginRequired:
         return self._login_needed(f"{why}; run `mcpd auth login {self.alias}`")
+
+    async def client_refused(
+        self, reg: ClientRegistration, exc: TokenEndpointError
+    ) -> LoginRequired | AuthFailed:
+        """The authorization server refuses mcpd's client itself: a client mcpd
+        registered there is forgotten with its tokens, and the login that registers
+        a new one is asked for; a configured one is the person's to fix."""
+        if reg.source != "dynamic":
+            return AuthFailed(
+                f"cannot refresh the access token: {exc.refused}; the authorization server "
+                f"refuses the client id {quote(reg.client_id)} that mcpd's configuration names "
+                f"(client_id in [servers.{self.alias}.auth]): check that it is still "
+                "registered there, with that secret"
+            )
+        self.creds.forget_registered_client()
+        await self.save()
+        logger.warning(
+            "%s: the authorization server refuses the client %s mcpd registered with it; "
+            "that client and its tokens are forgotten, and the next login registers a new one",
+            self.alias,
+            quote(reg.client_id),
+            extra=log_extra(self.alias, "client_refused", exc.error),
+        )
+        return self.lost(
+            f"the authorization server no longer accepts the client mcpd registered with it: "
+            f"{exc.refused}; mcpd forgot that client, and the next login registers a new one"
+        )
 
     def unclear_refusal(self, challenge: BearerChallenge | None) -> LoginRequired:
         """A 401 that does not say the server does OAuth (no metadata named): it may

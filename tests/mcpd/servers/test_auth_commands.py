@@ -298,6 +298,7 @@ async def test_logging_out_revokes_and_holds_the_server_for_a_login(
             "had_tokens": True,
             "revoked": ["refresh_token", "access_token"],
             "problem": None,
+            "forgot_client": True,
         }
         await trio.testing.wait_all_tasks_blocked()
         assert d.runner("web").state == "needs_login"
@@ -306,4 +307,5 @@ async def test_logging_out_revokes_and_holds_the_server_for_a_login(
             "had_tokens": False,
             "revoked": [],
             "problem": None,
+            "forgot_client": False,
         }

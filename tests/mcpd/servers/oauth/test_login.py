@@ -340,6 +340,7 @@ async def test_logging_out_revokes_both_tokens_forgets_them_and_holds_the_server
         "had_tokens": True,
         "revoked": ["refresh_token", "access_token"],
         "problem": None,
+        "forgot_client": True,
     }
     revoked = [world.form(r) for r in world.sent_to(world.metadata["revocation_endpoint"])]
     assert [r["token"] for r in revoked] == ["rt-1", "at-1"]
@@ -369,7 +370,7 @@ async def test_logging_out_without_revocation_offered_only_forgets(
     login, _ = login_for(tmp_path, world, clock)
     await log_in(login, world)
     said = await login.logout()
-    assert said == {"had_tokens": True, "revoked": [], "problem": None}
+    assert said == {"had_tokens": True, "revoked": [], "problem": None, "forgot_client": True}
     assert login.auth.creds.tokens is None
 
 
@@ -379,6 +380,6 @@ async def test_logging_out_of_a_server_never_logged_in_to_leaves_it_serving(
     login, _ = login_for(tmp_path, world, clock)
     await begun(login)
     said = await login.logout()
-    assert said == {"had_tokens": False, "revoked": [], "problem": None}
+    assert said == {"had_tokens": False, "revoked": [], "problem": None, "forgot_client": False}
     assert login.auth.needs_login is None
     assert not login.pending  # a login begun before is abandoned

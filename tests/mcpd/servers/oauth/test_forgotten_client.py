@@ -1,0 +1,186 @@
+"""A client the authorization server refuses as such (``invalid_client``,
+``unauthorized_client``): one mcpd registered is forgotten with its tokens, so that the
+next login registers anew; one the configuration names is kept and named as the thing
+to check. Logging out forgets the clients mcpd registered too."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import pytest
+
+from mcpd.servers.oauth import AuthFailed, LoginError, LoginRequired, RedirectFailed
+from mcpd.servers.oauth.auth import ServerAuth
+from mcpd.servers.oauth.login import Login
+from tests.support.oauth_fake import FakeWorld
+from tests.support.oauth_world import REDIRECT, Clock, log_in, server_auth, unauthorized
+
+PRM = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
+CHALLENGE = f'Bearer resource_metadata="{PRM}"'
+
+
+@pytest.fixture
+def world() -> FakeWorld:
+    return FakeWorld()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+def registrations(world: FakeWorld) -> int:
+    return len(world.sent_to(world.metadata["registration_endpoint"]))
+
+
+def forget_clients(world: FakeWorld, error: str = "invalid_client") -> None:
+    world.token_status = 401 if error == "invalid_client" else 400
+    world.token = {"error": error, "error_description": "client is invalid"}
+
+
+async def saved_client(tmp_path: Path, world: FakeWorld, clock: Clock) -> str | None:
+    """The client id a restarted daemon would find in the saved login."""
+    again, _ = server_auth(tmp_path, world, clock)
+    await again.load()
+    reg = again.creds.registration()
+    return reg.client_id if reg is not None else None
+
+
+@pytest.mark.parametrize("error", ["invalid_client", "unauthorized_client"])
+async def test_a_refused_registered_client_is_forgotten_and_a_login_registers_anew(
+    tmp_path: Path, world: FakeWorld, clock: Clock, error: str
+) -> None:
+    auth, _ = server_auth(tmp_path, world, clock)
+    await log_in(Login(auth), world)
+    assert registrations(world) == 1
+    good = dict(world.token)
+    forget_clients(world, error)
+    with pytest.raises(LoginRequired) as caught:
+        await auth.refused(unauthorized(CHALLENGE), "Bearer at-1")
+    assert caught.value.reason.startswith(
+        "the authorization server no longer accepts the client mcpd registered with it"
+    )
+    assert auth.status()["state"] == "needs_login"
+    assert auth.creds.tokens is None and auth.creds.registration() is None
+    assert await saved_client(tmp_path, world, clock) is None
+    world.token_status, world.token = 200, good
+    world.registration = {"client_id": "dyn-client-2"}
+    await log_in(Login(auth), world)
+    assert registrations(world) == 2
+    assert world.authorize_queries[-1]["client_id"] == "dyn-client-2"
+    assert auth.status()["state"] == "logged_in"
+
+
+async def test_an_early_refresh_refused_for_the_client_asks_for_a_login_at_once(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    auth, _ = server_auth(tmp_path, world, clock)
+    await log_in(Login(auth), world)
+    forget_clients(world)
+    clock.now += 3600 - 30
+    with pytest.raises(LoginRequired):
+        await auth.authorization()
+    assert auth.status()["state"] == "needs_login"
+
+
+async def test_a_refused_configured_client_is_kept_and_named_as_the_thing_to_check(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    auth, _ = server_auth(tmp_path, world, clock, auth={"client_id": "by-hand"})
+    await log_in(Login(auth), world)
+    forget_clients(world)
+    with pytest.raises(AuthFailed) as caught:
+        await auth.refused(unauthorized(CHALLENGE), "Bearer at-1")
+    assert caught.value.reason.endswith(
+        'the authorization server refuses the client id "by-hand" that mcpd\'s configuration '
+        "names (client_id in [servers.srv.auth]): check that it is still registered there, "
+        "with that secret"
+    )
+    assert auth.needs_login is None
+    assert await saved_client(tmp_path, world, clock) == "by-hand"
+
+
+async def test_a_code_exchange_refused_for_the_client_ends_the_login_and_forgets_it(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    auth, _ = server_auth(tmp_path, world, clock)
+    login = Login(auth)
+    await log_in(login, world)
+    await login.logout()
+    world.registration = {"client_id": "dyn-client"}  # the same id, registered again
+    begun = await login.begin(REDIRECT)
+    assert begun is not None
+    url, login_id = begun
+    forget_clients(world)
+    with pytest.raises(LoginError) as caught:
+        await login.finish(login_id, world.authorize(url))
+    assert not isinstance(caught.value, RedirectFailed) and not login.pending
+    assert str(caught.value).endswith(
+        "the authorization server does not accept the client mcpd registered with it, so mcpd "
+        "forgot that client: run `mcpd auth login srv` again to register a new one"
+    )
+
+
+async def test_a_redirect_refusing_the_client_forgets_it_and_the_login_waits_on(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    auth, _ = server_auth(tmp_path, world, clock)
+    login = Login(auth)
+    await log_in(login, world)
+    # The access token expires unrefreshed; the stored client is offered again.
+    auth.creds.drop_tokens()
+    begun = await login.begin(REDIRECT)
+    assert begun is not None
+    url, login_id = begun
+    asked = {k: v[0] for k, v in parse_qs(urlsplit(url).query).items()}
+    state = asked["state"]
+    refused = f"{asked['redirect_uri']}?" + urlencode(
+        {"error": "unauthorized_client", "state": state, "iss": world.issuer}
+    )
+    with pytest.raises(RedirectFailed) as caught:
+        await login.finish(login_id, refused)
+    assert "run `mcpd auth login srv` again to register a new one" in str(caught.value)
+    assert login.pending
+    assert await saved_client(tmp_path, world, clock) is None
+
+
+async def logged_in(tmp_path: Path, world: FakeWorld, clock: Clock, **server: object) -> Login:
+    auth: ServerAuth
+    auth, _ = server_auth(tmp_path, world, clock, **server)
+    login = Login(auth)
+    await log_in(login, world)
+    return login
+
+
+async def test_logging_out_forgets_the_client_mcpd_registered(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    login = await logged_in(tmp_path, world, clock)
+    said = await login.logout()
+    assert said["forgot_client"] is True
+    assert await saved_client(tmp_path, world, clock) is None
+    await log_in(login, world)
+    assert registrations(world) == 2
+
+
+async def test_logging_out_without_tokens_still_forgets_the_client_mcpd_registered(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    login = await logged_in(tmp_path, world, clock)
+    login.auth.creds.drop_tokens()
+    await login.auth.save()
+    said = await login.logout()
+    assert said == {"had_tokens": False, "revoked": [], "problem": None, "forgot_client": True}
+    assert await saved_client(tmp_path, world, clock) is None
+
+
+async def test_logging_out_keeps_a_configured_client(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    login = await logged_in(tmp_path, world, clock, auth={"client_id": "by-hand"})
+    said = await login.logout()
+    assert said["forgot_client"] is False
+    await log_in(login, world)
+    assert registrations(world) == 0
+    assert world.authorize_queries[-1]["client_id"] == "by-hand"
