@@ -30,7 +30,7 @@ LOGIN_TIMEOUT = 600.0  # seconds to wait for the browser
 # -- status --
 
 
-def _local(iso: str | None) -> str:
+def expiry_time(iso: str | None) -> str:
     if not iso:
         return "-"
     try:
@@ -52,7 +52,7 @@ def render_status(servers: list[dict[str, Any]]) -> str:
         return "no HTTP servers"
     lines = [f"{'SERVER':<16} {'LOGIN':<14} {'EXPIRES':<21} {'ISSUER':<32} SCOPES"]
     for s in servers:
-        expires = _local(s.get("expires_at"))
+        expires = expiry_time(s.get("expires_at"))
         if s.get("refreshable"):
             expires += " (r)"
         scopes = visible(" ".join(s.get("scopes") or []) or "-")
@@ -63,6 +63,8 @@ def render_status(servers: list[dict[str, Any]]) -> str:
         )
         if s.get("needs_login"):
             lines.append(f"{'':<16} {ascii_hosts(visible(s['needs_login']))}")
+        elif s.get("logged_in") and not s.get("refreshable") and s["type"] == "oauth":
+            lines.append(f"{'':<16} no refresh token: a new login is needed once it expires")
     if any(s.get("refreshable") for s in servers):
         lines.append("(r): mcpd refreshes it before it expires")
     return "\n".join(lines)

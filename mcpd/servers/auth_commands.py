@@ -82,7 +82,13 @@ class Logins:
             raise rpc.RPCError(REFUSED, f"{alias}: {exc}", {"login": "waiting"}) from None
         except LoginError as exc:
             raise _refused(f"{alias}: {exc}") from None
-        return await self._outcome(runner, before)
+        out = await self._outcome(runner, before)
+        if not login.renewable():
+            # The person is still at the terminal: the one moment to say the login
+            # ends with its access token.
+            out["refreshable"] = False
+            out["expires_at"] = login.auth.status().get("expires_at")
+        return out
 
     async def logout(self, alias: str) -> dict[str, object]:
         sup = self._supervisor

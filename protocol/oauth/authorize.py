@@ -109,6 +109,7 @@ def authorization_url(
     state: str,
     resource: str,
     scope: str | None,
+    prompt: str | None = None,
 ) -> str:
     if "#" in endpoint:
         raise OAuthProtocolError(f"authorization endpoint {shown(endpoint)} has a fragment")
@@ -122,6 +123,8 @@ def authorization_url(
     ]
     if scope:
         params.append(("scope", scope))
+    if prompt:
+        params.append(("prompt", prompt))
     params.append(("resource", resource))
     joiner = "&" if urlsplit(endpoint).query else "?"
     return endpoint + joiner + urlencode(params)

@@ -53,7 +53,13 @@ from .registration import (
     registration_request,
     select_identity,
 )
-from .scopes import adjust_offline_access, check_scopes, initial_scopes, scope_param
+from .scopes import (
+    adjust_offline_access,
+    check_scopes,
+    initial_scopes,
+    prompt_param,
+    scope_param,
+)
 from .secret import Secret
 from .ssrf import FetchPolicy, is_loopback_host
 from .tokens import (
@@ -357,6 +363,7 @@ class AuthorizationFlow:
             state=state,
             resource=result.resource,
             scope=scope_param(scopes),
+            prompt=prompt_param(scopes),
         )
         self.pending = PendingAuthorization(
             url=url,

@@ -7,7 +7,9 @@ challenge if there is one, else every scope in the resource metadata's
 ``offline_access`` (for a refresh token) is added only when the authorization
 server lists it in its own ``scopes_supported``, and only to a request that names
 scopes anyway: asking for nothing but ``offline_access`` would change what a
-server grants by default. It is removed when the server's list lacks it.
+server grants by default. It is removed when the server's list lacks it. A request
+that asks for it also asks for ``prompt=consent``: OpenID Connect Core §11 has a
+provider ignore ``offline_access`` without it, and issue no refresh token.
 
 Step-up (403 with ``error="insufficient_scope"``): the new request is the union of
 what was asked for before and what the challenge names, so permissions for other
@@ -78,6 +80,11 @@ def adjust_offline_access(
 
 def scope_param(scopes: tuple[str, ...] | None) -> str | None:
     return " ".join(scopes) if scopes else None
+
+
+def prompt_param(scopes: tuple[str, ...] | None) -> str | None:
+    """The ``prompt`` an authorization request for ``scopes`` carries (None: none)."""
+    return "consent" if OFFLINE_ACCESS in (scopes or ()) else None
 
 
 class ScopeState(msgspec.Struct, frozen=True):

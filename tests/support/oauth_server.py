@@ -31,6 +31,10 @@ def _s256(verifier: str) -> str:
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
+def _consented_offline(query: dict[str, str]) -> bool:
+    return "offline_access" in query.get("scope", "").split() and query.get("prompt") == "consent"
+
+
 class OAuthServer:
     def __init__(self) -> None:
         self._http: HttpServer | None = None
@@ -43,9 +47,13 @@ class OAuthServer:
         self.prm_redirect = False  # answer the path-based resource metadata with a 302
         self.metadata_extra: dict[str, Any] = {}
         self.expires_in = 3600
+        # As an OpenID provider: a refresh token only for an authorization request that
+        # asked for offline_access with prompt=consent (OpenID Connect Core §11).
+        self.refresh_needs_consent = False
         # What happened.
         self.challenges: dict[str, str] = {}  # state -> code_challenge
         self.codes: dict[str, dict[str, str]] = {}
+        self.codes_asked: list[dict[str, str]] = []  # every authorization request's query
         self.issued: list[str] = []
         self.live_refresh: set[str] = set()  # refresh tokens rotate: each works once
         self.spent_refresh: set[str] = set()
@@ -140,6 +148,7 @@ class OAuthServer:
         query = {k: v[0] for k, v in parse_qs(urlsplit(req.target).query).items()}
         code = f"code-{next(self._serial)}"
         self.codes[code] = query
+        self.codes_asked.append(query)
         redirect = query["redirect_uri"]
         params = urlencode({"code": code, "state": query["state"], "iss": self.base})
         await respond.reply(302, headers=[("Location", f"{redirect}?{params}")])
@@ -172,8 +181,10 @@ class OAuthServer:
             await respond.json({"error": "invalid_client"}, 401)
             return
         grant = form.get("grant_type")
+        offline = True
         if grant == "authorization_code":
             query = self.codes.pop(form.get("code", ""), None)
+            offline = query is not None and _consented_offline(query)
             problems = []
             if query is None:
                 problems.append("unknown code")
@@ -207,16 +218,15 @@ class OAuthServer:
         # As long as a real token: mcpd masks none that could be a word.
         access, refresh = f"access-{n}-{_DRAWN}", f"refresh-{n}-{_DRAWN}"
         self.issued.append(access)
-        self.live_refresh.add(refresh)
-        await self._answer_tokens(
-            respond,
-            {
-                "access_token": access,
-                "token_type": "Bearer",
-                "expires_in": self.expires_in,
-                "refresh_token": refresh,
-            },
-        )
+        answer: dict[str, Any] = {
+            "access_token": access,
+            "token_type": "Bearer",
+            "expires_in": self.expires_in,
+        }
+        if offline or not self.refresh_needs_consent:
+            self.live_refresh.add(refresh)
+            answer["refresh_token"] = refresh
+        await self._answer_tokens(respond, answer)
 
     async def _answer_tokens(self, respond: Responder, answer: dict[str, Any]) -> None:
         """The token response, once its tokens are recorded as issued."""

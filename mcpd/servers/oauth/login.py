@@ -283,6 +283,16 @@ class Login:
         said = {"had_tokens": True, "revoked": revoked, "problem": problem}
         return {**said, "forgot_client": bool(forgot)}
 
+    def renewable(self) -> bool:
+        """Whether mcpd can renew the login it holds without the person: a refresh
+        token, or a machine identity (True too when it holds none)."""
+        tokens = self.auth.creds.tokens
+        return (
+            tokens is None
+            or tokens.refresh_token is not None
+            or self.auth.kind == "client_credentials"
+        )
+
     def status(self) -> dict[str, Any]:
         return {**self.auth.status(), "login_pending": self.pending}
 

@@ -509,6 +509,20 @@ def test_offline_access_only_when_the_authorization_server_lists_it() -> None:
     assert world.authorize_queries[0]["scope"] == "mcp:basic"
 
 
+def test_a_request_for_offline_access_asks_for_consent_as_openid_connect_needs() -> None:
+    world = FakeWorld()
+    world.prm["scopes_supported"] = ["mcp:basic"]
+    world.metadata["scopes_supported"] = ["mcp:basic", "offline_access"]
+    drive(make_flow(world), world)
+    assert world.authorize_queries[0]["prompt"] == "consent"
+
+    # Without offline_access nothing changes how the server asks the person.
+    world = FakeWorld()
+    world.prm["scopes_supported"] = ["mcp:basic"]
+    drive(make_flow(world), world)
+    assert "prompt" not in world.authorize_queries[0]
+
+
 def test_step_up_asks_for_the_given_union_and_reuses_the_client() -> None:
     world = FakeWorld()
     first = drive(make_flow(world), world)
