@@ -94,19 +94,40 @@ _FORGOT = (
 def cmd_logout(args: argparse.Namespace) -> int:
     with client_for(args) as client:
         out = ask(client, "mcpd/auth/logout", {"server": args.server}, code=False)
-    if not out.get("had_tokens"):
-        forgot = out.get("forgot_client")
-        print(f"{args.server}: was not logged in" + ("; " + _FORGOT if forgot else ""))
-    elif out.get("problem"):
-        problem = ascii_hosts(visible(out["problem"]))
-        print(f"{args.server}: logged out; revoking the tokens failed: {problem}")
-    elif out.get("revoked"):
-        print(f"{args.server}: logged out; the server revoked the tokens")
-    else:
-        print(f"{args.server}: logged out (the server offers no revocation)")
+    print(f"{args.server}: {logout_said(out)}")
     if out.get("removed"):
         print(f"{args.server} is not configured: its saved login, {out['removed']}, is removed")
     return 0
+
+
+_TOKEN_NAMES = {"refresh_token": "refresh token", "access_token": "access token"}
+
+
+def _tokens(hints: list[str]) -> str:
+    return " and the ".join(_TOKEN_NAMES.get(h, visible(h)) for h in hints)
+
+
+def logout_said(out: dict[str, Any]) -> str:
+    """What a logout did, in a sentence: the tokens revoked, those of a kind the server
+    does not revoke (they end when they expire), and why revoking stopped short."""
+    if not out.get("had_tokens"):
+        return "was not logged in" + ("; " + _FORGOT if out.get("forgot_client") else "")
+    revoked, kept = out.get("revoked") or [], out.get("not_revocable") or []
+    if out.get("problem"):
+        problem = ascii_hosts(visible(out["problem"]))
+        if revoked:
+            return (
+                f"logged out; the server revoked the {_tokens(revoked)}, but revoking the "
+                f"rest failed: {problem}"
+            )
+        return f"logged out; revoking the tokens failed: {problem}"
+    if kept:
+        done = f"the server revoked the {_tokens(revoked)}" if revoked else "nothing was revoked"
+        ends = "which ends when it expires" if len(kept) == 1 else "which end when they expire"
+        return f"logged out; {done} (the server does not revoke the {_tokens(kept)}, {ends})"
+    if revoked:
+        return "logged out; the server revoked the tokens"
+    return "logged out (the server offers no revocation)"
 
 
 # -- login --

@@ -50,6 +50,8 @@ class OAuthServer:
         # As an OpenID provider: a refresh token only for an authorization request that
         # asked for offline_access with prompt=consent (OpenID Connect Core §11).
         self.refresh_needs_consent = False
+        # As a server whose access tokens are self-contained: revocation refuses them.
+        self.unrevocable_access = False
         # What happened.
         self.challenges: dict[str, str] = {}  # state -> code_challenge
         self.codes: dict[str, dict[str, str]] = {}
@@ -125,6 +127,11 @@ class OAuthServer:
             await self._token(req, respond)
         elif route == ("POST", "/revoke"):
             token = self._form(req)["token"]
+            if self.unrevocable_access and token in self.issued:
+                description = "access tokens are not revoked here"
+                answer = {"error": "unsupported_token_type", "error_description": description}
+                await respond.json(answer, 400)
+                return
             self.revoked.append(token)
             self.live_refresh.discard(token)
             await respond.reply(200)

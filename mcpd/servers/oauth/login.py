@@ -44,7 +44,7 @@ from transports.errors import TransportError
 
 from .auth import ServerAuth
 from .errors import AuthFailed, LoginError, NoOAuthLogin, RedirectFailed, why
-from .revoking import revoke
+from .revoking import Revocation, revoke
 
 LOGIN_TTL: Final = 600.0
 logger = logging.getLogger("mcpd.auth")
@@ -260,19 +260,18 @@ class Login:
                 forgot = creds.forget_registered_clients()
                 if forgot:
                     await auth.save()
-                said = {"had_tokens": False, "revoked": [], "problem": None}
+                said = {"had_tokens": False, **Revocation().said()}
                 return {**said, "forgot_client": bool(forgot)}
             tokens, server, reg = creds.tokens, creds.server, creds.registration()
-            revoked: list[str] = []
-            problem: str | None = None
+            outcome = Revocation()
             if tokens is not None and server is not None and reg is not None:
                 key = creds.client.signing_key
                 try:
                     policy = await auth.policy()
                 except (TransportError, OAuthError) as exc:
-                    problem = why(exc)
+                    outcome.problem = why(exc)
                 else:
-                    revoked, problem = await revoke(auth.http, tokens, server, reg, policy, key)
+                    outcome = await revoke(auth.http, tokens, server, reg, policy, key)
             creds.drop_all_tokens()
             # The next login registers anew: a client the authorization server forgot
             # would otherwise be shown to it again, and that login stop at its error page.
@@ -280,8 +279,7 @@ class Login:
             await auth.save()
             if auth.kind != "client_credentials":
                 auth.lost("logged out")
-        said = {"had_tokens": True, "revoked": revoked, "problem": problem}
-        return {**said, "forgot_client": bool(forgot)}
+        return {"had_tokens": True, **outcome.said(), "forgot_client": bool(forgot)}
 
     def renewable(self) -> bool:
         """Whether mcpd can renew the login it holds without the person: a refresh

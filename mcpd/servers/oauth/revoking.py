@@ -8,6 +8,7 @@ import logging
 import os
 from typing import Any, Literal
 
+import msgspec
 import trio
 
 from protocol.logfields import log_extra
@@ -18,6 +19,7 @@ from protocol.oauth import (
     OAuthError,
     Secret,
     SigningKey,
+    TokenEndpointError,
     TokenSet,
 )
 from transports.errors import TransportError
@@ -32,6 +34,24 @@ logger = logging.getLogger("mcpd.auth")
 _Hint = Literal["refresh_token", "access_token"]
 
 
+class Revocation(msgspec.Struct):
+    """What a logout's revocation did: the tokens revoked, those of a kind the server
+    does not revoke (RFC 7009 §2.2.1 ``unsupported_token_type``: not a failure, the
+    token ends with its lifetime), and why revoking stopped short (None: it did not,
+    or the server offers no revocation)."""
+
+    revoked: list[_Hint] = msgspec.field(default_factory=list)
+    not_revocable: list[_Hint] = msgspec.field(default_factory=list)
+    problem: str | None = None
+
+    def said(self) -> dict[str, Any]:
+        return {
+            "revoked": list(self.revoked),
+            "not_revocable": list(self.not_revocable),
+            "problem": self.problem,
+        }
+
+
 async def revoke(
     http: OAuthHttp,
     tokens: TokenSet,
@@ -39,10 +59,9 @@ async def revoke(
     reg: ClientRegistration,
     policy: FetchPolicy,
     key: SigningKey | None,
-) -> tuple[list[str], str | None]:
-    """The tokens revoked (the refresh token first: it outlives the other), and why
-    revoking stopped short (None: it did not, or the server offers no revocation)."""
-    revoked: list[str] = []
+) -> Revocation:
+    """Revoke the tokens, the refresh token first: it outlives the other."""
+    out = Revocation()
     hints: list[tuple[_Hint, Secret | None]] = [
         ("refresh_token", tokens.refresh_token),
         ("access_token", tokens.access_token),
@@ -52,12 +71,19 @@ async def revoke(
             continue
         try:
             offered = await http.revoke(server, reg, token, hint, policy, key=key)
+        except TokenEndpointError as exc:
+            if exc.error == "unsupported_token_type":
+                out.not_revocable.append(hint)
+                continue
+            out.problem = why(exc)
+            return out
         except (TransportError, OAuthError) as exc:
-            return revoked, why(exc)
+            out.problem = why(exc)
+            return out
         if not offered:
             break
-        revoked.append(hint)
-    return revoked, None
+        out.revoked.append(hint)
+    return out
 
 
 async def forget_unconfigured(alias: str, state_dir: str) -> dict[str, Any] | None:
@@ -74,10 +100,9 @@ async def forget_unconfigured(alias: str, state_dir: str) -> dict[str, Any] | No
     found = await store.read(alias)
     current = found.current if isinstance(found, StoredLogin) else None
     tokens = current.tokens if current is not None else None
-    revoked: list[str] = []
-    problem: str | None = None
+    outcome = Revocation()
     if not isinstance(found, StoredLogin):
-        problem = f"the saved login cannot be read ({found.why})" if found else None
+        outcome.problem = f"the saved login cannot be read ({found.why})" if found else None
     elif current is not None and tokens is not None:
         server, reg = current.server, current.registration
         if server is not None and reg is not None:
@@ -89,9 +114,9 @@ async def forget_unconfigured(alias: str, state_dir: str) -> dict[str, Any] | No
             try:
                 policy = await http.policy_for(found.server_url)
             except (TransportError, OAuthError) as exc:
-                problem = why(exc)
+                outcome.problem = why(exc)
             else:
-                revoked, problem = await revoke(http, tokens, server, reg, policy, None)
+                outcome = await revoke(http, tokens, server, reg, policy, None)
     await trio.to_thread.run_sync(os.unlink, path)
     logger.info(
         "%s: the saved login of a server no longer configured was removed (%s)",
@@ -100,9 +125,8 @@ async def forget_unconfigured(alias: str, state_dir: str) -> dict[str, Any] | No
         extra=log_extra(alias, "logged_out"),
     )
     return {
-        "had_tokens": tokens is not None or problem is not None,
-        "revoked": revoked,
-        "problem": problem,
+        "had_tokens": tokens is not None or outcome.problem is not None,
+        **outcome.said(),
         "removed": path,
     }
 

@@ -297,6 +297,7 @@ async def test_logging_out_revokes_and_holds_the_server_for_a_login(
             "server": "web",
             "had_tokens": True,
             "revoked": ["refresh_token", "access_token"],
+            "not_revocable": [],
             "problem": None,
             "forgot_client": True,
         }
@@ -306,6 +307,7 @@ async def test_logging_out_revokes_and_holds_the_server_for_a_login(
             "server": "web",
             "had_tokens": False,
             "revoked": [],
+            "not_revocable": [],
             "problem": None,
             "forgot_client": False,
         }

@@ -156,6 +156,7 @@ async def test_logging_out_of_a_server_no_longer_configured_revokes_and_removes_
         "server": "t",
         "had_tokens": True,
         "revoked": ["refresh_token", "access_token"],
+        "not_revocable": [],
         "problem": None,
         "removed": str(path),
     }

@@ -171,7 +171,13 @@ async def test_logging_out_without_tokens_still_forgets_the_client_mcpd_register
     login.auth.creds.drop_tokens()
     await login.auth.save()
     said = await login.logout()
-    assert said == {"had_tokens": False, "revoked": [], "problem": None, "forgot_client": True}
+    assert said == {
+        "had_tokens": False,
+        "revoked": [],
+        "not_revocable": [],
+        "problem": None,
+        "forgot_client": True,
+    }
     assert await saved_client(tmp_path, world, clock) is None
 
 

@@ -339,6 +339,7 @@ async def test_logging_out_revokes_both_tokens_forgets_them_and_holds_the_server
     assert said == {
         "had_tokens": True,
         "revoked": ["refresh_token", "access_token"],
+        "not_revocable": [],
         "problem": None,
         "forgot_client": True,
     }
@@ -370,7 +371,13 @@ async def test_logging_out_without_revocation_offered_only_forgets(
     login, _ = login_for(tmp_path, world, clock)
     await log_in(login, world)
     said = await login.logout()
-    assert said == {"had_tokens": True, "revoked": [], "problem": None, "forgot_client": True}
+    assert said == {
+        "had_tokens": True,
+        "revoked": [],
+        "not_revocable": [],
+        "problem": None,
+        "forgot_client": True,
+    }
     assert login.auth.creds.tokens is None
 
 
@@ -380,6 +387,12 @@ async def test_logging_out_of_a_server_never_logged_in_to_leaves_it_serving(
     login, _ = login_for(tmp_path, world, clock)
     await begun(login)
     said = await login.logout()
-    assert said == {"had_tokens": False, "revoked": [], "problem": None, "forgot_client": False}
+    assert said == {
+        "had_tokens": False,
+        "revoked": [],
+        "not_revocable": [],
+        "problem": None,
+        "forgot_client": False,
+    }
     assert login.auth.needs_login is None
     assert not login.pending  # a login begun before is abandoned
