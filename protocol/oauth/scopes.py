@@ -2,7 +2,8 @@
 
 First authorization (MCP "Scope Selection Strategy"): the ``scope`` of the 401
 challenge if there is one, else every scope in the resource metadata's
-``scopes_supported``, else no ``scope`` parameter at all.
+``scopes_supported``, else no ``scope`` parameter at all. A 403's scope is added
+to the metadata's instead: it names only what one request lacked.
 
 ``offline_access`` (for a refresh token) is added only when the authorization
 server lists it in its own ``scopes_supported``, and only to a request that names
@@ -58,11 +59,13 @@ def _unique(scopes: Iterable[str]) -> tuple[str, ...]:
 def initial_scopes(
     challenge: BearerChallenge | None, prm: ResourceMetadata | None
 ) -> tuple[str, ...] | None:
+    listed = _unique(prm.scopes_supported) if prm is not None and prm.scopes_supported else ()
     if challenge is not None and challenge.scope:
+        if challenge.insufficient_scope:
+            # A 403 names what the request lacked, not all a login needs.
+            return _unique((*listed, *challenge.scope))
         return challenge.scope
-    if prm is not None and prm.scopes_supported:
-        return _unique(prm.scopes_supported)
-    return None
+    return listed or None
 
 
 def adjust_offline_access(

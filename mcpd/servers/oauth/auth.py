@@ -356,7 +356,7 @@ class ServerAuth(AuthState, AuthHook):
             if current is not None and current != sent:
                 return current
             try:
-                state, scopes = self._scopes.step_up(challenge)
+                state, scopes = self.scopes_before_step_up().step_up(challenge)
             except StepUpLimit:
                 wanted = _scope_words(challenge, "more scope")
                 raise AuthFailed(

@@ -251,7 +251,7 @@ class Login:
         self._pending = None
         async with auth.lock:
             await auth.load()
-            auth.forget_wanted()
+            auth.forget_step_up()
             creds = auth.creds
             if not creds.has_tokens_saved():
                 # No tokens to forget: a server that never needed a login keeps working (going on

@@ -312,6 +312,23 @@ class AuthState:
         logged out of, or could not start with it."""
         self._wanted = None
 
+    def forget_step_up(self) -> None:
+        """A logout: what the server's refusals for insufficient scope asked for is
+        asked for no more, so the next login starts from the configured scopes or the
+        metadata's; where the metadata is, as the server named it, is kept."""
+        self._wanted = None
+        kept = self.challenge
+        if kept is not None and kept.insufficient_scope:
+            self.challenge = BearerChallenge(resource_metadata=kept.resource_metadata)
+
+    def scopes_before_step_up(self) -> ScopeState:
+        """What the scopes asked for so far are, for a step-up to add to: those of the
+        saved login when this daemon has not logged in since it started."""
+        tokens = self.creds.tokens
+        if self._scopes.requested or tokens is None:
+            return self._scopes
+        return self._scopes.authorized(tokens.requested_scope or tokens.scope)
+
     def refused_from(self, address: str | None) -> None:
         """The server refused a message over a connection to ``address`` (None: not
         known), so that is where the challenge it sent came from."""

@@ -21,6 +21,12 @@ def test_initial_scope_priority() -> None:
     assert initial_scopes(None, None) is None
 
 
+def test_a_403s_scope_is_added_to_the_metadatas() -> None:
+    lacking = BearerChallenge(scope=("mcp:admin",), error="insufficient_scope")
+    assert initial_scopes(lacking, PRM) == ("mcp:basic", "mcp:read", "mcp:admin")
+    assert initial_scopes(lacking, None) == ("mcp:admin",)
+
+
 def test_offline_access_rules() -> None:
     both = _server(("mcp:basic", "offline_access"))
     assert adjust_offline_access(("mcp:basic",), both) == ("mcp:basic", "offline_access")
