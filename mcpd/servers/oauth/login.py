@@ -211,8 +211,9 @@ class Login:
                 raise LoginError(f"{said}; {refusal}") from None
             flow.await_another_redirect()
             # Not "a new login is needed": this one goes on.
-            if refusal is not None:
-                said += f"; {refusal}"
+            advice = refusal or self._no_scope_advice(flow, exc)
+            if advice is not None:
+                said += f"; {advice}"
             raise RedirectFailed(f"that redirect did not log in: {said}") from None
         if self._pending is pending:  # not a newer login begun meanwhile
             self._pending = None
@@ -243,6 +244,20 @@ class Login:
             "the authorization server does not accept the client mcpd registered with it, "
             f"so mcpd forgot that client: run `mcpd auth login {auth.alias}` again to "
             "register a new one"
+        )
+
+    def _no_scope_advice(self, flow: AuthorizationFlow, exc: Exception) -> str | None:
+        """For a bare ``access_denied`` to a request that named no scope (neither the
+        server's 401 nor its resource metadata named any): some authorization servers
+        grant nothing then, and only the configuration can name what to ask for."""
+        if not isinstance(exc, AuthorizationDenied) or exc.error != "access_denied":
+            return None
+        if exc.description or flow.pending is None or flow.pending.scopes:
+            return None
+        return (
+            "mcpd asked for no scope, since the server named none; if the authorization "
+            "server grants nothing to such a login, name the scopes to ask for in `scopes` "
+            f"under [servers.{self.auth.alias}.auth] (see docs/configuration.md)"
         )
 
     async def logout(self) -> dict[str, Any]:
