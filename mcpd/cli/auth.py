@@ -30,7 +30,7 @@ LOGIN_TIMEOUT = 600.0  # seconds to wait for the browser
 # -- status --
 
 
-def expiry_time(iso: str | None) -> str:
+def _local(iso: str | None) -> str:
     if not iso:
         return "-"
     try:
@@ -52,7 +52,7 @@ def render_status(servers: list[dict[str, Any]]) -> str:
         return "no HTTP servers"
     lines = [f"{'SERVER':<16} {'LOGIN':<14} {'EXPIRES':<21} {'ISSUER':<32} SCOPES"]
     for s in servers:
-        expires = expiry_time(s.get("expires_at"))
+        expires = _local(s.get("expires_at"))
         if s.get("refreshable"):
             expires += " (r)"
         scopes = visible(" ".join(s.get("scopes") or []) or "-")

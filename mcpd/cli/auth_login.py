@@ -28,10 +28,10 @@ from protocol.visible import visible
 from transports.errors import single_exceptions
 
 from ..local.tcpowner import HoldersUnknown, OwnerUnknown, tcp_owner
-from .auth import expiry_time
 from .browser import ENDING, browser_argv, page_to, safe_to_open
 from .client import BadReply, Client, Unreachable
 from .exits import EXIT_BAD_REPLY, EXIT_FAILED, EXIT_UNREACHABLE, ask, client_for, fail
+from .status_view import local_time
 
 if TYPE_CHECKING:
     from transports.http.oauth_redirect import RedirectListener
@@ -256,7 +256,7 @@ def _report(out: dict[str, Any]) -> int:
     server, state = out["server"], out["state"]
     if out.get("refreshable") is False:
         expires = out.get("expires_at")
-        lasts = f"until {expiry_time(expires)}" if expires else "until the server refuses it"
+        lasts = f"until {local_time(expires)}" if expires else "until the server refuses it"
         print(
             f"{server}: the authorization server issued no refresh token, so this login "
             f"lasts only as long as its access token ({lasts}); then run "
