@@ -289,7 +289,7 @@ class Login:
                     outcome = await revoke(auth.http, tokens, server, reg, policy, key)
             creds.drop_all_tokens()
             # The next login registers anew: a client the authorization server forgot
-            # would otherwise be shown to it again, and that login stop at its error page.
+            # would otherwise be shown to it again, and the login would stop at its error page.
             forgot = creds.forget_registered_clients()
             await auth.save()
             if auth.kind != "client_credentials":
