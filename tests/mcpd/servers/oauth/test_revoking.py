@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from mcpd.local.oauth_store import IssuerRecord, OAuthStore, StoredLogin
-from mcpd.servers.oauth.revoking import forget_unconfigured, revoke
+from mcpd.servers.oauth.revoking import Revocation, forget_unconfigured, revoke
 from protocol.oauth import (
     AuthorizationServer,
     ClientRegistration,
@@ -50,7 +50,7 @@ def saved(server_url: str, record: IssuerRecord, issuer: str) -> StoredLogin:
 # -- revoke --
 
 
-async def revoked_at(world: FakeWorld, held: TokenSet) -> tuple[list[str], str | None]:
+async def revoked_at(world: FakeWorld, held: TokenSet) -> Revocation:
     http = WorldHttp(world, Clock())
     server = issuer_of(world.metadata)
     reg = ClientRegistration(world.issuer, "dyn-client")
@@ -64,9 +64,8 @@ def revocations(world: FakeWorld) -> list[dict[str, str]]:
 
 async def test_the_refresh_token_is_revoked_before_the_access_token() -> None:
     world = FakeWorld()
-    assert await revoked_at(world, tokens(world.issuer)) == (
-        ["refresh_token", "access_token"],
-        None,
+    assert await revoked_at(world, tokens(world.issuer)) == Revocation(
+        ["refresh_token", "access_token"]
     )
     sent = revocations(world)
     assert [(r["token"], r["token_type_hint"]) for r in sent] == [
@@ -77,34 +76,50 @@ async def test_the_refresh_token_is_revoked_before_the_access_token() -> None:
 
 async def test_a_login_without_a_refresh_token_revokes_its_access_token() -> None:
     world = FakeWorld()
-    assert await revoked_at(world, tokens(world.issuer, refresh=None)) == (["access_token"], None)
+    assert await revoked_at(world, tokens(world.issuer, refresh=None)) == Revocation(
+        ["access_token"]
+    )
     assert [r["token"] for r in revocations(world)] == ["at-1"]
 
 
 async def test_a_server_that_offers_no_revocation_is_sent_nothing() -> None:
     world = FakeWorld()
     del world.metadata["revocation_endpoint"]
-    assert await revoked_at(world, tokens(world.issuer)) == ([], None)
+    assert await revoked_at(world, tokens(world.issuer)) == Revocation()
     assert not [r for r in world.requests if r.method == "POST"]
+
+
+def second_answered(world: FakeWorld, error: bytes) -> list[int]:
+    """The revocation endpoint takes the first token and answers the second ``error``."""
+    calls = [0]
+
+    def answer(request: HttpRequest) -> HttpResponse:
+        calls[0] += 1
+        if calls[0] == 1:
+            return HttpResponse(200)
+        return HttpResponse(400, (("content-type", "application/json"),), error)
+
+    world.extra[("POST", world.metadata["revocation_endpoint"])] = answer
+    return calls
 
 
 async def test_a_revocation_refused_stops_there_and_says_why() -> None:
     world = FakeWorld()
-    calls = 0
+    calls = second_answered(world, b'{"error": "invalid_request"}')
+    done = await revoked_at(world, tokens(world.issuer))
+    assert done.revoked == ["refresh_token"]
+    assert done.problem is not None and "invalid_request" in done.problem
+    assert calls == [2]
 
-    def second_refused(request: HttpRequest) -> HttpResponse:
-        nonlocal calls
-        calls += 1
-        if calls == 1:
-            return HttpResponse(200)
-        body = b'{"error": "unsupported_token_type"}'
-        return HttpResponse(400, (("content-type", "application/json"),), body)
 
-    world.extra[("POST", world.metadata["revocation_endpoint"])] = second_refused
-    done, problem = await revoked_at(world, tokens(world.issuer))
-    assert done == ["refresh_token"]
-    assert problem is not None and "unsupported_token_type" in problem
-    assert calls == 2
+async def test_a_token_of_a_kind_the_server_does_not_revoke_is_no_failure() -> None:
+    # RFC 7009: a server may revoke refresh tokens alone; the access token then ends
+    # with its lifetime, and the logout did what it could.
+    world = FakeWorld()
+    second_answered(world, b'{"error": "unsupported_token_type"}')
+    assert await revoked_at(world, tokens(world.issuer)) == Revocation(
+        ["refresh_token"], ["access_token"]
+    )
 
 
 # -- forget_unconfigured --
@@ -143,6 +158,7 @@ async def test_a_saved_login_without_tokens_is_removed_and_nothing_revoked(state
     assert said == {
         "had_tokens": False,
         "revoked": [],
+        "not_revocable": [],
         "problem": None,
         "removed": store.path("old"),
     }
