@@ -11,7 +11,7 @@ resource, well-known URLs), ``ssrf`` (which URLs may be fetched), ``metadata``
 ``authorize`` (PKCE, state, the authorization URL, the redirect and ``iss``),
 ``registration`` (client identity, DCR, token endpoint authentication), ``keys``
 and ``jws`` (private_key_jwt), ``tokens`` (grants, refresh, revocation),
-``discovery`` and ``flow`` (the state machines).
+``discovery`` and ``flow`` (the state machines; ``flow_io`` what a flow is given and asks for).
 
 How a client drives it (the I/O side is ``transports.http.oauth_client.OAuthHttp``):
 
@@ -53,13 +53,12 @@ from .errors import (
     StepUpLimit,
     TokenEndpointError,
 )
-from .flow import (
+from .flow import AuthorizationFlow, FlowState
+from .flow_io import (
     Action,
-    AuthorizationFlow,
     AuthorizationResult,
     Authorized,
     FlowConfig,
-    FlowState,
     OpenBrowser,
     SendRequest,
 )

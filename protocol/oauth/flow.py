@@ -20,9 +20,7 @@ from __future__ import annotations
 import enum
 import secrets
 from collections.abc import Callable, Mapping
-from typing import Any, TypeAlias
-
-import msgspec
+from typing import Any
 
 from .authorize import (
     PendingAuthorization,
@@ -42,10 +40,18 @@ from .errors import (
     OAuthProtocolError,
     OAuthUsageError,
 )
-from .http import HttpRequest, HttpResponse
+from .flow_io import (
+    Action,
+    AuthorizationResult,
+    Authorized,
+    FlowConfig,
+    OpenBrowser,
+    SendRequest,
+    check_redirect_uri,
+)
+from .http import HttpResponse
 from .metadata import require_endpoint, require_pkce
 from .registration import (
-    ClientConfig,
     ClientRegistration,
     is_registration_error,
     parse_registration,
@@ -61,14 +67,12 @@ from .scopes import (
     scope_param,
 )
 from .secret import Secret
-from .ssrf import FetchPolicy, is_loopback_host
+from .ssrf import FetchPolicy
 from .tokens import (
-    TokenSet,
     client_credentials_request,
     code_exchange_request,
     parse_token_response,
 )
-from .urls import parse_http_url
 
 
 class FlowState(enum.Enum):
@@ -78,50 +82,6 @@ class FlowState(enum.Enum):
     EXCHANGING = "requesting the token"
     DONE = "done"
     FAILED = "failed"
-
-
-class FlowConfig(msgspec.Struct, frozen=True):
-    server_url: str
-    client: ClientConfig = ClientConfig()
-    # Where the authorization server sends the browser back: a loopback http URL
-    # (RFC 8252) or https. Required for the authorization code grant.
-    redirect_uri: str | None = None
-    allow_legacy: bool = True
-    protocol_version: str | None = None
-
-
-class AuthorizationResult(msgspec.Struct, frozen=True):
-    tokens: TokenSet
-    registration: ClientRegistration
-    discovery: DiscoveryResult
-
-
-class SendRequest(msgspec.Struct, frozen=True):
-    request: HttpRequest
-
-
-class OpenBrowser(msgspec.Struct, frozen=True):
-    url: str
-    redirect_uri: str
-
-
-class Authorized(msgspec.Struct, frozen=True):
-    result: AuthorizationResult
-
-
-Action: TypeAlias = SendRequest | OpenBrowser | Authorized
-
-
-def check_redirect_uri(uri: str) -> str:
-    try:
-        u = parse_http_url(uri, "redirect URI")
-    except ValueError as exc:
-        raise OAuthConfigError(str(exc)) from None
-    if "#" in uri:
-        raise OAuthConfigError(f"redirect URI {uri!r} must not have a fragment")
-    if u.scheme != "https" and not is_loopback_host(u.host):
-        raise OAuthConfigError(f"redirect URI {uri!r} must be https or on a loopback address")
-    return uri
 
 
 class AuthorizationFlow:

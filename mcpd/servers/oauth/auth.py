@@ -57,7 +57,7 @@ from ...config.model import Config
 from ...config.servertable import ServerConfig
 from ...local.oauth_store import OAuthStore
 from ...local.statefile import state_dir
-from .errors import AuthFailed, LoginRequired, why
+from .errors import AuthFailed, LoginRequired, scope_words, why
 from .state import AuthState
 
 __all__ = ["AuthFailed", "LoginRequired", "ServerAuth", "why"]
@@ -358,7 +358,7 @@ class ServerAuth(AuthState, AuthHook):
             try:
                 state, scopes = self.scopes_before_step_up().step_up(challenge)
             except StepUpLimit:
-                wanted = _scope_words(challenge, "more scope")
+                wanted = scope_words(challenge, "more scope")
                 raise AuthFailed(
                     f"the server still refuses for insufficient scope after "
                     f"{self._scopes.step_ups} new authorization(s) (it asks for {wanted}); "
@@ -368,7 +368,7 @@ class ServerAuth(AuthState, AuthHook):
             if self.kind == "client_credentials":
                 await self.client_credentials(challenge, scopes=scopes)
                 return self.creds.header
-            wanted = _scope_words(challenge, "a wider scope")
+            wanted = scope_words(challenge, "a wider scope")
             raise self.lost(f"the server asks for more permissions ({wanted})")
 
     async def client_credentials(
@@ -395,8 +395,3 @@ class ServerAuth(AuthState, AuthHook):
         except (TransportError, OAuthError) as exc:
             raise AuthFailed(f"cannot get an access token: {why(exc)}") from None
         await self.adopt(result, result.tokens.requested_scope)
-
-
-def _scope_words(challenge: BearerChallenge, otherwise: str) -> str:
-    """The scope a challenge asks for, quoted as the server's words, or mcpd's own."""
-    return quote(" ".join(challenge.scope)) if challenge.scope else otherwise

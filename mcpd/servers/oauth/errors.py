@@ -5,7 +5,13 @@ be able to name them."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from protocol.visible import quote
 from transports.errors import TransportError
+
+if TYPE_CHECKING:
+    from protocol.oauth import BearerChallenge
 
 
 class LoginRequired(TransportError):
@@ -32,3 +38,8 @@ class NoOAuthLogin(LoginError):
 
 def why(exc: Exception) -> str:
     return exc.reason if isinstance(exc, TransportError) else str(exc)
+
+
+def scope_words(challenge: BearerChallenge, otherwise: str) -> str:
+    """The scope a challenge asks for, quoted as the server's words, or mcpd's own."""
+    return quote(" ".join(challenge.scope)) if challenge.scope else otherwise
