@@ -19,12 +19,12 @@ again at once. A server whose lists work and whose calls all fail is then tried 
 and less often, never as if it had recovered.
 
 A connection made again (a process started anew, an HTTP session opened again) is
-such an answer only where the circuit opened because the server answered nothing at
-all (``record_failure(unanswered=True)``: mcpd's probe could not reach it, calls ran
-out of time and nothing followed): the new connection shows it is there again. A
-circuit opened by calls that failed stays open across a connection made again until
-its cooldown ends, however often the server's process dies with a failed call: the
-probe at the cooldown's end decides.
+such an answer only where the circuit opened because mcpd could not reach the server
+at all (``record_failure(unreached=True)``: its probe could not connect): the new
+connection shows it is there again. A circuit opened otherwise (calls that failed, a
+probe the server failed by exiting, by cutting its connection, or by saying nothing in
+time) stays open across a connection made again until its cooldown ends, however often
+the server's process dies or its session ends: the probe at the cooldown's end decides.
 
 A call that ran out of time at a server that answers is no failure here, but it is
 trouble: kept with the failures (``BreakerStatus.trouble``) until a call succeeds.
@@ -136,7 +136,7 @@ class Breaker:
         "_trial_since",
         "_trouble",
         "_trouble_at",
-        "_unanswered",
+        "_unreached",
         "config",
     )
 
@@ -164,8 +164,8 @@ class Breaker:
         self._trial_since: float | None = None
         self._trouble: str | None = None
         self._trouble_at: float | None = None
-        # The open circuit's last failure was the server answering nothing at all.
-        self._unanswered = False
+        # The open circuit's last failure was mcpd failing to connect to the server.
+        self._unreached = False
         # allow() sits on every call's path: answers are prebuilt when the state changes.
         self._admit = Admission(True, "closed", 0)
         self._refusal = self._admit
@@ -222,14 +222,14 @@ class Breaker:
         """Report that the server answered, with no call going through: mcpd's probe
         answered, a connection and its lists made again, a call that ran out of time
         followed by an answer. A half-open circuit closes on trial; an open one only
-        for a report of now (``ticket=None``) where it opened as the server answered
-        nothing (see the module's docstring); a closed one keeps its count of
+        for a report of now (``ticket=None``) where it opened as mcpd could not reach
+        the server (see the module's docstring); a closed one keeps its count of
         failures."""
         if ticket is not None and ticket != self._epoch:
             return
         if self._state == "half_open" and (self._probe_out or ticket is None):
             self._probe_out = False
-        elif not (self._state == "open" and ticket is None and self._unanswered):
+        elif not (self._state == "open" and ticket is None and self._unreached):
             return
         self._trial_since = now
         self._move("closed", now, None, trial=True)
@@ -241,11 +241,12 @@ class Breaker:
         self._trouble_at = now
 
     def record_failure(
-        self, now: float, reason: str, ticket: int | None = None, *, unanswered: bool = False
+        self, now: float, reason: str, ticket: int | None = None, *, unreached: bool = False
     ) -> None:
         """Report an availability failure. ``ticket=None`` means current.
-        ``unanswered``: the server answered nothing at all (no connection, no reply in
-        time), as opposed to failing what it was asked."""
+        ``unreached``: no connection to the server could be made at all, as opposed to
+        a server that failed what it was asked (its process exited, its connection was
+        cut, it said nothing in time)."""
         self._total_failures += 1
         if ticket is not None and ticket != self._epoch:
             return
@@ -255,11 +256,11 @@ class Breaker:
             on_trial = self._trial_since is not None
             if on_trial or self._consecutive >= self.config.failure_threshold:
                 self._trial_since = None
-                self._open(now, kept, unanswered=unanswered)
+                self._open(now, kept, unreached=unreached)
         elif self._state == "half_open" and self._probe_out:
             kept = self._failed(now, reason)
             self._probe_out = False
-            self._open(now, kept, unanswered=unanswered)
+            self._open(now, kept, unreached=unreached)
 
     def hold_open(self, now: float, until: float, reason: str, ticket: int | None = None) -> None:
         """Report an availability failure whose server said when to come back (a 429 or
@@ -268,7 +269,7 @@ class Breaker:
         server's word is about now, whenever the call that met it began."""
         self._total_failures += 1
         if self._state == "open":
-            self._unanswered = False  # it answered
+            self._unreached = False  # it answered
             if until > self._retry_at:
                 self._retry_at = until
                 self._refusal = self._refused()
@@ -350,9 +351,9 @@ class Breaker:
         self._since = self._trial_since = None
 
     def _open(
-        self, now: float, reason: str, until: float = 0.0, *, unanswered: bool = False
+        self, now: float, reason: str, until: float = 0.0, *, unreached: bool = False
     ) -> None:
-        self._unanswered = unanswered
+        self._unreached = unreached
         if self._since is None:
             self._since = now
         self._times_opened += 1

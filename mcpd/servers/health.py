@@ -38,7 +38,7 @@ import msgspec
 import trio
 
 from protocol import jsonrpc as rpc
-from transports.errors import HTTPStatusError, MalformedReply, ServerCancelled, TransportError
+from transports.errors import MalformedReply, ServerCancelled, TransportError, Unreachable
 
 from .backoff import RestartPolicy
 from .breaker import Breaker
@@ -200,7 +200,7 @@ class Health:
                 breaker.record_timeout(now, d.reason)
                 breaker.record_heard(now, d.ticket)
             else:
-                breaker.record_failure(now, d.reason, d.ticket, unanswered=True)
+                breaker.record_failure(now, d.reason, d.ticket)
             if d.trial:
                 breaker.release_probe(d.ticket)
         # Whether or not the circuit moved, what the server's state shows did.
@@ -268,7 +268,7 @@ class Health:
                 await up.probe()
         except trio.TooSlowError:
             now = trio.current_time()
-            breaker.record_failure(now, "probe timed out", adm.ticket, unanswered=True)
+            breaker.record_failure(now, "probe timed out", adm.ticket)
         except AuthFailed as exc:
             # No token to ask with: tried again after a longer cooldown, the session kept.
             breaker.record_failure(trio.current_time(), exc.reason, adm.ticket)
@@ -279,10 +279,11 @@ class Health:
                 # It answered, asking not to be asked before then: the session goes on.
                 breaker.hold_open(now, now + wait, exc.reason, adm.ticket)
             else:
-                # Not reached (no connection, a stream cut), unlike a server that
-                # answered with an HTTP error: a connection made again is an answer then.
-                unanswered = not isinstance(exc, HTTPStatusError)
-                breaker.record_failure(now, exc.reason, adm.ticket, unanswered=unanswered)
+                # Only a server no connection could be made to at all is one whose
+                # connection made again answers the probe; one that exited, cut the
+                # connection or failed it otherwise is held open until its cooldown ends.
+                unreached = isinstance(exc, Unreachable)
+                breaker.record_failure(now, exc.reason, adm.ticket, unreached=unreached)
                 raise  # the session is over
         except _ANSWERED:
             self._heard(adm.ticket)

@@ -208,8 +208,8 @@ class Runner(ServerParts):
         self.upstream = up
         self.policy.on_start(trio.current_time())
         # Connecting and listing worked: the server is there, which says nothing of
-        # its calls. A circuit open as it answered nothing closes on trial: the next
-        # call decides; one its calls opened stays open for its probe to decide.
+        # its calls. A circuit open as its probe could not connect closes on trial:
+        # the next call decides; any other stays open for its probe to decide.
         now = trio.current_time()
         self.breaker.record_heard(now)
         was_down = self.downtime.back_up()

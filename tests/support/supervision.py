@@ -38,12 +38,19 @@ async def wait_state(agent: Agent, alias: str, *states: str) -> dict[str, Any]:
 
 
 async def wait_restarted_on_trial(agent: Agent, alias: str) -> dict[str, Any]:
-    """The server's status once its circuit opened and it runs again: a server that
-    answers nothing, mcpd's probe neither, opens its circuit as that probe ends its
-    session; started anew, it answers its connection and lists, so the circuit closes
-    on trial (``degraded``) and the next call decides."""
+    """The server's status once its circuit opened, it runs again and was probed: a
+    server that answers nothing, mcpd's probe neither, opens its circuit as that probe
+    ends its session; started anew, it answers its connection and lists, yet it was
+    reached and failed, so the circuit stays ``open`` until its cooldown ends; mcpd's
+    probe is answered then, the circuit closes on trial (``degraded``) and the next
+    call decides."""
+    while True:
+        row = await wait_state(agent, alias, "open")
+        if row["restarts"]:
+            break
+        await trio.sleep(0.05)
     while True:
         row = await wait_state(agent, alias, "degraded")
-        if row["restarts"] and row["breaker"]["opened"]:
+        if row["breaker"]["opened"]:
             return row
         await trio.sleep(0.05)

@@ -181,11 +181,12 @@ async def test_a_server_that_leaves_its_list_unanswered_then_answers_nothing_is_
 ) -> None:
     """Its list is asked for again (it announced a change) as it stops answering: its
     calls run out of time, the probe they ask for goes unanswered, its circuit opens
-    and it is started anew, answering the call that decides whether it stays closed."""
+    and it is started anew, its circuit open until mcpd's probe after the cooldown is
+    answered, then answering the call that decides whether it stays closed."""
     journal = Said()
     logger = logging.getLogger("mcpd")
     logger.addHandler(journal)
-    config = hanging(tmp_path, call_timeout=1.0, failure_threshold=1, cooldown_base=60.0)
+    config = hanging(tmp_path, call_timeout=1.0, failure_threshold=1, cooldown_base=4.0)
     try:
         with trio.fail_after(60):
             async with running(config) as daemon, connect(daemon.socket_path) as agent:

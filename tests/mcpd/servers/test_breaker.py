@@ -205,17 +205,17 @@ def test_a_connection_made_again_keeps_a_circuit_its_calls_opened_open() -> None
     assert b.status(5.0).trial_since == 5.0
 
 
-def test_a_connection_made_again_closes_a_circuit_opened_unanswered_on_trial() -> None:
-    """Opened as the server answered nothing (mcpd's probe could not reach it): a
+def test_a_connection_made_again_closes_a_circuit_opened_unreached_on_trial() -> None:
+    """Opened as mcpd could not connect to the server (its probe was refused): a
     connection made again is its answer."""
     b, seen = make()
     for at in range(5):
-        b.record_failure(float(at), "connection refused", unanswered=True)
+        b.record_failure(float(at), "connection refused", unreached=True)
     b.record_heard(6.0)
     assert seen[-1] == Transition("open", "closed", 6.0, None, None, trial=True)
     b, seen = make()
     trip(b, 0.0)
-    b.record_failure(5.0, "connection refused", probe(b, 5.0).ticket, unanswered=True)
+    b.record_failure(5.0, "connection refused", probe(b, 5.0).ticket, unreached=True)
     b.record_heard(6.0)
     assert seen[-1] == Transition("open", "closed", 6.0, None, None, trial=True)
     assert b.status(6.0).trial_since == 6.0

@@ -4,7 +4,8 @@ work and whose calls fail is tried less and less often; a busy server whose list
 slow is not taken for gone; calls refused while mcpd's probe is out are told its own
 bound; a server that goes away while its circuit is open is shown unreachable and is
 back as soon as it answers again; one whose failed calls end its session stays open
-across the connections made again."""
+across the connections made again, and so does one that fails mcpd's probe by cutting
+its connection."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ class Moody:
     def __init__(self) -> None:
         self.failing = False
         self.pings_fail = False
+        self.pings_cut = False  # the connection dropped, the ping unanswered
         self.slow: dict[str, float] = {}
         self.seen: list[str] = []
         self.probed = trio.Event()  # a ping or a tools/list answered
@@ -53,6 +55,8 @@ class Moody:
             return
         self.seen.append(str(method))
         await trio.sleep(self.slow.get(str(method), 0.0))
+        if method == "ping" and self.pings_cut:
+            await respond.cut()
         if method == "tools/list":
             tools = [{"name": "echo", "inputSchema": {"type": "object"}}]
             await respond.json(result(req.rpc_id, {"tools": tools}))
@@ -229,3 +233,32 @@ async def test_a_server_whose_failed_calls_end_its_session_stays_open_when_back(
                 assert moody.seen.count("tools/call") == 1
     assert not [line for line in said.lines if "available again" in line], said.lines
     assert any("circuit stays open" in line for line in said.lines), said.lines
+
+
+async def test_a_server_that_cuts_the_probe_s_connection_stays_open_when_back(
+    tmp_path: Path,
+) -> None:
+    """Its calls fail and it drops the connection of every ping: the probe after the
+    cooldown fails, the session ends and is opened again at once, but the server was
+    reached, so the circuit stays open until the longer cooldown ends; no call reaches
+    it meanwhile and nothing says it recovered."""
+    moody = Moody()
+    with trio.fail_after(LIMIT), journal() as said:
+        async with serve_http(moody.session) as web:
+            cfg = config(tmp_path, web.url(), cooldown_base=2.0, cooldown_cap=60.0)
+            async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+                await wait_state(agent, "m", "ready")
+                moody.failing = moody.pings_cut = True
+                assert "HTTP 500" in text(await call(agent))
+                # The liveness ping, then the half-open probe after 2 s: each cut, each
+                # followed by a connection and its lists made again.
+                while moody.seen.count("ping") < 2 or moody.seen.count("tools/list") < 3:
+                    await trio.sleep(0.05)
+                row = await wait_state(agent, "m", "open", "degraded")
+                while row["restarts"] < 2:
+                    row = await wait_state(agent, "m", "open", "degraded")
+                assert row["state"] == "open", row
+                # The probe's failure doubled the cooldown, and the wait holds.
+                assert 2 <= waits(await call(agent)) <= 4
+                assert moody.seen.count("tools/call") == 1
+    assert not [line for line in said.lines if "available again" in line], said.lines

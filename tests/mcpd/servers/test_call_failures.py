@@ -19,9 +19,9 @@ from tests.support.supervision import text, wait_restarted_on_trial, wait_state
 TIMED_OUT = "no answer within 1 s (the limit servers.s.call_timeout sets)"
 
 
-def config(tmp_path: Path) -> Config:
+def config(tmp_path: Path, cooldown_base: float = 60.0) -> Config:
     hostile = {"command": sys.executable, "args": [HOSTILE_STDIO], "call_timeout": 1.0}
-    return make_config(tmp_path, {"s": hostile}, failure_threshold=3, cooldown_base=60.0)
+    return make_config(tmp_path, {"s": hostile}, failure_threshold=3, cooldown_base=cooldown_base)
 
 
 async def calls(agent: Agent, tool: str, count: int) -> list[dict[str, Any]]:
@@ -104,7 +104,7 @@ async def test_a_server_whose_calls_all_run_out_of_time_shows_it(tmp_path: Path)
 
 async def test_a_server_that_answers_nothing_opens_its_breaker(tmp_path: Path) -> None:
     with trio.fail_after(60):
-        async with running(config(tmp_path)) as daemon:
+        async with running(config(tmp_path, cooldown_base=4.0)) as daemon:
             path = daemon.socket_path
             async with connect(path) as slow, connect(path) as other:
                 await wait_state(other, "s", "ready")
@@ -112,7 +112,8 @@ async def test_a_server_that_answers_nothing_opens_its_breaker(tmp_path: Path) -
                 assert timed_out(await calls(slow, "freeze", 3))
                 row = await wait_restarted_on_trial(other, "s")
                 assert row["breaker"]["opened"] == 1 and row["last_error"] == TIMED_OUT
-                # Started anew, it is there: its next call decides, and is answered.
+                # Started anew and probed, it is there: its next call decides, and is
+                # answered.
                 assert await echo(other, "x") == "echo:x"
                 row = await wait_state(other, "s", "ready")
                 assert row["last_error"] is None
