@@ -11,6 +11,12 @@
 Only availability failures should be reported (server down, timeout, stream cut); a
 JSON-RPC error is a working server saying no, and counts as a success here.
 
+Calls (``tools/call``) decide: what an agent's other requests (``prompts/get``,
+``resources/read``, ...) are answered, a result or a JSON-RPC error, is reported as
+nothing, so it neither ends a trial nor clears a count of failures; one that fails to
+reach the server has it probed, and the probe's outcome is reported; a Retry-After
+in its answer holds the circuit open (``hold_open``) as a call's does.
+
 A server that answers without a call going through (mcpd's own probe answered, a call
 that ran out of time followed by an answer) is there, but that says nothing of its
 calls: the circuit closes on trial, so calls go again, yet the cooldown keeps growing

@@ -7,7 +7,7 @@ its bounds (``queue_size`` of them under way at a server at once; what an agent'
 is weighed with its calls waiting for a slot, ``queue_bytes``) nor its rules: a
 server that is down answers with its outage at once, a request has a time limit
 (pushed out while the server waits for its agent's answer), a failure to reach the
-server counts against it, and a JSON-RPC error from a live server is passed on, marked
+server has it probed, and a JSON-RPC error from a live server is passed on, marked
 as the server's, or as mcpd's own where it is about mcpd's request to the server
 (``rpc_errors.answer_error``).
 """
@@ -133,11 +133,12 @@ async def _send(
 
         # What the request ended with is turned into what the agent gets outside the
         # asks' scope, which tells the server's replies from failures by their types.
+        # What the server answers, a result or an error, is no call's outcome: the
+        # breaker is told nothing of it (see its rule).
         try:
             with runner.asks.scope(asker if up.era == "legacy" else None, extend, limit):
                 return await up.request(method, params, name=name, extra_headers=extra)
         except (rpc.RPCError, ServerCancelled) as exc:
-            runner.breaker.record_success(trio.current_time())
             if isinstance(exc, ServerCancelled):
                 raise CallRefused(
                     Outage(runner.alias, "failed", str(exc), start).masked(runner.guard)
@@ -146,7 +147,6 @@ async def _send(
                 runner.version_refused()
             raise answer_error(runner.alias, exc) from None
         except MalformedReply as exc:
-            runner.breaker.record_success(trio.current_time())
             raise CallRefused(
                 Outage(runner.alias, "malformed", exc.reason, start).masked(runner.guard)
             ) from None

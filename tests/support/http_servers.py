@@ -299,15 +299,24 @@ def server_request(id: Any, method: str, params: Any = None) -> dict[str, Any]:
 class LegacySession:
     """A legacy (2025-11-25) server's session plumbing around a handler of one's own.
 
-    ``initialize`` gets a JSON result and a new ``Mcp-Session-Id``; notifications and
+    ``initialize`` gets a JSON result (offering ``capabilities``, tools alone unless
+    given) and a new ``Mcp-Session-Id``; notifications and
     answers to the server's requests get 202 (the answers are kept, and ``answered``
     is set for each); DELETE ends the session; a request naming an unknown session
     gets 404. Everything else (GETs, and requests after the handshake) goes to
     ``handler``.
     """
 
-    def __init__(self, handler: Handler, *, tools: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        handler: Handler,
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        capabilities: dict[str, Any] | None = None,
+    ) -> None:
         self.handler = handler
+        tools_only = {"tools": {"listChanged": True}}
+        self.capabilities = tools_only if capabilities is None else capabilities
         self.sessions: list[str] = []
         self.ended: list[str] = []
         self.answers: list[dict[str, Any]] = []
@@ -324,7 +333,7 @@ class LegacySession:
             self.sessions.append(f"session-{len(self.sessions) + 1}")
             value = {
                 "protocolVersion": "2025-11-25",
-                "capabilities": {"tools": {"listChanged": True}},
+                "capabilities": self.capabilities,
                 "serverInfo": {"name": "legacy", "version": "1"},
             }
             await respond.json(result(req.rpc_id, value), headers={"Mcp-Session-Id": self.session})

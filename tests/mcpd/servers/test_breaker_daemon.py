@@ -2,7 +2,8 @@
 server whose calls, lists and pings behave as each test sets: a server whose lists
 work and whose calls fail is tried less and less often; a busy server whose lists are
 slow is not taken for gone; calls refused while mcpd's probe is out are told its own
-bound; a server that goes away while its circuit is open is shown unreachable and is
+bound; what a prompts/get gets, an answer or an error, ends no trial of the calls; a
+server that goes away while its circuit is open is shown unreachable and is
 back as soon as it answers again; one whose failed calls end its session stays open
 across the connections made again, and so does one that fails mcpd's probe by cutting
 its connection."""
@@ -23,6 +24,7 @@ from tests.support.http_servers import (
     LegacySession,
     Responder,
     SeenRequest,
+    error,
     result,
     serve_http,
 )
@@ -42,8 +44,9 @@ class Moody:
         self.pings_cut = False  # the connection dropped, the ping unanswered
         self.slow: dict[str, float] = {}
         self.seen: list[str] = []
+        self.prompt_refused = False  # prompts/get answered with a JSON-RPC error
         self.probed = trio.Event()  # a ping or a tools/list answered
-        self.session = LegacySession(self.handle)
+        self.session = LegacySession(self.handle, capabilities={"tools": {}, "prompts": {}})
 
     async def handle(self, req: SeenRequest, respond: Responder) -> None:
         method = req.rpc_method
@@ -60,6 +63,12 @@ class Moody:
         if method == "tools/list":
             tools = [{"name": "echo", "inputSchema": {"type": "object"}}]
             await respond.json(result(req.rpc_id, {"tools": tools}))
+        elif method == "prompts/list":
+            await respond.json(result(req.rpc_id, {"prompts": [{"name": "pr"}]}))
+        elif method == "prompts/get" and self.prompt_refused:
+            await respond.json(error(req.rpc_id, -32602, "no such prompt"))
+        elif method == "prompts/get":
+            await respond.json(result(req.rpc_id, {"messages": []}))
         elif (method == "tools/call" and self.failing) or (method == "ping" and self.pings_fail):
             await respond.reply(500, "Internal Server Error")
         elif method == "tools/call":
@@ -135,6 +144,34 @@ async def test_a_server_whose_calls_fail_is_tried_less_often_though_it_answers_p
                 assert text(await call(agent)) == "ok"
                 row = await wait_state(agent, "m", "ready")
                 assert row["last_error"] is None
+
+
+async def test_a_prompt_got_on_trial_decides_nothing_whatever_it_is_answered(
+    tmp_path: Path,
+) -> None:
+    """Its calls fail; each time its circuit closes on trial a prompt is got, answered
+    with an error or not: the trial waits for a call, which fails, and the wait
+    doubles each time as it does without the prompts; nothing says it recovered."""
+    moody = Moody()
+    with trio.fail_after(LIMIT), journal() as said:
+        async with serve_http(moody.session) as web:
+            cfg = config(tmp_path, web.url(), cooldown_base=1.0, cooldown_cap=8.0)
+            async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+                await wait_state(agent, "m", "ready")
+                moody.failing = True
+                told = []
+                for refused in (True, False, True):
+                    assert "HTTP 500" in text(await call(agent))
+                    told.append(waits(await call(agent)))
+                    await wait_state(agent, "m", "degraded")
+                    moody.prompt_refused = refused
+                    got = await agent.rpc("prompts/get", {"name": "mcp__m__pr"})
+                    assert ("error" in got) == refused, got
+                    # Still on trial, not recovered.
+                    row = await wait_state(agent, "m", "degraded", "ready")
+                    assert row["state"] == "degraded", row
+                assert told[0] < told[1] < told[2] and 3 <= told[2] <= 4, told
+    assert not [line for line in said.lines if "recovered" in line or "answering again" in line]
 
 
 async def test_a_busy_server_whose_lists_are_slow_is_not_taken_for_gone(tmp_path: Path) -> None:
