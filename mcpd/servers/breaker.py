@@ -99,7 +99,8 @@ class Transition(msgspec.Struct, frozen=True):
     reason: str | None
     retry_at: float | None
     # Closed on trial: the server answered, but no call has succeeded yet. A move from
-    # closed to closed is the end of a trial: a call succeeded.
+    # closed to closed is the end of a trial: a call succeeded. One from open to open
+    # is a wait the server asked for, past the cooldown's end (``hold_open``).
     trial: bool = False
     # A call succeeded after trouble the circuit did not open for: only the state shown
     # (degraded, then ready) changes.
@@ -272,13 +273,17 @@ class Breaker:
         """Report an availability failure whose server said when to come back (a 429 or
         503 with Retry-After): the circuit opens, however few failures came before, and
         no probe goes before ``until``. An open circuit is only kept open longer: the
-        server's word is about now, whenever the call that met it began."""
+        server's word is about now, whenever the call that met it began; its answer is
+        then the reason the circuit is open, reported as a move from open to open."""
         self._total_failures += 1
         if self._state == "open":
             self._unreached = False  # it answered
             if until > self._retry_at:
                 self._retry_at = until
+                kept = self._failed(now, reason)
                 self._refusal = self._refused()
+                if self._on_transition is not None:
+                    self._on_transition(Transition("open", "open", now, kept, until))
             return
         stale = ticket is not None and ticket != self._epoch
         if stale or (self._state == "half_open" and not self._probe_out):

@@ -56,7 +56,16 @@ class LifecycleJournal:
     def breaker(self, t: Transition) -> None:
         if t.settled:
             return  # no outage ended, nothing to say: only what status shows changes
-        if t.new == "open":
+        if t.old == t.new == "open":
+            self.event(
+                logging.WARNING,
+                "breaker_open",
+                f"circuit kept open as the server asked to wait ({t.reason}); "
+                f"next probe at {clock_time(t.retry_at)}",
+                t.reason,
+                depth=2,
+            )
+        elif t.new == "open":
             self.event(
                 logging.WARNING,
                 "breaker_open",

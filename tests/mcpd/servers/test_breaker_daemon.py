@@ -2,7 +2,8 @@
 server whose calls, lists and pings behave as each test sets: a server whose lists
 work and whose calls fail is tried less and less often; a busy server whose lists are
 slow is not taken for gone; calls refused while mcpd's probe is out are told its own
-bound; what a prompts/get gets, an answer or an error, ends no trial of the calls; a
+bound; a probe answered with a wait holds the circuit open, saying so everywhere;
+what a prompts/get gets, an answer or an error, ends no trial of the calls; a
 server that goes away while its circuit is open is shown unreachable and is
 back as soon as it answers again; one whose failed calls end its session stays open
 across the connections made again, and so does one that fails mcpd's probe by cutting
@@ -42,6 +43,7 @@ class Moody:
         self.failing = False
         self.pings_fail = False
         self.pings_cut = False  # the connection dropped, the ping unanswered
+        self.pings_wait = False  # answered 429, asking for an hour
         self.slow: dict[str, float] = {}
         self.seen: list[str] = []
         self.prompt_refused = False  # prompts/get answered with a JSON-RPC error
@@ -60,6 +62,9 @@ class Moody:
         await trio.sleep(self.slow.get(str(method), 0.0))
         if method == "ping" and self.pings_cut:
             await respond.cut()
+        if method == "ping" and self.pings_wait:
+            await respond.reply(429, "Too Many Requests", [("Retry-After", "3600")])
+            return
         if method == "tools/list":
             tools = [{"name": "echo", "inputSchema": {"type": "object"}}]
             await respond.json(result(req.rpc_id, {"tools": tools}))
@@ -172,6 +177,35 @@ async def test_a_prompt_got_on_trial_decides_nothing_whatever_it_is_answered(
                     assert row["state"] == "degraded", row
                 assert told[0] < told[1] < told[2] and 3 <= told[2] <= 4, told
     assert not [line for line in said.lines if "recovered" in line or "answering again" in line]
+
+
+async def test_a_wait_a_probe_is_asked_for_is_said_where_the_circuit_s_next_probe_is(
+    tmp_path: Path,
+) -> None:
+    """A call fails, opening the circuit for a second; the liveness probe it asks for
+    is answered 429 with an hour's Retry-After: the journal, ``mcpd status`` and the
+    calls refused all say the hour, and the 429 as the reason."""
+    moody = Moody()
+    with trio.fail_after(LIMIT), journal() as said:
+        async with serve_http(moody.session) as web:
+            cfg = config(tmp_path, web.url(), cooldown_base=1.0)
+            async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+                await wait_state(agent, "m", "ready")
+                moody.failing = moody.pings_wait = True
+                moody.probed = trio.Event()
+                assert "HTTP 500" in text(await call(agent))
+                while "ping" not in moody.seen:
+                    await trio.sleep(0.05)
+                while not [line for line in said.lines if "429" in line]:
+                    await trio.sleep(0.05)
+                row = await wait_state(agent, "m", "open")
+                assert "HTTP 429" in row["last_error"], row
+                refused = await call(agent)
+                assert "HTTP 429" in text(refused) and waits(refused) > 3500, text(refused)
+    at = re.search(r"retry at (\d\d:\d\d:\d\d)", text(refused))
+    assert at, text(refused)
+    held = [line for line in said.lines if "429" in line and "next probe at" in line]
+    assert held and held[-1].endswith(at.group(1)), held
 
 
 async def test_a_busy_server_whose_lists_are_slow_is_not_taken_for_gone(tmp_path: Path) -> None:
