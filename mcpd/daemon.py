@@ -361,8 +361,8 @@ class Daemon(Control):
         out: dict[str, Any] = msgspec.to_builtins(report)
         return out
 
-    def reset(self, alias: str, who: str) -> dict[str, object]:
-        return self.supervisor.reset(alias, who)
+    def reset(self, alias: str, who: str, scope: ProfileView | None = None) -> dict[str, object]:
+        return self.supervisor.reset(alias, who, None if scope is None else scope.has_server)
 
     def http_token(self) -> str:
         token = self.token.current()

@@ -139,9 +139,10 @@ class Control(abc.ABC):
         ...
 
     @abc.abstractmethod
-    def reset(self, alias: str, who: str) -> dict[str, object]:
+    def reset(self, alias: str, who: str, scope: ProfileView | None = None) -> dict[str, object]:
         """``mcpd reset``: the server's circuit closed on trial, journaled as ``who``
-        asked; raises ``rpc.RPCError`` for a server that does not run."""
+        asked; raises ``rpc.RPCError`` for a server that does not run, or (``scope``
+        given) that the profile ``scope`` does not have, naming only those it has."""
         ...
 
     @property

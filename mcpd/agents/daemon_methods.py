@@ -6,7 +6,7 @@
 - ``mcpd/reload``: the config read again and put in force (``mcpd reload``), for the
   daemon's own user and root, on its Unix socket;
 - ``mcpd/reset``: a server's circuit closed on trial (``mcpd reset``), for the same
-  callers as ``mcpd/reload``;
+  callers as ``mcpd/reload``, of the servers the connection's profile has;
 - ``mcpd/lineLimit``: the longest line the connection takes, which ``mcpd bridge``
   holds its host's lines to (past it, the connection closes).
 """
@@ -55,7 +55,10 @@ async def _reset(
     params = rpc.decode_as(req.params, _Server)
     peer = conn.peer
     assert peer is not None  # the owner on the socket, as the kernel says
-    return api.control.reset(params.server, f"uid {peer.uid} (pid {peer.pid})")
+    # On a profile's socket (or in a profile chosen), only that profile's servers are
+    # there, as its status shows them.
+    who = f"uid {peer.uid} (pid {peer.pid})"
+    return api.control.reset(params.server, who, api.scope_of(conn))
 
 
 async def _line_limit(

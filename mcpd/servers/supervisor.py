@@ -298,11 +298,16 @@ class Supervisor:
         await self.stop(alias, RESTARTING)
         self._start(alias, self.config.servers[alias])
 
-    def reset(self, alias: str, who: str) -> dict[str, object]:
-        """``mcpd reset``: the server's circuit closed on trial, as ``who`` asked."""
+    def reset(
+        self, alias: str, who: str, only: Callable[[str], bool] | None = None
+    ) -> dict[str, object]:
+        """``mcpd reset``: the server's circuit closed on trial, as ``who`` asked, of
+        the servers whose alias ``only`` admits (a profile's: the others are not there
+        for it, as in its ``mcpd status``)."""
         runner = self.runners.get(alias)
-        if runner is None:
-            known = ", ".join(sorted(self.runners)) or "none"
+        if runner is None or (only is not None and not only(alias)):
+            known = ", ".join(a for a in sorted(self.runners) if only is None or only(a))
+            known = known or "none"
             raise rpc.RPCError(
                 rpc.INVALID_PARAMS, f"no server named {alias!r} is running (servers: {known})"
             )

@@ -170,3 +170,36 @@ async def test_a_day_long_wait_is_ended_by_mcpd_reset_and_the_next_call_decides(
                 assert code == 1 and "no server named 'nowhere' is running" in out, out
     said = [r for r in caplog.records if getattr(r, "mcpd_event", None) == "reset"]
     assert len(said) == 1 and f"uid {os.getuid()}" in said[0].getMessage(), said
+
+
+async def test_mcpd_reset_on_a_profile_s_socket_reaches_only_the_profile_s_servers(
+    tmp_path: Path,
+) -> None:
+    """As ``mcpd status`` there shows only the profile's servers, a reset there finds
+    only them: another server's circuit is left as it is, and the error names only
+    the profile's servers."""
+    sock = str(tmp_path / "p.sock")
+    with trio.fail_after(60):
+        async with serve_http(busy_server("99999999")) as srv:
+            entry = {"url": srv.url(), "era": "legacy"}
+            cfg = make_config(
+                tmp_path,
+                {"busy": entry, "other": entry},
+                profiles={"p": {"servers": ["busy"], "socket": sock}},
+                failure_threshold=5,
+                health_interval=0,
+            )
+            async with running(cfg), connect(cfg.daemon.socket) as agent:
+                for alias in ("busy", "other"):
+                    await wait_state(agent, alias, "ready")
+                    await agent.call(f"mcp__{alias}__echo")
+                    await wait_state(agent, alias, "open")
+                code, out = await reset(sock, "other")
+                assert code == 1, out
+                assert "no server named 'other' is running (servers: busy)" in out, out
+                assert (await wait_state(agent, "other", "open"))["state"] == "open"
+                code, out = await reset(sock, "busy")
+                assert (code, out) == (
+                    0,
+                    "busy: circuit closed on trial (was open); its next call decides\n",
+                )
