@@ -339,10 +339,27 @@ def cmd_reset(args: argparse.Namespace) -> int:
     with client_for(args) as client:
         out = ask(client, "mcpd/reset", {"server": args.server})
     server, was = visible(str(out["server"])), visible(str(out["was"]))
-    if out["reset"]:
-        print(f"{server}: circuit closed on trial (was {was}); its next call decides")
+    circuit = visible(str(out.get("circuit", was)))
+    said = (
+        f"{server}: circuit closed on trial (was {circuit})"
+        if out["reset"]
+        else f"{server}: its circuit is closed already"
+    )
+    if out.get("waiting"):
+        # Refused for the restart's wait, not the circuit's: reset leaves that one.
+        state = visible(str(out["state"]))
+        next_try = out.get("next_try")
+        when = f" (next try at {visible(str(next_try))})" if next_try not in (None, "-") else ""
+        print(
+            f"{said}; but the server is {state}, not connected: calls are refused until "
+            f"it is started or connected again{when}. That wait is the restart's, which "
+            "reset does not end: a change to its entry and `mcpd reload`, or a restart "
+            "of mcpd, ends it"
+        )
+    elif out["reset"]:
+        print(f"{said}; its next call decides")
     else:
-        print(f"{server}: its circuit is closed already ({was}); nothing to reset")
+        print(f"{said} ({was}); nothing to reset")
     return 0
 
 

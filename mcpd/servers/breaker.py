@@ -11,11 +11,10 @@
 Only availability failures should be reported (server down, timeout, stream cut); a
 JSON-RPC error is a working server saying no, and counts as a success here.
 
-Calls (``tools/call``) decide: what an agent's other requests (``prompts/get``,
-``resources/read``, ...) are answered, a result or a JSON-RPC error, is reported as
-nothing, so it neither ends a trial nor clears a count of failures; one that fails to
-reach the server has it probed, and the probe's outcome is reported; a Retry-After
-in its answer holds the circuit open (``hold_open``) as a call's does.
+Calls (``tools/call``) decide: an answer to an agent's other requests (``prompts/get``,
+``resources/read``, ...), a result or an error, is not reported, so it ends no trial
+and clears no count; one that fails to reach the server has it probed (the probe's
+outcome is reported), and a Retry-After holds the circuit open as a call's does.
 
 A server that answers without a call going through (mcpd's own probe answered, a call
 that ran out of time followed by an answer) is there, but that says nothing of its
@@ -105,6 +104,7 @@ class Transition(msgspec.Struct, frozen=True):
     # A call succeeded after trouble the circuit did not open for: only the state shown
     # (degraded, then ready) changes.
     settled: bool = False
+    asked: bool = False  # closed on trial by ``reset``, not by the server's answer
 
 
 class BreakerStatus(msgspec.Struct, frozen=True):
@@ -302,7 +302,7 @@ class Breaker:
             return False
         self._probe_out = False
         self._trial_since = now
-        self._move("closed", now, None, trial=True)
+        self._move("closed", now, None, trial=True, asked=True)
         return True
 
     def reconfigure(self, config: BreakerConfig) -> None:
@@ -373,7 +373,15 @@ class Breaker:
         self._cooldown = min(self.config.cooldown_cap, self._cooldown * self.config.cooldown_factor)
         self._move("open", now, reason)
 
-    def _move(self, new: State, now: float, reason: str | None, *, trial: bool = False) -> None:
+    def _move(
+        self,
+        new: State,
+        now: float,
+        reason: str | None,
+        *,
+        trial: bool = False,
+        asked: bool = False,
+    ) -> None:
         old = self._state
         self._state = new
         self._epoch += 1
@@ -383,7 +391,7 @@ class Breaker:
             self._refusal = self._refused()
         if self._on_transition is not None:
             retry_at = self._retry_at if new == "open" else None
-            self._on_transition(Transition(old, new, now, reason, retry_at, trial))
+            self._on_transition(Transition(old, new, now, reason, retry_at, trial, asked=asked))
 
     def _pending_retry(self) -> float | None:
         # Half-open without a probe out has no wait: the next caller becomes the probe.

@@ -75,6 +75,13 @@ class LifecycleJournal:
             )
         elif t.new == "half_open":
             self.event(logging.INFO, "breaker_half_open", "circuit half-open, probing", depth=2)
+        elif t.asked:
+            self.event(
+                logging.INFO,
+                "breaker_trial",
+                "circuit closed on trial as asked: its next call decides",
+                depth=2,
+            )
         elif t.trial:
             self.event(
                 logging.INFO,

@@ -344,12 +344,11 @@ class ServerParts(CallHost):
         if st.state == "closed":
             return False
         # Before the move, whose own line follows: the journal says who asked first.
-        self.events.event(
-            logging.INFO,
-            "reset",
-            f"circuit reset by {who}: the next call decides (it was {st.state}: {st.reason})",
-            st.reason,
-        )
+        said = f"circuit reset by {who}: the next call decides (it was {st.state}: {st.reason})"
+        if self.phase == "waiting":
+            # Not connected: the restart's wait, which no circuit holds, is left as it is.
+            said += f"; the server is {self.state}, not connected, until it is started again"
+        self.events.event(logging.INFO, "reset", said, st.reason)
         return self.breaker.reset(trio.current_time())
 
     def failed_call(self, reason: str, start: float, stderr: str | None) -> Outage:

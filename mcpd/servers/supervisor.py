@@ -26,7 +26,7 @@ from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets
 from ..registry.catalog import Catalog
 from .lazy import LazyRunner
-from .outage import Outage
+from .outage import Outage, clock_time
 from .queue_bytes import QueueBytes
 from .runner import Runner
 from .state import counts, summary
@@ -311,9 +311,21 @@ class Supervisor:
             raise rpc.RPCError(
                 rpc.INVALID_PARAMS, f"no server named {alias!r} is running (servers: {known})"
             )
-        was = runner.state
+        was, circuit = runner.state, runner.breaker.status(trio.current_time()).state
         reset = runner.reset_circuit(who)
-        return {"server": alias, "was": was, "reset": reset, "state": runner.state}
+        # A server waiting to be started or connected again is refused for that wait,
+        # the restart's, which no circuit holds: said with its end, as reset leaves it.
+        waiting = runner.phase == "waiting"
+        next_try = clock_time(runner.outage().retry_at) if waiting else None
+        return {
+            "server": alias,
+            "was": was,
+            "circuit": circuit,
+            "reset": reset,
+            "state": runner.state,
+            "waiting": waiting,
+            "next_try": next_try,
+        }
 
     async def reload(self, new: Config) -> ReloadReport:
         report = self.adopt(new)

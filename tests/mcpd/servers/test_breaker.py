@@ -517,7 +517,7 @@ def test_a_reset_closes_a_held_circuit_on_trial_and_keeps_the_outage() -> None:
     b, seen = make()
     b.hold_open(1.0, 86_401.0, "HTTP 429")
     assert b.reset(2.0)
-    assert seen[-1] == Transition("open", "closed", 2.0, None, None, trial=True)
+    assert seen[-1] == Transition("open", "closed", 2.0, None, None, trial=True, asked=True)
     st = b.status(2.0)
     assert (st.trial_since, st.since) == (2.0, 1.0)
     b.record_failure(3.0, "HTTP 429")

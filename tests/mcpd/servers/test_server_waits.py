@@ -26,7 +26,7 @@ from tests.conftest import ROOT
 from tests.support.agent import connect, make_config, running
 from tests.support.daemon_http import MCP, auth, header_dict, http, modern, modern_headers
 from tests.support.http_servers import LegacySession, Responder, SeenRequest, serve_http
-from tests.support.supervision import text, wait_state
+from tests.support.supervision import closed_port, text, wait_state
 
 TOOLS = [{"name": "echo", "inputSchema": {"type": "object"}}]
 
@@ -203,3 +203,57 @@ async def test_mcpd_reset_on_a_profile_s_socket_reaches_only_the_profile_s_serve
                     0,
                     "busy: circuit closed on trial (was open); its next call decides\n",
                 )
+
+
+async def test_mcpd_reset_of_a_server_told_to_wait_as_it_connected_says_whose_wait_it_is(
+    tmp_path: Path,
+) -> None:
+    """Its connection is answered 503 with an hour's Retry-After: no circuit holds it
+    but the restart's wait, which reset leaves as it is and says so, with how it ends."""
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        await respond.reply(503, "busy", {"Retry-After": "3600"})
+
+    with trio.fail_after(60):
+        async with serve_http(handler) as srv:
+            cfg = config(tmp_path, srv.url())
+            async with running(cfg), connect(cfg.daemon.socket) as agent:
+                await wait_state(agent, "busy", "failed")
+                code, out = await reset(cfg.daemon.socket, "busy")
+    assert code == 0, out
+    assert out.startswith(
+        "busy: its circuit is closed already; but the server is failed, not connected: "
+        "calls are refused until it is started or connected again (next try at "
+    ), out
+    assert "That wait is the restart's, which reset does not end" in out, out
+    assert "nothing to reset" not in out and "next call decides" not in out, out
+
+
+async def test_mcpd_reset_of_a_server_gone_says_its_calls_wait_for_it_to_be_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its circuit opened, then it went away: reset closes the circuit, and says its
+    calls are refused until it is connected again, not that the next one decides."""
+    caplog.set_level(logging.INFO, "mcpd")
+    port = closed_port()
+    with trio.fail_after(60):
+        entry = {"url": f"http://127.0.0.1:{port}/mcp", "era": "legacy"}
+        cfg = make_config(
+            tmp_path, {"busy": entry}, failure_threshold=1, cooldown_base=1.0, health_interval=0
+        )
+        async with running(cfg), connect(cfg.daemon.socket) as agent:
+            async with serve_http(busy_server("abc", 500), port=port):
+                await wait_state(agent, "busy", "ready")
+                assert "HTTP 500" in text(await agent.call("mcp__busy__echo"))
+                await wait_state(agent, "busy", "open")
+            await wait_state(agent, "busy", "unreachable")
+            code, out = await reset(cfg.daemon.socket, "busy")
+    assert code == 0, out
+    assert re.match(
+        r"busy: circuit closed on trial \(was (open|half_open)\); but the server is "
+        r"unreachable, not connected: calls are refused until",
+        out,
+    ), out
+    said = [r.getMessage() for r in caplog.records if r.name == "mcpd.server"]
+    assert any("unreachable, not connected" in line for line in said), said
+    assert "circuit closed on trial as asked: its next call decides" in said, said
