@@ -9,41 +9,38 @@
     closed on trial --a call fails--------------------->  open, with a longer cooldown
 
 Only availability failures should be reported (server down, timeout, stream cut); a
-JSON-RPC error is a working server saying no, and counts as a success here.
+JSON-RPC error is a working server saying no, and counts as a success here. A call that
+ran out of time at a server that answers is no failure here, but it is trouble: kept
+with the failures (``BreakerStatus.trouble``) until a call succeeds.
 
 Calls (``tools/call``) decide: an answer to an agent's other requests (``prompts/get``,
-``resources/read``, ...), a result or an error, is not reported, so it ends no trial
-and clears no count; one that fails to reach the server has it probed (the probe's
-outcome is reported), and a Retry-After holds the circuit open as a call's does.
+``resources/read``, ...), a result or an error, is not reported, so it ends no trial and
+clears no count; one that fails to reach the server has it probed (the probe's outcome
+is reported), and a Retry-After holds the circuit open as a call's does.
 
 A server that answers without a call going through (mcpd's own probe answered, a call
 that ran out of time followed by an answer) is there, but that says nothing of its
 calls: the circuit closes on trial, so calls go again, yet the cooldown keeps growing
 and the outage keeps its start until one call succeeds; the first that fails opens it
-again at once. A server whose lists work and whose calls all fail is then tried less
-and less often, never as if it had recovered.
+again at once, so a server whose lists work and whose calls fail is tried less and less.
 
-A connection made again (a process started anew, an HTTP session opened again) is
-such an answer only where the circuit opened because mcpd could not reach the server
-at all (``record_failure(unreached=True)``: its probe could not connect): the new
-connection shows it is there again. A circuit opened otherwise (calls that failed, a
-probe the server failed by exiting, by cutting its connection, or by saying nothing in
-time) stays open across a connection made again until its cooldown ends, however often
-the server's process dies or its session ends: the probe at the cooldown's end decides.
+A connection made again (a process started anew, an HTTP session opened again) is such
+an answer only where the circuit opened because mcpd could not reach the server at all
+(``record_failure(unreached=True)``: its probe could not connect): the new connection
+shows it is there again. A circuit opened otherwise (calls that failed, a probe the
+server failed by exiting, by cutting its connection, or by saying nothing in time) stays
+open across a connection made again until its cooldown ends, however often the server's
+process dies or its session ends: the probe at the cooldown's end decides.
 
-A call that ran out of time at a server that answers is no failure here, but it is
-trouble: kept with the failures (``BreakerStatus.trouble``) until a call succeeds.
+Every admission carries a ticket, the breaker's epoch when it was issued. The epoch
+moves on every change of state and every new probe, so a report from a call that started
+before the breaker opened, or from a probe that already expired, cannot change the state
+later: it only shows in the totals.
 
-Every admission carries a ticket, the breaker's epoch when it was issued. The epoch moves
-on every change of state and every new probe, so a report from a call that started before the
-breaker opened, or from a probe that already expired, cannot change the state later: it
-only shows in the totals.
-
-A failure's reason is kept as ``kept_reason`` makes it: its owner passes what masks
-the secrets mcpd holds in the server's words it quotes, so every failure reported (a
-call's, a probe's) is kept masked for whoever reads it later (a refused call, ``mcpd
-status``, the journal).
-"""
+A failure's reason is kept as ``kept_reason`` makes it: its owner passes what masks the
+secrets mcpd holds in the server's words it quotes, so every failure reported (a call's,
+a probe's) is kept masked for whoever reads it later (a refused call, ``mcpd status``,
+the journal)."""
 
 from __future__ import annotations
 
