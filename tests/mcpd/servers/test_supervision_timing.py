@@ -29,7 +29,7 @@ from protocol.jsonrpc import Notification
 from protocol.splice import SplicedCall
 from tests.support.calls import at_runner
 from transports.base import Reply, Transport
-from transports.errors import SpawnError, TransportError, single_exceptions
+from transports.errors import SpawnError, TransportError, Unreachable, single_exceptions
 from transports.sends import Sends
 
 
@@ -38,7 +38,7 @@ class FakeServer:
         self.starts: list[float] = []
         self.fail_starts = 0
         self.call_mode = "ok"  # ok | hang | broken
-        self.probe_mode = "ok"  # ok | hang | broken
+        self.probe_mode = "ok"  # ok | hang | broken | gone
         self.calls_seen = 0
         self.probes_seen = 0
         self.started = trio.Event()
@@ -178,6 +178,8 @@ class FakeTransport(Transport):
             await trio.sleep(10)
         if mode == "broken":
             raise TransportError(f"{self.alias}: connection reset by peer")
+        if mode == "gone":
+            raise Unreachable(f"{self.alias}: connection refused")
 
 
 def _raw(obj: Any) -> msgspec.Raw:
@@ -279,9 +281,10 @@ async def test_breaker_opens_after_the_threshold_and_fails_fast(
         row = runner.status()
         assert row["state"] == "open" and "connection reset" in (row["last_error"] or "")
         assert row["since"] == pytest.approx(opened_at)
-        # The cooldown passes: one probe, which cannot reach the server: the session
-        # ends, and the server is started again on the backoff's delay (a second),
-        # not the cooldown's.
+        # The cooldown passes: one probe, which cannot reach the server (gone, not
+        # failing): the session ends, and the server is started again on the backoff's
+        # delay (a second), not the cooldown's.
+        fake.probe_mode = "gone"
         await fake.probed.wait()
         fake.probed = trio.Event()
         await wait_for_starts(fake, 2)
