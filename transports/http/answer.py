@@ -9,7 +9,8 @@ server's ``Complaints``.
 A response that cannot be taken (both a result and an error, an id of the wrong type)
 fails the request it answered at once (``transports.refusals``): this one, when it is
 this request's; when it is another's in flight, that one (``InFlight``), and this
-stream is read on.
+stream is read on. A JSON reply holds one message only: when it is such a response for
+another request, this request fails too, as one the server answered unreadably.
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ Answer: TypeAlias = rpc.Response | rpc.ErrorResponse
 # Once the response is in, how long the rest of an event stream may take to end
 # before its connection is given up rather than waited for.
 DRAIN_TIMEOUT: Final = 1.0
+
+# Why a request whose JSON reply answered another in flight (which failed for it) fails.
+ANSWERED_ANOTHER: Final = "the answer to another request in flight"
 
 
 class AnswerReader:
@@ -116,12 +120,17 @@ class AnswerReader:
                     msg = decode_reply(body, head.status, self._label, "response body")
                 except InvalidResponse as exc:
                     self._fail(answered(exc.given, exc.why, self._own))
-                    raise
+                    refused = self._inflight is not None and self._inflight.refuse(
+                        exc.given, exc.why
+                    )
+                    raise self._unanswered(ANSWERED_ANOTHER if refused else exc.why) from None
                 paced.read(0.0)  # a reply to a request: free of the pace
             if isinstance(msg, (rpc.Response, rpc.ErrorResponse)):
                 if msg.id in (self._id, None):
                     return msg
                 self._fail(misaddressed(msg.id, self._own))
+                if self._inflight is not None and self._inflight.misaddressed(msg.id):
+                    raise self._unanswered(ANSWERED_ANOTHER)
             problem = f"the JSON reply to {self._what} is not its response"
         else:
             body = await conn.read_prefix(SNIPPET)
@@ -229,9 +238,7 @@ class AnswerReader:
             else:
                 self._ignored(f"server request {msg.method}", "server_request_ignored")
         elif msg.id in (self._id, None):
-            self._answered = True
-            if self._inflight is not None and self._id is not None:
-                self._inflight.answered(self._id)
+            self._took()
             return msg
         else:
             self._stray(msg.id)
@@ -266,6 +273,20 @@ class AnswerReader:
             f"a response for id {shown_id(exc.given)} that cannot be taken ({exc.why})",
             "stray_response",
         )
+
+    def _took(self) -> None:
+        """The response came: any more for this id, on any stream, are duplicates (its
+        connection may yet be closed, a checkpoint at which another could come)."""
+        self._answered = True
+        if self._inflight is not None and self._id is not None:
+            self._inflight.answered(self._id)
+
+    def _unanswered(self, why: str) -> Exception:
+        """What this request fails with when its JSON reply could not be taken (``why``):
+        the server answered, unreadably, so it is not counted as down."""
+        if self._id is None:
+            return UnexpectedReply(f"{self._label}: the JSON reply to {self._what} was {why}")
+        return refusal(self._label, self._id, why, logger)
 
     def _fail(self, own: tuple[rpc.Id, str] | None) -> None:
         """Fail this request, if a response that cannot be taken answered it (``own``:

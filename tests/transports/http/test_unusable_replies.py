@@ -157,3 +157,46 @@ async def test_one_on_the_push_stream_fails_the_call_it_answered(how: str) -> No
             raw = await t.request("tools/call", {}, headers=LEGACY)
             assert json.loads(bytes(raw)) == {"fine": True}
             nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("how", HOWS)
+async def test_one_in_another_requests_json_reply_fails_both_as_unreadable(
+    how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    first_sent = trio.Event()
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.rpc_id == 1:
+            first_sent.set()
+            await respond.sse_start()
+            await respond.wait_disconnect()  # its answer goes out in the other's reply
+        else:
+            await respond.json(unusable(1, how))
+
+    failed: list[MalformedReply] = []
+    with trio.fail_after(LIMIT), caplog.at_level(logging.WARNING, "mcpd.http"):
+        async with (
+            serve_http(handler) as srv,
+            open_http_transport("a", srv.url()) as t,
+            trio.open_nursery() as nursery,
+        ):
+
+            async def first() -> None:
+                with trio.fail_after(AT_ONCE), pytest.raises(MalformedReply) as info:
+                    await t.request("tools/call", {"n": 1})
+                failed.append(info.value)
+
+            nursery.start_soon(first)
+            await first_sent.wait()
+            # The second got no answer of its own: the server answered, unreadably (not
+            # an outage the breaker would count).
+            with trio.fail_after(AT_ONCE), pytest.raises(MalformedReply) as info:
+                await t.request("tools/call", {"n": 2})
+    second = "a: the reply was the answer to another request in flight and was dropped"
+    assert info.value.reason == second
+    [error] = failed
+    assert error.reason == reason(how, 1)
+    assert warnings(caplog) == [
+        f"{reason(how, 1)}; the request (id 1) it answered failed, the server keeps running",
+        f"{second}; the request (id 2) it answered failed, the server keeps running",
+    ]
