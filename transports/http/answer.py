@@ -127,6 +127,7 @@ class AnswerReader:
                 paced.read(0.0)  # a reply to a request: free of the pace
             if isinstance(msg, (rpc.Response, rpc.ErrorResponse)):
                 if msg.id in (self._id, None):
+                    self._took()
                     return msg
                 self._fail(misaddressed(msg.id, self._own))
                 if self._inflight is not None and self._inflight.misaddressed(msg.id):

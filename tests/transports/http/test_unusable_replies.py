@@ -21,6 +21,7 @@ from tests.support.http_servers import (
     serve_http,
 )
 from transports.errors import MalformedReply
+from transports.http.connection import HttpConnection
 from transports.http.transport import HttpTransport, open_http_transport
 
 LIMIT = 10
@@ -200,3 +201,56 @@ async def test_one_in_another_requests_json_reply_fails_both_as_unreadable(
         f"{reason(how, 1)}; the request (id 1) it answered failed, the server keeps running",
         f"{second}; the request (id 2) it answered failed, the server keeps running",
     ]
+
+
+async def test_a_json_answer_stands_against_a_bad_one_while_its_connection_closes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    first_in = trio.Event()
+    started_second = trio.Event()
+    sent_first = trio.Event()
+    second_done = trio.Event()
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.rpc_id == 1:
+            first_in.set()
+            await started_second.wait()
+            await respond.json(result(1, {"good": 1}), headers={"Connection": "close"})
+            sent_first.set()
+        else:
+            await respond.sse_start()
+            started_second.set()
+            await sent_first.wait()
+            await respond.send(event(unusable(1, "both members")))
+            await respond.send(event(result(req.rpc_id, {"own": 2})))
+            await respond.end()
+
+    # The answer's connection is closed before the request ends: hold that close until
+    # the bad duplicate has come on the other stream.
+    close = HttpConnection.aclose
+    to_hold = [True]  # the first close only: the answer's connection
+
+    async def aclose(self: HttpConnection) -> None:
+        if to_hold:
+            to_hold.clear()
+            with trio.move_on_after(AT_ONCE):
+                await second_done.wait()
+        await close(self)
+
+    monkeypatch.setattr(HttpConnection, "aclose", aclose)
+    answers: list[object] = []
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(handler) as srv,
+            open_http_transport("a", srv.url()) as t,
+            trio.open_nursery() as nursery,
+        ):
+
+            async def first() -> None:
+                answers.append(json.loads(bytes(await t.request("tools/call", {"n": 1}))))
+
+            nursery.start_soon(first)
+            await first_in.wait()
+            assert json.loads(bytes(await t.request("tools/call", {"n": 2}))) == {"own": 2}
+            second_done.set()
+    assert answers == [{"good": 1}]
