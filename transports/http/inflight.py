@@ -74,9 +74,12 @@ class InFlight:
         return rid in self._inflight and rid not in self._refused and rid not in self._answered
 
     def keep(self, msg: rpc.Response | rpc.ErrorResponse) -> bool:
-        """Whether the response was kept: not if no request waits for it, or one
-        came for it before."""
-        if msg.id not in self._inflight or msg.id in self._kept:
+        """Whether the response was taken: kept for the request it answers (not if none
+        waits for it, or one came for it before), or failing the one its id of the wrong
+        type was for."""
+        if msg.id not in self._inflight:
+            return self.misaddressed(msg.id)
+        if msg.id in self._kept:
             return False
         self._kept[msg.id] = msg
         return True

@@ -123,7 +123,7 @@ async def handshake(t: HttpTransport) -> None:
     await t.notify("notifications/initialized", None, headers=LEGACY)
 
 
-@pytest.mark.parametrize("how", ["float id", "both members"])
+@pytest.mark.parametrize("how", HOWS)
 async def test_one_on_the_push_stream_fails_the_call_it_answered(how: str) -> None:
     called = trio.Event()
     call_ids: list[int] = []
