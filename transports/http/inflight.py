@@ -71,7 +71,14 @@ class InFlight:
         return self._refused[rid]
 
     def _waiting(self, rid: rpc.Id) -> bool:
-        return rid in self._inflight and rid not in self._refused and rid not in self._answered
+        """Whether the request ``rid`` still waits for its answer: a response kept for it
+        is one, so a bad one after it is a duplicate, dropped."""
+        return (
+            rid in self._inflight
+            and rid not in self._refused
+            and rid not in self._answered
+            and rid not in self._kept
+        )
 
     def keep(self, msg: rpc.Response | rpc.ErrorResponse) -> bool:
         """Whether the response was taken: kept for the request it answers (not if none

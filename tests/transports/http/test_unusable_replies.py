@@ -19,6 +19,7 @@ from tests.support.http_servers import (
     event,
     result,
     serve_http,
+    server_request,
 )
 from transports.errors import MalformedReply
 from transports.http.connection import HttpConnection
@@ -254,3 +255,41 @@ async def test_a_json_answer_stands_against_a_bad_one_while_its_connection_close
             assert json.loads(bytes(await t.request("tools/call", {"n": 2}))) == {"own": 2}
             second_done.set()
     assert answers == [{"good": 1}]
+
+
+async def test_a_response_kept_from_the_push_stream_stands_against_a_bad_one_after_it() -> None:
+    called = trio.Event()
+    call_ids: list[int] = []
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.method == "GET":
+            await respond.sse_start()
+            await called.wait()
+            await respond.send(event(result(call_ids[0], {"via": "push"})))
+            await respond.send(event(unusable(call_ids[0], "both members")))
+            # Its answer says the client has read the two before it.
+            await respond.send(event(server_request("p-1", "ping")))
+            await respond.wait_disconnect()
+        elif req.message["params"].get("held"):
+            call_ids.append(req.rpc_id)
+            called.set()
+            await respond.sse_start()
+            await server.answered.wait()
+            await respond.send(event(result(req.rpc_id, {"via": "post"})))
+            await respond.end()
+        else:
+            await respond.json(result(req.rpc_id, {"fine": True}))
+
+    server = LegacySession(handler)
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(server) as srv,
+            open_http_transport("a", srv.url()) as t,
+            trio.open_nursery() as nursery,
+        ):
+            await handshake(t)
+            nursery.start_soon(t.listen)
+            # The bad one came after an answer: a duplicate, dropped.
+            raw = await t.request("tools/call", {"held": True}, headers=LEGACY)
+            assert json.loads(bytes(raw)) == {"via": "post"}
+            nursery.cancel_scope.cancel()
