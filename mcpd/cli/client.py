@@ -24,7 +24,7 @@ from ..agents.dial import (
 )
 from ..agents.peers import peer_of, untrusted_daemon
 from ..config.model import default_config_path, default_socket_path
-from ..config.paths import SOCKET_VAR, client_socket_path, unparsed_config
+from ..config.paths import SOCKET_VAR, client_socket_path, config_unread
 
 CLI_INFO = mcp.Implementation(name="mcpd-cli", version=__version__)
 # How long a command waits for its reply: one the daemon answers from what it holds
@@ -264,18 +264,7 @@ def unread_config(path: str) -> str:
     config = os.environ.get("MCPD_CONFIG")
     if not config or os.environ.get(SOCKET_VAR) or path != default_socket_path():
         return ""
-    try:
-        with open(config, "rb") as f:
-            f.read(1)
-    except OSError as exc:
-        return (
-            f"; $MCPD_CONFIG names {config}, which could not be read ({exc.strerror}), "
-            "so the default socket was tried"
-        )
-    unparsed = unparsed_config(config)
-    if unparsed is not None:
-        return (
-            f"; $MCPD_CONFIG names {config}, which could not be read as TOML "
-            f"({unparsed}), so the default socket was tried"
-        )
-    return ""
+    unread = config_unread(config)
+    if unread is None:
+        return ""
+    return f"; $MCPD_CONFIG names {config}, which {unread}, so the default socket was tried"

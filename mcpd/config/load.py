@@ -37,7 +37,7 @@ from .expand import (
     stand_ins,
 )
 from .held import held_in
-from .model import Config, ConfigError
+from .model import MAX_CONFIG_BYTES, Config, ConfigError
 from .nesting import nests_too_deep, too_deep
 from .profiles import ProfileConfig
 from .serverchecks import misplaced_keys
@@ -45,8 +45,6 @@ from .servertable import ServerConfig
 
 __all__ = ["Unresolved", "expand", "load", "parse", "said_of", "validate"]
 
-# Far above any config or host file; what is larger is not one, and is not read.
-MAX_CONFIG_BYTES: Final = 64 * 1024 * 1024
 _AT_RE: Final = re.compile(r"^(.*?)(?: - at `\$(.*)`)?$", re.S)
 
 

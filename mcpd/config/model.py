@@ -26,6 +26,8 @@ ALIAS_RE: Final = re.compile(r"^[A-Za-z0-9_-]+\Z")  # not $: it matches before a
 # The longest time any duration key may give: a year. Nothing mcpd waits for takes
 # longer, and a longer delay would put a retry past the dates a clock can show.
 MAX_SECONDS: Final = 365 * 24 * 3600.0
+# Far above any config or host file; what is larger is not one, and is not read.
+MAX_CONFIG_BYTES: Final = 64 * 1024 * 1024
 
 
 class ConfigError(Exception):

@@ -24,9 +24,10 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import stat
 from collections.abc import Mapping
 
-from .model import ConfigError, default_config_path, default_socket_path
+from .model import MAX_CONFIG_BYTES, ConfigError, default_config_path, default_socket_path
 
 SOCKET_VAR = "MCPD_SOCKET"
 SOCKET_FILE = "mcpd.sock"  # its name in the unit's RuntimeDirectory=
@@ -133,34 +134,51 @@ def configured_socket(path: str, env: Mapping[str, str] | None = None) -> str | 
         return None
 
 
-def unparsed_config(path: str) -> str | None:
-    """Why the config file at ``path`` could be opened but not read as TOML (the
-    parser's words), so that ``configured_socket`` found no socket in it; None when it
-    could be, or is another host's JSON file, or could not be opened at all."""
+def config_unread(path: str) -> str | None:
+    """Why the config file at ``path`` gave no ``[daemon]`` table to look in, as a
+    sentence's end: it "could not be read (...)" or "could not be read as TOML (...)";
+    None when it could be, or is another host's JSON file."""
     data = _config_table(path)
-    return data if isinstance(data, str) and data else None
+    return data if isinstance(data, str) else None
 
 
 def _config_table(path: str) -> dict[str, object] | str:
-    """The config file at ``path`` as TOML, or why not: "" when it cannot be opened or
-    is JSON, else what the parser says."""
-    try:
-        with open(path, "rb") as f:
-            text = f.read()
-    except OSError:
-        return ""
+    """The config file at ``path`` as TOML (empty for another host's JSON file, which
+    has no ``[daemon]`` table), or why it is none."""
+    text = _config_bytes(path)
+    if isinstance(text, str):
+        return f"could not be read ({text})"
     if path.endswith(".json") or text.lstrip()[:1] == b"{":
-        return ""  # another host's mcpServers file: it has no [daemon] table
+        return {}
     import tomllib  # only now: a command given --socket does without it
 
     try:
         return tomllib.loads(text.decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:
-        return str(exc)
+        why = str(exc)
     except UnicodeDecodeError:
-        return "not UTF-8 text"
+        why = "not UTF-8 text"
     except RecursionError:
-        return "nested too deeply"
+        why = "nested too deeply"
+    return f"could not be read as TOML ({why})"
+
+
+def _config_bytes(path: str) -> bytes | str:
+    """What the config file at ``path`` holds, or why it could not be read. Only a
+    regular file is read, opened without waiting, and only as much as the daemon
+    reads: a FIFO would hold every client command until something wrote to it, and a
+    device such as /dev/zero never ends."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return "not a regular file"
+            text = f.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if len(text) > MAX_CONFIG_BYTES:
+        return f"larger than {MAX_CONFIG_BYTES} bytes"
+    return text
 
 
 def state_directory(configured: str | None, env: Mapping[str, str] | None = None) -> str:

@@ -6,6 +6,7 @@ is said where the default socket was tried in its place."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -90,21 +91,32 @@ def test_check_names_with_json_prints_json(
         assert json.loads(capsys.readouterr().out)["too_long"] == []
 
 
-@pytest.mark.parametrize("config", ["missing.toml", "a-directory"])
+@pytest.mark.parametrize(
+    ("config", "why"),
+    [
+        ("missing.toml", "No such file or directory"),
+        ("a-directory", "Is a directory"),
+        # Neither waited on (nothing writes to the FIFO) nor read to its end.
+        ("a-fifo", "not a regular file"),
+        ("/dev/zero", "not a regular file"),
+    ],
+)
 def test_a_config_mcpd_config_names_that_cannot_be_read_is_said_beside_no_daemon(
     config: str,
+    why: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     (tmp_path / "a-directory").mkdir()
+    os.mkfifo(tmp_path / "a-fifo")
     monkeypatch.delenv("MCPD_SOCKET", raising=False)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     monkeypatch.setenv("MCPD_CONFIG", str(tmp_path / config))
     assert exit_of(["status"]) == 3
     err = capsys.readouterr().err
     assert "no mcpd is listening on " in err
-    assert f"$MCPD_CONFIG names {tmp_path / config}, which could not be read (" in err
+    assert f"$MCPD_CONFIG names {tmp_path / config}, which could not be read ({why})" in err
     assert "so the default socket was tried" in err
     # Given a socket, the config was never to be read: nothing is said of it.
     assert exit_of(["status", "--socket", str(tmp_path / "none.sock")]) == 3
