@@ -29,7 +29,7 @@ from ..config.paths import SOCKET_VAR, daemon_socket_path, state_directory, syst
 from ..config.policy import PolicyRule, parse_rate, unreachable
 from ..config.policychecks import leavable
 from ..config.serverchecks import unpinned_client
-from ..config.stringchecks import overlong_socket
+from ..config.stringchecks import socket_path_error
 from ..local.statedir import state_directory_problem
 from ..local.trusted_path import untrusted_file
 from .exits import EXIT_UNREACHABLE, EXIT_USAGE, fail
@@ -47,9 +47,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from ..local.journal import setup_logging
 
     setup_logging(args.log, args.log_level)
-    overlong = _overlong_socket(args.socket)
-    if overlong is not None:
-        logging.getLogger("mcpd").error("config error: %s", overlong)
+    unfit = _unfit_socket(args.socket)
+    if unfit is not None:
+        logging.getLogger("mcpd").error("config error: %s", unfit)
         return EX_CONFIG
     if args.demo:
         config_path = None
@@ -92,13 +92,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve(config, config_path, demo=args.demo, socket=args.socket)
 
 
-def _overlong_socket(flag: str | None) -> ConfigError | None:
-    """The socket ``--socket`` or ``$MCPD_SOCKET`` gives, when the kernel could not bind
-    it: refused before anything starts, as a ``[daemon] socket`` that long is."""
+def _unfit_socket(flag: str | None) -> ConfigError | None:
+    """Why the socket ``--socket`` or ``$MCPD_SOCKET`` gives cannot be listened on:
+    refused before anything starts, as such a ``[daemon] socket`` is (relative, it
+    would be found only from this working directory; too long, the kernel could not
+    bind it)."""
     if flag:
-        return overlong_socket(f"--socket {visible(flag)}", flag)
+        return socket_path_error(f"--socket {visible(flag)}", flag)
     given = os.environ.get(SOCKET_VAR)
-    return overlong_socket(f"${SOCKET_VAR} {visible(given)}", given) if given else None
+    return socket_path_error(f"${SOCKET_VAR} {visible(given)}", given) if given else None
 
 
 def _socket_activated() -> bool:

@@ -119,6 +119,12 @@ def _path_errors(at: str, path: str, *, socket: bool) -> Iterator[ConfigError]:
         yield too_long
 
 
+def socket_path_error(at: str, path: str) -> ConfigError | None:
+    """The error of a socket path given outside the config (named ``at``), as the
+    config's own socket keys are checked; None when it is fit."""
+    return next(_path_errors(at, path, socket=True), None)
+
+
 def overlong_socket(at: str, path: str) -> ConfigError | None:
     """The error of a socket path the kernel cannot bind, named ``at``; None when it fits."""
     size = len(os.fsencode(path))

@@ -439,6 +439,27 @@ def test_serve_on_a_socket_path_too_long_to_bind_exits_78_naming_it_and_the_limi
     assert os.listdir(tmp_path) == ["config.toml"]
 
 
+@pytest.mark.parametrize("given_by", ["--socket", "$MCPD_SOCKET"])
+def test_serve_on_a_relative_socket_path_exits_78_naming_it(
+    given_by: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = written(tmp_path, f'[daemon]\nstate_dir = "{tmp_path}/state"\n')
+    monkeypatch.chdir(tmp_path)
+    argv = ["serve", "--config", str(config), "--log", "stderr"]
+    if given_by == "--socket":
+        argv += ["--socket", "./mcpd.sock"]
+    else:
+        monkeypatch.setenv("MCPD_SOCKET", "./mcpd.sock")
+    # A client started in another directory would look elsewhere.
+    assert run_logged(*argv) == EX_CONFIG
+    said = f"config error: {given_by} ./mcpd.sock: must be an absolute path"
+    assert said in capsys.readouterr().err
+    assert os.listdir(tmp_path) == ["config.toml"]
+
+
 def test_import_moves_every_kind_of_password_and_writes_a_private_config(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
