@@ -21,6 +21,8 @@ import struct
 import time
 from typing import Final
 
+from protocol.visible import quote
+
 from ..local.owners import trusted_owners, user_name
 
 # What the command line's listings for a person (`mcpd tools`, `prompts` and `resources`
@@ -132,8 +134,9 @@ def no_daemon(path: str, exc: OSError) -> str | None:
 
 
 def not_listening(path: str, exc: OSError) -> str:
-    """That nobody listens on ``path``, and where a daemon may be found instead."""
-    return f"no mcpd is listening on {path} ({exc.strerror}){_system_hint(path)}"
+    """That nobody listens on ``path``, and where a daemon may be found instead. The
+    path is quoted: a space or a control character a typed one picked up shows."""
+    return f"no mcpd is listening on {quote(path)} ({exc.strerror}){_system_hint(path)}"
 
 
 def _system_hint(path: str) -> str:

@@ -163,7 +163,7 @@ def test_list_tools_follows_the_cursor_to_the_end(sock: Path) -> None:
 
 
 def test_no_socket_or_no_listener_is_unreachable_with_the_reason(tmp_path: Path) -> None:
-    with pytest.raises(Unreachable, match=r"no mcpd is listening on .*absent \(No such file"):
+    with pytest.raises(Unreachable, match=r"no mcpd is listening on \".*absent\" \(No such file"):
         Client(str(tmp_path / "absent"))
     dead = tmp_path / "dead.sock"
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

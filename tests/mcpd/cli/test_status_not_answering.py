@@ -97,5 +97,5 @@ def test_status_json_with_no_daemon_writes_the_error_as_json(short_dir: Path) ->
     assert done.returncode == EXIT_UNREACHABLE, done
     error = json.loads(done.stdout)["error"]
     assert error["state"] == "unreachable", error
-    assert f"no mcpd is listening on {sock}" in error["message"], error
+    assert f'no mcpd is listening on "{sock}"' in error["message"], error
     assert error["message"] in done.stderr

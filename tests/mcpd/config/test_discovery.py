@@ -221,7 +221,7 @@ def test_a_config_the_client_cannot_read_means_the_default_socket(tmp: Path) -> 
     if os.path.exists(default):
         pytest.skip(f"a daemon may be listening on {default}")
     broken = tmp / "config.toml"
-    unreachable = f"mcpd: no mcpd is listening on {default} (No such file or directory)"
+    unreachable = f'mcpd: no mcpd is listening on "{default}" (No such file or directory)'
     for text, hint in (
         ("[daemon\nsocket = ", f"; $MCPD_CONFIG names {broken}, which could not be read as TOML"),
         ('[daemon]\nsocket = "${UNSET_HERE}/s.sock"\n', ""),
