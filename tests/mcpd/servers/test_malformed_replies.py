@@ -1,8 +1,9 @@
 """A reply that answers a call but cannot be taken (an id like ``1.0``, both a result
 and an error): from an old HTTP+SSE server on its event stream, the call fails at
 once with words naming the server, not at its time limit; from a Streamable HTTP
-server, as a malformed reply, not as the server's outage. Either server stays ready
-and answers the next call; the log says it once."""
+server, as a malformed reply, not as the server's outage (one in another call's JSON
+reply too fails both, neither as an outage). Either server stays ready and answers the
+next call; the log says it once."""
 
 from __future__ import annotations
 
@@ -135,3 +136,61 @@ async def test_a_streamable_http_servers_unusable_reply_fails_its_call_not_the_s
         r"dropped; the request \(id \d+\) it answered failed, the server keeps running",
         line,
     ), line
+
+
+def answering_another() -> tuple[Any, trio.Event]:
+    """``streamable``, but its call with the text "hold" waits on an open event stream,
+    and the one with "other" is answered in its JSON body with a reply for the held
+    call that cannot be taken; the event is set once the held call came."""
+    held: list[Any] = []
+    holding = trio.Event()
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        said = ((req.message.get("params") or {}).get("arguments") or {}).get("text")
+        if said == "hold":
+            held.append(req.message["id"])
+            holding.set()
+            await respond.sse_start()
+            return await respond.wait_disconnect()
+        if said == "other":
+            value = {"content": [{"type": "text", "text": "other"}]}
+            error = {"code": -32000, "message": "no"}
+            return await respond.json(
+                {"jsonrpc": "2.0", "id": held[0], "result": value, "error": error}
+            )
+        await streamable(req, respond)
+
+    return handler, holding
+
+
+async def test_an_unusable_reply_for_another_call_in_a_json_body_fails_both_not_the_server(
+    tmp_path: Path,
+) -> None:
+    handler, holding = answering_another()
+    with trio.fail_after(20):
+        async with serve_http(handler) as srv:
+            server = {"url": srv.url(), "call_timeout": CALL_TIMEOUT}
+            cfg = make_config(tmp_path, {"new": server}, startup_deadline=5.0)
+            async with (
+                running(cfg) as daemon,
+                connect(daemon.socket_path) as agent,
+                connect(daemon.socket_path) as other,
+            ):
+                results: list[dict[str, Any]] = []
+
+                async def hold() -> None:
+                    results.append(await agent.call("mcp__new__echo", {"text": "hold"}))
+
+                # The held call's answer came, unusable: it fails now, not at its limit.
+                with trio.fail_after(5):
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(hold)
+                        await holding.wait()
+                        answered = await other.call("mcp__new__echo", {"text": "other"})
+                for result in (results[0], answered):
+                    assert result["isError"] is True
+                    assert result["_meta"]["mcpd/outage"]["state"] == "malformed", result
+                assert "both a result and an error" in text(results[0])
+                (row,) = (await agent.result("mcpd/status"))["servers"]
+                assert row["state"] == "ready"
+                assert row["breaker"]["consecutive_failures"] == 0
