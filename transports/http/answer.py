@@ -120,10 +120,8 @@ class AnswerReader:
                     msg = decode_reply(body, head.status, self._label, "response body")
                 except InvalidResponse as exc:
                     self._fail(answered(exc.given, exc.why, self._own))
-                    refused = self._inflight is not None and self._inflight.refuse(
-                        exc.given, exc.why
-                    )
-                    raise self._unanswered(ANSWERED_ANOTHER if refused else exc.why) from None
+                    why = ANSWERED_ANOTHER if self._elsewhere(exc) else exc.why
+                    raise self._unanswered(why) from None
                 paced.read(0.0)  # a reply to a request: free of the pace
             if isinstance(msg, (rpc.Response, rpc.ErrorResponse)):
                 if msg.id in (self._id, None):
@@ -266,14 +264,21 @@ class AnswerReader:
             if not self._answered:
                 self._fail(own)
             return  # after the response: a duplicate, dropped as a sound one is
-        if self._inflight is not None and self._inflight.refuse(exc.given, exc.why):
+        if self._elsewhere(exc):
             return
-        if not names_a_request(exc.given):
-            raise exc
         self._ignored(
             f"a response for id {shown_id(exc.given)} that cannot be taken ({exc.why})",
             "stray_response",
         )
+
+    def _elsewhere(self, exc: InvalidResponse) -> bool:
+        """Whether a response that cannot be taken, not this request's, failed another
+        in flight; one whose id names no request makes the reply no MCP (raised)."""
+        if self._inflight is not None and self._inflight.refuse(exc.given, exc.why):
+            return True
+        if not names_a_request(exc.given):
+            raise exc
+        return False
 
     def _took(self) -> None:
         """The response came: any more for this id, on any stream, are duplicates (its
