@@ -21,6 +21,7 @@ every client command looks here.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import os
 import socket
@@ -178,7 +179,8 @@ def _config_bytes(path: str) -> bytes | str:
         return exc.strerror or str(exc)
     if len(text) > MAX_CONFIG_BYTES:
         return f"larger than {MAX_CONFIG_BYTES} bytes"
-    return text
+    # Some editors start UTF-8 text with a byte order mark, which the daemon reads past.
+    return text.removeprefix(codecs.BOM_UTF8)
 
 
 def state_directory(configured: str | None, env: Mapping[str, str] | None = None) -> str:

@@ -33,6 +33,8 @@ from mcpd.config.paths import (
         ('[daemon]\nsocket = "$HOME/x.sock"\n', "$HOME/x.sock"),
         ("[daemon\n", None),
         ("", None),
+        # An editor's byte order mark, which the daemon reads past.
+        ('\ufeff[daemon]\nsocket = "/run/x.sock"\n', "/run/x.sock"),
     ],
 )
 def test_the_socket_a_config_names_or_none(tmp_path: Path, text: str, socket: str | None) -> None:
