@@ -259,6 +259,10 @@ class ServerAuth(AuthState, AuthHook):
             )
         except TokenEndpointError as exc:
             if exc.client_refused:
+                if not refused and not tokens.expired(self.clock()):
+                    # It may be passing (a node of the server without the client): the
+                    # access token still works, and the refresh is tried again later.
+                    raise AuthFailed(f"cannot refresh the access token: {exc.refused}") from None
                 raise await self.client_refused(reg, exc) from None
             if not exc.needs_login:
                 raise AuthFailed(f"cannot refresh the access token: {exc}") from None

@@ -203,15 +203,14 @@ class Credentials:
             self.replace_tokens(msgspec.structs.replace(tokens, refresh_token=None))
 
     def forget_registered_client(self, issuer: str | None = None) -> str | None:
-        """Drop the client mcpd registered at ``issuer`` (None: the one in use) and the
-        tokens issued to it, so that the next login there registers anew: the client
-        id it had, or None when there is no client mcpd registered (a configured one is
-        the person's to change)."""
+        """Drop the client mcpd registered at ``issuer`` (None: the one in use), so that
+        the next login there registers anew: the client id it had, or None when there is
+        no client mcpd registered (a configured one is the person's to change). Tokens
+        issued to it are kept: an access token works until it expires."""
         entry = self.record.issuers.get(issuer or self.record.issuer or "")
         reg = entry.registration if entry is not None else None
         if entry is None or reg is None or reg.source != "dynamic":
             return None
-        entry.tokens = None
         entry.registration = None
         return reg.client_id
 

@@ -250,6 +250,7 @@ class AuthState:
                 "registered there, with that secret"
             )
         self.creds.forget_registered_client()
+        self.creds.drop_tokens()
         await self.save()
         logger.warning(
             "%s: the authorization server refuses the client %s mcpd registered with it; "

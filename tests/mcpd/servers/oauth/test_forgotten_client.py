@@ -72,16 +72,43 @@ async def test_a_refused_registered_client_is_forgotten_and_a_login_registers_an
     assert auth.status()["state"] == "logged_in"
 
 
-async def test_an_early_refresh_refused_for_the_client_asks_for_a_login_at_once(
+async def test_an_early_refresh_refused_for_the_client_keeps_the_access_token_until_it_expires(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    auth, _ = server_auth(tmp_path, world, clock)
+    await log_in(Login(auth), world)
+    good = dict(world.token)
+    forget_clients(world)
+    clock.now += 3600 - 30
+    # One refusal while the access token still works costs nothing yet.
+    assert await auth.authorization() == "Bearer at-1"
+    assert auth.status()["state"] == "logged_in"
+    assert auth.creds.registration() is not None
+    assert auth.creds.tokens is not None and auth.creds.tokens.refresh_token is not None
+    assert await saved_client(tmp_path, world, clock) == "dyn-client"
+    # The refusal was passing: the refresh tried again later goes through.
+    world.token_status, world.token = 200, {**good, "access_token": "at-2"}
+    clock.now += 20
+    assert await auth.authorization() == "Bearer at-2"
+    assert auth.status()["state"] == "logged_in"
+
+
+async def test_a_client_still_refused_once_the_access_token_expired_needs_a_login(
     tmp_path: Path, world: FakeWorld, clock: Clock
 ) -> None:
     auth, _ = server_auth(tmp_path, world, clock)
     await log_in(Login(auth), world)
     forget_clients(world)
     clock.now += 3600 - 30
-    with pytest.raises(LoginRequired):
+    assert await auth.authorization() == "Bearer at-1"
+    clock.now += 60
+    with pytest.raises(LoginRequired) as caught:
         await auth.authorization()
+    assert caught.value.reason.startswith(
+        "the authorization server no longer accepts the client mcpd registered with it"
+    )
     assert auth.status()["state"] == "needs_login"
+    assert await saved_client(tmp_path, world, clock) is None
 
 
 async def test_a_refused_configured_client_is_kept_and_named_as_the_thing_to_check(
@@ -120,6 +147,26 @@ async def test_a_code_exchange_refused_for_the_client_ends_the_login_and_forgets
         "the authorization server does not accept the client mcpd registered with it, so mcpd "
         "forgot that client: run `mcpd auth login srv` again to register a new one"
     )
+
+
+async def test_a_relogin_refused_for_the_client_keeps_the_login_there_was(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    auth, _ = server_auth(tmp_path, world, clock)
+    login = Login(auth)
+    await log_in(login, world)
+    begun = await login.begin(REDIRECT)
+    assert begun is not None
+    url, login_id = begun
+    forget_clients(world)
+    with pytest.raises(LoginError) as caught:
+        await login.finish(login_id, world.authorize(url))
+    assert str(caught.value).endswith("run `mcpd auth login srv` again to register a new one")
+    assert await auth.authorization() == "Bearer at-1"
+    assert auth.status()["state"] == "logged_in"
+    again, _ = server_auth(tmp_path, world, clock)
+    await again.load()
+    assert again.creds.tokens is not None and again.creds.registration() is None
 
 
 async def test_a_redirect_refusing_the_client_forgets_it_and_the_login_waits_on(
