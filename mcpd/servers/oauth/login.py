@@ -224,8 +224,9 @@ class Login:
 
     async def _client_refusal(self, flow: AuthorizationFlow, exc: Exception) -> str | None:
         """What to do when the authorization server refused the client itself (None:
-        it refused something else). A client mcpd registered is forgotten, so that the
-        next login registers a new one; a configured one is named for the person."""
+        it refused something else). A client mcpd registered that the token endpoint
+        refuses is forgotten, so that the next login registers a new one; a configured
+        one is named for the person."""
         if not isinstance(exc, TokenEndpointError | AuthorizationDenied):
             return None
         reg, issuer = flow.registration, flow.pending.issuer if flow.pending else None
@@ -237,6 +238,11 @@ class Login:
                 f"the authorization server refuses the client id {shown(reg.client_id)}; "
                 f"check the client_id in [servers.{auth.alias}.auth] of mcpd's configuration"
             )
+        if isinstance(exc, AuthorizationDenied):
+            # Anyone who has the state can send such a redirect, and an authorization
+            # server shows its own page rather than redirect for a client it does not
+            # know (RFC 6749, 4.1.2.1): it decides nothing stored.
+            return None
         async with auth.lock:
             if auth.creds.forget_registered_client(issuer) is not None:
                 await auth.save()

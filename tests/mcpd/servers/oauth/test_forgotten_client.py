@@ -169,27 +169,30 @@ async def test_a_relogin_refused_for_the_client_keeps_the_login_there_was(
     assert again.creds.tokens is not None and again.creds.registration() is None
 
 
-async def test_a_redirect_refusing_the_client_forgets_it_and_the_login_waits_on(
-    tmp_path: Path, world: FakeWorld, clock: Clock
+@pytest.mark.parametrize("error", ["invalid_client", "unauthorized_client"])
+async def test_a_redirect_refusing_the_client_changes_nothing_and_the_login_waits_on(
+    tmp_path: Path, world: FakeWorld, clock: Clock, error: str
 ) -> None:
     auth, _ = server_auth(tmp_path, world, clock)
     login = Login(auth)
     await log_in(login, world)
-    # The access token expires unrefreshed; the stored client is offered again.
-    auth.creds.drop_tokens()
     begun = await login.begin(REDIRECT)
     assert begun is not None
     url, login_id = begun
     asked = {k: v[0] for k, v in parse_qs(urlsplit(url).query).items()}
-    state = asked["state"]
     refused = f"{asked['redirect_uri']}?" + urlencode(
-        {"error": "unauthorized_client", "state": state, "iss": world.issuer}
+        {"error": error, "state": asked["state"], "iss": world.issuer}
     )
     with pytest.raises(RedirectFailed) as caught:
         await login.finish(login_id, refused)
-    assert "run `mcpd auth login srv` again to register a new one" in str(caught.value)
+    assert "forgot" not in str(caught.value)
     assert login.pending
-    assert await saved_client(tmp_path, world, clock) is None
+    assert await auth.authorization() == "Bearer at-1"
+    assert auth.status()["state"] == "logged_in"
+    assert await saved_client(tmp_path, world, clock) == "dyn-client"
+    # The person's own answer still logs in, with the client kept.
+    await login.finish(login_id, world.authorize(url))
+    assert registrations(world) == 1
 
 
 async def logged_in(tmp_path: Path, world: FakeWorld, clock: Clock, **server: object) -> Login:
