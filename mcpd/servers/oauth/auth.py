@@ -316,6 +316,12 @@ class ServerAuth(AuthState, AuthHook):
         with trio.move_on_after(self.token_timeout + SAVE_GRACE, shield=True):
             await over.wait()
 
+    async def recheck_step_up(self) -> None:
+        """Before a step-up's login (lock held): its scopes are named by the authorization
+        server in use, and are not asked of another the server moved to meanwhile."""
+        if self.stepping_up() and self.creds.issuer is not None:
+            await self._moved(self.challenge)
+
     async def _moved(self, challenge: BearerChallenge | None) -> DiscoveryResult | None:
         """Re-read the resource metadata: the new discovery if the server now names
         another authorization server (everything bound to the old one is dropped)."""
@@ -341,7 +347,7 @@ class ServerAuth(AuthState, AuthHook):
         prm = discovery.resource_metadata
         if prm is None or issuer_still_listed(issuer, prm):
             return None
-        self.creds.moved(discovery)
+        self.moved_to(discovery)
         await self.save()
         logger.warning(
             "%s: the server moved from the authorization server %s to %s",

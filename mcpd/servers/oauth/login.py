@@ -79,6 +79,7 @@ class Login:
                     raise LoginError(exc.reason) from None
                 auth.logged_in()
                 return None
+            await auth.recheck_step_up()
         if redirect_uri is None:
             raise LoginError("a login needs a redirect URI to come back to")
         try:

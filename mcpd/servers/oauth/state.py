@@ -27,6 +27,7 @@ from protocol.oauth import (
     AuthorizationResult,
     BearerChallenge,
     ClientRegistration,
+    DiscoveryResult,
     FetchPolicy,
     OAuthError,
     ScopeState,
@@ -308,6 +309,10 @@ class AuthState:
         self._told_shared.add(issuer)
         return not told
 
+    def stepping_up(self) -> bool:
+        """Whether the next login asks for what a step-up added."""
+        return self._wanted is not None
+
     def forget_wanted(self) -> None:
         """What a step-up asked for is no longer asked for: the login it was for was
         logged out of, or could not start with it."""
@@ -321,6 +326,14 @@ class AuthState:
         kept = self.challenge
         if kept is not None and kept.insufficient_scope:
             self.challenge = BearerChallenge(resource_metadata=kept.resource_metadata)
+
+    def moved_to(self, discovery: DiscoveryResult) -> None:
+        """The server now names another authorization server: what was asked of the old
+        one, a step-up's scopes and the refusal that named them included, is not asked
+        of the new one, whose scope names may differ."""
+        self.creds.moved(discovery)
+        self.forget_step_up()
+        self._scopes = ScopeState()
 
     def scopes_before_step_up(self) -> ScopeState:
         """What the scopes asked for so far are, for a step-up to add to: those of the

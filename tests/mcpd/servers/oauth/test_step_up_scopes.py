@@ -1,7 +1,8 @@
 """The scopes a login asks for around a step-up (a 403 ``insufficient_scope`` naming
 only the scope it lacks): the step-up's login asks for what the server needed before
 too, also when mcpd restarted since; a logout forgets what the 403 asked for, so the
-next login starts from the configured or the resource metadata's scopes again."""
+next login starts from the configured or the resource metadata's scopes again, and so
+does the first login at another authorization server the server moved to."""
 
 from __future__ import annotations
 
@@ -12,8 +13,15 @@ import pytest
 
 from mcpd.servers.oauth import LoginRequired
 from mcpd.servers.oauth.login import Login
-from tests.support.oauth_fake import FakeWorld
-from tests.support.oauth_world import REDIRECT, Clock, forbidden, log_in, server_auth
+from tests.support.oauth_fake import FakeWorld, json_response
+from tests.support.oauth_world import (
+    REDIRECT,
+    Clock,
+    forbidden,
+    log_in,
+    server_auth,
+    unauthorized,
+)
 
 ADMIN = forbidden('Bearer error="insufficient_scope", scope="mcp:admin"')
 
@@ -80,3 +88,24 @@ async def test_a_login_that_could_not_start_after_a_step_up_still_asks_for_the_b
         await login.begin(REDIRECT)
     http.down = False
     assert await asked(login) == ["mcp:tools", "mcp:admin"]
+
+
+async def test_a_login_at_the_authorization_server_moved_to_asks_for_its_own_scopes(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    auth, _ = server_auth(tmp_path, world, clock)
+    login = Login(auth)
+    await log_in(login, world)
+    await stepped_up(login)
+    other = "https://other-as.example.com"
+    world.prm = {**world.prm, "authorization_servers": [other], "scopes_supported": ["as2:tools"]}
+    world.extra[("GET", f"{other}/.well-known/oauth-authorization-server")] = lambda request: (
+        json_response(
+            {**world.metadata, "issuer": other, "authorization_endpoint": f"{other}/authorize"}
+        )
+    )
+    with pytest.raises(LoginRequired):
+        await auth.refused(
+            unauthorized(f'Bearer resource_metadata="{world.prm_url}"'), auth.creds.header
+        )
+    assert await asked(login) == ["as2:tools"]
