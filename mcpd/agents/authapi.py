@@ -59,8 +59,9 @@ class _Api(Protocol):
     async def agents_kin(self) -> list[AgentKin]: ...
 
 
-class _Server(msgspec.Struct):
+class _Logout(msgspec.Struct):
     server: str
+    forget_client: bool = False
 
 
 class _Begin(msgspec.Struct):
@@ -105,8 +106,8 @@ async def _complete(
 
 async def _logout(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
     _owner_only(conn, req.method)
-    params = rpc.decode_as(req.params, _Server)
-    return await api.control.logins.logout(params.server)
+    params = rpc.decode_as(req.params, _Logout)
+    return await api.control.logins.logout(params.server, forget_client=params.forget_client)
 
 
 async def _dashboard(

@@ -93,7 +93,8 @@ _FORGOT = (
 
 def cmd_logout(args: argparse.Namespace) -> int:
     with client_for(args) as client:
-        out = ask(client, "mcpd/auth/logout", {"server": args.server}, code=False)
+        asked = {"server": args.server, "forget_client": args.forget_client}
+        out = ask(client, "mcpd/auth/logout", asked, code=False)
     print(f"{args.server}: {logout_said(out)}")
     if out.get("removed"):
         print(f"{args.server} is not configured: its saved login, {out['removed']}, is removed")
@@ -109,9 +110,13 @@ def _tokens(hints: list[str]) -> str:
 
 def logout_said(out: dict[str, Any]) -> str:
     """What a logout did, in a sentence: the tokens revoked, those of a kind the server
-    does not revoke (they end when they expire), and why revoking stopped short."""
-    if not out.get("had_tokens"):
-        return "was not logged in" + ("; " + _FORGOT if out.get("forgot_client") else "")
+    does not revoke (they end when they expire), why revoking stopped short, and
+    whether the client mcpd registered was forgotten."""
+    said = _revocation_said(out) if out.get("had_tokens") else "was not logged in"
+    return said + ("; " + _FORGOT if out.get("forgot_client") else "")
+
+
+def _revocation_said(out: dict[str, Any]) -> str:
     revoked, kept = out.get("revoked") or [], out.get("not_revocable") or []
     if out.get("problem"):
         problem = ascii_hosts(visible(out["problem"]))
@@ -161,4 +166,10 @@ def add_auth_commands(sub: Any) -> None:
     st.set_defaults(func=cmd_status)
     lo = action("logout", "forget a server's tokens (revoking them where offered)")
     lo.add_argument("server", help="the server's alias")
+    lo.add_argument(
+        "--forget-client",
+        action="store_true",
+        help="forget the client mcpd registered with the authorization server too, so the "
+        "next login registers a new one (for a server that no longer knows it)",
+    )
     lo.set_defaults(func=cmd_logout)

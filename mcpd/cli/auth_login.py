@@ -232,8 +232,8 @@ async def _login(args: argparse.Namespace) -> int:
         print(
             f"mcpd: no redirect came back within {args.timeout:g} s (if the authorization "
             "server's page said it does not know the client, `mcpd auth logout "
-            f"{alias}` forgets the client mcpd registered there, and the next login "
-            "registers a new one)",
+            f"--forget-client {alias}` forgets the client mcpd registered there, and the "
+            "next login registers a new one)",
             file=sys.stderr,
         )
     return EXIT_FAILED

@@ -90,7 +90,7 @@ class Logins:
             out["expires_at"] = login.auth.status().get("expires_at")
         return out
 
-    async def logout(self, alias: str) -> dict[str, object]:
+    async def logout(self, alias: str, *, forget_client: bool = False) -> dict[str, object]:
         sup = self._supervisor
         if alias not in sup.runners and alias not in sup.config.servers:
             # A server removed from the configuration leaves its login on disk.
@@ -98,7 +98,7 @@ class Logins:
             if gone is not None:
                 return {"server": alias, **gone}
         _, login = self._runner(alias)
-        return {"server": alias, **await login.logout()}
+        return {"server": alias, **await login.logout(forget_client=forget_client)}
 
     async def _outcome(self, runner: Runner, before: int) -> dict[str, object]:
         """Once the server has tried the new credentials: its state afterwards."""

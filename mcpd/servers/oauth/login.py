@@ -267,8 +267,10 @@ class Login:
             f"under [servers.{self.auth.alias}.auth] (see docs/configuration.md)"
         )
 
-    async def logout(self) -> dict[str, Any]:
-        """Forget the tokens, revoking them first where the server offers it."""
+    async def logout(self, *, forget_client: bool = False) -> dict[str, Any]:
+        """Forget the tokens, revoking them first where the server offers it; with
+        ``forget_client``, the clients mcpd registered too, so that the next login
+        registers anew (kept otherwise: each registration is one more client there)."""
         auth = self.auth
         self._pending = None
         async with auth.lock:
@@ -278,8 +280,9 @@ class Login:
             if not creds.has_tokens_saved():
                 # No tokens to forget: a server that never needed a login keeps working (going on
                 # would put it in needs_login, which no login could then end). A client mcpd
-                # registered is forgotten all the same, for a server that no longer knows it.
-                forgot = creds.forget_registered_clients()
+                # registered is forgotten all the same when asked, for a server that no
+                # longer knows it.
+                forgot = creds.forget_registered_clients() if forget_client else []
                 if forgot:
                     await auth.save()
                 said = {"had_tokens": False, **Revocation().said()}
@@ -295,9 +298,7 @@ class Login:
                 else:
                     outcome = await revoke(auth.http, tokens, server, reg, policy, key)
             creds.drop_all_tokens()
-            # The next login registers anew: a client the authorization server forgot
-            # would otherwise be shown to it again, and the login would stop at its error page.
-            forgot = creds.forget_registered_clients()
+            forgot = creds.forget_registered_clients() if forget_client else []
             await auth.save()
             if auth.kind != "client_credentials":
                 auth.lost("logged out")

@@ -299,7 +299,7 @@ async def test_logging_out_revokes_and_holds_the_server_for_a_login(
             "revoked": ["refresh_token", "access_token"],
             "not_revocable": [],
             "problem": None,
-            "forgot_client": True,
+            "forgot_client": False,
         }
         await trio.testing.wait_all_tasks_blocked()
         assert d.runner("web").state == "needs_login"

@@ -1,6 +1,7 @@
 """An authorization server that no longer knows the client mcpd registered with it (it
 lost its store, or purges clients): the server shows that a login is needed, and why,
-and the next login registers a new client rather than showing the lost one again."""
+and the next login registers a new client rather than showing the lost one again; a
+logout keeps the client unless asked to forget it."""
 
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ async def test_a_client_the_authorization_server_forgot_is_registered_again_at_t
                 assert entry["client_id"] == "registered-after-the-loss"
 
 
-async def test_a_logout_forgets_the_registered_client_so_the_next_login_registers_anew(
+async def test_a_logout_keeps_the_registered_client_unless_asked_to_forget_it(
     tmp_path: Path,
 ) -> None:
     with trio.fail_after(LIMIT):
@@ -83,12 +84,22 @@ async def test_a_logout_forgets_the_registered_client_so_the_next_login_register
             )
             async with running(config) as daemon, connect(daemon.socket_path) as agent:
                 await login(agent, srv)
+                code, said = await mcpd(daemon.socket_path, "auth", "logout", "t")
+                assert code == 0 and said.startswith("t: logged out"), said
+                assert "forgotten" not in said
+                assert (await login(agent, srv))["state"] == "ready"
+                assert len(registrations(srv)) == 1
                 # The authorization server lost its clients; nothing has told mcpd yet, and
                 # a login with the old client would end at the server's error page.
                 srv.client_id = "registered-after-the-loss"
-                code, said = await mcpd(daemon.socket_path, "auth", "logout", "t")
+                logout = ("auth", "logout", "--forget-client", "t")
+                code, said = await mcpd(daemon.socket_path, *logout)
                 assert code == 0 and said.startswith("t: logged out"), said
-                code, said = await mcpd(daemon.socket_path, "auth", "logout", "t")
+                assert said.strip().endswith(
+                    "the client mcpd registered with its authorization server is forgotten, "
+                    "and the next login registers a new one"
+                ), said
+                code, said = await mcpd(daemon.socket_path, *logout)
                 assert (code, said.strip()) == (0, "t: was not logged in")
                 assert (await login(agent, srv))["state"] == "ready"
                 assert len(registrations(srv)) == 2

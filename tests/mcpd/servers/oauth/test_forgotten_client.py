@@ -1,7 +1,7 @@
 """A client the authorization server refuses as such (``invalid_client``,
 ``unauthorized_client``): one mcpd registered is forgotten with its tokens, so that the
 next login registers anew; one the configuration names is kept and named as the thing
-to check. Logging out forgets the clients mcpd registered too."""
+to check. Logging out keeps the clients mcpd registered unless asked to forget them."""
 
 from __future__ import annotations
 
@@ -147,6 +147,7 @@ async def test_a_code_exchange_refused_for_the_client_ends_the_login_and_forgets
         "the authorization server does not accept the client mcpd registered with it, so mcpd "
         "forgot that client: run `mcpd auth login srv` again to register a new one"
     )
+    assert await saved_client(tmp_path, world, clock) is None
 
 
 async def test_a_relogin_refused_for_the_client_keeps_the_login_there_was(
@@ -203,24 +204,38 @@ async def logged_in(tmp_path: Path, world: FakeWorld, clock: Clock, **server: ob
     return login
 
 
-async def test_logging_out_forgets_the_client_mcpd_registered(
+async def test_logging_out_keeps_the_client_mcpd_registered(
     tmp_path: Path, world: FakeWorld, clock: Clock
 ) -> None:
     login = await logged_in(tmp_path, world, clock)
     said = await login.logout()
+    assert said["forgot_client"] is False
+    assert await saved_client(tmp_path, world, clock) == "dyn-client"
+    await log_in(login, world)
+    assert registrations(world) == 1
+    assert world.authorize_queries[-1]["client_id"] == "dyn-client"
+
+
+async def test_logging_out_forgets_the_client_mcpd_registered_when_asked(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    login = await logged_in(tmp_path, world, clock)
+    said = await login.logout(forget_client=True)
     assert said["forgot_client"] is True
     assert await saved_client(tmp_path, world, clock) is None
     await log_in(login, world)
     assert registrations(world) == 2
 
 
-async def test_logging_out_without_tokens_still_forgets_the_client_mcpd_registered(
+async def test_logging_out_without_tokens_forgets_the_client_mcpd_registered_when_asked(
     tmp_path: Path, world: FakeWorld, clock: Clock
 ) -> None:
     login = await logged_in(tmp_path, world, clock)
     login.auth.creds.drop_tokens()
     await login.auth.save()
-    said = await login.logout()
+    assert (await login.logout())["forgot_client"] is False
+    assert await saved_client(tmp_path, world, clock) == "dyn-client"
+    said = await login.logout(forget_client=True)
     assert said == {
         "had_tokens": False,
         "revoked": [],
@@ -235,7 +250,7 @@ async def test_logging_out_keeps_a_configured_client(
     tmp_path: Path, world: FakeWorld, clock: Clock
 ) -> None:
     login = await logged_in(tmp_path, world, clock, auth={"client_id": "by-hand"})
-    said = await login.logout()
+    said = await login.logout(forget_client=True)
     assert said["forgot_client"] is False
     await log_in(login, world)
     assert registrations(world) == 0

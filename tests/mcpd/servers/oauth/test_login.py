@@ -341,7 +341,7 @@ async def test_logging_out_revokes_both_tokens_forgets_them_and_holds_the_server
         "revoked": ["refresh_token", "access_token"],
         "not_revocable": [],
         "problem": None,
-        "forgot_client": True,
+        "forgot_client": False,
     }
     revoked = [world.form(r) for r in world.sent_to(world.metadata["revocation_endpoint"])]
     assert [r["token"] for r in revoked] == ["rt-1", "at-1"]
@@ -376,7 +376,7 @@ async def test_logging_out_without_revocation_offered_only_forgets(
         "revoked": [],
         "not_revocable": [],
         "problem": None,
-        "forgot_client": True,
+        "forgot_client": False,
     }
     assert login.auth.creds.tokens is None
 
