@@ -3,9 +3,9 @@
 Everything outside this package imports from here, never from a module inside:
 the errors every runner, session and scheduler catches, and ``attach``, which gives
 an HTTP server its authorization and its login. Importing this package loads only
-the errors; the OAuth client itself (``auth``, ``state``, ``credentials``,
-``login``, ``revoking``, and through them ``protocol.oauth`` and the OAuth transport) is loaded
-by the first ``attach``, so a daemon with only stdio servers never loads it.
+the errors; the OAuth client itself (``auth``, ``state``, ``credentials``, ``moving``,
+``login``, ``revoking``, and through them ``protocol.oauth`` and the OAuth transport) is
+loaded by the first ``attach``, so a daemon with only stdio servers never loads it.
 """
 
 from __future__ import annotations

@@ -47,7 +47,6 @@ from protocol.oauth import (
     TokenEndpointError,
     TokenSet,
     bearer_challenge,
-    issuer_still_listed,
 )
 from protocol.visible import quote
 from transports.base import AuthHook
@@ -58,6 +57,7 @@ from ...config.servertable import ServerConfig
 from ...local.oauth_store import OAuthStore
 from ...local.statefile import state_dir
 from .errors import AuthFailed, LoginRequired, scope_words, why
+from .moving import moved_away
 from .state import AuthState
 
 __all__ = ["AuthFailed", "LoginRequired", "ServerAuth", "why"]
@@ -153,7 +153,7 @@ class ServerAuth(AuthState, AuthHook):
                 ):
                     raise self.unclear_refusal(challenge)
                 raise self.lost(self.no_login())
-            moved = await self._moved(challenge)
+            moved = await moved_away(self, challenge)
             if moved is not None:
                 if self.kind == "client_credentials":
                     await self.client_credentials(challenge, discovery=moved)
@@ -315,48 +315,6 @@ class ServerAuth(AuthState, AuthHook):
         )
         with trio.move_on_after(self.token_timeout + SAVE_GRACE, shield=True):
             await over.wait()
-
-    async def recheck_step_up(self) -> None:
-        """Before a step-up's login (lock held): its scopes are named by the authorization
-        server in use, and are not asked of another the server moved to meanwhile."""
-        if self.stepping_up() and self.creds.issuer is not None:
-            await self._moved(self.challenge)
-
-    async def _moved(self, challenge: BearerChallenge | None) -> DiscoveryResult | None:
-        """Re-read the resource metadata: the new discovery if the server now names
-        another authorization server (everything bound to the old one is dropped)."""
-        issuer = self.creds.issuer
-        if issuer is None:
-            return None
-        try:
-            discovery = await self.http.discover(
-                self.url,
-                challenge,
-                await self.policy(),
-                known_issuers=(issuer,),
-                allow_legacy=self.allow_legacy,
-            )
-        except (TransportError, OAuthError) as exc:
-            logger.info(
-                "%s: could not re-read the authorization metadata: %s",
-                self.alias,
-                why(exc),
-                extra=log_extra(self.alias),
-            )
-            return None
-        prm = discovery.resource_metadata
-        if prm is None or issuer_still_listed(issuer, prm):
-            return None
-        self.moved_to(discovery)
-        await self.save()
-        logger.warning(
-            "%s: the server moved from the authorization server %s to %s",
-            self.alias,
-            issuer,
-            discovery.issuer,
-            extra=log_extra(self.alias, "authorization_server_moved", discovery.issuer),
-        )
-        return discovery
 
     async def _step_up(self, challenge: BearerChallenge, sent: str | None) -> str | None:
         async with self.lock:

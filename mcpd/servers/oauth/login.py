@@ -44,6 +44,7 @@ from transports.errors import TransportError
 
 from .auth import ServerAuth
 from .errors import AuthFailed, LoginError, NoOAuthLogin, RedirectFailed, why
+from .moving import recheck_step_up
 from .revoking import Revocation, revoke
 
 LOGIN_TTL: Final = 600.0
@@ -79,7 +80,7 @@ class Login:
                     raise LoginError(exc.reason) from None
                 auth.logged_in()
                 return None
-            await auth.recheck_step_up()
+            await recheck_step_up(auth)
         if redirect_uri is None:
             raise LoginError("a login needs a redirect URI to come back to")
         try:
