@@ -72,6 +72,10 @@ _GRANT_GONE: Final = (
     "the authorization server no longer accepts mcpd's refresh token (it was revoked or expired)"
 )
 _MAY_BE_USED: Final = "an earlier refresh got no answer and may have used it up"
+_CLIENT_GONE: Final = (
+    "the access token expired, and the client it was issued to was forgotten when the "
+    "authorization server refused it"
+)
 
 
 async def _no_browser(action: OpenBrowser) -> str:
@@ -238,6 +242,8 @@ class ServerAuth(AuthState, AuthHook):
             await self.save()
             if self._refresh_lost is not None:
                 raise self.lost(self._refresh_lost)
+            if tokens.refresh_token is not None and reg is None:
+                raise self.lost(_CLIENT_GONE)
             raise self.lost(
                 "the server no longer accepts mcpd's access token (it expired or was "
                 "revoked) and there is no refresh token"

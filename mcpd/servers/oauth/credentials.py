@@ -269,7 +269,8 @@ class Credentials:
             "scopes": list(tokens.scope or ()),
             "expires_at": _iso(tokens.expires_at),
             "expired": tokens.expired(now),
-            "refreshable": tokens.refresh_token is not None,
+            # A refresh token is of no use without the client it was issued to.
+            "refreshable": tokens.refresh_token is not None and self.registration() is not None,
             "obtained_at": _iso(tokens.obtained_at or None),
         }
 

@@ -168,6 +168,15 @@ async def test_a_relogin_refused_for_the_client_keeps_the_login_there_was(
     again, _ = server_auth(tmp_path, world, clock)
     await again.load()
     assert again.creds.tokens is not None and again.creds.registration() is None
+    # Without its client the login cannot be renewed: it ends with its access token.
+    assert auth.status()["refreshable"] is False
+    clock.now += 3600
+    with pytest.raises(LoginRequired) as ended:
+        await auth.authorization()
+    assert ended.value.reason == (
+        "the access token expired, and the client it was issued to was forgotten when the "
+        "authorization server refused it; run `mcpd auth login srv`"
+    )
 
 
 @pytest.mark.parametrize("error", ["invalid_client", "unauthorized_client"])
