@@ -72,8 +72,8 @@ class Logins:
         self.asked.append(("finish", (alias, login_id, redirect)))
         return {"server": alias, "state": "ready", "tools": 1}
 
-    async def logout(self, alias: str) -> dict[str, object]:
-        self.asked.append(("logout", (alias,)))
+    async def logout(self, alias: str, *, forget_client: bool = False) -> dict[str, object]:
+        self.asked.append(("logout", (alias, forget_client)))
         return {"server": alias, "had_tokens": True, "revoked": [], "problem": None}
 
 
@@ -190,11 +190,13 @@ async def test_the_daemons_user_and_root_reach_the_logins(uid: int) -> None:
     assert begun["login"] == "l-1"
     assert (await call(api, conn, "mcpd/auth/complete"))["state"] == "ready"
     assert (await call(api, conn, "mcpd/auth/logout"))["had_tokens"] is True
+    await call(api, conn, "mcpd/auth/logout", {"server": "web", "forget_client": True})
     await call(api, conn, "mcpd/auth/login", {"server": "robot"})
     assert api.control.logins.asked == [
         ("begin", ("web", "http://127.0.0.1:4711/callback")),
         ("finish", ("web", "l-1", "http://x/?code=c")),
-        ("logout", ("web",)),
+        ("logout", ("web", False)),
+        ("logout", ("web", True)),
         ("begin", ("robot", None)),
     ]
 
@@ -207,6 +209,7 @@ async def test_the_daemons_user_and_root_reach_the_logins(uid: int) -> None:
         ("mcpd/auth/login", {"server": "web", "redirect_uri": ["x"]}),
         ("mcpd/auth/complete", {"server": "web", "login": "l-1"}),
         ("mcpd/auth/logout", ["web"]),
+        ("mcpd/auth/logout", {"server": "web", "forget_client": "yes"}),
     ],
 )
 async def test_the_owners_malformed_params_are_invalid_params(method: str, params: Any) -> None:
