@@ -52,8 +52,8 @@ from .toollist import list_tools
 from .unix_socket import UnixBound
 
 if TYPE_CHECKING:
-    from .httpapi import HttpApi
-    from .tcp import Connect, Gate
+    from .http.httpapi import HttpApi
+    from .http.tcp import Connect, Gate
 
 logger = logging.getLogger("mcpd.api")
 
@@ -141,7 +141,7 @@ class AgentServer(ProfileMethods, Dispatcher):
         if self._http is None:
             # Here, not at the top: a daemon that no HTTP client talks to does without
             # h11 and the HTTP routes.
-            from .httpapi import HttpApi
+            from .http.httpapi import HttpApi
 
             self._http = HttpApi(
                 self,
@@ -189,7 +189,7 @@ class AgentServer(ProfileMethods, Dispatcher):
             if listen is not None:
                 # Here, not at the top: only a daemon with [daemon] http_listen loads the
                 # TCP side.
-                from .tcp import serve_endpoint
+                from .http.tcp import serve_endpoint
 
                 self.endpoint = await nursery.start(
                     serve_endpoint, listen, endpoint, self.control, self._endpoint_connection

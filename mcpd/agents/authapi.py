@@ -43,8 +43,8 @@ from .backend import Control
 from .connection import Connection
 
 if TYPE_CHECKING:
-    from .httpapi import HttpApi
-    from .tcp import Connect
+    from .http.httpapi import HttpApi
+    from .http.tcp import Connect
 
 
 class _Api(Protocol):

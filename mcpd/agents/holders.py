@@ -40,7 +40,7 @@ from protocol.logfields import log_extra
 
 from ..local.tcpowner import HoldersUnknown, OwnerUnknown, first_holders, holds, tcp_holder
 from ..policy.kin import AgentKin, Decider, tcp_deciders, tcp_kin
-from .http_wire import Headers, Reject
+from .http.wire import Headers, Reject
 
 if TYPE_CHECKING:
     from .peers import Peer

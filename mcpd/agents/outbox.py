@@ -29,7 +29,7 @@ logger = logging.getLogger("mcpd.api")
 
 _WRITE_TIMEOUT: Final = 30.0
 # Replies queued for one agent before send() waits; a legacy HTTP session holds its
-# unsent news to the same (``http_stream``).
+# unsent news to the same (``http.stream``).
 QUEUE_BYTES: Final = 4 * 1024 * 1024
 
 

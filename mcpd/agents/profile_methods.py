@@ -33,7 +33,7 @@ from .sockets import ProfileSockets
 
 if TYPE_CHECKING:
     from .extra_methods import ExtraMethods
-    from .httpapi import HttpApi
+    from .http.httpapi import HttpApi
 
 
 class _Choice(msgspec.Struct):

@@ -26,8 +26,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol import mcp
 
-from ..agents.http_wire import HeaderList, Headers, Reject, Response, Wire, refuse_malformed
-from ..agents.mcp_http import (
+from ..agents.http.mcp_http import (
     MODERN_STATUS,
     accepts,
     check_post,
@@ -35,6 +34,7 @@ from ..agents.mcp_http import (
     modern_request,
     rpc_reject,
 )
+from ..agents.http.wire import HeaderList, Headers, Reject, Response, Wire, refuse_malformed
 
 if TYPE_CHECKING:
     from protocol.server import ServerSession

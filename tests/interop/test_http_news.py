@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import trio
 
-import mcpd.agents.http_stream
+import mcpd.agents.http.stream
 from mcpd.config.load import load
 from mcpd.daemon import Daemon
 from tests.support.agent import connect, running
@@ -112,7 +112,7 @@ async def test_a_legacy_http_client_hears_a_reload_and_its_resource_updates(
     if client == "typescript":
         node()
     # Keep-alive comments all along: the clients must take them in their stride.
-    monkeypatch.setattr(mcpd.agents.http_stream, "KEEPALIVE", 0.2)
+    monkeypatch.setattr(mcpd.agents.http.stream, "KEEPALIVE", 0.2)
     path = tmp_path / "mcpd.toml"
     write_config(path, notes=False)
     with trio.fail_after(LIMIT):

@@ -11,7 +11,7 @@ import h11
 import trio
 import trio.testing
 
-from mcpd.agents.http_wire import Wire
+from mcpd.agents.http.wire import Wire
 
 KEEP_ALIVE = b": keep-alive"
 

@@ -28,7 +28,7 @@ from protocol.visible import visible
 from ...policy.kin import Decider
 from ...registry.views import ProfileView
 from ..backend import Control
-from ..http_wire import HeaderList, Headers, Reject, Wire, head
+from ..http.wire import HeaderList, Headers, Reject, Wire, head
 from . import render
 from .assets import SECURITY_HEADERS
 from .opener import Opener

@@ -27,7 +27,7 @@ from typing import Final, Generic, TypeVar
 import msgspec
 import trio
 
-from ..http_wire import Reject, Response, Wire, end_when_set
+from ..http.wire import Reject, Response, Wire, end_when_set
 from .assets import STREAM_HEADERS
 
 R = TypeVar("R", bound=Hashable)

@@ -30,8 +30,8 @@ import msgspec
 from ...policy.kin import AgentKin
 from ..backend import Control, Servers
 from ..holders import ServerRefusals
-from ..http_exchange import Caller
-from ..http_wire import Headers, Reject, Wire
+from ..http.exchange import Caller
+from ..http.wire import Headers, Reject, Wire
 from . import render
 from .actions import HTML, NO_SESSION, OAUTH, PATHS, Actions, Scope, refuse, refuse_action, send
 from .decisions import call_filter

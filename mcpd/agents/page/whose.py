@@ -15,8 +15,8 @@ from html import escape
 
 from ...local.tcpowner import HoldersUnknown, OwnerUnknown
 from ..holders import Held, ServerRefusals, servers_process
-from ..http_exchange import Caller
-from ..http_wire import Reject
+from ..http.exchange import Caller
+from ..http.wire import Reject
 from .actions import refuse, refuse_action
 
 

@@ -55,9 +55,9 @@ NOT_FOR_STDIO = (
     "mcpd.servers.oauth.state",
     "mcpd.servers.oauth.login",
     "mcpd.local.oauth_store",
-    "mcpd.agents.httpapi",
-    "mcpd.agents.mcp_route",
-    "mcpd.agents.tcp",
+    "mcpd.agents.http.httpapi",
+    "mcpd.agents.http.mcp_route",
+    "mcpd.agents.http.tcp",
     "mcpd.config.importer",
     "mcpd.registry.search",
 )
@@ -106,5 +106,5 @@ def test_http_still_works_when_asked_for(tmp_path: Path) -> None:
     )
     assert "mcp__notes__search" in seen["tools"]
     # The endpoint listens from the start; the HTTP routes come with the first request.
-    assert {"h11", "mcpd.agents.tcp"} <= set(seen["modules"])
+    assert {"h11", "mcpd.agents.http.tcp"} <= set(seen["modules"])
     assert seen["status"] == "HTTP/1.1 200 OK"

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from mcpd.agents.http_wire import Reject
-from mcpd.agents.tcp import guard, own_origins
+from mcpd.agents.http.tcp import guard, own_origins
+from mcpd.agents.http.wire import Reject
 from mcpd.local import owners
 from mcpd.local.endpoint_token import TokenError, TokenFile, stored_token, write_token
 from mcpd.local.oauth_store import OAuthStore, encode

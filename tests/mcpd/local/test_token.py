@@ -10,8 +10,8 @@ import h11
 import msgspec
 import pytest
 
-from mcpd.agents.http_wire import Reject
-from mcpd.agents.tcp import guard, own_origins
+from mcpd.agents.http.tcp import guard, own_origins
+from mcpd.agents.http.wire import Reject
 from mcpd.local.endpoint_token import TokenError, TokenFile, read_token, write_token
 from tests.support.private_files import request
 

@@ -16,7 +16,7 @@ import trio
 import trio.testing
 
 from mcpd.agents.backend import Control
-from mcpd.agents.http_wire import Headers, Reject, Wire
+from mcpd.agents.http.wire import Headers, Reject, Wire
 from mcpd.agents.page.actions import MAX_FORM, NO_SESSION, Actions, checked_form
 from mcpd.agents.page.assets import SECURITY_HEADERS
 from mcpd.agents.page.opener import Opener

@@ -19,8 +19,8 @@ import trio.testing
 
 from mcpd.agents.backend import Control, Servers
 from mcpd.agents.holders import ConnectionOwner, Held
-from mcpd.agents.http_exchange import Caller
-from mcpd.agents.http_wire import MAX_BODY, Reject, Wire
+from mcpd.agents.http.exchange import Caller
+from mcpd.agents.http.wire import MAX_BODY, Reject, Wire
 from mcpd.agents.page import is_page
 from mcpd.agents.page.actions import NO_SESSION
 from mcpd.agents.page.routes import Access, Page

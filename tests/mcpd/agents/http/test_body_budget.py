@@ -11,8 +11,8 @@ from typing import Any
 
 import trio
 
-from mcpd.agents.body_budget import BODY_BUDGET, LISTEN_BODY, body_limits
-from mcpd.agents.http_wire import MAX_BODY
+from mcpd.agents.http.body_budget import BODY_BUDGET, LISTEN_BODY, body_limits
+from mcpd.agents.http.wire import MAX_BODY
 from mcpd.config.model import DaemonConfig
 from tests.support.agent import make_config, running
 from tests.support.daemon_http import (

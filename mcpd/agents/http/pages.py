@@ -11,13 +11,13 @@ import msgspec
 
 from protocol import jsonrpc as rpc
 
-from ..registry.views import ProfileView
-from ..servers.all_servers import AllServers
-from .backend import Control
-from .formats import FORMATS, translate
-from .http_exchange import Caller
-from .http_wire import Reject
-from .profiles import ProfileServers
+from ...registry.views import ProfileView
+from ...servers.all_servers import AllServers
+from ..backend import Control
+from ..formats import FORMATS, translate
+from ..profiles import ProfileServers
+from .exchange import Caller
+from .wire import Reject
 
 Query: TypeAlias = dict[str, list[str]]
 Answer: TypeAlias = tuple[int, str, bytes]  # the status, the content type and the body

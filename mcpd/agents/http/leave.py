@@ -23,9 +23,9 @@ import trio
 
 from protocol import jsonrpc as rpc
 
-from .ending import late_while_ending, refused_while_ending
-from .http_wire import Reject, Wire
-from .sockets import Leave
+from ..ending import late_while_ending, refused_while_ending
+from ..sockets import Leave
+from .wire import Reject, Wire
 
 _REFUSED: Final = 503
 _encode: Final = msgspec.json.Encoder().encode

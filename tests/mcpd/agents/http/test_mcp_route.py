@@ -22,11 +22,11 @@ import trio.testing
 from mcpd.agents.api import new_session
 from mcpd.agents.connection import Connection, Dispatcher
 from mcpd.agents.holders import TcpKin
-from mcpd.agents.http_exchange import Caller
-from mcpd.agents.http_sessions import DELETED, LegacySession, OpenedBy
-from mcpd.agents.http_wire import Reject, Wire
+from mcpd.agents.http.exchange import Caller
+from mcpd.agents.http.mcp_route import McpRoute, _cancel
+from mcpd.agents.http.sessions import DELETED, LegacySession, OpenedBy
+from mcpd.agents.http.wire import Reject, Wire
 from mcpd.agents.identity import Holder, Identity
-from mcpd.agents.mcp_route import McpRoute, _cancel
 from mcpd.agents.peers import Peer
 from mcpd.agents.profiles import ProfileServers
 from mcpd.config.load import parse
@@ -246,9 +246,9 @@ async def test_without_a_session_id_delete_is_404(route: Route) -> None:
 async def test_sessions_are_capped_and_the_oldest_ends_to_make_room(
     route: Route, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import mcpd.agents.mcp_route
+    import mcpd.agents.http.mcp_route
 
-    monkeypatch.setattr(mcpd.agents.mcp_route, "MAX_SESSIONS", 3)
+    monkeypatch.setattr(mcpd.agents.http.mcp_route, "MAX_SESSIONS", 3)
     sids = [route.open() for _ in range(3)]
     oldest = route.route.sessions[sids[0]]
     newest = route.open()
@@ -269,9 +269,9 @@ async def test_one_who_opens_sessions_without_end_ends_their_own_not_others(
 ) -> None:
     """The places are shared: a newcomer ends the oldest session of whoever holds the
     most of them, itself counted with its own."""
-    import mcpd.agents.mcp_route
+    import mcpd.agents.http.mcp_route
 
-    monkeypatch.setattr(mcpd.agents.mcp_route, "MAX_SESSIONS", 4)
+    monkeypatch.setattr(mcpd.agents.http.mcp_route, "MAX_SESSIONS", 4)
     victim = opened_by(route, 1000)
     flood = [opened_by(route, 2000) for _ in range(3)]
     for _ in range(20):
@@ -296,9 +296,9 @@ async def test_sessions_over_the_endpoint_are_shared_out_by_the_user_holding_the
 ) -> None:
     """Every client of the endpoint counted as one holder: one user's initializes ended
     another's session, whose next request got 404."""
-    import mcpd.agents.mcp_route
+    import mcpd.agents.http.mcp_route
 
-    monkeypatch.setattr(mcpd.agents.mcp_route, "MAX_SESSIONS", 4)
+    monkeypatch.setattr(mcpd.agents.http.mcp_route, "MAX_SESSIONS", 4)
     victim = opened_over_tcp(route, 1000)
     flood = [opened_over_tcp(route, 2000) for _ in range(20)]
     assert list(route.route.sessions) == [victim, *flood[-3:]]
@@ -474,7 +474,7 @@ async def test_a_call_in_flight_when_its_session_is_deleted_is_answered_saying_s
 
 # -- whose a stateless client's tasks are --
 
-SUPPORT = Path(__file__).resolve().parents[2] / "support"
+SUPPORT = Path(__file__).resolve().parents[3] / "support"
 JOBS = {"command": sys.executable, "args": [str(SUPPORT / "task_server.py")]}
 TASKS_META = {
     **META,

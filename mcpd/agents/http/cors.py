@@ -21,8 +21,8 @@ from typing import Final
 import h11
 import msgspec
 
-from .http_wire import HeaderList, Headers, Reject
-from .page import is_page
+from ..page import is_page
+from .wire import HeaderList, Headers, Reject
 
 # The methods each path serves, as its ``Allow`` says.
 METHODS: Final = {

@@ -11,13 +11,13 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol.server import ServerSession
 
-from ..servers.calls import Call
-from .askback import AgentRequests
-from .ending import UNANSWERED
-from .http_exchange import Caller
-from .http_stream import SessionNews
-from .identity import Identity
-from .profiles import ProfileServers
+from ...servers.calls import Call
+from ..askback import AgentRequests
+from ..ending import UNANSWERED
+from ..identity import Identity
+from ..profiles import ProfileServers
+from .exchange import Caller
+from .stream import SessionNews
 
 # Why a session ended, for the requests it had in flight and the servers waiting on it.
 DELETED: Final = "the agent ended its session"

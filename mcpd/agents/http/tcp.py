@@ -52,12 +52,12 @@ from protocol import jsonrpc as rpc
 from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
-from ..config.endpoints import parse_listen
-from .backend import Control
+from ...config.endpoints import parse_listen
+from ..backend import Control
+from ..page import is_page
 from .cors import answering, is_preflight, preflight
-from .http_wire import HeaderList, Headers, Reject, Wire, refuse
 from .lobby import Lobby, source_of
-from .page import is_page
+from .wire import HeaderList, Headers, Reject, Wire, refuse
 
 logger = logging.getLogger("mcpd.http")
 

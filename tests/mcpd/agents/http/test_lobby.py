@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import trio
 
-from mcpd.agents.lobby import Lobby
+from mcpd.agents.http.lobby import Lobby
 
 
 class Waiting:

@@ -13,7 +13,7 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.agents.http_wire import (
+from mcpd.agents.http.wire import (
     _READ_SIZE,
     MAX_BODY,
     READ_AHEAD,

@@ -29,12 +29,12 @@ import h11
 import msgspec
 import trio
 
-from ..config.model import DaemonConfig
-from ..local.tcpowner import OwnerUnknown, tcp_owner
-from .http_wire import Headers, Reject
-from .page import is_page
-from .peers import owners_uid
-from .places import Limits, Places, socket_limits
+from ...config.model import DaemonConfig
+from ...local.tcpowner import OwnerUnknown, tcp_owner
+from ..page import is_page
+from ..peers import owners_uid
+from ..places import Limits, Places, socket_limits
+from .wire import Headers, Reject
 
 # The status page's own places, for people's browsers (a tab holds a few).
 PAGE_PLACES: Final = 32

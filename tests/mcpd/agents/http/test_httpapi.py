@@ -223,7 +223,7 @@ async def test_reload_over_http_is_the_same_method(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28", "auto"])
 async def test_the_official_sdk_client_over_http_on_the_socket(tmp_path: Path, mode: str) -> None:
-    probe = Path(__file__).resolve().parents[2] / "support" / "sdk_unix_http_probe.py"
+    probe = Path(__file__).resolve().parents[3] / "support" / "sdk_unix_http_probe.py"
     cfg = make_config(tmp_path, {"alpha": server("--tools", "2")})
     with trio.fail_after(90):
         async with running(cfg) as daemon:
@@ -247,9 +247,9 @@ async def test_the_official_sdk_client_over_http_on_the_socket(tmp_path: Path, m
 async def test_an_http_client_that_goes_quiet_mid_request_is_let_go(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import mcpd.agents.httpapi
+    import mcpd.agents.http.httpapi
 
-    monkeypatch.setattr(mcpd.agents.httpapi, "_REQUEST_TIMEOUT", 0.3)
+    monkeypatch.setattr(mcpd.agents.http.httpapi, "_REQUEST_TIMEOUT", 0.3)
     cfg = make_config(tmp_path, {})
     with trio.fail_after(30):
         async with running(cfg) as daemon:

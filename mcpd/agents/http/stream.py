@@ -29,10 +29,10 @@ from protocol import mcp
 from protocol.logfields import log_extra
 from protocol.server import ServerSession
 
-from .connection import Connection
-from .http_wire import Response, Wire, end_when_set
-from .outbox import QUEUE_BYTES
-from .profiles import ProfileServers
+from ..connection import Connection
+from ..outbox import QUEUE_BYTES
+from ..profiles import ProfileServers
+from .wire import Response, Wire, end_when_set
 
 logger = logging.getLogger("mcpd.http")
 

@@ -13,9 +13,9 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.agents.cors import answering
-from mcpd.agents.http_wire import Reject, Wire
-from mcpd.agents.tcp import LOBBY_SIZE, Connect, Gate, endpoint_of, guard, own_origins
+from mcpd.agents.http.cors import answering
+from mcpd.agents.http.tcp import LOBBY_SIZE, Connect, Gate, endpoint_of, guard, own_origins
+from mcpd.agents.http.wire import Reject, Wire
 from mcpd.listening import bind_endpoint
 
 TOKEN = "s3cret-token"

@@ -9,10 +9,10 @@ import h11
 import msgspec
 import pytest
 
-from mcpd.agents.cors import METHODS, answering, is_preflight, preflight
-from mcpd.agents.http_wire import Headers
-from mcpd.agents.httpapi import ENDPOINTS
-from mcpd.agents.tcp import own_origins
+from mcpd.agents.http.cors import METHODS, answering, is_preflight, preflight
+from mcpd.agents.http.httpapi import ENDPOINTS
+from mcpd.agents.http.tcp import own_origins
+from mcpd.agents.http.wire import Headers
 
 PORT = 8765
 ORIGINS = own_origins("127.0.0.1", PORT, ["http://localhost:3000"])

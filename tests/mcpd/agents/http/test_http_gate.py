@@ -21,7 +21,7 @@ from pathlib import Path
 import msgspec
 import trio
 
-from mcpd.agents.tcp import LOBBY_SIZE
+from mcpd.agents.http.tcp import LOBBY_SIZE
 from tests.support.daemon_http import Reply, modern, modern_headers
 from tests.support.procs import scripted
 

@@ -9,15 +9,15 @@ What it leaves behind (a task, a call waiting for an answer) is held for its
 ``Mcp-Session-Id``, that keeps the profile chosen then, the requests in flight
 (so ``notifications/cancelled`` finds them), what servers asked the agent and the
 news for it that answers no request, which its GET stream carries
-(``http_stream``); DELETE ends it. A legacy session is found only where and by whom
-it was opened (``http_sessions``): one route serves the daemon's socket, each
+(``stream``); DELETE ends it. A legacy session is found only where and by whom
+it was opened (``sessions``): one route serves the daemon's socket, each
 profile's and the TCP endpoint, and an id that another user, another listener or one
 of mcpd's servers brings names no session there. Either way a POST becomes an
 ``Exchange``, whose messages before its answer turn the response into an event stream.
-On a profile's socket that a reload removes, what is in flight ends as ``http_leave``
+On a profile's socket that a reload removes, what is in flight ends as ``leave``
 says, and the sessions opened there end once its connections are closed.
 
-It is apart from ``httpapi`` (the connection and the routing; ``http_pages``, the
+It is apart from ``httpapi`` (the connection and the routing; ``pages``, the
 read-only pages) because only this part has sessions, requests in flight and the
 listeners' list changes; ``mcp_http`` holds the Streamable HTTP rules it checks
 requests against.
@@ -38,14 +38,11 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.server import ServerSession
 
+from ..connection import Connection, Dispatcher
+from ..profiles import ProfileServers
 from .body_budget import check_listen
-from .connection import Connection, Dispatcher
-from .http_exchange import Caller, Exchange, StatelessAgent
-from .http_leave import Grace
-from .http_sessions import DELETED, PUSHED_OUT, REMOVED, LegacySession, OpenedBy, holder_of
-from .http_stopping import Answering
-from .http_stream import serve_stream
-from .http_wire import HeaderList, Headers, Reject, Response, Wire
+from .exchange import Caller, Exchange, StatelessAgent
+from .leave import Grace
 from .mcp_http import (
     MODERN_STATUS,
     accepts,
@@ -55,7 +52,10 @@ from .mcp_http import (
     not_allowed,
     rpc_reject,
 )
-from .profiles import ProfileServers
+from .sessions import DELETED, PUSHED_OUT, REMOVED, LegacySession, OpenedBy, holder_of
+from .stopping import Answering
+from .stream import serve_stream
+from .wire import HeaderList, Headers, Reject, Response, Wire
 
 MAX_SESSIONS: Final = 256
 _VERSION_KEY: Final = f'"{mcp.KEY_PROTOCOL_VERSION}"'.encode()

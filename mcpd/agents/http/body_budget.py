@@ -2,7 +2,7 @@
 sockets' HTTP connections and the endpoint's together, from the first byte of a body
 until its request has been answered.
 
-Each body is capped (``http_wire.MAX_BODY``), but a client may send a request's head
+Each body is capped (``wire.MAX_BODY``), but a client may send a request's head
 and most of its body and hold it there, on as many connections as it has places.
 The bytes held are shared out as the places are (``places``):
 
@@ -33,12 +33,12 @@ from protocol import jsonrpc as rpc
 from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
-from ..config.model import DaemonConfig
-from .http_exchange import Caller
-from .http_wire import MAX_BODY, Reject
+from ...config.model import DaemonConfig
+from ..peers import is_owner, owners_uid
+from ..places import OWNER_RESERVE, uid_quota
+from .exchange import Caller
 from .mcp_http import rpc_reject
-from .peers import is_owner, owners_uid
-from .places import OWNER_RESERVE, uid_quota
+from .wire import MAX_BODY, Reject
 
 logger = logging.getLogger("mcpd.http")
 

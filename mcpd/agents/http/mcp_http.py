@@ -14,7 +14,7 @@ from protocol import jsonrpc as rpc
 from protocol.server import RequestContext, ServerSession
 from protocol.visible import visible
 
-from .http_wire import Headers, Reject
+from .wire import Headers, Reject
 
 # The spec fixes these for 2026-07-28; every other JSON-RPC error travels as a 200.
 MODERN_STATUS: Final[Mapping[int, int]] = {

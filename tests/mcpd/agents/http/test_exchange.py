@@ -11,7 +11,7 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.agents.http_exchange import Caller, Exchange, StatelessAgent
+from mcpd.agents.http.exchange import Caller, Exchange, StatelessAgent
 from mcpd.agents.identity import Identity
 from mcpd.agents.peers import Peer
 from protocol import mcp

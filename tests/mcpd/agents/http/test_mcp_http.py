@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 from mcpd.agents.api import new_session
-from mcpd.agents.http_wire import Headers, Reject
-from mcpd.agents.mcp_http import (
+from mcpd.agents.http.mcp_http import (
     MODERN_STATUS,
     accepts,
     check_post,
@@ -22,6 +21,7 @@ from mcpd.agents.mcp_http import (
     header_mismatch,
     modern_request,
 )
+from mcpd.agents.http.wire import Headers, Reject
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.server import ServerSession

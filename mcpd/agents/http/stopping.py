@@ -14,8 +14,8 @@ import trio
 
 from protocol import jsonrpc as rpc
 
-from .ending import STOPPING
-from .http_exchange import Exchange
+from ..ending import STOPPING
+from .exchange import Exchange
 
 
 class Answering:

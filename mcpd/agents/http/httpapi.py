@@ -8,12 +8,12 @@ start with ``{``) is served by h11 instead of the line protocol:
 - ``GET /healthz``: 200 when every server is available, else 503 with the reasons
 - ``GET /metrics``: Prometheus text
 - ``GET /prompts``, ``GET /resources``: the aggregated prompts; resources and templates
-  (these read-only pages are ``http_pages``)
+  (these read-only pages are ``pages``)
 - ``POST /mcp``: Streamable HTTP MCP in both eras, answered by the socket's own
   dispatch (a modern request stands alone; ``initialize`` opens a legacy session
   named by ``Mcp-Session-Id``, which DELETE ends): ``mcp_route``
 - ``GET /mcp``: a legacy session's event stream, for what answers no request (list
-  changes, resource updates): ``http_stream``
+  changes, resource updates): ``stream``
 - ``GET /`` (and ``/page/...``): the status page for people (``page``), to read without
   a session on the socket, and with one (``mcpd dashboard``) on the endpoint
 
@@ -23,7 +23,7 @@ for agents. ``?profile=NAME`` picks a profile; a profile's own socket serves tha
 profile; the status pages of a profile show its servers only. The TCP endpoint
 (``tcp``) is this same code behind a ``Gate`` that checks the bearer token and the
 Origin at each request's headers. A connection on a profile's socket that a reload
-removes ends as a line connection does (``http_leave``).
+removes ends as a line connection does (``leave``).
 """
 
 from __future__ import annotations
@@ -42,29 +42,29 @@ from protocol import jsonrpc as rpc
 from protocol.server import ServerSession
 from protocol.visible import visible_json
 
-from ..policy.kin import AgentKin
-from ..registry.views import ProfileView
-from ..servers.all_servers import AllServers
-from .backend import Control
+from ...policy.kin import AgentKin
+from ...registry.views import ProfileView
+from ...servers.all_servers import AllServers
+from ..backend import Control
+from ..connection import Connection, Dispatcher
+from ..holders import ConnectionOwner, Lookups, ServerRefusals, TcpKin, tcp_held, token_bearer
+from ..identity import Holder, Identity
+from ..page import is_page
+from ..peers import Peer
+from ..profiles import Profiles, ProfileServers
+from ..sockets import Leave
 from .body_budget import BodyBudget, BodyClaim, body_owner
-from .connection import Connection, Dispatcher
 from .endpoint_places import EndpointPlaces, for_page, holder_uid, same_kind
-from .holders import ConnectionOwner, Lookups, ServerRefusals, TcpKin, tcp_held, token_bearer
-from .http_exchange import Caller
-from .http_leave import refusal, serve_until_left
-from .http_pages import ReadPages
-from .http_sessions import LegacySession
-from .http_wire import Headers, Reject, Response, Wire, head, refuse_malformed
-from .identity import Holder, Identity
+from .exchange import Caller
+from .leave import refusal, serve_until_left
 from .mcp_http import rpc_reject
 from .mcp_route import McpRoute
-from .page import is_page
-from .peers import Peer
-from .profiles import Profiles, ProfileServers
-from .sockets import Leave
+from .pages import ReadPages
+from .sessions import LegacySession
+from .wire import Headers, Reject, Response, Wire, head, refuse_malformed
 
 if TYPE_CHECKING:
-    from .page.routes import Access, Page
+    from ..page.routes import Access, Page
     from .tcp import Gate
 
 _REQUEST_TIMEOUT = 30.0
@@ -122,9 +122,9 @@ class HttpApi:
     def page(self) -> Page:
         """The status page, made for its first request."""
         if self._page is None:
-            from .page.pinsource import pin_sources
-            from .page.policysource import policy_sources
-            from .page.routes import Page
+            from ..page.pinsource import pin_sources
+            from ..page.policysource import policy_sources
+            from ..page.routes import Page
 
             policy = policy_sources(self.control, self._agents_kin)
             sources = msgspec.structs.replace(

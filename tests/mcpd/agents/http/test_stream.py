@@ -17,7 +17,7 @@ import h11
 import pytest
 import trio
 
-import mcpd.agents.http_stream
+import mcpd.agents.http.stream
 from mcpd.agents.outbox import QUEUE_BYTES
 from mcpd.config.load import load
 from mcpd.daemon import Daemon
@@ -116,9 +116,9 @@ async def test_news_before_the_stream_opens_waits_for_it(tmp_path: Path) -> None
 async def test_the_stream_ends_whole_when_the_session_is_pushed_out_or_its_socket_goes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import mcpd.agents.mcp_route
+    import mcpd.agents.http.mcp_route
 
-    monkeypatch.setattr(mcpd.agents.mcp_route, "MAX_SESSIONS", 1)
+    monkeypatch.setattr(mcpd.agents.http.mcp_route, "MAX_SESSIONS", 1)
     side = tmp_path / "side.sock"
     profile = f'\n[profiles.side]\nservers = ["alpha"]\nsocket = "{side}"\n'
     with trio.fail_after(LIMIT):
@@ -181,7 +181,7 @@ async def test_a_get_that_cannot_open_a_stream_is_told_why(tmp_path: Path) -> No
 async def test_a_rotated_token_ends_an_open_stream(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(mcpd.agents.http_stream, "KEEPALIVE", 0.1)
+    monkeypatch.setattr(mcpd.agents.http.stream, "KEEPALIVE", 0.1)
     with trio.fail_after(LIMIT):
         async with daemon_with(tmp_path, alpha=toml_server()) as daemon:
             sid = await open_session(daemon)
@@ -201,7 +201,7 @@ async def test_a_rotated_token_ends_a_stream_that_news_keeps_busy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # No keep-alive comes in the test's time: only the news is written.
-    monkeypatch.setattr(mcpd.agents.http_stream, "KEEPALIVE", LIMIT * 10)
+    monkeypatch.setattr(mcpd.agents.http.stream, "KEEPALIVE", LIMIT * 10)
     alpha = toml_server("--tools", "1")
     with trio.fail_after(LIMIT):
         async with daemon_with(tmp_path, alpha=alpha) as daemon:
@@ -221,7 +221,7 @@ async def test_a_rotated_token_ends_a_stream_that_news_keeps_busy(
 async def test_a_client_that_stops_reading_loses_its_stream_and_no_one_else_waits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(mcpd.agents.http_stream, "WRITE_TIMEOUT", 1.0)
+    monkeypatch.setattr(mcpd.agents.http.stream, "WRITE_TIMEOUT", 1.0)
     caplog.set_level(logging.INFO, logger="mcpd.http")
     with trio.fail_after(LIMIT):
         async with daemon_with(tmp_path, alpha=toml_server("--tools", "2")) as daemon:
@@ -268,7 +268,7 @@ def big_notification(n: int) -> bytes:
 async def test_a_sessions_log_level_brings_its_servers_log_messages_to_its_stream(
     tmp_path: Path,
 ) -> None:
-    logging_server = Path(__file__).parents[2] / "support" / "logging_server.py"
+    logging_server = Path(__file__).parents[3] / "support" / "logging_server.py"
     server = f"command = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(logging_server))}]\n"
     with trio.fail_after(LIMIT):
         async with daemon_with(tmp_path, scribe=server) as daemon:
@@ -296,7 +296,7 @@ async def test_a_sessions_log_level_brings_its_servers_log_messages_to_its_strea
 
 
 def logging_server() -> str:
-    script = Path(__file__).parents[2] / "support" / "logging_server.py"
+    script = Path(__file__).parents[3] / "support" / "logging_server.py"
     return f"command = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(script))}]\n"
 
 

@@ -20,17 +20,17 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol.server import ServerSession
 
-from ..policy.kin import AgentKin, Decider, unknown
-from ..servers.progress import ProgressSink
-from .askback import AgentRequests, DirectAsker
-from .connection import Connection, Dispatcher
-from .ending import stopped_answer
-from .holders import ConnectionOwner, TcpKin
-from .http_wire import Response
-from .identity import Identity
-from .peers import Peer
-from .profiles import ProfileServers
-from .sockets import Leave
+from ...policy.kin import AgentKin, Decider, unknown
+from ...servers.progress import ProgressSink
+from ..askback import AgentRequests, DirectAsker
+from ..connection import Connection, Dispatcher
+from ..ending import stopped_answer
+from ..holders import ConnectionOwner, TcpKin
+from ..identity import Identity
+from ..peers import Peer
+from ..profiles import ProfileServers
+from ..sockets import Leave
+from .wire import Response
 
 
 class Exchange(Connection):
@@ -108,7 +108,7 @@ class Exchange(Connection):
         await trio.lowlevel.checkpoint()
 
     def stopping(self) -> None:
-        """Its request is answered as mcpd stops by ``http_stopping``, which knows
+        """Its request is answered as mcpd stops by ``stopping``, which knows
         whether the answer is written yet."""
 
     def stopped_answer(self, rid: rpc.Id) -> bytes:
@@ -160,7 +160,7 @@ class Caller(msgspec.Struct, frozen=True):
     # rather than the agents' (``endpoint_places``); None: elsewhere.
     page_place: bool | None = None
     # On a profile's own socket, what ends the connection once a reload removes the
-    # profile (``http_leave``); None: elsewhere.
+    # profile (``leave``); None: elsewhere.
     leave: Leave | None = None
 
     def who(self) -> Identity:
