@@ -15,7 +15,7 @@ import msgspec
 
 from protocol import jsonrpc as rpc
 
-from .bridge_ledger import OwnRequests, Unanswered
+from .ledger import OwnRequests, Unanswered
 
 
 class _Uri(msgspec.Struct):

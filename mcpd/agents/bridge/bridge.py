@@ -5,7 +5,7 @@ every aggregated tool through one entry: ``{"command": "mcpd", "args": ["bridge"
 Lines are relayed as they are, in both directions, so both protocol eras pass
 through. While the daemon is unreachable, requests get a JSON-RPC error saying so at
 once, and the bridge connects again when the daemon is back, setting the host's
-legacy session up again (``bridge_session``). A request cut off by a closing
+legacy session up again (``session``). A request cut off by a closing
 connection is answered once, saying it may have run. A daemon whose listen queue is
 full is waited for (``dial``), and only a queue that stays full is an error.
 
@@ -32,12 +32,9 @@ from protocol import jsonrpc as rpc
 from protocol.framing import DEFAULT_MAX_LINE, LineFramer, Oversized, OversizedEnd
 from protocol.unreadable import id_at_edges
 
-from ..config.model import EX_CONFIG
-from . import batches
-from .bridge_ledger import OwnRequests, Unanswered
-from .bridge_opening import Refused, open_connection
-from .bridge_session import HostSession, list_changes
-from .dial import (
+from ...config.model import EX_CONFIG
+from .. import batches
+from ..dial import (
     CONNECT_WAIT,
     DialError,
     ForeignSocket,
@@ -46,7 +43,10 @@ from .dial import (
     no_daemon,
     not_listening,
 )
-from .peers import untrusted_daemon
+from ..peers import untrusted_daemon
+from .ledger import OwnRequests, Unanswered
+from .opening import Refused, open_connection
+from .session import HostSession, list_changes
 
 UNREACHABLE: Final = -32000
 # Lines from the daemon are relayed whatever their size: the bridge talks to no process

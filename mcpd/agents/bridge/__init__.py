@@ -1,0 +1,1 @@
+"""``mcpd bridge``: the stdio MCP server that relays a host's session to the daemon's socket."""
