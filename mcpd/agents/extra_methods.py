@@ -38,9 +38,9 @@ from .resources import list_resources, read
 from .results import Recipient
 from .rewrite import tool_result
 from .subscriptions import Subscriptions
-from .task_methods import TaskMethods
-from .task_watches import TaskWatches
-from .tasks import Tasks
+from .tasks.methods import TaskMethods
+from .tasks.tasks import Tasks
+from .tasks.watches import TaskWatches
 
 _DEBOUNCE: Final = 0.2
 Handler = Callable[[Any, rpc.Request, RequestContext | None], Awaitable[Any]]

@@ -4,7 +4,7 @@ Each is for a task of the agent's own (``tasks.Tasks``), from an agent that decl
 tasks extension on the request. The agent's profile is looked at as it is when the
 request comes, not as it was when the task was made: a task whose server it no longer
 shows, or whose session with its server ended, is answered by mcpd without the server.
-A ``tasks/update`` is then looked at as a call sent again is (``task_updates``).
+A ``tasks/update`` is then looked at as a call sent again is (``updates``).
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 from protocol.server import RequestContext
 
-from ..registry.scheme import Sight
-from .agent import Agent
-from .callpolicy import CallPolicy
-from .callrecords import CallRecords
-from .task_updates import TaskUpdates
+from ...registry.scheme import Sight
+from ..agent import Agent
+from ..callpolicy import CallPolicy
+from ..callrecords import CallRecords
 from .tasks import Tasks
+from .updates import TaskUpdates
 
 
 class TaskMethods:

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from msgspec import Raw
 
-from mcpd.agents.task_watches import TaskWatches
-from mcpd.agents.tasks import Tasks
+from mcpd.agents.tasks.tasks import Tasks
+from mcpd.agents.tasks.watches import TaskWatches
 from mcpd.config.load import parse
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.scheme import Sight

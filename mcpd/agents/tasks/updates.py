@@ -25,10 +25,10 @@ from protocol import jsonrpc as rpc
 from protocol import surface
 from protocol.server import RequestContext
 
-from ..servers.calls import Call, Outcome, Whose
-from .agent import Agent
-from .callpolicy import CallPolicy, Sent
-from .callrecords import CallRecords, outcome_of
+from ...servers.calls import Call, Outcome, Whose
+from ..agent import Agent
+from ..callpolicy import CallPolicy, Sent
+from ..callrecords import CallRecords, outcome_of
 from .tasks import Tasks
 
 

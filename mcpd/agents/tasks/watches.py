@@ -22,9 +22,9 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol import mcp
 
-from ..registry.scheme import Sight
-from ..servers.all_servers import AllServers
-from ..servers.calls import SessionMark
+from ...registry.scheme import Sight
+from ...servers.all_servers import AllServers
+from ...servers.calls import SessionMark
 from .tasks import Task, Tasks, agent_task_id, ended_task
 
 # Where a listen is: its connection's id, and the listen's request id.

@@ -10,7 +10,7 @@ purpose) may give one agent the same id. ``tasks/get``, ``tasks/update`` and
 id, for that agent only: to any other agent a task id is unknown, as it is to the
 server for an id it never issued. Task status notifications (``notifications/tasks``)
 come on the agents' own ``subscriptions/listen`` for the task ids they name, and reach
-those listens only (``task_watches``). Whatever comes back names the task by the agent's
+those listens only (``watches``). Whatever comes back names the task by the agent's
 id, and the tool's result a task ended with is shaped as the same result of a
 tools/call is (``results.result_for``), for the agent's profile as it is now: cut to
 the budget, its resultType checked, an ``input_required`` the agent cannot answer told
@@ -49,12 +49,12 @@ from protocol import mcp, surface
 from protocol.logfields import log_extra
 from protocol.server import RequestContext
 
-from ..registry.scheme import Sight
-from ..servers.all_servers import AllServers
-from ..servers.calls import CallRefused, SessionMark, Whose
-from ..servers.outage import Outage
-from .callpolicy import Sent
-from .results import Finish, result_for
+from ...registry.scheme import Sight
+from ...servers.all_servers import AllServers
+from ...servers.calls import CallRefused, SessionMark, Whose
+from ...servers.outage import Outage
+from ..callpolicy import Sent
+from ..results import Finish, result_for
 
 # Remembered at once, in count and in the bytes of their ids. Past either, the oldest
 # task of the agent that holds the most is forgotten: one agent making tasks without

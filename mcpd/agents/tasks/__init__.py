@@ -1,0 +1,1 @@
+"""The tasks extension through mcpd: the agents' tasks, their methods, answers and watches."""
