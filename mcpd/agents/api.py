@@ -38,8 +38,9 @@ from .door import Door, refuse
 from .ending import Stops
 from .extra_methods import ExtraMethods
 from .failures import Failures
-from .instructions import instructions
 from .listen import Listens
+from .lists.instructions import instructions
+from .lists.toollist import list_tools
 from .pinsapi import HANDLERS as PINS_HANDLERS
 from .places import Seat
 from .profile_methods import PROFILE_METHODS, ProfileMethods
@@ -48,7 +49,6 @@ from .result_eras import with_result_type
 from .sockets import Leave, ProfileSockets
 from .tool_news import ToolNews
 from .toolcall import Router
-from .toollist import list_tools
 from .unix_socket import UnixBound
 
 if TYPE_CHECKING:

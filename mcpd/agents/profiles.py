@@ -32,8 +32,8 @@ from ..registry.table import Listed
 from ..registry.views import ProfileView
 from ..servers.state import Said
 from .backend import Servers
+from .lists.search_mode import exposed_listing
 from .peers import Peer, is_owner
-from .search_mode import exposed_listing
 
 # What a removed profile becomes for the agents still connected to it: nothing.
 _NOTHING = ProfileConfig(servers=[])

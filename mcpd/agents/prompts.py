@@ -29,7 +29,7 @@ from . import result_eras, unanswered, url_required
 from .askback_driver import AgentSide, AskBackDriver
 from .askback_rounds import RoundTrip, SendRound
 from .callrecords import Seen
-from .paging import page
+from .lists.paging import page
 from .prompt_bounds import capped_completion, check_arguments
 from .rewrite import prompt_result
 from .unrouted import held_meta, held_text

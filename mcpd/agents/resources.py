@@ -27,8 +27,8 @@ from ..servers.askback import Asker
 from .allowance import Allowance
 from .askback_driver import AgentSide, AskBackDriver
 from .callrecords import Seen
-from .list_hints import LIST_RESOURCES
-from .paging import page
+from .lists.list_hints import LIST_RESOURCES
+from .lists.paging import page
 from .prompts import Fetched, Refused, held_read_error, request_outcome, serve_asked
 from .rewrite import read_result
 

@@ -37,11 +37,11 @@ from .askback_driver import AskBackDriver
 from .call_rounds import CallRounds
 from .callpolicy import Ask, CallPolicy, Sent
 from .callrecords import CallRecords, ended, outcome_of
-from .metatools import NAMES as META_TOOLS
+from .lists.metatools import NAMES as META_TOOLS
+from .lists.search_mode import unwrap
 from .request_context import agents_own, spliced_context
 from .results import Recipient, shaped_for
 from .resumes import Resumed, Resumes
-from .search_mode import unwrap
 from .unrouted import held_tool, unknown_tool
 
 # The last step of a tool's result (``results.Finish``), told what its call was sent

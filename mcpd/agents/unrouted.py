@@ -11,7 +11,7 @@ from protocol import mcp
 from protocol.visible import visible
 
 from ..registry.shown import Entry
-from .list_hints import LIST_TOOLS, SEARCH_TOOLS, UNKNOWN_TOOL
+from .lists.list_hints import LIST_TOOLS, SEARCH_TOOLS, UNKNOWN_TOOL
 from .profiles import ProfileServers
 
 # Tools of the name called shown by their local names: enough to tell a few servers'

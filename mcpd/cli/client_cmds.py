@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 from protocol import jsonrpc as rpc
 from protocol.visible import visible
 
-from ..agents.list_hints import UNKNOWN_TOOL
+from ..agents.lists.list_hints import UNKNOWN_TOOL
 from ..config.model import CONFIG_ERROR, EX_CONFIG
 from ..config.paths import client_socket_path
 from .client import QUICK, BadReply, Client, NotAnswering, Unreachable
@@ -69,7 +69,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
             return _check_names_json(names, args.check_names, args.host_prefix)
         return _check_names(names, args.check_names, args.host_prefix)
     if args.format:
-        from ..agents.formats import translate
+        from ..agents.lists.formats import translate
 
         print(json.dumps(translate(tools, args.format), indent=2))
         return 0
@@ -159,7 +159,7 @@ def _refuse_ignored(args: argparse.Namespace) -> None:
 
 def _check_names_json(names: list[str], limit: int, prefix: str) -> int:
     """``--check-names`` with ``--json``: the names that do not fit, and their lengths."""
-    from ..agents.formats import too_long
+    from ..agents.lists.formats import too_long
 
     long = too_long(names, limit, prefix)
     room = limit - len(prefix)
@@ -177,7 +177,7 @@ def _check_names_json(names: list[str], limit: int, prefix: str) -> int:
 
 
 def _check_names(names: list[str], limit: int, prefix: str) -> int:
-    from ..agents.formats import too_long
+    from ..agents.lists.formats import too_long
 
     long = too_long(names, limit, prefix)
     with_prefix = f" after the host's prefix {prefix!r} ({len(prefix)})" if prefix else ""

@@ -17,7 +17,7 @@ from protocol import jsonrpc as rpc
 from protocol.urls import ascii_hosts
 from protocol.visible import visible
 
-from ..agents.list_hints import LIST_RESOURCES, LIST_TOOLS, SEARCH_TOOLS
+from ..agents.lists.list_hints import LIST_RESOURCES, LIST_TOOLS, SEARCH_TOOLS
 from ..config.model import CONFIG_ERROR, EX_CONFIG
 from ..config.paths import client_socket_path
 from .client import LONG, BadReply, Client, Unreachable

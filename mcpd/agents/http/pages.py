@@ -14,7 +14,7 @@ from protocol import jsonrpc as rpc
 from ...registry.views import ProfileView
 from ...servers.all_servers import AllServers
 from ..backend import Control
-from ..formats import FORMATS, translate
+from ..lists.formats import FORMATS, translate
 from ..profiles import ProfileServers
 from .exchange import Caller
 from .wire import Reject

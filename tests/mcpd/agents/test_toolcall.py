@@ -13,7 +13,7 @@ import pytest
 from msgspec import UNSET, Raw
 
 from mcpd.agents.callpolicy import Ask
-from mcpd.agents.metatools import CALL, SEARCH
+from mcpd.agents.lists.metatools import CALL, SEARCH
 from mcpd.servers.calls import Call
 from mcpd.servers.outage import Outage
 from protocol import jsonrpc as rpc

@@ -11,8 +11,8 @@ import jsonschema
 import msgspec
 import pytest
 
-from mcpd.agents import metatools
-from mcpd.agents.metatools import ArgumentError
+from mcpd.agents.lists import metatools
+from mcpd.agents.lists.metatools import ArgumentError
 from mcpd.registry.search import ToolDoc, ToolIndex, stem, terms, words
 from protocol import mcp
 

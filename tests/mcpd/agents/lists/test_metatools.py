@@ -9,8 +9,8 @@ import jsonschema
 import msgspec
 import pytest
 
-from mcpd.agents import metatools
-from mcpd.agents.metatools import ArgumentError
+from mcpd.agents.lists import metatools
+from mcpd.agents.lists.metatools import ArgumentError
 from mcpd.registry.search import Hit
 from protocol import mcp
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mcpd.agents.formats import FORMATS, too_long, translate
+from mcpd.agents.lists.formats import FORMATS, too_long, translate
 
 SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
 

@@ -42,10 +42,10 @@ from msgspec import UNSET, Raw
 
 from protocol import mcp
 
-from ..registry.spelling import CALL_TOOL, DESCRIBE_TOOL, SEARCH_TOOL
+from ...registry.spelling import CALL_TOOL, DESCRIBE_TOOL, SEARCH_TOOL
 
 if TYPE_CHECKING:
-    from ..registry.search import Hit
+    from ...registry.search import Hit
 
 # Spelled where local names are made, which gives no server's tool one of them.
 SEARCH: Final = SEARCH_TOOL

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from mcpd.agents.paging import decode_cursor, encode_cursor, list_digest, page
+from mcpd.agents.lists.paging import decode_cursor, encode_cursor, list_digest, page
 from protocol import jsonrpc as rpc
 from protocol.visible import quote
 from tests.support.agent import connect, make_config, running

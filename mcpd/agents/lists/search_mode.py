@@ -21,9 +21,9 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol import mcp
 
-from ..registry.table import Listed
-from ..registry.views import ProfileView
-from ..servers.calls import Call
+from ...registry.table import Listed
+from ...registry.views import ProfileView
+from ...servers.calls import Call
 from . import metatools
 
 _encode: Final = msgspec.json.Encoder().encode

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from mcpd.agents.instructions import part
+from mcpd.agents.lists.instructions import part
 from mcpd.servers.state import Said
 from tests.support.agent import connect, make_config, running
 from tests.support.procs import forging

@@ -10,10 +10,10 @@ quotes what its server said on one line between double quotes (``Outage``).
 
 from __future__ import annotations
 
-from ..registry.quoting import QUOTE, quoted_lines
-from ..servers.state import Said
-from .backend import Servers
-from .profiles import ProfileServers
+from ...registry.quoting import QUOTE, quoted_lines
+from ...servers.state import Said
+from ..backend import Servers
+from ..profiles import ProfileServers
 
 
 def instructions(servers: Servers, limit: int, *, own_user: bool = False) -> str:

@@ -8,9 +8,9 @@ from msgspec import UNSET
 from protocol import mcp
 from protocol.server import RequestContext
 
-from ..registry.table import Listed, listed_name
+from ...registry.table import Listed, listed_name
+from ..profiles import ProfileServers
 from .paging import page
-from .profiles import ProfileServers
 
 
 def list_tools(
