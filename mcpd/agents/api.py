@@ -38,16 +38,16 @@ from .door import Door, refuse
 from .ending import Stops
 from .extra_methods import ExtraMethods
 from .failures import Failures
-from .listen import Listens
 from .lists.instructions import instructions
 from .lists.toollist import list_tools
+from .news.listen import Listens
+from .news.tool_news import ToolNews
 from .pinsapi import HANDLERS as PINS_HANDLERS
 from .places import Seat
 from .profile_methods import PROFILE_METHODS, ProfileMethods
 from .profiles import Profiles, ProfileServers
 from .result_eras import with_result_type
 from .sockets import Leave, ProfileSockets
-from .tool_news import ToolNews
 from .toolcall import Router
 from .unix_socket import UnixBound
 

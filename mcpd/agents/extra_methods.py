@@ -32,12 +32,12 @@ from .backend import Control
 from .callpolicy import CallPolicy, Sent
 from .callrecords import CallRecords, Seen, ended
 from .failures import Failures
-from .logs import AgentLogs, SeesServer
+from .news.logs import AgentLogs, SeesServer
+from .news.subscriptions import Subscriptions
 from .prompts import Sees, complete, everything, get_prompt, list_prompts
 from .resources import list_resources, read
 from .results import Recipient
 from .rewrite import tool_result
-from .subscriptions import Subscriptions
 from .tasks.methods import TaskMethods
 from .tasks.tasks import Tasks
 from .tasks.watches import TaskWatches

@@ -16,9 +16,9 @@ from msgspec import Raw
 from mcpd.agents.allowance import Allowance
 from mcpd.agents.askback_driver import AgentSide, AskBackDriver
 from mcpd.agents.callrecords import Seen
+from mcpd.agents.news.subscriptions import MAX_SUBSCRIBED_BYTES, MAX_SUBSCRIPTIONS, Subscriptions
 from mcpd.agents.prompts import OUTAGE
 from mcpd.agents.resources import list_resources, read, route
-from mcpd.agents.subscriptions import MAX_SUBSCRIBED_BYTES, MAX_SUBSCRIPTIONS, Subscriptions
 from mcpd.config.load import parse
 from mcpd.config.model import DEFAULT_POLICY, NamingConfig
 from mcpd.registry.catalog import Catalog
@@ -471,7 +471,7 @@ def test_all_agents_together_are_bounded_so_a_servers_listen_fits_a_line(
     assert sum(len(msgspec.json.encode(uri)) for uri in upstream) <= line // 4
     subs.owner_gone(held[0])
     assert subs.listen(agents[-1], 2, ["a://" + "y" * 1000], Inbox().send, budget())
-    monkeypatch.setattr("mcpd.agents.subscriptions.MAX_SUBSCRIPTIONS_IN_ALL", 16)
+    monkeypatch.setattr("mcpd.agents.news.subscriptions.MAX_SUBSCRIPTIONS_IN_ALL", 16)
     assert subs.listen(agents[-1], 3, ["a://z"], Inbox().send, budget()) == ["a://z"]
     with pytest.raises(rpc.RPCError) as refused:
         subs.subscribe(agents[-2], "a://more", Inbox().send, True, budget())

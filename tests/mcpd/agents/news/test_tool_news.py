@@ -12,8 +12,8 @@ import trio
 import trio.testing
 
 from mcpd.agents.connection import Connection
+from mcpd.agents.news.tool_news import ToolNews
 from mcpd.agents.profiles import ProfileServers
-from mcpd.agents.tool_news import ToolNews
 from protocol import mcp
 
 

@@ -23,7 +23,7 @@ from protocol import jsonrpc as rpc
 from protocol import loglevels
 from protocol.loglevels import LogMessage
 
-from ..servers.all_servers import AllServers
+from ...servers.all_servers import AllServers
 
 Send = Callable[[bytes], None]
 SeesServer = Callable[[str], bool]

@@ -19,7 +19,7 @@ from msgspec import Raw
 from mcpd.agents.api import new_session
 from mcpd.agents.connection import Connection, Dispatcher
 from mcpd.agents.failures import Failures
-from mcpd.agents.listen import Listens
+from mcpd.agents.news.listen import Listens
 from mcpd.config.model import DaemonConfig
 from mcpd.daemon import _LINES
 from protocol import jsonrpc as rpc

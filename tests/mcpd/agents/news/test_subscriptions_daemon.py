@@ -19,7 +19,7 @@ from mcpd.config.load import load
 from tests.support.agent import META, Agent, connect, running
 
 LIMIT = 60
-SERVER = str(Path(__file__).resolve().parents[2] / "support" / "shared_uri_server.py")
+SERVER = str(Path(__file__).resolve().parents[3] / "support" / "shared_uri_server.py")
 KEY = "secret://vault/key"
 OTHER = "secret://vault/other"
 WRAPPED = f"mcpd://good/{OTHER}"

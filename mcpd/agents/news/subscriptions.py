@@ -26,12 +26,12 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.uritemplate import MAX_URI
 
-from ..config.model import DaemonConfig
-from ..registry.claims import ROUTE_STEPS, Budget
-from ..registry.scheme import Routed, Sight, Undecided
-from ..servers.all_servers import AllServers
-from .prompts import held_read_error
-from .resources import route
+from ...config.model import DaemonConfig
+from ...registry.claims import ROUTE_STEPS, Budget
+from ...registry.scheme import Routed, Sight, Undecided
+from ...servers.all_servers import AllServers
+from ..prompts import held_read_error
+from ..resources import route
 
 Send = Callable[[bytes], None]
 

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from mcpd.agents.logs import AgentLogs
+from mcpd.agents.news.logs import AgentLogs
 from protocol import jsonrpc as rpc
 from protocol import loglevels
 from protocol.loglevels import LogMessage

@@ -17,8 +17,8 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol import mcp
 
-from .connection import Connection
-from .profiles import ProfileServers
+from ..connection import Connection
+from ..profiles import ProfileServers
 
 _DEBOUNCE: Final = 0.2
 _METHOD: Final = "notifications/tools/list_changed"

@@ -1,0 +1,1 @@
+"""What reaches agents unasked: list changes, resource updates, server logs, and listens."""
