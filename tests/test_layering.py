@@ -379,7 +379,7 @@ LAYER_INTERFACES = {
 # break an import cycle between the module that uses it and the one that implements
 # it. The list may only get shorter.
 SINGLE_IMPLEMENTATION = {
-    "mcpd.agents.authapi._Api",
+    "mcpd.agents.own_methods.authapi._Api",
     "mcpd.agents.backend.LineSink",
     "mcpd.agents.agent.Agent",  # ending.Ending; tests/support has stand-in agents too
     "mcpd.agents.connection.Dispatcher",  # api.AgentServer

@@ -27,13 +27,10 @@ from ..config.profiles import ProfileConfig
 from ..policy.departed import Departed
 from ..servers.all_servers import AllServers
 from .agent import Agent
-from .approval_methods import HANDLERS as APPROVAL_HANDLERS
-from .authapi import HANDLERS as AUTH_HANDLERS
 from .backend import Control, Lines
 from .callpolicy import CallPolicy, QueuedCalls
 from .callrecords import CallRecords
 from .connection import LIFECYCLE, Connection, Dispatcher
-from .daemon_methods import HANDLERS as DAEMON_HANDLERS
 from .door import Door, refuse
 from .ending import Stops
 from .extra_methods import ExtraMethods
@@ -42,9 +39,12 @@ from .lists.instructions import instructions
 from .lists.toollist import list_tools
 from .news.listen import Listens
 from .news.tool_news import ToolNews
-from .pinsapi import HANDLERS as PINS_HANDLERS
+from .own_methods.approval_methods import HANDLERS as APPROVAL_HANDLERS
+from .own_methods.authapi import HANDLERS as AUTH_HANDLERS
+from .own_methods.daemon_methods import HANDLERS as DAEMON_HANDLERS
+from .own_methods.pinsapi import HANDLERS as PINS_HANDLERS
+from .own_methods.profile_methods import PROFILE_METHODS, ProfileMethods
 from .places import Seat
-from .profile_methods import PROFILE_METHODS, ProfileMethods
 from .profiles import Profiles, ProfileServers
 from .result_eras import with_result_type
 from .sockets import Leave, ProfileSockets

@@ -35,16 +35,16 @@ import msgspec
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
-from ..config.paths import pages_directory
-from ..local.privatefile import make_private_directory
-from ..policy.kin import AgentKin
-from ..registry.views import ProfileView
-from .backend import Control
-from .connection import Connection
+from ...config.paths import pages_directory
+from ...local.privatefile import make_private_directory
+from ...policy.kin import AgentKin
+from ...registry.views import ProfileView
+from ..backend import Control
+from ..connection import Connection
 
 if TYPE_CHECKING:
-    from .http.httpapi import HttpApi
-    from .http.tcp import Connect
+    from ..http.httpapi import HttpApi
+    from ..http.tcp import Connect
 
 
 class _Api(Protocol):
@@ -118,8 +118,8 @@ async def _dashboard(
     endpoint = api.endpoint
     if endpoint is None:
         return {"url": None}
-    from .page.opener import Opener
-    from .page.passes import CODE_TTL
+    from ..page.opener import Opener
+    from ..page.passes import CODE_TTL
 
     assert conn.peer is not None  # the owner on the socket, as the kernel says
     asker = Opener((conn.peer.decider(),))

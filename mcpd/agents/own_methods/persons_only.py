@@ -17,9 +17,9 @@ from collections.abc import Iterable
 
 from protocol import jsonrpc as rpc
 
-from ..policy.kin import AgentKin, Decider
-from ..policy.kin_refusals import too_deep
-from ..policy.kinship import Found, Kinship
+from ...policy.kin import AgentKin, Decider
+from ...policy.kin_refusals import too_deep
+from ...policy.kinship import Found, Kinship
 
 
 def refuse_an_agents_side(

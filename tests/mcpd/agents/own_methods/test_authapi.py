@@ -19,12 +19,12 @@ import pytest
 from msgspec import Raw
 
 from mcpd.agents.api import new_session
-from mcpd.agents.authapi import HANDLERS
 from mcpd.agents.connection import Connection, Dispatcher
 from mcpd.agents.failures import Failures
 from mcpd.agents.http.exchange import Caller, Exchange
 from mcpd.agents.http.tcp import Connect
 from mcpd.agents.identity import Identity
+from mcpd.agents.own_methods.authapi import HANDLERS
 from mcpd.agents.page.passes import CODE_TTL, Passes
 from mcpd.agents.peers import Peer
 from mcpd.policy.kin import AgentKin, Process

@@ -28,9 +28,9 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
-from ..local.owners import user_name
-from ..policy.approvals import ApprovalError
-from .connection import Connection
+from ...local.owners import user_name
+from ...policy.approvals import ApprovalError
+from ..connection import Connection
 from .persons_only import refuse_an_agents_side
 from .profile_methods import ProfileMethods
 

@@ -21,19 +21,19 @@ import msgspec
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
-from ..policy.departed import Departed
-from ..policy.kin import AgentKin
-from ..policy.rules import facts_of
-from ..registry.table import listed_name
-from ..registry.views import ProfileView
-from .backend import Control
-from .connection import Connection
-from .profiles import Profiles, ProfileServers
-from .sockets import ProfileSockets
+from ...policy.departed import Departed
+from ...policy.kin import AgentKin
+from ...policy.rules import facts_of
+from ...registry.table import listed_name
+from ...registry.views import ProfileView
+from ..backend import Control
+from ..connection import Connection
+from ..profiles import Profiles, ProfileServers
+from ..sockets import ProfileSockets
 
 if TYPE_CHECKING:
-    from .extra_methods import ExtraMethods
-    from .http.httpapi import HttpApi
+    from ..extra_methods import ExtraMethods
+    from ..http.httpapi import HttpApi
 
 
 class _Choice(msgspec.Struct):

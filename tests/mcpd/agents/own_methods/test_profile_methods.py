@@ -12,8 +12,8 @@ import msgspec
 import pytest
 from msgspec import Raw
 
+from mcpd.agents.own_methods.profile_methods import PROFILE_METHODS, ProfileMethods
 from mcpd.agents.peers import Peer
-from mcpd.agents.profile_methods import PROFILE_METHODS, ProfileMethods
 from mcpd.agents.profiles import Profiles, ProfileServers
 from mcpd.config.load import parse
 from mcpd.config.model import Config

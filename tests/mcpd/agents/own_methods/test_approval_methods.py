@@ -19,7 +19,7 @@ import trio
 import trio.testing
 from msgspec import Raw
 
-from mcpd.agents.approval_methods import HANDLERS, MAX_WAIT
+from mcpd.agents.own_methods.approval_methods import HANDLERS, MAX_WAIT
 from mcpd.agents.peers import Peer, is_owner
 from mcpd.policy.agent import AgentInfo, user_name
 from mcpd.policy.approvals import ApprovalRequest, Approvals, Verdict
