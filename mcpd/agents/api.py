@@ -28,8 +28,10 @@ from ..policy.departed import Departed
 from ..servers.all_servers import AllServers
 from .agent import Agent
 from .backend import Control, Lines
-from .callpolicy import CallPolicy, QueuedCalls
-from .callrecords import CallRecords
+from .calls.callpolicy import CallPolicy, QueuedCalls
+from .calls.callrecords import CallRecords
+from .calls.result_eras import with_result_type
+from .calls.toolcall import Router
 from .connection import LIFECYCLE, Connection, Dispatcher
 from .door import Door, refuse
 from .ending import Stops
@@ -46,9 +48,7 @@ from .own_methods.pinsapi import HANDLERS as PINS_HANDLERS
 from .own_methods.profile_methods import PROFILE_METHODS, ProfileMethods
 from .places import Seat
 from .profiles import Profiles, ProfileServers
-from .result_eras import with_result_type
 from .sockets import Leave, ProfileSockets
-from .toolcall import Router
 from .unix_socket import UnixBound
 
 if TYPE_CHECKING:

@@ -23,8 +23,8 @@ from .agent import Agent
 from .askback_driver import AgentSide, AskBackDriver
 from .askback_rounds import RoundTrip
 from .awaited import Awaited
-from .callpolicy import Ask, CallPolicy, Sent
-from .callrecords import CallRecords, ended
+from .calls.callpolicy import Ask, CallPolicy, Sent
+from .calls.callrecords import CallRecords, ended
 from .resumes import Resumed
 
 __all__ = ["CallRounds"]

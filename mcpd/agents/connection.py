@@ -28,6 +28,7 @@ from .askback_driver import may_be_asked
 from .askback_rounds import sheds
 from .backend import Lines
 from .batches import Batches
+from .calls.toolcall import Router
 from .dial import COMMAND_LINE
 from .ending import ConnectionEnd
 from .failures import Failures, kind_of
@@ -37,7 +38,6 @@ from .misbehaviour import Misbehaviour
 from .outbox import Outbox
 from .peers import Peer, is_owner
 from .profiles import ProfileServers
-from .toolcall import Router
 
 _TOOLS_CALL: Final = b'"tools/call"'
 # Answered in the reader, in arrival order: cheap, and what follows may depend on them.

@@ -24,10 +24,10 @@ from protocol.splice import SplicedRequest
 
 from ..servers.calls import Call
 from .agent import Agent
-from .callrecords import AT_LIMIT
+from .calls.callrecords import AT_LIMIT
+from .calls.toolcall import Router
 from .misbehaviour import Misbehaviour
 from .outbox import Outbox
-from .toolcall import Router
 
 logger = logging.getLogger("mcpd.api")
 

@@ -29,15 +29,15 @@ from .agent import Agent
 from .allowance import Allowance
 from .askback_driver import AgentSide, AskBackDriver
 from .backend import Control
-from .callpolicy import CallPolicy, Sent
-from .callrecords import CallRecords, Seen, ended
+from .calls.callpolicy import CallPolicy, Sent
+from .calls.callrecords import CallRecords, Seen, ended
+from .calls.results import Recipient
+from .calls.rewrite import tool_result
 from .failures import Failures
 from .news.logs import AgentLogs, SeesServer
 from .news.subscriptions import Subscriptions
 from .prompts import Sees, complete, everything, get_prompt, list_prompts
 from .resources import list_resources, read
-from .results import Recipient
-from .rewrite import tool_result
 from .tasks.methods import TaskMethods
 from .tasks.tasks import Tasks
 from .tasks.watches import TaskWatches

@@ -25,14 +25,15 @@ from ..servers.all_servers import AllServers
 from ..servers.askback import Asker
 from ..servers.calls import CallRefused, Whose
 from ..servers.outage import Outage
-from . import result_eras, unanswered, url_required
+from . import unanswered, url_required
 from .askback_driver import AgentSide, AskBackDriver
 from .askback_rounds import RoundTrip, SendRound
-from .callrecords import Seen
+from .calls import result_eras
+from .calls.callrecords import Seen
+from .calls.rewrite import prompt_result
+from .calls.unrouted import held_meta, held_text
 from .lists.paging import page
 from .prompt_bounds import capped_completion, check_arguments
-from .rewrite import prompt_result
-from .unrouted import held_meta, held_text
 
 OUTAGE: int = -32000
 

@@ -26,11 +26,11 @@ from ..servers.all_servers import AllServers
 from ..servers.askback import Asker
 from .allowance import Allowance
 from .askback_driver import AgentSide, AskBackDriver
-from .callrecords import Seen
+from .calls.callrecords import Seen
+from .calls.rewrite import read_result
 from .lists.list_hints import LIST_RESOURCES
 from .lists.paging import page
 from .prompts import Fetched, Refused, held_read_error, request_outcome, serve_asked
-from .rewrite import read_result
 
 # The values and keys an error's data may hold to have the resource it names renamed.
 _NAMING_PARTS: Final = 1_000

@@ -62,7 +62,7 @@ from ..policy.reading import Unshowable, read
 from ..policy.showing import canonical
 from ..servers.calls import Call
 from .askback import MAX_ROUNDS, own_token
-from .callpolicy import Sent
+from .calls.callpolicy import Sent
 from .profiles import ProfileServers
 
 PREFIX: Final = "mcpd-round:"

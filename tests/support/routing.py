@@ -15,11 +15,11 @@ from mcpd.agents.agent import Agent
 from mcpd.agents.api import new_session
 from mcpd.agents.askback import AgentRequests, DirectAsker
 from mcpd.agents.askback_driver import AskBackDriver
-from mcpd.agents.callpolicy import CallPolicy
-from mcpd.agents.callrecords import CallRecords
+from mcpd.agents.calls.callpolicy import CallPolicy
+from mcpd.agents.calls.callrecords import CallRecords
+from mcpd.agents.calls.toolcall import Router
 from mcpd.agents.identity import Identity
 from mcpd.agents.profiles import ProfileServers
-from mcpd.agents.toolcall import Router
 from mcpd.audit.record import CallRecord
 from mcpd.config.load import parse
 from mcpd.config.model import NamingConfig, ProfileConfig

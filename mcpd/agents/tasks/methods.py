@@ -17,8 +17,8 @@ from protocol.server import RequestContext
 
 from ...registry.scheme import Sight
 from ..agent import Agent
-from ..callpolicy import CallPolicy
-from ..callrecords import CallRecords
+from ..calls.callpolicy import CallPolicy
+from ..calls.callrecords import CallRecords
 from .tasks import Tasks
 from .updates import TaskUpdates
 

@@ -53,8 +53,8 @@ from ...registry.scheme import Sight
 from ...servers.all_servers import AllServers
 from ...servers.calls import CallRefused, SessionMark, Whose
 from ...servers.outage import Outage
-from ..callpolicy import Sent
-from ..results import Finish, result_for
+from ..calls.callpolicy import Sent
+from ..calls.results import Finish, result_for
 
 # Remembered at once, in count and in the bytes of their ids. Past either, the oldest
 # task of the agent that holds the most is forgotten: one agent making tasks without

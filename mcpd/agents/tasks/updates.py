@@ -27,8 +27,8 @@ from protocol.server import RequestContext
 
 from ...servers.calls import Call, Outcome, Whose
 from ..agent import Agent
-from ..callpolicy import CallPolicy, Sent
-from ..callrecords import CallRecords, outcome_of
+from ..calls.callpolicy import CallPolicy, Sent
+from ..calls.callrecords import CallRecords, outcome_of
 from .tasks import Tasks
 
 

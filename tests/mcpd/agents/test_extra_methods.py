@@ -18,7 +18,7 @@ from msgspec import Raw
 
 from mcpd.agents.agent import Agent
 from mcpd.agents.askback import AgentRequests, DirectAsker
-from mcpd.agents.callrecords import CallRecords
+from mcpd.agents.calls.callrecords import CallRecords
 from mcpd.agents.extra_methods import ExtraMethods
 from mcpd.agents.identity import Identity
 from mcpd.agents.prompts import OUTAGE

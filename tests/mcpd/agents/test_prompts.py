@@ -12,7 +12,7 @@ import trio
 from msgspec import Raw
 
 from mcpd.agents.askback_driver import AgentSide, AskBackDriver
-from mcpd.agents.callrecords import Seen
+from mcpd.agents.calls.callrecords import Seen
 from mcpd.agents.lists.paging import encode_cursor, list_digest
 from mcpd.agents.prompt_bounds import capped_completion
 from mcpd.agents.prompts import (

@@ -18,9 +18,9 @@ import pytest
 import trio
 
 from mcpd.agents import extra_methods
+from mcpd.agents.calls.toolcall import Router
 from mcpd.agents.connection import Connection
 from mcpd.agents.failures import Failures
-from mcpd.agents.toolcall import Router
 from mcpd.audit.reader import Reading
 from mcpd.daemon import Daemon
 from protocol import jsonrpc as rpc

@@ -15,7 +15,7 @@ from msgspec import Raw
 
 from mcpd.agents.allowance import Allowance
 from mcpd.agents.askback_driver import AgentSide, AskBackDriver
-from mcpd.agents.callrecords import Seen
+from mcpd.agents.calls.callrecords import Seen
 from mcpd.agents.news.subscriptions import MAX_SUBSCRIBED_BYTES, MAX_SUBSCRIPTIONS, Subscriptions
 from mcpd.agents.prompts import OUTAGE
 from mcpd.agents.resources import list_resources, read, route

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from msgspec import Raw
 
-from mcpd.agents.results import shape_call_result
+from mcpd.agents.calls.results import shape_call_result
 from mcpd.agents.unanswered import NAMED, asked, unanswered_text
 from protocol.visible import hidden
 

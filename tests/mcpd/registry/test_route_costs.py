@@ -12,7 +12,7 @@ import logging
 import msgspec
 import pytest
 
-from mcpd.agents.rewrite import tool_result
+from mcpd.agents.calls.rewrite import tool_result
 from mcpd.registry.claims import REBUILD_STEPS, RESULT_STEPS, ROUTE_STEPS
 from mcpd.registry.resources import ResourceTable
 from mcpd.registry.scheme import Routed, wrap

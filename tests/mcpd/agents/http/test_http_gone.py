@@ -12,7 +12,7 @@ from pathlib import Path
 
 import trio
 
-from mcpd.agents.callrecords import AGENT_GONE
+from mcpd.agents.calls.callrecords import AGENT_GONE
 from mcpd.audit.record import CallRecord
 from mcpd.daemon import Daemon
 from tests.support.agent import META, make_config, running

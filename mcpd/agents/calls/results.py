@@ -23,12 +23,12 @@ from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 from protocol.visible import quote
 
-from ..registry.scheme import Sight
-from ..servers.calls import SessionMark
-from ..servers.outage import Outage
-from . import unanswered
+from ...registry.scheme import Sight
+from ...servers.calls import SessionMark
+from ...servers.outage import Outage
+from .. import unanswered
+from ..unanswered import unanswered_text
 from .result_eras import for_era
-from .unanswered import unanswered_text
 
 _RESULT_TYPE_FIELD: Final = b'"resultType":"complete"'
 _QUOTE: Final = ord('"')

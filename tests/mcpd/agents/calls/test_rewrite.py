@@ -8,7 +8,7 @@ import json
 import msgspec
 import pytest
 
-from mcpd.agents.rewrite import prompt_result, read_result, tool_result
+from mcpd.agents.calls.rewrite import prompt_result, read_result, tool_result
 
 
 def raw(obj: object) -> msgspec.Raw:

@@ -45,19 +45,19 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 
-from ..policy import asking, refusals
-from ..policy.agent import AgentInfo
-from ..policy.approvals import ApprovalRequest, Verdict
-from ..policy.gate import CallGate, FindKin
-from ..policy.kin import AgentKin
-from ..policy.reading import RepeatedKey, Unshowable
-from ..policy.rules import ALLOW, CallFacts, Decision, facts_of
-from ..registry.shown import Entry
-from ..servers.askback import Asker
-from ..servers.calls import Call, QueuedCheck
-from ..servers.queue_bytes import kept_apart
-from .askback import Park, Parks
-from .profiles import Profiles, ProfileServers
+from ...policy import asking, refusals
+from ...policy.agent import AgentInfo
+from ...policy.approvals import ApprovalRequest, Verdict
+from ...policy.gate import CallGate, FindKin
+from ...policy.kin import AgentKin
+from ...policy.reading import RepeatedKey, Unshowable
+from ...policy.rules import ALLOW, CallFacts, Decision, facts_of
+from ...registry.shown import Entry
+from ...servers.askback import Asker
+from ...servers.calls import Call, QueuedCheck
+from ...servers.queue_bytes import kept_apart
+from ..askback import Park, Parks
+from ..profiles import Profiles, ProfileServers
 
 # What a call let through waited for when it is looked at again: a slot at its server,
 # or its agent's answers to what its server asked (to be sent again with them).

@@ -15,7 +15,7 @@ import trio.testing
 from msgspec import UNSET, Raw
 
 from mcpd.agents.askback import TOKEN_PREFIX, Flow, Park, Parks
-from mcpd.agents.callpolicy import Ask, CallPolicy, QueuedCalls, Sent
+from mcpd.agents.calls.callpolicy import Ask, CallPolicy, QueuedCalls, Sent
 from mcpd.agents.profiles import Profiles, ProfileServers
 from mcpd.config.load import parse
 from mcpd.config.model import Handling, NamingConfig, PinPolicy

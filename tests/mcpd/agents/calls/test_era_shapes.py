@@ -18,7 +18,7 @@ import trio
 from tests.support.agent import connect, make_config, running
 from tests.support.daemon_http import post, socket_get
 
-SUPPORT = Path(__file__).resolve().parents[2] / "support"
+SUPPORT = Path(__file__).resolve().parents[3] / "support"
 CANNED = str(SUPPORT / "canned_server.py")
 TASKS = str(SUPPORT / "legacy_task_server.py")
 ARRAY = {"type": "array", "items": {"type": "string"}}

@@ -26,22 +26,22 @@ from msgspec import UNSET, Raw, UnsetType
 from protocol import jsonrpc as rpc
 from protocol import mcp, splice, surface
 
-from ..audit.record import NO_DECISION
-from ..policy.agent import AgentInfo
-from ..servers.all_servers import AllServers
-from ..servers.calls import Call, Outcome
-from ..servers.outage import Outage
-from . import url_required
-from .agent import Agent
-from .askback_driver import AskBackDriver
-from .call_rounds import CallRounds
+from ...audit.record import NO_DECISION
+from ...policy.agent import AgentInfo
+from ...servers.all_servers import AllServers
+from ...servers.calls import Call, Outcome
+from ...servers.outage import Outage
+from .. import url_required
+from ..agent import Agent
+from ..askback_driver import AskBackDriver
+from ..call_rounds import CallRounds
+from ..lists.metatools import NAMES as META_TOOLS
+from ..lists.search_mode import unwrap
+from ..resumes import Resumed, Resumes
 from .callpolicy import Ask, CallPolicy, Sent
 from .callrecords import CallRecords, ended, outcome_of
-from .lists.metatools import NAMES as META_TOOLS
-from .lists.search_mode import unwrap
 from .request_context import agents_own, spliced_context
 from .results import Recipient, shaped_for
-from .resumes import Resumed, Resumes
 from .unrouted import held_tool, unknown_tool
 
 # The last step of a tool's result (``results.Finish``), told what its call was sent

@@ -10,9 +10,9 @@ from typing import Any
 from protocol import mcp
 from protocol.visible import visible
 
-from ..registry.shown import Entry
-from .lists.list_hints import LIST_TOOLS, SEARCH_TOOLS, UNKNOWN_TOOL
-from .profiles import ProfileServers
+from ...registry.shown import Entry
+from ..lists.list_hints import LIST_TOOLS, SEARCH_TOOLS, UNKNOWN_TOOL
+from ..profiles import ProfileServers
 
 # Tools of the name called shown by their local names: enough to tell a few servers'
 # apart, and a bounded answer however many list it.

@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from mcpd.agents.unrouted import held_meta, held_text, held_tool, unknown_tool
+from mcpd.agents.calls.unrouted import held_meta, held_text, held_tool, unknown_tool
 from mcpd.registry.shown import Entry
 from protocol import mcp
 

@@ -15,7 +15,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.server import RequestContext
 
-from .agent import Agent
+from ..agent import Agent
 
 # Distinct _meta whose contexts one connection keeps: agents use one or two, small;
 # one far larger than any host's is read each time, not kept.

@@ -11,8 +11,8 @@ import msgspec
 import pytest
 from msgspec import Raw
 
-from mcpd.agents.result_eras import LEGACY_NONE_READ, plain_for_era
-from mcpd.agents.results import shape_call_result
+from mcpd.agents.calls.result_eras import LEGACY_NONE_READ, plain_for_era
+from mcpd.agents.calls.results import shape_call_result
 
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 

@@ -23,8 +23,8 @@ from typing import Any, Final
 import msgspec
 from msgspec import Raw
 
-from ..registry.clean import clean_text
-from ..registry.marking import as_listed, one_line
+from ...registry.clean import clean_text
+from ...registry.marking import as_listed, one_line
 from .results import content_apart
 
 ToAgent = Callable[[str], str]  # a server's URI -> the agent's

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from msgspec import UNSET, Raw
 
-from mcpd.agents.callpolicy import Ask
+from mcpd.agents.calls.callpolicy import Ask
 from mcpd.agents.lists.metatools import CALL, SEARCH
 from mcpd.servers.calls import Call
 from mcpd.servers.outage import Outage

@@ -25,13 +25,13 @@ from msgspec import UNSET, Raw, UnsetType
 from protocol import jsonrpc as rpc
 from protocol import mcp, splice
 
-from ..audit.log import AuditLog
-from ..audit.record import METHODS, NO_DECISION, AuditOutcome, CallRecord, kept, unknown
-from ..policy.agent import AgentInfo
-from ..servers.calls import Call, Outcome
-from ..servers.outage import Outage
-from ..servers.queue_bytes import Unqueued
-from .agent import Agent
+from ...audit.log import AuditLog
+from ...audit.record import METHODS, NO_DECISION, AuditOutcome, CallRecord, kept, unknown
+from ...policy.agent import AgentInfo
+from ...servers.calls import Call, Outcome
+from ...servers.outage import Outage
+from ...servers.queue_bytes import Unqueued
+from ..agent import Agent
 
 _REASON: Final = 200  # characters of a reason kept
 # Why a request was refused before it started (``CallRecords.turned_away``).

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from msgspec import Raw
 
-from mcpd.agents.results import shape_call_result
+from mcpd.agents.calls.results import shape_call_result
 
 COMPLETE_FIELD = b'"resultType":"complete"'
 

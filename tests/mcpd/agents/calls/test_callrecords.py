@@ -15,7 +15,7 @@ import pytest
 import trio
 from msgspec import Raw
 
-from mcpd.agents.callrecords import ID_IN_USE, CallRecords, Seen, ended, outcome_of
+from mcpd.agents.calls.callrecords import ID_IN_USE, CallRecords, Seen, ended, outcome_of
 from mcpd.audit.reader import Reading
 from mcpd.audit.record import CallRecord
 from mcpd.policy.agent import AgentInfo
@@ -312,7 +312,7 @@ def test_a_request_turned_away_at_the_door_is_recorded_with_what_it_named(
 
 # -- through the daemon: a profile switched while a request is under way --
 
-ASKER = str(Path(__file__).parents[2] / "support" / "overlapping_asker.py")
+ASKER = str(Path(__file__).parents[3] / "support" / "overlapping_asker.py")
 ANSWERS = {"elicitation/create": {"action": "accept", "content": {}}, "roots/list": {"roots": []}}
 
 
