@@ -285,12 +285,12 @@ def any_at(
 # prompts/get or a resources/read, the driver, and the rounds it runs. What passes
 # through them is the request as its server is sent it and the servers' ``Outcome``.
 CALL_PATH = (
-    "mcpd.agents.call_rounds",
+    "mcpd.agents.askback.call_rounds",
     "mcpd.agents.prompts",
     "mcpd.agents.resources",
-    "mcpd.agents.askback_driver",
-    "mcpd.agents.askback_rounds",
-    "mcpd.agents.askback",
+    "mcpd.agents.askback.driver",
+    "mcpd.agents.askback.rounds",
+    "mcpd.agents.askback.askback",
 )
 
 
@@ -335,10 +335,10 @@ def any_at_seam(source: str, where: str) -> list[str]:
 _CAPABILITIES = "an agent's capabilities: a JSON object each revision of the spec may add to"
 _RESULT = "a server's result decoded to be rewritten: a JSON object of the server's making"
 JSON_VALUES = {
-    "mcpd.agents.askback.DirectAsker.__init__:capabilities": _CAPABILITIES,
-    "mcpd.agents.askback.ParkedAsker.__init__:capabilities": _CAPABILITIES,
-    "mcpd.agents.askback_driver.AgentSide.upstream_capabilities:return": _CAPABILITIES,
-    "mcpd.agents.askback_driver.may_be_asked:capabilities": _CAPABILITIES,
+    "mcpd.agents.askback.askback.DirectAsker.__init__:capabilities": _CAPABILITIES,
+    "mcpd.agents.askback.askback.ParkedAsker.__init__:capabilities": _CAPABILITIES,
+    "mcpd.agents.askback.driver.AgentSide.upstream_capabilities:return": _CAPABILITIES,
+    "mcpd.agents.askback.driver.may_be_asked:capabilities": _CAPABILITIES,
     "mcpd.agents.prompts.request_outcome:caps": _CAPABILITIES,
     "mcpd.agents.prompts.complete:return": _RESULT,
     "mcpd.agents.prompts.reply_for:return": _RESULT,
@@ -508,6 +508,6 @@ def later(hooks: Later, typed: Typed) -> None: ...
     ]
     seam = seam_modules(graph())
     assert {"mcpd.servers.all_servers", "mcpd.servers.calls", "mcpd.agents.backend"} <= seam
-    assert {"mcpd.agents.askback", "mcpd.agents.askback_driver"} <= seam
+    assert {"mcpd.agents.askback.askback", "mcpd.agents.askback.driver"} <= seam
     agents = {m for m in seam if within(m, "mcpd.agents")}
     assert agents == {"mcpd.agents.backend", *CALL_PATH}

@@ -15,7 +15,7 @@ from protocol.server import RequestContext, ServerSession
 from ..policy.kin import AgentKin
 from ..servers.calls import Call, Outcome, Whose
 from ..servers.progress import ProgressSink
-from .askback import AgentRequests, DirectAsker
+from .askback.askback import AgentRequests, DirectAsker
 from .identity import Identity
 from .profiles import ProfileServers
 

@@ -23,9 +23,9 @@ from ..config.model import DaemonConfig
 from ..policy.kin import AgentKin, unknown
 from ..servers.calls import Call, Outcome
 from ..servers.progress import ProgressSink
-from .askback import AgentRequests, DirectAsker
-from .askback_driver import may_be_asked
-from .askback_rounds import sheds
+from .askback.askback import AgentRequests, DirectAsker
+from .askback.driver import may_be_asked
+from .askback.rounds import sheds
 from .backend import Lines
 from .batches import Batches
 from .calls.toolcall import Router

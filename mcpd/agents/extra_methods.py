@@ -27,7 +27,7 @@ from ..servers.all_servers import AllServers
 from ..servers.outage import Outage
 from .agent import Agent
 from .allowance import Allowance
-from .askback_driver import AgentSide, AskBackDriver
+from .askback.driver import AgentSide, AskBackDriver
 from .backend import Control
 from .calls.callpolicy import CallPolicy, Sent
 from .calls.callrecords import CallRecords, Seen, ended

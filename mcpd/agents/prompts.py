@@ -25,9 +25,9 @@ from ..servers.all_servers import AllServers
 from ..servers.askback import Asker
 from ..servers.calls import CallRefused, Whose
 from ..servers.outage import Outage
-from . import unanswered, url_required
-from .askback_driver import AgentSide, AskBackDriver
-from .askback_rounds import RoundTrip, SendRound
+from .askback import unanswered, url_required
+from .askback.driver import AgentSide, AskBackDriver
+from .askback.rounds import RoundTrip, SendRound
 from .calls import result_eras
 from .calls.callrecords import Seen
 from .calls.rewrite import prompt_result

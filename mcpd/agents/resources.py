@@ -25,7 +25,7 @@ from ..registry.scheme import Ambiguous, Routed, Sight, Undecided
 from ..servers.all_servers import AllServers
 from ..servers.askback import Asker
 from .allowance import Allowance
-from .askback_driver import AgentSide, AskBackDriver
+from .askback.driver import AgentSide, AskBackDriver
 from .calls.callrecords import Seen
 from .calls.rewrite import read_result
 from .lists.list_hints import LIST_RESOURCES

@@ -13,8 +13,8 @@ from msgspec import Raw
 
 from mcpd.agents.agent import Agent
 from mcpd.agents.api import new_session
-from mcpd.agents.askback import AgentRequests, DirectAsker
-from mcpd.agents.askback_driver import AskBackDriver
+from mcpd.agents.askback.askback import AgentRequests, DirectAsker
+from mcpd.agents.askback.driver import AskBackDriver
 from mcpd.agents.calls.callpolicy import CallPolicy
 from mcpd.agents.calls.callrecords import CallRecords
 from mcpd.agents.calls.toolcall import Router

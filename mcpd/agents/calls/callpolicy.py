@@ -29,7 +29,7 @@ walked with then, and only then): one whose tool is gone or held, or that the ru
 now deny, ends unsent, saying so.
 
 A call whose server answers ``input_required`` goes to it again once its agent has
-answered (``askback_rounds.legacy_rounds``; a modern agent's retry, ``resumes``), which may be
+answered (``askback.rounds.legacy_rounds``; a modern agent's retry, ``resumes``), which may be
 long after it was let through. Each time it is looked at again first (``again``),
 against what it was last sent under (``Sent``): its tool as listed now, then the rules
 now, as a call approved after its wait is.
@@ -56,7 +56,7 @@ from ...registry.shown import Entry
 from ...servers.askback import Asker
 from ...servers.calls import Call, QueuedCheck
 from ...servers.queue_bytes import kept_apart
-from ..askback import Park, Parks
+from ..askback.askback import Park, Parks
 from ..profiles import Profiles, ProfileServers
 
 # What a call let through waited for when it is looked at again: a slot at its server,

@@ -26,8 +26,8 @@ from protocol.visible import quote
 from ...registry.scheme import Sight
 from ...servers.calls import SessionMark
 from ...servers.outage import Outage
-from .. import unanswered
-from ..unanswered import unanswered_text
+from ..askback import unanswered
+from ..askback.unanswered import unanswered_text
 from .result_eras import for_era
 
 _RESULT_TYPE_FIELD: Final = b'"resultType":"complete"'

@@ -31,13 +31,13 @@ from ...policy.agent import AgentInfo
 from ...servers.all_servers import AllServers
 from ...servers.calls import Call, Outcome
 from ...servers.outage import Outage
-from .. import url_required
 from ..agent import Agent
-from ..askback_driver import AskBackDriver
-from ..call_rounds import CallRounds
+from ..askback import url_required
+from ..askback.call_rounds import CallRounds
+from ..askback.driver import AskBackDriver
+from ..askback.resumes import Resumed, Resumes
 from ..lists.metatools import NAMES as META_TOOLS
 from ..lists.search_mode import unwrap
-from ..resumes import Resumed, Resumes
 from .callpolicy import Ask, CallPolicy, Sent
 from .callrecords import CallRecords, ended, outcome_of
 from .request_context import agents_own, spliced_context
@@ -194,7 +194,7 @@ class Router:
 
     async def resume(self, call: Call, agent: Agent, answered: Outcome) -> bytes:
         """A legacy agent's call started without a task (``start``), whose server
-        answered ``input_required`` asking nothing (``askback_rounds.sheds``): its rounds go on
+        answered ``input_required`` asking nothing (``askback.rounds.sheds``): its rounds go on
         in a task of its request from that answer, as they would have from the first."""
         return await self.rounds.serve(call, agent, None, answered)
 

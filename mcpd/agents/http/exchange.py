@@ -22,7 +22,7 @@ from protocol.server import ServerSession
 
 from ...policy.kin import AgentKin, Decider, unknown
 from ...servers.progress import ProgressSink
-from ..askback import AgentRequests, DirectAsker
+from ..askback.askback import AgentRequests, DirectAsker
 from ..connection import Connection, Dispatcher
 from ..ending import stopped_answer
 from ..holders import ConnectionOwner, TcpKin

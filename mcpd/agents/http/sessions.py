@@ -12,7 +12,7 @@ from protocol import jsonrpc as rpc
 from protocol.server import ServerSession
 
 from ...servers.calls import Call
-from ..askback import AgentRequests
+from ..askback.askback import AgentRequests
 from ..ending import UNANSWERED
 from ..identity import Identity
 from ..profiles import ProfileServers

@@ -17,7 +17,7 @@ import trio.testing
 from msgspec import Raw
 
 from mcpd.agents.agent import Agent
-from mcpd.agents.askback import AgentRequests, DirectAsker
+from mcpd.agents.askback.askback import AgentRequests, DirectAsker
 from mcpd.agents.calls.callrecords import CallRecords
 from mcpd.agents.extra_methods import ExtraMethods
 from mcpd.agents.identity import Identity

@@ -11,7 +11,7 @@ import pytest
 import trio
 from msgspec import Raw
 
-from mcpd.agents.askback_driver import AgentSide, AskBackDriver
+from mcpd.agents.askback.driver import AgentSide, AskBackDriver
 from mcpd.agents.calls.callrecords import Seen
 from mcpd.agents.lists.paging import encode_cursor, list_digest
 from mcpd.agents.prompt_bounds import capped_completion

@@ -14,7 +14,7 @@ import trio
 from msgspec import Raw
 
 from mcpd.agents.allowance import Allowance
-from mcpd.agents.askback_driver import AgentSide, AskBackDriver
+from mcpd.agents.askback.driver import AgentSide, AskBackDriver
 from mcpd.agents.calls.callrecords import Seen
 from mcpd.agents.news.subscriptions import MAX_SUBSCRIBED_BYTES, MAX_SUBSCRIPTIONS, Subscriptions
 from mcpd.agents.prompts import OUTAGE

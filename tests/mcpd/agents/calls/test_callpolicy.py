@@ -14,7 +14,7 @@ import trio
 import trio.testing
 from msgspec import UNSET, Raw
 
-from mcpd.agents.askback import TOKEN_PREFIX, Flow, Park, Parks
+from mcpd.agents.askback.askback import TOKEN_PREFIX, Flow, Park, Parks
 from mcpd.agents.calls.callpolicy import Ask, CallPolicy, QueuedCalls, Sent
 from mcpd.agents.profiles import Profiles, ProfileServers
 from mcpd.config.load import parse

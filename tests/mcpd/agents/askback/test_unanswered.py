@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from msgspec import Raw
 
+from mcpd.agents.askback.unanswered import NAMED, asked, unanswered_text
 from mcpd.agents.calls.results import shape_call_result
-from mcpd.agents.unanswered import NAMED, asked, unanswered_text
 from protocol.visible import hidden
 
 # Words that would read as mcpd's on a line of their own, and characters that act on a

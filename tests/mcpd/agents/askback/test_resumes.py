@@ -8,7 +8,7 @@ import json
 
 from msgspec import UNSET, Raw
 
-from mcpd.agents.resumes import PREFIX, Resumes
+from mcpd.agents.askback.resumes import PREFIX, Resumes
 from mcpd.policy.agent import AgentInfo
 from mcpd.servers.calls import Call
 from protocol import jsonrpc as rpc

@@ -11,8 +11,8 @@ import msgspec
 import trio
 from msgspec import UNSET, Raw, UnsetType
 
-from mcpd.agents.askback import AgentRequests, DirectAsker
-from mcpd.agents.askback_rounds import RoundTrip, legacy_rounds, sheds
+from mcpd.agents.askback.askback import AgentRequests, DirectAsker
+from mcpd.agents.askback.rounds import RoundTrip, legacy_rounds, sheds
 from mcpd.servers.askback import Asker
 from mcpd.servers.calls import Outcome
 from protocol import jsonrpc as rpc

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.agents.askback import MAX_ROUNDS
+from mcpd.agents.askback.askback import MAX_ROUNDS
 from mcpd.daemon import Daemon
 from tests.support.agent import connect, make_config, running
 from tests.support.answering import connect_answering
 
-SHEDDING = str(Path(__file__).parents[2] / "support" / "shedding_server.py")
+SHEDDING = str(Path(__file__).parents[3] / "support" / "shedding_server.py")
 LIMIT = 60
 SERVED = "served after 3 retries, without inputResponses"
 # (method, params of the request, where the server's words are in its result)

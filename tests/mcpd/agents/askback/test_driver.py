@@ -17,9 +17,9 @@ import trio
 import trio.testing
 from msgspec import UNSET, Raw, UnsetType
 
-from mcpd.agents.askback import TOKEN_PREFIX, DirectAsker, ParkedAsker
-from mcpd.agents.askback_driver import AgentSide, AskBackDriver, may_be_asked
-from mcpd.agents.askback_rounds import RoundTrip
+from mcpd.agents.askback.askback import TOKEN_PREFIX, DirectAsker, ParkedAsker
+from mcpd.agents.askback.driver import AgentSide, AskBackDriver, may_be_asked
+from mcpd.agents.askback.rounds import RoundTrip
 from mcpd.servers.askback import NO_ANSWER
 from protocol import jsonrpc as rpc
 from protocol import mcp

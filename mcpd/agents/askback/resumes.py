@@ -56,14 +56,14 @@ from msgspec import UNSET, Raw, UnsetType
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 
-from ..policy.agent import AgentInfo
-from ..policy.gate import READ_HERE
-from ..policy.reading import Unshowable, read
-from ..policy.showing import canonical
-from ..servers.calls import Call
+from ...policy.agent import AgentInfo
+from ...policy.gate import READ_HERE
+from ...policy.reading import Unshowable, read
+from ...policy.showing import canonical
+from ...servers.calls import Call
+from ..calls.callpolicy import Sent
+from ..profiles import ProfileServers
 from .askback import MAX_ROUNDS, own_token
-from .calls.callpolicy import Sent
-from .profiles import ProfileServers
 
 PREFIX: Final = "mcpd-round:"
 # How long a modern agent may take to retry: its user may be answering a form.

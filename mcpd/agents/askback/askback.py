@@ -14,7 +14,7 @@ two ways, so four cases meet here:
   ``Flow``, ``Parks``);
 - modern server, legacy agent: mcpd asks the agent each input request as a request,
   then calls the server again with the answers and the same ``requestState``
-  (``askback_rounds.legacy_rounds``);
+  (``rounds.legacy_rounds``);
 - modern server, modern agent: ``input_required`` passes through; the agent's retry
   goes to the same server like any call.
 
@@ -36,7 +36,7 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 
-from ..servers.askback import NO_ANSWER
+from ...servers.askback import NO_ANSWER
 
 MAX_ROUNDS: Final = 8
 TOKEN_PREFIX: Final = "mcpd-ask:"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import trio
 
-from ..servers.calls import Call, Outcome, Whose
-from .agent import Agent
+from ...servers.calls import Call, Outcome, Whose
+from ..agent import Agent
 
 
 class Awaited:

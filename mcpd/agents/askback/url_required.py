@@ -36,8 +36,8 @@ from protocol import mcp, surface
 from protocol.logfields import log_extra
 from protocol.visible import quote
 
-from ..registry.relayed import cleaned, marked
-from ..servers.calls import Call
+from ...registry.relayed import cleaned, marked
+from ...servers.calls import Call
 
 logger = logging.getLogger("mcpd.askback")
 

@@ -20,11 +20,11 @@ from msgspec import Raw, UnsetType
 from protocol import jsonrpc as rpc
 from protocol import surface
 
-from ..config.model import DaemonConfig
-from ..servers.calls import Whose
+from ...config.model import DaemonConfig
+from ...servers.calls import Whose
+from ..failures import Failures, split_failure
 from .askback import AgentRequests, DirectAsker, Flow, Park, ParkedAsker, Parks, claim
-from .askback_rounds import Out, Req, RoundTrip, legacy_rounds
-from .failures import Failures, split_failure
+from .rounds import Out, Req, RoundTrip, legacy_rounds
 
 
 def may_be_asked(capabilities: dict[str, Any] | None) -> bool:

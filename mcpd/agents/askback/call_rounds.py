@@ -1,6 +1,6 @@
 """A tools/call awaited in a task of its agent's request (``toolcall.Router.run``): asked
 about first when the policy says so, then driven through the rounds of its server
-asking its agent things (``askback_driver.AskBackDriver``), each round after the first
+asking its agent things (``driver.AskBackDriver``), each round after the first
 looked at again by the rules, as they or the tool may have changed while the agent
 answered. A modern agent's retry that continues a call its server answered
 ``input_required`` (``resumes``) is that call's next round.
@@ -15,17 +15,17 @@ from msgspec import UNSET, Raw, UnsetType
 from protocol import jsonrpc as rpc
 from protocol import mcp
 
-from ..policy.agent import AgentInfo
-from ..servers.all_servers import AllServers
-from ..servers.askback import Asker
-from ..servers.calls import Call, Outcome
-from .agent import Agent
-from .askback_driver import AgentSide, AskBackDriver
-from .askback_rounds import RoundTrip
+from ...policy.agent import AgentInfo
+from ...servers.all_servers import AllServers
+from ...servers.askback import Asker
+from ...servers.calls import Call, Outcome
+from ..agent import Agent
+from ..calls.callpolicy import Ask, CallPolicy, Sent
+from ..calls.callrecords import CallRecords, ended
 from .awaited import Awaited
-from .calls.callpolicy import Ask, CallPolicy, Sent
-from .calls.callrecords import CallRecords, ended
+from .driver import AgentSide, AskBackDriver
 from .resumes import Resumed
+from .rounds import RoundTrip
 
 __all__ = ["CallRounds"]
 

@@ -16,7 +16,7 @@ import pytest
 import trio
 from msgspec import Raw
 
-from mcpd.agents import url_required
+from mcpd.agents.askback import url_required
 from mcpd.daemon import Daemon
 from mcpd.servers.calls import Call
 from protocol import jsonrpc as rpc
