@@ -111,5 +111,5 @@ class SplicedCall(msgspec.Struct, frozen=True, gc=False):
 def reply(agent_id: Id, result: Raw) -> Spliced:
     """The reply line carrying a server's ``result`` as it came: ``result`` is a raw
     result a transport decoded from one line of JSON (or that with ``resultType`` put in
-    front of its members, ``agents.results``)."""
+    front of its members, ``agents.calls.results``)."""
     return Spliced(b"".join((_HEAD, _encode(agent_id), b',"result":', result, b"}")))

@@ -2,7 +2,7 @@
 
 Prompt names are local names (``registry.prompts``); ``prompts/get`` reaches the
 server under the server's own name, and its messages come back with their resource
-URIs rewritten (``agents.rewrite``). ``completion/complete`` goes to the server of
+URIs rewritten (``agents.calls.rewrite``). ``completion/complete`` goes to the server of
 the prompt it names, or of the resource template it names, in the server's terms.
 """
 

@@ -3,7 +3,7 @@
 URIs are the agents' (``registry.resource_routes`` says which server each goes to),
 read through the agent's profile (its ``Sight``): a server the profile does not show is
 no candidate, in errors as in routing, and a URI another server lists too is read
-from the one the profile shows. Subscriptions to updates are held in ``agents.subscriptions``.
+from the one the profile shows. Subscriptions to updates are held in ``agents.news.subscriptions``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ ends in ``_`` and the first digits of a SHA-1 of ``alias::name``: six, or more w
 hashes agree (``registry.table`` and ``registry.names`` decide how many).
 
 The names of mcpd's own tools (``OWN_TOOLS``: the search mode's meta-tools, in
-``agents.metatools``) are never a server's: a call by one reaches mcpd's tool, in
+``agents.lists.metatools``) are never a server's: a call by one reaches mcpd's tool, in
 every profile whose discovery is not "all", so a server's tool the template would
 give one gets a hashed name, in every profile, as two tools wanting one name do.
 """

@@ -9,7 +9,7 @@ reconnect), the URI in the ``subscriptions/listen`` filter for a modern server (
 is listened to again when the set of URIs changes). Either is brought up to date no
 sooner than ``MIN_RESUBSCRIBE`` after the last time, with every change made meanwhile,
 and the listen in force tells updates until then. How many URIs agents may hold, and
-how long, is bounded where they ask (``agents.subscriptions``).
+how long, is bounded where they ask (``agents.news.subscriptions``).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ Both are bounded in number (``queue_size`` a server, ``max_inflight_per_connecti
 a connection), and at those counts alone a few connections could have more waiting
 than the service may hold. So the bytes are shared out as those of the calls waiting
 for a person are (``policy.approvals``), and by user as request bodies are
-(``agents.body_budget``):
+(``agents.http.body_budget``):
 
 - one agent (its process) may have ``PER_AGENT`` waiting, at every server together;
 - one user other than mcpd's own and root ``PER_USER``, all its processes together;

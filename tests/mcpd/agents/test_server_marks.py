@@ -130,7 +130,7 @@ async def test_progress_and_log_messages_are_cleaned_and_a_result_is_the_servers
         ):
             await start(agent, modern)
             talked = await call(agent, "mcp__ev__talk", modern)
-            # Log messages go to legacy agents that asked (``agents.logs``).
+            # Log messages go to legacy agents that asked (``agents.news.logs``).
             notes = await agent.wait_notifications(1 if modern else 2)
     by_method = {n["method"]: n["params"] for n in notes}
     progress = by_method["notifications/progress"]["message"]
