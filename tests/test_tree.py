@@ -18,6 +18,9 @@ MCPD_TESTS = TESTS / "mcpd"
 # status_report.py, serve.py, prestart.py, config_hold.py, oversight.py, agents_listener.py,
 # signals.py, listening.py).
 NOT_PACKAGES = frozenset({Path("daemon")})
+# A folder of tests/mcpd may hold a scenarios/ of its own: stories through a running daemon
+# that cross many of its modules.
+SCENARIOS = "scenarios"
 
 
 def python_files(top: Path) -> Iterator[Path]:
@@ -61,7 +64,8 @@ def test_the_tests_of_mcpd_sit_in_the_folder_of_a_package_of_mcpd() -> None:
             if path.is_file() and path.name != "__init__.py":
                 strays.append(f"{path.relative_to(ROOT)}: not in a package's folder")
             continue
-        if folder not in NOT_PACKAGES and not (ROOT / "mcpd" / folder).is_dir():
+        package = folder.parent if folder.name == SCENARIOS else folder
+        if package not in NOT_PACKAGES and not (ROOT / "mcpd" / package).is_dir():
             strays.append(f"{path.relative_to(ROOT)}: mcpd/{folder} is no package of mcpd")
         if path.is_dir() and not (path / "__init__.py").is_file():
             strays.append(f"{path.relative_to(ROOT)}: no __init__.py, so its modules' names clash")
