@@ -15,7 +15,7 @@ from mcpd.config.load import load
 from mcpd.daemon import Daemon
 from tests.support.agent import META, Agent, connect, running
 
-TASK_SERVER = str(Path(__file__).resolve().parents[3] / "support" / "task_server.py")
+TASK_SERVER = str(Path(__file__).resolve().parents[2] / "support" / "task_server.py")
 EXT = "io.modelcontextprotocol/tasks"
 TASKS_META = {**META, "io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}}}
 IDLE_STOP = 0.2
