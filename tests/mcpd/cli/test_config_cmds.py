@@ -1,7 +1,7 @@
 """The commands that work from the config file, run in this process: what
 ``check-config`` prints of each server and rule (and never of a secret), what
 ``import`` writes and refuses to overwrite, and the token ``token`` keeps. The
-commands as processes, with a daemon, are ``test_cli``'s and the import tests'."""
+commands as processes, with a daemon, are ``scenarios/test_cli``'s and the import tests'."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from mcpd.config.load import parse
 from tests.support.operator import MCPD, client, mcpd, start, stop
 from tests.support.procs import scripted
 
-SAMPLES = Path(__file__).resolve().parents[2] / "support" / "import_samples"
+SAMPLES = Path(__file__).resolve().parents[3] / "support" / "import_samples"
 
 
 def imported(sample: str) -> tuple[dict[str, Any], str, str]:

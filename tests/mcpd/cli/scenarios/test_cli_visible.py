@@ -19,7 +19,7 @@ from mcpd.cli.status_view import render_status
 from tests.support.agent import make_config, running
 from tests.support.hostile_text_server import HOSTILE
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 SERVER = str(ROOT / "tests" / "support" / "hostile_text_server.py")
 LIMIT = 60
 
