@@ -1,8 +1,8 @@
 """What ``import_text`` makes of another host's file, called directly: names that
 become aliases, references that become mcpd's, values that are secrets, and files
 that are broken or written to do harm. The hosts' own dialects and the written TOML
-are the subjects of ``test_import_hosts``, ``test_import_oauth`` and
-``test_import_works``."""
+are the subjects of ``test_import_hosts``, ``test_importer_oauth`` and
+``test_importwrite_works``."""
 
 from __future__ import annotations
 

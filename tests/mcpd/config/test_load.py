@@ -2,7 +2,7 @@
 each one that cannot be is refused, in one error naming the file, without waiting on
 a pipe or reading a device without end; which format a file is read as; and errors
 in its text naming the line or the key. (What a config's keys mean and how they are
-checked is in test_config.py and its neighbours.)"""
+checked is in test_load_keys.py and its neighbours.)"""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """What a loaded config answers about one server: which variables it must never get,
 its time limit and the key that set it, its list limits and pin policy (its own
 settings, else the daemon's), whether its text is searched for credentials; and the
-error that names a key. Parsing and checking the file are ``test_config``'s."""
+error that names a key. Parsing and checking the file are ``test_load_keys``'s."""
 
 from __future__ import annotations
 

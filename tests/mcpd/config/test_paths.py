@@ -1,6 +1,6 @@
 """Where the daemon's files are: the socket a client reads from a config file (only
 that one key, and never an error), and systemd's directories before the XDG ones.
-The order of the socket's sources is in test_discovery."""
+The order of the socket's sources is in test_paths_discovery."""
 
 from __future__ import annotations
 
