@@ -1,5 +1,5 @@
 """The HTTP endpoint's token file: created private and re-read when replaced; and what
-the endpoint's checks answer. Who may own it: ``test_file_owners``."""
+the endpoint's checks answer. Who may own it: ``test_owners_files``."""
 
 from __future__ import annotations
 
