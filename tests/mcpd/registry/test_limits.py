@@ -1,5 +1,5 @@
 """A server's lists held to its limits, where the tests of the limits in use
-(``test_list_limits``) do not go: how an item too big is named whatever the server
+(``test_limits_lists``) do not go: how an item too big is named whatever the server
 sent, when a list is full, saved resources and templates, and what a fetch says."""
 
 from __future__ import annotations
