@@ -23,7 +23,7 @@ from tests.support.agent import Agent, connect, make_config, running
 from tests.support.http_servers import HttpServer, Responder, SeenRequest, serve_http
 
 LIMIT = 30
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 CHALLENGE = 'Bearer error="invalid_token", error_description="API key missing"'
 
 

@@ -17,7 +17,7 @@ import trio
 from tests.support.agent import connect, make_config, running
 from transports.stdio.transport import StdioTransport
 
-DEAF = str(Path(__file__).parents[2] / "support" / "deaf_server.py")
+DEAF = str(Path(__file__).parents[3] / "support" / "deaf_server.py")
 LIMIT = 60
 CALLS = 8
 PAD = 4_000_000  # bytes of each call's arguments: all of them, far past 16 MiB
