@@ -1,6 +1,8 @@
 """The tests' own layout: the tests of mcpd sit in the folder of the package they test,
-and no test module imports another (what tests share lives in tests/support/ or in a
-conftest.py), so each can be read, moved and run apart."""
+each named for the module it tests (or in that folder's scenarios/, for a story through
+a running daemon that no one module tells), and no test module imports another (what
+tests share lives in tests/support/ or in a conftest.py), so each can be read, moved and
+run apart."""
 
 from __future__ import annotations
 
@@ -18,8 +20,10 @@ MCPD_TESTS = TESTS / "mcpd"
 # status_report.py, serve.py, prestart.py, config_hold.py, oversight.py, agents_listener.py,
 # signals.py, listening.py).
 NOT_PACKAGES = frozenset({Path("daemon")})
-# A folder of tests/mcpd may hold a scenarios/ of its own: stories through a running daemon
-# that cross many of its modules.
+# The test folders that mirror a package's folder, module for module.
+MIRRORED = ("mcpd", "protocol", "transports")
+# Where a test folder keeps its stories through a running daemon that cross many of its
+# modules, each named for its story.
 SCENARIOS = "scenarios"
 
 
@@ -40,6 +44,22 @@ def package_of(path: Path) -> str:
 
 def is_test_module(name: str) -> bool:
     return name.rpartition(".")[2].startswith("test_")
+
+
+def source_folder(tests_folder: Path) -> Path:
+    """The folder of the package whose modules a mirrored test folder's tests are named for."""
+    folder = tests_folder.relative_to(TESTS)
+    if folder.name == SCENARIOS:
+        folder = folder.parent
+    if folder == Path("mcpd") / "daemon":
+        return ROOT / "mcpd"
+    return ROOT / folder
+
+
+def names_a_module(test_name: str, modules: frozenset[str]) -> bool:
+    """``test_X.py`` or ``test_X_ASPECT.py``, where X is one of ``modules``."""
+    tested = test_name.removeprefix("test_")
+    return any(tested == m or tested.startswith(f"{m}_") for m in modules)
 
 
 def test_no_test_module_imports_another_test_module() -> None:
@@ -70,3 +90,19 @@ def test_the_tests_of_mcpd_sit_in_the_folder_of_a_package_of_mcpd() -> None:
         if path.is_dir() and not (path / "__init__.py").is_file():
             strays.append(f"{path.relative_to(ROOT)}: no __init__.py, so its modules' names clash")
     assert strays == [], "\n".join(strays)
+
+
+def test_each_test_module_names_a_module_of_its_folder_or_is_a_scenario() -> None:
+    unnamed = []
+    for top in MIRRORED:
+        for path in python_files(TESTS / top):
+            if not path.name.startswith("test_") or path.parent.name == SCENARIOS:
+                continue
+            source = source_folder(path.parent)
+            modules = frozenset(p.stem for p in source.glob("*.py"))
+            if not names_a_module(path.stem, modules):
+                unnamed.append(
+                    f"{path.relative_to(ROOT)}: names no module of {source.relative_to(ROOT)}/"
+                    f" (test_MODULE.py, test_MODULE_ASPECT.py, or a story in {SCENARIOS}/)"
+                )
+    assert unnamed == [], "\n".join(unnamed)
