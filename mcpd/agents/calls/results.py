@@ -140,11 +140,7 @@ def shape_call_result(
     try:
         head = _KINDS.decode(raw) if short else _HEADS.decode(raw)
     except (msgspec.DecodeError, RecursionError):
-        try:  # again, for the failure in the words agents get
-            rpc.decode_as(raw, mcp.CallToolResultKinds if short else mcp.CallToolResultHead)
-        except rpc.InvalidParams as exc:
-            return _malformed(alias, modern, exc)
-        raise
+        return _unreadable(raw, short, alias, modern)
     kind = head.resultType
     if isinstance(kind, str) and kind != mcp.COMPLETE:
         return _not_complete(raw, head, kind, modern, alias, capabilities, tasks, budget)
@@ -162,10 +158,10 @@ def shape_call_result(
     raw = shaped
     failed = head.isError is True
     links = False
-    total = 0
     if short:
         # Texts are not measured (they fit), only checked to be strings: their JSON
-        # starts with a quote.
+        # starts with a quote. Checked here, not in a function of its own: this is the
+        # path nearly every call takes.
         for b in head.content or ():
             if b.type == "text":
                 t = b.text
@@ -174,27 +170,53 @@ def shape_call_result(
             elif b.type in _LINKS:
                 links = True
     else:
-        for b in head.content or ():
-            if b.type == "text":
-                if isinstance(b.text, str):
-                    total += len(b.text)
-            elif b.type in _LINKS:
-                links = True
-                if isinstance(b, mcp.ContentHead) and isinstance(b.resource, mcp.ResourceHead):
-                    embedded = b.resource.text
-                    if isinstance(embedded, str):
-                        total += len(embedded)
-    if total <= budget:
-        if modern and head.resultType is None:
-            try:
-                fixed = content_apart(raw)
-            except msgspec.DecodeError as exc:
-                return _malformed(alias, modern, exc)
-            fixed["resultType"] = mcp.COMPLETE  # null is not a value agents accept
-            return fixed, links, failed
-        if modern and head.resultType is UNSET:
-            return _with_result_type(raw), links, failed
-        return raw, links, failed
+        links, total = _measured(head)
+        if total > budget:
+            return _cut_to(raw, budget, total, alias, modern, links, failed)
+    if modern and head.resultType is None:
+        try:
+            fixed = content_apart(raw)
+        except msgspec.DecodeError as exc:
+            return _malformed(alias, modern, exc)
+        fixed["resultType"] = mcp.COMPLETE  # null is not a value agents accept
+        return fixed, links, failed
+    if modern and head.resultType is UNSET:
+        return _with_result_type(raw), links, failed
+    return raw, links, failed
+
+
+def _unreadable(raw: Raw, short: bool, alias: str, modern: bool) -> Shaped:
+    """A result whose head cannot be read: read again, for the failure in the words
+    agents get."""
+    try:
+        rpc.decode_as(raw, mcp.CallToolResultKinds if short else mcp.CallToolResultHead)
+    except rpc.InvalidParams as exc:
+        return _malformed(alias, modern, exc)
+    raise AssertionError("a result's head that failed to decode decoded after all")
+
+
+def _measured(head: mcp.CallToolResultKinds | mcp.CallToolResultHead) -> tuple[bool, int]:
+    """Whether a result's content may hold links, and how many characters of text it
+    has that count against the budget (a text block's, an embedded resource's)."""
+    links = False
+    total = 0
+    for b in head.content or ():
+        if b.type == "text":
+            if isinstance(b.text, str):
+                total += len(b.text)
+        elif b.type in _LINKS:
+            links = True
+            if isinstance(b, mcp.ContentHead) and isinstance(b.resource, mcp.ResourceHead):
+                embedded = b.resource.text
+                if isinstance(embedded, str):
+                    total += len(embedded)
+    return links, total
+
+
+def _cut_to(
+    raw: Raw, budget: int, total: int, alias: str, modern: bool, links: bool, failed: bool
+) -> Shaped:
+    """A result with ``total`` characters of text, cut to ``budget``."""
     try:
         result = content_apart(raw)
     except msgspec.DecodeError as exc:
