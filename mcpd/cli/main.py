@@ -66,26 +66,53 @@ def _length(text: str) -> int:
     return length
 
 
+class _Grammar:
+    """The commands' parsers being built: all of them, or only ``only``'s."""
+
+    def __init__(
+        self, sub: argparse._SubParsersAction[argparse.ArgumentParser], only: str | None
+    ) -> None:
+        self.sub = sub
+        self.only = only
+
+    def want(self, *names: str) -> bool:
+        return self.only is None or self.only in names
+
+    def client_cmd(self, name: str, help: str) -> argparse.ArgumentParser:
+        """A command that asks the running daemon, over its socket."""
+        sp = self.sub.add_parser(name, help=help)
+        sp.add_argument("--socket", type=socket_path, help=SOCKET_HELP)
+        return sp
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole grammar, or the top level with only the command ``only``: a command
     that runs (``serve`` at boot, ``bridge`` for each host session) does not import the
     code of every other."""
     p = argparse.ArgumentParser(prog="mcpd", description="MCP client daemon")
     p.add_argument("--version", action="version", version=f"mcpd {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
+    grammar = _Grammar(p.add_subparsers(dest="command", required=True), only)
+    # In the order ``mcpd --help`` lists the commands.
+    _daemon_commands(grammar)
+    _tool_commands(grammar)
+    _watch_commands(grammar)
+    _import_command(grammar)
+    _steer_commands(grammar)
+    _trust_commands(grammar)
+    _host_commands(grammar)
+    # argparse reports words it did not recognise from the top, with mcpd's usage; each
+    # command's parser kept in its arguments lets main report them with the command's.
+    for command in grammar.sub.choices.values():
+        command.set_defaults(usage_of=command)
+    return p
 
-    def want(*names: str) -> bool:
-        return only is None or only in names
 
-    def client_cmd(name: str, help: str) -> argparse.ArgumentParser:
-        sp = sub.add_parser(name, help=help)
-        sp.add_argument("--socket", type=socket_path, help=SOCKET_HELP)
-        return sp
-
-    if want("serve"):
+def _daemon_commands(g: _Grammar) -> None:
+    """``serve`` runs the daemon; ``check-config`` reads the config it would run."""
+    if g.want("serve"):
         from .config_cmds import cmd_serve
 
-        s = sub.add_parser("serve", help="run the daemon")
+        s = g.sub.add_parser("serve", help="run the daemon")
         s.add_argument("--config", help=f"config file (default: {default_config_path()})")
         s.add_argument("--demo", action="store_true", help="run with the bundled demo servers")
         s.add_argument(
@@ -97,17 +124,21 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
         s.set_defaults(func=cmd_serve)
 
-    if want("check-config"):
+    if g.want("check-config"):
         from .config_cmds import cmd_check_config
 
-        c = sub.add_parser("check-config", help="validate the config file and list its servers")
+        c = g.sub.add_parser("check-config", help="validate the config file and list its servers")
         c.add_argument("--config")
         c.set_defaults(func=cmd_check_config)
 
-    if want("tools"):
+
+def _tool_commands(g: _Grammar) -> None:
+    """``tools`` lists the tools as agents (and the operator) see them; ``call`` calls
+    one."""
+    if g.want("tools"):
         from .client_cmds import cmd_tools
 
-        t = client_cmd("tools", "list the aggregated tools")
+        t = g.client_cmd("tools", "list the aggregated tools")
         t.add_argument("--json", action="store_true")
         t.add_argument(
             "--profile",
@@ -148,20 +179,24 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         )
         t.set_defaults(func=cmd_tools)
 
-    if want("call"):
+    if g.want("call"):
         from .client_cmds import cmd_call
 
-        k = client_cmd("call", "call a tool: mcpd call NAME '{\"arg\": 1}'")
+        k = g.client_cmd("call", "call a tool: mcpd call NAME '{\"arg\": 1}'")
         k.add_argument("name")
         k.add_argument("arguments", nargs="?", default="{}")
         k.add_argument("--json", action="store_true")
         k.add_argument("--profile", metavar="NAME", help="call as an agent of this profile")
         k.set_defaults(func=cmd_call)
 
-    if want("status"):
+
+def _watch_commands(g: _Grammar) -> None:
+    """What the daemon is doing: its servers' states (``status``, ``dashboard``), the
+    calls waiting for approval (``approvals``) and the calls made (``calls``)."""
+    if g.want("status"):
         from .client_cmds import cmd_status
 
-        st = client_cmd("status", "show each server's state")
+        st = g.client_cmd("status", "show each server's state")
         st.add_argument("--json", action="store_true")
         st.add_argument(
             "--watch",
@@ -173,30 +208,33 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         )
         st.set_defaults(func=cmd_status)
 
-    if want("dashboard"):
+    if g.want("dashboard"):
         from .dashboard import cmd_dashboard
 
-        db = client_cmd("dashboard", "print (and open) an address of the status page")
+        db = g.client_cmd("dashboard", "print (and open) an address of the status page")
         db.add_argument(
             "--no-browser", action="store_true", help="print the address, do not open it"
         )
         db.set_defaults(func=cmd_dashboard)
 
-    if want("approvals"):
+    if g.want("approvals"):
         from .approvals import add_parser as add_approvals
 
-        add_approvals(sub)
+        add_approvals(g.sub)
 
-    if want("calls"):
+    if g.want("calls"):
         from .calls import add_parser as add_calls
 
-        add_calls(sub)
+        add_calls(g.sub)
 
-    if want("import"):
+
+def _import_command(g: _Grammar) -> None:
+    """``import``: another MCP host's servers as mcpd's config."""
+    if g.want("import"):
         from .config_cmds import cmd_import
         from .import_sources import HOST_NAMES
 
-        im = sub.add_parser("import", help="print mcpd TOML for another MCP host's servers")
+        im = g.sub.add_parser("import", help="print mcpd TOML for another MCP host's servers")
         im.add_argument(
             "path",
             metavar="PATH|HOST",
@@ -207,63 +245,71 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         im.add_argument("--force", action="store_true", help="replace --output if it exists")
         im.set_defaults(func=cmd_import)
 
-    if want("reload"):
+
+def _steer_commands(g: _Grammar) -> None:
+    """What the running daemon is told to do now (``reload``, ``reset``), and ``bridge``,
+    which a host runs to reach it."""
+    if g.want("reload"):
         from .client_cmds import cmd_reload
 
-        r = client_cmd("reload", "re-read the config file (like SIGHUP)")
+        r = g.client_cmd("reload", "re-read the config file (like SIGHUP)")
         r.set_defaults(func=cmd_reload)
 
-    if want("reset"):
+    if g.want("reset"):
         from .client_cmds import cmd_reset
 
-        rs = client_cmd("reset", "close a server's open circuit now: its next call decides")
+        rs = g.client_cmd("reset", "close a server's open circuit now: its next call decides")
         rs.add_argument("server", metavar="SERVER")
         rs.set_defaults(func=cmd_reset)
 
-    if want("bridge"):
+    if g.want("bridge"):
         from .client_cmds import cmd_bridge
 
-        b = client_cmd("bridge", "serve MCP on stdin/stdout, relayed to the daemon")
+        b = g.client_cmd("bridge", "serve MCP on stdin/stdout, relayed to the daemon")
         b.add_argument("--profile", metavar="NAME", help="the profile this host sees")
         b.set_defaults(func=cmd_bridge)
 
-    if want("approve"):
+
+def _trust_commands(g: _Grammar) -> None:
+    """What mcpd trusts: the servers' approved definitions (``approve``, ``pins``), the
+    logins to servers (``auth``) and the token its HTTP endpoint asks of hosts
+    (``token``)."""
+    if g.want("approve"):
         from .pins_cmds import add_approve
 
-        add_approve(client_cmd)
+        add_approve(g.client_cmd)
 
-    if want("pins"):
+    if g.want("pins"):
         from .pins_io import add_pins
 
-        add_pins(sub)
+        add_pins(g.sub)
 
-    if want("auth"):
+    if g.want("auth"):
         from .auth import add_auth_commands
 
-        add_auth_commands(sub)
+        add_auth_commands(g.sub)
 
-    if want("token"):
+    if g.want("token"):
         from .config_cmds import cmd_token
 
-        tk = sub.add_parser("token", help="print the HTTP endpoint's bearer token")
+        tk = g.sub.add_parser("token", help="print the HTTP endpoint's bearer token")
         tk.add_argument("--rotate", action="store_true", help="replace it with a new one")
         tk.add_argument("--config", help=f"config file (default: {config_in_use_help()})")
         tk.set_defaults(func=cmd_token)
 
-    if want("connect"):
+
+def _host_commands(g: _Grammar) -> None:
+    """What a host needs: its config entry (``connect``), and the prompts and resources
+    it would be offered."""
+    if g.want("connect"):
         from .connect import add_parser
 
-        add_parser(sub)
+        add_parser(g.sub)
 
-    if want(*PROMPT_RESOURCE_COMMANDS):
+    if g.want(*PROMPT_RESOURCE_COMMANDS):
         from .prompt_resource_cmds import add_commands
 
-        add_commands(client_cmd, client_for)
-    # argparse reports words it did not recognise from the top, with mcpd's usage; each
-    # command's parser kept in its arguments lets main report them with the command's.
-    for command in sub.choices.values():
-        command.set_defaults(usage_of=command)
-    return p
+        add_commands(g.client_cmd, client_for)
 
 
 def main(argv: list[str] | None = None) -> None:
