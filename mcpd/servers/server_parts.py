@@ -68,8 +68,7 @@ class ServerParts(CallHost):
         waiting: QueueBytes | None = None,
     ) -> None:
         """``waiting``: the bytes the calls waiting for every server keep (None: this
-        server's alone)."""
-        d = config.daemon
+        server's alone). Each part is built after those it is handed."""
         self.alias = alias
         # The secrets mcpd holds, kept out of everything this server sends.
         self.guard = guard or SecretGuard(KnownSecrets())
@@ -84,7 +83,7 @@ class ServerParts(CallHost):
             on_transition=self._on_breaker,
             kept_reason=self.kept_reason,
         )
-        self.policy = RestartPolicy(backoff_config(d), loops=cfg.kind == "stdio")
+        self.policy = RestartPolicy(backoff_config(config.daemon), loops=cfg.kind == "stdio")
         self.stats = LatencyStats()
         self.replies = ReplyWork(alias, self.guard)
         self.scheduler = CallScheduler(self, cfg.concurrency(), waiting)
@@ -93,22 +92,10 @@ class ServerParts(CallHost):
         self.on_session_end: Callable[[str, SessionMark], None] | None = None
         self.stderr: list[str] = []
         self.first_attempt = trio.Event()
-        self.health = Health(
-            alias,
-            self.breaker,
-            interval=self._health_interval,
-            probe_timeout=lambda: self.config.daemon.probe_timeout,
-            on_probe=self._publish,
-            answered_at=lambda: self.scheduler.answered_at,
-            token_work=lambda: self.auth.token_work if self.auth is not None else 0,
-            trouble_shown=lambda: self.policy.config.stable_after,
-        )
+        self.health = self._new_health()
         self.events = LifecycleJournal(alias, lambda: self.stderr)
-        self.progress = ProgressRoutes(
-            f"mcpd-{alias}-",
-            functools.partial(self.guard.reread, alias, what="a progress report"),
-            alias,
-        )
+        reread = functools.partial(self.guard.reread, alias, what="a progress report")
+        self.progress = ProgressRoutes(f"mcpd-{alias}-", reread, alias)
         # What the server's own task asks of it once it is served, each within
         # list_timeout.
         self.answers = AnswerWait(alias, lambda: self.config.daemon.list_timeout)
@@ -121,12 +108,7 @@ class ServerParts(CallHost):
             answers=self.answers,
         )
         # OAuth, for HTTP servers: dormant until the server answers 401.
-        self.auth: ServerAuth | None = None
-        self.login: Login | None = None
-        if cfg.url is not None:
-            self.auth, self.login = attach(alias, cfg, config)
-            self.auth.on_tokens = self.guard.refresh
-            self.auth.kept_reason = self.kept_reason
+        self.auth, self.login = self._new_auth()
         self.downtime = Downtime(
             self.events,
             self.policy,
@@ -151,10 +133,37 @@ class ServerParts(CallHost):
             replies=self.replies,
             modern=self._modern_version,
         )
-        self.session = Session(
-            alias,
-            era=cfg.era,
-            relay=list(cfg.relay),
+        self.session = self._new_session()
+
+    def _new_health(self) -> Health:
+        """Whether the server is there, asked of what it has done and of the parts that
+        know (its breaker, its calls, its login, its restart policy)."""
+        return Health(
+            self.alias,
+            self.breaker,
+            interval=self._health_interval,
+            probe_timeout=lambda: self.config.daemon.probe_timeout,
+            on_probe=self._publish,
+            answered_at=lambda: self.scheduler.answered_at,
+            token_work=lambda: self.auth.token_work if self.auth is not None else 0,
+            trouble_shown=lambda: self.policy.config.stable_after,
+        )
+
+    def _new_auth(self) -> tuple[ServerAuth | None, Login | None]:
+        """An HTTP server's OAuth and its login, its tokens kept out of what it sends."""
+        if self.cfg.url is None:
+            return None, None
+        auth, login = attach(self.alias, self.cfg, self._config)
+        auth.on_tokens = self.guard.refresh
+        auth.kept_reason = self.kept_reason
+        return auth, login
+
+    def _new_session(self) -> Session:
+        """The server's sessions, each told to the parts that serve it."""
+        return Session(
+            self.alias,
+            era=self.cfg.era,
+            relay=list(self.cfg.relay),
             events=self.events,
             health=self.health,
             policy=self.policy,
@@ -166,7 +175,7 @@ class ServerParts(CallHost):
             auth=self.auth,
             replies=self.replies,
             answers=self.answers,
-            gate=registry.gate,
+            gate=self.registry.gate,
         )
 
     def _modern_version(self) -> str | None:
