@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 from protocol import mcp, surface
 
@@ -43,6 +43,41 @@ UNLISTED_NAME_CHARS: Final = 64 * 1024
 _STRICTER: Final = ("accept", "warn", "hold")  # each handling after a laxer one
 
 Renames = Mapping[str, str]
+
+
+class _Judging(NamedTuple):
+    """One list of one server being judged: its pins, the settings it is judged by,
+    and where what is found is kept (``state``) and told (``news``)."""
+
+    alias: str
+    kind: Kind
+    server: ServerPins
+    policy: PinPolicy
+    state: ListState
+    news: News
+    # The server waits whole for approval, and each item it lists new with it.
+    whole: bool
+
+
+def _judged_against(
+    server: ServerPins,
+    pinned: dict[str, bytes],
+    kind: Kind,
+    name: str,
+    namesakes: Namesakes | None,
+    sought: Callable[[str], list[str]],
+) -> tuple[bytes | None, str]:
+    """The pin of ``pinned`` an item is judged against (None: it has none), and the name
+    it is pinned under: its own, or a pinned namesake's that agents know it by. An item
+    whose pin the server may have had mcpd forget has one that nothing matches."""
+    was = name
+    pin = pinned.get(name)
+    if pin is None and namesakes is not None:
+        was = namesakes.of(name) or name
+        pin = pinned.get(was)
+    if pin is None and server.approved and server.forgot(kind, sought(name)):
+        pin = b""
+    return pin, was
 
 
 class Gate:
@@ -141,74 +176,34 @@ class Gate:
     def _judge(
         self, alias: str, kind: Kind, items: Mapping[str, T], renames: Renames | None = None
     ) -> Verdicts[T]:
-        policy = self.policy(alias)
         server = self.review.pins.servers.get(alias)
         if server is None:
             server = self.review.pins.servers[alias] = ServerPins()
         pinned = server.of(kind)
         state = self.review.list_state(alias, kind)
         news = News(alias, kind)
+        whole = self.held_whole(alias) is not None
+        judging = _Judging(alias, kind, server, self.policy(alias), state, news, whole)
         shown: dict[str, T] = {}
         waiting: list[tuple[str, Seen, Why, str]] = []
         saved = False
-        # An item under a name whose pin was forgotten is a change or a new item: which,
-        # nothing tells, so the stricter of the two settings holds for it.
-        on_forgotten = max(policy.on_changed_item, policy.on_new_item, key=_STRICTER.index)
         sought = partial(looked_up, kind, renames=renames or {})
         # An approved server's new name that agents know as a pinned one's is a
         # change of that item (``facing``); what is pinned in this loop is no namesake.
         namesakes = None
-        whole = self.held_whole(alias) is not None
         if server.approved and any(name not in pinned for name in items):
             namesakes = Namesakes(kind, pinned, renames or {})
+        # Instructions are orders by nature: what the rules find in them is told,
+        # never a reason to hold them.
+        held_for_findings = judging.policy.on_finding == "hold" and kind != "instructions"
         for name, item in items.items():
             seen = state.seen(name, item, kind)
             offered = seen.digest
-            assert offered is not None
-            was = name  # the name of the pin it is judged against
-            pin = pinned.get(name)
-            if pin is None and namesakes is not None:
-                was = namesakes.of(name) or name
-                pin = pinned.get(was)
-            if pin is None and server.approved and server.forgot(kind, sought(name)):
-                pin = b""  # its pin may be one the server had mcpd forget: none matches it
-            why: Why | None = None
-            if pin is None:
-                if whole:
-                    why = "new_server"
-                elif server.approved and policy.on_new_item == "hold":
-                    why = "new"
-                else:
-                    self._pin(alias, kind, server, name, seen)
-                    saved = True
-                    if server.approved:  # else: first sight, nothing to tell
-                        self._changed(state, news, name, offered, "added", policy.on_new_item)
-            elif pin == offered:
-                seen.digest = pin  # one copy of the digest, not two
-                if (kind, name) in server.bare:  # back as it was: its definition kept again
-                    self._pin(alias, kind, server, name, seen, (kind, name) in server.reviewed)
-                    saved = True
-            elif server.former and former_match(server, kind, name, seen.source, pin):  # type: ignore[arg-type]
-                # Pinned by an earlier mcpd that left these fields out: what it pinned
-                # is unchanged, and the fields it did not see are pinned from now on.
-                self._pin(alias, kind, server, name, seen, (kind, name) in server.reviewed)
-                saved = True
-            elif (policy.on_changed_item if pin else on_forgotten) == "hold":
-                why = "changed" if pin else "forgotten"
-            else:
-                self._pin(alias, kind, server, name, seen)
-                saved = True
-                if pin:
-                    self._changed(
-                        state, news, name, offered, "changed", policy.on_changed_item, was
-                    )
-                else:
-                    self._changed(state, news, name, offered, "forgotten", on_forgotten)
+            pin, was = _judged_against(server, pinned, kind, name, namesakes, sought)
+            why, repinned = self._against_pin(judging, name, seen, pin, was)
+            saved = saved or repinned
             self._found(state, news, name, seen, offered)
             reviewed = (kind, name) in server.reviewed
-            # Instructions are orders by nature: what the rules find in them is told,
-            # never a reason to hold them.
-            held_for_findings = policy.on_finding == "hold" and kind != "instructions"
             if why is None and seen.findings and held_for_findings and not reviewed:
                 why = "finding"
             if why is None:
@@ -229,6 +224,47 @@ class Gate:
         if changed or saved:
             self.review.on_pinned()
         return Verdicts(shown, held)
+
+    def _against_pin(
+        self, j: _Judging, name: str, seen: Seen, pin: bytes | None, was: str
+    ) -> tuple[Why | None, bool]:
+        """What an item's pin (``_judged_against``) says of it: why it waits (None: it
+        is shown), and whether what is offered was pinned."""
+        policy, server, kind = j.policy, j.server, j.kind
+        offered = seen.digest
+        assert offered is not None
+        if pin is None:
+            if j.whole:
+                return "new_server", False
+            if server.approved and policy.on_new_item == "hold":
+                return "new", False
+            self._pin(j.alias, kind, server, name, seen)
+            if server.approved:  # else: first sight, nothing to tell
+                self._changed(j.state, j.news, name, offered, "added", policy.on_new_item)
+            return None, True
+        if pin == offered:
+            seen.digest = pin  # one copy of the digest, not two
+            if (kind, name) not in server.bare:
+                return None, False
+            # Back as it was: its definition kept again.
+            self._pin(j.alias, kind, server, name, seen, (kind, name) in server.reviewed)
+            return None, True
+        if server.former and former_match(server, kind, name, seen.source, pin):  # type: ignore[arg-type]
+            # Pinned by an earlier mcpd that left these fields out: what it pinned
+            # is unchanged, and the fields it did not see are pinned from now on.
+            self._pin(j.alias, kind, server, name, seen, (kind, name) in server.reviewed)
+            return None, True
+        # An item under a name whose pin was forgotten is a change or a new item: which,
+        # nothing tells, so the stricter of the two settings holds for it.
+        on_forgotten = max(policy.on_changed_item, policy.on_new_item, key=_STRICTER.index)
+        if (policy.on_changed_item if pin else on_forgotten) == "hold":
+            return ("changed" if pin else "forgotten"), False
+        self._pin(j.alias, kind, server, name, seen)
+        if pin:
+            self._changed(j.state, j.news, name, offered, "changed", policy.on_changed_item, was)
+        else:
+            self._changed(j.state, j.news, name, offered, "forgotten", on_forgotten)
+        return None, True
 
     def _pin(
         self,
