@@ -52,20 +52,8 @@ _REF: Final = re.compile(r"\$\{([^}]*)\}|\$")
 _REF_BARE: Final = re.compile(r"\$\{([^}]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)|\$")
 # Keys other hosts use for their own UI or policies; mcpd has no use for them.
 _HOST_ONLY: Final = frozenset(
-    {
-        "alwaysAllow",
-        "autoApprove",
-        "description",
-        "gallery",
-        "icon",
-        "timeout",
-        "transportType",
-        "version",
-        "dev",
-        "sandbox",
-        "sandboxEnabled",
-        "trust",
-    }
+    {"alwaysAllow", "autoApprove", "description", "gallery", "icon", "timeout", "transportType"}
+    | {"version", "dev", "sandbox", "sandboxEnabled", "trust"}
 )
 
 
@@ -194,6 +182,7 @@ class _Converter:
     def server(
         self, alias: str, where: str, body: Any, dialect: Dialect = "common"
     ) -> dict[str, Any] | None:
+        """A host's entry as an mcpd server table (None: skipped, and a note says why)."""
         if not isinstance(body, dict):
             self.notes.append(f"{where}: not an object; skipped")
             return None
@@ -208,49 +197,14 @@ class _Converter:
                 return None
         self._refs = _REF_BARE if dialect == "gemini" else _REF
         kind = body.get("type")
-        out: dict[str, Any] = {}
         val: Callable[[Any, str], str] = lambda v, key: self.value(v, f"{where}.{key}")  # noqa: E731
+        out: dict[str, Any] | None
         if body.get("command") is not None:
-            out["command"] = val(body["command"], "command")
-            out["args"] = [val(a, f"args[{i}]") for i, a in enumerate(body.get("args") or [])]
-            env = {k: val(v, f"env.{k}") for k, v in (body.get("env") or {}).items()}
-            for key, value in env.items():
-                if looks_secret(key, value):
-                    self.secrets[("servers", alias, "env", key)] = self._secret_var(
-                        alias, key, value
-                    )
-            out["env"] = env
-            if body.get("cwd"):
-                out["cwd"] = val(body["cwd"], "cwd")
-            elif self.workspace is not None:
-                # The host ran a project's servers in its folder; mcpd would run them
-                # in their own homes.
-                out["cwd"] = self.workspace.replace("$", "$$")
-            if body.get("envFile"):
-                self.notes.append(
-                    f"{where}.envFile: not read; put its variables in [servers.{alias}.env] "
-                    "(or mcpd's own environment)"
-                )
+            out = self._process(alias, where, body, val)
         elif body.get("url") is not None:
-            out["url"] = val(body["url"], "url")
-            if any(f.what == "the password in the URL" for f in exposure.in_url(out["url"])):
-                self.notes.append(
-                    f"{where}.url: holds a user name and password, which mcpd refuses to "
-                    "send in a URL; skipped (give them in an Authorization header instead)"
-                )
+            out = self._endpoint(alias, where, body, val)
+            if out is None:
                 return None
-            headers = {k: val(v, f"headers.{k}") for k, v in (body.get("headers") or {}).items()}
-            for key in [k for k in headers if k.lower() in TRANSPORT_HEADERS]:
-                del headers[key]
-                self.notes.append(
-                    f"{where}.headers.{key}: a header mcpd writes itself; not imported"
-                )
-            for key, value in headers.items():
-                if looks_secret(key, value):
-                    self.secrets[("servers", alias, "headers", key)] = self._secret_var(
-                        alias, key, value, own_name=False
-                    )
-            out["headers"] = headers
             if kind == "sse":
                 out["transport"] = "sse"  # the old HTTP+SSE transport (2024-11-05)
         else:
@@ -281,6 +235,55 @@ class _Converter:
         self.exposed += warnings
         self._inherited(alias, where, table)
         return table
+
+    def _process(
+        self, alias: str, where: str, body: dict[str, Any], val: Callable[[Any, str], str]
+    ) -> dict[str, Any]:
+        """A server the host started as a process: its command, arguments, environment
+        (a secret in it kept apart) and folder."""
+        out: dict[str, Any] = {"command": val(body["command"], "command")}
+        out["args"] = [val(a, f"args[{i}]") for i, a in enumerate(body.get("args") or [])]
+        env = {k: val(v, f"env.{k}") for k, v in (body.get("env") or {}).items()}
+        for key, value in env.items():
+            if looks_secret(key, value):
+                self.secrets[("servers", alias, "env", key)] = self._secret_var(alias, key, value)
+        out["env"] = env
+        if body.get("cwd"):
+            out["cwd"] = val(body["cwd"], "cwd")
+        elif self.workspace is not None:
+            # The host ran a project's servers in its folder; mcpd would run them
+            # in their own homes.
+            out["cwd"] = self.workspace.replace("$", "$$")
+        if body.get("envFile"):
+            self.notes.append(
+                f"{where}.envFile: not read; put its variables in [servers.{alias}.env] "
+                "(or mcpd's own environment)"
+            )
+        return out
+
+    def _endpoint(
+        self, alias: str, where: str, body: dict[str, Any], val: Callable[[Any, str], str]
+    ) -> dict[str, Any] | None:
+        """A server the host reached over HTTP: its URL and headers (a secret in them
+        kept apart); None for one mcpd will not reach as written."""
+        out: dict[str, Any] = {"url": val(body["url"], "url")}
+        if any(f.what == "the password in the URL" for f in exposure.in_url(out["url"])):
+            self.notes.append(
+                f"{where}.url: holds a user name and password, which mcpd refuses to "
+                "send in a URL; skipped (give them in an Authorization header instead)"
+            )
+            return None
+        headers = {k: val(v, f"headers.{k}") for k, v in (body.get("headers") or {}).items()}
+        for key in [k for k in headers if k.lower() in TRANSPORT_HEADERS]:
+            del headers[key]
+            self.notes.append(f"{where}.headers.{key}: a header mcpd writes itself; not imported")
+        for key, value in headers.items():
+            if looks_secret(key, value):
+                self.secrets[("servers", alias, "headers", key)] = self._secret_var(
+                    alias, key, value, own_name=False
+                )
+        out["headers"] = headers
+        return out
 
     def _inherited(self, alias: str, where: str, table: dict[str, Any]) -> None:
         """What the server seems to have taken from the host's environment, which mcpd
@@ -390,6 +393,3 @@ def config_from_json(text: bytes, source: str) -> dict[str, Any]:
     for note in imported.notes:
         log.warning("%s: %s", source, note)
     return {"servers": imported.servers}
-
-
-# -- printing mcpd's TOML --
