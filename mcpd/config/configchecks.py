@@ -15,7 +15,15 @@ import msgspec
 
 from .endpoints import check_groups, check_uids, validate_grants, validate_http, validate_profiles
 from .hosts import builtin_profiles
-from .model import LIST_LIMIT_KEYS, MAX_AUDIT_FILES, Config, ConfigError, duration_problem
+from .model import (
+    LIST_LIMIT_KEYS,
+    MAX_AUDIT_FILES,
+    Config,
+    ConfigError,
+    DaemonConfig,
+    NamingConfig,
+    duration_problem,
+)
 from .policychecks import validate_policy
 from .profiles import DEFAULT_PROFILE
 from .sandbox_keys import limits_errors
@@ -43,10 +51,11 @@ def _first(check: Callable[[], None]) -> Iterator[ConfigError]:
 def _tables(
     config: Config, unexpanded: Mapping[str, Collection[str]] | None
 ) -> Iterator[ConfigError]:
+    """Each table's errors: the daemon's (with naming's among them), then each
+    server's."""
     d = config.daemon
     strings = list(daemon_string_errors(config))
     yield from strings
-    fields = msgspec.structs.asdict(d)  # the numbers checked alike, by key
     try:
         mode = config.socket_mode()
     except ValueError:
@@ -54,6 +63,23 @@ def _tables(
     else:
         if not 0 <= mode <= 0o777:
             yield ConfigError("daemon.socket_mode", "must be between 0000 and 0777")
+    yield from _duration_errors(d)
+    yield from _count_errors(d)
+    yield from _first(lambda: check_uids(d.allow_uids, "daemon.allow_uids"))
+    if not strings:  # a group's name the system cannot take is not looked up
+        yield from _first(lambda: check_groups(d.allow_groups, "daemon.allow_groups"))
+    yield from _size_errors(d)
+    yield from _naming_errors(config.naming)
+    if d.max_tools < 1:
+        yield ConfigError("daemon.max_tools", "must be at least 1")
+    yield from limits_errors("daemon.limits", d.limits)
+    for alias, server in config.servers.items():
+        yield from known_errors(alias, server, (unexpanded or {}).get(alias, ()))
+
+
+def _duration_errors(d: DaemonConfig) -> Iterator[ConfigError]:
+    """The daemon's times: each a duration, and each cap no less than its base."""
+    fields = msgspec.structs.asdict(d)  # the times checked alike, by key
     for key in (
         "call_timeout",
         "max_call_time",
@@ -86,6 +112,12 @@ def _tables(
         yield ConfigError("daemon.backoff_cap", "must be at least backoff_base")
     if sound["cooldown_base"] and sound["cooldown_cap"] and d.cooldown_cap < d.cooldown_base:
         yield ConfigError("daemon.cooldown_cap", "must be at least cooldown_base")
+
+
+def _count_errors(d: DaemonConfig) -> Iterator[ConfigError]:
+    """How many of each thing the daemon allows, and how much of the audit log it
+    keeps."""
+    fields = msgspec.structs.asdict(d)  # the counts checked alike, by key
     for key in (
         "max_restarts",
         "failure_threshold",
@@ -103,9 +135,10 @@ def _tables(
         yield ConfigError("daemon.audit_files", f"must be at most {MAX_AUDIT_FILES}")
     if d.audit_max_bytes < 64 * 1024:
         yield ConfigError("daemon.audit_max_bytes", "must be at least 65536")
-    yield from _first(lambda: check_uids(d.allow_uids, "daemon.allow_uids"))
-    if not strings:  # a group's name the system cannot take is not looked up
-        yield from _first(lambda: check_groups(d.allow_groups, "daemon.allow_groups"))
+
+
+def _size_errors(d: DaemonConfig) -> Iterator[ConfigError]:
+    """The sizes of what the daemon reads and answers, and its connections per user."""
     if d.max_line_bytes < 4096:
         yield ConfigError("daemon.max_line_bytes", "must be at least 4096")
     if d.result_budget_chars < 100:
@@ -116,18 +149,17 @@ def _tables(
         yield ConfigError("daemon.page_size", "must be >= 0 (0 = everything in one page)")
     if d.max_pages < 1:
         yield ConfigError("daemon.max_pages", "must be at least 1")
-    if "{tool}" not in config.naming.template:
+
+
+def _naming_errors(naming: NamingConfig) -> Iterator[ConfigError]:
+    """The template of the names agents see, and how long one may be."""
+    if "{tool}" not in naming.template:
         yield ConfigError("naming.template", "must contain {tool}")
-    unknown = set(re.findall(r"\{([^}]*)\}", config.naming.template)) - {"alias", "tool"}
+    unknown = set(re.findall(r"\{([^}]*)\}", naming.template)) - {"alias", "tool"}
     if unknown:
         yield ConfigError("naming.template", f"unknown placeholder {{{sorted(unknown)[0]}}}")
-    if not 16 <= config.naming.max_length <= 1024:
+    if not 16 <= naming.max_length <= 1024:
         yield ConfigError("naming.max_length", "must be between 16 and 1024")
-    if d.max_tools < 1:
-        yield ConfigError("daemon.max_tools", "must be at least 1")
-    yield from limits_errors("daemon.limits", d.limits)
-    for alias, server in config.servers.items():
-        yield from known_errors(alias, server, (unexpanded or {}).get(alias, ()))
 
 
 def _across(config: Config) -> Iterator[ConfigError]:
