@@ -174,23 +174,8 @@ def launch(
             first, last = sandbox_args
             passed.append(args_file(argv[first:last]))
             argv = [*argv[:first], "--args", str(passed[0]), *argv[last:]]
-        for wanted, child_reads in ((stdin, True), (stdout, False), (stderr, False)):
-            if not wanted:
-                ours.append(-1)
-                theirs.append(None)
-                continue
-            r, w = os.pipe()
-            ours.append(w if child_reads else r)
-            theirs.append(r if child_reads else w)
-        armer = _armer()
-        preexec: Callable[[], None] | None = None
-        if armer is not None:
-            command = resolve(argv[0], env, cwd)
-            guard = _GUARD if join is None else _GUARD_JOIN
-            args = [armer, "--pdeathsig", "KILL", "--", "/bin/sh", "-c", guard, str(os.getpid())]
-            args += [command, *argv[1:]] if join is None else [join, command, *argv[1:]]
-        else:
-            args, preexec = list(argv), die_with_parent(os.getpid(), join)
+        _pipes((stdin, stdout, stderr), ours, theirs)
+        args, preexec = _armed(argv, env, cwd, join)
 
         def start() -> subprocess.Popen[bytes]:
             return subprocess.Popen(
@@ -228,6 +213,36 @@ def launch(
         if fd is not None:
             os.close(fd)
     return Launched(popen, ours[0], ours[1], ours[2], token, started)
+
+
+def _pipes(wanted: tuple[bool, bool, bool], ours: list[int], theirs: list[int | None]) -> None:
+    """The pipes for the child's stdin, stdout and stderr, each if ``wanted``: mcpd's
+    end put in ``ours`` (-1 for one not wanted) and the child's in ``theirs``, as each
+    is made, so that the caller closes those made should a later one fail."""
+    for want, child_reads in zip(wanted, (True, False, False), strict=True):
+        if not want:
+            ours.append(-1)
+            theirs.append(None)
+            continue
+        r, w = os.pipe()
+        ours.append(w if child_reads else r)
+        theirs.append(r if child_reads else w)
+
+
+def _armed(
+    argv: Sequence[str], env: Mapping[str, str] | None, cwd: str | None, join: str | None
+) -> tuple[list[str], Callable[[], None] | None]:
+    """What to run for ``argv`` to die with mcpd (and join ``join``'s cgroup first, if
+    given), and the ``preexec_fn`` to run it with: ``argv`` behind setpriv and a guard
+    where setpriv can arm the signal, else ``argv`` and a function that arms it."""
+    armer = _armer()
+    if armer is None:
+        return list(argv), die_with_parent(os.getpid(), join)
+    command = resolve(argv[0], env, cwd)
+    guard = _GUARD if join is None else _GUARD_JOIN
+    args = [armer, "--pdeathsig", "KILL", "--", "/bin/sh", "-c", guard, str(os.getpid())]
+    args += [command, *argv[1:]] if join is None else [join, command, *argv[1:]]
+    return args, None
 
 
 def signal_group(pgid: int, sig: int) -> None:
