@@ -511,3 +511,60 @@ def later(hooks: Later, typed: Typed) -> None: ...
     assert {"mcpd.agents.askback.askback", "mcpd.agents.askback.driver"} <= seam
     agents = {m for m in seam if within(m, "mcpd.agents")}
     assert agents == {"mcpd.agents.backend", *CALL_PATH}
+
+
+# A function past this many lines (its def to its last line, docstring included) does
+# more than one thing to hold in mind at once: split it where its meaning parts.
+FUNCTION_LINES = 80
+
+
+def long_functions(source: str, where: str) -> list[str]:
+    """Each function and method in ``source``, nested ones too, longer than
+    ``FUNCTION_LINES``: its qualified name and its length."""
+    found = []
+
+    def walk(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                name = f"{prefix}.{child.name}"
+                if not isinstance(child, ast.ClassDef):
+                    lines = (child.end_lineno or child.lineno) - child.lineno + 1
+                    if lines > FUNCTION_LINES:
+                        found.append(f"{name}: {lines} lines")
+                walk(child, name)
+            else:
+                walk(child, prefix)
+
+    walk(ast.parse(source), where)
+    return found
+
+
+def test_no_function_is_past_its_length() -> None:
+    long = sorted(
+        hit for name, path in MODULES.items() for hit in long_functions(path.read_text(), name)
+    )
+    assert not long, f"functions past {FUNCTION_LINES} lines:\n" + "\n".join(long)
+
+
+def test_the_length_checker_sees_long_functions_and_methods() -> None:
+    body = "\n".join(f"    x{i} = {i}" for i in range(FUNCTION_LINES - 1))
+    source = f"""
+def fits():
+{body}
+
+class Parts:
+    def __init__(self):
+{body.replace("    ", "        ")}
+        self.more = 1
+
+    async def serve(self):
+        def inner():
+{body.replace("    ", "            ")}
+            return 1
+        return inner
+"""
+    assert long_functions(source, "m") == [
+        "m.Parts.__init__: 81 lines",
+        "m.Parts.serve: 83 lines",
+        "m.Parts.serve.inner: 81 lines",
+    ]
