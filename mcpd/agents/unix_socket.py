@@ -144,7 +144,10 @@ def stage_unix(path: str, mode: int, ours: SocketFile | None = None) -> Staged:
         if ours is None or not ours.in_place():
             _refuse_live_socket(path)
         # Bound under a temporary name and renamed into place, so the socket is never
-        # reachable with the umask's permissions instead of ``mode``.
+        # reachable with the umask's permissions instead of ``mode``. The name is bound
+        # through the directory already opened: a path through it is short whatever the
+        # socket's, so every path a client can reach can be served, and it is the
+        # directory that was checked.
         tmp = f".{name}.{os.getpid()}"
         try:
             sock = stdsocket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_STREAM)
@@ -152,7 +155,7 @@ def stage_unix(path: str, mode: int, ours: SocketFile | None = None) -> Staged:
             raise DaemonError(f"cannot listen on {path!r}: {exc.strerror or exc}") from None
         try:
             _clear_leftover(path, dir_fd, os.path.join(directory, tmp))
-            sock.bind(os.path.join(directory, tmp))
+            sock.bind(f"/proc/self/fd/{dir_fd}/{tmp}")
             os.chmod(tmp, mode, dir_fd=dir_fd)
             sock.listen(512)
         except OSError as exc:

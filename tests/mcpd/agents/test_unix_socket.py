@@ -143,6 +143,25 @@ async def test_the_socket_has_its_mode_from_the_start(tmp_path: Path) -> None:
     assert mode_of(private.parent) == 0o700
 
 
+async def test_a_path_as_long_as_a_unix_socket_holds_is_served(tmp_path: Path) -> None:
+    # The longest path a client can connect to; its temporary name is longer still.
+    room = 107 - len(str(tmp_path)) - len("/mcpd.sock") - 1
+    assert room > 0, "the test's directory leaves no room"
+    path = tmp_path / ("d" * room) / "mcpd.sock"
+    assert len(os.fsencode(str(path))) == 107
+    listener, bound = await open_unix_listener(str(path), 0o600)
+    try:
+        with socket.socket(socket.AF_UNIX) as client:
+            client.connect(str(path))
+            async with await listener.accept():
+                pass
+        assert mode_of(path) == 0o600
+        assert [p.name for p in path.parent.iterdir()] == ["mcpd.sock"]
+    finally:
+        bound.remove()
+        await listener.aclose()
+
+
 async def test_a_live_socket_is_never_taken_over(tmp_path: Path) -> None:
     path = tmp_path / "mcpd.sock"
     first, bound = await open_unix_listener(str(path), 0o600)
