@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import functools
 import os
 import socket
 import stat
@@ -145,7 +146,20 @@ def config_unread(path: str) -> str | None:
 
 def _config_table(path: str) -> dict[str, object] | str:
     """The config file at ``path`` as TOML (empty for another host's JSON file, which
-    has no ``[daemon]`` table), or why it is none."""
+    has no ``[daemon]`` table), or why it is none. A command that looks for its socket
+    there and then says why it found none reads the file once: as the same file, by
+    its inode, size and time of change."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return _read_config_table(path, None)
+    return _read_config_table(path, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=1)
+def _read_config_table(
+    path: str, version: tuple[int, int, int, int] | None
+) -> dict[str, object] | str:
     text = _config_bytes(path)
     if isinstance(text, str):
         return f"could not be read ({text})"

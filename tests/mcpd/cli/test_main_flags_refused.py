@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from mcpd.config import paths
 from tests.support.cli_runs import exit_of, usage_error
 from tests.support.fake_daemon import answering as daemon
 from tests.support.operator import client, start, stop
@@ -130,7 +131,13 @@ def test_a_config_mcpd_config_names_that_is_not_toml_is_said_beside_no_daemon(
     monkeypatch.delenv("MCPD_SOCKET", raising=False)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     monkeypatch.setenv("MCPD_CONFIG", str(config))
+    reads: list[str] = []
+    read = paths._config_bytes
+    monkeypatch.setattr(paths, "_config_bytes", lambda path: reads.append(path) or read(path))
     assert exit_of(["status"]) == 3
+    # Looked in for the socket, then said why not: read once, which a file near the
+    # size bound makes worth it.
+    assert reads == [str(config)]
     err = capsys.readouterr().err
     assert "no mcpd is listening on " in err
     assert f"$MCPD_CONFIG names {config}, which could not be read as TOML (" in err
