@@ -156,7 +156,9 @@ def request_headers(version: str, method: str, name: str | None = None) -> dict[
 # --- x-mcp-header ------------------------------------------------------------------
 
 
-def header_params(input_schema: Mapping[str, Any] | msgspec.Raw | bytes) -> dict[str, PropertyPath]:
+def header_params(
+    input_schema: Mapping[str, object] | msgspec.Raw | bytes,
+) -> dict[str, PropertyPath]:
     """Validate a tool's ``x-mcp-header`` annotations.
 
     Returns ``{"Mcp-Param-<Name>": (property, nested property, ...)}``, empty when
@@ -249,7 +251,7 @@ def _primitive_type(declared: Any) -> str | None:
 
 
 def param_headers(
-    params: Mapping[str, PropertyPath], arguments: Mapping[str, Any] | None
+    params: Mapping[str, PropertyPath], arguments: Mapping[str, object] | None
 ) -> dict[str, str]:
     """The ``Mcp-Param-*`` headers for one call's ``arguments``.
 

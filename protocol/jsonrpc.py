@@ -36,6 +36,11 @@ MODERN_ERROR_CODES: Final = frozenset(
 )
 
 Id: TypeAlias = int | str
+# A JSON value whose shape is its sender's (an agent's capabilities, a server's
+# annotations): read by narrowing, level by level. For signatures only: msgspec
+# cannot decode into a recursive alias, so a struct's field holding one is ``object``.
+Json: TypeAlias = "dict[str, Json] | list[Json] | str | int | float | bool | None"
+JsonObject: TypeAlias = dict[str, Json]
 T = TypeVar("T")
 
 
@@ -128,7 +133,7 @@ class RPCError(Exception):
     is as the peer sent it (``msgspec.Raw``) when it came in a message: read it with
     ``data_as``, which decodes only the type asked for."""
 
-    def __init__(self, code: int, message: str, data: Any = UNSET) -> None:
+    def __init__(self, code: int, message: str, data: object = UNSET) -> None:
         super().__init__(f"{message} ({code})")
         self.code = code
         self.message = message
@@ -141,7 +146,7 @@ class RPCError(Exception):
     def to_object(self) -> ErrorObject:
         return ErrorObject(self.code, self.message, self.data)
 
-    def replaced(self, message: str, data: Any) -> RPCError:
+    def replaced(self, message: str, data: object) -> RPCError:
         """This error with another message and data (cleaned or masked), of the same
         kind: what a kind adds (an HTTP status) is kept."""
         return RPCError(self.code, message, data)
@@ -172,7 +177,7 @@ _envelope_decoder: Final = msgspec.json.Decoder(_Envelope)
 _error_decoder: Final = msgspec.json.Decoder(ReceivedError)
 
 
-def valid_id(value: Any) -> bool:
+def valid_id(value: object) -> bool:
     # bool is an int subclass but never a valid id; floats are not ids either.
     return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
 
@@ -355,30 +360,30 @@ def _late(obj: object) -> object:
 _encoder: Final = msgspec.json.Encoder(enc_hook=_late)
 
 
-def encode(obj: Any) -> bytes:
+def encode(obj: object) -> bytes:
     return _encoder.encode(obj)
 
 
-def encode_onto(obj: Any, buffer: bytearray) -> None:
+def encode_onto(obj: object, buffer: bytearray) -> None:
     """``obj`` encoded at the end of ``buffer``."""
     _encoder.encode_into(obj, buffer, -1)
 
 
-def encode_request(id: Id, method: str, params: Any = UNSET) -> bytes:
+def encode_request(id: Id, method: str, params: object = UNSET) -> bytes:
     # JSON-RPC allows params to be absent but never null; None means "no params".
     return _encoder.encode(_OutRequest("2.0", id, method, UNSET if params is None else params))
 
 
-def encode_notification(method: str, params: Any = UNSET) -> bytes:
+def encode_notification(method: str, params: object = UNSET) -> bytes:
     return _encoder.encode(_OutNotification("2.0", method, UNSET if params is None else params))
 
 
-def encode_result(id: Id, result: Any) -> bytes:
+def encode_result(id: Id, result: object) -> bytes:
     """``result`` may be a ``msgspec.Raw`` to pass a peer's bytes through untouched."""
     return _encoder.encode(_OutResult("2.0", id, result))
 
 
-def encode_error(id: Id | None, code: int, message: str, data: Any = UNSET) -> bytes:
+def encode_error(id: Id | None, code: int, message: str, data: object = UNSET) -> bytes:
     return _encoder.encode(_OutError("2.0", id, ErrorObject(code, message, data)))
 
 

@@ -9,8 +9,6 @@ plain-text handler ignores them. It lives here, below both, so neither has to re
 
 from __future__ import annotations
 
-from typing import Any
-
 
 def log_extra(
     server: str | None,
@@ -20,10 +18,10 @@ def log_extra(
     *,
     item: str | None = None,
     kind: str | None = None,
-) -> dict[str, Any]:
+) -> dict[str, str]:
     """The ``extra`` for one log record; ``item`` and ``kind``: the server's name for
     the item it is about ("search"), and what it is ("tool")."""
-    extra: dict[str, Any] = {"mcpd_server": server} if server else {}
+    extra: dict[str, str] = {"mcpd_server": server} if server else {}
     if event:
         extra["mcpd_event"] = event
     if reason:

@@ -11,6 +11,7 @@ from typing import Any, Final, Literal, TypeAlias
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
+from .jsonrpc import JsonObject
 from .visible import quote
 
 LATEST_MODERN: Final = "2026-07-28"
@@ -33,12 +34,12 @@ COMPLETE: Final = "complete"
 INPUT_REQUIRED: Final = "input_required"
 
 Era: TypeAlias = Literal["modern", "legacy"]
-Meta: TypeAlias = dict[str, Any]
+Meta: TypeAlias = dict[str, object]
 
 
 def request_meta(
     version: str,
-    capabilities: dict[str, Any],
+    capabilities: JsonObject,
     client_info: Implementation | None = None,
     extra: Meta | None = None,
 ) -> Meta:

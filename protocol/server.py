@@ -32,8 +32,8 @@ class RequestContext(msgspec.Struct):
     def progress_token(self) -> str | int | None:
         """The request's ``_meta.progressToken``, if it asked for progress."""
         token = self.meta.get(mcp.KEY_PROGRESS_TOKEN)
-        valid = isinstance(token, str) or (isinstance(token, int) and not isinstance(token, bool))
-        return token if valid else None
+        # bool is an int, and never a token.
+        return token if isinstance(token, str | int) and not isinstance(token, bool) else None
 
 
 class ServerSession:
@@ -42,7 +42,7 @@ class ServerSession:
     def __init__(
         self,
         info: mcp.Implementation,
-        capabilities: dict[str, Any],
+        capabilities: rpc.JsonObject,
         instructions: str | None = None,
         *,
         modern_versions: tuple[str, ...] = mcp.MODERN_VERSIONS,
@@ -131,12 +131,13 @@ class ServerSession:
             instructions=self.instructions if self.instructions else UNSET,
         )
 
-    def finish(self, ctx: RequestContext, result: dict[str, Any]) -> dict[str, Any]:
+    def finish(self, ctx: RequestContext, result: dict[str, object]) -> dict[str, object]:
         """Add what each era expects on a result built as a dict."""
         if ctx.era == "modern":
             result.setdefault("resultType", mcp.COMPLETE)
             meta = result.setdefault("_meta", {})
-            meta.setdefault(mcp.KEY_SERVER_INFO, self.info)
+            if isinstance(meta, dict):
+                meta.setdefault(mcp.KEY_SERVER_INFO, self.info)
         return result
 
     def complete(self, ctx: RequestContext, result: R, *, cacheable: bool = False) -> R:

@@ -13,6 +13,7 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
+from .jsonrpc import JsonObject
 from .mcp import Meta
 
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
@@ -143,7 +144,7 @@ def needs(method: str) -> str | None:
     return ASK_METHODS.get(method)
 
 
-def declares(capabilities: dict[str, Any] | None, method: str, params: Any = None) -> bool:
+def declares(capabilities: JsonObject | None, method: str, params: object = None) -> bool:
     """Whether ``capabilities`` cover a server's ``method`` request (with ``params``).
 
     Elicitation distinguishes its modes: ``{}`` (or ``form`` alone) is form mode only,
@@ -164,7 +165,7 @@ def declares(capabilities: dict[str, Any] | None, method: str, params: Any = Non
     return True
 
 
-def answerable(requests: object, capabilities: dict[str, Any] | None) -> bool:
+def answerable(requests: object, capabilities: JsonObject | None) -> bool:
     """Whether an agent that declared ``capabilities`` can fulfil every one of an
     ``input_required``'s ``requests``: each a request it ``declares``, elicitation in
     the mode the request asks for. Not when it declared nothing, nor when ``requests``
@@ -186,7 +187,7 @@ def asks_nothing(requests: object, state: object) -> bool:
     return isinstance(state, Raw) and (requests is UNSET or requests is None or requests == {})
 
 
-def has_tasks(capabilities: dict[str, Any] | None) -> bool:
+def has_tasks(capabilities: JsonObject | None) -> bool:
     extensions = capabilities.get("extensions") if capabilities else None
     return isinstance(extensions, dict) and isinstance(extensions.get(TASKS_EXTENSION), dict)
 

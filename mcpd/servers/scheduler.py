@@ -264,7 +264,8 @@ class CallScheduler(Admitter):
             # The server's error: its data is taken apart as a result is, if at all.
             found = data_findings(r.guard, r.alias, error)
             made = partial(call_error, r.guard, r.alias, error, _ERROR, found)
-            data, why = (None, "") if found is None else (error.data, found.why)
+            data = error.data if found is not None and isinstance(error.data, Raw) else None
+            why = "" if found is None else found.why
             self._take_apart(call, data, data_of(_ERROR), why, made, now, elapsed, error=True)
             return
         else:

@@ -215,8 +215,12 @@ class ReplyWork:
         guard, alias, clock = self.guard, self.alias, self._clock
         began = clock()
         try:
-            found = data_findings(guard, alias, exc)
-            if found is None or self.at_once(exc.data, data_of(what), found.why):
+            found, data = data_findings(guard, alias, exc), exc.data
+            if (
+                found is None
+                or not isinstance(data, Raw)
+                or self.at_once(data, data_of(what), found.why)
+            ):
                 return error_for_agents(guard, alias, exc, what, found)
         finally:
             self.worked += clock() - began

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any, Final
+from typing import Final
 from urllib.parse import urlencode
 
 import msgspec
 
+from ..jsonrpc import JsonObject
 from ..visible import quote
 from .errors import OAuthProtocolError
 
@@ -96,12 +97,12 @@ def post_form(
     return HttpRequest("POST", url, headers, body, purpose)
 
 
-def post_json(url: str, obj: Any, purpose: str) -> HttpRequest:
+def post_json(url: str, obj: object, purpose: str) -> HttpRequest:
     headers = (("Content-Type", JSON), ("Accept", JSON))
     return HttpRequest("POST", url, headers, msgspec.json.encode(obj), purpose)
 
 
-def json_object(response: HttpResponse, what: str) -> dict[str, Any]:
+def json_object(response: HttpResponse, what: str) -> JsonObject:
     """The body as a JSON object, or an error naming ``what`` (never quoting the
     body: it may be a token response, or a page an SSRF probe should not echo)."""
     if len(response.body) > MAX_BODY:

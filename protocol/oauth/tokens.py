@@ -178,10 +178,10 @@ def _refusal(response: HttpResponse, what: str) -> TokenEndpointError:
         obj = json_object(response, what)
     except OAuthProtocolError:
         obj = {}
-    if isinstance(obj.get("error"), str):
-        error = obj["error"]
-    if isinstance(obj.get("error_description"), str):
-        description = obj["error_description"]
+    if isinstance(said := obj.get("error"), str):
+        error = said
+    if isinstance(said := obj.get("error_description"), str):
+        description = said
     detail = ""
     if error:
         detail = f", {shown(error)}" + (f": {shown(description)}" if description else "")
