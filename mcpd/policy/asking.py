@@ -97,22 +97,24 @@ def may_approve(request: ApprovalRequest) -> bool:
     return request.keys_left_out == 0
 
 
-def elicitation_params(request: ApprovalRequest, version: str) -> dict[str, Any]:
+def elicitation_params(request: ApprovalRequest, version: str) -> dict[str, object]:
     """The params of the ``elicitation/create`` that asks the agent's user, for an
     agent that speaks protocol ``version``."""
     schema = SCHEMA if may_approve(request) else DENY_ONLY
-    params: dict[str, Any] = {"message": question(request), "requestedSchema": schema}
+    params: dict[str, object] = {"message": question(request), "requestedSchema": schema}
     if version not in _WITHOUT_MODE:
         params = {"mode": "form", **params}
     return params
 
 
-def input_request(request: ApprovalRequest, version: str) -> dict[str, Any]:
+def input_request(request: ApprovalRequest, version: str) -> dict[str, object]:
     """The entry of ``inputRequests`` that asks a modern agent's user."""
     return {"method": METHOD, "params": elicitation_params(request, version)}
 
 
-def input_required(key: str, request: ApprovalRequest, state: str, version: str) -> dict[str, Any]:
+def input_required(
+    key: str, request: ApprovalRequest, state: str, version: str
+) -> dict[str, object]:
     """The ``input_required`` result that asks a modern agent's user; its retry
     brings the answer under ``key`` in ``inputResponses`` and ``state`` back."""
     return {

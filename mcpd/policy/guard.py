@@ -30,9 +30,9 @@ import logging
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 from msgspec import Raw
@@ -132,7 +132,7 @@ class _Search:
         out.append(text[pos:])
         return "".join(out)
 
-    def mask_value(self, value: Any, seen: list[str]) -> Any:
+    def mask_value(self, value: object, seen: list[str]) -> object:
         """``value`` as ``masked_value`` masks it with these secrets."""
         return masked_value(value, lambda text: self.mask(text, seen))
 
@@ -234,7 +234,7 @@ class SecretGuard:
         masked = self.value(alias, value, what)
         return raw if masked is value else Raw(encode(masked))
 
-    def value(self, alias: str, value: Any, what: str) -> Any:
+    def value(self, alias: str, value: object, what: str) -> object:
         """A decoded JSON value with every secret in its strings (keys too) masked:
         ``value`` itself when it holds none. Not walked at all while mcpd holds no
         secret and looks for no format in what ``alias`` sends."""
@@ -277,15 +277,15 @@ class SecretGuard:
         """``text`` masked without counting: for what mcpd writes itself."""
         return self._search.mask(text, None)
 
-    def shown(self, row: dict[str, Any]) -> dict[str, Any]:
+    def shown(self, row: Mapping[str, object]) -> dict[str, object]:
         """A status row (``mcpd status``, ``mcpd auth status``) with every string in it
         masked, without counting: a last pass over what mcpd shows, as ``LogMask`` is
         for the log, after what it quotes of a server was masked as it was kept."""
         if self._search.values is None:
-            return row
+            return dict(row)
         return {key: self._shown(value) for key, value in row.items()}
 
-    def _shown(self, value: Any) -> Any:
+    def _shown(self, value: object) -> object:
         # Its strings only: a number of mcpd's (a time, a pid) stays one.
         if isinstance(value, str):
             return self._search.mask(value, None)
@@ -336,7 +336,7 @@ class SecretGuard:
             self._said.pop(alias, None)
 
 
-def _read(data: Raw | bytes) -> tuple[Any, Callable[[Any], bytes]]:
+def _read(data: Raw | bytes) -> tuple[object, Callable[[object], bytes]]:
     """JSON ``data`` decoded, and how to write it again: its numbers as doubles, or
     where one is past a double's range (``1e400``), each as the decimal it is."""
     try:
@@ -345,7 +345,7 @@ def _read(data: Raw | bytes) -> tuple[Any, Callable[[Any], bytes]]:
         return _decode_exact.decode(data), _encode_exact.encode
 
 
-def _redact_value(value: Any, seen: list[str]) -> Any:
+def _redact_value(value: object, seen: list[str]) -> object:
     if isinstance(value, str):
         return redact(value, seen)
     if isinstance(value, dict):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any, Final
+from typing import Final
 
 from ..config.expand import MIN_SECRET
 from ..config.secrets import HeldSecret
@@ -22,7 +22,7 @@ def marker(where: str) -> str:
     return f"[secret of {where}]"
 
 
-def masked_value(value: Any, mask: Callable[[str], str]) -> Any:
+def masked_value(value: object, mask: Callable[[str], str]) -> object:
     """A decoded JSON value with every string (keys too) put through ``mask``, and any
     number whose digits ``mask`` changes replaced by what it makes of them."""
     if isinstance(value, str):
@@ -130,7 +130,7 @@ class SecretSet:
             seen.append(owner)
         return "".join(out)
 
-    def mask_value(self, value: Any, seen: list[str] | None = None) -> Any:
+    def mask_value(self, value: object, seen: list[str] | None = None) -> object:
         """``value`` as ``masked_value`` masks it with this set."""
         if not self.size:
             return value
@@ -178,5 +178,5 @@ class KnownSecrets:
     def mask(self, text: str) -> str:
         return self.current().mask(text)
 
-    def mask_value(self, value: Any) -> Any:
+    def mask_value(self, value: object) -> object:
         return self.current().mask_value(value)

@@ -75,7 +75,7 @@ class Reading:
 
     __slots__ = ("doubt", "keyed", "keys", "repeated", "value")
 
-    def __init__(self, value: Any, keys: int, repeated: str | None, doubt: str | None) -> None:
+    def __init__(self, value: object, keys: int, repeated: str | None, doubt: str | None) -> None:
         self.value = value
         self.keys = keys
         self.repeated = repeated

@@ -27,7 +27,7 @@ CAUTIOUS: Final[Mapping[str, bool]] = {
 }
 
 
-def hints_of(annotations: Mapping[str, Any] | None, trusted: bool) -> dict[str, bool]:
+def hints_of(annotations: Mapping[str, object] | None, trusted: bool) -> dict[str, bool]:
     """The hints a rule sees: the tool's own only when its server is trusted."""
     hints = dict(CAUTIOUS)
     if trusted and annotations:
@@ -93,9 +93,9 @@ class Decision(msgspec.Struct, frozen=True, kw_only=True):
         """Who decided, for the record: ``policy[2]``, or ``default``."""
         return "default" if self.rule is None else f"policy[{self.rule}]"
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, str | int | None]:
         """What ``mcpd tools --policy`` shows of it."""
-        out: dict[str, Any] = {"action": self.action, "rule": self.rule, "by": self.by}
+        out: dict[str, str | int | None] = {"action": self.action, "rule": self.rule, "by": self.by}
         if self.reason is not None:
             out["reason"] = self.reason
         if self.rate is not None:
