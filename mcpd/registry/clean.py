@@ -107,7 +107,7 @@ def _plain_ascii(text: str) -> bool:
     return text.replace("\n", "").replace("\t", "").isprintable()
 
 
-def clean_value(value: Any) -> tuple[Any, int]:
+def clean_value(value: object) -> tuple[object, int]:
     """Every string in a JSON value (keys too) cleaned, in place: the value must be
     the caller's own (freshly decoded). Walked with a stack of its own: a deep schema
     is not a deep recursion."""
@@ -134,7 +134,7 @@ def clean_value(value: Any) -> tuple[Any, int]:
     return root[0], removed
 
 
-def clean_copy(value: dict[str, Any]) -> tuple[dict[str, Any] | None, int]:
+def clean_copy(value: dict[str, object]) -> tuple[dict[str, object] | None, int]:
     """A decoded object that is not the caller's own (a field of a server's item),
     every string in it cleaned: the same object when nothing needed it, a cleaned copy
     when something did; None when it is nested too deep to write, so it cannot be shown."""
@@ -142,7 +142,8 @@ def clean_copy(value: dict[str, Any]) -> tuple[dict[str, Any] | None, int]:
         encoded = _encode(value)
         if not _maybe_hidden(encoded):
             return value, 0
-        copy, removed = clean_value(msgspec.json.decode(encoded))
+        copy = msgspec.json.decode(encoded, type=dict[str, object])
+        _, removed = clean_value(copy)  # an object is cleaned in place
     except (msgspec.DecodeError, RecursionError):
         return None, 0
     return (copy, removed) if removed else (value, 0)

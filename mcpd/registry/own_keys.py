@@ -22,7 +22,7 @@ such text never goes on as the server's bytes.
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 from msgspec import Raw
@@ -40,7 +40,7 @@ _BACKSLASH: Final = 0x5C
 _META: Final = "_meta"
 
 
-def drop(obj: dict[str, Any]) -> bool:
+def drop(obj: dict[str, object]) -> bool:
     """``obj`` (the caller's own) without keys of mcpd's; whether any went."""
     own = [key for key in obj if key.startswith(OWN)]
     for key in own:
@@ -58,7 +58,7 @@ def may_hold(raw: bytes | Raw) -> bool:
     return False
 
 
-def drop_from_meta(value: Any) -> bool:
+def drop_from_meta(value: object) -> bool:
     """Every key of mcpd's taken out of every ``_meta`` object in ``value`` (decoded,
     the caller's own: changed in place), however deep; whether any was. Walked with a
     stack: a deep value is not a deep recursion."""
@@ -90,14 +90,14 @@ def meta_dropped(raw: Raw) -> Raw:
     return reencoded(raw, value)
 
 
-def reencoded(raw: Raw, value: Any) -> Raw:
+def reencoded(raw: Raw, value: object) -> Raw:
     """``value`` (decoded from ``raw``) as JSON text: ``raw`` itself when that is what
     it encodes to, which a key given twice, or escaped, never is."""
     encoded = msgspec.json.encode(value)
     return raw if memoryview(raw) == encoded else Raw(encoded)
 
 
-def drop_from_data(data: Any) -> bool:
+def drop_from_data(data: object) -> bool:
     """An error's ``data`` (decoded, the caller's own) without keys of mcpd's at its top
     or in any ``_meta`` in it; whether any went."""
     dropped = drop(data) if isinstance(data, dict) else False

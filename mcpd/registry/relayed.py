@@ -20,7 +20,7 @@ begins with a bracket gets the server's mark, and a title is one line
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from .clean import clean_text, clean_value
 from .marking import lines_marked, one_line
@@ -29,11 +29,12 @@ from .quoting import quoted_lines
 SERVER_KEY: Final = "mcpd/server"
 _OWN_KEYS: Final = "mcpd/"
 _SHOWN: Final = frozenset({"title", "description"})
+T = TypeVar("T")
 # What of a sampling request goes before a model: all of its strings are for it.
 _SAMPLED: Final = ("messages", "systemPrompt", "tools")
 
 
-def cleaned(method: str, params: Any) -> tuple[Any, int]:
+def cleaned(method: str, params: T) -> tuple[T, int]:
     """``params`` (decoded, the caller's own: changed in place) with the texts a person
     or a model reads cleaned, and how many characters went."""
     if not isinstance(params, dict):
@@ -91,9 +92,9 @@ def _mark_form(alias: str, schema: Any) -> None:
                 item[key] = lines_marked(alias, one_line(value) if key == "title" else value)
 
 
-def marked(alias: str, method: str, params: Any) -> dict[str, Any]:
+def marked(alias: str, method: str, params: object) -> dict[str, object]:
     """``params`` as the agent gets them: saying that the server ``alias`` asks."""
-    out: dict[str, Any] = dict(params) if isinstance(params, dict) else {}
+    out: dict[str, object] = dict(params) if isinstance(params, dict) else {}
     given = out.get("_meta")
     meta = (
         {k: v for k, v in given.items() if not k.startswith(_OWN_KEYS)}

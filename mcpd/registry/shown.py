@@ -120,13 +120,13 @@ def sourced(
     description: object,
     meta: object,
     marker: str | None,
-) -> tuple[str, dict[str, Any]]:
+) -> tuple[str, mcp.Meta]:
     """The description and ``_meta`` agents see for a server's tool or prompt: the
     source in front, the state's marker before that, and mcpd's keys in ``_meta``.
     ``description``'s later lines are marked already (``lined_tools``, ``described``)."""
     note = _note(alias, description, marker)
     # Keys under mcpd/ are ours: a server cannot plant them to look vouched for.
-    out: dict[str, Any] = (
+    out: mcp.Meta = (
         {k: v for k, v in meta.items() if not k.startswith("mcpd/")}
         if isinstance(meta, dict)
         else {}
