@@ -151,12 +151,12 @@ def _walk(node: Any, path: str, on_str: Callable[[str, str], str]) -> Any:
 
 
 def expand_tree(
-    node: Any,
+    node: object,
     path: str,
     env: Mapping[str, str],
     refs: References | None = None,
     found: Found | None = None,
-) -> Any:
+) -> object:
     """Every string under ``node`` expanded; any reference that fails is an error."""
     return _walk(node, path, lambda value, where: expand(value, where, env, refs, found))
 
@@ -175,7 +175,7 @@ class ServerTable(msgspec.Struct, frozen=True):
 
 
 def expand_server(
-    body: Any, where: str, env: Mapping[str, str], found: Found | None = None
+    body: object, where: str, env: Mapping[str, str], found: Found | None = None
 ) -> ServerTable:
     refs = References()
     if isinstance(body, dict) and body.get("enabled") is False:

@@ -380,7 +380,7 @@ def _var_name(text: str) -> str:
     return f"_{name}" if name[0].isdigit() else name
 
 
-def config_from_json(text: bytes, source: str) -> dict[str, Any]:
+def config_from_json(text: bytes, source: str) -> dict[str, object]:
     """The config data for ``mcpd serve --config FILE.json``; notes go to the log."""
     import logging
 

@@ -63,7 +63,7 @@ def _validation_error(exc: msgspec.ValidationError, prefix: str = "") -> ConfigE
 
 
 def parse(
-    data: Mapping[str, Any], env: Mapping[str, str] | None = None, source: str = ""
+    data: Mapping[str, object], env: Mapping[str, str] | None = None, source: str = ""
 ) -> Config:
     env = os.environ if env is None else env
     for key in ("source", "state_path", "variables", "secret_files", "held_secrets"):  # set by mcpd
@@ -72,7 +72,7 @@ def parse(
     servers = data.get("servers")
     refs = References()
     found: Found = []
-    expanded = expand_tree({k: v for k, v in data.items() if k != "servers"}, "", env, refs, found)
+    expanded = {k: expand_tree(v, k, env, refs, found) for k, v in data.items() if k != "servers"}
     tables: dict[str, ServerTable] = {}
     if isinstance(servers, dict):
         # Each server on its own: what one of them lacks on this machine is its problem.
@@ -81,9 +81,10 @@ def parse(
     elif servers is not None:
         expanded["servers"] = servers
     expanded["source"] = source
-    expanded["variables"] = {a: sorted(t.variables) for a, t in tables.items() if t.variables}
+    variables = {a: sorted(t.variables) for a, t in tables.items() if t.variables}
     if refs.names:
-        expanded["variables"][""] = sorted(refs.names)
+        variables[""] = sorted(refs.names)
+    expanded["variables"] = variables
     expanded["secret_files"] = sorted(refs.files.union(*(t.files for t in tables.values())))
     names = refs.names.union(*(t.variables for t in tables.values()))
     # The errors of the checks show no value a reference gave, whole or in part.
@@ -102,7 +103,7 @@ def said_of(config: Config, env: Mapping[str, str] | None = None) -> dict[str, s
     return stand_ins(names, env, config.held_secrets)
 
 
-def _checked(expanded: dict[str, Any], tables: Mapping[str, ServerTable]) -> Config:
+def _checked(expanded: dict[str, object], tables: Mapping[str, ServerTable]) -> Config:
     """The expanded config as the model's structs, every check passed."""
     _check_servers(expanded.get("servers"))
     profiles = expanded.get("profiles")
@@ -222,7 +223,7 @@ def load(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> 
     return _parsed_in(p, data, env)
 
 
-def _parsed_in(p: Path, data: Mapping[str, Any], env: Mapping[str, str] | None) -> Config:
+def _parsed_in(p: Path, data: Mapping[str, object], env: Mapping[str, str] | None) -> Config:
     try:
         return parse(data, env, source=str(p))
     except ConfigError as exc:

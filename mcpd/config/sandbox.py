@@ -33,7 +33,7 @@ import pwd
 import resource
 import urllib.parse
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final, TypedDict
 
 import msgspec
 
@@ -305,7 +305,22 @@ def expected_shortfall(sandbox: Sandbox) -> str | None:
         return f"the server cannot start: {exc}"
 
 
-def sandbox_status(sandbox: Sandbox, unprotected: str | None, started: bool) -> dict[str, Any]:
+class SandboxStatus(TypedDict):
+    """A server's sandbox as ``mcpd status --json`` shows it: a dict, as the rest of a
+    status row is, so that the last masking pass over the row (``SecretGuard.shown``)
+    walks it too."""
+
+    level: Level
+    unprotected: str | None
+    home: str
+    read: list[str]
+    write: list[str]
+    network: bool
+    host_loopback: list[int]
+    limits: dict[str, int | None]
+
+
+def sandbox_status(sandbox: Sandbox, unprotected: str | None, started: bool) -> SandboxStatus:
     """A server's sandbox as ``mcpd status --json`` shows it: ``unprotected`` is what its
     last start could not apply (when ``started``)."""
     if not started:
