@@ -145,17 +145,22 @@ class StatusReport:
         only = None if scope is None else scope.has_server
         return self._histories.view(self._supervisor.runners, only)
 
-    def _servers(self, scope: ProfileView | None = None) -> list[dict[str, Any]]:
+    def _servers(self, scope: ProfileView | None = None) -> list[dict[str, object]]:
         """Each server's row (of those ``scope`` has), its times as ISO dates."""
         servers = []
         for s in self._supervisor.status(None if scope is None else scope.has_server):
             s = dict(s)
-            s["since"] = iso(s["since"])
-            s["retry_at"] = iso(s["retry_at"])
+            s["since"] = _iso(s["since"])
+            s["retry_at"] = _iso(s["retry_at"])
             # What the server's own settings name that it does not list: the operator's.
-            s["warnings"] = self.unlisted.of(s["alias"]) if scope is None else []
+            s["warnings"] = self.unlisted.of(str(s["alias"])) if scope is None else []
             servers.append(s)
         return servers
+
+
+def _iso(mono: object) -> str | None:
+    """A time of a status row (a monotonic time, or None for none) as an ISO date."""
+    return iso(mono) if isinstance(mono, int | float) else None
 
 
 # What a server's row shows of its process to the daemon's own user and root alone.

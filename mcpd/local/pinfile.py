@@ -30,7 +30,7 @@ import errno
 import logging
 import os
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 import trio
@@ -43,6 +43,7 @@ from ..registry.pins import BadPins
 from ..registry.review import Review
 from . import pinrecords, pinwriter
 from .pacing import Paced
+from .pinanswers import Approved, Forgotten, HeldItem, Imported
 from .pinrecords import Sections, decode
 
 logger = logging.getLogger("mcpd.state")
@@ -177,7 +178,7 @@ class PinKeeper:
             self._failed("cannot read the pins approved from", exc)
             return {}
 
-    async def forget_unreadable(self) -> dict[str, Any]:
+    async def forget_unreadable(self) -> Forgotten:
         """The operator's word that the pins kept aside are to be forgotten: they are
         removed, and each server held for them is approved as it lists now, as at a
         first start (unless new servers are held anyway)."""
@@ -201,7 +202,7 @@ class PinKeeper:
             ", ".join(approved) or "none",
             extra=log_extra(None, "approved"),
         )
-        return {"removed": kept, "approved": approved}
+        return Forgotten(removed=kept, approved=approved)
 
     # -- what the commands ask --
 
@@ -209,7 +210,7 @@ class PinKeeper:
         """Whether ``alias`` is a server of the config, or one the pins remember."""
         return self._configured(alias) or alias in self.review.pins.servers
 
-    def pending(self, only: str | None = None) -> list[dict[str, Any]]:
+    def pending(self, only: str | None = None) -> list[HeldItem]:
         return [_pending(p, self.review.pins) for p in self.review.pending(only)]
 
     def waiting(self) -> list[Pending]:
@@ -217,7 +218,7 @@ class PinKeeper:
         JSON: for a view that reads no more of them than it shows."""
         return self.review.pending()
 
-    def findings(self, only: str | None = None) -> list[dict[str, Any]]:
+    def findings(self, only: str | None = None) -> list[dict[str, object]]:
         return [
             {"server": alias, "kind": kind, "name": name, **msgspec.to_builtins(f)}
             for alias, kind, name, found in self.review.found(only)
@@ -226,7 +227,7 @@ class PinKeeper:
 
     async def approve(
         self, alias: str, picks: list[tuple[HeldKind, str, str]] | None, whole: bool = False
-    ) -> dict[str, Any]:
+    ) -> Approved:
         """Approve what was shown (``picks``: kind, name, digest) or all that waits;
         ``whole``: the server too, once nothing of it waits."""
         if not self.knows(alias):
@@ -236,19 +237,24 @@ class PinKeeper:
         self._rejudge(alias)
         for label in result.approved:
             logger.info("%s: %s approved", alias, label, extra=log_extra(alias, "approved", label))
-        return {**msgspec.to_builtins(result), "saved": saved}
+        return Approved(
+            approved=result.approved,
+            stale=result.stale,
+            unknown=result.unknown,
+            whole_only=result.whole_only,
+            saved=saved,
+        )
 
-    async def export(self, aliases: list[str] | None = None) -> dict[str, Any]:
+    async def export(self, aliases: list[str] | None = None) -> dict[str, object]:
         """The pins of these servers (all), with their definitions, as the file has
         them once everything is written."""
         if await self.flush():
             pins = await trio.to_thread.run_sync(pinrecords.exported, self.path, aliases)
         else:
             pins = self.review.export(aliases)
-        out: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(pins))
-        return out
+        return msgspec.json.decode(msgspec.json.encode(pins), type=dict[str, object])
 
-    async def import_pins(self, document: bytes, replace: bool) -> dict[str, Any]:
+    async def import_pins(self, document: bytes, replace: bool) -> Imported:
         pins = decode(document, "the imported pins")
         before = len(self.review.pending())
         count = self.review.import_pins(pins, replace)
@@ -261,12 +267,12 @@ class PinKeeper:
             ", ".join(sorted(pins.servers)) or "no server",
             extra=log_extra(None, "approved"),
         )
-        return {
-            "servers": sorted(pins.servers),
-            "items": count,
-            "released": max(0, before - len(self.review.pending())),
-            "saved": saved,
-        }
+        return Imported(
+            servers=sorted(pins.servers),
+            items=count,
+            released=max(0, before - len(self.review.pending())),
+            saved=saved,
+        )
 
 
 def kept_aside(path: str) -> list[str]:
@@ -307,22 +313,21 @@ def set_aside(path: str) -> str:
     return aside
 
 
-def _pending(p: Pending, pins: Pins) -> dict[str, Any]:
+def _pending(p: Pending, pins: Pins) -> HeldItem:
+    row = HeldItem(
+        server=p.server,
+        kind=p.kind,
+        name=p.name,
+        why=p.why,
+        reason=held_reason(p.why, p.server, p.rules),
+        rules=p.rules,
+        digest=p.offered.digest,
+        offered=msgspec.json.decode(p.offered.definition),
+        approved=None if p.approved is None else msgspec.json.decode(p.approved.definition),
+    )
     # Held as maybe forgotten: how many names the server had mcpd forget, so that a
     # person can tell a chance match (many) from a likely one (few).
     server = pins.servers.get(p.server)
-    forgotten = {}
     if p.why == "forgotten" and server is not None:
-        forgotten["forgotten_names"] = server.forgotten_names()
-    return {
-        "server": p.server,
-        "kind": p.kind,
-        "name": p.name,
-        "why": p.why,
-        "reason": held_reason(p.why, p.server, p.rules),
-        "rules": p.rules,
-        "digest": p.offered.digest,
-        "offered": msgspec.json.decode(p.offered.definition),
-        "approved": None if p.approved is None else msgspec.json.decode(p.approved.definition),
-        **forgotten,
-    }
+        row["forgotten_names"] = server.forgotten_names()
+    return row

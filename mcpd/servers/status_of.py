@@ -4,7 +4,7 @@ sandbox, its login and its pins add."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from .server_parts import ServerParts
 
 
-def status_of(parts: ServerParts) -> dict[str, Any]:
+def status_of(parts: ServerParts) -> dict[str, object]:
     up = parts.upstream
     reported = Reported(
         alias=parts.alias,

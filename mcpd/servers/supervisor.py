@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 import trio
@@ -332,7 +332,7 @@ class Supervisor:
         await self.restart(report)
         return report
 
-    def status(self, only: Callable[[str], bool] | None = None) -> list[dict[str, Any]]:
+    def status(self, only: Callable[[str], bool] | None = None) -> list[dict[str, object]]:
         """Each server's row in ``mcpd status`` (of those whose alias ``only`` admits)."""
         return [self.runners[a].status() for a in sorted(self.runners) if only is None or only(a)]
 
