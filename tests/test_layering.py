@@ -306,6 +306,19 @@ def seam_modules(edges: dict[str, set[str]]) -> set[str]:
     return found
 
 
+def area_of(name: str) -> str:
+    """The area ``name`` belongs to: a package of mcpd's (``mcpd.servers``, its
+    ``__init__`` included), mcpd's own top-level modules (``mcpd``), or ``protocol`` or
+    ``transports`` whole."""
+    parts = MODULES[name].relative_to(ROOT).parts
+    return f"mcpd.{parts[1]}" if parts[0] == "mcpd" and len(parts) > 2 else parts[0]
+
+
+def shared_modules(edges: dict[str, set[str]]) -> set[str]:
+    """The modules a module of another area imports: what one area hands another."""
+    return {dst for src, dsts in edges.items() for dst in dsts if area_of(dst) != area_of(src)}
+
+
 def any_at_seam(source: str, where: str) -> list[str]:
     """``Any`` in a seam module's public interface: its public functions, and every
     public method (and ``__init__``) of its public classes; named outright, or through
@@ -330,11 +343,12 @@ def any_at_seam(source: str, where: str) -> list[str]:
     return found
 
 
-# What may stay ``Any`` at the seam: JSON of the peers' making, whose shape is theirs.
-# Each entry: where -> why.
+# What may stay ``Any`` where it crosses: JSON of the peers' making, whose shape is
+# theirs, and what is handed on to a library that checks it. Each entry: where -> why.
 _CAPABILITIES = "an agent's capabilities: a JSON object each revision of the spec may add to"
 _RESULT = "a server's result decoded to be rewritten: a JSON object of the server's making"
-JSON_VALUES = {
+_TOOL = "a tool as mcpd lists it, shaped for a model's API: JSON of its server's making"
+UNTYPED = {
     "mcpd.agents.askback.askback.DirectAsker.__init__:capabilities": _CAPABILITIES,
     "mcpd.agents.askback.askback.ParkedAsker.__init__:capabilities": _CAPABILITIES,
     "mcpd.agents.askback.driver.AgentSide.upstream_capabilities:return": _CAPABILITIES,
@@ -344,26 +358,39 @@ JSON_VALUES = {
     "mcpd.agents.prompts.reply_for:return": _RESULT,
     "mcpd.agents.prompts.reply_for:rewrite": _RESULT,
     "mcpd.agents.prompts.serve_asked:rewrite": _RESULT,
+    "mcpd.agents.http.wire.Wire.send:events": "h11's events, each checked by h11 as it is sent",
+    "mcpd.agents.lists.formats.anthropic:tool": _TOOL,
+    "mcpd.agents.lists.formats.anthropic:return": _TOOL,
+    "mcpd.agents.lists.formats.openai:tool": _TOOL,
+    "mcpd.agents.lists.formats.openai:return": _TOOL,
+    "mcpd.agents.lists.formats.openai_responses:tool": _TOOL,
+    "mcpd.agents.lists.formats.openai_responses:return": _TOOL,
+    "mcpd.agents.lists.formats.translate:tools": _TOOL,
+    "mcpd.agents.lists.formats.translate:return": _TOOL,
 }
 
 
 def test_no_any_crosses_the_seam() -> None:
-    """A value that crosses between the agent side and the server side has a type
-    both can read: a struct, a named alias, ``object`` for what is checked where it is
-    read. The seam is ``seam_modules``; in those, every public function, and every
-    public method and ``__init__`` of a public class, is checked for ``Any`` in a
-    parameter's annotation or the return's. What the check does not see: the fields
-    of the structs that cross (``servers.calls.Call``), and an alias of another module's
-    that stands for ``Any`` (``protocol.mcp.Meta``); one of the module's own is seen."""
+    """A value that crosses between two areas (the agent side and the server side,
+    protocol and the daemon, the config and the policy) has a type both can read: a
+    struct, a named alias (``protocol.jsonrpc.Json`` for JSON of a peer's making),
+    ``object`` for what is only passed on or is checked where it is read. The seam is
+    ``seam_modules`` and every module another area imports (``shared_modules``); in
+    those, every public function, and every public method and ``__init__`` of a public
+    class, is checked for ``Any`` in a parameter's annotation or the return's. What the
+    check does not see: the fields of the structs that cross (``servers.calls.Call``),
+    and an alias of another module's that stands for ``Any``; one of the module's own
+    (``protocol.mcp.Meta``) is seen."""
+    edges = graph()
     hits = {
         hit
-        for name in seam_modules(graph())
+        for name in seam_modules(edges) | shared_modules(edges)
         for hit in any_at_seam(MODULES[name].read_text(), name)
     }
-    found = sorted(hits - set(JSON_VALUES))
-    assert not found, "Any at the seam between agents and servers:\n" + "\n".join(found)
-    gone = sorted(set(JSON_VALUES) - hits)
-    assert not gone, "no longer Any; strike from JSON_VALUES:\n" + "\n".join(gone)
+    found = sorted(hits - set(UNTYPED))
+    assert not found, "Any where one area hands another a value:\n" + "\n".join(found)
+    gone = sorted(set(UNTYPED) - hits)
+    assert not gone, "no longer Any; strike from UNTYPED:\n" + "\n".join(gone)
 
 
 # Interfaces (a Protocol, an abstract base) with one implementation that a layering
@@ -511,6 +538,16 @@ def later(hooks: Later, typed: Typed) -> None: ...
     assert {"mcpd.agents.askback.askback", "mcpd.agents.askback.driver"} <= seam
     agents = {m for m in seam if within(m, "mcpd.agents")}
     assert agents == {"mcpd.agents.backend", *CALL_PATH}
+    # An area is a package of mcpd's, its __init__ too, or protocol or transports whole.
+    assert [area_of(m) for m in ("mcpd.servers", "mcpd.servers.oauth.login")] == [
+        "mcpd.servers",
+        "mcpd.servers",
+    ]
+    assert [area_of(m) for m in ("mcpd.daemon", "protocol.oauth.http")] == ["mcpd", "protocol"]
+    shared = shared_modules(graph())
+    assert {"protocol.jsonrpc", "mcpd.policy.guard", "mcpd.config.load"} <= shared
+    # Imported only from within its own area: protocol.oauth.jws by protocol.oauth.
+    assert "protocol.oauth.jws" not in shared
 
 
 # A function past this many lines (its def to its last line, docstring included) does
