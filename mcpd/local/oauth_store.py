@@ -2,7 +2,8 @@
 
 ``<state_dir>/oauth/<alias>.json`` holds, per authorization server (keyed by its
 issuer), the metadata needed to refresh, the client registration mcpd made there and
-the tokens it got; ``issuer`` names the one in use. Credentials never travel between
+the tokens it got (with the client they were issued to, when logins there no longer
+use it); ``issuer`` names the one in use. Credentials never travel between
 issuers: a server that moved to another authorization server starts a new entry.
 The URL the tokens were obtained for is kept too, so tokens are never sent to a
 server whose configured URL changed.
@@ -38,8 +39,18 @@ SUBDIR: Final = "oauth"
 
 class IssuerRecord(msgspec.Struct, kw_only=True):
     server: AuthorizationServer | None = None
+    # The client a login there uses (None: the next one registers, or names one).
     registration: ClientRegistration | None = None
     tokens: TokenSet | None = None
+    # The client ``tokens`` were issued to once logins no longer use it (the
+    # authorization server refused it at a later login): they are refreshed and
+    # revoked as that client until they are dropped. None: ``registration``.
+    tokens_client: ClientRegistration | None = None
+
+    @property
+    def issued_to(self) -> ClientRegistration | None:
+        """The client the tokens were issued to, as saved (a configured secret is not)."""
+        return self.tokens_client or self.registration
 
 
 class StoredLogin(msgspec.Struct, kw_only=True):

@@ -216,7 +216,7 @@ class ServerAuth(AuthState, AuthHook):
             await self._renew_now(tokens, refused=refused)
 
     async def _renew_now(self, tokens: TokenSet, *, refused: bool) -> None:
-        server, reg = self.creds.server, self.creds.registration()
+        server, reg = self.creds.server, self.creds.tokens_client()
         if tokens.refresh_token is not None and server is not None and reg is not None:
             try:
                 policy = await self.policy()

@@ -91,9 +91,9 @@ class Credentials:
                 f"not {display_url(self.url)}"
             )
         current = stored.current
-        reg = current.registration if current is not None else None
         if current is None or current.tokens is None:
             return None  # no tokens to send anywhere
+        reg = current.issued_to
         saved_id = reg.client_id if reg is not None else None
         wanted_id, wanted_issuer = self.client.client_id, self.client.issuer
         if (wanted_issuer is not None and wanted_issuer != stored.issuer) or (
@@ -136,9 +136,20 @@ class Credentials:
         return tokens.authorization() if tokens is not None else None
 
     def registration(self) -> ClientRegistration | None:
-        """The identity mcpd uses with the current issuer, secret included."""
+        """The identity a login at the current issuer uses, secret included."""
         current = self.record.current
-        reg = current.registration if current is not None else None
+        return self._with_secret(current.registration if current is not None else None)
+
+    def tokens_client(self) -> ClientRegistration | None:
+        """The client the tokens in use were issued to, secret included: the one their
+        refresh and their revocation authenticate as (None: no tokens, or a login
+        saved without it)."""
+        current = self.record.current
+        if current is None or current.tokens is None:
+            return None
+        return self._with_secret(current.issued_to)
+
+    def _with_secret(self, reg: ClientRegistration | None) -> ClientRegistration | None:
         if reg is not None and reg.source == "preregistered":
             return msgspec.structs.replace(reg, client_secret=self.client.client_secret)
         return reg
@@ -180,10 +191,12 @@ class Credentials:
         entry.server = result.discovery.server
         entry.registration = reg
         entry.tokens = result.tokens
+        entry.tokens_client = None
         self.record.issuer = issuer
         self.record.configured_scopes = list(self.scopes)
 
     def replace_tokens(self, tokens: TokenSet) -> None:
+        """Tokens a refresh brought, issued to the client that asked for them."""
         current = self.record.current
         if current is not None:
             current.tokens = tokens
@@ -191,11 +204,11 @@ class Credentials:
     def drop_tokens(self) -> None:
         current = self.record.current
         if current is not None:
-            current.tokens = None
+            current.tokens = current.tokens_client = None
 
     def drop_all_tokens(self) -> None:
         for entry in self.record.issuers.values():
-            entry.tokens = None
+            entry.tokens = entry.tokens_client = None
 
     def drop_refresh_token(self) -> None:
         tokens = self.tokens
@@ -206,12 +219,15 @@ class Credentials:
         """Drop the client mcpd registered at ``issuer`` (None: the one in use), so that
         the next login there registers anew: the client id it had, or None when there is
         no client mcpd registered (a configured one is the person's to change). Tokens
-        issued to it are kept: an access token works until it expires."""
+        issued to it keep it until they are dropped: they are refreshed and revoked as
+        the client they were issued to, which the authorization server may still accept."""
         entry = self.record.issuers.get(issuer or self.record.issuer or "")
         reg = entry.registration if entry is not None else None
         if entry is None or reg is None or reg.source != "dynamic":
             return None
         entry.registration = None
+        if entry.tokens is not None and entry.tokens_client is None:
+            entry.tokens_client = reg
         return reg.client_id
 
     def forget_registered_clients(self) -> list[str]:
@@ -244,9 +260,11 @@ class Credentials:
             if tokens.refresh_token is not None:
                 held.append(tokens.refresh_token)
         for entry in self.record.issuers.values():
-            reg = entry.registration
-            if reg is not None and reg.source != "preregistered" and reg.client_secret is not None:
-                held.append(reg.client_secret)
+            for reg in (entry.registration, entry.tokens_client):
+                if reg is None or reg.source == "preregistered":
+                    continue
+                if reg.client_secret is not None:
+                    held.append(reg.client_secret)
         return [v for v in (t.reveal() for t in held) if len(v) >= SHORTEST_MASKED_TOKEN]
 
     def has_tokens_saved(self) -> bool:
@@ -257,20 +275,21 @@ class Credentials:
     def summary(self, now: float | None = None) -> dict[str, Any]:
         now = time.time() if now is None else now
         tokens = self.tokens
-        out: dict[str, Any] = {
-            "issuer": self.issuer,
-            "client_id": (self.registration() or _NO_REG).client_id or None,
-        }
+        # The login's client while there is one, else the one the next login uses.
+        client = self.tokens_client() or self.registration() or _NO_REG
+        out: dict[str, Any] = {"issuer": self.issuer, "client_id": client.client_id or None}
         if tokens is None:
             return {**out, "logged_in": False}
+        held = tokens.refresh_token is not None
         return {
             **out,
             "logged_in": True,
             "scopes": list(tokens.scope or ()),
             "expires_at": _iso(tokens.expires_at),
             "expired": tokens.expired(now),
+            "refresh_token": held,
             # A refresh token is of no use without the client it was issued to.
-            "refreshable": tokens.refresh_token is not None and self.registration() is not None,
+            "refreshable": held and self.tokens_client() is not None,
             "obtained_at": _iso(tokens.obtained_at or None),
         }
 

@@ -45,7 +45,7 @@ from transports.errors import TransportError
 from .auth import ServerAuth
 from .errors import AuthFailed, LoginError, NoOAuthLogin, RedirectFailed, why
 from .moving import recheck_step_up
-from .revoking import Revocation, revoke
+from .revoking import Revocation, revoke_login
 
 LOGIN_TTL: Final = 600.0
 logger = logging.getLogger("mcpd.auth")
@@ -269,7 +269,8 @@ class Login:
         )
 
     async def logout(self, *, forget_client: bool = False) -> dict[str, Any]:
-        """Forget the tokens, revoking them first where the server offers it; with
+        """Forget the tokens, revoking them first where the server offers it, as the
+        client they were issued to (which logins may no longer use); with
         ``forget_client``, the clients mcpd registered too, so that the next login
         registers anew (kept otherwise: each registration is one more client there)."""
         auth = self.auth
@@ -288,16 +289,16 @@ class Login:
                     await auth.save()
                 said = {"had_tokens": False, **Revocation().said()}
                 return {**said, "forgot_client": bool(forgot)}
-            tokens, server, reg = creds.tokens, creds.server, creds.registration()
-            outcome = Revocation()
-            if tokens is not None and server is not None and reg is not None:
-                key = creds.client.signing_key
-                try:
-                    policy = await auth.policy()
-                except (TransportError, OAuthError) as exc:
-                    outcome.problem = why(exc)
-                else:
-                    outcome = await revoke(auth.http, tokens, server, reg, policy, key)
+            tokens, outcome = creds.tokens, Revocation()
+            if tokens is not None:
+                outcome = await revoke_login(
+                    auth.http,
+                    tokens,
+                    creds.server,
+                    creds.tokens_client(),
+                    auth.policy,
+                    creds.client.signing_key,
+                )
             creds.drop_all_tokens()
             forgot = creds.forget_registered_clients() if forget_client else []
             await auth.save()
@@ -307,11 +308,13 @@ class Login:
 
     def renewable(self) -> bool:
         """Whether mcpd can renew the login it holds without the person: a refresh
-        token, or a machine identity (True too when it holds none)."""
-        tokens = self.auth.creds.tokens
+        token with the client it was issued to, or a machine identity (True too when it
+        holds none)."""
+        creds = self.auth.creds
+        tokens = creds.tokens
         return (
             tokens is None
-            or tokens.refresh_token is not None
+            or (tokens.refresh_token is not None and creds.tokens_client() is not None)
             or self.auth.kind == "client_credentials"
         )
 

@@ -4,8 +4,10 @@ server's login (``login``) and of one saved for a server no longer configured
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 import msgspec
@@ -37,19 +39,60 @@ _Hint = Literal["refresh_token", "access_token"]
 class Revocation(msgspec.Struct):
     """What a logout's revocation did: the tokens revoked, those of a kind the server
     does not revoke (RFC 7009 §2.2.1 ``unsupported_token_type``: not a failure, the
-    token ends with its lifetime), and why revoking stopped short (None: it did not,
-    or the server offers no revocation)."""
+    token ends with its lifetime), why revoking stopped short or could not be tried
+    (None: it did not, or the server offers no revocation) and the tokens that are
+    left valid at the authorization server for that reason."""
 
     revoked: list[_Hint] = msgspec.field(default_factory=list)
     not_revocable: list[_Hint] = msgspec.field(default_factory=list)
     problem: str | None = None
+    unrevoked: list[_Hint] = msgspec.field(default_factory=list)
+
+    def stopped(self, problem: str, left: list[tuple[_Hint, Secret]]) -> Revocation:
+        self.problem = problem
+        self.unrevoked = [hint for hint, _ in left]
+        return self
 
     def said(self) -> dict[str, Any]:
         return {
             "revoked": list(self.revoked),
             "not_revocable": list(self.not_revocable),
             "problem": self.problem,
+            "unrevoked": list(self.unrevoked),
         }
+
+
+def _held(tokens: TokenSet) -> list[tuple[_Hint, Secret]]:
+    """The tokens to revoke, the refresh token first: it outlives the other."""
+    hints: list[tuple[_Hint, Secret | None]] = [
+        ("refresh_token", tokens.refresh_token),
+        ("access_token", tokens.access_token),
+    ]
+    return [(hint, token) for hint, token in hints if token is not None]
+
+
+async def revoke_login(
+    http: OAuthHttp,
+    tokens: TokenSet,
+    server: AuthorizationServer | None,
+    reg: ClientRegistration | None,
+    policy: Callable[[], Awaitable[FetchPolicy]],
+    key: SigningKey | None,
+) -> Revocation:
+    """A logout's revocation of the tokens at ``server`` as ``reg``, the client they
+    were issued to; when either is missing, nothing can be asked, and it says so."""
+    if server is None:
+        problem = "mcpd does not have their authorization server's metadata to ask it"
+    elif reg is None:
+        problem = "mcpd no longer has the client they were issued to, which revoking them needs"
+    else:
+        try:
+            allowed = await policy()
+        except (TransportError, OAuthError) as exc:
+            problem = why(exc)
+        else:
+            return await revoke(http, tokens, server, reg, allowed, key)
+    return Revocation().stopped(problem, _held(tokens))
 
 
 async def revoke(
@@ -60,26 +103,19 @@ async def revoke(
     policy: FetchPolicy,
     key: SigningKey | None,
 ) -> Revocation:
-    """Revoke the tokens, the refresh token first: it outlives the other."""
+    """Revoke the tokens, the refresh token first, as the client they were issued to."""
     out = Revocation()
-    hints: list[tuple[_Hint, Secret | None]] = [
-        ("refresh_token", tokens.refresh_token),
-        ("access_token", tokens.access_token),
-    ]
-    for hint, token in hints:
-        if token is None:
-            continue
+    held = _held(tokens)
+    for at, (hint, token) in enumerate(held):
         try:
             offered = await http.revoke(server, reg, token, hint, policy, key=key)
         except TokenEndpointError as exc:
             if exc.error == "unsupported_token_type":
                 out.not_revocable.append(hint)
                 continue
-            out.problem = why(exc)
-            return out
+            return out.stopped(why(exc), held[at:])
         except (TransportError, OAuthError) as exc:
-            out.problem = why(exc)
-            return out
+            return out.stopped(why(exc), held[at:])
         if not offered:
             break
         out.revoked.append(hint)
@@ -104,19 +140,13 @@ async def forget_unconfigured(alias: str, state_dir: str) -> dict[str, Any] | No
     if not isinstance(found, StoredLogin):
         outcome.problem = f"the saved login cannot be read ({found.why})" if found else None
     elif current is not None and tokens is not None:
-        server, reg = current.server, current.registration
-        if server is not None and reg is not None:
-            http = OAuthHttp(
-                label=f"{alias}: authorization",
-                server_url=found.server_url,
-                timeout=TOKEN_REQUEST_TIMEOUT,
-            )
-            try:
-                policy = await http.policy_for(found.server_url)
-            except (TransportError, OAuthError) as exc:
-                outcome.problem = why(exc)
-            else:
-                outcome = await revoke(http, tokens, server, reg, policy, None)
+        http = OAuthHttp(
+            label=f"{alias}: authorization",
+            server_url=found.server_url,
+            timeout=TOKEN_REQUEST_TIMEOUT,
+        )
+        policy = functools.partial(http.policy_for, found.server_url)
+        outcome = await revoke_login(http, tokens, current.server, current.issued_to, policy, None)
     await trio.to_thread.run_sync(os.unlink, path)
     logger.info(
         "%s: the saved login of a server no longer configured was removed (%s)",

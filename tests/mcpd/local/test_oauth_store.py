@@ -59,6 +59,18 @@ async def test_a_file_written_without_a_format_is_taken_as_this_one(tmp_path: Pa
     assert back is not None and back.format == FORMAT and back.current is None
 
 
+async def test_a_file_written_before_tokens_kept_their_own_client_is_read(
+    tmp_path: Path,
+) -> None:
+    store = OAuthStore(str(tmp_path))
+    entry = b'{"registration": {"issuer": "i", "client_id": "c"}, "tokens": {"access_token": "a"}}'
+    planted(store, "tickets", b'{"server_url": "u", "issuer": "i", "issuers": {"i": %s}}' % entry)
+    back = await store.load("tickets")
+    assert back is not None and back.current is not None
+    assert back.current.tokens_client is None
+    assert back.current.issued_to is not None and back.current.issued_to.client_id == "c"
+
+
 @pytest.mark.parametrize(
     ("content", "why"),
     [

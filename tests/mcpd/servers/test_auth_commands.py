@@ -299,6 +299,7 @@ async def test_logging_out_revokes_and_holds_the_server_for_a_login(
             "revoked": ["refresh_token", "access_token"],
             "not_revocable": [],
             "problem": None,
+            "unrevoked": [],
             "forgot_client": False,
         }
         await trio.testing.wait_all_tasks_blocked()
@@ -309,5 +310,6 @@ async def test_logging_out_revokes_and_holds_the_server_for_a_login(
             "revoked": [],
             "not_revocable": [],
             "problem": None,
+            "unrevoked": [],
             "forgot_client": False,
         }

@@ -118,6 +118,64 @@ def test_dropping_all_tokens_keeps_the_registrations() -> None:
     assert creds.registration() is not None
 
 
+def test_a_forgotten_client_is_kept_with_the_tokens_issued_to_it_until_they_go() -> None:
+    creds = logged_in(client_secret=Secret("issued-Zq9xK8jH6gF4dS2aL0p"), source="dynamic")
+    assert creds.forget_registered_client() == "cid"
+    assert creds.registration() is None and creds.registrations() == {}
+    kept = creds.tokens_client()
+    assert kept is not None and kept.client_id == "cid"
+    assert "issued-Zq9xK8jH6gF4dS2aL0p" in creds.to_mask()
+    assert creds.summary(now=0.0)["client_id"] == "cid"
+    assert creds.summary(now=0.0)["refreshable"] is True
+    # A refresh's tokens are the same client's; forgetting a later one keeps this one.
+    creds.replace_tokens(tokens("at-2", "rt-2"))
+    creds.drop_refresh_token()
+    assert creds.tokens_client() == kept
+    current = creds.record.current
+    assert current is not None
+    current.registration = ClientRegistration(OLD, "cid-2")
+    assert creds.forget_registered_client() == "cid-2"
+    assert creds.tokens_client() == kept
+    creds.drop_tokens()
+    assert creds.tokens_client() is None and current.tokens_client is None
+
+
+def test_a_login_and_a_logout_drop_the_client_kept_for_the_tokens() -> None:
+    creds = logged_in()
+    creds.forget_registered_client()
+    fresh = ClientRegistration(OLD, "cid-2")
+    creds.adopt(AuthorizationResult(tokens("at-2"), fresh, discovery(OLD)))
+    assert creds.tokens_client() == fresh == creds.registration()
+    current = creds.record.current
+    assert current is not None and current.tokens_client is None
+    creds.forget_registered_client()
+    creds.drop_all_tokens()
+    assert current.tokens_client is None and not creds.has_tokens_saved()
+    # Without tokens there is nothing to keep a client for.
+    creds = logged_in()
+    creds.drop_tokens()
+    creds.forget_registered_client()
+    assert creds.record.current is not None and creds.record.current.tokens_client is None
+
+
+def test_a_configured_client_is_never_forgotten_and_its_secret_is_put_back() -> None:
+    creds = logged_in(source="preregistered")
+    assert creds.forget_registered_client() is None
+    reg = creds.tokens_client()
+    assert reg is not None and reg.client_secret == Secret("configured-secret")
+
+
+def test_a_saved_login_is_restored_for_the_client_its_tokens_were_issued_to() -> None:
+    creds = logged_in()
+    creds.forget_registered_client()
+    saved = creds.record
+    assert Credentials(URL, ClientConfig(client_id="cid")).restore(saved) is None
+    assert Credentials(URL, ClientConfig(client_id="other")).restore(saved) == (
+        f'the saved login is for client "cid" at the issuer "{OLD}"; the configuration '
+        f'now names client "other"'
+    )
+
+
 def test_nothing_changes_without_a_current_issuer() -> None:
     creds = Credentials(URL, ClientConfig())
     creds.replace_tokens(tokens())
@@ -166,6 +224,7 @@ def test_the_summary_never_holds_a_token() -> None:
         "scopes": ["read", "write"],
         "expires_at": "1970-01-12T13:46:40+00:00",
         "expired": True,
+        "refresh_token": True,
         "refreshable": True,
         "obtained_at": "1970-01-12T13:30:00+00:00",
     }

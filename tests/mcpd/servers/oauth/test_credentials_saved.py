@@ -158,6 +158,7 @@ async def test_logging_out_of_a_server_no_longer_configured_revokes_and_removes_
         "revoked": ["refresh_token", "access_token"],
         "not_revocable": [],
         "problem": None,
+        "unrevoked": [],
         "removed": str(path),
     }
     assert not path.exists() and len(srv.revoked) == 2 and not srv.live_refresh

@@ -341,6 +341,7 @@ async def test_logging_out_revokes_both_tokens_forgets_them_and_holds_the_server
         "revoked": ["refresh_token", "access_token"],
         "not_revocable": [],
         "problem": None,
+        "unrevoked": [],
         "forgot_client": False,
     }
     revoked = [world.form(r) for r in world.sent_to(world.metadata["revocation_endpoint"])]
@@ -376,6 +377,7 @@ async def test_logging_out_without_revocation_offered_only_forgets(
         "revoked": [],
         "not_revocable": [],
         "problem": None,
+        "unrevoked": [],
         "forgot_client": False,
     }
     assert login.auth.creds.tokens is None
@@ -392,6 +394,7 @@ async def test_logging_out_of_a_server_never_logged_in_to_leaves_it_serving(
         "revoked": [],
         "not_revocable": [],
         "problem": None,
+        "unrevoked": [],
         "forgot_client": False,
     }
     assert login.auth.needs_login is None

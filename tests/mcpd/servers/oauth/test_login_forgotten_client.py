@@ -1,15 +1,19 @@
 """A client the authorization server refuses as such (``invalid_client``,
 ``unauthorized_client``): one mcpd registered is forgotten with its tokens, so that the
 next login registers anew; one the configuration names is kept and named as the thing
-to check. Logging out keeps the clients mcpd registered unless asked to forget them."""
+to check. A login kept when a later login's code exchange is refused keeps the client it
+was issued to, for its refresh and its revocation. Logging out keeps the clients mcpd
+registered unless asked to forget them."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 
+from mcpd.local.oauth_store import OAuthStore
 from mcpd.servers.oauth import AuthFailed, LoginError, LoginRequired, RedirectFailed
 from mcpd.servers.oauth.auth import ServerAuth
 from mcpd.servers.oauth.login import Login
@@ -150,26 +154,119 @@ async def test_a_code_exchange_refused_for_the_client_ends_the_login_and_forgets
     assert await saved_client(tmp_path, world, clock) is None
 
 
-async def test_a_relogin_refused_for_the_client_keeps_the_login_there_was(
-    tmp_path: Path, world: FakeWorld, clock: Clock
-) -> None:
+async def refused_relogin(tmp_path: Path, world: FakeWorld, clock: Clock) -> Login:
+    """Logged in as dyn-client, then a login whose code exchange the token endpoint
+    refused for the client; the token endpoint answers as before afterwards."""
     auth, _ = server_auth(tmp_path, world, clock)
     login = Login(auth)
     await log_in(login, world)
     begun = await login.begin(REDIRECT)
     assert begun is not None
     url, login_id = begun
+    good = dict(world.token)
     forget_clients(world)
     with pytest.raises(LoginError) as caught:
         await login.finish(login_id, world.authorize(url))
     assert str(caught.value).endswith("run `mcpd auth login srv` again to register a new one")
+    world.token_status, world.token = 200, good
+    return login
+
+
+def client_ids(world: FakeWorld, endpoint: str) -> list[str]:
+    return [world.form(r)["client_id"] for r in world.sent_to(world.metadata[endpoint])]
+
+
+async def test_a_relogin_refused_for_the_client_keeps_the_login_there_was(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    auth = (await refused_relogin(tmp_path, world, clock)).auth
     assert await auth.authorization() == "Bearer at-1"
     assert auth.status()["state"] == "logged_in"
     again, _ = server_auth(tmp_path, world, clock)
     await again.load()
     assert again.creds.tokens is not None and again.creds.registration() is None
-    # Without its client the login cannot be renewed: it ends with its access token.
-    assert auth.status()["refreshable"] is False
+    kept = again.creds.tokens_client()
+    assert kept is not None and kept.client_id == "dyn-client"
+    # The login is renewed as the client its tokens were issued to, until they go.
+    assert auth.status()["refreshable"] is True
+    world.token = {**world.token, "access_token": "at-2"}
+    clock.now += 3600
+    assert await auth.authorization() == "Bearer at-2"
+    assert client_ids(world, "token_endpoint")[-1] == "dyn-client"
+    assert auth.creds.registration() is None
+    # The next login registers anew, and its tokens are of that client.
+    world.registration = {"client_id": "dyn-client-2"}
+    await log_in(Login(auth), world)
+    assert registrations(world) == 2
+    assert auth.status()["client_id"] == "dyn-client-2"
+    current = auth.creds.record.current
+    assert current is not None and current.tokens_client is None
+
+
+async def test_logging_out_of_a_kept_login_revokes_it_as_its_own_client(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    login = await refused_relogin(tmp_path, world, clock)
+    said = await login.logout()
+    assert said == {
+        "had_tokens": True,
+        "revoked": ["refresh_token", "access_token"],
+        "not_revocable": [],
+        "problem": None,
+        "unrevoked": [],
+        "forgot_client": False,
+    }
+    assert client_ids(world, "revocation_endpoint") == ["dyn-client", "dyn-client"]
+    again, _ = server_auth(tmp_path, world, clock)
+    await again.load()
+    current = again.creds.record.current
+    assert current is not None and current.tokens is None and current.tokens_client is None
+
+
+async def test_a_kept_login_whose_client_is_refused_at_its_expiry_is_forgotten(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    auth = (await refused_relogin(tmp_path, world, clock)).auth
+    forget_clients(world)
+    clock.now += 3600
+    with pytest.raises(LoginRequired) as caught:
+        await auth.authorization()
+    assert caught.value.reason.startswith(
+        "the authorization server no longer accepts the client mcpd registered with it"
+    )
+    assert auth.creds.tokens is None and auth.creds.tokens_client() is None
+    assert await saved_client(tmp_path, world, clock) is None
+
+
+async def test_a_login_saved_without_its_client_says_so_and_what_stays_valid(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    auth = (await refused_relogin(tmp_path, world, clock)).auth
+    # As a daemon saved it that forgot the client without keeping it for the tokens.
+    path = Path(OAuthStore(str(tmp_path)).path("srv"))
+    saved = json.loads(path.read_text())
+    assert saved["issuers"][world.issuer].pop("tokens_client")["client_id"] == "dyn-client"
+    path.write_text(json.dumps(saved))
+    auth, _ = server_auth(tmp_path, world, clock)
+    login = Login(auth)
+    await auth.load()
+    status = auth.status()
+    assert (status["refresh_token"], status["refreshable"]) == (True, False)
+    said = await login.logout()
+    assert said["problem"] == (
+        "mcpd no longer has the client they were issued to, which revoking them needs"
+    )
+    assert said["unrevoked"] == ["refresh_token", "access_token"]
+    assert world.sent_to(world.metadata["revocation_endpoint"]) == []
+
+
+async def test_a_login_saved_without_its_client_ends_with_its_access_token(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    auth = (await refused_relogin(tmp_path, world, clock)).auth
+    current = auth.creds.record.current
+    assert current is not None
+    current.tokens_client = None
     clock.now += 3600
     with pytest.raises(LoginRequired) as ended:
         await auth.authorization()
@@ -250,6 +347,7 @@ async def test_logging_out_without_tokens_forgets_the_client_mcpd_registered_whe
         "revoked": [],
         "not_revocable": [],
         "problem": None,
+        "unrevoked": [],
         "forgot_client": True,
     }
     assert await saved_client(tmp_path, world, clock) is None

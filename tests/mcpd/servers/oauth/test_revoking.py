@@ -160,12 +160,13 @@ async def test_a_saved_login_without_tokens_is_removed_and_nothing_revoked(state
         "revoked": [],
         "not_revocable": [],
         "problem": None,
+        "unrevoked": [],
         "removed": store.path("old"),
     }
     assert not os.path.exists(store.path("old"))
 
 
-async def test_tokens_saved_without_where_to_revoke_them_are_removed_unrevoked(
+async def test_tokens_saved_without_where_to_revoke_them_are_removed_saying_so(
     state: Path,
 ) -> None:
     store = OAuthStore(str(state))
@@ -175,20 +176,23 @@ async def test_tokens_saved_without_where_to_revoke_them_are_removed_unrevoked(
     )
     said = await forget_unconfigured("old", str(state))
     assert said is not None
-    assert (said["had_tokens"], said["revoked"], said["problem"]) == (True, [], None)
+    assert (said["had_tokens"], said["revoked"]) == (True, [])
+    assert said["problem"] == "mcpd does not have their authorization server's metadata to ask it"
+    assert said["unrevoked"] == ["refresh_token", "access_token"]
     assert not os.path.exists(store.path("old"))
 
 
+@pytest.mark.parametrize("kept_as", ["registration", "tokens_client"])
 async def test_a_saved_login_is_revoked_at_its_authorization_server_and_removed(
-    state: Path,
+    state: Path, kept_as: str
 ) -> None:
     store = OAuthStore(str(state))
     with trio.fail_after(LIMIT):
         async with serve_oauth() as server:
+            # The client the tokens were issued to, whether logins still use it or not.
+            client = {kept_as: ClientRegistration(server.base, server.client_id)}
             record = IssuerRecord(
-                server=issuer_of(server.metadata()),
-                registration=ClientRegistration(server.base, server.client_id),
-                tokens=tokens(server.base),
+                server=issuer_of(server.metadata()), tokens=tokens(server.base), **client
             )
             await store.save("old", saved(server.mcp_url, record, server.base))
             said = await forget_unconfigured("old", str(state))
