@@ -64,10 +64,17 @@ def render_status(servers: list[dict[str, Any]]) -> str:
         if s.get("needs_login"):
             lines.append(f"{'':<16} {ascii_hosts(visible(s['needs_login']))}")
         elif s.get("logged_in") and not s.get("refreshable") and s["type"] == "oauth":
-            lines.append(f"{'':<16} no refresh token: a new login is needed once it expires")
+            lines.append(f"{'':<16} {_unrenewable(s)}: a new login is needed once it expires")
     if any(s.get("refreshable") for s in servers):
         lines.append("(r): mcpd refreshes it before it expires")
     return "\n".join(lines)
+
+
+def _unrenewable(server: dict[str, Any]) -> str:
+    """Why a login cannot be renewed without the person."""
+    if server.get("refresh_token"):
+        return "its refresh token cannot be used without the client it was issued to"
+    return "no refresh token"
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -121,11 +128,13 @@ def _revocation_said(out: dict[str, Any]) -> str:
     if out.get("problem"):
         problem = ascii_hosts(visible(out["problem"]))
         if revoked:
-            return (
+            said = (
                 f"logged out; the server revoked the {_tokens(revoked)}, but revoking the "
                 f"rest failed: {problem}"
             )
-        return f"logged out; revoking the tokens failed: {problem}"
+        else:
+            said = f"logged out; revoking the tokens failed: {problem}"
+        return said + _still_valid(out.get("unrevoked") or [])
     if kept:
         done = f"the server revoked the {_tokens(revoked)}" if revoked else "nothing was revoked"
         ends = "which ends when it expires" if len(kept) == 1 else "which end when they expire"
@@ -133,6 +142,15 @@ def _revocation_said(out: dict[str, Any]) -> str:
     if revoked:
         return "logged out; the server revoked the tokens"
     return "logged out (the server offers no revocation)"
+
+
+def _still_valid(hints: list[str]) -> str:
+    """The tokens a logout could not revoke, which the authorization server still honours."""
+    if not hints:
+        return ""
+    if len(hints) == 1:
+        return f"; the {_tokens(hints)} stays valid at the authorization server until it expires"
+    return f"; the {_tokens(hints)} stay valid at the authorization server until they expire"
 
 
 # -- login --

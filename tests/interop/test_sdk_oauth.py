@@ -293,9 +293,13 @@ def test_a_restart_keeps_the_tokens_in_a_private_file(story: Story) -> None:
     assert seen["grants"]["authorization_code"] == 2  # no login after the restart
     # The SDK's revocation endpoint wants client_secret in the body even from a client
     # that authenticates with Basic (mcpd's choice), so it refuses; mcpd says so and
-    # forgets the tokens all the same.
+    # forgets the tokens all the same, naming those left valid.
     code, said = seen["logout"]
-    assert code == 0 and said.startswith("sdk: logged out"), said
+    assert code == 0 and said.startswith("sdk: logged out; revoking the tokens failed: "), said
+    assert said.rstrip().endswith(
+        "; the refresh token and the access token stay valid at the authorization server "
+        "until they expire"
+    ), said
 
 
 def test_no_token_or_secret_appears_in_anything_mcpd_showed(story: Story) -> None:
