@@ -223,6 +223,21 @@ async def test_logging_out_of_a_kept_login_revokes_it_as_its_own_client(
     assert current is not None and current.tokens is None and current.tokens_client is None
 
 
+async def test_forgetting_the_client_at_a_logout_revokes_the_kept_login_first(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    login = await refused_relogin(tmp_path, world, clock)
+    said = await login.logout(forget_client=True)
+    assert said["revoked"] == ["refresh_token", "access_token"] and said["problem"] is None
+    assert client_ids(world, "revocation_endpoint") == ["dyn-client", "dyn-client"]
+    again, _ = server_auth(tmp_path, world, clock)
+    await again.load()
+    assert again.creds.tokens_client() is None and again.creds.registration() is None
+    world.registration = {"client_id": "dyn-client-2"}
+    await log_in(Login(again), world)
+    assert registrations(world) == 2
+
+
 async def test_a_kept_login_whose_client_is_refused_at_its_expiry_is_forgotten(
     tmp_path: Path, world: FakeWorld, clock: Clock
 ) -> None:
