@@ -10,7 +10,9 @@ A response that cannot be taken (both a result and an error, an id of the wrong 
 fails the request it answered at once (``transports.refusals``): this one, when it is
 this request's; when it is another's in flight, that one (``InFlight``), and this
 stream is read on. A JSON reply holds one message only: when it is such a response for
-another request, this request fails too, as one the server answered unreadably.
+another request, this request fails too, as one the server answered unreadably. A
+response kept for this request from the push stream is its answer: one here after it
+is a duplicate, dropped.
 """
 
 from __future__ import annotations
@@ -119,15 +121,18 @@ class AnswerReader:
                 try:
                     msg = decode_reply(body, head.status, self._label, "response body")
                 except InvalidResponse as exc:
-                    self._fail(answered(exc.given, exc.why, self._own))
+                    own = answered(exc.given, exc.why, self._own)
+                    if own is not None:
+                        return self._own_unusable(own)
                     why = ANSWERED_ANOTHER if self._elsewhere(exc) else exc.why
                     raise self._unanswered(why) from None
                 paced.read(0.0)  # a reply to a request: free of the pace
             if isinstance(msg, (rpc.Response, rpc.ErrorResponse)):
                 if msg.id in (self._id, None):
-                    self._took()
-                    return msg
-                self._fail(misaddressed(msg.id, self._own))
+                    return self._took(msg)
+                own = misaddressed(msg.id, self._own)
+                if own is not None:
+                    return self._own_unusable(own)
                 if self._inflight is not None and self._inflight.misaddressed(msg.id):
                     raise self._unanswered(ANSWERED_ANOTHER)
             problem = f"the JSON reply to {self._what} is not its response"
@@ -237,8 +242,7 @@ class AnswerReader:
             else:
                 self._ignored(f"server request {msg.method}", "server_request_ignored")
         elif msg.id in (self._id, None):
-            self._took()
-            return msg
+            return self._took(msg)
         else:
             self._stray(msg.id)
         return None
@@ -248,8 +252,7 @@ class AnswerReader:
         own of the wrong type, or another's in flight; otherwise ignored."""
         own = misaddressed(rid, self._own)
         if own is not None:
-            if not self._answered:
-                self._fail(own)
+            self._fail(own)
             return  # after the response: a duplicate
         if self._inflight is not None and self._inflight.misaddressed(rid):
             return
@@ -261,8 +264,7 @@ class AnswerReader:
         makes the stream no MCP."""
         own = answered(exc.given, exc.why, self._own)
         if own is not None:
-            if not self._answered:
-                self._fail(own)
+            self._fail(own)
             return  # after the response: a duplicate, dropped as a sound one is
         if self._elsewhere(exc):
             return
@@ -280,12 +282,29 @@ class AnswerReader:
             raise exc
         return False
 
-    def _took(self) -> None:
+    def _took(self, msg: Answer) -> Answer:
         """The response came: any more for this id, on any stream, are duplicates (its
-        connection may yet be closed, a checkpoint at which another could come)."""
+        connection may yet be closed, a checkpoint at which another could come). The
+        answer is the one kept from the push stream, if that came first."""
         self._answered = True
+        kept = self._kept()
         if self._inflight is not None and self._id is not None:
             self._inflight.answered(self._id)
+        return msg if kept is None else kept
+
+    def _kept(self) -> Answer | None:
+        """The response kept for this request from the push stream, if one was."""
+        if self._inflight is None or self._id is None:
+            return None
+        return self._inflight.kept(self._id)
+
+    def _own_unusable(self, own: tuple[rpc.Id, str]) -> Answer:
+        """A JSON reply that answers this request but cannot be taken (``own``: its id
+        and what is wrong): its failure, unless the push stream's answer came first."""
+        kept = self._kept()
+        if kept is None:
+            raise refusal(self._label, *own, logger)
+        return self._took(kept)
 
     def _unanswered(self, why: str) -> Exception:
         """What this request fails with when its JSON reply could not be taken (``why``):
@@ -294,10 +313,11 @@ class AnswerReader:
             return UnexpectedReply(f"{self._label}: the JSON reply to {self._what} was {why}")
         return refusal(self._label, self._id, why, logger)
 
-    def _fail(self, own: tuple[rpc.Id, str] | None) -> None:
-        """Fail this request, if a response that cannot be taken answered it (``own``:
-        its id and what is wrong, from ``transports.refusals``)."""
-        if own is not None:
+    def _fail(self, own: tuple[rpc.Id, str]) -> None:
+        """Fail this request, a response that cannot be taken having answered it
+        (``own``: its id and what is wrong, from ``transports.refusals``), unless it has
+        its answer already: then that is a duplicate, dropped."""
+        if not self._answered and self._kept() is None:
             raise refusal(self._label, *own, logger)
 
     def _own(self, rid: rpc.Id) -> bool:

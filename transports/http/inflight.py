@@ -19,11 +19,12 @@ class InFlight:
     """Requests in flight, and what came for them on a stream not their own.
 
     A response on the push stream, where some servers resume a call's cut stream (even
-    before the cut), is kept for the request to take: one per request id at most, and
-    only while that request is waited for. A response that cannot be taken, there or
-    on another request's stream, fails its request at once (``refuse``, and
-    ``misaddressed`` for a sound one under an id of the wrong type): each request
-    waits within a cancel scope of its own (``expect``), which that cancels."""
+    before the cut), is kept for the request it answers, which it ends: it is that
+    request's answer, and whatever comes for it after is a duplicate. A response that
+    cannot be taken, there or on another request's stream, fails its request at once
+    (``refuse``, and ``misaddressed`` for a sound one under an id of the wrong type).
+    Each request waits within a cancel scope of its own (``expect``), which both
+    cancel; ``settled`` then says how it ended."""
 
     def __init__(self, label: str) -> None:
         self._label = label
@@ -33,7 +34,8 @@ class InFlight:
         self._answered: set[rpc.Id] = set()
 
     def expect(self, rid: rpc.Id) -> trio.CancelScope:
-        """The scope the request ``rid`` waits in: cancelled when it is refused."""
+        """The scope the request ``rid`` waits in: cancelled when its answer is kept or
+        it is refused."""
         scope = self._inflight[rid] = trio.CancelScope()
         return scope
 
@@ -66,9 +68,13 @@ class InFlight:
         self._inflight[rid].cancel()
         return True
 
-    def failure(self, rid: rpc.Id) -> MalformedReply:
-        """Why the request ``rid``'s scope was cancelled."""
-        return self._refused[rid]
+    def settled(self, rid: rpc.Id) -> rpc.Response | rpc.ErrorResponse:
+        """How the request ``rid``, whose scope was cancelled, ended: the response kept
+        for it, or (raised) why it failed."""
+        kept = self._kept.get(rid)
+        if kept is None:
+            raise self._refused[rid]
+        return kept
 
     def _waiting(self, rid: rpc.Id) -> bool:
         """Whether the request ``rid`` still waits for its answer: a response kept for it
@@ -81,15 +87,18 @@ class InFlight:
         )
 
     def keep(self, msg: rpc.Response | rpc.ErrorResponse) -> bool:
-        """Whether the response was taken: kept for the request it answers (not if none
-        waits for it, or one came for it before), or failing the one its id of the wrong
-        type was for."""
+        """Whether the response was taken: kept for the request it answers, which then
+        waits no more (not if none waits for it, or it has an answer already), or
+        failing the one its id of the wrong type was for."""
         if msg.id not in self._inflight:
             return self.misaddressed(msg.id)
-        if msg.id in self._kept:
+        if not self._waiting(msg.id):
             return False
         self._kept[msg.id] = msg
+        self._inflight[msg.id].cancel()
         return True
 
-    def take(self, rid: rpc.Id) -> rpc.Response | rpc.ErrorResponse | None:
-        return self._kept.pop(rid, None)
+    def kept(self, rid: rpc.Id) -> rpc.Response | rpc.ErrorResponse | None:
+        """The response kept for the request ``rid``: its answer, whatever its own
+        stream carries after it."""
+        return self._kept.get(rid)

@@ -177,9 +177,12 @@ class HttpTransport(Transport):
                     return await self._out.post(b"POST", body, out_headers, ex, self._answer)
                 except ResumableCut as early:
                     return await self._resume(ex, early.cut)
-            # Its answer came on another stream and could not be taken: the server is
-            # done with it, so it is not told of the cancel either.
-            raise self._inflight.failure(rid)
+            # Its answer came on another stream: kept from the push stream, or one that
+            # failed it. The server is done with it, so it is not told of the cancel.
+            answer = self._inflight.settled(rid)
+            if isinstance(answer, rpc.ErrorResponse):
+                raise HttpRPCError.received(answer.error, 200)
+            return answer.result
         except trio.Cancelled:
             if cancellable and ex.sent and self.era == "legacy":
                 extra = header_list(headers or {}, "request", TRANSPORT_HEADERS)
@@ -333,14 +336,8 @@ class HttpTransport(Transport):
     # -- legacy streams: resuming a call's stream, the server-push stream --
 
     async def _resume(self, ex: Exchange, cut: StreamCut) -> Raw:
-        # Some servers resume a cut stream on the session's push stream, even before
-        # the cut: then the answer is already here.
-        stray = self._inflight.take(ex.id) if ex.id is not None else None
-        if isinstance(stray, rpc.Response):
-            return stray.result
-        if isinstance(stray, rpc.ErrorResponse):
-            raise HttpRPCError.received(stray.error, 200)
-
+        # A server that resumes the stream on the session's push stream instead ends
+        # this wait when it sends the answer there (``InFlight.keep``).
         async def get(event_id: str) -> Raw:
             headers = self._head.stream(ex.session, event_id)
             return await self._out.post(b"GET", b"", headers, ex, self._resumed)

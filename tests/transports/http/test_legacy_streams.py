@@ -85,12 +85,13 @@ def test_a_pushed_response_is_kept_once_and_only_for_a_request_in_flight() -> No
     pushed = InFlight("old")
     first, second = Response(7, Raw(b'{"n":1}')), Response(7, Raw(b'{"n":2}'))
     assert not pushed.keep(first)  # nothing of ours waits for id 7
-    pushed.expect(7)
+    waiting = pushed.expect(7)
     assert pushed.keep(first)
+    assert waiting.cancel_called  # the request has its answer: it waits no more
     assert not pushed.keep(second)
-    assert pushed.take(7) is first
-    assert pushed.take(7) is None
+    assert pushed.settled(7) is first
     pushed.drop(7)
+    assert pushed.kept(7) is None
     assert not pushed.keep(second)
 
 

@@ -1,7 +1,9 @@
 """A Streamable HTTP server's response that answers a request but cannot be taken (both a
 result and an error, an id like ``1.0`` or ``"1"``): the request it answered fails at
 once with the reason stdio gives, whichever stream it came on (the request's own reply,
-another request's event stream, the push stream), and the rest goes on."""
+another request's event stream, the push stream), and the rest goes on. A sound one on
+the push stream is its request's answer, and what comes for that request after it is a
+duplicate."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Any
 import pytest
 import trio
 
+from protocol.http import ResponseHead
 from tests.support.http_servers import (
     LegacySession,
     Responder,
@@ -19,7 +22,6 @@ from tests.support.http_servers import (
     event,
     result,
     serve_http,
-    server_request,
 )
 from transports.errors import MalformedReply
 from transports.http.connection import HttpConnection
@@ -257,8 +259,51 @@ async def test_a_json_answer_stands_against_a_bad_one_while_its_connection_close
     assert answers == [{"good": 1}]
 
 
-async def test_a_response_kept_from_the_push_stream_stands_against_a_bad_one_after_it() -> None:
-    called = trio.Event()
+def reading_through_cancels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The calling task's reply is read even once its wait was ended, up to its first
+    chunk that holds an error: as when that came in with the push stream's answer, both
+    together, and was read before the call's task saw the cancel."""
+    next_chunk, read_body = HttpConnection.next_chunk, HttpConnection.read_body
+    receive_head = HttpConnection.receive_head
+    caller = trio.lowlevel.current_task()
+    held: list[bool] = []
+
+    async def shielded_chunk(self: HttpConnection) -> bytes | None:
+        if held or trio.lowlevel.current_task() is not caller:
+            return await next_chunk(self)
+        with trio.CancelScope(shield=True):
+            chunk = await next_chunk(self)
+        if chunk is not None and b'"error"' in chunk:
+            held.append(True)
+        return chunk
+
+    async def shielded_body(self: HttpConnection, *args: Any, **kwargs: Any) -> bytes:
+        if trio.lowlevel.current_task() is not caller:
+            return await read_body(self, *args, **kwargs)
+        with trio.CancelScope(shield=True):
+            return await read_body(self, *args, **kwargs)
+
+    async def shielded_head(self: HttpConnection) -> ResponseHead:
+        if held or trio.lowlevel.current_task() is not caller:
+            return await receive_head(self)
+        with trio.CancelScope(shield=True):
+            return await receive_head(self)
+
+    monkeypatch.setattr(HttpConnection, "receive_head", shielded_head)
+    monkeypatch.setattr(HttpConnection, "next_chunk", shielded_chunk)
+    monkeypatch.setattr(HttpConnection, "read_body", shielded_body)
+
+
+@pytest.mark.parametrize("later", ["push", "sse", "json", "none", "sse read", "json read"])
+async def test_a_response_kept_from_the_push_stream_is_the_calls_answer(
+    later: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # After its answer on the push stream the call ends, whatever comes for it after
+    # (a bad one there or on its own stream) or while its own stream stays quiet; so
+    # too when its own bad reply was already being read.
+    if later.endswith(" read"):
+        reading_through_cancels(monkeypatch)
+    called, pushed = trio.Event(), trio.Event()
     call_ids: list[int] = []
 
     async def handler(req: SeenRequest, respond: Responder) -> None:
@@ -266,30 +311,38 @@ async def test_a_response_kept_from_the_push_stream_stands_against_a_bad_one_aft
             await respond.sse_start()
             await called.wait()
             await respond.send(event(result(call_ids[0], {"via": "push"})))
-            await respond.send(event(unusable(call_ids[0], "both members")))
-            # Its answer says the client has read the two before it.
-            await respond.send(event(server_request("p-1", "ping")))
+            if later == "push":
+                await respond.send(event(unusable(call_ids[0], "both members")))
+            pushed.set()
             await respond.wait_disconnect()
         elif req.message["params"].get("held"):
             call_ids.append(req.rpc_id)
             called.set()
+            bad = unusable(req.rpc_id, "both members")
+            if later.startswith("json"):
+                await pushed.wait()
+                return await respond.json(bad)
             await respond.sse_start()
-            await server.answered.wait()
-            await respond.send(event(result(req.rpc_id, {"via": "post"})))
-            await respond.end()
+            if later.startswith("sse"):
+                await pushed.wait()
+                await respond.send(event(bad))
+            await respond.wait_disconnect()
         else:
             await respond.json(result(req.rpc_id, {"fine": True}))
 
-    server = LegacySession(handler)
     with trio.fail_after(LIMIT):
         async with (
-            serve_http(server) as srv,
+            serve_http(LegacySession(handler)) as srv,
             open_http_transport("a", srv.url()) as t,
             trio.open_nursery() as nursery,
         ):
             await handshake(t)
             nursery.start_soon(t.listen)
-            # The bad one came after an answer: a duplicate, dropped.
-            raw = await t.request("tools/call", {"held": True}, headers=LEGACY)
-            assert json.loads(bytes(raw)) == {"via": "post"}
+            with trio.fail_after(AT_ONCE):
+                raw = await t.request("tools/call", {"held": True}, headers=LEGACY)
+            assert json.loads(bytes(raw)) == {"via": "push"}
+            # Its answer came: the server is not told the call was given up.
+            assert "notifications/cancelled" not in srv.methods()
+            raw = await t.request("tools/call", {}, headers=LEGACY)
+            assert json.loads(bytes(raw)) == {"fine": True}
             nursery.cancel_scope.cancel()
