@@ -9,10 +9,11 @@ server's ``Complaints``.
 A response that cannot be taken (both a result and an error, an id of the wrong type)
 fails the request it answered at once (``transports.refusals``): this one, when it is
 this request's; when it is another's in flight, that one (``InFlight``), and this
-stream is read on. A JSON reply holds one message only: when it is such a response for
-another request, this request fails too, as one the server answered unreadably. A
-response kept for this request from the push stream is its answer: one here after it
-is a duplicate, dropped.
+stream is read on. So does a sound response for another request in flight: which
+request it answers is in doubt. A JSON reply holds one message only: when it is such a
+response for another request, or a response for no request in flight, this request
+fails too, as one the server answered unreadably. A response kept for this request
+from the push stream is its answer: one here after it is a duplicate, dropped.
 """
 
 from __future__ import annotations
@@ -133,8 +134,11 @@ class AnswerReader:
                 own = misaddressed(msg.id, self._own)
                 if own is not None:
                     return self._own_unusable(own)
-                if self._inflight is not None and self._inflight.misaddressed(msg.id):
+                if self._inflight is not None and self._inflight.elsewhere(msg.id, self._what):
                     raise self._unanswered(ANSWERED_ANOTHER)
+                # A server that swaps ids sends this too, once the other is over.
+                shown = quoted_id(msg.id)
+                raise self._unanswered(f"a response for no request in flight (id {shown})")
             problem = f"the JSON reply to {self._what} is not its response"
         else:
             body = await conn.read_prefix(SNIPPET)
@@ -249,12 +253,13 @@ class AnswerReader:
 
     def _stray(self, rid: rpc.Id) -> None:
         """A sound response under another id: this request's failure when the id is its
-        own of the wrong type, or another's in flight; otherwise ignored."""
+        own of the wrong type, that of another in flight when it is for one (which of
+        the two it answers is in doubt); otherwise ignored."""
         own = misaddressed(rid, self._own)
         if own is not None:
             self._fail(own)
             return  # after the response: a duplicate
-        if self._inflight is not None and self._inflight.misaddressed(rid):
+        if self._inflight is not None and self._inflight.elsewhere(rid, self._what):
             return
         self._ignored(f"a response for id {quoted_id(rid)}", "stray_response")
 

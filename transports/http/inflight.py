@@ -20,11 +20,12 @@ class InFlight:
 
     A response on the push stream, where some servers resume a call's cut stream (even
     before the cut), is kept for the request it answers, which it ends: it is that
-    request's answer, and whatever comes for it after is a duplicate. A response that
-    cannot be taken, there or on another request's stream, fails its request at once
-    (``refuse``, and ``misaddressed`` for a sound one under an id of the wrong type).
-    Each request waits within a cancel scope of its own (``expect``), which both
-    cancel; ``settled`` then says how it ended."""
+    request's answer, and whatever comes for it after is a duplicate. Any other response
+    for a request on a stream not its own fails that request at once: one that cannot
+    be taken (``refuse``, and ``misaddressed`` for a sound one under an id of the wrong
+    type), on any stream; a sound one on another request's stream (``elsewhere``). Each
+    request waits within a cancel scope of its own (``expect``), which both cancel;
+    ``settled`` then says how it ended."""
 
     def __init__(self, label: str) -> None:
         self._label = label
@@ -59,6 +60,18 @@ class InFlight:
         """Fail at once the request in flight a sound response under an id of the wrong
         type answered (``"23"`` for 23); whether one was."""
         return self._fail(misaddressed(given, self._waiting))
+
+    def elsewhere(self, given: rpc.Id, carrier: str) -> bool:
+        """Whether a sound response under the id ``given``, sent in response to the
+        request ``carrier`` names, was for another request in flight; when that one
+        waits, it fails at once. A server sends a request's response only in response
+        to it (or on the push stream): one that came with another's puts in doubt which
+        request it answers, so neither is given it."""
+        if given not in self._inflight:
+            return self.misaddressed(given)
+        if self._waiting(given):
+            self._fail((given, f"sent in response to {carrier}"))
+        return True
 
     def _fail(self, found: tuple[rpc.Id, str] | None) -> bool:
         if found is None:

@@ -24,6 +24,7 @@ from tests.support.http_servers import (
 )
 from transports.errors import (
     HttpRPCError,
+    MalformedReply,
     MessageTooLarge,
     StreamCut,
     TransportError,
@@ -385,11 +386,13 @@ async def test_garbage_replies_are_clear_errors() -> None:
                 ("sse-json", "invalid JSON-RPC in the event"),
                 ("html", 'content type "text/html"'),
                 ("accepted", "HTTP 202"),
-                ("other-id", "is not its response"),
                 ("http", "invalid HTTP"),
             ]:
                 with pytest.raises(UnexpectedReply, match=match):
                     await t.request("x", {"kind": kind})
+            # The server answered, under an id none of ours has: not a server that is down.
+            with pytest.raises(MalformedReply, match=r"for no request in flight \(id 12345\)"):
+                await t.request("x", {"kind": "other-id"})
 
 
 async def test_notification_handler_failure_does_not_break_the_call(

@@ -1,9 +1,9 @@
 """A Streamable HTTP server's response that answers a request but cannot be taken (both a
 result and an error, an id like ``1.0`` or ``"1"``): the request it answered fails at
 once with the reason stdio gives, whichever stream it came on (the request's own reply,
-another request's event stream, the push stream), and the rest goes on. A sound one on
-the push stream is its request's answer, and what comes for that request after it is a
-duplicate."""
+another request's event stream, the push stream), and the rest goes on. A sound one sent
+in response to another request fails its request the same way; one on the push stream
+is its request's answer, and what comes for that request after it is a duplicate."""
 
 from __future__ import annotations
 
@@ -34,6 +34,8 @@ LEGACY = {"MCP-Protocol-Version": "2025-11-25"}
 
 
 def unusable(rid: int, how: str) -> dict[str, Any]:
+    if how == "sound":  # only where another request's reply carries it
+        return result(rid, {})
     if how == "float id":
         return result(float(rid), {})
     if how == "string id":
@@ -47,10 +49,13 @@ WHY = {
     "both members": "both a result and an error (JSON-RPC allows one)",
 }
 HOWS = list(WHY)
+# In response to another request, a sound response for one in flight fails it too: it
+# cannot be told which of the two it answers.
+ELSEWHERE = {**WHY, "sound": "sent in response to tools/call (id {carrier})"}
 
 
-def reason(how: str, rid: int) -> str:
-    return f"a: the reply was {WHY[how].format(rid=rid)} and was dropped"
+def reason(how: str, rid: int, carrier: int = 2) -> str:
+    return f"a: the reply was {ELSEWHERE[how].format(rid=rid, carrier=carrier)} and was dropped"
 
 
 def warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -81,7 +86,7 @@ async def test_a_requests_own_reply_that_cannot_be_taken_fails_it(
     ]
 
 
-@pytest.mark.parametrize("how", HOWS)
+@pytest.mark.parametrize("how", ELSEWHERE)
 async def test_one_on_another_requests_stream_fails_the_request_it_answered(
     how: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -163,7 +168,7 @@ async def test_one_on_the_push_stream_fails_the_call_it_answered(how: str) -> No
             nursery.cancel_scope.cancel()
 
 
-@pytest.mark.parametrize("how", HOWS)
+@pytest.mark.parametrize("how", ELSEWHERE)
 async def test_one_in_another_requests_json_reply_fails_both_as_unreadable(
     how: str, caplog: pytest.LogCaptureFixture
 ) -> None:

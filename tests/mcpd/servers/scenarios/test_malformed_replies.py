@@ -2,8 +2,10 @@
 and an error): from an old HTTP+SSE server on its event stream, the call fails at
 once with words naming the server, not at its time limit; from a Streamable HTTP
 server, as a malformed reply, not as the server's outage (one in another call's JSON
-reply too fails both, neither as an outage). Either server stays ready and answers the
-next call; the log says it once."""
+reply too fails both, neither as an outage; one in another call's event stream fails
+only the call it answered; one for no call in a JSON reply fails that call). So does a
+sound reply sent in response to another call: which call it answers is in doubt. Either
+server stays ready and answers the next call; the log says it once."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import pytest
 import trio
 
 from tests.support.agent import connect, make_config, running
-from tests.support.http_servers import Responder, SeenRequest, serve_http
+from tests.support.http_servers import Responder, SeenRequest, event, serve_http
 from tests.support.legacy_sse_server import Message, Session, answer, serve_legacy_sse
 
 # Far longer than the test waits for the failed call: it must not be what ends it.
@@ -138,10 +140,11 @@ async def test_a_streamable_http_servers_unusable_reply_fails_its_call_not_the_s
     ), line
 
 
-def answering_another() -> tuple[Any, trio.Event]:
+def answering_another(how: str, shape: str) -> tuple[Any, trio.Event]:
     """``streamable``, but its call with the text "hold" waits on an open event stream,
-    and the one with "other" is answered in its JSON body with a reply for the held
-    call that cannot be taken; the event is set once the held call came."""
+    and the one with "other" is answered with a reply for the held call (``how``:
+    "sound" or with both members), in its JSON body or (``shape`` "sse") on its event
+    stream before its own; the event is set once the held call came."""
     held: list[Any] = []
     holding = trio.Event()
 
@@ -154,19 +157,28 @@ def answering_another() -> tuple[Any, trio.Event]:
             return await respond.wait_disconnect()
         if said == "other":
             value = {"content": [{"type": "text", "text": "other"}]}
-            error = {"code": -32000, "message": "no"}
-            return await respond.json(
-                {"jsonrpc": "2.0", "id": held[0], "result": value, "error": error}
-            )
+            stray: dict[str, Any] = {"jsonrpc": "2.0", "id": held[0], "result": value}
+            if how == "both members":
+                stray["error"] = {"code": -32000, "message": "no"}
+            if shape == "json":
+                return await respond.json(stray)
+            own = {"jsonrpc": "2.0", "id": req.message["id"], "result": value}
+            return await respond.sse(event(stray), event(own))
         await streamable(req, respond)
 
     return handler, holding
 
 
-async def test_an_unusable_reply_for_another_call_in_a_json_body_fails_both_not_the_server(
-    tmp_path: Path,
+WHY_HELD = {"both members": "both a result and an error", "sound": "sent in response to"}
+WHY_AGAIN = {**WHY_HELD, "sound": "a response for no request in flight"}
+
+
+@pytest.mark.parametrize("how", ["both members", "sound"])
+@pytest.mark.parametrize("shape", ["json", "sse"])
+async def test_a_reply_for_another_call_fails_the_call_it_answered_not_the_server(
+    tmp_path: Path, how: str, shape: str
 ) -> None:
-    handler, holding = answering_another()
+    handler, holding = answering_another(how, shape)
     with trio.fail_after(20):
         async with serve_http(handler) as srv:
             server = {"url": srv.url(), "call_timeout": CALL_TIMEOUT}
@@ -181,16 +193,30 @@ async def test_an_unusable_reply_for_another_call_in_a_json_body_fails_both_not_
                 async def hold() -> None:
                     results.append(await agent.call("mcp__new__echo", {"text": "hold"}))
 
-                # The held call's answer came, unusable: it fails now, not at its limit.
+                # The held call's answer came where it does not belong: it fails now,
+                # not at its limit.
                 with trio.fail_after(5):
                     async with trio.open_nursery() as nursery:
                         nursery.start_soon(hold)
                         await holding.wait()
                         answered = await other.call("mcp__new__echo", {"text": "other"})
-                for result in (results[0], answered):
-                    assert result["isError"] is True
-                    assert result["_meta"]["mcpd/outage"]["state"] == "malformed", result
-                assert "both a result and an error" in text(results[0])
+                assert results[0]["isError"] is True
+                assert results[0]["_meta"]["mcpd/outage"]["state"] == "malformed", results[0]
+                assert WHY_HELD[how] in text(results[0])
+                # Again, once the held call is over: its reply is then for no call.
+                again = await other.call("mcp__new__echo", {"text": "other"})
+                if shape == "json":
+                    # Its reply held nothing else: it fails too, as a malformed reply.
+                    for result in (answered, again):
+                        assert result["isError"] is True
+                        assert result["_meta"]["mcpd/outage"]["state"] == "malformed", result
+                    assert "the answer to another request in flight" in text(answered)
+                    assert WHY_AGAIN[how] in text(again)
+                else:
+                    for result in (answered, again):
+                        assert text(result) == "other" and not result.get("isError"), result
                 (row,) = (await agent.result("mcpd/status"))["servers"]
                 assert row["state"] == "ready"
                 assert row["breaker"]["consecutive_failures"] == 0
+                fine = await agent.call("mcp__new__echo", {"text": "fine"})
+                assert text(fine) == "fine" and not fine.get("isError"), fine
