@@ -347,7 +347,6 @@ def any_at_seam(source: str, where: str) -> list[str]:
 # theirs, and what is handed on to a library that checks it. Each entry: where -> why.
 _CAPABILITIES = "an agent's capabilities: a JSON object each revision of the spec may add to"
 _RESULT = "a server's result decoded to be rewritten: a JSON object of the server's making"
-_TOOL = "a tool as mcpd lists it, shaped for a model's API: JSON of its server's making"
 UNTYPED = {
     "mcpd.agents.askback.askback.DirectAsker.__init__:capabilities": _CAPABILITIES,
     "mcpd.agents.askback.askback.ParkedAsker.__init__:capabilities": _CAPABILITIES,
@@ -358,15 +357,6 @@ UNTYPED = {
     "mcpd.agents.prompts.reply_for:return": _RESULT,
     "mcpd.agents.prompts.reply_for:rewrite": _RESULT,
     "mcpd.agents.prompts.serve_asked:rewrite": _RESULT,
-    "mcpd.agents.http.wire.Wire.send:events": "h11's events, each checked by h11 as it is sent",
-    "mcpd.agents.lists.formats.anthropic:tool": _TOOL,
-    "mcpd.agents.lists.formats.anthropic:return": _TOOL,
-    "mcpd.agents.lists.formats.openai:tool": _TOOL,
-    "mcpd.agents.lists.formats.openai:return": _TOOL,
-    "mcpd.agents.lists.formats.openai_responses:tool": _TOOL,
-    "mcpd.agents.lists.formats.openai_responses:return": _TOOL,
-    "mcpd.agents.lists.formats.translate:tools": _TOOL,
-    "mcpd.agents.lists.formats.translate:return": _TOOL,
 }
 
 

@@ -13,7 +13,7 @@ import select
 from collections.abc import Callable, Iterable
 from contextlib import suppress
 from http import HTTPStatus
-from typing import Any, Final, TypeAlias
+from typing import Final, TypeAlias
 
 import h11
 import trio
@@ -98,7 +98,7 @@ class Wire:
             self.broken = True
         self.conn.receive_data(data)
 
-    async def _next_event(self) -> Any:
+    async def _next_event(self) -> h11.Event | type[h11.NEED_DATA] | type[h11.PAUSED]:
         while (event := self.conn.next_event()) is h11.NEED_DATA:
             await self._receive()
         return event
@@ -188,7 +188,7 @@ class Wire:
                 await trio.lowlevel.wait_readable(watch.fileno())
         self.broken = True
 
-    async def send(self, *events: Any) -> None:
+    async def send(self, *events: h11.Event) -> None:
         for event in events:
             if self._carried and isinstance(event, h11.Response):
                 event = _with(event, self._carried)
@@ -261,11 +261,11 @@ class Response:
         """Send an SSE comment (clients skip it): a keep-alive on a quiet stream."""
         await self._write(h11.Data(data=b": " + text + b"\n\n"))
 
-    async def _write(self, *events: Any) -> None:
+    async def _write(self, *events: h11.Event) -> None:
         async with self._lock:
             if self.wire.broken:
                 return
-            first: list[Any] = []
+            first: list[h11.Event] = []
             if not self.streaming:
                 self.streaming = True
                 fields = [

@@ -11,40 +11,39 @@ name and availability). ``tools/list`` and ``mcpd tools --json`` keep all of it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Final
+from typing import Final
 
-Shape = Callable[[dict[str, Any]], dict[str, Any]]
+# A tool as mcpd lists it, and as an API takes it: JSON objects of a server's making.
+Tool = dict[str, object]
+Shape = Callable[[Tool], Tool]
 
 
-def _schema(tool: dict[str, Any]) -> dict[str, Any]:
+def _schema(tool: Tool) -> Tool:
     schema = tool.get("inputSchema")
     return schema if isinstance(schema, dict) else {"type": "object"}
 
 
-def _description(tool: dict[str, Any]) -> str:
+def _description(tool: Tool) -> str:
     return str(tool.get("description") or "")
 
 
-def anthropic(tool: dict[str, Any]) -> dict[str, Any]:
+def anthropic(tool: Tool) -> Tool:
     """A ``tools`` entry of Anthropic's Messages API."""
     return {"name": tool["name"], "description": _description(tool), "input_schema": _schema(tool)}
 
 
-def openai(tool: dict[str, Any]) -> dict[str, Any]:
+def _function(tool: Tool) -> Tool:
+    return {"name": tool["name"], "description": _description(tool), "parameters": _schema(tool)}
+
+
+def openai(tool: Tool) -> Tool:
     """A ``tools`` entry of OpenAI's Chat Completions API."""
-    return {
-        "type": "function",
-        "function": {
-            "name": tool["name"],
-            "description": _description(tool),
-            "parameters": _schema(tool),
-        },
-    }
+    return {"type": "function", "function": _function(tool)}
 
 
-def openai_responses(tool: dict[str, Any]) -> dict[str, Any]:
+def openai_responses(tool: Tool) -> Tool:
     """A ``tools`` entry of OpenAI's Responses API: the same fields, not nested."""
-    return {"type": "function", **openai(tool)["function"]}
+    return {"type": "function", **_function(tool)}
 
 
 FORMATS: Final[dict[str, Shape]] = {
@@ -54,7 +53,7 @@ FORMATS: Final[dict[str, Shape]] = {
 }
 
 
-def translate(tools: Iterable[dict[str, Any]], fmt: str) -> list[dict[str, Any]]:
+def translate(tools: Iterable[Tool], fmt: str) -> list[Tool]:
     shape = FORMATS[fmt]
     return [shape(t) for t in tools]
 
