@@ -8,7 +8,7 @@ its server."""
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import msgspec
 from msgspec import UNSET
@@ -19,6 +19,7 @@ from protocol.visible import visible
 from .marking import later_lines_marked, lines_marked, one_line
 
 T = TypeVar("T")
+_encode: Final = msgspec.json.Encoder().encode
 
 
 class Entry(jsonrpc.Late):
@@ -74,6 +75,19 @@ class Entry(jsonrpc.Late):
     def look(self) -> object:
         """A new object whenever what agents see of the tool changed."""
         return self._flags
+
+    def same_as(self, other: Entry) -> bool:
+        """Whether ``other`` is this tool as agents see it, under the same names. The
+        table then keeps this one: a profile takes a new entry for news of a change."""
+        return (
+            self.local == other.local
+            and self.other_names == other.other_names
+            and (self.alias, self.original, self.name) == (other.alias, other.original, other.name)
+            and (self.available, self.held, self._flags)
+            == (other.available, other.held, other._flags)
+            # Encoded, as ``==`` takes a hint's ``1`` for its ``true``.
+            and (self.tool is other.tool or _encode(self.tool) == _encode(other.tool))
+        )
 
     def renamed(self, local: str, other_names: tuple[str, ...] = ()) -> Entry:
         """The same tool, as it is now, under another local name (a profile's)."""

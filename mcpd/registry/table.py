@@ -117,6 +117,8 @@ class Registry:
         # tool whose name ends in more digits wants one of each shorter length as well.
         self._wants: dict[str, tuple[tuple[str, str], ...]] = {}
         self._listing: list[Entry] | None = None
+        # Entries taken away while names are placed again: one placed as it was is kept.
+        self._dropped: dict[tuple[str, str], Entry] = {}
         self._rules: dict[str, ToolsConfig] = {}
         self._told = Told()
         self.version = 0
@@ -233,6 +235,7 @@ class Registry:
                 self._place(cand, key)
         for cand in sorted(touched):
             self._told.tell(cand, self._claims.get(cand, ()), lambda k: self._by_key[k].local)
+        self._dropped.clear()
         self._changed()
 
     def _place_free(self, alias: str, names: set[str]) -> set[str]:
@@ -291,6 +294,7 @@ class Registry:
         entry = self._by_key.pop(key, None)
         if entry is None:
             return []
+        self._dropped.setdefault(key, entry)
         if self._by_local.get(entry.local) is entry:
             del self._by_local[entry.local]
         if not hash_shaped(entry.local):
@@ -335,6 +339,9 @@ class Registry:
             del self._by_local[previous.local]
         cand = candidate_name(self.naming.template, alias, name)
         entry = self._servers[alias].entry(local, alias, name, None if cand == local else cand)
+        earlier = self._dropped.pop(key, previous)
+        if earlier is not None and earlier.same_as(entry):
+            entry = earlier
         self._by_key[key] = entry
         if len(self._wants.get(local, (key,))) == 1:  # a plain name has no wants
             self._by_local[local] = entry
@@ -350,10 +357,8 @@ class Registry:
 
     def entries(self) -> list[Entry]:
         """Deterministic order: alias, then the server's own tool name."""
-        out: list[Entry] = []
-        for alias in sorted(self._servers):
-            out.extend(self._by_key[(alias, n)] for n in sorted(self._servers[alias].tools))
-        return out
+        servers = self._servers
+        return [self._by_key[(a, n)] for a in sorted(servers) for n in sorted(servers[a].tools)]
 
     def size(self) -> int:
         """How many tools agents are listed (without building the listing)."""

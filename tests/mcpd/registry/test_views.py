@@ -177,6 +177,20 @@ def test_a_prompt_the_view_denies_is_no_news_to_it() -> None:
     assert v.offered() == before
 
 
+def test_a_tool_list_change_the_view_does_not_show_is_no_news_to_it() -> None:
+    # Without the alias in the template, a's "shared" shares its name with b's.
+    c = Catalog(NamingConfig(template="{tool}"))
+    for alias in ("a", "b"):
+        c.update(alias, [tool("shared"), tool(f"own_{alias}")])
+    hidden, filtered = view(c, servers=["a"]), view(c, tools={"allow": ["a/*", "b/own_b"]})
+    before = hidden.sync(), filtered.sync()
+    c.update("b", [tool("shared"), tool("own_b"), tool("grown")])
+    c.update("b", [tool("shared", "does more"), tool("own_b"), tool("grown")])
+    assert (hidden.sync(), filtered.sync()) == before
+    c.update("b", [tool("shared"), tool("own_b", "does more")])
+    assert (hidden.sync(), filtered.sync()) == (before[0], before[1] + 1)
+
+
 def test_over_the_cap_is_said_only_where_everything_is_listed() -> None:
     c = catalog(s=[f"t{i}" for i in range(5)])
     listed = ProfileView("dev", c)
