@@ -17,6 +17,11 @@ written, as a server's own scheme may tell cases apart), so that a pattern meant
 keep one resource out keeps out every spelling of it, and one that lets resources in
 lets in only what it admits however spelled. Nothing here decides what a server does
 with a URI: the forms only widen what a pattern is held against.
+
+A server that serves files may read no more of a URI than its path, whatever its
+scheme, or take one without a scheme for a path as a whole: ``paths`` gives the paths
+such a server may open for a URI, so that a pattern meant to keep a file out keeps
+out its path however it comes.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ _DROPPED: Final = str.maketrans("", "", "\t\n\r")
 _BLANKS: Final = "".join(map(chr, range(0x21)))
 _SLASHES: Final = re.compile(r"/{2,}")
 _FILE_HOST: Final = re.compile(r"^file://[^/]+")
+_QUERY_OR_FRAGMENT: Final = re.compile(r"[?#]")
 # Schemes whose authority is a host name, which no case tells apart.
 CASE_BLIND_HOSTS: Final = frozenset({"http", "https", "ws", "wss", "ftp", "file"})
 
@@ -48,7 +54,7 @@ class Forms(NamedTuple):
 def forms(uri: str) -> Forms:
     """``uri`` as written, as servers' readings may have it, and those without their
     query."""
-    text = uri.translate(_DROPPED).strip(_BLANKS).replace("\\", "/")
+    text = _cleaned(uri)
     readings = [_reading(text, unquote), _reading(unquote(text).replace("\\", "/"), _as_is)]
     # A file URI's host, whatever it says, may name this machine to a server: a URL
     # parser maps look-alike letters (fullwidth, a soft hyphen) to ``localhost`` and
@@ -59,6 +65,31 @@ def forms(uri: str) -> Forms:
         tuple(dict.fromkeys(r for r, _ in readings)),
         tuple(dict.fromkeys(b for _, b in readings)),
     )
+
+
+def paths(uri: str) -> tuple[str, ...]:
+    """The paths a server that reads ``uri`` by its path alone may open: under any
+    scheme, the path of each reading ``forms`` makes (a ``file`` URI's from the root,
+    as ``forms`` reads it), and, where the URI names an authority, that authority and
+    the path as one (``x://srv/p`` stripped of its scheme is ``//srv/p``, which is
+    ``/srv/p``); a URI with no scheme as a whole and up to a ``?`` or ``#`` in it, as
+    a URL parser splits it."""
+    text = _cleaned(uri)
+    found = [*_paths(text, unquote), *_paths(unquote(text).replace("\\", "/"), _as_is)]
+    return tuple(dict.fromkeys(found))
+
+
+def _paths(text: str, decode: Callable[[str], str]) -> list[str]:
+    parts = _PARTS.fullmatch(text)
+    if parts is None:
+        return [_path(decode(text)), _path(decode(_QUERY_OR_FRAGMENT.split(text, 1)[0]))]
+    scheme, written_authority, path, _query, _fragment = parts.groups()
+    if scheme.lower() == "file":
+        path = "/" + path.lstrip("/")
+    found = [_path(decode(path))]
+    if written_authority:
+        found.append(_path(decode(written_authority + path)))
+    return found
 
 
 def read_as(uri: str) -> str:
@@ -94,6 +125,11 @@ def _reading(text: str, decode: Callable[[str], str]) -> tuple[str, str]:
         written_authority, path = "//", "/" + path.lstrip("/")
     bare = scheme + ":" + authority(scheme, decode(written_authority or "")) + _path(decode(path))
     return bare + (decode(query) if query and query != "?" else ""), bare
+
+
+def _cleaned(uri: str) -> str:
+    """``uri`` without tabs, line breaks and blanks at the ends, ``\\`` as ``/``."""
+    return uri.translate(_DROPPED).strip(_BLANKS).replace("\\", "/")
 
 
 def _as_is(text: str) -> str:

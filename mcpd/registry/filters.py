@@ -6,12 +6,18 @@ as the same (``UriFilter``)."""
 
 from __future__ import annotations
 
+import re
 from fnmatch import fnmatchcase
+from typing import Final
 
 from protocol import uriforms
 
 from ..config.profiles import Patterns, split_pattern
 from .facing import spellings
+
+# A ``file`` URI pattern, whatever host it names (``uriforms`` reads any as this
+# machine's), and its path.
+_FILE_PATTERN: Final = re.compile(r"file:(?://[^/]*)?(/.*)", re.IGNORECASE | re.DOTALL)
 
 
 class NameFilter:
@@ -39,12 +45,19 @@ class UriFilter(NameFilter):
     as written, as any reading has it or without its query keeps it out, and an allow
     must match it as written and as every reading has it. Each pattern counts as
     written and as read, so that one written with escapes or dots still matches what
-    it names."""
+    it names.
+
+    A deny that names a path, as a ``file`` URI or as an absolute path, keeps out
+    every URI whose path matches it too (``uriforms.paths``), under any scheme or none:
+    a server that reads a URI by its path alone opens that file for ``/p`` or ``x:/p``
+    as for ``file:///p``."""
 
     def __init__(self, patterns: Patterns) -> None:
         super().__init__(patterns)
         self.allow = _as_read_too(self.allow)
         self.deny = _as_read_too(self.deny)
+        named = ((server, _path_of(pattern)) for server, pattern in self.deny)
+        self.path_deny = list(dict.fromkeys((s, p) for s, p in named if p is not None))
 
     def admits_uri(self, alias: str, uri: str) -> bool:
         if self.everything:
@@ -54,7 +67,20 @@ class UriFilter(NameFilter):
             any(self._match(r, alias, form) for r in self.allow) for form in (written, *read)
         ):
             return False
-        return not any(self._match(r, alias, f) for r in self.deny for f in (written, *read, *bare))
+        if any(self._match(r, alias, f) for r in self.deny for f in (written, *read, *bare)):
+            return False
+        rules = self.path_deny
+        return not (
+            rules and any(self._match(r, alias, p) for r in rules for p in uriforms.paths(uri))
+        )
+
+
+def _path_of(pattern: str) -> str | None:
+    """The path a pattern names, as a ``file`` URI or as an absolute path, or None."""
+    if pattern.startswith("/"):
+        return pattern
+    named = _FILE_PATTERN.fullmatch(pattern)
+    return named.group(1) if named else None
 
 
 def _as_read_too(rules: list[tuple[str | None, str]]) -> list[tuple[str | None, str]]:

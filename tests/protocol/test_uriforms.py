@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.uriforms import forms, read_as
+from protocol.uriforms import forms, paths, read_as
 
 
 @pytest.mark.parametrize(
@@ -94,3 +94,33 @@ def test_a_server_that_decodes_before_it_splits_is_read_too() -> None:
     assert read == ("file:///home/u/.ssh/id_rsa?x",)
     assert bare == ("file:///home/u/.ssh/id_rsa?x", "file:///home/u/.ssh/id_rsa")
     assert forms("file:///srv/..%23").read == ("file:///srv/..#", "file:///")
+
+
+# What Python's open(unquote(urlparse(uri).path)), or open(uri) of a URI with no
+# scheme, opens for each: /srv/secret/key.txt.
+@pytest.mark.parametrize(
+    "spelled",
+    [
+        "/srv/secret/key.txt",
+        "//srv/secret/key.txt",
+        "/srv/./secret/../secret/key.txt",
+        "/srv/secret/key.txt?v=1",
+        "/srv/secret/key.txt#top",
+        "x:///srv/secret/key.txt",
+        "mcpd:/srv/secret/key.txt",
+        "HTTP://example.com/srv/secret/key.txt?q",
+        "x:///srv/secret%2Fkey.txt",
+        "x:///srv/other%2F..%2Fsecret/key.txt",
+        "x:///srv/secret/key.txt%3fv=1",
+        "file:srv/secret/key.txt",
+        "file://nas/srv/secret/key.txt",
+    ],
+)
+def test_the_path_a_server_may_open_is_read_under_any_scheme_or_none(spelled: str) -> None:
+    assert "/srv/secret/key.txt" in paths(spelled)
+
+
+def test_an_authority_is_read_as_the_first_folder_of_a_path_too() -> None:
+    # A server that drops the scheme alone opens //srv/secret/key.txt.
+    assert paths("x://srv/secret/key.txt") == ("/secret/key.txt", "/srv/secret/key.txt")
+    assert paths("notes:inbox/1") == ("inbox/1",)

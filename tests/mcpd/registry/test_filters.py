@@ -72,6 +72,38 @@ def test_an_allowed_folder_lets_in_nothing_outside_it_however_spelled() -> None:
     assert escaped.admits_uri("fs", "file:///My Docs/a.txt")
 
 
+@pytest.mark.parametrize(
+    "pattern", ["fs/file:///srv/secret/*", "fs/FILE://localhost/srv/secret/*", "fs//srv/secret/*"]
+)
+def test_a_denied_path_is_denied_under_any_scheme_or_none(pattern: str) -> None:
+    """A server that reads a URI by its path alone opens the file for each of these."""
+    rule = UriFilter(Patterns(deny=[pattern]))
+    for uri in (
+        "file:///srv/secret/key.txt",
+        "/srv/secret/key.txt",
+        "//srv//secret/key.txt",
+        "/srv/pub/../secret/key.txt",
+        "/srv/secret/key.txt?v=1",
+        "x:///srv/secret/key.txt",
+        "mcpd:/srv/secret/key.txt",
+        "https://example.com/srv/secret/key.txt",
+        "x:///srv/secret%2Fkey.txt",
+        "x://srv/secret/key.txt",
+    ):
+        assert not rule.admits_uri("fs", uri), uri
+    for uri in ("/srv/pub/readme.txt", "x:///srv/pub/readme.txt", "notes://srv/pub"):
+        assert rule.admits_uri("fs", uri), uri
+    # Another server's files are not the pattern's.
+    assert rule.admits_uri("docs", "/srv/secret/key.txt")
+
+
+def test_an_allowed_folder_lets_in_no_path_without_its_scheme() -> None:
+    rule = UriFilter(Patterns(allow=["fs/file:///srv/pub/*"]))
+    assert rule.admits_uri("fs", "file:///srv/pub/readme.txt")
+    for uri in ("/srv/pub/readme.txt", "x:///srv/pub/readme.txt", "/srv/secret/key.txt"):
+        assert not rule.admits_uri("fs", uri), uri
+
+
 def test_deny_wins_over_allow_and_patterns_are_case_sensitive() -> None:
     rule = NameFilter(Patterns(allow=["*"], deny=["delete_*"]))
     assert not rule.admits("fs", "delete_file")

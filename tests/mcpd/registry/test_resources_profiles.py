@@ -4,7 +4,8 @@ for the profile's agents the URI and the template are the shown server's alone
 (listed, read, linked, completed and subscribed as that server wrote them), a URI two
 shown servers list names those two only, and the hidden server's list changes are no
 news to them. The owner's view of the same daemon is unchanged: both servers' forms,
-and the ambiguity they make."""
+and the ambiguity they make. A profile's deny of a folder keeps out every spelling of
+its files' URIs a server may read as one of them."""
 
 from __future__ import annotations
 
@@ -295,4 +296,51 @@ async def test_a_denied_uri_is_denied_however_an_agent_spells_it(tmp_path: Path)
                 reply = await read(agent, uri)
                 said = reply.get("error", {}).get("message", "")
                 assert said.startswith(f"Resource not found: {quote(uri)}."), (uri, reply)
+            daemon.stop()
+
+
+PATH_SERVER = str(Path(__file__).resolve().parents[2] / "support" / "path_server.py")
+
+
+async def test_a_denied_path_is_read_by_no_spelling_that_has_that_path(tmp_path: Path) -> None:
+    """A server that opens whatever path a URI has, under any scheme or none, is asked
+    by an agent whose profile denies a folder of ``file:`` URIs for none of that
+    folder's files, however the agent writes their path; the other files are read."""
+    data = tmp_path / "data"
+    (data / "pub").mkdir(parents=True)
+    (data / "secret").mkdir()
+    (data / "pub" / "readme.txt").write_text("public words")
+    secret = data / "secret" / "key.txt"
+    secret.write_text("secret words")
+    (tmp_path / "etc").mkdir()
+    path = tmp_path / "etc" / "mcpd.toml"
+    path.write_text(
+        f'[daemon]\nsocket = "{tmp_path / "run" / "mcpd.sock"}"\nstartup_deadline = 20\n'
+        f"[servers.fs]\ncommand = {json.dumps(sys.executable)}\n"
+        f"args = {json.dumps([PATH_SERVER, str(data)])}\n"
+        f'[profiles.narrow.resources]\ndeny = ["fs/file://{data}/secret/*"]\n'
+    )
+    with trio.fail_after(LIMIT):
+        async with running(load(str(path))) as daemon, connect(daemon.socket_path) as agent:
+            await agent.use_profile("narrow")
+            listed = uris(await agent.result("resources/list"))
+            assert listed == [f"file://{data}/pub/readme.txt"]
+            for uri in (f"file://{data}/pub/readme.txt", f"{data}/pub/readme.txt"):
+                assert text_of(await read(agent, uri)) == "public words"
+            for uri in (
+                f"file://{secret}",
+                f"{secret}",
+                f"{data}/pub/../secret/key.txt",
+                f"x://{secret}",
+                f"mcpd:{secret}",
+                f"https://example.com{secret}",
+                f"mcpd://fs/{secret}",
+                f"mcpd://fs/x://{secret}",
+            ):
+                reply = await read(agent, uri)
+                said = reply.get("error", {}).get("message", "")
+                assert said.startswith(f"Resource not found: {quote(uri)}."), (uri, reply)
+            # The owner's profile denies nothing.
+            await agent.use_profile("default")
+            assert text_of(await read(agent, f"x://{secret}")) == "secret words"
             daemon.stop()
