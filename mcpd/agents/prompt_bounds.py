@@ -16,7 +16,13 @@ from msgspec import Raw, UnsetType
 from protocol import jsonrpc as rpc
 
 MAX_VALUES: Final = 100
-_KINDS: Final = {list: "an array", dict: "an object", bool: "a boolean", type(None): "null"}
+_KINDS: Final = {
+    str: "a string",
+    list: "an array",
+    dict: "an object",
+    bool: "a boolean",
+    type(None): "null",
+}
 
 
 def _kind(value: object) -> str:

@@ -25,7 +25,7 @@ def test_an_object_of_strings_or_none_at_all_is_asked(arguments: Any) -> None:
 
 @pytest.mark.parametrize(
     ("arguments", "kind"),
-    [([], "an array"), (3, "a number"), (None, "null"), (True, "a boolean")],
+    [([], "an array"), ("x", "a string"), (3, "a number"), (None, "null"), (True, "a boolean")],
 )
 def test_arguments_that_are_not_an_object_are_refused_saying_what_they_are(
     arguments: Any, kind: str
