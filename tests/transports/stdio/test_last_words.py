@@ -59,6 +59,7 @@ ALL = ("memory", "processes", "open_files")
             ["fatal error: unexpected signal during runtime execution"],
         ),
         (["note: runtime: not go", "fatal error: x"], ["fatal error: x"]),
+        (["runtime.main()", "runtime: why", "fatal error: x"], ["runtime: why", "fatal error: x"]),
     ],
     ids=[
         "nothing",
@@ -70,6 +71,7 @@ ALL = ("memory", "processes", "open_files")
         "go-oom",
         "go-signal",
         "runtime-not-first",
+        "runtime-frame",
     ],
 )
 def test_the_final_error_is_the_last_line_but_for_what_follows_an_error(
