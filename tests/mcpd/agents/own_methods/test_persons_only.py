@@ -1,0 +1,87 @@
+"""What only a person may do on the socket, refused to an agent's side
+(``refuse_an_agents_side``): who is refused, through which tie, and the words that
+say so and where to run it instead; whoever is kin to no agent is let through."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcpd.agents.own_methods.persons_only import refuse_an_agents_side
+from mcpd.policy.kin import AgentKin, Decider, Process
+from mcpd.policy.kin_refusals import too_deep
+from protocol import jsonrpc as rpc
+
+WHAT = "mcpd approve"
+BECAUSE = "what a server's definitions say is for a person to approve"
+AGENT = AgentKin(
+    agents=(Process(10, 1),),
+    hosts=(Process(20, 1),),
+    sessions=frozenset({5, 20}),
+    owned=frozenset({20}),
+)
+TAIL = f", and {BECAUSE}; run it from another terminal, one no agent started or runs in"
+
+
+def refusal(decider: Decider, *agents: AgentKin) -> str:
+    with pytest.raises(rpc.RPCError) as info:
+        refuse_an_agents_side(decider, agents, WHAT, BECAUSE)
+    assert info.value.code == -32000
+    return info.value.message
+
+
+def test_a_person_kin_to_no_agent_is_let_through() -> None:
+    refuse_an_agents_side(Decider((Process(99, 1),), session=99), [AGENT], WHAT, BECAUSE)
+    refuse_an_agents_side(Decider((Process(10, 1),)), [], WHAT, BECAUSE)
+
+
+def test_an_agent_or_what_it_started_is_refused_naming_its_pid() -> None:
+    assert refusal(Decider((Process(50, 1), Process(10, 1))), AGENT) == (
+        f"{WHAT} is refused: this process is an agent connected to mcpd (pid 10), or was "
+        f"started by one{TAIL}"
+    )
+
+
+def test_what_a_host_started_is_refused_naming_the_host() -> None:
+    message = refusal(Decider((Process(50, 1), Process(20, 1))), AGENT)
+    assert message.startswith(
+        f"{WHAT} is refused: this process was started by the host (pid 20) of an agent "
+        "connected to mcpd"
+    )
+    assert message.endswith(TAIL)
+
+
+def test_an_agent_gone_whose_processes_live_on_is_said_to_have_connected() -> None:
+    gone = AgentKin(agents=(Process(10, 1),), gone=True)
+    assert "is an agent that had connected to mcpd (pid 10)" in refusal(
+        Decider((Process(10, 1),)), gone
+    )
+
+
+def test_a_session_tie_says_whether_it_is_shared_or_descended_from() -> None:
+    beside = refusal(Decider((Process(60, 1),), session=5), AGENT)
+    assert "this process is in the session of an agent connected to mcpd" in beside
+    below = refusal(Decider((Process(60, 1),), session=60, sessions=frozenset({60, 20})), AGENT)
+    assert (
+        "this process descends from a process in the session of an agent connected to mcpd "
+        "(the session pid 20 began" in below
+    )
+
+
+def test_a_crowd_says_its_own_reason() -> None:
+    crowd = AgentKin(crowd="mcpd keeps 64 agents gone at most", uid=1000, gone=True)
+    assert refusal(Decider(uid=1000), crowd) == (
+        f"{WHAT} is refused: mcpd keeps 64 agents gone at most; until then, run it from a "
+        "terminal no agent started, or as another user who may"
+    )
+
+
+def test_a_lineage_too_deep_to_read_is_refused_saying_so() -> None:
+    assert refusal(Decider((Process(99, 1),), cut=True), AGENT) == (
+        f"{WHAT} is refused: {too_deep()}, and {BECAUSE}; run it from a terminal of your "
+        "own, one no agent started"
+    )
+
+
+def test_an_agent_whose_process_is_unknown_is_passed_over() -> None:
+    unknown = AgentKin(unknown="its peer left", uid=1000)
+    refuse_an_agents_side(Decider((Process(10, 1),), uid=1000), [unknown], WHAT, BECAUSE)
