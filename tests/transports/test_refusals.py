@@ -1,0 +1,127 @@
+"""A reply that plainly answers a request but cannot be taken (``transports.refusals``):
+which waiting request it answered (its id as written, or the integer an id of the
+wrong type spells), why it is dropped, and the one warning that says so."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from transports.errors import MalformedReply
+from transports.refusals import (
+    answered,
+    misaddressed,
+    names_a_request,
+    refusal,
+    shown_id,
+    spelled_id,
+)
+
+WAITING = {23, "abc", 0, -5}
+
+
+def waiting(rid: object) -> bool:
+    return rid in WAITING
+
+
+@pytest.mark.parametrize(
+    ("given", "rid"),
+    [
+        ("23", 23),
+        ("-5", -5),
+        ("0", 0),
+        (23.0, 23),
+        (-0.0, 0),
+        ("023", None),
+        ("+23", None),
+        ("23 ", None),
+        ("2.0", None),
+        ("", None),
+        ("1" * 20, None),
+        ("٣", None),
+        (23.5, None),
+        (float("inf"), None),
+        (float("nan"), None),
+        (2.0**63, None),
+        (True, None),
+        (None, None),
+        ([23], None),
+    ],
+)
+def test_the_integer_an_id_of_the_wrong_type_spells(given: object, rid: int | None) -> None:
+    assert spelled_id(given) == rid
+
+
+def test_a_reply_under_a_waiting_id_answers_it_with_the_reason_given() -> None:
+    assert answered(23, "both a result and an error", waiting) == (
+        23,
+        "both a result and an error",
+    )
+    assert answered("abc", "why", waiting) == ("abc", "why")
+
+
+def test_a_reply_under_an_id_of_the_wrong_type_answers_the_request_it_spells() -> None:
+    assert answered("23", "ignored", waiting) == (
+        23,
+        'sent under the id "23" (a string) for request 23',
+    )
+    assert answered(23.0, "ignored", waiting) == (
+        23,
+        "sent under the id 23.0 (not an integer) for request 23",
+    )
+
+
+@pytest.mark.parametrize("given", [24, "24", 24.0, True, None, 1.5, {"id": 23}])
+def test_a_reply_for_no_waiting_request_answers_none(given: object) -> None:
+    assert answered(given, "why", waiting) is None
+
+
+def test_true_is_never_taken_for_request_one() -> None:
+    assert answered(True, "why", lambda rid: rid == 1) is None
+    assert misaddressed(True, lambda rid: rid == 1) is None
+
+
+def test_a_sound_reply_under_its_own_id_is_not_misaddressed() -> None:
+    assert misaddressed(23, waiting) is None
+    assert misaddressed("abc", waiting) is None
+
+
+@pytest.mark.parametrize(
+    ("given", "names"),
+    [
+        (1, True),
+        ("x", True),
+        ("7", True),
+        (7.0, True),
+        (True, False),
+        (1.5, False),
+        (None, False),
+        ([], False),
+    ],
+)
+def test_whether_an_id_names_a_request_at_all(given: object, names: bool) -> None:
+    assert names_a_request(given) is names
+
+
+@pytest.mark.parametrize(
+    ("given", "shown"),
+    [("23", '"23"'), (23.0, "23.0"), (None, "None"), (True, "True")],
+)
+def test_an_id_is_shown_as_written(given: object, shown: str) -> None:
+    assert shown_id(given) == shown
+
+
+def test_a_refusal_is_warned_of_once_and_names_the_request(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    log = logging.getLogger("mcpd.test.refusals")
+    with caplog.at_level(logging.WARNING, log.name):
+        failure = refusal("notes", 23, "not valid UTF-8", log)
+    assert isinstance(failure, MalformedReply)
+    assert failure.reason == "notes: the reply was not valid UTF-8 and was dropped"
+    assert caplog.messages == [
+        "notes: the reply was not valid UTF-8 and was dropped; the request (id 23) it "
+        "answered failed, the server keeps running"
+    ]
+    assert caplog.records[0].__dict__["mcpd_event"] == "malformed_reply"
