@@ -1,0 +1,97 @@
+"""A Streamable HTTP transport's requests in flight (``InFlight``): a response that
+came on a stream not its own kept for its request (once, only while it waits), and one
+that cannot be taken failing its request at once through the scope it waits in."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from msgspec import Raw
+
+from protocol import jsonrpc as rpc
+from transports.http.inflight import InFlight
+
+BOTH = "both a result and an error (JSON-RPC allows one)"
+
+
+def response(rid: rpc.Id, value: object = None) -> rpc.Response:
+    return rpc.Response(rid, Raw(json.dumps(value).encode()))
+
+
+async def test_a_response_for_a_waiting_request_is_kept_once_and_taken_once() -> None:
+    inflight = InFlight("srv")
+    inflight.expect(1)
+    assert inflight.keep(response(1, "first"))
+    assert not inflight.keep(response(1, "second"))
+    taken = inflight.take(1)
+    assert taken is not None and bytes(taken.result) == b'"first"'
+    assert inflight.take(1) is None
+
+
+async def test_a_response_for_no_request_in_flight_is_not_kept() -> None:
+    inflight = InFlight("srv")
+    assert not inflight.keep(response(9))
+    assert inflight.take(9) is None
+
+
+async def test_a_sound_response_under_an_id_of_the_wrong_type_fails_its_request(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    inflight = InFlight("srv")
+    scope = inflight.expect(7)
+    with caplog.at_level(logging.WARNING, "mcpd.http"):
+        assert inflight.keep(response("7"))
+    assert scope.cancel_called
+    assert inflight.failure(7).reason == (
+        'srv: the reply was sent under the id "7" (a string) for request 7 and was dropped'
+    )
+    assert len(caplog.messages) == 1
+
+
+async def test_a_response_that_cannot_be_taken_fails_its_request_once() -> None:
+    inflight = InFlight("srv")
+    scope = inflight.expect(3)
+    assert inflight.refuse(3, BOTH)
+    assert scope.cancel_called
+    assert inflight.failure(3).reason == f"srv: the reply was {BOTH} and was dropped"
+    # Refused already: a second bad one is a duplicate.
+    assert not inflight.refuse(3, BOTH)
+    assert not inflight.misaddressed(3.0)
+
+
+async def test_after_its_own_response_or_one_kept_nothing_fails_a_request() -> None:
+    inflight = InFlight("srv")
+    answered = inflight.expect(1)
+    inflight.answered(1)
+    assert not inflight.refuse(1, BOTH)
+    assert not inflight.misaddressed("1")
+    assert not answered.cancel_called
+    kept = inflight.expect(2)
+    inflight.keep(response(2))
+    assert not inflight.refuse(2, BOTH)
+    assert not kept.cancel_called
+
+
+@pytest.mark.parametrize("given", [True, None, 1.5, "x", [1]])
+async def test_an_id_that_names_no_waiting_request_fails_none(given: object) -> None:
+    inflight = InFlight("srv")
+    scope = inflight.expect(1)
+    assert not inflight.refuse(given, BOTH)
+    assert not inflight.misaddressed(given)
+    assert not scope.cancel_called
+
+
+async def test_a_dropped_request_is_forgotten_whole() -> None:
+    inflight = InFlight("srv")
+    inflight.expect(1)
+    inflight.keep(response(1))
+    inflight.drop(1)
+    assert inflight.take(1) is None
+    assert not inflight.keep(response(1))
+    assert not inflight.refuse(1, BOTH)
+    # The same id, sent again, waits anew.
+    again = inflight.expect(1)
+    assert inflight.refuse(1, BOTH)
+    assert again.cancel_called
