@@ -95,3 +95,13 @@ async def test_a_dropped_request_is_forgotten_whole() -> None:
     again = inflight.expect(1)
     assert inflight.refuse(1, BOTH)
     assert again.cancel_called
+
+
+async def test_an_id_answered_then_dropped_and_sent_again_may_be_failed_again() -> None:
+    inflight = InFlight("srv")
+    inflight.expect(4)
+    inflight.answered(4)
+    inflight.drop(4)
+    again = inflight.expect(4)
+    assert inflight.refuse(4, BOTH)
+    assert again.cancel_called
