@@ -1,0 +1,116 @@
+"""A legacy MCP session over HTTP as mcpd keeps it (``LegacySession``, ``OpenedBy``,
+``holder_of``): where and by whom it was opened, what ending it does to its requests,
+its stream and what servers wait to ask it, and what a request cut short is told."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, cast
+
+import trio
+from msgspec import UNSET
+
+from mcpd.agents.http.exchange import Caller
+from mcpd.agents.http.sessions import (
+    DELETED,
+    PUSHED_OUT,
+    LegacySession,
+    OpenedBy,
+    holder_of,
+)
+from mcpd.agents.identity import Holder, Identity
+from mcpd.agents.peers import Peer
+from mcpd.agents.profiles import ProfileServers
+from mcpd.config.load import parse
+from mcpd.config.model import NamingConfig
+from mcpd.registry.catalog import Catalog
+from mcpd.registry.gate import Gate
+from mcpd.servers.all_servers import AllServers
+from mcpd.servers.calls import Call
+from mcpd.servers.supervisor import Supervisor
+from protocol import mcp
+from protocol.server import RequestContext, ServerSession
+
+PEER = Peer(pid=40, uid=1000, gid=1000)
+
+
+def servers() -> ProfileServers:
+    catalog = Catalog(NamingConfig(), Gate())
+    config = parse({"servers": {"notes": {"command": "x"}}}, env={})
+    base = AllServers(Supervisor(config, catalog), catalog)
+    return ProfileServers(base, base.view_of("default"))
+
+
+def session() -> LegacySession:
+    server = ServerSession(mcp.Implementation(name="mcpd", version="0"), {})
+    opened = OpenedBy(endpoint=False, fixed=None, uid=1000, server=None, unverified=False)
+    return LegacySession(server, servers(), Identity(PEER), opened)
+
+
+def call(state: str) -> Call:
+    ctx = RequestContext("legacy", "2025-11-25", {}, {})
+    made = Call(7, "search", UNSET, cast(Any, None), ctx)
+    made.state = state
+    return made
+
+
+def error(reply: bytes | None) -> tuple[Any, str]:
+    assert reply is not None
+    msg = json.loads(reply)
+    assert msg["error"]["code"] == -32000
+    return msg["id"], msg["error"]["message"]
+
+
+def test_who_opened_it_on_a_socket() -> None:
+    opened = OpenedBy.of(Caller(peer=PEER, fixed="work"))
+    assert opened == OpenedBy(endpoint=False, fixed="work", uid=1000, server=None, unverified=False)
+
+
+def test_a_servers_process_or_an_unverified_peer_is_told_apart() -> None:
+    of_server = Peer(pid=41, uid=1000, gid=1000, server="notes")
+    assert OpenedBy.of(Caller(peer=of_server)).server == "notes"
+    unverified = Peer(pid=42, uid=1000, gid=1000, unverified=True)
+    assert OpenedBy.of(Caller(peer=unverified)).unverified
+
+
+def test_whose_a_session_is_its_peers_or_its_connections_holders() -> None:
+    assert holder_of(Identity(PEER)) == 1000
+    assert holder_of(Identity(None, Holder(uid=1001, pid=9))) == 1001
+    # A client on another machine: all its users hold the one token.
+    assert holder_of(Identity(None)) is None
+
+
+async def test_nothing_is_cut_short_while_the_session_lives() -> None:
+    legacy = session()
+    assert legacy.ended is None
+    assert legacy.cut_short(3, None) is None
+    assert legacy.cut_short(7, call("sent")) is None
+
+
+async def test_ending_it_cancels_its_requests_and_closes_its_stream() -> None:
+    legacy = session()
+    first, second = trio.CancelScope(), trio.CancelScope()
+    legacy.requests.update({1: first, "b": second})
+    legacy.close(DELETED)
+    assert legacy.ended == DELETED
+    assert first.cancel_called and second.cancel_called
+    assert legacy.news.closed
+    assert legacy.asks.gone == DELETED
+
+
+async def test_a_request_cut_short_is_told_why_and_whether_its_call_ran() -> None:
+    legacy = session()
+    legacy.close(PUSHED_OUT)
+    assert error(legacy.cut_short("r", None)) == (
+        "r",
+        f"{PUSHED_OUT}: this request was ended before it was answered",
+    )
+    assert error(legacy.cut_short(7, call("new"))) == (
+        7,
+        f"{PUSHED_OUT}: this call was not sent to its tool server, so it did not run",
+    )
+    assert error(legacy.cut_short(7, call("sent"))) == (
+        7,
+        f"{PUSHED_OUT}: this call was ended before its tool server answered; it may have "
+        "reached the server, so whether it ran is not known",
+    )
