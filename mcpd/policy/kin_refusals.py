@@ -42,9 +42,11 @@ def not_yours(kin: AgentKin, tie: Tie, pid: int | None) -> str:
     if tie == "deep":
         return f"{too_deep()}; decide it from a terminal of your own, one no agent started"
     if tie == "unread":
+        # A departed agent whose own process ended names none: what started it lives on.
+        its = "" if pid is None else f" (pid {pid})"
         return (
-            f"mcpd could not read all that started the agent that made this call (pid "
-            f"{pid}): it reads {HOSTS} processes above it in its session at most, so it "
+            f"mcpd could not read all that started the agent that made this call{its}: it "
+            f"reads {HOSTS} processes above it in its session at most, so it "
             f"cannot tell a process of uid {kin.uid} (or one that descends from such a "
             "process) from one they started: decide it as another user who may decide "
             "(root from a login of its own, or mcpd's own user), or start the agent "

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcpd.policy.kin import HOSTS, LINEAGE, AgentKin, Tie
+from mcpd.policy.kin import HOSTS, LINEAGE, AgentKin, Decider, Process, Tie
 from mcpd.policy.kin_refusals import crowded, not_yours, too_deep
 
 AGENT = AgentKin(uid=1000)
@@ -72,3 +72,17 @@ def test_an_agent_not_found_says_why_and_sends_to_the_status_page() -> None:
     text = not_yours(of_user, "unknown", None)
     assert "a process of uid 1000 here" in text
     assert "or as another user who may decide (root, or mcpd's own user)" in text
+
+
+def test_an_unread_agent_whose_own_process_is_gone_names_no_pid() -> None:
+    """A departed agent's process ended while what started it lives on, read only in
+    part: the tie names no process, and the words name none either."""
+    gone = AgentKin(hosts=(Process(20, 1),), uid=1000, unread=True, gone=True)
+    tie = gone.tie(Decider(uid=1000))
+    assert tie == ("unread", None)
+    text = not_yours(gone, *tie)
+    assert "pid" not in text
+    assert text.startswith(
+        "mcpd could not read all that started the agent that made this call: it reads "
+        f"{HOSTS} processes above it"
+    )
