@@ -84,12 +84,6 @@ async def served(server: DemoServer, host: str = "127.0.0.1") -> AsyncIterator[S
             nursery.cancel_scope.cancel()
 
 
-@pytest.fixture
-async def echo() -> AsyncIterator[Served]:
-    async with served(blocking_server()) as srv:
-        yield srv
-
-
 def legacy_call(rid: int, name: str, arguments: dict[str, Any], **m: Any) -> dict[str, Any]:
     return request(rid, "tools/call", {"name": name, "arguments": arguments, "_meta": m})
 
@@ -104,13 +98,14 @@ async def test_the_ready_file_gets_the_bound_port(tmp_path: Path) -> None:
             nursery.cancel_scope.cancel()
 
 
-async def test_only_the_endpoint_is_served_and_its_query_is_ignored(echo: Served) -> None:
-    body = request(1, "server/discover", {"_meta": meta()})
-    headers = modern_headers("server/discover")
-    assert await _post_to(echo.port, "/mcp", headers, body) == 200
-    assert await _post_to(echo.port, "/other", headers, body) == 404
-    assert await _post_to(echo.port, "/mcp?x=1", headers, body) == 200
-    assert await _post_to(echo.port, "/mcpx", headers, body) == 404
+async def test_only_the_endpoint_is_served_and_its_query_is_ignored() -> None:
+    async with served(blocking_server()) as echo:
+        body = request(1, "server/discover", {"_meta": meta()})
+        headers = modern_headers("server/discover")
+        assert await _post_to(echo.port, "/mcp", headers, body) == 200
+        assert await _post_to(echo.port, "/other", headers, body) == 404
+        assert await _post_to(echo.port, "/mcp?x=1", headers, body) == 200
+        assert await _post_to(echo.port, "/mcpx", headers, body) == 404
 
 
 async def _post_to(port: int, target: str, headers: dict[str, str], body: Any) -> int:
@@ -130,11 +125,10 @@ async def _post_to(port: int, target: str, headers: dict[str, str], body: Any) -
     return int(got.split(b" ")[1])
 
 
-async def test_a_legacy_request_of_another_method_is_refused_with_those_allowed(
-    echo: Served,
-) -> None:
-    reply = await http(echo.port, "PUT", {})
-    assert (reply.status, reply.headers["allow"]) == (405, "GET, POST, DELETE")
+async def test_a_legacy_request_of_another_method_is_refused_with_those_allowed() -> None:
+    async with served(blocking_server()) as echo:
+        reply = await http(echo.port, "PUT", {})
+        assert (reply.status, reply.headers["allow"]) == (405, "GET, POST, DELETE")
 
 
 async def test_an_origin_of_the_served_host_is_allowed_and_others_are_not() -> None:
@@ -148,40 +142,42 @@ async def test_an_origin_of_the_served_host_is_allowed_and_others_are_not() -> N
     assert refused.json()["error"]["message"] == "Forbidden: origin not allowed"
 
 
-async def test_a_legacy_post_without_a_session_or_with_an_unknown_one_is_refused(
-    echo: Served,
-) -> None:
-    missing = await http(echo.port, "POST", POST_HEADERS, request(2, "tools/list"))
-    assert missing.status == 400
-    assert missing.json()["error"]["message"] == "Bad Request: Missing session ID"
-    unknown = {**POST_HEADERS, "mcp-session-id": "feed"}
-    assert (await http(echo.port, "POST", unknown, request(2, "tools/list"))).status == 404
+async def test_a_legacy_post_without_a_session_or_with_an_unknown_one_is_refused() -> None:
+    async with served(blocking_server()) as echo:
+        missing = await http(echo.port, "POST", POST_HEADERS, request(2, "tools/list"))
+        assert missing.status == 400
+        assert missing.json()["error"]["message"] == "Bad Request: Missing session ID"
+        unknown = {**POST_HEADERS, "mcp-session-id": "feed"}
+        assert (await http(echo.port, "POST", unknown, request(2, "tools/list"))).status == 404
 
 
-async def test_a_failed_initialize_opens_no_session(echo: Served) -> None:
-    bad = request(1, "initialize", {"protocolVersion": 5})
-    reply = await http(echo.port, "POST", POST_HEADERS, bad)
-    assert reply.status == 200
-    assert "error" in reply.json()
-    assert "mcp-session-id" not in reply.headers
+async def test_a_failed_initialize_opens_no_session() -> None:
+    async with served(blocking_server()) as echo:
+        bad = request(1, "initialize", {"protocolVersion": 5})
+        reply = await http(echo.port, "POST", POST_HEADERS, bad)
+        assert reply.status == 200
+        assert "error" in reply.json()
+        assert "mcp-session-id" not in reply.headers
 
 
-async def test_each_initialize_opens_a_session_of_its_own(echo: Served) -> None:
-    first = await echo.session()
-    second = await echo.session()
-    assert first["mcp-session-id"] != second["mcp-session-id"]
-    assert len(first["mcp-session-id"]) == 32
-    for session in (first, second):
-        listed = await http(echo.port, "POST", session, request(2, "tools/list"))
-        assert [t["name"] for t in listed.json()["result"]["tools"]] == ["block", "echo"]
+async def test_each_initialize_opens_a_session_of_its_own() -> None:
+    async with served(blocking_server()) as echo:
+        first = await echo.session()
+        second = await echo.session()
+        assert first["mcp-session-id"] != second["mcp-session-id"]
+        assert len(first["mcp-session-id"]) == 32
+        for session in (first, second):
+            listed = await http(echo.port, "POST", session, request(2, "tools/list"))
+            assert [t["name"] for t in listed.json()["result"]["tools"]] == ["block", "echo"]
 
 
-async def test_what_a_legacy_client_posts_that_is_no_request_is_accepted(echo: Served) -> None:
-    session = await echo.session()
-    answer = {"jsonrpc": "2.0", "id": "s1", "result": {}}
-    assert (await http(echo.port, "POST", session, answer)).status == 202
-    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    assert (await http(echo.port, "POST", session, note)).status == 202
+async def test_what_a_legacy_client_posts_that_is_no_request_is_accepted() -> None:
+    async with served(blocking_server()) as echo:
+        session = await echo.session()
+        answer = {"jsonrpc": "2.0", "id": "s1", "result": {}}
+        assert (await http(echo.port, "POST", session, answer)).status == 202
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await http(echo.port, "POST", session, note)).status == 202
 
 
 async def test_a_request_id_in_use_in_the_session_is_refused() -> None:
@@ -201,11 +197,12 @@ async def test_a_request_id_in_use_in_the_session_is_refused() -> None:
     assert calls.started == [2]
 
 
-async def test_an_id_is_free_again_once_its_request_is_answered(echo: Served) -> None:
-    session = await echo.session()
-    for text in ("a", "b"):
-        reply = await http(echo.port, "POST", session, legacy_call(3, "echo", {"text": text}))
-        assert text_of(reply.json()) == text
+async def test_an_id_is_free_again_once_its_request_is_answered() -> None:
+    async with served(blocking_server()) as echo:
+        session = await echo.session()
+        for text in ("a", "b"):
+            reply = await http(echo.port, "POST", session, legacy_call(3, "echo", {"text": text}))
+            assert text_of(reply.json()) == text
 
 
 @pytest.mark.parametrize(
@@ -249,12 +246,13 @@ async def test_a_cancel_in_another_session_does_not_reach_this_one() -> None:
             assert calls.ended == []
 
 
-async def test_the_stream_of_a_session_needs_an_event_stream_accepted(echo: Served) -> None:
-    session = await echo.session()
-    sid = {"mcp-session-id": session["mcp-session-id"]}
-    refused = await http(echo.port, "GET", {**sid, "accept": "application/json"})
-    assert (refused.status, refused.body) == (406, b"GET needs Accept: text/event-stream")
-    assert (await http(echo.port, "GET", {"accept": "text/event-stream"})).status == 400
+async def test_the_stream_of_a_session_needs_an_event_stream_accepted() -> None:
+    async with served(blocking_server()) as echo:
+        session = await echo.session()
+        sid = {"mcp-session-id": session["mcp-session-id"]}
+        refused = await http(echo.port, "GET", {**sid, "accept": "application/json"})
+        assert (refused.status, refused.body) == (406, b"GET needs Accept: text/event-stream")
+        assert (await http(echo.port, "GET", {"accept": "text/event-stream"})).status == 400
 
 
 async def test_past_the_session_limit_the_oldest_is_ended(
@@ -278,25 +276,29 @@ async def test_past_the_session_limit_the_oldest_is_ended(
             assert (await http(srv.port, "POST", kept, request(2, "tools/list"))).status == 200
 
 
-async def test_a_modern_request_on_a_handshake_version_is_a_legacy_one(echo: Served) -> None:
-    # The handshake version in the header routes it to the session protocol, which
-    # needs a session.
-    headers = {**POST_HEADERS, "mcp-protocol-version": LEGACY}
-    reply = await http(echo.port, "POST", headers, request(2, "tools/list", {"_meta": meta()}))
-    assert reply.status == 400
-    assert reply.json()["error"]["message"] == "Bad Request: Missing session ID"
+async def test_a_modern_request_on_a_handshake_version_is_a_legacy_one() -> None:
+    async with served(blocking_server()) as echo:
+        # The handshake version in the header routes it to the session protocol, which
+        # needs a session.
+        headers = {**POST_HEADERS, "mcp-protocol-version": LEGACY}
+        reply = await http(echo.port, "POST", headers, request(2, "tools/list", {"_meta": meta()}))
+        assert reply.status == 400
+        assert reply.json()["error"]["message"] == "Bad Request: Missing session ID"
 
 
-async def test_malformed_http_gets_a_400_and_the_server_serves_on(echo: Served) -> None:
-    stream = await trio.open_tcp_stream("127.0.0.1", echo.port)
-    async with stream:
-        await stream.send_all(b"NOT HTTP AT ALL\r\n\r\n")
-        got = b""
-        while (piece := await stream.receive_some()) != b"":
-            got += piece
-    assert got.startswith(b"HTTP/1.1 400 ")
-    body = request(1, "server/discover", {"_meta": meta()})
-    assert (await http(echo.port, "POST", modern_headers("server/discover"), body)).status == 200
+async def test_malformed_http_gets_a_400_and_the_server_serves_on() -> None:
+    async with served(blocking_server()) as echo:
+        stream = await trio.open_tcp_stream("127.0.0.1", echo.port)
+        async with stream:
+            await stream.send_all(b"NOT HTTP AT ALL\r\n\r\n")
+            got = b""
+            while (piece := await stream.receive_some()) != b"":
+                got += piece
+        assert got.startswith(b"HTTP/1.1 400 ")
+        body = request(1, "server/discover", {"_meta": meta()})
+        assert (
+            await http(echo.port, "POST", modern_headers("server/discover"), body)
+        ).status == 200
 
 
 async def test_a_client_hanging_up_on_a_legacy_request_cancels_it() -> None:
