@@ -52,7 +52,7 @@ def _check_value(schema: Mapping[str, Any], value: Any) -> str | None:
             ok = False
         if not ok:
             return f"must be of type {kind}, got {type(value).__name__}"
-    if "enum" in schema and value not in schema["enum"]:
+    if "enum" in schema and not any(_same(value, option) for option in schema["enum"]):
         return f"must be one of {schema['enum']!r}"
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if "minimum" in schema and value < schema["minimum"]:
@@ -62,3 +62,15 @@ def _check_value(schema: Mapping[str, Any], value: Any) -> str | None:
     if isinstance(value, str) and len(value) < schema.get("minLength", 0):
         return f"must have at least {schema['minLength']} characters"
     return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two values are one JSON value: Python takes true for 1, JSON does not
+    (though 1.0 is 1)."""
+    if isinstance(a, bool) != isinstance(b, bool):
+        return False
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return bool(a == b)

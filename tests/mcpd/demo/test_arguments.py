@@ -104,3 +104,18 @@ def test_bounds_are_not_applied_to_what_is_not_a_number() -> None:
 def test_an_empty_schema_takes_any_object() -> None:
     assert check_arguments({}, {}) is None
     assert check_arguments({}, {"a": [1, 2]}) is None
+
+
+@pytest.mark.parametrize(
+    ("enum", "value"),
+    [([1], True), ([0], False), ([True], 1), ([[1]], [True]), ([{"a": 0}], {"a": False})],
+)
+def test_an_enum_tells_true_and_false_from_numbers(enum: list[Any], value: Any) -> None:
+    schema = {"properties": {"v": {"enum": enum}}}
+    assert check_arguments(schema, {"v": value}) == f"argument 'v' must be one of {enum!r}"
+
+
+def test_an_enum_takes_a_number_however_it_is_written() -> None:
+    schema = {"properties": {"v": {"enum": [1, [2], {"a": 3}]}}}
+    for value in (1.0, [2.0], {"a": 3.0}):
+        assert check_arguments(schema, {"v": value}) is None
