@@ -159,11 +159,16 @@ async def test_a_json_notification_is_not_the_response() -> None:
     assert ex.notes == []
 
 
-async def test_a_json_response_for_a_request_that_is_not_in_flight_is_not_the_response() -> None:
+async def test_a_json_response_for_no_request_in_flight_fails_its_request() -> None:
+    inflight = InFlight("srv")
+    inflight.expect(1)
     async with exchange() as ex:
         await ex.whole(JSON, result(7))
-        with pytest.raises(UnexpectedReply, match="is not its response"):
-            await ex.answer()
+        with pytest.raises(MalformedReply) as info:
+            await ex.answer(ex.reader(inflight=inflight))
+    assert info.value.reason == (
+        "srv: the reply was a response for no request in flight (id 7) and was dropped"
+    )
 
 
 @pytest.mark.parametrize(
@@ -192,16 +197,25 @@ async def test_a_json_response_with_a_result_and_an_error_fails_its_request() ->
     )
 
 
-async def test_a_json_reply_answering_another_in_flight_fails_both() -> None:
+@pytest.mark.parametrize(
+    ("rid", "why"),
+    [
+        ("2", 'sent under the id "2" (a string) for request 2'),
+        (2, "sent in response to tools/call"),
+    ],
+)
+async def test_a_json_reply_answering_another_in_flight_fails_both(rid: Any, why: str) -> None:
     inflight = InFlight("srv")
     other = inflight.expect(2)
     async with exchange() as ex:
-        await ex.whole(JSON, result("2"))
+        await ex.whole(JSON, result(rid))
         with pytest.raises(MalformedReply) as info:
             await ex.answer(ex.reader(inflight=inflight))
     assert info.value.reason == f"srv: the reply was {ANSWERED_ANOTHER} and was dropped"
     assert other.cancel_called
-    assert "(a string) for request 2" in inflight.failure(2).reason
+    with pytest.raises(MalformedReply) as failed:
+        inflight.settled(2)
+    assert failed.value.reason == f"srv: the reply was {why} and was dropped"
 
 
 async def test_an_unusable_json_reply_to_a_notification_raises_without_an_id() -> None:
@@ -406,19 +420,28 @@ async def test_bad_duplicates_after_the_response_are_dropped() -> None:
         assert value(await ex.answer()) == "first"
 
 
-async def test_a_response_on_the_stream_for_another_in_flight_fails_that_one_only() -> None:
+async def test_responses_on_the_stream_for_others_in_flight_fail_those_only(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     inflight = InFlight("srv")
-    other = inflight.expect(2)
-    third = inflight.expect(3)
+    others = {rid: inflight.expect(rid) for rid in (2, 3, 4)}
     bad = message(id=3, result={}, error={"code": 1, "message": "no"})
     async with exchange() as ex:
         await ex.head(SSE)
-        await ex.send(event(result(2.0)) + event(bad) + event(result(1, "mine")))
+        await ex.send(event(result(2.0)) + event(bad) + event(result(4)))
+        await ex.send(event(result(1, "mine")))
         await ex.end()
         assert value(await ex.answer(ex.reader(inflight=inflight))) == "mine"
-    assert other.cancel_called and third.cancel_called
-    assert "not an integer" in inflight.failure(2).reason
-    assert "both a result and an error" in inflight.failure(3).reason
+    assert all(scope.cancel_called for scope in others.values())
+    reasons = []
+    for rid in others:
+        with pytest.raises(MalformedReply) as info:
+            inflight.settled(rid)
+        reasons.append(info.value.reason)
+    assert "not an integer" in reasons[0]
+    assert "both a result and an error" in reasons[1]
+    assert "sent in response to tools/call" in reasons[2]
+    assert not any("ignored" in w for w in warnings(caplog))
 
 
 async def test_an_unusable_response_naming_no_request_makes_the_reply_no_mcp() -> None:
