@@ -7,6 +7,7 @@ found out by ``handshake``; this module speaks it.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -93,6 +94,13 @@ class Upstream:
         # The tools a legacy server runs only as tasks (see task_tools).
         self.task_tools: frozenset[str] = frozenset()
         self.mark = SessionMark()  # this session's, as what is made in it keeps it
+        # How a call goes to the transport: as it is where messages have no headers
+        # and no session to lose (the transport's own ``send``, bound to the method),
+        # or with its headers, its agent's context and a legacy session begun again
+        # (Streamable HTTP).
+        self._send_call: Callable[[Params | splice.SplicedCall, Call], rpc.Id] = (
+            self._send_over_http if http else functools.partial(transport.send, "tools/call")
+        )
 
     # -- lifecycle --
 
@@ -267,16 +275,18 @@ class Upstream:
             if shape is None
             else splice.SplicedCall(shape, call.arguments, call.token)
         )
-        if not self.http:
-            call.rid = self.transport.send("tools/call", params, call)
-            return
+        call.rid = self._send_call(params, call)
+
+    def _send_over_http(self, params: Params | splice.SplicedCall, call: Call) -> rpc.Id:
+        """Send a call over Streamable HTTP: with its headers, in its agent's context
+        (the task the transport waits in starts in it: a legacy server's request on the
+        call's stream is asked of the call's agent), sent once more after a new
+        handshake if the server forgot the legacy session before it handled it."""
         headers = self._call_headers(call)
-        # The task the transport waits in starts in this context: a legacy server's
-        # request on the call's stream is asked of the call's agent.
         asking = ASKING.set(call.asker)
         try:
             reply = _Renewing(self, call, params)
-            call.rid = self.transport.send("tools/call", params, reply, headers=headers)
+            return self.transport.send("tools/call", params, reply, headers=headers)
         finally:
             ASKING.reset(asking)
 

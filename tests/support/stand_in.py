@@ -59,6 +59,14 @@ class StandIn:
     ) -> None:
         self.sent.append(method)
 
+    def send(
+        self, method: str, params: Any, reply: Any, *, headers: Mapping[str, str] | None = None
+    ) -> rpc.Id:
+        raise TransportClosed(f"a played transport sends no {method} without waiting")
+
+    def forget(self, rid: rpc.Id, reason: str) -> None:
+        pass
+
     def reset_session(self) -> None:
         pass
 

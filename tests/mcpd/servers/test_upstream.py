@@ -591,6 +591,9 @@ class Answering:
         self.sent.append(method)
         return Raw(self.answer)
 
+    def send(self, method: str, params: Any, reply: Any, **_: Any) -> rpc.Id:
+        raise TransportClosed(f"this transport sends no {method} without waiting")
+
 
 @pytest.mark.parametrize("era", ["modern", "legacy"])
 async def test_the_health_probe_reads_nothing_of_its_answer(
