@@ -94,6 +94,11 @@ FORBIDDEN = [
     ("transports", "mcpd", "transports move messages and know nothing of the daemon"),
     ("mcpd.agents", "transports", "the agent side sees servers only through its interfaces"),
     ("mcpd.servers", "mcpd.agents", "servers never know about agents"),
+    (
+        "mcpd.agents",
+        "mcpd.servers.queue_bytes",
+        "what the agent side needs of a waiting call's bytes is the call's own",
+    ),
     ("mcpd.registry", "mcpd.servers", "the registry is bookkeeping: no I/O, no servers"),
     ("mcpd.registry", "mcpd.agents", "the registry is bookkeeping: no I/O, no agents"),
     ("mcpd.registry", "mcpd.local", "the registry is bookkeeping: no I/O"),

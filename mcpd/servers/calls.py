@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import abc
 import math
-from typing import Any, ClassVar, Protocol, TypeAlias
+from typing import Any, ClassVar, Final, Protocol, TypeAlias
 
 import msgspec
 import trio
@@ -35,6 +35,12 @@ from .progress import ProgressRoutes, ProgressSink
 from .stats import LatencyStats
 from .taking_apart import ReplyWork
 from .task_holds import TaskHolds
+
+# The code of mcpd's refusal of a request past a bound on the bytes waiting: that of
+# an outage's, though it is none (the item asked for exists, and the server keeps
+# working).
+UNQUEUED: Final = -32000
+_encode: Final = msgspec.json.Encoder().encode
 
 # A call's one outcome: the server's raw result, why it could not be reached, the
 # server's JSON-RPC error, or a result of mcpd's own (an unknown tool, a search).
@@ -72,6 +78,16 @@ class Unsent(CallEnd):
 
     __slots__ = ()
     end = End.UNSENT
+
+
+class Unqueued(rpc.RPCError):
+    """mcpd's refusal of a request other than tools/call, which would have kept its
+    agent's, its user's or everyone's bytes past their bound (``queue_bytes``): the
+    agent's JSON-RPC error, and ``reason``, its audit record's."""
+
+    def __init__(self, message: str, data: object, reason: str) -> None:
+        super().__init__(UNQUEUED, message, data)
+        self.reason = reason
 
 
 class CallRefused(Exception):
@@ -201,6 +217,22 @@ class Call(msgspec.Struct, eq=False):
     kept: int = 0
     whose: Whose | None = None
 
+    def weight(self) -> int:
+        """The bytes the call would keep while it waits (for its server, or for a
+        person): what it carries to its server, and its request's ``_meta``."""
+        carried = (self.arguments, self.request_state, self.input_responses)
+        kept = sum(len(part) for part in carried if isinstance(part, Raw))
+        return kept + (len(_encode(self.ctx.meta)) if self.ctx.meta else 0)
+
+    def kept_apart(self) -> int:
+        """``weight``, once what the call carries is copied out of its agent's line (a
+        part of a line keeps the whole of it): no more than that is kept while it
+        waits."""
+        self.arguments = _copied(self.arguments)
+        self.request_state = _copied(self.request_state)
+        self.input_responses = _copied(self.input_responses)
+        return self.weight()
+
     def __call__(self, raw: Raw | None, error: Exception | None) -> None:
         """The server's answer (or the transport's failure), from the transport."""
         if self.scheduler is not None:
@@ -216,6 +248,10 @@ class Call(msgspec.Struct, eq=False):
         call already, and no outcome is delivered."""
         if self.scheduler is not None:
             self.scheduler.cancel(self)
+
+
+def _copied(part: Raw | UnsetType) -> Raw | UnsetType:
+    return Raw(bytes(part)) if isinstance(part, Raw) else part
 
 
 class CallHost(abc.ABC):

@@ -36,14 +36,12 @@ from collections.abc import Iterator
 from typing import Final, TypeVar
 
 import msgspec
-from msgspec import Raw, UnsetType
 
-from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
-from .calls import Call, Whose
+from .calls import Call, Unqueued, Whose
 
 logger = logging.getLogger("mcpd.calls")
 
@@ -53,27 +51,8 @@ PER_USER: Final = 64 * MIB
 TOTAL: Final = 256 * MIB
 OWN_RESERVE: Final = PER_AGENT
 META_KEY: Final = "mcpd/queue"
-# The code of a request's refusal: that of an outage's, though it is none (the item
-# asked for exists, and the server keeps working).
-REFUSED: Final = -32000
-
 _encode: Final = msgspec.json.Encoder().encode
 _K = TypeVar("_K")
-
-
-def weight(call: Call) -> int:
-    """The bytes ``call`` would keep while it waits: what it carries to its server, and
-    its request's ``_meta``."""
-    carried = (call.arguments, call.request_state, call.input_responses)
-    kept = sum(len(part) for part in carried if isinstance(part, Raw))
-    return kept + (len(_encode(call.ctx.meta)) if call.ctx.meta else 0)
-
-
-def kept_apart(call: Call) -> int:
-    """``weight``, once what ``call`` carries is copied out of its agent's line: no
-    more than that is kept while it waits (for its server, or for a person)."""
-    _copy_apart(call)
-    return weight(call)
 
 
 def carried(params: msgspec.Struct) -> int:
@@ -87,16 +66,6 @@ def carried(params: msgspec.Struct) -> int:
         if isinstance(meta, dict) and meta:
             size += len(_encode(meta))
     return size
-
-
-def _copy_apart(call: Call) -> None:
-    call.arguments = _copied(call.arguments)
-    call.request_state = _copied(call.request_state)
-    call.input_responses = _copied(call.input_responses)
-
-
-def _copied(part: Raw | UnsetType) -> Raw | UnsetType:
-    return Raw(bytes(part)) if isinstance(part, Raw) else part
 
 
 def amount(size: int) -> str:
@@ -151,16 +120,6 @@ class Over(msgspec.Struct, frozen=True):
         )
 
 
-class Unqueued(rpc.RPCError):
-    """mcpd's refusal of a request other than tools/call, which would have kept its
-    agent's, its user's or everyone's bytes past their bound: the agent's JSON-RPC
-    error, and ``reason``, its audit record's."""
-
-    def __init__(self, message: str, data: object, reason: str) -> None:
-        super().__init__(REFUSED, message, data)
-        self.reason = reason
-
-
 def _user(whose: Whose) -> str:
     return "a user mcpd cannot name" if whose.uid is None else f"uid {whose.uid}"
 
@@ -186,11 +145,10 @@ class QueueBytes:
         apart and weighed (they are held once it is queued: ``take``); else the result
         it is refused with, which names the bound."""
         whose = call.caller.whose()
-        size = weight(call)
+        size = call.weight()
         over = self._over(whose, size)
         if over is None:
-            _copy_apart(call)
-            call.whose, call.kept = whose, size
+            call.whose, call.kept = whose, call.kept_apart()
             return None
         call.refusal = over.reason()
         self._log(alias, whose, over, "call")

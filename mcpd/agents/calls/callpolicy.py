@@ -55,7 +55,6 @@ from ...policy.rules import ALLOW, CallFacts, Decision, facts_of
 from ...registry.shown import Entry
 from ...servers.askback import Asker
 from ...servers.calls import Call, QueuedCheck
-from ...servers.queue_bytes import kept_apart
 from ..askback.askback import Park, Parks
 from ..profiles import Profiles, ProfileServers
 
@@ -110,7 +109,7 @@ class CallPolicy:
         if decision.action == "allow":
             return None
         if decision.action == "ask":
-            return Ask(facts, decision, entry, profile, kept_apart(call))
+            return Ask(facts, decision, entry, profile, call.kept_apart())
         why = f": {decision.reason}" if decision.reason else ""
         if decision.limited is not None:
             call.decision = "limited"
@@ -251,7 +250,7 @@ class CallPolicy:
         facts = _facts(entry, sent.profile)
         now = self.gate.stands(facts, agent, sent.decision, lasting=False)
         if now is not None and now.action == "ask":
-            ask = Ask(facts, now, entry, sent.profile, kept_apart(call))
+            ask = Ask(facts, now, entry, sent.profile, call.kept_apart())
             asked = await self.ask(call, agent, kin, ask, asker)
             if isinstance(asked, Sent):  # still the same call's rounds
                 return msgspec.structs.replace(asked, rounds=sent.rounds)

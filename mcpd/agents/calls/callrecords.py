@@ -28,9 +28,8 @@ from protocol import mcp, splice
 from ...audit.log import AuditLog
 from ...audit.record import METHODS, NO_DECISION, AuditOutcome, CallRecord, kept, unknown
 from ...policy.agent import AgentInfo
-from ...servers.calls import Call, Outcome
+from ...servers.calls import Call, Outcome, Unqueued
 from ...servers.outage import Outage
-from ...servers.queue_bytes import Unqueued
 from ..agent import Agent
 
 _REASON: Final = 200  # characters of a reason kept
