@@ -94,11 +94,6 @@ FORBIDDEN = [
     ("transports", "mcpd", "transports move messages and know nothing of the daemon"),
     ("mcpd.agents", "transports", "the agent side sees servers only through its interfaces"),
     ("mcpd.servers", "mcpd.agents", "servers never know about agents"),
-    (
-        "mcpd.agents",
-        "mcpd.servers.queue_bytes",
-        "what the agent side needs of a waiting call's bytes is the call's own",
-    ),
     ("mcpd.registry", "mcpd.servers", "the registry is bookkeeping: no I/O, no servers"),
     ("mcpd.registry", "mcpd.agents", "the registry is bookkeeping: no I/O, no agents"),
     ("mcpd.registry", "mcpd.local", "the registry is bookkeeping: no I/O"),
@@ -196,6 +191,45 @@ def test_the_checker_sees_cycles_and_wrong_directions() -> None:
     edges = graph()
     assert "mcpd.servers.supervisor" in edges["mcpd.servers.all_servers"]
     assert "protocol.jsonrpc" in edges["transports.stdio.transport"]
+
+
+# -- seams: the agent side reaches the servers at one place --
+
+# What the agent side may import of mcpd.servers: the values both sides share, in one
+# module, and the two fronts daemon.py wires for it. Each entry: module -> what it is.
+SHARED = "mcpd.servers.shared"
+SERVERS_SEAM = {
+    SHARED: "the values both sides share: a call, its outcome, whose it is, ...",
+    "mcpd.servers.all_servers": "AllServers: the servers as the agent side is handed them",
+    "mcpd.servers.auth_commands": "Logins: the OAuth logins behind `mcpd auth`",
+}
+
+
+def past_the_seam(edges: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{src} imports {dst}"
+        for src, dsts in edges.items()
+        if within(src, "mcpd.agents")
+        for dst in dsts
+        if within(dst, "mcpd.servers") and dst not in SERVERS_SEAM
+    )
+
+
+def test_the_agent_side_imports_of_the_servers_only_the_seam() -> None:
+    wrong = past_the_seam(graph())
+    assert not wrong, (
+        f"the agent side imports what it shares with the servers from {SHARED}, and "
+        f"of the rest only the fronts daemon.py wires ({', '.join(sorted(SERVERS_SEAM))}):\n"
+        + "\n".join(wrong)
+    )
+
+
+def test_the_seam_checker_sees_a_module_reached_past_it() -> None:
+    edges = {
+        "mcpd.agents.a": {SHARED, "mcpd.servers.calls", "mcpd.registry.table"},
+        "mcpd.servers.b": {"mcpd.servers.calls"},
+    }
+    assert past_the_seam(edges) == ["mcpd.agents.a imports mcpd.servers.calls"]
 
 
 # -- seams: what one side uses of the other is declared, not probed --
@@ -303,11 +337,14 @@ def seam_modules(edges: dict[str, set[str]]) -> set[str]:
     """The modules of the agents/servers seam: ``mcpd.servers.all_servers`` (the servers as
     the agent side is handed them), ``mcpd.agents.backend`` (the agent side's view of
     the rest of the daemon), each module of ``mcpd.servers`` that a module of
-    ``mcpd.agents`` imports, and the agent side's half of the call path (``CALL_PATH``)."""
+    ``mcpd.agents`` imports (for ``SHARED``, the modules its values come from too), and
+    the agent side's half of the call path (``CALL_PATH``)."""
     found = {"mcpd.servers.all_servers", "mcpd.agents.backend", *CALL_PATH}
     for src, dsts in edges.items():
         if within(src, "mcpd.agents"):
             found |= {d for d in dsts if within(d, "mcpd.servers")}
+    if SHARED in found:
+        found |= {d for d in edges[SHARED] if within(d, "mcpd.servers")}
     return found
 
 

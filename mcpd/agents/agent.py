@@ -13,8 +13,7 @@ from protocol import jsonrpc as rpc
 from protocol.server import RequestContext, ServerSession
 
 from ..policy.kin import AgentKin
-from ..servers.calls import Call, Outcome, Whose
-from ..servers.progress import ProgressSink
+from ..servers.shared import Call, Outcome, ProgressSink, Whose
 from .askback.askback import AgentRequests, DirectAsker
 from .identity import Identity
 from .profiles import ProfileServers

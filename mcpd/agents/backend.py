@@ -31,8 +31,7 @@ from ..registry.shown import Entry
 from ..registry.table import Listed
 from ..registry.views import ProfileView
 from ..servers.auth_commands import Logins
-from ..servers.history import ServerHistory
-from ..servers.state import Said
+from ..servers.shared import Said, ServerHistory
 
 
 class Servers(Protocol):

@@ -21,8 +21,7 @@ from protocol.splice import SplicedRequest
 
 from ..config.model import DaemonConfig
 from ..policy.kin import AgentKin, unknown
-from ..servers.calls import Call, Outcome
-from ..servers.progress import ProgressSink
+from ..servers.shared import Call, Outcome, ProgressSink
 from .askback.askback import AgentRequests, DirectAsker
 from .askback.driver import may_be_asked
 from .askback.rounds import sheds

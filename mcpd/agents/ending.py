@@ -22,7 +22,7 @@ from protocol.framing import Oversized
 from protocol.logfields import log_extra
 from protocol.splice import SplicedRequest
 
-from ..servers.calls import Call
+from ..servers.shared import Call
 from .agent import Agent
 from .calls.callrecords import AT_LIMIT
 from .calls.toolcall import Router

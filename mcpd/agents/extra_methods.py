@@ -24,7 +24,7 @@ from protocol.server import RequestContext
 from ..registry.scheme import Sight
 from ..registry.views import ProfileView
 from ..servers.all_servers import AllServers
-from ..servers.outage import Outage
+from ..servers.shared import Outage
 from .agent import Agent
 from .allowance import Allowance
 from .askback.driver import AgentSide, AskBackDriver

@@ -17,7 +17,7 @@ import secrets
 import msgspec
 
 from ..policy.agent import AgentInfo, exe_of
-from ..servers.calls import Whose
+from ..servers.shared import Whose
 from .peers import Peer, is_owner, owners_uid
 
 

@@ -30,7 +30,7 @@ from ..registry.eras import for_era
 from ..registry.shown import Entry
 from ..registry.table import Listed
 from ..registry.views import ProfileView
-from ..servers.state import Said
+from ..servers.shared import Said
 from .backend import Servers
 from .lists.search_mode import exposed_listing
 from .peers import Peer, is_owner

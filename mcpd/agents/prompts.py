@@ -22,9 +22,7 @@ from protocol.visible import quote
 from ..registry.resources import Hold
 from ..registry.scheme import Ambiguous, Sight
 from ..servers.all_servers import AllServers
-from ..servers.askback import Asker
-from ..servers.calls import CallRefused, Whose
-from ..servers.outage import Outage
+from ..servers.shared import Asker, CallRefused, Outage, Whose
 from .askback import unanswered, url_required
 from .askback.driver import AgentSide, AskBackDriver
 from .askback.rounds import RoundTrip, SendRound

@@ -23,7 +23,7 @@ from ..registry.claims import Budget
 from ..registry.resources import Hold
 from ..registry.scheme import Ambiguous, Routed, Sight, Undecided
 from ..servers.all_servers import AllServers
-from ..servers.askback import Asker
+from ..servers.shared import Asker
 from .allowance import Allowance
 from .askback.driver import AgentSide, AskBackDriver
 from .calls.callrecords import Seen

@@ -36,7 +36,7 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 
-from ...servers.askback import NO_ANSWER
+from ...servers.shared import NO_ANSWER
 
 MAX_ROUNDS: Final = 8
 TOKEN_PREFIX: Final = "mcpd-ask:"

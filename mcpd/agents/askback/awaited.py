@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import trio
 
-from ...servers.calls import Call, Outcome, Whose
+from ...servers.shared import Call, Outcome, Whose
 from ..agent import Agent
 
 

@@ -17,8 +17,7 @@ from protocol import mcp
 
 from ...policy.agent import AgentInfo
 from ...servers.all_servers import AllServers
-from ...servers.askback import Asker
-from ...servers.calls import Call, Outcome
+from ...servers.shared import Asker, Call, Outcome
 from ..agent import Agent
 from ..calls.callpolicy import Ask, CallPolicy, Sent
 from ..calls.callrecords import CallRecords, ended

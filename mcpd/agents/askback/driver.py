@@ -21,7 +21,7 @@ from protocol import jsonrpc as rpc
 from protocol import surface
 
 from ...config.model import DaemonConfig
-from ...servers.calls import Whose
+from ...servers.shared import Whose
 from ..failures import Failures, split_failure
 from .askback import AgentRequests, DirectAsker, Flow, Park, ParkedAsker, Parks, claim
 from .rounds import Out, Req, RoundTrip, legacy_rounds

@@ -60,7 +60,7 @@ from ...policy.agent import AgentInfo
 from ...policy.gate import READ_HERE
 from ...policy.reading import Unshowable, read
 from ...policy.showing import canonical
-from ...servers.calls import Call
+from ...servers.shared import Call
 from ..calls.callpolicy import Sent
 from ..profiles import ProfileServers
 from .askback import MAX_ROUNDS, own_token

@@ -20,8 +20,7 @@ from msgspec import UNSET, Raw, UnsetType
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 
-from ...servers.askback import NO_ANSWER, Asker
-from ...servers.calls import Outcome
+from ...servers.shared import NO_ANSWER, Asker, Outcome
 from .askback import MAX_ROUNDS, DirectAsker
 
 # The request as its server is sent it: a tools/call's ``Call``, or the params of a

@@ -37,7 +37,7 @@ from protocol.logfields import log_extra
 from protocol.visible import quote
 
 from ...registry.relayed import cleaned, marked
-from ...servers.calls import Call
+from ...servers.shared import Call
 
 logger = logging.getLogger("mcpd.askback")
 

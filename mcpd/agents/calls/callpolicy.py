@@ -53,8 +53,7 @@ from ...policy.kin import AgentKin
 from ...policy.reading import RepeatedKey, Unshowable
 from ...policy.rules import ALLOW, CallFacts, Decision, facts_of
 from ...registry.shown import Entry
-from ...servers.askback import Asker
-from ...servers.calls import Call, QueuedCheck
+from ...servers.shared import Asker, Call, QueuedCheck
 from ..askback.askback import Park, Parks
 from ..profiles import Profiles, ProfileServers
 

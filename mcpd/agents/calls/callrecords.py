@@ -28,8 +28,7 @@ from protocol import mcp, splice
 from ...audit.log import AuditLog
 from ...audit.record import METHODS, NO_DECISION, AuditOutcome, CallRecord, kept, unknown
 from ...policy.agent import AgentInfo
-from ...servers.calls import Call, Outcome, Unqueued
-from ...servers.outage import Outage
+from ...servers.shared import Call, Outage, Outcome, Unqueued
 from ..agent import Agent
 
 _REASON: Final = 200  # characters of a reason kept

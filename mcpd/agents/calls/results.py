@@ -24,8 +24,7 @@ from protocol import mcp, surface
 from protocol.visible import quote
 
 from ...registry.scheme import Sight
-from ...servers.calls import SessionMark
-from ...servers.outage import Outage
+from ...servers.shared import Outage, SessionMark
 from ..askback import unanswered
 from ..askback.unanswered import unanswered_text
 from .result_eras import for_era

@@ -29,8 +29,7 @@ from protocol import mcp, splice, surface
 from ...audit.record import NO_DECISION
 from ...policy.agent import AgentInfo
 from ...servers.all_servers import AllServers
-from ...servers.calls import Call, Outcome
-from ...servers.outage import Outage
+from ...servers.shared import Call, Outage, Outcome
 from ..agent import Agent
 from ..askback import url_required
 from ..askback.call_rounds import CallRounds

@@ -21,7 +21,7 @@ from protocol import jsonrpc as rpc
 from protocol.server import ServerSession
 
 from ...policy.kin import AgentKin, Decider, unknown
-from ...servers.progress import ProgressSink
+from ...servers.shared import ProgressSink
 from ..askback.askback import AgentRequests, DirectAsker
 from ..connection import Connection, Dispatcher
 from ..ending import stopped_answer

@@ -11,7 +11,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol.server import ServerSession
 
-from ...servers.calls import Call
+from ...servers.shared import Call
 from ..askback.askback import AgentRequests
 from ..ending import UNANSWERED
 from ..identity import Identity

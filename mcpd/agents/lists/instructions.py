@@ -11,7 +11,7 @@ quotes what its server said on one line between double quotes (``Outage``).
 from __future__ import annotations
 
 from ...registry.quoting import QUOTE, quoted_lines
-from ...servers.state import Said
+from ...servers.shared import Said
 from ..backend import Servers
 from ..profiles import ProfileServers
 

@@ -23,7 +23,7 @@ from protocol import mcp
 
 from ...registry.table import Listed
 from ...registry.views import ProfileView
-from ...servers.calls import Call
+from ...servers.shared import Call
 from . import metatools
 
 _encode: Final = msgspec.json.Encoder().encode

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Final
 
 from ...local.statefile import SavedChange, SavedMinute
-from ...servers.history import DAY, HOUR
+from ...servers.shared import DAY, HOUR
 from . import words
 
 SLOTS: Final = 144  # of ten minutes

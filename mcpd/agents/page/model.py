@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from ...registry.views import ProfileView
-from ...servers.history import ServerHistory
+from ...servers.shared import ServerHistory
 from ..backend import Control
 from .sources import (
     ALL_CALLS,

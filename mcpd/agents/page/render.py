@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from protocol.visible import visible
 
-from ...servers.history import DAY, ServerHistory
+from ...servers.shared import DAY, ServerHistory
 from . import charts, decisions
 from .assets import ICON, SCRIPT, STYLE
 from .model import PageData, ProfileRow, ServerRow, profile_use

@@ -51,8 +51,7 @@ from protocol.server import RequestContext
 
 from ...registry.scheme import Sight
 from ...servers.all_servers import AllServers
-from ...servers.calls import CallRefused, SessionMark, Whose
-from ...servers.outage import Outage
+from ...servers.shared import CallRefused, Outage, SessionMark, Whose
 from ..calls.callpolicy import Sent
 from ..calls.results import Finish, result_for
 

@@ -25,7 +25,7 @@ from protocol import jsonrpc as rpc
 from protocol import surface
 from protocol.server import RequestContext
 
-from ...servers.calls import Call, Outcome, Whose
+from ...servers.shared import Call, Outcome, Whose
 from ..agent import Agent
 from ..calls.callpolicy import CallPolicy, Sent
 from ..calls.callrecords import CallRecords, outcome_of

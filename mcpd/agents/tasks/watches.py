@@ -24,7 +24,7 @@ from protocol import mcp
 
 from ...registry.scheme import Sight
 from ...servers.all_servers import AllServers
-from ...servers.calls import SessionMark
+from ...servers.shared import SessionMark
 from .tasks import Task, Tasks, agent_task_id, ended_task
 
 # Where a listen is: its connection's id, and the listen's request id.

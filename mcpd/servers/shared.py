@@ -1,0 +1,41 @@
+"""What the agent side and the servers share: the values that cross between them.
+
+A call and what it comes to (``Call``, its ``Outcome``: the server's bytes, an
+``Outage``, the server's JSON-RPC error, or mcpd's own result; ``Unqueued`` and
+``CallRefused`` for what mcpd refused to send), whose it is (``Whose``), the session it
+was sent in (``SessionMark``), where its progress goes (``ProgressSink``) and who
+answers what its server asks back (``Asker``, ``NO_ANSWER``); what the agent side says
+of a call still queued (``QueuedCheck``); what a server said of itself
+(``Said``) and its history as the status page draws it (``ServerHistory``).
+
+The agent side imports these from here, not from the modules that define them, and
+from the rest of ``servers/`` only the two fronts ``daemon.py`` wires for it:
+``all_servers.AllServers`` and ``auth_commands.Logins`` (``tests/test_layering.py``).
+"""
+
+from __future__ import annotations
+
+from .askback import NO_ANSWER, Asker
+from .calls import Call, CallRefused, Outcome, QueuedCheck, SessionMark, Unqueued, Whose
+from .history import DAY, HOUR, ServerHistory
+from .outage import Outage
+from .progress import ProgressSink
+from .state import Said
+
+__all__ = [
+    "DAY",
+    "HOUR",
+    "NO_ANSWER",
+    "Asker",
+    "Call",
+    "CallRefused",
+    "Outage",
+    "Outcome",
+    "ProgressSink",
+    "QueuedCheck",
+    "Said",
+    "ServerHistory",
+    "SessionMark",
+    "Unqueued",
+    "Whose",
+]
