@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from transports.stdio import secret_folders
 from transports.stdio.childenv import in_default_set
 from transports.stdio.exits import shown
-from transports.stdio.launch import resolve as resolve_command
+from transports.stdio.launch import server_program
 from transports.stdio.limits import Limits
 from transports.stdio.sandbox_host import probe
 
@@ -112,10 +112,9 @@ def exposed_warnings(config: Config, env: Mapping[str, str] | None = None) -> li
             continue
         sandbox = sandbox_of(alias, s, config, env)
         cwd = s.cwd or sandbox.home
-        # Its home is made as it starts: until then PATH is looked in from anywhere.
-        where = cwd if os.path.isdir(cwd) else None
+        server_env = child_env(alias, s, config, sandbox, env)
         try:
-            command = resolve_command(s.command, child_env(alias, s, config, sandbox, env), where)
+            command = server_program(s.command, server_env, s.cwd, sandbox.home)
         except OSError:
             command = s.command  # as its start would say, which its line does
         for exposed in secret_folders.split(sandbox, command, cwd).exposed:

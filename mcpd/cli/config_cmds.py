@@ -206,7 +206,7 @@ def _unstartable(config: Config) -> dict[str, str]:
     needs, a path they are granted that is not there, or a stdio command not found as
     their start would find it. Warnings, not
     errors: a service may run with another environment, and the other servers run."""
-    from transports.stdio.launch import resolve
+    from transports.stdio.launch import not_in_workdir, server_program
     from transports.stdio.sandbox import SandboxError
     from transports.stdio.sandbox_host import grants
 
@@ -226,12 +226,14 @@ def _unstartable(config: Config) -> dict[str, str]:
             out[alias] = f"{exc}; the server will not start"
             continue
         try:
-            resolve(s.command, child_env(alias, s, config, sandbox), s.cwd)
+            server_program(s.command, child_env(alias, s, config, sandbox), s.cwd, sandbox.home)
         except OSError as exc:
             what = "cwd" if s.cwd is not None and exc.filename == s.cwd else "command"
+            why = not_in_workdir(s.command, s.cwd, sandbox.home) if what == "command" else None
+            if not isinstance(exc, FileNotFoundError) or why is None:
+                why = exc.strerror
             out[alias] = (
-                f"servers.{alias}.{what}: {exc.filename!r}: {exc.strerror}; "
-                "the server will not start"
+                f"servers.{alias}.{what}: {exc.filename!r}: {why}; the server will not start"
             )
     return out
 
@@ -241,7 +243,7 @@ def _changeable(config: Config, unstartable: Mapping[str, str]) -> list[str]:
     a script it is given, or whose ``cwd`` another user could change: they would choose
     what runs as mcpd's user. Warnings: a shared tool kept by another user may be
     meant."""
-    from transports.stdio.launch import resolve
+    from transports.stdio.launch import server_program
 
     from ..config.sandbox import child_env, sandbox_of
 
@@ -249,12 +251,14 @@ def _changeable(config: Config, unstartable: Mapping[str, str]) -> list[str]:
     for alias, s in sorted(config.servers.items()):
         if not s.enabled or s.command is None or alias in unstartable:
             continue
-        env = child_env(alias, s, config, sandbox_of(alias, s, config))
-        program = resolve(s.command, env, s.cwd)
+        sandbox = sandbox_of(alias, s, config)
+        env = child_env(alias, s, config, sandbox)
+        program = server_program(s.command, env, s.cwd, sandbox.home)
         places = [program]
+        # Where it runs, and so where relative names are taken from.
+        base = s.cwd or sandbox.home
         if "/" not in s.command:
             searched = env.get("PATH", os.defpath).split(os.pathsep)
-            base = s.cwd or os.getcwd()
             for d in searched:
                 found = os.path.join(base, d or ".")
                 places.append(found)
@@ -268,7 +272,7 @@ def _changeable(config: Config, unstartable: Mapping[str, str]) -> list[str]:
         # mostly what the server works on, another user's to share.
         first = next(((i, a) for i, a in enumerate(s.args) if not a.startswith("-")), None)
         if first is not None:
-            script = os.path.join(s.cwd or os.getcwd(), first[1])
+            script = os.path.join(base, first[1])
             if os.path.isfile(script):
                 keys.setdefault(script, f"args[{first[0]}]")
         for place, key in keys.items():

@@ -85,7 +85,43 @@ def resolve(command: str, env: Mapping[str, str] | None, cwd: str | None) -> str
     PermissionError as the exec itself would have."""
     if cwd is not None and not os.path.isdir(cwd):
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), cwd)
-    base = cwd or os.getcwd()
+    return _found(command, env, cwd or os.getcwd())
+
+
+def server_program(command: str, env: Mapping[str, str], cwd: str | None, home: str) -> str:
+    """The file a server's ``command`` runs, found as its start finds it: a bare name
+    on the ``PATH`` of its environment, a relative path from its working directory
+    (``workdir``), never from where mcpd or ``mcpd check-config`` was started. A home
+    not made yet is looked in as the empty directory it will be. Raises
+    FileNotFoundError or PermissionError as ``resolve``."""
+    if cwd is not None:
+        return resolve(command, env, cwd)
+    return _found(command, env, workdir(cwd, home))
+
+
+def workdir(cwd: str | None, home: str) -> str:
+    """The directory a server runs in: its ``cwd``, else its home."""
+    return cwd or home
+
+
+def in_workdir(path: str, cwd: str | None, home: str) -> str:
+    """A server's ``path`` as it takes it: a relative one from its working directory."""
+    return os.path.join(workdir(cwd, home), path)
+
+
+def not_in_workdir(command: str, cwd: str | None, home: str) -> str | None:
+    """Where a relative ``command`` that is not found was looked for, and why there;
+    None for a bare name or an absolute path."""
+    if "/" not in command or os.path.isabs(command):
+        return None
+    which = "its cwd" if cwd is not None else "its home, as it has no cwd"
+    return (
+        f"no such file in its working directory {workdir(cwd, home)} ({which}), "
+        "where a relative command is taken from"
+    )
+
+
+def _found(command: str, env: Mapping[str, str] | None, base: str) -> str:
     if "/" in command:
         candidates = [os.path.join(base, command)]
     else:

@@ -17,6 +17,7 @@ from ..errors import SpawnError
 from . import early, netns, pidgroup
 from .child import ChildProcess, adopt, signal_group, spawn
 from .exits import ProcessEnd
+from .launch import not_in_workdir
 from .sandbox import Identity, Sandbox, SandboxError, Starter
 from .sandbox_host import command_line, probe
 from .strays import stop_strays
@@ -54,7 +55,7 @@ def start(
         except OSError as exc:
             if loopback is not None:
                 loopback.close()
-            raise _spawn_error(alias, argv[0], cwd, exc) from None
+            raise _spawn_error(alias, argv[0], cwd, exc, sandbox.home) from None
         argv, unprotected, join, starter = plan.argv, plan.unprotected, plan.join, plan.starter
         wrapped, sandbox_args, covered = plan.wrapped, plan.sandbox_args, plan.covered
         if wrapped and sandbox.network:
@@ -96,12 +97,17 @@ def _say_unscoped() -> None:
     )
 
 
-def _spawn_error(alias: str, command: str, cwd: str | None, exc: OSError) -> SpawnError:
+def _spawn_error(
+    alias: str, command: str, cwd: str | None, exc: OSError, home: str | None = None
+) -> SpawnError:
+    """What a start that failed with ``exc`` says; ``home``: the server's home, where a
+    relative command is looked for when it has no ``cwd``."""
     what = f"{alias}: cannot start {command!r}"
     if isinstance(exc, FileNotFoundError):
         if cwd and not os.path.isdir(cwd):
             return SpawnError(f"{what}: working directory {cwd!r} not found")
-        return SpawnError(f"{what}: command not found")
+        looked = not_in_workdir(command, cwd, home) if home is not None else None
+        return SpawnError(f"{what}: {looked or 'command not found'}")
     if isinstance(exc, PermissionError):
         return SpawnError(f"{what}: permission denied (not executable?)")
     return SpawnError(f"{what}: {exc.strerror or exc}")

@@ -24,7 +24,7 @@ import msgspec
 from . import anchors, confined, landlock, pidgroup, secret_folders
 from .fixed_dirs import fixed_dirs
 from .hidden_links import SYSTEM_DIRS, Needed
-from .launch import resolve as resolve_command
+from .launch import server_program
 from .machine import Machine, SystemPath
 from .sandbox import (
     EVERY_SANDBOX,
@@ -296,8 +296,8 @@ def command_line(
     OSError for a command that cannot be found or run (as exec would) and SandboxError
     for a sandbox that cannot be applied."""
     home = make_home(sandbox.home, sandbox.where)
+    command = server_program(argv[0], env, cwd, home)
     cwd = cwd or home
-    command = resolve_command(argv[0], env, cwd)
     machine = probe(network=not sandbox.network)
     planned = plan(resolve(sandbox, command, cwd), argv, machine, cwd, netns)
     processes = sandbox.limits.processes

@@ -30,6 +30,7 @@ import msgspec
 from protocol.logfields import log_extra
 
 from .hidden_links import SYSTEM_DIRS
+from .launch import in_workdir
 from .sandbox import Identity, Sandbox, Seen, within
 
 logger = logging.getLogger("mcpd.stdio")
@@ -104,7 +105,7 @@ def _sees(sandbox: Sandbox, command: str, cwd: str) -> list[Seen]:
     where = sandbox.where
     out = list(sandbox.sees)
     if "/" in command:  # a bare name not found on PATH is no place
-        out.append(Seen(command, f"the command of {where}"))
+        out.append(Seen(in_workdir(command, cwd or None, sandbox.home), f"the command of {where}"))
     out.append(Seen(cwd or sandbox.home, f"the working directory of {where}"))
     out.append(Seen(sandbox.home, f"the home of {where}"))
     for key, paths in (("read", sandbox.read), ("write", sandbox.write)):
