@@ -29,9 +29,9 @@ from protocol.visible import visible, visible_json
 from ..audit.reader import Choice, Reading
 from ..audit.record import CallRecord
 from ..config.load import load
-from ..config.model import EX_CONFIG, Config, ConfigError
+from ..config.model import Config, ConfigError
 from .client import Untrusted, config_in_use, config_in_use_help
-from .exits import EXIT_FAILED, EXIT_UNREACHABLE, EXIT_USAGE, fail
+from .exits import EXIT_FAILED, EXIT_UNREACHABLE, EXIT_USAGE, fail, fail_config
 
 _AGO: Final = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(s|m|min|h|d)\Z")
 _SECONDS: Final = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
@@ -152,7 +152,7 @@ def _state_dir(explicit: str | None) -> str:
         config = load(path)
     except ConfigError as exc:
         if explicit or os.path.exists(path):
-            fail(EX_CONFIG, f"config error: {exc}")
+            fail_config(f"config error: {exc}")
         config = Config()  # no config file: the default state directory
     return state_dir(config)
 

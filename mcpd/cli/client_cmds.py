@@ -277,7 +277,7 @@ def _status_json(args: argparse.Namespace) -> int:
 
 def _json_error(state: str, message: str, code: int) -> NoReturn:
     print(json.dumps({"error": {"state": state, "message": message}}, indent=2), flush=True)
-    fail(code, message)
+    fail(code, message, lines=code == EX_CONFIG)
 
 
 def _watch_status(args: argparse.Namespace) -> int:

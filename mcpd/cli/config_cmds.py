@@ -32,7 +32,7 @@ from ..config.serverchecks import unpinned_client
 from ..config.stringchecks import socket_path_error
 from ..local.statedir import state_directory_problem
 from ..local.trusted_path import untrusted_file
-from .exits import EXIT_UNREACHABLE, EXIT_USAGE, fail
+from .exits import EXIT_UNREACHABLE, EXIT_USAGE, fail, fail_config
 
 
 def _load_config(path: str | None) -> tuple[Config, str]:
@@ -40,7 +40,7 @@ def _load_config(path: str | None) -> tuple[Config, str]:
     try:
         return load(path), path
     except ConfigError as exc:
-        fail(EX_CONFIG, f"config error: {exc}")
+        fail_config(f"config error: {exc}")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -357,7 +357,7 @@ def cmd_token(args: argparse.Namespace) -> int:
         config = load(path)
     except ConfigError as exc:
         if args.config or os.path.exists(path):
-            fail(EX_CONFIG, f"config error: {exc}")
+            fail_config(f"config error: {exc}")
         config = Config()  # no config file: the default state directory
     where = token_path(state_dir(config))
     try:

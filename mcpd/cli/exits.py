@@ -35,12 +35,25 @@ _COMMANDS = {
 }
 
 
-def fail(code: int, message: str) -> NoReturn:
-    # The message may carry a server's words (its JSON-RPC error, a reply it broke) and
-    # the addresses it chose. It is one line: a line break in it is shown escaped, so no
-    # line after it can read as mcpd's.
-    print(f"mcpd: {ascii_hosts(visible(message))}", file=sys.stderr)
+def fail(code: int, message: str, *, lines: bool = False) -> NoReturn:
+    """Stop with ``code``, saying ``message``. It may carry a server's words (its
+    JSON-RPC error, a reply it broke) and the addresses it chose. It is one line: a line
+    break in it is shown escaped, so no line after it can read as mcpd's. ``lines``: it
+    is several, one an error (a config error's): each is escaped alone, and those after
+    the first are indented as in mcpd's log, where none reads as mcpd's either."""
+    first, *rest = message.split("\n") if lines else [message]
+    said = [f"mcpd: {_shown(first)}", *(f"    | {_shown(line)}" for line in rest)]
+    print("\n".join(said), file=sys.stderr)
     raise SystemExit(code)
+
+
+def fail_config(message: str) -> NoReturn:
+    """Stop with ``EX_CONFIG``, saying a config error's lines."""
+    fail(EX_CONFIG, message, lines=True)
+
+
+def _shown(line: str) -> str:
+    return ascii_hosts(visible(line))
 
 
 def for_a_person(said: str) -> str:
@@ -79,6 +92,6 @@ def ask(
         fail(EXIT_BAD_REPLY, str(exc))
     except rpc.RPCError as exc:
         if isinstance(exc.data, dict) and CONFIG_ERROR in exc.data:
-            fail(EX_CONFIG, exc.message)  # a config the daemon would not take, as for serve
+            fail_config(exc.message)  # a config the daemon would not take, as for serve
         message = for_a_person(exc.message)
         fail(EXIT_FAILED, f"error {exc.code}: {message}" if code else message)

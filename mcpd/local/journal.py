@@ -103,18 +103,18 @@ class LineHandler(RateLimitedHandler):
         server = str(named) if named else None
         event = extra(record, "mcpd_event")
         given = extra(record, "mcpd_reason")
-        # Within the first line: its own line breaks are shown, not made.
-        reason = visible(str(given)) if given else None
         message = message_of(record)
-        first, *rest = (unnamed(server, message) if server else message).split("\n")
+        said = unnamed(server, message) if server else message
+        first, *rest = said.split("\n")
         head = ""
         if server:
             head += f"[{server}] "
         if event:
             head += f"{event}: "
         line = head + first
-        if reason and (unnamed(server, reason) if server else reason) not in first:
-            line += f" ({reason})"
+        if given and not _told(str(given), server, said, first):
+            # Within the first line: its own line breaks are shown, not made.
+            line += f" ({visible(str(given))})"
         more = [f"    | {text}" for text in rest]
         tail = extra(record, "mcpd_stderr")
         if tail and event != "stderr":
@@ -159,6 +159,13 @@ class LineHandler(RateLimitedHandler):
             self.handleError(logging.makeLogRecord({"msg": "audit lines"}))
         finally:
             self.release()
+
+
+def _told(reason: str, server: str | None, said: str, first: str) -> bool:
+    """Whether a line's message says its ``reason`` already: in its first line as that
+    line shows it, or, a reason of several lines, in the lines the message makes."""
+    reason = unnamed(server, reason) if server else reason
+    return visible(reason) in first or reason in said
 
 
 class JournalHandler(RateLimitedHandler):
