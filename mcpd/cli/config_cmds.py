@@ -40,7 +40,19 @@ def _load_config(path: str | None) -> tuple[Config, str]:
     try:
         return load(path), path
     except ConfigError as exc:
-        fail_config(f"config error: {exc}")
+        fail_config(_config_error(exc, path))
+
+
+def _config_error(exc: ConfigError, path: str) -> str:
+    """What a command that needs the config file says of ``exc``; where there is no file
+    at all, what else a newcomer can do."""
+    said = f"config error: {exc}"
+    if os.path.lexists(path):
+        return said
+    return (
+        f"{said}: name another with --config (or $MCPD_CONFIG), write one from another "
+        "host's with `mcpd import`, or try mcpd with `mcpd serve --demo`"
+    )
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -61,7 +73,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         except ConfigError as exc:
             # Through the log, not a bare print: under systemd this is why the
             # service failed, and `journalctl -p err -u mcpd` must show it.
-            logging.getLogger("mcpd").error("config error: %s", exc)
+            logging.getLogger("mcpd").error("%s", _config_error(exc, config_path))
             if not _socket_activated():
                 return EX_CONFIG
             from ..serve import serve

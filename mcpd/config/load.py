@@ -46,9 +46,17 @@ from .servertable import ServerConfig
 __all__ = ["Unresolved", "expand", "load", "parse", "said_of", "validate"]
 
 _AT_RE: Final = re.compile(r"^(.*?)(?: - at `\$(.*)`)?$", re.S)
+# Where tomllib's message says the file went wrong, and a line that starts a table.
+_AT_LINE_RE: Final = re.compile(r"\(at line ([0-9]+), column [0-9]+\)\Z")
+_HEADER_RE: Final = re.compile(r"\s*\[\[?\s*([^\[\]]+?)\s*\]\]?\s*(?:#.*)?\Z")
+# One step of msgspec's path to a value: a key (``.action``) or an item (``[0]``).
+_STEP_RE: Final = re.compile(r"\.(\w+)|\[([^\]]*)\]")
 
 
-def _validation_error(exc: msgspec.ValidationError, prefix: str = "") -> ConfigError:
+def _validation_error(
+    exc: msgspec.ValidationError, prefix: str = "", type_: Any = Config
+) -> ConfigError:
+    """``exc`` of converting to ``type_`` as a config error at ``prefix``."""
     m = _AT_RE.match(str(exc))
     assert m is not None
     message, where = m.group(1), (prefix + (m.group(2) or "")).lstrip(".")
@@ -59,7 +67,33 @@ def _validation_error(exc: msgspec.ValidationError, prefix: str = "") -> ConfigE
     refused = re.match(r"(Invalid enum value )(.+)", message, re.S)
     if refused:  # the value as msgspec writes it (repr), written again masked
         message = refused.group(1) + masked_repr(ast.literal_eval(refused.group(2)))
+        allowed = _choices(msgspec.inspect.type_info(type_), m.group(2) or "")
+        if allowed:
+            message += f"; give one of {', '.join(allowed)}"
     return ConfigError(where or "(top level)", message)
+
+
+def _choices(info: msgspec.inspect.Type, path: str) -> list[str]:
+    """The strings the key at ``path`` (msgspec's: ``.policy[0].action``) in ``info``
+    may be, where it takes a few (a ``Literal``); else none."""
+    inspect = msgspec.inspect
+    for name, _ in _STEP_RE.findall(path):
+        if isinstance(info, inspect.UnionType):  # a key that may be left out
+            info = next(t for t in info.types if not isinstance(t, inspect.NoneType))
+        if name and isinstance(info, inspect.StructType):
+            fields = [f.type for f in info.fields if f.encode_name == name]
+            if not fields:
+                return []
+            info = fields[0]
+        elif not name and isinstance(info, (inspect.ListType, inspect.VarTupleType)):
+            info = info.item_type
+        elif not name and isinstance(info, inspect.DictType):
+            info = info.value_type
+        else:
+            return []
+    types = info.types if isinstance(info, inspect.UnionType) else (info,)
+    literals = [t for t in types if isinstance(t, inspect.LiteralType)]
+    return [f'"{v}"' for t in literals for v in t.values if isinstance(v, str)]
 
 
 def parse(
@@ -157,7 +191,7 @@ def _convert_at(value: Any, type_: Any, where: str) -> None:
     try:
         msgspec.convert(value, type_)
     except msgspec.ValidationError as exc:
-        raise _validation_error(exc, where) from None
+        raise _validation_error(exc, where, type_) from None
 
 
 def validate(config: Config, unexpanded: Mapping[str, Collection[str]] | None = None) -> None:
@@ -213,14 +247,37 @@ def load(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> 
 
         return _parsed_in(p, config_from_json(text, str(p)), env)
     try:
-        data = tomllib.loads(text.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        decoded = text.decode("utf-8")
+        data = tomllib.loads(decoded)
+    except UnicodeDecodeError as exc:
         raise ConfigError("", f"{p}: not valid TOML: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        why = f"{exc}{_set_again(decoded, str(exc))}"
+        raise ConfigError("", f"{p}: not valid TOML: {why}") from None
     except RecursionError:  # arrays or inline tables within each other, past any bound
         raise ConfigError("", too_deep(str(p))) from None
     if nests_too_deep(data):
         raise ConfigError("", too_deep(str(p)))
     return _parsed_in(p, data, env)
+
+
+def _set_again(text: str, error: str) -> str:
+    """For tomllib's "Cannot overwrite a value", which names a line but not the key: the
+    key that line sets, in the table it is in (its dotted path as written)."""
+    at = _AT_LINE_RE.search(error)
+    lines = text.splitlines()
+    if not error.startswith("Cannot overwrite") or at is None or int(at[1]) > len(lines):
+        return ""
+    line = lines[int(at[1]) - 1]
+    header = _HEADER_RE.match(line)
+    if header is not None:
+        return f": {header[1]} is set twice"
+    if "=" not in line:
+        return ""
+    key = line.split("=", 1)[0].strip()
+    above = (_HEADER_RE.match(before) for before in reversed(lines[: int(at[1]) - 1]))
+    table = next((h[1] for h in above if h is not None), None)
+    return f": {table + '.' if table else ''}{key} is set twice"
 
 
 def _parsed_in(p: Path, data: Mapping[str, object], env: Mapping[str, str] | None) -> Config:
