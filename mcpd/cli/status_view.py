@@ -40,6 +40,10 @@ def _paint(text: str, state: str, color: bool) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if color and code else text
 
 
+def _counted(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def render_status(status: dict[str, Any], *, color: bool = False) -> str:
     d = status.get("daemon", {})
     # An agent in a profile is shown its profile, not the daemon's pid and socket.
@@ -48,8 +52,12 @@ def render_status(status: dict[str, Any], *, color: bool = False) -> str:
         where = f"(profile {d['profile']})"
     lines = [
         f"mcpd {d.get('version', '?')} {where} — {visible(d.get('summary', ''))}; "
-        f"{d.get('tools', 0)} tools, "
-        + (f"{d['prompts']} prompts, {d['resources']} resources, " if "prompts" in d else "")
+        f"{_counted(d.get('tools', 0), 'tool')}, "
+        + (
+            f"{_counted(d['prompts'], 'prompt')}, {_counted(d['resources'], 'resource')}, "
+            if "prompts" in d
+            else ""
+        )
         + f"{d.get('connections', 0)} agent connection(s)"
     ]
     for warning in d.get("warnings") or []:

@@ -14,6 +14,7 @@ import trio
 
 from ..config.endpoints import parse_listen
 from ..config.model import ConfigError
+from ..local.journal import setup_logging
 from .http import serve_http
 from .runtime import DemoServer
 from .stdio import DEFAULT_EOF_GRACE, serve_stdio
@@ -54,11 +55,9 @@ def _parse_args(argv: Sequence[str] | None, server: DemoServer) -> argparse.Name
 def run(server: DemoServer, argv: Sequence[str] | None = None) -> None:
     """Command-line entry point: serve ``server`` on stdio or HTTP until EOF or a signal."""
     args = _parse_args(argv, server)
-    logging.basicConfig(
-        level=args.log_level.upper(),
-        stream=sys.stderr,
-        format="%(asctime)s %(name)s %(levelname)s %(message)s",
-    )
+    # In mcpd's own format: the demo's HTTP server writes to the terminal mcpd serve --demo
+    # runs in, beside mcpd's lines.
+    setup_logging("stderr", args.log_level)
     if args.page_size is not None:
         server.page_size = args.page_size
     trio.run(_main, server, args)

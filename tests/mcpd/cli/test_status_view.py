@@ -116,3 +116,10 @@ def test_a_server_read_more_slowly_than_it_sends_says_why_under_its_line() -> No
     said = f"held back| since {local_time(since)}: it sends more than mcpd reads"
     assert lines[at + 1].strip() == said
     assert "held back|" not in render_status(status())
+
+
+def test_the_summary_counts_one_of_a_kind_in_the_singular() -> None:
+    first = render_status(status(tools=1, prompts=1, resources=0)).splitlines()[0]
+    assert first.endswith("; 1 tool, 1 prompt, 0 resources, 2 agent connection(s)"), first
+    first = render_status(status(prompts=2, resources=1)).splitlines()[0]
+    assert first.endswith("; 9 tools, 2 prompts, 1 resource, 2 agent connection(s)"), first
