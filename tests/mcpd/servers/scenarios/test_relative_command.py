@@ -21,7 +21,7 @@ from tests.support.procs import SCRIPTED
 from tests.support.supervision import wait_state
 
 PROGRAM = "venv/bin/python"
-ROOT = str(Path(__file__).resolve().parents[3])
+ROOT = str(Path(__file__).resolve().parents[4])
 
 
 def with_python(folder: Path) -> Path:
