@@ -14,9 +14,8 @@ directory it was bound in, held open meanwhile, whatever the path names by then.
 A socket can also be made ready beside its path (``stage_unix``) and put in place later,
 over one of ours listening there, with no moment where the path names nothing that
 another could bind (a reload's rebinding, ``sockets``). What is at that temporary name
-is checked as the path is: only a socket mcpd's user left there is removed.
-
-Binding needs no event loop: ``mcpd serve`` binds before it loads one (``listening``).
+is checked as the path is: only a socket mcpd's user left there is removed. Binding
+needs no event loop: ``mcpd serve`` binds before it loads one (``listening``).
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from ..config.model import EX_CONFIG
+from ..config.stringchecks import MAX_SOCKET_PATH
 from ..errors import DaemonError
 from ..local.owners import user_name
 
@@ -144,18 +144,16 @@ def stage_unix(path: str, mode: int, ours: SocketFile | None = None) -> Staged:
         if ours is None or not ours.in_place():
             _refuse_live_socket(path)
         # Bound under a temporary name and renamed into place, so the socket is never
-        # reachable with the umask's permissions instead of ``mode``. The name is bound
-        # through the directory already opened: a path through it is short whatever the
-        # socket's, so every path a client can reach can be served, and it is the
-        # directory that was checked.
+        # reachable with the umask's permissions instead of ``mode``.
         tmp = f".{name}.{os.getpid()}"
+        address = _bind_address(path, directory, dir_fd, tmp)
         try:
             sock = stdsocket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_STREAM)
         except OSError as exc:
             raise DaemonError(f"cannot listen on {path!r}: {exc.strerror or exc}") from None
         try:
             _clear_leftover(path, dir_fd, os.path.join(directory, tmp))
-            sock.bind(f"/proc/self/fd/{dir_fd}/{tmp}")
+            sock.bind(address)
             os.chmod(tmp, mode, dir_fd=dir_fd)
             sock.listen(512)
         except OSError as exc:
@@ -167,6 +165,18 @@ def stage_unix(path: str, mode: int, ours: SocketFile | None = None) -> Staged:
         os.close(dir_fd)
         raise
     return Staged(path, mode, sock, dir_fd, tmp)
+
+
+def _bind_address(path: str, directory: str, dir_fd: int, tmp: str) -> str:
+    """Where ``tmp`` is bound: through the directory opened and checked, short however
+    long its path; else (no /proc, or that is longer) beside ``path``."""
+    for at in (f"/proc/self/fd/{dir_fd}/{tmp}", os.path.join(directory, tmp)):
+        if len(os.fsencode(at)) <= MAX_SOCKET_PATH and os.path.isdir(os.path.dirname(at) or "."):
+            return at
+    raise DaemonError(
+        f"cannot listen on {path!r}: its temporary name {tmp!r} is too long for a Unix "
+        f"socket's address (at most {MAX_SOCKET_PATH} bytes): shorten the socket's file name"
+    )
 
 
 def _clear_leftover(path: str, dir_fd: int, tmp: str) -> None:

@@ -7,14 +7,17 @@ the way out only if it is still ours."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import stat
+import tempfile
 from pathlib import Path
 
 import pytest
 import trio
 import trio.testing
 
+from mcpd.agents import unix_socket
 from mcpd.agents.unix_socket import (
     SocketFile,
     UnsafeDirectory,
@@ -22,6 +25,7 @@ from mcpd.agents.unix_socket import (
     bind_unix,
     safe_directory,
 )
+from mcpd.config.stringchecks import MAX_SOCKET_PATH
 from mcpd.errors import DaemonError
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user")
@@ -160,6 +164,42 @@ async def test_a_path_as_long_as_a_unix_socket_holds_is_served(tmp_path: Path) -
     finally:
         bound.remove()
         await listener.aclose()
+
+
+async def test_a_long_file_name_in_a_short_directory_is_served() -> None:
+    # As long as a path can be for its temporary name beside it: through /proc the
+    # same name would be longer still.
+    directory = tempfile.mkdtemp(prefix="u", dir="/tmp")
+    size = MAX_SOCKET_PATH - len(f"..{os.getpid()}")
+    path = os.path.join(directory, "s" * (size - len(directory) - 1))
+    assert len(os.fsencode(path)) == size
+    try:
+        listener, bound = await open_unix_listener(path, 0o600)
+        with socket.socket(socket.AF_UNIX) as client:
+            client.connect(path)
+            async with await listener.accept():
+                pass
+        bound.remove()
+        await listener.aclose()
+    finally:
+        shutil.rmtree(directory)
+
+
+def test_where_proc_is_not_the_temporary_name_is_bound_beside_the_path() -> None:
+    unopened = 1 << 20  # no such descriptor: as if /proc were not mounted
+    assert unix_socket._bind_address("/tmp/s", "/tmp", unopened, ".s.7") == "/tmp/.s.7"
+    opened = os.open("/tmp", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        through = unix_socket._bind_address("/tmp/s", "/tmp", opened, ".s.7")
+    finally:
+        os.close(opened)
+    assert through == f"/proc/self/fd/{opened}/.s.7"
+
+
+def test_a_temporary_name_no_address_can_hold_is_refused_naming_it() -> None:
+    tmp = "." + "n" * 95 + ".7"
+    with pytest.raises(DaemonError, match=f"its temporary name '{tmp}' is too long"):
+        unix_socket._bind_address("/r/" + tmp[1:-2], "/r", 1 << 20, tmp)
 
 
 async def test_a_live_socket_is_never_taken_over(tmp_path: Path) -> None:
