@@ -21,7 +21,12 @@ with a URI: the forms only widen what a pattern is held against.
 A server that serves files may read no more of a URI than its path, whatever its
 scheme, or take one without a scheme for a path as a whole: ``paths`` gives the paths
 such a server may open for a URI, so that a pattern meant to keep a file out keeps
-out its path however it comes.
+out its path however it comes. A URL parser splits ``;params`` off a path (Python's
+off its last segment, a servlet container's off each), and a server may cut it at
+its first ``;``. A relative path is opened from the server's working directory, which
+nothing here knows: ``climbs`` says whether one leaves it, and so may name any file.
+Other names of a file (a link, ``/proc/self/root``) are the filesystem's, not the
+URI's.
 """
 
 from __future__ import annotations
@@ -73,23 +78,67 @@ def paths(uri: str) -> tuple[str, ...]:
     as ``forms`` reads it), and, where the URI names an authority, that authority and
     the path as one (``x://srv/p`` stripped of its scheme is ``//srv/p``, which is
     ``/srv/p``); a URI with no scheme as a whole and up to a ``?`` or ``#`` in it, as
-    a URL parser splits it."""
+    a URL parser splits it; each also without its ``;params``. A relative path stays
+    relative, its ``..`` dropped where it climbs: see ``climbs``."""
+    return tuple(dict.fromkeys(_path(opened) for opened in _opened(uri)))
+
+
+def climbs(uri: str) -> bool:
+    """Whether a server that reads ``uri`` by its path alone may open a relative path
+    that climbs out of its working directory (``../p``, ``a/../../p``): from there,
+    enough ``..`` reach any file, and where fewer land depends on a directory the URI
+    does not name."""
+    return any(_climbs(opened) for opened in _opened(uri))
+
+
+def _opened(uri: str) -> list[str]:
+    """The paths of ``paths`` decoded, before their dots and slashes are read."""
     text = _cleaned(uri)
     found = [*_paths(text, unquote), *_paths(unquote(text).replace("\\", "/"), _as_is)]
-    return tuple(dict.fromkeys(found))
+    return list(dict.fromkeys(found))
 
 
 def _paths(text: str, decode: Callable[[str], str]) -> list[str]:
     parts = _PARTS.fullmatch(text)
     if parts is None:
-        return [_path(decode(text)), _path(decode(_QUERY_OR_FRAGMENT.split(text, 1)[0]))]
-    scheme, written_authority, path, _query, _fragment = parts.groups()
-    if scheme.lower() == "file":
-        path = "/" + path.lstrip("/")
-    found = [_path(decode(path))]
-    if written_authority:
-        found.append(_path(decode(written_authority + path)))
-    return found
+        written = [text, _QUERY_OR_FRAGMENT.split(text, 1)[0]]
+    else:
+        scheme, written_authority, path, _query, _fragment = parts.groups()
+        # ``forms`` reads ``file:p`` from the root; a server that takes the path
+        # alone opens ``p`` from its working directory.
+        written = [path, "/" + path.lstrip("/")] if scheme.lower() == "file" else [path]
+        if written_authority:
+            written.append(written_authority + path)
+    return [decode(p) for w in written for p in _without_params(w)]
+
+
+def _without_params(path: str) -> list[str]:
+    """``path`` as written, without the ``;params`` of its last segment (Python's
+    ``urlparse``), of each segment (a servlet's reading) and cut at its first ``;``."""
+    if ";" not in path:
+        return [path]
+    last = path.rfind("/") + 1
+    return [
+        path,
+        path[:last] + path[last:].split(";", 1)[0],
+        "/".join(segment.split(";", 1)[0] for segment in path.split("/")),
+        path.split(";", 1)[0],
+    ]
+
+
+def _climbs(decoded: str) -> bool:
+    path = decoded.replace("\\", "/")
+    if path.startswith("/"):
+        return False
+    depth = 0
+    for segment in path.split("/"):
+        if segment == "..":
+            depth -= 1
+            if depth < 0:
+                return True
+        elif segment not in ("", "."):
+            depth += 1
+    return False
 
 
 def read_as(uri: str) -> str:

@@ -31,7 +31,7 @@ class NameFilter:
     @staticmethod
     def _match(rule: tuple[str | None, str], alias: str, name: str) -> bool:
         server, pattern = rule
-        return (server is None or fnmatchcase(alias, server)) and fnmatchcase(name, pattern)
+        return _names(server, alias) and fnmatchcase(name, pattern)
 
     def admits(self, alias: str, name: str) -> bool:
         if self.allow and not any(self._match(r, alias, name) for r in self.allow):
@@ -50,7 +50,9 @@ class UriFilter(NameFilter):
     A deny that names a path, as a ``file`` URI or as an absolute path, keeps out
     every URI whose path matches it too (``uriforms.paths``), under any scheme or none:
     a server that reads a URI by its path alone opens that file for ``/p`` or ``x:/p``
-    as for ``file:///p``."""
+    as for ``file:///p``. It keeps out every URI whose path climbs out of the server's
+    working directory as well (``uriforms.climbs``), since such a path may land on the
+    file it names from wherever that directory is."""
 
     def __init__(self, patterns: Patterns) -> None:
         super().__init__(patterns)
@@ -69,10 +71,17 @@ class UriFilter(NameFilter):
             return False
         if any(self._match(r, alias, f) for r in self.deny for f in (written, *read, *bare)):
             return False
-        rules = self.path_deny
-        return not (
-            rules and any(self._match(r, alias, p) for r in rules for p in uriforms.paths(uri))
-        )
+        rules = [(server, path) for server, path in self.path_deny if _names(server, alias)]
+        if not rules:
+            return True
+        if uriforms.climbs(uri):
+            return False
+        return not any(fnmatchcase(p, path) for _, path in rules for p in uriforms.paths(uri))
+
+
+def _names(server: str | None, alias: str) -> bool:
+    """Whether a pattern's server part (None: every server) names ``alias``."""
+    return server is None or fnmatchcase(alias, server)
 
 
 def _path_of(pattern: str) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.uriforms import forms, paths, read_as
+from protocol.uriforms import climbs, forms, paths, read_as
 
 
 @pytest.mark.parametrize(
@@ -114,6 +114,9 @@ def test_a_server_that_decodes_before_it_splits_is_read_too() -> None:
         "x:///srv/secret/key.txt%3fv=1",
         "file:srv/secret/key.txt",
         "file://nas/srv/secret/key.txt",
+        "/srv/secret/key.txt;x",
+        "https://example.com/srv/secret/key.txt;x",
+        "/srv/secret/key.txt;v=1?q",
     ],
 )
 def test_the_path_a_server_may_open_is_read_under_any_scheme_or_none(spelled: str) -> None:
@@ -124,3 +127,50 @@ def test_an_authority_is_read_as_the_first_folder_of_a_path_too() -> None:
     # A server that drops the scheme alone opens //srv/secret/key.txt.
     assert paths("x://srv/secret/key.txt") == ("/secret/key.txt", "/srv/secret/key.txt")
     assert paths("notes:inbox/1") == ("inbox/1",)
+
+
+def test_params_are_cut_as_each_reading_of_them_cuts() -> None:
+    # urlparse cuts the last segment's; a servlet each segment's; a server may cut
+    # the whole path at its first ``;``.
+    assert paths("/srv/a;b/key.txt;x") == (
+        "/srv/a;b/key.txt;x",
+        "/srv/a;b/key.txt",
+        "/srv/a/key.txt",
+        "/srv/a",
+    )
+    assert paths("x:///srv/id.pem%3b.txt") == ("/srv/id.pem;.txt", "/srv/id.pem")
+    assert paths("/srv/key.txt") == ("/srv/key.txt",)
+
+
+@pytest.mark.parametrize(
+    "spelled",
+    [
+        "../srv/key.txt",
+        "a/../../srv/key.txt",
+        "./../key.txt",
+        "..",
+        "x:../srv/key.txt",
+        "file:../srv/key.txt",
+        "%2e%2e/srv/key.txt",
+        "x:..%2Fsrv/key.txt",
+        "..\\srv\\key.txt",
+        "notes:a/b/../../../key.txt",
+    ],
+)
+def test_a_relative_path_that_leaves_its_folder_climbs(spelled: str) -> None:
+    assert climbs(spelled)
+
+
+@pytest.mark.parametrize(
+    "spelled",
+    [
+        "/../srv/key.txt",
+        "x:///../key.txt",
+        "x://../key.txt",
+        "srv/key.txt",
+        "a/../key.txt",
+        "a..b/c",
+    ],
+)
+def test_a_rooted_path_or_one_that_stays_below_its_folder_does_not_climb(spelled: str) -> None:
+    assert not climbs(spelled)

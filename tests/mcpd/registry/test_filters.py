@@ -97,6 +97,44 @@ def test_a_denied_path_is_denied_under_any_scheme_or_none(pattern: str) -> None:
     assert rule.admits_uri("docs", "/srv/secret/key.txt")
 
 
+def test_a_denied_name_is_denied_with_params_after_it() -> None:
+    """Python's ``urlparse`` drops ``;x`` from a path's last segment, for a URI with
+    no scheme and for http(s)."""
+    rule = UriFilter(Patterns(deny=["fs/file:///srv/secret/key.txt", "fs//srv/*.pem"]))
+    for uri in (
+        "/srv/secret/key.txt;x",
+        "https://example.com/srv/secret/key.txt;x",
+        "/srv/secret/id.pem;.txt",
+        "x:///srv/secret/id.pem;x?q",
+        "/srv/secret;v=1/key.txt",
+    ):
+        assert not rule.admits_uri("fs", uri), uri
+    assert rule.admits_uri("fs", "/srv/secret/key.txt.bak;x")
+
+
+def test_a_path_deny_refuses_a_relative_path_that_climbs() -> None:
+    """From the server's working directory, enough ``..`` reach the denied file and
+    fewer may too; a path that stays below that directory is its own."""
+    rule = UriFilter(Patterns(deny=["fs/file:///srv/secret/*"]))
+    for uri in ("../" * 12 + "srv/secret/key.txt", "../pub/readme.txt", "x:../a", "mcpd:a/../../b"):
+        assert not rule.admits_uri("fs", uri), uri
+    for uri in ("srv/secret/key.txt", "notes/a/../b.txt", "x:..a"):
+        assert rule.admits_uri("fs", uri), uri
+    # Another server's deny, or a deny that names no path, refuses nothing that climbs.
+    assert rule.admits_uri("docs", "../srv/secret/key.txt")
+    assert UriFilter(Patterns(deny=["fs/notes://*"])).admits_uri("fs", "../x")
+
+
+def test_a_path_deny_reaches_every_scheme() -> None:
+    """A deny of every file of a server refuses every URI of it that has an absolute
+    path, its authority read as the path's first folder."""
+    rule = UriFilter(Patterns(deny=["fs/file:///*"]))
+    for uri in ("https://example.com/index.html", "db://table/row", "mem:/x", "/x"):
+        assert not rule.admits_uri("fs", uri), uri
+    for uri in ("mem:x", "urn:isbn:0451450523", "db:"):
+        assert rule.admits_uri("fs", uri), uri
+
+
 def test_an_allowed_folder_lets_in_no_path_without_its_scheme() -> None:
     rule = UriFilter(Patterns(allow=["fs/file:///srv/pub/*"]))
     assert rule.admits_uri("fs", "file:///srv/pub/readme.txt")

@@ -304,21 +304,26 @@ PATH_SERVER = str(Path(__file__).resolve().parents[2] / "support" / "path_server
 
 async def test_a_denied_path_is_read_by_no_spelling_that_has_that_path(tmp_path: Path) -> None:
     """A server that opens whatever path a URI has, under any scheme or none, is asked
-    by an agent whose profile denies a folder of ``file:`` URIs for none of that
-    folder's files, however the agent writes their path; the other files are read."""
+    by an agent whose profile denies a folder of ``file:`` URIs, and a kind of file by
+    its path, for none of those files, however the agent writes their path; the other
+    files are read."""
     data = tmp_path / "data"
     (data / "pub").mkdir(parents=True)
     (data / "secret").mkdir()
     (data / "pub" / "readme.txt").write_text("public words")
+    (data / "pub" / "id.pem").write_text("pem words")
     secret = data / "secret" / "key.txt"
     secret.write_text("secret words")
+    # From the server's working directory, as many ``..`` as reach the root, then the
+    # file's path.
+    climbing = "../" * 64 + str(secret).lstrip("/")
     (tmp_path / "etc").mkdir()
     path = tmp_path / "etc" / "mcpd.toml"
     path.write_text(
         f'[daemon]\nsocket = "{tmp_path / "run" / "mcpd.sock"}"\nstartup_deadline = 20\n'
         f"[servers.fs]\ncommand = {json.dumps(sys.executable)}\n"
         f"args = {json.dumps([PATH_SERVER, str(data)])}\n"
-        f'[profiles.narrow.resources]\ndeny = ["fs/file://{data}/secret/*"]\n'
+        f'[profiles.narrow.resources]\ndeny = ["fs/file://{data}/secret/*", "fs/{data}/*.pem"]\n'
     )
     with trio.fail_after(LIMIT):
         async with running(load(str(path))) as daemon, connect(daemon.socket_path) as agent:
@@ -336,11 +341,21 @@ async def test_a_denied_path_is_read_by_no_spelling_that_has_that_path(tmp_path:
                 f"https://example.com{secret}",
                 f"mcpd://fs/{secret}",
                 f"mcpd://fs/x://{secret}",
+                f"{secret};x",
+                f"https://example.com{secret};x",
+                f"{data}/pub/id.pem",
+                f"{data}/pub/id.pem;.txt",
+                f"https://example.com{data}/pub/id.pem;x",
+                climbing,
+                f"x:{climbing}",
+                f"mcpd://fs/{climbing}",
             ):
                 reply = await read(agent, uri)
                 said = reply.get("error", {}).get("message", "")
                 assert said.startswith(f"Resource not found: {quote(uri)}."), (uri, reply)
-            # The owner's profile denies nothing.
+            # The owner's profile denies nothing, and the server opens those spellings.
             await agent.use_profile("default")
             assert text_of(await read(agent, f"x://{secret}")) == "secret words"
+            assert text_of(await read(agent, climbing)) == "secret words"
+            assert text_of(await read(agent, f"{data}/pub/id.pem;.txt")) == "pem words"
             daemon.stop()
