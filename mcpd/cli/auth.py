@@ -123,25 +123,30 @@ def logout_said(out: dict[str, Any]) -> str:
     return said + ("; " + _FORGOT if out.get("forgot_client") else "")
 
 
-def _revocation_said(out: dict[str, Any]) -> str:
+def replaced_said(out: dict[str, Any]) -> str:
+    """What became of the tokens of the login a new one replaced, in a sentence."""
+    return _revocation_said(out, "replaced the earlier login")
+
+
+def _revocation_said(out: dict[str, Any], done: str = "logged out") -> str:
     revoked, kept = out.get("revoked") or [], out.get("not_revocable") or []
     if out.get("problem"):
         problem = ascii_hosts(visible(out["problem"]))
         if revoked:
             said = (
-                f"logged out; the server revoked the {_tokens(revoked)}, but revoking the "
+                f"{done}; the server revoked the {_tokens(revoked)}, but revoking the "
                 f"rest failed: {problem}"
             )
         else:
-            said = f"logged out; revoking the tokens failed: {problem}"
+            said = f"{done}; revoking the tokens failed: {problem}"
         return said + _still_valid(out.get("unrevoked") or [])
     if kept:
-        done = f"the server revoked the {_tokens(revoked)}" if revoked else "nothing was revoked"
+        what = f"the server revoked the {_tokens(revoked)}" if revoked else "nothing was revoked"
         ends = "which ends when it expires" if len(kept) == 1 else "which end when they expire"
-        return f"logged out; {done} (the server does not revoke the {_tokens(kept)}, {ends})"
+        return f"{done}; {what} (the server does not revoke the {_tokens(kept)}, {ends})"
     if revoked:
-        return "logged out; the server revoked the tokens"
-    return "logged out (the server offers no revocation)"
+        return f"{done}; the server revoked the tokens"
+    return f"{done} (the server offers no revocation)"
 
 
 def _still_valid(hints: list[str]) -> str:

@@ -28,6 +28,7 @@ from protocol.visible import visible
 from transports.errors import single_exceptions
 
 from ..local.tcpowner import HoldersUnknown, OwnerUnknown, tcp_owner
+from .auth import replaced_said
 from .browser import ENDING, browser_argv, page_to, safe_to_open
 from .client import BadReply, Client, Unreachable
 from .exits import EXIT_BAD_REPLY, EXIT_FAILED, EXIT_UNREACHABLE, ask, client_for, fail
@@ -264,10 +265,13 @@ def _report(out: dict[str, Any]) -> int:
         )
     if state in ("ready", "degraded"):
         print(f"{server}: logged in; {state} with {out.get('tools', 0)} tools")
-        return 0
-    reason = ascii_hosts(visible(out.get("reason", "")))
-    print(f"{server}: logged in, but the server is {state}: {reason}")
-    return EXIT_FAILED
+    else:
+        reason = ascii_hosts(visible(out.get("reason", "")))
+        print(f"{server}: logged in, but the server is {state}: {reason}")
+    if out.get("replaced") is not None:
+        # Whatever became of the old tokens, the login itself took.
+        print(f"{server}: {replaced_said(out['replaced'])}")
+    return 0 if state in ("ready", "degraded") else EXIT_FAILED
 
 
 async def _ended_by_signals(args: argparse.Namespace) -> int:

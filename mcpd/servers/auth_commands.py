@@ -76,7 +76,7 @@ class Logins:
         runner, login = self._runner(alias)
         before = runner.attempts
         try:
-            await login.finish(login_id, redirect)
+            replaced = await login.finish(login_id, redirect)
         except RedirectFailed as exc:
             # The refusal says the login was not ended by it (``mcpd auth login`` waits on).
             raise rpc.RPCError(REFUSED, f"{alias}: {exc}", {"login": "waiting"}) from None
@@ -88,6 +88,9 @@ class Logins:
             # ends with its access token.
             out["refreshable"] = False
             out["expires_at"] = login.auth.status().get("expires_at")
+        if replaced is not None:
+            # The tokens of the login this one replaced: revoked, or left valid and why.
+            out["replaced"] = replaced.said()
         return out
 
     async def logout(self, alias: str, *, forget_client: bool = False) -> dict[str, object]:

@@ -96,8 +96,8 @@ class ProtectedMcp(OAuthServer):
 
 
 @contextlib.asynccontextmanager
-async def serve_protected() -> AsyncIterator[ProtectedMcp]:
-    server = ProtectedMcp()
+async def serve_protected(server: ProtectedMcp | None = None) -> AsyncIterator[ProtectedMcp]:
+    server = server or ProtectedMcp()
     async with serve_http(server) as http:
         server._http = http
         yield server

@@ -67,6 +67,16 @@ def _iso(at: float | None) -> str | None:
         return None  # a time no calendar holds (a login saved before expiries were bounded)
 
 
+class Replaced(msgspec.Struct, frozen=True, kw_only=True):
+    """Tokens a login took the place of, with what revoking them needs: their
+    authorization server's metadata and the client they were issued to, secret
+    included (None: not known)."""
+
+    tokens: TokenSet
+    server: AuthorizationServer | None
+    client: ClientRegistration | None
+
+
 class Credentials:
     def __init__(self, url: str, client: ClientConfig, scopes: tuple[str, ...] = ()) -> None:
         self.url = url
@@ -181,8 +191,10 @@ class Credentials:
 
     # -- changes --
 
-    def adopt(self, result: AuthorizationResult) -> None:
-        """A finished authorization: its issuer is the one in use from now on."""
+    def adopt(self, result: AuthorizationResult) -> Replaced | None:
+        """A finished authorization: its issuer is the one in use from now on. The
+        tokens it takes the place of, with what revoking them needs (None: none)."""
+        replaced = self._replaced(result)
         issuer = result.discovery.issuer
         reg = result.registration
         if reg.source == "preregistered":
@@ -194,6 +206,30 @@ class Credentials:
         entry.tokens_client = None
         self.record.issuer = issuer
         self.record.configured_scopes = list(self.scopes)
+        return replaced
+
+    def _replaced(self, result: AuthorizationResult) -> Replaced | None:
+        """The tokens in use before ``result``, less any it hands out again: an
+        authorization server may give a new login of the same grant the refresh
+        token it had, and revoking that would end the new login too. Held at
+        another issuer, they are dropped there: they are no longer in use."""
+        current = self.record.current
+        old = current.tokens if current is not None else None
+        if current is None or old is None:
+            return None
+        client = self.tokens_client()
+        server = current.server
+        if self.record.issuer == result.discovery.issuer:
+            server = result.discovery.server  # as fresh as the login's own
+        else:
+            current.tokens = current.tokens_client = None
+        new = result.tokens
+        again = [new.access_token, *([] if new.refresh_token is None else [new.refresh_token])]
+        if old.access_token in again:
+            return None
+        if old.refresh_token is not None and old.refresh_token in again:
+            old = msgspec.structs.replace(old, refresh_token=None)
+        return Replaced(tokens=old, server=server, client=client)
 
     def replace_tokens(self, tokens: TokenSet) -> None:
         """Tokens a refresh brought, issued to the client that asked for them."""

@@ -43,9 +43,10 @@ from protocol.oauth.authorize import shown, shown_list
 from transports.errors import TransportError
 
 from .auth import ServerAuth
+from .credentials import Replaced
 from .errors import AuthFailed, LoginError, NoOAuthLogin, RedirectFailed, why
 from .moving import recheck_step_up
-from .revoking import Revocation, revoke_login
+from .revoking import Revocation, left_valid, revoke_login
 
 LOGIN_TTL: Final = 600.0
 logger = logging.getLogger("mcpd.auth")
@@ -171,13 +172,14 @@ class Login:
             registrations=auth.creds.registrations(),
         )
 
-    async def finish(self, login_id: str, redirect: str) -> None:
+    async def finish(self, login_id: str, redirect: str) -> Revocation | None:
         """Complete the login ``login_id`` with the redirect the browser came back to;
-        ``RedirectFailed`` when that redirect did not log in and the login waits on."""
+        ``RedirectFailed`` when that redirect did not log in and the login waits on.
+        What became of the tokens the login replaced (None: it replaced none)."""
         async with self._finishing:
-            await self._finish(login_id, redirect)
+            return await self._finish(login_id, redirect)
 
-    async def _finish(self, login_id: str, redirect: str) -> None:
+    async def _finish(self, login_id: str, redirect: str) -> Revocation | None:
         auth = self.auth
         pending = self._pending
         if (
@@ -222,7 +224,40 @@ class Login:
         assert isinstance(action, Authorized)
         requested = flow.pending.scopes if flow.pending is not None else None
         async with auth.lock:
-            await auth.adopt(action.result, requested)
+            replaced, saved = await auth.adopt(action.result, requested)
+        if replaced is None:
+            return None
+        # Nothing holds the replaced tokens from now on, so this is the one chance to
+        # revoke them: the person giving up does not cut it short (each request to
+        # the authorization server has its own time limit).
+        with trio.CancelScope(shield=True):
+            outcome = await self._revoke_replaced(replaced, saved=saved)
+        return outcome
+
+    async def _revoke_replaced(self, replaced: Replaced, *, saved: bool) -> Revocation:
+        """Revoke the tokens a login replaced, as the client they were issued to, once
+        the new ones are saved: until then the saved file holds only the old ones."""
+        auth = self.auth
+        if saved:
+            outcome = await revoke_login(
+                auth.http,
+                replaced.tokens,
+                replaced.server,
+                replaced.client,
+                auth.policy,
+                auth.creds.client.signing_key,
+            )
+        else:
+            unsaved = "the new login could not be saved, so the saved file still holds them"
+            outcome = left_valid(replaced.tokens, unsaved)
+        if outcome.problem is not None:
+            logger.warning(
+                "%s: the tokens the new login replaced were not all revoked: %s",
+                auth.alias,
+                outcome.problem,
+                extra=log_extra(auth.alias, "replaced_unrevoked", outcome.problem),
+            )
+        return outcome
 
     async def _client_refusal(self, flow: AuthorizationFlow, exc: Exception) -> str | None:
         """What to do when the authorization server refused the client itself (None:

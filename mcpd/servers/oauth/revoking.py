@@ -1,6 +1,7 @@
 """Revoking a login's tokens (RFC 7009), for ``mcpd auth logout``: of a running
 server's login (``login``) and of one saved for a server no longer configured
-(``forget_unconfigured``), which is removed from disk whatever the revocation did."""
+(``forget_unconfigured``), which is removed from disk whatever the revocation did;
+and for ``mcpd auth login``, of the tokens a new login replaced."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ _Hint = Literal["refresh_token", "access_token"]
 
 
 class Revocation(msgspec.Struct):
-    """What a logout's revocation did: the tokens revoked, those of a kind the server
+    """What a revocation did: the tokens revoked, those of a kind the server
     does not revoke (RFC 7009 §2.2.1 ``unsupported_token_type``: not a failure, the
     token ends with its lifetime), why revoking stopped short or could not be tried
     (None: it did not, or the server offers no revocation) and the tokens that are
@@ -79,8 +80,8 @@ async def revoke_login(
     policy: Callable[[], Awaitable[FetchPolicy]],
     key: SigningKey | None,
 ) -> Revocation:
-    """A logout's revocation of the tokens at ``server`` as ``reg``, the client they
-    were issued to; when either is missing, nothing can be asked, and it says so."""
+    """The revocation of the tokens at ``server`` as ``reg``, the client they were
+    issued to; when either is missing, nothing can be asked, and it says so."""
     if server is None:
         problem = "mcpd does not have their authorization server's metadata to ask it"
     elif reg is None:
@@ -92,6 +93,11 @@ async def revoke_login(
             problem = why(exc)
         else:
             return await revoke(http, tokens, server, reg, allowed, key)
+    return left_valid(tokens, problem)
+
+
+def left_valid(tokens: TokenSet, problem: str) -> Revocation:
+    """None of the tokens revoked, for ``problem``."""
     return Revocation().stopped(problem, _held(tokens))
 
 

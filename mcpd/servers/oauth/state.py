@@ -41,7 +41,7 @@ from transports.http.oauth_client import OAuthHttp
 
 from ...config.servertable import ServerConfig
 from ...local.oauth_store import OAuthStore, Unusable
-from .credentials import Credentials, client_config
+from .credentials import Credentials, Replaced, client_config
 from .errors import AuthFailed, LoginRequired, why
 
 logger = logging.getLogger("mcpd.auth")
@@ -184,21 +184,28 @@ class AuthState:
             return f"{self.set_aside}, so it is not used"
         return "the server asks for a login"
 
-    async def adopt(self, result: AuthorizationResult, requested: tuple[str, ...] | None) -> None:
-        self.creds.adopt(result)
+    async def adopt(
+        self, result: AuthorizationResult, requested: tuple[str, ...] | None
+    ) -> tuple[Replaced | None, bool]:
+        """Use a finished authorization from now on: the tokens it replaced (None:
+        none), and whether it was saved (if not, the file still holds those)."""
+        replaced = self.creds.adopt(result)
         self.set_aside = None
         self._refresh_lost = None
         self._scopes = self._scopes.authorized(requested)
         self._wanted = None
-        await self.save()
+        saved = await self.save()
         if self.needs_login is not None or self.kind != "client_credentials":
             self.needs_login = None
             self._notify()
+        return replaced, saved
 
-    async def save(self) -> None:
+    async def save(self) -> bool:
+        """Save the login; False when it could not be, and is kept in memory only."""
         self.on_tokens()
         try:
             await self._store.save(self.alias, self.creds.record)
+            return True
         except OSError as exc:
             logger.error(
                 "%s: cannot save the login to %s: %s (it is kept in memory only)",
@@ -207,6 +214,7 @@ class AuthState:
                 exc.strerror or exc,
                 extra=log_extra(self.alias, "token_file", str(exc.strerror or exc)),
             )
+            return False
 
     def logged_in(self) -> None:
         """A person's ``mcpd auth login`` took: a server waiting to try again tries now,

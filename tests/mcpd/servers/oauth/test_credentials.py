@@ -251,3 +251,34 @@ def test_the_config_gives_the_client_it_names() -> None:
         None,
         None,
     )
+
+
+def test_a_login_names_the_tokens_it_replaces_with_the_client_they_were_issued_to() -> None:
+    creds = logged_in(client_id="first", source="dynamic")
+    assert creds.forget_registered_client() == "first"  # kept for its tokens only
+    second = ClientRegistration(OLD, "second", source="dynamic")
+    replaced = creds.adopt(AuthorizationResult(tokens("at-2", "rt-2"), second, discovery(OLD)))
+    assert replaced is not None
+    assert replaced.tokens == tokens()
+    assert replaced.client is not None and replaced.client.client_id == "first"
+    assert replaced.server == server(OLD)
+    assert creds.tokens_client() == second
+
+
+def test_a_token_a_login_is_handed_again_is_not_among_those_it_replaces() -> None:
+    reg = ClientRegistration(OLD, "cid")
+    creds = logged_in()
+    replaced = creds.adopt(AuthorizationResult(tokens("at-2", "rt-1"), reg, discovery(OLD)))
+    assert replaced is not None and replaced.tokens == tokens(refresh=None)
+    creds = logged_in()
+    assert creds.adopt(AuthorizationResult(tokens(), reg, discovery(OLD))) is None
+
+
+def test_tokens_replaced_by_a_login_at_another_issuer_are_no_longer_held_there() -> None:
+    creds = logged_in(OLD)
+    elsewhere = AuthorizationResult(tokens("at-2"), ClientRegistration(NEW, "n"), discovery(NEW))
+    replaced = creds.adopt(elsewhere)
+    assert replaced is not None and replaced.server == server(OLD)
+    assert replaced.client is not None and replaced.client.client_id == "cid"
+    assert creds.record.issuers[OLD].tokens is None
+    assert creds.tokens == tokens("at-2")
