@@ -193,7 +193,8 @@ class Credentials:
 
     def adopt(self, result: AuthorizationResult) -> Replaced | None:
         """A finished authorization: its issuer is the one in use from now on. The
-        tokens it takes the place of, with what revoking them needs (None: none)."""
+        tokens it takes the place of that are to be revoked, with what that needs
+        (None: none, see ``_replaced``)."""
         replaced = self._replaced(result)
         issuer = result.discovery.issuer
         reg = result.registration
@@ -209,26 +210,25 @@ class Credentials:
         return replaced
 
     def _replaced(self, result: AuthorizationResult) -> Replaced | None:
-        """The tokens in use before ``result``, less any it hands out again: an
-        authorization server may give a new login of the same grant the refresh
-        token it had, and revoking that would end the new login too. Held at
-        another issuer, they are dropped there: they are no longer in use."""
+        """The tokens in use before ``result`` when they were issued to another client
+        or at another issuer, which nothing will use again: to be revoked at their
+        issuer as their client (held at another issuer, they are dropped there). None
+        when there are none, or they are of the client ``result`` logged in as at the
+        same issuer: they are dropped unrevoked."""
         current = self.record.current
         old = current.tokens if current is not None else None
         if current is None or old is None:
             return None
         client = self.tokens_client()
-        server = current.server
         if self.record.issuer == result.discovery.issuer:
-            server = result.discovery.server  # as fresh as the login's own
-        else:
-            current.tokens = current.tokens_client = None
-        new = result.tokens
-        again = [new.access_token, *([] if new.refresh_token is None else [new.refresh_token])]
-        if old.access_token in again:
-            return None
-        if old.refresh_token is not None and old.refresh_token in again:
-            old = msgspec.structs.replace(old, refresh_token=None)
+            # Revoking a token of the client the new login is of (or of a client not
+            # known, which may be that one) could end the new login too: an authorization
+            # server may revoke a client's whole grant when one of its tokens is revoked.
+            if client is None or client.client_id == result.registration.client_id:
+                return None
+            return Replaced(tokens=old, server=result.discovery.server, client=client)
+        server = current.server
+        current.tokens = current.tokens_client = None
         return Replaced(tokens=old, server=server, client=client)
 
     def replace_tokens(self, tokens: TokenSet) -> None:

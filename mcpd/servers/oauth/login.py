@@ -175,7 +175,7 @@ class Login:
     async def finish(self, login_id: str, redirect: str) -> Revocation | None:
         """Complete the login ``login_id`` with the redirect the browser came back to;
         ``RedirectFailed`` when that redirect did not log in and the login waits on.
-        What became of the tokens the login replaced (None: it replaced none)."""
+        What became of the tokens the login replaced (None: none were to be revoked)."""
         async with self._finishing:
             return await self._finish(login_id, redirect)
 

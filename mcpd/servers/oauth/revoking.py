@@ -1,7 +1,8 @@
 """Revoking a login's tokens (RFC 7009), for ``mcpd auth logout``: of a running
 server's login (``login``) and of one saved for a server no longer configured
 (``forget_unconfigured``), which is removed from disk whatever the revocation did;
-and for ``mcpd auth login``, of the tokens a new login replaced."""
+and for ``mcpd auth login``, of the tokens a new login replaced when they were issued
+to another client or by another issuer."""
 
 from __future__ import annotations
 

@@ -187,8 +187,9 @@ class AuthState:
     async def adopt(
         self, result: AuthorizationResult, requested: tuple[str, ...] | None
     ) -> tuple[Replaced | None, bool]:
-        """Use a finished authorization from now on: the tokens it replaced (None:
-        none), and whether it was saved (if not, the file still holds those)."""
+        """Use a finished authorization from now on: the tokens it replaced that are to
+        be revoked (None: none), and whether it was saved (if not, the file still holds
+        those)."""
         replaced = self.creds.adopt(result)
         self.set_aside = None
         self._refresh_lost = None

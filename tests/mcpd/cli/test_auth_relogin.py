@@ -1,7 +1,9 @@
-"""``mcpd auth login`` for a server that already holds tokens: once the new login is
-saved, the tokens it replaces are revoked, the refresh token first, as the client they
-were issued to (after a re-login whose client was refused, the one kept for them), and
-a revocation that fails leaves the login done and says which tokens stay valid."""
+"""``mcpd auth login`` for a server that already holds tokens: a login as the client
+they were issued to revokes none of them (their authorization server may end the new
+login with them); one as another client (after a re-login whose client was refused)
+revokes them once the new login is saved, the refresh token first, as the client they
+were issued to, and a revocation that fails leaves the login done and says which tokens
+stay valid."""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ async def whoami(agent: Agent) -> str:
     return str((await agent.call("mcp__t__whoami"))["content"][0]["text"])
 
 
-async def test_a_relogin_revokes_the_tokens_it_replaces(tmp_path: Path) -> None:
+async def test_a_relogin_as_the_same_client_revokes_nothing(tmp_path: Path) -> None:
     with trio.fail_after(LIMIT):
         async with (
             serve_protected() as srv,
@@ -38,23 +40,28 @@ async def test_a_relogin_revokes_the_tokens_it_replaces(tmp_path: Path) -> None:
             connect(daemon.socket_path) as agent,
         ):
             await login(agent, srv)
-            (refresh,) = srv.live_refresh
-            access = srv.issued[-1]
             code, said = await mcpd(daemon.socket_path, "auth", "login", "t", env=BROWSER)
             called = await whoami(agent)
     assert code == 0, said
-    assert said.rstrip().splitlines()[-2:] == [
-        "t: logged in; ready with 1 tools",
-        "t: replaced the earlier login; the server revoked the tokens",
-    ]
-    assert srv.revoked == [refresh, access]
-    assert [form["token_type_hint"] for form in revocations(srv)] == [
-        ["refresh_token"],
-        ["access_token"],
-    ]
-    (kept,) = srv.live_refresh  # the new login's, which still works
-    assert kept != refresh
+    assert said.rstrip().splitlines()[-1] == "t: logged in; ready with 1 tools"
+    assert "replaced the earlier login" not in said
+    assert revocations(srv) == [] and srv.revoked == []
     assert called == "called with token #2"
+
+
+async def relogin_as_another_client(agent: Agent, srv: ProtectedMcp) -> str:
+    """A re-login whose client the token endpoint refuses (mcpd forgets that client, and
+    keeps it only for the tokens it was issued), then ``mcpd auth login``, which
+    registers a new client the server knows by now: the first client's id."""
+    begun = await agent.result("mcpd/auth/login", {"server": "t", "redirect_uri": REDIRECT})
+    http = OAuthHttp()
+    redirect = await follow_authorization(http, begun["url"], await http.policy_for(srv.mcp_url))
+    first, srv.client_id = srv.client_id, "someone-else"
+    done = {"server": "t", "login": begun["login"], "redirect": redirect}
+    refused = await agent.rpc("mcpd/auth/complete", done)
+    assert "forgot that client" in refused["error"]["message"]
+    srv.client_id = "registered-anew"
+    return first
 
 
 async def test_tokens_kept_after_a_refused_relogin_are_revoked_as_their_client(
@@ -69,25 +76,20 @@ async def test_tokens_kept_after_a_refused_relogin_are_revoked_as_their_client(
             await login(agent, srv)
             (refresh,) = srv.live_refresh
             access = srv.issued[-1]
-            begun = await agent.result("mcpd/auth/login", {"server": "t", "redirect_uri": REDIRECT})
-            http = OAuthHttp()
-            redirect = await follow_authorization(
-                http, begun["url"], await http.policy_for(srv.mcp_url)
-            )
-            # The token endpoint refuses the client: mcpd forgets it, and keeps it only
-            # for the tokens it was issued.
-            first, srv.client_id = srv.client_id, "someone-else"
-            done = {"server": "t", "login": begun["login"], "redirect": redirect}
-            refused = await agent.rpc("mcpd/auth/complete", done)
-            assert "forgot that client" in refused["error"]["message"]
-            # The next login registers a new client, which the server knows by now.
-            srv.client_id = "registered-anew"
+            first = await relogin_as_another_client(agent, srv)
             code, said = await mcpd(daemon.socket_path, "auth", "login", "t", env=BROWSER)
             called = await whoami(agent)
     assert code == 0, said
-    assert said.rstrip().endswith("t: replaced the earlier login; the server revoked the tokens")
+    assert said.rstrip().splitlines()[-2:] == [
+        "t: logged in; ready with 1 tools",
+        "t: replaced the earlier login; the server revoked the tokens",
+    ]
     assert srv.revoked == [refresh, access]
-    assert [form["client_id"] for form in revocations(srv)] == [[first]] * 2
+    sent = revocations(srv)
+    assert [form["token_type_hint"] for form in sent] == [["refresh_token"], ["access_token"]]
+    assert [form["client_id"] for form in sent] == [[first]] * 2
+    (kept,) = srv.live_refresh  # the new login's, which still works
+    assert kept != refresh
     assert called == "called with token #2"
 
 
@@ -113,6 +115,7 @@ async def test_a_revocation_that_fails_does_not_fail_the_login_and_is_said(
         ):
             await login(agent, srv)
             (refresh,) = srv.live_refresh
+            await relogin_as_another_client(agent, srv)
             code, said = await mcpd(daemon.socket_path, "auth", "login", "t", env=BROWSER)
             called = await whoami(agent)
     assert code == 0, said

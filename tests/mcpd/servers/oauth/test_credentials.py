@@ -265,18 +265,19 @@ def test_a_login_names_the_tokens_it_replaces_with_the_client_they_were_issued_t
     assert creds.tokens_client() == second
 
 
-def test_a_token_a_login_is_handed_again_is_not_among_those_it_replaces() -> None:
-    reg = ClientRegistration(OLD, "cid")
-    creds = logged_in()
-    replaced = creds.adopt(AuthorizationResult(tokens("at-2", "rt-1"), reg, discovery(OLD)))
-    assert replaced is not None and replaced.tokens == tokens(refresh=None)
-    creds = logged_in()
-    assert creds.adopt(AuthorizationResult(tokens(), reg, discovery(OLD))) is None
+def test_a_login_as_the_same_client_at_the_same_issuer_replaces_nothing_to_revoke() -> None:
+    creds = logged_in(client_id="cid", source="dynamic")
+    reg = ClientRegistration(OLD, "cid", source="dynamic")
+    assert creds.adopt(AuthorizationResult(tokens("at-2", "rt-2"), reg, discovery(OLD))) is None
+    assert creds.tokens == tokens("at-2", "rt-2")  # the old ones dropped
+    configured = logged_in(client_id="cid", source="preregistered")
+    reg = ClientRegistration(OLD, "cid", source="preregistered")
+    assert configured.adopt(AuthorizationResult(tokens("at-2"), reg, discovery(OLD))) is None
 
 
 def test_tokens_replaced_by_a_login_at_another_issuer_are_no_longer_held_there() -> None:
-    creds = logged_in(OLD)
-    elsewhere = AuthorizationResult(tokens("at-2"), ClientRegistration(NEW, "n"), discovery(NEW))
+    creds = logged_in(OLD)  # as "cid", the client id the new issuer gives too
+    elsewhere = AuthorizationResult(tokens("at-2"), ClientRegistration(NEW, "cid"), discovery(NEW))
     replaced = creds.adopt(elsewhere)
     assert replaced is not None and replaced.server == server(OLD)
     assert replaced.client is not None and replaced.client.client_id == "cid"
