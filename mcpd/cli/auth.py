@@ -23,6 +23,7 @@ from protocol.visible import visible
 
 from .client import QUICK, SOCKET_HELP, socket_path
 from .exits import ask, client_for
+from .revocation_words import logout_said
 
 LOGIN_TIMEOUT = 600.0  # seconds to wait for the browser
 
@@ -92,12 +93,6 @@ def cmd_status(args: argparse.Namespace) -> int:
 # -- logout --
 
 
-_FORGOT = (
-    "the client mcpd registered with its authorization server is forgotten, "
-    "and the next login registers a new one"
-)
-
-
 def cmd_logout(args: argparse.Namespace) -> int:
     with client_for(args) as client:
         asked = {"server": args.server, "forget_client": args.forget_client}
@@ -106,56 +101,6 @@ def cmd_logout(args: argparse.Namespace) -> int:
     if out.get("removed"):
         print(f"{args.server} is not configured: its saved login, {out['removed']}, is removed")
     return 0
-
-
-_TOKEN_NAMES = {"refresh_token": "refresh token", "access_token": "access token"}
-
-
-def _tokens(hints: list[str]) -> str:
-    return " and the ".join(_TOKEN_NAMES.get(h, visible(h)) for h in hints)
-
-
-def logout_said(out: dict[str, Any]) -> str:
-    """What a logout did, in a sentence: the tokens revoked, those of a kind the server
-    does not revoke (they end when they expire), why revoking stopped short, and
-    whether the client mcpd registered was forgotten."""
-    said = _revocation_said(out) if out.get("had_tokens") else "was not logged in"
-    return said + ("; " + _FORGOT if out.get("forgot_client") else "")
-
-
-def replaced_said(out: dict[str, Any]) -> str:
-    """What became of the tokens of the login a new one replaced, in a sentence."""
-    return _revocation_said(out, "replaced the earlier login")
-
-
-def _revocation_said(out: dict[str, Any], done: str = "logged out") -> str:
-    revoked, kept = out.get("revoked") or [], out.get("not_revocable") or []
-    if out.get("problem"):
-        problem = ascii_hosts(visible(out["problem"]))
-        if revoked:
-            said = (
-                f"{done}; the server revoked the {_tokens(revoked)}, but revoking the "
-                f"rest failed: {problem}"
-            )
-        else:
-            said = f"{done}; revoking the tokens failed: {problem}"
-        return said + _still_valid(out.get("unrevoked") or [])
-    if kept:
-        what = f"the server revoked the {_tokens(revoked)}" if revoked else "nothing was revoked"
-        ends = "which ends when it expires" if len(kept) == 1 else "which end when they expire"
-        return f"{done}; {what} (the server does not revoke the {_tokens(kept)}, {ends})"
-    if revoked:
-        return f"{done}; the server revoked the tokens"
-    return f"{done} (the server offers no revocation)"
-
-
-def _still_valid(hints: list[str]) -> str:
-    """The tokens a logout could not revoke, which the authorization server still honours."""
-    if not hints:
-        return ""
-    if len(hints) == 1:
-        return f"; the {_tokens(hints)} stays valid at the authorization server until it expires"
-    return f"; the {_tokens(hints)} stay valid at the authorization server until they expire"
 
 
 # -- login --

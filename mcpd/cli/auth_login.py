@@ -28,10 +28,10 @@ from protocol.visible import visible
 from transports.errors import single_exceptions
 
 from ..local.tcpowner import HoldersUnknown, OwnerUnknown, tcp_owner
-from .auth import replaced_said
 from .browser import ENDING, browser_argv, page_to, safe_to_open
 from .client import BadReply, Client, Unreachable
 from .exits import EXIT_BAD_REPLY, EXIT_FAILED, EXIT_UNREACHABLE, ask, client_for, fail
+from .revocation_words import replaced_said
 from .status_view import local_time
 
 if TYPE_CHECKING:
