@@ -4,6 +4,9 @@ the reading (control characters, a great length, a deleted file)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from mcpd.policy.agent import AgentInfo, exe_of, user_name
@@ -56,3 +59,31 @@ def test_a_long_program_name_is_cut_and_a_deleted_one_is_still_named(tmp_path: P
 
 def test_a_process_that_is_gone_has_no_name() -> None:
     assert exe_of(GONE) is None
+
+
+# A process that calls itself mcpd, by its command line and by the name it gives itself.
+_NAMED_MCPD = (
+    "import ctypes, sys; ctypes.CDLL(None).prctl(15, b'mcpd', 0, 0, 0); "
+    "print(open('/proc/self/comm').read().strip(), flush=True); sys.stdin.read()"
+)
+
+
+def test_an_agent_that_calls_itself_mcpd_is_named_by_its_interpreter_as_the_guide_shows() -> None:
+    child = subprocess.Popen(
+        ["mcpd", "-c", _NAMED_MCPD],
+        executable=sys.executable,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "mcpd"
+        interpreter = os.path.basename(os.path.realpath(sys.executable))
+        assert exe_of(child.pid) == interpreter
+    finally:
+        child.kill()
+        child.wait()
+    # The guide's approvals and audit examples show a bridge (a Python script) so.
+    guide = (Path(__file__).parents[3] / "docs" / "guide.md").read_text()
+    assert "(mcpd)" not in guide
+    assert "pid 4242 (python3.11), uid 1000, claude-code" in guide
