@@ -215,12 +215,13 @@ def rule_words(rule: PolicyRule) -> str:
 
 def _unstartable(config: Config) -> dict[str, str]:
     """Enabled servers that cannot start from here: a variable or secret file their table
-    needs, a path they are granted that is not there, or a stdio command not found as
-    their start would find it. Warnings, not
+    needs, a path they are granted that is not there, a stdio command not found as
+    their start would find it, or, for a strict one, not shown by its sandbox with what
+    the kernel opens to run it (``strict_view``). Warnings, not
     errors: a service may run with another environment, and the other servers run."""
     from transports.stdio.launch import not_in_workdir, server_program
     from transports.stdio.sandbox import SandboxError
-    from transports.stdio.sandbox_host import grants
+    from transports.stdio.sandbox_host import grants, strict_problem
 
     from ..config.sandbox import child_env, sandbox_of
 
@@ -238,7 +239,9 @@ def _unstartable(config: Config) -> dict[str, str]:
             out[alias] = f"{exc}; the server will not start"
             continue
         try:
-            server_program(s.command, child_env(alias, s, config, sandbox), s.cwd, sandbox.home)
+            program = server_program(
+                s.command, child_env(alias, s, config, sandbox), s.cwd, sandbox.home
+            )
         except OSError as exc:
             what = "cwd" if s.cwd is not None and exc.filename == s.cwd else "command"
             why = not_in_workdir(s.command, s.cwd, sandbox.home) if what == "command" else None
@@ -247,6 +250,10 @@ def _unstartable(config: Config) -> dict[str, str]:
             out[alias] = (
                 f"servers.{alias}.{what}: {exc.filename!r}: {why}; the server will not start"
             )
+            continue
+        unseen = strict_problem(sandbox, program, s.cwd)
+        if unseen is not None:
+            out[alias] = f"{unseen}; the server will not start"
     return out
 
 

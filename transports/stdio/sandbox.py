@@ -54,8 +54,10 @@ from typing import Final, Literal
 import msgspec
 
 from .limits import Limits, prlimit_args
-from .machine import Machine
+from .machine import Machine, SystemPath
 from .sandbox_mounts import kernel_mounts, sealed, tmpfs
+from .strict_view import Opened, unseen, visible
+from .strict_view import within as within
 
 Level = Literal["off", "default", "strict"]
 # The thread of mcpd that starts a server, for what it is born in (``confined``).
@@ -143,6 +145,9 @@ class Resolved(msgspec.Struct, frozen=True, kw_only=True):
     home: str
     mounts: tuple[Mount, ...]
     command: str  # the server's command, resolved
+    # What else the kernel opens to run it, where a strict sandbox must show it
+    # (``strict_view``); found only for a strict one.
+    opened: tuple[Opened, ...] = ()
     # What the sandbox covers by a path that a rename or a new file would escape.
     covered: tuple[Identity, ...] = ()
 
@@ -180,10 +185,6 @@ def _depth(path: str) -> int:
     return path.rstrip("/").count("/")
 
 
-def within(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
 def _order(m: Mount) -> tuple[int, int]:
     # Shallower first, so that a deeper path (a grant inside a hidden directory, a hidden
     # file inside a granted one) lands on top; at the same path the grant wins.
@@ -199,16 +200,14 @@ def _namespaces(network: bool, joined: bool, machine: Machine) -> list[str]:
     return args
 
 
-def _strict_roots(r: Resolved, machine: Machine) -> list[str]:
-    roots = [p.path for p in machine.system if p.link is None]
-    for m in r.mounts:
+def strict_roots(system: Sequence[SystemPath], mounts: Sequence[Mount], home: str) -> list[str]:
+    """The places a strict sandbox shows, with what lies in them: the system's
+    directories, the grants (as the config writes them too), its home and ``/tmp``."""
+    roots = [p.path for p in system if p.link is None]
+    for m in mounts:
         if m.kind in ("read", "write"):
             roots += [m.path] if m.written is None else [m.path, m.written]
-    return [*roots, r.home, "/tmp"]
-
-
-def _visible(path: str, roots: Sequence[str]) -> bool:
-    return any(within(path, root) for root in roots)
+    return [*roots, home, "/tmp"]
 
 
 def bwrap_command(machine: Machine, netns: Netns | None = None) -> list[str]:
@@ -240,18 +239,11 @@ def bwrap_args(r: Resolved, machine: Machine, cwd: str, netns: Netns | None = No
                 args += ["--symlink", p.link, p.path]
             else:
                 args += ["--ro-bind", p.path, p.path]
-        roots = _strict_roots(r, machine)
-        mounts = [m for m in mounts if not m.kind.startswith("hide") or _visible(m.path, roots)]
-        if not _visible(r.command, roots):
-            raise SandboxError(
-                f"{s.where}: its command {r.command} is outside what a strict sandbox "
-                f"shows; add its folder to {s.where}.read"
-            )
-        if not _visible(cwd, roots):
-            raise SandboxError(
-                f"{s.where}.cwd: {cwd} is outside what a strict sandbox shows; add it to "
-                f"{s.where}.read or {s.where}.write"
-            )
+        roots = strict_roots(machine.system, r.mounts, r.home)
+        mounts = [m for m in mounts if not m.kind.startswith("hide") or visible(m.path, roots)]
+        problem = unseen(s.where, r.command, r.opened, cwd, roots)
+        if problem is not None:
+            raise SandboxError(problem)
     else:
         args += ["--bind", "/", "/"]
     # bubblewrap covers /proc/sys only where its directory is writable, which it never

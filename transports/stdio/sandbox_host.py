@@ -26,6 +26,7 @@ from .fixed_dirs import fixed_dirs
 from .hidden_links import SYSTEM_DIRS, Needed
 from .launch import server_program
 from .machine import Machine, SystemPath
+from .opened import opened_by
 from .sandbox import (
     EVERY_SANDBOX,
     Mount,
@@ -35,9 +36,11 @@ from .sandbox import (
     Sandbox,
     SandboxError,
     plan,
+    strict_roots,
     within,
 )
 from .sandbox_mounts import kernel_mounts, sealed, tmpfs
+from .strict_view import unseen
 
 _PROBE_TIMEOUT: Final = 10.0
 # What the probe of ``--size`` mounts: a sized tmpfs where every sandbox has one.
@@ -182,9 +185,29 @@ def resolve(sandbox: Sandbox, command: str, cwd: str = "") -> Resolved:
     home = make_home(sandbox.home, where)
     mounts += fixed_dirs(mounts, home, sandbox.level)
     covered = secret_folders.identities(folders)
+    opened = opened_by(command, cwd or home) if sandbox.level == "strict" else ()
     return Resolved(
-        sandbox=sandbox, home=home, mounts=tuple(mounts), command=command, covered=covered
+        sandbox=sandbox,
+        home=home,
+        mounts=tuple(mounts),
+        command=command,
+        opened=opened,
+        covered=covered,
     )
+
+
+def strict_problem(sandbox: Sandbox, command: str, cwd: str | None) -> str | None:
+    """Why a strict server could not start in its sandbox, as its start would find:
+    its command (found), what the kernel opens to run it, or its working directory (its
+    home unless ``cwd``) outside what the sandbox shows (``strict_view``). None at
+    another level. Nothing is made (its home, what is hidden). Raises SandboxError for
+    a grant that does not exist."""
+    if sandbox.level != "strict":
+        return None
+    home = os.path.realpath(sandbox.home)
+    roots = strict_roots(_system(), grants(sandbox), home)
+    workdir = cwd or home
+    return unseen(sandbox.where, command, opened_by(command, workdir), workdir, roots)
 
 
 def _needs(sandbox: Sandbox, command: str, cwd: str) -> list[Needed]:

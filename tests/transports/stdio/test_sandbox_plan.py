@@ -21,6 +21,7 @@ from transports.stdio.sandbox import (
     SandboxError,
     plan,
 )
+from transports.stdio.strict_view import Opened
 
 MACHINE = Machine(
     bwrap="/usr/bin/bwrap",
@@ -201,6 +202,28 @@ def test_a_server_without_a_sandbox_is_not_wrapped() -> None:
 def test_a_strict_command_outside_its_grants_is_refused_by_name() -> None:
     with pytest.raises(SandboxError, match=r"/opt2/tool/bin/x is outside .*servers\.files\.read"):
         plan(resolved(command="/opt2/tool/bin/x", level="strict"), ["x"], MACHINE, HOME)
+
+
+def test_a_strict_command_whose_interpreter_is_outside_its_grants_is_refused_naming_it() -> None:
+    python = "/home/a/.pyenv/versions/3.11.7/bin/python3.11"
+    how = "the #! line of /srv/venv/bin/tool names /srv/venv/bin/python to run it"
+    opened = (
+        Opened("/srv/venv/bin/python", how, "/srv/venv"),
+        Opened(python, how, python[:-15], True),
+    )
+    granted = (Mount("/srv/venv", "read"),)
+    r = resolved(granted, command="/srv/venv/bin/tool", level="strict")
+    with pytest.raises(SandboxError) as refused:
+        plan(msgspec.structs.replace(r, opened=opened), ["tool"], MACHINE, HOME)
+    assert str(refused.value) == (
+        f"servers.files: {python} is outside what a strict sandbox shows, and its command "
+        f"cannot run without it ({how}); add the folder it is installed in, "
+        "/home/a/.pyenv/versions/3.11.7, to servers.files.read"
+    )
+    # Shown, as its grant shows it: the server starts.
+    shown = (*granted, Mount("/home/a/.pyenv/versions/3.11.7", "read"))
+    r = resolved(shown, command="/srv/venv/bin/tool", level="strict")
+    assert plan(msgspec.structs.replace(r, opened=opened), ["tool"], MACHINE, HOME).wrapped
 
 
 def test_without_namespaces_the_default_level_runs_unprotected_and_says_why() -> None:

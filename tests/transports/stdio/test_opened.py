@@ -1,0 +1,66 @@
+"""What the kernel opens to run a server's command, as found on the host for a strict
+sandbox: where the links on the way lead, the interpreter a script's ``#!`` line names
+and where a link there leads, and the folder to grant for each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from transports.stdio.opened import opened_by
+from transports.stdio.strict_view import Opened
+
+
+def a_virtualenv(tmp: Path) -> tuple[Path, Path]:
+    """A Python installed under ``tmp/base`` (``bin`` beside ``lib``), and a virtualenv
+    made from it whose ``bin/python`` is a link there, as pyenv's and uv's are."""
+    base, venv = tmp / "base", tmp / "venv"
+    (base / "bin").mkdir(parents=True)
+    (base / "lib" / "python3.11").mkdir(parents=True)
+    (base / "bin" / "python3.11").write_bytes(b"\x7fELF")
+    (base / "bin" / "python3").symlink_to("python3.11")
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python3").symlink_to(base / "bin" / "python3")
+    (venv / "bin" / "python").symlink_to("python3")
+    return base, venv
+
+
+def test_a_script_of_a_virtualenv_needs_the_python_its_link_leads_to(tmp_path: Path) -> None:
+    base, venv = a_virtualenv(tmp_path)
+    tool = venv / "bin" / "tool"
+    tool.write_text(f"#!{venv}/bin/python\nimport sys\n")
+    how = f"the #! line of {tool} names {venv}/bin/python to run it"
+    assert opened_by(str(tool), str(tmp_path)) == (
+        Opened(f"{venv}/bin/python", how, str(venv / "bin")),
+        Opened(f"{venv}/bin/python3", how, str(venv / "bin")),
+        Opened(f"{base}/bin/python3", how, str(base), installed=True),
+        Opened(f"{base}/bin/python3.11", how, str(base), installed=True),
+    )
+
+
+def test_a_command_that_is_a_link_needs_where_it_leads(tmp_path: Path) -> None:
+    base, venv = a_virtualenv(tmp_path)
+    python = venv / "bin" / "python"
+    how = f"its command {python} is a link that leads there"
+    assert [o.path for o in opened_by(str(python), "/")] == [
+        f"{venv}/bin/python3",
+        f"{base}/bin/python3",
+        f"{base}/bin/python3.11",
+    ]
+    assert {o.how for o in opened_by(str(python), "/")} == {how}
+
+
+def test_a_program_that_is_no_script_nor_link_needs_nothing_else(tmp_path: Path) -> None:
+    program = tmp_path / "bin" / "tool"
+    program.parent.mkdir()
+    program.write_bytes(b"\x7fELF#!/elsewhere/python\n")
+    assert opened_by(str(program), "/") == ()
+
+
+def test_an_interpreter_that_is_not_there_is_left_to_the_exec_to_name(tmp_path: Path) -> None:
+    script = tmp_path / "tool"
+    script.write_text("#! /nowhere/bin/python -u\n")
+    assert opened_by(str(script), "/") == ()
+    # Written with a space after #! and an argument: the interpreter is its first word.
+    script.write_text(f"#! {tmp_path}/python -u\n")
+    (tmp_path / "python").write_bytes(b"")
+    assert [o.path for o in opened_by(str(script), "/")] == [f"{tmp_path}/python"]

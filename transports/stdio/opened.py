@@ -1,0 +1,75 @@
+"""What the kernel opens to run a server's command, found on the host for a strict
+sandbox to be checked against (``strict_view``): where the symbolic links on the way
+lead, and the interpreter a script's ``#!`` line names. No trio here."""
+
+from __future__ import annotations
+
+import os
+from typing import Final
+
+from .strict_view import Opened
+
+# The symbolic links followed on the way to one file, as many as the kernel follows.
+_HOPS: Final = 40
+# What the kernel reads of a script for its ``#!`` line (BINPRM_BUF_SIZE).
+_SHEBANG: Final = 256
+
+
+def opened_by(command: str, cwd: str) -> tuple[Opened, ...]:
+    """What the kernel opens to run ``command`` (found) besides the command as found:
+    where each symbolic link on the way leads, and the interpreter its ``#!`` line
+    names (taken from ``cwd`` when relative, as the kernel does), with where each link
+    on the way to that leads. One ``#!`` is followed: an interpreter that is a script
+    itself is rare."""
+    how = f"its command {command} is a link that leads there"
+    out = [Opened(p, how, *_grant(p)) for p in _hops(command)]
+    interpreter = _shebang(os.path.realpath(command))
+    if interpreter is not None:
+        interpreter = os.path.join(cwd, interpreter)
+    # One that is not there fails the exec outside a sandbox as well, and says so.
+    if interpreter is not None and os.path.exists(interpreter):
+        how = f"the #! line of {command} names {interpreter} to run it"
+        out += [Opened(p, how, *_grant(p)) for p in [_placed(interpreter), *_hops(interpreter)]]
+    return tuple(dict.fromkeys(out))
+
+
+def _placed(path: str) -> str:
+    """``path`` in its folder's real path: where a sandbox must show it."""
+    return os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+
+
+def _hops(path: str) -> list[str]:
+    """Where each symbolic link on the way from ``path`` to a file leads, placed."""
+    found: list[str] = []
+    here = _placed(path)
+    for _ in range(_HOPS):
+        try:
+            target = os.readlink(here)
+        except OSError:
+            break
+        here = _placed(os.path.join(os.path.dirname(here), target))
+        found.append(here)
+    return found
+
+
+def _grant(path: str) -> tuple[str, bool]:
+    """The folder to grant for ``path`` (``Opened.folder``), and whether it is the
+    installation it lies in."""
+    folder = os.path.dirname(path)
+    above = os.path.dirname(folder)
+    if os.path.basename(folder) == "bin" and above != "/" and os.path.isdir(f"{above}/lib"):
+        return above, True
+    return folder, False
+
+
+def _shebang(path: str) -> str | None:
+    """The interpreter the ``#!`` line of the file at ``path`` names, as written."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_SHEBANG)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split(b"\n", 1)[0].split()
+    return os.fsdecode(words[0]) if words else None
