@@ -213,6 +213,13 @@ def rule_words(rule: PolicyRule) -> str:
     return "; ".join(words)
 
 
+# What follows a reason a server's program cannot be started: it is tried again with
+# backoff, and a reload tries at once (``Supervisor``), as a person who fixed it expects.
+_UNTIL_FIXED = (
+    "the server does not start until that is fixed, when mcpd's next try or a reload starts it"
+)
+
+
 def _unstartable(config: Config) -> dict[str, str]:
     """Enabled servers that cannot start from here: a variable or secret file their table
     needs, a path they are granted that is not there, a stdio command not found as
@@ -236,7 +243,7 @@ def _unstartable(config: Config) -> dict[str, str]:
         try:
             grants(sandbox)
         except SandboxError as exc:
-            out[alias] = f"{exc}; the server will not start"
+            out[alias] = f"{exc}; {_UNTIL_FIXED}"
             continue
         try:
             program = server_program(
@@ -247,13 +254,11 @@ def _unstartable(config: Config) -> dict[str, str]:
             why = not_in_workdir(s.command, s.cwd, sandbox.home) if what == "command" else None
             if not isinstance(exc, FileNotFoundError) or why is None:
                 why = exc.strerror
-            out[alias] = (
-                f"servers.{alias}.{what}: {exc.filename!r}: {why}; the server will not start"
-            )
+            out[alias] = f"servers.{alias}.{what}: {exc.filename!r}: {why}; {_UNTIL_FIXED}"
             continue
         unseen = strict_problem(sandbox, program, s.cwd)
         if unseen is not None:
-            out[alias] = f"{unseen}; the server will not start"
+            out[alias] = f"{unseen}; {_UNTIL_FIXED}"
     return out
 
 

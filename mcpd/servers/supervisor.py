@@ -225,7 +225,11 @@ class Supervisor:
         old_on = {a: c for a, c in old.servers.items() if c.enabled}
         new_on = {a: c for a, c in new.servers.items() if c.enabled}
         both = sorted(old_on.keys() & new_on.keys())
-        why = {a: w for a in both if (w := _restarts(a, old, new) or self._uncovered(a))}
+        why = {
+            a: w
+            for a in both
+            if (w := _restarts(a, old, new) or self._uncovered(a) or self._not_started(a))
+        }
         report = ReloadReport(
             added=sorted(new_on.keys() - old_on.keys()),
             removed=sorted(old_on.keys() - new_on.keys()),
@@ -269,6 +273,17 @@ class Supervisor:
         said = f"restarting: {', '.join(files)} changed since it started"
         logger.info("%s: %s", alias, said, extra=log_extra(alias, "sandbox_uncovered", said))
         return f"it could see what is now at {', '.join(files)}, which changed since it started"
+
+    def _not_started(self, alias: str) -> str | None:
+        """Why the server restarts when it waits to be tried again after a start that
+        failed before its program ran (its command not found, a path it is granted or
+        its working directory not there): what it lacked may be there now, which is
+        what a reload is often run for, and its wait may be as long as ``backoff_cap``.
+        None for any other server."""
+        runner = self.runners.get(alias)
+        if runner is None or runner.phase != "waiting" or not runner.downtime.not_started:
+            return None
+        return "it could not be started, and is tried again at once"
 
     async def restart(self, report: ReloadReport) -> None:
         """Stop the servers ``adopt`` found removed or changed (each call in flight

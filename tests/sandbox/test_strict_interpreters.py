@@ -90,7 +90,10 @@ async def test_a_strict_server_missing_its_virtualenvs_python_says_which_folder_
                 if w.startswith(f"warning: servers.{alias}: ")
             ]
             assert len(warned) == 1 and advice.format(BASE, alias) in warned[0]
-            assert warned[0].endswith("; the server will not start")
+            assert warned[0].endswith(
+                "; the server does not start until that is fixed, when "
+                "mcpd's next try or a reload starts it"
+            )
         # As it says: the folder granted, a reload starts both.
         d.config.write_text(
             d.config.read_text().replace(f'"{sys.prefix}", ', f'"{sys.prefix}", "{BASE}", ')

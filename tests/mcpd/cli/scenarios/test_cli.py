@@ -150,15 +150,15 @@ def test_check_config_warns_of_a_command_that_cannot_start(tmp_path: Path) -> No
     out = run("check-config", "--config", str(config))
     assert out.returncode == 0, out.stderr  # the config itself is valid
     warnings = out.stderr.splitlines()
+    fixed = (
+        "the server does not start until that is fixed, when mcpd's next try or a reload starts it"
+    )
     assert warnings == [
         f"warning: servers.ghost.command: '{tmp_path}/no-such-server': No such file or "
-        "directory; the server will not start",
-        "warning: servers.nowhere.cwd: '/no/such/dir': No such file or directory; the "
-        "server will not start",
-        "warning: servers.typo.command: 'pyhton3': No such file or directory; the server "
-        "will not start",
-        "warning: servers.ungranted.write[1]: /no/such/notes does not exist; the server "
-        "will not start",
+        f"directory; {fixed}",
+        f"warning: servers.nowhere.cwd: '/no/such/dir': No such file or directory; {fixed}",
+        f"warning: servers.typo.command: 'pyhton3': No such file or directory; {fixed}",
+        f"warning: servers.ungranted.write[1]: /no/such/notes does not exist; {fixed}",
     ]
     # Each one's line says so too, as for a server whose variables are missing.
     lines = {line.split()[0]: line for line in out.stdout.splitlines()[1:]}
