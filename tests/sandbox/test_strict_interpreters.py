@@ -68,7 +68,11 @@ async def test_a_strict_server_missing_its_virtualenvs_python_says_which_folder_
         needs = "cannot run without it "
         for alias, how in (
             ("linked", f"its command {sys.executable} is a link that leads there"),
-            ("script", f"the #! line of {script} names {sys.executable} to run it"),
+            (
+                "script",
+                f"the #! line of {script} names {sys.executable} to run it, a link that "
+                "leads there",
+            ),
         ):
             said = rows[alias]["last_error"]
             assert rows[alias]["state"] != "ready"

@@ -29,7 +29,9 @@ def opened_by(command: str, cwd: str) -> tuple[Opened, ...]:
     # One that is not there fails the exec outside a sandbox as well, and says so.
     if interpreter is not None and os.path.exists(interpreter):
         how = f"the #! line of {command} names {interpreter} to run it"
-        out += [Opened(p, how, *_grant(p)) for p in [_placed(interpreter), *_hops(interpreter)]]
+        out.append(Opened(_placed(interpreter), how, *_grant(interpreter)))
+        how += ", a link that leads there"
+        out += [Opened(p, how, *_grant(p)) for p in _hops(interpreter)]
     return tuple(dict.fromkeys(out))
 
 

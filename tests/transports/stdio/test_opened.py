@@ -29,11 +29,12 @@ def test_a_script_of_a_virtualenv_needs_the_python_its_link_leads_to(tmp_path: P
     tool = venv / "bin" / "tool"
     tool.write_text(f"#!{venv}/bin/python\nimport sys\n")
     how = f"the #! line of {tool} names {venv}/bin/python to run it"
+    linked = f"{how}, a link that leads there"
     assert opened_by(str(tool), str(tmp_path)) == (
         Opened(f"{venv}/bin/python", how, str(venv / "bin")),
-        Opened(f"{venv}/bin/python3", how, str(venv / "bin")),
-        Opened(f"{base}/bin/python3", how, str(base), installed=True),
-        Opened(f"{base}/bin/python3.11", how, str(base), installed=True),
+        Opened(f"{venv}/bin/python3", linked, str(venv / "bin")),
+        Opened(f"{base}/bin/python3", linked, str(base), installed=True),
+        Opened(f"{base}/bin/python3.11", linked, str(base), installed=True),
     )
 
 
