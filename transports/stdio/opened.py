@@ -22,17 +22,23 @@ def opened_by(command: str, cwd: str) -> tuple[Opened, ...]:
     on the way to that leads. One ``#!`` is followed: an interpreter that is a script
     itself is rare."""
     how = f"its command {command} is a link that leads there"
-    out = [Opened(p, how, *_grant(p)) for p in _hops(command)]
+    out = [Opened(p, how, *grant_folder(p)) for p in _hops(command)]
     interpreter = _shebang(os.path.realpath(command))
     if interpreter is not None:
         interpreter = os.path.join(cwd, interpreter)
     # One that is not there fails the exec outside a sandbox as well, and says so.
     if interpreter is not None and os.path.exists(interpreter):
         how = f"the #! line of {command} names {interpreter} to run it"
-        out.append(Opened(_placed(interpreter), how, *_grant(interpreter)))
+        out.append(Opened(_placed(interpreter), how, *grant_folder(interpreter)))
         how += ", a link that leads there"
-        out += [Opened(p, how, *_grant(p)) for p in _hops(interpreter)]
+        out += [Opened(p, how, *grant_folder(p)) for p in _hops(interpreter)]
     return tuple(dict.fromkeys(out))
+
+
+def installation_of(command: str) -> str | None:
+    """The installation ``command`` lies in (``grant_folder``), if it lies in one."""
+    folder, installed = grant_folder(command)
+    return folder if installed else None
 
 
 def _placed(path: str) -> str:
@@ -54,9 +60,10 @@ def _hops(path: str) -> list[str]:
     return found
 
 
-def _grant(path: str) -> tuple[str, bool]:
-    """The folder to grant for ``path`` (``Opened.folder``), and whether it is the
-    installation it lies in."""
+def grant_folder(path: str) -> tuple[str, bool]:
+    """The folder to grant for the file at ``path``: the installation it lies in
+    (``X`` for ``X/bin/tool`` beside ``X/lib``, a virtualenv or a Python), whose
+    libraries it needs as well, else its own folder; and whether it is the first."""
     folder = os.path.dirname(path)
     above = os.path.dirname(folder)
     if os.path.basename(folder) == "bin" and above != "/" and os.path.isdir(f"{above}/lib"):

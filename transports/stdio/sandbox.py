@@ -148,6 +148,8 @@ class Resolved(msgspec.Struct, frozen=True, kw_only=True):
     # What else the kernel opens to run it, where a strict sandbox must show it
     # (``strict_view``); found only for a strict one.
     opened: tuple[Opened, ...] = ()
+    # The installation the command lies in (``strict_view``), for a strict one.
+    installation: str | None = None
     # What the sandbox covers by a path that a rename or a new file would escape.
     covered: tuple[Identity, ...] = ()
 
@@ -241,7 +243,7 @@ def bwrap_args(r: Resolved, machine: Machine, cwd: str, netns: Netns | None = No
                 args += ["--ro-bind", p.path, p.path]
         roots = strict_roots(machine.system, r.mounts, r.home)
         mounts = [m for m in mounts if not m.kind.startswith("hide") or visible(m.path, roots)]
-        problem = unseen(s.where, r.command, r.opened, cwd, roots)
+        problem = unseen(s.where, r.command, r.opened, cwd, roots, r.installation)
         if problem is not None:
             raise SandboxError(problem)
     else:

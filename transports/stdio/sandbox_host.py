@@ -26,7 +26,7 @@ from .fixed_dirs import fixed_dirs
 from .hidden_links import SYSTEM_DIRS, Needed
 from .launch import server_program
 from .machine import Machine, SystemPath
-from .opened import opened_by
+from .opened import installation_of, opened_by
 from .sandbox import (
     EVERY_SANDBOX,
     Mount,
@@ -185,13 +185,15 @@ def resolve(sandbox: Sandbox, command: str, cwd: str = "") -> Resolved:
     home = make_home(sandbox.home, where)
     mounts += fixed_dirs(mounts, home, sandbox.level)
     covered = secret_folders.identities(folders)
-    opened = opened_by(command, cwd or home) if sandbox.level == "strict" else ()
+    strict = sandbox.level == "strict"
+    opened = opened_by(command, cwd or home) if strict else ()
     return Resolved(
         sandbox=sandbox,
         home=home,
         mounts=tuple(mounts),
         command=command,
         opened=opened,
+        installation=installation_of(command) if strict else None,
         covered=covered,
     )
 
@@ -207,7 +209,8 @@ def strict_problem(sandbox: Sandbox, command: str, cwd: str | None) -> str | Non
     home = os.path.realpath(sandbox.home)
     roots = strict_roots(_system(), grants(sandbox), home)
     workdir = cwd or home
-    return unseen(sandbox.where, command, opened_by(command, workdir), workdir, roots)
+    opened = opened_by(command, workdir)
+    return unseen(sandbox.where, command, opened, workdir, roots, installation_of(command))
 
 
 def _needs(sandbox: Sandbox, command: str, cwd: str) -> list[Needed]:

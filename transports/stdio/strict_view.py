@@ -42,16 +42,27 @@ def visible(path: str, roots: Sequence[str]) -> bool:
 
 
 def unseen(
-    where: str, command: str, opened: Sequence[Opened], cwd: str, roots: Sequence[str]
+    where: str,
+    command: str,
+    opened: Sequence[Opened],
+    cwd: str,
+    roots: Sequence[str],
+    installation: str | None = None,
 ) -> str | None:
     """Why a strict server, its config key ``where``, cannot start in a sandbox that
     shows ``roots`` (and what lies in them): the first of its command, what the kernel
     opens to run it and its working directory that is not shown, and the key to grant
-    it by. None when all are."""
+    it by. ``installation``: the one the command lies in, when it is in one's ``bin``.
+    None when all are shown."""
     if not visible(command, roots):
+        what = (
+            "its folder"
+            if installation is None
+            else f"the folder it is installed in, {installation},"
+        )
         return (
             f"{where}: its command {command} is outside what a strict sandbox shows; add "
-            f"its folder to {where}.read"
+            f"{what} to {where}.read"
         )
     for o in opened:
         if not visible(o.path, roots):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from transports.stdio.opened import opened_by
+from transports.stdio.opened import installation_of, opened_by
 from transports.stdio.strict_view import Opened
 
 
@@ -65,3 +65,14 @@ def test_an_interpreter_that_is_not_there_is_left_to_the_exec_to_name(tmp_path: 
     script.write_text(f"#! {tmp_path}/python -u\n")
     (tmp_path / "python").write_bytes(b"")
     assert [o.path for o in opened_by(str(script), "/")] == [f"{tmp_path}/python"]
+
+
+def test_the_folder_to_grant_for_a_virtualenvs_script_is_the_virtualenv(tmp_path: Path) -> None:
+    base, venv = a_virtualenv(tmp_path)
+    (venv / "lib").mkdir()
+    assert installation_of(str(venv / "bin" / "tool")) == str(venv)
+    assert installation_of(str(base / "bin" / "python3.11")) == str(base)
+    # A bin with no lib beside it is no installation: ~/bin is not to give the home away.
+    (tmp_path / "home" / "bin").mkdir(parents=True)
+    assert installation_of(str(tmp_path / "home" / "bin" / "tool")) is None
+    assert installation_of("/bin/sh") is None

@@ -204,6 +204,17 @@ def test_a_strict_command_outside_its_grants_is_refused_by_name() -> None:
         plan(resolved(command="/opt2/tool/bin/x", level="strict"), ["x"], MACHINE, HOME)
 
 
+def test_a_strict_command_of_an_installation_outside_its_grants_names_the_installation() -> None:
+    r = resolved(command="/srv/venv/bin/tool", level="strict")
+    r = msgspec.structs.replace(r, installation="/srv/venv")
+    with pytest.raises(SandboxError) as refused:
+        plan(r, ["tool"], MACHINE, HOME)
+    assert str(refused.value) == (
+        "servers.files: its command /srv/venv/bin/tool is outside what a strict sandbox "
+        "shows; add the folder it is installed in, /srv/venv, to servers.files.read"
+    )
+
+
 def test_a_strict_command_whose_interpreter_is_outside_its_grants_is_refused_naming_it() -> None:
     python = "/home/a/.pyenv/versions/3.11.7/bin/python3.11"
     how = "the #! line of /srv/venv/bin/tool names /srv/venv/bin/python to run it"
