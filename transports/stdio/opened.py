@@ -29,7 +29,7 @@ def opened_by(command: str, cwd: str) -> tuple[Opened, ...]:
     # One that is not there fails the exec outside a sandbox as well, and says so.
     if interpreter is not None and os.path.exists(interpreter):
         how = f"the #! line of {command} names {interpreter} to run it"
-        out.append(Opened(_placed(interpreter), how, *grant_folder(interpreter)))
+        out += [Opened(p, how, *grant_folder(p)) for p in _spellings(interpreter)]
         how += ", a link that leads there"
         out += [Opened(p, how, *grant_folder(p)) for p in _hops(interpreter)]
     return tuple(dict.fromkeys(out))
@@ -46,8 +46,16 @@ def _placed(path: str) -> str:
     return os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
 
 
+def _spellings(path: str) -> list[str]:
+    """``path`` as the kernel is given it, and where it lies when a link to a folder
+    is on the way: a strict sandbox must show both, since it holds no link but the
+    system's and those of grants as the config writes them."""
+    return list(dict.fromkeys([os.path.normpath(path), _placed(path)]))
+
+
 def _hops(path: str) -> list[str]:
-    """Where each symbolic link on the way from ``path`` to a file leads, placed."""
+    """Where each symbolic link on the way from ``path`` to a file leads: as the link
+    says (from its own folder, when relative) and placed (``_spellings``)."""
     found: list[str] = []
     here = _placed(path)
     for _ in range(_HOPS):
@@ -55,8 +63,9 @@ def _hops(path: str) -> list[str]:
             target = os.readlink(here)
         except OSError:
             break
-        here = _placed(os.path.join(os.path.dirname(here), target))
-        found.append(here)
+        spellings = _spellings(os.path.join(os.path.dirname(here), target))
+        found += spellings
+        here = spellings[-1]
     return found
 
 

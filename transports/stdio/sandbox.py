@@ -204,8 +204,9 @@ def _namespaces(network: bool, joined: bool, machine: Machine) -> list[str]:
 
 def strict_roots(system: Sequence[SystemPath], mounts: Sequence[Mount], home: str) -> list[str]:
     """The places a strict sandbox shows, with what lies in them: the system's
-    directories, the grants (as the config writes them too), its home and ``/tmp``."""
-    roots = [p.path for p in system if p.link is None]
+    directories (and its links, ``/bin`` to ``usr/bin``), the grants (as the config
+    writes them too), its home and ``/tmp``."""
+    roots = [p.path for p in system]
     for m in mounts:
         if m.kind in ("read", "write"):
             roots += [m.path] if m.written is None else [m.path, m.written]

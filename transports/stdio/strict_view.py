@@ -1,6 +1,6 @@
 """Whether a strict sandbox shows what a server's start needs: its command, what the
 kernel opens to run it, and its working directory. Sans-IO: the host finds where the
-links lead and what a ``#!`` line names (``sandbox_host.opened_by``); this decides.
+links lead and what a ``#!`` line names (``opened``); this decides.
 
 What the kernel runs is more than the file the config names: a symbolic link on the way
 leads elsewhere (a virtualenv's ``bin/python`` into the Python it was made from, which

@@ -76,3 +76,17 @@ def test_the_folder_to_grant_for_a_virtualenvs_script_is_the_virtualenv(tmp_path
     (tmp_path / "home" / "bin").mkdir(parents=True)
     assert installation_of(str(tmp_path / "home" / "bin" / "tool")) is None
     assert installation_of("/bin/sh") is None
+
+
+def test_an_interpreter_named_through_a_link_to_a_folder_needs_both_spellings(
+    tmp_path: Path,
+) -> None:
+    # The sandbox shows no link of the user's that it is not granted by: the kernel,
+    # given the name through the link, finds nothing there.
+    base, venv = a_virtualenv(tmp_path)
+    (tmp_path / "project").symlink_to(venv)
+    tool = venv / "bin" / "tool"
+    tool.write_text(f"#!{tmp_path}/project/bin/python\n")
+    paths = [o.path for o in opened_by(str(tool), "/")]
+    assert paths[:2] == [f"{tmp_path}/project/bin/python", f"{venv}/bin/python"]
+    assert paths[-1] == f"{base}/bin/python3.11"

@@ -204,6 +204,15 @@ def test_a_strict_command_outside_its_grants_is_refused_by_name() -> None:
         plan(resolved(command="/opt2/tool/bin/x", level="strict"), ["x"], MACHINE, HOME)
 
 
+def test_a_strict_command_named_through_a_link_of_the_system_is_shown() -> None:
+    # /bin is a link to usr/bin here, which a strict sandbox holds too: a script whose
+    # #! line says /bin/sh runs.
+    how = "the #! line of /usr/bin/tool names /bin/sh to run it"
+    r = resolved(command="/bin/tool", level="strict")
+    r = msgspec.structs.replace(r, opened=(Opened("/bin/sh", how, "/bin"),))
+    assert plan(r, ["tool"], MACHINE, HOME).wrapped
+
+
 def test_a_strict_command_of_an_installation_outside_its_grants_names_the_installation() -> None:
     r = resolved(command="/srv/venv/bin/tool", level="strict")
     r = msgspec.structs.replace(r, installation="/srv/venv")
