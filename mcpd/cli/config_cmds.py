@@ -213,8 +213,7 @@ def rule_words(rule: PolicyRule) -> str:
     return "; ".join(words)
 
 
-# What follows a reason a server's program cannot be started: it is tried again with
-# backoff, and a reload tries at once (``Supervisor``), as a person who fixed it expects.
+# After why a server's program cannot start: retried with backoff, and at once by a reload.
 _UNTIL_FIXED = (
     "the server does not start until that is fixed, when mcpd's next try or a reload starts it"
 )
@@ -222,10 +221,10 @@ _UNTIL_FIXED = (
 
 def _unstartable(config: Config) -> dict[str, str]:
     """Enabled servers that cannot start from here: a variable or secret file their table
-    needs, a path they are granted that is not there, a stdio command not found as
-    their start would find it, or, for a strict one, not shown by its sandbox with what
-    the kernel opens to run it (``strict_view``). Warnings, not
-    errors: a service may run with another environment, and the other servers run."""
+    needs, a granted path not there, a stdio command not found as their start finds it,
+    or, if strict, what the kernel opens to run it not shown by its sandbox
+    (``strict_view``). Warnings, not errors: a service may run with another
+    environment, and the other servers run."""
     from transports.stdio.launch import not_in_workdir, server_program
     from transports.stdio.sandbox import SandboxError
     from transports.stdio.sandbox_host import grants, strict_problem
