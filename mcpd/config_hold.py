@@ -29,6 +29,7 @@ from typing import Any, Final
 
 import trio
 
+from protocol import envelope
 from protocol import jsonrpc as rpc
 from protocol.budget import Throttle
 from protocol.framing import LineFramer, Oversized
@@ -217,7 +218,7 @@ class ConfigHold:
                     await stream.send_all(self._said(None) + b"\n")
                     return
                 try:
-                    msg = rpc.decode_message(line)
+                    msg = envelope.decode_message(line)
                 except rpc.DecodeFailure as exc:
                     await stream.send_all(rpc.encode_error(exc.id, exc.code, exc.message) + b"\n")
                     continue

@@ -184,7 +184,7 @@ _error_body: Final = msgspec.json.Decoder(_ErrorBody)
 def error_in(body: bytes) -> rpc.ErrorObject | None:
     """The JSON-RPC error an HTTP error reply's body carries, if it is one, whatever its
     id. Its data is kept as the bytes it came as (on one line, in UTF-8), as
-    ``rpc.decode_message`` keeps it: what the server put there is counted and scanned
+    ``envelope.decode_message`` keeps it: what the server put there is counted and scanned
     before anything decodes it, wherever the error goes."""
     if utf8_fault(body) is not None:
         return None

@@ -1,10 +1,9 @@
-"""JSON-RPC 2.0 as MCP uses it: two-stage decoding, encoding, error codes.
+"""JSON-RPC 2.0 as MCP uses it: messages, error codes, stage two of decoding, encoding.
 
-Stage one decodes only the envelope and keeps ``params``/``result`` (and an error's
-``data``) as ``msgspec.Raw``, so a request whose params are wrong still has a usable id
-and gets its error reply under that id, and what a peer put in a message is decoded
-only by what needs it, as far as it needs it. Stage two decodes the params (or a
-result) into the type the caller asks for, with decoders built once per type.
+Reading a line is in two stages. Stage one (``envelope``) decodes only the envelope and
+keeps ``params``/``result`` (and an error's ``data``) as ``msgspec.Raw``. Stage two
+(``decode_as``) decodes the params (or a result) into the type the caller asks for, with
+decoders built once per type, so a peer's bytes are read only by what needs them.
 """
 
 from __future__ import annotations
@@ -12,13 +11,10 @@ from __future__ import annotations
 import abc
 import itertools
 from collections.abc import Callable
-from typing import Any, Final, Literal, TypeAlias, TypeVar
+from typing import Any, Final, TypeAlias, TypeVar
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
-
-from .oneline import line_fault, one_line
-from .textfaults import Fault, invalid_utf8, leading_bom, lone_surrogate
 
 # Standard JSON-RPC codes.
 PARSE_ERROR: Final = -32700
@@ -162,135 +158,9 @@ class RPCError(Exception):
             return None
 
 
-class _Envelope(msgspec.Struct):
-    # Loose types on purpose: the checks below give JSON-RPC's own errors, not msgspec's.
-    jsonrpc: Any = UNSET
-    id: Any = UNSET
-    method: Any = UNSET
-    params: Raw | UnsetType = UNSET
-    result: Raw | UnsetType = UNSET
-    error: Raw | UnsetType = UNSET
-
-
-_envelope_decoder: Final = msgspec.json.Decoder(_Envelope)
-_error_decoder: Final = msgspec.json.Decoder(ReceivedError)
-
-
 def valid_id(value: object) -> bool:
     # bool is an int subclass but never a valid id; floats are not ids either.
     return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
-
-
-def decode_message(data: bytes | memoryview) -> Message:
-    """Stage one: classify one JSON text as a request, notification or response.
-
-    Any source may hand it pretty-printed JSON: the message it returns (and the raw
-    params or result in it) is always a single line."""
-    if isinstance(data, memoryview):
-        data = bytes(data)
-    fault = invalid_utf8(data)
-    if fault is not None:
-        raise _unsound(fault, "not valid UTF-8")
-    bom = leading_bom(data)
-    if bom is not None:
-        raise _unsound(bom, "led by a byte order mark")
-    try:
-        data = one_line(data)
-        env = _envelope_decoder.decode(data)
-    except msgspec.ValidationError as exc:
-        if data.lstrip()[:1] == b"[":
-            # The type is checked at the first byte: "[INFO] starting" is no batch.
-            if line_fault(data) is not None:
-                raise DecodeFailure(
-                    PARSE_ERROR, "Parse error: not JSON (text starting with '[')", None, "not JSON"
-                ) from None
-            # Batches left MCP with 2025-06-18; a 2025-03-26 peer may still send one.
-            raise DecodeFailure(
-                INVALID_REQUEST,
-                "Invalid request: a JSON-RPC batch (an array of messages), which is not "
-                "taken here; send each message on its own",
-            ) from None
-        raise DecodeFailure(INVALID_REQUEST, f"Invalid request: {exc}") from None
-    except RecursionError as exc:
-        raise DecodeFailure(PARSE_ERROR, f"Parse error: {exc}", None, "nested too deeply") from None
-    except msgspec.DecodeError as exc:
-        half = lone_surrogate(data)
-        if half is not None:
-            raise _unsound(half, "not valid Unicode (a lone UTF-16 surrogate)") from None
-        why = "nested too deeply" if "recursion depth" in str(exc) else "not JSON"
-        raise DecodeFailure(PARSE_ERROR, f"Parse error: {exc}", None, why) from None
-    msg_id = env.id if valid_id(env.id) else None
-    if env.jsonrpc != "2.0":
-        raise DecodeFailure(INVALID_REQUEST, 'Invalid request: "jsonrpc" must be "2.0"', msg_id)
-    params = env.params if isinstance(env.params, Raw) else None
-    if env.method is not UNSET:
-        if not isinstance(env.method, str):
-            raise DecodeFailure(
-                INVALID_REQUEST, 'Invalid request: "method" must be a string', msg_id
-            )
-        if env.id is UNSET:
-            return Notification(env.method, params)
-        if msg_id is None:
-            raise DecodeFailure(INVALID_REQUEST, "Invalid request: id must be a string or integer")
-        return Request(msg_id, env.method, params)
-    if isinstance(env.error, Raw):
-        if isinstance(env.result, Raw):
-            # JSON-RPC allows one: taking either would guess at what the peer meant.
-            given = None if env.id is UNSET else env.id
-            raise MalformedResponse(given, "both a result and an error (JSON-RPC allows one)")
-        # An error may carry a null id, or (some servers) none at all.
-        if env.id is not None and env.id is not UNSET and msg_id is None:
-            raise MalformedResponse(env.id, "bad id")
-        try:
-            got = _error_decoder.decode(env.error)
-        except (msgspec.DecodeError, RecursionError):
-            return ErrorResponse(
-                msg_id, ErrorObject(INTERNAL_ERROR, "malformed error object from peer")
-            )
-        return ErrorResponse(msg_id, got.as_object())
-    if isinstance(env.result, Raw):
-        if msg_id is None:
-            raise MalformedResponse(None if env.id is UNSET else env.id, "bad id")
-        return Response(msg_id, env.result)
-    raise DecodeFailure(INVALID_REQUEST, "Invalid request: no method, result or error", msg_id)
-
-
-def _unsound(fault: Fault, why: str) -> DecodeFailure:
-    """The failure of a line whose text holds ``fault``: said in words a model can act
-    on, under the id of the request the line is when read with its text mended (the id
-    is then certain); no id for any other line."""
-    readable: Message | None
-    try:
-        readable = decode_message(fault.mended)
-        rid = readable.id if isinstance(readable, Request) else None
-    except DecodeFailure as exc:
-        readable, rid = exc.readable, exc.id
-    return DecodeFailure(
-        PARSE_ERROR, f"Parse error: the message holds {fault.what}", rid, why, readable
-    )
-
-
-class _ResultLine(Response, forbid_unknown_fields=True):
-    jsonrpc: Literal["2.0"]
-
-
-_result_line_decoder: Final = msgspec.json.Decoder(_ResultLine)
-
-
-def decode_response(data: bytes) -> Response | None:
-    """A line that is a plain successful response, decoded in one pass; None for any
-    other line, which ``decode_message`` then classifies (and says what is wrong with).
-
-    Most of what a server writes is this, and it is checked here as there: ASCII
-    (UTF-8 is checked there), on one line, an integer or string id."""
-    # A line without the member is not tried: a failed decode costs as much as the
-    # general one (a server streaming progress would pay twice for each notification).
-    if b'"result"' not in data or not data.isascii() or b"\n" in data or b"\r" in data:
-        return None
-    try:
-        return _result_line_decoder.decode(data)
-    except (msgspec.DecodeError, RecursionError):
-        return None
 
 
 _decoders: dict[Any, Any] = {}

@@ -15,6 +15,7 @@ from typing import Final
 
 import msgspec
 
+from . import envelope
 from . import jsonrpc as rpc
 
 # For a reply that cannot be parsed: its id where it is a member of the outer object
@@ -80,7 +81,7 @@ def reply_id(line: bytes) -> rpc.Id | None:
         # Text that is no text (bytes not UTF-8, half a surrogate pair) needs no
         # guessing: with it mended, the message says exactly what it is.
         try:
-            rpc.decode_message(line)
+            envelope.decode_message(line)
         except rpc.DecodeFailure as exc:
             msg = exc.readable
             if msg is not None:

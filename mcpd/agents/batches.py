@@ -18,6 +18,7 @@ from typing import Final
 
 import msgspec
 
+from protocol import envelope
 from protocol import jsonrpc as rpc
 
 _ITEMS: Final = msgspec.json.Decoder(list[msgspec.Raw])
@@ -72,7 +73,7 @@ def split(
     for raw in items:
         item = bytes(raw)
         try:
-            msg = rpc.decode_message(item)
+            msg = envelope.decode_message(item)
         except rpc.DecodeFailure as exc:
             answers.append(exc.reply())
             continue
@@ -104,7 +105,7 @@ def messages(line: bytes) -> list[rpc.Message]:
     out = []
     for raw in items:
         try:
-            out.append(rpc.decode_message(bytes(raw)))
+            out.append(envelope.decode_message(bytes(raw)))
         except rpc.DecodeFailure:
             continue
     return out

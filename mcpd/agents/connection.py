@@ -14,8 +14,8 @@ from typing import ClassVar, Final
 import trio
 from msgspec import UNSET
 
+from protocol import envelope, mcp, splice
 from protocol import jsonrpc as rpc
-from protocol import mcp, splice
 from protocol.server import RequestContext, ServerSession
 from protocol.splice import SplicedRequest
 
@@ -183,7 +183,7 @@ class Connection(ConnectionEnd):
                         self._call(rid, decoded, nursery)
                     return
             try:
-                msg = rpc.decode_message(line)
+                msg = envelope.decode_message(line)
             except rpc.DecodeFailure as exc:
                 if self.batches is not None and line.lstrip()[:1] == b"[":
                     # A JSON-RPC batch: each message as if it came alone, answered together.

@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 import trio
 
+from protocol import envelope
 from protocol import jsonrpc as rpc
 from protocol.budget import Throttle
 from protocol.logfields import log_extra
@@ -95,7 +96,7 @@ class Failures:
         server), which is dropped. The line is read again here, where it costs only
         what failed."""
         try:
-            msg: rpc.Message | None = rpc.decode_message(line)
+            msg: rpc.Message | None = envelope.decode_message(line)
         except Exception:
             msg = None  # a batch, or what the fault was in: its id is not known
         if isinstance(msg, rpc.Request):

@@ -10,8 +10,8 @@ from typing import Any, Final, NamedTuple
 
 import msgspec
 
+from protocol import envelope, mcp
 from protocol import jsonrpc as rpc
-from protocol import mcp
 
 from .. import __version__
 from ..agents.dial import (
@@ -135,7 +135,7 @@ class Client:
             while True:
                 line = self._readline()
                 try:
-                    msg = rpc.decode_message(line)
+                    msg = envelope.decode_message(line)
                     if isinstance(msg, rpc.Response) and msg.id == rid:
                         return _content(method, msgspec.json.decode(msg.result))
                     if (

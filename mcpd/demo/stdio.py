@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from protocol import envelope, mcp
 from protocol import jsonrpc as rpc
-from protocol import mcp
 from protocol.framing import DEFAULT_MAX_LINE, LineFramer, Oversized
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ class _Connection:
             await self.write(rpc.encode_error(None, rpc.INVALID_REQUEST, message))
             return
         try:
-            msg = rpc.decode_message(line)
+            msg = envelope.decode_message(line)
         except rpc.DecodeFailure as exc:
             log.warning("bad message from client: %s", exc.message)
             await self.write(exc.reply())

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from mcpd.config.model import NamingConfig
 from mcpd.registry.table import Registry
+from protocol import envelope, mcp
 from protocol import jsonrpc as rpc
-from protocol import mcp
 from protocol.framing import LineFramer, Oversized
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -169,12 +169,12 @@ def test_every_envelope_is_classified_as_json_rpc_says(msg: dict[str, Any]) -> N
     kind, rid = expected_kind(msg)
     data = json.dumps(msg).encode()
     try:
-        got = rpc.decode_message(data)
+        got = envelope.decode_message(data)
     except rpc.DecodeFailure as exc:
         assert kind == "invalid", (msg, exc.message)
         assert exc.id == rid and type(exc.id) is type(rid)
         # The reply to it is itself a well-formed error response under that id.
-        reply = rpc.decode_message(exc.reply())
+        reply = envelope.decode_message(exc.reply())
         assert isinstance(reply, rpc.ErrorResponse) and reply.id == rid
         return
     names = {
@@ -208,7 +208,7 @@ def test_anything_that_is_not_utf8_is_a_parse_error(data: bytes) -> None:
     wrapped = b'{"jsonrpc":"2.0","id":1,"result":"' + inner + b'"}'
     for line in (not_utf8(data), wrapped):
         try:
-            rpc.decode_message(line)
+            envelope.decode_message(line)
         except rpc.DecodeFailure as exc:
             assert exc.code == rpc.PARSE_ERROR
         else:
@@ -223,10 +223,10 @@ def test_anything_that_is_not_utf8_is_a_parse_error(data: bytes) -> None:
 )
 def test_replies_round_trip_with_any_id(rid: int | str, result: Any, message: str) -> None:
     raw = msgspec.Raw(msgspec.json.encode(result))
-    got = rpc.decode_message(rpc.encode_result(rid, raw))
+    got = envelope.decode_message(rpc.encode_result(rid, raw))
     assert isinstance(got, rpc.Response) and got.id == rid
     assert bytes(got.result) == bytes(raw)  # passed through untouched
-    err = rpc.decode_message(rpc.encode_error(rid, -32000, message))
+    err = envelope.decode_message(rpc.encode_error(rid, -32000, message))
     assert isinstance(err, rpc.ErrorResponse) and err.id == rid
     assert err.error.message == message
 

@@ -15,8 +15,8 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from protocol import envelope, mcp, splice
 from protocol import jsonrpc as rpc
-from protocol import mcp, splice
 from protocol.oneline import line_fault
 
 # JSON values as servers and agents write them: unicode, escapes, big and odd numbers.
@@ -78,7 +78,7 @@ def test_a_spliced_request_is_the_encoded_request(
 @given(ids, objects)
 def test_a_spliced_reply_is_the_encoded_reply(agent_id: Any, result: dict[str, Any]) -> None:
     # As a server would write it, then decoded the transports' way.
-    answer = rpc.decode_response(line({"jsonrpc": "2.0", "id": 9, "result": result}))
+    answer = envelope.decode_response(line({"jsonrpc": "2.0", "id": 9, "result": result}))
     assert answer is not None
     spliced = splice.reply(agent_id, answer.result)
     assert line_fault(spliced) is None

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 from typing import Final, TypeAlias
 
+from protocol import envelope
 from protocol import jsonrpc as rpc
 from protocol.http import ResponseHead, error_in, names_unknown_session, parse_retry_after
 from protocol.logfields import log_extra
@@ -50,13 +51,13 @@ def decode_reply(data: bytes, status: int, label: str, where: str) -> rpc.Messag
     no request: a response's id is its request's. Only an HTTP error status makes a
     body the answer whatever id it names (``status_error``). A response that cannot be
     taken raises ``InvalidResponse``, which keeps what failing its request takes."""
-    answer = rpc.decode_response(data)
+    answer = envelope.decode_response(data)
     if answer is not None:
         return answer
     try:
         # It checks the UTF-8 of raw results, which msgspec does not, without a copy
         # of an ASCII message.
-        return rpc.decode_message(data)
+        return envelope.decode_message(data)
     except rpc.DecodeFailure as exc:
         reason = f"{label}: invalid JSON-RPC in the {where}: {exc}"
         if isinstance(exc, rpc.MalformedResponse):

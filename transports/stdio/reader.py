@@ -20,8 +20,8 @@ import logging
 from collections.abc import Callable
 from typing import Final
 
+from protocol import envelope, unreadable
 from protocol import jsonrpc as rpc
-from protocol import unreadable
 from protocol.framing import BOM, LineFramer, Oversized, OversizedEnd, without_bom
 from protocol.logfields import log_extra
 from protocol.pacing import cost, skipped
@@ -108,16 +108,16 @@ class StdoutReader:
         if isinstance(item, Oversized):
             self._oversized(item)
             return False
-        answer = rpc.decode_response(item)
+        answer = envelope.decode_response(item)
         if answer is not None:  # the common line, in one pass
             return self._pending.answer(answer)
         if item.startswith(BOM):  # checked only here: the common line never pays for it
             item = without_bom(item)
-            answer = rpc.decode_response(item)
+            answer = envelope.decode_response(item)
             if answer is not None:
                 return self._pending.answer(answer)
         try:
-            msg = rpc.decode_message(item)
+            msg = envelope.decode_message(item)
         except rpc.DecodeFailure as exc:
             if exc.unreadable is not None and self._unreadable(item, exc.unreadable):
                 return False

@@ -28,6 +28,7 @@ from typing import Final
 
 import trio
 
+from protocol import envelope
 from protocol import jsonrpc as rpc
 from protocol.framing import DEFAULT_MAX_LINE, LineFramer, Oversized, OversizedEnd
 from protocol.unreadable import id_at_edges
@@ -279,7 +280,7 @@ class Bridge:
     async def _forward(self, line: bytes) -> None:
         msg: rpc.Message | None
         try:
-            msg = rpc.decode_message(line)
+            msg = envelope.decode_message(line)
         except rpc.DecodeFailure:
             msg = None
         asked = [msg.id] if isinstance(msg, rpc.Request) else _batch_ids(line)
@@ -340,7 +341,7 @@ def _say(text: str) -> None:
 def _messages(line: bytes) -> list[rpc.Message]:
     """The messages of a line: one, or a JSON-RPC batch's; none that cannot be read."""
     try:
-        return [rpc.decode_message(line)]
+        return [envelope.decode_message(line)]
     except rpc.DecodeFailure:
         return batches.messages(line)
 

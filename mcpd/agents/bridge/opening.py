@@ -16,8 +16,8 @@ from typing import Final
 import msgspec
 import trio
 
+from protocol import envelope, mcp
 from protocol import jsonrpc as rpc
-from protocol import mcp
 from protocol.framing import DEFAULT_MAX_LINE, LineFramer, Oversized
 
 LIMIT_ID: Final = "mcpd-bridge-line-limit"
@@ -79,7 +79,7 @@ async def open_connection(
 def _answer(line: bytes, waiting: set[str]) -> rpc.Response | rpc.ErrorResponse | None:
     """The daemon's answer to one of the bridge's requests ``waiting``, if ``line`` is."""
     try:
-        msg = rpc.decode_message(line)
+        msg = envelope.decode_message(line)
     except rpc.DecodeFailure:
         return None
     if isinstance(msg, rpc.Response | rpc.ErrorResponse) and msg.id in waiting:

@@ -21,6 +21,7 @@ import h11
 import msgspec
 import trio
 
+from protocol import envelope
 from protocol import jsonrpc as rpc
 
 from ..ending import late_while_ending, refused_while_ending
@@ -71,7 +72,7 @@ def refusal(leave: Leave | None, wire: Wire, request: h11.Request, body: bytes) 
     if request.target.partition(b"?")[0] != b"/mcp":
         return Reject(_REFUSED, _encode({"error": message}))
     try:
-        sent = rpc.decode_message(body) if request.method == b"POST" else None
+        sent = envelope.decode_message(body) if request.method == b"POST" else None
     except rpc.DecodeFailure:
         sent = None
     if sent is not None and not isinstance(sent, rpc.Request):

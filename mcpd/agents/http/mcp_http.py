@@ -9,6 +9,7 @@ from typing import Any, Final
 
 import msgspec
 
+from protocol import envelope
 from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext, ServerSession
@@ -39,7 +40,7 @@ class _Named(msgspec.Struct):
 
 def decode_body(body: bytes) -> rpc.Message:
     try:
-        return rpc.decode_message(body)
+        return envelope.decode_message(body)
     except rpc.DecodeFailure as exc:
         raise Reject(400, exc.reply()) from None
 

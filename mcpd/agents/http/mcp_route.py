@@ -34,8 +34,8 @@ from typing import Final
 import h11
 import trio
 
+from protocol import envelope, mcp
 from protocol import jsonrpc as rpc
-from protocol import mcp
 from protocol.server import ServerSession
 
 from ..connection import Connection, Dispatcher
@@ -378,7 +378,7 @@ class McpRoute:
             return
         status = 200
         if reply is not None and modern:
-            decoded = rpc.decode_message(reply)
+            decoded = envelope.decode_message(reply)
             if isinstance(decoded, rpc.ErrorResponse):
                 status = MODERN_STATUS.get(decoded.error.code, 200)
         await response.finish(reply, status)

@@ -8,6 +8,7 @@ import trio
 
 from mcpd.agents.line_reader import LineReader, apart_from_line
 from mcpd.daemon import _LINES
+from protocol import envelope
 from protocol import jsonrpc as rpc
 from protocol.framing import Oversized
 from protocol.oneline import line_fault
@@ -47,7 +48,7 @@ def test_a_request_keeps_its_params_and_lets_the_rest_of_its_line_go() -> None:
     apart: its line can go, and what its task keeps is what is weighed."""
     text = b'{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p"},"junk":"'
     line = text + b"x" * (1 << 20) + b'"}'
-    request = rpc.decode_message(line)
+    request = envelope.decode_message(line)
     assert isinstance(request, rpc.Request)
     held = sys.getrefcount(line)  # its params, a view into the line, among them
     apart_from_line(request)

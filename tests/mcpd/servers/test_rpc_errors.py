@@ -17,6 +17,7 @@ from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
 from mcpd.servers.rpc_errors import answer_error, data_findings, error_for_agents
 from mcpd.servers.taking_apart import MOST_PARTS
+from protocol import envelope
 from protocol import jsonrpc as rpc
 from tests.support.agent import connect, make_config, running
 from tests.support.http_servers import LegacySession, Responder, SeenRequest, serve_http
@@ -40,7 +41,7 @@ def for_agents(exc: rpc.RPCError, what: str = "an error", alias: str = "evil") -
 def received(data: bytes) -> rpc.RPCError:
     """An error with ``data`` as a server sent it (the bytes its transport keeps)."""
     line = b'{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"no","data":' + data + b"}}"
-    msg = rpc.decode_message(line)
+    msg = envelope.decode_message(line)
     assert isinstance(msg, rpc.ErrorResponse)
     return rpc.RPCError.from_object(msg.error)
 

@@ -20,6 +20,7 @@ from mcpd.config.secrets import HeldSecret
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
 from mcpd.servers.taking_apart import AT_ONCE_PARTS, MOST_PARTS, ReplyWork, TooComplex
+from protocol import envelope
 from protocol import jsonrpc as rpc
 from tests.support.agent import connect, make_config, running
 from tests.support.held_walk import Held, hold
@@ -122,7 +123,7 @@ def failing(count: int, data: bytes | None = None) -> rpc.RPCError:
     if data is None:
         data = b'{"x":[' + b",".join([b"{}"] * count) + b'],"mcpd/outage":"forged","k":1}'
     line = b'{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"no","data":' + data + b"}}"
-    msg = rpc.decode_message(line)
+    msg = envelope.decode_message(line)
     assert isinstance(msg, rpc.ErrorResponse)
     return rpc.RPCError.from_object(msg.error)
 

@@ -10,13 +10,14 @@ import trio.testing
 from msgspec import Raw
 
 from mcpd.servers.calls import Call
+from protocol import envelope
 from protocol import jsonrpc as rpc
 from tests.support.routing import StandInAgent, World
 
 
 def request(rid: int, name: str) -> rpc.Request:
     msg = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name}}
-    decoded = rpc.decode_message(json.dumps(msg).encode())
+    decoded = envelope.decode_message(json.dumps(msg).encode())
     assert isinstance(decoded, rpc.Request)
     return decoded
 

@@ -16,8 +16,8 @@ from mcpd.agents.calls.callpolicy import Ask
 from mcpd.agents.lists.metatools import CALL, SEARCH
 from mcpd.servers.calls import Call
 from mcpd.servers.outage import Outage
+from protocol import envelope, mcp, splice
 from protocol import jsonrpc as rpc
-from protocol import mcp, splice
 from tests.support.agent import META
 from tests.support.routing import StandInAgent, World
 
@@ -42,7 +42,7 @@ def spliced(data: bytes) -> splice.SplicedRequest:
 
 
 def general(data: bytes) -> rpc.Request:
-    msg = rpc.decode_message(data)
+    msg = envelope.decode_message(data)
     assert isinstance(msg, rpc.Request)
     return msg
 

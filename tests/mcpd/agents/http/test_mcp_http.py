@@ -22,8 +22,8 @@ from mcpd.agents.http.mcp_http import (
     modern_request,
 )
 from mcpd.agents.http.wire import Headers, Reject
+from protocol import envelope, mcp
 from protocol import jsonrpc as rpc
-from protocol import mcp
 from protocol.server import ServerSession
 
 VERSION = mcp.LATEST_MODERN
@@ -50,7 +50,7 @@ def body(method: str, params: Any = None, rid: Any = 1) -> bytes:
 
 
 def request(method: str, params: Any = None) -> rpc.Request:
-    msg = rpc.decode_message(body(method, params))
+    msg = envelope.decode_message(body(method, params))
     assert isinstance(msg, rpc.Request)
     return msg
 

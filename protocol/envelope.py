@@ -1,0 +1,163 @@
+"""Stage one of reading JSON-RPC: what one line is, read from its envelope alone.
+
+Only the envelope is decoded: ``params``/``result`` (and an error's ``data``) stay the
+peer's bytes (``msgspec.Raw``), so a request whose params are wrong still has a usable
+id and gets its error reply under that id, and the rest of a message is decoded only by
+what needs it, as far as it needs it (stage two: ``jsonrpc.decode_as``).
+
+A line that is not a usable message fails in JSON-RPC's own terms (``DecodeFailure``),
+saying why in words a model or a person can act on; a line whose text alone is at fault
+(bytes that are not UTF-8, half a surrogate pair, a byte order mark) is answered under
+the id it reads as with its text mended.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+import msgspec
+from msgspec import UNSET, Raw, UnsetType
+
+from .jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    DecodeFailure,
+    ErrorObject,
+    ErrorResponse,
+    MalformedResponse,
+    Message,
+    Notification,
+    ReceivedError,
+    Request,
+    Response,
+    valid_id,
+)
+from .oneline import line_fault, one_line
+from .textfaults import Fault, invalid_utf8, leading_bom, lone_surrogate
+
+
+class _Envelope(msgspec.Struct):
+    # Loose types on purpose: the checks below give JSON-RPC's own errors, not msgspec's.
+    jsonrpc: Any = UNSET
+    id: Any = UNSET
+    method: Any = UNSET
+    params: Raw | UnsetType = UNSET
+    result: Raw | UnsetType = UNSET
+    error: Raw | UnsetType = UNSET
+
+
+_envelope_decoder: Final = msgspec.json.Decoder(_Envelope)
+_error_decoder: Final = msgspec.json.Decoder(ReceivedError)
+
+
+def decode_message(data: bytes | memoryview) -> Message:
+    """Stage one: classify one JSON text as a request, notification or response.
+
+    Any source may hand it pretty-printed JSON: the message it returns (and the raw
+    params or result in it) is always a single line."""
+    if isinstance(data, memoryview):
+        data = bytes(data)
+    fault = invalid_utf8(data)
+    if fault is not None:
+        raise _unsound(fault, "not valid UTF-8")
+    bom = leading_bom(data)
+    if bom is not None:
+        raise _unsound(bom, "led by a byte order mark")
+    try:
+        data = one_line(data)
+        env = _envelope_decoder.decode(data)
+    except msgspec.ValidationError as exc:
+        if data.lstrip()[:1] == b"[":
+            # The type is checked at the first byte: "[INFO] starting" is no batch.
+            if line_fault(data) is not None:
+                raise DecodeFailure(
+                    PARSE_ERROR, "Parse error: not JSON (text starting with '[')", None, "not JSON"
+                ) from None
+            # Batches left MCP with 2025-06-18; a 2025-03-26 peer may still send one.
+            raise DecodeFailure(
+                INVALID_REQUEST,
+                "Invalid request: a JSON-RPC batch (an array of messages), which is not "
+                "taken here; send each message on its own",
+            ) from None
+        raise DecodeFailure(INVALID_REQUEST, f"Invalid request: {exc}") from None
+    except RecursionError as exc:
+        raise DecodeFailure(PARSE_ERROR, f"Parse error: {exc}", None, "nested too deeply") from None
+    except msgspec.DecodeError as exc:
+        half = lone_surrogate(data)
+        if half is not None:
+            raise _unsound(half, "not valid Unicode (a lone UTF-16 surrogate)") from None
+        why = "nested too deeply" if "recursion depth" in str(exc) else "not JSON"
+        raise DecodeFailure(PARSE_ERROR, f"Parse error: {exc}", None, why) from None
+    msg_id = env.id if valid_id(env.id) else None
+    if env.jsonrpc != "2.0":
+        raise DecodeFailure(INVALID_REQUEST, 'Invalid request: "jsonrpc" must be "2.0"', msg_id)
+    params = env.params if isinstance(env.params, Raw) else None
+    if env.method is not UNSET:
+        if not isinstance(env.method, str):
+            raise DecodeFailure(
+                INVALID_REQUEST, 'Invalid request: "method" must be a string', msg_id
+            )
+        if env.id is UNSET:
+            return Notification(env.method, params)
+        if msg_id is None:
+            raise DecodeFailure(INVALID_REQUEST, "Invalid request: id must be a string or integer")
+        return Request(msg_id, env.method, params)
+    if isinstance(env.error, Raw):
+        if isinstance(env.result, Raw):
+            # JSON-RPC allows one: taking either would guess at what the peer meant.
+            given = None if env.id is UNSET else env.id
+            raise MalformedResponse(given, "both a result and an error (JSON-RPC allows one)")
+        # An error may carry a null id, or (some servers) none at all.
+        if env.id is not None and env.id is not UNSET and msg_id is None:
+            raise MalformedResponse(env.id, "bad id")
+        try:
+            got = _error_decoder.decode(env.error)
+        except (msgspec.DecodeError, RecursionError):
+            return ErrorResponse(
+                msg_id, ErrorObject(INTERNAL_ERROR, "malformed error object from peer")
+            )
+        return ErrorResponse(msg_id, got.as_object())
+    if isinstance(env.result, Raw):
+        if msg_id is None:
+            raise MalformedResponse(None if env.id is UNSET else env.id, "bad id")
+        return Response(msg_id, env.result)
+    raise DecodeFailure(INVALID_REQUEST, "Invalid request: no method, result or error", msg_id)
+
+
+def _unsound(fault: Fault, why: str) -> DecodeFailure:
+    """The failure of a line whose text holds ``fault``: said in words a model can act
+    on, under the id of the request the line is when read with its text mended (the id
+    is then certain); no id for any other line."""
+    readable: Message | None
+    try:
+        readable = decode_message(fault.mended)
+        rid = readable.id if isinstance(readable, Request) else None
+    except DecodeFailure as exc:
+        readable, rid = exc.readable, exc.id
+    return DecodeFailure(
+        PARSE_ERROR, f"Parse error: the message holds {fault.what}", rid, why, readable
+    )
+
+
+class _ResultLine(Response, forbid_unknown_fields=True):
+    jsonrpc: Literal["2.0"]
+
+
+_result_line_decoder: Final = msgspec.json.Decoder(_ResultLine)
+
+
+def decode_response(data: bytes) -> Response | None:
+    """A line that is a plain successful response, decoded in one pass; None for any
+    other line, which ``decode_message`` then classifies (and says what is wrong with).
+
+    Most of what a server writes is this, and it is checked here as there: ASCII
+    (UTF-8 is checked there), on one line, an integer or string id."""
+    # A line without the member is not tried: a failed decode costs as much as the
+    # general one (a server streaming progress would pay twice for each notification).
+    if b'"result"' not in data or not data.isascii() or b"\n" in data or b"\r" in data:
+        return None
+    try:
+        return _result_line_decoder.decode(data)
+    except (msgspec.DecodeError, RecursionError):
+        return None
