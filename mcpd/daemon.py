@@ -16,7 +16,7 @@ import trio
 
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
-from transports import fdread, linewriter
+from transports import fdread, linewriter, write_batch
 from transports.stdio import early, loopback_relay
 from transports.stdio.launch import START_MARK
 
@@ -56,7 +56,7 @@ logger = logging.getLogger("mcpd")
 
 
 # The line writer and reader the stdio transports use, lent to agent connections.
-_LINES: Final = Lines(writer=linewriter.LineWriter, batch=linewriter.batch, receive=fdread.receive)
+_LINES: Final = Lines(writer=linewriter.LineWriter, batch=write_batch.batch, receive=fdread.receive)
 
 
 class Daemon(Control):

@@ -4,6 +4,7 @@ When nothing is queued, a line is written at once with one ``writev`` from the t
 that produced it: a request costs no wake-up of a writer task. Otherwise lines are
 queued and a writer task sends everything queued in one write, so many calls in
 flight cost one system call (and one wake-up of the peer) per batch, not one each.
+Inside a ``write_batch`` block nothing is written: the writer is flushed as it ends.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Final
 
 import trio
 
+from .write_batch import BATCH
+
 DEFAULT_LIMIT: Final = 16 * 1024 * 1024
 # A line longer than this is queued by reference, not copied into the buffer: a copy
 # costs more than one more piece to write, and a long tool list's would be a peak.
@@ -23,45 +26,6 @@ _BIG: Final = 4 * 1024
 _MAX_PARTS: Final = 512
 # The end of a line queued as a part of its own (``put_own``): it goes with the line.
 _END: Final = b"\n"
-
-# Writers that received lines inside the current batch() and flush when it ends.
-_batched: list[LineWriter] | None = None
-
-
-class _Batch:
-    """Hold back writes made inside the block and do them when it ends, one write
-    per writer: a reader handling a chunk of many messages then answers them with one
-    system call instead of one each. The block must not await: trio runs one task at
-    a time, so nothing else can write meanwhile, and blocks nest only inside one
-    task's run. (One shared object, not a generator context manager: this runs for
-    every chunk read.)"""
-
-    __slots__ = ("_depth",)
-
-    def __init__(self) -> None:
-        self._depth = 0
-
-    def __enter__(self) -> None:
-        global _batched
-        self._depth += 1
-        if self._depth == 1:
-            _batched = []
-
-    def __exit__(self, kind: object, exc: object, tb: object) -> None:
-        global _batched
-        self._depth -= 1
-        if self._depth:
-            return
-        writers, _batched = _batched, None
-        for writer in writers or ():
-            writer.flush()
-
-
-_BATCH: Final = _Batch()
-
-
-def batch() -> _Batch:
-    return _BATCH
 
 
 class LineWriter:
@@ -87,7 +51,7 @@ class LineWriter:
         self._room_waiters = 0  # tasks in ``wait_room``: a flush tells them of room
         self._drained = trio.Event()
         self._drained.set()
-        self._held = False
+        self._held = False  # its flush is in the batch under way
         self._closed = False
         # What the writer task is writing: the queue as it was when it took it, each
         # part emptied as it is written (or taken back), from ``_next`` on unwritten.
@@ -169,7 +133,8 @@ class LineWriter:
         one, which is one line of JSON by the way it was built (``protocol.splice``)."""
         if self.error is not None or self._closed:
             return
-        if _batched is not None:
+        held = BATCH.flushes
+        if held is not None:
             if len(line) > _BIG:
                 self._queue(line)
             else:
@@ -178,7 +143,7 @@ class LineWriter:
                 buf += b"\n"
             if not self._held:
                 self._held = True
-                _batched.append(self)
+                held.append(self.flush)
             return
         if not self._buf and not self._parts and not self._busy:
             done = self._write_now((line, b"\n"))
@@ -199,12 +164,14 @@ class LineWriter:
         what to take it back by, or None if it was written at once (whole or begun)."""
         if self.error is not None or self._closed:
             return None
-        if _batched is None and not self._buf and not self._parts and not self._busy:
+        if BATCH.flushes is None and not self._buf and not self._parts and not self._busy:
             done = self._write_now((line, _END))
             if done is None or done == len(line) + 1:
                 return None
-            if done == 0:  # a full pipe takes a short write whole or not at all
-                return self._own_part(line)  # so it may still be taken back
+            if done == 0:
+                # None of it went (a full pipe takes a short write whole or not at all):
+                # queued as a part of its own, it may still be taken back.
+                return self._own_part(line)
             if done < len(line):
                 self._queue(memoryview(line)[done:])
             else:
@@ -221,11 +188,12 @@ class LineWriter:
             self._buf = bytearray()
         self._parts += (own, _END)
         self._parked += len(own) + 1
-        if _batched is None:
+        held = BATCH.flushes
+        if held is None:
             self._wake_writer()
         elif not self._held:
             self._held = True
-            _batched.append(self)
+            held.append(self.flush)
         return own
 
     def withdraw(self, own: memoryview) -> bool:
@@ -256,10 +224,11 @@ class LineWriter:
         if self.error is not None or self._closed:
             return
         self._queue(piece, b"\n" if end else b"")
-        if _batched is not None:
+        held = BATCH.flushes
+        if held is not None:
             if not self._held:
                 self._held = True
-                _batched.append(self)
+                held.append(self.flush)
         else:
             self.flush()
 

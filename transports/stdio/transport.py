@@ -28,9 +28,10 @@ from .. import fdread
 from ..base import AuthHook, NotificationHandler, Params, Reply, Started, Transport
 from ..complaints import Complaints
 from ..errors import TransportClosed, TransportError, single_exceptions
-from ..linewriter import LineWriter, batch
+from ..linewriter import LineWriter
 from ..pace import ReadPace
 from ..pending import Pending
+from ..write_batch import BATCH
 from .call_lines import CallLines, checked_line
 from .child import ChildProcess, signal_group
 from .exits import exit_reason
@@ -49,7 +50,6 @@ _EXIT_DRAIN: Final = 0.5  # after exit, how long buffered stdout may still be re
 _MAX_BUFFERED: Final = 16 * 1024 * 1024  # bytes queued for a server's stdin
 _CANCEL_NOTIFY_TIMEOUT: Final = 1.0
 _READ_SIZE: Final = 65536
-_BATCH: Final = batch()
 
 
 class StdioTransport(Transport):
@@ -247,7 +247,7 @@ class StdioTransport(Transport):
                         break
                     paced.came()
                     drained = len(data) < _READ_SIZE
-                    with _BATCH:  # answers to a chunk of responses go out together
+                    with BATCH:  # answers to a chunk of responses go out together
                         paced.read(self._reader.feed(data))
                     del data  # not kept while the server is quiet: up to _READ_SIZE per server
             self._reader.flush()

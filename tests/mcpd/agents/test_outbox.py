@@ -18,9 +18,9 @@ from mcpd.agents.backend import Lines
 from mcpd.agents.outbox import Outbox
 from protocol import jsonrpc as rpc
 from protocol.result_pieces import BrokenPiece
-from transports import fdread, linewriter
+from transports import fdread, linewriter, write_batch
 
-LINES = Lines(writer=linewriter.LineWriter, batch=linewriter.batch, receive=fdread.receive)
+LINES = Lines(writer=linewriter.LineWriter, batch=write_batch.batch, receive=fdread.receive)
 
 
 def note(n: int) -> bytes:
