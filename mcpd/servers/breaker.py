@@ -22,7 +22,8 @@ A server that answers without a call going through (mcpd's own probe answered, a
 that ran out of time followed by an answer) is there, but that says nothing of its
 calls: the circuit closes on trial, so calls go again, yet the cooldown keeps growing
 and the outage keeps its start until one call succeeds; the first that fails opens it
-again at once, so a server whose lists work and whose calls fail is tried less and less.
+again at once. A server whose lists work and whose calls all fail is then tried less
+and less often (``cooldown``), never as if it had recovered.
 
 A connection made again (a process started anew, an HTTP session opened again) is such
 an answer only where the circuit opened because mcpd could not reach the server at all
@@ -45,11 +46,11 @@ the journal)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, TypeAlias
 
 import msgspec
 
-State: TypeAlias = Literal["closed", "open", "half_open"]
+from .circuit_states import Admission, BreakerStatus, State, Transition
+from .cooldown import Cooldown
 
 
 class BreakerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -71,53 +72,6 @@ class BreakerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
             raise ValueError("cooldown_cap must not be below cooldown_base")
         if self.probe_timeout <= 0:
             raise ValueError("probe_timeout must be positive")
-
-
-class Admission(msgspec.Struct, frozen=True):
-    """The answer to ``allow()``; a refusal has what an error message needs."""
-
-    allowed: bool
-    state: State
-    ticket: int
-    # True for the single call admitted in half_open; its outcome decides the state.
-    probe: bool = False
-    reason: str | None = None
-    # When the current outage began (the first open since the breaker was last closed).
-    since: float | None = None
-    # Open: when the cooldown ends. Half-open with a probe out: when that probe expires.
-    retry_at: float | None = None
-
-
-class Transition(msgspec.Struct, frozen=True):
-    old: State
-    new: State
-    at: float
-    reason: str | None
-    retry_at: float | None
-    # Closed on trial: the server answered, but no call has succeeded yet. A move from
-    # closed to closed is the end of a trial: a call succeeded. One from open to open
-    # is a wait the server asked for, past the cooldown's end (``hold_open``).
-    trial: bool = False
-    # A call succeeded after trouble the circuit did not open for: only the state shown
-    # (degraded, then ready) changes.
-    settled: bool = False
-    asked: bool = False  # closed on trial by ``reset``, not by the server's answer
-
-
-class BreakerStatus(msgspec.Struct, frozen=True):
-    state: State
-    consecutive_failures: int
-    total_failures: int
-    times_opened: int
-    reason: str | None
-    since: float | None
-    retry_at: float | None
-    failed_at: float | None = None  # the last failure counted
-    # The last failure or call out of time since a call last succeeded, and when.
-    trouble: str | None = None
-    trouble_at: float | None = None
-    # Closed on trial (no call succeeded since it was open): since when.
-    trial_since: float | None = None
 
 
 class Breaker:
@@ -163,7 +117,7 @@ class Breaker:
         self._reason: str | None = None
         self._since: float | None = None
         self._retry_at = 0.0
-        self._cooldown = self.config.cooldown_base
+        self._cooldown = _cooldown_of(self.config)
         self._probe_out = False
         self._trial_since: float | None = None
         self._trouble: str | None = None
@@ -306,9 +260,10 @@ class Breaker:
         """Take new thresholds and cooldowns, keeping the state and the counts: the next
         threshold reached or cooldown begun is the new config's, grown as far from the new
         base as the old one had grown from the old; a cooldown under way keeps its end."""
-        grown = self._cooldown / self.config.cooldown_base
         self.config = config
-        self._cooldown = min(config.cooldown_cap, config.cooldown_base * grown)
+        self._cooldown = self._cooldown.retuned(
+            config.cooldown_base, config.cooldown_factor, config.cooldown_cap
+        )
 
     def release_probe(self, ticket: int) -> bool:
         """Give back a probe whose call ended without an outcome (e.g. cancelled).
@@ -355,7 +310,7 @@ class Breaker:
 
     def _recovered(self) -> None:
         """A call succeeded: the outage is over, and the next starts from the base."""
-        self._cooldown = self.config.cooldown_base
+        self._cooldown.restart()
         self._since = self._trial_since = None
 
     def _open(
@@ -365,9 +320,7 @@ class Breaker:
         if self._since is None:
             self._since = now
         self._times_opened += 1
-        self._retry_at = max(now + self._cooldown, until)
-        # Multiplying a stored value rather than raising to a power cannot overflow.
-        self._cooldown = min(self.config.cooldown_cap, self._cooldown * self.config.cooldown_factor)
+        self._retry_at = max(now + self._cooldown.take(), until)
         self._move("open", now, reason)
 
     def _move(
@@ -398,3 +351,7 @@ class Breaker:
         return Admission(
             False, self._state, self._epoch, False, self._reason, self._since, self._pending_retry()
         )
+
+
+def _cooldown_of(config: BreakerConfig) -> Cooldown:
+    return Cooldown(config.cooldown_base, config.cooldown_factor, config.cooldown_cap)

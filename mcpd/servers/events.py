@@ -23,7 +23,7 @@ from protocol.visible import quote
 from transports.errors import MalformedReply, MessageTooLarge, SpawnError, TransportError
 
 from .backoff import BackoffConfig, Restart
-from .breaker import Transition
+from .circuit_states import Transition
 from .outage import clock_time
 
 logger = logging.getLogger("mcpd.server")

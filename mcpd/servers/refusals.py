@@ -4,8 +4,8 @@ waiting in the queue for a slot until its time was up."""
 
 from __future__ import annotations
 
-from .breaker import Admission
 from .calls import CallHost
+from .circuit_states import Admission
 from .outage import Outage
 
 

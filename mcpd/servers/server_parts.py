@@ -27,8 +27,9 @@ from ..registry.catalog import Catalog
 from .answer_wait import AnswerWait
 from .askback import AskRoutes
 from .backoff import RestartPolicy
-from .breaker import Breaker, BreakerConfig, Transition
+from .breaker import Breaker, BreakerConfig
 from .calls import Call, CallHost, CallLimits, SessionMark
+from .circuit_states import Transition
 from .downtime import Downtime
 from .events import LifecycleJournal
 from .health import LIVENESS_TIMEOUT, Doubt, Health

@@ -1,7 +1,8 @@
 import msgspec
 import pytest
 
-from mcpd.servers.breaker import Admission, Breaker, BreakerConfig, State, Transition
+from mcpd.servers.breaker import Breaker, BreakerConfig
+from mcpd.servers.circuit_states import Admission, State, Transition
 
 CFG = BreakerConfig(
     failure_threshold=3,

@@ -11,7 +11,7 @@ import trio
 import trio.testing
 
 from mcpd.servers.backoff import BackoffConfig, Restart
-from mcpd.servers.breaker import Transition
+from mcpd.servers.circuit_states import Transition
 from mcpd.servers.events import REMINDER_EVERY, Failure, LifecycleJournal, describe_failure
 from mcpd.servers.outage import clock_time
 from protocol import jsonrpc as rpc

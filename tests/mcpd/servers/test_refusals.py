@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mcpd.servers.breaker import Admission
+from mcpd.servers.circuit_states import Admission
 from mcpd.servers.refusals import breaker_refusal, queue_full
 
 
