@@ -27,11 +27,11 @@ from protocol import mcp
 
 from ..config.model import NamingConfig
 from ..config.servertable import ToolsConfig
-from .curation import curate
 from .eras import Projected
 from .gate import Gate
+from .server_tools import ServerTools
 from .shared_names import Told
-from .shown import Entry, lined_tools
+from .shown import Entry
 from .spelling import candidate_name, digits_of, hash_shaped, hashed_name, most_digits, plain
 
 _encode: Final = msgspec.json.Encoder().encode
@@ -45,69 +45,12 @@ def listed_name(item: Listed) -> str:
     return item.local if isinstance(item, Entry) else item.name
 
 
-class _Server:
-    __slots__ = (
-        "available",
-        "flags",
-        "held",
-        "judged",
-        "marker",
-        "originals",
-        "raw",
-        "tools",
-        "trusted",
-    )
-
-    def __init__(
-        self,
-        raw: dict[str, mcp.Tool],
-        trusted: bool,
-        rules: ToolsConfig | None,
-        gate: Gate,
-        alias: str,
-    ) -> None:
-        self.raw = raw  # as the server listed them
-        # Cleaned, and held where the pins say so.
-        self.judged = judged = gate.tools(alias, raw, rules.rename if rules else None)
-        # Why each held tool is held, by the server's own name.
-        self.held = judged.held
-        curated = curate(judged.shown, rules, alias)
-        # What agents see, by name before the template.
-        self.tools = lined_tools(alias, curated.tools)
-        self.originals = curated.originals
-        self.trusted = trusted
-        self.available = True
-        self.marker: str | None = None
-        self.flags: tuple[bool, str | None] = (trusted, None)  # shared by its entries
-
-    def set_state(self, available: bool, marker: str | None) -> None:
-        self.available, self.marker = available, marker
-        self.flags = (self.trusted, marker)
-
-    def entry(self, local: str, alias: str, name: str, before_hash: str | None = None) -> Entry:
-        """A new entry for the tool agents know as ``name`` (before the template);
-        ``before_hash``: the name the template gave it, when ``local`` is that name
-        hashed."""
-        original = self.originals.get(name, name)
-        others = () if before_hash is None else (before_hash,)
-        entry = Entry(local, alias, original, self.tools[name], name, others)
-        held = self.held.get(original) if self.held else None
-        if held is None:
-            entry.available = self.available
-            entry.reflag(self.flags)
-        else:
-            entry.available = False
-            entry.held = held
-            entry.reflag((self.trusted, f"held: {held}"))
-        return entry
-
-
 class Registry:
     def __init__(self, naming: NamingConfig, gate: Gate | None = None) -> None:
         self.naming = naming
         # Every list passes it: cleaned, pinned, held (a table of its own by default).
         self.gate = gate if gate is not None else Gate()
-        self._servers: dict[str, _Server] = {}
+        self._servers: dict[str, ServerTools] = {}
         self._by_local: dict[str, Entry] = {}
         self._by_key: dict[tuple[str, str], Entry] = {}
         # Who wants each candidate name: almost always one tool, so a tuple of the same
@@ -163,7 +106,7 @@ class Registry:
 
     def _install(self, alias: str, raw: dict[str, mcp.Tool], trusted: bool) -> None:
         old = self._servers.get(alias)
-        server = _Server(raw, trusted, self._rules.get(alias), self.gate, alias)
+        server = ServerTools(raw, trusted, self._rules.get(alias), self.gate, alias)
         if old is not None:
             server.set_state(old.available, old.marker)
         self._servers[alias] = server
