@@ -27,7 +27,6 @@ from .agents.peers import server_of
 from .agents_listener import take_listener
 from .audit.log import AuditLog
 from .config.model import Config, ConfigError, DaemonConfig
-from .config.secrets import HeldSecret
 from .errors import DaemonError
 from .listening import Listening
 from .local import pinfile
@@ -43,6 +42,7 @@ from .registry.curation import ToolBudget
 from .registry.gate import Gate
 from .registry.views import ProfileView
 from .reread import Rereader, refusal, unmatched_profile
+from .runtime_secrets import RuntimeSecrets
 from .servers.all_servers import AllServers
 from .servers.auth_commands import Logins
 from .servers.history import Histories, ServerHistory
@@ -127,8 +127,8 @@ class Daemon(Control):
             [self.state.saving, self.pins.saving, self.oversight.audit.saving],
         )
         self.token = TokenFile(token_path(state_dir(config)))
-        self._guarded_token = ""
-        self.oversight.watch_secrets("daemon", self._secrets_held_now)
+        self.secrets = RuntimeSecrets(self.token, self.supervisor, self.oversight.guard.refresh)
+        self.oversight.watch_secrets("daemon", self.secrets.held_now)
         self.started = trio.Event()
         self.socket_path = config.socket_path()
         self._started = 0.0
@@ -311,18 +311,6 @@ class Daemon(Control):
                 self._status_line = line
                 self.notifier.status(line)
 
-    def _secrets_held_now(self) -> list[HeldSecret]:
-        """The secrets that change while mcpd runs: the servers' OAuth tokens, and the
-        endpoint's token while it listens."""
-        held = []
-        for alias, runner in self.supervisor.runners.items():
-            if runner.auth is not None:
-                for value in runner.auth.creds.to_mask():
-                    held.append(HeldSecret(f"servers.{alias} (OAuth)", value))
-        if self._guarded_token:  # handed out to check an HTTP request with
-            held.append(HeldSecret("the HTTP endpoint's token", self._guarded_token))
-        return held
-
     def _session_of(self, alias: str) -> Session | None:
         runner = self.supervisor.runners.get(alias)
         up = runner.upstream if runner is not None else None
@@ -365,12 +353,7 @@ class Daemon(Control):
         return self.supervisor.reset(alias, who, None if scope is None else scope.has_server)
 
     def http_token(self) -> str:
-        token = self.token.current()
-        if token != self._guarded_token:
-            # A new token (the file was written again): searched for from now on.
-            self._guarded_token = token
-            self.oversight.guard.refresh()
-        return token
+        return self.secrets.http_token()
 
     @property
     def approvals(self) -> Approvals:
