@@ -32,8 +32,9 @@ MODERN_ERROR_CODES: Final = frozenset(
 )
 
 Id: TypeAlias = int | str
-# JSON whose shape is its sender's, read by narrowing. For signatures only: msgspec
-# cannot decode into a recursive alias, so a struct's field is typed as msgspec reads it.
+# A JSON value whose shape is its sender's (an agent's capabilities, a server's
+# annotations): read by narrowing, level by level. For signatures only: msgspec cannot
+# decode into a recursive alias, so a struct's field is typed as msgspec reads it.
 Json: TypeAlias = "dict[str, Json] | list[Json] | str | int | float | bool | None"
 JsonObject: TypeAlias = dict[str, Json]
 T = TypeVar("T")

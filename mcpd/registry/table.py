@@ -331,8 +331,9 @@ class Registry:
         return len(server.tools) if server else 0
 
     def closest(self, name: str, n: int = 3) -> list[str]:
-        # A ratio of 0.5 needs the name within 3x the length of a local name; difflib
-        # indexes every character of a huge name, for a match that cannot exist.
+        # A ratio of 0.5 needs the name within 3x the length of a local name, and difflib
+        # indexes every character of it: a huge name from an agent would cost memory
+        # and time in proportion to its length, for a match that cannot exist.
         if len(name) > 3 * self.naming.max_length:
             return []
         names = [local for local, e in self._by_local.items() if e.held is None]  # approved
