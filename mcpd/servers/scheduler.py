@@ -276,8 +276,8 @@ class CallScheduler(Admitter):
 
     def _close(self, call: Call, ending: CallEnd) -> None:
         """Free a running call's slot for the next, and deliver its outcome."""
-        # Only now: releasing a half-open probe first made the breaker discard the
-        # probe's own outcome as stale, so it never closed again.
+        # After the breaker's verdict on this call, never before: a probe released
+        # first would make the breaker take the probe's own outcome as stale.
         self._release(call)
         if self.queue.calls:
             self._start_queued()
