@@ -93,6 +93,10 @@ FORBIDDEN = [
     ("protocol", "mcpd", "protocol/ is the sans-IO core: it imports nothing of ours"),
     ("transports", "mcpd", "transports move messages and know nothing of the daemon"),
     ("mcpd.agents", "transports", "the agent side sees servers only through its interfaces"),
+    *(
+        ("transports.base", f"transports.{kind}", "the base says what every transport is")
+        for kind in ("stdio", "http", "sse")
+    ),
     ("mcpd.servers", "mcpd.agents", "servers never know about agents"),
     ("mcpd.registry", "mcpd.servers", "the registry is bookkeeping: no I/O, no servers"),
     ("mcpd.registry", "mcpd.agents", "the registry is bookkeeping: no I/O, no agents"),

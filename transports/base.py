@@ -27,7 +27,7 @@ from protocol.pacing import HeldBack
 from protocol.splice import SplicedCall
 
 from .errors import AuthError, TransportError
-from .stdio.sandbox import Identity
+from .path_identity import Identity
 
 # A request's or a notification's params: a typed struct, a JSON object built as a
 # mapping, bytes passed on as they came, or none at all.

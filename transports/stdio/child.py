@@ -11,9 +11,10 @@ from collections.abc import Mapping, Sequence
 
 import trio
 
+from ..path_identity import Identity
 from .launch import Launched, launch, resolve, signal_group
 from .netns import HostLoopback
-from .sandbox import Identity, Sandbox, Starter
+from .sandbox import Sandbox, Starter
 
 __all__ = ["ChildProcess", "adopt", "resolve", "signal_group", "spawn"]
 

@@ -14,11 +14,12 @@ import trio
 from protocol.logfields import log_extra
 
 from ..errors import SpawnError
+from ..path_identity import Identity
 from . import early, netns, pidgroup
 from .child import ChildProcess, adopt, signal_group, spawn
 from .exits import ProcessEnd
 from .launch import not_in_workdir
-from .sandbox import Identity, Sandbox, SandboxError, Starter
+from .sandbox import Sandbox, SandboxError, Starter
 from .sandbox_host import command_line, probe
 from .strays import stop_strays
 

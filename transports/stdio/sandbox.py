@@ -53,6 +53,7 @@ from typing import Final, Literal
 
 import msgspec
 
+from ..path_identity import Identity
 from .limits import Limits, prlimit_args
 from .machine import Machine, SystemPath
 from .sandbox_mounts import kernel_mounts, sealed, tmpfs
@@ -73,13 +74,6 @@ EVERY_SANDBOX: Final = (
     "--cap-drop",
     "ALL",
 )
-
-
-class Identity(msgspec.Struct, frozen=True):
-    """What a path named: its device and inode, or None where nothing was there."""
-
-    path: str
-    key: tuple[int, int] | None
 
 
 class Seen(msgspec.Struct, frozen=True):

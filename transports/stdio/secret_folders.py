@@ -29,9 +29,10 @@ import msgspec
 
 from protocol.logfields import log_extra
 
+from ..path_identity import Identity
 from .hidden_links import SYSTEM_DIRS
 from .launch import in_workdir
-from .sandbox import Identity, Sandbox, Seen, within
+from .sandbox import Sandbox, Seen, within
 
 logger = logging.getLogger("mcpd.stdio")
 # Whatever lies in these is the system's, which servers run on.
