@@ -47,7 +47,7 @@ from bench.echo_server import make_tools
 from mcpd.config.model import NamingConfig
 from mcpd.local.pinfile import PinKeeper
 from mcpd.registry.catalog import Catalog
-from mcpd.registry.gate import Gate
+from mcpd.registry.gate import ListGate
 from mcpd.servers import toolshape
 from protocol import jsonrpc as rpc
 from protocol import mcp
@@ -114,7 +114,7 @@ class Run:
     """A registry with its gate and pin file, as the daemon wires them."""
 
     def __init__(self, path: Path) -> None:
-        self.catalog = Catalog(NamingConfig(), Gate())
+        self.catalog = Catalog(NamingConfig(), ListGate())
         self.pins = PinKeeper(str(path), self.catalog.gate.review, lambda a: None, lambda a: True)
 
     def install(self, lists: dict[str, list[mcp.Tool]]) -> None:

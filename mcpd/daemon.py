@@ -39,7 +39,7 @@ from .policy.approvals import Approvals
 from .policy.gate import CallGate
 from .registry.catalog import Catalog
 from .registry.curation import ToolBudget
-from .registry.gate import Gate
+from .registry.gate import ListGate
 from .registry.views import ProfileView
 from .reread import Rereader, refusal, unmatched_profile
 from .runtime_secrets import RuntimeSecrets
@@ -83,7 +83,7 @@ class Daemon(Control):
         self.config_path = config_path
         self.sysd = sysd or SystemdEnv(Notifier(None))
         # What every server lists passes it; its settings follow the config in force.
-        gate = Gate(lambda alias: self.supervisor.config.pin_policy(alias))
+        gate = ListGate(lambda alias: self.supervisor.config.pin_policy(alias))
         self.registry = Catalog(config.naming, gate)
         self.rereader = Rereader(
             config_path, config, self.registry, socket_for or Config.socket_path

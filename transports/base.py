@@ -27,7 +27,7 @@ from protocol.pacing import HeldBack
 from protocol.splice import SplicedCall
 
 from .errors import AuthError, TransportError
-from .path_identity import Identity
+from .path_identity import PathIdentity
 
 # A request's or a notification's params: a typed struct, a JSON object built as a
 # mapping, bytes passed on as they came, or none at all.
@@ -55,7 +55,7 @@ class Started(msgspec.Struct, frozen=True):
     mark: str  # what its descendants carry in their environment (``stdio.launch``)
     unprotected: str | None  # what of its sandbox could not be applied, and why
     # What its sandbox covers by a path (``stdio.secret_folders``), as it was then.
-    covered: tuple[Identity, ...] = ()
+    covered: tuple[PathIdentity, ...] = ()
 
 
 class AuthHook(abc.ABC):

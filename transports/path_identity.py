@@ -10,7 +10,7 @@ from __future__ import annotations
 import msgspec
 
 
-class Identity(msgspec.Struct, frozen=True):
+class PathIdentity(msgspec.Struct, frozen=True):
     """What a path named: its device and inode, or None where nothing was there."""
 
     path: str

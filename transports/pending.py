@@ -46,7 +46,9 @@ class Slot:
         self.event.set()
 
 
-class Pending:
+class PendingRequests:
+    """One transport's requests sent and not yet answered, by id."""
+
     def __init__(
         self,
         label: str,

@@ -15,7 +15,7 @@ from protocol.server import RequestContext, ServerSession
 from ..policy.kin import AgentKin
 from ..servers.shared import Call, Outcome, ProgressSink, Whose
 from .askback.askback import AgentRequests, DirectAsker
-from .identity import Identity
+from .identity import AgentIdentity
 from .profiles import ProfileServers
 
 
@@ -31,7 +31,7 @@ class Agent(abc.ABC):
     asks: AgentRequests  # what servers ask this agent through mcpd (a legacy agent)
     refuser: DirectAsker  # answers a server's request for an agent that declared none
     progress: ProgressSink
-    identity: Identity  # who it is, for the policy and the audit log
+    identity: AgentIdentity  # who it is, for the policy and the audit log
     # The versions of the prompt and resource lists it was last told of (None: it has
     # not begun to hear of their changes).
     seen_offered: tuple[int, int] | None = None

@@ -53,7 +53,7 @@ from .unix_socket import UnixBound
 
 if TYPE_CHECKING:
     from .http.httpapi import HttpApi
-    from .http.tcp import Connect, Gate
+    from .http.tcp import Connect, EndpointDoor
 
 logger = logging.getLogger("mcpd.api")
 
@@ -208,7 +208,7 @@ class AgentServer(ProfileMethods, Dispatcher):
         where no HTTP client came)."""
         return (lambda: 0) if self._http is None else self._http.mcp.opened_on(profile)
 
-    async def _endpoint_connection(self, stream: trio.SocketStream, gate: Gate) -> None:
+    async def _endpoint_connection(self, stream: trio.SocketStream, gate: EndpointDoor) -> None:
         await self.http.connection(stream, None, gate=gate)
 
     async def _handle(

@@ -31,7 +31,7 @@ from .calls.toolcall import Router
 from .dial import COMMAND_LINE
 from .ending import ConnectionEnd
 from .failures import Failures, kind_of
-from .identity import Identity
+from .identity import AgentIdentity
 from .line_reader import LineReader, apart_from_line
 from .misbehaviour import Misbehaviour
 from .outbox import Outbox
@@ -100,7 +100,7 @@ class Connection(ConnectionEnd):
         self.inflight: dict[rpc.Id, trio.CancelScope | Call] = {}
         self.calls_in_tasks: dict[rpc.Id, Call] = {}  # the tools/call among the tasks
         self.peer = peer
-        self.identity = Identity(peer)
+        self.identity = AgentIdentity(peer)
         self.owner: object = self  # who the agent is, to what it owns (tasks, asks)
         # The profile the agent sees, and the one its socket fixes.
         self.profile = profile

@@ -49,7 +49,7 @@ class _Program:
         return self.exe
 
 
-class Identity:
+class AgentIdentity:
     __slots__ = ("_legacy", "_modern", "_program", "connection", "holder", "peer")
 
     def __init__(
@@ -66,12 +66,12 @@ class Identity:
         self._modern: AgentInfo | None = None
         self._program = _Program()
 
-    def new_session(self) -> Identity:
+    def new_session(self) -> AgentIdentity:
         """Who a session opened on this connection is: its peer or holder (the user its
         place is counted against), with an id of its own."""
-        return Identity(self.peer, self.holder)
+        return AgentIdentity(self.peer, self.holder)
 
-    def in_session(self, session: Identity) -> Identity:
+    def in_session(self, session: AgentIdentity) -> AgentIdentity:
         """Who one request sent on this connection in ``session`` is. The process is
         this connection's, the one that sent it, whatever process opened the session:
         its record and journal line, its rate, the share of what waits for its
@@ -80,7 +80,7 @@ class Identity:
         remembered "for the connection" was given for the session, and ends with it,
         whichever of its user's connections sends in it (none of another user's finds
         it)."""
-        sent = Identity(self.peer, self.holder, session.connection)
+        sent = AgentIdentity(self.peer, self.holder, session.connection)
         sent._program = self._program  # read once for this connection, not per request
         return sent
 

@@ -37,7 +37,7 @@ import trio
 
 from protocol.logfields import log_extra
 
-from ..registry.judged import HeldKind, Pending, held_reason
+from ..registry.judged import HeldKind, HeldOffer, held_reason
 from ..registry.pinned import Found, Pins, Unwritten, Wanted, definitions
 from ..registry.pins import BadPins
 from ..registry.review import Review
@@ -213,7 +213,7 @@ class PinKeeper:
     def pending(self, only: str | None = None) -> list[HeldItem]:
         return [_pending(p, self.review.pins) for p in self.review.pending(only)]
 
-    def waiting(self) -> list[Pending]:
+    def waiting(self) -> list[HeldOffer]:
         """What waits, in the order of ``pending``, each definition as its canonical
         JSON: for a view that reads no more of them than it shows."""
         return self.review.pending()
@@ -313,7 +313,7 @@ def set_aside(path: str) -> str:
     return aside
 
 
-def _pending(p: Pending, pins: Pins) -> HeldItem:
+def _pending(p: HeldOffer, pins: Pins) -> HeldItem:
     row = HeldItem(
         server=p.server,
         kind=p.kind,

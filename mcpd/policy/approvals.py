@@ -115,7 +115,9 @@ def _mib(size: int) -> str:
 Overrule = Callable[[], "Verdict | None"]
 
 
-class Pending:
+class ApprovalWait:
+    """One call held until a person decides it, or its timeout does."""
+
     __slots__ = (
         "asked",
         "deadline",
@@ -179,7 +181,7 @@ class Approvals:
         """``changed``: called whenever a call begins or ends waiting, or is decided."""
         self._wall = wall
         self._on_change = changed
-        self._pending: dict[str, Pending] = {}
+        self._pending: dict[str, ApprovalWait] = {}
         self.remembered = RememberedApprovals()  # for the rest of a connection
         self._issued = 0  # ids given
         self.version = 0
@@ -217,7 +219,7 @@ class Approvals:
             return Verdict("unanswered", TIMEOUT, f"nobody decided within {within:g} s")
         return pending.verdict
 
-    async def _agent_decides(self, pending: Pending, answer: AgentAnswer) -> None:
+    async def _agent_decides(self, pending: ApprovalWait, answer: AgentAnswer) -> None:
         verdict = await answer(pending.request)
         if verdict is not None and pending.verdict is None:
             self._settle(pending, verdict)
@@ -229,7 +231,7 @@ class Approvals:
         asked: str,
         kept: int,
         overrule: Overrule | None,
-    ) -> Pending:
+    ) -> ApprovalWait:
         key = request.agent.key
         mine = [p for p in self._pending.values() if p.request.agent.key == key]
         if len(mine) >= PER_AGENT:
@@ -247,7 +249,9 @@ class Approvals:
         if len(self._pending) >= TOTAL:
             self._make_room(key)
         self._make_bytes_room(key, kept)
-        pending = Pending(self._new_id(), request, self._wall(), timeout, asked, kept, overrule)
+        pending = ApprovalWait(
+            self._new_id(), request, self._wall(), timeout, asked, kept, overrule
+        )
         self._pending[pending.id] = pending
         self._bump()
         return pending
@@ -302,7 +306,7 @@ class Approvals:
             )
             self._settle(newest, Verdict("unanswered", PUSHED_OUT, reason))
 
-    def _close(self, pending: Pending) -> None:
+    def _close(self, pending: ApprovalWait) -> None:
         if self._pending.pop(pending.id, None) is not None:
             self._bump()
 
@@ -318,7 +322,7 @@ class Approvals:
         pending = self._waiting(id)
         return pending.view(), pending.request
 
-    def _waiting(self, id: str) -> Pending:
+    def _waiting(self, id: str) -> ApprovalWait:
         pending = self._pending.get(id)
         if pending is None or pending.verdict is not None:
             raise ApprovalError(
@@ -365,7 +369,7 @@ class Approvals:
                 ended += 1
         return ended
 
-    def _settle(self, pending: Pending, verdict: Verdict) -> None:
+    def _settle(self, pending: ApprovalWait, verdict: Verdict) -> None:
         pending.verdict = verdict
         pending.event.set()
         self._bump()

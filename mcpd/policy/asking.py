@@ -112,7 +112,7 @@ def input_request(request: ApprovalRequest, version: str) -> dict[str, object]:
     return {"method": METHOD, "params": elicitation_params(request, version)}
 
 
-def input_required(
+def approval_input_required(
     key: str, request: ApprovalRequest, state: str, version: str
 ) -> dict[str, object]:
     """The ``input_required`` result that asks a modern agent's user; its retry

@@ -8,7 +8,7 @@ tools keeps seeing a ``Registry``.
 from __future__ import annotations
 
 from ..config.model import NamingConfig
-from .gate import Gate
+from .gate import ListGate
 from .prompts import PromptTable
 from .resources import ResourceTable
 from .table import Registry
@@ -18,7 +18,7 @@ class Catalog(Registry):
     """``gate``: what every list passes (one for the three tables: a server's pins,
     pending changes and findings are one set)."""
 
-    def __init__(self, naming: NamingConfig, gate: Gate | None = None) -> None:
+    def __init__(self, naming: NamingConfig, gate: ListGate | None = None) -> None:
         super().__init__(naming, gate)
         self.prompts = PromptTable(naming, self.gate)
         self.resources = ResourceTable(self.gate)

@@ -26,7 +26,7 @@ from protocol import mcp, surface
 
 from ..config.model import DEFAULT_POLICY, PinPolicy
 from .facing import Namesakes, looked_up, marks
-from .judged import HeldView, ListState, Pending, Seen, T, Verdicts, Why, held_reason, held_view
+from .judged import HeldOffer, HeldView, ListState, Seen, T, Verdicts, Why, held_reason, held_view
 from .news import News
 from .pinned import ServerPins, former_match, shown_digest
 from .pins import INSTRUCTIONS, Instructions, Kind, PinRecord, key_of, record_of
@@ -80,7 +80,9 @@ def _judged_against(
     return pin, was
 
 
-class Gate:
+class ListGate:
+    """Every list and instructions a server sends, judged before agents see them."""
+
     def __init__(
         self,
         policy: Callable[[str], PinPolicy] = lambda alias: DEFAULT_POLICY,
@@ -319,7 +321,7 @@ class Gate:
             now = (why, shown_digest(seen.digest), view.definition)
             if old is None or (old.why, old.offered.digest, old.approved) != now:
                 offered = record_of(seen.source)  # type: ignore[arg-type]
-                state.pending[name] = Pending(
+                state.pending[name] = HeldOffer(
                     alias, kind, name, why, offered, view.definition, rules, seen.findings
                 )
             if why in ("changed", "new", "forgotten"):

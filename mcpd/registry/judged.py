@@ -54,7 +54,7 @@ class Approval(msgspec.Struct):
     whole_only: list[str] = msgspec.field(default_factory=list)
 
 
-class Pending(msgspec.Struct):
+class HeldOffer(msgspec.Struct):
     """A held item: what the server offers now, and what was approved before (when
     it changed, and its definition could be read)."""
 
@@ -113,7 +113,7 @@ class ListState:
 
     def __init__(self) -> None:
         self.memo: dict[str, Seen] = {}
-        self.pending: dict[str, Pending] = {}
+        self.pending: dict[str, HeldOffer] = {}
         self.findings: dict[str, tuple[Finding, ...]] = {}
         # What the journal was last told of each item, by (name, what happened): the
         # definition's digest (or, for what is not pinned, which Seen).
@@ -170,7 +170,7 @@ class ListState:
         offered = resource_record(resource)
         old = self.pending.get(uri)
         if old is None or old.offered.digest != offered.digest:
-            self.pending[uri] = Pending(alias, "resource", uri, "new_server", offered)
+            self.pending[uri] = HeldOffer(alias, "resource", uri, "new_server", offered)
         assert isinstance(view.item, surface.Resource)
         return view.item
 

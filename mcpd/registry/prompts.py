@@ -19,7 +19,7 @@ from protocol import surface
 from ..config.model import NamingConfig
 from ..config.servertable import ToolsConfig
 from .curation import curated_names, visible
-from .gate import Gate
+from .gate import ListGate
 from .limits import first_listed
 from .marking import one_line
 from .names import assign
@@ -59,7 +59,7 @@ class _Server:
     __slots__ = ("available", "held", "judged", "marker", "originals", "raw", "shown")
 
     def __init__(
-        self, raw: dict[str, surface.Prompt], rules: ToolsConfig | None, gate: Gate, alias: str
+        self, raw: dict[str, surface.Prompt], rules: ToolsConfig | None, gate: ListGate, alias: str
     ) -> None:
         self.raw = raw
         self.judged = judged = gate.prompts(alias, raw, rules.rename if rules else None)
@@ -70,9 +70,9 @@ class _Server:
 
 
 class PromptTable:
-    def __init__(self, naming: NamingConfig, gate: Gate | None = None) -> None:
+    def __init__(self, naming: NamingConfig, gate: ListGate | None = None) -> None:
         self.naming = naming
-        self.gate = gate if gate is not None else Gate()
+        self.gate = gate if gate is not None else ListGate()
         self._servers: dict[str, _Server] = {}
         self._rules: dict[str, ToolsConfig] = {}
         self._by_local: dict[str, PromptEntry] = {}

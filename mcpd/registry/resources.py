@@ -20,7 +20,7 @@ from msgspec import Raw
 from protocol import surface
 
 from .claims import ROUTE_STEPS, Budget, Claim, check_templates, parsed
-from .gate import Gate
+from .gate import ListGate
 from .limits import first_listed
 from .resource_routes import ResourceRoutes
 from .scheme import SCHEME, Sight, wrap
@@ -56,7 +56,7 @@ class _Server:
         self,
         alias: str,
         raw: tuple[list[surface.Resource], list[surface.ResourceTemplate]],
-        gate: Gate,
+        gate: ListGate,
     ) -> None:
         self.raw = raw  # as the server listed them
         # Cleaned, and held with a server held whole (why, by URI).
@@ -76,8 +76,8 @@ class _Server:
 
 
 class ResourceTable:
-    def __init__(self, gate: Gate | None = None) -> None:
-        self.gate = gate if gate is not None else Gate()
+    def __init__(self, gate: ListGate | None = None) -> None:
+        self.gate = gate if gate is not None else ListGate()
         self._servers: dict[str, _Server] = {}
         # Each resource and template as agents see it, encoded once per change, by
         # (alias, its place in the server's list, whether in the mcpd:// form).

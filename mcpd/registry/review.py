@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from .judged import Approval, HeldKind, ListState, Pending, label
+from .judged import Approval, HeldKind, HeldOffer, ListState, label
 from .pinned import (
     Found,
     Pins,
@@ -130,7 +130,7 @@ class Review:
 
     # -- what waits, what was found, how many --
 
-    def pending(self, alias: str | None = None) -> list[Pending]:
+    def pending(self, alias: str | None = None) -> list[HeldOffer]:
         return [
             p
             for (a, _), state in sorted(self._lists.items())

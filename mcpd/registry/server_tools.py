@@ -12,7 +12,7 @@ from protocol import mcp
 
 from ..config.servertable import ToolsConfig
 from .curation import curate
-from .gate import Gate
+from .gate import ListGate
 from .shown import Entry, lined_tools
 
 
@@ -38,7 +38,7 @@ class ServerTools:
         raw: dict[str, mcp.Tool],
         trusted: bool,
         rules: ToolsConfig | None,
-        gate: Gate,
+        gate: ListGate,
         alias: str,
     ) -> None:
         self.raw = raw  # as the server listed them

@@ -28,7 +28,7 @@ from protocol import mcp
 from ..config.model import NamingConfig
 from ..config.servertable import ToolsConfig
 from .eras import Projected
-from .gate import Gate
+from .gate import ListGate
 from .server_tools import ServerTools
 from .shared_names import Told
 from .shown import Entry
@@ -46,10 +46,10 @@ def listed_name(item: Listed) -> str:
 
 
 class Registry:
-    def __init__(self, naming: NamingConfig, gate: Gate | None = None) -> None:
+    def __init__(self, naming: NamingConfig, gate: ListGate | None = None) -> None:
         self.naming = naming
         # Every list passes it: cleaned, pinned, held (a table of its own by default).
-        self.gate = gate if gate is not None else Gate()
+        self.gate = gate if gate is not None else ListGate()
         self._servers: dict[str, ServerTools] = {}
         self._by_local: dict[str, Entry] = {}
         self._by_key: dict[tuple[str, str], Entry] = {}

@@ -60,7 +60,7 @@ IDENTITY_CHARS: Final = 256
 GREETING_TOLD: Final = 64 * 1024
 
 
-class Identity(msgspec.Struct, frozen=True, omit_defaults=True):
+class ServerInfo(msgspec.Struct, frozen=True, omit_defaults=True):
     """A server's name, version and title as it gives them: shown, never trusted."""
 
     name: str | None = None
@@ -68,7 +68,7 @@ class Identity(msgspec.Struct, frozen=True, omit_defaults=True):
     title: str | None = None
 
 
-def identity(info: object) -> Identity | None:
+def identity(info: object) -> ServerInfo | None:
     """What ``info`` (``serverInfo``, or a ``_meta``'s) says of the server, each string
     cleaned as a description is, on one line and cut short: a server's name is not
     its to make megabytes of, in every status reply."""
@@ -80,16 +80,16 @@ def identity(info: object) -> Identity | None:
     else:
         return None
     kept = {key: _one_line(value) for key, value in said.items() if isinstance(value, str)}
-    return Identity(**kept) if kept else None
+    return ServerInfo(**kept) if kept else None
 
 
-def guarded(info: Identity | None, guard: SecretGuard, alias: str) -> Identity | None:
+def guarded(info: ServerInfo | None, guard: SecretGuard, alias: str) -> ServerInfo | None:
     """What the server says it is, shown in ``mcpd status``: guarded as its text is."""
     if info is None:
         return None
     raw = Raw(msgspec.json.encode(info))
     masked = guard.raw(alias, raw, "its name")
-    return info if masked is raw else msgspec.json.decode(masked, type=Identity)
+    return info if masked is raw else msgspec.json.decode(masked, type=ServerInfo)
 
 
 def kept_instructions(
@@ -113,7 +113,7 @@ class Greeting(msgspec.Struct):
     version: str
     capabilities: ServerCapabilities
     instructions: str | None
-    server_info: Identity | None
+    server_info: ServerInfo | None
     # Only a modern server's discover result carries one.
     discover_ttl_ms: int | None = None
 

@@ -37,7 +37,7 @@ from protocol.logfields import log_extra
 from protocol.visible import quote
 from transports.errors import MalformedReply, TransportError
 
-from ..registry.gate import Gate
+from ..registry.gate import ListGate
 from .handshake import NO_CAPABILITIES, guarded, identity, kept_instructions, request_meta
 from .upstream import Upstream
 
@@ -49,7 +49,7 @@ FLOOR: Final = 60.0  # seconds; see the module's docstring
 class Rediscovery:
     """When the connected server's discover answer goes stale, and asking again."""
 
-    def __init__(self, alias: str, gate: Gate) -> None:
+    def __init__(self, alias: str, gate: ListGate) -> None:
         """``gate``: where the server's instructions are judged against their pin."""
         self.alias = alias
         self._gate = gate

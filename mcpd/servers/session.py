@@ -21,7 +21,7 @@ from transports.base import Transport
 from transports.errors import TransportError, single_exceptions
 
 from ..config.model import DaemonConfig, ListLimits
-from ..registry.gate import Gate
+from ..registry.gate import ListGate
 from .answer_wait import AnswerWait, RanOut
 from .backoff import RestartPolicy
 from .events import LifecycleJournal
@@ -69,7 +69,7 @@ class Session:
         auth: ServerAuth | None,
         replies: ReplyWork,
         answers: AnswerWait,
-        gate: Gate,
+        gate: ListGate,
     ) -> None:
         """``answers``: what bounds the keepers' requests once the server is served,
         the same one they were built with; ``gate``: the one its lists pass."""

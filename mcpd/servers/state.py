@@ -18,7 +18,7 @@ from ..registry.limits import NOUNS, Trimmed
 from .backoff import BackoffConfig, RestartPolicy
 from .breaker import Breaker, BreakerConfig
 from .downtime import Downtime
-from .handshake import Identity
+from .handshake import ServerInfo
 from .outage import Outage, last_line
 from .stats import LatencyStats
 
@@ -137,7 +137,7 @@ def status_row(
     version: str | None,
     tools: int,
     now: float,
-    server_info: Identity | None = None,
+    server_info: ServerInfo | None = None,
     cache_scope: str | None = None,
 ) -> dict[str, object]:
     """One server's entry in ``mcpd status`` (times still on the trio clock)."""
@@ -236,7 +236,7 @@ def prompt_resource_counts(catalog: Catalog, alias: str) -> dict[str, int]:
     }
 
 
-def _identity(info: Identity | None) -> dict[str, str] | None:
+def _identity(info: ServerInfo | None) -> dict[str, str] | None:
     """The server's self-reported name, version and title (shown, never trusted)."""
     return None if info is None else msgspec.to_builtins(info)
 

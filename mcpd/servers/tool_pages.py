@@ -94,7 +94,7 @@ class ToolPages:
         self.max_pages = max_pages
         self.cursor: str | None = None  # the page to ask for next (None: the first)
         # Who the server says it is in a page's _meta (not only discover's result).
-        self.server_info: handshake.Identity | None = None
+        self.server_info: handshake.ServerInfo | None = None
         self._trim = ListTrim(alias, "tools", "tools/list", limits)
         self._items: list[Raw] = []
         self._digest = hashlib.blake2b(digest_size=16)

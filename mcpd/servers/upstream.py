@@ -77,7 +77,7 @@ class Upstream:
         self.instructions: str | None = None
         self.instructions_given: str | None = None  # as the server wrote them
         self.instructions_cut = ""  # what the limit cut of them, if it did
-        self.server_info: handshake.Identity | None = None
+        self.server_info: handshake.ServerInfo | None = None
         self.discover_ttl_ms = 0
         self._listed: Listed | None = None  # the last tools/list
         self._ttl_said: str | None = None  # what the journal was told of its ttlMs

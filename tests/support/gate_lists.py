@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from mcpd.config.model import DEFAULT_POLICY
-from mcpd.registry.gate import Gate
+from mcpd.registry.gate import ListGate
 from protocol import mcp, surface
 
 INVISIBLE = "\u200b"
@@ -29,15 +29,15 @@ def tools(*items: mcp.Tool) -> dict[str, mcp.Tool]:
     return {t.name: t for t in items}
 
 
-def gate(**policy: Any) -> Gate:
+def gate(**policy: Any) -> ListGate:
     settings = DEFAULT_POLICY._replace(**policy)
-    return Gate(lambda alias: settings)
+    return ListGate(lambda alias: settings)
 
 
-def approved_server(g: Gate, alias: str = "notes", *items: mcp.Tool) -> None:
+def approved_server(g: ListGate, alias: str = "notes", *items: mcp.Tool) -> None:
     g.tools(alias, tools(*(items or (tool("search"), tool("add")))))
     g.settle(alias)
 
 
-def held(g: Gate, alias: str | None = None) -> list[tuple[str, str, str, str]]:
+def held(g: ListGate, alias: str | None = None) -> list[tuple[str, str, str, str]]:
     return [(p.server, p.kind, p.name, p.why) for p in g.review.pending(alias)]

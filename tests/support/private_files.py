@@ -17,13 +17,13 @@ from mcpd.local.endpoint_token import write_token
 from mcpd.local.oauth_store import IssuerRecord, OAuthStore, StoredLogin, encode
 from mcpd.local.pinfile import PinKeeper
 from mcpd.registry.catalog import Catalog
-from mcpd.registry.gate import Gate
+from mcpd.registry.gate import ListGate
 from protocol import mcp
 from protocol.oauth import ClientRegistration, Secret, TokenSet
 
 
 def keeper(path: Path) -> tuple[Catalog, PinKeeper]:
-    cat = Catalog(NamingConfig(), Gate())
+    cat = Catalog(NamingConfig(), ListGate())
     return cat, PinKeeper(str(path), cat.gate.review, cat.rejudge, lambda alias: True)
 
 
@@ -68,7 +68,7 @@ async def _imported_secret(path: Path) -> bytes:
 
 
 async def _pins(path: Path) -> bytes:
-    gate = Gate()
+    gate = ListGate()
     Catalog(NamingConfig(), gate).update("notes", [mcp.Tool(name="search", description="x")])
     # Written in pieces, as they are made.
     pinwriter.write(str(path), gate.review.pins.servers, gate.review.unwritten.take(), None)

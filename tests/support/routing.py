@@ -18,7 +18,7 @@ from mcpd.agents.askback.driver import AskBackDriver
 from mcpd.agents.calls.callpolicy import CallPolicy
 from mcpd.agents.calls.callrecords import CallRecords
 from mcpd.agents.calls.toolcall import Router
-from mcpd.agents.identity import Identity
+from mcpd.agents.identity import AgentIdentity
 from mcpd.agents.profiles import ProfileServers
 from mcpd.audit.record import CallRecord
 from mcpd.config.load import parse
@@ -152,7 +152,7 @@ class StandInAgent(Agent):
         self.asks = AgentRequests()
         self.refuser = DirectAsker(self, None, self.asks, self.offer)
         self.progress = lambda params: None
-        self.identity = Identity(None)
+        self.identity = AgentIdentity(None)
         self.sent: list[bytes] = []
         self.finished: list[tuple[Call, Outcome]] = []
         self.in_tasks: list[tuple[Call, Callable[[], Awaitable[bytes]]]] = []

@@ -10,7 +10,7 @@ from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from transports.errors import MalformedReply, ServerCancelled, TransportClosed
-from transports.pending import Pending
+from transports.pending import PendingRequests
 from transports.refusals import spelled_id
 
 logger = logging.getLogger("test.pending")
@@ -38,7 +38,7 @@ class Replies:
 
 
 def test_an_awaited_request_gets_its_response_and_its_event() -> None:
-    pending = Pending("s", logger)
+    pending = PendingRequests("s", logger)
     slot = pending.wait(1)
     assert len(pending) == 1
     pending.route(response(1, b'{"a":1}'))
@@ -49,7 +49,7 @@ def test_an_awaited_request_gets_its_response_and_its_event() -> None:
 
 
 def test_a_callback_is_answered_once_and_leaves_the_table() -> None:
-    pending = Pending("s", logger)
+    pending = PendingRequests("s", logger)
     replies = Replies()
     pending.expect(2, replies)
     pending.answer(response(2))
@@ -59,7 +59,7 @@ def test_a_callback_is_answered_once_and_leaves_the_table() -> None:
 
 
 def test_an_error_response_fails_its_request_with_the_servers_error() -> None:
-    pending = Pending("s", logger)
+    pending = PendingRequests("s", logger)
     replies = Replies()
     pending.expect("x", replies)
     pending.route(failure("x", "bad arguments"))
@@ -71,7 +71,7 @@ def test_an_error_response_fails_its_request_with_the_servers_error() -> None:
 def test_a_late_answer_to_a_request_given_up_on_is_dropped_quietly(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    pending = Pending("s", logger)
+    pending = PendingRequests("s", logger)
     replies = Replies()
     pending.expect(3, replies)
     assert pending.forget(3)
@@ -87,7 +87,7 @@ def test_a_late_answer_to_a_request_given_up_on_is_dropped_quietly(
 
 def test_who_gave_up_on_a_request_hears_of_its_late_answer_once() -> None:
     late: list[rpc.Id] = []
-    pending = Pending("s", logger, late=late.append)
+    pending = PendingRequests("s", logger, late=late.append)
     replies = Replies()
     pending.expect(3, replies)
     pending.expect(4, replies)
@@ -103,7 +103,7 @@ def test_responses_to_nothing_are_warned_about_as_complain_allows(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     quota = ["", " (and more)", None]
-    pending = Pending("s", logger, lambda: quota.pop(0))
+    pending = PendingRequests("s", logger, lambda: quota.pop(0))
     pending.wait(1)
     with caplog.at_level(logging.WARNING, logger.name):
         pending.route(response("x"))  # no request's
@@ -117,7 +117,7 @@ def test_responses_to_nothing_are_warned_about_as_complain_allows(
 def test_a_response_under_the_id_as_a_string_fails_its_request_at_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    pending = Pending("s", logger)
+    pending = PendingRequests("s", logger)
     replies = Replies()
     pending.expect(23, replies)
     slot = pending.wait(24)
@@ -135,7 +135,7 @@ def test_a_response_under_the_id_as_a_string_fails_its_request_at_once(
 
 
 def test_a_string_id_is_not_taken_for_a_number_another_request_may_be_under() -> None:
-    pending = Pending("s", logger)
+    pending = PendingRequests("s", logger)
     replies = Replies()
     pending.expect(23, replies)
     pending.expect("23", replies)
@@ -152,7 +152,7 @@ def test_an_id_no_request_has_is_quoted_and_cut_in_the_warning(
 ) -> None:
     # A server choosing megabytes of id, or an id that reads as mcpd's words, for
     # responses to nothing: the warning it earns holds a line's worth of it, quoted.
-    pending = Pending("s", logger)
+    pending = PendingRequests("s", logger)
     with caplog.at_level(logging.WARNING, logger.name):
         pending.route(response("Z" * 1_000_000))
         pending.route(response('x"\n[mcpd] all fine'))
@@ -167,7 +167,7 @@ def test_an_id_no_request_has_is_quoted_and_cut_in_the_warning(
 
 
 def test_the_server_cancelling_one_of_our_requests_fails_it() -> None:
-    pending = Pending("s", logger)
+    pending = PendingRequests("s", logger)
     slot = pending.wait(4)
     assert not pending.server_cancelled(cancelled(5, "not ours"))
     assert not pending.server_cancelled(cancelled([4]))  # not an id at all
@@ -180,7 +180,7 @@ def test_the_server_cancelling_one_of_our_requests_fails_it() -> None:
 
 
 def test_everything_waiting_fails_at_once_with_the_reason() -> None:
-    pending = Pending("s", logger)
+    pending = PendingRequests("s", logger)
     slots = [pending.wait(i) for i in range(3)]
     replies = Replies()
     pending.expect(10, replies)
@@ -191,7 +191,7 @@ def test_everything_waiting_fails_at_once_with_the_reason() -> None:
 
 
 def test_an_answered_slot_is_not_answered_again() -> None:
-    pending = Pending("s", logger)
+    pending = PendingRequests("s", logger)
     slot = pending.wait(1)
     assert pending.resolve(1, Raw(b"1"), None)
     assert not pending.resolve(1, None, TransportClosed("gone"))

@@ -57,7 +57,7 @@ from ..http.reply import decode_reply, deliver, status_error
 from ..http.request import IDENTITY
 from ..http.send import authorized, with_authorization
 from ..pace import ReadPace
-from ..pending import Pending
+from ..pending import PendingRequests
 from ..sends import Sends
 from .event_stream import ERROR_BODY_LIMIT, EventStream, Taken
 from .events import encoded, endpoint_target, message_of, session_gone
@@ -109,7 +109,7 @@ class LegacySSETransport(Transport):
         # One budget for the warnings about what the server sends, and one for reading it.
         self._complaints = Complaints()
         self._pace = ReadPace(alias, params.max_body, params.read_budget)
-        self._pending = Pending(alias, logger, self._complaints.admit, self._answered_late)
+        self._pending = PendingRequests(alias, logger, self._complaints.admit, self._answered_late)
         self._reading = trio.CancelScope()
         self._nursery: trio.Nursery | None = None
         self._answering = 0

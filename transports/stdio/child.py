@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import trio
 
-from ..path_identity import Identity
+from ..path_identity import PathIdentity
 from .launch import Launched, launch, resolve, signal_group
 from .netns import HostLoopback
 from .sandbox import Sandbox, Starter
@@ -48,7 +48,7 @@ class ChildProcess:
         self.sandbox: Sandbox | None = None
         self.wrapped = False
         self.unprotected: str | None = None
-        self.covered: tuple[Identity, ...] = ()  # ``Plan.covered``
+        self.covered: tuple[PathIdentity, ...] = ()  # ``Plan.covered``
         self.join: str | None = None  # the cgroup it joined (``pidgroup``)
         # The forks that cgroup had refused before it started: the cgroup of a server
         # whose last start left processes behind is kept, with its count.

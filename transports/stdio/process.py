@@ -14,7 +14,7 @@ import trio
 from protocol.logfields import log_extra
 
 from ..errors import SpawnError
-from ..path_identity import Identity
+from ..path_identity import PathIdentity
 from . import early, netns, pidgroup
 from .child import ChildProcess, adopt, signal_group, spawn
 from .exits import ProcessEnd
@@ -41,7 +41,7 @@ def start(
     wrapped = False
     sandbox_args = None
     loopback = None
-    covered: tuple[Identity, ...] = ()
+    covered: tuple[PathIdentity, ...] = ()
     if sandbox is not None:
         try:
             if sandbox.loopback and sandbox.level != "off":

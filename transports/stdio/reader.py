@@ -31,7 +31,7 @@ from protocol.visible import quote
 from ..base import NotificationHandler
 from ..complaints import drop_oversized
 from ..errors import MalformedReply, MessageTooLarge, malformed_reason, too_large_reason
-from ..pending import Pending
+from ..pending import PendingRequests
 
 logger = logging.getLogger("mcpd.stdio")
 
@@ -47,7 +47,7 @@ class StdoutReader:
         self,
         alias: str,
         max_line: int,
-        pending: Pending,
+        pending: PendingRequests,
         complain: Callable[[], str | None],
         on_notification: NotificationHandler | None,
         on_request: Callable[[rpc.Request], None],

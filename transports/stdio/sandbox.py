@@ -53,7 +53,7 @@ from typing import Final, Literal
 
 import msgspec
 
-from ..path_identity import Identity
+from ..path_identity import PathIdentity
 from .limits import Limits, prlimit_args
 from .machine import Machine, SystemPath
 from .sandbox_mounts import kernel_mounts, sealed, tmpfs
@@ -145,7 +145,7 @@ class Resolved(msgspec.Struct, frozen=True, kw_only=True):
     # The installation the command lies in (``strict_view``), for a strict one.
     installation: str | None = None
     # What the sandbox covers by a path that a rename or a new file would escape.
-    covered: tuple[Identity, ...] = ()
+    covered: tuple[PathIdentity, ...] = ()
 
 
 class SandboxError(Exception):
@@ -174,7 +174,7 @@ class Plan(msgspec.Struct, frozen=True):
     # sandbox hides and where the servers' homes are: the launch hands them to
     # bubblewrap through a descriptor instead (``--args FD``). None when not wrapped.
     sandbox_args: tuple[int, int] | None = None
-    covered: tuple[Identity, ...] = ()  # ``Resolved.covered``
+    covered: tuple[PathIdentity, ...] = ()  # ``Resolved.covered``
 
 
 def _depth(path: str) -> int:

@@ -12,7 +12,7 @@ holds (or is) a place it sees: the user's home, its working directory, its comma
 a path its arguments name, a grant, its own home, a place every process shares
 (``/tmp``). There the file alone is hidden, as it is when it starts; what each
 covered file was then (its device and inode, or that it was missing) is kept
-(``Identity``), and a reload restarts the servers whose files changed since
+(``PathIdentity``), and a reload restarts the servers whose files changed since
 (``changed``). mcpd says so once for each such file (``MCPD_EVENT=sandbox_exposed``),
 and ``mcpd check-config`` too. No trio here.
 """
@@ -29,7 +29,7 @@ import msgspec
 
 from protocol.logfields import log_extra
 
-from ..path_identity import Identity
+from ..path_identity import PathIdentity
 from .hidden_links import SYSTEM_DIRS
 from .launch import in_workdir
 from .sandbox import Sandbox, Seen, within
@@ -148,21 +148,21 @@ def _strictly_shown(file: str, sandbox: Sandbox) -> bool:
     return any(within(name, root) for name in _spellings(file) for root in roots)
 
 
-def identities(split: Split) -> tuple[Identity, ...]:
+def identities(split: Split) -> tuple[PathIdentity, ...]:
     """What each file hidden alone, and each directory hidden whole, is now."""
     paths = [*(e.file for e in split.exposed), *split.folders]
     return tuple(_identity(p) for p in paths)
 
 
-def _identity(path: str) -> Identity:
+def _identity(path: str) -> PathIdentity:
     try:
         st = os.stat(path)
     except OSError:
-        return Identity(path, None)
-    return Identity(path, (st.st_dev, st.st_ino))
+        return PathIdentity(path, None)
+    return PathIdentity(path, (st.st_dev, st.st_ino))
 
 
-def changed(covered: Iterable[Identity]) -> list[str]:
+def changed(covered: Iterable[PathIdentity]) -> list[str]:
     """Those of ``covered`` that are another file now (replaced, created, removed)."""
     return [c.path for c in covered if _identity(c.path) != c]
 

@@ -30,7 +30,7 @@ from ..complaints import Complaints
 from ..errors import TransportClosed, TransportError, single_exceptions
 from ..linewriter import LineWriter
 from ..pace import ReadPace
-from ..pending import Pending
+from ..pending import PendingRequests
 from ..write_batch import BATCH
 from .call_lines import CallLines, checked_line
 from .child import ChildProcess, signal_group
@@ -69,7 +69,7 @@ class StdioTransport(Transport):
         self._ids = rpc.IdAllocator()
         # One budget for the warnings about what the server does at will, whatever it is.
         self.complaints = complaints = Complaints()
-        self._pending = Pending(alias, logger, complaints.admit, self._answered_late)
+        self._pending = PendingRequests(alias, logger, complaints.admit, self._answered_late)
         stdin = process.stdin
         assert stdin is not None
         self._writer = LineWriter(stdin, stdin.fileno(), _MAX_BUFFERED, line_fault)

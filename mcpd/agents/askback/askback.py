@@ -233,7 +233,9 @@ class Parks:
             park.flow.scope.cancel()
 
 
-def input_required(rid: rpc.Id, park: Park) -> bytes:
+def parked_reply(rid: rpc.Id, park: Park) -> bytes:
+    """The reply that ends a modern agent's request with input_required, asking what
+    the server asked (``park``); the agent's retry brings the answer."""
     request: dict[str, Any] = {"method": park.method}
     if park.params is not None:
         request["params"] = park.params
@@ -263,7 +265,7 @@ class ParkedAsker:
             park = Park(self.flow, f"mcpd_{next(self.flow.keys)}", method, params)
             self._parks.open(park)
             try:
-                self.flow.deliver(lambda rid: input_required(rid, park))
+                self.flow.deliver(lambda rid: parked_reply(rid, park))
                 await park.event.wait()
             finally:
                 self._parks.close(park)
@@ -288,7 +290,7 @@ def claim(
     answer = responses.get(park.key) if isinstance(responses, dict) else None
     if answer is None:
         # Asked again, as a server asks again for what it still needs.
-        flow.deliver(lambda r: input_required(r, park))
+        flow.deliver(lambda r: parked_reply(r, park))
         return flow
     park.answer = Raw(_encode(answer))
     park.event.set()

@@ -26,7 +26,7 @@ from ..askback.askback import AgentRequests, DirectAsker
 from ..connection import Connection, Dispatcher
 from ..ending import stopped_answer
 from ..holders import ConnectionOwner, TcpKin
-from ..identity import Identity
+from ..identity import AgentIdentity
 from ..peers import Peer
 from ..profiles import ProfileServers
 from ..sockets import Leave
@@ -52,7 +52,7 @@ class Exchange(Connection):
         caller: Caller,
         servers: ProfileServers,
         owner: object,
-        identity: Identity,
+        identity: AgentIdentity,
         asks: AgentRequests | None = None,
         news: Connection | None = None,
     ) -> None:
@@ -149,7 +149,7 @@ class Caller(msgspec.Struct, frozen=True):
     fixed: str | None = None  # the profile a profile's own socket serves
     guard: Callable[[h11.Request], None] | None = None  # raises Reject
     # Who a stateless client sending on this connection is (a session has its own).
-    identity: Identity | None = None
+    identity: AgentIdentity | None = None
     # Who holds its other end (the local user, and whether one of mcpd's servers), for
     # what is bound to a person or kept from servers; None: not known.
     owner: ConnectionOwner | None = None
@@ -163,8 +163,8 @@ class Caller(msgspec.Struct, frozen=True):
     # profile (``leave``); None: elsewhere.
     leave: Leave | None = None
 
-    def who(self) -> Identity:
-        return self.identity if self.identity is not None else Identity(self.peer)
+    def who(self) -> AgentIdentity:
+        return self.identity if self.identity is not None else AgentIdentity(self.peer)
 
     def stateless_agent(self, servers: ProfileServers) -> StatelessAgent:
         """Who a client sending stateless requests here in the profile ``servers`` is."""

@@ -21,7 +21,7 @@ so ``curl --unix-socket /run/mcpd/mcpd.sock http://mcpd/status`` works. Who may
 connect is decided by the socket's mode and ``allow_uids``/``allow_groups``, as
 for agents. ``?profile=NAME`` picks a profile; a profile's own socket serves that
 profile; the status pages of a profile show its servers only. The TCP endpoint
-(``tcp``) is this same code behind a ``Gate`` that checks the bearer token and the
+(``tcp``) is this same code behind a ``EndpointDoor`` that checks the bearer token and the
 Origin at each request's headers. A connection on a profile's socket that a reload
 removes ends as a line connection does (``leave``).
 """
@@ -48,7 +48,7 @@ from ...servers.all_servers import AllServers
 from ..backend import Control
 from ..connection import Connection, Dispatcher
 from ..holders import ConnectionOwner, Lookups, ServerRefusals, TcpKin, tcp_held, token_bearer
-from ..identity import Holder, Identity
+from ..identity import AgentIdentity, Holder
 from ..page import is_page
 from ..peers import Peer
 from ..profiles import Profiles, ProfileServers
@@ -65,7 +65,7 @@ from .wire import Headers, Reject, Response, Wire, head, refuse_malformed
 
 if TYPE_CHECKING:
     from ..page.routes import Access, Page
-    from .tcp import Gate
+    from .tcp import EndpointDoor
 
 _REQUEST_TIMEOUT = 30.0
 
@@ -116,7 +116,7 @@ class HttpApi:
         self._lookups = Lookups(control.server_of, control.relayed_by, control.server_pids)
         # The connections open now that carried a request to /mcp: agents, by the
         # identity each connection was given.
-        self.agents: dict[Identity, Caller] = {}
+        self.agents: dict[AgentIdentity, Caller] = {}
 
     @property
     def page(self) -> Page:
@@ -147,14 +147,14 @@ class HttpApi:
         peer: Peer | None,
         *,
         fixed: str | None = None,
-        gate: Gate | None = None,
+        gate: EndpointDoor | None = None,
         leave: Leave | None = None,
     ) -> None:
         """Serve one HTTP connection; one through a ``gate`` (the TCP endpoint's) is
         served once its first request's headers have passed it, one on a profile's
         socket until its ``leave`` ends it."""
         wire = Wire(stream)
-        identity = Identity(peer)
+        identity = AgentIdentity(peer)
         try:
             async with stream:
                 try:
@@ -181,10 +181,10 @@ class HttpApi:
     async def _serve(
         self,
         wire: Wire,
-        identity: Identity,
+        identity: AgentIdentity,
         peer: Peer | None,
         fixed: str | None,
-        gate: Gate | None,
+        gate: EndpointDoor | None,
         leave: Leave | None,
     ) -> None:
         if gate is None:
@@ -197,7 +197,7 @@ class HttpApi:
             await self._serve_endpoint(wire, identity, first, gate)
 
     async def _serve_endpoint(
-        self, wire: Wire, identity: Identity, first: h11.Request, gate: Gate
+        self, wire: Wire, identity: AgentIdentity, first: h11.Request, gate: EndpointDoor
     ) -> None:
         """Serve a connection to the endpoint whose ``first`` request passed its gate,
         in a place of the page's or the agents' (``endpoint_places``): 503 where its

@@ -14,7 +14,7 @@ from protocol.server import ServerSession
 from ...servers.shared import Call
 from ..askback.askback import AgentRequests
 from ..ending import UNANSWERED
-from ..identity import Identity
+from ..identity import AgentIdentity
 from ..profiles import ProfileServers
 from .exchange import Caller
 from .stream import SessionNews
@@ -54,14 +54,14 @@ class LegacySession:
         self,
         session: ServerSession,
         servers: ProfileServers,
-        identity: Identity,
+        identity: AgentIdentity,
         opened_by: OpenedBy,
     ) -> None:
         self.session = session
         self.servers = servers  # the profile chosen at initialize
         # Whose it is: its id (what is approved for it is kept under) and the user
         # its place counts against. Each request is the process of its own connection
-        # (``Identity.in_session``).
+        # (``AgentIdentity.in_session``).
         self.identity = identity
         self.opened_by = opened_by  # the only one it is found for
         self.requests: dict[rpc.Id, trio.CancelScope] = {}
@@ -93,7 +93,7 @@ class LegacySession:
         return rpc.encode_error(rid, -32000, f"{self.ended}: {what}")
 
 
-def holder_of(identity: Identity) -> int | None:
+def holder_of(identity: AgentIdentity) -> int | None:
     """Whose a session is, for sharing the places out: its user, the socket's peer's or
     the one holding its TCP connection to the endpoint (None: a client on another
     machine, whose users all hold the one token)."""

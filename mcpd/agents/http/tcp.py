@@ -24,7 +24,7 @@ own name).
 
 Both are checked as soon as a request's headers are in, before a byte of its body is
 read: a stranger costs no more than its headers. A new connection waits for its first
-headers in a lobby of its own (``Gate``, ``lobby.Lobby``), apart from the clients that
+headers in a lobby of its own (``EndpointDoor``, ``lobby.Lobby``), apart from the clients that
 got in and from the Unix socket's connections, for ``http_header_timeout`` at most.
 When the lobby is full, a newcomer pushes out the longest waiting connection of the
 address that holds the most places. So a flood of silent connections holds a bounded
@@ -132,7 +132,7 @@ def guard(token: Callable[[], str], origins: frozenset[str]) -> Guard:
     return check
 
 
-class Gate:
+class EndpointDoor:
     """The endpoint's door: a connection gets in once its first request's headers come
     within ``timeout()`` seconds and pass ``check``."""
 
@@ -226,7 +226,7 @@ async def serve_endpoint(
     listen: str,
     socks: list[stdsocket.socket],
     control: Control,
-    handle: Callable[[trio.SocketStream, Gate], Awaitable[None]],
+    handle: Callable[[trio.SocketStream, EndpointDoor], Awaitable[None]],
     task_status: trio.TaskStatus[Connect] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the endpoint on ``socks``, bound for ``listen``: each connection goes to
@@ -236,7 +236,7 @@ async def serve_endpoint(
     listeners, endpoint = endpoint_of(host, socks)
     origins = own_origins(host, endpoint.port, control.settings.http_origins)
     check = guard(control.http_token, origins)
-    gate = Gate(check, lambda: control.settings.http_header_timeout, answering(origins))
+    gate = EndpointDoor(check, lambda: control.settings.http_header_timeout, answering(origins))
     logger.info("HTTP endpoint on %s", endpoint.url, extra=log_extra(None))
 
     async def handler(stream: trio.SocketStream) -> None:

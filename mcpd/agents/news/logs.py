@@ -9,7 +9,7 @@ verbose level any agent that sees it wants (``AllServers.want_logs``).
 
 Those messages belong to no agent's request: a server several agents share logs there
 what it does for any of them, often with the arguments it was called with. So only
-agents that read as the daemon's own user (``Identity.reads_as_owner``, as for a
+agents that read as the daemon's own user (``AgentIdentity.reads_as_owner``, as for a
 server's stderr) get them; another user's agent is answered and its level kept, but
 it is sent none and its level is not among those a server is asked for.
 """

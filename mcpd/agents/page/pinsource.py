@@ -20,7 +20,7 @@ from typing import Final
 from protocol import jsonrpc as rpc
 
 from ...policy.kin import AgentKin
-from ...registry.judged import HELD_KINDS, Pending, held_reason
+from ...registry.judged import HELD_KINDS, HeldOffer, held_reason
 from ...registry.judged import label as shown_label
 from ...registry.pins import bare
 from ...registry.views import ProfileView
@@ -104,7 +104,7 @@ def pin_sources(control: Control, agents_kin: Callable[[], Awaitable[list[AgentK
     return Sources(held=held, release=release)
 
 
-def _compared(item: Pending) -> tuple[str, str]:
+def _compared(item: HeldOffer) -> tuple[str, str]:
     """What a held item's diff is made of: the digest offered, and the one approved
     or what stands in for it."""
     approved = item.approved
@@ -113,7 +113,7 @@ def _compared(item: Pending) -> tuple[str, str]:
     return item.offered.digest, _approved(item)[1]
 
 
-def _approved(item: Pending) -> tuple[bytes | None, str]:
+def _approved(item: HeldOffer) -> tuple[bytes | None, str]:
     """The definition approved, where it is known, and the diff's name for it."""
     if item.approved is not None and not bare(item.approved):
         return bytes(item.approved.definition), "approved"
@@ -123,6 +123,6 @@ def _approved(item: Pending) -> tuple[bytes | None, str]:
     return None, "(nothing approved)"
 
 
-def _diff(item: Pending) -> HeldDiff:
+def _diff(item: HeldOffer) -> HeldDiff:
     approved, label = _approved(item)
     return held_diff(approved, bytes(item.offered.definition), label)

@@ -20,7 +20,7 @@ from mcpd.agents.agent import Agent
 from mcpd.agents.askback.askback import AgentRequests, DirectAsker
 from mcpd.agents.calls.callrecords import CallRecords
 from mcpd.agents.extra_methods import ExtraMethods
-from mcpd.agents.identity import Identity
+from mcpd.agents.identity import AgentIdentity
 from mcpd.agents.prompts import OUTAGE
 from mcpd.config.load import parse
 from mcpd.config.model import DaemonConfig, NamingConfig, ProfileConfig
@@ -59,7 +59,7 @@ class FakeAgent(Agent):
         self.sent: list[bytes] = []
         self.refuser = DirectAsker(self, None, self.asks, self.offer)
         self.progress: ProgressSink = lambda params: None
-        self.identity = Identity(None)
+        self.identity = AgentIdentity(None)
 
     def finish(self, call: Call, outcome: Outcome) -> None:
         raise AssertionError("no call is started here")

@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from mcpd.agents import identity
-from mcpd.agents.identity import Identity, new_connection_id
+from mcpd.agents.identity import AgentIdentity, new_connection_id
 from mcpd.agents.peers import Peer
 from mcpd.audit.reader import Reading
 from tests.support.agent import make_config, running
@@ -27,7 +27,7 @@ def me() -> Peer:
 
 
 def test_a_connection_is_its_process_and_program() -> None:
-    info = Identity(me()).info("default", modern=False)
+    info = AgentIdentity(me()).info("default", modern=False)
     assert (info.uid, info.pid, info.profile, info.era) == (
         os.getuid(),
         os.getpid(),
@@ -38,7 +38,7 @@ def test_a_connection_is_its_process_and_program() -> None:
 
 
 def test_a_caller_nothing_is_known_of_has_no_uid_pid_or_program() -> None:
-    info = Identity(None).info("default", modern=True)
+    info = AgentIdentity(None).info("default", modern=True)
     assert (info.uid, info.pid, info.exe, info.era) == (None, None, None, "modern")
 
 
@@ -50,7 +50,7 @@ def test_a_process_of_another_pid_namespace_is_not_looked_up(
         raise AssertionError(f"/proc/{pid} read")
 
     monkeypatch.setattr(identity, "exe_of", looked_up)
-    info = Identity(Peer(pid=pid, uid=1000, gid=1000, unverified=True)).info("p", True)
+    info = AgentIdentity(Peer(pid=pid, uid=1000, gid=1000, unverified=True)).info("p", True)
     assert (info.uid, info.pid, info.exe) == (1000, None, None)
 
 
@@ -64,7 +64,7 @@ def test_the_program_is_read_once_and_the_profile_and_era_follow_each_call(
         return "agent"
 
     monkeypatch.setattr(identity, "exe_of", exe_of)
-    who = Identity(Peer(pid=4242, uid=1, gid=1))
+    who = AgentIdentity(Peer(pid=4242, uid=1, gid=1))
     first = who.info("default", modern=False)
     assert who.info("default", modern=False) is first
     other = who.info("work", modern=True)
@@ -78,7 +78,7 @@ def test_the_program_is_read_once_and_the_profile_and_era_follow_each_call(
 
 
 def test_after_a_profile_switch_calls_of_either_era_are_in_the_new_profile() -> None:
-    who = Identity(None)
+    who = AgentIdentity(None)
     assert who.info("default", modern=False).profile == "default"
     assert who.info("default", modern=True).profile == "default"
     assert who.info("work", modern=True).profile == "work"
@@ -91,15 +91,15 @@ def test_after_a_profile_switch_calls_of_either_era_are_in_the_new_profile() -> 
 def test_whose_its_calls_are_is_its_process_and_user_and_never_a_servers_the_owners() -> None:
     """What the calls waiting for their servers are counted against: mcpd's own user
     has no user's share, but a process of one of its servers, of the same uid, has."""
-    mine = Identity(me()).whose()
+    mine = AgentIdentity(me()).whose()
     assert (mine.uid, mine.pid, mine.own) == (os.getuid(), os.getpid(), True)
     server = Peer(pid=os.getpid(), uid=os.getuid(), gid=os.getgid(), server="notes")
-    assert not Identity(server).whose().own
-    other = Identity(Peer(pid=0, uid=os.getuid() + 1, gid=0, unverified=True)).whose()
+    assert not AgentIdentity(server).whose().own
+    other = AgentIdentity(Peer(pid=0, uid=os.getuid() + 1, gid=0, unverified=True)).whose()
     assert (other.uid, other.pid, other.own) == (os.getuid() + 1, None, False)
-    held = Identity(None, identity.Holder(uid=os.getuid() + 1, pid=7)).whose()
+    held = AgentIdentity(None, identity.Holder(uid=os.getuid() + 1, pid=7)).whose()
     assert (held.uid, held.pid, held.own) == (os.getuid() + 1, 7, False)
-    assert Identity(None).whose().agent == "endpoint"
+    assert AgentIdentity(None).whose().agent == "endpoint"
 
 
 def test_a_request_in_a_session_is_its_connections_process_under_the_sessions_id(
@@ -112,8 +112,8 @@ def test_a_request_in_a_session_is_its_connections_process_under_the_sessions_id
         return f"agent{pid}"
 
     monkeypatch.setattr(identity, "exe_of", exe_of)
-    session = Identity(Peer(pid=100, uid=1, gid=1)).new_session()
-    sender = Identity(Peer(pid=200, uid=1, gid=1))
+    session = AgentIdentity(Peer(pid=100, uid=1, gid=1)).new_session()
+    sender = AgentIdentity(Peer(pid=200, uid=1, gid=1))
     first = sender.in_session(session).info("default", modern=False)
     again = sender.in_session(session).info("default", modern=False)
     assert (first.pid, first.exe, first.connection) == (200, "agent200", session.connection)
@@ -123,7 +123,7 @@ def test_a_request_in_a_session_is_its_connections_process_under_the_sessions_id
 
 
 def test_each_connection_has_an_id_of_its_own() -> None:
-    ids = {Identity(None).connection for _ in range(200)}
+    ids = {AgentIdentity(None).connection for _ in range(200)}
     assert len(ids) == 200
     assert all(len(i) == 8 and int(i, 16) >= 0 for i in ids)
     assert len(new_connection_id()) == 8

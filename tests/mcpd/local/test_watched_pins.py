@@ -12,11 +12,11 @@ import pytest
 from mcpd.config.model import NamingConfig
 from mcpd.local.watched_pins import WatchedPins
 from mcpd.registry.catalog import Catalog
-from mcpd.registry.gate import Gate
+from mcpd.registry.gate import ListGate
 
 
 def watched(path: Path) -> WatchedPins:
-    cat = Catalog(NamingConfig(), Gate())
+    cat = Catalog(NamingConfig(), ListGate())
     return WatchedPins(str(path), cat.gate.review, cat.rejudge, lambda alias: True, lambda a: False)
 
 

@@ -527,7 +527,9 @@ def test_a_legacy_agent_is_asked_with_a_form() -> None:
 
 
 def test_a_modern_agent_is_asked_with_input_required() -> None:
-    result = asking.input_required("mcpd_approval", request(), "mcpd-ask:xyz", "2026-07-28")
+    result = asking.approval_input_required(
+        "mcpd_approval", request(), "mcpd-ask:xyz", "2026-07-28"
+    )
     assert result["resultType"] == "input_required"
     assert result["requestState"] == "mcpd-ask:xyz"
     asked = result["inputRequests"]["mcpd_approval"]

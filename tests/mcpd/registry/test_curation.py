@@ -19,7 +19,7 @@ from mcpd.config.servertable import ToolsConfig
 from mcpd.policy.rules import Policy, facts_of
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.curation import ToolBudget, curate, visible
-from mcpd.registry.gate import Gate
+from mcpd.registry.gate import ListGate
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from tests.support.agent import connect, make_config, running
@@ -98,7 +98,7 @@ def test_a_tool_added_under_a_renamed_tools_name_takes_neither_its_name_nor_its_
     (a change of it, to the pins): the approved tool keeps its name, and with it the
     rules written for that name, whatever becomes of the one added."""
     settings = DEFAULT_POLICY._replace(on_changed_item=changes, on_new_item=changes)
-    registry = Catalog(NamingConfig(), Gate(lambda alias: settings))
+    registry = Catalog(NamingConfig(), ListGate(lambda alias: settings))
     registry.set_rules("h", ToolsConfig(rename={"delete_notes": "purge"}))
     registry.update("h", tools("delete_notes"))
     registry.gate.settle("h")

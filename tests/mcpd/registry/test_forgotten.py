@@ -15,7 +15,7 @@ import pytest
 
 from mcpd.config.model import DEFAULT_POLICY
 from mcpd.registry.forgotten import Forgotten, decoded
-from mcpd.registry.gate import Gate
+from mcpd.registry.gate import ListGate
 from protocol import mcp, surface
 
 FORGOTTEN = (
@@ -38,12 +38,12 @@ def listing(*items: mcp.Tool) -> dict[str, mcp.Tool]:
     return {t.name: t for t in items}
 
 
-def gate(**policy: Any) -> Gate:
+def gate(**policy: Any) -> ListGate:
     settings = DEFAULT_POLICY._replace(**policy)
-    return Gate(lambda alias: settings)
+    return ListGate(lambda alias: settings)
 
 
-def held(g: Gate) -> list[tuple[str, str]]:
+def held(g: ListGate) -> list[tuple[str, str]]:
     return [(p.name, p.why) for p in g.review.pending()]
 
 

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from mcpd.config.model import DEFAULT_POLICY, PinPolicy
-from mcpd.registry.gate import Gate
+from mcpd.registry.gate import ListGate
 from mcpd.registry.pinned import Found, Wanted
 from mcpd.registry.pins import definition, record_of
 from protocol import surface
@@ -295,7 +295,7 @@ def test_a_reviewed_finding_is_shown_until_the_text_changes_again() -> None:
 
 def test_a_changed_policy_takes_effect_on_the_next_judgement() -> None:
     settings = {"now": DEFAULT_POLICY}
-    g = Gate(lambda alias: settings["now"])
+    g = ListGate(lambda alias: settings["now"])
     approved_server(g)
     assert set(g.tools("notes", tools(tool("search", "v2"), tool("add"))).held) == {"search"}
     settings["now"] = PinPolicy("accept", "warn", False, "warn")

@@ -15,7 +15,7 @@ from mcpd.config.model import DEFAULT_POLICY, NamingConfig, PinPolicy
 from mcpd.config.servertable import ToolsConfig
 from mcpd.registry import gate as gate_module
 from mcpd.registry.catalog import Catalog
-from mcpd.registry.gate import Gate
+from mcpd.registry.gate import ListGate
 from mcpd.registry.pins import BadPins, Instructions, PinSet, checked, definition, digest
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
@@ -31,7 +31,7 @@ def tool(name: str, description: str = "", **fields: Any) -> mcp.Tool:
 
 def catalog(**policy: Any) -> Catalog:
     settings = DEFAULT_POLICY._replace(**policy)
-    return Catalog(NamingConfig(), Gate(lambda alias: settings))
+    return Catalog(NamingConfig(), ListGate(lambda alias: settings))
 
 
 def listed(cat: Catalog) -> dict[str, dict[str, Any]]:
@@ -336,7 +336,7 @@ def test_instructions_pinned_under_another_name_are_refused() -> None:
 
 def test_a_policy_per_server() -> None:
     policies = {"strict": DEFAULT_POLICY, "loose": PinPolicy("accept", "accept", False, "warn")}
-    cat = Catalog(NamingConfig(), Gate(lambda alias: policies[alias]))
+    cat = Catalog(NamingConfig(), ListGate(lambda alias: policies[alias]))
     for alias in policies:
         first_sight(cat, alias)
         cat.update(alias, [tool("search", "changed"), tool("add")])

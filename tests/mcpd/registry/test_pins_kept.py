@@ -22,7 +22,7 @@ from mcpd.config.model import NamingConfig
 from mcpd.local import pinwriter
 from mcpd.local.pinfile import PinKeeper
 from mcpd.registry.catalog import Catalog
-from mcpd.registry.gate import Gate
+from mcpd.registry.gate import ListGate
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 
@@ -84,7 +84,7 @@ def daily() -> surface.Prompt:
 
 
 def keeper(path: Path) -> tuple[Catalog, PinKeeper]:
-    cat = Catalog(NamingConfig(), Gate())
+    cat = Catalog(NamingConfig(), ListGate())
     return cat, PinKeeper(str(path), cat.gate.review, cat.rejudge, lambda alias: True)
 
 
@@ -253,7 +253,7 @@ async def test_a_change_held_while_its_pin_is_being_written_is_shown_as_approved
 
 
 def test_annotations_python_finds_equal_are_still_a_change() -> None:
-    cat = Catalog(NamingConfig(), Gate())
+    cat = Catalog(NamingConfig(), ListGate())
     cat.update("notes", [tool(name="search", annotations={"readOnlyHint": True})])
     cat.gate.settle("notes")
     cat.update("notes", [tool(name="search", annotations={"readOnlyHint": 1})])

@@ -11,7 +11,7 @@ import msgspec
 
 from mcpd.config.model import DEFAULT_POLICY, NamingConfig
 from mcpd.config.servertable import ToolsConfig
-from mcpd.registry.gate import Gate
+from mcpd.registry.gate import ListGate
 from mcpd.registry.prompts import PromptTable
 from protocol import surface
 
@@ -30,10 +30,10 @@ def listed(table: PromptTable) -> dict[str, dict[str, Any]]:
     return out
 
 
-def accepting_gate() -> Gate:
+def accepting_gate() -> ListGate:
     """A gate that takes a changed prompt as it comes (the default holds it)."""
     settings = DEFAULT_POLICY._replace(on_changed_item="accept")
-    return Gate(lambda alias: settings)
+    return ListGate(lambda alias: settings)
 
 
 def test_the_same_list_again_changes_nothing_agents_see() -> None:
@@ -126,7 +126,7 @@ def test_a_rename_wins_over_a_prompt_agents_would_know_by_its_name() -> None:
 def test_a_prompt_added_under_a_renamed_prompts_name_leaves_it_its_name() -> None:
     """Held as a change of the approved prompt, the one added does not take the name
     the operator gave that one (and, with it, a profile's rules written for it)."""
-    gate = Gate()
+    gate = ListGate()
     table = PromptTable(NamingConfig(), gate)
     table.set_rules("notes", ToolsConfig(rename={"daily": "plan"}))
     table.update("notes", [prompt("daily", "Plan the day.")])
@@ -185,7 +185,7 @@ def test_availability_of_a_server_never_listed_or_removed_changes_nothing() -> N
 
 
 def test_a_changed_prompt_is_held_shown_as_approved_and_stays_unavailable() -> None:
-    gate = Gate()
+    gate = ListGate()
     table = PromptTable(NamingConfig(), gate)
     table.update("notes", [prompt("daily", "Plan the day.")])
     gate.settle("notes")
@@ -212,7 +212,7 @@ def test_a_changed_prompt_is_held_shown_as_approved_and_stays_unavailable() -> N
 
 
 def test_a_renamed_prompt_is_held_by_the_servers_own_name() -> None:
-    gate = Gate()
+    gate = ListGate()
     table = PromptTable(NamingConfig(), gate)
     table.set_rules("notes", ToolsConfig(rename={"daily": "today"}))
     table.update("notes", [prompt("daily", "one")])

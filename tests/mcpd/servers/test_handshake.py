@@ -22,9 +22,9 @@ from mcpd.policy.masking import KnownSecrets, marker
 from mcpd.servers.handshake import (
     IDENTITY_CHARS,
     Handshake,
-    Identity,
     Incompatible,
     ProtocolViolation,
+    ServerInfo,
     guarded,
     identity,
     relay_capabilities,
@@ -198,7 +198,7 @@ async def test_anything_but_a_modern_discover_answer_gets_initialize(answer: Any
     t = ScriptedTransport(server_discover=[answer], initialize=[INITIALIZED])
     greeting = await handshake(t).connect({"sampling": {}})
     assert (greeting.era, greeting.version) == ("legacy", LEGACY)
-    assert greeting.server_info == Identity(name="old", version="1")
+    assert greeting.server_info == ServerInfo(name="old", version="1")
     assert t.era == "legacy"
     (_, params, _, cancellable) = t.sent[-1]
     assert params["protocolVersion"] == LEGACY and params["capabilities"] == {"sampling": {}}
@@ -320,13 +320,15 @@ async def test_every_legacy_version_is_accepted_as_offered() -> None:
 
 
 def test_identity_keeps_only_strings_and_none_when_there_are_none() -> None:
-    assert identity({"name": "n", "version": 3, "title": ["t"], "other": "x"}) == Identity(name="n")
+    assert identity({"name": "n", "version": 3, "title": ["t"], "other": "x"}) == ServerInfo(
+        name="n"
+    )
     assert identity({"version": None}) is None
     assert identity("server") is None
     assert identity(None) is None
     info = mcp.Implementation(name="n", version="1", title="T")
-    assert identity(info) == Identity(name="n", version="1", title="T")
-    assert identity(mcp.Implementation(name="n", version="1")) == Identity(name="n", version="1")
+    assert identity(info) == ServerInfo(name="n", version="1", title="T")
+    assert identity(mcp.Implementation(name="n", version="1")) == ServerInfo(name="n", version="1")
 
 
 def test_identity_is_one_clean_short_line() -> None:
@@ -341,10 +343,10 @@ def test_a_secret_in_a_server_name_is_masked_and_the_rest_kept() -> None:
     known = KnownSecrets()
     known.replace("config", [HeldSecret("servers.srv.env.TOKEN", "s3cret-value-123")])
     guard = SecretGuard(known)
-    info = Identity(name="leaks s3cret-value-123", version="1")
+    info = ServerInfo(name="leaks s3cret-value-123", version="1")
     shown = guarded(info, guard, "srv")
-    assert shown == Identity(name=f"leaks {marker('servers.srv.env.TOKEN')}", version="1")
-    plain = Identity(name="plain")
+    assert shown == ServerInfo(name=f"leaks {marker('servers.srv.env.TOKEN')}", version="1")
+    plain = ServerInfo(name="plain")
     assert guarded(plain, guard, "srv") is plain
     assert guarded(None, guard, "srv") is None
 

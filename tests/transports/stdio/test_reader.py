@@ -17,7 +17,7 @@ from protocol.pacing import MAX_NOTIFICATION, cost, skipped
 from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 from transports.complaints import BURST, Complaints
 from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled
-from transports.pending import Pending
+from transports.pending import PendingRequests
 from transports.stdio.reader import FREE_OVERSIZED, StdoutReader
 
 logger = logging.getLogger("test.reader")
@@ -34,7 +34,7 @@ class Stdout:
         on_notification: Callable[[rpc.Notification], None] | None = None,
         complain: Callable[[], str | None] | None = None,
     ) -> None:
-        self.pending = Pending("s", logger)
+        self.pending = PendingRequests("s", logger)
         self.notes: list[rpc.Notification] = []
         self.asked: list[rpc.Request] = []
         self.complaints = 0

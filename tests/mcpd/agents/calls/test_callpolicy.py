@@ -26,7 +26,7 @@ from mcpd.policy.gate import CallGate
 from mcpd.policy.kin import AgentKin
 from mcpd.policy.masking import KnownSecrets
 from mcpd.registry.catalog import Catalog
-from mcpd.registry.gate import Gate
+from mcpd.registry.gate import ListGate
 from mcpd.registry.shown import Entry
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.calls import Call
@@ -46,7 +46,7 @@ def profile(trusted: dict[str, bool], changes: Handling = "hold") -> ProfileServ
     """A profile of one tool of each server; ``changes``: what the servers' changed
     definitions get."""
     pins = PinPolicy(changes, "warn", False, "warn")
-    catalog = Catalog(NamingConfig(), Gate(lambda alias: pins))
+    catalog = Catalog(NamingConfig(), ListGate(lambda alias: pins))
     config = parse({"servers": {alias: {"command": "x"} for alias in trusted}}, env={})
     base = AllServers(Supervisor(config, catalog), catalog)
     servers = ProfileServers(base, base.view_of("default"))

@@ -12,7 +12,7 @@ import trio
 import trio.testing
 
 from mcpd.agents.http.exchange import Caller, Exchange, StatelessAgent
-from mcpd.agents.identity import Identity
+from mcpd.agents.identity import AgentIdentity
 from mcpd.agents.peers import Peer
 from protocol import mcp
 
@@ -125,7 +125,7 @@ async def test_news_goes_to_the_sessions_stream_or_to_this_response() -> None:
 
 def test_a_caller_is_its_connections_identity_or_its_peers() -> None:
     peer = Peer(pid=1, uid=1000, gid=1000)
-    known = Identity(peer)
+    known = AgentIdentity(peer)
     assert Caller(peer, identity=known).who() is known
     fresh = Caller(peer).who()
     assert fresh.peer == peer and fresh is not known
@@ -147,7 +147,7 @@ async def test_a_stateless_client_is_its_user_where_it_came_in_its_profile_and_i
 
     user = who(Caller(Peer(pid=1, uid=1000, gid=1000)))
     # Its requests may come from any process and connection of its user.
-    assert who(Caller(Peer(pid=2, uid=1000, gid=1000), identity=Identity(None))) == user
+    assert who(Caller(Peer(pid=2, uid=1000, gid=1000), identity=AgentIdentity(None))) == user
     with trio.socket.socket() as tcp:
         others = [
             who(Caller(Peer(pid=1, uid=1001, gid=1001))),

@@ -26,7 +26,7 @@ from mcpd.agents.http.exchange import Caller
 from mcpd.agents.http.mcp_route import McpRoute, _cancel
 from mcpd.agents.http.sessions import DELETED, LegacySession, OpenedBy
 from mcpd.agents.http.wire import Reject, Wire
-from mcpd.agents.identity import Holder, Identity
+from mcpd.agents.identity import AgentIdentity, Holder
 from mcpd.agents.peers import Peer
 from mcpd.agents.profiles import ProfileServers
 from mcpd.config.load import parse
@@ -287,7 +287,7 @@ async def test_one_who_opens_sessions_without_end_ends_their_own_not_others(
 
 
 def opened_over_tcp(route: Route, uid: int) -> str:
-    holder = Identity(None, Holder(uid))
+    holder = AgentIdentity(None, Holder(uid))
     return route.route._open(new_session(), profile(), Caller(None, identity=holder))
 
 
@@ -317,7 +317,7 @@ async def test_a_session_is_found_only_by_its_user_on_the_listener_it_was_opened
         (b"GET", [*STREAM_GET, (b"mcp-session-id", sid)], b""),
         (b"DELETE", [(b"host", b"mcpd"), (b"mcp-session-id", sid)], b""),
     ]
-    endpoint = Caller(None, identity=Identity(None, Holder(1000)), tcp=TcpKin(None, None))  # type: ignore[arg-type]
+    endpoint = Caller(None, identity=AgentIdentity(None, Holder(1000)), tcp=TcpKin(None, None))  # type: ignore[arg-type]
     others = {
         "another user": Caller(Peer(pid=2000, uid=2000, gid=2000)),
         "a server's process": Caller(Peer(pid=1001, uid=1000, gid=1000, server="notes")),

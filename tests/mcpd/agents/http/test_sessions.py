@@ -18,13 +18,13 @@ from mcpd.agents.http.sessions import (
     OpenedBy,
     holder_of,
 )
-from mcpd.agents.identity import Holder, Identity
+from mcpd.agents.identity import AgentIdentity, Holder
 from mcpd.agents.peers import Peer
 from mcpd.agents.profiles import ProfileServers
 from mcpd.config.load import parse
 from mcpd.config.model import NamingConfig
 from mcpd.registry.catalog import Catalog
-from mcpd.registry.gate import Gate
+from mcpd.registry.gate import ListGate
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.calls import Call
 from mcpd.servers.supervisor import Supervisor
@@ -35,7 +35,7 @@ PEER = Peer(pid=40, uid=1000, gid=1000)
 
 
 def servers() -> ProfileServers:
-    catalog = Catalog(NamingConfig(), Gate())
+    catalog = Catalog(NamingConfig(), ListGate())
     config = parse({"servers": {"notes": {"command": "x"}}}, env={})
     base = AllServers(Supervisor(config, catalog), catalog)
     return ProfileServers(base, base.view_of("default"))
@@ -44,7 +44,7 @@ def servers() -> ProfileServers:
 def session() -> LegacySession:
     server = ServerSession(mcp.Implementation(name="mcpd", version="0"), {})
     opened = OpenedBy(endpoint=False, fixed=None, uid=1000, server=None, unverified=False)
-    return LegacySession(server, servers(), Identity(PEER), opened)
+    return LegacySession(server, servers(), AgentIdentity(PEER), opened)
 
 
 def call(state: str) -> Call:
@@ -74,10 +74,10 @@ def test_a_servers_process_or_an_unverified_peer_is_told_apart() -> None:
 
 
 def test_whose_a_session_is_its_peers_or_its_connections_holders() -> None:
-    assert holder_of(Identity(PEER)) == 1000
-    assert holder_of(Identity(None, Holder(uid=1001, pid=9))) == 1001
+    assert holder_of(AgentIdentity(PEER)) == 1000
+    assert holder_of(AgentIdentity(None, Holder(uid=1001, pid=9))) == 1001
     # A client on another machine: all its users hold the one token.
-    assert holder_of(Identity(None)) is None
+    assert holder_of(AgentIdentity(None)) is None
 
 
 async def test_nothing_is_cut_short_while_the_session_lives() -> None:

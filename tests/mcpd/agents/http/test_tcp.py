@@ -14,7 +14,7 @@ import trio
 import trio.testing
 
 from mcpd.agents.http.cors import answering
-from mcpd.agents.http.tcp import LOBBY_SIZE, Connect, Gate, endpoint_of, guard, own_origins
+from mcpd.agents.http.tcp import LOBBY_SIZE, Connect, EndpointDoor, endpoint_of, guard, own_origins
 from mcpd.agents.http.wire import Reject, Wire
 from mcpd.listening import bind_endpoint
 
@@ -231,7 +231,7 @@ def accept_all(request: h11.Request) -> None:
 
 
 async def test_a_request_whose_headers_pass_is_let_in_with_its_body_unread() -> None:
-    gate = Gate(guard(lambda: TOKEN, ORIGINS), lambda: 5.0)
+    gate = EndpointDoor(guard(lambda: TOKEN, ORIGINS), lambda: 5.0)
     wire, client = pair()
     async with client, wire.stream:
         await client.send_all(
@@ -245,7 +245,7 @@ async def test_a_request_whose_headers_pass_is_let_in_with_its_body_unread() -> 
 
 
 async def test_a_request_refused_at_its_headers_is_answered_and_let_go() -> None:
-    gate = Gate(guard(lambda: TOKEN, ORIGINS), lambda: 5.0)
+    gate = EndpointDoor(guard(lambda: TOKEN, ORIGINS), lambda: 5.0)
     wire, client = pair()
     async with client, wire.stream:
         await client.send_all(b"POST /mcp HTTP/1.1\r\nhost: x\r\ncontent-length: 9\r\n\r\n")
@@ -260,7 +260,7 @@ async def test_a_request_refused_at_its_headers_is_answered_and_let_go() -> None
 
 
 async def test_a_refusal_to_an_allowed_origin_lets_its_page_read_it() -> None:
-    gate = Gate(guard(lambda: TOKEN, ORIGINS), lambda: 5.0, answering(ORIGINS))
+    gate = EndpointDoor(guard(lambda: TOKEN, ORIGINS), lambda: 5.0, answering(ORIGINS))
     wire, client = pair()
     async with client, wire.stream:
         await client.send_all(
@@ -282,7 +282,7 @@ async def test_a_connection_that_sends_no_headers_in_time_is_let_go_and_said_so(
     autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger="mcpd.http")
-    gate = Gate(accept_all, lambda: 7.0)
+    gate = EndpointDoor(accept_all, lambda: 7.0)
     wire, client = pair()
     async with client, wire.stream:
         await client.send_all(b"GET /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n")  # never ends
@@ -294,7 +294,7 @@ async def test_a_connection_that_sends_no_headers_in_time_is_let_go_and_said_so(
 async def test_a_connection_that_hangs_up_before_its_headers_is_let_go_quietly(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    gate = Gate(accept_all, lambda: 5.0)
+    gate = EndpointDoor(accept_all, lambda: 5.0)
     wire, client = pair()
     async with wire.stream:
         await client.aclose()
@@ -304,7 +304,7 @@ async def test_a_connection_that_hangs_up_before_its_headers_is_let_go_quietly(
 
 
 async def test_a_request_cut_short_is_a_protocol_error_for_the_caller_to_answer() -> None:
-    gate = Gate(accept_all, lambda: 5.0)
+    gate = EndpointDoor(accept_all, lambda: 5.0)
     wire, client = pair()
     async with wire.stream:
         await client.send_all(b"GET /mc")
@@ -320,7 +320,7 @@ async def test_a_full_lobby_pushes_out_its_longest_waiting_connection(
     holds none); one more pushes out the first, which is let go, and the newcomer is
     served."""
     caplog.set_level(logging.WARNING, logger="mcpd.http")
-    gate = Gate(accept_all, lambda: 600.0)
+    gate = EndpointDoor(accept_all, lambda: 600.0)
     broken, client = pair()
     async with broken.stream, client:
         await client.send_all(b"\x00\x01 not http\r\n\r\n")

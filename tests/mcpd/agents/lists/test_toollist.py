@@ -13,7 +13,7 @@ from mcpd.agents.profiles import ProfileServers
 from mcpd.config.load import parse
 from mcpd.config.model import NamingConfig
 from mcpd.registry.catalog import Catalog
-from mcpd.registry.gate import Gate
+from mcpd.registry.gate import ListGate
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.supervisor import Supervisor
 from protocol import jsonrpc as rpc
@@ -30,7 +30,7 @@ def tool(name: str) -> mcp.Tool:
 
 
 def profile(*names: str) -> ProfileServers:
-    catalog = Catalog(NamingConfig(), Gate())
+    catalog = Catalog(NamingConfig(), ListGate())
     config = parse({"servers": {"notes": {"command": "x"}}}, env={})
     base = AllServers(Supervisor(config, catalog), catalog)
     servers = ProfileServers(base, base.view_of("default"))

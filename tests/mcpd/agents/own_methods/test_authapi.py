@@ -23,7 +23,7 @@ from mcpd.agents.connection import Connection, Dispatcher
 from mcpd.agents.failures import Failures
 from mcpd.agents.http.exchange import Caller, Exchange
 from mcpd.agents.http.tcp import Connect
-from mcpd.agents.identity import Identity
+from mcpd.agents.identity import AgentIdentity
 from mcpd.agents.own_methods.authapi import HANDLERS
 from mcpd.agents.page.passes import CODE_TTL, Passes
 from mcpd.agents.peers import Peer
@@ -139,7 +139,7 @@ def caller(peer: Peer | None) -> Connection:
     kernel named) or on the TCP endpoint (None: no peer, only the token)."""
     world = World()
     return Exchange(
-        Handler(world), new_session(), Caller(peer), world.profile, object(), Identity(peer)
+        Handler(world), new_session(), Caller(peer), world.profile, object(), AgentIdentity(peer)
     )
 
 

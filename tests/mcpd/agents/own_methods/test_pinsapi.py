@@ -22,7 +22,7 @@ from mcpd.config.model import NamingConfig
 from mcpd.local.pinfile import PinKeeper
 from mcpd.policy.kin import AgentKin, Process, unknown
 from mcpd.registry.catalog import Catalog
-from mcpd.registry.gate import Gate
+from mcpd.registry.gate import ListGate
 from mcpd.registry.views import ProfileView
 from protocol import jsonrpc as rpc
 from protocol import mcp
@@ -76,7 +76,7 @@ def tool(name: str, description: str) -> mcp.Tool:
 
 async def held_change(tmp_path: Path) -> tuple[Catalog, Api]:
     """The server "notes" pinned, then changing its tool's description: held."""
-    cat = Catalog(NamingConfig(), Gate())
+    cat = Catalog(NamingConfig(), ListGate())
     pins = PinKeeper(
         str(tmp_path / "pins.json"), cat.gate.review, cat.rejudge, {"notes", "other"}.__contains__
     )

@@ -27,7 +27,7 @@ from mcpd.agents.page.pinsource import OWNER_ONLY, pin_sources
 from mcpd.agents.page.render import regions
 from mcpd.agents.page.sources import HELD_SHOWN, HeldChange, Sources
 from mcpd.policy.kin import AgentKin, Decider, Process, unknown
-from mcpd.registry.judged import Pending
+from mcpd.registry.judged import HeldOffer
 from mcpd.registry.pins import BARE, PinRecord, digest
 from mcpd.registry.views import ProfileView
 from protocol import jsonrpc as rpc
@@ -55,9 +55,9 @@ def held_tool(
     offered: dict[str, Any],
     why: str = "changed",
     name: str = "read",
-) -> Pending:
+) -> HeldOffer:
     """An item as the daemon's pins keep what waits."""
-    return Pending(
+    return HeldOffer(
         "files",
         "tool",
         name,
@@ -68,12 +68,12 @@ def held_tool(
 
 
 class Pins:
-    def __init__(self, waiting: list[Pending], answer: dict[str, Any] | None = None):
+    def __init__(self, waiting: list[HeldOffer], answer: dict[str, Any] | None = None):
         self._waiting = waiting
         self._answer = answer or {}
         self.approved: list[tuple[str, object]] = []
 
-    def waiting(self) -> list[Pending]:
+    def waiting(self) -> list[HeldOffer]:
         return self._waiting
 
     async def approve(self, alias: str, picks: object) -> dict[str, Any]:

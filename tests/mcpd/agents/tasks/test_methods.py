@@ -17,7 +17,7 @@ from mcpd.agents.tasks.tasks import Tasks
 from mcpd.config.load import parse
 from mcpd.config.model import NamingConfig
 from mcpd.registry.catalog import Catalog
-from mcpd.registry.gate import Gate
+from mcpd.registry.gate import ListGate
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.supervisor import Supervisor
 from protocol import jsonrpc as rpc
@@ -29,7 +29,7 @@ OWNER = object()
 
 
 def methods() -> TaskMethods:
-    catalog = Catalog(NamingConfig(), Gate())
+    catalog = Catalog(NamingConfig(), ListGate())
     config = parse({"servers": {"notes": {"command": "x"}}}, env={})
     servers = AllServers(Supervisor(config, catalog), catalog)
     return TaskMethods(Tasks(servers, lambda *finished: None, lambda: 1 << 20))
