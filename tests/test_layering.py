@@ -641,3 +641,126 @@ class Parts:
         "m.Parts.serve: 83 lines",
         "m.Parts.serve.inner: 81 lines",
     ]
+
+
+# A public class or function is one thing wherever it is named: two of one name in
+# different modules make a reader, a traceback and an import ask which is meant.
+# Names a protocol fixes may be had by more than one module, each for its reason.
+PROTOCOL_NAMES = {
+    "main": "what `python -m` runs of a module, and a console script of a package",
+}
+# Names had twice that are not yet apart. The list may only get shorter.
+NOT_YET_APART = {
+    "CallRecord",
+    "Caller",
+    "Entry",
+    "Exchange",
+    "Exposed",
+    "Forgotten",
+    "Found",
+    "Held",
+    "Hit",
+    "Holder",
+    "Imported",
+    "Limits",
+    "Listed",
+    "Number",
+    "Paced",
+    "Reading",
+    "Refused",
+    "Response",
+    "Seen",
+    "Split",
+    "Unanswered",
+    "Unreachable",
+    "Verdict",
+    "add_parser",
+    "adopt",
+    "build",
+    "canonical",
+    "check_arguments",
+    "checked",
+    "cmd_status",
+    "cut",
+    "decode_message",
+    "definitions",
+    "describe",
+    "digest",
+    "encode",
+    "encoded",
+    "enter",
+    "for_era",
+    "forget_unconfigured",
+    "hidden",
+    "holder",
+    "instructions",
+    "is_glob",
+    "iso",
+    "label",
+    "level_of",
+    "marked",
+    "masked",
+    "message",
+    "message_of",
+    "one_line",
+    "page",
+    "pages_directory",
+    "parse",
+    "parse_address",
+    "parsed",
+    "plain",
+    "quoted",
+    "read",
+    "redirect_target",
+    "refusal",
+    "refuse",
+    "release",
+    "render",
+    "render_status",
+    "request_meta",
+    "resolve",
+    "run",
+    "said_of",
+    "send",
+    "shown",
+    "split",
+    "summary",
+    "too_deep",
+    "unknown",
+    "unwrap",
+    "visible",
+    "write",
+}
+
+
+def same_names(sources: dict[str, str]) -> dict[str, list[str]]:
+    """Each public top-level class or function name defined in more than one of
+    ``sources`` (module name -> its source), with the modules that define it."""
+    where: dict[str, list[str]] = {}
+    for module, source in sources.items():
+        for node in ast.parse(source).body:
+            named = isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            if named and not node.name.startswith("_"):
+                where.setdefault(node.name, []).append(module)
+    return {name: sorted(mods) for name, mods in where.items() if len(mods) > 1}
+
+
+def test_no_two_modules_define_one_public_name() -> None:
+    twice = same_names({name: path.read_text() for name, path in MODULES.items()})
+    allowed = NOT_YET_APART | set(PROTOCOL_NAMES)
+    new = sorted(f"{n}: {', '.join(m)}" for n, m in twice.items() if n not in allowed)
+    assert not new, (
+        "a public class or function of a name another module has too: name each for "
+        "what it is:\n" + "\n".join(new)
+    )
+    gone = sorted(allowed - set(twice))
+    assert not gone, "no longer had twice; strike from the list:\n" + "\n".join(gone)
+
+
+def test_the_name_checker_sees_one_name_in_two_modules() -> None:
+    sources = {
+        "a": "class Pending: ...\ndef answer(): ...\nclass _Own: ...\n",
+        "b": "class Gate:\n    def answer(self): ...\nclass _Own: ...\n",
+        "c": "async def answer(): ...\nGate = 1\n",
+    }
+    assert same_names(sources) == {"answer": ["a", "c"]}
