@@ -764,3 +764,53 @@ def test_the_name_checker_sees_one_name_in_two_modules() -> None:
         "c": "async def answer(): ...\nGate = 1\n",
     }
     assert same_names(sources) == {"answer": ["a", "c"]}
+
+
+def others_private_methods(source: str, where: str) -> list[str]:
+    """Each use, inside a class, of a private method that class does not define, on
+    an object not its own: ``self._up._renew()`` ties two classes by what one of
+    them keeps to itself. (A module's own functions may use its classes' privates.)"""
+    tree = ast.parse(source)
+    private = {
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.name.startswith("_")
+        and not node.name.startswith("__")
+    }
+    found = []
+    for cls in (node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)):
+        own = {n.name for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+        for node in ast.walk(cls):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in private - own
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+            ):
+                found.append(f"{where}.{cls.name}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_class_uses_another_class_s_private_method() -> None:
+    found = sorted(
+        hit
+        for name, path in MODULES.items()
+        for hit in others_private_methods(path.read_text(), name)
+    )
+    assert not found, "a private method used by another class: give it a public name:\n" + (
+        "\n".join(found)
+    )
+
+
+def test_the_private_method_checker_sees_a_class_reach_into_another() -> None:
+    source = """
+class Up:
+    def _again(self): ...
+    def _own(self, other): return other._own()
+
+class Reply:
+    def __call__(self): self._up._again()
+
+def wire(up): return up._again
+"""
+    assert others_private_methods(source, "m") == ["m.Reply: self._up._again"]

@@ -302,11 +302,11 @@ class Upstream:
         extra = self.meta.param_headers(call)
         return {**(headers or {}), **extra} if extra else headers
 
-    async def _send_again(
+    async def send_in_new_session(
         self, call: Call, params: Params | splice.SplicedCall, reply: _Renewing
     ) -> None:
-        """A call over HTTP whose legacy session the server forgot: a new handshake,
-        then the call once more."""
+        """A call over HTTP whose legacy session the server forgot (``reply``, which
+        saw it forgotten): a new handshake, then the call once more."""
         ASKING.set(call.asker)
         try:
             await self._renew_session()
@@ -374,6 +374,6 @@ class _Renewing:
         nursery = self._up.nursery
         if self._again and isinstance(error, SessionExpired) and nursery is not None:
             self._again = False
-            nursery.start_soon(self._up._send_again, self._call, self._params, self)
+            nursery.start_soon(self._up.send_in_new_session, self._call, self._params, self)
         else:
             self._call(raw, error)
