@@ -28,7 +28,7 @@ ByteOrder = Literal["little", "big"]
 _WORD = 4
 
 
-class Holder(msgspec.Struct, frozen=True):
+class HeldSocket(msgspec.Struct, frozen=True):
     """A socket a process holds: the uid of whoever made it, and the inode of its file
     (what its holders' descriptors link to, ``socket:[INODE]``)."""
 
@@ -61,7 +61,7 @@ def parse_address(text: str, byteorder: ByteOrder) -> Address:
 
 def socket_holder(
     lines: Iterable[str], local: Address, remote: Address, byteorder: ByteOrder
-) -> Holder | None:
+) -> HeldSocket | None:
     """The socket in ``lines`` (one table's text, its heading included) from ``local``
     to ``remote``, held by a process; None when there is none.
 
@@ -79,5 +79,5 @@ def socket_holder(
         except ValueError:
             continue
         if found == want:
-            return Holder(uid, inode) if inode != 0 else None
+            return HeldSocket(uid, inode) if inode != 0 else None
     return None

@@ -21,7 +21,7 @@ import ipaddress
 import struct
 from typing import Final
 
-from .proctcp import IP, Address, Holder, plain
+from .proctcp import IP, Address, HeldSocket, plain
 
 SOCK_DIAG_BY_FAMILY: Final = 20
 NETLINK_SOCK_DIAG: Final = 4
@@ -84,7 +84,7 @@ def owner(reply: bytes, request: bytes) -> int | None:
     return None if held is None else held.uid
 
 
-def holder(reply: bytes, request: bytes) -> Holder | None:
+def holder(reply: bytes, request: bytes) -> HeldSocket | None:
     """The socket ``reply`` names for ``request`` (``owner``), with its inode."""
     if len(reply) < _HEADER.size + _ERROR.size:
         raise ValueError("a sock_diag reply shorter than its header")
@@ -103,7 +103,7 @@ def holder(reply: bytes, request: bytes) -> Holder | None:
     if body[_ID_AT : _ID_AT + _PORTS.size + 32] != asked:
         return None  # another socket than the one asked for (a listener on that port)
     uid, inode = _REPLY_OWNER.unpack_from(body, _OWNER_AT)
-    return Holder(uid, inode) if inode else None
+    return HeldSocket(uid, inode) if inode else None
 
 
 def _body(family: int, port: int, peer_port: int, here: bytes, there: bytes) -> bytes:

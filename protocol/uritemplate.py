@@ -12,7 +12,7 @@ each a literal or a small deterministic automaton for one expression, and a URI 
 matched part by part, carrying the set of positions where the parts so far can end.
 An expression's automaton visits each (position, state) pair at most once, however
 many positions it starts from, and a literal is tried once per position: nothing is
-ever retried. ``Verdict.steps`` counts the work: a step per pair visited, and per
+ever retried. ``MatchVerdict.steps`` counts the work: a step per pair visited, and per
 literal tried, a step and one for each character it may compare. A match takes at most
 ``(len(uri) + 1) * (len(template) + 2 * expressions + 1)`` steps, and with a budget
 it stops where the next step would go over it.
@@ -92,7 +92,7 @@ _OPERATORS: Final[dict[str, _Automaton]] = {
 _Part = str | _Automaton  # a literal, or one expression
 
 
-class Verdict(NamedTuple):
+class MatchVerdict(NamedTuple):
     matched: bool
     steps: int  # the work done: (position, state) pairs visited, literals tried
     # The budget would have run out before the match was decided (``matched`` is then
@@ -200,11 +200,11 @@ class Template:
         # The text before the first expression: every expansion starts with it.
         self.prefix = literal_prefix(text)
 
-    def match(self, uri: str, budget: int | None = None) -> Verdict:
+    def match(self, uri: str, budget: int | None = None) -> MatchVerdict:
         """Whether ``uri`` is an expansion of the template. With a ``budget``, the
         match gives up before it would take more steps than that."""
         if len(uri) > MAX_URI:
-            return Verdict(False, 0)
+            return MatchVerdict(False, 0)
         limit = budget if budget is not None else (1 << 62)
         ends = [0]
         steps = 0
@@ -214,12 +214,12 @@ class Template:
             else:
                 done = _expand(part, uri, ends, limit - steps)
             if done is None:
-                return Verdict(False, limit, exhausted=True)  # spent, or as good as
+                return MatchVerdict(False, limit, exhausted=True)  # spent, or as good as
             ends, spent = done
             steps += spent
             if not ends:
-                return Verdict(False, steps)
-        return Verdict(len(uri) in ends, steps)
+                return MatchVerdict(False, steps)
+        return MatchVerdict(len(uri) in ends, steps)
 
 
 @lru_cache(maxsize=4096)

@@ -40,7 +40,7 @@ def uid_quota(d: DaemonConfig) -> int:
     return d.max_connections_per_uid or max(1, d.max_connections // 4)
 
 
-class Held:
+class PlacesHeld:
     """The connections the agent sockets hold: all together, and per uid (None: a
     peer the socket cannot name)."""
 
@@ -65,10 +65,12 @@ class Held:
 
 
 class Seat:
-    """One admitted connection's place in ``Held``, given back when the ``with``
+    """One admitted connection's place in ``PlacesHeld``, given back when the ``with``
     block around its service ends."""
 
-    def __init__(self, held: Held, peer: Peer | None, profile: str | None, deadline: float) -> None:
+    def __init__(
+        self, held: PlacesHeld, peer: Peer | None, profile: str | None, deadline: float
+    ) -> None:
         self._held = held
         self.peer = peer
         self.profile = profile  # the profile it is fixed to (None: it may choose)
@@ -82,7 +84,7 @@ class Seat:
         self._held.give(None if self.peer is None else self.peer.uid)
 
 
-class Limits(msgspec.Struct, frozen=True):
+class PlaceLimits(msgspec.Struct, frozen=True):
     """How many connections of one kind may be held at once (and what sets one user's
     share, as a refusal names it)."""
 
@@ -91,10 +93,10 @@ class Limits(msgspec.Struct, frozen=True):
     per_uid_set_by: str
 
 
-def socket_limits(d: DaemonConfig) -> Limits:
+def socket_limits(d: DaemonConfig) -> PlaceLimits:
     """The agent sockets' (and the HTTP endpoint's agents')."""
     quota = uid_quota(d)
-    return Limits(
+    return PlaceLimits(
         d.max_connections,
         quota,
         f"daemon.max_connections_per_uid = {quota}",
@@ -106,7 +108,7 @@ class Places:
     lines at a time."""
 
     def __init__(self, kind: str = "agent connections") -> None:
-        self.held = Held()
+        self.held = PlacesHeld()
         self._kind = kind
         self._full = Throttle(burst=1)  # refused at the most everyone may hold
         self._over_quota = Throttle()  # refused at one user's share
@@ -118,7 +120,7 @@ class Places:
         uid = None if peer is None else peer.uid
         return self.refusal_of(socket_limits(d), uid, is_owner(peer), who)
 
-    def refusal_of(self, limits: Limits, uid: int | None, owner: bool, who: str) -> str | None:
+    def refusal_of(self, limits: PlaceLimits, uid: int | None, owner: bool, who: str) -> str | None:
         """Why the user ``uid`` (None: one mcpd cannot name), called ``who`` in the log,
         may not have one more connection now (logged), or None; ``owner``: mcpd's own
         user or root, who has no share but the reserve."""
@@ -155,7 +157,7 @@ class Places:
             return f"too many connections (limit {limits.most})"
         return None
 
-    def _log_full(self, limits: Limits, latest: str) -> None:
+    def _log_full(self, limits: PlaceLimits, latest: str) -> None:
         held = self._full.admit()
         if held is not None:
             logger.warning(

@@ -29,7 +29,7 @@ from transports.errors import single_exceptions
 
 from ..local.tcpowner import HoldersUnknown, OwnerUnknown, tcp_owner
 from .browser import ENDING, browser_argv, page_to, safe_to_open
-from .client import BadReply, Client, Unreachable
+from .client import BadReply, Client, DaemonUnreachable
 from .exits import EXIT_BAD_REPLY, EXIT_FAILED, EXIT_UNREACHABLE, ask, client_for, fail
 from .revocation_words import replaced_said
 from .status_view import local_time
@@ -94,7 +94,7 @@ async def _complete(
             if exc.data == {"login": "waiting"}:
                 return exc.message
             fail(EXIT_FAILED, exc.message)
-        except Unreachable as exc:
+        except DaemonUnreachable as exc:
             fail(EXIT_UNREACHABLE, str(exc))
         except BadReply as exc:
             fail(EXIT_BAD_REPLY, str(exc))

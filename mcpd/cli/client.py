@@ -58,16 +58,16 @@ def _content(method: str, result: Any) -> Any:
     return result
 
 
-class Unreachable(Exception):
+class DaemonUnreachable(Exception):
     """No daemon answers on the socket."""
 
 
-class NotAnswering(Unreachable):
+class NotAnswering(DaemonUnreachable):
     """A daemon took the connection and gave no reply in time (it is stopped, or
     wedged)."""
 
 
-class Untrusted(Unreachable):
+class Untrusted(DaemonUnreachable):
     """What answers on the socket runs as a user the client does not talk to."""
 
 
@@ -83,9 +83,9 @@ class Client:
             self._sock = connect_unix(path, min(timeout, CONNECT_WAIT))
         except (FileNotFoundError, ConnectionRefusedError, PermissionError) as exc:
             said = no_daemon(path, exc) or not_listening(path, exc) + unread_config(path)
-            raise Unreachable(said) from None
+            raise DaemonUnreachable(said) from None
         except DialError as exc:
-            raise Unreachable(str(exc)) from None
+            raise DaemonUnreachable(str(exc)) from None
         self._sock.settimeout(timeout)
         refusal = untrusted_daemon(self._sock, path)
         if refusal is not None:
@@ -163,7 +163,7 @@ class Client:
                 f"{self._holder()} is not answering (no reply in {self.timeout:g} s)"
             ) from None
         except OSError as exc:
-            raise Unreachable(f"lost the connection to mcpd on {self.path}: {exc}") from None
+            raise DaemonUnreachable(f"lost the connection to mcpd on {self.path}: {exc}") from None
 
     def _holder(self) -> str:
         """What holds the socket, by its pid as the kernel says: nothing it said tells
@@ -230,7 +230,7 @@ def running_daemon(socket: str | None = None) -> Running | None:
             reported, state_file = daemon["config"], daemon.get("state_file")
     except Untrusted:
         raise
-    except (Unreachable, BadReply, rpc.RPCError, OSError, KeyError, TypeError):
+    except (DaemonUnreachable, BadReply, rpc.RPCError, OSError, KeyError, TypeError):
         return None
     return Running(
         path,

@@ -22,7 +22,7 @@ from protocol.visible import visible
 from ..agents.lists.list_hints import UNKNOWN_TOOL
 from ..config.model import CONFIG_ERROR, EX_CONFIG
 from ..config.paths import client_socket_path
-from .client import QUICK, BadReply, Client, NotAnswering, Unreachable
+from .client import QUICK, BadReply, Client, DaemonUnreachable, NotAnswering
 from .exits import (
     EXIT_BAD_REPLY,
     EXIT_TOOL_ERROR,
@@ -57,7 +57,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
                     footer = _profile_footer(seen)
             else:
                 tools = client.list_tools()
-        except Unreachable as exc:
+        except DaemonUnreachable as exc:
             fail(EXIT_UNREACHABLE, str(exc))
         except BadReply as exc:
             fail(EXIT_BAD_REPLY, str(exc))
@@ -263,7 +263,7 @@ def _status_json(args: argparse.Namespace) -> int:
             status = client.request("mcpd/status")
     except NotAnswering as exc:
         _json_error("not_answering", str(exc), EXIT_UNREACHABLE)
-    except Unreachable as exc:
+    except DaemonUnreachable as exc:
         _json_error("unreachable", str(exc), EXIT_UNREACHABLE)
     except BadReply as exc:
         _json_error("bad_reply", str(exc), EXIT_BAD_REPLY)
@@ -293,7 +293,7 @@ def _watch_status(args: argparse.Namespace) -> int:
             try:
                 client = client or Client(path, QUICK)
                 body = render_status(client.request("mcpd/status"), color=tty)
-            except (Unreachable, BadReply, rpc.RPCError) as exc:
+            except (DaemonUnreachable, BadReply, rpc.RPCError) as exc:
                 if client is not None:
                     client.close()
                 client = None

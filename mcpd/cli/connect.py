@@ -42,8 +42,8 @@ from ..local.endpoint_token import TokenError, read_token, token_path
 from .client import (
     BadReply,
     Client,
+    DaemonUnreachable,
     Running,
-    Unreachable,
     Untrusted,
     config_in_use,
     config_in_use_help,
@@ -118,7 +118,7 @@ def endpoint_url(config: Config, sock: str) -> str:
                 url = client.request("mcpd/status")["daemon"].get("http")
         except Untrusted:
             raise
-        except (Unreachable, OSError) as exc:
+        except (DaemonUnreachable, OSError) as exc:
             raise ConnectError(f"http_listen has port 0 and mcpd is not running: {exc}") from None
         if not url:
             raise ConnectError("the running mcpd has no HTTP endpoint (restart it to add one)")
@@ -135,7 +135,7 @@ def endpoint_warning(url: str, sock: str) -> str | None:
             served = client.request("mcpd/status")["daemon"].get("http")
     except Untrusted:
         raise
-    except (Unreachable, OSError, BadReply, RPCError, KeyError, TypeError, AttributeError):
+    except (DaemonUnreachable, OSError, BadReply, RPCError, KeyError, TypeError, AttributeError):
         return None
     if isinstance(served, str) and served.rpartition(":")[2] == url.rpartition(":")[2]:
         return None
@@ -273,7 +273,7 @@ def _reload(sock: str) -> None:
             client.request("mcpd/reload")
     except Untrusted:
         raise
-    except Unreachable:
+    except DaemonUnreachable:
         print("mcpd is not running here; it reads the new profile when it starts")
     except Exception as exc:  # a rejected reload: the daemon says why
         print(f"mcpd: the running daemon did not take the new profile: {exc}", file=sys.stderr)

@@ -20,7 +20,7 @@ from protocol.visible import visible
 from ..agents.lists.list_hints import LIST_RESOURCES, LIST_TOOLS, SEARCH_TOOLS
 from ..config.model import CONFIG_ERROR, EX_CONFIG
 from ..config.paths import client_socket_path
-from .client import LONG, BadReply, Client, Unreachable
+from .client import LONG, BadReply, Client, DaemonUnreachable
 
 EXIT_TOOL_ERROR = 1
 EXIT_FAILED = 1  # what the daemon was asked could not be done
@@ -69,7 +69,7 @@ def client_for(args: argparse.Namespace, timeout: float = LONG) -> Client:
     waiting ``timeout`` seconds for each reply."""
     try:
         return Client(client_socket_path(args.socket), timeout)
-    except Unreachable as exc:
+    except DaemonUnreachable as exc:
         fail(EXIT_UNREACHABLE, str(exc))
 
 
@@ -86,7 +86,7 @@ def ask(
     ``Client.request``)."""
     try:
         return client.request(method, params, progress)
-    except Unreachable as exc:
+    except DaemonUnreachable as exc:
         fail(EXIT_UNREACHABLE, str(exc))
     except BadReply as exc:
         fail(EXIT_BAD_REPLY, str(exc))

@@ -72,7 +72,7 @@ def config_path(
 # -- entries --
 
 
-class Entry(msgspec.Struct, frozen=True):
+class HostEntry(msgspec.Struct, frozen=True):
     """One server entry: its name in the file and its body there."""
 
     name: str
@@ -87,7 +87,7 @@ def entry(
     url: str | None = None,
     token: str | None = None,
     env: Mapping[str, str] | None = None,
-) -> Entry:
+) -> HostEntry:
     """The entry for the bridge (``bridge_argv``, e.g. ``["mcpd", "bridge", "--profile",
     "dev"]``) or for mcpd's HTTP endpoint (``url``, with ``token`` sent as a bearer)."""
     h = host(key)
@@ -107,7 +107,7 @@ def entry(
             body["env"] = dict(env)
         if key in ("claude-code", "vscode"):
             body = {"type": "stdio", **body}
-        return Entry(name, body)
+        return HostEntry(name, body)
     assert url is not None
     if not h.urls:
         raise HostConfigError(
@@ -131,13 +131,13 @@ def entry(
         body = {"type": "http", "url": url}
     if headers and key != "codex":
         body["headers"] = headers
-    return Entry(name, body)
+    return HostEntry(name, body)
 
 
 # -- merging --
 
 
-def merge(key: str, existing: str, new: Entry, *, where: str | None = None) -> str:
+def merge(key: str, existing: str, new: HostEntry, *, where: str | None = None) -> str:
     """``existing`` with ``new`` added, or put in place of the entry of that name;
     every other entry and key is kept. Raises HostConfigError, naming ``where`` (the
     file) when given, if ``existing`` does not parse or has a shape the host would not
@@ -152,7 +152,7 @@ def merge(key: str, existing: str, new: Entry, *, where: str | None = None) -> s
     return _merge_json(h, about, existing, new)
 
 
-def _merge_json(h: Host, about: str, existing: str, new: Entry) -> str:
+def _merge_json(h: Host, about: str, existing: str, new: HostEntry) -> str:
     doc: object = {}
     if existing.strip():
         try:
@@ -181,7 +181,9 @@ def _merge_json(h: Host, about: str, existing: str, new: Entry) -> str:
 # -- writing --
 
 
-def write(key: str, path: str | os.PathLike[str], new: Entry, *, secret: bool = False) -> Written:
+def write(
+    key: str, path: str | os.PathLike[str], new: HostEntry, *, secret: bool = False
+) -> Written:
     """Merge ``new`` into the file at ``path``: the old file is kept as
     ``FILE.bak-YYYYmmddHHMMSS``, the new one replaces it atomically with the same mode
     (0600 for a new file: it may hold a token). With ``secret`` (the entry holds a

@@ -19,7 +19,7 @@ import msgspec
 _SURROGATE: Final = re.compile(r"[\ud800-\udfff]")
 
 
-class Number(msgspec.Struct, frozen=True):
+class JsonNumber(msgspec.Struct, frozen=True):
     """A JSON number as its file spells it."""
 
     text: str
@@ -34,13 +34,13 @@ class Unreadable(ValueError):
 
 
 def loads(text: str) -> object:
-    """The document in ``text``, each number a ``Number``."""
+    """The document in ``text``, each number a ``JsonNumber``."""
     try:
         return json.loads(
             text,
             object_pairs_hook=_pairs,
-            parse_float=Number,
-            parse_int=Number,
+            parse_float=JsonNumber,
+            parse_int=JsonNumber,
             parse_constant=_constant,
         )
     except json.JSONDecodeError as exc:
@@ -80,7 +80,7 @@ def _constant(word: str) -> NoReturn:
 
 
 def _dump(value: object, indent: str, out: list[str]) -> None:
-    if isinstance(value, Number):
+    if isinstance(value, JsonNumber):
         out.append(value.text)
     elif value is None:
         out.append("null")

@@ -18,7 +18,7 @@ from typing import Any, Final
 from protocol import jsonrpc as rpc
 
 from ..local.privatefile import UnsafeFileError, file_kind
-from .client import QUICK, SOCKET_HELP, BadReply, Client, Unreachable, socket_path
+from .client import QUICK, SOCKET_HELP, BadReply, Client, DaemonUnreachable, socket_path
 from .exits import (
     EXIT_BAD_REPLY,
     EXIT_FAILED,
@@ -116,7 +116,7 @@ def _fits(client: Client, path: str, size: int) -> None:
         limit = client.request("mcpd/lineLimit")["maxLineBytes"]
     except rpc.RPCError:
         return
-    except Unreachable as exc:
+    except DaemonUnreachable as exc:
         fail(EXIT_UNREACHABLE, str(exc))
     except (BadReply, TypeError, KeyError) as exc:
         fail(EXIT_BAD_REPLY, f"mcpd's answer to mcpd/lineLimit is not one: {exc}")

@@ -44,7 +44,7 @@ from transports.stdio.sandbox import (
     Mount,
     Sandbox,
     SandboxError,
-    Seen,
+    SeenPlace,
     shortfall,
     within,
 )
@@ -171,21 +171,21 @@ def secrets_of(config: Config, env: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def sees_of(alias: str, cfg: ServerConfig, env: Mapping[str, str]) -> tuple[Seen, ...]:
+def sees_of(alias: str, cfg: ServerConfig, env: Mapping[str, str]) -> tuple[SeenPlace, ...]:
     """What the server sees whatever is hidden, beyond its command, working directory
     and grants: the user's home, and the paths its arguments and environment name (a
     script beside the config file)."""
-    out = [Seen(h, "the user's home") for h in user_homes(env)]
+    out = [SeenPlace(h, "the user's home") for h in user_homes(env)]
     for i, arg in enumerate(cfg.args):
         for path in (arg, arg.partition("=")[2]):
             if _names_path(path):
-                out.append(Seen(_grant(path, env), f"a path servers.{alias}.args[{i}] names"))
+                out.append(SeenPlace(_grant(path, env), f"a path servers.{alias}.args[{i}] names"))
     # A value of its environment may name a path, or a list of them (PYTHONPATH); only
     # one that exists is taken as a path, as a value may be a secret's, never to be said.
     for key, value in cfg.env.items():
         for path in value.split(":"):
             if _names_path(path) and os.path.lexists(_grant(path, env)):
-                out.append(Seen(_grant(path, env), f"a path servers.{alias}.env.{key} names"))
+                out.append(SeenPlace(_grant(path, env), f"a path servers.{alias}.env.{key} names"))
     return tuple(out)
 
 

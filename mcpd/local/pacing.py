@@ -26,7 +26,7 @@ RATE: Final = 4 * 1024 * 1024  # bytes a second a file is written at, on average
 _STOP_GRACE: Final = 5.0
 
 
-class Paced:
+class PacedWrites:
     """The writes of one file. Its writer calls ``begin`` as a write takes the state,
     then ``done`` (with the bytes it wrote) or ``failed``."""
 

@@ -37,7 +37,7 @@ class Approved(TypedDict):
     saved: bool
 
 
-class Imported(TypedDict):
+class PinsImported(TypedDict):
     """What an import of pins did."""
 
     servers: list[str]
@@ -46,7 +46,7 @@ class Imported(TypedDict):
     saved: bool
 
 
-class Forgotten(TypedDict):
+class PinsForgotten(TypedDict):
     """The unreadable pin files removed, and the servers approved as they list now."""
 
     removed: list[str]

@@ -42,8 +42,8 @@ from ..registry.pinned import Found, Pins, Unwritten, Wanted, definitions
 from ..registry.pins import BadPins
 from ..registry.review import Review
 from . import pinrecords, pinwriter
-from .pacing import Paced
-from .pinanswers import Approved, Forgotten, HeldItem, Imported
+from .pacing import PacedWrites
+from .pinanswers import Approved, HeldItem, PinsForgotten, PinsImported
 from .pinrecords import Sections, decode
 
 logger = logging.getLogger("mcpd.state")
@@ -70,7 +70,7 @@ class PinKeeper:
         self._rejudge = rejudge
         self._configured = configured
         self._holds_new = holds_new  # the server's ``hold_new_servers``
-        self._paced = Paced()
+        self._paced = PacedWrites()
         self._writing = trio.Lock()
         self._sections: Sections | None = None  # where each server's part is in the file
         # What the write under way takes to the file: read from here until it is there.
@@ -178,7 +178,7 @@ class PinKeeper:
             self._failed("cannot read the pins approved from", exc)
             return {}
 
-    async def forget_unreadable(self) -> Forgotten:
+    async def forget_unreadable(self) -> PinsForgotten:
         """The operator's word that the pins kept aside are to be forgotten: they are
         removed, and each server held for them is approved as it lists now, as at a
         first start (unless new servers are held anyway)."""
@@ -202,7 +202,7 @@ class PinKeeper:
             ", ".join(approved) or "none",
             extra=log_extra(None, "approved"),
         )
-        return Forgotten(removed=kept, approved=approved)
+        return PinsForgotten(removed=kept, approved=approved)
 
     # -- what the commands ask --
 
@@ -254,7 +254,7 @@ class PinKeeper:
             pins = self.review.export(aliases)
         return msgspec.json.decode(msgspec.json.encode(pins), type=dict[str, object])
 
-    async def import_pins(self, document: bytes, replace: bool) -> Imported:
+    async def import_pins(self, document: bytes, replace: bool) -> PinsImported:
         pins = decode(document, "the imported pins")
         before = len(self.review.pending())
         count = self.review.import_pins(pins, replace)
@@ -267,7 +267,7 @@ class PinKeeper:
             ", ".join(sorted(pins.servers)) or "no server",
             extra=log_extra(None, "approved"),
         )
-        return Imported(
+        return PinsImported(
             servers=sorted(pins.servers),
             items=count,
             released=max(0, before - len(self.review.pending())),

@@ -36,7 +36,7 @@ from ..config.paths import state_directory
 from ..config.servertable import ServerConfig
 from ..registry.catalog import Catalog
 from ..registry.limits import limited_saved
-from .pacing import Paced
+from .pacing import PacedWrites
 from .privatefile import read_private, write_atomically
 from .unsaved import SaveWatch
 
@@ -154,7 +154,7 @@ class StateKeeper:
         self.saved: dict[str, SavedServer] = {}
         # The servers' histories as the file had them at start-up.
         self.history_read: dict[str, SavedHistory] = {}
-        self._paced = Paced()
+        self._paced = PacedWrites()
         # A digest of what was last written, not the bytes: with 10,000 tools the file
         # is megabytes, and it would sit in memory only to be compared with.
         self._last: bytes | None = None

@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Final
 
 from protocol import sockdiag
-from protocol.proctcp import IP, Address, Holder, plain, socket_holder
+from protocol.proctcp import IP, Address, HeldSocket, plain, socket_holder
 
 if TYPE_CHECKING:
     import trio
@@ -100,7 +100,7 @@ def _netlink() -> socket.socket:
     return socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, sockdiag.NETLINK_SOCK_DIAG)
 
 
-def kernel_holder(local: Address, remote: Address) -> Holder | None:
+def kernel_holder(local: Address, remote: Address) -> HeldSocket | None:
     """The socket at ``local`` connected to ``remote``, as the kernel says (None: it
     knows none, or none a process holds); raises _NoDiag when it cannot be asked. Its
     answer comes with the request: nothing waits."""
@@ -132,7 +132,7 @@ def tcp_owner(
 
 def tcp_holder(
     sock: trio.socket.SocketType, tables: tuple[str, ...] = TABLES, ask_kernel: bool = True
-) -> Holder:
+) -> HeldSocket:
     """The socket at the other end of ``sock``: its user and inode (``tcp_owner``)."""
     try:
         own, peer = _address(sock.getsockname()), _address(sock.getpeername())
@@ -165,7 +165,7 @@ def tcp_holder(
     raise _unheld(peer, why + "".join(f"; {u}" for u in unread))
 
 
-def holding(held: Holder, until: float | None = None, proc: str = "/proc") -> list[int]:
+def holding(held: HeldSocket, until: float | None = None, proc: str = "/proc") -> list[int]:
     """The processes with a descriptor of the socket ``held``: those of its user, and
     those /proc shows as root's (a process that made itself undumpable, which mcpd
     reads only when it runs as root). A process that cannot be read is passed over.
@@ -194,7 +194,7 @@ def _holds_as(entry: os.DirEntry[str], uid: int, link: str) -> bool:
 
 
 def first_holders(
-    held: Holder, first: Iterable[int], until: float, proc: str = "/proc"
+    held: HeldSocket, first: Iterable[int], until: float, proc: str = "/proc"
 ) -> list[int]:
     """The processes with a descriptor of ``held``, found cheaply: among ``first``
     and their descendants, all of those that hold it; where none does, the first other

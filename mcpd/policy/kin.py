@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Final, Literal, TypeVar
 
 import msgspec
 
-from protocol.proctcp import Holder
+from protocol.proctcp import HeldSocket
 
 from ..local.tcpowner import OwnerUnknown, holding, holds, tcp_holder
 
@@ -362,7 +362,7 @@ def tcp_deciders(sock: trio.socket.SocketType, until: float) -> tuple[Decider, .
         return ()
 
 
-def _read_holders(held: Holder, read: Callable[[int], _T], until: float) -> list[_T]:
+def _read_holders(held: HeldSocket, read: Callable[[int], _T], until: float) -> list[_T]:
     """``read`` of each process that holds ``held``, as it holds it still once read:
     its pid did not pass to another process meanwhile."""
     link = f"socket:[{held.inode}]"

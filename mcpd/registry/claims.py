@@ -31,7 +31,7 @@ from protocol import surface
 from protocol import uritemplate as tpl
 from protocol.logfields import log_extra
 
-# Matching steps (``uritemplate.Verdict.steps``, and the lookups that find what to
+# Matching steps (``uritemplate.MatchVerdict.steps``, and the lookups that find what to
 # match) that may be spent: on one URI against every template; on the links of one
 # result together; on one change of a server's lists, half on its templates against
 # the others' URIs and half on the others' templates against its URIs. A mismatch

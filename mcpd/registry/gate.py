@@ -26,7 +26,17 @@ from protocol import mcp, surface
 
 from ..config.model import DEFAULT_POLICY, PinPolicy
 from .facing import Namesakes, looked_up, marks
-from .judged import HeldOffer, HeldView, ListState, Seen, T, Verdicts, Why, held_reason, held_view
+from .judged import (
+    HeldOffer,
+    HeldView,
+    ItemJudged,
+    ListState,
+    T,
+    Verdicts,
+    Why,
+    held_reason,
+    held_view,
+)
 from .news import News
 from .pinned import ServerPins, former_match, shown_digest
 from .pins import INSTRUCTIONS, Instructions, Kind, PinRecord, key_of, record_of
@@ -187,7 +197,7 @@ class ListGate:
         whole = self.held_whole(alias) is not None
         judging = _Judging(alias, kind, server, self.policy(alias), state, news, whole)
         shown: dict[str, T] = {}
-        waiting: list[tuple[str, Seen, Why, str]] = []
+        waiting: list[tuple[str, ItemJudged, Why, str]] = []
         saved = False
         sought = partial(looked_up, kind, renames=renames or {})
         # An approved server's new name that agents know as a pinned one's is a
@@ -228,7 +238,7 @@ class ListGate:
         return Verdicts(shown, held)
 
     def _against_pin(
-        self, j: _Judging, name: str, seen: Seen, pin: bytes | None, was: str
+        self, j: _Judging, name: str, seen: ItemJudged, pin: bytes | None, was: str
     ) -> tuple[Why | None, bool]:
         """What an item's pin (``_judged_against``) says of it: why it waits (None: it
         is shown), and whether what is offered was pinned."""
@@ -274,7 +284,7 @@ class ListGate:
         kind: Kind,
         server: ServerPins,
         name: str,
-        seen: Seen,
+        seen: ItemJudged,
         reviewed: bool = False,
     ) -> None:
         """Take what is offered as the item's pin (not a person's approval, unless
@@ -291,7 +301,7 @@ class ListGate:
         state: ListState,
         news: News,
         pinned: dict[str, bytes],
-        waiting: list[tuple[str, Seen, Why, str]],
+        waiting: list[tuple[str, ItemJudged, Why, str]],
         shown: dict[str, T],
     ) -> dict[str, str]:
         """Hold what waits: shown as approved (the approved definitions not at hand
@@ -345,7 +355,7 @@ class ListGate:
             news.change(name, how, handling, was)
 
     def _found(
-        self, state: ListState, news: News, name: str, seen: Seen, digest: bytes | None = None
+        self, state: ListState, news: News, name: str, seen: ItemJudged, digest: bytes | None = None
     ) -> None:
         if not seen.findings:
             state.findings.pop(name, None)

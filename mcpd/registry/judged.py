@@ -87,7 +87,7 @@ def held_reason(why: Why, alias: str, rules: Iterable[str] = ()) -> str:
     return f"its text reads as orders to the model ({', '.join(rules)}); {how} once it is read"
 
 
-class Seen(msgspec.Struct, gc=False):
+class ItemJudged(msgspec.Struct, gc=False):
     """What the gate made of one item: kept while the server lists that item, so
     listing it again (or judging again after an approval) costs a lookup. (Nothing
     it holds refers back to it: it needs no place among what the collector tracks.)"""
@@ -112,11 +112,11 @@ class ListState:
     __slots__ = ("findings", "memo", "pending", "told", "views")
 
     def __init__(self) -> None:
-        self.memo: dict[str, Seen] = {}
+        self.memo: dict[str, ItemJudged] = {}
         self.pending: dict[str, HeldOffer] = {}
         self.findings: dict[str, tuple[Finding, ...]] = {}
         # What the journal was last told of each item, by (name, what happened): the
-        # definition's digest (or, for what is not pinned, which Seen).
+        # definition's digest (or, for what is not pinned, which ItemJudged).
         self.told: dict[tuple[str, str], object] = {}
         # What agents are shown of each held item: the same object while the approved
         # definition is the same.
@@ -130,7 +130,7 @@ class ListState:
         for key in [k for k in self.told if k[0] not in names]:
             del self.told[key]
 
-    def seen(self, name: str, item: Item | surface.Resource, kind: str) -> Seen:
+    def seen(self, name: str, item: Item | surface.Resource, kind: str) -> ItemJudged:
         seen = self.memo.get(name)
         if seen is not None:
             if seen.source is item:
@@ -145,12 +145,12 @@ class ListState:
                 return seen
         if isinstance(item, surface.Resource):
             read = read_listed(item)
-            seen = Seen(item, read.item, None, tuple(read.findings(rules=False)))
+            seen = ItemJudged(item, read.item, None, tuple(read.findings(rules=False)))
         else:
             read = READERS[kind](item)  # type: ignore[index]
             data = definition(item)
             findings = tuple(read.findings(definition=data))
-            seen = Seen(item, read.item, hashlib.sha256(data).digest(), findings)
+            seen = ItemJudged(item, read.item, hashlib.sha256(data).digest(), findings)
         self.memo[name] = seen
         return seen
 

@@ -75,7 +75,7 @@ class FetchCost:
         return self._worked + self._taken() - self._taken_before + read
 
 
-class Listed(msgspec.Struct, frozen=True):
+class LastListing(msgspec.Struct, frozen=True):
     """What the last list was: a digest of its items' bytes, and what was made of them."""
 
     digest: bytes
@@ -147,9 +147,9 @@ class ToolPages:
 
     def result(
         self,
-        last: Listed | None,
+        last: LastListing | None,
         param_paths: dict[str, dict[str, mcp_headers.PropertyPath]] | None,
-    ) -> tuple[ListResult, Listed]:
+    ) -> tuple[ListResult, LastListing]:
         """The tools of the pages fed, and what the next list is compared with: the
         ``last`` one's tools again when the bytes are the same (``unchanged``).
         ``param_paths``: where an HTTP server's tools name headers, made again of the
@@ -199,4 +199,4 @@ class ToolPages:
         fresh = ListResult(
             tools, self._ttl, trimmed.dropped, self._scope, cut=trimmed.cut, short=trimmed.short
         )
-        return fresh, Listed(digest, tools, trimmed)
+        return fresh, LastListing(digest, tools, trimmed)

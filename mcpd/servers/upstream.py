@@ -34,7 +34,7 @@ from .calls import Call, SessionMark
 from .handshake import NO_CAPABILITIES, Greeting, Handshake, request_meta
 from .outgoing_meta import CallMeta
 from .taking_apart import ReplyWork
-from .tool_pages import FetchCost, Listed, ListResult, ToolPages
+from .tool_pages import FetchCost, LastListing, ListResult, ToolPages
 
 logger = logging.getLogger("mcpd.upstream")
 
@@ -79,7 +79,7 @@ class Upstream:
         self.instructions_cut = ""  # what the limit cut of them, if it did
         self.server_info: handshake.ServerInfo | None = None
         self.discover_ttl_ms = 0
-        self._listed: Listed | None = None  # the last tools/list
+        self._listed: LastListing | None = None  # the last tools/list
         self._ttl_said: str | None = None  # what the journal was told of its ttlMs
         self._handshake = Handshake(
             alias, transport, http=http, era=era, probe_timeout=probe_timeout

@@ -9,7 +9,7 @@ from ipaddress import IPv4Address, IPv6Address, ip_address
 
 import pytest
 
-from protocol.proctcp import Address, ByteOrder, Holder, parse_address, socket_holder
+from protocol.proctcp import Address, ByteOrder, HeldSocket, parse_address, socket_holder
 
 HEAD4 = (
     "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
@@ -137,4 +137,4 @@ def test_malformed_lines_are_passed_over() -> None:
 
 def test_the_socket_is_named_with_its_inode_for_its_holders_to_be_found() -> None:
     found = socket_holder(TCP6.splitlines(), at("::1", 41000), at("::1", 8765), "little")
-    assert found == Holder(1000, 6002)
+    assert found == HeldSocket(1000, 6002)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pytest
 
 from protocol import sockdiag
-from protocol.proctcp import Holder
+from protocol.proctcp import HeldSocket
 from protocol.sockdiag import DiagRefused, holder, numbered, owner, requests
 
 V4 = ipaddress.ip_address("127.0.0.1")
@@ -76,7 +76,7 @@ def test_the_socket_asked_for_names_its_owner() -> None:
     assert owner(reply_to(request, uid=65534), request) == 65534
     assert owner(reply_to(request, uid=0), request) == 0
     # and the inode of its file, which its holders' descriptors link to
-    assert holder(reply_to(request, uid=1000, inode=4321), request) == Holder(1000, 4321)
+    assert holder(reply_to(request, uid=1000, inode=4321), request) == HeldSocket(1000, 4321)
     assert holder(reply_to(request, uid=0, inode=0), request) is None
 
 

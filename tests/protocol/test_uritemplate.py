@@ -75,7 +75,7 @@ def test_a_uri_past_the_cap_is_not_scanned() -> None:
     template = t.parse("x://{+rest}")
     at_cap = "x://" + "a" * (t.MAX_URI - 4)
     assert template.match(at_cap).matched is True
-    assert template.match(at_cap + "a") == t.Verdict(False, 0)
+    assert template.match(at_cap + "a") == t.MatchVerdict(False, 0)
 
 
 def test_a_template_past_the_length_cap_is_a_broken_template() -> None:

@@ -17,7 +17,7 @@ from protocol.logfields import log_extra
 from ..base import ServerRequestHandler
 from ..best_effort import send_answer, send_cancel
 from ..errors import TransportError
-from .request import VERSION_HEADER, Exchange, RequestHeaders, SessionId
+from .request import VERSION_HEADER, OutgoingMessage, RequestHeaders, SessionId
 from .send import Sender, status_only
 
 logger = logging.getLogger("mcpd.http")
@@ -32,7 +32,7 @@ async def post_cancel(
 ) -> None:
     # Legacy servers check the version header on every POST of a session.
     version = [(k, v) for k, v in extra if k.lower() == VERSION_HEADER]
-    ex = Exchange("notifications/cancelled", None, session.value)
+    ex = OutgoingMessage("notifications/cancelled", None, session.value)
 
     async def post(body: bytes) -> None:
         await sender.post(b"POST", body, head.post(version, ex), ex, sender.accepted)
@@ -51,7 +51,7 @@ async def post_answer(
 
     async def post(body: bytes) -> None:
         # The session as it is once the answer is ready, which may take a person.
-        ex = Exchange(f"the answer to {req.method}", None, session.value)
+        ex = OutgoingMessage(f"the answer to {req.method}", None, session.value)
         await sender.post(b"POST", body, head.post([], ex), ex, sender.accepted)
 
     await send_answer(sender.alias, logger, on_request, req, post)
@@ -59,7 +59,7 @@ async def post_answer(
 
 async def end_session(sender: Sender, head: RequestHeaders, session: SessionId) -> None:
     alias = sender.alias
-    ex = Exchange("DELETE", None, session.value)
+    ex = OutgoingMessage("DELETE", None, session.value)
     headers = [(k, v) for k, v in head.post([], ex) if k != b"Content-Type"]
     try:
         status = await sender.post(b"DELETE", b"", headers, ex, status_only)

@@ -37,7 +37,7 @@ VERSION_HEADER: Final = "mcp-protocol-version"
 IDENTITY: Final = ("Accept-Encoding", "identity")
 
 
-class Exchange:
+class OutgoingMessage:
     """One message on its way, as the reply readers need to know it."""
 
     __slots__ = ("_resume", "id", "method", "sent", "session")
@@ -75,7 +75,9 @@ class RequestHeaders:
         # session and the version; with the version they set.
         self._kept: dict[object, tuple[list[tuple[bytes, bytes]], str | None]] = {}
 
-    def request(self, headers: Mapping[str, str] | None, ex: Exchange) -> list[tuple[bytes, bytes]]:
+    def request(
+        self, headers: Mapping[str, str] | None, ex: OutgoingMessage
+    ) -> list[tuple[bytes, bytes]]:
         """``post`` for a request and its caller's headers, which are checked and
         encoded once for as long as they, the session and the version stay the same:
         a server's calls of one tool carry the same ones."""
@@ -90,7 +92,7 @@ class RequestHeaders:
             self.version = found[1]
         return found[0]
 
-    def post(self, extra: list[tuple[str, str]], ex: Exchange) -> list[tuple[bytes, bytes]]:
+    def post(self, extra: list[tuple[str, str]], ex: OutgoingMessage) -> list[tuple[bytes, bytes]]:
         given = {name.lower() for name, _ in extra}
         out = [
             ("Host", self._authority),

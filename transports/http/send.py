@@ -25,14 +25,14 @@ from ..errors import AuthError, SessionExpired, TransportClosed, TransportError,
 from .connection import HttpConnection
 from .pool import ConnectionPool
 from .reply import SNIPPET, status_error
-from .request import Exchange, SessionId, redirect_target
+from .request import OutgoingMessage, SessionId, redirect_target
 
 T = TypeVar("T")
 
 MAX_REDIRECTS: Final = 5
 ERROR_BODY_LIMIT: Final = 64 * 1024
 
-Read = Callable[[HttpConnection, ResponseHead, Exchange], Awaitable[T]]
+Read = Callable[[HttpConnection, ResponseHead, OutgoingMessage], Awaitable[T]]
 
 
 class Sender:
@@ -56,7 +56,7 @@ class Sender:
         method: bytes,
         body: bytes,
         headers: list[tuple[bytes, bytes]],
-        ex: Exchange,
+        ex: OutgoingMessage,
         read: Read[T],
         pool: ConnectionPool | None = None,
     ) -> T:
@@ -74,7 +74,7 @@ class Sender:
         method: bytes,
         body: bytes,
         headers: list[tuple[bytes, bytes]],
-        ex: Exchange,
+        ex: OutgoingMessage,
         read: Read[T],
         pool: ConnectionPool | None,
     ) -> T:
@@ -103,7 +103,7 @@ class Sender:
                 await pool.release(conn)
         raise TransportError(f"{self.alias}: more than {MAX_REDIRECTS} redirects for {ex}")
 
-    async def accepted(self, conn: HttpConnection, head: ResponseHead, ex: Exchange) -> None:
+    async def accepted(self, conn: HttpConnection, head: ResponseHead, ex: OutgoingMessage) -> None:
         """The reader for a message that expects no result (202, or any 2xx)."""
         if head.status >= 400:
             await self.fail(conn, head, ex)
@@ -111,7 +111,7 @@ class Sender:
             await self.unexpected(conn, head, f"HTTP {head.status} to {ex}")
         await conn.read_prefix(ERROR_BODY_LIMIT)
 
-    async def fail(self, conn: HttpConnection, head: ResponseHead, ex: Exchange) -> NoReturn:
+    async def fail(self, conn: HttpConnection, head: ResponseHead, ex: OutgoingMessage) -> NoReturn:
         body = await conn.read_prefix(ERROR_BODY_LIMIT)
         had_session = ex.session is not None
         exc = status_error(
@@ -172,6 +172,6 @@ def authorized(headers: list[tuple[bytes, bytes]], value: str | None) -> list[tu
     return [*kept, (b"Authorization", value.encode("latin-1"))]
 
 
-async def status_only(conn: HttpConnection, head: ResponseHead, ex: Exchange) -> int:
+async def status_only(conn: HttpConnection, head: ResponseHead, ex: OutgoingMessage) -> int:
     await conn.read_prefix(ERROR_BODY_LIMIT)
     return head.status

@@ -60,7 +60,7 @@ from .legacy_streams import (
 )
 from .params import DEFAULT_HTTP_PARAMS, HttpParams
 from .pool import ConnectionPool
-from .request import Exchange, RequestHeaders, SessionId
+from .request import OutgoingMessage, RequestHeaders, SessionId
 from .send import Sender
 
 __all__ = ["HttpTransport", "open_http_transport"]
@@ -168,7 +168,7 @@ class HttpTransport(Transport):
             body: bytes = params.body(rid)
         else:
             body = rpc.encode_request(rid, method, params)
-        ex = Exchange(method, rid, self._session.value)
+        ex = OutgoingMessage(method, rid, self._session.value)
         waiting = self._inflight.expect(rid)
         try:
             with waiting:
@@ -196,7 +196,7 @@ class HttpTransport(Transport):
         self, method: str, params: Params, *, headers: Mapping[str, str] | None = None
     ) -> None:
         body = rpc.encode_notification(method, params)
-        ex = Exchange(method, None, self.session_id)
+        ex = OutgoingMessage(method, None, self.session_id)
         extra = header_list(headers or {}, "request", TRANSPORT_HEADERS)
         await self._out.post(b"POST", body, self._head.post(extra, ex), ex, self._out.accepted)
 
@@ -299,7 +299,7 @@ class HttpTransport(Transport):
 
     # -- reading --
 
-    async def _answer(self, conn: HttpConnection, head: ResponseHead, ex: Exchange) -> Raw:
+    async def _answer(self, conn: HttpConnection, head: ResponseHead, ex: OutgoingMessage) -> Raw:
         if head.status >= 400:
             await self._out.fail(conn, head, ex)
         if not 200 <= head.status < 300 or head.status in (202, 204):
@@ -307,7 +307,9 @@ class HttpTransport(Transport):
         self._session.capture(head, self.era, ex.method)
         return await self._read_answer(conn, head, ex)
 
-    async def _read_answer(self, conn: HttpConnection, head: ResponseHead, ex: Exchange) -> Raw:
+    async def _read_answer(
+        self, conn: HttpConnection, head: ResponseHead, ex: OutgoingMessage
+    ) -> Raw:
         # Only legacy servers may send requests on a response stream.
         on_request = self._answer_server_request if self.era == "legacy" else None
         reader = AnswerReader(
@@ -335,7 +337,7 @@ class HttpTransport(Transport):
 
     # -- legacy streams: resuming a call's stream, the server-push stream --
 
-    async def _resume(self, ex: Exchange, cut: StreamCut) -> Raw:
+    async def _resume(self, ex: OutgoingMessage, cut: StreamCut) -> Raw:
         # A server that resumes the stream on the session's push stream instead ends
         # this wait when it sends the answer there (``InFlight.keep``).
         async def get(event_id: str) -> Raw:
@@ -344,16 +346,16 @@ class HttpTransport(Transport):
 
         return await resume_call(self.alias, ex.resume, cut, get, self._is_closed)
 
-    async def _resumed(self, conn: HttpConnection, head: ResponseHead, ex: Exchange) -> Raw:
+    async def _resumed(self, conn: HttpConnection, head: ResponseHead, ex: OutgoingMessage) -> Raw:
         await check_stream_reply(self.alias, conn, head, "GET", had_session=False)
         return await self._read_answer(conn, head, ex)
 
     async def _open_push(self, last_event_id: str | None, reader: PushReader) -> None:
-        ex = Exchange("GET (server-push stream)", None, self.session_id)
+        ex = OutgoingMessage("GET (server-push stream)", None, self.session_id)
         self._push_session = ex.session
         headers = self._head.stream(ex.session, last_event_id)
 
-        async def read(conn: HttpConnection, head: ResponseHead, ex: Exchange) -> None:
+        async def read(conn: HttpConnection, head: ResponseHead, ex: OutgoingMessage) -> None:
             # SessionExpired ends this stream but leaves the id alone: the next call
             # finds out by itself and starts a new session, which the stream waits for.
             had_session = ex.session is not None

@@ -43,7 +43,7 @@ from typing import Final
 
 from protocol.logfields import log_extra
 
-from .hidden_links import Found, Needed, Theirs, follow, needed, reaching, spared
+from .hidden_links import Followed, Needed, Theirs, follow, needed, reaching, spared
 from .sandbox import SandboxError
 
 logger = logging.getLogger("mcpd.stdio")
@@ -86,7 +86,7 @@ def places(path: str, alias: str, needs: Sequence[Needed] = ()) -> list[str]:
     through a link on its own way (which the server may have made to be shown it)."""
     found = follow(path)
     _say_whose(path, found if isinstance(found, Theirs) else None, alias)
-    real = found if isinstance(found, Found) and _key(found.path) is not None else None
+    real = found if isinstance(found, Followed) and _key(found.path) is not None else None
     chosen = _chosen(path, real, alias)
     left = [f for f in chosen if f.link is not None and needed(f.path, needs) is not None]
     linked = {f.path for f in chosen if f.link is not None}
@@ -101,7 +101,7 @@ def places(path: str, alias: str, needs: Sequence[Needed] = ()) -> list[str]:
     return list(dict.fromkeys(f.path for f in chosen if f not in left))
 
 
-def _chosen(path: str, real: Found | None, alias: str) -> list[Found]:
+def _chosen(path: str, real: Followed | None, alias: str) -> list[Followed]:
     """What hides ``path``, each with the link that chose it: what it names now
     (``real``, when that exists) and where what it named when first found is now."""
     linked_then = _looked.setdefault(path, real is not None and real.link is not None)
@@ -122,7 +122,7 @@ def _chosen(path: str, real: Found | None, alias: str) -> list[Found]:
                 _say_since(path, f"{_lead(path, real)}, which it was not {_APPEARED}", alias)
         return [real]
     assert where is not None
-    then = Found(where, held.link)
+    then = Followed(where, held.link)
     other = real if real is not None and _key(real.path) != held.key else None
     news = other if other is not None and not spared(other) else None
     if where == held.place and news is None:
@@ -141,7 +141,7 @@ def followed(path: str) -> str | None:
     when another user holds a name on the way, or a link leads to a place every
     server needs (nothing is hidden there)."""
     found = follow(path)
-    return found.path if isinstance(found, Found) and not spared(found) else None
+    return found.path if isinstance(found, Followed) and not spared(found) else None
 
 
 def matching(pattern: str) -> list[str]:
@@ -225,7 +225,7 @@ def _key(path: str) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino)
 
 
-def _hold(path: str, real: Found, alias: str) -> None:
+def _hold(path: str, real: Followed, alias: str) -> None:
     try:
         fd = os.open(real.path, _FLAGS)
     except OSError:
@@ -260,13 +260,13 @@ def _where(held: _Held, path: str, alias: str) -> str | None:
     return None
 
 
-def _lead(path: str, found: Found) -> str:
+def _lead(path: str, found: Followed) -> str:
     if found.link == os.path.normpath(path):
         return f"{path} is a symbolic link to {found.path}"
     return f"{path} lies through the symbolic link {found.link}, to {found.path}"
 
 
-def _say_needed(path: str, left: Found, needs: Sequence[Needed], alias: str) -> None:
+def _say_needed(path: str, left: Followed, needs: Sequence[Needed], alias: str) -> None:
     """Say, once, that a link on the way to ``path`` leads where servers need (``left``
     out of what is hidden), as long as it does."""
     said = f"{_lead(path, left)}, which {needed(left.path, needs)}: no link makes mcpd "
@@ -277,7 +277,7 @@ def _say_needed(path: str, left: Found, needs: Sequence[Needed], alias: str) -> 
     logger.warning("%s: %s", alias, said, extra=log_extra(alias, "sandbox_link", said))
 
 
-def _reached(path: str, hidden: Found, need: Needed) -> str:
+def _reached(path: str, hidden: Followed, need: Needed) -> str:
     said = f"{_lead(path, hidden)}, which mcpd hides; {need.what} ({need.given}) leads into "
     said += f"it, to {need.path}, through a symbolic link, which a server may have made: "
     said += "mcpd starts no server where it would show it what is hidden (remove that link "

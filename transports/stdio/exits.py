@@ -43,7 +43,7 @@ class ProcessEnd(msgspec.Struct, frozen=True, kw_only=True):
     lived: float | None = None
 
 
-class Hit(msgspec.Struct, frozen=True):
+class LimitHit(msgspec.Struct, frozen=True):
     """A limit the process ran into (its name in ``LIMIT_NAMES``), as ``KEY = VALUE``,
     and how sure that is."""
 
@@ -92,17 +92,17 @@ def limit_reached(
     *,
     sandboxed: bool,
     ending: ProcessEnd | None = None,
-) -> Hit | None:
+) -> LimitHit | None:
     """The limit the process ran into, or None."""
     if returncode is None or limits is None:
         return None
     ending = ending or ProcessEnd()
     values = limits.values()
 
-    def hit(name: str, sure: Sureness) -> Hit:
+    def hit(name: str, sure: Sureness) -> LimitHit:
         value = values[name]
         assert value is not None
-        return Hit(name, f"{limits.key(name)} = {shown(name, value)}", sure)
+        return LimitHit(name, f"{limits.key(name)} = {shown(name, value)}", sure)
 
     if limits.cpu is not None:
         if returncode == -signal.SIGXCPU:

@@ -66,7 +66,7 @@ class Needed(msgspec.Struct, frozen=True):
     given: str | None = None
 
 
-class Found(msgspec.Struct, frozen=True):
+class Followed(msgspec.Struct, frozen=True):
     """Where a hidden path leads, and the first symbolic link on the way, if any."""
 
     path: str
@@ -82,7 +82,7 @@ class Theirs(msgspec.Struct, frozen=True):
     link: str | None = None  # what a symbolic link points to
 
 
-def follow(path: str) -> Found | Theirs:
+def follow(path: str) -> Followed | Theirs:
     """``path`` with every symbolic link on the way followed, as ``os.path.realpath``
     finds it, or the first name on the way another user owns: a link, or what lies at
     the path itself, unless a link of mcpd's user or root led there (they chose it)."""
@@ -103,7 +103,7 @@ def follow(path: str) -> Found | Theirs:
             target = os.readlink(here) if stat.S_ISLNK(st.st_mode) else None
         except OSError:
             # Missing, or not for mcpd to look into: nothing there to hide.
-            return Found(os.path.join(here, *[p for p, _ in reversed(todo)]), first)
+            return Followed(os.path.join(here, *[p for p, _ in reversed(todo)]), first)
         if target is None:
             done = here
             continue
@@ -112,18 +112,18 @@ def follow(path: str) -> Found | Theirs:
         first = first or here
         hops += 1
         if hops > _HOPS:
-            return Found(here, first)  # a loop, which the kernel would not follow either
+            return Followed(here, first)  # a loop, which the kernel would not follow either
         done = "/" if target.startswith("/") else done
         todo += [(p, True) for p in reversed(target.split("/")) if p not in ("", ".")]
     if not linked:
         try:
             st = os.lstat(done)
         except OSError:
-            return Found(done, first)  # gone since: nothing there to hide
+            return Followed(done, first)  # gone since: nothing there to hide
         if not _trusted(st.st_uid):
             directory = stat.S_ISDIR(st.st_mode)
             return Theirs(done, st.st_uid, "directory" if directory else "file")
-    return Found(done, first)
+    return Followed(done, first)
 
 
 def needed(real: str, needs: Sequence[Needed] = ()) -> str | None:
@@ -149,7 +149,7 @@ def reaching(real: str, needs: Sequence[Needed]) -> Needed | None:
     return next((n for n in needs if n.given is not None and within(n.path, real)), None)
 
 
-def spared(found: Found) -> bool:
+def spared(found: Followed) -> bool:
     """Whether a link chose ``found`` where every server needs it, so it hides nothing."""
     return found.link is not None and needed(found.path) is not None
 

@@ -76,7 +76,7 @@ EVERY_SANDBOX: Final = (
 )
 
 
-class Seen(msgspec.Struct, frozen=True):
+class SeenPlace(msgspec.Struct, frozen=True):
     """A place a server sees whatever is hidden, and what it is to the server."""
 
     path: str
@@ -97,7 +97,7 @@ class Sandbox(msgspec.Struct, frozen=True, kw_only=True):
     # The config file and the secret files it reads (among ``hide``): the directory of
     # each is hidden whole where the server sees nothing in it (``secret_folders``).
     secrets: tuple[str, ...] = ()
-    sees: tuple[Seen, ...] = ()  # places it sees besides its command, cwd and grants
+    sees: tuple[SeenPlace, ...] = ()  # places it sees besides its command, cwd and grants
     read: tuple[str, ...] = ()
     write: tuple[str, ...] = ()
     network: bool = True

@@ -32,7 +32,7 @@ from protocol.logfields import log_extra
 from ..path_identity import PathIdentity
 from .hidden_links import SYSTEM_DIRS
 from .launch import in_workdir
-from .sandbox import Sandbox, Seen, within
+from .sandbox import Sandbox, SeenPlace, within
 
 logger = logging.getLogger("mcpd.stdio")
 # Whatever lies in these is the system's, which servers run on.
@@ -45,7 +45,7 @@ _MISSING: Final = "it does not exist as the server starts"
 _said: set[str] = set()
 
 
-class Exposed(msgspec.Struct, frozen=True):
+class UnhiddenSecret(msgspec.Struct, frozen=True):
     """A secret file (or the config file) whose directory cannot be hidden, and why."""
 
     file: str
@@ -56,32 +56,32 @@ class Exposed(msgspec.Struct, frozen=True):
     missing: bool = False
 
 
-class Split(msgspec.Struct, frozen=True):
+class SecretHiding(msgspec.Struct, frozen=True):
     folders: tuple[str, ...]  # hidden whole
-    exposed: tuple[Exposed, ...]  # each file hidden alone
+    exposed: tuple[UnhiddenSecret, ...]  # each file hidden alone
 
 
-def split(sandbox: Sandbox, command: str, cwd: str) -> Split:
+def split(sandbox: Sandbox, command: str, cwd: str) -> SecretHiding:
     """Which directories of ``sandbox.secrets`` are hidden whole from a server that runs
     ``command`` (resolved) in ``cwd`` (its home when empty), and which files are not."""
     if sandbox.level == "off":
-        return Split((), ())
+        return SecretHiding((), ())
     sees = _sees(sandbox, command, cwd)
     folders: list[str] = []
-    exposed: list[Exposed] = []
+    exposed: list[UnhiddenSecret] = []
     for file in sandbox.secrets:
         if sandbox.level == "strict" and not _strictly_shown(file, sandbox):
             continue  # outside what a strict sandbox shows at all
         for folder in folders_of(file):
             if not os.path.isdir(folder):
-                exposed.append(Exposed(file, folder, _MISSING, missing=True))
+                exposed.append(UnhiddenSecret(file, folder, _MISSING, missing=True))
                 continue
             why = _why_shown(folder, sees)
             if why is None:
                 folders.append(folder)
             else:
-                exposed.append(Exposed(file, folder, why))
-    return Split(tuple(dict.fromkeys(folders)), tuple(dict.fromkeys(exposed)))
+                exposed.append(UnhiddenSecret(file, folder, why))
+    return SecretHiding(tuple(dict.fromkeys(folders)), tuple(dict.fromkeys(exposed)))
 
 
 def folders_of(file: str) -> list[str]:
@@ -102,16 +102,16 @@ def folders_of(file: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _sees(sandbox: Sandbox, command: str, cwd: str) -> list[Seen]:
+def _sees(sandbox: Sandbox, command: str, cwd: str) -> list[SeenPlace]:
     where = sandbox.where
     out = list(sandbox.sees)
     if "/" in command:  # a bare name not found on PATH is no place
-        out.append(Seen(in_workdir(command, cwd or None, sandbox.home), f"the command of {where}"))
-    out.append(Seen(cwd or sandbox.home, f"the working directory of {where}"))
-    out.append(Seen(sandbox.home, f"the home of {where}"))
+        out.append(SeenPlace(in_workdir(command, cwd or None, sandbox.home), f"the command of {where}"))
+    out.append(SeenPlace(cwd or sandbox.home, f"the working directory of {where}"))
+    out.append(SeenPlace(sandbox.home, f"the home of {where}"))
     for key, paths in (("read", sandbox.read), ("write", sandbox.write)):
-        out += [Seen(p, f"{where}.{key}[{i}]") for i, p in enumerate(paths)]
-    out += [Seen(p, f"{p}, which every process shares") for p in _SHARED]
+        out += [SeenPlace(p, f"{where}.{key}[{i}]") for i, p in enumerate(paths)]
+    out += [SeenPlace(p, f"{p}, which every process shares") for p in _SHARED]
     return out
 
 
@@ -119,7 +119,7 @@ def _spellings(path: str) -> set[str]:
     return {os.path.normpath(path), os.path.realpath(path)}
 
 
-def _why_shown(folder: str, sees: Sequence[Seen]) -> str | None:
+def _why_shown(folder: str, sees: Sequence[SeenPlace]) -> str | None:
     """Why the server needs ``folder`` (None: it needs nothing in it)."""
     names = _spellings(folder)
     if "/" in names:
@@ -148,7 +148,7 @@ def _strictly_shown(file: str, sandbox: Sandbox) -> bool:
     return any(within(name, root) for name in _spellings(file) for root in roots)
 
 
-def identities(split: Split) -> tuple[PathIdentity, ...]:
+def identities(split: SecretHiding) -> tuple[PathIdentity, ...]:
     """What each file hidden alone, and each directory hidden whole, is now."""
     paths = [*(e.file for e in split.exposed), *split.folders]
     return tuple(_identity(p) for p in paths)
@@ -167,7 +167,7 @@ def changed(covered: Iterable[PathIdentity]) -> list[str]:
     return [c.path for c in covered if _identity(c.path) != c]
 
 
-def warning(exposed: Exposed) -> str:
+def warning(exposed: UnhiddenSecret) -> str:
     """What mcpd says of a file whose directory cannot be hidden from a server."""
     return (
         f"{exposed.file} is hidden from a sandboxed server as it is when the server starts, "
@@ -177,7 +177,7 @@ def warning(exposed: Exposed) -> str:
     )
 
 
-def say(split: Split, sandbox: Sandbox) -> None:
+def say(split: SecretHiding, sandbox: Sandbox) -> None:
     """Say, once for each, the files a server starting now could come to read."""
     for exposed in split.exposed:
         if exposed.missing:

@@ -45,8 +45,8 @@ from ..dial import (
     not_listening,
 )
 from ..peers import untrusted_daemon
-from .ledger import OwnRequests, Unanswered
-from .opening import Refused, open_connection
+from .ledger import OpenRelays, OwnRequests
+from .opening import OpeningRefused, open_connection
 from .session import HostSession, list_changes
 
 UNREACHABLE: Final = -32000
@@ -86,7 +86,7 @@ class Bridge:
         self._conn_lock = trio.Lock()
         self._connected_before = False
         self._session = HostSession()
-        self._unanswered = Unanswered()
+        self._unanswered = OpenRelays()
         self._own = OwnRequests()
         self._host_gone = False
         # The longest line the daemon connected to takes: one over it is not relayed.
@@ -168,7 +168,7 @@ class Bridge:
             self.untrusted = None
             framer = LineFramer(_FROM_DAEMON)
             opened = await open_connection(conn, framer, self.profile)
-            if isinstance(opened, Refused):
+            if isinstance(opened, OpeningRefused):
                 await conn.aclose()
                 self.refused = opened.why
                 if opened.profile:

@@ -17,7 +17,7 @@ from protocol import jsonrpc as rpc
 LISTEN: Final = "subscriptions/listen"
 
 
-class Unanswered:
+class OpenRelays:
     """The host's requests relayed and not answered yet."""
 
     def __init__(self) -> None:
@@ -70,7 +70,7 @@ class OwnRequests:
         self._count = 0
         self._pending: dict[rpc.Id, str] = {}  # id -> method
 
-    def new(self, method: str, host: Unanswered) -> rpc.Id:
+    def new(self, method: str, host: OpenRelays) -> rpc.Id:
         while True:
             self._count += 1
             rid = f"mcpd-bridge-{self._count}"

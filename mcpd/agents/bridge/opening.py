@@ -35,14 +35,14 @@ class Opened(msgspec.Struct, frozen=True):
     early: Sequence[bytes | Oversized]  # what the daemon sent after its answers
 
 
-class Refused(msgspec.Struct, frozen=True):
+class OpeningRefused(msgspec.Struct, frozen=True):
     why: str
     profile: bool  # the daemon has no such profile (or not for this user)
 
 
 async def open_connection(
     conn: trio.SocketStream, framer: LineFramer, profile: str | None
-) -> Opened | Refused:
+) -> Opened | OpeningRefused:
     """Ask what the bridge needs of a new connection, and wait for the answers."""
     meta = mcp.request_meta(mcp.LATEST_MODERN, {}, _INFO)
     asks = rpc.encode_request(LIMIT_ID, "mcpd/lineLimit", {"_meta": meta}) + b"\n"
@@ -59,7 +59,7 @@ async def open_connection(
             while True:
                 data = await conn.receive_some(1 << 16)
                 if not data:
-                    return Refused(f"mcpd closed the connection when asked {asked}", False)
+                    return OpeningRefused(f"mcpd closed the connection when asked {asked}", False)
                 lines = framer.feed(data)
                 for at, line in enumerate(lines):
                     answer = None if isinstance(line, Oversized) else _answer(line, waiting)
@@ -67,13 +67,13 @@ async def open_connection(
                         continue
                     waiting.discard(str(answer.id))
                     if isinstance(answer, rpc.ErrorResponse) and answer.id == PROFILE_ID:
-                        return Refused(f"mcpd: {answer.error.message}", True)
+                        return OpeningRefused(f"mcpd: {answer.error.message}", True)
                     if isinstance(answer, rpc.Response) and answer.id == LIMIT_ID:
                         limit = _limit_of(answer, limit)
                     if not waiting:
                         return Opened(limit, lines[at + 1 :])
     except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError):
-        return Refused(f"mcpd did not answer when asked {asked}", False)
+        return OpeningRefused(f"mcpd did not answer when asked {asked}", False)
 
 
 def _answer(line: bytes, waiting: set[str]) -> rpc.Response | rpc.ErrorResponse | None:

@@ -15,7 +15,7 @@ import msgspec
 
 from protocol import jsonrpc as rpc
 
-from .ledger import OwnRequests, Unanswered
+from .ledger import OpenRelays, OwnRequests
 
 
 class _Uri(msgspec.Struct):
@@ -64,7 +64,7 @@ class HostSession:
             else:
                 self._subscribed.pop(uri, None)
 
-    def replay(self, own: OwnRequests, host: Unanswered) -> bytes:
+    def replay(self, own: OwnRequests, host: OpenRelays) -> bytes:
         """The lines that set the session up again, or nothing when there is none."""
         if self.initialize is None:
             return b""

@@ -33,12 +33,12 @@ from ...config.model import DaemonConfig
 from ...local.tcpowner import OwnerUnknown, tcp_owner
 from ..page import is_page
 from ..peers import owners_uid
-from ..places import Limits, Places, socket_limits
+from ..places import PlaceLimits, Places, socket_limits
 from .wire import Headers, Reject
 
 # The status page's own places, for people's browsers (a tab holds a few).
 PAGE_PLACES: Final = 32
-_PAGE: Final = Limits(
+_PAGE: Final = PlaceLimits(
     PAGE_PLACES, PAGE_PLACES // 4, f"a quarter of the status page's {PAGE_PLACES} places"
 )
 

@@ -1,4 +1,4 @@
-"""How many connections the agent sockets let in (``Places``, ``Held``, ``Seat``): all
+"""How many connections the agent sockets let in (``Places``, ``PlacesHeld``, ``Seat``): all
 together, one user's share, the reserve kept for mcpd's own user and root, and the
 refusals' words and their ration of warnings."""
 
@@ -10,10 +10,18 @@ import os
 import pytest
 
 from mcpd.agents.peers import Peer
-from mcpd.agents.places import OWNER_RESERVE, Held, Limits, Places, Seat, socket_limits, uid_quota
+from mcpd.agents.places import (
+    OWNER_RESERVE,
+    PlaceLimits,
+    Places,
+    PlacesHeld,
+    Seat,
+    socket_limits,
+    uid_quota,
+)
 from mcpd.config.model import DaemonConfig
 
-LIMITS = Limits(most=4, per_uid=2, per_uid_set_by="daemon.max_connections_per_uid = 2")
+LIMITS = PlaceLimits(most=4, per_uid=2, per_uid_set_by="daemon.max_connections_per_uid = 2")
 OTHER = 4242 if os.getuid() != 4242 else 4243
 
 
@@ -26,13 +34,13 @@ def test_a_users_share_is_a_quarter_unless_set() -> None:
     assert uid_quota(DaemonConfig(max_connections=100)) == 25
     assert uid_quota(DaemonConfig(max_connections=3)) == 1
     assert uid_quota(DaemonConfig(max_connections=100, max_connections_per_uid=7)) == 7
-    assert socket_limits(DaemonConfig(max_connections=8)) == Limits(
+    assert socket_limits(DaemonConfig(max_connections=8)) == PlaceLimits(
         8, 2, "daemon.max_connections_per_uid = 2"
     )
 
 
 def test_held_counts_each_user_and_forgets_one_with_none_left() -> None:
-    held = Held()
+    held = PlacesHeld()
     held.take(5)
     held.take(5)
     held.take(None)
@@ -44,7 +52,7 @@ def test_held_counts_each_user_and_forgets_one_with_none_left() -> None:
 
 
 def test_a_seat_is_held_until_its_block_ends_also_when_it_fails() -> None:
-    held = Held()
+    held = PlacesHeld()
     peer = Peer(pid=1, uid=77, gid=77)
     with pytest.raises(RuntimeError), Seat(held, peer, None, 0.0):
         assert held.of(77) == 1

@@ -18,8 +18,8 @@ from mcpd.cli.client import (
     BadReply,
     Client,
     ConfigInUse,
+    DaemonUnreachable,
     Running,
-    Unreachable,
     Untrusted,
     config_in_use,
     running_daemon,
@@ -134,7 +134,7 @@ def test_a_daemon_that_hangs_up_is_unreachable_not_a_hang(sock: Path) -> None:
     with (
         FakeDaemon(sock, lambda msg: None),
         Client(str(sock)) as client,
-        pytest.raises(Unreachable, match=r"lost the connection to mcpd on .*closed"),
+        pytest.raises(DaemonUnreachable, match=r"lost the connection to mcpd on .*closed"),
     ):
         client.request("mcpd/status")
 
@@ -163,13 +163,15 @@ def test_list_tools_follows_the_cursor_to_the_end(sock: Path) -> None:
 
 
 def test_no_socket_or_no_listener_is_unreachable_with_the_reason(tmp_path: Path) -> None:
-    with pytest.raises(Unreachable, match=r"no mcpd is listening on \".*absent\" \(No such file"):
+    with pytest.raises(
+        DaemonUnreachable, match=r"no mcpd is listening on \".*absent\" \(No such file"
+    ):
         Client(str(tmp_path / "absent"))
     dead = tmp_path / "dead.sock"
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.bind(str(dead))
     s.close()  # the file stays, nobody listens
-    with pytest.raises(Unreachable, match=r"\(Connection refused\)"):
+    with pytest.raises(DaemonUnreachable, match=r"\(Connection refused\)"):
         Client(str(dead))
 
 
@@ -179,10 +181,10 @@ def test_a_system_daemon_is_pointed_at_when_the_users_is_missing(
     system = tmp_path / "system.sock"
     system.touch()
     monkeypatch.setattr(dial, "SYSTEM_SOCKET", str(system))
-    with pytest.raises(Unreachable) as caught:
+    with pytest.raises(DaemonUnreachable) as caught:
         Client(str(tmp_path / "mine.sock"))
     assert f"a system mcpd listens on {system}: use --socket or MCPD_SOCKET" in str(caught.value)
-    with pytest.raises(Unreachable) as caught:
+    with pytest.raises(DaemonUnreachable) as caught:
         Client(str(system))
     assert "system mcpd" not in str(caught.value)
 
@@ -277,7 +279,7 @@ def test_the_config_in_use_is_the_flag_then_the_variable_then_the_daemons_then_t
 
 
 def test_a_listen_queue_that_stays_full_is_one_line_naming_the_socket(sock: Path) -> None:
-    with full_queue(sock), pytest.raises(Unreachable) as raised:
+    with full_queue(sock), pytest.raises(DaemonUnreachable) as raised:
         Client(str(sock), timeout=0.2)
     message = str(raised.value)
     assert str(sock) in message and "listen queue stayed full" in message

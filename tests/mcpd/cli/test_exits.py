@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mcpd.cli.client import BadReply, Unreachable, Untrusted
+from mcpd.cli.client import BadReply, DaemonUnreachable, Untrusted
 from mcpd.cli.exits import (
     EXIT_BAD_REPLY,
     EXIT_FAILED,
@@ -54,7 +54,11 @@ def test_a_result_comes_back_as_it_is() -> None:
 @pytest.mark.parametrize(
     ("outcome", "code", "said"),
     [
-        (Unreachable("no daemon answers on /run/x.sock"), EXIT_UNREACHABLE, "no daemon answers"),
+        (
+            DaemonUnreachable("no daemon answers on /run/x.sock"),
+            EXIT_UNREACHABLE,
+            "no daemon answers",
+        ),
         (Untrusted("runs as uid 0"), EXIT_UNREACHABLE, "runs as uid 0"),
         (BadReply("not JSON"), EXIT_BAD_REPLY, "not JSON"),
         (rpc.RPCError(-32602, "no tool named x"), EXIT_FAILED, "error -32602: no tool named x"),

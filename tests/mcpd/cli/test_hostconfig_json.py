@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from mcpd.cli.hostconfig_json import NotJSON, Number, Unreadable, dumps, line_ending, loads
+from mcpd.cli.hostconfig_json import JsonNumber, NotJSON, Unreadable, dumps, line_ending, loads
 
 
 @pytest.mark.parametrize(
@@ -17,7 +17,7 @@ from mcpd.cli.hostconfig_json import NotJSON, Number, Unreadable, dumps, line_en
 def test_a_number_goes_back_as_it_was_written(number: str) -> None:
     text = f'{{\n  "n": {number}\n}}\n'
     doc = loads(text)
-    assert doc == {"n": Number(number)}
+    assert doc == {"n": JsonNumber(number)}
     assert dumps(doc) == text
 
 

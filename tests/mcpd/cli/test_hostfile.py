@@ -20,7 +20,7 @@ from tests.support.peer_user import needs_root, peer_uid, shared_dir
 BRIDGE = ["/usr/bin/mcpd", "bridge"]
 
 
-def entry(key: str = "claude-code") -> hc.Entry:
+def entry(key: str = "claude-code") -> hc.HostEntry:
     return hc.entry(key, bridge_argv=BRIDGE)
 
 
@@ -132,7 +132,7 @@ def test_a_write_by_the_host_while_mcpd_merges_is_kept(
     merge = hc.merge
     seen: list[str] = []
 
-    def merge_as_the_host_writes(key: str, existing: str, new: hc.Entry, **how: Any) -> str:
+    def merge_as_the_host_writes(key: str, existing: str, new: hc.HostEntry, **how: Any) -> str:
         seen.append(existing)
         if len(seen) == 1:
             path.write_text(hosts_write)  # Claude Code saves its state just then
@@ -154,7 +154,7 @@ def test_a_file_that_keeps_changing_is_left_to_its_host(
     merge = hc.merge
     writes = iter(range(1000))
 
-    def merge_as_the_host_writes(key: str, existing: str, new: hc.Entry, **how: Any) -> str:
+    def merge_as_the_host_writes(key: str, existing: str, new: hc.HostEntry, **how: Any) -> str:
         path.write_text(json.dumps({"mcpServers": {}, "count": next(writes)}))
         return merge(key, existing, new, **how)
 

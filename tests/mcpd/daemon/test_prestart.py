@@ -27,7 +27,7 @@ from transports.stdio import early
 CHILD = """
 import json, os, signal, sys, threading, time
 import mcpd.prestart as prestart
-from mcpd.cli.client import Client, Unreachable
+from mcpd.cli.client import Client, DaemonUnreachable
 from mcpd.cli.main import main
 
 seen = {}
@@ -47,7 +47,7 @@ def watch(path):
             with Client(path) as client:
                 seen["tools"] = sorted(t["name"] for t in client.list_tools())
             break
-        except Unreachable:
+        except DaemonUnreachable:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)

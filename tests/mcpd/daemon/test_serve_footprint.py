@@ -16,7 +16,7 @@ from typing import Any
 # on the socket) and stops the daemon as systemd would.
 CHILD = """
 import json, os, signal, socket, sys, threading, time
-from mcpd.cli.client import Client, Unreachable
+from mcpd.cli.client import Client, DaemonUnreachable
 from mcpd.cli.main import main
 
 def watch(path):
@@ -26,7 +26,7 @@ def watch(path):
             with Client(path) as client:
                 tools = [t["name"] for t in client.list_tools()]
             break
-        except Unreachable:
+        except DaemonUnreachable:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)

@@ -10,16 +10,16 @@ import trio
 import trio.lowlevel
 import trio.testing
 
-from mcpd.local.pacing import RATE, SPACING, Paced
+from mcpd.local.pacing import RATE, SPACING, PacedWrites
 
 EPSILON = 1e-6  # the clock's seconds are floats
 
 
 class File:
-    """A state file written through ``Paced``: what each write held, and when."""
+    """A state file written through ``PacedWrites``: what each write held, and when."""
 
     def __init__(self, size: int = 1000, fails: int = 0) -> None:
-        self.paced = Paced()
+        self.paced = PacedWrites()
         self.state = 0
         self.writes: list[tuple[float, int]] = []
         self.size = size

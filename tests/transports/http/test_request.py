@@ -9,7 +9,7 @@ import pytest
 
 from protocol.http import Origin, ResponseHead
 from transports.errors import UnexpectedReply
-from transports.http.request import Exchange, RequestHeaders, SessionId, redirect_target
+from transports.http.request import OutgoingMessage, RequestHeaders, SessionId, redirect_target
 
 
 def named(headers: list[tuple[bytes, bytes]]) -> dict[str, str]:
@@ -18,7 +18,7 @@ def named(headers: list[tuple[bytes, bytes]]) -> dict[str, str]:
 
 def test_a_callers_header_wins_over_a_configured_one_of_the_same_name() -> None:
     head = RequestHeaders("h:8080", {"X-Key": "configured", "X-Other": "o"})
-    sent = head.post([("x-key", "caller")], Exchange("tools/call", 1, None))
+    sent = head.post([("x-key", "caller")], OutgoingMessage("tools/call", 1, None))
     names = [k.decode().lower() for k, _ in sent]
     assert names.count("x-key") == 1
     assert named(sent) == {
@@ -33,9 +33,9 @@ def test_a_callers_header_wins_over_a_configured_one_of_the_same_name() -> None:
 
 def test_the_version_a_request_carried_goes_with_later_notifications() -> None:
     head = RequestHeaders("h", {})
-    note = Exchange("notifications/initialized", None, "sid")
+    note = OutgoingMessage("notifications/initialized", None, "sid")
     assert "mcp-protocol-version" not in named(head.post([], note))
-    head.post([("MCP-Protocol-Version", "2025-06-18")], Exchange("initialize", 1, None))
+    head.post([("MCP-Protocol-Version", "2025-06-18")], OutgoingMessage("initialize", 1, None))
     sent = named(head.post([], note))
     assert (sent["mcp-protocol-version"], sent["mcp-session-id"]) == ("2025-06-18", "sid")
     stream = named(head.stream("sid", "ev-9"))

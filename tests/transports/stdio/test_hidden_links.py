@@ -10,7 +10,7 @@ from typing import Literal
 
 import pytest
 
-from transports.stdio.hidden_links import Found, Needed, Theirs, follow, needed, reaching, spared
+from transports.stdio.hidden_links import Followed, Needed, Theirs, follow, needed, reaching, spared
 
 THEIRS = 4242  # another local user's uid
 
@@ -33,7 +33,7 @@ def theirs(path: Path) -> Path:
 
 def test_a_path_with_no_link_on_the_way_leads_to_itself(tmp: Path) -> None:
     (tmp / "keys").mkdir()
-    assert follow(str(tmp / "keys")) == Found(str(tmp / "keys"))
+    assert follow(str(tmp / "keys")) == Followed(str(tmp / "keys"))
 
 
 def test_a_path_through_the_users_own_links_leads_where_realpath_does(tmp: Path) -> None:
@@ -41,7 +41,7 @@ def test_a_path_through_the_users_own_links_leads_where_realpath_does(tmp: Path)
     (tmp / "hop").symlink_to("data")  # relative
     (tmp / ".aws").symlink_to(tmp / "hop" / "aws")
     found = follow(str(tmp / ".aws"))
-    assert found == Found(str(tmp / "data" / "aws"), link=str(tmp / ".aws"))
+    assert found == Followed(str(tmp / "data" / "aws"), link=str(tmp / ".aws"))
     assert found.path == os.path.realpath(tmp / ".aws")
 
 
@@ -51,13 +51,13 @@ def test_a_relative_path_and_dot_dot_are_read_from_the_working_directory(
     (tmp / "a" / "b").mkdir(parents=True)
     (tmp / "c").mkdir()
     monkeypatch.chdir(tmp / "a")
-    assert follow("b/../../c/./") == Found(str(tmp / "c"))
+    assert follow("b/../../c/./") == Followed(str(tmp / "c"))
 
 
 def test_a_missing_name_leads_to_where_it_would_be(tmp: Path) -> None:
     (tmp / "real").mkdir()
     (tmp / "link").symlink_to(tmp / "real")
-    assert follow(str(tmp / "link" / "not" / "yet")) == Found(
+    assert follow(str(tmp / "link" / "not" / "yet")) == Followed(
         str(tmp / "real" / "not" / "yet"), link=str(tmp / "link")
     )
 
@@ -67,7 +67,7 @@ def test_a_loop_of_links_ends_the_walk_instead_of_running_forever(tmp: Path) -> 
     (tmp / "ping").symlink_to(tmp / "pong")
     (tmp / "pong").symlink_to(tmp / "ping")
     found = follow(str(tmp / "ping"))
-    assert isinstance(found, Found)
+    assert isinstance(found, Followed)
     assert found.link == str(tmp / "ping")
 
 
@@ -105,14 +105,14 @@ def test_another_users_directory_a_users_own_link_chose_is_followed(tmp: Path) -
     shared.mkdir()
     theirs(shared)
     (tmp / ".config").symlink_to(shared)
-    assert follow(str(tmp / ".config")) == Found(str(shared), link=str(tmp / ".config"))
+    assert follow(str(tmp / ".config")) == Followed(str(shared), link=str(tmp / ".config"))
 
 
 @needs_root
 def test_another_users_directory_above_the_path_does_not_stop_the_walk(tmp: Path) -> None:
     (tmp / "home" / "keys").mkdir(parents=True)
     theirs(tmp / "home")
-    assert follow(str(tmp / "home" / "keys")) == Found(str(tmp / "home" / "keys"))
+    assert follow(str(tmp / "home" / "keys")) == Followed(str(tmp / "home" / "keys"))
 
 
 # -- what a link may not hide --
@@ -184,7 +184,7 @@ def test_a_link_that_chose_a_needed_place_is_spared_and_one_to_a_store_is_not(
     tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HOME", str(tmp / "home"))
-    assert spared(Found("/usr", link=str(tmp / ".kube")))
-    assert not spared(Found(str(tmp / "data" / "aws"), link=str(tmp / ".aws")))
+    assert spared(Followed("/usr", link=str(tmp / ".kube")))
+    assert not spared(Followed(str(tmp / "data" / "aws"), link=str(tmp / ".aws")))
     # No link chose it: hidden where it is, whatever it is.
-    assert not spared(Found("/usr"))
+    assert not spared(Followed("/usr"))

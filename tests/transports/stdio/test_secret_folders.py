@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from transports.stdio.sandbox import Sandbox, Seen
+from transports.stdio.sandbox import Sandbox, SeenPlace
 from transports.stdio.secret_folders import folders_of, identities, split
 
 
-def sandbox_of(tmp_path: Path, *secrets: Path, sees: tuple[Seen, ...] = ()) -> Sandbox:
+def sandbox_of(tmp_path: Path, *secrets: Path, sees: tuple[SeenPlace, ...] = ()) -> Sandbox:
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     return Sandbox(
@@ -73,7 +73,7 @@ def test_dot_dot_after_a_link_is_the_parent_of_the_links_target(tmp_path: Path) 
 
 def test_a_directory_the_server_needs_is_not_hidden_and_the_file_is_said(tmp_path: Path) -> None:
     secret = made(tmp_path / "proj" / "tok")
-    needs = (Seen(str(tmp_path / "proj" / "data.txt"), "a path servers.probe.env.DATA names"),)
+    needs = (SeenPlace(str(tmp_path / "proj" / "data.txt"), "a path servers.probe.env.DATA names"),)
     got = split(sandbox_of(tmp_path, secret, sees=needs), "/bin/true", "")
     assert got.folders == ()
     (exposed,) = got.exposed

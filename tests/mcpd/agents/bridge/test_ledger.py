@@ -1,17 +1,17 @@
-"""What ``mcpd bridge`` has asked and not heard back (``Unanswered``, ``OwnRequests``):
+"""What ``mcpd bridge`` has asked and not heard back (``OpenRelays``, ``OwnRequests``):
 each host's request taken once, by its answer or its connection's end; whether calls
 still wait; and the bridge's own ids kept clear of the host's."""
 
 from __future__ import annotations
 
-from mcpd.agents.bridge.ledger import LISTEN, OwnRequests, Unanswered
+from mcpd.agents.bridge.ledger import LISTEN, OpenRelays, OwnRequests
 
 FIRST = object()
 SECOND = object()
 
 
 def test_a_request_is_taken_once() -> None:
-    ledger = Unanswered()
+    ledger = OpenRelays()
     ledger.add(FIRST, [1, "a"], "tools/call")
     assert 1 in ledger and "a" in ledger
     assert ledger.take(1)
@@ -21,7 +21,7 @@ def test_a_request_is_taken_once() -> None:
 
 
 def test_an_id_already_waiting_keeps_its_first_connection() -> None:
-    ledger = Unanswered()
+    ledger = OpenRelays()
     ledger.add(FIRST, [7], "tools/call")
     ledger.add(SECOND, [7], "tools/call")
     assert ledger.take_all(SECOND) == []
@@ -31,7 +31,7 @@ def test_an_id_already_waiting_keeps_its_first_connection() -> None:
 
 
 def test_calls_answered_is_set_only_while_no_call_waits() -> None:
-    ledger = Unanswered()
+    ledger = OpenRelays()
     assert ledger.calls_answered.is_set()
     ledger.add(FIRST, [1, 2], "tools/call")
     waiting = ledger.calls_answered
@@ -46,7 +46,7 @@ def test_calls_answered_is_set_only_while_no_call_waits() -> None:
 
 
 def test_listens_stay_open_and_keep_no_one_waiting_for_calls() -> None:
-    ledger = Unanswered()
+    ledger = OpenRelays()
     ledger.add(FIRST, ["L"], LISTEN)
     assert ledger.calls_answered.is_set()
     assert ledger.listens() == ["L"]
@@ -58,7 +58,7 @@ def test_listens_stay_open_and_keep_no_one_waiting_for_calls() -> None:
 
 
 def test_a_connection_gone_takes_its_requests_only_in_a_stable_order() -> None:
-    ledger = Unanswered()
+    ledger = OpenRelays()
     ledger.add(FIRST, [10, "b", 2], "tools/call")
     ledger.add(SECOND, [3], "tools/call")
     ledger.add(FIRST, ["L"], LISTEN)
@@ -70,7 +70,7 @@ def test_a_connection_gone_takes_its_requests_only_in_a_stable_order() -> None:
 
 
 def test_the_bridges_own_ids_skip_those_the_host_has_waiting() -> None:
-    host = Unanswered()
+    host = OpenRelays()
     host.add(FIRST, ["mcpd-bridge-1", "mcpd-bridge-3"], "tools/call")
     own = OwnRequests()
     assert own.new("mcpd/lineLimit", host) == "mcpd-bridge-2"
@@ -80,7 +80,7 @@ def test_the_bridges_own_ids_skip_those_the_host_has_waiting() -> None:
 
 def test_an_own_answer_names_its_method_once() -> None:
     own = OwnRequests()
-    rid = own.new("tools/list", Unanswered())
+    rid = own.new("tools/list", OpenRelays())
     assert own.answered(rid) == "tools/list"
     assert own.answered(rid) is None
     assert own.answered("host-id") is None
@@ -88,9 +88,9 @@ def test_an_own_answer_names_its_method_once() -> None:
 
 def test_forgotten_own_requests_answer_nothing() -> None:
     own = OwnRequests()
-    first = own.new("a", Unanswered())
+    first = own.new("a", OpenRelays())
     own.forget()
     assert first not in own
     assert own.answered(first) is None
     # New ids never repeat one given before.
-    assert own.new("b", Unanswered()) != first
+    assert own.new("b", OpenRelays()) != first

@@ -18,7 +18,7 @@ from mcpd.agents.bridge.opening import (
     LIMIT_ID,
     PROFILE_ID,
     Opened,
-    Refused,
+    OpeningRefused,
     open_connection,
 )
 from protocol.framing import DEFAULT_MAX_LINE, LineFramer, Oversized
@@ -62,7 +62,7 @@ async def pair() -> AsyncIterator[tuple[trio.SocketStream, Daemon]]:
 
 async def opening(
     profile: str | None, *answers: bytes, max_line: int = DEFAULT_MAX_LINE
-) -> tuple[Opened | Refused, list[dict[str, Any]]]:
+) -> tuple[Opened | OpeningRefused, list[dict[str, Any]]]:
     """What opening a connection comes to when the daemon answers ``answers`` once
     it has read the bridge's requests; and those requests."""
     with trio.fail_after(LIMIT):
@@ -106,13 +106,13 @@ async def test_the_answers_may_come_in_either_order() -> None:
 async def test_a_profile_refused_says_the_daemons_reason() -> None:
     refusal = line(id=PROFILE_ID, error={"code": -32602, "message": "no profile 'work'"})
     outcome, _ = await opening("work", refusal, limit_answer())
-    assert outcome == Refused("mcpd: no profile 'work'", True)
+    assert outcome == OpeningRefused("mcpd: no profile 'work'", True)
 
 
 async def test_the_profile_refusal_counts_whichever_answer_came_first() -> None:
     refusal = line(id=PROFILE_ID, error={"code": -32602, "message": "not yours"})
     outcome, _ = await opening("work", limit_answer(), refusal)
-    assert outcome == Refused("mcpd: not yours", True)
+    assert outcome == OpeningRefused("mcpd: not yours", True)
 
 
 @pytest.mark.parametrize(
@@ -163,7 +163,7 @@ async def test_a_daemon_gone_before_it_is_asked_did_not_answer(
         async with pair() as (bridge, daemon):
             await daemon.stream.aclose()
             outcome = await open_connection(bridge, LineFramer(DEFAULT_MAX_LINE), profile)
-    assert outcome == Refused(f"mcpd did not answer when asked {asked}", False)
+    assert outcome == OpeningRefused(f"mcpd did not answer when asked {asked}", False)
 
 
 async def test_a_daemon_that_hangs_up_after_reading_says_it_closed() -> None:
@@ -176,7 +176,9 @@ async def test_a_daemon_that_hangs_up_after_reading_says_it_closed() -> None:
 
             nursery.start_soon(read_then_leave)
             outcome = await open_connection(bridge, LineFramer(DEFAULT_MAX_LINE), None)
-    assert outcome == Refused("mcpd closed the connection when asked for its line limit", False)
+    assert outcome == OpeningRefused(
+        "mcpd closed the connection when asked for its line limit", False
+    )
 
 
 async def test_a_daemon_that_never_answers_is_given_up_on(
@@ -187,7 +189,7 @@ async def test_a_daemon_that_never_answers_is_given_up_on(
         outcome = await open_connection(bridge, LineFramer(DEFAULT_MAX_LINE), "work")
         waited = trio.current_time() - start
         assert len(await daemon.asked(2)) == 2
-    assert outcome == Refused("mcpd did not answer when asked for the profile", False)
+    assert outcome == OpeningRefused("mcpd did not answer when asked for the profile", False)
     assert waited == pytest.approx(10.0)
 
 
@@ -195,4 +197,4 @@ async def test_a_daemon_that_answers_only_one_of_two_is_given_up_on(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     outcome, _ = await opening("work", limit_answer())
-    assert outcome == Refused("mcpd did not answer when asked for the profile", False)
+    assert outcome == OpeningRefused("mcpd did not answer when asked for the profile", False)

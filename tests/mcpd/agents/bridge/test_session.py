@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from msgspec import Raw
 
-from mcpd.agents.bridge.ledger import OwnRequests, Unanswered
+from mcpd.agents.bridge.ledger import OpenRelays, OwnRequests
 from mcpd.agents.bridge.session import HostSession, list_changes
 from protocol import jsonrpc as rpc
 
@@ -21,8 +21,8 @@ def req(method: str, params: Any = None, rid: rpc.Id = 1) -> rpc.Request:
     return rpc.Request(rid, method, None if params is None else Raw(json.dumps(params).encode()))
 
 
-def replayed(session: HostSession, host: Unanswered | None = None) -> list[dict[str, Any]]:
-    lines = session.replay(OwnRequests(), host or Unanswered())
+def replayed(session: HostSession, host: OpenRelays | None = None) -> list[dict[str, Any]]:
+    lines = session.replay(OwnRequests(), host or OpenRelays())
     assert lines == b"" or lines.endswith(b"\n")
     return [json.loads(line) for line in lines.splitlines()]
 
@@ -31,7 +31,7 @@ def test_nothing_is_repeated_before_the_host_initialized() -> None:
     session = HostSession()
     session.note(req("resources/subscribe", {"uri": "file:///a"}))
     session.note(req("logging/setLevel", {"level": "debug"}))
-    assert session.replay(OwnRequests(), Unanswered()) == b""
+    assert session.replay(OwnRequests(), OpenRelays()) == b""
 
 
 def test_the_session_is_repeated_in_order_under_the_bridges_own_ids() -> None:
@@ -40,7 +40,7 @@ def test_the_session_is_repeated_in_order_under_the_bridges_own_ids() -> None:
     session.note(req("resources/subscribe", {"uri": "file:///a"}, rid=2))
     session.note(req("logging/setLevel", {"level": "debug"}, rid=3))
     session.note(req("resources/subscribe", {"uri": "file:///b", "x": 1}, rid=4))
-    host = Unanswered()
+    host = OpenRelays()
     host.add(object(), ["mcpd-bridge-2"], "tools/call")
     lines = replayed(session, host)
     assert [(m.get("id"), m["method"], m.get("params")) for m in lines] == [
