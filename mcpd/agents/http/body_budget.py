@@ -36,7 +36,7 @@ from protocol.logfields import log_extra
 from ...config.model import DaemonConfig
 from ..peers import is_owner, owners_uid
 from ..places import OWNER_RESERVE, uid_quota
-from .exchange import Caller
+from .exchange import RequestSender
 from .mcp_http import rpc_reject
 from .wire import MAX_BODY, Reject
 
@@ -53,7 +53,7 @@ class BodyOwner(msgspec.Struct, frozen=True):
     owner: bool
 
 
-def body_owner(caller: Caller) -> BodyOwner:
+def body_owner(caller: RequestSender) -> BodyOwner:
     """Whose a request's body is: the socket peer's user, or on the endpoint the user
     holding the other end (``endpoint_places`` counts the same)."""
     if caller.guard is None:

@@ -2,7 +2,7 @@
 
 ``AgentServer.dispatch`` answers connections; ``Exchange`` lets it answer one HTTP request the
 same way, whatever it sends before its answer going into the response (which then
-becomes an event stream). ``Caller`` is what the HTTP connection it came on decides:
+becomes an event stream). ``RequestSender`` is what the HTTP connection it came on decides:
 the peer, the profile a profile's socket fixes, the checks of the TCP endpoint, and
 who holds its other end (``holders``); ``StatelessAgent``, who a client without a
 session is.
@@ -49,7 +49,7 @@ class Exchange(Connection):
         self,
         handler: Dispatcher,
         session: ServerSession,
-        caller: Caller,
+        caller: RequestSender,
         servers: ProfileServers,
         owner: object,
         identity: AgentIdentity,
@@ -142,7 +142,7 @@ class StatelessAgent(msgspec.Struct, frozen=True):
     unverified: bool
 
 
-class Caller(msgspec.Struct, frozen=True):
+class RequestSender(msgspec.Struct, frozen=True):
     """Who sends the requests of one HTTP connection, and what its socket decides."""
 
     peer: Peer | None

@@ -55,7 +55,7 @@ from ..profiles import Profiles, ProfileServers
 from ..sockets import Leave
 from .body_budget import BodyBudget, BodyClaim, body_owner
 from .endpoint_places import EndpointPlaces, for_page, holder_uid, same_kind
-from .exchange import Caller
+from .exchange import RequestSender
 from .leave import refusal, serve_until_left
 from .mcp_http import rpc_reject
 from .mcp_route import McpRoute
@@ -116,7 +116,7 @@ class HttpApi:
         self._lookups = Lookups(control.server_of, control.relayed_by, control.server_pids)
         # The connections open now that carried a request to /mcp: agents, by the
         # identity each connection was given.
-        self.agents: dict[AgentIdentity, Caller] = {}
+        self.agents: dict[AgentIdentity, RequestSender] = {}
 
     @property
     def page(self) -> Page:
@@ -189,7 +189,7 @@ class HttpApi:
     ) -> None:
         if gate is None:
             owner = None if peer is None else ConnectionOwner.of_peer(peer)
-            caller = Caller(peer, fixed, identity=identity, owner=owner, leave=leave)
+            caller = RequestSender(peer, fixed, identity=identity, owner=owner, leave=leave)
             await serve_until_left(leave, wire, partial(self._exchanges, wire, caller, None))
             return
         first = await gate.admit(wire)
@@ -214,10 +214,10 @@ class HttpApi:
             # Looked up only if a request needs it: the token, the page's session or code.
             owner = ConnectionOwner(partial(tcp_held, sock, self._lookups))
             tcp = TcpKin(sock, self._lookups)
-            caller = Caller(None, None, gate.check, identity, owner, tcp, page)
+            caller = RequestSender(None, None, gate.check, identity, owner, tcp, page)
             await self._exchanges(wire, caller, first)
 
-    async def _exchanges(self, wire: Wire, caller: Caller, head: h11.Request | None) -> None:
+    async def _exchanges(self, wire: Wire, caller: RequestSender, head: h11.Request | None) -> None:
         while True:
             # What its body holds of the budget is held until it is answered.
             with self.bodies.claim(self.control.settings) as claim:
@@ -232,7 +232,7 @@ class HttpApi:
             head = None
 
     async def _exchange(
-        self, wire: Wire, caller: Caller, head: h11.Request | None, claim: BodyClaim
+        self, wire: Wire, caller: RequestSender, head: h11.Request | None, claim: BodyClaim
     ) -> bool:
         """Serve one request (``head``: its head, read and checked already); False when
         the connection is to be closed at once. A page request that nothing vouches for
@@ -300,7 +300,9 @@ class HttpApi:
             return not stranger
         return True
 
-    async def _route(self, wire: Wire, request: h11.Request, body: bytes, caller: Caller) -> None:
+    async def _route(
+        self, wire: Wire, request: h11.Request, body: bytes, caller: RequestSender
+    ) -> None:
         path, _, query_text = request.target.decode("latin-1").partition("?")
         query = parse_qs(query_text)
         if path == "/mcp":
@@ -327,7 +329,7 @@ class HttpApi:
 
     # -- pages --
 
-    def _profile(self, query: dict[str, list[str]], caller: Caller) -> ProfileServers:
+    def _profile(self, query: dict[str, list[str]], caller: RequestSender) -> ProfileServers:
         """The profile ``?profile=`` names, the socket's own, or the default one."""
         asked = query.get("profile")
         name = asked[0] if asked else caller.fixed
@@ -339,7 +341,7 @@ class HttpApi:
             raise rpc_reject(400 if "no profile" in exc.message else 403, None, exc.code,
                              exc.message) from None  # fmt: skip
 
-    def _scope(self, query: dict[str, list[str]], caller: Caller) -> ProfileView | None:
+    def _scope(self, query: dict[str, list[str]], caller: RequestSender) -> ProfileView | None:
         """What of the daemon's status the caller may read (``Profiles.scope``)."""
         return self.profiles.scope(self._profile(query, caller), caller.peer, caller.fixed)
 
@@ -358,7 +360,7 @@ async def _send(
     await wire.send(*events, h11.EndOfMessage())
 
 
-def _unvouched(request: h11.Request, caller: Caller) -> bool:
+def _unvouched(request: h11.Request, caller: RequestSender) -> bool:
     """On the endpoint, without the token: the gate let it in for the page alone."""
     return caller.guard is not None and Headers(request.headers).get("authorization") is None
 

@@ -41,7 +41,7 @@ from protocol.server import ServerSession
 from ..connection import Connection, Dispatcher
 from ..profiles import ProfileServers
 from .body_budget import check_listen
-from .exchange import Caller, Exchange, StatelessAgent
+from .exchange import Exchange, RequestSender, StatelessAgent
 from .leave import Grace
 from .mcp_http import (
     MODERN_STATUS,
@@ -61,7 +61,7 @@ MAX_SESSIONS: Final = 256
 _VERSION_KEY: Final = f'"{mcp.KEY_PROTOCOL_VERSION}"'.encode()
 
 # The profile a request asks for (``?profile=``), as the HTTP side decides it.
-ChooseProfile = Callable[[dict[str, list[str]], Caller], ProfileServers]
+ChooseProfile = Callable[[dict[str, list[str]], RequestSender], ProfileServers]
 
 
 class McpRoute:
@@ -96,7 +96,7 @@ class McpRoute:
         wire: Wire,
         request: h11.Request,
         body: bytes,
-        caller: Caller,
+        caller: RequestSender,
         query: dict[str, list[str]],
     ) -> None:
         headers = Headers(request.headers)
@@ -122,7 +122,7 @@ class McpRoute:
             await self._legacy(wire, headers, body, caller, query)
 
     async def _stream(
-        self, wire: Wire, request: h11.Request, headers: Headers, caller: Caller
+        self, wire: Wire, request: h11.Request, headers: Headers, caller: RequestSender
     ) -> None:
         """GET: a legacy session's stream for what answers no request; one at a time."""
         version = headers.get("mcp-protocol-version")
@@ -168,7 +168,7 @@ class McpRoute:
         ends = None if caller.leave is None else caller.leave.asked
         await serve_stream(wire, legacy.news, allowed, ends)
 
-    def _open(self, session: ServerSession, servers: ProfileServers, caller: Caller) -> str:
+    def _open(self, session: ServerSession, servers: ProfileServers, caller: RequestSender) -> str:
         """A new legacy session's id. When there are too many, the oldest of the user
         who holds the most ends (the newcomer counted with its own): one who opens
         sessions without end ends their own, not everyone else's."""
@@ -182,7 +182,7 @@ class McpRoute:
         self.handler.agent_joined(legacy.news)  # its news from now on
         return sid
 
-    def _found(self, sid: str | None, caller: Caller) -> LegacySession | None:
+    def _found(self, sid: str | None, caller: RequestSender) -> LegacySession | None:
         """The legacy session ``sid`` for the one that opened it, where it was opened;
         for anyone else, or on another listener, there is none."""
         legacy = None if sid is None else self.sessions.get(sid)
@@ -230,7 +230,7 @@ class McpRoute:
     def _exchange_for(
         self,
         session: ServerSession,
-        caller: Caller,
+        caller: RequestSender,
         servers: ProfileServers,
         legacy: LegacySession | None = None,
     ) -> Exchange:
@@ -254,7 +254,7 @@ class McpRoute:
         headers: Headers,
         body: bytes,
         version: str,
-        caller: Caller,
+        caller: RequestSender,
         query: dict[str, list[str]],
     ) -> None:
         req, _ = modern_request(headers, body, version, self.stateless)
@@ -267,7 +267,7 @@ class McpRoute:
         wire: Wire,
         headers: Headers,
         body: bytes,
-        caller: Caller,
+        caller: RequestSender,
         query: dict[str, list[str]],
     ) -> None:
         msg = decode_body(body)

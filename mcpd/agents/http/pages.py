@@ -16,12 +16,12 @@ from ...servers.all_servers import AllServers
 from ..backend import Control
 from ..lists.formats import FORMATS, translate
 from ..profiles import ProfileServers
-from .exchange import Caller
+from .exchange import RequestSender
 from .wire import Reject
 
 Query: TypeAlias = dict[str, list[str]]
 Answer: TypeAlias = tuple[int, str, bytes]  # the status, the content type and the body
-Page: TypeAlias = Callable[[Query, Caller], Answer]
+Page: TypeAlias = Callable[[Query, RequestSender], Answer]
 
 METRICS_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 _encode: Final = msgspec.json.Encoder().encode
@@ -32,8 +32,8 @@ class ReadPages:
         self,
         servers: AllServers,
         control: Control,
-        profile: Callable[[Query, Caller], ProfileServers],
-        scope: Callable[[Query, Caller], ProfileView | None],
+        profile: Callable[[Query, RequestSender], ProfileServers],
+        scope: Callable[[Query, RequestSender], ProfileView | None],
     ) -> None:
         """``profile``: the profile a request may read; ``scope``: what of the daemon's
         status it may read (``Profiles.scope``)."""
@@ -54,11 +54,11 @@ class ReadPages:
         }
         return pages.get(path)
 
-    def status(self, query: Query, caller: Caller) -> Answer:
+    def status(self, query: Query, caller: RequestSender) -> Answer:
         scope, own_user = self._scope(query, caller), caller.who().reads_as_owner()
         return 200, "application/json", _encode(self.control.status(scope, own_user=own_user))
 
-    def tools(self, query: Query, caller: Caller) -> Answer:
+    def tools(self, query: Query, caller: RequestSender) -> Answer:
         listing = self._profile(query, caller).listing()
         tools = msgspec.json.decode(rpc.encode(listing))
         fmt = (query.get("format") or ["mcp"])[0]
@@ -69,11 +69,11 @@ class ReadPages:
             raise Reject(400, _encode({"error": f"unknown format {fmt!r}; use one of {known}"}))
         return 200, "application/json", _encode(translate(tools, fmt))
 
-    def prompts(self, query: Query, caller: Caller) -> Answer:
+    def prompts(self, query: Query, caller: RequestSender) -> Answer:
         sees = self._profile(query, caller).view.admits_prompt
         return 200, "application/json", _encode({"prompts": self.servers.prompt_listing(sees)})
 
-    def resources(self, query: Query, caller: Caller) -> Answer:
+    def resources(self, query: Query, caller: RequestSender) -> Answer:
         s, sight = self.servers, self._profile(query, caller).view
         body = {
             "resources": s.resource_listing(sight),
@@ -81,7 +81,7 @@ class ReadPages:
         }
         return 200, "application/json", _encode(body)
 
-    def healthz(self, query: Query, caller: Caller) -> Answer:
+    def healthz(self, query: Query, caller: RequestSender) -> Answer:
         scope = self._scope(query, caller)
         states = self.servers.states()
         if scope is not None:
@@ -95,5 +95,5 @@ class ReadPages:
             return 200, "application/json", _encode({"status": "ok", "servers": len(states)})
         return 503, "application/json", _encode(body)
 
-    def metrics(self, query: Query, caller: Caller) -> Answer:
+    def metrics(self, query: Query, caller: RequestSender) -> Answer:
         return 200, METRICS_TYPE, self.control.metrics(self._scope(query, caller)).encode()

@@ -16,7 +16,7 @@ from ..askback.askback import AgentRequests
 from ..ending import UNANSWERED
 from ..identity import AgentIdentity
 from ..profiles import ProfileServers
-from .exchange import Caller
+from .exchange import RequestSender
 from .stream import SessionNews
 
 # Why a session ended, for the requests it had in flight and the servers waiting on it.
@@ -38,7 +38,7 @@ class OpenedBy(msgspec.Struct, frozen=True):
     unverified: bool
 
     @classmethod
-    def of(cls, caller: Caller) -> OpenedBy:
+    def of(cls, caller: RequestSender) -> OpenedBy:
         peer = caller.peer
         return cls(
             endpoint=caller.tcp is not None,

@@ -37,7 +37,7 @@ from .sources import Decision, Sources
 from .words import shown
 
 Scope = Callable[[], ProfileView | None]  # raises Reject (a profile it may not read)
-# Who sends a request, as /proc tells (``Caller.deciders``).
+# Who sends a request, as /proc tells (``RequestSender.deciders``).
 Senders = Callable[[], Awaitable[tuple[Decider, ...]]]
 _encode: Final = msgspec.json.Encoder().encode
 HTML: Final = (b"content-type", b"text/html; charset=utf-8")

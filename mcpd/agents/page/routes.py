@@ -9,7 +9,7 @@ read. On the HTTP endpoint the page wants its session cookie (or the bearer toke
 without one, for reading. Acting takes a session on either: its cookie, its CSRF
 token, and an ``Origin`` that is the page's own. A session is taken, and a code
 traded, only on a connection of the local user that opened it which no process of
-mcpd's servers holds (``whose``); who holds it (``Caller.owner``) is looked up for a
+mcpd's servers holds (``whose``); who holds it (``RequestSender.owner``) is looked up for a
 request that brings a live session's cookie or a good code, and for no other; so are
 the processes that trade a good code (``opener``). Whose side the sessions kept are on
 is judged against the agents connected now as a session is used to draw the page or
@@ -30,7 +30,7 @@ import msgspec
 from ...policy.kin import AgentKin
 from ..backend import Control, Servers
 from ..holders import ServerRefusals
-from ..http.exchange import Caller
+from ..http.exchange import RequestSender
 from ..http.wire import Headers, Reject, Wire
 from . import render
 from .actions import HTML, NO_SESSION, OAUTH, PATHS, Actions, Scope, refuse, refuse_action, send
@@ -81,7 +81,7 @@ class Page:
     def _changed(self) -> None:
         self.live.changed()
 
-    async def admit(self, request: h11.Request, caller: Caller) -> Access:
+    async def admit(self, request: h11.Request, caller: RequestSender) -> Access:
         """Who asks, from the request's headers; raises Reject for whoever may not."""
         headers = Headers(request.headers)
         path, _, query = request.target.decode("latin-1").partition("?")
@@ -112,7 +112,7 @@ class Page:
         )
 
     async def serve(
-        self, wire: Wire, request: h11.Request, body: bytes, caller: Caller, access: Access,
+        self, wire: Wire, request: h11.Request, body: bytes, caller: RequestSender, access: Access,
         scope: Scope,
     ) -> None:  # fmt: skip
         target = request.target.decode("latin-1")
@@ -165,7 +165,7 @@ class Page:
             raise Reject(404)
 
     def _reading(
-        self, access: Access, caller: Caller, scope: Scope, query: dict[str, list[str]]
+        self, access: Access, caller: RequestSender, scope: Scope, query: dict[str, list[str]]
     ) -> Reading:
         """Raises Reject for a profile the reader may not read (any longer)."""
         # As last judged: a session found an agent's since it was admitted says so.
@@ -185,7 +185,9 @@ class Page:
             look_only=None if session is None else look_only(session.opener),
         )
 
-    def _stream_holder(self, access: Access, caller: Caller) -> Callable[[], Hashable | None]:
+    def _stream_holder(
+        self, access: Access, caller: RequestSender
+    ) -> Callable[[], Hashable | None]:
         """Who a stream of the page is counted with (``live``) when asked: None for a
         session that may decide; a session found to be opened from an agent's side,
         by that agent; a reader without a session, by its process on the socket, or as
@@ -223,7 +225,7 @@ class Page:
     # -- a session --
 
     async def _trade(
-        self, wire: Wire, query: dict[str, list[str]], headers: Headers, caller: Caller
+        self, wire: Wire, query: dict[str, list[str]], headers: Headers, caller: RequestSender
     ) -> None:
         code = query["code"][0]
         if not self.passes.good(code):

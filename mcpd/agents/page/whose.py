@@ -15,12 +15,14 @@ from html import escape
 
 from ...local.tcpowner import HoldersUnknown, OwnerUnknown
 from ..holders import Held, ServerRefusals, servers_process
-from ..http.exchange import Caller
+from ..http.exchange import RequestSender
 from ..http.wire import Reject
 from .actions import refuse, refuse_action
 
 
-async def holder(caller: Caller, acting: bool, refusals: ServerRefusals, brought: str) -> Held:
+async def holder(
+    caller: RequestSender, acting: bool, refusals: ServerRefusals, brought: str
+) -> Held:
     """Who holds ``caller``'s connection, where a session or a code (``brought``) may be
     honoured on it; else raises Reject, as JSON for an action (``acting``), else as a
     page: who holds it cannot be told, or a process of one of mcpd's servers does."""

@@ -11,7 +11,7 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.agents.http.exchange import Caller, Exchange, StatelessAgent
+from mcpd.agents.http.exchange import Exchange, RequestSender, StatelessAgent
 from mcpd.agents.identity import AgentIdentity
 from mcpd.agents.peers import Peer
 from protocol import mcp
@@ -50,7 +50,7 @@ class Response:
 
 
 def exchange(news: Exchange | None = None, peer: Peer | None = None) -> Exchange:
-    caller = Caller(peer)
+    caller = RequestSender(peer)
     return Exchange(
         Handler(),  # type: ignore[arg-type]
         object(),  # type: ignore[arg-type]
@@ -126,10 +126,10 @@ async def test_news_goes_to_the_sessions_stream_or_to_this_response() -> None:
 def test_a_caller_is_its_connections_identity_or_its_peers() -> None:
     peer = Peer(pid=1, uid=1000, gid=1000)
     known = AgentIdentity(peer)
-    assert Caller(peer, identity=known).who() is known
-    fresh = Caller(peer).who()
+    assert RequestSender(peer, identity=known).who() is known
+    fresh = RequestSender(peer).who()
     assert fresh.peer == peer and fresh is not known
-    assert Caller(None).who().peer is None
+    assert RequestSender(None).who().peer is None
 
 
 def test_an_exchange_takes_its_profile_and_peer_from_its_caller() -> None:
@@ -142,20 +142,20 @@ def test_an_exchange_takes_its_profile_and_peer_from_its_caller() -> None:
 async def test_a_stateless_client_is_its_user_where_it_came_in_its_profile_and_its_server() -> None:
     default, dev = Profile("default"), Profile("dev")
 
-    def who(caller: Caller, profile: Profile = default) -> StatelessAgent:
+    def who(caller: RequestSender, profile: Profile = default) -> StatelessAgent:
         return caller.stateless_agent(profile)  # type: ignore[arg-type]
 
-    user = who(Caller(Peer(pid=1, uid=1000, gid=1000)))
+    user = who(RequestSender(Peer(pid=1, uid=1000, gid=1000)))
     # Its requests may come from any process and connection of its user.
-    assert who(Caller(Peer(pid=2, uid=1000, gid=1000), identity=AgentIdentity(None))) == user
+    assert who(RequestSender(Peer(pid=2, uid=1000, gid=1000), identity=AgentIdentity(None))) == user
     with trio.socket.socket() as tcp:
         others = [
-            who(Caller(Peer(pid=1, uid=1001, gid=1001))),
-            who(Caller(Peer(pid=1, uid=1000, gid=1000)), dev),
-            who(Caller(Peer(pid=1, uid=1000, gid=1000), "dev"), dev),
-            who(Caller(Peer(pid=1, uid=1000, gid=1000, server="notes"))),
-            who(Caller(Peer(pid=0, uid=1000, gid=1000, unverified=True))),
-            who(Caller(None)),
-            who(Caller(None, tcp=tcp)),
+            who(RequestSender(Peer(pid=1, uid=1001, gid=1001))),
+            who(RequestSender(Peer(pid=1, uid=1000, gid=1000)), dev),
+            who(RequestSender(Peer(pid=1, uid=1000, gid=1000), "dev"), dev),
+            who(RequestSender(Peer(pid=1, uid=1000, gid=1000, server="notes"))),
+            who(RequestSender(Peer(pid=0, uid=1000, gid=1000, unverified=True))),
+            who(RequestSender(None)),
+            who(RequestSender(None, tcp=tcp)),
         ]
     assert len({user, *others}) == 1 + len(others)

@@ -22,7 +22,7 @@ import trio.testing
 from mcpd.agents.api import new_session
 from mcpd.agents.connection import Connection, Dispatcher
 from mcpd.agents.holders import TcpKin
-from mcpd.agents.http.exchange import Caller
+from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.mcp_route import McpRoute, _cancel
 from mcpd.agents.http.sessions import DELETED, LegacySession, OpenedBy
 from mcpd.agents.http.wire import Reject, Wire
@@ -94,7 +94,7 @@ class Route:
 
     def open(self, name: str = "default") -> str:
         """A legacy session, as ``initialize`` opens it on the socket of ``name``."""
-        return self.route._open(new_session(), profile(name), Caller(None))
+        return self.route._open(new_session(), profile(name), RequestSender(None))
 
 
 async def served(
@@ -102,7 +102,7 @@ async def served(
     method: bytes,
     headers: list[tuple[bytes, bytes]],
     body: bytes = b"",
-    caller: Caller | None = None,
+    caller: RequestSender | None = None,
 ) -> bytes:
     """What the client reads back of one request the route serves (a Reject, as its
     caller turns it into a response, included)."""
@@ -120,7 +120,7 @@ async def served(
         assert got is not None
         request, read_body = got
         try:
-            await route.serve(wire, request, read_body, caller or Caller(None), {})
+            await route.serve(wire, request, read_body, caller or RequestSender(None), {})
         except Reject as reject:
             return f"{reject.status} {reject.body.decode()}".encode()
         await client.send_eof()  # type: ignore[attr-defined]
@@ -156,7 +156,7 @@ async def test_a_method_mcp_does_not_take_is_405_saying_which_it_does(
             None,  # type: ignore[arg-type]
             h11.Request(method=method, target="/mcp", headers=[(b"host", b"x")]),
             b"",
-            Caller(None),
+            RequestSender(None),
             {},
         )
     assert reject.value.status == 405
@@ -213,7 +213,7 @@ async def test_a_post_to_a_session_that_does_not_exist_is_404(route: Route) -> N
 
 async def test_a_session_of_one_profiles_socket_does_not_exist_on_anothers(route: Route) -> None:
     sid = route.open("default").encode()
-    elsewhere = Caller(None, fixed="other")
+    elsewhere = RequestSender(None, fixed="other")
     ping = rpc.encode_request(1, "ping", None)
     post = [*JSON_POST, (b"mcp-session-id", sid)]
     get = [*STREAM_GET, (b"mcp-session-id", sid)]
@@ -260,7 +260,7 @@ async def test_sessions_are_capped_and_the_oldest_ends_to_make_room(
 
 def opened_by(route: Route, uid: int) -> str:
     return route.route._open(
-        new_session(), profile(), Caller(Peer(pid=1000 + uid, uid=uid, gid=uid))
+        new_session(), profile(), RequestSender(Peer(pid=1000 + uid, uid=uid, gid=uid))
     )
 
 
@@ -288,7 +288,7 @@ async def test_one_who_opens_sessions_without_end_ends_their_own_not_others(
 
 def opened_over_tcp(route: Route, uid: int) -> str:
     holder = AgentIdentity(None, Holder(uid))
-    return route.route._open(new_session(), profile(), Caller(None, identity=holder))
+    return route.route._open(new_session(), profile(), RequestSender(None, identity=holder))
 
 
 async def test_sessions_over_the_endpoint_are_shared_out_by_the_user_holding_them(
@@ -310,18 +310,20 @@ async def test_a_session_is_found_only_by_its_user_on_the_listener_it_was_opened
     """One route serves the daemon's socket, each profile's and the TCP endpoint: a
     session's id that anyone else brings, or its user brings elsewhere, names none."""
     user = Peer(pid=1000, uid=1000, gid=1000)
-    sid = route.route._open(new_session(), profile(), Caller(user)).encode()
+    sid = route.route._open(new_session(), profile(), RequestSender(user)).encode()
     ping = rpc.encode_request(1, "ping", None)
     requests = [
         (b"POST", [*JSON_POST, (b"mcp-session-id", sid)], ping),
         (b"GET", [*STREAM_GET, (b"mcp-session-id", sid)], b""),
         (b"DELETE", [(b"host", b"mcpd"), (b"mcp-session-id", sid)], b""),
     ]
-    endpoint = Caller(None, identity=AgentIdentity(None, Holder(1000)), tcp=TcpKin(None, None))  # type: ignore[arg-type]
+    endpoint = RequestSender(
+        None, identity=AgentIdentity(None, Holder(1000)), tcp=TcpKin(None, None)
+    )  # type: ignore[arg-type]
     others = {
-        "another user": Caller(Peer(pid=2000, uid=2000, gid=2000)),
-        "a server's process": Caller(Peer(pid=1001, uid=1000, gid=1000, server="notes")),
-        "its profile's socket": Caller(user, fixed="default"),
+        "another user": RequestSender(Peer(pid=2000, uid=2000, gid=2000)),
+        "a server's process": RequestSender(Peer(pid=1001, uid=1000, gid=1000, server="notes")),
+        "its profile's socket": RequestSender(user, fixed="default"),
         "the TCP endpoint": endpoint,
     }
     for who, caller in others.items():
@@ -329,7 +331,7 @@ async def test_a_session_is_found_only_by_its_user_on_the_listener_it_was_opened
             got = rejected(await served(route.route, method, headers, body, caller))
             assert got == (404, "Session not found"), (who, method, got)
     assert route.handler.gone == []
-    answer = await served(route.route, b"DELETE", requests[2][1], b"", Caller(user))
+    answer = await served(route.route, b"DELETE", requests[2][1], b"", RequestSender(user))
     assert status_of(answer) == 200 and route.handler.gone != []
 
 
@@ -398,7 +400,7 @@ async def test_another_user_or_the_endpoint_with_a_users_session_id_finds_no_ses
 
 
 def legacy_session() -> LegacySession:
-    caller = Caller(None)
+    caller = RequestSender(None)
     return LegacySession(new_session(), profile(), caller.who(), OpenedBy.of(caller))
 
 

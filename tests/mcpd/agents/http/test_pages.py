@@ -12,7 +12,7 @@ from typing import Any, cast
 import pytest
 
 from mcpd.agents.backend import Control
-from mcpd.agents.http.exchange import Caller
+from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.pages import METRICS_TYPE, Query, ReadPages
 from mcpd.agents.http.wire import Reject
 from mcpd.agents.peers import Peer
@@ -22,7 +22,7 @@ from mcpd.servers.all_servers import AllServers
 
 # A user neither mcpd's own nor root.
 STRANGER = 4242 if os.getuid() != 4242 else 4243
-CALLER = Caller(peer=Peer(pid=5, uid=STRANGER, gid=STRANGER))
+CALLER = RequestSender(peer=Peer(pid=5, uid=STRANGER, gid=STRANGER))
 TOOL = {"name": "notes__search", "description": "Search.", "inputSchema": {"type": "object"}}
 
 
@@ -70,10 +70,10 @@ def pages(
 ) -> tuple[ReadPages, Daemon]:
     daemon = Daemon(ready)
 
-    def profile(query: Query, caller: Caller) -> ProfileServers:
+    def profile(query: Query, caller: RequestSender) -> ProfileServers:
         return cast(ProfileServers, Profile())
 
-    def scoped(query: Query, caller: Caller) -> ProfileView | None:
+    def scoped(query: Query, caller: RequestSender) -> ProfileView | None:
         return cast(ProfileView, scope)
 
     read = ReadPages(

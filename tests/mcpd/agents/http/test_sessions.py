@@ -10,7 +10,7 @@ from typing import Any, cast
 import trio
 from msgspec import UNSET
 
-from mcpd.agents.http.exchange import Caller
+from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.sessions import (
     DELETED,
     PUSHED_OUT,
@@ -62,15 +62,15 @@ def error(reply: bytes | None) -> tuple[Any, str]:
 
 
 def test_who_opened_it_on_a_socket() -> None:
-    opened = OpenedBy.of(Caller(peer=PEER, fixed="work"))
+    opened = OpenedBy.of(RequestSender(peer=PEER, fixed="work"))
     assert opened == OpenedBy(endpoint=False, fixed="work", uid=1000, server=None, unverified=False)
 
 
 def test_a_servers_process_or_an_unverified_peer_is_told_apart() -> None:
     of_server = Peer(pid=41, uid=1000, gid=1000, server="notes")
-    assert OpenedBy.of(Caller(peer=of_server)).server == "notes"
+    assert OpenedBy.of(RequestSender(peer=of_server)).server == "notes"
     unverified = Peer(pid=42, uid=1000, gid=1000, unverified=True)
-    assert OpenedBy.of(Caller(peer=unverified)).unverified
+    assert OpenedBy.of(RequestSender(peer=unverified)).unverified
 
 
 def test_whose_a_session_is_its_peers_or_its_connections_holders() -> None:

@@ -21,7 +21,7 @@ from msgspec import Raw
 from mcpd.agents.api import new_session
 from mcpd.agents.connection import Connection, Dispatcher
 from mcpd.agents.failures import Failures
-from mcpd.agents.http.exchange import Caller, Exchange
+from mcpd.agents.http.exchange import Exchange, RequestSender
 from mcpd.agents.http.tcp import Connect
 from mcpd.agents.identity import AgentIdentity
 from mcpd.agents.own_methods.authapi import HANDLERS
@@ -139,7 +139,12 @@ def caller(peer: Peer | None) -> Connection:
     kernel named) or on the TCP endpoint (None: no peer, only the token)."""
     world = World()
     return Exchange(
-        Handler(world), new_session(), Caller(peer), world.profile, object(), AgentIdentity(peer)
+        Handler(world),
+        new_session(),
+        RequestSender(peer),
+        world.profile,
+        object(),
+        AgentIdentity(peer),
     )
 
 

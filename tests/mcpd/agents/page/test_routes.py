@@ -19,7 +19,7 @@ import trio.testing
 
 from mcpd.agents.backend import Control, Servers
 from mcpd.agents.holders import ConnectionOwner, Held
-from mcpd.agents.http.exchange import Caller
+from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.wire import MAX_BODY, Reject, Wire
 from mcpd.agents.page import is_page
 from mcpd.agents.page.actions import NO_SESSION
@@ -80,8 +80,8 @@ def owned_by(uid: int, server: str | None = None) -> ConnectionOwner:
     return ConnectionOwner(held)
 
 
-SOCKET = Caller(None, owner=owned_by(USER))
-ENDPOINT = Caller(None, guard=passed_gate, owner=owned_by(USER))
+SOCKET = RequestSender(None, owner=owned_by(USER))
+ENDPOINT = RequestSender(None, guard=passed_gate, owner=owned_by(USER))
 
 
 def request(
@@ -104,7 +104,9 @@ class Answer:
         return self.body.decode()
 
 
-async def exchange(page: Page, req: h11.Request, caller: Caller, body: bytes = b"") -> Answer:
+async def exchange(
+    page: Page, req: h11.Request, caller: RequestSender, body: bytes = b""
+) -> Answer:
     """One request as the daemon serves it: admitted at its headers, then served; a
     refusal is answered with its status and body."""
     client_stream, server_stream = trio.testing.memory_stream_pair()
@@ -143,11 +145,11 @@ async def exchange(page: Page, req: h11.Request, caller: Caller, body: bytes = b
     return Answer(response.status_code, fields, out)
 
 
-async def admitted(page: Page, req: h11.Request, caller: Caller) -> Access:
+async def admitted(page: Page, req: h11.Request, caller: RequestSender) -> Access:
     return await page.admit(req, caller)
 
 
-async def refused(page: Page, req: h11.Request, caller: Caller) -> Reject:
+async def refused(page: Page, req: h11.Request, caller: RequestSender) -> Reject:
     with pytest.raises(Reject) as info:
         await page.admit(req, caller)
     return info.value
@@ -220,11 +222,11 @@ async def unknown_owner() -> Held:
 async def test_a_session_is_taken_on_its_own_users_connections_only() -> None:
     page = new_page()
     cookie, csrf = await opened_session(page)
-    again = Caller(None, guard=passed_gate, owner=owned_by(USER))
+    again = RequestSender(None, guard=passed_gate, owner=owned_by(USER))
     assert (
         await admitted(page, request("GET", "/", {"cookie": cookie}), again)
     ).session is not None
-    other = Caller(None, guard=passed_gate, owner=owned_by(USER + 1))
+    other = RequestSender(None, guard=passed_gate, owner=owned_by(USER + 1))
     read = await exchange(page, request("GET", "/", {"cookie": cookie}), other)
     assert read.status == 401 and "mcpd-csrf" not in read.text
     act = {"cookie": cookie, "origin": f"http://{HOST}", "x-mcpd-csrf": csrf}
@@ -232,7 +234,7 @@ async def test_a_session_is_taken_on_its_own_users_connections_only() -> None:
     acted = await exchange(page, request("POST", "/page/decide", act, body), other, body)
     assert acted.status == 403 and json.loads(acted.body) == {"error": NO_SESSION}
     # On the socket too: another user allowed there has the cookie no better.
-    on_socket = Caller(None, owner=owned_by(USER + 1))
+    on_socket = RequestSender(None, owner=owned_by(USER + 1))
     assert await admitted(page, request("GET", "/", {"cookie": cookie}), on_socket) == Access()
 
 
@@ -241,8 +243,8 @@ async def test_a_servers_process_has_no_session_and_trades_no_code_on_either_sid
     allow_servers) as on the endpoint, its process gets nothing with the cookie."""
     page = new_page()
     cookie, csrf = await opened_session(page)
-    on_socket = Caller(None, owner=owned_by(USER, "thief"))
-    on_endpoint = Caller(None, guard=passed_gate, owner=owned_by(USER, "thief"))
+    on_socket = RequestSender(None, owner=owned_by(USER, "thief"))
+    on_endpoint = RequestSender(None, guard=passed_gate, owner=owned_by(USER, "thief"))
     act = {"cookie": cookie, "origin": f"http://{HOST}", "x-mcpd-csrf": csrf}
     body = b"id=a-1&decision=approve"
     for caller in (on_socket, on_endpoint):
@@ -272,7 +274,7 @@ async def test_a_planted_cookie_of_the_name_neither_locks_out_nor_is_taken() -> 
 
 async def exchange_as(page: Page, uid: int) -> tuple[str, str]:
     """A session traded on a connection of ``uid``: its cookie, and its CSRF token."""
-    caller = Caller(None, guard=passed_gate, owner=owned_by(uid))
+    caller = RequestSender(None, guard=passed_gate, owner=owned_by(uid))
     traded = await exchange(page, request("GET", f"/?code={page.passes.issue()}"), caller)
     assert traded.status == 200
     cookie = traded.headers["set-cookie"].split(";")[0]
@@ -283,7 +285,7 @@ async def exchange_as(page: Page, uid: int) -> tuple[str, str]:
 
 async def test_where_the_owner_cannot_be_found_no_session_is_opened_or_taken() -> None:
     page = new_page()
-    unknown = Caller(None, guard=passed_gate, owner=ConnectionOwner(unknown_owner))
+    unknown = RequestSender(None, guard=passed_gate, owner=ConnectionOwner(unknown_owner))
     code = page.passes.issue()
     trade = await exchange(page, request("GET", f"/?code={code}"), unknown)
     assert trade.status == 403 and "set-cookie" not in trade.headers
@@ -296,7 +298,7 @@ async def test_where_the_owner_cannot_be_found_no_session_is_opened_or_taken() -
     acted = await exchange(page, request("POST", "/page/decide", act, b"x=1"), unknown, b"x=1")
     assert acted.status == 403 and "no process of this machine" in json.loads(acted.body)["error"]
     # A connection that says nothing of its owner is refused the same way.
-    untold = Caller(None, guard=passed_gate)
+    untold = RequestSender(None, guard=passed_gate)
     assert (await refused(page, request("GET", "/", {"cookie": cookie}), untold)).status == 403
     # The code was not spent: the browser on this machine still opens it.
     later = await exchange(page, request("GET", f"/?code={code}"), ENDPOINT)
@@ -312,7 +314,7 @@ async def test_the_owner_is_looked_up_once_a_connection_and_only_for_a_session()
         asked.append(USER)
         return Held(USER)
 
-    caller = Caller(None, guard=passed_gate, owner=ConnectionOwner(lookup))
+    caller = RequestSender(None, guard=passed_gate, owner=ConnectionOwner(lookup))
     token = {"authorization": "Bearer t"}
     assert await admitted(page, request("GET", "/", token), caller) == Access()
     forged = {"cookie": f"{COOKIE}=" + "A" * 43, **token}

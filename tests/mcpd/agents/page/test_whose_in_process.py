@@ -11,22 +11,24 @@ import logging
 import pytest
 
 from mcpd.agents.holders import ConnectionOwner, Held, ServerRefusals
-from mcpd.agents.http.exchange import Caller
+from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.wire import Reject
 from mcpd.agents.page.whose import holder
 from mcpd.local.tcpowner import HoldersUnknown, OwnerUnknown
 
 
-def owned_by(found: Held | OwnerUnknown) -> Caller:
+def owned_by(found: Held | OwnerUnknown) -> RequestSender:
     async def look() -> Held:
         if isinstance(found, OwnerUnknown):
             raise found
         return found
 
-    return Caller(peer=None, owner=ConnectionOwner(look))
+    return RequestSender(peer=None, owner=ConnectionOwner(look))
 
 
-async def refused(caller: Caller, acting: bool, refusals: ServerRefusals | None = None) -> Reject:
+async def refused(
+    caller: RequestSender, acting: bool, refusals: ServerRefusals | None = None
+) -> Reject:
     with pytest.raises(Reject) as info:
         await holder(caller, acting, refusals or ServerRefusals(), "a page's session")
     assert info.value.status == 403
@@ -39,7 +41,7 @@ async def test_a_local_users_connection_is_honoured() -> None:
 
 
 async def test_a_connection_no_one_said_who_holds_is_refused() -> None:
-    reject = await refused(Caller(peer=None), acting=True)
+    reject = await refused(RequestSender(peer=None), acting=True)
     assert json.loads(reject.body) == {
         "error": "a page's session is taken only from the local user who opened it, and "
         "mcpd cannot tell which user holds this connection: mcpd was not told who is at "
