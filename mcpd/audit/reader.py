@@ -46,7 +46,7 @@ def log_files(directory: str) -> list[str]:
     return found
 
 
-class Reading:
+class AuditRecords:
     """The records of a directory's audit files, and what could not be read."""
 
     def __init__(self, directory: str, max_line: int = MAX_LINE) -> None:

@@ -26,7 +26,7 @@ from msgspec import UNSET, UnsetType
 
 from protocol.visible import visible, visible_json
 
-from ..audit.reader import Choice, Reading
+from ..audit.reader import AuditRecords, Choice
 from ..audit.record import CallRecord
 from ..config.load import load
 from ..config.model import Config, ConfigError
@@ -75,7 +75,7 @@ def cmd_calls(args: argparse.Namespace) -> int:
     kept: deque[CallRecord] = deque(maxlen=args.last or None)
     seen = 0  # calls: a summary record stands for many
     try:
-        reading = Reading(directory)
+        reading = AuditRecords(directory)
         if not reading.files:
             print(f"mcpd: no audit log in {directory} yet", file=sys.stderr)
             return 0

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.audit.reader import Reading
+from mcpd.audit.reader import AuditRecords
 from mcpd.config.load import parse
 from mcpd.daemon import Daemon
 from tests.support.agent import running
@@ -132,7 +132,7 @@ async def test_the_agent_s_user_is_asked_and_decides(tmp_path: Path, client: str
     # Approving sent it once; denying, and the deny rule, never reached the server.
     assert [m["params"]["arguments"]["text"] for m in reached(log, "create_issue")] == ["yes"]
     assert reached(log, "delete_repo") == []
-    records = list(Reading(str(tmp_path / "state")))
+    records = list(AuditRecords(str(tmp_path / "state")))
     assert [(r.decision, r.decided_by, r.outcome) for r in records] == [
         ("approved", "the agent's user", "ok"),
         ("denied", "the agent's user", "refused"),
@@ -217,7 +217,7 @@ async def test_an_agent_that_cannot_be_asked_is_decided_by_the_operator(
     assert approved == {"is_error": False, "text": ["create_issue:approved"]}
     assert denied["is_error"] is True and "one is enough" in denied["text"][0]
     assert [m["params"]["arguments"]["text"] for m in reached(log, "create_issue")] == ["approved"]
-    records = list(Reading(str(tmp_path / "state")))
+    records = list(AuditRecords(str(tmp_path / "state")))
     assert [(r.decision, r.outcome) for r in records] == [
         ("approved", "ok"),
         ("denied", "refused"),

@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from mcpd.audit.reader import Reading
+from mcpd.audit.reader import AuditRecords
 from mcpd.audit.record import CallRecord
 from mcpd.config.load import parse
 from mcpd.daemon import Daemon
@@ -41,7 +41,7 @@ class Setup:
 
     async def records(self) -> list[CallRecord]:
         await self.daemon.audit.flush()
-        return list(Reading(str(self.state)))
+        return list(AuditRecords(str(self.state)))
 
     async def pending(self, count: int = 1) -> list[PendingView]:
         """Once ``count`` calls wait for approval: them."""

@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from mcpd.audit.reader import Reading
+from mcpd.audit.reader import AuditRecords
 from mcpd.audit.record import CallRecord
 from mcpd.config.load import load
 from mcpd.daemon import Daemon
@@ -60,7 +60,7 @@ class Rounds:
 
     async def records(self, name: str = ASK) -> list[CallRecord]:
         await self.daemon.audit.flush()
-        return [r for r in Reading(str(self.tmp_path / "state")) if r.name == name]
+        return [r for r in AuditRecords(str(self.tmp_path / "state")) if r.name == name]
 
     @asynccontextmanager
     async def agent(self) -> AsyncIterator[AnsweringAgent]:

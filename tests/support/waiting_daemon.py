@@ -14,7 +14,7 @@ from typing import Any
 
 import trio
 
-from mcpd.audit.reader import Reading
+from mcpd.audit.reader import AuditRecords
 from mcpd.audit.record import CallRecord
 from mcpd.config.load import load
 from mcpd.daemon import Daemon
@@ -103,7 +103,7 @@ class Waiting:
 
     async def records(self) -> list[CallRecord]:
         await self.daemon.audit.flush()
-        return list(Reading(str(self.tmp_path / "state")))
+        return list(AuditRecords(str(self.tmp_path / "state")))
 
 
 @asynccontextmanager

@@ -17,7 +17,7 @@ from typing import Final
 from ...registry.rules import Finding
 from . import charts
 from .model import PageData
-from .sources import CallFilter, CallRecord
+from .sources import CallFilter, CallRow
 from .words import cut, shown
 
 OUTCOMES: Final = ("ok", "tool error", "refused", "outage", "timeout", "cancelled", "error")
@@ -169,7 +169,7 @@ def _select(name: str, options: list[str], chosen: str | None) -> str:
     return f'<select name="{name}" aria-label="{name}">{"".join(items)}</select>'
 
 
-def _call_row(c: CallRecord) -> str:
+def _call_row(c: CallRow) -> str:
     took = "-" if c.duration_ms is None else f"{c.duration_ms:g} ms"
     cls = "up" if c.outcome == "ok" else "down"
     return (

@@ -20,7 +20,7 @@ from .sources import (
     ALL_CALLS,
     NO_SOURCES,
     CallFilter,
-    CallRecord,
+    CallRow,
     HeldChange,
     PendingApproval,
     Sources,
@@ -107,14 +107,14 @@ class PageData(msgspec.Struct, frozen=True):
     # What ``sources`` gave; None: this mcpd does not record it, and the page says nothing.
     approvals: Waiting[PendingApproval] | None = None
     held: Waiting[HeldChange] | None = None
-    calls: list[CallRecord] | None = None
+    calls: list[CallRow] | None = None
     call_filter: CallFilter = CallFilter()
     # Why this session decides nothing of an agent's (``opener.look_only``); None: it
     # was opened apart from every agent.
     look_only: str | None = None
 
 
-class Reading(msgspec.Struct, frozen=True):
+class PageReader(msgspec.Struct, frozen=True):
     """Who reads the page and what of it: all that a drawing of the page depends on
     besides the daemon (``read_page``'s arguments but the time)."""
 

@@ -33,7 +33,7 @@ from .opener import Opener, check_decision, not_this_pages
 from .sources import (
     APPROVALS_SHOWN,
     CallFilter,
-    CallRecord,
+    CallRow,
     Decision,
     PendingApproval,
     Sources,
@@ -96,7 +96,7 @@ def policy_sources(
         done = "approved" if decision == "approve" else "denied"
         return f"{done} {decided.server}/{decided.original} for {decided.agent.label()}"
 
-    def calls(scope: ProfileView | None, chosen: CallFilter) -> list[CallRecord] | None:
+    def calls(scope: ProfileView | None, chosen: CallFilter) -> list[CallRow] | None:
         def keep(r: Record) -> bool:
             if chosen.server is not None and r.server != chosen.server:
                 return False
@@ -111,9 +111,7 @@ def policy_sources(
             )
 
         return [
-            CallRecord(
-                r.ts, r.server or "-", r.name or "-", r.agent.label(), _word(r), r.duration_ms
-            )
+            CallRow(r.ts, r.server or "-", r.name or "-", r.agent.label(), _word(r), r.duration_ms)
             for r in control.audit.recent(keep, chosen.limit)
         ]
 

@@ -36,7 +36,7 @@ from . import render
 from .actions import HTML, NO_SESSION, OAUTH, PATHS, Actions, Scope, refuse, refuse_action, send
 from .decisions import call_filter
 from .live import Live, Regions
-from .model import PageData, Reading, read_page
+from .model import PageData, PageReader, read_page
 from .opener import Opener, look_only
 from .passes import (
     CODE_TTL,
@@ -166,7 +166,7 @@ class Page:
 
     def _reading(
         self, access: Access, caller: RequestSender, scope: Scope, query: dict[str, list[str]]
-    ) -> Reading:
+    ) -> PageReader:
         """Raises Reject for a profile the reader may not read (any longer)."""
         # As last judged: a session found an agent's since it was admitted says so.
         current = None if access.sid is None else self.passes.session(access.sid)
@@ -176,7 +176,7 @@ class Page:
         chosen = call_filter(query)
         if not owner and who.peer is not None:  # another user's: its own calls only
             chosen = msgspec.structs.replace(chosen, uid=who.peer.uid)
-        return Reading(
+        return PageReader(
             scope(),
             owner,
             chosen,
@@ -206,7 +206,7 @@ class Page:
 
         return of_session
 
-    def _read(self, reading: Reading) -> PageData:
+    def _read(self, reading: PageReader) -> PageData:
         return read_page(
             self.control,
             reading.scope,
@@ -219,7 +219,7 @@ class Page:
             look_only=reading.look_only,
         )
 
-    def _regions(self, reading: Reading) -> Regions:
+    def _regions(self, reading: PageReader) -> Regions:
         return render.regions(self._read(reading))
 
     # -- a session --

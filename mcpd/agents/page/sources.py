@@ -72,7 +72,9 @@ class HeldChange(msgspec.Struct, frozen=True):
     findings: tuple[Finding, ...] = ()  # what the finding rules flagged in what is offered
 
 
-class CallRecord(msgspec.Struct, frozen=True):
+class CallRow(msgspec.Struct, frozen=True):
+    """One call as the page lists it, from its audit record."""
+
     at: float
     server: str
     tool: str
@@ -99,7 +101,7 @@ class Sources(msgspec.Struct, frozen=True):
     decide: Decide | None = None
     held: Callable[[ProfileView | None], Waiting[HeldChange] | None] | None = None
     release: Release | None = None
-    calls: Callable[[ProfileView | None, CallFilter], list[CallRecord] | None] | None = None
+    calls: Callable[[ProfileView | None, CallFilter], list[CallRow] | None] | None = None
 
 
 # What the page has before anything records decisions or calls: none of it.

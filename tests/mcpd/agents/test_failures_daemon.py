@@ -21,7 +21,7 @@ from mcpd.agents import extra_methods
 from mcpd.agents.calls.toolcall import Router
 from mcpd.agents.connection import Connection
 from mcpd.agents.failures import Failures
-from mcpd.audit.reader import Reading
+from mcpd.audit.reader import AuditRecords
 from mcpd.daemon import Daemon
 from protocol import jsonrpc as rpc
 from tests.support.agent import META, Agent, connect, make_config, running
@@ -138,7 +138,7 @@ async def test_a_tools_call_that_raises_is_answered_with_an_internal_error(
     [logged] = failures(caplog)
     assert logged.exc_info is not None and logged.exc_info[0] is TypeError
     assert "tools/call" in logged.getMessage()
-    records = [r for r in Reading(str(tmp_path / "state")) if r.name == BROKEN]
+    records = [r for r in AuditRecords(str(tmp_path / "state")) if r.name == BROKEN]
     assert [(r.outcome, r.reason) for r in records] == [("error", "mcpd failed: TypeError")]
 
 
@@ -168,7 +168,7 @@ async def test_a_prompts_get_that_raises_is_answered_with_an_internal_error(
     [logged] = failures(caplog)
     assert logged.exc_info is not None and logged.exc_info[0] is KeyError
     assert "prompts/get" in logged.getMessage()
-    records = [r for r in Reading(str(tmp_path / "state")) if r.method == "prompts/get"]
+    records = [r for r in AuditRecords(str(tmp_path / "state")) if r.method == "prompts/get"]
     assert [(r.outcome, r.reason) for r in records] == [("error", "mcpd failed: KeyError")]
 
 
@@ -229,7 +229,7 @@ async def test_an_http_request_that_raises_is_answered_and_its_connection_serves
             await daemon.audit.flush()
     [logged] = failures(caplog)
     assert logged.exc_info is not None and logged.exc_info[0] is TypeError
-    records = [r for r in Reading(str(tmp_path / "state")) if r.name == BROKEN]
+    records = [r for r in AuditRecords(str(tmp_path / "state")) if r.name == BROKEN]
     assert [(r.outcome, r.reason) for r in records] == [("error", "mcpd failed: TypeError")]
 
 

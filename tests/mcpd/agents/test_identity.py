@@ -16,7 +16,7 @@ import trio
 from mcpd.agents import identity
 from mcpd.agents.identity import AgentIdentity, new_connection_id
 from mcpd.agents.peers import Peer
-from mcpd.audit.reader import Reading
+from mcpd.audit.reader import AuditRecords
 from tests.support.agent import make_config, running
 from tests.support.daemon_http import modern
 from tests.support.procs import scripted
@@ -175,7 +175,7 @@ async def test_a_call_over_the_endpoint_is_recorded_as_the_process_that_made_it(
             await child.wait()
             assert said.startswith(b"HTTP/1.1 "), said
             await daemon.audit.flush()
-            records = [r for r in Reading(str(tmp_path / "state")) if r.name == "nope"]
+            records = [r for r in AuditRecords(str(tmp_path / "state")) if r.name == "nope"]
     assert records, "no record of the call"
     agent = records[0].agent
     assert (agent.uid, agent.pid) == (os.getuid(), child.pid)
@@ -261,7 +261,7 @@ async def test_each_call_of_a_legacy_session_is_recorded_as_the_process_that_mad
             opener, sid = await in_a_session(where, token, "", "mcp__code__tool0")
             other, _ = await in_a_session(where, token, sid, "mcp__code__tool1")
             await daemon.audit.flush()
-            records = {r.name: r.agent for r in Reading(str(tmp_path / "state"))}
+            records = {r.name: r.agent for r in AuditRecords(str(tmp_path / "state"))}
     first, second = records["mcp__code__tool0"], records["mcp__code__tool1"]
     assert (first.uid, first.pid) == (os.getuid(), opener)
     assert (second.uid, second.pid) == (os.getuid(), other)

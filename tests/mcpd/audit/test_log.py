@@ -26,7 +26,7 @@ from mcpd.audit import record as records
 from mcpd.audit import summed
 from mcpd.audit.arguments import MAX_KEPT
 from mcpd.audit.log import FILE_NAME, AuditLog
-from mcpd.audit.reader import Reading, log_files
+from mcpd.audit.reader import AuditRecords, log_files
 from mcpd.audit.record import CallRecord
 from mcpd.config.model import DaemonConfig
 from mcpd.config.secrets import HeldSecret
@@ -110,7 +110,7 @@ async def test_arguments_that_give_a_key_twice_are_kept_as_the_text_the_server_g
     raw = b'{"path": "/etc/passwd", "mode": "delete", "mode": "read"}'
     log.record(record(1, args_bytes=len(raw)), raw)
     await log.flush()
-    [written] = Reading(str(tmp_path))
+    [written] = AuditRecords(str(tmp_path))
     assert written.arguments == '{"path":"/etc/passwd","mode":"delete","mode":"read"}'
     assert written.args_digest == records.digest(raw)
 
@@ -130,7 +130,7 @@ async def test_arguments_too_large_to_digest_are_never_copied_and_none_stay_in_m
     assert made.args_digest == records.digest(big)
     assert [len(arguments) for _, arguments in log._to_digest] == [len(small)]
     await log.flush()
-    first, second = Reading(str(tmp_path))
+    first, second = AuditRecords(str(tmp_path))
     assert first.arguments == f"({len(big)} bytes, more than the 65536 kept)"
     assert second.arguments == {"a": 1}
     held = log.recent(lambda r: True, 10)
@@ -153,13 +153,13 @@ async def test_the_file_rotates_at_its_cap_and_keeps_what_was_just_written(
     assert names == [FILE_NAME, f"{FILE_NAME}.1", f"{FILE_NAME}.2", f"{FILE_NAME}.3"]
     for name in names:
         assert os.path.getsize(tmp_path / name) <= 4096
-    read = [r.name for r in Reading(str(tmp_path))]
+    read = [r.name for r in AuditRecords(str(tmp_path))]
     assert read == [f"mcp__notes__t{n}" for n in range(total)]
     # One more file's worth: the oldest file goes, and only it.
     for n in range(total, total + per_file):
         log.record(record(n))
     await log.flush()
-    read = [r.name for r in Reading(str(tmp_path))]
+    read = [r.name for r in AuditRecords(str(tmp_path))]
     assert read == [f"mcp__notes__t{n}" for n in range(per_file, total + per_file)]
     assert log_files(str(tmp_path))[-1].endswith(FILE_NAME)
 
@@ -177,7 +177,7 @@ async def test_a_restart_adds_to_what_is_there(tmp_path: Path) -> None:
     for n in range(3, 5):
         second.record(record(n))
     await second.flush()
-    reading = Reading(str(tmp_path))
+    reading = AuditRecords(str(tmp_path))
     assert [r.name for r in reading] == [f"mcp__notes__t{n}" for n in range(5)]
     assert reading.unreadable == 1
 
@@ -189,7 +189,7 @@ async def test_a_full_buffer_drops_and_counts_and_never_waits(tmp_path: Path) ->
     assert log.counts.dropped == 5
     assert sum(log.counts.calls.values()) == 15  # the metrics count every call
     await log.flush()
-    reading = Reading(str(tmp_path))
+    reading = AuditRecords(str(tmp_path))
     assert [r.name for r in reading] == [f"mcp__notes__t{n}" for n in range(10)]
     assert reading.dropped == 5
 
@@ -248,7 +248,7 @@ async def test_a_log_of_mcpds_that_others_may_read_is_made_private_again(
     assert f"the audit log {state / FILE_NAME} could be read by other users (mode 0644)" in (
         caplog.text
     )
-    assert [r.name for r in Reading(str(state))] == ["mcp__notes__t1"]
+    assert [r.name for r in AuditRecords(str(state))] == ["mcp__notes__t1"]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user")
@@ -274,7 +274,7 @@ async def test_rotation_moves_files_planted_under_older_names_and_writes_none_of
         st = os.lstat(state / name)
         assert st.st_uid == 54_321 or (stat.S_ISREG(st.st_mode) and st.st_uid == 0), name
     assert log.counts.write_errors == 0
-    assert [r.name for r in Reading(str(state))][-1] == "mcp__notes__t39"
+    assert [r.name for r in AuditRecords(str(state))][-1] == "mcp__notes__t39"
 
 
 async def test_each_call_is_a_journal_entry_below_warning(
@@ -467,7 +467,7 @@ async def test_a_full_buffer_is_given_up_by_the_agent_holding_the_most(tmp_path:
         log.record(record(n))
     assert log.counts.dropped == 5
     await log.flush()
-    reading = Reading(str(tmp_path))
+    reading = AuditRecords(str(tmp_path))
     written = [(r.agent.pid, r.name) for r in reading]
     assert written == [(66, f"mcp__notes__t{n}") for n in range(7)] + [
         (4242, f"mcp__notes__t{n}") for n in range(100, 103)
@@ -491,7 +491,7 @@ async def test_requests_refused_at_once_past_an_agents_budget_are_counted_in_one
         await log.flush()
         log.unrouted(unknown(flood))  # the next batch: a summary of its own
         await log.flush()
-    reading = Reading(str(tmp_path))
+    reading = AuditRecords(str(tmp_path))
     written = list(reading)
     assert [r.name for r in written if r.agent == AGENT] == [
         f"mcp__notes__t{n}" for n in range(0, flood, 50)
@@ -540,7 +540,7 @@ async def test_a_summary_alone_wakes_the_writer(
         mock_clock.jump(audit_log.GATHER)
         await second.wait()
         nursery.cancel_scope.cancel()
-    *_, last = Reading(str(tmp_path))
+    *_, last = AuditRecords(str(tmp_path))
     assert (last.count, last.name) == (1, f"x{summed.BURST}")
 
 
@@ -559,7 +559,9 @@ async def test_a_directory_under_a_rotated_name_costs_no_record(
             log.record(record(n))
             await log.flush()
     assert log.counts.write_errors == 0
-    assert [r.name for r in Reading(str(tmp_path))] == [f"mcp__notes__t{n}" for n in range(calls)]
+    assert [r.name for r in AuditRecords(str(tmp_path))] == [
+        f"mcp__notes__t{n}" for n in range(calls)
+    ]
     said = [r.getMessage() for r in caplog.records]
     for n in blocked:
         where = tmp_path / f"{FILE_NAME}.{n}"

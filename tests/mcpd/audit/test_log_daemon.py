@@ -23,7 +23,7 @@ import pytest
 import trio
 
 from mcpd.audit.log import FILE_NAME
-from mcpd.audit.reader import Reading
+from mcpd.audit.reader import AuditRecords
 from mcpd.audit.record import STOPPED
 from mcpd.config.load import load
 from mcpd.daemon import Daemon
@@ -145,7 +145,7 @@ async def test_a_thousand_calls_of_eight_agents_give_a_thousand_records(tmp_path
                     nursery.start_soon(one, profile, era)
             metrics = (await curl(sock, "/metrics")).body.decode()
             await daemon.audit.flush()
-        records = list(Reading(str(state)))
+        records = list(AuditRecords(str(state)))
         assert len(records) == AGENTS * CALLS
         by_agent = Counter(r.agent.pid for r in records)
         assert by_agent == dict.fromkeys(seen, CALLS)
@@ -198,7 +198,7 @@ async def test_a_thousand_calls_of_eight_agents_give_a_thousand_records(tmp_path
                 connect(again.socket_path) as agent,
             ):
                 assert (await agent.call("mcp__gh__read", {"text": "again"}))["content"]
-        after = list(Reading(str(state)))
+        after = list(AuditRecords(str(state)))
         assert len(after) == 1001
         assert [r.agent.connection for r in after[:1000]] == [r.agent.connection for r in records]
         assert after[-1].name == "mcp__gh__read"
@@ -221,7 +221,7 @@ async def test_gets_reads_and_completions_leave_records(tmp_path: Path) -> None:
                 missing = await agent.rpc("prompts/get", {"name": "mcp__notes__nope"})
                 assert "error" in missing
             await daemon.audit.flush()
-    records = list(Reading(str(tmp_path / "state")))
+    records = list(AuditRecords(str(tmp_path / "state")))
     assert [r.method for r in records] == [
         "prompts/get",
         "resources/read",
@@ -263,7 +263,7 @@ async def test_a_get_and_a_read_whose_result_cannot_be_read_are_recorded_as_erro
             await daemon.audit.flush()
     errors = [got["error"]["message"], read["error"]["message"]]
     assert all(m.startswith("malformed result from the server") for m in errors), errors
-    records = list(Reading(str(tmp_path / "state")))
+    records = list(AuditRecords(str(tmp_path / "state")))
     assert [(r.method, r.outcome, r.reason) for r in records] == [
         ("prompts/get", "error", errors[0][:200]),
         ("resources/read", "error", errors[1][:200]),
@@ -306,7 +306,7 @@ async def test_stopping_the_daemon_writes_the_records_of_the_calls_it_cut_short(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    records = list(Reading(str(tmp_path / "state")))
+    records = list(AuditRecords(str(tmp_path / "state")))
     assert len(records) == 3
     # Cut short by the stop: the agent was let go, or the server stopped first; either
     # way the record says why, as no agent stopped waiting.
@@ -363,7 +363,7 @@ async def test_an_agents_calls_are_all_recorded_while_another_floods_unknown_nam
             finally:
                 release.set()
             await daemon.audit.flush()
-    reading = Reading(str(tmp_path / "state"))
+    reading = AuditRecords(str(tmp_path / "state"))
     records = list(reading)
     assert [r.name for r in records if r.agent.pid == honest["pid"]] == ["mcp__gh__read"] * 40
     flood = [r for r in records if r.agent.pid == os.getpid()]

@@ -13,7 +13,7 @@ import msgspec
 import pytest
 
 from mcpd.audit.log import FILE_NAME
-from mcpd.audit.reader import Choice, Reading, log_files
+from mcpd.audit.reader import AuditRecords, Choice, log_files
 from mcpd.audit.record import CallRecord, Gap
 
 T0 = 1_785_000_000.0
@@ -40,7 +40,7 @@ def write(directory: Path, name: str, *parts: bytes) -> None:
     (directory / name).write_bytes(b"".join(parts))
 
 
-def names(reading: Reading) -> list[str | None]:
+def names(reading: AuditRecords) -> list[str | None]:
     return [r.name for r in reading]
 
 
@@ -55,19 +55,21 @@ def test_the_files_are_read_oldest_first_by_their_number_not_their_name(tmp_path
         write(tmp_path, stray, line(record(0)))
     files = [os.path.basename(p) for p in log_files(str(tmp_path))]
     assert files == [f"{FILE_NAME}.{n}" for n in (11, 10, 9, 2, 1)] + [FILE_NAME]
-    assert [r.ts for r in Reading(str(tmp_path))] == [T0 + n for n in (89, 90, 91, 98, 99, 100)]
+    assert [r.ts for r in AuditRecords(str(tmp_path))] == [
+        T0 + n for n in (89, 90, 91, 98, 99, 100)
+    ]
 
 
 def test_a_directory_without_a_log_has_no_files(tmp_path: Path) -> None:
     assert log_files(str(tmp_path / "nowhere")) == []
     assert log_files(str(tmp_path)) == []
-    assert list(Reading(str(tmp_path))) == []
+    assert list(AuditRecords(str(tmp_path))) == []
 
 
 def test_a_file_rotated_away_while_reading_is_passed_over(tmp_path: Path) -> None:
     write(tmp_path, f"{FILE_NAME}.1", line(record(1)))
     write(tmp_path, FILE_NAME, line(record(2)))
-    reading = Reading(str(tmp_path))
+    reading = AuditRecords(str(tmp_path))
     (tmp_path / f"{FILE_NAME}.1").unlink()
     assert names(reading) == ["mcp__gh__tool2"]
 
@@ -81,7 +83,7 @@ def test_a_line_cut_short_by_a_crash_is_counted_and_the_rest_is_read(tmp_path: P
     write(tmp_path, f"{FILE_NAME}.1", whole, line(record(2))[:40], b"\n", line(record(3)))
     # The file written now ends in a torn line: the reader may meet one mid-write.
     write(tmp_path, FILE_NAME, line(record(4)), line(record(5))[:-9])
-    reading = Reading(str(tmp_path))
+    reading = AuditRecords(str(tmp_path))
     assert names(reading) == ["mcp__gh__tool1", "mcp__gh__tool3", "mcp__gh__tool4"]
     assert reading.unreadable == 2
 
@@ -104,7 +106,7 @@ def test_a_line_cut_short_by_a_crash_is_counted_and_the_rest_is_read(tmp_path: P
 )
 def test_a_line_of_the_wrong_shape_is_counted_not_read(tmp_path: Path, garbage: bytes) -> None:
     write(tmp_path, FILE_NAME, line(record(1)), garbage + b"\n", line(record(2)))
-    reading = Reading(str(tmp_path))
+    reading = AuditRecords(str(tmp_path))
     assert names(reading) == ["mcp__gh__tool1", "mcp__gh__tool2"]
     assert (reading.unreadable, reading.dropped) == (1, 0)
 
@@ -112,7 +114,7 @@ def test_a_line_of_the_wrong_shape_is_counted_not_read(tmp_path: Path, garbage: 
 def test_blank_lines_crlf_and_fields_of_a_later_version_are_read(tmp_path: Path) -> None:
     later = msgspec.json.encode({**msgspec.to_builtins(record(2)), "profile_hint": "x"})
     write(tmp_path, FILE_NAME, b"\n  \n", line(record(1))[:-1] + b"\r\n", later + b"\n")
-    reading = Reading(str(tmp_path))
+    reading = AuditRecords(str(tmp_path))
     assert names(reading) == ["mcp__gh__tool1", "mcp__gh__tool2"]
     assert reading.unreadable == 0
 
@@ -120,7 +122,7 @@ def test_blank_lines_crlf_and_fields_of_a_later_version_are_read(tmp_path: Path)
 def test_gaps_are_summed_and_are_no_records(tmp_path: Path) -> None:
     write(tmp_path, f"{FILE_NAME}.1", line(Gap(time="t", ts=T0, dropped=5)), line(record(1)))
     write(tmp_path, FILE_NAME, line(Gap(time="t", ts=T0 + 1, dropped=7)))
-    reading = Reading(str(tmp_path))
+    reading = AuditRecords(str(tmp_path))
     assert names(reading) == ["mcp__gh__tool1"]
     assert (reading.dropped, reading.unreadable) == (12, 0)
 
@@ -133,7 +135,7 @@ def test_calls_lost_to_a_file_that_could_not_be_written_are_summed_with_their_sp
         Gap(time="t", ts=T0 + 20, lost=4, first_ts=T0 + 11, last_ts=T0 + 12),
     ]
     write(tmp_path, FILE_NAME, line(lost[0]), line(record(5)), line(lost[1]))
-    reading = Reading(str(tmp_path))
+    reading = AuditRecords(str(tmp_path))
     assert names(reading) == ["mcp__gh__tool5"]
     assert (reading.lost, reading.lost_from, reading.lost_until) == (7, T0 + 2, T0 + 12)
     assert (reading.dropped, reading.unreadable) == (0, 0)
@@ -149,7 +151,7 @@ def test_a_huge_line_of_garbage_is_passed_over_without_holding_it(tmp_path: Path
         for _ in range(huge // len(block)):
             f.write(block)
         f.write(b"\n" + line(record(2)))
-    reading = Reading(str(tmp_path), max_line=1024 * 1024)
+    reading = AuditRecords(str(tmp_path), max_line=1024 * 1024)
     tracemalloc.start()
     try:
         read = names(reading)
@@ -165,9 +167,9 @@ def test_a_line_as_long_as_the_bound_is_still_a_record(tmp_path: Path) -> None:
     long = record(1, name="r" * 5000)
     encoded = line(long)
     write(tmp_path, FILE_NAME, encoded, line(record(2)))
-    reading = Reading(str(tmp_path), max_line=len(encoded))
+    reading = AuditRecords(str(tmp_path), max_line=len(encoded))
     assert [r.name for r in reading] == ["r" * 5000, "mcp__gh__tool2"]
-    shorter = Reading(str(tmp_path), max_line=len(encoded) - 2)
+    shorter = AuditRecords(str(tmp_path), max_line=len(encoded) - 2)
     assert names(shorter) == ["mcp__gh__tool2"] and shorter.unreadable == 1
 
 

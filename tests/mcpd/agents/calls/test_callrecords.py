@@ -16,7 +16,7 @@ import trio
 from msgspec import Raw
 
 from mcpd.agents.calls.callrecords import ID_IN_USE, CallRecords, Seen, ended, outcome_of
-from mcpd.audit.reader import Reading
+from mcpd.audit.reader import AuditRecords
 from mcpd.audit.record import CallRecord
 from mcpd.policy.agent import AgentInfo
 from mcpd.servers.outage import Outage
@@ -355,5 +355,5 @@ async def test_a_request_is_recorded_under_the_profile_it_was_routed_in(
                 for request in asked:
                     agent.answer_held(request)
             await daemon.audit.flush()
-    records = [r for r in Reading(str(tmp_path / "state")) if r.method == method]
+    records = [r for r in AuditRecords(str(tmp_path / "state")) if r.method == method]
     assert [(r.outcome, r.agent.profile) for r in records] == [("ok", "coding")]

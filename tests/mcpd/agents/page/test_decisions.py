@@ -24,7 +24,7 @@ from mcpd.agents.page.decisions import (
     held_items,
 )
 from mcpd.agents.page.model import DaemonRow, PageData, ServerRow, StatusRows
-from mcpd.agents.page.sources import CallFilter, CallRecord, HeldChange, PendingApproval, Waiting
+from mcpd.agents.page.sources import CallFilter, CallRow, HeldChange, PendingApproval, Waiting
 from mcpd.registry.rules import Finding
 
 NOW = 1_800_000_000.0
@@ -136,7 +136,7 @@ def test_a_long_name_is_cut_where_it_is_shown() -> None:
         data(held=Waiting([msgspec.structs.replace(CHANGE, name="n" * NAME_SENT)]))
     )
     assert fields(sent)[0]["name"] == "n" * NAME_SENT
-    call = CallRecord(NOW, "files", "t" * 10_000, "pid 8 (host)", "refused", None)
+    call = CallRow(NOW, "files", "t" * 10_000, "pid 8 (host)", "refused", None)
     section = calls_section(data(calls=[call]))
     assert f"<td>{'t' * NAME_SHOWN}\u2026</td>" in section and "t" * (NAME_SHOWN + 1) not in section
 
@@ -147,8 +147,8 @@ def test_nothing_recorded_is_nothing_drawn() -> None:
 
 def test_the_latest_calls_each_have_a_row() -> None:
     calls = [
-        CallRecord(NOW - 5, "files", "files__read", "pid 7 (host)", "ok", 3.5),
-        CallRecord(NOW - 4, "mail", "mail__send", "pid 8 (host)", "refused", None),
+        CallRow(NOW - 5, "files", "files__read", "pid 7 (host)", "ok", 3.5),
+        CallRow(NOW - 4, "mail", "mail__send", "pid 8 (host)", "refused", None),
     ]
     html = calls_section(data(calls=calls))
     rows = re.findall(r"<tr><td>.*?</tr>", html)

@@ -12,7 +12,7 @@ from mcpd.agents.backend import Control
 from mcpd.agents.page.model import BreakerRow, ProfileRow, ServerRow, profile_use, read_page
 from mcpd.agents.page.sources import (
     CallFilter,
-    CallRecord,
+    CallRow,
     HeldChange,
     PendingApproval,
     Sources,
@@ -150,7 +150,7 @@ def test_each_source_is_asked_for_the_readers_scope_and_the_filter() -> None:
     scope = cast(ProfileView, object())  # the reader's view, passed through untouched
     approval = PendingApproval("a1", "mail", "send", "pid 8", NOW, "{}")
     change = HeldChange("files", "tool", "read", "changed", "-a\n+b")
-    call = CallRecord(NOW, "files", "read", "pid 8", "ok", 1.0)
+    call = CallRow(NOW, "files", "read", "pid 8", "ok", 1.0)
 
     def approvals(s: ProfileView | None) -> Waiting[PendingApproval]:
         asked.append(("approvals", s))
@@ -160,7 +160,7 @@ def test_each_source_is_asked_for_the_readers_scope_and_the_filter() -> None:
         asked.append(("held", s))
         return Waiting([change])
 
-    def calls(s: ProfileView | None, f: CallFilter) -> list[CallRecord]:
+    def calls(s: ProfileView | None, f: CallFilter) -> list[CallRow]:
         asked.append(("calls", s, f))
         return [call]
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import trio
 
-from mcpd.audit.reader import Reading
+from mcpd.audit.reader import AuditRecords
 from mcpd.config.load import parse
 from tests.support.agent import connect, running
 from tests.support.apart import APART
@@ -112,7 +112,7 @@ async def test_an_approval_clicked_on_the_page_lets_the_call_through(tmp_path: P
             assert waiting_ids(after) == []
             assert ("mcp__files__write", "ok") in call_rows(after)
             await daemon.audit.flush()
-    [record] = list(Reading(str(tmp_path / "state")))
+    [record] = list(AuditRecords(str(tmp_path / "state")))
     assert (record.decision, record.decided_by) == ("approved", "the status page")
 
 

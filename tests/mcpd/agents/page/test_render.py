@@ -18,7 +18,7 @@ from mcpd.agents.page.model import (
     StatusRows,
 )
 from mcpd.agents.page.render import login_target, message, page, regions
-from mcpd.agents.page.sources import CallRecord, HeldChange, PendingApproval, Waiting
+from mcpd.agents.page.sources import CallRow, HeldChange, PendingApproval, Waiting
 from mcpd.local.statefile import SavedChange
 from mcpd.servers.history import ServerHistory
 
@@ -97,7 +97,7 @@ def data_with(word: str, *, csrf: str | None = "the-csrf") -> PageData:
         logins_from_page=True,
         approvals=Waiting([PendingApproval(word, word, word, word, NOW - 60, word)]),
         held=Waiting([HeldChange(word, word, word, word, word, NOW - 60, word)]),
-        calls=[CallRecord(NOW - 5, word, word, word, word, 1.5)],
+        calls=[CallRow(NOW - 5, word, word, word, word, 1.5)],
     )
 
 

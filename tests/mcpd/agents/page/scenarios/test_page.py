@@ -21,7 +21,7 @@ from mcpd.agents.page.passes import CODE_TTL, MAX_CODES, Passes
 from mcpd.agents.page.routes import Page
 from mcpd.agents.page.sources import (
     CallFilter,
-    CallRecord,
+    CallRow,
     HeldChange,
     PendingApproval,
     Sources,
@@ -315,10 +315,10 @@ async def test_decisions_and_calls_come_in_as_sources(tmp_path: Path) -> None:
         decided.append((rid, decision))
         return f"call {rid}: {decision}"
 
-    def calls(scope: object, f: CallFilter) -> list[CallRecord]:
+    def calls(scope: object, f: CallFilter) -> list[CallRow]:
         every = [
-            CallRecord(T, "files", "mcp__files__read", "pid 7 (host)", "ok", 3.5),
-            CallRecord(T, "mail", "mcp__mail__send", "pid 8 (host)", "refused", None),
+            CallRow(T, "files", "mcp__files__read", "pid 7 (host)", "ok", 3.5),
+            CallRow(T, "mail", "mcp__mail__send", "pid 8 (host)", "refused", None),
         ]
         return [c for c in every if f.server in (None, c.server)]
 
