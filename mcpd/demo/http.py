@@ -34,7 +34,7 @@ from ..agents.http.mcp_http import (
     modern_request,
     rpc_reject,
 )
-from ..agents.http.wire import HeaderList, Headers, Reject, Response, Wire, refuse_malformed
+from ..agents.http.wire import HeaderList, Headers, Reject, Wire, WireResponse, refuse_malformed
 
 if TYPE_CHECKING:
     from protocol.server import ServerSession
@@ -120,7 +120,7 @@ class _HttpServer:
                 return False
             await self._route(wire, *request)
         except Reject as rejection:
-            await Response(wire).json(rejection.status, rejection.body, rejection.headers)
+            await WireResponse(wire).json(rejection.status, rejection.body, rejection.headers)
         return True
 
     async def _route(self, wire: Wire, request: h11.Request, body: bytes) -> None:
@@ -145,14 +145,14 @@ class _HttpServer:
             sid, legacy = self._session(headers)
             legacy.close()
             del self.sessions[sid]
-            await Response(wire).json(200, b"")
+            await WireResponse(wire).json(200, b"")
         else:
             raise Reject(405, headers=[(b"allow", b"GET, POST, DELETE")])
 
     async def _modern(self, wire: Wire, headers: Headers, body: bytes, version: str) -> None:
         req, ctx = modern_request(headers, body, version, self.stateless)
 
-        async def handle(response: Response) -> Reply:
+        async def handle(response: WireResponse) -> Reply:
             return await self.server.handle(self.stateless, req, response.event, ctx)
 
         await self._answer(wire, handle, trio.CancelScope(), MODERN_STATUS)
@@ -174,7 +174,7 @@ class _HttpServer:
             raise rpc_reject(400, req.id, rpc.INVALID_REQUEST, f"Request id {req.id!r} is in use")
         scope = legacy.requests[req.id] = trio.CancelScope()
 
-        async def handle(response: Response) -> Reply:
+        async def handle(response: WireResponse) -> Reply:
             return await self.server.handle(legacy.session, req, response.event)
 
         try:
@@ -194,7 +194,7 @@ class _HttpServer:
             sid = secrets.token_hex(16)
             self.sessions[sid] = _LegacySession(session)
             extra.append((b"mcp-session-id", sid.encode()))
-        await Response(wire).json(200, reply.message, extra)
+        await WireResponse(wire).json(200, reply.message, extra)
 
     async def _legacy_stream(self, wire: Wire, headers: Headers) -> None:
         """GET: the session's stream for notifications nobody asked for (list changes)."""
@@ -204,7 +204,7 @@ class _HttpServer:
         scope = trio.CancelScope()
         legacy.streams.add(scope)
 
-        async def handle(response: Response) -> Reply:
+        async def handle(response: WireResponse) -> Reply:
             await response.open_stream()
             await self.server.announce_tool_changes(response.event)
 
@@ -216,11 +216,11 @@ class _HttpServer:
     async def _answer(
         self,
         wire: Wire,
-        handle: Callable[[Response], Awaitable[Reply]],
+        handle: Callable[[WireResponse], Awaitable[Reply]],
         scope: trio.CancelScope,
         status: Mapping[int, int],
     ) -> None:
-        response = Response(wire, scope)
+        response = WireResponse(wire, scope)
         reply: Reply | None = None
         async with trio.open_nursery() as nursery:
 

@@ -30,7 +30,7 @@ from ..identity import AgentIdentity
 from ..peers import Peer
 from ..profiles import ProfileServers
 from ..sockets import Leave
-from .wire import Response
+from .wire import WireResponse
 
 
 class Exchange(Connection):
@@ -116,7 +116,7 @@ class Exchange(Connection):
         modern = self.session.legacy_version is None
         return stopped_answer(rid, self.calls_in_tasks.get(rid), modern)
 
-    async def pump(self, response: Response, done: trio.Event) -> None:
+    async def pump(self, response: WireResponse, done: trio.Event) -> None:
         try:
             async with self._inbox:
                 async for data in self._inbox:

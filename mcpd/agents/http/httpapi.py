@@ -61,7 +61,7 @@ from .mcp_http import rpc_reject
 from .mcp_route import McpRoute
 from .pages import ReadPages
 from .sessions import LegacySession
-from .wire import Headers, Reject, Response, Wire, head, refuse_malformed
+from .wire import Headers, Reject, Wire, WireResponse, head, refuse_malformed
 
 if TYPE_CHECKING:
     from ..page.routes import Access, Page
@@ -296,7 +296,7 @@ class HttpApi:
             headers = rejection.headers
             if wire.conn.their_state is not h11.DONE:  # its body stays unread
                 headers = [*headers, (b"connection", b"close")]
-            await Response(wire).json(rejection.status, rejection.body, headers)
+            await WireResponse(wire).json(rejection.status, rejection.body, headers)
             return not stranger
         return True
 

@@ -55,7 +55,7 @@ from .mcp_http import (
 from .sessions import DELETED, PUSHED_OUT, REMOVED, LegacySession, OpenedBy, holder_of
 from .stopping import Answering
 from .stream import serve_stream
-from .wire import HeaderList, Headers, Reject, Response, Wire
+from .wire import HeaderList, Headers, Reject, Wire, WireResponse
 
 MAX_SESSIONS: Final = 256
 _VERSION_KEY: Final = f'"{mcp.KEY_PROTOCOL_VERSION}"'.encode()
@@ -107,7 +107,7 @@ class McpRoute:
                 raise rpc_reject(404, None, rpc.INVALID_REQUEST, "Session not found")
             del self.sessions[sid]
             self._end(legacy, DELETED)
-            await Response(wire).json(200, b"")
+            await WireResponse(wire).json(200, b"")
             return
         if request.method == b"GET":
             await self._stream(wire, request, headers, caller)
@@ -278,7 +278,7 @@ class McpRoute:
             extra: HeaderList = []
             if session.legacy_version is not None:
                 extra.append((b"mcp-session-id", self._open(session, servers, caller).encode()))
-            await Response(wire).json(200, reply, extra)
+            await WireResponse(wire).json(200, reply, extra)
             return
         session_id = headers.get("mcp-session-id")
         if session_id is None:
@@ -340,7 +340,7 @@ class McpRoute:
         scope: trio.CancelScope,
         modern: bool,
     ) -> None:
-        response = Response(wire, scope)
+        response = WireResponse(wire, scope)
         reply: bytes | None = None
         # A listen gets the list changes the socket's agents get.
         listening = req.method == "subscriptions/listen"

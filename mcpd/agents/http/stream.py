@@ -32,7 +32,7 @@ from protocol.server import ServerSession
 from ..connection import Connection
 from ..outbox import QUEUE_BYTES
 from ..profiles import ProfileServers
-from .wire import Response, Wire, end_when_set
+from .wire import Wire, WireResponse, end_when_set
 
 logger = logging.getLogger("mcpd.http")
 
@@ -147,7 +147,7 @@ async def serve_stream(
     """Write ``news`` as an event stream until the session ends, the client hangs up or
     stops reading, ``allowed`` (asked before each write) says no, or ``ends`` is set
     (its connection is to close); the caller made sure no other stream reads it."""
-    response = Response(wire)
+    response = WireResponse(wire)
     news.streaming = True
     try:
         # The head at once: a client waits for it before it reads anything.
@@ -183,7 +183,7 @@ async def serve_stream(
                 await response.finish(None, 200)
 
 
-async def _pump(response: Response, news: SessionNews, allowed: Callable[[], bool]) -> None:
+async def _pump(response: WireResponse, news: SessionNews, allowed: Callable[[], bool]) -> None:
     wire = response.wire
     while not wire.broken:
         message: bytes | None = None

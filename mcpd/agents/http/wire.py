@@ -2,7 +2,7 @@
 trio stream, no MCP in sight.
 
 ``Wire`` reads requests (bodies capped) and notices when the client hangs up while a
-request runs; ``Response`` answers with one JSON body, or switches to an event
+request runs; ``WireResponse`` answers with one JSON body, or switches to an event
 stream as soon as something has to be sent before the answer (a body of another
 type says so in its headers).
 """
@@ -216,7 +216,7 @@ def _with(response: h11.Response, headers: HeaderList) -> h11.Response:
     )
 
 
-class Response:
+class WireResponse:
     """The answer to one request: a JSON body, or an event stream once one is needed.
 
     Writing to a client that has gone cancels ``scope``, the request's own. Writes
@@ -321,7 +321,7 @@ async def refuse(
     if wire.conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
         return
     with trio.move_on_after(1), suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-        await Response(wire).json(status, body, [*headers, (b"connection", b"close")])
+        await WireResponse(wire).json(status, body, [*headers, (b"connection", b"close")])
 
 
 async def refuse_malformed(wire: Wire, exc: h11.RemoteProtocolError) -> None:

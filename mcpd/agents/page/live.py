@@ -27,7 +27,7 @@ from typing import Final, Generic, TypeVar
 import msgspec
 import trio
 
-from ..http.wire import Reject, Response, Wire, end_when_set
+from ..http.wire import Reject, Wire, WireResponse, end_when_set
 from .assets import STREAM_HEADERS
 
 R = TypeVar("R", bound=Hashable)
@@ -76,7 +76,7 @@ class Live(Generic[R]):
         for oldest in self._pushed_out(holder()):
             del self._streams[oldest]
             oldest.cancel()
-        response = Response(wire, headers=STREAM_HEADERS)
+        response = WireResponse(wire, headers=STREAM_HEADERS)
         cancel = trio.CancelScope()
         self._streams[cancel] = holder
         try:
@@ -116,7 +116,7 @@ class Live(Generic[R]):
         return alike[: max(0, len(alike) - MAX_STREAMS + 1)]
 
     async def _pump(
-        self, response: Response, reading: Callable[[], R], alive: Callable[[], bool]
+        self, response: WireResponse, reading: Callable[[], R], alive: Callable[[], bool]
     ) -> None:
         sent: Regions = {}
         while not response.wire.broken:
@@ -132,7 +132,7 @@ class Live(Generic[R]):
                 return
 
     async def _until_news(
-        self, response: Response, news: trio.Event, refresh: int, alive: Callable[[], bool]
+        self, response: WireResponse, news: trio.Event, refresh: int, alive: Callable[[], bool]
     ) -> bool:
         """Wait for something to draw, keeping the stream alive meanwhile; False: the
         session ended."""

@@ -19,8 +19,8 @@ from mcpd.agents.http.wire import (
     READ_AHEAD,
     Headers,
     Reject,
-    Response,
     Wire,
+    WireResponse,
     refuse,
 )
 from mcpd.agents.places import OWNER_RESERVE
@@ -249,7 +249,7 @@ async def test_a_json_answer_says_its_length_and_type_unless_given_one() -> None
     with trio.fail_after(5):
         await client.request()
         await wire.read_request()
-        await Response(wire, headers=[(b"x-a", b"1")]).json(200, b'{"ok":true}')
+        await WireResponse(wire, headers=[(b"x-a", b"1")]).json(200, b'{"ok":true}')
         head, body, ended = await client.response()
     assert head.status_code == 200 and body == b'{"ok":true}' and ended
     assert fields(head)[b"content-type"] == b"application/json"
@@ -258,14 +258,14 @@ async def test_a_json_answer_says_its_length_and_type_unless_given_one() -> None
     with trio.fail_after(5):
         await client.request()
         await wire.read_request()
-        await Response(wire).json(202, b"")
+        await WireResponse(wire).json(202, b"")
         head, body, _ = await client.response()
     assert head.status_code == 202 and body == b"" and b"content-type" not in fields(head)
     client, wire = pair()
     with trio.fail_after(5):
         await client.request()
         await wire.read_request()
-        await Response(wire).json(200, b"hi", [(b"content-type", b"text/plain")])
+        await WireResponse(wire).json(200, b"hi", [(b"content-type", b"text/plain")])
         head, _, _ = await client.response()
     assert fields(head)[b"content-type"] == b"text/plain"
 
@@ -275,7 +275,7 @@ async def test_a_204_says_nothing_of_a_body() -> None:
     with trio.fail_after(5):
         await client.request()
         await wire.read_request()
-        await Response(wire).json(204, b"")
+        await WireResponse(wire).json(204, b"")
         head, body, ended = await client.response()
     assert head.status_code == 204 and body == b"" and ended
     assert b"content-length" not in fields(head) and b"content-type" not in fields(head)
@@ -287,14 +287,14 @@ async def test_what_a_request_carries_goes_on_its_answer_of_either_kind_and_no_o
     with trio.fail_after(5):
         await client.request(b"POST")
         await wire.read_request()
-        await Response(wire).json(401, b"{}")
+        await WireResponse(wire).json(401, b"{}")
         head, _, _ = await client.response()
         assert fields(head)[b"x-for"] == b"POST"
         client.conn.start_next_cycle()
         wire.conn.start_next_cycle()
         await client.request(b"GET")
         await wire.read_request()
-        await Response(wire).finish(None, 200)
+        await WireResponse(wire).finish(None, 200)
         head, _, _ = await client.response()
     assert fields(head)[b"x-for"] == b"GET"
     assert fields(head)[b"content-type"] == b"text/event-stream"
@@ -305,7 +305,7 @@ async def test_a_message_before_the_answer_turns_it_into_an_event_stream() -> No
     with trio.fail_after(5):
         await client.request()
         await wire.read_request()
-        response = Response(wire)
+        response = WireResponse(wire)
         await response.event(b'{"n":1}')
         await response.comment(b"keep-alive")
         await response.finish(b'{"answer":2}', 404)  # the status no longer applies
@@ -323,7 +323,7 @@ async def test_finishing_without_an_answer_ends_an_empty_stream() -> None:
     with trio.fail_after(5):
         await client.request()
         await wire.read_request()
-        await Response(wire).finish(None, 200)
+        await WireResponse(wire).finish(None, 200)
         head, body, ended = await client.response()
     assert fields(head)[b"content-type"] == b"text/event-stream" and body == b"" and ended
 
@@ -335,7 +335,7 @@ async def test_writing_to_a_client_that_has_gone_cancels_the_request_and_writes_
         await wire.read_request()
         await client.stream.aclose()
         scope = trio.CancelScope()
-        response = Response(wire, scope)
+        response = WireResponse(wire, scope)
         await response.event(b"{}")
         assert wire.broken and scope.cancel_called
         await response.event(b"{}")  # nothing more is tried
@@ -363,7 +363,7 @@ async def test_a_refusal_after_the_answer_began_sends_nothing_more() -> None:
     with trio.fail_after(5):
         await client.request()
         await wire.read_request()
-        response = Response(wire)
+        response = WireResponse(wire)
         await response.event(b"{}")
         await refuse(wire, 500, b"late")
         await response.finish(b"{}", 200)
