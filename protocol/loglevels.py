@@ -57,7 +57,7 @@ def checked_level(params: Raw | None) -> str:
     return level
 
 
-def decode_message(params: bytes | None) -> LogMessage | None:
+def decode_log_message(params: bytes | None) -> LogMessage | None:
     """A ``notifications/message``'s params, or None when they are not one."""
     if not params:
         return None

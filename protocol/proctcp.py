@@ -44,7 +44,7 @@ def plain(ip: IP) -> IP:
     return ip
 
 
-def parse_address(text: str, byteorder: ByteOrder) -> Address:
+def parse_proc_address(text: str, byteorder: ByteOrder) -> Address:
     """One ``HEX:PORT`` column as an address (IPv4-mapped written as IPv4); raises
     ValueError for anything else."""
     hexed, sep, port = text.partition(":")
@@ -74,7 +74,10 @@ def socket_holder(
         if len(fields) < 10 or not fields[0].endswith(":"):
             continue  # the heading, or what is not a socket's line
         try:
-            found = (parse_address(fields[1], byteorder), parse_address(fields[2], byteorder))
+            found = (
+                parse_proc_address(fields[1], byteorder),
+                parse_proc_address(fields[2], byteorder),
+            )
             uid, inode = int(fields[7]), int(fields[9])
         except ValueError:
             continue

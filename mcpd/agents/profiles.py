@@ -26,7 +26,7 @@ from protocol import jsonrpc as rpc
 from ..config.hosts import builtin_profiles
 from ..config.model import NamingConfig
 from ..config.profiles import DEFAULT_PROFILE, EVERYTHING, ProfileConfig
-from ..registry.eras import for_era
+from ..registry.eras import listing_for_era
 from ..registry.shown import Entry
 from ..registry.table import Listed
 from ..registry.views import ProfileView
@@ -69,7 +69,7 @@ class ProfileServers:
         last = self._shown.get(modern)
         if last is not None and last[0] is listing:
             return last[1]
-        shown = for_era(listing, modern)
+        shown = listing_for_era(listing, modern)
         self._shown[modern] = (listing, shown)
         return shown
 

@@ -14,7 +14,7 @@ runs such a tool for it. A legacy tool's ``execution`` has no place in 2026-07-2
 support is the tasks extension's there): a modern agent gets the tool without it. The
 tool itself is listed to both.
 
-``for_era`` projects a listing once; its caller keeps the projection for as long as
+``listing_for_era`` projects a listing once; its caller keeps the projection for as long as
 the listing stands, so the schemas are read once per listing, not per request.
 """
 
@@ -122,7 +122,7 @@ def without_booleans(schema: Raw) -> Raw | None:
 Shown = Entry | mcp.Tool | Projected
 
 
-def for_era(listing: Sequence[Shown], modern: bool) -> Sequence[Shown]:
+def listing_for_era(listing: Sequence[Shown], modern: bool) -> Sequence[Shown]:
     """``listing`` as agents of one era are shown it: the same sequence when no tool in
     it differs for them."""
     out: list[Shown] | None = None

@@ -118,11 +118,11 @@ class Greeting(msgspec.Struct):
     discover_ttl_ms: int | None = None
 
 
-def request_meta(
+def client_meta(
     version: str, capabilities: Mapping[str, Any], extra: Mapping[str, Any] | None = None
 ) -> mcp.Meta:
-    """A request's ``_meta``: the modern envelope, with the agent's ``extra`` keys
-    except the reserved ones (those are mcpd's to set)."""
+    """A request's ``_meta`` as mcpd, the servers' client, sends it: the modern
+    envelope, with the agent's ``extra`` keys except the reserved ones (mcpd's to set)."""
     base = (
         {k: v for k, v in extra.items() if not k.startswith(RESERVED_META_PREFIX)}
         if extra
@@ -194,7 +194,7 @@ class Handshake:
 
     async def _probe(self, version: str) -> greeting.Discovered | str | None:
         """A DiscoverResult, a version to retry with, or None for "legacy"."""
-        params = mcp.MetaOnlyParams(meta=request_meta(version, NO_CAPABILITIES))
+        params = mcp.MetaOnlyParams(meta=client_meta(version, NO_CAPABILITIES))
         headers = mcp_headers.request_headers(version, "server/discover") if self.http else None
         try:
             with trio.fail_after(self.probe_timeout):

@@ -124,7 +124,7 @@ class LogMessages:
     def on_notification(self, msg: rpc.Notification) -> None:
         if msg.method != "notifications/message":
             return
-        message = loglevels.decode_message(msg.params)
+        message = loglevels.decode_log_message(msg.params)
         if message is None:
             return
         self._to_log(message)

@@ -22,7 +22,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp, splice
 
 from .calls import Call
-from .handshake import NO_CAPABILITIES, RESERVED_META_PREFIX, request_meta
+from .handshake import NO_CAPABILITIES, RESERVED_META_PREFIX, client_meta
 
 # The reserved keys every modern request carries: a _meta of only these is the
 # common case, told in one set operation.
@@ -74,16 +74,16 @@ class CallMeta:
     ) -> mcp.Meta:
         """A modern request's ``_meta``."""
         if self._log_level is not None:
-            meta = request_meta(self.version, capabilities or NO_CAPABILITIES, agent_meta)
+            meta = client_meta(self.version, capabilities or NO_CAPABILITIES, agent_meta)
             meta[mcp.KEY_LOG_LEVEL] = self._log_level
             return meta
         if not capabilities and not _own_keys(agent_meta):
             # The common call carries nothing of the agent's own: one shared _meta
             # (encoded, never changed) instead of a new dict per call.
             if self._plain is None:
-                self._plain = request_meta(self.version, NO_CAPABILITIES)
+                self._plain = client_meta(self.version, NO_CAPABILITIES)
             return self._plain
-        return request_meta(self.version, capabilities or NO_CAPABILITIES, agent_meta)
+        return client_meta(self.version, capabilities or NO_CAPABILITIES, agent_meta)
 
     def shape(self, name: str) -> splice.CallShape:
         """The constant parts of a call to ``name`` that carries nothing of the agent's."""

@@ -38,7 +38,7 @@ from protocol.visible import quote
 from transports.errors import MalformedReply, TransportError
 
 from ..registry.gate import ListGate
-from .handshake import NO_CAPABILITIES, guarded, identity, kept_instructions, request_meta
+from .handshake import NO_CAPABILITIES, client_meta, guarded, identity, kept_instructions
 from .upstream import Upstream
 
 logger = logging.getLogger("mcpd.server")
@@ -81,7 +81,7 @@ class Rediscovery:
         doubted, self.doubted = self.doubted, False
         if up.era != "modern":
             return False
-        params = mcp.MetaOnlyParams(meta=request_meta(up.version, NO_CAPABILITIES))
+        params = mcp.MetaOnlyParams(meta=client_meta(up.version, NO_CAPABILITIES))
         try:
             raw = await up.request("server/discover", params)
             found = rpc.decode_as(raw, greeting.Discovered)

@@ -31,7 +31,7 @@ from ..registry.limits import DEFAULT_LIMITS
 from . import handshake, task_tools
 from .askback import ASKING
 from .calls import Call, SessionMark
-from .handshake import NO_CAPABILITIES, Greeting, Handshake, request_meta
+from .handshake import NO_CAPABILITIES, Greeting, Handshake, client_meta
 from .outgoing_meta import CallMeta
 from .taking_apart import ReplyWork
 from .tool_pages import FetchCost, LastListing, ListResult, ToolPages
@@ -241,7 +241,7 @@ class Upstream:
         return result
 
     def _list_params(self, cursor: str | None) -> Params:
-        meta = request_meta(self.version, NO_CAPABILITIES) if self.era == "modern" else UNSET
+        meta = client_meta(self.version, NO_CAPABILITIES) if self.era == "modern" else UNSET
         if cursor is None and meta is UNSET:
             return UNSET
         return mcp.ListToolsParams(cursor=UNSET if cursor is None else cursor, meta=meta)
@@ -337,7 +337,7 @@ class Upstream:
         tasks) open until the server ends it (returns), cancels it (ServerCancelled) or
         the stream drops."""
         params = {
-            "_meta": request_meta(self.version, NO_CAPABILITIES),
+            "_meta": client_meta(self.version, NO_CAPABILITIES),
             "notifications": dict(notifications),
         }
         await self.request("subscriptions/listen", params)
@@ -353,7 +353,7 @@ class Upstream:
         made as costly to read as the server likes). A legacy server is pinged, which
         its era bids it answer at once, where a list may take as long as its making."""
         if self.era == "modern":
-            params = mcp.MetaOnlyParams(meta=request_meta(self.version, NO_CAPABILITIES))
+            params = mcp.MetaOnlyParams(meta=client_meta(self.version, NO_CAPABILITIES))
             await self._answer("server/discover", params, cancellable=False)
         else:
             await self._answer("ping", UNSET)

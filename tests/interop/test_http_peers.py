@@ -19,7 +19,7 @@ import pytest
 import trio
 from msgspec import UNSET, Raw
 
-from mcpd.servers.handshake import request_meta
+from mcpd.servers.handshake import client_meta
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
 from protocol import mcp
@@ -73,7 +73,7 @@ def progress_of(seen: list[rpc.Notification], token: str) -> list[dict[str, Any]
 
 
 async def unknown_method(up: Upstream) -> rpc.RPCError:
-    params = mcp.MetaOnlyParams(meta=request_meta(up.version, {})) if up.era == "modern" else None
+    params = mcp.MetaOnlyParams(meta=client_meta(up.version, {})) if up.era == "modern" else None
     with pytest.raises(rpc.RPCError) as info:
         await up.request("no/such/method", params)
     return info.value

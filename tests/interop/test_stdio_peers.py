@@ -10,7 +10,7 @@ import pytest
 import trio
 from msgspec import Raw
 
-from mcpd.servers.handshake import request_meta
+from mcpd.servers.handshake import client_meta
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
 from protocol import mcp
@@ -54,7 +54,7 @@ async def test_official_sdk_server(era: str) -> None:
             with pytest.raises(rpc.RPCError) as info:
                 await up.request(
                     "no/such/method",
-                    mcp.MetaOnlyParams(meta=request_meta(up.version, {}))
+                    mcp.MetaOnlyParams(meta=client_meta(up.version, {}))
                     if up.era == "modern"
                     else None,
                 )

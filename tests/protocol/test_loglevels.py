@@ -8,7 +8,14 @@ import pytest
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
-from protocol.loglevels import LEVELS, LogMessage, checked_level, data_text, decode_message, rank
+from protocol.loglevels import (
+    LEVELS,
+    LogMessage,
+    checked_level,
+    data_text,
+    decode_log_message,
+    rank,
+)
 from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 
 
@@ -44,7 +51,7 @@ def test_set_level_refuses_anything_else_naming_the_levels(params: Raw | None, n
 
 
 def test_a_message_keeps_its_data_byte_for_byte() -> None:
-    msg = decode_message(b'{"level": "info", "logger": "db", "data": {"b": 1,  "a": [2]}}')
+    msg = decode_log_message(b'{"level": "info", "logger": "db", "data": {"b": 1,  "a": [2]}}')
     assert msg is not None
     assert (msg.level, msg.logger) == ("info", "db")
     assert bytes(msg.data) == b'{"b": 1,  "a": [2]}'
@@ -63,7 +70,7 @@ def test_a_message_keeps_its_data_byte_for_byte() -> None:
     ],
 )
 def test_what_is_not_a_log_message_is_passed_over(params: bytes | None) -> None:
-    assert decode_message(params) is None
+    assert decode_log_message(params) is None
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from ipaddress import IPv4Address, IPv6Address, ip_address
 
 import pytest
 
-from protocol.proctcp import Address, ByteOrder, HeldSocket, parse_address, socket_holder
+from protocol.proctcp import Address, ByteOrder, HeldSocket, parse_proc_address, socket_holder
 
 HEAD4 = (
     "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
@@ -75,19 +75,19 @@ def at(ip: str, port: int) -> Address:
     ],
 )
 def test_addresses_are_read_in_a_little_endian_machines_order(text: str, address: Address) -> None:
-    assert parse_address(text, "little") == address
+    assert parse_proc_address(text, "little") == address
 
 
 def test_a_big_endian_machine_writes_its_words_as_they_are() -> None:
-    assert parse_address("7F000001:223D", "big") == (LOOP4, 8765)
-    assert parse_address("0" * 24 + "00000001:0016", "big") == (LOOP6, 22)
-    assert parse_address("0" * 16 + "0000FFFF7F000001:0016", "big") == (LOOP4, 22)
+    assert parse_proc_address("7F000001:223D", "big") == (LOOP4, 8765)
+    assert parse_proc_address("0" * 24 + "00000001:0016", "big") == (LOOP6, 22)
+    assert parse_proc_address("0" * 16 + "0000FFFF7F000001:0016", "big") == (LOOP4, 22)
 
 
 @pytest.mark.parametrize("text", ["", "0100007F", "0100007F:22", "0100007:223D", "zz00007F:223D"])
 def test_what_is_not_an_address_is_an_error(text: str) -> None:
     with pytest.raises(ValueError):
-        parse_address(text, "little")
+        parse_proc_address(text, "little")
 
 
 def test_the_owner_is_the_socket_from_the_peer_to_mcpd() -> None:

@@ -32,7 +32,7 @@ from ..http.dial import connect
 from ..http.request import IDENTITY
 from ..http.send import authorized, with_authorization
 from ..pace import Paced
-from .events import REDIRECTS, encoded, redirect_target, stream_refused
+from .events import REDIRECTS, encoded, stream_redirect_target, stream_refused
 
 MAX_REDIRECTS: Final = 5
 # What an event was to the transport: the one that named the endpoint, the answer to
@@ -148,7 +148,7 @@ class EventStream:
                 if head.status not in REDIRECTS:
                     body = await conn.read_prefix(ERROR_BODY_LIMIT)
                     raise stream_refused(self.alias, head, body, conn.peer)
-                target = redirect_target(self.alias, self._origin, target, head)
+                target = stream_redirect_target(self.alias, self._origin, target, head)
             except BaseException:
                 with trio.CancelScope(shield=True):
                     await conn.aclose()

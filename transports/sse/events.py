@@ -5,7 +5,7 @@ server's replies mean.
 JSON that came over several ``data:`` lines first, and warns (within the server's
 budget) about one that holds none. A response that cannot be taken fails the request
 it answered instead, as a stdio server's line does. ``endpoint_target`` and
-``redirect_target`` keep messages and the stream on the configured origin.
+``stream_redirect_target`` keep messages and the stream on the configured origin.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def endpoint_target(label: str, stream_url: str, origin: Origin, data: bytes) ->
     return target
 
 
-def redirect_target(label: str, origin: Origin, target: str, head: ResponseHead) -> str:
+def stream_redirect_target(label: str, origin: Origin, target: str, head: ResponseHead) -> str:
     """Where a redirect of the stream's GET leads, if that stays on the origin."""
     location = head.get("location")
     new = same_origin(origin, target, location) if location else None

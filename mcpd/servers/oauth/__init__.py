@@ -57,6 +57,6 @@ async def forget_unconfigured(alias: str, config: Config) -> dict[str, Any] | No
     """``mcpd auth logout`` of a server the configuration no longer names: its saved
     login revoked where the file says how, and removed (None: none is saved)."""
     from ...local.statefile import state_dir
-    from .revoking import forget_unconfigured as forget
+    from .revoking import forget_unconfigured_in as forget
 
     return await forget(alias, state_dir(config))

@@ -1,6 +1,6 @@
 """Revoking a login's tokens (RFC 7009), for ``mcpd auth logout``: of a running
 server's login (``login``) and of one saved for a server no longer configured
-(``forget_unconfigured``), which is removed from disk whatever the revocation did;
+(``forget_unconfigured_in``), which is removed from disk whatever the revocation did;
 and for ``mcpd auth login``, of the tokens a new login replaced when they were issued
 to another client or by another issuer."""
 
@@ -129,7 +129,7 @@ async def revoke(
     return out
 
 
-async def forget_unconfigured(alias: str, state_dir: str) -> dict[str, Any] | None:
+async def forget_unconfigured_in(alias: str, state_dir: str) -> dict[str, Any] | None:
     """Log out of the login saved for ``alias``, a server the configuration no longer
     names: its tokens are revoked where the saved file says how (its authorization
     server's revocation endpoint, its client id), and the file is removed. None: no

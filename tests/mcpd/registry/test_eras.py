@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from msgspec import Raw
 
-from mcpd.registry.eras import Projected, for_era, object_rooted, without_booleans
+from mcpd.registry.eras import Projected, listing_for_era, object_rooted, without_booleans
 from mcpd.registry.shown import Entry
 from protocol import jsonrpc, mcp
 
@@ -49,31 +49,31 @@ def test_a_legacy_agent_is_shown_an_output_schema_only_when_it_is_an_objects(
     schema: bytes, kept: bool
 ) -> None:
     assert object_rooted(Raw(schema)) is kept
-    [tool] = listed(for_era([entry("t", schema)], modern=False))
+    [tool] = listed(listing_for_era([entry("t", schema)], modern=False))
     assert tool["name"] == "mcp__s__t"
     assert ("outputSchema" in tool) is kept
-    [tool] = listed(for_era([entry("t", schema)], modern=True))
+    [tool] = listed(listing_for_era([entry("t", schema)], modern=True))
     assert tool["outputSchema"] == json.loads(schema)
 
 
 def test_a_modern_agent_is_shown_no_execution_and_a_legacy_one_is() -> None:
     items = [entry("t", execution=EXECUTION)]
-    [modern] = listed(for_era(items, modern=True))
+    [modern] = listed(listing_for_era(items, modern=True))
     assert "execution" not in modern and modern["name"] == "mcp__s__t"
-    [legacy] = listed(for_era(items, modern=False))
+    [legacy] = listed(listing_for_era(items, modern=False))
     assert legacy["execution"] == {"taskSupport": "optional"}
 
 
 def test_a_listing_no_tool_of_which_differs_is_the_same_sequence() -> None:
     items = [entry("a", OBJECT), entry("b")]
-    assert for_era(items, modern=False) is items
-    assert for_era(items, modern=True) is items
+    assert listing_for_era(items, modern=False) is items
+    assert listing_for_era(items, modern=True) is items
 
 
 def test_only_the_tools_that_differ_are_projected_in_their_places() -> None:
     own = mcp.Tool(name="mcpd_search_tools", outputSchema=Raw(ARRAY))
     items: list[Entry | mcp.Tool] = [entry("a", OBJECT), entry("b", ARRAY), entry("c"), own]
-    shown = for_era(items, modern=False)
+    shown = listing_for_era(items, modern=False)
     assert [type(item) for item in shown] == [Entry, Projected, Entry, Projected]
     assert shown[0] is items[0] and shown[2] is items[2]
     assert [t["name"] for t in listed(shown)] == [
@@ -100,10 +100,10 @@ def test_a_legacy_agent_is_shown_a_boolean_subschema_as_the_object_that_means_th
     else:
         tool.outputSchema = Raw(BOOLEAN_PROPS)
     items = [Entry("mcp__s__t", "s", "t", tool)]
-    [legacy] = listed(for_era(items, modern=False))
+    [legacy] = listed(listing_for_era(items, modern=False))
     assert legacy["name"] == "mcp__s__t"
     assert legacy[field]["properties"] == {"a": {}, "b": {"not": {}}, "c": {"type": "string"}}
-    [modern] = listed(for_era(items, modern=True))
+    [modern] = listed(listing_for_era(items, modern=True))
     assert modern[field] == json.loads(BOOLEAN_PROPS)
     # The definition itself is untouched.
     assert json.loads(bytes(getattr(tool, field))) == json.loads(BOOLEAN_PROPS)
@@ -134,13 +134,13 @@ def test_a_strict_schema_reaches_a_legacy_agent_as_the_server_wrote_it() -> None
     strict = b'{"type":"object","properties":{"q":{"type":"string"}},"additionalProperties":false}'
     tool = mcp.Tool(name="t", inputSchema=Raw(strict), outputSchema=Raw(strict))
     items = [Entry("mcp__s__t", "s", "t", tool)]
-    assert for_era(items, modern=False) is items
-    [legacy] = listed(for_era(items, modern=False))
+    assert listing_for_era(items, modern=False) is items
+    [legacy] = listed(listing_for_era(items, modern=False))
     assert legacy["inputSchema"]["additionalProperties"] is False
     assert legacy["outputSchema"]["additionalProperties"] is False
 
 
 def test_a_tool_run_only_as_a_task_is_shown_to_a_legacy_agent_without_execution() -> None:
     items = [entry("t", execution=b'{"taskSupport":"required"}')]
-    [legacy] = listed(for_era(items, modern=False))
+    [legacy] = listed(listing_for_era(items, modern=False))
     assert "execution" not in legacy and legacy["name"] == "mcp__s__t"

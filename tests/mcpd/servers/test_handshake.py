@@ -25,10 +25,10 @@ from mcpd.servers.handshake import (
     Incompatible,
     ProtocolViolation,
     ServerInfo,
+    client_meta,
     guarded,
     identity,
     relay_capabilities,
-    request_meta,
 )
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
@@ -352,7 +352,7 @@ def test_a_secret_in_a_server_name_is_masked_and_the_rest_kept() -> None:
 
 
 def test_request_meta_keeps_an_agents_keys_but_never_its_reserved_ones() -> None:
-    meta = request_meta(
+    meta = client_meta(
         MODERN,
         {"elicitation": {}},
         {VERSION_KEY: "1999-01-01", f"{mcp.RESERVED_META_PREFIX}x": 1, "trace": "abc"},

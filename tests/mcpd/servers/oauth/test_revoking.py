@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from mcpd.local.oauth_store import IssuerRecord, OAuthStore, StoredLogin
-from mcpd.servers.oauth.revoking import Revocation, forget_unconfigured, revoke
+from mcpd.servers.oauth.revoking import Revocation, forget_unconfigured_in, revoke
 from protocol.oauth import (
     AuthorizationServer,
     ClientRegistration,
@@ -122,7 +122,7 @@ async def test_a_token_of_a_kind_the_server_does_not_revoke_is_no_failure() -> N
     )
 
 
-# -- forget_unconfigured --
+# -- forget_unconfigured_in --
 
 
 @pytest.fixture
@@ -131,11 +131,11 @@ def state(tmp_path: Path) -> Path:
 
 
 async def test_nothing_saved_under_the_name_is_none(state: Path) -> None:
-    assert await forget_unconfigured("gone", str(state)) is None
+    assert await forget_unconfigured_in("gone", str(state)) is None
     await OAuthStore(str(state)).save("kept", StoredLogin(server_url="https://a.example/mcp"))
-    assert await forget_unconfigured("gone", str(state)) is None
+    assert await forget_unconfigured_in("gone", str(state)) is None
     # A name the folder does not list, though a path it makes leads to a saved login.
-    assert await forget_unconfigured("../oauth/kept", str(state)) is None
+    assert await forget_unconfigured_in("../oauth/kept", str(state)) is None
     assert os.listdir(state / "oauth") == ["kept.json"]
 
 
@@ -143,7 +143,7 @@ async def test_a_damaged_saved_login_is_removed_saying_it_could_not_be_read(stat
     store = OAuthStore(str(state))
     await store.save("old", StoredLogin(server_url="https://a.example/mcp"))
     Path(store.path("old")).write_text('{"format": 1, "server_url": ')  # cut off
-    said = await forget_unconfigured("old", str(state))
+    said = await forget_unconfigured_in("old", str(state))
     assert said is not None
     assert said["problem"] is not None
     assert said["problem"].startswith("the saved login cannot be read (")
@@ -154,7 +154,7 @@ async def test_a_damaged_saved_login_is_removed_saying_it_could_not_be_read(stat
 async def test_a_saved_login_without_tokens_is_removed_and_nothing_revoked(state: Path) -> None:
     store = OAuthStore(str(state))
     await store.save("old", StoredLogin(server_url="https://a.example/mcp"))
-    said = await forget_unconfigured("old", str(state))
+    said = await forget_unconfigured_in("old", str(state))
     assert said == {
         "had_tokens": False,
         "revoked": [],
@@ -174,7 +174,7 @@ async def test_tokens_saved_without_where_to_revoke_them_are_removed_saying_so(
     await store.save(
         "old", saved("https://a.example/mcp", IssuerRecord(tokens=tokens(issuer)), issuer)
     )
-    said = await forget_unconfigured("old", str(state))
+    said = await forget_unconfigured_in("old", str(state))
     assert said is not None
     assert (said["had_tokens"], said["revoked"]) == (True, [])
     assert said["problem"] == "mcpd does not have their authorization server's metadata to ask it"
@@ -195,7 +195,7 @@ async def test_a_saved_login_is_revoked_at_its_authorization_server_and_removed(
                 server=issuer_of(server.metadata()), tokens=tokens(server.base), **client
             )
             await store.save("old", saved(server.mcp_url, record, server.base))
-            said = await forget_unconfigured("old", str(state))
+            said = await forget_unconfigured_in("old", str(state))
     assert said is not None
     assert said["revoked"] == ["refresh_token", "access_token"] and said["problem"] is None
     assert server.revoked == ["rt-1", "at-1"]
@@ -216,7 +216,7 @@ async def test_a_saved_login_whose_server_is_gone_is_removed_saying_why_it_was_n
             login = saved(server.mcp_url, record, server.base)
         # Its port is closed now: nothing answers there.
         await store.save("old", login)
-        said = await forget_unconfigured("old", str(state))
+        said = await forget_unconfigured_in("old", str(state))
     assert said is not None
     assert said["revoked"] == [] and said["had_tokens"] is True
     assert said["problem"].startswith("old: authorization: token revocation: cannot connect")
