@@ -30,7 +30,7 @@ from .reload_outcome import ReloadOutcome
 from .servers import metrics
 from .servers.all_servers import AllServers
 from .servers.history import Histories, ServerHistory
-from .servers.outage import iso
+from .servers.outage import iso_of_monotonic
 from .servers.supervisor import Supervisor
 
 
@@ -160,7 +160,7 @@ class StatusReport:
 
 def _iso(mono: object) -> str | None:
     """A time of a status row (a monotonic time, or None for none) as an ISO date."""
-    return iso(mono) if isinstance(mono, int | float) else None
+    return iso_of_monotonic(mono) if isinstance(mono, int | float) else None
 
 
 # What a server's row shows of its process to the daemon's own user and root alone.

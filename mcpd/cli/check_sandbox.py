@@ -117,7 +117,7 @@ def exposed_warnings(config: Config, env: Mapping[str, str] | None = None) -> li
             command = server_program(s.command, server_env, s.cwd, sandbox.home)
         except OSError:
             command = s.command  # as its start would say, which its line does
-        for exposed in secret_folders.split(sandbox, command, cwd).exposed:
+        for exposed in secret_folders.split_secrets(sandbox, command, cwd).exposed:
             if exposed.missing:
                 continue
             said = secret_folders.warning(exposed)

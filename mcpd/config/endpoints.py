@@ -13,8 +13,9 @@ from typing import Final
 
 from protocol.masking import masked_repr
 
+from .glob import is_glob
 from .model import ALIAS_RE, Config, ConfigError, DaemonConfig
-from .profiles import DEFAULT_PROFILE, Patterns, ProfileConfig, is_glob, split_pattern
+from .profiles import DEFAULT_PROFILE, Patterns, ProfileConfig, split_pattern
 from .sandbox_keys import loopback_port
 
 _PLACEHOLDER: Final = re.compile(r"\{([^}]*)\}")

@@ -38,7 +38,7 @@ from .expand import (
 )
 from .held import held_in
 from .model import MAX_CONFIG_BYTES, Config, ConfigError
-from .nesting import nests_too_deep, too_deep
+from .nesting import nests_too_deep, too_deep_to_read
 from .profiles import ProfileConfig
 from .serverchecks import misplaced_keys
 from .servertable import ServerConfig
@@ -255,9 +255,9 @@ def load(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> 
         why = f"{exc}{_set_again(decoded, str(exc))}"
         raise ConfigError("", f"{p}: not valid TOML: {why}") from None
     except RecursionError:  # arrays or inline tables within each other, past any bound
-        raise ConfigError("", too_deep(str(p))) from None
+        raise ConfigError("", too_deep_to_read(str(p))) from None
     if nests_too_deep(data):
-        raise ConfigError("", too_deep(str(p)))
+        raise ConfigError("", too_deep_to_read(str(p)))
     return _parsed_in(p, data, env)
 
 

@@ -12,7 +12,7 @@ from typing import Final
 MAX_NESTING: Final = 100
 
 
-def too_deep(source: str) -> str:
+def too_deep_to_read(source: str) -> str:
     """The error for a file at ``source`` that nests deeper than the bound."""
     return f"{source}: nested more than {MAX_NESTING} levels deep"
 

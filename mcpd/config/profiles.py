@@ -72,7 +72,3 @@ def split_pattern(pattern: str) -> tuple[str | None, str]:
     if slash and ":" not in alias:
         return alias, name
     return None, pattern
-
-
-def is_glob(text: str) -> bool:
-    return any(c in text for c in "*?[")

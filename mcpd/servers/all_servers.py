@@ -25,7 +25,7 @@ from . import requests
 from .askback import Asker
 from .calls import Call, CallRefused, QueuedCheck, SessionMark, Whose
 from .log_messages import Heard
-from .outage import Outage, iso
+from .outage import Outage, iso_of_monotonic
 from .prompt_resource_lists import TaskNews, Updated
 from .runner import Runner
 from .state import Said, short_lists
@@ -95,7 +95,11 @@ class AllServers:
             }
             if not entry["available"]:
                 o = runner.outage()
-                entry.update(reason=o.reason, since=iso(o.since), retry_at=iso(o.retry_at))
+                entry.update(
+                    reason=o.reason,
+                    since=iso_of_monotonic(o.since),
+                    retry_at=iso_of_monotonic(o.retry_at),
+                )
             out.append(entry)
         return out
 

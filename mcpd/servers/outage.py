@@ -29,7 +29,7 @@ def _moment(mono: float, tz: tzinfo | None) -> datetime:
         return datetime.max.replace(tzinfo=tz)
 
 
-def iso(mono: float | None) -> str | None:
+def iso_of_monotonic(mono: float | None) -> str | None:
     if mono is None:
         return None
     return _moment(mono, UTC).isoformat(timespec="seconds")
@@ -115,8 +115,8 @@ class Outage(msgspec.Struct, frozen=True):
             "server": self.server,
             "state": self.state,
             "reason": self.reason,
-            "since": iso(self.since),
-            "retry_at": iso(self.retry_at),
+            "since": iso_of_monotonic(self.since),
+            "retry_at": iso_of_monotonic(self.retry_at),
         }
         if self.stderr is not None:
             out["stderr"] = visible(self.stderr)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from ..config.sandbox import sandbox_of, sandbox_status
-from .outage import iso
+from .outage import iso_of_monotonic
 from .state import Reported, list_trims, prompt_resource_counts, status_row
 
 if TYPE_CHECKING:
@@ -47,7 +47,9 @@ def status_of(parts: ServerParts) -> dict[str, object]:
     # not answered in time, or failing (answer_wait), and why.
     held = up.transport.held_back if up is not None else None
     held = held or parts.tool_list.held_back or (parts.answers.trouble if up else None)
-    row["held_back"] = None if held is None else {"reason": held.reason, "since": iso(held.since)}
+    row["held_back"] = (
+        None if held is None else {"reason": held.reason, "since": iso_of_monotonic(held.since)}
+    )
     if parts.cfg.command is not None:
         # Before a start (lazy, or not yet): what a start would meet on this machine.
         started = parts.attempts > 0 and parts.cfg.start != "lazy"

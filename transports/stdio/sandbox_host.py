@@ -167,7 +167,7 @@ def resolve(sandbox: Sandbox, command: str, cwd: str = "") -> Resolved:
     if sandbox.level != "off":
         make_to_hide(sandbox.made)
     hide = [p for h in sandbox.hide for p in anchors.matching(h)] if sandbox.level != "off" else []
-    folders = secret_folders.split(sandbox, command, cwd)
+    folders = secret_folders.split_secrets(sandbox, command, cwd)
     secret_folders.say(folders, sandbox)
     hide += folders.folders
     needs = _needs(sandbox, command, cwd)

@@ -61,7 +61,7 @@ class SecretHiding(msgspec.Struct, frozen=True):
     exposed: tuple[UnhiddenSecret, ...]  # each file hidden alone
 
 
-def split(sandbox: Sandbox, command: str, cwd: str) -> SecretHiding:
+def split_secrets(sandbox: Sandbox, command: str, cwd: str) -> SecretHiding:
     """Which directories of ``sandbox.secrets`` are hidden whole from a server that runs
     ``command`` (resolved) in ``cwd`` (its home when empty), and which files are not."""
     if sandbox.level == "off":

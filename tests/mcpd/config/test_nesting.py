@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mcpd.config.nesting import MAX_NESTING, nests_too_deep, too_deep
+from mcpd.config.nesting import MAX_NESTING, nests_too_deep, too_deep_to_read
 
 
 def nested(depth: int, kind: str = "dict") -> Any:
@@ -54,6 +54,6 @@ def test_far_deeper_than_the_interpreter_recurses_is_still_walked() -> None:
 
 
 def test_the_error_names_the_file_and_the_bound() -> None:
-    assert too_deep("/etc/mcpd/config.toml") == (
+    assert too_deep_to_read("/etc/mcpd/config.toml") == (
         f"/etc/mcpd/config.toml: nested more than {MAX_NESTING} levels deep"
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from transports.stdio.sandbox import Sandbox, SeenPlace
-from transports.stdio.secret_folders import folders_of, identities, split
+from transports.stdio.secret_folders import folders_of, identities, split_secrets
 
 
 def sandbox_of(tmp_path: Path, *secrets: Path, sees: tuple[SeenPlace, ...] = ()) -> Sandbox:
@@ -33,7 +33,7 @@ def made(path: Path, content: str = "x") -> Path:
 
 def test_a_plain_secrets_directory_is_hidden_whole(tmp_path: Path) -> None:
     secret = made(tmp_path / "vault" / "tok")
-    got = split(sandbox_of(tmp_path, secret), "/bin/true", "")
+    got = split_secrets(sandbox_of(tmp_path, secret), "/bin/true", "")
     assert got.folders == (str(tmp_path / "vault"),) and got.exposed == ()
 
 
@@ -45,7 +45,7 @@ def test_a_linked_secret_file_hides_the_directory_of_the_link_and_of_the_file(
     (tmp_path / "links" / "tok").symlink_to(real)
     linked = tmp_path / "links" / "tok"
     assert folders_of(str(linked)) == [str(tmp_path / "links"), str(tmp_path / "vault")]
-    got = split(sandbox_of(tmp_path, linked), "/bin/true", "")
+    got = split_secrets(sandbox_of(tmp_path, linked), "/bin/true", "")
     assert got.folders == (str(tmp_path / "links"), str(tmp_path / "vault"))
 
 
@@ -66,7 +66,7 @@ def test_dot_dot_after_a_link_is_the_parent_of_the_links_target(tmp_path: Path) 
     made(tmp_path / "a" / "needed.txt")
     (tmp_path / "a" / "lnk").symlink_to(tmp_path / "deep" / "sub")
     written = f"{tmp_path}/a/lnk/../tok2"
-    got = split(sandbox_of(tmp_path, Path(written)), "/bin/true", "")
+    got = split_secrets(sandbox_of(tmp_path, Path(written)), "/bin/true", "")
     # Not tmp_path/a, which the server may need and which holds no secret.
     assert got.folders == (str(tmp_path / "deep"),), got
 
@@ -74,7 +74,7 @@ def test_dot_dot_after_a_link_is_the_parent_of_the_links_target(tmp_path: Path) 
 def test_a_directory_the_server_needs_is_not_hidden_and_the_file_is_said(tmp_path: Path) -> None:
     secret = made(tmp_path / "proj" / "tok")
     needs = (SeenPlace(str(tmp_path / "proj" / "data.txt"), "a path servers.probe.env.DATA names"),)
-    got = split(sandbox_of(tmp_path, secret, sees=needs), "/bin/true", "")
+    got = split_secrets(sandbox_of(tmp_path, secret, sees=needs), "/bin/true", "")
     assert got.folders == ()
     (exposed,) = got.exposed
     assert exposed.folder == str(tmp_path / "proj")
@@ -86,7 +86,7 @@ def test_a_link_whose_target_lies_in_a_needed_directory_is_said(tmp_path: Path) 
     (tmp_path / "links").mkdir()
     (tmp_path / "links" / "tok").symlink_to(real)
     work = tmp_path / "proj"
-    got = split(sandbox_of(tmp_path, tmp_path / "links" / "tok"), "/bin/true", str(work))
+    got = split_secrets(sandbox_of(tmp_path, tmp_path / "links" / "tok"), "/bin/true", str(work))
     assert got.folders == (str(tmp_path / "links"),)
     (exposed,) = got.exposed
     assert exposed.folder == str(work) and "working directory" in exposed.why
@@ -96,7 +96,7 @@ def test_a_link_whose_target_lies_in_a_needed_directory_is_said(tmp_path: Path) 
 def test_another_users_directory_is_said_rather_than_claimed_hidden(tmp_path: Path) -> None:
     secret = made(tmp_path / "theirs" / "tok")
     os.chown(tmp_path / "theirs", 4242, 4242)
-    got = split(sandbox_of(tmp_path, secret), "/bin/true", "")
+    got = split_secrets(sandbox_of(tmp_path, secret), "/bin/true", "")
     assert got.folders == ()
     assert "another user's (uid 4242)" in got.exposed[0].why
 
@@ -105,13 +105,15 @@ def test_what_a_reload_compares_is_the_real_file_and_directories(tmp_path: Path)
     real = made(tmp_path / "vault" / "tok")
     (tmp_path / "links").mkdir()
     (tmp_path / "links" / "tok").symlink_to(real)
-    covered = identities(split(sandbox_of(tmp_path, tmp_path / "links" / "tok"), "/bin/true", ""))
+    covered = identities(
+        split_secrets(sandbox_of(tmp_path, tmp_path / "links" / "tok"), "/bin/true", "")
+    )
     assert [c.path for c in covered] == [str(tmp_path / "links"), str(tmp_path / "vault")]
 
 
 def test_a_secret_in_a_directory_not_there_is_watched_and_not_said(tmp_path: Path) -> None:
     missing = tmp_path / "not-yet" / "tok"
-    got = split(sandbox_of(tmp_path, missing), "/bin/true", "")
+    got = split_secrets(sandbox_of(tmp_path, missing), "/bin/true", "")
     (exposed,) = got.exposed
     assert exposed.missing and got.folders == ()
     # What a reload compares: nothing there now, so a file put there later restarts.
