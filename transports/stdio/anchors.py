@@ -180,7 +180,7 @@ def notices() -> list[str]:
     return sorted([*_notices.values(), *_theirs.values(), *_links.values(), *_since.values()])
 
 
-def release() -> None:
+def forget_all() -> None:
     """Forget every hidden path (for a test that starts afresh)."""
     for held in _held.values():
         os.close(held.fd)

@@ -12,11 +12,11 @@ from collections.abc import Mapping, Sequence
 import trio
 
 from ..path_identity import PathIdentity
-from .launch import Launched, launch, resolve, signal_group
+from .launch import Launched, launch, resolve_command, signal_group
 from .netns import HostLoopback
 from .sandbox import Sandbox, Starter
 
-__all__ = ["ChildProcess", "adopt", "resolve", "signal_group", "spawn"]
+__all__ = ["ChildProcess", "adopt", "resolve_command", "signal_group", "spawn"]
 
 
 class ChildProcess:

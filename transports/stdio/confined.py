@@ -72,7 +72,7 @@ def _refuse_keyrings() -> None:
 
 def _scope() -> None:
     try:
-        landlock.enter()
+        landlock.restrict_self()
     except (OSError, landlock.Unavailable) as exc:
         raise _Refused(f"cannot scope the sandbox with Landlock: {exc}") from None
 

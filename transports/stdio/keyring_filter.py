@@ -51,7 +51,7 @@ _SECCOMP_MODE_FILTER: Final = 2
 Instruction = tuple[int, int, int, int]  # code, jump if true, jump if false, k
 
 
-def instructions() -> list[Instruction]:
+def filter_instructions() -> list[Instruction]:
     """The filter, one ``struct sock_filter`` each; jumps count the instructions skipped."""
     blocks = []
     for arch, numbers in CALLS.items():
@@ -74,7 +74,7 @@ def instructions() -> list[Instruction]:
 
 
 def program() -> bytes:
-    return b"".join(struct.pack("=HBBI", *op) for op in instructions())
+    return b"".join(struct.pack("=HBBI", *op) for op in filter_instructions())
 
 
 class _Program(ctypes.Structure):  # struct sock_fprog

@@ -13,7 +13,7 @@ both keep working. Only that thread and this step's own process enter the domain
 
 Run as ``python -I -S landlock.py COMMAND...``: stdlib only, and no import of the
 package it sits in. mcpd imports it too, for ``scoping`` (whether to use it) and
-``enter``.
+``restrict_self``.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def scoping() -> str | None:
     return None
 
 
-def enter() -> None:
+def restrict_self() -> None:
     """Put this process in a domain scoped to abstract Unix sockets and signals.
     Raises OSError when the kernel refuses."""
     create, restrict = _numbers()
@@ -121,7 +121,7 @@ def main(argv: list[str]) -> int:
         print("usage: landlock.py COMMAND [ARG...]", file=sys.stderr)
         return 2
     try:
-        enter()
+        restrict_self()
     except (OSError, Unavailable) as exc:
         # mcpd only puts this step in a command line where the kernel offers scoping:
         # a refusal here is unexpected, and the server does not start unconfined.

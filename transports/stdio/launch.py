@@ -79,7 +79,7 @@ def _armer() -> str | None:
     return _setpriv[0]
 
 
-def resolve(command: str, env: Mapping[str, str] | None, cwd: str | None) -> str:
+def resolve_command(command: str, env: Mapping[str, str] | None, cwd: str | None) -> str:
     """The file ``command`` runs, found as exec would (PATH from the child's env,
     relative paths from its working directory). Raises FileNotFoundError or
     PermissionError as the exec itself would have."""
@@ -274,7 +274,7 @@ def _armed(
     armer = _armer()
     if armer is None:
         return list(argv), die_with_parent(os.getpid(), join)
-    command = resolve(argv[0], env, cwd)
+    command = resolve_command(argv[0], env, cwd)
     guard = _GUARD if join is None else _GUARD_JOIN
     args = [armer, "--pdeathsig", "KILL", "--", "/bin/sh", "-c", guard, str(os.getpid())]
     args += [command, *argv[1:]] if join is None else [join, command, *argv[1:]]

@@ -18,9 +18,9 @@ from transports.stdio.sandbox import SandboxError
 
 @pytest.fixture
 def tmp(tmp_path: Path) -> Iterator[Path]:
-    anchors.release()
+    anchors.forget_all()
     yield Path(os.path.realpath(tmp_path))
-    anchors.release()
+    anchors.forget_all()
 
 
 def test_a_path_in_place_is_hidden_where_it_is_and_nothing_is_said(tmp: Path) -> None:
@@ -385,7 +385,7 @@ def test_a_link_of_mcpds_user_or_roots_is_followed_whoever_owns_what_it_leads_to
     for link in (mine, roots):
         assert anchors.places(str(link), "a") == [str(tmp / "keys")]
     assert anchors.places(str(planted), "a") == []
-    anchors.release()
+    anchors.forget_all()
     monkeypatch.setattr(os, "geteuid", lambda: 0)  # root: the ordinary user's is not its own
     assert anchors.places(str(roots), "a") == [str(tmp / "keys")]
     assert anchors.places(str(mine), "a") == anchors.places(str(planted), "a") == []

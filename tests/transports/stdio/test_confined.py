@@ -74,7 +74,7 @@ def test_a_thread_that_cannot_enter_the_domain_starts_nothing(
     def refused() -> None:
         raise landlock.Unavailable("Landlock is disabled at boot")
 
-    monkeypatch.setattr(landlock, "enter", refused)
+    monkeypatch.setattr(landlock, "restrict_self", refused)
     started: list[bool] = []
 
     def start() -> subprocess.Popen[bytes]:

@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from transports.stdio.child import spawn
-from transports.stdio.launch import resolve
+from transports.stdio.launch import resolve_command
 
 
 def executable(path: Path) -> Path:
@@ -28,22 +28,22 @@ def test_a_bare_name_is_found_on_the_childs_path_relative_dirs_from_its_cwd(
     (tmp_path / "bin").mkdir()
     executable(tmp_path / "bin" / "srv")
     env = {"PATH": "/nonexistent:bin"}
-    assert resolve("srv", env, str(tmp_path)) == str(tmp_path / "bin" / "srv")
+    assert resolve_command("srv", env, str(tmp_path)) == str(tmp_path / "bin" / "srv")
     with pytest.raises(FileNotFoundError):
-        resolve("srv", {"PATH": "/nonexistent"}, str(tmp_path))
+        resolve_command("srv", {"PATH": "/nonexistent"}, str(tmp_path))
 
 
 def test_a_path_is_taken_from_the_childs_cwd_and_must_be_executable(tmp_path: Path) -> None:
     executable(tmp_path / "srv")
-    assert resolve("./srv", None, str(tmp_path)) == os.path.join(tmp_path, "./srv")
+    assert resolve_command("./srv", None, str(tmp_path)) == os.path.join(tmp_path, "./srv")
     plain = tmp_path / "plain"
     plain.write_text("")
     with pytest.raises(PermissionError):
-        resolve(str(plain), None, None)
+        resolve_command(str(plain), None, None)
     with pytest.raises(PermissionError):
-        resolve("plain", {"PATH": str(tmp_path)}, None)
+        resolve_command("plain", {"PATH": str(tmp_path)}, None)
     with pytest.raises(FileNotFoundError):
-        resolve("srv", None, str(tmp_path / "gone"))
+        resolve_command("srv", None, str(tmp_path / "gone"))
 
 
 async def test_a_spawned_child_gets_its_arguments_as_given(tmp_path: Path) -> None:

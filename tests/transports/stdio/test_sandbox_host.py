@@ -83,7 +83,7 @@ def test_a_hidden_link_to_what_the_server_runs_or_works_in_is_not_hidden_from_it
     for name, target in ((".kube", "venv"), (".docker", "project"), (".aws", "keys")):
         (tmp / name).symlink_to(tmp / target)
     hide = (str(tmp / ".kube"), str(tmp / ".docker"), str(tmp / ".aws"))
-    anchors.release()
+    anchors.forget_all()
     try:
         found = sandbox_host.resolve(
             sandbox(tmp, hide=hide), str(tmp / "venv" / "bin" / "python"), str(tmp / "project/src")
@@ -103,7 +103,7 @@ def test_a_hidden_link_to_what_the_server_runs_or_works_in_is_not_hidden_from_it
             str(tmp / "venv"),
         ]
     finally:
-        anchors.release()
+        anchors.forget_all()
 
 
 @pytest.mark.parametrize("swapped", ["cwd", "command"])
@@ -123,7 +123,7 @@ def test_a_server_whose_cwd_or_command_leads_into_a_linked_store_through_a_link_
         cwd = str(tmp / "proj")
     else:
         command = str(tmp / "tools" / "true")
-    anchors.release()
+    anchors.forget_all()
     try:
         with pytest.raises(SandboxError) as refused:
             sandbox_host.resolve(sandbox(tmp, hide=(str(tmp / ".aws"),)), command, cwd)
@@ -133,7 +133,7 @@ def test_a_server_whose_cwd_or_command_leads_into_a_linked_store_through_a_link_
         # A server that needs nothing there is not refused, and the store is hidden from it.
         assert mounts(tmp, hide=(str(tmp / ".aws"),)) == [Mount(str(keys), "hide_dir")]
     finally:
-        anchors.release()
+        anchors.forget_all()
 
 
 def test_what_lies_in_a_hidden_directory_is_hidden_with_it_and_a_neighbour_is_not(
@@ -256,7 +256,7 @@ def test_a_name_to_hide_that_another_user_holds_hides_nothing_and_the_rest_is_hi
         os.lchown(planted, 4242, 4242)
     hide = (str(pages), str(tmux), str(x11), str(tmp / "secrets"))
     box = msgspec.structs.replace(sandbox(tmp), hide=hide, made=(str(pages),))
-    anchors.release()  # what earlier tests hid, moved
+    anchors.forget_all()  # what earlier tests hid, moved
     try:
         found = sandbox_host.resolve(box, "/bin/true")
         assert [m for m in found.mounts if m.kind != "fixed"] == [
@@ -266,7 +266,7 @@ def test_a_name_to_hide_that_another_user_holds_hides_nothing_and_the_rest_is_hi
         said = anchors.notices()
         assert [n.split(" ", 1)[0] for n in said] == sorted(map(str, (pages, tmux, x11)))
     finally:
-        anchors.release()
+        anchors.forget_all()
 
 
 def test_homes_made_under_a_umask_that_lets_others_read_are_private(tmp: Path) -> None:
