@@ -116,7 +116,7 @@ def _write(records: list[CallRecord], now: float) -> None:
         logger = logger.parent if logger.propagate else None
 
 
-def level_of(record: CallRecord) -> int:
+def journal_priority(record: CallRecord) -> int:
     return INFO if record.outcome == "ok" else NOTICE
 
 
@@ -231,7 +231,7 @@ def fields(r: CallRecord, identifier: str = IDENTIFIER) -> list[tuple[str, str]]
 
 def log_record(r: CallRecord, created: float) -> logging.LogRecord:
     """The call as a ``LogRecord`` made at ``created``, for any other handler."""
-    agent, level = r.agent, level_of(r)
+    agent, level = r.agent, journal_priority(r)
     return logging.makeLogRecord(
         {
             "name": LOGGER,

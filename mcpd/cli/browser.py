@@ -73,7 +73,7 @@ def open_in_browser(argv: list[str]) -> str | None:
     return None
 
 
-def pages_directory(named: object) -> str:
+def pages_directory_of(named: object) -> str:
     """``named``, the directory the daemon says pages go in, once it is found to be a
     real directory of this user's that no one else may enter; else UnsafeFileError,
     saying why."""
@@ -114,9 +114,9 @@ def _another_user(uid: int) -> str:
 
 def write_page(name: str, url: str, pages: object) -> str:
     """Write the page ``name`` (mode 0600) that sends a browser on to ``url``, in the
-    directory ``pages`` (see ``pages_directory``); its ``file:`` address. Raises
+    directory ``pages`` (see ``pages_directory_of``); its ``file:`` address. Raises
     OSError when it cannot be written."""
-    path = os.path.join(pages_directory(pages), name)
+    path = os.path.join(pages_directory_of(pages), name)
     write_atomically(path, _page(url).encode("utf-8"))
     return Path(path).as_uri()
 

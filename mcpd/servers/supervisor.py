@@ -60,7 +60,7 @@ class ReloadReport(msgspec.Struct):
     why: dict[str, str] = msgspec.field(default_factory=dict)
 
 
-def said_of(report: ReloadReport) -> str:
+def reload_said(report: ReloadReport) -> str:
     """What a reload did, for the journal: the servers by name, those untouched
     counted, and the settings put in force or left for a restart."""
     parts = [
@@ -302,7 +302,7 @@ class Supervisor:
             self._start(alias, self.config.servers[alias])
         logger.info(
             "configuration reloaded: %s",
-            said_of(report),
+            reload_said(report),
             extra=log_extra(None, "reload"),
         )
         for alias in report.removed:

@@ -1,7 +1,7 @@
 """The HTTP+SSE transport's parts that do no I/O: what the stream's events and the
 server's replies mean.
 
-``message_of`` turns one ``message`` event into a JSON-RPC message, compacting
+``event_message`` turns one ``message`` event into a JSON-RPC message, compacting
 JSON that came over several ``data:`` lines first, and warns (within the server's
 budget) about one that holds none. A response that cannot be taken fails the request
 it answered instead, as a stdio server's line does. ``endpoint_target`` and
@@ -40,7 +40,7 @@ _SHOWN: Final = 200
 REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
 
 
-def message_of(
+def event_message(
     event: SSEEvent, label: str, complain: Complain, refuse: Callable[[object, str], bool]
 ) -> rpc.Message | None:
     """The JSON-RPC message in a ``message`` event; None if it has none, and a warning

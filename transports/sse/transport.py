@@ -60,7 +60,7 @@ from ..pace import ReadPace
 from ..pending import PendingRequests
 from ..sends import Sends
 from .event_stream import ERROR_BODY_LIMIT, EventStream, Taken
-from .events import encoded, endpoint_target, message_of, session_gone
+from .events import encoded, endpoint_target, event_message, session_gone
 
 __all__ = ["LegacySSETransport", "open_legacy_sse_transport"]
 
@@ -231,7 +231,7 @@ class LegacySSETransport(Transport):
             return "endpoint"
         if event.event != "message" or not event.data.strip():
             return None
-        msg = message_of(event, self.alias, self._complaints.admit, self._pending.refuse)
+        msg = event_message(event, self.alias, self._complaints.admit, self._pending.refuse)
         if isinstance(msg, rpc.Response | rpc.ErrorResponse):
             return "answer" if self._pending.route(msg) else None
         elif isinstance(msg, rpc.Notification):

@@ -19,7 +19,7 @@ from mcpd.config.model import Config
 from mcpd.config.servertable import ServerConfig
 from mcpd.registry.catalog import Catalog
 from mcpd.servers.calls import CallRefused
-from mcpd.servers.supervisor import ReloadReport, Supervisor, said_of
+from mcpd.servers.supervisor import ReloadReport, Supervisor, reload_said
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from tests.support.calls import a_call
@@ -261,7 +261,7 @@ def test_the_journals_reload_line_says_why_a_server_whose_table_did_not_change_r
         unchanged=["calm"],
         why={"seer": "it could see what is now at /etc/mcpd.toml, which changed since it started"},
     )
-    assert said_of(report) == (
+    assert reload_said(report) == (
         "restarted (changed) edited, seer (it could see what is now at /etc/mcpd.toml, "
         "which changed since it started); 1 unchanged"
     )

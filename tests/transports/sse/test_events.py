@@ -15,7 +15,7 @@ from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 from transports.errors import AuthError, HTTPStatusError, UnexpectedReply
 from transports.sse.events import (
     endpoint_target,
-    message_of,
+    event_message,
     session_gone,
     stream_redirect_target,
     stream_refused,
@@ -38,7 +38,7 @@ STREAM = "https://mcp.example.com/v1/sse?key=1"
 
 def test_a_message_over_several_data_lines_is_one_json_rpc_message() -> None:
     pretty = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"a": [1, 2]}}, indent=2)
-    msg = message_of(SSEEvent(pretty.encode()), "old", say, nobody)
+    msg = event_message(SSEEvent(pretty.encode()), "old", say, nobody)
     assert isinstance(msg, rpc.Response)
     assert json.loads(bytes(msg.result)) == {"a": [1, 2]}
     assert b"\n" not in bytes(msg.result)
@@ -48,8 +48,8 @@ def test_an_event_that_is_not_json_rpc_is_skipped_with_a_warning_if_the_budget_a
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     with caplog.at_level(logging.WARNING):
-        assert message_of(SSEEvent(b"hello"), "old", say, nobody) is None
-        assert message_of(SSEEvent(b"again"), "old", lambda: None, nobody) is None
+        assert event_message(SSEEvent(b"hello"), "old", say, nobody) is None
+        assert event_message(SSEEvent(b"again"), "old", lambda: None, nobody) is None
     [warning] = caplog.records
     assert warning.getMessage().startswith("old: skipped an event that is not JSON-RPC")
 
@@ -59,7 +59,7 @@ def test_an_error_under_an_id_that_is_none_is_skipped_unread(
 ) -> None:
     bad = b'{"jsonrpc":"2.0","id":true,"error":{"code":-1,"message":"no","data":[[],[]]}}'
     with caplog.at_level(logging.WARNING):
-        assert message_of(SSEEvent(bad), "old", say, nobody) is None
+        assert event_message(SSEEvent(bad), "old", say, nobody) is None
     [warning] = caplog.records
     assert warning.getMessage().startswith(
         "old: skipped an event that is not JSON-RPC (invalid JSON-RPC in the event stream: "
@@ -79,10 +79,10 @@ def test_a_response_that_cannot_be_taken_is_refused_not_warned_about_when_it_ans
     both = b'{"jsonrpc":"2.0","id":7,"result":{},"error":{"code":-1,"message":"no"}}'
     with caplog.at_level(logging.WARNING):
         assert (
-            message_of(SSEEvent(b'{"jsonrpc":"2.0","id":7.0,"result":{}}'), "old", say, refuse)
+            event_message(SSEEvent(b'{"jsonrpc":"2.0","id":7.0,"result":{}}'), "old", say, refuse)
             is None
         )
-        assert message_of(SSEEvent(both), "old", say, refuse) is None
+        assert event_message(SSEEvent(both), "old", say, refuse) is None
     assert refused == [(7.0, "bad id"), (7, "both a result and an error (JSON-RPC allows one)")]
     # The one nobody waited for is skipped as any event that is not JSON-RPC.
     [warning] = caplog.records
@@ -182,7 +182,7 @@ def test_an_event_quoted_in_a_warning_cut_inside_a_secret_shows_none_of_it_once_
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     with caplog.at_level(logging.WARNING):
-        assert message_of(SSEEvent(padded(200).encode()), "old", say, nobody) is None
+        assert event_message(SSEEvent(padded(200).encode()), "old", say, nobody) is None
     [warning] = caplog.records
     said = warning.getMessage()
     assert SECRET[:-1] in said and SECRET not in said
