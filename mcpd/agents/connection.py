@@ -20,7 +20,7 @@ from protocol.server import RequestContext, ServerSession
 from protocol.splice import SplicedRequest
 
 from ..config.model import DaemonConfig
-from ..policy.kin import AgentKin, unknown
+from ..policy.kin import AgentKin, unknown_kin
 from ..servers.shared import Call, Outcome, ProgressSink
 from .askback.askback import AgentRequests, DirectAsker
 from .askback.driver import may_be_asked
@@ -136,7 +136,7 @@ class Connection(ConnectionEnd):
     async def kin(self) -> AgentKin:
         # As /proc told when it connected.
         if self.peer is None:
-            return unknown("the kernel did not say who connected", None)
+            return unknown_kin("the kernel did not say who connected", None)
         return self.peer.kin
 
     @property

@@ -34,7 +34,7 @@ from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
 from ..config.model import DaemonConfig
-from ..policy.kin import decider_of, kin_of, unknown
+from ..policy.kin import decider_of, kin_of, unknown_kin
 from .peers import Peer, PeerWatch, is_allowed, peer_of, resolve_groups
 from .places import Places, Seat
 
@@ -145,7 +145,7 @@ class Door:
         that was read (what was read may then be of another process, or of none)."""
         if peer.pid == 0:
             why = "the kernel gave no pid of it: it runs in another PID namespace"
-            return msgspec.structs.replace(peer, unverified=True, kin=unknown(why, peer.uid))
+            return msgspec.structs.replace(peer, unverified=True, kin=unknown_kin(why, peer.uid))
         watch = PeerWatch(stream.socket, peer.pid)
         try:
             server = self._server_of(peer.pid)

@@ -105,7 +105,7 @@ def _owned_dir(path: str) -> bool:
     return os.path.basename(path) == "mcpd" or path == f"/tmp/mcpd-{os.getuid()}"
 
 
-def hidden(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
+def hidden_paths(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
     """Every path no server may see (they may not exist), absolute: one named
     relatively, in the config or mcpd's environment, is where mcpd finds it, relative to
     its working directory, which it never leaves."""
@@ -211,7 +211,7 @@ def sandbox_of(
     env = os.environ if env is None else env
     level = level_of(cfg, config)
     home = home_of(alias, config, env)
-    hide = tuple(hidden(config, env))
+    hide = tuple(hidden_paths(config, env))
     read = tuple(_grant(p, env) for p in cfg.read)
     write = tuple(_grant(p, env) for p in cfg.write)
     return Sandbox(

@@ -263,7 +263,7 @@ class AgentKin(msgspec.Struct, frozen=True, kw_only=True):
         return None
 
 
-def unknown(why: str, uid: int | None) -> AgentKin:
+def unknown_kin(why: str, uid: int | None) -> AgentKin:
     return AgentKin(unknown=why, uid=uid)
 
 
@@ -333,14 +333,14 @@ def tcp_kin(sock: trio.socket.SocketType, until: float) -> AgentKin:
     try:
         held = tcp_holder(sock)
     except OwnerUnknown:
-        return unknown("the kernel did not say which user holds its TCP connection", None)
+        return unknown_kin("the kernel did not say which user holds its TCP connection", None)
     try:
         found = _read_holders(held, kin_of, until)
     except TimeoutError:
-        return unknown("looking for it in /proc took too long", held.uid)
+        return unknown_kin("looking for it in /proc took too long", held.uid)
     if not found:
         why = f"no process of uid {held.uid} that mcpd can read holds its TCP connection"
-        return unknown(why, held.uid)
+        return unknown_kin(why, held.uid)
     return AgentKin(
         agents=tuple(p for k in found for p in k.agents),
         hosts=tuple(p for k in found for p in k.hosts),

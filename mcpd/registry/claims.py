@@ -102,7 +102,7 @@ class Budget:
         self.spent += part.spent
 
 
-def parsed(template: str) -> tpl.Template | None:
+def parsed_template(template: str) -> tpl.Template | None:
     """The template ready to match; None if mcpd cannot match it (it claims no URI)."""
     try:
         return tpl.parse(template)

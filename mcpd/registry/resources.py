@@ -19,7 +19,7 @@ from msgspec import Raw
 
 from protocol import surface
 
-from .claims import ROUTE_STEPS, Budget, Claim, check_templates, parsed
+from .claims import ROUTE_STEPS, Budget, Claim, check_templates, parsed_template
 from .gate import ListGate
 from .limits import first_listed
 from .resource_routes import ResourceRoutes
@@ -68,9 +68,9 @@ class _Server:
         self.held = judged.held  # why each held template is, by its URI template
         # The templates parsed once: those mcpd can match, and the held ones (None:
         # one it cannot match, so it cannot tell what the template claims).
-        shapes = (parsed(t.uriTemplate) for t in self.templates)
+        shapes = (parsed_template(t.uriTemplate) for t in self.templates)
         self.claims = [Claim(alias, p) for p in shapes if p is not None]
-        self.held_claims = [(t, parsed(t), why) for t, why in sorted(self.held.items())]
+        self.held_claims = [(t, parsed_template(t), why) for t, why in sorted(self.held.items())]
         self.available = True
         self.marker: str | None = None
 

@@ -20,7 +20,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol.server import ServerSession
 
-from ...policy.kin import AgentKin, Decider, unknown
+from ...policy.kin import AgentKin, Decider, unknown_kin
 from ...servers.shared import ProgressSink
 from ..askback.askback import AgentRequests, DirectAsker
 from ..connection import Connection, Dispatcher
@@ -182,7 +182,7 @@ class RequestSender(msgspec.Struct, frozen=True):
         """Who may not decide what the agent on this connection asks (``policy.kin``)."""
         if self.tcp is None:
             if self.peer is None:
-                return unknown("the kernel did not say who connected", None)
+                return unknown_kin("the kernel did not say who connected", None)
             return self.peer.kin
         # The kernel names no process of a TCP peer: those that hold its end of this
         # connection are found in /proc, off the event loop.

@@ -48,7 +48,7 @@ from .passes import (
     users_session,
 )
 from .sources import NO_SOURCES, Sources
-from .whose import holder
+from .whose import connection_holder
 
 
 class Access(msgspec.Struct, frozen=True):
@@ -92,7 +92,9 @@ class Page:
         found = None
         if live:
             acting = request.method == b"POST"
-            held = await holder(caller, acting, self._refusals, "the status page's session")
+            held = await connection_holder(
+                caller, acting, self._refusals, "the status page's session"
+            )
             found = users_session(live, held.uid)
         if found is not None:
             return Access(found[1], found[0])
@@ -233,7 +235,7 @@ class Page:
         # Who holds the connection, and whoever trades it (the agent a person's code
         # reached too), are read here: for a good code only, so that a made-up one
         # costs no look through /proc. A code refused here stays good, for the browser.
-        held = await holder(caller, False, self._refusals, "a one-time code of the page")
+        held = await connection_holder(caller, False, self._refusals, "a one-time code of the page")
         trader = Opener(await caller.deciders())
         sid = self.passes.redeem(code, held.uid, trader, await self._agents_kin())
         if sid is None:

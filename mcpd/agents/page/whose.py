@@ -20,7 +20,7 @@ from ..http.wire import Reject
 from .actions import refuse, refuse_action
 
 
-async def holder(
+async def connection_holder(
     caller: RequestSender, acting: bool, refusals: ServerRefusals, brought: str
 ) -> Held:
     """Who holds ``caller``'s connection, where a session or a code (``brought``) may be

@@ -17,7 +17,7 @@ import pytest
 from mcpd.cli.check_sandbox import unscoped_warnings
 from mcpd.config.load import load, parse
 from mcpd.config.model import ConfigError
-from mcpd.config.sandbox import bus_paths, child_env, hidden, limits_of, sandbox_of
+from mcpd.config.sandbox import bus_paths, child_env, hidden_paths, limits_of, sandbox_of
 from transports.stdio import sandbox_host
 from transports.stdio.machine import Machine
 
@@ -93,7 +93,7 @@ def test_what_every_sandbox_hides(tmp_path: Path) -> None:
     }
     (tmp_path / "key").write_text("k")
     config = parse(data, env=env, source=str(config_dir / "config.toml"))
-    paths = set(hidden(config, env))
+    paths = set(hidden_paths(config, env))
     for path in (
         tmp_path / "state",  # tokens, OAuth store, lists, the servers' homes
         config_dir,  # mcpd's own config directory, config and secrets in it
@@ -138,7 +138,7 @@ def test_the_sessions_sockets_are_hidden_where_the_login_made_them_and_where_nam
         "DBUS_SESSION_BUS_ADDRESS": f"unix:abstract=/tmp/x;unix:path={tmp_path}/dbus%20bus,guid=1f",
     }
     data = {"daemon": {"state_dir": str(tmp_path / "state")}, "servers": {"s": stdio()}}
-    paths = set(hidden(parse(data, env=env), env))
+    paths = set(hidden_paths(parse(data, env=env), env))
     session = Path(f"/run/user/{os.getuid()}")
     for runtime in (session, tmp_path / "run"):
         for name in ("bus", "systemd", "gnupg", "p11-kit"):
@@ -195,7 +195,7 @@ def test_what_every_sandbox_hides_is_found_where_a_relative_name_points(
     env = {"HOME": str(tmp_path / "home"), "CREDENTIALS_DIRECTORY": "creds"}
     env |= {"KUBECONFIG": "kube/config:/etc/kube/config", "GNUPGHOME": "gnupg"}
     monkeypatch.chdir(tmp_path)
-    paths = hidden(load("mcpd/config.toml", env), env)
+    paths = hidden_paths(load("mcpd/config.toml", env), env)
     assert all(os.path.isabs(p) for p in paths), [p for p in paths if not os.path.isabs(p)]
     for path in (
         tmp_path / "mcpd",  # mcpd's own config directory, named relatively

@@ -28,7 +28,7 @@ from mcpd.policy.kin import (
     session_of,
     tcp_deciders,
     tcp_kin,
-    unknown,
+    unknown_kin,
 )
 from tests.support.kinship import agent_tie
 from tests.support.procs import cat_named, reading_stdin
@@ -251,11 +251,11 @@ def test_where_the_agents_process_is_unknown_no_decider_of_its_user_decides() ->
     """On the socket, a decider of the agent's user may be a process it started, and
     nothing tells the two apart; another user, or a person on the status page, may
     decide. Where even the user is unknown, only the page may."""
-    kin = unknown("not found", 1000)
+    kin = unknown_kin("not found", 1000)
     assert kin.tie(Decider((Process(7),), uid=1000)) == ("unknown", None)
     assert kin.tie(Decider((Process(7),), uid=0)) is None
     assert kin.tie(Decider((Process(7),), uid=1000, page=True)) is None
-    anyone = unknown("not found", None)
+    anyone = unknown_kin("not found", None)
     assert anyone.tie(Decider((Process(7),), uid=0)) == ("unknown", None)
     assert anyone.tie(Decider((Process(7),), uid=0, page=True)) is None
 
@@ -273,7 +273,7 @@ def test_among_many_agents_a_decider_is_kin_to_the_first_it_is_kin_to() -> None:
     assert agent_tie(beside, [first, second]) == ("session", None)
     assert agent_tie(Decider((Process(20, 1),), session=6), [first, second]) == ("host", 20)
     # An agent whose process is unknown ties nobody here: the next one is asked.
-    assert agent_tie(beside, [unknown("gone", None), second]) == ("agent", 30)
+    assert agent_tie(beside, [unknown_kin("gone", None), second]) == ("agent", 30)
 
 
 def test_the_tie_among_many_agents_is_each_agents_own_rule_taken_in_order() -> None:
@@ -294,7 +294,7 @@ def test_the_tie_among_many_agents_is_each_agents_own_rule_taken_in_order() -> N
 
     for _ in range(3000):
         agents = [
-            unknown("gone", rng.choice((None, 1000)))
+            unknown_kin("gone", rng.choice((None, 1000)))
             if rng.random() < 0.1
             else owning(
                 AgentKin(
@@ -325,7 +325,7 @@ def test_a_gone_agent_is_kept_while_its_host_lives_and_forgotten_after() -> None
     kin = AgentKin(agents=(Process(GONE),), hosts=(host,))
     departed.left(kin)
     departed.left(AgentKin(agents=(Process(GONE),)))  # nothing of it lives: not kept
-    departed.left(unknown("not found", None))
+    departed.left(unknown_kin("not found", None))
     assert departed.living() == [AgentKin(hosts=(host,), gone=True)]
     assert departed.living()[0].tie(Decider((host,))) == ("host", child.pid)
     assert child.stdin is not None

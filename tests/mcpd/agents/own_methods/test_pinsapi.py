@@ -20,7 +20,7 @@ from mcpd.agents.own_methods.pinsapi import HANDLERS
 from mcpd.agents.peers import Peer, is_owner
 from mcpd.config.model import NamingConfig
 from mcpd.local.pinfile import PinKeeper
-from mcpd.policy.kin import AgentKin, Process, unknown
+from mcpd.policy.kin import AgentKin, Process, unknown_kin
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.gate import ListGate
 from mcpd.registry.views import ProfileView
@@ -169,7 +169,7 @@ async def test_agents_apart_from_whoever_approves_leave_it_be(tmp_path: Path) ->
     cat, api = await held_change(tmp_path)
     api.agents = [
         AgentKin(agents=(Process(21),), hosts=(Process(22),), sessions=frozenset({98})),
-        unknown("the kernel did not say which user holds its TCP connection", None),
+        unknown_kin("the kernel did not say which user holds its TCP connection", None),
     ]
     result = await call(api, "mcpd/pins/approve", PARAMS["mcpd/pins/approve"], SHELL)
     assert result["saved"] is True and cat.gate.review.pending() == []

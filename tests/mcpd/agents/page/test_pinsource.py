@@ -26,7 +26,7 @@ from mcpd.agents.page.opener import Opener
 from mcpd.agents.page.pinsource import OWNER_ONLY, pin_sources
 from mcpd.agents.page.render import regions
 from mcpd.agents.page.sources import HELD_SHOWN, HeldChange, Sources
-from mcpd.policy.kin import AgentKin, Decider, Process, unknown
+from mcpd.policy.kin import AgentKin, Decider, Process, unknown_kin
 from mcpd.registry.judged import HeldOffer
 from mcpd.registry.pins import BARE, PinRecord, digest
 from mcpd.registry.views import ProfileView
@@ -296,7 +296,7 @@ async def test_agents_apart_from_the_pages_opener_leave_it_be() -> None:
     pins = Pins([], {"approved": ["tool read"], "stale": []})
     agents = [
         AgentKin(agents=(Process(21),), hosts=(Process(22),), sessions=frozenset({98})),
-        unknown("the kernel did not say which user holds its TCP connection", None),
+        unknown_kin("the kernel did not say which user holds its TCP connection", None),
     ]
     src = sources(pins, agents)
     assert src.release is not None

@@ -13,7 +13,7 @@ import pytest
 from mcpd.agents.holders import ConnectionOwner, Held, ServerRefusals
 from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.wire import Reject
-from mcpd.agents.page.whose import holder
+from mcpd.agents.page.whose import connection_holder
 from mcpd.local.tcpowner import HoldersUnknown, OwnerUnknown
 
 
@@ -30,14 +30,14 @@ async def refused(
     caller: RequestSender, acting: bool, refusals: ServerRefusals | None = None
 ) -> Reject:
     with pytest.raises(Reject) as info:
-        await holder(caller, acting, refusals or ServerRefusals(), "a page's session")
+        await connection_holder(caller, acting, refusals or ServerRefusals(), "a page's session")
     assert info.value.status == 403
     return info.value
 
 
 async def test_a_local_users_connection_is_honoured() -> None:
     person = Held(uid=1000, pid=4321)
-    assert await holder(owned_by(person), False, ServerRefusals(), "a code") == person
+    assert await connection_holder(owned_by(person), False, ServerRefusals(), "a code") == person
 
 
 async def test_a_connection_no_one_said_who_holds_is_refused() -> None:
