@@ -159,7 +159,7 @@ def reply_for(
     return shaped
 
 
-def encoded(
+def reply_encoded(
     rid: rpc.Id, make: Callable[[], object], failed: Callable[[rpc.RPCError], None]
 ) -> bytes:
     """``make()``'s result as a reply, or the error it came to as an error reply (its
@@ -231,7 +231,7 @@ async def serve_asked(
             if isinstance(outcome, Raw):
                 seen.outcome = error
 
-        return encoded(rid, made, failed)
+        return reply_encoded(rid, made, failed)
 
     def resend(p: Asked, responses: Raw | UnsetType, state: Raw | UnsetType) -> Asked:
         return msgspec.structs.replace(p, inputResponses=responses, requestState=state)

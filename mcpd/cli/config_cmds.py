@@ -156,7 +156,7 @@ def _check_config(config: Config, path: str) -> int:
         if s.command:
             where = f"{s.command} {' '.join(masked_args(s.args, s.command))}".strip()
         else:
-            where = display_url(exposure.masked(s.url or "", in_url(s.url or "")))
+            where = display_url(exposure.masked_secrets(s.url or "", in_url(s.url or "")))
         flags: list[str] = [s.kind]
         if s.trusted:
             flags.append("trusted")

@@ -114,7 +114,7 @@ def _why(item: dict[str, Any]) -> str:
     return f"{why} ({rules})" if item.get("why") == "finding" else f"{why}; flagged: {rules}"
 
 
-def describe(item: dict[str, Any]) -> str:
+def describe_pin(item: dict[str, Any]) -> str:
     what = f"{item['kind']} {shown_name(item['name'])}" if item["name"] else item["kind"]
     if item.get("local"):
         what += f" ({visible(item['local'])})"
@@ -186,7 +186,7 @@ def cmd_approve(args: argparse.Namespace) -> int:
             print(f"nothing of {args.server} waits for approval")
             return 0
         for item in waiting:
-            print(describe(item))
+            print(describe_pin(item))
             for line in diff_of(item, color):
                 print(f"  {line}")
             print()

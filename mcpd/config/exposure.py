@@ -248,7 +248,7 @@ def in_url(url: str, offset: int = 0) -> list[Exposed]:
     return _merged(found + _tokens(url, offset))
 
 
-def masked(value: str, found: Sequence[Exposed]) -> str:
+def masked_secrets(value: str, found: Sequence[Exposed]) -> str:
     """``value`` with each secret in ``found`` replaced by ``***`` (after its format's
     prefix); a secret given as ``${...}`` references shows them, which reveal nothing."""
     for f in sorted(found, key=lambda f: f.start, reverse=True):
@@ -260,7 +260,7 @@ def masked(value: str, found: Sequence[Exposed]) -> str:
 
 def masked_args(args: Sequence[str], command: str | None = None) -> list[str]:
     found = in_args(args, command)
-    return [masked(a, [f for f in found if f.index == i]) for i, a in enumerate(args)]
+    return [masked_secrets(a, [f for f in found if f.index == i]) for i, a in enumerate(args)]
 
 
 def warnings(
@@ -273,7 +273,7 @@ def warnings(
     for f in found:
         assert f.index is not None
         arg = args[f.index]
-        shown = masked(arg, [g for g in found if g.index == f.index])
+        shown = masked_secrets(arg, [g for g in found if g.index == f.index])
         # NAME=VALUE is how `docker run -e` and `env` set a variable; both also pass on
         # one given as NAME alone from their own environment.
         alone = f" and pass {arg.partition('=')[0]} alone" if _ASSIGNMENT.fullmatch(arg) else ""
@@ -286,7 +286,7 @@ def warnings(
     found = in_url(url or "")
     for f in found:
         assert url is not None
-        said = f'servers.{alias}.url: {f.what} ("{display_url(masked(url, found))}")'
+        said = f'servers.{alias}.url: {f.what} ("{display_url(masked_secrets(url, found))}")'
         if f.name == "password":
             out.append(
                 f"{said}: mcpd sends no credentials in a URL, and refuses the config while "

@@ -21,7 +21,7 @@ _JSON_TYPES: Final[Mapping[str, tuple[type, ...]]] = {
 }
 
 
-def check_arguments(schema: Mapping[str, Any], args: Any) -> str | None:
+def check_demo_arguments(schema: Mapping[str, Any], args: Any) -> str | None:
     """What is wrong with ``args``, or None."""
     if not isinstance(args, dict):
         return "arguments must be an object"

@@ -36,7 +36,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.server import RequestContext, ServerSession
 
-from .arguments import check_arguments
+from .arguments import check_demo_arguments
 
 log = logging.getLogger("mcpd.demo")
 
@@ -310,7 +310,7 @@ class DemoServer:
             args = msgspec.json.decode(p.arguments)
         if args is None:
             args = {}
-        problem = check_arguments(tool.input_schema, args)
+        problem = check_demo_arguments(tool.input_schema, args)
         if problem is not None:
             return mcp.text_result(f"Invalid arguments for {tool.name}: {problem}", is_error=True)
         try:

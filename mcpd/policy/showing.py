@@ -11,7 +11,7 @@ leaves out; a call is not approved from such a glance (``asking``, the page), bu
 ``mcpd approvals show``, which writes them whole.
 
 Whole, they are JSON: each object's members in the order sent, each number as it was
-written, mcpd's secrets masked. In one form (``canonical``), the same for each writing
+written, mcpd's secrets masked. In one form (``canonical_json``), the same for each writing
 of them that every reader reads alike: what a call continued over rounds is bound to.
 """
 
@@ -93,7 +93,7 @@ def glance(reading: Reading, limit: int = GLANCE) -> Glance:
     return Glance(f"{out.text()[:limit]}…({rest} left out)", True, left)
 
 
-def canonical(reading: Reading) -> str:
+def canonical_json(reading: Reading) -> str:
     """What was read as JSON text that any writing of the same arguments every reader
     reads alike gives too (``reading`` checked: no key given twice, no number in
     doubt): compact, each object's members ordered by key, each string written one

@@ -31,7 +31,7 @@ class Curated(msgspec.Struct):
     hidden: list[str]  # the server's names of tools left out
 
 
-def visible(name: str, rules: ToolsConfig) -> bool:
+def lets_through(name: str, rules: ToolsConfig) -> bool:
     """Whether the server's ``allow``/``deny`` let its item ``name`` through: ``deny`` as
     the server spells it and as agents know it (``facing.spellings``), ``allow`` as the
     server spells it only, so that neither lets a look-alike of a name through."""
@@ -51,7 +51,7 @@ def curate(
         tools = list(tools.values())
     if rules is None or rules == _NONE:
         return Curated({t.name: t for t in tools}, {}, [])
-    shown = [t for t in tools if visible(t.name, rules)]
+    shown = [t for t in tools if lets_through(t.name, rules)]
     hidden = sorted({t.name for t in tools} - {t.name for t in shown})
     names = curated_names([t.name for t in shown], rules.rename, alias, "tool")
     out: dict[str, mcp.Tool] = {}

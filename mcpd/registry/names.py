@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..config.model import NamingConfig
-from .spelling import candidate_name, hashed_name, most_digits, plain
+from .spelling import candidate_name, fits_as_is, hashed_name, most_digits
 
 Key = tuple[str, str]  # (alias, the name agents see before the template)
 
@@ -24,7 +24,7 @@ Key = tuple[str, str]  # (alias, the name agents see before the template)
 def assign(naming: NamingConfig, keys: Iterable[Key]) -> dict[Key, str]:
     """A local name for every key: the template's name when it is short enough, nobody
     else wants it and it reads neither as a hashed name nor as one of mcpd's own
-    tools (``spelling.plain``), else that name cut and ended
+    tools (``spelling.fits_as_is``), else that name cut and ended
     in a hash of ``alias::name``, as many digits as it takes to be no other's."""
     claims: dict[str, list[Key]] = {}
     for key in sorted(set(keys)):
@@ -32,7 +32,7 @@ def assign(naming: NamingConfig, keys: Iterable[Key]) -> dict[Key, str]:
     out: dict[Key, str] = {}
     to_hash: list[tuple[str, Key]] = []
     for cand, wanted in claims.items():
-        if len(wanted) == 1 and plain(cand, naming.max_length):
+        if len(wanted) == 1 and fits_as_is(cand, naming.max_length):
             out[wanted[0]] = cand
         else:
             to_hash.extend((cand, key) for key in wanted)

@@ -18,7 +18,7 @@ from protocol import surface
 
 from ..config.model import NamingConfig
 from ..config.servertable import ToolsConfig
-from .curation import curated_names, visible
+from .curation import curated_names, lets_through
 from .gate import ListGate
 from .limits import first_listed
 from .marking import one_line
@@ -194,7 +194,7 @@ def _curate(
     server's own name for each renamed one."""
     if rules is None or rules == ToolsConfig():
         return dict(raw), {}
-    shown = [n for n in raw if visible(n, rules)]
+    shown = [n for n in raw if lets_through(n, rules)]
     names = curated_names(shown, rules.rename, alias, "prompt")
     out: dict[str, surface.Prompt] = {}
     originals: dict[str, str] = {}

@@ -35,7 +35,7 @@ from protocol.logfields import log_extra
 
 from .claims import REBUILD_STEPS, RESULT_STEPS, ROUTE_STEPS, Budget, Claim, Listings
 from .routing import claimants
-from .scheme import SCHEME, Ambiguous, Routed, Sight, Undecided, unwrap, wrap
+from .scheme import SCHEME, Ambiguous, Routed, Sight, Undecided, unwrap_mcpd_uri, wrap
 from .scopes import MAX_SCOPES, Scope
 
 logger = logging.getLogger("mcpd.registry")
@@ -122,7 +122,7 @@ class ResourceRoutes:
         self, uri: str, budget: Budget | None, sight: Sight | None, scoped: Callable[[], Scope]
     ) -> Routed | Ambiguous | Undecided | None:
         """``route``, with the sight's scope from ``scoped`` (asked only if needed)."""
-        inner = unwrap(uri)
+        inner = unwrap_mcpd_uri(uri)
         if inner is not None:
             return Routed(*inner) if inner[0] in self._templates else None
         owners = self.listers(uri, sight)
@@ -225,7 +225,7 @@ class ResourceRoutes:
         found = scope.by_agent_template.get(agent_template)
         if found is not None:
             return found
-        inner = unwrap(agent_template)
+        inner = unwrap_mcpd_uri(agent_template)
         if inner is not None:
             return inner if inner[0] in scope.by_template.get(inner[1], ()) else None
         owners = scope.by_template.get(agent_template, [])

@@ -19,7 +19,7 @@ def wrap(alias: str, uri: str) -> str:
     return f"{SCHEME}{alias}/{uri}"
 
 
-def unwrap(uri: str) -> tuple[str, str] | None:
+def unwrap_mcpd_uri(uri: str) -> tuple[str, str] | None:
     """``(alias, the server's URI)`` for an ``mcpd://`` URI, else None."""
     if not uri.startswith(SCHEME):
         return None

@@ -39,7 +39,7 @@ def candidate_name(template: str, alias: str, tool: str) -> str:
     return sanitize(template.replace("{alias}", alias).replace("{tool}", tool))
 
 
-def plain(candidate: str, max_length: int) -> bool:
+def fits_as_is(candidate: str, max_length: int) -> bool:
     """Whether the template's name may be a local name as it is, when no other tool
     wants it: short enough, not read as a hashed name and not one of mcpd's own, nor
     one that reads as it (``MCPD_Call_Tool``, ``mcpd-call-tool``)."""

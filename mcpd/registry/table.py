@@ -32,7 +32,7 @@ from .gate import ListGate
 from .server_tools import ServerTools
 from .shared_names import Told
 from .shown import Entry
-from .spelling import candidate_name, digits_of, hash_shaped, hashed_name, most_digits, plain
+from .spelling import candidate_name, digits_of, hash_shaped, hashed_name, most_digits, fits_as_is
 
 _encode: Final = msgspec.json.Encoder().encode
 
@@ -183,7 +183,7 @@ class Registry:
 
     def _place_free(self, alias: str, names: set[str]) -> set[str]:
         """Place the tools whose candidate is unclaimed and may be a name as it is
-        (``spelling.plain``), as ``_place`` would; returns the rest. A later tool of the
+        (``spelling.fits_as_is``), as ``_place`` would; returns the rest. A later tool of the
         same candidate adds its claim to one placed here, and the pass over touched
         names gives both their hashed names, as if neither had been placed first."""
         template, max_len = self.naming.template, self.naming.max_length
@@ -192,7 +192,7 @@ class Registry:
         rest: set[str] = set()
         for name in names:
             cand = candidate_name(template, alias, name)
-            if cand in claims or not plain(cand, max_len):
+            if cand in claims or not fits_as_is(cand, max_len):
                 rest.add(name)
                 continue
             key = (alias, name)
@@ -204,7 +204,7 @@ class Registry:
 
     def _place(self, cand: str, key: tuple[str, str]) -> None:
         self._resettle(self._drop(key))
-        if len(self._claims[cand]) == 1 and plain(cand, self.naming.max_length):
+        if len(self._claims[cand]) == 1 and fits_as_is(cand, self.naming.max_length):
             # No other tool wants it, and no hashed name nor mcpd's own tool can be it.
             self._settle(key, cand)
         else:

@@ -59,7 +59,7 @@ from protocol import mcp, surface
 from ...policy.agent import AgentInfo
 from ...policy.gate import READ_HERE
 from ...policy.reading import Unshowable, read
-from ...policy.showing import canonical
+from ...policy.showing import canonical_json
 from ...servers.shared import Call
 from ..calls.callpolicy import Sent
 from ..profiles import ProfileServers
@@ -245,7 +245,7 @@ def _bound(arguments: Raw | UnsetType) -> tuple[bytes, str | None]:
     decoded them and encodes them again does: other spacing, the members in another
     order, a character escaped or not. Every reader reads those alike once no key is
     given twice and no number is in doubt, so arguments that can be shown are bound
-    as they are shown (``showing.canonical``). A number is bound as it is written:
+    as they are shown (``showing.canonical_json``). A number is bound as it is written:
     readers differ on ``1.5`` and ``1.50`` (a decimal reader keeps the digits) or on
     ``100`` and ``100.0`` (an integer or not), and an SDK writes one value the same
     way each time. Arguments that cannot be shown read one way to one reader and
@@ -262,7 +262,7 @@ def _bound(arguments: Raw | UnsetType) -> tuple[bytes, str | None]:
         reading.check()
     except Unshowable as exc:
         return _digest(b"written", written), str(exc)
-    return _digest(b"shown", canonical(reading).encode()), None
+    return _digest(b"shown", canonical_json(reading).encode()), None
 
 
 def _digest(kind: bytes, data: bytes) -> bytes:

@@ -53,13 +53,13 @@ def encode_cursor(offset: int, digest: str) -> str:
     return base64.urlsafe_b64encode(f"{TAG}:{offset}:{digest}".encode()).decode()
 
 
-def quoted(cursor: str) -> str:
+def quoted_cursor(cursor: str) -> str:
     return quote(cursor, _CURSOR_CHARS)
 
 
 def decode_cursor(cursor: str, total: int, digest: str) -> int:
     """The offset ``cursor`` names in a list of ``total`` items whose digest is ``digest``."""
-    invalid = rpc.RPCError(rpc.INVALID_PARAMS, f"Invalid cursor {quoted(cursor)}")
+    invalid = rpc.RPCError(rpc.INVALID_PARAMS, f"Invalid cursor {quoted_cursor(cursor)}")
     if len(cursor) > _CURSOR_CHARS:
         raise invalid  # longer than any mcpd writes: not worth decoding
     try:
@@ -73,7 +73,7 @@ def decode_cursor(cursor: str, total: int, digest: str) -> int:
     if made_from != digest:
         raise rpc.RPCError(
             rpc.INVALID_PARAMS,
-            f"Cursor {quoted(cursor)} is from a list that has changed since;"
+            f"Cursor {quoted_cursor(cursor)} is from a list that has changed since;"
             " list again without a cursor",
         )
     if offset > total:

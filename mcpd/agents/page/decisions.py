@@ -18,7 +18,7 @@ from ...registry.rules import Finding
 from . import charts
 from .model import PageData
 from .sources import CallFilter, CallRow
-from .words import cut, shown
+from .words import cut_short, shown
 
 OUTCOMES: Final = ("ok", "tool error", "refused", "outage", "timeout", "cancelled", "error")
 NAME_SHOWN: Final = 120  # characters of a server's name for an item, or an agent's
@@ -69,7 +69,7 @@ def approval_items(data: PageData) -> list[str]:
             )
         out.append(
             f'<li data-waits="approval" data-id="{shown(a.id)}">'
-            f'<span class="name">{shown(cut(a.tool, NAME_SHOWN))}</span>'
+            f'<span class="name">{shown(cut_short(a.tool, NAME_SHOWN))}</span>'
             '<span class="pill person">asks for approval</span>'
             f"<small>{shown(a.agent)}, since {charts.clock(a.since)}; "
             f"server {shown(a.server)}</small><code>{shown(a.arguments)}</code>{buttons}</li>"
@@ -109,7 +109,7 @@ def held_items(data: PageData) -> list[str]:
         box = "diff cut" if h.cut else "diff"
         out.append(
             f'<li data-waits="change" data-server="{shown(h.server)}">'
-            f'<span class="name">{shown(h.server)} / {shown(cut(h.name, NAME_SHOWN))}</span>'
+            f'<span class="name">{shown(h.server)} / {shown(cut_short(h.name, NAME_SHOWN))}</span>'
             f'<span class="pill person">{shown(h.kind)} held</span>'
             f"<small>{shown(h.reason)}{since}</small>{_findings(h.findings)}"
             f'<pre class="{box}">{shown(h.diff)}</pre>{button}</li>'
@@ -130,8 +130,8 @@ def _findings(found: tuple[Finding, ...]) -> str:
     if not found:
         return ""
     lines = [
-        f"Flagged: {shown(f.rule)} in {shown(cut(f.where, NAME_SHOWN))}: "
-        f"\u201c{shown(cut(f.excerpt, EXCERPT_SHOWN))}\u201d"
+        f"Flagged: {shown(f.rule)} in {shown(cut_short(f.where, NAME_SHOWN))}: "
+        f"\u201c{shown(cut_short(f.excerpt, EXCERPT_SHOWN))}\u201d"
         for f in found[:FINDINGS_SHOWN]
     ]
     more = len(found) - FINDINGS_SHOWN
@@ -174,7 +174,8 @@ def _call_row(c: CallRow) -> str:
     cls = "up" if c.outcome == "ok" else "down"
     return (
         f"<tr><td>{charts.clock(c.at)}</td><td>{shown(c.server)}</td>"
-        f"<td>{shown(cut(c.tool, NAME_SHOWN))}</td><td>{shown(cut(c.agent, NAME_SHOWN))}</td>"
+        f"<td>{shown(cut_short(c.tool, NAME_SHOWN))}</td>"
+        f"<td>{shown(cut_short(c.agent, NAME_SHOWN))}</td>"
         f'<td><span class="pill {cls}">{shown(c.outcome)}</span></td>'
         f'<td class="n">{took}</td></tr>'
     )

@@ -16,7 +16,7 @@ def shown(text: str) -> str:
     return escape(visible(text, lines=True))
 
 
-def cut(text: str, limit: int) -> str:
+def cut_short(text: str, limit: int) -> str:
     """``text`` cut to its first ``limit`` characters and an ellipsis, where it is
     longer: a name that the commands show whole."""
     return text if len(text) <= limit else text[:limit] + "\u2026"

@@ -18,11 +18,11 @@ from mcpd.agents.prompt_bounds import capped_completion
 from mcpd.agents.prompts import (
     OUTAGE,
     complete,
-    encoded,
     get_prompt,
     held_error,
     list_prompts,
     outage_error,
+    reply_encoded,
     reply_for,
 )
 from mcpd.config.load import parse
@@ -257,7 +257,7 @@ def test_a_malformed_result_is_answered_as_malformed_not_raised(result: Any) -> 
             return reply_for(None, "notes", side, raw(result), keep)  # type: ignore[arg-type]
 
         told: list[rpc.RPCError] = []
-        reply = msgspec.json.decode(encoded(7, make, told.append))
+        reply = msgspec.json.decode(reply_encoded(7, make, told.append))
         assert reply["id"] == 7 and reply["error"]["code"] == rpc.INTERNAL_ERROR
         assert reply["error"]["message"].startswith("malformed result from the server")
         assert [e.message for e in told] == [reply["error"]["message"]]
@@ -268,11 +268,11 @@ def test_encoded_turns_an_error_raised_into_that_errors_reply() -> None:
         raise held_error("prompt", "mcp__notes__daily", "notes", "daily", "new text")
 
     told: list[rpc.RPCError] = []
-    reply = msgspec.json.decode(encoded("r1", refuse, told.append))
+    reply = msgspec.json.decode(reply_encoded("r1", refuse, told.append))
     assert reply["id"] == "r1" and reply["error"]["code"] == OUTAGE
     assert reply["error"]["data"]["mcpd/held"]["item"] == "daily"
     assert [e.code for e in told] == [OUTAGE]
-    assert msgspec.json.decode(encoded(2, lambda: {"ok": True}, told.append)) == {
+    assert msgspec.json.decode(reply_encoded(2, lambda: {"ok": True}, told.append)) == {
         "jsonrpc": "2.0",
         "id": 2,
         "result": {"ok": True},

@@ -11,7 +11,7 @@ import pytest
 
 from mcpd.cli.pins_cmds import (
     _picked,
-    describe,
+    describe_pin,
     diff_of,
     lines_of,
     print_findings,
@@ -145,11 +145,11 @@ def test_the_diff_is_coloured_for_a_terminal_only() -> None:
     ],
 )
 def test_each_item_says_why_it_waits(keys: dict[str, Any], why: str) -> None:
-    assert describe(item(**keys)) == f"tool search of notes: {why}"
+    assert describe_pin(item(**keys)) == f"tool search of notes: {why}"
 
 
 def test_a_name_a_server_chose_is_escaped_where_it_is_described() -> None:
-    assert describe(item(name="se\x1b]0;pwned\x07arch")) == (
+    assert describe_pin(item(name="se\x1b]0;pwned\x07arch")) == (
         "tool 'se\\x1b]0;pwned\\x07arch' of notes: changed since it was approved"
     )
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mcpd.demo.arguments import check_arguments
+from mcpd.demo.arguments import check_demo_arguments
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -31,18 +31,18 @@ SCHEMA: dict[str, Any] = {
 
 @pytest.mark.parametrize("args", [None, [], "name", 3, True])
 def test_arguments_that_are_not_an_object_are_refused(args: Any) -> None:
-    assert check_arguments(SCHEMA, args) == "arguments must be an object"
+    assert check_demo_arguments(SCHEMA, args) == "arguments must be an object"
 
 
 def test_a_missing_required_argument_is_named_first() -> None:
-    assert check_arguments(SCHEMA, {"count": "bad"}) == "missing required argument 'name'"
+    assert check_demo_arguments(SCHEMA, {"count": "bad"}) == "missing required argument 'name'"
 
 
 def test_an_argument_not_in_the_schema_is_refused_only_where_it_says_so() -> None:
-    assert check_arguments(SCHEMA, {"name": "ab", "zz": 1}) == "unexpected argument 'zz'"
+    assert check_demo_arguments(SCHEMA, {"name": "ab", "zz": 1}) == "unexpected argument 'zz'"
     open_ended = {**SCHEMA, "additionalProperties": True}
-    assert check_arguments(open_ended, {"name": "ab", "zz": 1}) is None
-    assert check_arguments({"properties": {}}, {"zz": 1}) is None
+    assert check_demo_arguments(open_ended, {"name": "ab", "zz": 1}) is None
+    assert check_demo_arguments({"properties": {}}, {"zz": 1}) is None
 
 
 @pytest.mark.parametrize(
@@ -69,41 +69,43 @@ def test_an_argument_not_in_the_schema_is_refused_only_where_it_says_so() -> Non
     ],
 )
 def test_types_and_bounds(args: dict[str, Any], problem: str | None) -> None:
-    assert check_arguments(SCHEMA, {"name": "ab", **args}) == problem
+    assert check_demo_arguments(SCHEMA, {"name": "ab", **args}) == problem
 
 
 def test_a_string_shorter_than_its_minimum_is_refused() -> None:
-    assert check_arguments(SCHEMA, {"name": "a"}) == (
+    assert check_demo_arguments(SCHEMA, {"name": "a"}) == (
         "argument 'name' must have at least 2 characters"
     )
-    assert check_arguments(SCHEMA, {"name": "ab"}) is None
+    assert check_demo_arguments(SCHEMA, {"name": "ab"}) is None
 
 
 @pytest.mark.parametrize(("mode", "ok"), [("a", True), (1, True), (None, True), ("b", False)])
 def test_an_enum_takes_only_its_values(mode: Any, ok: bool) -> None:
-    problem = check_arguments(SCHEMA, {"name": "ab", "mode": mode})
+    problem = check_demo_arguments(SCHEMA, {"name": "ab", "mode": mode})
     assert problem == (None if ok else "argument 'mode' must be one of ['a', 1, None]")
 
 
 def test_types_it_does_not_know_and_schemas_without_one_let_anything_through() -> None:
     for value in ("x", 1, [1], {"a": 1}, None):
-        assert check_arguments(SCHEMA, {"name": "ab", "anything": value}) is None
-        assert check_arguments(SCHEMA, {"name": "ab", "odd": value}) is None
+        assert check_demo_arguments(SCHEMA, {"name": "ab", "anything": value}) is None
+        assert check_demo_arguments(SCHEMA, {"name": "ab", "odd": value}) is None
         # A list of types is not one of the keywords it reads: left to the tool.
-        assert check_arguments(SCHEMA, {"name": "ab", "either": value}) is None
+        assert check_demo_arguments(SCHEMA, {"name": "ab", "either": value}) is None
 
 
 def test_bounds_are_not_applied_to_what_is_not_a_number() -> None:
     schema = {"properties": {"n": {"minimum": 5, "minLength": 3}}}
-    assert check_arguments(schema, {"n": "abcd"}) is None
-    assert check_arguments(schema, {"n": True}) is None
-    assert check_arguments(schema, {"n": 4}) == "argument 'n' must be at least 5"
-    assert check_arguments(schema, {"n": "ab"}) == "argument 'n' must have at least 3 characters"
+    assert check_demo_arguments(schema, {"n": "abcd"}) is None
+    assert check_demo_arguments(schema, {"n": True}) is None
+    assert check_demo_arguments(schema, {"n": 4}) == "argument 'n' must be at least 5"
+    assert (
+        check_demo_arguments(schema, {"n": "ab"}) == "argument 'n' must have at least 3 characters"
+    )
 
 
 def test_an_empty_schema_takes_any_object() -> None:
-    assert check_arguments({}, {}) is None
-    assert check_arguments({}, {"a": [1, 2]}) is None
+    assert check_demo_arguments({}, {}) is None
+    assert check_demo_arguments({}, {"a": [1, 2]}) is None
 
 
 @pytest.mark.parametrize(
@@ -112,10 +114,10 @@ def test_an_empty_schema_takes_any_object() -> None:
 )
 def test_an_enum_tells_true_and_false_from_numbers(enum: list[Any], value: Any) -> None:
     schema = {"properties": {"v": {"enum": enum}}}
-    assert check_arguments(schema, {"v": value}) == f"argument 'v' must be one of {enum!r}"
+    assert check_demo_arguments(schema, {"v": value}) == f"argument 'v' must be one of {enum!r}"
 
 
 def test_an_enum_takes_a_number_however_it_is_written() -> None:
     schema = {"properties": {"v": {"enum": [1, [2], {"a": 3}]}}}
     for value in (1.0, [2.0], {"a": 3.0}):
-        assert check_arguments(schema, {"v": value}) is None
+        assert check_demo_arguments(schema, {"v": value}) is None

@@ -11,7 +11,7 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.demo.arguments import check_arguments
+from mcpd.demo.arguments import check_demo_arguments
 from mcpd.demo.runtime import DemoServer, ToolContext, ToolDef, object_schema
 from mcpd.demo.stdio import serve_stdio
 from protocol import mcp
@@ -139,7 +139,7 @@ SCHEMA = object_schema(
     ],
 )
 def test_argument_checks(args: Any, problem: str | None) -> None:
-    found = check_arguments(SCHEMA, args)
+    found = check_demo_arguments(SCHEMA, args)
     if problem is None:
         assert found is None
     else:

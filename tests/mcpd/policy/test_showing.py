@@ -17,7 +17,7 @@ import trio
 from mcpd.config.secrets import HeldSecret
 from mcpd.policy.masking import SecretSet, marker
 from mcpd.policy.reading import RepeatedKey, Unshowable, read
-from mcpd.policy.showing import GLANCE, canonical, glance, shown_arguments, write
+from mcpd.policy.showing import GLANCE, canonical_json, glance, shown_arguments, write
 from tests.support.agent import connect
 from tests.support.policy_daemon import LIMIT, policy_daemon, text
 from tests.support.socket_cli import mcpd
@@ -53,10 +53,10 @@ def test_one_canonical_writing_for_every_spelling_readers_read_alike() -> None:
         b'{"b": [{"y": 1.50, "x": "\\u00e9"}], "a": -0}',
         b'{"a":-0,"b":[{"x":"\xc3\xa9","y":1.50}]}',
     ]
-    written = {canonical(read(s)) for s in spellings}
+    written = {canonical_json(read(s)) for s in spellings}
     assert written == {'{"a":-0,"b":[{"x":"\u00e9","y":1.50}]}'}
     # A number is kept as written: a decimal reader tells these apart.
-    assert canonical(read(b'{"y":1.5}')) != canonical(read(b'{"y":1.50}'))
+    assert canonical_json(read(b'{"y":1.5}')) != canonical_json(read(b'{"y":1.50}'))
 
 
 def test_a_long_value_is_shortened_where_it_stands_and_every_key_after_it_shows() -> None:

@@ -18,7 +18,7 @@ from mcpd.config.policy import PolicyRule
 from mcpd.config.servertable import ToolsConfig
 from mcpd.policy.rules import Policy, facts_of
 from mcpd.registry.catalog import Catalog
-from mcpd.registry.curation import ToolBudget, curate, visible
+from mcpd.registry.curation import ToolBudget, curate, lets_through
 from mcpd.registry.gate import ListGate
 from protocol import jsonrpc as rpc
 from protocol import mcp
@@ -327,7 +327,7 @@ async def test_an_item_added_under_a_renamed_items_name_leaves_its_rules_in_forc
 
 def test_a_hidden_name_is_hidden_as_agents_know_it_too() -> None:
     rules = ToolsConfig(deny=["hidden_tool"])
-    assert not visible("hidden.tool", rules) and not visible("hidden_tool", rules)
-    assert visible("hidden-tool", rules)
+    assert not lets_through("hidden.tool", rules) and not lets_through("hidden_tool", rules)
+    assert lets_through("hidden-tool", rules)
     only = ToolsConfig(allow=["deploy_prod"])
-    assert visible("deploy_prod", only) and not visible("deploy.prod", only)
+    assert lets_through("deploy_prod", only) and not lets_through("deploy.prod", only)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcpd.registry.scheme import SCHEME, unwrap, wrap
+from mcpd.registry.scheme import SCHEME, unwrap_mcpd_uri, wrap
 
 URIS = [
     "file:///home/me/notes.md",
@@ -25,13 +25,13 @@ URIS = [
 def test_every_uri_comes_back_character_for_character(uri: str) -> None:
     wrapped = wrap("notes", uri)
     assert wrapped.startswith(SCHEME + "notes/")
-    assert unwrap(wrapped) == ("notes", uri)
+    assert unwrap_mcpd_uri(wrapped) == ("notes", uri)
 
 
 def test_the_alias_ends_at_the_first_slash() -> None:
-    assert unwrap("mcpd://notes/a/b/c") == ("notes", "a/b/c")
-    assert unwrap("mcpd://notes/") == ("notes", "")
-    assert unwrap("mcpd://A_b-9/x") == ("A_b-9", "x")
+    assert unwrap_mcpd_uri("mcpd://notes/a/b/c") == ("notes", "a/b/c")
+    assert unwrap_mcpd_uri("mcpd://notes/") == ("notes", "")
+    assert unwrap_mcpd_uri("mcpd://A_b-9/x") == ("A_b-9", "x")
 
 
 @pytest.mark.parametrize(
@@ -54,4 +54,4 @@ def test_the_alias_ends_at_the_first_slash() -> None:
     ],
 )
 def test_what_is_not_an_mcpd_form_of_an_alias_unwraps_to_nothing(uri: str) -> None:
-    assert unwrap(uri) is None
+    assert unwrap_mcpd_uri(uri) is None
