@@ -84,7 +84,7 @@ def decoded(lists: Lists) -> dict[str, list[mcp.Tool]]:
     for alias, items in lists.items():
         tools = []
         for item in items:
-            tool, _, _ = toolshape.checked(rpc.decode_as(msgspec.Raw(item), mcp.Tool))
+            tool, _, _ = toolshape.checked_tool(rpc.decode_as(msgspec.Raw(item), mcp.Tool))
             assert tool is not None
             tool.inputSchema = tool.inputSchema.copy()
             if isinstance(tool.outputSchema, msgspec.Raw):

@@ -30,7 +30,7 @@ from .calls import result_eras
 from .calls.callrecords import Seen
 from .calls.rewrite import prompt_result
 from .calls.unrouted import held_meta, held_text
-from .lists.paging import page
+from .lists.paging import page_of
 from .prompt_bounds import capped_completion, check_arguments
 
 OUTAGE: int = -32000
@@ -101,7 +101,7 @@ def list_prompts(
     page_size: int,
     sees: Sees = everything,
 ) -> PromptsPage:
-    prompts, after = page(servers.prompt_listing(sees), params.cursor, page_size, bytes)
+    prompts, after = page_of(servers.prompt_listing(sees), params.cursor, page_size, bytes)
     modern = ctx is not None and ctx.era == "modern"
     return PromptsPage(
         prompts=list(prompts),

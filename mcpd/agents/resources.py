@@ -29,7 +29,7 @@ from .askback.driver import AgentSide, AskBackDriver
 from .calls.callrecords import Seen
 from .calls.rewrite import read_result
 from .lists.list_hints import LIST_RESOURCES
-from .lists.paging import page
+from .lists.paging import page_of
 from .prompts import Fetched, Refused, held_read_error, request_outcome, serve_asked
 
 # The values and keys an error's data may hold to have the resource it names renamed.
@@ -55,7 +55,7 @@ def list_resources(
     sight: Sight | None = None,
 ) -> ResourcesPage:
     items = servers.template_listing(sight) if templates else servers.resource_listing(sight)
-    chunk, after = page(items, params.cursor, page_size, bytes)
+    chunk, after = page_of(items, params.cursor, page_size, bytes)
     modern = ctx is not None and ctx.era == "modern"
     out = ResourcesPage(
         nextCursor=UNSET if after is None else after,

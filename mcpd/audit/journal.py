@@ -139,7 +139,7 @@ def hand_over(handler: logging.Handler, records: list[CallRecord], now: float) -
             handler.handle(log_record(r, now))
 
 
-def message(r: CallRecord) -> str:
+def journal_message(r: CallRecord) -> str:
     """``tools/call mcp__t__open (t/open) by pid 42 (claude), ...: ok in 3 ms (allow by
     default)``, on one line whatever it holds: the server's and the agent's text in it
     with every control character shown as its escape (``visible``). A name or reason
@@ -192,14 +192,14 @@ _subjects: Final = _Subjects()
 
 def line(r: CallRecord) -> str:
     """What a call's line says after its time and level."""
-    server, text = r.server, message(r)
+    server, text = r.server, journal_message(r)
     return f"[{server}] call: {text}" if server else f"call: {text}"
 
 
 def fields(r: CallRecord, identifier: str = IDENTIFIER) -> list[tuple[str, str]]:
     """The call's journal entry: what ``journalfields.record_fields`` makes of the
     record ``log_record`` makes, but its source location, in the same order."""
-    server, text = r.server, message(r)
+    server, text = r.server, journal_message(r)
     out = [
         ("MESSAGE", f"{server}: {text}" if server else text),
         ("PRIORITY", "6" if r.outcome == "ok" else "5"),
@@ -237,7 +237,7 @@ def log_record(r: CallRecord, created: float) -> logging.LogRecord:
             "name": LOGGER,
             "levelno": level,
             "levelname": logging.getLevelName(level),
-            "msg": message(r),
+            "msg": journal_message(r),
             "created": created,
             "msecs": (created - int(created)) * 1000,
             "mcpd_event": "call",

@@ -71,7 +71,7 @@ _encoder: Final = msgspec.json.Encoder(enc_hook=enc_hook)
 _decoder: Final = msgspec.json.Decoder(StoredLogin, dec_hook=dec_hook)
 
 
-def encode(login: StoredLogin) -> bytes:
+def encode_login(login: StoredLogin) -> bytes:
     return _encoder.encode(login)
 
 
@@ -101,7 +101,7 @@ class OAuthStore:
         return await trio.to_thread.run_sync(self._read, alias)
 
     async def save(self, alias: str, login: StoredLogin) -> None:
-        data = encode(login)
+        data = encode_login(login)
         await trio.to_thread.run_sync(write_atomically, self.path(alias), data)
 
     def _read(self, alias: str) -> StoredLogin | Unusable | None:

@@ -173,7 +173,7 @@ class PinKeeper:
 
     def _from_file(self, wanted: list[Wanted]) -> Found:
         try:
-            return pinrecords.definitions(self.path, self._sections, wanted)
+            return pinrecords.definitions_in_file(self.path, self._sections, wanted)
         except (OSError, BadPins) as exc:
             self._failed("cannot read the pins approved from", exc)
             return {}

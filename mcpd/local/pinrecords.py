@@ -144,7 +144,7 @@ def _found_sections(data: bytes, file: FileId, aliases: list[str]) -> Sections:
     return Sections(file, spans)
 
 
-def definitions(path: str, sections: Sections | None, wanted: list[Wanted]) -> Found:
+def definitions_in_file(path: str, sections: Sections | None, wanted: list[Wanted]) -> Found:
     """The definitions the file holds of ``wanted`` that match their digests: from
     each server's part when ``sections`` holds for the file, else from all of it."""
     out: Found = {}

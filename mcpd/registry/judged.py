@@ -15,7 +15,7 @@ from msgspec import Raw
 
 from protocol import mcp, surface
 
-from .pins import KINDS, Instructions, Item, Kind, PinRecord, definition, digest, item_of
+from .pins import KINDS, Instructions, Item, Kind, PinRecord, definition, item_of, pin_digest
 from .readable import Readable, read_instructions, read_listed, read_prompt, read_tool
 from .rules import Finding
 
@@ -193,7 +193,7 @@ READERS: Final[dict[Kind, Callable[[Item], Readable]]] = {
 def resource_record(resource: surface.Resource) -> PinRecord:
     """A resource as the person asked to release it reads it (it is not pinned)."""
     data = _canonical.encode(resource)
-    return PinRecord(digest(data), Raw(data))
+    return PinRecord(pin_digest(data), Raw(data))
 
 
 def held_view(kind: Kind, name: str, approved: PinRecord | None) -> Item:

@@ -276,7 +276,7 @@ def former_match(server: ServerPins, kind: Kind, name: str, source: Item, pin: b
     return hashlib.sha256(definition(source, former=True)).digest() == pin
 
 
-def adopt(
+def adopt_pins(
     alias: str,
     kind: Kind,
     server: ServerPins,
@@ -313,7 +313,7 @@ def imported(pins: Pins, incoming: PinSet, out: Unwritten, replace: bool) -> int
         out.changed(alias)
         former = incoming.format != FORMAT
         for kind in KINDS:
-            count += adopt(alias, kind, server, theirs.of(kind), out, former)
+            count += adopt_pins(alias, kind, server, theirs.of(kind), out, former)
     return count
 
 
@@ -345,7 +345,7 @@ def pin_set(servers: Mapping[str, ServerPins], found: Found) -> PinSet:
 
 
 def shown_digest(raw_digest: bytes) -> str:
-    """A digest as pin files and people see it (``pins.digest``)."""
+    """A digest as pin files and people see it (``pins.pin_digest``)."""
     return _PREFIX + raw_digest.hex()
 
 

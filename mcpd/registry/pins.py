@@ -190,14 +190,14 @@ def has_later_fields(item: Item) -> bool:
     return any(v is not None and v is not UNSET for v in later)
 
 
-def digest(data: bytes) -> str:
+def pin_digest(data: bytes) -> str:
     """The digest of a definition as pin files and people see it."""
     return _PREFIX + hashlib.sha256(data).hexdigest()
 
 
 def record_of(item: Item) -> PinRecord:
     data = definition(item)
-    return PinRecord(digest(data), Raw(data))
+    return PinRecord(pin_digest(data), Raw(data))
 
 
 _TYPES: Final[dict[Kind, type[Any]]] = {
@@ -240,7 +240,7 @@ def checked(pins: PinSet, source: str) -> PinSet:
                     msgspec.json.decode(data, type=_TYPES[kind])
                 except (msgspec.DecodeError, msgspec.ValidationError) as exc:
                     raise BadPins(f"{source}: {alias} {kind} {key!r}: {exc}") from None
-                if digest(data) != pin.digest:
+                if pin_digest(data) != pin.digest:
                     raise BadPins(
                         f"{source}: {alias} {kind} {key!r}: the digest does not match "
                         "the definition"

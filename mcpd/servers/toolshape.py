@@ -47,7 +47,7 @@ def accepted(item: Raw, trim: ListTrim) -> mcp.Tool | None:
         return None
     if not trim.addressable(tool):
         return None
-    shaped, reason, removed = checked(tool)
+    shaped, reason, removed = checked_tool(tool)
     if shaped is None:
         trim.drop(shown(tool.name), reason or "")
         return None
@@ -85,7 +85,7 @@ def _detached(tool: mcp.Tool) -> mcp.Tool:
     return tool
 
 
-def checked(tool: mcp.Tool) -> tuple[mcp.Tool | None, str | None, list[tuple[str, str]]]:
+def checked_tool(tool: mcp.Tool) -> tuple[mcp.Tool | None, str | None, list[tuple[str, str]]]:
     """The tool as agents may see it (None to leave it out), why it is left out, and
     the optional fields taken off it, each with why."""
     schema = tool.inputSchema

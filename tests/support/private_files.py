@@ -14,7 +14,7 @@ from mcpd.config.importwrite import move_secrets
 from mcpd.config.model import NamingConfig
 from mcpd.local import pinwriter, statefile
 from mcpd.local.endpoint_token import write_token
-from mcpd.local.oauth_store import IssuerRecord, OAuthStore, StoredLogin, encode
+from mcpd.local.oauth_store import IssuerRecord, OAuthStore, StoredLogin, encode_login
 from mcpd.local.pinfile import PinKeeper
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.gate import ListGate
@@ -57,7 +57,7 @@ async def _token(path: Path) -> bytes:
 
 async def _login(path: Path) -> bytes:
     await OAuthStore(str(path.parent.parent)).save(path.stem, LOGIN)
-    return encode(LOGIN)
+    return encode_login(LOGIN)
 
 
 async def _imported_secret(path: Path) -> bytes:

@@ -81,7 +81,7 @@ def decode_cursor(cursor: str, total: int, digest: str) -> int:
     return offset
 
 
-def page(
+def page_of(
     items: Sequence[T], cursor: object, size: int, key: Callable[[T], bytes]
 ) -> tuple[Sequence[T], str | None]:
     """The page ``cursor`` names (the first for a missing one) and the next cursor;

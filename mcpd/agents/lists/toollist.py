@@ -10,7 +10,7 @@ from protocol.server import RequestContext
 
 from ...registry.table import Listed, listed_name
 from ..profiles import ProfileServers
-from .paging import page
+from .paging import page_of
 
 
 def list_tools(
@@ -22,7 +22,7 @@ def list_tools(
     servers.refresh()
     modern = ctx is not None and ctx.era == "modern"
     # A projection keeps every name in its place: a cursor is good in either era's.
-    tools, after = page(servers.shown_to(modern), params.cursor, page_size, _name)
+    tools, after = page_of(servers.shown_to(modern), params.cursor, page_size, _name)
     return mcp.ListToolsResult(
         tools=list(tools),
         nextCursor=UNSET if after is None else after,

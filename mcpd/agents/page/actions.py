@@ -138,11 +138,11 @@ class Actions:
             raise refuse_action(502, f"{alias}'s authorization server sent an address to refuse")
         self._logins[alias] = str(out["login"])
         if wants_json:
-            await send(wire, 200, JSON, _encode({"url": url}))
+            await send_page_answer(wire, 200, JSON, _encode({"url": url}))
             return
         link = f'<a href="{escape(url)}" rel="noopener noreferrer">the login page</a>'
         text = f"Log in to {shown(alias)} at {link}; it comes back here when done."
-        await send(wire, 200, HTML, render.message("Log in", text).encode())
+        await send_page_answer(wire, 200, HTML, render.message("Log in", text).encode())
 
     async def landing(self, wire: Wire, alias: str, target: str, headers: Headers) -> None:
         """The browser back from the authorization server: the login the page began
@@ -167,17 +167,17 @@ class Actions:
         if state not in ("ready", "degraded"):
             reason = ascii_hosts(str(out.get("reason", "")))
             said = f"{alias}: logged in, but the server is {state}: {reason}"
-        await send(wire, 200, HTML, render.message("Logged in", shown(said)).encode())
+        await send_page_answer(wire, 200, HTML, render.message("Logged in", shown(said)).encode())
 
 
 async def _answer(wire: Wire, said: str, wants_json: bool) -> None:
     if wants_json:
-        await send(wire, 200, JSON, _encode({"message": visible(said)}))
+        await send_page_answer(wire, 200, JSON, _encode({"message": visible(said)}))
     else:
-        await send(wire, 200, HTML, render.message("Done", shown(said)).encode())
+        await send_page_answer(wire, 200, HTML, render.message("Done", shown(said)).encode())
 
 
-async def send(
+async def send_page_answer(
     wire: Wire,
     status: int,
     content_type: tuple[bytes, bytes],

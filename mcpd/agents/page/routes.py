@@ -33,7 +33,17 @@ from ..holders import ServerRefusals
 from ..http.exchange import RequestSender
 from ..http.wire import Headers, Reject, Wire
 from . import render
-from .actions import HTML, NO_SESSION, OAUTH, PATHS, Actions, Scope, refuse, refuse_action, send
+from .actions import (
+    HTML,
+    NO_SESSION,
+    OAUTH,
+    PATHS,
+    Actions,
+    Scope,
+    refuse,
+    refuse_action,
+    send_page_answer,
+)
 from .decisions import call_filter
 from .live import Live, Regions
 from .model import PageData, PageReader, read_page
@@ -128,13 +138,15 @@ class Page:
             if "code" in query and method == b"HEAD":
                 # A link preview or a checker asks first: the code stays for the
                 # browser, and the page is not drawn for whoever holds no session.
-                await send(wire, 200, HTML, b"", head_only=True)
+                await send_page_answer(wire, 200, HTML, b"", head_only=True)
                 return
             if "code" in query:
                 await self._trade(wire, query, headers, caller)
                 return
             data = self._read(self._reading(access, caller, scope, query))
-            await send(wire, 200, HTML, render.page(data).encode(), head_only=method == b"HEAD")
+            await send_page_answer(
+                wire, 200, HTML, render.page(data).encode(), head_only=method == b"HEAD"
+            )
         elif path == "/page/events" and method == b"GET":
             sid = access.sid
 
@@ -252,7 +264,7 @@ class Page:
             f"?{urlencode({'profile': query['profile'][0]})}" if "profile" in query else ""
         )
         extra = [(b"set-cookie", cookie.encode()), (b"refresh", f"0; url={back}".encode())]
-        await send(wire, 200, HTML, _moving_on(back), extra)
+        await send_page_answer(wire, 200, HTML, _moving_on(back), extra)
 
 
 def _used() -> Reject:

@@ -168,7 +168,7 @@ def test_a_line_break_in_a_name_or_reason_is_shown_in_the_journal_message() -> N
 def test_a_call_nobody_decided_says_so() -> None:
     r = CallRecord(ts=1.0, agent=AGENTS[0], method="tools/call", name="nope",
                    outcome="refused", reason="unknown tool")  # fmt: skip
-    assert call_journal.message(r).endswith(": refused: unknown tool in 0 ms (no decision)")
+    assert call_journal.journal_message(r).endswith(": refused: unknown tool in 0 ms (no decision)")
     fields = dict(call_journal.fields(r))
     assert fields["MCPD_DECISION"] == "none" and "MCPD_DECIDED_BY" not in fields
 
@@ -189,7 +189,7 @@ def test_a_calls_message_names_its_own_agent_and_tool_among_many() -> None:
         for n in range(3000)
     ]
     for r in records + records[:5]:
-        text = call_journal.message(r)
+        text = call_journal.journal_message(r)
         assert text.startswith(f"tools/call {r.name} by {r.agent.label()}: refused: unknown")
     assert 0 < len(call_journal._subjects) <= call_journal._SUBJECTS
 
@@ -201,7 +201,7 @@ def test_the_subjects_kept_for_messages_hold_little_whatever_the_names() -> None
         name = f"{n}-" + "u" * NAME_KEPT
         r = CallRecord(ts=1.0, agent=AGENTS[0], method="resources/read", name=name,
                        outcome="refused")  # fmt: skip
-        assert name in call_journal.message(r)
+        assert name in call_journal.journal_message(r)
         assert sum(map(len, call_journal._subjects.values())) <= 1 << 20
 
 

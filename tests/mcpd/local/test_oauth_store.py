@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from mcpd.local.oauth_store import FORMAT, OAuthStore, StoredLogin, encode
+from mcpd.local.oauth_store import FORMAT, OAuthStore, StoredLogin, encode_login
 from protocol.oauth import Secret
 from tests.support.private_files import ISSUER, URL, login
 
@@ -75,7 +75,7 @@ async def test_a_file_written_before_tokens_kept_their_own_client_is_read(
     ("content", "why"),
     [
         (b"", "Input data was truncated"),
-        (encode(login())[:-40], "truncated"),
+        (encode_login(login())[:-40], "truncated"),
         (b"\x00\xff\xfe garbage", "malformed"),
         (b"[]", "Expected `object`"),
         (b"null", "Expected `object`"),
@@ -110,7 +110,7 @@ async def test_a_group_readable_file_is_tightened_and_still_used(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = OAuthStore(str(tmp_path))
-    path = planted(store, "tickets", encode(login()), 0o640)
+    path = planted(store, "tickets", encode_login(login()), 0o640)
     with caplog.at_level(logging.WARNING, "mcpd.tokens"):
         assert await store.load("tickets") is not None
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -122,7 +122,7 @@ async def test_a_file_others_can_write_is_not_believed(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, mode: int
 ) -> None:
     store = OAuthStore(str(tmp_path))
-    planted(store, "tickets", encode(login()), mode)
+    planted(store, "tickets", encode_login(login()), mode)
     with caplog.at_level(logging.WARNING, "mcpd.tokens"):
         assert await store.load("tickets") is None
     assert "can be written by other users" in warnings_of(caplog)
@@ -133,7 +133,7 @@ async def test_a_file_of_another_user_is_not_believed(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = OAuthStore(str(tmp_path))
-    path = planted(store, "tickets", encode(login()))
+    path = planted(store, "tickets", encode_login(login()))
     os.chown(path, 54321, 54321)
     with caplog.at_level(logging.WARNING, "mcpd.tokens"):
         assert await store.load("tickets") is None
@@ -146,7 +146,7 @@ async def test_a_link_in_place_of_the_file_is_not_followed_either_way(
 ) -> None:
     store = OAuthStore(str(tmp_path / "state"))
     elsewhere = tmp_path / "elsewhere.json"
-    elsewhere.write_bytes(encode(login()))
+    elsewhere.write_bytes(encode_login(login()))
     os.chmod(elsewhere, 0o600)
     os.makedirs(store.directory, mode=0o700)
     os.symlink(elsewhere, store.path("tickets"))
@@ -156,7 +156,7 @@ async def test_a_link_in_place_of_the_file_is_not_followed_either_way(
     fresh = StoredLogin(server_url="https://fresh.example/mcp")
     await store.save("tickets", fresh)
     assert not os.path.islink(store.path("tickets"))
-    assert elsewhere.read_bytes() == encode(login())  # what the link pointed at is untouched
+    assert elsewhere.read_bytes() == encode_login(login())  # what the link pointed at is untouched
     back = await store.load("tickets")
     assert back is not None and back.server_url == "https://fresh.example/mcp"
 
@@ -194,7 +194,7 @@ def _numbered(n: int) -> StoredLogin:
 async def test_crossing_saves_leave_one_whole_file(tmp_path: Path) -> None:
     store = OAuthStore(str(tmp_path))
     other = OAuthStore(str(tmp_path))  # a second store on the same folder, its own lock
-    written = {encode(_numbered(n)) for n in range(12)}
+    written = {encode_login(_numbered(n)) for n in range(12)}
     with trio.fail_after(20):
         async with trio.open_nursery() as nursery:
             for n in range(12):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpd.local.oauth_store import FORMAT, OAuthStore, StoredLogin, encode
+from mcpd.local.oauth_store import FORMAT, OAuthStore, StoredLogin, encode_login
 from protocol.oauth import Secret
 from tests.support.private_files import URL, login
 
@@ -47,7 +47,7 @@ async def test_a_loosened_file_is_made_private_again(
     [
         (b"{not json", "JSON is malformed"),
         (b'{"server_url": 3}', "Expected `str`"),
-        (encode(StoredLogin(server_url=URL, format=FORMAT + 1)), f"format {FORMAT + 1}"),
+        (encode_login(StoredLogin(server_url=URL, format=FORMAT + 1)), f"format {FORMAT + 1}"),
     ],
 )
 async def test_a_file_that_cannot_be_used_means_a_new_login(

@@ -19,7 +19,7 @@ from mcpd.agents.http.tcp import guard, own_origins
 from mcpd.agents.http.wire import Reject
 from mcpd.local import owners
 from mcpd.local.endpoint_token import TokenError, TokenFile, stored_token, write_token
-from mcpd.local.oauth_store import OAuthStore, encode
+from mcpd.local.oauth_store import OAuthStore, encode_login
 from mcpd.local.statefile import FILE_NAME, read_state
 from tests.support.peer_user import USER, needs_root, peer_uid, run_as, shared_dir
 from tests.support.private_files import WRITERS, Writer, keeper, login, request
@@ -128,7 +128,7 @@ async def test_a_login_another_user_wrote_is_not_used(
 ) -> None:
     store = OAuthStore(str(peer_home / "state"))
     path = Path(store.path("tickets"))
-    await written_by_peer(path, encode(login()))
+    await written_by_peer(path, encode_login(login()))
     with caplog.at_level(logging.WARNING, "mcpd.tokens"):
         assert await store.load("tickets") is None
     assert f"{path} belongs to uid {peer_uid()} ({USER})" in caplog.text

@@ -17,7 +17,7 @@ from mcpd.local import pinrecords, pinwriter
 from mcpd.local.pinrecords import Sections
 from mcpd.local.privatefile import UnsafeFileError
 from mcpd.registry.pinned import ServerPins, Unwritten
-from mcpd.registry.pins import BadPins, definition, digest
+from mcpd.registry.pins import BadPins, definition, pin_digest
 from protocol import mcp
 
 
@@ -168,7 +168,7 @@ def test_definitions_are_read_from_their_servers_part(tmp_path: Path) -> None:
         ("notes", "tool", "search-old", sha(tool("search", "old"))),
         ("gone", "tool", "x", sha(search)),  # no such server
     ]
-    found = pinrecords.definitions(str(path), sections, wanted)
+    found = pinrecords.definitions_in_file(str(path), sections, wanted)
     assert found == {
         ("notes", "tool", "search"): msgspec.Raw(definition(search)),
         ("mail", "tool", "send"): msgspec.Raw(definition(send)),
@@ -179,7 +179,7 @@ def test_a_definition_that_is_not_the_pinned_one_is_left_out(tmp_path: Path) -> 
     path = tmp_path / "pins.json"
     sections = write(path, notes=[tool("search")])
     wanted = [("notes", "tool", "search", sha(tool("search", "as approved since")))]
-    assert pinrecords.definitions(str(path), sections, wanted) == {}
+    assert pinrecords.definitions_in_file(str(path), sections, wanted) == {}
 
 
 def test_parts_of_another_file_are_not_trusted(tmp_path: Path) -> None:
@@ -191,9 +191,9 @@ def test_parts_of_another_file_are_not_trusted(tmp_path: Path) -> None:
     data["servers"] = {"mail": data["servers"]["mail"], "notes": data["servers"]["notes"]}
     rewrite(path, data, indent=4)
     wanted = [("notes", "tool", "search", sha(search)), ("mail", "tool", "send", sha(send))]
-    found = pinrecords.definitions(str(path), sections, wanted)
+    found = pinrecords.definitions_in_file(str(path), sections, wanted)
     assert set(found) == {("notes", "tool", "search"), ("mail", "tool", "send")}
-    assert pinrecords.definitions(str(path), None, wanted) == found
+    assert pinrecords.definitions_in_file(str(path), None, wanted) == found
 
 
 def test_a_part_that_does_not_read_as_a_server_is_read_with_the_whole_file(
@@ -206,7 +206,7 @@ def test_a_part_that_does_not_read_as_a_server_is_read_with_the_whole_file(
     # Spans that hold for the file but point into the middle of a record.
     wrong = Sections(pinrecords.file_id(st), {"notes": (3, 40)})
     wanted = [("notes", "tool", "search", sha(search))]
-    found = pinrecords.definitions(str(path), wrong, wanted)
+    found = pinrecords.definitions_in_file(str(path), wrong, wanted)
     assert found == {("notes", "tool", "search"): msgspec.Raw(definition(search))}
 
 
@@ -219,7 +219,7 @@ def test_an_export_is_of_the_servers_asked_for_in_order_and_checked(tmp_path: Pa
     assert list(pinrecords.exported(str(path), None).servers) == ["files", "mail", "notes"]
     chosen = pinrecords.exported(str(path), ["notes", "mail", "absent"])
     assert list(chosen.servers) == ["mail", "notes"]
-    assert chosen.servers["notes"].tools["search"].digest == digest(definition(tool("search")))
+    assert chosen.servers["notes"].tools["search"].digest == pin_digest(definition(tool("search")))
     assert pinrecords.exported(str(tmp_path / "none.json"), None).servers == {}
     data = as_data(path)
     data["servers"]["files"]["tools"]["read"]["definition"]["name"] = "write"
@@ -241,7 +241,9 @@ def test_a_record_kept_by_its_digest_alone_reads_back_so_and_is_written_so(
     assert server.bare == {("tool", "gone")}
     assert server.of("tool")["gone"] == sha(tool("gone"))
     assert (
-        pinrecords.definitions(str(path), sections, [("notes", "tool", "gone", sha(tool("gone")))])
+        pinrecords.definitions_in_file(
+            str(path), sections, [("notes", "tool", "gone", sha(tool("gone")))]
+        )
         == {}
     )
     server.of("tool")["new"] = sha(tool("new"))
@@ -249,7 +251,7 @@ def test_a_record_kept_by_its_digest_alone_reads_back_so_and_is_written_so(
     unwritten.put("notes", "tool", "new", tool("new"))
     pinwriter.write(str(path), pins.servers, unwritten, sections)
     tools = as_data(path)["servers"]["notes"]["tools"]
-    assert tools["gone"] == {"digest": digest(definition(tool("gone"))), "definition": None}
+    assert tools["gone"] == {"digest": pin_digest(definition(tool("gone"))), "definition": None}
     assert tools["search"]["definition"]["name"] == "search"
     data["servers"]["notes"]["tools"]["gone"]["digest"] = "sha256:" + "0" * 63
     rewrite(path, data)

@@ -16,13 +16,13 @@ from mcpd.registry.pinned import (
     Pin,
     ServerPins,
     Unwritten,
-    adopt,
+    adopt_pins,
     definition_of,
     parsed_digest,
     pin_set,
     shown_digest,
 )
-from mcpd.registry.pins import BadPins, PinRecord, definition, digest, record_of
+from mcpd.registry.pins import BadPins, PinRecord, definition, pin_digest, record_of
 from protocol import mcp, surface
 
 
@@ -41,7 +41,7 @@ def sha(item: mcp.Tool | surface.Prompt) -> bytes:
 def test_a_digest_is_shown_as_pin_files_write_it_and_read_back() -> None:
     raw = sha(tool("search"))
     shown = shown_digest(raw)
-    assert shown == digest(definition(tool("search")))
+    assert shown == pin_digest(definition(tool("search")))
     assert parsed_digest(shown) == raw
 
 
@@ -172,7 +172,7 @@ def test_adopted_records_are_pinned_reviewed_as_they_say_and_wait_to_be_written(
     search, add = record_of(tool("search")), record_of(tool("add"))
     records = {"search": PinRecord(search.digest, search.definition, True), "add": add}
     unwritten = Unwritten()
-    assert adopt("notes", "tool", server, records, unwritten) == 2
+    assert adopt_pins("notes", "tool", server, records, unwritten) == 2
     assert dict(server.tools) == {
         "search": Pin(search.digest, True),
         "add": Pin(add.digest, False),
@@ -195,7 +195,7 @@ def test_a_pin_set_holds_each_pin_with_its_definition() -> None:
     notes = pins.servers["notes"]
     assert notes.approved is True
     assert notes.tools == {
-        "search": PinRecord(digest(definition(search)), found[("notes", "tool", "search")])
+        "search": PinRecord(pin_digest(definition(search)), found[("notes", "tool", "search")])
     }
     assert notes.prompts["daily"].reviewed is True
     assert notes.templates == {}

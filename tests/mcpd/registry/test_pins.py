@@ -16,7 +16,7 @@ from mcpd.config.servertable import ToolsConfig
 from mcpd.registry import gate as gate_module
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.gate import ListGate
-from mcpd.registry.pins import BadPins, Instructions, PinSet, checked, definition, digest
+from mcpd.registry.pins import BadPins, Instructions, PinSet, checked, definition, pin_digest
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 
@@ -120,7 +120,7 @@ def test_the_digest_is_of_the_canonical_definition() -> None:
     a = tool("t", inputSchema={"type": "object", "properties": {"b": {}, "a": {}}})
     b = tool("t", inputSchema={"properties": {"a": {}, "b": {}}, "type": "object"})
     assert definition(a) == definition(b)
-    assert digest(definition(a)) == "sha256:" + hashlib.sha256(definition(a)).hexdigest()
+    assert pin_digest(definition(a)) == "sha256:" + hashlib.sha256(definition(a)).hexdigest()
 
 
 def test_warn_takes_the_change_and_says_so_accept_takes_it_quietly(
@@ -134,7 +134,7 @@ def test_warn_takes_the_change_and_says_so_accept_takes_it_quietly(
         cat.update("notes", [tool("search", "new words"), tool("add")])
         assert held(cat) == []
         assert listed(cat)["mcp__notes__search"]["description"] == "[notes] new words"
-        assert cat.gate.review.pins.servers["notes"].tools["search"].digest == digest(
+        assert cat.gate.review.pins.servers["notes"].tools["search"].digest == pin_digest(
             definition(tool("search", "new words"))
         )
         [record] = [
@@ -325,7 +325,7 @@ def test_an_import_whose_definition_does_not_match_its_digest_is_refused() -> No
 def test_instructions_pinned_under_another_name_are_refused() -> None:
     """A server has one text of instructions: a pin set naming them is forged."""
     data = definition(Instructions("Use search."))
-    record = {"digest": digest(data), "definition": json.loads(data)}
+    record = {"digest": pin_digest(data), "definition": json.loads(data)}
     doc = {"format": 2, "servers": {"notes": {"instructions": {"search": record}}}}
     with pytest.raises(BadPins, match="notes instructions: named 'search'"):
         checked(msgspec.json.decode(json.dumps(doc), type=PinSet), "team.json")
@@ -493,7 +493,7 @@ def test_a_pin_kept_by_its_digest_alone_is_exported_so_and_holds_a_change_elsewh
     doc = json.loads(msgspec.json.encode(cat.gate.review.export()))
     search = doc["servers"]["notes"]["tools"]["search"]
     assert search["definition"] is None
-    assert search["digest"] == digest(definition(tool("search")))
+    assert search["digest"] == pin_digest(definition(tool("search")))
     other = catalog()
     pins = checked(msgspec.json.decode(json.dumps(doc), type=PinSet), "team.json")
     assert other.gate.review.import_pins(pins, replace=True) == 2

@@ -15,7 +15,7 @@ import msgspec
 import pytest
 import trio
 
-from mcpd.registry.pins import definition, digest
+from mcpd.registry.pins import definition, pin_digest
 from protocol import mcp
 from tests.support.agent import connect, running
 from tests.support.pins_daemon import HELD, TOOLS_CHANGED, Changing, by_name, cli, config, relist
@@ -160,7 +160,7 @@ async def test_pins_of_the_former_format_stand_for_the_fields_they_left_out(
     data = definition(item, former=True)
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
-    record = {"digest": digest(data), "definition": json.loads(data), "reviewed": True}
+    record = {"digest": pin_digest(data), "definition": json.loads(data), "reviewed": True}
     earlier = {"format": 1, "servers": {"tickets": {"approved": True, "tools": {"metaed": record}}}}
     (state / "pins.json").write_text(json.dumps(earlier))
     (state / "pins.json").chmod(0o600)

@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 import trio
 
-from mcpd.registry.pins import definition, digest
+from mcpd.registry.pins import definition, pin_digest
 from protocol import mcp
 from tests.support.agent import connect, running
 from tests.support.pins_daemon import FIRST, Changing, cli, config
@@ -101,7 +101,7 @@ def _pin_file_without_instructions(tmp_path: Path) -> None:
     tools = {}
     for listed in FIRST["tools"]:
         data = definition(msgspec.json.decode(json.dumps(listed).encode(), type=mcp.Tool))
-        tools[listed["name"]] = {"digest": digest(data), "definition": json.loads(data)}
+        tools[listed["name"]] = {"digest": pin_digest(data), "definition": json.loads(data)}
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
     pins = {"format": 2, "servers": {"tickets": {"approved": True, "tools": tools}}}

@@ -14,7 +14,7 @@ from msgspec import UNSET, Raw
 
 from mcpd.config.load import parse
 from mcpd.registry.limits import ListTrim
-from mcpd.servers.toolshape import accepted, checked, header_paths
+from mcpd.servers.toolshape import accepted, checked_tool, header_paths
 from protocol import mcp
 
 
@@ -145,7 +145,7 @@ def test_every_field_taken_off_is_named_at_once() -> None:
         icons=Raw(b"{}"),
         execution=Raw(b"1"),
     )
-    shaped, reason, removed = checked(t)
+    shaped, reason, removed = checked_tool(t)
     assert shaped is t and reason is None
     assert [field for field, _ in removed] == ["outputSchema", "icons", "execution"]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from mcpd.agents.lists.paging import decode_cursor, encode_cursor, list_digest, page
+from mcpd.agents.lists.paging import decode_cursor, encode_cursor, list_digest, page_of
 from protocol import jsonrpc as rpc
 from protocol.visible import quote
 from tests.support.agent import connect, make_config, running
@@ -31,7 +31,7 @@ def walk(pages: list[list[str]], size: int) -> list[str]:
     seen: list[str] = []
     cursor: object = None
     for items in pages:
-        chunk, cursor = page(items, cursor, size, key)
+        chunk, cursor = page_of(items, cursor, size, key)
         seen += chunk
         if cursor is None:
             break
@@ -44,17 +44,17 @@ def test_pages_follow_each_other_to_the_end() -> None:
 
 
 def test_size_zero_is_the_whole_list_in_one_page() -> None:
-    assert page(ITEMS, None, 0, key) == (ITEMS, None)
-    assert page([], None, 0, key) == ([], None)
-    assert page([], None, 5, key) == ([], None)
+    assert page_of(ITEMS, None, 0, key) == (ITEMS, None)
+    assert page_of([], None, 0, key) == ([], None)
+    assert page_of([], None, 5, key) == ([], None)
 
 
 def test_a_cursor_that_is_not_a_string_starts_at_the_first_page() -> None:
-    assert page(ITEMS, 3, 2, key)[0] == ["tool0", "tool1"]
+    assert page_of(ITEMS, 3, 2, key)[0] == ["tool0", "tool1"]
 
 
 def test_a_cursor_at_the_end_is_an_empty_last_page() -> None:
-    assert page(ITEMS, encode_cursor(7, DIGEST), 3, key) == ([], None)
+    assert page_of(ITEMS, encode_cursor(7, DIGEST), 3, key) == ([], None)
 
 
 @pytest.mark.parametrize(
@@ -67,10 +67,10 @@ def test_a_cursor_at_the_end_is_an_empty_last_page() -> None:
     ],
 )
 def test_a_cursor_into_a_list_that_changed_is_refused_saying_so(changed: list[str]) -> None:
-    first, cursor = page(ITEMS, None, 3, key)
+    first, cursor = page_of(ITEMS, None, 3, key)
     assert first == ITEMS[:3] and isinstance(cursor, str)
     with pytest.raises(rpc.RPCError) as info:
-        page(changed, cursor, 3, key)
+        page_of(changed, cursor, 3, key)
     assert info.value.code == rpc.INVALID_PARAMS
     assert "list that has changed since" in info.value.message
     assert "list again without a cursor" in info.value.message
@@ -79,9 +79,9 @@ def test_a_cursor_into_a_list_that_changed_is_refused_saying_so(changed: list[st
 
 
 def test_an_item_changed_in_place_keeps_the_cursor_good() -> None:
-    _, cursor = page(ITEMS, None, 3, key)
+    _, cursor = page_of(ITEMS, None, 3, key)
     marked = [f"{item} (unavailable)" for item in ITEMS]
-    chunk, _ = page(marked, cursor, 3, key)
+    chunk, _ = page_of(marked, cursor, 3, key)
     assert chunk == marked[3:6]
 
 
@@ -114,7 +114,7 @@ def test_a_cursor_mcpd_did_not_make_is_invalid_params(cursor: str) -> None:
 
 def test_a_forged_cursor_is_refused_even_where_the_list_is_one_page() -> None:
     with pytest.raises(rpc.RPCError) as info:
-        page(ITEMS, b64("mcpd:3"), 0, key)
+        page_of(ITEMS, b64("mcpd:3"), 0, key)
     assert info.value.code == rpc.INVALID_PARAMS
 
 

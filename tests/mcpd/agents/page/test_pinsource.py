@@ -28,7 +28,7 @@ from mcpd.agents.page.render import regions
 from mcpd.agents.page.sources import HELD_SHOWN, HeldChange, Sources
 from mcpd.policy.kin import AgentKin, Decider, Process, unknown_kin
 from mcpd.registry.judged import HeldOffer
-from mcpd.registry.pins import BARE, PinRecord, digest
+from mcpd.registry.pins import BARE, PinRecord, pin_digest
 from mcpd.registry.views import ProfileView
 from protocol import jsonrpc as rpc
 from tests.support.agent import running
@@ -43,7 +43,7 @@ A_PROFILE = cast(ProfileView, object())  # a reader of one profile
 def record(definition: dict[str, Any] | None) -> PinRecord:
     """A pin as the daemon keeps it: its canonical JSON (None: kept by its digest alone)."""
     data = BARE if definition is None else canonical(definition)
-    return PinRecord(digest(data), msgspec.Raw(data))
+    return PinRecord(pin_digest(data), msgspec.Raw(data))
 
 
 def canonical(definition: dict[str, Any]) -> bytes:

@@ -15,7 +15,7 @@ import msgspec
 import pytest
 import trio
 
-from mcpd.registry.pins import definition, digest
+from mcpd.registry.pins import definition, pin_digest
 from protocol import mcp, surface
 from tests.support.agent import META, Agent, connect, make_config, running
 from tests.support.daemon_http import stateless
@@ -198,7 +198,7 @@ async def test_pins_are_of_the_servers_definitions_and_hold_across_restarts(
     ]
     for kind, item in sent:
         key = item.uriTemplate if kind == "templates" else item.name
-        assert pinned[kind][key]["digest"] == digest(definition(item)), kind
+        assert pinned[kind][key]["digest"] == pin_digest(definition(item)), kind
     assert pinned["tools"]["fmt"]["definition"]["description"] == FORGED
     with trio.fail_after(60):
         async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
