@@ -32,7 +32,7 @@ from .gate import ListGate
 from .server_tools import ServerTools
 from .shared_names import Told
 from .shown import Entry
-from .spelling import candidate_name, digits_of, hash_shaped, hashed_name, most_digits, fits_as_is
+from .spelling import candidate_name, digits_of, fits_as_is, hash_shaped, hashed_name, most_digits
 
 _encode: Final = msgspec.json.Encoder().encode
 

@@ -95,7 +95,7 @@ def server_program(command: str, env: Mapping[str, str], cwd: str | None, home: 
     not made yet is looked in as the empty directory it will be. Raises
     FileNotFoundError or PermissionError as ``resolve``."""
     if cwd is not None:
-        return resolve(command, env, cwd)
+        return resolve_command(command, env, cwd)
     return _found(command, env, workdir(cwd, home))
 
 

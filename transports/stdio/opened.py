@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import Final
 
-from .strict_view import Opened
+from .strict_view import OpenedToRun
 
 # The symbolic links followed on the way to one file, as many as the kernel follows.
 _HOPS: Final = 40
@@ -15,23 +15,23 @@ _HOPS: Final = 40
 _SHEBANG: Final = 256
 
 
-def opened_by(command: str, cwd: str) -> tuple[Opened, ...]:
+def opened_by(command: str, cwd: str) -> tuple[OpenedToRun, ...]:
     """What the kernel opens to run ``command`` (found) besides the command as found:
     where each symbolic link on the way leads, and the interpreter its ``#!`` line
     names (taken from ``cwd`` when relative, as the kernel does), with where each link
     on the way to that leads. One ``#!`` is followed: an interpreter that is a script
     itself is rare."""
     how = f"its command {command} is a link that leads there"
-    out = [Opened(p, how, *grant_folder(p)) for p in _hops(command)]
+    out = [OpenedToRun(p, how, *grant_folder(p)) for p in _hops(command)]
     interpreter = _shebang(os.path.realpath(command))
     if interpreter is not None:
         interpreter = os.path.join(cwd, interpreter)
     # One that is not there fails the exec outside a sandbox as well, and says so.
     if interpreter is not None and os.path.exists(interpreter):
         how = f"the #! line of {command} names {interpreter} to run it"
-        out += [Opened(p, how, *grant_folder(p)) for p in _spellings(interpreter)]
+        out += [OpenedToRun(p, how, *grant_folder(p)) for p in _spellings(interpreter)]
         how += ", a link that leads there"
-        out += [Opened(p, how, *grant_folder(p)) for p in _hops(interpreter)]
+        out += [OpenedToRun(p, how, *grant_folder(p)) for p in _hops(interpreter)]
     return tuple(dict.fromkeys(out))
 
 

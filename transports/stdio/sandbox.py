@@ -57,7 +57,7 @@ from ..path_identity import PathIdentity
 from .limits import Limits, prlimit_args
 from .machine import Machine, SystemPath
 from .sandbox_mounts import kernel_mounts, sealed, tmpfs
-from .strict_view import Opened, unseen, visible
+from .strict_view import OpenedToRun, in_view, unseen
 from .strict_view import within as within
 
 Level = Literal["off", "default", "strict"]
@@ -141,7 +141,7 @@ class Resolved(msgspec.Struct, frozen=True, kw_only=True):
     command: str  # the server's command, resolved
     # What else the kernel opens to run it, where a strict sandbox must show it
     # (``strict_view``); found only for a strict one.
-    opened: tuple[Opened, ...] = ()
+    opened: tuple[OpenedToRun, ...] = ()
     # The installation the command lies in (``strict_view``), for a strict one.
     installation: str | None = None
     # What the sandbox covers by a path that a rename or a new file would escape.
@@ -237,7 +237,7 @@ def bwrap_args(r: Resolved, machine: Machine, cwd: str, netns: Netns | None = No
             else:
                 args += ["--ro-bind", p.path, p.path]
         roots = strict_roots(machine.system, r.mounts, r.home)
-        mounts = [m for m in mounts if not m.kind.startswith("hide") or visible(m.path, roots)]
+        mounts = [m for m in mounts if not m.kind.startswith("hide") or in_view(m.path, roots)]
         problem = unseen(s.where, r.command, r.opened, cwd, roots, r.installation)
         if problem is not None:
             raise SandboxError(problem)

@@ -106,7 +106,9 @@ def _sees(sandbox: Sandbox, command: str, cwd: str) -> list[SeenPlace]:
     where = sandbox.where
     out = list(sandbox.sees)
     if "/" in command:  # a bare name not found on PATH is no place
-        out.append(SeenPlace(in_workdir(command, cwd or None, sandbox.home), f"the command of {where}"))
+        out.append(
+            SeenPlace(in_workdir(command, cwd or None, sandbox.home), f"the command of {where}")
+        )
     out.append(SeenPlace(cwd or sandbox.home, f"the working directory of {where}"))
     out.append(SeenPlace(sandbox.home, f"the home of {where}"))
     for key, paths in (("read", sandbox.read), ("write", sandbox.write)):

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import msgspec
 
 
-class Opened(msgspec.Struct, frozen=True):
+class OpenedToRun(msgspec.Struct, frozen=True):
     """A file the kernel opens to start a server's command, besides the command as
     found: where a symbolic link on the way leads, or the interpreter its ``#!`` line
     names, or where a link on the way to that leads."""
@@ -37,14 +37,14 @@ def within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def visible(path: str, roots: Sequence[str]) -> bool:
+def in_view(path: str, roots: Sequence[str]) -> bool:
     return any(within(path, root) for root in roots)
 
 
 def unseen(
     where: str,
     command: str,
-    opened: Sequence[Opened],
+    opened: Sequence[OpenedToRun],
     cwd: str,
     roots: Sequence[str],
     installation: str | None = None,
@@ -54,7 +54,7 @@ def unseen(
     opens to run it and its working directory that is not shown, and the key to grant
     it by. ``installation``: the one the command lies in, when it is in one's ``bin``.
     None when all are shown."""
-    if not visible(command, roots):
+    if not in_view(command, roots):
         what = (
             "its folder"
             if installation is None
@@ -65,13 +65,13 @@ def unseen(
             f"{what} to {where}.read"
         )
     for o in opened:
-        if not visible(o.path, roots):
+        if not in_view(o.path, roots):
             what = "the folder it is installed in" if o.installed else "its folder"
             return (
                 f"{where}: {o.path} is outside what a strict sandbox shows, and its command "
                 f"cannot run without it ({o.how}); add {what}, {o.folder}, to {where}.read"
             )
-    if not visible(cwd, roots):
+    if not in_view(cwd, roots):
         return (
             f"{where}.cwd: {cwd} is outside what a strict sandbox shows; add it to "
             f"{where}.read or {where}.write"

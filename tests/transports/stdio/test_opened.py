@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from transports.stdio.opened import installation_of, opened_by
-from transports.stdio.strict_view import Opened
+from transports.stdio.strict_view import OpenedToRun
 
 
 def a_virtualenv(tmp: Path) -> tuple[Path, Path]:
@@ -31,10 +31,10 @@ def test_a_script_of_a_virtualenv_needs_the_python_its_link_leads_to(tmp_path: P
     how = f"the #! line of {tool} names {venv}/bin/python to run it"
     linked = f"{how}, a link that leads there"
     assert opened_by(str(tool), str(tmp_path)) == (
-        Opened(f"{venv}/bin/python", how, str(venv / "bin")),
-        Opened(f"{venv}/bin/python3", linked, str(venv / "bin")),
-        Opened(f"{base}/bin/python3", linked, str(base), installed=True),
-        Opened(f"{base}/bin/python3.11", linked, str(base), installed=True),
+        OpenedToRun(f"{venv}/bin/python", how, str(venv / "bin")),
+        OpenedToRun(f"{venv}/bin/python3", linked, str(venv / "bin")),
+        OpenedToRun(f"{base}/bin/python3", linked, str(base), installed=True),
+        OpenedToRun(f"{base}/bin/python3.11", linked, str(base), installed=True),
     )
 
 

@@ -21,7 +21,7 @@ from transports.stdio.sandbox import (
     SandboxError,
     plan,
 )
-from transports.stdio.strict_view import Opened
+from transports.stdio.strict_view import OpenedToRun
 
 MACHINE = Machine(
     bwrap="/usr/bin/bwrap",
@@ -209,7 +209,7 @@ def test_a_strict_command_named_through_a_link_of_the_system_is_shown() -> None:
     # #! line says /bin/sh runs.
     how = "the #! line of /usr/bin/tool names /bin/sh to run it"
     r = resolved(command="/bin/tool", level="strict")
-    r = msgspec.structs.replace(r, opened=(Opened("/bin/sh", how, "/bin"),))
+    r = msgspec.structs.replace(r, opened=(OpenedToRun("/bin/sh", how, "/bin"),))
     assert plan(r, ["tool"], MACHINE, HOME).wrapped
 
 
@@ -228,8 +228,8 @@ def test_a_strict_command_whose_interpreter_is_outside_its_grants_is_refused_nam
     python = "/home/a/.pyenv/versions/3.11.7/bin/python3.11"
     how = "the #! line of /srv/venv/bin/tool names /srv/venv/bin/python to run it"
     opened = (
-        Opened("/srv/venv/bin/python", how, "/srv/venv"),
-        Opened(python, how, python[:-15], True),
+        OpenedToRun("/srv/venv/bin/python", how, "/srv/venv"),
+        OpenedToRun(python, how, python[:-15], True),
     )
     granted = (Mount("/srv/venv", "read"),)
     r = resolved(granted, command="/srv/venv/bin/tool", level="strict")
