@@ -39,7 +39,7 @@ from mcpd.policy.kin import (
     decider_of,
     kin_of,
     session_of,
-    unknown,
+    unknown_kin,
 )
 from mcpd.policy.masking import KnownSecrets
 from mcpd.policy.rules import CallFacts, Decision
@@ -448,7 +448,7 @@ async def test_where_the_agents_process_is_unknown_its_user_decides_on_the_page(
     agent = AgentInfo(connection="c7")
     async with trio.open_nursery() as nursery:
         for _ in range(2):
-            nursery.start_soon(approvals.ask, request(agent, kin=unknown(why, 1000)), 120)
+            nursery.start_soon(approvals.ask, request(agent, kin=unknown_kin(why, 1000)), 120)
         await started(approvals, 2)
         first, second = (view.id for view in approvals.list())
         with pytest.raises(ApprovalError) as refused:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from mcpd.registry.claims import Budget, Claim, Listings, parsed
+from mcpd.registry.claims import Budget, Claim, Listings, parsed_template
 from mcpd.registry.routing import claimants
 from mcpd.registry.scheme import wrap
 from mcpd.registry.scopes import Scope
@@ -19,7 +19,7 @@ def listings(
     """The lists of each server, put in the order given, as the resource table does."""
     lists = Listings()
     for alias, texts in templates.items():
-        claims = [Claim(alias, t) for t in map(parsed, texts) if t is not None]
+        claims = [Claim(alias, t) for t in map(parsed_template, texts) if t is not None]
         lists.put(alias, (uris or {}).get(alias, ()), claims)
     return lists
 
