@@ -27,6 +27,7 @@ import os
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -34,6 +35,7 @@ from typing import Final, NamedTuple
 
 from . import confined
 from .childenv import PARENT_ONLY_VARS as PARENT_ONLY_VARS
+from .opened import unrunnable
 from .sandbox import Starter
 
 _PR_SET_PDEATHSIG = 1
@@ -82,7 +84,8 @@ def _armer() -> str | None:
 def resolve_command(command: str, env: Mapping[str, str] | None, cwd: str | None) -> str:
     """The file ``command`` runs, found as exec would (PATH from the child's env,
     relative paths from its working directory). Raises FileNotFoundError or
-    PermissionError as the exec itself would have."""
+    PermissionError as the exec itself would have, or an OSError naming what the file
+    is when it is no regular file (a FIFO, a device)."""
     if cwd is not None and not os.path.isdir(cwd):
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), cwd)
     return _found(command, env, cwd or os.getcwd())
@@ -127,15 +130,21 @@ def _found(command: str, env: Mapping[str, str] | None, base: str) -> str:
     else:
         path = (os.environ if env is None else env).get("PATH", os.defpath)
         candidates = [os.path.join(base, d or ".", command) for d in path.split(os.pathsep)]
-    denied = None
+    # As exec looks on PATH: one found that cannot be run is said only when none can.
+    refused: OSError | None = None
     for candidate in candidates:
-        if os.path.isfile(candidate):
+        try:
+            mode = os.stat(candidate).st_mode
+        except OSError:
+            continue
+        if stat.S_ISDIR(mode):
+            continue  # a folder of that name is no command, not even a wrong one
+        refused = unrunnable(candidate, mode)
+        if refused is None:
             if os.access(candidate, os.X_OK):
                 return candidate
-            denied = candidate
-    if denied is not None:
-        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), denied)
-    raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
+            refused = PermissionError(errno.EACCES, os.strerror(errno.EACCES), candidate)
+    raise refused or FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
 
 
 def die_with_parent(parent: int, join: str | None = None) -> Callable[[], None]:

@@ -1,10 +1,14 @@
 """What the kernel opens to run a server's command, found on the host for a strict
 sandbox to be checked against (``strict_view``): where the symbolic links on the way
-lead, and the interpreter a script's ``#!`` line names. No trio here."""
+lead, and the interpreter a script's ``#!`` line names. No trio here, and nothing that
+waits: a start is checked on the thread that serves every agent, so no file is opened
+in a way that could block it."""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from typing import Final
 
 from .strict_view import OpenedToRun
@@ -20,7 +24,8 @@ def opened_by(command: str, cwd: str) -> tuple[OpenedToRun, ...]:
     where each symbolic link on the way leads, and the interpreter its ``#!`` line
     names (taken from ``cwd`` when relative, as the kernel does), with where each link
     on the way to that leads. One ``#!`` is followed: an interpreter that is a script
-    itself is rare."""
+    itself is rare. Raises OSError for a command that is no regular file (``unrunnable``)
+    by the time it is read."""
     how = f"its command {command} is a link that leads there"
     out = [OpenedToRun(p, how, *grant_folder(p)) for p in _hops(command)]
     interpreter = _shebang(os.path.realpath(command))
@@ -80,13 +85,48 @@ def grant_folder(path: str) -> tuple[str, bool]:
     return folder, False
 
 
-def _shebang(path: str) -> str | None:
-    """The interpreter the ``#!`` line of the file at ``path`` names, as written."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(_SHEBANG)
-    except OSError:
+# What a file that is not a regular one is, by its type, in the words of an error.
+_KINDS: Final = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def unrunnable(path: str, mode: int) -> OSError | None:
+    """Why the file at ``path``, of ``mode``, is no program the kernel runs: None for a
+    regular file. Said as an OSError of its own (not a PermissionError, which a start
+    reports as a file that is not executable)."""
+    if stat.S_ISREG(mode):
         return None
+    kind = next((words for test, words in _KINDS if test(mode)), "no regular file")
+    why = f"{path} is {kind}, not a regular file the kernel can run"
+    return OSError(errno.ENOEXEC, why, path)
+
+
+def _shebang(path: str) -> str | None:
+    """The interpreter the ``#!`` line of the file at ``path`` names, as written.
+    Opened without waiting (a FIFO put there would block an open for reading until
+    someone writes it) and without following a link (``path`` is a real path: a link
+    there now was put there since), and read only once it is a regular file. Raises
+    OSError (``unrunnable``) for one that is not."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            why = f"{path} became a symbolic link as it was read"
+            raise OSError(errno.ENOEXEC, why, path) from None
+        return None  # unreadable: the exec says why, as it would outside a sandbox
+    try:
+        refused = unrunnable(path, os.fstat(fd).st_mode)
+        if refused is not None:
+            raise refused
+        head = os.read(fd, _SHEBANG)
+    finally:
+        os.close(fd)
     if not head.startswith(b"#!"):
         return None
     words = head[2:].split(b"\n", 1)[0].split()

@@ -202,14 +202,18 @@ def strict_problem(sandbox: Sandbox, command: str, cwd: str | None) -> str | Non
     """Why a strict server could not start in its sandbox, as its start would find:
     its command (found), what the kernel opens to run it, or its working directory (its
     home unless ``cwd``) outside what the sandbox shows (``strict_view``). None at
-    another level. Nothing is made (its home, what is hidden). Raises SandboxError for
-    a grant that does not exist."""
+    another level, or its command no longer a regular file by the time it is read.
+    Nothing is made (its home, what is hidden). Raises SandboxError for a grant that
+    does not exist."""
     if sandbox.level != "strict":
         return None
     home = os.path.realpath(sandbox.home)
     roots = strict_roots(_system(), grants(sandbox), home)
     workdir = cwd or home
-    opened = opened_by(command, workdir)
+    try:
+        opened = opened_by(command, workdir)
+    except OSError as exc:
+        return f"{sandbox.where}: {exc.strerror}"
     return unseen(sandbox.where, command, opened, workdir, roots, installation_of(command))
 
 

@@ -4,7 +4,10 @@ and where a link there leads, and the folder to grant for each."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+import pytest
 
 from transports.stdio.opened import installation_of, opened_by
 from transports.stdio.strict_view import OpenedToRun
@@ -90,3 +93,18 @@ def test_an_interpreter_named_through_a_link_to_a_folder_needs_both_spellings(
     paths = [o.path for o in opened_by(str(tool), "/")]
     assert paths[:2] == [f"{tmp_path}/project/bin/python", f"{venv}/bin/python"]
     assert paths[-1] == f"{base}/bin/python3.11"
+
+
+@pytest.mark.timeout(10)
+def test_a_command_that_became_a_fifo_is_refused_without_waiting_on_it(tmp_path: Path) -> None:
+    # Put there after the command was found: opened for its #! line, it would block
+    # the thread that checks it until someone wrote to it.
+    fifo = tmp_path / "server"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError, match=f"{fifo} is a FIFO, not a regular file the kernel"):
+        opened_by(str(fifo), str(tmp_path))
+
+
+def test_a_command_that_is_a_device_is_refused_naming_what_it_is() -> None:
+    with pytest.raises(OSError, match="/dev/null is a character device, not a regular file"):
+        opened_by("/dev/null", "/")

@@ -335,6 +335,18 @@ def test_a_command_that_cannot_be_found_fails_as_exec_would(tmp: Path) -> None:
         sandbox_host.command_line(["no-such-command-here"], {"PATH": str(tmp)}, None, sandbox(tmp))
 
 
+@pytest.mark.timeout(10)
+def test_a_strict_command_that_became_a_fifo_is_why_it_cannot_start_without_waiting(
+    tmp: Path,
+) -> None:
+    # Found as a file, then swapped for a FIFO before its #! line is read.
+    (tmp / "tool").mkdir()
+    os.mkfifo(tmp / "tool" / "server")
+    strict = msgspec.structs.replace(sandbox(tmp, read=(str(tmp / "tool"),)), level="strict")
+    why = sandbox_host.strict_problem(strict, str(tmp / "tool" / "server"), None)
+    assert why == f"servers.s: {tmp}/tool/server is a FIFO, not a regular file the kernel can run"
+
+
 # -- what the machine offers --
 
 
