@@ -279,7 +279,7 @@ def _changeable(config: Config, unstartable: Mapping[str, str]) -> list[str]:
         program = server_program(s.command, env, s.cwd, sandbox.home)
         places = [program]
         # Where it runs, and so where relative names are taken from.
-        base = s.cwd or sandbox.home
+        base = s.cwd or os.path.realpath(sandbox.home)
         if "/" not in s.command:
             searched = env.get("PATH", os.defpath).split(os.pathsep)
             for d in searched:

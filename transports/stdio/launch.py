@@ -95,11 +95,12 @@ def server_program(command: str, env: Mapping[str, str], cwd: str | None, home: 
     """The file a server's ``command`` runs, found as its start finds it: a bare name
     on the ``PATH`` of its environment, a relative path from its working directory
     (``workdir``), never from where mcpd or ``mcpd check-config`` was started. A home
-    not made yet is looked in as the empty directory it will be. Raises
-    FileNotFoundError or PermissionError as ``resolve``."""
+    not made yet is looked in as the empty directory it will be; one reached through a
+    link (a state directory that is one) is taken at its real path, where its start
+    runs the server and its sandbox shows it. Raises OSError as ``resolve_command``."""
     if cwd is not None:
         return resolve_command(command, env, cwd)
-    return _found(command, env, workdir(cwd, home))
+    return _found(command, env, workdir(cwd, os.path.realpath(home)))
 
 
 def workdir(cwd: str | None, home: str) -> str:

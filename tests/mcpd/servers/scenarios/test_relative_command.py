@@ -7,8 +7,11 @@ not there."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -89,4 +92,34 @@ def test_check_config_looks_where_the_daemon_does_not_where_it_is_run(tmp_path: 
     with_python(Path(home))
     out = check_config(config, folder)
     assert (out.returncode, out.stderr) == (0, "")
+    assert "cannot start" not in out.stdout
+
+
+@pytest.fixture
+def outside_tmp() -> Iterator[Path]:
+    """A directory of the test's own outside /tmp, which every strict sandbox shows."""
+    made = Path(tempfile.mkdtemp(prefix="mcpd-test-", dir="/var/tmp"))
+    yield made
+    shutil.rmtree(made)
+
+
+def test_check_config_finds_a_strict_servers_command_in_its_home_through_a_linked_state_dir(
+    outside_tmp: Path,
+) -> None:
+    # The daemon starts the server in its home's real path, which its sandbox shows:
+    # check-config looks for the command there too, and so finds it shown.
+    (outside_tmp / "state").mkdir(mode=0o700)
+    (outside_tmp / "linked").symlink_to(outside_tmp / "state")
+    (outside_tmp / "conf").mkdir()
+    config = outside_tmp / "conf" / "mcpd.toml"
+    config.write_text(
+        f'[daemon]\nstate_dir = "{outside_tmp / "linked"}"\n'
+        '[servers.notes]\ncommand = "./server"\nsandbox = "strict"\n'
+    )
+    home = Path(home_of("notes", load(str(config))))
+    home.mkdir(parents=True, mode=0o700)
+    (home / "server").write_text("#!/bin/sh\nexec cat\n")
+    (home / "server").chmod(0o755)
+    out = check_config(config, outside_tmp)
+    assert (out.returncode, out.stderr) == (0, ""), out.stderr
     assert "cannot start" not in out.stdout
