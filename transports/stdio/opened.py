@@ -21,13 +21,17 @@ _SHEBANG: Final = 256
 
 def opened_by(command: str, cwd: str) -> tuple[OpenedToRun, ...]:
     """What the kernel opens to run ``command`` (found) besides the command as found:
-    where each symbolic link on the way leads, and the interpreter its ``#!`` line
-    names (taken from ``cwd`` when relative, as the kernel does), with where each link
-    on the way to that leads. One ``#!`` is followed: an interpreter that is a script
-    itself is rare. Raises OSError for a command that is no regular file (``unrunnable``)
-    by the time it is read."""
+    the command where it lies, when a link to a folder is on the way to it (a granted
+    folder's link is shown, not where it leads), where each symbolic link on the way
+    leads, and the interpreter its ``#!`` line names (taken from ``cwd`` when relative,
+    as the kernel does), with where each link on the way to that leads. One ``#!`` is
+    followed: an interpreter that is a script itself is rare. Raises OSError for a
+    command that is no regular file (``unrunnable``) by the time it is read."""
+    placed = _spellings(command)[1:]
+    how = f"its command {command} lies there, through a link to a folder on the way"
+    out = [OpenedToRun(p, how, *grant_folder(p)) for p in placed]
     how = f"its command {command} is a link that leads there"
-    out = [OpenedToRun(p, how, *grant_folder(p)) for p in _hops(command)]
+    out += [OpenedToRun(p, how, *grant_folder(p)) for p in _hops(command)]
     interpreter = _shebang(os.path.realpath(command))
     if interpreter is not None:
         interpreter = os.path.join(cwd, interpreter)
@@ -108,7 +112,7 @@ def unrunnable(path: str, mode: int) -> OSError | None:
 
 def _shebang(path: str) -> str | None:
     """The interpreter the ``#!`` line of the file at ``path`` names, as written.
-    Opened without waiting (a FIFO put there would block an open for reading until
+    OpenedToRun without waiting (a FIFO put there would block an open for reading until
     someone writes it) and without following a link (``path`` is a real path: a link
     there now was put there since), and read only once it is a regular file. Raises
     OSError (``unrunnable``) for one that is not."""

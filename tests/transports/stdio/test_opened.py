@@ -108,3 +108,17 @@ def test_a_command_that_became_a_fifo_is_refused_without_waiting_on_it(tmp_path:
 def test_a_command_that_is_a_device_is_refused_naming_what_it_is() -> None:
     with pytest.raises(OSError, match="/dev/null is a character device, not a regular file"):
         opened_by("/dev/null", "/")
+
+
+def test_a_command_through_a_link_to_a_folder_needs_where_it_lies(tmp_path: Path) -> None:
+    # A granted folder holding a link to another: the sandbox shows the link, and the
+    # kernel, given the command's name through it, finds nothing where it leads.
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "tool").write_bytes(b"\x7fELF")
+    (tmp_path / "granted").mkdir()
+    (tmp_path / "granted" / "linked").symlink_to(tmp_path / "elsewhere")
+    command = f"{tmp_path}/granted/linked/tool"
+    how = f"its command {command} lies there, through a link to a folder on the way"
+    assert opened_by(command, "/") == (
+        Opened(f"{tmp_path}/elsewhere/tool", how, f"{tmp_path}/elsewhere"),
+    )

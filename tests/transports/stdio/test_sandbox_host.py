@@ -10,6 +10,7 @@ import os
 import shutil
 import stat
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -345,6 +346,25 @@ def test_a_strict_command_that_became_a_fifo_is_why_it_cannot_start_without_wait
     strict = msgspec.structs.replace(sandbox(tmp, read=(str(tmp / "tool"),)), level="strict")
     why = sandbox_host.strict_problem(strict, str(tmp / "tool" / "server"), None)
     assert why == f"servers.s: {tmp}/tool/server is a FIFO, not a regular file the kernel can run"
+
+
+def test_a_strict_command_through_a_link_to_a_folder_not_shown_is_why_it_cannot_start(
+    tmp: Path,
+) -> None:
+    # The folder the link leads to lies outside /tmp, which a strict sandbox shows.
+    elsewhere = Path(tempfile.mkdtemp(prefix="mcpd-test-", dir="/var/tmp"))
+    try:
+        (elsewhere / "tool").write_text("#!/bin/sh\n")
+        (tmp / "granted").mkdir()
+        (tmp / "granted" / "linked").symlink_to(elsewhere)
+        command = str(tmp / "granted" / "linked" / "tool")
+        strict = msgspec.structs.replace(sandbox(tmp, read=(str(tmp / "granted"),)), level="strict")
+        why = sandbox_host.strict_problem(strict, command, None)
+    finally:
+        shutil.rmtree(elsewhere)
+    assert why is not None
+    assert why.startswith(f"servers.s: {elsewhere}/tool is outside what a strict sandbox shows")
+    assert why.endswith(f"add its folder, {elsewhere}, to servers.s.read")
 
 
 # -- what the machine offers --
