@@ -15,6 +15,7 @@ what else it sees.
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Sequence
 
 import msgspec
@@ -38,6 +39,9 @@ def within(path: str, root: str) -> bool:
 
 
 def in_view(path: str, roots: Sequence[str]) -> bool:
+    """Whether ``path`` (normalised: ``/usr/../home`` is not in ``/usr``) lies in one
+    of ``roots``, which are real paths."""
+    path = posixpath.normpath(path)
     return any(within(path, root) for root in roots)
 
 
@@ -53,7 +57,9 @@ def unseen(
     shows ``roots`` (and what lies in them): the first of its command, what the kernel
     opens to run it and its working directory that is not shown, and the key to grant
     it by. ``installation``: the one the command lies in, when it is in one's ``bin``.
-    None when all are shown."""
+    None when all are shown. Each is named as it is once normalised (``a/../b`` is
+    ``b``), which is where the check looks for it."""
+    command, cwd = posixpath.normpath(command), posixpath.normpath(cwd)
     if not in_view(command, roots):
         what = (
             "its folder"

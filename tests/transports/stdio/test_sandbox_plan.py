@@ -404,3 +404,17 @@ def test_a_strict_command_through_a_link_to_a_folder_not_granted_is_refused_by_n
         "servers.files: /data/x is outside what a strict sandbox shows, and its command "
         f"cannot run without it ({how}); add its folder, /data, to servers.files.read"
     )
+
+
+@pytest.mark.parametrize(
+    ("command", "cwd", "refused"),
+    [
+        ("/usr/..//srv/tools/x", HOME, "its command /srv/tools/x is outside"),
+        ("/usr/bin/node", "/tmp/..//srv/data", "servers.files.cwd: /srv/data is outside"),
+    ],
+)
+def test_a_strict_command_or_cwd_with_dots_is_refused_as_where_it_leads(
+    command: str, cwd: str, refused: str
+) -> None:
+    with pytest.raises(SandboxError, match=refused):
+        plan(resolved(command=command, level="strict"), ["x"], MACHINE, cwd)
