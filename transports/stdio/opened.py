@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from typing import Final
 
@@ -17,6 +18,10 @@ from .strict_view import OpenedToRun
 _HOPS: Final = 40
 # What the kernel reads of a script for its ``#!`` line (BINPRM_BUF_SIZE).
 _SHEBANG: Final = 256
+# What the kernel skips before an interpreter's name, and what ends the name: no other
+# blank does (a vertical tab is part of the name).
+_BLANK: Final = b" \t"
+_NAME_END: Final = re.compile(rb"[ \t\0]")
 
 
 def opened_by(command: str, cwd: str) -> tuple[OpenedToRun, ...]:
@@ -133,5 +138,14 @@ def _shebang(path: str) -> str | None:
         os.close(fd)
     if not head.startswith(b"#!"):
         return None
-    words = head[2:].split(b"\n", 1)[0].split()
-    return os.fsdecode(words[0]) if words else None
+    line, ended, _ = head[2:].partition(b"\n")
+    name = line.lstrip(_BLANK)
+    if not ended and len(head) == _SHEBANG and name and not _NAME_END.search(name):
+        # The kernel refuses it too: what it read of the name may be cut short.
+        why = (
+            f"the #! line of {path} is too long for the kernel, which reads only its first "
+            f"{_SHEBANG} bytes, before the name of its interpreter ends"
+        )
+        raise OSError(errno.ENOEXEC, why, path)
+    name = _NAME_END.split(name, maxsplit=1)[0]
+    return os.fsdecode(name) if name else None

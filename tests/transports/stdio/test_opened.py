@@ -122,3 +122,26 @@ def test_a_command_through_a_link_to_a_folder_needs_where_it_lies(tmp_path: Path
     assert opened_by(command, "/") == (
         Opened(f"{tmp_path}/elsewhere/tool", how, f"{tmp_path}/elsewhere"),
     )
+
+
+def test_a_hash_bang_line_too_long_for_the_kernel_says_so(tmp_path: Path) -> None:
+    script = tmp_path / "tool"
+    script.write_text("#!" + "/" * 100_000 + "usr/bin/python3\n")
+    with pytest.raises(OSError, match=f"the #! line of {script} is too long for the kernel"):
+        opened_by(str(script), "/")
+    # Arguments cut short are the kernel's to take as they are: the name ended.
+    (tmp_path / "python").write_bytes(b"")
+    script.write_text(f"#!{tmp_path}/python " + "-x" * 200 + "\n")
+    assert [o.path for o in opened_by(str(script), "/")] == [f"{tmp_path}/python"]
+
+
+def test_a_hash_bang_line_ends_its_interpreters_name_where_the_kernel_does(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "python").write_bytes(b"")
+    script = tmp_path / "tool"
+    # A vertical tab is part of the name, which names no file: the exec says so.
+    script.write_text(f"#!{tmp_path}/python\v\n")
+    assert opened_by(str(script), "/") == ()
+    script.write_text(f"#! \t{tmp_path}/python\t-u")
+    assert [o.path for o in opened_by(str(script), "/")] == [f"{tmp_path}/python"]
