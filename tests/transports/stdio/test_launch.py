@@ -50,19 +50,19 @@ def test_a_command_that_is_no_regular_file_is_refused_saying_what_it_is(tmp_path
     (tmp_path / "bin").mkdir()
     os.mkfifo(tmp_path / "bin" / "srv")
     with pytest.raises(OSError, match="bin/srv is a FIFO, not a regular file") as refused:
-        resolve("./bin/srv", None, str(tmp_path))
+        resolve_command("./bin/srv", None, str(tmp_path))
     assert not isinstance(refused.value, PermissionError | FileNotFoundError)
     # On PATH, as exec looks: a later one that can run is found.
     (tmp_path / "later").mkdir()
     executable(tmp_path / "later" / "srv")
     env = {"PATH": "bin:later"}
-    assert resolve("srv", env, str(tmp_path)) == str(tmp_path / "later" / "srv")
+    assert resolve_command("srv", env, str(tmp_path)) == str(tmp_path / "later" / "srv")
     with pytest.raises(OSError, match="is a FIFO"):
-        resolve("srv", {"PATH": "bin"}, str(tmp_path))
+        resolve_command("srv", {"PATH": "bin"}, str(tmp_path))
     # A folder of the name is no command at all.
     (tmp_path / "dir" / "srv").mkdir(parents=True)
     with pytest.raises(FileNotFoundError):
-        resolve("srv", {"PATH": "dir"}, str(tmp_path))
+        resolve_command("srv", {"PATH": "dir"}, str(tmp_path))
 
 
 async def test_a_spawned_child_gets_its_arguments_as_given(tmp_path: Path) -> None:

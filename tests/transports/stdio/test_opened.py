@@ -120,7 +120,7 @@ def test_a_command_through_a_link_to_a_folder_needs_where_it_lies(tmp_path: Path
     command = f"{tmp_path}/granted/linked/tool"
     how = f"its command {command} lies there, through a link to a folder on the way"
     assert opened_by(command, "/") == (
-        Opened(f"{tmp_path}/elsewhere/tool", how, f"{tmp_path}/elsewhere"),
+        OpenedToRun(f"{tmp_path}/elsewhere/tool", how, f"{tmp_path}/elsewhere"),
     )
 
 

@@ -397,7 +397,7 @@ def test_nothing_is_handed_apart_where_there_is_no_bubblewrap() -> None:
 def test_a_strict_command_through_a_link_to_a_folder_not_granted_is_refused_by_name() -> None:
     how = "its command /srv/tools/linked/x lies there, through a link to a folder on the way"
     r = resolved((Mount("/srv/tools", "read"),), command="/srv/tools/linked/x", level="strict")
-    r = msgspec.structs.replace(r, opened=(Opened("/data/x", how, "/data"),))
+    r = msgspec.structs.replace(r, opened=(OpenedToRun("/data/x", how, "/data"),))
     with pytest.raises(SandboxError) as refused:
         plan(r, ["x"], MACHINE, HOME)
     assert str(refused.value) == (
