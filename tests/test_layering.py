@@ -444,7 +444,6 @@ LAYER_INTERFACES = {
 SINGLE_IMPLEMENTATION = {
     "mcpd.agents.own_methods.authapi._Api",
     "mcpd.agents.backend.LineSink",
-    "mcpd.agents.agent.Agent",  # ending.Ending; tests/support has stand-in agents too
     "mcpd.agents.connection.Dispatcher",  # api.AgentServer
     "mcpd.servers.calls.Admitter",  # scheduler.CallScheduler
     "mcpd.servers.calls.CallHost",  # server_parts.ServerParts

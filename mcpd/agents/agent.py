@@ -2,24 +2,44 @@
 outcomes go, where a call that must wait for a person is awaited, and what the agent
 is (its session, profile, identity). ``connection.Connection`` derives from it, and so
 do HTTP exchanges; what routes a call (``toolcall``) and what answers the other
-requests (``extra_methods``) know the agent by this alone."""
+requests (``extra_methods``) know the agent by this alone.
+
+``AgentCall`` is a tools/call as the agent side keeps it: the servers' ``Call`` it
+hands down, and what only this side reads of it (how it was routed, what the policy
+decided, its audit record's parts). While the servers have that ``Call`` (from
+``sent`` to its outcome, or to ``let_go``), this is its caller, so the outcome comes
+back to it without a lookup; only then, so that the two refer to each other no longer
+than that, and a call ended is freed at once, with no cycle left for the collector."""
 
 from __future__ import annotations
 
 import abc
 from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import msgspec
 
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext, ServerSession
 
 from ..policy.kin import AgentKin
-from ..servers.shared import Call, Outcome, ProgressSink, Whose
+from ..registry.scheme import Sight
+from ..servers.shared import Call, Outcome, ProgressSink, SessionMark, Whose
 from .askback.askback import AgentRequests, DirectAsker
 from .identity import AgentIdentity
 from .profiles import ProfileServers
 
 
-class Agent(abc.ABC):
+class OutcomeSink(abc.ABC):
+    """Where a call's one outcome goes: its agent, which writes the reply, or a task of
+    the agent's request that awaits it (``askback.awaited``)."""
+
+    @abc.abstractmethod
+    def finish(self, call: AgentCall, outcome: Outcome) -> None:
+        """``call``'s one outcome (never raised into: it is written, or kept)."""
+
+
+class Agent(OutcomeSink):
     """An agent's connection (or HTTP exchange), as its calls need it: the connection
     derives from this, which keeps it out of this module's imports."""
 
@@ -36,16 +56,12 @@ class Agent(abc.ABC):
     # not begun to hear of their changes).
     seen_offered: tuple[int, int] | None = None
 
-    @abc.abstractmethod
-    def finish(self, call: Call, outcome: Outcome) -> None:
-        """A call's one outcome (``servers.calls.Caller``)."""
-
     def whose(self) -> Whose:
         """Whose its calls are (``servers.calls.Caller``)."""
         return self.identity.whose()
 
     @abc.abstractmethod
-    def in_task(self, call: Call, answer: Callable[[], Awaitable[bytes]]) -> None:
+    def in_task(self, call: AgentCall, answer: Callable[[], Awaitable[bytes]]) -> None:
         """``call``, started without a task, is answered by ``answer`` in a task of
         its request instead (it waits for a person's decision)."""
 
@@ -67,3 +83,81 @@ class Agent(abc.ABC):
     @abc.abstractmethod
     def news_sender(self) -> Callable[[bytes], None]:
         """Where what answers no request goes later (a subscribed resource's updates)."""
+
+
+class AgentCall(msgspec.Struct, eq=False):
+    """A tools/call as the agent side keeps it: ``out``, the ``Call`` the servers are
+    handed (this is its caller), and what only this side reads of it."""
+
+    out: Call
+    agent: Agent
+    to: OutcomeSink  # where its outcome goes now: its agent, or a task awaiting it
+    modern: bool = False  # the agent speaks 2026-07-28
+    tasks: bool = False  # the agent takes task handles for results
+    arrived: float = 0.0  # Unix time its request was read
+    # -- how it was routed --
+    profile: str = ""  # the agent's profile it was routed in, which its record names
+    local: str = ""  # the name the agent called
+    # What the agent's profile shows of resources: the links in its result are handed
+    # over as that profile reads them back (None: as the daemon's owner does).
+    sight: Sight | None = None
+    # -- what its audit record says --
+    decision: str = "allow"  # the policy's, how the person asked decided, or none (no rule asked)
+    decided_by: str = "default"  # the rule (policy[2]), or who decided
+    refusal: str | None = None  # why mcpd answered it itself, in a few words
+    recorded: bool = False  # its record is made (or is another call's, which it continues)
+
+    def sent(self) -> Call:
+        """``out``, to hand to the servers now: it names this as its caller."""
+        out = self.out
+        out.caller = self
+        return out
+
+    def finish(self, call: Call, outcome: Outcome) -> None:
+        """The servers' outcome of ``out`` (``servers.calls.Caller``): they are done
+        with it."""
+        call.caller = NO_ONE
+        self.to.finish(self, outcome)
+
+    def let_go(self) -> None:
+        """The agent side stops waiting for ``out``: its server is told, if it has it,
+        and no outcome comes."""
+        out = self.out
+        out.cancel()
+        out.caller = NO_ONE
+
+    def whose(self) -> Whose:
+        """``servers.calls.Caller``."""
+        return self.agent.whose()
+
+    # What a result is shaped by that the servers' part of the call holds
+    # (``results.Recipient``).
+    @property
+    def alias(self) -> str:
+        return self.out.alias
+
+    @property
+    def owner(self) -> object:
+        return self.out.owner
+
+    @property
+    def capabilities(self) -> dict[str, Any] | None:
+        return self.out.capabilities
+
+    @property
+    def session(self) -> SessionMark | None:
+        return self.out.session
+
+
+class _NoOne:
+    """The caller of a ``Call`` the agent side waits for at no server: not handed to
+    them yet, or let go. An outcome that comes all the same is late, and dropped."""
+
+    def finish(self, call: Call, outcome: Outcome) -> None:
+        pass
+
+    def whose(self) -> Whose:
+        raise AssertionError("a call waits at a server it was never handed to")
+
+
+NO_ONE: Final = _NoOne()

@@ -21,7 +21,8 @@ from protocol.splice import SplicedRequest
 
 from ..config.model import DaemonConfig
 from ..policy.kin import AgentKin, unknown_kin
-from ..servers.shared import Call, Outcome, ProgressSink
+from ..servers.shared import Outcome, ProgressSink
+from .agent import AgentCall
 from .askback.askback import AgentRequests, DirectAsker
 from .askback.driver import may_be_asked
 from .askback.rounds import sheds
@@ -97,8 +98,8 @@ class Connection(ConnectionEnd):
         self.stream = stream
         self.session = session
         self.max_inflight = limits.max_inflight_per_connection
-        self.inflight: dict[rpc.Id, trio.CancelScope | Call] = {}
-        self.calls_in_tasks: dict[rpc.Id, Call] = {}  # the tools/call among the tasks
+        self.inflight: dict[rpc.Id, trio.CancelScope | AgentCall] = {}
+        self.calls_in_tasks: dict[rpc.Id, AgentCall] = {}  # the tools/call among the tasks
         self.peer = peer
         self.identity = AgentIdentity(peer)
         self.owner: object = self  # who the agent is, to what it owns (tasks, asks)
@@ -244,7 +245,7 @@ class Connection(ConnectionEnd):
             self.router.unreadable(self, f"mcpd failed: {kind_of(exc)}")
             self._put(self.handler.failures.reply(self.label, rid, "tools/call", exc), rid)
             return
-        caps = call.ctx.capabilities
+        caps = call.out.ctx.capabilities
         if caps and may_be_asked(caps):
             # Its server may ask the agent things back: the call waits in a task.
             answer = functools.partial(self.router.run, call, self)
@@ -256,16 +257,16 @@ class Connection(ConnectionEnd):
         except Exception as exc:
             self._call_failed(call, exc)
 
-    def _call_failed(self, call: Call, exc: Exception) -> None:
+    def _call_failed(self, call: AgentCall, exc: Exception) -> None:
         """A call started without a task whose way raised: its record says so, and
         unless it was answered already, its server lets it go and the agent hears why."""
         self.router.failed(call, self, exc)
-        rid = call.id
+        rid = call.out.id
         if self.inflight.get(rid) is not call:
             self.handler.failures.log(self.label, "tools/call", exc, answered=False)
             return
         self._forget(rid)
-        call.cancel()
+        call.let_go()
         self._put(self.handler.failures.reply(self.label, rid, "tools/call", exc), rid)
 
     def _spawn(
@@ -274,7 +275,7 @@ class Connection(ConnectionEnd):
         method: str,
         answer: Callable[[], Awaitable[bytes | None]],
         nursery: trio.Nursery,
-        call: Call | None = None,
+        call: AgentCall | None = None,
     ) -> None:
         """Answer a request (``call``, when it is a tools/call) in a task of its own."""
         scope = trio.CancelScope()
@@ -283,16 +284,16 @@ class Connection(ConnectionEnd):
             self.calls_in_tasks[rid] = call
         nursery.start_soon(self._run_request, rid, method, answer, scope)
 
-    def in_task(self, call: Call, answer: Callable[[], Awaitable[bytes]]) -> None:
+    def in_task(self, call: AgentCall, answer: Callable[[], Awaitable[bytes]]) -> None:
         if self._nursery is None:  # not reading lines: every call came to ``run``
             self.finish(call, rpc.RPCError(rpc.INTERNAL_ERROR, "mcpd cannot wait here"))
             return
-        self._spawn(call.id, "tools/call", answer, self._nursery, call)  # in place of the call
+        self._spawn(call.out.id, "tools/call", answer, self._nursery, call)  # in place of it
 
-    def finish(self, call: Call, outcome: Outcome) -> None:
+    def finish(self, call: AgentCall, outcome: Outcome) -> None:
         """A call's one outcome: its reply, written now, unless the agent cancelled the
         call meanwhile. A spliced reply goes out unchecked when nothing holds it back."""
-        rid = call.id
+        rid = call.out.id
         if self.inflight.get(rid) is None:
             return
         if not call.modern and self._nursery is not None and sheds(outcome):

@@ -22,8 +22,7 @@ from protocol.framing import Oversized
 from protocol.logfields import log_extra
 from protocol.splice import SplicedRequest
 
-from ..servers.shared import Call
-from .agent import Agent
+from .agent import Agent, AgentCall
 from .calls.callrecords import AT_LIMIT
 from .calls.toolcall import Router
 from .misbehaviour import Misbehaviour
@@ -72,13 +71,13 @@ async def answer_stopping(connections: Iterable[Stops]) -> None:
             await conn.drain()
 
 
-def stopped_answer(rid: rpc.Id, call: Call | None, modern: bool) -> bytes:
+def stopped_answer(rid: rpc.Id, call: AgentCall | None, modern: bool) -> bytes:
     """The answer to the request ``rid`` (a tools/call: its ``call``), ended as mcpd
     stops. Whether a call may have run depends on whether it ever went to its server:
     one that waited for a person's approval, or to be routed, never did."""
     if call is None:
         return rpc.encode_error(rid, -32000, f"{STOPPING}: {UNANSWERED}")
-    if call.state == "new":
+    if call.out.state == "new":
         text = (
             f"{STOPPING}, and this call was not sent to its tool server, so it did not "
             "run: it can be made again once mcpd is back."
@@ -101,10 +100,10 @@ class ConnectionEnd(Agent):
 
     router: Router
     # What cancels each request in flight: its task's scope, or the call itself.
-    inflight: dict[rpc.Id, trio.CancelScope | Call]
+    inflight: dict[rpc.Id, trio.CancelScope | AgentCall]
     max_inflight: int
     faults: Misbehaviour
-    calls_in_tasks: dict[rpc.Id, Call]
+    calls_in_tasks: dict[rpc.Id, AgentCall]
     gone_hooks: list[Callable[[], None]]
     _outbox: Outbox
     # Why each request is refused from now on: the connection is ending (``leave``).
@@ -172,7 +171,7 @@ class ConnectionEnd(Agent):
         """The agent cancelled ``rid``: a call is forgotten now and given up; a task is
         cancelled, and forgets it as it ends."""
         handle = self.inflight.get(rid)
-        if isinstance(handle, Call):
+        if isinstance(handle, AgentCall):
             self._forget(rid)
             self._outbox.unbatch(rid)
         if handle is not None:
@@ -184,7 +183,7 @@ class ConnectionEnd(Agent):
         for handle in inflight.values():
             self._give_up(handle)
 
-    def _give_up(self, handle: trio.CancelScope | Call) -> None:
+    def _give_up(self, handle: trio.CancelScope | AgentCall) -> None:
         """A request in flight ends unanswered: a call is cancelled (its server is told,
         it leaves its record), and a task of its own too."""
         if isinstance(handle, trio.CancelScope):
@@ -199,7 +198,7 @@ class ConnectionEnd(Agent):
         self.leaving = STOPPING
         modern = self.session.legacy_version is None
         for rid, handle in self.inflight.items():
-            call = handle if isinstance(handle, Call) else self.calls_in_tasks.get(rid)
+            call = handle if isinstance(handle, AgentCall) else self.calls_in_tasks.get(rid)
             self._outbox.put(stopped_answer(rid, call, modern), rid)
         self._let_go()
 

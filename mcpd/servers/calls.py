@@ -26,7 +26,6 @@ from protocol.server import RequestContext
 
 from ..config.model import Config, DaemonConfig
 from ..policy.guard import SecretGuard
-from ..registry.scheme import Sight
 from .askback import Asker, AskRoutes
 from .breaker import Breaker
 from .ended_asks import End
@@ -131,7 +130,8 @@ class SessionMark:
 
 
 class Caller(Protocol):
-    """Who gets a call's outcome: the agent side that started it."""
+    """Who gets a call's outcome: the agent side that started it, in its own object of
+    the call, which keeps what only that side reads (how it was routed and decided)."""
 
     def finish(self, call: Call, outcome: Outcome) -> None:
         """The call's one outcome (never raised into: it is written, or kept)."""
@@ -159,7 +159,9 @@ class Admitter(abc.ABC):
 class Call(msgspec.Struct, eq=False):
     """One tools/call on its way. The agent side fills in what the request said and
     where it goes; the scheduler and the upstream keep their own state of it here, so
-    a call costs this one object on its way down and back."""
+    a call costs this one object on its way down and back. What only the agent side
+    reads (how it routed and decided the call, for its reply and audit record) is its
+    caller's, not here."""
 
     # -- what the agent sent, decoded once --
     id: rpc.Id  # the agent's request id, which its reply carries
@@ -177,23 +179,10 @@ class Call(msgspec.Struct, eq=False):
     # Whether its request and reply may be written around the bytes they carry
     # (``protocol.splice``) rather than encoded: the daemon's switch.
     splice: bool = True
-    # -- where it goes (the router's) --
-    modern: bool = False  # the agent speaks 2026-07-28
-    local: str = ""  # the name the agent called
+    # -- where it goes (the agent side's router's) --
     alias: str = ""  # its server
-    # What the agent's profile shows of resources: the links in its result are handed
-    # over as that profile reads them back (None: as the daemon's owner does).
-    sight: Sight | None = None
     # What the server is told this agent can answer (a modern server's envelope).
     capabilities: dict[str, Any] | None = None
-    tasks: bool = False  # the agent takes task handles for results
-    # -- what the agent side records of it (its audit record) --
-    arrived: float = 0.0  # Unix time its request was read
-    profile: str = ""  # the agent's profile it was routed in, which its record names
-    decision: str = "allow"  # the policy's, how the person asked decided, or none (no rule asked)
-    decided_by: str = "default"  # the rule (policy[2]), or who decided
-    refusal: str | None = None  # why mcpd answered it itself, in a few words
-    recorded: bool = False  # its record is made (or is another call's, which it continues)
     # -- on its way (the scheduler's and the upstream's) --
     # new | queued | running | answered (being taken apart) | done | cancelled
     state: str = "new"
@@ -216,6 +205,9 @@ class Call(msgspec.Struct, eq=False):
     # it is to wait (``queue_bytes``), never for a call sent at once.
     kept: int = 0
     whose: Whose | None = None
+    # Why it may not wait after all (its bytes past a bound), in its audit record's
+    # words: set as it is refused, as its outcome says the same to its agent.
+    unqueued: str | None = None
 
     def weight(self) -> int:
         """The bytes the call would keep while it waits (for its server, or for a

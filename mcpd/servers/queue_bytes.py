@@ -150,7 +150,7 @@ class QueueBytes:
         if over is None:
             call.whose, call.kept = whose, call.kept_apart()
             return None
-        call.refusal = over.reason()
+        call.unqueued = over.reason()
         self._log(alias, whose, over, "call")
         text = (
             f"mcpd did not send this call to '{alias}': it would have waited for a free slot "

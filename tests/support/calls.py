@@ -96,7 +96,6 @@ def a_call(
         AGENT,
         meta=meta,
         progress=progress,
-        modern=True,
         capabilities=capabilities,
         timeout=timeout,
     )

@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 from msgspec import Raw
 
-from mcpd.agents.agent import Agent
+from mcpd.agents.agent import Agent, AgentCall
 from mcpd.agents.api import new_session
 from mcpd.agents.askback.askback import AgentRequests, DirectAsker
 from mcpd.agents.askback.driver import AskBackDriver
@@ -154,13 +154,13 @@ class StandInAgent(Agent):
         self.progress = lambda params: None
         self.identity = AgentIdentity(None)
         self.sent: list[bytes] = []
-        self.finished: list[tuple[Call, Outcome]] = []
-        self.in_tasks: list[tuple[Call, Callable[[], Awaitable[bytes]]]] = []
+        self.finished: list[tuple[AgentCall, Outcome]] = []
+        self.in_tasks: list[tuple[AgentCall, Callable[[], Awaitable[bytes]]]] = []
 
-    def finish(self, call: Call, outcome: Outcome) -> None:
+    def finish(self, call: AgentCall, outcome: Outcome) -> None:
         self.finished.append((call, outcome))
 
-    def in_task(self, call: Call, answer: Callable[[], Awaitable[bytes]]) -> None:
+    def in_task(self, call: AgentCall, answer: Callable[[], Awaitable[bytes]]) -> None:
         self.in_tasks.append((call, answer))
 
     def offer(self, data: bytes, rid: rpc.Id | None = None) -> bool:
@@ -172,3 +172,9 @@ class StandInAgent(Agent):
 
     async def kin(self) -> AgentKin:
         return AgentKin()  # no process of its own
+
+
+def agent_call(out: Call, **parts: Any) -> AgentCall:
+    """``out`` as the agent side keeps it, for a step of that side that reads neither
+    its agent nor where its outcome goes: ``parts`` are what it says of itself."""
+    return AgentCall(out, None, None, **parts)  # type: ignore[arg-type]

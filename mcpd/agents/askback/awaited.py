@@ -1,30 +1,26 @@
-"""The caller of a call that a task of its agent's request waits for: the outcome is
-handed over once, and the task awaits it."""
+"""Where the outcome of a call goes that a task of its agent's request waits for: it
+is handed over once, and the task awaits it."""
 
 from __future__ import annotations
 
 import trio
 
-from ...servers.shared import Call, Outcome, Whose
-from ..agent import Agent
+from ...servers.shared import Outcome
+from ..agent import AgentCall, OutcomeSink
 
 
-class Awaited:
-    """The caller of a call a task of ``agent``'s waits for."""
+class Awaited(OutcomeSink):
+    """The outcome of one round of a call, awaited by a task of its agent's request."""
 
-    __slots__ = ("_agent", "_arrived", "_outcome")
+    __slots__ = ("_arrived", "_outcome")
 
-    def __init__(self, agent: Agent) -> None:
-        self._agent = agent
+    def __init__(self) -> None:
         self._arrived = trio.Event()
         self._outcome: Outcome | None = None
 
-    def finish(self, call: Call, outcome: Outcome) -> None:
+    def finish(self, call: AgentCall, outcome: Outcome) -> None:
         self._outcome = outcome
         self._arrived.set()
-
-    def whose(self) -> Whose:
-        return self._agent.whose()
 
     async def outcome(self) -> Outcome:
         await self._arrived.wait()

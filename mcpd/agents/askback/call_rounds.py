@@ -18,7 +18,7 @@ from protocol import mcp
 from ...policy.agent import AgentInfo
 from ...servers.all_servers import AllServers
 from ...servers.shared import Asker, Call, Outcome
-from ..agent import Agent
+from ..agent import Agent, AgentCall
 from ..calls.callpolicy import Ask, CallPolicy, Sent
 from ..calls.callrecords import CallRecords, ended
 from .awaited import Awaited
@@ -29,7 +29,7 @@ from .rounds import RoundTrip
 __all__ = ["CallRounds"]
 
 # The reply line for an outcome under an id, and whether it was spliced (``Router.reply``).
-Reply = Callable[[rpc.Id, Call, Outcome, Agent, Sent | None], tuple[bytes, bool]]
+Reply = Callable[[rpc.Id, AgentCall, Outcome, Agent, Sent | None], tuple[bytes, bool]]
 
 
 class CallRounds:
@@ -40,8 +40,8 @@ class CallRounds:
         policy: CallPolicy,
         records: CallRecords,
         reply: Reply,
-        failed: Callable[[Call, Agent, BaseException], None],
-        who: Callable[[Call, Agent], AgentInfo],
+        failed: Callable[[AgentCall, Agent, BaseException], None],
+        who: Callable[[AgentCall, Agent], AgentInfo],
     ) -> None:
         """``failed`` records a call that raised what nothing expected; ``who`` is the
         agent as the call's records name it."""
@@ -55,7 +55,7 @@ class CallRounds:
 
     async def serve(
         self,
-        call: Call,
+        call: AgentCall,
         agent: Agent,
         routed: Ask | Sent | Resumed | None,
         answered: Outcome | None = None,
@@ -74,28 +74,29 @@ class CallRounds:
             # A requestState that names no wait of mcpd's (expired, another agent's):
             # this request's error, never the connection's.
             self.records.tool_call(call, self._who(call, agent), "error", exc.message)
-            return rpc.encode_error(call.id, exc.code, exc.message, exc.data)
+            return rpc.encode_error(call.out.id, exc.code, exc.message, exc.data)
         except BaseException as exc:
             self.records.tool_call(call, self._who(call, agent), *ended(exc))
             raise
 
     async def _rounds(
         self,
-        call: Call,
+        call: AgentCall,
         agent: Agent,
         routed: Ask | Sent | None,
         first: bool,
         answered: Outcome | None,
     ) -> bytes:
+        out = call.out
         side = AgentSide(
-            owner=call.owner,
+            owner=out.owner,
             modern=call.modern,
-            capabilities=call.ctx.capabilities,
+            capabilities=out.ctx.capabilities,
             requests=agent.asks,
             send=agent.offer,
             own_user=agent.identity.reads_as_owner(),
         )
-        call.capabilities = side.upstream_capabilities()
+        out.capabilities = side.upstream_capabilities()
 
         def shape(rid: rpc.Id, outcome: Outcome) -> bytes:
             try:
@@ -107,9 +108,10 @@ class CallRounds:
 
         # A retry that continues a call (``Resumed``) is past its first round, and its
         # requestState is the server's, no ask of mcpd's.
-        state = call.request_state if first else UNSET
+        state = out.request_state if first else UNSET
 
-        async def upstream(call: Call, asker: Asker | None) -> Outcome:
+        async def upstream(request: Call, asker: Asker | None) -> Outcome:
+            # ``request`` is ``out``, as the answers of the round before left it.
             # Each round goes under what the last one went under: asked about before the
             # first when the policy says so, looked at again before each after it (the
             # rules or the tool may have changed while the agent answered its server).
@@ -129,7 +131,7 @@ class CallRounds:
                 if isinstance(going, mcp.CallToolResult):
                     return going
                 routed, first = going, False
-                return await self._upstream(call, agent, asker)
+                return await self._upstream(call, asker)
             except BaseException as exc:
                 # Here too: a modern agent's call that waits for its agent's answer runs
                 # on after the agent's request was answered with input_required.
@@ -138,24 +140,24 @@ class CallRounds:
 
         return await self.askback.serve(
             side,
-            call,
+            out,
             RoundTrip(send=upstream, shape=shape, resend=_retry),
-            rid=call.id,
+            rid=out.id,
             method="tools/call",
             name=call.local,
             state=state,
-            responses=call.input_responses,
+            responses=out.input_responses,
         )
 
-    async def _upstream(self, call: Call, agent: Agent, asker: Asker | None) -> Outcome:
+    async def _upstream(self, call: AgentCall, asker: Asker | None) -> Outcome:
         """One round of ``run``: the call at its server, awaited."""
-        awaited = Awaited(agent)
-        call.caller, call.asker = awaited, asker
-        self.servers.start(call)
+        awaited = Awaited()
+        call.to, call.out.asker = awaited, asker
+        self.servers.start(call.sent())
         try:
             return await awaited.outcome()
         except BaseException:
-            call.cancel()
+            call.let_go()
             raise
 
 

@@ -60,7 +60,7 @@ from ...policy.agent import AgentInfo
 from ...policy.gate import READ_HERE
 from ...policy.reading import Unshowable, read
 from ...policy.showing import canonical_json
-from ...servers.shared import Call
+from ..agent import AgentCall
 from ..calls.callpolicy import Sent
 from ..profiles import ProfileServers
 from .askback import MAX_ROUNDS, own_token
@@ -104,7 +104,7 @@ class Resumes:
         self._kept: dict[str, _Round] = {}  # by nonce, oldest first
 
     def hand_on(
-        self, result: Raw, call: Call, who: AgentInfo, sent: Sent | None
+        self, result: Raw, call: AgentCall, who: AgentInfo, sent: Sent | None
     ) -> tuple[Raw | dict[str, Any], bool]:
         """``result`` as the modern agent of ``call`` gets it, and whether it is an
         error: an ``input_required`` with a token of mcpd's for its ``requestState``
@@ -118,7 +118,7 @@ class Resumes:
             return result, False
         if sent is not None and sent.rounds >= MAX_ROUNDS:
             text = (
-                f"The tool server {call.alias!r} asked for more input {MAX_ROUNDS + 1} times "
+                f"The tool server {call.out.alias!r} asked for more input {MAX_ROUNDS + 1} times "
                 f"in one call; mcpd ends a call after {MAX_ROUNDS} rounds of answers."
             )
             error = {"content": [{"type": "text", "text": text}], "isError": True}
@@ -132,7 +132,7 @@ class Resumes:
                 uid=who.uid,
                 profile=call.profile,
                 local=call.local,
-                arguments=_bound(call.arguments)[0],
+                arguments=_bound(call.out.arguments)[0],
                 state=hashlib.sha256(state).digest() if isinstance(state, Raw) else None,
                 sent=None
                 if sent is None
@@ -150,7 +150,7 @@ class Resumes:
         return handed, False
 
     def take(
-        self, call: Call, who: AgentInfo, profile: ProfileServers
+        self, call: AgentCall, who: AgentInfo, profile: ProfileServers
     ) -> Resumed | rpc.RPCError | None:
         """What ``call`` (of ``who``, in ``profile``), a retry that brings a
         ``requestState`` or ``inputResponses``, continues: the round its token of
@@ -161,11 +161,11 @@ class Resumes:
         server's retry or a first call's answers would); the
         error it gets when it brings a token that is used, expired, altered or not its
         to continue."""
-        token = own_token(call.request_state, PREFIX)
+        token = own_token(call.out.request_state, PREFIX)
         if token is None:
-            if call.request_state is not UNSET:
+            if call.out.request_state is not UNSET:
                 # A state mcpd did not hand out, and the answers that go with it.
-                call.request_state = call.input_responses = UNSET
+                call.out.request_state = call.out.input_responses = UNSET
             return None
         nonce, dot, carried = token.removeprefix(PREFIX).partition(".")
         kept = self._kept.get(nonce)
@@ -190,7 +190,7 @@ class Resumes:
         if digest != kept.state:
             return _refused("was altered: it is not the one mcpd gave")
         del self._kept[nonce]
-        call.request_state = _state(server_state)
+        call.out.request_state = _state(server_state)
         if kept.sent is None:
             return None
         # Its tool is looked up again in the profile as it is now.
@@ -216,7 +216,7 @@ def _carried(state: bytes) -> str:
     return base64.urlsafe_b64encode(state).decode("ascii")
 
 
-def _whose(kept: _Round, call: Call, who: AgentInfo) -> str | None:
+def _whose(kept: _Round, call: AgentCall, who: AgentInfo) -> str | None:
     """How the call ``kept`` continues differs from ``call`` (of ``who``); None when
     ``call`` is its next round."""
     if (kept.agent, kept.uid) != (who.key, who.uid):
@@ -225,7 +225,7 @@ def _whose(kept: _Round, call: Call, who: AgentInfo) -> str | None:
         return f"a call in the profile {kept.profile!r}"
     if kept.local != call.local:
         return f"a call of {kept.local!r}"
-    arguments, unshowable = _bound(call.arguments)
+    arguments, unshowable = _bound(call.out.arguments)
     if kept.arguments == arguments:
         return None
     if unshowable is not None:

@@ -37,7 +37,7 @@ from protocol.logfields import log_extra
 from protocol.visible import quote
 
 from ...registry.relayed import cleaned, marked
-from ...servers.shared import Call
+from ..agent import AgentCall
 
 logger = logging.getLogger("mcpd.askback")
 
@@ -61,10 +61,10 @@ class _Asked(msgspec.Struct):
     elicitations: list[_Link]
 
 
-def for_call(call: Call, exc: rpc.RPCError) -> rpc.RPCError | Raw | mcp.CallToolResult:
+def for_call(call: AgentCall, exc: rpc.RPCError) -> rpc.RPCError | Raw | mcp.CallToolResult:
     """``exc`` (the error ``call``'s server answered with, made fit and marked) as
     ``call``'s agent gets it: itself, unless it is a -32042 that agent cannot take."""
-    got = _taken(call.alias, exc, call.modern, call.ctx.capabilities, "this call")
+    got = _taken(call.out.alias, exc, call.modern, call.out.ctx.capabilities, "this call")
     if isinstance(got, _Untaken):
         return mcp.CallToolResult(content=[mcp.TextContent(got.words)], isError=True)
     return got

@@ -54,6 +54,7 @@ from ...policy.reading import RepeatedKey, Unshowable
 from ...policy.rules import ALLOW, CallFacts, Decision, facts_of
 from ...registry.shown import Entry
 from ...servers.shared import Asker, Call, QueuedCheck
+from ..agent import AgentCall
 from ..askback.askback import Park, Parks
 from ..profiles import Profiles, ProfileServers
 
@@ -97,7 +98,7 @@ class CallPolicy:
         self._parks = parks
 
     def decide(
-        self, call: Call, entry: Entry, profile: ProfileServers, agent: AgentInfo
+        self, call: AgentCall, entry: Entry, profile: ProfileServers, agent: AgentInfo
     ) -> mcp.CallToolResult | Ask | None:
         """What the rules say of ``call`` to the listed tool ``entry``: None when it
         may go, the result it ends with when it may not, or ``Ask``."""
@@ -108,7 +109,7 @@ class CallPolicy:
         if decision.action == "allow":
             return None
         if decision.action == "ask":
-            return Ask(facts, decision, entry, profile, call.kept_apart())
+            return Ask(facts, decision, entry, profile, call.out.kept_apart())
         why = f": {decision.reason}" if decision.reason else ""
         if decision.limited is not None:
             call.decision = "limited"
@@ -117,27 +118,29 @@ class CallPolicy:
         call.refusal = f"denied by {decision.by}{why}"
         return refusals.denied(facts, decision)
 
-    def continues(self, call: Call) -> bool:
+    def continues(self, call: AgentCall) -> bool:
         """Whether ``call`` answers what mcpd asked its agent for another call (its
         ``requestState`` is mcpd's): that call met the rules, and this one only brings
         the answer. While that call waits, this one's record is that call's; once it
         is over, this one is refused with an error of its own."""
-        found = self._parks.find(call.request_state)
+        found = self._parks.find(call.out.request_state)
         if found is None:
             return False
         # Another agent's token, or one for another tool, is refused by the driver: that
         # refusal is this call's record.
-        if isinstance(found, Park) and found.flow.taken_by(call.owner, "tools/call", call.local):
+        if isinstance(found, Park) and found.flow.taken_by(
+            call.out.owner, "tools/call", call.local
+        ):
             call.recorded = True
         return True
 
     async def ask(
-        self, call: Call, agent: AgentInfo, kin: FindKin, ask: Ask, asker: Asker | None
+        self, call: AgentCall, agent: AgentInfo, kin: FindKin, ask: Ask, asker: Asker | None
     ) -> mcp.CallToolResult | Sent:
         """Wait for a person's decision on ``call`` (of ``agent``, whose ``kin`` may not
         decide it): what it is sent under once it is approved, else the result it ends
         with."""
-        arguments = call.arguments
+        arguments = call.out.arguments
         # Refused before anyone is asked, an approval remembered too: what a person
         # approves is the arguments as shown, and the server must read them so.
         try:
@@ -151,11 +154,11 @@ class CallPolicy:
                 return refusals.repeated_key(ask.facts, ask.decision, exc.key)
             call.refusal = f"denied by mcpd: the arguments cannot be shown ({exc})"
             return refusals.unshowable(ask.facts, ask.decision, str(exc))
-        version = call.ctx.version
+        version = call.out.ctx.version
         # Asked only when it declared it takes elicitation (a form, for this version).
         probe = asking.elicitation_params(_PROBE, version)
         declares = asker is not None and surface.declares(
-            call.ctx.capabilities, asking.METHOD, probe
+            call.out.ctx.capabilities, asking.METHOD, probe
         )
 
         async def agent_answer(request: ApprovalRequest) -> Verdict | None:
@@ -187,7 +190,7 @@ class CallPolicy:
             ask = after
 
     def _looked_again(
-        self, call: Call, agent: AgentInfo, ask: Ask, verdict: Verdict
+        self, call: AgentCall, agent: AgentInfo, ask: Ask, verdict: Verdict
     ) -> mcp.CallToolResult | Ask | Sent:
         """``call``, approved (``verdict``) after it waited under ``ask``, looked at
         again: what it is sent under, the result it ends with, or ``Ask`` when another
@@ -207,7 +210,7 @@ class CallPolicy:
             call, facts, Sent(entry, ask.profile, ask.decision if now is None else now), "approval"
         )
 
-    def let_through(self, call: Call, profile: ProfileServers) -> Sent:
+    def let_through(self, call: AgentCall, profile: ProfileServers) -> Sent:
         """``call``, just routed in ``profile`` and let through by the rules without
         asking anyone (in the same step: its tool is listed as it was routed), as it
         goes to its server."""
@@ -219,14 +222,14 @@ class CallPolicy:
         # What the rules say, not counted against a rate again: routing counted it.
         return Sent(entry, profile, gate.policy.decide(_facts(entry, profile)))
 
-    def allowed_as(self, call: Call, profile: ProfileServers) -> Sent | None:
+    def allowed_as(self, call: AgentCall, profile: ProfileServers) -> Sent | None:
         """What ``call``, sent without a task (allowed, nobody asked), went under, as far
         as its tool in ``profile`` and the rules now tell: None when either changed
         since (its retry is then a call of its own, which meets the rules anew)."""
         entry = profile.lookup(call.local) if profile.name == call.profile else None
         if entry is None or entry.held is not None:
             return None
-        if (entry.alias, entry.original) != (call.alias, call.name):
+        if (entry.alias, entry.original) != (call.out.alias, call.out.name):
             return None
         gate = self.gate
         if gate.empty:
@@ -235,7 +238,7 @@ class CallPolicy:
         return Sent(entry, profile, decision) if decision.action == "allow" else None
 
     async def again(
-        self, call: Call, agent: AgentInfo, kin: FindKin, sent: Sent, asker: Asker | None
+        self, call: AgentCall, agent: AgentInfo, kin: FindKin, sent: Sent, asker: Asker | None
     ) -> mcp.CallToolResult | Sent:
         """``call``, sent under ``sent``, about to go to its server again with what its
         agent answered: looked at as a call approved after a wait is. Its tool as
@@ -249,7 +252,7 @@ class CallPolicy:
         facts = _facts(entry, sent.profile)
         now = self.gate.stands(facts, agent, sent.decision, lasting=False)
         if now is not None and now.action == "ask":
-            ask = Ask(facts, now, entry, sent.profile, call.kept_apart())
+            ask = Ask(facts, now, entry, sent.profile, call.out.kept_apart())
             asked = await self.ask(call, agent, kin, ask, asker)
             if isinstance(asked, Sent):  # still the same call's rounds
                 return msgspec.structs.replace(asked, rounds=sent.rounds)
@@ -268,11 +271,14 @@ class QueuedCalls(QueuedCheck):
         self._gate = gate
         self._profiles = profiles
 
-    def refusal(self, call: Call) -> mcp.CallToolResult | None:
+    def refusal(self, queued: Call) -> mcp.CallToolResult | None:
+        call = queued.caller
+        if not isinstance(call, AgentCall):  # every call queued is the agent side's
+            return None
         profile = self._profiles.get(call.profile)
         if profile is None:
             return _changed(call, "its profile is no longer configured")
-        entry = _listed(profile, call.local, call.alias, call.name)
+        entry = _listed(profile, call.local, queued.alias, queued.name)
         if isinstance(entry, str):
             return _changed(call, entry)
         gate = self._gate
@@ -286,7 +292,7 @@ class QueuedCalls(QueuedCheck):
         return _ruled(call, facts, decision, QUEUED)
 
 
-def _changed(call: Call, how: str, waited_for: str = QUEUED) -> mcp.CallToolResult:
+def _changed(call: AgentCall, how: str, waited_for: str = QUEUED) -> mcp.CallToolResult:
     """``call``, let through, refused before it was sent (again): its tool changed
     (``how``) while it waited (``waited_for``)."""
     let = "allowed" if call.decision == "allow" else call.decision
@@ -317,7 +323,9 @@ def _as_listed(profile: ProfileServers, before: Entry) -> Entry | str:
     return now
 
 
-def _going(call: Call, facts: CallFacts, sent: Sent, waited_for: str) -> mcp.CallToolResult | Sent:
+def _going(
+    call: AgentCall, facts: CallFacts, sent: Sent, waited_for: str
+) -> mcp.CallToolResult | Sent:
     """``call``, looked at again after it waited (``waited_for``), under ``sent``: its
     decision as the rules make it now (an ``ask`` only when it is the one a person
     approved). ``sent`` when it may go, else the result it ends with."""
@@ -339,7 +347,7 @@ def _facts(entry: Entry, profile: ProfileServers) -> CallFacts:
 
 
 def _ruled(
-    call: Call, facts: CallFacts, decision: Decision, waited_for: str = "approval"
+    call: AgentCall, facts: CallFacts, decision: Decision, waited_for: str = "approval"
 ) -> mcp.CallToolResult:
     """``call`` refused by the rules, changed while it waited (for a person, or for
     its server: ``waited_for``)."""

@@ -28,8 +28,8 @@ from protocol import mcp, splice
 from ...audit.log import AuditLog
 from ...audit.record import METHODS, NO_DECISION, AuditOutcome, CallRecord, kept, unknown
 from ...policy.agent import AgentInfo
-from ...servers.shared import Call, Outage, Outcome, Unqueued
-from ..agent import Agent
+from ...servers.shared import Outage, Outcome, Unqueued
+from ..agent import Agent, AgentCall
 
 _REASON: Final = 200  # characters of a reason kept
 # Why a request was refused before it started (``CallRecords.turned_away``).
@@ -146,14 +146,14 @@ class CallRecords:
         self.now: Callable[[], float] = wall
         # The calls over HTTP whose answer is still to be written, and the record of
         # each once made: it waits to be told whether its agent was there to take it.
-        self._held: dict[Call, _Held | None] = {}
+        self._held: dict[AgentCall, _Held | None] = {}
 
-    def held_until_written(self, call: Call) -> Call:
+    def held_until_written(self, call: AgentCall) -> AgentCall:
         """``call`` (over HTTP), whose record, once made, waits for ``release``."""
         self._held[call] = None
         return call
 
-    def release(self, call: Call, gone: bool) -> None:
+    def release(self, call: AgentCall, gone: bool) -> None:
         """Write the record of ``call`` held since ``held_until_written`` (one made
         later is written as it is made). ``gone``: its agent had gone, and its answer
         was not written, so the call is recorded as cancelled, as one whose agent hung
@@ -175,7 +175,7 @@ class CallRecords:
         else:
             self.audit.record(record, raw)
 
-    def _made(self, call: Call, record: CallRecord, raw: Raw | None, unrouted: bool) -> None:
+    def _made(self, call: AgentCall, record: CallRecord, raw: Raw | None, unrouted: bool) -> None:
         """``record`` of ``call`` is made: written now, unless its answer is yet to be."""
         if call in self._held:
             self._held[call] = _Held(record, raw, unrouted)
@@ -184,7 +184,7 @@ class CallRecords:
 
     def tool_call(
         self,
-        call: Call,
+        call: AgentCall,
         agent: AgentInfo,
         outcome: AuditOutcome,
         reason: str | None = None,
@@ -195,9 +195,10 @@ class CallRecords:
         if call.recorded:
             return
         call.recorded = True
-        arguments = call.arguments
+        out = call.out
+        arguments = out.arguments
         raw = None if arguments is UNSET else arguments
-        alias = call.alias  # empty: not routed
+        alias = out.alias  # empty: not routed
         if not alias:
             self._unrouted(call, agent, outcome, reason, result_bytes, raw)
             return
@@ -205,8 +206,8 @@ class CallRecords:
             ts=call.arrived,
             agent=agent,
             method="tools/call",
-            name=call.local or call.name,  # the agent's, of its profile
-            original=call.name,
+            name=call.local or out.name,  # the agent's, of its profile
+            original=out.name,
             server=alias,
             args_bytes=0 if raw is None else len(raw),
             decision=call.decision,
@@ -227,7 +228,7 @@ class CallRecords:
 
     def _unrouted(
         self,
-        call: Call,
+        call: AgentCall,
         agent: AgentInfo,
         outcome: AuditOutcome,
         reason: str | None,
@@ -242,7 +243,7 @@ class CallRecords:
             agent=agent,
             method="tools/call",
             # A held tool's name is the profile's; any other the agent may have made up.
-            name=call.local or unknown(call.name),
+            name=call.local or unknown(call.out.name),
             args_bytes=0 if raw is None else len(raw),
             decision=call.decision,
             decided_by=call.decided_by,

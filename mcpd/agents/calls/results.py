@@ -48,7 +48,7 @@ Shaped = tuple[Raw | dict[str, Any], bool, bool]
 
 class Recipient(Protocol):
     """Whom a tool's result goes to, as far as its shape goes: the call that asked for
-    it (``servers.calls.Call``), or the agent whose task ended with it."""
+    it (``agent.AgentCall``), or the agent whose task ended with it."""
 
     @property
     def alias(self) -> str:

@@ -30,7 +30,7 @@ from ...audit.record import NO_DECISION
 from ...policy.agent import AgentInfo
 from ...servers.all_servers import AllServers
 from ...servers.shared import Call, Outage, Outcome
-from ..agent import Agent
+from ..agent import NO_ONE, Agent, AgentCall
 from ..askback import url_required
 from ..askback.call_rounds import CallRounds
 from ..askback.driver import AskBackDriver
@@ -40,7 +40,7 @@ from ..lists.search_mode import unwrap
 from .callpolicy import Ask, CallPolicy, Sent
 from .callrecords import CallRecords, ended, outcome_of
 from .request_context import agents_own, spliced_context
-from .results import Recipient, shaped_for
+from .results import Recipient, shape_call_result
 from .unrouted import held_tool, unknown_tool
 
 # The last step of a tool's result (``results.Finish``), told what its call was sent
@@ -85,7 +85,7 @@ class Router:
             servers, askback, policy, records, self.reply, self.failed, self._who
         )
 
-    def call_of(self, agent: Agent, request: splice.SplicedRequest | rpc.Request) -> Call:
+    def call_of(self, agent: Agent, request: splice.SplicedRequest | rpc.Request) -> AgentCall:
         """The call an agent's tools/call stands for, from what either decoder made of
         it. Raises rpc.RPCError or rpc.InvalidParams for an envelope that is wrong."""
         meta: mcp.Meta | None = None
@@ -111,11 +111,11 @@ class Router:
             # mcpd, so whatever it writes under their names is not sent on.
             responses = state = UNSET
         caps = ctx.capabilities if modern and ctx.capabilities else None
-        return Call(
+        out = Call(
             request.id,
             name,
             arguments,
-            agent,
+            NO_ONE,
             ctx,
             meta=meta,
             input_responses=responses,
@@ -124,13 +124,12 @@ class Router:
             asker=agent.refuser,
             owner=agent.owner,
             splice=self.splice,
-            modern=modern,
             capabilities=caps,
-            tasks=caps is not None and surface.has_tasks(caps),
-            arrived=self.records.now(),
         )
+        tasks = caps is not None and surface.has_tasks(caps)
+        return AgentCall(out, agent, agent, modern, tasks, self.records.now())
 
-    def start(self, call: Call, agent: Agent) -> None:
+    def start(self, call: AgentCall, agent: Agent) -> None:
         """Route ``call`` and start it at its server, without a task: its outcome goes
         to ``call.caller`` once, maybe before this returns. One that must wait for a
         person's decision goes on in a task of its request (``Agent.in_task``)."""
@@ -141,7 +140,9 @@ class Router:
             sent = self.policy.let_through(call, agent.profile)
             agent.in_task(call, functools.partial(self.rounds.serve, call, agent, sent))
         elif routed is None:
-            self.servers.start(call)
+            out = call.out  # ``call.sent()``, written out: nearly every call passes here
+            out.caller = call
+            self.servers.start(out)
         elif isinstance(routed, Ask | Resumed):
             agent.in_task(call, functools.partial(self.rounds.serve, call, agent, routed))
         elif isinstance(routed, Continues):
@@ -150,9 +151,9 @@ class Router:
             # call no rule was asked about.
             agent.in_task(call, functools.partial(self.rounds.serve, call, agent, None))
         else:
-            call.caller.finish(call, routed)
+            call.to.finish(call, routed)
 
-    async def run(self, call: Call, agent: Agent) -> bytes:
+    async def run(self, call: AgentCall, agent: Agent) -> bytes:
         """``start``, awaited in a task of the agent's request: its reply, after as many
         rounds as its server and agent need to ask each other things."""
         going: Ask | Sent | Resumed | None = None
@@ -163,19 +164,19 @@ class Router:
             elif isinstance(routed, Ask | Resumed):
                 going = routed
             elif not isinstance(routed, Continues):
-                return self.reply(call.id, call, routed, agent)[0]
+                return self.reply(call.out.id, call, routed, agent)[0]
         except Exception as exc:
             self.failed(call, agent, exc)
             raise
         return await self.rounds.serve(call, agent, going)
 
-    def abandon(self, call: Call, agent: Agent) -> None:
+    def abandon(self, call: AgentCall, agent: Agent) -> None:
         """The agent stopped waiting for ``call`` (it cancelled it, or hung up): its
         server is told, and no outcome is delivered."""
-        call.cancel()
+        call.let_go()
         self.records.tool_call(call, self._who(call, agent), "cancelled")
 
-    def failed(self, call: Call, agent: Agent, exc: BaseException) -> None:
+    def failed(self, call: AgentCall, agent: Agent, exc: BaseException) -> None:
         """``call`` raised what nothing expected on its way (a fault in mcpd): its record
         says so, unless it has one already."""
         self.records.tool_call(call, self._who(call, agent), *ended(exc))
@@ -187,18 +188,18 @@ class Router:
         self.records.request(now, info, "tools/call", None, None, "error", why[:200], 0)
 
     @staticmethod
-    def _who(call: Call, agent: Agent) -> AgentInfo:
+    def _who(call: AgentCall, agent: Agent) -> AgentInfo:
         # The profile it was routed in: the connection may have switched since.
         return agent.identity.info(call.profile, call.modern)
 
-    async def resume(self, call: Call, agent: Agent, answered: Outcome) -> bytes:
+    async def resume(self, call: AgentCall, agent: Agent, answered: Outcome) -> bytes:
         """A legacy agent's call started without a task (``start``), whose server
         answered ``input_required`` asking nothing (``askback.rounds.sheds``): its rounds go on
         in a task of its request from that answer, as they would have from the first."""
         return await self.rounds.serve(call, agent, None, answered)
 
-    def route(self, call: Call, agent: Agent) -> Outcome | Ask | Continues | Resumed | None:
-        """Where ``call`` goes in the agent's profile: its server (``call.alias``) and
+    def route(self, call: AgentCall, agent: Agent) -> Outcome | Ask | Continues | Resumed | None:
+        """Where ``call`` goes in the agent's profile: its server (``out.alias``) and
         the tool's name there; or the outcome it ends with here (arguments that are not
         an object, an unknown tool, what search mode's meta-tools answer, a held tool,
         the policy's refusal); or ``Ask``, when a person decides first; or
@@ -208,14 +209,15 @@ class Router:
         mcpd's is refused (``resumes``)."""
         profile = agent.profile
         call.profile = profile.name
-        name = call.name
+        out = call.out
+        name = out.name
         if name in META_TOOLS:
-            answered = unwrap(profile.view, call)
+            answered = unwrap(profile.view, out)
             if answered is not None:
                 _before_the_rules(call)
                 return answered
-            name = call.name  # the call it stands for
-        args = call.arguments
+            name = out.name  # the call it stands for
+        args = out.arguments
         if args is not UNSET and (not args or memoryview(args)[0] not in _OBJECT_OR_NULL):
             # Refused here, not passed on: a server that crashes on arguments that are
             # not an object takes every other agent's calls down with it.
@@ -226,15 +228,15 @@ class Router:
         entry = profile.lookup(name)
         call.local = name
         if entry is not None and entry.held is None:
-            call.name, call.alias = entry.original, entry.alias
+            out.name, out.alias = entry.original, entry.alias
             call.sight = profile.view
         # An answer to what mcpd asked for a call that waits goes to that call, also when
         # its tool went or is held since: the call itself is looked at again once it is
         # approved, and ends saying why it was not sent, waiting no more.
-        if call.request_state is not UNSET and self.policy.continues(call):
+        if out.request_state is not UNSET and self.policy.continues(call):
             _before_the_rules(call)  # its record, if it has one, is the refused token's
             return CONTINUES
-        if call.request_state is not UNSET or call.input_responses is not UNSET:
+        if out.request_state is not UNSET or out.input_responses is not UNSET:
             resumed = self.resumes.take(call, self._who(call, agent), profile)
             if isinstance(resumed, rpc.RPCError):
                 _before_the_rules(call, resumed.message)
@@ -256,17 +258,31 @@ class Router:
         return self.policy.decide(call, entry, profile, self._who(call, agent))
 
     def reply(
-        self, rid: rpc.Id, call: Call, outcome: Outcome, agent: Agent, sent: Sent | None = None
+        self,
+        rid: rpc.Id,
+        call: AgentCall,
+        outcome: Outcome,
+        agent: Agent,
+        sent: Sent | None = None,
     ) -> tuple[bytes, bool]:
         """The reply line for ``outcome`` under the id ``rid`` (of ``call``, last sent
         under ``sent``), and whether it was spliced around the server's result as it
         came (needing no check). The call's audit record is made here."""
-        who = self._who(call, agent)
+        # ``_who`` and ``results.shaped_for``, written out: every call passes here.
+        who = agent.identity.info(call.profile, call.modern)
+        out = call.out
         if isinstance(outcome, rpc.RPCError):
             # A legacy server's ask to open a link, as this agent can take it.
             outcome = url_required.for_call(call, outcome)
         if isinstance(outcome, Raw):
-            shaped, links, failed = shaped_for(outcome, call, self.budget)
+            shaped, links, failed = shape_call_result(
+                outcome,
+                modern=call.modern,
+                budget=self.budget,
+                alias=out.alias,
+                capabilities=out.capabilities,
+                tasks=call.tasks,
+            )
             if call.modern and links and isinstance(shaped, Raw):
                 # What the server asked goes to the agent with a requestState of mcpd's,
                 # so that its retry is this call's next round (``resumes``). An
@@ -279,15 +295,17 @@ class Router:
                 finished = self._finish(call, shaped, links, sent)
             if not isinstance(finished, Outage):
                 line: bytes
-                if isinstance(finished, Raw) and call.splice:
+                if isinstance(finished, Raw) and out.splice:
                     line, spliced = splice.reply(rid, finished), True
                 else:
                     if not isinstance(finished, Raw):  # mcpd's bytes of it, searched anew
-                        finished = self.servers.written(call.alias, finished, _A_RESULT)
+                        finished = self.servers.written(out.alias, finished, _A_RESULT)
                     line, spliced = rpc.encode_result(rid, finished), False
                 self.records.tool_call(call, who, "tool_error" if failed else "ok", None, len(line))
                 return line, spliced
             outcome = finished  # what the server returned could not be passed on
+        if out.unqueued is not None:  # the servers would not let it wait: their words
+            call.refusal = out.unqueued
         if isinstance(outcome, rpc.RPCError):
             line = rpc.encode_error(rid, outcome.code, outcome.message, outcome.data)
         else:
@@ -303,7 +321,7 @@ class Router:
         return line, False
 
 
-def _before_the_rules(call: Call, refusal: str | None = None) -> None:
+def _before_the_rules(call: AgentCall, refusal: str | None = None) -> None:
     """``call`` ends where it is routed (with ``refusal``, mcpd's words for why), before
     any rule was asked: its record says nobody decided it."""
     call.decision, call.decided_by, call.refusal = NO_DECISION, "", refusal

@@ -367,7 +367,8 @@ class McpRoute:
                     reply = self.answering.answer(exchange) or grace.late(req.id)
                 if reply is None and isinstance(exchange.owner, LegacySession):
                     call = exchange.calls_in_tasks.get(req.id)
-                    reply = exchange.owner.cut_short(req.id, call)  # ended by a DELETE, say
+                    out = None if call is None else call.out
+                    reply = exchange.owner.cut_short(req.id, out)  # ended by a DELETE, say
                 exchange.outbox.close()
                 await pumped.wait()
                 nursery.cancel_scope.cancel()

@@ -25,26 +25,22 @@ from protocol import jsonrpc as rpc
 from protocol import surface
 from protocol.server import RequestContext
 
-from ...servers.shared import Call, Outcome, Whose
-from ..agent import Agent
+from ...servers.shared import Call, Outcome
+from ..agent import NO_ONE, Agent, AgentCall, OutcomeSink
 from ..calls.callpolicy import CallPolicy, Sent
 from ..calls.callrecords import CallRecords, outcome_of
 from .tasks import Tasks
 
 
-class _Unanswered:
-    """The caller of a call that stands for a task's answers (of ``agent``): nothing is
-    sent back through it, since the answers go to the server as the task's, not as a
-    call."""
+class _Unanswered(OutcomeSink):
+    """Where the outcome of a call that stands for a task's answers goes: nowhere,
+    since the answers go to the server as the task's, not as a call."""
 
-    def __init__(self, agent: Agent) -> None:
-        self._agent = agent
-
-    def finish(self, call: Call, outcome: Outcome) -> None:
+    def finish(self, call: AgentCall, outcome: Outcome) -> None:
         pass
 
-    def whose(self) -> Whose:
-        return self._agent.whose()
+
+_UNANSWERED = _Unanswered()
 
 
 class TaskUpdates:
@@ -83,24 +79,29 @@ def _standing_for(
     params: surface.TaskParams,
     ctx: RequestContext,
     sent: Sent,
-) -> Call:
+) -> AgentCall:
     """The call a task's answers make its server go on with, as the rules and the audit
     log see it: its tool, in the profile it was made in, under the decision it went out
     under. What a person asked about it would be shown is the answers, which are what
     the server acts on now."""
     entry = sent.entry
     answers = params.inputResponses
-    return Call(
+    out = Call(
         request.id,
         entry.original,
         answers if isinstance(answers, Raw) else Raw(b"{}"),
-        _Unanswered(agent),
+        NO_ONE,
         ctx,
         owner=agent.owner,
-        modern=True,
-        local=entry.local,
         alias=entry.alias,
+    )
+    return AgentCall(
+        out,
+        agent,
+        _UNANSWERED,
+        modern=True,
         profile=sent.profile.name,
+        local=entry.local,
         # A person approved it under an ``ask``: the rule is what stands now.
         decision="approved" if sent.decision.action == "ask" else sent.decision.action,
         decided_by=sent.decision.by,

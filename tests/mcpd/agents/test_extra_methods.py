@@ -16,7 +16,7 @@ import trio
 import trio.testing
 from msgspec import Raw
 
-from mcpd.agents.agent import Agent
+from mcpd.agents.agent import NO_ONE, Agent, AgentCall
 from mcpd.agents.askback.askback import AgentRequests, DirectAsker
 from mcpd.agents.calls.callrecords import CallRecords
 from mcpd.agents.extra_methods import ExtraMethods
@@ -61,10 +61,10 @@ class FakeAgent(Agent):
         self.progress: ProgressSink = lambda params: None
         self.identity = AgentIdentity(None)
 
-    def finish(self, call: Call, outcome: Outcome) -> None:
+    def finish(self, call: AgentCall, outcome: Outcome) -> None:
         raise AssertionError("no call is started here")
 
-    def in_task(self, call: Call, answer: Callable[[], Awaitable[bytes]]) -> None:
+    def in_task(self, call: AgentCall, answer: Callable[[], Awaitable[bytes]]) -> None:
         raise AssertionError("no call is started here")
 
     def offer(self, data: bytes, rid: rpc.Id | None = None) -> bool:
@@ -187,8 +187,8 @@ async def test_a_task_is_known_to_the_agent_it_was_handed_to_only() -> None:
     world = World()
     mine, theirs = world.agent(), world.agent()
     handle = {"resultType": surface.TASK, "taskId": "t-1"}
-    call = Call(1, "mcp__notes__slow", None, mine, MODERN_TASKS, owner=mine, tasks=True)
-    call.alias = "notes"
+    out = Call(1, "mcp__notes__slow", None, NO_ONE, MODERN_TASKS, owner=mine, alias="notes")
+    call = AgentCall(out, mine, mine, tasks=True)
     handed = world.extras.finish_result(call, handle, links=False)
     assert isinstance(handed, dict) and handed["taskId"] == "notes:t-1"
     with pytest.raises(rpc.RPCError, match="Unknown task 'notes:t-1'"):

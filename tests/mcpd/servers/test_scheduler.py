@@ -335,7 +335,7 @@ async def test_a_call_past_its_agents_bytes_waiting_is_refused_at_once_and_no_ou
     call, refused = start(b, "over", big(12))
     text = refused_for_bytes(refused)
     assert "one agent's may keep 32.0 MiB" in text and "not an outage" in text
-    assert call.refusal is not None and "32.0 MiB" in call.refusal
+    assert call.unqueued is not None and "32.0 MiB" in call.unqueued
     assert b.sent == ["running"] and [c.name for c in b.scheduler.queue] == ["q0", "q1"]
     assert b.host.failures == [] and b.host.breaker.state == "closed"
     # What still fits waits: a small call of the agent's, another agent's big one.

@@ -9,7 +9,7 @@ import trio
 import trio.testing
 from msgspec import Raw
 
-from mcpd.servers.calls import Call
+from mcpd.agents.agent import AgentCall
 from protocol import envelope
 from protocol import jsonrpc as rpc
 from tests.support.routing import StandInAgent, World
@@ -28,14 +28,14 @@ async def test_an_awaited_call_is_answered_with_its_servers_result_and_recorded_
     call = world.router.call_of(caller, request(7, world.local("notes", "search")))
     replies: list[bytes] = []
 
-    async def run(call: Call) -> None:
+    async def run(call: AgentCall) -> None:
         replies.append(await world.router.run(call, caller))
 
     with trio.fail_after(5):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run, call)
             await trio.testing.wait_all_tasks_blocked()
-            assert world.servers.started == [call] and call.name == "search"
+            assert world.servers.started == [call.out] and call.out.name == "search"
             world.servers.answer(Raw(b'{"content":[{"type":"text","text":"found"}]}'))
     [reply] = replies
     assert json.loads(reply)["result"]["content"] == [{"type": "text", "text": "found"}]

@@ -8,10 +8,12 @@ import json
 
 from msgspec import UNSET, Raw
 
+from mcpd.agents.agent import NO_ONE, AgentCall
 from mcpd.agents.askback.resumes import PREFIX, Resumes
 from mcpd.policy.agent import AgentInfo
 from mcpd.servers.calls import Call
 from protocol import jsonrpc as rpc
+from tests.support.routing import agent_call
 
 ASKED = Raw(
     b'{"resultType":"input_required","requestState":"s-1",'
@@ -20,14 +22,13 @@ ASKED = Raw(
 WHO = AgentInfo(pid=42)
 
 
-def call(rid: int, state: object = UNSET, responses: object = UNSET) -> Call:
-    made = Call(rid, "t", Raw(b"{}"), None, None, local="mcp__s__t", alias="s")  # type: ignore[arg-type]
-    made.profile = "default"
+def call(rid: int, state: object = UNSET, responses: object = UNSET) -> AgentCall:
+    out = Call(rid, "t", Raw(b"{}"), NO_ONE, None, alias="s")  # type: ignore[arg-type]
     if state is not UNSET:
-        made.request_state = Raw(json.dumps(state).encode())
+        out.request_state = Raw(json.dumps(state).encode())
     if responses is not UNSET:
-        made.input_responses = Raw(json.dumps(responses).encode())
-    return made
+        out.input_responses = Raw(json.dumps(responses).encode())
+    return agent_call(out, profile="default", local="mcp__s__t")
 
 
 def test_a_call_that_cannot_go_on_as_it_went_still_hands_on_a_token() -> None:
@@ -40,7 +41,7 @@ def test_a_call_that_cannot_go_on_as_it_went_still_hands_on_a_token() -> None:
     assert token.startswith(PREFIX)
     retry = call(2, token, {"k": {"roots": []}})
     assert resumes.take(retry, WHO, None) is None  # type: ignore[arg-type]
-    assert retry.request_state == Raw(b'"s-1"')
+    assert retry.out.request_state == Raw(b'"s-1"')
     again = resumes.take(call(3, token, {"k": {"roots": []}}), WHO, None)  # type: ignore[arg-type]
     assert isinstance(again, rpc.RPCError) and "names no call" in again.message
 
@@ -50,8 +51,8 @@ def test_a_state_not_mcpds_is_left_out_with_its_answers() -> None:
     for retry in [call(1, "s-1", {"k": {"roots": []}}), call(2, {"any": "json"})]:
         # A call of its own: what it brought continues nothing, and is not sent on.
         assert resumes.take(retry, WHO, None) is None  # type: ignore[arg-type]
-        assert retry.request_state is UNSET and retry.input_responses is UNSET
+        assert retry.out.request_state is UNSET and retry.out.input_responses is UNSET
     # Answers with no state continue no round: they go on as a first call's would.
     alone = call(3, responses={"k": {"roots": []}})
     assert resumes.take(alone, WHO, None) is None  # type: ignore[arg-type]
-    assert alone.request_state is UNSET and alone.input_responses is not UNSET
+    assert alone.out.request_state is UNSET and alone.out.input_responses is not UNSET

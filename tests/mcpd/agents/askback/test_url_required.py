@@ -16,6 +16,7 @@ import pytest
 import trio
 from msgspec import Raw
 
+from mcpd.agents.agent import NO_ONE
 from mcpd.agents.askback import url_required
 from mcpd.daemon import Daemon
 from mcpd.servers.calls import Call
@@ -24,6 +25,7 @@ from protocol import mcp
 from protocol.server import RequestContext
 from tests.support.agent import META, connect, make_config, running
 from tests.support.procs import scripted
+from tests.support.routing import agent_call
 
 LIMIT = 30
 URL = "https://example.com/auth?session=42"
@@ -123,7 +125,7 @@ async def test_a_modern_agent_that_takes_url_asks_gets_them_as_input_required(
 def test_an_ask_whose_links_cannot_be_read_is_said_so_and_other_errors_pass() -> None:
     caps = {"elicitation": {"url": {}}}
     ctx = RequestContext("modern", "2026-07-28", {}, caps)
-    call = Call(1, "t", Raw(b"{}"), None, ctx, alias="s", modern=True)  # type: ignore[arg-type]
+    call = agent_call(Call(1, "t", Raw(b"{}"), NO_ONE, ctx, alias="s"), modern=True)
     unread = url_required.for_call(call, rpc.RPCError(-32042, "x", Raw(b'{"elicitations":1}')))
     assert isinstance(unread, mcp.CallToolResult) and unread.isError
     [block] = unread.content

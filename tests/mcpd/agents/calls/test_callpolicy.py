@@ -14,6 +14,7 @@ import trio
 import trio.testing
 from msgspec import UNSET, Raw
 
+from mcpd.agents.agent import NO_ONE, AgentCall
 from mcpd.agents.askback.askback import TOKEN_PREFIX, Flow, Park, Parks
 from mcpd.agents.calls.callpolicy import Ask, CallPolicy, QueuedCalls, Sent
 from mcpd.agents.profiles import Profiles, ProfileServers
@@ -34,7 +35,7 @@ from mcpd.servers.supervisor import Supervisor
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.server import RequestContext
-from tests.support.calls import Outcomes
+from tests.support.routing import agent_call
 
 AGENT = AgentInfo(uid=1000, pid=4242, exe="claude", connection="c1")
 # What a server that wants its tool waved through claims of it.
@@ -72,9 +73,9 @@ def a_call(
     arguments: Raw | Any = UNSET,
     capabilities: dict[str, Any] | None = None,
     state: Raw | Any = UNSET,
-) -> Call:
+) -> AgentCall:
     ctx = RequestContext("legacy", "2025-11-25", {}, capabilities or {})
-    return Call(0, "delete_repo", arguments, Outcomes(), ctx, request_state=state)
+    return agent_call(Call(0, "delete_repo", arguments, NO_ONE, ctx, request_state=state))
 
 
 # -- the decision --
@@ -167,15 +168,15 @@ def test_only_a_retry_naming_mcpds_own_state_continues_another_call() -> None:
     p._parks.open(park)
     token = Raw(msgspec.json.encode(park.token))
     waiting = a_call(state=token)
-    waiting.owner, waiting.local = agent, "delete_repo"
+    waiting.out.owner, waiting.local = agent, "delete_repo"
     assert p.continues(waiting) and waiting.recorded
     # Another agent's retry, or one of another tool, is the driver's to refuse; that
     # refusal is its record.
     stolen = a_call(state=token)
-    stolen.owner, stolen.local = object(), "delete_repo"
+    stolen.out.owner, stolen.local = object(), "delete_repo"
     assert p.continues(stolen) and not stolen.recorded
     other = a_call(state=token)
-    other.owner, other.local = agent, "create_issue"
+    other.out.owner, other.local = agent, "create_issue"
     assert p.continues(other) and not other.recorded
 
 
@@ -445,7 +446,7 @@ def changed_tool(servers: ProfileServers) -> None:
 
 
 async def operator_decides(
-    p: CallPolicy, call: Call, ask: Ask, meanwhile: Any, approve: bool = True
+    p: CallPolicy, call: AgentCall, ask: Ask, meanwhile: Any, approve: bool = True
 ) -> mcp.CallToolResult | Sent:
     """``call`` waits for the operator under ``ask``; ``meanwhile()`` happens; the
     operator then decides it (when it still waits): its end."""
@@ -601,7 +602,7 @@ async def test_a_call_on_a_view_of_the_default_profile_is_looked_at_again_as_its
 
 class Queued(msgspec.Struct):
     check: QueuedCalls
-    call: Call
+    call: AgentCall
     gate: CallGate
     servers: ProfileServers
 
@@ -619,15 +620,16 @@ def queued(*rules: dict[str, Any]) -> Queued:
     p = policy(*rules)
     entry = entry_of(servers, "gh")
     call = a_call(Raw(b'{"repo": "x"}'))
-    call.profile, call.local, call.alias = "default", entry.local, entry.alias
+    call.profile, call.local, call.out.alias = "default", entry.local, entry.alias
     assert p.decide(call, entry, profiles.default, AGENT) is None
+    call.sent()  # to its server, where it waits
     return Queued(QueuedCalls(p.gate, profiles), call, p.gate, profiles.default)
 
 
 def test_a_queued_call_the_rules_now_deny_is_refused_as_a_waiting_one_is() -> None:
     q = queued({"action": "allow", "servers": ["gh"]})
     q.reload({"action": "deny", "servers": ["gh"], "reason": "frozen today"})
-    result = q.check.refusal(q.call)
+    result = q.check.refusal(q.call.out)
     assert isinstance(result, mcp.CallToolResult) and result.isError
     said = result.content[0].text
     assert (
@@ -655,7 +657,7 @@ def test_a_queued_call_the_rules_still_let_through_stays_queued(
 ) -> None:
     q = queued({"action": "allow", "servers": ["gh"], "rate": "1/h"})
     q.reload(*rules)
-    assert q.check.refusal(q.call) is None
+    assert q.check.refusal(q.call.out) is None
     assert q.call.refusal is None
 
 
@@ -669,7 +671,7 @@ def test_a_queued_call_the_rules_still_let_through_stays_queued(
 def test_a_queued_call_whose_tool_is_held_or_gone_is_refused(change: Any, how: str) -> None:
     q = queued({"action": "allow", "servers": ["gh"]})
     change(q.servers)
-    result = q.check.refusal(q.call)
+    result = q.check.refusal(q.call.out)
     assert isinstance(result, mcp.CallToolResult) and result.isError
     said = result.content[0].text
     assert "'mcp__gh__delete_repo' changed while the call to it waited for a free slot" in said
@@ -686,14 +688,14 @@ def test_a_queued_call_whose_tool_is_held_or_gone_is_refused(change: Any, how: s
 
 def sent_once(
     *rules: dict[str, Any], changes: Handling = "hold"
-) -> tuple[CallPolicy, ProfileServers, Call, Sent]:
+) -> tuple[CallPolicy, ProfileServers, AgentCall, Sent]:
     """A call the rules let through, routed in the default profile and sent once."""
     servers = profile({"gh": False}, changes)
     servers.view.registry.gate.settle("gh")  # its definitions approved
     p = policy(*rules)
     entry = entry_of(servers, "gh")
     call = a_call(Raw(b'{"repo": "x"}'))
-    call.profile, call.local, call.alias = "default", entry.local, entry.alias
+    call.profile, call.local, call.out.alias = "default", entry.local, entry.alias
     assert p.decide(call, entry, servers, AGENT) is None
     return p, servers, call, p.let_through(call, servers)
 

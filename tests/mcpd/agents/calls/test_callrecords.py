@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 import trio
-from msgspec import Raw
+from msgspec import UNSET, Raw, UnsetType
 
+from mcpd.agents.agent import AgentCall
 from mcpd.agents.calls.callrecords import ID_IN_USE, CallRecords, Seen, ended, outcome_of
 from mcpd.audit.reader import AuditRecords
 from mcpd.audit.record import CallRecord
@@ -25,7 +26,7 @@ from protocol import mcp
 from tests.support.agent import make_config, running
 from tests.support.answering import connect_answering
 from tests.support.calls import a_call, cancelled
-from tests.support.routing import StandInAgent, World
+from tests.support.routing import StandInAgent, World, agent_call
 
 AGENT = AgentInfo(uid=1000, pid=42, connection="c1")
 
@@ -50,6 +51,11 @@ def test_each_outcome_is_named_in_a_few_words(
     outcome: object, failed: bool, words: tuple[str, str | None]
 ) -> None:
     assert outcome_of(outcome, failed) == words
+
+
+def kept(name: str, arguments: Raw | UnsetType = UNSET) -> AgentCall:
+    """A call of ``name`` as the agent side keeps it, routed nowhere yet."""
+    return agent_call(a_call(name, arguments)[0])
 
 
 def test_a_refusal_of_mcpds_own_says_its_first_text() -> None:
@@ -79,7 +85,7 @@ def test_a_reason_is_cut_short() -> None:
         "y" * 256 + f"… ({1 << 20} characters)",
     )
     audit = Audit()
-    call, _ = a_call("t")
+    call = kept("t")
     call.refusal = "denied by the agent's user: " + huge  # a person's words, quoted
     CallRecords(audit).tool_call(call, AGENT, "refused")  # type: ignore[arg-type]
     reason = audit.records[0][0].reason
@@ -126,8 +132,8 @@ class Audit:
 def test_a_routed_call_is_recorded_once_with_both_names() -> None:
     audit = Audit()
     records = CallRecords(audit, wall=lambda: 1000.25)  # type: ignore[arg-type]
-    call, _ = a_call("search", Raw(b'{"q":"x"}'))
-    call.arrived, call.local, call.alias = 1000.0, "mcp__notes__search", "notes"
+    call = kept("search", Raw(b'{"q":"x"}'))
+    call.arrived, call.local, call.out.alias = 1000.0, "mcp__notes__search", "notes"
     call.decision, call.decided_by = "ask", "uid 1000 (ann)"
     records.tool_call(call, AGENT, "ok", result_bytes=77)
     records.tool_call(call, AGENT, "error", "again")  # already recorded: not again
@@ -145,7 +151,7 @@ def test_a_routed_call_is_recorded_once_with_both_names() -> None:
 
 def test_an_unrouted_call_is_recorded_under_the_name_the_agent_used() -> None:
     audit = Audit()
-    call, _ = a_call("mcp__nowhere__x")
+    call = kept("mcp__nowhere__x")
     call.refusal = "no tool of that name"
     CallRecords(audit, wall=lambda: 0.0).tool_call(call, AGENT, "refused", "other")  # type: ignore[arg-type]
     record, arguments = audit.records[0]
@@ -189,7 +195,7 @@ def test_a_name_no_server_could_have_is_kept_cut_with_its_length() -> None:
     audit = Audit()
     records = CallRecords(audit, wall=lambda: 0.0)  # type: ignore[arg-type]
     name = "x" * HUGE
-    call, _ = a_call(name)
+    call = kept(name)
     call.refusal = "unknown tool"
     records.tool_call(call, AGENT, "refused")
     uri = "mcpd://notes/" + "u" * HUGE
@@ -211,9 +217,9 @@ def test_names_mcpd_knows_are_kept_whole_however_long() -> None:
     records = CallRecords(audit, wall=lambda: 0.0)  # type: ignore[arg-type]
     uri = "file:///" + "d/" * 4000  # a long real URI
     local = "mcp__" + "n" * 1019  # the longest local name there is
-    routed, _ = a_call("n")
-    routed.local, routed.alias = local, "notes"
-    held, _ = a_call(local)
+    routed = kept("n")
+    routed.local, routed.out.alias = local, "notes"
+    held = kept(local)
     held.local, held.refusal = local, "held: its definition changed"
     records.tool_call(routed, AGENT, "ok")
     records.tool_call(held, AGENT, "refused")
@@ -229,7 +235,7 @@ def test_a_made_up_name_is_kept_as_a_short_head_and_its_length() -> None:
     audit = Audit()
     records = CallRecords(audit, wall=lambda: 0.0)  # type: ignore[arg-type]
     made_up = "n0000001" + "A" * 8000
-    call, _ = a_call(made_up)
+    call = kept(made_up)
     call.refusal = "unknown tool"
     records.tool_call(call, AGENT, "refused")
     records.request(0.0, AGENT, "prompts/get", made_up, None, "refused", "no such prompt", 0)
@@ -246,19 +252,19 @@ def test_only_requests_refused_before_any_server_or_rule_can_be_counted_together
     rule's decision, is always a record of its own."""
     audit = Audit()
     records = CallRecords(audit, wall=lambda: 0.0)  # type: ignore[arg-type]
-    unknown, _ = a_call("mcp__nowhere__x")
+    unknown = kept("mcp__nowhere__x")
     unknown.refusal = "unknown tool"
     records.tool_call(unknown, AGENT, "refused")
-    bad, _ = a_call("mcp__notes__search")
+    bad = kept("mcp__notes__search")
     records.tool_call(bad, AGENT, "error", "Invalid params: arguments must be an object")
-    searched, _ = a_call("search_tools")  # search mode's meta-tool, answered by mcpd
+    searched = kept("search_tools")  # search mode's meta-tool, answered by mcpd
     records.tool_call(searched, AGENT, "ok")
-    denied, _ = a_call("delete")
-    denied.local, denied.alias = "mcp__notes__delete", "notes"
+    denied = kept("delete")
+    denied.local, denied.out.alias = "mcp__notes__delete", "notes"
     denied.decision, denied.decided_by = "deny", "policy[0]"
     records.tool_call(denied, AGENT, "refused", "denied by policy[0]")
-    failed, _ = a_call("read")
-    failed.local, failed.alias = "mcp__notes__read", "notes"
+    failed = kept("read")
+    failed.local, failed.out.alias = "mcp__notes__read", "notes"
     records.tool_call(failed, AGENT, "error", "the server said no")
     records.request(0.0, AGENT, "prompts/get", "nope", None, "refused", "no such prompt", 0)
     records.request(0.0, AGENT, "prompts/get", "p", ("notes", "p"), "error", "bad", 0, sent=True)

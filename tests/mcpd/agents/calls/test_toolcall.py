@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from msgspec import UNSET, Raw
 
+from mcpd.agents.agent import AgentCall
 from mcpd.agents.calls.callpolicy import Ask
 from mcpd.agents.lists.metatools import CALL, SEARCH
-from mcpd.servers.calls import Call
 from mcpd.servers.outage import Outage
 from protocol import envelope, mcp, splice
 from protocol import jsonrpc as rpc
@@ -66,10 +66,11 @@ def test_either_decoder_makes_the_same_call(decode: Any) -> None:
     agent = StandInAgent(world.profile, legacy=False)
     meta = {**META, "progressToken": "p1", "note": [1]}
     call = world.router.call_of(agent, decode(line("r", "t", {"a": 1}, meta)))
-    assert (call.id, call.name, json.loads(bytes(call.arguments))) == ("r", "t", {"a": 1})  # type: ignore[arg-type]
-    assert call.meta == {"progressToken": "p1", "note": [1]}  # the agent's own keys
-    assert call.modern and call.ctx.era == "modern" and call.ctx.meta == meta
-    assert call.caller is agent and call.owner is agent and call.arrived == 100.0
+    out = call.out
+    assert (out.id, out.name, json.loads(bytes(out.arguments))) == ("r", "t", {"a": 1})  # type: ignore[arg-type]
+    assert out.meta == {"progressToken": "p1", "note": [1]}  # the agent's own keys
+    assert call.modern and out.ctx.era == "modern" and out.ctx.meta == meta
+    assert call.to is agent and out.owner is agent and call.arrived == 100.0
 
 
 @pytest.mark.parametrize("decode", DECODERS)
@@ -81,7 +82,7 @@ def test_a_call_without_an_envelope_is_refused_until_the_agent_initialized(decod
     assert refused.value.code == rpc.INVALID_PARAMS and VERSION in refused.value.message
     agent.session.legacy_version = "2025-11-25"
     call = world.router.call_of(agent, decode(line(1, "t")))
-    assert call.ctx.era == "legacy" and not call.modern and call.meta is None
+    assert call.out.ctx.era == "legacy" and not call.modern and call.out.meta is None
 
 
 def test_an_envelope_seen_again_is_read_once_and_one_with_keys_of_the_agents_own_never_kept() -> (
@@ -89,14 +90,14 @@ def test_an_envelope_seen_again_is_read_once_and_one_with_keys_of_the_agents_own
 ):
     world = World()
     agent = StandInAgent(world.profile, legacy=False)
-    first = world.router.call_of(agent, spliced(line(1, "t", {}, META)))
-    again = world.router.call_of(agent, spliced(line(2, "t", {}, META)))
+    first = world.router.call_of(agent, spliced(line(1, "t", {}, META))).out
+    again = world.router.call_of(agent, spliced(line(2, "t", {}, META))).out
     assert again.ctx is first.ctx and again.meta is None
     for rid in (3, 4):
         own = world.router.call_of(
             agent, spliced(line(rid, "t", {}, {**META, "progressToken": rid}))
         )
-        assert own.meta == {"progressToken": rid}
+        assert own.out.meta == {"progressToken": rid}
     assert len(agent.contexts) == 1
 
 
@@ -106,11 +107,11 @@ def test_thousands_of_distinct_envelopes_are_each_read_as_they_are_and_few_kept(
     for n in range(3000):
         meta = {**META, CAPS: {"n": {"x": n}}}
         call = world.router.call_of(agent, spliced(line(n, "t", {}, meta)))
-        assert call.ctx.capabilities == {"n": {"x": n}}
+        assert call.out.ctx.capabilities == {"n": {"x": n}}
     assert 0 < len(agent.contexts) <= 8
     # The first kept are still right.
     call = world.router.call_of(agent, spliced(line("x", "t", {}, {**META, CAPS: {"n": {"x": 0}}})))
-    assert call.ctx.capabilities == {"n": {"x": 0}}
+    assert call.out.ctx.capabilities == {"n": {"x": 0}}
 
 
 def test_envelopes_far_larger_than_any_hosts_are_read_and_not_kept() -> None:
@@ -119,7 +120,7 @@ def test_envelopes_far_larger_than_any_hosts_are_read_and_not_kept() -> None:
     for n in range(8):
         meta = {**META, CAPS: {"n": {"x": n}, "pad": "p" * (1024 * 1024)}}
         call = world.router.call_of(agent, spliced(line(n, "t", {}, meta)))
-        assert call.ctx.capabilities["n"] == {"x": n}
+        assert call.out.ctx.capabilities["n"] == {"x": n}
     assert sum(map(len, agent.contexts)) <= 64 * 1024
 
 
@@ -127,7 +128,7 @@ def test_contexts_are_kept_per_connection() -> None:
     world = World()
     legacy, modern = StandInAgent(world.profile), StandInAgent(world.profile, legacy=False)
     meta = {"io.modelcontextprotocol/other": 1}  # reserved keys only, no version
-    assert world.router.call_of(legacy, spliced(line(1, "t", {}, meta))).ctx.era == "legacy"
+    assert world.router.call_of(legacy, spliced(line(1, "t", {}, meta))).out.ctx.era == "legacy"
     with pytest.raises(rpc.RPCError):
         world.router.call_of(modern, spliced(line(1, "t", {}, meta)))
     assert modern.contexts == {}
@@ -181,7 +182,7 @@ def test_params_that_are_no_call_are_invalid(params: Any) -> None:
 # -- routing --
 
 
-def routed(world: World, name: str, arguments: Any = None, **agent: Any) -> tuple[Call, Any]:
+def routed(world: World, name: str, arguments: Any = None, **agent: Any) -> tuple[AgentCall, Any]:
     caller = StandInAgent(world.profile, **agent)
     call = world.router.call_of(caller, spliced(line(1, name, arguments, META)))
     return call, world.router.route(call, caller)
@@ -192,7 +193,7 @@ def test_a_listed_tool_goes_to_its_server_under_the_servers_name() -> None:
     local = world.local("git", "status")
     call, outcome = routed(world, local, {"a": 1})
     assert outcome is None
-    assert (call.local, call.name, call.alias) == (local, "status", "git")
+    assert (call.local, call.out.name, call.out.alias) == (local, "status", "git")
     assert call.sight is world.profile.view
 
 
@@ -227,7 +228,7 @@ def test_an_unknown_tool_is_answered_here_with_the_names_it_is_close_to() -> Non
     local = world.local("notes", "search")
     call, outcome = routed(world, local + "x")
     assert outcome.isError and f"Did you mean: {local} (server 'notes')," in text(outcome)
-    assert call.refusal == "unknown tool" and call.alias == ""
+    assert call.refusal == "unknown tool" and call.out.alias == ""
 
 
 def test_a_held_tool_is_refused_before_its_server_or_any_rule() -> None:
@@ -275,7 +276,8 @@ def test_in_search_mode_the_meta_tools_answer_or_stand_for_the_call_they_wrap() 
     )
     call, outcome = routed(world, CALL, {"name": local, "arguments": {"a": 1}})
     assert outcome is None
-    assert (call.local, call.name, call.alias, bytes(call.arguments)) == (  # type: ignore[arg-type]
+    out = call.out
+    assert (call.local, out.name, out.alias, bytes(out.arguments)) == (  # type: ignore[arg-type]
         local,
         "status",
         "git",
@@ -315,11 +317,13 @@ def test_where_everything_is_listed_a_meta_tools_name_is_unknown() -> None:
 
 def started(
     world: World, name: str, legacy: bool = True, rid: Any = 7
-) -> tuple[StandInAgent, Call]:
+) -> tuple[StandInAgent, AgentCall]:
     caller = StandInAgent(world.profile, legacy=legacy)
     meta = UNSET if legacy else META
-    world.router.start(world.router.call_of(caller, spliced(line(rid, name, {}, meta))), caller)
-    return caller, world.servers.started[-1]
+    call = world.router.call_of(caller, spliced(line(rid, name, {}, meta)))
+    world.router.start(call, caller)
+    assert world.servers.started[-1] is call.out
+    return caller, call
 
 
 @pytest.mark.parametrize("splicing", [True, False])
@@ -327,7 +331,7 @@ def test_a_servers_result_is_passed_on_spliced_only_where_splicing_is_on(splicin
     world = World(splice=splicing)
     caller, call = started(world, world.local("git", "status"), rid="a\nb")
     result = Raw(b'{"content":[{"type":"text","text":"hi"}],"x":{"y":[1]}}')
-    data, was_spliced = world.router.reply(call.id, call, result, caller)
+    data, was_spliced = world.router.reply(call.out.id, call, result, caller)
     assert was_spliced is splicing
     assert json.loads(data) == {"jsonrpc": "2.0", "id": "a\nb", "result": json.loads(bytes(result))}
     [record] = world.audit.records
@@ -377,7 +381,7 @@ def test_a_call_given_up_is_told_to_its_server_and_recorded_once() -> None:
     world.router.abandon(call, caller)
     world.router.abandon(call, caller)
     world.router.failed(call, caller, ValueError("late"))
-    assert world.servers.cancelled == [call, call]
+    assert world.servers.cancelled == [call.out, call.out]
     assert world.audit.outcomes() == [(world.local("git", "status"), "cancelled")]
 
 
@@ -385,7 +389,7 @@ def test_a_call_that_failed_on_its_way_says_so_once_naming_only_the_kind() -> No
     world = World()
     caller, call = started(world, world.local("git", "status"))
     world.router.failed(call, caller, KeyError("secret words"))
-    world.router.reply(call.id, call, Raw(b'{"content":[]}'), caller)
+    world.router.reply(call.out.id, call, Raw(b'{"content":[]}'), caller)
     [record] = world.audit.records
     assert (record.outcome, record.reason) == ("error", "mcpd failed: KeyError")
 
