@@ -236,6 +236,55 @@ def test_the_seam_checker_sees_a_module_reached_past_it() -> None:
     assert past_the_seam(edges) == ["mcpd.agents.a imports mcpd.servers.calls"]
 
 
+# -- seams: the servers' Call holds only what the servers use --
+
+# The class both sides hand each other for a tools/call: (module, class).
+SERVERS_CALL = ("mcpd.servers.calls", "Call")
+
+
+def fields_of(source: str, name: str) -> list[str]:
+    """The fields the class ``name`` of ``source`` declares (its annotated names)."""
+    [cls] = [n for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == name]
+    return [
+        n.target.id
+        for n in cls.body
+        if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+    ]
+
+
+def unused_by_servers(sources: dict[str, str]) -> list[str]:
+    """The fields of the servers' ``Call`` that no module under ``mcpd.servers`` reads
+    or writes. An attribute is known by its name alone, whatever object it is of, so a
+    field whose name the servers use for something else passes: this is a floor."""
+    used = {
+        node.attr
+        for name, source in sources.items()
+        if within(name, "mcpd.servers")
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Attribute)
+    }
+    module, cls = SERVERS_CALL
+    return [field for field in fields_of(sources[module], cls) if field not in used]
+
+
+def test_the_servers_call_holds_only_what_the_servers_use() -> None:
+    unused = unused_by_servers({name: path.read_text() for name, path in MODULES.items()})
+    assert not unused, (
+        "fields of the servers' Call that no module under mcpd/servers/ reads or writes: "
+        "what only the agent side reads of a call is its own (mcpd.agents.agent.AgentCall), "
+        "and what the servers say of it they write on the Call:\n" + "\n".join(unused)
+    )
+
+
+def test_the_call_checker_sees_a_field_the_servers_never_use() -> None:
+    sources = {
+        "mcpd.servers.calls": "class Call:\n    name: str\n    decision: str\n    kept: int\n",
+        "mcpd.servers.queue_bytes": "def take(call):\n    call.kept = len(call.name)\n",
+        "mcpd.agents.calls.toolcall": "def route(call):\n    call.decision = 'allow'\n",
+    }
+    assert unused_by_servers(sources) == ["decision"]
+
+
 # -- seams: what one side uses of the other is declared, not probed --
 
 
