@@ -117,7 +117,7 @@ async def test_a_tools_call_that_raises_is_answered_with_an_internal_error(
     route, reply = Router.route, Router.reply
 
     def broken_route(self: Router, call: Any, agent: Any) -> Any:
-        if call.name == BROKEN:
+        if call.out.name == BROKEN:
             raise TypeError(SECRET)
         return route(self, call, agent)
 
@@ -210,7 +210,7 @@ async def test_an_http_request_that_raises_is_answered_and_its_connection_serves
     route = Router.route
 
     def broken_route(self: Router, call: Any, agent: Any) -> Any:
-        if call.name == BROKEN:
+        if call.out.name == BROKEN:
             raise TypeError(SECRET)
         return route(self, call, agent)
 

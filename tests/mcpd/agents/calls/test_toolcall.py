@@ -375,6 +375,21 @@ def test_each_outcome_has_its_reply_and_its_record(outcome: Any, words: Any, leg
     assert (record.outcome, record.reason) == words
 
 
+def test_a_call_its_servers_would_not_let_wait_is_recorded_in_their_words() -> None:
+    """What the servers say of a call they refused to queue (its bytes past a bound)
+    is its record's reason, not the first words of the result its agent gets."""
+    world = World()
+    caller, call = started(world, world.local("git", "status"))
+    why = "not queued: its agent's calls and requests waiting would keep over 32.0 MiB"
+    call.out.unqueued = why
+    world.servers.answer(mcp.text_result("mcpd did not send this call", is_error=True))
+    [(finished, outcome)] = caller.finished
+    assert finished is call and call.out.caller is not call  # the servers are done with it
+    world.router.reply(call.out.id, call, outcome, caller)
+    [record] = world.audit.records
+    assert (record.outcome, record.reason) == ("refused", why)
+
+
 def test_a_call_given_up_is_told_to_its_server_and_recorded_once() -> None:
     world = World()
     caller, call = started(world, world.local("git", "status"))
