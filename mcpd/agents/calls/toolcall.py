@@ -1,11 +1,11 @@
-"""tools/call on the agent side: a call decoded into its ``Call``,
-routed by the agent's profile, and the reply for each outcome.
+"""tools/call on the agent side: a call decoded into its ``AgentCall`` (which holds
+the servers' ``Call``), routed by the agent's profile, and the reply for each outcome.
 
 A call is decoded once (``Router.call_of``, from what either decoder made of the
 request) and routed once (``Router.route``): through the agent's profile, whose
 search mode answers its own meta-tools, to a server and the tool's name there, and
 past the policy's rules (``callpolicy``). Started without a task (``Router.start``),
-its one outcome comes back to its caller, the agent's connection, which writes the
+its one outcome comes back to it, and on to the agent's connection, which writes the
 reply ``Router.reply`` makes; the reply is where the call's audit record is made
 (``callrecords``). A call whose server may ask its agent things, one that waits for a
 person's approval, and every call over HTTP, is awaited in a task instead
@@ -131,7 +131,7 @@ class Router:
 
     def start(self, call: AgentCall, agent: Agent) -> None:
         """Route ``call`` and start it at its server, without a task: its outcome goes
-        to ``call.caller`` once, maybe before this returns. One that must wait for a
+        to its agent once (``call.to``), maybe before this returns. One that must wait for a
         person's decision goes on in a task of its request (``Agent.in_task``)."""
         routed = self.route(call, agent)
         if routed is None and call.tasks:
