@@ -1,6 +1,5 @@
-"""The caller of a call a task of an agent's request waits for (``Awaited``): the
-outcome handed over once, whenever it comes, to the task awaiting it; whose the call is
-being its agent's."""
+"""Where a call's outcome goes that a task of an agent's request waits for
+(``Awaited``): handed over once, whenever it comes, to the task awaiting it."""
 
 from __future__ import annotations
 
@@ -10,28 +9,16 @@ import trio
 import trio.testing
 from msgspec import Raw
 
-from mcpd.agents.agent import Agent
+from mcpd.agents.agent import AgentCall
 from mcpd.agents.askback.awaited import Awaited
-from mcpd.servers.calls import Call, Whose
 from protocol import jsonrpc as rpc
-
-WHOSE = Whose(uid=1000, pid=42, own=False)
-
-
-class Agentish:
-    def whose(self) -> Whose:
-        return WHOSE
 
 
 def awaited() -> Awaited:
-    return Awaited(cast(Agent, Agentish()))
+    return Awaited()
 
 
-NO_CALL = cast(Call, cast(Any, None))
-
-
-def test_whose_the_call_is_is_its_agents() -> None:
-    assert awaited().whose() == WHOSE
+NO_CALL = cast(AgentCall, cast(Any, None))
 
 
 async def test_an_outcome_that_came_first_is_had_at_once() -> None:
