@@ -243,3 +243,10 @@ def test_every_link_between_the_documents_reaches_its_place() -> None:
                 if anchor not in {_slug(h) for h in headings}:
                     problems.append(f"{doc.name}: {target}: no such heading")
     assert not problems, "\n".join(problems)
+
+
+def test_the_readme_fits_on_a_page() -> None:
+    # What it is, the two commands, using it from an agent, the commands and a map of
+    # the docs; the rest lives in docs/.
+    lines = (ROOT / "README.md").read_text().count("\n")
+    assert lines < 300, f"README.md has {lines} lines; move what a reference holds to docs/"
