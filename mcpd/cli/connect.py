@@ -50,7 +50,7 @@ from .client import (
     running_daemon,
     socket_path,
 )
-from .exits import EXIT_UNREACHABLE
+from .exits import EXIT_UNREACHABLE, fail
 from .hostconfig import config_path, entry, host, merge, write
 from .hostconfig_toml import merge_toml, render_table
 from .hostfile import HostConfigError, Written, replace_file
@@ -305,8 +305,9 @@ def _main(args: argparse.Namespace) -> int:
     try:
         return run(args)
     except ConnectError as exc:
-        print(f"mcpd: {exc}", file=sys.stderr)
-        return 2
+        # A config error says each of its errors on a line of its own; what the file
+        # holds is shown escaped, as every command shows it.
+        fail(2, str(exc), lines=True)
     except Untrusted as exc:
         print(f"mcpd: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE

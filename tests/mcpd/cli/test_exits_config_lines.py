@@ -52,6 +52,18 @@ def test_check_config_says_each_error_on_a_line_of_its_own(tmp_path: Path) -> No
     ]
 
 
+def test_connect_says_each_error_of_the_config_on_a_line_of_its_own(tmp_path: Path) -> None:
+    config = tmp_path / "bad.toml"
+    # An alias holding an escape sequence: shown escaped, never sent to the terminal.
+    config.write_text(BOTH + '[servers."x\\u001b[2J"]\ncommand = "a"\nurl = "http://h/"\n')
+    out = mcpd("connect", "claude-code", "--config", str(config))
+    assert out.returncode == 2
+    lines = out.stderr.splitlines()
+    assert lines[:2] == [f"mcpd: config error: {config}: {FIRST}", f"    | {config}: {SECOND}"]
+    assert len(lines) > 2 and all(line.startswith("    | ") for line in lines[2:])
+    assert "\x1b" not in out.stderr and "servers.x\\x1b[2J" in out.stderr
+
+
 def test_a_refused_reload_is_said_a_line_an_error_by_reload_and_once_in_the_log(
     short_dir: Path,
 ) -> None:
