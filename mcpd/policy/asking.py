@@ -25,7 +25,6 @@ from typing import Any, Final
 
 import msgspec
 
-from protocol import mcp
 from protocol.visible import visible
 
 from .approvals import ApprovalRequest, Verdict
@@ -105,23 +104,6 @@ def elicitation_params(request: ApprovalRequest, version: str) -> dict[str, obje
     if version not in _WITHOUT_MODE:
         params = {"mode": "form", **params}
     return params
-
-
-def input_request(request: ApprovalRequest, version: str) -> dict[str, object]:
-    """The entry of ``inputRequests`` that asks a modern agent's user."""
-    return {"method": METHOD, "params": elicitation_params(request, version)}
-
-
-def approval_input_required(
-    key: str, request: ApprovalRequest, state: str, version: str
-) -> dict[str, object]:
-    """The ``input_required`` result that asks a modern agent's user; its retry
-    brings the answer under ``key`` in ``inputResponses`` and ``state`` back."""
-    return {
-        "resultType": mcp.INPUT_REQUIRED,
-        "inputRequests": {key: input_request(request, version)},
-        "requestState": state,
-    }
 
 
 class _Answer(msgspec.Struct):

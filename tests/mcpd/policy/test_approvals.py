@@ -526,17 +526,6 @@ def test_a_legacy_agent_is_asked_with_a_form() -> None:
     assert "mode" not in asking.elicitation_params(request(), "2025-06-18")
 
 
-def test_a_modern_agent_is_asked_with_input_required() -> None:
-    result = asking.approval_input_required(
-        "mcpd_approval", request(), "mcpd-ask:xyz", "2026-07-28"
-    )
-    assert result["resultType"] == "input_required"
-    assert result["requestState"] == "mcpd-ask:xyz"
-    asked = result["inputRequests"]["mcpd_approval"]
-    assert asked["method"] == "elicitation/create"
-    assert asked["params"] == asking.elicitation_params(request(), "2026-07-28")
-
-
 @pytest.mark.parametrize(
     ("answer", "outcome", "reason"),
     [
