@@ -48,7 +48,7 @@ import trio
 from bench import http_relay
 from bench import splicer as bench_splicer
 from bench.targets import wait_for
-from mcpd.config.load import parse
+from mcpd.config.loading.load import parse
 from mcpd.daemon import Daemon
 from mcpd.local.journal import setup_logging
 

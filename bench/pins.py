@@ -44,7 +44,7 @@ import msgspec
 import trio
 
 from bench.echo_server import make_tools
-from mcpd.config.model import NamingConfig
+from mcpd.config.tables.model import NamingConfig
 from mcpd.local.pinfile import PinKeeper
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.gate import ListGate

@@ -17,8 +17,8 @@ import trio
 from protocol.logfields import log_extra
 
 from .agents.unix_socket import SocketFile, bind_unix
-from .config.endpoints import groups_locked_out
-from .config.model import Config
+from .config.checks.endpoints import groups_locked_out
+from .config.tables.model import Config
 from .listening import Listening
 from .local.systemd import ListenSocket, adopt_listener
 

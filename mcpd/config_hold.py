@@ -38,7 +38,7 @@ from protocol.logfields import log_extra
 from .agents.door import Speaks, refuse, speaks
 from .agents.peers import Peer, is_owner, peer_of
 from .agents.places import Places, Seat
-from .config.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
+from .config.tables.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
 from .local.systemd import Notifier, run_watchdog
 
 logger = logging.getLogger("mcpd")

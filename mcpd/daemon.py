@@ -26,7 +26,7 @@ from .agents.ending import answer_stopping
 from .agents.peers import server_of
 from .agents_listener import take_listener
 from .audit.log import AuditLog
-from .config.model import Config, ConfigError, DaemonConfig
+from .config.tables.model import Config, ConfigError, DaemonConfig
 from .errors import DaemonError
 from .listening import Listening
 from .local import pinfile

@@ -1,4 +1,4 @@
-"""The daemon's own reason not to start, beside ``config.model.ConfigError``.
+"""The daemon's own reason not to start, beside ``config.tables.model.ConfigError``.
 
 It lives apart from the modules that raise it (the agents' sockets, the HTTP
 endpoint, the demo launcher) so that ``serve`` can catch it without importing

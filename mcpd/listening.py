@@ -20,9 +20,9 @@ import socket as stdsocket
 from typing import Final
 
 from .agents.unix_socket import UnixBound, bind_unix
-from .config.endpoints import parse_listen
-from .config.model import Config
-from .config.profiles import socket_where
+from .config.checks.endpoints import parse_listen
+from .config.tables.model import Config
+from .config.tables.profiles import socket_where
 from .errors import DaemonError
 
 # As trio's own listeners: the most the system allows.

@@ -18,10 +18,10 @@ from protocol.logfields import log_extra
 
 from .audit.counts import render
 from .audit.log import AuditLog
-from .config.aliaschecks import alias_warnings
-from .config.model import Config
-from .config.policychecks import leavable
-from .config.secrets import HeldSecret
+from .config.checks.aliaschecks import alias_warnings
+from .config.checks.policychecks import leavable
+from .config.credentials.secrets import HeldSecret
+from .config.tables.model import Config
 from .policy.approvals import Approvals
 from .policy.gate import CallGate
 from .policy.guard import LogMask, SecretGuard

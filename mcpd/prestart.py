@@ -24,14 +24,14 @@ from transports.stdio import early
 from transports.stdio.sandbox import SandboxError
 from transports.stdio.sandbox_host import command_line
 
-from .config.model import Config
-from .config.paths import (
+from .config.loading.paths import (
     daemon_socket_path,
     found_state_directory,
     state_directory,
     systemd_socket,
 )
-from .config.sandbox import child_env, sandbox_of
+from .config.sandboxing.sandbox import child_env, sandbox_of
+from .config.tables.model import Config
 from .listening import Listening
 from .local.statedir import ready_state_directory
 from .local.statelock import hold_state_directory

@@ -19,9 +19,9 @@ from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 
 from .agents.failures import kind_of
-from .config.load import load
-from .config.model import CONFIG_ERROR, Config, ConfigError
-from .config.paths import found_state_directory
+from .config.loading.load import load
+from .config.loading.paths import found_state_directory
+from .config.tables.model import CONFIG_ERROR, Config, ConfigError
 from .registry.catalog import Catalog
 from .registry.views import unmatched
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .config.secrets import HeldSecret
+from .config.credentials.secrets import HeldSecret
 from .local.endpoint_token import TokenFile
 from .servers.supervisor import Supervisor
 

@@ -17,9 +17,9 @@ from transports.errors import single_exceptions
 from transports.stdio import early, pidgroup
 from transports.stdio.child import signal_group, spawn
 
-from .config.load import load, parse
-from .config.model import EX_CONFIG, Config, ConfigError
-from .config.paths import daemon_socket_path
+from .config.loading.load import load, parse
+from .config.loading.paths import daemon_socket_path
+from .config.tables.model import EX_CONFIG, Config, ConfigError
 from .config_hold import ConfigHold
 from .daemon import Daemon
 from .errors import DaemonError

@@ -8,7 +8,7 @@ import json
 import msgspec
 
 from bench.relevance import listed_doc
-from mcpd.config.model import NamingConfig
+from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.search import ToolDoc
 from protocol import jsonrpc as rpc

@@ -14,8 +14,8 @@ import msgspec
 import pytest
 
 from mcpd.cli.main import build_parser
-from mcpd.config.load import parse
-from mcpd.config.model import Config, ConfigError
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import Config, ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 MAN1 = ROOT / "man" / "mcpd.1"

@@ -22,8 +22,8 @@ from protocol.result_pieces import encode_result_pieces
 from protocol.server import RequestContext, ServerSession
 
 from .. import __version__
-from ..config.model import NamingConfig
-from ..config.profiles import ProfileConfig
+from ..config.tables.model import NamingConfig
+from ..config.tables.profiles import ProfileConfig
 from ..policy.departed import Departed
 from ..servers.all_servers import AllServers
 from .agent import Agent

@@ -23,7 +23,7 @@ from typing import Protocol
 import trio
 
 from ..audit.log import AuditLog
-from ..config.model import DaemonConfig
+from ..config.tables.model import DaemonConfig
 from ..local.pinfile import PinKeeper
 from ..policy.approvals import Approvals
 from ..policy.gate import CallGate

@@ -19,7 +19,7 @@ from protocol import jsonrpc as rpc
 from protocol.server import RequestContext, ServerSession
 from protocol.splice import SplicedRequest
 
-from ..config.model import DaemonConfig
+from ..config.tables.model import DaemonConfig
 from ..policy.kin import AgentKin, unknown_kin
 from ..servers.shared import Outcome, ProgressSink
 from .agent import AgentCall

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 
 import msgspec
 
-from ..config.endpoints import group_id
+from ..config.checks.endpoints import group_id
 from ..local.owners import trusted_owners, user_name
 from ..policy.kin import AgentKin, Decider, Process, parent_of
 

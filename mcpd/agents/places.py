@@ -26,7 +26,7 @@ import msgspec
 from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
-from ..config.model import DaemonConfig
+from ..config.tables.model import DaemonConfig
 from .peers import Peer, is_owner
 
 logger = logging.getLogger("mcpd.api")

@@ -5,7 +5,7 @@ on the daemon's own socket (and the HTTP endpoint) it may pick one with
 ``mcpd/useProfile`` (what ``mcpd bridge --profile`` sends) or ``?profile=``; without
 that it gets the default profile: ``[profiles.default]`` if the config has one, else
 every tool under the ``[naming]`` names. Each known host has a profile of its name
-(``mcpd.config.hosts``) unless the config defines one; such a built-in profile is
+(``mcpd.config.tables.hosts``) unless the config defines one; such a built-in profile is
 shown in the status only while an agent uses it. A profile that has its own socket is
 a boundary (its socket's mode and peers say who may use it), so from the daemon's socket
 only the daemon's own user and root may pick it.
@@ -23,9 +23,9 @@ from typing import Any
 
 from protocol import jsonrpc as rpc
 
-from ..config.hosts import builtin_profiles
-from ..config.model import NamingConfig
-from ..config.profiles import DEFAULT_PROFILE, EVERYTHING, ProfileConfig
+from ..config.tables.hosts import builtin_profiles
+from ..config.tables.model import NamingConfig
+from ..config.tables.profiles import DEFAULT_PROFILE, EVERYTHING, ProfileConfig
 from ..registry.eras import listing_for_era
 from ..registry.shown import Entry
 from ..registry.table import Listed

@@ -28,8 +28,8 @@ import trio
 
 from protocol.logfields import log_extra
 
-from ..config.model import ConfigError
-from ..config.profiles import ProfileConfig, socket_where
+from ..config.tables.model import ConfigError
+from ..config.tables.profiles import ProfileConfig, socket_where
 from ..errors import DaemonError
 from .peers import resolve_groups
 from .unix_socket import SocketFile, Staged, UnixBound, bind_unix, stage_unix

@@ -27,8 +27,8 @@ import stat
 from collections import deque
 from typing import TYPE_CHECKING
 
-from ..config.model import EX_CONFIG
-from ..config.stringchecks import MAX_SOCKET_PATH
+from ..config.checks.stringchecks import MAX_SOCKET_PATH
+from ..config.tables.model import EX_CONFIG
 from ..errors import DaemonError
 from ..local.owners import user_name
 

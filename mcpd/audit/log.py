@@ -50,7 +50,7 @@ from msgspec import UNSET
 from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
-from ..config.model import DaemonConfig
+from ..config.tables.model import DaemonConfig
 from ..local.unsaved import SaveWatch
 from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets, SecretSet

@@ -16,7 +16,7 @@ from typing import BinaryIO, Final
 import msgspec
 from msgspec import UnsetType
 
-from ..config.glob import Glob
+from ..config.tables.glob import Glob
 from ..local.privatefile import UnsafeFileError, open_private
 from .logfile import FILE_NAME
 from .record import CallRecord, Gap

@@ -28,8 +28,8 @@ from protocol.visible import visible, visible_json
 
 from ..audit.reader import AuditRecords, Choice
 from ..audit.record import CallRecord
-from ..config.load import load
-from ..config.model import Config, ConfigError
+from ..config.loading.load import load
+from ..config.tables.model import Config, ConfigError
 from .client import Untrusted, config_in_use, config_in_use_help
 from .exits import EXIT_FAILED, EXIT_UNREACHABLE, EXIT_USAGE, fail, fail_config
 

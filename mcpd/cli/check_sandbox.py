@@ -3,7 +3,7 @@ network and limits, the names (never the values) of its environment beyond the d
 set, what of the
 sandbox this machine cannot apply, whether the kernel keeps sandboxed servers from the
 host's abstract Unix sockets, the variables a server seems to rely on but no
-longer inherits (``config.envcheck``), and the secret files a running server could
+longer inherits (``config.checks.envcheck``), and the secret files a running server could
 come to read, in a directory that cannot be hidden from it (``secret_folders``)."""
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from transports.stdio.launch import server_program
 from transports.stdio.limits import Limits
 from transports.stdio.sandbox_host import probe
 
-from ..config.envcheck import relied_on
-from ..config.model import Config
-from ..config.sandbox import applied_limits, child_env, expected_shortfall, sandbox_of
-from ..config.servertable import ServerConfig
+from ..config.checks.envcheck import relied_on
+from ..config.sandboxing.sandbox import applied_limits, child_env, expected_shortfall, sandbox_of
+from ..config.tables.model import Config
+from ..config.tables.servertable import ServerConfig
 
 
 def sandbox_lines(

@@ -23,8 +23,8 @@ from ..agents.dial import (
     not_listening,
 )
 from ..agents.peers import peer_of, untrusted_daemon
-from ..config.model import default_config_path, default_socket_path
-from ..config.paths import SOCKET_VAR, client_socket_path, config_unread
+from ..config.loading.paths import SOCKET_VAR, client_socket_path, config_unread
+from ..config.tables.model import default_config_path, default_socket_path
 
 CLI_INFO = mcp.Implementation(name="mcpd-cli", version=__version__)
 # How long a command waits for its reply: one the daemon answers from what it holds

@@ -2,7 +2,7 @@
 the commands that ask the running daemon, over its socket.
 
 Each opens a ``Client`` on the socket (``--socket``, ``$MCPD_SOCKET``, the config's
-``[daemon] socket`` or the standard path: see ``config.paths``) and turns what can go
+``[daemon] socket`` or the standard path: see ``config.loading.paths``) and turns what can go
 wrong there into an exit code: 3 when the daemon cannot be reached, 4 when its reply
 cannot be read, 1 for an error it answered (``exits.client_for`` and ``exits.ask``).
 """
@@ -20,8 +20,8 @@ from protocol import jsonrpc as rpc
 from protocol.visible import visible
 
 from ..agents.lists.list_hints import UNKNOWN_TOOL
-from ..config.model import CONFIG_ERROR, EX_CONFIG
-from ..config.paths import client_socket_path
+from ..config.loading.paths import client_socket_path
+from ..config.tables.model import CONFIG_ERROR, EX_CONFIG
 from .client import QUICK, BadReply, Client, DaemonUnreachable, NotAnswering
 from .exits import (
     EXIT_BAD_REPLY,

@@ -19,17 +19,17 @@ from protocol.masking import masked, masking
 from protocol.urls import display_url
 from protocol.visible import visible
 
-from ..config import exposure
-from ..config.aliaschecks import alias_warnings
-from ..config.endpoints import groups_locked_out
-from ..config.exposure import in_url, masked_args, warnings
-from ..config.load import load, said_of
-from ..config.model import EX_CONFIG, Config, ConfigError, default_config_path
-from ..config.paths import SOCKET_VAR, daemon_socket_path, state_directory, systemd_socket
-from ..config.policy import PolicyRule, parse_rate, unreachable
-from ..config.policychecks import leavable
-from ..config.serverchecks import unpinned_client
-from ..config.stringchecks import socket_path_error
+from ..config.checks.aliaschecks import alias_warnings
+from ..config.checks.endpoints import groups_locked_out
+from ..config.checks.policychecks import leavable
+from ..config.checks.serverchecks import unpinned_client
+from ..config.checks.stringchecks import socket_path_error
+from ..config.credentials import exposure
+from ..config.credentials.exposure import in_url, masked_args, warnings
+from ..config.loading.load import load, said_of
+from ..config.loading.paths import SOCKET_VAR, daemon_socket_path, state_directory, systemd_socket
+from ..config.tables.model import EX_CONFIG, Config, ConfigError, default_config_path
+from ..config.tables.policy import PolicyRule, parse_rate, unreachable
 from ..local.statedir import state_directory_problem
 from ..local.trusted_path import untrusted_file
 from .exits import EXIT_UNREACHABLE, EXIT_USAGE, fail, fail_config
@@ -229,7 +229,7 @@ def _unstartable(config: Config) -> dict[str, str]:
     from transports.stdio.sandbox import SandboxError
     from transports.stdio.sandbox_host import grants, strict_problem
 
-    from ..config.sandbox import child_env, sandbox_of
+    from ..config.sandboxing.sandbox import child_env, sandbox_of
 
     out: dict[str, str] = {}
     for alias, s in sorted(config.servers.items()):
@@ -268,7 +268,7 @@ def _changeable(config: Config, unstartable: Mapping[str, str]) -> list[str]:
     meant."""
     from transports.stdio.launch import server_program
 
-    from ..config.sandbox import child_env, sandbox_of
+    from ..config.sandboxing.sandbox import child_env, sandbox_of
 
     out: list[str] = []
     for alias, s in sorted(config.servers.items()):
@@ -313,8 +313,8 @@ def _changeable(config: Config, unstartable: Mapping[str, str]) -> list[str]:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from ..config.importer import import_file
-    from ..config.importwrite import move_secrets, secrets_dir, to_toml
+    from ..config.importing.importer import import_file
+    from ..config.importing.importwrite import move_secrets, secrets_dir, to_toml
     from ..local.privatefile import UnsafeFileError, write_atomically
     from .import_sources import import_source, unread_host
     from .outfile import resolved, taken

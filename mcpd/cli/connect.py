@@ -12,7 +12,7 @@ token in an ``Authorization`` header.
 Hosts put their own prefix before each tool's name (Claude Code ``mcp__mcpd__``) and
 cut names at 64 characters. For such a host mcpd connect uses the profile named after
 it, which every daemon has, built in, unless its config defines one of that name
-(``mcpd.config.hosts``): so the entry works against any daemon, and nothing needs to
+(``mcpd.config.tables.hosts``): so the entry works against any daemon, and nothing needs to
 be added to mcpd's config. A host that adds no prefix gets the default profile.
 
 A profile asked for with ``--profile`` that the config does not have is printed as a
@@ -33,11 +33,11 @@ from typing import Any
 from protocol.jsonrpc import RPCError
 from protocol.visible import visible
 
-from ..config.hosts import HOSTS, TEMPLATE, builtin_profiles, host_prefix, max_tool_name
-from ..config.load import load
-from ..config.model import Config, ConfigError
-from ..config.paths import daemon_socket_path
-from ..config.profiles import DEFAULT_PROFILE, EVERYTHING
+from ..config.loading.load import load
+from ..config.loading.paths import daemon_socket_path
+from ..config.tables.hosts import HOSTS, TEMPLATE, builtin_profiles, host_prefix, max_tool_name
+from ..config.tables.model import Config, ConfigError
+from ..config.tables.profiles import DEFAULT_PROFILE, EVERYTHING
 from ..local.endpoint_token import TokenError, read_token, token_path
 from .client import (
     BadReply,

@@ -18,8 +18,8 @@ from protocol.urls import ascii_hosts
 from protocol.visible import visible
 
 from ..agents.lists.list_hints import LIST_RESOURCES, LIST_TOOLS, SEARCH_TOOLS
-from ..config.model import CONFIG_ERROR, EX_CONFIG
-from ..config.paths import client_socket_path
+from ..config.loading.paths import client_socket_path
+from ..config.tables.model import CONFIG_ERROR, EX_CONFIG
 from .client import LONG, BadReply, Client, DaemonUnreachable
 
 EXIT_TOOL_ERROR = 1
@@ -65,7 +65,7 @@ def for_a_person(said: str) -> str:
 
 
 def client_for(args: argparse.Namespace, timeout: float = LONG) -> Client:
-    """A client on the daemon's socket (``--socket``, or where ``config.paths`` says),
+    """A client on the daemon's socket (``--socket``, or where ``config.loading.paths`` says),
     waiting ``timeout`` seconds for each reply."""
     try:
         return Client(client_socket_path(args.socket), timeout)

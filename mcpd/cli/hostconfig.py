@@ -24,7 +24,7 @@ appended, so every comment and byte elsewhere stays, and the result is parsed ag
 prove nothing else changed. A file that does not parse is refused, never rewritten.
 ``hostfile`` finds the file, keeps a backup and replaces it.
 
-The hosts themselves (their files, prefixes and limits) are in ``mcpd.config.hosts``,
+The hosts themselves (their files, prefixes and limits) are in ``mcpd.config.tables.hosts``,
 which the daemon reads too.
 """
 
@@ -39,7 +39,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ..config.hosts import HOSTS, Host
+from ..config.tables.hosts import HOSTS, Host
 from .hostconfig_json import NotJSON, Unreadable, dumps, line_ending, loads
 from .hostconfig_toml import merge_toml
 from .hostfile import HostConfigError, Written, replace_file

@@ -23,7 +23,7 @@ from typing import Final
 from protocol.visible import visible
 
 from .. import __version__
-from ..config.model import default_config_path
+from ..config.tables.model import default_config_path
 from .client import SOCKET_HELP, config_in_use_help, socket_path
 from .exits import EXIT_USAGE, client_for
 

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import trio
 
-from ..config.endpoints import parse_listen
-from ..config.model import ConfigError
+from ..config.checks.endpoints import parse_listen
+from ..config.tables.model import ConfigError
 from ..local.journal import setup_logging
 from .http import serve_http
 from .runtime import DemoServer

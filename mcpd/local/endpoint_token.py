@@ -17,7 +17,7 @@ import stat
 from collections.abc import Iterator
 from typing import Final
 
-from ..config.model import EX_CONFIG
+from ..config.tables.model import EX_CONFIG
 from ..errors import DaemonError
 from .owners import service_uids
 from .privatefile import UnsafeFileError, read_private, write_atomically

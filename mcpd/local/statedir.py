@@ -28,7 +28,7 @@ import logging
 import os
 import stat
 
-from ..config.model import EX_CONFIG
+from ..config.tables.model import EX_CONFIG
 from ..errors import DaemonError
 from .trusted_path import untrusted_file, untrusted_way
 

@@ -31,9 +31,9 @@ import trio
 from protocol import mcp, surface
 from protocol.logfields import log_extra
 
-from ..config.model import Config
-from ..config.paths import state_directory
-from ..config.servertable import ServerConfig
+from ..config.loading.paths import state_directory
+from ..config.tables.model import Config
+from ..config.tables.servertable import ServerConfig
 from ..registry.catalog import Catalog
 from ..registry.limits import limited_saved
 from .pacing import PacedWrites

@@ -38,7 +38,7 @@ import stat
 from collections.abc import Callable
 from typing import Final
 
-from ..config.model import EX_CONFIG
+from ..config.tables.model import EX_CONFIG
 from ..errors import DaemonError
 from .owners import service_uids
 from .privatefile import UnsafeFileError, open_directory, open_private

@@ -36,8 +36,8 @@ import trio
 
 from transports.stdio.launch import PARENT_ONLY_VARS
 
-from ..config.paths import API_FDNAME as API_FDNAME
-from ..config.paths import systemd_socket
+from ..config.loading.paths import API_FDNAME as API_FDNAME
+from ..config.loading.paths import systemd_socket
 
 logger = logging.getLogger("mcpd.systemd")
 

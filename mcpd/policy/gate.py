@@ -34,7 +34,7 @@ from typing import Final
 import msgspec
 import trio
 
-from ..config.policy import PolicyRule
+from ..config.tables.policy import PolicyRule
 from ..registry.pins import definition
 from .agent import AgentInfo
 from .approvals import AgentAnswer, ApprovalError, ApprovalRequest, Approvals, Verdict

@@ -42,7 +42,7 @@ from protocol.budget import Throttle
 from protocol.logfields import log_extra
 from protocol.visible import quote
 
-from ..config.secrets import HeldSecret
+from ..config.credentials.secrets import HeldSecret
 from .cutparts import CutParts
 from .masking import KnownSecrets, marker, masked_value
 from .patterns import FORMAT, TRIGGER, kind_marker, redact

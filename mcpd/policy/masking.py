@@ -3,7 +3,7 @@
 ``SecretSet`` finds every one of many secrets in a text in one pass over it (an
 Aho-Corasick automaton: the work is the text's length plus what is found, whatever
 the number of secrets). ``KnownSecrets`` is the set the daemon holds now: the
-config's (``config.held``), replaced on reload, and sources asked each time for what
+config's (``config.credentials.held``), replaced on reload, and sources asked each time for what
 changes on their own (OAuth tokens, the endpoint token).
 """
 
@@ -13,8 +13,8 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Final
 
-from ..config.expand import MIN_SECRET
-from ..config.secrets import HeldSecret
+from ..config.credentials.secrets import HeldSecret
+from ..config.loading.expand import MIN_SECRET
 
 
 def marker(where: str) -> str:

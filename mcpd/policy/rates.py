@@ -13,7 +13,7 @@ from typing import Final
 
 from protocol.budget import Bucket
 
-from ..config.policy import Rate
+from ..config.tables.policy import Rate
 from .rules import Decision
 
 # Past this many buckets, full ones are dropped before another is made.

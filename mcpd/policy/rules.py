@@ -12,8 +12,8 @@ import msgspec
 
 from protocol import mcp
 
-from ..config.glob import Glob
-from ..config.policy import Action, PolicyRule, Rate, parse_rate
+from ..config.tables.glob import Glob
+from ..config.tables.policy import Action, PolicyRule, Rate, parse_rate
 from ..registry.facing import spellings
 from ..registry.shown import Entry
 

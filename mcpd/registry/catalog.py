@@ -7,7 +7,7 @@ tools keeps seeing a ``Registry``.
 
 from __future__ import annotations
 
-from ..config.model import NamingConfig
+from ..config.tables.model import NamingConfig
 from .gate import ListGate
 from .prompts import PromptTable
 from .resources import ResourceTable

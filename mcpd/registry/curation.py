@@ -19,7 +19,7 @@ import msgspec
 from protocol import mcp
 from protocol.logfields import log_extra
 
-from ..config.servertable import ToolsConfig
+from ..config.tables.servertable import ToolsConfig
 from .facing import sanitize, spellings
 
 logger = logging.getLogger("mcpd.registry")

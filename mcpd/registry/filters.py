@@ -1,4 +1,4 @@
-"""A profile's ``allow``/``deny`` patterns (``mcpd.config.profiles``), as its view holds
+"""A profile's ``allow``/``deny`` patterns (``mcpd.config.tables.profiles``), as its view holds
 tools, prompts and resources to them: a name as the server spells it, and for ``deny``
 as agents know it too (``facing.spellings``; an ``allow`` read that way would admit a
 look-alike of the name it lists), a resource's URI in every spelling a server may read
@@ -12,7 +12,7 @@ from typing import Final
 
 from protocol import uriforms
 
-from ..config.profiles import Patterns, split_pattern
+from ..config.tables.profiles import Patterns, split_pattern
 from .facing import spellings
 
 # A ``file`` URI pattern, whatever host it names (``uriforms`` reads any as this
@@ -21,7 +21,7 @@ _FILE_PATTERN: Final = re.compile(r"file:(?://[^/]*)?(/.*)", re.IGNORECASE | re.
 
 
 class NameFilter:
-    """``allow``/``deny`` patterns over ``(alias, name)``: see ``mcpd.config.profiles``."""
+    """``allow``/``deny`` patterns over ``(alias, name)``: see ``mcpd.config.tables.profiles``."""
 
     def __init__(self, patterns: Patterns) -> None:
         self.allow = [split_pattern(p) for p in patterns.allow]

@@ -24,7 +24,7 @@ from typing import Final, Literal, NamedTuple
 
 from protocol import mcp, surface
 
-from ..config.model import DEFAULT_POLICY, PinPolicy
+from ..config.tables.model import DEFAULT_POLICY, PinPolicy
 from .facing import Namesakes, looked_up, marks
 from .judged import (
     HeldOffer,

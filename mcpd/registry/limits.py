@@ -24,7 +24,7 @@ from protocol import mcp, surface
 from protocol.logfields import log_extra
 from protocol.visible import visible
 
-from ..config.model import Config, Limit, ListLimits
+from ..config.tables.model import Config, Limit, ListLimits
 from .clean import clean_text
 
 logger = logging.getLogger("mcpd.server")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..config.model import NamingConfig
+from ..config.tables.model import NamingConfig
 from .spelling import candidate_name, fits_as_is, hashed_name, most_digits
 
 Key = tuple[str, str]  # (alias, the name agents see before the template)

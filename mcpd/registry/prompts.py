@@ -16,8 +16,8 @@ from msgspec import Raw
 
 from protocol import surface
 
-from ..config.model import NamingConfig
-from ..config.servertable import ToolsConfig
+from ..config.tables.model import NamingConfig
+from ..config.tables.servertable import ToolsConfig
 from .curation import curated_names, lets_through
 from .gate import ListGate
 from .limits import first_listed

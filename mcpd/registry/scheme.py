@@ -10,7 +10,7 @@ from typing import Final
 
 import msgspec
 
-from ..config.model import ALIAS_RE
+from ..config.tables.model import ALIAS_RE
 
 SCHEME: Final = "mcpd://"
 

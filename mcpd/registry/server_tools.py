@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from protocol import mcp
 
-from ..config.servertable import ToolsConfig
+from ..config.tables.servertable import ToolsConfig
 from .curation import curate
 from .gate import ListGate
 from .shown import Entry, lined_tools

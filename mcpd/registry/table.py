@@ -25,8 +25,8 @@ import msgspec
 
 from protocol import mcp
 
-from ..config.model import NamingConfig
-from ..config.servertable import ToolsConfig
+from ..config.tables.model import NamingConfig
+from ..config.tables.servertable import ToolsConfig
 from .eras import Projected
 from .gate import ListGate
 from .server_tools import ServerTools

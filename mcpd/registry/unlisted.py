@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from protocol.logfields import log_extra
 
-from ..config.servertable import ServerConfig, ToolsConfig
+from ..config.tables.servertable import ServerConfig, ToolsConfig
 from .catalog import Catalog
 
 logger = logging.getLogger("mcpd.registry")

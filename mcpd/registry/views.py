@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 
-from ..config.model import ConfigError, NamingConfig
-from ..config.profiles import EVERYTHING, Patterns, ProfileConfig
+from ..config.tables.model import ConfigError, NamingConfig
+from ..config.tables.profiles import EVERYTHING, Patterns, ProfileConfig
 from .catalog import Catalog
 from .filters import NameFilter, UriFilter
 from .names import assign

@@ -24,7 +24,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.server import RequestContext
 
-from ..config.model import Config, DaemonConfig
+from ..config.tables.model import Config, DaemonConfig
 from ..policy.guard import SecretGuard
 from .askback import Asker, AskRoutes
 from .breaker import Breaker

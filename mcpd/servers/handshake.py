@@ -25,7 +25,7 @@ from transports.base import Transport
 from transports.errors import HttpRPCError, TransportError, UnexpectedReply
 
 from .. import __version__
-from ..config.model import Limit
+from ..config.tables.model import Limit
 from ..policy.guard import SecretGuard
 from ..registry.clean import clean_text
 from ..registry.limits import limited_instructions

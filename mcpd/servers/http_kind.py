@@ -23,7 +23,7 @@ from transports.errors import (
     UnexpectedReply,
 )
 
-from ..config.servertable import ServerConfig
+from ..config.tables.servertable import ServerConfig
 from .oauth import LoginRequired
 
 # A 4xx that is about the request, not the caller or the moment: only these suggest

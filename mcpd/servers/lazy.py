@@ -21,8 +21,8 @@ import trio
 from transports.base import Transport
 from transports.errors import single_exceptions
 
-from ..config.model import Config
-from ..config.servertable import ServerConfig
+from ..config.tables.model import Config
+from ..config.tables.servertable import ServerConfig
 from ..policy.guard import SecretGuard
 from ..registry.catalog import Catalog
 from .calls import Uses

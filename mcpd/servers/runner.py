@@ -20,8 +20,8 @@ from protocol.logfields import log_extra
 from transports.base import Started, Transport
 from transports.errors import Unreachable
 
-from ..config.model import Config
-from ..config.servertable import ServerConfig
+from ..config.tables.model import Config
+from ..config.tables.servertable import ServerConfig
 from ..policy.guard import SecretGuard
 from ..registry.catalog import Catalog
 from .events import describe_failure

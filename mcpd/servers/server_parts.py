@@ -19,8 +19,8 @@ import trio
 from protocol import mcp
 from transports.base import Started
 
-from ..config.model import Config, DaemonConfig
-from ..config.servertable import ServerConfig
+from ..config.tables.model import Config, DaemonConfig
+from ..config.tables.servertable import ServerConfig
 from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets
 from ..registry.catalog import Catalog

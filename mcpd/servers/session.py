@@ -20,7 +20,7 @@ from protocol.visible import quote
 from transports.base import Transport
 from transports.errors import TransportError, single_exceptions
 
-from ..config.model import DaemonConfig, ListLimits
+from ..config.tables.model import DaemonConfig, ListLimits
 from ..registry.gate import ListGate
 from .answer_wait import AnswerWait, RanOut
 from .backoff import RestartPolicy

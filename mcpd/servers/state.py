@@ -12,7 +12,7 @@ from typing import Final, NamedTuple
 
 import msgspec
 
-from ..config.model import DaemonConfig
+from ..config.tables.model import DaemonConfig
 from ..registry.catalog import Catalog
 from ..registry.limits import NOUNS, Trimmed
 from .backoff import BackoffConfig, RestartPolicy

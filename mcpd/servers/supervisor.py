@@ -19,9 +19,9 @@ from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 from transports.stdio import secret_folders
 
-from ..config.model import Config
-from ..config.sandbox import child_env, home_of, sandbox_of
-from ..config.servertable import ServerConfig
+from ..config.sandboxing.sandbox import child_env, home_of, sandbox_of
+from ..config.tables.model import Config
+from ..config.tables.servertable import ServerConfig
 from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets
 from ..registry.catalog import Catalog

@@ -21,7 +21,7 @@ from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
 from protocol.visible import quote
 
-from ..config.model import ListLimits
+from ..config.tables.model import ListLimits
 from ..policy.guard import SecretGuard
 from ..registry.limits import LISTED_TWICE, ListTrim, Trimmed, shown
 from . import handshake, toolshape

@@ -12,9 +12,9 @@ from transports.base import AuthHook, NotificationHandler, Transport
 from transports.stdio.params import StdioParams
 from transports.stdio.transport import open_stdio_transport
 
-from ..config.model import Config
-from ..config.sandbox import inherit_of, provided_env, sandbox_of
-from ..config.servertable import ServerConfig
+from ..config.sandboxing.sandbox import inherit_of, provided_env, sandbox_of
+from ..config.tables.model import Config
+from ..config.tables.servertable import ServerConfig
 
 if TYPE_CHECKING:
     from transports.http.params import HttpParams

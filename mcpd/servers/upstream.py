@@ -24,7 +24,7 @@ from protocol.logfields import log_extra
 from transports.base import Params, Transport
 from transports.errors import SERVER_REPLIES, SessionExpired, TransportError
 
-from ..config.model import ListLimits
+from ..config.tables.model import ListLimits
 from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets
 from ..registry.limits import DEFAULT_LIMITS

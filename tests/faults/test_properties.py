@@ -20,7 +20,7 @@ import msgspec
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from mcpd.config.model import NamingConfig
+from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.table import Registry
 from protocol import envelope, mcp
 from protocol import jsonrpc as rpc

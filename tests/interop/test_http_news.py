@@ -17,7 +17,7 @@ import pytest
 import trio
 
 import mcpd.agents.http.stream
-from mcpd.config.load import load
+from mcpd.config.loading.load import load
 from mcpd.daemon import Daemon
 from tests.support.agent import connect, running
 from tests.support.http_stream_client import Client, open_session, session_headers, stream_headers

@@ -27,7 +27,7 @@ import pytest
 import trio
 
 from mcpd.audit.reader import AuditRecords
-from mcpd.config.load import parse
+from mcpd.config.loading.load import parse
 from mcpd.daemon import Daemon
 from tests.support.agent import running
 from tests.support.apart import APART

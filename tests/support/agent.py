@@ -12,8 +12,8 @@ from typing import Any
 
 import trio
 
-from mcpd.config.load import parse
-from mcpd.config.model import Config
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import Config
 from mcpd.daemon import Daemon
 from transports.errors import single_exceptions
 

@@ -15,7 +15,7 @@ from msgspec import Raw
 from mcpd.agents.api import new_session
 from mcpd.agents.connection import Connection, Dispatcher
 from mcpd.agents.failures import Failures
-from mcpd.config.model import DaemonConfig
+from mcpd.config.tables.model import DaemonConfig
 from mcpd.daemon import _LINES
 from protocol import jsonrpc as rpc
 from tests.support.agent import META

@@ -3,7 +3,7 @@ what of the secret's beginning a text shows once the secret guard has passed ove
 
 from __future__ import annotations
 
-from mcpd.config.secrets import HeldSecret
+from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.policy.cutparts import CUT_PART
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets

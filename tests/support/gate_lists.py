@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from mcpd.config.model import DEFAULT_POLICY
+from mcpd.config.tables.model import DEFAULT_POLICY
 from mcpd.registry.gate import ListGate
 from protocol import mcp, surface
 

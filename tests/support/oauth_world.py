@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mcpd.config.load import parse
+from mcpd.config.loading.load import parse
 from mcpd.local.oauth_store import OAuthStore
 from mcpd.servers.oauth.auth import ServerAuth
 from mcpd.servers.oauth.login import Login

@@ -12,7 +12,7 @@ from typing import Any
 
 from mcpd.audit.reader import AuditRecords
 from mcpd.audit.record import CallRecord
-from mcpd.config.load import parse
+from mcpd.config.loading.load import parse
 from mcpd.daemon import Daemon
 from mcpd.policy.approvals import PendingView
 from tests.support.agent import running

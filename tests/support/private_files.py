@@ -9,9 +9,9 @@ from pathlib import Path
 
 import h11
 
-from mcpd.config.importer import Imported
-from mcpd.config.importwrite import move_secrets
-from mcpd.config.model import NamingConfig
+from mcpd.config.importing.importer import Imported
+from mcpd.config.importing.importwrite import move_secrets
+from mcpd.config.tables.model import NamingConfig
 from mcpd.local import pinwriter, statefile
 from mcpd.local.endpoint_token import write_token
 from mcpd.local.oauth_store import IssuerRecord, OAuthStore, StoredLogin, encode_login

@@ -15,7 +15,7 @@ from typing import Any
 
 from mcpd.audit.reader import AuditRecords
 from mcpd.audit.record import CallRecord
-from mcpd.config.load import load
+from mcpd.config.loading.load import load
 from mcpd.daemon import Daemon
 from tests.support.agent import running
 from tests.support.answering import AnsweringAgent, connect_answering

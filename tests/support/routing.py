@@ -21,9 +21,9 @@ from mcpd.agents.calls.toolcall import Router
 from mcpd.agents.identity import AgentIdentity
 from mcpd.agents.profiles import ProfileServers
 from mcpd.audit.record import CallRecord
-from mcpd.config.load import parse
-from mcpd.config.model import NamingConfig, ProfileConfig
-from mcpd.config.policy import PolicyRule
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import NamingConfig, ProfileConfig
+from mcpd.config.tables.policy import PolicyRule
 from mcpd.policy.approvals import Approvals
 from mcpd.policy.gate import CallGate
 from mcpd.policy.kin import AgentKin

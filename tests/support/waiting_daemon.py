@@ -16,7 +16,7 @@ import trio
 
 from mcpd.audit.reader import AuditRecords
 from mcpd.audit.record import CallRecord
-from mcpd.config.load import load
+from mcpd.config.loading.load import load
 from mcpd.daemon import Daemon
 from mcpd.policy.approvals import PendingView
 from tests.support.agent import connect, running

@@ -20,7 +20,7 @@ from msgspec import Raw, UnsetType
 from protocol import jsonrpc as rpc
 from protocol import surface
 
-from ...config.model import DaemonConfig
+from ...config.tables.model import DaemonConfig
 from ...servers.shared import Whose
 from ..failures import Failures, split_failure
 from .askback import AgentRequests, DirectAsker, Flow, Park, ParkedAsker, Parks, claim

@@ -33,7 +33,7 @@ from protocol import jsonrpc as rpc
 from protocol.framing import DEFAULT_MAX_LINE, LineFramer, Oversized, OversizedEnd
 from protocol.unreadable import id_at_edges
 
-from ...config.model import EX_CONFIG
+from ...config.tables.model import EX_CONFIG
 from .. import batches
 from ..dial import (
     CONNECT_WAIT,

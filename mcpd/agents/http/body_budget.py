@@ -33,7 +33,7 @@ from protocol import jsonrpc as rpc
 from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
-from ...config.model import DaemonConfig
+from ...config.tables.model import DaemonConfig
 from ..peers import is_owner, owners_uid
 from ..places import OWNER_RESERVE, uid_quota
 from .exchange import RequestSender

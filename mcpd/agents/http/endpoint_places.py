@@ -29,7 +29,7 @@ import h11
 import msgspec
 import trio
 
-from ...config.model import DaemonConfig
+from ...config.tables.model import DaemonConfig
 from ...local.tcpowner import OwnerUnknown, tcp_owner
 from ..page import is_page
 from ..peers import owners_uid

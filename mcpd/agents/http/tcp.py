@@ -52,7 +52,7 @@ from protocol import jsonrpc as rpc
 from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
-from ...config.endpoints import parse_listen
+from ...config.checks.endpoints import parse_listen
 from ..backend import Control
 from ..page import is_page
 from .cors import answering, is_preflight, preflight

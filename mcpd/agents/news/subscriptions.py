@@ -26,7 +26,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.uritemplate import MAX_URI
 
-from ...config.model import DaemonConfig
+from ...config.tables.model import DaemonConfig
 from ...registry.claims import ROUTE_STEPS, Budget
 from ...registry.scheme import Routed, Sight, Undecided
 from ...servers.all_servers import AllServers

@@ -21,7 +21,7 @@ for that to remove the page that carried the code to the browser.
 Both answers that hand over something for a browser (the login's address, the page's)
 name the directory to write the page that carries it in (``pages``): the one this
 daemon hides from every server it sandboxes, found in its own environment, which the
-command's may not match (``config.paths.pages_directory``).
+command's may not match (``config.loading.paths.pages_directory``).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import msgspec
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
-from ...config.paths import pages_directory
+from ...config.loading.paths import pages_directory
 from ...local.privatefile import make_private_directory
 from ...policy.kin import AgentKin
 from ...registry.views import ProfileView

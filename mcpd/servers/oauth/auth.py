@@ -52,8 +52,8 @@ from protocol.visible import quote
 from transports.base import AuthHook
 from transports.errors import AuthError, RequestUnanswered, TransportError
 
-from ...config.model import Config
-from ...config.servertable import ServerConfig
+from ...config.tables.model import Config
+from ...config.tables.servertable import ServerConfig
 from ...local.oauth_store import OAuthStore
 from ...local.statefile import state_dir
 from .errors import AuthFailed, LoginRequired, scope_words, why

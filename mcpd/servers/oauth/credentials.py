@@ -32,7 +32,7 @@ from protocol.oauth import (
 from protocol.urls import display_url
 from protocol.visible import quote
 
-from ...config.servertable import AuthConfig
+from ...config.tables.servertable import AuthConfig
 from ...local.oauth_store import IssuerRecord, StoredLogin
 
 # RFC 6749 §10.10: a token may be guessed with a probability of at most 2^-128, so it

@@ -39,7 +39,7 @@ from protocol.urls import display_url
 from protocol.visible import quote
 from transports.http.oauth_client import OAuthHttp
 
-from ...config.servertable import ServerConfig
+from ...config.tables.servertable import ServerConfig
 from ...local.oauth_store import OAuthStore, Unusable
 from .credentials import Credentials, Replaced, client_config
 from .errors import AuthFailed, LoginRequired, why

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.config.load import load
+from mcpd.config.loading.load import load
 from tests.support.agent import connect, make_config, running
 from tests.support.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir
 from tests.support.procs import scripted

@@ -20,7 +20,7 @@ from mcpd.agents import door
 from mcpd.agents.door import Door
 from mcpd.agents.peers import Peer
 from mcpd.agents.places import OWNER_RESERVE
-from mcpd.config.model import Config, DaemonConfig
+from mcpd.config.tables.model import Config, DaemonConfig
 from mcpd.policy.kin import Decider, Process
 from tests.support.agent import connect, make_config, running
 from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir, start_as

@@ -22,8 +22,8 @@ from mcpd.agents.calls.callrecords import CallRecords
 from mcpd.agents.extra_methods import ExtraMethods
 from mcpd.agents.identity import AgentIdentity
 from mcpd.agents.prompts import OUTAGE
-from mcpd.config.load import parse
-from mcpd.config.model import DaemonConfig, NamingConfig, ProfileConfig
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import DaemonConfig, NamingConfig, ProfileConfig
 from mcpd.policy.kin import AgentKin
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.views import ProfileView

@@ -19,7 +19,7 @@ from mcpd.agents.places import (
     socket_limits,
     uid_quota,
 )
-from mcpd.config.model import DaemonConfig
+from mcpd.config.tables.model import DaemonConfig
 
 LIMITS = PlaceLimits(most=4, per_uid=2, per_uid_set_by="daemon.max_connections_per_uid = 2")
 OTHER = 4242 if os.getuid() != 4242 else 4243

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.config.load import load
-from mcpd.config.model import ConfigError
+from mcpd.config.loading.load import load
+from mcpd.config.tables.model import ConfigError
 from tests.support.agent import connect, make_config, running
 from tests.support.bridge import BridgeProcess
 from tests.support.peer_probe import PEER_PROBE

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.config.load import load
+from mcpd.config.loading.load import load
 from tests.support.agent import connect, running
 from tests.support.daemon_http import CURL, curl, modern, modern_headers, post
 from tests.support.peer_probe import PEER_PROBE

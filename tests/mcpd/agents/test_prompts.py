@@ -25,8 +25,8 @@ from mcpd.agents.prompts import (
     reply_encoded,
     reply_for,
 )
-from mcpd.config.load import parse
-from mcpd.config.model import NamingConfig
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.outage import Outage

@@ -14,7 +14,7 @@ from typing import Any
 
 import trio
 
-from mcpd.config.load import load
+from mcpd.config.loading.load import load
 from tests.support.agent import Agent, connect, running
 
 LIMIT = 60

@@ -19,8 +19,8 @@ from mcpd.agents.calls.callrecords import Seen
 from mcpd.agents.news.subscriptions import MAX_SUBSCRIBED_BYTES, MAX_SUBSCRIPTIONS, Subscriptions
 from mcpd.agents.prompts import OUTAGE
 from mcpd.agents.resources import list_resources, read, route
-from mcpd.config.load import parse
-from mcpd.config.model import DEFAULT_POLICY, NamingConfig
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import DEFAULT_POLICY, NamingConfig
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.claims import ROUTE_STEPS, Budget
 from mcpd.registry.scheme import Routed, Sight, wrap

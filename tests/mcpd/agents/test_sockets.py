@@ -24,8 +24,8 @@ import pytest
 import trio
 
 from mcpd.agents.sockets import Leave, ProfileSockets
-from mcpd.config.model import ConfigError
-from mcpd.config.profiles import ProfileConfig
+from mcpd.config.tables.model import ConfigError
+from mcpd.config.tables.profiles import ProfileConfig
 from mcpd.errors import DaemonError
 from mcpd.local.owners import user_name
 

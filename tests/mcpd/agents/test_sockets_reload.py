@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.config.load import load
+from mcpd.config.loading.load import load
 from tests.support.agent import Agent, connect, running
 from tests.support.pins_daemon import Changing
 

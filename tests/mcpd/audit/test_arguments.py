@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 from mcpd.audit.arguments import MAX_KEPT, kept_arguments
-from mcpd.config.secrets import HeldSecret
+from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.policy.masking import SecretSet, marker
 
 SECRET = "ghp-secret-1"

@@ -28,8 +28,8 @@ from mcpd.audit.arguments import MAX_KEPT
 from mcpd.audit.log import FILE_NAME, AuditLog
 from mcpd.audit.reader import AuditRecords, log_files
 from mcpd.audit.record import CallRecord
-from mcpd.config.model import DaemonConfig
-from mcpd.config.secrets import HeldSecret
+from mcpd.config.credentials.secrets import HeldSecret
+from mcpd.config.tables.model import DaemonConfig
 from mcpd.local.journal import JournalHandler, LineHandler
 from mcpd.local.journalfields import record_fields
 from mcpd.policy.agent import AgentInfo

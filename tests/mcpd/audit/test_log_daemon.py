@@ -25,7 +25,7 @@ import trio
 from mcpd.audit.log import FILE_NAME
 from mcpd.audit.reader import AuditRecords
 from mcpd.audit.record import STOPPED
-from mcpd.config.load import load
+from mcpd.config.loading.load import load
 from mcpd.daemon import Daemon
 from tests.support.agent import META, connect, running
 from tests.support.daemon_http import curl

@@ -22,7 +22,7 @@ import trio
 
 from mcpd.audit.log import FILE_NAME, AuditLog
 from mcpd.audit.record import CallRecord
-from mcpd.config.model import DaemonConfig
+from mcpd.config.tables.model import DaemonConfig
 from mcpd.policy.agent import AgentInfo
 from tests.support.agent import META, connect
 from tests.support.peer_user import USER, needs_root, peer_uid, run_as, shared_dir

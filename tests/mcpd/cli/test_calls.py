@@ -19,7 +19,7 @@ from mcpd.audit.reader import Choice
 from mcpd.audit.record import CallRecord
 from mcpd.audit.summed import BURST
 from mcpd.cli.calls import _agent, cmd_calls, render, since
-from mcpd.config.model import DaemonConfig
+from mcpd.config.tables.model import DaemonConfig
 from mcpd.policy.agent import AgentInfo
 from tests.support.fake_daemon import FakeDaemon, result
 

@@ -19,7 +19,7 @@ import pytest
 from mcpd.audit.log import AuditLog
 from mcpd.audit.record import AuditOutcome, CallRecord
 from mcpd.cli.calls import since
-from mcpd.config.model import DaemonConfig
+from mcpd.config.tables.model import DaemonConfig
 from mcpd.policy.agent import AgentInfo
 
 ROOT = Path(__file__).resolve().parents[3]

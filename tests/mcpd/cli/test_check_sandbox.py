@@ -16,8 +16,8 @@ import msgspec
 import pytest
 
 from mcpd.cli.check_sandbox import inherited_warnings, sandbox_lines
-from mcpd.config.load import parse
-from mcpd.config.model import Config
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import Config
 from tests.support.operator import MCPD, client, start, stop
 from transports.stdio import sandbox_host
 

@@ -15,8 +15,8 @@ import pytest
 
 from mcpd.cli.config_cmds import rule_words
 from mcpd.cli.main import main
-from mcpd.config.model import EX_CONFIG
-from mcpd.config.policy import AnnotationMatch, PolicyRule
+from mcpd.config.tables.model import EX_CONFIG
+from mcpd.config.tables.policy import AnnotationMatch, PolicyRule
 
 TOKEN = "ghp_5mB2x9QvT7kLw3NcR8yZ1aHd4FjU6eP0sGiO"
 

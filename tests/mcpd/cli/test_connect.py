@@ -18,8 +18,8 @@ import pytest
 import trio
 
 from mcpd.cli import hostconfig as hc
-from mcpd.config import hosts
-from mcpd.config.load import load
+from mcpd.config.loading.load import load
+from mcpd.config.tables import hosts
 from tests.support.agent import connect, running
 from tests.support.bridge import BridgeProcess
 from tests.support.hostconfig import DOCUMENTED, parsed

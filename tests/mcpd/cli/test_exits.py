@@ -18,7 +18,7 @@ from mcpd.cli.exits import (
     ask,
     fail,
 )
-from mcpd.config.model import CONFIG_ERROR, EX_CONFIG
+from mcpd.config.tables.model import CONFIG_ERROR, EX_CONFIG
 from protocol import jsonrpc as rpc
 
 HOSTILE = "\x1b]0;owned\x07\x1b[2J\x9b31m\u202eevil\u200b\r"

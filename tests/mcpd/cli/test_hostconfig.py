@@ -16,7 +16,7 @@ import trio
 
 from mcpd.cli import hostconfig as hc
 from mcpd.cli.hostconfig import HostConfigError
-from mcpd.config import hosts
+from mcpd.config.tables import hosts
 from tests.support.hostconfig import DOCUMENTED, GEMINI, gemini_list, parsed
 
 BRIDGE = ["/usr/bin/mcpd", "bridge", "--profile", "dev"]

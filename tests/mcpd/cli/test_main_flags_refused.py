@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpd.config import paths
+from mcpd.config.loading import paths
 from tests.support.cli_runs import exit_of, usage_error
 from tests.support.fake_daemon import answering as daemon
 from tests.support.operator import client, start, stop

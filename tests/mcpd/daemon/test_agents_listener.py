@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from mcpd.agents_listener import AgentsListener, take_listener
-from mcpd.config.load import parse
-from mcpd.config.model import Config
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import Config
 from mcpd.listening import Listening
 from mcpd.local.systemd import ListenSocket
 

@@ -20,8 +20,8 @@ import trio
 
 from mcpd import config_hold
 from mcpd.agents.places import OWNER_RESERVE
-from mcpd.config.load import load
-from mcpd.config.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
+from mcpd.config.loading.load import load
+from mcpd.config.tables.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
 from mcpd.config_hold import ConfigHold
 from mcpd.local.systemd import Notifier
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.config.model import ConfigError
+from mcpd.config.tables.model import ConfigError
 from mcpd.daemon import Daemon
 from mcpd.local.endpoint_token import new_token, write_token
 from mcpd.policy.masking import marker

@@ -11,7 +11,7 @@ from pathlib import Path
 import msgspec
 import trio
 
-from mcpd.config.load import load
+from mcpd.config.loading.load import load
 from mcpd.daemon import Daemon
 from tests.support.agent import connect, running
 from tests.support.procs import alive, read_pid

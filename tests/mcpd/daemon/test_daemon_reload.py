@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.config.load import load
+from mcpd.config.loading.load import load
 from mcpd.daemon import Daemon
 from tests.support.agent import Agent, connect, running
 from tests.support.procs import alive, read_pid, wait_gone

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.config.load import load
+from mcpd.config.loading.load import load
 from mcpd.servers.supervisor import RESTARTING
 from tests.support.agent import connect, running
 from tests.support.procs import read_pid

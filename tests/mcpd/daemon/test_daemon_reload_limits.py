@@ -10,7 +10,7 @@ from pathlib import Path
 
 import trio
 
-from mcpd.config.load import load
+from mcpd.config.loading.load import load
 from tests.support.agent import connect, running
 from tests.support.http_servers import LegacySession, Responder, SeenRequest, serve_http
 from tests.support.reloading import write_config

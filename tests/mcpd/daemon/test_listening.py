@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from mcpd.config.load import parse
-from mcpd.config.model import Config
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import Config
 from mcpd.errors import DaemonError
 from mcpd.listening import Listening, bind_endpoint
 

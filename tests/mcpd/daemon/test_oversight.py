@@ -17,9 +17,9 @@ import trio
 import trio.testing
 from msgspec import Raw
 
-from mcpd.config.load import parse
-from mcpd.config.model import Config
-from mcpd.config.secrets import HeldSecret
+from mcpd.config.credentials.secrets import HeldSecret
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import Config
 from mcpd.oversight import Oversight
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.approvals import ApprovalRequest

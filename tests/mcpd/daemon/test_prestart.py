@@ -15,8 +15,8 @@ import msgspec
 import trio
 
 from mcpd import prestart
-from mcpd.config.model import Config, DaemonConfig
-from mcpd.config.servertable import ServerConfig
+from mcpd.config.tables.model import Config, DaemonConfig
+from mcpd.config.tables.servertable import ServerConfig
 from tests.support.prestart import counted_server, starts
 from tests.support.procs import wait_gone
 from transports.stdio import early

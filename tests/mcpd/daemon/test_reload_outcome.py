@@ -13,7 +13,7 @@ from typing import Any
 import trio
 
 from mcpd.cli.status_view import render_status
-from mcpd.config.load import load
+from mcpd.config.loading.load import load
 from tests.support.agent import Agent, connect, running
 from tests.support.daemon_http import socket_get
 from tests.support.procs import read_pid

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-from mcpd.config.model import CONFIG_ERROR
+from mcpd.config.tables.model import CONFIG_ERROR
 from mcpd.reload_outcome import ReloadOutcome
 from protocol import jsonrpc as rpc
 

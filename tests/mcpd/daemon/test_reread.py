@@ -9,8 +9,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from mcpd.config.load import load
-from mcpd.config.model import CONFIG_ERROR, Config, NamingConfig
+from mcpd.config.loading.load import load
+from mcpd.config.tables.model import CONFIG_ERROR, Config, NamingConfig
 from mcpd.prestart import state_found
 from mcpd.registry.catalog import Catalog
 from mcpd.reread import Rereader, unmatched_profile

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from mcpd.config.load import load
-from mcpd.config.model import CONFIG_ERROR
+from mcpd.config.loading.load import load
+from mcpd.config.tables.model import CONFIG_ERROR
 from tests.conftest import ROOT
 from tests.support.agent import connect, running
 from tests.support.procs import SCRIPTED, alive, read_pid, scripted

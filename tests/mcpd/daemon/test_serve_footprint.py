@@ -58,7 +58,7 @@ NOT_FOR_STDIO = (
     "mcpd.agents.http.httpapi",
     "mcpd.agents.http.mcp_route",
     "mcpd.agents.http.tcp",
-    "mcpd.config.importer",
+    "mcpd.config.importing.importer",
     "mcpd.registry.search",
 )
 

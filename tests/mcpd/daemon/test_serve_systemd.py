@@ -18,7 +18,7 @@ import pytest
 
 from mcpd.agents.places import OWNER_RESERVE
 from mcpd.cli.client import Client
-from mcpd.config.model import CONFIG_ERROR
+from mcpd.config.tables.model import CONFIG_ERROR
 from protocol import jsonrpc as rpc
 from tests.conftest import ROOT
 from tests.support import bubblewrap

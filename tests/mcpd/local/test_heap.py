@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from mcpd.config.load import load
+from mcpd.config.loading.load import load
 from mcpd.daemon import Daemon
 from mcpd.local import heap
 from tests.support.procs import scripted

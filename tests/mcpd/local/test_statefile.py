@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.config.load import parse
-from mcpd.config.model import NamingConfig
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import NamingConfig
 from mcpd.local.statefile import (
     FILE_NAME,
     StateKeeper,

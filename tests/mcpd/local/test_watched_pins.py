@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpd.config.model import NamingConfig
+from mcpd.config.tables.model import NamingConfig
 from mcpd.local.watched_pins import WatchedPins
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.gate import ListGate

@@ -19,7 +19,7 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.config.policy import PolicyRule
+from mcpd.config.tables.policy import PolicyRule
 from mcpd.policy import asking, refusals
 from mcpd.policy.agent import AgentInfo, exe_of
 from mcpd.policy.approvals import (

@@ -15,8 +15,8 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.config.policy import PolicyRule
-from mcpd.config.secrets import HeldSecret
+from mcpd.config.credentials.secrets import HeldSecret
+from mcpd.config.tables.policy import PolicyRule
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.approvals import PER_AGENT, TIMEOUT, ApprovalRequest, Approvals, Verdict
 from mcpd.policy.gate import READ_HERE, REMEMBERED, CallGate, FindKin, defined

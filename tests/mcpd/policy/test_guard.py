@@ -11,7 +11,7 @@ import msgspec
 import pytest
 from msgspec import Raw
 
-from mcpd.config.secrets import HeldSecret
+from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.policy.cutparts import CUT_NOTES, CUT_PART
 from mcpd.policy.guard import LogMask, SecretGuard
 from mcpd.policy.masking import KnownSecrets

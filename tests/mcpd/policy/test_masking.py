@@ -4,7 +4,7 @@ JSON values, and the secrets of sources a server has a say in."""
 
 from __future__ import annotations
 
-from mcpd.config.secrets import HeldSecret
+from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.policy.masking import KnownSecrets, SecretSet, marker
 
 A, B, C = "servers.a.env.KEY", "servers.b.env.KEY", "servers.c.env.KEY"

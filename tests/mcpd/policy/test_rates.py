@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcpd.config.policy import Rate, parse_rate
+from mcpd.config.tables.policy import Rate, parse_rate
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.rates import MAX_BUCKETS, PRUNE_AT, RateLimits
 from mcpd.policy.rules import Decision

@@ -12,7 +12,7 @@ from decimal import Decimal
 import msgspec
 import pytest
 
-from mcpd.config.secrets import HeldSecret
+from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.policy.masking import SecretSet, marker
 from mcpd.policy.reading import KEY_SHOWN, Members, RepeatedKey, Unshowable, read
 from mcpd.policy.showing import write

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mcpd.config.policy import Rate
+from mcpd.config.tables.policy import Rate
 from mcpd.policy import refusals
 from mcpd.policy.approvals import TIMEOUT, Verdict
 from mcpd.policy.refusals import META_KEY

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.config.hosts import HOSTS
-from mcpd.config.load import parse
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.hosts import HOSTS
 from tests.support.agent import Agent, connect, running
 from tests.support.daemon_http import MCP, auth, header_dict, http, modern, modern_headers
 from tests.support.pins_daemon import TOOLS_CHANGED, Changing, relist

@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcpd.config.glob import Glob
-from mcpd.config.hosts import HOSTS, host_profile
-from mcpd.config.load import parse
-from mcpd.config.model import ConfigError, NamingConfig
-from mcpd.config.policy import Rate, parse_rate, unreachable
-from mcpd.config.profiles import EVERYTHING, ProfileConfig
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.glob import Glob
+from mcpd.config.tables.hosts import HOSTS, host_profile
+from mcpd.config.tables.model import ConfigError, NamingConfig
+from mcpd.config.tables.policy import Rate, parse_rate, unreachable
+from mcpd.config.tables.profiles import EVERYTHING, ProfileConfig
 from mcpd.policy import refusals
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.approvals import Approvals

@@ -14,7 +14,7 @@ from pathlib import Path
 import trio
 
 from mcpd.audit.record import CallRecord
-from mcpd.config.load import load
+from mcpd.config.loading.load import load
 from mcpd.policy.agent import AgentInfo
 from tests.support.agent import running
 from tests.support.daemon_http import curl

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.config.secrets import HeldSecret
+from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.policy.masking import SecretSet, marker
 from mcpd.policy.reading import RepeatedKey, Unshowable, read
 from mcpd.policy.showing import GLANCE, canonical_json, glance, shown_arguments, write

@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from mcpd.config.model import NamingConfig
+from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.catalog import Catalog
 from protocol import mcp, surface
 

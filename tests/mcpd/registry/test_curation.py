@@ -12,10 +12,10 @@ import msgspec
 import pytest
 import trio
 
-from mcpd.config.load import parse
-from mcpd.config.model import DEFAULT_POLICY, Handling, NamingConfig
-from mcpd.config.policy import PolicyRule
-from mcpd.config.servertable import ToolsConfig
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import DEFAULT_POLICY, Handling, NamingConfig
+from mcpd.config.tables.policy import PolicyRule
+from mcpd.config.tables.servertable import ToolsConfig
 from mcpd.policy.rules import Policy, facts_of
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.curation import ToolBudget, curate, lets_through

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcpd.config.profiles import Patterns
+from mcpd.config.tables.profiles import Patterns
 from mcpd.registry.filters import NameFilter, UriFilter
 from tests.support.uri_spellings import DENIED, DENIED_FOLDER, RESPELLED
 

@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from mcpd.config.model import DEFAULT_POLICY
+from mcpd.config.tables.model import DEFAULT_POLICY
 from mcpd.registry.forgotten import Forgotten, decoded
 from mcpd.registry.gate import ListGate
 from protocol import mcp, surface

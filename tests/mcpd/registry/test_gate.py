@@ -9,7 +9,7 @@ import logging
 import msgspec
 import pytest
 
-from mcpd.config.model import DEFAULT_POLICY, PinPolicy
+from mcpd.config.tables.model import DEFAULT_POLICY, PinPolicy
 from mcpd.registry.gate import ListGate
 from mcpd.registry.pinned import Found, Wanted
 from mcpd.registry.pins import definition, record_of

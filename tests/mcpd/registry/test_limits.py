@@ -7,8 +7,8 @@ from __future__ import annotations
 import msgspec
 from msgspec import Raw
 
-from mcpd.config.load import parse
-from mcpd.config.model import ListLimits
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import ListLimits
 from mcpd.registry.limits import ListTrim, cut_text, limited_saved
 from protocol import mcp, surface
 

@@ -13,8 +13,8 @@ import trio
 from msgspec import Raw
 
 from mcpd.cli.status_view import render_status
-from mcpd.config.load import parse
-from mcpd.config.model import ListLimits
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import ListLimits
 from mcpd.registry.limits import ListTrim, cut_text, limited_instructions, limited_saved
 from protocol import mcp, surface
 from tests.support.upstream import scripted_server, upstream

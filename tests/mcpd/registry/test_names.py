@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcpd.config.model import NamingConfig
+from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.names import assign
 from mcpd.registry.spelling import hashed_name
 from mcpd.registry.table import Registry

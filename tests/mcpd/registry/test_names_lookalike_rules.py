@@ -10,7 +10,7 @@ from typing import Any
 
 import trio
 
-from mcpd.config.load import parse
+from mcpd.config.loading.load import parse
 from tests.support.agent import connect, running
 from tests.support.pins_daemon import TOOLS_CHANGED, Changing, cli, relist
 

@@ -11,8 +11,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from mcpd.config.model import DEFAULT_POLICY, NamingConfig, PinPolicy
-from mcpd.config.servertable import ToolsConfig
+from mcpd.config.tables.model import DEFAULT_POLICY, NamingConfig, PinPolicy
+from mcpd.config.tables.servertable import ToolsConfig
 from mcpd.registry import gate as gate_module
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.gate import ListGate

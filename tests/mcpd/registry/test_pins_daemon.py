@@ -147,7 +147,7 @@ async def test_a_change_on_reload_is_held_and_the_hold_survives_restarts(tmp_pat
             + "".join(f'env.{k} = "{v}"\n' for k, v in env.items())
         )
 
-    from mcpd.config.load import load
+    from mcpd.config.loading.load import load
 
     write_config()
     with trio.fail_after(120):

@@ -18,7 +18,7 @@ import msgspec
 import pytest
 import trio
 
-from mcpd.config.model import NamingConfig
+from mcpd.config.tables.model import NamingConfig
 from mcpd.local import pinwriter
 from mcpd.local.pinfile import PinKeeper
 from mcpd.registry.catalog import Catalog

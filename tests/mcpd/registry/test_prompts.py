@@ -9,8 +9,8 @@ from typing import Any
 
 import msgspec
 
-from mcpd.config.model import DEFAULT_POLICY, NamingConfig
-from mcpd.config.servertable import ToolsConfig
+from mcpd.config.tables.model import DEFAULT_POLICY, NamingConfig
+from mcpd.config.tables.servertable import ToolsConfig
 from mcpd.registry.gate import ListGate
 from mcpd.registry.prompts import PromptTable
 from protocol import surface

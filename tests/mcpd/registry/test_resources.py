@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from mcpd.config.model import DEFAULT_POLICY
+from mcpd.config.tables.model import DEFAULT_POLICY
 from mcpd.registry.claims import Budget
 from mcpd.registry.gate import ListGate
 from mcpd.registry.resources import ResourceTable

@@ -8,8 +8,8 @@ import logging
 
 import pytest
 
-from mcpd.config.model import NamingConfig
-from mcpd.config.servertable import ToolsConfig
+from mcpd.config.tables.model import NamingConfig
+from mcpd.config.tables.servertable import ToolsConfig
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.prompts import PromptTable
 from mcpd.registry.resources import ResourceTable

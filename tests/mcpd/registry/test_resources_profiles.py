@@ -18,7 +18,7 @@ from typing import Any
 
 import trio
 
-from mcpd.config.load import load
+from mcpd.config.loading.load import load
 from protocol.visible import quote
 from tests.support.agent import META, Agent, connect, running
 from tests.support.daemon_http import curl

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mcpd.config.servertable import ToolsConfig
+from mcpd.config.tables.servertable import ToolsConfig
 from mcpd.registry.gate import ListGate
 from mcpd.registry.server_tools import ServerTools
 from protocol import mcp

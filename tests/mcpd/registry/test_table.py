@@ -17,7 +17,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from mcpd.config.model import NamingConfig
+from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.table import Registry
 from protocol import jsonrpc as rpc
 from protocol import mcp
@@ -330,7 +330,7 @@ def _hash_prefix_twins(alias: str) -> tuple[str, str]:
 RESTART_SCRIPT = textwrap.dedent(
     """
     import json, sys
-    from mcpd.config.model import NamingConfig
+    from mcpd.config.tables.model import NamingConfig
     from mcpd.registry.table import Registry
     from protocol import mcp
     reg = Registry(NamingConfig())

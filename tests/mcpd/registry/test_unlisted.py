@@ -8,8 +8,8 @@ import logging
 
 import pytest
 
-from mcpd.config.model import NamingConfig
-from mcpd.config.servertable import ServerConfig, ToolsConfig
+from mcpd.config.tables.model import NamingConfig
+from mcpd.config.tables.servertable import ServerConfig, ToolsConfig
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.unlisted import UnlistedNames
 from tests.support.routing import tool

@@ -11,8 +11,8 @@ from typing import Any
 
 import msgspec
 
-from mcpd.config.model import NamingConfig
-from mcpd.config.profiles import ProfileConfig
+from mcpd.config.tables.model import NamingConfig
+from mcpd.config.tables.profiles import ProfileConfig
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.names import assign
 from mcpd.registry.spelling import candidate_name, hashed_name

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.config.load import parse
+from mcpd.config.loading.load import parse
 from tests.support.agent import META, Agent, connect, running
 from tests.support.pins_daemon import TOOLS_CHANGED, Changing, heard
 

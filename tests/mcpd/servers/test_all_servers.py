@@ -12,8 +12,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from mcpd.config.load import parse
-from mcpd.config.model import Config
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import Config
 from mcpd.registry.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.calls import CallRefused

@@ -12,7 +12,7 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.config.secrets import HeldSecret
+from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
 from mcpd.servers.askback import (

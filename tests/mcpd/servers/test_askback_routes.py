@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.config.model import Config
+from mcpd.config.tables.model import Config
 from mcpd.servers import ended_asks
 from mcpd.servers.askback import AskRoutes
 from mcpd.servers.ended_asks import End

@@ -11,7 +11,7 @@ from typing import Any
 
 import trio
 
-from mcpd.config.model import Config
+from mcpd.config.tables.model import Config
 from tests.support.agent import Agent, connect, make_config, running
 from tests.support.fault_harness import HOSTILE_STDIO
 from tests.support.supervision import text, wait_restarted_on_trial, wait_state

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from msgspec import Raw
 
-from mcpd.config.load import parse
+from mcpd.config.loading.load import parse
 from mcpd.servers.calls import Admitter, Call, CallLimits, CallRefused
 from mcpd.servers.outage import Outage
 from tests.support.calls import a_call

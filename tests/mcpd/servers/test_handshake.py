@@ -16,7 +16,7 @@ import trio.testing
 from msgspec import Raw
 
 from mcpd import __version__
-from mcpd.config.secrets import HeldSecret
+from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets, marker
 from mcpd.servers.handshake import (

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from mcpd.config.model import Config
+from mcpd.config.tables.model import Config
 from protocol.greeting import VERSIONS_BYTES
 from tests.support.agent import connect, make_config, running
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.config.load import parse
-from mcpd.config.servertable import ServerConfig
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.servertable import ServerConfig
 from mcpd.servers.http_kind import other_kind
 from tests.support.http_servers import Responder, SeenRequest, result, serve_http
 from tests.support.legacy_sse_server import serve_legacy_sse

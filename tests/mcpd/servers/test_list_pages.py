@@ -10,8 +10,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from mcpd.config.model import Limit
-from mcpd.config.secrets import HeldSecret
+from mcpd.config.credentials.secrets import HeldSecret
+from mcpd.config.tables.model import Limit
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets, marker
 from mcpd.registry.limits import DEFAULT_LIMITS, HIDDEN_URI, NO_NAME, NO_URI

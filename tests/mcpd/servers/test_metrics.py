@@ -7,7 +7,7 @@ import msgspec
 import trio
 
 from mcpd import __version__
-from mcpd.config.load import parse as parse_config
+from mcpd.config.loading.load import parse as parse_config
 from mcpd.registry.catalog import Catalog
 from mcpd.servers.metrics import render
 from mcpd.servers.runner import Runner

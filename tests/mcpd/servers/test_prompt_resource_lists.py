@@ -15,7 +15,7 @@ import trio
 import trio.testing
 from msgspec import Raw
 
-from mcpd.config.model import NamingConfig
+from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.catalog import Catalog
 from mcpd.servers.answer_wait import AnswerWait, RanOut
 from mcpd.servers.prompt_resource_lists import (

@@ -13,8 +13,8 @@ import trio
 import trio.testing
 from msgspec import Raw
 
-from mcpd.config.load import parse
-from mcpd.config.model import NamingConfig
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import NamingConfig
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
 from mcpd.registry.catalog import Catalog

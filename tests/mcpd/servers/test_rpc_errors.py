@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 import trio
 
-from mcpd.config.secrets import HeldSecret
+from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
 from mcpd.servers.rpc_errors import answer_error, data_findings, error_for_agents

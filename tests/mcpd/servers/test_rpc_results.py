@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from msgspec import Raw
 
-from mcpd.config.secrets import HeldSecret
+from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.policy import guard as guard_module
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets

@@ -16,10 +16,10 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.config.load import parse
-from mcpd.config.model import Config
-from mcpd.config.secrets import HeldSecret
-from mcpd.config.servertable import ServerConfig
+from mcpd.config.credentials.secrets import HeldSecret
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import Config
+from mcpd.config.tables.servertable import ServerConfig
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
 from mcpd.registry.catalog import Catalog

@@ -17,9 +17,9 @@ import trio
 import trio.lowlevel
 import trio.testing
 
-from mcpd.config.load import parse
-from mcpd.config.model import Config
-from mcpd.config.servertable import ServerConfig
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import Config
+from mcpd.config.tables.servertable import ServerConfig
 from mcpd.registry.catalog import Catalog
 from mcpd.servers.calls import CallRefused
 from mcpd.servers.runner import Runner

@@ -16,8 +16,8 @@ import trio.testing
 from msgspec import Raw
 from trio.testing import MockClock
 
-from mcpd.config.load import parse
-from mcpd.config.model import DaemonConfig
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import DaemonConfig
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
 from mcpd.servers.askback import AskRoutes

@@ -15,9 +15,9 @@ import trio
 import trio.testing
 from msgspec import Raw
 
-from mcpd.config.load import parse
-from mcpd.config.model import Config, NamingConfig
-from mcpd.config.secrets import HeldSecret
+from mcpd.config.credentials.secrets import HeldSecret
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import Config, NamingConfig
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets, marker
 from mcpd.registry.catalog import Catalog

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcpd.config.load import parse
+from mcpd.config.loading.load import parse
 from mcpd.registry.catalog import Catalog
 from mcpd.servers.server_parts import ServerParts
 from mcpd.servers.status_of import status_of

@@ -14,9 +14,9 @@ import trio
 import trio.testing
 from msgspec import Raw
 
-from mcpd.config.load import parse
-from mcpd.config.model import Config
-from mcpd.config.servertable import ServerConfig
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import Config
+from mcpd.config.tables.servertable import ServerConfig
 from mcpd.registry.catalog import Catalog
 from mcpd.servers.calls import CallRefused
 from mcpd.servers.supervisor import ReloadReport, Supervisor, reload_said

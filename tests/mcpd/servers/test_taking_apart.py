@@ -16,7 +16,7 @@ import pytest
 import trio
 from msgspec import Raw
 
-from mcpd.config.secrets import HeldSecret
+from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
 from mcpd.servers.taking_apart import AT_ONCE_PARTS, MOST_PARTS, ReplyWork, TooComplex

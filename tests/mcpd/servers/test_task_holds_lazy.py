@@ -11,7 +11,7 @@ from typing import Any
 
 import trio
 
-from mcpd.config.load import load
+from mcpd.config.loading.load import load
 from mcpd.daemon import Daemon
 from tests.support.agent import META, Agent, connect, running
 

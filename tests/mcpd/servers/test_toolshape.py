@@ -12,7 +12,7 @@ import msgspec
 import pytest
 from msgspec import UNSET, Raw
 
-from mcpd.config.load import parse
+from mcpd.config.loading.load import parse
 from mcpd.registry.limits import ListTrim
 from mcpd.servers.toolshape import accepted, checked_tool, header_paths
 from protocol import mcp

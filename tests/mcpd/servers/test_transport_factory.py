@@ -11,8 +11,8 @@ from typing import Any
 
 import trio
 
-from mcpd.config.load import parse
-from mcpd.config.model import Config
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import Config
 from mcpd.servers.transport_factory import http_settings, open_transport, stdio_params
 from protocol import jsonrpc as rpc
 from tests.support.http_servers import Responder, SeenRequest, result, serve_http

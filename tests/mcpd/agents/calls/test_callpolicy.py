@@ -18,9 +18,9 @@ from mcpd.agents.agent import NO_ONE, AgentCall
 from mcpd.agents.askback.askback import TOKEN_PREFIX, Flow, Park, Parks
 from mcpd.agents.calls.callpolicy import Ask, CallPolicy, QueuedCalls, Sent
 from mcpd.agents.profiles import Profiles, ProfileServers
-from mcpd.config.load import parse
-from mcpd.config.model import Handling, NamingConfig, PinPolicy
-from mcpd.config.policy import PolicyRule
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import Handling, NamingConfig, PinPolicy
+from mcpd.config.tables.policy import PolicyRule
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.approvals import PER_AGENT_BYTES, TIMEOUT, Approvals
 from mcpd.policy.gate import CallGate

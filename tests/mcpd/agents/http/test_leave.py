@@ -15,7 +15,7 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.config.load import load
+from mcpd.config.loading.load import load
 from tests.support.agent import META, running
 from tests.support.http_stream_client import (
     POST,

@@ -21,8 +21,8 @@ from mcpd.agents.http.sessions import (
 from mcpd.agents.identity import AgentIdentity, Holder
 from mcpd.agents.peers import Peer
 from mcpd.agents.profiles import ProfileServers
-from mcpd.config.load import parse
-from mcpd.config.model import NamingConfig
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.gate import ListGate
 from mcpd.servers.all_servers import AllServers

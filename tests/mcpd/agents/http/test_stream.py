@@ -19,7 +19,7 @@ import trio
 
 import mcpd.agents.http.stream
 from mcpd.agents.outbox import QUEUE_BYTES
-from mcpd.config.load import load
+from mcpd.config.loading.load import load
 from mcpd.daemon import Daemon
 from mcpd.local.endpoint_token import write_token
 from protocol import jsonrpc as rpc

@@ -150,7 +150,7 @@ async def test_mcpd_token_prints_and_rotates(tmp_path: Path) -> None:
         f'[daemon]\nsocket = "{tmp_path / "mcpd.sock"}"\nstate_dir = "{tmp_path / "state"}"\n'
         'http_listen = "127.0.0.1:0"\n'
     )
-    from mcpd.config.load import load
+    from mcpd.config.loading.load import load
 
     mcpd = [sys.executable, "-m", "mcpd", "token", "--config", str(cfg_path)]
     with trio.fail_after(60):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import trio
 
-from mcpd.config.load import load
+from mcpd.config.loading.load import load
 from tests.support.agent import connect, running
 from tests.support.reloading import toml_server, write_config
 

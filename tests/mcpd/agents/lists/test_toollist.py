@@ -10,8 +10,8 @@ from msgspec import UNSET
 
 from mcpd.agents.lists.toollist import list_tools
 from mcpd.agents.profiles import ProfileServers
-from mcpd.config.load import parse
-from mcpd.config.model import NamingConfig
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.gate import ListGate
 from mcpd.servers.all_servers import AllServers

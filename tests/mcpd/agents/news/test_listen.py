@@ -20,7 +20,7 @@ from mcpd.agents.api import new_session
 from mcpd.agents.connection import Connection, Dispatcher
 from mcpd.agents.failures import Failures
 from mcpd.agents.news.listen import Listens
-from mcpd.config.model import DaemonConfig
+from mcpd.config.tables.model import DaemonConfig
 from mcpd.daemon import _LINES
 from protocol import jsonrpc as rpc
 from protocol import mcp

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import trio
 
-from mcpd.config.load import load
+from mcpd.config.loading.load import load
 from tests.support.agent import META, Agent, connect, running
 
 LIMIT = 60

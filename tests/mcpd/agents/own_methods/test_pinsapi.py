@@ -18,7 +18,7 @@ from msgspec import Raw
 
 from mcpd.agents.own_methods.pinsapi import HANDLERS
 from mcpd.agents.peers import Peer, is_owner
-from mcpd.config.model import NamingConfig
+from mcpd.config.tables.model import NamingConfig
 from mcpd.local.pinfile import PinKeeper
 from mcpd.policy.kin import AgentKin, Process, unknown_kin
 from mcpd.registry.catalog import Catalog

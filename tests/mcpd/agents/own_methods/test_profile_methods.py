@@ -15,8 +15,8 @@ from msgspec import Raw
 from mcpd.agents.own_methods.profile_methods import PROFILE_METHODS, ProfileMethods
 from mcpd.agents.peers import Peer
 from mcpd.agents.profiles import Profiles, ProfileServers
-from mcpd.config.load import parse
-from mcpd.config.model import Config
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import Config
 from mcpd.policy.approvals import Approvals
 from mcpd.policy.gate import CallGate
 from mcpd.policy.masking import KnownSecrets

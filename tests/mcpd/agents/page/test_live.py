@@ -19,7 +19,7 @@ import trio
 import trio.testing
 
 from mcpd.agents.page.live import KEEPALIVE, MAX_STREAMS, PER_HOLDER, REFRESH, Live, Regions
-from mcpd.config.load import parse
+from mcpd.config.loading.load import parse
 from mcpd.daemon import Daemon
 from tests.support import self_approval
 from tests.support.agent import running

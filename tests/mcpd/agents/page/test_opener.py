@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 
 import trio
 
-from mcpd.config.load import parse
+from mcpd.config.loading.load import parse
 from mcpd.daemon import Daemon
 from tests.support import self_approval
 from tests.support.agent import connect, running

@@ -28,7 +28,7 @@ from mcpd.agents.page.sources import (
 )
 from mcpd.audit.log import AuditLog
 from mcpd.audit.record import CallRecord as Record
-from mcpd.config.model import DaemonConfig
+from mcpd.config.tables.model import DaemonConfig
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.approvals import ApprovalRequest, Approvals
 from mcpd.policy.kin import AgentKin

@@ -15,7 +15,7 @@ from typing import Any
 import trio
 
 from mcpd.audit.reader import AuditRecords
-from mcpd.config.load import parse
+from mcpd.config.loading.load import parse
 from tests.support.agent import connect, running
 from tests.support.apart import APART
 from tests.support.daemon_http import curl

@@ -384,7 +384,7 @@ async def test_a_broken_line_is_never_written_and_its_request_gets_an_error(
 
     from mcpd.agents.api import new_session
     from mcpd.agents.connection import Connection
-    from mcpd.config.model import DaemonConfig
+    from mcpd.config.tables.model import DaemonConfig
     from mcpd.daemon import _LINES
 
     handler = SimpleNamespace(router=SimpleNamespace(splice=True))

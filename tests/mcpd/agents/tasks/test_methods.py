@@ -14,8 +14,8 @@ from msgspec import Raw
 from mcpd.agents.agent import Agent
 from mcpd.agents.tasks.methods import TaskMethods
 from mcpd.agents.tasks.tasks import Tasks
-from mcpd.config.load import parse
-from mcpd.config.model import NamingConfig
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.gate import ListGate
 from mcpd.servers.all_servers import AllServers

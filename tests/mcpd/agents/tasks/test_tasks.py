@@ -14,8 +14,8 @@ import trio
 import trio.testing
 from msgspec import Raw
 
-from mcpd.config.load import parse
-from mcpd.config.model import NamingConfig
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.supervisor import Supervisor

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.config.load import load
+from mcpd.config.loading.load import load
 from mcpd.daemon import Daemon
 from mcpd.servers.upstream import Upstream
 from tests.support.agent import META, Agent, connect, running

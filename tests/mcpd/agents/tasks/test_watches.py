@@ -14,7 +14,7 @@ from msgspec import Raw
 
 from mcpd.agents.tasks.tasks import Tasks
 from mcpd.agents.tasks.watches import TaskWatches
-from mcpd.config.load import parse
+from mcpd.config.loading.load import parse
 from mcpd.registry.catalog import Catalog
 from mcpd.registry.scheme import Sight
 from mcpd.servers.all_servers import AllServers

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from mcpd.cli.client import QUICK, Client
-from mcpd.config.load import parse
+from mcpd.config.loading.load import parse
 from tests.support.operator import MCPD, client, mcpd, start, stop
 from tests.support.procs import scripted
 

@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import trio
 
-from mcpd.config.model import Config
+from mcpd.config.tables.model import Config
 from mcpd.daemon import Daemon
 from tests.support.agent import Agent, connect, make_config, running
 from tests.support.oauth_browser import follow_authorization

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.config.model import Config
+from mcpd.config.tables.model import Config
 from tests.support.agent import Agent, connect, make_config, running
 from tests.support.oauth_mcp import ProtectedMcp, login, serve_protected
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcpd.config.servertable import AuthConfig
+from mcpd.config.tables.servertable import AuthConfig
 from mcpd.local.oauth_store import IssuerRecord, StoredLogin
 from mcpd.servers.oauth.credentials import Credentials, client_config
 from protocol.oauth import (

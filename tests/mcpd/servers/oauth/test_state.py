@@ -14,8 +14,8 @@ import trio
 import trio.testing
 import trustme
 
-from mcpd.config.load import parse
-from mcpd.config.servertable import ServerConfig
+from mcpd.config.loading.load import parse
+from mcpd.config.tables.servertable import ServerConfig
 from mcpd.local.oauth_store import IssuerRecord, OAuthStore, StoredLogin
 from mcpd.servers.oauth.errors import LoginRequired
 from mcpd.servers.oauth.state import EXPIRING, AuthState, _tls

@@ -1,0 +1,287 @@
+"""Loading the config file: TOML (or another host's JSON) decoded into the model's
+frozen structs, every error naming its key.
+
+``${VAR}`` and ``${VAR:-default}`` expand from the environment in any string value
+(``$$`` is a literal ``$``), and ``${file:PATH}`` reads a secret file (``expand``).
+Unknown keys are errors, so a typo never silently turns a setting off. A reference
+that cannot be resolved inside an enabled server's table is not: that server gets it
+as its ``unresolved`` reason and does not start, and the others run.
+"""
+
+from __future__ import annotations
+
+import ast
+import codecs
+import os
+import re
+import stat
+import tomllib
+from collections.abc import Collection, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+
+from protocol.masking import masked_repr, masking
+
+from ...local.trusted_path import untrusted_file
+from ..checks.configchecks import config_errors
+from ..checks.serverchecks import misplaced_keys
+from ..credentials.held import held_in
+from ..tables.model import MAX_CONFIG_BYTES, Config, ConfigError
+from ..tables.profiles import ProfileConfig
+from ..tables.servertable import ServerConfig
+from .expand import (
+    Found,
+    References,
+    ServerTable,
+    Unresolved,
+    expand,
+    expand_server,
+    expand_tree,
+    stand_ins,
+)
+from .nesting import nests_too_deep, too_deep_to_read
+
+__all__ = ["Unresolved", "expand", "load", "parse", "said_of", "validate"]
+
+_AT_RE: Final = re.compile(r"^(.*?)(?: - at `\$(.*)`)?$", re.S)
+# Where tomllib's message says the file went wrong, and a line that starts a table.
+_AT_LINE_RE: Final = re.compile(r"\(at line ([0-9]+), column [0-9]+\)\Z")
+_HEADER_RE: Final = re.compile(r"\s*\[\[?\s*([^\[\]]+?)\s*\]\]?\s*(?:#.*)?\Z")
+# One step of msgspec's path to a value: a key (``.action``) or an item (``[0]``).
+_STEP_RE: Final = re.compile(r"\.(\w+)|\[([^\]]*)\]")
+
+
+def _validation_error(
+    exc: msgspec.ValidationError, prefix: str = "", type_: Any = Config
+) -> ConfigError:
+    """``exc`` of converting to ``type_`` as a config error at ``prefix``."""
+    m = _AT_RE.match(str(exc))
+    assert m is not None
+    message, where = m.group(1), (prefix + (m.group(2) or "")).lstrip(".")
+    unknown = re.match(r"Object contains unknown field `(.+)`", message, re.S)
+    if unknown:
+        key = unknown.group(1)
+        return ConfigError(f"{where}.{key}" if where else key, "unknown key")
+    refused = re.match(r"(Invalid enum value )(.+)", message, re.S)
+    if refused:  # the value as msgspec writes it (repr), written again masked
+        message = refused.group(1) + masked_repr(ast.literal_eval(refused.group(2)))
+        allowed = _choices(msgspec.inspect.type_info(type_), m.group(2) or "")
+        if allowed:
+            message += f"; give one of {', '.join(allowed)}"
+    return ConfigError(where or "(top level)", message)
+
+
+def _choices(info: msgspec.inspect.Type, path: str) -> list[str]:
+    """The strings the key at ``path`` (msgspec's: ``.policy[0].action``) in ``info``
+    may be, where it takes a few (a ``Literal``); else none."""
+    inspect = msgspec.inspect
+    for name, _ in _STEP_RE.findall(path):
+        if isinstance(info, inspect.UnionType):  # a key that may be left out
+            info = next(t for t in info.types if not isinstance(t, inspect.NoneType))
+        if name and isinstance(info, inspect.StructType):
+            fields = [f.type for f in info.fields if f.encode_name == name]
+            if not fields:
+                return []
+            info = fields[0]
+        elif not name and isinstance(info, (inspect.ListType, inspect.VarTupleType)):
+            info = info.item_type
+        elif not name and isinstance(info, inspect.DictType):
+            info = info.value_type
+        else:
+            return []
+    types = info.types if isinstance(info, inspect.UnionType) else (info,)
+    literals = [t for t in types if isinstance(t, inspect.LiteralType)]
+    return [f'"{v}"' for t in literals for v in t.values if isinstance(v, str)]
+
+
+def parse(
+    data: Mapping[str, object], env: Mapping[str, str] | None = None, source: str = ""
+) -> Config:
+    env = os.environ if env is None else env
+    for key in ("source", "state_path", "variables", "secret_files", "held_secrets"):  # set by mcpd
+        if key in data:
+            raise ConfigError(key, "unknown key")
+    servers = data.get("servers")
+    refs = References()
+    found: Found = []
+    expanded = {k: expand_tree(v, k, env, refs, found) for k, v in data.items() if k != "servers"}
+    tables: dict[str, ServerTable] = {}
+    if isinstance(servers, dict):
+        # Each server on its own: what one of them lacks on this machine is its problem.
+        tables = {a: expand_server(b, f"servers.{a}", env, found) for a, b in servers.items()}
+        expanded["servers"] = {a: t.body for a, t in tables.items()}
+    elif servers is not None:
+        expanded["servers"] = servers
+    expanded["source"] = source
+    variables = {a: sorted(t.variables) for a, t in tables.items() if t.variables}
+    if refs.names:
+        variables[""] = sorted(refs.names)
+    expanded["variables"] = variables
+    expanded["secret_files"] = sorted(refs.files.union(*(t.files for t in tables.values())))
+    names = refs.names.union(*(t.variables for t in tables.values()))
+    # The errors of the checks show no value a reference gave, whole or in part.
+    with masking(stand_ins(names, env, found)):
+        config = _checked(expanded, tables)
+    return msgspec.structs.replace(config, held_secrets=held_in(config, found))
+
+
+def said_of(config: Config, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What a sentence about ``config`` writes for each value a reference gave it, as
+    its errors were written (``parse``): what is said of a config once it is read
+    (``mcpd check-config``: a path not there, a grant) reaches whoever read its errors.
+    ``env``: the one it was read with."""
+    env = os.environ if env is None else env
+    names = set().union(*config.variables.values())
+    return stand_ins(names, env, config.held_secrets)
+
+
+def _checked(expanded: dict[str, object], tables: Mapping[str, ServerTable]) -> Config:
+    """The expanded config as the model's structs, every check passed."""
+    _check_servers(expanded.get("servers"))
+    profiles = expanded.get("profiles")
+    if isinstance(profiles, dict):  # each on its own, so an error names the profile
+        for name, body in profiles.items():
+            _convert_at(body, ProfileConfig, f"profiles.{name}")
+    try:
+        config = msgspec.convert(expanded, Config)
+    except msgspec.ValidationError as exc:
+        raise _validation_error(exc) from None
+    unresolved = {a: t.unresolved for a, t in tables.items() if t.unresolved is not None}
+    if unresolved:
+        servers_ = {
+            a: msgspec.structs.replace(s, unresolved=unresolved[a]) if a in unresolved else s
+            for a, s in config.servers.items()
+        }
+        config = msgspec.structs.replace(config, servers=servers_)
+    validate(config, {a: t.unknown for a, t in tables.items()})
+    return config
+
+
+def _check_servers(servers: Any) -> None:
+    """msgspec names a table key only as ``[...]``: check each server (and each of its
+    env/headers values) on its own, so an error names the alias and the key."""
+    if not isinstance(servers, dict):
+        return
+    for alias, body in servers.items():
+        where = f"servers.{alias}"
+        for table, type_ in (("env", str), ("headers", str), ("tool_timeouts", float)):
+            items = body.get(table) if isinstance(body, dict) else None
+            if isinstance(items, dict):
+                for key, value in items.items():
+                    _convert_at(value, type_, f"{where}.{table}.{key}")
+        for kind in ("tools", "prompts"):
+            rules = body.get(kind) if isinstance(body, dict) else None
+            for table in ("rename", "description"):
+                items = rules.get(table) if isinstance(rules, dict) else None
+                if isinstance(items, dict):
+                    for key, value in items.items():
+                        _convert_at(value, str, f"{where}.{kind}.{table}.{key}")
+        if isinstance(body, dict) and "unresolved" in body:  # set by mcpd, not a config key
+            raise ConfigError(f"{where}.unresolved", "unknown key")
+        _convert_at(body, ServerConfig, where)
+        if isinstance(body, dict) and ("command" in body) != ("url" in body):
+            stdio, lazy = "command" in body, body.get("start") == "lazy"
+            for error in misplaced_keys(where, body, stdio=stdio, lazy=lazy):
+                raise error
+
+
+def _convert_at(value: Any, type_: Any, where: str) -> None:
+    try:
+        msgspec.convert(value, type_)
+    except msgspec.ValidationError as exc:
+        raise _validation_error(exc, where, type_) from None
+
+
+def validate(config: Config, unexpanded: Mapping[str, Collection[str]] | None = None) -> None:
+    """Raise the config's first error, carrying every other it has (``config_errors``).
+    ``unexpanded``: per server, the key paths whose values were left as written."""
+    errors = config_errors(config, unexpanded)
+    if errors:
+        raise errors[0].with_more(errors[1:])
+
+
+def _read(p: Path) -> bytes:
+    try:
+        # Opened without waiting: a FIFO would hold the loading (and a reload, with the
+        # daemon in it) until something wrote to it.
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(fd, "rb") as f:
+            # Checked on the open file, so what is checked is what is read.
+            st = os.fstat(f.fileno())
+            if stat.S_ISDIR(st.st_mode):
+                raise ConfigError("", f"cannot read {str(p)!r}: it is a directory")
+            if not stat.S_ISREG(st.st_mode):  # a device such as /dev/zero never ends
+                raise ConfigError("", f"config file {str(p)!r} is not a regular file")
+            # The config says which commands mcpd runs as its user: a file someone
+            # else could have written would run theirs.
+            untrusted = untrusted_file(str(p), st)
+            if untrusted is not None:
+                raise ConfigError("", f"config file not trusted: {untrusted}")
+            too_large = f"config file {str(p)!r} is larger than {MAX_CONFIG_BYTES} bytes"
+            if st.st_size > MAX_CONFIG_BYTES:
+                raise ConfigError("", too_large)
+            text = f.read(MAX_CONFIG_BYTES + 1)  # it may have grown since
+    except FileNotFoundError:
+        raise ConfigError("", f"config file {str(p)!r} not found") from None
+    except OSError as exc:
+        raise ConfigError("", f"cannot read {str(p)!r}: {exc.strerror}") from None
+    if len(text) > MAX_CONFIG_BYTES:
+        raise ConfigError("", too_large)
+    # Some editors start UTF-8 text with a byte order mark; neither TOML nor JSON
+    # parsers take it.
+    return text.removeprefix(codecs.BOM_UTF8)
+
+
+def load(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> Config:
+    """The config in the file at ``path``, whose ``source`` is that file's absolute
+    path: a relative one is resolved against the working directory as it is read, so
+    that what every sandbox hides is the file that was read."""
+    p = Path(path).absolute()
+    text = _read(p)
+    if p.suffix == ".json" or text.lstrip()[:1] == b"{":
+        # Another host's mcpServers file, used as it is. The importer (and json) only
+        # then: a daemon started on TOML does without them.
+        from ..importing.importer import config_from_json
+
+        return _parsed_in(p, config_from_json(text, str(p)), env)
+    try:
+        decoded = text.decode("utf-8")
+        data = tomllib.loads(decoded)
+    except UnicodeDecodeError as exc:
+        raise ConfigError("", f"{p}: not valid TOML: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        why = f"{exc}{_set_again(decoded, str(exc))}"
+        raise ConfigError("", f"{p}: not valid TOML: {why}") from None
+    except RecursionError:  # arrays or inline tables within each other, past any bound
+        raise ConfigError("", too_deep_to_read(str(p))) from None
+    if nests_too_deep(data):
+        raise ConfigError("", too_deep_to_read(str(p)))
+    return _parsed_in(p, data, env)
+
+
+def _set_again(text: str, error: str) -> str:
+    """For tomllib's "Cannot overwrite a value", which names a line but not the key: the
+    key that line sets, in the table it is in (its dotted path as written)."""
+    at = _AT_LINE_RE.search(error)
+    lines = text.splitlines()
+    if not error.startswith("Cannot overwrite") or at is None or int(at[1]) > len(lines):
+        return ""
+    line = lines[int(at[1]) - 1]
+    header = _HEADER_RE.match(line)
+    if header is not None:
+        return f": {header[1]} is set twice"
+    if "=" not in line:
+        return ""
+    key = line.split("=", 1)[0].strip()
+    above = (_HEADER_RE.match(before) for before in reversed(lines[: int(at[1]) - 1]))
+    table = next((h[1] for h in above if h is not None), None)
+    return f": {table + '.' if table else ''}{key} is set twice"
+
+
+def _parsed_in(p: Path, data: Mapping[str, object], env: Mapping[str, str] | None) -> Config:
+    try:
+        return parse(data, env, source=str(p))
+    except ConfigError as exc:
+        raise exc.in_file(str(p)) from None

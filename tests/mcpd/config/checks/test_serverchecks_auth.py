@@ -1,0 +1,119 @@
+"""``[servers.X.auth]``: what it accepts, and the key path each mistake is named by."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpd.config.loading.load import load, parse
+from mcpd.config.tables.model import ConfigError
+
+URL = "https://tickets.example.com/mcp"
+# A throwaway P-256 key (PKCS#8), made for these tests only.
+KEY = """-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgZc+YCeOqCy6BIUwp
+8PaeEgiB0qceEmUsYnEvXKXD1xOhRANCAAS0oL9qybfzshwF4H6JIvFhAJz27mz2
+SxPRpZnjOSJo60Xo8O6Qt4Vf0a8S1zz7vBjwsw094lH7kajzWbcnWKny
+-----END PRIVATE KEY-----"""
+
+
+def server(**auth: Any) -> dict[str, Any]:
+    return {"servers": {"tickets": {"url": URL, "auth": auth}}}
+
+
+def error_of(data: dict[str, Any]) -> str:
+    with pytest.raises(ConfigError) as info:
+        parse(data, env={})
+    return str(info.value)
+
+
+def test_an_oauth_table_with_every_key() -> None:
+    config = parse(
+        server(
+            client_id="mcpd-desktop",
+            client_secret="s3cret-value",
+            issuer="https://auth.example.com",
+            scopes=["tickets:read", "offline_access"],
+            redirect_port=33418,
+            token_endpoint_auth_method="client_secret_post",
+        ),
+        env={},
+    )
+    auth = config.servers["tickets"].auth
+    assert auth is not None and auth.type == "oauth" and auth.redirect_port == 33418
+    # Printing the config (errors, debugging) never shows the secret.
+    assert "s3cret-value" not in repr(config)
+    assert "client_secret='***'" in repr(auth)
+
+
+def test_client_credentials_with_a_key_from_a_file(tmp_path: Path) -> None:
+    key = tmp_path / "key.pem"
+    key.write_text(KEY)
+    os.chmod(key, 0o600)
+    config = parse(
+        server(type="client_credentials", client_id="robot", private_key=f"${{file:{key}}}"),
+        env={},
+    )
+    auth = config.servers["tickets"].auth
+    assert auth is not None and auth.private_key == KEY
+    assert "PRIVATE KEY" not in repr(config)
+
+
+@pytest.mark.parametrize(
+    ("auth", "message"),
+    [
+        ({"type": "password"}, "servers.tickets.auth.type: Invalid enum value 'password'"),
+        ({"client_sercet": "x"}, "servers.tickets.auth.client_sercet: unknown key"),
+        ({"type": "client_credentials"}, "servers.tickets.auth.client_id: is needed"),
+        (
+            {"type": "client_credentials", "client_id": "robot"},
+            "servers.tickets.auth: client_credentials needs client_secret or private_key",
+        ),
+        ({"client_secret": "x"}, "servers.tickets.auth.client_secret: needs client_id"),
+        ({"client_id": " "}, "servers.tickets.auth.client_id: is empty"),
+        (
+            {"client_metadata_url": "http://example.com/client.json"},
+            "servers.tickets.auth.client_metadata_url: must be an https:// URL",
+        ),
+        ({"issuer": "auth.example.com"}, "servers.tickets.auth.issuer: must be an http(s) URL"),
+        ({"scopes": ["read write"]}, "servers.tickets.auth.scopes[0]: must be one scope token"),
+        ({"redirect_port": 70000}, "servers.tickets.auth.redirect_port: must be a port number"),
+        (
+            {"client_id": "c", "private_key": "not a key"},
+            "servers.tickets.auth.private_key: the key is neither PEM nor a JWK",
+        ),
+        (
+            {"client_id": "c", "token_endpoint_auth_method": "private_key_jwt"},
+            "servers.tickets.auth.token_endpoint_auth_method: private_key_jwt needs private_key",
+        ),
+    ],
+)
+def test_mistakes_name_their_key(auth: dict[str, Any], message: str) -> None:
+    assert error_of(server(**auth)).startswith(message)
+
+
+def test_auth_is_for_http_servers_and_replaces_a_static_header() -> None:
+    stdio = {"servers": {"notes": {"command": "notes-server", "auth": {}}}}
+    assert error_of(stdio) == "servers.notes.auth: only applies to HTTP servers (with `url`)"
+    both = {"servers": {"t": {"url": URL, "headers": {"Authorization": "Bearer x"}, "auth": {}}}}
+    assert error_of(both).startswith("servers.t.headers.Authorization: cannot be combined")
+
+
+def test_a_secret_file_anyone_can_read_is_refused(tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("s3cret-value\n")
+    os.chmod(secret, 0o644)
+    path = tmp_path / "config.toml"
+    path.write_text(
+        f'[servers.t]\nurl = "{URL}"\n[servers.t.auth]\nclient_id = "c"\n'
+        f'client_secret = "${{file:{secret}}}"\n'
+    )
+    reason = load(path, env={}).servers["t"].unresolved
+    assert reason is not None and reason.startswith("servers.t.auth.client_secret: ")
+    assert "s3cret-value" not in reason
+    os.chmod(secret, 0o600)
+    auth = load(path, env={}).servers["t"].auth
+    assert auth is not None and auth.client_secret == "s3cret-value"

@@ -1,0 +1,96 @@
+"""Config errors that say what to write instead: the values a key takes, the key a TOML
+file sets twice, and what to do when there is no config file at all."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcpd.config.loading.load import load
+from mcpd.config.tables.model import ConfigError
+from tests.conftest import ROOT
+
+STDIO = '[servers.s]\ncommand = "python3"\n'
+
+
+@pytest.mark.parametrize(
+    ("toml", "said"),
+    [
+        (
+            STDIO + 'start = "lazzy"\n',
+            'servers.s.start: Invalid enum value \'lazzy\'; give one of "eager", "lazy"',
+        ),
+        (
+            STDIO + 'sandbox = "loose"\n',
+            "servers.s.sandbox: Invalid enum value 'loose'; "
+            'give one of "default", "off", "strict"',
+        ),
+        (
+            STDIO + '[[policy]]\ntools = ["*"]\naction = "allow"\n'
+            '[[policy]]\ntools = ["*"]\naction = "alow"\n',
+            'policy[1].action: Invalid enum value \'alow\'; give one of "allow", "ask", "deny"',
+        ),
+        (
+            '[profiles.p]\ndiscovery = "serch"\n',
+            "profiles.p.discovery: Invalid enum value 'serch'; "
+            'give one of "all", "auto", "search"',
+        ),
+        (
+            STDIO + 'relay = ["roots", "elicit"]\n',
+            "servers.s.relay[1]: Invalid enum value 'elicit'; "
+            'give one of "elicitation", "roots", "sampling"',
+        ),
+    ],
+)
+def test_a_value_outside_a_keys_few_says_which_it_takes(
+    tmp_path: Path, toml: str, said: str
+) -> None:
+    path = tmp_path / "mcpd.toml"
+    path.write_text(toml)
+    with pytest.raises(ConfigError) as caught:
+        load(path)
+    assert str(caught.value) == f"{path}: {said}"
+
+
+@pytest.mark.parametrize(
+    ("toml", "key", "line"),
+    [
+        (STDIO + 'command = "python3.11"\n', "servers.s.command", 3),
+        (
+            'socket_mode = "0600"\n' + STDIO + "  [servers.s.limits]\n  memory = 1\n  memory=2\n",
+            "servers.s.limits.memory",
+            6,
+        ),
+        ("[servers]\ns = 1\n[servers.s]\n", "servers.s", 3),
+    ],
+)
+def test_a_key_set_twice_is_named(tmp_path: Path, toml: str, key: str, line: int) -> None:
+    path = tmp_path / "mcpd.toml"
+    path.write_text(toml)
+    with pytest.raises(ConfigError) as caught:
+        load(path)
+    said = str(caught.value)
+    assert said.startswith(f"{path}: not valid TOML: Cannot overwrite a value (at line {line}")
+    assert said.endswith(f"): {key} is set twice"), said
+
+
+@pytest.mark.parametrize("command", [["check-config"], ["serve", "--log", "stderr"]])
+def test_no_config_file_says_what_else_to_do(tmp_path: Path, command: list[str]) -> None:
+    missing = tmp_path / "mcpd.toml"
+    out = subprocess.run(
+        [sys.executable, "-m", "mcpd", *command, "--config", str(missing)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "MCPD_SOCKET": str(tmp_path / "s.sock")},
+    )
+    assert out.returncode == 78
+    assert out.stderr.rstrip("\n").endswith(
+        f"config error: config file '{missing}' not found: name another with --config "
+        "(or $MCPD_CONFIG), write one from another host's with `mcpd import`, or try mcpd "
+        "with `mcpd serve --demo`"
+    ), out.stderr
