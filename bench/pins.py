@@ -46,8 +46,8 @@ import trio
 from bench.echo_server import make_tools
 from mcpd.config.tables.model import NamingConfig
 from mcpd.local.pinfile import PinKeeper
-from mcpd.registry.catalog import Catalog
-from mcpd.registry.gate import ListGate
+from mcpd.registry.gating.gate import ListGate
+from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers import toolshape
 from protocol import jsonrpc as rpc
 from protocol import mcp

@@ -6,7 +6,7 @@
 Starts ``mcpd serve`` with real third-party servers (server-everything, -filesystem and
 -memory from ``tests/peers``; mcp-server-time and mcp-server-git from PyPI) and the two
 demo servers, reads the aggregated tool list from the socket (``GET /tools``), indexes it
-with ``mcpd.registry.search`` and asks the questions below, each written the way a person
+with ``mcpd.registry.profiles.search`` and asks the questions below, each written the way a person
 asks, with the tools that person would expect. A server that cannot start here is left
 out with a note (its queries are skipped), so the run never fails for a missing peer.
 
@@ -41,7 +41,7 @@ if __package__ in (None, ""):
 from bench.relevance_queries import QUERIES
 
 if TYPE_CHECKING:
-    from mcpd.registry.search import ToolDoc
+    from mcpd.registry.profiles.search import ToolDoc
 
 ROOT = Path(__file__).resolve().parent.parent
 PEERS_BIN = ROOT / "tests" / "peers" / "node_modules" / ".bin"
@@ -244,7 +244,7 @@ def listed_doc(tool: Mapping[str, Any]) -> ToolDoc:
     server and original name from ``_meta``, the ``[marker] [alias]`` notes cut off
     the description (and the ``[alias]`` off the title), so an outage does not change
     how the tool ranks."""
-    from mcpd.registry.search import ToolDoc
+    from mcpd.registry.profiles.search import ToolDoc
 
     meta = tool.get("_meta")
     if not isinstance(meta, dict):
@@ -272,7 +272,7 @@ def listed_doc(tool: Mapping[str, Any]) -> ToolDoc:
 def evaluate(
     tools: list[Any], queries: list[tuple[str, tuple[str, ...]]] = QUERIES
 ) -> dict[str, Any]:
-    from mcpd.registry.search import ToolIndex
+    from mcpd.registry.profiles.search import ToolIndex
 
     docs = [listed_doc(t) for t in tools]
     index = ToolIndex(docs)
@@ -321,7 +321,7 @@ def _prefix(docs: list[ToolDoc]) -> str:
 def synthetic(real: list[ToolDoc], count: int, seed: int = 7) -> list[ToolDoc]:
     """``count`` tools modelled on the real ones: 50 per server, each description with a
     few made-up words, so the vocabulary grows with the count as a real one would."""
-    from mcpd.registry.search import ToolDoc
+    from mcpd.registry.profiles.search import ToolDoc
 
     rng = random.Random(seed)
     letters = "abcdefghijklmnopqrstuvwxyz"
@@ -349,7 +349,7 @@ def measure_speed(tools: list[Any], sizes: tuple[int, ...] = (1000, 10000)) -> d
     (median and worst over the benchmark's queries, 20 rounds each) for each size, in
     CPU time of this process: the machine may be shared, and wall time would measure
     the neighbours too."""
-    from mcpd.registry import search as toolsearch
+    from mcpd.registry.profiles import search as toolsearch
 
     real = [listed_doc(t) for t in tools]
     out: dict[str, Any] = {}

@@ -37,10 +37,10 @@ from .local.watched_pins import WatchedPins
 from .oversight import Oversight
 from .policy.approvals import Approvals
 from .policy.gate import CallGate
-from .registry.catalog import Catalog
-from .registry.curation import ToolBudget
-from .registry.gate import ListGate
-from .registry.views import ProfileView
+from .registry.gating.gate import ListGate
+from .registry.profiles.views import ProfileView
+from .registry.tables.catalog import Catalog
+from .registry.tables.curation import ToolBudget
 from .reread import Rereader, refusal, unmatched_profile
 from .runtime_secrets import RuntimeSecrets
 from .servers.all_servers import AllServers

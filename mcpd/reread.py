@@ -22,8 +22,8 @@ from .agents.failures import kind_of
 from .config.loading.load import load
 from .config.loading.paths import found_state_directory
 from .config.tables.model import CONFIG_ERROR, Config, ConfigError
-from .registry.catalog import Catalog
-from .registry.views import unmatched
+from .registry.profiles.views import unmatched
+from .registry.tables.catalog import Catalog
 
 logger = logging.getLogger("mcpd")
 

@@ -22,10 +22,10 @@ from . import __version__
 from .agents.api import AgentServer
 from .local.unsaved import SaveWatch
 from .oversight import Oversight
-from .registry.catalog import Catalog
-from .registry.curation import ToolBudget
-from .registry.unlisted import UnlistedNames
-from .registry.views import ProfileView
+from .registry.profiles.views import ProfileView
+from .registry.tables.catalog import Catalog
+from .registry.tables.curation import ToolBudget
+from .registry.tables.unlisted import UnlistedNames
 from .reload_outcome import ReloadOutcome
 from .servers import metrics
 from .servers.all_servers import AllServers

@@ -9,8 +9,8 @@ import msgspec
 
 from bench.relevance import listed_doc
 from mcpd.config.tables.model import NamingConfig
-from mcpd.registry.catalog import Catalog
-from mcpd.registry.search import ToolDoc
+from mcpd.registry.profiles.search import ToolDoc
+from mcpd.registry.tables.catalog import Catalog
 from protocol import jsonrpc as rpc
 from protocol import mcp
 

@@ -230,7 +230,7 @@ def test_the_agent_side_imports_of_the_servers_only_the_seam() -> None:
 
 def test_the_seam_checker_sees_a_module_reached_past_it() -> None:
     edges = {
-        "mcpd.agents.a": {SHARED, "mcpd.servers.calls", "mcpd.registry.table"},
+        "mcpd.agents.a": {SHARED, "mcpd.servers.calls", "mcpd.registry.tables.table"},
         "mcpd.servers.b": {"mcpd.servers.calls"},
     }
     assert past_the_seam(edges) == ["mcpd.agents.a imports mcpd.servers.calls"]
@@ -484,7 +484,7 @@ def test_no_any_crosses_the_seam() -> None:
 LAYER_INTERFACES = {
     "transports.base.AuthHook": "transports move messages and know nothing of the daemon",
     "mcpd.servers.calls.QueuedCheck": "servers never know about agents",
-    "mcpd.registry.scheme.Sight": "the resource table is below the profiles' views of it",
+    "mcpd.registry.uris.scheme.Sight": "the resource table is below the profiles' views of it",
     "mcpd.agents.backend.Control": "the daemon wires the agent side, which never imports it",
 }
 # Interfaces of the daemon that stand for the one class behind them, most of them to

@@ -23,7 +23,7 @@ from protocol import jsonrpc as rpc
 from protocol.server import RequestContext, ServerSession
 
 from ..policy.kin import AgentKin
-from ..registry.scheme import Sight
+from ..registry.uris.scheme import Sight
 from ..servers.shared import Call, Outcome, ProgressSink, SessionMark, Whose
 from .askback.askback import AgentRequests, DirectAsker
 from .identity import AgentIdentity

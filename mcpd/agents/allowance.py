@@ -14,7 +14,7 @@ from typing import Final
 
 import trio
 
-from ..registry.claims import ROUTE_STEPS, Budget
+from ..registry.uris.claims import ROUTE_STEPS, Budget
 
 AGENT_STEPS: Final = 2 * ROUTE_STEPS  # per agent per second
 _SECOND: Final = 1.0

@@ -27,9 +27,9 @@ from ..config.tables.model import DaemonConfig
 from ..local.pinfile import PinKeeper
 from ..policy.approvals import Approvals
 from ..policy.gate import CallGate
-from ..registry.shown import Entry
-from ..registry.table import Listed
-from ..registry.views import ProfileView
+from ..registry.profiles.views import ProfileView
+from ..registry.tables.shown import Entry
+from ..registry.tables.table import Listed
 from ..servers.auth_commands import Logins
 from ..servers.shared import Said, ServerHistory
 

@@ -21,8 +21,8 @@ from protocol import jsonrpc as rpc
 from protocol import loglevels, mcp, surface
 from protocol.server import RequestContext
 
-from ..registry.scheme import Sight
-from ..registry.views import ProfileView
+from ..registry.profiles.views import ProfileView
+from ..registry.uris.scheme import Sight
 from ..servers.all_servers import AllServers
 from ..servers.shared import Outage
 from .agent import Agent

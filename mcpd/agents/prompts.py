@@ -1,6 +1,6 @@
 """prompts/list, prompts/get and completion/complete from an agent.
 
-Prompt names are local names (``registry.prompts``); ``prompts/get`` reaches the
+Prompt names are local names (``registry.tables.prompts``); ``prompts/get`` reaches the
 server under the server's own name, and its messages come back with their resource
 URIs rewritten (``agents.calls.rewrite``). ``completion/complete`` goes to the server of
 the prompt it names, or of the resource template it names, in the server's terms.
@@ -19,8 +19,8 @@ from protocol import mcp, surface
 from protocol.server import RequestContext
 from protocol.visible import quote
 
-from ..registry.resources import Hold
-from ..registry.scheme import Ambiguous, Sight
+from ..registry.uris.resources import Hold
+from ..registry.uris.scheme import Ambiguous, Sight
 from ..servers.all_servers import AllServers
 from ..servers.shared import Asker, CallRefused, Outage, Whose
 from .askback import unanswered, url_required

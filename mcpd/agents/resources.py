@@ -1,6 +1,6 @@
 """Resources for agents: lists and reads.
 
-URIs are the agents' (``registry.resource_routes`` says which server each goes to),
+URIs are the agents' (``registry.uris.resource_routes`` says which server each goes to),
 read through the agent's profile (its ``Sight``): a server the profile does not show is
 no candidate, in errors as in routing, and a URI another server lists too is read
 from the one the profile shows. Subscriptions to updates are held in ``agents.news.subscriptions``.
@@ -19,9 +19,9 @@ from protocol.json_values import parts_at_most
 from protocol.server import RequestContext
 from protocol.visible import quote
 
-from ..registry.claims import Budget
-from ..registry.resources import Hold
-from ..registry.scheme import Ambiguous, Routed, Sight, Undecided
+from ..registry.uris.claims import Budget
+from ..registry.uris.resources import Hold
+from ..registry.uris.scheme import Ambiguous, Routed, Sight, Undecided
 from ..servers.all_servers import AllServers
 from ..servers.shared import Asker
 from .allowance import Allowance

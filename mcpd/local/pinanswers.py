@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import NotRequired, TypedDict
 
-from ..registry.judged import HeldKind, Why
+from ..registry.gating.judged import HeldKind, Why
 
 
 class HeldItem(TypedDict):

@@ -22,9 +22,9 @@ from typing import Final
 
 import msgspec
 
-from ..registry.forgotten import decoded
-from ..registry.pinned import Found, Pins, ServerPins, Wanted, parsed_digest
-from ..registry.pins import (
+from ..registry.pinning.forgotten import decoded
+from ..registry.pinning.pinned import Found, Pins, ServerPins, Wanted, parsed_digest
+from ..registry.pinning.pins import (
     FORMAT,
     FORMATS,
     KINDS,

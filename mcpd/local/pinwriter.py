@@ -20,8 +20,17 @@ from typing import BinaryIO, Final
 
 import msgspec
 
-from ..registry.pinned import ServerPins, Unwritten, definition_of, shown_digest
-from ..registry.pins import BARE, FORMAT, KINDS, BadPins, Kind, PinnedServer, PinSet, verified
+from ..registry.pinning.pinned import ServerPins, Unwritten, definition_of, shown_digest
+from ..registry.pinning.pins import (
+    BARE,
+    FORMAT,
+    KINDS,
+    BadPins,
+    Kind,
+    PinnedServer,
+    PinSet,
+    verified,
+)
 from .pinrecords import END_OF_SERVER, Sections, file_id, header, parsed, server_decoder
 from .privatefile import write_atomically
 

@@ -34,8 +34,8 @@ from protocol.logfields import log_extra
 from ..config.loading.paths import state_directory
 from ..config.tables.model import Config
 from ..config.tables.servertable import ServerConfig
-from ..registry.catalog import Catalog
-from ..registry.limits import limited_saved
+from ..registry.gating.limits import limited_saved
+from ..registry.tables.catalog import Catalog
 from .pacing import PacedWrites
 from .privatefile import read_private, write_atomically
 from .unsaved import SaveWatch

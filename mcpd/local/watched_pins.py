@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..registry.review import Review
+from ..registry.pinning.review import Review
 from .pinfile import PinKeeper
 from .unsaved import SaveWatch
 

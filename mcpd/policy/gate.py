@@ -35,7 +35,7 @@ import msgspec
 import trio
 
 from ..config.tables.policy import PolicyRule
-from ..registry.pins import definition
+from ..registry.pinning.pins import definition
 from .agent import AgentInfo
 from .approvals import AgentAnswer, ApprovalError, ApprovalRequest, Approvals, Verdict
 from .kin import AgentKin

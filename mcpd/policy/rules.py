@@ -14,8 +14,8 @@ from protocol import mcp
 
 from ..config.tables.glob import Glob
 from ..config.tables.policy import Action, PolicyRule, Rate, parse_rate
-from ..registry.facing import spellings
-from ..registry.shown import Entry
+from ..registry.naming.facing import spellings
+from ..registry.tables.shown import Entry
 
 # The hints of a tool as a model is told to take them when its server is not trusted,
 # which are also what the spec says an absent hint means.

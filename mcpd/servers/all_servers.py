@@ -13,14 +13,14 @@ from msgspec import Raw
 
 from protocol.loglevels import LogMessage
 
-from ..registry.catalog import Catalog
-from ..registry.claims import Budget
-from ..registry.prompts import PromptEntry
-from ..registry.resources import Hold
-from ..registry.scheme import Ambiguous, Routed, Sight, Undecided
-from ..registry.shown import Entry
-from ..registry.spelling import alias_prefix
-from ..registry.views import ProfileView
+from ..registry.naming.spelling import alias_prefix
+from ..registry.profiles.views import ProfileView
+from ..registry.tables.catalog import Catalog
+from ..registry.tables.prompts import PromptEntry
+from ..registry.tables.shown import Entry
+from ..registry.uris.claims import Budget
+from ..registry.uris.resources import Hold
+from ..registry.uris.scheme import Ambiguous, Routed, Sight, Undecided
 from . import requests
 from .askback import Asker
 from .calls import Call, CallRefused, QueuedCheck, SessionMark, Whose

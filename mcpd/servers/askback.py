@@ -21,7 +21,7 @@ A few of a call's requests may wait for its agent at once, and so many of a
 server's; one past either bound is refused at once, with an error that names it.
 What the agent is asked is the server's request with its texts cleaned, every secret
 mcpd holds masked (after the cleaning, which could join a secret split by a character
-nobody sees), and the server named (``registry.relayed``), where their size says
+nobody sees), and the server named (``registry.text.relayed``), where their size says
 (``taking_apart``: params too large to make that of are refused), when it has what
 its method requires (``surface.unfit_request``: one without is refused as malformed,
 as an agent would be shown an empty form). A 2026-07-28 server
@@ -56,7 +56,7 @@ from transports.errors import SERVER_REPLIES
 
 from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets
-from ..registry.relayed import marked
+from ..registry.text.relayed import marked
 from .ended_asks import End, EndedAsks
 from .rpc_results import UnfitRequest, cleaned_request, refused_ask
 from .taking_apart import ReplyWork, TooComplex

@@ -27,8 +27,8 @@ from transports.errors import HttpRPCError, TransportError, UnexpectedReply
 from .. import __version__
 from ..config.tables.model import Limit
 from ..policy.guard import SecretGuard
-from ..registry.clean import clean_text
-from ..registry.limits import limited_instructions
+from ..registry.gating.limits import limited_instructions
+from ..registry.text.clean import clean_text
 
 logger = logging.getLogger("mcpd.upstream")
 

@@ -24,7 +24,7 @@ from transports.errors import single_exceptions
 from ..config.tables.model import Config
 from ..config.tables.servertable import ServerConfig
 from ..policy.guard import SecretGuard
-from ..registry.catalog import Catalog
+from ..registry.tables.catalog import Catalog
 from .calls import Uses
 from .queue_bytes import QueueBytes
 from .runner import Runner

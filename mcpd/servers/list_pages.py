@@ -11,7 +11,7 @@ from protocol import jsonrpc as rpc
 from protocol import surface
 from protocol.visible import quote
 
-from ..registry.limits import LISTED_TWICE, ListTrim, Trimmed, label
+from ..registry.gating.limits import LISTED_TWICE, ListTrim, Trimmed, label
 from .handshake import BadPage
 from .taking_apart import too_complex
 from .upstream import Upstream

@@ -11,7 +11,7 @@ reconnect; once no agent wants its messages any more it is set back to ``warning
 (the handshake protocol has no "off"), so mcpd's log still gets what matters. A
 modern server has no session to set: the level goes in the ``_meta`` of each request.
 
-What reaches agents is cleaned as a server's error texts are (``registry.clean``):
+What reaches agents is cleaned as a server's error texts are (``registry.text.clean``):
 every string of its data, and the logger it names, within the budget, so a flood
 costs no cleaning; then searched for secrets again, as the cleaning could join one.
 """
@@ -35,7 +35,7 @@ from protocol.visible import quote
 from ..local.ratelimit import SUMMARY_EVERY
 from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets
-from ..registry.clean import clean_data, clean_text
+from ..registry.text.clean import clean_data, clean_text
 from .answer_wait import AnswerWait
 from .upstream import Upstream
 

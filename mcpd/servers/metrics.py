@@ -14,7 +14,7 @@ import trio
 
 from .. import __version__
 from ..local.prometheus import Writer, number
-from ..registry.table import Registry
+from ..registry.tables.table import Registry
 from .runner import Runner
 from .state import STATES
 

@@ -12,7 +12,7 @@ from protocol import mcp
 from protocol.visible import QUOTED, cut, quote, visible
 
 from ..policy.guard import SecretGuard
-from ..registry.clean import clean_text
+from ..registry.text.clean import clean_text
 
 
 def wall(mono: float) -> float:

@@ -5,7 +5,7 @@ server, so two agents using the same token can never see each other's progress. 
 report also tells the call's scheduler, which may push the call's deadline out. A
 report's message is the server's text before a model: it is cleaned as an error's is,
 and each of its lines that begins with a bracket gets the server's mark
-(``registry.marking``). A report is read and written again for its agent, so it is
+(``registry.text.marking``). A report is read and written again for its agent, so it is
 searched for mcpd's secrets as written (``SecretGuard.reread``), after the cleaning
 (which could join a secret split by a character nobody sees).
 """
@@ -22,7 +22,7 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol import mcp
 
-from ..registry.marking import server_words
+from ..registry.text.marking import server_words
 from .askback import Cause
 
 # Where the server's progress reports for a call go (its agent).

@@ -30,8 +30,8 @@ from protocol.logfields import log_extra
 from protocol.visible import quote
 from transports.errors import ServerCancelled, TransportError
 
-from ..registry.catalog import Catalog
-from ..registry.limits import Trimmed
+from ..registry.gating.limits import Trimmed
+from ..registry.tables.catalog import Catalog
 from .answer_wait import LIST_FAILURES, AnswerWait
 from .list_pages import list_all
 from .taking_apart import AT_ONCE_PARTS

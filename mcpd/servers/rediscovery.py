@@ -37,7 +37,7 @@ from protocol.logfields import log_extra
 from protocol.visible import quote
 from transports.errors import MalformedReply, TransportError
 
-from ..registry.gate import ListGate
+from ..registry.gating.gate import ListGate
 from .handshake import NO_CAPABILITIES, client_meta, guarded, identity, kept_instructions
 from .upstream import Upstream
 

@@ -3,13 +3,13 @@
 A server that is up but will not do what it was asked (arguments it rejects, a prompt
 it does not have) answers with an error, and mcpd passes it on as one. Its message,
 and its data where that is text, go before a model or a person as the server's other
-texts do, so they are cleaned as those are (``registry.clean``); whatever the server
-put under mcpd's own keys in its data is dropped (``registry.own_keys``); and every
+texts do, so they are cleaned as those are (``registry.text.clean``); whatever the server
+put under mcpd's own keys in its data is dropped (``registry.text.own_keys``); and every
 secret mcpd holds is masked, after the cleaning (which could join a secret split by a
 character nobody sees). Where mcpd puts such a message into words of its own (an
 outage's reason, a line of its log), it quotes it (``protocol.visible.quote``); where
 it answers an agent's request with it, the message is marked with the server as its
-descriptions are (``marked_error``, ``registry.marking``).
+descriptions are (``marked_error``, ``registry.text.marking``).
 
 A few of a server's errors are not about what the agent asked but about mcpd's
 request to the server: the protocol version it was made for (-32022), its HTTP headers
@@ -38,9 +38,9 @@ from protocol.visible import quote
 from transports.errors import MalformedReply
 
 from ..policy.guard import SecretGuard
-from ..registry import own_keys
-from ..registry.clean import clean_text
-from ..registry.marking import said_by
+from ..registry.text import own_keys
+from ..registry.text.clean import clean_text
+from ..registry.text.marking import said_by
 from .rpc_results import Findings, written
 
 _QUOTE: Final = ord('"')

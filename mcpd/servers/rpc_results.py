@@ -2,11 +2,11 @@
 
 What a server answers an agent's request with goes on with every secret mcpd holds
 masked (``policy.guard``) and whatever the server put under mcpd's own keys in any
-``_meta`` in it dropped (``registry.own_keys``). The requests of an ``input_required``
+``_meta`` in it dropped (``registry.text.own_keys``). The requests of an ``input_required``
 are read by a person or a model, whether they reach a modern agent as they are or a
 legacy agent as requests of mcpd's own: their texts are cleaned first (the cleaning
 could join a secret split by a character nobody sees, so it comes before the masking)
-and they are marked with the server (``registry.relayed``), as a legacy server's own
+and they are marked with the server (``registry.text.relayed``), as a legacy server's own
 requests are. A request that lacks what its method requires (``surface.unfit_request``)
 fails the whole result as malformed (``UnfitRequest``): an agent would be shown an
 empty form, or sample nothing. A server's JSON-RPC error is made fit likewise
@@ -34,8 +34,8 @@ from protocol.visible import METHOD_SHOWN, quote
 from transports.errors import MalformedReply
 
 from ..policy.guard import SecretGuard
-from ..registry import own_keys
-from ..registry.relayed import cleaned, marked
+from ..registry.text import own_keys
+from ..registry.text.relayed import cleaned, marked
 
 logger = logging.getLogger("mcpd.askback")
 
@@ -104,7 +104,7 @@ def taken_apart(
 ) -> Raw:
     """``raw`` as agents may get it, for what ``findings`` found in it: every secret
     mcpd holds masked (the same bytes when it holds none), whatever the server put
-    under mcpd's own keys in any ``_meta`` in it dropped (``registry.own_keys``), and an
+    under mcpd's own keys in any ``_meta`` in it dropped (``registry.text.own_keys``), and an
     ``input_required``'s requests, which a person or a model reads, cleaned and marked
     with the server, as a legacy server's own requests are. Touches nothing of the
     event loop's: it may run in a worker thread (``taking_apart.ReplyWork`` bounds it)."""

@@ -23,7 +23,7 @@ from transports.errors import Unreachable
 from ..config.tables.model import Config
 from ..config.tables.servertable import ServerConfig
 from ..policy.guard import SecretGuard
-from ..registry.catalog import Catalog
+from ..registry.tables.catalog import Catalog
 from .events import describe_failure
 from .http_kind import other_kind
 from .oauth import LoginRequired

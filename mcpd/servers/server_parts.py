@@ -23,7 +23,7 @@ from ..config.tables.model import Config, DaemonConfig
 from ..config.tables.servertable import ServerConfig
 from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets
-from ..registry.catalog import Catalog
+from ..registry.tables.catalog import Catalog
 from .answer_wait import AnswerWait
 from .askback import AskRoutes
 from .backoff import RestartPolicy

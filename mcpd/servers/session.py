@@ -21,7 +21,7 @@ from transports.base import Transport
 from transports.errors import TransportError, single_exceptions
 
 from ..config.tables.model import DaemonConfig, ListLimits
-from ..registry.gate import ListGate
+from ..registry.gating.gate import ListGate
 from .answer_wait import AnswerWait, RanOut
 from .backoff import RestartPolicy
 from .events import LifecycleJournal

@@ -13,8 +13,8 @@ from typing import Final, NamedTuple
 import msgspec
 
 from ..config.tables.model import DaemonConfig
-from ..registry.catalog import Catalog
-from ..registry.limits import NOUNS, Trimmed
+from ..registry.gating.limits import NOUNS, Trimmed
+from ..registry.tables.catalog import Catalog
 from .backoff import BackoffConfig, RestartPolicy
 from .breaker import Breaker, BreakerConfig
 from .downtime import Downtime

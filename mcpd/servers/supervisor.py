@@ -24,7 +24,7 @@ from ..config.tables.model import Config
 from ..config.tables.servertable import ServerConfig
 from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets
-from ..registry.catalog import Catalog
+from ..registry.tables.catalog import Catalog
 from .lazy import LazyRunner
 from .outage import Outage, clock_time
 from .queue_bytes import QueueBytes

@@ -44,7 +44,7 @@ from protocol.visible import METHOD_SHOWN, quote
 from transports.errors import MalformedReply
 
 from ..policy.guard import SecretGuard
-from ..registry import own_keys
+from ..registry.text import own_keys
 from .rpc_errors import data_findings, error_for_agents
 from .rpc_results import Findings, findings, taken_apart
 

@@ -23,7 +23,7 @@ from protocol.visible import quote
 
 from ..config.tables.model import ListLimits
 from ..policy.guard import SecretGuard
-from ..registry.limits import LISTED_TWICE, ListTrim, Trimmed, shown
+from ..registry.gating.limits import LISTED_TWICE, ListTrim, Trimmed, shown
 from . import handshake, toolshape
 from .handshake import BadPage
 from .taking_apart import too_complex

@@ -9,7 +9,7 @@ dropped tools), as is one whose name is empty, and an optional field of the wron
 kind is left off the tool, as is one holding what no host takes (``toolfields``; an
 input schema holding such leaves the tool out). An output schema of any kind of value
 is kept, as 2026-07-28 allows: a legacy agent is listed the tool without one that is
-not an object's (``registry.eras``).
+not an object's (``registry.tables.eras``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.visible import quote
 
-from ..registry.limits import ListTrim, shown
+from ..registry.gating.limits import ListTrim, shown
 from . import toolfields
 
 _OBJECT_TYPE: Final = Raw(b'{"type":"object"}')

@@ -27,7 +27,7 @@ from transports.errors import SERVER_REPLIES, SessionExpired, TransportError
 from ..config.tables.model import ListLimits
 from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets
-from ..registry.limits import DEFAULT_LIMITS
+from ..registry.gating.limits import DEFAULT_LIMITS
 from . import handshake, task_tools
 from .askback import ASKING
 from .calls import Call, SessionMark

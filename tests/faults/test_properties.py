@@ -1,7 +1,7 @@
 """Properties of the pieces every hostile byte goes through: the line framer, the
 JSON-RPC decoder and the tool-name mapping.
 
-tests/protocol and tests/mcpd/registry/test_table.py already check that any chunking of
+tests/protocol and tests/mcpd/registry/tables/test_table.py already check that any chunking of
 short lines gives the same lines, that arbitrary bytes only ever raise DecodeFailure,
 that valid requests round-trip and that local names are unique, safe and reversible.
 These add what an attacker would aim at: lines over the limit and the memory bound,
@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from mcpd.config.tables.model import NamingConfig
-from mcpd.registry.table import Registry
+from mcpd.registry.tables.table import Registry
 from protocol import envelope, mcp
 from protocol import jsonrpc as rpc
 from protocol.framing import LineFramer, Oversized

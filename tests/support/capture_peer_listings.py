@@ -1,4 +1,4 @@
-"""Capture what the real servers list, for ``tests/mcpd/registry/test_rules.py``.
+"""Capture what the real servers list, for ``tests/mcpd/registry/findings/test_rules.py``.
 
     python tests/support/capture_peer_listings.py > tests/support/data/peer_listings.json
 

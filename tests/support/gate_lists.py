@@ -1,5 +1,5 @@
 """Lists as a server sends them and a gate that judges them, for the tests of the gate
-(``registry.gate``) and of its operator's side (``registry.review``)."""
+(``registry.gating.gate``) and of its operator's side (``registry.pinning.review``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from mcpd.config.tables.model import DEFAULT_POLICY
-from mcpd.registry.gate import ListGate
+from mcpd.registry.gating.gate import ListGate
 from protocol import mcp, surface
 
 INVISIBLE = "\u200b"

@@ -1,4 +1,4 @@
-"""The walk that drops mcpd's keys from a reply (``registry.own_keys.drop_from_meta``),
+"""The walk that drops mcpd's keys from a reply (``registry.text.own_keys.drop_from_meta``),
 held: which thread ran it is noted, and it waits until the test lets it go. A test
 that holds it can tell, by what happens meanwhile, whether taking a reply apart held
 the event loop."""
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mcpd.registry import own_keys
+from mcpd.registry.text import own_keys
 
 
 class Held:

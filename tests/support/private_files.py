@@ -16,8 +16,8 @@ from mcpd.local import pinwriter, statefile
 from mcpd.local.endpoint_token import write_token
 from mcpd.local.oauth_store import IssuerRecord, OAuthStore, StoredLogin, encode_login
 from mcpd.local.pinfile import PinKeeper
-from mcpd.registry.catalog import Catalog
-from mcpd.registry.gate import ListGate
+from mcpd.registry.gating.gate import ListGate
+from mcpd.registry.tables.catalog import Catalog
 from protocol import mcp
 from protocol.oauth import ClientRegistration, Secret, TokenSet
 

@@ -1,14 +1,14 @@
 """Resources and templates as a server lists them, a profile's sight of them, and what
-agents are shown, for the tests of the resource table (``registry.resources``) and of
-its routes (``registry.resource_routes``)."""
+agents are shown, for the tests of the resource table (``registry.uris.resources``) and of
+its routes (``registry.uris.resource_routes``)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from mcpd.registry.resources import ResourceTable
-from mcpd.registry.scheme import Sight
+from mcpd.registry.uris.resources import ResourceTable
+from mcpd.registry.uris.scheme import Sight
 from protocol import surface
 
 

@@ -28,7 +28,7 @@ from mcpd.policy.approvals import Approvals
 from mcpd.policy.gate import CallGate
 from mcpd.policy.kin import AgentKin
 from mcpd.policy.masking import KnownSecrets
-from mcpd.registry.catalog import Catalog
+from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.calls import Call, Outcome
 from mcpd.servers.supervisor import Supervisor

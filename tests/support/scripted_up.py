@@ -15,7 +15,7 @@ from msgspec import Raw
 
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
-from mcpd.registry.limits import DEFAULT_LIMITS
+from mcpd.registry.gating.limits import DEFAULT_LIMITS
 from mcpd.servers.outgoing_meta import CallMeta
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc

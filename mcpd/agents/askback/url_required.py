@@ -36,7 +36,7 @@ from protocol import mcp, surface
 from protocol.logfields import log_extra
 from protocol.visible import quote
 
-from ...registry.relayed import cleaned, marked
+from ...registry.text.relayed import cleaned, marked
 from ..agent import AgentCall
 
 logger = logging.getLogger("mcpd.askback")

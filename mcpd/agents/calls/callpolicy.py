@@ -52,7 +52,7 @@ from ...policy.gate import CallGate, FindKin
 from ...policy.kin import AgentKin
 from ...policy.reading import RepeatedKey, Unshowable
 from ...policy.rules import ALLOW, CallFacts, Decision, facts_of
-from ...registry.shown import Entry
+from ...registry.tables.shown import Entry
 from ...servers.shared import Asker, Call, QueuedCheck
 from ..agent import AgentCall
 from ..askback.askback import Park, Parks

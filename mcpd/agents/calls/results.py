@@ -23,7 +23,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 from protocol.visible import quote
 
-from ...registry.scheme import Sight
+from ...registry.uris.scheme import Sight
 from ...servers.shared import Outage, SessionMark
 from ..askback import unanswered
 from ..askback.unanswered import unanswered_text

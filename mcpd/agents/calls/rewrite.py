@@ -2,17 +2,17 @@
 
 A tool result or a prompt message may carry resource links and embedded resources;
 a read returns contents, each with its URI. Each such URI is replaced by the one
-the agent can read it back with (``registry.resource_routes``: usually the same
+the agent can read it back with (``registry.uris.resource_routes``: usually the same
 URI). A result whose URIs are all unchanged passes through as the server's own bytes.
 
 A read's text counts against the result budget like a tool result's text; binary
 contents (``blob``) are passed through untouched.
 
-What of a definition rides along is cleaned as a listing's is (``registry.clean``): a
+What of a definition rides along is cleaned as a listing's is (``registry.text.clean``): a
 prompt's description is the one pinned for it, marked with its server as listed, and
 the MIME types of contents and the names, titles and descriptions of the resources a
 prompt's messages carry are cleaned. A resource's name and title, in a prompt's
-messages or a tool's result, are one line each (``registry.marking``).
+messages or a tool's result, are one line each (``registry.text.marking``).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from typing import Any, Final
 import msgspec
 from msgspec import Raw
 
-from ...registry.clean import clean_text
-from ...registry.marking import as_listed, one_line
+from ...registry.text.clean import clean_text
+from ...registry.text.marking import as_listed, one_line
 from .results import content_apart
 
 ToAgent = Callable[[str], str]  # a server's URI -> the agent's

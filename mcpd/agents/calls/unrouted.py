@@ -10,7 +10,7 @@ from typing import Any
 from protocol import mcp
 from protocol.visible import visible
 
-from ...registry.shown import Entry
+from ...registry.tables.shown import Entry
 from ..lists.list_hints import LIST_TOOLS, SEARCH_TOOLS, UNKNOWN_TOOL
 from ..profiles import ProfileServers
 

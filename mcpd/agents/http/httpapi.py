@@ -43,7 +43,7 @@ from protocol.server import ServerSession
 from protocol.visible import visible_json
 
 from ...policy.kin import AgentKin
-from ...registry.views import ProfileView
+from ...registry.profiles.views import ProfileView
 from ...servers.all_servers import AllServers
 from ..backend import Control
 from ..connection import Connection, Dispatcher

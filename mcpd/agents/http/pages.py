@@ -11,7 +11,7 @@ import msgspec
 
 from protocol import jsonrpc as rpc
 
-from ...registry.views import ProfileView
+from ...registry.profiles.views import ProfileView
 from ...servers.all_servers import AllServers
 from ..backend import Control
 from ..lists.formats import FORMATS, translate

@@ -3,14 +3,14 @@ tools, what is down, and what each server said of itself for models.
 
 A server's words are set apart from mcpd's so that no server can write text that
 reads as mcpd's or as another server's: each server's text comes between two lines of
-mcpd's own naming the server, and every line of it is quoted (``registry.quoting``),
+mcpd's own naming the server, and every line of it is quoted (``registry.text.quoting``),
 so a server cannot end its part early or start a part of its own. An outage's reason
 quotes what its server said on one line between double quotes (``Outage``).
 """
 
 from __future__ import annotations
 
-from ...registry.quoting import QUOTE, quoted_lines
+from ...registry.text.quoting import QUOTE, quoted_lines
 from ...servers.shared import Said
 from ..backend import Servers
 from ..profiles import ProfileServers

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from ...registry.spelling import SEARCH_TOOL
+from ...registry.naming.spelling import SEARCH_TOOL
 
 LIST_TOOLS: Final = "Call tools/list for the current tools."
 # Where tools/list holds the meta-tools, not the tools: searching finds them.

@@ -1,6 +1,7 @@
 """The three meta-tools an agent sees in the "search" discovery mode, and their results.
 
-Instead of every tool, ``tools/list`` then holds these; the index is ``mcpd.registry.search``.
+Instead of every tool, ``tools/list`` then holds these; the index is
+``mcpd.registry.profiles.search``.
 
 ``mcpd_search_tools {query: string (..1000 characters), limit?: integer 1..50 (8)}``
     Read-only. ``structuredContent``::
@@ -42,10 +43,10 @@ from msgspec import UNSET, Raw
 
 from protocol import mcp
 
-from ...registry.spelling import CALL_TOOL, DESCRIBE_TOOL, SEARCH_TOOL
+from ...registry.naming.spelling import CALL_TOOL, DESCRIBE_TOOL, SEARCH_TOOL
 
 if TYPE_CHECKING:
-    from ...registry.search import Hit
+    from ...registry.profiles.search import Hit
 
 # Spelled where local names are made, which gives no server's tool one of them.
 SEARCH: Final = SEARCH_TOOL

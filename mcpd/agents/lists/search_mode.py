@@ -21,8 +21,8 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol import mcp
 
-from ...registry.table import Listed
-from ...registry.views import ProfileView
+from ...registry.profiles.views import ProfileView
+from ...registry.tables.table import Listed
 from ...servers.shared import Call
 from . import metatools
 

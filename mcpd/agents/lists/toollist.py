@@ -8,7 +8,7 @@ from msgspec import UNSET
 from protocol import mcp
 from protocol.server import RequestContext
 
-from ...registry.table import Listed, listed_name
+from ...registry.tables.table import Listed, listed_name
 from ..profiles import ProfileServers
 from .paging import page_of
 

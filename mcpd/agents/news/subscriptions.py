@@ -27,8 +27,8 @@ from protocol import mcp
 from protocol.uritemplate import MAX_URI
 
 from ...config.tables.model import DaemonConfig
-from ...registry.claims import ROUTE_STEPS, Budget
-from ...registry.scheme import Routed, Sight, Undecided
+from ...registry.uris.claims import ROUTE_STEPS, Budget
+from ...registry.uris.scheme import Routed, Sight, Undecided
 from ...servers.all_servers import AllServers
 from ..prompts import held_read_error
 from ..resources import route

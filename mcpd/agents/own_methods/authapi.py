@@ -38,7 +38,7 @@ from protocol.server import RequestContext
 from ...config.loading.paths import pages_directory
 from ...local.privatefile import make_private_directory
 from ...policy.kin import AgentKin
-from ...registry.views import ProfileView
+from ...registry.profiles.views import ProfileView
 from ..backend import Control
 from ..connection import Connection
 

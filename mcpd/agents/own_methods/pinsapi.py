@@ -21,8 +21,8 @@ import msgspec
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
-from ...registry.pins import BadPins
-from ...registry.views import ProfileView
+from ...registry.pinning.pins import BadPins
+from ...registry.profiles.views import ProfileView
 from ..connection import Connection
 from .persons_only import refuse_an_agents_side
 from .profile_methods import ProfileMethods

@@ -24,8 +24,8 @@ from protocol.server import RequestContext
 from ...policy.departed import Departed
 from ...policy.kin import AgentKin
 from ...policy.rules import facts_of
-from ...registry.table import listed_name
-from ...registry.views import ProfileView
+from ...registry.profiles.views import ProfileView
+from ...registry.tables.table import listed_name
 from ..backend import Control
 from ..connection import Connection
 from ..profiles import Profiles, ProfileServers

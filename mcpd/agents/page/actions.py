@@ -26,7 +26,7 @@ from protocol.urls import ascii_hosts, openable
 from protocol.visible import visible
 
 from ...policy.kin import Decider
-from ...registry.views import ProfileView
+from ...registry.profiles.views import ProfileView
 from ..backend import Control
 from ..http.wire import HeaderList, Headers, Reject, Wire, head
 from . import render

@@ -14,7 +14,7 @@ from __future__ import annotations
 from html import escape
 from typing import Final
 
-from ...registry.rules import Finding
+from ...registry.findings.rules import Finding
 from . import charts
 from .model import PageData
 from .sources import CallFilter, CallRow

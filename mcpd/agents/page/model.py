@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from ...registry.views import ProfileView
+from ...registry.profiles.views import ProfileView
 from ...servers.shared import ServerHistory
 from ..backend import Control
 from .sources import (

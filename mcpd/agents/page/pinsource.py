@@ -20,10 +20,10 @@ from typing import Final
 from protocol import jsonrpc as rpc
 
 from ...policy.kin import AgentKin
-from ...registry.judged import HELD_KINDS, HeldOffer, held_reason
-from ...registry.judged import label as shown_label
-from ...registry.pins import bare
-from ...registry.views import ProfileView
+from ...registry.gating.judged import HELD_KINDS, HeldOffer, held_reason
+from ...registry.gating.judged import label as shown_label
+from ...registry.pinning.pins import bare
+from ...registry.profiles.views import ProfileView
 from ..backend import Control
 from .helddiff import HeldDiff, held_diff
 from .opener import Opener, check_release

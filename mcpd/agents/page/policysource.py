@@ -27,7 +27,7 @@ from protocol import jsonrpc as rpc
 from ...audit.record import CallRecord as Record
 from ...policy.approvals import ApprovalError
 from ...policy.kin import AgentKin
-from ...registry.views import ProfileView
+from ...registry.profiles.views import ProfileView
 from ..backend import Control
 from .opener import Opener, check_decision, not_this_pages
 from .sources import (

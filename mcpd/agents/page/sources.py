@@ -20,8 +20,8 @@ from typing import Final, Generic, Literal, TypeVar
 
 import msgspec
 
-from ...registry.rules import Finding
-from ...registry.views import ProfileView
+from ...registry.findings.rules import Finding
+from ...registry.profiles.views import ProfileView
 from .opener import Opener
 
 T = TypeVar("T")

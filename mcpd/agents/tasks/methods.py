@@ -15,7 +15,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 from protocol.server import RequestContext
 
-from ...registry.scheme import Sight
+from ...registry.uris.scheme import Sight
 from ..agent import Agent
 from ..calls.callpolicy import CallPolicy
 from ..calls.callrecords import CallRecords

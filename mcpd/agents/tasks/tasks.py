@@ -49,7 +49,7 @@ from protocol import mcp, surface
 from protocol.logfields import log_extra
 from protocol.server import RequestContext
 
-from ...registry.scheme import Sight
+from ...registry.uris.scheme import Sight
 from ...servers.all_servers import AllServers
 from ...servers.shared import CallRefused, Outage, SessionMark, Whose
 from ..calls.callpolicy import Sent

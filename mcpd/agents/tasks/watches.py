@@ -22,7 +22,7 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol import mcp
 
-from ...registry.scheme import Sight
+from ...registry.uris.scheme import Sight
 from ...servers.all_servers import AllServers
 from ...servers.shared import SessionMark
 from .tasks import Task, Tasks, agent_task_id, ended_task

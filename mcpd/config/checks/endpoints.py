@@ -1,6 +1,6 @@
 """Checks of how agents reach mcpd: the profiles (servers, patterns, naming, sockets)
 and the HTTP listener. Whether a profile matches any tool can only be known once the
-servers have listed theirs; ``mcpd.registry.views`` checks that."""
+servers have listed theirs; ``mcpd.registry.profiles.views`` checks that."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ such as ``file:///srv/*`` has no alias, since an alias never holds a ``:``). ``a
 keeps only what it matches (empty: everything), ``deny`` then removes from what is left.
 
 These structs only describe; the checks are in ``endpoints`` and the view itself is
-``mcpd.registry.views``.
+``mcpd.registry.profiles.views``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import trio
 import trio.testing
 
 from mcpd.agents.allowance import AGENT_STEPS, Allowance
-from mcpd.registry.claims import ROUTE_STEPS
+from mcpd.registry.uris.claims import ROUTE_STEPS
 
 
 async def test_costly_routes_wait_for_the_agents_next_second(

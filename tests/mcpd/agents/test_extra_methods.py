@@ -25,8 +25,8 @@ from mcpd.agents.prompts import OUTAGE
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import DaemonConfig, NamingConfig, ProfileConfig
 from mcpd.policy.kin import AgentKin
-from mcpd.registry.catalog import Catalog
-from mcpd.registry.views import ProfileView
+from mcpd.registry.profiles.views import ProfileView
+from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.calls import Call, Outcome
 from mcpd.servers.progress import ProgressSink

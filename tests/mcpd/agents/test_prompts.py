@@ -27,7 +27,7 @@ from mcpd.agents.prompts import (
 )
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import NamingConfig
-from mcpd.registry.catalog import Catalog
+from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.outage import Outage
 from mcpd.servers.supervisor import Supervisor

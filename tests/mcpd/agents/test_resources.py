@@ -21,9 +21,9 @@ from mcpd.agents.prompts import OUTAGE
 from mcpd.agents.resources import list_resources, read, route
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import DEFAULT_POLICY, NamingConfig
-from mcpd.registry.catalog import Catalog
-from mcpd.registry.claims import ROUTE_STEPS, Budget
-from mcpd.registry.scheme import Routed, Sight, wrap
+from mcpd.registry.tables.catalog import Catalog
+from mcpd.registry.uris.claims import ROUTE_STEPS, Budget
+from mcpd.registry.uris.scheme import Routed, Sight, wrap
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.outage import Outage
 from mcpd.servers.supervisor import Supervisor

@@ -12,7 +12,7 @@ import pytest
 from mcpd.config.loading.load import load
 from mcpd.config.tables.model import CONFIG_ERROR, Config, NamingConfig
 from mcpd.prestart import state_found
-from mcpd.registry.catalog import Catalog
+from mcpd.registry.tables.catalog import Catalog
 from mcpd.reread import Rereader, unmatched_profile
 from protocol import jsonrpc as rpc
 from protocol import mcp

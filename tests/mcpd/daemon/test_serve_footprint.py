@@ -59,7 +59,7 @@ NOT_FOR_STDIO = (
     "mcpd.agents.http.mcp_route",
     "mcpd.agents.http.tcp",
     "mcpd.config.importing.importer",
-    "mcpd.registry.search",
+    "mcpd.registry.profiles.search",
 )
 
 

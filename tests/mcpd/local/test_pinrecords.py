@@ -16,8 +16,8 @@ import pytest
 from mcpd.local import pinrecords, pinwriter
 from mcpd.local.pinrecords import Sections
 from mcpd.local.privatefile import UnsafeFileError
-from mcpd.registry.pinned import ServerPins, Unwritten
-from mcpd.registry.pins import BadPins, definition, pin_digest
+from mcpd.registry.pinning.pinned import ServerPins, Unwritten
+from mcpd.registry.pinning.pins import BadPins, definition, pin_digest
 from protocol import mcp
 
 

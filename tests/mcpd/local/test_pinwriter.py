@@ -15,8 +15,8 @@ import pytest
 
 from mcpd.local import pinrecords, pinwriter
 from mcpd.local.pinrecords import Sections
-from mcpd.registry.pinned import ServerPins, Unwritten, shown_digest
-from mcpd.registry.pins import BadPins, Item, Kind, definition, key_of
+from mcpd.registry.pinning.pinned import ServerPins, Unwritten, shown_digest
+from mcpd.registry.pinning.pins import BadPins, Item, Kind, definition, key_of
 from protocol import mcp, surface
 
 

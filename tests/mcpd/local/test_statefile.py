@@ -23,7 +23,7 @@ from mcpd.local.statefile import (
     state_dir,
     write_atomically,
 )
-from mcpd.registry.catalog import Catalog
+from mcpd.registry.tables.catalog import Catalog
 from protocol import mcp
 from tests.support.agent import connect, make_config, running
 from tests.support.procs import scripted

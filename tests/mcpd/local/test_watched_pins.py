@@ -11,8 +11,8 @@ import pytest
 
 from mcpd.config.tables.model import NamingConfig
 from mcpd.local.watched_pins import WatchedPins
-from mcpd.registry.catalog import Catalog
-from mcpd.registry.gate import ListGate
+from mcpd.registry.gating.gate import ListGate
+from mcpd.registry.tables.catalog import Catalog
 
 
 def watched(path: Path) -> WatchedPins:

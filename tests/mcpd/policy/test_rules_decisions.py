@@ -25,9 +25,9 @@ from mcpd.policy.gate import CallGate
 from mcpd.policy.masking import KnownSecrets
 from mcpd.policy.rates import PRUNE_AT, RateLimits
 from mcpd.policy.rules import CallFacts, Policy, facts_of
-from mcpd.registry.catalog import Catalog
-from mcpd.registry.shown import Entry
-from mcpd.registry.views import ProfileView
+from mcpd.registry.profiles.views import ProfileView
+from mcpd.registry.tables.catalog import Catalog
+from mcpd.registry.tables.shown import Entry
 from protocol import mcp
 
 SERVERS = {"github": {"command": "true"}, "notes": {"command": "true"}}

@@ -14,7 +14,7 @@ import pytest
 
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import Config
-from mcpd.registry.catalog import Catalog
+from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.calls import CallRefused
 from mcpd.servers.runner import Runner

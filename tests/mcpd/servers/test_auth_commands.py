@@ -19,7 +19,7 @@ import trio.testing
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import Config
 from mcpd.config.tables.servertable import ServerConfig
-from mcpd.registry.catalog import Catalog
+from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.auth_commands import REFUSED, Logins
 from mcpd.servers.runner import Runner
 from mcpd.servers.supervisor import Supervisor

@@ -14,7 +14,7 @@ from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.config.tables.model import Limit
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets, marker
-from mcpd.registry.limits import DEFAULT_LIMITS, HIDDEN_URI, NO_NAME, NO_URI
+from mcpd.registry.gating.limits import DEFAULT_LIMITS, HIDDEN_URI, NO_NAME, NO_URI
 from mcpd.servers.handshake import ProtocolViolation
 from mcpd.servers.list_pages import list_all
 from mcpd.servers.taking_apart import MOST_PARTS

@@ -8,7 +8,7 @@ import trio
 
 from mcpd import __version__
 from mcpd.config.loading.load import parse as parse_config
-from mcpd.registry.catalog import Catalog
+from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.metrics import render
 from mcpd.servers.runner import Runner
 from mcpd.servers.state import STATES

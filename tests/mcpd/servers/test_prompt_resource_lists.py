@@ -16,7 +16,7 @@ import trio.testing
 from msgspec import Raw
 
 from mcpd.config.tables.model import NamingConfig
-from mcpd.registry.catalog import Catalog
+from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.answer_wait import AnswerWait, RanOut
 from mcpd.servers.prompt_resource_lists import (
     MIN_REFETCH,

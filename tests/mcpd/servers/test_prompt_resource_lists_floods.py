@@ -17,7 +17,7 @@ from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import NamingConfig
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
-from mcpd.registry.catalog import Catalog
+from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.prompt_resource_lists import MIN_REFETCH, PromptResourceKeeper
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc

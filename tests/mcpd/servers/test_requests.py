@@ -23,7 +23,7 @@ from mcpd.config.tables.model import Config
 from mcpd.config.tables.servertable import ServerConfig
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
-from mcpd.registry.catalog import Catalog
+from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers import requests
 from mcpd.servers.calls import CallRefused, Whose
 from mcpd.servers.lazy import LazyRunner

@@ -22,7 +22,7 @@ from mcpd.config.tables.model import Config
 from mcpd.config.tables.servertable import ServerConfig
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
-from mcpd.registry.catalog import Catalog
+from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.calls import CallRefused
 from mcpd.servers.runner import Runner
 from protocol import mcp

@@ -20,7 +20,7 @@ import trio.testing
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import Config
 from mcpd.config.tables.servertable import ServerConfig
-from mcpd.registry.catalog import Catalog
+from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.calls import CallRefused
 from mcpd.servers.runner import Runner
 from protocol import jsonrpc as rpc

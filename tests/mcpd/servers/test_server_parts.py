@@ -18,7 +18,7 @@ from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import Config
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
-from mcpd.registry.catalog import Catalog
+from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.calls import Call
 from mcpd.servers.server_parts import ServerParts
 from mcpd.servers.status_of import status_of

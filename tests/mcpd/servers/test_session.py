@@ -20,8 +20,8 @@ from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import Config, NamingConfig
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets, marker
-from mcpd.registry.catalog import Catalog
-from mcpd.registry.limits import DEFAULT_LIMITS
+from mcpd.registry.gating.limits import DEFAULT_LIMITS
+from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers import rediscovery
 from mcpd.servers.askback import Asker
 from mcpd.servers.oauth import LoginRequired

@@ -7,7 +7,7 @@ from __future__ import annotations
 import trio
 from trio.testing import MockClock
 
-from mcpd.registry.limits import Trimmed
+from mcpd.registry.gating.limits import Trimmed
 from mcpd.servers.backoff import BackoffConfig, RestartPolicy
 from mcpd.servers.breaker import Breaker, BreakerConfig
 from mcpd.servers.downtime import Downtime

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcpd.config.loading.load import parse
-from mcpd.registry.catalog import Catalog
+from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.server_parts import ServerParts
 from mcpd.servers.status_of import status_of
 

@@ -17,7 +17,7 @@ from msgspec import Raw
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import Config
 from mcpd.config.tables.servertable import ServerConfig
-from mcpd.registry.catalog import Catalog
+from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.calls import CallRefused
 from mcpd.servers.supervisor import ReloadReport, Supervisor, reload_said
 from protocol import jsonrpc as rpc

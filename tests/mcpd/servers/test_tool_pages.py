@@ -8,7 +8,7 @@ import json
 import pytest
 from msgspec import Raw
 
-from mcpd.registry.limits import DEFAULT_LIMITS
+from mcpd.registry.gating.limits import DEFAULT_LIMITS
 from mcpd.servers.handshake import ProtocolViolation
 from mcpd.servers.taking_apart import MOST_PARTS
 from mcpd.servers.tool_pages import ToolPages

@@ -13,7 +13,7 @@ import pytest
 from msgspec import UNSET, Raw
 
 from mcpd.config.loading.load import parse
-from mcpd.registry.limits import ListTrim
+from mcpd.registry.gating.limits import ListTrim
 from mcpd.servers.toolshape import accepted, checked_tool, header_paths
 from protocol import mcp
 

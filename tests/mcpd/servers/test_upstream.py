@@ -19,7 +19,7 @@ import trio
 from msgspec import UNSET, Raw
 
 from mcpd import __version__
-from mcpd.registry import own_keys
+from mcpd.registry.text import own_keys
 from mcpd.servers.handshake import Incompatible, ProtocolViolation
 from mcpd.servers.taking_apart import AT_ONCE_PARTS, MOST_PARTS, TooComplex
 from mcpd.servers.upstream import Upstream

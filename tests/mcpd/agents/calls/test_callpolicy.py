@@ -26,9 +26,9 @@ from mcpd.policy.approvals import PER_AGENT_BYTES, TIMEOUT, Approvals
 from mcpd.policy.gate import CallGate
 from mcpd.policy.kin import AgentKin
 from mcpd.policy.masking import KnownSecrets
-from mcpd.registry.catalog import Catalog
-from mcpd.registry.gate import ListGate
-from mcpd.registry.shown import Entry
+from mcpd.registry.gating.gate import ListGate
+from mcpd.registry.tables.catalog import Catalog
+from mcpd.registry.tables.shown import Entry
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.calls import Call
 from mcpd.servers.supervisor import Supervisor

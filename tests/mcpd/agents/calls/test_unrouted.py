@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from mcpd.agents.calls.unrouted import held_meta, held_text, held_tool, unknown_tool
-from mcpd.registry.shown import Entry
+from mcpd.registry.tables.shown import Entry
 from protocol import mcp
 
 

@@ -17,7 +17,7 @@ from mcpd.agents.http.pages import METRICS_TYPE, Query, ReadPages
 from mcpd.agents.http.wire import Reject
 from mcpd.agents.peers import Peer
 from mcpd.agents.profiles import ProfileServers
-from mcpd.registry.views import ProfileView
+from mcpd.registry.profiles.views import ProfileView
 from mcpd.servers.all_servers import AllServers
 
 # A user neither mcpd's own nor root.

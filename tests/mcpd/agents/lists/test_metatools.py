@@ -11,7 +11,7 @@ import pytest
 
 from mcpd.agents.lists import metatools
 from mcpd.agents.lists.metatools import ArgumentError
-from mcpd.registry.search import Hit
+from mcpd.registry.profiles.search import Hit
 from protocol import mcp
 
 

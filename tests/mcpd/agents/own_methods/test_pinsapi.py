@@ -21,9 +21,9 @@ from mcpd.agents.peers import Peer, is_owner
 from mcpd.config.tables.model import NamingConfig
 from mcpd.local.pinfile import PinKeeper
 from mcpd.policy.kin import AgentKin, Process, unknown_kin
-from mcpd.registry.catalog import Catalog
-from mcpd.registry.gate import ListGate
-from mcpd.registry.views import ProfileView
+from mcpd.registry.gating.gate import ListGate
+from mcpd.registry.profiles.views import ProfileView
+from mcpd.registry.tables.catalog import Catalog
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from tests.support import self_approval

@@ -20,7 +20,7 @@ from mcpd.config.tables.model import Config
 from mcpd.policy.approvals import Approvals
 from mcpd.policy.gate import CallGate
 from mcpd.policy.masking import KnownSecrets
-from mcpd.registry.catalog import Catalog
+from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.supervisor import Supervisor
 from protocol import jsonrpc as rpc

@@ -23,7 +23,7 @@ from mcpd.agents.page.opener import Opener
 from mcpd.agents.page.passes import PageSession
 from mcpd.agents.page.sources import NO_SOURCES, Decision, Sources
 from mcpd.policy.kin import Decider
-from mcpd.registry.views import ProfileView
+from mcpd.registry.profiles.views import ProfileView
 from protocol import jsonrpc as rpc
 
 SESSION = PageSession("the-csrf", 0.0, b"", 1000)

@@ -25,7 +25,7 @@ from mcpd.agents.page.decisions import (
 )
 from mcpd.agents.page.model import DaemonRow, PageData, ServerRow, StatusRows
 from mcpd.agents.page.sources import CallFilter, CallRow, HeldChange, PendingApproval, Waiting
-from mcpd.registry.rules import Finding
+from mcpd.registry.findings.rules import Finding
 
 NOW = 1_800_000_000.0
 APPROVAL = PendingApproval("a-1", "mail", "mail__send", "pid 8 (host)", NOW - 60, '{"to": "x"}')

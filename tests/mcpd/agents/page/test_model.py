@@ -18,7 +18,7 @@ from mcpd.agents.page.sources import (
     Sources,
     Waiting,
 )
-from mcpd.registry.views import ProfileView
+from mcpd.registry.profiles.views import ProfileView
 from mcpd.servers.history import ServerHistory
 
 NOW = 1_800_000_000.0

@@ -27,9 +27,9 @@ from mcpd.agents.page.pinsource import OWNER_ONLY, pin_sources
 from mcpd.agents.page.render import regions
 from mcpd.agents.page.sources import HELD_SHOWN, HeldChange, Sources
 from mcpd.policy.kin import AgentKin, Decider, Process, unknown_kin
-from mcpd.registry.judged import HeldOffer
-from mcpd.registry.pins import BARE, PinRecord, pin_digest
-from mcpd.registry.views import ProfileView
+from mcpd.registry.gating.judged import HeldOffer
+from mcpd.registry.pinning.pins import BARE, PinRecord, pin_digest
+from mcpd.registry.profiles.views import ProfileView
 from protocol import jsonrpc as rpc
 from tests.support.agent import running
 from tests.support.page_http import forms, http, session

@@ -33,7 +33,7 @@ from mcpd.policy.agent import AgentInfo
 from mcpd.policy.approvals import ApprovalRequest, Approvals
 from mcpd.policy.kin import AgentKin
 from mcpd.policy.showing import shown_arguments
-from mcpd.registry.views import ProfileView
+from mcpd.registry.profiles.views import ProfileView
 from protocol import jsonrpc as rpc
 
 T = 1_800_000_000.0

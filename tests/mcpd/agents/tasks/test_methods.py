@@ -16,8 +16,8 @@ from mcpd.agents.tasks.methods import TaskMethods
 from mcpd.agents.tasks.tasks import Tasks
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import NamingConfig
-from mcpd.registry.catalog import Catalog
-from mcpd.registry.gate import ListGate
+from mcpd.registry.gating.gate import ListGate
+from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.supervisor import Supervisor
 from protocol import jsonrpc as rpc

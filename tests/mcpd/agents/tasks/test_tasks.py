@@ -16,7 +16,7 @@ from msgspec import Raw
 
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import NamingConfig
-from mcpd.registry.catalog import Catalog
+from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.supervisor import Supervisor
 from tests.support.agent import META, Agent, connect, make_config, running

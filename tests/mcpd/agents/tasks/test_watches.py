@@ -15,8 +15,8 @@ from msgspec import Raw
 from mcpd.agents.tasks.tasks import Tasks
 from mcpd.agents.tasks.watches import TaskWatches
 from mcpd.config.loading.load import parse
-from mcpd.registry.catalog import Catalog
-from mcpd.registry.scheme import Sight
+from mcpd.registry.tables.catalog import Catalog
+from mcpd.registry.uris.scheme import Sight
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.calls import SessionMark
 from mcpd.servers.runner import Runner

@@ -15,9 +15,9 @@ from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import ConfigError, NamingConfig
 from mcpd.config.tables.profiles import Patterns, ProfileConfig
 from mcpd.config.tables.servertable import ToolsConfig
-from mcpd.registry.catalog import Catalog
-from mcpd.registry.names import assign
-from mcpd.registry.views import ProfileView, unmatched
+from mcpd.registry.naming.names import assign
+from mcpd.registry.profiles.views import ProfileView, unmatched
+from mcpd.registry.tables.catalog import Catalog
 from protocol import jsonrpc as rpc
 from protocol import mcp
 
