@@ -27,7 +27,7 @@ from ..registry.uris.scheme import Sight
 from ..servers.shared import Call, Outcome, ProgressSink, SessionMark, Whose
 from .askback.askback import AgentRequests, DirectAsker
 from .identity import AgentIdentity
-from .profiles import ProfileServers
+from .profiles import Profile
 
 
 class OutcomeSink(abc.ABC):
@@ -46,7 +46,7 @@ class Agent(OutcomeSink):
     session: ServerSession
     # The request contexts of the _meta it sends again and again, by those bytes.
     contexts: dict[bytes, RequestContext]
-    profile: ProfileServers
+    profile: Profile
     owner: object
     asks: AgentRequests  # what servers ask this agent through mcpd (a legacy agent)
     refuser: DirectAsker  # answers a server's request for an agent that declared none

@@ -47,7 +47,7 @@ from .own_methods.daemon_methods import HANDLERS as DAEMON_HANDLERS
 from .own_methods.pinsapi import HANDLERS as PINS_HANDLERS
 from .own_methods.profile_methods import PROFILE_METHODS, ProfileMethods
 from .places import Seat
-from .profiles import Profiles, ProfileServers
+from .profiles import Profile, Profiles
 from .sockets import Leave, ProfileSockets
 from .unix_socket import UnixBound
 
@@ -224,8 +224,8 @@ class AgentServer(ProfileMethods, Dispatcher):
     async def _serve_seated(
         self, stream: trio.SocketStream, profile: str | None, seat: Seat, leave: Leave | None
     ) -> None:
-        servers = self.profiles.default if profile is None else self.profiles.get(profile)
-        if servers is None:
+        chosen = self.profiles.default if profile is None else self.profiles.get(profile)
+        if chosen is None:
             await refuse(stream, f"mcpd: the profile {profile!r} was removed")
             return
         spoken = await self.door.speaks(stream, seat)
@@ -242,9 +242,9 @@ class AgentServer(ProfileMethods, Dispatcher):
             new_session(),
             self.lines,
             d,
-            version=servers.version,
+            version=chosen.version,
             peer=seat.peer,
-            profile=servers,
+            profile=chosen,
             fixed_profile=profile,
         )
         self.connections.add(conn)
@@ -293,7 +293,7 @@ class AgentServer(ProfileMethods, Dispatcher):
 
     # -- dispatch --
 
-    def view(self, conn: Agent) -> ProfileServers:
+    def view(self, conn: Agent) -> Profile:
         """The profile ``conn``'s agent sees."""
         return conn.profile
 
@@ -355,6 +355,7 @@ class AgentServer(ProfileMethods, Dispatcher):
     def instructions(self, conn: Agent) -> str:
         """For ``conn``'s agent: of the servers its profile shows, as it may be told."""
         return instructions(
+            self.servers,
             self.view(conn),
             self.control.settings.result_budget_chars,
             own_user=conn.identity.reads_as_owner(),
@@ -366,7 +367,9 @@ class AgentServer(ProfileMethods, Dispatcher):
         self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
     ) -> Any:
         params = rpc.decode_as(req.params, mcp.ListToolsParams)
-        result = list_tools(self.view(conn), params, ctx, self.control.settings.page_size)
+        result = list_tools(
+            self.servers, self.view(conn), params, ctx, self.control.settings.page_size
+        )
         batched = conn.batches is not None and req.id in conn.batches  # answered whole
         if not conn.long_replies or len(result.tools) <= _PIECE_TOOLS or batched:
             return result

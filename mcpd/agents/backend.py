@@ -1,9 +1,7 @@
 """What the agent side may ask of the rest of the daemon, and nothing more.
 
-``Servers`` is every configured server seen as one: the aggregated tool table, the
-servers' states, and a way to hear when any of that changes (a profile's view is one
-too). The servers themselves, with starting a call and what they offer besides tools,
-are ``servers.all_servers.AllServers``, used as it is. ``Control`` is the daemon itself: its
+The servers are ``servers.all_servers.AllServers``, used as it is (a profile filters
+what its agents see of them, ``profiles.Profile``). ``Control`` is the daemon itself: its
 settings, whether it is ready, its status, the servers' recent history, metrics,
 reload, the OAuth logins (``servers.auth_commands.Logins``, for ``mcpd auth``), the pins, the
 policy and the calls waiting for approval; the wiring (``mcpd.daemon``) provides it.
@@ -15,7 +13,7 @@ causes upstream share one batch.
 from __future__ import annotations
 
 import abc
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
@@ -28,69 +26,8 @@ from ..local.pinfile import PinKeeper
 from ..policy.approvals import Approvals
 from ..policy.gate import CallGate
 from ..registry.profiles.views import ProfileView
-from ..registry.tables.shown import Entry
-from ..registry.tables.table import Listed
 from ..servers.auth_commands import Logins
-from ..servers.shared import Said, ServerHistory
-
-
-class Servers(Protocol):
-    @property
-    def version(self) -> int:
-        """Grows whenever what agents are listed changes."""
-        ...
-
-    def listing(self) -> Sequence[Listed]:
-        """Every tool as agents get it (encoded as it is written), in listing order."""
-        ...
-
-    def lookup(self, name: str) -> Entry | None: ...
-
-    def closest(self, name: str) -> list[str]:
-        """Listed names like ``name``, for "did you mean"."""
-        ...
-
-    def refresh(self) -> None:
-        """An agent is listing: refresh any server's list that went stale."""
-        ...
-
-    def states(self) -> list[dict[str, object]]:
-        """Per server: its state, whether it is available, and the outage if not."""
-        ...
-
-    def outages(
-        self, only: Callable[[str], bool] | None = None, *, own_user: bool = False
-    ) -> list[str]:
-        """One sentence per unavailable server (whose alias ``only`` admits), as an
-        agent of the daemon's own user or root (``own_user``) or any other is told it
-        (``Outage.for_agent``)."""
-        ...
-
-    def instructions(self, only: Callable[[str], bool] | None = None) -> list[Said]:
-        """What each server (whose alias ``only`` admits) said of itself when mcpd
-        connected to it, cleaned, with mcpd's note on it, in alias order."""
-        ...
-
-    def down_for(
-        self,
-        name: str,
-        only: Callable[[str], bool] | None = None,
-        template: str | None = None,
-        *,
-        own_user: bool = False,
-    ) -> str | None:
-        """For a tool name not listed: the outage of the unavailable server (whose alias
-        ``only`` admits) it would belong to by its alias in the name, if there is one,
-        as ``outages`` tells it."""
-        ...
-
-    def subscribe(self, on_change: Callable[[], None]) -> None:
-        """Call ``on_change`` whenever the tools, their availability or a state change."""
-        ...
-
-    def view_of(self, name: str) -> ProfileView:
-        """A new view of the tools for the profile ``name`` (configured by the caller)."""
-        ...
+from ..servers.shared import ServerHistory
 
 
 class Control(abc.ABC):

@@ -37,7 +37,7 @@ from .line_reader import LineReader, apart_from_line
 from .misbehaviour import Misbehaviour
 from .outbox import Outbox
 from .peers import Peer, is_owner
-from .profiles import ProfileServers
+from .profiles import Profile
 
 _TOOLS_CALL: Final = b'"tools/call"'
 # Answered in the reader, in arrival order: cheap, and what follows may depend on them.
@@ -88,7 +88,7 @@ class Connection(ConnectionEnd):
         limits: DaemonConfig,
         *,
         version: int,
-        profile: ProfileServers,
+        profile: Profile,
         peer: Peer | None = None,
         fixed_profile: str | None = None,
     ) -> None:

@@ -1,4 +1,4 @@
-"""Which profile an agent gets, and that profile seen as the agent side's ``Servers``.
+"""Which profile an agent gets, and what it sees through it.
 
 An agent's profile is fixed by the socket it connects to when the profile has one;
 on the daemon's own socket (and the HTTP endpoint) it may pick one with
@@ -17,7 +17,7 @@ profile reads everything.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -26,12 +26,11 @@ from protocol import jsonrpc as rpc
 from ..config.tables.hosts import builtin_profiles
 from ..config.tables.model import NamingConfig
 from ..config.tables.profiles import DEFAULT_PROFILE, EVERYTHING, ProfileConfig
-from ..registry.profiles.views import ProfileView
 from ..registry.tables.eras import listing_for_era
 from ..registry.tables.shown import Entry
 from ..registry.tables.table import Listed
-from ..servers.shared import Said
-from .backend import Servers
+from ..registry.profiles.views import ProfileView
+from ..servers.all_servers import AllServers
 from .lists.search_mode import exposed_listing
 from .peers import Peer, is_owner
 
@@ -39,12 +38,13 @@ from .peers import Peer, is_owner
 _NOTHING = ProfileConfig(servers=[])
 
 
-class ProfileServers:
-    """One profile's view as ``Servers``: its names, its listing, its servers' states;
-    calls and refreshes go to the servers themselves."""
+class Profile:
+    """One profile: its view of the tools (its names, its listing) and which servers
+    it has. What the servers are doing is asked of the servers themselves
+    (``AllServers``), with ``has_server`` to keep to this profile's: their states,
+    outages and words reach its agents only of the servers it has."""
 
-    def __init__(self, base: Servers, view: ProfileView) -> None:
-        self.base = base
+    def __init__(self, view: ProfileView) -> None:
         self.view = view
         self.name = view.name  # each call's record says it
         # A host's built-in profile is the default one under other names: a policy
@@ -56,7 +56,16 @@ class ProfileServers:
 
     @property
     def version(self) -> int:
+        """Grows whenever what this profile's agents are listed changes."""
         return self.view.sync()
+
+    def has_server(self, alias: str) -> bool:
+        return self.view.has_server(alias)
+
+    @property
+    def template(self) -> str:
+        """How this profile names its tools: ``[naming]``'s template, or its own."""
+        return (self.view.naming or self.view.registry.naming).template
 
     def listing(self) -> Sequence[Listed]:
         """What ``tools/list`` gives this profile's agents (meta-tools in search mode)."""
@@ -78,6 +87,7 @@ class ProfileServers:
         return view.registry.lookup(name) if view.identity else view.lookup(name)
 
     def closest(self, name: str) -> list[str]:
+        """Listed names like ``name``, for "did you mean"."""
         return self.view.closest(name)
 
     @property
@@ -91,50 +101,11 @@ class ProfileServers:
         these. One pass over the view, however many tools it has."""
         return [e for e in self.view.listing() if e.held is None and name in (e.original, e.name)]
 
-    def refresh(self) -> None:
-        self.base.refresh()
-
-    def states(self) -> list[dict[str, object]]:
-        return [s for s in self.base.states() if self.view.has_server(str(s["server"]))]
-
-    def outages(
-        self, only: Callable[[str], bool] | None = None, *, own_user: bool = False
-    ) -> list[str]:
-        has = self.view.has_server
-        return self.base.outages(
-            has if only is None else lambda a: has(a) and only(a), own_user=own_user
-        )
-
-    def instructions(self, only: Callable[[str], bool] | None = None) -> list[Said]:
-        has = self.view.has_server
-        return self.base.instructions(has if only is None else lambda a: has(a) and only(a))
-
-    def down_for(
-        self,
-        name: str,
-        only: Callable[[str], bool] | None = None,
-        template: str | None = None,
-        *,
-        own_user: bool = False,
-    ) -> str | None:
-        has, naming = self.view.has_server, self.view.naming
-        if template is None and naming is not None:
-            template = naming.template
-        return self.base.down_for(
-            name, has if only is None else lambda a: has(a) and only(a), template, own_user=own_user
-        )
-
-    def subscribe(self, on_change: Callable[[], None]) -> None:
-        self.base.subscribe(on_change)
-
-    def view_of(self, name: str) -> ProfileView:
-        return self.base.view_of(name)
-
 
 class Profiles:
-    def __init__(self, base: Servers) -> None:
-        self.base = base
-        self._all: dict[str, ProfileServers] = {}
+    def __init__(self, servers: AllServers) -> None:
+        self.servers = servers
+        self._all: dict[str, Profile] = {}
         self._configs: dict[str, ProfileConfig] = {}
         self._builtin: frozenset[str] = frozenset()
 
@@ -156,7 +127,7 @@ class Profiles:
             held = self._all.get(name)
             default = None if name == DEFAULT_PROFILE else self._all[DEFAULT_PROFILE].view
             if held is None:
-                held = self._all[name] = ProfileServers(self.base, self.base.view_of(name))
+                held = self._all[name] = Profile(self.servers.view_of(name))
             held.derived_from = DEFAULT_PROFILE if name in builtin else None
             if self._configs.get(name) == cfg and not held.removed:
                 # The global parts may differ, and the default's naming.
@@ -179,10 +150,10 @@ class Profiles:
         return [self._all[name].view for name in names if name in self._all]
 
     @property
-    def default(self) -> ProfileServers:
+    def default(self) -> Profile:
         return self._all[DEFAULT_PROFILE]
 
-    def get(self, name: str) -> ProfileServers | None:
+    def get(self, name: str) -> Profile | None:
         held = self._all.get(name)
         return None if held is None or held.removed else held
 
@@ -205,7 +176,7 @@ class Profiles:
                 return name
         return None
 
-    def choose(self, name: str, peer: Peer | None, fixed: str | None) -> ProfileServers:
+    def choose(self, name: str, peer: Peer | None, fixed: str | None) -> Profile:
         """The profile ``name`` for an agent that asks for it; raises ``rpc.RPCError``
         with what to do instead."""
         if fixed is not None and name != fixed:
@@ -227,16 +198,14 @@ class Profiles:
             )
         return held
 
-    def scope(
-        self, servers: ProfileServers, peer: Peer | None, fixed: str | None
-    ) -> ProfileView | None:
-        """What an agent in ``servers`` may read of the daemon's status: None for all of
+    def scope(self, profile: Profile, peer: Peer | None, fixed: str | None) -> ProfileView | None:
+        """What an agent in ``profile`` may read of the daemon's status: None for all of
         it (the owner, on the daemon's own socket or the HTTP endpoint, in the default
         profile), else its profile's view: that profile's servers and nothing of the
         others or of the daemon's own files."""
-        if fixed is None and servers is self.default and is_owner(peer):
+        if fixed is None and profile is self.default and is_owner(peer):
             return None
-        return servers.view
+        return profile.view
 
     def status(
         self, agents: Mapping[str, int], default_cap_warned: bool, only: str | None = None

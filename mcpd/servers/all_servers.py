@@ -1,7 +1,10 @@
-"""Every configured server seen as one, for the agent side (``agents.backend.Servers``).
+"""Every configured server seen as one, for the agent side.
 
-The agent side never holds a runner: it looks tools up in the table, starts calls by
-alias, reads the servers' states, and subscribes to changes through this one door.
+The agent side never holds a runner: it starts calls by alias, reads the servers'
+states, and subscribes to changes through this one door. A profile is not another
+door: what it lets its agents see of the servers is a filter on their aliases
+(``only``) handed to what reads them here; its tools are its view of the table
+(``view_of``).
 """
 
 from __future__ import annotations
@@ -13,14 +16,13 @@ from msgspec import Raw
 
 from protocol.loglevels import LogMessage
 
-from ..registry.naming.spelling import alias_prefix
-from ..registry.profiles.views import ProfileView
 from ..registry.tables.catalog import Catalog
-from ..registry.tables.prompts import PromptEntry
-from ..registry.tables.shown import Entry
 from ..registry.uris.claims import Budget
+from ..registry.tables.prompts import PromptEntry
 from ..registry.uris.resources import Hold
 from ..registry.uris.scheme import Ambiguous, Routed, Sight, Undecided
+from ..registry.naming.spelling import alias_prefix
+from ..registry.profiles.views import ProfileView
 from . import requests
 from .askback import Asker
 from .calls import Call, CallRefused, QueuedCheck, SessionMark, Whose
@@ -48,20 +50,8 @@ class AllServers:
         self._on_log: list[Heard] = []
         self._log_level: Callable[[str], str | None] = lambda alias: None
 
-    @property
-    def version(self) -> int:
-        return self._registry.version
-
-    def listing(self) -> list[Entry]:
-        return self._registry.listing()
-
-    def lookup(self, name: str) -> Entry | None:
-        return self._registry.lookup(name)
-
-    def closest(self, name: str) -> list[str]:
-        return self._registry.closest(name)
-
     def refresh(self) -> None:
+        """An agent is listing: refresh any server's list that went stale."""
         for runner in self._supervisor.runners.values():
             runner.maybe_refresh()
 
@@ -84,9 +74,13 @@ class AllServers:
         elif alias in runners:
             runners[alias].scheduler.look_again(check)
 
-    def states(self) -> list[dict[str, object]]:
+    def states(self, only: Callable[[str], bool] | None = None) -> list[dict[str, object]]:
+        """Per server (whose alias ``only`` admits): its state, whether it is available,
+        and the outage if not."""
         out = []
         for alias in sorted(self._supervisor.runners):
+            if only is not None and not only(alias):
+                continue
             runner = self._supervisor.runners[alias]
             entry: dict[str, object] = {
                 "server": alias,
@@ -106,9 +100,14 @@ class AllServers:
     def outages(
         self, only: Callable[[str], bool] | None = None, *, own_user: bool = False
     ) -> list[str]:
+        """One sentence per unavailable server (whose alias ``only`` admits), as an
+        agent of the daemon's own user or root (``own_user``) or any other is told it
+        (``Outage.for_agent``)."""
         return self._supervisor.outages(only, own_user=own_user)
 
     def instructions(self, only: Callable[[str], bool] | None = None) -> list[Said]:
+        """What each server (whose alias ``only`` admits) said of itself when mcpd
+        connected to it, cleaned, with mcpd's note on it, in alias order."""
         out = []
         for alias, runner in sorted(self._supervisor.runners.items()):
             # What the server said of itself for models when mcpd last connected.
@@ -129,9 +128,10 @@ class AllServers:
         *,
         own_user: bool = False,
     ) -> str | None:
-        """What to say of the unavailable (or disabled) server whose tools' names
-        ``name`` has the prefix of (under ``template``, by default the table's), if any: a
-        server that never listed its tools has none to call, and "unknown tool" hid why."""
+        """What to say of the unavailable (or disabled) server (whose alias ``only``
+        admits) whose tools' names ``name`` has the prefix of (under ``template``, by
+        default the table's), if any, as ``outages`` tells it: a server that never listed
+        its tools has none to call, and "unknown tool" hid why."""
         template = template or self._registry.naming.template
         runners = self._supervisor.runners
         found: tuple[int, str] | None = None
@@ -156,9 +156,11 @@ class AllServers:
         return f"{said} Its tools are listed again when it is back."
 
     def view_of(self, name: str) -> ProfileView:
+        """A new view of the tools for the profile ``name`` (configured by the caller)."""
         return ProfileView(name, self._registry)
 
     def subscribe(self, on_change: Callable[[], None]) -> None:
+        """Call ``on_change`` whenever the tools, their availability or a state change."""
         self._listeners.append(on_change)
 
     def changed(self) -> None:

@@ -19,7 +19,7 @@ from mcpd.agents.calls.callpolicy import CallPolicy
 from mcpd.agents.calls.callrecords import CallRecords
 from mcpd.agents.calls.toolcall import Router
 from mcpd.agents.identity import AgentIdentity
-from mcpd.agents.profiles import ProfileServers
+from mcpd.agents.profiles import Profile
 from mcpd.audit.record import CallRecord
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import NamingConfig, ProfileConfig
@@ -110,7 +110,7 @@ class World:
             self.catalog.update("notes", changed)
         view = base.view_of("default")
         view.configure(ProfileConfig(discovery=discovery), NamingConfig(), 128)  # type: ignore[arg-type]
-        self.profile = ProfileServers(base, view)
+        self.profile = Profile(view)
         self.audit = Audit()
         self.servers = Servers()
         gate = CallGate(Approvals(), KnownSecrets(), clock=lambda: 0.0)
@@ -142,7 +142,7 @@ class StandInAgent(Agent):
     each message sent to it. ``legacy``: it began with initialize, else each of its
     requests carries its own ``_meta`` envelope."""
 
-    def __init__(self, profile: ProfileServers, legacy: bool = True) -> None:
+    def __init__(self, profile: Profile, legacy: bool = True) -> None:
         self.session = new_session()
         if legacy:
             self.session.legacy_version = "2025-11-25"

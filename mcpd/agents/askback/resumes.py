@@ -62,7 +62,7 @@ from ...policy.reading import Unshowable, read
 from ...policy.showing import canonical_json
 from ..agent import AgentCall
 from ..calls.callpolicy import Sent
-from ..profiles import ProfileServers
+from ..profiles import Profile
 from .askback import MAX_ROUNDS, own_token
 
 PREFIX: Final = "mcpd-round:"
@@ -150,7 +150,7 @@ class Resumes:
         return handed, False
 
     def take(
-        self, call: AgentCall, who: AgentInfo, profile: ProfileServers
+        self, call: AgentCall, who: AgentInfo, profile: Profile
     ) -> Resumed | rpc.RPCError | None:
         """What ``call`` (of ``who``, in ``profile``), a retry that brings a
         ``requestState`` or ``inputResponses``, continues: the round its token of

@@ -56,7 +56,7 @@ from ...registry.tables.shown import Entry
 from ...servers.shared import Asker, Call, QueuedCheck
 from ..agent import AgentCall
 from ..askback.askback import Park, Parks
-from ..profiles import Profiles, ProfileServers
+from ..profiles import Profile, Profiles
 
 # What a call let through waited for when it is looked at again: a slot at its server,
 # or its agent's answers to what its server asked (to be sent again with them).
@@ -76,7 +76,7 @@ class Ask(msgspec.Struct, frozen=True):
     facts: CallFacts
     decision: Decision
     entry: Entry
-    profile: ProfileServers
+    profile: Profile
     kept: int = 0
 
 
@@ -87,7 +87,7 @@ class Sent(msgspec.Struct, frozen=True):
     came back with answers (``resumes``)."""
 
     entry: Entry
-    profile: ProfileServers
+    profile: Profile
     decision: Decision
     rounds: int = 0
 
@@ -98,7 +98,7 @@ class CallPolicy:
         self._parks = parks
 
     def decide(
-        self, call: AgentCall, entry: Entry, profile: ProfileServers, agent: AgentInfo
+        self, call: AgentCall, entry: Entry, profile: Profile, agent: AgentInfo
     ) -> mcp.CallToolResult | Ask | None:
         """What the rules say of ``call`` to the listed tool ``entry``: None when it
         may go, the result it ends with when it may not, or ``Ask``."""
@@ -210,7 +210,7 @@ class CallPolicy:
             call, facts, Sent(entry, ask.profile, ask.decision if now is None else now), "approval"
         )
 
-    def let_through(self, call: AgentCall, profile: ProfileServers) -> Sent:
+    def let_through(self, call: AgentCall, profile: Profile) -> Sent:
         """``call``, just routed in ``profile`` and let through by the rules without
         asking anyone (in the same step: its tool is listed as it was routed), as it
         goes to its server."""
@@ -222,7 +222,7 @@ class CallPolicy:
         # What the rules say, not counted against a rate again: routing counted it.
         return Sent(entry, profile, gate.policy.decide(_facts(entry, profile)))
 
-    def allowed_as(self, call: AgentCall, profile: ProfileServers) -> Sent | None:
+    def allowed_as(self, call: AgentCall, profile: Profile) -> Sent | None:
         """What ``call``, sent without a task (allowed, nobody asked), went under, as far
         as its tool in ``profile`` and the rules now tell: None when either changed
         since (its retry is then a call of its own, which meets the rules anew)."""
@@ -300,7 +300,7 @@ def _changed(call: AgentCall, how: str, waited_for: str = QUEUED) -> mcp.CallToo
     return refusals.changed_before_sent(call.local, how, call.decision, call.decided_by, waited_for)
 
 
-def _listed(profile: ProfileServers, local: str, alias: str, original: str) -> Entry | str:
+def _listed(profile: Profile, local: str, alias: str, original: str) -> Entry | str:
     """The tool ``original`` of the server ``alias`` as ``profile`` lists it now under
     the name ``local``; or, when that name is not for it or it is held, how it changed."""
     now = profile.lookup(local)
@@ -313,7 +313,7 @@ def _listed(profile: ProfileServers, local: str, alias: str, original: str) -> E
     return now
 
 
-def _as_listed(profile: ProfileServers, before: Entry) -> Entry | str:
+def _as_listed(profile: Profile, before: Entry) -> Entry | str:
     """The tool a person approved a call to (``before``) as ``profile`` lists it now,
     under the name the call was made by; or, when that is not the tool the call was
     made to, how it changed."""
@@ -341,7 +341,7 @@ def _going(
     return _ruled(call, facts, decision, waited_for)
 
 
-def _facts(entry: Entry, profile: ProfileServers) -> CallFacts:
+def _facts(entry: Entry, profile: Profile) -> CallFacts:
     trusted = profile.view.registry.server_flags(entry.alias)[0]
     return facts_of(entry, profile.name, trusted, profile.derived_from)
 

@@ -246,7 +246,9 @@ class Router:
                 return resumed
         if entry is None:
             _before_the_rules(call, "unknown tool")
-            return unknown_tool(profile, name, own_user=agent.identity.reads_as_owner())
+            return unknown_tool(
+                self.servers, profile, name, own_user=agent.identity.reads_as_owner()
+            )
         if entry.held is not None:
             # Refused where calls are routed, before any rule: the server is not asked.
             # Its record names it as the profile does: a name mcpd knows.

@@ -11,8 +11,9 @@ from protocol import mcp
 from protocol.visible import visible
 
 from ...registry.tables.shown import Entry
+from ...servers.all_servers import AllServers
 from ..lists.list_hints import LIST_TOOLS, SEARCH_TOOLS, UNKNOWN_TOOL
-from ..profiles import ProfileServers
+from ..profiles import Profile
 
 # Tools of the name called shown by their local names: enough to tell a few servers'
 # apart, and a bounded answer however many list it.
@@ -20,12 +21,13 @@ NAMED_SHOWN = 5
 
 
 def unknown_tool(
-    profile: ProfileServers, name: str, *, own_user: bool = False
+    servers: AllServers, profile: Profile, name: str, *, own_user: bool = False
 ) -> mcp.CallToolResult:
-    """``own_user``: the agent is the daemon's own user's or root's (``Outage.for_agent``).
-    A name a server gives its tool (or a rename gives it) is answered with the local
-    names it is listed under, then the names near it."""
-    down = profile.down_for(name, own_user=own_user)
+    """An outage told is of a server ``profile`` has, never of another; ``own_user``:
+    the agent is the daemon's own user's or root's (``Outage.for_agent``). A name a
+    server gives its tool (or a rename gives it) is answered with the local names it is
+    listed under, then the names near it."""
+    down = servers.down_for(name, profile.has_server, profile.template, own_user=own_user)
     if down is not None:
         return mcp.text_result(f"No tool {_clip(name)!r} is listed now. {down}", is_error=True)
     named = profile.named(name)
@@ -45,7 +47,7 @@ def unknown_tool(
     return result
 
 
-def _suggested(profile: ProfileServers, local: str) -> str:
+def _suggested(profile: Profile, local: str) -> str:
     """A name near the one called, with its server: two servers' tools may read alike."""
     entry = profile.lookup(local)
     return local if entry is None else f"{local} (server {entry.alias!r})"

@@ -28,7 +28,7 @@ from ..ending import stopped_answer
 from ..holders import ConnectionOwner, TcpKin
 from ..identity import AgentIdentity
 from ..peers import Peer
-from ..profiles import ProfileServers
+from ..profiles import Profile
 from ..sockets import Leave
 from .wire import WireResponse
 
@@ -50,7 +50,7 @@ class Exchange(Connection):
         handler: Dispatcher,
         session: ServerSession,
         caller: RequestSender,
-        servers: ProfileServers,
+        profile: Profile,
         owner: object,
         identity: AgentIdentity,
         asks: AgentRequests | None = None,
@@ -68,11 +68,11 @@ class Exchange(Connection):
         self.session = session
         self.peer = caller.peer
         self.caller = caller
-        self.profile = servers
+        self.profile = profile
         self.fixed_profile = caller.fixed
         self.subscriptions: set[rpc.Id] = set()
         self.contexts = {}
-        self.seen_version = servers.version
+        self.seen_version = profile.version
         self.inflight = {}
         self.calls_in_tasks = {}
         self.dropped = 0
@@ -166,14 +166,14 @@ class RequestSender(msgspec.Struct, frozen=True):
     def who(self) -> AgentIdentity:
         return self.identity if self.identity is not None else AgentIdentity(self.peer)
 
-    def stateless_agent(self, servers: ProfileServers) -> StatelessAgent:
-        """Who a client sending stateless requests here in the profile ``servers`` is."""
+    def stateless_agent(self, profile: Profile) -> StatelessAgent:
+        """Who a client sending stateless requests here in the profile ``profile`` is."""
         peer = self.peer
         return StatelessAgent(
             uid=None if peer is None else peer.uid,
             endpoint=self.tcp is not None,
             fixed=self.fixed,
-            profile=servers.name,
+            profile=profile.name,
             server=None if peer is None else peer.server,
             unverified=peer is not None and peer.unverified,
         )

@@ -51,7 +51,7 @@ from ..holders import ConnectionOwner, Lookups, ServerRefusals, TcpKin, tcp_held
 from ..identity import AgentIdentity, Holder
 from ..page import is_page
 from ..peers import Peer
-from ..profiles import Profiles, ProfileServers
+from ..profiles import Profile, Profiles
 from ..sockets import Leave
 from .body_budget import BodyBudget, BodyClaim, body_owner
 from .endpoint_places import EndpointPlaces, for_page, holder_uid, same_kind
@@ -329,7 +329,7 @@ class HttpApi:
 
     # -- pages --
 
-    def _profile(self, query: dict[str, list[str]], caller: RequestSender) -> ProfileServers:
+    def _profile(self, query: dict[str, list[str]], caller: RequestSender) -> Profile:
         """The profile ``?profile=`` names, the socket's own, or the default one."""
         asked = query.get("profile")
         name = asked[0] if asked else caller.fixed

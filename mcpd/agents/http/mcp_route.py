@@ -39,7 +39,7 @@ from protocol import jsonrpc as rpc
 from protocol.server import ServerSession
 
 from ..connection import Connection, Dispatcher
-from ..profiles import ProfileServers
+from ..profiles import Profile
 from .body_budget import check_listen
 from .exchange import Exchange, RequestSender, StatelessAgent
 from .leave import Grace
@@ -61,7 +61,7 @@ MAX_SESSIONS: Final = 256
 _VERSION_KEY: Final = f'"{mcp.KEY_PROTOCOL_VERSION}"'.encode()
 
 # The profile a request asks for (``?profile=``), as the HTTP side decides it.
-ChooseProfile = Callable[[dict[str, list[str]], RequestSender], ProfileServers]
+ChooseProfile = Callable[[dict[str, list[str]], RequestSender], Profile]
 
 
 class McpRoute:
@@ -168,7 +168,7 @@ class McpRoute:
         ends = None if caller.leave is None else caller.leave.asked
         await serve_stream(wire, legacy.news, allowed, ends)
 
-    def _open(self, session: ServerSession, servers: ProfileServers, caller: RequestSender) -> str:
+    def _open(self, session: ServerSession, profile: Profile, caller: RequestSender) -> str:
         """A new legacy session's id. When there are too many, the oldest of the user
         who holds the most ends (the newcomer counted with its own): one who opens
         sessions without end ends their own, not everyone else's."""
@@ -176,7 +176,7 @@ class McpRoute:
         if len(self.sessions) >= MAX_SESSIONS:
             self._end(self.sessions.pop(self._to_end(holder_of(identity))), PUSHED_OUT)
         sid = secrets.token_hex(16)
-        legacy = LegacySession(session, servers, identity, OpenedBy.of(caller))
+        legacy = LegacySession(session, profile, identity, OpenedBy.of(caller))
         self.sessions[sid] = legacy
         legacy.news.sid = sid
         self.handler.agent_joined(legacy.news)  # its news from now on
@@ -231,7 +231,7 @@ class McpRoute:
         self,
         session: ServerSession,
         caller: RequestSender,
-        servers: ProfileServers,
+        profile: Profile,
         legacy: LegacySession | None = None,
     ) -> Exchange:
         if legacy is not None:
@@ -239,14 +239,14 @@ class McpRoute:
                 self.handler,
                 session,
                 caller,
-                servers,
+                profile,
                 legacy,
                 caller.who().in_session(legacy.identity),
                 legacy.asks,
                 legacy.news,
             )
-        owner = self._owners.setdefault(caller.stateless_agent(servers), object())
-        return Exchange(self.handler, session, caller, servers, owner, caller.who())
+        owner = self._owners.setdefault(caller.stateless_agent(profile), object())
+        return Exchange(self.handler, session, caller, profile, owner, caller.who())
 
     async def _modern(
         self,
@@ -273,11 +273,11 @@ class McpRoute:
         msg = decode_body(body)
         if isinstance(msg, rpc.Request) and msg.method == "initialize":
             session = self.new_session()
-            servers = self._profile(query, caller)
-            reply = self.handler.answer_now(self._exchange_for(session, caller, servers), msg)
+            profile = self._profile(query, caller)
+            reply = self.handler.answer_now(self._exchange_for(session, caller, profile), msg)
             extra: HeaderList = []
             if session.legacy_version is not None:
-                extra.append((b"mcp-session-id", self._open(session, servers, caller).encode()))
+                extra.append((b"mcp-session-id", self._open(session, profile, caller).encode()))
             await WireResponse(wire).json(200, reply, extra)
             return
         session_id = headers.get("mcp-session-id")
@@ -309,7 +309,7 @@ class McpRoute:
         check_listen(msg, body)
         scope = legacy.requests[msg.id] = trio.CancelScope()
         try:
-            exchange = self._exchange_for(legacy.session, caller, legacy.servers, legacy)
+            exchange = self._exchange_for(legacy.session, caller, legacy.profile, legacy)
             await self._answer(wire, exchange, msg, scope, modern=False)
         finally:
             legacy.requests.pop(msg.id, None)

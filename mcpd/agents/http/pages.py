@@ -15,7 +15,7 @@ from ...registry.profiles.views import ProfileView
 from ...servers.all_servers import AllServers
 from ..backend import Control
 from ..lists.formats import FORMATS, translate
-from ..profiles import ProfileServers
+from ..profiles import Profile
 from .exchange import RequestSender
 from .wire import Reject
 
@@ -32,7 +32,7 @@ class ReadPages:
         self,
         servers: AllServers,
         control: Control,
-        profile: Callable[[Query, RequestSender], ProfileServers],
+        profile: Callable[[Query, RequestSender], Profile],
         scope: Callable[[Query, RequestSender], ProfileView | None],
     ) -> None:
         """``profile``: the profile a request may read; ``scope``: what of the daemon's
@@ -83,9 +83,7 @@ class ReadPages:
 
     def healthz(self, query: Query, caller: RequestSender) -> Answer:
         scope = self._scope(query, caller)
-        states = self.servers.states()
-        if scope is not None:
-            states = [s for s in states if scope.has_server(str(s["server"]))]
+        states = self.servers.states(None if scope is None else scope.has_server)
         down = [s for s in states if not s["available"]]
         if not self.control.ready:
             body = {"status": "starting", "servers": down}

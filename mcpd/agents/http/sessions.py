@@ -15,7 +15,7 @@ from ...servers.shared import Call
 from ..askback.askback import AgentRequests
 from ..ending import UNANSWERED
 from ..identity import AgentIdentity
-from ..profiles import ProfileServers
+from ..profiles import Profile
 from .exchange import RequestSender
 from .stream import SessionNews
 
@@ -53,12 +53,12 @@ class LegacySession:
     def __init__(
         self,
         session: ServerSession,
-        servers: ProfileServers,
+        profile: Profile,
         identity: AgentIdentity,
         opened_by: OpenedBy,
     ) -> None:
         self.session = session
-        self.servers = servers  # the profile chosen at initialize
+        self.profile = profile  # the one chosen at initialize
         # Whose it is: its id (what is approved for it is kept under) and the user
         # its place counts against. Each request is the process of its own connection
         # (``AgentIdentity.in_session``).
@@ -66,7 +66,7 @@ class LegacySession:
         self.opened_by = opened_by  # the only one it is found for
         self.requests: dict[rpc.Id, trio.CancelScope] = {}
         self.asks = AgentRequests()
-        self.news = SessionNews(session, servers, self)  # read by its GET stream
+        self.news = SessionNews(session, profile, self)  # read by its GET stream
         self.ended: str | None = None  # why it ended, once it has
 
     def close(self, why: str) -> None:

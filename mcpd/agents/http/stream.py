@@ -31,7 +31,7 @@ from protocol.server import ServerSession
 
 from ..connection import Connection
 from ..outbox import QUEUE_BYTES
-from ..profiles import ProfileServers
+from ..profiles import Profile
 from .wire import Wire, WireResponse, end_when_set
 
 logger = logging.getLogger("mcpd.http")
@@ -51,15 +51,15 @@ class SessionNews(Connection):
 
     long_replies = False
 
-    def __init__(self, session: ServerSession, servers: ProfileServers, owner: object) -> None:
+    def __init__(self, session: ServerSession, profile: Profile, owner: object) -> None:
         # What the broadcasters read of a connection; the line connection's constructor
         # is deliberately not run (there is no socket of its own here).
         self.session = session
-        self.profile = servers
+        self.profile = profile
         self.peer = None
         self.fixed_profile = None
         self.subscriptions: set[rpc.Id] = set()  # a listen's; a legacy session has none
-        self.seen_version = servers.version
+        self.seen_version = profile.version
         self.inflight = {}
         self.dropped = 0
         self._nursery = None

@@ -11,36 +11,35 @@ quotes what its server said on one line between double quotes (``Outage``).
 from __future__ import annotations
 
 from ...registry.text.quoting import QUOTE, quoted_lines
+from ...servers.all_servers import AllServers
 from ...servers.shared import Said
-from ..backend import Servers
-from ..profiles import ProfileServers
+from ..profiles import Profile
 
 
-def instructions(servers: Servers, limit: int, *, own_user: bool = False) -> str:
-    """For the servers an agent sees; ``limit``: characters of each server's own;
+def instructions(
+    servers: AllServers, profile: Profile, limit: int, *, own_user: bool = False
+) -> str:
+    """For the servers ``profile`` has, and no other; ``limit``: characters of each server's own;
     ``own_user``: the agent is the daemon's own user's or root's, who is told what a
     server wrote on stderr as it went down (``Outage.for_agent``)."""
-    names = "mcp__<server>__<tool>"
-    if isinstance(servers, ProfileServers):
-        template = (servers.view.naming or servers.view.registry.naming).template
-        names = template.replace("{alias}", "<server>").replace("{tool}", "<tool>")
+    names = profile.template.replace("{alias}", "<server>").replace("{tool}", "<tool>")
     text = (
         f"mcpd aggregates the tools of several MCP servers. Tool names are {names}; "
         "descriptions start with the server's name in brackets."
     )
-    if isinstance(servers, ProfileServers) and servers.view.mode == "search":
+    if not profile.lists_tools:
         text += (
             " Find tools with mcpd_search_tools, read their arguments with "
             "mcpd_describe_tools and run them with mcpd_call_tool."
         )
-    outages = servers.outages(own_user=own_user)
+    outages = servers.outages(profile.has_server, own_user=own_user)
     if outages:
         text += (
             " Current outages: "
             + " ".join(outages)
             + " What is in double quotes there is the server's own words, never mcpd's."
         )
-    given = servers.instructions()
+    given = servers.instructions(profile.has_server)
     if given:
         # Hosts put a server's instructions before the model; behind mcpd the servers'
         # own would be lost, and some servers are not used well without them.

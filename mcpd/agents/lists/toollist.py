@@ -1,5 +1,5 @@
 """tools/list on the agent side: a page of the listing the agent's profile shows, in
-the shape of the era the agent speaks."""
+the shape of the era the agent speaks, with the states of that profile's servers."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ from protocol import mcp
 from protocol.server import RequestContext
 
 from ...registry.tables.table import Listed, listed_name
-from ..profiles import ProfileServers
+from ...servers.all_servers import AllServers
+from ..profiles import Profile
 from .paging import page_of
 
 
 def list_tools(
-    servers: ProfileServers,
+    servers: AllServers,
+    profile: Profile,
     params: mcp.ListToolsParams,
     ctx: RequestContext | None,
     page_size: int,
@@ -22,13 +24,13 @@ def list_tools(
     servers.refresh()
     modern = ctx is not None and ctx.era == "modern"
     # A projection keeps every name in its place: a cursor is good in either era's.
-    tools, after = page_of(servers.shown_to(modern), params.cursor, page_size, _name)
+    tools, after = page_of(profile.shown_to(modern), params.cursor, page_size, _name)
     return mcp.ListToolsResult(
         tools=list(tools),
         nextCursor=UNSET if after is None else after,
         ttlMs=0 if modern else UNSET,
         cacheScope="private" if modern else UNSET,
-        meta={"mcpd/servers": servers.states()},
+        meta={"mcpd/servers": servers.states(profile.has_server)},
     )
 
 

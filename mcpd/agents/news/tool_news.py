@@ -18,7 +18,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 
 from ..connection import Connection
-from ..profiles import ProfileServers
+from ..profiles import Profile
 
 _DEBOUNCE: Final = 0.2
 _METHOD: Final = "notifications/tools/list_changed"
@@ -28,7 +28,7 @@ class ToolNews:
     def __init__(
         self,
         agents: Callable[[], list[Connection]],
-        view: Callable[[Connection], ProfileServers],
+        view: Callable[[Connection], Profile],
     ) -> None:
         """``agents``: who may hear the news; ``view``: the profile each sees."""
         self._agents = agents

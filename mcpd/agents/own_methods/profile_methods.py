@@ -28,7 +28,7 @@ from ...registry.profiles.views import ProfileView
 from ...registry.tables.table import listed_name
 from ..backend import Control
 from ..connection import Connection
-from ..profiles import Profiles, ProfileServers
+from ..profiles import Profile, Profiles
 from ..sockets import ProfileSockets
 
 if TYPE_CHECKING:
@@ -50,14 +50,14 @@ class ProfileMethods:
     extras: ExtraMethods
     departed: Departed  # agents gone whose processes live on
 
-    def view(self, conn: Connection) -> ProfileServers:
+    def view(self, conn: Connection) -> Profile:
         raise NotImplementedError
 
     def scope_of(self, conn: Connection) -> ProfileView | None:
         """What of the daemon's status ``conn``'s agent may read (``Profiles.scope``)."""
         return self.profiles.scope(self.view(conn), conn.peer, conn.fixed_profile)
 
-    def _chosen(self, conn: Connection, choice: _Choice, required: bool) -> ProfileServers:
+    def _chosen(self, conn: Connection, choice: _Choice, required: bool) -> Profile:
         if choice.profile is None:
             if required:
                 raise rpc.RPCError(rpc.INVALID_PARAMS, "params.profile names the profile")
@@ -115,7 +115,7 @@ class ProfileMethods:
         """How many agents use each profile, by name."""
         agents: Counter[str] = Counter(self.view(c).name for c in self.agent_connections())
         if self._http is not None:  # no HTTP request yet, no HTTP session
-            agents.update(s.servers.name for s in self._http.sessions.values())
+            agents.update(s.profile.name for s in self._http.sessions.values())
         return agents
 
     def profile_status(
@@ -130,7 +130,7 @@ class ProfileMethods:
         return rows
 
 
-def summary(chosen: ProfileServers) -> dict[str, Any]:
+def summary(chosen: Profile) -> dict[str, Any]:
     view = chosen.view
     listed = [listed_name(item) for item in chosen.listing()]
     return {

@@ -28,7 +28,8 @@ import h11
 import msgspec
 
 from ...policy.kin import AgentKin
-from ..backend import Control, Servers
+from ...servers.all_servers import AllServers
+from ..backend import Control
 from ..holders import ServerRefusals
 from ..http.exchange import RequestSender
 from ..http.wire import Headers, Reject, Wire
@@ -72,7 +73,7 @@ class Page:
     def __init__(
         self,
         control: Control,
-        servers: Servers,
+        servers: AllServers,
         agents_kin: Callable[[], Awaitable[list[AgentKin]]],
         sources: Sources = NO_SOURCES,
     ) -> None:

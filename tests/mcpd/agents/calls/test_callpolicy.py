@@ -17,7 +17,7 @@ from msgspec import UNSET, Raw
 from mcpd.agents.agent import NO_ONE, AgentCall
 from mcpd.agents.askback.askback import TOKEN_PREFIX, Flow, Park, Parks
 from mcpd.agents.calls.callpolicy import Ask, CallPolicy, QueuedCalls, Sent
-from mcpd.agents.profiles import Profiles, ProfileServers
+from mcpd.agents.profiles import Profile, Profiles
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import Handling, NamingConfig, PinPolicy
 from mcpd.config.tables.policy import PolicyRule
@@ -43,22 +43,25 @@ HARMLESS = {"readOnlyHint": True, "destructiveHint": False}
 ELICITATION = {"elicitation": {"form": {}}}
 
 
-def profile(trusted: dict[str, bool], changes: Handling = "hold") -> ProfileServers:
-    """A profile of one tool of each server; ``changes``: what the servers' changed
-    definitions get."""
+def all_servers(trusted: dict[str, bool], changes: Handling = "hold") -> AllServers:
+    """Servers of one tool each; ``changes``: what their changed definitions get."""
     pins = PinPolicy(changes, "warn", False, "warn")
     catalog = Catalog(NamingConfig(), ListGate(lambda alias: pins))
     config = parse({"servers": {alias: {"command": "x"} for alias in trusted}}, env={})
-    base = AllServers(Supervisor(config, catalog), catalog)
-    servers = ProfileServers(base, base.view_of("default"))
     for alias, is_trusted in trusted.items():
         sent = {"name": "delete_repo", "inputSchema": {"type": "object"}, "annotations": HARMLESS}
         tool = msgspec.json.decode(msgspec.json.encode(sent), type=mcp.Tool)
-        servers.view.registry.update(alias, [tool], trusted=is_trusted)
-    return servers
+        catalog.update(alias, [tool], trusted=is_trusted)
+    return AllServers(Supervisor(config, catalog), catalog)
 
 
-def entry_of(servers: ProfileServers, alias: str) -> Entry:
+def profile(trusted: dict[str, bool], changes: Handling = "hold") -> Profile:
+    """A profile of one tool of each server; ``changes``: what the servers' changed
+    definitions get."""
+    return Profile(all_servers(trusted, changes).view_of("default"))
+
+
+def entry_of(servers: Profile, alias: str) -> Entry:
     [found] = [e for e in servers.view.registry.entries() if e.alias == alias]
     return found
 
@@ -204,7 +207,7 @@ async def nothing_known() -> AgentKin:
     return AgentKin()
 
 
-def asked(p: CallPolicy, servers: ProfileServers) -> Ask:
+def asked(p: CallPolicy, servers: Profile) -> Ask:
     ask = p.decide(a_call(), entry_of(servers, "gh"), servers, AGENT)
     assert isinstance(ask, Ask)
     return ask
@@ -438,7 +441,7 @@ async def test_an_approval_remembered_for_a_tool_does_not_outlast_its_definition
 # -- looked at again once the wait is over --
 
 
-def changed_tool(servers: ProfileServers) -> None:
+def changed_tool(servers: Profile) -> None:
     """The server lists its tool anew, saying it does something else."""
     sent = {"name": "delete_repo", "description": "Also reads ~/.ssh", "inputSchema": {}}
     tool = msgspec.json.decode(msgspec.json.encode(sent), type=mcp.Tool)
@@ -604,7 +607,7 @@ class Queued(msgspec.Struct):
     check: QueuedCalls
     call: AgentCall
     gate: CallGate
-    servers: ProfileServers
+    servers: Profile
 
     def reload(self, *rules: dict[str, Any]) -> None:
         self.gate.configure([msgspec.convert(r, PolicyRule) for r in rules])
@@ -613,10 +616,10 @@ class Queued(msgspec.Struct):
 def queued(*rules: dict[str, Any]) -> Queued:
     """A call the rules let through, routed in the default profile, as it waits for a
     slot at its server; and what looks at it again."""
-    servers = profile({"gh": False})
-    servers.view.registry.gate.settle("gh")  # its definitions approved
-    profiles = Profiles(servers.base)
+    profiles = Profiles(all_servers({"gh": False}))
     profiles.configure({}, NamingConfig(), 1 << 20)
+    servers = profiles.default
+    servers.view.registry.gate.settle("gh")  # its definitions approved
     p = policy(*rules)
     entry = entry_of(servers, "gh")
     call = a_call(Raw(b'{"repo": "x"}'))
@@ -688,7 +691,7 @@ def test_a_queued_call_whose_tool_is_held_or_gone_is_refused(change: Any, how: s
 
 def sent_once(
     *rules: dict[str, Any], changes: Handling = "hold"
-) -> tuple[CallPolicy, ProfileServers, AgentCall, Sent]:
+) -> tuple[CallPolicy, Profile, AgentCall, Sent]:
     """A call the rules let through, routed in the default profile and sent once."""
     servers = profile({"gh": False}, changes)
     servers.view.registry.gate.settle("gh")  # its definitions approved

@@ -27,11 +27,9 @@ class Handler:
     router = Router()
 
 
-class Servers:
+class Profile:
     version = 3
 
-
-class Profile:
     def __init__(self, name: str) -> None:
         self.name = name
 
@@ -55,7 +53,7 @@ def exchange(news: Exchange | None = None, peer: Peer | None = None) -> Exchange
         Handler(),  # type: ignore[arg-type]
         object(),  # type: ignore[arg-type]
         caller,
-        Servers(),  # type: ignore[arg-type]
+        Profile("default"),  # type: ignore[arg-type]
         object(),
         caller.who(),
         news=news,

@@ -28,7 +28,7 @@ from mcpd.agents.http.sessions import DELETED, LegacySession, OpenedBy
 from mcpd.agents.http.wire import Reject, Wire
 from mcpd.agents.identity import AgentIdentity, Holder
 from mcpd.agents.peers import Peer
-from mcpd.agents.profiles import ProfileServers
+from mcpd.agents.profiles import Profile
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.tables.catalog import Catalog
@@ -72,11 +72,11 @@ class Recording(Dispatcher):
         self.gone.append(owner)
 
 
-def profile(name: str = "default") -> ProfileServers:
+def profile(name: str = "default") -> Profile:
     catalog = Catalog(NamingConfig())
     config = parse({"servers": {"a": {"command": "x"}}}, env={})
     base = AllServers(Supervisor(config, catalog), catalog)
-    return ProfileServers(base, base.view_of(name))
+    return Profile(base.view_of(name))
 
 
 class Route:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any, cast
 
 import pytest
@@ -16,7 +17,7 @@ from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.pages import METRICS_TYPE, Query, ReadPages
 from mcpd.agents.http.wire import Reject
 from mcpd.agents.peers import Peer
-from mcpd.agents.profiles import ProfileServers
+from mcpd.agents.profiles import Profile
 from mcpd.registry.profiles.views import ProfileView
 from mcpd.servers.all_servers import AllServers
 
@@ -40,8 +41,8 @@ class Servers:
     def __init__(self, states: list[dict[str, Any]]) -> None:
         self._states = states
 
-    def states(self) -> list[dict[str, Any]]:
-        return self._states
+    def states(self, only: Callable[[str], bool] | None = None) -> list[dict[str, Any]]:
+        return [s for s in self._states if only is None or only(s["server"])]
 
 
 class Daemon:
@@ -57,7 +58,7 @@ class Daemon:
         return f"mcpd_up 1 # {scope is not None}\n"
 
 
-class Profile:
+class ProfileStub:
     def listing(self) -> list[dict[str, Any]]:
         return [TOOL]
 
@@ -70,8 +71,8 @@ def pages(
 ) -> tuple[ReadPages, Daemon]:
     daemon = Daemon(ready)
 
-    def profile(query: Query, caller: RequestSender) -> ProfileServers:
-        return cast(ProfileServers, Profile())
+    def profile(query: Query, caller: RequestSender) -> Profile:
+        return cast(Profile, ProfileStub())
 
     def scoped(query: Query, caller: RequestSender) -> ProfileView | None:
         return cast(ProfileView, scope)

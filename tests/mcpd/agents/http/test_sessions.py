@@ -20,11 +20,11 @@ from mcpd.agents.http.sessions import (
 )
 from mcpd.agents.identity import AgentIdentity, Holder
 from mcpd.agents.peers import Peer
-from mcpd.agents.profiles import ProfileServers
+from mcpd.agents.profiles import Profile
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import NamingConfig
-from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.catalog import Catalog
+from mcpd.registry.gating.gate import ListGate
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.calls import Call
 from mcpd.servers.supervisor import Supervisor
@@ -34,11 +34,11 @@ from protocol.server import RequestContext, ServerSession
 PEER = Peer(pid=40, uid=1000, gid=1000)
 
 
-def servers() -> ProfileServers:
+def servers() -> Profile:
     catalog = Catalog(NamingConfig(), ListGate())
     config = parse({"servers": {"notes": {"command": "x"}}}, env={})
     base = AllServers(Supervisor(config, catalog), catalog)
-    return ProfileServers(base, base.view_of("default"))
+    return Profile(base.view_of("default"))
 
 
 def session() -> LegacySession:

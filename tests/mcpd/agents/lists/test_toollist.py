@@ -9,11 +9,11 @@ import pytest
 from msgspec import UNSET
 
 from mcpd.agents.lists.toollist import list_tools
-from mcpd.agents.profiles import ProfileServers
+from mcpd.agents.profiles import Profile
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import NamingConfig
-from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.catalog import Catalog
+from mcpd.registry.gating.gate import ListGate
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.supervisor import Supervisor
 from protocol import jsonrpc as rpc
@@ -29,13 +29,13 @@ def tool(name: str) -> mcp.Tool:
     return msgspec.json.decode(msgspec.json.encode(sent), type=mcp.Tool)
 
 
-def profile(*names: str) -> ProfileServers:
+def profile(*names: str) -> tuple[AllServers, Profile]:
+    """The servers, and the default profile of them, whose one server lists ``names``."""
     catalog = Catalog(NamingConfig(), ListGate())
     config = parse({"servers": {"notes": {"command": "x"}}}, env={})
-    base = AllServers(Supervisor(config, catalog), catalog)
-    servers = ProfileServers(base, base.view_of("default"))
-    servers.view.registry.update("notes", [tool(n) for n in names], trusted=False)
-    return servers
+    servers = AllServers(Supervisor(config, catalog), catalog)
+    catalog.update("notes", [tool(n) for n in names], trusted=False)
+    return servers, Profile(servers.view_of("default"))
 
 
 def names(result: mcp.ListToolsResult) -> list[str]:
@@ -47,7 +47,7 @@ def params(cursor: str | None = None) -> mcp.ListToolsParams:
 
 
 def test_a_modern_agent_gets_a_private_uncached_listing() -> None:
-    result = list_tools(profile("a", "b"), params(), MODERN, 0)
+    result = list_tools(*profile("a", "b"), params(), MODERN, 0)
     assert names(result) == ["a", "b"]
     assert (result.ttlMs, result.cacheScope, result.nextCursor) == (0, "private", UNSET)
     assert "mcpd/servers" in (result.meta or {})
@@ -55,16 +55,16 @@ def test_a_modern_agent_gets_a_private_uncached_listing() -> None:
 
 def test_a_legacy_agent_gets_no_caching_fields() -> None:
     for ctx in (LEGACY, None):
-        result = list_tools(profile("a"), params(), ctx, 0)
+        result = list_tools(*profile("a"), params(), ctx, 0)
         assert (result.ttlMs, result.cacheScope) == (UNSET, UNSET)
 
 
 def test_the_list_comes_in_pages_followed_by_their_cursors() -> None:
-    servers = profile("a", "b", "c", "d", "e")
+    both = profile("a", "b", "c", "d", "e")
     seen: list[str] = []
     cursor: str | None = None
     for _ in range(5):
-        result = list_tools(servers, params(cursor), MODERN, 2)
+        result = list_tools(*both, params(cursor), MODERN, 2)
         seen += names(result)
         cursor = None if result.nextCursor is UNSET else result.nextCursor
         if cursor is None:
@@ -73,16 +73,16 @@ def test_the_list_comes_in_pages_followed_by_their_cursors() -> None:
 
 
 def test_a_cursor_from_another_list_is_refused() -> None:
-    first = list_tools(profile("a", "b", "c"), params(), MODERN, 2)
+    first = list_tools(*profile("a", "b", "c"), params(), MODERN, 2)
     assert isinstance(first.nextCursor, str)
     with pytest.raises(rpc.RPCError) as info:
-        list_tools(profile("x", "y", "z"), params(first.nextCursor), MODERN, 2)
+        list_tools(*profile("x", "y", "z"), params(first.nextCursor), MODERN, 2)
     assert info.value.code == rpc.INVALID_PARAMS
 
 
 def test_a_cursor_stays_good_in_either_era() -> None:
-    servers = profile("a", "b", "c")
-    first = list_tools(servers, params(), MODERN, 2)
+    both = profile("a", "b", "c")
+    first = list_tools(*both, params(), MODERN, 2)
     assert isinstance(first.nextCursor, str)
-    rest = list_tools(servers, params(first.nextCursor), LEGACY, 2)
+    rest = list_tools(*both, params(first.nextCursor), LEGACY, 2)
     assert names(rest) == ["c"]

@@ -13,7 +13,7 @@ import trio.testing
 
 from mcpd.agents.connection import Connection
 from mcpd.agents.news.tool_news import ToolNews
-from mcpd.agents.profiles import ProfileServers
+from mcpd.agents.profiles import Profile
 from protocol import mcp
 
 
@@ -23,7 +23,7 @@ class Session:
 
 
 @dataclass
-class Profile:
+class ProfileStub:
     version: int = 0
 
 
@@ -31,7 +31,7 @@ class Profile:
 class Agent:
     """What the news reads and writes of an agent's connection."""
 
-    profile: Profile
+    profile: ProfileStub
     session: Session
     subscriptions: list[Any] = field(default_factory=list)
     seen_version: int = 0
@@ -44,7 +44,7 @@ class Agent:
 def news_for(*agents: Agent) -> ToolNews:
     return ToolNews(
         lambda: [cast(Connection, a) for a in agents],
-        lambda conn: cast(ProfileServers, cast(Agent, conn).profile),
+        lambda conn: cast(Profile, cast(Agent, conn).profile),
     )
 
 
@@ -54,7 +54,7 @@ CHANGED = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
 async def test_a_burst_of_changes_is_told_once_to_a_legacy_agent(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    profile = Profile()
+    profile = ProfileStub()
     agent = Agent(profile, Session("2025-06-18"))
     news = news_for(agent)
     async with trio.open_nursery() as nursery:
@@ -71,7 +71,7 @@ async def test_a_burst_of_changes_is_told_once_to_a_legacy_agent(
 async def test_a_modern_agent_hears_it_on_each_listen_it_holds(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    profile = Profile()
+    profile = ProfileStub()
     agent = Agent(profile, Session(None), subscriptions=["a", 7])
     news = news_for(agent)
     async with trio.open_nursery() as nursery:
@@ -87,7 +87,7 @@ async def test_a_modern_agent_hears_it_on_each_listen_it_holds(
 async def test_only_agents_whose_own_profile_changed_since_they_were_told_hear_of_it(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    changed, unchanged = Profile(), Profile()
+    changed, unchanged = ProfileStub(), ProfileStub()
     told = Agent(changed, Session("2025-06-18"))
     other = Agent(unchanged, Session("2025-06-18"))
     late = Agent(changed, Session("2025-06-18"), seen_version=1)  # came after the change

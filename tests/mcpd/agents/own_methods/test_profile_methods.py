@@ -14,7 +14,7 @@ from msgspec import Raw
 
 from mcpd.agents.own_methods.profile_methods import PROFILE_METHODS, ProfileMethods
 from mcpd.agents.peers import Peer
-from mcpd.agents.profiles import Profiles, ProfileServers
+from mcpd.agents.profiles import Profile, Profiles
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import Config
 from mcpd.policy.approvals import Approvals
@@ -39,7 +39,7 @@ class Conn:
     """A connection as far as the methods look at it."""
 
     def __init__(
-        self, profile: ProfileServers, peer: Peer | None = OWNER, fixed: str | None = None
+        self, profile: Profile, peer: Peer | None = OWNER, fixed: str | None = None
     ) -> None:
         self.profile = profile
         self.peer = peer
@@ -66,8 +66,8 @@ class Gate:
 
 
 class Session:
-    def __init__(self, servers: ProfileServers) -> None:
-        self.servers = servers
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
 
 
 class Http:
@@ -105,8 +105,8 @@ class Methods(ProfileMethods):
         self.sockets = Sockets()  # type: ignore[assignment]
         self.extras = Extras()  # type: ignore[assignment]
 
-    def view(self, conn: Any) -> ProfileServers:
-        profile: ProfileServers = conn.profile
+    def view(self, conn: Any) -> Profile:
+        profile: Profile = conn.profile
         return profile
 
     def conn(

@@ -17,7 +17,7 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.agents.backend import Control, Servers
+from mcpd.agents.backend import Control
 from mcpd.agents.holders import ConnectionOwner, Held
 from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.wire import MAX_BODY, Reject, Wire
@@ -26,6 +26,7 @@ from mcpd.agents.page.actions import NO_SESSION
 from mcpd.agents.page.routes import Access, Page
 from mcpd.local.tcpowner import OwnerUnknown
 from mcpd.policy.kin import AgentKin
+from mcpd.servers.all_servers import AllServers
 from tests.support.page_stream import KEEP_ALIVE, requested
 
 HOST = "127.0.0.1:8765"
@@ -63,7 +64,7 @@ async def no_agents() -> list[AgentKin]:
 
 
 def new_page() -> Page:
-    return Page(cast(Control, Daemon()), cast(Servers, Registry()), no_agents)
+    return Page(cast(Control, Daemon()), cast(AllServers, Registry()), no_agents)
 
 
 def passed_gate(request: h11.Request) -> None:
@@ -386,7 +387,7 @@ async def test_open_pages_read_the_daemon_once_and_not_for_a_keep_alive(
     """Two pages of the same reader open: one reading serves both, and the comments
     that keep their streams alive read nothing."""
     daemon = Daemon()
-    page = Page(cast(Control, daemon), cast(Servers, Registry()), no_agents)
+    page = Page(cast(Control, daemon), cast(AllServers, Registry()), no_agents)
     async with trio.open_nursery() as nursery:
         streams = []
         for _ in range(2):
