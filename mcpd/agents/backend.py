@@ -6,8 +6,9 @@ settings, whether it is ready, its status, the servers' recent history, metrics,
 reload, the OAuth logins (``servers.auth_commands.Logins``, for ``mcpd auth``), the pins, the
 policy and the calls waiting for approval; the wiring (``mcpd.daemon``) provides it.
 ``LineSink`` is how a connection writes its lines; the wiring hands over the
-implementation the stdio transports use too, so a burst of requests and the writes it
-causes upstream share one batch.
+implementation the stdio transports use too (the agent side never imports
+``transports``), so a burst of requests and the writes it causes upstream share one
+batch.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 import msgspec
 
@@ -37,26 +37,8 @@ from protocol.server import RequestContext
 
 from ...config.loading.paths import pages_directory
 from ...local.privatefile import make_private_directory
-from ...policy.kin import AgentKin
-from ...registry.profiles.views import ProfileView
-from ..backend import Control
 from ..connection import Connection
-
-if TYPE_CHECKING:
-    from ..http.httpapi import HttpApi
-    from ..http.tcp import Connect
-
-
-class _Api(Protocol):
-    control: Control
-    endpoint: Connect | None
-
-    @property
-    def http(self) -> HttpApi: ...
-
-    def scope_of(self, conn: Connection) -> ProfileView | None: ...
-
-    async def agents_kin(self) -> list[AgentKin]: ...
+from .profile_methods import ProfileMethods
 
 
 class _Logout(msgspec.Struct):
@@ -84,12 +66,16 @@ def _owner_only(conn: Connection, method: str) -> None:
         raise rpc.RPCError(-32000, f"{method} is only for the daemon's user and root")
 
 
-async def _status(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
+async def _status(
+    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+) -> Any:
     scope = api.scope_of(conn)
     return {"servers": api.control.logins.status(None if scope is None else scope.has_server)}
 
 
-async def _login(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
+async def _login(
+    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+) -> Any:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Begin)
     out = await api.control.logins.begin(params.server, params.redirect_uri)
@@ -97,21 +83,23 @@ async def _login(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestCont
 
 
 async def _complete(
-    api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
 ) -> Any:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Complete)
     return await api.control.logins.finish(params.server, params.login, params.redirect)
 
 
-async def _logout(api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
+async def _logout(
+    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+) -> Any:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Logout)
     return await api.control.logins.logout(params.server, forget_client=params.forget_client)
 
 
 async def _dashboard(
-    api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
 ) -> Any:
     """The page's address with a new one-time code; ``url`` None: no HTTP endpoint."""
     _owner_only(conn, req.method)
@@ -142,7 +130,7 @@ def _pages() -> str:
 
 
 async def _dashboard_spent(
-    api: _Api, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
 ) -> Any:
     """An empty answer once the code can open no session; at most its time to live."""
     _owner_only(conn, req.method)

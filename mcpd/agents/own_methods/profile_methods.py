@@ -34,6 +34,7 @@ from ..sockets import ProfileSockets
 if TYPE_CHECKING:
     from ..extra_methods import ExtraMethods
     from ..http.httpapi import HttpApi
+    from ..http.tcp import Connect
 
 
 class _Choice(msgspec.Struct):
@@ -49,8 +50,14 @@ class ProfileMethods:
     sockets: ProfileSockets
     extras: ExtraMethods
     departed: Departed  # agents gone whose processes live on
+    endpoint: Connect | None  # where the HTTP endpoint listens
 
     def view(self, conn: Connection) -> Profile:
+        raise NotImplementedError
+
+    @property
+    def http(self) -> HttpApi:
+        """The HTTP side (made by ``api.AgentServer`` for the first HTTP request)."""
         raise NotImplementedError
 
     def scope_of(self, conn: Connection) -> ProfileView | None:
