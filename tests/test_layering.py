@@ -496,7 +496,6 @@ SINGLE_IMPLEMENTATION = {
     "mcpd.agents.connection.Dispatcher",  # api.AgentServer
     "mcpd.servers.calls.Admitter",  # scheduler.CallScheduler
     "mcpd.servers.calls.CallHost",  # server_parts.ServerParts
-    "mcpd.servers.calls.Uses",  # lazy.LazyRunner
 }
 
 

@@ -25,7 +25,7 @@ from ..config.tables.model import Config
 from ..config.tables.servertable import ServerConfig
 from ..policy.guard import SecretGuard
 from ..registry.tables.catalog import Catalog
-from .calls import Uses
+from .calls import Demand
 from .queue_bytes import QueueBytes
 from .runner import Runner
 from .task_holds import TaskHolds
@@ -33,7 +33,7 @@ from .transport_factory import TransportFactory, open_transport
 from .upstream import Upstream
 
 
-class LazyRunner(Runner, Uses):
+class LazyRunner(Runner):
     def __init__(
         self,
         alias: str,
@@ -50,18 +50,14 @@ class LazyRunner(Runner, Uses):
             alias, cfg, config, registry, on_change, transport_factory, guard=guard, waiting=waiting
         )
         self.idle_stop = cfg.idle_stop
-        self._demand = trio.Event()  # a call is waiting for an idle server
-        self._touched = trio.Event()  # a call began or ended
-        self._users = 0
-        # Until a call comes, the startup discovery stops the server as soon as it listed.
-        self._last_use = -math.inf
+        self.demand = Demand()
         self._known = False  # the tools are known (listed once, or saved)
         # Starting again after a start that failed: that start is no longer on demand,
         # and its tools are listed as unavailable until it is up.
         self._retrying = False
         self._stopping = False
         self._stopped_idle = False
-        self.scheduler.uses = self  # its calls start it, and keep it running
+        self.scheduler.demand = self.demand  # its calls start it, and keep it running
 
     @property
     def state(self) -> str:
@@ -82,11 +78,11 @@ class LazyRunner(Runner, Uses):
         self._known = self.registry.raw_tools(self.alias) is not None
         try:
             while True:
-                if self._known and not self._demand.is_set():
+                if self._known and not self.demand.users:
                     self.downtime.set_phase("idle")
                     self.first_attempt.set()
-                    await self._demand.wait()
-                self._demand = trio.Event()
+                    while not self.demand.users:
+                        await self.demand.changed()
                 await self._run_until_idle()
         finally:
             self._stopping = False
@@ -110,7 +106,7 @@ class LazyRunner(Runner, Uses):
         with single_exceptions():
             async with trio.open_nursery() as nursery:
                 serving = trio.CancelScope()
-                up.mark.holds.on_end = self._touch
+                up.mark.holds.on_end = self.demand.touch
                 nursery.start_soon(self._stop_when_idle, serving, up.mark.holds)
                 with serving:
                     await super()._serve(up, transport)
@@ -120,45 +116,30 @@ class LazyRunner(Runner, Uses):
 
     async def _stop_when_idle(self, serving: trio.CancelScope, holds: TaskHolds) -> None:
         while True:
-            if self._users:
+            demand = self.demand
+            if demand.users:
                 deadline = math.inf
             else:
                 # A task running there holds it too: stopping it would end the task.
-                deadline = max(self._last_use + self.idle_stop, holds.until(self.idle_stop))
+                deadline = max(demand.last_use + self.idle_stop, holds.until(self.idle_stop))
                 if trio.current_time() >= deadline:
                     break
-            self._touched = trio.Event()
             with trio.move_on_at(deadline):
-                await self._touched.wait()
+                await demand.changed()
         # From here calls wait for the next start instead of using this process.
         self._stopping = True
         self.upstream = None
         self.scheduler.detach()
-        if self._last_use > -math.inf:
+        if self.demand.last_use > -math.inf:
             self._log(
                 logging.INFO, "idle_stop", f"stopping after {self.idle_stop:g} s without calls"
             )
         serving.cancel()
 
-    def _touch(self) -> None:
-        self._touched.set()
-
     def waits_for_start(self) -> bool:
         # Idle, being stopped (its phase still says connected until the stop is done),
         # or started on demand: the call waits for the server.
         return (self.phase != "connected" or self._stopping) and self.available
-
-    def begin(self) -> None:
-        # An idle server starts for it.
-        self._users += 1
-        self._touch()
-        if self.phase == "idle" or self._stopping:
-            self._demand.set()
-
-    def end(self) -> None:
-        self._users -= 1
-        self._last_use = trio.current_time()
-        self._touch()
 
     def status(self) -> dict[str, Any]:
         out = super().status()

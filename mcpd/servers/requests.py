@@ -73,21 +73,21 @@ async def send(
         if whose is None
         else scheduler.waiting.under_way(whose, runner.alias, method, params)
     )
-    uses = scheduler.uses  # a lazy server: started for this request, as for a call
+    demand = scheduler.demand  # a lazy server: started for this request, as for a call
     with held:
         scheduler.requests += 1
         try:
-            if uses is None:
+            if demand is None:
                 return await _send(
                     runner, method, params, name, capabilities, asker, limit, session
                 )
-            uses.begin()
+            demand.begin()
             try:
                 return await _send(
                     runner, method, params, name, capabilities, asker, limit, session
                 )
             finally:
-                uses.end()
+                demand.end()
         finally:
             scheduler.requests -= 1
 

@@ -25,7 +25,7 @@ from protocol.logfields import log_extra
 from transports.errors import SERVER_REPLIES, MalformedReply, TransportError
 
 from .call_failures import failed
-from .calls import Admitter, Answered, Call, CallEnd, CallHost, Outcome, Unsent, Uses
+from .calls import Admitter, Answered, Call, CallEnd, CallHost, Demand, Outcome, Unsent
 from .deadlines import Deadlines
 from .ended_asks import End
 from .outage import Outage
@@ -65,7 +65,7 @@ class CallScheduler(Admitter):
         # The run's clock itself: ``trio.current_time`` looks it up again on every read,
         # and a tools/call reads it at each step. Built inside the run, as runners are.
         self._now: Callable[[], float] = trio.lowlevel.current_clock().current_time
-        self.uses: Uses | None = None
+        self.demand: Demand | None = None
         # When the server last answered anything (a call, or through its upstream any
         # other request): what settles a call that ran out of time (``health``).
         self.answered_at = -math.inf
@@ -117,8 +117,8 @@ class CallScheduler(Admitter):
         call.scheduler = self
         if not call.timeout:
             call.timeout = r.limits.timeout(call.name)
-        if self.uses is not None:
-            self.uses.begin()
+        if self.demand is not None:
+            self.demand.begin()
         up = self._up
         if call.asker is not None and (up is None or up.era != "modern"):
             # While it is under way its server may ask the call's agent things (a
@@ -378,8 +378,8 @@ class CallScheduler(Admitter):
             call.relays = False
             # Given up on, it may still be asked about by a server that has not read so.
             self.runner.asks.leave_call(call, end, call.rid)
-        if self.uses is not None:
-            self.uses.end()
+        if self.demand is not None:
+            self.demand.end()
 
     # -- time limits --
 

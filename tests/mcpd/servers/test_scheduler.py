@@ -22,7 +22,7 @@ from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
 from mcpd.servers.askback import AskRoutes
 from mcpd.servers.breaker import Breaker
-from mcpd.servers.calls import Call, CallHost, CallLimits, QueuedCheck, Uses, Whose
+from mcpd.servers.calls import Call, CallHost, CallLimits, Demand, QueuedCheck, Whose
 from mcpd.servers.oauth import LoginRequired
 from mcpd.servers.outage import Outage
 from mcpd.servers.progress import ProgressRoutes
@@ -108,17 +108,6 @@ class Server:
 
     def forget(self, call: Call, why: str) -> None:
         self.forgotten.append((call, why))
-
-
-class Counting(Uses):
-    def __init__(self) -> None:
-        self.now = 0
-
-    def begin(self) -> None:
-        self.now += 1
-
-    def end(self) -> None:
-        self.now -= 1
 
 
 class Agent:
@@ -658,7 +647,7 @@ async def test_a_queued_call_refused_on_a_second_look_ends_unsent_and_frees_its_
     make: Any, autojump_clock: MockClock
 ) -> None:
     b = make(limit=1)
-    uses = b.scheduler.uses = Counting()
+    demand = b.scheduler.demand = Demand()
     running, _ = b.call("running")
     _, refused = b.call("refused")
     kept, _ = b.call("kept")
@@ -666,7 +655,7 @@ async def test_a_queued_call_refused_on_a_second_look_ends_unsent_and_frees_its_
     b.scheduler.look_again(check)
     assert check.asked == ["refused", "kept"]  # a call already sent is not looked at
     assert isinstance(refused.outcome, mcp.CallToolResult) and refused.outcome.isError
-    assert list(b.scheduler.queue) == [kept] and uses.now == 2
+    assert list(b.scheduler.queue) == [kept] and demand.users == 2
     b.answer(running, RESULT)
     assert b.sent == ["running", "kept"]
 
@@ -702,15 +691,15 @@ async def test_a_cancelled_running_call_is_dropped_and_its_slot_goes_to_the_next
 
 async def test_every_call_that_began_ends_once(make: Any, autojump_clock: MockClock) -> None:
     b = make(limit=1, queue_size=1)
-    uses = b.scheduler.uses = Counting()
+    demand = b.scheduler.demand = Demand()
     answered, _ = b.call("answered")
     cancelled, _ = b.call("cancelled")
     b.call("refused")  # the queue is full
-    assert uses.now == 2
+    assert demand.users == 2
     cancelled.cancel()
     cancelled.cancel()  # twice: counted once
     b.answer(answered, RESULT)
-    assert uses.now == 0
+    assert demand.users == 0
 
 
 async def test_waiting_for_idle_returns_when_the_last_call_ends(
@@ -942,7 +931,7 @@ async def test_a_call_cancelled_while_its_answer_is_taken_apart_gets_nothing(
     make: Any, held: Held
 ) -> None:
     b = make()
-    b.scheduler.uses = uses = Counting()
+    b.scheduler.demand = demand = Demand()
     await trio.testing.wait_all_tasks_blocked()
     call, answered = b.call()
     with trio.fail_after(30):
@@ -955,7 +944,7 @@ async def test_a_call_cancelled_while_its_answer_is_taken_apart_gets_nothing(
         b.answer(again, forged(3 * AT_ONCE_PARTS))  # taken apart after the first
         await later.arrived.wait()
     assert not answered.arrived.is_set() and len(held.threads) == 2
-    assert uses.now == 0  # each call ended once
+    assert demand.users == 0  # each call ended once
 
 
 async def test_a_call_whose_answer_is_being_taken_apart_is_no_cause_of_what_its_server_asks(
