@@ -26,10 +26,10 @@ from protocol import jsonrpc as rpc
 from ..config.tables.hosts import builtin_profiles
 from ..config.tables.model import NamingConfig
 from ..config.tables.profiles import DEFAULT_PROFILE, EVERYTHING, ProfileConfig
+from ..registry.profiles.views import ProfileView
 from ..registry.tables.eras import listing_for_era
 from ..registry.tables.shown import Entry
 from ..registry.tables.table import Listed
-from ..registry.profiles.views import ProfileView
 from ..servers.all_servers import AllServers
 from .lists.search_mode import exposed_listing
 from .peers import Peer, is_owner

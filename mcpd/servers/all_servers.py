@@ -16,13 +16,13 @@ from msgspec import Raw
 
 from protocol.loglevels import LogMessage
 
-from ..registry.tables.catalog import Catalog
-from ..registry.uris.claims import Budget
-from ..registry.tables.prompts import PromptEntry
-from ..registry.uris.resources import Hold
-from ..registry.uris.scheme import Ambiguous, Routed, Sight, Undecided
 from ..registry.naming.spelling import alias_prefix
 from ..registry.profiles.views import ProfileView
+from ..registry.tables.catalog import Catalog
+from ..registry.tables.prompts import PromptEntry
+from ..registry.uris.claims import Budget
+from ..registry.uris.resources import Hold
+from ..registry.uris.scheme import Ambiguous, Routed, Sight, Undecided
 from . import requests
 from .askback import Asker
 from .calls import Call, CallRefused, QueuedCheck, SessionMark, Whose

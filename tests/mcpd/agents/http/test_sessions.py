@@ -23,8 +23,8 @@ from mcpd.agents.peers import Peer
 from mcpd.agents.profiles import Profile
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import NamingConfig
-from mcpd.registry.tables.catalog import Catalog
 from mcpd.registry.gating.gate import ListGate
+from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.calls import Call
 from mcpd.servers.supervisor import Supervisor

@@ -12,8 +12,8 @@ from mcpd.agents.lists.toollist import list_tools
 from mcpd.agents.profiles import Profile
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import NamingConfig
-from mcpd.registry.tables.catalog import Catalog
 from mcpd.registry.gating.gate import ListGate
+from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.supervisor import Supervisor
 from protocol import jsonrpc as rpc
