@@ -76,11 +76,11 @@ def start_cost(starts: int, workdir: Path) -> dict[str, Any]:
     """One start of ``true`` (the command itself does nothing), bare and sandboxed as a
     default-level server with the default limits: wall time to its exit, and this
     process's CPU for the start (what mcpd's event loop pays)."""
-    from transports.stdio.childenv import environment
-    from transports.stdio.launch import launch
-    from transports.stdio.limits import Limits
-    from transports.stdio.sandbox import Sandbox
-    from transports.stdio.sandbox_host import command_line, probe
+    from transports.stdio.process.childenv import environment
+    from transports.stdio.process.launch import launch
+    from transports.stdio.sandbox.host import command_line, probe
+    from transports.stdio.sandbox.limits import Limits
+    from transports.stdio.sandbox.plan import Sandbox
 
     machine = probe()
     if machine.bwrap is None or machine.namespaces is not None:

@@ -17,8 +17,9 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 from transports import fdread, linewriter, write_batch
-from transports.stdio import early, loopback_relay
-from transports.stdio.launch import START_MARK
+from transports.stdio.loopback import relay
+from transports.stdio.process import early
+from transports.stdio.process.launch import START_MARK
 
 from .agents.api import AgentServer
 from .agents.backend import Control, Lines
@@ -334,7 +335,7 @@ class Daemon(Control):
         return [*self.supervisor.processes(), *early.waiting_marks()]
 
     def relayed_by(self, port: int, to: int) -> str | None:
-        return loopback_relay.relayed_by(port, to)
+        return relay.relayed_by(port, to)
 
     @property
     def settings(self) -> DaemonConfig:

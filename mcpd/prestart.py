@@ -4,7 +4,7 @@ Importing trio and the rest of the daemon takes CPU time before the first server
 could be spawned, and a server's own start-up (an interpreter, ``npx``) is
 usually what an agent waits for. So the servers the daemon will start first are
 started as soon as the config is read; each runner's first start takes its own
-(``transports.stdio.early``), and whatever no runner took is stopped once the daemon is up.
+(``transports.stdio.process.early``), and whatever no runner took is stopped once the daemon is up.
 
 Every socket agents reach mcpd on is bound first (``listening``): a server started
 before could take the HTTP endpoint's port or a socket's place. A socket mcpd cannot
@@ -20,9 +20,9 @@ import os
 
 import msgspec
 
-from transports.stdio import early
-from transports.stdio.sandbox import SandboxError
-from transports.stdio.sandbox_host import command_line
+from transports.stdio.process import early
+from transports.stdio.sandbox.host import command_line
+from transports.stdio.sandbox.plan import SandboxError
 
 from .config.loading.paths import (
     daemon_socket_path,

@@ -14,8 +14,8 @@ import msgspec
 import trio
 
 from transports.errors import single_exceptions
-from transports.stdio import early, pidgroup
-from transports.stdio.child import signal_group, spawn
+from transports.stdio.process import early, pidgroup
+from transports.stdio.process.child import signal_group, spawn
 
 from .config.loading.load import load, parse
 from .config.loading.paths import daemon_socket_path

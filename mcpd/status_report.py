@@ -16,7 +16,7 @@ import msgspec
 import trio
 
 from protocol.urls import display_url
-from transports.stdio import anchors
+from transports.stdio.sandbox import anchors
 
 from . import __version__
 from .agents.api import AgentServer

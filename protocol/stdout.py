@@ -27,11 +27,10 @@ from protocol.logfields import log_extra
 from protocol.pacing import cost, skipped
 from protocol.unreadable import id_at_edges
 from protocol.visible import quote
-
-from ..base import NotificationHandler
-from ..complaints import drop_oversized
-from ..errors import MalformedReply, MessageTooLarge, malformed_reason, too_large_reason
-from ..pending import PendingRequests
+from transports.base import NotificationHandler
+from transports.complaints import drop_oversized
+from transports.errors import MalformedReply, MessageTooLarge, malformed_reason, too_large_reason
+from transports.pending import PendingRequests
 
 logger = logging.getLogger("mcpd.stdio")
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import bubblewrap
-from transports.stdio import pidgroup
+from transports.stdio.process import pidgroup
 
 ROOT = Path(__file__).resolve().parent.parent
 

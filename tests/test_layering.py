@@ -296,7 +296,10 @@ PROBES_ALLOWED = {
     ("mcpd.cli.main", "args"): "argparse's Namespace holds what the subcommand's defaults set",
     ("mcpd.demo.runtime", "handler"): "a callable object need not have a __name__",
     ("transports.http.dial", "socket"): "the socket module names TCP_KEEPIDLE on Linux",
-    ("transports.stdio.strays", "os"): "the os module has pidfd_open only where the kernel has",
+    (
+        "transports.stdio.process.strays",
+        "os",
+    ): "the os module has pidfd_open only where the kernel has",
 }
 
 

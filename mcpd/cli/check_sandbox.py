@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from transports.stdio import secret_folders
-from transports.stdio.childenv import in_default_set
-from transports.stdio.exits import shown
-from transports.stdio.launch import server_program
-from transports.stdio.limits import Limits
-from transports.stdio.sandbox_host import probe
+from transports.stdio.process.childenv import in_default_set
+from transports.stdio.process.exits import shown
+from transports.stdio.process.launch import server_program
+from transports.stdio.sandbox import secret_folders
+from transports.stdio.sandbox.host import probe
+from transports.stdio.sandbox.limits import Limits
 
 from ..config.checks.envcheck import relied_on
 from ..config.sandboxing.sandbox import applied_limits, child_env, expected_shortfall, sandbox_of

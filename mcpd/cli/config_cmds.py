@@ -225,9 +225,9 @@ def _unstartable(config: Config) -> dict[str, str]:
     or, if strict, what the kernel opens to run it not shown by its sandbox
     (``strict_view``). Warnings, not errors: a service may run with another
     environment, and the other servers run."""
-    from transports.stdio.launch import not_in_workdir, server_program
-    from transports.stdio.sandbox import SandboxError
-    from transports.stdio.sandbox_host import grants, strict_problem
+    from transports.stdio.process.launch import not_in_workdir, server_program
+    from transports.stdio.sandbox.host import grants, strict_problem
+    from transports.stdio.sandbox.plan import SandboxError
 
     from ..config.sandboxing.sandbox import child_env, sandbox_of
 
@@ -266,7 +266,7 @@ def _changeable(config: Config, unstartable: Mapping[str, str]) -> list[str]:
     a script it is given, or whose ``cwd`` another user could change: they would choose
     what runs as mcpd's user. Warnings: a shared tool kept by another user may be
     meant."""
-    from transports.stdio.launch import server_program
+    from transports.stdio.process.launch import server_program
 
     from ..config.sandboxing.sandbox import child_env, sandbox_of
 

@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 import trio
 
-from transports.stdio.launch import PARENT_ONLY_VARS
+from transports.stdio.process.launch import PARENT_ONLY_VARS
 
 from ..config.loading.paths import API_FDNAME as API_FDNAME
 from ..config.loading.paths import systemd_socket

@@ -17,7 +17,7 @@ import trio
 
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
-from transports.stdio import secret_folders
+from transports.stdio.sandbox import secret_folders
 
 from ..config.sandboxing.sandbox import child_env, home_of, sandbox_of
 from ..config.tables.model import Config

@@ -32,7 +32,7 @@ from tests.support.sandbox import (
     untouched,
     wait_ready,
 )
-from transports.stdio import landlock
+from transports.stdio.sandbox import landlock
 
 pytestmark = pytest.mark.timeout(120)
 

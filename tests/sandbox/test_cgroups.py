@@ -25,7 +25,7 @@ from tests.support.sandbox import (
     untouched,
     wait_ready,
 )
-from transports.stdio import sandbox_host
+from transports.stdio.sandbox import host
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -37,7 +37,7 @@ def _pids_cgroups_work() -> None:
     bubblewrap.require()
     if os.geteuid() != 0:
         pytest.skip("only a root mcpd holds its servers to a pids cgroup")
-    if not sandbox_host.probe().pids_cgroup:
+    if not host.probe().pids_cgroup:
         pytest.skip("no pids cgroup can be made here")
 
 

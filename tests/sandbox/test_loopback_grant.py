@@ -15,7 +15,7 @@ import trio
 
 from tests.support import bubblewrap
 from tests.support.sandbox import agent_of, hostile, serving, steady, text, wait_ready
-from transports.stdio.loopback_relay import MAX_OPEN
+from transports.stdio.loopback.relay import MAX_OPEN
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -17,8 +17,8 @@ import trio
 
 from tests.support import bubblewrap
 from tests.support.sandbox import HOSTILE, Served, agent_of, hostile, serving, wait_ready
-from transports.stdio.hidden_links import SYSTEM_DIRS
-from transports.stdio.sandbox import within
+from transports.stdio.sandbox.hidden_links import SYSTEM_DIRS
+from transports.stdio.sandbox.plan import within
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from transports.stdio import sandbox_host
+from transports.stdio.sandbox import host
 
 REQUIRED = os.environ.get("MCPD_REQUIRE_SANDBOX_TESTS") == "1"
 
@@ -39,13 +39,13 @@ def ensure() -> None:
             if done.returncode != 0:
                 print(f"{' '.join(cmd)} failed:\n{done.stderr[-2000:]}", file=sys.stderr)
                 return
-    sandbox_host._machine.clear()  # probe again, now that it is installed
+    host._machine.clear()  # probe again, now that it is installed
 
 
 def require() -> None:
     """Skip (or fail, where required) the calling test when this machine cannot run a
     server in a sandbox."""
-    machine = sandbox_host.probe(network=True)
+    machine = host.probe(network=True)
     why = None
     if machine.bwrap is None:
         why = "bubblewrap (bwrap) is not installed (as root, the tests install it with apt)"

@@ -100,7 +100,7 @@ def test_system_service_settings() -> None:
 
 CONFINEMENT = {
     # @mount for the servers' sandboxes (bubblewrap mounts inside namespaces of its own),
-    # the Landlock calls for their domain (``transports.stdio.landlock``).
+    # the Landlock calls for their domain (``transports.stdio.sandbox.landlock``).
     "SystemCallFilter": [
         "@system-service",
         "@mount",

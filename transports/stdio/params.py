@@ -12,8 +12,8 @@ import msgspec
 from protocol.framing import DEFAULT_MAX_LINE
 from protocol.pacing import DEFAULT_RATE
 
-from .childenv import environment
-from .sandbox import Sandbox
+from .process.childenv import environment
+from .sandbox.plan import Sandbox
 
 __all__ = ["StdioParams", "child_environment"]
 

@@ -23,6 +23,7 @@ from protocol import jsonrpc as rpc
 from protocol.oneline import line_fault
 from protocol.pacing import HeldBack
 from protocol.splice import SplicedCall
+from protocol.stdout import StdoutReader
 
 from .. import fdread
 from ..base import AuthHook, NotificationHandler, Params, Reply, Started, Transport
@@ -33,14 +34,13 @@ from ..pace import ReadPace
 from ..pending import PendingRequests
 from ..write_batch import BATCH
 from .call_lines import CallLines, checked_line
-from .child import ChildProcess, signal_group
-from .exits import exit_reason
-from .loopback_relay import relay_loopback
+from .loopback.relay import relay_loopback
 from .params import StdioParams, child_environment
-from .process import ending, start, stop_leftovers, stop_process
-from .reader import StdoutReader
+from .process.child import ChildProcess, signal_group
+from .process.exits import exit_reason
+from .process.lifecycle import ending, start, stop_leftovers, stop_process
+from .process.stderr import StderrLog, read_stderr
 from .server_requests import Relays
-from .stderr import StderrLog, read_stderr
 
 __all__ = ["StdioTransport", "open_stdio_transport"]
 

@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
-from transports.stdio.childenv import in_default_set, matches, never_inherited
+from transports.stdio.process.childenv import in_default_set, matches, never_inherited
 
 from ..tables.servertable import ServerConfig
 

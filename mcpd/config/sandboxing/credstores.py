@@ -5,7 +5,7 @@ relative to the home of the user mcpd runs as (and to ``$HOME``, when that is an
 directory), or to the user's runtime directory (``/run/user/UID``, and
 ``$XDG_RUNTIME_DIR`` when that is another), or absolute (``ON_HOST``). A ``*`` in a path's
 last part matches, as each server starts, what the user mcpd runs as owns there
-(``transports.stdio.anchors``): where an agent makes a socket of its own each time it
+(``transports.stdio.sandbox.anchors``): where an agent makes a socket of its own each time it
 runs. A path is hidden when it exists as the server starts; a file is read as empty, a
 directory as an empty one, both read-only. A server that needs one of them gets it
 back by a grant (``read = ["~/.aws"]``).

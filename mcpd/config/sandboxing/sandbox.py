@@ -37,9 +37,10 @@ from typing import Final, TypedDict
 
 import msgspec
 
-from transports.stdio.childenv import environment
-from transports.stdio.limits import LIMIT_NAMES, Limits
-from transports.stdio.sandbox import (
+from transports.stdio.process.childenv import environment
+from transports.stdio.sandbox.host import probe
+from transports.stdio.sandbox.limits import LIMIT_NAMES, Limits
+from transports.stdio.sandbox.plan import (
     Level,
     Mount,
     Sandbox,
@@ -48,7 +49,6 @@ from transports.stdio.sandbox import (
     shortfall,
     within,
 )
-from transports.stdio.sandbox_host import probe
 
 from ..loading.paths import pages_directories, state_directory
 from ..tables.model import Config

@@ -2,7 +2,7 @@
 could repoint from inside its sandbox.
 
 Every sandbox hides what those paths name, and keeps the directories above it in
-place (``transports.stdio.fixed_dirs``). A mount cannot be put on a link, though: a
+place (``transports.stdio.sandbox.fixed_dirs``). A mount cannot be put on a link, though: a
 link on the way (``~/.local`` pointing into another disk) lying in a directory the
 server may write can be replaced by a directory of the server's making. mcpd, which
 finds its state directory once as it starts, would start next time on what the server
@@ -23,9 +23,9 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import Final
 
-from transports.stdio import anchors
-from transports.stdio.fixed_dirs import writable
-from transports.stdio.sandbox import Level, Mount
+from transports.stdio.sandbox import anchors
+from transports.stdio.sandbox.fixed_dirs import writable
+from transports.stdio.sandbox.plan import Level, Mount
 
 _MAX_LINKS: Final = 40  # as the kernel gives up on a path (ELOOP)
 

@@ -82,7 +82,7 @@ class ServerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     env: dict[str, str] = msgspec.field(default_factory=dict)
     cwd: str | None = None
     # What it inherits of mcpd's environment besides the default set: names and
-    # "PREFIX_*" patterns, or true for everything (``transports.stdio.childenv``).
+    # "PREFIX_*" patterns, or true for everything (``transports.stdio.process.childenv``).
     inherit_env: bool | list[str] = False
     # None: [daemon] sandbox. Paths it may read and write, and whether it has a network.
     sandbox: Level | None = None

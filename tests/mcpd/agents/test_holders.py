@@ -29,7 +29,7 @@ from tests.support.agent import Agent, connect, make_config, running
 from tests.support.page_http import code_url, csrf_of, http, session
 from tests.support.tcp_client import held_by_a_child
 from transports.complaints import Complaints
-from transports.stdio.loopback_relay import relay_loopback
+from transports.stdio.loopback.relay import relay_loopback
 
 LIMIT = 60
 

@@ -19,7 +19,7 @@ from mcpd.cli.check_sandbox import inherited_warnings, sandbox_lines
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import Config
 from tests.support.operator import MCPD, client, start, stop
-from transports.stdio import sandbox_host
+from transports.stdio.sandbox import host
 
 
 @pytest.fixture
@@ -131,7 +131,7 @@ def test_an_http_server_has_no_inherited_environment_to_warn_of(
 def test_a_machine_that_cannot_refuse_user_namespaces_or_keyrings_or_bound_dev_shm_is_said_so(
     tmp_path: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    machine = sandbox_host.probe()
+    machine = host.probe()
     if machine.bwrap is None or machine.namespaces is not None:
         pytest.skip("no sandbox here at all, which its own line says")
     old = "bwrap: Unknown option --disable-userns"
@@ -140,7 +140,7 @@ def test_a_machine_that_cannot_refuse_user_namespaces_or_keyrings_or_bound_dev_s
     worse = msgspec.structs.replace(
         machine, userns_denial=old, keyring_denial=setuid, tmpfs_unsized=unsized
     )
-    monkeypatch.setattr(sandbox_host, "_machine", [worse])
+    monkeypatch.setattr(host, "_machine", [worse])
     config = config_of(
         tmp_path, env, s={"command": "/bin/true"}, o={"command": "/bin/true", "sandbox": "off"}
     )

@@ -19,7 +19,7 @@ from mcpd.config.tables.model import Config, DaemonConfig
 from mcpd.config.tables.servertable import ServerConfig
 from tests.support.prestart import counted_server, starts
 from tests.support.procs import wait_gone
-from transports.stdio import early
+from transports.stdio.process import early
 
 # `mcpd serve` as the console script runs it, noting whether trio was loaded when the
 # servers were started early; once an agent has listed the tools it prints what it saw

@@ -24,7 +24,7 @@ import subprocess
 import sys
 from typing import Final
 
-from .sandbox import Netns, Sandbox, SandboxError
+from ..sandbox.plan import Netns, Sandbox, SandboxError
 
 _TIMEOUT: Final = 10.0
 _HELPER: Final = r"""

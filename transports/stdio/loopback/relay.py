@@ -27,7 +27,7 @@ from typing import Final
 
 import trio
 
-from ..complaints import Complaints
+from ...complaints import Complaints
 
 MAX_OPEN: Final = 32
 _CHUNK: Final = 65536

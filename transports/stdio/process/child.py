@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 
 import trio
 
-from ..path_identity import PathIdentity
+from ...path_identity import PathIdentity
+from ..loopback.netns import HostLoopback
+from ..sandbox.plan import Sandbox, Starter
 from .launch import Launched, launch, resolve_command, signal_group
-from .netns import HostLoopback
-from .sandbox import Sandbox, Starter
 
 __all__ = ["ChildProcess", "adopt", "resolve_command", "signal_group", "spawn"]
 
@@ -131,7 +131,7 @@ def spawn(
 ) -> ChildProcess:
     """Start ``argv`` in its own session and process group, killed if mcpd dies (in the
     cgroup ``join`` names, if given; from the thread ``starter`` names; bubblewrap's
-    arguments, at ``sandbox_args``, off its command line: ``transports.stdio.launch``).
+    arguments, at ``sandbox_args``, off its command line: ``transports.stdio.process.launch``).
 
     Synchronous on purpose: see ``launch``. Raises OSError when the
     command cannot be started.

@@ -1,5 +1,5 @@
 """What a stdio server's environment holds: a short default set, the names its config
-lets it inherit, and its own variables. No trio here (``transports.stdio.launch``).
+lets it inherit, and its own variables. No trio here (``transports.stdio.process.launch``).
 
 A server inherits from mcpd's environment only:
 

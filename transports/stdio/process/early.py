@@ -17,8 +17,8 @@ import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 
+from ..sandbox.plan import Starter
 from .launch import Launched, launch, signal_group
-from .sandbox import Starter
 
 _Key = tuple[tuple[str, ...], str | None]
 

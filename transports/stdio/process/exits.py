@@ -19,8 +19,8 @@ from typing import Final, Literal
 
 import msgspec
 
+from ..sandbox.limits import Limits
 from .last_words import limit_said
-from .limits import Limits
 
 # How sure a named limit is: the kernel said it; the server's final error says it;
 # the exit status is what the limit would give, and nothing tells either way.

@@ -33,10 +33,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final, NamedTuple
 
-from . import confined
+from ..sandbox import confined
+from ..sandbox.opened import unrunnable
+from ..sandbox.plan import Starter
 from .childenv import PARENT_ONLY_VARS as PARENT_ONLY_VARS
-from .opened import unrunnable
-from .sandbox import Starter
 
 _PR_SET_PDEATHSIG = 1
 _libc: ctypes.CDLL | None = None

@@ -13,14 +13,15 @@ import trio
 
 from protocol.logfields import log_extra
 
-from ..errors import SpawnError
-from ..path_identity import PathIdentity
-from . import early, netns, pidgroup
+from ...errors import SpawnError
+from ...path_identity import PathIdentity
+from ..loopback import netns
+from ..sandbox.host import command_line, probe
+from ..sandbox.plan import Sandbox, SandboxError, Starter
+from . import early, pidgroup
 from .child import ChildProcess, adopt, signal_group, spawn
 from .exits import ProcessEnd
 from .launch import not_in_workdir
-from .sandbox import Sandbox, SandboxError, Starter
-from .sandbox_host import command_line, probe
 from .strays import stop_strays
 
 logger = logging.getLogger("mcpd.stdio")

@@ -9,7 +9,7 @@ outside it. A sandboxed server sees the cgroup tree read-only and cannot mount i
 afresh (``sandbox``): its limit, and mcpd's cgroup above it, are not its to change.
 The cgroup also tells of the server what nothing else can: the forks it refused (for
 the exit's reason), and which processes are still the server's once it has stopped.
-No trio here (``transports.stdio.launch``).
+No trio here (``transports.stdio.process.launch``).
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from protocol.logfields import log_extra
 from protocol.pacing import cost, skipped
 from protocol.visible import cut_bytes
 
-from ..pace import Paced
+from ...pace import Paced
 
 logger = logging.getLogger("mcpd.stdio")
 

@@ -44,7 +44,7 @@ from typing import Final
 from protocol.logfields import log_extra
 
 from .hidden_links import Followed, Needed, Theirs, follow, needed, reaching, spared
-from .sandbox import SandboxError
+from .plan import SandboxError
 
 logger = logging.getLogger("mcpd.stdio")
 _FLAGS: Final = os.O_PATH | os.O_CLOEXEC

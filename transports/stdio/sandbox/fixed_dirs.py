@@ -16,7 +16,7 @@ import posixpath
 from collections.abc import Sequence
 from typing import Final
 
-from .sandbox import Level, Mount, within
+from .plan import Level, Mount, within
 
 # bubblewrap mounts its own there; nothing above a hidden path in them is the host's.
 _KERNEL: Final = ("/dev", "/proc", "/sys")

@@ -34,7 +34,7 @@ from typing import Final, Literal
 
 import msgspec
 
-from .sandbox import within
+from .plan import within
 
 # The symbolic links followed on the way to one path, as many as the kernel follows.
 _HOPS: Final = 40

@@ -4,7 +4,7 @@ Probing runs bubblewrap once with the namespaces and mounts every sandbox uses (
 once more with a network namespace, when a server first asks for one): a machine
 without unprivileged user namespaces, or a service whose hardening forbids them,
 answers with bubblewrap's own words, which are what ``mcpd status`` shows as the
-reason a server runs unprotected. No trio here (``transports.stdio.launch``).
+reason a server runs unprotected. No trio here (``transports.stdio.process.launch``).
 """
 
 from __future__ import annotations
@@ -21,13 +21,15 @@ from typing import Final
 
 import msgspec
 
-from . import anchors, confined, landlock, pidgroup, secret_folders
+from ..process import pidgroup
+from ..process.launch import server_program
+from . import anchors, confined, landlock, secret_folders
 from .fixed_dirs import fixed_dirs
 from .hidden_links import SYSTEM_DIRS, Needed
-from .launch import server_program
 from .machine import Machine, SystemPath
+from .mounts import kernel_mounts, sealed, tmpfs
 from .opened import installation_of, opened_by
-from .sandbox import (
+from .plan import (
     EVERY_SANDBOX,
     Mount,
     Netns,
@@ -39,7 +41,6 @@ from .sandbox import (
     strict_roots,
     within,
 )
-from .sandbox_mounts import kernel_mounts, sealed, tmpfs
 from .strict_view import unseen
 
 _PROBE_TIMEOUT: Final = 10.0

@@ -1,4 +1,4 @@
-"""What this machine offers a sandbox, as ``sandbox_host.probe`` finds it: a value the
+"""What this machine offers a sandbox, as ``host.probe`` finds it: a value the
 sandbox's plan (``sandbox``) is made for."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ class SystemPath(msgspec.Struct, frozen=True):
 
 
 class Machine(msgspec.Struct, frozen=True, kw_only=True):
-    """What this machine offers (``sandbox_host.probe``)."""
+    """What this machine offers (``host.probe``)."""
 
     bwrap: str | None = None
     prlimit: str | None = None

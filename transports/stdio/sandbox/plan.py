@@ -1,6 +1,6 @@
 """A stdio server's sandbox as a plan: the bubblewrap and prlimit arguments that start
 its command inside it. Sans-IO: what the machine offers and what the paths are come
-in as values (``transports.stdio.sandbox_host`` finds them); this module only decides.
+in as values (``transports.stdio.sandbox.host`` finds them); this module only decides.
 
 Levels:
 
@@ -38,7 +38,7 @@ use the kernel's keyrings (``keyring_filter``), which no namespace separates.
 
 The limits a server's config sets (``limits``) are applied by ``prlimit`` inside the
 namespaces; its memory limit also bounds the filesystems in memory it may write
-(``sandbox_mounts``).
+(``mounts``).
 
 Not separated: the host's name (UTS), which the server can read but has no right to
 change; and the cgroup tree, whose paths a cgroup namespace would hide at the price
@@ -53,10 +53,10 @@ from typing import Final, Literal
 
 import msgspec
 
-from ..path_identity import PathIdentity
+from ...path_identity import PathIdentity
 from .limits import Limits, prlimit_args
 from .machine import Machine, SystemPath
-from .sandbox_mounts import kernel_mounts, sealed, tmpfs
+from .mounts import kernel_mounts, sealed, tmpfs
 from .strict_view import OpenedToRun, in_view, unseen
 from .strict_view import within as within
 

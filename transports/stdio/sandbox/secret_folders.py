@@ -29,10 +29,10 @@ import msgspec
 
 from protocol.logfields import log_extra
 
-from ..path_identity import PathIdentity
+from ...path_identity import PathIdentity
+from ..process.launch import in_workdir
 from .hidden_links import SYSTEM_DIRS
-from .launch import in_workdir
-from .sandbox import Sandbox, SeenPlace, within
+from .plan import Sandbox, SeenPlace, within
 
 logger = logging.getLogger("mcpd.stdio")
 # Whatever lies in these is the system's, which servers run on.

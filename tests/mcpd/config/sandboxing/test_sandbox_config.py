@@ -16,10 +16,10 @@ import pytest
 
 from mcpd.cli.check_sandbox import unscoped_warnings
 from mcpd.config.loading.load import load, parse
-from mcpd.config.sandboxing.sandbox import bus_paths, child_env, hidden_paths, limits_of, sandbox_of
 from mcpd.config.tables.model import ConfigError
-from transports.stdio import sandbox_host
-from transports.stdio.machine import Machine
+from mcpd.config.sandboxing.sandbox import bus_paths, child_env, hidden_paths, limits_of, sandbox_of
+from transports.stdio.sandbox import host
+from transports.stdio.sandbox.machine import Machine
 
 MCPD = [sys.executable, "-m", "mcpd"]
 
@@ -301,12 +301,12 @@ def test_check_config_warns_once_where_the_kernel_leaves_abstract_sockets_open(
         }
     )
     why = "the kernel's Landlock is ABI 4; scoping needs ABI 6 (Linux 6.12)"
-    monkeypatch.setattr(sandbox_host, "_machine", [_machine(why)])
+    monkeypatch.setattr(host, "_machine", [_machine(why)])
     (warning,) = unscoped_warnings(config, {})
     # Only the sandboxed servers that share the host's network are named.
     assert warning.startswith("files, strict: sandboxed, but can still connect to the host's ")
     assert warning.endswith(f"abstract address): {why}")
-    monkeypatch.setattr(sandbox_host, "_machine", [_machine(None)])
+    monkeypatch.setattr(host, "_machine", [_machine(None)])
     assert unscoped_warnings(config, {}) == []
 
 

@@ -15,7 +15,7 @@ import trio
 from tests.support import bubblewrap
 from tests.support.agent import connect, make_config, running
 from tests.support.supervision import server, text, wait_state
-from transports.stdio import pidgroup
+from transports.stdio.process import pidgroup
 
 
 def dies_saying(*lines: str, status: int = 1, **settings: Any) -> dict[str, Any]:

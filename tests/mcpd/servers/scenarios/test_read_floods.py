@@ -25,7 +25,7 @@ from tests.support.http_servers import (
     result,
     serve_http,
 )
-from transports.stdio.stderr import RECORD_BYTES
+from transports.stdio.process.stderr import RECORD_BYTES
 
 LIMIT = 30
 NOTE = event(notification("notifications/message", {"level": "debug", "data": "x"}))

@@ -15,7 +15,7 @@ import trio
 from tests.support.agent import connect, make_config, running
 from tests.support.procs import alive, read_pid, wait_gone
 from tests.support.supervision import server, text, wait_state
-from transports.stdio import pidgroup
+from transports.stdio.process import pidgroup
 
 
 async def _new_pid(path: Path, old: int) -> int:

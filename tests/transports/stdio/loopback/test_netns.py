@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from transports.stdio import netns
-from transports.stdio.netns import HostLoopback, make
-from transports.stdio.sandbox import Sandbox, SandboxError
+from transports.stdio.loopback import netns
+from transports.stdio.loopback.netns import HostLoopback, make
+from transports.stdio.sandbox.plan import Sandbox, SandboxError
 
 WHERE = "servers.db"
 

@@ -15,7 +15,7 @@ import trio
 import trio.testing
 
 from transports.complaints import BURST, Complaints
-from transports.stdio.loopback_relay import MAX_OPEN, relay_loopback
+from transports.stdio.loopback.relay import MAX_OPEN, relay_loopback
 
 LIMIT = 10
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from transports.stdio.childenv import (
+from transports.stdio.process.childenv import (
     environment,
     in_default_set,
     matches,

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from tests.support.procs import SCRIPTED, alive
-from transports.stdio import early
-from transports.stdio.childenv import environment
-from transports.stdio.process import start
+from transports.stdio.process import early
+from transports.stdio.process.childenv import environment
+from transports.stdio.process.lifecycle import start
 
 
 async def test_a_start_takes_only_a_process_started_with_its_exact_arguments(

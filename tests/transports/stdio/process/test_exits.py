@@ -9,8 +9,14 @@ import signal
 
 import pytest
 
-from transports.stdio.exits import ProcessEnd, describe_exit, exit_reason, limit_reached, shown
-from transports.stdio.limits import Limits
+from transports.stdio.process.exits import (
+    ProcessEnd,
+    describe_exit,
+    exit_reason,
+    limit_reached,
+    shown,
+)
+from transports.stdio.sandbox.limits import Limits
 
 LIMITS = Limits(
     memory=512 << 20,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from transports.stdio.last_words import final_error, limit_said
+from transports.stdio.process.last_words import final_error, limit_said
 
 ALL = ("memory", "processes", "open_files")
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from transports.stdio.child import spawn
-from transports.stdio.launch import resolve_command
+from transports.stdio.process.child import spawn
+from transports.stdio.process.launch import resolve_command
 
 
 def executable(path: Path) -> Path:

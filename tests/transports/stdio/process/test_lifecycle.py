@@ -16,11 +16,11 @@ from tests.support import bubblewrap
 from tests.support.procs import alive, read_pid, wait_gone
 from tests.support.sandbox import HOSTILE
 from transports.errors import SpawnError
-from transports.stdio import sandbox_host
-from transports.stdio.childenv import environment
-from transports.stdio.exits import describe_exit
-from transports.stdio.process import start, stop_process
-from transports.stdio.sandbox import Sandbox
+from transports.stdio.process.childenv import environment
+from transports.stdio.process.exits import describe_exit
+from transports.stdio.process.lifecycle import start, stop_process
+from transports.stdio.sandbox import host
+from transports.stdio.sandbox.plan import Sandbox
 
 
 def test_an_exit_is_told_in_words() -> None:
@@ -99,8 +99,8 @@ async def test_a_server_in_bubblewrap_without_part_of_its_sandbox_still_gets_its
     server, not to bubblewrap, whose end would take the server with it at once."""
     bubblewrap.require()
     old = "bwrap: Unknown option --disable-userns"
-    machine = msgspec.structs.replace(sandbox_host.probe(), userns_denial=old)
-    monkeypatch.setattr(sandbox_host, "_machine", [machine])
+    machine = msgspec.structs.replace(host.probe(), userns_denial=old)
+    monkeypatch.setattr(host, "_machine", [machine])
     mark = tmp_path / "mark"
     sandbox = Sandbox(home=str(tmp_path / "home"), alias="s", where="servers.s")
     argv = [sys.executable, HOSTILE, "--on-term", str(mark)]

@@ -12,7 +12,7 @@ from typing import IO, Any
 
 import pytest
 
-from transports.stdio import pidgroup
+from transports.stdio.process import pidgroup
 
 V1_SELF = "2:cpu:/\n1:pids:/\n0::/\n"
 V2_ROOT = "0::/\n"

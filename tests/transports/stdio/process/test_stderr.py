@@ -10,7 +10,13 @@ import trio.testing
 
 from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 from transports.pace import ReadPace
-from transports.stdio.stderr import BURST_GAP, BURST_LINES, RECORD_BYTES, StderrLog, read_stderr
+from transports.stdio.process.stderr import (
+    BURST_GAP,
+    BURST_LINES,
+    RECORD_BYTES,
+    StderrLog,
+    read_stderr,
+)
 
 
 async def read_all(

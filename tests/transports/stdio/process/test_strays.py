@@ -15,8 +15,8 @@ import pytest
 import trio
 
 from tests.support.procs import alive, wait_gone
-from transports.stdio.launch import START_MARK
-from transports.stdio.strays import marked, stop_strays
+from transports.stdio.process.launch import START_MARK
+from transports.stdio.process.strays import marked, stop_strays
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
 # Stays through SIGTERM, as a helper that traps it would.

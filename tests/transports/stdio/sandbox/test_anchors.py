@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from transports.stdio import anchors
-from transports.stdio.hidden_links import Needed
-from transports.stdio.sandbox import SandboxError
+from transports.stdio.sandbox import anchors
+from transports.stdio.sandbox.hidden_links import Needed
+from transports.stdio.sandbox.plan import SandboxError
 
 
 @pytest.fixture

@@ -13,8 +13,9 @@ import sys
 import pytest
 
 from tests.support import keyrings
-from transports.stdio import keyring_filter, landlock, process
-from transports.stdio.confined import Confined, Keyless
+from transports.stdio.process import lifecycle
+from transports.stdio.sandbox import keyring_filter, landlock
+from transports.stdio.sandbox.confined import Confined, Keyless
 
 # Whether a process is in a domain scoped to abstract sockets: its connect to one the
 # test bound (outside any domain) is refused; outside, it gets through.
@@ -88,7 +89,7 @@ def test_a_thread_that_cannot_enter_the_domain_starts_nothing(
     with pytest.raises(OSError) as caught:
         Confined().run(start)
     assert not isinstance(caught.value, PermissionError)
-    failed = process._spawn_error("files", "/usr/bin/bwrap", None, caught.value)
+    failed = lifecycle._spawn_error("files", "/usr/bin/bwrap", None, caught.value)
     assert "cannot scope the sandbox with Landlock" in str(failed), failed
 
 

@@ -3,8 +3,8 @@ server cannot rename them: those it could write to, and no others."""
 
 from __future__ import annotations
 
-from transports.stdio.fixed_dirs import fixed_dirs
-from transports.stdio.sandbox import Mount
+from transports.stdio.sandbox.fixed_dirs import fixed_dirs
+from transports.stdio.sandbox.plan import Mount
 
 HOME = "/var/lib/mcpd/homes/s"
 

@@ -10,7 +10,15 @@ from typing import Literal
 
 import pytest
 
-from transports.stdio.hidden_links import Followed, Needed, Theirs, follow, needed, reaching, spared
+from transports.stdio.sandbox.hidden_links import (
+    Followed,
+    Needed,
+    Theirs,
+    follow,
+    needed,
+    reaching,
+    spared,
+)
 
 THEIRS = 4242  # another local user's uid
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from transports.stdio import anchors, landlock, sandbox_host
-from transports.stdio.sandbox import Mount, Sandbox, SandboxError
+from transports.stdio.sandbox import anchors, host, landlock
+from transports.stdio.sandbox.plan import Mount, Sandbox, SandboxError
 
 Paths = tuple[str, ...]
 
@@ -36,7 +36,7 @@ def sandbox(tmp: Path, *, hide: Paths = (), read: Paths = (), write: Paths = ())
 
 def mounts(tmp: Path, *, hide: Paths = (), read: Paths = (), write: Paths = ()) -> list[Mount]:
     """What is hidden and granted (the directories above what is hidden apart)."""
-    found = sandbox_host.resolve(sandbox(tmp, hide=hide, read=read, write=write), "/bin/true")
+    found = host.resolve(sandbox(tmp, hide=hide, read=read, write=write), "/bin/true")
     return [m for m in found.mounts if m.kind != "fixed"]
 
 
@@ -86,7 +86,7 @@ def test_a_hidden_link_to_what_the_server_runs_or_works_in_is_not_hidden_from_it
     hide = (str(tmp / ".kube"), str(tmp / ".docker"), str(tmp / ".aws"))
     anchors.forget_all()
     try:
-        found = sandbox_host.resolve(
+        found = host.resolve(
             sandbox(tmp, hide=hide), str(tmp / "venv" / "bin" / "python"), str(tmp / "project/src")
         )
         hidden = [m for m in found.mounts if m.kind.startswith("hide")]
@@ -97,7 +97,7 @@ def test_a_hidden_link_to_what_the_server_runs_or_works_in_is_not_hidden_from_it
             f" which is or holds the command of servers.s ({tmp / 'venv/bin/python'})",
         ]
         # Another server, which needs neither, cannot see them.
-        found = sandbox_host.resolve(sandbox(tmp, hide=hide), "/bin/true")
+        found = host.resolve(sandbox(tmp, hide=hide), "/bin/true")
         assert sorted(m.path for m in found.mounts if m.kind.startswith("hide")) == [
             str(tmp / "keys"),
             str(tmp / "project"),
@@ -127,7 +127,7 @@ def test_a_server_whose_cwd_or_command_leads_into_a_linked_store_through_a_link_
     anchors.forget_all()
     try:
         with pytest.raises(SandboxError) as refused:
-            sandbox_host.resolve(sandbox(tmp, hide=(str(tmp / ".aws"),)), command, cwd)
+            host.resolve(sandbox(tmp, hide=(str(tmp / ".aws"),)), command, cwd)
         said = str(refused.value)
         assert said.startswith(f"{tmp / '.aws'} is a symbolic link to {keys}, which mcpd hides")
         assert f"({cwd if swapped == 'cwd' else command}) leads into it" in said, said
@@ -158,7 +158,7 @@ def test_what_lies_in_a_hidden_directory_is_hidden_with_it_and_a_neighbour_is_no
 
 def test_the_directories_above_what_is_hidden_are_kept_in_place(tmp: Path) -> None:
     (tmp / "state" / "mcpd").mkdir(parents=True)
-    found = sandbox_host.resolve(sandbox(tmp, hide=(str(tmp / "state" / "mcpd"),)), "/bin/true")
+    found = host.resolve(sandbox(tmp, hide=(str(tmp / "state" / "mcpd"),)), "/bin/true")
     fixed = [m.path for m in found.mounts if m.kind == "fixed"]
     assert str(tmp / "state") in fixed and str(tmp) in fixed
     assert str(tmp / "homes" / "s") not in fixed  # nothing hidden below it
@@ -208,13 +208,13 @@ def test_a_grant_with_dots_in_it_is_the_path_it_names(tmp: Path) -> None:
 def test_a_servers_home_is_made_for_it_private_and_given_as_its_real_path(
     tmp: Path,
 ) -> None:
-    resolved = sandbox_host.resolve(sandbox(tmp), "/bin/true")
+    resolved = host.resolve(sandbox(tmp), "/bin/true")
     assert resolved.home == str(tmp / "homes" / "s")
     assert stat.S_IMODE(os.stat(resolved.home).st_mode) == 0o700
     assert resolved.command == "/bin/true"
     # Made again: the home that is there is kept, with what the server left in it.
     (tmp / "homes" / "s" / "kept").write_text("x")
-    again = sandbox_host.resolve(sandbox(tmp), "/bin/true")
+    again = host.resolve(sandbox(tmp), "/bin/true")
     assert (Path(again.home) / "kept").read_text() == "x"
 
 
@@ -223,7 +223,7 @@ def test_a_home_that_cannot_be_made_is_an_error_naming_the_server_and_the_home(
 ) -> None:
     (tmp / "homes").write_text("a file where a directory should be")
     with pytest.raises(SandboxError) as error:
-        sandbox_host.resolve(sandbox(tmp), "/bin/true")
+        host.resolve(sandbox(tmp), "/bin/true")
     assert str(error.value).startswith(f"servers.s: cannot make its home {tmp}/homes/s: ")
 
 
@@ -234,7 +234,7 @@ def test_a_directory_to_hide_that_is_missing_is_made_private_and_hidden(tmp: Pat
     (tmp / "run").mkdir()
     made = (str(pages), str(nowhere))
     box = msgspec.structs.replace(sandbox(tmp), hide=made, made=made)
-    found = sandbox_host.resolve(box, "/bin/true")
+    found = host.resolve(box, "/bin/true")
     assert Mount(str(pages), "hide_dir") in found.mounts
     assert stat.S_IMODE(os.stat(pages).st_mode) == 0o700
     assert not (tmp / "gone").exists()
@@ -259,7 +259,7 @@ def test_a_name_to_hide_that_another_user_holds_hides_nothing_and_the_rest_is_hi
     box = msgspec.structs.replace(sandbox(tmp), hide=hide, made=(str(pages),))
     anchors.forget_all()  # what earlier tests hid, moved
     try:
-        found = sandbox_host.resolve(box, "/bin/true")
+        found = host.resolve(box, "/bin/true")
         assert [m for m in found.mounts if m.kind != "fixed"] == [
             Mount(str(tmp / "secrets"), "hide_dir")
         ]
@@ -273,7 +273,7 @@ def test_a_name_to_hide_that_another_user_holds_hides_nothing_and_the_rest_is_hi
 def test_homes_made_under_a_umask_that_lets_others_read_are_private(tmp: Path) -> None:
     old = os.umask(0o022)
     try:
-        sandbox_host.resolve(sandbox(tmp), "/bin/true")
+        host.resolve(sandbox(tmp), "/bin/true")
     finally:
         os.umask(old)
     assert stat.S_IMODE(os.stat(tmp / "homes").st_mode) == 0o700
@@ -283,7 +283,7 @@ def test_homes_others_may_read_are_made_private_and_kept(tmp: Path) -> None:
     (tmp / "homes" / "s").mkdir(parents=True, mode=0o755)
     (tmp / "homes").chmod(0o755)
     (tmp / "homes" / "s" / "kept").write_text("x")
-    sandbox_host.resolve(sandbox(tmp), "/bin/true")
+    host.resolve(sandbox(tmp), "/bin/true")
     assert stat.S_IMODE(os.stat(tmp / "homes").st_mode) == 0o700
     assert stat.S_IMODE(os.stat(tmp / "homes" / "s").st_mode) == 0o700
     assert (tmp / "homes" / "s" / "kept").read_text() == "x"
@@ -296,7 +296,7 @@ def test_a_home_that_is_a_symbolic_link_is_refused(tmp: Path, linked: str) -> No
     (tmp / linked).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     (tmp / linked).symlink_to(keys)
     with pytest.raises(SandboxError) as error:
-        sandbox_host.resolve(sandbox(tmp), "/bin/true")
+        host.resolve(sandbox(tmp), "/bin/true")
     assert str(error.value) == (
         f"servers.s: cannot make its home {tmp}/homes/s: {tmp / linked} is a symbolic "
         "link, which mcpd never makes there"
@@ -310,7 +310,7 @@ def test_a_home_another_user_made_is_refused(tmp: Path, theirs: str) -> None:
     (tmp / "homes" / "s").mkdir(parents=True, mode=0o700)
     os.chown(tmp / theirs, 4242, 4242)
     with pytest.raises(SandboxError) as error:
-        sandbox_host.resolve(sandbox(tmp), "/bin/true")
+        host.resolve(sandbox(tmp), "/bin/true")
     assert str(error.value).endswith(f"{tmp / theirs} belongs to uid 4242, not to mcpd's user")
 
 
@@ -318,7 +318,7 @@ def test_a_home_others_may_write_is_refused(tmp: Path) -> None:
     (tmp / "homes" / "s").mkdir(parents=True, mode=0o700)
     (tmp / "homes" / "s").chmod(0o777)
     with pytest.raises(SandboxError) as error:
-        sandbox_host.resolve(sandbox(tmp), "/bin/true")
+        host.resolve(sandbox(tmp), "/bin/true")
     assert str(error.value).endswith(f"{tmp}/homes/s can be written by other users (mode 0777)")
 
 
@@ -326,14 +326,14 @@ def test_a_home_others_may_write_is_refused(tmp: Path) -> None:
 
 
 def test_a_server_with_no_working_directory_runs_in_its_home(tmp: Path) -> None:
-    plan, cwd = sandbox_host.command_line(["true"], {"PATH": "/usr/bin:/bin"}, None, sandbox(tmp))
+    plan, cwd = host.command_line(["true"], {"PATH": "/usr/bin:/bin"}, None, sandbox(tmp))
     assert cwd == str(tmp / "homes" / "s")
     assert plan.argv and plan.join is None
 
 
 def test_a_command_that_cannot_be_found_fails_as_exec_would(tmp: Path) -> None:
     with pytest.raises(FileNotFoundError):
-        sandbox_host.command_line(["no-such-command-here"], {"PATH": str(tmp)}, None, sandbox(tmp))
+        host.command_line(["no-such-command-here"], {"PATH": str(tmp)}, None, sandbox(tmp))
 
 
 @pytest.mark.timeout(10)
@@ -344,7 +344,7 @@ def test_a_strict_command_that_became_a_fifo_is_why_it_cannot_start_without_wait
     (tmp / "tool").mkdir()
     os.mkfifo(tmp / "tool" / "server")
     strict = msgspec.structs.replace(sandbox(tmp, read=(str(tmp / "tool"),)), level="strict")
-    why = sandbox_host.strict_problem(strict, str(tmp / "tool" / "server"), None)
+    why = host.strict_problem(strict, str(tmp / "tool" / "server"), None)
     assert why == f"servers.s: {tmp}/tool/server is a FIFO, not a regular file the kernel can run"
 
 
@@ -359,7 +359,7 @@ def test_a_strict_command_through_a_link_to_a_folder_not_shown_is_why_it_cannot_
         (tmp / "granted" / "linked").symlink_to(elsewhere)
         command = str(tmp / "granted" / "linked" / "tool")
         strict = msgspec.structs.replace(sandbox(tmp, read=(str(tmp / "granted"),)), level="strict")
-        why = sandbox_host.strict_problem(strict, command, None)
+        why = host.strict_problem(strict, command, None)
     finally:
         shutil.rmtree(elsewhere)
     assert why is not None
@@ -378,7 +378,7 @@ def bwrap_script(tmp: Path, body: str) -> str:
 
 
 def test_bubblewrap_that_starts_means_namespaces_work(tmp: Path) -> None:
-    assert sandbox_host._try(bwrap_script(tmp, "exit 0")) is None
+    assert host._try(bwrap_script(tmp, "exit 0")) is None
 
 
 def test_bubblewrap_that_refuses_is_quoted_by_its_last_words(tmp: Path) -> None:
@@ -387,16 +387,16 @@ def test_bubblewrap_that_refuses_is_quoted_by_its_last_words(tmp: Path) -> None:
         "echo 'warning: something' >&2; echo '' >&2;"
         " echo '  bwrap: No permissions to creating new namespace  ' >&2; exit 1",
     )
-    assert sandbox_host._try(script) == "bwrap: No permissions to creating new namespace"
+    assert host._try(script) == "bwrap: No permissions to creating new namespace"
 
 
 def test_bubblewrap_that_fails_silently_is_said_to_by_its_status(tmp: Path) -> None:
-    assert sandbox_host._try(bwrap_script(tmp, "exit 3")) == "bwrap exited with 3"
-    assert sandbox_host._try(bwrap_script(tmp, "echo '   ' >&2; exit 4")) == ("no reason given")
+    assert host._try(bwrap_script(tmp, "exit 3")) == "bwrap exited with 3"
+    assert host._try(bwrap_script(tmp, "echo '   ' >&2; exit 4")) == ("no reason given")
 
 
 def test_bubblewrap_that_cannot_run_at_all_is_said_so(tmp: Path) -> None:
-    why = sandbox_host._try(str(tmp / "no-bwrap"))
+    why = host._try(str(tmp / "no-bwrap"))
     assert why is not None and "no-bwrap" in why
 
 
@@ -442,7 +442,7 @@ class Probes:
 def fresh(monkeypatch: pytest.MonkeyPatch) -> None:
     """A probe of its own, on a kernel that scopes Landlock domains: the one the test
     run made is left as it was."""
-    monkeypatch.setattr(sandbox_host, "_machine", [])
+    monkeypatch.setattr(host, "_machine", [])
     monkeypatch.setattr(landlock, "scoping", lambda: None)
 
 
@@ -451,18 +451,18 @@ def test_the_machine_is_probed_once_and_the_network_only_when_asked(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     probes = Probes(None, "no network namespace")
-    monkeypatch.setattr(sandbox_host, "_try", probes)
+    monkeypatch.setattr(host, "_try", probes)
     monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
-    machine = sandbox_host.probe()
+    machine = host.probe()
     assert machine.bwrap == "/usr/bin/bwrap" and machine.namespaces is None
     assert machine.network == "not probed"
     first = [(), DENIAL, SIZED, KEYLESS, CONFINED]
-    assert sandbox_host.probe() is machine and probes.tries == first
-    assert sandbox_host.probe(network=True).network == "no network namespace"
-    assert sandbox_host.probe(network=True).network == "no network namespace"
+    assert host.probe() is machine and probes.tries == first
+    assert host.probe(network=True).network == "no network namespace"
+    assert host.probe(network=True).network == "no network namespace"
     assert probes.tries == [*first, ("--unshare-net",)]
-    sandbox_host._machine.clear()  # probe again
-    sandbox_host.probe()
+    host._machine.clear()  # probe again
+    host.probe()
     assert probes.tries == [*first, ("--unshare-net",), *first]
 
 
@@ -471,9 +471,9 @@ def test_a_machine_without_namespaces_has_no_network_namespace_for_the_same_reas
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     probes = Probes("bwrap: setting up uid map: Permission denied", None)
-    monkeypatch.setattr(sandbox_host, "_try", probes)
+    monkeypatch.setattr(host, "_try", probes)
     monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
-    machine = sandbox_host.probe(network=True)
+    machine = host.probe(network=True)
     assert machine.network == machine.namespaces == "bwrap: setting up uid map: Permission denied"
     assert probes.tries == [()]
 
@@ -483,12 +483,12 @@ def test_whether_bubblewrap_can_deny_a_server_user_namespaces_is_found_with_its_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
-    monkeypatch.setattr(sandbox_host, "_try", Probes(None, None))
-    assert sandbox_host.probe().userns_denial is None
-    sandbox_host._machine.clear()  # probe again
+    monkeypatch.setattr(host, "_try", Probes(None, None))
+    assert host.probe().userns_denial is None
+    host._machine.clear()  # probe again
     old = "bwrap: Unknown option --disable-userns"
-    monkeypatch.setattr(sandbox_host, "_try", Probes(None, None, denial=old))
-    machine = sandbox_host.probe()
+    monkeypatch.setattr(host, "_try", Probes(None, None, denial=old))
+    machine = host.probe()
     assert machine.namespaces is None and machine.userns_denial == old
 
 
@@ -497,17 +497,17 @@ def test_whether_bubblewrap_can_size_a_tmpfs_is_found_with_its_words(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
-    monkeypatch.setattr(sandbox_host, "_try", Probes(None, None))
-    assert sandbox_host.probe().tmpfs_unsized is None
-    sandbox_host._machine.clear()  # probe again
+    monkeypatch.setattr(host, "_try", Probes(None, None))
+    assert host.probe().tmpfs_unsized is None
+    host._machine.clear()  # probe again
     old = "bwrap: Unknown option --size"
-    monkeypatch.setattr(sandbox_host, "_try", Probes(None, None, unsized=old))
-    machine = sandbox_host.probe()
+    monkeypatch.setattr(host, "_try", Probes(None, None, unsized=old))
+    machine = host.probe()
     assert machine.namespaces is None and machine.tmpfs_unsized == old
-    sandbox_host._machine.clear()
+    host._machine.clear()
     # Without namespaces there is no sandbox to size anything in, for the same reason.
-    monkeypatch.setattr(sandbox_host, "_try", Probes("bwrap: setting up uid map", None))
-    assert sandbox_host.probe().tmpfs_unsized == "bwrap: setting up uid map"
+    monkeypatch.setattr(host, "_try", Probes("bwrap: setting up uid map", None))
+    assert host.probe().tmpfs_unsized == "bwrap: setting up uid map"
 
 
 @pytest.mark.usefixtures("fresh")
@@ -515,13 +515,13 @@ def test_whether_a_server_can_be_refused_the_keyrings_is_found_with_its_words(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
-    monkeypatch.setattr(sandbox_host, "_try", Probes(None, None))
-    machine = sandbox_host.probe()
+    monkeypatch.setattr(host, "_try", Probes(None, None))
+    machine = host.probe()
     assert machine.keyring_denial is None and machine.confine
-    sandbox_host._machine.clear()
+    host._machine.clear()
     setuid = "bwrap: Creating new namespace failed: Operation not permitted"
-    monkeypatch.setattr(sandbox_host, "_try", Probes(None, None, keyless=setuid))
-    machine = sandbox_host.probe()
+    monkeypatch.setattr(host, "_try", Probes(None, None, keyless=setuid))
+    machine = host.probe()
     assert machine.namespaces is None and machine.keyring_denial == setuid
     # The thread in the Landlock domain is under the filter as well: no domain either.
     assert machine.confine == ()
@@ -538,8 +538,8 @@ def test_the_keyring_probe_runs_bubblewrap_from_the_thread_under_the_filter(tmp:
         " exit 1; }; exit 0"
     )
     script = bwrap_script(tmp, needs_privileges)
-    assert sandbox_host._try(script) is None
-    why = sandbox_host._try(script, keyless=True)
+    assert host._try(script) is None
+    why = host._try(script, keyless=True)
     assert why == "bwrap: Creating new namespace failed: Operation not permitted"
 
 
@@ -548,9 +548,9 @@ def test_a_bubblewrap_that_fails_in_a_landlock_domain_keeps_the_sandbox_without_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     probes = Probes(None, None, "bwrap: No permissions to create new namespace")
-    monkeypatch.setattr(sandbox_host, "_try", probes)
+    monkeypatch.setattr(host, "_try", probes)
     monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
-    machine = sandbox_host.probe()
+    machine = host.probe()
     assert machine.namespaces is None and machine.confine == ()
     assert machine.scoping == (
         "bubblewrap does not start in a Landlock domain: "
@@ -562,9 +562,9 @@ def test_a_bubblewrap_that_fails_in_a_landlock_domain_keeps_the_sandbox_without_
 def test_a_bubblewrap_that_starts_in_a_landlock_domain_is_run_in_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(sandbox_host, "_try", Probes(None, None))
+    monkeypatch.setattr(host, "_try", Probes(None, None))
     monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
-    machine = sandbox_host.probe()
+    machine = host.probe()
     assert machine.scoping is None
     assert machine.confine == (sys.executable, "-I", "-S", landlock.__file__)
 
@@ -579,16 +579,16 @@ def test_the_landlock_step_runs_bubblewrap_without_new_privileges(tmp: Path) -> 
         " exit 1; }; exit 0"
     )
     script = bwrap_script(tmp, needs_privileges)
-    assert sandbox_host._try(script) is None
+    assert host._try(script) is None
     confine = (sys.executable, "-I", "-S", landlock.__file__)
-    why = sandbox_host._try(script, confine=confine)
+    why = host._try(script, confine=confine)
     assert why == "bwrap: Creating new namespace failed: Operation not permitted"
 
 
 @pytest.mark.usefixtures("fresh")
 def test_a_machine_without_bubblewrap_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(shutil, "which", lambda name: None)
-    machine = sandbox_host.probe(network=True)
+    machine = host.probe(network=True)
     assert machine.bwrap is None
     assert machine.namespaces == machine.network == "bwrap not found"
 
@@ -600,7 +600,7 @@ def test_the_system_directories_are_found_as_directories_or_as_the_links_they_ar
     (tmp / "bin").symlink_to("usr/bin")
     (tmp / "file").write_text("x")
     dirs = tuple(str(tmp / d) for d in ("usr", "bin", "file", "missing"))
-    monkeypatch.setattr(sandbox_host, "SYSTEM_DIRS", dirs)
-    found = [(p.path, p.link) for p in sandbox_host._system()][:2]
+    monkeypatch.setattr(host, "SYSTEM_DIRS", dirs)
+    found = [(p.path, p.link) for p in host._system()][:2]
     assert found == [(str(tmp / "usr"), None), (str(tmp / "bin"), "usr/bin")]
-    assert all(p.path != str(tmp / "file") for p in sandbox_host._system())
+    assert all(p.path != str(tmp / "file") for p in host._system())

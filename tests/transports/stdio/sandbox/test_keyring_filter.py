@@ -12,8 +12,8 @@ import threading
 import pytest
 
 from tests.support import keyrings
-from transports.stdio import keyring_filter
-from transports.stdio.keyring_filter import (
+from transports.stdio.sandbox import keyring_filter
+from transports.stdio.sandbox.keyring_filter import (
     ALLOW,
     AND,
     CALLS,

@@ -14,11 +14,12 @@ import sys
 
 import pytest
 
-from transports.stdio import landlock, process, sandbox_host
-from transports.stdio.machine import Machine, SystemPath
-from transports.stdio.sandbox import Netns, Resolved, Sandbox, plan
+from transports.stdio.process import lifecycle
+from transports.stdio.sandbox import host, landlock
+from transports.stdio.sandbox.machine import Machine, SystemPath
+from transports.stdio.sandbox.plan import Netns, Resolved, Sandbox, plan
 
-STEP = ("/usr/bin/python3", "-I", "-S", "/opt/mcpd/transports/stdio/landlock.py")
+STEP = ("/usr/bin/python3", "-I", "-S", "/opt/mcpd/transports/stdio/sandbox/landlock.py")
 MACHINE = Machine(
     bwrap="/usr/bin/bwrap",
     nsenter="/usr/bin/nsenter",
@@ -133,10 +134,10 @@ def test_a_kernel_that_cannot_scope_is_said_once_in_the_log(
 ) -> None:
     why = "the kernel's Landlock is ABI 4; scoping needs ABI 6 (Linux 6.12)"
     machine = Machine(bwrap="/usr/bin/bwrap", namespaces=None, scoping=why)
-    monkeypatch.setattr(sandbox_host, "_machine", [machine])
-    monkeypatch.setattr(process, "_said_unscoped", [])
+    monkeypatch.setattr(host, "_machine", [machine])
+    monkeypatch.setattr(lifecycle, "_said_unscoped", [])
     with caplog.at_level(logging.WARNING, logger="mcpd.stdio"):
         for _ in range(3):
-            process._say_unscoped()
+            lifecycle._say_unscoped()
     (record,) = caplog.records
     assert "abstract Unix sockets" in record.getMessage() and why in record.getMessage()

@@ -4,7 +4,7 @@ can count the server's own, and a second's grace past the CPU limit."""
 
 from __future__ import annotations
 
-from transports.stdio.limits import Limits, prlimit_args
+from transports.stdio.sandbox.limits import Limits, prlimit_args
 
 PRLIMIT = "/usr/bin/prlimit"
 

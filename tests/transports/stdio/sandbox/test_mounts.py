@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import msgspec
 
-from transports.stdio.limits import Limits
-from transports.stdio.machine import Machine, SystemPath
-from transports.stdio.sandbox import (
+from transports.stdio.sandbox.limits import Limits
+from transports.stdio.sandbox.machine import Machine, SystemPath
+from transports.stdio.sandbox.plan import (
     Level,
     Mount,
     Plan,

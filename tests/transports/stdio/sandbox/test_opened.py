@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from transports.stdio.opened import installation_of, opened_by
-from transports.stdio.strict_view import OpenedToRun
+from transports.stdio.sandbox.opened import installation_of, opened_by
+from transports.stdio.sandbox.strict_view import OpenedToRun
 
 
 def a_virtualenv(tmp: Path) -> tuple[Path, Path]:

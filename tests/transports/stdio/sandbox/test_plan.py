@@ -9,11 +9,11 @@ import signal
 import msgspec
 import pytest
 
-from transports.stdio.childenv import environment
-from transports.stdio.exits import exit_reason
-from transports.stdio.limits import Limits
-from transports.stdio.machine import Machine, SystemPath
-from transports.stdio.sandbox import (
+from transports.stdio.process.childenv import environment
+from transports.stdio.process.exits import exit_reason
+from transports.stdio.sandbox.limits import Limits
+from transports.stdio.sandbox.machine import Machine, SystemPath
+from transports.stdio.sandbox.plan import (
     Mount,
     Netns,
     Resolved,
@@ -21,7 +21,7 @@ from transports.stdio.sandbox import (
     SandboxError,
     plan,
 )
-from transports.stdio.strict_view import OpenedToRun
+from transports.stdio.sandbox.strict_view import OpenedToRun
 
 MACHINE = Machine(
     bwrap="/usr/bin/bwrap",

@@ -7,8 +7,8 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from transports.stdio.machine import Machine
-from transports.stdio.sandbox import Netns, Resolved, Sandbox, SandboxError, plan
+from transports.stdio.sandbox.machine import Machine
+from transports.stdio.sandbox.plan import Netns, Resolved, Sandbox, SandboxError, plan
 
 MACHINE = Machine(
     bwrap="/usr/bin/bwrap",

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from transports.stdio.sandbox import Sandbox, SeenPlace
-from transports.stdio.secret_folders import folders_of, identities, split_secrets
+from transports.stdio.sandbox.plan import Sandbox, SeenPlace
+from transports.stdio.sandbox.secret_folders import folders_of, identities, split_secrets
 
 
 def sandbox_of(tmp_path: Path, *secrets: Path, sees: tuple[SeenPlace, ...] = ()) -> Sandbox:
