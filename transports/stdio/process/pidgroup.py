@@ -6,7 +6,7 @@ a server's process limit is a cgroup's ``pids.max``: a child of mcpd's own cgrou
 the pids hierarchy (cgroup v1, or v2 at its root), made per server and joined by the
 server's first process before it execs anything (``launch``), so nothing it starts is
 outside it. A sandboxed server sees the cgroup tree read-only and cannot mount it
-afresh (``sandbox``): its limit, and mcpd's cgroup above it, are not its to change.
+afresh (``sandbox.plan``): its limit, and mcpd's cgroup above it, are not its to change.
 The cgroup also tells of the server what nothing else can: the forks it refused (for
 the exit's reason), and which processes are still the server's once it has stopped.
 No trio here (``transports.stdio.process.launch``).

@@ -1,5 +1,5 @@
 """What this machine offers a sandbox, as ``host.probe`` finds it: a value the
-sandbox's plan (``sandbox``) is made for."""
+sandbox's plan (``plan``) is made for."""
 
 from __future__ import annotations
 
