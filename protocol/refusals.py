@@ -18,11 +18,10 @@ import re
 from collections.abc import Callable
 from typing import Final
 
-from protocol import jsonrpc as rpc
-from protocol.logfields import log_extra
-from protocol.visible import quoted_id
-
-from .errors import MalformedReply, malformed_reason
+from . import jsonrpc as rpc
+from .logfields import log_extra
+from .reply_faults import MalformedReply, malformed_reason
+from .visible import quoted_id
 
 _DECIMAL: Final = re.compile(r"-?(?:0|[1-9][0-9]{0,18})", re.ASCII)
 

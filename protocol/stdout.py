@@ -25,11 +25,16 @@ from protocol import jsonrpc as rpc
 from protocol.framing import BOM, LineFramer, Oversized, OversizedEnd, without_bom
 from protocol.logfields import log_extra
 from protocol.pacing import cost, skipped
+from protocol.reply_faults import (
+    MalformedReply,
+    MessageTooLarge,
+    malformed_reason,
+    too_large_reason,
+)
 from protocol.unreadable import id_at_edges
 from protocol.visible import quote
 from transports.base import NotificationHandler
 from transports.complaints import drop_oversized
-from transports.errors import MalformedReply, MessageTooLarge, malformed_reason, too_large_reason
 from transports.pending import PendingRequests
 
 logger = logging.getLogger("mcpd.stdio")

@@ -4,7 +4,7 @@ A transport raises ``protocol.jsonrpc.RPCError`` when the server answered with a
 error (the server is alive), and a ``TransportError`` when the server could not be
 reached or stopped answering: the second kind is what circuit breakers count. A
 reply that is too large or cannot be read fails only the request it answered
-(``MessageTooLarge``, ``MalformedReply``): the server sent it, so it is up.
+(``protocol.reply_faults``): the server sent it, so it is up.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import trio
 from msgspec import UNSET
 
 from protocol import jsonrpc as rpc
+from protocol.reply_faults import MalformedReply, MessageTooLarge
 
 
 class TransportError(Exception):
@@ -95,7 +96,7 @@ class InvalidResponse(UnexpectedReply):
     """A message that is plainly a response but cannot be taken (both a result and an
     error, an id that is no id): ``given`` is its id as the server wrote it, ``why``
     what is wrong with it, for failing the request it answered
-    (``transports.refusals``)."""
+    (``protocol.refusals``)."""
 
     def __init__(
         self, reason: str, *, given: object, why: str, status: int = 0, body: bytes = b""
@@ -127,44 +128,6 @@ class HttpRPCError(rpc.RPCError):
 
     def replaced(self, message: str, data: object) -> HttpRPCError:
         return HttpRPCError(self.code, message, data, http_status=self.http_status)
-
-
-class MessageTooLarge(Exception):
-    """A reply over mcpd's message limit: it was dropped, and only the request it
-    answered fails. The server sent it, so it is up; this is not an availability
-    failure."""
-
-    def __init__(self, reason: str, *, size: int | None, limit: int) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.size = size
-        self.limit = limit
-
-
-def too_large_reason(label: str, size: int | None, limit: int) -> str:
-    """Why a reply was dropped, in the same words for every transport: whatever mcpd
-    passes on is one line, so its message limit is a line limit."""
-    how = f"of {size} bytes " if size is not None else ""
-    return (
-        f"{label}: a reply {how}was larger than the {limit}-byte line limit "
-        "(daemon.max_line_bytes) and was dropped"
-    )
-
-
-class MalformedReply(Exception):
-    """A reply mcpd could not read (invalid UTF-8, nested too deeply, not JSON) but
-    could tell which request it answered: only that request fails, at once, rather
-    than wait out its time limit for an answer that already came. The server is up."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-def malformed_reason(label: str, why: str) -> str:
-    """Why a reply was dropped when it could not be read: ``why`` is the decoder's
-    short account ("not valid UTF-8", "nested too deeply", "not JSON")."""
-    return f"{label}: the reply was {why} and was dropped"
 
 
 class ServerCancelled(Exception):

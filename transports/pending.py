@@ -20,11 +20,11 @@ from msgspec import Raw, UnsetType
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 from protocol.mcp import CancelledParams
+from protocol.refusals import answered, misaddressed, refusal
 from protocol.visible import quote, quoted_id
 
 from .base import Reply
 from .errors import ServerCancelled
-from .refusals import answered, misaddressed, refusal
 
 _ABANDONED_KEPT: Final = 1024  # ids of given-up requests whose late answers are expected
 
@@ -160,7 +160,7 @@ class PendingRequests:
 
     def refuse(self, given: object, why: str) -> bool:
         """Fail at once the request waiting for a response under the id ``given`` that
-        cannot be taken (``why``: what is wrong with it; ``transports.refusals``),
+        cannot be taken (``why``: what is wrong with it; ``protocol.refusals``),
         rather than leave it to wait out its time limit; whether one was waiting."""
         return self._fail(answered(given, why, self.waiting))
 

@@ -28,17 +28,11 @@ import trio
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
+from protocol.reply_faults import MalformedReply, MessageTooLarge
 from protocol.splice import SplicedCall
 
 from .base import Params, Reply
-from .errors import (
-    MalformedReply,
-    MessageTooLarge,
-    ServerCancelled,
-    TransportClosed,
-    TransportError,
-    single_exceptions,
-)
+from .errors import ServerCancelled, TransportClosed, TransportError, single_exceptions
 
 # Sends one request and awaits its result: (method, params, headers) -> result.
 Request = Callable[[str, Params | SplicedCall, Mapping[str, str] | None], Awaitable[Raw]]

@@ -11,13 +11,8 @@ from collections.abc import Callable
 
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
-from transports.errors import (
-    SERVER_REPLIES,
-    MalformedReply,
-    MessageTooLarge,
-    ServerCancelled,
-    TransportError,
-)
+from protocol.reply_faults import MalformedReply, MessageTooLarge
+from transports.errors import SERVER_REPLIES, ServerCancelled, TransportError
 
 from .calls import Answered, Call, CallEnd, CallHost, Outcome, Unanswered
 from .downtime import server_wait

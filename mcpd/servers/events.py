@@ -19,8 +19,9 @@ import trio
 
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
+from protocol.reply_faults import MalformedReply, MessageTooLarge
 from protocol.visible import quote
-from transports.errors import MalformedReply, MessageTooLarge, SpawnError, TransportError
+from transports.errors import SpawnError, TransportError
 
 from .backoff import BackoffConfig, Restart
 from .circuit_states import Transition

@@ -38,7 +38,8 @@ import msgspec
 import trio
 
 from protocol import jsonrpc as rpc
-from transports.errors import MalformedReply, ServerCancelled, TransportError, Unreachable
+from protocol.reply_faults import MalformedReply
+from transports.errors import ServerCancelled, TransportError, Unreachable
 
 from .backoff import RestartPolicy
 from .breaker import Breaker

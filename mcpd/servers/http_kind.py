@@ -14,14 +14,9 @@ from typing import Final
 
 import trio
 
+from protocol.reply_faults import MalformedReply, MessageTooLarge
 from transports.base import AuthHook
-from transports.errors import (
-    MalformedReply,
-    MessageTooLarge,
-    ServerCancelled,
-    TransportError,
-    UnexpectedReply,
-)
+from transports.errors import ServerCancelled, TransportError, UnexpectedReply
 
 from ..config.tables.servertable import ServerConfig
 from .oauth import LoginRequired

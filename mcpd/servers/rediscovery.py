@@ -34,8 +34,9 @@ import trio
 from protocol import greeting, mcp
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
+from protocol.reply_faults import MalformedReply
 from protocol.visible import quote
-from transports.errors import MalformedReply, TransportError
+from transports.errors import TransportError
 
 from ..registry.gating.gate import ListGate
 from .handshake import NO_CAPABILITIES, client_meta, guarded, identity, kept_instructions

@@ -26,7 +26,8 @@ from msgspec import UNSET, Raw
 from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
-from transports.errors import MalformedReply, ServerCancelled, TransportError
+from protocol.reply_faults import MalformedReply
+from transports.errors import ServerCancelled, TransportError
 
 from .askback import Asker
 from .calls import CallRefused, SessionMark, Whose

@@ -34,8 +34,8 @@ import msgspec
 from msgspec import UNSET, Raw
 
 from protocol import jsonrpc as rpc
+from protocol.reply_faults import MalformedReply
 from protocol.visible import quote
-from transports.errors import MalformedReply
 
 from ..policy.guard import SecretGuard
 from ..registry.text import own_keys

@@ -30,8 +30,8 @@ from msgspec import UNSET, Raw, UnsetType
 
 from protocol import mcp, surface
 from protocol.logfields import log_extra
+from protocol.reply_faults import MalformedReply
 from protocol.visible import METHOD_SHOWN, quote
-from transports.errors import MalformedReply
 
 from ..policy.guard import SecretGuard
 from ..registry.text import own_keys

@@ -22,7 +22,8 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.logfields import log_extra
-from transports.errors import SERVER_REPLIES, MalformedReply, TransportError
+from protocol.reply_faults import MalformedReply
+from transports.errors import SERVER_REPLIES, TransportError
 
 from .call_failures import failed
 from .calls import Admitter, Answered, Call, CallEnd, CallHost, Demand, Outcome, Unsent

@@ -40,8 +40,8 @@ from protocol import jsonrpc as rpc
 from protocol.budget import Throttle
 from protocol.json_values import parts_at_most
 from protocol.logfields import log_extra
+from protocol.reply_faults import MalformedReply
 from protocol.visible import METHOD_SHOWN, quote
-from transports.errors import MalformedReply
 
 from ..policy.guard import SecretGuard
 from ..registry.text import own_keys

@@ -25,8 +25,9 @@ from msgspec import UNSET, Raw, UnsetType
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.logfields import log_extra
+from protocol.reply_faults import MalformedReply, MessageTooLarge
 from protocol.visible import quote
-from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled, TransportError
+from transports.errors import ServerCancelled, TransportError
 
 from .askback import ASKING
 from .calls import Call

@@ -1,4 +1,4 @@
-"""A reply that plainly answers a request but cannot be taken (``transports.refusals``):
+"""A reply that plainly answers a request but cannot be taken (``protocol.refusals``):
 which waiting request it answered (its id as written, or the integer an id of the
 wrong type spells), why it is dropped, and the one warning that says so."""
 
@@ -8,8 +8,7 @@ import logging
 
 import pytest
 
-from transports.errors import MalformedReply
-from transports.refusals import (
+from protocol.refusals import (
     answered,
     misaddressed,
     names_a_request,
@@ -17,6 +16,7 @@ from transports.refusals import (
     shown_id,
     spelled_id,
 )
+from protocol.reply_faults import MalformedReply
 
 WAITING = {23, "abc", 0, -5}
 

@@ -14,10 +14,11 @@ from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol.pacing import MAX_NOTIFICATION, cost, skipped
+from protocol.reply_faults import MalformedReply, MessageTooLarge
 from protocol.stdout import FREE_OVERSIZED, StdoutReader
 from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 from transports.complaints import BURST, Complaints
-from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled
+from transports.errors import ServerCancelled
 from transports.pending import PendingRequests
 
 logger = logging.getLogger("test.reader")

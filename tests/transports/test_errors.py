@@ -6,11 +6,11 @@ import pytest
 import trio
 import trio.testing
 
+from protocol.reply_faults import MessageTooLarge
 from transports.errors import (
     AuthError,
     HttpRPCError,
     HTTPStatusError,
-    MessageTooLarge,
     TransportError,
     single_exceptions,
 )

@@ -9,9 +9,10 @@ import pytest
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
-from transports.errors import MalformedReply, ServerCancelled, TransportClosed
+from protocol.refusals import spelled_id
+from protocol.reply_faults import MalformedReply
+from transports.errors import ServerCancelled, TransportClosed
 from transports.pending import PendingRequests
-from transports.refusals import spelled_id
 
 logger = logging.getLogger("test.pending")
 

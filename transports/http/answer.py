@@ -7,7 +7,7 @@ stream is read further. What it ignores on the stream is warned about within the
 server's ``Complaints``.
 
 A response that cannot be taken (both a result and an error, an id of the wrong type)
-fails the request it answered at once (``transports.refusals``): this one, when it is
+fails the request it answered at once (``protocol.refusals``): this one, when it is
 this request's; when it is another's in flight, that one (``InFlight``), and this
 stream is read on. So does a sound response for another request in flight: which
 request it answers is in doubt. A JSON reply holds one message only: when it is such a
@@ -28,22 +28,15 @@ from protocol import jsonrpc as rpc
 from protocol.http import ResponseHead
 from protocol.logfields import log_extra
 from protocol.pacing import cost
+from protocol.refusals import answered, misaddressed, names_a_request, refusal, shown_id
+from protocol.reply_faults import MessageTooLarge, too_large_reason
 from protocol.sse import EventTooLarge, SSEDecoder, SSEError, SSEEvent
 from protocol.visible import quote, quoted_id
 
 from ..base import NotificationHandler
 from ..complaints import Complain
-from ..errors import (
-    BodyTooLarge,
-    InvalidResponse,
-    MessageTooLarge,
-    StreamCut,
-    TransportError,
-    UnexpectedReply,
-    too_large_reason,
-)
+from ..errors import BodyTooLarge, InvalidResponse, StreamCut, TransportError, UnexpectedReply
 from ..pace import Paced, ReadPace
-from ..refusals import answered, misaddressed, names_a_request, refusal, shown_id
 from .connection import HttpConnection
 from .inflight import InFlight
 from .reply import SNIPPET, ServerRequestHandler, decode_reply, deliver, unasked_coding
@@ -320,7 +313,7 @@ class AnswerReader:
 
     def _fail(self, own: tuple[rpc.Id, str]) -> None:
         """Fail this request, a response that cannot be taken having answered it
-        (``own``: its id and what is wrong, from ``transports.refusals``), unless it has
+        (``own``: its id and what is wrong, from ``protocol.refusals``), unless it has
         its answer already: then that is a duplicate, dropped."""
         if not self._answered and self._kept() is None:
             raise refusal(self._label, *own, logger)

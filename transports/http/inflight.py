@@ -8,9 +8,8 @@ import logging
 import trio
 
 from protocol import jsonrpc as rpc
-
-from ..errors import MalformedReply
-from ..refusals import answered, misaddressed, refusal
+from protocol.refusals import answered, misaddressed, refusal
+from protocol.reply_faults import MalformedReply
 
 logger = logging.getLogger("mcpd.http")
 

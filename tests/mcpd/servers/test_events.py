@@ -15,13 +15,8 @@ from mcpd.servers.circuit_states import Transition
 from mcpd.servers.events import REMINDER_EVERY, Failure, LifecycleJournal, describe_failure
 from mcpd.servers.outage import clock_time
 from protocol import jsonrpc as rpc
-from transports.errors import (
-    MalformedReply,
-    MessageTooLarge,
-    SpawnError,
-    TransportClosed,
-    Unreachable,
-)
+from protocol.reply_faults import MalformedReply, MessageTooLarge
+from transports.errors import SpawnError, TransportClosed, Unreachable
 
 STDERR = ["Error: missing API_KEY"]
 POLICY = BackoffConfig(max_restarts=5, window=60.0, cap=60.0)

@@ -17,13 +17,8 @@ from mcpd.servers.breaker import Breaker, BreakerConfig
 from mcpd.servers.health import LIVENESS_TIMEOUT, Doubt, Health
 from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
-from transports.errors import (
-    HTTPStatusError,
-    MalformedReply,
-    ServerCancelled,
-    TransportClosed,
-    TransportError,
-)
+from protocol.reply_faults import MalformedReply
+from transports.errors import HTTPStatusError, ServerCancelled, TransportClosed, TransportError
 
 
 class Never:

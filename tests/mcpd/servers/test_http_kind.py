@@ -12,9 +12,10 @@ import trio
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.servertable import ServerConfig
 from mcpd.servers.http_kind import other_kind
+from protocol.reply_faults import MalformedReply
 from tests.support.http_servers import Responder, SeenRequest, result, serve_http
 from tests.support.legacy_sse_server import serve_legacy_sse
-from transports.errors import MalformedReply, TransportClosed, UnexpectedReply
+from transports.errors import TransportClosed, UnexpectedReply
 
 LIMIT = 10
 

@@ -31,10 +31,11 @@ from mcpd.servers.queue_bytes import MIB, Unqueued
 from mcpd.servers.runner import Runner
 from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.reply_faults import MalformedReply
 from protocol.surface import GetPromptParams, ReadResourceParams
 from tests.support.stand_in import Never, StandIn
 from transports.base import AuthHook, NotificationHandler, Transport
-from transports.errors import HTTPStatusError, MalformedReply, ServerCancelled, TransportClosed
+from transports.errors import HTTPStatusError, ServerCancelled, TransportClosed
 
 SECRET = "tok-0123456789abcdef"
 

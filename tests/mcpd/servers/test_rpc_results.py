@@ -14,7 +14,7 @@ from mcpd.policy import guard as guard_module
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
 from mcpd.servers.rpc_results import findings, taken_apart
-from transports.errors import MalformedReply
+from protocol.reply_faults import MalformedReply
 
 
 def result_for_agents(

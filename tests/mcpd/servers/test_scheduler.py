@@ -32,9 +32,10 @@ from mcpd.servers.stats import LatencyStats
 from mcpd.servers.taking_apart import AT_ONCE_PARTS, MOST_PARTS, ReplyWork
 from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.reply_faults import MalformedReply, MessageTooLarge
 from tests.support.calls import SOMEONE, Outcomes, a_call
 from tests.support.held_walk import Held, hold
-from transports.errors import MalformedReply, MessageTooLarge, ServerCancelled, TransportError
+from transports.errors import ServerCancelled, TransportError
 
 LIMIT = 30.0
 MIB = 1024 * 1024

@@ -22,9 +22,9 @@ from mcpd.policy.masking import KnownSecrets
 from mcpd.servers.taking_apart import AT_ONCE_PARTS, MOST_PARTS, ReplyWork, TooComplex
 from protocol import envelope
 from protocol import jsonrpc as rpc
+from protocol.reply_faults import MalformedReply
 from tests.support.agent import connect, make_config, running
 from tests.support.held_walk import Held, hold
-from transports.errors import MalformedReply
 
 SERVER = str(Path(__file__).resolve().parents[2] / "support" / "bulky_server.py")
 SECRET = "notes-secret-value-7f3a9c"

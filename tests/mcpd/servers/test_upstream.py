@@ -26,9 +26,10 @@ from mcpd.servers.upstream import Upstream
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.greeting import ServerCapabilities
+from protocol.reply_faults import MalformedReply
 from tests.support.calls import at_upstream
 from tests.support.upstream import BAD_SHAPES, scripted_server, upstream
-from transports.errors import MalformedReply, TransportClosed
+from transports.errors import TransportClosed
 from transports.stdio.params import StdioParams
 from transports.stdio.transport import open_stdio_transport
 

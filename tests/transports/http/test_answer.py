@@ -17,14 +17,9 @@ import trio.testing
 
 from protocol import jsonrpc as rpc
 from protocol.http import ResponseHead
+from protocol.reply_faults import MalformedReply, MessageTooLarge
 from transports.complaints import Complaints
-from transports.errors import (
-    InvalidResponse,
-    MalformedReply,
-    MessageTooLarge,
-    StreamCut,
-    UnexpectedReply,
-)
+from transports.errors import InvalidResponse, StreamCut, UnexpectedReply
 from transports.http.answer import ANSWERED_ANOTHER, DRAIN_TIMEOUT, AnswerReader
 from transports.http.connection import HttpConnection
 from transports.http.inflight import InFlight

@@ -12,7 +12,7 @@ import pytest
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
-from transports.errors import MalformedReply
+from protocol.reply_faults import MalformedReply
 from transports.http.inflight import InFlight
 
 BOTH = "both a result and an error (JSON-RPC allows one)"

@@ -247,7 +247,7 @@ async def test_errors_are_transport_errors_for_breakers() -> None:
 
 
 async def test_a_body_or_event_over_the_limit_fails_the_request_not_the_server() -> None:
-    from transports.errors import MessageTooLarge
+    from protocol.reply_faults import MessageTooLarge
 
     big = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"text": "x" * 5000}})
 

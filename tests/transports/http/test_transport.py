@@ -13,6 +13,7 @@ import trio
 
 from protocol import headers as mcp_headers
 from protocol.jsonrpc import Notification, RPCError
+from protocol.reply_faults import MalformedReply, MessageTooLarge
 from tests.support.http_servers import (
     Responder,
     SeenRequest,
@@ -22,14 +23,7 @@ from tests.support.http_servers import (
     result,
     serve_http,
 )
-from transports.errors import (
-    HttpRPCError,
-    MalformedReply,
-    MessageTooLarge,
-    StreamCut,
-    TransportError,
-    UnexpectedReply,
-)
+from transports.errors import HttpRPCError, StreamCut, TransportError, UnexpectedReply
 from transports.http import answer as _httpanswer
 from transports.http.params import HttpParams
 from transports.http.transport import HttpTransport, open_http_transport

@@ -15,6 +15,7 @@ import pytest
 import trio
 
 from protocol.http import ResponseHead
+from protocol.reply_faults import MalformedReply
 from tests.support.http_servers import (
     LegacySession,
     Responder,
@@ -23,7 +24,6 @@ from tests.support.http_servers import (
     result,
     serve_http,
 )
-from transports.errors import MalformedReply
 from transports.http.connection import HttpConnection
 from transports.http.transport import HttpTransport, open_http_transport
 

@@ -16,6 +16,7 @@ import trustme
 
 from protocol import jsonrpc as rpc
 from protocol.jsonrpc import Notification
+from protocol.reply_faults import MalformedReply
 from tests.support.http_servers import Responder, SeenRequest, serve_http
 from tests.support.legacy_sse_server import (
     LegacySSEServer,
@@ -30,7 +31,6 @@ from transports.base import MAX_ANSWERING
 from transports.complaints import BURST
 from transports.errors import (
     AuthError,
-    MalformedReply,
     ServerCancelled,
     StreamCut,
     TransportClosed,

@@ -16,14 +16,9 @@ import trio
 import trio.testing
 
 from protocol import jsonrpc as rpc
+from protocol.reply_faults import MalformedReply, MessageTooLarge
 from tests.support.procs import alive, read_pid, scripted, wait_gone
-from transports.errors import (
-    MalformedReply,
-    MessageTooLarge,
-    SpawnError,
-    TransportClosed,
-    TransportError,
-)
+from transports.errors import SpawnError, TransportClosed, TransportError
 from transports.stdio.params import StdioParams
 from transports.stdio.transport import open_stdio_transport
 
