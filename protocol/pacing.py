@@ -36,11 +36,15 @@ call's result, which is as large as a reply may be.
 from __future__ import annotations
 
 import itertools
+import logging
+from collections.abc import Callable
 from typing import Final, Literal
 
 import msgspec
 
-from protocol.budget import Bucket
+from . import jsonrpc as rpc
+from .budget import Bucket
+from .logfields import log_extra
 
 # A line costs about as much to read as this many bytes of a notification.
 UNIT_BYTES: Final = 256
@@ -82,6 +86,31 @@ def oversized(method: str, params: bytes | None) -> bool:
     return (
         params is not None and len(params) > MAX_NOTIFICATION and method not in _MAY_CARRY_RESULTS
     )
+
+
+def drop_oversized(
+    label: str,
+    msg: rpc.Notification,
+    complain: Callable[[], str | None],
+    log: logging.Logger,
+) -> bool:
+    """Whether a notification is too large to hand on (``oversized``):
+    then it is dropped, with a warning if ``complain`` (the server's budget of
+    warnings) lets one be said now."""
+    if not oversized(msg.method, msg.params):
+        return False
+    note = complain()
+    if note is not None:
+        log.warning(
+            "%s: dropped a %s notification of %d bytes, more than the %d any of its kind needs%s",
+            label,
+            msg.method,
+            len(msg.params or b""),
+            MAX_NOTIFICATION,
+            note,
+            extra=log_extra(label, "notification_too_large"),
+        )
+    return True
 
 
 class _Stream:

@@ -12,30 +12,28 @@ unsaid. A server can write those without pause: their warnings are held to its b
 (``complain``), and what reading them cost to its pace (a line over the limit, its bytes
 as they are skipped, whichever request it turns out to answer: one that never ends is
 paced all the same; a blank line as any line).
+
+No I/O here: the transport feeds the reader what it read (``feed``, ``flush``) and
+hands it the requests that wait on its event loop (``WaitingRequests``); the reader decides
+where each line goes.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Final
+from typing import Final, Protocol
 
-from protocol import envelope, unreadable
-from protocol import jsonrpc as rpc
-from protocol.framing import BOM, LineFramer, Oversized, OversizedEnd, without_bom
-from protocol.logfields import log_extra
-from protocol.pacing import cost, skipped
-from protocol.reply_faults import (
-    MalformedReply,
-    MessageTooLarge,
-    malformed_reason,
-    too_large_reason,
-)
-from protocol.unreadable import id_at_edges
-from protocol.visible import quote
-from transports.base import NotificationHandler
-from transports.complaints import drop_oversized
-from transports.pending import PendingRequests
+from msgspec import Raw
+
+from . import envelope, unreadable
+from . import jsonrpc as rpc
+from .framing import BOM, LineFramer, Oversized, OversizedEnd, without_bom
+from .logfields import log_extra
+from .pacing import cost, drop_oversized, skipped
+from .reply_faults import MalformedReply, MessageTooLarge, malformed_reason, too_large_reason
+from .unreadable import id_at_edges
+from .visible import quote
 
 logger = logging.getLogger("mcpd.stdio")
 
@@ -46,14 +44,45 @@ _SHOWN: Final = 200
 FREE_OVERSIZED: Final = 4
 
 
+class WaitingRequests(Protocol):
+    """The requests waiting for the server's answers, which the reader hands each
+    response to: the transport's side, where a request waits on its event loop."""
+
+    def waiting(self, rid: rpc.Id) -> bool:
+        """Whether the request ``rid`` waits for its answer."""
+        ...
+
+    def answer(self, msg: rpc.Response) -> bool:
+        """Hand a successful response to the request waiting for it; whether one was."""
+        ...
+
+    def route(self, msg: rpc.Response | rpc.ErrorResponse) -> bool:
+        """Hand a response to the request waiting for it; whether one was."""
+        ...
+
+    def resolve(self, rid: rpc.Id, result: Raw | None, error: Exception | None) -> bool:
+        """End the request ``rid`` with ``result`` or ``error`` if it is waiting; whether
+        it was."""
+        ...
+
+    def refuse(self, given: object, why: str) -> bool:
+        """Fail at once the request a response that cannot be taken answered
+        (``refusals``); whether one was waiting."""
+        ...
+
+    def server_cancelled(self, msg: rpc.Notification) -> bool:
+        """Whether ``msg`` (notifications/cancelled) ended one of the requests."""
+        ...
+
+
 class StdoutReader:
     def __init__(
         self,
         alias: str,
         max_line: int,
-        pending: PendingRequests,
+        pending: WaitingRequests,
         complain: Callable[[], str | None],
-        on_notification: NotificationHandler | None,
+        on_notification: Callable[[rpc.Notification], None] | None,
         on_request: Callable[[rpc.Request], None],
         withdrawn: Callable[[rpc.Notification], bool],
     ) -> None:

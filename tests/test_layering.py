@@ -486,6 +486,7 @@ def test_no_any_crosses_the_seam() -> None:
 # one implements it (the wiring hands it over). Each entry: interface -> the rule it
 # serves.
 LAYER_INTERFACES = {
+    "protocol.stdout.WaitingRequests": "protocol/ is the sans-IO core: it imports nothing of ours",
     "transports.base.AuthHook": "transports move messages and know nothing of the daemon",
     "mcpd.servers.calls.QueuedCheck": "servers never know about agents",
     "mcpd.registry.uris.scheme.Sight": "the resource table is below the profiles' views of it",

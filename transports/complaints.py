@@ -11,16 +11,12 @@ held back are counted, and the next warning let through says how many they were.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Final, TypeAlias
 
 import trio
 
-from protocol import jsonrpc as rpc
 from protocol.budget import Throttle
-from protocol.logfields import log_extra
-from protocol.pacing import MAX_NOTIFICATION, oversized
 
 # Whether a warning may be logged now: None to stay quiet, else a note for its end.
 Complain: TypeAlias = Callable[[], str | None]
@@ -45,24 +41,3 @@ class Complaints:
         if held is None:
             return None
         return f" ({held} more like this not logged)" if held else ""
-
-
-def drop_oversized(
-    label: str, msg: rpc.Notification, complain: Complain, log: logging.Logger
-) -> bool:
-    """Whether a notification is too large to hand on (``protocol.pacing.oversized``):
-    then it is dropped, with a warning within the server's budget."""
-    if not oversized(msg.method, msg.params):
-        return False
-    note = complain()
-    if note is not None:
-        log.warning(
-            "%s: dropped a %s notification of %d bytes, more than the %d any of its kind needs%s",
-            label,
-            msg.method,
-            len(msg.params or b""),
-            MAX_NOTIFICATION,
-            note,
-            extra=log_extra(label, "notification_too_large"),
-        )
-    return True

@@ -26,7 +26,7 @@ from protocol.reply_faults import MalformedReply
 from transports.errors import SERVER_REPLIES, TransportError
 
 from .call_failures import failed
-from .calls import Admitter, Answered, Call, CallEnd, CallHost, Demand, Outcome, Unsent
+from .calls import Admitter, Answered, Call, CallEnd, CallHost, Demand, Outcome, QueuedCheck, Unsent
 from .deadlines import Deadlines
 from .ended_asks import End
 from .outage import Outage
@@ -38,7 +38,6 @@ from .taking_apart import data_of
 from .turns import TurnQueue
 
 if TYPE_CHECKING:
-    from .calls import QueuedCheck
     from .upstream import Upstream
 
 logger = logging.getLogger("mcpd.calls")
