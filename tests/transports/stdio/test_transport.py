@@ -259,7 +259,7 @@ async def test_direct_children_die_with_a_killed_parent(tmp_path: Path, arming: 
     parent_code = textwrap.dedent(f"""
         import trio, sys
         sys.path.insert(0, {str(Path(__file__).resolve().parents[3])!r})
-        from transports.stdio import launch
+        from transports.stdio.process import launch
         if {arming!r} == "preexec":
             launch._setpriv[:] = [None]
         from transports.stdio.params import StdioParams
