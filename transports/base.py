@@ -52,9 +52,9 @@ class Started(msgspec.Struct, frozen=True):
     """A stdio server's process as mcpd started it (``Transport.started``)."""
 
     pid: int  # the process mcpd started: its sandbox's, whose descendants run the server
-    mark: str  # what its descendants carry in their environment (``stdio.launch``)
+    mark: str  # what its descendants carry in their environment (``stdio.process.launch``)
     unprotected: str | None  # what of its sandbox could not be applied, and why
-    # What its sandbox covers by a path (``stdio.secret_folders``), as it was then.
+    # What its sandbox covers by a path (``stdio.sandbox.secret_folders``), as it was then.
     covered: tuple[PathIdentity, ...] = ()
 
 

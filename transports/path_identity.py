@@ -1,5 +1,5 @@
 """What a path named when it was looked at: the file a sandbox covers by its path, kept
-so that a path that later names another file is noticed (``stdio.secret_folders``).
+so that a path that later names another file is noticed (``stdio.sandbox.secret_folders``).
 
 Its own module, as both the transports' base (what a started server's sandbox covered,
 ``base.Started``) and the stdio sandbox's plan hold it.
