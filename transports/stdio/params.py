@@ -1,6 +1,6 @@
 """What a stdio transport is given from its server's configuration: the command and
 how it is started, and the bounds its lines and its stopping are held to; and the
-environment the child gets of them (``childenv`` decides what is inherited)."""
+environment the child gets of them (``process.childenv`` decides what is inherited)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ class StdioParams(msgspec.Struct, frozen=True):
     args: tuple[str, ...] = ()
     env: dict[str, str] | None = None
     cwd: str | None = None
-    # What it inherits of mcpd's environment besides the default set (``childenv``),
+    # What it inherits of mcpd's environment besides the default set (``process.childenv``),
     # what of it is kept for others, and what mcpd sets for it (its own HOME).
     inherit_env: bool | tuple[str, ...] = False
     withheld: frozenset[str] = frozenset()

@@ -4,7 +4,7 @@ Responses are routed to waiting requests by id. When the process exits or its st
 closes, every pending request fails at once with the exit status and the last lines
 of stderr. Stopping closes stdin, waits, then SIGTERMs and SIGKILLs the whole group,
 so helpers a server spawned (``npx`` -> ``node``) go with it, and then the descendants
-that left the group (``strays``).
+that left the group (``process.strays``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A server's network namespace made before it starts, holding mcpd's listeners on the
-host loopback ports its ``loopback`` grants; no trio here (``launch``).
+host loopback ports its ``loopback`` grants; no trio here (``process.launch``).
 
 Why made beforehand rather than inside bubblewrap's: a listener made in the namespace
 before the server's command exists cannot be raced by it (the server cannot take the

@@ -53,7 +53,7 @@ class ChildProcess:
         # The forks that cgroup had refused before it started: the cgroup of a server
         # whose last start left processes behind is kept, with its count.
         self.refused_before = 0
-        # Its namespace and listeners for the host ports it may reach (``netns``).
+        # Its namespace and listeners for the host ports it may reach (``loopback.netns``).
         self.host_loopback: HostLoopback | None = None
 
     @property

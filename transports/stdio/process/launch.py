@@ -5,7 +5,7 @@ process. ``trio.open_process`` forks from a worker thread that trio retires afte
 few idle seconds, which would take every server down with it; so children are
 forked from the thread running trio (the main thread), which lives as long as the
 daemon, or, for a sandboxed server, from a thread that does nothing else and lives as
-long as mcpd or as the server (``confined``).
+long as mcpd or as the server (``sandbox.confined``).
 
 Setting it from a ``preexec_fn`` makes Python fork a full copy of the daemon (no
 vfork) and wait for it to exec, with the event loop stopped, for markedly longer than
@@ -200,7 +200,7 @@ def launch(
     """Start ``argv`` in its own session and process group, killed if mcpd dies, and
     in the cgroup whose ``cgroup.procs`` is ``join``, if given, before it execs ``argv``;
     from the thread ``starter`` names, so that it is born in what that thread is in
-    (``confined``): the main thread's children are born as mcpd is. The arguments
+    (``sandbox.confined``): the main thread's children are born as mcpd is. The arguments
     ``argv[from:to]`` of ``sandbox_args`` (bubblewrap's, ``Plan.sandbox_args``) are
     handed over through a descriptor, off the command line every user can read.
 

@@ -25,7 +25,7 @@ class Machine(msgspec.Struct, frozen=True, kw_only=True):
     system: tuple[SystemPath, ...] = ()
     nofile_hard: int | None = None  # mcpd's own hard limit: a child cannot go above it
     # mcpd runs as root, whom RLIMIT_NPROC never holds: processes are limited by a pids
-    # cgroup instead, where one can be made (``pidgroup``).
+    # cgroup instead, where one can be made (``process.pidgroup``).
     root: bool = False
     pids_cgroup: bool = False
     # The command line that runs what follows it in a Landlock domain scoped to

@@ -25,7 +25,7 @@ Levels:
 hidden: at the default level a grant is how a server gets one hidden path back (an
 AWS server its ``~/.aws``). ``network = false`` gives it a network namespace of its own,
 where only its own loopback exists. ``loopback`` names the host's loopback ports it may
-still reach: that namespace is then made before bubblewrap runs (``netns``), with mcpd's
+still reach: that namespace is then made before bubblewrap runs (``loopback.netns``), with mcpd's
 listeners on those ports in it, and bubblewrap joins it through ``nsenter``.
 
 The kernel's controls (``/sys``, and under ``/proc`` the settings, sysrq, interrupts,
@@ -101,7 +101,7 @@ class Sandbox(msgspec.Struct, frozen=True, kw_only=True):
     read: tuple[str, ...] = ()
     write: tuple[str, ...] = ()
     network: bool = True
-    # Host loopback ports reachable without a network (mcpd relays each, ``netns``).
+    # Host loopback ports reachable without a network (mcpd relays each, ``loopback.netns``).
     loopback: tuple[int, ...] = ()
     limits: Limits = msgspec.field(default_factory=Limits)
     alias: str = ""
