@@ -174,6 +174,44 @@ def test_pure_parts_do_no_io(who: str) -> None:
     assert not wrong, f"{who} must not do I/O:\n" + "\n".join(wrong)
 
 
+# The stdio sandbox's plan: what a sandbox is, decided from values (what the machine
+# offers and where the paths lead come in found by ``transports.stdio.sandbox.host``).
+# Not MCP, so not in protocol/; held to no I/O here instead, the filesystem included.
+SANDBOX_PLAN = tuple(
+    f"transports.stdio.sandbox.{m}"
+    for m in ("plan", "mounts", "strict_view", "fixed_dirs", "limits", "machine")
+)
+PLAN_MAY_IMPORT = (*SANDBOX_PLAN, "transports.path_identity", "protocol")
+
+
+def plan_io(edges: dict[str, set[str]], extern: dict[str, set[str]]) -> list[str]:
+    """What a module of the sandbox's plan imports that could do I/O: an I/O module,
+    ``os``, or a module of ours outside the plan (and the values it is made of)."""
+    return sorted(
+        f"{name} imports {dst}"
+        for name in SANDBOX_PLAN
+        for dst in sorted(extern[name] & {*IO_MODULES, "os"})
+        + sorted(d for d in edges[name] if not any(within(d, ok) for ok in PLAN_MAY_IMPORT))
+    )
+
+
+def test_the_sandbox_plan_does_no_io() -> None:
+    wrong = plan_io(graph(), {name: externals(name) for name in SANDBOX_PLAN})
+    assert not wrong, "the sandbox's plan decides from values, with no I/O:\n" + "\n".join(wrong)
+
+
+def test_the_plan_checker_sees_io() -> None:
+    plan, mounts = SANDBOX_PLAN[:2]
+    edges = {plan: {mounts, "transports.stdio.sandbox.host"}, mounts: set()}
+    extern = {plan: {"msgspec"}, mounts: {"os"}}
+    edges |= {m: set() for m in SANDBOX_PLAN[2:]}
+    extern |= {m: set() for m in SANDBOX_PLAN[2:]}
+    assert plan_io(edges, extern) == [
+        f"{mounts} imports os",
+        f"{plan} imports transports.stdio.sandbox.host",
+    ]
+
+
 # A module past this many lines holds more than one thing to read at once: split it
 # where its meaning parts, not where the count falls.
 MODULE_LINES = 400
