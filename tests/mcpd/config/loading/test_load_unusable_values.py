@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from mcpd.config.loading.load import parse
-from mcpd.config.tables.model import ConfigError
 from mcpd.config.sandboxing.sandbox import applied_limits
+from mcpd.config.tables.model import ConfigError
 from transports.stdio.sandbox.limits import Limits
 
 A_YEAR = "must be positive, at most 31536000 (a year)"
