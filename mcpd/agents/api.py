@@ -45,6 +45,7 @@ from .own_methods.approval_methods import HANDLERS as APPROVAL_HANDLERS
 from .own_methods.authapi import HANDLERS as AUTH_HANDLERS
 from .own_methods.daemon_methods import HANDLERS as DAEMON_HANDLERS
 from .own_methods.pinsapi import HANDLERS as PINS_HANDLERS
+from .own_methods.profile_bound import refuse_beyond
 from .own_methods.profile_methods import PROFILE_METHODS, ProfileMethods
 from .places import Seat
 from .profiles import Profile, Profiles
@@ -327,6 +328,8 @@ class AgentServer(ProfileMethods, Dispatcher):
             handler = self._handlers.get(req.method)
             result: Any
             if handler is not None:
+                if conn.fixed_profile is not None:
+                    refuse_beyond(conn.fixed_profile, req.method)
                 result = await handler(self, conn, req, ctx)
             elif req.method in self._extra_handlers:
                 result = await self._extra_handlers[req.method](conn, req, ctx)
