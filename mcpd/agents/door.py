@@ -86,6 +86,7 @@ class Door:
         """The connection's seat, to hold while it is served; None: it was refused
         (and closed)."""
         d = self._settings()
+        socket_of = profile  # the profile whose own socket this is (None: the daemon's)
         peer = peer_of(stream.socket)
         uids: Iterable[int] = d.allow_uids
         gids: Iterable[int] = self._allow_gids(d.allow_groups)
@@ -133,7 +134,7 @@ class Door:
                 )
                 return None
             profile = granted
-        refusal = self.places.refusal(d, peer)
+        refusal = self.places.refusal(d, peer, socket_of)
         if refusal is not None:
             await refuse(stream, f"mcpd: {refusal}")
             return None

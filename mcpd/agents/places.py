@@ -7,8 +7,11 @@ too, from the moment they are let in until they close:
 - one user other than mcpd's own and root may hold ``max_connections_per_uid`` of
   them (a quarter by default), so that a user allowed on some socket cannot take
   the places of all the others;
-- mcpd's own user and root may hold ``OWNER_RESERVE`` more, so that they can always
-  get in (``mcpd status``, ``mcpd reload``) whatever other users hold.
+- mcpd's own user and root may hold ``OWNER_RESERVE`` more on the daemon's own
+  socket, so that they can always get in (``mcpd status``, ``mcpd reload``) whatever
+  other users hold. On a profile's socket they may not: an agent held to a profile
+  there, as the daemon's own user, could otherwise take those places too and keep the
+  operator's commands out.
 
 The door (``door``) counts here, and so does a socket-activated mcpd that holds its
 socket while its config cannot be loaded (``mcpd.config_hold``). The HTTP endpoint
@@ -113,23 +116,44 @@ class Places:
         self._full = Throttle(burst=1)  # refused at the most everyone may hold
         self._over_quota = Throttle()  # refused at one user's share
 
-    def refusal(self, d: DaemonConfig, peer: Peer | None) -> str | None:
+    def refusal(
+        self, d: DaemonConfig, peer: Peer | None, profile_socket: str | None = None
+    ) -> str | None:
         """Why ``peer`` may not have one more connection to a socket now (logged), or
-        None. An unknown peer is taken for the owner."""
+        None. An unknown peer is taken for the owner; ``profile_socket``: the profile
+        whose own socket it came to (None: the daemon's), where the owner has no
+        reserve."""
         who = "an unknown peer" if peer is None else f"pid {peer.pid}, uid {peer.uid}"
         uid = None if peer is None else peer.uid
-        return self.refusal_of(socket_limits(d), uid, is_owner(peer), who)
+        if profile_socket is not None:
+            who = f"{who}, on the socket of profile {profile_socket!r}"
+        reserve = OWNER_RESERVE if profile_socket is None else 0
+        return self.refusal_of(socket_limits(d), uid, is_owner(peer), who, reserve)
 
-    def refusal_of(self, limits: PlaceLimits, uid: int | None, owner: bool, who: str) -> str | None:
+    def refusal_of(
+        self,
+        limits: PlaceLimits,
+        uid: int | None,
+        owner: bool,
+        who: str,
+        reserve: int = OWNER_RESERVE,
+    ) -> str | None:
         """Why the user ``uid`` (None: one mcpd cannot name), called ``who`` in the log,
         may not have one more connection now (logged), or None; ``owner``: mcpd's own
-        user or root, who has no share but the reserve."""
+        user or root, who has no share but ``reserve`` places past the most."""
         if owner:
-            if self.held.total < limits.most + OWNER_RESERVE:
+            if self.held.total < limits.most + reserve:
                 return None
-            self._log_full(limits, f"{who}, past the {OWNER_RESERVE} kept for mcpd's user and root")
+            if not reserve:
+                self._log_full(limits, who)
+                return (
+                    f"too many connections (limit {limits.most}; the {OWNER_RESERVE} more "
+                    "kept for mcpd's own user and root are on mcpd's own socket, not a "
+                    "profile's)"
+                )
+            self._log_full(limits, f"{who}, past the {reserve} kept for mcpd's user and root")
             return (
-                f"too many connections (limit {limits.most}, and the {OWNER_RESERVE} "
+                f"too many connections (limit {limits.most}, and the {reserve} "
                 "kept for mcpd's own user and root are taken too)"
             )
         has = self.held.of(uid)

@@ -196,6 +196,14 @@ async def hogging(uid: int, sock: Path, count: int) -> AsyncIterator[dict[str, A
         await proc.wait()
 
 
+async def refusal(sock: Path) -> str:
+    """Why the daemon refuses one more connection on ``sock``."""
+    async with await trio.open_unix_socket(str(sock)) as stream:
+        line = await stream.receive_some(4096)
+    message: str = json.loads(line)["error"]["message"]
+    return message
+
+
 @needs_root
 async def test_one_user_cannot_take_the_connections_of_the_others(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
@@ -235,8 +243,11 @@ async def test_the_owner_gets_in_when_others_hold_every_shared_place(tmp_path: P
             assert "mcpd" in await mcpd(shared / "mcpd.sock", "status")
             async with contextlib.AsyncExitStack() as stack:
                 for _ in range(OWNER_RESERVE):
-                    agent = await stack.enter_async_context(connect(str(shared / "p.sock")))
+                    agent = await stack.enter_async_context(connect(str(shared / "mcpd.sock")))
                     assert (await agent.rpc("ping"))["result"] == {"resultType": "complete"}
+            # The places kept for the owner are on the daemon's own socket only.
+            refused = await refusal(shared / "p.sock")
+            assert "kept for mcpd's own user and root are on mcpd's own socket" in refused
 
 
 async def test_a_peer_of_another_pid_namespace_is_let_in_with_no_process_to_go_by(
