@@ -131,7 +131,9 @@ class Connection(ConnectionEnd):
         self._reader = LineReader(lines, stream, self.line_limit, self._out, self._line)
 
     def may_control(self) -> bool:
-        """The daemon's user or root, on a socket (no peer: the HTTP endpoint's token)."""
+        """The daemon's user or root, on a socket (no peer: the HTTP endpoint's token);
+        on a profile's socket, of the methods that stay within it alone
+        (``own_methods.profile_bound``)."""
         return self.peer is not None and is_owner(self.peer)
 
     async def kin(self) -> AgentKin:

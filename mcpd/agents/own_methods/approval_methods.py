@@ -10,8 +10,9 @@
 
 Deciding a call lets it reach a server (or stops it), and the list shows what agents
 asked with which arguments: like ``mcpd/reload``, these are for the daemon's own user
-and root, and only where the kernel says who is asking (a Unix socket), so that an
-agent given the HTTP endpoint's token cannot approve its own calls. Neither can the
+and root, and only where the kernel says who is asking (a Unix socket, the daemon's
+own: a profile's shows nothing outside it, ``profile_bound``), so that an agent given
+the HTTP endpoint's token cannot approve its own calls. Neither can the
 agent that made a call, a process it started, or one in its session
 (``Approvals.decide``, ``policy.kin``), nor any other agent connected to mcpd in the
 same way (``persons_only``): a call left to a person is no agent's to decide.

@@ -3,8 +3,9 @@
 ``status`` is for anyone who may use the socket (it shows issuers, scopes and
 expiry, never a token), of the servers of the caller's profile (``Profiles.scope``).
 Logging in and out changes what every agent's calls run as, so, like
-``mcpd/reload``, those are only for the daemon's own user and root, on a socket: a
-request on the HTTP endpoint has no peer, and its token is what agents are given.
+``mcpd/reload``, those are only for the daemon's own user and root, on a socket (the
+daemon's own, not a profile's: ``profile_bound``): a request on the HTTP endpoint has
+no peer, and its token is what agents are given.
 
 A login takes two requests: ``mcpd/auth/login`` starts it (the URL to open and the
 login's id) and ``mcpd/auth/complete`` hands over the redirect the browser came
@@ -12,7 +13,8 @@ back to; it answers once the server has tried the new token.
 
 ``mcpd/auth/dashboard`` is the other way round: it logs a person's browser in to mcpd's
 own status page, with an address on the HTTP endpoint that carries a one-time code
-(``page.passes``). Like a login, it is for the daemon's own user and root; the code
+(``page.passes``). Like a login, it is for the daemon's own user and root (the page
+shows the whole daemon); the code
 keeps who asked for it and whether that is an agent's kin (``page.opener``), which
 decides what the page it opens may decide. ``mcpd/auth/dashboard_spent`` answers once
 such a code can open no session (traded, or past its time): ``mcpd dashboard`` waits

@@ -4,7 +4,8 @@
 - ``mcpd/status``: what ``mcpd status`` shows, as the asking agent's profile and user
   may read it;
 - ``mcpd/reload``: the config read again and put in force (``mcpd reload``), for the
-  daemon's own user and root, on its Unix socket;
+  daemon's own user and root, on its own Unix socket (not a profile's:
+  ``profile_bound``);
 - ``mcpd/reset``: a server's circuit closed on trial (``mcpd reset``), for the same
   callers as ``mcpd/reload``, of the servers the connection's profile has;
 - ``mcpd/lineLimit``: the longest line the connection takes, which ``mcpd bridge``

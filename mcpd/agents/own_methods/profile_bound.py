@@ -46,6 +46,6 @@ def refuse_beyond(profile: str, method: str) -> None:
     raise rpc.RPCError(
         -32000,
         f"{method} acts on the whole daemon, and this connection is held to the profile "
-        f"{profile!r} (its socket serves that profile only): ask on mcpd's own socket, "
-        "as the mcpd commands do",
+        f"{profile!r} (its socket serves that profile only): ask on mcpd's own socket "
+        "instead",
     )
