@@ -105,10 +105,11 @@ def _owned_dir(path: str) -> bool:
     return os.path.basename(path) == "mcpd" or path == f"/tmp/mcpd-{os.getuid()}"
 
 
-def hidden_paths(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
-    """Every path no server may see (they may not exist), absolute: one named
-    relatively, in the config or mcpd's environment, is where mcpd finds it, relative to
-    its working directory, which it never leaves."""
+def own_paths(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
+    """What of ``hidden_paths`` is mcpd's own: its state directory (and the servers'
+    homes in it), its config file and directory, the secret files the config reads,
+    the directories of its sockets and of the pages it hands a browser, and systemd's
+    directories for it. No grant shows a server any of them (``grant_reach``)."""
     env = os.environ if env is None else env
     out = [state_directory(config.daemon.state_dir, env)]
     if config.source:  # none for a config read from no file
@@ -124,6 +125,16 @@ def hidden_paths(config: Config, env: Mapping[str, str] | None = None) -> list[s
     out += [os.path.dirname(s) for s in sockets if _owned_dir(os.path.dirname(s))]
     for var in ("CONFIGURATION_DIRECTORY", "RUNTIME_DIRECTORY", "CREDENTIALS_DIRECTORY"):
         out += [p for p in env.get(var, "").split(":") if p]
+    out += pages_directories(env)
+    return sorted({_absolute(p) for p in out})
+
+
+def hidden_paths(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
+    """Every path no server may see (they may not exist), absolute: one named
+    relatively, in the config or mcpd's environment, is where mcpd finds it, relative to
+    its working directory, which it never leaves."""
+    env = os.environ if env is None else env
+    out = own_paths(config, env)
     for home in user_homes(env):
         out += [os.path.join(home, p) for p in IN_HOME]
     # The session's sockets are where the login made them, whatever mcpd was told.
@@ -131,7 +142,6 @@ def hidden_paths(config: Config, env: Mapping[str, str] | None = None) -> list[s
     names = {"uid": str(os.getuid()), "user": env.get("USER") or env.get("LOGNAME") or ""}
     out += [os.path.join(r, p.format_map(names)) for r in runtimes for p in IN_RUNTIME_DIR]
     out += [os.path.join("/tmp", p.format_map(names)) for p in IN_TMP]
-    out += pages_directories(env)
     out += ON_HOST
     for var in NAMED_BY:
         out += [p for p in env.get(var, "").split(":") if p]
@@ -218,6 +228,7 @@ def sandbox_of(
         level=level,
         home=home,
         hide=hide,
+        own=tuple(own_paths(config, env)),
         made=tuple(pages_directories(env)),
         secrets=secrets_of(config, env),
         sees=sees_of(alias, cfg, env),

@@ -25,6 +25,7 @@ from ..process import pidgroup
 from ..process.launch import server_program
 from . import anchors, confined, landlock, secret_folders
 from .fixed_dirs import fixed_dirs
+from .grant_reach import Hidden, hidden_now, is_own, overreach
 from .hidden_links import SYSTEM_DIRS, Needed
 from .machine import Machine, SystemPath
 from .mounts import kernel_mounts, sealed, tmpfs
@@ -172,8 +173,10 @@ def resolve(sandbox: Sandbox, command: str, cwd: str = "") -> Resolved:
     secret_folders.say(folders, sandbox)
     hide += folders.folders
     needs = _needs(sandbox, command, cwd)
+    hidden = [Hidden(f, f, False) for f in folders.folders]
     for path in hide:
         for real in anchors.places(path, sandbox.alias, needs):
+            hidden.append(Hidden(path, real, is_own(path, sandbox)))
             if os.path.isdir(real):
                 mounts.append(Mount(real, "hide_dir"))
             elif os.path.lexists(real):
@@ -182,7 +185,7 @@ def resolve(sandbox: Sandbox, command: str, cwd: str = "") -> Resolved:
     dirs = [m.path for m in mounts if m.kind == "hide_dir"]
     mounts = [m for m in mounts if not any(m.path != d and within(m.path, d) for d in dirs)]
     mounts = list(dict.fromkeys(mounts))
-    mounts += grants(sandbox)
+    mounts += grants(sandbox, hidden)
     home = make_home(sandbox.home, where)
     mounts += fixed_dirs(mounts, home, sandbox.level)
     covered = secret_folders.identities(folders)
@@ -245,11 +248,15 @@ def make_to_hide(paths: tuple[str, ...]) -> None:
             os.mkdir(path, 0o700)
 
 
-def grants(sandbox: Sandbox) -> list[Mount]:
-    """Its ``read`` and ``write`` grants as they are on this machine. Raises SandboxError
-    naming the first that does not exist or that is the root."""
+def grants(sandbox: Sandbox, hidden: Sequence[Hidden] | None = None) -> list[Mount]:
+    """Its ``read`` and ``write`` grants as they are on this machine, each where it leads
+    now. Raises SandboxError naming the first that does not exist, that is the root, or
+    that leads where no grant may (``grant_reach``) against what the sandbox hides at
+    this start (``hidden``; when not given, as it would be found now)."""
     where = sandbox.where
     found: list[Mount] = []
+    if hidden is None:
+        hidden = hidden_now(sandbox)
     for key, paths in (("read", sandbox.read), ("write", sandbox.write)):
         for i, path in enumerate(paths):
             real = os.path.realpath(path)
@@ -262,7 +269,10 @@ def grants(sandbox: Sandbox) -> list[Mount]:
                     f"{where}.{key}[{i}]: {path} is /, which would give back everything "
                     "the sandbox hides"
                 )
-            written = os.path.normpath(path)
+            written = os.path.normpath(os.path.abspath(path))
+            why = overreach(written, real, hidden) if sandbox.level != "off" else None
+            if why is not None:
+                raise SandboxError(f"{where}.{key}[{i}]: {why}")
             link = written if written != real else None
             found.append(Mount(real, "read" if key == "read" else "write", link))
     return found

@@ -97,6 +97,8 @@ class Sandbox(msgspec.Struct, frozen=True, kw_only=True):
     # The config file and the secret files it reads (among ``hide``): the directory of
     # each is hidden whole where the server sees nothing in it (``secret_folders``).
     secrets: tuple[str, ...] = ()
+    # mcpd's own among ``hide`` (its state, config, sockets, pages): no grant shows them.
+    own: tuple[str, ...] = ()
     sees: tuple[SeenPlace, ...] = ()  # places it sees besides its command, cwd and grants
     read: tuple[str, ...] = ()
     write: tuple[str, ...] = ()

@@ -1,0 +1,91 @@
+"""Where a grant leads as a server starts: never to mcpd's own places (its state, its
+config), however it is named; to another hidden place (a credential store) only where
+the config names that place by its own path; and a grant that holds what is hidden, as
+the config names it, keeps what it holds covered."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from transports.stdio import sandbox_host
+from transports.stdio.grant_reach import Hidden, overreach
+from transports.stdio.sandbox import Mount, Sandbox, SandboxError
+
+
+@pytest.fixture
+def tmp(tmp_path: Path) -> Path:
+    return Path(os.path.realpath(tmp_path))
+
+
+STATE = Hidden("/h/.local/state/mcpd", "/h/.local/state/mcpd", own=True)
+AWS = Hidden("/h/.aws", "/data/aws", own=False)
+HIDDEN = [STATE, AWS]
+
+
+@pytest.mark.parametrize(
+    ("written", "real"),
+    [
+        ("/h/notes", "/h/.local/state/mcpd"),  # a link re-pointed at the state
+        ("/h/notes", "/h/.local/state/mcpd/homes/other"),  # into another server's home
+        ("/h/notes", "/h/.local/state"),  # at what holds it
+        ("/h/.local/state/mcpd", "/h/.local/state/mcpd"),  # named by its own path
+        ("/h/.local/state/mcpd/homes/x", "/h/.local/state/mcpd/homes/x"),
+    ],
+)
+def test_no_grant_leads_to_mcpds_own_places(written: str, real: str) -> None:
+    why = overreach(written, real, HIDDEN)
+    assert why is not None
+    assert f"{STATE.place}, mcpd's own" in why
+
+
+def test_a_grant_that_holds_mcpds_own_places_as_the_config_names_it_is_bound() -> None:
+    assert overreach("/h", "/h", HIDDEN) is None
+    assert overreach("/h/.local", "/h/.local", HIDDEN) is None
+
+
+@pytest.mark.parametrize(
+    ("written", "real"),
+    [("/h/notes", "/data/aws"), ("/h/notes", "/data/aws/sub"), ("/h/notes", "/data")],
+)
+def test_a_grant_reaches_another_hidden_place_only_as_the_config_names_it(
+    written: str, real: str
+) -> None:
+    why = overreach(written, real, HIDDEN)
+    assert why is not None
+    assert "through a symbolic link the config does not name" in why
+    assert f"{written} leads to {real}" in why
+
+
+def test_a_hidden_place_the_config_names_is_given_back() -> None:
+    assert overreach("/h/.aws", "/data/aws", HIDDEN) is None
+    assert overreach("/h/.aws/config", "/data/aws/config", HIDDEN) is None
+    assert overreach("/h/notes", "/data/notes", HIDDEN) is None  # nothing hidden there
+
+
+def sandbox(tmp: Path, **paths: tuple[str, ...]) -> Sandbox:
+    home = str(tmp / "state" / "mcpd" / "homes" / "s")
+    return Sandbox(home=home, alias="s", where="servers.s", **paths)
+
+
+def test_a_grant_repointed_at_the_state_directory_is_refused_naming_where_it_leads(
+    tmp: Path,
+) -> None:
+    state = tmp / "state" / "mcpd"
+    (state / "homes").mkdir(parents=True)
+    (tmp / "data").mkdir()
+    notes = tmp / "notes"
+    notes.symlink_to(tmp / "data")
+    box = sandbox(tmp, hide=(str(state),), own=(str(state),), write=(str(notes),))
+    found = sandbox_host.resolve(box, "/bin/true")
+    assert Mount(str(tmp / "data"), "write", str(notes)) in found.mounts
+    notes.unlink()
+    notes.symlink_to(state)
+    for start in (lambda: sandbox_host.resolve(box, "/bin/true"), lambda: sandbox_host.grants(box)):
+        with pytest.raises(SandboxError) as error:
+            start()
+        said = str(error.value)
+        assert said.startswith(f"servers.s.write[0]: {notes} leads to {state}, which is {state}")
+        assert "mcpd's own" in said

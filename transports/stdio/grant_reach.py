@@ -1,0 +1,96 @@
+"""Where a grant leads as a server starts, against what every sandbox hides.
+
+A grant is resolved through symbolic links at each start, and anything that may write
+a directory on its way (the server itself, when the grant is its own to write, or a
+sibling) can point it elsewhere between one start and the next: at mcpd's state
+directory, which a grant would bind over the cover that hides it. So a grant is
+checked where it leads at that start, and the server does not start when:
+
+- it is, lies in or holds one of mcpd's own places (``Sandbox.own``: its state, with
+  the servers' homes, its config, the secret files the config reads, its sockets'
+  directories, the pages it hands a browser): no grant shows a server any of them,
+  but one that holds such a place as the config names it (``read = ["~"]``), under
+  which the cover lands on top;
+- it is, lies in or holds any other hidden place (a credential store) only through a
+  symbolic link: what the config names itself (``read = ["~/.aws"]``) is how a server
+  gets one back, but a link on the way says nothing of what the user meant.
+
+The path checked is the one bound (``sandbox_host``): a link swapped after the check
+changes nothing of what the sandbox shows. No trio here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import msgspec
+
+from . import anchors
+from .sandbox import Sandbox, within
+
+
+class Hidden(msgspec.Struct, frozen=True):
+    """A place a sandbox hides at this start."""
+
+    path: str  # as the config or mcpd names it, absolute
+    place: str  # where that is now, real
+    own: bool  # mcpd's own (``Sandbox.own``)
+
+
+def is_own(path: str, sandbox: Sandbox) -> bool:
+    return any(within(path, own) for own in sandbox.own)
+
+
+def hidden_now(sandbox: Sandbox) -> list[Hidden]:
+    """What ``sandbox`` would hide were it started now, found without holding or saying
+    anything (``anchors.followed``): for a start's check made ahead of it."""
+    if sandbox.level == "off":
+        return []
+    found = []
+    for hide in sandbox.hide:
+        for path in anchors.matching(hide):
+            place = anchors.followed(path) if os.path.lexists(path) else None
+            if place is not None:
+                found.append(Hidden(path, place, is_own(path, sandbox)))
+    return found
+
+
+def overreach(written: str, real: str, hidden: Sequence[Hidden]) -> str | None:
+    """Why a grant the config writes ``written`` (absolute), which leads to ``real`` at
+    this start, may not be bound (a clause after the grant's name); None when it may."""
+    for h in hidden:
+        if within(real, h.place):
+            how = "is" if real == h.place else "lies in"
+        elif within(h.place, real):
+            how = "holds"
+        else:
+            continue
+        # Named in the config: any spelling of the hidden place the config's path is
+        # (or holds, for a grant that holds it), as mcpd names it.
+        spellings = [o.path for o in hidden if o.place == h.place]
+        if how == "holds":
+            named = any(within(s, written) for s in spellings)
+        else:
+            named = any(within(written, s) for s in spellings)
+        lead = f"{written} leads to {real}" if real != written else written
+        if h.own and (how != "holds" or not named):
+            return (
+                f"{lead}, which {how} {h.place}, mcpd's own ({h.path}), hidden from every "
+                "server: no grant shows a server what mcpd keeps"
+                + _unless_made(real != written)
+            )
+        if not named:
+            return (
+                f"{lead}, which {how} {h.place} ({h.path}), hidden from every server, "
+                "through a symbolic link the config does not name: a grant gives a hidden "
+                f"place back only where the config names it by its own path"
+                + _unless_made(True)
+            )
+    return None
+
+
+def _unless_made(linked: bool) -> str:
+    if not linked:
+        return ""
+    return " (a server may have made that link: remove it, unless you made it)"
