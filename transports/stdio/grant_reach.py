@@ -75,18 +75,14 @@ def overreach(written: str, real: str, hidden: Sequence[Hidden]) -> str | None:
             named = any(within(written, s) for s in spellings)
         lead = f"{written} leads to {real}" if real != written else written
         if h.own and (how != "holds" or not named):
-            return (
-                f"{lead}, which {how} {h.place}, mcpd's own ({h.path}), hidden from every "
-                "server: no grant shows a server what mcpd keeps"
-                + _unless_made(real != written)
-            )
+            said = f"{lead}, which {how} {h.place}, mcpd's own ({h.path}), hidden from every "
+            said += "server: no grant shows a server what mcpd keeps"
+            return said + _unless_made(real != written)
         if not named:
-            return (
-                f"{lead}, which {how} {h.place} ({h.path}), hidden from every server, "
-                "through a symbolic link the config does not name: a grant gives a hidden "
-                f"place back only where the config names it by its own path"
-                + _unless_made(True)
-            )
+            said = f"{lead}, which {how} {h.place} ({h.path}), hidden from every server, "
+            said += "through a symbolic link the config does not name: a grant gives a "
+            said += "hidden place back only where the config names it by its own path"
+            return said + _unless_made(True)
     return None
 
 

@@ -1,0 +1,125 @@
+"""A server that points its own grant at mcpd's state directory, or has a sibling do
+it, and exits, is not started again with the state bound over the cover that hides
+it: its start is refused, naming the grant, where it now leads and why, in ``mcpd
+status`` and the journal, while every other server goes on answering."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from tests.support import bubblewrap
+from tests.support.agent import Agent
+from tests.support.sandbox import (
+    ENDPOINT_TOKEN,
+    HOSTILE,
+    Served,
+    agent_of,
+    hostile,
+    serving,
+    steady,
+    text,
+    wait_ready,
+)
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(autouse=True)
+def _sandbox_works() -> None:
+    bubblewrap.require()
+
+
+async def call(agent: Agent, alias: str, tool: str, **arguments: object) -> str:
+    return text(await agent.call(f"mcp__{alias}__{tool}", arguments))
+
+
+async def started_again(d: Served, agent: Agent, alias: str) -> dict[str, Any]:
+    """``alias`` made to exit; its status once mcpd has started it again, or has
+    refused to."""
+    before = (await d.status())[alias]["restarts"]
+    await agent.call(f"mcp__{alias}__quit", {})  # an error: it dies mid-call
+    with trio.fail_after(30):
+        while True:
+            row = (await d.status())[alias]
+            if "cannot start in its sandbox" in (row["last_error"] or ""):
+                return row
+            # Serving again, though lately failed: degraded, not ready.
+            if row["state"] in ("ready", "degraded") and row["restarts"] > before:
+                return row
+            await trio.sleep(0.05)
+
+
+async def shown_nothing_of(d: Served, agent: Agent, alias: str, state: Path) -> dict[str, Any]:
+    """``alias`` made to exit; were it started again, it could not read the state's
+    token. Its status."""
+    row = await started_again(d, agent, alias)
+    if row["state"] in ("ready", "degraded"):
+        # mcpd masks the token in what the server answers: that it read it is enough.
+        got = await call(agent, alias, "read_file", path=str(state / "token"))
+        assert not got.startswith("ok:"), got
+    return row
+
+
+def said_of(row: dict[str, Any], alias: str, key: str, grant: Path, state: Path) -> str:
+    said: str = row["last_error"]
+    lead = f"servers.{alias}.{key}: {grant} leads to {state}, which is {state}, mcpd's own"
+    assert lead in said, said
+    return lead
+
+
+async def test_a_server_that_repoints_its_grant_at_the_state_is_not_started_with_it(
+    tmp_path: Path,
+) -> None:
+    notes = tmp_path / "home" / "notes"  # the user's notes, kept elsewhere
+    (tmp_path / "data" / "notes").mkdir(parents=True)
+    notes.parent.mkdir(parents=True)
+    notes.symlink_to(tmp_path / "data" / "notes")
+    servers = {"hostile": hostile(write=[str(notes)]), "steady": steady()}
+    with serving(tmp_path, servers) as d:
+        state = tmp_path / "state"
+        async with agent_of(d) as agent:
+            await wait_ready(agent, "hostile", "steady")
+            got = await call(agent, "hostile", "relink", path=str(notes), to=str(state))
+            assert got.startswith("ok:"), got
+            row = await shown_nothing_of(d, agent, "hostile", state)
+            lead = said_of(row, "hostile", "write[0]", notes, state)
+            assert lead in await d.logged(lead)
+            assert await call(agent, "steady", "tool0", text="a") == "tool0:a"
+            assert (state / "token").read_text() == ENDPOINT_TOKEN + "\n"
+
+
+async def test_a_strict_servers_grant_repointed_by_a_sibling_is_not_bound(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "proj"
+    notes = project / "notes"
+    notes.mkdir(parents=True)
+    runtime = sorted({sys.prefix, sys.base_prefix, str(Path(HOSTILE).parent)})
+    servers = {
+        "strict": hostile(sandbox="strict", read=runtime, write=[str(notes)]),
+        "sibling": hostile(),
+        "steady": steady(),
+    }
+    with serving(tmp_path, servers) as d:
+        state = tmp_path / "state"
+        async with agent_of(d) as agent:
+            await wait_ready(agent, "strict", "sibling", "steady")
+            # The grant is a mount point in the strict sandbox; the folder above it is
+            # not, and the sibling sees it as its user does.
+            moved = {"path": str(project), "to": str(tmp_path / "proj.x")}
+            for tool, arguments in (
+                ("rename", moved),
+                ("mkdir", {"path": str(project)}),
+                ("relink", {"path": str(notes), "to": str(state)}),
+            ):
+                got = await call(agent, "sibling", tool, **arguments)
+                assert got.startswith("ok:"), got
+            row = await shown_nothing_of(d, agent, "strict", state)
+            lead = said_of(row, "strict", "write[0]", notes, state)
+            assert lead in await d.logged(lead)
+            assert await call(agent, "steady", "tool0", text="a") == "tool0:a"
