@@ -81,7 +81,7 @@ def start_early(config: Config, socket: str | None) -> list[int]:
             env = child_env(alias, cfg, config, sandbox)
             plan, cwd = command_line([cfg.command, *cfg.args], env, cfg.cwd, sandbox)
             pid = early.launch_early(
-                plan.argv, env, cwd, plan.join, plan.starter, plan.sandbox_args
+                plan.argv, env, cwd, plan.join, plan.starter, plan.sandbox_args, plan.held
             )
         except (OSError, SandboxError):
             continue  # its runner starts it again, and says by name why it cannot

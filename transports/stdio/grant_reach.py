@@ -15,8 +15,9 @@ checked where it leads at that start, and the server does not start when:
   symbolic link: what the config names itself (``read = ["~/.aws"]``) is how a server
   gets one back, but a link on the way says nothing of what the user meant.
 
-The path checked is the one bound (``sandbox_host``): a link swapped after the check
-changes nothing of what the sandbox shows. No trio here.
+What was checked is what is bound: a descriptor of each grant is held from its check
+(``hold``) and bubblewrap binds that (``--bind-fd``), so that a link swapped on the
+way after the check changes nothing of what the sandbox shows. No trio here.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from collections.abc import Sequence
 import msgspec
 
 from . import anchors
-from .sandbox import Sandbox, within
+from .sandbox import Mount, Sandbox, SandboxError, within
 
 
 class Hidden(msgspec.Struct, frozen=True):
@@ -90,3 +91,37 @@ def _unless_made(linked: bool) -> str:
     if not linked:
         return ""
     return " (a server may have made that link: remove it, unless you made it)"
+
+
+def hold(mounts: Sequence[Mount], where: str) -> list[Mount]:
+    """``mounts`` with a descriptor held of each grant (``Mount.fd``), for bubblewrap to
+    bind what was checked, whatever is renamed or relinked after. Raises SandboxError
+    when a grant is no longer where it was found (the server's next try finds it
+    afresh); nothing is left open then."""
+    out: list[Mount] = []
+    try:
+        for m in mounts:
+            if m.kind not in ("read", "write"):
+                out.append(m)
+                continue
+            fd = os.open(m.path, os.O_PATH | os.O_CLOEXEC)
+            out.append(msgspec.structs.replace(m, fd=fd))
+            # The kernel's name for what was opened: a directory on the way swapped
+            # since the check would lead elsewhere.
+            now = os.readlink(f"/proc/self/fd/{fd}")
+            if now != m.path:
+                raise SandboxError(f"{where}: {m.path}, granted, led to {now} as it started")
+    except OSError as exc:
+        release(out)
+        raise SandboxError(f"{where}: cannot hold its grant {m.path}: {exc.strerror}") from None
+    except BaseException:
+        release(out)
+        raise
+    return out
+
+
+def release(mounts: Sequence[Mount]) -> None:
+    """Close the descriptors ``hold`` opened."""
+    for m in mounts:
+        if m.fd is not None:
+            os.close(m.fd)

@@ -71,11 +71,12 @@ def write_config(tmp_path: Path, servers: dict[str, str]) -> tuple[Path, Path]:
 
 def test_each_server_starts_once_and_before_trio_is_imported(tmp_path: Path) -> None:
     files = {alias: tmp_path / f"{alias}.starts" for alias in ("a", "b", "later", "off")}
+    (tmp_path / "granted").mkdir()  # held afresh, under another descriptor, at each start
     cfg, sock = write_config(
         tmp_path,
         {
             "a": counted_server(files["a"]),
-            "b": counted_server(files["b"]),
+            "b": counted_server(files["b"], f'read = ["{tmp_path / "granted"}"]'),
             "later": counted_server(files["later"], 'start = "lazy"'),
             "off": counted_server(files["off"], "enabled = false"),
         },

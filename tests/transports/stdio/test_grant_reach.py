@@ -1,15 +1,18 @@
 """Where a grant leads as a server starts: never to mcpd's own places (its state, its
 config), however it is named; to another hidden place (a credential store) only where
 the config names that place by its own path; and a grant that holds what is hidden, as
-the config names it, keeps what it holds covered."""
+the config names it, keeps what it holds covered; and what is bound is what was checked,
+whatever is swapped on the way after."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.support import bubblewrap
 from transports.stdio import sandbox_host
 from transports.stdio.grant_reach import Hidden, overreach
 from transports.stdio.sandbox import Mount, Sandbox, SandboxError
@@ -89,3 +92,27 @@ def test_a_grant_repointed_at_the_state_directory_is_refused_naming_where_it_lea
         said = str(error.value)
         assert said.startswith(f"servers.s.write[0]: {notes} leads to {state}, which is {state}")
         assert "mcpd's own" in said
+
+
+def test_what_a_grant_led_to_when_checked_is_what_the_sandbox_shows(tmp: Path) -> None:
+    bubblewrap.require()
+    notes = tmp / "proj" / "notes"
+    other = tmp / "other" / "notes"
+    for folder, which in ((notes, "notes\n"), (other, "other\n")):
+        folder.mkdir(parents=True)
+        (folder / "which").write_text(which)
+    box = Sandbox(home=str(tmp / "homes" / "s"), alias="s", where="servers.s", read=(str(notes),))
+    argv = ["/bin/cat", str(notes / "which")]
+    plan, cwd = sandbox_host.command_line(argv, {"PATH": "/usr/bin:/bin"}, None, box)
+    # Between the check and bubblewrap's mount, the folder above the grant is swapped
+    # for a link elsewhere, as anything that may write it could.
+    (tmp / "proj").rename(tmp / "proj.x")
+    (tmp / "proj").symlink_to("other")
+    try:
+        done = subprocess.run(
+            plan.argv, pass_fds=plan.held, capture_output=True, text=True, cwd=cwd, timeout=30
+        )
+    finally:
+        for fd in plan.held:
+            os.close(fd)
+    assert done.stdout == "notes\n", done.stderr

@@ -128,6 +128,7 @@ def spawn(
     join: str | None = None,
     starter: Starter = "main",
     sandbox_args: tuple[int, int] | None = None,
+    held: Sequence[int] = (),
 ) -> ChildProcess:
     """Start ``argv`` in its own session and process group, killed if mcpd dies (in the
     cgroup ``join`` names, if given; from the thread ``starter`` names; bubblewrap's
@@ -146,6 +147,7 @@ def spawn(
             join=join,
             starter=starter,
             sandbox_args=sandbox_args,
+            held=held,
         )
     )
 

@@ -32,17 +32,26 @@ def launch_early(
     join: str | None = None,
     starter: Starter = "main",
     sandbox_args: tuple[int, int] | None = None,
+    held: Sequence[int] = (),
 ) -> int:
     """Start a stdio server now, for a later ``take`` with the same arguments; its pid.
     Raises OSError as ``launch`` does."""
-    child = launch(argv, env=env, cwd=cwd, join=join, starter=starter, sandbox_args=sandbox_args)
-    _waiting.setdefault((tuple(argv), cwd), []).append((dict(env), child))
+    child = launch(
+        argv,
+        env=env,
+        cwd=cwd,
+        join=join,
+        starter=starter,
+        sandbox_args=sandbox_args,
+        held=held,
+    )
+    _waiting.setdefault(_key(argv, cwd), []).append((dict(env), child))
     return child.popen.pid
 
 
 def take(argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -> Launched | None:
     """The child started early with exactly these arguments, if one is waiting."""
-    key = (tuple(argv), cwd)
+    key = _key(argv, cwd)
     waiting = _waiting.get(key)
     if not waiting:
         return None
@@ -53,6 +62,16 @@ def take(argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -> Launch
                 del _waiting[key]
             return child
     return None
+
+
+def _key(argv: Sequence[str], cwd: str | None) -> _Key:
+    # A grant's descriptor is opened afresh for each start (``Plan.held``): the same
+    # grant, checked again, under another number.
+    words = list(argv)
+    for i, word in enumerate(words[:-1]):
+        if word in ("--bind-fd", "--ro-bind-fd"):
+            words[i + 1] = "FD"
+    return (tuple(words), cwd)
 
 
 def waiting() -> list[int]:

@@ -196,13 +196,16 @@ def launch(
     join: str | None = None,
     starter: Starter = "main",
     sandbox_args: tuple[int, int] | None = None,
+    held: Sequence[int] = (),
 ) -> Launched:
     """Start ``argv`` in its own session and process group, killed if mcpd dies, and
     in the cgroup whose ``cgroup.procs`` is ``join``, if given, before it execs ``argv``;
     from the thread ``starter`` names, so that it is born in what that thread is in
     (``sandbox.confined``): the main thread's children are born as mcpd is. The arguments
     ``argv[from:to]`` of ``sandbox_args`` (bubblewrap's, ``Plan.sandbox_args``) are
-    handed over through a descriptor, off the command line every user can read.
+    handed over through a descriptor, off the command line every user can read. The
+    descriptors ``held`` (``Plan.held``) are handed to it too, and closed here, as it
+    starts or fails to.
 
     Call it from the main thread (see the module docstring). Raises OSError when the
     command cannot be started, also for arguments, a variable or a directory the system
@@ -233,7 +236,7 @@ def launch(
                 cwd=cwd,
                 start_new_session=True,
                 preexec_fn=preexec,
-                pass_fds=passed,
+                pass_fds=[*passed, *held],
             )
 
         if starter == "confined":
@@ -253,7 +256,7 @@ def launch(
             raise OSError(errno.EINVAL, str(exc)) from None
         raise
     finally:
-        for fd in passed:
+        for fd in [*passed, *held]:
             os.close(fd)
     for fd in theirs:
         if fd is not None:

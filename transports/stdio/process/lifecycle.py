@@ -43,6 +43,7 @@ def start(
     sandbox_args = None
     loopback = None
     covered: tuple[PathIdentity, ...] = ()
+    held: tuple[int, ...] = ()
     if sandbox is not None:
         try:
             if sandbox.loopback and sandbox.level != "off":
@@ -60,16 +61,25 @@ def start(
             raise _spawn_error(alias, argv[0], cwd, exc, sandbox.home) from None
         argv, unprotected, join, starter = plan.argv, plan.unprotected, plan.join, plan.starter
         wrapped, sandbox_args, covered = plan.wrapped, plan.sandbox_args, plan.covered
+        held = plan.held
         if wrapped and sandbox.network:
             _say_unscoped()
     refused_before = pidgroup.refused(join) if join is not None else None
     started = early.take(argv, env, cwd)
     try:
         if started is not None:
+            for fd in held:  # the early one was handed its own
+                os.close(fd)
             proc = adopt(started)
         else:
             proc = spawn(
-                argv, env=env, cwd=cwd, join=join, starter=starter, sandbox_args=sandbox_args
+                argv,
+                env=env,
+                cwd=cwd,
+                join=join,
+                starter=starter,
+                sandbox_args=sandbox_args,
+                held=held,
             )
     except OSError as exc:
         if loopback is not None:

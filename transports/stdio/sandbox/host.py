@@ -25,7 +25,7 @@ from ..process import pidgroup
 from ..process.launch import server_program
 from . import anchors, confined, landlock, secret_folders
 from .fixed_dirs import fixed_dirs
-from .grant_reach import Hidden, hidden_now, is_own, overreach
+from .grant_reach import Hidden, hidden_now, hold, is_own, overreach, release
 from .hidden_links import SYSTEM_DIRS, Needed
 from .machine import Machine, SystemPath
 from .mounts import kernel_mounts, sealed, tmpfs
@@ -340,7 +340,15 @@ def command_line(
     command = server_program(argv[0], env, cwd, home)
     cwd = cwd or home
     machine = probe(network=not sandbox.network)
-    planned = plan(resolve(sandbox, command, cwd), argv, machine, cwd, netns)
+    resolved = resolve(sandbox, command, cwd)
+    resolved = msgspec.structs.replace(resolved, mounts=tuple(hold(resolved.mounts, sandbox.where)))
+    try:
+        planned = plan(resolved, argv, machine, cwd, netns)
+    except BaseException:
+        release(resolved.mounts)
+        raise
+    if not planned.wrapped:
+        release(resolved.mounts)
     processes = sandbox.limits.processes
     if processes is not None and machine.root and machine.pids_cgroup:
         join = pidgroup.procs_file(sandbox.alias, processes)

@@ -132,6 +132,10 @@ class Mount(msgspec.Struct, frozen=True):
     # A grant as written when that is a symlink's path: a strict sandbox shows the
     # link too, so that the paths of the config work inside as they do outside.
     written: str | None = None
+    # A grant's descriptor, held since it was checked (``grant_reach.hold``): bound
+    # in place of the path, which anyone who may write a directory on its way could
+    # point elsewhere before bubblewrap mounts it.
+    fd: int | None = None
 
 
 class Resolved(msgspec.Struct, frozen=True, kw_only=True):
@@ -177,6 +181,9 @@ class Plan(msgspec.Struct, frozen=True):
     # bubblewrap through a descriptor instead (``--args FD``). None when not wrapped.
     sandbox_args: tuple[int, int] | None = None
     covered: tuple[PathIdentity, ...] = ()  # ``Resolved.covered``
+    # The grants' descriptors bubblewrap binds (``Mount.fd``): handed to it, and
+    # closed once it is started.
+    held: tuple[int, ...] = ()
 
 
 def _depth(path: str) -> int:
@@ -258,14 +265,20 @@ def bwrap_args(r: Resolved, machine: Machine, cwd: str, netns: Netns | None = No
         elif m.kind == "hide_file":
             args += ["--ro-bind", "/dev/null", m.path]
         elif m.kind == "read":
-            args += ["--ro-bind", m.path, m.path]
+            args += _bind("--ro-bind", m)
         else:
-            args += ["--bind", m.path, m.path]
+            args += _bind("--bind", m)
     if s.level == "strict":
         for m in r.mounts:
             if m.written is not None and m.kind in ("read", "write"):
                 args += ["--symlink", m.path, m.written]
     return [*args, *sealed(_in_memory(mounts, s.level)), "--chdir", cwd]
+
+
+def _bind(flag: str, m: Mount) -> list[str]:
+    if m.fd is None:
+        return [flag, m.path, m.path]
+    return [f"{flag}-fd", str(m.fd), m.path]
 
 
 def _in_memory(mounts: Sequence[Mount], level: Level) -> list[str]:
@@ -354,6 +367,7 @@ def plan(
         starter = "keyless"
     argv = [*wrapped, *limited, r.command, *argv[1:]]
     covered = r.covered if applied else ()
+    held = tuple(m.fd for m in r.mounts if m.fd is not None) if applied else ()
     return Plan(
         argv,
         unprotected,
@@ -361,6 +375,7 @@ def plan(
         wrapped=applied,
         sandbox_args=sandbox_args,
         covered=covered,
+        held=held,
     )
 
 
