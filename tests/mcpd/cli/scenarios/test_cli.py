@@ -167,6 +167,25 @@ def test_check_config_warns_of_a_command_that_cannot_start(tmp_path: Path) -> No
     assert "cannot start" not in lines["off"]
 
 
+def test_check_config_warns_of_a_grant_that_leads_into_mcpds_state(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    notes = tmp_path / "notes"
+    notes.symlink_to(state)  # pointed there by a server that may write its folder
+    config = tmp_path / "conf" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(
+        f'[daemon]\nstate_dir = "{state}"\n'
+        f'[servers.files]\ncommand = "/bin/true"\nwrite = ["{notes}"]\n'
+    )
+    out = run("check-config", "--config", str(config))
+    assert out.returncode == 0, out.stderr
+    said = f"warning: servers.files.write[0]: {notes} leads to {state}, which is {state}, "
+    said += f"mcpd's own ({state}), hidden from every server"
+    assert out.stderr.startswith(said), out.stderr
+    assert "the server does not start until that is fixed" in out.stderr
+
+
 def test_check_config_warns_of_a_client_secret_no_issuer_pins(tmp_path: Path) -> None:
     secret = tmp_path / "secret"
     secret.write_text("cs-0123456789abcdef")
