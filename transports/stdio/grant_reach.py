@@ -112,15 +112,15 @@ def hold(mounts: Sequence[Mount], where: str) -> list[Mount]:
             if now != m.path:
                 raise SandboxError(f"{where}: {m.path}, granted, led to {now} as it started")
     except OSError as exc:
-        release(out)
+        let_go(out)
         raise SandboxError(f"{where}: cannot hold its grant {m.path}: {exc.strerror}") from None
     except BaseException:
-        release(out)
+        let_go(out)
         raise
     return out
 
 
-def release(mounts: Sequence[Mount]) -> None:
+def let_go(mounts: Sequence[Mount]) -> None:
     """Close the descriptors ``hold`` opened."""
     for m in mounts:
         if m.fd is not None:

@@ -25,7 +25,7 @@ from ..process import pidgroup
 from ..process.launch import server_program
 from . import anchors, confined, landlock, secret_folders
 from .fixed_dirs import fixed_dirs
-from .grant_reach import Hidden, hidden_now, hold, is_own, overreach, release
+from .grant_reach import Hidden, hidden_now, hold, is_own, let_go, overreach
 from .hidden_links import SYSTEM_DIRS, Needed
 from .machine import Machine, SystemPath
 from .mounts import kernel_mounts, sealed, tmpfs
@@ -345,10 +345,10 @@ def command_line(
     try:
         planned = plan(resolved, argv, machine, cwd, netns)
     except BaseException:
-        release(resolved.mounts)
+        let_go(resolved.mounts)
         raise
     if not planned.wrapped:
-        release(resolved.mounts)
+        let_go(resolved.mounts)
     processes = sandbox.limits.processes
     if processes is not None and machine.root and machine.pids_cgroup:
         join = pidgroup.procs_file(sandbox.alias, processes)

@@ -23,7 +23,8 @@ Levels:
 
 ``read`` grants are bound read-only and ``write`` grants read-write, on top of what is
 hidden: at the default level a grant is how a server gets one hidden path back (an
-AWS server its ``~/.aws``). ``network = false`` gives it a network namespace of its own,
+AWS server its ``~/.aws``), never one of mcpd's own (``grant_reach``), each bound from
+a descriptor held since its check. ``network = false`` gives it a network namespace of its own,
 where only its own loopback exists. ``loopback`` names the host's loopback ports it may
 still reach: that namespace is then made before bubblewrap runs (``loopback.netns``), with mcpd's
 listeners on those ports in it, and bubblewrap joins it through ``nsenter``.
