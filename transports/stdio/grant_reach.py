@@ -67,9 +67,9 @@ def overreach(written: str, real: str, hidden: Sequence[Hidden]) -> str | None:
             how = "holds"
         else:
             continue
-        # Named in the config: any spelling of the hidden place the config's path is
-        # (or holds, for a grant that holds it), as mcpd names it.
-        spellings = [o.path for o in hidden if o.place == h.place]
+        # Named in the config: the config's path is (or holds, for a grant that holds
+        # it) the hidden place, by where it is or by a name mcpd hides it by.
+        spellings = [h.place, *(o.path for o in hidden if o.place == h.place)]
         if how == "holds":
             named = any(within(s, written) for s in spellings)
         else:

@@ -47,6 +47,9 @@ def test_no_grant_leads_to_mcpds_own_places(written: str, real: str) -> None:
 def test_a_grant_that_holds_mcpds_own_places_as_the_config_names_it_is_bound() -> None:
     assert overreach("/h", "/h", HIDDEN) is None
     assert overreach("/h/.local", "/h/.local", HIDDEN) is None
+    # The state kept elsewhere through a link of the user's, and that place granted.
+    moved = Hidden("/h/.local/state/mcpd", "/data/state/mcpd", own=True)
+    assert overreach("/data", "/data", [moved]) is None
 
 
 @pytest.mark.parametrize(
@@ -64,6 +67,7 @@ def test_a_grant_reaches_another_hidden_place_only_as_the_config_names_it(
 
 def test_a_hidden_place_the_config_names_is_given_back() -> None:
     assert overreach("/h/.aws", "/data/aws", HIDDEN) is None
+    assert overreach("/data/aws", "/data/aws", HIDDEN) is None  # by where it is
     assert overreach("/h/.aws/config", "/data/aws/config", HIDDEN) is None
     assert overreach("/h/notes", "/data/notes", HIDDEN) is None  # nothing hidden there
 
