@@ -208,7 +208,7 @@ def strict_problem(sandbox: Sandbox, command: str, cwd: str | None) -> str | Non
     home unless ``cwd``) outside what the sandbox shows (``strict_view``). None at
     another level, or its command no longer a regular file by the time it is read.
     Nothing is made (its home, what is hidden). Raises SandboxError for a grant that
-    does not exist."""
+    does not exist or that leads where no grant may (``grants``)."""
     if sandbox.level != "strict":
         return None
     home = os.path.realpath(sandbox.home)
