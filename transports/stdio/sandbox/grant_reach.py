@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import msgspec
 
 from . import anchors
-from .sandbox import Mount, Sandbox, SandboxError, within
+from .plan import Mount, Sandbox, SandboxError, within
 
 
 class Hidden(msgspec.Struct, frozen=True):

@@ -14,8 +14,8 @@ import pytest
 
 from tests.support import bubblewrap
 from transports.stdio import sandbox_host
-from transports.stdio.grant_reach import Hidden, overreach
-from transports.stdio.sandbox import Mount, Sandbox, SandboxError
+from transports.stdio.sandbox.grant_reach import Hidden, overreach
+from transports.stdio.sandbox.plan import Mount, Sandbox, SandboxError
 
 
 @pytest.fixture
