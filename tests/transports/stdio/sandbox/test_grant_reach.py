@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import bubblewrap
-from transports.stdio import sandbox_host
+from transports.stdio.sandbox import host
 from transports.stdio.sandbox.grant_reach import Hidden, overreach
 from transports.stdio.sandbox.plan import Mount, Sandbox, SandboxError
 
@@ -86,11 +86,11 @@ def test_a_grant_repointed_at_the_state_directory_is_refused_naming_where_it_lea
     notes = tmp / "notes"
     notes.symlink_to(tmp / "data")
     box = sandbox(tmp, hide=(str(state),), own=(str(state),), write=(str(notes),))
-    found = sandbox_host.resolve(box, "/bin/true")
+    found = host.resolve(box, "/bin/true")
     assert Mount(str(tmp / "data"), "write", str(notes)) in found.mounts
     notes.unlink()
     notes.symlink_to(state)
-    for start in (lambda: sandbox_host.resolve(box, "/bin/true"), lambda: sandbox_host.grants(box)):
+    for start in (lambda: host.resolve(box, "/bin/true"), lambda: host.grants(box)):
         with pytest.raises(SandboxError) as error:
             start()
         said = str(error.value)
@@ -107,7 +107,7 @@ def test_what_a_grant_led_to_when_checked_is_what_the_sandbox_shows(tmp: Path) -
         (folder / "which").write_text(which)
     box = Sandbox(home=str(tmp / "homes" / "s"), alias="s", where="servers.s", read=(str(notes),))
     argv = ["/bin/cat", str(notes / "which")]
-    plan, cwd = sandbox_host.command_line(argv, {"PATH": "/usr/bin:/bin"}, None, box)
+    plan, cwd = host.command_line(argv, {"PATH": "/usr/bin:/bin"}, None, box)
     # Between the check and bubblewrap's mount, the folder above the grant is swapped
     # for a link elsewhere, as anything that may write it could.
     (tmp / "proj").rename(tmp / "proj.x")
