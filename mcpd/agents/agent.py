@@ -113,10 +113,10 @@ class AgentCall(msgspec.Struct, eq=False):
         out.caller = self
         return out
 
-    def finish(self, call: Call, outcome: Outcome) -> None:
+    def finish(self, outcome: Outcome) -> None:
         """The servers' outcome of ``out`` (``servers.calls.Caller``): they are done
         with it."""
-        call.caller = NO_ONE
+        self.out.caller = NO_ONE
         self.to.finish(self, outcome)
 
     def let_go(self) -> None:
@@ -153,7 +153,7 @@ class _NoOne:
     """The caller of a ``Call`` the agent side waits for at no server: not handed to
     them yet, or let go. An outcome that comes all the same is late, and dropped."""
 
-    def finish(self, call: Call, outcome: Outcome) -> None:
+    def finish(self, outcome: Outcome) -> None:
         pass
 
     def whose(self) -> Whose:

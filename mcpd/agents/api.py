@@ -323,7 +323,7 @@ class AgentServer(ProfileMethods, Dispatcher):
                 return self.answer_now(conn, req)
             if req.method == "tools/call":  # over HTTP: decoded once, awaited here
                 call = conn.calls_in_tasks[req.id] = self.router.call_of(conn, req)
-                return await self.router.run(self.router.records.held_until_written(call), conn)
+                return await self.router.run(self.router.records.held_until_written(call))
             ctx = session.context(req)
             handler = self._handlers.get(req.method)
             result: Any

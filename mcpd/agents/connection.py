@@ -250,19 +250,19 @@ class Connection(ConnectionEnd):
         caps = call.out.ctx.capabilities
         if caps and may_be_asked(caps):
             # Its server may ask the agent things back: the call waits in a task.
-            answer = functools.partial(self.router.run, call, self)
+            answer = functools.partial(self.router.run, call)
             self._spawn(rid, "tools/call", answer, nursery, call)
             return
         self.inflight[rid] = call
         try:
-            self.router.start(call, self)
+            self.router.start(call)
         except Exception as exc:
             self._call_failed(call, exc)
 
     def _call_failed(self, call: AgentCall, exc: Exception) -> None:
         """A call started without a task whose way raised: its record says so, and
         unless it was answered already, its server lets it go and the agent hears why."""
-        self.router.failed(call, self, exc)
+        self.router.failed(call, exc)
         rid = call.out.id
         if self.inflight.get(rid) is not call:
             self.handler.failures.log(self.label, "tools/call", exc, answered=False)
@@ -301,7 +301,7 @@ class Connection(ConnectionEnd):
         if not call.modern and self._nursery is not None and sheds(outcome):
             # The server asks to be called again with its state: mcpd does so for an agent
             # of the era before, which would not know how.
-            resume = functools.partial(self.router.resume, call, self, outcome)
+            resume = functools.partial(self.router.resume, call, outcome)
             self._spawn(rid, "tools/call", resume, self._nursery, call)
             return
         # ``_forget``, written out: every call passes here.
@@ -309,9 +309,9 @@ class Connection(ConnectionEnd):
         if self._settled is not None and not self.inflight:
             self._settled.set()
         try:
-            line, spliced = self.router.reply(rid, call, outcome, self)
+            line, spliced = self.router.reply(call, outcome)
         except Exception as exc:
-            self.router.failed(call, self, exc)
+            self.router.failed(call, exc)
             self._put(self.handler.failures.reply(self.label, rid, "tools/call", exc), rid)
             return
         if spliced and self._long.held is None and not (self.batches and rid in self.batches):

@@ -189,7 +189,7 @@ class ConnectionEnd(Agent):
         if isinstance(handle, trio.CancelScope):
             handle.cancel()
         else:
-            self.router.abandon(handle, self)
+            self.router.abandon(handle)
 
     def stopping(self) -> None:
         """mcpd stops: each request in flight is answered now, before the connection

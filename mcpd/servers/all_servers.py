@@ -60,7 +60,7 @@ class AllServers:
         runner = self._supervisor.runners.get(call.alias)
         if runner is None:
             outage = Outage(call.alias, "stopped", self._supervisor.absent(call.alias))
-            call.caller.finish(call, outage)
+            call.caller.finish(outage)
             return
         runner.scheduler.start(call)
 

@@ -6,8 +6,9 @@ decoders), and the same object goes down every layer with one verb, ``start(call
 the agent side's router names its server, ``AllServers`` finds that server, its scheduler
 admits and times it, its ``Upstream`` writes it in the server's era and hands it to the
 transport. The server's answer comes back through the call itself (a transport calls
-it with what arrived), and the one outcome of the call goes to ``call.caller.finish``
-exactly once: the agent side shapes the reply there and writes it.
+it with what arrived), and the one outcome of the call goes to
+``call.caller.finish(outcome)`` exactly once: the agent side shapes the reply there and
+writes it.
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ class Caller(Protocol):
     """Who gets a call's outcome: the agent side that started it, in its own object of
     the call, which keeps what only that side reads (how it was routed and decided)."""
 
-    def finish(self, call: Call, outcome: Outcome) -> None:
+    def finish(self, outcome: Outcome) -> None:
         """The call's one outcome (never raised into: it is written, or kept)."""
         ...
 
@@ -153,7 +154,7 @@ class Admitter(abc.ABC):
     def extend(self, call: Call, seconds: float) -> None: ...
 
     @abc.abstractmethod
-    def complete(self, call: Call, raw: Raw | None, error: BaseException | None) -> None: ...
+    def received(self, call: Call, raw: Raw | None, error: BaseException | None) -> None: ...
 
 
 class Call(msgspec.Struct, eq=False):
@@ -226,9 +227,11 @@ class Call(msgspec.Struct, eq=False):
         return self.weight()
 
     def __call__(self, raw: Raw | None, error: Exception | None) -> None:
-        """The server's answer (or the transport's failure), from the transport."""
+        """The transport's answer to the call's request (``transports.base.Reply``): the
+        server's result or error, or the transport's failure. Not the call's outcome:
+        its scheduler makes that of it, and ``caller.finish`` gets it."""
         if self.scheduler is not None:
-            self.scheduler.complete(self, raw, error)
+            self.scheduler.received(self, raw, error)
 
     def extend(self, seconds: float) -> None:
         """Give the call this many seconds from now (its server waits for its agent)."""

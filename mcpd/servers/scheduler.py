@@ -215,7 +215,7 @@ class CallScheduler(Admitter):
             # Counted as the failure it is, but it never reached the server: nothing
             # the server does next can be about it.
             call.state = "done"
-            self._close(call, Unsent(self._failed(call, exc, False, now, 0.0).outcome))
+            self._finish(call, Unsent(self._failed(call, exc, False, now, 0.0).outcome), slot=True)
 
     def extend(self, call: Call, seconds: float) -> None:
         """A running call's time limit, now ``seconds`` from now (within its hard
@@ -231,13 +231,9 @@ class CallScheduler(Admitter):
 
     # -- outcomes --
 
-    def complete(
-        self,
-        call: Call,
-        raw: Raw | None,
-        error: BaseException | None,
-        timed_out: bool = False,
-    ) -> None:
+    def received(self, call: Call, raw: Raw | None, error: BaseException | None) -> None:
+        """The transport's answer to ``call``: the server's result (``raw``) or error,
+        or why the transport has none (``error``)."""
         if call.state != "running":
             return  # cancelled, or already timed out: a late answer is dropped
         call.state = "done"
@@ -245,7 +241,7 @@ class CallScheduler(Admitter):
         now = self._now()
         elapsed = now - call.start
         ending: CallEnd
-        if raw is not None and error is None and not timed_out:  # every call, nearly
+        if raw is not None and error is None:  # every call, nearly
             self.answered_at = now
             # The same bytes unless they hold a secret mcpd holds, a key of its own or
             # ask the agent something: a reply stays spliced.
@@ -257,7 +253,7 @@ class CallScheduler(Admitter):
             ending = Answered(raw)
             r.breaker.record_success(now, call.ticket)
             r.stats.record(elapsed)
-        elif isinstance(error, rpc.RPCError) and not timed_out:
+        elif isinstance(error, rpc.RPCError):
             self.answered_at = now
             if error.code == rpc.UNSUPPORTED_PROTOCOL_VERSION:
                 r.version_refused()
@@ -271,17 +267,14 @@ class CallScheduler(Admitter):
         else:
             if isinstance(error, SERVER_REPLIES):
                 self.answered_at = now
-            ending = self._failed(call, error, timed_out, now, elapsed)
-        self._close(call, ending)
+            ending = self._failed(call, error, False, now, elapsed)
+        self._finish(call, ending, slot=True)
 
-    def _close(self, call: Call, ending: CallEnd) -> None:
-        """Free a running call's slot for the next, and deliver its outcome."""
-        # After the breaker's verdict on this call, never before: a probe released
-        # first would make the breaker take the probe's own outcome as stale.
-        self._release(call)
-        if self.queue.calls:
-            self._start_queued()
-        self._finish(call, ending)
+    def _time_up(self, call: Call) -> None:
+        """``call``, running, got no answer within its time."""
+        call.state = "done"
+        now = self._now()
+        self._finish(call, self._failed(call, None, True, now, now - call.start), slot=True)
 
     def _take_apart(
         self,
@@ -295,7 +288,7 @@ class CallScheduler(Admitter):
         *,
         error: bool,
     ) -> None:
-        """``complete`` for an answer whose ``raw`` (a result, an error's data; None:
+        """``received`` for an answer whose ``raw`` (a result, an error's data; None:
         nothing to take apart) must be taken apart (``taking_apart``) by ``work``: at
         once, or (too big for that) in the server's thread while the agent waits. The
         server replied either way, however its reply turns out (``error``: with an
@@ -314,7 +307,7 @@ class CallScheduler(Admitter):
             r.breaker.record_success(now, call.ticket)
             r.stats.record(elapsed, error=error)
         if not later:
-            self._close(call, ending)
+            self._finish(call, ending, slot=True)
             return
         # The server's part is over (its slot is free, and what it asks now is not
         # about this call); the agent's waits.
@@ -361,11 +354,19 @@ class CallScheduler(Admitter):
             self._idle.set()
             self._idle = None
 
-    def _finish(self, call: Call, ending: CallEnd) -> None:
+    def _finish(self, call: Call, ending: CallEnd, *, slot: bool = False) -> None:
+        """Deliver the call's one outcome; ``slot``: it held a slot at the server, freed
+        first for the next queued call."""
+        if slot:
+            # After the breaker's verdict on this call, never before: a probe released
+            # first would make the breaker take the probe's own outcome as stale.
+            self._release(call)
+            if self.queue.calls:
+                self._start_queued()
         call.state = "done"
         self._ended(call, ending.end)
         try:
-            call.caller.finish(call, ending.outcome)
+            call.caller.finish(ending.outcome)
         except Exception:
             logger.exception(
                 "%s: delivering a call's outcome failed",
@@ -396,5 +397,6 @@ class CallScheduler(Admitter):
                 waited = r.outage() if self._up is None else no_slot(r, self.limit)
                 self._finish(queue.pop_first(), Unsent(waited))
             for call in self.deadlines.due(now):
-                self.complete(call, None, None, timed_out=True)
+                if call.state == "running":
+                    self._time_up(call)
             await self.deadlines.sleep(queue.first().deadline if queue else math.inf)

@@ -37,7 +37,7 @@ class Outcomes:
         self.error: BaseException | None = None  # what a transport failed with
         self.upstream: Upstream | None = None  # where a call cancelled is given up
 
-    def finish(self, call: Call, outcome: Outcome) -> None:
+    def finish(self, outcome: Outcome) -> None:
         assert not self.arrived.is_set(), "a second outcome for one call"
         self.outcome = outcome
         self.arrived.set()
@@ -46,7 +46,7 @@ class Outcomes:
         return self._whose
 
     # What a transport's answer reaches at a bare upstream (``Call.__call__``).
-    def complete(self, call: Call, raw: Raw | None, error: BaseException | None) -> None:
+    def received(self, call: Call, raw: Raw | None, error: BaseException | None) -> None:
         if not self.arrived.is_set():
             self.outcome, self.error = raw, error
             self.arrived.set()

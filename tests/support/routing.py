@@ -85,7 +85,7 @@ class Servers:
     def answer(self, outcome: Outcome, index: int = -1) -> Call:
         """The server's answer to a call it was given (the last by default)."""
         call = self.started[index]
-        call.caller.finish(call, outcome)
+        call.caller.finish(outcome)
         return call
 
     def cancel(self, call: Call) -> None:
@@ -94,7 +94,7 @@ class Servers:
     def extend(self, call: Call, seconds: float) -> None:
         pass
 
-    def complete(self, call: Call, raw: Raw | None, error: BaseException | None) -> None:
+    def received(self, call: Call, raw: Raw | None, error: BaseException | None) -> None:
         raise AssertionError("no transport answers here")
 
 

@@ -28,8 +28,9 @@ from .rounds import RoundTrip
 
 __all__ = ["CallRounds"]
 
-# The reply line for an outcome under an id, and whether it was spliced (``Router.reply``).
-Reply = Callable[[rpc.Id, AgentCall, Outcome, Agent, Sent | None], tuple[bytes, bool]]
+# The reply line for a call's outcome (the call last sent under what, under which id), and
+# whether it was spliced (``Router.reply``).
+Reply = Callable[[AgentCall, Outcome, Sent | None, rpc.Id | None], tuple[bytes, bool]]
 
 
 class CallRounds:
@@ -40,7 +41,7 @@ class CallRounds:
         policy: CallPolicy,
         records: CallRecords,
         reply: Reply,
-        failed: Callable[[AgentCall, Agent, BaseException], None],
+        failed: Callable[[AgentCall, BaseException], None],
         who: Callable[[AgentCall, Agent], AgentInfo],
     ) -> None:
         """``failed`` records a call that raised what nothing expected; ``who`` is the
@@ -56,7 +57,6 @@ class CallRounds:
     async def serve(
         self,
         call: AgentCall,
-        agent: Agent,
         routed: Ask | Sent | Resumed | None,
         answered: Outcome | None = None,
     ) -> bytes:
@@ -64,6 +64,7 @@ class CallRounds:
         then through the rounds of its server asking its agent things. None: a call
         that only brings the answer to what mcpd asked for another (``Continues``), or
         one let through already whose server ``answered``."""
+        agent = call.agent
         try:
             if isinstance(routed, Resumed):
                 # The next round of a call that met the rules: looked at again first, as
@@ -101,9 +102,9 @@ class CallRounds:
         def shape(rid: rpc.Id, outcome: Outcome) -> bytes:
             try:
                 sent = routed if isinstance(routed, Sent) else None
-                return self.reply(rid, call, outcome, agent, sent)[0]
+                return self.reply(call, outcome, sent, rid)[0]
             except Exception as exc:  # where no one else records it: the ask-back task
-                self.failed(call, agent, exc)
+                self.failed(call, exc)
                 raise
 
         # A retry that continues a call (``Resumed``) is past its first round, and its

@@ -129,33 +129,35 @@ class Router:
         tasks = caps is not None and surface.has_tasks(caps)
         return AgentCall(out, agent, agent, modern, tasks, self.records.now())
 
-    def start(self, call: AgentCall, agent: Agent) -> None:
+    def start(self, call: AgentCall) -> None:
         """Route ``call`` and start it at its server, without a task: its outcome goes
         to its agent once (``call.to``), maybe before this returns. One that must wait for a
         person's decision goes on in a task of its request (``Agent.in_task``)."""
+        agent = call.agent
         routed = self.route(call, agent)
         if routed is None and call.tasks:
             # Its server may answer with a task, whose answers are looked at again
             # under what the call went out under: that is kept in the task's rounds.
             sent = self.policy.let_through(call, agent.profile)
-            agent.in_task(call, functools.partial(self.rounds.serve, call, agent, sent))
+            agent.in_task(call, functools.partial(self.rounds.serve, call, sent))
         elif routed is None:
             out = call.out  # ``call.sent()``, written out: nearly every call passes here
             out.caller = call
             self.servers.start(out)
         elif isinstance(routed, Ask | Resumed):
-            agent.in_task(call, functools.partial(self.rounds.serve, call, agent, routed))
+            agent.in_task(call, functools.partial(self.rounds.serve, call, routed))
         elif isinstance(routed, Continues):
             # Only the driver may take mcpd's requestState: it checks whose call and which
             # tool the token continues, or says it expired. Sent on as it is, it would be a
             # call no rule was asked about.
-            agent.in_task(call, functools.partial(self.rounds.serve, call, agent, None))
+            agent.in_task(call, functools.partial(self.rounds.serve, call, None))
         else:
             call.to.finish(call, routed)
 
-    async def run(self, call: AgentCall, agent: Agent) -> bytes:
+    async def run(self, call: AgentCall) -> bytes:
         """``start``, awaited in a task of the agent's request: its reply, after as many
         rounds as its server and agent need to ask each other things."""
+        agent = call.agent
         going: Ask | Sent | Resumed | None = None
         try:
             routed = self.route(call, agent)
@@ -164,22 +166,22 @@ class Router:
             elif isinstance(routed, Ask | Resumed):
                 going = routed
             elif not isinstance(routed, Continues):
-                return self.reply(call.out.id, call, routed, agent)[0]
+                return self.reply(call, routed)[0]
         except Exception as exc:
-            self.failed(call, agent, exc)
+            self.failed(call, exc)
             raise
-        return await self.rounds.serve(call, agent, going)
+        return await self.rounds.serve(call, going)
 
-    def abandon(self, call: AgentCall, agent: Agent) -> None:
+    def abandon(self, call: AgentCall) -> None:
         """The agent stopped waiting for ``call`` (it cancelled it, or hung up): its
         server is told, and no outcome is delivered."""
         call.let_go()
-        self.records.tool_call(call, self._who(call, agent), "cancelled")
+        self.records.tool_call(call, self._who(call, call.agent), "cancelled")
 
-    def failed(self, call: AgentCall, agent: Agent, exc: BaseException) -> None:
+    def failed(self, call: AgentCall, exc: BaseException) -> None:
         """``call`` raised what nothing expected on its way (a fault in mcpd): its record
         says so, unless it has one already."""
-        self.records.tool_call(call, self._who(call, agent), *ended(exc))
+        self.records.tool_call(call, self._who(call, call.agent), *ended(exc))
 
     def unreadable(self, agent: Agent, why: str) -> None:
         """A tools/call whose request could not be read as a call: its record."""
@@ -192,11 +194,11 @@ class Router:
         # The profile it was routed in: the connection may have switched since.
         return agent.identity.info(call.profile, call.modern)
 
-    async def resume(self, call: AgentCall, agent: Agent, answered: Outcome) -> bytes:
+    async def resume(self, call: AgentCall, answered: Outcome) -> bytes:
         """A legacy agent's call started without a task (``start``), whose server
         answered ``input_required`` asking nothing (``askback.rounds.sheds``): its rounds go on
         in a task of its request from that answer, as they would have from the first."""
-        return await self.rounds.serve(call, agent, None, answered)
+        return await self.rounds.serve(call, None, answered)
 
     def route(self, call: AgentCall, agent: Agent) -> Outcome | Ask | Continues | Resumed | None:
         """Where ``call`` goes in the agent's profile: its server (``out.alias``) and
@@ -261,18 +263,21 @@ class Router:
 
     def reply(
         self,
-        rid: rpc.Id,
         call: AgentCall,
         outcome: Outcome,
-        agent: Agent,
         sent: Sent | None = None,
+        rid: rpc.Id | None = None,
     ) -> tuple[bytes, bool]:
-        """The reply line for ``outcome`` under the id ``rid`` (of ``call``, last sent
-        under ``sent``), and whether it was spliced around the server's result as it
-        came (needing no check). The call's audit record is made here."""
+        """The reply line for ``call``'s ``outcome`` (the call last sent under ``sent``),
+        and whether it was spliced around the server's result as it came (needing no
+        check). Under the call's id, or ``rid``: a later request of the agent's that
+        its rounds answer (``askback.driver``). The call's audit record is made here."""
         # ``_who`` and ``results.shaped_for``, written out: every call passes here.
+        agent = call.agent
         who = agent.identity.info(call.profile, call.modern)
         out = call.out
+        if rid is None:
+            rid = out.id
         if isinstance(outcome, rpc.RPCError):
             # A legacy server's ask to open a link, as this agent can take it.
             outcome = url_required.for_call(call, outcome)

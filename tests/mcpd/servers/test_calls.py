@@ -27,8 +27,8 @@ class Told(Admitter):
     def extend(self, call: Call, seconds: float) -> None:
         self.heard.append(("extend", call, seconds))
 
-    def complete(self, call: Call, raw: Raw | None, error: BaseException | None) -> None:
-        self.heard.append(("complete", call, raw, error))
+    def received(self, call: Call, raw: Raw | None, error: BaseException | None) -> None:
+        self.heard.append(("received", call, raw, error))
 
 
 def limits(server: dict[str, Any], daemon: dict[str, Any] | None = None) -> CallLimits:
@@ -56,8 +56,8 @@ def test_a_call_tells_the_scheduler_that_admitted_it() -> None:
     call.extend(2.5)
     call.cancel()
     assert told.heard == [
-        ("complete", call, answer, None),
-        ("complete", call, None, failure),
+        ("received", call, answer, None),
+        ("received", call, None, failure),
         ("extend", call, 2.5),
         ("cancel", call),
     ]

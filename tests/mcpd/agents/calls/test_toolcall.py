@@ -205,7 +205,7 @@ def test_arguments_that_are_not_an_object_never_reach_the_server(arguments: Any)
         call = world.router.call_of(
             caller, decode(line(1, world.local("git", "status"), arguments))
         )
-        world.router.start(call, caller)
+        world.router.start(call)
     assert world.servers.started == []
     for _, outcome in caller.finished:
         assert isinstance(outcome, rpc.RPCError) and outcome.code == rpc.INVALID_PARAMS
@@ -219,7 +219,7 @@ def test_arguments_left_out_null_or_an_object_go_on(arguments: Any) -> None:
     if arguments is not None:
         data = line(1, world.local("git", "status"), arguments, META)
     caller = StandInAgent(world.profile)
-    world.router.start(world.router.call_of(caller, spliced(data)), caller)
+    world.router.start(world.router.call_of(caller, spliced(data)))
     assert len(world.servers.started) == 1
 
 
@@ -236,16 +236,14 @@ def test_a_held_tool_is_refused_before_its_server_or_any_rule() -> None:
     local = world.local("notes", "search")
     caller = StandInAgent(world.profile)
     call = world.router.call_of(caller, spliced(line(1, local, {})))
-    world.router.start(call, caller)
+    world.router.start(call)
     assert world.servers.started == []
     [(_, outcome)] = caller.finished
     assert outcome.isError and "held by mcpd" in text(outcome)
     assert outcome.meta["mcpd/held"]["item"] == "search"
     assert call.refusal is not None and call.refusal.startswith("held: its definition changed")
     # Its neighbour on the same server is not held.
-    world.router.start(
-        world.router.call_of(caller, spliced(line(2, world.local("notes", "add")))), caller
-    )
+    world.router.start(world.router.call_of(caller, spliced(line(2, world.local("notes", "add")))))
     assert len(world.servers.started) == 1
 
 
@@ -259,8 +257,8 @@ def test_a_call_the_policy_denies_is_answered_here_and_one_it_asks_about_waits_i
     asked = world.router.call_of(caller, spliced(line(2, world.local("notes", "add"))))
     again = world.router.call_of(caller, spliced(line(3, world.local("notes", "add"))))
     assert isinstance(world.router.route(again, caller), Ask)
-    world.router.start(denied, caller)
-    world.router.start(asked, caller)
+    world.router.start(denied)
+    world.router.start(asked)
     assert world.servers.started == []
     [(call, outcome)] = caller.finished
     assert call is denied and outcome.isError and "no git" in text(outcome)
@@ -298,7 +296,7 @@ def test_in_search_mode_the_meta_tools_answer_or_stand_for_the_call_they_wrap() 
 def test_a_meta_call_that_stands_for_no_call_is_refused_without_a_server(arguments: Any) -> None:
     world = World(discovery="search")
     caller = StandInAgent(world.profile)
-    world.router.start(world.router.call_of(caller, spliced(line(1, CALL, arguments))), caller)
+    world.router.start(world.router.call_of(caller, spliced(line(1, CALL, arguments))))
     assert world.servers.started == []
     [(_, outcome)] = caller.finished
     assert isinstance(outcome, rpc.RPCError | mcp.CallToolResult)
@@ -321,7 +319,7 @@ def started(
     caller = StandInAgent(world.profile, legacy=legacy)
     meta = UNSET if legacy else META
     call = world.router.call_of(caller, spliced(line(rid, name, {}, meta)))
-    world.router.start(call, caller)
+    world.router.start(call)
     assert world.servers.started[-1] is call.out
     return caller, call
 
@@ -329,9 +327,9 @@ def started(
 @pytest.mark.parametrize("splicing", [True, False])
 def test_a_servers_result_is_passed_on_spliced_only_where_splicing_is_on(splicing: bool) -> None:
     world = World(splice=splicing)
-    caller, call = started(world, world.local("git", "status"), rid="a\nb")
+    _, call = started(world, world.local("git", "status"), rid="a\nb")
     result = Raw(b'{"content":[{"type":"text","text":"hi"}],"x":{"y":[1]}}')
-    data, was_spliced = world.router.reply(call.out.id, call, result, caller)
+    data, was_spliced = world.router.reply(call, result)
     assert was_spliced is splicing
     assert json.loads(data) == {"jsonrpc": "2.0", "id": "a\nb", "result": json.loads(bytes(result))}
     [record] = world.audit.records
@@ -359,8 +357,8 @@ def test_a_servers_result_is_passed_on_spliced_only_where_splicing_is_on(splicin
 @pytest.mark.parametrize("legacy", [True, False])
 def test_each_outcome_has_its_reply_and_its_record(outcome: Any, words: Any, legacy: bool) -> None:
     world = World()
-    caller, call = started(world, world.local("git", "status"), legacy=legacy)
-    data, was_spliced = world.router.reply(5, call, outcome, caller)
+    _, call = started(world, world.local("git", "status"), legacy=legacy)
+    data, was_spliced = world.router.reply(call, outcome, rid=5)
     reply = json.loads(data)
     assert reply["id"] == 5
     if isinstance(outcome, rpc.RPCError):
@@ -385,26 +383,26 @@ def test_a_call_its_servers_would_not_let_wait_is_recorded_in_their_words() -> N
     world.servers.answer(mcp.text_result("mcpd did not send this call", is_error=True))
     [(finished, outcome)] = caller.finished
     assert finished is call and call.out.caller is not call  # the servers are done with it
-    world.router.reply(call.out.id, call, outcome, caller)
+    world.router.reply(call, outcome)
     [record] = world.audit.records
     assert (record.outcome, record.reason) == ("refused", why)
 
 
 def test_a_call_given_up_is_told_to_its_server_and_recorded_once() -> None:
     world = World()
-    caller, call = started(world, world.local("git", "status"))
-    world.router.abandon(call, caller)
-    world.router.abandon(call, caller)
-    world.router.failed(call, caller, ValueError("late"))
+    _, call = started(world, world.local("git", "status"))
+    world.router.abandon(call)
+    world.router.abandon(call)
+    world.router.failed(call, ValueError("late"))
     assert world.servers.cancelled == [call.out, call.out]
     assert world.audit.outcomes() == [(world.local("git", "status"), "cancelled")]
 
 
 def test_a_call_that_failed_on_its_way_says_so_once_naming_only_the_kind() -> None:
     world = World()
-    caller, call = started(world, world.local("git", "status"))
-    world.router.failed(call, caller, KeyError("secret words"))
-    world.router.reply(call.out.id, call, Raw(b'{"content":[]}'), caller)
+    _, call = started(world, world.local("git", "status"))
+    world.router.failed(call, KeyError("secret words"))
+    world.router.reply(call, Raw(b'{"content":[]}'))
     [record] = world.audit.records
     assert (record.outcome, record.reason) == ("error", "mcpd failed: KeyError")
 
@@ -434,9 +432,7 @@ def test_a_call_mcpd_answered_before_any_rule_records_no_decision() -> None:
     for rid, (name, arguments) in enumerate(calls):
         call = world.router.call_of(caller, spliced(line(rid, name, arguments)))
         outcome = world.router.route(call, caller)
-        world.router.reply(
-            rid, call, Raw(b'{"content":[]}') if outcome is None else outcome, caller
-        )
+        world.router.reply(call, Raw(b'{"content":[]}') if outcome is None else outcome)
     world.router.unreadable(caller, "Invalid params: no name")
     decided = [(r.outcome, r.decision, r.decided_by) for r in world.audit.records]
     assert decided == [
@@ -449,5 +445,5 @@ def test_a_call_mcpd_answered_before_any_rule_records_no_decision() -> None:
     ]
     search = World(discovery="search")
     call, outcome = routed(search, SEARCH, {"query": "status"})
-    search.router.reply(1, call, outcome, StandInAgent(search.profile))
+    search.router.reply(call, outcome)
     assert [(r.outcome, r.decision) for r in search.audit.records] == [("ok", "none")]
