@@ -194,6 +194,9 @@ class Call(msgspec.Struct, eq=False):
     ticket: int = 0
     probe: bool = False
     rid: rpc.Id | None = None  # its id at the server, when a transport sent it
+    # Its answer's head as the scheduler read it, for the agent side to shape the
+    # result by, when that answer goes on as it came (None: not read, or changed).
+    head: mcp.CallToolResultKinds | None = None
     session: SessionMark | None = None  # the session it was sent in
     token: str | None = None  # mcpd's progress token for it at the server
     scope: trio.CancelScope | None = None  # a call sent from a task of its own

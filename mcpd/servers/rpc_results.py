@@ -68,6 +68,9 @@ class _Look(msgspec.Struct):
 
 
 _look: Final = msgspec.json.Decoder(_Look)
+# A tools/call result's head as the agent side shapes it (its blocks' kinds, its
+# ``resultType``, whether it is an error): read once, here.
+_call_head: Final = msgspec.json.Decoder(mcp.CallToolResultKinds)
 _NOT_ASKING: Final = _Look()
 _SECRET: Final = Findings(own=False, secret=True)
 _INPUT_REQUIRED: Final = mcp.INPUT_REQUIRED
@@ -96,6 +99,26 @@ def findings(
         if look.resultType != _INPUT_REQUIRED:
             # Every call, nearly: nothing here either.
             return _SECRET if guard.finds(alias, raw) else None
+    return Findings(False, guard.finds(alias, raw))
+
+
+def call_look(
+    guard: SecretGuard, alias: str, raw: Raw, *, legacy: bool = False
+) -> Findings | mcp.CallToolResultKinds | None:
+    """``findings`` for a tools/call's result, whose head is read once for both sides:
+    what makes it need taking apart; else (every call, nearly) that head, which the
+    agent side shapes the result by (``Call.head``); None when the result goes on as it
+    came but its head is not one an agent can take (the agent side says why)."""
+    if _may_hold_own(raw):
+        return Findings(True, guard.finds(alias, raw), legacy)
+    try:
+        head = _call_head.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return findings(guard, alias, raw, legacy=legacy)
+    if legacy and head.resultType is not UNSET:
+        return Findings(False, guard.finds(alias, raw), stray_kind=True)
+    if head.resultType != _INPUT_REQUIRED:
+        return _SECRET if guard.finds(alias, raw) else head
     return Findings(False, guard.finds(alias, raw))
 
 

@@ -33,7 +33,7 @@ from .outage import Outage
 from .queue_bytes import QueueBytes
 from .refusals import breaker_refusal, no_slot, queue_full
 from .rpc_errors import call_error, data_findings
-from .rpc_results import findings, taken_apart
+from .rpc_results import Findings, call_look, taken_apart
 from .taking_apart import data_of
 from .turns import TurnQueue
 
@@ -244,12 +244,14 @@ class CallScheduler(Admitter):
         if raw is not None and error is None:  # every call, nearly
             self.answered_at = now
             # The same bytes unless they hold a secret mcpd holds, a key of its own or
-            # ask the agent something: a reply stays spliced.
-            found = findings(r.guard, r.alias, raw, legacy=r.replies.legacy)
-            if found is not None:
+            # ask the agent something: a reply stays spliced, its head read once here.
+            found = call_look(r.guard, r.alias, raw, legacy=r.replies.legacy)
+            if isinstance(found, Findings):
+                call.head = None  # its bytes change: read again as they are
                 work = partial(taken_apart, r.guard, r.alias, raw, _RESULT, found)
                 self._take_apart(call, raw, _RESULT, found.why, work, now, elapsed, error=False)
                 return
+            call.head = found
             ending = Answered(raw)
             r.breaker.record_success(now, call.ticket)
             r.stats.record(elapsed)

@@ -123,10 +123,13 @@ def shape_call_result(
     alias: str,
     capabilities: dict[str, Any] | None = None,
     tasks: bool = False,
+    head: mcp.CallToolResultKinds | mcp.CallToolResultHead | None = None,
 ) -> Shaped:
     """The result as the agent gets it, whether its content may hold a URI to rewrite
     (False only when every block's type is known and none is a resource), and whether
-    it is an error (``isError``, the server's or mcpd's own).
+    it is an error (``isError``, the server's or mcpd's own). ``head``: the result's,
+    as its server's scheduler read it (``Call.head``), not read again here when the
+    result is short.
 
     ``structuredContent`` is passed on whole where the agent's era has a place for it
     (``result_eras``): it is for the host's code, which checks it against the tool's
@@ -135,11 +138,11 @@ def shape_call_result(
     # Each character of text is at least one byte of JSON: a result no longer than the
     # budget cannot need cutting, and its texts need not be read.
     short = len(raw) <= budget
-    head: mcp.CallToolResultKinds | mcp.CallToolResultHead
-    try:
-        head = _KINDS.decode(raw) if short else _HEADS.decode(raw)
-    except (msgspec.DecodeError, RecursionError):
-        return _unreadable(raw, short, alias, modern)
+    if head is None or not short:
+        try:
+            head = _KINDS.decode(raw) if short else _HEADS.decode(raw)
+        except (msgspec.DecodeError, RecursionError):
+            return _unreadable(raw, short, alias, modern)
     kind = head.resultType
     if isinstance(kind, str) and kind != mcp.COMPLETE:
         return _not_complete(raw, head, kind, modern, alias, capabilities, tasks, budget)

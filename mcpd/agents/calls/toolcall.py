@@ -273,8 +273,7 @@ class Router:
         check). Under the call's id, or ``rid``: a later request of the agent's that
         its rounds answer (``askback.driver``). The call's audit record is made here."""
         # ``_who`` and ``results.shaped_for``, written out: every call passes here.
-        agent = call.agent
-        who = agent.identity.info(call.profile, call.modern)
+        who = call.agent.identity.info(call.profile, call.modern)
         out = call.out
         if rid is None:
             rid = out.id
@@ -289,13 +288,14 @@ class Router:
                 alias=out.alias,
                 capabilities=out.capabilities,
                 tasks=call.tasks,
+                head=out.head,
             )
             if call.modern and links and isinstance(shaped, Raw):
                 # What the server asked goes to the agent with a requestState of mcpd's,
                 # so that its retry is this call's next round (``resumes``). An
                 # input_required an agent is handed counts as holding links: it is
                 # finished, so it is looked at here.
-                sent = sent or self.policy.allowed_as(call, agent.profile)
+                sent = sent or self.policy.allowed_as(call, call.agent.profile)
                 shaped, failed = self.resumes.hand_on(shaped, call, who, sent)
             finished: Raw | dict[str, Any] | Outage = shaped
             if links or call.tasks:
@@ -317,7 +317,7 @@ class Router:
             line = rpc.encode_error(rid, outcome.code, outcome.message, outcome.data)
         else:
             own = (
-                outcome.for_agent(agent.identity.reads_as_owner()).result()
+                outcome.for_agent(call.agent.identity.reads_as_owner()).result()
                 if isinstance(outcome, Outage)
                 else outcome
             )

@@ -206,6 +206,23 @@ async def test_a_call_is_sent_at_once_and_its_answer_delivered(
     assert (b.host.stats.calls, b.host.stats.errors) == (1, 0)
 
 
+async def test_a_result_that_goes_on_as_it_came_carries_the_head_read_of_it(
+    make: Any, autojump_clock: MockClock
+) -> None:
+    """The scheduler reads a result's head once, and hands it on with the call for the
+    agent side to shape the result by; a result whose bytes are changed (a key of
+    mcpd's own dropped) carries none, so nothing is shaped by what it no longer says."""
+    b = make()
+    call, outcomes = b.call()
+    b.answer(call, Raw(b'{"content":[{"type":"text","text":"hi"}],"isError":true}'))
+    assert call.head is not None and call.head.isError is True
+    assert [block.type for block in call.head.content or ()] == ["text"]
+    again, outcomes = b.call()
+    b.answer(again, Raw(b'{"content":[],"_meta":{"mcpd/x":1,"k":2}}'))
+    assert outcomes.outcome == Raw(b'{"content":[],"_meta":{"k":2}}')
+    assert again.head is None
+
+
 async def test_calls_past_the_limit_wait_in_order_for_a_slot(
     make: Any, autojump_clock: MockClock
 ) -> None:

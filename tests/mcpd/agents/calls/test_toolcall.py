@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
 import pytest
 from msgspec import UNSET, Raw
 
 from mcpd.agents.agent import AgentCall
+from mcpd.agents.calls import results
 from mcpd.agents.calls.callpolicy import Ask
 from mcpd.agents.lists.metatools import CALL, SEARCH
 from mcpd.servers.outage import Outage
@@ -322,6 +324,25 @@ def started(
     world.router.start(call)
     assert world.servers.started[-1] is call.out
     return caller, call
+
+
+def test_a_short_result_is_shaped_by_the_head_its_scheduler_read_not_read_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    world = World()
+    _, call = started(world, world.local("git", "status"))
+    result = Raw(b'{"content":[{"type":"text","text":"hi"}],"isError":true}')
+    call.out.head = msgspec.json.decode(result, type=mcp.CallToolResultKinds)
+
+    class Unread:
+        def decode(self, raw: object) -> None:
+            raise AssertionError("the head was read again")
+
+    monkeypatch.setattr(results, "_KINDS", Unread())
+    data, was_spliced = world.router.reply(call, result)
+    assert was_spliced and json.loads(data)["result"] == json.loads(bytes(result))
+    [record] = world.audit.records
+    assert record.outcome == "tool_error"
 
 
 @pytest.mark.parametrize("splicing", [True, False])
