@@ -1,5 +1,5 @@
-"""Where the outcome of a call goes that a task of its agent's request waits for: it
-is handed over once, and the task awaits it."""
+"""Where the outcome of a call goes that a task of its agent's request waits for,
+round by round: each round's is handed over once, and the task awaits it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from ..agent import AgentCall, OutcomeSink
 
 
 class Awaited(OutcomeSink):
-    """The outcome of one round of a call, awaited by a task of its agent's request."""
+    """The outcome of each round of a call, awaited by a task of its agent's request:
+    the call's for as long as the task lasts, taken by the task one round at a time."""
 
     __slots__ = ("_arrived", "_outcome")
 
@@ -23,6 +24,9 @@ class Awaited(OutcomeSink):
         self._arrived.set()
 
     async def outcome(self) -> Outcome:
+        """The round's outcome, once it comes; the next round's is awaited anew."""
         await self._arrived.wait()
-        assert self._outcome is not None
-        return self._outcome
+        outcome, self._outcome = self._outcome, None
+        self._arrived = trio.Event()
+        assert outcome is not None
+        return outcome

@@ -26,7 +26,7 @@ from .driver import AgentSide, AskBackDriver
 from .resumes import Resumed
 from .rounds import RoundTrip
 
-__all__ = ["CallRounds"]
+__all__ = ["CallRounds", "CallTask"]
 
 # The reply line for a call's outcome (the call last sent under what, under which id), and
 # whether it was spliced (``Router.reply``).
@@ -52,7 +52,7 @@ class CallRounds:
         self.records = records
         self.reply = reply
         self.failed = failed
-        self._who = who
+        self.who = who
 
     async def serve(
         self,
@@ -69,26 +69,49 @@ class CallRounds:
             if isinstance(routed, Resumed):
                 # The next round of a call that met the rules: looked at again first, as
                 # each round after the first is.
-                return await self._rounds(call, agent, routed.sent, False, answered)
-            return await self._rounds(call, agent, routed, True, answered)
+                task = CallTask(self, call, routed.sent, False, answered)
+            else:
+                task = CallTask(self, call, routed, True, answered)
+            return await task.run()
         except rpc.RPCError as exc:
             # A requestState that names no wait of mcpd's (expired, another agent's):
             # this request's error, never the connection's.
-            self.records.tool_call(call, self._who(call, agent), "error", exc.message)
+            self.records.tool_call(call, self.who(call, agent), "error", exc.message)
             return rpc.encode_error(call.out.id, exc.code, exc.message, exc.data)
         except BaseException as exc:
-            self.records.tool_call(call, self._who(call, agent), *ended(exc))
+            self.records.tool_call(call, self.who(call, agent), *ended(exc))
             raise
 
-    async def _rounds(
+
+class CallTask:
+    """One call awaited in a task of its agent's request, round by round: what its next
+    round goes under, and where each round's outcome is handed to the task (the same
+    ``Awaited``, the call's for as long as the task lasts)."""
+
+    __slots__ = ("answered", "awaited", "call", "first", "going", "rounds")
+
+    def __init__(
         self,
+        rounds: CallRounds,
         call: AgentCall,
-        agent: Agent,
-        routed: Ask | Sent | None,
+        going: Ask | Sent | None,
         first: bool,
         answered: Outcome | None,
-    ) -> bytes:
-        out = call.out
+    ) -> None:
+        """``going``: what its next round goes under (``Ask``: a person decides before
+        its first; ``Sent``: looked at again before each after it). ``first``: its first
+        round is still to come. ``answered``: that round's outcome, had before the task."""
+        self.rounds = rounds
+        self.call = call
+        self.going = going
+        self.first = first
+        self.answered = answered
+        self.awaited = call.to = Awaited()
+
+    async def run(self) -> bytes:
+        """Its reply, after the rounds of asking back (``AskBackDriver.serve``)."""
+        call, out = self.call, self.call.out
+        agent = call.agent
         side = AgentSide(
             owner=out.owner,
             modern=call.modern,
@@ -98,51 +121,13 @@ class CallRounds:
             own_user=agent.identity.reads_as_owner(),
         )
         out.capabilities = side.upstream_capabilities()
-
-        def shape(rid: rpc.Id, outcome: Outcome) -> bytes:
-            try:
-                sent = routed if isinstance(routed, Sent) else None
-                return self.reply(call, outcome, sent, rid)[0]
-            except Exception as exc:  # where no one else records it: the ask-back task
-                self.failed(call, exc)
-                raise
-
         # A retry that continues a call (``Resumed``) is past its first round, and its
         # requestState is the server's, no ask of mcpd's.
-        state = out.request_state if first else UNSET
-
-        async def upstream(request: Call, asker: Asker | None) -> Outcome:
-            # ``request`` is ``out``, as the answers of the round before left it.
-            # Each round goes under what the last one went under: asked about before the
-            # first when the policy says so, looked at again before each after it (the
-            # rules or the tool may have changed while the agent answered its server).
-            nonlocal routed, first, answered
-            if answered is not None:  # the first round's, from before its task
-                outcome, answered, first = answered, None, False
-                return outcome
-            try:
-                who = self._who(call, agent)
-                going: mcp.CallToolResult | Sent | None
-                if isinstance(routed, Ask):
-                    going = await self.policy.ask(call, who, agent.kin, routed, asker)
-                elif isinstance(routed, Sent) and not first:
-                    going = await self.policy.again(call, who, agent.kin, routed, asker)
-                else:
-                    going = routed
-                if isinstance(going, mcp.CallToolResult):
-                    return going
-                routed, first = going, False
-                return await self._upstream(call, asker)
-            except BaseException as exc:
-                # Here too: a modern agent's call that waits for its agent's answer runs
-                # on after the agent's request was answered with input_required.
-                self.records.tool_call(call, self._who(call, agent), *ended(exc))
-                raise
-
-        return await self.askback.serve(
+        state = out.request_state if self.first else UNSET
+        return await self.rounds.askback.serve(
             side,
             out,
-            RoundTrip(send=upstream, shape=shape, resend=_retry),
+            RoundTrip(send=self.send, shape=self.shape, resend=_retry),
             rid=out.id,
             method="tools/call",
             name=call.local,
@@ -150,15 +135,48 @@ class CallRounds:
             responses=out.input_responses,
         )
 
-    async def _upstream(self, call: AgentCall, asker: Asker | None) -> Outcome:
-        """One round of ``run``: the call at its server, awaited."""
-        awaited = Awaited()
-        call.to, call.out.asker = awaited, asker
-        self.servers.start(call.sent())
+    async def send(self, request: Call, asker: Asker | None) -> Outcome:
+        """One round: ``request`` (the call's ``out``, as the answers of the round before
+        left it) at its server, under what the last round went under: asked about
+        before the first when the policy says so, looked at again before each after it
+        (the rules or the tool may have changed while the agent answered its server)."""
+        if self.answered is not None:  # the first round's, from before its task
+            outcome, self.answered, self.first = self.answered, None, False
+            return outcome
+        call, rounds = self.call, self.rounds
         try:
-            return await awaited.outcome()
-        except BaseException:
-            call.let_go()
+            who = rounds.who(call, call.agent)
+            going: mcp.CallToolResult | Sent | None
+            if isinstance(self.going, Ask):
+                going = await rounds.policy.ask(call, who, call.agent.kin, self.going, asker)
+            elif isinstance(self.going, Sent) and not self.first:
+                going = await rounds.policy.again(call, who, call.agent.kin, self.going, asker)
+            else:
+                going = self.going
+            if isinstance(going, mcp.CallToolResult):
+                return going
+            self.going, self.first = going, False
+            request.asker = asker
+            rounds.servers.start(call.sent())
+            try:
+                return await self.awaited.outcome()
+            except BaseException:
+                call.let_go()
+                raise
+        except BaseException as exc:
+            # Here too: a modern agent's call that waits for its agent's answer runs
+            # on after the agent's request was answered with input_required.
+            rounds.records.tool_call(call, rounds.who(call, call.agent), *ended(exc))
+            raise
+
+    def shape(self, rid: rpc.Id, outcome: Outcome) -> bytes:
+        """The reply to the agent's request ``rid`` for ``outcome``."""
+        call = self.call
+        try:
+            sent = self.going if isinstance(self.going, Sent) else None
+            return self.rounds.reply(call, outcome, sent, rid)[0]
+        except Exception as exc:  # where no one else records it: the ask-back task
+            self.rounds.failed(call, exc)
             raise
 
 

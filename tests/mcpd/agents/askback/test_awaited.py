@@ -1,5 +1,5 @@
 """Where a call's outcome goes that a task of an agent's request waits for
-(``Awaited``): handed over once, whenever it comes, to the task awaiting it."""
+(``Awaited``): each round's handed over once, whenever it comes, to the task awaiting it."""
 
 from __future__ import annotations
 
@@ -44,3 +44,22 @@ async def test_the_task_waits_until_the_outcome_comes() -> None:
             assert got == []
             caller.finish(NO_CALL, failure)
     assert got == [failure]
+
+
+async def test_each_rounds_outcome_is_had_once_and_the_next_awaited_anew() -> None:
+    caller = awaited()
+    first, second = Raw(b'{"content":[]}'), rpc.RPCError(-32000, "gone")
+    caller.finish(NO_CALL, first)
+    got: list[object] = []
+
+    async def wait() -> None:
+        got.append(await caller.outcome())
+        got.append(await caller.outcome())
+
+    with trio.fail_after(1):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(wait)
+            await trio.testing.wait_all_tasks_blocked()
+            assert got == [first]  # the second round's is not the first's again
+            caller.finish(NO_CALL, second)
+    assert got == [first, second]
