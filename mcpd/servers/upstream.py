@@ -7,7 +7,6 @@ found out by ``handshake``; this module speaks it.
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -94,13 +93,6 @@ class Upstream:
         # The tools a legacy server runs only as tasks (see task_tools).
         self.task_tools: frozenset[str] = frozenset()
         self.mark = SessionMark()  # this session's, as what is made in it keeps it
-        # How a call goes to the transport: as it is where messages have no headers
-        # and no session to lose (the transport's own ``send``, bound to the method),
-        # or with its headers, its agent's context and a legacy session begun again
-        # (Streamable HTTP).
-        self._send_call: Callable[[Params | splice.SplicedCall, Call], rpc.Id] = (
-            self._send_over_http if http else functools.partial(transport.send, "tools/call")
-        )
 
     # -- lifecycle --
 
@@ -261,8 +253,10 @@ class Upstream:
         goes to the call, once (``Transport.send``). It goes spliced around its
         arguments' bytes where nothing of the agent's own goes with it but a progress
         token, else encoded with the era's ``_meta``; a tool the server runs only as a
-        task waits for its task in a task of its own. Raises what the transport raises
-        when it cannot send at all, or rpc.RPCError for an argument no header can carry."""
+        task waits for its task in a task of its own. Over Streamable HTTP it goes with
+        its headers, in its agent's context (``_send_over_http``). Raises what the
+        transport raises when it cannot send at all, or rpc.RPCError for an argument no
+        header can carry."""
         call.session = self.mark
         if call.name in self.task_tools:
             if self.nursery is None:
@@ -275,7 +269,12 @@ class Upstream:
             if shape is None
             else splice.SplicedCall(shape, call.arguments, call.token)
         )
-        call.rid = self._send_call(params, call)
+        if self.http:
+            call.rid = self._send_over_http(params, call)
+        else:
+            # No headers, and no session to lose: the transport's own ``send``, the
+            # call itself taking the answer.
+            call.rid = self.transport.send("tools/call", params, call)
 
     def _send_over_http(self, params: Params | splice.SplicedCall, call: Call) -> rpc.Id:
         """Send a call over Streamable HTTP: with its headers, in its agent's context
