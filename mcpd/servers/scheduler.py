@@ -232,8 +232,7 @@ class CallScheduler(Admitter):
     # -- outcomes --
 
     def received(self, call: Call, raw: Raw | None, error: BaseException | None) -> None:
-        """The transport's answer to ``call``: the server's result (``raw``) or error,
-        or why the transport has none (``error``)."""
+        """The transport's answer to ``call``: its server's result or error, or its own."""
         if call.state != "running":
             return  # cancelled, or already timed out: a late answer is dropped
         call.state = "done"
@@ -271,12 +270,6 @@ class CallScheduler(Admitter):
                 self.answered_at = now
             ending = self._failed(call, error, False, now, elapsed)
         self._finish(call, ending, slot=True)
-
-    def _time_up(self, call: Call) -> None:
-        """``call``, running, got no answer within its time."""
-        call.state = "done"
-        now = self._now()
-        self._finish(call, self._failed(call, None, True, now, now - call.start), slot=True)
 
     def _take_apart(
         self,
@@ -357,8 +350,7 @@ class CallScheduler(Admitter):
             self._idle = None
 
     def _finish(self, call: Call, ending: CallEnd, *, slot: bool = False) -> None:
-        """Deliver the call's one outcome; ``slot``: it held a slot at the server, freed
-        first for the next queued call."""
+        """Deliver the call's one outcome, first freeing the slot it held (``slot``)."""
         if slot:
             # After the breaker's verdict on this call, never before: a probe released
             # first would make the breaker take the probe's own outcome as stale.
@@ -399,6 +391,9 @@ class CallScheduler(Admitter):
                 waited = r.outage() if self._up is None else no_slot(r, self.limit)
                 self._finish(queue.pop_first(), Unsent(waited))
             for call in self.deadlines.due(now):
-                if call.state == "running":
-                    self._time_up(call)
+                if call.state == "running":  # no answer within its time
+                    call.state = "done"
+                    at = self._now()
+                    ended = self._failed(call, None, True, at, at - call.start)
+                    self._finish(call, ended, slot=True)
             await self.deadlines.sleep(queue.first().deadline if queue else math.inf)
