@@ -121,10 +121,10 @@ async def test_a_tools_call_that_raises_is_answered_with_an_internal_error(
             raise TypeError(SECRET)
         return route(self, call, agent)
 
-    def broken_reply(self: Router, rid: Any, call: Any, outcome: Any, *rest: Any) -> Any:
+    def broken_reply(self: Router, call: Any, outcome: Any, *rest: Any) -> Any:
         if call.local == BROKEN:
             raise TypeError(SECRET)
-        return reply(self, rid, call, outcome, *rest)
+        return reply(self, call, outcome, *rest)
 
     if where == "route":
         monkeypatch.setattr(Router, "route", broken_route)
