@@ -275,8 +275,8 @@ class HttpApi:
                     body = await wire.read_body(partial(claim.take, body_owner(caller)))
             if waited.cancelled_caught:
                 logger.info(
-                    "closing an HTTP connection on the agent socket: no complete "
-                    "request within %.0f s",
+                    "closing an HTTP connection %s: no complete request within %.0f s",
+                    "on the HTTP endpoint" if caller.guard is not None else "on a Unix socket",
                     _REQUEST_TIMEOUT,
                 )
                 return False
@@ -293,10 +293,9 @@ class HttpApi:
                 return not stranger
             await self._route(wire, head, body, caller)
         except Reject as rejection:
-            headers = rejection.headers
             if wire.conn.their_state is not h11.DONE:  # its body stays unread
-                headers = [*headers, (b"connection", b"close")]
-            await WireResponse(wire).json(rejection.status, rejection.body, headers)
+                wire.closing = True  # which the answer says, once
+            await WireResponse(wire).json(rejection.status, rejection.body, rejection.headers)
             return not stranger
         return True
 

@@ -81,6 +81,10 @@ class Wire:
         # The connection ends once what the client already sent is answered: the answer
         # with nothing of another request behind it says so, and is the last.
         self.leaving = False
+        # A request said its body's length twice over (Content-Length beside
+        # Transfer-Encoding): a proxy before mcpd may have read it the other way, so
+        # nothing behind it on this connection is taken for a request.
+        self._framed_twice = False
         # The length of the body the request just read says it has (None: chunked).
         self._declared: int | None = None
         # The headers every answer to a request carries, told by its head (on the TCP
@@ -122,6 +126,7 @@ class Wire:
         # h11 checked it is one value of digits; beside Transfer-Encoding it counts for
         # nothing.
         chunked = headers.get("transfer-encoding") is not None
+        self._framed_twice = self._framed_twice or (chunked and length is not None)
         self._declared = None if chunked or length is None else int(length)
         return request
 
@@ -199,7 +204,9 @@ class Wire:
                 await self.stream.send_all(data)
 
     def _last(self) -> bool:
-        return self.closing or (self.leaving and not self.pipelined())
+        if self._framed_twice or self.closing:
+            return True
+        return self.leaving and not self.pipelined()
 
 
 def _closing(response: h11.Response) -> h11.Response:

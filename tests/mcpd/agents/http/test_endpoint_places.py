@@ -3,6 +3,7 @@ and one user holds a share of the agents', as on the agent sockets."""
 
 from __future__ import annotations
 
+import json
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,15 @@ from typing import Any
 import trio
 
 from tests.support.agent import make_config, running
-from tests.support.daemon_http import answer_head, auth, hold_listen, http, listen_request
+from tests.support.daemon_http import (
+    MCP,
+    answer_head,
+    auth,
+    hold_listen,
+    http,
+    listen_request,
+    modern,
+)
 from tests.support.peer_user import needs_root, peer_uid, start_as
 from tests.support.procs import scripted
 
@@ -82,6 +91,34 @@ async def test_a_connection_of_the_page_is_not_an_agents(tmp_path: Path) -> None
                 rest += chunk
             assert b"HTTP/1.1 400 " in rest and b"another connection" in rest, rest[:300]
             await stream.aclose()
+
+
+async def test_a_page_request_behind_an_agents_says_once_that_the_connection_closes(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(60):
+        async with running(config(tmp_path)) as daemon:
+            assert daemon.api.endpoint is not None
+            port, token = daemon.api.endpoint.port, daemon.http_token()
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            body = json.dumps(modern(1, "ping")).encode()
+            lines = [
+                "POST /mcp HTTP/1.1",
+                f"Host: 127.0.0.1:{port}",
+                f"Authorization: Bearer {token}",
+                *(f"{k}: {v}" for k, v in MCP.items()),
+                "MCP-Protocol-Version: 2026-07-28",  # with no Mcp-Method: refused, 400
+                f"Content-Length: {len(body)}",
+            ]
+            page = f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+            await stream.send_all(("\r\n".join(lines) + "\r\n\r\n").encode() + body + page)
+            got = b""
+            while chunk := await stream.receive_some(65536):
+                got += chunk
+            await stream.aclose()
+            first, _, refused = got.rpartition(b"HTTP/1.1 400 ")
+            assert b"Mcp-Method" in first and b"another connection" in refused, got
+            assert refused.lower().count(b"connection: close") == 1, refused
 
 
 @needs_root

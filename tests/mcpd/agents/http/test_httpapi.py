@@ -328,6 +328,35 @@ async def test_a_malformed_request_is_answered_with_its_status_then_closed(
                     assert _SAID[what] in message, (what, message)
 
 
+async def test_a_request_framed_by_both_length_and_chunks_is_answered_then_closed(
+    tmp_path: Path,
+) -> None:
+    """Content-Length beside Transfer-Encoding: read as chunked, and what came behind it
+    on the connection was served as a request of its own, where a proxy in front that
+    read the length would have taken it for the body."""
+    cfg = make_config(tmp_path, {}, http_listen="127.0.0.1:0", state_dir=str(tmp_path / "state"))
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            assert daemon.api.endpoint is not None
+            port, token = daemon.api.endpoint.port, daemon.http_token()
+            for where in ("socket", "endpoint"):
+                if where == "socket":
+                    stream: trio.SocketStream = await trio.open_unix_socket(daemon.socket_path)
+                    vouch = b""
+                else:
+                    stream = await trio.open_tcp_stream("127.0.0.1", port)
+                    vouch = f"Authorization: Bearer {token}\r\n".encode()
+                first = (
+                    b"POST /healthz HTTP/1.1\r\nHost: m\r\n" + vouch
+                    + b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    + b"5\r\nhello\r\n0\r\n\r\n"
+                )  # fmt: skip
+                behind = b"GET /healthz HTTP/1.1\r\nHost: m\r\n" + vouch + b"\r\n"
+                answer = await _answer_to(stream, first + behind)
+                assert answer.count(b"HTTP/1.1 ") == 1, (where, answer[:400])
+                assert b"\r\nconnection: close\r\n" in answer.lower(), (where, answer[:400])
+
+
 async def test_a_body_over_the_limit_is_refused_with_a_json_rpc_error_naming_it(
     tmp_path: Path,
 ) -> None:
