@@ -16,14 +16,18 @@ No trio here, and nothing that imports it: see ``prestart``.
 from __future__ import annotations
 
 import errno
+import ipaddress
 import socket as stdsocket
 from typing import Final
 
 from .agents.unix_socket import UnixBound, bind_unix
 from .config.checks.endpoints import parse_listen
 from .config.tables.model import Config
+from .config.loading.paths import state_directory
 from .config.tables.profiles import socket_where
 from .errors import DaemonError
+from .local.endpoint_token import token_path
+from .port_taken import taken_by
 
 # As trio's own listeners: the most the system allows.
 _BACKLOG: Final = 0xFFFF
@@ -49,7 +53,8 @@ class Listening:
                 if profile.socket is not None:
                     self.profiles[name] = bind_profile(name, *socket_where(profile))
             if config.daemon.http_listen is not None:
-                self.http = bind_endpoint(config.daemon.http_listen)
+                token_file = token_path(state_directory(config.daemon.state_dir))
+                self.http = bind_endpoint(config.daemon.http_listen, token_file)
         except BaseException:
             self.close()
             raise
@@ -84,10 +89,13 @@ def bind_profile(name: str, path: str, mode: int) -> UnixBound:
         raise type(exc)(f"profiles.{name}.socket: {exc}") from None
 
 
-def bind_endpoint(listen: str) -> list[stdsocket.socket]:
-    """Listening TCP sockets on every address ``listen``'s host stands for."""
+def bind_endpoint(listen: str, token_file: str | None = None) -> list[stdsocket.socket]:
+    """Listening TCP sockets on every address ``listen``'s host stands for. Where the
+    port is taken, the error names who holds it; another user's, and the token in
+    ``token_file`` is replaced (``port_taken``)."""
     host, port = parse_listen(listen)
     bound: list[stdsocket.socket] = []
+    holder = ""
     try:
         for family, kind, proto, _, address in stdsocket.getaddrinfo(
             host, port, type=stdsocket.SOCK_STREAM, flags=stdsocket.AI_PASSIVE
@@ -104,12 +112,18 @@ def bind_endpoint(listen: str) -> list[stdsocket.socket]:
             sock.setsockopt(stdsocket.SOL_SOCKET, stdsocket.SO_REUSEADDR, 1)
             if family == stdsocket.AF_INET6:
                 sock.setsockopt(stdsocket.IPPROTO_IPV6, stdsocket.IPV6_V6ONLY, 1)
-            sock.bind(address)
+            try:
+                sock.bind(address)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    ip = ipaddress.ip_address(str(address[0]).partition("%")[0])
+                    holder = taken_by(ip, port, token_file)
+                raise
             sock.listen(_BACKLOG)
         if not bound:
             raise OSError(errno.EAFNOSUPPORT, "no address family of its host is supported")
     except OSError as exc:
         for sock in bound:
             sock.close()
-        raise DaemonError(f"daemon.http_listen: cannot listen on {listen}: {exc}") from None
+        raise DaemonError(f"daemon.http_listen: cannot listen on {listen}: {exc}{holder}") from None
     return bound

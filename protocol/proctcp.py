@@ -84,3 +84,29 @@ def socket_holder(
         if found == want:
             return HeldSocket(uid, inode) if inode != 0 else None
     return None
+
+
+_LISTEN = "0A"  # the state column of a listening socket
+
+
+def listening_on(
+    lines: Iterable[str], port: int, byteorder: ByteOrder
+) -> list[tuple[IP, HeldSocket]]:
+    """The sockets in ``lines`` (one table's text) listening on ``port``, each with its
+    address (``0.0.0.0`` or ``::`` for every one), held by a process."""
+    found = []
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 10 or not fields[0].endswith(":") or fields[3] != _LISTEN:
+            continue
+        try:
+            (ip, at), uid, inode = (
+                parse_proc_address(fields[1], byteorder),
+                int(fields[7]),
+                int(fields[9]),
+            )
+        except ValueError:
+            continue
+        if at == port and inode != 0:
+            found.append((ip, HeldSocket(uid, inode)))
+    return found

@@ -9,7 +9,14 @@ from ipaddress import IPv4Address, IPv6Address, ip_address
 
 import pytest
 
-from protocol.proctcp import Address, ByteOrder, HeldSocket, parse_proc_address, socket_holder
+from protocol.proctcp import (
+    Address,
+    ByteOrder,
+    HeldSocket,
+    listening_on,
+    parse_proc_address,
+    socket_holder,
+)
 
 HEAD4 = (
     "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
@@ -138,3 +145,21 @@ def test_malformed_lines_are_passed_over() -> None:
 def test_the_socket_is_named_with_its_inode_for_its_holders_to_be_found() -> None:
     found = socket_holder(TCP6.splitlines(), at("::1", 41000), at("::1", 8765), "little")
     assert found == HeldSocket(1000, 6002)
+
+
+def test_the_listeners_on_a_port_are_found_with_their_user_at_any_address() -> None:
+    """What names the user who took the endpoint's port while mcpd was down."""
+    v4 = [
+        HEAD4,
+        row(0, "0100007F:223D", "00000000:0000", 1002, 501, state="0A"),
+        row(1, "00000000:223D", "00000000:0000", 1003, 502, state="0A"),
+        row(2, "0100007F:223D", "0100007F:A028", 1000, 503),  # a connection, not a listener
+        row(3, "0100007F:223E", "00000000:0000", 1004, 504, state="0A"),  # another port
+        row(4, "0100007F:223D", "00000000:0000", 0, 0, state="0A"),  # held by no process
+    ]
+    assert listening_on(v4, 0x223D, "little") == [
+        (IPv4Address("127.0.0.1"), HeldSocket(1002, 501)),
+        (IPv4Address("0.0.0.0"), HeldSocket(1003, 502)),
+    ]
+    v6 = [HEAD6, row(0, "0" * 32 + ":223D", "0" * 32 + ":0000", 1005, 601, state="0A")]
+    assert listening_on(v6, 0x223D, "little") == [(IPv6Address("::"), HeldSocket(1005, 601))]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import pwd
 import socket
 import subprocess
 import sys
@@ -16,9 +17,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trio
 
 from tests.conftest import ROOT
 from tests.support.notify import Notifications
+from tests.support.peer_user import USER, needs_root, peer_uid, start_as
 from tests.support.prestart import counted_server, starts
 from tests.support.procs import SCRIPTED
 
@@ -122,3 +125,57 @@ def test_a_port_taken_before_mcpd_starts_stops_it_before_any_server_runs(
     # What it bound before the port is let go again: the next start finds no socket left.
     assert not (tmp_path / "mcpd.sock").exists()
     assert not (tmp_path / "work.sock").exists()
+
+
+def test_a_port_taken_by_mcpd_s_own_user_names_the_process(tmp_path: Path, port: int) -> None:
+    cfg = write_config(tmp_path, port, f"[servers.a]\n{counted_server(tmp_path / 'a.starts')}\n")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        proc = serve(cfg)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    me = f"uid {os.getuid()} ({pwd.getpwuid(os.getuid()).pw_name})"
+    assert f"Address already in use; {me} listens on it: process {os.getpid()} (" in err, err
+    assert "another user" not in err
+
+
+# Listens on 127.0.0.1:argv[1], says so, and holds the port until it is stopped.
+_SQUAT = """
+import socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen()
+print("listening", flush=True)
+sys.stdin.read()
+"""
+
+
+@needs_root
+async def test_a_port_taken_by_another_user_names_them_and_ends_the_token(
+    tmp_path: Path, port: int
+) -> None:
+    """Hosts set up with `mcpd connect --http` had sent such a user the token while mcpd
+    was down, and it worked once mcpd could start again; mcpd's error said only that the
+    address was in use."""
+    cfg = write_config(tmp_path, port, f"[servers.a]\n{counted_server(tmp_path / 'a.starts')}\n")
+    (tmp_path / "state").mkdir(mode=0o700)
+    token_file = tmp_path / "state" / "token"
+    token_file.write_text("old-token-the-hosts-were-given\n")
+    token_file.chmod(0o600)
+    uid = peer_uid()
+    squatter = await start_as(uid, _SQUAT, str(port), stdin=True)
+    try:
+        assert squatter.stdout is not None and squatter.stdin is not None
+        assert (await squatter.stdout.receive_some(100)).startswith(b"listening")
+        proc = serve(cfg)
+        _, err = await trio.to_thread.run_sync(proc.communicate, None, 60)
+    finally:
+        squatter.kill()
+        await squatter.wait()
+    assert proc.returncode == 1
+    assert f"another user, uid {uid} ({USER}), listens on it (process {squatter.pid} (" in err
+    assert f"so mcpd replaced it in {token_file}" in err, err
+    assert "`mcpd connect --http` again" in err
+    new = token_file.read_text().strip()
+    assert new and new != "old-token-the-hosts-were-given"
