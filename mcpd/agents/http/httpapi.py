@@ -56,6 +56,7 @@ from ..sockets import Leave
 from .body_budget import BodyBudget, BodyClaim, body_owner
 from .endpoint_places import EndpointPlaces, for_page, holder_uid, same_kind
 from .exchange import RequestSender
+from .headsize import COOKIE_ROOM
 from .leave import refusal, serve_until_left
 from .mcp_http import rpc_reject
 from .mcp_route import McpRoute
@@ -153,7 +154,8 @@ class HttpApi:
         """Serve one HTTP connection; one through a ``gate`` (the TCP endpoint's) is
         served once its first request's headers have passed it, one on a profile's
         socket until its ``leave`` ends it."""
-        wire = Wire(stream)
+        # A browser reaches the page on the TCP endpoint alone, with its cookies.
+        wire = Wire(stream, COOKIE_ROOM if gate is not None else 0)
         identity = AgentIdentity(peer)
         try:
             async with stream:

@@ -20,9 +20,10 @@ import trio
 
 from protocol import jsonrpc as rpc
 
+from . import headsize
+from .headsize import MAX_HEAD
+
 MAX_BODY: Final = 4 * 1024 * 1024
-# A request's line and headers together (h11's own default), and a chunk's size line.
-MAX_HEAD: Final = 16 * 1024
 _REASON: Final = 200  # characters of h11's word on a malformed request passed on
 _READ_SIZE: Final = 64 * 1024
 # Read ahead of the request being answered: one read's worth, whatever the client
@@ -34,6 +35,14 @@ HeaderList: TypeAlias = list[tuple[bytes, bytes]]
 
 def head(status: int, headers: HeaderList) -> h11.Response:
     return h11.Response(status_code=status, headers=headers, reason=HTTPStatus(status).phrase)
+
+
+class HeadTooLarge(h11.RemoteProtocolError):
+    """A request's head, a chunk's size line or a trailer over its bound; the message
+    says which, and the bound."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why, error_status_hint=431)
 
 
 class Reject(Exception):
@@ -71,9 +80,11 @@ def _unbounded(size: int) -> None:
 class Wire:
     """One client connection: its socket and the h11 state machine reading it."""
 
-    def __init__(self, stream: trio.SocketStream) -> None:
+    def __init__(self, stream: trio.SocketStream, cookie_room: int = 0) -> None:
+        """``cookie_room``: what a head's cookies may take beyond ``MAX_HEAD``."""
         self.stream = stream
-        self.conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
+        self.cookie_room = cookie_room
+        self.conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD + cookie_room)
         # The client hung up, or a write was cut short: nothing more can be sent.
         self.broken = False
         # The connection ends with the answer being written: the answer says so.
@@ -104,7 +115,24 @@ class Wire:
 
     async def _next_event(self) -> h11.Event | type[h11.NEED_DATA] | type[h11.PAUSED]:
         while (event := self.conn.next_event()) is h11.NEED_DATA:
+            if self.conn.their_state is h11.SEND_BODY:
+                # Only a chunk's size line or a trailer is kept whole before it is
+                # passed on (a body's bytes go as they come), and h11's own bound is
+                # the head's, cookies included.
+                unread = len(self.conn.trailing_data[0])
+                if unread > MAX_HEAD:
+                    raise HeadTooLarge(headsize.over_in_body())
             await self._receive()
+        # h11 bounds only what has not ended yet; what ends within the read that
+        # brought its last bytes comes whole, and is bounded here.
+        over = None
+        if isinstance(event, h11.Request):
+            fields = event.headers.raw_items()
+            over = headsize.over_bounds(event.method, event.target, fields, self.cookie_room)
+        elif isinstance(event, h11.EndOfMessage) and event.headers:
+            over = headsize.over_bounds(b"", b"", event.headers.raw_items(), 0)
+        if over is not None:
+            raise HeadTooLarge(over)
         return event
 
     async def read_request(self) -> tuple[h11.Request, bytes] | None:
@@ -334,8 +362,10 @@ async def refuse(
 async def refuse_malformed(wire: Wire, exc: h11.RemoteProtocolError) -> None:
     """Answer a request h11 could not read with the status it suggests, saying what was
     wrong with it, then close."""
-    if exc.error_status_hint == 431:
-        why = f"its line and headers, or a chunk's size line, are over {MAX_HEAD} bytes"
+    if isinstance(exc, HeadTooLarge):
+        why = str(exc)
+    elif exc.error_status_hint == 431:  # h11's own bound, on what has not ended
+        why = headsize.unended(wire.cookie_room)
     else:
         why = str(exc)[:_REASON]
     message = f"malformed HTTP request: {why}"

@@ -328,6 +328,38 @@ async def test_a_malformed_request_is_answered_with_its_status_then_closed(
                     assert _SAID[what] in message, (what, message)
 
 
+async def test_one_head_limit_holds_however_the_head_arrives(tmp_path: Path) -> None:
+    """A head over the limit was refused only while it had not ended: one that ended
+    within the read that brought its last bytes was served, up to the limit and one
+    read's worth more, whatever the 431 said the limit was."""
+    cfg = make_config(tmp_path, {}, http_listen="127.0.0.1:0", state_dir=str(tmp_path / "state"))
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            assert daemon.api.endpoint is not None
+            port, token = daemon.api.endpoint.port, daemon.http_token()
+            for where in ("socket", "endpoint"):
+                for pad in (10_000, 20_000, 60_000):
+                    if where == "socket":
+                        stream: trio.SocketStream = await trio.open_unix_socket(daemon.socket_path)
+                        vouch = b""
+                    else:
+                        stream = await trio.open_tcp_stream("127.0.0.1", port)
+                        vouch = f"Authorization: Bearer {token}\r\n".encode()
+                    request = (
+                        b"GET /healthz HTTP/1.1\r\nHost: m\r\nConnection: close\r\n" + vouch
+                        + b"X-Pad: " + b"p" * pad + b"\r\n\r\n"
+                    )  # fmt: skip
+                    answer = await _answer_to(stream, request)  # in one write
+                    case = (where, pad, answer[:300])
+                    if pad < 16384:
+                        assert answer.startswith(b"HTTP/1.1 200 "), case
+                        continue
+                    assert answer.startswith(b"HTTP/1.1 431 "), case
+                    message = json.loads(answer.partition(b"\r\n\r\n")[2])["error"]["message"]
+                    assert "are 20" in message or "are 60" in message, case
+                    assert "at most 16384 bytes of line and headers" in message, case
+
+
 async def test_a_request_framed_by_both_length_and_chunks_is_answered_then_closed(
     tmp_path: Path,
 ) -> None:

@@ -119,3 +119,26 @@ async def test_a_planted_cookie_of_the_pages_name_does_not_lock_the_user_out(
                 assert page.status == 200 and csrf_of(page.body) == csrf
                 alone = await http(port, "GET", "/", {"Cookie": planted})
                 assert alone.status == 401
+
+
+async def test_a_jar_filled_by_another_users_page_does_not_lock_the_user_out(
+    tmp_path: Path,
+) -> None:
+    """Cookies know no ports: a page of another user on 127.0.0.1 set 30 cookies of
+    3,900 bytes, and every request of the user's browser to the endpoint, a fresh
+    dashboard code's included, got 431 until the user cleared them."""
+    with trio.fail_after(LIMIT):
+        async with running(config(tmp_path)) as daemon:
+            assert daemon.api.endpoint is not None
+            port = daemon.api.endpoint.port
+            bomb = "; ".join(f"bomb{n}=" + "b" * 3900 for n in range(30))
+            # A browser's whole jar for a host: 180 cookies of 4 KiB.
+            jar = "; ".join(f"c{n:03}=" + "j" * (4096 - 5) for n in range(180))
+            for planted in (bomb, jar):
+                url = urlsplit(await code_url(daemon.socket_path))
+                traded = await http(port, "GET", f"/?{url.query}", {"Cookie": planted})
+                assert traded.status == 200, traded.body[:300]
+                cookie = traded.headers["set-cookie"].split(";")[0]
+                page = await http(port, "GET", "/", {"Cookie": f"{planted}; {cookie}"})
+                assert page.status == 200, page.body[:300]
+                assert "mcpd-csrf" in page.body.decode()
