@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 import sys
 from pathlib import Path
@@ -245,18 +246,32 @@ async def test_the_official_sdk_client_over_http_on_the_socket(tmp_path: Path, m
 
 
 async def test_an_http_client_that_goes_quiet_mid_request_is_let_go(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     import mcpd.agents.http.httpapi
 
     monkeypatch.setattr(mcpd.agents.http.httpapi, "_REQUEST_TIMEOUT", 0.3)
-    cfg = make_config(tmp_path, {})
-    with trio.fail_after(30):
+    cfg = make_config(tmp_path, {}, http_listen="127.0.0.1:0", state_dir=str(tmp_path / "state"))
+    with trio.fail_after(30), caplog.at_level(logging.INFO, "mcpd.http"):
         async with running(cfg) as daemon:
             stream = await trio.open_unix_socket(daemon.socket_path)
             await stream.send_all(b"GET /status HTTP/1.1\r\nHost: mcpd\r\n")  # never finished
             assert await stream.receive_some(100) == b""  # closed by mcpd
             await stream.aclose()
+            assert "closing an HTTP connection on a Unix socket: no complete" in caplog.text
+            assert daemon.api.endpoint is not None
+            port, token = daemon.api.endpoint.port, daemon.http_token()
+            tcp = await trio.open_tcp_stream("127.0.0.1", port)
+            await tcp.send_all(  # answered, then the next never finished
+                f"GET /healthz HTTP/1.1\r\nHost: m\r\nAuthorization: Bearer {token}\r\n\r\n"
+                "GET /healthz HTTP/1.1\r\n".encode()
+            )
+            got = b""
+            while chunk := await tcp.receive_some(65536):
+                got += chunk
+            assert got.startswith(b"HTTP/1.1 200 "), got[:200]
+            await tcp.aclose()
+            assert "closing an HTTP connection on the HTTP endpoint: no complete" in caplog.text
 
 
 _MALFORMED = {
