@@ -28,9 +28,9 @@ def taken_by(ip: IP, port: int, token_file: str | None) -> str:
         return ""
     seen = [f"process {pid} ({process_name(pid) or 'gone since'})" for pid in holder.pids]
     who = f"uid {holder.uid} ({user_name(holder.uid)})"
-    if holder.uid in trusted_owners():
-        return f"; {who} listens on it: {', '.join(seen) or 'a process mcpd cannot see'}"
     where = ", ".join(seen) or "a process mcpd cannot see"
+    if holder.uid in trusted_owners():
+        return f"; {who} listens on it: {where}"
     return f"; another user, {who}, listens on it ({where}). {_token_replaced(token_file)}"
 
 
