@@ -2,8 +2,9 @@
 
 A head's line and headers are bounded together, its cookies aside; on the TCP endpoint
 a browser's cookies have room of their own beside (``COOKIE_ROOM``). The same bound
-holds a chunk's size line and a body's trailer. A head is measured as written plainly
-(one space or ``: `` between the parts, each line ended by CRLF).
+holds a body's trailer, and a chunk's size line while it has not ended (h11 keeps
+nothing of it but the size). A head is measured as written plainly (one space or
+``: `` between the parts, each line ended by CRLF).
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-# A request's line and headers together, its cookies aside, and a chunk's size line or
-# a body's trailer, however their bytes arrive.
+# A request's line and headers together, its cookies aside, and a body's trailer,
+# however their bytes arrive.
 MAX_HEAD: Final = 16 * 1024
 # Cookies a browser sends beside, on the TCP endpoint: every cookie any page of its
 # host set, whatever port that page was on (cookies know no ports), so another user's
