@@ -17,9 +17,10 @@ from typing import Final
 MAX_HEAD: Final = 16 * 1024
 # Cookies a browser sends beside, on the TCP endpoint: every cookie any page of its
 # host set, whatever port that page was on (cookies know no ports), so another user's
-# page on the same host may fill the jar. A browser keeps at most 180 cookies of 4 KiB
-# for a host; a head whose cookies fit no more than that is read, however full the
-# jar, so that the page's own cookie, or a dashboard code, still gets the user in.
+# page on the same host may fill the jar. Chromium and Firefox keep at most 180
+# cookies of 4 KiB for a host; a head whose cookies fit no more than that is read,
+# however full the jar, so that the page's own cookie, or a dashboard code, still gets
+# the user in.
 COOKIE_ROOM: Final = 768 * 1024
 
 
