@@ -22,8 +22,8 @@ from typing import Final
 
 from .agents.unix_socket import UnixBound, bind_unix
 from .config.checks.endpoints import parse_listen
-from .config.tables.model import Config
 from .config.loading.paths import state_directory
+from .config.tables.model import Config
 from .config.tables.profiles import socket_where
 from .errors import DaemonError
 from .local.endpoint_token import token_path
