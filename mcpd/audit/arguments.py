@@ -8,7 +8,9 @@ the last value, some the first, some refuse it), a number past what a double hol
 came, so decoded, a record would show what the server may not have read, or nothing
 at all. Such arguments are kept as their JSON text instead (a string in the record),
 as ``policy.reading`` reads them: every key and value in the order sent, each number
-as written, each string masked as it would be decoded. Whether they are such is looked
+as written, each string masked as it would be decoded. So are arguments whose masking
+makes two keys of an object one text (a secret of mcpd's, and its marker written out):
+decoded and masked, the object would keep one of them. Whether they are such is looked
 for only here, in the writer's thread, for arguments a record keeps; the call path
 never looks.
 """
@@ -46,7 +48,9 @@ def kept_arguments(raw: bytes | msgspec.Raw, secrets: SecretSet) -> msgspec.Raw 
     try:
         value = msgspec.json.decode(raw)
         if not _gives_a_key_twice(raw):
-            kept = msgspec.Raw(_encode(secrets.mask_value(value)))
+            masked = secrets.mask_value(value)
+            if not _keys_merged(value, masked):
+                kept = msgspec.Raw(_encode(masked))
     except (msgspec.DecodeError, ValueError, RecursionError):
         pass  # kept as sent, if they can be read so
     if kept is None:
@@ -80,3 +84,18 @@ def _gives_a_key_twice(raw: bytes | msgspec.Raw) -> bool:
 
 def _nothing(text: str) -> None:
     return None
+
+
+def _keys_merged(value: object, masked: object) -> bool:
+    """Whether masking made two keys of one object the same text (a secret and its
+    marker, say), which a decoded object keeps one of: the record would then show an
+    object the agent never sent, one of its values gone."""
+    if masked is value:
+        return False
+    if isinstance(value, dict) and isinstance(masked, dict):
+        if len(masked) != len(value):
+            return True
+        return any(map(_keys_merged, value.values(), masked.values()))
+    if isinstance(value, list) and isinstance(masked, list):
+        return any(map(_keys_merged, value, masked))
+    return False

@@ -87,3 +87,21 @@ def test_arguments_that_masking_makes_too_large_are_a_note(twice: bool) -> None:
     assert len(raw) <= MAX_KEPT
     kept = kept_arguments(raw, SECRETS)
     assert isinstance(kept, str) and kept.endswith("kept)") and kept.startswith("(")
+
+
+@pytest.mark.parametrize(
+    ("raw", "text"),
+    [
+        (
+            b'{"ghp-secret-1": "DANGEROUS", "[secret of ' + WHERE.encode() + b']": "harmless"}',
+            f'{{"{MASKED}":"DANGEROUS","{MASKED}":"harmless"}}',
+        ),
+        # Keys that only hold the secret, deep in the arguments.
+        (
+            b'{"a": [{"aghp-secret-1": 1, "a' + MASKED.encode() + b'": 2}]}',
+            f'{{"a":[{{"a{MASKED}":1,"a{MASKED}":2}}]}}',
+        ),
+    ],
+)
+def test_keys_masking_makes_one_are_each_kept_as_sent(raw: bytes, text: str) -> None:
+    assert kept_arguments(raw, SECRETS) == text
