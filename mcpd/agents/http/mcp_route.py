@@ -304,12 +304,15 @@ class McpRoute:
         if not isinstance(msg, rpc.Request):
             legacy.asks.route(msg)  # the agent's answer to what a server asked it
             raise Reject(202)
+        exchange = self._exchange_for(legacy.session, caller, legacy.profile, legacy)
         if msg.id in legacy.requests:
+            # Refused at once, as on the socket, and recorded as there (a call leaves
+            # its record whatever it came to).
+            exchange.router.records.turned_away(exchange, msg)
             raise rpc_reject(400, msg.id, rpc.INVALID_REQUEST, f"Request id {msg.id!r} is in use")
         check_listen(msg, body)
         scope = legacy.requests[msg.id] = trio.CancelScope()
         try:
-            exchange = self._exchange_for(legacy.session, caller, legacy.profile, legacy)
             await self._answer(wire, exchange, msg, scope, modern=False)
         finally:
             legacy.requests.pop(msg.id, None)
