@@ -1,7 +1,8 @@
 """The audit log: every record in ``calls.jsonl`` in the state directory, one JSON
 line each, and (unless ``audit_journal = false``) a journal entry each, within a budget.
 
-The call path never waits for it: ``record`` counts the record for the metrics, keeps
+The call path never waits for it: ``record`` cuts the record's texts to what any
+record may hold (``record.bound``), counts it for the metrics, keeps
 it among the latest (``recent``, which the status page reads) and appends it to a
 bounded buffer. A writer task (``run``) wakes when the buffer is no longer empty, lets
 a moment's records gather (or fewer, when a batch's worth have come sooner), and hands
@@ -59,7 +60,17 @@ from .arguments import MAX_KEPT, kept_arguments, too_large
 from .counts import CallCounts
 from .logfile import FILE_NAME, LogFile
 from .lost import Lost, spans
-from .record import STOPPED, CallRecord, Gap, digest, iso, mask_texts, set_digests, stamp
+from .record import (
+    STOPPED,
+    CallRecord,
+    Gap,
+    bound,
+    digest,
+    iso,
+    mask_texts,
+    set_digests,
+    stamp,
+)
 from .shares import Shares
 from .summed import Summed, finish
 
@@ -155,6 +166,7 @@ class AuditLog:
     def record(self, record: CallRecord, arguments: Arguments | None = None) -> None:
         """Count ``record`` and queue it for writing, with the ``arguments`` the agent
         sent (their digest is worked out off the call path); never blocks."""
+        bound(record)
         if self.stopping and record.outcome == "cancelled":
             record.reason = STOPPED
         self.counts.add(record)
@@ -186,6 +198,7 @@ class AuditLog:
         if not self._writes or self._summed.within_budget(record):
             self.record(record, arguments)
             return
+        bound(record)
         self.counts.add(record)
         self._recent.append(record)
         if self._summed.add(record):  # the first summary since the last write

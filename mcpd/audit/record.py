@@ -105,6 +105,8 @@ def mask_texts(record: CallRecord, mask: Callable[[str], str]) -> None:
     exe, profile = mask(agent.exe or ""), mask(agent.profile)
     if exe != (agent.exe or "") or profile != agent.profile:
         record.agent = msgspec.structs.replace(agent, exe=exe or None, profile=profile)
+    # A marker may be longer than the secret it stands for.
+    bound(record)
 
 
 class Gap(msgspec.Struct, kw_only=True):
@@ -148,6 +150,30 @@ def unknown(name: str) -> str:
 
 def _head(text: str) -> str:
     return f"{text[:NAME_SHOWN]}\u2026 ({len(text)} characters)"
+
+
+def bound(record: CallRecord) -> None:
+    """``record`` held to what any record may hold, whatever an agent or a server sent:
+    each of its texts (what was named, the server's name for it, the reason, who
+    decided, the agent's program and profile) as ``kept`` keeps it, saying so where it
+    was cut; its arguments are kept up to ``arguments.MAX_KEPT`` where they are worked
+    out. Applied where the log takes a record, before anything reads it: the file,
+    the journal, the log's line, the latest records kept in memory and the page."""
+    name, original, reason = record.name, record.original, record.reason
+    if name is not None and len(name) > NAME_KEPT:
+        record.name = _head(name)
+    if original is not None and len(original) > NAME_KEPT:
+        record.original = _head(original)
+    if reason is not None and len(reason) > NAME_KEPT:
+        record.reason = _head(reason)
+    if len(record.decided_by) > NAME_KEPT:
+        record.decided_by = _head(record.decided_by)
+    agent = record.agent
+    exe = agent.exe
+    if (exe is not None and len(exe) > NAME_KEPT) or len(agent.profile) > NAME_KEPT:
+        record.agent = msgspec.structs.replace(
+            agent, exe=None if exe is None else kept(exe), profile=kept(agent.profile)
+        )
 
 
 def digest(arguments: bytes | msgspec.Raw) -> str:

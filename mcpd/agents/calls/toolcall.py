@@ -247,6 +247,7 @@ class Router:
                 call.decision, call.decided_by = resumed.decision, resumed.decided_by
                 return resumed
         if entry is None:
+            call.local = ""  # a name mcpd does not know: its record keeps what ``unknown`` does
             _before_the_rules(call, "unknown tool")
             return unknown_tool(
                 self.servers, profile, name, own_user=agent.identity.reads_as_owner()
