@@ -305,6 +305,15 @@ def reach(template: str) -> str:
     return scheme + ":" + uriforms.authority(scheme, unquote(written)) + rest[end.start() :]
 
 
+def read_form(template: str) -> str:
+    """The template with its literal prefix as ``reach`` reads it: a URI that
+    ``uriforms.read_as`` reads as an expansion of the template, in any spelling of its
+    scheme or authority, matches it (``FILE://localhost/data/{+p}`` reads as
+    ``file:///data/{+p}``, which matches ``file:///data/x`` however ``FILE`` and
+    ``localhost`` were written in it)."""
+    return reach(template) + template[len(literal_prefix(template)) :]
+
+
 # A scheme is ASCII: only ASCII letters are folded, one for one.
 _LOWER: Final = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 

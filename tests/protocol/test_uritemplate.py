@@ -321,6 +321,23 @@ def test_a_uri_read_as_a_server_reads_it_begins_with_its_templates_reach(
     assert read_as(expanded).startswith(t.reach(template))
 
 
+@pytest.mark.parametrize(
+    ("template", "expanded"),
+    [
+        ("file://localhost/data/{+p}", "file:///data/a/b"),
+        ("file://localhost/data/{+p}", "FILE://LOCALHOST/data/a"),
+        ("file:///data/{+p}", "file:/data/a"),
+        ("NOTES://{id}", "notes://1"),
+        ("notes://{id}", "Notes://1"),
+        ("HTTPS://Example.COM/{x}", "https://EXAMPLE.com/y"),
+    ],
+)
+def test_a_template_read_as_a_server_reads_it_matches_each_spelling_of_its_uris(
+    template: str, expanded: str
+) -> None:
+    assert t.parse(t.read_form(template)).match(read_as(expanded)).matched
+
+
 @settings(max_examples=100, deadline=None)
 @given(hostile_cases(), st.text(alphabet="abcxyz_", min_size=1, max_size=4))
 def test_templates_of_one_shape_match_the_same_uris(case: tuple[str, str], name: str) -> None:

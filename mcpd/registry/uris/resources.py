@@ -5,8 +5,11 @@ are shown of them, each URI and template in the form the ``mcpd://`` scheme hand
 
 A server's held template refuses reads of the URIs it matches that the server does
 not list, and a server held whole refuses every read (``held_for``), until a person
-approves them. What one agent sees is as its profile (its ``Sight``) shows the
-servers and their resources.
+approves them. A held template matches a URI as written, and as a server reads it
+against the template read so too (its scheme in any case, a ``file`` URI's
+``localhost`` as none): the test by which a respelled template is held as a change of
+the approved one, so the URIs it was approved for are held with it. What one agent
+sees is as its profile (its ``Sight``) shows the servers and their resources.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from typing import Final, NamedTuple
 import msgspec
 from msgspec import Raw
 
-from protocol import surface
+from protocol import surface, uriforms
+from protocol import uritemplate as tpl
 
 from ..gating.gate import ListGate
 from ..gating.limits import first_listed
@@ -35,6 +39,23 @@ class Hold(NamedTuple):
 
     why: str
     template: str | None = None
+
+
+class _HeldClaim(NamedTuple):
+    """A held template: its URI template, parsed as written and as read (None: one
+    mcpd cannot match), and why it is held."""
+
+    template: str
+    written: tpl.Template | None
+    read: tpl.Template | None
+    why: str
+
+
+def _held_claim(template: str, why: str) -> _HeldClaim:
+    # A read form that does not parse (an escaped brace decoded in its authority) is
+    # left out: the template as written still holds, and it must not hold every URI.
+    as_read = parsed_template(tpl.read_form(template))
+    return _HeldClaim(template, parsed_template(template), as_read, why)
 
 
 class _Server:
@@ -70,7 +91,7 @@ class _Server:
         # one it cannot match, so it cannot tell what the template claims).
         shapes = (parsed_template(t.uriTemplate) for t in self.templates)
         self.claims = [Claim(alias, p) for p in shapes if p is not None]
-        self.held_claims = [(t, parsed_template(t), why) for t, why in sorted(self.held.items())]
+        self.held_claims = [_held_claim(t, why) for t, why in sorted(self.held.items())]
         self.available = True
         self.marker: str | None = None
 
@@ -179,12 +200,15 @@ class ResourceTable:
             return None
         whole = budget if budget is not None else Budget(ROUTE_STEPS)
         mine = whole.part(ROUTE_STEPS)
+        read = uriforms.read_as(uri)
         try:
-            for template, shape, why in server.held_claims:
+            for held in server.held_claims:
                 # Matched, or mcpd cannot tell (a template it cannot parse, a budget
                 # spent): refused either way.
-                if shape is None or mine.matches(shape, uri) is not False:
-                    return Hold(why, template)
+                if held.written is None or mine.matches(held.written, uri) is not False:
+                    return Hold(held.why, held.template)
+                if held.read is not None and mine.matches(held.read, read) is not False:
+                    return Hold(held.why, held.template)
             return None
         finally:
             whole.settle(mine)
