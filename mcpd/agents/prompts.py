@@ -207,11 +207,13 @@ async def serve_asked(
     upstream: SendRound[Asked, Fetched],
     rewrite: Callable[[Raw], Raw | dict[str, Any]],
     seen: Seen,
+    arguments: Raw | UnsetType,
     cacheable: bool = False,
 ) -> bytes:
     """The reply to ``req``, a prompts/get or resources/read of ``name`` (``params``, in
-    the server's terms) whose server ``alias`` may ask the agent things: what
-    ``upstream`` comes to, its result made the agent's by ``rewrite``, noted in ``seen``."""
+    the server's terms; a prompt's ``arguments``, a read has none) whose server
+    ``alias`` may ask the agent things: what ``upstream`` comes to, its result made the
+    agent's by ``rewrite``, noted in ``seen``."""
 
     def shape(rid: rpc.Id, outcome: Fetched) -> bytes:
         if isinstance(outcome, Refused):
@@ -243,6 +245,7 @@ async def serve_asked(
         rid=req.id,
         method=req.method,
         name=name,
+        arguments=arguments,
         state=params.requestState,
         responses=params.inputResponses,
     )
@@ -261,8 +264,9 @@ async def get_prompt(
     seen = seen or Seen()
     params = rpc.decode_as(req.params, surface.GetPromptParams)
     local = seen.name = params.name
-    seen.arguments = params.arguments if isinstance(params.arguments, Raw) else None
-    check_arguments(params.arguments)
+    given = params.arguments
+    seen.arguments = given if isinstance(given, Raw) else None
+    check_arguments(given)
     entry = servers.lookup_prompt(local)
     if entry is None or not sees(entry.alias, entry.name):
         raise unknown_prompt(local)
@@ -299,7 +303,7 @@ async def get_prompt(
         return prompt_result(raw, servers.links(alias, sight), alias, pinned)
 
     return await serve_asked(
-        servers, askback, agent, req, params, local, alias, upstream, rewrite, seen
+        servers, askback, agent, req, params, local, alias, upstream, rewrite, seen, given
     )
 
 

@@ -152,7 +152,7 @@ async def read(
         return read_result(raw, servers.links(alias, sight), budget)
 
     return await serve_asked(
-        servers, askback, agent, req, params, asked, alias, upstream, rewrite, seen, True
+        servers, askback, agent, req, params, asked, alias, upstream, rewrite, seen, UNSET, True
     )
 
 

@@ -27,16 +27,17 @@ from __future__ import annotations
 import itertools
 import secrets
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import msgspec
 import trio
-from msgspec import Raw
+from msgspec import Raw, UnsetType
 
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 
 from ...servers.shared import NO_ANSWER
+from .bound import bound, other_arguments
 
 MAX_ROUNDS: Final = 8
 TOKEN_PREFIX: Final = "mcpd-ask:"
@@ -162,10 +163,18 @@ class DirectAsker:
 class Flow:
     """One agent request's replies, which go to whichever of its retries is waiting."""
 
-    def __init__(self, owner: object, method: str, name: str | None, rid: rpc.Id) -> None:
+    def __init__(
+        self,
+        owner: object,
+        method: str,
+        name: str | None,
+        arguments: Raw | UnsetType,
+        rid: rpc.Id,
+    ) -> None:
         self.owner = owner
         self.method = method
         self.name = name  # the tool's or prompt's local name, or the URI
+        self.arguments = bound(arguments)[0]  # what a retry must bring (``bound``)
         self.rid = rid
         self.scope = trio.CancelScope()
         self.lock = trio.Lock()
@@ -173,9 +182,23 @@ class Flow:
         self._replies: list[bytes] = []
         self._arrived = trio.Event()
 
-    def taken_by(self, owner: object, method: str, name: str | None) -> bool:
-        """Whether a retry of ``owner``'s ``method`` of ``name`` may take these replies."""
-        return owner is self.owner and method == self.method and name == self.name
+    def taken_by(
+        self, owner: object, method: str, name: str | None, arguments: Raw | UnsetType
+    ) -> bool:
+        """Whether a retry of ``owner``'s ``method`` of ``name`` with ``arguments`` may
+        take these replies."""
+        return self.other_call(owner, method, name, arguments) is None
+
+    def other_call(
+        self, owner: object, method: str, name: str | None, arguments: Raw | UnsetType
+    ) -> str | None:
+        """What call other than this one a retry of ``owner``'s ``method`` of ``name``
+        with ``arguments`` is, in the words of mcpd's refusal; None when it is this."""
+        if owner is not self.owner:
+            return "another agent's call"
+        if method != self.method or name != self.name:
+            return f"a {self.method} of {self.name!r}"
+        return other_arguments(self.arguments, arguments)
 
     def deliver(self, reply: Callable[[rpc.Id], bytes]) -> None:
         self._replies.append(reply(self.rid))
@@ -274,19 +297,29 @@ class ParkedAsker:
         return park.answer
 
 
-def claim(
-    park: Park, method: str, name: str | None, owner: object, responses: object, rid: rpc.Id
-) -> Flow:
+class Retry(NamedTuple):
+    """An agent's request that brings a ``requestState`` of mcpd's: whose, what it
+    asks, with which arguments and answers, under which id."""
+
+    owner: object
+    method: str
+    name: str | None
+    arguments: Raw | UnsetType
+    responses: object
+    rid: rpc.Id
+
+
+def claim(park: Park, retry: Retry) -> Flow:
     """A retry that names ``park``: it takes over the flow's replies, and its answer
-    (when it has one for the park's key) goes to the server."""
+    (when it has one for the park's key) goes to the server. One that is another call
+    (another agent's, of another tool, with other arguments) is refused, and the park
+    waits on for its own."""
     flow = park.flow
-    if owner is not flow.owner:
-        raise rpc.RPCError(rpc.INVALID_PARAMS, "requestState belongs to another agent")
-    if not flow.taken_by(owner, method, name):
-        raise rpc.RPCError(
-            rpc.INVALID_PARAMS, f"requestState belongs to a {flow.method} of {flow.name!r}"
-        )
-    flow.rid = rid
+    other = flow.other_call(retry.owner, retry.method, retry.name, retry.arguments)
+    if other is not None:
+        raise rpc.RPCError(rpc.INVALID_PARAMS, f"this requestState is mcpd's and continues {other}")
+    flow.rid = retry.rid
+    responses = retry.responses
     answer = responses.get(park.key) if isinstance(responses, dict) else None
     if answer is None:
         # Asked again, as a server asks again for what it still needs.

@@ -131,6 +131,7 @@ class CallTask:
             rid=out.id,
             method="tools/call",
             name=call.local,
+            arguments=out.arguments,
             state=state,
             responses=out.input_responses,
         )

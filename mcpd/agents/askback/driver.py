@@ -23,7 +23,7 @@ from protocol import surface
 from ...config.tables.model import DaemonConfig
 from ...servers.shared import Whose
 from ..failures import Failures, split_failure
-from .askback import AgentRequests, DirectAsker, Flow, Park, ParkedAsker, Parks, claim
+from .askback import AgentRequests, DirectAsker, Flow, Park, ParkedAsker, Parks, Retry, claim
 from .rounds import Out, Req, RoundTrip, legacy_rounds
 
 
@@ -95,12 +95,13 @@ class AskBackDriver:
         rid: rpc.Id,
         method: str,
         name: str | None,
+        arguments: Raw | UnsetType,
         state: Raw | UnsetType,
         responses: Raw | UnsetType,
     ) -> bytes:
-        """The reply to an agent's ``method`` request of ``name`` under ``rid``
-        (``request``, as its server is sent it, with the ``requestState`` and
-        ``inputResponses`` it carries), whose server may ask the agent things."""
+        """The reply to an agent's ``method`` request of ``name`` with ``arguments``
+        under ``rid`` (``request``, as its server is sent it, with the ``requestState``
+        and ``inputResponses`` it carries), whose server may ask the agent things."""
         found = self.parks.find(state)
         if found is True:
             raise rpc.RPCError(
@@ -109,8 +110,8 @@ class AskBackDriver:
                 "send the request again without it",
             )
         if isinstance(found, Park):
-            answers = _decode(responses)
-            return await claim(found, method, name, agent.owner, answers, rid).next()
+            retry = Retry(agent.owner, method, name, arguments, _decode(responses), rid)
+            return await claim(found, retry).next()
         # An agent that declared nothing a server may ask is still the one to blame for
         # its calls: its asker refuses, and the server hears why.
         direct = DirectAsker(
@@ -125,7 +126,7 @@ class AskBackDriver:
             return trip.shape(rid, outcome)
         if not agent.asks or self._nursery is None:
             return trip.shape(rid, await trip.send(request, direct))
-        flow = Flow(agent.owner, method, name, rid)
+        flow = Flow(agent.owner, method, name, arguments, rid)
         asker_ = ParkedAsker(flow, agent.capabilities, self.parks)
         self._nursery.start_soon(self._drive, flow, request, asker_, trip)
         return await flow.next()

@@ -57,13 +57,11 @@ from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 
 from ...policy.agent import AgentInfo
-from ...policy.gate import READ_HERE
-from ...policy.reading import Unshowable, read
-from ...policy.showing import canonical_json
 from ..agent import AgentCall
 from ..calls.callpolicy import Sent
 from ..profiles import Profile
 from .askback import MAX_ROUNDS, own_token
+from .bound import bound, other_arguments
 
 PREFIX: Final = "mcpd-round:"
 # How long a modern agent may take to retry: its user may be answering a form.
@@ -90,7 +88,7 @@ class _Round(msgspec.Struct, frozen=True):
     uid: int | None
     profile: str
     local: str
-    arguments: bytes  # what binds them (``_bound``)
+    arguments: bytes  # what binds them (``bound``)
     state: bytes | None  # digest of the server's requestState; None: it sent none
     sent: Sent | None  # None: its retry is a call of its own (``allowed_as``)
     decision: str
@@ -132,7 +130,7 @@ class Resumes:
                 uid=who.uid,
                 profile=call.profile,
                 local=call.local,
-                arguments=_bound(call.out.arguments)[0],
+                arguments=bound(call.out.arguments)[0],
                 state=hashlib.sha256(state).digest() if isinstance(state, Raw) else None,
                 sent=None
                 if sent is None
@@ -225,48 +223,7 @@ def _whose(kept: _Round, call: AgentCall, who: AgentInfo) -> str | None:
         return f"a call in the profile {kept.profile!r}"
     if kept.local != call.local:
         return f"a call of {kept.local!r}"
-    arguments, unshowable = _bound(call.out.arguments)
-    if kept.arguments == arguments:
-        return None
-    if unshowable is not None:
-        return (
-            "a call with other arguments: these cannot be shown as the server will read "
-            f"them ({unshowable})"
-        )
-    return "a call with other arguments"
-
-
-def _bound(arguments: Raw | UnsetType) -> tuple[bytes, str | None]:
-    """What a token binds of a round's ``arguments`` (a digest), and why a person could
-    not be shown them as the server will read them (None: they could, or they are not
-    read here).
-
-    A retry may write them otherwise than the round it continues did, as an SDK that
-    decoded them and encodes them again does: other spacing, the members in another
-    order, a character escaped or not. Every reader reads those alike once no key is
-    given twice and no number is in doubt, so arguments that can be shown are bound
-    as they are shown (``showing.canonical_json``). A number is bound as it is written:
-    readers differ on ``1.5`` and ``1.50`` (a decimal reader keeps the digits) or on
-    ``100`` and ``100.0`` (an integer or not), and an SDK writes one value the same
-    way each time. Arguments that cannot be shown read one way to one reader and
-    another way to the next: bound byte for byte, they pass only as the very bytes the
-    server was sent. So do arguments past ``READ_HERE``, which a call's reply would
-    otherwise wait for while they were read."""
-    if not isinstance(arguments, Raw):
-        return b"", None
-    written = bytes(arguments)
-    if len(written) > READ_HERE:
-        return _digest(b"written", written), None
-    try:
-        reading = read(written)
-        reading.check()
-    except Unshowable as exc:
-        return _digest(b"written", written), str(exc)
-    return _digest(b"shown", canonical_json(reading).encode()), None
-
-
-def _digest(kind: bytes, data: bytes) -> bytes:
-    return hashlib.sha256(kind + b"\0" + data).digest()
+    return other_arguments(kept.arguments, call.out.arguments)
 
 
 def _state(server_state: bytes | None) -> Raw | UnsetType:

@@ -126,10 +126,10 @@ class CallPolicy:
         found = self._parks.find(call.out.request_state)
         if found is None:
             return False
-        # Another agent's token, or one for another tool, is refused by the driver: that
-        # refusal is this call's record.
+        # Another agent's token, or one for another tool or other arguments, is refused
+        # by the driver: that refusal is this call's record.
         if isinstance(found, Park) and found.flow.taken_by(
-            call.out.owner, "tools/call", call.local
+            call.out.owner, "tools/call", call.local, call.out.arguments
         ):
             call.recorded = True
         return True

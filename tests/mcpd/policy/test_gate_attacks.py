@@ -51,9 +51,10 @@ async def asked(agent: Any, name: str) -> tuple[str, str]:
 
 
 async def test_mcpd_s_request_state_answers_only_its_own_call(tmp_path: Path) -> None:
-    """A token mcpd gave for one waiting call, sent with another tool's call, or by
-    another agent (declaring elicitation or not), approves nothing: those calls are
-    refused and recorded, and the waiting call still waits."""
+    """A token mcpd gave for one waiting call, sent with the same tool's call with other
+    arguments, another tool's call, or by another agent (declaring elicitation or not),
+    approves nothing: those calls are refused and recorded, and the waiting call still
+    waits."""
     with trio.fail_after(LIMIT):
         async with policy_daemon(tmp_path) as setup:
             sock = setup.daemon.socket_path
@@ -62,6 +63,7 @@ async def test_mcpd_s_request_state_answers_only_its_own_call(tmp_path: Path) ->
                 [waiting] = await setup.pending()
                 answer = {key: APPROVE}
                 tries = [
+                    (owner, "mcp__gh__create_issue", ASKS),  # other arguments
                     (owner, "mcp__gh__delete_repo", META),
                     (owner, "mcp__gh__delete_repo", ASKS),
                     (thief, "mcp__gh__create_issue", META),
@@ -77,7 +79,8 @@ async def test_mcpd_s_request_state_answers_only_its_own_call(tmp_path: Path) ->
                         "inputResponses": answer,
                     }
                     reply = await who.rpc("tools/call", params)
-                    assert "requestState belongs to" in reply["error"]["message"], reply
+                    said = reply["error"]["message"]
+                    assert said.startswith("this requestState is mcpd's and continues "), reply
                 assert [p.id for p in setup.daemon.approvals.list()] == [waiting.id]
                 assert setup.reached("delete_repo") == setup.reached("create_issue") == []
                 records = await setup.records()

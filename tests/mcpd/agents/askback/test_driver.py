@@ -89,6 +89,7 @@ async def serve(
     state: Any = UNSET,
     responses: Any = UNSET,
     name: str = "mcp__s__tool",
+    arguments: Raw | UnsetType = UNSET,
 ) -> dict[str, Any]:
     with trio.fail_after(5):
         reply = await driver.serve(
@@ -98,6 +99,7 @@ async def serve(
             rid=rid,
             method="tools/call",
             name=name,
+            arguments=arguments,
             state=state,
             responses=responses,
         )
@@ -192,8 +194,11 @@ async def test_another_agents_retry_is_refused_and_the_question_still_waits() ->
         stolen = raw({key: {"action": "decline"}})
         with pytest.raises(rpc.RPCError, match="another agent"):
             await serve(driver, side(object()), server, 2, token, stolen)
-        with pytest.raises(rpc.RPCError, match="belongs to a tools/call of 'mcp__s__tool'"):
+        with pytest.raises(rpc.RPCError, match="continues a tools/call of 'mcp__s__tool'"):
             await serve(driver, side(owner), server, 3, token, stolen, name="mcp__s__other")
+        other = Raw(b'{"v": 2}')
+        with pytest.raises(rpc.RPCError, match="continues a call with other arguments "):
+            await serve(driver, side(owner), server, 3, token, stolen, arguments=other)
         done = await serve(driver, side(owner), server, 4, token, raw({key: {"action": "cancel"}}))
     assert done["result"] == {"got": {"action": "cancel"}}
 

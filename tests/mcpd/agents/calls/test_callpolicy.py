@@ -167,20 +167,23 @@ def test_only_a_retry_naming_mcpds_own_state_continues_another_call() -> None:
     expired = a_call(state=Raw(msgspec.json.encode(TOKEN_PREFIX + "gone")))
     assert p.continues(expired) and not expired.recorded
     agent = object()
-    park = Park(Flow(agent, "tools/call", "delete_repo", 1), "mcpd_1", "x", None)
+    park = Park(Flow(agent, "tools/call", "delete_repo", UNSET, 1), "mcpd_1", "x", None)
     p._parks.open(park)
     token = Raw(msgspec.json.encode(park.token))
     waiting = a_call(state=token)
     waiting.out.owner, waiting.local = agent, "delete_repo"
     assert p.continues(waiting) and waiting.recorded
-    # Another agent's retry, or one of another tool, is the driver's to refuse; that
-    # refusal is its record.
+    # Another agent's retry, or one of another tool or with other arguments, is the
+    # driver's to refuse; that refusal is its record.
     stolen = a_call(state=token)
     stolen.out.owner, stolen.local = object(), "delete_repo"
     assert p.continues(stolen) and not stolen.recorded
     other = a_call(state=token)
     other.out.owner, other.local = agent, "create_issue"
     assert p.continues(other) and not other.recorded
+    argued = a_call(Raw(b'{"repo": "other"}'), state=token)
+    argued.out.owner, argued.local = agent, "delete_repo"
+    assert p.continues(argued) and not argued.recorded
 
 
 # -- the wait --
