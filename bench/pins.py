@@ -48,7 +48,7 @@ from mcpd.config.tables.model import NamingConfig
 from mcpd.local.pinfile import PinKeeper
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.catalog import Catalog
-from mcpd.servers import toolshape
+from mcpd.servers.lists import toolshape
 from protocol import jsonrpc as rpc
 from protocol import mcp
 

@@ -46,7 +46,7 @@ from .reread import Rereader, refusal, unmatched_profile
 from .runtime_secrets import RuntimeSecrets
 from .servers.all_servers import AllServers
 from .servers.auth_commands import Logins
-from .servers.history import Histories, ServerHistory
+from .servers.status.history import Histories, ServerHistory
 from .servers.supervisor import ReloadReport, Supervisor
 from .signals import Signals
 from .status_report import StatusReport

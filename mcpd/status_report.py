@@ -27,10 +27,10 @@ from .registry.tables.catalog import Catalog
 from .registry.tables.curation import ToolBudget
 from .registry.tables.unlisted import UnlistedNames
 from .reload_outcome import ReloadOutcome
-from .servers import metrics
 from .servers.all_servers import AllServers
-from .servers.history import Histories, ServerHistory
-from .servers.outage import iso_of_monotonic
+from .servers.status import metrics
+from .servers.status.history import Histories, ServerHistory
+from .servers.status.outage import iso_of_monotonic
 from .servers.supervisor import Supervisor
 
 

@@ -138,7 +138,7 @@ def test_every_module_and_name_the_docs_give_is_in_the_code() -> None:
 def test_a_name_that_is_gone_is_found() -> None:
     names = Names()
     text = (
-        "`Router.start`, `Connection.finish`, `Router.gone`, `servers/calls.py`,"
+        "`Router.start`, `Connection.finish`, `Router.gone`, `servers/calling/calls.py`,"
         " `servers/gone.py`, `NoSuch.x`, `fdread.receive`, `fdread.gone`"
     )
     assert unknown_names(text, names, functions=True) == [

@@ -268,16 +268,16 @@ def test_the_agent_side_imports_of_the_servers_only_the_seam() -> None:
 
 def test_the_seam_checker_sees_a_module_reached_past_it() -> None:
     edges = {
-        "mcpd.agents.a": {SHARED, "mcpd.servers.calls", "mcpd.registry.tables.table"},
-        "mcpd.servers.b": {"mcpd.servers.calls"},
+        "mcpd.agents.a": {SHARED, "mcpd.servers.calling.calls", "mcpd.registry.tables.table"},
+        "mcpd.servers.b": {"mcpd.servers.calling.calls"},
     }
-    assert past_the_seam(edges) == ["mcpd.agents.a imports mcpd.servers.calls"]
+    assert past_the_seam(edges) == ["mcpd.agents.a imports mcpd.servers.calling.calls"]
 
 
 # -- seams: the servers' Call holds only what the servers use --
 
 # The class both sides hand each other for a tools/call: (module, class).
-SERVERS_CALL = ("mcpd.servers.calls", "Call")
+SERVERS_CALL = ("mcpd.servers.calling.calls", "Call")
 
 
 def fields_of(source: str, name: str) -> list[str]:
@@ -316,8 +316,10 @@ def test_the_servers_call_holds_only_what_the_servers_use() -> None:
 
 def test_the_call_checker_sees_a_field_the_servers_never_use() -> None:
     sources = {
-        "mcpd.servers.calls": "class Call:\n    name: str\n    decision: str\n    kept: int\n",
-        "mcpd.servers.queue_bytes": "def take(call):\n    call.kept = len(call.name)\n",
+        "mcpd.servers.calling.calls": (
+            "class Call:\n    name: str\n    decision: str\n    kept: int\n"
+        ),
+        "mcpd.servers.calling.queue_bytes": "def take(call):\n    call.kept = len(call.name)\n",
         "mcpd.agents.calls.toolcall": "def route(call):\n    call.decision = 'allow'\n",
     }
     assert unused_by_servers(sources) == ["decision"]
@@ -504,7 +506,7 @@ def test_no_any_crosses_the_seam() -> None:
     ``seam_modules`` and every module another area imports (``shared_modules``); in
     those, every public function, and every public method and ``__init__`` of a public
     class, is checked for ``Any`` in a parameter's annotation or the return's. What the
-    check does not see: the fields of the structs that cross (``servers.calls.Call``),
+    check does not see: the fields of the structs that cross (``servers.calling.calls.Call``),
     and an alias of another module's that stands for ``Any``; one of the module's own
     (``protocol.mcp.Meta``) is seen."""
     edges = graph()
@@ -526,7 +528,7 @@ def test_no_any_crosses_the_seam() -> None:
 LAYER_INTERFACES = {
     "protocol.stdout.WaitingRequests": "protocol/ is the sans-IO core: it imports nothing of ours",
     "transports.base.AuthHook": "transports move messages and know nothing of the daemon",
-    "mcpd.servers.calls.QueuedCheck": "servers never know about agents",
+    "mcpd.servers.calling.calls.QueuedCheck": "servers never know about agents",
     "mcpd.registry.uris.scheme.Sight": "the resource table is below the profiles' views of it",
     "mcpd.agents.backend.Control": "the daemon wires the agent side, which never imports it",
     "mcpd.agents.backend.LineSink": "the agent side never imports transports, whose it is",
@@ -536,8 +538,8 @@ LAYER_INTERFACES = {
 # it. The list may only get shorter.
 SINGLE_IMPLEMENTATION = {
     "mcpd.agents.connection.Dispatcher",  # api.AgentServer
-    "mcpd.servers.calls.Admitter",  # scheduler.CallScheduler
-    "mcpd.servers.calls.CallHost",  # server_parts.ServerParts
+    "mcpd.servers.calling.calls.Admitter",  # scheduler.CallScheduler
+    "mcpd.servers.calling.calls.CallHost",  # server_parts.ServerParts
 }
 
 
@@ -659,7 +661,7 @@ def later(hooks: Later, typed: Typed) -> None: ...
         "m.later:hooks",
     ]
     seam = seam_modules(graph())
-    assert {"mcpd.servers.all_servers", "mcpd.servers.calls", "mcpd.agents.backend"} <= seam
+    assert {"mcpd.servers.all_servers", "mcpd.servers.calling.calls", "mcpd.agents.backend"} <= seam
     assert {"mcpd.agents.askback.askback", "mcpd.agents.askback.driver"} <= seam
     agents = {m for m in seam if within(m, "mcpd.agents")}
     assert agents == {"mcpd.agents.backend", *CALL_PATH}

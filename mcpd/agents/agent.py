@@ -57,7 +57,7 @@ class Agent(OutcomeSink):
     seen_offered: tuple[int, int] | None = None
 
     def whose(self) -> Whose:
-        """Whose its calls are (``servers.calls.Caller``)."""
+        """Whose its calls are (``servers.calling.calls.Caller``)."""
         return self.identity.whose()
 
     @abc.abstractmethod
@@ -114,7 +114,7 @@ class AgentCall(msgspec.Struct, eq=False):
         return out
 
     def finish(self, outcome: Outcome) -> None:
-        """The servers' outcome of ``out`` (``servers.calls.Caller``): they are done
+        """The servers' outcome of ``out`` (``servers.calling.calls.Caller``): they are done
         with it."""
         self.out.caller = NO_ONE
         self.to.finish(self, outcome)
@@ -127,7 +127,7 @@ class AgentCall(msgspec.Struct, eq=False):
         out.caller = NO_ONE
 
     def whose(self) -> Whose:
-        """``servers.calls.Caller``."""
+        """``servers.calling.calls.Caller``."""
         return self.agent.whose()
 
     # What a result is shaped by that the servers' part of the call holds

@@ -23,14 +23,14 @@ from ..registry.tables.prompts import PromptEntry
 from ..registry.uris.claims import Budget
 from ..registry.uris.resources import Hold
 from ..registry.uris.scheme import Ambiguous, Routed, Sight, Undecided
-from . import requests
-from .askback import Asker
-from .calls import Call, CallRefused, QueuedCheck, SessionMark, Whose
-from .log_messages import Heard
-from .outage import Outage, iso_of_monotonic
-from .prompt_resource_lists import TaskNews, Updated
-from .runner import Runner
-from .state import Said, short_lists
+from .asking import requests
+from .asking.askback import Asker
+from .calling.calls import Call, CallRefused, QueuedCheck, SessionMark, Whose
+from .connected.log_messages import Heard
+from .life.runner import Runner
+from .lists.prompt_resource_lists import TaskNews, Updated
+from .status.outage import Outage, iso_of_monotonic
+from .status.state import Said, short_lists
 from .supervisor import Supervisor
 
 Keep = Callable[[str, str], bool]  # (alias, name or URI): whether an agent sees it

@@ -15,8 +15,8 @@ import trio
 
 from protocol import jsonrpc as rpc
 
+from .life.runner import Runner
 from .oauth import LoginError, NoOAuthLogin, RedirectFailed, forget_unconfigured
-from .runner import Runner
 from .supervisor import Supervisor
 
 if TYPE_CHECKING:

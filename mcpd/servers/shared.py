@@ -15,12 +15,12 @@ from the rest of ``servers/`` only the two fronts ``daemon.py`` wires for it:
 
 from __future__ import annotations
 
-from .askback import NO_ANSWER, Asker
-from .calls import Call, CallRefused, Outcome, QueuedCheck, SessionMark, Unqueued, Whose
-from .history import DAY, HOUR, ServerHistory
-from .outage import Outage
-from .progress import ProgressSink
-from .state import Said
+from .asking.askback import NO_ANSWER, Asker
+from .asking.progress import ProgressSink
+from .calling.calls import Call, CallRefused, Outcome, QueuedCheck, SessionMark, Unqueued, Whose
+from .status.history import DAY, HOUR, ServerHistory
+from .status.outage import Outage
+from .status.state import Said
 
 __all__ = [
     "DAY",

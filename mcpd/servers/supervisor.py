@@ -25,12 +25,12 @@ from ..config.tables.servertable import ServerConfig
 from ..policy.guard import SecretGuard
 from ..policy.masking import KnownSecrets
 from ..registry.tables.catalog import Catalog
-from .lazy import LazyRunner
-from .outage import Outage, clock_time
-from .queue_bytes import QueueBytes
-from .runner import Runner
-from .state import counts, summary
-from .transport_factory import TransportFactory, open_transport
+from .calling.queue_bytes import QueueBytes
+from .life.lazy import LazyRunner
+from .life.runner import Runner
+from .life.transport_factory import TransportFactory, open_transport
+from .status.outage import Outage, clock_time
+from .status.state import counts, summary
 
 logger = logging.getLogger("mcpd.supervisor")
 

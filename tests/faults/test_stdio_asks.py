@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.servers.askback import ASKS_PER_CALL
+from mcpd.servers.asking.askback import ASKS_PER_CALL
 from tests.support.agent import META, make_config, running
 from tests.support.answering import AnsweringAgent, connect_answering
 from tests.support.fault_harness import Agent, Case, is_error_result, run_case, text_of

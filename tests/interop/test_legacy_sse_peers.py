@@ -18,7 +18,7 @@ import pytest
 import trio
 from msgspec import Raw
 
-from mcpd.servers.upstream import Upstream
+from mcpd.servers.connected.upstream import Upstream
 from protocol import jsonrpc as rpc
 from tests.support.interop import peer_server, relay
 from tests.support.wiretap import free_port

@@ -10,8 +10,8 @@ import pytest
 import trio
 from msgspec import Raw
 
-from mcpd.servers.handshake import client_meta
-from mcpd.servers.upstream import Upstream
+from mcpd.servers.connected.handshake import client_meta
+from mcpd.servers.connected.upstream import Upstream
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from tests.support.calls import at_upstream

@@ -8,11 +8,11 @@ from typing import Any
 import trio
 from msgspec import UNSET, Raw, UnsetType
 
-from mcpd.servers.calls import Call, CallRefused, Outcome, Whose
-from mcpd.servers.outage import Outage
-from mcpd.servers.progress import ProgressSink
-from mcpd.servers.runner import Runner
-from mcpd.servers.upstream import Upstream
+from mcpd.servers.asking.progress import ProgressSink
+from mcpd.servers.calling.calls import Call, CallRefused, Outcome, Whose
+from mcpd.servers.connected.upstream import Upstream
+from mcpd.servers.life.runner import Runner
+from mcpd.servers.status.outage import Outage
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.server import RequestContext

@@ -30,7 +30,7 @@ from mcpd.policy.kin import AgentKin
 from mcpd.policy.masking import KnownSecrets
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
-from mcpd.servers.calls import Call, Outcome
+from mcpd.servers.calling.calls import Call, Outcome
 from mcpd.servers.supervisor import Supervisor
 from protocol import jsonrpc as rpc
 from protocol import mcp

@@ -1,6 +1,6 @@
 """An upstream session that answers from a script, for the tests of what lists a
-server's prompts, resources and templates (``servers.list_pages``) and of what keeps
-them (``servers.prompt_resource_lists``): each request answered by its method's entry,
+server's prompts, resources and templates (``servers.lists.list_pages``) and of what keeps
+them (``servers.lists.prompt_resource_lists``): each request answered by its method's entry,
 every request kept."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from msgspec import Raw
 from mcpd.policy.guard import SecretGuard
 from mcpd.policy.masking import KnownSecrets
 from mcpd.registry.gating.limits import DEFAULT_LIMITS
-from mcpd.servers.outgoing_meta import CallMeta
-from mcpd.servers.upstream import Upstream
+from mcpd.servers.calling.outgoing_meta import CallMeta
+from mcpd.servers.connected.upstream import Upstream
 from protocol import jsonrpc as rpc
 from protocol.greeting import Declared, server_capabilities
 

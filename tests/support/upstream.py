@@ -11,7 +11,7 @@ from typing import Any
 
 import trio
 
-from mcpd.servers.upstream import Upstream
+from mcpd.servers.connected.upstream import Upstream
 from tests.support.procs import scripted
 from transports.stdio.params import StdioParams
 from transports.stdio.transport import StdioTransport, open_stdio_transport

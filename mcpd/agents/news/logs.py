@@ -4,7 +4,7 @@ A legacy agent asks with ``logging/setLevel``: from then on it gets, from every 
 its profile shows, each ``notifications/message`` at that level or a more severe one.
 An agent that never asked gets none. ``logger`` says which server spoke: the server's
 alias, or ``alias/logger`` when the server named a logger of its own; ``data`` is
-the server's, cleaned (``servers.log_messages``). Each server is asked for the most
+the server's, cleaned (``servers.connected.log_messages``). Each server is asked for the most
 verbose level any agent that sees it wants (``AllServers.want_logs``).
 
 Those messages belong to no agent's request: a server several agents share logs there

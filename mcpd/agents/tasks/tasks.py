@@ -16,7 +16,7 @@ tools/call is (``results.result_for``), for the agent's profile as it is now: cu
 the budget, its resultType checked, an ``input_required`` the agent cannot answer told
 in mcpd's words, its URIs handed over.
 
-A task is its server's session's (``servers.calls.SessionMark``): a server started
+A task is its server's session's (``servers.calling.calls.SessionMark``): a server started
 again (killed, crashed, stopped when idle, restarted by a reload) knows none of the
 tasks before, and may number new ones, another agent's, as it numbered those. Once
 that session ended, or once the agent's profile no longer shows the server (a reload,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from mcpd.servers.askback import NO_ANSWER
+from mcpd.servers.asking.askback import NO_ANSWER
 from protocol import jsonrpc as rpc
 from tests.support.agent import META
 from tests.support.bare_connection import RESULT, call, cancel, connected, error_of, request

@@ -28,8 +28,8 @@ from mcpd.policy.kin import AgentKin
 from mcpd.registry.profiles.views import ProfileView
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
-from mcpd.servers.calls import Call, Outcome
-from mcpd.servers.progress import ProgressSink
+from mcpd.servers.asking.progress import ProgressSink
+from mcpd.servers.calling.calls import Call, Outcome
 from mcpd.servers.supervisor import Supervisor
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface

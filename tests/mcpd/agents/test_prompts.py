@@ -29,7 +29,7 @@ from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
-from mcpd.servers.outage import Outage
+from mcpd.servers.status.outage import Outage
 from mcpd.servers.supervisor import Supervisor
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface

@@ -25,7 +25,7 @@ from mcpd.registry.tables.catalog import Catalog
 from mcpd.registry.uris.claims import ROUTE_STEPS, Budget
 from mcpd.registry.uris.scheme import Routed, Sight, wrap
 from mcpd.servers.all_servers import AllServers
-from mcpd.servers.outage import Outage
+from mcpd.servers.status.outage import Outage
 from mcpd.servers.supervisor import Supervisor
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface

@@ -92,7 +92,7 @@ def test_a_stdio_only_daemon_loads_no_http_or_oauth_code(tmp_path: Path) -> None
     ]
     assert not loaded, f"a stdio-only daemon loaded {loaded}"
     # The check must see the daemon's own modules, or it would pass on anything.
-    assert {"mcpd.daemon", "transports.stdio.transport", "mcpd.servers.runner"} <= set(
+    assert {"mcpd.daemon", "transports.stdio.transport", "mcpd.servers.life.runner"} <= set(
         seen["modules"]
     )
 

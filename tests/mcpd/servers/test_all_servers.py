@@ -16,8 +16,8 @@ from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import Config
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
-from mcpd.servers.calls import CallRefused
-from mcpd.servers.runner import Runner
+from mcpd.servers.calling.calls import CallRefused
+from mcpd.servers.life.runner import Runner
 from mcpd.servers.supervisor import Supervisor
 from protocol import jsonrpc as rpc
 from protocol import surface

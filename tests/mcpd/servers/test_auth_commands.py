@@ -21,7 +21,7 @@ from mcpd.config.tables.model import Config
 from mcpd.config.tables.servertable import ServerConfig
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.auth_commands import REFUSED, Logins
-from mcpd.servers.runner import Runner
+from mcpd.servers.life.runner import Runner
 from mcpd.servers.supervisor import Supervisor
 from protocol import jsonrpc as rpc
 from protocol import mcp

@@ -18,7 +18,7 @@ from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import Config
 from mcpd.config.tables.servertable import ServerConfig
 from mcpd.registry.tables.catalog import Catalog
-from mcpd.servers.calls import CallRefused
+from mcpd.servers.calling.calls import CallRefused
 from mcpd.servers.supervisor import ReloadReport, Supervisor, reload_said
 from protocol import jsonrpc as rpc
 from protocol import mcp

@@ -12,7 +12,7 @@ import trio.testing
 from msgspec import Raw
 
 from mcpd.agents.askback.askback import AgentRequests
-from mcpd.servers.askback import NO_ANSWER
+from mcpd.servers.asking.askback import NO_ANSWER
 from protocol import jsonrpc as rpc
 
 

@@ -20,7 +20,7 @@ from msgspec import UNSET, Raw, UnsetType
 from mcpd.agents.askback.askback import TOKEN_PREFIX, DirectAsker, ParkedAsker
 from mcpd.agents.askback.driver import AgentSide, AskBackDriver, may_be_asked
 from mcpd.agents.askback.rounds import RoundTrip
-from mcpd.servers.askback import NO_ANSWER
+from mcpd.servers.asking.askback import NO_ANSWER
 from protocol import jsonrpc as rpc
 from protocol import mcp
 

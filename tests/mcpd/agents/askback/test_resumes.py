@@ -11,7 +11,7 @@ from msgspec import UNSET, Raw
 from mcpd.agents.agent import NO_ONE, AgentCall
 from mcpd.agents.askback.resumes import PREFIX, Resumes
 from mcpd.policy.agent import AgentInfo
-from mcpd.servers.calls import Call
+from mcpd.servers.calling.calls import Call
 from protocol import jsonrpc as rpc
 from tests.support.routing import agent_call
 

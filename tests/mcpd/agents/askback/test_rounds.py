@@ -13,8 +13,8 @@ from msgspec import UNSET, Raw, UnsetType
 
 from mcpd.agents.askback.askback import AgentRequests, DirectAsker
 from mcpd.agents.askback.rounds import RoundTrip, legacy_rounds, sheds
-from mcpd.servers.askback import Asker
-from mcpd.servers.calls import Outcome
+from mcpd.servers.asking.askback import Asker
+from mcpd.servers.calling.calls import Outcome
 from protocol import jsonrpc as rpc
 from protocol import mcp
 

@@ -16,8 +16,8 @@ import trio
 from msgspec import Raw
 
 from mcpd.daemon import Daemon
-from mcpd.servers.calls import Call
-from mcpd.servers.outgoing_meta import CallMeta
+from mcpd.servers.calling.calls import Call
+from mcpd.servers.calling.outgoing_meta import CallMeta
 from tests.support.agent import connect, make_config, running
 from tests.support.answering import connect_answering
 from tests.support.procs import scripted

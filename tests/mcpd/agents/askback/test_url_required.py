@@ -19,7 +19,7 @@ from msgspec import Raw
 from mcpd.agents.agent import NO_ONE
 from mcpd.agents.askback import url_required
 from mcpd.daemon import Daemon
-from mcpd.servers.calls import Call
+from mcpd.servers.calling.calls import Call
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.server import RequestContext

@@ -30,7 +30,7 @@ from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.registry.tables.shown import Entry
 from mcpd.servers.all_servers import AllServers
-from mcpd.servers.calls import Call
+from mcpd.servers.calling.calls import Call
 from mcpd.servers.supervisor import Supervisor
 from protocol import jsonrpc as rpc
 from protocol import mcp

@@ -20,7 +20,7 @@ from mcpd.agents.calls.callrecords import ID_IN_USE, CallRecords, Seen, ended, o
 from mcpd.audit.reader import AuditRecords
 from mcpd.audit.record import CallRecord
 from mcpd.policy.agent import AgentInfo
-from mcpd.servers.outage import Outage
+from mcpd.servers.status.outage import Outage
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from tests.support.agent import make_config, running

@@ -17,7 +17,7 @@ from mcpd.agents.agent import AgentCall
 from mcpd.agents.calls import results
 from mcpd.agents.calls.callpolicy import Ask
 from mcpd.agents.lists.metatools import CALL, SEARCH
-from mcpd.servers.outage import Outage
+from mcpd.servers.status.outage import Outage
 from protocol import envelope, mcp, splice
 from protocol import jsonrpc as rpc
 from tests.support.agent import META

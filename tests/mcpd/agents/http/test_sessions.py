@@ -26,7 +26,7 @@ from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
-from mcpd.servers.calls import Call
+from mcpd.servers.calling.calls import Call
 from mcpd.servers.supervisor import Supervisor
 from protocol import mcp
 from protocol.server import RequestContext, ServerSession

@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from mcpd.agents.lists.instructions import part
-from mcpd.servers.state import Said
+from mcpd.servers.status.state import Said
 from tests.support.agent import connect, make_config, running
 from tests.support.procs import forging
 from tests.support.supervision import server, text, wait_state

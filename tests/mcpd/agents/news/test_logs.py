@@ -133,7 +133,7 @@ async def test_mcpds_own_log_keeps_each_message_at_its_servers_severity(
 ) -> None:
     import logging
 
-    from mcpd.servers.log_messages import LogMessages
+    from mcpd.servers.connected.log_messages import LogMessages
 
     logs = LogMessages("everything", lambda: None)
     with caplog.at_level(logging.DEBUG, logger="mcpd.server"):

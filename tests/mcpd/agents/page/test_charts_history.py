@@ -10,7 +10,7 @@ from mcpd.agents.page.charts import SLOTS, clock, day, hour
 from mcpd.agents.page.model import DaemonRow, PageData, ServerRow, StatusRows
 from mcpd.agents.page.render import regions
 from mcpd.local.statefile import SavedChange, SavedMinute
-from mcpd.servers.history import ServerHistory
+from mcpd.servers.status.history import ServerHistory
 
 NOW = 1_800_000_000.0
 

@@ -19,7 +19,7 @@ from mcpd.agents.page.sources import (
     Waiting,
 )
 from mcpd.registry.profiles.views import ProfileView
-from mcpd.servers.history import ServerHistory
+from mcpd.servers.status.history import ServerHistory
 
 NOW = 1_800_000_000.0
 

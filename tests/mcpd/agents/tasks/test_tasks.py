@@ -183,7 +183,7 @@ def test_an_agent_making_tasks_without_end_forgets_its_own_not_anothers(
 @pytest.mark.parametrize("task_id", [12345, {"obj": 1}, None, ["t-1"], "absent"])
 def test_a_task_handle_without_a_string_id_fails_the_call_and_is_not_kept(task_id: Any) -> None:
     from mcpd.agents.tasks import tasks as tasks_module
-    from mcpd.servers.outage import Outage
+    from mcpd.servers.status.outage import Outage
 
     catalog = Catalog(NamingConfig())
     config = parse({"servers": {"ta": {"command": "x"}}}, env={})
@@ -363,8 +363,8 @@ class DownServer:
         return None  # none in force, as the task's was none
 
     async def request(self, alias: str, method: str, params: Any, **kw: Any) -> Raw:
-        from mcpd.servers.calls import CallRefused
-        from mcpd.servers.outage import Outage
+        from mcpd.servers.calling.calls import CallRefused
+        from mcpd.servers.status.outage import Outage
 
         said = "working on tag=SOMEONES-SECRET"
         raise CallRefused(Outage(alias, "failed", "exited with status 3", stderr=said))

@@ -18,7 +18,7 @@ import trio
 
 from mcpd.config.loading.load import load
 from mcpd.daemon import Daemon
-from mcpd.servers.upstream import Upstream
+from mcpd.servers.connected.upstream import Upstream
 from tests.support.agent import META, Agent, connect, running
 
 TASK_SERVER = str(Path(__file__).resolve().parents[3] / "support" / "task_server.py")

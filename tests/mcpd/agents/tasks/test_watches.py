@@ -18,8 +18,8 @@ from mcpd.config.loading.load import parse
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.registry.uris.scheme import Sight
 from mcpd.servers.all_servers import AllServers
-from mcpd.servers.calls import SessionMark
-from mcpd.servers.runner import Runner
+from mcpd.servers.calling.calls import SessionMark
+from mcpd.servers.life.runner import Runner
 from mcpd.servers.supervisor import Supervisor
 from tests.support.resource_lists import Shows
 

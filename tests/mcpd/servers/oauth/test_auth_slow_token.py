@@ -23,7 +23,7 @@ TOKEN_TIMEOUT = 3
 @pytest.fixture(autouse=True)
 def _short_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("mcpd.servers.oauth.state.TOKEN_REQUEST_TIMEOUT", TOKEN_TIMEOUT)
-    monkeypatch.setattr("mcpd.servers.health.LIVENESS_TIMEOUT", 0.5)
+    monkeypatch.setattr("mcpd.servers.connected.health.LIVENESS_TIMEOUT", 0.5)
 
 
 def config_for(tmp: Path, srv: ProtectedMcp, **daemon: Any) -> Config:

@@ -1,0 +1,84 @@
+"""Progress notifications, routed from a server back to the one agent that asked.
+
+Each call that carries an agent's ``progressToken`` gets a token of mcpd's own for the
+server, so two agents using the same token can never see each other's progress. Each
+report also tells the call's scheduler, which may push the call's deadline out. A
+report's message is the server's text before a model: it is cleaned as an error's is,
+and each of its lines that begins with a bracket gets the server's mark
+(``registry.text.marking``). A report is read and written again for its agent, so it is
+searched for mcpd's secrets as written (``SecretGuard.reread``), after the cleaning
+(which could join a secret split by a character nobody sees).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import TypeAlias
+
+import msgspec
+from msgspec import Raw
+
+from protocol import jsonrpc as rpc
+from protocol import mcp
+
+from ...registry.text.marking import server_words
+from .askback import Cause
+
+# Where the server's progress reports for a call go (its agent).
+ProgressSink: TypeAlias = Callable[[mcp.ProgressParams], None]
+# A report's params as they may be read: with every secret in what mcpd writes of them
+# masked.
+Reread: TypeAlias = Callable[[Raw], Raw]
+
+
+def _as_sent(params: Raw) -> Raw:
+    return params
+
+
+class ProgressRoutes:
+    def __init__(self, prefix: str, reread: Reread = _as_sent, alias: str = "server") -> None:
+        self._prefix = prefix
+        self._reread = reread
+        self._alias = alias
+        # By mcpd's token: the agent's token, where its reports go, and the call.
+        self._routes: dict[str, tuple[str | int, ProgressSink, Cause]] = {}
+        self._ids = itertools.count(1)
+
+    def open(self, agent_token: str | int, deliver: ProgressSink, call: Cause) -> str:
+        """A token for the server; each report also gives ``call`` its time again."""
+        token = f"{self._prefix}{next(self._ids)}"
+        self._routes[token] = (agent_token, deliver, call)
+        return token
+
+    def close(self, token: str) -> None:
+        self._routes.pop(token, None)
+
+    def handle(self, msg: rpc.Notification) -> bool:
+        """Deliver a ``notifications/progress``; False if it belongs to no open call."""
+        given = msg.params
+        if given is None:
+            return False
+        try:
+            params = rpc.decode_as(given, mcp.ProgressParams)
+        except rpc.InvalidParams:
+            return False
+        route = self._routes.get(params.progressToken)  # type: ignore[arg-type]
+        if route is None:
+            return False
+        agent_token, deliver, call = route
+        # The server is working on it: more time, within the call's hard limit.
+        call.extend(call.timeout)
+        if isinstance(params.message, str):
+            words = server_words(self._alias, params.message)
+            if words != params.message:
+                params = msgspec.structs.replace(params, message=words)
+                given = Raw(msgspec.json.encode(params))
+        seen = self._reread(given)
+        if seen is not given:
+            try:
+                params = rpc.decode_as(seen, mcp.ProgressParams)
+            except rpc.InvalidParams:
+                return True  # a number held a secret: no report is left to pass on
+        deliver(msgspec.structs.replace(params, progressToken=agent_token))
+        return True

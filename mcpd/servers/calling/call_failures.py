@@ -1,0 +1,159 @@
+"""What a tools/call that got no result comes to: its server's error, passed on, or an
+outage that says why; each counted against the server (its breaker, its latency) or
+not, logged where nothing else says it, and ended as the server's reply or not
+(``calls.CallEnd``). The scheduler's, for each call it admitted.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from protocol import jsonrpc as rpc
+from protocol.logfields import log_extra
+from protocol.reply_faults import MalformedReply, MessageTooLarge
+from transports.errors import SERVER_REPLIES, ServerCancelled, TransportError
+
+from ..life.downtime import server_wait
+from ..oauth import AuthFailed, LoginRequired
+from ..results.rpc_errors import call_error, data_findings
+from ..status.outage import Outage, last_line
+from .calls import Answered, Call, CallEnd, CallHost, Outcome, Unanswered
+
+logger = logging.getLogger("mcpd.calls")
+
+
+def failed(
+    r: CallHost,
+    call: Call,
+    error: BaseException | None,
+    timed_out: bool,
+    now: float,
+    elapsed: float,
+    forget: Callable[[Call, str], None],
+) -> CallEnd:
+    """What a call that got no result came to: its server's error, or an outage;
+    answered only if the server replied. ``forget``: how its scheduler tells the
+    server to drop a call timed out."""
+    outcome: Outcome
+    if timed_out:
+        outcome = _timed_out(r, call, now, elapsed, forget)
+    elif isinstance(error, rpc.RPCError | ServerCancelled | MalformedReply | MessageTooLarge):
+        outcome = _refused(r, call, error, now, elapsed)
+    elif isinstance(error, LoginRequired | AuthFailed):
+        outcome = _not_logged_in(r, call, error, elapsed)
+    elif isinstance(error, TransportError):
+        outcome = _unavailable(r, call, error, elapsed)
+    else:
+        outcome = Outage(r.alias, "internal", f"internal error: {error!r}", call.start)
+    if isinstance(outcome, Outage):
+        outcome = outcome.masked(r.guard)
+    return Answered(outcome) if isinstance(error, SERVER_REPLIES) else Unanswered(outcome)
+
+
+def _timed_out(
+    r: CallHost, call: Call, now: float, elapsed: float, forget: Callable[[Call, str], None]
+) -> Outcome:
+    """A call its server did not answer in time, and the limit that said so."""
+    reason = f"no answer within {_seconds(elapsed)} s"
+    # Progress extends a call up to its hard limit, which is then what ended it.
+    hard = now >= call.limit
+    source = "daemon.max_call_time" if hard else r.limits.source(call.name, call.timeout)
+    if source is not None:
+        reason += f" (the limit {source} sets)"
+    # Without this line a call timing out left no trace naming the server.
+    logger.warning(
+        "%s: tools/call %r got %s",
+        r.alias,
+        call.name,
+        reason,
+        extra=log_extra(r.alias, reason=reason),
+    )
+    r.timed_out(call, elapsed, reason)
+    outage = Outage(r.alias, "timeout", reason, call.start)
+    forget(call, "timed out")
+    return outage
+
+
+def _refused(
+    r: CallHost,
+    call: Call,
+    error: rpc.RPCError | ServerCancelled | MalformedReply | MessageTooLarge,
+    now: float,
+    elapsed: float,
+) -> Outcome:
+    """A call its server answered with no result: it is up, whatever it thought of the
+    request, and the call failed alone."""
+    r.breaker.record_success(now, call.ticket)
+    r.stats.record(elapsed, error=True)
+    if isinstance(error, rpc.RPCError):
+        found = data_findings(r.guard, r.alias, error)
+        return call_error(r.guard, r.alias, error, "a tools/call error", found)
+    if isinstance(error, ServerCancelled):
+        return Outage(r.alias, "cancelled", str(error), call.start)
+    if isinstance(error, MalformedReply):
+        # Asked again it would most likely answer as unreadably, and a model told the
+        # call timed out would ask again. The transport has logged it.
+        return Outage(r.alias, "malformed", error.reason, call.start)
+    # Too large: the server goes on serving.
+    if r.transport_kind != "stdio":  # the stdio transport says so itself
+        logger.warning(
+            "%s: tools/call %r failed: %s; the server keeps running",
+            r.alias,
+            call.name,
+            error.reason,
+            extra=log_extra(r.alias, "message_too_large", error.reason),
+        )
+    return Outage(r.alias, "too_large", error.reason, call.start)
+
+
+def _not_logged_in(
+    r: CallHost, call: Call, error: LoginRequired | AuthFailed, elapsed: float
+) -> Outcome:
+    """A call that a login stopped: not the server failing, so neither its breaker nor
+    a probe of its liveness counts it."""
+    r.stats.record(elapsed, error=True)
+    if isinstance(error, LoginRequired):
+        # It wants a person to log in, and the runner waits for that.
+        return Outage(r.alias, "needs_login", error.reason, call.start)
+    # The authorization server failed, not this one.
+    logger.warning(
+        "%s: tools/call %r failed: %s",
+        r.alias,
+        call.name,
+        error.reason,
+        extra=log_extra(r.alias, "token_refresh_failed", error.reason),
+    )
+    return Outage(r.alias, "auth_failed", error.reason, call.start)
+
+
+def _unavailable(r: CallHost, call: Call, error: TransportError, elapsed: float) -> Outcome:
+    """A call its server could not be reached for, or went away during: counted against
+    its availability."""
+    # A server that said when to come back (429 or 503 with Retry-After) answered:
+    # it is there, and asked not to be called before then.
+    wait = server_wait(error.retry_after)
+    r.availability_failure(elapsed, error.reason, call.ticket, wait)
+    if r.transport_kind != "stdio":
+        # A stdio failure is logged when the process goes; an HTTP one had no line.
+        logger.warning(
+            "%s: tools/call %r failed: %s",
+            r.alias,
+            call.name,
+            error.reason,
+            extra=log_extra(r.alias, reason=error.reason),
+        )
+        # No process to watch: probe now, so an endpoint that went away is
+        # marked unavailable before the next model turn.
+        if wait is None:
+            r.check_liveness()
+    # A stdio server's detail is its stderr's tail: what a call in flight as it
+    # died most needs to say (a traceback's last line), as later calls do.
+    # Its lines were joined with line feeds: a carriage return in one is its own.
+    said = last_line(error.detail.split("\n")) if r.transport_kind == "stdio" else None
+    return r.failed_call(error.reason, call.start, said)
+
+
+def _seconds(value: float) -> str:
+    """A duration for people: 0.5, 1, 12.3 (not 0.501 or 1.3e+02)."""
+    return f"{value:.1f}".rstrip("0").rstrip(".")
