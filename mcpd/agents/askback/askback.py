@@ -37,7 +37,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 
 from ...servers.shared import NO_ANSWER
-from .bound import bound, other_arguments
+from .bound import binding, other_arguments
 
 MAX_ROUNDS: Final = 8
 TOKEN_PREFIX: Final = "mcpd-ask:"
@@ -174,7 +174,7 @@ class Flow:
         self.owner = owner
         self.method = method
         self.name = name  # the tool's or prompt's local name, or the URI
-        self.arguments = bound(arguments)[0]  # what a retry must bring (``bound``)
+        self.arguments = binding(arguments)[0]  # what a retry must bring (``binding``)
         self.rid = rid
         self.scope = trio.CancelScope()
         self.lock = trio.Lock()

@@ -16,7 +16,7 @@ from ...policy.reading import Unshowable, read
 from ...policy.showing import canonical_json
 
 
-def bound(arguments: Raw | UnsetType) -> tuple[bytes, str | None]:
+def binding(arguments: Raw | UnsetType) -> tuple[bytes, str | None]:
     """What a token binds of a round's ``arguments`` (a digest), and why a person could
     not be shown them as the server will read them (None: they could, or they are not
     read here).
@@ -48,7 +48,7 @@ def bound(arguments: Raw | UnsetType) -> tuple[bytes, str | None]:
 def other_arguments(kept: bytes, arguments: Raw | UnsetType) -> str | None:
     """How a retry bringing ``arguments`` differs from the call whose arguments bound
     to ``kept``, in the words of mcpd's refusal; None when it brings the same."""
-    given, unshowable = bound(arguments)
+    given, unshowable = binding(arguments)
     if given == kept:
         return None
     if unshowable is not None:

@@ -61,7 +61,7 @@ from ..agent import AgentCall
 from ..calls.callpolicy import Sent
 from ..profiles import Profile
 from .askback import MAX_ROUNDS, own_token
-from .bound import bound, other_arguments
+from .bound import binding, other_arguments
 
 PREFIX: Final = "mcpd-round:"
 # How long a modern agent may take to retry: its user may be answering a form.
@@ -130,7 +130,7 @@ class Resumes:
                 uid=who.uid,
                 profile=call.profile,
                 local=call.local,
-                arguments=bound(call.out.arguments)[0],
+                arguments=binding(call.out.arguments)[0],
                 state=hashlib.sha256(state).digest() if isinstance(state, Raw) else None,
                 sent=None
                 if sent is None
