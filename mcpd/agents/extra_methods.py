@@ -30,7 +30,7 @@ from .allowance import Allowance
 from .askback.driver import AgentSide, AskBackDriver
 from .backend import Control
 from .calls.callpolicy import CallPolicy, Sent
-from .calls.callrecords import CallRecords, Seen, ended
+from .calls.callrecords import CallRecords, Seen, ended, reason_kept
 from .calls.results import Recipient
 from .calls.rewrite import tool_result
 from .failures import Failures
@@ -208,7 +208,7 @@ class ExtraMethods:
             word, reason = seen.words(exc)
             raise
         except rpc.InvalidParams as exc:
-            word, reason = "error", f"Invalid params: {exc}"[:200]
+            word, reason = "error", reason_kept(f"Invalid params: {exc}")
             raise
         except BaseException as exc:
             word, reason = ended(exc)

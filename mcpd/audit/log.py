@@ -233,14 +233,22 @@ class AuditLog:
         self._watchers.append(written)
 
     def recent(self, keep: Callable[[CallRecord], bool], limit: int) -> list[CallRecord]:
-        """The latest records ``keep`` admits, newest first, at most ``limit``."""
+        """The latest records ``keep`` admits, newest first, at most ``limit``: copies,
+        mcpd's secrets masked in their texts as the writer masks them (the records kept
+        are masked only once written, and never with no file or journal to write)."""
         out: list[CallRecord] = []
         for record in reversed(self._recent):
             if keep(record):
                 out.append(record)
                 if len(out) >= limit:
                     break
-        return out
+        guard = self._guard
+        if guard is None:
+            return out
+        shown = [msgspec.structs.replace(record) for record in out]
+        for record in shown:
+            mask_texts(record, guard.mask_quietly)
+        return shown
 
     # -- the writer --
 
@@ -324,11 +332,13 @@ class AuditLog:
             finish(summaries)
         lines = _encoder.encode_lines(records) + _encoder.encode_lines(summaries)
         guard = self._guard
-        if guard is not None and guard.in_written(lines):
+        if guard is not None and (guard.in_written(lines) or guard.cut_in_written(lines)):
             # An agent chose the names it called (a tool's, a URI), and one may hold a
             # secret of mcpd's: its records, the journal's entries and the log's lines
-            # show the marker instead. The batch's lines were searched at once; only
-            # a batch that holds one is looked at record by record.
+            # show the marker instead. A text cut where the record was made may end
+            # with a secret's beginning: that is masked too. The batch's lines were
+            # searched at once; only a batch that holds one, or a cut, is looked at
+            # record by record.
             for record in chain(records, summaries):
                 mask_texts(record, guard.mask_quietly)
             lines = _encoder.encode_lines(records) + _encoder.encode_lines(summaries)

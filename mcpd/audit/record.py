@@ -23,6 +23,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from protocol.uritemplate import MAX_URI
+from protocol.visible import cut
 
 from ..policy.agent import AgentInfo
 
@@ -131,9 +132,12 @@ DIGEST: Final = 32  # hexadecimal digits of the SHA-256 kept
 # routed to a server) and of a reason that may quote one: whole up to NAME_KEPT
 # characters, a length no real name reaches (mcpd matches no longer URI against a
 # template: people and servers write none so long); past it, its first NAME_SHOWN
-# characters and its length. A name that names nothing mcpd knows is kept whole only up
-# to NAME_SHOWN (``unknown``): a made-up name then costs the record, the latest records
-# kept in memory, the journal and the file no more than a real one.
+# characters and how many more there were. A name that names nothing mcpd knows is kept
+# whole only up to NAME_SHOWN (``unknown``): a made-up name then costs the record, the
+# latest records kept in memory, the journal and the file no more than a real one.
+# Each cut is made with ``visible.cut``'s note: a cut made before the texts are masked
+# can fall inside a secret, and masking takes what ends at such a note for the
+# secret's beginning.
 NAME_KEPT: Final = MAX_URI
 NAME_SHOWN: Final = 256
 
@@ -149,7 +153,7 @@ def unknown(name: str) -> str:
 
 
 def _head(text: str) -> str:
-    return f"{text[:NAME_SHOWN]}\u2026 ({len(text)} characters)"
+    return cut(text, NAME_SHOWN)
 
 
 def bound(record: CallRecord) -> None:

@@ -15,6 +15,7 @@ and only a text's last ``CUT_NOTES`` notes are looked at.
 
 from __future__ import annotations
 
+import re
 from array import array
 from typing import Final
 
@@ -25,6 +26,8 @@ from protocol.visible import CUT_NOTE
 # (fewer could be any text's end).
 CUT_MARK: Final = " (and "
 CUT_PART: Final = 4
+# A note as it reads in JSON mcpd wrote, whatever the escapes of what came before it.
+WRITTEN_NOTE: Final = re.compile(rb" \(and (?:over )?\d+ more (?:characters|bytes)\)")
 # The notes looked at in one text, its last ones: a text of mcpd's quotes a few of a
 # server's words, and each note costs a look back as long as the longest secret.
 CUT_NOTES: Final = 16

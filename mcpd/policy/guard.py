@@ -43,7 +43,7 @@ from protocol.logfields import log_extra
 from protocol.visible import quote
 
 from ..config.credentials.secrets import HeldSecret
-from .cutparts import CutParts
+from .cutparts import WRITTEN_NOTE, CutParts
 from .masking import KnownSecrets, marker, masked_value
 from .patterns import FORMAT, TRIGGER, kind_marker, redact
 from .spelling import Spellings
@@ -217,6 +217,12 @@ class SecretGuard:
         it, in any form an encoder writes it: one search of the bytes, at C speed."""
         ours = self._search.ours
         return ours is not None and ours.found_in(encoded)
+
+    def cut_in_written(self, encoded: bytes) -> bool:
+        """Whether JSON mcpd wrote notes a cut while mcpd holds a secret: the text
+        before the note may end with a secret's beginning, which ``mask_quietly``
+        masks."""
+        return self._search.values is not None and WRITTEN_NOTE.search(encoded) is not None
 
     def _rewritten(self, alias: str, encoded: bytes, what: str) -> bytes:
         decoded, encode = _read(encoded)

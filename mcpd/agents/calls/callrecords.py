@@ -24,6 +24,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 from protocol import jsonrpc as rpc
 from protocol import mcp, splice
+from protocol.visible import cut
 
 from ...audit.log import AuditLog
 from ...audit.record import METHODS, NO_DECISION, AuditOutcome, CallRecord, kept, unknown
@@ -31,7 +32,7 @@ from ...policy.agent import AgentInfo
 from ...servers.shared import Outage, Outcome, Unqueued
 from ..agent import Agent, AgentCall
 
-_REASON: Final = 200  # characters of a reason kept
+_REASON: Final = 200  # characters of a reason kept (``reason_kept``)
 # Why a request was refused before it started (``CallRecords.turned_away``).
 ID_IN_USE: Final = "its id was in use by a request in flight"
 AT_LIMIT: Final = "its agent had as many requests in flight as it may"
@@ -42,6 +43,12 @@ REFUSED_HERE: Final = frozenset({"refused", "error"})
 AGENT_GONE: Final = "its agent had gone before the answer was written"
 
 
+def reason_kept(text: str) -> str:
+    """A reason as a record keeps it: cut with the note masking looks for, as it may
+    quote a secret that the cut, made before the record is masked, falls inside."""
+    return cut(text, _REASON)
+
+
 def outcome_of(outcome: Outcome | Any, failed: bool = False) -> tuple[AuditOutcome, str | None]:
     """The record's words for a request's outcome: a server's result (``failed``: it
     says ``isError``), an ``Outage``, a JSON-RPC error, or a result of mcpd's own."""
@@ -50,7 +57,7 @@ def outcome_of(outcome: Outcome | Any, failed: bool = False) -> tuple[AuditOutco
     if isinstance(outcome, Outage):
         return ("timeout" if outcome.state == "timeout" else "outage"), kept(outcome.reason)
     if isinstance(outcome, rpc.RPCError):
-        return "error", outcome.message[:_REASON]
+        return "error", reason_kept(outcome.message)
     if isinstance(outcome, mcp.CallToolResult) and outcome.isError:
         return "refused", _first_text(outcome)
     return "ok", None
@@ -75,7 +82,7 @@ def _first_text(result: mcp.CallToolResult) -> str | None:
         else:
             text = block.get("text") if isinstance(block, dict) else None
         if isinstance(text, str):
-            return text[:_REASON]
+            return reason_kept(text)
     return None
 
 
@@ -104,7 +111,7 @@ class Seen:
             return outcome_of(self.outcome)
         refused = refused or self.refusal
         if refused is not None:
-            return ("refused" if self.name is not None else "error"), refused.message[:_REASON]
+            return ("refused" if self.name is not None else "error"), reason_kept(refused.message)
         return "ok", None
 
 

@@ -38,7 +38,7 @@ from ..askback.resumes import Resumed, Resumes
 from ..lists.metatools import NAMES as META_TOOLS
 from ..lists.search_mode import unwrap
 from .callpolicy import Ask, CallPolicy, Sent
-from .callrecords import CallRecords, ended, outcome_of
+from .callrecords import CallRecords, ended, outcome_of, reason_kept
 from .request_context import agents_own, spliced_context
 from .results import Recipient, shape_call_result
 from .unrouted import held_tool, unknown_tool
@@ -187,7 +187,7 @@ class Router:
         """A tools/call whose request could not be read as a call: its record."""
         info = agent.identity.info(agent.profile.name, agent.session.legacy_version is None)
         now = self.records.now()
-        self.records.request(now, info, "tools/call", None, None, "error", why[:200], 0)
+        self.records.request(now, info, "tools/call", None, None, "error", reason_kept(why), 0)
 
     @staticmethod
     def _who(call: AgentCall, agent: Agent) -> AgentInfo:

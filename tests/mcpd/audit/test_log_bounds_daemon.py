@@ -88,11 +88,14 @@ async def test_made_up_names_of_megabytes_leave_the_records_before_them(tmp_path
             assert sum(len(r.name or "") for r in kept) < len(kept) * NAME_KEPT
     found = records(state)
     assert [r["arguments"] for r in found[:5]] == [{"i": i} for i in range(5)]
-    assert found[5]["original"] == f"{'L' * NAME_SHOWN}\u2026 (20000 characters)"
+    assert (
+        found[5]["original"]
+        == f"{'L' * NAME_SHOWN}\u2026 (and {20000 - NAME_SHOWN} more characters)"
+    )
     # The record keeps both keys the server got, the secret masked, as the text sent.
     assert found[6]["arguments"] == f'{{"{MARKER}":"DANGEROUS","{MARKER}":"harmless"}}'
-    cut = f"{'x' * NAME_SHOWN}\u2026 ({HUGE} characters)"
-    shorter = f"{'x' * NAME_SHOWN}… (1000 characters)"
+    cut = f"{'x' * NAME_SHOWN}\u2026 (and {HUGE - NAME_SHOWN} more characters)"
+    shorter = f"{'x' * NAME_SHOWN}… (and {1000 - NAME_SHOWN} more characters)"
     assert [r["name"] for r in found[7:]] == [cut] * 7 + [shorter] + [cut] * 2
     assert [r["reason"] for r in found[7:]] == ["unknown tool"] * 10
 

@@ -27,6 +27,7 @@ from mcpd.audit.reader import AuditRecords
 from mcpd.audit.record import STOPPED
 from mcpd.config.loading.load import load
 from mcpd.daemon import Daemon
+from protocol.visible import cut
 from tests.support.agent import META, connect, running
 from tests.support.daemon_http import curl
 from tests.support.procs import scripted
@@ -265,8 +266,8 @@ async def test_a_get_and_a_read_whose_result_cannot_be_read_are_recorded_as_erro
     assert all(m.startswith("malformed result from the server") for m in errors), errors
     records = list(AuditRecords(str(tmp_path / "state")))
     assert [(r.method, r.outcome, r.reason) for r in records] == [
-        ("prompts/get", "error", errors[0][:200]),
-        ("resources/read", "error", errors[1][:200]),
+        ("prompts/get", "error", cut(errors[0], 200)),
+        ("resources/read", "error", cut(errors[1], 200)),
     ]
 
 

@@ -1,5 +1,5 @@
 """What any audit record may hold, whatever an agent or a server sent: each text whole
-up to ``NAME_KEPT`` characters, a longer one as its first ``NAME_SHOWN`` and its length;
+up to ``NAME_KEPT`` characters, a longer one as its first ``NAME_SHOWN`` and how many more;
 applied as the log takes a record, so the latest records kept in memory hold no more,
 also past an agent's budget, and again once masking makes a text longer."""
 
@@ -25,7 +25,7 @@ def record(**kw: Any) -> CallRecord:
 
 
 def cut(text: str) -> str:
-    return f"{text[:NAME_SHOWN]}\u2026 ({len(text)} characters)"
+    return f"{text[:NAME_SHOWN]}\u2026 (and {len(text) - NAME_SHOWN} more characters)"
 
 
 def test_every_text_past_the_bound_is_cut_saying_so_and_shorter_ones_are_kept() -> None:
@@ -72,5 +72,7 @@ def test_the_latest_records_kept_in_memory_hold_no_more_than_the_bound() -> None
 def test_a_text_masking_makes_longer_is_cut_again() -> None:
     r = record(name="s" * NAME_KEPT)
     mask_texts(r, lambda text: text.replace("s", "[secret of servers.a.env.TOKEN]"))
-    assert r.name is not None and r.name.endswith(f"({NAME_KEPT * 31} characters)")
-    assert len(r.name) < NAME_SHOWN + 30
+    assert r.name is not None and r.name.endswith(
+        f"(and {NAME_KEPT * 31 - NAME_SHOWN} more characters)"
+    )
+    assert len(r.name) < NAME_SHOWN + 40

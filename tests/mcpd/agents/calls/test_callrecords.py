@@ -76,13 +76,16 @@ def test_a_refusal_of_mcpds_own_says_its_first_text() -> None:
 
 def test_a_reason_is_cut_short() -> None:
     long = "x" * 1000
-    assert outcome_of(rpc.RPCError(-32000, long)) == ("error", "x" * 200)
+    assert outcome_of(rpc.RPCError(-32000, long)) == (
+        "error",
+        "x" * 200 + "… (and 800 more characters)",
+    )
     refused = mcp.CallToolResult([mcp.TextContent(long)], isError=True)
-    assert outcome_of(refused) == ("refused", "x" * 200)
+    assert outcome_of(refused) == ("refused", "x" * 200 + "… (and 800 more characters)")
     huge = "y" * (1 << 20)
     assert outcome_of(Outage("s", "failed", huge)) == (
         "outage",
-        "y" * 256 + f"… ({1 << 20} characters)",
+        "y" * 256 + f"… (and {(1 << 20) - 256} more characters)",
     )
     audit = Audit()
     call = kept("t")
@@ -203,12 +206,12 @@ def test_a_name_no_server_could_have_is_kept_cut_with_its_length() -> None:
                     "notes is down: " + uri, 0)  # fmt: skip
     records.request(0.0, AGENT, "prompts/get", name, None, "refused", None, 0)
     (tool, _), (read, _), (prompt, _) = audit.records
-    assert tool.name == "x" * 256 + f"… ({HUGE} characters)"
+    assert tool.name == "x" * 256 + f"… (and {HUGE - 256} more characters)"
     assert tool.reason == "unknown tool"
-    assert read.name == uri[:256] + f"… ({len(uri)} characters)"
-    assert read.original == "u" * 256 + f"… ({HUGE} characters)"
+    assert read.name == uri[:256] + f"… (and {len(uri) - 256} more characters)"
+    assert read.original == "u" * 256 + f"… (and {HUGE - 256} more characters)"
     assert read.reason is not None and len(read.reason) < 1024
-    assert read.reason.endswith(f"… ({len(uri) + 15} characters)")
+    assert read.reason.endswith(f"… (and {len(uri) + 15 - 256} more characters)")
     assert prompt.name == tool.name
 
 
@@ -241,8 +244,10 @@ def test_a_made_up_name_is_kept_as_a_short_head_and_its_length() -> None:
     records.request(0.0, AGENT, "prompts/get", made_up, None, "refused", "no such prompt", 0)
     records.request(0.0, AGENT, "resources/read", "file:///" + made_up, None, "refused", None, 0)
     names = [r.name or "" for r, _ in audit.records]
-    assert names[0] == names[1] == made_up[:256] + "… (8008 characters)"
-    assert names[2].startswith("file:///n0000001AAA") and names[2].endswith("(8016 characters)")
+    assert names[0] == names[1] == made_up[:256] + "… (and 7752 more characters)"
+    assert names[2].startswith("file:///n0000001AAA") and names[2].endswith(
+        "(and 7760 more characters)"
+    )
     assert all(len(name) < 300 for name in names)
 
 
