@@ -433,7 +433,8 @@ def test_a_call_that_could_not_be_read_is_recorded_with_its_reason_cut() -> None
     world.router.unreadable(StandInAgent(world.profile), "Invalid params: " + "x" * 1000)
     [record] = world.audit.records
     assert (record.method, record.name, record.outcome) == ("tools/call", None, "error")
-    assert record.reason is not None and len(record.reason) == 200
+    reason = "Invalid params: " + "x" * 184
+    assert record.reason == reason + f"\u2026 (and {1016 - 200} more characters)"
 
 
 def test_a_call_mcpd_answered_before_any_rule_records_no_decision() -> None:
