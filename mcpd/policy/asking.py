@@ -25,7 +25,7 @@ from typing import Any, Final
 
 import msgspec
 
-from protocol.visible import visible
+from protocol.visible import cut, visible
 
 from .approvals import ApprovalRequest, Verdict
 
@@ -126,7 +126,9 @@ def verdict_of(
         parsed = None
     content = (parsed.content if parsed is not None else None) or {}
     given = content.get("reason")
-    reason = (given.strip()[:500] or None) if isinstance(given, str) else None
+    # Cut with its note: what was written may quote a secret that the record's masking
+    # then finds up to the cut.
+    reason = (cut(given.strip(), 500) or None) if isinstance(given, str) else None
     accepted = parsed is not None and parsed.action == "accept"
     if not approvable:
         if accepted and content.get("decision") == DENY:

@@ -28,6 +28,7 @@ import trio
 
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
+from protocol.visible import cut
 
 from ...local.owners import user_name
 from ...policy.approvals import ApprovalError
@@ -95,7 +96,7 @@ async def _decide(
 ) -> Any:
     by = _operator(conn, req.method)
     params = rpc.decode_as(req.params, _Decide)
-    reason = (params.reason.strip()[:500] or None) if params.reason else None
+    reason = (cut(params.reason.strip(), 500) or None) if params.reason else None
     assert conn.peer is not None
     decider = conn.peer.decider()
     agents = await api.agents_kin()

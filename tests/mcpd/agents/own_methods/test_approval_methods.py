@@ -214,7 +214,12 @@ async def test_showing_a_call_gives_its_arguments_whole_where_the_list_shortens_
 
 @pytest.mark.parametrize(
     ("reason", "kept"),
-    [(None, None), ("", None), ("   \n", None), ("x" * 5000, "x" * 500)],
+    [
+        (None, None),
+        ("", None),
+        ("   \n", None),
+        ("x" * 5000, "x" * 500 + "… (and 4500 more characters)"),
+    ],
     ids=["none", "empty", "blank", "long"],
 )
 async def test_a_reason_is_kept_trimmed_and_cut_short(reason: str | None, kept: str | None) -> None:
