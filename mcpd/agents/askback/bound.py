@@ -8,12 +8,19 @@ would get a result of arguments it did not send."""
 from __future__ import annotations
 
 import hashlib
+from typing import Final
 
 from msgspec import Raw, UnsetType
 
 from ...policy.gate import READ_HERE
 from ...policy.reading import Unshowable, read
 from ...policy.showing import canonical_json
+
+# A call sent with no arguments, and how ``null`` and ``{}`` for them are shown: every
+# server reads the three alike (``arguments`` is optional, and a reader that takes
+# ``null`` takes it for none given).
+_NONE: Final = b"none"
+_NONE_SHOWN: Final = frozenset({"null", "{}"})
 
 
 def binding(arguments: Raw | UnsetType) -> tuple[bytes, str | None]:
@@ -31,9 +38,11 @@ def binding(arguments: Raw | UnsetType) -> tuple[bytes, str | None]:
     way each time. Arguments that cannot be shown read one way to one reader and
     another way to the next: bound byte for byte, they pass only as the very bytes the
     server was sent. So do arguments past ``READ_HERE``, which a call's reply would
-    otherwise wait for while they were read."""
+    otherwise wait for while they were read. None given, ``null`` and ``{}`` bind
+    alike: an SDK may fill in ``{}`` when it encodes the retry of a call that sent
+    none, and the server is sent what the retry brings."""
     if not isinstance(arguments, Raw):
-        return b"", None
+        return _NONE, None
     written = bytes(arguments)
     if len(written) > READ_HERE:
         return _digest(b"written", written), None
@@ -42,7 +51,10 @@ def binding(arguments: Raw | UnsetType) -> tuple[bytes, str | None]:
         reading.check()
     except Unshowable as exc:
         return _digest(b"written", written), str(exc)
-    return _digest(b"shown", canonical_json(reading).encode()), None
+    shown = canonical_json(reading)
+    if shown in _NONE_SHOWN:
+        return _NONE, None
+    return _digest(b"shown", shown.encode()), None
 
 
 def other_arguments(kept: bytes, arguments: Raw | UnsetType) -> str | None:
