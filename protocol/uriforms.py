@@ -7,7 +7,9 @@ the fragment where the URI as written has ``?`` and ``#``, then decodes ``%63`` 
 ``c`` in the path and resolves ``.`` and ``..`` there, whether written plainly or
 escaped; a path library folds ``//``. A ``file`` URI names no host when it names
 ``localhost`` (in any case, and to some readings any host at all), and ``file:/p`` and
-``file:p`` are ``file:///p``; the host of a web URL is the same in any case. Many
+``file:p`` are ``file:///p``; the host of a web URL is the same in any case, with a
+name before an ``@``, a dot at its end or the port its scheme takes by default, and
+in fullwidth letters as in plain ones (a URL parser maps them as IDNA does). Many
 servers then ignore a query or fragment they do not use, and some decode a URI before
 they split it, so that an escaped ``?`` or ``#`` ends its path.
 
@@ -32,6 +34,7 @@ URI's.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 from typing import Final, NamedTuple
 from urllib.parse import unquote
@@ -45,6 +48,11 @@ _FILE_HOST: Final = re.compile(r"^file://[^/]+")
 _QUERY_OR_FRAGMENT: Final = re.compile(r"[?#]")
 # Schemes whose authority is a host name, which no case tells apart.
 CASE_BLIND_HOSTS: Final = frozenset({"http", "https", "ws", "wss", "ftp", "file"})
+# The port each of those takes when a URI names none.
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443, "ws": 80, "wss": 443, "ftp": 21}
+# What IDNA maps that NFKC leaves: an ideographic full stop is a dot, a soft hyphen
+# is nothing.
+_IDNA_MAPPED: Final = str.maketrans({"\u3002": ".", "\u00ad": None})
 
 
 class Forms(NamedTuple):
@@ -152,12 +160,31 @@ def read_as(uri: str) -> str:
 
 def authority(scheme: str, written: str) -> str:
     """The ``//``-led authority of a URI of ``scheme`` (in lower case) as a server
-    reads it: a host that is case-blind in lower case, a ``file`` URI's ``localhost``
-    as no host."""
+    reads it: a host that is case-blind as ``host`` reads it, a ``file`` URI's
+    ``localhost`` as no host."""
     if scheme not in CASE_BLIND_HOSTS:
         return written
-    read = written.lower()
+    if not written.startswith("//"):
+        return written.lower()
+    read = "//" + host(scheme, written[2:])
     return "//" if scheme == "file" and read == "//localhost" else read
+
+
+def host(scheme: str, written: str) -> str:
+    """The host and port of a case-blind ``scheme``'s authority as a URL parser takes
+    them to name a server: without a name and password before the last ``@``, in the
+    letters IDNA maps it to (NFKC, then lower case), without dots at its end, and
+    without a port that is the scheme's own (``:80`` for ``http``) or empty."""
+    named = written.rpartition("@")[2]
+    end = named.find("]") + 1 if named.startswith("[") else 0
+    colon = named.find(":", end)
+    name, port = (named, "") if colon < 0 else (named[:colon], named[colon + 1 :])
+    name = unicodedata.normalize("NFKC", name.translate(_IDNA_MAPPED)).lower()
+    name = name.rstrip(".") or name
+    if port.isascii() and port.isdigit():
+        number = int(port)
+        port = "" if number == _DEFAULT_PORTS.get(scheme) else str(number)
+    return name + (":" + port if port else "")
 
 
 def _reading(text: str, decode: Callable[[str], str]) -> tuple[str, str]:

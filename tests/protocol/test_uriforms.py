@@ -53,6 +53,37 @@ def test_an_authority_keeps_its_case_unless_its_scheme_names_a_host() -> None:
     assert read_as("file://Server/Share") == "file://server/Share"
 
 
+# WHATWG's URL parser (Node's new URL) reads each as naming the host example.com, and
+# the default port as none.
+@pytest.mark.parametrize(
+    "spelled",
+    [
+        "http://example.com:80/doc/1",
+        "http://example.com:0080/doc/1",
+        "http://example.com:/doc/1",
+        "http://u@example.com/doc/1",
+        "http://u:p@q@example.com/doc/1",
+        "http://example.com./doc/1",
+        "http://\uff25\uff38\uff21\uff2d\uff30\uff2c\uff25.com/doc/1",
+        "http://exam\u00adple\u3002com/doc/1",
+        "HTTP://Ex%61mple.COM:80/doc/1",
+    ],
+)
+def test_a_web_host_is_read_as_the_server_it_names(spelled: str) -> None:
+    assert read_as(spelled) == "http://example.com/doc/1"
+
+
+def test_a_port_is_folded_only_where_it_is_the_schemes_own() -> None:
+    assert read_as("https://example.com:443/a") == "https://example.com/a"
+    assert read_as("wss://example.com:443/a") == "wss://example.com/a"
+    assert read_as("ws://[::1]:80/a") == "ws://[::1]/a"
+    assert read_as("https://example.com:80/a") == "https://example.com:80/a"
+    assert read_as("http://example.com:8080/a") == "http://example.com:8080/a"
+    # Another host, its letters Cyrillic, and another scheme's authority as written.
+    assert read_as("http://exam\u0440le.com/a") == "http://exam\u0440le.com/a"
+    assert read_as("notes://u@Inbox.:80/1") == "notes://u@Inbox.:80/1"
+
+
 # Node's fileURLToPath(new URL(uri)) and Python's normpath(url2pathname(urlparse(uri)
 # .path)) both read each of these as /home/u/.ssh/id_rsa.
 @pytest.mark.parametrize(

@@ -5,11 +5,12 @@ are shown of them, each URI and template in the form the ``mcpd://`` scheme hand
 
 A server's held template refuses reads of the URIs it matches that the server does
 not list, and a server held whole refuses every read (``held_for``), until a person
-approves them. A held template matches a URI as written, and as a server reads it
-against the template read so too (its scheme in any case, a ``file`` URI's
-``localhost`` as none): the test by which a respelled template is held as a change of
-the approved one, so the URIs it was approved for are held with it. What one agent
-sees is as its profile (its ``Sight``) shows the servers and their resources.
+approves them. A held template matches a URI as written, and as any reading a server
+may take of it (``uriforms.forms``: a ``file`` URI's host dropped, its query dropped,
+a web URL's host as a URL parser reads it) against the template read so too: the test
+by which a respelled template is held as a change of the approved one, so the URIs
+it was approved for are held with it. What one agent sees is as its profile (its
+``Sight``) shows the servers and their resources.
 """
 
 from __future__ import annotations
@@ -200,14 +201,18 @@ class ResourceTable:
             return None
         whole = budget if budget is not None else Budget(ROUTE_STEPS)
         mine = whole.part(ROUTE_STEPS)
-        read = uriforms.read_as(uri)
+        # Every reading mcpd knows a server may take of it, with its query and without.
+        _, read, bare = uriforms.forms(uri)
+        readings = list(dict.fromkeys((*read, *bare)))
         try:
             for held in server.held_claims:
                 # Matched, or mcpd cannot tell (a template it cannot parse, a budget
                 # spent): refused either way.
                 if held.written is None or mine.matches(held.written, uri) is not False:
                     return Hold(held.why, held.template)
-                if held.read is not None and mine.matches(held.read, read) is not False:
+                if held.read is None:
+                    continue
+                if any(mine.matches(held.read, r) is not False for r in readings):
                     return Hold(held.why, held.template)
             return None
         finally:

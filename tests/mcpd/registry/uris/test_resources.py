@@ -99,6 +99,29 @@ def test_a_held_template_refuses_what_it_matches_and_nothing_the_server_lists() 
     assert table.held_for("b", "notes://42") is None
 
 
+def test_a_held_template_refuses_every_reading_of_what_it_matches() -> None:
+    table = ResourceTable(ListGate(lambda alias: DEFAULT_POLICY))
+    approved = ("file:///data/{+path}", "http://example.com/doc/{id}")
+    table.update("a", [], templates(*approved))
+    table.gate.settle("a")
+    table.update("a", [], templates("file://localhost/data/{+path}", "HTTP://Example.com/doc/{id}"))
+    for uri in (
+        "file:///data/secret?x=1",
+        "file://127.0.0.1/data/secret",
+        "file://localhost./data/secret",
+        "http://example.com:80/doc/1",
+        "http://u@example.com/doc/1",
+        "http://example.com./doc/1",
+        "http://example.com/doc/1?q",
+    ):
+        assert table.held_for("a", uri) is not None, uri
+    assert table.held_for("a", "http://exam\u0440le.com/doc/1") is None
+    assert table.held_for("a", "http://example.com:8080/doc/1") is None
+    # Listed again as approved, the same URIs are read.
+    table.update("a", [], templates(*approved))
+    assert table.held_for("a", "http://example.com:80/doc/1") is None
+
+
 def test_a_held_template_refuses_when_its_budget_is_spent() -> None:
     table = held_template_table()
     spent = Budget(0)
