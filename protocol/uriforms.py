@@ -33,6 +33,7 @@ URI's.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import unicodedata
 from collections.abc import Callable
@@ -160,27 +161,32 @@ def read_as(uri: str) -> str:
 
 def authority(scheme: str, written: str) -> str:
     """The ``//``-led authority of a URI of ``scheme`` (in lower case) as a server
-    reads it: a host that is case-blind as ``host`` reads it, a ``file`` URI's
-    ``localhost`` as no host."""
+    reads it: a host that is case-blind as ``_host_and_port`` reads it, a ``file``
+    URI's ``localhost`` as no host."""
     if scheme not in CASE_BLIND_HOSTS:
         return written
     if not written.startswith("//"):
         return written.lower()
-    read = "//" + host(scheme, written[2:])
+    read = "//" + _host_and_port(scheme, written[2:])
     return "//" if scheme == "file" and read == "//localhost" else read
 
 
-def host(scheme: str, written: str) -> str:
+def _host_and_port(scheme: str, written: str) -> str:
     """The host and port of a case-blind ``scheme``'s authority as a URL parser takes
     them to name a server: without a name and password before the last ``@``, in the
-    letters IDNA maps it to (NFKC, then lower case), without dots at its end, and
-    without a port that is the scheme's own (``:80`` for ``http``) or empty."""
+    letters IDNA maps it to (NFKC, then lower case, a name outside ASCII in its
+    ``xn--`` form), without dots at its end, and without a port that is the scheme's
+    own (``:80`` for ``http``) or empty."""
     named = written.rpartition("@")[2]
     end = named.find("]") + 1 if named.startswith("[") else 0
     colon = named.find(":", end)
     name, port = (named, "") if colon < 0 else (named[:colon], named[colon + 1 :])
     name = unicodedata.normalize("NFKC", name.translate(_IDNA_MAPPED)).lower()
     name = name.rstrip(".") or name
+    # A name IDNA cannot encode (a label too long) is no host name: a parser refuses
+    # it, or reads it as written.
+    with contextlib.suppress(UnicodeError):
+        name = name.encode("idna").decode("ascii") if not name.isascii() else name
     if port.isascii() and port.isdigit():
         number = int(port)
         port = "" if number == _DEFAULT_PORTS.get(scheme) else str(number)

@@ -73,6 +73,11 @@ def test_a_web_host_is_read_as_the_server_it_names(spelled: str) -> None:
     assert read_as(spelled) == "http://example.com/doc/1"
 
 
+def test_a_host_outside_ascii_is_read_in_its_xn_form() -> None:
+    assert read_as("http://EX\u00c4MPLE.com/a") == "http://xn--exmple-cua.com/a"
+    assert read_as("http://xn--exmple-cua.com/a") == "http://xn--exmple-cua.com/a"
+
+
 def test_a_port_is_folded_only_where_it_is_the_schemes_own() -> None:
     assert read_as("https://example.com:443/a") == "https://example.com/a"
     assert read_as("wss://example.com:443/a") == "wss://example.com/a"
@@ -80,7 +85,7 @@ def test_a_port_is_folded_only_where_it_is_the_schemes_own() -> None:
     assert read_as("https://example.com:80/a") == "https://example.com:80/a"
     assert read_as("http://example.com:8080/a") == "http://example.com:8080/a"
     # Another host, its letters Cyrillic, and another scheme's authority as written.
-    assert read_as("http://exam\u0440le.com/a") == "http://exam\u0440le.com/a"
+    assert read_as("http://exam\u0440le.com/a") == "http://xn--examle-erf.com/a"
     assert read_as("notes://u@Inbox.:80/1") == "notes://u@Inbox.:80/1"
 
 

@@ -101,10 +101,15 @@ def test_a_held_template_refuses_what_it_matches_and_nothing_the_server_lists() 
 
 def test_a_held_template_refuses_every_reading_of_what_it_matches() -> None:
     table = ResourceTable(ListGate(lambda alias: DEFAULT_POLICY))
-    approved = ("file:///data/{+path}", "http://example.com/doc/{id}")
+    approved = ("file:///data/{+path}", "http://example.com/doc/{id}", "http://\u00e4.de/{id}")
     table.update("a", [], templates(*approved))
     table.gate.settle("a")
-    table.update("a", [], templates("file://localhost/data/{+path}", "HTTP://Example.com/doc/{id}"))
+    respelled = (
+        "file://localhost/data/{+path}",
+        "HTTP://Example.com/doc/{id}",
+        "http://\u00c4.de/{id}",
+    )
+    table.update("a", [], templates(*respelled))
     for uri in (
         "file:///data/secret?x=1",
         "file://127.0.0.1/data/secret",
@@ -113,6 +118,7 @@ def test_a_held_template_refuses_every_reading_of_what_it_matches() -> None:
         "http://u@example.com/doc/1",
         "http://example.com./doc/1",
         "http://example.com/doc/1?q",
+        "http://xn--4ca.de/1",
     ):
         assert table.held_for("a", uri) is not None, uri
     assert table.held_for("a", "http://exam\u0440le.com/doc/1") is None
