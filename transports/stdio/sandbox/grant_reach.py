@@ -9,11 +9,14 @@ checked where it leads at that start, and the server does not start when:
 - it is, lies in or holds one of mcpd's own places (``Sandbox.own``: its state, with
   the servers' homes, its config, the secret files the config reads, its sockets'
   directories, the pages it hands a browser): no grant shows a server any of them,
-  but one that holds such a place as the config names it (``read = ["~"]``), under
-  which the cover lands on top;
+  but one that holds such a place as the config names it (``read = ["~/work"]``, the
+  state directory kept in it), under which the cover lands on top;
 - it is, lies in or holds any other hidden place (a credential store) only through a
   symbolic link: what the config names itself (``read = ["~/.aws"]``) is how a server
   gets one back, but a link on the way says nothing of what the user meant.
+
+A link is refused whoever made it: the refusal says how to grant where the link leads,
+where a grant may (by that place's own path), and that a server may have made it.
 
 What was checked is what is bound: a descriptor of each grant is held from its check
 (``hold``) and bubblewrap binds that (``--bind-fd``), so that a link swapped on the
@@ -75,22 +78,31 @@ def overreach(written: str, real: str, hidden: Sequence[Hidden]) -> str | None:
         else:
             named = any(within(written, s) for s in spellings)
         lead = f"{written} leads to {real}" if real != written else written
-        if h.own and (how != "holds" or not named):
+        if h.own and how != "holds":
             said = f"{lead}, which {how} {h.place}, mcpd's own ({h.path}), hidden from every "
             said += "server: no grant shows a server what mcpd keeps"
-            return said + _unless_made(real != written)
+            if real == written:
+                return said
+            said += ", and no link leads there, whoever made it: remove the link or point "
+            return said + "it elsewhere (a server may have made it)"
+        if h.own and not named:
+            said = f"{lead}, which holds {h.place}, mcpd's own ({h.path}), hidden from every "
+            said += "server: a grant is bound over what mcpd keeps, with it covered, only "
+            said += "where the config names the grant by its own path, not through a link"
+            return said + _by_its_own_path(real)
         if not named:
             said = f"{lead}, which {how} {h.place} ({h.path}), hidden from every server, "
             said += "through a symbolic link the config does not name: a grant gives a "
             said += "hidden place back only where the config names it by its own path"
-            return said + _unless_made(True)
+            return said + _by_its_own_path(real)
     return None
 
 
-def _unless_made(linked: bool) -> str:
-    if not linked:
-        return ""
-    return " (a server may have made that link: remove it, unless you made it)"
+def _by_its_own_path(real: str) -> str:
+    # A link the user made and one a server made look the same, so neither is followed
+    # to what is hidden: what the user means to grant, the config says by its own path.
+    said = f"; to grant it, write {real} in the config; a link you did not make, a server "
+    return said + "may have: remove it"
 
 
 def hold(mounts: Sequence[Mount], where: str) -> list[Mount]:

@@ -65,6 +65,43 @@ def test_a_grant_reaches_another_hidden_place_only_as_the_config_names_it(
     assert f"{written} leads to {real}" in why
 
 
+@pytest.mark.parametrize(
+    ("written", "real", "hidden"),
+    [
+        ("/h/projlink", "/h/proj", Hidden("/h/proj/state", "/h/proj/state", own=True)),
+        ("/h/notes", "/data/aws", AWS),
+        ("/h/notes", "/data", AWS),
+    ],
+)
+def test_a_refused_link_says_to_grant_where_it_leads_by_that_path(
+    written: str, real: str, hidden: Hidden
+) -> None:
+    # The user's own link is refused as a server's would be: the way through is the
+    # place's own path, which the refusal names, and which is then bound.
+    why = overreach(written, real, [hidden])
+    assert why is not None
+    assert why.startswith(f"{written} leads to {real}, which ")
+    assert why.endswith(
+        f"; to grant it, write {real} in the config; a link you did not make, a server "
+        "may have: remove it"
+    )
+    assert "unless you made it" not in why
+    assert overreach(real, real, [hidden]) is None
+
+
+def test_a_link_into_mcpds_own_places_is_refused_whoever_made_it() -> None:
+    why = overreach("/h/notes", "/h/.local/state/mcpd", HIDDEN)
+    assert why is not None
+    assert why.endswith(
+        ": no grant shows a server what mcpd keeps, and no link leads there, whoever made "
+        "it: remove the link or point it elsewhere (a server may have made it)"
+    )
+    # Named by its own path, it is refused as plainly, with nothing said of a link.
+    why = overreach("/h/.local/state/mcpd", "/h/.local/state/mcpd", HIDDEN)
+    assert why is not None
+    assert why.endswith(": no grant shows a server what mcpd keeps")
+
+
 def test_a_hidden_place_the_config_names_is_given_back() -> None:
     assert overreach("/h/.aws", "/data/aws", HIDDEN) is None
     assert overreach("/data/aws", "/data/aws", HIDDEN) is None  # by where it is
