@@ -95,7 +95,8 @@ def render_status(status: dict[str, Any], *, color: bool = False) -> str:
         if state not in ("ready", "degraded", "starting", "idle"):
             for tail in s.get("stderr") or []:
                 lines.append(f"{'':<16} stderr| {visible(tail)}")
-        notes = trim_notes(s) + pin_notes(s) + masked_notes(s) + held_notes(s)
+        notes = trim_notes(s) + pin_notes(s, whole="profile" not in d)
+        notes += masked_notes(s) + held_notes(s)
         lines += [f"{'':<16} {visible(note)}" for note in notes]
         for warning in s.get("warnings") or []:
             lines.append(_paint(f"{'':<16} warning| {visible(warning)}", "degraded", color))
@@ -157,15 +158,19 @@ def trim_notes(server: dict[str, Any]) -> list[str]:
     return notes
 
 
-def pin_notes(server: dict[str, Any]) -> list[str]:
-    """What of the server is held until approved, and what the rules found."""
+def pin_notes(server: dict[str, Any], *, whole: bool) -> list[str]:
+    """What of the server is held until approved, and what the rules found. ``whole``:
+    the status is the whole daemon's, read by its own user on its own socket, where
+    approving and listing findings answer; a profile's view is read where they are
+    refused (a profile's socket, or another user), so it says where they answer."""
     alias = server.get("alias", "?")
     notes = []
     held, found = server.get("held", 0), server.get("findings", 0)
+    there = "" if whole else ", on mcpd's own socket, for its own user"
     if held:
-        notes.append(f"held| {held} item(s) wait for approval: mcpd approve {alias}")
+        notes.append(f"held| {held} item(s) wait for approval: mcpd approve {alias}{there}")
     if found:
-        notes.append(f"findings| {found} item(s) flagged: mcpd tools --findings")
+        notes.append(f"findings| {found} item(s) flagged: mcpd tools --findings{there}")
     return notes
 
 
