@@ -186,6 +186,29 @@ def test_check_config_warns_of_a_grant_that_leads_into_mcpds_state(tmp_path: Pat
     assert "the server does not start until that is fixed" in out.stderr
 
 
+def test_check_config_names_the_path_to_grant_for_a_link_of_the_users_own(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "proj"
+    state = project / "state"
+    state.mkdir(parents=True)
+    link = tmp_path / "projlink"
+    link.symlink_to(project)  # the user's own, to a folder that holds the state
+    config = tmp_path / "conf" / "config.toml"
+    config.parent.mkdir()
+    server = '[servers.files]\ncommand = "/bin/true"\nread = ["{}"]\n'
+    config.write_text(f'[daemon]\nstate_dir = "{state}"\n' + server.format(link))
+    out = run("check-config", "--config", str(config))
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.startswith(f"warning: servers.files.read[0]: {link} leads to {project}")
+    assert f"to grant it, write {project} in the config" in out.stderr
+    # As it says: the folder named by its own path is granted, the state covered in it.
+    config.write_text(f'[daemon]\nstate_dir = "{state}"\n' + server.format(project))
+    out = run("check-config", "--config", str(config))
+    assert out.returncode == 0, out.stderr
+    assert "servers.files" not in out.stderr, out.stderr
+
+
 def test_check_config_warns_of_a_client_secret_no_issuer_pins(tmp_path: Path) -> None:
     secret = tmp_path / "secret"
     secret.write_text("cs-0123456789abcdef")
