@@ -8,7 +8,9 @@ the token as known: it replaces it before it exits, as it replaces a token file 
 others could read (``endpoint_token.renew_exposed``), and says so. The hosts then need
 the new token; until they have it, they are refused, which they notice, where a token
 left in another user's hands would be used unnoticed. The port held by mcpd's own user
-or root (another mcpd, a program of theirs) is only named.
+or root (another mcpd, a program of theirs) is only named. Where sockets of several
+users may be the one a host reaches, mcpd cannot tell which a host reached, so another
+user's among them counts.
 """
 
 from __future__ import annotations
@@ -17,19 +19,21 @@ from protocol.proctcp import IP
 
 from .local.endpoint_token import TokenError, stored_token, write_token
 from .local.owners import trusted_owners, user_name
-from .local.portholder import port_holder, process_name
+from .local.portholder import port_holder, port_holders, process_name
 
 
 def taken_by(ip: IP, port: int, token_file: str | None) -> str:
     """Who listens on ``port`` at ``ip``, in words to add to the error; for another
     user, the token in ``token_file`` replaced, and said so ("": nobody is named)."""
-    holder = port_holder(ip, port)
-    if holder is None:
+    held = port_holders(ip, port)
+    if not held:
         return ""
+    trusted = trusted_owners()
+    holder = port_holder(next((each for each in held if each.uid not in trusted), held[0]))
     seen = [f"process {pid} ({process_name(pid) or 'gone since'})" for pid in holder.pids]
     who = f"uid {holder.uid} ({user_name(holder.uid)})"
     where = ", ".join(seen) or "a process mcpd cannot see"
-    if holder.uid in trusted_owners():
+    if holder.uid in trusted:
         return f"; {who} listens on it: {where}"
     return f"; another user, {who}, listens on it ({where}). {_token_replaced(token_file)}"
 

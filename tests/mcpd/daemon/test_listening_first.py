@@ -40,11 +40,11 @@ def port() -> Iterator[int]:
     yield number
 
 
-def write_config(tmp_path: Path, port: int, servers: str) -> Path:
+def write_config(tmp_path: Path, port: int, servers: str, listen: str = "127.0.0.1:{}") -> Path:
     cfg = tmp_path / "mcpd.toml"
     cfg.write_text(
         f'[daemon]\nsocket = "{tmp_path / "mcpd.sock"}"\nstate_dir = "{tmp_path / "state"}"\n'
-        f'http_listen = "127.0.0.1:{port}"\n'
+        f'http_listen = "{listen.format(port)}"\nhttp_allow_remote = true\n'
         f'[profiles.work]\nsocket = "{tmp_path / "work.sock"}"\n' + servers
     )
     return cfg
@@ -140,11 +140,17 @@ def test_a_port_taken_by_mcpd_s_own_user_names_the_process(tmp_path: Path, port:
     assert "another user" not in err
 
 
-# Listens on 127.0.0.1:argv[1], says so, and holds the port until it is stopped.
+# Listens on 127.0.0.1:argv[1] (on argv[2], an IPv6 address, for IPv6 alone), says so,
+# and holds the port until it is stopped.
 _SQUAT = """
 import socket, sys
-s = socket.socket()
-s.bind(("127.0.0.1", int(sys.argv[1])))
+if len(sys.argv) > 2:
+    s = socket.socket(socket.AF_INET6)
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+    s.bind((sys.argv[2], int(sys.argv[1])))
+else:
+    s = socket.socket()
+    s.bind(("127.0.0.1", int(sys.argv[1])))
 s.listen()
 print("listening", flush=True)
 sys.stdin.read()
@@ -179,3 +185,95 @@ async def test_a_port_taken_by_another_user_names_them_and_ends_the_token(
     assert "`mcpd connect --http` again" in err
     new = token_file.read_text().strip()
     assert new and new != "old-token-the-hosts-were-given"
+
+
+async def squatted_start(cfg: Path, port: int, *where: str) -> tuple[str, int]:
+    """What mcpd says as it fails to start with the test user listening on ``port`` (at
+    ``where``), and that user's process."""
+    squatter = await start_as(peer_uid(), _SQUAT, str(port), *where, stdin=True)
+    try:
+        assert squatter.stdout is not None and squatter.stdin is not None
+        assert (await squatter.stdout.receive_some(100)).startswith(b"listening")
+        proc = serve(cfg)
+        _, err = await trio.to_thread.run_sync(proc.communicate, None, 60)
+    finally:
+        squatter.kill()
+        await squatter.wait()
+    assert proc.returncode == 1
+    return err, squatter.pid
+
+
+def old_token(tmp_path: Path) -> Path:
+    (tmp_path / "state").mkdir(mode=0o700)
+    token_file = tmp_path / "state" / "token"
+    token_file.write_text("old-token-the-hosts-were-given\n")
+    token_file.chmod(0o600)
+    return token_file
+
+
+needs_ipv6 = pytest.mark.skipif(not socket.has_ipv6, reason="needs IPv6")
+
+
+@needs_root
+@needs_ipv6
+async def test_another_user_on_the_ipv6_address_is_named_beside_root_on_every_ipv4_one(
+    tmp_path: Path, port: int
+) -> None:
+    """Hosts reaching [::1] reach that user's socket, whoever listens on 0.0.0.0; mcpd
+    named root's and kept the token."""
+    cfg = write_config(tmp_path, port, one_server(tmp_path), listen="[::1]:{}")
+    token_file = old_token(tmp_path)
+    with socket.socket() as roots:
+        roots.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        roots.bind(("0.0.0.0", port))
+        roots.listen()
+        err, pid = await squatted_start(cfg, port, "::1")
+    assert f"another user, uid {peer_uid()} ({USER}), listens on it (process {pid} (" in err, err
+    assert f"so mcpd replaced it in {token_file}" in err, err
+    assert token_file.read_text().strip() != "old-token-the-hosts-were-given"
+
+
+@needs_root
+@needs_ipv6
+async def test_another_user_on_every_ipv4_address_does_not_end_the_token_for_an_ipv6_one(
+    tmp_path: Path, port: int
+) -> None:
+    """That user holds no address the hosts reach mcpd at; mcpd said it did, and replaced
+    the token whenever mcpd's own user held the IPv6 one."""
+    cfg = write_config(tmp_path, port, one_server(tmp_path), listen="[::1]:{}")
+    token_file = old_token(tmp_path)
+    squatter = await start_as(
+        peer_uid(), _SQUAT.replace('"127.0.0.1"', '"0.0.0.0"'), str(port), stdin=True
+    )
+    try:
+        assert squatter.stdout is not None
+        assert (await squatter.stdout.receive_some(100)).startswith(b"listening")
+        with socket.socket(socket.AF_INET6) as mine:
+            mine.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            mine.bind(("::1", port))
+            mine.listen()
+            proc = serve(cfg)
+            _, err = await trio.to_thread.run_sync(proc.communicate, None, 60)
+    finally:
+        squatter.kill()
+        await squatter.wait()
+    assert proc.returncode == 1
+    assert f"uid 0 (root) listens on it: process {os.getpid()} (" in err, err
+    assert "another user" not in err
+    assert token_file.read_text().strip() == "old-token-the-hosts-were-given"
+
+
+@needs_root
+async def test_another_user_on_one_address_is_named_when_mcpd_tried_every_one(
+    tmp_path: Path, port: int
+) -> None:
+    """Hosts reaching 127.0.0.1 reach that user's socket; mcpd named nobody."""
+    cfg = write_config(tmp_path, port, one_server(tmp_path), listen="0.0.0.0:{}")
+    token_file = old_token(tmp_path)
+    err, pid = await squatted_start(cfg, port)
+    assert f"another user, uid {peer_uid()} ({USER}), listens on it (process {pid} (" in err, err
+    assert token_file.read_text().strip() != "old-token-the-hosts-were-given"
+
+
+def one_server(tmp_path: Path) -> str:
+    return f"[servers.a]\n{counted_server(tmp_path / 'a.starts')}\n"
