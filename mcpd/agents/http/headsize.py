@@ -1,8 +1,8 @@
 """How large a request's head may be, and what a refusal says of it.
 
-A head's line and headers are bounded together, its cookies aside; on the TCP endpoint
-a browser's cookies have room of their own beside (``COOKIE_ROOM``). The same bound
-holds a body's trailer, and a chunk's size line while it has not ended (h11 keeps
+A head's line and headers are bounded together; on the TCP endpoint the values of a
+browser's ``Cookie`` headers have room of their own beside (``COOKIE_ROOM``). The same
+bound holds a body's trailer, and a chunk's size line while it has not ended (h11 keeps
 nothing of it but the size). A head is measured as written plainly (one space or
 ``: `` between the parts, each line ended by CRLF).
 """
@@ -12,15 +12,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-# A request's line and headers together, its cookies aside, and a body's trailer,
-# however their bytes arrive.
+# A request's line and headers together, its cookies' values aside, and a body's
+# trailer, however their bytes arrive.
 MAX_HEAD: Final = 16 * 1024
-# Cookies a browser sends beside, on the TCP endpoint: every cookie any page of its
-# host set, whatever port that page was on (cookies know no ports), so another user's
-# page on the same host may fill the jar. Chromium and Firefox keep at most 180
-# cookies of 4 KiB for a host; a head whose cookies fit no more than that is read,
-# however full the jar, so that the page's own cookie, or a dashboard code, still gets
-# the user in.
+# The values of the cookie headers a browser sends beside, on the TCP endpoint: every
+# cookie any page of its host set, whatever port that page was on (cookies know no
+# ports), so another user's page on the same host may fill the jar. Chromium and
+# Firefox keep at most 180 cookies of 4 KiB for a host; a head whose cookies fit no
+# more than that is read, however full the jar, so that the page's own cookie, or a
+# dashboard code, still gets the user in.
 COOKIE_ROOM: Final = 768 * 1024
 
 
@@ -34,8 +34,10 @@ def over_bounds(
     cookies = 0
     for name, value in fields:
         size = len(name) + len(b": ") + len(value) + len(b"\r\n")
-        if name.lower() == b"cookie":
-            cookies += size
+        if name.lower() == b"cookie" and cookie_room:
+            # Its name and line end count with the rest: so many lines, so much work.
+            cookies += len(value)
+            plain += size - len(value)
         else:
             plain += size
     if plain <= MAX_HEAD and plain + cookies <= MAX_HEAD + cookie_room:

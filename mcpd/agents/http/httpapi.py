@@ -56,6 +56,7 @@ from ..sockets import Leave
 from .body_budget import BodyBudget, BodyClaim, body_owner
 from .endpoint_places import EndpointPlaces, for_page, holder_uid, same_kind
 from .exchange import RequestSender
+from .headmeter import HEAD_ROOM, HeadRoom
 from .headsize import COOKIE_ROOM
 from .leave import refusal, serve_until_left
 from .mcp_http import rpc_reject
@@ -112,6 +113,8 @@ class HttpApi:
         self.on_endpoint = EndpointPlaces()
         # The bytes of request bodies held, on the sockets and the endpoint together.
         self.bodies = BodyBudget()
+        # The bytes of the endpoint's heads beyond their own bound, while they arrive.
+        self.head_room = HeadRoom(HEAD_ROOM)
         self._page: Page | None = None
         self._refusals = ServerRefusals()
         self._lookups = Lookups(control.server_of, control.relayed_by, control.server_pids)
@@ -155,7 +158,7 @@ class HttpApi:
         served once its first request's headers have passed it, one on a profile's
         socket until its ``leave`` ends it."""
         # A browser reaches the page on the TCP endpoint alone, with its cookies.
-        wire = Wire(stream, COOKIE_ROOM if gate is not None else 0)
+        wire = Wire(stream, COOKIE_ROOM, self.head_room) if gate is not None else Wire(stream)
         identity = AgentIdentity(peer)
         try:
             async with stream:
@@ -179,6 +182,7 @@ class HttpApi:
                 with trio.CancelScope(shield=True):
                     self._departed(await agent.kin())
             self.control.approvals.remembered.forget(identity.connection)
+            wire.meter.release()
 
     async def _serve(
         self,

@@ -21,6 +21,7 @@ import trio
 from protocol import jsonrpc as rpc
 
 from . import headsize
+from .headmeter import HeadMeter, HeadRoom, OverHead
 from .headsize import MAX_HEAD
 
 MAX_BODY: Final = 4 * 1024 * 1024
@@ -43,6 +44,13 @@ class HeadTooLarge(h11.RemoteProtocolError):
 
     def __init__(self, why: str) -> None:
         super().__init__(why, error_status_hint=431)
+
+
+class NoHeadRoom(h11.RemoteProtocolError):
+    """A large head that finds the room the daemon keeps for large heads all taken."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why, error_status_hint=503)
 
 
 class Reject(Exception):
@@ -80,10 +88,14 @@ def _unbounded(size: int) -> None:
 class Wire:
     """One client connection: its socket and the h11 state machine reading it."""
 
-    def __init__(self, stream: trio.SocketStream, cookie_room: int = 0) -> None:
-        """``cookie_room``: what a head's cookies may take beyond ``MAX_HEAD``."""
+    def __init__(
+        self, stream: trio.SocketStream, cookie_room: int = 0, room: HeadRoom | None = None
+    ) -> None:
+        """``cookie_room``: what a head's cookies may take beyond ``MAX_HEAD``, out of
+        the ``room`` shared with other connections."""
         self.stream = stream
         self.cookie_room = cookie_room
+        self.meter = HeadMeter(cookie_room, room)
         self.conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD + cookie_room)
         # The client hung up, or a write was cut short: nothing more can be sent.
         self.broken = False
@@ -111,7 +123,19 @@ class Wire:
             data = b""
         if not data:
             self.broken = True
+        self._weigh(data)
         self.conn.receive_data(data)
+
+    def _weigh(self, data: bytes | bytearray) -> None:
+        """Weigh what came of a head not yet parsed, before h11 may parse it."""
+        if self.meter.ended:
+            return
+        try:
+            self.meter.feed(data)
+        except OverHead as exc:
+            if not exc.room_left:
+                raise NoHeadRoom(str(exc)) from None
+            raise HeadTooLarge(f"{exc}; {headsize.bounds(self.cookie_room)}") from None
 
     async def _next_event(self) -> h11.Event | type[h11.NEED_DATA] | type[h11.PAUSED]:
         while (event := self.conn.next_event()) is h11.NEED_DATA:
@@ -127,6 +151,7 @@ class Wire:
         # brought its last bytes comes whole, and is bounded here.
         over = None
         if isinstance(event, h11.Request):
+            self.meter.release()
             fields = event.headers.raw_items()
             over = headsize.over_bounds(event.method, event.target, fields, self.cookie_room)
         elif isinstance(event, h11.EndOfMessage) and event.headers:
@@ -145,6 +170,8 @@ class Wire:
     async def read_head(self) -> h11.Request | None:
         """The next request's line and headers, none of its body (None: no request)."""
         self._carried = []
+        self.meter.start()
+        self._weigh(self.conn.trailing_data[0])
         request = await self._next_event()
         if not isinstance(request, h11.Request):
             return None
@@ -362,6 +389,10 @@ async def refuse(
 async def refuse_malformed(wire: Wire, exc: h11.RemoteProtocolError) -> None:
     """Answer a request h11 could not read with the status it suggests, saying what was
     wrong with it, then close."""
+    if isinstance(exc, NoHeadRoom):
+        message = f"request head not read: {exc}"
+        await refuse(wire, 503, rpc.encode_error(None, rpc.INVALID_REQUEST, message))
+        return
     if isinstance(exc, HeadTooLarge):
         why = str(exc)
     elif exc.error_status_hint == 431:  # h11's own bound, on what has not ended

@@ -17,12 +17,13 @@ def test_line_and_headers_are_bounded_cookies_aside_and_all_together() -> None:
     assert over_bounds(b"GET", b"/", [pad(MAX_HEAD - LINE)], 0) is None
     over = over_bounds(b"GET", b"/", [pad(MAX_HEAD - LINE + 1)], COOKIE_ROOM)
     assert over is not None and over.startswith(f"its line and headers are {MAX_HEAD + 1} bytes")
-    cookies = [(b"Cookie", b"c" * (COOKIE_ROOM - len(b"Cookie: \r\n")))]
-    assert over_bounds(b"GET", b"/", [pad(MAX_HEAD - LINE), *cookies], COOKIE_ROOM) is None
-    over = over_bounds(
-        b"GET", b"/", [pad(MAX_HEAD - LINE), *cookies, (b"cookie", b"")], COOKIE_ROOM
-    )
-    assert over is not None and f"and its cookies {COOKIE_ROOM + 10}" in over
+    # A cookie line's name and end count with the rest; its value within the room.
+    cookies = [(b"Cookie", b"c" * COOKIE_ROOM)]
+    other = pad(MAX_HEAD - LINE - len(b"Cookie: \r\n"))
+    assert over_bounds(b"GET", b"/", [other, *cookies], COOKIE_ROOM) is None
+    over = over_bounds(b"GET", b"/", [other, *cookies, (b"cookie", b"c")], COOKIE_ROOM)
+    assert over is not None and over.startswith(f"its line and headers are {MAX_HEAD + 10}")
+    assert f"and its cookies {COOKIE_ROOM + 1}" in over
     assert f"and {MAX_HEAD + COOKIE_ROOM} with them" in over
 
 
