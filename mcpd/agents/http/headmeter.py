@@ -90,19 +90,30 @@ class HeadMeter:
     def feed(self, data: bytes | bytearray) -> None:
         """Weigh ``data``, which came next; raises OverHead once the head is over its
         bounds, or finds no room."""
+        low = bytes(data).lower()
         at = 0
-        while at < len(data) and not self.ended:
-            end = data.find(b"\n", at)
-            piece = data[at:] if end < 0 else data[at : end + 1]
+        while at < len(low) and not self.ended:
+            if at and self._length == 0:
+                # At a line's start within ``data``: the whole lines up to the next
+                # that may be a cookie's or the blank one are other headers, weighed
+                # at once (many small headers cost no more than one large one).
+                run = _plain_run(low, at)
+                self._plain += run - at
+                at = run
+                self._check()
+                if at == len(low):
+                    break
+            end = low.find(b"\n", at)
+            piece = low[at:] if end < 0 else low[at : end + 1]
             at += len(piece)
             self._line = (self._line + piece[: len(_COOKIE)])[: len(_COOKIE)]
             self._length += len(piece)
             if end >= 0:
                 self._ended_line()
-        self._check()
+            self._check()
 
     def _is_cookie(self) -> bool:
-        return not self._first and self._line.lower() == _COOKIE
+        return not self._first and self._line == _COOKIE
 
     def _ended_line(self) -> None:
         if self._line in (b"\r\n", b"\n") and not self._first:
@@ -134,3 +145,14 @@ class HeadMeter:
             if not self.room.take(beyond - self._taken):
                 raise OverHead("the room for large heads is all taken; try again", False)
             self._taken = beyond
+
+
+def _plain_run(low: bytes, at: int) -> int:
+    """Where, from the line starting at ``at`` (just after a line's end) in ``low``, the
+    first line that may be a cookie's or the blank one starts, or the last line that
+    has not ended yet; every line before it ended, and is another header."""
+    starts = [low.find(mark, at - 1) for mark in (b"\ncookie:", b"\n\r\n", b"\n\n")]
+    found = [start + 1 for start in starts if start >= 0]
+    if found:
+        return min(found)
+    return max(at, low.rfind(b"\n") + 1)

@@ -66,3 +66,29 @@ def test_a_line_like_the_blank_one_does_not_end_the_head() -> None:
     assert not meter.ended
     meter.feed(b"\r\n")
     assert meter.ended
+
+
+def _weighed(head: bytes, step: int) -> str:
+    """What weighing ``head`` in pieces of ``step`` bytes came to: its end, or which
+    bound it passed."""
+    meter = HeadMeter(COOKIE_ROOM, HeadRoom(COOKIE_ROOM))
+    try:
+        for at in range(0, len(head), step):
+            meter.feed(head[at : at + step])
+    except OverHead as exc:
+        return str(exc).split(" are ")[0]
+    return f"ended {meter.ended}"
+
+
+def test_a_head_weighs_the_same_however_its_bytes_are_split() -> None:
+    heads = {
+        START + b"x:y\r\nCOOKIE: " + b"c" * 100 + b"\r\nz:1\r\n\r\nbody": "ended True",
+        START + b"x:y\r\n" * (MAX_HEAD // 5) + b"\r\n": "its line and headers",
+        START + b"Cookie: a\r\n" * (MAX_HEAD // 10) + b"\r\n": "its line and headers",
+        START + b"cookie: " + b"c" * (COOKIE_ROOM + 5) + b"\r\n\r\n": "its cookies",
+        START + b"a\n" + b"cookie:\n" + b"\n": "ended True",
+        START + b"a\n" + b"cookie:": "ended False",
+    }
+    for head, outcome in heads.items():
+        for step in (1, 2, 3, 7, 64, 65536, len(head)):
+            assert _weighed(head, step) == outcome, (head[:60], step)
