@@ -113,7 +113,8 @@ class HeadMeter:
             self._check()
 
     def _is_cookie(self) -> bool:
-        return not self._first and self._line == _COOKIE
+        # Without room of their own, cookies count as any other header.
+        return bool(self.cookie_room) and not self._first and self._line == _COOKIE
 
     def _ended_line(self) -> None:
         if self._line in (b"\r\n", b"\n") and not self._first:

@@ -40,6 +40,9 @@ def test_a_full_jar_in_one_cookie_line_is_weighed_through() -> None:
 
 def test_without_cookie_room_a_cookie_counts_with_the_rest() -> None:
     meter = HeadMeter(0, None)
+    meter.feed(START + b"Cookie: c=1\r\n\r\n")
+    assert meter.ended
+    meter.start()
     with pytest.raises(OverHead, match="before their end"):
         meter.feed(START + b"Cookie: " + b"c" * MAX_HEAD)
 
