@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
+import h11
+
 # A request's line and headers together, its cookies' values aside, and a body's
 # trailer, however their bytes arrive.
 MAX_HEAD: Final = 16 * 1024
@@ -67,3 +69,18 @@ def unended(cookie_room: int) -> str:
         f"its line and headers, or a chunk's size line or trailer, are over "
         f"{MAX_HEAD + cookie_room} bytes before their end; {bounds(cookie_room)}"
     )
+
+
+class HeadTooLarge(h11.RemoteProtocolError):
+    """A request's head, a chunk's size line or a trailer over its bound; the message
+    says which, and the bound."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why, error_status_hint=431)
+
+
+class NoHeadRoom(h11.RemoteProtocolError):
+    """A large head that finds the room the daemon keeps for large heads all taken."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why, error_status_hint=503)

@@ -22,7 +22,7 @@ from protocol import jsonrpc as rpc
 
 from . import headsize
 from .headmeter import HeadMeter, HeadRoom, OverHead
-from .headsize import MAX_HEAD
+from .headsize import MAX_HEAD, HeadTooLarge, NoHeadRoom
 
 MAX_BODY: Final = 4 * 1024 * 1024
 _REASON: Final = 200  # characters of h11's word on a malformed request passed on
@@ -36,21 +36,6 @@ HeaderList: TypeAlias = list[tuple[bytes, bytes]]
 
 def head(status: int, headers: HeaderList) -> h11.Response:
     return h11.Response(status_code=status, headers=headers, reason=HTTPStatus(status).phrase)
-
-
-class HeadTooLarge(h11.RemoteProtocolError):
-    """A request's head, a chunk's size line or a trailer over its bound; the message
-    says which, and the bound."""
-
-    def __init__(self, why: str) -> None:
-        super().__init__(why, error_status_hint=431)
-
-
-class NoHeadRoom(h11.RemoteProtocolError):
-    """A large head that finds the room the daemon keeps for large heads all taken."""
-
-    def __init__(self, why: str) -> None:
-        super().__init__(why, error_status_hint=503)
 
 
 class Reject(Exception):
