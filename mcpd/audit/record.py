@@ -62,6 +62,8 @@ class CallRecord(msgspec.Struct, kw_only=True, gc=False):
     decided_by: str = ""
     outcome: AuditOutcome
     reason: str | None = None  # why it was refused or failed
+    # What the agent waited: from its request's arrival to the outcome, any wait for
+    # the server to come up or for a slot included.
     duration_ms: float = 0.0
     result_bytes: int = 0
     # Only in a summary: how many requests it stands for (their sizes are added up), and
