@@ -4,36 +4,13 @@ with agents seeing nothing of it but latency. Real processes, watched by pid."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import trio
 
 from mcpd.local.statefile import FILE_NAME
 from tests.support.agent import connect, make_config, running
+from tests.support.lazy_servers import lazy, state_of, stopped, text
 from tests.support.procs import alive, read_pid, scripted, wait_gone
-
-
-def lazy(pid_file: Path, *flags: str, idle_stop: float = 0.5) -> dict[str, Any]:
-    command, args = scripted("--pid-file", str(pid_file), *flags)
-    return {"command": command, "args": list(args), "start": "lazy", "idle_stop": idle_stop}
-
-
-def text(result: dict[str, Any]) -> str:
-    return "".join(b.get("text", "") for b in result["content"] if b["type"] == "text")
-
-
-async def stopped(pid_file: Path) -> bool:
-    """Whether the process that wrote ``pid_file`` is gone (or goes within a while)."""
-    try:
-        pid = await read_pid(pid_file)
-    except ProcessLookupError:
-        return True  # gone with its sandbox before it could be looked up
-    return await wait_gone(pid)
-
-
-async def state_of(agent: Any, alias: str) -> str:
-    status = await agent.result("mcpd/status")
-    return next(s["state"] for s in status["servers"] if s["alias"] == alias)  # type: ignore[no-any-return]
 
 
 async def test_started_by_a_call_and_stopped_when_idle_invisibly(tmp_path: Path) -> None:

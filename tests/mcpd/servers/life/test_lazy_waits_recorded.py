@@ -13,8 +13,8 @@ import trio
 
 from mcpd.audit.reader import AuditRecords
 from mcpd.audit.record import CallRecord
-from tests.mcpd.servers.life.test_lazy import lazy, state_of, stopped, text
 from tests.support.agent import connect, make_config, running
+from tests.support.lazy_servers import lazy, state_of, stopped, text
 from tests.support.procs import read_pid, scripted, wait_gone
 
 
