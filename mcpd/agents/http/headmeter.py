@@ -152,7 +152,11 @@ def _plain_run(low: bytes, at: int) -> int:
     """Where, from the line starting at ``at`` (just after a line's end) in ``low``, the
     first line that may be a cookie's or the blank one starts, or the last line that
     has not ended yet; every line before it ended, and is another header."""
-    starts = [low.find(mark, at - 1) for mark in (b"\ncookie:", b"\n\r\n", b"\n\n")]
+    # The blank line is looked for only up to the next cookie's line: a head of many
+    # short cookie lines would otherwise have the rest of each read searched per line.
+    cookie = low.find(b"\ncookie:", at - 1)
+    stop = len(low) if cookie < 0 else cookie + 3
+    starts = [cookie] + [low.find(mark, at - 1, stop) for mark in (b"\n\r\n", b"\n\n")]
     found = [start + 1 for start in starts if start >= 0]
     if found:
         return min(found)

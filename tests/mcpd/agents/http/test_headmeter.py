@@ -91,6 +91,12 @@ def test_a_head_weighs_the_same_however_its_bytes_are_split() -> None:
         START + b"cookie: " + b"c" * (COOKIE_ROOM + 5) + b"\r\n\r\n": "its cookies",
         START + b"a\n" + b"cookie:\n" + b"\n": "ended True",
         START + b"a\n" + b"cookie:": "ended False",
+        # The blank line just before what looks like a cookie's line, and a head of many
+        # short cookie lines, each found where it is.
+        START + b"x: 1\r\n\r\ncookie: 1\r\n": "ended True",
+        START + b"x: 1\n\ncookie: 1\n": "ended True",
+        START + b"cookie:\r\n" * 1000 + b"Cookie: " + b"c" * 1000 + b"\r\n\r\n": "ended True",
+        START + b"cookie:\r\nx: 1\r\n" * 500 + b"\r\n": "ended True",
     }
     for head, outcome in heads.items():
         for step in (1, 2, 3, 7, 64, 65536, len(head)):
