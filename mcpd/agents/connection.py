@@ -25,7 +25,7 @@ from ..servers.shared import Outcome, ProgressSink
 from .agent import AgentCall
 from .askback.askback import AgentRequests, DirectAsker
 from .askback.driver import may_be_asked
-from .askback.rounds import sheds
+from .askback.rounds import shedding
 from .backend import Lines
 from .batches import Batches
 from .calls.toolcall import Router
@@ -298,12 +298,16 @@ class Connection(ConnectionEnd):
         rid = call.out.id
         if self.inflight.get(rid) is None:
             return
-        if not call.modern and self._nursery is not None and sheds(outcome):
-            # The server asks to be called again with its state: mcpd does so for an agent
-            # of the era before, which would not know how.
-            resume = functools.partial(self.router.resume, call, outcome)
-            self._spawn(rid, "tools/call", resume, self._nursery, call)
-            return
+        nursery = self._nursery
+        if not call.modern and nursery is not None:
+            # Its head as the scheduler read it, when it did: not read again.
+            shed = shedding(outcome, call.out.head)
+            if shed is not None:
+                # The server asks to be called again with its state: mcpd does so for an
+                # agent of the era before, which would not know how.
+                resume = functools.partial(self.router.resume, call, outcome, shed)
+                self._spawn(rid, "tools/call", resume, nursery, call)
+                return
         # ``_forget``, written out: every call passes here.
         del self.inflight[rid]
         if self._settled is not None and not self.inflight:

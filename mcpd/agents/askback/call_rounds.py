@@ -9,6 +9,7 @@ answered. A modern agent's retry that continues a call its server answered
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 from msgspec import UNSET, Raw, UnsetType
 
@@ -24,13 +25,21 @@ from ..calls.callrecords import CallRecords, ended
 from .awaited import Awaited
 from .driver import AgentSide, AskBackDriver
 from .resumes import Resumed
-from .rounds import RoundTrip
+from .rounds import Head, RoundTrip
 
-__all__ = ["CallRounds", "CallTask"]
+__all__ = ["CallRounds", "CallTask", "Had"]
 
 # The reply line for a call's outcome (the call last sent under what, under which id), and
 # whether it was spliced (``Router.reply``).
 Reply = Callable[[AgentCall, Outcome, Sent | None, rpc.Id | None], tuple[bytes, bool]]
+
+
+class Had(NamedTuple):
+    """A call's first round, had before its task: its outcome, and that outcome's head
+    as it was read then (not read again)."""
+
+    outcome: Outcome
+    head: Head
 
 
 class CallRounds:
@@ -58,7 +67,7 @@ class CallRounds:
         self,
         call: AgentCall,
         routed: Ask | Sent | Resumed | None,
-        answered: Outcome | None = None,
+        answered: Had | None = None,
     ) -> bytes:
         """A routed call, awaited: asked about first when the policy says so (``Ask``),
         then through the rounds of its server asking its agent things. None: a call
@@ -88,7 +97,7 @@ class CallTask:
     round goes under, and where each round's outcome is handed to the task (the same
     ``Awaited``, the call's for as long as the task lasts)."""
 
-    __slots__ = ("answered", "awaited", "call", "first", "going", "rounds")
+    __slots__ = ("answered", "awaited", "call", "first", "going", "read_first", "rounds")
 
     def __init__(
         self,
@@ -96,7 +105,7 @@ class CallTask:
         call: AgentCall,
         going: Ask | Sent | None,
         first: bool,
-        answered: Outcome | None,
+        answered: Had | None,
     ) -> None:
         """``going``: what its next round goes under (``Ask``: a person decides before
         its first; ``Sent``: looked at again before each after it). ``first``: its first
@@ -106,6 +115,8 @@ class CallTask:
         self.going = going
         self.first = first
         self.answered = answered
+        # The head of the first round's outcome, when it was read before the task.
+        self.read_first: Head | None = None
         self.awaited = call.to = Awaited()
 
     async def run(self) -> bytes:
@@ -127,7 +138,7 @@ class CallTask:
         return await self.rounds.askback.serve(
             side,
             out,
-            RoundTrip(send=self.send, shape=self.shape, resend=_retry),
+            RoundTrip(send=self.send, shape=self.shape, resend=_retry, read=self.read),
             rid=out.id,
             method="tools/call",
             name=call.local,
@@ -142,7 +153,7 @@ class CallTask:
         before the first when the policy says so, looked at again before each after it
         (the rules or the tool may have changed while the agent answered its server)."""
         if self.answered is not None:  # the first round's, from before its task
-            outcome, self.answered, self.first = self.answered, None, False
+            (outcome, self.read_first), self.answered, self.first = self.answered, None, False
             return outcome
         call, rounds = self.call, self.rounds
         try:
@@ -169,6 +180,12 @@ class CallTask:
             # on after the agent's request was answered with input_required.
             rounds.records.tool_call(call, rounds.who(call, call.agent), *ended(exc))
             raise
+
+    def read(self, request: Call) -> Head | None:
+        """The head of the last round's outcome as read already: before the task (the
+        first round's, once), or by its server's scheduler (``Call.head``)."""
+        head, self.read_first = self.read_first, None
+        return head if head is not None else request.head
 
     def shape(self, rid: rpc.Id, outcome: Outcome) -> bytes:
         """The reply to the agent's request ``rid`` for ``outcome``."""

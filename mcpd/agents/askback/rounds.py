@@ -38,6 +38,15 @@ Resend = Callable[[Req, Raw | UnsetType, Raw | UnsetType], Req]
 # (the reply's id, what the request came to, or mcpd's error ending its rounds) -> the
 # agent's reply line
 ShapeReply = Callable[[rpc.Id, Out | rpc.RPCError], bytes]
+# What an outcome is read for here: its ``resultType`` and what it asks.
+Head = surface.ResultHead | mcp.CallToolResultFate
+# The head of what the request last came to, as read already (a tools/call's
+# ``Call.head``), or None: not read yet, so read here.
+ReadHead = Callable[[Req], Head | None]
+
+
+def _not_read(request: object) -> None:
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,29 +56,39 @@ class RoundTrip(Generic[Req, Out]):
     send: SendRound[Req, Out]
     shape: ShapeReply[Out]
     resend: Resend[Req]
+    read: ReadHead[Req] = _not_read
 
 
 _heads: Final = msgspec.json.Decoder(surface.ResultHead)
 _encode: Final = msgspec.json.Encoder().encode
 
 
-def _input_required(outcome: Outcome) -> surface.ResultHead | None:
-    """The head of ``outcome`` when it is a server's input_required, else None."""
+def _input_required(outcome: Outcome, read: Head | None) -> Head | None:
+    """The head of ``outcome`` when it is a server's input_required, else None.
+    ``read``: that head as read already, which is not read again."""
     if not isinstance(outcome, Raw):
         return None
-    try:
-        head = _heads.decode(outcome)
-    except (msgspec.DecodeError, RecursionError):
+    head: Head
+    if read is not None:
+        head = read
+    else:
+        try:
+            head = _heads.decode(outcome)
+        except (msgspec.DecodeError, RecursionError):
+            return None
+    return head if head.resultType == mcp.INPUT_REQUIRED else None
+
+
+def shedding(outcome: Outcome, read: Head | None = None) -> Head | None:
+    """The head of ``outcome`` when it is an input_required that asks nothing, only to
+    be called again with its requestState (``surface.asks_nothing``): what a legacy
+    agent never sees, as mcpd calls again for it (``legacy_rounds``, which takes that
+    head as read). None for any other. ``read``: its head as read already
+    (``Call.head``), which is not read again."""
+    head = _input_required(outcome, read)
+    if head is None or not surface.asks_nothing(head.inputRequests, head.requestState):
         return None
-    return head if head.kind == mcp.INPUT_REQUIRED else None
-
-
-def sheds(outcome: Outcome) -> bool:
-    """Whether ``outcome`` is an input_required that asks nothing, only to be called
-    again with its requestState (``surface.asks_nothing``): what a legacy agent never
-    sees, as mcpd calls again for it (``legacy_rounds``)."""
-    head = _input_required(outcome)
-    return head is not None and surface.asks_nothing(head.inputRequests, head.requestState)
+    return head
 
 
 async def _answers(
@@ -103,7 +122,7 @@ async def legacy_rounds(
     ``MAX_ROUNDS`` it ends, whatever the server still asks."""
     outcome = await trip.send(request, asker)
     for _ in range(MAX_ROUNDS):
-        head = _input_required(outcome)
+        head = _input_required(outcome, trip.read(request))
         if head is None:
             return outcome
         requests = head.inputRequests
@@ -124,7 +143,7 @@ async def legacy_rounds(
             answers = got
         request = trip.resend(request, answers, head.requestState)
         outcome = await trip.send(request, asker)
-    if _input_required(outcome) is None:
+    if _input_required(outcome, trip.read(request)) is None:
         return outcome
     return rpc.RPCError(
         rpc.INTERNAL_ERROR,

@@ -32,9 +32,10 @@ from ...servers.all_servers import AllServers
 from ...servers.shared import Call, Outage, Outcome
 from ..agent import NO_ONE, Agent, AgentCall
 from ..askback import url_required
-from ..askback.call_rounds import CallRounds
+from ..askback.call_rounds import CallRounds, Had
 from ..askback.driver import AskBackDriver
 from ..askback.resumes import Resumed, Resumes
+from ..askback.rounds import Head
 from ..lists.metatools import NAMES as META_TOOLS
 from ..lists.search_mode import unwrap
 from .callpolicy import Ask, CallPolicy, Sent
@@ -194,11 +195,12 @@ class Router:
         # The profile it was routed in: the connection may have switched since.
         return agent.identity.info(call.profile, call.modern)
 
-    async def resume(self, call: AgentCall, answered: Outcome) -> bytes:
+    async def resume(self, call: AgentCall, answered: Outcome, head: Head) -> bytes:
         """A legacy agent's call started without a task (``start``), whose server
-        answered ``input_required`` asking nothing (``askback.rounds.sheds``): its rounds go on
-        in a task of its request from that answer, as they would have from the first."""
-        return await self.rounds.serve(call, None, answered)
+        answered ``input_required`` asking nothing (``askback.rounds.shedding``, which
+        read its ``head``): its rounds go on in a task of its request from that answer,
+        as they would have from the first."""
+        return await self.rounds.serve(call, None, Had(answered, head))
 
     def route(self, call: AgentCall, agent: Agent) -> Outcome | Ask | Continues | Resumed | None:
         """Where ``call`` goes in the agent's profile: its server (``out.alias``) and

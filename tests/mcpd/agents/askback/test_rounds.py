@@ -12,7 +12,7 @@ import trio
 from msgspec import UNSET, Raw, UnsetType
 
 from mcpd.agents.askback.askback import AgentRequests, DirectAsker
-from mcpd.agents.askback.rounds import RoundTrip, legacy_rounds, sheds
+from mcpd.agents.askback.rounds import RoundTrip, legacy_rounds, shedding
 from mcpd.servers.asking.askback import Asker
 from mcpd.servers.calling.calls import Outcome
 from protocol import jsonrpc as rpc
@@ -97,7 +97,7 @@ async def test_the_agent_is_asked_and_the_request_goes_again_with_its_answer() -
 
 async def test_one_that_asks_nothing_is_sent_again_without_asking_the_agent() -> None:
     shed = input_required("later")
-    assert sheds(shed)
+    assert shedding(shed) is not None
     server = Server(shed)
     asker, lines = agent({})
     trip = RoundTrip(send=server.send, shape=shape, resend=resend)
@@ -105,7 +105,7 @@ async def test_one_that_asks_nothing_is_sent_again_without_asking_the_agent() ->
         outcome = await legacy_rounds(Sent("t"), asker, trip, ask_timeout=5)
     assert lines == []
     assert server.got[1].state == encode("later") and server.got[1].answers is UNSET
-    assert not sheds(outcome)
+    assert shedding(outcome) is None
 
 
 async def test_what_the_agent_did_not_declare_goes_back_as_the_server_said_it() -> None:

@@ -9,12 +9,14 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 import trio
 
+from mcpd.agents.askback import rounds
 from mcpd.agents.askback.askback import MAX_ROUNDS
+from mcpd.agents.calls import results
 from mcpd.daemon import Daemon
 from tests.support.agent import connect, make_config, running
 from tests.support.answering import connect_answering
@@ -43,8 +45,8 @@ def said(method: str, result: dict[str, Any]) -> str:
 
 
 @asynccontextmanager
-async def shedding(tmp_path: Path, **daemon: Any) -> AsyncIterator[Daemon]:
-    server = {"command": sys.executable, "args": [SHEDDING]}
+async def shedding(tmp_path: Path, busy: int = 3, **daemon: Any) -> AsyncIterator[Daemon]:
+    server = {"command": sys.executable, "args": [SHEDDING, "--busy", str(busy)]}
     config = make_config(tmp_path, {"s": server}, **daemon)
     async with running(config) as running_daemon:
         yield running_daemon
@@ -67,6 +69,49 @@ async def test_a_legacy_agent_gets_what_a_server_shedding_load_serves_in_the_end
     assert "result" in reply, reply
     assert said(method, reply["result"]) == SERVED
     assert agent.asked == []
+
+
+class _Decoder(Protocol):
+    def decode(self, raw: bytes) -> Any: ...
+
+
+class _Counted:
+    """A head decoder of the agent side's, keeping every result it reads."""
+
+    def __init__(self, decoder: _Decoder, read: list[bytes]) -> None:
+        self.decoder, self.read = decoder, read
+
+    def decode(self, raw: bytes) -> Any:
+        self.read.append(bytes(raw))
+        return self.decoder.decode(raw)
+
+
+@pytest.mark.parametrize(("busy", "heads"), [(0, 0), (3, 3)])
+@pytest.mark.parametrize("capabilities", [{}, {"elicitation": {}}])
+async def test_a_legacy_agents_call_reads_each_result_head_once(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    busy: int,
+    heads: int,
+    capabilities: dict[str, Any],
+) -> None:
+    # The head of a result its server's scheduler read goes with the call: the agent
+    # side reads only what was changed after (each input_required, cleaned), once.
+    read: list[bytes] = []
+    monkeypatch.setattr(rounds, "_heads", _Counted(rounds._heads, read))
+    monkeypatch.setattr(results, "_KINDS", _Counted(results._KINDS, read))
+    monkeypatch.setattr(results, "_HEADS", _Counted(results._HEADS, read))
+    with trio.fail_after(LIMIT):
+        async with (
+            shedding(tmp_path, busy) as daemon,
+            connect_answering(daemon.socket_path, False) as agent,
+        ):
+            await agent.initialize_with(capabilities)
+            reply = await agent.rpc("tools/call", {"name": "mcp__s__busy", "arguments": {}})
+    assert said("tools/call", reply["result"]) == SERVED.replace("3", str(busy))
+    assert len(read) == heads, read
+    assert all(b'"input_required"' in head for head in read)
+    assert len(set(read)) == len(read)
 
 
 @pytest.mark.parametrize(("method", "params"), REQUESTS)
