@@ -298,15 +298,14 @@ class Connection(ConnectionEnd):
         rid = call.out.id
         if self.inflight.get(rid) is None:
             return
-        nursery = self._nursery
-        if not call.modern and nursery is not None:
+        if not call.modern and self._nursery is not None:
             # Its head as the scheduler read it, when it did: not read again.
             shed = shedding(outcome, call.out.head)
             if shed is not None:
                 # The server asks to be called again with its state: mcpd does so for an
                 # agent of the era before, which would not know how.
                 resume = functools.partial(self.router.resume, call, outcome, shed)
-                self._spawn(rid, "tools/call", resume, nursery, call)
+                self._spawn(rid, "tools/call", resume, self._nursery, call)
                 return
         # ``_forget``, written out: every call passes here.
         del self.inflight[rid]
