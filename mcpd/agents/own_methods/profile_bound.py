@@ -46,6 +46,6 @@ def refuse_beyond(profile: str, method: str) -> None:
     raise rpc.RPCError(
         -32000,
         f"{method} acts on the whole daemon, and this connection is held to the profile "
-        f"{profile!r} (its socket serves that profile only): ask on mcpd's own socket "
-        "instead",
+        f"{profile!r} (a profile's socket, or a server's process let in): the daemon's "
+        "user and root ask on mcpd's own socket instead",
     )
