@@ -54,6 +54,8 @@ _DEFAULT_PORTS: Final = {"http": 80, "https": 443, "ws": 80, "wss": 443, "ftp": 
 # What IDNA maps that NFKC leaves: an ideographic full stop is a dot, a soft hyphen
 # is nothing.
 _IDNA_MAPPED: Final = str.maketrans({"\u3002": ".", "\u00ad": None})
+_HOST_MAX: Final = 253
+_LABEL_MAX: Final = 63
 
 
 class Forms(NamedTuple):
@@ -181,16 +183,65 @@ def _host_and_port(scheme: str, written: str) -> str:
     end = named.find("]") + 1 if named.startswith("[") else 0
     colon = named.find(":", end)
     name, port = (named, "") if colon < 0 else (named[:colon], named[colon + 1 :])
-    name = unicodedata.normalize("NFKC", name.translate(_IDNA_MAPPED)).lower()
-    name = name.rstrip(".") or name
-    # A name IDNA cannot encode (a label too long) is no host name: a parser refuses
-    # it, or reads it as written.
-    with contextlib.suppress(UnicodeError):
-        name = name.encode("idna").decode("ascii") if not name.isascii() else name
+    name = _host_name(name)
     if port.isascii() and port.isdigit():
         number = int(port)
         port = "" if number == _DEFAULT_PORTS.get(scheme) else str(number)
     return name + (":" + port if port else "")
+
+
+def _host_name(written: str) -> str:
+    """A host name as a WHATWG URL parser (Node's, a browser's) reads it: NFKC, lower
+    case, without dots at its end, a label outside ASCII in its ``xn--`` form (``ß``
+    and ``ς`` kept as they are, as that parser keeps them), and an IPv4 address in any
+    of its spellings (``127.1``, ``0x7f.1``, ``2130706433``) as its four numbers. A
+    name past what a host name may be (253 characters, a label past 63) names no host:
+    it is read as written, in lower case, at a cost bounded by its length."""
+    if len(written) > _HOST_MAX or any(len(label) > _LABEL_MAX for label in written.split(".")):
+        return written.lower()
+    name = unicodedata.normalize("NFKC", written.translate(_IDNA_MAPPED)).lower()
+    name = name.rstrip(".") or name
+    if not name.isascii():
+        with contextlib.suppress(UnicodeError):
+            name = ".".join(
+                label if label.isascii() else "xn--" + label.encode("punycode").decode("ascii")
+                for label in name.split(".")
+            )
+    return _ipv4(name) or name
+
+
+def _ipv4(name: str) -> str | None:
+    """``name`` as the four numbers of an IPv4 address when a URL parser takes it for
+    one (its last label a number: decimal, ``0x`` hex or ``0``-led octal, the parts
+    before it one byte each), else None."""
+    labels = name.split(".")
+    if not 1 <= len(labels) <= 4:
+        return None
+    numbers: list[int] = []
+    for label in labels:
+        number = _number(label)
+        if number is None:
+            return None
+        numbers.append(number)
+    *first, last = numbers
+    if any(n > 255 for n in first) or last >= 256 ** (5 - len(labels)):
+        return None
+    value = sum(n << 8 * (3 - i) for i, n in enumerate(first)) + last
+    return ".".join(str(value >> shift & 255) for shift in (24, 16, 8, 0))
+
+
+def _number(label: str) -> int | None:
+    digits, base = label, 10
+    if label[:2] in ("0x", "0X"):
+        digits, base = label[2:] or "0", 16
+    elif len(label) > 1 and label.startswith("0"):
+        digits, base = label[1:], 8
+    if not digits.isascii() or not digits.isalnum():
+        return None
+    try:
+        return int(digits, base)
+    except ValueError:
+        return None
 
 
 def _reading(text: str, decode: Callable[[str], str]) -> tuple[str, str]:

@@ -78,6 +78,37 @@ def test_a_host_outside_ascii_is_read_in_its_xn_form() -> None:
     assert read_as("http://xn--exmple-cua.com/a") == "http://xn--exmple-cua.com/a"
 
 
+# Node's new URL reads each as the host 127.0.0.1 (an IPv4 address in any spelling).
+@pytest.mark.parametrize(
+    "spelled", ["http://127.1/a", "http://2130706433/a", "http://0x7f.1/a", "http://0177.0.0.1/a"]
+)
+def test_an_ipv4_address_is_read_as_its_four_numbers(spelled: str) -> None:
+    assert read_as(spelled) == "http://127.0.0.1/a"
+
+
+def test_what_is_no_ipv4_address_is_read_as_a_name() -> None:
+    assert read_as("http://256.1.1.1/a") == "http://256.1.1.1/a"
+    assert read_as("http://1.2.3.4.5/a") == "http://1.2.3.4.5/a"
+    assert read_as("http://09.1.1.1/a") == "http://09.1.1.1/a"
+    assert read_as("http://1.example/a") == "http://1.example/a"
+
+
+def test_sharp_s_and_final_sigma_are_kept_as_node_keeps_them() -> None:
+    # Not the older IDNA's "ss" and plain sigma: those name other hosts to Node.
+    assert read_as("http://\u00df.de/a") == "http://xn--zca.de/a"
+    assert read_as("http://ss.de/a") == "http://ss.de/a"
+    assert read_as("http://\u03c2.gr/a") == "http://xn--3xa.gr/a"
+    assert read_as("http://\u03c3.gr/a") == "http://xn--4xa.gr/a"
+
+
+def test_a_name_longer_than_a_host_name_is_read_as_written() -> None:
+    # No host is named, so nothing is worked out of it (at a cost of its length).
+    long = "\u00e9" * 300_000
+    assert read_as(f"http://{long}/x") == f"http://{long}/x"
+    label = "\u00c9" * 64
+    assert read_as(f"http://{label}.de/x") == f"http://{label.lower()}.de/x"
+
+
 def test_a_port_is_folded_only_where_it_is_the_schemes_own() -> None:
     assert read_as("https://example.com:443/a") == "https://example.com/a"
     assert read_as("wss://example.com:443/a") == "wss://example.com/a"
