@@ -16,7 +16,7 @@ import trio
 
 from protocol.logfields import log_extra
 
-from .agents.unix_socket import SocketFile, bind_unix
+from .agents.entry.unix_socket import SocketFile, bind_unix
 from .config.checks.endpoints import groups_locked_out
 from .config.tables.model import Config
 from .listening import Listening

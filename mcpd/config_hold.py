@@ -10,7 +10,7 @@ reload (SIGHUP, or ``mcpd reload`` as ExecReload= runs it) that finds a config w
 loads hands the same listening socket on to the real daemon, without a restart.
 
 Whoever can reach the socket can reach the hold, so it answers within the limits the
-agent sockets keep (``agents.places``, the ``[daemon]`` defaults, since the config
+agent sockets keep (``agents.entry.places``, the ``[daemon]`` defaults, since the config
 that would say otherwise is what cannot be read): so many connections, each let go
 when it sends no request within ``first_message_timeout`` or a line past a small
 size, and accepting waits a moment when mcpd or the system is out of descriptors, as
@@ -35,9 +35,9 @@ from protocol.budget import Throttle
 from protocol.framing import LineFramer, Oversized
 from protocol.logfields import log_extra
 
-from .agents.door import Speaks, refuse, speaks
-from .agents.peers import Peer, is_owner, peer_of
-from .agents.places import Places, Seat
+from .agents.entry.door import Speaks, refuse, speaks
+from .agents.entry.peers import Peer, is_owner, peer_of
+from .agents.entry.places import Places, Seat
 from .config.tables.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
 from .local.systemd import Notifier, run_watchdog
 

@@ -23,8 +23,8 @@ from transports.stdio.process.launch import START_MARK
 
 from .agents.api import AgentServer
 from .agents.backend import Control, Lines
-from .agents.ending import answer_stopping
-from .agents.peers import server_of
+from .agents.connection.ending import answer_stopping
+from .agents.entry.peers import server_of
 from .agents_listener import take_listener
 from .audit.log import AuditLog
 from .config.tables.model import Config, ConfigError, DaemonConfig

@@ -20,7 +20,7 @@ import ipaddress
 import socket as stdsocket
 from typing import Final
 
-from .agents.unix_socket import UnixBound, bind_unix
+from .agents.entry.unix_socket import UnixBound, bind_unix
 from .config.checks.endpoints import parse_listen
 from .config.loading.paths import state_directory
 from .config.tables.model import Config

@@ -332,7 +332,7 @@ def test_the_call_checker_sees_a_field_the_servers_never_use() -> None:
 # objects whose attributes depend on the platform or on how they were made). Each
 # entry: (module, the object asked) -> why it cannot be typed.
 PROBES_ALLOWED = {
-    ("mcpd.agents.peers", "socket"): "the stdlib names SO_PEERGROUPS only where it was built",
+    ("mcpd.agents.entry.peers", "socket"): "the stdlib names SO_PEERGROUPS only where it was built",
     ("mcpd.cli.main", "args"): "argparse's Namespace holds what the subcommand's defaults set",
     ("mcpd.demo.runtime", "handler"): "a callable object need not have a __name__",
     ("transports.http.dial", "socket"): "the socket module names TCP_KEEPIDLE on Linux",
@@ -421,8 +421,8 @@ def any_at(
 # through them is the request as its server is sent it and the servers' ``Outcome``.
 CALL_PATH = (
     "mcpd.agents.askback.call_rounds",
-    "mcpd.agents.prompts",
-    "mcpd.agents.resources",
+    "mcpd.agents.beyond_tools.prompts",
+    "mcpd.agents.beyond_tools.resources",
     "mcpd.agents.askback.driver",
     "mcpd.agents.askback.rounds",
     "mcpd.agents.askback.askback",
@@ -490,11 +490,11 @@ UNTYPED = {
     "mcpd.agents.askback.askback.ParkedAsker.__init__:capabilities": _CAPABILITIES,
     "mcpd.agents.askback.driver.AgentSide.upstream_capabilities:return": _CAPABILITIES,
     "mcpd.agents.askback.driver.may_be_asked:capabilities": _CAPABILITIES,
-    "mcpd.agents.prompts.request_outcome:caps": _CAPABILITIES,
-    "mcpd.agents.prompts.complete:return": _RESULT,
-    "mcpd.agents.prompts.reply_for:return": _RESULT,
-    "mcpd.agents.prompts.reply_for:rewrite": _RESULT,
-    "mcpd.agents.prompts.serve_asked:rewrite": _RESULT,
+    "mcpd.agents.beyond_tools.prompts.request_outcome:caps": _CAPABILITIES,
+    "mcpd.agents.beyond_tools.prompts.complete:return": _RESULT,
+    "mcpd.agents.beyond_tools.prompts.reply_for:return": _RESULT,
+    "mcpd.agents.beyond_tools.prompts.reply_for:rewrite": _RESULT,
+    "mcpd.agents.beyond_tools.prompts.serve_asked:rewrite": _RESULT,
 }
 
 
@@ -537,7 +537,7 @@ LAYER_INTERFACES = {
 # break an import cycle between the module that uses it and the one that implements
 # it. The list may only get shorter.
 SINGLE_IMPLEMENTATION = {
-    "mcpd.agents.connection.Dispatcher",  # api.AgentServer
+    "mcpd.agents.connection.connection.Dispatcher",  # api.AgentServer
     "mcpd.servers.calling.calls.Admitter",  # scheduler.CallScheduler
     "mcpd.servers.calling.calls.CallHost",  # server_parts.ServerParts
 }

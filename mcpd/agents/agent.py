@@ -26,7 +26,7 @@ from ..policy.kin import AgentKin
 from ..registry.uris.scheme import Sight
 from ..servers.shared import Call, Outcome, ProgressSink, SessionMark, Whose
 from .askback.askback import AgentRequests, DirectAsker
-from .identity import AgentIdentity
+from .entry.identity import AgentIdentity
 from .profiles import Profile
 
 

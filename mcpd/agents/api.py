@@ -28,15 +28,18 @@ from ..policy.departed import Departed
 from ..servers.all_servers import AllServers
 from .agent import Agent
 from .backend import Control, Lines
+from .beyond_tools.extra_methods import ExtraMethods
 from .calls.callpolicy import CallPolicy, QueuedCalls
 from .calls.callrecords import CallRecords
 from .calls.result_eras import with_result_type
 from .calls.toolcall import Router
-from .connection import LIFECYCLE, Connection, Dispatcher
-from .door import Door, refuse
-from .ending import Stops
-from .extra_methods import ExtraMethods
-from .failures import Failures
+from .connection.connection import LIFECYCLE, Connection, Dispatcher
+from .connection.ending import Stops
+from .connection.failures import Failures
+from .entry.door import Door, refuse
+from .entry.places import Seat
+from .entry.sockets import Leave, ProfileSockets
+from .entry.unix_socket import UnixBound
 from .lists.instructions import instructions
 from .lists.toollist import list_tools
 from .news.listen import Listens
@@ -47,10 +50,7 @@ from .own_methods.daemon_methods import HANDLERS as DAEMON_HANDLERS
 from .own_methods.pinsapi import HANDLERS as PINS_HANDLERS
 from .own_methods.profile_bound import refuse_beyond
 from .own_methods.profile_methods import PROFILE_METHODS, ProfileMethods
-from .places import Seat
 from .profiles import Profile, Profiles
-from .sockets import Leave, ProfileSockets
-from .unix_socket import UnixBound
 
 if TYPE_CHECKING:
     from .http.httpapi import HttpApi

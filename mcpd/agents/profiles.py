@@ -31,8 +31,8 @@ from ..registry.tables.eras import listing_for_era
 from ..registry.tables.shown import Entry
 from ..registry.tables.table import Listed
 from ..servers.all_servers import AllServers
+from .entry.peers import Peer, is_owner
 from .lists.search_mode import exposed_listing
-from .peers import Peer, is_owner
 
 # What a removed profile becomes for the agents still connected to it: nothing.
 _NOTHING = ProfileConfig(servers=[])

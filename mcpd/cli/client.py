@@ -14,7 +14,7 @@ from protocol import envelope, mcp
 from protocol import jsonrpc as rpc
 
 from .. import __version__
-from ..agents.dial import (
+from ..agents.entry.dial import (
     COMMAND_LINE,
     CONNECT_WAIT,
     DialError,
@@ -22,7 +22,7 @@ from ..agents.dial import (
     no_daemon,
     not_listening,
 )
-from ..agents.peers import peer_of, untrusted_daemon
+from ..agents.entry.peers import peer_of, untrusted_daemon
 from ..config.loading.paths import SOCKET_VAR, client_socket_path, config_unread
 from ..config.tables.model import default_config_path, default_socket_path
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.agents.places import OWNER_RESERVE
+from mcpd.agents.entry.places import OWNER_RESERVE
 from tests.support.fault_harness import (
     META,
     MIB,

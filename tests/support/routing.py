@@ -18,7 +18,7 @@ from mcpd.agents.askback.driver import AskBackDriver
 from mcpd.agents.calls.callpolicy import CallPolicy
 from mcpd.agents.calls.callrecords import CallRecords
 from mcpd.agents.calls.toolcall import Router
-from mcpd.agents.identity import AgentIdentity
+from mcpd.agents.entry.identity import AgentIdentity
 from mcpd.agents.profiles import Profile
 from mcpd.audit.record import CallRecord
 from mcpd.config.loading.load import parse

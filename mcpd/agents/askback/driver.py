@@ -22,7 +22,7 @@ from protocol import surface
 
 from ...config.tables.model import DaemonConfig
 from ...servers.shared import Whose
-from ..failures import Failures, split_failure
+from ..connection.failures import Failures, split_failure
 from .askback import AgentRequests, DirectAsker, Flow, Park, ParkedAsker, Parks, Retry, claim
 from .rounds import Out, Req, RoundTrip, legacy_rounds
 

@@ -34,8 +34,8 @@ from protocol.framing import DEFAULT_MAX_LINE, LineFramer, Oversized, OversizedE
 from protocol.unreadable import id_at_edges
 
 from ...config.tables.model import EX_CONFIG
-from .. import batches
-from ..dial import (
+from ..connection import batches
+from ..entry.dial import (
     CONNECT_WAIT,
     DialError,
     ForeignSocket,
@@ -44,7 +44,7 @@ from ..dial import (
     no_daemon,
     not_listening,
 )
-from ..peers import untrusted_daemon
+from ..entry.peers import untrusted_daemon
 from .ledger import OpenRelays, OwnRequests
 from .opening import OpeningRefused, open_connection
 from .session import HostSession, list_changes

@@ -34,8 +34,8 @@ from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
 from ...config.tables.model import DaemonConfig
-from ..peers import is_owner, owners_uid
-from ..places import OWNER_RESERVE, uid_quota
+from ..entry.peers import is_owner, owners_uid
+from ..entry.places import OWNER_RESERVE, uid_quota
 from .exchange import RequestSender
 from .mcp_http import rpc_reject
 from .wire import MAX_BODY, Reject

@@ -31,9 +31,9 @@ import trio
 
 from ...config.tables.model import DaemonConfig
 from ...local.tcpowner import OwnerUnknown, tcp_owner
+from ..entry.peers import owners_uid
+from ..entry.places import PlaceLimits, Places, socket_limits
 from ..page import is_page
-from ..peers import owners_uid
-from ..places import PlaceLimits, Places, socket_limits
 from .wire import Headers, Reject
 
 # The status page's own places, for people's browsers (a tab holds a few).

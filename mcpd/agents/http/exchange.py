@@ -23,13 +23,13 @@ from protocol.server import ServerSession
 from ...policy.kin import AgentKin, Decider, unknown_kin
 from ...servers.shared import ProgressSink
 from ..askback.askback import AgentRequests, DirectAsker
-from ..connection import Connection, Dispatcher
-from ..ending import stopped_answer
-from ..holders import ConnectionOwner, TcpKin
-from ..identity import AgentIdentity
-from ..peers import Peer
+from ..connection.connection import Connection, Dispatcher
+from ..connection.ending import stopped_answer
+from ..entry.holders import ConnectionOwner, TcpKin
+from ..entry.identity import AgentIdentity
+from ..entry.peers import Peer
+from ..entry.sockets import Leave
 from ..profiles import Profile
-from ..sockets import Leave
 from .wire import WireResponse
 
 

@@ -46,13 +46,13 @@ from ...policy.kin import AgentKin
 from ...registry.profiles.views import ProfileView
 from ...servers.all_servers import AllServers
 from ..backend import Control
-from ..connection import Connection, Dispatcher
-from ..holders import ConnectionOwner, Lookups, ServerRefusals, TcpKin, tcp_held, token_bearer
-from ..identity import AgentIdentity, Holder
+from ..connection.connection import Connection, Dispatcher
+from ..entry.holders import ConnectionOwner, Lookups, ServerRefusals, TcpKin, tcp_held, token_bearer
+from ..entry.identity import AgentIdentity, Holder
+from ..entry.peers import Peer
+from ..entry.sockets import Leave
 from ..page import is_page
-from ..peers import Peer
 from ..profiles import Profile, Profiles
-from ..sockets import Leave
 from .body_budget import BodyBudget, BodyClaim, body_owner
 from .endpoint_places import EndpointPlaces, for_page, holder_uid, same_kind
 from .exchange import RequestSender

@@ -24,8 +24,8 @@ import trio
 from protocol import envelope
 from protocol import jsonrpc as rpc
 
-from ..ending import late_while_ending, refused_while_ending
-from ..sockets import Leave
+from ..connection.ending import late_while_ending, refused_while_ending
+from ..entry.sockets import Leave
 from .wire import Reject, Wire
 
 _REFUSED: Final = 503

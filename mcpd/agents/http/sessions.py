@@ -13,8 +13,8 @@ from protocol.server import ServerSession
 
 from ...servers.shared import Call
 from ..askback.askback import AgentRequests
-from ..ending import UNANSWERED
-from ..identity import AgentIdentity
+from ..connection.ending import UNANSWERED
+from ..entry.identity import AgentIdentity
 from ..profiles import Profile
 from .exchange import RequestSender
 from .stream import SessionNews

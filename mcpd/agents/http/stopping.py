@@ -14,7 +14,7 @@ import trio
 
 from protocol import jsonrpc as rpc
 
-from ..ending import STOPPING
+from ..connection.ending import STOPPING
 from .exchange import Exchange
 
 

@@ -29,8 +29,8 @@ from protocol import mcp
 from protocol.logfields import log_extra
 from protocol.server import ServerSession
 
-from ..connection import Connection
-from ..outbox import QUEUE_BYTES
+from ..connection.connection import Connection
+from ..connection.outbox import QUEUE_BYTES
 from ..profiles import Profile
 from .wire import Wire, WireResponse, end_when_set
 

@@ -2,7 +2,7 @@
 
 A listen is a request that stays open: it is acknowledged at once with what mcpd
 honours (tool-list changes here; prompts, resources and tasks through ``extra``,
-see ``agents.extra_methods``), every change after that is sent as a notification
+see ``agents.beyond_tools.extra_methods``), every change after that is sent as a notification
 carrying the subscription's id, and when the daemon stops each listen gets its
 final response before the socket closes.
 """
@@ -19,7 +19,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.server import RequestContext
 
-from ..connection import Connection
+from ..connection.connection import Connection
 
 # What else a listen may ask for (prompts, resources, tasks): given the connection,
 # the listen's id, its filter and the request's context, the part honoured; its end.

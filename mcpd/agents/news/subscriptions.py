@@ -30,8 +30,8 @@ from ...config.tables.model import DaemonConfig
 from ...registry.uris.claims import ROUTE_STEPS, Budget
 from ...registry.uris.scheme import Routed, Sight, Undecided
 from ...servers.all_servers import AllServers
-from ..prompts import held_read_error
-from ..resources import route
+from ..beyond_tools.prompts import held_read_error
+from ..beyond_tools.resources import route
 
 Send = Callable[[bytes], None]
 

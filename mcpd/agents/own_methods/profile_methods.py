@@ -27,12 +27,12 @@ from ...policy.rules import facts_of
 from ...registry.profiles.views import ProfileView
 from ...registry.tables.table import listed_name
 from ..backend import Control
-from ..connection import Connection
+from ..connection.connection import Connection
+from ..entry.sockets import ProfileSockets
 from ..profiles import Profile, Profiles
-from ..sockets import ProfileSockets
 
 if TYPE_CHECKING:
-    from ..extra_methods import ExtraMethods
+    from ..beyond_tools.extra_methods import ExtraMethods
     from ..http.httpapi import HttpApi
     from ..http.tcp import Connect
 

@@ -30,7 +30,7 @@ import msgspec
 from ...policy.kin import AgentKin
 from ...servers.all_servers import AllServers
 from ..backend import Control
-from ..holders import ServerRefusals
+from ..entry.holders import ServerRefusals
 from ..http.exchange import RequestSender
 from ..http.wire import Headers, Reject, Wire
 from . import render

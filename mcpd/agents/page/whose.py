@@ -14,7 +14,7 @@ from __future__ import annotations
 from html import escape
 
 from ...local.tcpowner import HoldersUnknown, OwnerUnknown
-from ..holders import Held, ServerRefusals, servers_process
+from ..entry.holders import Held, ServerRefusals, servers_process
 from ..http.exchange import RequestSender
 from ..http.wire import Reject
 from .actions import refuse, refuse_action

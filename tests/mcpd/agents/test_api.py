@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.agents.places import OWNER_RESERVE
+from mcpd.agents.entry.places import OWNER_RESERVE
 from mcpd.errors import DaemonError
 from tests.support.agent import connect, make_config, running
 from tests.support.procs import read_pid, scripted

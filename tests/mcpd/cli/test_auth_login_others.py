@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import trio
 
-from mcpd.agents.peers import peer_of
+from mcpd.agents.entry.peers import peer_of
 from protocol.oauth.http import get
 from tests.support.agent import connect, running
 from tests.support.auth_login import LIMIT, ROOT, config_for, read_until

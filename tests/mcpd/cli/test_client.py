@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.agents import dial
+from mcpd.agents.entry import dial
 from mcpd.cli import client as client_module
 from mcpd.cli.client import (
     BadReply,

@@ -19,7 +19,7 @@ import pytest
 import trio
 
 from mcpd import config_hold
-from mcpd.agents.places import OWNER_RESERVE
+from mcpd.agents.entry.places import OWNER_RESERVE
 from mcpd.config.loading.load import load
 from mcpd.config.tables.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
 from mcpd.config_hold import ConfigHold

@@ -222,7 +222,7 @@ async def test_a_sighup_reload_that_fails_binding_a_profile_socket_leaves_the_da
     try:
         with trio.fail_after(60):
             async with running(load(config_path), str(config_path)) as daemon:
-                monkeypatch.setattr("mcpd.agents.sockets.bind_unix", failing)
+                monkeypatch.setattr("mcpd.agents.entry.sockets.bind_unix", failing)
                 write_config(
                     config_path, tmp_path, f'[profiles.work]\nservers = ["a"]\nsocket = "{work}"\n'
                 )

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpd.agents.places import OWNER_RESERVE
+from mcpd.agents.entry.places import OWNER_RESERVE
 from mcpd.cli.client import Client
 from mcpd.config.tables.model import CONFIG_ERROR
 from protocol import jsonrpc as rpc

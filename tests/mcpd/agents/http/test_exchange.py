@@ -11,9 +11,9 @@ import pytest
 import trio
 import trio.testing
 
+from mcpd.agents.entry.identity import AgentIdentity
+from mcpd.agents.entry.peers import Peer
 from mcpd.agents.http.exchange import Exchange, RequestSender, StatelessAgent
-from mcpd.agents.identity import AgentIdentity
-from mcpd.agents.peers import Peer
 from protocol import mcp
 
 IN_FLIGHT = 256  # what an exchange holds for its response before it drops

@@ -13,9 +13,9 @@ import pytest
 import trio
 import trio.testing
 
+from mcpd.agents.entry.sockets import Leave
 from mcpd.agents.http.leave import Grace, refusal, serve_until_left
 from mcpd.agents.http.wire import Wire
-from mcpd.agents.sockets import Leave
 
 REASON = "profile work was removed"
 GRACE = 5.0

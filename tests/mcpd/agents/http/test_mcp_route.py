@@ -20,14 +20,14 @@ import trio
 import trio.testing
 
 from mcpd.agents.api import new_session
-from mcpd.agents.connection import Connection, Dispatcher
-from mcpd.agents.holders import TcpKin
+from mcpd.agents.connection.connection import Connection, Dispatcher
+from mcpd.agents.entry.holders import TcpKin
+from mcpd.agents.entry.identity import AgentIdentity, Holder
+from mcpd.agents.entry.peers import Peer
 from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.mcp_route import McpRoute, _cancel
 from mcpd.agents.http.sessions import DELETED, LegacySession, OpenedBy
 from mcpd.agents.http.wire import Reject, Wire
-from mcpd.agents.identity import AgentIdentity, Holder
-from mcpd.agents.peers import Peer
 from mcpd.agents.profiles import Profile
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import NamingConfig

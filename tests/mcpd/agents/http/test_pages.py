@@ -13,10 +13,10 @@ from typing import Any, cast
 import pytest
 
 from mcpd.agents.backend import Control
+from mcpd.agents.entry.peers import Peer
 from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.pages import METRICS_TYPE, Query, ReadPages
 from mcpd.agents.http.wire import Reject
-from mcpd.agents.peers import Peer
 from mcpd.agents.profiles import Profile
 from mcpd.registry.profiles.views import ProfileView
 from mcpd.servers.all_servers import AllServers

@@ -10,6 +10,8 @@ from typing import Any, cast
 import trio
 from msgspec import UNSET
 
+from mcpd.agents.entry.identity import AgentIdentity, Holder
+from mcpd.agents.entry.peers import Peer
 from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.sessions import (
     DELETED,
@@ -18,8 +20,6 @@ from mcpd.agents.http.sessions import (
     OpenedBy,
     holder_of,
 )
-from mcpd.agents.identity import AgentIdentity, Holder
-from mcpd.agents.peers import Peer
 from mcpd.agents.profiles import Profile
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import NamingConfig

@@ -18,7 +18,7 @@ import pytest
 import trio
 
 import mcpd.agents.http.stream
-from mcpd.agents.outbox import QUEUE_BYTES
+from mcpd.agents.connection.outbox import QUEUE_BYTES
 from mcpd.config.loading.load import load
 from mcpd.daemon import Daemon
 from mcpd.local.endpoint_token import write_token

@@ -13,6 +13,7 @@ import pytest
 import trio
 import trio.testing
 
+from mcpd.agents.entry.places import OWNER_RESERVE
 from mcpd.agents.http.wire import (
     _READ_SIZE,
     MAX_BODY,
@@ -23,7 +24,6 @@ from mcpd.agents.http.wire import (
     WireResponse,
     refuse,
 )
-from mcpd.agents.places import OWNER_RESERVE
 from tests.support.agent import make_config, running
 from tests.support.daemon_http import (
     MCP,

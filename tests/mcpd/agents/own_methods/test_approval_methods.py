@@ -19,8 +19,8 @@ import trio
 import trio.testing
 from msgspec import Raw
 
+from mcpd.agents.entry.peers import Peer, is_owner
 from mcpd.agents.own_methods.approval_methods import HANDLERS, MAX_WAIT
-from mcpd.agents.peers import Peer, is_owner
 from mcpd.policy.agent import AgentInfo, user_name
 from mcpd.policy.approvals import ApprovalRequest, Approvals, Verdict
 from mcpd.policy.kin import AgentKin, Process, kin_of

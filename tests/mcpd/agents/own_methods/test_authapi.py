@@ -19,14 +19,14 @@ import pytest
 from msgspec import Raw
 
 from mcpd.agents.api import new_session
-from mcpd.agents.connection import Connection, Dispatcher
-from mcpd.agents.failures import Failures
+from mcpd.agents.connection.connection import Connection, Dispatcher
+from mcpd.agents.connection.failures import Failures
+from mcpd.agents.entry.identity import AgentIdentity
+from mcpd.agents.entry.peers import Peer
 from mcpd.agents.http.exchange import Exchange, RequestSender
 from mcpd.agents.http.tcp import Connect
-from mcpd.agents.identity import AgentIdentity
 from mcpd.agents.own_methods.authapi import HANDLERS
 from mcpd.agents.page.passes import CODE_TTL, Passes
-from mcpd.agents.peers import Peer
 from mcpd.policy.kin import AgentKin, Process
 from protocol import jsonrpc as rpc
 from tests.support.routing import World

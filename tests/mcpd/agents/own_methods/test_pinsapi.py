@@ -16,8 +16,8 @@ import pytest
 import trio
 from msgspec import Raw
 
+from mcpd.agents.entry.peers import Peer, is_owner
 from mcpd.agents.own_methods.pinsapi import HANDLERS
-from mcpd.agents.peers import Peer, is_owner
 from mcpd.config.tables.model import NamingConfig
 from mcpd.local.pinfile import PinKeeper
 from mcpd.policy.kin import AgentKin, Process, unknown_kin

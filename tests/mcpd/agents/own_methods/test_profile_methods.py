@@ -12,8 +12,8 @@ import msgspec
 import pytest
 from msgspec import Raw
 
+from mcpd.agents.entry.peers import Peer
 from mcpd.agents.own_methods.profile_methods import PROFILE_METHODS, ProfileMethods
-from mcpd.agents.peers import Peer
 from mcpd.agents.profiles import Profile, Profiles
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import Config

@@ -18,7 +18,7 @@ import trio
 import trio.testing
 
 from mcpd.agents.backend import Control
-from mcpd.agents.holders import ConnectionOwner, Held
+from mcpd.agents.entry.holders import ConnectionOwner, Held
 from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.wire import MAX_BODY, Reject, Wire
 from mcpd.agents.page import is_page

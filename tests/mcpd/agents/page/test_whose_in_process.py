@@ -10,7 +10,7 @@ import logging
 
 import pytest
 
-from mcpd.agents.holders import ConnectionOwner, Held, ServerRefusals
+from mcpd.agents.entry.holders import ConnectionOwner, Held, ServerRefusals
 from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.wire import Reject
 from mcpd.agents.page.whose import connection_holder

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.agents.unix_socket import UnsafeDirectory
+from mcpd.agents.entry.unix_socket import UnsafeDirectory
 from mcpd.cli.client import Client
 from mcpd.local import owners
 from tests.support.agent import make_config, running

@@ -1,0 +1,238 @@
+"""What an agent's connection has in flight, and how it ends with requests in flight.
+
+A request joins what is in flight if its id is free and the agent is under its limit
+(``_admit``); one the agent cancels is given up. The agent hangs up (or sends a line
+over the limit, and is told that nothing after it is read): what it has in flight is
+given up, and what is queued for it still goes out if it can. Its profile is removed
+(``leave``): each request from then on is refused, saying why; those in flight are
+given a grace to be answered, those left then are answered with why, and it closes."""
+
+from __future__ import annotations
+
+import abc
+import logging
+from collections.abc import Callable, Iterable
+from typing import Final, Protocol
+
+import trio
+
+from protocol import jsonrpc as rpc
+from protocol import mcp
+from protocol.framing import Oversized
+from protocol.logfields import log_extra
+from protocol.splice import SplicedRequest
+
+from ..agent import Agent, AgentCall
+from ..calls.callrecords import AT_LIMIT
+from ..calls.toolcall import Router
+from .misbehaviour import Misbehaviour
+from .outbox import Outbox
+
+logger = logging.getLogger("mcpd.api")
+
+
+def refused_while_ending(reason: str) -> str:
+    """What a request sent on a connection that ends for ``reason`` is refused with."""
+    return f"{reason}: this connection closes once its requests in flight are answered"
+
+
+def late_while_ending(reason: str, grace: float) -> str:
+    """What a request still in flight once the ``grace`` it was given is over is
+    answered with, its connection ending for ``reason``."""
+    return f"{reason}, and this request was not answered in the {grace:g} s it was given"
+
+
+STOPPING: Final = "mcpd is stopping"
+UNANSWERED: Final = "this request was ended before it was answered"
+
+
+# How long the answers written as mcpd stops may take to go out, to all agents
+# together: one that does not read cannot hold the stop.
+_STOP_WRITES: Final = 2.0
+
+
+class Stops(Protocol):
+    """What holds requests in flight as mcpd stops: an agent's connection, or the
+    requests being answered over HTTP."""
+
+    def stopping(self) -> None: ...
+
+    async def drain(self) -> None: ...
+
+
+async def answer_stopping(connections: Iterable[Stops]) -> None:
+    """mcpd stops: every request in flight on each of ``connections`` is answered,
+    saying so, and written out unless its agent does not read it at once."""
+    ending = list(connections)
+    for conn in ending:
+        conn.stopping()
+    with trio.move_on_after(_STOP_WRITES):
+        for conn in ending:
+            await conn.drain()
+
+
+def stopped_answer(rid: rpc.Id, call: AgentCall | None, modern: bool) -> bytes:
+    """The answer to the request ``rid`` (a tools/call: its ``call``), ended as mcpd
+    stops. Whether a call may have run depends on whether it ever went to its server:
+    one that waited for a person's approval, or to be routed, never did."""
+    if call is None:
+        return rpc.encode_error(rid, -32000, f"{STOPPING}: {UNANSWERED}")
+    if call.out.state == "new":
+        text = (
+            f"{STOPPING}, and this call was not sent to its tool server, so it did not "
+            "run: it can be made again once mcpd is back."
+        )
+    else:
+        text = (
+            f"{STOPPING}, and this call was ended before its tool server answered. It "
+            "may have reached the server, so whether it ran is not known: check before "
+            "calling this tool again once mcpd is back."
+        )
+    result = mcp.CallToolResult(content=[mcp.TextContent(text)], isError=True)
+    if modern:
+        result.resultType = mcp.COMPLETE
+    return rpc.encode_result(rid, result)
+
+
+class ConnectionEnd(Agent):
+    """An agent's connection as what it has in flight, and as it ends
+    (``connection.Connection`` derives from this)."""
+
+    router: Router
+    # What cancels each request in flight: its task's scope, or the call itself.
+    inflight: dict[rpc.Id, trio.CancelScope | AgentCall]
+    max_inflight: int
+    faults: Misbehaviour
+    calls_in_tasks: dict[rpc.Id, AgentCall]
+    gone_hooks: list[Callable[[], None]]
+    _outbox: Outbox
+    # Why each request is refused from now on: the connection is ending (``leave``).
+    leaving: str | None = None
+    # The longest line read from it, which ``mcpd/lineLimit`` tells (None: it reads no
+    # lines, as an HTTP exchange).
+    line_limit: int | None = None
+    _settled: trio.Event | None = None  # set once nothing is in flight, while it ends
+
+    @property
+    @abc.abstractmethod
+    def label(self) -> str: ...
+
+    @abc.abstractmethod
+    async def send(self, data: bytes, rid: rpc.Id | None = None) -> None: ...
+
+    @abc.abstractmethod
+    async def drain(self) -> None: ...
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    def _admit(self, rid: rpc.Id, holds_slot: bool, request: SplicedRequest | rpc.Request) -> bool:
+        """Whether a request may start: its id is free and, if it holds a slot, the agent
+        is under its in-flight limit; otherwise it is answered with an error here, and
+        leaves its audit record if it is a call."""
+        if self.leaving is not None:
+            self.send_nowait(rpc.encode_error(rid, -32000, self.leaving), rid)
+            self.router.records.turned_away(self, request, self.leaving)
+            return False
+        if rid in self.inflight:
+            error = f"id {rid!r} is already in use"
+            self.send_nowait(rpc.encode_error(rid, rpc.INVALID_REQUEST, error))
+            self.router.records.turned_away(self, request)
+            return False
+        if holds_slot and len(self.inflight) >= self.max_inflight:
+            self.faults.refused_at_limit(self.label, self.max_inflight)
+            said = f"too many requests in flight on this connection (limit {self.max_inflight})"
+            self.send_nowait(rpc.encode_error(rid, -32000, said), rid)
+            self.router.records.turned_away(self, request, AT_LIMIT)
+            return False
+        return True
+
+    async def _hung_up(self, oversized: Oversized | None) -> None:
+        """The agent hung up, or sent a line over the limit (``oversized``): it is told
+        why nothing after that line is read, and what it has in flight is given up."""
+        if oversized is not None:
+            await self._refuse_oversized(oversized)
+        self.asks.close("the agent disconnected")
+        for hook in self.gone_hooks:
+            hook()
+        # What is already queued for it still goes out if it can.
+        self._let_go()
+        with trio.move_on_after(1):
+            await self.drain()
+
+    def _forget(self, rid: rpc.Id) -> None:
+        """``rid`` is in flight no longer (which a connection that ends waits for)."""
+        self.inflight.pop(rid, None)
+        self.calls_in_tasks.pop(rid, None)
+        if not self.inflight and self._settled is not None:
+            self._settled.set()
+
+    def _cancelled(self, rid: rpc.Id) -> None:
+        """The agent cancelled ``rid``: a call is forgotten now and given up; a task is
+        cancelled, and forgets it as it ends."""
+        handle = self.inflight.get(rid)
+        if isinstance(handle, AgentCall):
+            self._forget(rid)
+            self._outbox.unbatch(rid)
+        if handle is not None:
+            self._give_up(handle)
+
+    def _let_go(self) -> None:
+        """Its requests in flight end: each is given up."""
+        inflight, self.inflight = self.inflight, {}
+        for handle in inflight.values():
+            self._give_up(handle)
+
+    def _give_up(self, handle: trio.CancelScope | AgentCall) -> None:
+        """A request in flight ends unanswered: a call is cancelled (its server is told,
+        it leaves its record), and a task of its own too."""
+        if isinstance(handle, trio.CancelScope):
+            handle.cancel()
+        else:
+            self.router.abandon(handle)
+
+    def stopping(self) -> None:
+        """mcpd stops: each request in flight is answered now, before the connection
+        closes; a call with a result that says it may have run, any other request with
+        an error. Each request sent from now on is refused, saying why."""
+        self.leaving = STOPPING
+        modern = self.session.legacy_version is None
+        for rid, handle in self.inflight.items():
+            call = handle if isinstance(handle, AgentCall) else self.calls_in_tasks.get(rid)
+            self._outbox.put(stopped_answer(rid, call, modern), rid)
+        self._let_go()
+
+    async def _refuse_oversized(self, oversized: Oversized) -> None:
+        """The agent is told why nothing after its line over the limit is read."""
+        logger.warning(
+            "%s sent a line over %d bytes; closing its connection",
+            self.label,
+            oversized.limit,
+            extra=log_extra(None, reason="oversized line"),
+        )
+        await self.send(
+            rpc.encode_error(
+                None,
+                rpc.INVALID_REQUEST,
+                f"message exceeds the {oversized.limit} byte line limit; closing",
+            )
+        )
+
+    async def leave(self, reason: str, grace: float) -> None:
+        """End the connection for ``reason``: each request sent from now on is refused
+        with it; those in flight get ``grace`` seconds to be answered, and those still
+        in flight then are answered with it (a call's server is told it was cancelled).
+        Lines go on being read meanwhile: a cancellation, or the answer to what a
+        server asked the agent, may be what a call in flight waits for."""
+        self.leaving = refused_while_ending(reason)
+        if self.inflight:
+            self._settled = trio.Event()
+            with trio.move_on_after(grace):
+                await self._settled.wait()
+        late = late_while_ending(reason, grace)
+        for rid in self.inflight:
+            self._outbox.put(rpc.encode_error(rid, -32000, late), rid)
+        self._let_go()
+        with trio.move_on_after(1):
+            await self.drain()
+        self.close()
