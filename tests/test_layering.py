@@ -425,7 +425,7 @@ CALL_PATH = (
     "mcpd.agents.beyond_tools.resources",
     "mcpd.agents.askback.driver",
     "mcpd.agents.askback.rounds",
-    "mcpd.agents.askback.askback",
+    "mcpd.agents.askback.askers",
 )
 
 
@@ -486,8 +486,8 @@ def any_at_seam(source: str, where: str) -> list[str]:
 _CAPABILITIES = "an agent's capabilities: a JSON object each revision of the spec may add to"
 _RESULT = "a server's result decoded to be rewritten: a JSON object of the server's making"
 UNTYPED = {
-    "mcpd.agents.askback.askback.DirectAsker.__init__:capabilities": _CAPABILITIES,
-    "mcpd.agents.askback.askback.ParkedAsker.__init__:capabilities": _CAPABILITIES,
+    "mcpd.agents.askback.askers.DirectAsker.__init__:capabilities": _CAPABILITIES,
+    "mcpd.agents.askback.askers.ParkedAsker.__init__:capabilities": _CAPABILITIES,
     "mcpd.agents.askback.driver.AgentSide.upstream_capabilities:return": _CAPABILITIES,
     "mcpd.agents.askback.driver.may_be_asked:capabilities": _CAPABILITIES,
     "mcpd.agents.beyond_tools.prompts.request_outcome:caps": _CAPABILITIES,
@@ -537,7 +537,7 @@ LAYER_INTERFACES = {
 # break an import cycle between the module that uses it and the one that implements
 # it. The list may only get shorter.
 SINGLE_IMPLEMENTATION = {
-    "mcpd.agents.connection.connection.Dispatcher",  # api.AgentServer
+    "mcpd.agents.connection.dispatcher.Dispatcher",  # api.AgentServer
     "mcpd.servers.calling.calls.Admitter",  # scheduler.CallScheduler
     "mcpd.servers.calling.calls.CallHost",  # server_parts.ServerParts
 }
@@ -662,7 +662,7 @@ def later(hooks: Later, typed: Typed) -> None: ...
     ]
     seam = seam_modules(graph())
     assert {"mcpd.servers.all_servers", "mcpd.servers.calling.calls", "mcpd.agents.backend"} <= seam
-    assert {"mcpd.agents.askback.askback", "mcpd.agents.askback.driver"} <= seam
+    assert {"mcpd.agents.askback.askers", "mcpd.agents.askback.driver"} <= seam
     agents = {m for m in seam if within(m, "mcpd.agents")}
     assert agents == {"mcpd.agents.backend", *CALL_PATH}
     # An area is a package of mcpd's, its __init__ too, or protocol or transports whole.

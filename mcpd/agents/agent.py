@@ -1,6 +1,6 @@
 """An agent's connection (or HTTP exchange) as the calls it makes need it: where their
 outcomes go, where a call that must wait for a person is awaited, and what the agent
-is (its session, profile, identity). ``connection.Connection`` derives from it, and so
+is (its session, profile, identity). ``dispatcher.Connection`` derives from it, and so
 do HTTP exchanges; what routes a call (``toolcall``) and what answers the other
 requests (``extra_methods``) know the agent by this alone.
 
@@ -25,7 +25,7 @@ from protocol.server import RequestContext, ServerSession
 from ..policy.kin import AgentKin
 from ..registry.uris.scheme import Sight
 from ..servers.shared import Call, Outcome, ProgressSink, SessionMark, Whose
-from .askback.askback import AgentRequests, DirectAsker
+from .askback.askers import AgentRequests, DirectAsker
 from .entry.identity import AgentIdentity
 from .profiles import Profile
 

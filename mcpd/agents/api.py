@@ -33,7 +33,7 @@ from .calls.callpolicy import CallPolicy, QueuedCalls
 from .calls.callrecords import CallRecords
 from .calls.result_eras import with_result_type
 from .calls.toolcall import Router
-from .connection.connection import LIFECYCLE, Connection, Dispatcher
+from .connection.dispatcher import LIFECYCLE, Connection, Dispatcher
 from .connection.ending import Stops
 from .connection.failures import Failures
 from .entry.door import Door, refuse

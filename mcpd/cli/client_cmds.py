@@ -364,6 +364,6 @@ def cmd_reset(args: argparse.Namespace) -> int:
 
 
 def cmd_bridge(args: argparse.Namespace) -> int:
-    from ..agents.bridge.bridge import run_bridge
+    from ..agents.bridge.relay import run_bridge
 
     return run_bridge(client_socket_path(args.socket), args.profile)

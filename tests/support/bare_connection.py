@@ -1,4 +1,4 @@
-"""One agent connection (``mcpd.agents.connection.connection.Connection``) over a real socket pair,
+"""One agent connection (``mcpd.agents.connection.dispatcher.Connection``) over a real socket pair,
 driven from the agent's end: a stand-in for the socket API behind it (``Handler``), a
 router over stand-in servers (``tests.support.routing.World``), and messages to send."""
 
@@ -13,7 +13,7 @@ import trio
 from msgspec import Raw
 
 from mcpd.agents.api import new_session
-from mcpd.agents.connection.connection import Connection, Dispatcher
+from mcpd.agents.connection.dispatcher import Connection, Dispatcher
 from mcpd.agents.connection.failures import Failures
 from mcpd.config.tables.model import DaemonConfig
 from mcpd.daemon import _LINES

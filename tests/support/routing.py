@@ -13,7 +13,7 @@ from msgspec import Raw
 
 from mcpd.agents.agent import Agent, AgentCall
 from mcpd.agents.api import new_session
-from mcpd.agents.askback.askback import AgentRequests, DirectAsker
+from mcpd.agents.askback.askers import AgentRequests, DirectAsker
 from mcpd.agents.askback.driver import AskBackDriver
 from mcpd.agents.calls.callpolicy import CallPolicy
 from mcpd.agents.calls.callrecords import CallRecords

@@ -1,7 +1,7 @@
 """One agent request that its server may answer by asking back: the driver.
 
 ``AskBackDriver.serve`` runs a tools/call, prompts/get or resources/read for an agent and
-returns its reply, whichever era either side speaks (``askback`` explains the four
+returns its reply, whichever era either side speaks (``askers`` explains the four
 cases). For a modern agent the server's request may come after the agent's request
 has been answered (with input_required), so the request to the server runs in a
 task of this service's own, not of the agent's request, and its replies go to
@@ -23,7 +23,7 @@ from protocol import surface
 from ...config.tables.model import DaemonConfig
 from ...servers.shared import Whose
 from ..connection.failures import Failures, split_failure
-from .askback import AgentRequests, DirectAsker, Flow, Park, ParkedAsker, Parks, Retry, claim
+from .askers import AgentRequests, DirectAsker, Flow, Park, ParkedAsker, Parks, Retry, claim
 from .rounds import Out, Req, RoundTrip, legacy_rounds
 
 

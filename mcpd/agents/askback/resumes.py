@@ -60,7 +60,7 @@ from ...policy.agent import AgentInfo
 from ..agent import AgentCall
 from ..calls.callpolicy import Sent
 from ..profiles import Profile
-from .askback import MAX_ROUNDS, own_token
+from .askers import MAX_ROUNDS, own_token
 from .bound import binding, other_arguments
 
 PREFIX: Final = "mcpd-round:"

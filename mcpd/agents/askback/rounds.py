@@ -21,7 +21,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 
 from ...servers.shared import NO_ANSWER, Asker, Outcome
-from .askback import MAX_ROUNDS, DirectAsker
+from .askers import MAX_ROUNDS, DirectAsker
 
 # The request as its server is sent it: a tools/call's ``Call``, or the params of a
 # prompts/get or resources/read.

@@ -36,7 +36,7 @@ from ..connection.failures import Failures
 from ..news.logs import AgentLogs, SeesServer
 from ..news.subscriptions import Subscriptions
 from ..tasks.methods import TaskMethods
-from ..tasks.tasks import Tasks
+from ..tasks.table import Tasks
 from ..tasks.watches import TaskWatches
 from .allowance import Allowance
 from .prompts import Sees, complete, everything, get_prompt, list_prompts

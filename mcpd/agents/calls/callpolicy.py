@@ -55,7 +55,7 @@ from ...policy.rules import ALLOW, CallFacts, Decision, facts_of
 from ...registry.tables.shown import Entry
 from ...servers.shared import Asker, Call, QueuedCheck
 from ..agent import AgentCall
-from ..askback.askback import Park, Parks
+from ..askback.askers import Park, Parks
 from ..profiles import Profile, Profiles
 
 # What a call let through waited for when it is looked at again: a slot at its server,

@@ -39,7 +39,7 @@ from .peers import Peer, PeerWatch, is_allowed, peer_of, resolve_groups
 from .places import Places, Seat
 
 if TYPE_CHECKING:
-    from ..connection.connection import Connection
+    from ..connection.dispatcher import Connection
 
 logger = logging.getLogger("mcpd.api")
 

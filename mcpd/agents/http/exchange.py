@@ -22,8 +22,8 @@ from protocol.server import ServerSession
 
 from ...policy.kin import AgentKin, Decider, unknown_kin
 from ...servers.shared import ProgressSink
-from ..askback.askback import AgentRequests, DirectAsker
-from ..connection.connection import Connection, Dispatcher
+from ..askback.askers import AgentRequests, DirectAsker
+from ..connection.dispatcher import Connection, Dispatcher
 from ..connection.ending import stopped_answer
 from ..entry.holders import ConnectionOwner, TcpKin
 from ..entry.identity import AgentIdentity

@@ -46,7 +46,7 @@ from ...policy.kin import AgentKin
 from ...registry.profiles.views import ProfileView
 from ...servers.all_servers import AllServers
 from ..backend import Control
-from ..connection.connection import Connection, Dispatcher
+from ..connection.dispatcher import Connection, Dispatcher
 from ..entry.holders import ConnectionOwner, Lookups, ServerRefusals, TcpKin, tcp_held, token_bearer
 from ..entry.identity import AgentIdentity, Holder
 from ..entry.peers import Peer

@@ -38,7 +38,7 @@ from protocol import envelope, mcp
 from protocol import jsonrpc as rpc
 from protocol.server import ServerSession
 
-from ..connection.connection import Connection, Dispatcher
+from ..connection.dispatcher import Connection, Dispatcher
 from ..profiles import Profile
 from .body_budget import check_listen
 from .exchange import Exchange, RequestSender, StatelessAgent

@@ -12,7 +12,7 @@ from protocol import jsonrpc as rpc
 from protocol.server import ServerSession
 
 from ...servers.shared import Call
-from ..askback.askback import AgentRequests
+from ..askback.askers import AgentRequests
 from ..connection.ending import UNANSWERED
 from ..entry.identity import AgentIdentity
 from ..profiles import Profile

@@ -29,7 +29,7 @@ from protocol import mcp
 from protocol.logfields import log_extra
 from protocol.server import ServerSession
 
-from ..connection.connection import Connection
+from ..connection.dispatcher import Connection
 from ..connection.outbox import QUEUE_BYTES
 from ..profiles import Profile
 from .wire import Wire, WireResponse, end_when_set

@@ -19,7 +19,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.server import RequestContext
 
-from ..connection.connection import Connection
+from ..connection.dispatcher import Connection
 
 # What else a listen may ask for (prompts, resources, tasks): given the connection,
 # the listen's id, its filter and the request's context, the part honoured; its end.

@@ -17,7 +17,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol import mcp
 
-from ..connection.connection import Connection
+from ..connection.dispatcher import Connection
 from ..profiles import Profile
 
 _DEBOUNCE: Final = 0.2

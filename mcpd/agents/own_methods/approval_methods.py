@@ -32,7 +32,7 @@ from protocol.visible import cut
 
 from ...local.owners import user_name
 from ...policy.approvals import ApprovalError
-from ..connection.connection import Connection
+from ..connection.dispatcher import Connection
 from .persons_only import refuse_an_agents_side
 from .profile_methods import ProfileMethods
 

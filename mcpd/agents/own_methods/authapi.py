@@ -39,7 +39,7 @@ from protocol.server import RequestContext
 
 from ...config.loading.paths import pages_directory
 from ...local.privatefile import make_private_directory
-from ..connection.connection import Connection
+from ..connection.dispatcher import Connection
 from .profile_methods import ProfileMethods
 
 

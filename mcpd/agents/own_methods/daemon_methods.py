@@ -22,7 +22,7 @@ import msgspec
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
-from ..connection.connection import Connection
+from ..connection.dispatcher import Connection
 from .profile_methods import ProfileMethods
 
 

@@ -23,7 +23,7 @@ from protocol.server import RequestContext
 
 from ...registry.pinning.pins import BadPins
 from ...registry.profiles.views import ProfileView
-from ..connection.connection import Connection
+from ..connection.dispatcher import Connection
 from .persons_only import refuse_an_agents_side
 from .profile_methods import ProfileMethods
 

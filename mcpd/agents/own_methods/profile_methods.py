@@ -27,7 +27,7 @@ from ...policy.rules import facts_of
 from ...registry.profiles.views import ProfileView
 from ...registry.tables.table import listed_name
 from ..backend import Control
-from ..connection.connection import Connection
+from ..connection.dispatcher import Connection
 from ..entry.sockets import ProfileSockets
 from ..profiles import Profile, Profiles
 

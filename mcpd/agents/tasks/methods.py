@@ -1,6 +1,6 @@
 """``tasks/get``, ``tasks/update`` and ``tasks/cancel`` from agents.
 
-Each is for a task of the agent's own (``tasks.Tasks``), from an agent that declared the
+Each is for a task of the agent's own (``table.Tasks``), from an agent that declared the
 tasks extension on the request. The agent's profile is looked at as it is when the
 request comes, not as it was when the task was made: a task whose server it no longer
 shows, or whose session with its server ended, is answered by mcpd without the server.
@@ -19,7 +19,7 @@ from ...registry.uris.scheme import Sight
 from ..agent import Agent
 from ..calls.callpolicy import CallPolicy
 from ..calls.callrecords import CallRecords
-from .tasks import Tasks
+from .table import Tasks
 from .updates import TaskUpdates
 
 

@@ -4,7 +4,7 @@ A ``tasks/update`` is what makes a task waiting for input go on: the server acts
 the call that made the task with what the agent answered, which may be long after that
 call was let through. So it meets the look a call sent again with its agent's answers
 meets (``CallPolicy.again``), against the tool and decision the call went out under
-(``tasks.Tasks.sent_under``): its tool as the agent's profile lists it now (gone, held,
+(``table.Tasks.sent_under``): its tool as the agent's profile lists it now (gone, held,
 or defined anew: refused), then the rules now (``deny`` or a rule's rate: refused; the
 same decision lets it go, an approval it had standing; another rule's ``ask`` waits for
 the operator, since this request cannot carry a question to the agent). Refused, the
@@ -29,7 +29,7 @@ from ...servers.shared import Call, Outcome
 from ..agent import NO_ONE, Agent, AgentCall, OutcomeSink
 from ..calls.callpolicy import CallPolicy, Sent
 from ..calls.callrecords import CallRecords, outcome_of
-from .tasks import Tasks
+from .table import Tasks
 
 
 class _Unanswered(OutcomeSink):

@@ -1,7 +1,7 @@
 """Task status notifications (``notifications/tasks``) on agents' own listens.
 
 A ``subscriptions/listen`` naming task ids watches those of them that are its agent's
-own tasks (``tasks.Tasks``); mcpd's one listen at each server names every task agents
+own tasks (``table.Tasks``); mcpd's one listen at each server names every task agents
 watch there, once whatever the number of listens. What a server tells of a task
 reaches the listens that watch it, naming it by the agent's id, its result shaped for
 the listen's agent as its profile is now. A watch lasts as long as its task is in
@@ -25,7 +25,7 @@ from protocol import mcp
 from ...registry.uris.scheme import Sight
 from ...servers.all_servers import AllServers
 from ...servers.shared import SessionMark
-from .tasks import Task, Tasks, agent_task_id, ended_task
+from .table import Task, Tasks, agent_task_id, ended_task
 
 # Where a listen is: its connection's id, and the listen's request id.
 Where = tuple[int, rpc.Id]

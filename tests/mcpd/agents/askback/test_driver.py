@@ -17,7 +17,7 @@ import trio
 import trio.testing
 from msgspec import UNSET, Raw, UnsetType
 
-from mcpd.agents.askback.askback import TOKEN_PREFIX, DirectAsker, ParkedAsker
+from mcpd.agents.askback.askers import TOKEN_PREFIX, DirectAsker, ParkedAsker
 from mcpd.agents.askback.driver import AgentSide, AskBackDriver, may_be_asked
 from mcpd.agents.askback.rounds import RoundTrip
 from mcpd.servers.asking.askback import NO_ANSWER

@@ -11,7 +11,7 @@ import msgspec
 import trio
 from msgspec import UNSET, Raw, UnsetType
 
-from mcpd.agents.askback.askback import AgentRequests, DirectAsker
+from mcpd.agents.askback.askers import AgentRequests, DirectAsker
 from mcpd.agents.askback.rounds import RoundTrip, legacy_rounds, shedding
 from mcpd.servers.asking.askback import Asker
 from mcpd.servers.calling.calls import Outcome

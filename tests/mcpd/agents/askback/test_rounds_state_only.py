@@ -15,7 +15,7 @@ import pytest
 import trio
 
 from mcpd.agents.askback import rounds
-from mcpd.agents.askback.askback import MAX_ROUNDS
+from mcpd.agents.askback.askers import MAX_ROUNDS
 from mcpd.agents.calls import results
 from mcpd.daemon import Daemon
 from tests.support.agent import connect, make_config, running

@@ -17,7 +17,7 @@ import trio.testing
 from msgspec import Raw
 
 from mcpd.agents.agent import NO_ONE, Agent, AgentCall
-from mcpd.agents.askback.askback import AgentRequests, DirectAsker
+from mcpd.agents.askback.askers import AgentRequests, DirectAsker
 from mcpd.agents.beyond_tools.extra_methods import ExtraMethods
 from mcpd.agents.beyond_tools.prompts import OUTAGE
 from mcpd.agents.calls.callrecords import CallRecords

@@ -15,7 +15,7 @@ import trio.testing
 from msgspec import UNSET, Raw
 
 from mcpd.agents.agent import NO_ONE, AgentCall
-from mcpd.agents.askback.askback import TOKEN_PREFIX, Flow, Park, Parks
+from mcpd.agents.askback.askers import TOKEN_PREFIX, Flow, Park, Parks
 from mcpd.agents.calls.callpolicy import Ask, CallPolicy, QueuedCalls, Sent
 from mcpd.agents.profiles import Profile, Profiles
 from mcpd.config.loading.load import parse

@@ -19,7 +19,7 @@ import trio
 
 from mcpd.agents.beyond_tools import extra_methods
 from mcpd.agents.calls.toolcall import Router
-from mcpd.agents.connection.connection import Connection
+from mcpd.agents.connection.dispatcher import Connection
 from mcpd.agents.connection.failures import Failures
 from mcpd.audit.reader import AuditRecords
 from mcpd.daemon import Daemon

@@ -20,7 +20,7 @@ import trio
 import trio.testing
 
 from mcpd.agents.api import new_session
-from mcpd.agents.connection.connection import Connection, Dispatcher
+from mcpd.agents.connection.dispatcher import Connection, Dispatcher
 from mcpd.agents.entry.holders import TcpKin
 from mcpd.agents.entry.identity import AgentIdentity, Holder
 from mcpd.agents.entry.peers import Peer

@@ -17,7 +17,7 @@ import trio.testing
 from msgspec import Raw
 
 from mcpd.agents.api import new_session
-from mcpd.agents.connection.connection import Connection, Dispatcher
+from mcpd.agents.connection.dispatcher import Connection, Dispatcher
 from mcpd.agents.connection.failures import Failures
 from mcpd.agents.news.listen import Listens
 from mcpd.config.tables.model import DaemonConfig

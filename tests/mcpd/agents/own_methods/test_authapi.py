@@ -19,7 +19,7 @@ import pytest
 from msgspec import Raw
 
 from mcpd.agents.api import new_session
-from mcpd.agents.connection.connection import Connection, Dispatcher
+from mcpd.agents.connection.dispatcher import Connection, Dispatcher
 from mcpd.agents.connection.failures import Failures
 from mcpd.agents.entry.identity import AgentIdentity
 from mcpd.agents.entry.peers import Peer

@@ -13,7 +13,7 @@ from msgspec import Raw
 
 from mcpd.agents.agent import Agent
 from mcpd.agents.tasks.methods import TaskMethods
-from mcpd.agents.tasks.tasks import Tasks
+from mcpd.agents.tasks.table import Tasks
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.gating.gate import ListGate

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from msgspec import Raw
 
-from mcpd.agents.tasks.tasks import Tasks
+from mcpd.agents.tasks.table import Tasks
 from mcpd.agents.tasks.watches import TaskWatches
 from mcpd.config.loading.load import parse
 from mcpd.registry.tables.catalog import Catalog

@@ -11,7 +11,7 @@ import trio
 import trio.testing
 from msgspec import Raw
 
-from mcpd.agents.askback.askback import AgentRequests
+from mcpd.agents.askback.askers import AgentRequests
 from mcpd.servers.asking.askback import NO_ANSWER
 from protocol import jsonrpc as rpc
 

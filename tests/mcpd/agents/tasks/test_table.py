@@ -157,7 +157,7 @@ async def test_one_agents_tasks_at_two_servers_that_give_the_same_id_are_told_ap
 def test_an_agent_making_tasks_without_end_forgets_its_own_not_anothers(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from mcpd.agents.tasks import tasks as tasks_module
+    from mcpd.agents.tasks import table as tasks_module
 
     monkeypatch.setattr(tasks_module, "MAX_TASKS", 5)
     catalog = Catalog(NamingConfig())
@@ -182,7 +182,7 @@ def test_an_agent_making_tasks_without_end_forgets_its_own_not_anothers(
 
 @pytest.mark.parametrize("task_id", [12345, {"obj": 1}, None, ["t-1"], "absent"])
 def test_a_task_handle_without_a_string_id_fails_the_call_and_is_not_kept(task_id: Any) -> None:
-    from mcpd.agents.tasks import tasks as tasks_module
+    from mcpd.agents.tasks import table as tasks_module
     from mcpd.servers.status.outage import Outage
 
     catalog = Catalog(NamingConfig())
@@ -203,7 +203,7 @@ def test_a_task_handle_without_a_string_id_fails_the_call_and_is_not_kept(task_i
 
 
 async def test_a_task_id_past_the_bound_fails_the_call_and_is_not_kept(tmp_path: Path) -> None:
-    from mcpd.agents.tasks.tasks import MAX_TASK_ID
+    from mcpd.agents.tasks.table import MAX_TASK_ID
 
     cfg = make_config(tmp_path, {"jobs": {"command": sys.executable, "args": [TASK_SERVER]}})
     with trio.fail_after(60):
@@ -241,7 +241,7 @@ async def test_a_connections_tasks_are_forgotten_when_it_ends(tmp_path: Path) ->
 def test_tasks_no_connection_ends_for_are_bounded_in_bytes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from mcpd.agents.tasks import tasks as tasks_module
+    from mcpd.agents.tasks import table as tasks_module
 
     monkeypatch.setattr(tasks_module, "MAX_TASK_BYTES", 4 * 400)
     catalog = Catalog(NamingConfig())
@@ -376,7 +376,7 @@ async def test_a_task_at_a_down_server_is_told_its_outage_as_its_agent_may_read_
 ) -> None:
     """The server's stderr line, which may quote what any agent sent it, is in the outage
     only for an agent of the daemon's own user or root."""
-    from mcpd.agents.tasks import tasks as tasks_module
+    from mcpd.agents.tasks import table as tasks_module
     from protocol import jsonrpc
     from protocol.surface import TaskParams
 

@@ -11,7 +11,7 @@ from typing import Any
 import trio
 import trio.testing
 
-from mcpd.agents.bridge.bridge import Bridge
+from mcpd.agents.bridge.relay import Bridge
 from tests.support.agent import make_config, running
 from tests.support.bridge import BridgeProcess
 from tests.support.full_queue import full_queue

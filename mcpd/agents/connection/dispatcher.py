@@ -23,7 +23,7 @@ from ...config.tables.model import DaemonConfig
 from ...policy.kin import AgentKin, unknown_kin
 from ...servers.shared import Outcome, ProgressSink
 from ..agent import AgentCall
-from ..askback.askback import AgentRequests, DirectAsker
+from ..askback.askers import AgentRequests, DirectAsker
 from ..askback.driver import may_be_asked
 from ..askback.rounds import shedding
 from ..backend import Lines

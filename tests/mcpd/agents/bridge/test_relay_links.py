@@ -13,8 +13,8 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.agents.bridge import bridge as bridge_module
-from mcpd.agents.bridge.bridge import Bridge
+from mcpd.agents.bridge import relay as bridge_module
+from mcpd.agents.bridge.relay import Bridge
 from tests.support.agent import META, make_config, running
 from tests.support.bridge import BridgeProcess
 from tests.support.procs import scripted
