@@ -1,6 +1,6 @@
 """What an agent leaving costs on the loop, and what the next decision costs, as the
 machine runs more processes: each agent gone is kept while a process of it runs
-(``policy.departed``), and only a decision reads every process on the machine.
+(``policy.deciders.departed``), and only a decision reads every process on the machine.
 
     .venv/bin/python -m bench.departing [--processes N,N] [--agents N]
 
@@ -25,8 +25,8 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mcpd.policy.departed import Departed
-from mcpd.policy.kin import AgentKin, decider_of
+from mcpd.policy.deciders.departed import Departed
+from mcpd.policy.deciders.kin import AgentKin, decider_of
 
 
 @contextmanager

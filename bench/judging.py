@@ -25,7 +25,7 @@ if __package__ in (None, ""):
 
 from mcpd.agents.page.opener import Opener
 from mcpd.agents.page.passes import MAX_SESSIONS, Passes
-from mcpd.policy.kin import AgentKin, Decider, Process
+from mcpd.policy.deciders.kin import AgentKin, Decider, Process
 
 LINEAGE = 64
 HOSTS = 8

@@ -36,8 +36,8 @@ from .local.statefile import FILE_NAME, Session, StateKeeper, state_dir
 from .local.systemd import Notifier, SystemdEnv, run_test_faults, run_watchdog
 from .local.watched_pins import WatchedPins
 from .oversight import Oversight
-from .policy.approvals import Approvals
-from .policy.gate import CallGate
+from .policy.decision.gate import CallGate
+from .policy.waiting.approvals import Approvals
 from .registry.gating.gate import ListGate
 from .registry.profiles.views import ProfileView
 from .registry.tables.catalog import Catalog

@@ -22,10 +22,10 @@ from .config.checks.aliaschecks import alias_warnings
 from .config.checks.policychecks import leavable
 from .config.credentials.secrets import HeldSecret
 from .config.tables.model import Config
-from .policy.approvals import Approvals
-from .policy.gate import CallGate
-from .policy.guard import LogMask, SecretGuard
-from .policy.masking import KnownSecrets
+from .policy.decision.gate import CallGate
+from .policy.redaction.guard import LogMask, SecretGuard
+from .policy.redaction.masking import KnownSecrets
+from .policy.waiting.approvals import Approvals
 
 logger = logging.getLogger("mcpd")
 
@@ -36,7 +36,7 @@ class Oversight:
     ) -> None:
         """``changed``: called when a call begins or ends waiting for approval."""
         self.secrets = KnownSecrets()
-        # What servers send is searched for the secrets held (``policy.guard``).
+        # What servers send is searched for the secrets held (``policy.redaction.guard``).
         self.guard = SecretGuard(self.secrets)
         self.approvals = Approvals(changed=changed)
         self.call_gate = CallGate(self.approvals, self.secrets)

@@ -672,7 +672,7 @@ def later(hooks: Later, typed: Typed) -> None: ...
     ]
     assert [area_of(m) for m in ("mcpd.daemon", "protocol.oauth.http")] == ["mcpd", "protocol"]
     shared = shared_modules(graph())
-    assert {"protocol.jsonrpc", "mcpd.policy.guard", "mcpd.config.loading.load"} <= shared
+    assert {"protocol.jsonrpc", "mcpd.policy.redaction.guard", "mcpd.config.loading.load"} <= shared
     # Imported only from within its own area: protocol.oauth.jws by protocol.oauth.
     assert "protocol.oauth.jws" not in shared
 

@@ -22,7 +22,7 @@ import msgspec
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext, ServerSession
 
-from ..policy.kin import AgentKin
+from ..policy.deciders.kin import AgentKin
 from ..registry.uris.scheme import Sight
 from ..servers.shared import Call, Outcome, ProgressSink, SessionMark, Whose
 from .askback.askers import AgentRequests, DirectAsker

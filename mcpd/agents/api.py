@@ -24,7 +24,7 @@ from protocol.server import RequestContext, ServerSession
 from .. import __version__
 from ..config.tables.model import NamingConfig
 from ..config.tables.profiles import ProfileConfig
-from ..policy.departed import Departed
+from ..policy.deciders.departed import Departed
 from ..servers.all_servers import AllServers
 from .agent import Agent
 from .backend import Control, Lines

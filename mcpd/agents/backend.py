@@ -24,8 +24,8 @@ import trio
 from ..audit.log import AuditLog
 from ..config.tables.model import DaemonConfig
 from ..local.pinfile import PinKeeper
-from ..policy.approvals import Approvals
-from ..policy.gate import CallGate
+from ..policy.decision.gate import CallGate
+from ..policy.waiting.approvals import Approvals
 from ..registry.profiles.views import ProfileView
 from ..servers.auth_commands import Logins
 from ..servers.shared import ServerHistory

@@ -7,7 +7,7 @@ the last value, some the first, some refuse it), a number past what a double hol
 (``1e400``), half of a UTF-16 pair. The server is sent the arguments' bytes as they
 came, so decoded, a record would show what the server may not have read, or nothing
 at all. Such arguments are kept as their JSON text instead (a string in the record),
-as ``policy.reading`` reads them: every key and value in the order sent, each number
+as ``policy.shown.reading`` reads them: every key and value in the order sent, each number
 as written, each string masked as it would be decoded. So are arguments whose masking
 makes two keys of an object one text (a secret of mcpd's, and its marker written out):
 decoded and masked, the object would keep one of them. Whether they are such is looked
@@ -22,9 +22,9 @@ from typing import Final
 
 import msgspec
 
-from ..policy.masking import SecretSet
-from ..policy.reading import Unshowable, read
-from ..policy.showing import write
+from ..policy.redaction.masking import SecretSet
+from ..policy.shown.reading import Unshowable, read
+from ..policy.shown.showing import write
 
 # Arguments larger than this are not kept (their size and digest are), and neither are
 # those whose masking makes them larger: one record stays a small part of the file.

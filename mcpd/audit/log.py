@@ -53,8 +53,8 @@ from protocol.logfields import log_extra
 
 from ..config.tables.model import DaemonConfig
 from ..local.unsaved import SaveWatch
-from ..policy.guard import SecretGuard
-from ..policy.masking import KnownSecrets, SecretSet
+from ..policy.redaction.guard import SecretGuard
+from ..policy.redaction.masking import KnownSecrets, SecretSet
 from . import journal
 from .arguments import MAX_KEPT, kept_arguments, too_large
 from .counts import CallCounts

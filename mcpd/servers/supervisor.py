@@ -22,8 +22,8 @@ from transports.stdio.sandbox import secret_folders
 from ..config.sandboxing.sandbox import child_env, home_of, sandbox_of
 from ..config.tables.model import Config
 from ..config.tables.servertable import ServerConfig
-from ..policy.guard import SecretGuard
-from ..policy.masking import KnownSecrets
+from ..policy.redaction.guard import SecretGuard
+from ..policy.redaction.masking import KnownSecrets
 from ..registry.tables.catalog import Catalog
 from .calling.queue_bytes import QueueBytes
 from .life.lazy import LazyRunner
@@ -127,7 +127,7 @@ class Supervisor:
         guard: SecretGuard | None = None,
     ) -> None:
         self.config = config
-        # What every server sends passes it (``policy.guard``).
+        # What every server sends passes it (``policy.redaction.guard``).
         self.guard = guard or SecretGuard(KnownSecrets())
         self.registry = registry
         self.on_change = on_change

@@ -4,9 +4,9 @@ what of the secret's beginning a text shows once the secret guard has passed ove
 from __future__ import annotations
 
 from mcpd.config.credentials.secrets import HeldSecret
-from mcpd.policy.cutparts import CUT_PART
-from mcpd.policy.guard import SecretGuard
-from mcpd.policy.masking import KnownSecrets
+from mcpd.policy.redaction.cutparts import CUT_PART
+from mcpd.policy.redaction.guard import SecretGuard
+from mcpd.policy.redaction.masking import KnownSecrets
 
 SECRET = "sk9Qv7TzLpX3wR8mKd2NfYb6HcJ4sEa1"
 WHOSE = "servers.leaky.env.API_KEY"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from mcpd.policy.kin import AgentKin, Decider, Tie
-from mcpd.policy.kinship import Kinship
+from mcpd.policy.deciders.kin import AgentKin, Decider, Tie
+from mcpd.policy.deciders.kinship import Kinship
 
 
 def agent_tie(decider: Decider, agents: Iterable[AgentKin]) -> tuple[Tie, int | None] | None:

@@ -14,7 +14,7 @@ from mcpd.audit.reader import AuditRecords
 from mcpd.audit.record import CallRecord
 from mcpd.config.loading.load import parse
 from mcpd.daemon import Daemon
-from mcpd.policy.approvals import PendingView
+from mcpd.policy.waiting.approvals import PendingView
 from tests.support.agent import running
 from tests.support.procs import scripted
 

@@ -24,10 +24,10 @@ from mcpd.audit.record import CallRecord
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import NamingConfig, ProfileConfig
 from mcpd.config.tables.policy import PolicyRule
-from mcpd.policy.approvals import Approvals
-from mcpd.policy.gate import CallGate
-from mcpd.policy.kin import AgentKin
-from mcpd.policy.masking import KnownSecrets
+from mcpd.policy.deciders.kin import AgentKin
+from mcpd.policy.decision.gate import CallGate
+from mcpd.policy.redaction.masking import KnownSecrets
+from mcpd.policy.waiting.approvals import Approvals
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.calling.calls import Call, Outcome

@@ -13,8 +13,8 @@ import msgspec
 import trio
 from msgspec import Raw
 
-from mcpd.policy.guard import SecretGuard
-from mcpd.policy.masking import KnownSecrets
+from mcpd.policy.redaction.guard import SecretGuard
+from mcpd.policy.redaction.masking import KnownSecrets
 from mcpd.registry.gating.limits import DEFAULT_LIMITS
 from mcpd.servers.calling.outgoing_meta import CallMeta
 from mcpd.servers.connected.upstream import Upstream

@@ -18,7 +18,7 @@ from mcpd.audit.reader import AuditRecords
 from mcpd.audit.record import CallRecord
 from mcpd.config.loading.load import load
 from mcpd.daemon import Daemon
-from mcpd.policy.approvals import PendingView
+from mcpd.policy.waiting.approvals import PendingView
 from tests.support.agent import connect, running
 from tests.support.apart import APART
 from tests.support.pins_daemon import TOOLS_CHANGED, Changing, relist

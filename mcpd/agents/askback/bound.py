@@ -12,9 +12,9 @@ from typing import Final
 
 from msgspec import Raw, UnsetType
 
-from ...policy.gate import READ_HERE
-from ...policy.reading import Unshowable, read
-from ...policy.showing import canonical_json
+from ...policy.decision.gate import READ_HERE
+from ...policy.shown.reading import Unshowable, read
+from ...policy.shown.showing import canonical_json
 
 # A call sent with no arguments, and how ``null`` and ``{}`` for them are shown: every
 # server reads the three alike (``arguments`` is optional, and a reader that takes

@@ -45,13 +45,14 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 
-from ...policy import asking, refusals
 from ...policy.agent import AgentInfo
-from ...policy.approvals import ApprovalRequest, Verdict
-from ...policy.gate import CallGate, FindKin
-from ...policy.kin import AgentKin
-from ...policy.reading import RepeatedKey, Unshowable
-from ...policy.rules import ALLOW, CallFacts, Decision, facts_of
+from ...policy.deciders.kin import AgentKin
+from ...policy.decision import refusals
+from ...policy.decision.gate import CallGate, FindKin
+from ...policy.decision.rules import ALLOW, CallFacts, Decision, facts_of
+from ...policy.shown.reading import RepeatedKey, Unshowable
+from ...policy.waiting import asking
+from ...policy.waiting.approvals import ApprovalRequest, Verdict
 from ...registry.tables.shown import Entry
 from ...servers.shared import Asker, Call, QueuedCheck
 from ..agent import AgentCall

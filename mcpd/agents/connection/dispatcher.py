@@ -20,7 +20,7 @@ from protocol.server import RequestContext, ServerSession
 from protocol.splice import SplicedRequest
 
 from ...config.tables.model import DaemonConfig
-from ...policy.kin import AgentKin, unknown_kin
+from ...policy.deciders.kin import AgentKin, unknown_kin
 from ...servers.shared import Outcome, ProgressSink
 from ..agent import AgentCall
 from ..askback.askers import AgentRequests, DirectAsker

@@ -27,7 +27,7 @@ from ...local.owners import trusted_owners, user_name
 
 # What the command line's listings for a person (`mcpd tools`, `prompts` and `resources`
 # printed as tables) say first on their connection, so it is no agent and the terminal
-# may still approve (``policy.kin``). What a program reads (`--json`, `--format`) and
+# may still approve (``policy.deciders.kin``). What a program reads (`--json`, `--format`) and
 # every call never say it: a program that hands a model the tools and runs its calls is
 # that model's host. A model that runs a listing through a shell tool gains nothing: it
 # makes no process of its host any less an agent's.

@@ -34,7 +34,7 @@ from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
 from ...config.tables.model import DaemonConfig
-from ...policy.kin import decider_of, kin_of, unknown_kin
+from ...policy.deciders.kin import decider_of, kin_of, unknown_kin
 from .peers import Peer, PeerWatch, is_allowed, peer_of, resolve_groups
 from .places import Places, Seat
 

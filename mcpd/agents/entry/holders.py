@@ -39,7 +39,7 @@ from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
 from ...local.tcpowner import HoldersUnknown, OwnerUnknown, first_holders, holds, tcp_holder
-from ...policy.kin import AgentKin, Decider, tcp_deciders, tcp_kin
+from ...policy.deciders.kin import AgentKin, Decider, tcp_deciders, tcp_kin
 from ..http.wire import Headers, Reject
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ import msgspec
 
 from ...config.checks.endpoints import group_id
 from ...local.owners import trusted_owners, user_name
-from ...policy.kin import AgentKin, Decider, Process, parent_of
+from ...policy.deciders.kin import AgentKin, Decider, Process, parent_of
 
 if TYPE_CHECKING:
     import trio
@@ -48,7 +48,7 @@ class Peer(msgspec.Struct, frozen=True):
     groups: frozenset[int] | None = None  # None: unknown, look in /proc
     # The server whose process (or its descendant) this is: never the owner.
     server: str | None = None
-    # Read from /proc when it connected (``policy.kin``): the process and those it
+    # Read from /proc when it connected (``policy.deciders.kin``): the process and those it
     # descends from, and its session, as a decider; and as an agent, who may not decide
     # its calls.
     lineage: tuple[Process, ...] = ()

@@ -20,7 +20,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol.server import ServerSession
 
-from ...policy.kin import AgentKin, Decider, unknown_kin
+from ...policy.deciders.kin import AgentKin, Decider, unknown_kin
 from ...servers.shared import ProgressSink
 from ..askback.askers import AgentRequests, DirectAsker
 from ..connection.dispatcher import Connection, Dispatcher
@@ -179,7 +179,7 @@ class RequestSender(msgspec.Struct, frozen=True):
         )
 
     async def kin(self) -> AgentKin:
-        """Who may not decide what the agent on this connection asks (``policy.kin``)."""
+        """Who may not decide what the agent on this connection asks (``policy.deciders.kin``)."""
         if self.tcp is None:
             if self.peer is None:
                 return unknown_kin("the kernel did not say who connected", None)
@@ -189,7 +189,7 @@ class RequestSender(msgspec.Struct, frozen=True):
         return await self.tcp.kin()
 
     async def deciders(self) -> tuple[Decider, ...]:
-        """Who sends on this connection, as deciders (``policy.kin``): the peer on a
+        """Who sends on this connection, as deciders (``policy.deciders.kin``): the peer on a
         socket; on the TCP endpoint, the processes that hold its other end, where
         they are found."""
         if self.tcp is None:

@@ -42,7 +42,7 @@ from protocol import jsonrpc as rpc
 from protocol.server import ServerSession
 from protocol.visible import visible_json
 
-from ...policy.kin import AgentKin
+from ...policy.deciders.kin import AgentKin
 from ...registry.profiles.views import ProfileView
 from ...servers.all_servers import AllServers
 from ..backend import Control
@@ -92,7 +92,7 @@ class HttpApi:
     ) -> None:
         """``listeners``: who hears of list changes, where a listen over HTTP joins them,
         and ``end_listens`` ends one (``mcp_route``); ``agents_kin``: who is kin to each
-        agent connected now (``policy.kin``); ``departed``: told who was kin to an agent
+        agent connected now (``policy.deciders.kin``); ``departed``: told who was kin to an agent
         whose connection ends."""
         self.profiles = profiles
         self._agents_kin = agents_kin

@@ -14,7 +14,7 @@ and root, and only where the kernel says who is asking (a Unix socket, the daemo
 own: a profile's shows nothing outside it, ``profile_bound``), so that an agent given
 the HTTP endpoint's token cannot approve its own calls. Neither can the
 agent that made a call, a process it started, or one in its session
-(``Approvals.decide``, ``policy.kin``), nor any other agent connected to mcpd in the
+(``Approvals.decide``, ``policy.deciders.kin``), nor any other agent connected to mcpd in the
 same way (``persons_only``): a call left to a person is no agent's to decide.
 """
 
@@ -31,7 +31,7 @@ from protocol.server import RequestContext
 from protocol.visible import cut
 
 from ...local.owners import user_name
-from ...policy.approvals import ApprovalError
+from ...policy.waiting.approvals import ApprovalError
 from ..connection.dispatcher import Connection
 from .persons_only import refuse_an_agents_side
 from .profile_methods import ProfileMethods

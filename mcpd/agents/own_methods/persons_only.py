@@ -2,7 +2,7 @@
 servers' definitions say (``mcpd approve``, ``mcpd pins import``) and deciding calls
 that wait for a person (``mcpd approvals``).
 
-Whoever asks is held to ``policy.kin``'s rule against every agent connected now, or
+Whoever asks is held to ``policy.deciders.kin``'s rule against every agent connected now, or
 gone while a process of it lives on (one whose process mcpd cannot find is passed
 over): a process that is such an agent, descends from one (for ``mcpd bridge``, from
 its host) or shares a session with one is refused, whoever's definition or call it
@@ -17,9 +17,9 @@ from collections.abc import Iterable
 
 from protocol import jsonrpc as rpc
 
-from ...policy.kin import AgentKin, Decider
-from ...policy.kin_refusals import too_deep
-from ...policy.kinship import Found, Kinship
+from ...policy.deciders.kin import AgentKin, Decider
+from ...policy.deciders.kin_refusals import too_deep
+from ...policy.deciders.kinship import Found, Kinship
 
 
 def refuse_an_agents_side(

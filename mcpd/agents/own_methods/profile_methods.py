@@ -21,9 +21,9 @@ import msgspec
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
-from ...policy.departed import Departed
-from ...policy.kin import AgentKin
-from ...policy.rules import facts_of
+from ...policy.deciders.departed import Departed
+from ...policy.deciders.kin import AgentKin
+from ...policy.decision.rules import facts_of
 from ...registry.profiles.views import ProfileView
 from ...registry.tables.table import listed_name
 from ..backend import Control

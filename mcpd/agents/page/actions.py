@@ -25,7 +25,7 @@ from protocol import jsonrpc as rpc
 from protocol.urls import ascii_hosts, openable
 from protocol.visible import visible
 
-from ...policy.kin import Decider
+from ...policy.deciders.kin import Decider
 from ...registry.profiles.views import ProfileView
 from ..backend import Control
 from ..http.wire import HeaderList, Headers, Reject, Wire, head

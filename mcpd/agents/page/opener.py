@@ -4,7 +4,7 @@ A session is opened by two processes: the one that asked for its code (``mcpd
 dashboard``, on the socket) and the one that traded the code (the browser, or
 whatever holds the code: a code is a bearer secret). Each is read from /proc as it
 does so (its process, those it descends from, its session), and held to the rule
-that keeps an agent from deciding its own calls (``policy.kin``), as the terminal
+that keeps an agent from deciding its own calls (``policy.deciders.kin``), as the terminal
 commands are: against the agents connected at that moment, and again at each use (``judged``):
 as the page is drawn, a stream opened, a code or session pushed out, and as the page
 acts, with the process that sends the decision (a cookie is a bearer secret too),
@@ -24,9 +24,9 @@ import msgspec
 
 from protocol import jsonrpc as rpc
 
-from ...policy.kin import AgentKin, Decider, Tie
-from ...policy.kin_refusals import not_yours
-from ...policy.kinship import Kinship
+from ...policy.deciders.kin import AgentKin, Decider, Tie
+from ...policy.deciders.kin_refusals import not_yours
+from ...policy.deciders.kinship import Kinship
 
 
 def _elsewhere(commands: str) -> str:

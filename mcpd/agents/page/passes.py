@@ -34,8 +34,8 @@ from typing import Final, TypeVar
 import msgspec
 import trio
 
-from ...policy.kin import AgentKin
-from ...policy.kinship import Kinship
+from ...policy.deciders.kin import AgentKin
+from ...policy.deciders.kinship import Kinship
 from .opener import Opener, judged
 
 T = TypeVar("T")

@@ -19,7 +19,7 @@ from typing import Final
 
 from protocol import jsonrpc as rpc
 
-from ...policy.kin import AgentKin
+from ...policy.deciders.kin import AgentKin
 from ...registry.gating.judged import HELD_KINDS, HeldOffer, held_reason
 from ...registry.gating.judged import label as shown_label
 from ...registry.pinning.pins import bare

@@ -7,7 +7,7 @@ of one profile is shown none, and the page's Approve and Deny do what ``mcpd app
 approve|deny`` does, with who opened the page deciding (``opener``): refused where
 they are kin to the call's agent, or to any agent connected now. The page shows
 the first ``APPROVALS_SHOWN`` in the order they came, each with its arguments as
-``mcpd approvals`` shows them (at a glance: ``policy.showing``); a call whose glance
+``mcpd approvals`` shows them (at a glance: ``policy.shown.showing``); a call whose glance
 has no room for every key is not approved here, but where its arguments are shown
 whole (``mcpd approvals show``). The latest calls
 are shown to every reader, of the servers and the profile the reader may see: a
@@ -25,8 +25,8 @@ from typing import Final
 from protocol import jsonrpc as rpc
 
 from ...audit.record import CallRecord as Record
-from ...policy.approvals import ApprovalError
-from ...policy.kin import AgentKin
+from ...policy.deciders.kin import AgentKin
+from ...policy.waiting.approvals import ApprovalError
 from ...registry.profiles.views import ProfileView
 from ..backend import Control
 from .opener import Opener, check_decision, not_this_pages

@@ -27,7 +27,7 @@ from urllib.parse import parse_qs, unquote, urlencode
 import h11
 import msgspec
 
-from ...policy.kin import AgentKin
+from ...policy.deciders.kin import AgentKin
 from ...servers.all_servers import AllServers
 from ..backend import Control
 from ..entry.holders import ServerRefusals
@@ -77,7 +77,7 @@ class Page:
         agents_kin: Callable[[], Awaitable[list[AgentKin]]],
         sources: Sources = NO_SOURCES,
     ) -> None:
-        """``agents_kin``: who is kin to each agent connected now (``policy.kin``)."""
+        """``agents_kin``: who is kin to each agent connected now (``policy.deciders.kin``)."""
         self.control = control
         self._agents_kin = agents_kin
         self.sources = sources

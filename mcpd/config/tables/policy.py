@@ -15,7 +15,7 @@ server gives them; a server not marked ``trusted`` is taken at its most dangerou
 ``openWorldHint = true``) whatever it says, as agents are told.
 
 These structs only describe; the checks are in ``policychecks`` and the decision
-itself is ``mcpd.policy.rules``.
+itself is ``mcpd.policy.decision.rules``.
 """
 
 from __future__ import annotations

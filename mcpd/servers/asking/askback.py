@@ -54,8 +54,8 @@ from protocol.visible import METHOD_SHOWN, quote
 from transports.base import OVER_LIMIT
 from transports.errors import SERVER_REPLIES
 
-from ...policy.guard import SecretGuard
-from ...policy.masking import KnownSecrets
+from ...policy.redaction.guard import SecretGuard
+from ...policy.redaction.masking import KnownSecrets
 from ...registry.text.relayed import marked
 from ..results.rpc_results import UnfitRequest, cleaned_request, refused_ask
 from ..results.taking_apart import ReplyWork, TooComplex

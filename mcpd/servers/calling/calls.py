@@ -26,7 +26,7 @@ from protocol import mcp
 from protocol.server import RequestContext
 
 from ...config.tables.model import Config, DaemonConfig
-from ...policy.guard import SecretGuard
+from ...policy.redaction.guard import SecretGuard
 from ..asking.askback import Asker, AskRoutes
 from ..asking.ended_asks import End
 from ..asking.progress import ProgressRoutes, ProgressSink

@@ -9,7 +9,7 @@ queue, but keeps its params until its server answers, which a server may never d
 Both are bounded in number (``queue_size`` a server, ``max_inflight_per_connection``
 a connection), and at those counts alone a few connections could have more waiting
 than the service may hold. So the bytes are shared out as those of the calls waiting
-for a person are (``policy.approvals``), and by user as request bodies are
+for a person are (``policy.waiting.approvals``), and by user as request bodies are
 (``agents.http.body_budget``):
 
 - one agent (its process) may have ``PER_AGENT`` waiting, at every server together;

@@ -26,7 +26,7 @@ from transports.errors import HttpRPCError, TransportError, UnexpectedReply
 
 from ... import __version__
 from ...config.tables.model import Limit
-from ...policy.guard import SecretGuard
+from ...policy.redaction.guard import SecretGuard
 from ...registry.gating.limits import limited_instructions
 from ...registry.text.clean import clean_text
 

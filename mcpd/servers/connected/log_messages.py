@@ -33,8 +33,8 @@ from protocol.loglevels import LogMessage
 from protocol.visible import quote
 
 from ...local.ratelimit import SUMMARY_EVERY
-from ...policy.guard import SecretGuard
-from ...policy.masking import KnownSecrets
+from ...policy.redaction.guard import SecretGuard
+from ...policy.redaction.masking import KnownSecrets
 from ...registry.text.clean import clean_data, clean_text
 from .answer_wait import AnswerWait
 from .upstream import Upstream

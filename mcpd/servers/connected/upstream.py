@@ -24,8 +24,8 @@ from transports.base import Params, Transport
 from transports.errors import SERVER_REPLIES, SessionExpired, TransportError
 
 from ...config.tables.model import ListLimits
-from ...policy.guard import SecretGuard
-from ...policy.masking import KnownSecrets
+from ...policy.redaction.guard import SecretGuard
+from ...policy.redaction.masking import KnownSecrets
 from ...registry.gating.limits import DEFAULT_LIMITS
 from ..asking.askback import ASKING
 from ..calling import task_tools

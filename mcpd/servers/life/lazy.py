@@ -23,7 +23,7 @@ from transports.errors import single_exceptions
 
 from ...config.tables.model import Config
 from ...config.tables.servertable import ServerConfig
-from ...policy.guard import SecretGuard
+from ...policy.redaction.guard import SecretGuard
 from ...registry.tables.catalog import Catalog
 from ..calling.calls import Demand
 from ..calling.queue_bytes import QueueBytes

@@ -22,7 +22,7 @@ from transports.errors import Unreachable
 
 from ...config.tables.model import Config
 from ...config.tables.servertable import ServerConfig
-from ...policy.guard import SecretGuard
+from ...policy.redaction.guard import SecretGuard
 from ...registry.tables.catalog import Catalog
 from ..calling.queue_bytes import QueueBytes
 from ..connected.upstream import Upstream

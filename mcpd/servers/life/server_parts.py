@@ -21,8 +21,8 @@ from transports.base import Started
 
 from ...config.tables.model import Config, DaemonConfig
 from ...config.tables.servertable import ServerConfig
-from ...policy.guard import SecretGuard
-from ...policy.masking import KnownSecrets
+from ...policy.redaction.guard import SecretGuard
+from ...policy.redaction.masking import KnownSecrets
 from ...registry.tables.catalog import Catalog
 from ..asking.askback import AskRoutes
 from ..asking.progress import ProgressRoutes

@@ -22,7 +22,7 @@ from protocol import jsonrpc as rpc
 from protocol.visible import quote
 
 from ...config.tables.model import ListLimits
-from ...policy.guard import SecretGuard
+from ...policy.redaction.guard import SecretGuard
 from ...registry.gating.limits import LISTED_TWICE, ListTrim, Trimmed, shown
 from ..connected import handshake
 from ..connected.handshake import BadPage

@@ -37,7 +37,7 @@ from protocol import jsonrpc as rpc
 from protocol.reply_faults import MalformedReply
 from protocol.visible import quote
 
-from ...policy.guard import SecretGuard
+from ...policy.redaction.guard import SecretGuard
 from ...registry.text import own_keys
 from ...registry.text.clean import clean_text
 from ...registry.text.marking import said_by

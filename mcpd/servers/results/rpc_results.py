@@ -1,7 +1,7 @@
 """A server's result as agents get it.
 
 What a server answers an agent's request with goes on with every secret mcpd holds
-masked (``policy.guard``) and whatever the server put under mcpd's own keys in any
+masked (``policy.redaction.guard``) and whatever the server put under mcpd's own keys in any
 ``_meta`` in it dropped (``registry.text.own_keys``). The requests of an ``input_required``
 are read by a person or a model, whether they reach a modern agent as they are or a
 legacy agent as requests of mcpd's own: their texts are cleaned first (the cleaning
@@ -33,7 +33,7 @@ from protocol.logfields import log_extra
 from protocol.reply_faults import MalformedReply
 from protocol.visible import METHOD_SHOWN, quote
 
-from ...policy.guard import SecretGuard
+from ...policy.redaction.guard import SecretGuard
 from ...registry.text import own_keys
 from ...registry.text.relayed import cleaned, marked
 

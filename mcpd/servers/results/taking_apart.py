@@ -43,7 +43,7 @@ from protocol.logfields import log_extra
 from protocol.reply_faults import MalformedReply
 from protocol.visible import METHOD_SHOWN, quote
 
-from ...policy.guard import SecretGuard
+from ...policy.redaction.guard import SecretGuard
 from ...registry.text import own_keys
 from .rpc_errors import data_findings, error_for_agents
 from .rpc_results import Findings, findings, taken_apart

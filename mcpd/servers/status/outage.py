@@ -11,7 +11,7 @@ import trio
 from protocol import mcp
 from protocol.visible import QUOTED, cut, quote, visible
 
-from ...policy.guard import SecretGuard
+from ...policy.redaction.guard import SecretGuard
 from ...registry.text.clean import clean_text
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from mcpd.audit.arguments import MAX_KEPT, kept_arguments
 from mcpd.config.credentials.secrets import HeldSecret
-from mcpd.policy.masking import SecretSet, marker
+from mcpd.policy.redaction.masking import SecretSet, marker
 
 SECRET = "ghp-secret-1"
 WHERE = "servers.gh.headers.Authorization"

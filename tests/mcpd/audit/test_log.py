@@ -33,7 +33,7 @@ from mcpd.config.tables.model import DaemonConfig
 from mcpd.local.journal import JournalHandler, LineHandler
 from mcpd.local.journalfields import record_fields
 from mcpd.policy.agent import AgentInfo
-from mcpd.policy.masking import KnownSecrets, marker
+from mcpd.policy.redaction.masking import KnownSecrets, marker
 from tests.support.journald import decode_entry
 
 AGENT = AgentInfo(

@@ -17,9 +17,9 @@ from mcpd.audit.record import NAME_KEPT, NAME_SHOWN, CallRecord, unknown
 from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.config.tables.model import DaemonConfig
 from mcpd.policy.agent import AgentInfo
-from mcpd.policy.cutparts import CUT_PART
-from mcpd.policy.guard import SecretGuard
-from mcpd.policy.masking import KnownSecrets, marker
+from mcpd.policy.redaction.cutparts import CUT_PART
+from mcpd.policy.redaction.guard import SecretGuard
+from mcpd.policy.redaction.masking import KnownSecrets, marker
 from protocol import jsonrpc as rpc
 
 SECRET = "held-secret-value-0123456789abcdef"

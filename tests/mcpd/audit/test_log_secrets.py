@@ -19,7 +19,7 @@ import trio
 from mcpd.audit.log import FILE_NAME
 from mcpd.audit.record import NAME_SHOWN
 from mcpd.local.journal import JournalHandler, LineHandler
-from mcpd.policy.cutparts import CUT_PART
+from mcpd.policy.redaction.cutparts import CUT_PART
 from tests.support.agent import connect, make_config, running
 from tests.support.daemon_http import curl
 from tests.support.journald import decode_entry

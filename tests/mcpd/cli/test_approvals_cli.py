@@ -21,8 +21,8 @@ import trio
 
 from mcpd.daemon import Daemon
 from mcpd.policy.agent import AgentInfo
-from mcpd.policy.approvals import ApprovalRequest, Verdict
-from mcpd.policy.kin import AgentKin, Process
+from mcpd.policy.deciders.kin import AgentKin, Process
+from mcpd.policy.waiting.approvals import ApprovalRequest, Verdict
 from tests.support.agent import make_config, running
 from tests.support.daemon_http import MCP, auth, header_dict, http, modern, modern_headers
 from tests.support.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir

@@ -22,10 +22,10 @@ from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import Config
 from mcpd.oversight import Oversight
 from mcpd.policy.agent import AgentInfo
-from mcpd.policy.approvals import ApprovalRequest
-from mcpd.policy.kin import AgentKin
-from mcpd.policy.masking import marker
-from mcpd.policy.rules import CallFacts
+from mcpd.policy.deciders.kin import AgentKin
+from mcpd.policy.decision.rules import CallFacts
+from mcpd.policy.redaction.masking import marker
+from mcpd.policy.waiting.approvals import ApprovalRequest
 
 OLD = "tok-old-0123456789abcdef"
 NEW = "tok-new-fedcba9876543210"

@@ -24,7 +24,7 @@ from mcpd.agents.calls.callrecords import CallRecords
 from mcpd.agents.entry.identity import AgentIdentity
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import DaemonConfig, NamingConfig, ProfileConfig
-from mcpd.policy.kin import AgentKin
+from mcpd.policy.deciders.kin import AgentKin
 from mcpd.registry.profiles.views import ProfileView
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers

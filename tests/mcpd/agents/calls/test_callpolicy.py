@@ -22,10 +22,10 @@ from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import Handling, NamingConfig, PinPolicy
 from mcpd.config.tables.policy import PolicyRule
 from mcpd.policy.agent import AgentInfo
-from mcpd.policy.approvals import PER_AGENT_BYTES, TIMEOUT, Approvals
-from mcpd.policy.gate import CallGate
-from mcpd.policy.kin import AgentKin
-from mcpd.policy.masking import KnownSecrets
+from mcpd.policy.deciders.kin import AgentKin
+from mcpd.policy.decision.gate import CallGate
+from mcpd.policy.redaction.masking import KnownSecrets
+from mcpd.policy.waiting.approvals import PER_AGENT_BYTES, TIMEOUT, Approvals
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.registry.tables.shown import Entry

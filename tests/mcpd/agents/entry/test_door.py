@@ -21,7 +21,7 @@ from mcpd.agents.entry.door import Door
 from mcpd.agents.entry.peers import Peer
 from mcpd.agents.entry.places import OWNER_RESERVE
 from mcpd.config.tables.model import Config, DaemonConfig
-from mcpd.policy.kin import Decider, Process
+from mcpd.policy.deciders.kin import Decider, Process
 from tests.support.agent import connect, make_config, running
 from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir, start_as
 from tests.support.procs import scripted

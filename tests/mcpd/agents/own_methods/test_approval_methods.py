@@ -22,9 +22,9 @@ from msgspec import Raw
 from mcpd.agents.entry.peers import Peer, is_owner
 from mcpd.agents.own_methods.approval_methods import HANDLERS, MAX_WAIT
 from mcpd.policy.agent import AgentInfo, user_name
-from mcpd.policy.approvals import ApprovalRequest, Approvals, Verdict
-from mcpd.policy.kin import AgentKin, Process, kin_of
-from mcpd.policy.showing import shown_arguments
+from mcpd.policy.deciders.kin import AgentKin, Process, kin_of
+from mcpd.policy.shown.showing import shown_arguments
+from mcpd.policy.waiting.approvals import ApprovalRequest, Approvals, Verdict
 from protocol import jsonrpc as rpc
 
 # The agent is this process (and, where its session matters, a process of its own).

@@ -27,7 +27,7 @@ from mcpd.agents.http.exchange import Exchange, RequestSender
 from mcpd.agents.http.tcp import Connect
 from mcpd.agents.own_methods.authapi import HANDLERS
 from mcpd.agents.page.passes import CODE_TTL, Passes
-from mcpd.policy.kin import AgentKin, Process
+from mcpd.policy.deciders.kin import AgentKin, Process
 from protocol import jsonrpc as rpc
 from tests.support.routing import World
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from mcpd.agents.own_methods.persons_only import refuse_an_agents_side
-from mcpd.policy.kin import AgentKin, Decider, Process
-from mcpd.policy.kin_refusals import too_deep
+from mcpd.policy.deciders.kin import AgentKin, Decider, Process
+from mcpd.policy.deciders.kin_refusals import too_deep
 from protocol import jsonrpc as rpc
 
 WHAT = "mcpd approve"

@@ -20,7 +20,7 @@ from mcpd.agents.entry.peers import Peer, is_owner
 from mcpd.agents.own_methods.pinsapi import HANDLERS
 from mcpd.config.tables.model import NamingConfig
 from mcpd.local.pinfile import PinKeeper
-from mcpd.policy.kin import AgentKin, Process, unknown_kin
+from mcpd.policy.deciders.kin import AgentKin, Process, unknown_kin
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.profiles.views import ProfileView
 from mcpd.registry.tables.catalog import Catalog

@@ -17,9 +17,9 @@ from mcpd.agents.own_methods.profile_methods import PROFILE_METHODS, ProfileMeth
 from mcpd.agents.profiles import Profile, Profiles
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import Config
-from mcpd.policy.approvals import Approvals
-from mcpd.policy.gate import CallGate
-from mcpd.policy.masking import KnownSecrets
+from mcpd.policy.decision.gate import CallGate
+from mcpd.policy.redaction.masking import KnownSecrets
+from mcpd.policy.waiting.approvals import Approvals
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.supervisor import Supervisor

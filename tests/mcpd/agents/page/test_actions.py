@@ -22,7 +22,7 @@ from mcpd.agents.page.assets import SECURITY_HEADERS
 from mcpd.agents.page.opener import Opener
 from mcpd.agents.page.passes import PageSession
 from mcpd.agents.page.sources import NO_SOURCES, Decision, Sources
-from mcpd.policy.kin import Decider
+from mcpd.policy.deciders.kin import Decider
 from mcpd.registry.profiles.views import ProfileView
 from protocol import jsonrpc as rpc
 

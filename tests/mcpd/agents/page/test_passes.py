@@ -29,7 +29,7 @@ from mcpd.agents.page.passes import (
     read_cookies,
     users_session,
 )
-from mcpd.policy.kin import Decider, Process
+from mcpd.policy.deciders.kin import Decider, Process
 from tests.support import self_approval
 from tests.support.agent import make_config, running
 from tests.support.page_http import code_url, csrf_of, http, session

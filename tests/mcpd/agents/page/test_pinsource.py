@@ -26,7 +26,7 @@ from mcpd.agents.page.opener import Opener
 from mcpd.agents.page.pinsource import OWNER_ONLY, pin_sources
 from mcpd.agents.page.render import regions
 from mcpd.agents.page.sources import HELD_SHOWN, HeldChange, Sources
-from mcpd.policy.kin import AgentKin, Decider, Process, unknown_kin
+from mcpd.policy.deciders.kin import AgentKin, Decider, Process, unknown_kin
 from mcpd.registry.gating.judged import HeldOffer
 from mcpd.registry.pinning.pins import BARE, PinRecord, pin_digest
 from mcpd.registry.profiles.views import ProfileView

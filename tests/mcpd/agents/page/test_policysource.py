@@ -30,9 +30,9 @@ from mcpd.audit.log import AuditLog
 from mcpd.audit.record import CallRecord as Record
 from mcpd.config.tables.model import DaemonConfig
 from mcpd.policy.agent import AgentInfo
-from mcpd.policy.approvals import ApprovalRequest, Approvals
-from mcpd.policy.kin import AgentKin
-from mcpd.policy.showing import shown_arguments
+from mcpd.policy.deciders.kin import AgentKin
+from mcpd.policy.shown.showing import shown_arguments
+from mcpd.policy.waiting.approvals import ApprovalRequest, Approvals
 from mcpd.registry.profiles.views import ProfileView
 from protocol import jsonrpc as rpc
 

@@ -25,7 +25,7 @@ from mcpd.agents.page import is_page
 from mcpd.agents.page.actions import NO_SESSION
 from mcpd.agents.page.routes import Access, Page
 from mcpd.local.tcpowner import OwnerUnknown
-from mcpd.policy.kin import AgentKin
+from mcpd.policy.deciders.kin import AgentKin
 from mcpd.servers.all_servers import AllServers
 from tests.support.page_stream import KEEP_ALIVE, requested
 

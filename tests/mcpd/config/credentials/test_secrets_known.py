@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.config.loading.load import parse
-from mcpd.policy.masking import KnownSecrets, SecretSet, marker
+from mcpd.policy.redaction.masking import KnownSecrets, SecretSet, marker
 
 
 def test_the_config_knows_what_came_from_variables_and_files(tmp_path: Path) -> None:

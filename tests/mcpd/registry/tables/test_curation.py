@@ -16,7 +16,7 @@ from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import DEFAULT_POLICY, Handling, NamingConfig
 from mcpd.config.tables.policy import PolicyRule
 from mcpd.config.tables.servertable import ToolsConfig
-from mcpd.policy.rules import Policy, facts_of
+from mcpd.policy.decision.rules import Policy, facts_of
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.registry.tables.curation import ToolBudget, curate, lets_through

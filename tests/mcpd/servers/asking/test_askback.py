@@ -13,8 +13,8 @@ import trio
 import trio.testing
 
 from mcpd.config.credentials.secrets import HeldSecret
-from mcpd.policy.guard import SecretGuard
-from mcpd.policy.masking import KnownSecrets
+from mcpd.policy.redaction.guard import SecretGuard
+from mcpd.policy.redaction.masking import KnownSecrets
 from mcpd.servers.asking.askback import ASKING, ASKS_PER_CALL, ASKS_PER_SERVER, NO_ANSWER, AskRoutes
 from mcpd.servers.asking.ended_asks import End
 from mcpd.servers.connected.handshake import relay_capabilities

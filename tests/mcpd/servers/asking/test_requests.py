@@ -21,8 +21,8 @@ from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import Config
 from mcpd.config.tables.servertable import ServerConfig
-from mcpd.policy.guard import SecretGuard
-from mcpd.policy.masking import KnownSecrets
+from mcpd.policy.redaction.guard import SecretGuard
+from mcpd.policy.redaction.masking import KnownSecrets
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.asking import requests
 from mcpd.servers.calling.calls import CallRefused, Whose

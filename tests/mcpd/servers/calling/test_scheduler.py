@@ -18,8 +18,8 @@ from trio.testing import MockClock
 
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import DaemonConfig
-from mcpd.policy.guard import SecretGuard
-from mcpd.policy.masking import KnownSecrets
+from mcpd.policy.redaction.guard import SecretGuard
+from mcpd.policy.redaction.masking import KnownSecrets
 from mcpd.servers.asking.askback import AskRoutes
 from mcpd.servers.asking.progress import ProgressRoutes
 from mcpd.servers.calling.calls import Call, CallHost, CallLimits, Demand, QueuedCheck, Whose

@@ -17,8 +17,8 @@ from msgspec import Raw
 
 from mcpd import __version__
 from mcpd.config.credentials.secrets import HeldSecret
-from mcpd.policy.guard import SecretGuard
-from mcpd.policy.masking import KnownSecrets, marker
+from mcpd.policy.redaction.guard import SecretGuard
+from mcpd.policy.redaction.masking import KnownSecrets, marker
 from mcpd.servers.connected.handshake import (
     IDENTITY_CHARS,
     Handshake,

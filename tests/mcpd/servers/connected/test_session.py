@@ -18,8 +18,8 @@ from msgspec import Raw
 from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import Config, NamingConfig
-from mcpd.policy.guard import SecretGuard
-from mcpd.policy.masking import KnownSecrets, marker
+from mcpd.policy.redaction.guard import SecretGuard
+from mcpd.policy.redaction.masking import KnownSecrets, marker
 from mcpd.registry.gating.limits import DEFAULT_LIMITS
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.asking.askback import Asker

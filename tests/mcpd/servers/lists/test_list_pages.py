@@ -12,8 +12,8 @@ import pytest
 
 from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.config.tables.model import Limit
-from mcpd.policy.guard import SecretGuard
-from mcpd.policy.masking import KnownSecrets, marker
+from mcpd.policy.redaction.guard import SecretGuard
+from mcpd.policy.redaction.masking import KnownSecrets, marker
 from mcpd.registry.gating.limits import DEFAULT_LIMITS, HIDDEN_URI, NO_NAME, NO_URI
 from mcpd.servers.connected.handshake import ProtocolViolation
 from mcpd.servers.lists.list_pages import list_all

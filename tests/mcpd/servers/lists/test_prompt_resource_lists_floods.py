@@ -15,8 +15,8 @@ from msgspec import Raw
 
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import NamingConfig
-from mcpd.policy.guard import SecretGuard
-from mcpd.policy.masking import KnownSecrets
+from mcpd.policy.redaction.guard import SecretGuard
+from mcpd.policy.redaction.masking import KnownSecrets
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.connected.upstream import Upstream
 from mcpd.servers.lists.prompt_resource_lists import MIN_REFETCH, PromptResourceKeeper

@@ -13,8 +13,8 @@ import msgspec
 import trio
 
 from mcpd.config.credentials.secrets import HeldSecret
-from mcpd.policy.guard import SecretGuard
-from mcpd.policy.masking import KnownSecrets
+from mcpd.policy.redaction.guard import SecretGuard
+from mcpd.policy.redaction.masking import KnownSecrets
 from mcpd.servers.results.rpc_errors import answer_error, data_findings, error_for_agents
 from mcpd.servers.results.taking_apart import MOST_PARTS
 from protocol import envelope

@@ -10,9 +10,9 @@ import pytest
 from msgspec import Raw
 
 from mcpd.config.credentials.secrets import HeldSecret
-from mcpd.policy import guard as guard_module
-from mcpd.policy.guard import SecretGuard
-from mcpd.policy.masking import KnownSecrets
+from mcpd.policy.redaction import guard as guard_module
+from mcpd.policy.redaction.guard import SecretGuard
+from mcpd.policy.redaction.masking import KnownSecrets
 from mcpd.servers.results.rpc_results import findings, taken_apart
 from protocol.reply_faults import MalformedReply
 

@@ -17,8 +17,8 @@ import trio
 from msgspec import Raw
 
 from mcpd.config.credentials.secrets import HeldSecret
-from mcpd.policy.guard import SecretGuard
-from mcpd.policy.masking import KnownSecrets
+from mcpd.policy.redaction.guard import SecretGuard
+from mcpd.policy.redaction.masking import KnownSecrets
 from mcpd.servers.results.taking_apart import AT_ONCE_PARTS, MOST_PARTS, ReplyWork, TooComplex
 from protocol import envelope
 from protocol import jsonrpc as rpc
