@@ -45,7 +45,7 @@ import trio
 
 from bench.echo_server import make_tools
 from mcpd.config.tables.model import NamingConfig
-from mcpd.local.pinfile import PinKeeper
+from mcpd.local.pins.pinfile import PinKeeper
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.lists import toolshape

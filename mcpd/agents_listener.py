@@ -20,7 +20,7 @@ from .agents.entry.unix_socket import SocketFile, bind_unix
 from .config.checks.endpoints import groups_locked_out
 from .config.tables.model import Config
 from .listening import Listening
-from .local.systemd import ListenSocket, adopt_listener
+from .local.service.systemd import ListenSocket, adopt_listener
 
 logger = logging.getLogger("mcpd")
 

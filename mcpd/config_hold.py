@@ -39,7 +39,7 @@ from .agents.entry.door import Speaks, refuse, speaks
 from .agents.entry.peers import Peer, is_owner, peer_of
 from .agents.entry.places import Places, Seat
 from .config.tables.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
-from .local.systemd import Notifier, run_watchdog
+from .local.service.systemd import Notifier, run_watchdog
 
 logger = logging.getLogger("mcpd")
 

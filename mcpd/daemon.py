@@ -30,11 +30,11 @@ from .audit.log import AuditLog
 from .config.tables.model import Config, ConfigError, DaemonConfig
 from .errors import DaemonError
 from .listening import Listening
-from .local import pinfile
-from .local.endpoint_token import TokenFile, renew_exposed, token_path, usable_at_start
-from .local.statefile import FILE_NAME, Session, StateKeeper, state_dir
-from .local.systemd import Notifier, SystemdEnv, run_test_faults, run_watchdog
-from .local.watched_pins import WatchedPins
+from .local.pins import pinfile
+from .local.pins.watched_pins import WatchedPins
+from .local.service.systemd import Notifier, SystemdEnv, run_test_faults, run_watchdog
+from .local.state.endpoint_token import TokenFile, renew_exposed, token_path, usable_at_start
+from .local.state.statefile import FILE_NAME, Session, StateKeeper, state_dir
 from .oversight import Oversight
 from .policy.decision.gate import CallGate
 from .policy.waiting.approvals import Approvals

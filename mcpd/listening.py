@@ -26,7 +26,7 @@ from .config.loading.paths import state_directory
 from .config.tables.model import Config
 from .config.tables.profiles import socket_where
 from .errors import DaemonError
-from .local.endpoint_token import token_path
+from .local.state.endpoint_token import token_path
 from .port_taken import taken_by
 
 # As trio's own listeners: the most the system allows.

@@ -33,8 +33,8 @@ from .config.loading.paths import (
 from .config.sandboxing.sandbox import child_env, sandbox_of
 from .config.tables.model import Config
 from .listening import Listening
-from .local.statedir import ready_state_directory
-from .local.statelock import hold_state_directory
+from .local.state.statedir import ready_state_directory
+from .local.state.statelock import hold_state_directory
 
 logger = logging.getLogger("mcpd")
 

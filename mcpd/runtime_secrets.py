@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .config.credentials.secrets import HeldSecret
-from .local.endpoint_token import TokenFile
+from .local.state.endpoint_token import TokenFile
 from .servers.supervisor import Supervisor
 
 

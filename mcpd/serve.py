@@ -25,7 +25,7 @@ from .daemon import Daemon
 from .errors import DaemonError
 from .listening import Listening
 from .local import heap
-from .local.systemd import SystemdEnv, adopt_listener
+from .local.service.systemd import SystemdEnv, adopt_listener
 from .prestart import state_found, stop_unclaimed
 
 logger = logging.getLogger("mcpd")

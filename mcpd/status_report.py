@@ -20,7 +20,7 @@ from transports.stdio.sandbox import anchors
 
 from . import __version__
 from .agents.api import AgentServer
-from .local.unsaved import SaveWatch
+from .local.state.unsaved import SaveWatch
 from .oversight import Oversight
 from .registry.profiles.views import ProfileView
 from .registry.tables.catalog import Catalog

@@ -23,7 +23,7 @@ import trio
 
 from ..audit.log import AuditLog
 from ..config.tables.model import DaemonConfig
-from ..local.pinfile import PinKeeper
+from ..local.pins.pinfile import PinKeeper
 from ..policy.decision.gate import CallGate
 from ..policy.waiting.approvals import Approvals
 from ..registry.profiles.views import ProfileView

@@ -27,8 +27,8 @@ from typing import Final
 from protocol.budget import Bucket
 from protocol.visible import visible
 
-from ..local.journal import JournalHandler, LineHandler
-from ..local.journalfields import IDENTIFIER, NOTICE, encode_entry, shown
+from ..local.service.journal import JournalHandler, LineHandler
+from ..local.service.journalfields import IDENTIFIER, NOTICE, encode_entry, shown
 from ..policy.agent import AgentInfo
 from .record import CallRecord
 

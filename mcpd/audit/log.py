@@ -52,7 +52,7 @@ from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
 from ..config.tables.model import DaemonConfig
-from ..local.unsaved import SaveWatch
+from ..local.state.unsaved import SaveWatch
 from ..policy.redaction.guard import SecretGuard
 from ..policy.redaction.masking import KnownSecrets, SecretSet
 from . import journal

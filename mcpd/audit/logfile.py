@@ -30,7 +30,7 @@ from typing import Final
 
 from protocol.logfields import log_extra
 
-from ..local.privatefile import PRIVATE, open_directory, open_private
+from ..local.state.privatefile import PRIVATE, open_directory, open_private
 
 FILE_NAME: Final = "calls.jsonl"
 _FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT

@@ -17,7 +17,7 @@ import msgspec
 from msgspec import UnsetType
 
 from ..config.tables.glob import Glob
-from ..local.privatefile import UnsafeFileError, open_private
+from ..local.state.privatefile import UnsafeFileError, open_private
 from .logfile import FILE_NAME
 from .record import CallRecord, Gap
 

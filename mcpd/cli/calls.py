@@ -139,7 +139,7 @@ def _agent(text: str, choice: Choice) -> Choice:
 
 
 def _state_dir(explicit: str | None) -> str:
-    from ..local.statefile import state_dir
+    from ..local.state.statefile import state_dir
 
     try:
         in_use = config_in_use(explicit)

@@ -30,8 +30,8 @@ from ..config.loading.load import load, said_of
 from ..config.loading.paths import SOCKET_VAR, daemon_socket_path, state_directory, systemd_socket
 from ..config.tables.model import EX_CONFIG, Config, ConfigError, default_config_path
 from ..config.tables.policy import PolicyRule, parse_rate, unreachable
-from ..local.statedir import state_directory_problem
-from ..local.trusted_path import untrusted_file
+from ..local.ownership.trusted_path import untrusted_file
+from ..local.state.statedir import state_directory_problem
 from .exits import EXIT_UNREACHABLE, EXIT_USAGE, fail, fail_config
 
 
@@ -56,7 +56,7 @@ def _config_error(exc: ConfigError, path: str) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from ..local.journal import setup_logging
+    from ..local.service.journal import setup_logging
 
     setup_logging(args.log, args.log_level)
     unfit = _unfit_socket(args.socket)
@@ -315,7 +315,7 @@ def _changeable(config: Config, unstartable: Mapping[str, str]) -> list[str]:
 def cmd_import(args: argparse.Namespace) -> int:
     from ..config.importing.importer import import_file
     from ..config.importing.importwrite import move_secrets, secrets_dir, to_toml
-    from ..local.privatefile import UnsafeFileError, write_atomically
+    from ..local.state.privatefile import UnsafeFileError, write_atomically
     from .import_sources import import_source, unread_host
     from .outfile import resolved, taken
 
@@ -368,8 +368,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_token(args: argparse.Namespace) -> int:
-    from ..local.endpoint_token import TokenError, stored_token, token_path, write_token
-    from ..local.statefile import state_dir
+    from ..local.state.endpoint_token import TokenError, stored_token, token_path, write_token
+    from ..local.state.statefile import state_dir
     from .client import Untrusted, config_in_use
 
     try:

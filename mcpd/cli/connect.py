@@ -38,7 +38,7 @@ from ..config.loading.paths import daemon_socket_path
 from ..config.tables.hosts import HOSTS, TEMPLATE, builtin_profiles, host_prefix, max_tool_name
 from ..config.tables.model import Config, ConfigError
 from ..config.tables.profiles import DEFAULT_PROFILE, EVERYTHING
-from ..local.endpoint_token import TokenError, read_token, token_path
+from ..local.state.endpoint_token import TokenError, read_token, token_path
 from .client import (
     BadReply,
     Client,
@@ -172,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"mcpd: warning: {visible(stale)}", file=sys.stderr)
             if suffix:
                 url += f"?profile={suffix}"
-            from ..local.statefile import state_dir  # trio: not for every command's parser
+            from ..local.state.statefile import state_dir  # trio: not for every command's parser
 
             token = read_token(token_path(state_dir(config)))
             new = entry(key, name=name, url=url, token=token)

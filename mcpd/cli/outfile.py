@@ -22,7 +22,7 @@ from pathlib import Path
 
 from protocol.visible import visible
 
-from ..local.privatefile import UnsafeFileError, open_directory, write_in
+from ..local.state.privatefile import UnsafeFileError, open_directory, write_in
 from .hostfile import HostConfigError, real_path
 
 

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from protocol import jsonrpc as rpc
 
-from ..local.privatefile import UnsafeFileError, file_kind
+from ..local.state.privatefile import UnsafeFileError, file_kind
 from .client import QUICK, SOCKET_HELP, BadReply, Client, DaemonUnreachable, socket_path
 from .exits import (
     EXIT_BAD_REPLY,

@@ -9,7 +9,7 @@ from typing import Final
 
 import msgspec
 
-from ..local.owners import user_name
+from ..local.ownership.owners import user_name
 
 _MAX_EXE: Final = 64
 

@@ -37,7 +37,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.local.journal import JournalHandler, LineHandler
+from mcpd.local.service.journal import JournalHandler, LineHandler
 from tests.support.agent import Agent, connect, make_config, running
 from tests.support.wiretap import free_port, serve
 

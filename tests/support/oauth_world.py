@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpd.config.loading.load import parse
-from mcpd.local.oauth_store import OAuthStore
+from mcpd.local.state.oauth_store import OAuthStore
 from mcpd.servers.oauth.auth import ServerAuth
 from mcpd.servers.oauth.login import Login
 from protocol.oauth import FetchPolicy, HttpRequest, HttpResponse

@@ -12,10 +12,11 @@ import h11
 from mcpd.config.importing.importer import Imported
 from mcpd.config.importing.importwrite import move_secrets
 from mcpd.config.tables.model import NamingConfig
-from mcpd.local import pinwriter, statefile
-from mcpd.local.endpoint_token import write_token
-from mcpd.local.oauth_store import IssuerRecord, OAuthStore, StoredLogin, encode_login
-from mcpd.local.pinfile import PinKeeper
+from mcpd.local.pins import pinwriter
+from mcpd.local.pins.pinfile import PinKeeper
+from mcpd.local.state import statefile
+from mcpd.local.state.endpoint_token import write_token
+from mcpd.local.state.oauth_store import IssuerRecord, OAuthStore, StoredLogin, encode_login
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.catalog import Catalog
 from protocol import mcp

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpd.local import systemd as sd
+from mcpd.local.service import systemd as sd
 from tests.conftest import ROOT
 from tests.systemd import harness
 from tests.systemd.conftest import REQUIRED

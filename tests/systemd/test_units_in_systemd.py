@@ -1,7 +1,8 @@
 """The shipped system units under a real systemd, with a stand-in daemon built on
-mcpd.local.systemd and mcpd.local.journal in place of `mcpd serve`: socket activation of
-/run/mcpd/mcpd.sock, READY/STATUS, reload with the same PID, journald fields queried
-the way users will, the watchdog restarting a wedged daemon, and stop."""
+mcpd.local.service.systemd and mcpd.local.service.journal in place of `mcpd serve`:
+socket activation of /run/mcpd/mcpd.sock, READY/STATUS, reload with the same PID,
+journald fields queried the way users will, the watchdog restarting a wedged daemon,
+and stop."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from typing import Final
 
 from protocol.visible import quote
 
-from ...local.owners import trusted_owners, user_name
+from ...local.ownership.owners import trusted_owners, user_name
 
 # What the command line's listings for a person (`mcpd tools`, `prompts` and `resources`
 # printed as tables) say first on their connection, so it is no agent and the terminal

@@ -12,7 +12,7 @@ profile's ``allow_servers`` (``door``).
 
 On the socket the kernel names the peer, whose server the door has read already. On
 the TCP endpoint the kernel names the user of the socket at the other end
-(``local.tcpowner``); a user other than mcpd's is no server's, and nothing more is
+(``local.ownership.tcpowner``); a user other than mcpd's is no server's, and nothing more is
 looked for. For mcpd's own user, the processes that hold that socket are looked for in
 /proc, off the event loop. Where none is found, the connection cannot be told from a
 server's (a server's process that put its socket in flight, or made itself unreadable,
@@ -38,7 +38,13 @@ from protocol import jsonrpc as rpc
 from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
-from ...local.tcpowner import HoldersUnknown, OwnerUnknown, first_holders, holds, tcp_holder
+from ...local.ownership.tcpowner import (
+    HoldersUnknown,
+    OwnerUnknown,
+    first_holders,
+    holds,
+    tcp_holder,
+)
 from ...policy.deciders.kin import AgentKin, Decider, tcp_deciders, tcp_kin
 from ..http.wire import Headers, Reject
 

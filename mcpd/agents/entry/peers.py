@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Final
 import msgspec
 
 from ...config.checks.endpoints import group_id
-from ...local.owners import trusted_owners, user_name
+from ...local.ownership.owners import trusted_owners, user_name
 from ...policy.deciders.kin import AgentKin, Decider, Process, parent_of
 
 if TYPE_CHECKING:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from ...config.checks.stringchecks import MAX_SOCKET_PATH
 from ...config.tables.model import EX_CONFIG
 from ...errors import DaemonError
-from ...local.owners import user_name
+from ...local.ownership.owners import user_name
 
 if TYPE_CHECKING:
     import trio

@@ -30,7 +30,7 @@ from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 from protocol.visible import cut
 
-from ...local.owners import user_name
+from ...local.ownership.owners import user_name
 from ...policy.waiting.approvals import ApprovalError
 from ..connection.dispatcher import Connection
 from .persons_only import refuse_an_agents_side

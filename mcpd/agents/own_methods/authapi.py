@@ -38,7 +38,7 @@ from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
 from ...config.loading.paths import pages_directory
-from ...local.privatefile import make_private_directory
+from ...local.state.privatefile import make_private_directory
 from ..connection.dispatcher import Connection
 from .profile_methods import ProfileMethods
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Final
 
-from ...local.statefile import SavedChange, SavedMinute
+from ...local.state.statefile import SavedChange, SavedMinute
 from ...servers.shared import DAY, HOUR
 from . import words
 

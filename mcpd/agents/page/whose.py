@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from html import escape
 
-from ...local.tcpowner import HoldersUnknown, OwnerUnknown
+from ...local.ownership.tcpowner import HoldersUnknown, OwnerUnknown
 from ..entry.holders import Held, ServerRefusals, servers_process
 from ..http.exchange import RequestSender
 from ..http.wire import Reject

@@ -17,7 +17,7 @@ import msgspec
 from protocol.headers import TRANSPORT_HEADERS
 from protocol.masking import masked_repr
 
-from ...local.trusted_path import untrusted_file
+from ...local.ownership.trusted_path import untrusted_file
 from ..sandboxing.sandbox_keys import grant_errors
 from ..tables.model import ALIAS_RE, LIST_LIMIT_KEYS, ConfigError, duration_problem
 from ..tables.servertable import AuthConfig, ServerConfig, ToolsConfig

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import msgspec
 
-from ...local.trusted_path import untrusted_file
+from ...local.ownership.trusted_path import untrusted_file
 
 
 class HeldSecret(msgspec.Struct, frozen=True):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import stat
 
-from ...local.trusted_path import untrusted_file
+from ...local.ownership.trusted_path import untrusted_file
 from ..tables.model import ConfigError
 
 # As large as mcpd's own config may be; a host's file is a fraction of it.

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from protocol.visible import hidden, visible
 
-from ...local.privatefile import make_private_directory, write_atomically
+from ...local.state.privatefile import make_private_directory, write_atomically
 from .import_secret import SCHEME
 from .importer import Imported
 

@@ -24,7 +24,7 @@ import msgspec
 
 from protocol.masking import masked_repr, masking
 
-from ...local.trusted_path import untrusted_file
+from ...local.ownership.trusted_path import untrusted_file
 from ..checks.configchecks import config_errors
 from ..checks.serverchecks import misplaced_keys
 from ..credentials.held import held_in

@@ -47,7 +47,7 @@ import msgspec
 
 from protocol.proctcp import HeldSocket
 
-from ...local.tcpowner import OwnerUnknown, holding, holds, tcp_holder
+from ...local.ownership.tcpowner import OwnerUnknown, holding, holds, tcp_holder
 
 if TYPE_CHECKING:
     import trio

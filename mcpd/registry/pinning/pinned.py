@@ -1,7 +1,7 @@
 """What the daemon keeps in memory of its pins: each item's digest, 32 bytes.
 
 Judging a list needs no more: an item is as approved when its digest is the pinned
-one. The definitions are in the pin file (``local.pinfile``), read back for the few
+one. The definitions are in the pin file (``local.pins.pinfile``), read back for the few
 that a held item or a command needs. In memory, a definition is only what it is made
 from between the moment it is pinned and the next write of the file (``Unwritten``:
 the item as the server listed it, which the tables keep anyway, or the definition a

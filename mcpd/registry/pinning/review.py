@@ -5,7 +5,7 @@ export|import``, ``mcpd tools --pending|--findings`` and ``mcpd status`` ask of 
 The gate (``gate``) judges every list a server sends against these pins, and keeps
 what it makes of each list here (``judged.ListState``), so that an approval releases
 what the gate holds and a server that leaves takes along what waits of it. The pin
-file (``local.pinfile``) saves the pins when ``on_pinned`` says they changed, and
+file (``local.pins.pinfile``) saves the pins when ``on_pinned`` says they changed, and
 reads back the definitions they no longer keep in memory (``stored``).
 """
 

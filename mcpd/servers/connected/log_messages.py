@@ -32,7 +32,7 @@ from protocol.logfields import log_extra
 from protocol.loglevels import LogMessage
 from protocol.visible import quote
 
-from ...local.ratelimit import SUMMARY_EVERY
+from ...local.service.ratelimit import SUMMARY_EVERY
 from ...policy.redaction.guard import SecretGuard
 from ...policy.redaction.masking import KnownSecrets
 from ...registry.text.clean import clean_data, clean_text

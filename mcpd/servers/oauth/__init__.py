@@ -56,7 +56,7 @@ def attach(alias: str, cfg: ServerConfig, config: Config) -> tuple[ServerAuth, L
 async def forget_unconfigured(alias: str, config: Config) -> dict[str, Any] | None:
     """``mcpd auth logout`` of a server the configuration no longer names: its saved
     login revoked where the file says how, and removed (None: none is saved)."""
-    from ...local.statefile import state_dir
+    from ...local.state.statefile import state_dir
     from .revoking import forget_unconfigured_in as forget
 
     return await forget(alias, state_dir(config))

@@ -54,8 +54,8 @@ from transports.errors import AuthError, RequestUnanswered, TransportError
 
 from ...config.tables.model import Config
 from ...config.tables.servertable import ServerConfig
-from ...local.oauth_store import OAuthStore
-from ...local.statefile import state_dir
+from ...local.state.oauth_store import OAuthStore
+from ...local.state.statefile import state_dir
 from .errors import AuthFailed, LoginRequired, scope_words, why
 from .moving import moved_away
 from .state import AuthState

@@ -33,7 +33,7 @@ from protocol.urls import display_url
 from protocol.visible import quote
 
 from ...config.tables.servertable import AuthConfig
-from ...local.oauth_store import IssuerRecord, StoredLogin
+from ...local.state.oauth_store import IssuerRecord, StoredLogin
 
 # RFC 6749 §10.10: a token may be guessed with a probability of at most 2^-128, so it
 # has at least this many characters of the widest alphabet a bearer token is written

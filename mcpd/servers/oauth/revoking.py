@@ -29,7 +29,7 @@ from protocol.oauth import (
 from transports.errors import TransportError
 from transports.http.oauth_client import OAuthHttp
 
-from ...local.oauth_store import OAuthStore, StoredLogin
+from ...local.state.oauth_store import OAuthStore, StoredLogin
 from .errors import why
 from .state import TOKEN_REQUEST_TIMEOUT
 

@@ -40,7 +40,7 @@ from protocol.visible import quote
 from transports.http.oauth_client import OAuthHttp
 
 from ...config.tables.servertable import ServerConfig
-from ...local.oauth_store import OAuthStore, Unusable
+from ...local.state.oauth_store import OAuthStore, Unusable
 from .credentials import Credentials, Replaced, client_config
 from .errors import AuthFailed, LoginRequired, why
 

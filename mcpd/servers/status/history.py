@@ -20,7 +20,7 @@ from typing import Final
 import msgspec
 import trio
 
-from ...local.statefile import SavedChange, SavedHistory, SavedMinute
+from ...local.state.statefile import SavedChange, SavedHistory, SavedMinute
 from ..life.runner import Runner
 from .stats import LatencyStats, nearest_rank
 

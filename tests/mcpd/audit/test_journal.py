@@ -15,13 +15,8 @@ import pytest
 
 from mcpd.audit import journal as call_journal
 from mcpd.audit.record import NAME_KEPT, AuditOutcome, CallRecord, iso, stamp
-from mcpd.local import journal
-from mcpd.local.journalfields import (
-    MAX_FIELD_BYTES,
-    NOTICE,
-    encode_entry,
-    record_fields,
-)
+from mcpd.local.service import journal
+from mcpd.local.service.journalfields import MAX_FIELD_BYTES, NOTICE, encode_entry, record_fields
 from mcpd.policy.agent import AgentInfo
 
 AGENTS = [

@@ -30,8 +30,8 @@ from mcpd.audit.reader import AuditRecords, log_files
 from mcpd.audit.record import CallRecord
 from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.config.tables.model import DaemonConfig
-from mcpd.local.journal import JournalHandler, LineHandler
-from mcpd.local.journalfields import record_fields
+from mcpd.local.service.journal import JournalHandler, LineHandler
+from mcpd.local.service.journalfields import record_fields
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.redaction.masking import KnownSecrets, marker
 from tests.support.journald import decode_entry

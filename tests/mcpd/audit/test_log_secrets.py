@@ -18,7 +18,7 @@ import trio
 
 from mcpd.audit.log import FILE_NAME
 from mcpd.audit.record import NAME_SHOWN
-from mcpd.local.journal import JournalHandler, LineHandler
+from mcpd.local.service.journal import JournalHandler, LineHandler
 from mcpd.policy.redaction.cutparts import CUT_PART
 from tests.support.agent import connect, make_config, running
 from tests.support.daemon_http import curl

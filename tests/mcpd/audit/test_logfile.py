@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from mcpd.audit.logfile import FILE_NAME, LogFile
-from mcpd.local.privatefile import UnsafeFileError
+from mcpd.local.state.privatefile import UnsafeFileError
 
 
 def record(n: int) -> bytes:

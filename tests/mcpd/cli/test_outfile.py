@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mcpd.cli.outfile import OutputExists, write_output
-from mcpd.local.privatefile import UnsafeFileError
+from mcpd.local.state.privatefile import UnsafeFileError
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from mcpd.agents_listener import AgentsListener, take_listener
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.model import Config
 from mcpd.listening import Listening
-from mcpd.local.systemd import ListenSocket
+from mcpd.local.service.systemd import ListenSocket
 
 
 def config(path: Path, **daemon: Any) -> Config:

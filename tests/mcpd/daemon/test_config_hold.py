@@ -23,7 +23,7 @@ from mcpd.agents.entry.places import OWNER_RESERVE
 from mcpd.config.loading.load import load
 from mcpd.config.tables.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
 from mcpd.config_hold import ConfigHold
-from mcpd.local.systemd import Notifier
+from mcpd.local.service.systemd import Notifier
 
 ERROR = ConfigError("servers.notes.command", "is empty")
 

@@ -15,7 +15,7 @@ import trio
 
 from mcpd.config.tables.model import ConfigError
 from mcpd.daemon import Daemon
-from mcpd.local.endpoint_token import new_token, write_token
+from mcpd.local.state.endpoint_token import new_token, write_token
 from mcpd.policy.redaction.masking import marker
 from tests.support.agent import connect, make_config, running
 from tests.support.procs import scripted

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcpd.local.endpoint_token import TokenFile, new_token, write_token
+from mcpd.local.state.endpoint_token import TokenFile, new_token, write_token
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.runtime_secrets import RuntimeSecrets
 from mcpd.servers.supervisor import Supervisor

@@ -54,7 +54,7 @@ NOT_FOR_STDIO = (
     "mcpd.servers.oauth.auth",
     "mcpd.servers.oauth.state",
     "mcpd.servers.oauth.login",
-    "mcpd.local.oauth_store",
+    "mcpd.local.state.oauth_store",
     "mcpd.agents.http.httpapi",
     "mcpd.agents.http.mcp_route",
     "mcpd.agents.http.tcp",

@@ -1,7 +1,7 @@
-"""Stand-in for `mcpd serve` built on mcpd.local.systemd and mcpd.local.journal, for checking the
-shipped unit files under a real systemd before the daemon exists: socket activation,
-READY/RELOADING/STOPPING, the watchdog (and its test fault), journald fields, and the
-environment a child process sees."""
+"""Stand-in for `mcpd serve` built on mcpd.local.service.systemd and
+mcpd.local.service.journal, for checking the shipped unit files under a real systemd
+before the daemon exists: socket activation, READY/RELOADING/STOPPING, the watchdog (and
+its test fault), journald fields, and the environment a child process sees."""
 
 import logging
 import os
@@ -11,7 +11,7 @@ import sys
 
 import trio
 
-from mcpd.local import journal, systemd
+from mcpd.local.service import journal, systemd
 from protocol.logfields import log_extra
 
 log = logging.getLogger("mcpd.standin")

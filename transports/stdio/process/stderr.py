@@ -5,7 +5,7 @@ boxed traceback, a burst of warnings) become one log record, so the journal keep
 them together and its rate limit counts the burst once; a burst ends when stderr has
 been quiet for ``BURST_GAP``, or it has ``BURST_LINES`` lines or ``RECORD_BYTES`` of
 them. A record's size is bounded, so the log's budget of records a second per server
-(``mcpd.local.ratelimit``) bounds the bytes a second a server can put in the log. The
+(``mcpd.local.service.ratelimit``) bounds the bytes a second a server can put in the log. The
 last lines are kept as the tail that every failure of the server quotes.
 
 Reading stderr costs the server's read budget as its stdout's lines that answer

@@ -23,7 +23,7 @@ import trio.testing
 
 from mcpd.agents.entry import holders
 from mcpd.agents.entry.holders import ConnectionOwner, Held, Lookups, TcpKin, tcp_held
-from mcpd.local.tcpowner import HoldersUnknown, OwnerUnknown
+from mcpd.local.ownership.tcpowner import HoldersUnknown, OwnerUnknown
 from mcpd.policy.deciders.kin import AgentKin, Decider
 from tests.support.agent import Agent, connect, make_config, running
 from tests.support.page_http import code_url, csrf_of, http, session

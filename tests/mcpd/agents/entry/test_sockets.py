@@ -27,7 +27,7 @@ from mcpd.agents.entry.sockets import Leave, ProfileSockets
 from mcpd.config.tables.model import ConfigError
 from mcpd.config.tables.profiles import ProfileConfig
 from mcpd.errors import DaemonError
-from mcpd.local.owners import user_name
+from mcpd.local.ownership.owners import user_name
 
 TIMEOUT = 10
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user")

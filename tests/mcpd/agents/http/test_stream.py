@@ -21,7 +21,7 @@ import mcpd.agents.http.stream
 from mcpd.agents.connection.outbox import QUEUE_BYTES
 from mcpd.config.loading.load import load
 from mcpd.daemon import Daemon
-from mcpd.local.endpoint_token import write_token
+from mcpd.local.state.endpoint_token import write_token
 from protocol import jsonrpc as rpc
 from tests.support.agent import running
 from tests.support.daemon_http import http

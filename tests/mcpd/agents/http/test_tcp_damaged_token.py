@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from mcpd.local.endpoint_token import write_token
+from mcpd.local.state.endpoint_token import write_token
 from tests.support.agent import make_config, running
 from tests.support.daemon_http import auth, http
 from tests.support.operator import MCPD

@@ -19,7 +19,7 @@ from msgspec import Raw
 from mcpd.agents.entry.peers import Peer, is_owner
 from mcpd.agents.own_methods.pinsapi import HANDLERS
 from mcpd.config.tables.model import NamingConfig
-from mcpd.local.pinfile import PinKeeper
+from mcpd.local.pins.pinfile import PinKeeper
 from mcpd.policy.deciders.kin import AgentKin, Process, unknown_kin
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.profiles.views import ProfileView

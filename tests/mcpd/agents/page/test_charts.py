@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from mcpd.agents.page.charts import SLOTS, clock, day, hour, state_class
-from mcpd.local.statefile import SavedChange, SavedMinute
+from mcpd.local.state.statefile import SavedChange, SavedMinute
 
 NOW = 1_800_000_000.0
 START = NOW - 86400  # the day's left edge, on a slot's boundary

@@ -9,7 +9,7 @@ import re
 from mcpd.agents.page.charts import SLOTS, clock, day, hour
 from mcpd.agents.page.model import DaemonRow, PageData, ServerRow, StatusRows
 from mcpd.agents.page.render import regions
-from mcpd.local.statefile import SavedChange, SavedMinute
+from mcpd.local.state.statefile import SavedChange, SavedMinute
 from mcpd.servers.status.history import ServerHistory
 
 NOW = 1_800_000_000.0

@@ -19,7 +19,7 @@ from mcpd.agents.page.model import (
 )
 from mcpd.agents.page.render import login_target, message, page, regions
 from mcpd.agents.page.sources import CallRow, HeldChange, PendingApproval, Waiting
-from mcpd.local.statefile import SavedChange
+from mcpd.local.state.statefile import SavedChange
 from mcpd.servers.status.history import ServerHistory
 
 NOW = 1_800_000_000.0

@@ -24,7 +24,7 @@ from mcpd.agents.http.wire import MAX_BODY, Reject, Wire
 from mcpd.agents.page import is_page
 from mcpd.agents.page.actions import NO_SESSION
 from mcpd.agents.page.routes import Access, Page
-from mcpd.local.tcpowner import OwnerUnknown
+from mcpd.local.ownership.tcpowner import OwnerUnknown
 from mcpd.policy.deciders.kin import AgentKin
 from mcpd.servers.all_servers import AllServers
 from tests.support.page_stream import KEEP_ALIVE, requested

@@ -14,7 +14,7 @@ from mcpd.agents.entry.holders import ConnectionOwner, Held, ServerRefusals
 from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.wire import Reject
 from mcpd.agents.page.whose import connection_holder
-from mcpd.local.tcpowner import HoldersUnknown, OwnerUnknown
+from mcpd.local.ownership.tcpowner import HoldersUnknown, OwnerUnknown
 
 
 def owned_by(found: Held | OwnerUnknown) -> RequestSender:

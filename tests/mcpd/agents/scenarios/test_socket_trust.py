@@ -19,7 +19,7 @@ import trio
 
 from mcpd.agents.entry.unix_socket import UnsafeDirectory
 from mcpd.cli.client import Client
-from mcpd.local import owners
+from mcpd.local.ownership import owners
 from tests.support.agent import make_config, running
 from tests.support.bridge import BridgeProcess
 from tests.support.peer_user import USER, needs_root, peer_uid, run_as, shared_dir, start_as

@@ -18,8 +18,8 @@ import pytest
 import trio
 
 from mcpd.cli.status_view import render_status
-from mcpd.local import journal
-from mcpd.local.journalfields import record_fields
+from mcpd.local.service import journal
+from mcpd.local.service.journalfields import record_fields
 from protocol.mcp import KEY_LOG_LEVEL
 from tests.support.agent import META, Agent, connect, make_config, running
 from tests.support.cut_secret import MARKER, SECRET, WHOSE, beginnings
@@ -278,7 +278,7 @@ async def test_a_result_without_a_secret_is_spliced_as_it_came(tmp_path: Path) -
 
 
 async def test_the_endpoint_token_is_masked_for_an_agent_over_http(tmp_path: Path) -> None:
-    from mcpd.local.endpoint_token import token_path, write_token
+    from mcpd.local.state.endpoint_token import token_path, write_token
     from tests.support.daemon_http import MCP, auth, header_dict, http, modern, modern_headers
 
     state = tmp_path / "state"

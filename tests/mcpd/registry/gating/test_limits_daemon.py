@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.local.statefile import FILE_NAME
+from mcpd.local.state.statefile import FILE_NAME
 from tests.support.agent import Agent, connect, make_config, running
 from tests.support.procs import scripted
 

@@ -19,8 +19,8 @@ import pytest
 import trio
 
 from mcpd.config.tables.model import NamingConfig
-from mcpd.local import pinwriter
-from mcpd.local.pinfile import PinKeeper
+from mcpd.local.pins import pinwriter
+from mcpd.local.pins.pinfile import PinKeeper
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.catalog import Catalog
 from protocol import jsonrpc as rpc

@@ -14,7 +14,7 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.local.journal import LineHandler
+from mcpd.local.service.journal import LineHandler
 from mcpd.servers.connected.answer_wait import AnswerWait, RanOut
 from mcpd.servers.connected.log_messages import BURST, QUIET, RATE, LogMessages
 from mcpd.servers.connected.upstream import Upstream

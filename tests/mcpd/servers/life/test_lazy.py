@@ -7,7 +7,7 @@ from pathlib import Path
 
 import trio
 
-from mcpd.local.statefile import FILE_NAME
+from mcpd.local.state.statefile import FILE_NAME
 from tests.support.agent import connect, make_config, running
 from tests.support.lazy_servers import lazy, state_of, stopped, text
 from tests.support.procs import alive, read_pid, scripted, wait_gone

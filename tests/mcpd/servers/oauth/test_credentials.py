@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcpd.config.tables.servertable import AuthConfig
-from mcpd.local.oauth_store import IssuerRecord, StoredLogin
+from mcpd.local.state.oauth_store import IssuerRecord, StoredLogin
 from mcpd.servers.oauth.credentials import Credentials, client_config
 from protocol.oauth import (
     AuthorizationResult,

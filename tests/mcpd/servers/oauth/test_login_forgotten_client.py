@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 
-from mcpd.local.oauth_store import OAuthStore
+from mcpd.local.state.oauth_store import OAuthStore
 from mcpd.servers.oauth import AuthFailed, LoginError, LoginRequired, RedirectFailed
 from mcpd.servers.oauth.auth import ServerAuth
 from mcpd.servers.oauth.login import Login

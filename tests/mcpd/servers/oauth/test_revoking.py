@@ -12,7 +12,7 @@ import msgspec
 import pytest
 import trio
 
-from mcpd.local.oauth_store import IssuerRecord, OAuthStore, StoredLogin
+from mcpd.local.state.oauth_store import IssuerRecord, OAuthStore, StoredLogin
 from mcpd.servers.oauth.revoking import Revocation, forget_unconfigured_in, revoke
 from protocol.oauth import (
     AuthorizationServer,

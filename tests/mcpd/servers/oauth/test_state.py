@@ -16,7 +16,7 @@ import trustme
 
 from mcpd.config.loading.load import parse
 from mcpd.config.tables.servertable import ServerConfig
-from mcpd.local.oauth_store import IssuerRecord, OAuthStore, StoredLogin
+from mcpd.local.state.oauth_store import IssuerRecord, OAuthStore, StoredLogin
 from mcpd.servers.oauth.errors import LoginRequired
 from mcpd.servers.oauth.state import EXPIRING, AuthState, _tls
 from protocol.oauth import (

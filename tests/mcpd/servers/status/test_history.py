@@ -9,7 +9,7 @@ from pathlib import Path
 import msgspec
 import trio
 
-from mcpd.local.statefile import SavedHistory, read_state
+from mcpd.local.state.statefile import SavedHistory, read_state
 from mcpd.servers.status.history import CHANGES, MINUTES, NOT_RUNNING, SAVE_EVERY, Histories
 from mcpd.servers.status.outage import Outage
 from mcpd.servers.status.stats import LatencyStats

@@ -27,7 +27,7 @@ from mcpd.agents.page.sources import (
     Sources,
     Waiting,
 )
-from mcpd.local.endpoint_token import write_token
+from mcpd.local.state.endpoint_token import write_token
 from tests.support.agent import make_config, running
 from tests.support.auth_login import mcpd
 from tests.support.daemon_http import CURL, Reply, curl
