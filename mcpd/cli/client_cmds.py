@@ -38,7 +38,7 @@ from .exits import (
 def cmd_tools(args: argparse.Namespace) -> int:
     _refuse_ignored(args)
     if args.pending or args.findings:
-        from .pins_cmds import cmd_held_or_found
+        from .pins.pending import cmd_held_or_found
 
         return cmd_held_or_found(args)
     footer = None

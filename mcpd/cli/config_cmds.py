@@ -316,8 +316,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     from ..config.importing.importer import import_file
     from ..config.importing.importwrite import move_secrets, secrets_dir, to_toml
     from ..local.state.privatefile import UnsafeFileError, write_atomically
-    from .import_sources import import_source, unread_host
-    from .outfile import resolved, taken
+    from .hosts.import_sources import import_source, unread_host
+    from .pins.outfile import resolved, taken
 
     unread = unread_host(args.path)
     if unread is not None:

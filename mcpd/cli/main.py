@@ -1,12 +1,12 @@
 """``mcpd serve|status|dashboard|tools|call|reload|reset|check-config|import|bridge|auth|
-connect|token``, ``approve`` (in ``pins_cmds``), ``pins`` (in ``pins_io``),
+connect|token``, ``approve`` (in ``pins.pending``), ``pins`` (in ``pins.files``),
 ``approvals|calls``, and (in ``prompt_resource_cmds``) ``prompts|resources|read|prompt``.
 
 This module is the command line's grammar, every command in the order ``mcpd
 --help`` lists them, and its entry point. What the commands do is elsewhere: those
 that ask the running daemon in ``client_cmds``, those that work from the config
-file in ``config_cmds``, and ``auth``, ``connect`` and ``prompt_resource_cmds`` (which also
-declare their own arguments).
+file in ``config_cmds``, and ``logins.auth``, ``hosts.connect`` and
+``prompt_resource_cmds`` (which also declare their own arguments).
 
 Exit codes (``exits``): 0 ok, 1 the tool returned isError, 2 usage, 3 daemon
 unreachable, 4 the daemon's reply could not be read, 78 config error.
@@ -209,7 +209,7 @@ def _watch_commands(g: _Grammar) -> None:
         st.set_defaults(func=cmd_status)
 
     if g.want("dashboard"):
-        from .dashboard import cmd_dashboard
+        from .logins.dashboard import cmd_dashboard
 
         db = g.client_cmd("dashboard", "print (and open) an address of the status page")
         db.add_argument(
@@ -232,7 +232,7 @@ def _import_command(g: _Grammar) -> None:
     """``import``: another MCP host's servers as mcpd's config."""
     if g.want("import"):
         from .config_cmds import cmd_import
-        from .import_sources import HOST_NAMES
+        from .hosts.import_sources import HOST_NAMES
 
         im = g.sub.add_parser("import", help="print mcpd TOML for another MCP host's servers")
         im.add_argument(
@@ -275,17 +275,17 @@ def _trust_commands(g: _Grammar) -> None:
     logins to servers (``auth``) and the token its HTTP endpoint asks of hosts
     (``token``)."""
     if g.want("approve"):
-        from .pins_cmds import add_approve
+        from .pins.pending import add_approve
 
         add_approve(g.client_cmd)
 
     if g.want("pins"):
-        from .pins_io import add_pins
+        from .pins.files import add_pins
 
         add_pins(g.sub)
 
     if g.want("auth"):
-        from .auth import add_auth_commands
+        from .logins.auth import add_auth_commands
 
         add_auth_commands(g.sub)
 
@@ -302,7 +302,7 @@ def _host_commands(g: _Grammar) -> None:
     """What a host needs: its config entry (``connect``), and the prompts and resources
     it would be offered."""
     if g.want("connect"):
-        from .connect import add_parser
+        from .hosts.connect import add_parser
 
         add_parser(g.sub)
 

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from mcpd.cli.browser import write_page
+from mcpd.cli.logins.browser import write_page
 from mcpd.config.loading.paths import pages_directory
 from tests.support import bubblewrap
 from tests.support.sandbox import (

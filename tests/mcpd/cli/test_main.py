@@ -11,8 +11,9 @@ import sys
 import pytest
 
 from mcpd import __version__
-from mcpd.cli import client_cmds, pins_cmds
+from mcpd.cli import client_cmds
 from mcpd.cli.main import COMMANDS
+from mcpd.cli.pins import pending
 from tests.support.cli_runs import exit_of, usage_error
 
 ESC = "\x1b"
@@ -138,7 +139,7 @@ def test_approves_names_may_come_before_and_after_its_options(
         seen.append(args)
         return 0
 
-    monkeypatch.setattr(pins_cmds, "cmd_approve", approve)
+    monkeypatch.setattr(pending, "cmd_approve", approve)
     assert exit_of(argv) == 0
     [args] = seen
     assert (args.command, args.server, args.names, args.yes) == (

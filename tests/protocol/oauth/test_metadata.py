@@ -146,7 +146,7 @@ def test_an_endpoint_that_is_not_visible_ascii_is_refused_by_its_name(
 
 
 def test_an_endpoint_whose_host_has_non_ascii_letters_is_kept_for_its_ascii_form() -> None:
-    # Shown in the ASCII form DNS is asked for, with a word about it (cli.auth_login).
+    # Shown in the ASCII form DNS is asked for, with a word about it (cli.logins.auth_login).
     endpoint = "https://\u0430ccounts.example.com/authorize?x=1"
     meta = parse_server_metadata(
         ok(_meta(authorization_endpoint=endpoint)), AS_URL, "https://auth.example.com"

@@ -7,7 +7,7 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.cli.auth_login import from_this_user
+from mcpd.cli.logins.auth_login import from_this_user
 from protocol.oauth import FetchPolicy
 from protocol.oauth.http import get
 from tests.support.peer_user import needs_root, peer_uid, run_as

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from mcpd.cli import hostconfig as hc
+from mcpd.cli.hosts import hostconfig as hc
 from mcpd.local.state import statefile
 from mcpd.local.state.endpoint_token import TokenError
 from tests.support.acls import acl, with_acl

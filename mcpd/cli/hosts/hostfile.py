@@ -26,8 +26,8 @@ from typing import Final
 
 import msgspec
 
-from ..local.ownership.owners import not_trusted, trusted_owners
-from ..local.state.privatefile import UnsafeFileError, open_directory, write_atomically
+from ...local.ownership.owners import not_trusted, trusted_owners
+from ...local.state.privatefile import UnsafeFileError, open_directory, write_atomically
 
 # How often a file that changed under the edit is read and edited again.
 ATTEMPTS: Final = 5

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mcpd.cli.hostconfig import config_path
-from mcpd.cli.import_sources import HOST_NAMES, import_source
+from mcpd.cli.hosts.hostconfig import config_path
+from mcpd.cli.hosts.import_sources import HOST_NAMES, import_source
 
 ENV = {"HOME": "/home/u"}
 

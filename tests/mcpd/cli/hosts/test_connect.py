@@ -17,7 +17,7 @@ import jsonschema
 import pytest
 import trio
 
-from mcpd.cli import hostconfig as hc
+from mcpd.cli.hosts import hostconfig as hc
 from mcpd.config.loading.load import load
 from mcpd.config.tables import hosts
 from tests.support.agent import connect, running

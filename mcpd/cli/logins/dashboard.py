@@ -22,10 +22,10 @@ from urllib.parse import parse_qs, urlsplit
 
 from protocol.visible import visible
 
-from ..config.tables.model import default_config_path
+from ...config.tables.model import default_config_path
+from ..client import QUICK
+from ..exits import EXIT_BAD_REPLY, EXIT_FAILED, ask, client_for, fail
 from .browser import browser_argv, ended_by_signals, open_in_browser, page_to
-from .client import QUICK
-from .exits import EXIT_BAD_REPLY, EXIT_FAILED, ask, client_for, fail
 
 
 def _object(value: Any, what: str) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from urllib.parse import parse_qs
 
 import trio
 
-from mcpd.cli.revocation_words import logout_said
+from mcpd.cli.logins.revocation_words import logout_said
 from tests.support.agent import connect, running
 from tests.support.auth_login import LIMIT, config_for, mcpd
 from tests.support.oauth_browser import follow_authorization

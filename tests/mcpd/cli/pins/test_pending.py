@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mcpd.cli.pins_cmds import (
+from mcpd.cli.pins.pending import (
     _picked,
     describe_pin,
     diff_of,

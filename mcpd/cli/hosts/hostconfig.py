@@ -39,7 +39,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ..config.tables.hosts import HOSTS, Host
+from ...config.tables.hosts import HOSTS, Host
 from .hostconfig_json import NotJSON, Unreadable, dumps, line_ending, loads
 from .hostconfig_toml import merge_toml
 from .hostfile import HostConfigError, Written, replace_file

@@ -14,8 +14,8 @@ import jsonschema
 import pytest
 import trio
 
-from mcpd.cli import hostconfig as hc
-from mcpd.cli.hostconfig import HostConfigError
+from mcpd.cli.hosts import hostconfig as hc
+from mcpd.cli.hosts.hostconfig import HostConfigError
 from mcpd.config.tables import hosts
 from tests.support.hostconfig import DOCUMENTED, GEMINI, gemini_list, parsed
 

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import trio
 
-from mcpd.cli.browser import browser_argv, safe_to_open
+from mcpd.cli.logins.browser import browser_argv, safe_to_open
 from protocol.oauth.http import get
 from tests.support.agent import connect, running
 from tests.support.auth_login import LIMIT, ROOT, config_for, mcpd, read_until

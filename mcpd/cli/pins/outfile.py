@@ -22,8 +22,8 @@ from pathlib import Path
 
 from protocol.visible import visible
 
-from ..local.state.privatefile import UnsafeFileError, open_directory, write_in
-from .hostfile import HostConfigError, real_path
+from ...local.state.privatefile import UnsafeFileError, open_directory, write_in
+from ..hosts.hostfile import HostConfigError, real_path
 
 
 class OutputExists(OSError):

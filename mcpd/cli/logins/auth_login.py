@@ -27,12 +27,12 @@ from protocol.urls import ascii_hosts, ascii_url
 from protocol.visible import visible
 from transports.errors import single_exceptions
 
-from ..local.ownership.tcpowner import HoldersUnknown, OwnerUnknown, tcp_owner
+from ...local.ownership.tcpowner import HoldersUnknown, OwnerUnknown, tcp_owner
+from ..client import BadReply, Client, DaemonUnreachable
+from ..exits import EXIT_BAD_REPLY, EXIT_FAILED, EXIT_UNREACHABLE, ask, client_for, fail
+from ..status_view import local_time
 from .browser import ENDING, browser_argv, page_to, safe_to_open
-from .client import BadReply, Client, DaemonUnreachable
-from .exits import EXIT_BAD_REPLY, EXIT_FAILED, EXIT_UNREACHABLE, ask, client_for, fail
 from .revocation_words import replaced_said
-from .status_view import local_time
 
 if TYPE_CHECKING:
     from transports.http.oauth_redirect import RedirectListener

@@ -17,17 +17,9 @@ from typing import Any, Final
 
 from protocol import jsonrpc as rpc
 
-from ..local.state.privatefile import UnsafeFileError, file_kind
-from .client import QUICK, SOCKET_HELP, BadReply, Client, DaemonUnreachable, socket_path
-from .exits import (
-    EXIT_BAD_REPLY,
-    EXIT_FAILED,
-    EXIT_UNREACHABLE,
-    EXIT_USAGE,
-    ask,
-    client_for,
-    fail,
-)
+from ...local.state.privatefile import UnsafeFileError, file_kind
+from ..client import QUICK, SOCKET_HELP, BadReply, Client, DaemonUnreachable, socket_path
+from ..exits import EXIT_BAD_REPLY, EXIT_FAILED, EXIT_UNREACHABLE, EXIT_USAGE, ask, client_for, fail
 from .outfile import OutputExists, write_output
 
 # The most ``pins import`` reads: as large as a config file may be, far more than the

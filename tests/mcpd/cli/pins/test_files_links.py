@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from mcpd.cli import pins_io
 from mcpd.cli.main import main
+from mcpd.cli.pins import files
 from tests.support.agent import running
 from tests.support.pins_daemon import Changing, cli, config
 
@@ -138,10 +138,10 @@ def test_import_of_a_fifo_or_a_directory_is_refused_without_waiting(tmp_path: Pa
 def test_import_of_a_file_past_the_bound_is_refused_naming_it(tmp_path: Path) -> None:
     big = tmp_path / "pins.json"
     with big.open("wb") as f:
-        f.truncate(pins_io.MAX_IMPORT_BYTES + 1)  # sparse: nothing written
+        f.truncate(files.MAX_IMPORT_BYTES + 1)  # sparse: nothing written
     done = importing(str(big))
     assert done.returncode == 2, done.stderr
-    bound = f"{pins_io.MAX_IMPORT_BYTES:,}"
+    bound = f"{files.MAX_IMPORT_BYTES:,}"
     assert f"cannot read {big}: it is larger than {bound} bytes" in done.stderr
     assert "Traceback" not in done.stderr
 
@@ -149,7 +149,7 @@ def test_import_of_a_file_past_the_bound_is_refused_naming_it(tmp_path: Path) ->
 def test_import_from_stdin_reads_no_more_than_the_bound(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(pins_io, "MAX_IMPORT_BYTES", 16)
+    monkeypatch.setattr(files, "MAX_IMPORT_BYTES", 16)
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b'{"servers": {}}' + b" " * 99)))
     with pytest.raises(SystemExit) as done:
         main(["pins", "import", "-", "--socket", "/nonexistent"])

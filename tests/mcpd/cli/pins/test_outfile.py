@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpd.cli.outfile import OutputExists, write_output
+from mcpd.cli.pins.outfile import OutputExists, write_output
 from mcpd.local.state.privatefile import UnsafeFileError
 
 

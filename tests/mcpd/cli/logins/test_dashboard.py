@@ -1,4 +1,4 @@
-"""``mcpd dashboard`` (``mcpd.cli.dashboard``) run in this process against a stand-in
+"""``mcpd dashboard`` (``mcpd.cli.logins.dashboard``) run in this process against a stand-in
 daemon: the one-time address printed with how long it lasts, the way to turn the
 endpoint on when it is off, and the reply's words never acting on the terminal."""
 
@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from mcpd.cli import dashboard
+from mcpd.cli.logins import dashboard
 from mcpd.cli.main import main
 from tests.support.fake_daemon import FakeDaemon, error, result
 
 URL = "http://127.0.0.1:8765/login?code=abc"
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 @pytest.fixture

@@ -21,8 +21,8 @@ from typing import Any
 from protocol.urls import ascii_hosts, ascii_url
 from protocol.visible import visible
 
-from .client import QUICK, SOCKET_HELP, socket_path
-from .exits import ask, client_for
+from ..client import QUICK, SOCKET_HELP, socket_path
+from ..exits import ask, client_for
 from .revocation_words import logout_said
 
 LOGIN_TIMEOUT = 600.0  # seconds to wait for the browser

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcpd.cli.auth import render_status
+from mcpd.cli.logins.auth import render_status
 
 
 def test_an_issuer_written_with_non_ascii_letters_is_shown_in_ascii_and_said_to_be() -> None:

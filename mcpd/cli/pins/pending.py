@@ -1,5 +1,5 @@
 """``mcpd approve`` and ``mcpd tools --pending|--findings``: what waits for approval,
-shown so a person can judge it (``pins_io`` moves the pins between machines).
+shown so a person can judge it (``files`` moves the pins between machines).
 
 A pending change is shown as a unified diff of the definition as approved and as the
 server offers it now, one field to a line and a description one line of its own to a
@@ -21,8 +21,8 @@ from typing import Any, Final
 
 from protocol.visible import visible
 
-from .client import QUICK
-from .exits import EXIT_FAILED, ask, client_for, fail
+from ..client import QUICK
+from ..exits import EXIT_FAILED, ask, client_for, fail
 
 _WHY: Final = {
     "changed": "changed since it was approved",

@@ -34,8 +34,8 @@ from types import FrameType
 
 from protocol.urls import openable
 
-from ..local.ownership.owners import user_name
-from ..local.state.privatefile import UnsafeFileError, open_directory, write_atomically
+from ...local.ownership.owners import user_name
+from ...local.state.privatefile import UnsafeFileError, open_directory, write_atomically
 
 ENDING: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGHUP)
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from mcpd.cli import hostconfig as hc
-from mcpd.cli.hostfile import HostConfigError
+from mcpd.cli.hosts import hostconfig as hc
+from mcpd.cli.hosts.hostfile import HostConfigError
 from tests.support.peer_user import needs_root, peer_uid, shared_dir
 
 BRIDGE = ["/usr/bin/mcpd", "bridge"]

@@ -18,7 +18,13 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from mcpd.cli.browser import browser_argv, ended_by_signals, page_to, safe_to_open, write_page
+from mcpd.cli.logins.browser import (
+    browser_argv,
+    ended_by_signals,
+    page_to,
+    safe_to_open,
+    write_page,
+)
 
 SECRET = "http://127.0.0.1:8765/?code=only-for-this-user"
 

@@ -33,13 +33,13 @@ from typing import Any
 from protocol.jsonrpc import RPCError
 from protocol.visible import visible
 
-from ..config.loading.load import load
-from ..config.loading.paths import daemon_socket_path
-from ..config.tables.hosts import HOSTS, TEMPLATE, builtin_profiles, host_prefix, max_tool_name
-from ..config.tables.model import Config, ConfigError
-from ..config.tables.profiles import DEFAULT_PROFILE, EVERYTHING
-from ..local.state.endpoint_token import TokenError, read_token, token_path
-from .client import (
+from ...config.loading.load import load
+from ...config.loading.paths import daemon_socket_path
+from ...config.tables.hosts import HOSTS, TEMPLATE, builtin_profiles, host_prefix, max_tool_name
+from ...config.tables.model import Config, ConfigError
+from ...config.tables.profiles import DEFAULT_PROFILE, EVERYTHING
+from ...local.state.endpoint_token import TokenError, read_token, token_path
+from ..client import (
     BadReply,
     Client,
     DaemonUnreachable,
@@ -50,7 +50,7 @@ from .client import (
     running_daemon,
     socket_path,
 )
-from .exits import EXIT_UNREACHABLE, fail
+from ..exits import EXIT_UNREACHABLE, fail
 from .hostconfig import config_path, entry, host, merge, write
 from .hostconfig_toml import merge_toml, render_table
 from .hostfile import HostConfigError, Written, replace_file
@@ -172,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"mcpd: warning: {visible(stale)}", file=sys.stderr)
             if suffix:
                 url += f"?profile={suffix}"
-            from ..local.state.statefile import state_dir  # trio: not for every command's parser
+            from ...local.state.statefile import state_dir  # trio: not for every command's parser
 
             token = read_token(token_path(state_dir(config)))
             new = entry(key, name=name, url=url, token=token)

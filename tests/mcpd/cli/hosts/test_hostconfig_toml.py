@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mcpd.cli.hostconfig_toml import merge_toml, render_table
+from mcpd.cli.hosts.hostconfig_toml import merge_toml, render_table
 
 NOTES = {"command": "mcpd", "args": ["connect", "notes"]}
 

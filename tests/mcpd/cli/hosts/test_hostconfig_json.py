@@ -8,7 +8,14 @@ import json
 
 import pytest
 
-from mcpd.cli.hostconfig_json import JsonNumber, NotJSON, Unreadable, dumps, line_ending, loads
+from mcpd.cli.hosts.hostconfig_json import (
+    JsonNumber,
+    NotJSON,
+    Unreadable,
+    dumps,
+    line_ending,
+    loads,
+)
 
 
 @pytest.mark.parametrize(
