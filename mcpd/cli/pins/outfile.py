@@ -1,7 +1,7 @@
 """A file a person names for a command's output (``mcpd pins export -o FILE``), written
 without following a link someone else may have made, and never through one at its name.
 
-The directory is found as a host's config file is (``hostfile.real_path``): a link on
+The directory is found as a host's config file is (``hosts.hostfile.real_path``): a link on
 the way is followed only when it is the user's (or root's) in a directory no other
 user can write. The name itself is never followed. Without ``force`` the file is
 created there exclusively (``O_CREAT|O_EXCL|O_NOFOLLOW``), so anything already there,
@@ -47,7 +47,7 @@ def write_output(path: str, data: bytes, *, force: bool) -> None:
 
 def resolved(path: str) -> str:
     """``path`` with the links on the way to its directory followed where that is safe
-    (``hostfile.real_path``), its last part as given; raises UnsafeFileError for a link
+    (``hosts.hostfile.real_path``), its last part as given; raises UnsafeFileError for a link
     that may be another user's, or a path that names no file."""
     directory, name = os.path.split(path)
     if name in ("", ".", ".."):

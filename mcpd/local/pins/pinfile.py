@@ -3,9 +3,9 @@ tools, prompts and templates (``registry.pinning.pins``), and what ``mcpd approv
 tools --pending|--findings`` and ``mcpd pins export|import`` ask of them.
 
 The file is read once at start-up, before any server lists anything, and rewritten
-(whole and private: ``privatefile``) after each change: soon after for what mcpd pins
+(whole and private: ``state.privatefile``) after each change: soon after for what mcpd pins
 by itself (a first sight, a change taken under ``warn``; while such changes keep
-coming, paced: ``pacing``), and before the command returns for what a person
+coming, paced: ``state.pacing``), and before the command returns for what a person
 approves or imports. Unlike the last known tools, pins are
 not a cache: a file that cannot be read is set aside (``pins.json.unreadable``; a
 later one beside it as ``pins.json.unreadable.2`` and so on, none written over), and

@@ -1,6 +1,6 @@
 """Writing ``pins.json`` anew without holding it in memory.
 
-The new file is written a piece at a time as it is made (``privatefile`` takes the
+The new file is written a piece at a time as it is made (``state.privatefile`` takes the
 pieces). A server whose pins did not change since the file was last written is copied
 from the file being replaced, its bytes as they are; a server whose pins did has its
 records made one by one, in the order the daemon keeps them (which is the file's: new
@@ -69,7 +69,7 @@ def write(
 
 def _opened(path: str) -> tuple[BinaryIO | None, str]:
     """The file being replaced, if there is one, else why not; not through a link (one
-    at its name is replaced, as ``privatefile`` replaces it, and nothing is read from
+    at its name is replaced, as ``state.privatefile`` replaces it, and nothing is read from
     where it points)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)

@@ -1,5 +1,5 @@
 """The pins as the daemon keeps them, with whether they are on disk now
-(``unsaved``): an approval that cannot be saved holds until mcpd stops, and
+(``state.unsaved``): an approval that cannot be saved holds until mcpd stops, and
 ``mcpd status`` says so."""
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ never half of one.
 
 All of it happens relative to the directory, opened once (without following a link)
 and checked: it must be a real directory of this user, root or the mcpd service user
-(see ``owners``) that no other user can write to. Elsewhere, others could swap or
+(see ``ownership.owners``) that no other user can write to. Elsewhere, others could swap or
 delete the file whatever its own mode says.
 
 Reading such a file back (``read_private``), or adding to one (``open_private``, the

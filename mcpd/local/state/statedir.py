@@ -5,7 +5,7 @@ approvals, OAuth tokens, the endpoint's token, the audit log, the servers' homes
 directory another user owns or may write (made at the configured path before mcpd
 first ran, say in ``/tmp``) would let them read all of it, replace it, or swap a
 server's home for a link of their choosing. So mcpd does not start on one, and says
-which directory and why: the rule is a config file's (``trusted_path``), the directory
+which directory and why: the rule is a config file's (``ownership.trusted_path``), the directory
 and every directory and link on the way to it must be mcpd's user's or root's and
 writable by nobody else, but for sticky ones on the way such as ``/tmp``.
 

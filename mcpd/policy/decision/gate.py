@@ -17,10 +17,10 @@ forgets the approvals remembered for its tools, and one given for a call that wa
 across such a reload is for that call alone; an approval is remembered for the tool's
 definition (``defined``), so a tool defined anew is asked about again.
 
-A person approves a call from its arguments as they are shown (``showing``): before
+A person approves a call from its arguments as they are shown (``shown.showing``): before
 anyone is asked, ``shown`` reads them once, and arguments that reading cannot show as
 the server will read them (a key given twice, a number past what a double holds, text
-that is not JSON) are refused (``reading.Unshowable``) rather than shown one way and
+that is not JSON) are refused (``shown.reading.Unshowable``) rather than shown one way and
 run another.
 """
 
@@ -49,7 +49,7 @@ REMEMBERED: Final = "remembered"
 # proportion to their size, and the other agents' calls go on meanwhile.
 READ_HERE: Final = 64 * 1024
 
-# Who may not decide the calls of the agent that asks (``kin.AgentKin``): looked up once
+# Who may not decide the calls of the agent that asks (``deciders.kin.AgentKin``): looked up once
 # a call is to wait, and only then.
 FindKin = Callable[[], Awaitable[AgentKin]]
 
@@ -144,7 +144,7 @@ class CallGate:
         kept: int = 0,
     ) -> Verdict | Decision:
         """Wait for a person's decision on an ``ask`` call, which keeps ``kept`` bytes
-        meanwhile. ``agent_answer`` asks the agent's user (``asking``) while the
+        meanwhile. ``agent_answer`` asks the agent's user (``waiting.asking``) while the
         operator can decide too. The person's verdict; or the rules' decision, a
         ``deny``, when a reload made them refuse the call while it waited. An approval
         is not remembered here: it is not known yet to stand (``stands``)."""

@@ -7,7 +7,7 @@ at every depth, and what is too long is shortened where it stands, with how much
 left out: a long string keeps its start (``"Small wording fix. …"…(8620 more
 characters)``), a long array its first items and every item that holds a key. Only
 where even the keys do not fit is the glance cut short, saying how many keys it
-leaves out; a call is not approved from such a glance (``asking``, the page), but from
+leaves out; a call is not approved from such a glance (``waiting.asking``, the page), but from
 ``mcpd approvals show``, which writes them whole.
 
 Whole, they are JSON: each object's members in the order sent, each number as it was

@@ -48,7 +48,7 @@ ApprovalOutcome = Literal["approved", "denied", "unanswered"]
 
 class ApprovalRequest(msgspec.Struct, frozen=True, kw_only=True):
     """What a person is asked about. ``arguments`` is the call's arguments at a glance
-    (``showing``): JSON text, mcpd's secrets masked, every key shown where they fit,
+    (``shown.showing``): JSON text, mcpd's secrets masked, every key shown where they fit,
     long values shortened in place; ``whole`` writes them whole."""
 
     agent: AgentInfo

@@ -12,7 +12,7 @@ end that line and read as mcpd's own.
 
 Any answer but an explicit approval is a refusal: a declined or dismissed form, or a
 form whose content does not say "approve". The arguments are shown at a glance
-(``showing``): every key, long values shortened where they stand. Where even the keys
+(``shown.showing``): every key, long values shortened where they stand. Where even the keys
 do not all fit, the form says so and offers only to deny: the call is approved from
 ``mcpd approvals``, where they are shown whole, and no answer of the agent's approves
 it (nor does a dismissed form refuse it: the operator still decides).
