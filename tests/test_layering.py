@@ -742,9 +742,6 @@ PROTOCOL_NAMES = {
 }
 # Names had twice that are not yet apart. The list may only get shorter.
 NOT_YET_APART = {
-    "add_parser",
-    "build",
-    "cmd_status",
     "definitions",
     "label",
     "marked",
@@ -754,8 +751,6 @@ NOT_YET_APART = {
     "refusal",
     "refuse",
     "render",
-    "render_status",
-    "run",
     "shown",
     "summary",
     "write",

@@ -37,7 +37,7 @@ _AGO: Final = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(s|m|min|h|d)\Z")
 _SECONDS: Final = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_calls(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = sub.add_parser("calls", help="show the audit log: the calls agents made")
     c.add_argument(
         "--since",

@@ -218,12 +218,12 @@ def _watch_commands(g: _Grammar) -> None:
         db.set_defaults(func=cmd_dashboard)
 
     if g.want("approvals"):
-        from .approvals import add_parser as add_approvals
+        from .approvals import add_approvals
 
         add_approvals(g.sub)
 
     if g.want("calls"):
-        from .calls import add_parser as add_calls
+        from .calls import add_calls
 
         add_calls(g.sub)
 
@@ -302,9 +302,9 @@ def _host_commands(g: _Grammar) -> None:
     """What a host needs: its config entry (``connect``), and the prompts and resources
     it would be offered."""
     if g.want("connect"):
-        from .hosts.connect import add_parser
+        from .hosts.connect import add_connect
 
-        add_parser(g.sub)
+        add_connect(g.sub)
 
     if g.want(*PROMPT_RESOURCE_COMMANDS):
         from .prompt_resource_cmds import add_commands

@@ -52,7 +52,7 @@ def _parse_args(argv: Sequence[str] | None, server: DemoServer) -> argparse.Name
     return args
 
 
-def run(server: DemoServer, argv: Sequence[str] | None = None) -> None:
+def run_demo(server: DemoServer, argv: Sequence[str] | None = None) -> None:
     """Command-line entry point: serve ``server`` on stdio or HTTP until EOF or a signal."""
     args = _parse_args(argv, server)
     # In mcpd's own format: the demo's HTTP server writes to the terminal mcpd serve --demo

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .main import run
+from .main import run_demo
 from .runtime import DemoServer, ToolContext, ToolError, object_schema
 
 PAGE_SIZE = 2
@@ -96,7 +96,7 @@ def snippet(text: str, start: int, length: int) -> str:
     return ("…" if begin > 0 else "") + body + ("…" if end < len(text) else "")
 
 
-def build(notes: Mapping[str, str]) -> DemoServer:
+def build_notes(notes: Mapping[str, str]) -> DemoServer:
     server = DemoServer(
         "notes",
         instructions="Search notes with `search`, then read one in full with `read_note`.",
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
     directory = own.dir or os.environ.get("NOTES_DIR")
     if directory and not Path(directory).is_dir():
         sys.exit(f"notes: {directory!r} is not a directory")
-    run(build(load_notes(directory)), rest)
+    run_demo(build_notes(load_notes(directory)), rest)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import msgspec
 
 from protocol import mcp
 
-from .main import run
+from .main import run_demo
 from .runtime import DemoServer, ToolContext, ToolError, object_schema
 
 PRIORITIES = ("low", "normal", "high")
@@ -47,7 +47,7 @@ def seed() -> list[Ticket]:
     ]
 
 
-def build() -> DemoServer:
+def build_tickets() -> DemoServer:
     tickets = {t.id: t for t in seed()}
     server = DemoServer(
         "tickets",
@@ -120,7 +120,7 @@ def build() -> DemoServer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    run(build(), argv)
+    run_demo(build_tickets(), argv)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from typing import Any
 
 import trio
 
-from mcpd.demo.main import run
+from mcpd.demo.main import run_demo
 from mcpd.demo.runtime import DemoServer, ToolContext, ToolDef, object_schema
 
 
@@ -96,4 +96,4 @@ async def chatter(args: dict[str, Any], ctx: ToolContext) -> str:
 
 
 if __name__ == "__main__":
-    run(server, sys.argv[1:])
+    run_demo(server, sys.argv[1:])

@@ -146,7 +146,7 @@ def endpoint_warning(url: str, sock: str) -> str | None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def cmd_connect(args: argparse.Namespace) -> int:
     key, name = args.host, args.name
     try:
         host(key)
@@ -281,7 +281,7 @@ def _reload(sock: str) -> None:
         print("mcpd reloaded its configuration")
 
 
-def add_parser(sub: Any) -> None:
+def add_connect(sub: Any) -> None:
     c = sub.add_parser("connect", help="print (or --write) the config entry a host needs")
     c.add_argument("host", choices=sorted(HOSTS), help="the host to connect")
     c.add_argument("--profile", help="the profile (default: the host's own, built in)")
@@ -303,7 +303,7 @@ def add_parser(sub: Any) -> None:
 
 def _main(args: argparse.Namespace) -> int:
     try:
-        return run(args)
+        return cmd_connect(args)
     except ConnectError as exc:
         # A config error says each of its errors on a line of its own; what the file
         # holds is shown escaped, as every command shows it.

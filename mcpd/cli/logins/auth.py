@@ -48,7 +48,7 @@ def _issuer(issuer: str | None) -> str:
     return shown if shown == issuer else f"{shown} (written with non-ASCII letters)"
 
 
-def render_status(servers: list[dict[str, Any]]) -> str:
+def render_auth_status(servers: list[dict[str, Any]]) -> str:
     if not servers:
         return "no HTTP servers"
     lines = [f"{'SERVER':<16} {'LOGIN':<14} {'EXPIRES':<21} {'ISSUER':<32} SCOPES"]
@@ -78,7 +78,7 @@ def _unrenewable(server: dict[str, Any]) -> str:
     return "no refresh token"
 
 
-def cmd_status(args: argparse.Namespace) -> int:
+def cmd_auth_status(args: argparse.Namespace) -> int:
     import json
 
     with client_for(args, QUICK) as client:
@@ -86,7 +86,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"servers": servers}, indent=2))
     else:
-        print(render_status(servers))
+        print(render_auth_status(servers))
     return 0
 
 
@@ -131,7 +131,7 @@ def add_auth_commands(sub: Any) -> None:
     lg.set_defaults(func=cmd_login)
     st = action("status", "each HTTP server's login: state, issuer, scopes, expiry")
     st.add_argument("--json", action="store_true")
-    st.set_defaults(func=cmd_status)
+    st.set_defaults(func=cmd_auth_status)
     lo = action("logout", "forget a server's tokens (revoking them where offered)")
     lo.add_argument("server", help="the server's alias")
     lo.add_argument(

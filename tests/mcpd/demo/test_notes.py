@@ -17,7 +17,7 @@ from tests.support.demo import meta
 
 async def call(server_notes: dict[str, str], tool: str, **arguments: Any) -> tuple[bool, str]:
     """Whether the call failed, and its text."""
-    server = notes.build(server_notes)
+    server = notes.build_notes(server_notes)
     params = {"name": tool, "arguments": arguments, "_meta": meta()}
     request = rpc.Request(1, "tools/call", Raw(json.dumps(params).encode()))
 
@@ -146,7 +146,7 @@ async def test_list_notes_gives_names_and_sizes_or_says_there_are_none() -> None
 
 
 def test_the_server_lists_two_tools_a_page_and_says_how_to_use_them() -> None:
-    server = notes.build(NOTES)
+    server = notes.build_notes(NOTES)
     assert server.page_size == 2
     assert [t.name for t in server.tools] == ["search", "read_note", "list_notes"]
     assert server.instructions is not None and "read_note" in server.instructions

@@ -19,7 +19,7 @@ class Calls:
     """One server, its state kept between calls, and the notifications it sent."""
 
     def __init__(self) -> None:
-        self.server: DemoServer = tickets.build()
+        self.server: DemoServer = tickets.build_tickets()
         self.sent: list[dict[str, Any]] = []
 
     async def _notify(self, message: bytes) -> None:

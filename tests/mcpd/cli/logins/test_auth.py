@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from mcpd.cli.logins.auth import render_status
+from mcpd.cli.logins.auth import render_auth_status
 
 
 def test_an_issuer_written_with_non_ascii_letters_is_shown_in_ascii_and_said_to_be() -> None:
     homograph = "https://\u0430ccounts.google.com"
-    out = render_status(
+    out = render_auth_status(
         [
             {
                 "server": "tickets",

@@ -14,7 +14,7 @@ from typing import Any
 
 import trio
 
-from mcpd.cli.logins.auth import render_status as render_logins
+from mcpd.cli.logins.auth import render_auth_status as render_logins
 from mcpd.cli.status_view import render_status
 from tests.support.agent import make_config, running
 from tests.support.hostile_text_server import HOSTILE
