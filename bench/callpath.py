@@ -48,7 +48,7 @@ import trio
 from bench import http_relay
 from bench import splicer as bench_splicer
 from bench.targets import wait_for
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.daemon import Daemon
 from mcpd.local.service.journal import setup_logging
 
@@ -173,7 +173,7 @@ async def count(
         server.update(command=sys.executable, args=[str(ECHO)], env={"API_TOKEN": BENCH_SECRET})
     if legacy_server:
         server["era"] = "legacy"
-    config = parse(
+    config = parse_config(
         {
             "daemon": {
                 "socket": f"{workdir}/mcpd.sock",

@@ -17,7 +17,7 @@ from transports.errors import single_exceptions
 from transports.stdio.process import early, pidgroup
 from transports.stdio.process.child import signal_group, spawn
 
-from .config.loading.load import load, parse
+from .config.loading.load import load, parse_config
 from .config.loading.paths import daemon_socket_path
 from .config.tables.model import EX_CONFIG, Config, ConfigError
 from .config_hold import ConfigHold
@@ -149,7 +149,7 @@ async def demo_config(socket: str | None = None) -> AsyncIterator[Config]:
                 },
             }
             logger.info("demo: tickets serves HTTP on 127.0.0.1:%d (pid %d)", port, proc.pid)
-            yield parse(data)  # read from no file
+            yield parse_config(data)  # read from no file
     finally:
         with trio.CancelScope(shield=True):
             signal_group(proc.pid, signal.SIGTERM)

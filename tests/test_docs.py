@@ -14,7 +14,7 @@ import msgspec
 import pytest
 
 from mcpd.cli.main import build_parser
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config, ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -191,7 +191,7 @@ def test_what_the_walk_leaves_out_is_no_config_key(table: str, key: str) -> None
     if table == "servers.*":
         data = {"servers": {"a": {"command": "true", key: "x"}}}
     with pytest.raises(ConfigError, match="unknown key"):
-        parse(data)
+        parse_config(data)
 
 
 @pytest.mark.parametrize(

@@ -742,11 +742,6 @@ PROTOCOL_NAMES = {
 }
 # Names had twice that are not yet apart. The list may only get shorter.
 NOT_YET_APART = {
-    "definitions",
-    "label",
-    "marked",
-    "one_line",
-    "parse",
     "read",
     "refusal",
     "refuse",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 
-def label(value: str) -> str:
+def label_value(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
@@ -25,7 +25,7 @@ class Writer:
         self.lines.append(f"# TYPE {name} {kind}")
 
     def sample(self, name: str, labels: dict[str, str], value: float) -> None:
-        inner = ",".join(f'{k}="{label(v)}"' for k, v in labels.items())
+        inner = ",".join(f'{k}="{label_value(v)}"' for k, v in labels.items())
         self.lines.append(
             f"{name}{{{inner}}} {number(value)}" if inner else f"{name} {number(value)}"
         )

@@ -27,7 +27,7 @@ import pytest
 import trio
 
 from mcpd.audit.reader import AuditRecords
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.daemon import Daemon
 from tests.support.agent import running
 from tests.support.apart import APART
@@ -56,7 +56,7 @@ RULES = [
 def config(tmp_path: Path) -> tuple[Any, Path]:
     log = tmp_path / "server.in"
     command, args = scripted("--names", "create_issue,delete_repo,read", "--log-file", str(log))
-    parsed = parse(
+    parsed = parse_config(
         {
             "daemon": {
                 "socket": str(tmp_path / "mcpd.sock"),

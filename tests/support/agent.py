@@ -12,7 +12,7 @@ from typing import Any
 
 import trio
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config
 from mcpd.daemon import Daemon
 from transports.errors import single_exceptions
@@ -185,7 +185,7 @@ def make_config(
     daemon.setdefault("startup_deadline", 20.0)
     daemon.setdefault("backoff_base", 0.05)
     daemon.setdefault("backoff_cap", 0.5)
-    return parse({"daemon": daemon, "servers": servers, "profiles": profiles or {}})
+    return parse_config({"daemon": daemon, "servers": servers, "profiles": profiles or {}})
 
 
 @contextlib.asynccontextmanager

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.local.state.oauth_store import OAuthStore
 from mcpd.servers.oauth.auth import ServerAuth
 from mcpd.servers.oauth.login import Login
@@ -57,7 +57,7 @@ def server_auth(
     state: Path, world: FakeWorld, clock: Clock, resolver: Resolver = public, **server: Any
 ) -> tuple[ServerAuth, WorldHttp]:
     """``srv`` at the world's server URL, ``server`` its other config keys."""
-    config = parse({"servers": {"srv": {"url": world.server_url, **server}}}, env={})
+    config = parse_config({"servers": {"srv": {"url": world.server_url, **server}}}, env={})
     http = WorldHttp(world, clock, resolver)
     auth = ServerAuth("srv", config.servers["srv"], OAuthStore(str(state)), http=http, clock=clock)
     return auth, http

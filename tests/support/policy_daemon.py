@@ -12,7 +12,7 @@ from typing import Any
 
 from mcpd.audit.reader import AuditRecords
 from mcpd.audit.record import CallRecord
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.daemon import Daemon
 from mcpd.policy.waiting.approvals import PendingView
 from tests.support.agent import running
@@ -68,7 +68,7 @@ async def policy_daemon(
     ``gh`` lists ``tools`` (names, comma-separated)."""
     log = tmp_path / "server.in"
     command, args = scripted("--names", tools, "--log-file", str(log))
-    config = parse(
+    config = parse_config(
         {
             "daemon": {
                 "socket": str(tmp_path / "mcpd.sock"),

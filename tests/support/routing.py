@@ -21,7 +21,7 @@ from mcpd.agents.calls.toolcall import Router
 from mcpd.agents.entry.identity import AgentIdentity
 from mcpd.agents.profiles import Profile
 from mcpd.audit.record import CallRecord
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import NamingConfig, ProfileConfig
 from mcpd.config.tables.policy import PolicyRule
 from mcpd.policy.deciders.kin import AgentKin
@@ -110,7 +110,7 @@ class World:
         splice: bool = True,
     ) -> None:
         self.catalog = Catalog(NamingConfig())
-        config = parse({"servers": {alias: {"command": "x"} for alias in TOOLS}}, env={})
+        config = parse_config({"servers": {alias: {"command": "x"} for alias in TOOLS}}, env={})
         base = AllServers(Supervisor(config, self.catalog), self.catalog)
         for alias, names in TOOLS.items():
             self.catalog.update(alias, [tool(n) for n in names])

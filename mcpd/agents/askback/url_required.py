@@ -36,7 +36,7 @@ from protocol import mcp, surface
 from protocol.logfields import log_extra
 from protocol.visible import quote
 
-from ...registry.text.relayed import cleaned, marked
+from ...registry.text.relayed import cleaned, marked_params
 from ..agent import AgentCall
 
 logger = logging.getLogger("mcpd.askback")
@@ -177,6 +177,9 @@ def _input_required(alias: str, links: list[_Link]) -> Raw:
         if isinstance(link.elicitationId, str):
             params["elicitationId"] = link.elicitationId
         params, _ = cleaned(_ELICIT, params)
-        requests[f"mcpd_url_{n}"] = {"method": _ELICIT, "params": marked(alias, _ELICIT, params)}
+        requests[f"mcpd_url_{n}"] = {
+            "method": _ELICIT,
+            "params": marked_params(alias, _ELICIT, params),
+        }
     result = {"resultType": mcp.INPUT_REQUIRED, "inputRequests": requests}
     return Raw(msgspec.json.encode(result))

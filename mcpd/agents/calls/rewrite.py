@@ -24,7 +24,7 @@ import msgspec
 from msgspec import Raw
 
 from ...registry.text.clean import clean_text
-from ...registry.text.marking import as_listed, one_line
+from ...registry.text.marking import as_listed, breaks_as_spaces
 from .results import content_apart
 
 ToAgent = Callable[[str], str]  # a server's URI -> the agent's
@@ -51,7 +51,7 @@ def _cleaned(item: dict[str, Any], keys: tuple[str, ...]) -> bool:
         if isinstance(value, str):
             clean = clean_text(value)[0] if keys else value
             if key in _ONE_LINE:
-                clean = one_line(clean)
+                clean = breaks_as_spaces(clean)
             if clean != value:
                 item[key], changed = clean, True
     return changed

@@ -153,7 +153,7 @@ CALL_INPUT: Final[dict[str, Any]] = {
 }
 
 
-def definitions(servers: Sequence[str] = (), total: int | None = None) -> list[mcp.Tool]:
+def meta_tools(servers: Sequence[str] = (), total: int | None = None) -> list[mcp.Tool]:
     """The meta-tools for ``tools/list``. ``servers`` and ``total`` (the profile's
     servers and tool count) go into the search tool's description, so a model knows
     what there is to find before it asks."""

@@ -34,7 +34,7 @@ def exposed_listing(view: ProfileView) -> Sequence[Listed]:
     """``tools/list`` for the view's agents."""
     if view.mode == "all":
         return view.listing()
-    defs: list[Listed] = list(metatools.definitions(view.servers(), total=view.count()))
+    defs: list[Listed] = list(metatools.meta_tools(view.servers(), total=view.count()))
     return defs + view.pinned()
 
 

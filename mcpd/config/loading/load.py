@@ -43,7 +43,7 @@ from .expand import (
 )
 from .nesting import nests_too_deep, too_deep_to_read
 
-__all__ = ["Unresolved", "expand", "load", "parse", "said_of", "validate"]
+__all__ = ["Unresolved", "expand", "load", "parse_config", "said_of", "validate"]
 
 _AT_RE: Final = re.compile(r"^(.*?)(?: - at `\$(.*)`)?$", re.S)
 # Where tomllib's message says the file went wrong, and a line that starts a table.
@@ -96,7 +96,7 @@ def _choices(info: msgspec.inspect.Type, path: str) -> list[str]:
     return [f'"{v}"' for t in literals for v in t.values if isinstance(v, str)]
 
 
-def parse(
+def parse_config(
     data: Mapping[str, object], env: Mapping[str, str] | None = None, source: str = ""
 ) -> Config:
     env = os.environ if env is None else env
@@ -282,6 +282,6 @@ def _set_again(text: str, error: str) -> str:
 
 def _parsed_in(p: Path, data: Mapping[str, object], env: Mapping[str, str] | None) -> Config:
     try:
-        return parse(data, env, source=str(p))
+        return parse_config(data, env, source=str(p))
     except ConfigError as exc:
         raise exc.in_file(str(p)) from None

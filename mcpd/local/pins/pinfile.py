@@ -38,7 +38,7 @@ import trio
 from protocol.logfields import log_extra
 
 from ...registry.gating.judged import HeldKind, HeldOffer, held_reason
-from ...registry.pinning.pinned import Found, Pins, Unwritten, Wanted, definitions
+from ...registry.pinning.pinned import Found, Pins, Unwritten, Wanted, pinned_definitions
 from ...registry.pinning.pins import BadPins
 from ...registry.pinning.review import Review
 from ..state.pacing import PacedWrites
@@ -169,7 +169,7 @@ class PinKeeper:
         """The definitions of these pins that the file holds, read now (a held item is
         shown as approved from the moment it is held): from their servers' parts, or
         from what a write under way takes there."""
-        return definitions(self.review.pins, self._in_flight, self._from_file, wanted)
+        return pinned_definitions(self.review.pins, self._in_flight, self._from_file, wanted)
 
     def _from_file(self, wanted: list[Wanted]) -> Found:
         try:

@@ -77,7 +77,7 @@ class HeldOffer(msgspec.Struct):
     findings: tuple[Finding, ...] = ()  # what they found there, and where
 
 
-def label(kind: HeldKind, name: str) -> str:
+def held_label(kind: HeldKind, name: str) -> str:
     """How a pinned item is named to people: a server's instructions by their kind."""
     return f"{kind} {name}" if name else kind
 

@@ -89,7 +89,7 @@ def shown(name: object) -> str:
     return name if len(name) <= _NAME_SHOWN else name[: _NAME_SHOWN - 3] + "..."
 
 
-def label(item: Item) -> str:
+def item_label(item: Item) -> str:
     if isinstance(item, surface.Resource):
         return shown(item.uri)
     if isinstance(item, surface.ResourceTemplate):
@@ -167,7 +167,7 @@ class ListTrim:
 
     def admit_decoded(self, item: Item) -> bool:
         """``admit`` for an item already decoded (as saved), measured as encoded."""
-        return self.admit_size(len(msgspec.json.encode(item)), lambda: label(item))
+        return self.admit_size(len(msgspec.json.encode(item)), lambda: item_label(item))
 
     def admit_size(self, size: int, name: Callable[[], str]) -> bool:
         if self._stop is None:
@@ -220,11 +220,11 @@ class ListTrim:
 
     def described(self, item: Item) -> None:
         """Cut the item's description (and a prompt's arguments') to the limit."""
-        item.description = self._cut(label(item), item.description)
+        item.description = self._cut(item_label(item), item.description)
         if isinstance(item, surface.Prompt) and isinstance(item.arguments, list):
             for arg in item.arguments:
                 arg.description = self._cut(
-                    f"{label(item)} argument {shown(arg.name)}", arg.description
+                    f"{item_label(item)} argument {shown(arg.name)}", arg.description
                 )
 
     def _cut(self, name: str, text: str | UnsetType | None) -> str | UnsetType | None:

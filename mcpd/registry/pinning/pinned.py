@@ -237,7 +237,7 @@ class Unwritten:
                 mine.setdefault(name, source)
 
 
-def definitions(
+def pinned_definitions(
     pins: Pins, unwritten: Unwritten, stored: Callable[[list[Wanted]], Found], wanted: list[Wanted]
 ) -> Found:
     """The definitions of these pins: those not written yet from ``unwritten``, the

@@ -14,18 +14,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from ..findings.rules import Finding
-from ..gating.judged import Approval, HeldKind, HeldOffer, ListState, label
+from ..gating.judged import Approval, HeldKind, HeldOffer, ListState, held_label
 from .pinned import (
     Found,
     Pins,
     ServerPins,
     Unwritten,
     Wanted,
-    definitions,
     every_pin,
     imported,
     parsed_digest,
     pin_set,
+    pinned_definitions,
 )
 from .pins import PinSet
 
@@ -55,7 +55,7 @@ class Review:
         return found
 
     def definitions(self, wanted: list[Wanted]) -> Found:
-        return definitions(self.pins, self.unwritten, self.stored, wanted)
+        return pinned_definitions(self.pins, self.unwritten, self.stored, wanted)
 
     # -- approval --
 
@@ -76,7 +76,7 @@ class Review:
             key = (pending.kind, pending.name)
             if wanted is not None and key not in wanted:
                 continue
-            shown = label(pending.kind, pending.name)
+            shown = held_label(pending.kind, pending.name)
             if wanted is not None and wanted.pop(key) != pending.offered.digest:
                 out.stale.append(shown)
                 continue
@@ -94,13 +94,13 @@ class Review:
             self.unwritten.put(alias, pending.kind, pending.name, offered.definition)
             del self.list_state(alias, pending.kind).pending[pending.name]
             out.approved.append(shown)
-        out.unknown = [label(k, n) for k, n in (wanted or {})]
+        out.unknown = [held_label(k, n) for k, n in (wanted or {})]
         if whole and len(self.pending(alias)) == len(resources):
             # Nothing waits but the resources shown: they go with the server.
             held = self.list_state(alias, "resource").pending
             for uri in resources:
                 del held[uri]
-                out.approved.append(label("resource", uri))
+                out.approved.append(held_label("resource", uri))
             server.approved = True
         self.unwritten.changed(alias)
         self.on_pinned()

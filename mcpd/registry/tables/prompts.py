@@ -21,9 +21,9 @@ from ...config.tables.servertable import ToolsConfig
 from ..gating.gate import ListGate
 from ..gating.limits import first_listed
 from ..naming.names import assign
-from ..text.marking import one_line
+from ..text.marking import breaks_as_spaces
 from .curation import curated_names, lets_through
-from .shown import argument_text, described, marked, sourced
+from .shown import argument_text, described, marked_title, sourced
 
 _encode: Final = msgspec.json.Encoder().encode
 
@@ -220,7 +220,7 @@ def agent_prompt(entry: PromptEntry, marker: str | None) -> surface.Prompt:
     )
     if entry.held is not None:
         meta["mcpd/held"] = entry.held
-    title = marked(alias, p.title)
+    title = marked_title(alias, p.title)
     arguments = p.arguments
     if isinstance(arguments, list):
         arguments = [_agent_argument(alias, arg) for arg in arguments]
@@ -232,7 +232,7 @@ def agent_prompt(entry: PromptEntry, marker: str | None) -> surface.Prompt:
 def _agent_argument(alias: str, arg: surface.PromptArgument) -> surface.PromptArgument:
     """An argument as agents see it: no line of its texts reads as another's, and its
     title is one line."""
-    title = one_line(arg.title) if isinstance(arg.title, str) else arg.title
+    title = breaks_as_spaces(arg.title) if isinstance(arg.title, str) else arg.title
     title, description = argument_text(alias, title), argument_text(alias, arg.description)
     if title is arg.title and description is arg.description:
         return arg

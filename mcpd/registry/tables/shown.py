@@ -16,7 +16,7 @@ from msgspec import UNSET
 from protocol import jsonrpc, mcp, surface
 from protocol.visible import visible
 
-from ..text.marking import later_lines_marked, lines_marked, one_line
+from ..text.marking import breaks_as_spaces, later_lines_marked, lines_marked
 
 T = TypeVar("T")
 _encode: Final = msgspec.json.Encoder().encode
@@ -194,8 +194,8 @@ def agent_resource(
     return msgspec.structs.replace(
         r,
         uri=uri,
-        name=one_line(r.name) if isinstance(r.name, str) else r.name,
-        title=marked(alias, r.title),
+        name=breaks_as_spaces(r.name) if isinstance(r.name, str) else r.name,
+        title=marked_title(alias, r.title),
         description=_resource_note(alias, r.description, marker),
         meta=meta,
     )
@@ -221,16 +221,16 @@ def agent_template(
     return msgspec.structs.replace(
         r,
         uriTemplate=template,
-        name=one_line(r.name) if isinstance(r.name, str) else r.name,
-        title=marked(alias, r.title),
+        name=breaks_as_spaces(r.name) if isinstance(r.name, str) else r.name,
+        title=marked_title(alias, r.title),
         description=_resource_note(alias, r.description, marker),
         meta=meta,
     )
 
 
-def marked(alias: str, title: T) -> T | str:
+def marked_title(alias: str, title: T) -> T | str:
     """A title as agents see it: its server in front, as in descriptions, on one line."""
-    return f"[{alias}] {one_line(title)}" if isinstance(title, str) else title
+    return f"[{alias}] {breaks_as_spaces(title)}" if isinstance(title, str) else title
 
 
 def argument_text(alias: str, text: T) -> T | str:
@@ -258,10 +258,10 @@ def agent_tool(entry: Entry, trusted: bool, marker: str | None) -> mcp.Tool:
         annotations["idempotentHint"] = False
         annotations["openWorldHint"] = True
     if annotations is not None and isinstance(annotations.get("title"), str):
-        annotations = {**annotations, "title": marked(entry.alias, annotations["title"])}
+        annotations = {**annotations, "title": marked_title(entry.alias, annotations["title"])}
     return mcp.Tool(
         name=entry.local,
-        title=marked(entry.alias, t.title),
+        title=marked_title(entry.alias, t.title),
         description=note,
         inputSchema=t.inputSchema,
         outputSchema=t.outputSchema,

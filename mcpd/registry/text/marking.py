@@ -82,7 +82,7 @@ def lines_marked(alias: str, text: str) -> str:
     return _ANY_LINE.sub(_marking(alias, ""), text)
 
 
-def one_line(text: str) -> str:
+def breaks_as_spaces(text: str) -> str:
     """``text`` with each of its line breaks made a space."""
     if text.isprintable():
         return text

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from typing import Any, Final, TypeVar
 
 from .clean import clean_text, clean_value
-from .marking import lines_marked, one_line
+from .marking import breaks_as_spaces, lines_marked
 from .quoting import quoted_lines
 
 SERVER_KEY: Final = "mcpd/server"
@@ -89,10 +89,12 @@ def _mark_form(alias: str, schema: Any) -> None:
         for key in _SHOWN:
             value = item.get(key)
             if isinstance(value, str):
-                item[key] = lines_marked(alias, one_line(value) if key == "title" else value)
+                item[key] = lines_marked(
+                    alias, breaks_as_spaces(value) if key == "title" else value
+                )
 
 
-def marked(alias: str, method: str, params: object) -> dict[str, object]:
+def marked_params(alias: str, method: str, params: object) -> dict[str, object]:
     """``params`` as the agent gets them: saying that the server ``alias`` asks."""
     out: dict[str, object] = dict(params) if isinstance(params, dict) else {}
     given = out.get("_meta")

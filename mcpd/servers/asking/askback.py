@@ -56,7 +56,7 @@ from transports.errors import SERVER_REPLIES
 
 from ...policy.redaction.guard import SecretGuard
 from ...policy.redaction.masking import KnownSecrets
-from ...registry.text.relayed import marked
+from ...registry.text.relayed import marked_params
 from ..results.rpc_results import UnfitRequest, cleaned_request, refused_ask
 from ..results.taking_apart import ReplyWork, TooComplex
 from .ended_asks import End, EndedAsks
@@ -369,7 +369,7 @@ class AskRoutes:
             raise refused_ask(self.alias, f"it sent a request for {req.method} whose {why}")
         params = cleaned_request(self.alias, req.method, given)
         params = self._replies.guard.value(self.alias, params, f"a {req.method} request")
-        return marked(self.alias, req.method, params)
+        return marked_params(self.alias, req.method, params)
 
     def _over_bound(self, cause: Cause) -> str | None:
         """What a request for ``cause`` would exceed, in words; None if nothing."""

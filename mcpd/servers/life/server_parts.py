@@ -40,7 +40,7 @@ from ..lists.prompt_resource_lists import PromptResourceKeeper
 from ..lists.tool_list_keeper import ToolListKeeper
 from ..oauth import attach
 from ..results.taking_apart import ReplyWork
-from ..status.outage import Outage, one_line
+from ..status.outage import Outage, cleaned_line
 from ..status.state import backoff_config, breaker_config, outage_of, server_state
 from ..status.stats import LatencyStats
 from .backoff import RestartPolicy
@@ -219,7 +219,7 @@ class ServerParts(CallHost):
         downtime, the login's state, and through them the outages, ``mcpd status``
         and the journal): one line, with every secret mcpd holds masked in what it
         quotes of the server."""
-        return one_line(self.guard.text(self.alias, reason, "why it failed"))
+        return cleaned_line(self.guard.text(self.alias, reason, "why it failed"))
 
     def _publish(self) -> None:
         available = self.available

@@ -11,7 +11,7 @@ from protocol import jsonrpc as rpc
 from protocol import surface
 from protocol.visible import quote
 
-from ...registry.gating.limits import LISTED_TWICE, ListTrim, Trimmed, label
+from ...registry.gating.limits import LISTED_TWICE, ListTrim, Trimmed, item_label
 from ..connected.handshake import BadPage
 from ..connected.upstream import Upstream
 from ..results.taking_apart import too_complex
@@ -67,7 +67,7 @@ async def list_all(
                 continue
             key = _key(decoded)
             if key in keys:
-                trim.drop(label(decoded), LISTED_TWICE)
+                trim.drop(item_label(decoded), LISTED_TWICE)
                 continue
             keys.add(key)
             trim.described(decoded)

@@ -35,7 +35,7 @@ from protocol.visible import METHOD_SHOWN, quote
 
 from ...policy.redaction.guard import SecretGuard
 from ...registry.text import own_keys
-from ...registry.text.relayed import cleaned, marked
+from ...registry.text.relayed import cleaned, marked_params
 
 logger = logging.getLogger("mcpd.askback")
 
@@ -156,7 +156,7 @@ def taken_apart(
         for request in asks:
             request["params"] = guard.value(alias, request["params"], what)
     for request in _requests(result, task):
-        request["params"] = marked(alias, request["method"], request.get("params"))
+        request["params"] = marked_params(alias, request["method"], request.get("params"))
     # Encoded again even with nothing dropped: a _meta given twice goes on as the one
     # mcpd read (the last), which every reader then reads.
     return written(guard, alias, raw, result, what, masked=found.secret)

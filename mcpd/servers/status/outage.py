@@ -64,7 +64,7 @@ def last_line(lines: list[str]) -> str | None:
     return next((cut(line.strip(), QUOTED) for line in reversed(lines) if line.strip()), None)
 
 
-def one_line(text: str) -> str:
+def cleaned_line(text: str) -> str:
     """``text`` cleaned, with what is left of its line breaks and tabs as escapes."""
     return visible(clean_text(text)[0])
 
@@ -89,7 +89,7 @@ class Outage(msgspec.Struct, frozen=True):
         # server's words in a reason are quoted where they are put in. The stderr line
         # is kept as written: ``meta`` and ``sentence`` show its hidden characters as
         # escapes alike, so that what hid in it is seen, not silently left out.
-        msgspec.structs.force_setattr(self, "reason", one_line(self.reason))
+        msgspec.structs.force_setattr(self, "reason", cleaned_line(self.reason))
 
     def masked(self, guard: SecretGuard) -> Outage:
         """This outage, or a copy with the secrets mcpd holds masked in what it quotes

@@ -16,7 +16,7 @@ import msgspec
 import pytest
 
 from mcpd.cli.check_sandbox import inherited_warnings, sandbox_lines
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config
 from tests.support.operator import MCPD, client, start, stop
 from transports.stdio.sandbox import host
@@ -29,7 +29,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 def config_of(tmp_path: Path, env: dict[str, str], **servers: dict[str, Any]) -> Config:
     data = {"daemon": {"state_dir": str(tmp_path / "state")}, "servers": servers}
-    return parse(data, env=env)
+    return parse_config(data, env=env)
 
 
 def lines_of(config: Config, alias: str, env: dict[str, str]) -> list[str]:

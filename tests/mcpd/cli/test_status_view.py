@@ -6,7 +6,7 @@ import re
 from datetime import UTC, datetime, timedelta
 
 from mcpd.cli.status_view import local_time, render_status, watch_frame
-from mcpd.local.prometheus import label, number
+from mcpd.local.prometheus import label_value, number
 
 
 def status(**daemon: object) -> dict[str, object]:
@@ -86,7 +86,7 @@ def test_watch_frames_clear_a_terminal_and_stack_otherwise() -> None:
 
 
 def test_prometheus_labels_and_numbers() -> None:
-    assert label('a"b\\c\nd') == 'a\\"b\\\\c\\nd'
+    assert label_value('a"b\\c\nd') == 'a\\"b\\\\c\\nd'
     assert number(float("inf")) == "+Inf"
     assert number(3) == "3" and number(0.25) == "0.25"
     assert local_time(None) == "-"

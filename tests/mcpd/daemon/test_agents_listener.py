@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 
 from mcpd.agents_listener import AgentsListener, take_listener
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config
 from mcpd.listening import Listening
 from mcpd.local.service.systemd import ListenSocket
 
 
 def config(path: Path, **daemon: Any) -> Config:
-    return parse({"daemon": {"socket": str(path), **daemon}, "servers": {}}, env={})
+    return parse_config({"daemon": {"socket": str(path), **daemon}, "servers": {}}, env={})
 
 
 @pytest.fixture

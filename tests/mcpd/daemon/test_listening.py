@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config
 from mcpd.errors import DaemonError
 from mcpd.listening import Listening, bind_endpoint
 
 
 def config(tmp: Path, **daemon: Any) -> Config:
-    return parse(
+    return parse_config(
         {
             "daemon": {"socket": str(tmp / "mcpd.sock"), **daemon},
             "servers": {"s": {"command": "true"}},

@@ -18,7 +18,7 @@ import trio.testing
 from msgspec import Raw
 
 from mcpd.config.credentials.secrets import HeldSecret
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config
 from mcpd.oversight import Oversight
 from mcpd.policy.agent import AgentInfo
@@ -40,7 +40,7 @@ def config(token: str, *, extra: dict[str, Any] | None = None, **top: Any) -> Co
         **(extra or {}),
     }
     daemon = {"audit": False, "audit_journal": False, **top.pop("daemon", {})}
-    return parse({"daemon": daemon, "servers": servers, **top}, env={})
+    return parse_config({"daemon": daemon, "servers": servers, **top}, env={})
 
 
 def said(o: Oversight, alias: str, text: str) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcpd.local.prometheus import Writer, label, number
+from mcpd.local.prometheus import Writer, label_value, number
 from tests.support.exposition import parse
 
 HOSTILE = [
@@ -34,9 +34,9 @@ def test_a_label_value_reads_back_as_it_was_on_one_line(value: str) -> None:
 
 
 def test_escaping_is_the_three_the_format_has() -> None:
-    assert label('a"b\\c\nd') == 'a\\"b\\\\c\\nd'
-    assert label("\\n") == "\\\\n"  # a backslash and an n, not a line feed
-    assert label("\r\t") == "\r\t"
+    assert label_value('a"b\\c\nd') == 'a\\"b\\\\c\\nd'
+    assert label_value("\\n") == "\\\\n"  # a backslash and an n, not a line feed
+    assert label_value("\r\t") == "\r\t"
 
 
 @pytest.mark.parametrize(

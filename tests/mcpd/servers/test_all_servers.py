@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
@@ -25,7 +25,7 @@ from tests.support.calls import a_call
 
 
 def config(servers: dict[str, dict[str, Any]], **naming: Any) -> Config:
-    return parse({"naming": naming, "servers": servers}, env={})
+    return parse_config({"naming": naming, "servers": servers}, env={})
 
 
 class World:

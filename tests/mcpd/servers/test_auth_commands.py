@@ -16,7 +16,7 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config
 from mcpd.config.tables.servertable import ServerConfig
 from mcpd.registry.tables.catalog import Catalog
@@ -99,7 +99,7 @@ def robot_world() -> FakeWorld:
 
 
 def config(tmp: Path, worlds: dict[str, FakeWorld]) -> Config:
-    return parse(
+    return parse_config(
         {
             "daemon": {"state_dir": str(tmp), "startup_deadline": 30},
             "servers": {

@@ -14,7 +14,7 @@ import trio
 import trio.testing
 from msgspec import Raw
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config
 from mcpd.config.tables.servertable import ServerConfig
 from mcpd.registry.tables.catalog import Catalog
@@ -87,7 +87,7 @@ class Servers:
 
 
 def config(servers: dict[str, dict[str, Any]], **daemon: Any) -> Config:
-    return parse({"daemon": daemon, "servers": servers}, env={})
+    return parse_config({"daemon": daemon, "servers": servers}, env={})
 
 
 def stdio(*args: str, **more: Any) -> dict[str, Any]:
@@ -210,7 +210,9 @@ async def test_a_renaming_reload_renames_every_tool(
     servers = Servers()
     old = config({"a": stdio()})
     async with running(old, servers) as sup:
-        new = parse({"naming": {"template": "x_{alias}_{tool}"}, "servers": {"a": stdio()}}, env={})
+        new = parse_config(
+            {"naming": {"template": "x_{alias}_{tool}"}, "servers": {"a": stdio()}}, env={}
+        )
         report = await sup.reload(new)
         assert report.unchanged == ["a"]
         assert tools(sup) == ["x_a_a_tool"]

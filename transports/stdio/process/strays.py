@@ -138,7 +138,7 @@ def _scan(token: str, group: int) -> Iterator[int]:
             yield pid
 
 
-def marked(token: str, group: int) -> list[int]:
+def marked_pids(token: str, group: int) -> list[int]:
     """The pids of this user's processes (other than mcpd) that carry ``token``, but
     for those of the process group ``group``, which its own SIGKILL is taking down."""
     return list(_scan(token, group))
@@ -215,7 +215,7 @@ async def stop_strays(alias: str, token: str, group: int, grace: float) -> None:
     # The os module defines pidfd_open only where the kernel and libc offer it.
     if not token or not hasattr(os, "pidfd_open"):
         return
-    pids = await trio.to_thread.run_sync(marked, token, group, abandon_on_cancel=True)
+    pids = await trio.to_thread.run_sync(marked_pids, token, group, abandon_on_cancel=True)
     if not pids:
         return
     fds = _open(pids, token)

@@ -22,7 +22,7 @@ from mcpd.agents.beyond_tools.extra_methods import ExtraMethods
 from mcpd.agents.beyond_tools.prompts import OUTAGE
 from mcpd.agents.calls.callrecords import CallRecords
 from mcpd.agents.entry.identity import AgentIdentity
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import DaemonConfig, NamingConfig, ProfileConfig
 from mcpd.policy.deciders.kin import AgentKin
 from mcpd.registry.profiles.views import ProfileView
@@ -91,7 +91,9 @@ class World:
         self.catalog = Catalog(NamingConfig())
         self.catalog.prompts.update("notes", [surface.Prompt(name="daily")])
         self.catalog.prompts.update("other", [surface.Prompt(name="weekly")])
-        config = parse({"servers": {"notes": {"command": "x"}, "other": {"command": "x"}}}, env={})
+        config = parse_config(
+            {"servers": {"notes": {"command": "x"}, "other": {"command": "x"}}}, env={}
+        )
         self.servers = AllServers(Supervisor(config, self.catalog), self.catalog)
         self.audit = Audit()
         self.agents: list[FakeAgent] = []

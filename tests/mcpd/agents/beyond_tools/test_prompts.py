@@ -25,7 +25,7 @@ from mcpd.agents.beyond_tools.prompts import (
 )
 from mcpd.agents.calls.callrecords import Seen
 from mcpd.agents.lists.paging import encode_cursor, list_digest
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
@@ -43,7 +43,7 @@ def catalog_servers(*prompt_names: str) -> AllServers:
     that reaches one ends in the outage of a server removed from the configuration."""
     catalog = Catalog(NamingConfig())
     catalog.prompts.update("notes", [surface.Prompt(name=n) for n in prompt_names])
-    config = parse({"servers": {"notes": {"command": "x"}}}, env={})
+    config = parse_config({"servers": {"notes": {"command": "x"}}}, env={})
     return AllServers(Supervisor(config, catalog), catalog)
 
 
@@ -357,7 +357,7 @@ async def test_completing_a_uri_rather_than_a_template_is_refused_as_unknown() -
     catalog = Catalog(NamingConfig())
     catalog.resources.update("a", [surface.Resource(uri="a://x", name="x")], [])
     catalog.resources.update("b", [surface.Resource(uri="b://y", name="y")], [])
-    config = parse({"servers": {"a": {"command": "x"}, "b": {"command": "x"}}}, env={})
+    config = parse_config({"servers": {"a": {"command": "x"}, "b": {"command": "x"}}}, env={})
     servers = AllServers(Supervisor(config, catalog), catalog)
     with pytest.raises(rpc.RPCError) as refused:
         await completing(servers, {"type": "ref/resource", "uri": "c://" + "z" * 10_000})
@@ -372,7 +372,7 @@ async def test_completing_a_held_template_named_by_its_template_is_refused_as_he
     catalog.resources.update("notes", [], [note])
     catalog.gate.settle("notes")
     catalog.resources.update("notes", [], [msgspec.structs.replace(note, description="new")])
-    config = parse({"servers": {"notes": {"command": "x"}}}, env={})
+    config = parse_config({"servers": {"notes": {"command": "x"}}}, env={})
     servers = AllServers(Supervisor(config, catalog), catalog)
     seen = Seen()
     with pytest.raises(rpc.RPCError) as refused:
@@ -391,7 +391,9 @@ async def test_a_held_template_spelled_as_its_server_wrote_it_is_refused_as_held
     catalog.gate.settle("notes")
     catalog.gate.settle("other")
     catalog.resources.update("notes", [], [msgspec.structs.replace(note, description="new")])
-    config = parse({"servers": {"notes": {"command": "x"}, "other": {"command": "x"}}}, env={})
+    config = parse_config(
+        {"servers": {"notes": {"command": "x"}, "other": {"command": "x"}}}, env={}
+    )
     servers = AllServers(Supervisor(config, catalog), catalog)
     for named in ("notes://{id}", "mcpd://notes/notes://{id}"):
         seen = Seen()

@@ -19,7 +19,7 @@ from mcpd.agents.beyond_tools.prompts import OUTAGE
 from mcpd.agents.beyond_tools.resources import list_resources, read, route
 from mcpd.agents.calls.callrecords import Seen
 from mcpd.agents.news.subscriptions import MAX_SUBSCRIBED_BYTES, MAX_SUBSCRIPTIONS, Subscriptions
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import DEFAULT_POLICY, NamingConfig
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.registry.uris.claims import ROUTE_STEPS, Budget
@@ -60,7 +60,7 @@ class Offering(AllServers):
                 [surface.Resource(uri=u, name=u) for u in uris],
                 [surface.ResourceTemplate(uriTemplate=t, name=t) for t in templates],
             )
-        config = parse({"servers": {a: {"command": "x"} for a in lists}}, env={})
+        config = parse_config({"servers": {a: {"command": "x"} for a in lists}}, env={})
         super().__init__(Supervisor(config, catalog), catalog)
         self.catalog = catalog
         self.offering = offering

@@ -18,7 +18,7 @@ from mcpd.agents.agent import NO_ONE, AgentCall
 from mcpd.agents.askback.askers import TOKEN_PREFIX, Flow, Park, Parks
 from mcpd.agents.calls.callpolicy import Ask, CallPolicy, QueuedCalls, Sent
 from mcpd.agents.profiles import Profile, Profiles
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Handling, NamingConfig, PinPolicy
 from mcpd.config.tables.policy import PolicyRule
 from mcpd.policy.agent import AgentInfo
@@ -47,7 +47,7 @@ def all_servers(trusted: dict[str, bool], changes: Handling = "hold") -> AllServ
     """Servers of one tool each; ``changes``: what their changed definitions get."""
     pins = PinPolicy(changes, "warn", False, "warn")
     catalog = Catalog(NamingConfig(), ListGate(lambda alias: pins))
-    config = parse({"servers": {alias: {"command": "x"} for alias in trusted}}, env={})
+    config = parse_config({"servers": {alias: {"command": "x"} for alias in trusted}}, env={})
     for alias, is_trusted in trusted.items():
         sent = {"name": "delete_repo", "inputSchema": {"type": "object"}, "annotations": HARMLESS}
         tool = msgspec.json.decode(msgspec.json.encode(sent), type=mcp.Tool)

@@ -29,7 +29,7 @@ from mcpd.agents.http.mcp_route import McpRoute, _cancel
 from mcpd.agents.http.sessions import DELETED, LegacySession, OpenedBy
 from mcpd.agents.http.wire import Reject, Wire
 from mcpd.agents.profiles import Profile
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
@@ -74,7 +74,7 @@ class Recording(Dispatcher):
 
 def profile(name: str = "default") -> Profile:
     catalog = Catalog(NamingConfig())
-    config = parse({"servers": {"a": {"command": "x"}}}, env={})
+    config = parse_config({"servers": {"a": {"command": "x"}}}, env={})
     base = AllServers(Supervisor(config, catalog), catalog)
     return Profile(base.view_of(name))
 

@@ -21,7 +21,7 @@ from mcpd.agents.http.sessions import (
     holder_of,
 )
 from mcpd.agents.profiles import Profile
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.catalog import Catalog
@@ -36,7 +36,7 @@ PEER = Peer(pid=40, uid=1000, gid=1000)
 
 def servers() -> Profile:
     catalog = Catalog(NamingConfig(), ListGate())
-    config = parse({"servers": {"notes": {"command": "x"}}}, env={})
+    config = parse_config({"servers": {"notes": {"command": "x"}}}, env={})
     base = AllServers(Supervisor(config, catalog), catalog)
     return Profile(base.view_of("default"))
 

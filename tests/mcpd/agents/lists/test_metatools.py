@@ -34,16 +34,16 @@ def deep(depth: int) -> str:
 
 
 def test_the_search_tool_says_how_many_tools_there_are_only_when_told() -> None:
-    search = plain(metatools.definitions())[0]
+    search = plain(metatools.meta_tools())[0]
     assert "tools from" not in search["description"] and " 0 tools" not in search["description"]
-    counted = plain(metatools.definitions(total=0))[0]["description"]
+    counted = plain(metatools.meta_tools(total=0))[0]["description"]
     assert " 0 tools." in counted and "from:" not in counted
-    named = plain(metatools.definitions(["zeta", "alpha"], total=3))[0]["description"]
+    named = plain(metatools.meta_tools(["zeta", "alpha"], total=3))[0]["description"]
     assert " 3 tools from: alpha, zeta." in named
 
 
 def test_definitions_carry_the_module_schemas_and_are_marked_as_mcpds_own() -> None:
-    search, describe, call = plain(metatools.definitions(["git"], total=1))
+    search, describe, call = plain(metatools.meta_tools(["git"], total=1))
     assert search["inputSchema"] == metatools.SEARCH_INPUT
     assert search["outputSchema"] == metatools.SEARCH_OUTPUT
     assert describe["inputSchema"] == metatools.DESCRIBE_INPUT
@@ -54,9 +54,9 @@ def test_definitions_carry_the_module_schemas_and_are_marked_as_mcpds_own() -> N
 
 
 def test_each_definition_has_annotations_of_its_own() -> None:
-    first = metatools.definitions()
+    first = metatools.meta_tools()
     first[0].annotations["readOnlyHint"] = False  # type: ignore[index]
-    again = plain(metatools.definitions())
+    again = plain(metatools.meta_tools())
     assert again[0]["annotations"]["readOnlyHint"] is True
     assert again[1]["annotations"]["readOnlyHint"] is True
 

@@ -10,7 +10,7 @@ from msgspec import UNSET
 
 from mcpd.agents.lists.toollist import list_tools
 from mcpd.agents.profiles import Profile
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.catalog import Catalog
@@ -32,7 +32,7 @@ def tool(name: str) -> mcp.Tool:
 def profile(*names: str) -> tuple[AllServers, Profile]:
     """The servers, and the default profile of them, whose one server lists ``names``."""
     catalog = Catalog(NamingConfig(), ListGate())
-    config = parse({"servers": {"notes": {"command": "x"}}}, env={})
+    config = parse_config({"servers": {"notes": {"command": "x"}}}, env={})
     servers = AllServers(Supervisor(config, catalog), catalog)
     catalog.update("notes", [tool(n) for n in names], trusted=False)
     return servers, Profile(servers.view_of("default"))

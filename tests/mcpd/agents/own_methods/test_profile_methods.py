@@ -15,7 +15,7 @@ from msgspec import Raw
 from mcpd.agents.entry.peers import Peer
 from mcpd.agents.own_methods.profile_methods import PROFILE_METHODS, ProfileMethods
 from mcpd.agents.profiles import Profile, Profiles
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config
 from mcpd.policy.decision.gate import CallGate
 from mcpd.policy.redaction.masking import KnownSecrets
@@ -82,7 +82,7 @@ class Sockets:
 
 class Methods(ProfileMethods):
     def __init__(self, **more: Any) -> None:
-        config = parse(
+        config = parse_config(
             {
                 "servers": {"git": {"command": "x"}, "notes": {"command": "x"}},
                 "profiles": {

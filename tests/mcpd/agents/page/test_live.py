@@ -19,7 +19,7 @@ import trio
 import trio.testing
 
 from mcpd.agents.page.live import KEEPALIVE, MAX_STREAMS, PER_HOLDER, REFRESH, Live, Regions
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.daemon import Daemon
 from tests.support import self_approval
 from tests.support.agent import running
@@ -177,7 +177,7 @@ async def test_streams_of_readers_that_decide_nothing_never_end_a_deciding_ones(
 
 def config(tmp_path: Path) -> Any:
     command, args = scripted("--names", "read,write")
-    return parse(
+    return parse_config(
         {
             "daemon": {
                 "socket": str(tmp_path / "mcpd.sock"),

@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 
 import trio
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.daemon import Daemon
 from tests.support import self_approval
 from tests.support.agent import connect, running
@@ -31,7 +31,7 @@ NOT_DEFINITIONS = "an agent must not approve what its servers' definitions say"
 
 def config(tmp_path: Path) -> Any:
     command, args = scripted("--names", "read,write")
-    return parse(
+    return parse_config(
         {
             "daemon": {
                 "socket": str(tmp_path / "mcpd.sock"),

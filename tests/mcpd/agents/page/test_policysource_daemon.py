@@ -15,7 +15,7 @@ from typing import Any
 import trio
 
 from mcpd.audit.reader import AuditRecords
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from tests.support.agent import connect, running
 from tests.support.apart import APART
 from tests.support.daemon_http import curl
@@ -31,7 +31,7 @@ def config(tmp_path: Path) -> Any:
         command, args = scripted(*flags)
         return {"command": command, "args": list(args)}
 
-    return parse(
+    return parse_config(
         {
             "daemon": {
                 "socket": str(tmp_path / "mcpd.sock"),

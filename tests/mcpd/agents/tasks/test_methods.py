@@ -14,7 +14,7 @@ from msgspec import Raw
 from mcpd.agents.agent import Agent
 from mcpd.agents.tasks.methods import TaskMethods
 from mcpd.agents.tasks.table import Tasks
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.catalog import Catalog
@@ -30,7 +30,7 @@ OWNER = object()
 
 def methods() -> TaskMethods:
     catalog = Catalog(NamingConfig(), ListGate())
-    config = parse({"servers": {"notes": {"command": "x"}}}, env={})
+    config = parse_config({"servers": {"notes": {"command": "x"}}}, env={})
     servers = AllServers(Supervisor(config, catalog), catalog)
     return TaskMethods(Tasks(servers, lambda *finished: None, lambda: 1 << 20))
 

@@ -14,7 +14,7 @@ import trio
 import trio.testing
 from msgspec import Raw
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
@@ -161,7 +161,7 @@ def test_an_agent_making_tasks_without_end_forgets_its_own_not_anothers(
 
     monkeypatch.setattr(tasks_module, "MAX_TASKS", 5)
     catalog = Catalog(NamingConfig())
-    config = parse({"servers": {"ta": {"command": "x"}, "tb": {"command": "x"}}}, env={})
+    config = parse_config({"servers": {"ta": {"command": "x"}, "tb": {"command": "x"}}}, env={})
     table = tasks_module.Tasks(
         AllServers(Supervisor(config, catalog), catalog),
         lambda to, result, links: result,
@@ -186,7 +186,7 @@ def test_a_task_handle_without_a_string_id_fails_the_call_and_is_not_kept(task_i
     from mcpd.servers.status.outage import Outage
 
     catalog = Catalog(NamingConfig())
-    config = parse({"servers": {"ta": {"command": "x"}}}, env={})
+    config = parse_config({"servers": {"ta": {"command": "x"}}}, env={})
     table = tasks_module.Tasks(
         AllServers(Supervisor(config, catalog), catalog),
         lambda to, result, links: result,
@@ -245,7 +245,7 @@ def test_tasks_no_connection_ends_for_are_bounded_in_bytes(
 
     monkeypatch.setattr(tasks_module, "MAX_TASK_BYTES", 4 * 400)
     catalog = Catalog(NamingConfig())
-    config = parse({"servers": {"ta": {"command": "x"}}}, env={})
+    config = parse_config({"servers": {"ta": {"command": "x"}}}, env={})
     table = tasks_module.Tasks(
         AllServers(Supervisor(config, catalog), catalog),
         lambda to, result, links: result,

@@ -14,7 +14,7 @@ from msgspec import Raw
 
 from mcpd.agents.tasks.table import Tasks
 from mcpd.agents.tasks.watches import TaskWatches
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.registry.uris.scheme import Sight
 from mcpd.servers.all_servers import AllServers
@@ -50,7 +50,7 @@ class World:
     their listens' watches."""
 
     def __init__(self) -> None:
-        self.config = parse(
+        self.config = parse_config(
             {"servers": {"jobs": {"command": "x"}, "build": {"command": "x"}}}, env={}
         )
         self.catalog = Catalog(self.config.naming)

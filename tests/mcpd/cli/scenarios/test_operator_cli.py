@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from mcpd.cli.client import QUICK, Client
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from tests.support.operator import MCPD, client, mcpd, start, stop
 from tests.support.procs import scripted
 
@@ -33,7 +33,7 @@ def imported(sample: str) -> tuple[dict[str, Any], str, str]:
 
 def usable(data: dict[str, Any], **env: str) -> None:
     """The printed TOML is a valid mcpd config once its variables are set."""
-    parse(data, env={"HOME": "/home/ada", **env})
+    parse_config(data, env={"HOME": "/home/ada", **env})
 
 
 # -- mcpd import --
@@ -53,7 +53,7 @@ def test_import_claude_desktop_keeps_servers_and_hides_the_token() -> None:
     assert servers["weather_service"]["env"] == {"UNITS": "metric", "PRICE_LIMIT": "$$5"}
     assert "'weather.service' became the alias 'weather_service'" in text
     assert "imported 3 server(s)" in err and "1 secret(s) to provide" in err
-    config = parse(data, env={"GITHUB_PERSONAL_ACCESS_TOKEN": "t"})
+    config = parse_config(data, env={"GITHUB_PERSONAL_ACCESS_TOKEN": "t"})
     assert config.servers["weather_service"].env["PRICE_LIMIT"] == "$5"
 
 

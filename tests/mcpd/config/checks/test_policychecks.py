@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mcpd.config.checks.policychecks import leavable, validate_policy
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import ConfigError
 from mcpd.config.tables.policy import MAX_ASK_TIMEOUT, MAX_REASON, AnnotationMatch, PolicyRule
 
@@ -157,7 +157,7 @@ def scoped(*rules: dict[str, Any], **profiles: dict[str, Any]) -> list[str]:
     """The warnings of ``leavable`` for a config of the servers gh and notes."""
     servers = {"gh": {"command": "true"}, "notes": {"command": "true"}}
     return leavable(
-        parse({"servers": servers, "profiles": profiles, "policy": list(rules)}, env={})
+        parse_config({"servers": servers, "profiles": profiles, "policy": list(rules)}, env={})
     )
 
 

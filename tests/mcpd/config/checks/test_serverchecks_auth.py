@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mcpd.config.loading.load import load, parse
+from mcpd.config.loading.load import load, parse_config
 from mcpd.config.tables.model import ConfigError
 
 URL = "https://tickets.example.com/mcp"
@@ -26,12 +26,12 @@ def server(**auth: Any) -> dict[str, Any]:
 
 def error_of(data: dict[str, Any]) -> str:
     with pytest.raises(ConfigError) as info:
-        parse(data, env={})
+        parse_config(data, env={})
     return str(info.value)
 
 
 def test_an_oauth_table_with_every_key() -> None:
-    config = parse(
+    config = parse_config(
         server(
             client_id="mcpd-desktop",
             client_secret="s3cret-value",
@@ -53,7 +53,7 @@ def test_client_credentials_with_a_key_from_a_file(tmp_path: Path) -> None:
     key = tmp_path / "key.pem"
     key.write_text(KEY)
     os.chmod(key, 0o600)
-    config = parse(
+    config = parse_config(
         server(type="client_credentials", client_id="robot", private_key=f"${{file:{key}}}"),
         env={},
     )

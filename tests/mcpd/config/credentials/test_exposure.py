@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from mcpd.config.credentials.exposure import in_args, in_url
-from mcpd.config.loading.load import load, parse
+from mcpd.config.loading.load import load, parse_config
 from tests.support.import_cli import mcpd, warned
 
 SAMPLES = Path(__file__).resolve().parents[3] / "support" / "import_samples"
@@ -103,7 +103,7 @@ def test_import_warns_and_prints_no_secret(tmp_path: Path) -> None:
         "WEATHER_API_KEY": WEATHER_KEY,
     }
     original = HOST_FILE["mcpServers"]
-    config = parse(data, env=env)
+    config = parse_config(data, env=env)
     for alias in ("search", "gh", "db"):
         assert config.servers[alias].args == original[alias]["args"], alias
     assert config.servers["weather"].url == original["weather"]["url"]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from mcpd.config.credentials.exposure import in_args
-from mcpd.config.loading.load import load, parse
+from mcpd.config.loading.load import load, parse_config
 from tests.support.import_cli import mcpd, warned
 
 PG_PASSWORD, PG_QUERY = "S3cretPw", "AlsoSecret"
@@ -130,7 +130,7 @@ def test_printed_import_names_a_variable_for_each_and_they_give_back_the_argumen
     # The server whose URL holds credentials is left out, and no variable named for them.
     assert LEFT_OUT in proc.stdout
     assert "web" not in servers and "WEB_" not in proc.stdout
-    config = parse(data, env=env)
+    config = parse_config(data, env=env)
     for alias, body in HOST_FILE["mcpServers"].items():
         if "args" in body:
             assert config.servers[alias].args == body["args"], alias

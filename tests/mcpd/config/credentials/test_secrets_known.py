@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcpd.config.credentials.secrets import HeldSecret
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.policy.redaction.masking import KnownSecrets, SecretSet, marker
 
 
@@ -20,7 +20,7 @@ def test_the_config_knows_what_came_from_variables_and_files(tmp_path: Path) -> 
     key_file = tmp_path / "key"
     key_file.write_text("file-secret-value\n")
     key_file.chmod(0o600)
-    cfg = parse(
+    cfg = parse_config(
         {
             "servers": {
                 "gh": {
@@ -53,7 +53,7 @@ def test_the_config_knows_what_came_from_variables_and_files(tmp_path: Path) -> 
 
 
 def test_a_variable_is_a_secret_only_where_it_is_used_as_one() -> None:
-    cfg = parse(
+    cfg = parse_config(
         {
             "daemon": {"socket": "${RUN_DIR}/mcpd.sock"},
             "servers": {
@@ -151,5 +151,7 @@ def test_known_secrets_follow_their_sources() -> None:
 
 @pytest.mark.parametrize("value", ["", "short"])
 def test_short_values_are_not_taken_for_secrets(value: str) -> None:
-    cfg = parse({"servers": {"a": {"command": "x", "env": {"API_KEY": "${K}"}}}}, env={"K": value})
+    cfg = parse_config(
+        {"servers": {"a": {"command": "x", "env": {"API_KEY": "${K}"}}}}, env={"K": value}
+    )
     assert cfg.held_secrets == ()

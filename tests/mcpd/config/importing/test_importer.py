@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from mcpd.config.importing.importer import Imported, config_from_json, import_file, import_text
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import ConfigError
 
 PLAIN = "/home/ada/.config/Claude/claude_desktop_config.json"
@@ -385,7 +385,7 @@ def test_config_from_json_gives_servers_that_parse_and_logs_the_notes(
     with caplog.at_level(logging.WARNING, logger="mcpd.config"):
         data = config_from_json(json.dumps(doc).encode(), "/etc/mcpd/hosts.json")
     assert data == {"servers": {"my_notes": {"command": "notes"}}}
-    assert parse(data, env={}).servers["my_notes"].command == "notes"
+    assert parse_config(data, env={}).servers["my_notes"].command == "notes"
     logged = [r.getMessage() for r in caplog.records]
     assert "/etc/mcpd/hosts.json: mcpServers.my notes: the name 'my notes' became" in logged[0]
     with pytest.raises(ConfigError, match=r"hosts\.json: not UTF-8 text"):

@@ -12,7 +12,7 @@ from typing import Any
 
 from mcpd.config.importing.importer import import_text
 from mcpd.config.importing.importwrite import to_toml
-from mcpd.config.loading.load import load, parse
+from mcpd.config.loading.load import load, parse_config
 
 SECRET = "cs_9f8e7d6c5b4a39281706f5e4d3c2b1a0"
 
@@ -46,7 +46,7 @@ def test_claude_code_oauth_becomes_an_auth_table() -> None:
         "scopes": ["tickets:read", "tickets:write"],
     }
     assert "authServerMetadataUrl: not an authorization server's well-known metadata" in text
-    config = parse(data, env={})
+    config = parse_config(data, env={})
     auth = config.servers["tickets"].auth
     assert auth is not None and auth.redirect_port == 8976
 
@@ -80,7 +80,7 @@ def test_gemini_and_cursor_secrets_are_not_copied() -> None:
     assert "DOCS_CLIENT_SECRET  (servers.docs.auth.client_secret)" in text
     # A reference is kept as one: it was never a secret in the file.
     assert data["servers"]["crm"]["auth"] == {"client_id": "cur", "client_secret": "${CRM_SECRET}"}
-    config = parse(data, env={"DOCS_CLIENT_SECRET": SECRET, "CRM_SECRET": "x"})
+    config = parse_config(data, env={"DOCS_CLIENT_SECRET": SECRET, "CRM_SECRET": "x"})
     auth = config.servers["docs"].auth
     assert auth is not None and auth.client_secret == SECRET
 
@@ -118,7 +118,7 @@ def test_a_client_secret_keeps_the_authorization_server_it_belongs_to() -> None:
     assert data["servers"]["wiki"]["auth"]["issuer"] == "https://id.example.com/wiki"
     assert "a client secret with no issuer" not in text
     env = {"TICKETS_CLIENT_SECRET": SECRET, "WIKI_CLIENT_SECRET": SECRET}
-    auth = parse(data, env=env).servers["tickets"].auth
+    auth = parse_config(data, env=env).servers["tickets"].auth
     assert auth is not None and auth.issuer == "https://auth.example.com"
 
 

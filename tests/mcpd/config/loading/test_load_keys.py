@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpd.config.loading.load import expand, load, parse
+from mcpd.config.loading.load import expand, load, parse_config
 from mcpd.config.tables import model as cfg
 from mcpd.config.tables.model import EX_CONFIG, Config, ConfigError
 
@@ -42,7 +42,7 @@ ENV = {"HOME": "/home/ada", "TICKETS_TOKEN": "s3cret"}
 
 
 def parse_toml(text: str, env: dict[str, str] | None = None) -> Config:
-    return parse(tomllib.loads(textwrap.dedent(text)), env=ENV if env is None else env)
+    return parse_config(tomllib.loads(textwrap.dedent(text)), env=ENV if env is None else env)
 
 
 def error_of(text: str, env: dict[str, str] | None = None) -> ConfigError:
@@ -105,7 +105,7 @@ def test_the_config_is_frozen() -> None:
 
 
 def test_an_empty_config_has_the_documented_defaults() -> None:
-    config = parse({}, env={})
+    config = parse_config({}, env={})
     assert config.servers == {}
     assert config.naming.template == "mcp__{alias}__{tool}"
     assert config.naming.max_length == 64
@@ -241,7 +241,7 @@ def test_expansion_uses_the_process_environment_by_default(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("MCPD_TEST_CMD", "from-environ")
-    config = parse({"servers": {"s": {"command": "${MCPD_TEST_CMD}"}}})
+    config = parse_config({"servers": {"s": {"command": "${MCPD_TEST_CMD}"}}})
     assert config.servers["s"].command == "from-environ"
 
 
@@ -394,7 +394,7 @@ def test_list_limits_parse_in_the_daemon_and_per_server() -> None:
     s = config.servers["s"]
     assert (s.max_list_items, s.max_item_bytes, s.max_list_bytes) == (20, 1024, 100000)
     assert (s.max_description_bytes, s.max_instructions_bytes) == (300, None)
-    defaults = parse({}, env={}).daemon
+    defaults = parse_config({}, env={}).daemon
     assert (defaults.max_list_items, defaults.max_description_bytes) == (2000, 64 * 1024)
 
 
@@ -440,7 +440,7 @@ def test_socket_mode_is_octal() -> None:
 def test_default_socket_path_as_root_ignores_xdg_runtime_dir() -> None:
     assert cfg.default_socket_path({"XDG_RUNTIME_DIR": "/run/user/0"}) == "/run/mcpd/mcpd.sock"
     assert cfg.default_socket_path({}) == "/run/mcpd/mcpd.sock"
-    assert parse({}, env={}).socket_path() == "/run/mcpd/mcpd.sock"
+    assert parse_config({}, env={}).socket_path() == "/run/mcpd/mcpd.sock"
 
 
 def test_default_socket_path_for_a_user(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -626,7 +626,7 @@ def test_check_config_on_a_missing_file_exits_78(tmp_path: Path) -> None:
 
 def test_unknown_allow_group_is_an_error_naming_it() -> None:
     with pytest.raises(ConfigError) as info:
-        parse({"daemon": {"allow_groups": ["root", "no-such-group-here"]}}, env={})
+        parse_config({"daemon": {"allow_groups": ["root", "no-such-group-here"]}}, env={})
     assert info.value.path == "daemon.allow_groups[1]"
     assert "no-such-group-here" in info.value.message
 

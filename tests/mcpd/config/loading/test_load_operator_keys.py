@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from mcpd.config.loading.load import load, parse
+from mcpd.config.loading.load import load, parse_config
 from mcpd.config.tables.model import Config, ConfigError
 
 
 def parse_toml(text: str, env: dict[str, str] | None = None) -> Config:
-    return parse(tomllib.loads(textwrap.dedent(text)), env=env or {})
+    return parse_config(tomllib.loads(textwrap.dedent(text)), env=env or {})
 
 
 def error_of(text: str, env: dict[str, str] | None = None) -> ConfigError:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.sandboxing.sandbox import applied_limits
 from mcpd.config.tables.model import ConfigError
 from transports.stdio.sandbox.limits import Limits
@@ -36,12 +36,12 @@ DAEMON_DURATIONS = (
 
 def error_of(text: str) -> tuple[str, str]:
     with pytest.raises(ConfigError) as info:
-        parse(tomllib.loads(text), env={})
+        parse_config(tomllib.loads(text), env={})
     return info.value.path, info.value.message
 
 
 def parsed(text: str) -> Any:
-    return parse(tomllib.loads(text), env={})
+    return parse_config(tomllib.loads(text), env={})
 
 
 @pytest.mark.parametrize("key", DAEMON_DURATIONS)

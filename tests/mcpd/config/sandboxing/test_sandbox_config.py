@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from mcpd.cli.check_sandbox import unscoped_warnings
-from mcpd.config.loading.load import load, parse
+from mcpd.config.loading.load import load, parse_config
 from mcpd.config.sandboxing.sandbox import bus_paths, child_env, hidden_paths, limits_of, sandbox_of
 from mcpd.config.tables.model import ConfigError
 from transports.stdio.sandbox import host
@@ -47,7 +47,7 @@ def stdio(**keys: Any) -> dict[str, Any]:
 )
 def test_a_bad_sandbox_key_is_named(server: dict[str, Any], path: str, message: str) -> None:
     with pytest.raises(ConfigError) as info:
-        parse({"servers": {"s": server}})
+        parse_config({"servers": {"s": server}})
     assert info.value.path == path
     assert message in info.value.message
 
@@ -55,18 +55,18 @@ def test_a_bad_sandbox_key_is_named(server: dict[str, Any], path: str, message: 
 def test_keys_set_by_mcpd_are_not_config_keys() -> None:
     for key in ("variables", "secret_files"):
         with pytest.raises(ConfigError, match="unknown key"):
-            parse({key: {}})
+            parse_config({key: {}})
 
 
 def test_an_unknown_server_in_allow_servers_is_named() -> None:
     data = {"servers": {"s": stdio()}, "profiles": {"p": {"allow_servers": ["nope"]}}}
     with pytest.raises(ConfigError) as info:
-        parse(data)
+        parse_config(data)
     assert info.value.path == "profiles.p.allow_servers[0]"
 
 
 def test_limits_come_from_the_server_then_the_daemon_then_the_default() -> None:
-    config = parse(
+    config = parse_config(
         {
             "daemon": {"limits": {"cpu": 600, "processes": 0}},
             "servers": {"s": stdio(limits={"memory": "512M"}), "t": stdio()},
@@ -92,7 +92,7 @@ def test_what_every_sandbox_hides(tmp_path: Path) -> None:
         "servers": {"s": stdio(env={"KEY": f"${{file:{tmp_path}/key}}"})},
     }
     (tmp_path / "key").write_text("k")
-    config = parse(data, env=env, source=str(config_dir / "config.toml"))
+    config = parse_config(data, env=env, source=str(config_dir / "config.toml"))
     paths = set(hidden_paths(config, env))
     for path in (
         tmp_path / "state",  # tokens, OAuth store, lists, the servers' homes
@@ -138,7 +138,7 @@ def test_the_sessions_sockets_are_hidden_where_the_login_made_them_and_where_nam
         "DBUS_SESSION_BUS_ADDRESS": f"unix:abstract=/tmp/x;unix:path={tmp_path}/dbus%20bus,guid=1f",
     }
     data = {"daemon": {"state_dir": str(tmp_path / "state")}, "servers": {"s": stdio()}}
-    paths = set(hidden_paths(parse(data, env=env), env))
+    paths = set(hidden_paths(parse_config(data, env=env), env))
     session = Path(f"/run/user/{os.getuid()}")
     for runtime in (session, tmp_path / "run"):
         for name in ("bus", "systemd", "gnupg", "p11-kit"):
@@ -156,7 +156,7 @@ def test_under_the_service_each_server_keeps_its_package_caches_in_its_own_home(
     another server could plant a package in for this one's ``npx`` to run."""
     state = tmp_path / "state"
     env = {"HOME": str(state), "STATE_DIRECTORY": str(state), "CACHE_DIRECTORY": "/var/cache/m"}
-    config = parse({"servers": {"a": stdio(), "b": stdio()}}, env=env)
+    config = parse_config({"servers": {"a": stdio(), "b": stdio()}}, env=env)
     seen = {}
     for alias in ("a", "b"):
         sandbox = sandbox_of(alias, config.servers[alias], config, env)
@@ -171,7 +171,7 @@ def test_under_the_service_each_server_keeps_its_package_caches_in_its_own_home(
 def test_a_users_servers_share_the_users_package_caches(tmp_path: Path) -> None:
     home = tmp_path / "home"
     env = {"HOME": str(home), "XDG_STATE_HOME": str(home / ".local" / "state")}
-    config = parse({"servers": {"a": stdio()}}, env=env)
+    config = parse_config({"servers": {"a": stdio()}}, env=env)
     child = child_env(
         "a", config.servers["a"], config, sandbox_of("a", config.servers["a"], config, env), env
     )
@@ -288,7 +288,7 @@ def _machine(scoping: str | None) -> Machine:
 def test_check_config_warns_once_where_the_kernel_leaves_abstract_sockets_open(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    config = parse(
+    config = parse_config(
         {
             "daemon": {"state_dir": str(tmp_path / "state")},
             "servers": {
@@ -322,7 +322,7 @@ def test_a_config_file_linked_out_of_mcpds_directory_is_a_secret_of_its_own(
     data = {"daemon": {"state_dir": str(tmp_path / "state")}, "servers": {"s": stdio()}}
     env = {"HOME": str(tmp_path / "home")}
     for source, secret in ((linked, True), (real, True), (tmp_path / "mcpd" / "c.toml", False)):
-        config = parse(data, env=env, source=str(source))
+        config = parse_config(data, env=env, source=str(source))
         sandbox = sandbox_of("s", config.servers["s"], config, env)
         assert (str(source) in sandbox.secrets) is secret, (source, sandbox.secrets)
 
@@ -341,7 +341,7 @@ def test_paths_a_servers_environment_names_are_places_it_sees(tmp_path: Path) ->
         "servers": {"s": stdio(env=server_env)},
     }
     env = {"HOME": str(tmp_path / "home")}
-    config = parse(data, env=env, source=str(tmp_path / "mcpd" / "c.toml"))
+    config = parse_config(data, env=env, source=str(tmp_path / "mcpd" / "c.toml"))
     sees = sandbox_of("s", config.servers["s"], config, env).sees
     named = {s.path: s.what for s in sees if ".env." in s.what}
     assert named == {

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.sandboxing.sandbox import sandbox_of
 from mcpd.config.tables.model import ConfigError
 
@@ -67,7 +67,7 @@ def stdio(**keys: Any) -> dict[str, Any]:
 )
 def test_a_bad_grant_is_named(server: dict[str, Any], path: str, message: str) -> None:
     with pytest.raises(ConfigError) as info:
-        parse({"servers": {"s": server}})
+        parse_config({"servers": {"s": server}})
     assert info.value.path == path
     assert message in info.value.message
 
@@ -75,17 +75,19 @@ def test_a_bad_grant_is_named(server: dict[str, Any], path: str, message: str) -
 def test_a_grant_of_mcpds_own_endpoint_port_is_refused() -> None:
     servers = {"s": stdio(network=False, host_loopback=[5432, "127.0.0.1:18731"])}
     with pytest.raises(ConfigError) as info:
-        parse({"daemon": {"http_listen": "127.0.0.1:18731"}, "servers": servers})
+        parse_config({"daemon": {"http_listen": "127.0.0.1:18731"}, "servers": servers})
     assert info.value.path == "servers.s.host_loopback[1]"
     assert "port 18731 is mcpd's own HTTP endpoint" in info.value.message
     assert "s would reach it as mcpd" in info.value.message
     # Another port, or no endpoint, is granted as before.
-    parse({"daemon": {"http_listen": "127.0.0.1:18732"}, "servers": servers})
-    parse({"servers": servers})
+    parse_config({"daemon": {"http_listen": "127.0.0.1:18732"}, "servers": servers})
+    parse_config({"servers": servers})
 
 
 def test_a_grant_is_a_port_or_a_host_loopback_address() -> None:
-    config = parse({"servers": {"s": stdio(network=False, host_loopback=[5432, "127.0.0.1:80"])}})
+    config = parse_config(
+        {"servers": {"s": stdio(network=False, host_loopback=[5432, "127.0.0.1:80"])}}
+    )
     assert sandbox_of("s", config.servers["s"], config).loopback == (5432, 80)
 
 

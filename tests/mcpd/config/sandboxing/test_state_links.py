@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from mcpd.cli.check_sandbox import sandbox_lines
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.sandboxing.sandbox import sandbox_of
 from mcpd.config.sandboxing.state_links import links_on_the_way
 from mcpd.config.tables.model import Config
@@ -37,7 +37,7 @@ def linked_home(tmp: Path) -> tuple[Path, dict[str, str]]:
 
 def config_of(env: dict[str, str], source: str = "", **server: Any) -> Config:
     data = {"servers": {"s": {"command": "/bin/true", **server}}}
-    return parse(data, env=env, source=source)
+    return parse_config(data, env=env, source=source)
 
 
 def test_the_links_on_the_way_are_found_in_order_through_links_in_links(tmp: Path) -> None:
@@ -66,7 +66,7 @@ def test_a_server_that_could_repoint_a_link_above_the_state_directory_does_not_s
     assert any("cannot start" in line and f"{home}/.local" in line for line in lines), lines
     # The remedy: the resolved directory named in the config.
     state = {"state_dir": f"{tmp}/data/local/state/mcpd"}
-    fixed = parse({"daemon": state, "servers": {"s": {"command": "/bin/true"}}}, env=env)
+    fixed = parse_config({"daemon": state, "servers": {"s": {"command": "/bin/true"}}}, env=env)
     assert sandbox_of("s", fixed.servers["s"], fixed, env).refused is None
 
 
@@ -111,7 +111,7 @@ def test_a_link_in_a_hidden_directory_is_out_of_the_servers_reach(tmp: Path) -> 
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "st").symlink_to(tmp / "keys")
     env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
-    config = parse(
+    config = parse_config(
         {
             "daemon": {"state_dir": f"{home}/.ssh/st/mcpd"},
             "servers": {"s": {"command": "/bin/true"}},

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables import model as cfg
 from mcpd.config.tables.model import Config, ConfigError, Limit, PinPolicy
 
@@ -19,7 +19,7 @@ ENV = {"GH_TOKEN": "gh-secret-value", "DB_PASSWORD": "db-secret-value", "SOCK": 
 
 
 def config(text: str, env: dict[str, str] | None = None) -> Config:
-    return parse(tomllib.loads(text), env=ENV if env is None else env)
+    return parse_config(tomllib.loads(text), env=ENV if env is None else env)
 
 
 def test_a_server_is_withheld_the_variables_only_others_resolve() -> None:

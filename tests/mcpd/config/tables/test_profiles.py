@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import ConfigError, NamingConfig
 from mcpd.config.tables.profiles import Patterns, ProfileConfig
 from mcpd.config.tables.servertable import ToolsConfig
@@ -32,7 +32,7 @@ url = "http://127.0.0.1:9/mcp"
 
 
 def config(text: str) -> Any:
-    return parse(tomllib.loads(textwrap.dedent(SERVERS + text)), env={})
+    return parse_config(tomllib.loads(textwrap.dedent(SERVERS + text)), env={})
 
 
 def error_of(text: str) -> ConfigError:

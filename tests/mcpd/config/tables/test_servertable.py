@@ -7,7 +7,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import ConfigError
 from mcpd.config.tables.servertable import AuthConfig, ServerConfig
 
@@ -56,7 +56,7 @@ def test_kind_is_settled_also_for_a_struct_built_by_hand() -> None:
 @pytest.mark.parametrize("url", ["http://[::1/sse", "http://[::1/mcp"])
 def test_a_url_that_cannot_be_split_is_a_config_error_naming_the_url(url: str) -> None:
     with pytest.raises(ConfigError) as caught:
-        parse({"servers": {"s": {"url": url}}}, env={})
+        parse_config({"servers": {"s": {"url": url}}}, env={})
     assert (caught.value.path, caught.value.message) == (
         "servers.s.url",
         f'invalid URL "{url}": its host is not a valid name or address',

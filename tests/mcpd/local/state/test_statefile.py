@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import NamingConfig
 from mcpd.local.state.statefile import (
     FILE_NAME,
@@ -32,8 +32,8 @@ from tests.support.procs import scripted
 
 
 def test_the_state_directory_follows_config_then_systemd_then_xdg() -> None:
-    plain = parse({})
-    assert state_dir(parse({"daemon": {"state_dir": "/srv/mcpd"}}), {}) == "/srv/mcpd"
+    plain = parse_config({})
+    assert state_dir(parse_config({"daemon": {"state_dir": "/srv/mcpd"}}), {}) == "/srv/mcpd"
     env = {"STATE_DIRECTORY": "/var/lib/mcpd:/var/lib/other", "XDG_STATE_HOME": "/x"}
     assert state_dir(plain, env) == "/var/lib/mcpd"
     assert state_dir(plain, {"XDG_STATE_HOME": "/home/ada/.state"}) == "/home/ada/.state/mcpd"
@@ -66,11 +66,11 @@ def test_an_unusable_state_file_is_ignored_with_a_warning(
 
 
 def test_the_fingerprint_is_the_servers_identity_not_its_tuning() -> None:
-    a = parse({"servers": {"s": {"command": "x", "args": ["1"]}}}).servers["s"]
-    tuned = parse(
+    a = parse_config({"servers": {"s": {"command": "x", "args": ["1"]}}}).servers["s"]
+    tuned = parse_config(
         {"servers": {"s": {"command": "x", "args": ["1"], "call_timeout": 5, "trusted": True}}}
     ).servers["s"]
-    other = parse({"servers": {"s": {"command": "x", "args": ["2"]}}}).servers["s"]
+    other = parse_config({"servers": {"s": {"command": "x", "args": ["2"]}}}).servers["s"]
     assert fingerprint(a) == fingerprint(tuned) != fingerprint(other)
 
 
@@ -79,7 +79,7 @@ async def test_the_first_write_waits_until_every_server_had_its_first_attempt(
 ) -> None:
     # At start-up each server's listing would otherwise write the whole file again, in
     # the event loop, while the last servers are still answering.
-    config = parse({"servers": {"a": {"command": "x"}}})
+    config = parse_config({"servers": {"a": {"command": "x"}}})
     registry = Catalog(NamingConfig())
     registry.update("a", [mcp.Tool(name="search")])
     path = tmp_path / FILE_NAME

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.hosts import HOSTS
 from tests.support.agent import Agent, connect, running
 from tests.support.daemon_http import MCP, auth, header_dict, http, modern, modern_headers
@@ -104,7 +104,7 @@ async def test_a_look_alike_does_not_take_a_tool_out_of_an_exact_rule(tmp_path: 
     server = Changing(tmp_path)
     honest = {"name": "delete_repo", "description": "Delete.", "inputSchema": {"type": "object"}}
     server.write({"tools": [honest]})
-    cfg = parse(
+    cfg = parse_config(
         {
             "daemon": {
                 "socket": str(tmp_path / "mcpd.sock"),

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.glob import Glob
 from mcpd.config.tables.hosts import HOSTS, host_profile
 from mcpd.config.tables.model import ConfigError, NamingConfig
@@ -34,7 +34,7 @@ SERVERS = {"github": {"command": "true"}, "notes": {"command": "true"}}
 
 
 def config(*rules: dict[str, Any], **extra: Any) -> Any:
-    return parse({"servers": SERVERS, "policy": list(rules), **extra}, env={})
+    return parse_config({"servers": SERVERS, "policy": list(rules), **extra}, env={})
 
 
 def facts(name: str = "mcp__github__delete_repo", **kw: Any) -> CallFacts:

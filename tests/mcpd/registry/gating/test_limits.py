@@ -7,14 +7,14 @@ from __future__ import annotations
 import msgspec
 from msgspec import Raw
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import ListLimits
 from mcpd.registry.gating.limits import ListTrim, cut_text, limited_saved
 from protocol import mcp, surface
 
 
 def limits(**keys: int) -> ListLimits:
-    return parse({"servers": {"s": {"command": "x", **keys}}}, env={}).list_limits("s")
+    return parse_config({"servers": {"s": {"command": "x", **keys}}}, env={}).list_limits("s")
 
 
 def raw(item: object) -> Raw:

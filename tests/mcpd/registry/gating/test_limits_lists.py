@@ -13,7 +13,7 @@ import trio
 from msgspec import Raw
 
 from mcpd.cli.status_view import render_status
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import ListLimits
 from mcpd.registry.gating.limits import ListTrim, cut_text, limited_instructions, limited_saved
 from protocol import mcp, surface
@@ -22,7 +22,7 @@ from tests.support.upstream import scripted_server, upstream
 
 def limits(alias: str = "s", **keys: int) -> ListLimits:
     server = {"command": "x", **keys}
-    return parse({"servers": {alias: server}}, env={}).list_limits(alias)
+    return parse_config({"servers": {alias: server}}, env={}).list_limits(alias)
 
 
 def raw(item: dict[str, object]) -> Raw:
@@ -181,7 +181,7 @@ def test_instructions_are_cut_and_the_cut_named(caplog: pytest.LogCaptureFixture
 
 
 def test_the_daemons_limits_apply_where_a_server_sets_none() -> None:
-    config = parse(
+    config = parse_config(
         {
             "daemon": {"max_list_items": 50, "max_description_bytes": 500},
             "servers": {"a": {"command": "x", "max_list_items": 7}, "b": {"command": "y"}},

@@ -10,7 +10,7 @@ from typing import Any
 
 import trio
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from tests.support.agent import connect, running
 from tests.support.pins_daemon import TOOLS_CHANGED, Changing, cli, relist
 
@@ -30,7 +30,7 @@ def items(sep: str) -> dict[str, Any]:
 
 
 def config(tmp_path: Path, server: Changing) -> Any:
-    return parse(
+    return parse_config(
         {
             "daemon": {
                 "socket": str(tmp_path / "mcpd.sock"),
@@ -100,7 +100,7 @@ async def test_an_allow_naming_one_tool_lets_none_of_its_look_alikes_through(
     profile lists neither."""
     server = Changing(tmp_path)
     server.write(deploys("deploy_prod"))
-    cfg = parse(
+    cfg = parse_config(
         {
             "daemon": {
                 "socket": str(tmp_path / "mcpd.sock"),

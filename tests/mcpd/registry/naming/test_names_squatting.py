@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from tests.support.agent import Agent, connect, running
 from tests.support.pins_daemon import TOOLS_CHANGED, Changing, heard
 
@@ -40,7 +40,7 @@ def config(tmp_path: Path, servers: dict[str, Any]) -> Any:
         "state_dir": str(tmp_path / "state"),
         "startup_deadline": 20.0,
     }
-    return parse({"daemon": daemon, "servers": servers})
+    return parse_config({"daemon": daemon, "servers": servers})
 
 
 def served_by(tools: list[dict[str, Any]], prefix: str) -> dict[str, str]:

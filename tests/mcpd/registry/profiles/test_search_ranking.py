@@ -215,7 +215,7 @@ def test_get_looks_up_by_local_and_original_name() -> None:
 
 
 def definitions() -> list[dict[str, Any]]:
-    tools = metatools.definitions(["git", "tickets"], total=56)
+    tools = metatools.meta_tools(["git", "tickets"], total=56)
     out: list[dict[str, Any]] = msgspec.json.decode(msgspec.json.encode(tools))
     return out
 

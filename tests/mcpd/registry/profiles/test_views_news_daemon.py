@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from tests.support.agent import META, Agent, connect, running
 from tests.support.pins_daemon import TOOLS_CHANGED, Changing, heard
 
@@ -66,7 +66,7 @@ async def test_a_change_the_profile_does_not_show_is_no_news_to_its_agents(
     b = server(tmp_path, "b", "shared", "own")
     if profile_template is not None:
         narrow = {**narrow, "template": profile_template}
-    config = parse(
+    config = parse_config(
         {
             "daemon": {
                 "socket": str(tmp_path / "mcpd.sock"),

@@ -12,7 +12,7 @@ import msgspec
 import pytest
 import trio
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import DEFAULT_POLICY, Handling, NamingConfig
 from mcpd.config.tables.policy import PolicyRule
 from mcpd.config.tables.servertable import ToolsConfig
@@ -272,7 +272,7 @@ async def test_an_item_added_under_a_renamed_items_name_leaves_its_rules_in_forc
     }
     entry = server.config(tools={"rename": {"delete_notes": "purge"}})
     entry["prompts"] = {"rename": {"daily": "plan"}}
-    config = parse(
+    config = parse_config(
         {
             "daemon": {
                 "socket": str(tmp_path / "mcpd.sock"),

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from mcpd.registry.tables.shown import Entry, agent_resource, agent_template, marked, sourced
+from mcpd.registry.tables.shown import Entry, agent_resource, agent_template, marked_title, sourced
 from protocol import mcp, surface
 
 CAUTIOUS = {
@@ -165,9 +165,9 @@ def test_sourced_text_and_meta_for_any_item() -> None:
 
 
 def test_only_a_text_title_is_marked() -> None:
-    assert marked("notes", "Search") == "[notes] Search"
-    assert marked("notes", None) is None
-    assert marked("notes", UNSET) is UNSET
+    assert marked_title("notes", "Search") == "[notes] Search"
+    assert marked_title("notes", None) is None
+    assert marked_title("notes", UNSET) is UNSET
 
 
 # -- resources and templates --

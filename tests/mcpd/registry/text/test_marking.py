@@ -10,9 +10,9 @@ import pytest
 from mcpd.registry.text.marking import (
     OPENING,
     as_listed,
+    breaks_as_spaces,
     later_lines_marked,
     lines_marked,
-    one_line,
     said_by,
 )
 
@@ -49,8 +49,8 @@ def test_a_long_text_of_blank_lines_is_marked_in_one_pass() -> None:
 
 
 def test_every_line_break_becomes_a_space() -> None:
-    assert one_line("a\r\nb\rc\x0bd\x0ce\x85f\u2028g\u2029h\ni") == "a b c d e f g h i"
-    assert one_line("plain") == "plain"
+    assert breaks_as_spaces("a\r\nb\rc\x0bd\x0ce\x85f\u2028g\u2029h\ni") == "a b c d e f g h i"
+    assert breaks_as_spaces("plain") == "plain"
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ import trio.testing
 from msgspec import UNSET, Raw
 
 from mcpd.config.credentials.secrets import HeldSecret
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config
 from mcpd.config.tables.servertable import ServerConfig
 from mcpd.policy.redaction.guard import SecretGuard
@@ -86,7 +86,7 @@ class Factory:
 
 def config(daemon: dict[str, Any] | None = None, **server: Any) -> Config:
     data = {"daemon": daemon or {}, "servers": {"s": {"command": "srv", **server}}}
-    return parse(data, env={"HOME": "/nonexistent"})
+    return parse_config(data, env={"HOME": "/nonexistent"})
 
 
 @contextlib.asynccontextmanager

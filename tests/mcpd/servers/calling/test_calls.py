@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from msgspec import Raw
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.servers.calling.calls import Admitter, Call, CallLimits, CallRefused
 from mcpd.servers.status.outage import Outage
 from tests.support.calls import a_call
@@ -32,7 +32,9 @@ class Told(Admitter):
 
 
 def limits(server: dict[str, Any], daemon: dict[str, Any] | None = None) -> CallLimits:
-    config = parse({"daemon": daemon or {}, "servers": {"s": {"command": "x", **server}}}, env={})
+    config = parse_config(
+        {"daemon": daemon or {}, "servers": {"s": {"command": "x", **server}}}, env={}
+    )
     return CallLimits("s", config)
 
 

@@ -16,7 +16,7 @@ import trio.testing
 from msgspec import Raw
 from trio.testing import MockClock
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import DaemonConfig
 from mcpd.policy.redaction.guard import SecretGuard
 from mcpd.policy.redaction.masking import KnownSecrets
@@ -46,7 +46,9 @@ class Host(CallHost):
     """The server's side of its scheduler: what a runner keeps, and what it is told."""
 
     def __init__(self, kind: str, server: dict[str, Any], daemon: dict[str, Any]) -> None:
-        config = parse({"daemon": daemon, "servers": {"s": {"command": "x", **server}}}, env={})
+        config = parse_config(
+            {"daemon": daemon, "servers": {"s": {"command": "x", **server}}}, env={}
+        )
         self.alias = "s"
         self.breaker = Breaker(breaker_config(config.daemon, probe_timeout=5.0))
         self.stats = LatencyStats()

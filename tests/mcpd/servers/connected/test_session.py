@@ -16,7 +16,7 @@ import trio.testing
 from msgspec import Raw
 
 from mcpd.config.credentials.secrets import HeldSecret
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config, NamingConfig
 from mcpd.policy.redaction.guard import SecretGuard
 from mcpd.policy.redaction.masking import KnownSecrets, marker
@@ -50,7 +50,7 @@ class ScriptedTransport(StandIn):
 
 def config(era: str = "auto", **daemon: Any) -> Config:
     server = {"command": "x", "era": era}
-    return parse({"daemon": daemon, "servers": {"srv": server}}, env={})
+    return parse_config({"daemon": daemon, "servers": {"srv": server}}, env={})
 
 
 def runner(cfg: Config, guard: SecretGuard | None = None) -> Runner:
@@ -355,7 +355,7 @@ async def test_a_list_not_answered_in_time_has_the_server_probed_and_the_session
 
 
 async def test_a_login_needed_while_served_ends_the_session() -> None:
-    cfg = parse({"servers": {"srv": {"url": "https://mcp.example.com/mcp"}}}, env={})
+    cfg = parse_config({"servers": {"srv": {"url": "https://mcp.example.com/mcp"}}}, env={})
     r = runner(cfg)
     assert r.auth is not None
     t = legacy_server()

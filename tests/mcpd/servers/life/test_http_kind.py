@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.servertable import ServerConfig
 from mcpd.servers.life.http_kind import other_kind
 from protocol.reply_faults import MalformedReply
@@ -21,7 +21,7 @@ LIMIT = 10
 
 
 def server(url: str, **more: Any) -> ServerConfig:
-    cfg = parse({"servers": {"s": {"url": url, **more}}}, env={"HOME": "/nonexistent"})
+    cfg = parse_config({"servers": {"s": {"url": url, **more}}}, env={"HOME": "/nonexistent"})
     return cfg.servers["s"]
 
 
@@ -33,7 +33,7 @@ async def test_a_stdio_server_or_a_failure_about_something_else_is_not_asked() -
     async def handler(req: SeenRequest, respond: Responder) -> None:
         await respond.reply(404)
 
-    stdio = parse({"servers": {"s": {"command": "srv"}}}, env={"HOME": "/h"}).servers["s"]
+    stdio = parse_config({"servers": {"s": {"command": "srv"}}}, env={"HOME": "/h"}).servers["s"]
     assert await other_kind("s", stdio, "stdio", refused(404)) is None
     with trio.fail_after(LIMIT):
         async with serve_http(handler) as srv:

@@ -17,7 +17,7 @@ import trio
 import trio.testing
 
 from mcpd.config.credentials.secrets import HeldSecret
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config
 from mcpd.config.tables.servertable import ServerConfig
 from mcpd.policy.redaction.guard import SecretGuard
@@ -101,7 +101,7 @@ class Factory:
 
 
 def config(server: dict[str, Any], **daemon: Any) -> Config:
-    return parse({"daemon": daemon, "servers": {"s": server}}, env={"HOME": "/nonexistent"})
+    return parse_config({"daemon": daemon, "servers": {"s": server}}, env={"HOME": "/nonexistent"})
 
 
 def guard() -> SecretGuard:

@@ -17,7 +17,7 @@ import trio
 import trio.lowlevel
 import trio.testing
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config
 from mcpd.config.tables.servertable import ServerConfig
 from mcpd.registry.tables.catalog import Catalog
@@ -200,7 +200,7 @@ def make(fake: FakeServer, **daemon: Any) -> Runner:
         "probe_timeout": 2.0,
     }
     base.update(daemon)
-    config = parse({"daemon": base, "servers": {"s": {"command": "fake"}}})
+    config = parse_config({"daemon": base, "servers": {"s": {"command": "fake"}}})
     return Runner(
         "s", config.servers["s"], config, Catalog(config.naming), lambda a: None, fake.open
     )

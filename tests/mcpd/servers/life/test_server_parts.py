@@ -14,7 +14,7 @@ import trio.testing
 from msgspec import UNSET
 
 from mcpd.config.credentials.secrets import HeldSecret
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config
 from mcpd.policy.redaction.guard import SecretGuard
 from mcpd.policy.redaction.masking import KnownSecrets
@@ -29,7 +29,7 @@ SCHEMA = msgspec.Raw(b'{"type":"object"}')
 
 
 def config(servers: dict[str, dict[str, Any]], **daemon: Any) -> Config:
-    return parse({"daemon": daemon, "servers": servers}, env={})
+    return parse_config({"daemon": daemon, "servers": servers}, env={})
 
 
 class Parts:

@@ -11,7 +11,7 @@ from typing import Any
 
 import trio
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config
 from mcpd.servers.life.transport_factory import http_settings, open_transport, stdio_params
 from protocol import jsonrpc as rpc
@@ -34,7 +34,7 @@ TELLS = (
 
 def config(servers: dict[str, Any], **daemon: Any) -> Config:
     env = {"HOME": "/nonexistent", "OTHER_TOKEN": "t0k"}
-    return parse({"daemon": daemon, "servers": servers}, env=env)
+    return parse_config({"daemon": daemon, "servers": servers}, env=env)
 
 
 def ignore(msg: rpc.Notification) -> None:

@@ -13,7 +13,7 @@ import trio
 import trio.testing
 from msgspec import Raw
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import NamingConfig
 from mcpd.policy.redaction.guard import SecretGuard
 from mcpd.policy.redaction.masking import KnownSecrets
@@ -45,7 +45,9 @@ class Storming:
         self.keeper: PromptResourceKeeper | None = None
         self.listed = ""  # the URI its resource list held last
         self.meta = self  # a legacy session's requests carry no _meta
-        self.limits = parse({"servers": {"storm": {"command": "x"}}}, env={}).list_limits("storm")
+        self.limits = parse_config({"servers": {"storm": {"command": "x"}}}, env={}).list_limits(
+            "storm"
+        )
 
     def of(self, capabilities: Any, agent_meta: Any) -> Any:
         return msgspec.UNSET

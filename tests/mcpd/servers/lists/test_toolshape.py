@@ -12,14 +12,14 @@ import msgspec
 import pytest
 from msgspec import UNSET, Raw
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.registry.gating.limits import ListTrim
 from mcpd.servers.lists.toolshape import accepted, checked_tool, header_paths
 from protocol import mcp
 
 
 def trim() -> ListTrim:
-    limits = parse({"servers": {"s": {"command": "x"}}}, env={}).list_limits("s")
+    limits = parse_config({"servers": {"s": {"command": "x"}}}, env={}).list_limits("s")
     return ListTrim("s", "tools", "tools/list", limits)
 
 

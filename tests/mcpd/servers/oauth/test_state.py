@@ -14,7 +14,7 @@ import trio
 import trio.testing
 import trustme
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.servertable import ServerConfig
 from mcpd.local.state.oauth_store import IssuerRecord, OAuthStore, StoredLogin
 from mcpd.servers.oauth.errors import LoginRequired
@@ -38,7 +38,7 @@ NOW = 1_000_000.0
 
 
 def server(url: str = URL, **keys: Any) -> ServerConfig:
-    return parse({"servers": {"srv": {"url": url, **keys}}}, env={}).servers["srv"]
+    return parse_config({"servers": {"srv": {"url": url, **keys}}}, env={}).servers["srv"]
 
 
 def state(tmp_path: Path, cfg: ServerConfig | None = None, clock: Clock | None = None) -> AuthState:

@@ -7,7 +7,7 @@ import msgspec
 import trio
 
 from mcpd import __version__
-from mcpd.config.loading.load import parse as parse_config
+from mcpd.config.loading.load import parse_config
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.life.runner import Runner
 from mcpd.servers.status.metrics import render

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcpd.config.loading.load import parse
+from mcpd.config.loading.load import parse_config
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.life.server_parts import ServerParts
 from mcpd.servers.status.status_of import status_of
@@ -16,7 +16,7 @@ URL = "https://mcp.example.com/mcp"
 
 
 def parts(**server: Any) -> ServerParts:
-    config = parse({"servers": {"s": server}}, env={})
+    config = parse_config({"servers": {"s": server}}, env={})
     return ServerParts("s", config.servers["s"], config, Catalog(config.naming), lambda c: None)
 
 

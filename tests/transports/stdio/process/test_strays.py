@@ -16,7 +16,7 @@ import trio
 
 from tests.support.procs import alive, wait_gone
 from transports.stdio.process.launch import START_MARK
-from transports.stdio.process.strays import marked, stop_strays
+from transports.stdio.process.strays import marked_pids, stop_strays
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
 # Stays through SIGTERM, as a helper that traps it would.
@@ -76,7 +76,7 @@ async def test_a_process_carrying_the_token_is_stopped_and_no_other() -> None:
         started(SLEEPER, secrets.token_hex(8)) as another_servers,
         started(SLEEPER, None) as unmarked,
     ):
-        assert marked(token, group=0) == [stray.pid]
+        assert marked_pids(token, group=0) == [stray.pid]
         with trio.fail_after(20):
             await stop_strays("s", token, group=0, grace=5)
             assert await wait_gone(stray.pid)
@@ -86,7 +86,7 @@ async def test_a_process_carrying_the_token_is_stopped_and_no_other() -> None:
 async def test_the_servers_own_group_is_left_to_its_own_kill() -> None:
     token = secrets.token_hex(8)
     with started(SLEEPER, token) as member:
-        assert marked(token, group=os.getpgid(member.pid)) == []
+        assert marked_pids(token, group=os.getpgid(member.pid)) == []
 
 
 async def test_one_that_ignores_sigterm_is_killed_after_the_grace(
