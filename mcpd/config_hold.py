@@ -35,7 +35,7 @@ from protocol.budget import Throttle
 from protocol.framing import LineFramer, Oversized
 from protocol.logfields import log_extra
 
-from .agents.entry.door import Speaks, refuse, speaks
+from .agents.entry.door import Speaks, refuse_connection, speaks
 from .agents.entry.peers import Peer, is_owner, peer_of
 from .agents.entry.places import Places, Seat
 from .config.tables.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
@@ -180,7 +180,7 @@ class ConfigHold:
             peer = peer_of(stream.socket)
             refusal = self._places.refusal(self._limits, peer)
             if refusal is not None:
-                await refuse(stream, f"mcpd: {refusal}")
+                await refuse_connection(stream, f"mcpd: {refusal}")
                 return
             deadline = trio.current_time() + self._limits.first_message_timeout
             # A peer that hangs up, or resets the connection, ends its own connection.

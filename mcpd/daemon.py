@@ -42,7 +42,7 @@ from .registry.gating.gate import ListGate
 from .registry.profiles.views import ProfileView
 from .registry.tables.catalog import Catalog
 from .registry.tables.curation import ToolBudget
-from .reread import Rereader, refusal, unmatched_profile
+from .reread import Rereader, reload_refusal, unmatched_profile
 from .runtime_secrets import RuntimeSecrets
 from .servers.all_servers import AllServers
 from .servers.auth_commands import Logins
@@ -239,7 +239,7 @@ class Daemon(Control):
                     # The new profiles' places, taken before a server the reload starts could.
                     await self.api.sockets.claim(reread.config.profiles)
                 except ConfigError as exc:
-                    raise refusal(exc) from None
+                    raise reload_refusal(exc) from None
             except rpc.RPCError as exc:
                 self.report.reloads.refused(exc)
                 raise

@@ -16,7 +16,7 @@ import trio
 
 from protocol.logfields import log_extra
 
-from .audit.counts import render
+from .audit.counts import render_call_metrics
 from .audit.log import AuditLog
 from .config.checks.aliaschecks import alias_warnings
 from .config.checks.policychecks import leavable
@@ -105,4 +105,4 @@ class Oversight:
 
     def metrics(self, only: Callable[[str], bool] | None = None) -> str:
         pending = sum(1 for v in self.approvals.list() if only is None or only(v.server))
-        return "\n".join(render(self.audit.counts, pending, only)) + "\n"
+        return "\n".join(render_call_metrics(self.audit.counts, pending, only)) + "\n"

@@ -66,7 +66,7 @@ class Rereader:
             if problem is not None:
                 raise problem
         except ConfigError as exc:
-            raise refusal(exc) from None
+            raise reload_refusal(exc) from None
         restart = []
         if self._socket_for(new) != socket:
             restart.append("daemon.socket")
@@ -94,7 +94,7 @@ class Rereader:
         return Reread(new, restart, at_once, later)
 
 
-def refusal(exc: ConfigError) -> rpc.RPCError:
+def reload_refusal(exc: ConfigError) -> rpc.RPCError:
     """The reload refused whole for ``exc``, logged: the running configuration stays."""
     logger.error(
         "reload rejected, keeping the running configuration: %s",

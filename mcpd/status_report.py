@@ -135,10 +135,12 @@ class StatusReport:
         registry = self._registry
         if scope is None:
             agents = len(self._api.agent_connections())
-            text = metrics.render(runners, registry, registry.size(), agents)
+            text = metrics.render_server_metrics(runners, registry, registry.size(), agents)
             return text + self._oversight.metrics()
         own = {alias: r for alias, r in runners.items() if scope.has_server(alias)}
-        text = metrics.render(own, registry, scope.count(), self._api.agents()[scope.name])
+        text = metrics.render_server_metrics(
+            own, registry, scope.count(), self._api.agents()[scope.name]
+        )
         return text + self._oversight.metrics(scope.has_server)
 
     def history(self, scope: ProfileView | None = None) -> list[ServerHistory]:

@@ -740,16 +740,6 @@ class Parts:
 PROTOCOL_NAMES = {
     "main": "what `python -m` runs of a module, and a console script of a package",
 }
-# Names had twice that are not yet apart. The list may only get shorter.
-NOT_YET_APART = {
-    "read",
-    "refusal",
-    "refuse",
-    "render",
-    "shown",
-    "summary",
-    "write",
-}
 
 
 def same_names(sources: dict[str, str]) -> dict[str, list[str]]:
@@ -766,7 +756,7 @@ def same_names(sources: dict[str, str]) -> dict[str, list[str]]:
 
 def test_no_two_modules_define_one_public_name() -> None:
     twice = same_names({name: path.read_text() for name, path in MODULES.items()})
-    allowed = NOT_YET_APART | set(PROTOCOL_NAMES)
+    allowed = set(PROTOCOL_NAMES)
     new = sorted(f"{n}: {', '.join(m)}" for n, m in twice.items() if n not in allowed)
     assert not new, (
         "a public class or function of a name another module has too: name each for "

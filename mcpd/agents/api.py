@@ -36,7 +36,7 @@ from .calls.toolcall import Router
 from .connection.dispatcher import LIFECYCLE, Connection, Dispatcher
 from .connection.ending import Stops
 from .connection.failures import Failures
-from .entry.door import Door, refuse
+from .entry.door import Door, refuse_connection
 from .entry.places import Seat
 from .entry.sockets import Leave, ProfileSockets
 from .entry.unix_socket import UnixBound
@@ -227,7 +227,7 @@ class AgentServer(ProfileMethods, Dispatcher):
     ) -> None:
         chosen = self.profiles.default if profile is None else self.profiles.get(profile)
         if chosen is None:
-            await refuse(stream, f"mcpd: the profile {profile!r} was removed")
+            await refuse_connection(stream, f"mcpd: the profile {profile!r} was removed")
             return
         spoken = await self.door.speaks(stream, seat)
         if spoken is None:  # said nothing, or nothing in time

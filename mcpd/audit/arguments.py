@@ -23,8 +23,8 @@ from typing import Final
 import msgspec
 
 from ..policy.redaction.masking import SecretSet
-from ..policy.shown.reading import Unshowable, read
-from ..policy.shown.showing import write
+from ..policy.shown.reading import Unshowable, read_arguments
+from ..policy.shown.showing import whole_json
 
 # Arguments larger than this are not kept (their size and digest are), and neither are
 # those whose masking makes them larger: one record stays a small part of the file.
@@ -55,7 +55,7 @@ def kept_arguments(raw: bytes | msgspec.Raw, secrets: SecretSet) -> msgspec.Raw 
         pass  # kept as sent, if they can be read so
     if kept is None:
         try:
-            kept = write(read(raw, secrets))
+            kept = whole_json(read_arguments(raw, secrets))
         except Unshowable:
             return INVALID
     size = len(kept.encode()) if isinstance(kept, str) else len(kept)

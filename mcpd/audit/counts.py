@@ -29,7 +29,7 @@ class CallCounts:
         )
 
 
-def render(
+def render_call_metrics(
     counts: CallCounts, pending: int, only: Callable[[str], bool] | None = None
 ) -> list[str]:
     """The audit's families for ``GET /metrics``; ``pending``: calls waiting for a

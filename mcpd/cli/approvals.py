@@ -59,7 +59,7 @@ def cmd_approvals(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(listing["approvals"], indent=2))
     else:
-        print(render(listing["approvals"]))
+        print(render_approvals(listing["approvals"]))
     return 0
 
 
@@ -112,7 +112,7 @@ def _watch(args: argparse.Namespace) -> int:
                     print(json.dumps(listing["approvals"]), flush=True)
                     continue
                 stamp = datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S")
-                body = f"mcpd approvals    {stamp}\n\n{render(listing['approvals'])}\n"
+                body = f"mcpd approvals    {stamp}\n\n{render_approvals(listing['approvals'])}\n"
                 # On a terminal the list is redrawn in place; elsewhere each follows the last.
                 sys.stdout.write(f"\x1b[H\x1b[2J{body}" if tty else f"{body}\n")
                 sys.stdout.flush()
@@ -120,7 +120,7 @@ def _watch(args: argparse.Namespace) -> int:
         return 0
 
 
-def render(items: list[dict[str, Any]]) -> str:
+def render_approvals(items: list[dict[str, Any]]) -> str:
     if not items:
         return "no call waits for approval"
     now = datetime.now(UTC)

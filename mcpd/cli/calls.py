@@ -90,7 +90,7 @@ def cmd_calls(args: argparse.Namespace) -> int:
             # A program decodes the same record; a terminal gets no escape of anyone's.
             sys.stdout.write(visible_json(msgspec.json.encode(record)).decode() + "\n")
     else:
-        print(render(list(kept)))
+        print(render_calls(list(kept)))
         shown = sum(record.calls for record in kept)
         print(f"{shown} of {seen} calls in {directory}", file=sys.stderr)
     if reading.dropped:
@@ -157,7 +157,7 @@ def _state_dir(explicit: str | None) -> str:
     return state_dir(config)
 
 
-def render(records: list[CallRecord]) -> str:
+def render_calls(records: list[CallRecord]) -> str:
     head = ("TIME", "AGENT", "SERVER", "TOOL", "DECISION", "OUTCOME", "MS")
     today = datetime.now().date()
     rows = [head]

@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 
 from transports.stdio.process.childenv import in_default_set
-from transports.stdio.process.exits import shown
+from transports.stdio.process.exits import shown_limit
 from transports.stdio.process.launch import server_program
 from transports.stdio.sandbox import secret_folders
 from transports.stdio.sandbox.host import probe
@@ -57,7 +57,7 @@ def _limits_said(limits: Limits) -> str:
     for name, value in applied_limits(limits).items():
         if value is None:
             continue
-        said.append(f"{name.replace('_', ' ')} {shown(name, value)}")
+        said.append(f"{name.replace('_', ' ')} {shown_limit(name, value)}")
         if value != asked[name]:
             said[-1] += f" (the hard limit here; {asked[name]} configured)"
     return ", ".join(said) or "none"

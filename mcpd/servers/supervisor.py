@@ -30,7 +30,7 @@ from .life.lazy import LazyRunner
 from .life.runner import Runner
 from .life.transport_factory import TransportFactory, open_transport
 from .status.outage import Outage, clock_time
-from .status.state import counts, summary
+from .status.state import counts, states_summary
 
 logger = logging.getLogger("mcpd.supervisor")
 
@@ -354,7 +354,7 @@ class Supervisor:
     def summary(self, only: Callable[[str], bool] | None = None) -> str:
         """One line for ``mcpd status`` and the journal: "5 servers: 4 ready, 1 open
         (tickets)"."""
-        return summary(
+        return states_summary(
             {alias: r.state for alias, r in self.runners.items() if only is None or only(alias)}
         )
 

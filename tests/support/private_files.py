@@ -72,7 +72,7 @@ async def _pins(path: Path) -> bytes:
     gate = ListGate()
     Catalog(NamingConfig(), gate).update("notes", [mcp.Tool(name="search", description="x")])
     # Written in pieces, as they are made.
-    pinwriter.write(str(path), gate.review.pins.servers, gate.review.unwritten.take(), None)
+    pinwriter.write_pins(str(path), gate.review.pins.servers, gate.review.unwritten.take(), None)
     written = path.read_bytes()
     assert json.loads(written)["servers"]["notes"]["tools"]["search"]["definition"]
     return written

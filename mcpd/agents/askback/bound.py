@@ -13,7 +13,7 @@ from typing import Final
 from msgspec import Raw, UnsetType
 
 from ...policy.decision.gate import READ_HERE
-from ...policy.shown.reading import Unshowable, read
+from ...policy.shown.reading import Unshowable, read_arguments
 from ...policy.shown.showing import canonical_json
 
 # A call sent with no arguments, and how ``null`` and ``{}`` for them are shown: every
@@ -47,7 +47,7 @@ def binding(arguments: Raw | UnsetType) -> tuple[bytes, str | None]:
     if len(written) > READ_HERE:
         return _digest(b"written", written), None
     try:
-        reading = read(written)
+        reading = read_arguments(written)
         reading.check()
     except Unshowable as exc:
         return _digest(b"written", written), str(exc)

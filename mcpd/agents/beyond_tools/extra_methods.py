@@ -40,7 +40,7 @@ from ..tasks.table import Tasks
 from ..tasks.watches import TaskWatches
 from .allowance import Allowance
 from .prompts import Sees, complete, everything, get_prompt, list_prompts
-from .resources import list_resources, read
+from .resources import list_resources, read_resource
 
 _DEBOUNCE: Final = 0.2
 Handler = Callable[[Any, rpc.Request, RequestContext | None], Awaitable[Any]]
@@ -251,9 +251,10 @@ class ExtraMethods:
         agent = _agent_side(conn, ctx)
         allowance = self._allowance(agent.owner)
         sees = self._sees(conn)[1]
+        servers, askback = self.servers, self.askback
 
         def answer(seen: Seen) -> Awaitable[bytes]:
-            return read(self.servers, self.askback, agent, req, budget, allowance, sees, seen)
+            return read_resource(servers, askback, agent, req, budget, allowance, sees, seen)
 
         return await self._recorded(conn, req, ctx, answer)
 

@@ -103,7 +103,7 @@ def not_found(uri: str) -> rpc.RPCError:
     )
 
 
-async def read(
+async def read_resource(
     servers: AllServers,
     askback: AskBackDriver,
     agent: AgentSide,

@@ -105,7 +105,7 @@ class Door:
                     f" ({held} more refused since the last such line)" if held else "",
                     extra=log_extra(None, reason=f"uid {peer.uid} not allowed"),
                 )
-            await refuse(
+            await refuse_connection(
                 stream,
                 f"mcpd: uid {peer.uid} may not use this socket: neither it nor one of its "
                 f"groups is in {keys} of mcpd's config",
@@ -115,7 +115,7 @@ class Door:
         if peer is not None:
             known = self._known(stream, peer)
             if known is None:
-                await refuse(
+                await refuse_connection(
                     stream,
                     "mcpd: the process that connected has already exited, so mcpd cannot "
                     "tell whose it is; connect from the process that uses the connection",
@@ -127,7 +127,7 @@ class Door:
             granted = self._granted(server, profile)
             if granted is None:
                 self._refused_server(peer, server, profile)
-                await refuse(
+                await refuse_connection(
                     stream,
                     f"mcpd: a process of the server {server!r} may not use this socket: no "
                     "profile's allow_servers names that server",
@@ -136,7 +136,7 @@ class Door:
             profile = granted
         refusal = self.places.refusal(d, peer, socket_of)
         if refusal is not None:
-            await refuse(stream, f"mcpd: {refusal}")
+            await refuse_connection(stream, f"mcpd: {refusal}")
             return None
         return Seat(self.places.held, peer, profile, trio.current_time() + d.first_message_timeout)
 
@@ -236,7 +236,7 @@ class Door:
         return why
 
 
-async def refuse(stream: trio.SocketStream, message: str) -> None:
+async def refuse_connection(stream: trio.SocketStream, message: str) -> None:
     # A peer that has hung up already must not take the daemon down with it: a
     # BrokenResourceError from this write would end serve_listeners, and mcpd.
     with trio.move_on_after(1), contextlib.suppress(trio.BrokenResourceError):

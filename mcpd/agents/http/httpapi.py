@@ -58,7 +58,7 @@ from .endpoint_places import EndpointPlaces, for_page, holder_uid, same_kind
 from .exchange import RequestSender
 from .headmeter import HEAD_ROOM, HeadRoom
 from .headsize import COOKIE_ROOM
-from .leave import refusal, serve_until_left
+from .leave import leaving_refusal, serve_until_left
 from .mcp_http import rpc_reject
 from .mcp_route import McpRoute
 from .pages import ReadPages
@@ -288,7 +288,7 @@ class HttpApi:
                 return False
             if head is None or body is None:
                 return False
-            refused = refusal(caller.leave, wire, head, body)
+            refused = leaving_refusal(caller.leave, wire, head, body)
             if refused is not None:
                 raise refused
             if access is not None:

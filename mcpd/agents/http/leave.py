@@ -59,7 +59,9 @@ async def _close_when_asked(leave: Leave, wire: Wire) -> None:
     wire.closing = True
 
 
-def refusal(leave: Leave | None, wire: Wire, request: h11.Request, body: bytes) -> Reject | None:
+def leaving_refusal(
+    leave: Leave | None, wire: Wire, request: h11.Request, body: bytes
+) -> Reject | None:
     """The answer to a request read once its connection is ending (None: it is not, or
     the request is served all the same): for MCP, a JSON-RPC error of the request's id,
     as a line agent is told. As on a line connection, a notification (a cancellation)

@@ -57,7 +57,7 @@ from ..backend import Control
 from ..page import is_page
 from .cors import answering, is_preflight, preflight
 from .lobby import Lobby, source_of
-from .wire import HeaderList, Headers, Reject, Wire, refuse
+from .wire import HeaderList, Headers, Reject, Wire, refuse_and_close
 
 logger = logging.getLogger("mcpd.http")
 
@@ -173,7 +173,9 @@ class EndpointDoor:
                 try:
                     self.check(request)
                 except Reject as rejection:
-                    await refuse(wire, rejection.status, rejection.body, rejection.headers)
+                    await refuse_and_close(
+                        wire, rejection.status, rejection.body, rejection.headers
+                    )
                     return None
                 return request
             if scope.deadline <= trio.current_time():

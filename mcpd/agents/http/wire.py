@@ -360,7 +360,7 @@ async def end_when_set(ends: trio.Event, scope: trio.CancelScope) -> None:
     scope.cancel()
 
 
-async def refuse(
+async def refuse_and_close(
     wire: Wire, status: int, body: bytes = b"", headers: Iterable[tuple[bytes, bytes]] = ()
 ) -> None:
     """Answer a request that will not be read on (h11 could not parse it, or it was
@@ -376,7 +376,7 @@ async def refuse_malformed(wire: Wire, exc: h11.RemoteProtocolError) -> None:
     wrong with it, then close."""
     if isinstance(exc, NoHeadRoom):
         message = f"request head not read: {exc}"
-        await refuse(wire, 503, rpc.encode_error(None, rpc.INVALID_REQUEST, message))
+        await refuse_and_close(wire, 503, rpc.encode_error(None, rpc.INVALID_REQUEST, message))
         return
     if isinstance(exc, HeadTooLarge):
         why = str(exc)
@@ -385,4 +385,6 @@ async def refuse_malformed(wire: Wire, exc: h11.RemoteProtocolError) -> None:
     else:
         why = str(exc)[:_REASON]
     message = f"malformed HTTP request: {why}"
-    await refuse(wire, exc.error_status_hint, rpc.encode_error(None, rpc.INVALID_REQUEST, message))
+    await refuse_and_close(
+        wire, exc.error_status_hint, rpc.encode_error(None, rpc.INVALID_REQUEST, message)
+    )

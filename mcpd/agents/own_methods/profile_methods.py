@@ -79,14 +79,14 @@ class ProfileMethods:
         conn.seen_version = chosen.version  # what it lists from now on is not a change
         self.extras.joined(conn)
         self.extras.switched(conn)
-        return summary(chosen)
+        return profile_summary(chosen)
 
     async def _profile_tools(
         self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
     ) -> Any:
         choice = rpc.decode_as(req.params, _Choice)
         chosen = self._chosen(conn, choice, required=False)
-        out = summary(chosen)
+        out = profile_summary(chosen)
         out["tools"] = chosen.view.listing()
         if choice.policy:
             gate, view, derived = self.control.call_gate, chosen.view, chosen.derived_from
@@ -137,7 +137,7 @@ class ProfileMethods:
         return rows
 
 
-def summary(chosen: Profile) -> dict[str, Any]:
+def profile_summary(chosen: Profile) -> dict[str, Any]:
     view = chosen.view
     listed = [listed_name(item) for item in chosen.listing()]
     return {

@@ -34,7 +34,7 @@ from .assets import SECURITY_HEADERS
 from .opener import Opener
 from .passes import PageSession, csrf_matches
 from .sources import Decision, Sources
-from .words import shown
+from .words import on_page
 
 Scope = Callable[[], ProfileView | None]  # raises Reject (a profile it may not read)
 # Who sends a request, as /proc tells (``RequestSender.deciders``).
@@ -48,7 +48,7 @@ PATHS: Final = ("/page/login", "/page/decide", "/page/release")
 NO_SESSION: Final = "acting on the page takes a session: run mcpd dashboard"
 
 
-def refuse(status: int, title: str, text: str) -> Reject:
+def refuse_page(status: int, title: str, text: str) -> Reject:
     """A refusal as a small page (``text`` is HTML)."""
     return Reject(status, render.message(title, text).encode(), [HTML, *SECURITY_HEADERS])
 
@@ -141,7 +141,7 @@ class Actions:
             await send_page_answer(wire, 200, JSON, _encode({"url": url}))
             return
         link = f'<a href="{escape(url)}" rel="noopener noreferrer">the login page</a>'
-        text = f"Log in to {shown(alias)} at {link}; it comes back here when done."
+        text = f"Log in to {on_page(alias)} at {link}; it comes back here when done."
         await send_page_answer(wire, 200, HTML, render.message("Log in", text).encode())
 
     async def landing(self, wire: Wire, alias: str, target: str, headers: Headers) -> None:
@@ -149,32 +149,32 @@ class Actions:
         ends here (the state in ``target`` says whether this is its answer)."""
         login = self._logins.get(alias)
         if login is None:
-            raise refuse(
+            raise refuse_page(
                 404,
                 "No login is waiting",
-                f"No login of {shown(alias)} started from this page is waiting. Start "
-                f"one from the page, or run <code>mcpd auth login {shown(alias)}</code>.",
+                f"No login of {on_page(alias)} started from this page is waiting. Start "
+                f"one from the page, or run <code>mcpd auth login {on_page(alias)}</code>.",
             )
         redirect = f"http://{headers.get('host') or ''}{target}"
         try:
             out = await self.control.logins.finish(alias, login, redirect)
         except rpc.RPCError as exc:
-            said = shown(ascii_hosts(exc.message))
-            raise refuse(400, "The login did not work", said) from None
+            said = on_page(ascii_hosts(exc.message))
+            raise refuse_page(400, "The login did not work", said) from None
         self._logins.pop(alias, None)
         state = str(out.get("state"))
         said = f"{alias} is {state} with {out.get('tools', 0)} tools"
         if state not in ("ready", "degraded"):
             reason = ascii_hosts(str(out.get("reason", "")))
             said = f"{alias}: logged in, but the server is {state}: {reason}"
-        await send_page_answer(wire, 200, HTML, render.message("Logged in", shown(said)).encode())
+        await send_page_answer(wire, 200, HTML, render.message("Logged in", on_page(said)).encode())
 
 
 async def _answer(wire: Wire, said: str, wants_json: bool) -> None:
     if wants_json:
         await send_page_answer(wire, 200, JSON, _encode({"message": visible(said)}))
     else:
-        await send_page_answer(wire, 200, HTML, render.message("Done", shown(said)).encode())
+        await send_page_answer(wire, 200, HTML, render.message("Done", on_page(said)).encode())
 
 
 async def send_page_answer(

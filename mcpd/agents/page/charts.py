@@ -122,7 +122,7 @@ def _slot_run(change: SavedChange, begins: float, ends: float, first: int, last:
     x, w = first * _SLOT_W, (last - first) * _SLOT_W
     return (
         f'<rect class="{cls}" x="{x}" y="2" width="{w}" height="{_DAY_H - 4}">'
-        f"<title>{words.shown(title)}</title></rect>"
+        f"<title>{words.on_page(title)}</title></rect>"
     )
 
 
@@ -140,7 +140,7 @@ def hour(minutes: list[SavedMinute], now: float) -> str:
     parts = [
         f'<svg class="spark" viewBox="0 0 {_HOUR_W} {_HOUR_H}" preserveAspectRatio="none" '
         f'role="img" '
-        f'aria-label="{words.shown(label)}"><title>{words.shown(label)}</title>',
+        f'aria-label="{words.on_page(label)}"><title>{words.on_page(label)}</title>',
         f'<rect class="track" x="0" y="0" width="{_HOUR_W}" height="{_HOUR_H}"/>',
     ]
     if top:

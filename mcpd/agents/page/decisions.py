@@ -18,7 +18,7 @@ from ...registry.findings.rules import Finding
 from . import charts
 from .model import PageData
 from .sources import CallFilter, CallRow
-from .words import cut_short, shown
+from .words import cut_short, on_page
 
 OUTCOMES: Final = ("ok", "tool error", "refused", "outage", "timeout", "cancelled", "error")
 NAME_SHOWN: Final = 120  # characters of a server's name for an item, or an agent's
@@ -37,7 +37,7 @@ def _button(path: str, fields: dict[str, str], label: str, csrf: str, cls: str =
     kind = f' class="{cls}"' if cls else ""
     return (
         f'<form method="post" action="{path}">{hidden}'
-        f'<button type="submit"{kind}>{shown(label)}</button> <output></output></form>'
+        f'<button type="submit"{kind}>{on_page(label)}</button> <output></output></form>'
     )
 
 
@@ -48,7 +48,7 @@ def approval_items(data: PageData) -> list[str]:
     out = []
     for a in waiting.first:
         buttons = ""
-        whole = f"<code>mcpd approvals show {shown(a.id)}</code>"
+        whole = f"<code>mcpd approvals show {on_page(a.id)}</code>"
         if data.csrf:
             deny = _button(
                 "/page/decide", {"id": a.id, "decision": "deny"}, "Deny", data.csrf, "no"
@@ -68,11 +68,11 @@ def approval_items(data: PageData) -> list[str]:
                 f" whole.</small>{buttons}"
             )
         out.append(
-            f'<li data-waits="approval" data-id="{shown(a.id)}">'
-            f'<span class="name">{shown(cut_short(a.tool, NAME_SHOWN))}</span>'
+            f'<li data-waits="approval" data-id="{on_page(a.id)}">'
+            f'<span class="name">{on_page(cut_short(a.tool, NAME_SHOWN))}</span>'
             '<span class="pill person">asks for approval</span>'
-            f"<small>{shown(a.agent)}, since {charts.clock(a.since)}; "
-            f"server {shown(a.server)}</small><code>{shown(a.arguments)}</code>{buttons}</li>"
+            f"<small>{on_page(a.agent)}, since {charts.clock(a.since)}; "
+            f"server {on_page(a.server)}</small><code>{on_page(a.arguments)}</code>{buttons}</li>"
         )
     if waiting.more:
         calls = "call waits" if waiting.more == 1 else "calls wait"
@@ -89,7 +89,7 @@ def held_items(data: PageData) -> list[str]:
         return []
     out = []
     for h in waiting.first:
-        command = f"<code>mcpd approve {shown(h.server)}</code>"
+        command = f"<code>mcpd approve {on_page(h.server)}</code>"
         button = ""
         if h.cut:
             # Approved only where all of what is approved is in sight.
@@ -108,11 +108,12 @@ def held_items(data: PageData) -> list[str]:
         # passes every line of it. A cut one is not approved here, and a box keeps it short.
         box = "diff cut" if h.cut else "diff"
         out.append(
-            f'<li data-waits="change" data-server="{shown(h.server)}">'
-            f'<span class="name">{shown(h.server)} / {shown(cut_short(h.name, NAME_SHOWN))}</span>'
-            f'<span class="pill person">{shown(h.kind)} held</span>'
-            f"<small>{shown(h.reason)}{since}</small>{_findings(h.findings)}"
-            f'<pre class="{box}">{shown(h.diff)}</pre>{button}</li>'
+            f'<li data-waits="change" data-server="{on_page(h.server)}">'
+            f'<span class="name">{on_page(h.server)} / '
+            f"{on_page(cut_short(h.name, NAME_SHOWN))}</span>"
+            f'<span class="pill person">{on_page(h.kind)} held</span>'
+            f"<small>{on_page(h.reason)}{since}</small>{_findings(h.findings)}"
+            f'<pre class="{box}">{on_page(h.diff)}</pre>{button}</li>'
         )
     if waiting.more:
         changes = "held change" if waiting.more == 1 else "held changes"
@@ -130,8 +131,8 @@ def _findings(found: tuple[Finding, ...]) -> str:
     if not found:
         return ""
     lines = [
-        f"Flagged: {shown(f.rule)} in {shown(cut_short(f.where, NAME_SHOWN))}: "
-        f"\u201c{shown(cut_short(f.excerpt, EXCERPT_SHOWN))}\u201d"
+        f"Flagged: {on_page(f.rule)} in {on_page(cut_short(f.where, NAME_SHOWN))}: "
+        f"\u201c{on_page(cut_short(f.excerpt, EXCERPT_SHOWN))}\u201d"
         for f in found[:FINDINGS_SHOWN]
     ]
     more = len(found) - FINDINGS_SHOWN
@@ -163,7 +164,7 @@ def calls_section(data: PageData) -> str:
 
 def _select(name: str, options: list[str], chosen: str | None) -> str:
     items = [f'<option value="">any {name}</option>'] + [
-        f'<option value="{escape(o)}"{" selected" if o == chosen else ""}>{shown(o)}</option>'
+        f'<option value="{escape(o)}"{" selected" if o == chosen else ""}>{on_page(o)}</option>'
         for o in options
     ]
     return f'<select name="{name}" aria-label="{name}">{"".join(items)}</select>'
@@ -173,10 +174,10 @@ def _call_row(c: CallRow) -> str:
     took = "-" if c.duration_ms is None else f"{c.duration_ms:g} ms"
     cls = "up" if c.outcome == "ok" else "down"
     return (
-        f"<tr><td>{charts.clock(c.at)}</td><td>{shown(c.server)}</td>"
-        f"<td>{shown(cut_short(c.tool, NAME_SHOWN))}</td>"
-        f"<td>{shown(cut_short(c.agent, NAME_SHOWN))}</td>"
-        f'<td><span class="pill {cls}">{shown(c.outcome)}</span></td>'
+        f"<tr><td>{charts.clock(c.at)}</td><td>{on_page(c.server)}</td>"
+        f"<td>{on_page(cut_short(c.tool, NAME_SHOWN))}</td>"
+        f"<td>{on_page(cut_short(c.agent, NAME_SHOWN))}</td>"
+        f'<td><span class="pill {cls}">{on_page(c.outcome)}</span></td>'
         f'<td class="n">{took}</td></tr>'
     )
 

@@ -18,7 +18,7 @@ from ...servers.shared import DAY, ServerHistory
 from . import charts, decisions
 from .assets import ICON, SCRIPT, STYLE
 from .model import PageData, ProfileRow, ServerRow, profile_use
-from .words import shown
+from .words import on_page
 
 _RECENT: Final = 5  # minutes that calls per minute is averaged over
 _DOT: Final = " \u00b7 "
@@ -42,12 +42,12 @@ def regions(data: PageData) -> dict[str, str]:
 
 def page(data: PageData) -> str:
     parts = regions(data)
-    csrf = f'<meta name="mcpd-csrf" content="{shown(data.csrf)}">' if data.csrf else ""
+    csrf = f'<meta name="mcpd-csrf" content="{on_page(data.csrf)}">' if data.csrf else ""
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
         f'<meta name="color-scheme" content="light dark">{csrf}'
-        f"<title>{shown(parts['title'])}</title>"
+        f"<title>{on_page(parts['title'])}</title>"
         f'<link rel="icon" href="{ICON}"><style>{STYLE}</style></head><body>'
         f'<header><h1>mcpd</h1><p id="summary">{parts["summary"]}</p>'
         '<span id="live" class="live off">reload for the latest</span></header><main>'
@@ -71,19 +71,19 @@ def message(title: str, text: str, *, back: bool = True) -> str:
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f'<title>mcpd \u00b7 {shown(title)}</title><link rel="icon" href="{ICON}">'
-        f"<style>{STYLE}</style></head><body><main><section><h2>{shown(title)}</h2>"
+        f'<title>mcpd \u00b7 {on_page(title)}</title><link rel="icon" href="{ICON}">'
+        f"<style>{STYLE}</style></head><body><main><section><h2>{on_page(title)}</h2>"
         f"<p>{text}</p>{link}</section></main></body></html>"
     )
 
 
 def _summary(data: PageData) -> str:
     d = data.status.daemon
-    out = shown(d.summary)
+    out = on_page(d.summary)
     if d.profile is not None:
-        out += f' <span class="muted">(profile {shown(d.profile)})</span>'
+        out += f' <span class="muted">(profile {on_page(d.profile)})</span>'
     for warning in d.warnings:
-        out += f'<span class="warning">{shown(warning)}</span>'
+        out += f'<span class="warning">{on_page(warning)}</span>'
     return out
 
 
@@ -94,14 +94,14 @@ def _waiting(data: PageData) -> str:
             items.append(_login_item(data, row))
         elif row.state == "unresolved":
             items.append(
-                f'<li><span class="name">{shown(row.alias)}</span>'
+                f'<li><span class="name">{on_page(row.alias)}</span>'
                 f'<span class="pill person">cannot start</span>'
-                f'<span class="why">{shown(row.last_error or "")}</span>'
+                f'<span class="why">{on_page(row.last_error or "")}</span>'
                 "<small>fix the configuration, then <code>mcpd reload</code></small></li>"
             )
     head = "<h2>Waiting for you</h2>"
     if data.look_only is not None:
-        head += f'<p id="look-only" class="warning">{shown(data.look_only)}</p>'
+        head += f'<p id="look-only" class="warning">{on_page(data.look_only)}</p>'
     if not items:
         # Only what this mcpd would know of: it says nothing of approvals or held
         # changes where nothing records them.
@@ -116,7 +116,7 @@ def _waiting(data: PageData) -> str:
 
 
 def _login_item(data: PageData, row: ServerRow) -> str:
-    alias = shown(row.alias)
+    alias = on_page(row.alias)
     command = f"mcpd auth login {row.alias}"
     button = ""
     if data.csrf and data.logins_from_page:
@@ -124,20 +124,20 @@ def _login_item(data: PageData, row: ServerRow) -> str:
         button = (
             f'<form method="post" action="/page/login">'
             f'<input type="hidden" name="server" value="{escape(row.alias)}">'
-            f'<input type="hidden" name="csrf" value="{shown(data.csrf)}">'
+            f'<input type="hidden" name="csrf" value="{on_page(data.csrf)}">'
             f'<button type="submit" data-login="{alias}">Log in</button> <output></output></form>'
         )
     return (
         f'<li data-waits="login" data-server="{alias}"><span class="name">{alias}</span>'
         '<span class="pill person">needs a login</span>'
-        f"<code>{shown(command)}</code>{button}</li>"
+        f"<code>{on_page(command)}</code>{button}</li>"
     )
 
 
 def _server(data: PageData, row: ServerRow) -> str:
     history = data.history.get(row.alias) or ServerHistory(row.alias, [], [])
     cls = charts.state_class(row.state)
-    alias = shown(row.alias)
+    alias = on_page(row.alias)
     facts = [row.transport or "?"]
     if row.pid is not None:
         facts.append(f"pid {row.pid}")
@@ -152,9 +152,9 @@ def _server(data: PageData, row: ServerRow) -> str:
     if row.p50_ms is not None and row.p95_ms is not None:
         latency = f"{row.p50_ms:g} / {row.p95_ms:g} ms"
     return (
-        f'<tr class="{cls}" data-server="{alias}" data-state="{shown(row.state)}">'
+        f'<tr class="{cls}" data-server="{alias}" data-state="{on_page(row.state)}">'
         f'<th scope="row"><span class="name">{alias}</span>'
-        f"<small>{shown(_DOT.join(facts))}</small></th>"
+        f"<small>{on_page(_DOT.join(facts))}</small></th>"
         f'<td class="state" data-label="State">{_state(row, history, data.now)}</td>'
         f'<td data-label="Breaker">{_breaker(row)}</td>'
         f'<td class="n" data-label="Restarts">{row.restarts}</td>'
@@ -172,25 +172,25 @@ def _server(data: PageData, row: ServerRow) -> str:
 def _state(row: ServerRow, history: ServerHistory, now: float) -> str:
     cls = charts.state_class(row.state)
     words = charts.WORDS.get(row.state, row.state)
-    out = f'<span class="pill {cls}">{shown(words)}</span>'
+    out = f'<span class="pill {cls}">{on_page(words)}</span>'
     since = _parse(row.since)
     if since is not None:
         lead = "up since" if cls == "up" else "since"
         out += f"<small>{lead} {_when(since, now)}</small>"
     if row.last_error and cls != "up":
-        out += f'<small class="why">{shown(row.last_error)}</small>'
+        out += f'<small class="why">{on_page(row.last_error)}</small>'
         said = next((line.strip() for line in reversed(row.stderr) if line.strip()), "")
         if said:
-            out += f'<small class="why">stderr: {shown(said[:300])}</small>'
+            out += f'<small class="why">stderr: {on_page(said[:300])}</small>'
     elif row.last_error:
-        out += f'<small class="why">last failure: {shown(row.last_error)}</small>'
+        out += f'<small class="why">last failure: {on_page(row.last_error)}</small>'
     if cls == "up":
         out += _last_outage(history, now)
     retry = _parse(row.retry_at)
     if retry is not None and cls != "up":
         out += f"<small>next try {charts.clock(retry)}</small>"
     for warning in row.warnings:
-        out += f'<small class="warning">{shown(warning)}</small>'
+        out += f'<small class="warning">{on_page(warning)}</small>'
     return out
 
 
@@ -202,7 +202,7 @@ def _last_outage(history: ServerHistory, now: float) -> str:
         if charts.state_class(change.state) not in ("down", "person") or now - change.at > DAY:
             continue
         ended = changes[i + 1].at if i + 1 < len(changes) else now
-        why = f": {shown(change.reason)}" if change.reason else ""
+        why = f": {on_page(change.reason)}" if change.reason else ""
         return (
             f'<small class="why">last down {charts.clock(change.at)} for '
             f"{_duration(ended - change.at)}{why}</small>"
@@ -213,7 +213,7 @@ def _last_outage(history: ServerHistory, now: float) -> str:
 def _breaker(row: ServerRow) -> str:
     b = row.breaker
     words = {"closed": "closed", "open": "open", "half_open": "half-open"}.get(b.state, b.state)
-    out = shown(words)
+    out = on_page(words)
     if b.consecutive_failures:
         out += f"<small>{b.consecutive_failures} failing in a row</small>"
     if b.opened:
@@ -223,9 +223,9 @@ def _breaker(row: ServerRow) -> str:
 
 def _agents(profiles: list[ProfileRow]) -> str:
     rows = "".join(
-        f'<tr data-profile="{shown(p.name)}"><th scope="row">{shown(p.name)}</th>'
+        f'<tr data-profile="{on_page(p.name)}"><th scope="row">{on_page(p.name)}</th>'
         f'<td class="n">{p.agents}</td><td class="n">{p.tools}</td>'
-        f"<td>{shown(p.mode)}</td><td>{shown(', '.join(p.servers) or '-')}</td></tr>"
+        f"<td>{on_page(p.mode)}</td><td>{on_page(', '.join(p.servers) or '-')}</td></tr>"
         for p in profiles
     )
     return (
@@ -237,7 +237,7 @@ def _agents(profiles: list[ProfileRow]) -> str:
 
 def _footer(data: PageData) -> str:
     d = data.status.daemon
-    parts = [f"mcpd {shown(d.version)}", f"up {_duration(d.uptime_s)}"]
+    parts = [f"mcpd {on_page(d.version)}", f"up {_duration(d.uptime_s)}"]
     if d.pid is not None:
         parts.append(f"pid {d.pid}")
     parts.append(f"{d.connections} agent connection{'s' if d.connections != 1 else ''}")

@@ -41,8 +41,8 @@ from .actions import (
     PATHS,
     Actions,
     Scope,
-    refuse,
     refuse_action,
+    refuse_page,
     send_page_answer,
 )
 from .decisions import call_filter
@@ -117,7 +117,7 @@ class Page:
             return Access()
         if path == "/" and "code" in parse_qs(query):
             return Access()  # traded for a session, or refused, in ``serve``
-        raise refuse(
+        raise refuse_page(
             401,
             "Open the page from mcpd dashboard",
             "This page needs a session: run <code>mcpd dashboard</code> and open the "
@@ -269,7 +269,7 @@ class Page:
 
 
 def _used() -> Reject:
-    return refuse(
+    return refuse_page(
         403,
         "This address has been used",
         f"Each address from <code>mcpd dashboard</code> opens the page once, within "

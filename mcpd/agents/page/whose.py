@@ -17,7 +17,7 @@ from ...local.ownership.tcpowner import HoldersUnknown, OwnerUnknown
 from ..entry.holders import Held, ServerRefusals, servers_process
 from ..http.exchange import RequestSender
 from ..http.wire import Reject
-from .actions import refuse, refuse_action
+from .actions import refuse_action, refuse_page
 
 
 async def connection_holder(
@@ -34,7 +34,7 @@ async def connection_holder(
         text = _unbound(exc)
         if acting:
             raise refuse_action(403, text) from None
-        raise refuse(
+        raise refuse_page(
             403,
             "mcpd cannot tell who is connecting",
             f"{escape(text[0].upper() + text[1:])}. The page opens in a browser on this machine.",
@@ -61,7 +61,7 @@ def _unbound(exc: OwnerUnknown) -> str:
 
 
 def _not_for_servers(text: str) -> Reject:
-    return refuse(
+    return refuse_page(
         403,
         "Not for mcpd's servers",
         f"{escape(text[0].upper() + text[1:])}. A page's session, and the address from "

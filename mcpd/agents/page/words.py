@@ -10,7 +10,7 @@ from html import escape
 from protocol.visible import visible
 
 
-def shown(text: str) -> str:
+def on_page(text: str) -> str:
     """``text`` for the page, as element content or a quoted attribute's value. Its line
     breaks and tabs are kept (a diff is shown line by line)."""
     return escape(visible(text, lines=True))

@@ -51,7 +51,7 @@ from ..client import (
     socket_path,
 )
 from ..exits import EXIT_UNREACHABLE, fail
-from .hostconfig import config_path, entry, host, merge, write
+from .hostconfig import config_path, entry, host, merge, write_host_config
 from .hostconfig_toml import merge_toml, render_table
 from .hostfile import HostConfigError, Written, replace_file
 
@@ -198,7 +198,7 @@ def cmd_connect(args: argparse.Namespace) -> int:
     if table is not None:
         _write_profile(path, profile, table)
     try:
-        written = write(key, target, new, secret=bool(args.http))
+        written = write_host_config(key, target, new, secret=bool(args.http))
     except HostConfigError as exc:
         raise ConnectError(str(exc)) from None
     _report(written, host(key).title)

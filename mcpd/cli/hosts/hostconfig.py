@@ -181,7 +181,7 @@ def _merge_json(h: Host, about: str, existing: str, new: HostEntry) -> str:
 # -- writing --
 
 
-def write(
+def write_host_config(
     key: str, path: str | os.PathLike[str], new: HostEntry, *, secret: bool = False
 ) -> Written:
     """Merge ``new`` into the file at ``path``: the old file is kept as

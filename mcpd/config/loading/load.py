@@ -129,7 +129,7 @@ def parse_config(
 
 def said_of(config: Config, env: Mapping[str, str] | None = None) -> dict[str, str]:
     """What a sentence about ``config`` writes for each value a reference gave it, as
-    its errors were written (``parse``): what is said of a config once it is read
+    its errors were written (``parse_config``): what is said of a config once it is read
     (``mcpd check-config``: a path not there, a grant) reaches whoever read its errors.
     ``env``: the one it was read with."""
     env = os.environ if env is None else env

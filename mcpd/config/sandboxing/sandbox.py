@@ -253,7 +253,7 @@ def _refused(
     if config.source:
         paths["config"] = _absolute(config.source)
     for name, link in state_links.exposed(paths, level, shown):
-        return state_links.refusal(name, paths[name], link, level)
+        return state_links.link_refusal(name, paths[name], link, level)
     return None
 
 

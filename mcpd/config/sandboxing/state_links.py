@@ -86,7 +86,7 @@ def exposed(what: Mapping[str, str], level: Level, shown: list[Mount]) -> Iterat
                 yield name, link
 
 
-def refusal(name: str, path: str, link: str, level: Level) -> str:
+def link_refusal(name: str, path: str, link: str, level: Level) -> str:
     """Why a server does not start, naming the link and what makes it safe."""
     real = os.path.realpath(path)
     if name == "state_dir":

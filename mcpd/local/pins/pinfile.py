@@ -85,7 +85,7 @@ class PinKeeper:
     async def load(self) -> None:
         kept = await trio.to_thread.run_sync(kept_aside, self.path)
         try:
-            found = await trio.to_thread.run_sync(pinrecords.read, self.path)
+            found = await trio.to_thread.run_sync(pinrecords.read_pin_file, self.path)
         except OSError as exc:
             self._unusable(f"cannot read it: {exc.strerror or exc}")
             return
@@ -141,7 +141,7 @@ class PinKeeper:
             unwritten = self._in_flight = self.review.unwritten.take()
             try:
                 self._sections = await trio.to_thread.run_sync(
-                    pinwriter.write, self.path, servers, unwritten, self._sections
+                    pinwriter.write_pins, self.path, servers, unwritten, self._sections
                 )
             except (OSError, BadPins) as exc:
                 self.review.unwritten.give_back(unwritten)

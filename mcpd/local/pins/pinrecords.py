@@ -63,7 +63,7 @@ def header(alias: str) -> bytes:
     return b"\n    " + msgspec.json.encode(alias) + b": "
 
 
-def read(path: str) -> tuple[bytes, FileId] | None:
+def read_pin_file(path: str) -> tuple[bytes, FileId] | None:
     """The file's bytes, and which file they were read from: only a file of mcpd's user,
     root or the service user that nobody else can write (``UnsafeFileError`` otherwise)."""
     found = read_private(path, "mcpd writes its own in its place")
@@ -176,7 +176,7 @@ def definitions_in_file(path: str, sections: Sections | None, wanted: list[Wante
 
 def exported(path: str, aliases: list[str] | None) -> PinSet:
     """The file's pins of these servers (all), checked, as an export has them."""
-    found = read(path)
+    found = read_pin_file(path)
     pins = decode(found[0], path) if found is not None else PinSet()
     pins.servers = {
         a: s for a, s in sorted(pins.servers.items()) if aliases is None or a in aliases

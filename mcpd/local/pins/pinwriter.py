@@ -49,7 +49,7 @@ _NO_DEFINITION: Final = _DEFINITION + BARE
 _COPY: Final = 1 << 16  # bytes copied at a time
 
 
-def write(
+def write_pins(
     path: str, servers: dict[str, ServerPins], unwritten: Unwritten, sections: Sections | None
 ) -> Sections:
     """Write the pin file anew: each definition made from ``unwritten``, else taken

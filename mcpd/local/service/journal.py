@@ -33,9 +33,9 @@ from .journalfields import (
     IDENTIFIER,
     encode_entry,
     extra,
+    log_text,
     message_of,
     record_fields,
-    shown,
     syslog_priority,
     unnamed,
 )
@@ -118,7 +118,7 @@ class LineHandler(RateLimitedHandler):
         more = [f"    | {text}" for text in rest]
         tail = extra(record, "mcpd_stderr")
         if tail and event != "stderr":
-            more += [f"    stderr| {text}" for text in shown(tail).split("\n")]
+            more += [f"    stderr| {text}" for text in log_text(tail).split("\n")]
         if self.syslog_prefix:
             prefix = f"<{syslog_priority(record.levelno)}>"
             return "".join(f"{prefix}{text}\n" for text in [line, *more])

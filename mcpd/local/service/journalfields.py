@@ -73,10 +73,10 @@ def message_of(record: logging.LogRecord) -> str:
     for extra in (record.exc_text, record.stack_info):
         if extra:
             text = f"{text}\n{extra}"
-    return shown(text)
+    return log_text(text)
 
 
-def shown(value: object) -> str:
+def log_text(value: object) -> str:
     """A record's text as the log shows it. Much of what mcpd logs is a server's (its
     stderr, its log messages, the errors it answers with, its names for things), often
     inside mcpd's own sentence: an escape sequence or a carriage return in it would act
@@ -143,5 +143,7 @@ def record_fields(record: logging.LogRecord, identifier: str = IDENTIFIER) -> li
     optional: dict[str, object] = {"LOGGER": record.name, "CODE_FILE": record.pathname}
     optional |= {"CODE_LINE": record.lineno or None, "CODE_FUNC": record.funcName}
     optional |= {name: extra(record, attr) for attr, name in RECORD_FIELDS.items()}
-    fields += [(name, shown(value)) for name, value in optional.items() if value not in (None, "")]
+    fields += [
+        (name, log_text(value)) for name, value in optional.items() if value not in (None, "")
+    ]
     return fields

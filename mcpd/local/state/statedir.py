@@ -62,14 +62,14 @@ def ready_state_directory(path: str) -> None:
     """``path`` made where missing and private, once no other user could have chosen
     what it is; raises ``UnsafeStateDirectory`` saying why not. A directory that cannot
     be made is left to what writes there to report, as before."""
-    refuse(state_directory_problem(path))  # before making anything in another's place
+    raise_if_unsafe(state_directory_problem(path))  # before making anything in another's place
     _make_missing(path)
-    refuse(state_directory_problem(path))
+    raise_if_unsafe(state_directory_problem(path))
     with contextlib.suppress(FileNotFoundError):
         _make_private(path)
 
 
-def refuse(problem: str | None) -> None:
+def raise_if_unsafe(problem: str | None) -> None:
     if problem is not None:
         raise UnsafeStateDirectory(problem)
 

@@ -137,7 +137,7 @@ def _read_otherwise(text: str) -> str | None:
     return f"the number {text} is read as {double!r} by a reader that uses doubles"
 
 
-def read(raw: bytes | msgspec.Raw, secrets: SecretSet | None = None) -> Reading:
+def read_arguments(raw: bytes | msgspec.Raw, secrets: SecretSet | None = None) -> Reading:
     """``raw`` read, with ``secrets`` masked. Raises ``Unshowable`` when it cannot be
     read at all."""
     try:

@@ -24,7 +24,7 @@ from typing import Any, Final
 import msgspec
 
 from ..redaction.masking import SecretSet
-from .reading import Members, Number, Reading, read
+from .reading import Members, Number, Reading, read_arguments
 
 # The most characters of the arguments a glance holds, notes of what is left out and
 # all (the words around them are the view's).
@@ -67,7 +67,7 @@ class _Out:
         return "".join(self.parts)
 
 
-def write(reading: Reading, indent: bool = False) -> str:
+def whole_json(reading: Reading, indent: bool = False) -> str:
     """The whole of what was read as JSON text, compact, or with each member and item
     on a line of its own (``indent``)."""
     out = _Out()
@@ -106,7 +106,7 @@ def canonical_json(reading: Reading) -> str:
             stack.extend(value for _, value in container if isinstance(value, list))
         else:
             stack.extend(item for item in container if isinstance(item, list))
-    return write(reading)
+    return whole_json(reading)
 
 
 def _by_key(member: tuple[str, Any]) -> str:
@@ -201,7 +201,7 @@ class ShownArguments:
         self.glance = seen
 
     def whole(self) -> str:
-        return write(read(self._raw, self._secrets), indent=True)
+        return whole_json(read_arguments(self._raw, self._secrets), indent=True)
 
 
 def shown_arguments(
@@ -211,6 +211,6 @@ def shown_arguments(
     ``RepeatedKey`` or ``Unshowable`` when they cannot be shown as the server will
     read them."""
     raw = raw or b"{}"
-    reading = read(raw, secrets)
+    reading = read_arguments(raw, secrets)
     reading.check()
     return ShownArguments(raw, secrets, glance(reading))

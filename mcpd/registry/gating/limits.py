@@ -82,7 +82,7 @@ class _Named(msgspec.Struct):
 _named: Final = msgspec.json.Decoder(_Named)
 
 
-def shown(name: object) -> str:
+def short_name(name: object) -> str:
     """A server's name for an item, kept short, for a reason."""
     if not isinstance(name, str):
         return "(unnamed)"
@@ -91,10 +91,10 @@ def shown(name: object) -> str:
 
 def item_label(item: Item) -> str:
     if isinstance(item, surface.Resource):
-        return shown(item.uri)
+        return short_name(item.uri)
     if isinstance(item, surface.ResourceTemplate):
-        return shown(item.uriTemplate)
-    return shown(item.name)
+        return short_name(item.uriTemplate)
+    return short_name(item.name)
 
 
 def _short(reason: str) -> str:
@@ -108,7 +108,7 @@ def _raw_label(item: Raw) -> str:
         return "(an item)"
     for value in (named.name, named.uri, named.uriTemplate):
         if isinstance(value, str):
-            return shown(value)
+            return short_name(value)
     return "(an item)"
 
 
@@ -188,7 +188,7 @@ class ListTrim:
         return True
 
     def drop(self, name: str, reason: str) -> None:
-        """An item left out: ``name`` as ``label`` gives it (or a word in brackets)."""
+        """An item left out: ``name`` as ``item_label`` gives it (or a word in brackets)."""
         self.trimmed.dropped.append(_short(f"{name}: {reason}"))
 
     def addressable(self, item: Item) -> bool:
@@ -210,7 +210,7 @@ class ListTrim:
             return False
         if clean_text(uri)[0] == uri:
             return True
-        self.drop(shown(visible(uri)), HIDDEN_URI)
+        self.drop(short_name(visible(uri)), HIDDEN_URI)
         return False
 
     def mended(self, name: str, change: str) -> None:
@@ -224,7 +224,7 @@ class ListTrim:
         if isinstance(item, surface.Prompt) and isinstance(item.arguments, list):
             for arg in item.arguments:
                 arg.description = self._cut(
-                    f"{item_label(item)} argument {shown(arg.name)}", arg.description
+                    f"{item_label(item)} argument {short_name(arg.name)}", arg.description
                 )
 
     def _cut(self, name: str, text: str | UnsetType | None) -> str | UnsetType | None:

@@ -179,7 +179,7 @@ class Hit(msgspec.Struct, frozen=True):
     summary: str  # the description's first sentence, for a one-line listing
 
 
-def summary(description: str, limit: int = 160) -> str:
+def first_sentence(description: str, limit: int = 160) -> str:
     """The first sentence (or line) of a description, at most ``limit`` characters."""
     text = " ".join(description.split())
     cut = re.search(r"(?<=[.!?])\s", text)
@@ -329,7 +329,7 @@ class ToolIndex:
             ),
         )[:k]
         return [
-            Hit(docs[i].name, docs[i].server, round(-neg, 4), summary(docs[i].description))
+            Hit(docs[i].name, docs[i].server, round(-neg, 4), first_sentence(docs[i].description))
             for neg, _, i in ranked
         ]
 

@@ -23,7 +23,7 @@ from protocol.visible import quote
 
 from ...config.tables.model import ListLimits
 from ...policy.redaction.guard import SecretGuard
-from ...registry.gating.limits import LISTED_TWICE, ListTrim, Trimmed, shown
+from ...registry.gating.limits import LISTED_TWICE, ListTrim, Trimmed, short_name
 from ..connected import handshake
 from ..connected.handshake import BadPage
 from ..results.taking_apart import too_complex
@@ -181,7 +181,7 @@ class ToolPages:
                 continue
             if tool.name in names:
                 # A name is how calls find a tool: a second one could never be called.
-                trim.drop(shown(tool.name), LISTED_TWICE)
+                trim.drop(short_name(tool.name), LISTED_TWICE)
                 continue
             if param_paths is not None:
                 paths = toolshape.header_paths(tool, trim)

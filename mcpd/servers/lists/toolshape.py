@@ -24,7 +24,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.visible import quote
 
-from ...registry.gating.limits import ListTrim, shown
+from ...registry.gating.limits import ListTrim, short_name
 from . import toolfields
 
 _OBJECT_TYPE: Final = Raw(b'{"type":"object"}')
@@ -49,14 +49,16 @@ def accepted(item: Raw, trim: ListTrim) -> mcp.Tool | None:
         return None
     shaped, reason, removed = checked_tool(tool)
     if shaped is None:
-        trim.drop(shown(tool.name), reason or "")
+        trim.drop(short_name(tool.name), reason or "")
         return None
     kinds = [field for field, why in removed if why is _NOT_ITS_KIND]
     if kinds:
-        trim.mended(shown(tool.name), f"listed without its {', '.join(kinds)}: {_NOT_ITS_KIND}")
+        trim.mended(
+            short_name(tool.name), f"listed without its {', '.join(kinds)}: {_NOT_ITS_KIND}"
+        )
     for field, why in removed:
         if why is not _NOT_ITS_KIND:
-            trim.mended(shown(tool.name), f"listed without its {field}: {why}")
+            trim.mended(short_name(tool.name), f"listed without its {field}: {why}")
     return _detached(tool)
 
 
@@ -68,7 +70,7 @@ def header_paths(tool: mcp.Tool, trim: ListTrim) -> dict[str, mcp_headers.Proper
     try:
         return mcp_headers.header_params(tool.inputSchema)
     except mcp_headers.InvalidHeaderAnnotation as exc:
-        trim.drop(shown(tool.name), exc.reason)
+        trim.drop(short_name(tool.name), exc.reason)
         return None
 
 

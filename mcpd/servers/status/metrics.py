@@ -19,7 +19,7 @@ from ..life.runner import Runner
 from .state import STATES
 
 
-def render(
+def render_server_metrics(
     runners_by_alias: Mapping[str, Runner], registry: Registry, tools: int, connections: int
 ) -> str:
     """The servers of ``runners_by_alias``; ``tools`` and ``connections`` are what the

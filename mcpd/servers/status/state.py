@@ -241,7 +241,7 @@ def _identity(info: ServerInfo | None) -> dict[str, str] | None:
     return None if info is None else msgspec.to_builtins(info)
 
 
-def summary(states: dict[str, str]) -> str:
+def states_summary(states: dict[str, str]) -> str:
     """One line for ``mcpd status`` and the journal: "5 servers: 4 ready, 1 open
     (tickets)"."""
     return _line(states, named=True)

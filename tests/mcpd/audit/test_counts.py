@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from mcpd.audit.counts import CallCounts, render
+from mcpd.audit.counts import CallCounts, render_call_metrics
 from mcpd.audit.record import CallRecord
 
 
@@ -60,7 +60,7 @@ def test_a_reader_of_some_servers_sees_theirs_and_the_calls_of_no_server() -> No
 def test_the_owner_is_shown_every_family_in_the_text_format() -> None:
     counts = counted(record(), record(), record(outcome="timeout"))
     counts.dropped, counts.write_errors = 3, 1
-    lines = render(counts, pending=2)
+    lines = render_call_metrics(counts, pending=2)
     assert samples_of(lines, "mcpd_calls_total") == [
         'mcpd_calls_total{server="gh",method="tools/call",outcome="ok",decision="allow"} 2',
         'mcpd_calls_total{server="gh",method="tools/call",outcome="timeout",decision="allow"} 1',
@@ -83,7 +83,7 @@ def test_the_owner_is_shown_every_family_in_the_text_format() -> None:
 def test_a_reader_of_some_servers_is_not_shown_the_daemons_own_counters() -> None:
     counts = counted(record(), record(server="notes"))
     counts.dropped = 9
-    lines = render(counts, pending=0, only=lambda alias: alias == "notes")
+    lines = render_call_metrics(counts, pending=0, only=lambda alias: alias == "notes")
     assert samples_of(lines, "mcpd_calls_total") == [
         'mcpd_calls_total{server="notes",method="tools/call",outcome="ok",decision="allow"} 1'
     ]
@@ -92,7 +92,7 @@ def test_a_reader_of_some_servers_is_not_shown_the_daemons_own_counters() -> Non
 
 
 def test_no_calls_yet_still_announces_the_families() -> None:
-    lines = render(CallCounts(), pending=0)
+    lines = render_call_metrics(CallCounts(), pending=0)
     assert "# TYPE mcpd_calls_total counter" in lines
     assert samples_of(lines, "mcpd_calls_total") == []
     assert samples_of(lines, "mcpd_audit_dropped_total") == ["mcpd_audit_dropped_total 0"]
@@ -100,6 +100,6 @@ def test_no_calls_yet_still_announces_the_families() -> None:
 
 def test_a_label_value_cannot_break_out_of_its_quotes() -> None:
     counts = counted(record(server='a"b\\c\nd'))
-    [sample] = samples_of(render(counts, pending=0), "mcpd_calls_total")
+    [sample] = samples_of(render_call_metrics(counts, pending=0), "mcpd_calls_total")
     assert sample.startswith('mcpd_calls_total{server="a\\"b\\\\c\\nd",method=')
     assert "\n" not in sample

@@ -19,7 +19,7 @@ import msgspec
 import pytest
 
 from mcpd.cli import approvals
-from mcpd.cli.approvals import cmd_approvals, render
+from mcpd.cli.approvals import cmd_approvals, render_approvals
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.waiting.approvals import PendingView
 
@@ -49,12 +49,12 @@ def item(**kw: Any) -> dict[str, Any]:
 
 
 def test_nothing_waiting_says_so() -> None:
-    assert render([]) == "no call waits for approval"
+    assert render_approvals([]) == "no call waits for approval"
 
 
 def test_a_waiting_call_is_a_row_with_its_times(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")
-    lines = render([item()]).splitlines()
+    lines = render_approvals([item()]).splitlines()
     assert lines[0].split() == ["ID", "WAITING", "LEFT", "AGENT", "TOOL"]
     row = lines[1]
     assert row.startswith("a1b2c3")
@@ -69,13 +69,13 @@ def test_a_waiting_call_is_a_row_with_its_times(monkeypatch: pytest.MonkeyPatch)
 def test_times_past_the_deadline_or_ahead_of_the_clock_are_never_negative() -> None:
     now = datetime.now(UTC)
     late = item(since=(now + timedelta(hours=1)).isoformat(), deadline=now.isoformat())
-    row = render([late]).splitlines()[1].split()
+    row = render_approvals([late]).splitlines()[1].split()
     assert row[1:5] == ["0", "s", "0", "s"]
 
 
 def test_an_agent_without_a_process_is_named_by_its_connection() -> None:
     agent = AgentInfo(connection="http-7", profile="work")
-    assert "connection http-7, work" in render([item(agent=agent)])
+    assert "connection http-7, work" in render_approvals([item(agent=agent)])
 
 
 GLANCED = '{"body":"' + "y" * 1900 + '"…(7100 more characters),"repo":"prod","force":true}'
@@ -84,7 +84,7 @@ GLANCED = '{"body":"' + "y" * 1900 + '"…(7100 more characters),"repo":"prod","
 def test_arguments_are_not_cut_to_the_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     """What the daemon shows at a glance has every key; the terminal folds the line."""
     monkeypatch.setenv("COLUMNS", "100")
-    lines = render([item(arguments=GLANCED, shortened=True)]).splitlines()
+    lines = render_approvals([item(arguments=GLANCED, shortened=True)]).splitlines()
     assert lines[2] == f"  {GLANCED}"
     assert lines[3] == (
         "  (long values are shortened where they stand: mcpd approvals show a1b2c3 shows"
@@ -93,7 +93,7 @@ def test_arguments_are_not_cut_to_the_terminal(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_a_call_whose_keys_do_not_all_fit_says_where_to_read_them() -> None:
-    lines = render([item(arguments='{"k1":1,"k2":…', shortened=True, keys_left_out=998)])
+    lines = render_approvals([item(arguments='{"k1":1,"k2":…', shortened=True, keys_left_out=998)])
     assert lines.splitlines()[3] == (
         "  (998 keys do not fit here: mcpd approvals show a1b2c3 shows them all; read them"
         " before you approve it)"
@@ -110,7 +110,7 @@ def test_what_agents_and_servers_wrote_cannot_drive_the_terminal() -> None:
         arguments=HOSTILE + "\n" + HOSTILE,
         reason=HOSTILE,
     )
-    table = render([hostile])
+    table = render_approvals([hostile])
     assert not any(ch in table for ch in TERMINAL)
     assert "\\x1b[2J" in table and "\\u202e" in table
     assert "why they ask:" in table

@@ -18,7 +18,7 @@ from mcpd.audit.log import AuditLog
 from mcpd.audit.reader import Choice
 from mcpd.audit.record import CallRecord
 from mcpd.audit.summed import BURST
-from mcpd.cli.calls import _agent, cmd_calls, render, since
+from mcpd.cli.calls import _agent, cmd_calls, render_calls, since
 from mcpd.config.tables.model import DaemonConfig
 from mcpd.policy.agent import AgentInfo
 from tests.support.fake_daemon import FakeDaemon, result
@@ -131,7 +131,7 @@ def test_the_table_makes_what_agents_and_servers_wrote_visible() -> None:
         reason=HOSTILE,
         decided_by=HOSTILE,
     )
-    table = render([record(0), hostile])
+    table = render_calls([record(0), hostile])
     assert not any(ch in table for ch in TERMINAL)
     assert "\\x1b[2J" in table and "\\u202e" in table
     lines = table.splitlines()
@@ -141,7 +141,7 @@ def test_the_table_makes_what_agents_and_servers_wrote_visible() -> None:
 
 
 def test_a_reason_is_shown_only_for_a_call_that_failed() -> None:
-    table = render([record(0, reason="kept for the record"), record(1, outcome="refused")])
+    table = render_calls([record(0, reason="kept for the record"), record(1, outcome="refused")])
     assert "why:" not in table and "kept for the record" not in table
 
 
@@ -259,7 +259,7 @@ def summary(n: int, count: int, **kw: object) -> CallRecord:
 
 
 def test_a_summary_shows_how_many_calls_it_stands_for_and_when() -> None:
-    table = render([record(0), summary(1, 5000, name=HOSTILE)])
+    table = render_calls([record(0), summary(1, 5000, name=HOSTILE)])
     assert not any(ch in table for ch in TERMINAL)
     lines = table.splitlines()
     row = lines[2].split()

@@ -76,7 +76,7 @@ def describe_exit(
     return f"exited with status {returncode} (as a process killed by {_signal_name(number)} would)"
 
 
-def shown(name: str, value: int) -> str:
+def shown_limit(name: str, value: int) -> str:
     if name == "memory":
         for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
             if value >= size and value % size == 0:
@@ -102,7 +102,7 @@ def limit_reached(
     def hit(name: str, sure: Sureness) -> LimitHit:
         value = values[name]
         assert value is not None
-        return LimitHit(name, f"{limits.key(name)} = {shown(name, value)}", sure)
+        return LimitHit(name, f"{limits.key(name)} = {shown_limit(name, value)}", sure)
 
     if limits.cpu is not None:
         if returncode == -signal.SIGXCPU:

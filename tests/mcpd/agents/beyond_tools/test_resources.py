@@ -16,7 +16,7 @@ from msgspec import Raw
 from mcpd.agents.askback.driver import AgentSide, AskBackDriver
 from mcpd.agents.beyond_tools.allowance import Allowance
 from mcpd.agents.beyond_tools.prompts import OUTAGE
-from mcpd.agents.beyond_tools.resources import list_resources, read, route
+from mcpd.agents.beyond_tools.resources import list_resources, read_resource, route
 from mcpd.agents.calls.callrecords import Seen
 from mcpd.agents.news.subscriptions import MAX_SUBSCRIBED_BYTES, MAX_SUBSCRIPTIONS, Subscriptions
 from mcpd.config.loading.load import parse_config
@@ -191,7 +191,9 @@ async def reading(
     side = AgentSide(object(), True, None, None, sent.append)
     req = rpc.Request(1, "resources/read", Raw(msgspec.json.encode({"uri": uri})))
     with trio.fail_after(5):
-        return await read(servers, AskBackDriver(), side, req, 1000, Allowance(), sight, seen)
+        return await read_resource(
+            servers, AskBackDriver(), side, req, 1000, Allowance(), sight, seen
+        )
 
 
 async def test_reading_a_uri_of_a_server_that_is_gone_is_its_outage_and_recorded() -> None:
@@ -218,7 +220,7 @@ async def test_a_read_gives_its_steps_back_whether_it_is_routed_or_refused() -> 
         for uri in ["z://nothing", "a://1"] * 10:
             req = rpc.Request(1, "resources/read", Raw(msgspec.json.encode({"uri": uri})))
             with contextlib.suppress(rpc.RPCError):
-                await read(servers, AskBackDriver(), side, req, 1000, allowance)
+                await read_resource(servers, AskBackDriver(), side, req, 1000, allowance)
     assert allowance.now().left == ROUTE_STEPS
 
 
@@ -227,7 +229,7 @@ async def test_a_read_without_a_uri_is_invalid_params(params: dict[str, Any]) ->
     side = AgentSide(object(), True, None, None, lambda data: None)
     req = rpc.Request(1, "resources/read", Raw(msgspec.json.encode(params)))
     with pytest.raises(rpc.InvalidParams):
-        await read(three_servers(), AskBackDriver(), side, req, 1000, Allowance())
+        await read_resource(three_servers(), AskBackDriver(), side, req, 1000, Allowance())
 
 
 # -- subscriptions --

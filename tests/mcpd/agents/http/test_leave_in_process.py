@@ -14,7 +14,7 @@ import trio
 import trio.testing
 
 from mcpd.agents.entry.sockets import Leave
-from mcpd.agents.http.leave import Grace, refusal, serve_until_left
+from mcpd.agents.http.leave import Grace, leaving_refusal, serve_until_left
 from mcpd.agents.http.wire import Wire
 
 REASON = "profile work was removed"
@@ -44,14 +44,14 @@ REFUSED = f"{REASON}: this connection closes once its requests in flight are ans
 
 async def test_nothing_is_refused_off_a_profiles_socket_or_before_the_reload(wire: Wire) -> None:
     body = b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
-    assert refusal(None, wire, post(), body) is None
-    assert refusal(Leave(), wire, post(), body) is None
+    assert leaving_refusal(None, wire, post(), body) is None
+    assert leaving_refusal(Leave(), wire, post(), body) is None
     assert not wire.leaving
 
 
 async def test_a_request_once_the_reload_asked_is_refused_under_its_id(wire: Wire) -> None:
     body = b'{"jsonrpc":"2.0","id":"r1","method":"tools/call","params":{}}'
-    reject = refusal(asked(), wire, post(b"/mcp?x=1"), body)
+    reject = leaving_refusal(asked(), wire, post(b"/mcp?x=1"), body)
     assert reject is not None and reject.status == 503
     assert json.loads(reject.body) == {
         "jsonrpc": "2.0",
@@ -70,20 +70,20 @@ async def test_a_request_once_the_reload_asked_is_refused_under_its_id(wire: Wir
     ids=["a-cancel", "an-answer-to-a-server"],
 )
 async def test_what_is_no_request_still_goes_through(wire: Wire, body: bytes) -> None:
-    assert refusal(asked(), wire, post(), body) is None
+    assert leaving_refusal(asked(), wire, post(), body) is None
     assert wire.leaving
 
 
 @pytest.mark.parametrize("body", [b"{oops", b"", b"[]"])
 async def test_a_body_that_is_no_message_is_refused_without_an_id(wire: Wire, body: bytes) -> None:
-    reject = refusal(asked(), wire, post(), body)
+    reject = leaving_refusal(asked(), wire, post(), body)
     assert reject is not None and reject.status == 503
     assert json.loads(reject.body)["id"] is None
 
 
 async def test_a_get_is_refused_without_an_id(wire: Wire) -> None:
     get = h11.Request(method=b"GET", target=b"/mcp", headers=[(b"host", b"mcpd")])
-    reject = refusal(asked(), wire, get, b"")
+    reject = leaving_refusal(asked(), wire, get, b"")
     assert reject is not None
     assert json.loads(reject.body) == {
         "jsonrpc": "2.0",
@@ -93,7 +93,7 @@ async def test_a_get_is_refused_without_an_id(wire: Wire) -> None:
 
 
 async def test_a_request_elsewhere_than_mcp_is_refused_in_plain_json(wire: Wire) -> None:
-    reject = refusal(asked(), wire, post(b"/status"), b"")
+    reject = leaving_refusal(asked(), wire, post(b"/status"), b"")
     assert reject is not None and reject.status == 503
     assert json.loads(reject.body) == {"error": REFUSED}
 

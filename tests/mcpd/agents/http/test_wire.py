@@ -22,7 +22,7 @@ from mcpd.agents.http.wire import (
     Reject,
     Wire,
     WireResponse,
-    refuse,
+    refuse_and_close,
 )
 from tests.support.agent import make_config, running
 from tests.support.daemon_http import (
@@ -350,7 +350,7 @@ async def test_a_refusal_answers_and_says_the_connection_closes() -> None:
     with trio.fail_after(5):
         await client.request()
         await wire.read_head()
-        await refuse(wire, 401, b"no", [(b"www-authenticate", b"Bearer")])
+        await refuse_and_close(wire, 401, b"no", [(b"www-authenticate", b"Bearer")])
         head, body, _ = await client.response()
     assert head.status_code == 401 and body == b"no"
     assert (
@@ -365,7 +365,7 @@ async def test_a_refusal_after_the_answer_began_sends_nothing_more() -> None:
         await wire.read_request()
         response = WireResponse(wire)
         await response.event(b"{}")
-        await refuse(wire, 500, b"late")
+        await refuse_and_close(wire, 500, b"late")
         await response.finish(b"{}", 200)
         head, body, _ = await client.response()
     assert head.status_code == 200 and b"late" not in body

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcpd.agents.page.words import shown
+from mcpd.agents.page.words import on_page
 from protocol.visible import hidden, visible
 
 
@@ -39,7 +39,7 @@ def read(fragment: str) -> Reader:
 
 def in_page(words: str) -> Reader:
     """``words`` where the page puts them: in two quoted attributes and an element."""
-    return read(f"<li data-a=\"{shown(words)}\" data-b='{shown(words)}'>{shown(words)}</li>")
+    return read(f"<li data-a=\"{on_page(words)}\" data-b='{on_page(words)}'>{on_page(words)}</li>")
 
 
 MARKUP = [
@@ -83,31 +83,31 @@ def test_a_character_that_hides_or_reorders_is_written_out(words: str, written: 
 
 def test_letters_and_emoji_beyond_the_basic_plane_are_shown_as_they_are() -> None:
     words = "caf\u00e9 \u65e5\u672c \U0001f600 \U0001d400 \U00020000 \u05e9\u05dc\u05d5\u05dd"
-    assert shown(words) == words
+    assert on_page(words) == words
     assert in_page(words).text == words
 
 
 def test_line_breaks_and_tabs_are_kept_and_a_lone_carriage_return_is_not() -> None:
-    assert shown("- old\r\n+ new\n\tindented") == "- old\n+ new\n\tindented"
+    assert on_page("- old\r\n+ new\n\tindented") == "- old\n+ new\n\tindented"
     # A carriage return of its own would draw one line over another where text is shown raw.
-    assert shown("shown\rhidden") == "shown\\rhidden"
-    assert shown("\x0c\x0b") == "\\x0c\\x0b"
+    assert on_page("shown\rhidden") == "shown\\rhidden"
+    assert on_page("\x0c\x0b") == "\\x0c\\x0b"
 
 
 def test_an_escape_the_server_wrote_is_not_mistaken_for_one_of_the_page() -> None:
     # A server writing the two characters "\u202e" is shown them; the override itself
     # is shown the same way, so neither can pass for the other's absence.
-    assert shown("\\u202e") == "\\u202e"
-    assert shown("\u202e") == "\\u202e"
+    assert on_page("\\u202e") == "\\u202e"
+    assert on_page("\u202e") == "\\u202e"
 
 
 def test_the_empty_text_is_empty() -> None:
-    assert shown("") == ""
+    assert on_page("") == ""
 
 
 @given(st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF)))
 def test_any_text_reads_back_as_itself_made_visible_with_no_markup(words: str) -> None:
-    out = shown(words)
+    out = on_page(words)
     assert not any(hidden(ch) and ch not in "\n\t" for ch in out)
     assert not set("<>\"'") & set(out)
     expected = visible(words, lines=True)

@@ -341,7 +341,7 @@ def test_write_keeps_a_backup_and_the_mode(tmp_path: Path) -> None:
     path.write_text(original)
     path.chmod(0o640)
     new = hc.entry("cursor", bridge_argv=BRIDGE)
-    result = hc.write("cursor", path, new)
+    result = hc.write_host_config("cursor", path, new)
     assert result.changed and result.path == path and result.backup is not None
     assert result.backup.read_text() == original
     assert result.backup.name.startswith("mcp.json.bak-") and len(result.backup.name) == 27
@@ -353,17 +353,17 @@ def test_write_keeps_a_backup_and_the_mode(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mcp.json", result.backup.name]
 
     mtime = path.stat().st_mtime_ns
-    again = hc.write("cursor", path, new)  # nothing to change: no write, no backup
+    again = hc.write_host_config("cursor", path, new)  # nothing to change: no write, no backup
     assert not again.changed and again.backup is None and path.stat().st_mtime_ns == mtime
 
-    other = hc.write("cursor", path, hc.entry("cursor", url=URL))
+    other = hc.write_host_config("cursor", path, hc.entry("cursor", url=URL))
     assert other.backup is not None and other.backup != result.backup  # both kept
     assert len(list(tmp_path.glob("mcp.json.bak-*"))) == 2
 
 
 def test_write_creates_a_private_file_and_its_folders(tmp_path: Path) -> None:
     path = tmp_path / "home" / ".codex" / "config.toml"
-    result = hc.write("codex", path, hc.entry("codex", url=URL, token=TOKEN))
+    result = hc.write_host_config("codex", path, hc.entry("codex", url=URL, token=TOKEN))
     assert result.changed and result.backup is None
     assert stat.S_IMODE(path.stat().st_mode) == 0o600  # it holds a token
     assert tomllib.loads(path.read_text())["mcp_servers"]["mcpd"]["url"] == URL
@@ -375,7 +375,7 @@ def test_write_through_a_symlink_keeps_the_link(tmp_path: Path) -> None:
     real.write_text("{}")
     link = tmp_path / "settings.json"
     link.symlink_to(real)
-    result = hc.write("gemini-cli", link, hc.entry("gemini-cli", bridge_argv=BRIDGE))
+    result = hc.write_host_config("gemini-cli", link, hc.entry("gemini-cli", bridge_argv=BRIDGE))
     assert link.is_symlink() and result.path == real
     assert "mcpd" in json.loads(real.read_text())["mcpServers"]
 
@@ -384,7 +384,7 @@ def test_write_leaves_an_invalid_file_alone(tmp_path: Path) -> None:
     path = tmp_path / "settings.json"
     path.write_text('{"mcpServers": ')
     with pytest.raises(HostConfigError, match="not valid JSON"):
-        hc.write("gemini-cli", path, hc.entry("gemini-cli", bridge_argv=BRIDGE))
+        hc.write_host_config("gemini-cli", path, hc.entry("gemini-cli", bridge_argv=BRIDGE))
     assert path.read_text() == '{"mcpServers": ' and list(tmp_path.iterdir()) == [path]
 
 
@@ -424,8 +424,10 @@ async def test_gemini_cli_reads_the_entries_mcpd_writes(tmp_path: Path) -> None:
     path = hc.config_path("gemini-cli", home=str(home), env={})
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"general": {"vimMode": True}, "mcpServers": {}}))
-    hc.write("gemini-cli", path, hc.entry("gemini-cli", name="web", url=URL, token=TOKEN))
-    hc.write("gemini-cli", path, hc.entry("gemini-cli", bridge_argv=BRIDGE))
+    hc.write_host_config(
+        "gemini-cli", path, hc.entry("gemini-cli", name="web", url=URL, token=TOKEN)
+    )
+    hc.write_host_config("gemini-cli", path, hc.entry("gemini-cli", bridge_argv=BRIDGE))
     with trio.fail_after(90):
         listing = await gemini_list(home, project)
     # An untrusted folder: listed as parsed, not started.
@@ -451,7 +453,7 @@ async def test_gemini_cli_connects_through_the_bridge_entry(tmp_path: Path) -> N
     )
     mcpd = str(Path(sys.executable).with_name("mcpd"))
     argv = [mcpd, "bridge", "--socket", str(tmp_path / "mcpd.sock")]
-    hc.write("gemini-cli", hc.config_path("gemini-cli", home=str(home), env={}),
+    hc.write_host_config("gemini-cli", hc.config_path("gemini-cli", home=str(home), env={}),
              hc.entry("gemini-cli", bridge_argv=argv))  # fmt: skip
     with trio.fail_after(120):
         async with running(cfg):

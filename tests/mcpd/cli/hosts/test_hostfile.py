@@ -63,7 +63,7 @@ def test_a_link_in_another_users_folder_further_along_is_not_followed(
     link = home / ".claude.json"
     link.symlink_to(theirs)
     with pytest.raises(HostConfigError, match=f"{others_dir} belongs to uid {peer_uid()}"):
-        hc.write("claude-code", link, entry())
+        hc.write_host_config("claude-code", link, entry())
     assert (home / "target.json").read_text() == "{}" and backups(home) == []
 
 
@@ -77,7 +77,7 @@ def test_a_link_in_a_folder_every_user_can_write_further_along_is_not_followed(
     link = home / ".claude.json"
     link.symlink_to(open_folder / "claude.json")
     with pytest.raises(HostConfigError, match=f"{open_folder} can be written by every user"):
-        hc.write("claude-code", link, entry())
+        hc.write_host_config("claude-code", link, entry())
     assert (home / "target.json").read_text() == "{}" and backups(home) == []
 
 
@@ -94,7 +94,7 @@ def test_a_link_in_a_folder_reached_through_a_link_is_judged_where_it_really_is(
     link = home / ".claude.json"
     link.symlink_to("via/claude.json")
     with pytest.raises(HostConfigError, match="every user"):
-        hc.write("claude-code", link, entry())
+        hc.write_host_config("claude-code", link, entry())
     assert (home / "target.json").read_text() == "{}"
 
 
@@ -106,7 +106,7 @@ def test_a_chain_of_the_users_own_links_is_followed_to_its_end(home: Path) -> No
     (home / "configs").symlink_to("dotfiles")
     link = home / ".claude.json"
     link.symlink_to("configs/claude.json")
-    written = hc.write("claude-code", link, entry())
+    written = hc.write_host_config("claude-code", link, entry())
     assert written.path == home / "real" / "claude.json"
     assert link.is_symlink() and (home / "dotfiles" / "claude.json").is_symlink()
     after = json.loads((home / "real" / "claude.json").read_text())
@@ -117,7 +117,7 @@ def test_a_loop_of_links_is_refused_with_the_reason(home: Path) -> None:
     (home / "a.json").symlink_to("b.json")
     (home / "b.json").symlink_to("a.json")
     with pytest.raises(HostConfigError, match="too many symbolic links"):
-        hc.write("claude-code", home / "a.json", entry())
+        hc.write_host_config("claude-code", home / "a.json", entry())
 
 
 # -- a host writing its file meanwhile --
@@ -139,7 +139,7 @@ def test_a_write_by_the_host_while_mcpd_merges_is_kept(
         return merge(key, existing, new, **how)
 
     monkeypatch.setattr(hc, "merge", merge_as_the_host_writes)
-    written = hc.write("gemini-cli", path, entry("gemini-cli"))
+    written = hc.write_host_config("gemini-cli", path, entry("gemini-cli"))
     after = json.loads(path.read_text())
     assert after["theme"] == "light" and "mcpd" in after["mcpServers"]
     assert written.backup is not None and written.backup.read_text() == hosts_write
@@ -160,7 +160,7 @@ def test_a_file_that_keeps_changing_is_left_to_its_host(
 
     monkeypatch.setattr(hc, "merge", merge_as_the_host_writes)
     with pytest.raises(HostConfigError, match="kept changing"):
-        hc.write("gemini-cli", path, entry("gemini-cli"))
+        hc.write_host_config("gemini-cli", path, entry("gemini-cli"))
     assert "mcpd" not in path.read_text() and backups(tmp_path) == []
 
 
@@ -173,7 +173,7 @@ def test_an_entry_that_cannot_be_written_leaves_no_backup(tmp_path: Path) -> Non
     # A command whose name is not UTF-8, as Python reads such a path.
     new = hc.entry("codex", bridge_argv=["/opt/mcpd-\udcff/mcpd", "bridge"])
     with pytest.raises(HostConfigError, match="UTF-8"):
-        hc.write("codex", path, new)
+        hc.write_host_config("codex", path, new)
     assert path.read_text() == 'model = "o3"\n' and backups(tmp_path) == []
 
 
@@ -181,7 +181,7 @@ def test_a_lone_surrogate_in_the_file_is_written_back_as_it_was(tmp_path: Path) 
     path = tmp_path / "settings.json"
     before = '{\n  "title": "cut \\ud83d",\n  "mcpServers": {}\n}\n'
     path.write_text(before)
-    written = hc.write("gemini-cli", path, entry("gemini-cli"))
+    written = hc.write_host_config("gemini-cli", path, entry("gemini-cli"))
     assert path.read_text().startswith('{\n  "title": "cut \\ud83d",\n')
     assert written.backup is not None and written.backup.read_text() == before
 
@@ -190,7 +190,7 @@ def test_a_file_nested_too_deeply_is_refused_naming_it(tmp_path: Path) -> None:
     path = tmp_path / "mcp.json"
     path.write_text("[" * 200_000)
     with pytest.raises(HostConfigError, match=f"{path}.*nested too deeply"):
-        hc.write("cursor", path, entry("cursor"))
+        hc.write_host_config("cursor", path, entry("cursor"))
     assert backups(tmp_path) == []
 
 
@@ -204,7 +204,7 @@ def test_something_other_than_a_file_at_the_hosts_path_is_refused(
     else:
         path.mkdir()
     with pytest.raises(HostConfigError, match=f"{path} is not a regular file"):
-        hc.write("cursor", path, entry("cursor"))
+        hc.write_host_config("cursor", path, entry("cursor"))
     assert backups(tmp_path) == []
 
 
@@ -215,7 +215,7 @@ def test_codex_crlf_file_keeps_its_line_endings(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     before = b'# mine\r\nmodel = "o3"\r\n\r\n[mcp_servers.other]\r\ncommand = "x"\r\n'
     path.write_bytes(before)
-    hc.write("codex", path, entry("codex"))
+    hc.write_host_config("codex", path, entry("codex"))
     after = path.read_bytes()
     assert after.startswith(before + b"\r\n[mcp_servers.mcpd]\r\n")
     assert b"\n" not in after.replace(b"\r\n", b"")

@@ -41,11 +41,11 @@ def write(path: Path, **servers: list[mcp.Tool]) -> Sections:
             unwritten.put(alias, "tool", t.name, t)
         if tools:
             server.reviewed.add(("tool", tools[0].name))
-    return pinwriter.write(str(path), pins, unwritten, None)
+    return pinwriter.write_pins(str(path), pins, unwritten, None)
 
 
 def load(path: Path) -> tuple[Any, Sections]:
-    found = pinrecords.read(str(path))
+    found = pinrecords.read_pin_file(str(path))
     assert found is not None
     return pinrecords.loaded(str(path), *found)
 
@@ -147,11 +147,11 @@ def test_what_is_no_pin_file_is_refused_saying_so(data: bytes, says: str) -> Non
 
 def test_a_missing_file_is_none_and_one_others_can_write_is_not_read(tmp_path: Path) -> None:
     path = tmp_path / "pins.json"
-    assert pinrecords.read(str(path)) is None
+    assert pinrecords.read_pin_file(str(path)) is None
     write(path, notes=[tool("search")])
     os.chmod(path, 0o622)
     with pytest.raises(UnsafeFileError):
-        pinrecords.read(str(path))
+        pinrecords.read_pin_file(str(path))
 
 
 # -- a few definitions, read back --
@@ -249,7 +249,7 @@ def test_a_record_kept_by_its_digest_alone_reads_back_so_and_is_written_so(
     server.of("tool")["new"] = sha(tool("new"))
     unwritten = Unwritten()
     unwritten.put("notes", "tool", "new", tool("new"))
-    pinwriter.write(str(path), pins.servers, unwritten, sections)
+    pinwriter.write_pins(str(path), pins.servers, unwritten, sections)
     tools = as_data(path)["servers"]["notes"]["tools"]
     assert tools["gone"] == {"digest": pin_digest(definition(tool("gone"))), "definition": None}
     assert tools["search"]["definition"]["name"] == "search"

@@ -45,7 +45,7 @@ class Pinning:
 
     def write(self, path: Path, sections: Sections | None) -> Sections:
         servers = {alias: s.copy() for alias, s in self.servers.items()}
-        return pinwriter.write(str(path), servers, self.unwritten.take(), sections)
+        return pinwriter.write_pins(str(path), servers, self.unwritten.take(), sections)
 
 
 def read_back(path: Path) -> dict[str, Any]:
@@ -86,7 +86,7 @@ def test_pins_are_written_and_read_back_as_they_were_pinned(tmp_path: Path) -> N
 
 
 def pinrecords_read(path: Path) -> tuple[bytes, pinrecords.FileId]:
-    found = pinrecords.read(str(path))
+    found = pinrecords.read_pin_file(str(path))
     assert found is not None
     return found
 

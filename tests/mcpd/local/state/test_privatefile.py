@@ -178,7 +178,7 @@ def test_a_host_config_in_a_directory_every_user_can_write_is_refused(tmp_path: 
     path = shared / "mcp.json"
     path.write_text("{}")
     with pytest.raises(hc.HostConfigError, match="shared by every user"):
-        hc.write("cursor", path, hc.entry("cursor", bridge_argv=BRIDGE))
+        hc.write_host_config("cursor", path, hc.entry("cursor", bridge_argv=BRIDGE))
     assert path.read_text() == "{}" and list(shared.iterdir()) == [path]
 
 
@@ -192,7 +192,7 @@ def test_a_host_config_link_others_could_have_planted_is_not_followed(
     link = shared / "mcp.json"
     link.symlink_to(victim)
     with pytest.raises(hc.HostConfigError, match="every user"):
-        hc.write("cursor", link, hc.entry("cursor", bridge_argv=BRIDGE))
+        hc.write_host_config("cursor", link, hc.entry("cursor", bridge_argv=BRIDGE))
     assert victim.read_text() == "{}"
 
 
@@ -201,7 +201,7 @@ def test_a_host_config_keeps_its_mode_and_a_backup_keeps_the_bytes(tmp_path: Pat
     original = b'{\r\n  "mcpServers": {}\r\n}\r\n'
     path.write_bytes(original)
     path.chmod(0o644)
-    written = hc.write("cursor", path, hc.entry("cursor", bridge_argv=BRIDGE))
+    written = hc.write_host_config("cursor", path, hc.entry("cursor", bridge_argv=BRIDGE))
     assert written.backup is not None and written.backup.read_bytes() == original
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
     assert stat.S_IMODE(written.backup.stat().st_mode) == 0o644
@@ -215,7 +215,7 @@ def test_a_host_config_in_a_linked_folder_is_written_there(tmp_path: Path) -> No
     (tmp_path / ".cursor").symlink_to(real)
     path = tmp_path / ".cursor" / "mcp.json"
     path.write_text("{}")
-    written = hc.write("cursor", path, hc.entry("cursor", bridge_argv=BRIDGE))
+    written = hc.write_host_config("cursor", path, hc.entry("cursor", bridge_argv=BRIDGE))
     assert written.path == real / "mcp.json" and (tmp_path / ".cursor").is_symlink()
     assert "mcpd" in json.loads((real / "mcp.json").read_text())["mcpServers"]
 

@@ -14,8 +14,8 @@ import pytest
 
 from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.policy.redaction.masking import SecretSet, marker
-from mcpd.policy.shown.reading import KEY_SHOWN, Members, RepeatedKey, Unshowable, read
-from mcpd.policy.shown.showing import write
+from mcpd.policy.shown.reading import KEY_SHOWN, Members, RepeatedKey, Unshowable, read_arguments
+from mcpd.policy.shown.showing import whole_json
 from protocol.nesting import MAX_DEPTH
 
 SECRET = "tok-9f8e7d6c5b4a3210"
@@ -67,7 +67,7 @@ UNREADABLE = {
 
 @pytest.mark.parametrize("raw", DOUBTFUL.values(), ids=DOUBTFUL.keys())
 def test_arguments_readers_read_otherwise_are_not_shown(raw: bytes) -> None:
-    reading = read(raw)
+    reading = read_arguments(raw)
     assert reading.doubt is not None
     with pytest.raises(Unshowable):
         reading.check()
@@ -102,7 +102,7 @@ def numbers_of(value: object) -> list[Decimal]:
 def test_numbers_a_reader_of_doubles_reads_otherwise_are_not_shown(raw: bytes) -> None:
     # That the two readers part on each: a person shown one would approve the other.
     assert numbers_of(read_as_doubles(raw)) != numbers_of(read_as_decimals(raw))
-    reading = read(raw)
+    reading = read_arguments(raw)
     assert reading.doubt is not None and "by a reader that uses doubles" in reading.doubt
     with pytest.raises(Unshowable):
         reading.check()
@@ -111,7 +111,7 @@ def test_numbers_a_reader_of_doubles_reads_otherwise_are_not_shown(raw: bytes) -
 @pytest.mark.parametrize("raw", UNREADABLE.values(), ids=UNREADABLE.keys())
 def test_what_is_not_json_is_not_read(raw: bytes) -> None:
     with pytest.raises(Unshowable):
-        read(raw)
+        read_arguments(raw)
 
 
 @pytest.mark.parametrize("raw", DOUBTFUL.values(), ids=DOUBTFUL.keys())
@@ -140,9 +140,9 @@ def test_each_doubtful_case_is_one_the_readers_part_on(raw: bytes) -> None:
     ],
 )
 def test_what_readers_may_make_other_is_kept_as_written(raw: bytes, shown: str) -> None:
-    reading = read(raw)
+    reading = read_arguments(raw)
     reading.check()
-    assert write(reading) == shown
+    assert whole_json(reading) == shown
 
 
 @pytest.mark.parametrize(
@@ -160,7 +160,7 @@ def test_what_readers_may_make_other_is_kept_as_written(raw: bytes, shown: str) 
     ],
 )
 def test_a_key_given_twice_in_one_object_is_found_at_any_depth(raw: bytes, key: str | None) -> None:
-    reading = read(raw)
+    reading = read_arguments(raw)
     assert reading.repeated == key
     if key is not None:
         with pytest.raises(RepeatedKey) as found:
@@ -169,14 +169,14 @@ def test_a_key_given_twice_in_one_object_is_found_at_any_depth(raw: bytes, key: 
 
 
 def test_a_key_given_twice_is_kept_with_both_values_in_order() -> None:
-    reading = read(b'{"mode": "delete", "x": 1, "mode": "read"}')
+    reading = read_arguments(b'{"mode": "delete", "x": 1, "mode": "read"}')
     assert isinstance(reading.value, Members)
-    assert write(reading) == '{"mode":"delete","x":1,"mode":"read"}'
+    assert whole_json(reading) == '{"mode":"delete","x":1,"mode":"read"}'
 
 
 def test_a_long_repeated_key_is_cut() -> None:
     long = "k" * 1000
-    reading = read(f'{{"{long}":1,"{long}":2}}'.encode())
+    reading = read_arguments(f'{{"{long}":1,"{long}":2}}'.encode())
     assert reading.repeated is not None
     assert len(reading.repeated) == KEY_SHOWN and reading.repeated.endswith("…")
 
@@ -185,7 +185,7 @@ def test_arguments_nested_deeper_than_the_reader_goes_are_not_read() -> None:
     # Past it a key could be given twice unseen.
     deep = b'{"cmd":"ls","cmd":"rm -rf ~","x":' + b"[" * 5000 + b"]" * 5000 + b"}"
     with pytest.raises(Unshowable, match="nested too deeply"):
-        read(deep)
+        read_arguments(deep)
 
 
 def nested(depth: int) -> bytes:
@@ -200,7 +200,7 @@ def from_depth(frames: int, raw: bytes) -> str:
     if frames:
         return from_depth(frames - 1, raw)
     try:
-        read(raw).check()
+        read_arguments(raw).check()
     except Unshowable as exc:
         return str(exc)
     return "shown"
@@ -219,7 +219,7 @@ def test_arguments_are_read_to_one_depth_however_deep_the_call_reading_them(
 def test_secrets_are_masked_in_keys_strings_and_numbers_as_read() -> None:
     secrets = SecretSet([HeldSecret(WHERE, SECRET), HeldSecret("daemon.pin", "31415926")])
     raw = json.dumps({"auth": SECRET, SECRET: [1, {"t": f"Bearer {SECRET}"}], "pin": 31415926})
-    text = write(read(raw.encode(), secrets))
+    text = whole_json(read_arguments(raw.encode(), secrets))
     assert SECRET not in text and "31415926" not in text
     assert json.loads(text) == {
         "auth": marker(WHERE),
@@ -230,5 +230,5 @@ def test_secrets_are_masked_in_keys_strings_and_numbers_as_read() -> None:
 
 def test_a_secret_spelled_with_escapes_is_masked_too() -> None:
     secrets = SecretSet([HeldSecret(WHERE, SECRET)])
-    text = write(read(b'{"k":"tok\\u002d9f8e7d6c5b4a3210"}', secrets))
+    text = whole_json(read_arguments(b'{"k":"tok\\u002d9f8e7d6c5b4a3210"}', secrets))
     assert text == json.dumps({"k": marker(WHERE)}, separators=(",", ":"))

@@ -16,8 +16,8 @@ import trio
 
 from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.policy.redaction.masking import SecretSet, marker
-from mcpd.policy.shown.reading import RepeatedKey, Unshowable, read
-from mcpd.policy.shown.showing import GLANCE, canonical_json, glance, shown_arguments, write
+from mcpd.policy.shown.reading import RepeatedKey, Unshowable, read_arguments
+from mcpd.policy.shown.showing import GLANCE, canonical_json, glance, shown_arguments, whole_json
 from tests.support.agent import connect
 from tests.support.policy_daemon import LIMIT, policy_daemon, text
 from tests.support.socket_cli import mcpd
@@ -53,10 +53,12 @@ def test_one_canonical_writing_for_every_spelling_readers_read_alike() -> None:
         b'{"b": [{"y": 1.50, "x": "\\u00e9"}], "a": -0}',
         b'{"a":-0,"b":[{"x":"\xc3\xa9","y":1.50}]}',
     ]
-    written = {canonical_json(read(s)) for s in spellings}
+    written = {canonical_json(read_arguments(s)) for s in spellings}
     assert written == {'{"a":-0,"b":[{"x":"\u00e9","y":1.50}]}'}
     # A number is kept as written: a decimal reader tells these apart.
-    assert canonical_json(read(b'{"y":1.5}')) != canonical_json(read(b'{"y":1.50}'))
+    assert canonical_json(read_arguments(b'{"y":1.5}')) != canonical_json(
+        read_arguments(b'{"y":1.50}')
+    )
 
 
 def test_a_long_value_is_shortened_where_it_stands_and_every_key_after_it_shows() -> None:
@@ -117,7 +119,7 @@ def test_long_values_are_shortened_after_masking_so_no_part_of_a_secret_shows() 
 
 
 def test_a_glance_written_to_a_smaller_room_keeps_the_keys() -> None:
-    seen = glance(read(encoded(LONG)), limit=200)
+    seen = glance(read_arguments(encoded(LONG)), limit=200)
     assert seen.keys_left_out == 0 and len(seen.text) <= 200
     assert '"repo":"acme/PRODUCTION-SECRETS","force":true}' in seen.text
 
@@ -138,7 +140,10 @@ def test_what_cannot_be_shown_as_the_server_reads_it_is_refused(
 
 
 def test_the_audit_text_of_a_doubtful_reading_is_its_whole_compact() -> None:
-    assert write(read(b'{"pad": 1e400, "s": "\\ud800"}')) == '{"pad":1e400,"s":"\\ud800"}'
+    assert (
+        whole_json(read_arguments(b'{"pad": 1e400, "s": "\\ud800"}'))
+        == '{"pad":1e400,"s":"\\ud800"}'
+    )
 
 
 # -- through a running daemon --

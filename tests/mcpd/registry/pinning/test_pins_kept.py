@@ -231,14 +231,14 @@ async def test_a_change_held_while_its_pin_is_being_written_is_shown_as_approved
     # definitions are in neither place unless the writer's are read.
     cat, pins = keeper(tmp_path / "pins.json")
     writing, go_on = threading.Event(), threading.Event()
-    write = pinwriter.write
+    write = pinwriter.write_pins
 
     def slow_write(*args: Any) -> Any:
         writing.set()
         go_on.wait()
         return write(*args)
 
-    monkeypatch.setattr(pinwriter, "write", slow_write)
+    monkeypatch.setattr(pinwriter, "write_pins", slow_write)
     cat.update("notes", [tool(SEARCH)])
     cat.gate.settle("notes")
     with trio.fail_after(30), caplog.at_level(logging.ERROR, "mcpd"):

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from mcpd.registry.profiles import search
-from mcpd.registry.profiles.search import ToolDoc, ToolIndex, summary
+from mcpd.registry.profiles.search import ToolDoc, ToolIndex, first_sentence
 
 
 def doc(server: str, tool: str, description: str = "", **fields: Any) -> ToolDoc:
@@ -151,8 +151,8 @@ def test_a_query_of_only_odd_characters_finds_nothing() -> None:
     ],
 )
 def test_a_summary_is_the_first_sentence_on_one_line(description: str, expected: str) -> None:
-    assert summary(description) == expected
-    assert len(summary(description)) <= 160
+    assert first_sentence(description) == expected
+    assert len(first_sentence(description)) <= 160
 
 
 def test_only_the_start_of_a_long_text_is_indexed() -> None:

@@ -10,7 +10,7 @@ from mcpd import __version__
 from mcpd.config.loading.load import parse_config
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.life.runner import Runner
-from mcpd.servers.status.metrics import render
+from mcpd.servers.status.metrics import render_server_metrics
 from mcpd.servers.status.state import STATES
 from protocol import mcp
 from tests.support.exposition import Family, parse
@@ -34,7 +34,7 @@ def by_server(family: Family, name: str | None = None) -> dict[str, str]:
 
 
 async def test_no_servers_is_still_a_page_a_scraper_reads() -> None:
-    found = parse(render({}, Catalog(parse_config({}, env={}).naming), 0, 0))
+    found = parse(render_server_metrics({}, Catalog(parse_config({}, env={}).naming), 0, 0))
     assert found["mcpd_info"].samples == [("mcpd_info", {"version": __version__}, "1")]
     assert found["mcpd_tools"].samples == [("mcpd_tools", {}, "0")]
     assert found["mcpd_server_up"].samples == []
@@ -51,7 +51,7 @@ async def test_each_server_has_its_state_tools_and_counters() -> None:
     for _ in range(down.breaker.config.failure_threshold):
         down.breaker.record_failure(now, "gone")
     down.policy.on_failure(now)
-    found = parse(render(built, catalog, tools=3, connections=2))
+    found = parse(render_server_metrics(built, catalog, tools=3, connections=2))
     assert [labels["server"] for _, labels, _ in found["mcpd_server_up"].samples] == [
         "alpha",
         "zeta",
@@ -69,7 +69,7 @@ async def test_each_server_has_its_state_tools_and_counters() -> None:
 async def test_each_server_is_in_exactly_one_state() -> None:
     built, catalog = runners("a", "b")
     built["a"].downtime.set_phase("connected")
-    states = parse(render(built, catalog, 0, 0))["mcpd_server_state"]
+    states = parse(render_server_metrics(built, catalog, 0, 0))["mcpd_server_state"]
     for alias in ("a", "b"):
         mine = {s["state"]: v for _, s, v in states.samples if s["server"] == alias}
         assert set(mine) == set(STATES)
@@ -84,7 +84,7 @@ async def test_the_latency_histogram_is_cumulative_and_ends_in_every_call() -> N
     durations = [0.0005, 0.003, 0.003, 0.7, 12.0, 1e6]
     for d in durations:
         built["a"].stats.record(d)
-    family = parse(render(built, catalog, 0, 0))["mcpd_tool_call_duration_seconds"]
+    family = parse(render_server_metrics(built, catalog, 0, 0))["mcpd_tool_call_duration_seconds"]
     assert family.kind == "histogram"
     buckets = [
         (labels["le"], int(value))

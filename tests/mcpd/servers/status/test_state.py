@@ -20,8 +20,8 @@ from mcpd.servers.status.state import (
     outage_of,
     server_state,
     short_lists,
+    states_summary,
     status_row,
-    summary,
 )
 from mcpd.servers.status.stats import LatencyStats
 
@@ -203,14 +203,14 @@ async def test_any_other_state_says_its_last_error_or_not_running() -> None:
 
 def test_the_summary_counts_each_state_and_names_the_servers_in_trouble() -> None:
     states = {"a": "ready", "b": "open", "c": "ready", "d": "idle", "e": "crash_loop"}
-    assert summary(states) == "5 servers: 2 ready, 1 idle, 1 open (b), 1 crash_loop (e)"
+    assert states_summary(states) == "5 servers: 2 ready, 1 idle, 1 open (b), 1 crash_loop (e)"
 
 
 def test_the_summary_names_three_servers_of_a_state_at_most() -> None:
     states = {alias: "failed" for alias in ("d", "a", "c", "b")}
-    assert summary(states) == "4 servers: 4 failed (a, b, c, ...)"
-    assert summary({"x": "needs_login"}) == "1 server: 1 needs_login (x)"
-    assert summary({}) == "0 servers: none"
+    assert states_summary(states) == "4 servers: 4 failed (a, b, c, ...)"
+    assert states_summary({"x": "needs_login"}) == "1 server: 1 needs_login (x)"
+    assert states_summary({}) == "0 servers: none"
 
 
 def test_the_line_for_systemd_counts_without_a_name_and_says_where_the_names_are() -> None:

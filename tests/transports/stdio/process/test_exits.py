@@ -14,7 +14,7 @@ from transports.stdio.process.exits import (
     describe_exit,
     exit_reason,
     limit_reached,
-    shown,
+    shown_limit,
 )
 from transports.stdio.sandbox.limits import Limits
 
@@ -215,4 +215,4 @@ def test_a_limit_not_in_force_is_never_blamed() -> None:
     ],
 )
 def test_a_limits_value_is_shown_in_its_unit(name: str, value: int, text: str) -> None:
-    assert shown(name, value) == text
+    assert shown_limit(name, value) == text
