@@ -45,7 +45,7 @@ def failed(
     elif isinstance(error, TransportError):
         outcome = _unavailable(r, call, error, elapsed)
     else:
-        outcome = Outage(r.alias, "internal", f"internal error: {error!r}", call.start)
+        outcome = Outage(r.alias, "internal", f"internal error: {error!r}", call.sent_at)
     if isinstance(outcome, Outage):
         outcome = outcome.masked(r.guard)
     return Answered(outcome) if isinstance(error, SERVER_REPLIES) else Unanswered(outcome)
@@ -70,7 +70,7 @@ def _timed_out(
         extra=log_extra(r.alias, reason=reason),
     )
     r.timed_out(call, elapsed, reason)
-    outage = Outage(r.alias, "timeout", reason, call.start)
+    outage = Outage(r.alias, "timeout", reason, call.sent_at)
     forget(call, "timed out")
     return outage
 
@@ -90,11 +90,11 @@ def _refused(
         found = data_findings(r.guard, r.alias, error)
         return call_error(r.guard, r.alias, error, "a tools/call error", found)
     if isinstance(error, ServerCancelled):
-        return Outage(r.alias, "cancelled", str(error), call.start)
+        return Outage(r.alias, "cancelled", str(error), call.sent_at)
     if isinstance(error, MalformedReply):
         # Asked again it would most likely answer as unreadably, and a model told the
         # call timed out would ask again. The transport has logged it.
-        return Outage(r.alias, "malformed", error.reason, call.start)
+        return Outage(r.alias, "malformed", error.reason, call.sent_at)
     # Too large: the server goes on serving.
     if r.transport_kind != "stdio":  # the stdio transport says so itself
         logger.warning(
@@ -104,7 +104,7 @@ def _refused(
             error.reason,
             extra=log_extra(r.alias, "message_too_large", error.reason),
         )
-    return Outage(r.alias, "too_large", error.reason, call.start)
+    return Outage(r.alias, "too_large", error.reason, call.sent_at)
 
 
 def _not_logged_in(
@@ -115,7 +115,7 @@ def _not_logged_in(
     r.stats.record(elapsed, error=True)
     if isinstance(error, LoginRequired):
         # It wants a person to log in, and the runner waits for that.
-        return Outage(r.alias, "needs_login", error.reason, call.start)
+        return Outage(r.alias, "needs_login", error.reason, call.sent_at)
     # The authorization server failed, not this one.
     logger.warning(
         "%s: tools/call %r failed: %s",
@@ -124,7 +124,7 @@ def _not_logged_in(
         error.reason,
         extra=log_extra(r.alias, "token_refresh_failed", error.reason),
     )
-    return Outage(r.alias, "auth_failed", error.reason, call.start)
+    return Outage(r.alias, "auth_failed", error.reason, call.sent_at)
 
 
 def _unavailable(r: CallHost, call: Call, error: TransportError, elapsed: float) -> Outcome:
@@ -151,7 +151,7 @@ def _unavailable(r: CallHost, call: Call, error: TransportError, elapsed: float)
     # died most needs to say (a traceback's last line), as later calls do.
     # Its lines were joined with line feeds: a carriage return in one is its own.
     said = last_line(error.detail.split("\n")) if r.transport_kind == "stdio" else None
-    return r.failed_call(error.reason, call.start, said)
+    return r.failed_call(error.reason, call.sent_at, said)
 
 
 def _seconds(value: float) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import abc
 import math
-from typing import Any, ClassVar, Final, Protocol, TypeAlias
+from typing import Any, ClassVar, Final, Literal, Protocol, TypeAlias
 
 import msgspec
 import trio
@@ -157,6 +157,11 @@ class Admitter(abc.ABC):
     def received(self, call: Call, raw: Raw | None, error: BaseException | None) -> None: ...
 
 
+# Where a call is on its way: made; waiting for a slot at its server; sent to it;
+# its answer being taken apart; ended with an outcome; given up by its agent.
+CallState: TypeAlias = Literal["new", "queued", "running", "answered", "done", "cancelled"]
+
+
 class Call(msgspec.Struct, eq=False):
     """One tools/call on its way. The agent side fills in what the request said and
     where it goes; the scheduler and the upstream keep their own state of it here, so
@@ -185,12 +190,11 @@ class Call(msgspec.Struct, eq=False):
     # What the server is told this agent can answer (a modern server's envelope).
     capabilities: dict[str, Any] | None = None
     # -- on its way (the scheduler's and the upstream's) --
-    # new | queued | running | answered (being taken apart) | done | cancelled
-    state: str = "new"
+    state: CallState = "new"
     timeout: float = 0.0  # for the server's answer (0: the configured one)
     deadline: float = math.inf
     limit: float = math.inf  # the hard limit progress cannot push the deadline past
-    start: float = 0.0
+    sent_at: float = 0.0  # when it went to its server, on the scheduler's clock
     ticket: int = 0
     probe: bool = False
     rid: rpc.Id | None = None  # its id at the server, when a transport sent it

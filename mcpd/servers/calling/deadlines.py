@@ -17,9 +17,9 @@ from typing import Final
 
 import trio
 
-from .calls import Call
+from .calls import Call, CallState
 
-_LIVE: Final = frozenset({"queued", "running"})
+_LIVE: Final[frozenset[CallState]] = frozenset({"queued", "running"})
 
 
 def _current(entry: tuple[float, int, Call]) -> bool:

@@ -202,7 +202,7 @@ class CallScheduler(Admitter):
             return
         call.ticket, call.probe = adm.ticket, adm.probe
         call.state = "running"
-        call.start = now
+        call.sent_at = now
         call.limit = now + r.limits.max_call_time
         self.running += 1
         self.deadlines.set(call, now + call.timeout)
@@ -238,7 +238,7 @@ class CallScheduler(Admitter):
         call.state = "done"
         r = self.runner
         now = self._now()
-        elapsed = now - call.start
+        elapsed = now - call.sent_at
         ending: CallEnd
         if raw is not None and error is None:  # every call, nearly
             self.answered_at = now
@@ -320,7 +320,7 @@ class CallScheduler(Admitter):
         outcome: Outcome
         if isinstance(done, MalformedReply):
             r = self.runner
-            outcome = Outage(r.alias, "malformed", done.reason, call.start).masked(r.guard)
+            outcome = Outage(r.alias, "malformed", done.reason, call.sent_at).masked(r.guard)
         else:
             outcome = done
         self._finish(call, Answered(outcome))
@@ -394,6 +394,6 @@ class CallScheduler(Admitter):
                 if call.state == "running":  # no answer within its time
                     call.state = "done"
                     at = self._now()
-                    ended = self._failed(call, None, True, at, at - call.start)
+                    ended = self._failed(call, None, True, at, at - call.sent_at)
                     self._finish(call, ended, slot=True)
             await self.deadlines.sleep(queue.first().deadline if queue else math.inf)

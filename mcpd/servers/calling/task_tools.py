@@ -161,7 +161,7 @@ async def run_call(up: Server, meta: CallMeta, call: Call) -> None:
     try:
         with call.scope:
             try:
-                ttl = call.limit - call.start  # kept at the server as long as it may run
+                ttl = call.limit - call.sent_at  # kept at the server as long as it may run
                 params, headers = meta.params(call), meta.param_headers(call)
                 raw = await call_as_task(up, params, headers, ttl)
             except (
