@@ -49,7 +49,9 @@ class Agent(OutcomeSink):
     profile: Profile
     owner: object
     asks: AgentRequests  # what servers ask this agent through mcpd (a legacy agent)
-    refuser: DirectAsker  # answers a server's request for an agent that declared none
+    # The asker of its calls sent without a task: it declares nothing, so a server's
+    # request during one is refused, naming the capability it would need.
+    refusing_asker: DirectAsker
     progress: ProgressSink
     identity: AgentIdentity  # who it is, for the policy and the audit log
     # The versions of the prompt and resource lists it was last told of (None: it has

@@ -160,7 +160,7 @@ class StandInAgent(Agent):
         self.profile = profile
         self.owner = self
         self.asks = AgentRequests()
-        self.refuser = DirectAsker(self, None, self.asks, self.offer)
+        self.refusing_asker = DirectAsker(self, None, self.asks, self.offer)
         self.progress = lambda params: None
         self.identity = AgentIdentity(None)
         self.sent: list[bytes] = []

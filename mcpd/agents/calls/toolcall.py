@@ -122,7 +122,7 @@ class Router:
             input_responses=responses,
             request_state=state,
             progress=agent.progress,
-            asker=agent.refuser,
+            asker=agent.refusing_asker,
             owner=agent.owner,
             splice=self.splice,
             capabilities=caps,

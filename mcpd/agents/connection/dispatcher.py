@@ -111,7 +111,7 @@ class Connection(ConnectionEnd):
         self.contexts: dict[bytes, RequestContext] = {}
         self.seen_version = version  # its profile's version whose changes it has been told
         self.asks = AgentRequests()  # what servers ask this agent through mcpd
-        self.refuser = DirectAsker(self, None, self.asks, self.offer)  # says no, and why
+        self.refusing_asker = DirectAsker(self, None, self.asks, self.offer)
         self.progress: ProgressSink = self._send_progress  # where its calls' progress goes
         # Run when the agent hangs up, before anything else: a server waiting for this
         # agent's answer must hear at once that none is coming.

@@ -80,7 +80,7 @@ class Exchange(Connection):
         self.owner = owner
         self.identity = identity
         self.asks = asks or AgentRequests()
-        self.refuser = DirectAsker(owner, None, self.asks, self.offer)
+        self.refusing_asker = DirectAsker(owner, None, self.asks, self.offer)
         self.progress: ProgressSink = self._send_progress
         self.news = news
         self.outbox, self._inbox = trio.open_memory_channel[bytes](256)

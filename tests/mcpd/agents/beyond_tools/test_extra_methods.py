@@ -57,7 +57,7 @@ class FakeAgent(Agent):
         self.owner = self
         self.asks = AgentRequests()
         self.sent: list[bytes] = []
-        self.refuser = DirectAsker(self, None, self.asks, self.offer)
+        self.refusing_asker = DirectAsker(self, None, self.asks, self.offer)
         self.progress: ProgressSink = lambda params: None
         self.identity = AgentIdentity(None)
 
