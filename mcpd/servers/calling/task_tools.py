@@ -27,6 +27,7 @@ from protocol import mcp
 from protocol.logfields import log_extra
 from protocol.reply_faults import MalformedReply, MessageTooLarge
 from protocol.visible import quote
+from transports.base import Params
 from transports.errors import ServerCancelled, TransportError
 
 from ..asking.askback import ASKING
@@ -64,15 +65,13 @@ class _Created(msgspec.Struct):
     task: _Handle | None = None
 
 
-class Server(Protocol):
-    """What running a task needs of its server's session (an ``Upstream``)."""
+class SessionRequest(Protocol):
+    """``Upstream.request``: a request in the server's session, and its result."""
 
-    alias: str
-
-    async def request(
+    async def __call__(
         self,
         method: str,
-        params: Any,
+        params: Params,
         *,
         name: str | None = ...,
         extra_headers: Mapping[str, str] | None = ...,
@@ -112,13 +111,15 @@ def task_tools(tools: Sequence[mcp.Tool], runs_tool_tasks: bool) -> frozenset[st
 
 
 async def call_as_task(
-    up: Server,
+    request: SessionRequest,
+    alias: str,
     params: mcp.CallToolParams,
     headers: Mapping[str, str] | None,
     ttl: float,
 ) -> Raw:
     """A tools/call (``params`` and ``headers`` as a plain one would go) for a tool that
-    runs only as a task, kept up to ``ttl`` seconds at the server: the result it ended
+    runs only as a task at the server ``alias``, sent with ``request`` and kept up to
+    ``ttl`` seconds there: the result it ended
     with. Raises as a request does; the task's own JSON-RPC error comes as
     rpc.RPCError."""
     asked = TaskCallParams(
@@ -127,7 +128,7 @@ async def call_as_task(
         meta=params.meta,
         task=_TaskRequest(ttl=round(ttl * 1000)),
     )
-    created = await up.request("tools/call", asked, name=asked.name, extra_headers=headers)
+    created = await request("tools/call", asked, name=asked.name, extra_headers=headers)
     try:
         handle = _created.decode(created).task
     except (msgspec.DecodeError, msgspec.ValidationError):
@@ -136,22 +137,23 @@ async def call_as_task(
         return created  # the server ran it at once after all: that is the result
     ref = _TaskRef(handle.taskId)
     try:
-        return await up.request("tasks/result", ref)
+        return await request("tasks/result", ref)
     except rpc.RPCError as exc:
         if exc.code != rpc.METHOD_NOT_FOUND:
             raise  # the task ended with this error: it is the call's outcome
-        await _give_up(up, ref, "tasks/result was refused")
+        await _give_up(request, alias, ref, "tasks/result was refused")
         raise
     except BaseException:
         # Cancelled (by the agent or the call's time limit) or cut off: nobody will
         # ever ask for this task's result, so the server can stop working on it.
-        await _give_up(up, ref, "the call ended before the task")
+        await _give_up(request, alias, ref, "the call ended before the task")
         raise
 
 
-async def run_call(up: Server, meta: CallMeta, call: Call) -> None:
-    """``call`` of a tool that runs only as a task, in a task of its session's nursery:
-    its outcome goes to the call, once; the call's scope gives it up."""
+async def run_call(request: SessionRequest, alias: str, meta: CallMeta, call: Call) -> None:
+    """``call`` of a tool that runs only as a task at the server ``alias`` (sent with
+    ``request``), in a task of its session's nursery: its outcome goes to the call,
+    once; the call's scope gives it up."""
     if call.state != "running":
         return  # given up before this task began: never sent
     call.scope = trio.CancelScope()
@@ -163,7 +165,7 @@ async def run_call(up: Server, meta: CallMeta, call: Call) -> None:
             try:
                 ttl = call.limit - call.sent_at  # kept at the server as long as it may run
                 params, headers = meta.params(call), meta.param_headers(call)
-                raw = await call_as_task(up, params, headers, ttl)
+                raw = await call_as_task(request, alias, params, headers, ttl)
             except (
                 TransportError,
                 rpc.RPCError,
@@ -176,29 +178,29 @@ async def run_call(up: Server, meta: CallMeta, call: Call) -> None:
                 call(raw, None)
     finally:
         # The connection to the server is being torn down under this call.
-        call(None, TransportError(f"{up.alias}: connection closed"))
+        call(None, TransportError(f"{alias}: connection closed"))
 
 
-async def _give_up(up: Server, ref: _TaskRef, why: str) -> None:
+async def _give_up(request: SessionRequest, alias: str, ref: _TaskRef, why: str) -> None:
     with trio.move_on_after(CANCEL_GRACE, shield=True) as scope:
         try:
-            await up.request("tasks/cancel", ref, cancellable=False)
+            await request("tasks/cancel", ref, cancellable=False)
         except Exception as exc:
             # Finished meanwhile (the server refuses to cancel a finished task), or
             # the server is gone: either way nothing is left to stop.
             logger.info(
                 "%s: could not cancel task %r (%s): %s",
-                up.alias,
+                alias,
                 ref.taskId,
                 why,
                 f"the error {quote(exc.message)}" if isinstance(exc, rpc.RPCError) else exc,
-                extra=log_extra(up.alias),
+                extra=log_extra(alias),
             )
     if scope.cancelled_caught:
         logger.info(
             "%s: no answer to cancelling task %r within %g s",
-            up.alias,
+            alias,
             ref.taskId,
             CANCEL_GRACE,
-            extra=log_extra(up.alias),
+            extra=log_extra(alias),
         )

@@ -262,7 +262,7 @@ class Upstream:
         if call.name in self.task_tools:
             if self.nursery is None:
                 raise TransportError(f"{self.alias} is not connected")
-            self.nursery.start_soon(task_tools.run_call, self, self.meta, call)
+            self.nursery.start_soon(task_tools.run_call, self.request, self.alias, self.meta, call)
             return
         shape = self._shape(call)
         params: Params | splice.SplicedCall = (
