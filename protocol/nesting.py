@@ -17,13 +17,18 @@ from typing import Final
 # Arrays and objects within each other, the outermost counted.
 MAX_DEPTH: Final = 512
 
-# A string, or one that never ends (the rest of the text): it matches wherever a quote
-# starts one, so no quote inside a string is ever tried as another's start, which would
-# make the scan's time grow with the square of an unended string's length.
-_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.S)
+# A JSON string, or one that never ends (the rest of the text): it matches wherever a
+# quote starts one, so no quote inside a string is ever tried as another's start, which
+# would make a scan's time grow with the square of an unended string's length.
+STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.S)
 _NOT_BRACKET: Final = bytes(c for c in range(256) if c not in b"{}[]")
-# Each bracket as a step in depth plus one: an opening one 2, a closing one 0.
 _STEP: Final = bytes.maketrans(b"{[}]", b"\x02\x02\x00\x00")
+
+
+def bracket_steps(skeleton: bytes) -> bytes:
+    """The brackets of ``skeleton`` (a text with its strings taken out, by ``STRING``),
+    each as a step in depth plus one: an opening one 2, a closing one 0."""
+    return skeleton.translate(_STEP, _NOT_BRACKET)
 
 
 def deeper_than(text: bytes, most: int = MAX_DEPTH) -> bool:
@@ -33,7 +38,6 @@ def deeper_than(text: bytes, most: int = MAX_DEPTH) -> bool:
     alone."""
     if text.count(b"[") + text.count(b"{") <= most:
         return False  # too few brackets to be so deep, in strings or out of them
-    skeleton = _STRING.sub(b"", text)
-    steps = skeleton.translate(_STEP, _NOT_BRACKET)
+    steps = bracket_steps(STRING.sub(b"", text))
     depths = map(operator.sub, itertools.accumulate(steps), itertools.count(1))
     return max(depths, default=0) > most

@@ -17,6 +17,7 @@ import msgspec
 
 from . import envelope
 from . import jsonrpc as rpc
+from .nesting import STRING, bracket_steps
 
 # For a reply that cannot be parsed: its id where it is a member of the outer object
 # for sure, as the first member after an optional "jsonrpc" and followed by "result" or
@@ -31,13 +32,6 @@ _REPLY_OPENS: Final = re.compile(rb'^\s*\{\s*"(?:result|error)"\s*:')
 _REPLY_TAIL: Final = re.compile(
     rb',\s*"id"\s*:\s*' + _V + rb"\s*(?:,\s*" + _JSONRPC + rb")?\}\s*\Z"
 )
-# A string, or one that never ends (the rest of the line): it matches wherever a quote
-# starts one, so no quote inside a string is ever tried as another's start, which would
-# make the scan grow with the square of an unended string's length.
-_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.S)
-_NOT_BRACKET: Final = bytes(c for c in range(256) if c not in b"{}[]")
-# Each bracket as a step in depth plus one: an opening one 2, a closing one 0.
-_STEP: Final = bytes.maketrans(b"{[}]", b"\x02\x02\x00\x00")
 _PASSES: Final = 16
 _RUNS: Final = re.compile(rb"\x02+|\x00+")
 _MAX_SCAN: Final = 1 << 20  # bytes: bounds the scan of the worst of them
@@ -50,11 +44,11 @@ def _one_object(line: bytes) -> bool:
     line is no reason to hold up the event loop, or to recurse into its nesting."""
     # Each string as one quote: a string that never ends runs to the end of the line, as
     # does one after the object, and neither line ends with the object's bracket.
-    skeleton = _STRING.sub(b'"', line)
+    skeleton = STRING.sub(b'"', line)
     if skeleton.endswith(b'"'):
         return False
     skeleton = skeleton.replace(b'"', b"")
-    steps = skeleton.translate(_STEP, _NOT_BRACKET)
+    steps = bracket_steps(skeleton)
     if len(steps) < 2 or steps[0] != 2 or steps[-1] != 0 or sum(steps) != len(steps):
         return False
     # Inside the outer object the depth must never fall below where it began. A bracket
