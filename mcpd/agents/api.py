@@ -1,4 +1,5 @@
-"""The agents' side: MCP over a Unix socket, newline-delimited JSON-RPC, both eras.
+"""``AgentServer``, the MCP server agents reach: over mcpd's sockets, newline-delimited
+JSON-RPC, both eras.
 
 Each request runs in its own task (a tools/call in none: its outcome is written from a
 callback), so a slow tool never holds up the rest of its connection, and replies go
@@ -79,6 +80,9 @@ def new_session() -> ServerSession:
 
 
 class AgentServer(ProfileMethods, Dispatcher):
+    """The sockets agents connect to, and each request of theirs answered (``dispatch``):
+    a tools/call by its ``Router``, prompts and resources by its ``extras``."""
+
     def __init__(
         self, servers: AllServers, control: Control, lines: Lines, *, splice: bool = True
     ) -> None:

@@ -68,7 +68,7 @@ class Entry(jsonrpc.Late):
 
     def reflag(self, flags: tuple[bool, str | None]) -> None:
         """As ``reencode``, with a ``(trusted, marker)`` tuple the caller may share
-        between all of one server's tools (a tuple each was 56 B a tool)."""
+        between all of one server's tools, rather than one tuple for each."""
         self._flags = flags
 
     @property
