@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -50,7 +50,7 @@ from .own_methods.authapi import HANDLERS as AUTH_HANDLERS
 from .own_methods.daemon_methods import HANDLERS as DAEMON_HANDLERS
 from .own_methods.pinsapi import HANDLERS as PINS_HANDLERS
 from .own_methods.profile_bound import refuse_beyond
-from .own_methods.profile_methods import PROFILE_METHODS, ProfileMethods
+from .own_methods.profile_methods import PROFILE_METHODS, OwnMethod, ProfileMethods
 from .profiles import Profile, Profiles
 
 if TYPE_CHECKING:
@@ -70,9 +70,6 @@ CAPABILITIES: Final[dict[str, Any]] = {
     "logging": {},
     "extensions": {surface.TASKS_EXTENSION: {}},
 }
-Handler = Callable[
-    ["AgentServer", "Connection", rpc.Request, RequestContext | None], Awaitable[Any]
-]
 
 
 def new_session() -> ServerSession:
@@ -127,7 +124,7 @@ class AgentServer(ProfileMethods, Dispatcher):
         )
         self.endpoint: Connect | None = None  # where the HTTP endpoint listens
         self._http: HttpApi | None = None
-        self._handlers: dict[str, Handler] = {
+        self._handlers: dict[str, OwnMethod[AgentServer]] = {
             "tools/list": AgentServer._tools_list,
             "subscriptions/listen": AgentServer._listen,
             **DAEMON_HANDLERS,
@@ -330,7 +327,7 @@ class AgentServer(ProfileMethods, Dispatcher):
                 return await self.router.run(self.router.records.held_until_written(call))
             ctx = session.context(req)
             handler = self._handlers.get(req.method)
-            result: Any
+            result: object
             if handler is not None:
                 if conn.fixed_profile is not None:
                     refuse_beyond(conn.fixed_profile, req.method)
@@ -354,7 +351,7 @@ class AgentServer(ProfileMethods, Dispatcher):
         # HTTP exchange), answered with an error that names it.
         return self.failures.reply(conn.label, req.id, req.method, exc)
 
-    def _finish(self, rid: rpc.Id, ctx: RequestContext | None, result: Any) -> bytes:
+    def _finish(self, rid: rpc.Id, ctx: RequestContext | None, result: object) -> bytes:
         if ctx is not None and ctx.era == "modern":
             result = with_result_type(result)
         return rpc.encode_result(rid, result)
@@ -372,7 +369,7 @@ class AgentServer(ProfileMethods, Dispatcher):
 
     async def _tools_list(
         self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-    ) -> Any:
+    ) -> object:
         params = rpc.decode_as(req.params, mcp.ListToolsParams)
         result = list_tools(
             self.servers, self.view(conn), params, ctx, self.control.settings.page_size
@@ -388,7 +385,9 @@ class AgentServer(ProfileMethods, Dispatcher):
         await conn.send_long(pieces)
         return None
 
-    async def _listen(self, conn: Connection, req: rpc.Request, ctx: RequestContext | None) -> Any:
+    async def _listen(
+        self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    ) -> object:
         await self.listens.listen(conn, req, ctx)
         return None
 

@@ -20,7 +20,6 @@ same way (``persons_only``): a call left to a person is no agent's to decide.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import msgspec
@@ -34,7 +33,7 @@ from ...local.ownership.owners import user_name
 from ...policy.waiting.approvals import ApprovalError
 from ..connection.dispatcher import Connection
 from .persons_only import refuse_an_agents_side
-from .profile_methods import ProfileMethods
+from .profile_methods import OwnMethod, ProfileMethods
 
 MAX_WAIT: Final = 60.0
 
@@ -71,14 +70,14 @@ def _listing(api: ProfileMethods) -> dict[str, Any]:
 
 async def _list(
     api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-) -> Any:
+) -> object:
     _operator(conn, req.method)
     return _listing(api)
 
 
 async def _show(
     api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-) -> Any:
+) -> object:
     _operator(conn, req.method)
     params = rpc.decode_as(req.params, _Show)
     try:
@@ -93,7 +92,7 @@ async def _show(
 
 async def _decide(
     api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-) -> Any:
+) -> object:
     by = _operator(conn, req.method)
     params = rpc.decode_as(req.params, _Decide)
     reason = (cut(params.reason.strip(), 500) or None) if params.reason else None
@@ -116,7 +115,7 @@ async def _decide(
 
 async def _watch(
     api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-) -> Any:
+) -> object:
     _operator(conn, req.method)
     params = rpc.decode_as(req.params, _Watch)
     with trio.move_on_after(max(0.0, min(params.wait, MAX_WAIT))):
@@ -124,9 +123,7 @@ async def _watch(
     return _listing(api)
 
 
-Handler = Callable[[Any, Connection, rpc.Request, RequestContext | None], Awaitable[Any]]
-
-HANDLERS: dict[str, Handler] = {
+HANDLERS: dict[str, OwnMethod[ProfileMethods]] = {
     "mcpd/approvals/list": _list,
     "mcpd/approvals/show": _show,
     "mcpd/approvals/decide": _decide,

@@ -29,8 +29,6 @@ command's may not match (``config.loading.paths.pages_directory``).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable
-from typing import Any
 
 import msgspec
 
@@ -40,7 +38,7 @@ from protocol.server import RequestContext
 from ...config.loading.paths import pages_directory
 from ...local.state.privatefile import make_private_directory
 from ..connection.dispatcher import Connection
-from .profile_methods import ProfileMethods
+from .profile_methods import OwnMethod, ProfileMethods
 
 
 class _Logout(msgspec.Struct):
@@ -70,14 +68,14 @@ def _owner_only(conn: Connection, method: str) -> None:
 
 async def _status(
     api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-) -> Any:
+) -> object:
     scope = api.scope_of(conn)
     return {"servers": api.control.logins.status(None if scope is None else scope.has_server)}
 
 
 async def _login(
     api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-) -> Any:
+) -> object:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Begin)
     out = await api.control.logins.begin(params.server, params.redirect_uri)
@@ -86,7 +84,7 @@ async def _login(
 
 async def _complete(
     api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-) -> Any:
+) -> object:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Complete)
     return await api.control.logins.finish(params.server, params.login, params.redirect)
@@ -94,7 +92,7 @@ async def _complete(
 
 async def _logout(
     api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-) -> Any:
+) -> object:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Logout)
     return await api.control.logins.logout(params.server, forget_client=params.forget_client)
@@ -102,7 +100,7 @@ async def _logout(
 
 async def _dashboard(
     api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-) -> Any:
+) -> object:
     """The page's address with a new one-time code; ``url`` None: no HTTP endpoint."""
     _owner_only(conn, req.method)
     endpoint = api.endpoint
@@ -133,7 +131,7 @@ def _pages() -> str:
 
 async def _dashboard_spent(
     api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-) -> Any:
+) -> object:
     """An empty answer once the code can open no session; at most its time to live."""
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Code)
@@ -141,9 +139,7 @@ async def _dashboard_spent(
     return {}
 
 
-Handler = Callable[[Any, Connection, rpc.Request, RequestContext | None], Awaitable[Any]]
-
-HANDLERS: dict[str, Handler] = {
+HANDLERS: dict[str, OwnMethod[ProfileMethods]] = {
     "mcpd/auth/status": _status,
     "mcpd/auth/login": _login,
     "mcpd/auth/complete": _complete,

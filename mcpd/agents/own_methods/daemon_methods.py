@@ -14,27 +14,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any
-
 import msgspec
 
 from protocol import jsonrpc as rpc
 from protocol.server import RequestContext
 
 from ..connection.dispatcher import Connection
-from .profile_methods import ProfileMethods
+from .profile_methods import OwnMethod, ProfileMethods
 
 
 async def _status(
     api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-) -> Any:
+) -> object:
     return api.control.status(api.scope_of(conn), own_user=conn.identity.reads_as_owner())
 
 
 async def _reload(
     api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-) -> Any:
+) -> object:
     if not conn.may_control():
         raise rpc.RPCError(
             -32000, "mcpd/reload is only for the daemon's user and root, on its Unix socket"
@@ -48,7 +45,7 @@ class _Server(msgspec.Struct):
 
 async def _reset(
     api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-) -> Any:
+) -> object:
     if not conn.may_control():
         raise rpc.RPCError(
             -32000, "mcpd/reset is only for the daemon's user and root, on its Unix socket"
@@ -64,15 +61,13 @@ async def _reset(
 
 async def _line_limit(
     api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-) -> Any:
+) -> object:
     if conn.line_limit is None:
         raise rpc.RPCError(rpc.METHOD_NOT_FOUND, "mcpd/lineLimit is for a line connection")
     return {"maxLineBytes": conn.line_limit}
 
 
-Handler = Callable[[Any, Connection, rpc.Request, RequestContext | None], Awaitable[Any]]
-
-HANDLERS: dict[str, Handler] = {
+HANDLERS: dict[str, OwnMethod[ProfileMethods]] = {
     "mcpd/status": _status,
     "mcpd/reload": _reload,
     "mcpd/reset": _reset,

@@ -13,8 +13,7 @@ approve``), or one in its session (``persons_only``).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 
@@ -25,7 +24,7 @@ from ...registry.pinning.pins import BadPins
 from ...registry.profiles.views import ProfileView
 from ..connection.dispatcher import Connection
 from .persons_only import refuse_an_agents_side
-from .profile_methods import ProfileMethods
+from .profile_methods import OwnMethod, ProfileMethods
 
 
 class _Only(msgspec.Struct):
@@ -70,7 +69,7 @@ async def _not_from_an_agent(api: ProfileMethods, conn: Connection, what: str) -
 
 async def _pending(
     api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-) -> Any:
+) -> object:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Only)
     _known(api, params.server)
@@ -102,7 +101,7 @@ def _listed_as(view: ProfileView) -> dict[tuple[str, str, str], str]:
 
 async def _findings(
     api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-) -> Any:
+) -> object:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Only)
     _known(api, params.server)
@@ -111,7 +110,7 @@ async def _findings(
 
 async def _approve(
     api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-) -> Any:
+) -> object:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Approve)
     await _not_from_an_agent(api, conn, "approving definitions (mcpd approve)")
@@ -124,7 +123,7 @@ async def _approve(
 
 async def _export(
     api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-) -> Any:
+) -> object:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Export)
     try:
@@ -135,7 +134,7 @@ async def _export(
 
 async def _import(
     api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-) -> Any:
+) -> object:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Import)
     await _not_from_an_agent(api, conn, "importing pins (mcpd pins import)")
@@ -147,7 +146,7 @@ async def _import(
 
 async def _forget_unreadable(
     api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-) -> Any:
+) -> object:
     _owner_only(conn, req.method)
     await _not_from_an_agent(api, conn, "forgetting unreadable pins (mcpd pins forget-unreadable)")
     try:
@@ -156,9 +155,7 @@ async def _forget_unreadable(
         raise rpc.RPCError(-32000, f"cannot remove the unreadable pins: {exc}") from None
 
 
-Handler = Callable[[Any, Connection, rpc.Request, RequestContext | None], Awaitable[Any]]
-
-HANDLERS: dict[str, Handler] = {
+HANDLERS: dict[str, OwnMethod[ProfileMethods]] = {
     "mcpd/pins/pending": _pending,
     "mcpd/pins/findings": _findings,
     "mcpd/pins/approve": _approve,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar
 
 import msgspec
 
@@ -73,7 +73,7 @@ class ProfileMethods:
 
     async def _use_profile(
         self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-    ) -> Any:
+    ) -> object:
         chosen = self._chosen(conn, rpc.decode_as(req.params, _Choice), required=True)
         conn.profile = chosen
         conn.seen_version = chosen.version  # what it lists from now on is not a change
@@ -83,7 +83,7 @@ class ProfileMethods:
 
     async def _profile_tools(
         self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-    ) -> Any:
+    ) -> object:
         choice = rpc.decode_as(req.params, _Choice)
         chosen = self._chosen(conn, choice, required=False)
         out = profile_summary(chosen)
@@ -100,7 +100,7 @@ class ProfileMethods:
 
     async def _profiles(
         self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-    ) -> Any:
+    ) -> object:
         scope = self.scope_of(conn)
         return {"profiles": self.profile_status(only=None if scope is None else scope.name)}
 
@@ -137,6 +137,16 @@ class ProfileMethods:
         return rows
 
 
+_Host = TypeVar("_Host", bound=ProfileMethods)
+# One of mcpd's own methods, as the server of agents' requests calls it: given its host
+# (``ProfileMethods``, or the server that derives from it), the connection and the
+# request. Its result is what the reply encodes (``rpc.encode_result``), or the reply's
+# bytes, or None when it wrote the reply itself.
+OwnMethod: TypeAlias = Callable[
+    [_Host, Connection, rpc.Request, RequestContext | None], Awaitable[object]
+]
+
+
 def profile_summary(chosen: Profile) -> dict[str, Any]:
     view = chosen.view
     listed = [listed_name(item) for item in chosen.listing()]
@@ -149,8 +159,7 @@ def profile_summary(chosen: Profile) -> dict[str, Any]:
     }
 
 
-Method = Callable[[Any, Connection, rpc.Request, RequestContext | None], Awaitable[Any]]
-PROFILE_METHODS: Final[dict[str, Method]] = {
+PROFILE_METHODS: Final[dict[str, OwnMethod[ProfileMethods]]] = {
     "mcpd/useProfile": ProfileMethods._use_profile,
     "mcpd/tools": ProfileMethods._profile_tools,
     "mcpd/profiles": ProfileMethods._profiles,
