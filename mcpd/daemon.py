@@ -85,23 +85,23 @@ class Daemon(Control):
         self.sysd = sysd or SystemdEnv(Notifier(None))
         # What every server lists passes it; its settings follow the config in force.
         gate = ListGate(lambda alias: self.supervisor.config.pin_policy(alias))
-        self.registry = Catalog(config.naming, gate)
+        self.catalog = Catalog(config.naming, gate)
         self.rereader = Rereader(
-            config_path, config, self.registry, socket_for or Config.socket_path
+            config_path, config, self.catalog, socket_for or Config.socket_path
         )
         # The policy, the approvals, the audit log and the secrets guarded in what
         # servers send; a call waiting for approval, or decided, redraws open status
         # pages as a server's change does.
         self.oversight = Oversight(config, state_dir(config), lambda: self.all_servers.changed())
         self.supervisor = Supervisor(
-            config, self.registry, on_change=self._changed, guard=self.oversight.guard
+            config, self.catalog, on_change=self._changed, guard=self.oversight.guard
         )
-        self.all_servers = AllServers(self.supervisor, self.registry)
+        self.all_servers = AllServers(self.supervisor, self.catalog)
         self.logins = Logins(self.supervisor)
         self.histories = Histories(lambda: self.state.changed())
         self.state = StateKeeper(
             os.path.join(state_dir(config), FILE_NAME),
-            self.registry,
+            self.catalog,
             lambda: self.supervisor.config,
             self._session_of,
             self.histories.saved,
@@ -118,7 +118,7 @@ class Daemon(Control):
         self.api.configure(config.profiles, config.naming)
         self.report = StatusReport(
             self.supervisor,
-            self.registry,
+            self.catalog,
             self.all_servers,
             self.api,
             self.oversight,
@@ -182,7 +182,7 @@ class Daemon(Control):
                 await self.supervisor.wait_started(
                     self._started + self.config.daemon.startup_deadline
                 )
-                problem = unmatched_profile(self.config, self.registry)
+                problem = unmatched_profile(self.config, self.catalog)
                 if problem is not None:
                     raise problem
                 # Agents are served once every server has had its first attempt: with socket
@@ -291,7 +291,7 @@ class Daemon(Control):
 
     def _rejudge(self, alias: str) -> None:
         """The server's lists through the gate again, and agents told what changed."""
-        if self.registry.rejudge(alias):
+        if self.catalog.rejudge(alias):
             self._changed(alias)
 
     def _changed(self, alias: str) -> None:
@@ -304,7 +304,7 @@ class Daemon(Control):
         self.api.look_again(alias)
         self.all_servers.changed()
         self.state.changed()
-        self.tool_budget.check(self.registry.size())
+        self.tool_budget.check(self.catalog.size())
         self.report.unlisted.check(alias)
         if self.started.is_set():
             line = self.supervisor.counts()

@@ -41,13 +41,13 @@ class Rereader:
         self,
         path: str | None,
         started_with: Config,
-        registry: Catalog,
+        catalog: Catalog,
         socket_for: Callable[[Config], str],
     ) -> None:
         """``path`` is the config file (None: there is none to read again);
         ``socket_for`` says where a restart with a config would listen."""
         self.path = path
-        self._registry = registry
+        self._catalog = catalog
         self._socket_for = socket_for
         # The keys that take a restart as mcpd started with them: a reload compares
         # with these, not with the config it read last, which may itself be waiting.
@@ -62,7 +62,7 @@ class Rereader:
             raise rpc.RPCError(-32000, "mcpd was started without a config file to re-read")
         try:
             new = load(self.path)
-            problem = unmatched_profile(new, self._registry, running)
+            problem = unmatched_profile(new, self._catalog, running)
             if problem is not None:
                 raise problem
         except ConfigError as exc:
@@ -153,7 +153,7 @@ def changed_settings(running: Config, new: Config) -> list[str]:
 
 
 def unmatched_profile(
-    new: Config, registry: Catalog, old: Config | None = None
+    new: Config, catalog: Catalog, old: Config | None = None
 ) -> ConfigError | None:
     """A profile of ``new`` that matches no tool, judged by the tools listed now;
     servers that a reload (from ``old``) adds or changes are not judged yet."""
@@ -163,4 +163,4 @@ def unmatched_profile(
     unknown = [
         a for a in enabled if old is None or old.servers.get(a) != new.servers[a]
     ] if old is not None else []  # fmt: skip
-    return unmatched(new.profiles, registry, new.naming, enabled, unknown)
+    return unmatched(new.profiles, catalog, new.naming, enabled, unknown)

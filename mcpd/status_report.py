@@ -38,7 +38,7 @@ class StatusReport:
     def __init__(
         self,
         supervisor: Supervisor,
-        registry: Catalog,
+        catalog: Catalog,
         all_servers: AllServers,
         api: AgentServer,
         oversight: Oversight,
@@ -49,7 +49,7 @@ class StatusReport:
     ) -> None:
         """``saving``: the state files whose writes may fail."""
         self._supervisor = supervisor
-        self._registry = registry
+        self._catalog = catalog
         self._all_servers = all_servers
         self._api = api
         self._oversight = oversight
@@ -58,7 +58,7 @@ class StatusReport:
         # Whether the configuration that runs is the file's, and what of a server's
         # own settings names nothing it lists: known here, said by what reports.
         self.reloads = ReloadOutcome()
-        self.unlisted = UnlistedNames(registry, lambda alias: supervisor.config.servers.get(alias))
+        self.unlisted = UnlistedNames(catalog, lambda alias: supervisor.config.servers.get(alias))
         self._state_file = state_file
         self._saving = saving
 
@@ -66,7 +66,7 @@ class StatusReport:
         """Everything, for those the daemon's own paths and pid may be shown to.
         ``started`` is the trio time the daemon started at."""
         servers = self._servers()
-        registry = self._registry
+        catalog = self._catalog
         endpoint = self._api.endpoint
         return {
             "daemon": {
@@ -76,9 +76,9 @@ class StatusReport:
                 "config": config,
                 "uptime_s": round(trio.current_time() - started, 1),
                 "connections": len(self._api.agent_connections()),
-                "tools": registry.size(),
-                "prompts": len(registry.prompts.listing()),
-                "resources": len(registry.resources.listing()),
+                "tools": catalog.size(),
+                "prompts": len(catalog.prompts.listing()),
+                "resources": len(catalog.resources.listing()),
                 "max_tools": self._tool_budget.limit,
                 "summary": self._supervisor.summary(),
                 "state_file": self._state_file,
@@ -87,7 +87,7 @@ class StatusReport:
                 "reload_refused": msgspec.to_builtins(self.reloads.refusal()),
                 "warnings": [
                     *[w for w in [self.reloads.warning()] if w],
-                    *[w for w in [self._tool_budget.warning(registry.size())] if w],
+                    *[w for w in [self._tool_budget.warning(catalog.size())] if w],
                     # Hidden paths moved since they were first hidden (``anchors``).
                     *anchors.notices(),
                 ],
@@ -132,14 +132,14 @@ class StatusReport:
 
     def metrics(self, scope: ProfileView | None = None) -> str:
         runners = self._supervisor.runners
-        registry = self._registry
+        catalog = self._catalog
         if scope is None:
             agents = len(self._api.agent_connections())
-            text = metrics.render_server_metrics(runners, registry, registry.size(), agents)
+            text = metrics.render_server_metrics(runners, catalog, catalog.size(), agents)
             return text + self._oversight.metrics()
         own = {alias: r for alias, r in runners.items() if scope.has_server(alias)}
         text = metrics.render_server_metrics(
-            own, registry, scope.count(), self._api.agents()[scope.name]
+            own, catalog, scope.count(), self._api.agents()[scope.name]
         )
         return text + self._oversight.metrics(scope.has_server)
 

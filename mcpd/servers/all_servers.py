@@ -37,9 +37,9 @@ Keep = Callable[[str, str], bool]  # (alias, name or URI): whether an agent sees
 
 
 class AllServers:
-    def __init__(self, supervisor: Supervisor, registry: Catalog) -> None:
+    def __init__(self, supervisor: Supervisor, catalog: Catalog) -> None:
         self._supervisor = supervisor
-        self._registry = registry
+        self._catalog = catalog
         self._listeners: list[Callable[[], None]] = []
         # Every resource subscription agents hold, by (alias, the server's URI): a
         # runner started again (a reload, say) gets them back.
@@ -114,7 +114,7 @@ class AllServers:
             up = runner.upstream
             if up is None or (only is not None and not only(alias)):
                 continue
-            said = self._registry.gate.instructions(alias, up.instructions) or ""
+            said = self._catalog.gate.instructions(alias, up.instructions) or ""
             note = short_lists(runner.tool_list.short, runner.prompt_resources.trimmed)
             if note or said.strip():
                 out.append(Said(alias, note, said.strip()))
@@ -132,7 +132,7 @@ class AllServers:
         admits) whose tools' names ``name`` has the prefix of (under ``template``, by
         default the table's), if any, as ``outages`` tells it: a server that never listed
         its tools has none to call, and "unknown tool" hid why."""
-        template = template or self._registry.naming.template
+        template = template or self._catalog.naming.template
         runners = self._supervisor.runners
         found: tuple[int, str] | None = None
         for alias, cfg in self._supervisor.config.servers.items():
@@ -157,7 +157,7 @@ class AllServers:
 
     def view_of(self, name: str) -> ProfileView:
         """A new view of the tools for the profile ``name`` (configured by the caller)."""
-        return ProfileView(name, self._registry)
+        return ProfileView(name, self._catalog)
 
     def subscribe(self, on_change: Callable[[], None]) -> None:
         """Call ``on_change`` whenever the tools, their availability or a state change."""
@@ -174,42 +174,42 @@ class AllServers:
 
     @property
     def prompt_resource_versions(self) -> tuple[int, int]:
-        c = self._registry
+        c = self._catalog
         return (c.prompts.version, c.resources.version)
 
     def prompt_listing(self, keep: Keep | None = None) -> list[Raw]:
-        return self._registry.prompts.listing(keep)
+        return self._catalog.prompts.listing(keep)
 
     def lookup_prompt(self, name: str) -> PromptEntry | None:
-        return self._registry.prompts.lookup(name)
+        return self._catalog.prompts.lookup(name)
 
     def resource_listing(self, sight: Sight | None = None) -> list[Raw]:
-        return self._registry.resources.listing(sight)
+        return self._catalog.resources.listing(sight)
 
     def template_listing(self, sight: Sight | None = None) -> list[Raw]:
-        return self._registry.resources.template_listing(sight)
+        return self._catalog.resources.template_listing(sight)
 
     def route_uri(
         self, uri: str, budget: Budget, sight: Sight | None = None
     ) -> Routed | Ambiguous | Undecided | None:
-        return self._registry.resources.routes.route(uri, budget, sight)
+        return self._catalog.resources.routes.route(uri, budget, sight)
 
     def links(self, alias: str, sight: Sight | None = None) -> Callable[[str], str]:
-        return self._registry.resources.routes.links(alias, sight)
+        return self._catalog.resources.routes.links(alias, sight)
 
     def route_template(
         self, template: str, sight: Sight | None = None
     ) -> tuple[str, str] | Ambiguous | None:
-        return self._registry.resources.routes.template_route(template, sight)
+        return self._catalog.resources.routes.template_route(template, sight)
 
     def held_whole(self, alias: str) -> str | None:
-        return self._registry.gate.held_whole(alias)
+        return self._catalog.gate.held_whole(alias)
 
     def held_uri(self, alias: str, uri: str, budget: Budget) -> Hold | None:
-        return self._registry.resources.held_for(alias, uri, budget)
+        return self._catalog.resources.held_for(alias, uri, budget)
 
     def held_template(self, alias: str, template: str) -> str | None:
-        return self._registry.resources.held_template(alias, template)
+        return self._catalog.resources.held_template(alias, template)
 
     async def request(
         self,

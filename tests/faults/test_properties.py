@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from mcpd.config.tables.model import NamingConfig
-from mcpd.registry.tables.table import Registry
+from mcpd.registry.tables.table import ToolTable
 from protocol import envelope, mcp
 from protocol import jsonrpc as rpc
 from protocol.framing import LineFramer, Oversized
@@ -246,7 +246,7 @@ tool_names = st.text(min_size=1, max_size=80)
 def test_suggestions_are_difflibs_and_lookups_never_guess(
     servers: dict[str, list[str]], max_length: int, probe: str
 ) -> None:
-    reg = Registry(NamingConfig(max_length=max_length))
+    reg = ToolTable(NamingConfig(max_length=max_length))
     for alias, names in servers.items():
         reg.update(alias, [mcp.Tool(name=n) for n in names])
     local = [e.local for e in reg.entries()]
@@ -265,6 +265,6 @@ def test_suggestions_are_difflibs_and_lookups_never_guess(
 @settings(max_examples=50, deadline=None)
 @given(size=st.integers(1, 4), max_length=st.integers(16, 80))
 def test_a_huge_unknown_name_is_refused_without_work(size: int, max_length: int) -> None:
-    reg = Registry(NamingConfig(max_length=max_length))
+    reg = ToolTable(NamingConfig(max_length=max_length))
     reg.update("notes", [mcp.Tool(name="search"), mcp.Tool(name="read")])
     assert reg.closest("mcp__notes__search" * (size * 50_000)) == []

@@ -85,7 +85,7 @@ class Waiting:
         async with connect(sock, modern=False) as watcher, connect(sock) as caller:
             await watcher.initialize()
             await relist(caller, watcher, (TOOLS_CHANGED,))
-        entry = self.daemon.registry.lookup(SEARCH)
+        entry = self.daemon.catalog.lookup(SEARCH)
         assert entry is not None and entry.held is not None
 
     async def approvals_listed(self) -> list[dict[str, Any]]:

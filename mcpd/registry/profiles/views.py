@@ -137,7 +137,7 @@ class ProfileView(Sight):
         self._synced = self.registry.version
         if self.identity:
             # The table's own entries and listing, built only when asked for: a change
-            # during start-up must not cost a listing (see Registry.size).
+            # during start-up must not cost a listing (see ToolTable.size).
             self._entries = []
             self._by_local = {}
         else:
@@ -264,9 +264,9 @@ class ProfileView(Sight):
         return self._by_local.get(local)
 
     def closest(self, name: str, n: int = 3) -> list[str]:
-        names = [e.local for e in self.entries() if e.held is None]  # as Registry.closest
+        names = [e.local for e in self.entries() if e.held is None]  # as ToolTable.closest
         if len(name) > 3 * max((len(x) for x in names), default=0):
-            return []  # see Registry.closest: difflib's cost grows with the name
+            return []  # see ToolTable.closest: difflib's cost grows with the name
         return difflib.get_close_matches(name, names, n=n, cutoff=0.5)
 
     def pinned(self) -> list[Entry]:

@@ -1,8 +1,8 @@
-"""The whole table: tools (``Registry``) plus prompts and resources, kept in step.
+"""The whole table: tools (``ToolTable``) plus prompts and resources, kept in step.
 
 A runner marks its server up or down, the configuration renames or removes a server:
 each happens once here and reaches all three tables. Code that only knows about
-tools keeps seeing a ``Registry``.
+tools keeps seeing a ``ToolTable``.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from ...config.tables.model import NamingConfig
 from ..gating.gate import ListGate
 from ..uris.resources import ResourceTable
 from .prompts import PromptTable
-from .table import Registry
+from .table import ToolTable
 
 
-class Catalog(Registry):
+class Catalog(ToolTable):
     """``gate``: what every list passes (one for the three tables: a server's pins,
     pending changes and findings are one set)."""
 

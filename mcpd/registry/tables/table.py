@@ -52,7 +52,7 @@ def listed_name(item: Listed) -> str:
     return item.local if isinstance(item, Entry) else item.name
 
 
-class Registry:
+class ToolTable:
     def __init__(self, naming: NamingConfig, gate: ListGate | None = None) -> None:
         self.naming = naming
         # Every list passes it: cleaned, pinned, held (a table of its own by default).

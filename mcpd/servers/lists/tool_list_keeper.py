@@ -77,7 +77,7 @@ class ToolListKeeper:
         answers: AnswerWait | None = None,
     ) -> None:
         """``read_ahead`` does the costly part of installing one tool beforehand
-        (``Registry.read_ahead``); ``work_clock`` measures what taking a list in cost;
+        (``ToolTable.read_ahead``); ``work_clock`` measures what taking a list in cost;
         ``answers`` bounds the wait for the server's pages (none: unbounded)."""
         self.alias = alias
         self._wake = wake

@@ -14,13 +14,13 @@ import trio
 
 from ... import __version__
 from ...local.prometheus import Writer, number
-from ...registry.tables.table import Registry
+from ...registry.tables.table import ToolTable
 from ..life.runner import Runner
 from .state import STATES
 
 
 def render_server_metrics(
-    runners_by_alias: Mapping[str, Runner], registry: Registry, tools: int, connections: int
+    runners_by_alias: Mapping[str, Runner], registry: ToolTable, tools: int, connections: int
 ) -> str:
     """The servers of ``runners_by_alias``; ``tools`` and ``connections`` are what the
     reader's agents are listed and how many of them are connected."""

@@ -54,8 +54,8 @@ async def test_sighup_adds_removes_changes_and_keeps(tmp_path: Path) -> None:
             assert await wait_gone(before["remove"])
             assert changed != before["change"] and not alive(before["change"])
             assert alive(before["keep"]) and alive(added)
-            await wait_for(lambda: daemon.registry.count("change") == 5)
-            await wait_for(lambda: daemon.registry.count("add") == 1)
+            await wait_for(lambda: daemon.catalog.count("change") == 5)
+            await wait_for(lambda: daemon.catalog.count("add") == 1)
             names = [t["name"] for t in await agent.tools()]
             assert "mcp__add__tool0" in names and "mcp__change__tool4" in names
             assert not any(n.startswith("mcp__remove__") for n in names)

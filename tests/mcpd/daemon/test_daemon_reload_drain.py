@@ -191,5 +191,5 @@ async def test_a_lower_list_limit_applies_to_the_lists_held(tmp_path: Path) -> N
             report = await agent.result("mcpd/reload")
             assert report["settings"] == ["daemon.max_list_items"]
             assert report["changed"] == ["many"]
-            await wait_for(lambda: daemon.registry.count("many") == 2)
+            await wait_for(lambda: daemon.catalog.count("many") == 2)
             assert len(await agent.tools()) == 2

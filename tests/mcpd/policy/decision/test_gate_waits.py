@@ -312,7 +312,7 @@ async def test_a_call_whose_tool_is_held_while_it_waits_for_a_slot_ends_unsent(
                 since = len(watcher.notifications)
                 await setup.server.tell("announce")
                 await heard(watcher, since, (TOOLS_CHANGED,))
-                entry = setup.daemon.registry.lookup(SEARCH)
+                entry = setup.daemon.catalog.lookup(SEARCH)
                 assert entry is not None and entry.held is not None
                 assert await slot.queued() == 0
                 result = slot.got[SEARCH]

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.naming.names import assign
 from mcpd.registry.naming.spelling import hashed_name
-from mcpd.registry.tables.table import Registry
+from mcpd.registry.tables.table import ToolTable
 from protocol import mcp
 from tests.support.hash_twins import agreeing_names, short_hash
 
@@ -114,7 +114,7 @@ prompt_names = st.one_of(
 def test_property_prompts_are_named_as_tools_of_the_same_names_are(
     keys: list[tuple[str, str]], naming: NamingConfig
 ) -> None:
-    table = Registry(naming)
+    table = ToolTable(naming)
     for alias in {alias for alias, _ in keys}:
         table.update(alias, [mcp.Tool(name=n) for a, n in keys if a == alias])
     assert assign(naming, keys) == {(e.alias, e.name): e.local for e in table.entries()}

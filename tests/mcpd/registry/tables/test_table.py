@@ -18,7 +18,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from mcpd.config.tables.model import NamingConfig
-from mcpd.registry.tables.table import Registry
+from mcpd.registry.tables.table import ToolTable
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from tests.support.hash_twins import agreeing_names
@@ -40,12 +40,12 @@ def short_hash(alias: str, name: str, digits: int = 6) -> str:
     return hashlib.sha1(f"{alias}::{name}".encode()).hexdigest()[:digits]
 
 
-def listed(registry: Registry) -> list[dict[str, Any]]:
+def listed(registry: ToolTable) -> list[dict[str, Any]]:
     """The tools/list entries exactly as an agent decodes them."""
     return [json.loads(rpc.encode(item)) for item in registry.listing()]
 
 
-def by_original(registry: Registry, alias: str) -> dict[str, dict[str, Any]]:
+def by_original(registry: ToolTable, alias: str) -> dict[str, dict[str, Any]]:
     return {
         t["_meta"]["mcpd/originalName"]: t
         for t in listed(registry)
@@ -53,7 +53,7 @@ def by_original(registry: Registry, alias: str) -> dict[str, dict[str, Any]]:
     }
 
 
-def local_names(registry: Registry) -> list[str]:
+def local_names(registry: ToolTable) -> list[str]:
     return [e.local for e in registry.entries()]
 
 
@@ -61,7 +61,7 @@ def local_names(registry: Registry) -> list[str]:
 
 
 def test_default_template_gives_plain_names() -> None:
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     reg.update("notes", tools("search", "read-note"))
     assert sorted(local_names(reg)) == ["mcp__notes__read-note", "mcp__notes__search"]
 
@@ -78,21 +78,21 @@ def test_default_template_gives_plain_names() -> None:
     ],
 )
 def test_characters_outside_the_safe_set_become_underscores(name: str, local: str) -> None:
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     reg.update("s", tools(name))
     (entry,) = reg.entries()
     assert entry.local == local
 
 
 def test_a_custom_template_is_used_and_sanitized() -> None:
-    reg = Registry(NamingConfig(template="ext.{alias}:{tool}", max_length=64))
+    reg = ToolTable(NamingConfig(template="ext.{alias}:{tool}", max_length=64))
     reg.update("notes", tools("search"))
     assert local_names(reg) == ["ext_notes_search"]
 
 
 def test_a_name_over_max_length_is_cut_and_ends_in_a_hash() -> None:
     name = "very_long_tool_name_" * 4
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     reg.update("notes", tools(name))
     (entry,) = reg.entries()
     candidate = f"mcp__notes__{name}"
@@ -102,13 +102,13 @@ def test_a_name_over_max_length_is_cut_and_ends_in_a_hash() -> None:
 
 def test_a_name_exactly_at_max_length_is_kept() -> None:
     name = "x" * (64 - len("mcp__notes__"))
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     reg.update("notes", tools(name))
     assert local_names(reg) == [f"mcp__notes__{name}"]
 
 
 def test_a_shorter_max_length_cuts_sooner() -> None:
-    reg = Registry(NamingConfig(max_length=20))
+    reg = ToolTable(NamingConfig(max_length=20))
     reg.update("notes", tools("search_everything"))
     (entry,) = reg.entries()
     assert entry.local == "mcp__notes__" + "s" + "_" + short_hash("notes", "search_everything")
@@ -116,7 +116,7 @@ def test_a_shorter_max_length_cuts_sooner() -> None:
 
 
 def test_tools_whose_names_still_collide_both_get_the_hash_form() -> None:
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     reg.update("s", tools("a.b", "a_b", "c"))
     names = {e.original: e.local for e in reg.entries()}
     assert names == {
@@ -127,7 +127,7 @@ def test_tools_whose_names_still_collide_both_get_the_hash_form() -> None:
 
 
 def test_tools_of_two_servers_that_collide_both_get_the_hash_form() -> None:
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     reg.update("a", tools("b__c"))
     reg.update("a__b", tools("c"))
     names = {(e.alias, e.original): e.local for e in reg.entries()}
@@ -142,7 +142,7 @@ def test_a_plain_name_never_takes_another_tools_cut_name() -> None:
     # is exactly that cut name. They must still be two names, each reaching its tool,
     # and the cut name stays x's: anyone can compute it.
     long = "a__" + "t" * 60
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     reg.update("x", tools(long))
     (first,) = reg.entries()
     lookalike = first.local[len("mcp__x__a__") :]
@@ -156,7 +156,7 @@ def test_a_plain_name_never_takes_another_tools_cut_name() -> None:
     assert reg.lookup(first.local) is not None
     assert reg.lookup(first.local).alias == "x"  # type: ignore[union-attr]
     # The same tools in one update, and in a new registry, agree.
-    again = Registry(DEFAULT)
+    again = ToolTable(DEFAULT)
     again.update("x__a", tools(lookalike))
     again.update("x", tools(long))
     assert local_names(again) == local_names(reg)
@@ -166,7 +166,7 @@ BARE = NamingConfig(template="{tool}")
 ECHO_HASHED = "echo_" + short_hash("echo", "echo")
 
 
-def who(registry: Registry, local: str) -> tuple[str, str] | None:
+def who(registry: ToolTable, local: str) -> tuple[str, str] | None:
     found = registry.lookup(local)
     return None if found is None else (found.alias, found.original)
 
@@ -176,7 +176,7 @@ def test_a_server_cannot_take_another_tools_hashed_name_by_listing_it(first: str
     # evil lists echo's tool name, so echo's becomes echo_<hash of echo::echo>; then it
     # lists that name too. Whichever server lists first, the hashed name reaches echo.
     lists = {"echo": tools("echo"), "evil": tools("echo", ECHO_HASHED)}
-    reg = Registry(BARE)
+    reg = ToolTable(BARE)
     for alias in sorted(lists, key=lambda a: a != first):
         reg.update(alias, lists[alias])
     assert who(reg, ECHO_HASHED) == ("echo", "echo")
@@ -188,7 +188,7 @@ def test_a_server_cannot_take_another_tools_hashed_name_by_listing_it(first: str
 
 
 def test_a_hashed_name_stays_its_tools_while_a_newcomer_aims_at_it() -> None:
-    reg = Registry(BARE)
+    reg = ToolTable(BARE)
     reg.update("echo", tools("echo"))
     reg.update("evil", tools("echo"))
     assert who(reg, ECHO_HASHED) == ("echo", "echo")
@@ -219,7 +219,7 @@ def test_a_tool_the_template_would_give_a_name_of_mcpds_own_is_hashed(
     name so gets a hashed name (``mcpd.call.tool`` reads as ``mcpd_call_tool`` too),
     and a call by that name reaches it."""
     lists = {"ev": tools(*OWN, "merge_pr"), "gh": tools("mcpd.call.tool")}
-    reg = Registry(BARE)
+    reg = ToolTable(BARE)
     with caplog.at_level(logging.WARNING, "mcpd.registry"):
         for alias in sorted(lists, key=lambda a: a != first):
             reg.update(alias, lists[alias])
@@ -244,14 +244,14 @@ def test_a_tool_the_template_would_give_a_name_of_mcpds_own_is_hashed(
     "name", ["run_x_55c944", "sync_0123456789abcdef", "x_" + "f" * 40, "_abcdef"]
 )
 def test_a_name_shaped_like_a_hashed_one_is_hashed_even_alone(name: str) -> None:
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     reg.update("s", tools(name))
     assert local_names(reg) == [f"mcp__s__{name}_{short_hash('s', name)}"]
 
 
 @pytest.mark.parametrize("name", ["run_x_55C944", "run_x_55c94", "run_x_55c94g", "sync-abcdef"])
 def test_a_name_not_shaped_like_a_hashed_one_is_kept(name: str) -> None:
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     reg.update("s", tools(name))
     assert local_names(reg) == [f"mcp__s__{name}"]
 
@@ -264,12 +264,12 @@ def test_a_server_cannot_take_a_hashed_name_by_a_hash_that_lands_on_it(first: st
     # hashed name is the same with a or without it, whoever lists first.
     digits = short_hash("a", "b__run.x")
     honest = ("a__b", f"run_x_{digits}")
-    alone = Registry(DEFAULT)
+    alone = ToolTable(DEFAULT)
     alone.update(*honest[:1], tools(honest[1]))
     (name,) = local_names(alone)
     assert name == f"mcp__a__b__run_x_{digits}_{short_hash(*honest)}"
     lists = {"a": tools("b__run.x", "b__run:x"), "a__b": tools(honest[1])}
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     for alias in sorted(lists, key=lambda a: a != first):
         reg.update(alias, lists[alias])
     assert who(reg, name) == honest
@@ -284,11 +284,11 @@ def long_tool(alias: str, i: int) -> str:
 def test_hashed_names_that_agree_are_all_lengthened_whoever_came_first(first: str) -> None:
     # Server a found a name whose cut name and six digits agree with a__b's tool's.
     evil, honest = agreeing_names("a", "a__b", long_tool)
-    alone = Registry(DEFAULT)
+    alone = ToolTable(DEFAULT)
     alone.update("a__b", tools(honest))
     (six,) = local_names(alone)
     lists = {"a": tools(evil), "a__b": tools(honest)}
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     for alias in sorted(lists, key=lambda a: a != first):
         reg.update(alias, lists[alias])
     # Neither has the name both wanted; each has a longer one of its own.
@@ -304,12 +304,12 @@ def test_hashed_names_that_agree_are_all_lengthened_whoever_came_first(first: st
 
 def test_same_config_and_tools_give_the_same_names_in_a_new_registry() -> None:
     names = ["search", "a.b", "a_b", "x" * 80, "y" * 80, "caf\u00e9", "caf_"]
-    first = Registry(DEFAULT)
+    first = ToolTable(DEFAULT)
     first.update("notes", tools(*names))
     first.update("tickets", tools("search", "open"))
     shuffled = names[:]
     random.Random(7).shuffle(shuffled)
-    second = Registry(DEFAULT)
+    second = ToolTable(DEFAULT)
     second.update("tickets", tools("open", "search"))
     second.update("notes", tools(*shuffled))
     assert listed(first) == listed(second)
@@ -331,9 +331,9 @@ RESTART_SCRIPT = textwrap.dedent(
     """
     import json, sys
     from mcpd.config.tables.model import NamingConfig
-    from mcpd.registry.tables.table import Registry
+    from mcpd.registry.tables.table import ToolTable
     from protocol import mcp
-    reg = Registry(NamingConfig())
+    reg = ToolTable(NamingConfig())
     reg.update("x", [mcp.Tool(name=n) for n in json.loads(sys.argv[1])])
     print(json.dumps({e.original: e.local for e in reg.entries()}))
     """
@@ -362,7 +362,7 @@ def test_names_survive_a_restart_even_when_cut_names_share_their_hash_digits() -
 
 
 def test_lookup_goes_through_the_table_only() -> None:
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     reg.update("notes", tools("notes.search", "read"))
     entry = reg.lookup("mcp__notes__notes_search")
     assert entry is not None
@@ -374,7 +374,7 @@ def test_lookup_goes_through_the_table_only() -> None:
 
 
 def test_closest_suggests_near_names() -> None:
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     reg.update("notes", tools("search", "read"))
     assert reg.closest("mcp__notes__serch")[0] == "mcp__notes__search"
 
@@ -383,7 +383,7 @@ def test_closest_suggests_near_names() -> None:
 
 
 def test_description_starts_with_the_source_alias() -> None:
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     reg.update("notes", [tool("search", description="Find notes."), tool("bare")])
     seen = by_original(reg, "notes")
     assert seen["search"]["description"] == "[notes] Find notes."
@@ -391,7 +391,7 @@ def test_description_starts_with_the_source_alias() -> None:
 
 
 def test_every_tool_carries_its_server_and_original_name_in_meta() -> None:
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     reg.update("notes", [tool("a.b", _meta={"vendor/x": 1})])
     (seen,) = listed(reg)
     assert seen["name"] == "mcp__notes__a_b"
@@ -408,7 +408,7 @@ def test_an_untrusted_servers_annotations_are_not_believed() -> None:
         "destructiveHint": False,
         "openWorldHint": False,
     }
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     reg.update("notes", [tool("search", annotations=own), tool("plain")])
     seen = by_original(reg, "notes")
     annotations = seen["search"]["annotations"]
@@ -435,7 +435,7 @@ def test_a_server_cannot_plant_mcpd_meta_keys() -> None:
         "mcpd/server": "root",
         "vendor/x": 1,
     }
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     reg.update("notes", [planted])
     meta = by_original(reg, "notes")["sneaky"]["_meta"]
     assert "mcpd/upstreamAnnotations" not in meta
@@ -444,7 +444,7 @@ def test_a_server_cannot_plant_mcpd_meta_keys() -> None:
 
 def test_a_trusted_servers_annotations_are_kept() -> None:
     own = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True}
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     reg.update("notes", [tool("search", annotations=own), tool("plain")], trusted=True)
     seen = by_original(reg, "notes")
     assert seen["search"]["annotations"] == own
@@ -454,7 +454,7 @@ def test_a_trusted_servers_annotations_are_kept() -> None:
 
 def test_changing_trust_alone_changes_what_agents_see() -> None:
     own = {"readOnlyHint": True}
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     assert reg.update("notes", [tool("search", annotations=own)])
     assert by_original(reg, "notes")["search"]["annotations"]["readOnlyHint"] is False
     assert reg.update("notes", [tool("search", annotations=own)], trusted=True)
@@ -468,7 +468,7 @@ def test_schemas_are_passed_on_as_the_values_the_server_sent() -> None:
     )
     output = b'{"type":"array","items":{"type":"integer"}}'
     data = b'{"name":"search","inputSchema":' + schema + b',"outputSchema":' + output + b"}"
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     reg.update("notes", [msgspec.json.decode(data, type=mcp.Tool)])
     (encoded,) = (rpc.encode(item) for item in reg.listing())
     assert b'"outputSchema":' + output in bytes(encoded)
@@ -478,7 +478,7 @@ def test_schemas_are_passed_on_as_the_values_the_server_sent() -> None:
 
 def test_title_and_icons_are_passed_on() -> None:
     icons = [{"src": "https://example.com/i.png", "mimeType": "image/png"}]
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     reg.update("notes", [tool("search", title="Search notes", icons=icons)])
     (seen,) = listed(reg)
     assert seen["title"] == "[notes] Search notes"  # a title says its server, as descriptions do
@@ -486,7 +486,7 @@ def test_title_and_icons_are_passed_on() -> None:
 
 
 def test_order_is_alias_then_original_name() -> None:
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     reg.update("zeta", tools("b", "a"))
     reg.update("alpha", tools("z_last", "a.first", "M"))
     order = [(t["_meta"]["mcpd/server"], t["_meta"]["mcpd/originalName"]) for t in listed(reg)]
@@ -504,7 +504,7 @@ def test_order_is_alias_then_original_name() -> None:
 
 
 def test_an_unavailable_server_keeps_its_tools_listed_with_a_marker() -> None:
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     reg.update("notes", [tool("search", description="Find notes.")])
     reg.update("tickets", tools("open"))
     marker = "UNAVAILABLE: notes is down (process exited); retrying at 12:00:05"
@@ -522,7 +522,7 @@ def test_an_unavailable_server_keeps_its_tools_listed_with_a_marker() -> None:
 
 
 def test_availability_comes_back_and_unchanged_state_is_no_change() -> None:
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     reg.update("notes", tools("search"))
     before = listed(reg)
     version = reg.version
@@ -536,7 +536,7 @@ def test_availability_comes_back_and_unchanged_state_is_no_change() -> None:
 
 
 def test_an_outage_survives_a_tool_update() -> None:
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     reg.update("notes", tools("search"))
     reg.set_availability("notes", False, "down")
     reg.update("notes", tools("search", "read"))
@@ -549,7 +549,7 @@ def test_an_outage_survives_a_tool_update() -> None:
 
 
 def test_update_reports_whether_anything_changed() -> None:
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     assert reg.update("notes", tools("a", "b")) is True
     assert reg.update("notes", tools("b", "a")) is False
     assert reg.update("notes", [tool("a", description="changed"), *tools("b")]) is True
@@ -558,7 +558,7 @@ def test_update_reports_whether_anything_changed() -> None:
 
 
 def test_removing_a_server_frees_a_colliding_name() -> None:
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     reg.update("a", tools("b__c"))
     reg.update("a__b", tools("c"))
     hashed = {e.alias: e.local for e in reg.entries()}
@@ -574,7 +574,7 @@ def test_removing_a_server_frees_a_colliding_name() -> None:
 
 
 def test_dropping_a_colliding_tool_gives_the_other_its_plain_name_back() -> None:
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     reg.update("s", tools("a.b", "a_b"))
     reg.update("s", tools("a_b"))
     assert local_names(reg) == ["mcp__s__a_b"]
@@ -582,7 +582,7 @@ def test_dropping_a_colliding_tool_gives_the_other_its_plain_name_back() -> None
 
 
 def test_a_removed_servers_tools_are_gone() -> None:
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     reg.update("notes", tools("search"))
     reg.update("tickets", tools("open"))
     reg.remove("notes")
@@ -591,7 +591,7 @@ def test_a_removed_servers_tools_are_gone() -> None:
 
 
 def test_rename_derives_every_name_again() -> None:
-    reg = Registry(DEFAULT)
+    reg = ToolTable(DEFAULT)
     reg.update("notes", tools("search", "x" * 70))
     reg.set_availability("notes", False, "down")
     reg.rename(NamingConfig(template="{alias}_{tool}", max_length=32))
@@ -630,7 +630,7 @@ namings = st.builds(
 )
 
 
-def check_mapping(reg: Registry, expected: dict[str, list[str]], naming: NamingConfig) -> None:
+def check_mapping(reg: ToolTable, expected: dict[str, list[str]], naming: NamingConfig) -> None:
     entries = reg.entries()
     assert sorted((e.alias, e.original) for e in entries) == sorted(
         (alias, name) for alias, names in expected.items() for name in names
@@ -653,14 +653,14 @@ def check_mapping(reg: Registry, expected: dict[str, list[str]], naming: NamingC
 def test_property_names_are_unique_safe_short_and_reversible(
     servers: dict[str, list[str]], naming: NamingConfig, order: random.Random
 ) -> None:
-    reg = Registry(naming)
+    reg = ToolTable(naming)
     aliases_in_order = list(servers)
     order.shuffle(aliases_in_order)
     for alias in aliases_in_order:
         reg.update(alias, [mcp.Tool(name=n) for n in servers[alias]])
     check_mapping(reg, servers, naming)
     # A restart brings the servers up in another order: the same names come out.
-    fresh = Registry(naming)
+    fresh = ToolTable(naming)
     for alias in sorted(servers):
         fresh.update(alias, [mcp.Tool(name=n) for n in reversed(servers[alias])])
     assert local_names(fresh) == local_names(reg)
@@ -681,7 +681,7 @@ def test_property_the_mapping_holds_through_updates_removals_and_renames(
     removed: set[str],
     renamed: NamingConfig | None,
 ) -> None:
-    reg = Registry(naming)
+    reg = ToolTable(naming)
     for alias, names in first.items():
         reg.update(alias, [mcp.Tool(name=n) for n in names])
     for alias, names in second.items():
@@ -695,7 +695,7 @@ def test_property_the_mapping_holds_through_updates_removals_and_renames(
         naming = renamed
     check_mapping(reg, current, naming)
     # The names depend on the tools alone, not on the way the table came to hold them.
-    fresh = Registry(naming)
+    fresh = ToolTable(naming)
     for alias in sorted(current, reverse=True):
         fresh.update(alias, [mcp.Tool(name=n) for n in current[alias]])
     assert local_names(fresh) == local_names(reg)

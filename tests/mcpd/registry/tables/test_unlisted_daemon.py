@@ -50,7 +50,7 @@ async def test_names_a_server_does_not_list_are_said_in_status_and_once_in_the_j
             connect(str(sock)) as agent,
         ):
             await read_pid(pid)
-            await wait_for(lambda: daemon.registry.prompts.count("notes") == 1)
+            await wait_for(lambda: daemon.catalog.prompts.count("notes") == 1)
             expected = [
                 "tools.allow names serach, which notes does not list",
                 "tools.rename names nosuch2, which notes does not list",

@@ -38,7 +38,7 @@ async def test_a_hostile_result_costs_one_budget_beside_a_good_server(
             connect(daemon.socket_path) as agent,
             connect(daemon.socket_path) as other,
         ):
-            table = daemon.registry.resources
+            table = daemon.catalog.resources
             got: dict[str, dict[str, Any]] = {}
 
             async def ask(who: Agent, alias: str) -> None:
