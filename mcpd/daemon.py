@@ -21,7 +21,7 @@ from transports.stdio.loopback import relay
 from transports.stdio.process import early
 from transports.stdio.process.launch import START_MARK
 
-from .agents.api import AgentServer
+from .agents.agent_server import AgentServer
 from .agents.backend import Control, Lines
 from .agents.connection.ending import answer_stopping
 from .agents.entry.peers import server_of
@@ -114,13 +114,13 @@ class Daemon(Control):
             lambda alias: self.supervisor.config.pin_policy(alias).hold_new_servers,
         )
         self.tool_budget = ToolBudget(config.daemon.max_tools)
-        self.api = AgentServer(self.all_servers, self, _LINES, splice=splice)
-        self.api.configure(config.profiles, config.naming)
+        self.agent_server = AgentServer(self.all_servers, self, _LINES, splice=splice)
+        self.agent_server.configure(config.profiles, config.naming)
         self.report = StatusReport(
             self.supervisor,
             self.catalog,
             self.all_servers,
-            self.api,
+            self.agent_server,
             self.oversight,
             self.histories,
             self.tool_budget,
@@ -189,7 +189,10 @@ class Daemon(Control):
                 # activation the first connection (which started us) waits in the backlog
                 # instead of seeing only the tools of the servers that happened to be quick.
                 await nursery.start(
-                    self.api.serve, listener, listening.take_profiles(), listening.take_http()
+                    self.agent_server.serve,
+                    listener,
+                    listening.take_profiles(),
+                    listening.take_http(),
                 )
                 self.started.set()
                 self._status_line = self.supervisor.counts()
@@ -225,10 +228,10 @@ class Daemon(Control):
         a start or a reload still under way included."""
         await self._stop.wait()
         self.notifier.stopping()
-        await self.api.end_subscriptions()
+        await self.agent_server.end_subscriptions()
         logger.info("stopping", extra=log_extra(None))
         self.oversight.audit.stopping = True
-        await answer_stopping(self.api.in_flight())
+        await answer_stopping(self.agent_server.in_flight())
         everything.cancel()
 
     async def reload_config(self) -> ReloadReport:
@@ -237,7 +240,7 @@ class Daemon(Control):
                 reread = self.rereader.read(self.config, self.socket_path)
                 try:
                     # The new profiles' places, taken before a server the reload starts could.
-                    await self.api.sockets.claim(reread.config.profiles)
+                    await self.agent_server.sockets.claim(reread.config.profiles)
                 except ConfigError as exc:
                     raise reload_refusal(exc) from None
             except rpc.RPCError as exc:
@@ -261,7 +264,7 @@ class Daemon(Control):
                 self.config = new
                 self.report.reloads.taken()
                 self.oversight.configure(new, [*report.removed, *report.changed, *report.added])
-                self.api.configure(new.profiles, new.naming)
+                self.agent_server.configure(new.profiles, new.naming)
                 self.tool_budget.limit = new.daemon.max_tools
                 # Pin settings may have changed: every list is judged by the new ones,
                 # those of the servers started again once they run under them.
@@ -269,8 +272,8 @@ class Daemon(Control):
                     self._rejudge(alias)
                 # A call let through before may wait for a slot still: not sent unless
                 # the rules and profiles now in force let it through too.
-                self.api.look_again()
-                await self.api.apply_sockets()
+                self.agent_server.look_again()
+                await self.agent_server.apply_sockets()
                 await self.supervisor.restart(report)
                 self.oversight.settle(new)
                 for alias in report.changed:
@@ -283,7 +286,7 @@ class Daemon(Control):
                 if self._on_settled is not None:
                     self._on_settled(True)
             finally:
-                self.api.sockets.release()  # what a reload given up had bound
+                self.agent_server.sockets.release()  # what a reload given up had bound
                 self._status_line = self.supervisor.counts()
                 if not self._stop.is_set():
                     self.notifier.ready(self._status_line)
@@ -301,7 +304,7 @@ class Daemon(Control):
         elif alias not in self.supervisor.config.servers:
             self.histories.forget(alias)
         # A tool held or gone is not called by a call that waits for a slot either.
-        self.api.look_again(alias)
+        self.agent_server.look_again(alias)
         self.all_servers.changed()
         self.state.changed()
         self.tool_budget.check(self.catalog.size())

@@ -19,7 +19,7 @@ from protocol.urls import display_url
 from transports.stdio.sandbox import anchors
 
 from . import __version__
-from .agents.api import AgentServer
+from .agents.agent_server import AgentServer
 from .local.state.unsaved import SaveWatch
 from .oversight import Oversight
 from .registry.profiles.views import ProfileView
@@ -40,7 +40,7 @@ class StatusReport:
         supervisor: Supervisor,
         catalog: Catalog,
         all_servers: AllServers,
-        api: AgentServer,
+        agent_server: AgentServer,
         oversight: Oversight,
         histories: Histories,
         tool_budget: ToolBudget,
@@ -51,7 +51,7 @@ class StatusReport:
         self._supervisor = supervisor
         self._catalog = catalog
         self._all_servers = all_servers
-        self._api = api
+        self._agent_server = agent_server
         self._oversight = oversight
         self._histories = histories
         self._tool_budget = tool_budget
@@ -67,7 +67,7 @@ class StatusReport:
         ``started`` is the trio time the daemon started at."""
         servers = self._servers()
         catalog = self._catalog
-        endpoint = self._api.endpoint
+        endpoint = self._agent_server.endpoint
         return {
             "daemon": {
                 "version": __version__,
@@ -75,7 +75,7 @@ class StatusReport:
                 "socket": socket,
                 "config": config,
                 "uptime_s": round(trio.current_time() - started, 1),
-                "connections": len(self._api.agent_connections()),
+                "connections": len(self._agent_server.agent_connections()),
                 "tools": catalog.size(),
                 "prompts": len(catalog.prompts.listing()),
                 "resources": len(catalog.resources.listing()),
@@ -98,7 +98,7 @@ class StatusReport:
                 "http": None if endpoint is None else display_url(endpoint.url),
             },
             "servers": servers,
-            "profiles": self._api.profile_status(bool(self._tool_budget.over)),
+            "profiles": self._agent_server.profile_status(bool(self._tool_budget.over)),
             **self._oversight.status(),
         }
 
@@ -118,7 +118,7 @@ class StatusReport:
                 "version": __version__,
                 "profile": scope.name,
                 "uptime_s": round(trio.current_time() - started, 1),
-                "connections": self._api.agents()[scope.name],
+                "connections": self._agent_server.agents()[scope.name],
                 "tools": scope.count(),
                 "prompts": len(self._all_servers.prompt_listing(scope.admits_prompt)),
                 "resources": len(self._all_servers.resource_listing(scope)),
@@ -127,19 +127,19 @@ class StatusReport:
                 "warnings": [],
             },
             "servers": servers,
-            "profiles": self._api.profile_status(over, only=scope.name),
+            "profiles": self._agent_server.profile_status(over, only=scope.name),
         }
 
     def metrics(self, scope: ProfileView | None = None) -> str:
         runners = self._supervisor.runners
         catalog = self._catalog
         if scope is None:
-            agents = len(self._api.agent_connections())
+            agents = len(self._agent_server.agent_connections())
             text = metrics.render_server_metrics(runners, catalog, catalog.size(), agents)
             return text + self._oversight.metrics()
         own = {alias: r for alias, r in runners.items() if scope.has_server(alias)}
         text = metrics.render_server_metrics(
-            own, catalog, scope.count(), self._api.agents()[scope.name]
+            own, catalog, scope.count(), self._agent_server.agents()[scope.name]
         )
         return text + self._oversight.metrics(scope.has_server)
 

@@ -117,11 +117,11 @@ async def test_a_legacy_http_client_hears_a_reload_and_its_resource_updates(
     write_config(path, notes=False)
     with trio.fail_after(LIMIT):
         async with running(load(path), str(path)) as daemon:
-            assert daemon.api.endpoint is not None
-            url, token = daemon.api.endpoint.url, daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            url, token = daemon.agent_server.endpoint.url, daemon.http_token()
             async with probe(client_argv(client, url, token)) as seen:
                 await seen.until(lambda line: "ready" in line)
-                (legacy,) = daemon.api.http.sessions.values()
+                (legacy,) = daemon.agent_server.http.sessions.values()
                 runner = daemon.supervisor.runners["everything"]
                 # The client opened its stream by itself, and mcpd holds its subscription.
                 await wait_for(
@@ -137,7 +137,9 @@ async def test_a_legacy_http_client_hears_a_reload_and_its_resource_updates(
                     lambda line: line.get("method") == "notifications/resources/updated"
                 )
                 assert updated["params"]["uri"] == URI
-            assert not daemon.api.http.sessions  # the client ended its session on the way out
+            assert (
+                not daemon.agent_server.http.sessions
+            )  # the client ended its session on the way out
 
 
 async def start_updates(daemon: Daemon) -> None:
@@ -161,7 +163,7 @@ async def test_what_a_server_asks_during_a_call_comes_on_that_calls_stream(
             sid = await open_session(daemon, capabilities={"elicitation": {}})
             async with Client.open(daemon) as stream, Client.open(daemon) as calls:
                 assert (await stream.start("GET", stream_headers(sid)))[0] == 200
-                news = daemon.api.http.sessions[sid].news
+                news = daemon.agent_server.http.sessions[sid].news
                 await wait_for(lambda: news.streaming)
                 call = {
                     "jsonrpc": "2.0",

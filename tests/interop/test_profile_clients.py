@@ -52,8 +52,8 @@ def bridge(daemon: Any, profile: str) -> list[str]:
 
 
 def endpoint(daemon: Any, profile: str) -> tuple[str, str]:
-    assert daemon.api.endpoint is not None
-    return f"{daemon.api.endpoint.url}?profile={profile}", daemon.http_token()
+    assert daemon.agent_server.endpoint is not None
+    return f"{daemon.agent_server.endpoint.url}?profile={profile}", daemon.http_token()
 
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28", "auto"])

@@ -12,7 +12,7 @@ from typing import Any
 import trio
 from msgspec import Raw
 
-from mcpd.agents.api import new_session
+from mcpd.agents.agent_server import new_session
 from mcpd.agents.connection.dispatcher import Connection, Dispatcher
 from mcpd.agents.connection.failures import Failures
 from mcpd.config.tables.model import DaemonConfig

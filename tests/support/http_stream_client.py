@@ -41,12 +41,12 @@ class Client:
             sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             await sock.connect(unix)
         else:
-            assert daemon.api.endpoint is not None
+            assert daemon.agent_server.endpoint is not None
             token = daemon.http_token()
             sock = trio.socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             if rcvbuf is not None:  # set before connecting, so the window stays small
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
-            await sock.connect(("127.0.0.1", daemon.api.endpoint.port))
+            await sock.connect(("127.0.0.1", daemon.agent_server.endpoint.port))
         async with trio.SocketStream(sock) as stream:
             yield cls(stream, token)
 

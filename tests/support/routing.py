@@ -12,7 +12,7 @@ import msgspec
 from msgspec import Raw
 
 from mcpd.agents.agent import Agent, AgentCall
-from mcpd.agents.api import new_session
+from mcpd.agents.agent_server import new_session
 from mcpd.agents.askback.askers import AgentRequests, DirectAsker
 from mcpd.agents.askback.driver import AskBackDriver
 from mcpd.agents.calls.callpolicy import CallPolicy

@@ -46,7 +46,7 @@ _OWN_METHODS: Final = "mcpd/"
 
 
 class Dispatcher(abc.ABC):
-    """What a connection hands its requests to: the socket API (``api.AgentServer``,
+    """What a connection hands its requests to: the socket API (``agent_server.AgentServer``,
     which derives from this: it imports this module)."""
 
     router: Router  # where its tools/call go

@@ -28,7 +28,7 @@ from ..calls.toolcall import Router
 from .misbehaviour import Misbehaviour
 from .outbox import Outbox
 
-logger = logging.getLogger("mcpd.api")
+logger = logging.getLogger("mcpd.agents")
 
 
 def refused_while_ending(reason: str) -> str:

@@ -11,7 +11,7 @@ import logging
 
 from protocol.logfields import log_extra
 
-logger = logging.getLogger("mcpd.api")
+logger = logging.getLogger("mcpd.agents")
 
 
 class Misbehaviour:

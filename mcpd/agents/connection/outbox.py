@@ -25,7 +25,7 @@ from ..backend import Lines, LineSink
 from .batches import Batches
 from .longreply import LongReplies
 
-logger = logging.getLogger("mcpd.api")
+logger = logging.getLogger("mcpd.agents")
 
 _WRITE_TIMEOUT: Final = 30.0
 # Replies queued for one agent before send() waits; a legacy HTTP session holds its

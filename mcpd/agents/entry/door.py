@@ -41,7 +41,7 @@ from .places import Places, Seat
 if TYPE_CHECKING:
     from ..connection.dispatcher import Connection
 
-logger = logging.getLogger("mcpd.api")
+logger = logging.getLogger("mcpd.agents")
 
 Allowed = Callable[[str], tuple[Iterable[int], Iterable[int]]]
 # The server a pid belongs to (None: not a server's process).

@@ -32,7 +32,7 @@ from protocol.logfields import log_extra
 from ...config.tables.model import DaemonConfig
 from .peers import Peer, is_owner
 
-logger = logging.getLogger("mcpd.api")
+logger = logging.getLogger("mcpd.agents")
 
 # Places beyond max_connections that only mcpd's own user and root may take.
 OWNER_RESERVE: Final = 16

@@ -34,7 +34,7 @@ from ...errors import DaemonError
 from .peers import resolve_groups
 from .unix_socket import SocketFile, Staged, UnixBound, bind_unix, stage_unix
 
-logger = logging.getLogger("mcpd.api")
+logger = logging.getLogger("mcpd.agents")
 
 Handler = Callable[[trio.SocketStream, str, "Leave"], Awaitable[None]]
 # What ends the HTTP sessions opened on a profile's socket until now, saying how many.

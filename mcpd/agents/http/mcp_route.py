@@ -17,7 +17,7 @@ of mcpd's servers brings names no session there. Either way a POST becomes an
 On a profile's socket that a reload removes, what is in flight ends as ``leave``
 says, and the sessions opened there end once its connections are closed.
 
-It is apart from ``httpapi`` (the connection and the routing; ``pages``, the
+It is apart from ``http_side`` (the connection and the routing; ``pages``, the
 read-only pages) because only this part has sessions, requests in flight and the
 listeners' list changes; ``mcp_http`` holds the Streamable HTTP rules it checks
 requests against.

@@ -1,4 +1,4 @@
-"""The read-only pages of the HTTP side (``httpapi``): ``/status``, ``/tools``,
+"""The read-only pages of the HTTP side (``http_side``): ``/status``, ``/tools``,
 ``/prompts``, ``/resources``, ``/healthz`` and ``/metrics``, each of the profile the
 request may read: the one ``?profile=`` names, its socket's own, or the default one."""
 

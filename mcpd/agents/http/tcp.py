@@ -2,7 +2,7 @@
 
 ``[daemon] http_listen = "127.0.0.1:8765"`` serves the agent socket's HTTP side
 (``POST /mcp`` in both eras, ``/status``, ``/healthz``, ``/tools``, ``/metrics``: the
-very same code, ``HttpApi``) on that address, with two checks the Unix socket does not
+very same code, ``HttpSide``) on that address, with two checks the Unix socket does not
 need, since its file mode already says who may connect:
 
 - ``Authorization: Bearer TOKEN`` on every request, the token from ``mcpd token``

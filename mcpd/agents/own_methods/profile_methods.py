@@ -33,7 +33,7 @@ from ..profiles import Profile, Profiles
 
 if TYPE_CHECKING:
     from ..beyond_tools.extra_methods import ExtraMethods
-    from ..http.httpapi import HttpApi
+    from ..http.http_side import HttpSide
     from ..http.tcp import Connect
 
 
@@ -46,7 +46,7 @@ class ProfileMethods:
     control: Control
     profiles: Profiles
     connections: set[Connection]
-    _http: HttpApi | None
+    _http: HttpSide | None
     sockets: ProfileSockets
     extras: ExtraMethods
     departed: Departed  # agents gone whose processes live on
@@ -56,8 +56,8 @@ class ProfileMethods:
         raise NotImplementedError
 
     @property
-    def http(self) -> HttpApi:
-        """The HTTP side (made by ``api.AgentServer`` for the first HTTP request)."""
+    def http(self) -> HttpSide:
+        """The HTTP side (made by ``agent_server.AgentServer`` for the first HTTP request)."""
         raise NotImplementedError
 
     def scope_of(self, conn: Connection) -> ProfileView | None:

@@ -1,6 +1,6 @@
 """Held definition changes on the page, from the daemon's pins (``Control.pins``): what
 ``mcpd approve`` shows and does, for the daemon's own user and root only, as on the
-socket (``pinsapi``), and never for a page opened from an agent's side (``opener``).
+socket (``pins_methods``), and never for a page opened from an agent's side (``opener``).
 A reader of one profile is shown nothing of them.
 
 A change is shown as a diff of the definition as approved and as offered now, cut to

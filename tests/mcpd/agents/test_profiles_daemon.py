@@ -153,7 +153,7 @@ async def test_a_reload_that_changes_one_profile_tells_its_agents_only(tmp_path:
             after = names(await dev.tools())
             assert before == ["code__git_log", "code__git_status", "code__read_file"]
             assert after == ["code__git_log", "code__git_status"]
-            assert daemon.api.profiles.get("dev") is not None
+            assert daemon.agent_server.profiles.get("dev") is not None
 
 
 def dev_listener_meta() -> dict[str, Any]:

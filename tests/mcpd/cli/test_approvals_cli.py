@@ -201,7 +201,7 @@ async def test_an_agent_over_the_http_endpoint_cannot_decide(tmp_path: Path) -> 
     with trio.fail_after(LIMIT):
         async with daemon_with_held(tmp_path, http_listen="127.0.0.1:0") as held:
             waiting = await held.hold("create_issue")
-            endpoint = held.daemon.api.endpoint
+            endpoint = held.daemon.agent_server.endpoint
             assert endpoint is not None
             headers = {**MCP, **auth(held.daemon.http_token())}
             for method, params in (

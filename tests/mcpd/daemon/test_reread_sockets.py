@@ -54,13 +54,13 @@ async def test_a_server_the_reload_adds_finds_the_new_profile_socket_taken(
             # The server is let win any race it could: what the reload does to the
             # profiles' sockets once it has started its servers waits until they have
             # had their first start (the squatter's binding done).
-            served_after_start = daemon.api.apply_sockets
+            served_after_start = daemon.agent_server.apply_sockets
 
             async def once_the_servers_started() -> None:
                 await daemon.supervisor.wait_started(trio.current_time() + 30)
                 await served_after_start()
 
-            monkeypatch.setattr(daemon.api, "apply_sockets", once_the_servers_started)
+            monkeypatch.setattr(daemon.agent_server, "apply_sockets", once_the_servers_started)
             write_config(
                 config_path,
                 tmp_path,
@@ -123,7 +123,9 @@ async def test_a_reload_whose_profile_socket_is_taken_is_refused_whole(
                 # Nothing of the reload is in force: no server added, no profile.
                 assert sorted(daemon.supervisor.runners) == ["a"]
                 assert not (tmp_path / "b.pid").exists()
-                assert list(daemon.config.profiles) == [] and daemon.api.sockets.paths() == {}
+                assert (
+                    list(daemon.config.profiles) == [] and daemon.agent_server.sockets.paths() == {}
+                )
                 assert alive(first)
                 # `mcpd reload` says so as it does of any config it is refused.
                 done = await trio.run_process(

@@ -55,7 +55,7 @@ NOT_FOR_STDIO = (
     "mcpd.servers.oauth.state",
     "mcpd.servers.oauth.login",
     "mcpd.local.state.oauth_store",
-    "mcpd.agents.http.httpapi",
+    "mcpd.agents.http.http_side",
     "mcpd.agents.http.mcp_route",
     "mcpd.agents.http.tcp",
     "mcpd.config.importing.importer",

@@ -24,7 +24,7 @@ def answer(reply: bytes) -> dict[str, Any]:
 
 
 def records(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "mcpd.api"]
+    return [r.getMessage() for r in caplog.records if r.name == "mcpd.agents"]
 
 
 def test_the_kind_told_is_the_type_and_a_lone_exception_of_a_group_is_unwrapped() -> None:
@@ -41,7 +41,7 @@ def test_a_request_is_answered_under_its_id_and_the_fault_logged_with_its_traceb
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     line = rpc.encode_request(9, "tools/call", {"name": "t"})
-    with caplog.at_level(logging.ERROR, "mcpd.api"):
+    with caplog.at_level(logging.ERROR, "mcpd.agents"):
         found = Failures().of_line("agent 3", line, TypeError(SECRET))
     assert found is not None
     reply, rid = found
@@ -57,7 +57,7 @@ def test_a_notification_or_an_answer_to_a_server_is_dropped_and_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     guard = Failures()
-    with caplog.at_level(logging.ERROR, "mcpd.api"):
+    with caplog.at_level(logging.ERROR, "mcpd.agents"):
         note = rpc.encode_notification("notifications/cancelled", {"requestId": 1})
         assert guard.of_line("a", note, ValueError(SECRET)) is None
         assert guard.of_line("a", b'{"jsonrpc":"2.0","id":4,"result":{}}', ValueError()) is None
@@ -77,7 +77,7 @@ def test_a_line_that_cannot_be_read_again_is_answered_with_no_id(line: bytes) ->
 
 def test_failures_at_will_are_logged_a_few_at_once(caplog: pytest.LogCaptureFixture) -> None:
     guard = Failures()
-    with caplog.at_level(logging.ERROR, "mcpd.api"):
+    with caplog.at_level(logging.ERROR, "mcpd.agents"):
         for rid in range(50):
             answer(guard.reply("a", rid, "tools/call", ValueError(SECRET)))
     assert 1 <= len(records(caplog)) < 10

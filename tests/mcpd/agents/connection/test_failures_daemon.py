@@ -39,7 +39,7 @@ def text(result: dict[str, Any]) -> str:
 
 
 def failures(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
-    return [r for r in caplog.records if r.name == "mcpd.api" and r.exc_info is not None]
+    return [r for r in caplog.records if r.name == "mcpd.agents" and r.exc_info is not None]
 
 
 @contextlib.asynccontextmanager
@@ -113,7 +113,7 @@ async def test_a_tools_call_that_raises_is_answered_with_an_internal_error(
 ) -> None:
     """Raised on the way to its server (routing) or on the way back (its reply), for
     a call started without a task and one awaited in a task (its agent may be asked)."""
-    caplog.set_level(logging.ERROR, logger="mcpd.api")
+    caplog.set_level(logging.ERROR, logger="mcpd.agents")
     route, reply = Router.route, Router.reply
 
     def broken_route(self: Router, call: Any, agent: Any) -> Any:
@@ -149,7 +149,7 @@ async def test_a_prompts_get_that_raises_is_answered_with_an_internal_error(
     caplog: pytest.LogCaptureFixture,
     modern: bool,
 ) -> None:
-    caplog.set_level(logging.ERROR, logger="mcpd.api")
+    caplog.set_level(logging.ERROR, logger="mcpd.agents")
 
     async def broken_get(*args: Any, **kwargs: Any) -> bytes:
         raise KeyError(SECRET)
@@ -179,7 +179,7 @@ async def test_a_notification_that_raises_is_logged_and_dropped(
     caplog: pytest.LogCaptureFixture,
     modern: bool,
 ) -> None:
-    caplog.set_level(logging.ERROR, logger="mcpd.api")
+    caplog.set_level(logging.ERROR, logger="mcpd.agents")
     notification = Connection._notification
 
     def broken_notification(self: Connection, msg: rpc.Notification) -> None:
@@ -206,7 +206,7 @@ async def test_an_http_request_that_raises_is_answered_and_its_connection_serves
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """On /mcp too: an answer, not a connection dropped without one."""
-    caplog.set_level(logging.ERROR, logger="mcpd.api")
+    caplog.set_level(logging.ERROR, logger="mcpd.agents")
     route = Router.route
 
     def broken_route(self: Router, call: Any, agent: Any) -> Any:
@@ -237,7 +237,7 @@ async def test_an_agent_that_makes_mcpd_fail_again_and_again_does_not_flood_the_
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Every request is answered; the tracebacks are let through a throttle."""
-    caplog.set_level(logging.ERROR, logger="mcpd.api")
+    caplog.set_level(logging.ERROR, logger="mcpd.agents")
 
     def broken_route(self: Router, call: Any, agent: Any) -> Any:
         raise TypeError(SECRET)

@@ -10,7 +10,7 @@ from mcpd.agents.connection.misbehaviour import Misbehaviour
 
 
 def test_first_of_each_kind_then_the_totals(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="mcpd.api")
+    caplog.set_level(logging.WARNING, logger="mcpd.agents")
     faults = Misbehaviour()
     for i in range(5):
         faults.invalid_line("agent (pid 7, uid 0)", f"bad {i}")

@@ -119,7 +119,7 @@ async def test_a_broken_answer_never_reaches_the_agent_but_an_error_does(
     broken: bytes, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with outbox() as box:
-        with caplog.at_level(logging.ERROR, logger="mcpd.api"):
+        with caplog.at_level(logging.ERROR, logger="mcpd.agents"):
             box.outbox.put(broken, 5)
             box.outbox.put(broken, None)  # a notification: dropped
         box.outbox.put(note(9), None)
@@ -158,7 +158,7 @@ async def test_a_long_reply_broken_half_way_ends_the_connection(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     async with outbox() as box:
-        with caplog.at_level(logging.ERROR, logger="mcpd.api"):
+        with caplog.at_level(logging.ERROR, logger="mcpd.agents"):
             await box.outbox.long.send(pieces(box, 5, broken_at=3))
     assert box.closed == 1
     [record] = caplog.records
@@ -173,7 +173,7 @@ async def test_an_agent_that_stops_reading_is_closed_after_the_write_timeout(
         for rid in range(16):  # far more than the socket's buffers hold
             box.outbox.put(line, rid)
         start = trio.current_time()
-        with caplog.at_level(logging.WARNING, logger="mcpd.api"), trio.fail_after(120):
+        with caplog.at_level(logging.WARNING, logger="mcpd.agents"), trio.fail_after(120):
             await box.outbox.run()
         assert trio.current_time() - start == pytest.approx(30.0)
         assert box.outbox.out.closed
@@ -193,7 +193,7 @@ async def test_an_agent_that_hangs_up_ends_the_connection_quietly(
 ) -> None:
     async with outbox(run=False) as box:
         box.agent.sock.close()
-        with caplog.at_level(logging.DEBUG, logger="mcpd.api"), trio.fail_after(10):
+        with caplog.at_level(logging.DEBUG, logger="mcpd.agents"), trio.fail_after(10):
             box.outbox.put(result(1), 1)
             await box.outbox.run()
     assert box.closed == 1 and caplog.records == []

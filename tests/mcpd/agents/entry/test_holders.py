@@ -76,8 +76,8 @@ async def test_a_servers_process_gets_nothing_with_the_pages_cookie(
     caplog.set_level(logging.WARNING, "mcpd.http")
     with trio.fail_after(LIMIT):
         async with running(config(tmp_path)) as daemon, connect(daemon.socket_path) as agent:
-            assert daemon.api.endpoint is not None
-            port = daemon.api.endpoint.port
+            assert daemon.agent_server.endpoint is not None
+            port = daemon.agent_server.endpoint.port
             own = f"http://127.0.0.1:{port}"
             cookie, csrf = await session(port, daemon.socket_path)
             act = {
@@ -109,8 +109,8 @@ async def test_a_servers_process_gets_nothing_with_the_pages_cookie(
 async def test_a_servers_process_trades_no_code_and_leaves_it_for_the_user(tmp_path: Path) -> None:
     with trio.fail_after(LIMIT):
         async with running(config(tmp_path)) as daemon, connect(daemon.socket_path) as agent:
-            assert daemon.api.endpoint is not None
-            port = daemon.api.endpoint.port
+            assert daemon.agent_server.endpoint is not None
+            port = daemon.agent_server.endpoint.port
             query = urlsplit(await code_url(daemon.socket_path)).query
             for under in (False, True):
                 traded = await from_server(agent, port, raw(port, "GET", f"/?{query}", {}), under)
@@ -123,8 +123,8 @@ async def test_a_servers_process_trades_no_code_and_leaves_it_for_the_user(tmp_p
 async def test_a_servers_process_is_refused_with_the_endpoints_token(tmp_path: Path) -> None:
     with trio.fail_after(LIMIT):
         async with running(config(tmp_path)) as daemon, connect(daemon.socket_path) as agent:
-            assert daemon.api.endpoint is not None
-            port = daemon.api.endpoint.port
+            assert daemon.agent_server.endpoint is not None
+            port = daemon.agent_server.endpoint.port
             bearer = {"Authorization": f"Bearer {daemon.http_token()}"}
             for under in (False, True):
                 status = await from_server(agent, port, raw(port, "GET", "/status", bearer), under)
@@ -175,8 +175,8 @@ async def test_a_servers_request_with_the_token_sent_as_its_socket_closes_runs_n
     caplog.set_level(logging.WARNING, "mcpd.http")
     with trio.fail_after(LIMIT):
         async with running(config(tmp_path)) as daemon, connect(daemon.socket_path) as agent:
-            assert daemon.api.endpoint is not None
-            port, token = daemon.api.endpoint.port, daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = daemon.agent_server.endpoint.port, daemon.http_token()
             # The request reaches mcpd only with the close: no process holds the
             # server's socket by the time mcpd looks.
             await from_server(agent, port, mark_call(port, token), False, close=True)
@@ -217,8 +217,8 @@ async def test_a_connection_mcpds_relay_opens_for_a_server_is_refused_as_the_ser
     caplog.set_level(logging.WARNING, "mcpd.http")
     with trio.fail_after(LIMIT):
         async with running(config(tmp_path)) as daemon, trio.open_nursery() as nursery:
-            assert daemon.api.endpoint is not None
-            port = daemon.api.endpoint.port
+            assert daemon.agent_server.endpoint is not None
+            port = daemon.agent_server.endpoint.port
             bearer = {"Authorization": f"Bearer {daemon.http_token()}"}
             # A grant of the endpoint's port, as mcpd relays it for a server without a
             # network (its namespace's listener, here one of this one's).

@@ -162,8 +162,8 @@ async def test_a_call_over_the_endpoint_is_recorded_as_the_process_that_made_it(
     call = json.dumps(modern(1, "tools/call", {"name": "nope", "arguments": {}}))
     with trio.fail_after(60):
         async with running(cfg) as daemon:
-            assert daemon.api.endpoint is not None
-            port = str(daemon.api.endpoint.port)
+            assert daemon.agent_server.endpoint is not None
+            port = str(daemon.agent_server.endpoint.port)
             child = await trio.lowlevel.open_process(
                 [sys.executable, "-c", CALL_OVER_TCP, port, daemon.http_token(), call],
                 stdout=subprocess.PIPE,
@@ -256,8 +256,8 @@ async def test_each_call_of_a_legacy_session_is_recorded_as_the_process_that_mad
             token = ""
             where = str(tmp_path / "mcpd.sock")
             if endpoint:
-                assert daemon.api.endpoint is not None
-                where, token = str(daemon.api.endpoint.port), daemon.http_token()
+                assert daemon.agent_server.endpoint is not None
+                where, token = str(daemon.agent_server.endpoint.port), daemon.http_token()
             opener, sid = await in_a_session(where, token, "", "mcp__code__tool0")
             other, _ = await in_a_session(where, token, sid, "mcp__code__tool1")
             await daemon.audit.flush()

@@ -114,7 +114,7 @@ def test_refusals_when_full_are_warned_of_in_a_few_lines(
 ) -> None:
     places = Places("endpoint connections")
     fill(places, 1, 2, 3, 4)
-    with caplog.at_level(logging.WARNING, "mcpd.api"):
+    with caplog.at_level(logging.WARNING, "mcpd.agents"):
         for pid in range(10):
             places.refusal_of(LIMITS, 5, False, f"pid {pid}, uid 5")
     assert caplog.messages == [

@@ -242,7 +242,7 @@ async def test_a_socket_that_cannot_be_bound_on_a_reload_is_reported_and_the_res
 ) -> None:
     (tmp_path / "taken").write_text("")
     async with serving({"dev": profile(tmp_path / "dev.sock")}) as sockets:
-        with caplog.at_level(logging.ERROR, "mcpd.api"):
+        with caplog.at_level(logging.ERROR, "mcpd.agents"):
             await sockets.apply(
                 {"dev": profile(tmp_path / "dev.sock"), "bad": profile(tmp_path / "taken")}
             )

@@ -132,7 +132,7 @@ async def test_a_removed_profile_answers_what_its_agents_have_in_flight_then_clo
     async def closed(agent: Agent) -> None:
         await agent.closed.wait()
 
-    with caplog.at_level(logging.INFO, "mcpd.api"):
+    with caplog.at_level(logging.INFO, "mcpd.agents"):
         reply = await held_across(tmp_path, {"socket": sock}, None, refused_meanwhile, closed)
     assert reply["result"]["content"] == [{"type": "text", "text": "called hold"}]
     assert (

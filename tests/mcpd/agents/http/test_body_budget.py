@@ -95,8 +95,8 @@ async def test_bodies_on_the_socket_and_the_endpoint_share_one_bound(tmp_path: P
     fit = (limits.most + limits.reserve) // MAX_BODY  # the daemon's own user, as here
     with trio.fail_after(60):
         async with running(config(tmp_path)) as daemon, AsyncExitStack() as held:
-            assert daemon.api.endpoint is not None
-            port, token = daemon.api.endpoint.port, daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = daemon.agent_server.endpoint.port, daemon.http_token()
             streams: list[trio.SocketStream] = []
             for i in range(fit + 1):
                 if i % 2:
@@ -132,8 +132,8 @@ async def test_one_user_holds_a_share_of_the_bodies(tmp_path: Path) -> None:
     share = body_limits(DaemonConfig()).per_uid // MAX_BODY
     with trio.fail_after(60):
         async with running(config(tmp_path)) as daemon:
-            assert daemon.api.endpoint is not None
-            port, token = daemon.api.endpoint.port, daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = daemon.agent_server.endpoint.port, daemon.http_token()
             head = body_head(port, token).decode("latin-1")
             proc = await start_as(uid, HOLD_BODIES, str(port), head, str(share + 1))
             try:
@@ -159,8 +159,8 @@ async def test_a_request_answered_with_a_stream_holds_no_large_body(tmp_path: Pa
     refused at its head, and a listen's is kept to what a listen is written in."""
     with trio.fail_after(60):
         async with running(config(tmp_path)) as daemon:
-            assert daemon.api.endpoint is not None
-            port, token = daemon.api.endpoint.port, daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = daemon.agent_server.endpoint.port, daemon.http_token()
             for method, path in [("GET", "/mcp"), ("GET", "/page/events"), ("DELETE", "/mcp")]:
                 lines = [
                     f"{method} {path} HTTP/1.1",
@@ -187,7 +187,7 @@ async def test_a_request_answered_with_a_stream_holds_no_large_body(tmp_path: Pa
                 refused = await answer_head(stream)
             assert refused.startswith(b"HTTP/1.1 413 "), refused[:300]
             await trio.testing.wait_all_tasks_blocked(cushion=0.2)  # its request ended
-            assert daemon.api.http.bodies.total == 0
+            assert daemon.agent_server.http.bodies.total == 0
             stream, listening = await hold_listen(port, token)  # an honest listen is served
             async with stream:
                 assert listening.startswith(b"HTTP/1.1 200 "), listening[:300]

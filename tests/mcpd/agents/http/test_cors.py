@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from mcpd.agents.http.cors import METHODS, answering, is_preflight, preflight
-from mcpd.agents.http.httpapi import ENDPOINTS
+from mcpd.agents.http.http_side import ENDPOINTS
 from mcpd.agents.http.tcp import own_origins
 from mcpd.agents.http.wire import Headers
 

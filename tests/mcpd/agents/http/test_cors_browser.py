@@ -85,8 +85,8 @@ async def test_only_a_page_at_an_allowed_origin_reads_the_endpoints_answers(
         )
         with trio.fail_after(120):
             async with running(config) as daemon:
-                assert daemon.api.endpoint is not None
-                url, token = daemon.api.endpoint.url, daemon.http_token()
+                assert daemon.agent_server.endpoint is not None
+                url, token = daemon.agent_server.endpoint.url, daemon.http_token()
 
                 def fetch_from(origin: str, bearer: str) -> dict[str, Any]:
                     browser.get(origin + "/")

@@ -84,8 +84,8 @@ async def test_a_page_at_an_allowed_origin_can_use_the_endpoint_and_no_other_can
 ) -> None:
     with trio.fail_after(60):
         async with running(config(tmp_path)) as daemon:
-            assert daemon.api.endpoint is not None
-            port, token = daemon.api.endpoint.port, daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = daemon.agent_server.endpoint.port, daemon.http_token()
             wanted = "authorization,content-type,mcp-method,mcp-protocol-version"
             asked = await ask(port, "OPTIONS", "/mcp", preflight(APP, wanted=wanted))
             assert asked.status == 204 and asked.body == b""
@@ -107,7 +107,7 @@ async def test_a_page_at_an_allowed_origin_can_use_the_endpoint_and_no_other_can
             rebound = {**preflight(APP), "Host": f"attacker.test:{port}"}
             refused = await ask(port, "OPTIONS", "/mcp", rebound)
             assert refused.status == 403 and refused.cors() == {}
-            assert daemon.api.http.sessions == {}  # a preflight opens nothing
+            assert daemon.agent_server.http.sessions == {}  # a preflight opens nothing
 
             token_header = {"Authorization": f"Bearer {token}"}
             from_app = {**MCP, "Origin": APP}

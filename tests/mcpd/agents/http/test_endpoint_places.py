@@ -58,8 +58,8 @@ async def test_an_agent_holding_every_place_leaves_the_page_its_own(tmp_path: Pa
     asking for the status page (where a person decides ``ask`` calls) got 503."""
     with trio.fail_after(60):
         async with running(config(tmp_path, max_connections=2)) as daemon, AsyncExitStack() as held:
-            assert daemon.api.endpoint is not None
-            port, token = daemon.api.endpoint.port, daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = daemon.agent_server.endpoint.port, daemon.http_token()
             while True:  # every place the daemon's user may take, its reserve too
                 stream, head = await hold_listen(port, token)
                 held.push_async_callback(stream.aclose)
@@ -75,8 +75,8 @@ async def test_a_connection_of_the_page_is_not_an_agents(tmp_path: Path) -> None
     """Else an agent could ask for the page first, then hold one of its places."""
     with trio.fail_after(60):
         async with running(config(tmp_path)) as daemon:
-            assert daemon.api.endpoint is not None
-            port, token = daemon.api.endpoint.port, daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = daemon.agent_server.endpoint.port, daemon.http_token()
             stream = await trio.open_tcp_stream("127.0.0.1", port)
             # An agent's request first, then one for the page on the same connection.
             await stream.send_all(
@@ -98,8 +98,8 @@ async def test_a_page_request_behind_an_agents_says_once_that_the_connection_clo
 ) -> None:
     with trio.fail_after(60):
         async with running(config(tmp_path)) as daemon:
-            assert daemon.api.endpoint is not None
-            port, token = daemon.api.endpoint.port, daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = daemon.agent_server.endpoint.port, daemon.http_token()
             stream = await trio.open_tcp_stream("127.0.0.1", port)
             body = json.dumps(modern(1, "ping")).encode()
             lines = [
@@ -128,8 +128,8 @@ async def test_one_user_holds_a_share_of_the_agents_places(tmp_path: Path) -> No
     uid = peer_uid()
     with trio.fail_after(60):
         async with running(config(tmp_path, max_connections=4)) as daemon:
-            assert daemon.api.endpoint is not None
-            port, token = daemon.api.endpoint.port, daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = daemon.agent_server.endpoint.port, daemon.http_token()
             listen = listen_request(port, token).decode("latin-1")
             proc = await start_as(uid, HOLD_LISTENS, str(port), listen, "5")
             try:

@@ -40,8 +40,8 @@ async def test_small_headers_past_their_bound_are_refused_before_the_head_ends(
     slowed every request to the daemon, the user's own on its socket too."""
     with trio.fail_after(30):
         async with running(_config(tmp_path)) as daemon:
-            assert daemon.api.endpoint is not None
-            stream = await trio.open_tcp_stream("127.0.0.1", daemon.api.endpoint.port)
+            assert daemon.agent_server.endpoint is not None
+            stream = await trio.open_tcp_stream("127.0.0.1", daemon.agent_server.endpoint.port)
             with trio.move_on_after(5):
                 await stream.send_all(START + b"x:y\r\n" * (4 * MAX_HEAD // 5))
             with trio.fail_after(3):  # well within the wait for a head's end
@@ -59,15 +59,15 @@ async def test_heads_still_coming_share_one_room_beyond_their_bound(tmp_path: Pa
     value = HEAD_ROOM // 9 - 100 + MAX_HEAD - len(START) - len(b"Cookie: ")
     with trio.fail_after(60):
         async with running(_config(tmp_path)) as daemon:
-            assert daemon.api.endpoint is not None
-            port = daemon.api.endpoint.port
+            assert daemon.agent_server.endpoint is not None
+            port = daemon.agent_server.endpoint.port
             held = []
             for _ in range(9):
                 stream = await trio.open_tcp_stream("127.0.0.1", port)
                 await stream.send_all(START + b"Cookie: " + b"c" * value)
                 held.append(stream)
                 await trio.testing.wait_all_tasks_blocked()
-            assert daemon.api.http.head_room.held > HEAD_ROOM - 1000
+            assert daemon.agent_server.http.head_room.held > HEAD_ROOM - 1000
             # A head just over the bound finds no room; it is read whole, then refused.
             extra = await trio.open_tcp_stream("127.0.0.1", port)
             await extra.send_all(START + b"Cookie: " + b"c" * (MAX_HEAD + 1000))

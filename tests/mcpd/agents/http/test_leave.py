@@ -96,7 +96,7 @@ async def test_a_removed_profile_answers_the_http_call_in_flight_then_closes(
     sock = str(tmp_path / "dev.sock")
     server = Changing(tmp_path, control=True)
     path = write_config(tmp_path, server, sock)
-    with trio.fail_after(LIMIT), caplog.at_level(logging.INFO, "mcpd.api"):
+    with trio.fail_after(LIMIT), caplog.at_level(logging.INFO, "mcpd.agents"):
         async with (
             running(load(path), str(path)) as daemon,
             Client.open(daemon, unix=sock) as calling,
@@ -270,9 +270,9 @@ async def test_a_removed_profile_ends_the_sessions_opened_on_its_socket(
         "profile dev: 1 connection(s) on its socket closed, 1 HTTP session(s) opened on it "
         "ended: the profile 'dev' was removed by a reload"
     )
-    logging.getLogger("mcpd.api").addHandler(said)
+    logging.getLogger("mcpd.agents").addHandler(said)
     try:
-        with trio.fail_after(LIMIT), caplog.at_level(logging.INFO, "mcpd.api"):
+        with trio.fail_after(LIMIT), caplog.at_level(logging.INFO, "mcpd.agents"):
             async with running(load(path), str(path)) as daemon:
                 sid = await open_session(daemon, unix=sock)
                 async with Client.open(daemon, unix=sock) as stream:
@@ -288,7 +288,7 @@ async def test_a_removed_profile_ends_the_sessions_opened_on_its_socket(
                 assert status == 404
                 assert reply["error"]["message"] == "Session not found"
     finally:
-        logging.getLogger("mcpd.api").removeHandler(said)
+        logging.getLogger("mcpd.agents").removeHandler(said)
 
 
 def behind(calling: Client, rid: int) -> tuple[Client, bytes]:

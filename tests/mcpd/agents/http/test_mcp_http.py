@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from mcpd.agents.api import new_session
+from mcpd.agents.agent_server import new_session
 from mcpd.agents.http.mcp_http import (
     MODERN_STATUS,
     accepts,

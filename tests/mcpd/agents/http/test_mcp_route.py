@@ -19,7 +19,7 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.agents.api import new_session
+from mcpd.agents.agent_server import new_session
 from mcpd.agents.connection.dispatcher import Connection, Dispatcher
 from mcpd.agents.entry.holders import TcpKin
 from mcpd.agents.entry.identity import AgentIdentity, Holder
@@ -379,8 +379,8 @@ async def test_another_user_or_the_endpoint_with_a_users_session_id_finds_no_ses
                     ["GET", "/mcp", {"Accept": "text/event-stream", **session}, ""],
                 ]
                 out = await run_as(uid, PEER_HTTP, sock, json.dumps(theirs))
-                assert daemon.api.endpoint is not None
-                port, token = daemon.api.endpoint.port, daemon.http_token()
+                assert daemon.agent_server.endpoint is not None
+                port, token = daemon.agent_server.endpoint.port, daemon.http_token()
                 endpoint = {**MCP, **auth(token), **session}
                 over_tcp = [await http(port, "POST", "/mcp", endpoint, ping.encode())]
                 over_tcp.append(await http(port, "DELETE", "/mcp", auth(token, **session)))

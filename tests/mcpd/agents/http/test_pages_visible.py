@@ -42,8 +42,8 @@ async def test_the_json_pages_escape_a_servers_hidden_characters(tmp_path: Path)
     )
     with trio.fail_after(60):
         async with running(cfg) as daemon:
-            assert daemon.api.endpoint is not None
-            port, token = daemon.api.endpoint.port, daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = daemon.agent_server.endpoint.port, daemon.http_token()
             bodies: dict[str, bytes] = {}
             for page in PAGES:
                 bodies[f"socket {page}"] = await socket_get(daemon.socket_path, page)

@@ -72,7 +72,7 @@ async def test_one_stream_per_session_carries_list_changes_and_ends_with_it(
     with trio.fail_after(LIMIT):
         async with daemon_with(tmp_path, alpha=toml_server("--tools", "2")) as daemon:
             sid = await open_session(daemon)
-            news = daemon.api.http.sessions[sid].news
+            news = daemon.agent_server.http.sessions[sid].news
             async with Client.open(daemon) as stream, Client.open(daemon) as other:
                 status, head = await stream.start("GET", stream_headers(sid))
                 assert status == 200 and head["content-type"] == "text/event-stream"
@@ -101,7 +101,7 @@ async def test_news_before_the_stream_opens_waits_for_it(tmp_path: Path) -> None
     with trio.fail_after(LIMIT):
         async with daemon_with(tmp_path, alpha=toml_server("--tools", "1")) as daemon:
             sid = await open_session(daemon)
-            news = daemon.api.http.sessions[sid].news
+            news = daemon.agent_server.http.sessions[sid].news
             await reload_with(daemon, alpha=toml_server("--tools", "1"), beta=toml_server())
             # The broadcast went out while no stream was open (as between initialize and
             # the client's GET, or while it reconnects).
@@ -132,7 +132,7 @@ async def test_the_stream_ends_whole_when_the_session_is_pushed_out_or_its_socke
             on_side = await open_session(daemon, unix=str(side))
             async with Client.open(daemon, unix=str(side)) as stream:
                 assert (await stream.start("GET", stream_headers(on_side)))[0] == 200
-                news = daemon.api.http.sessions[on_side].news
+                news = daemon.agent_server.http.sessions[on_side].news
                 await wait_for(lambda: news.streaming)
                 await reload_with(daemon, alpha=toml_server())
                 assert await stream.message() is None
@@ -144,7 +144,7 @@ async def test_the_stream_ends_whole_when_the_daemon_stops(tmp_path: Path) -> No
             sid = await open_session(daemon)
             async with Client.open(daemon) as stream:
                 assert (await stream.start("GET", stream_headers(sid)))[0] == 200
-                await wait_for(lambda: daemon.api.http.sessions[sid].news.streaming)
+                await wait_for(lambda: daemon.agent_server.http.sessions[sid].news.streaming)
                 daemon.stop()
                 assert await stream.message() is None
 
@@ -152,8 +152,8 @@ async def test_the_stream_ends_whole_when_the_daemon_stops(tmp_path: Path) -> No
 async def test_a_get_that_cannot_open_a_stream_is_told_why(tmp_path: Path) -> None:
     with trio.fail_after(LIMIT):
         async with daemon_with(tmp_path, alpha=toml_server()) as daemon:
-            assert daemon.api.endpoint is not None
-            port, token = daemon.api.endpoint.port, daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = daemon.agent_server.endpoint.port, daemon.http_token()
             sid = await open_session(daemon)
             auth = {"Authorization": f"Bearer {token}"}
 
@@ -194,7 +194,7 @@ async def test_a_rotated_token_ends_an_open_stream(
                     data += event.data
                 write_token(str(tmp_path / "state" / "token"))
                 assert await stream.message() is None
-            assert sid in daemon.api.http.sessions  # the session itself stays
+            assert sid in daemon.agent_server.http.sessions  # the session itself stays
 
 
 async def test_a_rotated_token_ends_a_stream_that_news_keeps_busy(
@@ -215,7 +215,7 @@ async def test_a_rotated_token_ends_a_stream_that_news_keeps_busy(
                 await reload_with(daemon, alpha=alpha)
                 # The news is not written with the old token: the stream ends first.
                 assert await stream.message() is None
-            assert sid in daemon.api.http.sessions
+            assert sid in daemon.agent_server.http.sessions
 
 
 async def test_a_client_that_stops_reading_loses_its_stream_and_no_one_else_waits(
@@ -226,7 +226,7 @@ async def test_a_client_that_stops_reading_loses_its_stream_and_no_one_else_wait
     with trio.fail_after(LIMIT):
         async with daemon_with(tmp_path, alpha=toml_server("--tools", "2")) as daemon:
             stuck_sid, live_sid = await open_session(daemon), await open_session(daemon)
-            stuck = daemon.api.http.sessions[stuck_sid].news
+            stuck = daemon.agent_server.http.sessions[stuck_sid].news
             async with Client.open(daemon, rcvbuf=4096) as quiet, Client.open(daemon) as live:
                 assert (await quiet.start("GET", stream_headers(stuck_sid)))[0] == 200
                 await wait_for(lambda: stuck.streaming)
@@ -257,7 +257,9 @@ async def test_a_client_that_stops_reading_loses_its_stream_and_no_one_else_wait
                 assert any(
                     "stopped reading its event stream for 1 s" in r.message for r in caplog.records
                 )
-                assert stuck_sid in daemon.api.http.sessions  # its stream went, not its session
+                assert (
+                    stuck_sid in daemon.agent_server.http.sessions
+                )  # its stream went, not its session
 
 
 def big_notification(n: int) -> bytes:
@@ -306,7 +308,7 @@ async def test_a_session_no_stream_reads_holds_its_servers_large_logs_to_a_bound
     with trio.fail_after(LIMIT):
         async with daemon_with(tmp_path, scribe=logging_server()) as daemon:
             sid = await open_session(daemon)
-            news = daemon.api.http.sessions[sid].news
+            news = daemon.agent_server.http.sessions[sid].news
             async with Client.open(daemon) as c:
                 level = {"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel"}
                 level["params"] = {"level": "info"}  # type: ignore[assignment]
@@ -333,7 +335,7 @@ async def test_a_sessions_queue_keeps_news_once_and_drops_what_passes_its_bytes(
 ) -> None:
     with trio.fail_after(LIMIT):
         async with daemon_with(tmp_path, alpha=toml_server()) as daemon:
-            news = daemon.api.http.sessions[await open_session(daemon)].news
+            news = daemon.agent_server.http.sessions[await open_session(daemon)].news
             changed = rpc.encode_notification("notifications/tools/list_changed")
             news.send_nowait(changed)
             news.send_nowait(bytes(changed))  # the same news, another copy of it

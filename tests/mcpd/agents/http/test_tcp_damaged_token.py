@@ -64,8 +64,8 @@ async def test_a_token_damaged_while_running_is_said_once_and_refused_with_a_rea
     config = make_config(tmp_path, {}, http_listen="127.0.0.1:0", state_dir=str(tmp_path / "state"))
     with trio.fail_after(60):
         async with running(config) as daemon:
-            assert daemon.api.endpoint is not None
-            port, token = daemon.api.endpoint.port, daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = daemon.agent_server.endpoint.port, daemon.http_token()
             assert (await http(port, "GET", "/healthz", auth(token))).status == 200
             damage(tmp_path / "state" / "token")
             for _ in range(3):

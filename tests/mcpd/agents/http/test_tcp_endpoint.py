@@ -37,8 +37,8 @@ def config(tmp_path: Path, **daemon: Any) -> Any:
 async def test_no_token_is_401_a_foreign_origin_403(tmp_path: Path) -> None:
     with trio.fail_after(60):
         async with running(config(tmp_path)) as daemon:
-            assert daemon.api.endpoint is not None
-            port = daemon.api.endpoint.port
+            assert daemon.agent_server.endpoint is not None
+            port = daemon.agent_server.endpoint.port
             token_file = tmp_path / "state" / "token"
             token = daemon.http_token()
             assert token_file.read_text().strip() == token and len(token) >= 40
@@ -75,8 +75,8 @@ async def test_no_token_is_401_a_foreign_origin_403(tmp_path: Path) -> None:
 async def test_both_eras_json_and_sse_and_profiles_over_tcp(tmp_path: Path) -> None:
     with trio.fail_after(60):
         async with running(config(tmp_path)) as daemon:
-            assert daemon.api.endpoint is not None
-            port, token = daemon.api.endpoint.port, daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = daemon.agent_server.endpoint.port, daemon.http_token()
             headers = {**MCP, **auth(token), **header_dict(modern_headers("tools/list"))}
             body = json.dumps(modern(1, "tools/list")).encode()
             everything = await http(port, "POST", "/mcp", headers, body)
@@ -155,8 +155,8 @@ async def test_mcpd_token_prints_and_rotates(tmp_path: Path) -> None:
     mcpd = [sys.executable, "-m", "mcpd", "token", "--config", str(cfg_path)]
     with trio.fail_after(60):
         async with running(load(cfg_path), str(cfg_path)) as daemon:
-            assert daemon.api.endpoint is not None
-            port = daemon.api.endpoint.port
+            assert daemon.agent_server.endpoint is not None
+            port = daemon.agent_server.endpoint.port
             printed = (await trio.run_process(mcpd, capture_stdout=True)).stdout.decode().strip()
             assert printed == daemon.http_token()
             assert (await http(port, "GET", "/healthz", auth(printed))).status == 200
@@ -191,8 +191,8 @@ OWNER_ONLY = {
 async def test_the_owners_methods_are_refused_to_a_holder_of_the_token(tmp_path: Path) -> None:
     with trio.fail_after(60):
         async with running(config(tmp_path)) as daemon:
-            assert daemon.api.endpoint is not None
-            port, token = daemon.api.endpoint.port, daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = daemon.agent_server.endpoint.port, daemon.http_token()
             for rid, (method, params) in enumerate(OWNER_ONLY.items()):
                 headers = {**MCP, **auth(token), **header_dict(modern_headers(method))}
                 body = json.dumps(modern(rid, method, params)).encode()
@@ -252,8 +252,8 @@ async def test_strangers_without_the_token_hold_no_place_its_holders_need(
     answered, then closed."""
     with trio.fail_after(60):
         async with running(config(tmp_path, max_connections=4)) as daemon:
-            assert daemon.api.endpoint is not None
-            port = daemon.api.endpoint.port
+            assert daemon.agent_server.endpoint is not None
+            port = daemon.agent_server.endpoint.port
             asks = [f"HEAD /?code=x HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"]
             asks.append(f"GET /page/oauth/notes?x=1 HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n")
             asks.append(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n")  # refused
@@ -277,8 +277,8 @@ async def test_a_strangers_request_with_a_body_is_refused_before_it_is_read(
     for (most of the limit on each of many connections)."""
     with trio.fail_after(20):
         async with running(config(tmp_path)) as daemon:
-            assert daemon.api.endpoint is not None
-            port = daemon.api.endpoint.port
+            assert daemon.agent_server.endpoint is not None
+            port = daemon.agent_server.endpoint.port
             for target, method in (("/?code=x", "GET"), ("/page/oauth/notes", "POST")):
                 stream = await trio.open_tcp_stream("127.0.0.1", port)
                 await stream.send_all(
@@ -296,8 +296,8 @@ async def test_a_second_origin_or_host_is_refused(tmp_path: Path) -> None:
     was read."""
     with trio.fail_after(30):
         async with running(config(tmp_path)) as daemon:
-            assert daemon.api.endpoint is not None
-            port, token = daemon.api.endpoint.port, daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = daemon.agent_server.endpoint.port, daemon.http_token()
             own = f"http://127.0.0.1:{port}"
             for twice in (
                 f"Origin: {own}\r\nOrigin: http://evil.example\r\n",

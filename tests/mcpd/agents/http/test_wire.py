@@ -409,8 +409,8 @@ async def test_clients_that_pipeline_behind_long_requests_cost_one_read_each(
     )
     with trio.fail_after(60):
         async with running(cfg) as daemon:
-            assert daemon.api.endpoint is not None
-            port, token = daemon.api.endpoint.port, daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = daemon.agent_server.endpoint.port, daemon.http_token()
             with trio.socket.socket() as tcp:
                 # Its own buffer kept small, so what it gets in is the daemon's taking.
                 tcp.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_SNDBUF, _READ_SIZE)
@@ -441,8 +441,8 @@ async def test_clients_that_hang_up_behind_pipelined_bytes_give_back_their_place
     )
     with trio.fail_after(120):
         async with running(cfg) as daemon:
-            assert daemon.api.endpoint is not None
-            port, token = daemon.api.endpoint.port, daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = daemon.agent_server.endpoint.port, daemon.http_token()
             listen = listen_request(port, token)
             for family in (trio.socket.AF_INET, trio.socket.AF_UNIX):
                 address = ("127.0.0.1", port) if family == trio.socket.AF_INET else None
@@ -469,8 +469,8 @@ async def test_a_client_that_expects_100_continue_is_told_to_send_its_body(
     body = json.dumps(modern(1, "ping")).encode()
     with trio.fail_after(60):
         async with running(cfg) as daemon:
-            assert daemon.api.endpoint is not None
-            port, token = daemon.api.endpoint.port, daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = daemon.agent_server.endpoint.port, daemon.http_token()
             lines = [
                 "POST /mcp HTTP/1.1",
                 f"Host: 127.0.0.1:{port}",

@@ -16,7 +16,7 @@ import trio
 import trio.testing
 from msgspec import Raw
 
-from mcpd.agents.api import new_session
+from mcpd.agents.agent_server import new_session
 from mcpd.agents.connection.dispatcher import Connection, Dispatcher
 from mcpd.agents.connection.failures import Failures
 from mcpd.agents.news.listen import Listens

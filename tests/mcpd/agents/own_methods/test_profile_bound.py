@@ -13,9 +13,9 @@ import pytest
 import trio
 
 from mcpd.agents.own_methods.approval_methods import HANDLERS as APPROVALS
-from mcpd.agents.own_methods.authapi import HANDLERS as AUTH
+from mcpd.agents.own_methods.auth_methods import HANDLERS as AUTH
 from mcpd.agents.own_methods.daemon_methods import HANDLERS as DAEMON
-from mcpd.agents.own_methods.pinsapi import HANDLERS as PINS
+from mcpd.agents.own_methods.pins_methods import HANDLERS as PINS
 from mcpd.agents.own_methods.profile_bound import ON_A_PROFILE
 from mcpd.agents.own_methods.profile_methods import PROFILE_METHODS
 from tests.support.agent import connect

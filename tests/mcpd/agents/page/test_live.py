@@ -218,8 +218,8 @@ async def a_call_is_decided_on(
 ) -> None:
     """An agent of its own, started apart from the test, makes a call to approve: each of
     the person's live ``pages`` brings it, and the person denies it there."""
-    assert daemon.api.endpoint is not None
-    port, sock = daemon.api.endpoint.port, daemon.socket_path
+    assert daemon.agent_server.endpoint is not None
+    port, sock = daemon.agent_server.endpoint.port, daemon.socket_path
     async with trio.open_nursery() as nursery:
         calls = json.dumps([["mcp__files__write", {"text": "page"}]])
         argv = [*APART, sys.executable, BURST, sock, "default", "modern", calls]
@@ -240,8 +240,8 @@ async def a_call_is_decided_on(
 async def test_a_socket_peers_streams_leave_a_persons_live_page_be(tmp_path: Path) -> None:
     with trio.fail_after(LIMIT):
         async with running(config(tmp_path)) as daemon:
-            assert daemon.api.endpoint is not None
-            port, sock = daemon.api.endpoint.port, daemon.socket_path
+            assert daemon.agent_server.endpoint is not None
+            port, sock = daemon.agent_server.endpoint.port, daemon.socket_path
             cookie, csrf = await session(port, sock)
             person = await events(port, cookie)
             # A peer on the socket, which needs no session there, opens streams.
@@ -263,8 +263,8 @@ async def test_what_an_agent_opened_before_it_connected_leaves_a_persons_live_pa
 ) -> None:
     with trio.fail_after(LIMIT):
         async with running(config(tmp_path)) as daemon:
-            assert daemon.api.endpoint is not None
-            port, sock = daemon.api.endpoint.port, daemon.socket_path
+            assert daemon.agent_server.endpoint is not None
+            port, sock = daemon.agent_server.endpoint.port, daemon.socket_path
             cookie, csrf = await session(port, sock)
             person = await events(port, cookie)
             async with self_approval.agent("unconnected", sock, apart=True) as agent:

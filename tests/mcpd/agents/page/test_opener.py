@@ -55,8 +55,8 @@ async def started(daemon: Daemon) -> int:
     new to mcpd, is held."""
     code, _, err = await cli(daemon.socket_path, "approve", "files", "--yes")
     assert code == 0, err
-    assert daemon.api.endpoint is not None
-    return daemon.api.endpoint.port
+    assert daemon.agent_server.endpoint is not None
+    return daemon.agent_server.endpoint.port
 
 
 async def a_call_waits(daemon: Daemon) -> None:
@@ -226,7 +226,7 @@ async def test_an_agent_that_connects_after_the_page_opened_is_checked_as_it_act
                 assert status == 409
                 assert f"is an agent connected to mcpd (pid {os.getpid()})" in said["error"]
                 assert NOT_DEFINITIONS in said["error"]
-            while daemon.api.agent_connections():
+            while daemon.agent_server.agent_connections():
                 await trio.sleep(0.01)  # until the daemon has seen it hang up
             [(status, said), *_] = await page.approve_all("release")
             assert status == 409

@@ -267,8 +267,8 @@ async def test_an_agents_codes_and_sessions_leave_the_persons_be(tmp_path: Path)
     )
     with trio.fail_after(LIMIT):
         async with running(cfg) as daemon:
-            assert daemon.api.endpoint is not None
-            port, sock = daemon.api.endpoint.port, daemon.socket_path
+            assert daemon.agent_server.endpoint is not None
+            port, sock = daemon.agent_server.endpoint.port, daemon.socket_path
             cookie, csrf = await session(port, sock)
             fresh = urlsplit(await code_url(sock))
             async with self_approval.agent("socket", sock, apart=True) as agent:
@@ -302,8 +302,8 @@ async def test_what_an_agent_opened_before_it_connected_is_its_own_once_it_has(
     )
     with trio.fail_after(LIMIT):
         async with running(cfg) as daemon:
-            assert daemon.api.endpoint is not None
-            port, sock = daemon.api.endpoint.port, daemon.socket_path
+            assert daemon.agent_server.endpoint is not None
+            port, sock = daemon.agent_server.endpoint.port, daemon.socket_path
             cookie, csrf = await session(port, sock)
             fresh = urlsplit(await code_url(sock))
             async with self_approval.agent("unconnected", sock, apart=True) as agent:

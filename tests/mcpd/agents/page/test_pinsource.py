@@ -328,8 +328,8 @@ async def test_a_change_larger_than_its_diff_is_approved_only_where_shown_whole(
         async with running(cfg) as daemon:
             [held] = daemon.pins.pending("tickets")
             assert held["name"] == "write"
-            assert daemon.api.endpoint is not None
-            port = daemon.api.endpoint.port
+            assert daemon.agent_server.endpoint is not None
+            port = daemon.agent_server.endpoint.port
             cookie, csrf = await session(port, daemon.socket_path)
             page = (await http(port, "GET", "/", {"Cookie": cookie})).body.decode()
             assert "zz_exfil" not in page.split('<pre class="diff cut">', 1)[1].split("</pre>")[0]

@@ -78,8 +78,8 @@ def call_rows(page: bytes) -> list[tuple[str, str]]:
 async def test_an_approval_clicked_on_the_page_lets_the_call_through(tmp_path: Path) -> None:
     with trio.fail_after(LIMIT):
         async with running(config(tmp_path)) as daemon:
-            assert daemon.api.endpoint is not None
-            port = daemon.api.endpoint.port
+            assert daemon.agent_server.endpoint is not None
+            port = daemon.agent_server.endpoint.port
             own = f"http://127.0.0.1:{port}"
             cookie, csrf = await session(port, daemon.socket_path)
             acting = {"Cookie": cookie, "Origin": own, "X-Mcpd-Csrf": csrf}
@@ -148,8 +148,8 @@ async def test_a_page_opened_by_the_agent_cannot_decide_its_call(tmp_path: Path)
     page itself (a shell tool of its host, say) cannot approve its own call there."""
     with trio.fail_after(LIMIT):
         async with running(config(tmp_path)) as daemon:
-            assert daemon.api.endpoint is not None
-            port = daemon.api.endpoint.port
+            assert daemon.agent_server.endpoint is not None
+            port = daemon.agent_server.endpoint.port
             cookie, csrf = await session(port, daemon.socket_path)  # this process's
             acting = {"Cookie": cookie, "Origin": f"http://127.0.0.1:{port}"}
             acting.update({"X-Mcpd-Csrf": csrf, "Accept": "application/json"})

@@ -81,8 +81,8 @@ async def test_a_session_is_refused_on_another_local_users_connection(tmp_path: 
     be sent the cookie, and must get nothing with it."""
     with trio.fail_after(LIMIT):
         async with running(config(tmp_path)) as daemon:
-            assert daemon.api.endpoint is not None
-            port = daemon.api.endpoint.port
+            assert daemon.agent_server.endpoint is not None
+            port = daemon.agent_server.endpoint.port
             cookie, csrf = await session(port, daemon.socket_path)
             mine = await http_as(os.getuid(), port, "GET", "/", {"Cookie": cookie})
             assert mine.status == 200 and csrf_of(mine.body) == csrf
@@ -110,8 +110,8 @@ async def test_a_planted_cookie_of_the_pages_name_does_not_lock_the_user_out(
 ) -> None:
     with trio.fail_after(LIMIT):
         async with running(config(tmp_path)) as daemon:
-            assert daemon.api.endpoint is not None
-            port = daemon.api.endpoint.port
+            assert daemon.agent_server.endpoint is not None
+            port = daemon.agent_server.endpoint.port
             cookie, csrf = await session(port, daemon.socket_path)
             name = cookie.partition("=")[0]
             for planted in (f"{name}=planted", f"{name}=" + "A" * 43):
@@ -129,8 +129,8 @@ async def test_a_jar_filled_by_another_users_page_does_not_lock_the_user_out(
     dashboard code's included, got 431 until the user cleared them."""
     with trio.fail_after(LIMIT):
         async with running(config(tmp_path)) as daemon:
-            assert daemon.api.endpoint is not None
-            port = daemon.api.endpoint.port
+            assert daemon.agent_server.endpoint is not None
+            port = daemon.agent_server.endpoint.port
             bomb = "; ".join(f"bomb{n}=" + "b" * 3900 for n in range(30))
             # A browser's whole jar for a host: 180 cookies of 4 KiB.
             jar = "; ".join(f"c{n:03}=" + "j" * (4096 - 5) for n in range(180))

@@ -382,7 +382,7 @@ async def test_a_broken_line_is_never_written_and_its_request_gets_an_error(
 ) -> None:
     from types import SimpleNamespace
 
-    from mcpd.agents.api import new_session
+    from mcpd.agents.agent_server import new_session
     from mcpd.agents.connection.dispatcher import Connection
     from mcpd.config.tables.model import DaemonConfig
     from mcpd.daemon import _LINES

@@ -213,7 +213,7 @@ async def test_a_task_id_past_the_bound_fails_the_call_and_is_not_kept(tmp_path:
             assert result["isError"] is True
             [text] = [c["text"] for c in result["content"]]
             assert f"id of {MAX_TASK_ID + 3} bytes, past the {MAX_TASK_ID}" in text
-            assert len(daemon.api.extras.tasks) == 0
+            assert len(daemon.agent_server.extras.tasks) == 0
             # A server's ids up to the bound are kept as ever.
             build["arguments"] = {"pad": MAX_TASK_ID - 4}
             handle = (await rpc(agent, "tools/call", build))["result"]
@@ -229,12 +229,12 @@ async def test_a_connections_tasks_are_forgotten_when_it_ends(tmp_path: Path) ->
             async with connect(daemon.socket_path) as gone:
                 for _ in range(3):
                     await rpc(gone, "tools/call", {"name": "mcp__jobs__build"})
-                assert len(daemon.api.extras.tasks) == 3
+                assert len(daemon.agent_server.extras.tasks) == 3
             await trio.testing.wait_all_tasks_blocked()  # the daemon has seen it go
             async with connect(daemon.socket_path) as agent:
                 await rpc(agent, "tools/call", {"name": "mcp__jobs__build"})
                 # Its own task, and none of the connection that ended.
-                assert len(daemon.api.extras.tasks) == 1
+                assert len(daemon.agent_server.extras.tasks) == 1
             daemon.stop()
 
 

@@ -167,7 +167,7 @@ async def test_gemini_cli_connects_through_what_mcpd_connect_writes(tmp_path: Pa
         async with running(load(cfg), str(cfg)) as daemon:
             code, _, err = await mcpd_connect(tmp_path, "gemini-cli", "--write")
             assert code == 0, err
-            assert daemon.api.profiles.get("gemini-cli") is not None
+            assert daemon.agent_server.profiles.get("gemini-cli") is not None
             listing = await gemini_list(tmp_path / "home", project)
     body = json.loads(host_file(tmp_path, "gemini-cli").read_text())["mcpServers"]["mcpd"]
     argv = " ".join([body["command"], *body["args"]])

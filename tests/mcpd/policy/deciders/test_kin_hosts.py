@@ -69,8 +69,8 @@ async def test_a_hosts_shell_tool_cannot_decide_what_it_asked_through_a_relay_to
     with trio.fail_after(LIMIT):
         async with policy_daemon(tmp_path, OPERATOR_ONLY, daemon_keys=ENDPOINT) as setup:
             daemon = setup.daemon
-            assert daemon.api.endpoint is not None
-            port, token = str(daemon.api.endpoint.port), daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = str(daemon.agent_server.endpoint.port), daemon.http_token()
             async with scene("http-relayed", port, token, daemon.socket_path, TOOL) as host:
                 await refused_then_denied(setup, host, HOST)
 
@@ -84,8 +84,8 @@ async def test_an_endpoint_agent_that_closed_its_connection_cannot_decide_anothe
         async with policy_daemon(tmp_path, OPERATOR_ONLY, daemon_keys=ENDPOINT) as setup:
             daemon = setup.daemon
             sock = daemon.socket_path
-            assert daemon.api.endpoint is not None
-            port, token = str(daemon.api.endpoint.port), daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = str(daemon.agent_server.endpoint.port), daemon.http_token()
             async with (
                 scene("closed", port, token, sock) as closed,
                 self_approval.agent("asking", sock, TOOL, apart=True),

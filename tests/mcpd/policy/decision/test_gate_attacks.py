@@ -108,8 +108,8 @@ async def test_a_new_tcp_connection_is_no_new_allowance(tmp_path: Path) -> None:
     with trio.fail_after(LIMIT):
         async with policy_daemon(tmp_path, daemon_keys={"http_listen": "127.0.0.1:0"}) as setup:
             daemon = setup.daemon
-            assert daemon.api.endpoint is not None
-            port, token = daemon.api.endpoint.port, daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = daemon.agent_server.endpoint.port, daemon.http_token()
             wanted = header_dict(modern_headers("tools/call", "mcp__gh__read_repo"))
             headers = {**MCP, **auth(token), **wanted}
             said = []
@@ -244,8 +244,12 @@ async def test_an_agent_on_the_tcp_endpoint_cannot_decide_its_own_call(tmp_path:
     with trio.fail_after(LIMIT):
         async with policy_daemon(tmp_path, daemon_keys={"http_listen": "127.0.0.1:0"}) as setup:
             daemon = setup.daemon
-            assert daemon.api.endpoint is not None
-            port, token, sock = daemon.api.endpoint.port, daemon.http_token(), daemon.socket_path
+            assert daemon.agent_server.endpoint is not None
+            port, token, sock = (
+                daemon.agent_server.endpoint.port,
+                daemon.http_token(),
+                daemon.socket_path,
+            )
             tool = "mcp__gh__create_issue"
             async with self_approval.agent("endpoint", str(port), token, tool, sock) as agent:
                 [waiting] = await setup.pending()

@@ -80,8 +80,8 @@ async def test_a_rule_holds_over_the_endpoint_with_a_profile_picked(tmp_path: Pa
     with trio.fail_after(LIMIT):
         async with policy_daemon(tmp_path, RULES, daemon_keys=keys) as setup:
             daemon = setup.daemon
-            assert daemon.api.endpoint is not None
-            port, token = daemon.api.endpoint.port, daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = daemon.agent_server.endpoint.port, daemon.http_token()
             for host in ("gemini-cli", "codex"):
                 for i, name in enumerate(("gh__delete_repo", "gh__merge")):
                     headers = {**MCP, **auth(token)}

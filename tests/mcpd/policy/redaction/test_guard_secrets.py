@@ -289,8 +289,8 @@ async def test_the_endpoint_token_is_masked_for_an_agent_over_http(tmp_path: Pat
     marker = "[secret of the HTTP endpoint's token]"
     with trio.fail_after(LIMIT):
         async with running(cfg) as daemon:
-            assert daemon.api.endpoint is not None
-            port = daemon.api.endpoint.port
+            assert daemon.agent_server.endpoint is not None
+            port = daemon.agent_server.endpoint.port
             headers = {**MCP, **auth(token), **header_dict(modern_headers("tools/list"))}
             listed = await http(
                 port, "POST", "/mcp", headers, json.dumps(modern(1, "tools/list")).encode()

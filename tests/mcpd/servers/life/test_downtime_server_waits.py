@@ -143,7 +143,7 @@ async def test_a_day_long_wait_is_ended_by_mcpd_reset_and_the_next_call_decides(
                 first = await agent.call("mcp__busy__echo")
                 assert re.search(r"\(in 86400 s\)", text(first)), text(first)
                 # Not for a caller without a peer to check (the HTTP endpoint's token).
-                endpoint = daemon.api.endpoint
+                endpoint = daemon.agent_server.endpoint
                 assert endpoint is not None
                 body = json.dumps(modern(1, "mcpd/reset", {"server": "busy"})).encode()
                 named = {

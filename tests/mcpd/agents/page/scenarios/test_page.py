@@ -111,8 +111,8 @@ async def test_the_socket_serves_the_page_for_reading(tmp_path: Path) -> None:
 async def test_a_one_time_code_opens_one_session_and_only_once(tmp_path: Path) -> None:
     with trio.fail_after(LIMIT):
         async with running(config(tmp_path)) as daemon:
-            assert daemon.api.endpoint is not None
-            port = daemon.api.endpoint.port
+            assert daemon.agent_server.endpoint is not None
+            port = daemon.agent_server.endpoint.port
             host = {"Host": f"127.0.0.1:{port}"}
             bare = await http(port, "GET", "/", host)
             assert bare.status == 401 and b"mcpd dashboard" in bare.body
@@ -151,8 +151,8 @@ async def test_a_one_time_code_opens_one_session_and_only_once(tmp_path: Path) -
 async def test_a_forged_post_is_refused(tmp_path: Path) -> None:
     with trio.fail_after(LIMIT):
         async with running(config(tmp_path)) as daemon:
-            assert daemon.api.endpoint is not None
-            port = daemon.api.endpoint.port
+            assert daemon.agent_server.endpoint is not None
+            port = daemon.agent_server.endpoint.port
             cookie, csrf = await session(port, daemon.socket_path)
             own = f"http://127.0.0.1:{port}"
             base = {"Host": f"127.0.0.1:{port}", "Cookie": cookie}
@@ -206,8 +206,8 @@ async def test_a_login_starts_on_the_page_and_comes_back_to_it(tmp_path: Path) -
                 startup_deadline=5.0,
             )
             async with running(cfg) as daemon:
-                assert daemon.api.endpoint is not None
-                port = daemon.api.endpoint.port
+                assert daemon.agent_server.endpoint is not None
+                port = daemon.agent_server.endpoint.port
                 own = f"http://127.0.0.1:{port}"
                 cookie, csrf = await session(port, daemon.socket_path)
                 base = {"Host": f"127.0.0.1:{port}", "Cookie": cookie}
@@ -255,8 +255,8 @@ async def test_mcpd_dashboard_prints_an_address_or_how_to_get_one(tmp_path: Path
             assert 'http_listen = "127.0.0.1:8765"' in said and "--config FILE" in said
             assert f"curl --unix-socket {daemon.socket_path} http://mcpd/" in said
         async with running(config(tmp_path / "on")) as daemon:
-            assert daemon.api.endpoint is not None
-            port = daemon.api.endpoint.port
+            assert daemon.agent_server.endpoint is not None
+            port = daemon.agent_server.endpoint.port
             code, said = await mcpd(daemon.socket_path, "dashboard", "--no-browser")
             assert code == 0, said
             found = re.search(rf"http://127\.0\.0\.1:{port}/\?code=[\w-]+", said)
@@ -334,16 +334,18 @@ async def test_decisions_and_calls_come_in_as_sources(tmp_path: Path) -> None:
     )
     with trio.fail_after(LIMIT):
         async with running(config(tmp_path)) as daemon:
-            assert daemon.api.endpoint is not None
-            port = daemon.api.endpoint.port
-            http_api = daemon.api.http
+            assert daemon.agent_server.endpoint is not None
+            port = daemon.agent_server.endpoint.port
+            http_api = daemon.agent_server.http
             http_api._page = Page(
-                daemon, daemon.all_servers, daemon.api.agents_kin
+                daemon, daemon.all_servers, daemon.agent_server.agents_kin
             )  # no sources: none of it drawn
             bearer = {"Authorization": f"Bearer {daemon.http_token()}"}
             plain = await http(port, "GET", "/", bearer)
             assert b'id="calls"' not in plain.body and b"approval" not in plain.body
-            http_api._page = Page(daemon, daemon.all_servers, daemon.api.agents_kin, sources)
+            http_api._page = Page(
+                daemon, daemon.all_servers, daemon.agent_server.agents_kin, sources
+            )
             cookie, csrf = await session(port, daemon.socket_path)
             page = await http(port, "GET", "/?server=mail", {"Cookie": cookie})
             body = page.body

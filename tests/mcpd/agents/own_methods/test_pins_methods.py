@@ -17,7 +17,7 @@ import trio
 from msgspec import Raw
 
 from mcpd.agents.entry.peers import Peer, is_owner
-from mcpd.agents.own_methods.pinsapi import HANDLERS
+from mcpd.agents.own_methods.pins_methods import HANDLERS
 from mcpd.config.tables.model import NamingConfig
 from mcpd.local.pins.pinfile import PinKeeper
 from mcpd.policy.deciders.kin import AgentKin, Process, unknown_kin
@@ -268,8 +268,12 @@ async def test_an_agent_on_the_tcp_endpoint_connected_now_cannot_approve(
     )
     with trio.fail_after(60):
         async with running(cfg) as daemon:
-            assert daemon.api.endpoint is not None
-            port, token, sock = daemon.api.endpoint.port, daemon.http_token(), daemon.socket_path
+            assert daemon.agent_server.endpoint is not None
+            port, token, sock = (
+                daemon.agent_server.endpoint.port,
+                daemon.http_token(),
+                daemon.socket_path,
+            )
             async with self_approval.agent("listing", str(port), token, sock) as agent:
                 code, said = await agent.runs("approve", "tickets", "--yes")
                 assert code != 0 and "is an agent connected to mcpd (pid" in said, said

@@ -46,18 +46,18 @@ from .lists.toollist import list_tools
 from .news.listen import Listens
 from .news.tool_news import ToolNews
 from .own_methods.approval_methods import HANDLERS as APPROVAL_HANDLERS
-from .own_methods.authapi import HANDLERS as AUTH_HANDLERS
+from .own_methods.auth_methods import HANDLERS as AUTH_HANDLERS
 from .own_methods.daemon_methods import HANDLERS as DAEMON_HANDLERS
-from .own_methods.pinsapi import HANDLERS as PINS_HANDLERS
+from .own_methods.pins_methods import HANDLERS as PINS_HANDLERS
 from .own_methods.profile_bound import refuse_beyond
 from .own_methods.profile_methods import PROFILE_METHODS, OwnMethod, ProfileMethods
 from .profiles import Profile, Profiles
 
 if TYPE_CHECKING:
-    from .http.httpapi import HttpApi
+    from .http.http_side import HttpSide
     from .http.tcp import Connect, EndpointDoor
 
-logger = logging.getLogger("mcpd.api")
+logger = logging.getLogger("mcpd.agents")
 
 _PIECE_TOOLS: Final = 256  # tools per piece of a long tools/list reply, at most
 _PIECE_BYTES: Final = 256 * 1024  # and about as many bytes
@@ -123,7 +123,7 @@ class AgentServer(ProfileMethods, Dispatcher):
             self.profiles.granting,
         )
         self.endpoint: Connect | None = None  # where the HTTP endpoint listens
-        self._http: HttpApi | None = None
+        self._http: HttpSide | None = None
         self._handlers: dict[str, OwnMethod[AgentServer]] = {
             "tools/list": AgentServer._tools_list,
             "subscriptions/listen": AgentServer._listen,
@@ -138,14 +138,14 @@ class AgentServer(ProfileMethods, Dispatcher):
         servers.subscribe(self.tool_news.changed)
 
     @property
-    def http(self) -> HttpApi:
+    def http(self) -> HttpSide:
         """The HTTP side, made for the first HTTP request (on a socket or the endpoint)."""
         if self._http is None:
             # Here, not at the top: a daemon that no HTTP client talks to does without
             # h11 and the HTTP routes.
-            from .http.httpapi import HttpApi
+            from .http.http_side import HttpSide
 
-            self._http = HttpApi(
+            self._http = HttpSide(
                 self,
                 self.servers,
                 self.control,

@@ -77,7 +77,7 @@ ENDPOINTS: Final = ("/status", "/tools", "/prompts", "/resources", "/healthz", "
 _encode: Final = msgspec.json.Encoder().encode
 
 
-class HttpApi:
+class HttpSide:
     def __init__(
         self,
         handler: Dispatcher,

@@ -248,9 +248,9 @@ async def test_the_official_sdk_client_over_http_on_the_socket(tmp_path: Path, m
 async def test_an_http_client_that_goes_quiet_mid_request_is_let_go(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import mcpd.agents.http.httpapi
+    import mcpd.agents.http.http_side
 
-    monkeypatch.setattr(mcpd.agents.http.httpapi, "_REQUEST_TIMEOUT", 0.3)
+    monkeypatch.setattr(mcpd.agents.http.http_side, "_REQUEST_TIMEOUT", 0.3)
     cfg = make_config(tmp_path, {}, http_listen="127.0.0.1:0", state_dir=str(tmp_path / "state"))
     with trio.fail_after(30), caplog.at_level(logging.INFO, "mcpd.http"):
         async with running(cfg) as daemon:
@@ -259,8 +259,8 @@ async def test_an_http_client_that_goes_quiet_mid_request_is_let_go(
             assert await stream.receive_some(100) == b""  # closed by mcpd
             await stream.aclose()
             assert "closing an HTTP connection on a Unix socket: no complete" in caplog.text
-            assert daemon.api.endpoint is not None
-            port, token = daemon.api.endpoint.port, daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = daemon.agent_server.endpoint.port, daemon.http_token()
             tcp = await trio.open_tcp_stream("127.0.0.1", port)
             await tcp.send_all(  # answered, then the next never finished
                 f"GET /healthz HTTP/1.1\r\nHost: m\r\nAuthorization: Bearer {token}\r\n\r\n"
@@ -319,8 +319,8 @@ async def test_a_malformed_request_is_answered_with_its_status_then_closed(
     cfg = make_config(tmp_path, {}, http_listen="127.0.0.1:0", state_dir=str(tmp_path / "state"))
     with trio.fail_after(60):
         async with running(cfg) as daemon:
-            assert daemon.api.endpoint is not None
-            port, token = daemon.api.endpoint.port, daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = daemon.agent_server.endpoint.port, daemon.http_token()
             for what, rest in _MALFORMED.items():
                 for where in ("socket", "endpoint"):
                     if where == "socket":
@@ -350,8 +350,8 @@ async def test_one_head_limit_holds_however_the_head_arrives(tmp_path: Path) -> 
     cfg = make_config(tmp_path, {}, http_listen="127.0.0.1:0", state_dir=str(tmp_path / "state"))
     with trio.fail_after(60):
         async with running(cfg) as daemon:
-            assert daemon.api.endpoint is not None
-            port, token = daemon.api.endpoint.port, daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = daemon.agent_server.endpoint.port, daemon.http_token()
             for where in ("socket", "endpoint"):
                 for pad in (10_000, 20_000, 60_000):
                     if where == "socket":
@@ -384,8 +384,8 @@ async def test_a_request_framed_by_both_length_and_chunks_is_answered_then_close
     cfg = make_config(tmp_path, {}, http_listen="127.0.0.1:0", state_dir=str(tmp_path / "state"))
     with trio.fail_after(60):
         async with running(cfg) as daemon:
-            assert daemon.api.endpoint is not None
-            port, token = daemon.api.endpoint.port, daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = daemon.agent_server.endpoint.port, daemon.http_token()
             for where in ("socket", "endpoint"):
                 if where == "socket":
                     stream: trio.SocketStream = await trio.open_unix_socket(daemon.socket_path)
@@ -410,8 +410,8 @@ async def test_a_body_over_the_limit_is_refused_with_a_json_rpc_error_naming_it(
     cfg = make_config(tmp_path, {}, http_listen="127.0.0.1:0", state_dir=str(tmp_path / "state"))
     with trio.fail_after(60):
         async with running(cfg) as daemon:
-            assert daemon.api.endpoint is not None
-            port, token = daemon.api.endpoint.port, daemon.http_token()
+            assert daemon.agent_server.endpoint is not None
+            port, token = daemon.agent_server.endpoint.port, daemon.http_token()
             limit = 4 * 1024 * 1024
             head = (
                 f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"

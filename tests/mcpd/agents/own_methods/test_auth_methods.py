@@ -18,14 +18,14 @@ import msgspec
 import pytest
 from msgspec import Raw
 
-from mcpd.agents.api import new_session
+from mcpd.agents.agent_server import new_session
 from mcpd.agents.connection.dispatcher import Connection, Dispatcher
 from mcpd.agents.connection.failures import Failures
 from mcpd.agents.entry.identity import AgentIdentity
 from mcpd.agents.entry.peers import Peer
 from mcpd.agents.http.exchange import Exchange, RequestSender
 from mcpd.agents.http.tcp import Connect
-from mcpd.agents.own_methods.authapi import HANDLERS
+from mcpd.agents.own_methods.auth_methods import HANDLERS
 from mcpd.agents.page.passes import CODE_TTL, Passes
 from mcpd.policy.deciders.kin import AgentKin, Process
 from protocol import jsonrpc as rpc
