@@ -205,7 +205,7 @@ def sent(p: ServerParts) -> Call:
     """A call as its scheduler sent it a moment ago."""
     adm = p.breaker.allow(trio.current_time())
     start = trio.current_time() - 1.0
-    return Call(1, "t", UNSET, Outcomes(), AGENT, start=start, ticket=adm.ticket, probe=adm.probe)
+    return Call(1, "t", UNSET, Outcomes(), AGENT, sent_at=start, ticket=adm.ticket, probe=adm.probe)
 
 
 async def test_a_call_out_of_time_counts_only_if_the_server_then_answers_nothing() -> None:
