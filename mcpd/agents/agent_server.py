@@ -109,6 +109,7 @@ class AgentServer(ProfileMethods, Dispatcher):
             records,
             budget=control.settings.result_budget_chars,
             splice=splice,
+            max_line_bytes=lambda: control.settings.max_line_bytes,
         )
         self.extras.look_at_updates(self.router.policy)
         self.listens = Listens(self.extras.open_listen, self.extras.close_listen)

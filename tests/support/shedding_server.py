@@ -6,7 +6,10 @@ must retry without being given anything to answer, and the one it never stops.
   ``--busy`` times; then it completes, saying how many times it came back and whether
   any retry carried ``inputResponses``;
 - tool ``endless``: every request, answered or not, asks an elicitation again, with a
-  ``requestState`` that counts the rounds.
+  ``requestState`` that counts the rounds;
+- tool ``heavy``: a call with no state is answered with a ``requestState`` alone, a
+  string whose JSON is the call's argument ``size`` bytes; a retry completes, saying how
+  many bytes of state it brought back.
 """
 
 from __future__ import annotations
@@ -50,6 +53,15 @@ def endless(params: dict) -> dict:
     }
 
 
+def heavy(params: dict) -> dict:
+    state = params.get("requestState")
+    if isinstance(state, str):
+        said = f"brought back {len(json.dumps(state))} bytes of state"
+        return complete({"content": [{"type": "text", "text": said}]})
+    size = params.get("arguments", {}).get("size", 2)
+    return {"resultType": "input_required", "requestState": "x" * (size - 2)}
+
+
 def complete(result: dict) -> dict:
     return {"resultType": "complete", **result}
 
@@ -60,7 +72,7 @@ def handle(method: str, params: dict) -> dict | None:
         return complete({"supportedVersions": [MODERN], "capabilities": caps, **FRESH})
     if method == "tools/list":
         schema = {"type": "object"}
-        tools = [{"name": n, "inputSchema": schema} for n in ("busy", "endless")]
+        tools = [{"name": n, "inputSchema": schema} for n in ("busy", "endless", "heavy")]
         return complete({"tools": tools, **FRESH})
     if method == "prompts/list":
         return complete({"prompts": [{"name": "busy"}], **FRESH})
@@ -71,6 +83,8 @@ def handle(method: str, params: dict) -> dict | None:
         return complete({"resourceTemplates": [], **FRESH})
     if method == "tools/call" and params.get("name") == "endless":
         return endless(params)
+    if method == "tools/call" and params.get("name") == "heavy":
+        return heavy(params)
     if method in ("tools/call", "prompts/get", "resources/read"):
         again, said = shed(params)
         if again is not None:

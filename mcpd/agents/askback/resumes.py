@@ -18,7 +18,10 @@ another reader could read otherwise is refused, as a first round's are before an
 is asked), what the call was sent under, a digest of the server's state, an expiry
 and how many rounds the call has had. The server's state itself travels in the token,
 so what the daemon keeps is small whatever a server writes there; the digest makes a
-state the agent altered a refusal.
+state the agent altered a refusal. A token is handed on only if the agent's retry can
+carry it back on any route it may take (``largest_state``): a server's state too large
+for that ends the call with an error naming the server, rather than a retry mcpd would
+refuse (on the socket, by closing the agent's connection and its other calls with it).
 
 The agent never holds a server's state of its own, only mcpd's tokens: a call whose
 ``requestState`` is not a token of mcpd's continues nothing mcpd handed its agent, and
@@ -45,6 +48,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import logging
 import secrets
 from collections.abc import Callable
 from typing import Any, Final
@@ -55,15 +59,23 @@ from msgspec import UNSET, Raw, UnsetType
 
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
+from protocol.framing import DEFAULT_MAX_LINE
+from protocol.logfields import log_extra
 
 from ...policy.agent import AgentInfo
 from ..agent import AgentCall
 from ..calls.callpolicy import Sent
+from ..http.body_size import MAX_BODY
 from ..profiles import Profile
 from .askers import MAX_ROUNDS, own_token
 from .bound import binding, other_arguments
 
+logger = logging.getLogger("mcpd.askback")
+
 PREFIX: Final = "mcpd-round:"
+_NONCE_BYTES: Final = 18
+# What a token holds before the server's state: the prefix, the nonce and the dot.
+_TOKEN_HEAD: Final = len(PREFIX) + len(secrets.token_urlsafe(_NONCE_BYTES)) + 1
 # How long a modern agent may take to retry: its user may be answering a form.
 KEEP_FOR: Final = 600.0
 # Rounds kept for one agent, and for all: past them the oldest are forgotten (their
@@ -96,9 +108,24 @@ class _Round(msgspec.Struct, frozen=True):
     expires: float
 
 
+def largest_state(max_line_bytes: int) -> int:
+    """The largest ``requestState`` of a server's (its JSON's bytes) a token of mcpd's
+    carries to an agent, while the daemon reads lines of ``max_line_bytes``: the token
+    takes half of the smallest request any route of an agent's reads whole (a line on
+    the socket, which ``mcpd bridge`` relays as it is, and an HTTP body), the other half
+    left for the rest of the retry (the tool's name, its arguments and the answers)."""
+    room = min(max_line_bytes, MAX_BODY) // 2 - _TOKEN_HEAD
+    return room // 4 * 3  # base64 writes each 3 bytes as 4 characters
+
+
 class Resumes:
-    def __init__(self, clock: Callable[[], float] = trio.current_time) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], float] = trio.current_time,
+        max_line_bytes: Callable[[], int] = lambda: DEFAULT_MAX_LINE,
+    ) -> None:
         self._clock = clock
+        self._max_line_bytes = max_line_bytes  # the daemon's, as it is now
         self._kept: dict[str, _Round] = {}  # by nonce, oldest first
 
     def hand_on(
@@ -114,15 +141,30 @@ class Resumes:
             return result, False
         if head.kind != mcp.INPUT_REQUIRED:
             return result, False
+        alias = call.out.alias
         if sent is not None and sent.rounds >= MAX_ROUNDS:
-            text = (
-                f"The tool server {call.out.alias!r} asked for more input {MAX_ROUNDS + 1} times "
+            return _ended(
+                f"The tool server {alias!r} asked for more input {MAX_ROUNDS + 1} times "
                 f"in one call; mcpd ends a call after {MAX_ROUNDS} rounds of answers."
-            )
-            error = {"content": [{"type": "text", "text": text}], "isError": True}
-            return {**error, "resultType": mcp.COMPLETE}, True
+            ), True
         state = head.requestState
-        nonce = secrets.token_urlsafe(18)
+        largest = largest_state(self._max_line_bytes())
+        if isinstance(state, Raw) and len(state) > largest:
+            why = (
+                f"its requestState of {len(state):,} bytes is over the {largest:,} bytes "
+                "mcpd hands an agent to send back"
+            )
+            logger.warning(
+                "%s: answered input_required, and %s; the call ended",
+                alias,
+                why,
+                extra=log_extra(alias, "state_too_large", why),
+            )
+            return _ended(
+                f"The tool server {alias!r} asked for more input, but {why}, so this call "
+                "cannot go on; calling the tool again may get a smaller one."
+            ), True
+        nonce = secrets.token_urlsafe(_NONCE_BYTES)
         self._keep(
             nonce,
             _Round(
@@ -207,6 +249,12 @@ class Resumes:
         for gone in mine[: max(0, len(mine) - PER_AGENT + 1)]:
             del rounds[gone]
         rounds[nonce] = kept
+
+
+def _ended(text: str) -> dict[str, Any]:
+    """A modern agent's call ended by mcpd, in ``text``: an error result it reads."""
+    error = {"content": [{"type": "text", "text": text}], "isError": True}
+    return {**error, "resultType": mcp.COMPLETE}
 
 
 def _carried(state: bytes) -> str:

@@ -25,6 +25,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 from protocol import jsonrpc as rpc
 from protocol import mcp, splice, surface
+from protocol.framing import DEFAULT_MAX_LINE
 
 from ...audit.record import NO_DECISION
 from ...policy.agent import AgentInfo
@@ -72,13 +73,14 @@ class Router:
         *,
         budget: int,
         splice: bool,
+        max_line_bytes: Callable[[], int] = lambda: DEFAULT_MAX_LINE,
     ) -> None:
         self.servers = servers
         self.askback = askback
         self._finish = finish
         self.policy = policy
         self.records = records
-        self.resumes = Resumes()
+        self.resumes = Resumes(max_line_bytes=max_line_bytes)
         self.budget = budget  # daemon.result_budget_chars; set again on each reload
         self.splice = splice
         # Calls awaited in a task of their request, round by round.

@@ -2,7 +2,7 @@
 sockets' HTTP connections and the endpoint's together, from the first byte of a body
 until its request has been answered.
 
-Each body is capped (``wire.MAX_BODY``), but a client may send a request's head
+Each body is capped (``body_size.MAX_BODY``), but a client may send a request's head
 and most of its body and hold it there, on as many connections as it has places.
 The bytes held are shared out as the places are (``places``):
 
@@ -36,9 +36,10 @@ from protocol.logfields import log_extra
 from ...config.tables.model import DaemonConfig
 from ..entry.peers import is_owner, owners_uid
 from ..entry.places import OWNER_RESERVE, uid_quota
+from .body_size import MAX_BODY
 from .exchange import RequestSender
 from .mcp_http import rpc_reject
-from .wire import MAX_BODY, Reject
+from .wire import Reject
 
 logger = logging.getLogger("mcpd.http")
 

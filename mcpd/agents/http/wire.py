@@ -21,10 +21,10 @@ import trio
 from protocol import jsonrpc as rpc
 
 from . import headsize
+from .body_size import MAX_BODY
 from .headmeter import HeadMeter, HeadRoom, OverHead
 from .headsize import MAX_HEAD, HeadTooLarge, NoHeadRoom
 
-MAX_BODY: Final = 4 * 1024 * 1024
 _REASON: Final = 200  # characters of h11's word on a malformed request passed on
 _READ_SIZE: Final = 64 * 1024
 # Read ahead of the request being answered: one read's worth, whatever the client

@@ -12,7 +12,7 @@ from typing import Any
 import trio
 
 from mcpd.agents.http.body_budget import BODY_BUDGET, LISTEN_BODY, body_limits
-from mcpd.agents.http.wire import MAX_BODY
+from mcpd.agents.http.body_size import MAX_BODY
 from mcpd.config.tables.model import DaemonConfig
 from tests.support.agent import make_config, running
 from tests.support.daemon_http import (

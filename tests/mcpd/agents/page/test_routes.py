@@ -19,8 +19,9 @@ import trio.testing
 
 from mcpd.agents.backend import Control
 from mcpd.agents.entry.holders import ConnectionOwner, Held
+from mcpd.agents.http.body_size import MAX_BODY
 from mcpd.agents.http.exchange import RequestSender
-from mcpd.agents.http.wire import MAX_BODY, Reject, Wire
+from mcpd.agents.http.wire import Reject, Wire
 from mcpd.agents.page import is_page
 from mcpd.agents.page.actions import NO_SESSION
 from mcpd.agents.page.routes import Access, Page
