@@ -2,10 +2,12 @@
 
 Its first argument names a file every request it reads is appended to (its method);
 its second says how a list fails: ``error`` (a JSON-RPC error) or ``page`` (a page
-that is no list). Its tools: ``echo`` (answers its argument ``text``), ``slow`` (left
-unanswered until ``release`` is called; meanwhile every list fails, and it announces
-that each changed), ``release`` (answers ``slow``, then itself), ``mend`` (lists are
-answered again, a tool ``later`` among them, and a change of the tool list announced).
+that is no list), or ``prompts``: its prompts/list answers an error from the start,
+whatever else it is asked. Its resources may be subscribed to. Its tools: ``echo``
+(answers its argument ``text``), ``slow`` (left unanswered until ``release`` is
+called; meanwhile every list fails, and it announces that each changed), ``release``
+(answers ``slow``, then itself), ``mend`` (lists are answered again, a tool ``later``
+among them, and a change of the tool list announced), ``exit`` (the server exits).
 Plain stdlib, so it starts fast.
 """
 
@@ -19,7 +21,7 @@ LOG, HOW = sys.argv[1], sys.argv[2]
 SHAPE = {"type": "object", "properties": {"text": {"type": "string"}}}
 FIELDS = {"tools/list": "tools", "prompts/list": "prompts", "resources/list": "resources"}
 state: dict[str, Any] = {
-    "tools": ["echo", "slow", "release", "mend"],
+    "tools": ["echo", "slow", "release", "mend", "exit"],
     "failing": False,
     "slow": None,
 }
@@ -49,7 +51,9 @@ def items(method: str) -> list[dict[str, Any]]:
 
 def listed(rid: Any, method: str) -> None:
     field = FIELDS[method]
-    if not state["failing"]:
+    if HOW == "prompts" and method == "prompts/list":
+        send({"id": rid, "error": {"code": -32603, "message": "no prompts today"}})
+    elif not state["failing"]:
         send({"id": rid, "result": {field: items(method)}})
     elif HOW == "error":
         send({"id": rid, "error": {"code": -32603, "message": "temporarily unavailable"}})
@@ -58,6 +62,8 @@ def listed(rid: Any, method: str) -> None:
 
 
 def call(rid: Any, name: str, arguments: dict[str, Any]) -> None:
+    if name == "exit":
+        sys.exit(0)
     if name == "slow":
         state["slow"] = rid
         state["failing"] = True
@@ -83,11 +89,14 @@ def handle(msg: dict[str, Any]) -> None:
         return
     if method == "initialize":
         caps = {key: {"listChanged": True} for key in ("tools", "prompts", "resources")}
+        caps["resources"]["subscribe"] = True
         info = {"name": "failing", "version": "1"}
         result = {"protocolVersion": "2025-06-18", "capabilities": caps, "serverInfo": info}
         send({"id": rid, "result": result})
     elif method in FIELDS:
         listed(rid, method)
+    elif method == "resources/subscribe":
+        send({"id": rid, "result": {}})
     elif method == "resources/templates/list":
         send({"id": rid, "result": {"resourceTemplates": []}})
     elif method == "tools/call":

@@ -49,7 +49,8 @@ logger = logging.getLogger("mcpd.server")
 # the protocol is no different in that: the list it gave before still routes calls,
 # and what fetching a broken list cost holds the next fetch back as a whole one's does
 # (``tool_list``). Connecting, there is no tool list to keep yet: one that fails is an
-# outage (prompts or resources that fail are said, and the tools served: ``session``).
+# outage (prompts or resources that fail are said as here, and the tools served:
+# ``prompt_resource_lists``).
 LIST_FAILURES: Final = (*SERVER_REPLIES, BadPage)
 # A list that fails is said in the journal at most this often (seconds).
 FAILURE_SAID_EVERY: Final = 60.0

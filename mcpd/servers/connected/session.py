@@ -9,14 +9,12 @@ end mean for the server's state is the runner's business, not this module's.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 import trio
 
 from protocol import jsonrpc as rpc
-from protocol.visible import quote
 from transports.base import Transport
 from transports.errors import TransportError, single_exceptions
 
@@ -33,7 +31,7 @@ from ..lists.tool_pages import ListResult
 from ..oauth import LoginRequired
 from ..results.taking_apart import ReplyWork
 from .answer_wait import AnswerWait, RanOut
-from .handshake import ProtocolViolation, relay_capabilities
+from .handshake import relay_capabilities
 from .health import Health
 from .log_messages import LogMessages
 from .upstream import Upstream
@@ -143,21 +141,12 @@ class Session:
                 self._rediscovery.connected(up)
                 self._logs.connected()
                 listing = await up.list_tools()
-                await self._fetch_prompt_resources(up)
+                # Prompts or resources it fails to list leave it serving its tools.
+                await self._prompt_resources.fetch(up)
         finally:
             if up.probe_died and self.era_hint == "auto":
                 self.era_hint = "legacy"
         return up, listing
-
-    async def _fetch_prompt_resources(self, up: Upstream) -> None:
-        # A server whose prompts or resources cannot be listed still serves its tools.
-        try:
-            await self._prompt_resources.fetch(up)
-        except (rpc.RPCError, ProtocolViolation) as exc:
-            why = f"the error {quote(exc.message)}" if isinstance(exc, rpc.RPCError) else str(exc)
-            self._events.event(
-                logging.WARNING, "list_failed", f"listing prompts or resources failed: {why}"
-            )
 
     async def serve(self, up: Upstream, transport: Transport, on_ready: Callable[[], None]) -> None:
         """Serve calls until the session ends; ``on_ready`` once calls can go (for a

@@ -1,12 +1,13 @@
 """One server's prompts, resources and templates: listed, kept current, subscribed.
 
-Each list is fetched whole (every page, like tools) after the server connects, and
-again when it says the list changed: ``notifications/{prompts,resources}/list_changed``,
-unsolicited from a legacy server, on the subscription from a modern one. Resource
-update subscriptions are held for the agents that asked, once per URI whatever the
-number of agents: ``resources/subscribe`` on a legacy session (sent again after a
-reconnect), the URI in the ``subscriptions/listen`` filter for a modern server (which
-is listened to again when the set of URIs changes). Either is brought up to date no
+Each list is fetched whole (every page, like tools) after the server connects (each
+whatever becomes of the other), and again when it says the list changed:
+``notifications/{prompts,resources}/list_changed``, unsolicited from a legacy server,
+on the subscription from a modern one. Resource update subscriptions are held for the
+agents that asked, once per URI whatever the number of agents: ``resources/subscribe``
+on a legacy session (sent again after a reconnect), the URI in the
+``subscriptions/listen`` filter for a modern server (which is listened to again when the
+set of URIs changes). Either is brought up to date no
 sooner than ``MIN_RESUBSCRIBE`` after the last time, with every change made meanwhile,
 and the listen in force tells updates until then. How many URIs agents may hold, and
 how long, is bounded where they ask (``agents.news.subscriptions``).
@@ -53,6 +54,11 @@ MIN_REFETCH: Final = 1.0
 MIN_RESUBSCRIBE: Final = 1.0
 _KEPT: Final = (
     "the list fetched before is served, and asked for again when the server next announces a change"
+)
+# Connecting, the server may have given the list before it was started anew, or never.
+_CONNECTED: Final = (
+    "what it listed before, if anything, is served, and its list is asked for again when it "
+    "next announces a change"
 )
 _RESUBSCRIBE: Final = "it is sent again when agents' subscriptions next change"
 
@@ -115,10 +121,14 @@ class PromptResourceKeeper:
     # -- fetching --
 
     async def fetch(self, up: Upstream) -> None:
-        """After connecting: every list the server offers, then the subscriptions."""
+        """After connecting: every list the server offers, then the subscriptions. A
+        list the server fails to give is said as one fetched again is (``_fetch_again``),
+        and neither the other list nor the subscriptions wait on it: they are the
+        server's all the same."""
         self.held = set()
-        await self._fetch_prompts(up)
-        await self._fetch_resources(up)
+        await self._fetch_again(up, self._fetch_prompts, "prompts/list", _CONNECTED, "prompts")
+        kinds = ("resources", "resource_templates")
+        await self._fetch_again(up, self._fetch_resources, "resources/list", _CONNECTED, *kinds)
         self._sync_due = bool(self.subscribed)
         self._sync_after = -math.inf  # a new session holds none of them yet
 
@@ -174,16 +184,18 @@ class PromptResourceKeeper:
         if catalog.resources.update(self.alias, resources, templates):
             self._changed()
 
-    async def _fetch_again(self, up: Upstream, fetch: Fetch, method: str, *kinds: str) -> None:
+    async def _fetch_again(
+        self, up: Upstream, fetch: Fetch, method: str, then: str, *kinds: str
+    ) -> None:
         """A list fetched again (with ``fetch``, by ``method``, of ``kinds``): one the
         server fails to give keeps the list fetched before, with what was left out of
-        it (``answer_wait.LIST_FAILURES``)."""
+        it (``answer_wait.LIST_FAILURES``); ``then`` says so."""
         kept = {kind: self.trimmed[kind] for kind in kinds if kind in self.trimmed}
         try:
             await fetch(up)
         except LIST_FAILURES as exc:
             self.trimmed |= kept
-            self._answers.failed(method, exc, _KEPT)
+            self._answers.failed(method, exc, then)
         else:
             self._answers.listed(method)
 
@@ -219,10 +231,10 @@ class PromptResourceKeeper:
     async def tend(self, up: Upstream) -> None:
         """From the server's own task: whatever is due now."""
         if self._prompts_now():
-            await self._fetch_again(up, self._fetch_prompts, "prompts/list", "prompts")
+            await self._fetch_again(up, self._fetch_prompts, "prompts/list", _KEPT, "prompts")
         if self._resources_now():
             kinds = ("resources", "resource_templates")
-            await self._fetch_again(up, self._fetch_resources, "resources/list", *kinds)
+            await self._fetch_again(up, self._fetch_resources, "resources/list", _KEPT, *kinds)
         if self._sync_now():
             if up.era == "legacy":
                 await self._sync_legacy(up)

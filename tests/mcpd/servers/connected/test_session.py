@@ -116,7 +116,7 @@ async def test_a_server_whose_prompts_cannot_be_listed_still_serves_its_tools(
         _, listing = await opened(r, t, cfg)
     assert [tool.name for tool in listing.tools] == ["t"]
     (line,) = [rec.getMessage() for rec in caplog.records]
-    assert line.startswith("listing prompts or resources failed: srv: bad prompts/list result")
+    assert line.startswith("srv: prompts/list failed: bad prompts/list result")
 
 
 async def test_a_server_that_drops_while_listing_prompts_ends_the_session() -> None:

@@ -16,6 +16,7 @@ import trio
 from mcpd.cli.status_view import render_status
 from tests.support.agent import Agent, connect, make_config, running
 from tests.support.pins_daemon import heard
+from tests.support.reloading import wait_for
 
 SERVER = str(Path(__file__).parents[3] / "support" / "list_failing_server.py")
 LISTS = ("tools/list", "prompts/list", "resources/list")
@@ -118,3 +119,37 @@ async def test_a_list_that_fails_when_asked_for_again_keeps_the_list_and_the_cal
         assert journal.failed["prompts/list"].startswith(f"lf: prompts/list failed: {why}; ")
     finally:
         logger.removeHandler(journal)
+
+
+async def test_prompts_that_fail_from_the_start_are_shown_and_take_nothing_else_with_them(
+    tmp_path: Path,
+) -> None:
+    requests = tmp_path / "requests"
+    servers = {"lf": {"command": sys.executable, "args": [SERVER, str(requests), "prompts"]}}
+
+    def said(method: str) -> int:
+        return requests.read_text().splitlines().count(method) if requests.exists() else 0
+
+    with trio.fail_after(60):
+        async with (
+            running(make_config(tmp_path, servers)) as daemon,
+            connect(daemon.socket_path, modern=False) as agent,
+        ):
+            await agent.initialize()
+            lists = await listed(agent)
+            assert lists["prompts"] == []
+            [resource] = lists["resources"]
+            row, shown = await status_of(agent)
+            assert row["state"] == "ready"
+            assert 'prompts/list failed: the error "no prompts today"' in shown
+            assert "held back| since " in shown
+            # Its resources' updates are asked for again when it is started anew.
+            assert (await agent.rpc("resources/subscribe", {"uri": resource["uri"]}))[
+                "result"
+            ] == {}
+            await wait_for(lambda: said("resources/subscribe") == 1)
+            await agent.call("mcp__lf__exit")
+            await wait_for(lambda: said("initialize") == 2 and said("resources/subscribe") == 2)
+            row, shown = await status_of(agent)
+            assert row["restarts"] == 1
+            assert 'prompts/list failed: the error "no prompts today"' in shown

@@ -248,6 +248,35 @@ async def test_after_a_reconnect_a_legacy_server_is_subscribed_again() -> None:
     assert [p.uri for m, p in up.sent if m == "resources/subscribe"] == ["f://a", "f://b"]
 
 
+@pytest.mark.parametrize(
+    "failure", [rpc.RPCError(-32603, "busy"), {"prompts": [], "nextCursor": "1"}]
+)
+async def test_prompts_that_fail_when_connecting_leave_resources_and_subscriptions_to_be_had(
+    failure: Any,
+) -> None:
+    # A cursor handed back for the page it came with: the page breaks the protocol.
+    answers = AnswerWait("srv")
+    k = Keeper(answers)
+    up = ScriptedUp({"prompts": {}, "resources": {"subscribe": True}})
+    up.answers.update(
+        {
+            "prompts/list": failure if isinstance(failure, Exception) else lambda p: failure,
+            "resources/list": {"resources": [{"uri": "f://a"}]},
+            "resources/templates/list": {"resourceTemplates": []},
+            "resources/subscribe": {},
+        }
+    )
+    k.keeper.add_subscription("f://a")
+    await k.keeper.fetch(as_up(up))
+    assert k.catalog.resources.count("srv") == (1, 0)
+    # Said where ``mcpd status`` reads it, as a list failing when fetched again is.
+    assert answers.trouble is not None
+    assert answers.trouble.reason.startswith("prompts/list failed: ")
+    assert k.keeper.due
+    await k.keeper.tend(as_up(up))
+    assert ("resources/subscribe", surface.SubscribeParams(uri="f://a")) in up.sent
+
+
 async def test_a_legacy_server_hears_a_burst_of_changes_once_as_what_they_come_to(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
