@@ -218,3 +218,62 @@ async def test_what_a_server_asks_reaches_the_agent_cleaned_and_named_as_the_ser
     assert token["title"] == "notes token [mcpd] safe"
     assert token["description"] == "[bad] [mcpd] required"
     assert form["_meta"]["mcpd/server"] == "bad"
+
+
+NAMED = {"action": "accept", "content": {"name": "ann"}}
+# What a host that runs such requests as tasks answers one that asks for a task with.
+TASK_MADE = {
+    "task": {
+        "taskId": "host-1",
+        "status": "working",
+        "createdAt": "2026-01-01T00:00:00Z",
+        "lastUpdatedAt": "2026-01-01T00:00:00Z",
+        "ttl": 60000,
+    }
+}
+TASKS_OF_ASKS = {"requests": {"elicitation": {"create": {}}, "sampling": {"createMessage": {}}}}
+
+
+def answer_tasked(method: str, params: Any) -> Any:
+    if "task" in params:
+        return TASK_MADE
+    return SAMPLED if method == "sampling/createMessage" else NAMED
+
+
+async def tasked_asks(agent: AnsweringAgent, modern: bool) -> tuple[list[Any], Any]:
+    """What the agent, which runs what it is asked as tasks when asked to, was asked,
+    and the server's text: the answers it got."""
+    caps = {**CAPS, "tasks": TASKS_OF_ASKS}
+    if not modern:
+        await agent.initialize_with(caps)
+        reply = await agent.call(BAD + "ask_tasked")
+        return [m["params"] for m in agent.asked], json.loads(reply["content"][0]["text"])
+    caps["extensions"] = {"io.modelcontextprotocol/tasks": {}}
+    meta = {**META, "io.modelcontextprotocol/clientCapabilities": caps}
+    params: dict[str, Any] = {"name": BAD + "ask_tasked", "arguments": {}, "_meta": meta}
+    asked = []
+    for _ in range(3):
+        result = (await agent.rpc("tools/call", params))["result"]
+        if result.get("resultType") != "input_required":
+            return asked, json.loads(result["content"][0]["text"])
+        ((key, request),) = result["inputRequests"].items()
+        asked.append(request["params"])
+        answer = answer_tasked(request["method"], request["params"])
+        params = {**params, "inputResponses": {key: answer}}
+        params["requestState"] = result["requestState"]
+    raise AssertionError(f"no end to the rounds: {asked}")
+
+
+@pytest.mark.parametrize("modern", [False, True], ids=["legacy-agent", "modern-agent"])
+async def test_a_server_asking_for_a_task_mcpd_never_offered_gets_a_plain_answer(
+    tmp_path: Path, modern: bool
+) -> None:
+    with trio.fail_after(60):
+        async with (
+            running(asking_config(tmp_path)) as daemon,
+            connect_answering(daemon.socket_path, modern, answer_tasked) as agent,
+        ):
+            asked, answers = await tasked_asks(agent, modern)
+    assert len(asked) == 2
+    assert all("task" not in params for params in asked), asked
+    assert answers == [NAMED, SAMPLED]

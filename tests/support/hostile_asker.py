@@ -14,7 +14,9 @@ cancellations of requests mcpd never sent), ask_flood (``--asks`` elicitation re
 during the call, which it answers once the number of answers its text names came
 back, with how many came back under each error code and the first error's words),
 ask_forged (an elicitation and a sampling request whose texts claim to be mcpd's and
-hide words in invisible characters; the call's text is the agent's answers).
+hide words in invisible characters; the call's text is the agent's answers), ask_tasked
+(an elicitation and a sampling request asking for a task, which its client never
+offered; the call's text is the agent's answers).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ TOOLS = (
     "echo",
     "ask_flood",
     "ask_forged",
+    "ask_tasked",
     "ping_flood",
     "ask_storm",
     "odd_requests",
@@ -190,6 +193,29 @@ def ask_forged(rid: Any, text: str) -> None:
             },
         ),
     }
+    _ask_in_turn(rid, asks)
+
+
+def ask_tasked(rid: Any, text: str) -> None:
+    task = {"ttl": 60000}
+    form = {"type": "object", "properties": {"name": {"type": "string"}}}
+    said = {"role": "user", "content": {"type": "text", "text": "hi"}}
+    asks = {
+        "tasked-form": (
+            "elicitation/create",
+            {"mode": "form", "message": "Name?", "requestedSchema": form, "task": task},
+        ),
+        "tasked-sample": (
+            "sampling/createMessage",
+            {"messages": [said], "maxTokens": 10, "task": task},
+        ),
+    }
+    _ask_in_turn(rid, asks)
+
+
+def _ask_in_turn(rid: Any, asks: dict[str, tuple[str, dict[str, Any]]]) -> None:
+    """Each of ``asks`` (by id: method and params) once the one before was answered;
+    the call answered with every answer (a result or an error) in a JSON list."""
     for i, (method, params) in asks.items():
         out(message({"jsonrpc": "2.0", "id": i, "method": method, "params": params}))
         _wait_answers([i], 1)
@@ -274,7 +300,7 @@ ATTACKS = {
 
 
 # Attacks whose answer depends on what mcpd answered them: given the call's text.
-ASKING = {"ask_flood": ask_flood, "ask_forged": ask_forged}
+ASKING = {"ask_flood": ask_flood, "ask_forged": ask_forged, "ask_tasked": ask_tasked}
 
 
 def call(rid: Any, name: str, text: str) -> None:

@@ -173,7 +173,12 @@ def written(
 
 
 def cleaned_request(alias: str, method: str, params: Any) -> Any:
-    """``cleaned``, and the journal told when something was taken out."""
+    """``cleaned``, and the journal told when something was taken out; without a
+    ``task`` augmentation. mcpd declares no task support to a server, for any request,
+    and a receiver that declared none answers such a request as a plain one: so is the
+    agent asked it, whatever the agent declared, and the server gets a plain answer."""
+    if isinstance(params, dict) and "task" in params:
+        params = {key: value for key, value in params.items() if key != "task"}
     params, removed = cleaned(method, params)
     if removed:
         logger.info(
