@@ -173,6 +173,12 @@ class Transport(abc.ABC):
         stream), and this returns at once."""
         task_status.started()
 
+    @property
+    def session_lost(self) -> bool:
+        """Whether the server forgot the session (a legacy Streamable HTTP one) and no
+        handshake has set up a new one since: nothing but a handshake is sent then."""
+        return False
+
     def reset_session(self) -> None:
         """Forget the session an earlier handshake began, before a new one. Only a
         legacy Streamable HTTP session is kept apart from its transport (its

@@ -305,6 +305,12 @@ class LegacySession:
     is set for each); DELETE ends the session; a request naming an unknown session
     gets 404. Everything else (GETs, and requests after the handshake) goes to
     ``handler``.
+
+    It forgets the session a request (not a notification) names while ``forgets`` is
+    above 0 (one fewer each time), as a server that restarted does. ``strict`` makes it
+    refuse what a sessionful server refuses: a message with no session (400 "No valid
+    session ID provided"), and a request in a session whose
+    ``notifications/initialized`` has not come (400).
     """
 
     def __init__(
@@ -313,8 +319,15 @@ class LegacySession:
         *,
         tools: list[dict[str, Any]] | None = None,
         capabilities: dict[str, Any] | None = None,
+        strict: bool = False,
     ) -> None:
         self.handler = handler
+        self.strict = strict
+        self.forgets = 0
+        self.forgotten: set[str] = set()
+        self.initialized: set[str] = set()
+        # What it refused for a session missing, unknown or not yet initialized.
+        self.refused: list[tuple[int, str | None]] = []
         tools_only = {"tools": {"listChanged": True}}
         self.capabilities = tools_only if capabilities is None else capabilities
         self.sessions: list[str] = []
@@ -337,8 +350,24 @@ class LegacySession:
                 "serverInfo": {"name": "legacy", "version": "1"},
             }
             await respond.json(result(req.rpc_id, value), headers={"Mcp-Session-Id": self.session})
-        elif sid is not None and sid != self.session:
+        elif sid is not None and self._unknown(sid, req):
+            self.refused.append((404, req.rpc_method))
             await respond.json(error(None, -32001, "Session not found"), 404)
+        elif self.strict and sid is None and req.method != "DELETE":
+            self.refused.append((400, req.rpc_method))
+            missing = "Bad Request: No valid session ID provided"
+            await respond.json(error(None, -32000, missing), 400)
+        elif req.rpc_method == "notifications/initialized" and sid is not None:
+            self.initialized.add(sid)
+            await respond.reply(202)
+        elif (
+            self.strict
+            and req.rpc_method is not None
+            and req.rpc_id is not None
+            and (sid not in self.initialized)
+        ):
+            self.refused.append((400, req.rpc_method))
+            await respond.json(error(req.rpc_id, -32600, "Bad Request: not initialized"), 400)
         elif req.method == "DELETE":
             self.ended.append(sid or "")
             await respond.reply(200)
@@ -353,3 +382,9 @@ class LegacySession:
             await respond.json(result(req.rpc_id, {"tools": list(self.tools)}))
         else:
             await self.handler(req, respond)
+
+    def _unknown(self, sid: str, req: SeenRequest) -> bool:
+        if sid == self.session and self.forgets and req.rpc_id is not None:
+            self.forgets -= 1
+            self.forgotten.add(sid)
+        return sid != self.session or sid in self.forgotten

@@ -32,9 +32,10 @@ async def post_cancel(
 ) -> None:
     # Legacy servers check the version header on every POST of a session.
     version = [(k, v) for k, v in extra if k.lower() == VERSION_HEADER]
-    ex = OutgoingMessage("notifications/cancelled", None, session.value)
 
     async def post(body: bytes) -> None:
+        method = "notifications/cancelled"
+        ex = OutgoingMessage(method, None, session.for_message(method))
         await sender.post(b"POST", body, head.post(version, ex), ex, sender.accepted)
 
     await send_cancel(sender.alias, logger, rid, post)
@@ -51,7 +52,8 @@ async def post_answer(
 
     async def post(body: bytes) -> None:
         # The session as it is once the answer is ready, which may take a person.
-        ex = OutgoingMessage(f"the answer to {req.method}", None, session.value)
+        what = f"the answer to {req.method}"
+        ex = OutgoingMessage(what, None, session.for_message(what))
         await sender.post(b"POST", body, head.post([], ex), ex, sender.accepted)
 
     await send_answer(sender.alias, logger, on_request, req, post)

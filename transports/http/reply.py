@@ -77,9 +77,12 @@ def status_error(
     had_session: bool,
     now: float,
     peer: str | None = None,
+    sessionful: bool = False,
 ) -> Exception:
     """The exception for an HTTP error reply to ``what`` (a request or notification),
-    which came from the address ``peer``."""
+    which came from the address ``peer``. ``sessionful``: the server handed out a
+    session before, so one that says a session is missing or unknown lost it, even
+    when the message went without one."""
     status = head.status
     error = error_in(body)
     said = f": {quote(error.message)} ({error.code})" if error is not None else ""
@@ -91,9 +94,8 @@ def status_error(
             challenge=challenge,
             peer=peer,
         )
-    if had_session and (
-        status == 404 or (status == 400 and error is not None and names_unknown_session(error))
-    ):
+    names_session = status in (400, 404) and error is not None and names_unknown_session(error)
+    if (had_session and (status == 404 or names_session)) or (sessionful and names_session):
         return SessionExpired(f"{label}: the server no longer knows our session{said}")
     if status in (429, 503):
         return HTTPStatusError(

@@ -27,7 +27,7 @@ from protocol.http import (
 from protocol.logfields import log_extra
 from protocol.sse import ResumePoint
 
-from ..errors import UnexpectedReply
+from ..errors import SessionExpired, UnexpectedReply
 
 logger = logging.getLogger("mcpd.http")
 
@@ -126,11 +126,20 @@ class RequestHeaders:
 class SessionId:
     """A legacy server's Mcp-Session-Id: taken from the reply that hands it out,
     echoed on every later request, ended with DELETE. 2026-07-28 has no sessions: an
-    id a modern server hands out anyway is neither echoed nor ended."""
+    id a modern server hands out anyway is neither echoed nor ended.
+
+    Once a server has handed out a session, no message goes without one: from the
+    moment the server forgets it (``lose``) until a new handshake is done
+    (``opened``), every message but the handshake's own is refused before it is
+    sent (``for_message``), which its sender takes as the lost session it is."""
 
     def __init__(self, alias: str) -> None:
         self.alias = alias
         self.value: str | None = None
+        # A session the server handed out (``negotiated``) is gone and no handshake
+        # has finished since.
+        self.lost = False
+        self.negotiated = False
         self._started = trio.Event()
 
     def capture(self, head: ResponseHead, era: str | None, method: str) -> None:
@@ -156,13 +165,53 @@ class SessionId:
             "%s: legacy session started", self.alias, extra=log_extra(self.alias, "session_started")
         )
         self.value = session
+        self.negotiated = True
+        self._started_now()
+
+    def for_message(self, method: str) -> str | None:
+        """The id a message of ``method`` goes with; SessionExpired, before anything is
+        sent, while a lost session has no new one set up: only the handshake goes then."""
+        if self.lost and method not in _HANDSHAKE:
+            raise SessionExpired(
+                f"{self.alias}: the server no longer knows our session, and a new one is "
+                f"not set up yet; {method} was not sent"
+            )
+        return self.value
+
+    def reset(self, *, sessions: bool) -> None:
+        """Forget the id before a new handshake: once the server has handed one out,
+        nothing but the handshake goes until it is done, unless the server is now known
+        to keep no sessions (``sessions`` False: it speaks 2026-07-28)."""
+        self.value = None
+        self.negotiated = self.negotiated and sessions
+        self.lost = self.negotiated
+
+    def lose(self, sent: str | None) -> None:
+        """The server refused a message sent with ``sent`` for its session. Only that
+        session is gone: a newer one stays."""
+        if self.value == sent and (sent is not None or self.negotiated):
+            self.value = None
+            self.lost = True
+
+    def opened(self) -> None:
+        """A handshake is done (``notifications/initialized`` went out): messages go
+        again, in the session it began, if the server handed one out."""
+        if self.lost:
+            self.lost = False
+            self._started_now()
+
+    def _started_now(self) -> None:
         self._started.set()
         self._started = trio.Event()
 
     async def other_than(self, gone: str | None) -> None:
         """Wait until a handshake starts a session other than ``gone``."""
-        while self.value in (gone, None):
+        while self.value in (gone, None) or self.lost:
             await self._started.wait()
+
+
+# What goes while a lost session is set up again: the handshake that sets it up.
+_HANDSHAKE: Final = frozenset({"initialize", "notifications/initialized"})
 
 
 def redirect_target(alias: str, origin: Origin, head: ResponseHead, target: str) -> str:

@@ -113,19 +113,18 @@ class Sender:
 
     async def fail(self, conn: HttpConnection, head: ResponseHead, ex: OutgoingMessage) -> NoReturn:
         body = await conn.read_prefix(ERROR_BODY_LIMIT)
-        had_session = ex.session is not None
         exc = status_error(
             self.alias,
             head,
             body,
             str(ex),
-            had_session=had_session,
+            had_session=ex.session is not None,
             now=time.time(),
             peer=conn.peer,
+            sessionful=self._session.negotiated and ex.method != "initialize",
         )
-        # Only the session this message was sent in is gone; a newer one stays.
-        if isinstance(exc, SessionExpired) and self._session.value == ex.session:
-            self._session.value = None
+        if isinstance(exc, SessionExpired):
+            self._session.lose(ex.session)
         raise exc
 
     async def unexpected(self, conn: HttpConnection, head: ResponseHead, what: str) -> NoReturn:

@@ -150,9 +150,13 @@ class HttpTransport(Transport):
     def read_work(self) -> float:
         return self._pace.worked
 
+    @property
+    def session_lost(self) -> bool:
+        return self._session.lost
+
     def reset_session(self) -> None:
         """Forget the legacy session (and the version it spoke) before a new handshake."""
-        self._session.value = None
+        self._session.reset(sessions=self.era != "modern")
         self._head.version = None
 
     async def request(
@@ -168,7 +172,7 @@ class HttpTransport(Transport):
             body: bytes = params.body(rid)
         else:
             body = rpc.encode_request(rid, method, params)
-        ex = OutgoingMessage(method, rid, self._session.value)
+        ex = OutgoingMessage(method, rid, self._session.for_message(method))
         waiting = self._inflight.expect(rid)
         try:
             with waiting:
@@ -196,9 +200,11 @@ class HttpTransport(Transport):
         self, method: str, params: Params, *, headers: Mapping[str, str] | None = None
     ) -> None:
         body = rpc.encode_notification(method, params)
-        ex = OutgoingMessage(method, None, self.session_id)
+        ex = OutgoingMessage(method, None, self._session.for_message(method))
         extra = header_list(headers or {}, "request", TRANSPORT_HEADERS)
         await self._out.post(b"POST", body, self._head.post(extra, ex), ex, self._out.accepted)
+        if method == "notifications/initialized":
+            self._session.opened()
 
     def send(
         self,
@@ -351,7 +357,8 @@ class HttpTransport(Transport):
         return await self._read_answer(conn, head, ex)
 
     async def _open_push(self, last_event_id: str | None, reader: PushReader) -> None:
-        ex = OutgoingMessage("GET (server-push stream)", None, self.session_id)
+        what = "GET (server-push stream)"
+        ex = OutgoingMessage(what, None, self._session.for_message(what))
         self._push_session = ex.session
         headers = self._head.stream(ex.session, last_event_id)
 

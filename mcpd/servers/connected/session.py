@@ -127,6 +127,7 @@ class Session:
             http=http,
             era=self.era_hint,
             probe_timeout=settings.probe_timeout,
+            renew_timeout=settings.list_timeout,
             max_pages=settings.max_pages,
             limits=limits,
             guard=self._replies.guard,

@@ -35,6 +35,7 @@ from ..lists.tool_pages import FetchCost, LastListing, ListResult, ToolPages
 from ..results.taking_apart import ReplyWork
 from . import handshake
 from .handshake import NO_CAPABILITIES, Greeting, Handshake, client_meta
+from .renewal import SessionRenewal
 
 logger = logging.getLogger("mcpd.upstream")
 
@@ -48,6 +49,7 @@ class Upstream:
         http: bool = False,
         era: str = "auto",
         probe_timeout: float = 5.0,
+        renew_timeout: float = 30.0,
         max_pages: int = 1000,
         limits: ListLimits = DEFAULT_LIMITS,
         guard: SecretGuard | None = None,
@@ -56,7 +58,8 @@ class Upstream:
         answered: Callable[[], None] = lambda: None,
     ) -> None:
         """``work_clock`` measures what listing tools cost; ``answered`` hears of each
-        answer to a request other than a call (a result, or the server's error)."""
+        answer to a request other than a call (a result, or the server's error);
+        ``renew_timeout`` bounds a handshake that sets up a lost legacy session again."""
         self.alias = alias
         # Every result and error of a request, and the instructions, pass it.
         self.guard = guard or SecretGuard(KnownSecrets())
@@ -94,6 +97,7 @@ class Upstream:
         # The tools a legacy server runs only as tasks (see task_tools).
         self.task_tools: frozenset[str] = frozenset()
         self.mark = SessionMark()  # this session's, as what is made in it keeps it
+        self._renewal = SessionRenewal(alias, transport, self._initialize, renew_timeout)
 
     # -- lifecycle --
 
@@ -240,12 +244,7 @@ class Upstream:
         return mcp.ListToolsParams(cursor=UNSET if cursor is None else cursor, meta=meta)
 
     async def _renew_session(self) -> None:
-        # The server forgot our legacy session before handling a request, so sending
-        # it again after a new handshake cannot run it twice.
-        logger.info(
-            "%s: session expired, initializing again", self.alias, extra=log_extra(self.alias)
-        )
-        await self._initialize()
+        await self._renewal.wait(self.nursery)
 
     # -- calls --
 

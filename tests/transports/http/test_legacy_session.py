@@ -138,6 +138,57 @@ async def test_notification_on_an_expired_session() -> None:
                 await t.notify("notifications/initialized", None, headers=LEGACY)
 
 
+async def test_nothing_but_the_handshake_goes_until_a_lost_session_is_set_up_again() -> None:
+    # A message sent without the session would be refused by a sessionful server, its
+    # error taken for the request's own answer.
+    server = LegacyServer()
+    with trio.fail_after(LIMIT):
+        async with serve_http(server) as srv, open_http_transport("old", srv.url()) as t:
+            await initialize(t)
+            server.sessions.clear()
+            with pytest.raises(SessionExpired, match="no longer knows our session"):
+                await t.request("tools/list", {}, headers=LEGACY)
+            assert t.session_lost
+            seen = len(srv.requests)
+            with pytest.raises(SessionExpired, match="tools/list was not sent"):
+                await t.request("tools/list", {}, headers=LEGACY)
+            await t.request("initialize", {"protocolVersion": "2025-11-25"}, cancellable=False)
+            assert t.session_id == "session-2" and t.session_lost
+            # Not before the server heard that the handshake is done.
+            with pytest.raises(SessionExpired, match="ping was not sent"):
+                await t.request("ping", {}, headers=LEGACY)
+            assert srv.methods()[seen:] == ["initialize"]
+            await t.notify("notifications/initialized", None, headers=LEGACY)
+            assert not t.session_lost
+            raw = await t.request("tools/list", {}, headers=LEGACY)
+            assert bytes(raw) == b'{"session": "session-2"}'
+
+
+async def test_a_session_refused_as_missing_after_one_was_handed_out_is_lost() -> None:
+    # The server handed out a session and then a new handshake handed out none; its
+    # "Missing session ID" says it lost the session, and is no answer to the request.
+    server = LegacyServer()
+
+    async def forgetting(req: SeenRequest, respond: Responder) -> None:
+        if req.rpc_method == "initialize" and server.minted:
+            await respond.json(result(req.rpc_id, {"protocolVersion": "2025-11-25"}))
+        elif req.rpc_method == "notifications/initialized":
+            await respond.reply(202)
+        else:
+            await server(req, respond)
+
+    with trio.fail_after(LIMIT):
+        async with serve_http(forgetting) as srv, open_http_transport("old", srv.url()) as t:
+            await initialize(t)
+            t.reset_session()
+            await initialize(t)
+            assert t.session_id is None and not t.session_lost
+            with pytest.raises(SessionExpired, match="Missing session ID"):
+                await t.request("tools/list", {}, headers=LEGACY)
+            assert t.session_lost
+    assert srv.requests[-1].header("mcp-session-id") is None
+
+
 async def test_missing_session_without_one_is_an_rpc_error_for_era_detection() -> None:
     # A modern probe to a legacy server: no session was sent, so this is not expiry.
     with trio.fail_after(LIMIT):
@@ -159,14 +210,16 @@ async def test_404_without_a_session_is_not_expiry() -> None:
     assert (info.value.code, info.value.http_status) == (-32601, 404)
 
 
-async def test_reset_session_forgets_the_id() -> None:
+async def test_reset_session_forgets_the_id_and_sends_nothing_but_a_handshake() -> None:
     with trio.fail_after(LIMIT):
         async with serve_http(LegacyServer()) as srv, open_http_transport("old", srv.url()) as t:
             await initialize(t)
             t.reset_session()
-            with pytest.raises(HttpRPCError, match="Missing session ID"):
+            assert t.session_id is None and t.session_lost
+            with pytest.raises(SessionExpired, match="tools/list was not sent"):
                 await t.request("tools/list", {}, headers=LEGACY)
     assert "DELETE" not in srv.methods()
+    assert "tools/list" not in srv.methods()
 
 
 @pytest.mark.parametrize("status", [405, 404, 500])
