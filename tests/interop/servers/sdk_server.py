@@ -1,11 +1,12 @@
 """A server on the official Python SDK (v2, ``MCPServer``), speaking both eras.
 
 usage: python sdk_server.py stdio | http PORT [--json] [--stateless] [--idle SECONDS] [--ask]
-       [--grow]
+       [--grow] [--tally]
 
 ``--idle`` ends a stateful session after that many seconds without a request.
 ``--ask`` adds a tool ``ask`` that sends requests back to the client during the call.
 ``--grow`` adds a tool ``grow`` that adds a tool and tells subscribers the list changed.
+``--tally`` adds a tool ``tally`` that answers how many times it ran for its ``key``.
 """
 
 from __future__ import annotations
@@ -86,6 +87,18 @@ def _add_growing_tool() -> None:
         return f"added {name}"
 
 
+def _add_tallying_tool() -> None:
+    runs: dict[str, int] = {}
+
+    @app.tool()
+    async def tally(key: str) -> str:
+        """Count this run for `key`, and answer `key` and the count so far."""
+        runs[key] = runs.get(key, 0) + 1
+        count = runs[key]
+        await anyio.sleep(0.2)  # long enough for the calls made at once to overlap
+        return f"{key} {count}"
+
+
 def _idle_option(argv: list[str]) -> dict[str, float]:
     if "--idle" not in argv:
         return {}
@@ -97,6 +110,8 @@ if __name__ == "__main__":
         _add_asking_tool()
     if "--grow" in sys.argv:
         _add_growing_tool()
+    if "--tally" in sys.argv:
+        _add_tallying_tool()
     if sys.argv[1] == "stdio":
         app.run("stdio")
     else:
