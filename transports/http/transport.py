@@ -1,29 +1,25 @@
 """Streamable HTTP client transport: one POST per JSON-RPC message.
 
-A request's answer is either one ``application/json`` message or a
-``text/event-stream`` carrying notifications about that request and then its
-response. Error statuses are mapped in ``reply``; connections, TLS and the
-keep-alive pool live in ``connection``; credentials and redirects in ``send``.
-Nothing is retried here: whether a request may be sent again is the caller's
-decision.
+A request's answer is either one ``application/json`` message or a ``text/event-stream``
+carrying notifications about that request and then its response. Error statuses are
+mapped in ``reply``; connections, TLS and the keep-alive pool live in ``connection``;
+credentials and redirects in ``send``. Whether a request is sent again is the caller's.
 
-The transport serves both eras. It keeps a legacy ``Mcp-Session-Id`` when a server
-hands one out (unless the caller has marked the server modern) and ends it with
-DELETE on close. A cancelled request loses its connection, which is how 2026-07-28
-cancels; when the caller has marked the server legacy (``transport.era = "legacy"``)
-it also POSTs ``notifications/cancelled``, because for those servers a disconnect
-cancels nothing (that and the rest of a legacy session's upkeep: ``legacy_session``).
+The transport serves both eras. It keeps a legacy ``Mcp-Session-Id`` when a server hands
+one out (unless the caller has marked the server modern) and ends it with DELETE on
+close. A cancelled request loses its connection, which is how 2026-07-28 cancels; when
+the caller has marked the server legacy (``transport.era = "legacy"``) it also POSTs
+``notifications/cancelled``, because for those servers a disconnect cancels nothing
+(that and the rest of a legacy session's upkeep: ``legacy_session``).
 
-Two more things only legacy servers get (see ``legacy_streams``): ``listen`` holds the
-session's server-push stream (GET) open on a connection of its own, and a call whose
-event stream ends before its response, after an event id, is resumed with GET and
-``Last-Event-ID`` instead of failing.
+Only legacy servers get (``legacy_streams``) the session's server-push stream (GET,
+``listen``) on a connection of its own, and a call whose event stream ends before its
+response, after an event id, resumed with GET and ``Last-Event-ID`` instead of failing.
 
-Credentials that change (OAuth access tokens) come from an ``AuthHook``: asked for
-the ``Authorization`` value before each message, told of a 401/403 (``AuthError``
-with the server's challenge) and of a message that went through. When the hook
-answers a refusal with a new value the message is sent once more with it: a server
-that refused the credentials has not handled the message, so it cannot run twice.
+Credentials that change (OAuth access tokens) come from an ``AuthHook``, asked for the
+``Authorization`` value before each message and told of a 401/403 (``AuthError``, with
+the challenge) and of a message that went through. A refusal it answers with a new value
+sends the message once more: a server that refused the credentials has not handled it.
 """
 
 from __future__ import annotations
