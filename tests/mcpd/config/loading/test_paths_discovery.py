@@ -26,6 +26,7 @@ from tests.support.procs import SCRIPTED
 
 MCPD = [sys.executable, "-m", "mcpd"]
 ROOT = Path(__file__).resolve().parents[4]
+GUIDE = ROOT / "docs" / "guide.md"
 DISCOVERY_VARS = ("MCPD_SOCKET", "MCPD_CONFIG", "RUNTIME_DIRECTORY", "LISTEN_FDS", "LISTEN_PID")
 
 
@@ -212,8 +213,15 @@ def test_status_finds_the_daemon_through_mcpd_configs_socket(
     serve(served, "--config", str(config), env={**env, "API_TOKEN": "t"})
     found = status({**env, "MCPD_CONFIG": str(config)})
     assert found.returncode == 0, found.stderr
-    seen = json.loads(found.stdout)["daemon"]
+    report = json.loads(found.stdout)
+    seen = report["daemon"]
     assert (seen["socket"], seen["config"]) == (str(tmp / "cfg.sock"), str(config))
+    # Where the guide sends a reader for it, it is.
+    named = re.search(r"\(the\s+`([\w.]+)` of `mcpd status --json`\)", GUIDE.read_text())
+    assert named is not None
+    for key in named[1].split("."):
+        report = report[key]
+    assert report == str(config)
 
 
 def test_a_config_the_client_cannot_read_means_the_default_socket(tmp: Path) -> None:
