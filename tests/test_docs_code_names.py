@@ -148,3 +148,27 @@ def test_a_name_that_is_gone_is_found() -> None:
         "fdread.gone: no gone in any module fdread",
     ]
     assert unknown_names("`fdread.gone`", names) == []
+
+
+def test_the_package_map_names_every_room_of_each_wing() -> None:
+    """A wing's entry under ``mcpd/`` in architecture.md's map of the packages names each
+    of its rooms (``entry/``), so a reader looking for one finds where it is said."""
+    block = ARCHITECTURE.read_text().split("```", 2)[1]
+    entries: dict[str, str] = {}
+    wing = ""
+    for line in block.splitlines():
+        starts = re.match(r"^  (\w+)/", line)
+        if starts:
+            wing = starts[1]
+            entries[wing] = ""
+        elif not line.startswith("  "):
+            wing = ""
+        if wing:
+            entries[wing] += line + "\n"
+    missing = [
+        f"mcpd/{wing}/{room.name}/"
+        for wing, text in entries.items()
+        for room in sorted((ROOT / "mcpd" / wing).iterdir())
+        if (room / "__init__.py").is_file() and f"{room.name}/" not in text.split("/", 1)[1]
+    ]
+    assert missing == [], "not in architecture.md's map: " + ", ".join(missing)
