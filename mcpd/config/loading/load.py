@@ -10,7 +10,6 @@ as its ``unresolved`` reason and does not start, and the others run.
 
 from __future__ import annotations
 
-import ast
 import codecs
 import os
 import re
@@ -22,7 +21,7 @@ from typing import Any, Final
 
 import msgspec
 
-from protocol.masking import masked_repr, masking
+from protocol.masking import masking
 
 from ...local.ownership.trusted_path import untrusted_file
 from ..checks.configchecks import config_errors
@@ -42,65 +41,20 @@ from .expand import (
     stand_ins,
 )
 from .nesting import nests_too_deep, too_deep_to_read
+from .validation import SET_BY_MCPD, validation_error
 
 __all__ = ["Unresolved", "expand", "load", "parse_config", "said_of", "validate"]
 
-_AT_RE: Final = re.compile(r"^(.*?)(?: - at `\$(.*)`)?$", re.S)
 # Where tomllib's message says the file went wrong, and a line that starts a table.
 _AT_LINE_RE: Final = re.compile(r"\(at line ([0-9]+), column [0-9]+\)\Z")
 _HEADER_RE: Final = re.compile(r"\s*\[\[?\s*([^\[\]]+?)\s*\]\]?\s*(?:#.*)?\Z")
-# One step of msgspec's path to a value: a key (``.action``) or an item (``[0]``).
-_STEP_RE: Final = re.compile(r"\.(\w+)|\[([^\]]*)\]")
-
-
-def _validation_error(
-    exc: msgspec.ValidationError, prefix: str = "", type_: Any = Config
-) -> ConfigError:
-    """``exc`` of converting to ``type_`` as a config error at ``prefix``."""
-    m = _AT_RE.match(str(exc))
-    assert m is not None
-    message, where = m.group(1), (prefix + (m.group(2) or "")).lstrip(".")
-    unknown = re.match(r"Object contains unknown field `(.+)`", message, re.S)
-    if unknown:
-        key = unknown.group(1)
-        return ConfigError(f"{where}.{key}" if where else key, "unknown key")
-    refused = re.match(r"(Invalid enum value )(.+)", message, re.S)
-    if refused:  # the value as msgspec writes it (repr), written again masked
-        message = refused.group(1) + masked_repr(ast.literal_eval(refused.group(2)))
-        allowed = _choices(msgspec.inspect.type_info(type_), m.group(2) or "")
-        if allowed:
-            message += f"; give one of {', '.join(allowed)}"
-    return ConfigError(where or "(top level)", message)
-
-
-def _choices(info: msgspec.inspect.Type, path: str) -> list[str]:
-    """The strings the key at ``path`` (msgspec's: ``.policy[0].action``) in ``info``
-    may be, where it takes a few (a ``Literal``); else none."""
-    inspect = msgspec.inspect
-    for name, _ in _STEP_RE.findall(path):
-        if isinstance(info, inspect.UnionType):  # a key that may be left out
-            info = next(t for t in info.types if not isinstance(t, inspect.NoneType))
-        if name and isinstance(info, inspect.StructType):
-            fields = [f.type for f in info.fields if f.encode_name == name]
-            if not fields:
-                return []
-            info = fields[0]
-        elif not name and isinstance(info, (inspect.ListType, inspect.VarTupleType)):
-            info = info.item_type
-        elif not name and isinstance(info, inspect.DictType):
-            info = info.value_type
-        else:
-            return []
-    types = info.types if isinstance(info, inspect.UnionType) else (info,)
-    literals = [t for t in types if isinstance(t, inspect.LiteralType)]
-    return [f'"{v}"' for t in literals for v in t.values if isinstance(v, str)]
 
 
 def parse_config(
     data: Mapping[str, object], env: Mapping[str, str] | None = None, source: str = ""
 ) -> Config:
     env = os.environ if env is None else env
-    for key in ("source", "state_path", "variables", "secret_files", "held_secrets"):  # set by mcpd
+    for key in sorted(SET_BY_MCPD - {"unresolved"}):
         if key in data:
             raise ConfigError(key, "unknown key")
     servers = data.get("servers")
@@ -147,7 +101,7 @@ def _checked(expanded: dict[str, object], tables: Mapping[str, ServerTable]) -> 
     try:
         config = msgspec.convert(expanded, Config)
     except msgspec.ValidationError as exc:
-        raise _validation_error(exc) from None
+        raise validation_error(exc, expanded) from None
     unresolved = {a: t.unresolved for a, t in tables.items() if t.unresolved is not None}
     if unresolved:
         servers_ = {
@@ -191,7 +145,7 @@ def _convert_at(value: Any, type_: Any, where: str) -> None:
     try:
         msgspec.convert(value, type_)
     except msgspec.ValidationError as exc:
-        raise _validation_error(exc, where, type_) from None
+        raise validation_error(exc, value, where, type_) from None
 
 
 def validate(config: Config, unexpanded: Mapping[str, Collection[str]] | None = None) -> None:

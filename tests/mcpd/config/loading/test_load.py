@@ -246,7 +246,8 @@ def test_a_key_with_control_characters_is_an_unknown_key_named_as_written(
     with pytest.raises(ConfigError) as caught:
         load(path, env={})
     decoded = key.encode().decode("unicode_escape")
-    assert (caught.value.path, caught.value.message) == (f"daemon.{decoded}", "unknown key")
+    assert caught.value.path == f"daemon.{decoded}"
+    assert caught.value.message.startswith("unknown key; daemon takes ")
 
 
 def test_variables_come_from_the_environment_given(tmp_path: Path) -> None:
@@ -397,5 +398,6 @@ def test_an_error_in_the_file_names_the_file_first(tmp_path: Path) -> None:
     path = written(tmp_path, "mcpd.toml", b'[servers.notes]\ncomand = "x"\n')
     with pytest.raises(ConfigError) as caught:
         load(path, env={})
-    assert str(caught.value) == f"{path}: servers.notes.comand: unknown key"
+    said = 'servers.notes.comand: unknown key; did you mean "command"?'
+    assert str(caught.value) == f"{path}: {said}"
     assert (caught.value.file, caught.value.path) == (str(path), "servers.notes.comand")

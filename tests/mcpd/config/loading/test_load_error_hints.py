@@ -94,3 +94,58 @@ def test_no_config_file_says_what_else_to_do(tmp_path: Path, command: list[str])
         "(or $MCPD_CONFIG), write one from another host's with `mcpd import`, or try mcpd "
         "with `mcpd serve --demo`"
     ), out.stderr
+
+
+def check_config(tmp_path: Path, toml: str) -> subprocess.CompletedProcess[str]:
+    """``mcpd check-config`` on ``toml``, as a user runs it."""
+    path = tmp_path / "mcpd.toml"
+    path.write_text(toml)
+    return subprocess.run(
+        [sys.executable, "-m", "mcpd", "check-config", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "MCPD_SOCKET": str(tmp_path / "s.sock")},
+    )
+
+
+@pytest.mark.parametrize(
+    ("toml", "said"),
+    [
+        (
+            '[servers.notes]\ncomand = "python3"\n',
+            'servers.notes.comand: unknown key; did you mean "command"?',
+        ),
+        ('[server.notes]\ncommand = "python3"\n', 'server: unknown key; did you mean "servers"?'),
+        (
+            "[naming]\nwhatever = 1\n",
+            "naming.whatever: unknown key; naming takes max_length, template",
+        ),
+        (
+            STDIO + 'call_timeout = "30s"\n',
+            'servers.s.call_timeout: expected a number of seconds, got the string "30s"',
+        ),
+        (
+            "[daemon]\nhttp_listen = 8765\n",
+            "daemon.http_listen: expected a string, got the number 8765",
+        ),
+        (
+            STDIO + 'args = "-v"\n',
+            'servers.s.args: expected an array of strings, got the string "-v"',
+        ),
+        (
+            STDIO + 'enabled = "yes"\n',
+            'servers.s.enabled: expected true or false, got the string "yes"',
+        ),
+        (
+            '[[policy]]\ntools = ["*"]\naction = 1\n',
+            'policy[0].action: expected one of "allow", "ask", "deny", got the number 1',
+        ),
+    ],
+)
+def test_a_wrong_key_or_type_says_what_to_write(tmp_path: Path, toml: str, said: str) -> None:
+    out = check_config(tmp_path, toml)
+    assert (out.returncode, out.stderr) == (
+        78,
+        f"mcpd: config error: {tmp_path / 'mcpd.toml'}: {said}\n",
+    )

@@ -79,7 +79,7 @@ STDIO = '[servers.s]\ncommand = "x"\n'
         (STDIO + 'start = "lazy"\nidle_stop = -1\n', "servers.s.idle_stop", "positive"),
         (STDIO + 'start = "later"\n', "servers.s.start", "Invalid enum value"),
         (STDIO + '[servers.s.tools]\nalow = ["x"]\n', "servers.s.tools.alow", "unknown key"),
-        (STDIO + "[servers.s.tools.rename]\nx = 1\n", "servers.s.tools.rename.x", "Expected `str`"),
+        (STDIO + "[servers.s.tools.rename]\nx = 1\n", "servers.s.tools.rename.x", "a string, got"),
         (STDIO + '[servers.s.tools]\nallow = [""]\n', "servers.s.tools.allow[0]", "is empty"),
         (STDIO + '[servers.s.tools.rename]\na = "c"\nb = "c"\n', "servers.s.tools.rename.b", "'a'"),
         (STDIO + '[servers.s.tools.rename]\na = " "\n', "servers.s.tools.rename.a", "is empty"),
@@ -91,7 +91,7 @@ STDIO = '[servers.s]\ncommand = "x"\n'
         (
             STDIO + '[servers.s.tool_timeouts]\nslow = "x"\n',
             "servers.s.tool_timeouts.slow",
-            "Expected",
+            'expected a number of seconds, got the string "x"',
         ),
         (STDIO + "[daemon]\nmax_tools = 0\n", "daemon.max_tools", "at least 1"),
     ],
