@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import codecs
 import os
-import re
 import stat
 import tomllib
 from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import msgspec
 
@@ -41,13 +40,10 @@ from .expand import (
     stand_ins,
 )
 from .nesting import nests_too_deep, too_deep_to_read
+from .toml_errors import syntax_error
 from .validation import SET_BY_MCPD, validation_error
 
 __all__ = ["Unresolved", "expand", "load", "parse_config", "said_of", "validate"]
-
-# Where tomllib's message says the file went wrong, and a line that starts a table.
-_AT_LINE_RE: Final = re.compile(r"\(at line ([0-9]+), column [0-9]+\)\Z")
-_HEADER_RE: Final = re.compile(r"\s*\[\[?\s*([^\[\]]+?)\s*\]\]?\s*(?:#.*)?\Z")
 
 
 def parse_config(
@@ -206,32 +202,12 @@ def load(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> 
     except UnicodeDecodeError as exc:
         raise ConfigError("", f"{p}: not valid TOML: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
-        why = f"{exc}{_set_again(decoded, str(exc))}"
-        raise ConfigError("", f"{p}: not valid TOML: {why}") from None
+        raise ConfigError("", f"{p}: not valid TOML: {syntax_error(decoded, str(exc))}") from None
     except RecursionError:  # arrays or inline tables within each other, past any bound
         raise ConfigError("", too_deep_to_read(str(p))) from None
     if nests_too_deep(data):
         raise ConfigError("", too_deep_to_read(str(p)))
     return _parsed_in(p, data, env)
-
-
-def _set_again(text: str, error: str) -> str:
-    """For tomllib's "Cannot overwrite a value", which names a line but not the key: the
-    key that line sets, in the table it is in (its dotted path as written)."""
-    at = _AT_LINE_RE.search(error)
-    lines = text.splitlines()
-    if not error.startswith("Cannot overwrite") or at is None or int(at[1]) > len(lines):
-        return ""
-    line = lines[int(at[1]) - 1]
-    header = _HEADER_RE.match(line)
-    if header is not None:
-        return f": {header[1]} is set twice"
-    if "=" not in line:
-        return ""
-    key = line.split("=", 1)[0].strip()
-    above = (_HEADER_RE.match(before) for before in reversed(lines[: int(at[1]) - 1]))
-    table = next((h[1] for h in above if h is not None), None)
-    return f": {table + '.' if table else ''}{key} is set twice"
 
 
 def _parsed_in(p: Path, data: Mapping[str, object], env: Mapping[str, str] | None) -> Config:

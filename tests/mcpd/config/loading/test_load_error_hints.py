@@ -149,3 +149,48 @@ def test_a_wrong_key_or_type_says_what_to_write(tmp_path: Path, toml: str, said:
         78,
         f"mcpd: config error: {tmp_path / 'mcpd.toml'}: {said}\n",
     )
+
+
+@pytest.mark.parametrize(
+    ("toml", "said"),
+    [
+        (
+            "[servers.notes]\ncommand = python3  # the interpreter\n",
+            "Invalid value (at line 2, column 11): command = python3  # the interpreter; "
+            'strings need quotes: command = "python3"',
+        ),
+        (
+            '[servers.notes]\ncommand = "python3"\n[servers.notes]\nargs = []\n',
+            "Cannot declare [servers.notes] twice (at line 3, column 15); "
+            "write each table once, with all its keys under it",
+        ),
+        (
+            '[servers."a.b"]\ncommand = "x"\n[servers."a.b"]\n',
+            'Cannot declare [servers."a.b"] twice (at line 3, column 15); '
+            "write each table once, with all its keys under it",
+        ),
+        (
+            STDIO + "trusted = True\n",
+            "Invalid value (at line 3, column 11): trusted = True; "
+            "true and false are written in lower case: true",
+        ),
+        # A value that is a secret is not shown, even where it lacks its quotes.
+        (
+            STDIO + "env = { API_TOKEN = s3cr3t-v4lue }\n",
+            "Invalid value (at line 3, column 21): env = { API_TOKEN = ***; strings need quotes",
+        ),
+        (
+            "[servers.notes\n",
+            "Expected ']' at the end of a table declaration (at line 1, column 15): [servers.notes",
+        ),
+    ],
+)
+def test_toml_a_person_got_wrong_is_shown_with_what_to_write(
+    tmp_path: Path, toml: str, said: str
+) -> None:
+    out = check_config(tmp_path, toml)
+    path = tmp_path / "mcpd.toml"
+    assert (out.returncode, out.stderr) == (
+        78,
+        f"mcpd: config error: {path}: not valid TOML: {said}\n",
+    )
