@@ -13,7 +13,6 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Mapping
 
 from protocol.masking import masked, masking
 from protocol.urls import display_url
@@ -30,9 +29,9 @@ from ..config.loading.load import load, said_of
 from ..config.loading.paths import SOCKET_VAR, daemon_socket_path, state_directory, systemd_socket
 from ..config.tables.model import EX_CONFIG, Config, ConfigError, default_config_path
 from ..config.tables.policy import PolicyRule, parse_rate, unreachable
-from ..local.ownership.trusted_path import untrusted_file
 from ..local.state.statedir import state_directory_problem
 from .exits import EXIT_UNREACHABLE, EXIT_USAGE, fail, fail_config
+from .startable import changeable, unstartable_servers
 
 
 def _load_config(path: str | None) -> tuple[Config, str]:
@@ -147,7 +146,7 @@ def _check_config(config: Config, path: str) -> int:
         fail(EX_CONFIG, masked(f"{path}: {unsafe}"))
     socket = daemon_socket_path(None, config.daemon.socket, systemd=systemd_socket())
     _say(f"{path}: OK, {len(config.servers)} server(s); socket {socket}")
-    unstartable = _unstartable(config)
+    unstartable = unstartable_servers(config)
     exposed: list[str] = []
     for alias, s in sorted(config.servers.items()):
         exposed += warnings(alias, s.args, s.url, s.command)
@@ -180,9 +179,10 @@ def _check_config(config: Config, path: str) -> int:
             _say(f"  policy[{i}]  {rule.action:<5}  {rule_words(rule)}")
         _say("  each tool's decision: mcpd tools --policy (with the daemon running)")
     locked = groups_locked_out(config.daemon)
-    warned = [*unstartable.values(), *([locked] if locked else []), *exposed]
+    warned = [*(w for ws in unstartable.values() for w in ws), *([locked] if locked else [])]
+    warned += exposed
     warned += [*unscoped_warnings(config), *exposed_warnings(config)]
-    warned += _changeable(config, unstartable)
+    warned += changeable(config, unstartable)
     warned += [*inherited_warnings(config), *unreachable(config.policy), *leavable(config)]
     warned += [w for a, s in sorted(config.servers.items()) if (w := unpinned_client(a, s))]
     warned += alias_warnings(config)
@@ -211,105 +211,6 @@ def rule_words(rule: PolicyRule) -> str:
     if rule.reason:
         words.append(f"reason: {rule.reason}")
     return "; ".join(words)
-
-
-# After why a server's program cannot start: retried with backoff, and at once by a reload.
-_UNTIL_FIXED = (
-    "the server does not start until that is fixed, when mcpd's next try or a reload starts it"
-)
-
-
-def _unstartable(config: Config) -> dict[str, str]:
-    """Enabled servers that cannot start from here: a variable or secret file their table
-    needs, a granted path not there, a stdio command not found as their start finds it,
-    or, if strict, what the kernel opens to run it not shown by its sandbox
-    (``strict_view``). Warnings, not errors: a service may run with another
-    environment, and the other servers run."""
-    from transports.stdio.process.launch import not_in_workdir, server_program
-    from transports.stdio.sandbox.host import grants, strict_problem
-    from transports.stdio.sandbox.plan import SandboxError
-
-    from ..config.sandboxing.sandbox import child_env, sandbox_of
-
-    out: dict[str, str] = {}
-    for alias, s in sorted(config.servers.items()):
-        if s.enabled and s.unresolved is not None:
-            out[alias] = f"{s.unresolved}; the server will not start"
-            continue
-        if not s.enabled or s.command is None:
-            continue
-        sandbox = sandbox_of(alias, s, config)
-        try:
-            grants(sandbox)
-        except SandboxError as exc:
-            out[alias] = f"{exc}; {_UNTIL_FIXED}"
-            continue
-        try:
-            program = server_program(
-                s.command, child_env(alias, s, config, sandbox), s.cwd, sandbox.home
-            )
-        except OSError as exc:
-            what = "cwd" if s.cwd is not None and exc.filename == s.cwd else "command"
-            why = not_in_workdir(s.command, s.cwd, sandbox.home) if what == "command" else None
-            if not isinstance(exc, FileNotFoundError) or why is None:
-                why = exc.strerror
-            out[alias] = f"servers.{alias}.{what}: {exc.filename!r}: {why}; {_UNTIL_FIXED}"
-            continue
-        unseen = strict_problem(sandbox, program, s.cwd)
-        if unseen is not None:
-            out[alias] = f"{unseen}; {_UNTIL_FIXED}"
-    return out
-
-
-def _changeable(config: Config, unstartable: Mapping[str, str]) -> list[str]:
-    """Stdio servers whose program, a directory searched for it before it was found,
-    a script it is given, or whose ``cwd`` another user could change: they would choose
-    what runs as mcpd's user. Warnings: a shared tool kept by another user may be
-    meant."""
-    from transports.stdio.process.launch import server_program
-
-    from ..config.sandboxing.sandbox import child_env, sandbox_of
-
-    out: list[str] = []
-    for alias, s in sorted(config.servers.items()):
-        if not s.enabled or s.command is None or alias in unstartable:
-            continue
-        sandbox = sandbox_of(alias, s, config)
-        env = child_env(alias, s, config, sandbox)
-        program = server_program(s.command, env, s.cwd, sandbox.home)
-        places = [program]
-        # Where it runs, and so where relative names are taken from.
-        base = s.cwd or os.path.realpath(sandbox.home)
-        if "/" not in s.command:
-            searched = env.get("PATH", os.defpath).split(os.pathsep)
-            for d in searched:
-                found = os.path.join(base, d or ".")
-                places.append(found)
-                if os.path.join(found, s.command) == program:
-                    break
-        keys = dict.fromkeys(places, "command")
-        if s.cwd is not None:
-            keys[s.cwd] = "cwd"
-        # The script an interpreter is given (``node /srv/x/index.js``, its first word
-        # that is no option) decides as much as the program does; later words are
-        # mostly what the server works on, another user's to share.
-        first = next(((i, a) for i, a in enumerate(s.args) if not a.startswith("-")), None)
-        if first is not None:
-            script = os.path.join(base, first[1])
-            if os.path.isfile(script):
-                keys.setdefault(script, f"args[{first[0]}]")
-        for place, key in keys.items():
-            try:
-                why = untrusted_file(place, os.stat(place))
-            except OSError:
-                continue  # a directory on PATH that is not there
-            if why is not None:
-                out.append(
-                    f"servers.{alias}.{key}: {why}: whoever can change it chooses what runs "
-                    "as mcpd's user"
-                )
-                break
-    return out
 
 
 def cmd_import(args: argparse.Namespace) -> int:

@@ -194,6 +194,39 @@ def test_check_config_warns_of_a_server_that_cannot_start_and_still_exits_0(
     assert "cannot start" in captured.out
 
 
+def test_check_config_says_every_reason_a_server_cannot_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not one a run: fixing the reason shown would otherwise only show the next."""
+    config = written(
+        tmp_path,
+        f"""
+        [daemon]
+        state_dir = "{tmp_path}/state"
+        [servers.np]
+        command = "/opt/nothere/bin/server"
+        cwd = "{tmp_path}/nonexistent"
+        read = ["{tmp_path}/no-data"]
+        [servers.rel]
+        command = "./bin/server"
+        cwd = "{tmp_path}/nonexistent"
+        """.replace("\n        ", "\n"),
+    )
+    assert run("check-config", "--config", str(config)) == 0
+    warned = capsys.readouterr().err.splitlines()
+    np = [line for line in warned if line.startswith("warning: servers.np.")]
+    assert len(np) == 3, warned
+    assert any(f"servers.np.cwd: '{tmp_path}/nonexistent'" in line for line in np)
+    assert any("servers.np.command: '/opt/nothere/bin/server'" in line for line in np)
+    assert any(f"{tmp_path}/no-data" in line for line in np)
+    # A relative command is looked for in the cwd: with none there, the cwd is the reason.
+    assert [line for line in warned if line.startswith("warning: servers.rel.")] == [
+        f"warning: servers.rel.cwd: '{tmp_path}/nonexistent': No such file or directory; "
+        "the server does not start until that is fixed, when mcpd's next try or a reload "
+        "starts it"
+    ]
+
+
 def test_check_config_shows_no_value_a_reference_gave_in_what_it_says_of_servers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
