@@ -19,7 +19,14 @@ from protocol.masking import masked_repr
 
 from ...local.ownership.trusted_path import untrusted_file
 from ..sandboxing.sandbox_keys import grant_errors
-from ..tables.model import ALIAS_RE, LIST_LIMIT_KEYS, ConfigError, duration_problem
+from ..tables.model import (
+    ALIAS_RE,
+    LIST_LIMIT_KEYS,
+    ConfigError,
+    alias_for,
+    duration_problem,
+    key_as_written,
+)
 from ..tables.servertable import AuthConfig, ServerConfig, ToolsConfig
 from .stringchecks import control_named, server_string_errors, unpassable, url_errors
 
@@ -74,10 +81,11 @@ def known_errors(
 
 
 def server_errors(alias: str, s: ServerConfig) -> Iterator[ConfigError]:
-    where = f"servers.{alias}"
+    where = f"servers.{key_as_written(alias)}"
     yield from server_string_errors(where, s)
     if not ALIAS_RE.match(alias):
-        yield ConfigError(where, "an alias must be non-empty and made of A-Z a-z 0-9 _ -")
+        said = "an alias must be non-empty and made of A-Z a-z 0-9 _ -"
+        yield ConfigError(where, said + (f'; "{alias_for(alias)}" would do' if alias else ""))
     if (s.command is None) == (s.url is None):
         yield ConfigError(where, "give exactly one of `command` (stdio) or `url` (HTTP)")
     if s.command is not None and not s.command.strip():

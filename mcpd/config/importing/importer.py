@@ -36,7 +36,7 @@ from protocol.headers import TRANSPORT_HEADERS
 
 from ..checks.envcheck import relied_on
 from ..credentials import exposure
-from ..tables.model import ConfigError
+from ..tables.model import ConfigError, alias_for
 from ..tables.servertable import ServerConfig
 from .import_hosts import Dialect, dialect_of, normalize
 from .import_inline import Inline, inline_secrets
@@ -45,7 +45,6 @@ from .import_secret import looks_secret
 from .jsonc import objects, read_json
 from .oauth_hints import oauth_table
 
-_ALIAS_BAD: Final = re.compile(r"[^A-Za-z0-9_-]+")
 _VAR_BAD: Final = re.compile(r"[^A-Za-z0-9_]+")
 _REF: Final = re.compile(r"\$\{([^}]*)\}|\$")
 # Gemini CLI also expands a bare $NAME.
@@ -115,7 +114,7 @@ def import_text(text: str, source: str) -> Imported:
     bodies: dict[str, Any] = {}
     numbered: dict[str, int] = {}  # a name used again -> the number it had last
     for where, name, body, project in found:
-        alias = _alias(name)
+        alias = alias_for(name)
         if alias != name:
             notes.append(f"{where}: the name {name!r} became the alias {alias!r}")
         # Claude Code runs a project's servers in the project's folder.
@@ -162,10 +161,6 @@ def _workspace(source: str) -> str | None:
     if p.name == ".mcp.json":
         return str(p.parent)
     return None
-
-
-def _alias(name: str) -> str:
-    return _ALIAS_BAD.sub("_", name.strip()).strip("_") or "server"
 
 
 class _Converter:

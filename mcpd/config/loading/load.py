@@ -26,7 +26,7 @@ from ...local.ownership.trusted_path import untrusted_file
 from ..checks.configchecks import config_errors
 from ..checks.serverchecks import misplaced_keys
 from ..credentials.held import held_in
-from ..tables.model import MAX_CONFIG_BYTES, Config, ConfigError
+from ..tables.model import MAX_CONFIG_BYTES, Config, ConfigError, key_as_written
 from ..tables.profiles import ProfileConfig
 from ..tables.servertable import ServerConfig
 from .expand import (
@@ -60,7 +60,10 @@ def parse_config(
     tables: dict[str, ServerTable] = {}
     if isinstance(servers, dict):
         # Each server on its own: what one of them lacks on this machine is its problem.
-        tables = {a: expand_server(b, f"servers.{a}", env, found) for a, b in servers.items()}
+        tables = {
+            a: expand_server(b, f"servers.{key_as_written(a)}", env, found)
+            for a, b in servers.items()
+        }
         expanded["servers"] = {a: t.body for a, t in tables.items()}
     elif servers is not None:
         expanded["servers"] = servers
@@ -115,7 +118,7 @@ def _check_servers(servers: Any) -> None:
     if not isinstance(servers, dict):
         return
     for alias, body in servers.items():
-        where = f"servers.{alias}"
+        where = f"servers.{key_as_written(alias)}"
         for table, type_ in (("env", str), ("headers", str), ("tool_timeouts", float)):
             items = body.get(table) if isinstance(body, dict) else None
             if isinstance(items, dict):

@@ -5,6 +5,7 @@ loading, expansion and validation are in ``load``."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -23,11 +24,24 @@ EX_CONFIG: Final = 78
 # The key of a JSON-RPC error's data when the daemon rejected a config (a reload's).
 CONFIG_ERROR: Final = "mcpd/configError"
 ALIAS_RE: Final = re.compile(r"^[A-Za-z0-9_-]+\Z")  # not $: it matches before a final \n
+_NOT_IN_ALIAS: Final = re.compile(r"[^A-Za-z0-9_-]+")
 # The longest time any duration key may give: a year. Nothing mcpd waits for takes
 # longer, and a longer delay would put a retry past the dates a clock can show.
 MAX_SECONDS: Final = 365 * 24 * 3600.0
 # Far above any config or host file; what is larger is not one, and is not read.
 MAX_CONFIG_BYTES: Final = 64 * 1024 * 1024
+
+
+def alias_for(name: str) -> str:
+    """The alias a server's ``name`` becomes where it holds what an alias may not: each
+    run of such characters an underscore (``notes.x``: ``notes_x``)."""
+    return _NOT_IN_ALIAS.sub("_", name.strip()).strip("_") or "server"
+
+
+def key_as_written(key: str) -> str:
+    """A table's key as TOML writes it in a dotted path: quoted unless it is bare, so
+    ``notes.x`` does not read as ``x`` under ``notes``."""
+    return key if ALIAS_RE.match(key) else json.dumps(key, ensure_ascii=False)
 
 
 class ConfigError(Exception):

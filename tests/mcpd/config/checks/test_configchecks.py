@@ -145,7 +145,7 @@ def test_every_table_error_comes_in_one_reading_in_table_order() -> None:
         "naming.template",
         "daemon.limits.open_files",
         "servers.a.command",
-        "servers.b b",
+        'servers."b b"',
     ]
 
 

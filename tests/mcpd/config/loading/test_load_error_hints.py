@@ -141,6 +141,11 @@ def check_config(tmp_path: Path, toml: str) -> subprocess.CompletedProcess[str]:
             '[[policy]]\ntools = ["*"]\naction = 1\n',
             'policy[0].action: expected one of "allow", "ask", "deny", got the number 1',
         ),
+        (
+            '[servers."notes.x"]\ncommand = "python3"\n',
+            'servers."notes.x": an alias must be non-empty and made of A-Z a-z 0-9 _ -; '
+            '"notes_x" would do',
+        ),
     ],
 )
 def test_a_wrong_key_or_type_says_what_to_write(tmp_path: Path, toml: str, said: str) -> None:

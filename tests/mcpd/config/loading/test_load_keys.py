@@ -14,6 +14,7 @@ import pytest
 from mcpd.config.loading.load import expand, load, parse_config
 from mcpd.config.tables import model as cfg
 from mcpd.config.tables.model import EX_CONFIG, Config, ConfigError
+from tests.conftest import ROOT
 
 EXAMPLE = """\
 [daemon]
@@ -260,13 +261,13 @@ def test_valid_aliases(alias: str) -> None:
 @pytest.mark.parametrize("alias", ["", "a b", "a.b", "no/te", "caf\u00e9", "a:b", "{x}"])
 def test_an_alias_must_be_non_empty_and_safe(alias: str) -> None:
     err = error_of(f'[servers."{alias}"]\ncommand = "x"\n')
-    assert err.path == f"servers.{alias}"
+    assert err.path == f'servers."{alias}"'
     assert "alias" in str(err)
 
 
 def test_an_alias_with_a_trailing_newline_is_refused() -> None:
     err = error_of('[servers."notes\\n"]\ncommand = "x"\n')
-    assert err.path == "servers.notes\n"
+    assert err.path == 'servers."notes\\n"'
 
 
 def test_a_server_with_both_command_and_url_is_an_error() -> None:
@@ -504,7 +505,8 @@ def check_config(path: Path, env: dict[str, str]) -> subprocess.CompletedProcess
         [str(mcpd), "check-config", "--config", str(path)],
         capture_output=True,
         text=True,
-        env={"PATH": os.environ.get("PATH", ""), **env},
+        # The script imports the mcpd of this tree, wherever the one installed is.
+        env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT), **env},
         timeout=60,
     )
 
@@ -534,14 +536,18 @@ def test_check_config_prints_the_servers_and_exits_0(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "env", "expected"),
     [
-        ('[servers.notes]\ncomand = "python3"\n', {}, "servers.notes.comand: unknown key"),
+        (
+            '[servers.notes]\ncomand = "python3"\n',
+            {},
+            'servers.notes.comand: unknown key; did you mean "command"?',
+        ),
         # Outside a server's table an unset variable still stops the whole config.
         (
             '[daemon]\nsocket = "${NO_SUCH_DIR}/mcpd.sock"\n',
             {},
             "config.toml: daemon.socket: environment variable NO_SUCH_DIR is not set",
         ),
-        ('[servers."a b"]\ncommand = "x"\n', {}, "servers.a b"),
+        ('[servers."a b"]\ncommand = "x"\n', {}, 'servers."a b": an alias must'),
         ('[servers.h]\nurl = "ftp://h"\n', {}, "servers.h.url"),
         ("[servers.notes\n", {}, "not valid TOML"),
     ],
