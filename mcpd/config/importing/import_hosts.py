@@ -22,6 +22,7 @@ the host's way to mcpd, which as a server of mcpd would only lead back to mcpd.
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import re
@@ -104,6 +105,17 @@ def normalize(
     return out, extra
 
 
+def neither_command_nor_url(where: str, body: dict[str, Any]) -> str:
+    """The note on a server with neither key, naming a key of it that looks like one
+    of them misspelt (``comand``)."""
+    said = f'{where}: neither "command" nor "url"'
+    for key in sorted(body):
+        near = difflib.get_close_matches(key, ("command", "url"), n=1, cutoff=0.6)
+        if near:
+            return f'{said} (is "{key}" meant to be "{near[0]}"?); skipped'
+    return f"{said}; skipped"
+
+
 def _runs_bridge(body: dict[str, Any]) -> bool:
     command, args = body.get("command"), body.get("args")
     if not isinstance(command, str) or not isinstance(args, list):
@@ -130,7 +142,7 @@ def _zed(out: dict[str, Any], where: str, notes: list[str]) -> dict[str, Any] | 
                 f'command for it; skipped (add its "command" to import it)'
             )
         else:
-            notes.append(f'{where}: neither "command" nor "url"; skipped')
+            notes.append(neither_command_nor_url(where, out))
         return None
     if settings:
         notes.append(f"{where}.settings: read by a Zed extension; not imported")

@@ -36,9 +36,10 @@ from protocol.headers import TRANSPORT_HEADERS
 
 from ..checks.envcheck import relied_on
 from ..credentials import exposure
+from ..loading.validation import validation_error
 from ..tables.model import ConfigError, alias_for
 from ..tables.servertable import ServerConfig
-from .import_hosts import Dialect, dialect_of, normalize
+from .import_hosts import Dialect, dialect_of, neither_command_nor_url, normalize
 from .import_inline import Inline, inline_secrets
 from .import_read import read_host_file
 from .import_secret import looks_secret
@@ -203,7 +204,7 @@ class _Converter:
             if kind == "sse":
                 out["transport"] = "sse"  # the old HTTP+SSE transport (2024-11-05)
         else:
-            self.notes.append(f'{where}: neither "command" nor "url"; skipped')
+            self.notes.append(neither_command_nor_url(where, body))
             return None
         self._auth(alias, where, body, out)
         if kind not in (None, "stdio", "http", "streamable-http", "streamableHttp", "sse"):
@@ -221,7 +222,7 @@ class _Converter:
         try:
             msgspec.convert(table, ServerConfig)
         except msgspec.ValidationError as exc:
-            self.notes.append(f"{where}: {exc}; skipped")
+            self.notes.append(f"{validation_error(exc, table, where, ServerConfig)}; skipped")
             return None
         inline, warnings = inline_secrets(
             alias, table, lambda name, secret: self._secret_var(alias, name, secret, own_name=False)
@@ -384,6 +385,10 @@ def config_from_json(text: bytes, source: str) -> dict[str, object]:
     except UnicodeDecodeError:
         raise ConfigError("", f"{source}: not UTF-8 text") from None
     imported = import_text(decoded, source)
+    if not imported.servers:
+        # As the same mistakes in TOML are: a file of servers that runs none is no config.
+        why = [ConfigError("", f"{source}: {note}") for note in imported.notes]
+        raise ConfigError("", f"{source}: none of its servers can be used", more=why)
     log = logging.getLogger("mcpd.config")
     for note in imported.notes:
         log.warning("%s: %s", source, note)

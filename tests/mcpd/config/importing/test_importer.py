@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ import pytest
 from mcpd.config.importing.importer import Imported, config_from_json, import_file, import_text
 from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import ConfigError
+from tests.conftest import ROOT
 
 PLAIN = "/home/ada/.config/Claude/claude_desktop_config.json"
 TOKEN = "ghp_5mB2x9QvT7kLw3NcR8yZ1aHd4FjU6eP0sGiO"
@@ -390,3 +393,28 @@ def test_config_from_json_gives_servers_that_parse_and_logs_the_notes(
     assert "/etc/mcpd/hosts.json: mcpServers.my notes: the name 'my notes' became" in logged[0]
     with pytest.raises(ConfigError, match=r"hosts\.json: not UTF-8 text"):
         config_from_json(b'{"mcpServers": {"\xff": {}}}', "/etc/mcpd/hosts.json")
+
+
+@pytest.mark.parametrize("command", [["check-config"], ["serve", "--log", "stderr"]])
+def test_a_json_config_whose_every_server_is_skipped_is_refused_saying_why(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """Not "OK, 0 server(s)": the same mistakes in TOML are config errors."""
+    path = tmp_path / "hosts.json"
+    doc = {"mcpServers": {"a": {"command": "x", "args": "oops"}, "b": {"comand": "y"}}}
+    path.write_text(json.dumps(doc))
+    out = subprocess.run(
+        [sys.executable, "-m", "mcpd", *command, "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "MCPD_SOCKET": str(tmp_path / "s.sock")},
+    )
+    assert out.returncode == 78, out
+    said = out.stderr.splitlines()
+    assert f"config error: {path}: none of its servers can be used" in said[0]
+    assert said[1:] == [
+        f"    | {path}: mcpServers.a.args: not a list; skipped",
+        f'    | {path}: mcpServers.b: neither "command" nor "url" '
+        '(is "comand" meant to be "command"?); skipped',
+    ]
