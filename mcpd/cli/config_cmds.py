@@ -178,6 +178,14 @@ def _check_config(config: Config, path: str) -> int:
         for i, rule in enumerate(config.policy):
             _say(f"  policy[{i}]  {rule.action:<5}  {rule_words(rule)}")
         _say("  each tool's decision: mcpd tools --policy (with the daemon running)")
+    patterned = [n for n, p in sorted(config.profiles.items()) if p.tools.allow or p.pinned]
+    if patterned:
+        # What the servers list is known only once they run: said, so an OK here is not
+        # taken to cover a pattern that matches nothing.
+        _say(
+            f"profiles {', '.join(patterned)}: their tool patterns are checked when their "
+            "servers list their tools (by mcpd serve, and at each reload)"
+        )
     locked = groups_locked_out(config.daemon)
     warned = [*(w for ws in unstartable.values() for w in ws), *([locked] if locked else [])]
     warned += exposed

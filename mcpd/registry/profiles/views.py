@@ -29,13 +29,12 @@ that changed, as ``version`` does for tools.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection, Mapping
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 
-from ...config.tables.model import ConfigError, NamingConfig
+from ...config.tables.model import NamingConfig
 from ...config.tables.profiles import EVERYTHING, Patterns, ProfileConfig
 from ..naming.names import assign
 from ..naming.spelling import candidate_name
@@ -351,37 +350,3 @@ def _doc(entry: Entry, doc: type[ToolDoc]) -> ToolDoc:
         description=tool.description if isinstance(tool.description, str) else "",
         input_schema=schema,
     )
-
-
-def unmatched(
-    profiles: Mapping[str, ProfileConfig],
-    registry: Catalog,
-    naming: NamingConfig,
-    aliases: Collection[str],
-    unknown: Collection[str] = (),
-) -> ConfigError | None:
-    """The first profile that matches no tool, or a pinned pattern that matches none of
-    its tools, as a config error; judged only where every server the profile names has
-    listed its tools (``aliases`` are the configured servers, ``unknown`` those whose
-    lists do not count, as they are about to change)."""
-    listed = set(registry.aliases()) - set(unknown)
-    for name, profile in profiles.items():
-        view = ProfileView(name, registry)
-        view.configure(profile, naming, 1 << 30)
-        mine = [a for a in aliases if view.has_server(a)]
-        if not mine or any(a not in listed for a in mine):
-            continue
-        entries = view.entries()
-        if not entries:
-            key = "tools" if not profile.tools.everything else "servers"
-            return ConfigError(
-                f"profiles.{name}.{key}",
-                f"matches no tool of {', '.join(sorted(mine))}",
-            )
-        for i, pattern in enumerate(profile.pinned):
-            rule = NameFilter(Patterns(allow=[pattern]))
-            if not any(rule.admits(e.alias, e.name) for e in entries):
-                return ConfigError(
-                    f"profiles.{name}.pinned[{i}]", f"{pattern!r} matches none of its tools"
-                )
-    return None

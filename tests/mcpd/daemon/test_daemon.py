@@ -40,7 +40,9 @@ async def test_a_start_refused_for_a_profile_matching_no_tool_ends_with_that_err
     daemon = Daemon(cfg)
     with trio.fail_after(LIMIT), pytest.raises(ConfigError) as refused:
         await daemon.run()  # as serve() runs it, to say the error and exit with it
-    assert str(refused.value) == "profiles.mail.tools: matches no tool of notes"
+    assert str(refused.value) == (
+        'profiles.mail.tools: matches no tool of notes: "mcp__notes__send*" matches none of them'
+    )
     assert not daemon.started.is_set()
     assert not os.path.exists(cfg.socket_path())
     assert daemon.supervisor.processes() == {}

@@ -16,7 +16,8 @@ from mcpd.config.tables.model import ConfigError, NamingConfig
 from mcpd.config.tables.profiles import Patterns, ProfileConfig
 from mcpd.config.tables.servertable import ToolsConfig
 from mcpd.registry.naming.names import assign
-from mcpd.registry.profiles.views import ProfileView, unmatched
+from mcpd.registry.profiles.unmatched import unmatched
+from mcpd.registry.profiles.views import ProfileView
 from mcpd.registry.tables.catalog import Catalog
 from protocol import jsonrpc as rpc
 from protocol import mcp
@@ -325,6 +326,20 @@ def test_a_profile_that_matches_no_tool_is_a_config_error() -> None:
     pinned = {"dev": ProfileConfig(servers=["git"], pinned=["git_status", "git/git_stats"])}
     err = unmatched(pinned, r, r.naming, aliases)
     assert err is not None and err.path == "profiles.dev.pinned[1]" and "git_stats" in str(err)
+    assert str(err).endswith(
+        """'git/git_stats' matches none of its tools (did you mean "git/git_status"?)"""
+    )
+    err = unmatched(
+        {"dev": ProfileConfig(servers=["git"], tools=Patterns(allow=["git_stat", "zz*"]))},
+        r,
+        r.naming,
+        aliases,
+    )
+    assert err is not None
+    assert (
+        str(err) == 'profiles.dev.tools: matches no tool of git: "git_stat" (did you mean '
+        '"git_status"?), "zz*" match none of them'
+    )
     # A server that has not listed yet (or is about to change) cannot be judged.
     empty = {"dev": ProfileConfig(servers=["git", "new"], tools=nothing)}
     assert unmatched(empty, r, r.naming, [*aliases, "new"]) is None
