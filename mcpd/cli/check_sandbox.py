@@ -20,7 +20,7 @@ from transports.stdio.sandbox.limits import Limits
 
 from ..config.checks.envcheck import relied_on
 from ..config.sandboxing.sandbox import applied_limits, child_env, expected_shortfall, sandbox_of
-from ..config.tables.model import Config
+from ..config.tables.model import Config, default_config_path
 from ..config.tables.servertable import ServerConfig
 
 
@@ -120,6 +120,21 @@ def exposed_warnings(config: Config, env: Mapping[str, str] | None = None) -> li
         for exposed in secret_folders.split_secrets(sandbox, command, cwd).exposed:
             if exposed.missing:
                 continue
-            said = secret_folders.warning(exposed)
+            said = secret_folders.warning(exposed, _remedy(exposed.file, config))
             out += [said] if said not in out else []
     return out
+
+
+def _remedy(file: str, config: Config) -> str:
+    """What to do of ``file``: a host's JSON file used as the config stays where its
+    host keeps it (``~/.claude.json`` in the home), so what can be moved is a config
+    written from it."""
+    if file != config.source or not file.endswith(".json"):
+        return secret_folders.KEEP_APART
+    # Where mcpd looks when nothing names a config: not this file, which
+    # $MCPD_CONFIG may name.
+    elsewhere = default_config_path({k: v for k, v in os.environ.items() if k != "MCPD_CONFIG"})
+    return (
+        "this file is where its host keeps it, so give mcpd a config of its own, in a "
+        f"directory of its own: mcpd import {file} -o {elsewhere}"
+    )

@@ -169,13 +169,18 @@ def changed(covered: Iterable[PathIdentity]) -> list[str]:
     return [c.path for c in covered if _identity(c.path) != c]
 
 
-def warning(exposed: UnhiddenSecret) -> str:
-    """What mcpd says of a file whose directory cannot be hidden from a server."""
+# What to do of such a file, where it can be moved.
+KEEP_APART: Final = "keep such a file in a directory of its own"
+
+
+def warning(exposed: UnhiddenSecret, remedy: str = KEEP_APART) -> str:
+    """What mcpd says of a file whose directory cannot be hidden from a server, ending
+    with ``remedy``."""
     return (
         f"{exposed.file} is hidden from a sandboxed server as it is when the server starts, "
         f"but its directory {exposed.folder} cannot be hidden: {exposed.why}; a running server "
         "can read what is renamed onto that name (an editor saving, sed -i) or created "
-        "there, until a reload restarts it: keep such a file in a directory of its own"
+        f"there, until a reload restarts it: {remedy}"
     )
 
 
