@@ -16,6 +16,7 @@ import msgspec
 
 from protocol.masking import masked, masked_repr
 
+from ..credentials.exposure import secret_name
 from ..tables.model import Config, ConfigError
 
 __all__ = ["SET_BY_MCPD", "validation_error"]
@@ -55,7 +56,8 @@ def validation_error(
     wrong = re.match(r"Expected `[^`]+`, got `(\w+)`\Z", message)
     wanted = _wanted(info) if wrong and info is not None else None
     if wrong and wanted is not None:
-        message = f"expected {wanted}, got {_given(_value_at(value, at), wrong.group(1))}"
+        given = _NOTHING if _may_be_secret(where) else _value_at(value, at)
+        message = f"expected {wanted}, got {_given(given, wrong.group(1))}"
     return ConfigError(where or "(top level)", message)
 
 
@@ -83,6 +85,13 @@ def _without_none(info: _inspect.Type | None) -> _inspect.Type | None:
         if len(given) == 1:
             return given[0]
     return info
+
+
+def _may_be_secret(where: str) -> bool:
+    """The key at ``where`` may hold a secret, whatever its type: a variable or header
+    of a server, an auth setting, a key named as a secret. Its value is not written."""
+    steps = where.split(".")
+    return bool({"env", "headers", "auth"} & set(steps[:-1])) or secret_name(steps[-1])
 
 
 def _value_at(value: object, path: str) -> object:

@@ -146,6 +146,11 @@ def check_config(tmp_path: Path, toml: str) -> subprocess.CompletedProcess[str]:
             'servers."notes.x": an alias must be non-empty and made of A-Z a-z 0-9 _ -; '
             '"notes_x" would do',
         ),
+        # A value that may be a secret is said by its kind alone.
+        (
+            STDIO + "env = { API_TOKEN = 81726354 }\n",
+            "servers.s.env.API_TOKEN: expected a string, got a whole number",
+        ),
     ],
 )
 def test_a_wrong_key_or_type_says_what_to_write(tmp_path: Path, toml: str, said: str) -> None:
