@@ -70,7 +70,11 @@ def _shown(line: str, column: int) -> str:
     """The line as an error shows it: a secret's value left out, cut to a length a
     terminal line holds, what would act on a terminal escaped."""
     name, value = _setting(line, column)
-    if secret_setting(name, value) or secret_setting(name, line[column:]):
+    key, equals, rest = line.partition("=")
+    first = key.strip().rsplit(".", 1)[-1].strip("\"' ")
+    if equals and secret_setting(first, rest.strip().strip("\"'")):
+        line = key + "= ***"  # the line's own key holds a secret, whatever is wrong
+    elif secret_setting(name, value) or secret_setting(name, line[column:]):
         line = line[:column] + "***"
     line = line.strip()
     return visible(line if len(line) <= _SHOWN else line[:_SHOWN] + "...")

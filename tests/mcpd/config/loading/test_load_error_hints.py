@@ -193,6 +193,10 @@ def test_a_wrong_key_or_type_says_what_to_write(tmp_path: Path, toml: str, said:
             "[servers.notes\n",
             "Expected ']' at the end of a table declaration (at line 1, column 15): [servers.notes",
         ),
+        (
+            '[servers.t]\nurl = "http://h/mcp"\n[servers.t.auth]\nclient_secret = "s3cr3t-v4lue\n',
+            "Illegal character '\\n' (at line 4, column 30): client_secret = ***",
+        ),
     ],
 )
 def test_toml_a_person_got_wrong_is_shown_with_what_to_write(
