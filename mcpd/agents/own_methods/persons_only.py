@@ -20,6 +20,7 @@ from protocol import jsonrpc as rpc
 from ...policy.deciders.kin import AgentKin, Decider
 from ...policy.deciders.kin_refusals import too_deep
 from ...policy.deciders.kinship import Found, Kinship
+from ...policy.deciders.named import name_of
 
 
 def refuse_an_agents_side(
@@ -48,25 +49,44 @@ def refuse_an_agents_side(
 
 def _refusal(what: str, because: str, found: Found) -> str:
     connected = "that had connected" if found.kin.gone else "connected"
+    agent = _agent(found.kin)
     if found.tie == "agent":
-        who = f"is an agent {connected} to mcpd (pid {found.pid}), or was started by one"
+        who = f"is an agent {connected} to mcpd ({agent}), or was started by one"
     elif found.tie == "host":
+        host = f"pid {found.pid}"
+        name = None if found.pid is None else name_of(found.pid)
         who = (
-            f"was started by the host (pid {found.pid}) of an agent {connected} to mcpd "
-            "(what started the agent's process: through a relay such as mcpd bridge, or "
-            "not)"
+            f"descends from {host}{f' ({name})' if name else ''}, which ran an agent "
+            f"{connected} to mcpd ({agent})"
         )
     elif found.pid is not None:
         who = (
             f"descends from a process in the session of an agent {connected} to mcpd "
-            f"(the session pid {found.pid} began: the agent, or what started it)"
+            f"({agent}; the session pid {found.pid} began: the agent, or what started it)"
         )
     else:
         who = (
-            f"is in the session of an agent {connected} to mcpd (the terminal it runs "
-            "in, or a tool its host started)"
+            f"is in the session of an agent {connected} to mcpd ({agent}; the terminal it "
+            "runs in, or a tool its host started)"
         )
     return (
-        f"{what} is refused: this process {who}, and {because}; run it from another "
-        "terminal, one no agent started or runs in"
+        f"{what} is refused: this process {who}, and {because}; it must come from a "
+        "terminal that never ran an agent of mcpd's: open a new terminal window (not "
+        "one started from this shell) or log in anew (ssh, a console), and run it there"
     )
+
+
+def _agent(kin: AgentKin) -> str:
+    """The agent as a person knows it: its pid (or that it ended: a gone agent is kept
+    for what it left running) and, where it was read, its command, with a word on why
+    mcpd's own command line counts as one."""
+    command = kin.command
+    if command is not None and command.startswith("mcpd "):
+        command = f"`{command}`"
+    if not kin.agents:
+        shown = "it has ended" if command is None else f"{command}, which has ended"
+    else:
+        shown = f"pid {kin.agents[0].pid}" + ("" if command is None else f", {command}")
+    if kin.command is not None and kin.command.startswith("mcpd "):
+        shown += ": each `mcpd call`, `mcpd read` and `mcpd prompt` is an agent of mcpd's"
+    return shown

@@ -26,6 +26,8 @@ from ..connection.dispatcher import Connection
 from .persons_only import refuse_an_agents_side
 from .profile_methods import OwnMethod, ProfileMethods
 
+APPROVING = "approving definitions (mcpd approve)"
+
 
 class _Only(msgspec.Struct):
     server: str | None = None
@@ -113,12 +115,22 @@ async def _approve(
 ) -> object:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Approve)
-    await _not_from_an_agent(api, conn, "approving definitions (mcpd approve)")
+    await _not_from_an_agent(api, conn, APPROVING)
     picks = None if params.items is None else [(p.kind, p.name, p.digest) for p in params.items]
     try:
         return await api.control.pins.approve(params.server, picks, params.whole)
     except KeyError:
         raise rpc.RPCError(rpc.INVALID_PARAMS, f"no server named {params.server!r}") from None
+
+
+async def _may_approve(
+    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+) -> Any:
+    """Whether the one asking may approve, asked before a person is shown what waits
+    and asked to approve it: a refusal after they read it all would waste their time."""
+    _owner_only(conn, req.method)
+    await _not_from_an_agent(api, conn, APPROVING)
+    return {}
 
 
 async def _export(
@@ -159,6 +171,7 @@ HANDLERS: dict[str, OwnMethod[ProfileMethods]] = {
     "mcpd/pins/pending": _pending,
     "mcpd/pins/findings": _findings,
     "mcpd/pins/approve": _approve,
+    "mcpd/pins/may_approve": _may_approve,
     "mcpd/pins/export": _export,
     "mcpd/pins/import": _import,
     "mcpd/pins/forget_unreadable": _forget_unreadable,

@@ -179,6 +179,9 @@ def _picked(waiting: list[dict[str, Any]], wanted: list[str], server: str) -> li
 def cmd_approve(args: argparse.Namespace) -> int:
     color = sys.stdout.isatty()
     with client_for(args) as client:
+        # Before anything is shown: a person told only after reading it all, and
+        # answering, that this terminal may not approve would have read it for nothing.
+        ask(client, "mcpd/pins/may_approve")
         waiting = ask(client, "mcpd/pins/pending", {"server": args.server})["pending"]
         if args.names:
             waiting = _picked(waiting, list(dict.fromkeys(args.names)), args.server)

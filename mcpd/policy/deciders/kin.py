@@ -48,6 +48,7 @@ import msgspec
 from protocol.proctcp import HeldSocket
 
 from ...local.ownership.tcpowner import OwnerUnknown, holding, holds, tcp_holder
+from .named import command_of
 
 if TYPE_CHECKING:
     import trio
@@ -231,6 +232,9 @@ class AgentKin(msgspec.Struct, frozen=True, kw_only=True):
     crowd: str | None = None
     unread: bool = False
     gone: bool = False
+    # What its process ran, as its command line said when it connected (``named``):
+    # to tell a person which of their programs was the agent.
+    command: str | None = None
 
     def tie(self, decider: Decider) -> tuple[Tie, int | None] | None:
         """How ``decider`` is kin to this agent (and the pid it is kin through), or None.
@@ -281,6 +285,7 @@ def kin_of(pid: int, limit: int = HOSTS) -> AgentKin:
         sessions=frozenset(s for s in led.values() if s),
         owned=frozenset(s for p, s in led.items() if s == p),
         unread=cut,
+        command=command_of(pid),
     )
 
 
@@ -348,6 +353,7 @@ def tcp_kin(sock: trio.socket.SocketType, until: float) -> AgentKin:
         owned=frozenset(s for k in found for s in k.owned),
         uid=held.uid,
         unread=any(k.unread for k in found),
+        command=found[0].command if len(found) == 1 else None,
     )
 
 

@@ -4,6 +4,9 @@ say so and where to run it instead; whoever is kin to no agent is let through.""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from mcpd.agents.own_methods.persons_only import refuse_an_agents_side
@@ -19,7 +22,11 @@ AGENT = AgentKin(
     sessions=frozenset({5, 20}),
     owned=frozenset({20}),
 )
-TAIL = f", and {BECAUSE}; run it from another terminal, one no agent started or runs in"
+TAIL = (
+    f", and {BECAUSE}; it must come from a terminal that never ran an agent of mcpd's: "
+    "open a new terminal window (not one started from this shell) or log in anew (ssh, a "
+    "console), and run it there"
+)
 
 
 def refusal(decider: Decider, *agents: AgentKin) -> str:
@@ -43,9 +50,22 @@ def test_an_agent_or_what_it_started_is_refused_naming_its_pid() -> None:
 
 def test_what_a_host_started_is_refused_naming_the_host() -> None:
     message = refusal(Decider((Process(50, 1), Process(20, 1))), AGENT)
+    # Named too where a process 20 runs here (its name is read as the refusal is made).
+    assert message.startswith(f"{WHAT} is refused: this process descends from pid 20")
+    assert message.endswith(f", which ran an agent connected to mcpd (pid 10){TAIL}")
+
+
+def test_a_shell_that_ran_mcpd_call_is_named_with_the_call() -> None:
+    """The shell the person typed ``mcpd call`` in is what started that agent: the
+    refusal names the shell by its program and the agent as the command it was."""
+    shell = os.getpid()  # a process that runs, whose name /proc gives
+    call = AgentKin(agents=(Process(10, 1),), hosts=(Process(shell),), command="mcpd call")
+    message = refusal(Decider((Process(50, 1), Process(shell))), call)
+    name = Path(f"/proc/{shell}/comm").read_text().strip()
     assert message.startswith(
-        f"{WHAT} is refused: this process was started by the host (pid 20) of an agent "
-        "connected to mcpd"
+        f"{WHAT} is refused: this process descends from pid {shell} ({name}), which ran "
+        "an agent connected to mcpd (pid 10, `mcpd call`: each `mcpd call`, `mcpd read` "
+        "and `mcpd prompt` is an agent of mcpd's)"
     )
     assert message.endswith(TAIL)
 
@@ -59,11 +79,11 @@ def test_an_agent_gone_whose_processes_live_on_is_said_to_have_connected() -> No
 
 def test_a_session_tie_says_whether_it_is_shared_or_descended_from() -> None:
     beside = refusal(Decider((Process(60, 1),), session=5), AGENT)
-    assert "this process is in the session of an agent connected to mcpd" in beside
+    assert "this process is in the session of an agent connected to mcpd (pid 10;" in beside
     below = refusal(Decider((Process(60, 1),), session=60, sessions=frozenset({60, 20})), AGENT)
     assert (
         "this process descends from a process in the session of an agent connected to mcpd "
-        "(the session pid 20 began" in below
+        "(pid 10; the session pid 20 began" in below
     )
 
 

@@ -144,7 +144,7 @@ async def test_the_owner_sees_what_waits_and_approves_what_was_shown(
         (AgentKin(agents=(Process(20),)), "is an agent connected to mcpd (pid 20), or was"),
         (
             AgentKin(agents=(Process(21),), hosts=(Process(20),)),
-            "was started by the host (pid 20) of an agent connected to mcpd (what started",
+            "descends from pid 20",
         ),
         (AgentKin(agents=(Process(21),), sessions=frozenset({99})), "is in the session of"),
     ],
@@ -159,7 +159,7 @@ async def test_what_an_agent_connected_now_started_cannot_approve_or_import(
     with pytest.raises(rpc.RPCError) as refused:
         await call(api, method, PARAMS[method], SHELL)
     assert refused.value.code == -32000 and said in refused.value.message
-    assert "run it from another terminal" in refused.value.message
+    assert "open a new terminal window" in refused.value.message
     assert [p.name for p in cat.gate.review.pending()] == ["read"]  # still held
 
 
@@ -252,7 +252,7 @@ async def test_an_agent_connected_now_cannot_approve_or_import_definitions(
                     code, said = await agent.runs(*argv)
                     assert code != 0, said
                     assert "an agent connected to mcpd" in said, said
-                    assert "run it from another terminal" in said
+                    assert "open a new terminal window" in said
                 code, out, err = await cli(sock, "tools", "--pending")
                 assert code == 0 and "tickets" in out, err  # nothing was approved
                 code, _, err = await cli(sock, "approve", "tickets", "--yes")
@@ -298,7 +298,7 @@ async def test_a_bridges_host_that_outlives_its_bridge_cannot_approve_until_it_e
                 assert code == 0, said
                 code, said = await host.runs("approve", "tickets", "--yes")
                 assert code != 0, said
-                assert "was started by the host (pid" in said, said
+                assert "descends from pid" in said, said
                 code, out, err = await cli(sock, "tools", "--pending")
                 assert code == 0 and "tickets" in out, err  # nothing was approved
             code, _, err = await cli(sock, "approve", "tickets", "--yes")
@@ -321,12 +321,12 @@ async def test_a_terminal_that_listed_the_tools_still_approves(tmp_path: Path) -
                 code, said = await host.runs("tools")
                 assert code == 0, said
                 code, said = await host.runs("approve", "tickets", "--yes")
-                assert code != 0 and "run it from another terminal" in said, said
+                assert code != 0 and "open a new terminal window" in said, said
             for fed in (("tools", "--format", "anthropic"), ("call", "mcp__tickets__read")):
                 async with self_approval.agent("unconnected", sock, apart=True) as harness:
                     await harness.runs(*fed)
                     code, said = await harness.runs("approve", "tickets", "--yes")
-                    assert code != 0 and "run it from another terminal" in said, (fed, said)
+                    assert code != 0 and "open a new terminal window" in said, (fed, said)
             async with self_approval.agent("unconnected", sock, apart=True) as shell:
                 code, said = await shell.runs("tools")
                 assert code == 0, said
@@ -334,3 +334,26 @@ async def test_a_terminal_that_listed_the_tools_still_approves(tmp_path: Path) -
                 assert code == 0, said
             code, out, err = await cli(sock, "tools", "--pending")
             assert code == 0 and "tickets" not in out, (out, err)
+
+
+async def test_a_terminal_that_ran_mcpd_call_is_refused_before_it_is_shown_anything(
+    tmp_path: Path,
+) -> None:
+    """The README's flow: a person's shell runs ``mcpd call``, then ``mcpd approve``.
+    The call was an agent's, so that shell may not approve: it is told so before the
+    change is shown and it is asked to approve, with the shell and the call named and
+    where to approve instead."""
+    server = Changing(tmp_path)
+    cfg = config(tmp_path, {"tickets": server.config()}, hold_new_servers=True)
+    with trio.fail_after(60):
+        async with running(cfg) as daemon:
+            sock = daemon.socket_path
+            async with self_approval.agent("unconnected", sock, apart=True) as shell:
+                await shell.runs("call", "mcp__tickets__read")
+                code, said = await shell.runs("approve", "tickets")
+            assert code != 0, said
+            assert "approving definitions (mcpd approve) is refused" in said, said
+            assert "an agent that had connected to mcpd (`mcpd call`, which has ended" in said
+            assert "a terminal that never ran an agent of mcpd's" in said
+            assert "open a new terminal window" in said
+            assert "of tickets:" not in said and "not at a terminal" not in said, said
