@@ -26,6 +26,7 @@ from ..policy.deciders.kin import AgentKin
 from ..registry.uris.scheme import Sight
 from ..servers.shared import Call, Outcome, ProgressSink, SessionMark, Whose
 from .askback.askers import AgentRequests, DirectAsker
+from .entry.dial import WAITING
 from .entry.identity import AgentIdentity
 from .profiles import Profile
 
@@ -57,6 +58,12 @@ class Agent(OutcomeSink):
     # The versions of the prompt and resource lists it was last told of (None: it has
     # not begun to hear of their changes).
     seen_offered: tuple[int, int] | None = None
+    # It asked to be told when a call of its waits for a person (``dial.TELL_WAITS``).
+    tells_waits: bool = False
+
+    def waits(self, id: str, within: float) -> None:
+        """A call of its waits for a person, under ``id``, ``within`` seconds at most."""
+        self.send_nowait(rpc.encode_notification(WAITING, {"id": id, "timeout": within}))
 
     def whose(self) -> Whose:
         """Whose its calls are (``servers.calling.calls.Caller``)."""

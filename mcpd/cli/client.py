@@ -17,6 +17,8 @@ from .. import __version__
 from ..agents.entry.dial import (
     COMMAND_LINE,
     CONNECT_WAIT,
+    TELL_WAITS,
+    WAITING,
     DialError,
     connect_unix,
     no_daemon,
@@ -95,6 +97,7 @@ class Client:
         self._ids = rpc.IdAllocator()
         # Said before anything else, with the first request (``for_a_person``).
         self._first = b""
+        self._waiting: Callable[[dict[str, Any]], None] | None = None
 
     def for_a_person(self) -> Client:
         """Say first that what this connection asks for is printed for a person to read
@@ -103,6 +106,13 @@ class Client:
         reads (``--json``, ``--format``) or for a call: a program that hands a model the
         tools and runs its calls is that model's host, whose shell tool may not approve."""
         self._first = rpc.encode_notification(COMMAND_LINE, None) + b"\n"
+        return self
+
+    def tell_waits(self, waiting: Callable[[dict[str, Any]], None]) -> Client:
+        """Ask to be told when a call waits for a person: ``waiting`` gets its id and
+        how long it waits (``dial.WAITING``)."""
+        self._first += rpc.encode_notification(TELL_WAITS, None) + b"\n"
+        self._waiting = waiting
         return self
 
     def close(self) -> None:
@@ -147,6 +157,15 @@ class Client:
                         report = msgspec.json.decode(msg.params)
                         if isinstance(report, dict) and report.get("progressToken") == token:
                             progress(report)
+                    if (
+                        self._waiting is not None
+                        and isinstance(msg, rpc.Notification)
+                        and msg.method == WAITING
+                        and msg.params is not None
+                    ):
+                        waits = msgspec.json.decode(msg.params)
+                        if isinstance(waits, dict):
+                            self._waiting(waits)
                 except (rpc.DecodeFailure, msgspec.DecodeError) as exc:
                     reason = exc.message if isinstance(exc, rpc.DecodeFailure) else str(exc)
                     raise BadReply(

@@ -207,6 +207,7 @@ def cmd_call(args: argparse.Namespace) -> int:
     if not isinstance(arguments, dict):
         fail(EXIT_USAGE, "arguments must be a JSON object")
     with client_for(args) as client:
+        client.tell_waits(_waiting)
         if args.profile is not None:
             ask(client, "mcpd/useProfile", {"profile": args.profile})
         result = ask(
@@ -228,6 +229,23 @@ def _for_the_command_line(result: dict[str, Any], said: str) -> str:
     the method an agent calls means nothing at a shell prompt."""
     meta = result.get("_meta")
     return for_a_person(said) if isinstance(meta, dict) and UNKNOWN_TOOL in meta else said
+
+
+def _waiting(waits: dict[str, Any]) -> None:
+    """A rule asks a person first: said on stderr, as the wait begins, with how to
+    decide it, which would otherwise read as a hang."""
+    id, timeout = waits.get("id"), waits.get("timeout")
+    if not isinstance(id, str):
+        return
+    shown = visible(id)
+    within = f" (up to {timeout:g} s)" if isinstance(timeout, int | float) else ""
+    print(
+        f"mcpd: this call waits for a person's approval{within}: in another terminal, "
+        f"one that never ran an agent of mcpd's, `mcpd approvals approve {shown}` (or "
+        f"`deny {shown}`); `mcpd approvals` lists what waits",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _progress(report: dict[str, Any]) -> None:

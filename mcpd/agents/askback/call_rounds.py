@@ -159,10 +159,14 @@ class CallTask:
         try:
             who = rounds.who(call, call.agent)
             going: mcp.CallToolResult | Sent | None
+            # mcpd's command line is told a wait's id: its user has no form to answer.
+            told = call.agent.waits if call.agent.tells_waits else None
             if isinstance(self.going, Ask):
-                going = await rounds.policy.ask(call, who, call.agent.kin, self.going, asker)
+                going = await rounds.policy.ask(call, who, call.agent.kin, self.going, asker, told)
             elif isinstance(self.going, Sent) and not self.first:
-                going = await rounds.policy.again(call, who, call.agent.kin, self.going, asker)
+                going = await rounds.policy.again(
+                    call, who, call.agent.kin, self.going, asker, told
+                )
             else:
                 going = self.going
             if isinstance(going, mcp.CallToolResult):

@@ -48,7 +48,7 @@ from protocol import mcp, surface
 from ...policy.agent import AgentInfo
 from ...policy.deciders.kin import AgentKin
 from ...policy.decision import refusals
-from ...policy.decision.gate import CallGate, FindKin
+from ...policy.decision.gate import CallGate, FindKin, Opened
 from ...policy.decision.rules import ALLOW, CallFacts, Decision, facts_of
 from ...policy.shown.reading import RepeatedKey, Unshowable
 from ...policy.waiting import asking
@@ -136,11 +136,17 @@ class CallPolicy:
         return True
 
     async def ask(
-        self, call: AgentCall, agent: AgentInfo, kin: FindKin, ask: Ask, asker: Asker | None
+        self,
+        call: AgentCall,
+        agent: AgentInfo,
+        kin: FindKin,
+        ask: Ask,
+        asker: Asker | None,
+        told: Opened | None = None,
     ) -> mcp.CallToolResult | Sent:
         """Wait for a person's decision on ``call`` (of ``agent``, whose ``kin`` may not
         decide it): what it is sent under once it is approved, else the result it ends
-        with."""
+        with. ``told``: told the id it waits under (``CallGate.ask``)."""
         arguments = call.out.arguments
         # Refused before anyone is asked, an approval remembered too: what a person
         # approves is the arguments as shown, and the server must read them so.
@@ -176,7 +182,7 @@ class CallPolicy:
             # The rule decides whether an agent's user may decide.
             answer = agent_answer if declares and not ask.decision.operator_only else None
             verdict = await self.gate.ask(
-                ask.facts, agent, kin, ask.decision, shown, answer, ask.kept
+                ask.facts, agent, kin, ask.decision, shown, answer, ask.kept, told
             )
             if isinstance(verdict, Decision):  # a reload's rules deny it: it waits no more
                 return _ruled(call, ask.facts, verdict)
@@ -239,7 +245,13 @@ class CallPolicy:
         return Sent(entry, profile, decision) if decision.action == "allow" else None
 
     async def again(
-        self, call: AgentCall, agent: AgentInfo, kin: FindKin, sent: Sent, asker: Asker | None
+        self,
+        call: AgentCall,
+        agent: AgentInfo,
+        kin: FindKin,
+        sent: Sent,
+        asker: Asker | None,
+        told: Opened | None = None,
     ) -> mcp.CallToolResult | Sent:
         """``call``, sent under ``sent``, about to go to its server again with what its
         agent answered: looked at as a call approved after a wait is. Its tool as
@@ -254,7 +266,7 @@ class CallPolicy:
         now = self.gate.stands(facts, agent, sent.decision, lasting=False)
         if now is not None and now.action == "ask":
             ask = Ask(facts, now, entry, sent.profile, call.out.kept_apart())
-            asked = await self.ask(call, agent, kin, ask, asker)
+            asked = await self.ask(call, agent, kin, ask, asker, told)
             if isinstance(asked, Sent):  # still the same call's rounds
                 return msgspec.structs.replace(asked, rounds=sent.rounds)
             return asked

@@ -28,7 +28,7 @@ from ..askback.driver import may_be_asked
 from ..askback.rounds import shedding
 from ..backend import Lines
 from ..calls.toolcall import Router
-from ..entry.dial import COMMAND_LINE
+from ..entry.dial import COMMAND_LINE, TELL_WAITS
 from ..entry.identity import AgentIdentity
 from ..entry.peers import Peer, is_owner
 from ..profiles import Profile
@@ -323,7 +323,9 @@ class Connection(ConnectionEnd):
             self._put(line, rid)
 
     def _notification(self, msg: rpc.Notification) -> None:
-        if msg.method == "notifications/cancelled":
+        if msg.method == TELL_WAITS:
+            self.tells_waits = True
+        elif msg.method == "notifications/cancelled":
             try:
                 params = rpc.decode_as(msg.params, mcp.CancelledParams)
             except rpc.InvalidParams:

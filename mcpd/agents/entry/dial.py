@@ -32,6 +32,11 @@ from ...local.ownership.owners import trusted_owners, user_name
 # that model's host. A model that runs a listing through a shell tool gains nothing: it
 # makes no process of its host any less an agent's.
 COMMAND_LINE: Final = "mcpd/commandLine"
+# What `mcpd call` says on its connection, to be told when a call of its waits for a
+# person (``WAITING``, with the call's id and how long it waits): its user has no form
+# to answer in, and would take the silence for a hang.
+TELL_WAITS: Final = "mcpd/tellWaits"
+WAITING: Final = "mcpd/waiting"
 # How long a client waits for room in the daemon's listen queue.
 CONNECT_WAIT: Final = 10.0
 # The shortest wait handed to the kernel: a zero SO_SNDTIMEO would mean no limit.

@@ -52,6 +52,8 @@ READ_HERE: Final = 64 * 1024
 # Who may not decide the calls of the agent that asks (``deciders.kin.AgentKin``): looked up once
 # a call is to wait, and only then.
 FindKin = Callable[[], Awaitable[AgentKin]]
+# Told the id a call waits for a person under, and for how long at most.
+Opened = Callable[[str, float], None]
 
 
 class CallGate:
@@ -142,10 +144,12 @@ class CallGate:
         arguments: ShownArguments,
         agent_answer: AgentAnswer | None = None,
         kept: int = 0,
+        opened: Opened | None = None,
     ) -> Verdict | Decision:
         """Wait for a person's decision on an ``ask`` call, which keeps ``kept`` bytes
         meanwhile. ``agent_answer`` asks the agent's user (``waiting.asking``) while the
-        operator can decide too. The person's verdict; or the rules' decision, a
+        operator can decide too; ``opened`` is told the id it waits under and for how
+        long (``Approvals.ask``). The person's verdict; or the rules' decision, a
         ``deny``, when a reload made them refuse the call while it waited. An approval
         is not remembered here: it is not known yet to stand (``stands``)."""
         if decision.remember and self.approvals.remembered.holds(
@@ -157,7 +161,7 @@ class CallGate:
         waiting = _Waiting(self, facts)
         try:
             verdict = await self.approvals.ask(
-                request, decision.timeout, agent_answer, kept, waiting.overrule
+                request, decision.timeout, agent_answer, kept, waiting.overrule, opened
             )
         except ApprovalError as exc:
             return Verdict("unanswered", "mcpd", str(exc))

@@ -196,16 +196,20 @@ class Approvals:
         agent_answer: AgentAnswer | None = None,
         kept: int = 0,
         overrule: Overrule | None = None,
+        opened: Callable[[str, float], None] | None = None,
     ) -> Verdict:
         """Hold the call, which keeps ``kept`` bytes while it waits, until it is
         decided, or ``within`` seconds pass. With ``agent_answer``, the agent's user is
         asked at the same time; its verdict decides unless the operator was first
         (None: the agent could not answer, and the operator still can). ``overrule``
-        says what the rules decide of it once they change. Raises ``ApprovalError``
+        says what the rules decide of it once they change; ``opened`` is told its id
+        and how long it waits, once it waits. Raises ``ApprovalError``
         when the agent already has too many calls waiting, or calls keeping too many
         bytes."""
         asked = "agent" if agent_answer else "operator"
         pending = self._open(request, within, asked, kept, overrule)
+        if opened is not None:
+            opened(pending.id, within)
         try:
             async with trio.open_nursery() as nursery:
                 if agent_answer is not None:
