@@ -20,7 +20,7 @@ from protocol import jsonrpc as rpc
 from ...policy.deciders.kin import AgentKin, Decider
 from ...policy.deciders.kin_refusals import too_deep
 from ...policy.deciders.kinship import Found, Kinship
-from ...policy.deciders.named import name_of
+from ...policy.deciders.named import program_of
 
 
 def refuse_an_agents_side(
@@ -54,7 +54,7 @@ def _refusal(what: str, because: str, found: Found) -> str:
         who = f"is an agent {connected} to mcpd ({agent}), or was started by one"
     elif found.tie == "host":
         host = f"pid {found.pid}"
-        name = None if found.pid is None else name_of(found.pid)
+        name = None if found.pid is None else program_of(found.pid)
         who = (
             f"descends from {host}{f' ({name})' if name else ''}, which ran an agent "
             f"{connected} to mcpd ({agent})"
@@ -78,15 +78,16 @@ def _refusal(what: str, because: str, found: Found) -> str:
 
 def _agent(kin: AgentKin) -> str:
     """The agent as a person knows it: its pid (or that it ended: a gone agent is kept
-    for what it left running) and, where it was read, its command, with a word on why
-    mcpd's own command line counts as one."""
-    command = kin.command
-    if command is not None and command.startswith("mcpd "):
-        command = f"`{command}`"
+    for what it left running), the program the kernel named, and the command of mcpd's
+    its command line read as, with a word on why that counts as an agent."""
+    words = [f"pid {kin.agents[0].pid}"] if kin.agents else []
+    if kin.program is not None:
+        words.append(kin.program)
+    if kin.command is not None:
+        words.append(f"whose command line read `{kin.command}`")
     if not kin.agents:
-        shown = "it has ended" if command is None else f"{command}, which has ended"
-    else:
-        shown = f"pid {kin.agents[0].pid}" + ("" if command is None else f", {command}")
+        words.append("since ended")
+    shown = ", ".join(words)
     if kin.command is not None and kin.command.startswith("mcpd "):
         shown += ": each `mcpd call`, `mcpd read` and `mcpd prompt` is an agent of mcpd's"
     return shown

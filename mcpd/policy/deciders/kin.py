@@ -48,7 +48,7 @@ import msgspec
 from protocol.proctcp import HeldSocket
 
 from ...local.ownership.tcpowner import OwnerUnknown, holding, holds, tcp_holder
-from .named import command_of
+from .named import mcpd_command_of, program_of
 
 if TYPE_CHECKING:
     import trio
@@ -232,8 +232,10 @@ class AgentKin(msgspec.Struct, frozen=True, kw_only=True):
     crowd: str | None = None
     unread: bool = False
     gone: bool = False
-    # What its process ran, as its command line said when it connected (``named``):
-    # to tell a person which of their programs was the agent.
+    # What its process ran when it connected (``named``), to tell a person which of
+    # their programs was the agent: the program the kernel named, and the command of
+    # mcpd's its command line read as (``mcpd call``), if it did.
+    program: str | None = None
     command: str | None = None
 
     def tie(self, decider: Decider) -> tuple[Tie, int | None] | None:
@@ -285,7 +287,8 @@ def kin_of(pid: int, limit: int = HOSTS) -> AgentKin:
         sessions=frozenset(s for s in led.values() if s),
         owned=frozenset(s for p, s in led.items() if s == p),
         unread=cut,
-        command=command_of(pid),
+        program=program_of(pid),
+        command=mcpd_command_of(pid),
     )
 
 
@@ -353,6 +356,7 @@ def tcp_kin(sock: trio.socket.SocketType, until: float) -> AgentKin:
         owned=frozenset(s for k in found for s in k.owned),
         uid=held.uid,
         unread=any(k.unread for k in found),
+        program=found[0].program if len(found) == 1 else None,
         command=found[0].command if len(found) == 1 else None,
     )
 

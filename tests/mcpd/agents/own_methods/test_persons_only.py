@@ -59,13 +59,15 @@ def test_a_shell_that_ran_mcpd_call_is_named_with_the_call() -> None:
     """The shell the person typed ``mcpd call`` in is what started that agent: the
     refusal names the shell by its program and the agent as the command it was."""
     shell = os.getpid()  # a process that runs, whose name /proc gives
-    call = AgentKin(agents=(Process(10, 1),), hosts=(Process(shell),), command="mcpd call")
+    call = AgentKin(
+        agents=(Process(10, 1),), hosts=(Process(shell),), program="python3", command="mcpd call"
+    )
     message = refusal(Decider((Process(50, 1), Process(shell))), call)
-    name = Path(f"/proc/{shell}/comm").read_text().strip()
+    name = Path(os.readlink(f"/proc/{shell}/exe")).name
     assert message.startswith(
         f"{WHAT} is refused: this process descends from pid {shell} ({name}), which ran "
-        "an agent connected to mcpd (pid 10, `mcpd call`: each `mcpd call`, `mcpd read` "
-        "and `mcpd prompt` is an agent of mcpd's)"
+        "an agent connected to mcpd (pid 10, python3, whose command line read `mcpd call`: "
+        "each `mcpd call`, `mcpd read` and `mcpd prompt` is an agent of mcpd's)"
     )
     assert message.endswith(TAIL)
 

@@ -353,7 +353,7 @@ async def test_a_terminal_that_ran_mcpd_call_is_refused_before_it_is_shown_anyth
                 code, said = await shell.runs("approve", "tickets")
             assert code != 0, said
             assert "approving definitions (mcpd approve) is refused" in said, said
-            assert "an agent that had connected to mcpd (`mcpd call`, which has ended" in said
+            assert "whose command line read `mcpd call`, since ended: each `mcpd call`" in said
             assert "a terminal that never ran an agent of mcpd's" in said
             assert "open a new terminal window" in said
             assert "of tickets:" not in said and "not at a terminal" not in said, said
