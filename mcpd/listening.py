@@ -20,7 +20,7 @@ import ipaddress
 import socket as stdsocket
 from typing import Final
 
-from .agents.entry.unix_socket import UnixBound, bind_unix
+from .agents.entry.unix_socket import SocketTaken, UnixBound, bind_unix
 from .config.checks.endpoints import parse_listen
 from .config.loading.paths import state_directory
 from .config.tables.model import Config
@@ -48,7 +48,7 @@ class Listening:
         bound and raise ``DaemonError`` naming the key."""
         try:
             if socket_path is not None:
-                self.socket = bind_unix(socket_path, config.socket_mode())
+                self.socket = _bind_own(socket_path, config.socket_mode())
             for name, profile in config.profiles.items():
                 if profile.socket is not None:
                     self.profiles[name] = bind_profile(name, *socket_where(profile))
@@ -80,6 +80,19 @@ class Listening:
             bound.close()
         for sock in self.take_http():
             sock.close()
+
+
+def _bind_own(path: str, mode: int) -> UnixBound:
+    """The daemon's own socket; taken, the error says how to run this one beside the
+    one that listens there."""
+    try:
+        return bind_unix(path, mode)
+    except SocketTaken as exc:
+        raise SocketTaken(
+            f"{exc}: to run this one beside it, give it a socket of its own with --socket "
+            "PATH, or MCPD_SOCKET=PATH in the environment (which the commands that talk to "
+            "it read too)"
+        ) from None
 
 
 def bind_profile(name: str, path: str, mode: int) -> UnixBound:

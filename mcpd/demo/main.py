@@ -65,7 +65,7 @@ def run_demo(server: DemoServer, argv: Sequence[str] | None = None) -> None:
 
 async def _main(server: DemoServer, args: argparse.Namespace) -> None:
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
+        nursery.start_soon(_stop_on_signal, nursery.cancel_scope, server.info.name)
         if args.http is not None:
             await serve_http(server, args.host, args.port, ready_file=args.ready_file)
         else:
@@ -73,10 +73,13 @@ async def _main(server: DemoServer, args: argparse.Namespace) -> None:
             nursery.cancel_scope.cancel()
 
 
-async def _stop_on_signal(scope: trio.CancelScope) -> None:
+async def _stop_on_signal(scope: trio.CancelScope, name: str) -> None:
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for signum in signals:
-            log.info("stopping on %s", signal.Signals(signum).name)
+            # Under mcpd serve --demo, the signal is mcpd stopping its server (as it
+            # ends, or when it refuses to start): beside mcpd's own lines, a line at
+            # info would read as if the demo had been stopped from outside.
+            log.debug("%s stopping on %s", name, signal.Signals(signum).name)
             scope.cancel()
             return
 

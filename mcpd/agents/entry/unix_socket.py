@@ -51,6 +51,10 @@ class UnusableSocketFile(DaemonError):
     exit_code = EX_CONFIG
 
 
+class SocketTaken(UnusableSocketFile):
+    """Something listens at the path already: another mcpd, most likely."""
+
+
 # As the kernel, which gives up on a path after this many links (ELOOP).
 _MAX_LINKS = 40
 
@@ -327,7 +331,7 @@ def _refuse_live_socket(path: str) -> None:
     probe.setblocking(False)
     try:
         probe.connect(path)
-        raise UnusableSocketFile(
+        raise SocketTaken(
             f"something already listens on {path} (another mcpd, or a program that took "
             f"its place; {describe(st)}); not replacing it"
         )

@@ -131,6 +131,8 @@ async def test_a_second_daemon_on_a_live_socket_starts_no_server(tmp_path: Path)
         )
         assert second.returncode == 78  # the same on every start: no use restarting
         assert "something already listens on" in second.stderr
+        # What to do: a socket of its own, as the README's demo says to give one.
+        assert "give it a socket of its own with --socket PATH, or MCPD_SOCKET" in second.stderr
         assert len(starts(counted)) == 1
     finally:
         first.terminate()
