@@ -17,6 +17,7 @@ from .. import __version__
 from ..agents.entry.dial import (
     COMMAND_LINE,
     CONNECT_WAIT,
+    STARTING,
     TELL_WAITS,
     WAITING,
     DialError,
@@ -84,7 +85,9 @@ class Client:
         try:
             self._sock = connect_unix(path, min(timeout, CONNECT_WAIT))
         except (FileNotFoundError, ConnectionRefusedError, PermissionError) as exc:
-            said = no_daemon(path, exc) or not_listening(path, exc) + unread_config(path)
+            said = no_daemon(path, exc) or (
+                f"{not_listening(path, exc)}{unread_config(path)}; start one with {STARTING}"
+            )
             raise DaemonUnreachable(said) from None
         except DialError as exc:
             raise DaemonUnreachable(str(exc)) from None

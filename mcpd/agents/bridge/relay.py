@@ -37,6 +37,7 @@ from ...config.tables.model import EX_CONFIG
 from ..connection import batches
 from ..entry.dial import (
     CONNECT_WAIT,
+    STARTING,
     DialError,
     ForeignSocket,
     QueueFull,
@@ -194,7 +195,7 @@ class Bridge:
             return str(exc)
         return no_daemon(self.socket_path, exc) or (
             f"mcpd is not running ({not_listening(self.socket_path, exc)}); start it with "
-            "`mcpd serve` or `systemctl start mcpd`, then try again"
+            f"{STARTING}, then try again"
         )
 
     async def _pump_socket(

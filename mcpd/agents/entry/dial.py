@@ -37,6 +37,8 @@ COMMAND_LINE: Final = "mcpd/commandLine"
 # to answer in, and would take the silence for a hang.
 TELL_WAITS: Final = "mcpd/tellWaits"
 WAITING: Final = "mcpd/waiting"
+# How a person starts the daemon a client found none of.
+STARTING: Final = "`mcpd serve` or `systemctl start mcpd`"
 # How long a client waits for room in the daemon's listen queue.
 CONNECT_WAIT: Final = 10.0
 # The shortest wait handed to the kernel: a zero SO_SNDTIMEO would mean no limit.

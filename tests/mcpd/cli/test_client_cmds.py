@@ -156,7 +156,10 @@ def test_no_daemon_is_exit_3_naming_the_socket(
 ) -> None:
     for command in ("tools", "status", "reload"):
         assert run(command, "--socket", str(sock)) == 3
-        assert f'no mcpd is listening on "{sock}"' in capsys.readouterr().err
+        said = capsys.readouterr().err
+        assert f'no mcpd is listening on "{sock}"' in said
+        # and how to start one, as the bridge says
+        assert said.endswith("; start one with `mcpd serve` or `systemctl start mcpd`\n")
     # A stray space from the command line shows.
     assert run("status", "--socket", f" {sock}") == 3
     assert f'no mcpd is listening on " {sock}"' in capsys.readouterr().err
