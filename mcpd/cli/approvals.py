@@ -18,7 +18,7 @@ from typing import Any
 
 from protocol.visible import visible
 
-from .client import QUICK, SOCKET_HELP, socket_path
+from .client import JSON_HELP, QUICK, SOCKET_HELP, socket_path
 from .exits import EXIT_USAGE, ask, client_for, fail
 
 ACTIONS = ("show", "approve", "deny")
@@ -37,7 +37,7 @@ def add_approvals(sub: Any) -> None:
     ap.add_argument("id", nargs="?", metavar="ID", help="the call's id, as the list shows it")
     ap.add_argument("--reason", metavar="TEXT", help="with deny: why (the agent is told)")
     ap.add_argument("--watch", action="store_true", help="show the list again at each change")
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--json", action="store_true", help=JSON_HELP)
     ap.set_defaults(func=cmd_approvals)
 
 

@@ -35,6 +35,7 @@ CLI_INFO = mcp.Implementation(name="mcpd-cli", version=__version__)
 # (a tool's call, a reload).
 QUICK: Final = 10.0
 LONG: Final = 120.0
+JSON_HELP = "print JSON, for a program to read, rather than a table"
 SOCKET_HELP = (
     "daemon socket (default: $MCPD_SOCKET, else the [daemon] socket of the config, "
     "else the standard path)"

@@ -225,7 +225,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from ..config.importing.importer import import_file
     from ..config.importing.importwrite import move_secrets, secrets_dir, to_toml
     from ..local.state.privatefile import UnsafeFileError, write_atomically
-    from .hosts.import_sources import import_source, unread_host
+    from .hosts.import_sources import import_source, no_such_host, unread_host
     from .pins.outfile import resolved, taken
 
     unread = unread_host(args.path)
@@ -235,7 +235,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     try:
         imported = import_file(source, named=source == args.path)
     except ConfigError as exc:
-        fail(EX_CONFIG, f"cannot import: {visible(str(exc))}")
+        fail(EX_CONFIG, f"cannot import: {visible(str(exc))}{no_such_host(args.path)}")
     moved = {}
     if args.output:
         # A link there counts, dangling or not: --force replaces the link, never the

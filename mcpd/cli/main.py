@@ -24,7 +24,7 @@ from protocol.visible import visible
 
 from .. import __version__
 from ..config.tables.model import default_config_path
-from .client import SOCKET_HELP, config_in_use_help, socket_path
+from .client import JSON_HELP, SOCKET_HELP, config_in_use_help, socket_path
 from .exits import EXIT_USAGE, client_for
 
 PROMPT_RESOURCE_COMMANDS = ("prompts", "resources", "read", "prompt")
@@ -66,6 +66,19 @@ def _length(text: str) -> int:
     return length
 
 
+_EPILOG = """\
+`mcpd COMMAND --help` tells of one command; the manual page mcpd(1) of them all, with
+examples (in the source tree: man -l man/mcpd.1; mcpd.toml(5) for the config file).
+
+exit codes:
+  0   success
+  1   the tool returned an error, or the daemon could not do what it was asked
+  2   usage
+  3   no daemon answers on the socket
+  4   its reply could not be read
+  78  configuration error"""
+
+
 class _Grammar:
     """The commands' parsers being built: all of them, or only ``only``'s."""
 
@@ -89,7 +102,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole grammar, or the top level with only the command ``only``: a command
     that runs (``serve`` at boot, ``bridge`` for each host session) does not import the
     code of every other."""
-    p = argparse.ArgumentParser(prog="mcpd", description="MCP client daemon")
+    p = argparse.ArgumentParser(
+        prog="mcpd",
+        description="MCP client daemon",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--version", action="version", version=f"mcpd {__version__}")
     grammar = _Grammar(p.add_subparsers(dest="command", required=True), only)
     # In the order ``mcpd --help`` lists the commands.
@@ -120,15 +138,25 @@ def _daemon_commands(g: _Grammar) -> None:
             type=socket_path,
             help="socket path (overrides the config and $MCPD_SOCKET)",
         )
-        s.add_argument("--log", choices=["auto", "journal", "stderr"], default="auto")
-        s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+        s.add_argument(
+            "--log",
+            choices=["auto", "journal", "stderr"],
+            default="auto",
+            help="where its log goes (default auto: the journal under systemd, else stderr)",
+        )
+        s.add_argument(
+            "--log-level",
+            default="info",
+            choices=["debug", "info", "warning", "error"],
+            help="the least a line must be to be logged (default: info)",
+        )
         s.set_defaults(func=cmd_serve)
 
     if g.want("check-config"):
         from .config_cmds import cmd_check_config
 
         c = g.sub.add_parser("check-config", help="validate the config file and list its servers")
-        c.add_argument("--config")
+        c.add_argument("--config", help=f"config file (default: {default_config_path()})")
         c.set_defaults(func=cmd_check_config)
 
 
@@ -139,7 +167,7 @@ def _tool_commands(g: _Grammar) -> None:
         from .client_cmds import cmd_tools
 
         t = g.client_cmd("tools", "list the aggregated tools")
-        t.add_argument("--json", action="store_true")
+        t.add_argument("--json", action="store_true", help=JSON_HELP)
         t.add_argument(
             "--profile",
             metavar="NAME",
@@ -183,9 +211,11 @@ def _tool_commands(g: _Grammar) -> None:
         from .client_cmds import cmd_call
 
         k = g.client_cmd("call", "call a tool: mcpd call NAME '{\"arg\": 1}'")
-        k.add_argument("name")
-        k.add_argument("arguments", nargs="?", default="{}")
-        k.add_argument("--json", action="store_true")
+        k.add_argument("name", help="the tool's name, as `mcpd tools` lists it")
+        k.add_argument(
+            "arguments", nargs="?", default="{}", help="its arguments, a JSON object (default: {})"
+        )
+        k.add_argument("--json", action="store_true", help="print the whole result as JSON")
         k.add_argument("--profile", metavar="NAME", help="call as an agent of this profile")
         k.set_defaults(func=cmd_call)
 
@@ -197,7 +227,7 @@ def _watch_commands(g: _Grammar) -> None:
         from .client_cmds import cmd_status
 
         st = g.client_cmd("status", "show each server's state")
-        st.add_argument("--json", action="store_true")
+        st.add_argument("--json", action="store_true", help=JSON_HELP)
         st.add_argument(
             "--watch",
             nargs="?",
@@ -259,7 +289,7 @@ def _steer_commands(g: _Grammar) -> None:
         from .client_cmds import cmd_reset
 
         rs = g.client_cmd("reset", "close a server's open circuit now: its next call decides")
-        rs.add_argument("server", metavar="SERVER")
+        rs.add_argument("server", metavar="SERVER", help="the server's alias")
         rs.set_defaults(func=cmd_reset)
 
     if g.want("bridge"):

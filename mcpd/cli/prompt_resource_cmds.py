@@ -17,7 +17,7 @@ from typing import Any
 from protocol import mcp
 from protocol.visible import quote, visible
 
-from .client import LONG, QUICK, Client
+from .client import JSON_HELP, LONG, QUICK, Client
 from .exits import EXIT_FAILED, EXIT_USAGE, ask, fail
 
 # A client on the daemon's socket, waiting so many seconds for each reply.
@@ -189,20 +189,22 @@ def add_commands(
     client_cmd: Callable[[str, str], argparse.ArgumentParser], client_for: ClientFor
 ) -> None:
     p = client_cmd("prompts", "list the aggregated prompts")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=lambda a: cmd_prompts(a, client_for))
 
     r = client_cmd("resources", "list the aggregated resources and resource templates")
-    r.add_argument("--json", action="store_true")
+    r.add_argument("--json", action="store_true", help=JSON_HELP)
     r.set_defaults(func=lambda a: cmd_resources(a, client_for))
 
     d = client_cmd("read", "read a resource: mcpd read URI")
-    d.add_argument("uri")
-    d.add_argument("--json", action="store_true")
+    d.add_argument("uri", help="the resource's URI, as `mcpd resources` lists it")
+    d.add_argument("--json", action="store_true", help="print the whole result as JSON")
     d.set_defaults(func=lambda a: cmd_read(a, client_for))
 
     g = client_cmd("prompt", 'get a prompt: mcpd prompt NAME \'{"arg": "value"}\'')
-    g.add_argument("name")
-    g.add_argument("arguments", nargs="?", default="{}")
-    g.add_argument("--json", action="store_true")
+    g.add_argument("name", help="the prompt's name, as `mcpd prompts` lists it")
+    g.add_argument(
+        "arguments", nargs="?", default="{}", help="its arguments, a JSON object of strings"
+    )
+    g.add_argument("--json", action="store_true", help="print the whole result as JSON")
     g.set_defaults(func=lambda a: cmd_prompt(a, client_for))

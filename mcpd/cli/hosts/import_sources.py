@@ -39,6 +39,14 @@ def unread_host(arg: str, *, env: Mapping[str, str] | None = None) -> str | None
     )
 
 
+def no_such_host(arg: str) -> str:
+    """Where ``arg`` is neither a file nor a host's name, the names ``mcpd import``
+    knows ("" otherwise): a misspelt host reads as a file that is not there."""
+    if arg in HOST_NAMES or os.path.lexists(arg):
+        return ""
+    return f"; nor is it a host mcpd knows: {', '.join(HOST_NAMES)}"
+
+
 def import_source(
     arg: str, *, env: Mapping[str, str] | None = None, system: str | None = None
 ) -> str:

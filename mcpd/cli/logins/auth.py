@@ -21,7 +21,7 @@ from typing import Any
 from protocol.urls import ascii_hosts, ascii_url
 from protocol.visible import visible
 
-from ..client import QUICK, SOCKET_HELP, socket_path
+from ..client import JSON_HELP, QUICK, SOCKET_HELP, socket_path
 from ..exits import ask, client_for
 from .revocation_words import logout_said
 
@@ -130,7 +130,7 @@ def add_auth_commands(sub: Any) -> None:
     )
     lg.set_defaults(func=cmd_login)
     st = action("status", "each HTTP server's login: state, issuer, scopes, expiry")
-    st.add_argument("--json", action="store_true")
+    st.add_argument("--json", action="store_true", help=JSON_HELP)
     st.set_defaults(func=cmd_auth_status)
     lo = action("logout", "forget a server's tokens (revoking them where offered)")
     lo.add_argument("server", help="the server's alias")

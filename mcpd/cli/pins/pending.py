@@ -283,7 +283,7 @@ def print_findings(items: list[dict[str, Any]]) -> int:
 def add_approve(client_cmd: Any) -> None:
     """``approve`` in the command line's grammar."""
     a = client_cmd("approve", "show what changed in a server's definitions, and approve it")
-    a.add_argument("server", metavar="ALIAS")
+    a.add_argument("server", metavar="ALIAS", help="the server whose changes to show")
     a.add_argument("names", nargs="*", metavar="NAME", help="only these (the server's names)")
     a.add_argument("--yes", action="store_true", help="approve what is shown without asking")
     a.set_defaults(func=cmd_approve)

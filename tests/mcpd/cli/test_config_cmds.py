@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from mcpd.cli.config_cmds import rule_words
+from mcpd.cli.hosts.import_sources import HOST_NAMES
 from mcpd.cli.main import main
 from mcpd.config.tables.model import EX_CONFIG
 from mcpd.config.tables.policy import AnnotationMatch, PolicyRule
@@ -397,6 +398,11 @@ def test_import_says_what_it_cannot_read_or_write(
 ) -> None:
     assert run("import", str(tmp_path / "absent.json")) == EX_CONFIG
     assert "cannot import: cannot read" in capsys.readouterr().err
+    # A word that is no host's name, nor a file: the hosts it knows are listed.
+    assert run("import", "notahost") == EX_CONFIG
+    err = capsys.readouterr().err
+    assert "cannot read 'notahost'" in err
+    assert err.rstrip().endswith(f"; nor is it a host mcpd knows: {', '.join(HOST_NAMES)}")
     blocked = tmp_path / "file"
     blocked.write_text("")
     source = host_file(tmp_path)

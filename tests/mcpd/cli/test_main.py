@@ -188,3 +188,44 @@ def test_an_error_a_command_does_not_catch_is_not_a_usage_error(
 
     monkeypatch.setattr(client_cmds, "cmd_reload", reload)
     assert exit_of(["reload"]) == 78
+
+
+def _parsers(
+    parser: argparse.ArgumentParser, name: str = "mcpd"
+) -> list[tuple[str, argparse.ArgumentParser]]:
+    found = [(name, parser)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub, subparser in action.choices.items():
+                found += _parsers(subparser, f"{name} {sub}")
+    return found
+
+
+def test_every_option_and_argument_says_what_it_is_in_help() -> None:
+    from mcpd.cli.main import build_parser
+
+    missing = [
+        f"{name} {'/'.join(action.option_strings) or action.dest}"
+        for name, parser in _parsers(build_parser())
+        for action in parser._actions
+        if not isinstance(action, argparse._HelpAction | argparse._SubParsersAction)
+        and action.help is None
+    ]
+    assert missing == []
+
+
+def test_help_names_the_manual_page_and_the_exit_codes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert exit_of(["--help"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "mcpd(1)" in said and "man -l man/mcpd.1" in said
+    for code, meaning in (
+        ("0", "success"),
+        ("1", "the tool returned an error"),
+        ("2", "usage"),
+        ("3", "no daemon answers"),
+        ("4", "its reply could not be read"),
+        ("78", "configuration error"),
+    ):
+        assert f"{code} {meaning}" in said, code
