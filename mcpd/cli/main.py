@@ -131,8 +131,14 @@ def _daemon_commands(g: _Grammar) -> None:
         from .config_cmds import cmd_serve
 
         s = g.sub.add_parser("serve", help="run the daemon")
-        s.add_argument("--config", help=f"config file (default: {default_config_path()})")
-        s.add_argument("--demo", action="store_true", help="run with the bundled demo servers")
+        # The demo's servers are its own: a config beside them would be ignored.
+        source = s.add_mutually_exclusive_group()
+        source.add_argument("--config", help=f"config file (default: {default_config_path()})")
+        source.add_argument(
+            "--demo",
+            action="store_true",
+            help="run the bundled demo servers instead of a config file",
+        )
         s.add_argument(
             "--socket",
             type=socket_path,

@@ -43,6 +43,8 @@ TOOLS = [
             ["serve", "--socket", "\t \n"],
             "--socket: a path empty or of only spaces names no socket",
         ),
+        (["serve", "--demo", "--config", "x.toml"], "--config: not allowed with argument --demo"),
+        (["serve", "--config", "x.toml", "--demo"], "--demo: not allowed with argument --config"),
     ],
 )
 def test_a_value_the_option_cannot_use_is_a_usage_error(
