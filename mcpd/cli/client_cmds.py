@@ -33,6 +33,7 @@ from .exits import (
     fail,
     for_a_person,
 )
+from .status_view import login_lines
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
@@ -57,6 +58,8 @@ def cmd_tools(args: argparse.Namespace) -> int:
                     footer = _profile_footer(seen)
             else:
                 tools = client.list_tools()
+            table = not (args.json or args.format or args.check_names is not None)
+            status = _status_beside(client) if table else {}
         except DaemonUnreachable as exc:
             fail(EXIT_UNREACHABLE, str(exc))
         except BadReply as exc:
@@ -98,7 +101,19 @@ def cmd_tools(args: argparse.Namespace) -> int:
         desc = desc if len(desc) <= room else desc[: room - 1] + "…"
         print(f"{name:<{name_w}}  {server:<12} {decision:<{dec_w}}{desc}")
     print(f"{len(tools)} tools" + (f"; {footer}" if footer else ""))
+    for line in login_lines(status):
+        print(line)
     return 0
+
+
+def _status_beside(client: Client) -> dict[str, Any]:
+    """The status, for what the table of tools cannot show (a server waiting for a
+    login lists none); none where it is not given: the tools are what was asked."""
+    try:
+        status: dict[str, Any] = client.request("mcpd/status")
+    except rpc.RPCError:
+        return {}
+    return status
 
 
 def _decision(decision: dict[str, Any] | None) -> str:

@@ -174,6 +174,17 @@ def pin_notes(server: dict[str, Any], *, whole: bool) -> list[str]:
     return notes
 
 
+def login_lines(status: dict[str, Any]) -> list[str]:
+    """Under a listing of tools, the servers of ``status`` that wait for a login: none
+    of their tools is listed until someone logs in."""
+    return [
+        f"{visible(str(s.get('alias', '?')))} waits for a login, so none of its tools is "
+        f"listed: mcpd auth login {visible(str(s.get('alias', '?')))}"
+        for s in status.get("servers") or []
+        if s.get("state") == "needs_login"
+    ]
+
+
 def masked_notes(server: dict[str, Any]) -> list[str]:
     """How many of mcpd's secrets the server sent, masked, and whose they were."""
     masked: dict[str, int] = server.get("secrets_masked") or {}

@@ -91,10 +91,13 @@ class FakeDaemon:
 
 def answering(sock: Path, **answers: Any) -> FakeDaemon:
     """A stand-in answering each method (``tools/list`` as ``tools_list``) with a result,
-    or with what a callable makes of the request."""
+    or with what a callable makes of the request; any other, as the daemon answers a
+    method it does not know."""
 
     def answer(msg: dict[str, Any]) -> bytes | None:
-        reply = answers[msg["method"].replace("/", "_")]
+        reply = answers.get(msg["method"].replace("/", "_"))
+        if reply is None:
+            return error(msg, -32601, f"method not found: {msg['method']}")
         return reply(msg) if callable(reply) else result(msg, reply)
 
     return FakeDaemon(sock, answer)

@@ -202,3 +202,20 @@ async def test_only_the_daemons_user_may_log_in_or_out(tmp_path: Path) -> None:
                     assert denied["error"]["message"] == (
                         f"{method} is only for the daemon's user and root"
                     )
+
+
+async def test_the_tools_of_a_server_waiting_for_a_login_are_said_to_be_missing(
+    tmp_path: Path,
+) -> None:
+    """``mcpd tools`` lists none of a server that waits for a login: under the table it
+    says which, and the command that logs in, as ``mcpd status`` does."""
+    with trio.fail_after(LIMIT):
+        async with serve_protected() as srv, running(config_for(tmp_path, srv)) as daemon:
+            sock = daemon.socket_path
+            code, said = await mcpd(sock, "tools")
+            assert code == 0, said
+            assert said.splitlines()[-1] == (
+                "t waits for a login, so none of its tools is listed: mcpd auth login t"
+            ), said
+            code, said = await mcpd(sock, "tools", "--json")
+            assert code == 0 and "waits for a login" not in said, said
