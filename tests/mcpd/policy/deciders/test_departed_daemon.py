@@ -93,3 +93,26 @@ async def test_what_a_child_left_in_a_session_its_agent_led_starts_apart_is_refu
                     await mcpd(Path(sock), "approvals", "deny", waiting.id)
                     await setup.none_pending()
             assert setup.reached("create_issue") == []
+
+
+async def test_a_shell_that_ran_mcpd_call_is_told_why_it_cannot_decide_and_where_to(
+    tmp_path: Path,
+) -> None:
+    """A person's shell runs ``mcpd call``, then ``mcpd approvals approve`` of another
+    agent's call: refused, naming that shell and the call it ran (mcpd's own, an agent
+    all the same), and saying to decide from a new terminal."""
+    with trio.fail_after(LIMIT):
+        async with policy_daemon(tmp_path, OPERATOR_ONLY) as setup:
+            sock = setup.daemon.socket_path
+            async with self_approval.agent("unconnected", sock, apart=True) as shell:
+                await shell.runs("call", "mcp__gh__read_repo")
+                async with self_approval.agent("asking", sock, TOOL, apart=True):
+                    [waiting] = await setup.pending()
+                    code, said = await shell.runs("approvals", "approve", waiting.id)
+                    assert code != 0, said
+                    assert "deciding a call (mcpd approvals) is refused: this process " in said
+                    assert "whose command line read `mcpd call`, since ended" in said, said
+                    assert "open a new terminal window" in said
+                    await mcpd(Path(sock), "approvals", "deny", waiting.id)
+                    await setup.none_pending()
+            assert setup.reached("create_issue") == []
