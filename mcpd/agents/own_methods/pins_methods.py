@@ -125,7 +125,7 @@ async def _approve(
 
 async def _may_approve(
     api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-) -> Any:
+) -> object:
     """Whether the one asking may approve, asked before a person is shown what waits
     and asked to approve it: a refusal after they read it all would waste their time."""
     _owner_only(conn, req.method)
