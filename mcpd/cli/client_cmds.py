@@ -107,8 +107,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 
 def _status_beside(client: Client) -> dict[str, Any]:
-    """The status, for what the table of tools cannot show (a server waiting for a
-    login lists none); none where it is not given: the tools are what was asked."""
+    """The status, for a server the table cannot show (one waiting for a login)."""
     try:
         status: dict[str, Any] = client.request("mcpd/status")
     except rpc.RPCError:
@@ -247,8 +246,7 @@ def _for_the_command_line(result: dict[str, Any], said: str) -> str:
 
 
 def _waiting(waits: dict[str, Any]) -> None:
-    """A rule asks a person first: said on stderr, as the wait begins, with how to
-    decide it, which would otherwise read as a hang."""
+    """A person's approval awaited, said as it begins: silence would read as a hang."""
     id, timeout = waits.get("id"), waits.get("timeout")
     if not isinstance(id, str):
         return

@@ -342,8 +342,7 @@ def _refuse_live_socket(path: str) -> None:
     except (ConnectionRefusedError, FileNotFoundError):
         unknown = None  # a stale file left by a daemon that died
     except OSError as exc:
-        # Its mode keeps mcpd from connecting (EACCES): whether anything listens is not
-        # known.
+        # Its mode keeps mcpd from connecting (EACCES): whether anything listens is unknown.
         unknown = exc
     finally:
         probe.close()
