@@ -19,6 +19,8 @@ import h11
 import msgspec
 import trio
 
+MODERN_VERSION = "2026-07-28"
+
 
 class SeenRequest(msgspec.Struct):
     method: str
@@ -311,6 +313,11 @@ class LegacySession:
     refuse what a sessionful server refuses: a message with no session (400 "No valid
     session ID provided"), and a request in a session whose
     ``notifications/initialized`` has not come (400).
+
+    With ``upgrades`` set, a session it forgets is its last: from then on it speaks
+    2026-07-28 alone, as a server restarted on a newer version does. ``initialize``
+    gets -32022 naming that version, ``server/discover`` its discover result, and the
+    rest goes to ``handler`` with no session asked for (``discovers`` counts them).
     """
 
     def __init__(
@@ -324,6 +331,9 @@ class LegacySession:
         self.handler = handler
         self.strict = strict
         self.forgets = 0
+        self.upgrades = False
+        self.modern = False  # it has upgraded
+        self.discovers = 0
         self.forgotten: set[str] = set()
         self.initialized: set[str] = set()
         # What it refused for a session missing, unknown or not yet initialized.
@@ -342,7 +352,9 @@ class LegacySession:
 
     async def __call__(self, req: SeenRequest, respond: Responder) -> None:
         sid = req.header("mcp-session-id")
-        if req.method == "POST" and req.rpc_method == "initialize":
+        if self.modern:
+            await self._as_modern(req, respond)
+        elif req.method == "POST" and req.rpc_method == "initialize":
             self.sessions.append(f"session-{len(self.sessions) + 1}")
             value = {
                 "protocolVersion": "2025-11-25",
@@ -383,8 +395,22 @@ class LegacySession:
         else:
             await self.handler(req, respond)
 
+    async def _as_modern(self, req: SeenRequest, respond: Responder) -> None:
+        if req.method == "POST" and req.rpc_method == "initialize":
+            supported = {"supported": [MODERN_VERSION]}
+            refused = error(req.rpc_id, -32022, "Unsupported protocol version")
+            refused["error"]["data"] = supported
+            await respond.json(refused)
+        elif req.method == "POST" and req.rpc_method == "server/discover":
+            self.discovers += 1
+            found = {"supportedVersions": [MODERN_VERSION], "capabilities": self.capabilities}
+            await respond.json(result(req.rpc_id, {"resultType": "complete", **found}))
+        else:
+            await self.handler(req, respond)
+
     def _unknown(self, sid: str, req: SeenRequest) -> bool:
         if sid == self.session and self.forgets and req.rpc_id is not None:
             self.forgets -= 1
             self.forgotten.add(sid)
+            self.modern = self.upgrades
         return sid != self.session or sid in self.forgotten

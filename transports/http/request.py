@@ -210,8 +210,10 @@ class SessionId:
             await self._started.wait()
 
 
-# What goes while a lost session is set up again: the handshake that sets it up.
-_HANDSHAKE: Final = frozenset({"initialize", "notifications/initialized"})
+# What goes while a lost session is set up again: the handshake that sets it up, and
+# the era probe it makes when initialize is refused for a version only modern servers
+# speak (a server upgraded across its restart).
+_HANDSHAKE: Final = frozenset({"initialize", "notifications/initialized", "server/discover"})
 
 
 def redirect_target(alias: str, origin: Origin, head: ResponseHead, target: str) -> str:

@@ -5,7 +5,9 @@ that request may be sent again in a new one without running twice. Every request
 that finds it gone (a 404 to its session, or refused before it was sent while no
 session is set up: ``transports.http.request.SessionId``) waits for the same
 handshake, begun by the first in the session's nursery, so that no one request's
-deadline or cancel ends it for the others; each waits within its own deadline.
+deadline or cancel ends it for the others; each waits within its own deadline. A
+server that comes back speaking 2026-07-28 alone is greeted in that era instead, and
+keeps no session to lose (``handshake.Handshake.initialize``).
 """
 
 from __future__ import annotations

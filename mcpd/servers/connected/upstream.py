@@ -263,18 +263,19 @@ class Upstream:
                 raise TransportError(f"{self.alias} is not connected")
             self.nursery.start_soon(task_tools.run_call, self.request, self.alias, self.meta, call)
             return
-        shape = self._shape(call)
-        params: Params | splice.SplicedCall = (
-            self.meta.params(call)
-            if shape is None
-            else splice.SplicedCall(shape, call.arguments, call.token)
-        )
+        params = self._params(call)
         if self.http:
             call.rid = self._send_over_http(params, call)
         else:
             # No headers, and no session to lose: the transport's own ``send``, the
             # call itself taking the answer.
             call.rid = self.transport.send("tools/call", params, call)
+
+    def _params(self, call: Call) -> Params | splice.SplicedCall:
+        shape = self._shape(call)
+        if shape is None:
+            return self.meta.params(call)
+        return splice.SplicedCall(shape, call.arguments, call.token)
 
     def _send_over_http(self, params: Params | splice.SplicedCall, call: Call) -> rpc.Id:
         """Send a call over Streamable HTTP: with its headers, in its agent's context
@@ -284,7 +285,7 @@ class Upstream:
         headers = self._call_headers(call)
         asking = ASKING.set(call.asker)
         try:
-            reply = _Renewing(self, call, params)
+            reply = _Renewing(self, call)
             return self.transport.send("tools/call", params, reply, headers=headers)
         finally:
             ASKING.reset(asking)
@@ -301,9 +302,7 @@ class Upstream:
         extra = self.meta.param_headers(call)
         return {**(headers or {}), **extra} if extra else headers
 
-    async def send_in_new_session(
-        self, call: Call, params: Params | splice.SplicedCall, reply: _Renewing
-    ) -> None:
+    async def send_in_new_session(self, call: Call, reply: _Renewing) -> None:
         """A call over HTTP whose legacy session the server forgot (``reply``, which
         saw it forgotten): a new handshake, then the call once more."""
         ASKING.set(call.asker)
@@ -311,6 +310,8 @@ class Upstream:
             await self._renew_session()
             if call.state == "running":
                 headers = self._call_headers(call)
+                # Written again: the server may have come back speaking the other era.
+                params = self._params(call)
                 call.rid = self.transport.send("tools/call", params, reply, headers=headers)
         except (TransportError, rpc.RPCError) as exc:
             call(None, exc)
@@ -363,16 +364,16 @@ class _Renewing:
     its legacy session before it handled the call (it cannot have run), which is then
     begun again and the call sent once more."""
 
-    __slots__ = ("_again", "_call", "_params", "_up")
+    __slots__ = ("_again", "_call", "_up")
 
-    def __init__(self, up: Upstream, call: Call, params: Params | splice.SplicedCall) -> None:
-        self._up, self._call, self._params = up, call, params
+    def __init__(self, up: Upstream, call: Call) -> None:
+        self._up, self._call = up, call
         self._again = True
 
     def __call__(self, raw: Raw | None, error: Exception | None) -> None:
         nursery = self._up.nursery
         if self._again and isinstance(error, SessionExpired) and nursery is not None:
             self._again = False
-            nursery.start_soon(self._up.send_in_new_session, self._call, self._params, self)
+            nursery.start_soon(self._up.send_in_new_session, self._call, self)
         else:
             self._call(raw, error)

@@ -16,7 +16,14 @@ from typing import Any
 import trio
 
 from tests.support.agent import Agent, connect, make_config, running
-from tests.support.http_servers import LegacySession, Responder, SeenRequest, result, serve_http
+from tests.support.http_servers import (
+    MODERN_VERSION,
+    LegacySession,
+    Responder,
+    SeenRequest,
+    result,
+    serve_http,
+)
 from tests.support.supervision import text, wait_state
 
 LIMIT = 60
@@ -30,23 +37,34 @@ class Forgetful:
     def __init__(self) -> None:
         self.ran: Counter[int] = Counter()
         self.session = LegacySession(self.handle, strict=True)
+        # The session id, header and _meta protocol versions each request came with
+        # once it upgraded.
+        self.modern_heads: list[tuple[str | None, str | None, str | None]] = []
 
     async def handle(self, req: SeenRequest, respond: Responder) -> None:
         method = req.rpc_method
+        modern = self.session.modern
+        if modern and req.method == "POST":
+            meta = req.message.get("params", {}).get("_meta", {})
+            said = meta.get("io.modelcontextprotocol/protocolVersion")
+            head = (req.header("mcp-session-id"), req.header("mcp-protocol-version"), said)
+            self.modern_heads.append(head)
+        complete = {"resultType": "complete"} if modern else {}
         if req.method == "GET":
             await respond.reply(405)  # no push stream
         elif method == "server/discover":
             await respond.reply(400, "Bad Request")  # a legacy server's answer
         elif method == "tools/list":
             tools = [{"name": "echo", "inputSchema": {"type": "object"}}]
-            await respond.json(result(req.rpc_id, {"tools": tools}))
+            await respond.json(result(req.rpc_id, {"tools": tools, **complete}))
         elif method == "tools/call":
             n = req.message["params"]["arguments"]["n"]
             self.ran[n] += 1
             await trio.sleep(0.2)
-            await respond.json(result(req.rpc_id, {"content": [{"type": "text", "text": f"{n}"}]}))
+            said = {"content": [{"type": "text", "text": f"{n}"}], **complete}
+            await respond.json(result(req.rpc_id, said))
         else:
-            await respond.json(result(req.rpc_id, {}))
+            await respond.json(result(req.rpc_id, complete))
 
 
 @asynccontextmanager
@@ -104,6 +122,26 @@ async def test_a_session_lost_twice_in_a_row_is_set_up_again(tmp_path: Path) -> 
     assert server.ran == Counter([2, 3])
     assert len(server.session.sessions) == 3, server.session.sessions
     assert {status for status, _ in server.session.refused} == {404}
+
+
+async def test_a_server_restarted_on_2026_07_28_is_greeted_in_that_era(tmp_path: Path) -> None:
+    """It refuses initialize naming 2026-07-28: the handshake that sets the lost
+    session up again asks it server/discover, and the calls go on in that era, with
+    no session."""
+    server = Forgetful()
+    with trio.fail_after(LIMIT):
+        async with serving(tmp_path, server) as agent:
+            server.session.upgrades = True
+            server.session.forgets = 1
+            for n in (1, 2):
+                answer = await echo(agent, n)
+                assert not answer.get("isError") and text(answer) == f"{n}", answer
+            row = await wait_state(agent, "m", "ready")
+            assert row["era"] == "modern", row
+    assert server.ran == Counter([1, 2])
+    assert server.session.discovers == 1
+    assert server.modern_heads, "nothing went after the server upgraded"
+    assert set(server.modern_heads) == {(None, MODERN_VERSION, MODERN_VERSION)}, server.modern_heads
 
 
 async def test_a_server_that_forgets_every_session_is_not_shown_ready(tmp_path: Path) -> None:
