@@ -17,10 +17,10 @@ from collections.abc import Iterable
 
 from protocol import jsonrpc as rpc
 
-from ...policy.deciders.kin import AgentKin, Decider
+from ...policy.deciders.kin import AgentKin, Decider, alive
 from ...policy.deciders.kin_refusals import too_deep
 from ...policy.deciders.kinship import Found, Kinship
-from ...policy.deciders.named import program_of
+from ...policy.deciders.named import program_of, program_run_as
 
 
 def refuse_an_agents_side(
@@ -44,12 +44,12 @@ def refuse_an_agents_side(
             f"{what} is refused: {too_deep()}, and {because}; run it from a terminal of "
             "your own, one no agent started",
         )
-    raise rpc.RPCError(-32000, _refusal(what, because, found))
+    raise rpc.RPCError(-32000, _refusal(what, because, found, decider.uid))
 
 
-def _refusal(what: str, because: str, found: Found) -> str:
+def _refusal(what: str, because: str, found: Found, uid: int | None) -> str:
     connected = "that had connected" if found.kin.gone else "connected"
-    agent = _agent(found.kin)
+    agent = _agent(found.kin, uid)
     if found.tie == "agent":
         who = f"is an agent {connected} to mcpd ({agent}), or was started by one"
     elif found.tie == "host":
@@ -76,13 +76,15 @@ def _refusal(what: str, because: str, found: Found) -> str:
     )
 
 
-def _agent(kin: AgentKin) -> str:
+def _agent(kin: AgentKin, uid: int | None) -> str:
     """The agent as a person knows it: its pid (or that it ended: a gone agent is kept
-    for what it left running), the program the kernel named, and the command of mcpd's
-    its command line read as, with a word on why that counts as an agent."""
+    for what it left running), the program the kernel names (``_program``), and the
+    command of mcpd's its command line read as, with a word on why that counts as an
+    agent. ``uid``: the user asking."""
     words = [f"pid {kin.agents[0].pid}"] if kin.agents else []
-    if kin.program is not None:
-        words.append(kin.program)
+    program = _program(kin, uid)
+    if program is not None:
+        words.append(program)
     if kin.command is not None:
         words.append(f"whose command line read `{kin.command}`")
     if not kin.agents:
@@ -91,3 +93,21 @@ def _agent(kin: AgentKin) -> str:
     if kin.command is not None and kin.command.startswith("mcpd "):
         shown += ": each `mcpd call`, `mcpd read` and `mcpd prompt` is an agent of mcpd's"
     return shown
+
+
+def _program(kin: AgentKin, uid: int | None) -> str | None:
+    """The program the agent's process runs now, where it still lives and runs as the
+    user asking, and the one it ran when it connected where that differs (it exec'd
+    another since); else only the one it ran when it connected, which is all that is
+    certain of it."""
+    seen = kin.program
+    process = kin.agents[0] if kin.agents else None
+    now = None if process is None else program_run_as(process.pid, uid)
+    # Read before the check: a pid passed on to another process meanwhile names it not.
+    if process is None or not alive(process):
+        now = None
+    if now is None:
+        return None if seen is None else f"{seen} when it connected"
+    if seen is None or seen == now:
+        return now
+    return f"now {now}, {seen} when it connected"

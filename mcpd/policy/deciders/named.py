@@ -29,6 +29,17 @@ def program_of(pid: int) -> str | None:
         return None
 
 
+def program_run_as(pid: int, uid: int | None) -> str | None:
+    """``program_of`` ``pid`` where it runs as ``uid``; None where it runs as another
+    user (whose programs are not told: it may have run a setuid one since) or unread."""
+    try:
+        if uid is None or os.stat(f"/proc/{pid}").st_uid != uid:
+            return None
+    except OSError:
+        return None
+    return program_of(pid)
+
+
 def mcpd_command_of(pid: int) -> str | None:
     """``command_of_mcpd`` of process ``pid``'s command line; None where unread."""
     try:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mcpd.agents.own_methods.persons_only import refuse_an_agents_side
-from mcpd.policy.deciders.kin import AgentKin, Decider, Process
+from mcpd.policy.deciders.kin import AgentKin, Decider, Process, kin_of
 from mcpd.policy.deciders.kin_refusals import too_deep
 from protocol import jsonrpc as rpc
 
@@ -66,10 +66,25 @@ def test_a_shell_that_ran_mcpd_call_is_named_with_the_call() -> None:
     name = Path(os.readlink(f"/proc/{shell}/exe")).name
     assert message.startswith(
         f"{WHAT} is refused: this process descends from pid {shell} ({name}), which ran "
-        "an agent connected to mcpd (pid 10, python3, whose command line read `mcpd call`: "
+        "an agent connected to mcpd (pid 10, python3 when it connected, whose command line "
+        "read `mcpd call`: "
         "each `mcpd call`, `mcpd read` and `mcpd prompt` is an agent of mcpd's)"
     )
     assert message.endswith(TAIL)
+
+
+def test_an_agent_that_still_runs_is_named_by_what_it_runs_now_to_its_own_user() -> None:
+    """Named by the program the kernel says it runs as the refusal is made, and by the
+    one it ran when it connected where it exec'd another since; to another user, only
+    by the one it ran when it connected."""
+    me = kin_of(os.getpid()).agents[0]
+    name = Path(os.readlink(f"/proc/{me.pid}/exe")).name
+    for seen, shown in ((name, name), ("sh", f"now {name}, sh when it connected")):
+        agent = AgentKin(agents=(me,), program=seen)
+        mine = Decider((Process(50, 1), me), uid=os.getuid())
+        assert f"mcpd (pid {me.pid}, {shown}), or was" in refusal(mine, agent)
+        theirs = Decider((Process(50, 1), me), uid=os.getuid() + 1)
+        assert f"mcpd (pid {me.pid}, {seen} when it connected), or" in refusal(theirs, agent)
 
 
 def test_an_agent_gone_whose_processes_live_on_is_said_to_have_connected() -> None:
