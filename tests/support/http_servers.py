@@ -316,8 +316,8 @@ class LegacySession:
 
     With ``upgrades`` set, a session it forgets is its last: from then on it speaks
     2026-07-28 alone, as a server restarted on a newer version does. ``initialize``
-    gets -32022 naming that version, ``server/discover`` its discover result, and the
-    rest goes to ``handler`` with no session asked for (``discovers`` counts them).
+    gets -32022 naming that version, ``server/discover`` its discover result, a message
+    in a session 404, and the rest goes to ``handler`` (``discovers`` counts them).
     """
 
     def __init__(
@@ -396,7 +396,11 @@ class LegacySession:
             await self.handler(req, respond)
 
     async def _as_modern(self, req: SeenRequest, respond: Responder) -> None:
-        if req.method == "POST" and req.rpc_method == "initialize":
+        if req.header("mcp-session-id") is not None:
+            # A session of before the upgrade: one it no longer knows.
+            self.refused.append((404, req.rpc_method))
+            await respond.json(error(None, -32001, "Session not found"), 404)
+        elif req.method == "POST" and req.rpc_method == "initialize":
             supported = {"supported": [MODERN_VERSION]}
             refused = error(req.rpc_id, -32022, "Unsupported protocol version")
             refused["error"]["data"] = supported

@@ -16,7 +16,8 @@ from typing import Final
 import trio
 
 from protocol import jsonrpc as rpc
-from protocol.headers import TRANSPORT_HEADERS, is_plain
+from protocol import mcp
+from protocol.headers import PROTOCOL_VERSION, TRANSPORT_HEADERS, is_plain
 from protocol.http import (
     Origin,
     ResponseHead,
@@ -140,6 +141,8 @@ class SessionId:
         # has finished since.
         self.lost = False
         self.negotiated = False
+        # The server speaks 2026-07-28 (``reset``): no session, and no legacy message.
+        self.modern = False
         self._started = trio.Event()
 
     def capture(self, head: ResponseHead, era: str | None, method: str) -> None:
@@ -168,13 +171,22 @@ class SessionId:
         self.negotiated = True
         self._started_now()
 
-    def for_message(self, method: str) -> str | None:
+    def for_message(self, method: str, headers: Mapping[str, str] | None = None) -> str | None:
         """The id a message of ``method`` goes with; SessionExpired, before anything is
-        sent, while a lost session has no new one set up: only the handshake goes then."""
+        sent, while a lost session has no new one set up (only the handshake goes then),
+        or for a message written for a legacy session (its ``headers`` name a legacy
+        version) once the server turned out to speak 2026-07-28 instead: its sender
+        writes it again for that era."""
         if self.lost and method not in _HANDSHAKE:
             raise SessionExpired(
                 f"{self.alias}: the server no longer knows our session, and a new one is "
                 f"not set up yet; {method} was not sent"
+            )
+        said = None if headers is None else headers.get(PROTOCOL_VERSION)
+        if self.modern and said in mcp.LEGACY_VERSIONS:
+            raise SessionExpired(
+                f"{self.alias}: the server now speaks 2026-07-28 and keeps no session; "
+                f"{method}, written for its legacy session, was not sent"
             )
         return self.value
 
@@ -185,6 +197,7 @@ class SessionId:
         self.value = None
         self.negotiated = self.negotiated and sessions
         self.lost = self.negotiated
+        self.modern = not sessions
 
     def lose(self, sent: str | None) -> None:
         """The server refused a message sent with ``sent`` for its session. Only that

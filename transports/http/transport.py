@@ -168,7 +168,7 @@ class HttpTransport(Transport):
             body: bytes = params.body(rid)
         else:
             body = rpc.encode_request(rid, method, params)
-        ex = OutgoingMessage(method, rid, self._session.for_message(method))
+        ex = OutgoingMessage(method, rid, self._session.for_message(method, headers))
         waiting = self._inflight.expect(rid)
         try:
             with waiting:
@@ -196,7 +196,7 @@ class HttpTransport(Transport):
         self, method: str, params: Params, *, headers: Mapping[str, str] | None = None
     ) -> None:
         body = rpc.encode_notification(method, params)
-        ex = OutgoingMessage(method, None, self._session.for_message(method))
+        ex = OutgoingMessage(method, None, self._session.for_message(method, headers))
         extra = header_list(headers or {}, "request", TRANSPORT_HEADERS)
         await self._out.post(b"POST", body, self._head.post(extra, ex), ex, self._out.accepted)
         if method == "notifications/initialized":

@@ -126,19 +126,27 @@ async def test_a_session_lost_twice_in_a_row_is_set_up_again(tmp_path: Path) -> 
 
 async def test_a_server_restarted_on_2026_07_28_is_greeted_in_that_era(tmp_path: Path) -> None:
     """It refuses initialize naming 2026-07-28: the handshake that sets the lost
-    session up again asks it server/discover, and the calls go on in that era, with
-    no session."""
+    session up again asks it server/discover, and the calls made at once across the
+    loss, and those after, go in that era, with no session."""
     server = Forgetful()
+    answers: dict[int, dict[str, Any]] = {}
     with trio.fail_after(LIMIT):
         async with serving(tmp_path, server) as agent:
             server.session.upgrades = True
             server.session.forgets = 1
-            for n in (1, 2):
-                answer = await echo(agent, n)
-                assert not answer.get("isError") and text(answer) == f"{n}", answer
+
+            async def one(n: int) -> None:
+                answers[n] = await echo(agent, n)
+
+            async with trio.open_nursery() as nursery:
+                for n in range(CALLS):
+                    nursery.start_soon(one, n)
+            await one(CALLS)
             row = await wait_state(agent, "m", "ready")
             assert row["era"] == "modern", row
-    assert server.ran == Counter([1, 2])
+    for n, answer in answers.items():
+        assert not answer.get("isError") and text(answer) == f"{n}", answer
+    assert server.ran == Counter(range(CALLS + 1))
     assert server.session.discovers == 1
     assert server.modern_heads, "nothing went after the server upgraded"
     assert set(server.modern_heads) == {(None, MODERN_VERSION, MODERN_VERSION)}, server.modern_heads
