@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from protocol.http import Origin, ResponseHead
-from transports.errors import UnexpectedReply
+from transports.errors import SessionExpired, UnexpectedReply
 from transports.http.request import OutgoingMessage, RequestHeaders, SessionId, redirect_target
 
 
@@ -85,6 +85,27 @@ def test_a_session_id_on_the_reply_to_anything_but_initialize_is_not_taken(
         session.capture(reply("other"), "legacy", "tools/call")
     assert session.value == "abc-123"
     assert "other" not in caplog.text
+
+
+def test_a_lost_session_lets_through_the_handshake_and_its_era_probe_alone() -> None:
+    session = SessionId("s")
+    session.capture(reply("abc-123"), "legacy", "initialize")
+    session.reset(sessions=True)
+    for method in ("initialize", "server/discover", "notifications/initialized"):
+        assert session.for_message(method) is None
+    with pytest.raises(SessionExpired, match="tools/call was not sent"):
+        session.for_message("tools/call")
+
+
+def test_a_server_that_turned_modern_gets_nothing_written_for_its_legacy_session() -> None:
+    """A message whose headers name a legacy version is refused before it is sent, for
+    its sender to write again; one written for 2026-07-28 goes, with no session."""
+    session = SessionId("s")
+    session.capture(reply("abc-123"), "legacy", "initialize")
+    session.reset(sessions=False)
+    with pytest.raises(SessionExpired, match="written for its legacy session"):
+        session.for_message("tools/call", {"MCP-Protocol-Version": "2025-11-25"})
+    assert session.for_message("tools/call", {"MCP-Protocol-Version": "2026-07-28"}) is None
 
 
 ORIGIN = Origin("http", "h", 80)
