@@ -5,7 +5,6 @@ Every error keeps the path of its key."""
 
 from __future__ import annotations
 
-import ast
 import difflib
 import json
 import re
@@ -26,7 +25,9 @@ SET_BY_MCPD: Final = frozenset(
     {"source", "state_path", "variables", "secret_files", "held_secrets", "unresolved"}
 )
 
-_AT_RE: Final = re.compile(r"^(.*?)(?: - at `\$(.*)`)?$", re.S)
+# msgspec's message ends with where the value is; only that end is read as a path, as
+# the message before it may quote a value holding any text.
+_AT_RE: Final = re.compile(r" - at `\$((?:\.\w+|\[[^\]`]*\])*)`\Z")
 # One step of msgspec's path to a value: a key (``.action``) or an item (``[0]``,
 # or ``[...]`` for a key of a table it does not name).
 _STEP_RE: Final = re.compile(r"\.(\w+)|\[([^\]]*)\]")
@@ -38,18 +39,20 @@ def validation_error(
     exc: msgspec.ValidationError, value: object, prefix: str = "", type_: Any = Config
 ) -> ConfigError:
     """``exc`` of converting ``value`` to ``type_`` as a config error at ``prefix``."""
-    m = _AT_RE.match(str(exc))
-    assert m is not None
-    message, at = m.group(1), m.group(2) or ""
+    said = str(exc)
+    m = _AT_RE.search(said)
+    message, at = (said[: m.start()], m[1]) if m is not None else (said, "")
     where = (prefix + at).lstrip(".")
     info = _type_at(_inspect.type_info(type_), at)
     unknown = re.match(r"Object contains unknown field `(.+)`", message, re.S)
     if unknown:
         key = unknown.group(1)
         return ConfigError(f"{where}.{key}" if where else key, _unknown(key, info, where))
-    refused = re.match(r"(Invalid enum value )(.+)", message, re.S)
-    if refused:  # the value as msgspec writes it (repr), written again masked
-        message = refused.group(1) + masked_repr(ast.literal_eval(refused.group(2)))
+    if message.startswith("Invalid enum value"):  # the value is taken from the file
+        given = _value_at(value, at)
+        message = "Invalid enum value"
+        if isinstance(given, str):
+            message += f" {masked_repr(given)}"
         allowed = _choices(info)
         if allowed:
             message += f"; give one of {', '.join(allowed)}"
