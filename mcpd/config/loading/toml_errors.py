@@ -8,11 +8,9 @@ from __future__ import annotations
 import ast
 import json
 import re
-from typing import Final
+from typing import Final, NamedTuple
 
 from protocol.visible import visible
-
-from ..credentials.exposure import secret_setting
 
 __all__ = ["syntax_error"]
 
@@ -23,8 +21,14 @@ _DECLARED_RE: Final = re.compile(r"Cannot declare (\(.*\)) twice")
 _BARE_KEY_RE: Final = re.compile(r"[A-Za-z0-9_-]+\Z")
 # The start of a value TOML has: a string, an array, an inline table, a number, a date.
 _VALUE_START: Final = tuple("\"'[{+-0123456789")
-# What the line of an error is cut to: the start of it shows which line it is.
+# What the line of an error is cut to: the start of it shows which line it is. No more
+# of it than that is examined, so a long line costs no more than a short one.
 _SHOWN: Final = 120
+_EXAMINED: Final = 4 * _SHOWN
+# What stands between a line's keys and values; and the words that are not TOML's true
+# or false only in how they are written, which a line may show at its error.
+_MARKS: Final = frozenset("=,[]{}")
+_BOOLEAN_SLIPS: Final = frozenset({"true", "false", "yes", "no", "on", "off"})
 
 
 def syntax_error(text: str, error: str) -> str:
@@ -54,44 +58,114 @@ def _written(key: str) -> str:
     return key if _BARE_KEY_RE.match(key) else json.dumps(key, ensure_ascii=False)
 
 
-def _setting(line: str, column: int) -> tuple[str, str]:
-    """The key whose value starts at ``column`` (the last of a dotted key, or the one
-    in an inline table), and that value as written, up to a comment or the end of the
-    inline table or array it is in."""
-    before = line[:column].rstrip().removesuffix("=").rstrip()
-    name = re.search(r"[\w-]*[\"']?\Z", before)
-    value = line[column:].split(" #", 1)[0]
-    if "{" in before or "[" in before:
-        value = re.split(r"[,}\]]", value, maxsplit=1)[0]
-    return (name[0] if name else "").strip("\"'"), value.strip()
+class _Token(NamedTuple):
+    start: int
+    text: str
+    is_key: bool
+
+
+def _tokens(line: str) -> list[_Token]:
+    """The keys and values of ``line`` (its comment left out), each with where it
+    starts; the punctuation and spaces between them are not tokens. A line that starts a
+    table is all keys; on any other a word or string is a key only where a key may
+    stand (the line's start, an inline table's start or after its comma) and a ``=``
+    follows it, alone or after more keys joined by dots."""
+    spans: list[tuple[int, int]] = []  # a word's or a string's, else (i, i) for a mark
+    i = 0
+    while i < len(line) and line[i] != "#":
+        c = line[i]
+        if c in " \t":
+            i += 1
+            continue
+        if c in _MARKS:
+            spans.append((i, i))
+            i += 1
+            continue
+        j = _string_end(line, i) if c in "\"'" else _word_end(line, i)
+        spans.append((i, j))
+        i = j
+    header = line.lstrip().startswith("[") and not any(line[a] in "=," for a, b in spans if a == b)
+    tokens: list[_Token] = []
+    depth: list[str] = []
+    chain: list[tuple[int, int]] = []  # the words and strings since the last mark
+    key_here = True
+    for a, b in [*spans, (len(line), len(line))]:
+        if a != b:
+            chain.append((a, b))
+            continue
+        mark = line[a] if a < len(line) else ""
+        is_key = header or (key_here and mark == "=")
+        tokens += [_Token(x, line[x:y], is_key) for x, y in chain]
+        chain = []
+        if mark in "[{":
+            depth.append(mark)
+        elif mark in "]}" and depth:
+            depth.pop()
+        key_here = mark == "{" or (mark == "," and depth[-1:] == ["{"])
+    return tokens
+
+
+def _string_end(line: str, i: int) -> int:
+    """Where the string that starts at ``i`` ends (the line's end if it does not)."""
+    quote = line[i]
+    if line.startswith(quote * 3, i):
+        end = line.find(quote * 3, i + 3)
+        return len(line) if end < 0 else end + 3
+    j = i + 1
+    while j < len(line) and line[j] != quote:
+        j += 2 if quote == '"' and line[j] == "\\" else 1
+    return min(j + 1, len(line))
+
+
+def _word_end(line: str, i: int) -> int:
+    j = i
+    while j < len(line) and line[j] not in _MARKS and line[j] not in " \t#\"'":
+        j += 1
+    return j
+
+
+def _at(tokens: list[_Token], column: int) -> _Token | None:
+    """The value that starts at ``column``, where one does and is not a string."""
+    return next((t for t in tokens if t.start == column and not t.is_key), None)
 
 
 def _shown(line: str, column: int) -> str:
-    """The line as an error shows it: a secret's value left out, cut to a length a
-    terminal line holds, what would act on a terminal escaped."""
-    name, value = _setting(line, column)
-    key, equals, rest = line.partition("=")
-    first = key.strip().rsplit(".", 1)[-1].strip("\"' ")
-    if equals and secret_setting(first, rest.strip().strip("\"'")):
-        line = key + "= ***"  # the line's own key holds a secret, whatever is wrong
-    elif secret_setting(name, value) or secret_setting(name, line[column:]):
-        line = line[:column] + "***"
-    line = line.strip()
-    return visible(line if len(line) <= _SHOWN else line[:_SHOWN] + "...")
+    """The line as an error shows it: its keys as written, each value (a string, a word,
+    a number, what an inline table or array holds) as ``***`` but for a word at
+    ``column`` that only slips in how true or false is written, its comment left out;
+    cut to a length a terminal line holds, what would act on a terminal escaped."""
+    examined = line[:_EXAMINED]
+    tokens = _tokens(examined)
+    slip = _at(tokens, column)
+    shown, last = [], 0
+    for t in tokens:
+        shown.append(examined[last : t.start])
+        keep = t.is_key or (t is slip and t.text.lower() in _BOOLEAN_SLIPS)
+        shown.append(t.text if keep else "***")
+        last = t.start + len(t.text)
+    rest = examined[last:].split("#", 1)[0]
+    text = ("".join(shown) + rest).strip()
+    return visible(text if len(text) <= _SHOWN else text[:_SHOWN] + "...")
 
 
 def _value_hint(line: str, column: int) -> str | None:
-    """What a value TOML could not read, starting at ``column``, most likely lacks."""
-    name, value = _setting(line, column)
+    """What a value TOML could not read, starting at ``column``, most likely lacks. The
+    hint quotes no value but a word that only slips in how true or false is written."""
+    examined = line[:_EXAMINED]
+    if column >= len(examined) and len(line) > len(examined):
+        return None
+    value = examined[column:].split("#", 1)[0].strip()
     if not value:
         return "the key has no value"
-    if value in ("True", "False"):
-        return f"true and false are written in lower case: {value.lower()}"
     if value.startswith(_VALUE_START):
         return None
-    if secret_setting(name, value) or not name:
-        return "strings need quotes"
-    return f"strings need quotes: {name} = {visible(json.dumps(value, ensure_ascii=False))}"
+    tokens = _tokens(examined)
+    word = _at(tokens, column)
+    if word is not None and word.text in ("True", "False"):
+        return f"true and false are written in lower case: {word.text.lower()}"
+    if word is not None and word.text.lower() in _BOOLEAN_SLIPS:
+        return f'strings need quotes: "{word.text}"'
+    return "strings need quotes"
 
 
 def _set_again(lines: list[str], number: int) -> str:

@@ -1,6 +1,7 @@
 """msgspec's validation errors said in the config's words: an unknown key with the key
 it is nearest to (or the keys its table takes), a value of the wrong type with what
-the key takes and what it was given, a value outside a key's few with those few.
+the key takes and what it was given (its text only where the key never holds a secret),
+a value outside a key's few with those few.
 Every error keeps the path of its key."""
 
 from __future__ import annotations
@@ -15,10 +16,9 @@ import msgspec
 
 from protocol.masking import masked, masked_repr
 
-from ..credentials.exposure import secret_name
 from ..tables.model import Config, ConfigError
 
-__all__ = ["SET_BY_MCPD", "validation_error"]
+__all__ = ["NEVER_SECRET", "SET_BY_MCPD", "validation_error"]
 
 # Struct fields mcpd fills in as it reads a file, which the file may not set.
 SET_BY_MCPD: Final = frozenset(
@@ -32,6 +32,38 @@ _AT_RE: Final = re.compile(r" - at `\$((?:\.\w+|\[[^\]`]*\])*)`\Z")
 # or ``[...]`` for a key of a table it does not name).
 _STEP_RE: Final = re.compile(r"\.(\w+)|\[([^\]]*)\]")
 _NOTHING: Final = object()
+
+# The keys whose values an error may quote: what they take (a mode, a choice, a number of
+# seconds or bytes, true or false, an address to listen on) is never a secret. Any
+# other key's value, in a table of the model or a server's env, headers or args, is said
+# by its kind and length alone, so that a key added later is kept out until named here.
+NEVER_SECRET: Final = frozenset(
+    {
+        # a choice among a few
+        *("action", "decider", "discovery", "era", "on_changed_item", "on_finding"),
+        *("on_new_item", "relay", "remember", "sandbox", "start", "transport", "type"),
+        "token_endpoint_auth_method",
+        # seconds
+        *("ask_timeout", "backoff_base", "backoff_cap", "call_timeout", "connect_timeout"),
+        *("cooldown_base", "cooldown_cap", "crash_window", "first_message_timeout"),
+        *("health_interval", "http_header_timeout", "idle_stop", "list_timeout"),
+        *("max_call_time", "probe_timeout", "queue_timeout", "stable_after"),
+        *("startup_deadline", "timeout"),
+        # counts and sizes
+        *("audit_files", "audit_max_bytes", "cpu", "failure_threshold", "max_concurrency"),
+        *("max_connections", "max_connections_per_uid", "max_description_bytes"),
+        *("max_inflight_per_connection", "max_instructions_bytes", "max_item_bytes"),
+        *("max_length", "max_line_bytes", "max_list_bytes", "max_list_items", "max_pages"),
+        *("max_restarts", "max_tools", "memory", "open_files", "page_size", "processes"),
+        *("queue_size", "read_budget", "redirect_port", "result_budget_chars"),
+        # true or false
+        *("audit", "audit_arguments", "audit_journal", "destructiveHint", "enabled"),
+        *("hold_new_servers", "http_allow_remote", "idempotentHint", "network"),
+        *("openWorldHint", "readOnlyHint", "redact_patterns", "tls_verify", "trusted"),
+        # where mcpd listens
+        *("http_listen", "socket_mode"),
+    }
+)
 _inspect = msgspec.inspect
 
 
@@ -48,19 +80,21 @@ def validation_error(
     if unknown:
         key = unknown.group(1)
         return ConfigError(f"{where}.{key}" if where else key, _unknown(key, info, where))
+    quoted = _quoted(at)
     if message.startswith("Invalid enum value"):  # the value is taken from the file
         given = _value_at(value, at)
         message = "Invalid enum value"
         if isinstance(given, str):
-            message += f" {masked_repr(given)}"
+            message += f" {masked_repr(given)}" if quoted else f": {_said_by_kind(given)}"
         allowed = _choices(info)
         if allowed:
             message += f"; give one of {', '.join(allowed)}"
     wrong = re.match(r"Expected `[^`]+`, got `(\w+)`\Z", message)
     wanted = _wanted(info) if wrong and info is not None else None
     if wrong and wanted is not None:
-        given = _NOTHING if _may_be_secret(where) else _value_at(value, at)
-        message = f"expected {wanted}, got {_given(given, wrong.group(1))}"
+        given = _value_at(value, at)
+        said = _given(given, wrong[1]) if quoted else _said_by_kind(given, wrong[1])
+        message = f"expected {wanted}, got {said}"
     return ConfigError(where or "(top level)", message)
 
 
@@ -90,11 +124,14 @@ def _without_none(info: _inspect.Type | None) -> _inspect.Type | None:
     return info
 
 
-def _may_be_secret(where: str) -> bool:
-    """The key at ``where`` may hold a secret, whatever its type: a variable or header
-    of a server, an auth setting, a key named as a secret. Its value is not written."""
-    steps = where.split(".")
-    return bool({"env", "headers", "auth"} & set(steps[:-1])) or secret_name(steps[-1])
+def _quoted(path: str) -> bool:
+    """The value at msgspec's ``path`` may be quoted: it is a key of the model's named
+    in ``NEVER_SECRET``, or an item of one's array. A key of a table the model does not
+    name (``[...]``: a variable, a header) or a value checked on its own (no path) is not."""
+    steps = _STEP_RE.findall(path)
+    while steps and steps[-1][1].isdigit():
+        steps.pop()
+    return bool(steps) and steps[-1][0] in NEVER_SECRET
 
 
 def _value_at(value: object, path: str) -> object:
@@ -170,6 +207,15 @@ def _plural(one: str) -> str:
         noun, _, rest = one.split(" ", 1)[1].partition(" ")
         return f"{noun}s{' ' + rest if rest else ''}"
     return one
+
+
+def _said_by_kind(value: object, kind: str = "str") -> str:
+    """The value a key was given, said by its kind and size and not its text."""
+    if isinstance(value, str):
+        return f"a string of {len(value)} character{'' if len(value) == 1 else 's'}"
+    if isinstance(value, list):
+        return f"an array of {len(value)} item{'' if len(value) == 1 else 's'}"
+    return _given(_NOTHING if isinstance(value, str | int | float) else value, kind)
 
 
 def _given(value: object, kind: str) -> str:

@@ -131,7 +131,8 @@ def check_config(tmp_path: Path, toml: str) -> subprocess.CompletedProcess[str]:
         ),
         (
             STDIO + 'args = "-v"\n',
-            'servers.s.args: expected an array of strings, got the string "-v"',
+            # An argument may be a secret: said by its kind, not written.
+            "servers.s.args: expected an array of strings, got a string of 2 characters",
         ),
         (
             STDIO + 'enabled = "yes"\n',
@@ -166,8 +167,7 @@ def test_a_wrong_key_or_type_says_what_to_write(tmp_path: Path, toml: str, said:
     [
         (
             "[servers.notes]\ncommand = python3  # the interpreter\n",
-            "Invalid value (at line 2, column 11): command = python3  # the interpreter; "
-            'strings need quotes: command = "python3"',
+            "Invalid value (at line 2, column 11): command = ***; strings need quotes",
         ),
         (
             '[servers.notes]\ncommand = "python3"\n[servers.notes]\nargs = []\n',
@@ -187,7 +187,7 @@ def test_a_wrong_key_or_type_says_what_to_write(tmp_path: Path, toml: str, said:
         # A value that is a secret is not shown, even where it lacks its quotes.
         (
             STDIO + "env = { API_TOKEN = s3cr3t-v4lue }\n",
-            "Invalid value (at line 3, column 21): env = { API_TOKEN = ***; strings need quotes",
+            "Invalid value (at line 3, column 21): env = { API_TOKEN = *** }; strings need quotes",
         ),
         (
             "[servers.notes\n",

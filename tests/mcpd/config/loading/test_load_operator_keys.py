@@ -91,7 +91,7 @@ STDIO = '[servers.s]\ncommand = "x"\n'
         (
             STDIO + '[servers.s.tool_timeouts]\nslow = "x"\n',
             "servers.s.tool_timeouts.slow",
-            'expected a number of seconds, got the string "x"',
+            "expected a number of seconds, got a string of 1 character",
         ),
         (STDIO + "[daemon]\nmax_tools = 0\n", "daemon.max_tools", "at least 1"),
     ],

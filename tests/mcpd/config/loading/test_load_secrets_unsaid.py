@@ -1,0 +1,131 @@
+"""A config error never writes a value that may be a secret: a wrong type is said by its
+kind and length, and a line TOML cannot read is shown with its values as ``***``. A
+value whose key never holds a secret is still quoted, so the slip can be seen."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mcpd.config.loading.load import load
+from mcpd.config.tables.model import ConfigError
+from tests.conftest import ROOT
+
+SECRET = "hunter2hunter2zz"
+STDIO = '[servers.x]\ncommand = "node"\n'
+HTTP = '[servers.x]\nurl = "https://h.example/mcp"\n'
+
+# Each a config that once showed its secret in the error, and what is said of it now.
+LEAKED = [
+    (STDIO + f'env = "API_KEY={SECRET}"\n', "servers.x.env: expected a table, got a string"),
+    (HTTP + f'headers = "X-Api-Key: {SECRET}"\n', "servers.x.headers: expected a table"),
+    (STDIO + f'args = "--password {SECRET}"\n', "servers.x.args: expected an array of"),
+    (HTTP + f'auth = "{SECRET}"\n', "servers.x.auth: expected a table, got a string"),
+    ('[servers.x]\ncommand = ["node", "--token=' + SECRET + '"]\n', "got an array of 2 items"),
+    (
+        HTTP + f'headers = {{ "X-Api-Key" = "{SECRET}", Other = True }}\n',
+        'headers = { "X-Api-Key" = ***, Other = True }; true and false are written in lower',
+    ),
+    (
+        STDIO + f'env = {{ DB_PASS = "{SECRET}", DEBUG = yes }}\n',
+        'env = { DB_PASS = ***, DEBUG = yes }; strings need quotes: "yes"',
+    ),
+    (STDIO + f'args = ["--password", "{SECRET}", True]\n', "args = [***, ***, True]; true"),
+    (STDIO + f'args = [\n  "--password",\n  "{SECRET}", True\n]\n', "(at line 5, column 23): ***,"),
+    (STDIO + f"env.SOMETHING = {SECRET}\n", "env.SOMETHING = ***; strings need quotes\n"),
+    (STDIO + f"env.PASS = {SECRET}  # {SECRET}\n", "env.PASS = ***; strings need quotes\n"),
+    (STDIO + f"args = ['{SECRET}' x]\n", "args = [*** ***]"),
+    (STDIO + f'env = {{ A = """{SECRET}""" 1 }}\n', "env = { A = *** ***"),
+    ("[servers.x]\nurl = https://u:" + SECRET + "@h.example/mcp\n", "url = ***; strings"),
+]
+
+
+def check_config(tmp_path: Path, toml: str) -> subprocess.CompletedProcess[str]:
+    path = tmp_path / "mcpd.toml"
+    path.write_text(toml)
+    return subprocess.run(
+        [sys.executable, "-m", "mcpd", "check-config", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "MCPD_SOCKET": str(tmp_path / "s.sock")},
+    )
+
+
+@pytest.mark.parametrize(("toml", "said"), LEAKED)
+def test_check_config_says_what_is_wrong_without_the_secret(
+    tmp_path: Path, toml: str, said: str
+) -> None:
+    out = check_config(tmp_path, toml)
+    assert out.returncode == 78, out.stderr
+    assert said in out.stderr
+    assert SECRET not in out.stdout + out.stderr
+
+
+@pytest.mark.parametrize(
+    ("toml", "said"),
+    [
+        (STDIO + 'call_timeout = "30s"\n', 'got the string "30s"'),
+        ("[daemon]\nmax_tools = true\n", "expected a whole number, got true"),
+        (STDIO + 'sandbox = "loose"\n', "Invalid enum value 'loose'; give one of"),
+        (STDIO + "trusted = True\n", "trusted = True; true and false are written in lower"),
+    ],
+)
+def test_a_value_whose_key_holds_no_secret_is_still_written(
+    tmp_path: Path, toml: str, said: str
+) -> None:
+    path = tmp_path / "mcpd.toml"
+    path.write_text(toml)
+    with pytest.raises(ConfigError) as caught:
+        load(path, env={})
+    assert said in str(caught.value)
+
+
+# Where a secret may be, and configs broken around it: in its own value or beside it.
+_PLACES = [
+    STDIO + "env = {s}\n",
+    STDIO + "env = {{ A = {s}, B = 1 }}\n",
+    STDIO + "env = {{ A = {s}, B = yes }}\n",
+    STDIO + "env.A = {s} x\n",
+    STDIO + "env.A = {b}\n",
+    STDIO + "args = {s}\n",
+    STDIO + "args = [{s}, 1]\n",
+    STDIO + "args = [{s}, True]\n",
+    STDIO + "args = [\n  {s}, True\n]\n",
+    STDIO + "args = [{b}]\n",
+    HTTP + "headers = {s}\n",
+    HTTP + "headers = {{ X = {s}, Y = True }}\n",
+    HTTP + "headers.X = {b}\n",
+    HTTP + "auth = {s}\n",
+    HTTP + "auth = {{ client_secret = {s}, x = 1 }}\n",
+    HTTP + "auth = {{ client_secret = {s}, scopes = [bad] }}\n",
+    "[servers.x]\nurl = {s}\ncommand = 1\n",
+    "[servers.x]\nurl = {b}\n",
+    "[servers.x]\nurl = {s} # {b}\n",
+    STDIO + "cwd = [{s}]\n",
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.text(st.sampled_from("abcXYZ0189-_+/=:@.%"), min_size=12, max_size=40),
+    st.sampled_from(_PLACES),
+    st.sampled_from(['"{}"', "'{}'", '"""{}"""', "'''{}'''", '["{}"]', '{{ k = "{}" }}']),
+)
+def test_no_secret_is_written_in_any_error(
+    tmp_path_factory: pytest.TempPathFactory, secret: str, place: str, quoted: str
+) -> None:
+    # A string of twelve or more characters is not a word the error itself may say.
+    toml = place.format(s=quoted.format(secret), b=secret)
+    path = tmp_path_factory.mktemp("cfg") / "mcpd.toml"
+    path.write_text(toml)
+    try:
+        load(path, env={})
+    except ConfigError as exc:
+        assert secret not in str(exc), (toml, str(exc))
