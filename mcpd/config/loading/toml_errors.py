@@ -171,13 +171,13 @@ def _value_hint(line: str, column: int) -> str | None:
 def _set_again(lines: list[str], number: int) -> str:
     """For tomllib's "Cannot overwrite a value", which names a line but not the key: the
     key that line sets, in the table it is in (its dotted path as written)."""
-    line = lines[number - 1]
+    line = lines[number - 1][:_EXAMINED]
     header = _HEADER_RE.match(line)
     if header is not None:
         return f": {header[1]} is set twice"
     if "=" not in line:
         return ""
     key = line.split("=", 1)[0].strip()
-    above = (_HEADER_RE.match(before) for before in reversed(lines[: number - 1]))
+    above = (_HEADER_RE.match(before[:_EXAMINED]) for before in reversed(lines[: number - 1]))
     table = next((h[1] for h in above if h is not None), None)
     return f": {table + '.' if table else ''}{key} is set twice"
