@@ -64,12 +64,14 @@ class _Token(NamedTuple):
     is_key: bool
 
 
-def _tokens(line: str) -> list[_Token]:
+def _tokens(line: str, column: int) -> list[_Token]:
     """The keys and values of ``line`` (its comment left out), each with where it
-    starts; the punctuation and spaces between them are not tokens. A line that starts a
-    table is all keys; on any other a word or string is a key only where a key may
-    stand (the line's start, an inline table's start or after its comma) and a ``=``
-    follows it, alone or after more keys joined by dots."""
+    starts; the punctuation and spaces between them are not tokens. On a line that
+    looks like it starts a table, its unquoted words but the one at ``column`` are keys:
+    the line may be one of an array's, whose strings are values. On any other a word or
+    string is a key only where a key may stand (the line's start, an inline table's
+    start or after its comma) and a ``=`` follows it, alone or after more keys joined
+    by dots."""
     spans: list[tuple[int, int]] = []  # a word's or a string's, else (i, i) for a mark
     i = 0
     while i < len(line) and line[i] != "#":
@@ -94,8 +96,10 @@ def _tokens(line: str) -> list[_Token]:
             chain.append((a, b))
             continue
         mark = line[a] if a < len(line) else ""
-        is_key = header or (key_here and mark == "=")
-        tokens += [_Token(x, line[x:y], is_key) for x, y in chain]
+        if header:
+            tokens += [_Token(x, line[x:y], x != column and _bare(line[x])) for x, y in chain]
+        else:
+            tokens += [_Token(x, line[x:y], key_here and mark == "=") for x, y in chain]
         chain = []
         if mark in "[{":
             depth.append(mark)
@@ -117,6 +121,10 @@ def _string_end(line: str, i: int) -> int:
     return min(j + 1, len(line))
 
 
+def _bare(first: str) -> bool:
+    return first not in "\"'"
+
+
 def _word_end(line: str, i: int) -> int:
     j = i
     while j < len(line) and line[j] not in _MARKS and line[j] not in " \t#\"'":
@@ -135,7 +143,7 @@ def _shown(line: str, column: int) -> str:
     ``column`` that only slips in how true or false is written, its comment left out;
     cut to a length a terminal line holds, what would act on a terminal escaped."""
     examined = line[:_EXAMINED]
-    tokens = _tokens(examined)
+    tokens = _tokens(examined, column)
     slip = _at(tokens, column)
     shown, last = [], 0
     for t in tokens:
@@ -159,7 +167,7 @@ def _value_hint(line: str, column: int) -> str | None:
         return "the key has no value"
     if value.startswith(_VALUE_START):
         return None
-    tokens = _tokens(examined)
+    tokens = _tokens(examined, column)
     word = _at(tokens, column)
     if word is not None and word.text in ("True", "False"):
         return f"true and false are written in lower case: {word.text.lower()}"

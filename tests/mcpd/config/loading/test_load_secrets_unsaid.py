@@ -99,6 +99,8 @@ _PLACES = [
     STDIO + "args = [{s}, True]\n",
     STDIO + "args = [\n  {s}, True\n]\n",
     STDIO + "args = [{b}]\n",
+    STDIO + "args = [\n  [{s}] x\n]\n",
+    STDIO + "args = [\n  [{s}.{s}] x\n]\n",
     HTTP + "headers = {s}\n",
     HTTP + "headers = {{ X = {s}, Y = True }}\n",
     HTTP + "headers.X = {b}\n",

@@ -37,9 +37,9 @@ def lengths(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     seen: list[int] = []
     tokens = toml_errors._tokens
 
-    def recorded_tokens(line: str) -> Any:
+    def recorded_tokens(line: str, column: int) -> Any:
         seen.append(len(line))
-        return tokens(line)
+        return tokens(line, column)
 
     monkeypatch.setattr(toml_errors, "_tokens", recorded_tokens)
     monkeypatch.setattr(toml_errors, "_HEADER_RE", _Recorded(toml_errors._HEADER_RE, seen))
