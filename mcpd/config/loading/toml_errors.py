@@ -133,7 +133,7 @@ def _word_end(line: str, i: int) -> int:
 
 
 def _at(tokens: list[_Token], column: int) -> _Token | None:
-    """The value that starts at ``column``, where one does and is not a string."""
+    """The value that starts at ``column``, where one does."""
     return next((t for t in tokens if t.start == column and not t.is_key), None)
 
 

@@ -215,7 +215,7 @@ def _said_by_kind(value: object, kind: str = "str") -> str:
         return f"a string of {len(value)} character{'' if len(value) == 1 else 's'}"
     if isinstance(value, list):
         return f"an array of {len(value)} item{'' if len(value) == 1 else 's'}"
-    return _given(_NOTHING if isinstance(value, str | int | float) else value, kind)
+    return _given(_NOTHING, kind)
 
 
 def _given(value: object, kind: str) -> str:
