@@ -19,7 +19,8 @@ is asked), what the call was sent under, a digest of the server's state, an expi
 and how many rounds the call has had. The server's state itself travels in the token,
 so what the daemon keeps is small whatever a server writes there; the digest makes a
 state the agent altered a refusal. A token is handed on only if the agent's retry can
-carry it back on any route it may take (``largest_state``): a server's state too large
+carry it back, beside the arguments it repeats, on any route it may take
+(``largest_state``): a server's state too large
 for that ends the call with an error naming the server, rather than a retry mcpd would
 refuse (on the socket, by closing the agent's connection and its other calls with it).
 
@@ -108,14 +109,42 @@ class _Round(msgspec.Struct, frozen=True):
     expires: float
 
 
-def largest_state(max_line_bytes: int) -> int:
-    """The largest ``requestState`` of a server's (its JSON's bytes) a token of mcpd's
-    carries to an agent, while the daemon reads lines of ``max_line_bytes``: the token
-    takes half of the smallest request any route of an agent's reads whole (a line on
-    the socket, which ``mcpd bridge`` relays as it is, and an HTTP body), the other half
-    left for the rest of the retry (the tool's name, its arguments and the answers)."""
-    room = min(max_line_bytes, MAX_BODY) // 2 - _TOKEN_HEAD
-    return room // 4 * 3  # base64 writes each 3 bytes as 4 characters
+def largest_state(max_line_bytes: int, repeated: int = 0) -> int:
+    """The largest ``requestState`` of a server's (its JSON's bytes) an agent is handed
+    to send back, while the daemon reads lines of ``max_line_bytes``, in a retry that
+    repeats ``repeated`` bytes of the request it continues (the name it called and the
+    arguments it gave, which the retry must bring again). Of the smallest request any
+    route of an agent's reads whole (a line on the socket, which ``mcpd bridge`` relays
+    as it is, and an HTTP body), half is left for what only the retry brings (the
+    answers, its ``_meta`` and the envelope); the other half holds the request repeated
+    and the state, carried in a token of mcpd's or as the server wrote it."""
+    room = min(max_line_bytes, MAX_BODY) // 2 - _TOKEN_HEAD - repeated
+    return max(room, 0) // 4 * 3  # base64 writes each 3 bytes as 4 characters
+
+
+def repeated_bytes(name: str, given: Raw | UnsetType) -> int:
+    """What a retry repeats of the request it continues: the name it called (as JSON
+    writes it) and the arguments it gave, as they were written."""
+    return len(msgspec.json.encode(name)) + (len(given) if isinstance(given, Raw) else 0)
+
+
+def too_large(alias: str, state: Raw | UnsetType, largest: int) -> str | None:
+    """Why ``state``, ``alias``'s ``requestState``, cannot be handed to an agent whose
+    retry could bring back at most ``largest`` bytes of it, told to the journal; None
+    when it can."""
+    if not isinstance(state, Raw) or len(state) <= largest:
+        return None
+    why = (
+        f"its requestState of {len(state):,} bytes is over the {largest:,} bytes mcpd "
+        "hands an agent to send back with this request"
+    )
+    logger.warning(
+        "%s: answered input_required, and %s; the request ended",
+        alias,
+        why,
+        extra=log_extra(alias, "state_too_large", why),
+    )
+    return why
 
 
 class Resumes:
@@ -148,18 +177,9 @@ class Resumes:
                 f"in one call; mcpd ends a call after {MAX_ROUNDS} rounds of answers."
             ), True
         state = head.requestState
-        largest = largest_state(self._max_line_bytes())
-        if isinstance(state, Raw) and len(state) > largest:
-            why = (
-                f"its requestState of {len(state):,} bytes is over the {largest:,} bytes "
-                "mcpd hands an agent to send back"
-            )
-            logger.warning(
-                "%s: answered input_required, and %s; the call ended",
-                alias,
-                why,
-                extra=log_extra(alias, "state_too_large", why),
-            )
+        repeated = repeated_bytes(call.local, call.out.arguments)
+        why = too_large(alias, state, largest_state(self._max_line_bytes(), repeated))
+        if why is not None:
             return _ended(
                 f"The tool server {alias!r} asked for more input, but {why}, so this call "
                 "cannot go on; calling the tool again may get a smaller one."
