@@ -7,9 +7,10 @@ must retry without being given anything to answer, and the one it never stops.
   any retry carried ``inputResponses``;
 - tool ``endless``: every request, answered or not, asks an elicitation again, with a
   ``requestState`` that counts the rounds;
-- tool ``heavy``: a call with no state is answered with a ``requestState`` alone, a
-  string whose JSON is the call's argument ``size`` bytes; a retry completes, saying how
-  many bytes of state it brought back.
+- tool ``heavy``, prompt ``heavy`` and resource template ``heavy://{size}``: a request
+  with no state is answered with a ``requestState`` alone, a string whose JSON is
+  ``size`` bytes (the call's or the prompt's argument, or the URI's); a retry completes,
+  saying how many bytes of state it brought back.
 """
 
 from __future__ import annotations
@@ -53,13 +54,24 @@ def endless(params: dict) -> dict:
     }
 
 
-def heavy(params: dict) -> dict:
+def heavy(method: str, params: dict) -> dict:
     state = params.get("requestState")
     if isinstance(state, str):
         said = f"brought back {len(json.dumps(state))} bytes of state"
-        return complete({"content": [{"type": "text", "text": said}]})
-    size = params.get("arguments", {}).get("size", 2)
+        if method == "prompts/get":
+            return complete({"messages": [{"role": "user", "content": text(said)}]})
+        if method == "resources/read":
+            return complete({"contents": [{"uri": params["uri"], "text": said}]})
+        return complete({"content": [text(said)]})
+    if method == "resources/read":
+        size = int(params["uri"].removeprefix("heavy://"))
+    else:
+        size = int(params.get("arguments", {}).get("size", 2))
     return {"resultType": "input_required", "requestState": "x" * (size - 2)}
+
+
+def text(said: str) -> dict:
+    return {"type": "text", "text": said}
 
 
 def complete(result: dict) -> dict:
@@ -75,16 +87,18 @@ def handle(method: str, params: dict) -> dict | None:
         tools = [{"name": n, "inputSchema": schema} for n in ("busy", "endless", "heavy")]
         return complete({"tools": tools, **FRESH})
     if method == "prompts/list":
-        return complete({"prompts": [{"name": "busy"}], **FRESH})
+        heavy_prompt = {"name": "heavy", "arguments": [{"name": "size"}]}
+        return complete({"prompts": [{"name": "busy"}, heavy_prompt], **FRESH})
     if method == "resources/list":
         listed = [{"uri": "shed://now", "name": "now"}]
         return complete({"resources": listed, **FRESH})
     if method == "resources/templates/list":
-        return complete({"resourceTemplates": [], **FRESH})
+        template = {"uriTemplate": "heavy://{size}", "name": "heavy"}
+        return complete({"resourceTemplates": [template], **FRESH})
     if method == "tools/call" and params.get("name") == "endless":
         return endless(params)
-    if method == "tools/call" and params.get("name") == "heavy":
-        return heavy(params)
+    if params.get("name") == "heavy" or str(params.get("uri")).startswith("heavy://"):
+        return heavy(method, params)
     if method in ("tools/call", "prompts/get", "resources/read"):
         again, said = shed(params)
         if again is not None:

@@ -66,14 +66,20 @@ class AgentSide(msgspec.Struct):
 
 class AskBackDriver:
     def __init__(
-        self, failures: Failures | None = None, ask_timeout: Callable[[], float] | None = None
+        self, failures: Failures | None = None, settings: Callable[[], DaemonConfig] = DaemonConfig
     ) -> None:
         self.parks = Parks()
         self.failures = failures or Failures()
-        # How long a legacy agent may take to answer what a modern server asks it (the
-        # daemon's ask_timeout, read as each request starts: a reload may change it).
-        self._ask_timeout = ask_timeout or (lambda: DaemonConfig().ask_timeout)
+        # The daemon's settings as they are now (a reload may change them): how long a
+        # legacy agent may take to answer what a modern server asks it (``ask_timeout``,
+        # read as each request starts), and the line that bounds what it hands an agent.
+        self._settings = settings
         self._nursery: trio.Nursery | None = None
+
+    def max_line_bytes(self) -> int:
+        """The daemon's ``max_line_bytes`` now: what bounds a server's ``requestState``
+        a modern agent is handed (``state_bound.largest_state``)."""
+        return self._settings().max_line_bytes
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -121,7 +127,7 @@ class AskBackDriver:
             agent.send,
         )
         if not agent.modern:
-            ask_timeout = self._ask_timeout()
+            ask_timeout = self._settings().ask_timeout
             outcome = await legacy_rounds(request, direct, trip, ask_timeout=ask_timeout)
             return trip.shape(rid, outcome)
         if not agent.asks or self._nursery is None:

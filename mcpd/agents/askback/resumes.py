@@ -61,22 +61,17 @@ from msgspec import UNSET, Raw, UnsetType
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 from protocol.framing import DEFAULT_MAX_LINE
-from protocol.logfields import log_extra
 
 from ...policy.agent import AgentInfo
 from ..agent import AgentCall
 from ..calls.callpolicy import Sent
-from ..http.body_size import MAX_BODY
 from ..profiles import Profile
 from .askers import MAX_ROUNDS, own_token
 from .bound import binding, other_arguments
+from .state_bound import NONCE_BYTES, PREFIX, largest_state, repeated_bytes, why_unsendable
 
 logger = logging.getLogger("mcpd.askback")
 
-PREFIX: Final = "mcpd-round:"
-_NONCE_BYTES: Final = 18
-# What a token holds before the server's state: the prefix, the nonce and the dot.
-_TOKEN_HEAD: Final = len(PREFIX) + len(secrets.token_urlsafe(_NONCE_BYTES)) + 1
 # How long a modern agent may take to retry: its user may be answering a form.
 KEEP_FOR: Final = 600.0
 # Rounds kept for one agent, and for all: past them the oldest are forgotten (their
@@ -107,44 +102,6 @@ class _Round(msgspec.Struct, frozen=True):
     decision: str
     decided_by: str
     expires: float
-
-
-def largest_state(max_line_bytes: int, repeated: int = 0) -> int:
-    """The largest ``requestState`` of a server's (its JSON's bytes) an agent is handed
-    to send back, while the daemon reads lines of ``max_line_bytes``, in a retry that
-    repeats ``repeated`` bytes of the request it continues (the name it called and the
-    arguments it gave, which the retry must bring again). Of the smallest request any
-    route of an agent's reads whole (a line on the socket, which ``mcpd bridge`` relays
-    as it is, and an HTTP body), half is left for what only the retry brings (the
-    answers, its ``_meta`` and the envelope); the other half holds the request repeated
-    and the state, carried in a token of mcpd's or as the server wrote it."""
-    room = min(max_line_bytes, MAX_BODY) // 2 - _TOKEN_HEAD - repeated
-    return max(room, 0) // 4 * 3  # base64 writes each 3 bytes as 4 characters
-
-
-def repeated_bytes(name: str, given: Raw | UnsetType) -> int:
-    """What a retry repeats of the request it continues: the name it called (as JSON
-    writes it) and the arguments it gave, as they were written."""
-    return len(msgspec.json.encode(name)) + (len(given) if isinstance(given, Raw) else 0)
-
-
-def too_large(alias: str, state: Raw | UnsetType, largest: int) -> str | None:
-    """Why ``state``, ``alias``'s ``requestState``, cannot be handed to an agent whose
-    retry could bring back at most ``largest`` bytes of it, told to the journal; None
-    when it can."""
-    if not isinstance(state, Raw) or len(state) <= largest:
-        return None
-    why = (
-        f"its requestState of {len(state):,} bytes is over the {largest:,} bytes mcpd "
-        "hands an agent to send back with this request"
-    )
-    logger.warning(
-        "%s: answered input_required, and %s; the request ended",
-        alias,
-        why,
-        extra=log_extra(alias, "state_too_large", why),
-    )
-    return why
 
 
 class Resumes:
@@ -178,13 +135,13 @@ class Resumes:
             ), True
         state = head.requestState
         repeated = repeated_bytes(call.local, call.out.arguments)
-        why = too_large(alias, state, largest_state(self._max_line_bytes(), repeated))
+        why = why_unsendable(alias, state, largest_state(self._max_line_bytes(), repeated))
         if why is not None:
             return _ended(
                 f"The tool server {alias!r} asked for more input, but {why}, so this call "
                 "cannot go on; calling the tool again may get a smaller one."
             ), True
-        nonce = secrets.token_urlsafe(_NONCE_BYTES)
+        nonce = secrets.token_urlsafe(NONCE_BYTES)
         self._keep(
             nonce,
             _Round(

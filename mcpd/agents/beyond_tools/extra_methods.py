@@ -75,7 +75,7 @@ class ExtraMethods:
         self._view_of = view_of
         self._connections = connections
         # Its own task's faults are logged in ``failures``.
-        self.askback = AskBackDriver(failures, lambda: control.settings.ask_timeout)
+        self.askback = AskBackDriver(failures, lambda: control.settings)
         self.tasks = Tasks(
             servers, self.finish_result, lambda: control.settings.result_budget_chars
         )

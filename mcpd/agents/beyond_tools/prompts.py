@@ -26,6 +26,7 @@ from ...servers.shared import Asker, CallRefused, Outage, Whose
 from ..askback import unanswered, url_required
 from ..askback.driver import AgentSide, AskBackDriver
 from ..askback.rounds import RoundTrip, SendRound
+from ..askback.state_bound import largest_state, refuse_too_large, repeated_bytes
 from ..calls import result_eras
 from ..calls.callrecords import Seen
 from ..calls.rewrite import prompt_result
@@ -118,8 +119,10 @@ def reply_for(
     outcome: Fetched,
     rewrite: Callable[[Raw], Raw | dict[str, Any]],
     cacheable: bool = False,
+    largest: int | None = None,
 ) -> Raw | dict[str, Any]:
-    """The shape of a prompts/get or resources/read reply for one outcome."""
+    """The shape of a prompts/get or resources/read reply for one outcome (``largest``:
+    the largest state the agent may be handed, ``state_bound.largest_state``)."""
     if isinstance(outcome, Outage):
         raise outage_error(outcome, agent.own_user)
     if isinstance(outcome, rpc.RPCError):
@@ -133,6 +136,8 @@ def reply_for(
             surface.asks_nothing(head.inputRequests, head.requestState)
             or surface.answerable(head.inputRequests, agent.capabilities)
         ):
+            if largest is not None:
+                refuse_too_large(alias, head.requestState, largest)
             return outcome
         raise rpc.RPCError(
             rpc.MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -222,7 +227,8 @@ async def serve_asked(
             seen.outcome = outcome
 
         def made() -> Raw:
-            shaped = reply_for(servers, alias, agent, outcome, rewrite, cacheable)
+            largest = largest_state(askback.max_line_bytes(), repeated_bytes(name, arguments))
+            shaped = reply_for(servers, alias, agent, outcome, rewrite, cacheable, largest)
             if isinstance(shaped, Raw):
                 return shaped  # the server's bytes, searched as they came
             return servers.written(alias, shaped, f"a {req.method} result")

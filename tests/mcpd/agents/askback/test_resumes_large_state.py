@@ -17,7 +17,7 @@ import trio
 import trio.testing
 from msgspec import Raw
 
-from mcpd.agents.askback.resumes import largest_state, repeated_bytes
+from mcpd.agents.askback.state_bound import largest_state, repeated_bytes
 from protocol.framing import DEFAULT_MAX_LINE
 from tests.support.agent import META, Agent, connect, make_config, running
 from tests.support.daemon_http import header_dict, modern_headers
