@@ -14,15 +14,16 @@ empty form, or sample nothing. A server's JSON-RPC error is made fit likewise
 
 Most results go on as the bytes they came as: a scan of them (``findings``) finds
 nothing to change. One that may hold a key of mcpd's, holds the bytes of a secret mcpd
-holds, or ends its call with ``input_required`` (a task: always, for the requests it
-may wait on) is taken apart (``taken_apart``): decoded whole, walked in Python and
-encoded again. How large a result is taken apart so, and where, is ``taking_apart``'s
-to say.
+holds, may give ``resultType`` twice, or ends its call with ``input_required`` (a task:
+always, for the requests it may wait on) is taken apart (``taken_apart``): decoded
+whole, walked in Python and encoded again. How large a result is taken apart so, and
+where, is ``taking_apart``'s to say.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any, Final, NamedTuple
 
 import msgspec
@@ -48,6 +49,9 @@ class Findings(NamedTuple):
     # A legacy server's, with a ``resultType`` its era has none of: left out, so that
     # it is the plain result it is in that era, never a round of input or a task.
     stray_kind: bool = False
+    # It may give ``resultType`` twice (``_kind_given_twice``): written again as mcpd
+    # read it, the last, so that no agent reads another kind of result than mcpd did.
+    kind_twice: bool = False
 
     @property
     def why(self) -> str:
@@ -57,6 +61,8 @@ class Findings(NamedTuple):
             return "mask a secret it holds"
         if self.stray_kind:
             return "leave out a resultType its era has none of"
+        if self.kind_twice:
+            return "write once a resultType it may give twice"
         return "clean what it asks the agent"
 
 
@@ -75,6 +81,37 @@ _NOT_ASKING: Final = _Look()
 _SECRET: Final = Findings(own=False, secret=True)
 _INPUT_REQUIRED: Final = mcp.INPUT_REQUIRED
 _may_hold_own: Final = own_keys.may_hold
+_KIND: Final = re.compile(rb'"resultType"')
+_ESCAPE: Final = re.compile(rb"\\u")
+# A key written with an escape, short enough to spell ``resultType`` so.
+_ESCAPED_KEY: Final = re.compile(rb'"([A-Za-z0-9\\]{10,60})"\s*:')
+
+
+def _kind_given_twice(raw: Raw) -> bool:
+    """Whether ``raw`` may give ``resultType`` twice in one object, which readers read
+    differently (msgspec as mcpd does, the last; a streaming reader, the first): it
+    writes that key more than once anywhere, escapes and all. Most results write it
+    once, and with no escape, so the escapes are looked into only when there are any."""
+    count = 0
+    for _ in _KIND.finditer(raw):
+        count += 1
+        if count > 1:
+            return True
+    if _ESCAPE.search(raw) is None:
+        return False
+    return count + sum(_spells_kind(key[1]) for key in _ESCAPED_KEY.finditer(raw)) > 1
+
+
+def _spells_kind(key: bytes) -> bool:
+    """Whether ``key``, as a JSON string writes it between its quotes, is ``resultType``
+    written with an escape (what looked like a key may be a string's text: a stray
+    escape in it then reads as nothing)."""
+    if b"\\" not in key:
+        return False
+    try:
+        return bool(msgspec.json.decode(b'"' + key + b'"') == "resultType")
+    except msgspec.DecodeError:
+        return False
 
 
 def findings(
@@ -89,6 +126,8 @@ def findings(
     server's, whose ``resultType`` means nothing (``Findings.stray_kind``)."""
     if _may_hold_own(raw):
         return Findings(True, guard.finds(alias, raw), legacy and not task)
+    if _kind_given_twice(raw):
+        return Findings(False, guard.finds(alias, raw), legacy and not task, kind_twice=True)
     if not task:
         try:
             look = _look.decode(raw)
@@ -111,6 +150,8 @@ def call_look(
     came but its head is not one an agent can take (the agent side says why)."""
     if _may_hold_own(raw):
         return Findings(True, guard.finds(alias, raw), legacy)
+    if _kind_given_twice(raw):
+        return Findings(False, guard.finds(alias, raw), legacy, kind_twice=True)
     try:
         head = _call_head.decode(raw)
     except (msgspec.DecodeError, RecursionError):
@@ -148,7 +189,7 @@ def taken_apart(
         request["params"] = cleaned_request(alias, request["method"], request.get("params"))
     if found.secret:
         masked = guard.value(alias, result, what)
-        if masked is result and not found.own and not found.stray_kind and not asks:
+        if masked is result and not (found.own or found.stray_kind or found.kind_twice or asks):
             return raw  # nothing to mask after all: a reply stays spliced
         result = masked
     else:
