@@ -2,15 +2,10 @@
 
 It follows the WHATWG event-stream parsing rules (CRLF, LF or CR line endings, ``:``
 comments, one optional space after the colon, ``data`` lines joined with ``\\n``, a
-leading BOM skipped) with two deliberate choices for a client that only ever reads
-JSON-RPC from the stream:
-
-* ``data`` stays bytes, so a JSON decoder can take it without a round trip through
-  ``str``; the other fields are decoded as UTF-8.
-* ``flush()`` at the end of the stream dispatches an event whose blank line never
-  came, instead of dropping it: some servers close right after the last ``data``
-  line, and the message in it is still the answer the client is waiting for. If the
-  stream was cut inside that message, the JSON decoder will say so.
+leading BOM skipped, an event the stream ends inside dropped). One choice is its own,
+for a client that only ever reads JSON-RPC from the stream: ``data`` stays bytes, so
+a JSON decoder can take it without a round trip through ``str``; the other fields
+are decoded as UTF-8.
 
 An event (plus the line being read) may not grow past ``max_event`` bytes: the
 decoder raises ``SSEError`` as soon as it does, so a peer that never ends an event
@@ -25,7 +20,7 @@ its events' data, what reading the stream cost.
 
 ``resume_id`` is what a client sends as ``Last-Event-ID`` when it reconnects: the
 stream's last event id as of the last event that was complete (a blank line ended
-it, or the stream ended cleanly after it), whether or not that event carried data.
+it), whether or not that event carried data.
 ``ResumePoint`` keeps it across the streams one exchange is resumed on, with the
 wait before the next one.
 """
@@ -176,19 +171,23 @@ class SSEDecoder:
         return out
 
     def flush(self) -> list[SSEEvent]:
-        """At end of stream: the last event, if the stream stopped before its blank line."""
-        out: list[SSEEvent] = []
-        if self._failed:
-            return out
-        if not self._started and self._head:
-            line = bytes(self._head)  # the start of a stream too short to hold a BOM
-            self._head.clear()
-            self._line(line, 0, len(line), out)
-        if self._partial:
-            self._end_line(out)
-        self._dispatch(out)
+        """At end of stream: nothing more. An event the stream ended inside (before
+        its blank line) is dropped with the line being read, as the format requires:
+        what came of it may be a message cut short, or one that only looks whole."""
+        self._partial = False
+        self._kind = _HEAD
+        self._line_size = 0
+        self._space = False
+        self._head.clear()
+        self._first = b""
+        self._buffer = None
+        self._data_size = 0
+        self._has_data = False
+        self._event = ""
+        self._retry = None
         self._after_cr = False
-        return out
+        self.last_event_id = self.resume_id
+        return []
 
     def _strip_bom(self, data: bytes) -> bytes:
         if not self._head and len(data) >= 3:

@@ -165,9 +165,16 @@ def test_bom_is_skipped_even_when_split() -> None:
     assert [e.data for e in events] == [b"x"]
 
 
-def test_flush_dispatches_an_unterminated_event() -> None:
-    assert [e.data for e in decode_all(b"data: last\n")] == [b"last"]
-    assert [e.data for e in decode_all(b"data: last")] == [b"last"]
+@pytest.mark.parametrize(
+    "tail",
+    [b"data: last\n", b"data: last", b'data: {"jsonrpc": "2.0",', b"data: a\r\ndata: b\r"],
+    ids=["after its data line", "inside its data line", "inside a message", "after a CR"],
+)
+def test_an_event_the_stream_ends_inside_is_dropped(tail: bytes) -> None:
+    dec = SSEDecoder()
+    assert [e.data for e in dec.feed(b"data: whole\n\n" + tail)] == [b"whole"]
+    assert dec.flush() == []
+    assert dec.held == 0
 
 
 def test_flush_on_clean_end_yields_nothing() -> None:
@@ -234,8 +241,8 @@ def test_resume_id_is_the_id_of_the_last_complete_event() -> None:
     dec.feed(b"id: 2\ndata: {}\n\nid: 3\ndata: {")  # the second is cut short
     assert dec.resume_id == "2"
     assert dec.last_event_id == "3"
-    dec.flush()  # a stream that ended cleanly completes its last event
-    assert dec.resume_id == "3"
+    dec.flush()  # the stream's end does not complete the event it cut
+    assert dec.resume_id == "2"
 
 
 def test_resume_delay_is_the_servers_retry_or_a_second() -> None:

@@ -191,13 +191,18 @@ async def test_stream_that_ends_without_the_response() -> None:
                 await t.request("tools/call", {"name": "x"})
 
 
-async def test_response_without_final_blank_line_is_accepted() -> None:
+async def test_a_response_the_stream_ends_inside_is_not_taken(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     async def handler(req: SeenRequest, respond: Responder) -> None:
+        # Whole JSON, but the event never got its blank line: it may be cut short.
         await respond.sse(f"data: {json.dumps(result(req.rpc_id, 5))}\n")
 
     with trio.fail_after(LIMIT):
         async with serve_http(handler) as srv, open_http_transport("a", srv.url()) as t:
-            assert value(await t.request("x", {})) == 5
+            with pytest.raises(StreamCut, match=r"ended before its response \(0 events read\)"):
+                await t.request("x", {})
+    assert "not JSON-RPC" not in caplog.text
 
 
 async def test_stream_left_open_after_the_response(monkeypatch: pytest.MonkeyPatch) -> None:

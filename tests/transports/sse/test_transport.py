@@ -182,8 +182,13 @@ async def test_no_endpoint_event_in_time_is_an_error() -> None:
 
 @pytest.mark.parametrize(
     ("sent", "opens"),
-    [(b"", False), (b": hello\n\n", False), (b"event: endpoint\ndata: /messages?s=1", True)],
-    ids=["nothing", "a comment", "an endpoint without its blank line"],
+    [
+        (b"", False),
+        (b": hello\n\n", False),
+        (b"event: endpoint\ndata: /messages?s=1", False),
+        (b"event: endpoint\ndata: /messages?s=1\n\n", True),
+    ],
+    ids=["nothing", "a comment", "an endpoint without its blank line", "an endpoint"],
 )
 async def test_a_stream_that_ends_at_once(sent: bytes, opens: bool) -> None:
     async def handler(req: SeenRequest, respond: Responder) -> None:
