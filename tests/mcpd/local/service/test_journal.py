@@ -427,6 +427,27 @@ def test_stderr_lines_are_rate_limited_per_server(logger: logging.Logger) -> Non
     assert out.getvalue() == "<4>[noisy] stderr: 5 lines of output from noisy suppressed\n"
 
 
+def test_held_back_log_messages_are_summed_up_as_log_messages(logger: logging.Logger) -> None:
+    clock = FakeClock()
+    out = io.StringIO()
+    handler = journal.LineHandler(
+        out, syslog_prefix=True, limiter=journal.StderrRateLimiter(2, 10.0, clock)
+    )
+    logger.addHandler(handler)
+    for i in range(5):
+        logger.info("said %d\nmore", i, extra=log_extra("web", "message"))
+    clock.now += 0.5
+    logger.info("said again", extra=log_extra("web", "message"))
+    logger.removeHandler(handler)
+    handler.close()
+    lines = out.getvalue().splitlines()
+    assert lines[4:6] == [  # two lines each of the two admitted, then three held back
+        "<4>[web] message: 3 log messages from web suppressed",
+        "<6>[web] message: said again",
+    ]
+    assert not any("lines of output" in ln for ln in lines)
+
+
 def test_a_long_flood_gets_a_summary_every_ten_seconds_counting_lines(
     logger: logging.Logger,
 ) -> None:
@@ -513,7 +534,10 @@ def test_a_servers_log_messages_share_its_stderr_budget(logger: logging.Logger) 
     handler.close()
     lines = out.getvalue().splitlines()
     assert sum(" said " in ln or " wrote " in ln for ln in lines) == 50
-    assert lines[-1] == "<4>[noisy] stderr: 30 lines of output from noisy suppressed"
+    assert lines[-2:] == [
+        "<4>[noisy] stderr: 15 lines of output from noisy suppressed",
+        "<4>[noisy] message: 15 log messages from noisy suppressed",
+    ]
 
 
 def test_a_count_of_what_was_held_back_before_the_handler_is_never_held_back(
