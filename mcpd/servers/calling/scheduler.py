@@ -23,7 +23,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.logfields import log_extra
 from protocol.reply_faults import MalformedReply
-from transports.errors import SERVER_REPLIES, TransportError
+from transports.errors import SERVER_REPLIES, HttpRPCError, TransportError
 
 from ..asking.ended_asks import End
 from ..results.rpc_errors import call_error, data_findings
@@ -258,6 +258,9 @@ class CallScheduler(Admitter):
             self.answered_at = now
             if error.code == rpc.UNSUPPORTED_PROTOCOL_VERSION:
                 r.version_refused()
+            elif isinstance(error, HttpRPCError) and error.http_status in (400, 404):
+                # As a server that changed eras refuses each call: the probe shows it.
+                r.check_liveness()
             # The server's error: its data is taken apart as a result is, if at all.
             found = data_findings(r.guard, r.alias, error)
             made = partial(call_error, r.guard, r.alias, error, _ERROR, found)

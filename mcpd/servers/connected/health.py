@@ -14,6 +14,10 @@ legacy server: never a list, which a server may take long to make):
   does, so a server gone away is shown unreachable and is reconnected to on the
   backoff's delays, not the cooldown's.
 
+A modern server that refuses the liveness probe's ``server/discover`` as only a
+legacy server would (``era_signs``) has changed eras: the session ends, and the next
+greeting learns its era again.
+
 A probe answered 429 or 503 with ``Retry-After`` is a server that is there and asks
 not to be asked before then: the session goes on, and its circuit is held open until
 then, as a call's answer of the kind holds it.
@@ -45,6 +49,7 @@ from ..circuit.breaker import Breaker
 from ..life.backoff import RestartPolicy
 from ..life.downtime import server_wait
 from ..oauth import AuthFailed
+from .era_signs import legacy_refusal
 from .upstream import Upstream
 
 LIVENESS_TIMEOUT: Final = 5.0
@@ -231,8 +236,12 @@ class Health:
         try:
             with trio.fail_after(LIVENESS_TIMEOUT):
                 await up.probe()
-        except _ANSWERED:
-            pass  # an answer, even an error, is a server that is there
+        except _ANSWERED as exc:
+            # An answer, even an error, is a server that is there; but not the server
+            # the session greeted if it now answers as a legacy one.
+            changed = self._changed_era(up, exc)
+            if changed is not None:
+                raise changed from None
         except AuthFailed:
             return  # no token to ask with; the calls say why
         except TransportError as exc:
@@ -286,13 +295,29 @@ class Health:
                 unreached = isinstance(exc, Unreachable)
                 breaker.record_failure(now, exc.reason, adm.ticket, unreached=unreached)
                 raise  # the session is over
-        except _ANSWERED:
+        except _ANSWERED as exc:
+            changed = self._changed_era(up, exc)
+            if changed is not None:
+                breaker.record_failure(trio.current_time(), changed.reason, adm.ticket)
+                raise changed from None
             self._heard(adm.ticket)
         else:
             self._heard(adm.ticket)
         finally:
             breaker.release_probe(adm.ticket)
         self._on_probe()
+
+    def _changed_era(self, up: Upstream, exc: Exception) -> TransportError | None:
+        """What ends the session when ``exc``, a modern server's answer to the probe's
+        ``server/discover``, is one only a legacy server gives (``era_signs``)."""
+        if up.era != "modern" or not isinstance(exc, rpc.RPCError):
+            return None
+        legacy = legacy_refusal(exc)
+        if legacy is None:
+            return None
+        return TransportError(
+            f"{self.alias}: {legacy}, as a server of the legacy era answers; greeting it again"
+        )
 
     def _heard(self, ticket: int) -> None:
         """The half-open probe was answered: the circuit closes on trial, and a

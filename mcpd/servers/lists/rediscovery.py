@@ -20,7 +20,8 @@ the version the session began with ends the session, so the next one greets it a
 A server that answers a request saying it does not speak the version the request was
 made for (-32022) is asked at once, whatever the ttl (``doubted``): its answer no
 longer listing that version, or failing, ends the session likewise, so that mcpd
-learns the server's era again rather than failing every call made for it.
+learns the server's era again rather than failing every call made for it. So does
+an answer only a legacy server gives (``era_signs``): the server changed eras.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from protocol.visible import quote
 from transports.errors import TransportError
 
 from ...registry.gating.gate import ListGate
+from ..connected.era_signs import legacy_refusal
 from ..connected.handshake import NO_CAPABILITIES, client_meta, guarded, identity, kept_instructions
 from ..connected.upstream import Upstream
 
@@ -87,6 +89,12 @@ class Rediscovery:
             raw = await up.request("server/discover", params)
             found = rpc.decode_as(raw, greeting.Discovered)
         except (rpc.RPCError, rpc.InvalidParams, MalformedReply) as exc:
+            legacy = legacy_refusal(exc) if isinstance(exc, rpc.RPCError) else None
+            if legacy is not None:
+                raise TransportError(
+                    f"{self.alias}: {legacy}, as a server of the legacy era answers; "
+                    "greeting it again"
+                ) from None
             if doubted:
                 raise TransportError(
                     f"{self.alias}: it said it does not speak {up.version}, and "

@@ -31,6 +31,7 @@ class Server:
     def __init__(self) -> None:
         self.answer: Exception | Never | None = None
         self.probes = 0
+        self.era = "modern"
 
     async def probe(self) -> None:
         self.probes += 1
@@ -115,7 +116,7 @@ async def test_a_suspect_server_that_answers_stays(
 
 async def test_a_json_rpc_error_is_an_answer(autojump_clock: trio.testing.MockClock) -> None:
     s = Setup()
-    s.server.answer = rpc.RPCError(rpc.METHOD_NOT_FOUND, "no tools here")
+    s.server.answer = rpc.RPCError(rpc.INTERNAL_ERROR, "not now")
     s.health.suspect = True
     await s.tend()
     assert s.server.probes == 1
@@ -344,7 +345,7 @@ async def test_a_half_open_probe_already_out_is_not_sent_again(
 
 
 @pytest.mark.parametrize(
-    "answer", [None, rpc.RPCError(rpc.METHOD_NOT_FOUND, "no tools here")], ids=["result", "error"]
+    "answer", [None, rpc.RPCError(rpc.INTERNAL_ERROR, "not now")], ids=["result", "error"]
 )
 async def test_calls_out_of_time_are_no_failures_once_the_probe_they_ask_for_is_answered(
     autojump_clock: trio.testing.MockClock, answer: Exception | None

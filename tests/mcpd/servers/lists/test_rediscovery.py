@@ -19,7 +19,7 @@ from mcpd.servers.lists import rediscovery
 from protocol import jsonrpc as rpc
 from tests.support.agent import Agent, connect, running
 from tests.support.pins_daemon import FIRST, Changing, cli, config, heard, relist
-from transports.errors import TransportError
+from transports.errors import HttpRPCError, TransportError
 
 URI = "tickets://inbox"
 RESOURCE = {"uri": URI, "name": "inbox"}
@@ -167,16 +167,20 @@ async def test_changed_instructions_are_shown_at_once_where_changes_are_taken(
 
 
 class Refusing:
-    """An upstream whose server/discover fails, in the era given."""
+    """An upstream whose server/discover fails with ``error``, in the era given."""
 
-    def __init__(self, era: str) -> None:
+    def __init__(self, era: str, error: rpc.RPCError) -> None:
         self.era = era
         self.version = "2026-07-28"
+        self.error = error
         self.asked = 0
 
     async def request(self, method: str, params: Any) -> Any:
         self.asked += 1
-        raise rpc.RPCError(-32601, "Method not found")
+        raise self.error
+
+
+INTERNAL = rpc.RPCError(rpc.INTERNAL_ERROR, "busy")
 
 
 async def test_a_server_doubted_whose_discover_fails_is_greeted_again() -> None:
@@ -184,13 +188,50 @@ async def test_a_server_doubted_whose_discover_fails_is_greeted_again() -> None:
     what it said before, it ends the session. Not doubted, it does; and a legacy server
     has nothing to be asked."""
     found = rediscovery.Rediscovery("s", None)  # type: ignore[arg-type]
-    up: Any = Refusing("modern")
+    up: Any = Refusing("modern", INTERNAL)
     assert await found.renew(up) is False
     found.doubted = True
     with pytest.raises(TransportError, match="it said it does not speak 2026-07-28"):
         await found.renew(up)
     assert not found.doubted and up.asked == 2
     found.doubted = True
-    legacy: Any = Refusing("legacy")
+    legacy: Any = Refusing("legacy", INTERNAL)
     assert await found.renew(legacy) is False
     assert not found.doubted and legacy.asked == 0
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (rpc.RPCError(rpc.METHOD_NOT_FOUND, "Method not found"), "server/discover is unknown"),
+        (
+            HttpRPCError(-32000, "Bad Request: No valid session ID provided", http_status=400),
+            "server/discover was refused with HTTP 400",
+        ),
+        (HttpRPCError(-32001, "Session not found", http_status=404), "refused with HTTP 404"),
+    ],
+    ids=["method unknown", "no session", "session not found"],
+)
+async def test_a_server_whose_discover_fails_as_a_legacy_servers_is_greeted_again(
+    error: rpc.RPCError, said: str
+) -> None:
+    found = rediscovery.Rediscovery("s", None)  # type: ignore[arg-type]
+    with pytest.raises(TransportError, match="as a server of the legacy era answers") as ended:
+        await found.renew(Refusing("modern", error))  # type: ignore[arg-type]
+    assert said in str(ended.value)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        HttpRPCError(rpc.METHOD_NOT_FOUND, "Method not found", http_status=404),
+        HttpRPCError(rpc.HEADER_MISMATCH, "Mcp-Method does not match", http_status=400),
+        HttpRPCError(rpc.INTERNAL_ERROR, "busy", http_status=500),
+    ],
+    ids=["-32601 in a 404", "a modern error", "a server error"],
+)
+async def test_a_discover_failing_as_a_modern_server_may_keeps_the_session(
+    error: rpc.RPCError,
+) -> None:
+    found = rediscovery.Rediscovery("s", None)  # type: ignore[arg-type]
+    assert await found.renew(Refusing("modern", error)) is False  # type: ignore[arg-type]
