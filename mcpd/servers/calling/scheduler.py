@@ -132,8 +132,7 @@ class CallScheduler(Admitter):
             if not r.waits_for_start():
                 self._finish(call, Unsent(r.outage()))
             elif self._may_wait(call):
-                # The server is coming up (its first start, or on demand): wait for it,
-                # within the call's time.
+                # The server is coming up (first or on demand): wait, within the call's time.
                 self._enqueue(call, call.timeout)
             return
         if self.running < self.limit and not self.queue.calls:
@@ -307,8 +306,7 @@ class CallScheduler(Admitter):
         if not later:
             self._finish(call, ending, slot=True)
             return
-        # The server's part is over (its slot is free, and what it asks now is not
-        # about this call); the agent's waits.
+        # The server's part is over (its slot free, what it asks not about this call).
         call.state = "answered"
         self._release(call)
         if self.queue.calls:
