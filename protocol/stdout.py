@@ -30,7 +30,7 @@ from . import envelope, unreadable
 from . import jsonrpc as rpc
 from .framing import BOM, LineFramer, Oversized, OversizedEnd, without_bom
 from .logfields import log_extra
-from .pacing import cost, drop_oversized, skipped
+from .read_budget import cost, drop_oversized, skipped
 from .reply_faults import MalformedReply, MessageTooLarge, malformed_reason, too_large_reason
 from .unreadable import id_at_edges
 from .visible import quote
@@ -40,7 +40,7 @@ logger = logging.getLogger("mcpd.stdio")
 # How much of a line that is not JSON-RPC a warning quotes.
 _SHOWN: Final = 200
 # Of a line over the limit that answers a waiting request, how many times the limit is
-# read free of the server's pace (``protocol.pacing``), as answers are.
+# read free of the server's pace (``protocol.read_budget``), as answers are.
 FREE_OVERSIZED: Final = 4
 
 
@@ -106,7 +106,7 @@ class StdoutReader:
 
     def feed(self, data: bytes) -> float:
         """Hand on the lines ``data`` ends; what those that answered no request waiting
-        for them cost to read (``protocol.pacing``)."""
+        for them cost to read (``protocol.read_budget``)."""
         units = 0.0
         for item in self._framer.feed(data):
             if not self._dispatch(item):

@@ -23,7 +23,7 @@ from protocol import jsonrpc as rpc
 from protocol.jsonrpc import METHOD_NOT_FOUND, Notification, Request, encode_error, encode_result
 from protocol.logfields import log_extra
 from protocol.mcp import Era
-from protocol.pacing import HeldBack
+from protocol.read_budget import HeldBack
 from protocol.splice import SplicedCall
 
 from .errors import AuthError, TransportError
@@ -205,13 +205,13 @@ class Transport(abc.ABC):
     @property
     def held_back(self) -> HeldBack | None:
         """Why mcpd reads what the server sends more slowly than it comes, while it
-        does (``transports.pace``); every transport of mcpd's reads within a pace."""
+        does (``transports.read_pace``); every transport of mcpd's reads within a pace."""
         return None
 
     @property
     def read_work(self) -> float:
         """Seconds of the thread every server and agent shares that taking apart what
-        the server sent took so far (``transports.pace``): across a request, what
+        the server sent took so far (``transports.read_pace``): across a request, what
         reading its answer cost, with whatever else the server sent meanwhile. Every
         transport of mcpd's measures it; one that does not says 0."""
         return 0.0

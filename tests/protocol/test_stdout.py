@@ -13,7 +13,7 @@ import trio.testing
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
-from protocol.pacing import MAX_NOTIFICATION, cost, skipped
+from protocol.read_budget import MAX_NOTIFICATION, cost, skipped
 from protocol.reply_faults import MalformedReply, MessageTooLarge
 from protocol.stdout import FREE_OVERSIZED, StdoutReader
 from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded

@@ -12,7 +12,7 @@ import trio
 from msgspec import Raw
 
 from protocol import jsonrpc as rpc
-from protocol.pacing import HeldBack
+from protocol.read_budget import HeldBack
 from transports.base import Started
 from transports.errors import TransportClosed
 

@@ -27,7 +27,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol.http import ResponseHead
 from protocol.logfields import log_extra
-from protocol.pacing import cost
+from protocol.read_budget import cost
 from protocol.refusals import answered, misaddressed, names_a_request, refusal, shown_id
 from protocol.reply_faults import MessageTooLarge, too_large_reason
 from protocol.sse import EventTooLarge, SSEDecoder, SSEError, SSEEvent
@@ -36,7 +36,7 @@ from protocol.visible import quote, quoted_id
 from ..base import NotificationHandler
 from ..complaints import Complain
 from ..errors import BodyTooLarge, InvalidResponse, StreamCut, TransportError, UnexpectedReply
-from ..pace import Paced, ReadPace
+from ..read_pace import Paced, ReadPace
 from .connection import HttpConnection
 from .inflight import InFlight
 from .reply import SNIPPET, ServerRequestHandler, decode_reply, deliver, unasked_coding

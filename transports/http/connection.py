@@ -36,7 +36,7 @@ from ..errors import (
     TransportError,
     UnexpectedReply,
 )
-from ..pace import Paced
+from ..read_pace import Paced
 
 __all__ = ["MAX_INTERIM", "HttpConnection", "client_tls", "io_errors", "make_ssl_context"]
 

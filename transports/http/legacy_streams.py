@@ -28,7 +28,7 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol.http import ResponseHead
 from protocol.logfields import log_extra
-from protocol.pacing import cost
+from protocol.read_budget import cost
 from protocol.sse import ResumePoint, SSEDecoder, SSEError, SSEEvent
 from protocol.visible import quoted_id
 
@@ -41,7 +41,7 @@ from ..errors import (
     TransportError,
     UnexpectedReply,
 )
-from ..pace import ReadPace
+from ..read_pace import ReadPace
 from .connection import HttpConnection
 from .reply import (
     SNIPPET,

@@ -23,7 +23,7 @@ from protocol import jsonrpc as rpc
 from protocol.http import ResponseHead, error_in, names_unknown_session, parse_retry_after
 from protocol.logfields import log_extra
 from protocol.oauth.challenge import bearer_challenge
-from protocol.pacing import drop_oversized
+from protocol.read_budget import drop_oversized
 from protocol.visible import cut_bytes, quote
 
 from ..base import NotificationHandler

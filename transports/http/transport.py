@@ -34,14 +34,14 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol.headers import TRANSPORT_HEADERS
 from protocol.http import ResponseHead, header_list, parse_url
-from protocol.pacing import HeldBack
+from protocol.read_budget import HeldBack
 from protocol.splice import SplicedCall
 
 from ..base import AuthHook, NotificationHandler, Params, Reply, Transport
 from ..best_effort import POST_TIMEOUT
 from ..complaints import Complaints
 from ..errors import HttpRPCError, StreamCut, TransportClosed
-from ..pace import ReadPace
+from ..read_pace import ReadPace
 from ..sends import Sends
 from .answer import AnswerReader
 from .connection import HttpConnection, client_tls

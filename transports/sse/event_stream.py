@@ -20,7 +20,7 @@ from typing import Final, Literal, TypeAlias
 import trio
 
 from protocol.http import Origin
-from protocol.pacing import cost
+from protocol.read_budget import cost
 from protocol.sse import SSEDecoder, SSEError, SSEEvent
 from protocol.urls import display_url
 from protocol.visible import quote
@@ -31,7 +31,7 @@ from ..http.connection import HttpConnection
 from ..http.dial import connect
 from ..http.request import IDENTITY
 from ..http.send import authorized, with_authorization
-from ..pace import Paced
+from ..read_pace import Paced
 from .events import REDIRECTS, encoded, stream_redirect_target, stream_refused
 
 MAX_REDIRECTS: Final = 5

@@ -41,7 +41,7 @@ from protocol import jsonrpc as rpc
 from protocol.headers import TRANSPORT_HEADERS
 from protocol.http import ResponseHead, header_list, parse_url
 from protocol.logfields import log_extra
-from protocol.pacing import HeldBack
+from protocol.read_budget import HeldBack
 from protocol.splice import SplicedCall
 from protocol.sse import SSEEvent
 from protocol.visible import quote
@@ -56,8 +56,8 @@ from ..http.pool import ConnectionPool
 from ..http.reply import decode_reply, deliver, status_error
 from ..http.request import IDENTITY
 from ..http.send import authorized, with_authorization
-from ..pace import ReadPace
 from ..pending import PendingRequests
+from ..read_pace import ReadPace
 from ..sends import Sends
 from .event_stream import ERROR_BODY_LIMIT, EventStream, Taken
 from .events import encoded, endpoint_target, event_message, session_gone

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 import msgspec
 
 from protocol.framing import DEFAULT_MAX_LINE
-from protocol.pacing import DEFAULT_RATE
+from protocol.read_budget import DEFAULT_RATE
 
 from .process.childenv import environment
 from .sandbox.plan import Sandbox

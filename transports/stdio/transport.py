@@ -21,7 +21,7 @@ from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol.oneline import line_fault
-from protocol.pacing import HeldBack
+from protocol.read_budget import HeldBack
 from protocol.splice import SplicedCall
 from protocol.stdout import StdoutReader
 
@@ -30,8 +30,8 @@ from ..base import AuthHook, NotificationHandler, Params, Reply, Started, Transp
 from ..complaints import Complaints
 from ..errors import TransportClosed, TransportError, single_exceptions
 from ..linewriter import LineWriter
-from ..pace import ReadPace
 from ..pending import PendingRequests
+from ..read_pace import ReadPace
 from ..write_batch import BATCH
 from .call_lines import CallLines, checked_line
 from .loopback.relay import relay_loopback

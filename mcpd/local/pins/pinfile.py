@@ -5,7 +5,7 @@ tools --pending|--findings`` and ``mcpd pins export|import`` ask of them.
 The file is read once at start-up, before any server lists anything, and rewritten
 (whole and private: ``state.privatefile``) after each change: soon after for what mcpd pins
 by itself (a first sight, a change taken under ``warn``; while such changes keep
-coming, paced: ``state.pacing``), and before the command returns for what a person
+coming, paced: ``state.write_pacing``), and before the command returns for what a person
 approves or imports. Unlike the last known tools, pins are
 not a cache: a file that cannot be read is set aside (``pins.json.unreadable``; a
 later one beside it as ``pins.json.unreadable.2`` and so on, none written over), and
@@ -41,7 +41,7 @@ from ...registry.gating.judged import HeldKind, HeldOffer, held_reason
 from ...registry.pinning.pinned import Found, Pins, Unwritten, Wanted, pinned_definitions
 from ...registry.pinning.pins import BadPins
 from ...registry.pinning.review import Review
-from ..state.pacing import PacedWrites
+from ..state.write_pacing import PacedWrites
 from . import pinrecords, pinwriter
 from .pinanswers import Approved, HeldItem, PinsForgotten, PinsImported
 from .pinrecords import Sections, decode

@@ -13,7 +13,7 @@ the last day, its calls minute by minute over the last hour) is saved for the st
 page, whatever the server's fingerprint: it is the history of the alias.
 
 The file is replaced whole and private (``privatefile``), soon after a change, and
-while changes keep coming, paced (``pacing``); a file that cannot be read is ignored
+while changes keep coming, paced (``write_pacing``); a file that cannot be read is ignored
 with a warning, since it only ever holds a cache.
 """
 
@@ -36,9 +36,9 @@ from ...config.tables.model import Config
 from ...config.tables.servertable import ServerConfig
 from ...registry.gating.limits import limited_saved
 from ...registry.tables.catalog import Catalog
-from .pacing import PacedWrites
 from .privatefile import read_private, write_atomically
 from .unsaved import SaveWatch
+from .write_pacing import PacedWrites
 
 logger = logging.getLogger("mcpd.state")
 

@@ -33,7 +33,7 @@ import trio
 
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
-from protocol.pacing import HeldBack
+from protocol.read_budget import HeldBack
 from protocol.visible import quote
 from transports.errors import SERVER_REPLIES
 

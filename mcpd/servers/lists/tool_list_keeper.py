@@ -30,7 +30,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.logfields import log_extra
-from protocol.pacing import HeldBack
+from protocol.read_budget import HeldBack
 
 from ..connected.answer_wait import LIST_FAILURES, AnswerWait, RanOut
 from ..connected.upstream import Upstream

@@ -42,7 +42,7 @@ def status_of(parts: ServerParts) -> dict[str, object]:
     )
     # The child's pid (stdio servers only): what to look at with ps, strace or kill.
     row["pid"] = up.transport.pid if up is not None else None
-    # Read more slowly than it sends (transports.pace), its list fetched less
+    # Read more slowly than it sends (transports.read_pace), its list fetched less
     # often than it announces changes (tool_list), or a list asked for again and
     # not answered in time, or failing (answer_wait), and why.
     held = up.transport.held_back if up is not None else None

@@ -23,7 +23,7 @@ from transports.errors import InvalidResponse, StreamCut, UnexpectedReply
 from transports.http.answer import ANSWERED_ANOTHER, DRAIN_TIMEOUT, AnswerReader
 from transports.http.connection import HttpConnection
 from transports.http.inflight import InFlight
-from transports.pace import ReadPace
+from transports.read_pace import ReadPace
 
 LIMIT = 10
 MAX_BODY = 4096

@@ -37,7 +37,7 @@ from transports.http.legacy_streams import (
 )
 from transports.http.params import HttpParams
 from transports.http.transport import HttpTransport, open_http_transport
-from transports.pace import ReadPace
+from transports.read_pace import ReadPace
 
 LIMIT = 10
 LEGACY = {"MCP-Protocol-Version": "2025-11-25"}

@@ -16,7 +16,7 @@ from msgspec import Raw
 
 from protocol.http import ResponseHead
 from protocol.jsonrpc import Notification, RPCError
-from protocol.pacing import MAX_NOTIFICATION
+from protocol.read_budget import MAX_NOTIFICATION
 from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 from tests.support.http_servers import (
     Responder,

@@ -19,7 +19,7 @@ from transports.errors import (
     UnexpectedReply,
 )
 from transports.http.connection import MAX_INTERIM
-from transports.pace import ReadPace
+from transports.read_pace import ReadPace
 from transports.sse.event_stream import MAX_REDIRECTS, EventStream, Taken
 
 LIMIT = 10

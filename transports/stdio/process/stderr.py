@@ -9,7 +9,7 @@ them. A record's size is bounded, so the log's budget of records a second per se
 last lines are kept as the tail that every failure of the server quotes.
 
 Reading stderr costs the server's read budget as its stdout's lines that answer
-nothing do (``transports.pace``), a blank line (not logged) as any other: a server
+nothing do (``transports.read_pace``), a blank line (not logged) as any other: a server
 writing stderr without end is read more slowly, and shown held back, instead of taking
 the loop every server shares. (Lines on stdout that are not JSON-RPC are warned about
 under the server's ``Complaints``.)
@@ -27,10 +27,10 @@ import trio
 
 from protocol.framing import LineFramer, Oversized
 from protocol.logfields import log_extra
-from protocol.pacing import cost, skipped
+from protocol.read_budget import cost, skipped
 from protocol.visible import cut_bytes
 
-from ...pace import Paced
+from ...read_pace import Paced
 
 logger = logging.getLogger("mcpd.stdio")
 

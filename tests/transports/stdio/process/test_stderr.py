@@ -9,7 +9,7 @@ import trio
 import trio.testing
 
 from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
-from transports.pace import ReadPace
+from transports.read_pace import ReadPace
 from transports.stdio.process.stderr import (
     BURST_GAP,
     BURST_LINES,

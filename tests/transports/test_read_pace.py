@@ -27,7 +27,7 @@ from tests.support.legacy_sse_server import Message, Session, answer, serve_lega
 from transports.base import Transport
 from transports.http.params import HttpParams
 from transports.http.transport import open_http_transport
-from transports.pace import ReadPace
+from transports.read_pace import ReadPace
 from transports.sse.transport import open_legacy_sse_transport
 from transports.stdio.params import StdioParams
 from transports.stdio.transport import open_stdio_transport

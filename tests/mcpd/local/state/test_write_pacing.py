@@ -10,7 +10,7 @@ import trio
 import trio.lowlevel
 import trio.testing
 
-from mcpd.local.state.pacing import RATE, SPACING, PacedWrites
+from mcpd.local.state.write_pacing import RATE, SPACING, PacedWrites
 
 EPSILON = 1e-6  # the clock's seconds are floats
 
