@@ -34,7 +34,7 @@ from .local.pins import pinfile
 from .local.pins.watched_pins import WatchedPins
 from .local.service.systemd import Notifier, SystemdEnv, run_test_faults, run_watchdog
 from .local.state.endpoint_token import TokenFile, renew_exposed, token_path, usable_at_start
-from .local.state.statefile import FILE_NAME, Session, StateKeeper, state_dir
+from .local.state.statefile import FILE_NAME, LiveEra, StateKeeper, state_dir
 from .oversight import Oversight
 from .policy.decision.gate import CallGate
 from .policy.waiting.approvals import Approvals
@@ -103,7 +103,7 @@ class Daemon(Control):
             os.path.join(state_dir(config), FILE_NAME),
             self.catalog,
             lambda: self.supervisor.config,
-            self._session_of,
+            self._era_of,
             self.histories.saved,
         )
         self.pins = WatchedPins(
@@ -315,7 +315,7 @@ class Daemon(Control):
                 self._status_line = line
                 self.notifier.status(line)
 
-    def _session_of(self, alias: str) -> Session | None:
+    def _era_of(self, alias: str) -> LiveEra | None:
         runner = self.supervisor.runners.get(alias)
         up = runner.upstream if runner is not None else None
         if runner is None or up is None:

@@ -20,7 +20,7 @@ from typing import Any, Final
 import msgspec
 
 from protocol import jsonrpc as rpc
-from protocol.server import RequestContext, ServerSession
+from protocol.serving import AgentSession, RequestContext
 
 from ..policy.deciders.kin import AgentKin
 from ..registry.uris.scheme import Sight
@@ -44,7 +44,7 @@ class Agent(OutcomeSink):
     """An agent's connection (or HTTP exchange), as its calls need it: the connection
     derives from this, which keeps it out of this module's imports."""
 
-    session: ServerSession
+    session: AgentSession
     # The request contexts of the _meta it sends again and again, by those bytes.
     contexts: dict[bytes, RequestContext]
     profile: Profile

@@ -20,7 +20,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 from protocol.result_pieces import encode_result_pieces
-from protocol.server import RequestContext, ServerSession
+from protocol.serving import AgentSession, RequestContext
 
 from .. import __version__
 from ..config.tables.model import NamingConfig
@@ -72,8 +72,8 @@ CAPABILITIES: Final[dict[str, Any]] = {
 }
 
 
-def new_session() -> ServerSession:
-    return ServerSession(SERVER_INFO, CAPABILITIES)
+def new_session() -> AgentSession:
+    return AgentSession(SERVER_INFO, CAPABILITIES)
 
 
 class AgentServer(ProfileMethods, Dispatcher):

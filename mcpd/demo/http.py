@@ -37,7 +37,7 @@ from ..agents.http.mcp_http import (
 from ..agents.http.wire import HeaderList, Headers, Reject, Wire, WireResponse, refuse_malformed
 
 if TYPE_CHECKING:
-    from protocol.server import ServerSession
+    from protocol.serving import AgentSession
 
     from .runtime import DemoServer, Reply
 
@@ -76,7 +76,7 @@ def _write_ready(path: str, port: int) -> None:
 
 
 class _LegacySession:
-    def __init__(self, session: ServerSession) -> None:
+    def __init__(self, session: AgentSession) -> None:
         self.session = session
         self.requests: dict[rpc.Id, trio.CancelScope] = {}
         self.streams: set[trio.CancelScope] = set()

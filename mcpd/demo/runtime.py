@@ -3,7 +3,7 @@
 A ``DemoServer`` holds tools (a name, a JSON Schema for the arguments, an async
 handler) and answers MCP requests of both eras; ``stdio.py`` and ``http.py`` carry
 those requests over a byte stream or Streamable HTTP. The era rules themselves
-(``_meta`` checks, discover, initialize) live in ``protocol.server``.
+(``_meta`` checks, discover, initialize) live in ``protocol.serving``.
 
     server = DemoServer("echo")
 
@@ -34,7 +34,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 from protocol import jsonrpc as rpc
 from protocol import mcp
-from protocol.server import RequestContext, ServerSession
+from protocol.serving import AgentSession, RequestContext
 
 from .arguments import check_demo_arguments
 
@@ -218,13 +218,13 @@ class DemoServer:
 
     # --- requests -----------------------------------------------------------------
 
-    def new_session(self) -> ServerSession:
+    def new_session(self) -> AgentSession:
         """Lifecycle state for one connection (stdio) or one legacy HTTP session."""
-        return ServerSession(self.info, self.capabilities, self.instructions)
+        return AgentSession(self.info, self.capabilities, self.instructions)
 
     async def handle(
         self,
-        session: ServerSession,
+        session: AgentSession,
         req: rpc.Request,
         notify: Notify,
         ctx: RequestContext | None = None,
@@ -246,7 +246,7 @@ class DemoServer:
 
     async def _dispatch(
         self,
-        session: ServerSession,
+        session: AgentSession,
         req: rpc.Request,
         notify: Notify,
         ctx: RequestContext | None,

@@ -15,7 +15,7 @@ from mcpd.servers.life.runner import Runner
 from mcpd.servers.status.outage import Outage
 from protocol import jsonrpc as rpc
 from protocol import mcp
-from protocol.server import RequestContext
+from protocol.serving import RequestContext
 
 # An agent of today's era that declared nothing.
 AGENT = RequestContext("modern", mcp.LATEST_MODERN, {}, {})

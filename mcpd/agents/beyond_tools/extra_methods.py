@@ -19,7 +19,7 @@ from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol import loglevels, mcp, surface
-from protocol.server import RequestContext
+from protocol.serving import RequestContext
 
 from ...registry.profiles.views import ProfileView
 from ...registry.uris.scheme import Sight

@@ -16,7 +16,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
-from protocol.server import RequestContext
+from protocol.serving import RequestContext
 from protocol.visible import quote
 
 from ...registry.uris.resources import Hold

@@ -16,7 +16,7 @@ from msgspec import UNSET, Raw
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 from protocol.json_values import parts_at_most
-from protocol.server import RequestContext
+from protocol.serving import RequestContext
 from protocol.visible import quote
 
 from ...registry.uris.claims import Budget

@@ -16,7 +16,7 @@ from msgspec import UNSET
 
 from protocol import envelope, mcp, splice
 from protocol import jsonrpc as rpc
-from protocol.server import RequestContext, ServerSession
+from protocol.serving import AgentSession, RequestContext
 from protocol.splice import SplicedRequest
 
 from ...config.tables.model import DaemonConfig
@@ -83,7 +83,7 @@ class Connection(ConnectionEnd):
         self,
         handler: Dispatcher,
         stream: trio.SocketStream,
-        session: ServerSession,
+        session: AgentSession,
         lines: Lines,
         limits: DaemonConfig,
         *,

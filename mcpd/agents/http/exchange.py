@@ -18,7 +18,7 @@ import msgspec
 import trio
 
 from protocol import jsonrpc as rpc
-from protocol.server import ServerSession
+from protocol.serving import AgentSession
 
 from ...policy.deciders.kin import AgentKin, Decider, unknown_kin
 from ...servers.shared import ProgressSink
@@ -48,7 +48,7 @@ class Exchange(Connection):
     def __init__(
         self,
         handler: Dispatcher,
-        session: ServerSession,
+        session: AgentSession,
         caller: RequestSender,
         profile: Profile,
         owner: object,

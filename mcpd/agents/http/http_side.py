@@ -39,7 +39,7 @@ import msgspec
 import trio
 
 from protocol import jsonrpc as rpc
-from protocol.server import ServerSession
+from protocol.serving import AgentSession
 from protocol.visible import visible_json
 
 from ...policy.deciders.kin import AgentKin
@@ -85,7 +85,7 @@ class HttpSide:
         control: Control,
         listeners: set[Connection],
         end_listens: Callable[[Connection], None],
-        new_session: Callable[[], ServerSession],
+        new_session: Callable[[], AgentSession],
         profiles: Profiles,
         agents_kin: Callable[[], Awaitable[list[AgentKin]]],
         departed: Callable[[AgentKin], None],

@@ -12,7 +12,7 @@ import msgspec
 from protocol import envelope
 from protocol import headers as mcp_headers
 from protocol import jsonrpc as rpc
-from protocol.server import RequestContext, ServerSession
+from protocol.serving import AgentSession, RequestContext
 from protocol.visible import visible
 
 from .wire import Headers, Reject
@@ -113,7 +113,7 @@ def header_mismatch(headers: Headers, req: rpc.Request) -> str | None:
 
 
 def modern_request(
-    headers: Headers, body: bytes, version: str, session: ServerSession
+    headers: Headers, body: bytes, version: str, session: AgentSession
 ) -> tuple[rpc.Request, RequestContext]:
     """Check a 2026-07-28 POST the way the spec asks of a server, and return its request
     and context; raises Reject with the status and JSON-RPC error to answer with."""

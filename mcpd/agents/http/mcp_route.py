@@ -36,7 +36,7 @@ import trio
 
 from protocol import envelope, mcp
 from protocol import jsonrpc as rpc
-from protocol.server import ServerSession
+from protocol.serving import AgentSession
 
 from ..connection.dispatcher import Connection, Dispatcher
 from ..profiles import Profile
@@ -70,7 +70,7 @@ class McpRoute:
         handler: Dispatcher,
         listeners: set[Connection],
         end_listens: Callable[[Connection], None],
-        new_session: Callable[[], ServerSession],
+        new_session: Callable[[], AgentSession],
         choose_profile: ChooseProfile,
         forget: Callable[[str], None],
     ) -> None:
@@ -168,7 +168,7 @@ class McpRoute:
         ends = None if caller.leave is None else caller.leave.asked
         await serve_stream(wire, legacy.news, allowed, ends)
 
-    def _open(self, session: ServerSession, profile: Profile, caller: RequestSender) -> str:
+    def _open(self, session: AgentSession, profile: Profile, caller: RequestSender) -> str:
         """A new legacy session's id. When there are too many, the oldest of the user
         who holds the most ends (the newcomer counted with its own): one who opens
         sessions without end ends their own, not everyone else's."""
@@ -229,7 +229,7 @@ class McpRoute:
 
     def _exchange_for(
         self,
-        session: ServerSession,
+        session: AgentSession,
         caller: RequestSender,
         profile: Profile,
         legacy: LegacySession | None = None,

@@ -9,7 +9,7 @@ import msgspec
 import trio
 
 from protocol import jsonrpc as rpc
-from protocol.server import ServerSession
+from protocol.serving import AgentSession
 
 from ...servers.shared import Call
 from ..askback.askers import AgentRequests
@@ -52,7 +52,7 @@ class OpenedBy(msgspec.Struct, frozen=True):
 class LegacySession:
     def __init__(
         self,
-        session: ServerSession,
+        session: AgentSession,
         profile: Profile,
         identity: AgentIdentity,
         opened_by: OpenedBy,

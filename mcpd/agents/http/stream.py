@@ -27,7 +27,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.logfields import log_extra
-from protocol.server import ServerSession
+from protocol.serving import AgentSession
 
 from ..connection.dispatcher import Connection
 from ..connection.outbox import QUEUE_BYTES
@@ -51,7 +51,7 @@ class SessionNews(Connection):
 
     long_replies = False
 
-    def __init__(self, session: ServerSession, profile: Profile, owner: object) -> None:
+    def __init__(self, session: AgentSession, profile: Profile, owner: object) -> None:
         # What the broadcasters read of a connection; the line connection's constructor
         # is deliberately not run (there is no socket of its own here).
         self.session = session

@@ -6,7 +6,7 @@ from __future__ import annotations
 from msgspec import UNSET
 
 from protocol import mcp
-from protocol.server import RequestContext
+from protocol.serving import RequestContext
 
 from ...registry.tables.table import Listed, listed_name
 from ...servers.all_servers import AllServers

@@ -17,7 +17,7 @@ import trio
 
 from protocol import jsonrpc as rpc
 from protocol import mcp
-from protocol.server import RequestContext
+from protocol.serving import RequestContext
 
 from ..connection.dispatcher import Connection
 

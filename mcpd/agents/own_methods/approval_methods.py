@@ -26,7 +26,7 @@ import msgspec
 import trio
 
 from protocol import jsonrpc as rpc
-from protocol.server import RequestContext
+from protocol.serving import RequestContext
 from protocol.visible import cut
 
 from ...local.ownership.owners import user_name

@@ -33,7 +33,7 @@ import contextlib
 import msgspec
 
 from protocol import jsonrpc as rpc
-from protocol.server import RequestContext
+from protocol.serving import RequestContext
 
 from ...config.loading.paths import pages_directory
 from ...local.state.privatefile import make_private_directory

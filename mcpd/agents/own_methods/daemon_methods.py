@@ -17,7 +17,7 @@ from __future__ import annotations
 import msgspec
 
 from protocol import jsonrpc as rpc
-from protocol.server import RequestContext
+from protocol.serving import RequestContext
 
 from ..connection.dispatcher import Connection
 from .profile_methods import OwnMethod, ProfileMethods

@@ -18,7 +18,7 @@ from typing import Literal
 import msgspec
 
 from protocol import jsonrpc as rpc
-from protocol.server import RequestContext
+from protocol.serving import RequestContext
 
 from ...registry.pinning.pins import BadPins
 from ...registry.profiles.views import ProfileView

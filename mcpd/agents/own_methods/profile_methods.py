@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar
 import msgspec
 
 from protocol import jsonrpc as rpc
-from protocol.server import RequestContext
+from protocol.serving import RequestContext
 
 from ...policy.deciders.departed import Departed
 from ...policy.deciders.kin import AgentKin

@@ -13,7 +13,7 @@ from typing import Any
 
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
-from protocol.server import RequestContext
+from protocol.serving import RequestContext
 
 from ...registry.uris.scheme import Sight
 from ..agent import Agent

@@ -47,7 +47,7 @@ from msgspec import Raw
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 from protocol.logfields import log_extra
-from protocol.server import RequestContext
+from protocol.serving import RequestContext
 
 from ...registry.uris.scheme import Sight
 from ...servers.all_servers import AllServers

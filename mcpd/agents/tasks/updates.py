@@ -23,7 +23,7 @@ from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol import surface
-from protocol.server import RequestContext
+from protocol.serving import RequestContext
 
 from ...servers.shared import Call, Outcome
 from ..agent import NO_ONE, Agent, AgentCall, OutcomeSink

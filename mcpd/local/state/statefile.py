@@ -132,7 +132,7 @@ def read_state(path: str) -> SavedState:
 
 
 # What is known of a server's live session: its era, protocol version and list ttl.
-Session: TypeAlias = tuple[str | None, str | None, int]
+LiveEra: TypeAlias = tuple[str | None, str | None, int]
 
 
 class StateKeeper:
@@ -143,13 +143,13 @@ class StateKeeper:
         path: str,
         registry: Catalog,
         config: Callable[[], Config],
-        session_of: Callable[[str], Session | None],
+        era_of: Callable[[str], LiveEra | None],
         history: Callable[[], dict[str, SavedHistory]] = dict,
     ) -> None:
         self.path = path
         self.registry = registry
         self._config = config
-        self._session_of = session_of
+        self._era_of = era_of
         self._history = history
         self.saved: dict[str, SavedServer] = {}
         # The servers' histories as the file had them at start-up.
@@ -251,11 +251,11 @@ class StateKeeper:
             if cfg is None or tools is None:
                 continue
             before = self.saved.get(alias)
-            session = self._session_of(alias)
+            live = self._era_of(alias)
             era: str | None
             version: str | None
-            if session is not None:
-                era, version, ttl = session
+            if live is not None:
+                era, version, ttl = live
             elif before is not None:  # not connected now: what was known stays
                 era, version, ttl = before.era, before.protocol_version, before.ttl_ms
             else:

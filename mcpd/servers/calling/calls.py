@@ -23,7 +23,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 from protocol import jsonrpc as rpc
 from protocol import mcp
-from protocol.server import RequestContext
+from protocol.serving import RequestContext
 
 from ...config.tables.model import Config, DaemonConfig
 from ...policy.redaction.guard import SecretGuard

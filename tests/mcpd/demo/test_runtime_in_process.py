@@ -18,7 +18,7 @@ from msgspec import Raw
 from mcpd.demo.runtime import DemoServer, ToolContext, ToolDef, ToolError, object_schema
 from protocol import jsonrpc as rpc
 from protocol import mcp
-from protocol.server import ServerSession
+from protocol.serving import AgentSession
 from tests.support.demo import LEGACY, meta
 
 LIMIT = 10
@@ -52,7 +52,7 @@ class Notes:
 async def answer(
     server: DemoServer,
     request: rpc.Request,
-    session: ServerSession | None = None,
+    session: AgentSession | None = None,
     notes: Notes | None = None,
 ) -> tuple[dict[str, Any], int | None]:
     reply = await server.handle(session or server.new_session(), request, notes or Notes())

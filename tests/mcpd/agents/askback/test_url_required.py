@@ -22,7 +22,7 @@ from mcpd.daemon import Daemon
 from mcpd.servers.calling.calls import Call
 from protocol import jsonrpc as rpc
 from protocol import mcp
-from protocol.server import RequestContext
+from protocol.serving import RequestContext
 from tests.support.agent import META, connect, make_config, running
 from tests.support.procs import scripted
 from tests.support.routing import agent_call

@@ -33,7 +33,7 @@ from mcpd.servers.calling.calls import Call, Outcome
 from mcpd.servers.supervisor import Supervisor
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
-from protocol.server import RequestContext, ServerSession
+from protocol.serving import AgentSession, RequestContext
 from tests.support.routing import Audit
 
 TASKS = {"extensions": {surface.TASKS_EXTENSION: {}}}
@@ -50,7 +50,7 @@ class FakeAgent(Agent):
     """A connection as far as the methods need one: what it is sent is kept."""
 
     def __init__(self, legacy: bool = False) -> None:
-        self.session = ServerSession(mcp.Implementation(name="mcpd", version="0"), {})
+        self.session = AgentSession(mcp.Implementation(name="mcpd", version="0"), {})
         if legacy:
             self.session.legacy_version = "2025-11-25"
         self.contexts = {}

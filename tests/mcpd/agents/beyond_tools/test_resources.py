@@ -29,7 +29,7 @@ from mcpd.servers.status.outage import Outage
 from mcpd.servers.supervisor import Supervisor
 from protocol import jsonrpc as rpc
 from protocol import mcp, surface
-from protocol.server import RequestContext
+from protocol.serving import RequestContext
 
 MODERN = RequestContext("modern", mcp.LATEST_MODERN, {}, {})
 README = "file:///README.md"

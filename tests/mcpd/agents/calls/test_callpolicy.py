@@ -34,7 +34,7 @@ from mcpd.servers.calling.calls import Call
 from mcpd.servers.supervisor import Supervisor
 from protocol import jsonrpc as rpc
 from protocol import mcp
-from protocol.server import RequestContext
+from protocol.serving import RequestContext
 from tests.support.routing import agent_call
 
 AGENT = AgentInfo(uid=1000, pid=4242, exe="claude", connection="c1")

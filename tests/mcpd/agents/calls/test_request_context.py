@@ -15,7 +15,7 @@ from mcpd.agents.agent import Agent
 from mcpd.agents.calls.request_context import agents_own, spliced_context
 from protocol import jsonrpc as rpc
 from protocol import mcp
-from protocol.server import RequestContext, ServerSession
+from protocol.serving import AgentSession, RequestContext
 
 MODERN = {
     "io.modelcontextprotocol/protocolVersion": mcp.LATEST_MODERN,
@@ -27,7 +27,7 @@ class Connection:
     """The parts of an agent's connection a call's ``_meta`` is read against."""
 
     def __init__(self) -> None:
-        self.session = ServerSession(mcp.Implementation(name="mcpd", version="0"), {})
+        self.session = AgentSession(mcp.Implementation(name="mcpd", version="0"), {})
         self.contexts: dict[bytes, RequestContext] = {}
 
 

@@ -24,7 +24,7 @@ from mcpd.agents.http.mcp_http import (
 from mcpd.agents.http.wire import Headers, Reject
 from protocol import envelope, mcp
 from protocol import jsonrpc as rpc
-from protocol.server import ServerSession
+from protocol.serving import AgentSession
 
 VERSION = mcp.LATEST_MODERN
 META = {mcp.KEY_PROTOCOL_VERSION: VERSION, mcp.KEY_CLIENT_CAPABILITIES: {}}
@@ -55,7 +55,7 @@ def request(method: str, params: Any = None) -> rpc.Request:
     return msg
 
 
-def session() -> ServerSession:
+def session() -> AgentSession:
     return new_session()
 
 

@@ -29,7 +29,7 @@ from mcpd.servers.all_servers import AllServers
 from mcpd.servers.calling.calls import Call
 from mcpd.servers.supervisor import Supervisor
 from protocol import mcp
-from protocol.server import RequestContext, ServerSession
+from protocol.serving import AgentSession, RequestContext
 
 PEER = Peer(pid=40, uid=1000, gid=1000)
 
@@ -42,7 +42,7 @@ def servers() -> Profile:
 
 
 def session() -> LegacySession:
-    server = ServerSession(mcp.Implementation(name="mcpd", version="0"), {})
+    server = AgentSession(mcp.Implementation(name="mcpd", version="0"), {})
     opened = OpenedBy(endpoint=False, fixed=None, uid=1000, server=None, unverified=False)
     return LegacySession(server, servers(), AgentIdentity(PEER), opened)
 

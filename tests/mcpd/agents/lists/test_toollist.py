@@ -18,7 +18,7 @@ from mcpd.servers.all_servers import AllServers
 from mcpd.servers.supervisor import Supervisor
 from protocol import jsonrpc as rpc
 from protocol import mcp
-from protocol.server import RequestContext
+from protocol.serving import RequestContext
 
 MODERN = RequestContext("modern", "2026-07-28", {}, {})
 LEGACY = RequestContext("legacy", "2025-11-25", {}, {})

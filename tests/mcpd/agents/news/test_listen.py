@@ -24,7 +24,7 @@ from mcpd.config.tables.model import DaemonConfig
 from mcpd.daemon import _LINES
 from protocol import jsonrpc as rpc
 from protocol import mcp
-from protocol.server import RequestContext
+from protocol.serving import RequestContext
 from tests.support.line_end import LineEnd
 from tests.support.routing import World
 

@@ -22,7 +22,7 @@ from mcpd.servers.all_servers import AllServers
 from mcpd.servers.supervisor import Supervisor
 from protocol import jsonrpc as rpc
 from protocol import surface
-from protocol.server import RequestContext
+from protocol.serving import RequestContext
 
 TASKS = {"extensions": {surface.TASKS_EXTENSION: {}}}
 OWNER = object()

@@ -1,4 +1,4 @@
-"""The server side of the lifecycle (``protocol.server``), sans-IO: each request's era
+"""The server side of the lifecycle (``protocol.serving``), sans-IO: each request's era
 told from its ``_meta`` (or from an earlier ``initialize``), bad or hostile envelopes
 refused with an error that says what is wrong, versions negotiated, and results shaped
 the way each era expects them."""
@@ -14,14 +14,14 @@ from msgspec import UNSET, Raw
 
 from protocol import jsonrpc as rpc
 from protocol import mcp
-from protocol.server import RequestContext, ServerSession
+from protocol.serving import AgentSession, RequestContext
 
 INFO = mcp.Implementation(name="mcpd", version="1")
 MODERN = mcp.MODERN_VERSIONS[0]
 
 
-def session(**kw: Any) -> ServerSession:
-    return ServerSession(INFO, {"tools": {}, "extensions": {"x/y": {}}}, "use me well", **kw)
+def session(**kw: Any) -> AgentSession:
+    return AgentSession(INFO, {"tools": {}, "extensions": {"x/y": {}}}, "use me well", **kw)
 
 
 def request(params: Any, method: str = "tools/list") -> rpc.Request:
@@ -35,7 +35,7 @@ def meta(version: Any = MODERN, caps: Any = None, **more: Any) -> dict[str, Any]
     return out
 
 
-def refused(s: ServerSession, params: Any) -> rpc.RPCError:
+def refused(s: AgentSession, params: Any) -> rpc.RPCError:
     with pytest.raises(rpc.RPCError) as error:
         s.context(request(params))
     return error.value
@@ -134,9 +134,7 @@ def test_initialize_tells_a_legacy_client_no_extensions_and_its_instructions() -
     assert result.capabilities == {"tools": {}}
     assert result.serverInfo == INFO and result.instructions == "use me well"
     assert (
-        ServerSession(INFO, {}, "")
-        .initialize(Raw(b'{"protocolVersion":"2025-11-25"}'))
-        .instructions
+        AgentSession(INFO, {}, "").initialize(Raw(b'{"protocolVersion":"2025-11-25"}')).instructions
         is UNSET
     )
 

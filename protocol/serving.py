@@ -36,7 +36,7 @@ class RequestContext(msgspec.Struct):
         return token if isinstance(token, str | int) and not isinstance(token, bool) else None
 
 
-class ServerSession:
+class AgentSession:
     """Per-connection lifecycle state. One instance per agent or client connection."""
 
     def __init__(
