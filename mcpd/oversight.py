@@ -2,8 +2,8 @@
 secrets mcpd knows, the policy gate, the approvals that wait for a person and the
 audit log, built together from the config and reconfigured together on reload. Each
 time rules come into force, one scoped to profiles an agent can leave is warned of
-(``policychecks.leavable``), and so are aliases whose tools may be named as another's
-(``aliaschecks``)."""
+(``checks.policy_rules.leavable``), and so are aliases whose tools may be named as another's
+(``checks.aliases``)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from protocol.logfields import log_extra
 
 from .audit.counts import render_call_metrics
 from .audit.log import AuditLog
-from .config.checks.aliaschecks import alias_warnings
-from .config.checks.policychecks import leavable
+from .config.checks.aliases import alias_warnings
+from .config.checks.policy_rules import leavable
 from .config.credentials.secrets import HeldSecret
 from .config.tables.model import Config
 from .policy.decision.gate import CallGate

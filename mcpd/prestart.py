@@ -30,7 +30,7 @@ from .config.loading.paths import (
     state_directory,
     systemd_socket,
 )
-from .config.sandboxing.sandbox import child_env, sandbox_of
+from .config.sandboxing.per_server import child_env, sandbox_of
 from .config.tables.model import Config
 from .listening import Listening
 from .local.state.statedir import ready_state_directory

@@ -19,7 +19,7 @@ from transports.stdio.sandbox.host import probe
 from transports.stdio.sandbox.limits import Limits
 
 from ..config.checks.envcheck import relied_on
-from ..config.sandboxing.sandbox import applied_limits, child_env, expected_shortfall, sandbox_of
+from ..config.sandboxing.per_server import applied_limits, child_env, expected_shortfall, sandbox_of
 from ..config.tables.model import Config, default_config_path
 from ..config.tables.servertable import ServerConfig
 

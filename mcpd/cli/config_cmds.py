@@ -18,11 +18,11 @@ from protocol.masking import masked, masking
 from protocol.urls import display_url
 from protocol.visible import visible
 
-from ..config.checks.aliaschecks import alias_warnings
+from ..config.checks.aliases import alias_warnings
 from ..config.checks.endpoints import groups_locked_out
-from ..config.checks.policychecks import leavable
-from ..config.checks.serverchecks import unpinned_client
-from ..config.checks.stringchecks import socket_path_error
+from ..config.checks.policy_rules import leavable
+from ..config.checks.servers import unpinned_client
+from ..config.checks.strings import socket_path_error
 from ..config.credentials import exposure
 from ..config.credentials.exposure import in_url, masked_args, warnings
 from ..config.loading.load import load, said_of
@@ -222,8 +222,8 @@ def rule_words(rule: PolicyRule) -> str:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from ..config.importing.importer import import_file
-    from ..config.importing.importwrite import move_secrets, secrets_dir, to_toml
+    from ..config.importing.convert import import_file
+    from ..config.importing.write import move_secrets, secrets_dir, to_toml
     from ..local.state.privatefile import UnsafeFileError, write_atomically
     from .hosts.import_sources import import_source, no_such_host, unread_host
     from .pins.outfile import resolved, taken

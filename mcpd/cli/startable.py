@@ -42,7 +42,7 @@ def _stdio_problems(alias: str, s: ServerConfig, config: Config) -> list[str]:
     from transports.stdio.sandbox.host import grants, strict_problem
     from transports.stdio.sandbox.plan import SandboxError
 
-    from ..config.sandboxing.sandbox import child_env, sandbox_of
+    from ..config.sandboxing.per_server import child_env, sandbox_of
 
     assert s.command is not None
     problems: list[str] = []
@@ -79,7 +79,7 @@ def changeable(config: Config, unstartable: Mapping[str, list[str]]) -> list[str
     meant."""
     from transports.stdio.process.launch import server_program
 
-    from ..config.sandboxing.sandbox import child_env, sandbox_of
+    from ..config.sandboxing.per_server import child_env, sandbox_of
 
     out: list[str] = []
     for alias, s in sorted(config.servers.items()):

@@ -19,7 +19,7 @@ from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 from transports.stdio.sandbox import secret_folders
 
-from ..config.sandboxing.sandbox import child_env, home_of, sandbox_of
+from ..config.sandboxing.per_server import child_env, home_of, sandbox_of
 from ..config.tables.model import Config
 from ..config.tables.servertable import ServerConfig
 from ..policy.redaction.guard import SecretGuard

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import h11
 
-from mcpd.config.importing.importer import Imported
-from mcpd.config.importing.importwrite import move_secrets
+from mcpd.config.importing.convert import Imported
+from mcpd.config.importing.write import move_secrets
 from mcpd.config.tables.model import NamingConfig
 from mcpd.local.pins import pinwriter
 from mcpd.local.pins.pinfile import PinKeeper

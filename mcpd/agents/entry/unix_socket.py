@@ -27,7 +27,7 @@ import stat
 from collections import deque
 from typing import TYPE_CHECKING
 
-from ...config.checks.stringchecks import MAX_SOCKET_PATH
+from ...config.checks.strings import MAX_SOCKET_PATH
 from ...config.tables.model import EX_CONFIG
 from ...errors import DaemonError
 from ...local.ownership.owners import user_name

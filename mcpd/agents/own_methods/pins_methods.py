@@ -20,7 +20,7 @@ import msgspec
 from protocol import jsonrpc as rpc
 from protocol.serving import RequestContext
 
-from ...registry.pinning.pins import BadPins
+from ...registry.pinning.definitions import BadPins
 from ...registry.profiles.views import ProfileView
 from ..connection.dispatcher import Connection
 from .persons_only import refuse_an_agents_side

@@ -22,7 +22,7 @@ from protocol import jsonrpc as rpc
 from ...policy.deciders.kin import AgentKin
 from ...registry.gating.judged import HELD_KINDS, HeldOffer, held_reason
 from ...registry.gating.judged import held_label as shown_label
-from ...registry.pinning.pins import bare
+from ...registry.pinning.definitions import bare
 from ...registry.profiles.views import ProfileView
 from ..backend import Control
 from .helddiff import HeldDiff, held_diff

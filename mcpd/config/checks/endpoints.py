@@ -13,7 +13,7 @@ from typing import Final
 
 from protocol.masking import masked_repr
 
-from ..sandboxing.sandbox_keys import loopback_port
+from ..sandboxing.keys import loopback_port
 from ..tables.glob import is_glob
 from ..tables.model import ALIAS_RE, Config, ConfigError, DaemonConfig
 from ..tables.profiles import DEFAULT_PROFILE, Patterns, ProfileConfig, split_pattern

@@ -23,8 +23,8 @@ import msgspec
 from protocol.masking import masking
 
 from ...local.ownership.trusted_path import untrusted_file
-from ..checks.configchecks import config_errors
-from ..checks.serverchecks import misplaced_keys
+from ..checks.all_tables import config_errors
+from ..checks.servers import misplaced_keys
 from ..credentials.held import held_in
 from ..tables.model import MAX_CONFIG_BYTES, Config, ConfigError, key_as_written
 from ..tables.profiles import ProfileConfig
@@ -196,7 +196,7 @@ def load(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> 
     if p.suffix == ".json" or text.lstrip()[:1] == b"{":
         # Another host's mcpServers file, used as it is. The importer (and json) only
         # then: a daemon started on TOML does without them.
-        from ..importing.importer import config_from_json
+        from ..importing.convert import config_from_json
 
         return _parsed_in(p, config_from_json(text, str(p)), env)
     try:

@@ -153,7 +153,7 @@ class DaemonConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     hold_new_servers: bool = False
     on_finding: Literal["hold", "warn"] = "warn"
     # The sandbox every stdio server gets unless its own `sandbox` says otherwise, and
-    # the limits it gets unless its own `limits` say otherwise (``mcpd.config.sandboxing.sandbox``).
+    # the limits it gets unless its own `limits` say otherwise (``sandboxing.per_server``).
     sandbox: Level = "default"
     limits: LimitsConfig = msgspec.field(default_factory=LimitsConfig)
     # Whether well-known credential formats (private key blocks, cloud and API keys)

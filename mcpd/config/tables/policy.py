@@ -14,7 +14,7 @@ server gives them; a server not marked ``trusted`` is taken at its most dangerou
 (``readOnlyHint = false``, ``destructiveHint = true``, ``idempotentHint = false``,
 ``openWorldHint = true``) whatever it says, as agents are told.
 
-These structs only describe; the checks are in ``policychecks`` and the decision
+These structs only describe; the checks are in ``checks.policy_rules`` and the decision
 itself is ``mcpd.policy.decision.rules``.
 """
 

@@ -2,7 +2,7 @@
 and ``limits`` tables. The sandbox level and the limits are also ``[daemon]``'s, as
 what a server gets that does not set its own.
 
-These structs only describe; the checks are in ``serverchecks``.
+These structs only describe; the checks are in ``checks.servers``.
 """
 
 from __future__ import annotations
@@ -165,5 +165,5 @@ class ServerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
 def _path_of(url: str | None) -> str:
     try:
         return urlsplit(url).path if url else ""
-    except ValueError:  # a URL it cannot read: serverchecks names the key
+    except ValueError:  # a URL it cannot read: checks.servers names the key
         return ""

@@ -1,5 +1,5 @@
 """``pins.json`` in the state directory: the definitions approved of every server's
-tools, prompts and templates (``registry.pinning.pins``), and what ``mcpd approve``, ``mcpd
+tools, prompts and templates (``registry.pinning.definitions``), and what ``mcpd approve``, ``mcpd
 tools --pending|--findings`` and ``mcpd pins export|import`` ask of them.
 
 The file is read once at start-up, before any server lists anything, and rewritten
@@ -15,7 +15,7 @@ server through. The kept file is the mark of that on disk: it needs nothing writ
 (a full disk cannot lose it), and only the operator's word removes it
 (``forget_unreadable``).
 
-Only the digests stay in memory (``registry.pinning.pinned``); the file is where the
+Only the digests stay in memory (``registry.pinning.digests``); the file is where the
 definitions are (``pinrecords``). It is read again for the few a held item or a
 command needs, and each rewrite (``pinwriter``) takes what did not change from the
 file it replaces, and makes the rest from what the servers listed. If another
@@ -38,8 +38,8 @@ import trio
 from protocol.logfields import log_extra
 
 from ...registry.gating.judged import HeldKind, HeldOffer, held_reason
-from ...registry.pinning.pinned import Found, Pins, Unwritten, Wanted, pinned_definitions
-from ...registry.pinning.pins import BadPins
+from ...registry.pinning.definitions import BadPins
+from ...registry.pinning.digests import Found, Pins, Unwritten, Wanted, pinned_definitions
 from ...registry.pinning.review import Review
 from ..state.write_pacing import PacedWrites
 from . import pinrecords, pinwriter

@@ -22,9 +22,7 @@ from typing import Final
 
 import msgspec
 
-from ...registry.pinning.forgotten import decoded
-from ...registry.pinning.pinned import Found, Pins, ServerPins, Wanted, parsed_digest
-from ...registry.pinning.pins import (
+from ...registry.pinning.definitions import (
     FORMAT,
     FORMATS,
     KINDS,
@@ -35,6 +33,8 @@ from ...registry.pinning.pins import (
     checked,
     verified,
 )
+from ...registry.pinning.digests import Found, Pins, ServerPins, Wanted, parsed_digest
+from ...registry.pinning.forgotten import decoded
 from ..state.privatefile import read_private
 
 _decoder: Final = msgspec.json.Decoder(PinSet)

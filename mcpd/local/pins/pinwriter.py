@@ -20,8 +20,7 @@ from typing import BinaryIO, Final
 
 import msgspec
 
-from ...registry.pinning.pinned import ServerPins, Unwritten, definition_of, shown_digest
-from ...registry.pinning.pins import (
+from ...registry.pinning.definitions import (
     BARE,
     FORMAT,
     KINDS,
@@ -31,6 +30,7 @@ from ...registry.pinning.pins import (
     PinSet,
     verified,
 )
+from ...registry.pinning.digests import ServerPins, Unwritten, definition_of, shown_digest
 from ..state.privatefile import write_atomically
 from .pinrecords import END_OF_SERVER, Sections, file_id, header, parsed, server_decoder
 

@@ -35,7 +35,7 @@ import msgspec
 import trio
 
 from ...config.tables.policy import PolicyRule
-from ...registry.pinning.pins import definition
+from ...registry.pinning.definitions import definition
 from ..agent import AgentInfo
 from ..deciders.kin import AgentKin
 from ..redaction.masking import KnownSecrets

@@ -21,7 +21,7 @@ from msgspec import UNSET, Raw
 
 from protocol import mcp, surface
 
-from ..pinning.pins import Instructions
+from ..pinning.definitions import Instructions
 from ..text.clean import clean_copy, clean_json, clean_text
 from .glance import may_find, may_find_ascii
 from .rules import HIDDEN_CHARACTERS, Finding, check
@@ -90,7 +90,7 @@ class Readable(msgspec.Struct):
 
     def findings(self, rules: bool = True, definition: bytes | None = None) -> list[Finding]:
         """What the cleaning and (``rules``) the rules found. ``definition``: the
-        item's canonical JSON (``pins``), which holds every text of it as the server
+        item's canonical JSON (``definitions``), which holds every text of it as the server
         sent it: when nothing was taken out in cleaning, a first look at it alone
         says whether the rules have anything to find."""
         out = []

@@ -3,7 +3,7 @@
 Every list a server sends (tools, prompts, resource templates; resources are
 cleaned too, and held only with a server held whole), and its instructions as an
 item of their own, pass here before agents are shown them. Each item is cleaned
-(``readable``), checked by the finding rules, and compared with its pin (``pins``):
+(``readable``), checked by the finding rules, and compared with its pin (``definitions``):
 an item that matches its pin, or that is seen for the first time on a server not
 yet approved, is shown as it is now; one that differs from its pin, or is new on an
 approved server, is held, warned of or accepted as the server's settings say
@@ -26,8 +26,8 @@ from protocol import mcp, surface
 
 from ...config.tables.model import DEFAULT_POLICY, PinPolicy
 from ..naming.facing import Namesakes, looked_up, marks
-from ..pinning.pinned import ServerPins, former_match, shown_digest
-from ..pinning.pins import INSTRUCTIONS, Instructions, Kind, PinRecord, key_of, record_of
+from ..pinning.definitions import INSTRUCTIONS, Instructions, Kind, PinRecord, key_of, record_of
+from ..pinning.digests import ServerPins, former_match, shown_digest
 from ..pinning.review import Review
 from .judged import (
     HeldOffer,

@@ -17,7 +17,7 @@ from protocol import mcp, surface
 
 from ..findings.readable import Readable, read_instructions, read_listed, read_prompt, read_tool
 from ..findings.rules import Finding
-from ..pinning.pins import (
+from ..pinning.definitions import (
     KINDS,
     Instructions,
     Item,

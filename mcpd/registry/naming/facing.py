@@ -35,7 +35,7 @@ from typing import Final
 
 from protocol import uritemplate
 
-from ..pinning.pins import Kind
+from ..pinning.definitions import Kind
 
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9_-]")
 # A forgotten template's marks: its reach cut short at each of a few lengths, and

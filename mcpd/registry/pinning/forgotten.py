@@ -1,6 +1,6 @@
 """The names whose pins a server made mcpd forget, remembered in a fixed space.
 
-Of the items a server no longer lists, only so many pins are kept (``pinned``), and a
+Of the items a server no longer lists, only so many pins are kept (``digests``), and a
 server decides what it lists: by listing and dropping enough names it can always have
 the pin of an approved item forgotten, then list that item again, changed. So each
 forgotten pin leaves its marks here, of what agents know the item by (``facing.marks``:

@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable
 
 from ..findings.rules import Finding
 from ..gating.judged import Approval, HeldKind, HeldOffer, ListState, held_label
-from .pinned import (
+from .definitions import PinSet
+from .digests import (
     Found,
     Pins,
     ServerPins,
@@ -27,7 +28,6 @@ from .pinned import (
     pin_set,
     pinned_definitions,
 )
-from .pins import PinSet
 
 Stored = Callable[[list[Wanted]], Found]
 

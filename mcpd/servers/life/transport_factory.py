@@ -12,7 +12,7 @@ from transports.base import AuthHook, NotificationHandler, Transport
 from transports.stdio.params import StdioParams
 from transports.stdio.transport import open_stdio_transport
 
-from ...config.sandboxing.sandbox import inherit_of, provided_env, sandbox_of
+from ...config.sandboxing.per_server import inherit_of, provided_env, sandbox_of
 from ...config.tables.model import Config
 from ...config.tables.servertable import ServerConfig
 

@@ -42,7 +42,7 @@ def attach(alias: str, cfg: ServerConfig, config: Config) -> tuple[ServerAuth, L
     """An HTTP server's authorization (the transport's hook) and the login that a
     person runs through ``mcpd auth`` when only they can help; a client secret or key
     that no issuer pins is warned of, as check-config does."""
-    from ...config.checks.serverchecks import unpinned_client
+    from ...config.checks.servers import unpinned_client
     from .auth import ServerAuth
     from .login import Login
 

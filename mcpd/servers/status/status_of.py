@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from ...config.sandboxing.sandbox import sandbox_of, sandbox_status
+from ...config.sandboxing.per_server import sandbox_of, sandbox_status
 from .outage import iso_of_monotonic
 from .state import Reported, list_trims, prompt_resource_counts, status_row
 

@@ -58,7 +58,7 @@ NOT_FOR_STDIO = (
     "mcpd.agents.http.http_side",
     "mcpd.agents.http.mcp_route",
     "mcpd.agents.http.tcp",
-    "mcpd.config.importing.importer",
+    "mcpd.config.importing.convert",
     "mcpd.registry.profiles.search",
 )
 

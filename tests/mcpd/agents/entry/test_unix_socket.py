@@ -25,7 +25,7 @@ from mcpd.agents.entry.unix_socket import (
     bind_unix,
     safe_directory,
 )
-from mcpd.config.checks.stringchecks import MAX_SOCKET_PATH
+from mcpd.config.checks.strings import MAX_SOCKET_PATH
 from mcpd.errors import DaemonError
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user")

@@ -28,7 +28,7 @@ from mcpd.agents.page.render import regions
 from mcpd.agents.page.sources import HELD_SHOWN, HeldChange, Sources
 from mcpd.policy.deciders.kin import AgentKin, Decider, Process, unknown_kin
 from mcpd.registry.gating.judged import HeldOffer
-from mcpd.registry.pinning.pins import BARE, PinRecord, pin_digest
+from mcpd.registry.pinning.definitions import BARE, PinRecord, pin_digest
 from mcpd.registry.profiles.views import ProfileView
 from protocol import jsonrpc as rpc
 from tests.support.agent import running

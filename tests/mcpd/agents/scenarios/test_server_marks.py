@@ -15,7 +15,7 @@ import msgspec
 import pytest
 import trio
 
-from mcpd.registry.pinning.pins import definition, pin_digest
+from mcpd.registry.pinning.definitions import definition, pin_digest
 from protocol import mcp, surface
 from tests.support.agent import META, Agent, connect, make_config, running
 from tests.support.daemon_http import stateless

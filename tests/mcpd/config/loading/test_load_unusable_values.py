@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from mcpd.config.loading.load import parse_config
-from mcpd.config.sandboxing.sandbox import applied_limits
+from mcpd.config.sandboxing.per_server import applied_limits
 from mcpd.config.tables.model import ConfigError
 from transports.stdio.sandbox.limits import Limits
 

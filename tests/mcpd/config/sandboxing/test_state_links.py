@@ -13,7 +13,7 @@ import pytest
 
 from mcpd.cli.check_sandbox import sandbox_lines
 from mcpd.config.loading.load import parse_config
-from mcpd.config.sandboxing.sandbox import sandbox_of
+from mcpd.config.sandboxing.per_server import sandbox_of
 from mcpd.config.sandboxing.state_links import links_on_the_way
 from mcpd.config.tables.model import Config
 from transports.stdio.sandbox.host import probe

@@ -16,8 +16,8 @@ import pytest
 from mcpd.local.pins import pinrecords, pinwriter
 from mcpd.local.pins.pinrecords import Sections
 from mcpd.local.state.privatefile import UnsafeFileError
-from mcpd.registry.pinning.pinned import ServerPins, Unwritten
-from mcpd.registry.pinning.pins import BadPins, definition, pin_digest
+from mcpd.registry.pinning.definitions import BadPins, definition, pin_digest
+from mcpd.registry.pinning.digests import ServerPins, Unwritten
 from protocol import mcp
 
 

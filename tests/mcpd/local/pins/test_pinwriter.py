@@ -15,8 +15,8 @@ import pytest
 
 from mcpd.local.pins import pinrecords, pinwriter
 from mcpd.local.pins.pinrecords import Sections
-from mcpd.registry.pinning.pinned import ServerPins, Unwritten, shown_digest
-from mcpd.registry.pinning.pins import BadPins, Item, Kind, definition, key_of
+from mcpd.registry.pinning.definitions import BadPins, Item, Kind, definition, key_of
+from mcpd.registry.pinning.digests import ServerPins, Unwritten, shown_digest
 from protocol import mcp, surface
 
 

@@ -11,8 +11,8 @@ import pytest
 
 from mcpd.config.tables.model import DEFAULT_POLICY, PinPolicy
 from mcpd.registry.gating.gate import ListGate
-from mcpd.registry.pinning.pinned import Found, Wanted
-from mcpd.registry.pinning.pins import definition, record_of
+from mcpd.registry.pinning.definitions import definition, record_of
+from mcpd.registry.pinning.digests import Found, Wanted
 from protocol import surface
 from tests.support.gate_lists import (
     INVISIBLE,

@@ -12,7 +12,7 @@ import pytest
 from msgspec import Raw
 
 from mcpd.registry.gating.judged import HeldView, ListState, held_reason, held_view
-from mcpd.registry.pinning.pins import PinRecord, definition
+from mcpd.registry.pinning.definitions import PinRecord, definition
 from protocol import mcp, surface
 
 

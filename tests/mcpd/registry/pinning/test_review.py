@@ -9,8 +9,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from mcpd.registry.pinning.pinned import Wanted
-from mcpd.registry.pinning.pins import BadPins, PinSet, checked, record_of
+from mcpd.registry.pinning.definitions import BadPins, PinSet, checked, record_of
+from mcpd.registry.pinning.digests import Wanted
 from tests.support.gate_lists import (
     ORDERS,
     WELCOME,

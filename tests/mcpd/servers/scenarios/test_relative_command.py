@@ -18,7 +18,7 @@ import pytest
 import trio
 
 from mcpd.config.loading.load import load
-from mcpd.config.sandboxing.sandbox import home_of
+from mcpd.config.sandboxing.per_server import home_of
 from tests.support.agent import connect, make_config, running
 from tests.support.procs import SCRIPTED
 from tests.support.supervision import wait_state

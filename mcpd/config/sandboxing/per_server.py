@@ -55,7 +55,7 @@ from ..tables.model import Config
 from ..tables.servertable import DEFAULT_LIMITS, ServerConfig
 from . import state_links
 from .credstores import BUS_NAMED_BY, IN_HOME, IN_RUNTIME_DIR, IN_TMP, NAMED_BY, ON_HOST
-from .sandbox_keys import loopback_port, parse_size
+from .keys import loopback_port, parse_size
 
 HOMES: Final = "homes"
 

@@ -10,8 +10,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from mcpd.config.importing.importer import import_text
-from mcpd.config.importing.importwrite import to_toml
+from mcpd.config.importing.convert import import_text
+from mcpd.config.importing.write import to_toml
 from mcpd.config.loading.load import load, parse_config
 
 SECRET = "cs_9f8e7d6c5b4a39281706f5e4d3c2b1a0"

@@ -12,7 +12,8 @@ import pytest
 from msgspec import Raw
 
 from mcpd.registry.naming.facing import looked_up, marks
-from mcpd.registry.pinning.pinned import (
+from mcpd.registry.pinning.definitions import BadPins, PinRecord, definition, pin_digest, record_of
+from mcpd.registry.pinning.digests import (
     Pin,
     ServerPins,
     Unwritten,
@@ -22,7 +23,6 @@ from mcpd.registry.pinning.pinned import (
     pin_set,
     shown_digest,
 )
-from mcpd.registry.pinning.pins import BadPins, PinRecord, definition, pin_digest, record_of
 from protocol import mcp, surface
 
 

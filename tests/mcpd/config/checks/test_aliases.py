@@ -4,7 +4,7 @@ begin as another's do."""
 
 from __future__ import annotations
 
-from mcpd.config.checks.aliaschecks import alias_warnings
+from mcpd.config.checks.aliases import alias_warnings
 from mcpd.config.tables.model import Config, NamingConfig
 from mcpd.config.tables.profiles import ProfileConfig
 from mcpd.config.tables.servertable import ServerConfig

@@ -18,7 +18,7 @@ A pin set (``PinSet``) is what ``pins.json`` in the state directory holds, and w
 ``mcpd pins export`` writes for a team to commit beside the config: the definitions
 themselves, so that a diff can be shown on any machine, and a digest to check each
 against (of an item its server no longer lists, the digest alone: ``BARE``). What the
-daemon keeps in memory of them is in ``pinned``.
+daemon keeps in memory of them is in ``digests``.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mcpd.config.loading.load import parse_config
-from mcpd.config.sandboxing.sandbox import sandbox_of
+from mcpd.config.sandboxing.per_server import sandbox_of
 from mcpd.config.tables.model import ConfigError
 
 

@@ -10,13 +10,13 @@ Two shapes exist in the wild:
 - ``{"context_servers": {NAME: {...}}}``: Zed's ``settings.json`` (with comments).
 
 Windsurf's and Gemini CLI's ``mcpServers`` and Zed's entries have keys of their own;
-``import_hosts`` turns them into the common shape first.
+``hosts`` turns them into the common shape first.
 
 A server is ``command``/``args``/``env``/``cwd`` (stdio) or ``url``/``headers`` (HTTP),
 with an optional ``type``; an HTTP server's OAuth client settings become its ``[auth]``
 table (``oauth_hints``). Variable references become mcpd's ``${VAR}``: ``${env:X}``
 is ``${X}``, VS Code's ``${input:id}`` becomes a variable named after the input (mcpd
-has nobody to prompt), ``${userHome}`` is ``${HOME}``. ``import_secret`` says which
+has nobody to prompt), ``${userHome}`` is ``${HOME}``. ``secret`` says which
 values are secrets; ``to_toml`` never prints one literally: it replaces it with a
 reference and says which variable to set.
 """
@@ -39,12 +39,12 @@ from ..credentials import exposure
 from ..loading.validation import validation_error
 from ..tables.model import ConfigError, alias_for
 from ..tables.servertable import ServerConfig
-from .import_hosts import Dialect, dialect_of, neither_command_nor_url, normalize
-from .import_inline import Inline, inline_secrets
-from .import_read import read_host_file
-from .import_secret import looks_secret
+from .hosts import Dialect, dialect_of, neither_command_nor_url, normalize
+from .inline import Inline, inline_secrets
 from .jsonc import objects, read_json
 from .oauth_hints import oauth_table
+from .read import read_host_file
+from .secret import looks_secret
 
 _VAR_BAD: Final = re.compile(r"[^A-Za-z0-9_]+")
 _REF: Final = re.compile(r"\$\{([^}]*)\}|\$")

@@ -15,7 +15,7 @@ import msgspec
 import pytest
 import trio
 
-from mcpd.registry.pinning.pins import definition, pin_digest
+from mcpd.registry.pinning.definitions import definition, pin_digest
 from protocol import mcp
 from tests.support.agent import connect, running
 from tests.support.pins_daemon import HELD, TOOLS_CHANGED, Changing, by_name, cli, config, relist

@@ -1,8 +1,8 @@
 """What ``import_text`` makes of another host's file, called directly: names that
 become aliases, references that become mcpd's, values that are secrets, and files
 that are broken or written to do harm. The hosts' own dialects and the written TOML
-are the subjects of ``test_import_hosts``, ``test_importer_oauth`` and
-``test_importwrite_works``."""
+are the subjects of ``test_hosts``, ``test_convert_oauth`` and
+``test_write_works``."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from mcpd.config.importing.importer import Imported, config_from_json, import_file, import_text
+from mcpd.config.importing.convert import Imported, config_from_json, import_file, import_text
 from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import ConfigError
 from tests.conftest import ROOT

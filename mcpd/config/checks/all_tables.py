@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 
 import msgspec
 
-from ..sandboxing.sandbox_keys import limits_errors
+from ..sandboxing.keys import limits_errors
 from ..tables.hosts import builtin_profiles
 from ..tables.model import (
     LIST_LIMIT_KEYS,
@@ -26,9 +26,9 @@ from ..tables.model import (
 )
 from ..tables.profiles import DEFAULT_PROFILE
 from .endpoints import check_groups, check_uids, validate_grants, validate_http, validate_profiles
-from .policychecks import validate_policy
-from .serverchecks import known_errors
-from .stringchecks import daemon_string_errors
+from .policy_rules import validate_policy
+from .servers import known_errors
+from .strings import daemon_string_errors
 
 
 def config_errors(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcpd.config.importing.import_inline import Inline, inline_secrets
+from mcpd.config.importing.inline import Inline, inline_secrets
 
 TOKEN = "sk-abc123def456ghi789jkl012"
 

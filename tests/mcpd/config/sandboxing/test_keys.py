@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mcpd.config.sandboxing.sandbox_keys import (
+from mcpd.config.sandboxing.keys import (
     MAX_LIMIT,
     grant_errors,
     limits_errors,

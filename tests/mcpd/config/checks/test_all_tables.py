@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mcpd.config.checks.configchecks import config_errors
+from mcpd.config.checks.all_tables import config_errors
 from mcpd.config.tables.model import MAX_AUDIT_FILES, Config, DaemonConfig, NamingConfig
 from mcpd.config.tables.profiles import ProfileConfig
 from mcpd.config.tables.servertable import LimitsConfig, ServerConfig

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from mcpd.config.importing.importer import Imported, import_text
-from mcpd.config.importing.importwrite import move_secrets, secrets_dir, to_toml
+from mcpd.config.importing.convert import Imported, import_text
+from mcpd.config.importing.write import move_secrets, secrets_dir, to_toml
 from mcpd.config.loading.load import load
 
 TOKEN = "ghp_5mB2x9QvT7kLw3NcR8yZ1aHd4FjU6eP0sGiO"

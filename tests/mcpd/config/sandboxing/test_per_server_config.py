@@ -16,7 +16,13 @@ import pytest
 
 from mcpd.cli.check_sandbox import unscoped_warnings
 from mcpd.config.loading.load import load, parse_config
-from mcpd.config.sandboxing.sandbox import bus_paths, child_env, hidden_paths, limits_of, sandbox_of
+from mcpd.config.sandboxing.per_server import (
+    bus_paths,
+    child_env,
+    hidden_paths,
+    limits_of,
+    sandbox_of,
+)
 from mcpd.config.tables.model import ConfigError
 from transports.stdio.sandbox import host
 from transports.stdio.sandbox.machine import Machine

@@ -15,7 +15,7 @@ from mcpd.config.tables.model import DEFAULT_POLICY, NamingConfig, PinPolicy
 from mcpd.config.tables.servertable import ToolsConfig
 from mcpd.registry.gating import gate as gate_module
 from mcpd.registry.gating.gate import ListGate
-from mcpd.registry.pinning.pins import (
+from mcpd.registry.pinning.definitions import (
     BadPins,
     Instructions,
     PinSet,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mcpd.config.checks.policychecks import leavable, validate_policy
+from mcpd.config.checks.policy_rules import leavable, validate_policy
 from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import ConfigError
 from mcpd.config.tables.policy import MAX_ASK_TIMEOUT, MAX_REASON, AnnotationMatch, PolicyRule

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpd.config.importing.import_read import read_host_file
+from mcpd.config.importing.read import read_host_file
 from mcpd.config.tables.model import ConfigError
 
 TEXT = '{"mcpServers": {"a": {"command": "srv"}}}\n'

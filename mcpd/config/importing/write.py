@@ -20,8 +20,8 @@ from typing import Any, Final
 from protocol.visible import hidden, visible
 
 from ...local.state.privatefile import make_private_directory, write_atomically
-from .import_secret import SCHEME
-from .importer import Imported
+from .convert import Imported
+from .secret import SCHEME
 
 _BARE_KEY: Final = re.compile(r"^[A-Za-z0-9_-]+\Z")  # not $: it matches before a final \n
 

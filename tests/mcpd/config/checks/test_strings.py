@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mcpd.config.checks.stringchecks import (
+from mcpd.config.checks.strings import (
     MAX_SOCKET_PATH,
     NUL,
     control_named,

@@ -23,8 +23,7 @@ from typing import Final, NamedTuple, TypeAlias
 
 from msgspec import Raw
 
-from .forgotten import Forgotten
-from .pins import (
+from .definitions import (
     BARE,
     FORMAT,
     KINDS,
@@ -38,6 +37,7 @@ from .pins import (
     definition,
     has_later_fields,
 )
+from .forgotten import Forgotten
 
 _PREFIX: Final = "sha256:"
 
@@ -60,7 +60,7 @@ class ServerPins:
         self.approved = approved
         self.digests: dict[Kind, dict[str, bytes]] = {kind: {} for kind in KINDS}
         self.reviewed: set[tuple[Kind, str]] = set()
-        # Pins read from a pin set of format 1 and not pinned again since (``pins``).
+        # Pins read from a pin set of format 1 and not pinned again since (``definitions``).
         self.former: set[tuple[Kind, str]] = set()
         # Pins of items the server no longer lists, kept without their definitions.
         self.bare: set[tuple[Kind, str]] = set()
@@ -345,7 +345,7 @@ def pin_set(servers: Mapping[str, ServerPins], found: Found) -> PinSet:
 
 
 def shown_digest(raw_digest: bytes) -> str:
-    """A digest as pin files and people see it (``pins.pin_digest``)."""
+    """A digest as pin files and people see it (``definitions.pin_digest``)."""
     return _PREFIX + raw_digest.hex()
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from mcpd.config.checks.serverchecks import known_errors, server_errors
+from mcpd.config.checks.servers import known_errors, server_errors
 from mcpd.config.tables.model import ConfigError
 from mcpd.config.tables.servertable import AuthConfig, ServerConfig, ToolsConfig
 

@@ -18,7 +18,7 @@ from protocol.headers import TRANSPORT_HEADERS
 from protocol.masking import masked_repr
 
 from ...local.ownership.trusted_path import untrusted_file
-from ..sandboxing.sandbox_keys import grant_errors
+from ..sandboxing.keys import grant_errors
 from ..tables.model import (
     ALIAS_RE,
     LIST_LIMIT_KEYS,
@@ -28,7 +28,7 @@ from ..tables.model import (
     key_as_written,
 )
 from ..tables.servertable import AuthConfig, ServerConfig, ToolsConfig
-from .stringchecks import control_named, server_string_errors, unpassable, url_errors
+from .strings import control_named, server_string_errors, unpassable, url_errors
 
 
 def _ca_file_errors(at: str, path: str) -> Iterator[ConfigError]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcpd.config.importing.import_secret import looks_secret
+from mcpd.config.importing.secret import looks_secret
 
 TOKEN = "ghp_5mB2x9QvT7kLw3NcR8yZ1aHd4FjU6eP0sGiO"
 

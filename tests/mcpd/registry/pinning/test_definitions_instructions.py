@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 import trio
 
-from mcpd.registry.pinning.pins import definition, pin_digest
+from mcpd.registry.pinning.definitions import definition, pin_digest
 from protocol import mcp
 from tests.support.agent import connect, running
 from tests.support.pins_daemon import FIRST, Changing, cli, config
