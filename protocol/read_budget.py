@@ -58,7 +58,7 @@ _MAY_CARRY_RESULTS: Final = frozenset({"notifications/tasks"})
 # How long after the last wait a server is still shown as held back.
 SHOWN_FOR: Final = 10.0
 
-Why = Literal["pace", "room"]
+WaitReason = Literal["pace", "room"]
 
 
 class HeldBack(msgspec.Struct, frozen=True):
@@ -132,7 +132,7 @@ class ReadBudget:
         self._keys = itertools.count()
         self._held = 0
         self._past: int | None = None  # the stream reading past max_held
-        self._why: Why = "pace"
+        self._why: WaitReason = "pace"
         self._since = 0.0
         self._last = -1e18
 
@@ -227,7 +227,7 @@ class ReadBudget:
             return None
         return HeldBack(self._reason(), self._since)
 
-    def note(self, now: float, why: Why) -> bool:
+    def note(self, now: float, why: WaitReason) -> bool:
         """A stream of the server's waits (``why``: for the pace or for room); whether
         that begins a spell of holding it back, which is worth saying."""
         begins = now - self._last > SHOWN_FOR

@@ -738,7 +738,7 @@ class Parts:
     ]
 
 
-# A public class or function is one thing wherever it is named: two of one name in
+# A public class, function or type alias is one thing wherever it is named: two of one name in
 # different modules make a reader, a traceback and an import ask which is meant.
 # Names a protocol fixes may be had by more than one module, each for its reason.
 PROTOCOL_NAMES = {
@@ -746,15 +746,40 @@ PROTOCOL_NAMES = {
 }
 
 
+def type_alias_name(node: ast.stmt) -> str | None:
+    """The name a module-level statement gives a type alias: ``Name: TypeAlias = ...``,
+    or ``Name = ...`` of a subscripted type, a union or another type's name. Constants
+    (UPPER_CASE) and private names are not aliases a reader meets elsewhere."""
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        kind = node.annotation
+        marked = isinstance(kind, ast.Name | ast.Attribute) and (
+            (kind.id if isinstance(kind, ast.Name) else kind.attr) == "TypeAlias"
+        )
+        name = node.target.id if marked else None
+    elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+        [target] = node.targets
+        value = node.value
+        typed = isinstance(value, ast.Subscript | ast.Name | ast.Attribute) or (
+            isinstance(value, ast.BinOp) and isinstance(value.op, ast.BitOr)
+        )
+        name = target.id if typed and isinstance(target, ast.Name) else None
+    else:
+        return None
+    if name is None or name.startswith("_") or name.isupper() or not name[0].isupper():
+        return None
+    return name
+
+
 def same_names(sources: dict[str, str]) -> dict[str, list[str]]:
-    """Each public top-level class or function name defined in more than one of
-    ``sources`` (module name -> its source), with the modules that define it."""
+    """Each public top-level class, function or type alias name defined in more than
+    one of ``sources`` (module name -> its source), with the modules that define it."""
     where: dict[str, list[str]] = {}
     for module, source in sources.items():
         for node in ast.parse(source).body:
             named = isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
-            if named and not node.name.startswith("_"):
-                where.setdefault(node.name, []).append(module)
+            name = node.name if named else type_alias_name(node)
+            if name is not None and not name.startswith("_"):
+                where.setdefault(name, []).append(module)
     return {name: sorted(mods) for name, mods in where.items() if len(mods) > 1}
 
 
@@ -763,7 +788,7 @@ def test_no_two_modules_define_one_public_name() -> None:
     allowed = set(PROTOCOL_NAMES)
     new = sorted(f"{n}: {', '.join(m)}" for n, m in twice.items() if n not in allowed)
     assert not new, (
-        "a public class or function of a name another module has too: name each for "
+        "a public class, function or type alias of a name another module has too: name each for "
         "what it is:\n" + "\n".join(new)
     )
     gone = sorted(allowed - set(twice))
@@ -775,8 +800,16 @@ def test_the_name_checker_sees_one_name_in_two_modules() -> None:
         "a": "class Pending: ...\ndef answer(): ...\nclass _Own: ...\n",
         "b": "class Gate:\n    def answer(self): ...\nclass _Own: ...\n",
         "c": "async def answer(): ...\nGate = 1\n",
+        "d": "Reply = Callable[[bytes], None]\nKey: TypeAlias = 'tuple[str, str]'\n",
+        "e": "class Reply: ...\nKey = str | None\nLIMIT = Final[int]\n_Own = list[int]\n",
+        "f": "Key = make_key()\nPending = Gate\n",
     }
-    assert same_names(sources) == {"answer": ["a", "c"]}
+    assert same_names(sources) == {
+        "Key": ["d", "e"],
+        "Pending": ["a", "f"],
+        "Reply": ["d", "e"],
+        "answer": ["a", "c"],
+    }
 
 
 def others_private_methods(source: str, where: str) -> list[str]:

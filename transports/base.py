@@ -37,7 +37,7 @@ NotificationHandler = Callable[[Notification], None]
 # back, or rpc.RPCError for an error answer. The transport never looks inside.
 ServerRequestHandler = Callable[[rpc.Request], Awaitable[object]]
 # Takes the answer to a request sent without waiting: (result, None) or (None, error).
-Reply = Callable[[Raw | None, Exception | None], None]
+ReplySink = Callable[[Raw | None, Exception | None], None]
 
 # A server's requests being answered at once. Each holds a task until its answer is
 # sent, and one that waits for an agent may wait for a person: a server that asks
@@ -143,7 +143,7 @@ class Transport(abc.ABC):
         self,
         method: str,
         params: Params | SplicedCall,
-        reply: Reply,
+        reply: ReplySink,
         *,
         headers: Mapping[str, str] | None = None,
     ) -> rpc.Id:

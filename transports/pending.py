@@ -23,7 +23,7 @@ from protocol.mcp import CancelledParams
 from protocol.refusals import answered, misaddressed, refusal
 from protocol.visible import quote, quoted_id
 
-from .base import Reply
+from .base import ReplySink
 from .errors import ServerCancelled
 
 _ABANDONED_KEPT: Final = 1024  # ids of given-up requests whose late answers are expected
@@ -66,7 +66,7 @@ class PendingRequests:
         self._slots: dict[rpc.Id, Slot] = {}
         # Requests answered by a callback: kept apart from the slots, so that a call's
         # answer costs one dict pop and no object of its own.
-        self._replies: dict[rpc.Id, Reply] = {}
+        self._replies: dict[rpc.Id, ReplySink] = {}
         # Requests given up on (timed out or cancelled): an answer may still come for them
         # and is dropped quietly. Any other unmatched response is the server's mistake.
         self._abandoned: dict[rpc.Id, None] = {}
@@ -79,7 +79,7 @@ class PendingRequests:
         slot = self._slots[rid] = Slot()
         return slot
 
-    def expect(self, rid: rpc.Id, reply: Reply) -> None:
+    def expect(self, rid: rpc.Id, reply: ReplySink) -> None:
         """``reply`` gets (result, None) or (None, error), once."""
         self._replies[rid] = reply
 

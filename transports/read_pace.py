@@ -25,7 +25,7 @@ import trio
 
 from protocol.budget import Throttle
 from protocol.logfields import log_extra
-from protocol.read_budget import DEFAULT_RATE, HeldBack, ReadBudget, Why
+from protocol.read_budget import DEFAULT_RATE, HeldBack, ReadBudget, WaitReason
 
 logger = logging.getLogger("mcpd.transport")
 
@@ -51,7 +51,7 @@ class ReadPace:
         """Why the server is being read more slowly than it sends, while it is."""
         return self._budget.held_back(trio.current_time())
 
-    def waits(self, why: Why) -> None:
+    def waits(self, why: WaitReason) -> None:
         budget = self._budget
         if not budget.note(trio.current_time(), why):
             return

@@ -31,11 +31,11 @@ from protocol import jsonrpc as rpc
 from protocol.reply_faults import MalformedReply, MessageTooLarge
 from protocol.splice import SplicedCall
 
-from .base import Params, Reply
+from .base import Params, ReplySink
 from .errors import ServerCancelled, TransportClosed, TransportError, single_exceptions
 
 # Sends one request and awaits its result: (method, params, headers) -> result.
-Request = Callable[[str, Params | SplicedCall, Mapping[str, str] | None], Awaitable[Raw]]
+Requester = Callable[[str, Params | SplicedCall, Mapping[str, str] | None], Awaitable[Raw]]
 
 _FAILURES = (TransportError, rpc.RPCError, ServerCancelled, MessageTooLarge, MalformedReply)
 
@@ -50,7 +50,7 @@ class _Sent:
         key: int,
         method: str,
         params: Params | SplicedCall,
-        reply: Reply,
+        reply: ReplySink,
         headers: Mapping[str, str] | None,
         context: contextvars.Context | None,
     ) -> None:
@@ -66,7 +66,7 @@ class _Sent:
 class Sends:
     """The requests one transport sends for senders that do not wait."""
 
-    def __init__(self, alias: str, request: Request, workers: float = math.inf) -> None:
+    def __init__(self, alias: str, request: Requester, workers: float = math.inf) -> None:
         self._alias = alias
         self._request = request
         self._limit = workers
@@ -103,7 +103,7 @@ class Sends:
         self,
         method: str,
         params: Params | SplicedCall,
-        reply: Reply,
+        reply: ReplySink,
         headers: Mapping[str, str] | None,
         keep_context: bool = False,
     ) -> int:

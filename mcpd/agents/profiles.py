@@ -29,7 +29,7 @@ from ..config.tables.profiles import DEFAULT_PROFILE, EVERYTHING, ProfileConfig
 from ..registry.profiles.views import ProfileView
 from ..registry.tables.eras import listing_for_era
 from ..registry.tables.shown import Entry
-from ..registry.tables.table import Listed
+from ..registry.tables.table import ListedTool
 from ..servers.all_servers import AllServers
 from .entry.peers import Peer, is_owner
 from .lists.search_mode import exposed_listing
@@ -52,7 +52,7 @@ class Profile:
         self.derived_from: str | None = None
         self.removed = False
         # Per era (modern or not): the listing last projected for it, and its projection.
-        self._shown: dict[bool, tuple[Sequence[Listed], Sequence[Listed]]] = {}
+        self._shown: dict[bool, tuple[Sequence[ListedTool], Sequence[ListedTool]]] = {}
 
     @property
     def version(self) -> int:
@@ -67,11 +67,11 @@ class Profile:
         """How this profile names its tools: ``[naming]``'s template, or its own."""
         return (self.view.naming or self.view.registry.naming).template
 
-    def listing(self) -> Sequence[Listed]:
+    def listing(self) -> Sequence[ListedTool]:
         """What ``tools/list`` gives this profile's agents (meta-tools in search mode)."""
         return exposed_listing(self.view)
 
-    def shown_to(self, modern: bool) -> Sequence[Listed]:
+    def shown_to(self, modern: bool) -> Sequence[ListedTool]:
         """``listing`` as agents of one era are shown it (``eras``): projected once for
         as long as the listing stands (a listing changes as a new sequence)."""
         listing = self.listing()

@@ -9,19 +9,19 @@ from collections.abc import Callable
 from ..local.prometheus import Writer
 from .record import CallRecord
 
-Key = tuple[str, str, str, str]  # (server, method, outcome, decision)
+CountKey = tuple[str, str, str, str]  # (server, method, outcome, decision)
 
 
 class CallCounts:
     def __init__(self) -> None:
-        self.calls: Counter[Key] = Counter()
+        self.calls: Counter[CountKey] = Counter()
         self.dropped = 0  # records counted here but not written: the buffer was full
         self.write_errors = 0  # batches the file could not take
 
     def add(self, record: CallRecord) -> None:
         self.calls[record.server or "", record.method, record.outcome, record.decision] += 1
 
-    def samples(self, only: Callable[[str], bool] | None = None) -> list[tuple[Key, int]]:
+    def samples(self, only: Callable[[str], bool] | None = None) -> list[tuple[CountKey, int]]:
         """The counters of the servers ``only`` admits (calls with no server, such as
         a name that matched none, go with every reader), in a stable order."""
         return sorted(

@@ -44,7 +44,7 @@ Notify: TypeAlias = Callable[[bytes], Awaitable[None]]
 """Sends one encoded notification on the stream that carries the request's response."""
 
 ToolOutput: TypeAlias = str | mcp.CallToolResult
-Handler: TypeAlias = Callable[[dict[str, Any], "ToolContext"], Awaitable[ToolOutput]]
+ToolHandler: TypeAlias = Callable[[dict[str, Any], "ToolContext"], Awaitable[ToolOutput]]
 
 
 class ToolError(Exception):
@@ -56,7 +56,7 @@ class ToolDef(rpc.Late):
     name: str
     description: str
     input_schema: Mapping[str, Any]
-    handler: Handler
+    handler: ToolHandler
     annotations: Mapping[str, Any] | None = None
     title: str | None = None
 
@@ -172,10 +172,10 @@ class DemoServer:
         name: str | None = None,
         annotations: Mapping[str, Any] | None = None,
         title: str | None = None,
-    ) -> Callable[[Handler], Handler]:
+    ) -> Callable[[ToolHandler], ToolHandler]:
         """Decorator: register the handler as a tool named after the function."""
 
-        def register(handler: Handler) -> Handler:
+        def register(handler: ToolHandler) -> ToolHandler:
             # A callable object (a partial, an instance) has no __name__ its type declares.
             tool_name = name if name is not None else getattr(handler, "__name__", "")
             schema = input_schema if input_schema is not None else object_schema({})

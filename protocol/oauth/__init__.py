@@ -55,10 +55,10 @@ from .errors import (
 )
 from .flow import AuthorizationFlow, FlowState
 from .flow_io import (
-    Action,
     AuthorizationResult,
     Authorized,
     FlowConfig,
+    FlowStep,
     OpenBrowser,
     SendRequest,
 )
@@ -85,7 +85,6 @@ from .urls import canonical_resource
 
 __all__ = [
     "CLIENT_REFUSED",
-    "Action",
     "AuthorizationCode",
     "AuthorizationDenied",
     "AuthorizationFlow",
@@ -104,6 +103,7 @@ __all__ = [
     "FetchPolicy",
     "FlowConfig",
     "FlowState",
+    "FlowStep",
     "HttpRequest",
     "HttpResponse",
     "NoAuthorizationMetadata",

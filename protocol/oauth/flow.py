@@ -41,10 +41,10 @@ from .errors import (
     OAuthUsageError,
 )
 from .flow_io import (
-    Action,
     AuthorizationResult,
     Authorized,
     FlowConfig,
+    FlowStep,
     OpenBrowser,
     SendRequest,
     check_redirect_uri,
@@ -105,7 +105,7 @@ class AuthorizationFlow:
         self._scopes = scopes
         self._registrations = dict(registrations or {})
         self._now = now
-        self._action: Action | None = None
+        self._action: FlowStep | None = None
         self._discovery: Discovery | None = None
         self._result: DiscoveryResult | None = None
         self._registration: ClientRegistration | None = None
@@ -149,7 +149,7 @@ class AuthorizationFlow:
         """The client identity the authorization is made with, once known."""
         return self._registration
 
-    def next_action(self) -> Action:
+    def next_action(self) -> FlowStep:
         if self.state is FlowState.FAILED:
             raise OAuthUsageError(f"the authorization failed: {self._failure}")
         assert self._action is not None
@@ -199,7 +199,7 @@ class AuthorizationFlow:
             known.insert(0, self._client.issuer)
         return known
 
-    def _discovery_action(self) -> Action:
+    def _discovery_action(self) -> FlowStep:
         assert self._discovery is not None
         request = self._discovery.next_request()
         if request is None:

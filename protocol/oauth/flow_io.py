@@ -45,7 +45,7 @@ class Authorized(msgspec.Struct, frozen=True):
     result: AuthorizationResult
 
 
-Action: TypeAlias = SendRequest | OpenBrowser | Authorized
+FlowStep: TypeAlias = SendRequest | OpenBrowser | Authorized
 
 
 def check_redirect_uri(uri: str) -> str:

@@ -16,7 +16,7 @@ from msgspec import Raw
 
 from protocol import jsonrpc as rpc
 from protocol.splice import SplicedCall
-from transports.base import Params, Reply
+from transports.base import Params, ReplySink
 from transports.errors import TransportClosed, TransportError
 from transports.sends import Sends
 
@@ -64,7 +64,7 @@ class Replies:
     def __init__(self) -> None:
         self.got: dict[str, list[tuple[Raw | None, Exception | None]]] = {}
 
-    def to(self, method: str) -> Reply:
+    def to(self, method: str) -> ReplySink:
         def reply(raw: Raw | None, error: Exception | None) -> None:
             self.got.setdefault(method, []).append((raw, error))
 

@@ -39,7 +39,7 @@ from ..errors import BodyTooLarge, InvalidResponse, StreamCut, TransportError, U
 from ..read_pace import Paced, ReadPace
 from .connection import HttpConnection
 from .inflight import InFlight
-from .reply import SNIPPET, ServerRequestHandler, decode_reply, deliver, unasked_coding
+from .reply import SNIPPET, ServerRequestSink, decode_reply, deliver, unasked_coding
 
 logger = logging.getLogger("mcpd.http")
 
@@ -63,7 +63,7 @@ class AnswerReader:
         id: rpc.Id | None,
         max_body: int,
         on_notification: NotificationHandler | None,
-        on_request: ServerRequestHandler | None = None,
+        on_request: ServerRequestSink | None = None,
         *,
         complain: Complain,
         pace: ReadPace,

@@ -45,7 +45,7 @@ from ..read_pace import ReadPace
 from .connection import HttpConnection
 from .reply import (
     SNIPPET,
-    ServerRequestHandler,
+    ServerRequestSink,
     content_type_words,
     decode_reply,
     deliver,
@@ -145,7 +145,7 @@ class PushReader:
         label: str,
         max_event: int,
         on_notification: NotificationHandler | None,
-        on_request: ServerRequestHandler,
+        on_request: ServerRequestSink,
         on_response: Callable[[rpc.Response | rpc.ErrorResponse], bool] | None = None,
         *,
         complain: Complain,

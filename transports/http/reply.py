@@ -39,7 +39,7 @@ from ..errors import (
 
 logger = logging.getLogger("mcpd.http")
 
-ServerRequestHandler: TypeAlias = Callable[[rpc.Request], Awaitable[None]]
+ServerRequestSink: TypeAlias = Callable[[rpc.Request], Awaitable[None]]
 
 SNIPPET: Final = 512
 

@@ -37,7 +37,7 @@ from protocol.http import ResponseHead, header_list, parse_url
 from protocol.read_budget import HeldBack
 from protocol.splice import SplicedCall
 
-from ..base import AuthHook, NotificationHandler, Params, Reply, Transport
+from ..base import AuthHook, NotificationHandler, Params, ReplySink, Transport
 from ..best_effort import POST_TIMEOUT
 from ..complaints import Complaints
 from ..errors import HttpRPCError, StreamCut, TransportClosed
@@ -206,7 +206,7 @@ class HttpTransport(Transport):
         self,
         method: str,
         params: Params | SplicedCall,
-        reply: Reply,
+        reply: ReplySink,
         *,
         headers: Mapping[str, str] | None = None,
     ) -> rpc.Id:

@@ -46,7 +46,7 @@ from protocol.splice import SplicedCall
 from protocol.sse import SSEEvent
 from protocol.visible import quote
 
-from ..base import MAX_ANSWERING, AuthHook, NotificationHandler, Params, Reply, Transport
+from ..base import MAX_ANSWERING, AuthHook, NotificationHandler, Params, ReplySink, Transport
 from ..best_effort import POST_TIMEOUT, send_answer, send_cancel
 from ..complaints import Complaints
 from ..errors import InvalidResponse, TransportClosed, TransportError, single_exceptions
@@ -185,7 +185,7 @@ class LegacySSETransport(Transport):
         self,
         method: str,
         params: Params | SplicedCall,
-        reply: Reply,
+        reply: ReplySink,
         *,
         headers: Mapping[str, str] | None = None,
     ) -> rpc.Id:

@@ -39,14 +39,14 @@ from ..linewriter import LineWriter
 logger = logging.getLogger("mcpd.stdio")
 
 # Puts one encoded line on the server's stdin; rpc.RPCError if mcpd could not encode it.
-Put = Callable[[bytes, str], None]
+PutRelay = Callable[[bytes, str], None]
 
 
 class Relays:
     def __init__(
         self,
         alias: str,
-        put: Put,
+        put: PutRelay,
         closed: trio.Event,
         stdin: LineWriter,
         complain: Callable[[], str | None],

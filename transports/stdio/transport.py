@@ -26,7 +26,7 @@ from protocol.splice import SplicedCall
 from protocol.stdout import StdoutReader
 
 from .. import fdread
-from ..base import AuthHook, NotificationHandler, Params, Reply, Started, Transport
+from ..base import AuthHook, NotificationHandler, Params, ReplySink, Started, Transport
 from ..complaints import Complaints
 from ..errors import TransportClosed, TransportError, single_exceptions
 from ..linewriter import LineWriter
@@ -151,7 +151,7 @@ class StdioTransport(Transport):
         self,
         method: str,
         params: Params | SplicedCall,
-        reply: Reply,
+        reply: ReplySink,
         *,
         headers: Mapping[str, str] | None = None,
     ) -> rpc.Id:

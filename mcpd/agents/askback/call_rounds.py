@@ -31,7 +31,7 @@ __all__ = ["CallRounds", "CallTask", "Had"]
 
 # The reply line for a call's outcome (the call last sent under what, under which id), and
 # whether it was spliced (``Router.reply``).
-Reply = Callable[[AgentCall, Outcome, Sent | None, rpc.Id | None], tuple[bytes, bool]]
+ReplyLine = Callable[[AgentCall, Outcome, Sent | None, rpc.Id | None], tuple[bytes, bool]]
 
 
 class Had(NamedTuple):
@@ -49,7 +49,7 @@ class CallRounds:
         askback: AskBackDriver,
         policy: CallPolicy,
         records: CallRecords,
-        reply: Reply,
+        reply: ReplyLine,
         failed: Callable[[AgentCall, BaseException], None],
         who: Callable[[AgentCall, Agent], AgentInfo],
     ) -> None:

@@ -43,7 +43,7 @@ from .prompts import Sees, complete, everything, get_prompt, list_prompts
 from .resources import list_resources, read_resource
 
 _DEBOUNCE: Final = 0.2
-Handler = Callable[[Any, rpc.Request, RequestContext | None], Awaitable[Any]]
+ExtraHandler = Callable[[Any, rpc.Request, RequestContext | None], Awaitable[Any]]
 
 
 def _agent_side(conn: Agent, ctx: RequestContext | None) -> AgentSide:
@@ -90,7 +90,7 @@ class ExtraMethods:
         self._dirty = trio.Event()
         servers.subscribe(self.list_changed)
 
-    def handlers(self) -> dict[str, Handler]:
+    def handlers(self) -> dict[str, ExtraHandler]:
         return {
             "prompts/list": self._prompts_list,
             "prompts/get": self._prompts_get,

@@ -48,7 +48,7 @@ from protocol import mcp, surface
 from ...policy.agent import AgentInfo
 from ...policy.deciders.kin import AgentKin
 from ...policy.decision import refusals
-from ...policy.decision.gate import CallGate, FindKin, Opened
+from ...policy.decision.gate import CallGate, FindKin, WaitOpened
 from ...policy.decision.rules import ALLOW, CallFacts, Decision, facts_of
 from ...policy.shown.reading import RepeatedKey, Unshowable
 from ...policy.waiting import asking
@@ -142,7 +142,7 @@ class CallPolicy:
         kin: FindKin,
         ask: Ask,
         asker: Asker | None,
-        told: Opened | None = None,
+        told: WaitOpened | None = None,
     ) -> mcp.CallToolResult | Sent:
         """Wait for a person's decision on ``call`` (of ``agent``, whose ``kin`` may not
         decide it): what it is sent under once it is approved, else the result it ends
@@ -251,7 +251,7 @@ class CallPolicy:
         kin: FindKin,
         sent: Sent,
         asker: Asker | None,
-        told: Opened | None = None,
+        told: WaitOpened | None = None,
     ) -> mcp.CallToolResult | Sent:
         """``call``, sent under ``sent``, about to go to its server again with what its
         agent answered: looked at as a call approved after a wait is. Its tool as

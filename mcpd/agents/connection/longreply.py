@@ -21,13 +21,13 @@ from ..backend import LineSink
 # A long reply's next piece is made once this little of it is still queued.
 _PIECES_QUEUED: Final = 256 * 1024
 
-Put = Callable[[bytes, rpc.Id | None], None]
+PutReply = Callable[[bytes, rpc.Id | None], None]
 
 
 class LongReplies:
     __slots__ = ("_broken", "_lock", "_out", "_put", "held")
 
-    def __init__(self, out: LineSink, put: Put, broken: Callable[[BrokenPiece], None]):
+    def __init__(self, out: LineSink, put: PutReply, broken: Callable[[BrokenPiece], None]):
         """``put`` queues a line as the connection does; ``broken`` hears of a piece
         that is not JSON (a fault in mcpd: the line cannot be finished)."""
         self._out = out

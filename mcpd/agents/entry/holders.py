@@ -55,7 +55,7 @@ logger = logging.getLogger("mcpd.http")
 _T = TypeVar("_T")
 
 # The server a pid belongs to, or descends from (None: no server's).
-ServerOf = Callable[[int], str | None]
+ServerByDescent = Callable[[int], str | None]
 # The server whose host loopback grant mcpd relays through its own connection from a
 # port of 127.0.0.1 to another (None: no relay's).
 RelayedBy = Callable[[int, int], str | None]
@@ -117,7 +117,10 @@ class Lookups:
     only slows, and each is given ``LOOKUP`` of its own once it begins."""
 
     def __init__(
-        self, server_of: ServerOf, relayed_by: RelayedBy, server_pids: Callable[[], list[int]]
+        self,
+        server_of: ServerByDescent,
+        relayed_by: RelayedBy,
+        server_pids: Callable[[], list[int]],
     ) -> None:
         self.server_of = server_of
         self.relayed_by = relayed_by

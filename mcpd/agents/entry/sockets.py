@@ -36,7 +36,7 @@ from .unix_socket import SocketFile, Staged, UnixBound, bind_unix, stage_unix
 
 logger = logging.getLogger("mcpd.agents")
 
-Handler = Callable[[trio.SocketStream, str, "Leave"], Awaitable[None]]
+SocketHandler = Callable[[trio.SocketStream, str, "Leave"], Awaitable[None]]
 # What ends the HTTP sessions opened on a profile's socket until now, saying how many.
 SessionsOn = Callable[[str], Callable[[], int]]
 
@@ -74,7 +74,7 @@ class _Bound(msgspec.Struct):
 
 
 class ProfileSockets:
-    def __init__(self, handle: Handler, sessions_on: SessionsOn) -> None:
+    def __init__(self, handle: SocketHandler, sessions_on: SessionsOn) -> None:
         self._handle = handle
         self._sessions_on = sessions_on
         self._bound: dict[str, _Bound] = {}

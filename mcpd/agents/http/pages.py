@@ -20,8 +20,8 @@ from .exchange import RequestSender
 from .wire import Reject
 
 Query: TypeAlias = dict[str, list[str]]
-Answer: TypeAlias = tuple[int, str, bytes]  # the status, the content type and the body
-Page: TypeAlias = Callable[[Query, RequestSender], Answer]
+PageAnswer: TypeAlias = tuple[int, str, bytes]  # the status, the content type and the body
+PageHandler: TypeAlias = Callable[[Query, RequestSender], PageAnswer]
 
 METRICS_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 _encode: Final = msgspec.json.Encoder().encode
@@ -42,9 +42,9 @@ class ReadPages:
         self._profile = profile
         self._scope = scope
 
-    def find(self, path: str) -> Page | None:
+    def find(self, path: str) -> PageHandler | None:
         """The page at ``path`` (None: there is none)."""
-        pages: dict[str, Page] = {
+        pages: dict[str, PageHandler] = {
             "/status": self.status,
             "/tools": self.tools,
             "/prompts": self.prompts,
@@ -54,11 +54,11 @@ class ReadPages:
         }
         return pages.get(path)
 
-    def status(self, query: Query, caller: RequestSender) -> Answer:
+    def status(self, query: Query, caller: RequestSender) -> PageAnswer:
         scope, own_user = self._scope(query, caller), caller.who().reads_as_owner()
         return 200, "application/json", _encode(self.control.status(scope, own_user=own_user))
 
-    def tools(self, query: Query, caller: RequestSender) -> Answer:
+    def tools(self, query: Query, caller: RequestSender) -> PageAnswer:
         listing = self._profile(query, caller).listing()
         tools = msgspec.json.decode(rpc.encode(listing))
         fmt = (query.get("format") or ["mcp"])[0]
@@ -69,11 +69,11 @@ class ReadPages:
             raise Reject(400, _encode({"error": f"unknown format {fmt!r}; use one of {known}"}))
         return 200, "application/json", _encode(translate(tools, fmt))
 
-    def prompts(self, query: Query, caller: RequestSender) -> Answer:
+    def prompts(self, query: Query, caller: RequestSender) -> PageAnswer:
         sees = self._profile(query, caller).view.admits_prompt
         return 200, "application/json", _encode({"prompts": self.servers.prompt_listing(sees)})
 
-    def resources(self, query: Query, caller: RequestSender) -> Answer:
+    def resources(self, query: Query, caller: RequestSender) -> PageAnswer:
         s, sight = self.servers, self._profile(query, caller).view
         body = {
             "resources": s.resource_listing(sight),
@@ -81,7 +81,7 @@ class ReadPages:
         }
         return 200, "application/json", _encode(body)
 
-    def healthz(self, query: Query, caller: RequestSender) -> Answer:
+    def healthz(self, query: Query, caller: RequestSender) -> PageAnswer:
         scope = self._scope(query, caller)
         states = self.servers.states(None if scope is None else scope.has_server)
         down = [s for s in states if not s["available"]]
@@ -93,5 +93,5 @@ class ReadPages:
             return 200, "application/json", _encode({"status": "ok", "servers": len(states)})
         return 503, "application/json", _encode(body)
 
-    def metrics(self, query: Query, caller: RequestSender) -> Answer:
+    def metrics(self, query: Query, caller: RequestSender) -> PageAnswer:
         return 200, METRICS_TYPE, self.control.metrics(self._scope(query, caller)).encode()

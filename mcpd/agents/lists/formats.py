@@ -14,34 +14,34 @@ from collections.abc import Callable, Iterable
 from typing import Final
 
 # A tool as mcpd lists it, and as an API takes it: JSON objects of a server's making.
-Tool = dict[str, object]
-Shape = Callable[[Tool], Tool]
+ToolJson = dict[str, object]
+Shape = Callable[[ToolJson], ToolJson]
 
 
-def _schema(tool: Tool) -> Tool:
+def _schema(tool: ToolJson) -> ToolJson:
     schema = tool.get("inputSchema")
     return schema if isinstance(schema, dict) else {"type": "object"}
 
 
-def _description(tool: Tool) -> str:
+def _description(tool: ToolJson) -> str:
     return str(tool.get("description") or "")
 
 
-def anthropic(tool: Tool) -> Tool:
+def anthropic(tool: ToolJson) -> ToolJson:
     """A ``tools`` entry of Anthropic's Messages API."""
     return {"name": tool["name"], "description": _description(tool), "input_schema": _schema(tool)}
 
 
-def _function(tool: Tool) -> Tool:
+def _function(tool: ToolJson) -> ToolJson:
     return {"name": tool["name"], "description": _description(tool), "parameters": _schema(tool)}
 
 
-def openai(tool: Tool) -> Tool:
+def openai(tool: ToolJson) -> ToolJson:
     """A ``tools`` entry of OpenAI's Chat Completions API."""
     return {"type": "function", "function": _function(tool)}
 
 
-def openai_responses(tool: Tool) -> Tool:
+def openai_responses(tool: ToolJson) -> ToolJson:
     """A ``tools`` entry of OpenAI's Responses API: the same fields, not nested."""
     return {"type": "function", **_function(tool)}
 
@@ -53,7 +53,7 @@ FORMATS: Final[dict[str, Shape]] = {
 }
 
 
-def translate(tools: Iterable[Tool], fmt: str) -> list[Tool]:
+def translate(tools: Iterable[ToolJson], fmt: str) -> list[ToolJson]:
     shape = FORMATS[fmt]
     return [shape(t) for t in tools]
 

@@ -22,7 +22,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 
 from ...registry.profiles.views import ProfileView
-from ...registry.tables.table import Listed
+from ...registry.tables.table import ListedTool
 from ...servers.shared import Call
 from . import metatools
 
@@ -30,11 +30,11 @@ _encode: Final = msgspec.json.Encoder().encode
 _decode_tool: Final = msgspec.json.Decoder(dict[str, Any])
 
 
-def exposed_listing(view: ProfileView) -> Sequence[Listed]:
+def exposed_listing(view: ProfileView) -> Sequence[ListedTool]:
     """``tools/list`` for the view's agents."""
     if view.mode == "all":
         return view.listing()
-    defs: list[Listed] = list(metatools.meta_tools(view.servers(), total=view.count()))
+    defs: list[ListedTool] = list(metatools.meta_tools(view.servers(), total=view.count()))
     return defs + view.pinned()
 
 

@@ -8,7 +8,7 @@ from msgspec import UNSET
 from protocol import mcp
 from protocol.serving import RequestContext
 
-from ...registry.tables.table import Listed, listed_name
+from ...registry.tables.table import ListedTool, listed_name
 from ...servers.all_servers import AllServers
 from ..profiles import Profile
 from .paging import page_of
@@ -34,6 +34,6 @@ def list_tools(
     )
 
 
-def _name(item: Listed) -> bytes:
+def _name(item: ListedTool) -> bytes:
     # A tool's name stands for it: a tool changed in place keeps its place in the list.
     return listed_name(item).encode()

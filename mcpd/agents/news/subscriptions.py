@@ -32,8 +32,7 @@ from ...registry.uris.scheme import Routed, Sight, Undecided
 from ...servers.all_servers import AllServers
 from ..beyond_tools.prompts import held_read_error
 from ..beyond_tools.resources import route
-
-Send = Callable[[bytes], None]
+from .logs import Send
 
 # Each subscription is held here and at its server, and costs its server a request to
 # take and another to let go: without a bound one agent naming URIs without end would
@@ -78,7 +77,7 @@ class _Entry:
         self.checked: tuple[int, bool] | None = None
 
 
-Key = tuple[str, str]  # (alias, the server's URI)
+SubscriptionKey = tuple[str, str]  # (alias, the server's URI)
 Who = tuple[int, Any]  # (id of the owner, listen id)
 
 
@@ -93,7 +92,7 @@ class Subscriptions:
         self.servers = servers
         self._max_line_bytes = max_line_bytes  # the daemon's, as it is now
         # (alias, the server's URI) -> {subscriber: its subscription}
-        self._subs: dict[Key, dict[Who, _Entry]] = {}
+        self._subs: dict[SubscriptionKey, dict[Who, _Entry]] = {}
         # id of the owner -> what it holds: (alias, the server's URI), listen id
         self._owned: dict[int, set[tuple[tuple[str, str], Any]]] = {}
         # id of the owner -> the bytes of the agent's URIs it holds (a server's URI is
@@ -103,7 +102,7 @@ class Subscriptions:
         self._bytes = 0
         servers.on_resource_updated(self._updated)
 
-    def _hold(self, key: Key, who: Who, entry: _Entry) -> None:
+    def _hold(self, key: SubscriptionKey, who: Who, entry: _Entry) -> None:
         holders = self._subs.setdefault(key, {})
         before = holders.get(who)
         if before is None:
@@ -113,7 +112,7 @@ class Subscriptions:
         holders[who] = entry
         self._spend(who[0], _size(entry.uri) - (0 if before is None else _size(before.uri)))
 
-    def _release(self, key: Key, who: Who) -> None:
+    def _release(self, key: SubscriptionKey, who: Who) -> None:
         holders = self._subs.get(key)
         entry = None if holders is None else holders.pop(who, None)
         if holders is None or entry is None:
@@ -262,7 +261,7 @@ class Subscriptions:
             entry.sight = sight
             self._look_again(key, who, entry)
 
-    def _look_again(self, key: Key, who: Who, entry: _Entry) -> None:
+    def _look_again(self, key: SubscriptionKey, who: Who, entry: _Entry) -> None:
         """Lets go of ``entry`` unless its URI may still reach ``key``: routed there,
         or its server shown and the URI not found (its lists may be on their way back
         after a restart), or matching it cut short."""
@@ -275,10 +274,10 @@ class Subscriptions:
         self._release(key, who)
 
     @staticmethod
-    def _routes(found: object, key: Key) -> bool:
+    def _routes(found: object, key: SubscriptionKey) -> bool:
         return isinstance(found, Routed) and (found.alias, found.uri) == key
 
-    def _reaches(self, entry: _Entry, key: Key, version: int) -> bool:
+    def _reaches(self, entry: _Entry, key: SubscriptionKey, version: int) -> bool:
         """Whether ``entry``'s URI routes to ``key`` through its profile now; found once
         per version of the servers' lists (and again after its profile changed)."""
         if entry.checked is not None and entry.checked[0] == version:

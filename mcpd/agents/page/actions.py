@@ -33,10 +33,10 @@ from . import render
 from .assets import SECURITY_HEADERS
 from .opener import Opener
 from .passes import PageSession, csrf_matches
-from .sources import Decision, Sources
+from .sources import ApproveOrDeny, Sources
 from .words import on_page
 
-Scope = Callable[[], ProfileView | None]  # raises Reject (a profile it may not read)
+ProfileScope = Callable[[], ProfileView | None]  # raises Reject (a profile it may not read)
 # Who sends a request, as /proc tells (``RequestSender.deciders``).
 Senders = Callable[[], Awaitable[tuple[Decider, ...]]]
 _encode: Final = msgspec.json.Encoder().encode
@@ -81,7 +81,7 @@ class Actions:
 
     async def serve(
         self, wire: Wire, path: str, headers: Headers, body: bytes, session: PageSession | None,
-        scope: Scope, senders: Senders,
+        scope: ProfileScope, senders: Senders,
     ) -> None:  # fmt: skip
         form = checked_form(headers, body, session)
         wants_json = "application/json" in (headers.get("accept") or "")
@@ -97,7 +97,7 @@ class Actions:
         said: str
         try:
             if path == "/page/decide" and self.sources.decide is not None:
-                decision: Decision
+                decision: ApproveOrDeny
                 if form.get("decision") == "approve":
                     decision = "approve"
                 elif form.get("decision") == "deny":
@@ -119,7 +119,12 @@ class Actions:
         await _answer(wire, said, wants_json)
 
     async def _login(
-        self, wire: Wire, headers: Headers, form: dict[str, str], scope: Scope, wants_json: bool
+        self,
+        wire: Wire,
+        headers: Headers,
+        form: dict[str, str],
+        scope: ProfileScope,
+        wants_json: bool,
     ) -> None:
         alias = form.get("server", "")
         view = scope()

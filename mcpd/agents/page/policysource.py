@@ -32,9 +32,9 @@ from ..backend import Control
 from .opener import Opener, check_decision, not_this_pages
 from .sources import (
     APPROVALS_SHOWN,
+    ApproveOrDeny,
     CallFilter,
     CallRow,
-    Decision,
     PendingApproval,
     Sources,
     Waiting,
@@ -70,7 +70,9 @@ def policy_sources(
         ]
         return Waiting(first, len(waiting) - len(first))
 
-    async def decide(id: str, decision: Decision, scope: ProfileView | None, opener: Opener) -> str:
+    async def decide(
+        id: str, decision: ApproveOrDeny, scope: ProfileView | None, opener: Opener
+    ) -> str:
         if scope is not None:
             raise rpc.RPCError(-32000, OWNER_ONLY)
         agents = await agents_kin()

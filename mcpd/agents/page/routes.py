@@ -40,7 +40,7 @@ from .actions import (
     OAUTH,
     PATHS,
     Actions,
-    Scope,
+    ProfileScope,
     refuse_action,
     refuse_page,
     send_page_answer,
@@ -126,7 +126,7 @@ class Page:
 
     async def serve(
         self, wire: Wire, request: h11.Request, body: bytes, caller: RequestSender, access: Access,
-        scope: Scope,
+        scope: ProfileScope,
     ) -> None:  # fmt: skip
         target = request.target.decode("latin-1")
         path, _, query_text = target.partition("?")
@@ -180,7 +180,11 @@ class Page:
             raise Reject(404)
 
     def _reading(
-        self, access: Access, caller: RequestSender, scope: Scope, query: dict[str, list[str]]
+        self,
+        access: Access,
+        caller: RequestSender,
+        scope: ProfileScope,
+        query: dict[str, list[str]],
     ) -> PageReader:
         """Raises Reject for a profile the reader may not read (any longer)."""
         # As last judged: a session found an agent's since it was admitted says so.

@@ -25,9 +25,9 @@ from ...registry.profiles.views import ProfileView
 from .opener import Opener
 
 T = TypeVar("T")
-Decision = Literal["approve", "deny"]
+ApproveOrDeny = Literal["approve", "deny"]
 # (id, decision, scope, who decides: who opened the session)
-Decide = Callable[[str, Decision, ProfileView | None, Opener], Awaitable[str]]
+Decide = Callable[[str, ApproveOrDeny, ProfileView | None, Opener], Awaitable[str]]
 # (server, kind, item name, digest, scope, who opened the session): the held change
 # approved, if it is still the one the digest names.
 Release = Callable[[str, str, str, str, ProfileView | None, Opener], Awaitable[str]]

@@ -33,7 +33,7 @@ _PLAIN_SUFFIXES: Final = ("_DIRECTORY",)  # systemd's STATE_DIRECTORY= and the o
 # Shorter values are not told apart from ordinary text ("true", a port).
 MIN_SECRET: Final = 6
 
-Found = list[HeldSecret]
+FoundSecrets = list[HeldSecret]
 
 
 class Unresolved(ConfigError):
@@ -90,7 +90,7 @@ def expand(
     path: str,
     env: Mapping[str, str],
     refs: References | None = None,
-    found: Found | None = None,
+    found: FoundSecrets | None = None,
 ) -> str:
     """``refs`` notes each reference; ``found`` collects the values that came from the
     environment or a secret file (a default written in the file is no secret)."""
@@ -155,7 +155,7 @@ def expand_tree(
     path: str,
     env: Mapping[str, str],
     refs: References | None = None,
-    found: Found | None = None,
+    found: FoundSecrets | None = None,
 ) -> object:
     """Every string under ``node`` expanded; any reference that fails is an error."""
     return _walk(node, path, lambda value, where: expand(value, where, env, refs, found))
@@ -175,7 +175,7 @@ class ServerTable(msgspec.Struct, frozen=True):
 
 
 def expand_server(
-    body: object, where: str, env: Mapping[str, str], found: Found | None = None
+    body: object, where: str, env: Mapping[str, str], found: FoundSecrets | None = None
 ) -> ServerTable:
     refs = References()
     if isinstance(body, dict) and body.get("enabled") is False:

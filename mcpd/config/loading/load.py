@@ -30,7 +30,7 @@ from ..tables.model import MAX_CONFIG_BYTES, Config, ConfigError, key_as_written
 from ..tables.profiles import ProfileConfig
 from ..tables.servertable import ServerConfig
 from .expand import (
-    Found,
+    FoundSecrets,
     References,
     ServerTable,
     Unresolved,
@@ -55,7 +55,7 @@ def parse_config(
             raise ConfigError(key, "unknown key")
     servers = data.get("servers")
     refs = References()
-    found: Found = []
+    found: FoundSecrets = []
     expanded = {k: expand_tree(v, k, env, refs, found) for k, v in data.items() if k != "servers"}
     tables: dict[str, ServerTable] = {}
     if isinstance(servers, dict):

@@ -14,11 +14,12 @@ from typing import Final, Literal, NamedTuple
 import msgspec
 
 from protocol.masking import masked
+from transports.stdio.sandbox.plan import Level
 
 from ..credentials.secrets import HeldSecret
 from .policy import PolicyRule
 from .profiles import ProfileConfig
-from .servertable import Level, LimitsConfig, ServerConfig
+from .servertable import LimitsConfig, ServerConfig
 
 EX_CONFIG: Final = 78
 # The key of a JSON-RPC error's data when the daemon rejected a config (a reload's).

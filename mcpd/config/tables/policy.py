@@ -32,7 +32,7 @@ Remember = Literal["connection", "none"]
 # ask: who may decide. The calling agent's user, through its host, when the agent can be
 # asked (else the operator); or only the operator, for a rule no agent may answer for
 # itself (an agent that answers its own questions is its own user).
-Decider = Literal["agent_or_operator", "operator"]
+WhoDecides = Literal["agent_or_operator", "operator"]
 
 DEFAULT_ASK_TIMEOUT: Final = 120.0
 MAX_ASK_TIMEOUT: Final = 24 * 3600.0
@@ -78,7 +78,7 @@ class PolicyRule(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_onl
     # rest of the agent's connection.
     timeout: float | None = None
     remember: Remember | None = None
-    decider: Decider | None = None
+    decider: WhoDecides | None = None
 
     def ask_timeout(self) -> float:
         return DEFAULT_ASK_TIMEOUT if self.timeout is None else self.timeout

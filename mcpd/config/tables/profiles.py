@@ -24,7 +24,7 @@ from typing import Final, Literal
 import msgspec
 
 DEFAULT_PROFILE: Final = "default"
-Discovery = Literal["all", "search", "auto"]
+DiscoveryMode = Literal["all", "search", "auto"]
 
 
 class Patterns(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -47,7 +47,7 @@ class ProfileConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_
     # The tool cap: "auto" searches above it, "all" lists everything and warns. None:
     # [daemon] max_tools.
     max_tools: int | None = None
-    discovery: Discovery = "all"
+    discovery: DiscoveryMode = "all"
     pinned: list[str] = msgspec.field(default_factory=list)  # patterns, always listed
     socket: str | None = None
     socket_mode: str = "0600"

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-Level = Literal["off", "default", "strict"]
+from transports.stdio.sandbox.plan import Level
 
 
 class LimitsConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -41,7 +41,8 @@ class ToolsConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     description: dict[str, str] = msgspec.field(default_factory=dict)
 
 
-AuthMethod = Literal["client_secret_basic", "client_secret_post", "none", "private_key_jwt"]
+# How mcpd as an OAuth client proves itself at the token endpoint.
+ClientAuthMethod = Literal["client_secret_basic", "client_secret_post", "none", "private_key_jwt"]
 
 
 class AuthConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -64,7 +65,7 @@ class AuthConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_onl
     redirect_port: int = 0
     # PEM (PKCS#8, SEC1, PKCS#1) or JWK text, for private_key_jwt.
     private_key: str | None = None
-    token_endpoint_auth_method: AuthMethod | None = None
+    token_endpoint_auth_method: ClientAuthMethod | None = None
 
     def __repr__(self) -> str:
         # The config is printed in errors and debugging sessions; its secrets must not be.

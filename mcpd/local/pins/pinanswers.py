@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import NotRequired, TypedDict
 
-from ...registry.gating.judged import HeldKind, Why
+from ...registry.gating.judged import HeldKind, WhyHeld
 
 
 class HeldItem(TypedDict):
@@ -15,7 +15,7 @@ class HeldItem(TypedDict):
     server: str
     kind: HeldKind
     name: str
-    why: Why
+    why: WhyHeld
     reason: str
     rules: list[str]
     digest: str

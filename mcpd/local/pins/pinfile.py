@@ -39,7 +39,13 @@ from protocol.logfields import log_extra
 
 from ...registry.gating.judged import HeldKind, HeldOffer, held_reason
 from ...registry.pinning.definitions import BadPins
-from ...registry.pinning.digests import Found, Pins, Unwritten, Wanted, pinned_definitions
+from ...registry.pinning.digests import (
+    FoundDefinitions,
+    Pins,
+    Unwritten,
+    Wanted,
+    pinned_definitions,
+)
 from ...registry.pinning.review import Review
 from ..state.write_pacing import PacedWrites
 from . import pinrecords, pinwriter
@@ -165,13 +171,13 @@ class PinKeeper:
                 extra=log_extra(None, "state_file", str(exc)),
             )
 
-    def stored(self, wanted: list[Wanted]) -> Found:
+    def stored(self, wanted: list[Wanted]) -> FoundDefinitions:
         """The definitions of these pins that the file holds, read now (a held item is
         shown as approved from the moment it is held): from their servers' parts, or
         from what a write under way takes there."""
         return pinned_definitions(self.review.pins, self._in_flight, self._from_file, wanted)
 
-    def _from_file(self, wanted: list[Wanted]) -> Found:
+    def _from_file(self, wanted: list[Wanted]) -> FoundDefinitions:
         try:
             return pinrecords.definitions_in_file(self.path, self._sections, wanted)
         except (OSError, BadPins) as exc:

@@ -33,7 +33,7 @@ from ...registry.pinning.definitions import (
     checked,
     verified,
 )
-from ...registry.pinning.digests import Found, Pins, ServerPins, Wanted, parsed_digest
+from ...registry.pinning.digests import FoundDefinitions, Pins, ServerPins, Wanted, parsed_digest
 from ...registry.pinning.forgotten import decoded
 from ..state.privatefile import read_private
 
@@ -144,10 +144,12 @@ def _found_sections(data: bytes, file: FileId, aliases: list[str]) -> Sections:
     return Sections(file, spans)
 
 
-def definitions_in_file(path: str, sections: Sections | None, wanted: list[Wanted]) -> Found:
+def definitions_in_file(
+    path: str, sections: Sections | None, wanted: list[Wanted]
+) -> FoundDefinitions:
     """The definitions the file holds of ``wanted`` that match their digests: from
     each server's part when ``sections`` holds for the file, else from all of it."""
-    out: Found = {}
+    out: FoundDefinitions = {}
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         by_server: dict[str, PinnedServer | None] = {alias: None for alias, *_ in wanted}

@@ -53,7 +53,7 @@ READ_HERE: Final = 64 * 1024
 # a call is to wait, and only then.
 FindKin = Callable[[], Awaitable[AgentKin]]
 # Told the id a call waits for a person under, and for how long at most.
-Opened = Callable[[str, float], None]
+WaitOpened = Callable[[str, float], None]
 
 
 class CallGate:
@@ -144,7 +144,7 @@ class CallGate:
         arguments: ShownArguments,
         agent_answer: AgentAnswer | None = None,
         kept: int = 0,
-        opened: Opened | None = None,
+        opened: WaitOpened | None = None,
     ) -> Verdict | Decision:
         """Wait for a person's decision on an ``ask`` call, which keeps ``kept`` bytes
         meanwhile. ``agent_answer`` asks the agent's user (``waiting.asking``) while the

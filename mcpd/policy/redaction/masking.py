@@ -137,7 +137,7 @@ class SecretSet:
         return masked_value(value, lambda text: self.mask(text, seen))
 
 
-Source = Callable[[], Iterable[HeldSecret]]
+SecretSource = Callable[[], Iterable[HeldSecret]]
 _EMPTY: Final = SecretSet(())
 
 
@@ -146,7 +146,7 @@ class KnownSecrets:
 
     def __init__(self) -> None:
         self._fixed: dict[str, tuple[HeldSecret, ...]] = {}
-        self._sources: dict[str, Source] = {}
+        self._sources: dict[str, SecretSource] = {}
         self._built_for: tuple[tuple[str, str], ...] | None = None
         self._set = _EMPTY
 
@@ -154,7 +154,7 @@ class KnownSecrets:
         """The secrets of ``name`` (``"config"``) are now these."""
         self._fixed[name] = tuple(secrets)
 
-    def watch(self, name: str, source: Source) -> None:
+    def watch(self, name: str, source: SecretSource) -> None:
         """``source()`` says what ``name`` holds each time the set is used."""
         self._sources[name] = source
 

@@ -36,7 +36,7 @@ from .judged import (
     ListState,
     T,
     Verdicts,
-    Why,
+    WhyHeld,
     held_reason,
     held_view,
 )
@@ -197,7 +197,7 @@ class ListGate:
         whole = self.held_whole(alias) is not None
         judging = _Judging(alias, kind, server, self.policy(alias), state, news, whole)
         shown: dict[str, T] = {}
-        waiting: list[tuple[str, ItemJudged, Why, str]] = []
+        waiting: list[tuple[str, ItemJudged, WhyHeld, str]] = []
         saved = False
         sought = partial(looked_up, kind, renames=renames or {})
         # An approved server's new name that agents know as a pinned one's is a
@@ -239,7 +239,7 @@ class ListGate:
 
     def _against_pin(
         self, j: _Judging, name: str, seen: ItemJudged, pin: bytes | None, was: str
-    ) -> tuple[Why | None, bool]:
+    ) -> tuple[WhyHeld | None, bool]:
         """What an item's pin (``_judged_against``) says of it: why it waits (None: it
         is shown), and whether what is offered was pinned."""
         policy, server, kind = j.policy, j.server, j.kind
@@ -301,7 +301,7 @@ class ListGate:
         state: ListState,
         news: News,
         pinned: dict[str, bytes],
-        waiting: list[tuple[str, ItemJudged, Why, str]],
+        waiting: list[tuple[str, ItemJudged, WhyHeld, str]],
         shown: dict[str, T],
     ) -> dict[str, str]:
         """Hold what waits: shown as approved (the approved definitions not at hand

@@ -20,8 +20,8 @@ from ..findings.rules import Finding
 from ..pinning.definitions import (
     KINDS,
     Instructions,
-    Item,
     Kind,
+    PinnedItem,
     PinRecord,
     definition,
     item_of,
@@ -29,7 +29,7 @@ from ..pinning.definitions import (
 )
 
 # "forgotten": new under a name whose pin the server had mcpd forget (``forgotten``).
-Why = Literal["changed", "forgotten", "new", "new_server", "finding"]
+WhyHeld = Literal["changed", "forgotten", "new", "new_server", "finding"]
 # What can wait for approval: a pinned item, or a resource of a server held whole.
 HeldKind = Literal[Kind, "resource"]
 HELD_KINDS: Final[tuple[HeldKind, ...]] = (*KINDS, "resource")
@@ -70,7 +70,7 @@ class HeldOffer(msgspec.Struct):
     server: str
     kind: HeldKind
     name: str
-    why: Why
+    why: WhyHeld
     offered: PinRecord
     approved: PinRecord | None = None
     rules: list[str] = msgspec.field(default_factory=list)  # found in what is offered
@@ -82,7 +82,7 @@ def held_label(kind: HeldKind, name: str) -> str:
     return f"{kind} {name}" if name else kind
 
 
-def held_reason(why: Why, alias: str, rules: Iterable[str] = ()) -> str:
+def held_reason(why: WhyHeld, alias: str, rules: Iterable[str] = ()) -> str:
     how = f"run `mcpd approve {alias}`"
     if why == "changed":
         return f"its definition changed since it was approved; {how}"
@@ -111,7 +111,7 @@ class HeldView(msgspec.Struct, gc=False):
     """What agents are shown of a held item, made from the definition approved."""
 
     approved: bytes  # the approved digest it was made for (b"": none)
-    item: Item | surface.Resource  # as approved, or its name (a resource's URI) alone
+    item: PinnedItem | surface.Resource  # as approved, or its name (a resource's URI) alone
     definition: PinRecord | None  # the approved definition, when it could be read
 
 
@@ -139,7 +139,7 @@ class ListState:
         for key in [k for k in self.told if k[0] not in names]:
             del self.told[key]
 
-    def seen(self, name: str, item: Item | surface.Resource, kind: str) -> ItemJudged:
+    def seen(self, name: str, item: PinnedItem | surface.Resource, kind: str) -> ItemJudged:
         seen = self.memo.get(name)
         if seen is not None:
             if seen.source is item:
@@ -191,7 +191,7 @@ class ListState:
         return True
 
 
-READERS: Final[dict[Kind, Callable[[Item], Readable]]] = {
+READERS: Final[dict[Kind, Callable[[PinnedItem], Readable]]] = {
     "tool": read_tool,  # type: ignore[dict-item]
     "prompt": read_prompt,  # type: ignore[dict-item]
     "template": read_listed,  # type: ignore[dict-item]
@@ -205,13 +205,13 @@ def resource_record(resource: surface.Resource) -> PinRecord:
     return PinRecord(pin_digest(data), Raw(data))
 
 
-def held_view(kind: Kind, name: str, approved: PinRecord | None) -> Item:
+def held_view(kind: Kind, name: str, approved: PinRecord | None) -> PinnedItem:
     """What agents are shown of a held item: as approved, else its name alone (of
     instructions: none, no text); by the server's name for it now (``name``), which
     is what a call to it would reach, even when it was approved under another."""
     if approved is not None:
         try:
-            shown: Item = READERS[kind](item_of(kind, approved.definition)).item
+            shown: PinnedItem = READERS[kind](item_of(kind, approved.definition)).item
         except (msgspec.DecodeError, msgspec.ValidationError):
             pass
         else:

@@ -29,7 +29,7 @@ from ..text.clean import clean_text
 
 logger = logging.getLogger("mcpd.server")
 
-Item: TypeAlias = mcp.Tool | surface.Prompt | surface.Resource | surface.ResourceTemplate
+ListedItem: TypeAlias = mcp.Tool | surface.Prompt | surface.Resource | surface.ResourceTemplate
 T = TypeVar("T", mcp.Tool, surface.Prompt, surface.Resource, surface.ResourceTemplate)
 
 DEFAULT_LIMITS: Final = Config().list_limits("")
@@ -89,7 +89,7 @@ def short_name(name: object) -> str:
     return name if len(name) <= _NAME_SHOWN else name[: _NAME_SHOWN - 3] + "..."
 
 
-def item_label(item: Item) -> str:
+def item_label(item: ListedItem) -> str:
     if isinstance(item, surface.Resource):
         return short_name(item.uri)
     if isinstance(item, surface.ResourceTemplate):
@@ -165,7 +165,7 @@ class ListTrim:
             self._stop = self.limits.items
         self.trimmed.past += count
 
-    def admit_decoded(self, item: Item) -> bool:
+    def admit_decoded(self, item: ListedItem) -> bool:
         """``admit`` for an item already decoded (as saved), measured as encoded."""
         return self.admit_size(len(msgspec.json.encode(item)), lambda: item_label(item))
 
@@ -191,7 +191,7 @@ class ListTrim:
         """An item left out: ``name`` as ``item_label`` gives it (or a word in brackets)."""
         self.trimmed.dropped.append(_short(f"{name}: {reason}"))
 
-    def addressable(self, item: Item) -> bool:
+    def addressable(self, item: ListedItem) -> bool:
         """Whether the item can be asked for by what names it: not a tool or a prompt
         whose name is empty (``NO_NAME``), nor a resource or a template whose URI is
         empty (``NO_URI``) or holds what cleaning takes out (``HIDDEN_URI``); one that
@@ -218,7 +218,7 @@ class ListTrim:
         these is shown for all of a server's lists)."""
         self.trimmed.cut.append(_short(f"{self.one} {name}: {change}"))
 
-    def described(self, item: Item) -> None:
+    def described(self, item: ListedItem) -> None:
         """Cut the item's description (and a prompt's arguments') to the limit."""
         item.description = self._cut(item_label(item), item.description)
         if isinstance(item, surface.Prompt) and isinstance(item.arguments, list):

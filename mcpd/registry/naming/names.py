@@ -18,19 +18,19 @@ from collections.abc import Iterable
 from ...config.tables.model import NamingConfig
 from .spelling import candidate_name, fits_as_is, hashed_name, most_digits
 
-Key = tuple[str, str]  # (alias, the name agents see before the template)
+NameKey = tuple[str, str]  # (alias, the name agents see before the template)
 
 
-def assign(naming: NamingConfig, keys: Iterable[Key]) -> dict[Key, str]:
+def assign(naming: NamingConfig, keys: Iterable[NameKey]) -> dict[NameKey, str]:
     """A local name for every key: the template's name when it is short enough, nobody
     else wants it and it reads neither as a hashed name nor as one of mcpd's own
     tools (``spelling.fits_as_is``), else that name cut and ended
     in a hash of ``alias::name``, as many digits as it takes to be no other's."""
-    claims: dict[str, list[Key]] = {}
+    claims: dict[str, list[NameKey]] = {}
     for key in sorted(set(keys)):
         claims.setdefault(candidate_name(naming.template, *key), []).append(key)
-    out: dict[Key, str] = {}
-    to_hash: list[tuple[str, Key]] = []
+    out: dict[NameKey, str] = {}
+    to_hash: list[tuple[str, NameKey]] = []
     for cand, wanted in claims.items():
         if len(wanted) == 1 and fits_as_is(cand, naming.max_length):
             out[wanted[0]] = cand
@@ -39,7 +39,7 @@ def assign(naming: NamingConfig, keys: Iterable[Key]) -> dict[Key, str]:
     digits, most = 6, most_digits(naming.max_length)
     while to_hash:
         # Names of different lengths never agree: each length is settled on its own.
-        at: dict[str, list[tuple[str, Key]]] = {}
+        at: dict[str, list[tuple[str, NameKey]]] = {}
         for cand, key in to_hash:
             at.setdefault(hashed_name(cand, *key, naming.max_length, digits), []).append(
                 (cand, key)

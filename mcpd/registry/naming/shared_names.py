@@ -20,7 +20,7 @@ from .spelling import OWN_TOOLS
 
 logger = logging.getLogger("mcpd.registry")
 
-Key = tuple[str, str]  # (alias, the tool's name before the template)
+SharedKey = tuple[str, str]  # (alias, the tool's name before the template)
 
 
 class Told:
@@ -30,9 +30,11 @@ class Told:
     __slots__ = ("_told",)
 
     def __init__(self) -> None:
-        self._told: dict[str, tuple[tuple[Key, str], ...]] = {}
+        self._told: dict[str, tuple[tuple[SharedKey, str], ...]] = {}
 
-    def tell(self, name: str, claims: Sequence[Key], local_of: Callable[[Key], str]) -> None:
+    def tell(
+        self, name: str, claims: Sequence[SharedKey], local_of: Callable[[SharedKey], str]
+    ) -> None:
         own = name in OWN_TOOLS
         if len(claims) < (1 if own else 2):
             self._told.pop(name, None)

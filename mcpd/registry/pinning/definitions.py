@@ -44,7 +44,7 @@ class Instructions(msgspec.Struct, forbid_unknown_fields=True):
 
 # The name a server's instructions are pinned and held by: a server has one text.
 INSTRUCTIONS: Final = ""
-Item: TypeAlias = mcp.Tool | surface.Prompt | surface.ResourceTemplate | Instructions
+PinnedItem: TypeAlias = mcp.Tool | surface.Prompt | surface.ResourceTemplate | Instructions
 FORMAT: Final = 2
 # Pins of format 1 left out icons, ``_meta`` and a tool's execution: such a pin still
 # stands for an item that differs from it in those alone (``former``), once.
@@ -107,7 +107,7 @@ class BadPins(Exception):
     """A pin file or an import that cannot be used, with what is wrong with it."""
 
 
-def key_of(item: Item) -> str:
+def key_of(item: PinnedItem) -> str:
     """How an item is known within its server: a template by its URI template."""
     if isinstance(item, surface.ResourceTemplate):
         return item.uriTemplate
@@ -132,7 +132,7 @@ class _ToolDefinition(msgspec.Struct, omit_defaults=True):
     meta: Any = msgspec.field(name="_meta", default=None)
 
 
-def definition(item: Item, former: bool = False) -> bytes:
+def definition(item: PinnedItem, former: bool = False) -> bytes:
     """The canonical JSON of what agents are handed of ``item``; ``former``: as pins of
     format 1 had it (without icons, ``_meta`` and execution)."""
     out: dict[str, Any]
@@ -178,7 +178,7 @@ def definition(item: Item, former: bool = False) -> bytes:
     return _canonical.encode(_present({**out, **extra}))
 
 
-def has_later_fields(item: Item) -> bool:
+def has_later_fields(item: PinnedItem) -> bool:
     """Whether ``item`` has a field pins of format 1 left out."""
     if isinstance(item, Instructions):
         return False  # format 1 did not pin them at all
@@ -195,7 +195,7 @@ def pin_digest(data: bytes) -> str:
     return _PREFIX + hashlib.sha256(data).hexdigest()
 
 
-def record_of(item: Item) -> PinRecord:
+def record_of(item: PinnedItem) -> PinRecord:
     data = definition(item)
     return PinRecord(pin_digest(data), Raw(data))
 
@@ -208,9 +208,9 @@ _TYPES: Final[dict[Kind, type[Any]]] = {
 }
 
 
-def item_of(kind: Kind, data: Raw | bytes) -> Item:
+def item_of(kind: Kind, data: Raw | bytes) -> PinnedItem:
     """A definition as an item that can be listed."""
-    item: Item = msgspec.json.decode(data, type=_TYPES[kind])
+    item: PinnedItem = msgspec.json.decode(data, type=_TYPES[kind])
     return item
 
 

@@ -28,8 +28,8 @@ from .definitions import (
     FORMAT,
     KINDS,
     BadPins,
-    Item,
     Kind,
+    PinnedItem,
     PinnedServer,
     PinRecord,
     PinSet,
@@ -182,9 +182,9 @@ class Pins:
         self.servers: dict[str, ServerPins] = {}
 
 
-Source: TypeAlias = "Item | Raw"  # an item as a server listed it, or its definition
+ItemOrDefinition: TypeAlias = "PinnedItem | Raw"  # an item as a server listed it, or its definition
 Wanted = tuple[str, Kind, str, bytes]  # (alias, kind, name, digest) of a definition
-Found = dict[tuple[str, Kind, str], Raw]  # definitions, by (alias, kind, name)
+FoundDefinitions = dict[tuple[str, Kind, str], Raw]  # definitions, by (alias, kind, name)
 
 
 class Unwritten:
@@ -198,20 +198,20 @@ class Unwritten:
 
     def __init__(self) -> None:
         self.servers: set[str] = set()
-        self.lists: dict[tuple[str, Kind], dict[str, Source]] = {}
+        self.lists: dict[tuple[str, Kind], dict[str, ItemOrDefinition]] = {}
 
     def changed(self, alias: str) -> None:
         """The server's pins changed (an item dropped, the server approved)."""
         self.servers.add(alias)
 
-    def put(self, alias: str, kind: Kind, name: str, source: Source) -> None:
+    def put(self, alias: str, kind: Kind, name: str, source: ItemOrDefinition) -> None:
         self.servers.add(alias)
         found = self.lists.get((alias, kind))
         if found is None:
             found = self.lists[(alias, kind)] = {}
         found[name] = source
 
-    def get(self, alias: str, kind: Kind, name: str) -> Source | None:
+    def get(self, alias: str, kind: Kind, name: str) -> ItemOrDefinition | None:
         found = self.lists.get((alias, kind))
         return None if found is None else found.get(name)
 
@@ -238,12 +238,15 @@ class Unwritten:
 
 
 def pinned_definitions(
-    pins: Pins, unwritten: Unwritten, stored: Callable[[list[Wanted]], Found], wanted: list[Wanted]
-) -> Found:
+    pins: Pins,
+    unwritten: Unwritten,
+    stored: Callable[[list[Wanted]], FoundDefinitions],
+    wanted: list[Wanted],
+) -> FoundDefinitions:
     """The definitions of these pins: those not written yet from ``unwritten``, the
     others from the pin file (``stored``); any kept by its digest alone, not found, or
     not matching its digest, is left out."""
-    out: Found = {}
+    out: FoundDefinitions = {}
     rest: list[Wanted] = []
     for alias, kind, name, digest in wanted:
         server = pins.servers.get(alias)
@@ -260,13 +263,13 @@ def pinned_definitions(
     return out
 
 
-def definition_of(source: Source, expected: bytes) -> bytes | None:
+def definition_of(source: ItemOrDefinition, expected: bytes) -> bytes | None:
     """The definition ``source`` stands for, if it is the one of that digest."""
     data = bytes(source) if isinstance(source, Raw) else definition(source)
     return data if hashlib.sha256(data).digest() == expected else None
 
 
-def former_match(server: ServerPins, kind: Kind, name: str, source: Item, pin: bytes) -> bool:
+def former_match(server: ServerPins, kind: Kind, name: str, source: PinnedItem, pin: bytes) -> bool:
     """Whether ``pin`` is of format 1 and stands for ``source``: equal in all that
     format pinned."""
     if (kind, name) not in server.former:
@@ -328,7 +331,7 @@ def every_pin(servers: Mapping[str, ServerPins]) -> list[Wanted]:
     ]
 
 
-def pin_set(servers: Mapping[str, ServerPins], found: Found) -> PinSet:
+def pin_set(servers: Mapping[str, ServerPins], found: FoundDefinitions) -> PinSet:
     """These servers' pins with their definitions; ``BadPins`` if one is not found."""
     out = PinSet()
     for alias, server in servers.items():

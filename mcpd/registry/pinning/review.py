@@ -17,7 +17,7 @@ from ..findings.rules import Finding
 from ..gating.judged import Approval, HeldKind, HeldOffer, ListState, held_label
 from .definitions import PinSet
 from .digests import (
-    Found,
+    FoundDefinitions,
     Pins,
     ServerPins,
     Unwritten,
@@ -29,7 +29,7 @@ from .digests import (
     pinned_definitions,
 )
 
-Stored = Callable[[list[Wanted]], Found]
+Stored = Callable[[list[Wanted]], FoundDefinitions]
 
 
 class Review:
@@ -54,7 +54,7 @@ class Review:
             found = self._lists[(alias, kind)] = ListState()
         return found
 
-    def definitions(self, wanted: list[Wanted]) -> Found:
+    def definitions(self, wanted: list[Wanted]) -> FoundDefinitions:
         return pinned_definitions(self.pins, self.unwritten, self.stored, wanted)
 
     # -- approval --

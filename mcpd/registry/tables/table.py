@@ -45,10 +45,10 @@ _encode: Final = msgspec.json.Encoder().encode
 
 # What a tools/list holds: the table's entries, and tools of mcpd's own (search mode's),
 # each perhaps as one era's agents are shown it (``eras``).
-Listed: TypeAlias = "Entry | mcp.Tool | Projected"
+ListedTool: TypeAlias = "Entry | mcp.Tool | Projected"
 
 
-def listed_name(item: Listed) -> str:
+def listed_name(item: ListedTool) -> str:
     return item.local if isinstance(item, Entry) else item.name
 
 

@@ -29,7 +29,7 @@ from .askback import Cause
 ProgressSink: TypeAlias = Callable[[mcp.ProgressParams], None]
 # A report's params as they may be read: with every secret in what mcpd writes of them
 # masked.
-Reread: TypeAlias = Callable[[Raw], Raw]
+MaskParams: TypeAlias = Callable[[Raw], Raw]
 
 
 def _as_sent(params: Raw) -> Raw:
@@ -37,7 +37,7 @@ def _as_sent(params: Raw) -> Raw:
 
 
 class ProgressRoutes:
-    def __init__(self, prefix: str, reread: Reread = _as_sent, alias: str = "server") -> None:
+    def __init__(self, prefix: str, reread: MaskParams = _as_sent, alias: str = "server") -> None:
         self._prefix = prefix
         self._reread = reread
         self._alias = alias

@@ -234,7 +234,7 @@ class Call(msgspec.Struct, eq=False):
         return self.weight()
 
     def __call__(self, raw: Raw | None, error: Exception | None) -> None:
-        """The transport's answer to the call's request (``transports.base.Reply``): the
+        """The transport's answer to the call's request (``transports.base.ReplySink``): the
         server's result or error, or the transport's failure. Not the call's outcome:
         its scheduler makes that of it, and ``caller.finish`` gets it."""
         if self.scheduler is not None:

@@ -25,13 +25,13 @@ import trio
 from protocol.logfields import log_extra
 from protocol.oauth import (
     CLIENT_REFUSED,
-    Action,
     AuthorizationDenied,
     AuthorizationFlow,
     Authorized,
     BearerChallenge,
     FetchPolicy,
     FlowConfig,
+    FlowStep,
     NoAuthorizationMetadata,
     OAuthError,
     OpenBrowser,
@@ -127,7 +127,7 @@ class Login:
 
     async def _open(
         self, redirect_uri: str, policy: FetchPolicy
-    ) -> tuple[AuthorizationFlow, Action]:
+    ) -> tuple[AuthorizationFlow, FlowStep]:
         """A browser login's flow, driven up to the URL to open."""
         auth = self.auth
         kept = auth.challenge
@@ -356,7 +356,7 @@ class Login:
     def status(self) -> dict[str, Any]:
         return {**self.auth.status(), "login_pending": self.pending}
 
-    async def _drive(self, flow: AuthorizationFlow, policy: FetchPolicy) -> Action:
+    async def _drive(self, flow: AuthorizationFlow, policy: FetchPolicy) -> FlowStep:
         """Execute the flow's requests up to its next step that is not a request."""
         action = flow.next_action()
         while isinstance(action, SendRequest):

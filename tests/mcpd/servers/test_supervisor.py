@@ -24,7 +24,7 @@ from protocol import jsonrpc as rpc
 from protocol import mcp
 from tests.support.calls import a_call
 from tests.support.stand_in import StandIn
-from transports.base import AuthHook, NotificationHandler, Reply, Transport
+from transports.base import AuthHook, NotificationHandler, ReplySink, Transport
 from transports.errors import TransportClosed
 
 
@@ -35,7 +35,7 @@ class Scripted(StandIn):
     def __init__(self, alias: str) -> None:
         super().__init__()
         self.alias = alias
-        self.calls: dict[rpc.Id, Reply] = {}
+        self.calls: dict[rpc.Id, ReplySink] = {}
         self.forgotten: list[str] = []
         self._ids = iter(range(1, 10**6))
 
@@ -46,7 +46,7 @@ class Scripted(StandIn):
             return {"tools": [{"name": f"{self.alias}_tool"}]}
         return super().answer(method, params)
 
-    def send(self, method: str, params: Any, reply: Reply, **kw: Any) -> rpc.Id:
+    def send(self, method: str, params: Any, reply: ReplySink, **kw: Any) -> rpc.Id:
         rid = next(self._ids)
         self.calls[rid] = reply
         return rid

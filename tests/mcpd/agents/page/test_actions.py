@@ -21,7 +21,7 @@ from mcpd.agents.page.actions import MAX_FORM, NO_SESSION, Actions, checked_form
 from mcpd.agents.page.assets import SECURITY_HEADERS
 from mcpd.agents.page.opener import Opener
 from mcpd.agents.page.passes import PageSession
-from mcpd.agents.page.sources import NO_SOURCES, Decision, Sources
+from mcpd.agents.page.sources import NO_SOURCES, ApproveOrDeny, Sources
 from mcpd.policy.deciders.kin import Decider
 from mcpd.registry.profiles.views import ProfileView
 from protocol import jsonrpc as rpc
@@ -209,12 +209,14 @@ async def test_a_login_shows_a_host_written_with_non_ascii_letters_in_ascii() ->
         assert "written with non-ASCII letters" in text
 
 
-async def decided(id: str, decision: Decision, scope: ProfileView | None, opener: Opener) -> str:
+async def decided(
+    id: str, decision: ApproveOrDeny, scope: ProfileView | None, opener: Opener
+) -> str:
     return f"{id}: {HIDING}"
 
 
 async def not_decided(
-    id: str, decision: Decision, scope: ProfileView | None, opener: Opener
+    id: str, decision: ApproveOrDeny, scope: ProfileView | None, opener: Opener
 ) -> str:
     raise rpc.RPCError(-32000, f"{id}: {HIDING}")
 
@@ -230,7 +232,7 @@ async def nobody() -> tuple[Decider, ...]:
 @pytest.mark.parametrize("accept", ["application/json", "text/html"])
 @pytest.mark.parametrize(("decide", "status"), [(decided, 200), (not_decided, 409)])
 async def test_what_a_decision_comes_back_with_is_written_out(
-    decide: Callable[[str, Decision, ProfileView | None, Opener], Awaitable[str]],
+    decide: Callable[[str, ApproveOrDeny, ProfileView | None, Opener], Awaitable[str]],
     status: int,
     accept: str,
 ) -> None:

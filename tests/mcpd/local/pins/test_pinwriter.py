@@ -15,7 +15,7 @@ import pytest
 
 from mcpd.local.pins import pinrecords, pinwriter
 from mcpd.local.pins.pinrecords import Sections
-from mcpd.registry.pinning.definitions import BadPins, Item, Kind, definition, key_of
+from mcpd.registry.pinning.definitions import BadPins, Kind, PinnedItem, definition, key_of
 from mcpd.registry.pinning.digests import ServerPins, Unwritten, shown_digest
 from protocol import mcp, surface
 
@@ -33,7 +33,7 @@ class Pinning:
         self.servers: dict[str, ServerPins] = {}
         self.unwritten = Unwritten()
 
-    def pin(self, alias: str, kind: Kind, item: Item, reviewed: bool = False) -> None:
+    def pin(self, alias: str, kind: Kind, item: PinnedItem, reviewed: bool = False) -> None:
         server = self.servers.setdefault(alias, ServerPins())
         name = key_of(item)
         server.of(kind)[name] = hashlib.sha256(definition(item)).digest()

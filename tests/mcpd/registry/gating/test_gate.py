@@ -12,7 +12,7 @@ import pytest
 from mcpd.config.tables.model import DEFAULT_POLICY, PinPolicy
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.pinning.definitions import definition, record_of
-from mcpd.registry.pinning.digests import Found, Wanted
+from mcpd.registry.pinning.digests import FoundDefinitions, Wanted
 from protocol import surface
 from tests.support.gate_lists import (
     INVISIBLE,
@@ -228,7 +228,7 @@ def test_an_approved_definition_written_away_is_read_back_from_the_pin_file() ->
     asked: list[list[Wanted]] = []
     original = tool("search")
 
-    def stored(wanted: list[Wanted]) -> Found:
+    def stored(wanted: list[Wanted]) -> FoundDefinitions:
         asked.append(wanted)
         return {(a, k, n): record_of(original).definition for a, k, n, _ in wanted}
 

@@ -28,7 +28,7 @@ from protocol import mcp
 from protocol.jsonrpc import Notification
 from protocol.splice import SplicedCall
 from tests.support.calls import at_runner
-from transports.base import Reply, Transport
+from transports.base import ReplySink, Transport
 from transports.errors import SpawnError, TransportError, Unreachable, single_exceptions
 from transports.sends import Sends
 
@@ -95,7 +95,7 @@ class FakeTransport(Transport):
         self,
         method: str,
         params: Any,
-        reply: Reply,
+        reply: ReplySink,
         *,
         headers: Mapping[str, str] | None = None,
     ) -> rpc.Id:
