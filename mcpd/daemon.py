@@ -22,8 +22,8 @@ from transports.stdio.process import early
 from transports.stdio.process.launch import START_MARK
 
 from .agents.agent_server import AgentServer
-from .agents.backend import Control, Lines
 from .agents.connection.ending import answer_stopping
+from .agents.daemon_seam import DaemonForAgents, Lines
 from .agents.entry.peers import server_of
 from .agents_listener import take_listener
 from .audit.log import AuditLog
@@ -60,7 +60,7 @@ logger = logging.getLogger("mcpd")
 _LINES: Final = Lines(writer=linewriter.LineWriter, batch=write_batch.batch, receive=fdread.receive)
 
 
-class Daemon(Control):
+class Daemon(DaemonForAgents):
     def __init__(
         self,
         config: Config,
@@ -322,7 +322,7 @@ class Daemon(Control):
             return None
         return up.era, up.version, runner.tool_list.ttl_ms
 
-    # -- what the agent side may ask of the daemon (agents.backend.Control) --
+    # -- what the agent side may ask of the daemon (agents.daemon_seam.DaemonForAgents) --
 
     def server_of(self, pid: int) -> str | None:
         running = self.supervisor.processes()

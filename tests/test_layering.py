@@ -435,11 +435,11 @@ CALL_PATH = (
 
 def seam_modules(edges: dict[str, set[str]]) -> set[str]:
     """The modules of the agents/servers seam: ``mcpd.servers.all_servers`` (the servers as
-    the agent side is handed them), ``mcpd.agents.backend`` (the agent side's view of
+    the agent side is handed them), ``mcpd.agents.daemon_seam`` (the agent side's view of
     the rest of the daemon), each module of ``mcpd.servers`` that a module of
     ``mcpd.agents`` imports (for ``SHARED``, the modules its values come from too), and
     the agent side's half of the call path (``CALL_PATH``)."""
-    found = {"mcpd.servers.all_servers", "mcpd.agents.backend", *CALL_PATH}
+    found = {"mcpd.servers.all_servers", "mcpd.agents.daemon_seam", *CALL_PATH}
     for src, dsts in edges.items():
         if within(src, "mcpd.agents"):
             found |= {d for d in dsts if within(d, "mcpd.servers")}
@@ -534,8 +534,8 @@ LAYER_INTERFACES = {
     "transports.base.AuthHook": "transports move messages and know nothing of the daemon",
     "mcpd.servers.calling.calls.QueuedCheck": "servers never know about agents",
     "mcpd.registry.uris.scheme.Sight": "the resource table is below the profiles' views of it",
-    "mcpd.agents.backend.Control": "the daemon wires the agent side, which never imports it",
-    "mcpd.agents.backend.LineSink": "the agent side never imports transports, whose it is",
+    "mcpd.agents.daemon_seam.DaemonForAgents": "the agent side never imports the daemon wiring it",
+    "mcpd.agents.daemon_seam.LineSink": "the agent side never imports transports, whose it is",
 }
 # Interfaces of the daemon that stand for the one class behind them, most of them to
 # break an import cycle between the module that uses it and the one that implements
@@ -665,10 +665,14 @@ def later(hooks: Later, typed: Typed) -> None: ...
         "m.later:hooks",
     ]
     seam = seam_modules(graph())
-    assert {"mcpd.servers.all_servers", "mcpd.servers.calling.calls", "mcpd.agents.backend"} <= seam
+    assert {
+        "mcpd.servers.all_servers",
+        "mcpd.servers.calling.calls",
+        "mcpd.agents.daemon_seam",
+    } <= seam
     assert {"mcpd.agents.askback.askers", "mcpd.agents.askback.driver"} <= seam
     agents = {m for m in seam if within(m, "mcpd.agents")}
-    assert agents == {"mcpd.agents.backend", *CALL_PATH}
+    assert agents == {"mcpd.agents.daemon_seam", *CALL_PATH}
     # An area is a package of mcpd's, its __init__ too, or protocol or transports whole.
     assert [area_of(m) for m in ("mcpd.servers", "mcpd.servers.oauth.login")] == [
         "mcpd.servers",

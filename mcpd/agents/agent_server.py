@@ -28,7 +28,6 @@ from ..config.tables.profiles import ProfileConfig
 from ..policy.deciders.departed import Departed
 from ..servers.all_servers import AllServers
 from .agent import Agent
-from .backend import Control, Lines
 from .beyond_tools.extra_methods import ExtraMethods
 from .calls.callpolicy import CallPolicy, QueuedCalls
 from .calls.callrecords import CallRecords
@@ -37,6 +36,7 @@ from .calls.toolcall import Router
 from .connection.dispatcher import LIFECYCLE, Connection, Dispatcher
 from .connection.ending import Stops
 from .connection.failures import Failures
+from .daemon_seam import DaemonForAgents, Lines
 from .entry.door import Door, refuse_connection
 from .entry.places import Seat
 from .entry.sockets import Leave, ProfileSockets
@@ -81,7 +81,7 @@ class AgentServer(ProfileMethods, Dispatcher):
     a tools/call by its ``Router``, prompts and resources by its ``extras``."""
 
     def __init__(
-        self, servers: AllServers, control: Control, lines: Lines, *, splice: bool = True
+        self, servers: AllServers, control: DaemonForAgents, lines: Lines, *, splice: bool = True
     ) -> None:
         """``splice``: whether tools/call requests and replies may be written around
         the bytes they carry (``protocol.splice``) rather than encoded."""

@@ -1,6 +1,6 @@
 """``mcpd auth``'s side in the daemon: the logins of every server, by alias.
 
-The agent side reaches this through ``agents.backend.Control.logins``; each method
+The agent side reaches this through ``agents.daemon_seam.DaemonForAgents.logins``; each method
 answers a JSON-RPC request from ``mcpd auth``. Refusals are ``rpc.RPCError`` with a
 message for the person at the terminal. A finished login returns once the server has
 used it: connected, or failed with the reason.

@@ -27,12 +27,12 @@ from ...servers.all_servers import AllServers
 from ...servers.shared import Outage
 from ..agent import Agent
 from ..askback.driver import AgentSide, AskBackDriver
-from ..backend import Control
 from ..calls.callpolicy import CallPolicy, Sent
 from ..calls.callrecords import CallRecords, Seen, ended, reason_kept
 from ..calls.results import Recipient
 from ..calls.rewrite import tool_result
 from ..connection.failures import Failures
+from ..daemon_seam import DaemonForAgents
 from ..news.logs import AgentLogs, SeesServer
 from ..news.subscriptions import Subscriptions
 from ..tasks.methods import TaskMethods
@@ -62,7 +62,7 @@ class ExtraMethods:
     def __init__(
         self,
         servers: AllServers,
-        control: Control,
+        control: DaemonForAgents,
         connections: Callable[[], Iterable[Agent]],
         records: CallRecords,
         view_of: Callable[[Agent], ProfileView] | None = None,

@@ -26,8 +26,8 @@ from ..agent import AgentCall
 from ..askback.askers import AgentRequests, DirectAsker
 from ..askback.driver import may_be_asked
 from ..askback.rounds import shedding
-from ..backend import Lines
 from ..calls.toolcall import Router
+from ..daemon_seam import Lines
 from ..entry.dial import COMMAND_LINE, TELL_WAITS
 from ..entry.identity import AgentIdentity
 from ..entry.peers import Peer, is_owner

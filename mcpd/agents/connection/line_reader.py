@@ -12,7 +12,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol.framing import LineFramer, Oversized
 
-from ..backend import Lines, LineSink
+from ..daemon_seam import Lines, LineSink
 
 _READ_SIZE: Final = 65536
 

@@ -16,7 +16,7 @@ import trio
 from protocol import jsonrpc as rpc
 from protocol.result_pieces import BrokenPiece
 
-from ..backend import LineSink
+from ..daemon_seam import LineSink
 
 # A long reply's next piece is made once this little of it is still queued.
 _PIECES_QUEUED: Final = 256 * 1024

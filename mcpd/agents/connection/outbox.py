@@ -21,7 +21,7 @@ from protocol.logfields import log_extra
 from protocol.oneline import line_fault
 from protocol.result_pieces import BrokenPiece
 
-from ..backend import Lines, LineSink
+from ..daemon_seam import Lines, LineSink
 from .batches import Batches
 from .longreply import LongReplies
 

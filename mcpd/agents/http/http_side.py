@@ -45,8 +45,8 @@ from protocol.visible import visible_json
 from ...policy.deciders.kin import AgentKin
 from ...registry.profiles.views import ProfileView
 from ...servers.all_servers import AllServers
-from ..backend import Control
 from ..connection.dispatcher import Connection, Dispatcher
+from ..daemon_seam import DaemonForAgents
 from ..entry.holders import ConnectionOwner, Lookups, ServerRefusals, TcpKin, tcp_held, token_bearer
 from ..entry.identity import AgentIdentity, Holder
 from ..entry.peers import Peer
@@ -82,7 +82,7 @@ class HttpSide:
         self,
         handler: Dispatcher,
         servers: AllServers,
-        control: Control,
+        control: DaemonForAgents,
         listeners: set[Connection],
         end_listens: Callable[[Connection], None],
         new_session: Callable[[], AgentSession],

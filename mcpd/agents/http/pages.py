@@ -13,7 +13,7 @@ from protocol import jsonrpc as rpc
 
 from ...registry.profiles.views import ProfileView
 from ...servers.all_servers import AllServers
-from ..backend import Control
+from ..daemon_seam import DaemonForAgents
 from ..lists.formats import FORMATS, translate
 from ..profiles import Profile
 from .exchange import RequestSender
@@ -31,7 +31,7 @@ class ReadPages:
     def __init__(
         self,
         servers: AllServers,
-        control: Control,
+        control: DaemonForAgents,
         profile: Callable[[Query, RequestSender], Profile],
         scope: Callable[[Query, RequestSender], ProfileView | None],
     ) -> None:

@@ -53,7 +53,7 @@ from protocol.budget import Throttle
 from protocol.logfields import log_extra
 
 from ...config.checks.endpoints import parse_listen
-from ..backend import Control
+from ..daemon_seam import DaemonForAgents
 from ..page import is_page
 from .cors import answering, is_preflight, preflight
 from .lobby import Lobby, source_of
@@ -227,7 +227,7 @@ def endpoint_of(
 async def serve_endpoint(
     listen: str,
     socks: list[stdsocket.socket],
-    control: Control,
+    control: DaemonForAgents,
     handle: Callable[[trio.SocketStream, EndpointDoor], Awaitable[None]],
     task_status: trio.TaskStatus[Connect] = trio.TASK_STATUS_IGNORED,
 ) -> None:

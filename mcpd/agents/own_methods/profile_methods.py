@@ -26,8 +26,8 @@ from ...policy.deciders.kin import AgentKin
 from ...policy.decision.rules import facts_of
 from ...registry.profiles.views import ProfileView
 from ...registry.tables.table import listed_name
-from ..backend import Control
 from ..connection.dispatcher import Connection
+from ..daemon_seam import DaemonForAgents
 from ..entry.sockets import ProfileSockets
 from ..profiles import Profile, Profiles
 
@@ -43,7 +43,7 @@ class _Choice(msgspec.Struct):
 
 
 class ProfileMethods:
-    control: Control
+    control: DaemonForAgents
     profiles: Profiles
     connections: set[Connection]
     _http: HttpSide | None

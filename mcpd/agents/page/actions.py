@@ -27,7 +27,7 @@ from protocol.visible import visible
 
 from ...policy.deciders.kin import Decider
 from ...registry.profiles.views import ProfileView
-from ..backend import Control
+from ..daemon_seam import DaemonForAgents
 from ..http.wire import HeaderList, Headers, Reject, Wire, head
 from . import render
 from .assets import SECURITY_HEADERS
@@ -74,7 +74,7 @@ def checked_form(headers: Headers, body: bytes, session: PageSession | None) -> 
 
 
 class Actions:
-    def __init__(self, control: Control, sources: Sources) -> None:
+    def __init__(self, control: DaemonForAgents, sources: Sources) -> None:
         self.control = control
         self.sources = sources
         self._logins: dict[str, str] = {}  # alias -> the login the page started

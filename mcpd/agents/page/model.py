@@ -15,7 +15,7 @@ import msgspec
 
 from ...registry.profiles.views import ProfileView
 from ...servers.shared import ServerHistory
-from ..backend import Control
+from ..daemon_seam import DaemonForAgents
 from .sources import (
     ALL_CALLS,
     NO_SOURCES,
@@ -120,7 +120,7 @@ class PageReader(msgspec.Struct, frozen=True):
 
     scope: ProfileView | None
     # Whether the reader is the daemon's own user or root, who read each server's
-    # stderr, pid and home (``Control.status``).
+    # stderr, pid and home (``DaemonForAgents.status``).
     own_user: bool = False
     call_filter: CallFilter = CallFilter()
     csrf: str | None = None
@@ -129,7 +129,7 @@ class PageReader(msgspec.Struct, frozen=True):
 
 
 def read_page(
-    control: Control,
+    control: DaemonForAgents,
     scope: ProfileView | None,
     now: float,
     *,

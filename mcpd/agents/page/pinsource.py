@@ -1,4 +1,4 @@
-"""Held definition changes on the page, from the daemon's pins (``Control.pins``): what
+"""Held definition changes on the page, from the daemon's pins (``DaemonForAgents.pins``): what
 ``mcpd approve`` shows and does, for the daemon's own user and root only, as on the
 socket (``pins_methods``), and never for a page opened from an agent's side (``opener``).
 A reader of one profile is shown nothing of them.
@@ -24,7 +24,7 @@ from ...registry.gating.judged import HELD_KINDS, HeldOffer, held_reason
 from ...registry.gating.judged import held_label as shown_label
 from ...registry.pinning.definitions import bare
 from ...registry.profiles.views import ProfileView
-from ..backend import Control
+from ..daemon_seam import DaemonForAgents
 from .helddiff import HeldDiff, held_diff
 from .opener import Opener, check_release
 from .sources import HELD_SHOWN, HeldChange, Sources, Waiting
@@ -32,7 +32,9 @@ from .sources import HELD_SHOWN, HeldChange, Sources, Waiting
 OWNER_ONLY: Final = "approving held changes is for the daemon's own user and root"
 
 
-def pin_sources(control: Control, agents_kin: Callable[[], Awaitable[list[AgentKin]]]) -> Sources:
+def pin_sources(
+    control: DaemonForAgents, agents_kin: Callable[[], Awaitable[list[AgentKin]]]
+) -> Sources:
     """``agents_kin``: who is kin to each agent connected now (``ProfileMethods``)."""
     diffs: dict[tuple[str, str], HeldDiff] = {}
 

@@ -1,6 +1,6 @@
 """Calls waiting for approval and the latest calls on the page, from the daemon's
-approvals registry and the audit log's records in memory (``Control.approvals``,
-``Control.audit``).
+approvals registry and the audit log's records in memory (``DaemonForAgents.approvals``,
+``DaemonForAgents.audit``).
 
 Approvals are for the daemon's own user and root, as ``mcpd approvals`` is: a reader
 of one profile is shown none, and the page's Approve and Deny do what ``mcpd approvals
@@ -28,7 +28,7 @@ from ...audit.record import CallRecord as Record
 from ...policy.deciders.kin import AgentKin
 from ...policy.waiting.approvals import ApprovalError
 from ...registry.profiles.views import ProfileView
-from ..backend import Control
+from ..daemon_seam import DaemonForAgents
 from .opener import Opener, check_decision, not_this_pages
 from .sources import (
     APPROVALS_SHOWN,
@@ -47,7 +47,7 @@ OUTCOME_WORDS: Final = {"tool_error": "tool error"}
 
 
 def policy_sources(
-    control: Control, agents_kin: Callable[[], Awaitable[list[AgentKin]]]
+    control: DaemonForAgents, agents_kin: Callable[[], Awaitable[list[AgentKin]]]
 ) -> Sources:
     """``agents_kin``: who is kin to each agent connected now (``ProfileMethods``)."""
 

@@ -29,7 +29,7 @@ import msgspec
 
 from ...policy.deciders.kin import AgentKin
 from ...servers.all_servers import AllServers
-from ..backend import Control
+from ..daemon_seam import DaemonForAgents
 from ..entry.holders import ServerRefusals
 from ..http.exchange import RequestSender
 from ..http.wire import Headers, Reject, Wire
@@ -72,7 +72,7 @@ class Access(msgspec.Struct, frozen=True):
 class Page:
     def __init__(
         self,
-        control: Control,
+        control: DaemonForAgents,
         servers: AllServers,
         agents_kin: Callable[[], Awaitable[list[AgentKin]]],
         sources: Sources = NO_SOURCES,

@@ -14,8 +14,8 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.agents.backend import Lines
 from mcpd.agents.connection.outbox import Outbox
+from mcpd.agents.daemon_seam import Lines
 from protocol import jsonrpc as rpc
 from protocol.result_pieces import BrokenPiece
 from transports import fdread, linewriter, write_batch

@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import pytest
 
-from mcpd.agents.backend import Control
+from mcpd.agents.daemon_seam import DaemonForAgents
 from mcpd.agents.entry.peers import Peer
 from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.pages import METRICS_TYPE, Query, ReadPages
@@ -78,7 +78,7 @@ def pages(
         return cast(ProfileView, scope)
 
     read = ReadPages(
-        cast(AllServers, Servers(states or [])), cast(Control, daemon), profile, scoped
+        cast(AllServers, Servers(states or [])), cast(DaemonForAgents, daemon), profile, scoped
     )
     return read, daemon
 

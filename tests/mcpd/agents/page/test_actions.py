@@ -15,7 +15,7 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.agents.backend import Control
+from mcpd.agents.daemon_seam import DaemonForAgents
 from mcpd.agents.http.wire import Headers, Reject, Wire
 from mcpd.agents.page.actions import MAX_FORM, NO_SESSION, Actions, checked_form
 from mcpd.agents.page.assets import SECURITY_HEADERS
@@ -166,7 +166,7 @@ def shows_it_written_out(body: bytes) -> bool:
 
 
 def actions(logins: Logins, sources: Sources = NO_SOURCES) -> Actions:
-    return Actions(cast(Control, Daemon(logins)), sources)
+    return Actions(cast(DaemonForAgents, Daemon(logins)), sources)
 
 
 async def test_a_failed_login_shows_the_authorization_servers_words_written_out() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from mcpd.agents.backend import Control
+from mcpd.agents.daemon_seam import DaemonForAgents
 from mcpd.agents.page.model import BreakerRow, ProfileRow, ServerRow, profile_use, read_page
 from mcpd.agents.page.sources import (
     CallFilter,
@@ -103,8 +103,10 @@ class Daemon:
         return self._history
 
 
-def control(status: dict[str, object], history: list[ServerHistory] | None = None) -> Control:
-    return cast(Control, Daemon(status, history or []))
+def control(
+    status: dict[str, object], history: list[ServerHistory] | None = None
+) -> DaemonForAgents:
+    return cast(DaemonForAgents, Daemon(status, history or []))
 
 
 def test_the_whole_status_is_read_into_rows() -> None:
@@ -167,7 +169,7 @@ def test_each_source_is_asked_for_the_readers_scope_and_the_filter() -> None:
     chosen = CallFilter("files", "ok")
     daemon = Daemon(PROFILE_STATUS, [])
     data = read_page(
-        cast(Control, daemon),
+        cast(DaemonForAgents, daemon),
         scope,
         NOW,
         sources=Sources(approvals=approvals, held=held, calls=calls),

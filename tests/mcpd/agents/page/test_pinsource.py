@@ -18,7 +18,7 @@ import msgspec
 import pytest
 import trio
 
-from mcpd.agents.backend import Control
+from mcpd.agents.daemon_seam import DaemonForAgents
 from mcpd.agents.page import pinsource
 from mcpd.agents.page.helddiff import LINE, WINDOW, HeldDiff
 from mcpd.agents.page.model import DaemonRow, PageData, StatusRows
@@ -94,7 +94,7 @@ def sources(pins: Pins, agents: list[AgentKin] | None = None) -> Sources:
     async def agents_kin() -> list[AgentKin]:
         return agents or []
 
-    return pin_sources(cast(Control, Daemon(pins)), agents_kin)
+    return pin_sources(cast(DaemonForAgents, Daemon(pins)), agents_kin)
 
 
 def shown(pins: Pins) -> list[HeldChange]:

@@ -16,7 +16,7 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.agents.backend import Control
+from mcpd.agents.daemon_seam import DaemonForAgents
 from mcpd.agents.page.opener import Opener
 from mcpd.agents.page.policysource import OWNER_ONLY, policy_sources
 from mcpd.agents.page.sources import (
@@ -66,7 +66,7 @@ async def no_agents() -> list[AgentKin]:
 
 
 def sources(daemon: Daemon) -> Sources:
-    return policy_sources(cast(Control, daemon), no_agents)
+    return policy_sources(cast(DaemonForAgents, daemon), no_agents)
 
 
 def call(n: int, server: str | None, outcome: str, agent: AgentInfo = AGENT) -> Record:

@@ -17,7 +17,7 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.agents.backend import Control
+from mcpd.agents.daemon_seam import DaemonForAgents
 from mcpd.agents.entry.holders import ConnectionOwner, Held
 from mcpd.agents.http.body_size import MAX_BODY
 from mcpd.agents.http.exchange import RequestSender
@@ -65,7 +65,7 @@ async def no_agents() -> list[AgentKin]:
 
 
 def new_page() -> Page:
-    return Page(cast(Control, Daemon()), cast(AllServers, Registry()), no_agents)
+    return Page(cast(DaemonForAgents, Daemon()), cast(AllServers, Registry()), no_agents)
 
 
 def passed_gate(request: h11.Request) -> None:
@@ -388,7 +388,7 @@ async def test_open_pages_read_the_daemon_once_and_not_for_a_keep_alive(
     """Two pages of the same reader open: one reading serves both, and the comments
     that keep their streams alive read nothing."""
     daemon = Daemon()
-    page = Page(cast(Control, daemon), cast(AllServers, Registry()), no_agents)
+    page = Page(cast(DaemonForAgents, daemon), cast(AllServers, Registry()), no_agents)
     async with trio.open_nursery() as nursery:
         streams = []
         for _ in range(2):

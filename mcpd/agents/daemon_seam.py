@@ -1,7 +1,7 @@
 """What the agent side may ask of the rest of the daemon, and nothing more.
 
 The servers are ``servers.all_servers.AllServers``, used as it is (a profile filters
-what its agents see of them, ``profiles.Profile``). ``Control`` is the daemon itself: its
+what its agents see of them, ``profiles.Profile``). ``DaemonForAgents`` is the daemon itself: its
 settings, whether it is ready, its status, the servers' recent history, metrics,
 reload, the OAuth logins (``servers.auth_commands.Logins``, for ``mcpd auth``), the pins, the
 policy and the calls waiting for approval; the wiring (``mcpd.daemon``) provides it.
@@ -31,7 +31,7 @@ from ..servers.auth_commands import Logins
 from ..servers.shared import ServerHistory
 
 
-class Control(abc.ABC):
+class DaemonForAgents(abc.ABC):
     """The daemon as the agent side may ask it (``mcpd.daemon.Daemon``, which derives
     from this: it imports the agent side)."""
 
