@@ -68,14 +68,14 @@ def test_a_value_outside_a_keys_few_says_which_it_takes(
         ("[servers]\ns = 1\n[servers.s]\n", "servers.s", 3),
     ],
 )
-def test_a_key_set_twice_is_named(tmp_path: Path, toml: str, key: str, line: int) -> None:
+def test_a_key_set_twice_is_said_by_where(tmp_path: Path, toml: str, key: str, line: int) -> None:
     path = tmp_path / "mcpd.toml"
     path.write_text(toml)
     with pytest.raises(ConfigError) as caught:
         load(path)
     said = str(caught.value)
     assert said.startswith(f"{path}: not valid TOML: Cannot overwrite a value (at line {line}")
-    assert said.endswith(f"): {key} is set twice"), said
+    assert said.endswith("; a key is set twice: write each key once in its table"), said
 
 
 @pytest.mark.parametrize("command", [["check-config"], ["serve", "--log", "stderr"]])
@@ -167,7 +167,7 @@ def test_a_wrong_key_or_type_says_what_to_write(tmp_path: Path, toml: str, said:
     [
         (
             "[servers.notes]\ncommand = python3  # the interpreter\n",
-            "Invalid value (at line 2, column 11): command = ***; strings need quotes",
+            'Invalid value (at line 2, column 11); text values need quotes: key = "..."',
         ),
         (
             '[servers.notes]\ncommand = "python3"\n[servers.notes]\nargs = []\n',
@@ -181,21 +181,20 @@ def test_a_wrong_key_or_type_says_what_to_write(tmp_path: Path, toml: str, said:
         ),
         (
             STDIO + "trusted = True\n",
-            "Invalid value (at line 3, column 11): trusted = True; "
-            "true and false are written in lower case: true",
+            "Invalid value (at line 3, column 11); write true or false in lower case",
         ),
         # A value that is a secret is not shown, even where it lacks its quotes.
         (
             STDIO + "env = { API_TOKEN = s3cr3t-v4lue }\n",
-            "Invalid value (at line 3, column 21): env = { API_TOKEN = *** }; strings need quotes",
+            'Invalid value (at line 3, column 21); text values need quotes: key = "..."',
         ),
         (
             "[servers.notes\n",
-            "Expected ']' at the end of a table declaration (at line 1, column 15): [servers.notes",
+            "Expected ']' at the end of a table declaration (at line 1, column 15)",
         ),
         (
             '[servers.t]\nurl = "http://h/mcp"\n[servers.t.auth]\nclient_secret = "s3cr3t-v4lue\n',
-            "Illegal character '\\n' (at line 4, column 30): client_secret = ***",
+            "Illegal character '\\n' (at line 4, column 30)",
         ),
     ],
 )

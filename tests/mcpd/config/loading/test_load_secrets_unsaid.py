@@ -1,5 +1,5 @@
 """A config error never writes a value that may be a secret: a wrong type is said by its
-kind and length, and a line TOML cannot read is shown with its values as ``***``. A
+kind and length, and of a line TOML cannot read only where it is and what to write. A
 value whose key never holds a secret is still quoted, so the slip can be seen."""
 
 from __future__ import annotations
@@ -30,20 +30,50 @@ LEAKED = [
     ('[servers.x]\ncommand = ["node", "--token=' + SECRET + '"]\n', "got an array of 2 items"),
     (
         HTTP + f'headers = {{ "X-Api-Key" = "{SECRET}", Other = True }}\n',
-        'headers = { "X-Api-Key" = ***, Other = True }; true and false are written in lower',
+        "(at line 3, column 55); write true or false in lower case",
     ),
     (
         STDIO + f'env = {{ DB_PASS = "{SECRET}", DEBUG = yes }}\n',
-        'env = { DB_PASS = ***, DEBUG = yes }; strings need quotes: "yes"',
+        'text values need quotes: key = "..."',
     ),
-    (STDIO + f'args = ["--password", "{SECRET}", True]\n', "args = [***, ***, True]; true"),
-    (STDIO + f'args = [\n  "--password",\n  "{SECRET}", True\n]\n', "(at line 5, column 23): ***,"),
-    (STDIO + f"env.SOMETHING = {SECRET}\n", "env.SOMETHING = ***; strings need quotes\n"),
-    (STDIO + f"env.PASS = {SECRET}  # {SECRET}\n", "env.PASS = ***; strings need quotes\n"),
-    (STDIO + f"args = ['{SECRET}' x]\n", "args = [*** ***]"),
-    (STDIO + f'env = {{ A = """{SECRET}""" 1 }}\n', "env = { A = *** ***"),
-    ("[servers.x]\nurl = https://u:" + SECRET + "@h.example/mcp\n", "url = ***; strings"),
+    (STDIO + f'args = ["--password", "{SECRET}", True]\n', "; write true or false in lower case"),
+    (
+        STDIO + f'args = [\n  "--password",\n  "{SECRET}", True\n]\n',
+        "(at line 5, column 23); write true",
+    ),
+    (STDIO + f"env.SOMETHING = {SECRET}\n", 'column 17); text values need quotes: key = "..."\n'),
+    (STDIO + f"env.PASS = {SECRET}  # {SECRET}\n", "column 12); text values need quotes"),
+    (STDIO + f"args = ['{SECRET}' x]\n", "Unclosed array (at line 3, column 28)\n"),
+    (STDIO + f'env = {{ A = """{SECRET}""" 1 }}\n', "(at line 3, column "),
+    ("[servers.x]\nurl = https://u:" + SECRET + "@h.example/mcp\n", "column 7); text values"),
 ]
+
+
+B64 = "aHVudGVyMmh1bnRlcjJ6eg=="  # the secret as base64 writes it
+
+# Configs TOML cannot read whose line, as a scan of it would take it, starts inside an
+# open array or string, or breaks where TOML does not: no text of the file is shown.
+UNREADABLE = {
+    "arr_b64": STDIO + f"args = [\n  {B64},\n]\n",
+    "pem": STDIO
+    + '[servers.x.env]\nKEY_PEM = """-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n'
+    + B64
+    + '\\q\n-----END PRIVATE KEY-----"""\n',
+    "ml_b64": STDIO + f'env = {{ KEY = """abc\n{B64}\\q\n""" }}\n',
+    "u2028b": STDIO + f'env = {{ K = "abc\u2028{B64}" }}\nenabled = True\n',
+    "crlf_ml": STDIO.replace("\n", "\r\n") + f'[servers.x.env]\r\nKEY = """abc\r\n{B64}\rZ"""\r\n',
+    "hdr_like": STDIO + f'args = [\n  ["{SECRET}"]\n]\nargs = 1\n',
+    "hdr_like2": STDIO + f"args = [\n  [ {SECRET} {SECRET} ]\n]\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNREADABLE))
+def test_a_file_toml_cannot_read_is_said_without_its_text(tmp_path: Path, name: str) -> None:
+    out = check_config(tmp_path, UNREADABLE[name])
+    assert out.returncode == 78, out.stderr
+    assert "not valid TOML" in out.stderr
+    for secret in (SECRET, B64, B64.rstrip("=")):
+        assert secret not in out.stdout + out.stderr
 
 
 def check_config(tmp_path: Path, toml: str) -> subprocess.CompletedProcess[str]:
@@ -74,7 +104,7 @@ def test_check_config_says_what_is_wrong_without_the_secret(
         (STDIO + 'call_timeout = "30s"\n', 'got the string "30s"'),
         ("[daemon]\nmax_tools = true\n", "expected a whole number, got true"),
         (STDIO + 'sandbox = "loose"\n', "Invalid enum value 'loose'; give one of"),
-        (STDIO + "trusted = True\n", "trusted = True; true and false are written in lower"),
+        (STDIO + "trusted = True\n", "column 11); write true or false in lower case"),
     ],
 )
 def test_a_value_whose_key_holds_no_secret_is_still_written(
@@ -111,6 +141,13 @@ _PLACES = [
     "[servers.x]\nurl = {b}\n",
     "[servers.x]\nurl = {s} # {b}\n",
     STDIO + "cwd = [{s}]\n",
+    STDIO + "args = [\n  {b}==,\n]\n",
+    STDIO + "args = [\n  Authorization: Bearer {b}==,\n]\n",
+    STDIO + 'env = {{ K = """abc\n{b}==\\q\n""" }}\n',
+    STDIO + 'env = {{ K = "abc\u2028{b}==" }}\nenabled = True\n',
+    STDIO + 'env = {{ K = "abc\r{b}==" }}\n',
+    STDIO + "args = [\n  [{s}]\n]\nargs = 1\n",
+    STDIO + "args = [\n  [ {b} {b} ]\n]\n",
 ]
 
 
