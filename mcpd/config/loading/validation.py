@@ -64,6 +64,9 @@ NEVER_SECRET: Final = frozenset(
         *("http_listen", "socket_mode"),
     }
 )
+# The strings that are true or false written another way: the only ones a key that takes
+# true or false quotes, as its name (``redact_patterns``) may be read as asking for text.
+_BOOLEAN_WORDS: Final = frozenset({"true", "false", "yes", "no", "on", "off", "0", "1"})
 _inspect = msgspec.inspect
 
 
@@ -84,15 +87,22 @@ def validation_error(
     if message.startswith("Invalid enum value"):  # the value is taken from the file
         given = _value_at(value, at)
         message = "Invalid enum value"
-        if isinstance(given, str):
-            message += f" {masked_repr(given)}" if quoted else f": {_said_by_kind(given)}"
         allowed = _choices(info)
+        # A choice mistyped is quoted with the one meant; any other string may be a
+        # secret written in the wrong key.
+        near = _nearest(given, allowed) if quoted and isinstance(given, str) else None
+        if isinstance(given, str):
+            message += f" {masked_repr(given)}" if near else f": {_said_by_kind(given)}"
         if allowed:
-            message += f"; give one of {', '.join(allowed)}"
+            message += (
+                f"; {f'did you mean {near}? ' if near else ''}give one of {', '.join(allowed)}"
+            )
     wrong = re.match(r"Expected `[^`]+`, got `(\w+)`\Z", message)
     wanted = _wanted(info) if wrong and info is not None else None
     if wrong and wanted is not None:
         given = _value_at(value, at)
+        if wanted == "true or false" and isinstance(given, str):
+            quoted = quoted and given.lower() in _BOOLEAN_WORDS
         said = _given(given, wrong[1]) if quoted else _said_by_kind(given, wrong[1])
         message = f"expected {wanted}, got {said}"
     return ConfigError(where or "(top level)", message)
@@ -157,6 +167,12 @@ def _unknown(key: str, info: _inspect.Type | None, where: str) -> str:
         return f'unknown key; did you mean "{near[0]}"?'
     table = where or "the top level"
     return f"unknown key; {table} takes {', '.join(keys)}"
+
+
+def _nearest(given: str, choices: list[str]) -> str | None:
+    """The choice (as ``_choices`` writes it) ``given`` is a slip of, if any."""
+    near = difflib.get_close_matches(json.dumps(given), choices, n=1, cutoff=0.6)
+    return near[0] if near else None
 
 
 def _choices(info: _inspect.Type | None) -> list[str]:

@@ -65,7 +65,10 @@ def test_client_credentials_with_a_key_from_a_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("auth", "message"),
     [
-        ({"type": "password"}, "servers.tickets.auth.type: Invalid enum value 'password'"),
+        (
+            {"type": "password"},
+            "servers.tickets.auth.type: Invalid enum value: a string of 8 characters",
+        ),
         ({"client_sercet": "x"}, "servers.tickets.auth.client_sercet: unknown key"),
         ({"type": "client_credentials"}, "servers.tickets.auth.client_id: is needed"),
         (

@@ -22,26 +22,28 @@ STDIO = '[servers.s]\ncommand = "python3"\n'
     [
         (
             STDIO + 'start = "lazzy"\n',
-            'servers.s.start: Invalid enum value \'lazzy\'; give one of "eager", "lazy"',
+            "servers.s.start: Invalid enum value 'lazzy'; did you mean \"lazy\"? "
+            'give one of "eager", "lazy"',
         ),
         (
             STDIO + 'sandbox = "loose"\n',
-            "servers.s.sandbox: Invalid enum value 'loose'; "
+            "servers.s.sandbox: Invalid enum value: a string of 5 characters; "
             'give one of "default", "off", "strict"',
         ),
         (
             STDIO + '[[policy]]\ntools = ["*"]\naction = "allow"\n'
             '[[policy]]\ntools = ["*"]\naction = "alow"\n',
-            'policy[1].action: Invalid enum value \'alow\'; give one of "allow", "ask", "deny"',
+            "policy[1].action: Invalid enum value 'alow'; did you mean \"allow\"? "
+            'give one of "allow", "ask", "deny"',
         ),
         (
             '[profiles.p]\ndiscovery = "serch"\n',
-            "profiles.p.discovery: Invalid enum value 'serch'; "
+            "profiles.p.discovery: Invalid enum value 'serch'; did you mean \"search\"? "
             'give one of "all", "auto", "search"',
         ),
         (
             STDIO + 'relay = ["roots", "elicit"]\n',
-            "servers.s.relay[1]: Invalid enum value 'elicit'; "
+            "servers.s.relay[1]: Invalid enum value 'elicit'; did you mean \"elicitation\"? "
             'give one of "elicitation", "roots", "sampling"',
         ),
     ],

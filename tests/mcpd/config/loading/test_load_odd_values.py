@@ -22,7 +22,7 @@ def _refusal(data: dict[str, object]) -> ConfigError:
 def test_an_enum_value_that_reads_like_a_path_is_refused_with_its_choices() -> None:
     error = _refusal({"servers": {"x": {**HTTP, "transport": "a - at `$x` b"}}})
     assert str(error) == (
-        "servers.x.transport: Invalid enum value 'a - at `$x` b'; "
+        "servers.x.transport: Invalid enum value: a string of 13 characters; "
         'give one of "http", "sse", "stdio"'
     )
 
@@ -30,7 +30,7 @@ def test_an_enum_value_that_reads_like_a_path_is_refused_with_its_choices() -> N
 def test_a_policy_enum_value_with_a_path_in_it_names_its_own_key() -> None:
     rules = [{"action": "allow"}, {"action": "deny - at `$.servers`"}]
     error = _refusal({"policy": rules})
-    assert str(error).startswith("policy[1].action: Invalid enum value ")
+    assert str(error).startswith("policy[1].action: Invalid enum value")
     assert str(error).endswith('; give one of "allow", "ask", "deny"')
 
 

@@ -76,6 +76,24 @@ def test_a_file_toml_cannot_read_is_said_without_its_text(tmp_path: Path, name: 
         assert secret not in out.stdout + out.stderr
 
 
+# Configs with a secret written in a key that never holds one: it is said by its kind.
+MISPLACED = {
+    "redact_str": f'[daemon]\nredact_patterns = "{SECRET}"\n',
+    "redact_srv": STDIO + f'redact_patterns = "sk-live-{SECRET}"\n',
+    "auth_type": HTTP + f'[servers.x.auth]\ntype = "Bearer {SECRET}"\n',
+    "auth_meth": HTTP
+    + f'[servers.x.auth]\ntype = "client_credentials"\ntoken_endpoint_auth_method = "{SECRET}"\n',
+}
+
+
+@pytest.mark.parametrize("name", sorted(MISPLACED))
+def test_a_secret_in_a_key_that_never_holds_one_is_said_by_kind(tmp_path: Path, name: str) -> None:
+    out = check_config(tmp_path, MISPLACED[name])
+    assert out.returncode == 78, out.stderr
+    assert " characters" in out.stderr
+    assert SECRET not in out.stdout + out.stderr
+
+
 def check_config(tmp_path: Path, toml: str) -> subprocess.CompletedProcess[str]:
     path = tmp_path / "mcpd.toml"
     path.write_text(toml)
@@ -103,7 +121,10 @@ def test_check_config_says_what_is_wrong_without_the_secret(
     [
         (STDIO + 'call_timeout = "30s"\n', 'got the string "30s"'),
         ("[daemon]\nmax_tools = true\n", "expected a whole number, got true"),
-        (STDIO + 'sandbox = "loose"\n', "Invalid enum value 'loose'; give one of"),
+        (STDIO + 'sandbox = "strikt"\n', "value 'strikt'; did you mean \"strict\"? give one of"),
+        (STDIO + 'transport = "htp"\n', "value 'htp'; did you mean \"http\"? give one of"),
+        (STDIO + 'enabled = "yes"\n', 'expected true or false, got the string "yes"'),
+        ('[daemon]\nredact_patterns = "Off"\n', 'expected true or false, got the string "Off"'),
         (STDIO + "trusted = True\n", "column 11); write true or false in lower case"),
     ],
 )
