@@ -23,7 +23,8 @@ _DEFAULT_PORTS: Final = {"http": "80", "https": "443"}
 
 
 def parse_listen(text: str, where: str = "daemon.http_listen") -> tuple[str, int]:
-    """``HOST:PORT`` (``[v6]:PORT`` for IPv6) as a host and a port number."""
+    """``HOST:PORT`` (``[v6]:PORT`` for IPv6) as a host and a port number. The text is
+    not quoted when it is not one: a value written there may be a URL with a password."""
     host, sep, port = text.rpartition(":")
     if (
         not sep
@@ -31,7 +32,9 @@ def parse_listen(text: str, where: str = "daemon.http_listen") -> tuple[str, int
         or not (port.isascii() and port.isdigit())
         or not 0 <= int(port) <= 65535
     ):
-        raise ConfigError(where, f'{masked_repr(text)} is not HOST:PORT such as "127.0.0.1:8765"')
+        raise ConfigError(
+            where, 'is not HOST:PORT; write a loopback address and a port, such as "127.0.0.1:8765"'
+        )
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
     return host, int(port)
@@ -106,7 +109,8 @@ def validate_http(d: DaemonConfig) -> None:
     if not is_loopback(host) and not d.http_allow_remote:
         raise ConfigError(
             "daemon.http_listen",
-            f"{host} is not a loopback address; set http_allow_remote = true to serve "
+            'the host is not a loopback address; write one, such as "127.0.0.1:8765", '
+            "or set http_allow_remote = true to serve "
             "other machines (the bearer token is then all that protects mcpd)",
         )
 

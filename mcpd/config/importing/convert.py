@@ -39,7 +39,7 @@ from ..credentials import exposure
 from ..loading.validation import validation_error
 from ..tables.model import ConfigError, alias_for
 from ..tables.servertable import ServerConfig
-from .hosts import Dialect, dialect_of, neither_command_nor_url, normalize
+from .hosts import Dialect, dialect_of, neither_command_nor_url, normalize, unknown_transport
 from .inline import Inline, inline_secrets
 from .jsonc import objects, read_json
 from .oauth_hints import oauth_table
@@ -207,8 +207,8 @@ class _Converter:
             self.notes.append(neither_command_nor_url(where, body))
             return None
         self._auth(alias, where, body, out)
-        if kind not in (None, "stdio", "http", "streamable-http", "streamableHttp", "sse"):
-            self.notes.append(f"{where}.type: {kind!r} is not a transport mcpd knows; ignored")
+        if (unknown := unknown_transport(where, kind)) is not None:
+            self.notes.append(unknown)
         if body.get("disabled") is True:
             out["enabled"] = False
         for key in sorted(body):

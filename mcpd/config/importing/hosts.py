@@ -116,6 +116,20 @@ def neither_command_nor_url(where: str, body: dict[str, Any]) -> str:
     return f"{said}; skipped"
 
 
+HOST_TRANSPORTS: Final = ("stdio", "http", "streamable-http", "streamableHttp", "sse")
+
+
+def unknown_transport(where: str, kind: object) -> str | None:
+    """The note on a ``type`` no host transport is: quoted only where it is a slip of
+    one, as any other text there may be a secret pasted into the wrong key."""
+    if kind is None or kind in HOST_TRANSPORTS:
+        return None
+    near = difflib.get_close_matches(kind, HOST_TRANSPORTS, n=1) if isinstance(kind, str) else []
+    if near:
+        return f'{where}.type: {kind!r} is not a transport mcpd knows (is it "{near[0]}"?); ignored'
+    return f"{where}.type: not a transport mcpd knows; ignored"
+
+
 def _runs_bridge(body: dict[str, Any]) -> bool:
     command, args = body.get("command"), body.get("args")
     if not isinstance(command, str) or not isinstance(args, list):

@@ -20,6 +20,9 @@ from ..credentials.secrets import HeldSecret, SecretError, read_secret
 from ..tables.model import ConfigError
 
 _VAR_NAME_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A name an error may write: one as variables are written. Any other text between
+# ``${`` and ``}`` may be a secret put there by mistake.
+_SHOWN_NAME_RE: Final = re.compile(r"[A-Z_][A-Z0-9_]{0,63}\Z")
 # The last branch is a "${" that no "}" closes.
 _VAR_RE: Final = re.compile(r"\$\$|\$\{([^}]*)\}|\$\{")
 _UNCLOSED: Final = "${"
@@ -67,7 +70,9 @@ def _check_reference(body: str, path: str) -> None:
         return
     name = body.partition(":-")[0]
     if not _VAR_NAME_RE.match(name):
-        raise ConfigError(path, f"bad variable reference ${{{body}}}")
+        raise ConfigError(
+            path, "bad variable reference: a reference that is not a variable name (${NAME})"
+        )
 
 
 def _plain_var(name: str) -> bool:
@@ -120,7 +125,11 @@ def expand(
             return held(value, not _secret_value(name, path))
         if sep:  # as in the shell, ":-" also replaces a variable set to ""
             return default
-        raise Unresolved(path, f"environment variable {name} is not set (use ${{{name}:-default}})")
+        if _SHOWN_NAME_RE.match(name):
+            raise Unresolved(
+                path, f"environment variable {name} is not set (use ${{{name}:-default}})"
+            )
+        raise Unresolved(path, "an environment variable whose name is not upper case is not set")
 
     return _VAR_RE.sub(sub, value)
 

@@ -198,7 +198,7 @@ def test_settings_mcpd_has_no_use_for_are_named_and_disabled_is_kept() -> None:
         }
     )
     assert table == {"command": "run", "enabled": False}
-    assert "mcpServers.s.type: 'websocket' is not a transport mcpd knows; ignored" in notes
+    assert "mcpServers.s.type: not a transport mcpd knows; ignored" in notes
     assert "mcpServers.s.alwaysAllow: a setting of the other host; not imported" in notes
     assert "mcpServers.s.envFile: not read; put its variables in [servers.s.env]" in notes
     assert "mcpServers.s.colour: unknown key; not imported" in notes

@@ -281,19 +281,17 @@ def test_an_error_shows_a_value_from_the_environment_or_a_secret_file_as_its_ref
     tmp_path: Path,
 ) -> None:
     # Whoever reads the config's state reads its errors, and any value may be a password.
-    path = written(tmp_path, "mcpd.toml", b'[daemon]\nhttp_listen = "${LISTEN}"\n')
+    path = written(tmp_path, "mcpd.toml", b'[daemon]\nallow_groups = ["${LISTEN}"]\n')
     with pytest.raises(ConfigError) as caught:
         load(path, env={"LISTEN": "hunter2/Zq9-SECRET"})
-    assert said(caught.value) == (
-        "daemon.http_listen: '${LISTEN}' is not HOST:PORT such as \"127.0.0.1:8765\""
-    )
+    assert said(caught.value) == "daemon.allow_groups[0]: no group named '${LISTEN}'"
     secret = written(tmp_path, "listen", b"hunter2/Zq9-SECRET\n")
     secret.chmod(0o600)
-    path.write_text(f'[daemon]\nhttp_listen = "${{file:{secret}}}"\n')
+    path.write_text(f'[daemon]\nallow_groups = ["${{file:{secret}}}"]\n')
     with pytest.raises(ConfigError) as caught:
         load(path, env={})
     assert "hunter2" not in said(caught.value)
-    assert "'[secret of daemon.http_listen]' is not HOST:PORT" in said(caught.value)
+    assert "named '[secret of daemon.allow_groups[0]]'" in said(caught.value)
 
 
 @pytest.mark.parametrize(
@@ -302,7 +300,7 @@ def test_an_error_shows_a_value_from_the_environment_or_a_secret_file_as_its_ref
 def test_a_value_an_error_quotes_with_escapes_is_shown_as_its_reference_too(
     tmp_path: Path, value: str
 ) -> None:
-    path = written(tmp_path, "mcpd.toml", b'[daemon]\nhttp_listen = "${LISTEN}"\n')
+    path = written(tmp_path, "mcpd.toml", b'[daemon]\nallow_groups = ["${LISTEN}"]\n')
     with pytest.raises(ConfigError) as caught:
         load(path, env={"LISTEN": value})
     message = said(caught.value)
@@ -357,8 +355,8 @@ def test_a_value_an_error_quotes_with_escapes_of_its_own_shows_no_part_of_itself
         # Python writes the whole string in single quotes for its '"', so the value's "'"
         # is escaped, as it would not be in the value alone.
         (
-            b'[daemon]\nhttp_listen = "\\"${LISTEN}"\n',
-            "daemon.http_listen: '\"${LISTEN}' is not HOST:PORT",
+            b'[daemon]\nallow_groups = ["\\"${LISTEN}"]\n',
+            "daemon.allow_groups[0]: no group named '\"${LISTEN}'",
         ),
         # A value msgspec refuses, written by msgspec.
         (

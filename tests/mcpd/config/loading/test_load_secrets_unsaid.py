@@ -4,6 +4,7 @@ value whose key never holds a secret is still quoted, so the slip can be seen.""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -86,6 +87,32 @@ MISPLACED = {
 }
 
 
+# And in a value whose error says what is wrong with it without quoting it.
+UNQUOTED = {
+    "listen": f'[daemon]\nhttp_listen = "127.0.0.1:{SECRET}"\n',
+    "listen2": f'[daemon]\nhttp_listen = "http://user:{SECRET}@127.0.0.1:8080"\n',
+    "e6": STDIO + f'env = {{ A = "${{{SECRET}}}" }}\n',
+    "e10": STDIO + f'env = {{ A = "${{HOME}} ${{{SECRET} x}}" }}\n',
+}
+J6 = {"servers": {"x": {"type": SECRET, "url": "https://h.example/mcp", "headers": {"A": SECRET}}}}
+
+
+@pytest.mark.parametrize("name", sorted(UNQUOTED))
+def test_a_value_an_error_is_about_is_not_quoted(tmp_path: Path, name: str) -> None:
+    out = check_config(tmp_path, UNQUOTED[name])
+    assert "daemon.http_listen: " in out.stderr or "servers.x.env.A: " in out.stderr
+    assert SECRET not in out.stdout + out.stderr
+
+
+def test_a_host_files_unknown_type_is_noted_without_it(tmp_path: Path) -> None:
+    out = check_config(tmp_path, json.dumps(J6), "mcp.json")
+    assert "servers.x.type: not a transport mcpd knows; ignored" in out.stderr
+    assert SECRET not in out.stdout + out.stderr
+    slip = {"servers": {"x": {"type": "htpp", "url": "https://h.example/mcp"}}}
+    out = check_config(tmp_path, json.dumps(slip), "mcp.json")
+    assert "servers.x.type: 'htpp' is not a transport mcpd knows (is it \"http\"?)" in out.stderr
+
+
 @pytest.mark.parametrize("name", sorted(MISPLACED))
 def test_a_secret_in_a_key_that_never_holds_one_is_said_by_kind(tmp_path: Path, name: str) -> None:
     out = check_config(tmp_path, MISPLACED[name])
@@ -94,8 +121,10 @@ def test_a_secret_in_a_key_that_never_holds_one_is_said_by_kind(tmp_path: Path, 
     assert SECRET not in out.stdout + out.stderr
 
 
-def check_config(tmp_path: Path, toml: str) -> subprocess.CompletedProcess[str]:
-    path = tmp_path / "mcpd.toml"
+def check_config(
+    tmp_path: Path, toml: str, name: str = "mcpd.toml"
+) -> subprocess.CompletedProcess[str]:
+    path = tmp_path / name
     path.write_text(toml)
     return subprocess.run(
         [sys.executable, "-m", "mcpd", "check-config", "--config", str(path)],
@@ -169,6 +198,16 @@ _PLACES = [
     STDIO + 'env = {{ K = "abc\r{b}==" }}\n',
     STDIO + "args = [\n  [{s}]\n]\nargs = 1\n",
     STDIO + "args = [\n  [ {b} {b} ]\n]\n",
+    "[daemon]\nhttp_listen = {s}\n",
+    '[daemon]\nhttp_listen = "127.0.0.1:{b}"\n',
+    '[daemon]\nhttp_listen = "http://u:{b}@127.0.0.1:80"\n',
+    "[daemon]\nredact_patterns = {s}\n",
+    STDIO + "redact_patterns = {s}\n",
+    STDIO + "start = {s}\n",
+    HTTP + "[servers.x.auth]\ntype = {s}\n",
+    HTTP + '[servers.x.auth]\ntype = "oauth"\ntoken_endpoint_auth_method = {s}\n',
+    STDIO + 'env = {{ A = "${{x{b}}}" }}\n',
+    STDIO + 'env = {{ A = "${{x{b} x}}" }}\n',
 ]
 
 
