@@ -47,4 +47,5 @@ def test_any_enum_value_is_refused_as_a_config_error(value: str) -> None:
         return
     error = _refusal({"servers": {"x": {**HTTP, "transport": value}}})
     assert str(error).startswith("servers.x.transport: Invalid enum value")
-    assert str(error).endswith('; give one of "http", "sse", "stdio"')
+    # A value near a choice is followed by the suggestion, then the choices.
+    assert str(error).endswith(' give one of "http", "sse", "stdio"')

@@ -54,7 +54,7 @@ def facts(name: str = "mcp__github__delete_repo", **kw: Any) -> CallFacts:
     ("rule", "where", "words"),
     [
         ({}, "policy[0]", "action"),
-        ({"action": "maybe"}, "policy[0].action", "maybe"),
+        ({"action": "maybe"}, "policy[0].action", 'give one of "allow", "ask", "deny"'),
         ({"action": "ask", "tools": []}, "policy[0].tools", "empty"),
         ({"action": "ask", "tools": [""]}, "policy[0].tools[0]", "empty"),
         ({"action": "ask", "tools": ["gihtub/*"]}, "policy[0].tools[0]", "'gihtub'"),
@@ -72,7 +72,11 @@ def facts(name: str = "mcp__github__delete_repo", **kw: Any) -> CallFacts:
         ({"action": "allow", "rate": "0/min"}, "policy[0].rate", "no call"),
         ({"action": "allow", "timeout": 5}, "policy[0].timeout", 'action = "ask"'),
         ({"action": "deny", "remember": "connection"}, "policy[0].remember", "ask"),
-        ({"action": "ask", "remember": "forever"}, "policy[0].remember", "forever"),
+        (
+            {"action": "ask", "remember": "forever"},
+            "policy[0].remember",
+            'give one of "connection", "none"',
+        ),
         ({"action": "ask", "timeout": 0}, "policy[0].timeout", "positive"),
         ({"action": "ask", "timeout": float("nan")}, "policy[0].timeout", "positive"),
         ({"action": "ask", "reason": ""}, "policy[0].reason", "1 to"),
