@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 import trio
@@ -348,9 +348,9 @@ class Daemon(DaemonForAgents):
     def ready(self) -> bool:
         return self.started.is_set()
 
-    async def reload(self) -> dict[str, Any]:
+    async def reload(self) -> dict[str, object]:
         report = await self.reload_config()
-        out: dict[str, Any] = msgspec.to_builtins(report)
+        out: dict[str, object] = msgspec.to_builtins(report)
         return out
 
     def reset(self, alias: str, who: str, scope: ProfileView | None = None) -> dict[str, object]:
