@@ -1,8 +1,8 @@
 """The daemon: the wiring. It builds the parts (config, the tool table, the supervised
 servers, the agents' socket, the state file, systemd, what it reports of itself), owns
 the nursery they run in, and handles signals and reload: a config read again
-(``reread``) is put in force part by part. The parts see each other only through what
-is handed to them here."""
+(``reloading.reread``) is put in force part by part. The parts see each other only
+through what is handed to them here."""
 
 from __future__ import annotations
 
@@ -25,11 +25,8 @@ from .agents.agent_server import AgentServer
 from .agents.connection.ending import answer_stopping
 from .agents.daemon_seam import DaemonForAgents, Lines
 from .agents.entry.peers import server_of
-from .agents_listener import take_listener
 from .audit.log import AuditLog
 from .config.tables.model import Config, ConfigError, DaemonConfig
-from .errors import DaemonError
-from .listening import Listening
 from .local.pins import pinfile
 from .local.pins.watched_pins import WatchedPins
 from .local.service.systemd import Notifier, SystemdEnv, run_test_faults, run_watchdog
@@ -42,13 +39,16 @@ from .registry.gating.gate import ListGate
 from .registry.profiles.views import ProfileView
 from .registry.tables.catalog import Catalog
 from .registry.tables.curation import ToolBudget
-from .reread import Rereader, reload_refusal, unmatched_profile
+from .reloading.reread import Rereader, reload_refusal, unmatched_profile
 from .runtime_secrets import RuntimeSecrets
 from .servers.all_servers import AllServers
 from .servers.auth_commands import Logins
 from .servers.status.history import Histories, ServerHistory
 from .servers.supervisor import ReloadReport, Supervisor
 from .signals import Signals
+from .starting.agents_listener import take_listener
+from .starting.cannot_start import DaemonError
+from .starting.listening import Listening
 from .status_report import StatusReport
 
 __all__ = ["Daemon"]
@@ -74,8 +74,8 @@ class Daemon(DaemonForAgents):
     ) -> None:
         """``on_settled`` is called once the daemon has started (False) and after each
         reload (True): when what it holds for the long run is built. ``socket_for`` says
-        where a restart with a reloaded config would listen (``serve`` knows --socket and
-        the environment); by default, that config's socket. ``splice`` off, every
+        where a restart with a reloaded config would listen (``starting.serve`` knows
+        --socket and the environment); by default, that config's socket. ``splice`` off, every
         tools/call is encoded as any other message is, never written around the bytes
         it carries (``protocol.splice``): what the agents read is the same either way.
         ``listening``: the sockets ``mcpd serve`` bound before starting any server."""
@@ -148,7 +148,8 @@ class Daemon(DaemonForAgents):
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         self._started = trio.current_time()
         # Every socket agents reach mcpd on is bound before any server starts
-        # (``listening``): by ``mcpd serve`` before the servers it starts early, else here.
+        # (``starting.listening``): by ``mcpd serve`` before the servers it starts early,
+        # else here.
         prebound, self._listening = self._listening, None
         listener, listening, owned, self.socket_path = take_listener(
             self.config, self.socket_path, self.sysd.sockets, prebound

@@ -15,7 +15,7 @@ import trio
 
 from protocol import jsonrpc as rpc
 
-from .reread import reload_fault
+from .reloading.reread import reload_fault
 
 __all__ = ["Signals"]
 

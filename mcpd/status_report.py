@@ -26,7 +26,7 @@ from .registry.profiles.views import ProfileView
 from .registry.tables.catalog import Catalog
 from .registry.tables.curation import ToolBudget
 from .registry.tables.unlisted import UnlistedNames
-from .reload_outcome import ReloadOutcome
+from .reloading.outcome import ReloadOutcome
 from .servers.all_servers import AllServers
 from .servers.status import metrics
 from .servers.status.history import Histories, ServerHistory

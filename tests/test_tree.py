@@ -15,11 +15,6 @@ from tests.support.imports import imports_in
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
 MCPD_TESTS = TESTS / "mcpd"
-# Folders of tests/mcpd with no package of that name under mcpd/: daemon/ holds the
-# daemon-wide tests and those of mcpd's top-level modules (daemon.py, reread.py,
-# status_report.py, serve.py, prestart.py, config_hold.py, oversight.py, agents_listener.py,
-# signals.py, listening.py).
-NOT_PACKAGES = frozenset({Path("daemon")})
 # The test folders that mirror a package's folder, module for module.
 MIRRORED = ("mcpd", "protocol", "transports")
 # Where a test folder keeps its stories through a running daemon that cross many of its
@@ -51,8 +46,6 @@ def source_folder(tests_folder: Path) -> Path:
     folder = tests_folder.relative_to(TESTS)
     if folder.name == SCENARIOS:
         folder = folder.parent
-    if folder == Path("mcpd") / "daemon":
-        return ROOT / "mcpd"
     return ROOT / folder
 
 
@@ -80,12 +73,8 @@ def test_the_tests_of_mcpd_sit_in_the_folder_of_a_package_of_mcpd() -> None:
         )
         if "__pycache__" in folder.parts or path.name == "__pycache__":
             continue
-        if folder == Path("."):
-            if path.is_file() and path.name != "__init__.py":
-                strays.append(f"{path.relative_to(ROOT)}: not in a package's folder")
-            continue
         package = folder.parent if folder.name == SCENARIOS else folder
-        if package not in NOT_PACKAGES and not (ROOT / "mcpd" / package).is_dir():
+        if not (ROOT / "mcpd" / package).is_dir():
             strays.append(f"{path.relative_to(ROOT)}: mcpd/{folder} is no package of mcpd")
         if path.is_dir() and not (path / "__init__.py").is_file():
             strays.append(f"{path.relative_to(ROOT)}: no __init__.py, so its modules' names clash")

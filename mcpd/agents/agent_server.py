@@ -182,7 +182,7 @@ class AgentServer(ProfileMethods, Dispatcher):
         endpoint: list[socket.socket],
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Serve agents on what ``mcpd.listening`` bound before any server started."""
+        """Serve agents on what ``mcpd.starting.listening`` bound before any server started."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.tool_news.run)
             await nursery.start(self.extras.run)

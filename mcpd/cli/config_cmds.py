@@ -75,15 +75,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
             logging.getLogger("mcpd").error("%s", _config_error(exc, config_path))
             if not _socket_activated():
                 return EX_CONFIG
-            from ..serve import serve
+            from ..starting.serve import serve
 
             # Exiting would only have systemd start mcpd again for the connection
-            # waiting on its socket: see ``config_hold``.
+            # waiting on its socket: see ``starting.config_hold``.
             path = os.path.abspath(config_path)
             return serve(None, path, demo=False, socket=args.socket, config_error=exc)
-        # Before ``..serve`` imports trio and the daemon: see ``prestart``.
-        from ..errors import DaemonError
-        from ..prestart import bind_first, start_early, state_found
+        # Before ``..starting.serve`` imports trio and the daemon: see ``starting.prestart``.
+        from ..starting.cannot_start import DaemonError
+        from ..starting.prestart import bind_first, start_early, state_found
 
         try:
             config = state_found(config)
@@ -95,10 +95,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # Absolute: the daemon reports it, and `mcpd token` and `mcpd connect` run
         # elsewhere act on it.
         config_path = config.source
-        from ..serve import serve
+        from ..starting.serve import serve
 
         return serve(config, config_path, demo=False, socket=args.socket, listening=listening)
-    from ..serve import serve
+    from ..starting.serve import serve
 
     return serve(config, config_path, demo=args.demo, socket=args.socket)
 

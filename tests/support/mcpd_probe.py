@@ -16,8 +16,8 @@ from typing import Any
 
 import trio
 
-from mcpd import serve as serve_module
 from mcpd.cli.main import main
+from mcpd.starting import serve as serve_module
 
 _TARGET = os.environ.pop("MCPD_FAULTS_CENSUS", "")
 _run_daemon = serve_module._main

@@ -14,7 +14,7 @@ too, from the moment they are let in until they close:
   operator's commands out.
 
 The door (``door``) counts here, and so does a socket-activated mcpd that holds its
-socket while its config cannot be loaded (``mcpd.config_hold``). The HTTP endpoint
+socket while its config cannot be loaded (``mcpd.starting.config_hold``). The HTTP endpoint
 counts its own connections by the same rules, apart from the sockets'
 (``endpoint_places``).
 """

@@ -11,7 +11,7 @@ and ended when a reload removes it, each once what it has in flight is answered
 sessions opened on it end with them.
 
 A reload's new places are bound (``claim``) before it starts any server, for the same
-reason as at start-up (``mcpd.listening``): a server started first could bind them
+reason as at start-up (``mcpd.starting.listening``): a server started first could bind them
 itself, and agents of that profile would talk to it. A socket that takes the place of
 one of ours (the same path with another mode, or a path another profile gave up) is
 made ready beside it and renamed over it once the reload is applied, so the path is
@@ -30,7 +30,7 @@ from protocol.logfields import log_extra
 
 from ...config.tables.model import ConfigError
 from ...config.tables.profiles import ProfileConfig, socket_where
-from ...errors import DaemonError
+from ...starting.cannot_start import DaemonError
 from .peers import resolve_groups
 from .unix_socket import SocketFile, Staged, UnixBound, bind_unix, stage_unix
 

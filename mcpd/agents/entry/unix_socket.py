@@ -15,7 +15,7 @@ A socket can also be made ready beside its path (``stage_unix``) and put in plac
 over one of ours listening there, with no moment where the path names nothing that
 another could bind (a reload's rebinding, ``sockets``). What is at that temporary name
 is checked as the path is: only a socket mcpd's user left there is removed. Binding
-needs no event loop: ``mcpd serve`` binds before it loads one (``listening``).
+needs no event loop: ``mcpd serve`` binds before it loads one (``starting.listening``).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING
 
 from ...config.checks.strings import MAX_SOCKET_PATH
 from ...config.tables.model import EX_CONFIG
-from ...errors import DaemonError
 from ...local.ownership.owners import user_name
+from ...starting.cannot_start import DaemonError
 
 if TYPE_CHECKING:
     import trio

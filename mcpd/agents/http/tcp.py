@@ -218,8 +218,9 @@ def _refusal(message: str) -> bytes:
 def endpoint_of(
     host: str, socks: list[stdsocket.socket]
 ) -> tuple[list[trio.SocketListener], Connect]:
-    """The endpoint's sockets, bound before any server started (``mcpd.listening``), as
-    listeners, and where hosts reach it (the port the kernel chose, for port 0)."""
+    """The endpoint's sockets, bound before any server started
+    (``mcpd.starting.listening``), as listeners, and where hosts reach it (the port the
+    kernel chose, for port 0)."""
     listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(s)) for s in socks]
     return listeners, Connect(host, int(socks[0].getsockname()[1]))
 

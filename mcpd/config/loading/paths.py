@@ -1,7 +1,7 @@
 """Where the daemon's socket is: the one rule the daemon and every client command follow.
 
-The daemon (``mcpd serve``, and ``prestart``, which checks before the daemon is up
-whether another one already listens there) listens on ``--socket``, else
+The daemon (``mcpd serve``, and ``starting.prestart``, which checks before the daemon is
+up whether another one already listens there) listens on ``--socket``, else
 ``$MCPD_SOCKET``, else the config's ``[daemon] socket``, else under systemd the socket
 it gives (``systemd_socket``: mcpd.socket's ``/run/mcpd/mcpd.sock``), else
 ``default_socket_path()``: the flag, then the environment, then the file, the order the
@@ -15,8 +15,8 @@ every client reads, or with ``$MCPD_SOCKET`` set for both, is found without
 (missing, not TOML, a ``${VAR}`` its environment lacks) means the default path:
 finding the socket must never be what fails a command.
 
-No trio here, and nothing that imports it: ``prestart`` runs before trio is loaded, and
-every client command looks here.
+No trio here, and nothing that imports it: ``starting.prestart`` runs before trio is
+loaded, and every client command looks here.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from ...config.tables.model import EX_CONFIG
-from ...errors import DaemonError
+from ...starting.cannot_start import DaemonError
 from ..ownership.owners import service_uids
 from .privatefile import UnsafeFileError, read_private, write_atomically
 

@@ -18,7 +18,7 @@ private directory is what mcpd would have made. One that holds anything else (a 
 directory named as the state directory, say) is not mcpd's alone to change: the
 journal says how to make it private.
 
-No trio here: ``prestart`` makes it ready before the event loop is loaded.
+No trio here: ``starting.prestart`` makes it ready before the event loop is loaded.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import os
 import stat
 
 from ...config.tables.model import EX_CONFIG
-from ...errors import DaemonError
+from ...starting.cannot_start import DaemonError
 from ..ownership.trusted_path import untrusted_file, untrusted_way
 
 logger = logging.getLogger("mcpd.state")

@@ -23,7 +23,7 @@ the journal says how many bytes they held. Only those names, only regular files 
 user, and only those of a process that is gone: ``mcpd token --rotate`` may be writing
 one as the daemon starts.
 
-No trio here: ``prestart`` takes the lock before the event loop is loaded.
+No trio here: ``starting.prestart`` takes the lock before the event loop is loaded.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from collections.abc import Callable
 from typing import Final
 
 from ...config.tables.model import EX_CONFIG
-from ...errors import DaemonError
+from ...starting.cannot_start import DaemonError
 from ..ownership.owners import service_uids
 from .privatefile import UnsafeFileError, open_directory, open_private
 

@@ -15,7 +15,7 @@ import pytest
 import trio
 
 from mcpd.agents.entry.places import OWNER_RESERVE
-from mcpd.errors import DaemonError
+from mcpd.starting.cannot_start import DaemonError
 from tests.support.agent import connect, make_config, running
 from tests.support.procs import read_pid, scripted
 

@@ -73,7 +73,7 @@ async def test_the_daemon_settles_after_start_and_after_each_reload(
 def test_serve_freezes_what_it_imported_before_the_servers_start(
     monkeypatch: pytest.MonkeyPatch, unfrozen: None
 ) -> None:
-    from mcpd import serve as serve_module
+    from mcpd.starting import serve as serve_module
 
     gc.unfreeze()
     frozen_at_start: list[int] = []

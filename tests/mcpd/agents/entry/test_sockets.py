@@ -26,8 +26,8 @@ import trio
 from mcpd.agents.entry.sockets import Leave, ProfileSockets
 from mcpd.config.tables.model import ConfigError
 from mcpd.config.tables.profiles import ProfileConfig
-from mcpd.errors import DaemonError
 from mcpd.local.ownership.owners import user_name
+from mcpd.starting.cannot_start import DaemonError
 
 TIMEOUT = 10
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user")

@@ -26,7 +26,7 @@ from mcpd.agents.entry.unix_socket import (
     safe_directory,
 )
 from mcpd.config.checks.strings import MAX_SOCKET_PATH
-from mcpd.errors import DaemonError
+from mcpd.starting.cannot_start import DaemonError
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user")
 OTHER = 54_321

@@ -16,7 +16,7 @@ import trio.testing
 from mcpd.agents.http.cors import answering
 from mcpd.agents.http.tcp import LOBBY_SIZE, Connect, EndpointDoor, endpoint_of, guard, own_origins
 from mcpd.agents.http.wire import Reject, Wire
-from mcpd.listening import bind_endpoint
+from mcpd.starting.listening import bind_endpoint
 
 TOKEN = "s3cret-token"
 PORT = 8765

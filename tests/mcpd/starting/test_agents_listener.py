@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from mcpd.agents_listener import AgentsListener, take_listener
 from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config
-from mcpd.listening import Listening
 from mcpd.local.service.systemd import ListenSocket
+from mcpd.starting.agents_listener import AgentsListener, take_listener
+from mcpd.starting.listening import Listening
 
 
 def config(path: Path, **daemon: Any) -> Config:

@@ -17,15 +17,15 @@ from transports.errors import single_exceptions
 from transports.stdio.process import early, pidgroup
 from transports.stdio.process.child import signal_group, spawn
 
-from .config.loading.load import load, parse_config
-from .config.loading.paths import daemon_socket_path
-from .config.tables.model import EX_CONFIG, Config, ConfigError
+from ..config.loading.load import load, parse_config
+from ..config.loading.paths import daemon_socket_path
+from ..config.tables.model import EX_CONFIG, Config, ConfigError
+from ..daemon import Daemon
+from ..local import heap
+from ..local.service.systemd import SystemdEnv, adopt_listener
+from .cannot_start import DaemonError
 from .config_hold import ConfigHold
-from .daemon import Daemon
-from .errors import DaemonError
 from .listening import Listening
-from .local import heap
-from .local.service.systemd import SystemdEnv, adopt_listener
 from .prestart import state_found, stop_unclaimed
 
 logger = logging.getLogger("mcpd")

@@ -14,9 +14,9 @@ from typing import Any
 import msgspec
 import trio
 
-from mcpd import prestart
 from mcpd.config.tables.model import Config, DaemonConfig
 from mcpd.config.tables.servertable import ServerConfig
+from mcpd.starting import prestart
 from tests.support.prestart import counted_server, starts
 from tests.support.procs import wait_gone
 from transports.stdio.process import early
@@ -26,7 +26,7 @@ from transports.stdio.process import early
 # and stops the daemon as systemd would.
 CHILD = """
 import json, os, signal, sys, threading, time
-import mcpd.prestart as prestart
+import mcpd.starting.prestart as prestart
 from mcpd.cli.client import Client, DaemonUnreachable
 from mcpd.cli.main import main
 

@@ -8,7 +8,7 @@ import re
 from datetime import UTC, datetime
 
 from mcpd.config.tables.model import CONFIG_ERROR
-from mcpd.reload_outcome import ReloadOutcome
+from mcpd.reloading.outcome import ReloadOutcome
 from protocol import jsonrpc as rpc
 
 ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00")

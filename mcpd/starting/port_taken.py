@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from protocol.proctcp import IP
 
-from .local.ownership.owners import trusted_owners, user_name
-from .local.ownership.portholder import port_holder, port_holders, process_name
-from .local.state.endpoint_token import TokenError, stored_token, write_token
+from ..local.ownership.owners import trusted_owners, user_name
+from ..local.ownership.portholder import port_holder, port_holders, process_name
+from ..local.state.endpoint_token import TokenError, stored_token, write_token
 
 
 def taken_by(ip: IP, port: int, token_file: str | None) -> str:

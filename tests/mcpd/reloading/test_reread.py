@@ -11,9 +11,9 @@ import pytest
 
 from mcpd.config.loading.load import load
 from mcpd.config.tables.model import CONFIG_ERROR, Config, NamingConfig
-from mcpd.prestart import state_found
 from mcpd.registry.tables.catalog import Catalog
-from mcpd.reread import Rereader, unmatched_profile
+from mcpd.reloading.reread import Rereader, unmatched_profile
+from mcpd.starting.prestart import state_found
 from protocol import jsonrpc as rpc
 from protocol import mcp
 

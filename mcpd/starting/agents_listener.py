@@ -16,11 +16,11 @@ import trio
 
 from protocol.logfields import log_extra
 
-from .agents.entry.unix_socket import SocketFile, bind_unix
-from .config.checks.endpoints import groups_locked_out
-from .config.tables.model import Config
+from ..agents.entry.unix_socket import SocketFile, bind_unix
+from ..config.checks.endpoints import groups_locked_out
+from ..config.tables.model import Config
+from ..local.service.systemd import ListenSocket, adopt_listener
 from .listening import Listening
-from .local.service.systemd import ListenSocket, adopt_listener
 
 logger = logging.getLogger("mcpd")
 

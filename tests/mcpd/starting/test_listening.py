@@ -14,8 +14,8 @@ import pytest
 
 from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config
-from mcpd.errors import DaemonError
-from mcpd.listening import Listening, bind_endpoint
+from mcpd.starting.cannot_start import DaemonError
+from mcpd.starting.listening import Listening, bind_endpoint
 
 
 def config(tmp: Path, **daemon: Any) -> Config:

@@ -96,7 +96,7 @@ def test_a_delay_no_clock_can_reach_stops_serve_as_a_config_error(tmp_path: Path
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=Path(__file__).parents[3],
+        cwd=Path(__file__).parents[2],
     )
     assert served.returncode == 78, served.stderr
     assert f"config error: {config_path}: daemon.backoff_base: must be positive" in served.stderr

@@ -24,17 +24,17 @@ from transports.stdio.process import early
 from transports.stdio.sandbox.host import command_line
 from transports.stdio.sandbox.plan import SandboxError
 
-from .config.loading.paths import (
+from ..config.loading.paths import (
     daemon_socket_path,
     found_state_directory,
     state_directory,
     systemd_socket,
 )
-from .config.sandboxing.per_server import child_env, sandbox_of
-from .config.tables.model import Config
+from ..config.sandboxing.per_server import child_env, sandbox_of
+from ..config.tables.model import Config
+from ..local.state.statedir import ready_state_directory
+from ..local.state.statelock import hold_state_directory
 from .listening import Listening
-from .local.state.statedir import ready_state_directory
-from .local.state.statelock import hold_state_directory
 
 logger = logging.getLogger("mcpd")
 

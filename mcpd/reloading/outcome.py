@@ -12,7 +12,7 @@ import msgspec
 
 from protocol import jsonrpc as rpc
 
-from .config.tables.model import CONFIG_ERROR
+from ..config.tables.model import CONFIG_ERROR
 
 
 class RefusedReload(msgspec.Struct, frozen=True):

@@ -18,12 +18,12 @@ import msgspec
 from protocol import jsonrpc as rpc
 from protocol.logfields import log_extra
 
-from .agents.connection.failures import kind_of
-from .config.loading.load import load
-from .config.loading.paths import found_state_directory
-from .config.tables.model import CONFIG_ERROR, Config, ConfigError
-from .registry.profiles.unmatched import unmatched
-from .registry.tables.catalog import Catalog
+from ..agents.connection.failures import kind_of
+from ..config.loading.load import load
+from ..config.loading.paths import found_state_directory
+from ..config.tables.model import CONFIG_ERROR, Config, ConfigError
+from ..registry.profiles.unmatched import unmatched
+from ..registry.tables.catalog import Catalog
 
 logger = logging.getLogger("mcpd")
 

@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd import config_hold
 from mcpd.agents.entry.places import OWNER_RESERVE
 from mcpd.config.loading.load import load
 from mcpd.config.tables.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
-from mcpd.config_hold import ConfigHold
 from mcpd.local.service.systemd import Notifier
+from mcpd.starting import config_hold
+from mcpd.starting.config_hold import ConfigHold
 
 ERROR = ConfigError("servers.notes.command", "is empty")
 

@@ -35,11 +35,11 @@ from protocol.budget import Throttle
 from protocol.framing import LineFramer, Oversized
 from protocol.logfields import log_extra
 
-from .agents.entry.door import Speaks, refuse_connection, speaks
-from .agents.entry.peers import Peer, is_owner, peer_of
-from .agents.entry.places import Places, Seat
-from .config.tables.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
-from .local.service.systemd import Notifier, run_watchdog
+from ..agents.entry.door import Speaks, refuse_connection, speaks
+from ..agents.entry.peers import Peer, is_owner, peer_of
+from ..agents.entry.places import Places, Seat
+from ..config.tables.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
+from ..local.service.systemd import Notifier, run_watchdog
 
 logger = logging.getLogger("mcpd")
 

@@ -20,13 +20,13 @@ import ipaddress
 import socket as stdsocket
 from typing import Final
 
-from .agents.entry.unix_socket import SocketTaken, UnixBound, bind_unix
-from .config.checks.endpoints import parse_listen
-from .config.loading.paths import state_directory
-from .config.tables.model import Config
-from .config.tables.profiles import socket_where
-from .errors import DaemonError
-from .local.state.endpoint_token import token_path
+from ..agents.entry.unix_socket import SocketTaken, UnixBound, bind_unix
+from ..config.checks.endpoints import parse_listen
+from ..config.loading.paths import state_directory
+from ..config.tables.model import Config
+from ..config.tables.profiles import socket_where
+from ..local.state.endpoint_token import token_path
+from .cannot_start import DaemonError
 from .port_taken import taken_by
 
 # As trio's own listeners: the most the system allows.
