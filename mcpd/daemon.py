@@ -14,7 +14,7 @@ from typing import Final
 import msgspec
 import trio
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.logfields import log_extra
 from transports import fdread, linewriter, write_batch
 from transports.stdio.loopback import relay
@@ -77,7 +77,7 @@ class Daemon(DaemonForAgents):
         where a restart with a reloaded config would listen (``starting.serve`` knows
         --socket and the environment); by default, that config's socket. ``splice`` off, every
         tools/call is encoded as any other message is, never written around the bytes
-        it carries (``protocol.splice``): what the agents read is the same either way.
+        it carries (``protocol.jsonrpc.splice``): what the agents read is the same either way.
         ``listening``: the sockets ``mcpd serve`` bound before starting any server."""
         self.config = config
         self._on_settled = on_settled

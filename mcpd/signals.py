@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 from .reloading.reread import reload_fault
 

@@ -18,10 +18,10 @@ from urllib.parse import urljoin, urlsplit
 
 import msgspec
 
-from protocol import jsonrpc as rpc
 from protocol.headers import is_plain, is_token
-from protocol.oneline import one_line
-from protocol.textfaults import utf8_fault
+from protocol.jsonrpc import messages as rpc
+from protocol.lines.oneline import one_line
+from protocol.lines.textfaults import utf8_fault
 from protocol.urls import display_url, unreadable
 
 from .visible import quote

@@ -12,7 +12,7 @@ from typing import Final
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from . import jsonrpc as rpc
+from .jsonrpc import messages as rpc
 from .mcp import Meta
 from .visible import cut
 

@@ -11,7 +11,7 @@ from typing import Any, Final, Literal, TypeAlias
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from .jsonrpc import JsonObject
+from .jsonrpc.messages import JsonObject
 from .visible import quote
 
 LATEST_MODERN: Final = "2026-07-28"

@@ -14,7 +14,7 @@ its data will be (once its field is known to be ``data``), and that buffer becom
 the event's data: however many pieces a large event comes in, it is held once.
 ``held`` says how much of an event not yet complete the decoder holds, and
 ``other_cost`` what reading the lines that carried no data (comments, blank lines,
-other fields) cost, in ``protocol.read_budget``'s units: a unit a line and one each
+other fields) cost, in ``protocol.pacing.read_budget``'s units: a unit a line and one each
 ``UNIT_BYTES`` of it, however long, as a comment is read only to be thrown away. With
 its events' data, what reading the stream cost.
 
@@ -34,7 +34,7 @@ from typing import Final
 import msgspec
 
 from protocol.headers import is_plain
-from protocol.read_budget import UNIT_BYTES
+from protocol.pacing.read_budget import UNIT_BYTES
 
 DEFAULT_MAX_EVENT: Final = 16 * 1024 * 1024
 # Without a ``retry:`` from the server, the first wait before reconnecting.

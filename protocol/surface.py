@@ -13,7 +13,7 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from .jsonrpc import JsonObject
+from .jsonrpc.messages import JsonObject
 from .mcp import Meta
 
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"

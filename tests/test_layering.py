@@ -233,10 +233,10 @@ def test_no_module_is_past_its_length() -> None:
 def test_the_checker_sees_cycles_and_wrong_directions() -> None:
     # A checker that found nothing because it read nothing would pass the tests above.
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-    assert "mcpd.agents.agent_server" in MODULES and "protocol.jsonrpc" in MODULES
+    assert "mcpd.agents.agent_server" in MODULES and "protocol.jsonrpc.messages" in MODULES
     edges = graph()
     assert "mcpd.servers.supervisor" in edges["mcpd.servers.all_servers"]
-    assert "protocol.jsonrpc" in edges["transports.stdio.transport"]
+    assert "protocol.jsonrpc.messages" in edges["transports.stdio.transport"]
 
 
 # -- seams: the agent side reaches the servers at one place --
@@ -505,7 +505,7 @@ UNTYPED = {
 def test_no_any_crosses_the_seam() -> None:
     """A value that crosses between two areas (the agent side and the server side,
     protocol and the daemon, the config and the policy) has a type both can read: a
-    struct, a named alias (``protocol.jsonrpc.Json`` for JSON of a peer's making),
+    struct, a named alias (``protocol.jsonrpc.messages.Json`` for JSON of a peer's making),
     ``object`` for what is only passed on or is checked where it is read. The seam is
     ``seam_modules`` and every module another area imports (``shared_modules``); in
     those, every public function, and every public method and ``__init__`` of a public
@@ -530,7 +530,9 @@ def test_no_any_crosses_the_seam() -> None:
 # one implements it (the wiring hands it over). Each entry: interface -> the rule it
 # serves.
 LAYER_INTERFACES = {
-    "protocol.stdout.WaitingRequests": "protocol/ is the sans-IO core: it imports nothing of ours",
+    "protocol.lines.stdout.WaitingRequests": (
+        "protocol/ is the sans-IO core: it imports nothing of ours"
+    ),
     "transports.base.AuthHook": "transports move messages and know nothing of the daemon",
     "mcpd.servers.calling.calls.QueuedCheck": "servers never know about agents",
     "mcpd.registry.uris.scheme.Sight": "the resource table is below the profiles' views of it",
@@ -680,7 +682,11 @@ def later(hooks: Later, typed: Typed) -> None: ...
     ]
     assert [area_of(m) for m in ("mcpd.daemon", "protocol.oauth.http")] == ["mcpd", "protocol"]
     shared = shared_modules(graph())
-    assert {"protocol.jsonrpc", "mcpd.policy.redaction.guard", "mcpd.config.loading.load"} <= shared
+    assert {
+        "protocol.jsonrpc.messages",
+        "mcpd.policy.redaction.guard",
+        "mcpd.config.loading.load",
+    } <= shared
     # Imported only from within its own area: protocol.oauth.jws by protocol.oauth.
     assert "protocol.oauth.jws" not in shared
 

@@ -19,12 +19,18 @@ import msgspec
 import trio
 from msgspec import Raw, UnsetType
 
-from protocol import jsonrpc as rpc
-from protocol.jsonrpc import METHOD_NOT_FOUND, Notification, Request, encode_error, encode_result
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.messages import (
+    METHOD_NOT_FOUND,
+    Notification,
+    Request,
+    encode_error,
+    encode_result,
+)
+from protocol.jsonrpc.splice import SplicedCall
 from protocol.logfields import log_extra
 from protocol.mcp import Era
-from protocol.read_budget import HeldBack
-from protocol.splice import SplicedCall
+from protocol.pacing.read_budget import HeldBack
 
 from .errors import AuthError, TransportError
 from .path_identity import PathIdentity

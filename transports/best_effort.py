@@ -15,7 +15,7 @@ from typing import Final
 
 import trio
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.logfields import log_extra
 from protocol.mcp import CancelledParams
 

@@ -16,7 +16,7 @@ from typing import Final, TypeAlias
 
 import trio
 
-from protocol.budget import Throttle
+from protocol.pacing.buckets import Throttle
 
 # Whether a warning may be logged now: None to stay quiet, else a note for its end.
 Complain: TypeAlias = Callable[[], str | None]

@@ -1,10 +1,10 @@
 """The failures a transport reports, and how they leave its nursery.
 
-A transport raises ``protocol.jsonrpc.RPCError`` when the server answered with an
+A transport raises ``protocol.jsonrpc.messages.RPCError`` when the server answered with an
 error (the server is alive), and a ``TransportError`` when the server could not be
 reached or stopped answering: the second kind is what circuit breakers count. A
 reply that is too large or cannot be read fails only the request it answered
-(``protocol.reply_faults``): the server sent it, so it is up.
+(``protocol.jsonrpc.reply_faults``): the server sent it, so it is up.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Final
 import trio
 from msgspec import UNSET
 
-from protocol import jsonrpc as rpc
-from protocol.reply_faults import MalformedReply, MessageTooLarge
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.reply_faults import MalformedReply, MessageTooLarge
 
 
 class TransportError(Exception):
@@ -96,7 +96,7 @@ class InvalidResponse(UnexpectedReply):
     """A message that is plainly a response but cannot be taken (both a result and an
     error, an id that is no id): ``given`` is its id as the server wrote it, ``why``
     what is wrong with it, for failing the request it answered
-    (``protocol.refusals``)."""
+    (``protocol.jsonrpc.refused_replies``)."""
 
     def __init__(
         self, reason: str, *, given: object, why: str, status: int = 0, body: bytes = b""

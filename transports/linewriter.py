@@ -130,7 +130,7 @@ class LineWriter:
 
     def put_spliced(self, line: bytes) -> None:
         """``put`` without the check: for a line ``put`` has checked, or a ``Spliced``
-        one, which is one line of JSON by the way it was built (``protocol.splice``)."""
+        one, which is one line of JSON by the way it was built (``protocol.jsonrpc.splice``)."""
         if self.error is not None or self._closed:
             return
         held = BATCH.flushes

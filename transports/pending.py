@@ -17,10 +17,10 @@ from typing import Final
 import trio
 from msgspec import Raw, UnsetType
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.refused_replies import answered, misaddressed, refusal
 from protocol.logfields import log_extra
 from protocol.mcp import CancelledParams
-from protocol.refusals import answered, misaddressed, refusal
 from protocol.visible import quote, quoted_id
 
 from .base import ReplySink
@@ -160,7 +160,7 @@ class PendingRequests:
 
     def refuse(self, given: object, why: str) -> bool:
         """Fail at once the request waiting for a response under the id ``given`` that
-        cannot be taken (``why``: what is wrong with it; ``protocol.refusals``),
+        cannot be taken (``why``: what is wrong with it; ``protocol.jsonrpc.refused_replies``),
         rather than leave it to wait out its time limit; whether one was waiting."""
         return self._fail(answered(given, why, self.waiting))
 

@@ -1,8 +1,8 @@
-"""One server's ``ReadBudget`` (``protocol.read_budget``), kept by its transport and shared
+"""One server's ``ReadBudget`` (``protocol.pacing.read_budget``), kept by its transport and shared
 by every stream the transport reads: the waits it tells of, made on trio's clock.
 
 Each stream asks ``Paced.before_read`` before it reads, and says what the read cost
-(``read``: ``protocol.read_budget.cost`` of what answered nothing). A stream that may not
+(``read``: ``protocol.pacing.read_budget.cost`` of what answered nothing). A stream that may not
 read yet sleeps, or (for room) waits until another stream's message is complete. The
 first wait of a spell is said in the journal (``MCPD_EVENT=held_back``, rationed),
 and ``held_back`` is what ``mcpd status`` shows while the spell lasts.
@@ -23,9 +23,9 @@ from typing import Final
 
 import trio
 
-from protocol.budget import Throttle
 from protocol.logfields import log_extra
-from protocol.read_budget import DEFAULT_RATE, HeldBack, ReadBudget, WaitReason
+from protocol.pacing.buckets import Throttle
+from protocol.pacing.read_budget import DEFAULT_RATE, HeldBack, ReadBudget, WaitReason
 
 logger = logging.getLogger("mcpd.transport")
 

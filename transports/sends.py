@@ -27,9 +27,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 import trio
 from msgspec import Raw
 
-from protocol import jsonrpc as rpc
-from protocol.reply_faults import MalformedReply, MessageTooLarge
-from protocol.splice import SplicedCall
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.reply_faults import MalformedReply, MessageTooLarge
+from protocol.jsonrpc.splice import SplicedCall
 
 from .base import Params, ReplySink
 from .errors import ServerCancelled, TransportClosed, TransportError, single_exceptions

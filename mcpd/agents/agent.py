@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import msgspec
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import AgentSession, RequestContext
 
 from ..policy.deciders.kin import AgentKin

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
-from protocol import jsonrpc as rpc
 from protocol import mcp, surface
-from protocol.result_pieces import encode_result_pieces
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.result_pieces import encode_result_pieces
 from protocol.serving import AgentSession, RequestContext
 
 from .. import __version__
@@ -84,7 +84,7 @@ class AgentServer(ProfileMethods, Dispatcher):
         self, servers: AllServers, control: DaemonForAgents, lines: Lines, *, splice: bool = True
     ) -> None:
         """``splice``: whether tools/call requests and replies may be written around
-        the bytes they carry (``protocol.splice``) rather than encoded."""
+        the bytes they carry (``protocol.jsonrpc.splice``) rather than encoded."""
         self.servers = servers
         self.control = control
         self.lines = lines

@@ -136,7 +136,7 @@ class LineSink(Protocol):
     def put(self, line: bytes) -> str | None: ...
 
     def put_spliced(self, line: bytes) -> None:
-        """A line that needs no check: one built by ``protocol.splice``."""
+        """A line that needs no check: one built by ``protocol.jsonrpc.splice``."""
         ...
 
     def put_piece(self, piece: bytes | memoryview, end: bool = False) -> None:

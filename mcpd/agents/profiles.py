@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 from ..config.tables.hosts import builtin_profiles
 from ..config.tables.model import NamingConfig

@@ -24,7 +24,7 @@ from itertools import islice
 from operator import attrgetter
 from typing import Final
 
-from protocol.budget import Bucket
+from protocol.pacing.buckets import Bucket
 from protocol.visible import visible
 
 from ..local.service.journal import JournalHandler, LineHandler

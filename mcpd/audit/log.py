@@ -48,8 +48,8 @@ import msgspec
 import trio
 from msgspec import UNSET
 
-from protocol.budget import Throttle
 from protocol.logfields import log_extra
+from protocol.pacing.buckets import Throttle
 
 from ..config.tables.model import DaemonConfig
 from ..local.state.unsaved import SaveWatch

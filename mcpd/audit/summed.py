@@ -25,8 +25,8 @@ from typing import Final, TypeVar
 import msgspec
 from msgspec import UnsetType
 
-from protocol.budget import Bucket, Throttle
 from protocol.logfields import log_extra
+from protocol.pacing.buckets import Bucket, Throttle
 from protocol.visible import visible
 
 from .record import AgentKey, CallRecord, agent_key, iso, stamp

@@ -10,8 +10,9 @@ from typing import Any, Final, NamedTuple
 
 import msgspec
 
-from protocol import envelope, mcp
-from protocol import jsonrpc as rpc
+from protocol import mcp
+from protocol.jsonrpc import envelope
+from protocol.jsonrpc import messages as rpc
 
 from .. import __version__
 from ..agents.entry.dial import (

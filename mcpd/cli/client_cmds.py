@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any, NoReturn
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.visible import visible
 
 from ..agents.lists.list_hints import UNKNOWN_TOOL

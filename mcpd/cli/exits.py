@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.urls import ascii_hosts
 from protocol.visible import visible
 

@@ -23,8 +23,8 @@ from urllib.parse import urlsplit
 import h11
 import trio
 
-from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.jsonrpc import messages as rpc
 
 from ..agents.http.mcp_http import (
     MODERN_STATUS,

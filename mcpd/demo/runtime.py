@@ -32,8 +32,8 @@ import msgspec
 import trio
 from msgspec import UNSET, Raw, UnsetType
 
-from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import AgentSession, RequestContext
 
 from .arguments import check_demo_arguments

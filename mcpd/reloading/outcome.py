@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import msgspec
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 from ..config.tables.model import CONFIG_ERROR
 

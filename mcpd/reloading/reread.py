@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.logfields import log_extra
 
 from ..agents.connection.failures import kind_of

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 from .life.runner import Runner
 from .oauth import LoginError, NoOAuthLogin, RedirectFailed, forget_unconfigured

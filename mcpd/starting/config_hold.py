@@ -29,11 +29,11 @@ from typing import Any, Final
 
 import trio
 
-from protocol import envelope
-from protocol import jsonrpc as rpc
-from protocol.budget import Throttle
-from protocol.framing import LineFramer, Oversized
+from protocol.jsonrpc import envelope
+from protocol.jsonrpc import messages as rpc
+from protocol.lines.framing import LineFramer, Oversized
 from protocol.logfields import log_extra
+from protocol.pacing.buckets import Throttle
 
 from ..agents.entry.door import Speaks, refuse_connection, speaks
 from ..agents.entry.peers import Peer, is_owner, peer_of

@@ -15,7 +15,7 @@ user's among them counts.
 
 from __future__ import annotations
 
-from protocol.proctcp import IP
+from protocol.linux.proctcp import IP
 
 from ..local.ownership.owners import trusted_owners, user_name
 from ..local.ownership.portholder import port_holder, port_holders, process_name

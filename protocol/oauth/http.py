@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 
 import msgspec
 
-from ..jsonrpc import JsonObject
+from ..jsonrpc.messages import JsonObject
 from ..visible import quote
 from .errors import OAuthProtocolError
 

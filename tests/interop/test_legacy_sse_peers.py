@@ -19,7 +19,7 @@ import trio
 from msgspec import Raw
 
 from mcpd.servers.connected.upstream import Upstream
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from tests.support.interop import peer_server, relay
 from tests.support.wiretap import free_port
 from transports.errors import StreamCut, TransportClosed, TransportError

@@ -10,7 +10,6 @@ import msgspec
 import pytest
 from msgspec import UNSET
 
-from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.greeting import (
     VERSIONS_BYTES,
@@ -23,6 +22,7 @@ from protocol.greeting import (
     supported_versions,
     versions_unread,
 )
+from protocol.jsonrpc import messages as rpc
 from protocol.surface import TASKS_EXTENSION
 
 

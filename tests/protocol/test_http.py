@@ -8,7 +8,6 @@ import email.utils
 import pytest
 from msgspec import Raw
 
-from protocol import jsonrpc as rpc
 from protocol.http import (
     Origin,
     ResponseHead,
@@ -20,6 +19,7 @@ from protocol.http import (
     parse_url,
     same_origin,
 )
+from protocol.jsonrpc import messages as rpc
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from msgspec import Raw
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.loglevels import (
     LEVELS,
     LogMessage,

@@ -11,8 +11,8 @@ import msgspec
 import pytest
 from msgspec import UNSET
 
-from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.jsonrpc import messages as rpc
 
 
 def decode(data: Any, type_: type[Any]) -> Any:

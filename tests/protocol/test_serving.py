@@ -12,8 +12,8 @@ import msgspec
 import pytest
 from msgspec import UNSET, Raw
 
-from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import AgentSession, RequestContext
 
 INFO = mcp.Implementation(name="mcpd", version="1")

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol.read_budget import skipped
+from protocol.pacing.read_budget import skipped
 from protocol.sse import DEFAULT_RETRY, ResumePoint, SSEDecoder, SSEError, SSEEvent
 
 
@@ -125,7 +125,7 @@ def test_a_large_event_that_comes_in_pieces_is_held_once() -> None:
 
 
 def test_lines_that_carry_no_data_cost_a_unit_and_their_bytes() -> None:
-    # What reading a stream costs besides its events' data (``protocol.read_budget``).
+    # What reading a stream costs besides its events' data (``protocol.pacing.read_budget``).
     dec = SSEDecoder()
     dec.feed(b": ping\n\nid: 1\nevent: x\ndata: a\ndata: b\n\n:")
     # The comment, two blank lines, the id and event lines.

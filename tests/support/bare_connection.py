@@ -17,7 +17,7 @@ from mcpd.agents.connection.dispatcher import Connection, Dispatcher
 from mcpd.agents.connection.failures import Failures
 from mcpd.config.tables.model import DaemonConfig
 from mcpd.daemon import _LINES
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from tests.support.agent import META
 from tests.support.line_end import LineEnd
 from tests.support.routing import World

@@ -13,8 +13,8 @@ from mcpd.servers.calling.calls import Call, CallRefused, Outcome, Whose
 from mcpd.servers.connected.upstream import Upstream
 from mcpd.servers.life.runner import Runner
 from mcpd.servers.status.outage import Outage
-from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import RequestContext
 
 # An agent of today's era that declared nothing.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import tracemalloc
 from collections.abc import Callable
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 
 def peak_bytes(work: Callable[[], object]) -> int:

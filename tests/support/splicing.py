@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from protocol import splice
+from protocol.jsonrpc import splice
 
 
 def record_spliced_requests(monkeypatch: pytest.MonkeyPatch) -> list[str | None]:

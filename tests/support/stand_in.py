@@ -11,8 +11,8 @@ from typing import Any
 import trio
 from msgspec import Raw
 
-from protocol import jsonrpc as rpc
-from protocol.read_budget import HeldBack
+from protocol.jsonrpc import messages as rpc
+from protocol.pacing.read_budget import HeldBack
 from transports.base import Started
 from transports.errors import TransportClosed
 

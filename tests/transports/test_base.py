@@ -15,7 +15,7 @@ import pytest
 import trio
 import trio.testing
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from tests.support.http_servers import Responder, SeenRequest, result, serve_http
 from tests.support.legacy_sse_server import Message, Session, answer, serve_legacy_sse
 from tests.support.procs import scripted

@@ -12,7 +12,7 @@ import pytest
 import trio
 import trio.testing
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from transports.best_effort import send_answer, send_cancel
 from transports.errors import TransportClosed
 

@@ -6,7 +6,7 @@ import pytest
 import trio
 import trio.testing
 
-from protocol.reply_faults import MessageTooLarge
+from protocol.jsonrpc.reply_faults import MessageTooLarge
 from transports.errors import (
     AuthError,
     HttpRPCError,

@@ -83,7 +83,7 @@ async def test_a_closed_peer_ends_the_writer_with_an_error() -> None:
 
 
 async def test_a_line_its_check_refuses_is_not_written_and_the_reason_returned() -> None:
-    from protocol.oneline import line_fault
+    from protocol.lines.oneline import line_fault
 
     r, w = pipe()
     writer = LineWriter(w, w.fileno(), check=line_fault)

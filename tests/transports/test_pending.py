@@ -8,9 +8,9 @@ import logging
 import pytest
 from msgspec import Raw
 
-from protocol import jsonrpc as rpc
-from protocol.refusals import spelled_id
-from protocol.reply_faults import MalformedReply
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.refused_replies import spelled_id
+from protocol.jsonrpc.reply_faults import MalformedReply
 from transports.errors import ServerCancelled, TransportClosed
 from transports.pending import PendingRequests
 

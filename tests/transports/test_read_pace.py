@@ -14,7 +14,7 @@ import pytest
 import trio
 import trio.testing
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from tests.support.http_servers import (
     Responder,
     SeenRequest,

@@ -14,8 +14,8 @@ import trio
 import trio.testing
 from msgspec import Raw
 
-from protocol import jsonrpc as rpc
-from protocol.splice import SplicedCall
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.splice import SplicedCall
 from transports.base import Params, ReplySink
 from transports.errors import TransportClosed, TransportError
 from transports.sends import Sends

@@ -7,7 +7,7 @@ stream is read further. What it ignores on the stream is warned about within the
 server's ``Complaints``.
 
 A response that cannot be taken (both a result and an error, an id of the wrong type)
-fails the request it answered at once (``protocol.refusals``): this one, when it is
+fails the request it answered at once (``protocol.jsonrpc.refused_replies``): this one, when it is
 this request's; when it is another's in flight, that one (``InFlight``), and this
 stream is read on. So does a sound response for another request in flight: which
 request it answers is in doubt. A JSON reply holds one message only: when it is such a
@@ -24,12 +24,18 @@ from typing import Final, TypeAlias
 
 import trio
 
-from protocol import jsonrpc as rpc
 from protocol.http import ResponseHead
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.refused_replies import (
+    answered,
+    misaddressed,
+    names_a_request,
+    refusal,
+    shown_id,
+)
+from protocol.jsonrpc.reply_faults import MessageTooLarge, too_large_reason
 from protocol.logfields import log_extra
-from protocol.read_budget import cost
-from protocol.refusals import answered, misaddressed, names_a_request, refusal, shown_id
-from protocol.reply_faults import MessageTooLarge, too_large_reason
+from protocol.pacing.read_budget import cost
 from protocol.sse import EventTooLarge, SSEDecoder, SSEError, SSEEvent
 from protocol.visible import quote, quoted_id
 
@@ -313,8 +319,8 @@ class AnswerReader:
 
     def _fail(self, own: tuple[rpc.Id, str]) -> None:
         """Fail this request, a response that cannot be taken having answered it
-        (``own``: its id and what is wrong, from ``protocol.refusals``), unless it has
-        its answer already: then that is a duplicate, dropped."""
+        (``own``: its id and what is wrong, from ``protocol.jsonrpc.refused_replies``),
+        unless it has its answer already: then that is a duplicate, dropped."""
         if not self._answered and self._kept() is None:
             raise refusal(self._label, *own, logger)
 

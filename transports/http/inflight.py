@@ -7,9 +7,9 @@ import logging
 
 import trio
 
-from protocol import jsonrpc as rpc
-from protocol.refusals import answered, misaddressed, refusal
-from protocol.reply_faults import MalformedReply
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.refused_replies import answered, misaddressed, refusal
+from protocol.jsonrpc.reply_faults import MalformedReply
 
 logger = logging.getLogger("mcpd.http")
 

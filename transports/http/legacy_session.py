@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.logfields import log_extra
 
 from ..base import ServerRequestHandler

@@ -25,10 +25,10 @@ from typing import Final
 import trio
 from msgspec import Raw
 
-from protocol import jsonrpc as rpc
 from protocol.http import ResponseHead
+from protocol.jsonrpc import messages as rpc
 from protocol.logfields import log_extra
-from protocol.read_budget import cost
+from protocol.pacing.read_budget import cost
 from protocol.sse import ResumePoint, SSEDecoder, SSEError, SSEEvent
 from protocol.visible import quoted_id
 

@@ -9,7 +9,7 @@ from typing import Final
 
 import msgspec
 
-from protocol.read_budget import DEFAULT_RATE
+from protocol.pacing.read_budget import DEFAULT_RATE
 
 __all__ = ["DEFAULT_HTTP_PARAMS", "HttpParams"]
 
@@ -28,7 +28,8 @@ class HttpParams(msgspec.Struct, frozen=True):
     # Connections held at once: as many as calls may be under way.
     pool_size: int = 16
     max_body: int = DEFAULT_MAX_BODY
-    # What the server's streams are read at of what answers no request (``protocol.read_budget``).
+    # What the server's streams are read at of what answers no request
+    # (``protocol.pacing.read_budget``).
     read_budget: int = DEFAULT_RATE
 
 

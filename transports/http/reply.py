@@ -18,12 +18,12 @@ from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 from typing import Final, TypeAlias
 
-from protocol import envelope
-from protocol import jsonrpc as rpc
 from protocol.http import ResponseHead, error_in, names_unknown_session, parse_retry_after
+from protocol.jsonrpc import envelope
+from protocol.jsonrpc import messages as rpc
 from protocol.logfields import log_extra
 from protocol.oauth.challenge import bearer_challenge
-from protocol.read_budget import drop_oversized
+from protocol.pacing.read_budget import drop_oversized
 from protocol.visible import cut_bytes, quote
 
 from ..base import NotificationHandler

@@ -15,7 +15,6 @@ from typing import Final
 
 import trio
 
-from protocol import jsonrpc as rpc
 from protocol import mcp
 from protocol.headers import PROTOCOL_VERSION, TRANSPORT_HEADERS, is_plain
 from protocol.http import (
@@ -25,6 +24,7 @@ from protocol.http import (
     same_origin,
     sendable_target,
 )
+from protocol.jsonrpc import messages as rpc
 from protocol.logfields import log_extra
 from protocol.sse import ResumePoint
 

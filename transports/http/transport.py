@@ -31,11 +31,11 @@ from typing import Final
 import trio
 from msgspec import Raw
 
-from protocol import jsonrpc as rpc
 from protocol.headers import TRANSPORT_HEADERS
 from protocol.http import ResponseHead, header_list, parse_url
-from protocol.read_budget import HeldBack
-from protocol.splice import SplicedCall
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.splice import SplicedCall
+from protocol.pacing.read_budget import HeldBack
 
 from ..base import AuthHook, NotificationHandler, Params, ReplySink, Transport
 from ..best_effort import POST_TIMEOUT

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from msgspec.structs import replace
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.mcp import LATEST_LEGACY
 from protocol.urls import display_url
 

@@ -20,7 +20,7 @@ from typing import Final, Literal, TypeAlias
 import trio
 
 from protocol.http import Origin
-from protocol.read_budget import cost
+from protocol.pacing.read_budget import cost
 from protocol.sse import SSEDecoder, SSEError, SSEEvent
 from protocol.urls import display_url
 from protocol.visible import quote

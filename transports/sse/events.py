@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Final
 from urllib.parse import urljoin
 
-from protocol import jsonrpc as rpc
 from protocol.http import (
     Origin,
     ResponseHead,
@@ -25,6 +24,7 @@ from protocol.http import (
     same_origin,
     sendable_target,
 )
+from protocol.jsonrpc import messages as rpc
 from protocol.logfields import log_extra
 from protocol.sse import SSEEvent
 from protocol.visible import quote

@@ -8,7 +8,7 @@ POSTed there and merely accepted (202, or 200); every response, notification and
 server request comes back on the stream as a ``message`` event, and responses are
 routed to the waiting requests by id. A response that cannot be taken (both a result
 and an error, an id of the wrong type) fails the request it answered at once, as on
-stdio (``protocol.refusals``).
+stdio (``protocol.jsonrpc.refused_replies``).
 
 The stream is the session, so this transport never reconnects. When the stream ends
 or drops, or the endpoint stops taking messages (404: the server forgot the session,
@@ -37,12 +37,12 @@ from collections.abc import AsyncIterator, Mapping
 import trio
 from msgspec import Raw
 
-from protocol import jsonrpc as rpc
 from protocol.headers import TRANSPORT_HEADERS
 from protocol.http import ResponseHead, header_list, parse_url
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.splice import SplicedCall
 from protocol.logfields import log_extra
-from protocol.read_budget import HeldBack
-from protocol.splice import SplicedCall
+from protocol.pacing.read_budget import HeldBack
 from protocol.sse import SSEEvent
 from protocol.visible import quote
 

@@ -4,7 +4,7 @@ The transport itself is here: ``transport`` (the lines to and from the server), 
 ``call_lines`` (its calls, written as its stdin has room), ``server_requests`` (what
 the server asks mcpd, answered on its stdin) and ``params`` (what it is given from its
 server's configuration). What the server writes on stdout is cut into lines and
-dispatched without I/O, by ``protocol.stdout``. Its rooms:
+dispatched without I/O, by ``protocol.lines.stdout``. Its rooms:
 
 - ``process``: the child process, started so that it dies with mcpd, its environment,
   its stderr, why it ended, and the processes it left behind;

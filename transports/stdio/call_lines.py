@@ -16,9 +16,9 @@ import logging
 import weakref
 from collections.abc import Callable
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
+from protocol.lines.oneline import line_fault
 from protocol.logfields import log_extra
-from protocol.oneline import line_fault
 
 from ..linewriter import LineWriter
 

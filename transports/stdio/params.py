@@ -9,8 +9,8 @@ from collections.abc import Mapping
 
 import msgspec
 
-from protocol.framing import DEFAULT_MAX_LINE
-from protocol.read_budget import DEFAULT_RATE
+from protocol.lines.framing import DEFAULT_MAX_LINE
+from protocol.pacing.read_budget import DEFAULT_RATE
 
 from .process.childenv import environment
 from .sandbox.plan import Sandbox

@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import trio
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.logfields import log_extra
 from protocol.mcp import CancelledParams
 from protocol.visible import METHOD_SHOWN, quote

@@ -19,11 +19,11 @@ from typing import Final
 import trio
 from msgspec import Raw
 
-from protocol import jsonrpc as rpc
-from protocol.oneline import line_fault
-from protocol.read_budget import HeldBack
-from protocol.splice import SplicedCall
-from protocol.stdout import StdoutReader
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.splice import SplicedCall
+from protocol.lines.oneline import line_fault
+from protocol.lines.stdout import StdoutReader
+from protocol.pacing.read_budget import HeldBack
 
 from .. import fdread
 from ..base import AuthHook, NotificationHandler, Params, ReplySink, Started, Transport

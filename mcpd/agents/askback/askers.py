@@ -33,8 +33,8 @@ import msgspec
 import trio
 from msgspec import Raw, UnsetType
 
-from protocol import jsonrpc as rpc
 from protocol import mcp, surface
+from protocol.jsonrpc import messages as rpc
 
 from ...servers.shared import NO_ANSWER
 from .bound import binding, other_arguments

@@ -58,9 +58,9 @@ import msgspec
 import trio
 from msgspec import UNSET, Raw, UnsetType
 
-from protocol import jsonrpc as rpc
 from protocol import mcp, surface
-from protocol.framing import DEFAULT_MAX_LINE
+from protocol.jsonrpc import messages as rpc
+from protocol.lines.framing import DEFAULT_MAX_LINE
 
 from ...policy.agent import AgentInfo
 from ..agent import AgentCall

@@ -17,8 +17,8 @@ import msgspec
 import trio
 from msgspec import UNSET, Raw, UnsetType
 
-from protocol import jsonrpc as rpc
 from protocol import mcp, surface
+from protocol.jsonrpc import messages as rpc
 
 from ...servers.shared import NO_ANSWER, Asker, Outcome
 from .askers import MAX_ROUNDS, DirectAsker

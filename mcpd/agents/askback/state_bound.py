@@ -16,7 +16,7 @@ from typing import Final
 import msgspec
 from msgspec import Raw, UnsetType
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.logfields import log_extra
 
 from ..http.body_size import MAX_BODY

@@ -17,8 +17,8 @@ import msgspec
 import trio
 from msgspec import Raw
 
-from protocol import jsonrpc as rpc
 from protocol import loglevels, mcp, surface
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import RequestContext
 
 from ...registry.profiles.views import ProfileView

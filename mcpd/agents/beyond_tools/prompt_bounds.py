@@ -13,7 +13,7 @@ from typing import Any, Final
 import msgspec
 from msgspec import Raw, UnsetType
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 MAX_VALUES: Final = 100
 _KINDS: Final = {

@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from protocol import jsonrpc as rpc
 from protocol import mcp, surface
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import RequestContext
 from protocol.visible import quote
 

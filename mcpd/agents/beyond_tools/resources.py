@@ -13,9 +13,9 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, Raw
 
-from protocol import jsonrpc as rpc
 from protocol import mcp, surface
-from protocol.json_values import parts_at_most
+from protocol.jsonrpc import messages as rpc
+from protocol.lines.json_values import parts_at_most
 from protocol.serving import RequestContext
 from protocol.visible import quote
 

@@ -12,7 +12,7 @@ from typing import Final
 
 import trio
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 LISTEN: Final = "subscriptions/listen"
 

@@ -28,10 +28,10 @@ from typing import Final
 
 import trio
 
-from protocol import envelope
-from protocol import jsonrpc as rpc
-from protocol.framing import DEFAULT_MAX_LINE, LineFramer, Oversized, OversizedEnd
-from protocol.unreadable import id_at_edges
+from protocol.jsonrpc import envelope
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.unreadable import id_at_edges
+from protocol.lines.framing import DEFAULT_MAX_LINE, LineFramer, Oversized, OversizedEnd
 
 from ...config.tables.model import EX_CONFIG
 from ..connection import batches

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 from .ledger import OpenRelays, OwnRequests
 

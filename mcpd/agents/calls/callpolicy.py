@@ -42,8 +42,8 @@ from typing import Final
 import msgspec
 from msgspec import Raw
 
-from protocol import jsonrpc as rpc
 from protocol import mcp, surface
+from protocol.jsonrpc import messages as rpc
 
 from ...policy.agent import AgentInfo
 from ...policy.deciders.kin import AgentKin

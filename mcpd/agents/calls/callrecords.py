@@ -22,8 +22,9 @@ import msgspec
 import trio
 from msgspec import UNSET, Raw, UnsetType
 
-from protocol import jsonrpc as rpc
-from protocol import mcp, splice
+from protocol import mcp
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc import splice
 from protocol.visible import cut
 
 from ...audit.log import AuditLog

@@ -11,8 +11,8 @@ from typing import Any, Final, NoReturn
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import RequestContext
 
 from ..agent import Agent

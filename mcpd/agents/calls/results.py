@@ -19,8 +19,8 @@ from typing import Any, Final, Protocol
 import msgspec
 from msgspec import UNSET, Raw
 
-from protocol import jsonrpc as rpc
 from protocol import mcp, surface
+from protocol.jsonrpc import messages as rpc
 from protocol.visible import quote
 
 from ...registry.uris.scheme import Sight

@@ -23,9 +23,10 @@ from typing import Any, Final
 
 from msgspec import UNSET, Raw, UnsetType
 
-from protocol import jsonrpc as rpc
-from protocol import mcp, splice, surface
-from protocol.framing import DEFAULT_MAX_LINE
+from protocol import mcp, surface
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc import splice
+from protocol.lines.framing import DEFAULT_MAX_LINE
 
 from ...audit.record import NO_DECISION
 from ...policy.agent import AgentInfo
@@ -60,7 +61,7 @@ class Router:
     """Agents' calls, from their decoded requests to their servers, and their replies.
 
     ``splice`` says whether a call's request and reply may be written around the bytes
-    they carry (``protocol.splice``); off, every call is encoded and checked as any
+    they carry (``protocol.jsonrpc.splice``); off, every call is encoded and checked as any
     other message is."""
 
     def __init__(

@@ -18,8 +18,8 @@ from typing import Final
 
 import msgspec
 
-from protocol import envelope
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import envelope
+from protocol.jsonrpc import messages as rpc
 
 _ITEMS: Final = msgspec.json.Decoder(list[msgspec.Raw])
 # Hosts batch the few requests they send together; a longer batch is refused whole, so

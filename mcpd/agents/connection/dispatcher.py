@@ -14,10 +14,11 @@ from typing import ClassVar, Final
 import trio
 from msgspec import UNSET
 
-from protocol import envelope, mcp, splice
-from protocol import jsonrpc as rpc
+from protocol import mcp
+from protocol.jsonrpc import envelope, splice
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.splice import SplicedRequest
 from protocol.serving import AgentSession, RequestContext
-from protocol.splice import SplicedRequest
 
 from ...config.tables.model import DaemonConfig
 from ...policy.deciders.kin import AgentKin, unknown_kin

@@ -16,11 +16,11 @@ from typing import Final, Protocol
 
 import trio
 
-from protocol import jsonrpc as rpc
 from protocol import mcp
-from protocol.framing import Oversized
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.splice import SplicedRequest
+from protocol.lines.framing import Oversized
 from protocol.logfields import log_extra
-from protocol.splice import SplicedRequest
 
 from ..agent import Agent, AgentCall
 from ..calls.callrecords import AT_LIMIT

@@ -18,10 +18,10 @@ from collections.abc import Callable
 
 import trio
 
-from protocol import envelope
-from protocol import jsonrpc as rpc
-from protocol.budget import Throttle
+from protocol.jsonrpc import envelope
+from protocol.jsonrpc import messages as rpc
 from protocol.logfields import log_extra
+from protocol.pacing.buckets import Throttle
 
 logger = logging.getLogger("mcpd.agents")
 

@@ -9,8 +9,8 @@ from typing import Final
 
 import trio
 
-from protocol import jsonrpc as rpc
-from protocol.framing import LineFramer, Oversized
+from protocol.jsonrpc import messages as rpc
+from protocol.lines.framing import LineFramer, Oversized
 
 from ..daemon_seam import Lines, LineSink
 

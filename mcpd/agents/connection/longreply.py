@@ -13,8 +13,8 @@ from typing import Final
 
 import trio
 
-from protocol import jsonrpc as rpc
-from protocol.result_pieces import BrokenPiece
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.result_pieces import BrokenPiece
 
 from ..daemon_seam import LineSink
 

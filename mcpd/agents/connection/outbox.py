@@ -16,10 +16,10 @@ from typing import Final
 
 import trio
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.result_pieces import BrokenPiece
+from protocol.lines.oneline import line_fault
 from protocol.logfields import log_extra
-from protocol.oneline import line_fault
-from protocol.result_pieces import BrokenPiece
 
 from ..daemon_seam import Lines, LineSink
 from .batches import Batches

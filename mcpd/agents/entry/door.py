@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Final, Literal
 import msgspec
 import trio
 
-from protocol import jsonrpc as rpc
-from protocol.budget import Throttle
+from protocol.jsonrpc import messages as rpc
 from protocol.logfields import log_extra
+from protocol.pacing.buckets import Throttle
 
 from ...config.tables.model import DaemonConfig
 from ...policy.deciders.kin import decider_of, kin_of, unknown_kin

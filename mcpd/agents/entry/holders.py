@@ -34,9 +34,9 @@ import h11
 import msgspec
 import trio
 
-from protocol import jsonrpc as rpc
-from protocol.budget import Throttle
+from protocol.jsonrpc import messages as rpc
 from protocol.logfields import log_extra
+from protocol.pacing.buckets import Throttle
 
 from ...local.ownership.tcpowner import (
     HoldersUnknown,

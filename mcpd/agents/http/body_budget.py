@@ -29,9 +29,9 @@ from typing import Final
 
 import msgspec
 
-from protocol import jsonrpc as rpc
-from protocol.budget import Throttle
+from protocol.jsonrpc import messages as rpc
 from protocol.logfields import log_extra
+from protocol.pacing.buckets import Throttle
 
 from ...config.tables.model import DaemonConfig
 from ..entry.peers import is_owner, owners_uid

@@ -17,7 +17,7 @@ import h11
 import msgspec
 import trio
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import AgentSession
 
 from ...policy.deciders.kin import AgentKin, Decider, unknown_kin

@@ -38,7 +38,7 @@ import h11
 import msgspec
 import trio
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import AgentSession
 from protocol.visible import visible_json
 

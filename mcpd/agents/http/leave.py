@@ -21,8 +21,8 @@ import h11
 import msgspec
 import trio
 
-from protocol import envelope
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import envelope
+from protocol.jsonrpc import messages as rpc
 
 from ..connection.ending import late_while_ending, refused_while_ending
 from ..entry.sockets import Leave

@@ -9,9 +9,9 @@ from typing import Any, Final
 
 import msgspec
 
-from protocol import envelope
 from protocol import headers as mcp_headers
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import envelope
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import AgentSession, RequestContext
 from protocol.visible import visible
 

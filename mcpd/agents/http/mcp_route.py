@@ -34,8 +34,9 @@ from typing import Final
 import h11
 import trio
 
-from protocol import envelope, mcp
-from protocol import jsonrpc as rpc
+from protocol import mcp
+from protocol.jsonrpc import envelope
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import AgentSession
 
 from ..connection.dispatcher import Connection, Dispatcher

@@ -9,7 +9,7 @@ from typing import Final, TypeAlias
 
 import msgspec
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 from ...registry.profiles.views import ProfileView
 from ...servers.all_servers import AllServers

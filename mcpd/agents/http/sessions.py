@@ -8,7 +8,7 @@ from typing import Final
 import msgspec
 import trio
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import AgentSession
 
 from ...servers.shared import Call

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 import trio
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 from ..connection.ending import STOPPING
 from .exchange import Exchange

@@ -24,8 +24,8 @@ from typing import Final
 
 import trio
 
-from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.jsonrpc import messages as rpc
 from protocol.logfields import log_extra
 from protocol.serving import AgentSession
 

@@ -18,7 +18,7 @@ from typing import Final, TypeAlias
 import h11
 import trio
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 from . import headsize
 from .body_size import MAX_BODY

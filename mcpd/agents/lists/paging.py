@@ -27,7 +27,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from typing import Final, TypeVar
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.visible import quote
 
 T = TypeVar("T")

@@ -18,8 +18,8 @@ from typing import Any, Final
 import msgspec
 from msgspec import Raw
 
-from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.jsonrpc import messages as rpc
 
 from ...registry.profiles.views import ProfileView
 from ...registry.tables.table import ListedTool

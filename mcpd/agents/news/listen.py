@@ -15,8 +15,8 @@ from typing import Any
 import msgspec
 import trio
 
-from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import RequestContext
 
 from ..connection.dispatcher import Connection

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from protocol import jsonrpc as rpc
 from protocol import loglevels
+from protocol.jsonrpc import messages as rpc
 from protocol.loglevels import LogMessage
 
 from ...servers.all_servers import AllServers

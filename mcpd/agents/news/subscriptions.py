@@ -22,8 +22,8 @@ from typing import Any, Final, NoReturn
 
 import msgspec
 
-from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.jsonrpc import messages as rpc
 from protocol.uritemplate import MAX_URI
 
 from ...config.tables.model import DaemonConfig

@@ -14,8 +14,8 @@ from typing import Final
 
 import trio
 
-from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.jsonrpc import messages as rpc
 
 from ..connection.dispatcher import Connection
 from ..profiles import Profile

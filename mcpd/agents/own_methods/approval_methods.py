@@ -25,7 +25,7 @@ from typing import Any, Final
 import msgspec
 import trio
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import RequestContext
 from protocol.visible import cut
 

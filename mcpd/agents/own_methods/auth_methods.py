@@ -32,7 +32,7 @@ import contextlib
 
 import msgspec
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import RequestContext
 
 from ...config.loading.paths import pages_directory

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import msgspec
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import RequestContext
 
 from ..connection.dispatcher import Connection

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 from ...policy.deciders.kin import AgentKin, Decider, alive
 from ...policy.deciders.kin_refusals import too_deep

@@ -17,7 +17,7 @@ from typing import Literal
 
 import msgspec
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import RequestContext
 
 from ...registry.pinning.definitions import BadPins

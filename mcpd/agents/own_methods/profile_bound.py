@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 ON_A_PROFILE: Final = frozenset(
     {

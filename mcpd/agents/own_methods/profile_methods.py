@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar
 
 import msgspec
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import RequestContext
 
 from ...policy.deciders.departed import Departed

@@ -21,7 +21,7 @@ from urllib.parse import parse_qs
 import h11
 import msgspec
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.urls import ascii_hosts, openable
 from protocol.visible import visible
 

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 from ...policy.deciders.kin import AgentKin, Decider, Tie
 from ...policy.deciders.kin_refusals import not_yours

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Final
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 from ...policy.deciders.kin import AgentKin
 from ...registry.gating.judged import HELD_KINDS, HeldOffer, held_reason

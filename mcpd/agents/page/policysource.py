@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Final
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 from ...audit.record import CallRecord as Record
 from ...policy.deciders.kin import AgentKin

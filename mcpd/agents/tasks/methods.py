@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol import jsonrpc as rpc
 from protocol import mcp, surface
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import RequestContext
 
 from ...registry.uris.scheme import Sight

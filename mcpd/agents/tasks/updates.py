@@ -21,8 +21,8 @@ from typing import Any
 
 from msgspec import Raw
 
-from protocol import jsonrpc as rpc
 from protocol import surface
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import RequestContext
 
 from ...servers.shared import Call, Outcome

@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from protocol.jsonrpc import RPCError
+from protocol.jsonrpc.messages import RPCError
 from protocol.visible import visible
 
 from ...config.loading.load import load

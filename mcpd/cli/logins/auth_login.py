@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import trio
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.oauth import carries_state, state_of
 from protocol.urls import ascii_hosts, ascii_url
 from protocol.visible import visible

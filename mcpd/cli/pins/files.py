@@ -15,7 +15,7 @@ import stat
 import sys
 from typing import Any, Final
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 from ...local.state.privatefile import UnsafeFileError, file_kind
 from ..client import QUICK, SOCKET_HELP, BadReply, Client, DaemonUnreachable, socket_path

@@ -141,7 +141,7 @@ class DaemonConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     max_description_bytes: int = 64 * 1024
     max_instructions_bytes: int = 64 * 1024
     # What mcpd reads a second of what one server sends that answers no request (a
-    # line, or a piece of a message, each: ``protocol.read_budget``), after a burst of a few
+    # line, or a piece of a message, each: ``protocol.pacing.read_budget``), after a burst of a few
     # seconds' worth; past it the server's streams are read more slowly. Per server too.
     read_budget: int = 5000
     # What mcpd does when a server's tool, prompt or resource template differs from the

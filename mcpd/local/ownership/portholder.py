@@ -24,7 +24,7 @@ from typing import Final
 
 import msgspec
 
-from protocol.proctcp import IP, HeldSocket, listening_on, plain
+from protocol.linux.proctcp import IP, HeldSocket, listening_on, plain
 
 from .tcpowner import TABLES, holding
 

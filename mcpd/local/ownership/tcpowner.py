@@ -3,10 +3,10 @@ connection mcpd accepted.
 
 A loopback connection's other end is a socket of this machine, and Linux knows every
 socket of mcpd's network namespace with the uid that made it. mcpd asks the kernel for
-that one socket by its addresses (netlink ``sock_diag``, ``protocol.sockdiag``), which
+that one socket by its addresses (netlink ``sock_diag``, ``protocol.linux.sockdiag``), which
 costs the same however many sockets there are; where that cannot be asked, it reads
 the lists of them all in ``/proc/net/tcp`` and ``/proc/net/tcp6``
-(``protocol.proctcp``), which the kernel writes out at each read. A connection from
+(``protocol.linux.proctcp``), which the kernel writes out at each read. A connection from
 another machine, or from another network namespace, is not found either way: its owner
 is unknown, and whoever asks refuses what takes one. A connection from an address of
 this machine (its loopback, or one of its interfaces') whose other end is not found,
@@ -32,8 +32,8 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Final
 
-from protocol import sockdiag
-from protocol.proctcp import IP, Address, HeldSocket, plain, socket_holder
+from protocol.linux import sockdiag
+from protocol.linux.proctcp import IP, Address, HeldSocket, plain, socket_holder
 
 if TYPE_CHECKING:
     import trio

@@ -6,7 +6,7 @@ from one token bucket per server, and what was held back is summed up, a record 
 each kind, once the server's bucket has room again. Every other record (outages,
 mcpd's own) passes the handler untouched. What others can cause at will and often
 (a server's log messages, the warnings a peer triggers by connecting) is limited
-where it is logged, by a ``protocol.budget.Throttle`` each, before any record is
+where it is logged, by a ``protocol.pacing.buckets.Throttle`` each, before any record is
 made: a record only for the handler to drop costs as much as one it writes.
 """
 
@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from protocol.budget import Bucket
+from protocol.pacing.buckets import Bucket
 
 from .journalfields import extra
 

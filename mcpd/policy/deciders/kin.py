@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Final, Literal, TypeVar
 
 import msgspec
 
-from protocol.proctcp import HeldSocket
+from protocol.linux.proctcp import HeldSocket
 
 from ...local.ownership.tcpowner import OwnerUnknown, holding, holds, tcp_holder
 from .named import mcpd_command_of, program_of

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from protocol.budget import Bucket
+from protocol.pacing.buckets import Bucket
 
 from ...config.tables.policy import Rate
 from .rules import Decision

@@ -37,9 +37,9 @@ from typing import Final
 import msgspec
 from msgspec import Raw
 
-from protocol import jsonrpc as rpc
-from protocol.budget import Throttle
+from protocol.jsonrpc import messages as rpc
 from protocol.logfields import log_extra
+from protocol.pacing.buckets import Throttle
 from protocol.visible import quote
 
 from ...config.credentials.secrets import HeldSecret

@@ -29,7 +29,7 @@ from typing import Any, Final
 
 import msgspec
 
-from protocol.nesting import MAX_DEPTH, deeper_than
+from protocol.lines.nesting import MAX_DEPTH, deeper_than
 from protocol.visible import visible
 
 from ..redaction.masking import SecretSet

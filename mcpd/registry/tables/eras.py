@@ -26,7 +26,8 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from protocol import jsonrpc, mcp
+from protocol import mcp
+from protocol.jsonrpc import messages as jsonrpc
 
 from .shown import Entry
 

@@ -13,7 +13,8 @@ from typing import Any, Final, TypeVar
 import msgspec
 from msgspec import UNSET
 
-from protocol import jsonrpc, mcp, surface
+from protocol import mcp, surface
+from protocol.jsonrpc import messages as jsonrpc
 from protocol.visible import visible
 
 from ..text.marking import breaks_as_spaces, later_lines_marked, lines_marked

@@ -46,10 +46,10 @@ from typing import Any, Final, Protocol
 import msgspec
 import trio
 
-from protocol import jsonrpc as rpc
 from protocol import surface
-from protocol.budget import Throttle
+from protocol.jsonrpc import messages as rpc
 from protocol.logfields import log_extra
+from protocol.pacing.buckets import Throttle
 from protocol.visible import METHOD_SHOWN, quote
 from transports.base import OVER_LIMIT
 from transports.errors import SERVER_REPLIES

@@ -19,8 +19,8 @@ from typing import TypeAlias
 import msgspec
 from msgspec import Raw
 
-from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.jsonrpc import messages as rpc
 
 from ...registry.text.marking import server_words
 from .askback import Cause

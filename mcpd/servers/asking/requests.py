@@ -24,9 +24,9 @@ import trio
 from msgspec import UNSET, Raw
 
 from protocol import headers as mcp_headers
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.reply_faults import MalformedReply
 from protocol.logfields import log_extra
-from protocol.reply_faults import MalformedReply
 from transports.errors import ServerCancelled, TransportError
 
 from ..calling.calls import CallRefused, SessionMark, Whose

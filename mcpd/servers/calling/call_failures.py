@@ -9,9 +9,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.reply_faults import MalformedReply, MessageTooLarge
 from protocol.logfields import log_extra
-from protocol.reply_faults import MalformedReply, MessageTooLarge
 from transports.errors import SERVER_REPLIES, ServerCancelled, TransportError
 
 from ..life.downtime import server_wait

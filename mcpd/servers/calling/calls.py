@@ -21,8 +21,8 @@ import msgspec
 import trio
 from msgspec import UNSET, Raw, UnsetType
 
-from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import RequestContext
 
 from ...config.tables.model import Config, DaemonConfig
@@ -183,7 +183,7 @@ class Call(msgspec.Struct, eq=False):
     asker: Asker | None = None  # the agent, for what a legacy server asks back
     owner: object = None  # whose call it is (a task it creates is theirs alone)
     # Whether its request and reply may be written around the bytes they carry
-    # (``protocol.splice``) rather than encoded: the daemon's switch.
+    # (``protocol.jsonrpc.splice``) rather than encoded: the daemon's switch.
     splice: bool = True
     # -- where it goes (the agent side's router's) --
     alias: str = ""  # its server

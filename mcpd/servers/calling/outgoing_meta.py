@@ -6,7 +6,7 @@ capabilities of the agent behind the request, mcpd's client info, the log level 
 want, and the agent's own keys; the reserved keys an agent sent are never passed on,
 they are mcpd's to set. A legacy server gets only the agent's own keys. Most calls
 carry nothing of the agent's own, so their ``_meta`` is the same every time: it is made
-once, and so are the constant parts of such a tools/call (``protocol.splice``).
+once, and so are the constant parts of such a tools/call (``protocol.jsonrpc.splice``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
 from protocol import headers as mcp_headers
-from protocol import jsonrpc as rpc
-from protocol import mcp, splice
+from protocol import mcp
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc import splice
 
 from ..connected.handshake import NO_CAPABILITIES, RESERVED_META_PREFIX, client_meta
 from .calls import Call

@@ -38,8 +38,8 @@ from typing import Final, TypeVar
 import msgspec
 
 from protocol import mcp
-from protocol.budget import Throttle
 from protocol.logfields import log_extra
+from protocol.pacing.buckets import Throttle
 
 from .calls import Call, Unqueued, Whose
 

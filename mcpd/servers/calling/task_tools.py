@@ -22,10 +22,10 @@ import msgspec
 import trio
 from msgspec import UNSET, Raw, UnsetType
 
-from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.reply_faults import MalformedReply, MessageTooLarge
 from protocol.logfields import log_extra
-from protocol.reply_faults import MalformedReply, MessageTooLarge
 from protocol.visible import quote
 from transports.base import Params
 from transports.errors import ServerCancelled, TransportError

@@ -31,9 +31,9 @@ from typing import Final
 
 import trio
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.logfields import log_extra
-from protocol.read_budget import HeldBack
+from protocol.pacing.read_budget import HeldBack
 from protocol.visible import quote
 from transports.errors import SERVER_REPLIES
 

@@ -12,7 +12,7 @@ ends, and the next greeting learns the era again. An error a modern server gives
 
 from __future__ import annotations
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.visible import quote
 from transports.errors import HttpRPCError
 

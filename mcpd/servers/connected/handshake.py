@@ -17,8 +17,8 @@ from msgspec import Raw
 
 from protocol import greeting, mcp
 from protocol import headers as mcp_headers
-from protocol import jsonrpc as rpc
 from protocol.greeting import ServerCapabilities
+from protocol.jsonrpc import messages as rpc
 from protocol.logfields import log_extra
 from protocol.visible import quote
 from transports.base import Transport

@@ -41,8 +41,8 @@ from typing import Final
 import msgspec
 import trio
 
-from protocol import jsonrpc as rpc
-from protocol.reply_faults import MalformedReply
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.reply_faults import MalformedReply
 from transports.errors import ServerCancelled, TransportError, Unreachable
 
 from ..circuit.breaker import Breaker

@@ -25,11 +25,11 @@ from typing import Final
 import msgspec
 import trio
 
-from protocol import jsonrpc as rpc
 from protocol import loglevels
-from protocol.budget import Bucket, Throttle
+from protocol.jsonrpc import messages as rpc
 from protocol.logfields import log_extra
 from protocol.loglevels import LogMessage
+from protocol.pacing.buckets import Bucket, Throttle
 from protocol.visible import quote
 
 from ...local.service.ratelimit import SUMMARY_EVERY

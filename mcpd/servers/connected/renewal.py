@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.logfields import log_extra
 from transports.base import Transport
 from transports.errors import SessionExpired, TransportError

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from transports.base import Transport
 from transports.errors import TransportError, single_exceptions
 

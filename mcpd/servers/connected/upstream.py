@@ -16,9 +16,10 @@ import trio
 from msgspec import UNSET, Raw
 
 from protocol import headers as mcp_headers
-from protocol import jsonrpc as rpc
-from protocol import mcp, splice
+from protocol import mcp
 from protocol.greeting import ServerCapabilities
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc import splice
 from protocol.logfields import log_extra
 from transports.base import Params, Transport
 from transports.errors import SERVER_REPLIES, SessionExpired, TransportError

@@ -17,9 +17,9 @@ from typing import Final
 import msgspec
 import trio
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.reply_faults import MalformedReply, MessageTooLarge
 from protocol.logfields import log_extra
-from protocol.reply_faults import MalformedReply, MessageTooLarge
 from protocol.visible import quote
 from transports.errors import SpawnError, TransportError
 

@@ -14,7 +14,7 @@ from typing import Final
 
 import trio
 
-from protocol.reply_faults import MalformedReply, MessageTooLarge
+from protocol.jsonrpc.reply_faults import MalformedReply, MessageTooLarge
 from transports.base import AuthHook
 from transports.errors import ServerCancelled, TransportError, UnexpectedReply
 

@@ -7,8 +7,8 @@ from typing import Any, TypeVar
 
 from msgspec import UNSET
 
-from protocol import jsonrpc as rpc
 from protocol import surface
+from protocol.jsonrpc import messages as rpc
 from protocol.visible import quote
 
 from ...registry.gating.limits import LISTED_TWICE, ListTrim, Trimmed, item_label

@@ -24,9 +24,9 @@ import msgspec
 import trio
 from msgspec import Raw
 
-from protocol import jsonrpc as rpc
 from protocol import surface
-from protocol.json_values import parts_at_most
+from protocol.jsonrpc import messages as rpc
+from protocol.lines.json_values import parts_at_most
 from protocol.logfields import log_extra
 from protocol.visible import quote
 from transports.errors import ServerCancelled, TransportError

@@ -33,9 +33,9 @@ from typing import Final
 import trio
 
 from protocol import greeting, mcp
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.reply_faults import MalformedReply
 from protocol.logfields import log_extra
-from protocol.reply_faults import MalformedReply
 from protocol.visible import quote
 from transports.errors import TransportError
 

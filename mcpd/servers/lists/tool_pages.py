@@ -18,7 +18,7 @@ from msgspec import Raw
 
 from protocol import greeting, mcp
 from protocol import headers as mcp_headers
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.visible import quote
 
 from ...config.tables.model import ListLimits

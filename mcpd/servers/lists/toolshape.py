@@ -20,8 +20,8 @@ import msgspec
 from msgspec import UNSET, Raw
 
 from protocol import headers as mcp_headers
-from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.jsonrpc import messages as rpc
 from protocol.visible import quote
 
 from ...registry.gating.limits import ListTrim, short_name

@@ -19,7 +19,7 @@ read its headers, and over HTTP they would be answered with 400, as mcpd's own a
 Such an error reaches an agent as one of mcpd's own instead (``hop_error``), naming
 the server and what went wrong between mcpd and it.
 
-Its data goes on as the bytes it came as (``protocol.jsonrpc`` keeps them), as a
+Its data goes on as the bytes it came as (``protocol.jsonrpc.messages`` keeps them), as a
 result's do, unless it is text (one value, decoded to be cleaned) or a scan of it
 (``data_findings``) finds what must change: then it is taken apart (decoded whole,
 walked and encoded again), and how large a data is taken apart so, and where, is
@@ -33,8 +33,8 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, Raw
 
-from protocol import jsonrpc as rpc
-from protocol.reply_faults import MalformedReply
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.reply_faults import MalformedReply
 from protocol.visible import quote
 
 from ...policy.redaction.guard import SecretGuard

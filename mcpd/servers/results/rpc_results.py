@@ -30,8 +30,8 @@ import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
 from protocol import mcp, surface
+from protocol.jsonrpc.reply_faults import MalformedReply
 from protocol.logfields import log_extra
-from protocol.reply_faults import MalformedReply
 from protocol.visible import METHOD_SHOWN, quote
 
 from ...policy.redaction.guard import SecretGuard

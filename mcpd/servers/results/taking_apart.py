@@ -7,7 +7,7 @@ be taken apart is decoded whole, walked in Python and encoded again, and what th
 costs (the thread that does it held, the memory its values take) grows with the values
 and keys in it, not with its bytes: fifteen megabytes of ``[{},{},...]`` are five
 million objects and seconds of Python. So before anything decodes it, that number is
-told from its bytes (``protocol.json_values``), and ``ReplyWork.at_once`` says where
+told from its bytes (``protocol.lines.json_values``), and ``ReplyWork.at_once`` says where
 the work goes:
 
 - a reply of at most ``AT_ONCE_PARTS`` values and keys (nearly every one that needs
@@ -36,11 +36,11 @@ from typing import Final, TypeVar
 import trio
 from msgspec import Raw
 
-from protocol import jsonrpc as rpc
-from protocol.budget import Throttle
-from protocol.json_values import parts_at_most
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.reply_faults import MalformedReply
+from protocol.lines.json_values import parts_at_most
 from protocol.logfields import log_extra
-from protocol.reply_faults import MalformedReply
+from protocol.pacing.buckets import Throttle
 from protocol.visible import METHOD_SHOWN, quote
 
 from ...policy.redaction.guard import SecretGuard

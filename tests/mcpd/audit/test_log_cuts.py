@@ -20,7 +20,7 @@ from mcpd.policy.agent import AgentInfo
 from mcpd.policy.redaction.cutparts import CUT_PART
 from mcpd.policy.redaction.guard import SecretGuard
 from mcpd.policy.redaction.masking import KnownSecrets, marker
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 SECRET = "held-secret-value-0123456789abcdef"
 WHERE = "servers.vault.env.API_TOKEN"

@@ -24,7 +24,7 @@ from mcpd.cli.client import (
     config_in_use,
     running_daemon,
 )
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from tests.support.agent import make_config, running
 from tests.support.fake_daemon import FakeDaemon, error, notification, result
 from tests.support.full_queue import full_queue

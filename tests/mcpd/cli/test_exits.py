@@ -19,7 +19,7 @@ from mcpd.cli.exits import (
     fail,
 )
 from mcpd.config.tables.model import CONFIG_ERROR, EX_CONFIG
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 HOSTILE = "\x1b]0;owned\x07\x1b[2J\x9b31m\u202eevil\u200b\r"
 

@@ -11,7 +11,7 @@ import pytest
 from msgspec import Raw
 
 from mcpd.demo import notes
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from tests.support.demo import meta
 
 

@@ -16,8 +16,8 @@ import trio.testing
 from msgspec import Raw
 
 from mcpd.demo.runtime import DemoServer, ToolContext, ToolDef, ToolError, object_schema
-from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import AgentSession
 from tests.support.demo import LEGACY, meta
 

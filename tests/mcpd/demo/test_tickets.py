@@ -11,7 +11,7 @@ from msgspec import Raw
 
 from mcpd.demo import tickets
 from mcpd.demo.runtime import DemoServer
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from tests.support.demo import meta
 
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from mcpd.config.tables.model import CONFIG_ERROR
 from mcpd.reloading.outcome import ReloadOutcome
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00")
 CLOCK = r"\d\d:\d\d:\d\d"

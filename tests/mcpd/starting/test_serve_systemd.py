@@ -19,7 +19,7 @@ import pytest
 from mcpd.agents.entry.places import OWNER_RESERVE
 from mcpd.cli.client import Client
 from mcpd.config.tables.model import CONFIG_ERROR
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from tests.conftest import ROOT
 from tests.support import bubblewrap
 from tests.support.notify import Notifications

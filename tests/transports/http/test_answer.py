@@ -15,9 +15,9 @@ import pytest
 import trio
 import trio.testing
 
-from protocol import jsonrpc as rpc
 from protocol.http import ResponseHead
-from protocol.reply_faults import MalformedReply, MessageTooLarge
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.reply_faults import MalformedReply, MessageTooLarge
 from transports.complaints import Complaints
 from transports.errors import InvalidResponse, StreamCut, UnexpectedReply
 from transports.http.answer import ANSWERED_ANOTHER, DRAIN_TIMEOUT, AnswerReader

@@ -11,8 +11,8 @@ import logging
 import pytest
 from msgspec import Raw
 
-from protocol import jsonrpc as rpc
-from protocol.reply_faults import MalformedReply
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.reply_faults import MalformedReply
 from transports.http.inflight import InFlight
 
 BOTH = "both a result and an error (JSON-RPC allows one)"

@@ -13,7 +13,7 @@ import trio
 import trio.testing
 from msgspec import Raw
 
-from protocol.jsonrpc import METHOD_NOT_FOUND, Notification, Response
+from protocol.jsonrpc.messages import METHOD_NOT_FOUND, Notification, Response
 from tests.support.http_servers import (
     LegacySession,
     Responder,

@@ -15,8 +15,8 @@ import trio.testing
 from msgspec import Raw
 
 from protocol.http import ResponseHead
-from protocol.jsonrpc import Notification, RPCError
-from protocol.read_budget import MAX_NOTIFICATION
+from protocol.jsonrpc.messages import Notification, RPCError
+from protocol.pacing.read_budget import MAX_NOTIFICATION
 from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 from tests.support.http_servers import (
     Responder,
@@ -247,7 +247,7 @@ async def test_errors_are_transport_errors_for_breakers() -> None:
 
 
 async def test_a_body_or_event_over_the_limit_fails_the_request_not_the_server() -> None:
-    from protocol.reply_faults import MessageTooLarge
+    from protocol.jsonrpc.reply_faults import MessageTooLarge
 
     big = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"text": "x" * 5000}})
 

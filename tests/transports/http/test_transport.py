@@ -12,8 +12,8 @@ import pytest
 import trio
 
 from protocol import headers as mcp_headers
-from protocol.jsonrpc import Notification, RPCError
-from protocol.reply_faults import MalformedReply, MessageTooLarge
+from protocol.jsonrpc.messages import Notification, RPCError
+from protocol.jsonrpc.reply_faults import MalformedReply, MessageTooLarge
 from tests.support.http_servers import (
     Responder,
     SeenRequest,

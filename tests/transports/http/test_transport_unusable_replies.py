@@ -15,7 +15,7 @@ import pytest
 import trio
 
 from protocol.http import ResponseHead
-from protocol.reply_faults import MalformedReply
+from protocol.jsonrpc.reply_faults import MalformedReply
 from tests.support.http_servers import (
     LegacySession,
     Responder,

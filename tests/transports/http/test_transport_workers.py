@@ -13,7 +13,7 @@ import msgspec
 import trio
 import trio.lowlevel
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from tests.support.http_servers import (
     Responder,
     SeenRequest,

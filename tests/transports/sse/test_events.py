@@ -8,8 +8,8 @@ import logging
 
 import pytest
 
-from protocol import jsonrpc as rpc
 from protocol.http import Origin, ResponseHead
+from protocol.jsonrpc import messages as rpc
 from protocol.sse import SSEEvent
 from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 from transports.errors import AuthError, HTTPStatusError, UnexpectedReply

@@ -14,9 +14,9 @@ import trio
 import trio.testing
 import trustme
 
-from protocol import jsonrpc as rpc
-from protocol.jsonrpc import Notification
-from protocol.reply_faults import MalformedReply
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.messages import Notification
+from protocol.jsonrpc.reply_faults import MalformedReply
 from tests.support.http_servers import Responder, SeenRequest, serve_http
 from tests.support.legacy_sse_server import (
     LegacySSEServer,

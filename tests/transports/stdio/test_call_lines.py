@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 import pytest
 import trio
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from transports.linewriter import LineWriter
 from transports.stdio.call_lines import CallLines, checked_line
 

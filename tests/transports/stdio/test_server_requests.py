@@ -12,7 +12,7 @@ import trio
 import trio.testing
 from msgspec import Raw
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.visible import METHOD_SHOWN
 from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 from transports.base import MAX_ANSWERING, OVER_LIMIT

@@ -15,8 +15,8 @@ import pytest
 import trio
 import trio.testing
 
-from protocol import jsonrpc as rpc
-from protocol.reply_faults import MalformedReply, MessageTooLarge
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.reply_faults import MalformedReply, MessageTooLarge
 from tests.support.procs import alive, read_pid, scripted, wait_gone
 from transports.errors import SpawnError, TransportClosed, TransportError
 from transports.stdio.params import StdioParams

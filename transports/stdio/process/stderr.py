@@ -25,9 +25,9 @@ from typing import Final
 
 import trio
 
-from protocol.framing import LineFramer, Oversized
+from protocol.lines.framing import LineFramer, Oversized
 from protocol.logfields import log_extra
-from protocol.read_budget import cost, skipped
+from protocol.pacing.read_budget import cost, skipped
 from protocol.visible import cut_bytes
 
 from ...read_pace import Paced

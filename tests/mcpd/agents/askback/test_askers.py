@@ -13,7 +13,7 @@ from msgspec import Raw
 
 from mcpd.agents.askback.askers import AgentRequests
 from mcpd.servers.asking.askback import NO_ANSWER
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 
 class Outbox:

@@ -11,7 +11,7 @@ from msgspec import Raw
 
 from mcpd.agents.agent import AgentCall
 from mcpd.agents.askback.awaited import Awaited
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 
 def awaited() -> Awaited:

@@ -10,8 +10,8 @@ import trio.testing
 from msgspec import Raw
 
 from mcpd.agents.agent import AgentCall
-from protocol import envelope
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import envelope
+from protocol.jsonrpc import messages as rpc
 from tests.support.routing import StandInAgent, World
 
 

@@ -12,7 +12,7 @@ from mcpd.agents.agent import NO_ONE, AgentCall
 from mcpd.agents.askback.resumes import PREFIX, Resumes
 from mcpd.policy.agent import AgentInfo
 from mcpd.servers.calling.calls import Call
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from tests.support.routing import agent_call
 
 ASKED = Raw(

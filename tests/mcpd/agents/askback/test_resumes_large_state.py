@@ -18,7 +18,7 @@ import trio.testing
 from msgspec import Raw
 
 from mcpd.agents.askback.state_bound import largest_state, repeated_bytes
-from protocol.framing import DEFAULT_MAX_LINE
+from protocol.lines.framing import DEFAULT_MAX_LINE
 from tests.support.agent import META, Agent, connect, make_config, running
 from tests.support.daemon_http import header_dict, modern_headers
 from tests.support.http_stream_client import POST, Client

@@ -15,8 +15,8 @@ from mcpd.agents.askback.askers import AgentRequests, DirectAsker
 from mcpd.agents.askback.rounds import RoundTrip, legacy_rounds, shedding
 from mcpd.servers.asking.askback import Asker
 from mcpd.servers.calling.calls import Outcome
-from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.jsonrpc import messages as rpc
 
 FORM = {"mode": "form", "message": "which branch?", "requestedSchema": {"type": "object"}}
 

@@ -20,8 +20,8 @@ from mcpd.agents.agent import NO_ONE
 from mcpd.agents.askback import url_required
 from mcpd.daemon import Daemon
 from mcpd.servers.calling.calls import Call
-from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import RequestContext
 from tests.support.agent import META, connect, make_config, running
 from tests.support.procs import scripted

@@ -31,8 +31,8 @@ from mcpd.servers.all_servers import AllServers
 from mcpd.servers.asking.progress import ProgressSink
 from mcpd.servers.calling.calls import Call, Outcome
 from mcpd.servers.supervisor import Supervisor
-from protocol import jsonrpc as rpc
 from protocol import mcp, surface
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import AgentSession, RequestContext
 from tests.support.routing import Audit
 

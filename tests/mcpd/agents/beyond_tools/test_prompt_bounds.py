@@ -11,7 +11,7 @@ import pytest
 from msgspec import UNSET, Raw
 
 from mcpd.agents.beyond_tools.prompt_bounds import MAX_VALUES, capped_completion, check_arguments
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 
 def raw(value: Any) -> Raw:

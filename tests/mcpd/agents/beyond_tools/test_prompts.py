@@ -31,8 +31,8 @@ from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.status.outage import Outage
 from mcpd.servers.supervisor import Supervisor
-from protocol import jsonrpc as rpc
 from protocol import mcp, surface
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import RequestContext
 
 MODERN = RequestContext("modern", mcp.LATEST_MODERN, {}, {})

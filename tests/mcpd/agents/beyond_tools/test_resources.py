@@ -27,8 +27,8 @@ from mcpd.registry.uris.scheme import Routed, Sight, wrap
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.status.outage import Outage
 from mcpd.servers.supervisor import Supervisor
-from protocol import jsonrpc as rpc
 from protocol import mcp, surface
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import RequestContext
 
 MODERN = RequestContext("modern", mcp.LATEST_MODERN, {}, {})

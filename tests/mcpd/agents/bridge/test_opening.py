@@ -21,7 +21,7 @@ from mcpd.agents.bridge.opening import (
     OpeningRefused,
     open_connection,
 )
-from protocol.framing import DEFAULT_MAX_LINE, LineFramer, Oversized
+from protocol.lines.framing import DEFAULT_MAX_LINE, LineFramer, Oversized
 
 LIMIT = 30
 

@@ -12,7 +12,7 @@ from msgspec import Raw
 
 from mcpd.agents.bridge.ledger import OpenRelays, OwnRequests
 from mcpd.agents.bridge.session import HostSession, list_changes
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "h"}}
 

@@ -32,8 +32,8 @@ from mcpd.registry.tables.shown import Entry
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.calling.calls import Call
 from mcpd.servers.supervisor import Supervisor
-from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import RequestContext
 from tests.support.routing import agent_call
 

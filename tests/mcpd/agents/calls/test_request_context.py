@@ -13,8 +13,8 @@ from msgspec import UNSET, Raw
 
 from mcpd.agents.agent import Agent
 from mcpd.agents.calls.request_context import agents_own, spliced_context
-from protocol import jsonrpc as rpc
 from protocol import mcp
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import AgentSession, RequestContext
 
 MODERN = {

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import trio
 
-from protocol import splice
+from protocol.jsonrpc import splice
 from tests.support.agent import MODERN, make_config, running
 from tests.support.http_servers import Responder, SeenRequest, event, serve_http
 from tests.support.procs import scripted

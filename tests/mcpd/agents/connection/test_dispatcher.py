@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from mcpd.servers.asking.askback import NO_ANSWER
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from tests.support.agent import META
 from tests.support.bare_connection import RESULT, call, cancel, connected, error_of, request
 from tests.support.routing import World

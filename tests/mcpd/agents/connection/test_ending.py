@@ -8,7 +8,7 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from tests.support.bare_connection import RESULT, call, cancel, connected, error_of, request
 from tests.support.routing import World
 

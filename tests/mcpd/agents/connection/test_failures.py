@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mcpd.agents.connection.failures import Failures, failure_message, kind_of, split_failure
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 SECRET = "sk-live-do-not-show"
 

@@ -23,7 +23,7 @@ from mcpd.agents.connection.dispatcher import Connection
 from mcpd.agents.connection.failures import Failures
 from mcpd.audit.reader import AuditRecords
 from mcpd.daemon import Daemon
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from tests.support.agent import META, Agent, connect, make_config, running
 from tests.support.calls import cancelled
 from tests.support.daemon_http import modern, modern_headers, post

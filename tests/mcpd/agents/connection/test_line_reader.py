@@ -8,10 +8,10 @@ import trio
 
 from mcpd.agents.connection.line_reader import LineReader, apart_from_line
 from mcpd.daemon import _LINES
-from protocol import envelope
-from protocol import jsonrpc as rpc
-from protocol.framing import Oversized
-from protocol.oneline import line_fault
+from protocol.jsonrpc import envelope
+from protocol.jsonrpc import messages as rpc
+from protocol.lines.framing import Oversized
+from protocol.lines.oneline import line_fault
 
 
 async def _read(sent: list[bytes], max_line: int) -> tuple[list[bytes], Oversized | None]:

@@ -12,9 +12,9 @@ from typing import Any
 import trio
 
 from mcpd.agents.connection.longreply import LongReplies
-from protocol import jsonrpc as rpc
-from protocol.oneline import line_fault
-from protocol.result_pieces import BrokenPiece
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.result_pieces import BrokenPiece
+from protocol.lines.oneline import line_fault
 from transports.linewriter import LineWriter
 
 HEAD = b'{"jsonrpc":"2.0","id":1,"result":{"tools":['

@@ -16,8 +16,8 @@ import trio.testing
 
 from mcpd.agents.connection.outbox import Outbox
 from mcpd.agents.daemon_seam import Lines
-from protocol import jsonrpc as rpc
-from protocol.result_pieces import BrokenPiece
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.result_pieces import BrokenPiece
 from transports import fdread, linewriter, write_batch
 
 LINES = Lines(writer=linewriter.LineWriter, batch=write_batch.batch, receive=fdread.receive)

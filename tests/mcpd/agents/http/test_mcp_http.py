@@ -22,8 +22,9 @@ from mcpd.agents.http.mcp_http import (
     modern_request,
 )
 from mcpd.agents.http.wire import Headers, Reject
-from protocol import envelope, mcp
-from protocol import jsonrpc as rpc
+from protocol import mcp
+from protocol.jsonrpc import envelope
+from protocol.jsonrpc import messages as rpc
 from protocol.serving import AgentSession
 
 VERSION = mcp.LATEST_MODERN

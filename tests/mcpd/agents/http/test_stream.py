@@ -22,7 +22,7 @@ from mcpd.agents.connection.outbox import QUEUE_BYTES
 from mcpd.config.loading.load import load
 from mcpd.daemon import Daemon
 from mcpd.local.state.endpoint_token import write_token
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from tests.support.agent import running
 from tests.support.daemon_http import http
 from tests.support.http_stream_client import Client, open_session, session_headers, stream_headers

@@ -12,7 +12,7 @@ import pytest
 import trio
 
 from mcpd.agents.lists.paging import decode_cursor, encode_cursor, list_digest, page_of
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from protocol.visible import quote
 from tests.support.agent import connect, make_config, running
 

@@ -11,8 +11,8 @@ import msgspec
 import pytest
 
 from mcpd.agents.news.logs import AgentLogs
-from protocol import jsonrpc as rpc
 from protocol import loglevels
+from protocol.jsonrpc import messages as rpc
 from protocol.loglevels import LogMessage
 
 

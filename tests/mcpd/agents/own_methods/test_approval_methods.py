@@ -25,7 +25,7 @@ from mcpd.policy.agent import AgentInfo, user_name
 from mcpd.policy.deciders.kin import AgentKin, Process, kin_of
 from mcpd.policy.shown.showing import shown_arguments
 from mcpd.policy.waiting.approvals import ApprovalRequest, Approvals, Verdict
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 # The agent is this process (and, where its session matters, a process of its own).
 AGENT_PID = os.getpid()

@@ -28,7 +28,7 @@ from mcpd.agents.http.tcp import Connect
 from mcpd.agents.own_methods.auth_methods import HANDLERS
 from mcpd.agents.page.passes import CODE_TTL, Passes
 from mcpd.policy.deciders.kin import AgentKin, Process
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from tests.support.routing import World
 
 TOKEN = "endpoint-token-kept-secret"

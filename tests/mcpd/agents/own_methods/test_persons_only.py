@@ -12,7 +12,7 @@ import pytest
 from mcpd.agents.own_methods.persons_only import refuse_an_agents_side
 from mcpd.policy.deciders.kin import AgentKin, Decider, Process, kin_of
 from mcpd.policy.deciders.kin_refusals import too_deep
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 WHAT = "mcpd approve"
 BECAUSE = "what a server's definitions say is for a person to approve"

@@ -24,7 +24,7 @@ from mcpd.agents.page.passes import PageSession
 from mcpd.agents.page.sources import NO_SOURCES, ApproveOrDeny, Sources
 from mcpd.policy.deciders.kin import Decider
 from mcpd.registry.profiles.views import ProfileView
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 SESSION = PageSession("the-csrf", 0.0, b"", 1000)
 HOST = "127.0.0.1:8765"

@@ -30,7 +30,7 @@ from mcpd.policy.deciders.kin import AgentKin, Decider, Process, unknown_kin
 from mcpd.registry.gating.judged import HeldOffer
 from mcpd.registry.pinning.definitions import BARE, PinRecord, pin_digest
 from mcpd.registry.profiles.views import ProfileView
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from tests.support.agent import running
 from tests.support.page_http import forms, http, session
 from tests.support.pins_daemon import Changing

@@ -34,7 +34,7 @@ from mcpd.policy.deciders.kin import AgentKin
 from mcpd.policy.shown.showing import shown_arguments
 from mcpd.policy.waiting.approvals import ApprovalRequest, Approvals
 from mcpd.registry.profiles.views import ProfileView
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 
 T = 1_800_000_000.0
 AGENT = AgentInfo(pid=4242, exe="claude", profile="default")

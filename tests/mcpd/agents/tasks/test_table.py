@@ -377,7 +377,7 @@ async def test_a_task_at_a_down_server_is_told_its_outage_as_its_agent_may_read_
     """The server's stderr line, which may quote what any agent sent it, is in the outage
     only for an agent of the daemon's own user or root."""
     from mcpd.agents.tasks import table as tasks_module
-    from protocol import jsonrpc
+    from protocol.jsonrpc import messages as jsonrpc
     from protocol.surface import TaskParams
 
     table = tasks_module.Tasks(DownServer(), lambda to, result, links: result, lambda: 8000)  # type: ignore[arg-type]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ipaddress import ip_address
 
 from mcpd.local.ownership.portholder import Listener, reached
-from protocol.proctcp import HeldSocket
+from protocol.linux.proctcp import HeldSocket
 
 ROOT = HeldSocket(0, 100)
 ALICE = HeldSocket(1001, 101)

@@ -78,7 +78,7 @@ def test_secrets_at_the_edges_and_overlapping_are_masked_whole() -> None:
 def test_a_secret_in_a_text_and_an_error_is_masked_and_counted() -> None:
     g = guard(("servers.a.env.KEY", PLAIN))
     assert g.text("s", f"{PLAIN}{PLAIN}", "stderr") == "[secret of servers.a.env.KEY]" * 2
-    from protocol import jsonrpc as rpc
+    from protocol.jsonrpc import messages as rpc
 
     error = rpc.RPCError(-1, f"no {PLAIN}", {"k": [PLAIN]})
     out = g.rpc_error("s", error, "an error")

@@ -16,7 +16,7 @@ from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.policy.redaction.masking import SecretSet, marker
 from mcpd.policy.shown.reading import KEY_SHOWN, Members, RepeatedKey, Unshowable, read_arguments
 from mcpd.policy.shown.showing import whole_json
-from protocol.nesting import MAX_DEPTH
+from protocol.lines.nesting import MAX_DEPTH
 
 SECRET = "tok-9f8e7d6c5b4a3210"
 WHERE = "servers.github.env.GITHUB_TOKEN"

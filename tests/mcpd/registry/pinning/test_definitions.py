@@ -24,8 +24,8 @@ from mcpd.registry.pinning.definitions import (
     pin_digest,
 )
 from mcpd.registry.tables.catalog import Catalog
-from protocol import jsonrpc as rpc
 from protocol import mcp, surface
+from protocol.jsonrpc import messages as rpc
 
 INVISIBLE = "\u200b"
 

@@ -23,8 +23,8 @@ from mcpd.local.pins import pinwriter
 from mcpd.local.pins.pinfile import PinKeeper
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.catalog import Catalog
-from protocol import jsonrpc as rpc
 from protocol import mcp, surface
+from protocol.jsonrpc import messages as rpc
 
 SEARCH = {
     "name": "search",

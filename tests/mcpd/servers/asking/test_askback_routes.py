@@ -17,7 +17,7 @@ from mcpd.config.tables.model import Config
 from mcpd.servers.asking import ended_asks
 from mcpd.servers.asking.askback import AskRoutes
 from mcpd.servers.asking.ended_asks import End
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from tests.support.agent import META, make_config, running
 from tests.support.answering import AnsweringAgent, connect_answering
 from transports.errors import TransportError

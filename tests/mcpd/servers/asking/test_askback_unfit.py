@@ -16,7 +16,7 @@ import trio
 from msgspec import Raw
 
 from mcpd.servers.asking.askback import AskRoutes
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from tests.support.agent import META, make_config, running
 from tests.support.answering import connect_answering
 from tests.support.procs import scripted

@@ -19,7 +19,7 @@ import trio.testing
 from mcpd.cli.status_view import render_status
 from mcpd.servers.connected.answer_wait import AnswerWait, RanOut
 from mcpd.servers.connected.handshake import BadPage
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from tests.support.agent import Agent, connect, make_config, running
 from tests.support.pins_daemon import heard
 from tests.support.supervision import wait_restarted_on_trial, wait_state

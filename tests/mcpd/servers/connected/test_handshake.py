@@ -30,9 +30,9 @@ from mcpd.servers.connected.handshake import (
     identity,
     relay_capabilities,
 )
-from protocol import jsonrpc as rpc
 from protocol import mcp, surface
 from protocol.greeting import ServerCapabilities
+from protocol.jsonrpc import messages as rpc
 from tests.support.stand_in import Never
 from transports.errors import HttpRPCError, TransportClosed, UnexpectedReply
 

@@ -15,8 +15,8 @@ import trio.testing
 from mcpd.servers.circuit.breaker import Breaker, BreakerConfig
 from mcpd.servers.connected.health import LIVENESS_TIMEOUT, Health
 from mcpd.servers.life.backoff import RestartPolicy
-from protocol import jsonrpc as rpc
-from protocol.reply_faults import MalformedReply
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.reply_faults import MalformedReply
 from tests.support.health_setup import Never, Setup
 from transports.errors import HTTPStatusError, ServerCancelled, TransportClosed, TransportError
 

@@ -8,7 +8,7 @@ import pytest
 import trio
 import trio.testing
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from tests.support.health_setup import Setup
 from transports.errors import HttpRPCError, TransportError
 

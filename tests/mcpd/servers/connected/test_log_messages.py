@@ -18,8 +18,8 @@ from mcpd.local.service.journal import LineHandler
 from mcpd.servers.connected.answer_wait import AnswerWait, RanOut
 from mcpd.servers.connected.log_messages import BURST, QUIET, RATE, LogMessages
 from mcpd.servers.connected.upstream import Upstream
-from protocol import jsonrpc as rpc
 from protocol.greeting import ServerCapabilities
+from protocol.jsonrpc import messages as rpc
 from protocol.loglevels import LogMessage
 from tests.support.stand_in import Never, StandIn
 

@@ -14,8 +14,8 @@ from mcpd.servers.circuit.circuit_states import Transition
 from mcpd.servers.life.backoff import BackoffConfig, Restart
 from mcpd.servers.life.events import REMINDER_EVERY, Failure, LifecycleJournal, describe_failure
 from mcpd.servers.status.outage import clock_time
-from protocol import jsonrpc as rpc
-from protocol.reply_faults import MalformedReply, MessageTooLarge
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.reply_faults import MalformedReply, MessageTooLarge
 from transports.errors import SpawnError, TransportClosed, Unreachable
 
 STDERR = ["Error: missing API_KEY"]

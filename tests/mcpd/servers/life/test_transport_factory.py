@@ -14,7 +14,7 @@ import trio
 from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config
 from mcpd.servers.life.transport_factory import http_settings, open_transport, stdio_params
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from tests.support.http_servers import Responder, SeenRequest, result, serve_http
 from tests.support.legacy_sse_server import serve_legacy_sse
 from transports.http.params import HttpParams

@@ -16,7 +16,7 @@ import trio
 import trio.testing
 
 from mcpd.servers.lists import rediscovery
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from tests.support.agent import Agent, connect, running
 from tests.support.pins_daemon import FIRST, Changing, cli, config, heard, relist
 from transports.errors import HttpRPCError, TransportError

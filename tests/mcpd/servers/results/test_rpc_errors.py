@@ -17,8 +17,8 @@ from mcpd.policy.redaction.guard import SecretGuard
 from mcpd.policy.redaction.masking import KnownSecrets
 from mcpd.servers.results.rpc_errors import answer_error, data_findings, error_for_agents
 from mcpd.servers.results.taking_apart import MOST_PARTS
-from protocol import envelope
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import envelope
+from protocol.jsonrpc import messages as rpc
 from tests.support.agent import connect, make_config, running
 from tests.support.http_servers import LegacySession, Responder, SeenRequest, serve_http
 from transports.errors import HttpRPCError

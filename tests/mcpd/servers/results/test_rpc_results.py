@@ -14,7 +14,7 @@ from mcpd.policy.redaction import guard as guard_module
 from mcpd.policy.redaction.guard import SecretGuard
 from mcpd.policy.redaction.masking import KnownSecrets
 from mcpd.servers.results.rpc_results import findings, taken_apart
-from protocol.reply_faults import MalformedReply
+from protocol.jsonrpc.reply_faults import MalformedReply
 
 
 def result_for_agents(

@@ -20,9 +20,9 @@ from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.policy.redaction.guard import SecretGuard
 from mcpd.policy.redaction.masking import KnownSecrets
 from mcpd.servers.results.taking_apart import AT_ONCE_PARTS, MOST_PARTS, ReplyWork, TooComplex
-from protocol import envelope
-from protocol import jsonrpc as rpc
-from protocol.reply_faults import MalformedReply
+from protocol.jsonrpc import envelope
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.reply_faults import MalformedReply
 from tests.support.agent import connect, make_config, running
 from tests.support.held_walk import Held, hold
 

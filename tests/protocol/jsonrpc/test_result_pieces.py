@@ -8,10 +8,10 @@ from typing import Any
 import msgspec
 import pytest
 
-from protocol import jsonrpc as rpc
 from protocol import mcp
-from protocol.oneline import line_fault
-from protocol.result_pieces import BrokenPiece, encode_result_pieces
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.result_pieces import BrokenPiece, encode_result_pieces
+from protocol.lines.oneline import line_fault
 
 
 def joined(pieces: Any) -> bytes:

@@ -18,10 +18,10 @@ import re
 from collections.abc import Callable
 from typing import Final
 
-from . import jsonrpc as rpc
-from .logfields import log_extra
+from ..logfields import log_extra
+from ..visible import quoted_id
+from . import messages as rpc
 from .reply_faults import MalformedReply, malformed_reason
-from .visible import quoted_id
 
 _DECIMAL: Final = re.compile(r"-?(?:0|[1-9][0-9]{0,18})", re.ASCII)
 

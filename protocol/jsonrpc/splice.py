@@ -22,7 +22,7 @@ from typing import Final, Literal, NewType
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from .jsonrpc import Id
+from .messages import Id
 
 # One line (without its newline) built here: written as it is.
 Spliced = NewType("Spliced", bytes)

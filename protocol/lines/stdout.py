@@ -26,21 +26,26 @@ from typing import Final, Protocol
 
 from msgspec import Raw
 
-from . import envelope, unreadable
-from . import jsonrpc as rpc
+from ..jsonrpc import envelope, unreadable
+from ..jsonrpc import messages as rpc
+from ..jsonrpc.reply_faults import (
+    MalformedReply,
+    MessageTooLarge,
+    malformed_reason,
+    too_large_reason,
+)
+from ..jsonrpc.unreadable import id_at_edges
+from ..logfields import log_extra
+from ..pacing.read_budget import cost, drop_oversized, skipped
+from ..visible import quote
 from .framing import BOM, LineFramer, Oversized, OversizedEnd, without_bom
-from .logfields import log_extra
-from .read_budget import cost, drop_oversized, skipped
-from .reply_faults import MalformedReply, MessageTooLarge, malformed_reason, too_large_reason
-from .unreadable import id_at_edges
-from .visible import quote
 
 logger = logging.getLogger("mcpd.stdio")
 
 # How much of a line that is not JSON-RPC a warning quotes.
 _SHOWN: Final = 200
 # Of a line over the limit that answers a waiting request, how many times the limit is
-# read free of the server's pace (``protocol.read_budget``), as answers are.
+# read free of the server's pace (``protocol.pacing.read_budget``), as answers are.
 FREE_OVERSIZED: Final = 4
 
 
@@ -67,7 +72,7 @@ class WaitingRequests(Protocol):
 
     def refuse(self, given: object, why: str) -> bool:
         """Fail at once the request a response that cannot be taken answered
-        (``refusals``); whether one was waiting."""
+        (``jsonrpc.refused_replies``); whether one was waiting."""
         ...
 
     def server_cancelled(self, msg: rpc.Notification) -> bool:
@@ -106,7 +111,7 @@ class StdoutReader:
 
     def feed(self, data: bytes) -> float:
         """Hand on the lines ``data`` ends; what those that answered no request waiting
-        for them cost to read (``protocol.read_budget``)."""
+        for them cost to read (``protocol.pacing.read_budget``)."""
         units = 0.0
         for item in self._framer.feed(data):
             if not self._dispatch(item):

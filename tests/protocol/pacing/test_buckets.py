@@ -3,7 +3,7 @@ and each line let through says how many were held back before it."""
 
 from __future__ import annotations
 
-from protocol.budget import Bucket, Throttle
+from protocol.pacing.buckets import Bucket, Throttle
 
 
 class Clock:

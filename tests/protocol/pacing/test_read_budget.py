@@ -5,7 +5,7 @@ while either holds the server back, what status shows says why."""
 
 from __future__ import annotations
 
-from protocol.read_budget import (
+from protocol.pacing.read_budget import (
     MAX_NOTIFICATION,
     SHOWN_FOR,
     UNIT_BYTES,

@@ -10,9 +10,9 @@ from collections.abc import Callable
 
 import pytest
 
-from protocol import sockdiag
-from protocol.proctcp import HeldSocket
-from protocol.sockdiag import DiagRefused, holder, numbered, owner, requests
+from protocol.linux import sockdiag
+from protocol.linux.proctcp import HeldSocket
+from protocol.linux.sockdiag import DiagRefused, holder, numbered, owner, requests
 
 V4 = ipaddress.ip_address("127.0.0.1")
 MAPPED = ipaddress.ip_address("::ffff:127.0.0.1")

@@ -4,8 +4,9 @@ import json
 
 import msgspec
 
-from protocol import envelope, mcp
-from protocol import jsonrpc as rpc
+from protocol import mcp
+from protocol.jsonrpc import envelope
+from protocol.jsonrpc import messages as rpc
 
 
 class _Supported(msgspec.Struct):

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from protocol.textfaults import invalid_utf8, leading_bom, lone_surrogate, utf8_fault
+from protocol.lines.textfaults import invalid_utf8, leading_bom, lone_surrogate, utf8_fault
 
 
 def test_valid_utf8_has_no_fault_and_invalid_bytes_are_placed() -> None:

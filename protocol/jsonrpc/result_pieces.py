@@ -9,8 +9,8 @@ from typing import Any
 
 import msgspec
 
-from .jsonrpc import Id, encode, encode_onto, encode_result
-from .oneline import line_fault
+from ..lines.oneline import line_fault
+from .messages import Id, encode, encode_onto, encode_result
 
 
 class BrokenPiece(Exception):

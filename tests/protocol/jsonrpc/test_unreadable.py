@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from protocol import unreadable
+from protocol.jsonrpc import unreadable
 
 
 @pytest.mark.parametrize(

@@ -42,9 +42,9 @@ from typing import Final, Literal
 
 import msgspec
 
-from . import jsonrpc as rpc
-from .budget import Bucket
-from .logfields import log_extra
+from ..jsonrpc import messages as rpc
+from ..logfields import log_extra
+from .buckets import Bucket
 
 # A line costs about as much to read as this many bytes of a notification.
 UNIT_BYTES: Final = 256

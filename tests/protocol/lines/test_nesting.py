@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from protocol.nesting import deeper_than
+from protocol.lines.nesting import deeper_than
 
 
 @pytest.mark.parametrize(

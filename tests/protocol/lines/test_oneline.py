@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from protocol.oneline import line_fault, one_line
+from protocol.lines.oneline import line_fault, one_line
 
 
 def test_line_fault_names_what_is_wrong_with_a_line() -> None:

@@ -1,5 +1,5 @@
 """How many values and keys a JSON text holds, told from its bytes
-(``protocol.json_values``): never fewer than there are, and not fooled by what is
+(``protocol.lines.json_values``): never fewer than there are, and not fooled by what is
 inside strings."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol.json_values import parts_at_most
+from protocol.lines.json_values import parts_at_most
 
 # Strings full of what separates values elsewhere, and of escapes.
 TEXT = st.text(alphabet='ab,:[]{}"\\\u00e9\u2028\n', max_size=12)

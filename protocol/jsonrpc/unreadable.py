@@ -15,9 +15,9 @@ from typing import Final
 
 import msgspec
 
+from ..lines.nesting import STRING, bracket_steps
 from . import envelope
-from . import jsonrpc as rpc
-from .nesting import STRING, bracket_steps
+from . import messages as rpc
 
 # For a reply that cannot be parsed: its id where it is a member of the outer object
 # for sure, as the first member after an optional "jsonrpc" and followed by "result" or

@@ -9,7 +9,7 @@ from ipaddress import IPv4Address, IPv6Address, ip_address
 
 import pytest
 
-from protocol.proctcp import (
+from protocol.linux.proctcp import (
     Address,
     ByteOrder,
     HeldSocket,

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol.framing import LineFramer, Oversized, without_bom
+from protocol.lines.framing import LineFramer, Oversized, without_bom
 
 
 def test_half_lines_are_kept_until_complete() -> None:

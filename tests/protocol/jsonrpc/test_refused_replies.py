@@ -1,6 +1,7 @@
-"""A reply that plainly answers a request but cannot be taken (``protocol.refusals``):
-which waiting request it answered (its id as written, or the integer an id of the
-wrong type spells), why it is dropped, and the one warning that says so."""
+"""A reply that plainly answers a request but cannot be taken
+(``protocol.jsonrpc.refused_replies``): which waiting request it answered (its id as
+written, or the integer an id of the wrong type spells), why it is dropped, and the one
+warning that says so."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import logging
 
 import pytest
 
-from protocol.refusals import (
+from protocol.jsonrpc.refused_replies import (
     answered,
     misaddressed,
     names_a_request,
@@ -16,7 +17,7 @@ from protocol.refusals import (
     shown_id,
     spelled_id,
 )
-from protocol.reply_faults import MalformedReply
+from protocol.jsonrpc.reply_faults import MalformedReply
 
 WAITING = {23, "abc", 0, -5}
 

@@ -12,10 +12,10 @@ import pytest
 import trio.testing
 from msgspec import Raw
 
-from protocol import jsonrpc as rpc
-from protocol.read_budget import MAX_NOTIFICATION, cost, skipped
-from protocol.reply_faults import MalformedReply, MessageTooLarge
-from protocol.stdout import FREE_OVERSIZED, StdoutReader
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.reply_faults import MalformedReply, MessageTooLarge
+from protocol.lines.stdout import FREE_OVERSIZED, StdoutReader
+from protocol.pacing.read_budget import MAX_NOTIFICATION, cost, skipped
 from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 from transports.complaints import BURST, Complaints
 from transports.errors import ServerCancelled

@@ -3,7 +3,7 @@
 Only the envelope is decoded: ``params``/``result`` (and an error's ``data``) stay the
 peer's bytes (``msgspec.Raw``), so a request whose params are wrong still has a usable
 id and gets its error reply under that id, and the rest of a message is decoded only by
-what needs it, as far as it needs it (stage two: ``jsonrpc.decode_as``).
+what needs it, as far as it needs it (stage two: ``messages.decode_as``).
 
 A line that is not a usable message fails in JSON-RPC's own terms (``DecodeFailure``),
 saying why in words a model or a person can act on; a line whose text alone is at fault
@@ -18,7 +18,9 @@ from typing import Any, Final, Literal
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from .jsonrpc import (
+from ..lines.oneline import line_fault, one_line
+from ..lines.textfaults import Fault, invalid_utf8, leading_bom, lone_surrogate
+from .messages import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
     PARSE_ERROR,
@@ -33,8 +35,6 @@ from .jsonrpc import (
     Response,
     valid_id,
 )
-from .oneline import line_fault, one_line
-from .textfaults import Fault, invalid_utf8, leading_bom, lone_surrogate
 
 
 class _Envelope(msgspec.Struct):

@@ -15,9 +15,10 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol import envelope, mcp, splice
-from protocol import jsonrpc as rpc
-from protocol.oneline import line_fault
+from protocol import mcp
+from protocol.jsonrpc import envelope, splice
+from protocol.jsonrpc import messages as rpc
+from protocol.lines.oneline import line_fault
 
 # JSON values as servers and agents write them: unicode, escapes, big and odd numbers.
 scalars = (
