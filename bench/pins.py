@@ -49,8 +49,8 @@ from mcpd.local.pins.pinfile import PinKeeper
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.lists import toolshape
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 
 ROOT = Path(__file__).resolve().parent.parent
 PEERS = ROOT / "tests" / "support" / "data" / "peer_listings.json"

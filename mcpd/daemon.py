@@ -15,7 +15,7 @@ import msgspec
 import trio
 
 from protocol.jsonrpc import messages as rpc
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 from transports import fdread, linewriter, write_batch
 from transports.stdio.loopback import relay
 from transports.stdio.process import early

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 import trio
 
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 
 from .audit.counts import render_call_metrics
 from .audit.log import AuditLog

@@ -15,7 +15,7 @@ from typing import Any, Final
 import msgspec
 import trio
 
-from protocol.urls import display_url
+from protocol.shown.server_urls import display_url
 from transports.stdio.sandbox import anchors
 
 from . import __version__

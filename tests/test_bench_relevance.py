@@ -11,8 +11,8 @@ from bench.relevance import listed_doc
 from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.profiles.search import ToolDoc
 from mcpd.registry.tables.catalog import Catalog
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 
 
 def test_a_listed_tool_of_any_shape_makes_a_document() -> None:

@@ -512,7 +512,7 @@ def test_no_any_crosses_the_seam() -> None:
     class, is checked for ``Any`` in a parameter's annotation or the return's. What the
     check does not see: the fields of the structs that cross (``servers.calling.calls.Call``),
     and an alias of another module's that stands for ``Any``; one of the module's own
-    (``protocol.mcp.Meta``) is seen."""
+    (``protocol.mcp.core.Meta``) is seen."""
     edges = graph()
     hits = {
         hit

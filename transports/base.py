@@ -28,9 +28,9 @@ from protocol.jsonrpc.messages import (
     encode_result,
 )
 from protocol.jsonrpc.splice import SplicedCall
-from protocol.logfields import log_extra
-from protocol.mcp import Era
+from protocol.mcp.core import Era
 from protocol.pacing.read_budget import HeldBack
+from protocol.shown.logfields import log_extra
 
 from .errors import AuthError, TransportError
 from .path_identity import PathIdentity

@@ -16,8 +16,8 @@ from typing import Final
 import trio
 
 from protocol.jsonrpc import messages as rpc
-from protocol.logfields import log_extra
-from protocol.mcp import CancelledParams
+from protocol.mcp.core import CancelledParams
+from protocol.shown.logfields import log_extra
 
 from .base import ServerRequestHandler, answer_server_request
 from .errors import TransportError

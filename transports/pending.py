@@ -19,9 +19,9 @@ from msgspec import Raw, UnsetType
 
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.refused_replies import answered, misaddressed, refusal
-from protocol.logfields import log_extra
-from protocol.mcp import CancelledParams
-from protocol.visible import quote, quoted_id
+from protocol.mcp.core import CancelledParams
+from protocol.shown.logfields import log_extra
+from protocol.shown.visible import quote, quoted_id
 
 from .base import ReplySink
 from .errors import ServerCancelled

@@ -23,9 +23,9 @@ from typing import Final
 
 import trio
 
-from protocol.logfields import log_extra
 from protocol.pacing.buckets import Throttle
 from protocol.pacing.read_budget import DEFAULT_RATE, HeldBack, ReadBudget, WaitReason
+from protocol.shown.logfields import log_extra
 
 logger = logging.getLogger("mcpd.transport")
 

@@ -20,7 +20,7 @@ from typing import Any, Final
 import msgspec
 
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import AgentSession, RequestContext
+from protocol.mcp.serving import AgentSession, RequestContext
 
 from ..policy.deciders.kin import AgentKin
 from ..registry.uris.scheme import Sight

@@ -5,8 +5,7 @@ Each request runs in its own task (a tools/call in none: its outcome is written 
 callback), so a slow tool never holds up the rest of its connection, and replies go
 out in whatever order they finish. Bad input gets an error naming the problem; only a
 peer that overflows the line limit or stops reading loses its connection, and nobody
-else notices.
-"""
+else notices."""
 
 from __future__ import annotations
 
@@ -17,10 +16,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
-from protocol import mcp, surface
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.result_pieces import encode_result_pieces
-from protocol.serving import AgentSession, RequestContext
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
+from protocol.mcp.serving import AgentSession, RequestContext
 
 from .. import __version__
 from ..config.tables.model import NamingConfig

@@ -25,7 +25,7 @@ from operator import attrgetter
 from typing import Final
 
 from protocol.pacing.buckets import Bucket
-from protocol.visible import visible
+from protocol.shown.visible import visible
 
 from ..local.service.journal import JournalHandler, LineHandler
 from ..local.service.journalfields import IDENTIFIER, NOTICE, encode_entry, log_text

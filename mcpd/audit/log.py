@@ -48,8 +48,8 @@ import msgspec
 import trio
 from msgspec import UNSET
 
-from protocol.logfields import log_extra
 from protocol.pacing.buckets import Throttle
+from protocol.shown.logfields import log_extra
 
 from ..config.tables.model import DaemonConfig
 from ..local.state.unsaved import SaveWatch

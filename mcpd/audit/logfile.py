@@ -28,7 +28,7 @@ import os
 import stat
 from typing import Final
 
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 
 from ..local.state.privatefile import PRIVATE, open_directory, open_private
 

@@ -22,8 +22,8 @@ from typing import Any, Final, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from protocol.uritemplate import MAX_URI
-from protocol.visible import cut
+from protocol.mcp.uri_templates import MAX_URI
+from protocol.shown.visible import cut
 
 from ..policy.agent import AgentInfo
 

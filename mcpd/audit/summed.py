@@ -25,9 +25,9 @@ from typing import Final, TypeVar
 import msgspec
 from msgspec import UnsetType
 
-from protocol.logfields import log_extra
 from protocol.pacing.buckets import Bucket, Throttle
-from protocol.visible import visible
+from protocol.shown.logfields import log_extra
+from protocol.shown.visible import visible
 
 from .record import AgentKey, CallRecord, agent_key, iso, stamp
 

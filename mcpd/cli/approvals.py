@@ -16,7 +16,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from protocol.visible import visible
+from protocol.shown.visible import visible
 
 from .client import JSON_HELP, QUICK, SOCKET_HELP, socket_path
 from .exits import EXIT_USAGE, ask, client_for, fail

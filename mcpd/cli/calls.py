@@ -24,7 +24,7 @@ from typing import Final
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from protocol.visible import visible, visible_json
+from protocol.shown.visible import visible, visible_json
 
 from ..audit.reader import AuditRecords, Choice
 from ..audit.record import CallRecord

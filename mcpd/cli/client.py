@@ -10,9 +10,9 @@ from typing import Any, Final, NamedTuple
 
 import msgspec
 
-from protocol import mcp
 from protocol.jsonrpc import envelope
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 
 from .. import __version__
 from ..agents.entry.dial import (

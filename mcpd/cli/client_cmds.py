@@ -17,7 +17,7 @@ import time
 from typing import Any, NoReturn
 
 from protocol.jsonrpc import messages as rpc
-from protocol.visible import visible
+from protocol.shown.visible import visible
 
 from ..agents.lists.list_hints import UNKNOWN_TOOL
 from ..config.loading.paths import client_socket_path

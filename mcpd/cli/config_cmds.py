@@ -14,9 +14,9 @@ import logging
 import os
 import sys
 
-from protocol.masking import masked, masking
-from protocol.urls import display_url
-from protocol.visible import visible
+from protocol.shown.server_urls import display_url
+from protocol.shown.stand_ins import masked, masking
+from protocol.shown.visible import visible
 
 from ..config.checks.aliases import alias_warnings
 from ..config.checks.endpoints import groups_locked_out

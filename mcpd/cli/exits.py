@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from protocol.jsonrpc import messages as rpc
-from protocol.urls import ascii_hosts
-from protocol.visible import visible
+from protocol.shown.server_urls import ascii_hosts
+from protocol.shown.visible import visible
 
 from ..agents.lists.list_hints import LIST_RESOURCES, LIST_TOOLS, SEARCH_TOOLS
 from ..config.loading.paths import client_socket_path

@@ -20,7 +20,7 @@ import os
 import sys
 from typing import Final
 
-from protocol.visible import visible
+from protocol.shown.visible import visible
 
 from .. import __version__
 from ..config.tables.model import default_config_path

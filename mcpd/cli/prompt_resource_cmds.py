@@ -14,8 +14,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from protocol import mcp
-from protocol.visible import quote, visible
+from protocol.mcp import core as mcp
+from protocol.shown.visible import quote, visible
 
 from .client import JSON_HELP, LONG, QUICK, Client
 from .exits import EXIT_FAILED, EXIT_USAGE, ask, fail

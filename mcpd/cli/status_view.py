@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from protocol.urls import ascii_hosts
-from protocol.visible import visible
+from protocol.shown.server_urls import ascii_hosts
+from protocol.shown.visible import visible
 
 _COLORS = {
     "ready": "32",

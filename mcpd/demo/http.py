@@ -23,8 +23,8 @@ from urllib.parse import urlsplit
 import h11
 import trio
 
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 
 from ..agents.http.mcp_http import (
     MODERN_STATUS,
@@ -37,7 +37,7 @@ from ..agents.http.mcp_http import (
 from ..agents.http.wire import HeaderList, Headers, Reject, Wire, WireResponse, refuse_malformed
 
 if TYPE_CHECKING:
-    from protocol.serving import AgentSession
+    from protocol.mcp.serving import AgentSession
 
     from .runtime import DemoServer, Reply
 

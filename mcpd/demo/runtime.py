@@ -3,7 +3,7 @@
 A ``DemoServer`` holds tools (a name, a JSON Schema for the arguments, an async
 handler) and answers MCP requests of both eras; ``stdio.py`` and ``http.py`` carry
 those requests over a byte stream or Streamable HTTP. The era rules themselves
-(``_meta`` checks, discover, initialize) live in ``protocol.serving``.
+(``_meta`` checks, discover, initialize) live in ``protocol.mcp.serving``.
 
     server = DemoServer("echo")
 
@@ -32,9 +32,9 @@ import msgspec
 import trio
 from msgspec import UNSET, Raw, UnsetType
 
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import AgentSession, RequestContext
+from protocol.mcp import core as mcp
+from protocol.mcp.serving import AgentSession, RequestContext
 
 from .arguments import check_demo_arguments
 

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from protocol import mcp
 from protocol.jsonrpc import envelope
 from protocol.jsonrpc import messages as rpc
 from protocol.lines.framing import DEFAULT_MAX_LINE, LineFramer, Oversized
+from protocol.mcp import core as mcp
 
 if TYPE_CHECKING:
     from .runtime import DemoServer

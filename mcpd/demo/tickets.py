@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from protocol import mcp
+from protocol.mcp import core as mcp
 
 from .main import run_demo
 from .runtime import DemoServer, ToolContext, ToolError, object_schema

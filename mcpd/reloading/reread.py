@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import msgspec
 
 from protocol.jsonrpc import messages as rpc
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 
 from ..agents.connection.failures import kind_of
 from ..config.loading.load import load

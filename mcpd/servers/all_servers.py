@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 import msgspec
 from msgspec import Raw
 
-from protocol.loglevels import LogMessage
+from protocol.mcp.server_logs import LogMessage
 
 from ..registry.naming.spelling import alias_prefix
 from ..registry.profiles.views import ProfileView

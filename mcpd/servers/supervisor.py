@@ -16,7 +16,7 @@ import msgspec
 import trio
 
 from protocol.jsonrpc import messages as rpc
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 from transports.stdio.sandbox import secret_folders
 
 from ..config.sandboxing.per_server import child_env, home_of, sandbox_of

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import trio
 
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 
 from ..agents.entry.unix_socket import SocketFile, bind_unix
 from ..config.checks.endpoints import groups_locked_out

@@ -32,8 +32,8 @@ import trio
 from protocol.jsonrpc import envelope
 from protocol.jsonrpc import messages as rpc
 from protocol.lines.framing import LineFramer, Oversized
-from protocol.logfields import log_extra
 from protocol.pacing.buckets import Throttle
+from protocol.shown.logfields import log_extra
 
 from ..agents.entry.door import Speaks, refuse_connection, speaks
 from ..agents.entry.peers import Peer, is_owner, peer_of

@@ -18,8 +18,8 @@ import re
 from collections.abc import Callable
 from typing import Final
 
-from ..logfields import log_extra
-from ..visible import quoted_id
+from ..shown.logfields import log_extra
+from ..shown.visible import quoted_id
 from . import messages as rpc
 from .reply_faults import MalformedReply, malformed_reason
 

@@ -35,9 +35,9 @@ from ..jsonrpc.reply_faults import (
     too_large_reason,
 )
 from ..jsonrpc.unreadable import id_at_edges
-from ..logfields import log_extra
 from ..pacing.read_budget import cost, drop_oversized, skipped
-from ..visible import quote
+from ..shown.logfields import log_extra
+from ..shown.visible import quote
 from .framing import BOM, LineFramer, Oversized, OversizedEnd, without_bom
 
 logger = logging.getLogger("mcpd.stdio")

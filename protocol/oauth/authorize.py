@@ -30,7 +30,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 import msgspec
 
-from ..visible import quote
+from ..shown.visible import quote
 from .errors import AuthorizationDenied, OAuthProtocolError
 from .secret import Secret
 

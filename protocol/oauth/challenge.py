@@ -21,7 +21,7 @@ from typing import Final
 
 import msgspec
 
-from ..visible import cut
+from ..shown.visible import cut
 
 _TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _TOKEN68: Final = re.compile(r"[A-Za-z0-9\-._~+/]+=*")

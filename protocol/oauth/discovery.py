@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 
 import msgspec
 
-from ..visible import quote
+from ..shown.visible import quote
 from .challenge import BearerChallenge
 from .errors import NoAuthorizationMetadata, OAuthError, OAuthProtocolError, OAuthUsageError
 from .http import HttpRequest, HttpResponse, get

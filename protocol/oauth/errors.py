@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from ..visible import quote
+from ..shown.visible import quote
 
 # The RFC 6749 codes that refuse the client itself rather than what it asked for.
 CLIENT_REFUSED: Final = ("invalid_client", "unauthorized_client")

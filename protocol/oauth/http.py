@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 import msgspec
 
 from ..jsonrpc.messages import JsonObject
-from ..visible import quote
+from ..shown.visible import quote
 from .errors import OAuthProtocolError
 
 FORM: Final = "application/x-www-form-urlencoded"

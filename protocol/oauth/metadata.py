@@ -28,9 +28,9 @@ from typing import Literal
 
 import msgspec
 
-from ..http import sendable_target
-from ..urls import ascii_url, display_url
-from ..visible import quote
+from ..http.parts import sendable_target
+from ..shown.server_urls import ascii_url, display_url
+from ..shown.visible import quote
 from .authorize import shown_list
 from .errors import OAuthProtocolError
 from .http import HttpResponse, json_object

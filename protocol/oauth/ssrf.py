@@ -47,8 +47,8 @@ from typing import Final, Literal, TypeAlias
 
 import msgspec
 
-from ..urls import display_url
-from ..visible import quote
+from ..shown.server_urls import display_url
+from ..shown.visible import quote
 from .errors import BlockedUrl
 from .urls import HttpUrl, parse_http_url
 

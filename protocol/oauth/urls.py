@@ -23,8 +23,8 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from ..urls import display_url, unreadable
-from ..visible import quote
+from ..shown.server_urls import display_url, unreadable
+from ..shown.visible import quote
 
 PRM_SUFFIX: Final = "/.well-known/oauth-protected-resource"
 OAUTH_SUFFIX: Final = "/.well-known/oauth-authorization-server"

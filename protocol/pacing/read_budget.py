@@ -43,7 +43,7 @@ from typing import Final, Literal
 import msgspec
 
 from ..jsonrpc import messages as rpc
-from ..logfields import log_extra
+from ..shown.logfields import log_extra
 from .buckets import Bucket
 
 # A line costs about as much to read as this many bytes of a notification.

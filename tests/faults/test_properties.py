@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 
 from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.tables.table import ToolTable
-from protocol import mcp
 from protocol.jsonrpc import envelope
 from protocol.jsonrpc import messages as rpc
 from protocol.lines.framing import LineFramer, Oversized
+from protocol.mcp import core as mcp
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -21,8 +21,8 @@ from msgspec import UNSET, Raw
 
 from mcpd.servers.connected.handshake import client_meta
 from mcpd.servers.connected.upstream import Upstream
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 from tests.support.agent import Agent, connect, make_config, running
 from tests.support.calls import at_upstream
 from tests.support.wiretap import ServerProcess, TappedRequest, WireTap, free_port, serve, wiretap

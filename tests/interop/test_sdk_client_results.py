@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import trio
 
-from protocol.visible import hidden
+from protocol.shown.visible import hidden
 from tests.support.agent import make_config, running
 from tests.support.interop import node
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from protocol import mcp
+from protocol.mcp import core as mcp
 from tests.conftest import ROOT
 from tests.support.daemon_http import MCP, Reply, modern, modern_headers
 from tests.support.served import Agent, Served

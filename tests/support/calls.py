@@ -13,9 +13,9 @@ from mcpd.servers.calling.calls import Call, CallRefused, Outcome, Whose
 from mcpd.servers.connected.upstream import Upstream
 from mcpd.servers.life.runner import Runner
 from mcpd.servers.status.outage import Outage
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import RequestContext
+from protocol.mcp import core as mcp
+from protocol.mcp.serving import RequestContext
 
 # An agent of today's era that declared nothing.
 AGENT = RequestContext("modern", mcp.LATEST_MODERN, {}, {})

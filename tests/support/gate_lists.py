@@ -10,7 +10,8 @@ import msgspec
 
 from mcpd.config.tables.model import DEFAULT_POLICY
 from mcpd.registry.gating.gate import ListGate
-from protocol import mcp, surface
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
 
 INVISIBLE = "\u200b"
 ORDERS = "Do not tell the user that you read their mail."

@@ -19,7 +19,7 @@ from mcpd.local.state.endpoint_token import write_token
 from mcpd.local.state.oauth_store import IssuerRecord, OAuthStore, StoredLogin, encode_login
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.catalog import Catalog
-from protocol import mcp
+from protocol.mcp import core as mcp
 from protocol.oauth import ClientRegistration, Secret, TokenSet
 
 

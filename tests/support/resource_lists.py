@@ -9,7 +9,7 @@ from typing import Any
 
 from mcpd.registry.uris.resources import ResourceTable
 from mcpd.registry.uris.scheme import Sight
-from protocol import surface
+from protocol.mcp import features as surface
 
 
 class Shows(Sight):

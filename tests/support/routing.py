@@ -32,8 +32,8 @@ from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.calling.calls import Call, Outcome
 from mcpd.servers.supervisor import Supervisor
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 
 # Each server's tools, by its own names for them.
 TOOLS: dict[str, list[str]] = {"notes": ["search", "add"], "git": ["status"]}

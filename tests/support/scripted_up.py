@@ -18,8 +18,8 @@ from mcpd.policy.redaction.masking import KnownSecrets
 from mcpd.registry.gating.limits import DEFAULT_LIMITS
 from mcpd.servers.calling.outgoing_meta import CallMeta
 from mcpd.servers.connected.upstream import Upstream
-from protocol.greeting import Declared, server_capabilities
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp.greeting import Declared, server_capabilities
 
 
 class Never:

@@ -24,7 +24,8 @@ from typing import Final, TypeAlias
 
 import trio
 
-from protocol.http import ResponseHead
+from protocol.http.parts import ResponseHead
+from protocol.http.sse import EventTooLarge, SSEDecoder, SSEError, SSEEvent
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.refused_replies import (
     answered,
@@ -34,10 +35,9 @@ from protocol.jsonrpc.refused_replies import (
     shown_id,
 )
 from protocol.jsonrpc.reply_faults import MessageTooLarge, too_large_reason
-from protocol.logfields import log_extra
 from protocol.pacing.read_budget import cost
-from protocol.sse import EventTooLarge, SSEDecoder, SSEError, SSEEvent
-from protocol.visible import quote, quoted_id
+from protocol.shown.logfields import log_extra
+from protocol.shown.visible import quote, quoted_id
 
 from ..base import NotificationHandler
 from ..complaints import Complain

@@ -8,7 +8,7 @@ nothing catches ``OSError`` or h11 errors.
 The pool of keep-alive connections to a transport's origin is ``pool``'s.
 
 What these connections speak in and do no I/O for (``ResponseHead``)
-is in ``protocol.http``.
+is in ``protocol.http.parts``.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from typing import Final, Literal, NoReturn
 import h11
 import trio
 
-from protocol.http import ResponseHead
-from protocol.visible import quote
+from protocol.http.parts import ResponseHead
+from protocol.shown.visible import quote
 
 from ..errors import (
     BodyTooLarge,

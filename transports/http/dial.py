@@ -9,7 +9,7 @@ import ssl
 
 import trio
 
-from protocol.http import Origin
+from protocol.http.parts import Origin
 
 from ..errors import TransportError, Unreachable
 from .connection import HttpConnection, io_errors

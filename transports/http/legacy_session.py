@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 
 from protocol.jsonrpc import messages as rpc
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 
 from ..base import ServerRequestHandler
 from ..best_effort import send_answer, send_cancel

@@ -12,7 +12,7 @@ reads one connection's worth of it.
 The same ids serve a call whose event stream ends before its response: the client
 waits the stream's ``retry`` time and takes the response from a GET with the last
 ``Last-Event-ID`` (the request itself is never sent again). ``ResumePoint``
-(``protocol.sse``) keeps where such a stream got to.
+(``protocol.http.sse``) keeps where such a stream got to.
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from typing import Final
 import trio
 from msgspec import Raw
 
-from protocol.http import ResponseHead
+from protocol.http.parts import ResponseHead
+from protocol.http.sse import ResumePoint, SSEDecoder, SSEError, SSEEvent
 from protocol.jsonrpc import messages as rpc
-from protocol.logfields import log_extra
 from protocol.pacing.read_budget import cost
-from protocol.sse import ResumePoint, SSEDecoder, SSEError, SSEEvent
-from protocol.visible import quoted_id
+from protocol.shown.logfields import log_extra
+from protocol.shown.visible import quoted_id
 
 from ..base import NotificationHandler
 from ..complaints import Complain

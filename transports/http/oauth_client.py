@@ -34,7 +34,7 @@ from typing import Final, Literal
 
 import trio
 
-from protocol.http import Origin, check_header
+from protocol.http.parts import Origin, check_header
 from protocol.oauth import (
     AuthorizationFlow,
     AuthorizationResult,
@@ -60,8 +60,8 @@ from protocol.oauth import (
 from protocol.oauth.http import MAX_BODY
 from protocol.oauth.ssrf import parse_address
 from protocol.oauth.urls import parse_http_url
-from protocol.urls import display_url
-from protocol.visible import quote
+from protocol.shown.server_urls import display_url
+from protocol.shown.visible import quote
 
 from ..errors import RequestUnanswered, TransportError
 from .connection import HttpConnection, make_ssl_context

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 
 import trio
 
-from protocol.http import Origin
+from protocol.http.parts import Origin
 
 from ..errors import TransportClosed
 from .connection import HttpConnection

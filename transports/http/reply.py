@@ -6,7 +6,7 @@ a legacy session the server forgot, then overload (429/503, with Retry-After), t
 any JSON-RPC error the body carries, then the bare status. A 4xx with no JSON-RPC
 error is ``UnexpectedReply``: for era detection that is the sign of a legacy server.
 What the server wrote (an error's message, a status line's own phrase, a challenge)
-goes into the reason quoted (``protocol.visible.quote``): the reason is mcpd's sentence.
+goes into the reason quoted (``protocol.shown.visible.quote``): the reason is mcpd's sentence.
 
 Reading a 2xx reply to a request until its response is ``answer``'s.
 """
@@ -18,13 +18,13 @@ from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 from typing import Final, TypeAlias
 
-from protocol.http import ResponseHead, error_in, names_unknown_session, parse_retry_after
+from protocol.http.parts import ResponseHead, error_in, names_unknown_session, parse_retry_after
 from protocol.jsonrpc import envelope
 from protocol.jsonrpc import messages as rpc
-from protocol.logfields import log_extra
 from protocol.oauth.challenge import bearer_challenge
 from protocol.pacing.read_budget import drop_oversized
-from protocol.visible import cut_bytes, quote
+from protocol.shown.logfields import log_extra
+from protocol.shown.visible import cut_bytes, quote
 
 from ..base import NotificationHandler
 from ..complaints import Complain

@@ -15,18 +15,12 @@ from typing import Final
 
 import trio
 
-from protocol import mcp
-from protocol.headers import PROTOCOL_VERSION, TRANSPORT_HEADERS, is_plain
-from protocol.http import (
-    Origin,
-    ResponseHead,
-    header_list,
-    same_origin,
-    sendable_target,
-)
+from protocol.http.mcp_headers import PROTOCOL_VERSION, TRANSPORT_HEADERS, is_plain
+from protocol.http.parts import Origin, ResponseHead, header_list, same_origin, sendable_target
+from protocol.http.sse import ResumePoint
 from protocol.jsonrpc import messages as rpc
-from protocol.logfields import log_extra
-from protocol.sse import ResumePoint
+from protocol.mcp import core as mcp
+from protocol.shown.logfields import log_extra
 
 from ..errors import SessionExpired, UnexpectedReply
 

@@ -18,7 +18,7 @@ from typing import Final, NoReturn, TypeVar
 
 import trio
 
-from protocol.http import ResponseHead, check_header
+from protocol.http.parts import ResponseHead, check_header
 
 from ..base import AuthHook
 from ..errors import AuthError, SessionExpired, TransportClosed, TransportError, UnexpectedReply

@@ -31,8 +31,8 @@ from typing import Final
 import trio
 from msgspec import Raw
 
-from protocol.headers import TRANSPORT_HEADERS
-from protocol.http import ResponseHead, header_list, parse_url
+from protocol.http.mcp_headers import TRANSPORT_HEADERS
+from protocol.http.parts import ResponseHead, header_list, parse_url
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.splice import SplicedCall
 from protocol.pacing.read_budget import HeldBack

@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 from msgspec.structs import replace
 
 from protocol.jsonrpc import messages as rpc
-from protocol.mcp import LATEST_LEGACY
-from protocol.urls import display_url
+from protocol.mcp.core import LATEST_LEGACY
+from protocol.shown.server_urls import display_url
 
 from ..base import AuthHook
 from ..errors import AuthError, HttpRPCError, TransportError, UnexpectedReply

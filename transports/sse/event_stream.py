@@ -19,11 +19,11 @@ from typing import Final, Literal, TypeAlias
 
 import trio
 
-from protocol.http import Origin
+from protocol.http.parts import Origin
+from protocol.http.sse import SSEDecoder, SSEError, SSEEvent
 from protocol.pacing.read_budget import cost
-from protocol.sse import SSEDecoder, SSEError, SSEEvent
-from protocol.urls import display_url
-from protocol.visible import quote
+from protocol.shown.server_urls import display_url
+from protocol.shown.visible import quote
 
 from ..base import AuthHook
 from ..errors import StreamCut, TransportClosed, TransportError

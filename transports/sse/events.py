@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Final
 from urllib.parse import urljoin
 
-from protocol.http import (
+from protocol.http.parts import (
     Origin,
     ResponseHead,
     error_in,
@@ -24,10 +24,10 @@ from protocol.http import (
     same_origin,
     sendable_target,
 )
+from protocol.http.sse import SSEEvent
 from protocol.jsonrpc import messages as rpc
-from protocol.logfields import log_extra
-from protocol.sse import SSEEvent
-from protocol.visible import quote
+from protocol.shown.logfields import log_extra
+from protocol.shown.visible import quote
 
 from ..complaints import Complain
 from ..errors import InvalidResponse, TransportError, UnexpectedReply

@@ -37,14 +37,14 @@ from collections.abc import AsyncIterator, Mapping
 import trio
 from msgspec import Raw
 
-from protocol.headers import TRANSPORT_HEADERS
-from protocol.http import ResponseHead, header_list, parse_url
+from protocol.http.mcp_headers import TRANSPORT_HEADERS
+from protocol.http.parts import ResponseHead, header_list, parse_url
+from protocol.http.sse import SSEEvent
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.splice import SplicedCall
-from protocol.logfields import log_extra
 from protocol.pacing.read_budget import HeldBack
-from protocol.sse import SSEEvent
-from protocol.visible import quote
+from protocol.shown.logfields import log_extra
+from protocol.shown.visible import quote
 
 from ..base import MAX_ANSWERING, AuthHook, NotificationHandler, Params, ReplySink, Transport
 from ..best_effort import POST_TIMEOUT, send_answer, send_cancel

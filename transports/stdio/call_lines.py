@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from protocol.jsonrpc import messages as rpc
 from protocol.lines.oneline import line_fault
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 
 from ..linewriter import LineWriter
 

@@ -23,9 +23,9 @@ from collections.abc import Callable
 import trio
 
 from protocol.jsonrpc import messages as rpc
-from protocol.logfields import log_extra
-from protocol.mcp import CancelledParams
-from protocol.visible import METHOD_SHOWN, quote
+from protocol.mcp.core import CancelledParams
+from protocol.shown.logfields import log_extra
+from protocol.shown.visible import METHOD_SHOWN, quote
 
 from ..base import (
     MAX_ANSWERING,

@@ -33,8 +33,9 @@ import msgspec
 import trio
 from msgspec import Raw, UnsetType
 
-from protocol import mcp, surface
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
 
 from ...servers.shared import NO_ANSWER
 from .bound import binding, other_arguments

@@ -13,8 +13,8 @@ from typing import NamedTuple
 
 from msgspec import UNSET, Raw, UnsetType
 
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 
 from ...policy.agent import AgentInfo
 from ...servers.all_servers import AllServers

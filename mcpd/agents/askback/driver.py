@@ -17,8 +17,8 @@ import msgspec
 import trio
 from msgspec import Raw, UnsetType
 
-from protocol import surface
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import features as surface
 
 from ...config.tables.model import DaemonConfig
 from ...servers.shared import Whose

@@ -58,9 +58,10 @@ import msgspec
 import trio
 from msgspec import UNSET, Raw, UnsetType
 
-from protocol import mcp, surface
 from protocol.jsonrpc import messages as rpc
 from protocol.lines.framing import DEFAULT_MAX_LINE
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
 
 from ...policy.agent import AgentInfo
 from ..agent import AgentCall

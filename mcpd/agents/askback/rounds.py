@@ -17,8 +17,9 @@ import msgspec
 import trio
 from msgspec import UNSET, Raw, UnsetType
 
-from protocol import mcp, surface
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
 
 from ...servers.shared import NO_ANSWER, Asker, Outcome
 from .askers import MAX_ROUNDS, DirectAsker

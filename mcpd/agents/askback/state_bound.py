@@ -17,7 +17,7 @@ import msgspec
 from msgspec import Raw, UnsetType
 
 from protocol.jsonrpc import messages as rpc
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 
 from ..http.body_size import MAX_BODY
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from protocol import surface
-from protocol.visible import METHOD_SHOWN, cut, quote, visible
+from protocol.mcp import features as surface
+from protocol.shown.visible import METHOD_SHOWN, cut, quote, visible
 
 META_KEY: Final = "mcpd/inputRequired"
 # Requests named at most: enough to say what the server wanted, however many it sent.

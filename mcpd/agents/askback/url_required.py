@@ -31,10 +31,11 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from protocol import mcp, surface
 from protocol.jsonrpc import messages as rpc
-from protocol.logfields import log_extra
-from protocol.visible import quote
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
+from protocol.shown.logfields import log_extra
+from protocol.shown.visible import quote
 
 from ...registry.text.relayed import cleaned, marked_params
 from ..agent import AgentCall

@@ -1,12 +1,10 @@
-"""Everything agents get beyond tools/list: the methods, the list-change news, and
-what listens honour.
+"""Everything agents get beyond tools/list: methods, list-change news, what listens honour.
 
 ``ExtraMethods`` holds the per-daemon parts (the ask-back driver, task ownership,
 resource subscriptions) and hands the socket API its handlers. It also sends
 ``notifications/{prompts,resources}/list_changed``: unsolicited to legacy agents,
 tagged on the listens of modern agents that asked for them, and only when what the
-agent's own profile lists of them changed (``ProfileView.offered``).
-"""
+agent's own profile lists of them changed (``ProfileView.offered``)."""
 
 from __future__ import annotations
 
@@ -17,9 +15,11 @@ import msgspec
 import trio
 from msgspec import Raw
 
-from protocol import loglevels, mcp, surface
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import RequestContext
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
+from protocol.mcp import server_logs as loglevels
+from protocol.mcp.serving import RequestContext
 
 from ...registry.profiles.views import ProfileView
 from ...registry.uris.scheme import Sight

@@ -3,8 +3,7 @@
 Prompt names are local names (``registry.tables.prompts``); ``prompts/get`` reaches the
 server under the server's own name, and its messages come back with their resource
 URIs rewritten (``agents.calls.rewrite``). ``completion/complete`` goes to the server of
-the prompt it names, or of the resource template it names, in the server's terms.
-"""
+the prompt it names, or of the resource template it names, in the server's terms."""
 
 from __future__ import annotations
 
@@ -14,10 +13,11 @@ from typing import Any, TypeVar
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from protocol import mcp, surface
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import RequestContext
-from protocol.visible import quote
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
+from protocol.mcp.serving import RequestContext
+from protocol.shown.visible import quote
 
 from ...registry.uris.resources import Hold
 from ...registry.uris.scheme import Ambiguous, Sight

@@ -13,11 +13,12 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, Raw
 
-from protocol import mcp, surface
 from protocol.jsonrpc import messages as rpc
 from protocol.lines.json_values import parts_at_most
-from protocol.serving import RequestContext
-from protocol.visible import quote
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
+from protocol.mcp.serving import RequestContext
+from protocol.shown.visible import quote
 
 from ...registry.uris.claims import Budget
 from ...registry.uris.resources import Hold

@@ -16,10 +16,10 @@ from typing import Final
 import msgspec
 import trio
 
-from protocol import mcp
 from protocol.jsonrpc import envelope
 from protocol.jsonrpc import messages as rpc
 from protocol.lines.framing import DEFAULT_MAX_LINE, LineFramer, Oversized
+from protocol.mcp import core as mcp
 
 LIMIT_ID: Final = "mcpd-bridge-line-limit"
 PROFILE_ID: Final = "mcpd-bridge-profile"

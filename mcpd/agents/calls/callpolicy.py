@@ -42,8 +42,9 @@ from typing import Final
 import msgspec
 from msgspec import Raw
 
-from protocol import mcp, surface
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
 
 from ...policy.agent import AgentInfo
 from ...policy.deciders.kin import AgentKin

@@ -22,10 +22,10 @@ import msgspec
 import trio
 from msgspec import UNSET, Raw, UnsetType
 
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc import splice
-from protocol.visible import cut
+from protocol.mcp import core as mcp
+from protocol.shown.visible import cut
 
 from ...audit.log import AuditLog
 from ...audit.record import METHODS, NO_DECISION, AuditOutcome, CallRecord, kept, unknown

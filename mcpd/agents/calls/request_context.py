@@ -11,9 +11,9 @@ from typing import Any, Final, NoReturn
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import RequestContext
+from protocol.mcp import core as mcp
+from protocol.mcp.serving import RequestContext
 
 from ..agent import Agent
 

@@ -22,7 +22,7 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, Raw
 
-from protocol import mcp
+from protocol.mcp import core as mcp
 
 _members: Final = msgspec.json.Decoder(dict[str, Raw])
 _encode: Final = msgspec.json.Encoder().encode

@@ -19,9 +19,10 @@ from typing import Any, Final, Protocol
 import msgspec
 from msgspec import UNSET, Raw
 
-from protocol import mcp, surface
 from protocol.jsonrpc import messages as rpc
-from protocol.visible import quote
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
+from protocol.shown.visible import quote
 
 from ...registry.uris.scheme import Sight
 from ...servers.shared import Outage, SessionMark

@@ -23,10 +23,11 @@ from typing import Any, Final
 
 from msgspec import UNSET, Raw, UnsetType
 
-from protocol import mcp, surface
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc import splice
 from protocol.lines.framing import DEFAULT_MAX_LINE
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
 
 from ...audit.record import NO_DECISION
 from ...policy.agent import AgentInfo

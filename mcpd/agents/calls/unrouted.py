@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol import mcp
-from protocol.visible import visible
+from protocol.mcp import core as mcp
+from protocol.shown.visible import visible
 
 from ...registry.tables.shown import Entry
 from ...servers.all_servers import AllServers

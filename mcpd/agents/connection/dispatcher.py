@@ -14,11 +14,11 @@ from typing import ClassVar, Final
 import trio
 from msgspec import UNSET
 
-from protocol import mcp
 from protocol.jsonrpc import envelope, splice
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.splice import SplicedRequest
-from protocol.serving import AgentSession, RequestContext
+from protocol.mcp import core as mcp
+from protocol.mcp.serving import AgentSession, RequestContext
 
 from ...config.tables.model import DaemonConfig
 from ...policy.deciders.kin import AgentKin, unknown_kin

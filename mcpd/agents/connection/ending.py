@@ -16,11 +16,11 @@ from typing import Final, Protocol
 
 import trio
 
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.splice import SplicedRequest
 from protocol.lines.framing import Oversized
-from protocol.logfields import log_extra
+from protocol.mcp import core as mcp
+from protocol.shown.logfields import log_extra
 
 from ..agent import Agent, AgentCall
 from ..calls.callrecords import AT_LIMIT

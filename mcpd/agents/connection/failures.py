@@ -20,8 +20,8 @@ import trio
 
 from protocol.jsonrpc import envelope
 from protocol.jsonrpc import messages as rpc
-from protocol.logfields import log_extra
 from protocol.pacing.buckets import Throttle
+from protocol.shown.logfields import log_extra
 
 logger = logging.getLogger("mcpd.agents")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 
 logger = logging.getLogger("mcpd.agents")
 

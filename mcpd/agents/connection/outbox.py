@@ -19,7 +19,7 @@ import trio
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.result_pieces import BrokenPiece
 from protocol.lines.oneline import line_fault
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 
 from ..daemon_seam import Lines, LineSink
 from .batches import Batches

@@ -21,7 +21,7 @@ import struct
 import time
 from typing import Final
 
-from protocol.visible import quote
+from protocol.shown.visible import quote
 
 from ...local.ownership.owners import trusted_owners, user_name
 

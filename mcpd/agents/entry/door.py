@@ -30,8 +30,8 @@ import msgspec
 import trio
 
 from protocol.jsonrpc import messages as rpc
-from protocol.logfields import log_extra
 from protocol.pacing.buckets import Throttle
+from protocol.shown.logfields import log_extra
 
 from ...config.tables.model import DaemonConfig
 from ...policy.deciders.kin import decider_of, kin_of, unknown_kin

@@ -35,8 +35,8 @@ import msgspec
 import trio
 
 from protocol.jsonrpc import messages as rpc
-from protocol.logfields import log_extra
 from protocol.pacing.buckets import Throttle
+from protocol.shown.logfields import log_extra
 
 from ...local.ownership.tcpowner import (
     HoldersUnknown,

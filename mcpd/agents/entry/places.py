@@ -26,8 +26,8 @@ from typing import Final
 
 import msgspec
 
-from protocol.logfields import log_extra
 from protocol.pacing.buckets import Throttle
+from protocol.shown.logfields import log_extra
 
 from ...config.tables.model import DaemonConfig
 from .peers import Peer, is_owner

@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping
 import msgspec
 import trio
 
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 
 from ...config.tables.model import ConfigError
 from ...config.tables.profiles import ProfileConfig, socket_where

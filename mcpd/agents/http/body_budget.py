@@ -30,8 +30,8 @@ from typing import Final
 import msgspec
 
 from protocol.jsonrpc import messages as rpc
-from protocol.logfields import log_extra
 from protocol.pacing.buckets import Throttle
+from protocol.shown.logfields import log_extra
 
 from ...config.tables.model import DaemonConfig
 from ..entry.peers import is_owner, owners_uid

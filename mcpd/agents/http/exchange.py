@@ -18,7 +18,7 @@ import msgspec
 import trio
 
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import AgentSession
+from protocol.mcp.serving import AgentSession
 
 from ...policy.deciders.kin import AgentKin, Decider, unknown_kin
 from ...servers.shared import ProgressSink

@@ -39,8 +39,8 @@ import msgspec
 import trio
 
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import AgentSession
-from protocol.visible import visible_json
+from protocol.mcp.serving import AgentSession
+from protocol.shown.visible import visible_json
 
 from ...policy.deciders.kin import AgentKin
 from ...registry.profiles.views import ProfileView

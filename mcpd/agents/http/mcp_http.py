@@ -9,11 +9,11 @@ from typing import Any, Final
 
 import msgspec
 
-from protocol import headers as mcp_headers
+from protocol.http import mcp_headers
 from protocol.jsonrpc import envelope
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import AgentSession, RequestContext
-from protocol.visible import visible
+from protocol.mcp.serving import AgentSession, RequestContext
+from protocol.shown.visible import visible
 
 from .wire import Headers, Reject
 

@@ -34,10 +34,10 @@ from typing import Final
 import h11
 import trio
 
-from protocol import mcp
 from protocol.jsonrpc import envelope
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import AgentSession
+from protocol.mcp import core as mcp
+from protocol.mcp.serving import AgentSession
 
 from ..connection.dispatcher import Connection, Dispatcher
 from ..profiles import Profile

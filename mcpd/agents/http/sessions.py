@@ -9,7 +9,7 @@ import msgspec
 import trio
 
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import AgentSession
+from protocol.mcp.serving import AgentSession
 
 from ...servers.shared import Call
 from ..askback.askers import AgentRequests

@@ -24,10 +24,10 @@ from typing import Final
 
 import trio
 
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
-from protocol.logfields import log_extra
-from protocol.serving import AgentSession
+from protocol.mcp import core as mcp
+from protocol.mcp.serving import AgentSession
+from protocol.shown.logfields import log_extra
 
 from ..connection.dispatcher import Connection
 from ..connection.outbox import QUEUE_BYTES

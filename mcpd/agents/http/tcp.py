@@ -49,8 +49,8 @@ import msgspec
 import trio
 
 from protocol.jsonrpc import messages as rpc
-from protocol.logfields import log_extra
 from protocol.pacing.buckets import Throttle
+from protocol.shown.logfields import log_extra
 
 from ...config.checks.endpoints import parse_listen
 from ..daemon_seam import DaemonForAgents

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import msgspec
 from msgspec import UNSET, Raw
 
-from protocol import mcp
+from protocol.mcp import core as mcp
 
 from ...registry.naming.spelling import CALL_TOOL, DESCRIBE_TOOL, SEARCH_TOOL
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Final, TypeVar
 
 from protocol.jsonrpc import messages as rpc
-from protocol.visible import quote
+from protocol.shown.visible import quote
 
 T = TypeVar("T")
 

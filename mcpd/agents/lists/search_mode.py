@@ -18,8 +18,8 @@ from typing import Any, Final
 import msgspec
 from msgspec import Raw
 
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 
 from ...registry.profiles.views import ProfileView
 from ...registry.tables.table import ListedTool

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from msgspec import UNSET
 
-from protocol import mcp
-from protocol.serving import RequestContext
+from protocol.mcp import core as mcp
+from protocol.mcp.serving import RequestContext
 
 from ...registry.tables.table import ListedTool, listed_name
 from ...servers.all_servers import AllServers

@@ -15,9 +15,9 @@ from typing import Any
 import msgspec
 import trio
 
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import RequestContext
+from protocol.mcp import core as mcp
+from protocol.mcp.serving import RequestContext
 
 from ..connection.dispatcher import Connection
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from protocol import loglevels
 from protocol.jsonrpc import messages as rpc
-from protocol.loglevels import LogMessage
+from protocol.mcp import server_logs as loglevels
+from protocol.mcp.server_logs import LogMessage
 
 from ...servers.all_servers import AllServers
 

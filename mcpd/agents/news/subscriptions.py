@@ -22,9 +22,9 @@ from typing import Any, Final, NoReturn
 
 import msgspec
 
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
-from protocol.uritemplate import MAX_URI
+from protocol.mcp import core as mcp
+from protocol.mcp.uri_templates import MAX_URI
 
 from ...config.tables.model import DaemonConfig
 from ...registry.uris.claims import ROUTE_STEPS, Budget

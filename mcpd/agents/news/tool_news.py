@@ -14,8 +14,8 @@ from typing import Final
 
 import trio
 
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 
 from ..connection.dispatcher import Connection
 from ..profiles import Profile

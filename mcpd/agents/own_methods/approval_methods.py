@@ -26,8 +26,8 @@ import msgspec
 import trio
 
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import RequestContext
-from protocol.visible import cut
+from protocol.mcp.serving import RequestContext
+from protocol.shown.visible import cut
 
 from ...local.ownership.owners import user_name
 from ...policy.waiting.approvals import ApprovalError

@@ -33,7 +33,7 @@ import contextlib
 import msgspec
 
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import RequestContext
+from protocol.mcp.serving import RequestContext
 
 from ...config.loading.paths import pages_directory
 from ...local.state.privatefile import make_private_directory

@@ -17,7 +17,7 @@ from __future__ import annotations
 import msgspec
 
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import RequestContext
+from protocol.mcp.serving import RequestContext
 
 from ..connection.dispatcher import Connection
 from .profile_methods import OwnMethod, ProfileMethods

@@ -18,7 +18,7 @@ from typing import Literal
 import msgspec
 
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import RequestContext
+from protocol.mcp.serving import RequestContext
 
 from ...registry.pinning.definitions import BadPins
 from ...registry.profiles.views import ProfileView

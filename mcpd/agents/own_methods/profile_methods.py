@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar
 import msgspec
 
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import RequestContext
+from protocol.mcp.serving import RequestContext
 
 from ...policy.deciders.departed import Departed
 from ...policy.deciders.kin import AgentKin

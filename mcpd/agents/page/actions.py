@@ -22,8 +22,8 @@ import h11
 import msgspec
 
 from protocol.jsonrpc import messages as rpc
-from protocol.urls import ascii_hosts, openable
-from protocol.visible import visible
+from protocol.shown.server_urls import ascii_hosts, openable
+from protocol.shown.visible import visible
 
 from ...policy.deciders.kin import Decider
 from ...registry.profiles.views import ProfileView

@@ -20,7 +20,7 @@ from typing import Final
 
 import msgspec
 
-from protocol.visible import written_out
+from protocol.shown.visible import written_out
 
 WINDOW: Final = 40  # lines of each definition
 LINE: Final = 160  # characters of a line, its characters written out counted as shown

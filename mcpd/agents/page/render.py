@@ -12,7 +12,7 @@ from html import escape
 from typing import Final
 from urllib.parse import quote
 
-from protocol.visible import visible
+from protocol.shown.visible import visible
 
 from ...servers.shared import DAY, ServerHistory
 from . import charts, decisions

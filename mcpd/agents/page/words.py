@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from html import escape
 
-from protocol.visible import visible
+from protocol.shown.visible import visible
 
 
 def on_page(text: str) -> str:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol import mcp, surface
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import RequestContext
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
+from protocol.mcp.serving import RequestContext
 
 from ...registry.uris.scheme import Sight
 from ..agent import Agent

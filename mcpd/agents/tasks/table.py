@@ -44,10 +44,11 @@ from typing import Any, Final
 import msgspec
 from msgspec import Raw
 
-from protocol import mcp, surface
 from protocol.jsonrpc import messages as rpc
-from protocol.logfields import log_extra
-from protocol.serving import RequestContext
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
+from protocol.mcp.serving import RequestContext
+from protocol.shown.logfields import log_extra
 
 from ...registry.uris.scheme import Sight
 from ...servers.all_servers import AllServers

@@ -21,9 +21,9 @@ from typing import Any
 
 from msgspec import Raw
 
-from protocol import surface
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import RequestContext
+from protocol.mcp import features as surface
+from protocol.mcp.serving import RequestContext
 
 from ...servers.shared import Call, Outcome
 from ..agent import NO_ONE, Agent, AgentCall, OutcomeSink

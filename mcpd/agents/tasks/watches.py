@@ -19,8 +19,8 @@ from typing import Any
 import msgspec
 from msgspec import Raw
 
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 
 from ...registry.uris.scheme import Sight
 from ...servers.all_servers import AllServers

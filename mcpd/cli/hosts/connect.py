@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from protocol.jsonrpc.messages import RPCError
-from protocol.visible import visible
+from protocol.shown.visible import visible
 
 from ...config.loading.load import load
 from ...config.loading.paths import daemon_socket_path

@@ -18,8 +18,8 @@ import argparse
 from datetime import datetime
 from typing import Any
 
-from protocol.urls import ascii_hosts, ascii_url
-from protocol.visible import visible
+from protocol.shown.server_urls import ascii_hosts, ascii_url
+from protocol.shown.visible import visible
 
 from ..client import JSON_HELP, QUICK, SOCKET_HELP, socket_path
 from ..exits import ask, client_for

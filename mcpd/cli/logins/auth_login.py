@@ -23,8 +23,8 @@ import trio
 
 from protocol.jsonrpc import messages as rpc
 from protocol.oauth import carries_state, state_of
-from protocol.urls import ascii_hosts, ascii_url
-from protocol.visible import visible
+from protocol.shown.server_urls import ascii_hosts, ascii_url
+from protocol.shown.visible import visible
 from transports.errors import single_exceptions
 
 from ...local.ownership.tcpowner import HoldersUnknown, OwnerUnknown, tcp_owner

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 
-from protocol.urls import openable
+from protocol.shown.server_urls import openable
 
 from ...local.ownership.owners import user_name
 from ...local.state.privatefile import UnsafeFileError, open_directory, write_atomically

@@ -20,7 +20,7 @@ import sys
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from protocol.visible import visible
+from protocol.shown.visible import visible
 
 from ...config.tables.model import default_config_path
 from ..client import QUICK

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.urls import ascii_hosts
-from protocol.visible import visible
+from protocol.shown.server_urls import ascii_hosts
+from protocol.shown.visible import visible
 
 _FORGOT = (
     "the client mcpd registered with its authorization server is forgotten, "

@@ -20,7 +20,7 @@ import os
 import stat
 from pathlib import Path
 
-from protocol.visible import visible
+from protocol.shown.visible import visible
 
 from ...local.state.privatefile import UnsafeFileError, open_directory, write_in
 from ..hosts.hostfile import HostConfigError, real_path

@@ -19,7 +19,7 @@ import shlex
 import sys
 from typing import Any, Final
 
-from protocol.visible import visible
+from protocol.shown.visible import visible
 
 from ..client import QUICK
 from ..exits import EXIT_FAILED, ask, client_for, fail

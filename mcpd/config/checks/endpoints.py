@@ -11,7 +11,7 @@ import re
 from fnmatch import fnmatchcase
 from typing import Final
 
-from protocol.masking import masked_repr
+from protocol.shown.stand_ins import masked_repr
 
 from ..sandboxing.keys import loopback_port
 from ..tables.glob import is_glob

@@ -8,7 +8,7 @@ import math
 from collections.abc import Collection
 from fnmatch import fnmatchcase
 
-from protocol.masking import masked_repr
+from protocol.shown.stand_ins import masked_repr
 
 from ..tables.glob import Glob, is_glob
 from ..tables.hosts import builtin_profiles

@@ -14,8 +14,8 @@ from typing import Final
 
 import msgspec
 
-from protocol.headers import TRANSPORT_HEADERS
-from protocol.masking import masked_repr
+from protocol.http.mcp_headers import TRANSPORT_HEADERS
+from protocol.shown.stand_ins import masked_repr
 
 from ...local.ownership.trusted_path import untrusted_file
 from ..sandboxing.keys import grant_errors
@@ -96,7 +96,7 @@ def server_errors(alias: str, s: ServerConfig) -> Iterator[ConfigError]:
         # The transport's own reading of it, here: a URL it cannot use (credentials in
         # it, a port out of range) is the config's error, not the server's at each start.
         # Imported here: a config of stdio servers alone loads no HTTP code.
-        from protocol.http import parse_url
+        from protocol.http.parts import parse_url
 
         try:
             parse_url(s.url)

@@ -14,8 +14,8 @@ import os
 from collections.abc import Iterator
 from typing import Final
 
-from protocol.headers import is_plain, is_token
-from protocol.visible import visible
+from protocol.http.mcp_headers import is_plain, is_token
+from protocol.shown.visible import visible
 
 from ..tables.model import Config, ConfigError
 from ..tables.servertable import ServerConfig

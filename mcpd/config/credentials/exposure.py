@@ -50,7 +50,7 @@ from typing import Final
 
 import msgspec
 
-from protocol.urls import display_url
+from protocol.shown.server_urls import display_url
 
 _SECRET_WORDS: Final = frozenset(
     {"token", "secret", "password", "passwd", "passphrase", "apikey", "accesskey"}

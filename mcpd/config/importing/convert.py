@@ -32,7 +32,7 @@ from typing import Any, Final
 
 import msgspec
 
-from protocol.headers import TRANSPORT_HEADERS
+from protocol.http.mcp_headers import TRANSPORT_HEADERS
 
 from ..checks.envcheck import relied_on
 from ..credentials import exposure

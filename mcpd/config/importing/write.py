@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any, Final
 
-from protocol.visible import hidden, visible
+from protocol.shown.visible import hidden, visible
 
 from ...local.state.privatefile import make_private_directory, write_atomically
 from .convert import Imported

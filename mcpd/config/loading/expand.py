@@ -140,7 +140,7 @@ def stand_ins(
     """What the config's errors write for each value a reference gave: the reference
     (``${TPASS}``), or, for a secret file's, where it is held. Whoever reads the
     config's state reads its errors too, and any value may be a password: one spliced
-    into a URL is checked, and quoted, as the URL's (``protocol.masking``)."""
+    into a URL is checked, and quoted, as the URL's (``protocol.shown.stand_ins``)."""
     shown = {h.value: f"[secret of {h.where}]" for h in found}
     for name in names:
         value = env.get(name)

@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 
-from protocol.masking import masking
+from protocol.shown.stand_ins import masking
 
 from ...local.ownership.trusted_path import untrusted_file
 from ..checks.all_tables import config_errors

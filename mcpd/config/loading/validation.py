@@ -14,7 +14,7 @@ from typing import Any, Final
 
 import msgspec
 
-from protocol.masking import masked, masked_repr
+from protocol.shown.stand_ins import masked, masked_repr
 
 from ..tables.model import Config, ConfigError
 

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator
 from typing import Final
 
-from protocol.masking import masked_repr
+from protocol.shown.stand_ins import masked_repr
 
 from ..tables.model import ConfigError
 from ..tables.servertable import LimitsConfig, ServerConfig

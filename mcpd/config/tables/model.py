@@ -13,7 +13,7 @@ from typing import Final, Literal, NamedTuple
 
 import msgspec
 
-from protocol.masking import masked
+from protocol.shown.stand_ins import masked
 from transports.stdio.sandbox.plan import Level
 
 from ..credentials.secrets import HeldSecret
@@ -47,7 +47,7 @@ def key_as_written(key: str) -> str:
 
 class ConfigError(Exception):
     """A bad config; ``path`` is the key path (``servers.notes.command``), ``file`` the
-    file it was read from, where known. A value being masked (``protocol.masking``)
+    file it was read from, where known. A value being masked (``protocol.shown.stand_ins``)
     that its message holds as it is, is masked."""
 
     def __init__(

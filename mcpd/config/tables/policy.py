@@ -25,7 +25,7 @@ from typing import Final, Literal, NamedTuple
 
 import msgspec
 
-from protocol.masking import masked_repr
+from protocol.shown.stand_ins import masked_repr
 
 Action = Literal["allow", "ask", "deny"]
 Remember = Literal["connection", "none"]

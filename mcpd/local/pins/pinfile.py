@@ -35,7 +35,7 @@ from typing import Final
 import msgspec
 import trio
 
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 
 from ...registry.gating.judged import HeldKind, HeldOffer, held_reason
 from ...registry.pinning.definitions import BadPins

@@ -1,7 +1,7 @@
 """Logging for mcpd: journald's native protocol with mcpd's fields, or readable lines.
 
 Code logs through stdlib ``logging`` and attaches structure with
-``extra=protocol.logfields.log_extra(server, event, reason, stderr)``. Under systemd every
+``extra=protocol.shown.logfields.log_extra(server, event, reason, stderr)``. Under systemd every
 record becomes one journal entry with ``MCPD_SERVER``, ``MCPD_EVENT``, ``MCPD_REASON``
 and ``MCPD_STDERR`` next to ``MESSAGE`` and ``PRIORITY``, so that
 ``journalctl -u mcpd MCPD_EVENT=outage`` and ``journalctl -u mcpd MCPD_SERVER=tickets``
@@ -26,8 +26,8 @@ import sys
 from collections.abc import Mapping
 from typing import TextIO
 
-from protocol.logfields import log_extra
-from protocol.visible import visible
+from protocol.shown.logfields import log_extra
+from protocol.shown.visible import visible
 
 from .journalfields import (
     IDENTIFIER,

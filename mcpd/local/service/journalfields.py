@@ -9,7 +9,7 @@ import logging
 import struct
 from collections.abc import Mapping, Sequence
 
-from protocol.visible import visible
+from protocol.shown.visible import visible
 
 IDENTIFIER = "mcpd"
 

@@ -25,9 +25,9 @@ from typing import Final
 import msgspec
 import trio
 
-from protocol.logfields import log_extra
 from protocol.oauth import AuthorizationServer, ClientRegistration, TokenSet
 from protocol.oauth.secret import dec_hook, enc_hook
+from protocol.shown.logfields import log_extra
 
 from .privatefile import read_private, write_atomically
 

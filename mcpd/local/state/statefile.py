@@ -28,8 +28,9 @@ from typing import Final, TypeAlias
 import msgspec
 import trio
 
-from protocol import mcp, surface
-from protocol.logfields import log_extra
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
+from protocol.shown.logfields import log_extra
 
 from ...config.loading.paths import state_directory
 from ...config.tables.model import Config

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Final
 
-from protocol.visible import visible
+from protocol.shown.visible import visible
 
 # As much of a command line as is read: the program and the words after it.
 _READ: Final = 4096

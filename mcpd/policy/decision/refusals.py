@@ -9,7 +9,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from protocol import mcp
+from protocol.mcp import core as mcp
 
 from ..waiting.approvals import TIMEOUT, Verdict
 from .rates import SLACK

@@ -10,7 +10,7 @@ from typing import Any, Final
 
 import msgspec
 
-from protocol import mcp
+from protocol.mcp import core as mcp
 
 from ...config.tables.glob import Glob
 from ...config.tables.policy import Action, PolicyRule, Rate, parse_rate

@@ -19,7 +19,7 @@ import re
 from array import array
 from typing import Final
 
-from protocol.visible import CUT_NOTE
+from protocol.shown.visible import CUT_NOTE
 
 # ``CUT_MARK`` is in every note: text without it is not searched for one. ``CUT_PART``:
 # the fewest characters of a secret before a note that are taken for its beginning

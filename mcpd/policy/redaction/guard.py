@@ -38,9 +38,9 @@ import msgspec
 from msgspec import Raw
 
 from protocol.jsonrpc import messages as rpc
-from protocol.logfields import log_extra
 from protocol.pacing.buckets import Throttle
-from protocol.visible import quote
+from protocol.shown.logfields import log_extra
+from protocol.shown.visible import quote
 
 from ...config.credentials.secrets import HeldSecret
 from .cutparts import WRITTEN_NOTE, CutParts

@@ -30,7 +30,7 @@ from typing import Any, Final
 import msgspec
 
 from protocol.lines.nesting import MAX_DEPTH, deeper_than
-from protocol.visible import visible
+from protocol.shown.visible import visible
 
 from ..redaction.masking import SecretSet
 

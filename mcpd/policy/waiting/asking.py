@@ -25,7 +25,7 @@ from typing import Any, Final
 
 import msgspec
 
-from protocol.visible import cut, visible
+from protocol.shown.visible import cut, visible
 
 from .approvals import ApprovalRequest, Verdict
 

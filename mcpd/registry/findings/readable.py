@@ -19,7 +19,8 @@ from typing import Any, Final, TypeVar
 import msgspec
 from msgspec import UNSET, Raw
 
-from protocol import mcp, surface
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
 
 from ..pinning.definitions import Instructions
 from ..text.clean import clean_copy, clean_json, clean_text

@@ -22,7 +22,8 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from typing import Final, Literal, NamedTuple
 
-from protocol import mcp, surface
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
 
 from ...config.tables.model import DEFAULT_POLICY, PinPolicy
 from ..naming.facing import Namesakes, looked_up, marks

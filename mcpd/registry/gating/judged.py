@@ -13,7 +13,8 @@ from typing import Final, Generic, Literal, TypeVar
 import msgspec
 from msgspec import Raw
 
-from protocol import mcp, surface
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
 
 from ..findings.readable import Readable, read_instructions, read_listed, read_prompt, read_tool
 from ..findings.rules import Finding

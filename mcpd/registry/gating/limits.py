@@ -20,9 +20,10 @@ from typing import Final, TypeAlias, TypeVar
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from protocol import mcp, surface
-from protocol.logfields import log_extra
-from protocol.visible import visible
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
+from protocol.shown.logfields import log_extra
+from protocol.shown.visible import visible
 
 from ...config.tables.model import Config, Limit, ListLimits
 from ..text.clean import clean_text

@@ -7,8 +7,8 @@ from __future__ import annotations
 import logging
 from typing import Final
 
-from protocol.logfields import log_extra
-from protocol.visible import quote
+from protocol.shown.logfields import log_extra
+from protocol.shown.visible import quote
 
 from ..findings.rules import Finding
 

@@ -33,7 +33,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from protocol import uritemplate
+from protocol.mcp import uri_templates as uritemplate
 
 from ..pinning.definitions import Kind
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 
 from .spelling import OWN_TOOLS
 

@@ -30,7 +30,8 @@ from typing import Any, Final, Literal, TypeAlias
 import msgspec
 from msgspec import UNSET, Raw
 
-from protocol import mcp, surface
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
 
 Kind = Literal["tool", "prompt", "template", "instructions"]
 KINDS: Final[tuple[Kind, ...]] = ("tool", "prompt", "template", "instructions")

@@ -10,7 +10,7 @@ import re
 from fnmatch import fnmatchcase
 from typing import Final
 
-from protocol import uriforms
+from protocol.mcp import uri_spellings as uriforms
 
 from ...config.tables.profiles import Patterns, split_pattern
 from ..naming.facing import spellings

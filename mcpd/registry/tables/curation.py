@@ -16,8 +16,8 @@ from fnmatch import fnmatchcase
 
 import msgspec
 
-from protocol import mcp
-from protocol.logfields import log_extra
+from protocol.mcp import core as mcp
+from protocol.shown.logfields import log_extra
 
 from ...config.tables.servertable import ToolsConfig
 from ..naming.facing import sanitize, spellings

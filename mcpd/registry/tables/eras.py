@@ -26,8 +26,8 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from protocol import mcp
 from protocol.jsonrpc import messages as jsonrpc
+from protocol.mcp import core as mcp
 
 from .shown import Entry
 

@@ -14,7 +14,7 @@ from typing import Final
 import msgspec
 from msgspec import Raw
 
-from protocol import surface
+from protocol.mcp import features as surface
 
 from ...config.tables.model import NamingConfig
 from ...config.tables.servertable import ToolsConfig

@@ -8,7 +8,7 @@ held tool's entry is unavailable and says why, whether the server is up or down.
 
 from __future__ import annotations
 
-from protocol import mcp
+from protocol.mcp import core as mcp
 
 from ...config.tables.servertable import ToolsConfig
 from ..gating.gate import ListGate

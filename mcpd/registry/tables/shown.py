@@ -13,9 +13,10 @@ from typing import Any, Final, TypeVar
 import msgspec
 from msgspec import UNSET
 
-from protocol import mcp, surface
 from protocol.jsonrpc import messages as jsonrpc
-from protocol.visible import visible
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
+from protocol.shown.visible import visible
 
 from ..text.marking import breaks_as_spaces, later_lines_marked, lines_marked
 

@@ -23,7 +23,7 @@ from typing import Final, TypeAlias
 
 import msgspec
 
-from protocol import mcp
+from protocol.mcp import core as mcp
 
 from ...config.tables.model import NamingConfig
 from ...config.tables.servertable import ToolsConfig

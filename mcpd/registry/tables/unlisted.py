@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection, Iterable
 from fnmatch import fnmatchcase
 from typing import NamedTuple
 
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 
 from ...config.tables.servertable import ServerConfig, ToolsConfig
 from .catalog import Catalog

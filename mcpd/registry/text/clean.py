@@ -33,7 +33,7 @@ from typing import Any, Final
 import msgspec
 from msgspec import Raw
 
-from protocol.visible import char_class
+from protocol.shown.visible import char_class
 
 _encode: Final = msgspec.json.Encoder().encode
 _HIDDEN_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})

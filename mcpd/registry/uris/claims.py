@@ -27,9 +27,9 @@ import logging
 from collections.abc import Collection, Iterable, Sequence
 from typing import Final, NamedTuple
 
-from protocol import surface
-from protocol import uritemplate as tpl
-from protocol.logfields import log_extra
+from protocol.mcp import features as surface
+from protocol.mcp import uri_templates as tpl
+from protocol.shown.logfields import log_extra
 
 # Matching steps (``uritemplate.MatchVerdict.steps``, and the lookups that find what to
 # match) that may be spent: on one URI against every template; on the links of one

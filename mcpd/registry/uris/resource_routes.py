@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 
 from .claims import REBUILD_STEPS, RESULT_STEPS, ROUTE_STEPS, Budget, Claim, Listings
 from .routing import claimants

@@ -21,8 +21,9 @@ from typing import Final, NamedTuple
 import msgspec
 from msgspec import Raw
 
-from protocol import surface, uriforms
-from protocol import uritemplate as tpl
+from protocol.mcp import features as surface
+from protocol.mcp import uri_spellings as uriforms
+from protocol.mcp import uri_templates as tpl
 
 from ..gating.gate import ListGate
 from ..gating.limits import first_listed

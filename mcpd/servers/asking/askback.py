@@ -46,11 +46,11 @@ from typing import Any, Final, Protocol
 import msgspec
 import trio
 
-from protocol import surface
 from protocol.jsonrpc import messages as rpc
-from protocol.logfields import log_extra
+from protocol.mcp import features as surface
 from protocol.pacing.buckets import Throttle
-from protocol.visible import METHOD_SHOWN, quote
+from protocol.shown.logfields import log_extra
+from protocol.shown.visible import METHOD_SHOWN, quote
 from transports.base import OVER_LIMIT
 from transports.errors import SERVER_REPLIES
 

@@ -19,8 +19,8 @@ from typing import TypeAlias
 import msgspec
 from msgspec import Raw
 
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 
 from ...registry.text.marking import server_words
 from .askback import Cause

@@ -23,10 +23,10 @@ import msgspec
 import trio
 from msgspec import UNSET, Raw
 
-from protocol import headers as mcp_headers
+from protocol.http import mcp_headers
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.reply_faults import MalformedReply
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 from transports.errors import ServerCancelled, TransportError
 
 from ..calling.calls import CallRefused, SessionMark, Whose

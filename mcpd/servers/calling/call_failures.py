@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.reply_faults import MalformedReply, MessageTooLarge
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 from transports.errors import SERVER_REPLIES, ServerCancelled, TransportError
 
 from ..life.downtime import server_wait

@@ -21,9 +21,9 @@ import msgspec
 import trio
 from msgspec import UNSET, Raw, UnsetType
 
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import RequestContext
+from protocol.mcp import core as mcp
+from protocol.mcp.serving import RequestContext
 
 from ...config.tables.model import Config, DaemonConfig
 from ...policy.redaction.guard import SecretGuard

@@ -17,10 +17,10 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from protocol import headers as mcp_headers
-from protocol import mcp
+from protocol.http import mcp_headers
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc import splice
+from protocol.mcp import core as mcp
 
 from ..connected.handshake import NO_CAPABILITIES, RESERVED_META_PREFIX, client_meta
 from .calls import Call

@@ -37,9 +37,9 @@ from typing import Final, TypeVar
 
 import msgspec
 
-from protocol import mcp
-from protocol.logfields import log_extra
+from protocol.mcp import core as mcp
 from protocol.pacing.buckets import Throttle
+from protocol.shown.logfields import log_extra
 
 from .calls import Call, Unqueued, Whose
 

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Final
 import trio
 from msgspec import Raw
 
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.reply_faults import MalformedReply
-from protocol.logfields import log_extra
+from protocol.mcp import core as mcp
+from protocol.shown.logfields import log_extra
 from transports.errors import SERVER_REPLIES, HttpRPCError, TransportError
 
 from ..asking.ended_asks import End

@@ -22,11 +22,11 @@ import msgspec
 import trio
 from msgspec import UNSET, Raw, UnsetType
 
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.reply_faults import MalformedReply, MessageTooLarge
-from protocol.logfields import log_extra
-from protocol.visible import quote
+from protocol.mcp import core as mcp
+from protocol.shown.logfields import log_extra
+from protocol.shown.visible import quote
 from transports.base import Params
 from transports.errors import ServerCancelled, TransportError
 

@@ -32,9 +32,9 @@ from typing import Final
 import trio
 
 from protocol.jsonrpc import messages as rpc
-from protocol.logfields import log_extra
 from protocol.pacing.read_budget import HeldBack
-from protocol.visible import quote
+from protocol.shown.logfields import log_extra
+from protocol.shown.visible import quote
 from transports.errors import SERVER_REPLIES
 
 from .handshake import BadPage

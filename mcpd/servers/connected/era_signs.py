@@ -13,7 +13,7 @@ ends, and the next greeting learns the era again. An error a modern server gives
 from __future__ import annotations
 
 from protocol.jsonrpc import messages as rpc
-from protocol.visible import quote
+from protocol.shown.visible import quote
 from transports.errors import HttpRPCError
 
 # HTTP statuses a legacy Streamable HTTP server refuses a request without its session with.

@@ -15,12 +15,13 @@ import msgspec
 import trio
 from msgspec import Raw
 
-from protocol import greeting, mcp
-from protocol import headers as mcp_headers
-from protocol.greeting import ServerCapabilities
+from protocol.http import mcp_headers
 from protocol.jsonrpc import messages as rpc
-from protocol.logfields import log_extra
-from protocol.visible import quote
+from protocol.mcp import core as mcp
+from protocol.mcp import greeting
+from protocol.mcp.greeting import ServerCapabilities
+from protocol.shown.logfields import log_extra
+from protocol.shown.visible import quote
 from transports.base import Transport
 from transports.errors import HttpRPCError, TransportError, UnexpectedReply
 
@@ -56,7 +57,7 @@ class Incompatible(TransportError):
 # What a server says of itself is shown in status, each string at most this long.
 IDENTITY_CHARS: Final = 256
 # A greeting longer than this is worth a line in the journal: of what a server says of
-# itself only what mcpd acts on is kept (``protocol.greeting``), the rest goes unread.
+# itself only what mcpd acts on is kept (``protocol.mcp.greeting``), the rest goes unread.
 GREETING_TOLD: Final = 64 * 1024
 
 

@@ -25,12 +25,12 @@ from typing import Final
 import msgspec
 import trio
 
-from protocol import loglevels
 from protocol.jsonrpc import messages as rpc
-from protocol.logfields import log_extra
-from protocol.loglevels import LogMessage
+from protocol.mcp import server_logs as loglevels
+from protocol.mcp.server_logs import LogMessage
 from protocol.pacing.buckets import Bucket, Throttle
-from protocol.visible import quote
+from protocol.shown.logfields import log_extra
+from protocol.shown.visible import quote
 
 from ...local.service.ratelimit import SUMMARY_EVERY
 from ...policy.redaction.guard import SecretGuard

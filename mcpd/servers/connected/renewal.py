@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from protocol.jsonrpc import messages as rpc
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 from transports.base import Transport
 from transports.errors import SessionExpired, TransportError
 

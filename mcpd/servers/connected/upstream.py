@@ -15,12 +15,12 @@ from typing import Any
 import trio
 from msgspec import UNSET, Raw
 
-from protocol import headers as mcp_headers
-from protocol import mcp
-from protocol.greeting import ServerCapabilities
+from protocol.http import mcp_headers
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc import splice
-from protocol.logfields import log_extra
+from protocol.mcp import core as mcp
+from protocol.mcp.greeting import ServerCapabilities
+from protocol.shown.logfields import log_extra
 from transports.base import Params, Transport
 from transports.errors import SERVER_REPLIES, SessionExpired, TransportError
 

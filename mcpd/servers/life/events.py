@@ -19,8 +19,8 @@ import trio
 
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.reply_faults import MalformedReply, MessageTooLarge
-from protocol.logfields import log_extra
-from protocol.visible import quote
+from protocol.shown.logfields import log_extra
+from protocol.shown.visible import quote
 from transports.errors import SpawnError, TransportError
 
 from ..circuit.circuit_states import Transition

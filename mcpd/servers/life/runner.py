@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import trio
 
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 from transports.base import Started, Transport
 from transports.errors import Unreachable
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from protocol import mcp
+from protocol.mcp import core as mcp
 from transports.base import Started
 
 from ...config.tables.model import Config, DaemonConfig

@@ -7,9 +7,9 @@ from typing import Any, TypeVar
 
 from msgspec import UNSET
 
-from protocol import surface
 from protocol.jsonrpc import messages as rpc
-from protocol.visible import quote
+from protocol.mcp import features as surface
+from protocol.shown.visible import quote
 
 from ...registry.gating.limits import LISTED_TWICE, ListTrim, Trimmed, item_label
 from ..connected.handshake import BadPage

@@ -24,11 +24,11 @@ import msgspec
 import trio
 from msgspec import Raw
 
-from protocol import surface
 from protocol.jsonrpc import messages as rpc
 from protocol.lines.json_values import parts_at_most
-from protocol.logfields import log_extra
-from protocol.visible import quote
+from protocol.mcp import features as surface
+from protocol.shown.logfields import log_extra
+from protocol.shown.visible import quote
 from transports.errors import ServerCancelled, TransportError
 
 from ...registry.gating.limits import Trimmed

@@ -32,11 +32,12 @@ from typing import Final
 
 import trio
 
-from protocol import greeting, mcp
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.reply_faults import MalformedReply
-from protocol.logfields import log_extra
-from protocol.visible import quote
+from protocol.mcp import core as mcp
+from protocol.mcp import greeting
+from protocol.shown.logfields import log_extra
+from protocol.shown.visible import quote
 from transports.errors import TransportError
 
 from ...registry.gating.gate import ListGate

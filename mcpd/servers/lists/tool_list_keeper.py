@@ -27,10 +27,10 @@ from typing import Final
 import msgspec
 import trio
 
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
-from protocol.logfields import log_extra
+from protocol.mcp import core as mcp
 from protocol.pacing.read_budget import HeldBack
+from protocol.shown.logfields import log_extra
 
 from ..connected.answer_wait import LIST_FAILURES, AnswerWait, RanOut
 from ..connected.upstream import Upstream

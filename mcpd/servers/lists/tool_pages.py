@@ -16,10 +16,11 @@ from contextlib import contextmanager
 import msgspec
 from msgspec import Raw
 
-from protocol import greeting, mcp
-from protocol import headers as mcp_headers
+from protocol.http import mcp_headers
 from protocol.jsonrpc import messages as rpc
-from protocol.visible import quote
+from protocol.mcp import core as mcp
+from protocol.mcp import greeting
+from protocol.shown.visible import quote
 
 from ...config.tables.model import ListLimits
 from ...policy.redaction.guard import SecretGuard

@@ -15,7 +15,7 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, Raw
 
-from protocol.visible import quote
+from protocol.shown.visible import quote
 
 
 class SchemaMembers(msgspec.Struct):

@@ -19,10 +19,10 @@ from typing import Final
 import msgspec
 from msgspec import UNSET, Raw
 
-from protocol import headers as mcp_headers
-from protocol import mcp
+from protocol.http import mcp_headers
 from protocol.jsonrpc import messages as rpc
-from protocol.visible import quote
+from protocol.mcp import core as mcp
+from protocol.shown.visible import quote
 
 from ...registry.gating.limits import ListTrim, short_name
 from . import toolfields

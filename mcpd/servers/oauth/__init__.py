@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 
 from .errors import AuthFailed, LoginError, LoginRequired, NoOAuthLogin, RedirectFailed
 

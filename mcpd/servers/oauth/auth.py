@@ -32,7 +32,6 @@ from typing import Final
 
 import trio
 
-from protocol.logfields import log_extra
 from protocol.oauth import (
     AuthorizationFlow,
     AuthorizationServer,
@@ -48,7 +47,8 @@ from protocol.oauth import (
     TokenSet,
     bearer_challenge,
 )
-from protocol.visible import quote
+from protocol.shown.logfields import log_extra
+from protocol.shown.visible import quote
 from transports.base import AuthHook
 from transports.errors import AuthError, RequestUnanswered, TransportError
 

@@ -29,8 +29,8 @@ from protocol.oauth import (
     TokenSet,
     load_signing_key,
 )
-from protocol.urls import display_url
-from protocol.visible import quote
+from protocol.shown.server_urls import display_url
+from protocol.shown.visible import quote
 
 from ...config.tables.servertable import AuthConfig
 from ...local.state.oauth_store import IssuerRecord, StoredLogin

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from protocol.visible import quote
+from protocol.shown.visible import quote
 from transports.errors import TransportError
 
 if TYPE_CHECKING:

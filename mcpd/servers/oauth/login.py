@@ -22,7 +22,6 @@ from typing import Any, Final
 import msgspec
 import trio
 
-from protocol.logfields import log_extra
 from protocol.oauth import (
     CLIENT_REFUSED,
     AuthorizationDenied,
@@ -40,6 +39,7 @@ from protocol.oauth import (
     carries_state,
 )
 from protocol.oauth.authorize import shown, shown_list
+from protocol.shown.logfields import log_extra
 from transports.errors import TransportError
 
 from .auth import ServerAuth

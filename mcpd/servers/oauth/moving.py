@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import logging
 
-from protocol.logfields import log_extra
 from protocol.oauth import BearerChallenge, DiscoveryResult, OAuthError, issuer_still_listed
+from protocol.shown.logfields import log_extra
 from transports.errors import TransportError
 
 from .errors import why

@@ -15,7 +15,6 @@ from typing import Any, Literal
 import msgspec
 import trio
 
-from protocol.logfields import log_extra
 from protocol.oauth import (
     AuthorizationServer,
     ClientRegistration,
@@ -26,6 +25,7 @@ from protocol.oauth import (
     TokenEndpointError,
     TokenSet,
 )
+from protocol.shown.logfields import log_extra
 from transports.errors import TransportError
 from transports.http.oauth_client import OAuthHttp
 

@@ -22,7 +22,6 @@ from typing import Any, Final
 
 import trio
 
-from protocol.logfields import log_extra
 from protocol.oauth import (
     AuthorizationResult,
     BearerChallenge,
@@ -35,8 +34,9 @@ from protocol.oauth import (
     check_scopes,
 )
 from protocol.oauth.ssrf import AddressClass, parse_address, standing
-from protocol.urls import display_url
-from protocol.visible import quote
+from protocol.shown.logfields import log_extra
+from protocol.shown.server_urls import display_url
+from protocol.shown.visible import quote
 from transports.http.oauth_client import OAuthHttp
 
 from ...config.tables.servertable import ServerConfig

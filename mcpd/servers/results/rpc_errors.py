@@ -7,7 +7,7 @@ texts do, so they are cleaned as those are (``registry.text.clean``); whatever t
 put under mcpd's own keys in its data is dropped (``registry.text.own_keys``); and every
 secret mcpd holds is masked, after the cleaning (which could join a secret split by a
 character nobody sees). Where mcpd puts such a message into words of its own (an
-outage's reason, a line of its log), it quotes it (``protocol.visible.quote``); where
+outage's reason, a line of its log), it quotes it (``protocol.shown.visible.quote``); where
 it answers an agent's request with it, the message is marked with the server as its
 descriptions are (``marked_error``, ``registry.text.marking``).
 
@@ -35,7 +35,7 @@ from msgspec import UNSET, Raw
 
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.reply_faults import MalformedReply
-from protocol.visible import quote
+from protocol.shown.visible import quote
 
 from ...policy.redaction.guard import SecretGuard
 from ...registry.text import own_keys

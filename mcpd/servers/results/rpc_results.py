@@ -29,10 +29,11 @@ from typing import Any, Final, NamedTuple
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from protocol import mcp, surface
 from protocol.jsonrpc.reply_faults import MalformedReply
-from protocol.logfields import log_extra
-from protocol.visible import METHOD_SHOWN, quote
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
+from protocol.shown.logfields import log_extra
+from protocol.shown.visible import METHOD_SHOWN, quote
 
 from ...policy.redaction.guard import SecretGuard
 from ...registry.text import own_keys

@@ -39,9 +39,9 @@ from msgspec import Raw
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.reply_faults import MalformedReply
 from protocol.lines.json_values import parts_at_most
-from protocol.logfields import log_extra
 from protocol.pacing.buckets import Throttle
-from protocol.visible import METHOD_SHOWN, quote
+from protocol.shown.logfields import log_extra
+from protocol.shown.visible import METHOD_SHOWN, quote
 
 from ...policy.redaction.guard import SecretGuard
 from ...registry.text import own_keys

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, tzinfo
 import msgspec
 import trio
 
-from protocol import mcp
-from protocol.visible import QUOTED, cut, quote, visible
+from protocol.mcp import core as mcp
+from protocol.shown.visible import QUOTED, cut, quote, visible
 
 from ...policy.redaction.guard import SecretGuard
 from ...registry.text.clean import clean_text

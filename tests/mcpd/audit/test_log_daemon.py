@@ -27,7 +27,7 @@ from mcpd.audit.reader import AuditRecords
 from mcpd.audit.record import STOPPED
 from mcpd.config.loading.load import load
 from mcpd.daemon import Daemon
-from protocol.visible import cut
+from protocol.shown.visible import cut
 from tests.support.agent import META, connect, running
 from tests.support.daemon_http import curl
 from tests.support.procs import scripted

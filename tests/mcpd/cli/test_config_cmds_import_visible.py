@@ -10,7 +10,7 @@ import json
 import tomllib
 from pathlib import Path
 
-from protocol.visible import hidden
+from protocol.shown.visible import hidden
 from tests.support.import_cli import mcpd
 
 # Erase the line and go back to its start, a one-byte CSI, a right-to-left override, a

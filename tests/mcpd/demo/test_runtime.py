@@ -14,7 +14,7 @@ import trio.testing
 from mcpd.demo.arguments import check_demo_arguments
 from mcpd.demo.runtime import DemoServer, ToolContext, ToolDef, object_schema
 from mcpd.demo.stdio import serve_stdio
-from protocol import mcp
+from protocol.mcp import core as mcp
 from tests.support.demo import call, initialize, meta, request
 
 

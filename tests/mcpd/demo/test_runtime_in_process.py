@@ -16,9 +16,9 @@ import trio.testing
 from msgspec import Raw
 
 from mcpd.demo.runtime import DemoServer, ToolContext, ToolDef, ToolError, object_schema
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import AgentSession
+from protocol.mcp import core as mcp
+from protocol.mcp.serving import AgentSession
 from tests.support.demo import LEGACY, meta
 
 LIMIT = 10

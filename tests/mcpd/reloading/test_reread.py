@@ -14,8 +14,8 @@ from mcpd.config.tables.model import CONFIG_ERROR, Config, NamingConfig
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.reloading.reread import Rereader, unmatched_profile
 from mcpd.starting.prestart import state_found
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 
 
 def write(path: Path, sock: Path, extra: str = "", profile_tools: str = "") -> Path:

@@ -19,8 +19,8 @@ from mcpd.servers.all_servers import AllServers
 from mcpd.servers.calling.calls import CallRefused
 from mcpd.servers.life.runner import Runner
 from mcpd.servers.supervisor import Supervisor
-from protocol import surface
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import features as surface
 from tests.support.calls import a_call
 
 

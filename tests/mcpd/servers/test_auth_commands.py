@@ -23,8 +23,8 @@ from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.auth_commands import REFUSED, Logins
 from mcpd.servers.life.runner import Runner
 from mcpd.servers.supervisor import Supervisor
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 from tests.support.oauth_fake import FakeWorld
 from tests.support.oauth_world import REDIRECT, Clock, WorldHttp
 from tests.support.stand_in import StandIn

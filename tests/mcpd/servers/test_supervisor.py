@@ -20,8 +20,8 @@ from mcpd.config.tables.servertable import ServerConfig
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.calling.calls import CallRefused
 from mcpd.servers.supervisor import ReloadReport, Supervisor, reload_said
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 from tests.support.calls import a_call
 from tests.support.stand_in import StandIn
 from transports.base import AuthHook, NotificationHandler, ReplySink, Transport

@@ -48,7 +48,7 @@ main(["serve", "--config", sys.argv[1], "--log", "stderr"])
 NOT_FOR_STDIO = (
     "h11",
     "protocol.oauth",
-    "protocol.http",
+    "protocol.http.parts",
     "transports.http",
     "transports.sse",
     "mcpd.servers.oauth.auth",

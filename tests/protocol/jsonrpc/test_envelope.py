@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol import mcp
 from protocol.jsonrpc import envelope
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 
 
 def test_request_notification_and_responses_are_classified() -> None:

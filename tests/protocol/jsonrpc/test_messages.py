@@ -4,9 +4,9 @@ import json
 
 import msgspec
 
-from protocol import mcp
 from protocol.jsonrpc import envelope
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 
 
 class _Supported(msgspec.Struct):

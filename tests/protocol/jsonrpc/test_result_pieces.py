@@ -8,10 +8,10 @@ from typing import Any
 import msgspec
 import pytest
 
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.result_pieces import BrokenPiece, encode_result_pieces
 from protocol.lines.oneline import line_fault
+from protocol.mcp import core as mcp
 
 
 def joined(pieces: Any) -> bytes:

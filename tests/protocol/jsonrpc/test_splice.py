@@ -15,10 +15,10 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol import mcp
 from protocol.jsonrpc import envelope, splice
 from protocol.jsonrpc import messages as rpc
 from protocol.lines.oneline import line_fault
+from protocol.mcp import core as mcp
 
 # JSON values as servers and agents write them: unicode, escapes, big and odd numbers.
 scalars = (

@@ -12,7 +12,7 @@ import sys
 import trio
 
 from mcpd.local.service import journal, systemd
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 
 log = logging.getLogger("mcpd.standin")
 

@@ -15,7 +15,7 @@ import pytest
 import trio
 import trio.testing
 
-from protocol.http import ResponseHead
+from protocol.http.parts import ResponseHead
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.reply_faults import MalformedReply, MessageTooLarge
 from transports.complaints import Complaints

@@ -16,7 +16,7 @@ import trio
 import trio.testing
 import trustme
 
-from protocol.http import Origin
+from protocol.http.parts import Origin
 from transports.errors import TransportError, Unreachable
 from transports.http.dial import connect
 

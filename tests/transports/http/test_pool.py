@@ -8,7 +8,7 @@ import pytest
 import trio
 import trio.testing
 
-from protocol.http import Origin
+from protocol.http.parts import Origin
 from tests.support.http_servers import HttpServer, Responder, SeenRequest, serve_http
 from transports.errors import TransportClosed, TransportError, Unreachable
 from transports.http.connection import HttpConnection

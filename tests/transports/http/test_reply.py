@@ -14,7 +14,7 @@ import trio
 import trio.testing
 from msgspec import Raw
 
-from protocol.http import ResponseHead
+from protocol.http.parts import ResponseHead
 from protocol.jsonrpc.messages import Notification, RPCError
 from protocol.pacing.read_budget import MAX_NOTIFICATION
 from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from protocol.http import Origin, ResponseHead
+from protocol.http.parts import Origin, ResponseHead
 from transports.errors import SessionExpired, UnexpectedReply
 from transports.http.request import OutgoingMessage, RequestHeaders, SessionId, redirect_target
 

@@ -11,7 +11,7 @@ import msgspec
 import pytest
 import trio
 
-from protocol import headers as mcp_headers
+from protocol.http import mcp_headers
 from protocol.jsonrpc.messages import Notification, RPCError
 from protocol.jsonrpc.reply_faults import MalformedReply, MessageTooLarge
 from tests.support.http_servers import (

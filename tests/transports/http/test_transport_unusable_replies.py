@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import trio
 
-from protocol.http import ResponseHead
+from protocol.http.parts import ResponseHead
 from protocol.jsonrpc.reply_faults import MalformedReply
 from tests.support.http_servers import (
     LegacySession,

@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pytest
 import trio
 
-from protocol.http import Origin
-from protocol.sse import SSEEvent
+from protocol.http.parts import Origin
+from protocol.http.sse import SSEEvent
 from tests.support.http_servers import HttpServer, Responder, SeenRequest, serve_http
 from transports.errors import (
     HTTPStatusError,

@@ -8,9 +8,9 @@ import logging
 
 import pytest
 
-from protocol.http import Origin, ResponseHead
+from protocol.http.parts import Origin, ResponseHead
+from protocol.http.sse import SSEEvent
 from protocol.jsonrpc import messages as rpc
-from protocol.sse import SSEEvent
 from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 from transports.errors import AuthError, HTTPStatusError, UnexpectedReply
 from transports.sse.events import (

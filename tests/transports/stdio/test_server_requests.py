@@ -13,7 +13,7 @@ import trio.testing
 from msgspec import Raw
 
 from protocol.jsonrpc import messages as rpc
-from protocol.visible import METHOD_SHOWN
+from protocol.shown.visible import METHOD_SHOWN
 from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 from transports.base import MAX_ANSWERING, OVER_LIMIT
 from transports.stdio.server_requests import Relays

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import trio
 
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 
 from ...errors import SpawnError
 from ...path_identity import PathIdentity

@@ -26,9 +26,9 @@ from typing import Final
 import trio
 
 from protocol.lines.framing import LineFramer, Oversized
-from protocol.logfields import log_extra
 from protocol.pacing.read_budget import cost, skipped
-from protocol.visible import cut_bytes
+from protocol.shown.logfields import log_extra
+from protocol.shown.visible import cut_bytes
 
 from ...read_pace import Paced
 

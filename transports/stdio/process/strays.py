@@ -33,7 +33,7 @@ from typing import Final
 
 import trio
 
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 
 from .launch import START_MARK
 

@@ -41,7 +41,7 @@ import stat
 from collections.abc import Sequence
 from typing import Final
 
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 
 from .hidden_links import Followed, Needed, Theirs, follow, needed, reaching, spared
 from .plan import SandboxError

@@ -27,7 +27,7 @@ from typing import Final
 
 import msgspec
 
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 
 from ...path_identity import PathIdentity
 from ..process.launch import in_workdir

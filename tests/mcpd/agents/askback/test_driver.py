@@ -21,8 +21,8 @@ from mcpd.agents.askback.askers import TOKEN_PREFIX, DirectAsker, ParkedAsker
 from mcpd.agents.askback.driver import AgentSide, AskBackDriver, may_be_asked
 from mcpd.agents.askback.rounds import RoundTrip
 from mcpd.servers.asking.askback import NO_ANSWER
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 
 ASKS = {"elicitation": {}}
 FORM = {"mode": "form", "message": "which branch?", "requestedSchema": {"type": "object"}}

@@ -15,8 +15,8 @@ from mcpd.agents.askback.askers import AgentRequests, DirectAsker
 from mcpd.agents.askback.rounds import RoundTrip, legacy_rounds, shedding
 from mcpd.servers.asking.askback import Asker
 from mcpd.servers.calling.calls import Outcome
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 
 FORM = {"mode": "form", "message": "which branch?", "requestedSchema": {"type": "object"}}
 

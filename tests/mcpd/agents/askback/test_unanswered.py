@@ -12,7 +12,7 @@ from msgspec import Raw
 
 from mcpd.agents.askback.unanswered import NAMED, asked, unanswered_text
 from mcpd.agents.calls.results import shape_call_result
-from protocol.visible import hidden
+from protocol.shown.visible import hidden
 
 # Words that would read as mcpd's on a line of their own, and characters that act on a
 # terminal or hide.

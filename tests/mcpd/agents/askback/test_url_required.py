@@ -20,9 +20,9 @@ from mcpd.agents.agent import NO_ONE
 from mcpd.agents.askback import url_required
 from mcpd.daemon import Daemon
 from mcpd.servers.calling.calls import Call
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import RequestContext
+from protocol.mcp import core as mcp
+from protocol.mcp.serving import RequestContext
 from tests.support.agent import META, connect, make_config, running
 from tests.support.procs import scripted
 from tests.support.routing import agent_call

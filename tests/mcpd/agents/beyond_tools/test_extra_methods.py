@@ -31,9 +31,10 @@ from mcpd.servers.all_servers import AllServers
 from mcpd.servers.asking.progress import ProgressSink
 from mcpd.servers.calling.calls import Call, Outcome
 from mcpd.servers.supervisor import Supervisor
-from protocol import mcp, surface
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import AgentSession, RequestContext
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
+from protocol.mcp.serving import AgentSession, RequestContext
 from tests.support.routing import Audit
 
 TASKS = {"extensions": {surface.TASKS_EXTENSION: {}}}

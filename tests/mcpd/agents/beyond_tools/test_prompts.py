@@ -31,9 +31,10 @@ from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.status.outage import Outage
 from mcpd.servers.supervisor import Supervisor
-from protocol import mcp, surface
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import RequestContext
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
+from protocol.mcp.serving import RequestContext
 
 MODERN = RequestContext("modern", mcp.LATEST_MODERN, {}, {})
 

@@ -32,9 +32,9 @@ from mcpd.registry.tables.shown import Entry
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.calling.calls import Call
 from mcpd.servers.supervisor import Supervisor
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import RequestContext
+from protocol.mcp import core as mcp
+from protocol.mcp.serving import RequestContext
 from tests.support.routing import agent_call
 
 AGENT = AgentInfo(uid=1000, pid=4242, exe="claude", connection="c1")

@@ -21,8 +21,8 @@ from mcpd.audit.reader import AuditRecords
 from mcpd.audit.record import CallRecord
 from mcpd.policy.agent import AgentInfo
 from mcpd.servers.status.outage import Outage
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 from tests.support.agent import make_config, running
 from tests.support.answering import connect_answering
 from tests.support.calls import a_call, cancelled

@@ -13,9 +13,9 @@ from msgspec import UNSET, Raw
 
 from mcpd.agents.agent import Agent
 from mcpd.agents.calls.request_context import agents_own, spliced_context
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import AgentSession, RequestContext
+from protocol.mcp import core as mcp
+from protocol.mcp.serving import AgentSession, RequestContext
 
 MODERN = {
     "io.modelcontextprotocol/protocolVersion": mcp.LATEST_MODERN,

@@ -18,9 +18,9 @@ from mcpd.agents.calls import results
 from mcpd.agents.calls.callpolicy import Ask
 from mcpd.agents.lists.metatools import CALL, SEARCH
 from mcpd.servers.status.outage import Outage
-from protocol import mcp
 from protocol.jsonrpc import envelope, splice
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 from tests.support.agent import META
 from tests.support.routing import StandInAgent, World
 

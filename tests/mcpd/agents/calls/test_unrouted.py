@@ -12,7 +12,7 @@ import pytest
 
 from mcpd.agents.calls.unrouted import held_meta, held_text, held_tool, unknown_tool
 from mcpd.registry.tables.shown import Entry
-from protocol import mcp
+from protocol.mcp import core as mcp
 
 
 class Servers:

@@ -14,7 +14,7 @@ import trio.testing
 from mcpd.agents.entry.identity import AgentIdentity
 from mcpd.agents.entry.peers import Peer
 from mcpd.agents.http.exchange import Exchange, RequestSender, StatelessAgent
-from protocol import mcp
+from protocol.mcp import core as mcp
 
 IN_FLIGHT = 256  # what an exchange holds for its response before it drops
 

@@ -22,10 +22,10 @@ from mcpd.agents.http.mcp_http import (
     modern_request,
 )
 from mcpd.agents.http.wire import Headers, Reject
-from protocol import mcp
 from protocol.jsonrpc import envelope
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import AgentSession
+from protocol.mcp import core as mcp
+from protocol.mcp.serving import AgentSession
 
 VERSION = mcp.LATEST_MODERN
 META = {mcp.KEY_PROTOCOL_VERSION: VERSION, mcp.KEY_CLIENT_CAPABILITIES: {}}

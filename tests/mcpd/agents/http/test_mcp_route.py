@@ -34,8 +34,9 @@ from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.supervisor import Supervisor
-from protocol import mcp, surface
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
 from tests.support.agent import META, connect, make_config, running
 from tests.support.daemon_http import CURL, MCP, auth, http, modern_headers, post, stateless
 from tests.support.http_stream_client import Client, open_session, session_headers

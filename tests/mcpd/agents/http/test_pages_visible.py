@@ -12,7 +12,7 @@ from pathlib import Path
 
 import trio
 
-from protocol.visible import visible
+from protocol.shown.visible import visible
 from tests.support.agent import connect, make_config, running
 from tests.support.daemon_http import auth, http, socket_get
 from tests.support.hostile_text_server import HOSTILE, ODD

@@ -28,8 +28,8 @@ from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.calling.calls import Call
 from mcpd.servers.supervisor import Supervisor
-from protocol import mcp
-from protocol.serving import AgentSession, RequestContext
+from protocol.mcp import core as mcp
+from protocol.mcp.serving import AgentSession, RequestContext
 
 PEER = Peer(pid=40, uid=1000, gid=1000)
 

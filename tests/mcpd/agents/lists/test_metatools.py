@@ -12,7 +12,7 @@ import pytest
 from mcpd.agents.lists import metatools
 from mcpd.agents.lists.metatools import ArgumentError
 from mcpd.registry.profiles.search import Hit
-from protocol import mcp
+from protocol.mcp import core as mcp
 
 
 def plain(value: Any) -> Any:

@@ -16,9 +16,9 @@ from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.supervisor import Supervisor
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import RequestContext
+from protocol.mcp import core as mcp
+from protocol.mcp.serving import RequestContext
 
 MODERN = RequestContext("modern", "2026-07-28", {}, {})
 LEGACY = RequestContext("legacy", "2025-11-25", {}, {})

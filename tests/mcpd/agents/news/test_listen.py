@@ -22,9 +22,9 @@ from mcpd.agents.connection.failures import Failures
 from mcpd.agents.news.listen import Listens
 from mcpd.config.tables.model import DaemonConfig
 from mcpd.daemon import _LINES
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import RequestContext
+from protocol.mcp import core as mcp
+from protocol.mcp.serving import RequestContext
 from tests.support.line_end import LineEnd
 from tests.support.routing import World
 

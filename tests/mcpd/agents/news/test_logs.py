@@ -11,9 +11,9 @@ import msgspec
 import pytest
 
 from mcpd.agents.news.logs import AgentLogs
-from protocol import loglevels
 from protocol.jsonrpc import messages as rpc
-from protocol.loglevels import LogMessage
+from protocol.mcp import server_logs as loglevels
+from protocol.mcp.server_logs import LogMessage
 
 
 class FakeServers:

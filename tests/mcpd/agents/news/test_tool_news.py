@@ -14,7 +14,7 @@ import trio.testing
 from mcpd.agents.connection.dispatcher import Connection
 from mcpd.agents.news.tool_news import ToolNews
 from mcpd.agents.profiles import Profile
-from protocol import mcp
+from protocol.mcp import core as mcp
 
 
 @dataclass

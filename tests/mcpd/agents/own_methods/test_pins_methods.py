@@ -24,8 +24,8 @@ from mcpd.policy.deciders.kin import AgentKin, Process, unknown_kin
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.profiles.views import ProfileView
 from mcpd.registry.tables.catalog import Catalog
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 from tests.support import self_approval
 from tests.support.agent import running
 from tests.support.pins_daemon import Changing, cli, config

@@ -23,8 +23,8 @@ from mcpd.policy.waiting.approvals import Approvals
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.supervisor import Supervisor
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 
 OWNER = Peer(pid=1, uid=os.getuid(), gid=0)
 STRANGER = Peer(pid=2, uid=os.getuid() + 4242, gid=0)

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcpd.agents.page.words import on_page
-from protocol.visible import hidden, visible
+from protocol.shown.visible import hidden, visible
 
 
 class Reader(HTMLParser):

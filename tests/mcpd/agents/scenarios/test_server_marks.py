@@ -16,7 +16,8 @@ import pytest
 import trio
 
 from mcpd.registry.pinning.definitions import definition, pin_digest
-from protocol import mcp, surface
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
 from tests.support.agent import META, Agent, connect, make_config, running
 from tests.support.daemon_http import stateless
 from tests.support.marking_server import FORGED, PROMPT, TEMPLATE, TOOL

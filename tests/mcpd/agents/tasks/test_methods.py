@@ -20,9 +20,9 @@ from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.supervisor import Supervisor
-from protocol import surface
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import RequestContext
+from protocol.mcp import features as surface
+from protocol.mcp.serving import RequestContext
 
 TASKS = {"extensions": {surface.TASKS_EXTENSION: {}}}
 OWNER = object()

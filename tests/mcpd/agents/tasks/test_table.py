@@ -378,7 +378,7 @@ async def test_a_task_at_a_down_server_is_told_its_outage_as_its_agent_may_read_
     only for an agent of the daemon's own user or root."""
     from mcpd.agents.tasks import table as tasks_module
     from protocol.jsonrpc import messages as jsonrpc
-    from protocol.surface import TaskParams
+    from protocol.mcp.features import TaskParams
 
     table = tasks_module.Tasks(DownServer(), lambda to, result, links: result, lambda: 8000)  # type: ignore[arg-type]
     agent = object()

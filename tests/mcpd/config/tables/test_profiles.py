@@ -19,8 +19,8 @@ from mcpd.registry.naming.names import assign
 from mcpd.registry.profiles.unmatched import unmatched
 from mcpd.registry.profiles.views import ProfileView
 from mcpd.registry.tables.catalog import Catalog
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 
 SERVERS = """
 [servers.git]

@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 import trio
 
-from protocol import mcp
+from protocol.mcp import core as mcp
 from tests.support.private_files import keeper
 
 

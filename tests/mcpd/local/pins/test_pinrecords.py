@@ -18,7 +18,7 @@ from mcpd.local.pins.pinrecords import Sections
 from mcpd.local.state.privatefile import UnsafeFileError
 from mcpd.registry.pinning.definitions import BadPins, definition, pin_digest
 from mcpd.registry.pinning.digests import ServerPins, Unwritten
-from protocol import mcp
+from protocol.mcp import core as mcp
 
 
 def tool(name: str, description: str = "") -> mcp.Tool:

@@ -17,7 +17,8 @@ from mcpd.local.pins import pinrecords, pinwriter
 from mcpd.local.pins.pinrecords import Sections
 from mcpd.registry.pinning.definitions import BadPins, Kind, PinnedItem, definition, key_of
 from mcpd.registry.pinning.digests import ServerPins, Unwritten, shown_digest
-from protocol import mcp, surface
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
 
 
 def tool(name: str, description: str = "") -> mcp.Tool:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from mcpd.local.service import journal, journalfields
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 from tests.support.journald import decode_entry
 
 # --- a small, independent decoder of journald's native protocol --------------------------

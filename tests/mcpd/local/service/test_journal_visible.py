@@ -16,7 +16,7 @@ import pytest
 import trio
 
 from mcpd.local.service import journal
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 from tests.support.agent import make_config, running
 
 ROOT = Path(__file__).resolve().parents[4]

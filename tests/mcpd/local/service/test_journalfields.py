@@ -17,7 +17,7 @@ from mcpd.local.service.journalfields import (
     syslog_priority,
     unnamed,
 )
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 from tests.support.journald import decode_entry
 
 FORGED = "ok\nPRIORITY=0\nMCPD_SERVER=bank\nMESSAGE=approved"

@@ -24,7 +24,7 @@ from mcpd.local.state.statefile import (
     write_atomically,
 )
 from mcpd.registry.tables.catalog import Catalog
-from protocol import mcp
+from protocol.mcp import core as mcp
 from tests.support.agent import connect, make_config, running
 from tests.support.procs import scripted
 

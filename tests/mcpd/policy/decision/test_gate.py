@@ -25,7 +25,7 @@ from mcpd.policy.redaction.masking import KnownSecrets, marker
 from mcpd.policy.shown.reading import RepeatedKey, Unshowable
 from mcpd.policy.shown.showing import shown_arguments
 from mcpd.policy.waiting.approvals import PER_AGENT, TIMEOUT, ApprovalRequest, Approvals, Verdict
-from protocol import mcp
+from protocol.mcp import core as mcp
 
 AGENT = AgentInfo(uid=1000, pid=4242, exe="claude", profile="default", connection="c1")
 SECRET = "tok-9f8e7d6c5b4a3210"

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import trio
 
-from protocol.surface import TASKS_EXTENSION as EXT
+from protocol.mcp.features import TASKS_EXTENSION as EXT
 from tests.support.agent import META, Agent, connect
 from tests.support.policy_daemon import text
 from tests.support.rounds_daemon import ASK, LIMIT, NAME, rounds_daemon

@@ -15,7 +15,7 @@ from mcpd.policy.decision import refusals
 from mcpd.policy.decision.refusals import META_KEY
 from mcpd.policy.decision.rules import CallFacts, Decision
 from mcpd.policy.waiting.approvals import TIMEOUT, Verdict
-from protocol import mcp
+from protocol.mcp import core as mcp
 
 FACTS = CallFacts(name="mcp__github__merge", server="github", original="merge", profile="default")
 # A wall clock that is not on a whole second, as it almost never is.

@@ -28,7 +28,7 @@ from mcpd.policy.waiting.approvals import Approvals
 from mcpd.registry.profiles.views import ProfileView
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.registry.tables.shown import Entry
-from protocol import mcp
+from protocol.mcp import core as mcp
 
 SERVERS = {"github": {"command": "true"}, "notes": {"command": "true"}}
 

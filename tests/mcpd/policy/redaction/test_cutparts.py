@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from mcpd.policy.redaction.cutparts import CUT_NOTES, CUT_PART, CutParts, border_table, overlap
-from protocol.visible import cut
+from protocol.shown.visible import cut
 
 SECRET = "tok-7Hq2ZpX9wLmR"
 OTHER = "pass-Vn3KdWq8"

@@ -15,7 +15,7 @@ from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.policy.redaction.cutparts import CUT_NOTES, CUT_PART
 from mcpd.policy.redaction.guard import LogMask, SecretGuard
 from mcpd.policy.redaction.masking import KnownSecrets
-from protocol.visible import QUOTED, cut, cut_bytes, quote
+from protocol.shown.visible import QUOTED, cut, cut_bytes, quote
 
 ODD = 'se/cr"et\\é\x01-0123456789'
 PLAIN = "plain-secret-0123456789"

@@ -19,7 +19,7 @@ from typing import Any
 
 import trio
 
-from protocol.visible import quote
+from protocol.shown.visible import quote
 from tests.support.agent import META, Agent, connect, make_config, running
 from tests.support.escaping_server import HTML_SAFE, LEAK_ENV, SPELLING_ENV, spelled
 

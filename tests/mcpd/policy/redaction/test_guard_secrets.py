@@ -20,7 +20,7 @@ import trio
 from mcpd.cli.status_view import render_status
 from mcpd.local.service import journal
 from mcpd.local.service.journalfields import record_fields
-from protocol.mcp import KEY_LOG_LEVEL
+from protocol.mcp.core import KEY_LOG_LEVEL
 from tests.support.agent import META, Agent, connect, make_config, running
 from tests.support.cut_secret import MARKER, SECRET, WHOSE, beginnings
 from tests.support.echoing_mcp import EchoingMcp, serve_echoing

@@ -17,7 +17,7 @@ from mcpd.policy.deciders.kin import AgentKin
 from mcpd.policy.shown.showing import shown_arguments
 from mcpd.policy.waiting import asking
 from mcpd.policy.waiting.approvals import ApprovalRequest, Verdict
-from protocol.visible import hidden
+from protocol.shown.visible import hidden
 
 AGENT = AgentInfo(uid=1000, pid=4242, exe="claude", profile="default", connection="c1")
 # A name that would end the tool's line, speak as mcpd, clear the screen and reverse

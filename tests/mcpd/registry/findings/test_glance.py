@@ -16,7 +16,8 @@ from mcpd.registry.findings import rules
 from mcpd.registry.findings.glance import may_find, may_find_ascii
 from mcpd.registry.findings.readable import read_prompt, read_tool
 from mcpd.registry.gating.judged import ListState
-from protocol import mcp, surface
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
 
 DATA = Path(__file__).resolve().parents[3] / "support" / "data"
 CORPUS: list[dict[str, Any]] = json.loads((DATA / "poisoned.json").read_text())

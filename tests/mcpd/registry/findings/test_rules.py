@@ -21,7 +21,8 @@ import pytest
 
 from mcpd.registry.findings import rules
 from mcpd.registry.findings.readable import Readable, read_listed, read_prompt, read_tool
-from protocol import mcp, surface
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
 
 DATA = Path(__file__).resolve().parents[3] / "support" / "data"
 CORPUS: list[dict[str, Any]] = json.loads((DATA / "poisoned.json").read_text())

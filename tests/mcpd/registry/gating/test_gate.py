@@ -13,7 +13,7 @@ from mcpd.config.tables.model import DEFAULT_POLICY, PinPolicy
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.pinning.definitions import definition, record_of
 from mcpd.registry.pinning.digests import FoundDefinitions, Wanted
-from protocol import surface
+from protocol.mcp import features as surface
 from tests.support.gate_lists import (
     INVISIBLE,
     ORDERS,

@@ -13,7 +13,8 @@ from msgspec import Raw
 
 from mcpd.registry.gating.judged import HeldView, ListState, held_reason, held_view
 from mcpd.registry.pinning.definitions import PinRecord, definition
-from protocol import mcp, surface
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
 
 
 def tool(name: str = "search", **keys: object) -> mcp.Tool:

@@ -10,7 +10,8 @@ from msgspec import Raw
 from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import ListLimits
 from mcpd.registry.gating.limits import ListTrim, cut_text, limited_saved
-from protocol import mcp, surface
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
 
 
 def limits(**keys: int) -> ListLimits:

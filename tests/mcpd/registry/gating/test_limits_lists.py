@@ -16,7 +16,8 @@ from mcpd.cli.status_view import render_status
 from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import ListLimits
 from mcpd.registry.gating.limits import ListTrim, cut_text, limited_instructions, limited_saved
-from protocol import mcp, surface
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
 from tests.support.upstream import scripted_server, upstream
 
 

@@ -11,7 +11,7 @@ from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.naming.names import assign
 from mcpd.registry.naming.spelling import hashed_name
 from mcpd.registry.tables.table import ToolTable
-from protocol import mcp
+from protocol.mcp import core as mcp
 from tests.support.hash_twins import agreeing_names, short_hash
 
 NAMING = NamingConfig()

@@ -24,8 +24,9 @@ from mcpd.registry.pinning.definitions import (
     pin_digest,
 )
 from mcpd.registry.tables.catalog import Catalog
-from protocol import mcp, surface
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
 
 INVISIBLE = "\u200b"
 

@@ -16,7 +16,7 @@ import pytest
 import trio
 
 from mcpd.registry.pinning.definitions import definition, pin_digest
-from protocol import mcp
+from protocol.mcp import core as mcp
 from tests.support.agent import connect, running
 from tests.support.pins_daemon import HELD, TOOLS_CHANGED, Changing, by_name, cli, config, relist
 

@@ -474,7 +474,7 @@ async def test_with_on_finding_hold_a_flagged_tool_is_held_until_approved(tmp_pa
 
 
 async def test_an_outage_quotes_a_server_s_words_with_escapes(tmp_path: Path) -> None:
-    from protocol.visible import quote
+    from protocol.shown.visible import quote
     from tests.support.hostile_text_server import HOSTILE
 
     hostile = str(Path(SERVER).with_name("hostile_text_server.py"))

@@ -14,7 +14,7 @@ import msgspec
 import trio
 
 from mcpd.registry.pinning.definitions import definition, pin_digest
-from protocol import mcp
+from protocol.mcp import core as mcp
 from tests.support.agent import connect, running
 from tests.support.pins_daemon import FIRST, Changing, cli, config
 

@@ -23,8 +23,9 @@ from mcpd.local.pins import pinwriter
 from mcpd.local.pins.pinfile import PinKeeper
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.catalog import Catalog
-from protocol import mcp, surface
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
 
 SEARCH = {
     "name": "search",

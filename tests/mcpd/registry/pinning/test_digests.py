@@ -23,7 +23,8 @@ from mcpd.registry.pinning.digests import (
     pin_set,
     shown_digest,
 )
-from protocol import mcp, surface
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
 
 
 def tool(name: str, description: str = "") -> mcp.Tool:

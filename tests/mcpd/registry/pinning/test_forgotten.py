@@ -16,7 +16,8 @@ import pytest
 from mcpd.config.tables.model import DEFAULT_POLICY
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.pinning.forgotten import Forgotten, decoded
-from protocol import mcp, surface
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
 
 FORGOTTEN = (
     "its name is among those whose pins big had mcpd forget, or matches one by chance; "

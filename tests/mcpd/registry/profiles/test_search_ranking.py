@@ -14,7 +14,7 @@ import pytest
 from mcpd.agents.lists import metatools
 from mcpd.agents.lists.metatools import ArgumentError
 from mcpd.registry.profiles.search import ToolDoc, ToolIndex, stem, terms, words
-from protocol import mcp
+from protocol.mcp import core as mcp
 
 NAME_RULE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 

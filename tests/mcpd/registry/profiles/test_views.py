@@ -17,7 +17,8 @@ from mcpd.registry.naming.names import assign
 from mcpd.registry.naming.spelling import candidate_name, hashed_name
 from mcpd.registry.profiles.views import ProfileView
 from mcpd.registry.tables.catalog import Catalog
-from protocol import mcp, surface
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
 
 
 def tool(name: str, description: str = "", schema: bytes | None = None) -> mcp.Tool:

@@ -10,7 +10,8 @@ import msgspec
 
 from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.tables.catalog import Catalog
-from protocol import mcp, surface
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
 
 SCHEMA = msgspec.Raw(b'{"type":"object"}')
 

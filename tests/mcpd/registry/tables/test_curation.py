@@ -20,8 +20,8 @@ from mcpd.policy.decision.rules import Policy, facts_of
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.registry.tables.curation import ToolBudget, curate, lets_through
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 from tests.support.agent import connect, make_config, running
 from tests.support.pins_daemon import TOOLS_CHANGED, Changing, by_name, relist
 from tests.support.procs import scripted

@@ -12,8 +12,8 @@ from msgspec import Raw
 
 from mcpd.registry.tables.eras import Projected, listing_for_era, object_rooted, without_booleans
 from mcpd.registry.tables.shown import Entry
-from protocol import mcp
 from protocol.jsonrpc import messages as jsonrpc
+from protocol.mcp import core as mcp
 
 ARRAY = b'{"type":"array","items":{"type":"string"}}'
 OBJECT = b'{"type":"object","properties":{"n":{"type":"integer"}}}'

@@ -13,7 +13,7 @@ from mcpd.config.tables.model import DEFAULT_POLICY, NamingConfig
 from mcpd.config.tables.servertable import ToolsConfig
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.prompts import PromptTable
-from protocol import surface
+from protocol.mcp import features as surface
 
 
 def prompt(name: str, description: str = "", **fields: Any) -> surface.Prompt:

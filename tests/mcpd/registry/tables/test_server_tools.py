@@ -3,7 +3,7 @@ from __future__ import annotations
 from mcpd.config.tables.servertable import ToolsConfig
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.server_tools import ServerTools
-from protocol import mcp
+from protocol.mcp import core as mcp
 
 
 def _tool(name: str) -> mcp.Tool:

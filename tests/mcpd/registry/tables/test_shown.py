@@ -11,7 +11,8 @@ import msgspec
 from msgspec import UNSET
 
 from mcpd.registry.tables.shown import Entry, agent_resource, agent_template, marked_title, sourced
-from protocol import mcp, surface
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
 
 CAUTIOUS = {
     "readOnlyHint": False,

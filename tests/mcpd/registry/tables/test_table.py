@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.tables.table import ToolTable
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 from tests.support.hash_twins import agreeing_names
 
 SAFE = re.compile(r"^[A-Za-z0-9_-]+$")

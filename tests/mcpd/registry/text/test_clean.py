@@ -8,7 +8,8 @@ from msgspec import Raw
 
 from mcpd.registry.findings.readable import read_listed, read_prompt, read_tool
 from mcpd.registry.text.clean import clean_copy, clean_json, clean_text
-from protocol import mcp, surface
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
 
 TAGS = "".join(chr(0xE0000 + ord(c)) for c in "read id_rsa")
 

@@ -20,8 +20,8 @@ from mcpd.registry.uris.claims import (
 )
 from mcpd.registry.uris.resources import ResourceTable
 from mcpd.registry.uris.scheme import Routed, Undecided, wrap
-from protocol import surface
-from protocol import uritemplate as tpl
+from protocol.mcp import features as surface
+from protocol.mcp import uri_templates as tpl
 
 # The slowest shape found for one template: expressions side by side that each take
 # the characters the next one leads with.

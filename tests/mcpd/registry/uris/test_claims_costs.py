@@ -16,8 +16,8 @@ from mcpd.agents.calls.rewrite import tool_result
 from mcpd.registry.uris.claims import REBUILD_STEPS, RESULT_STEPS, ROUTE_STEPS
 from mcpd.registry.uris.resources import ResourceTable
 from mcpd.registry.uris.scheme import Routed, wrap
-from protocol import surface
-from protocol import uritemplate as tpl
+from protocol.mcp import features as surface
+from protocol.mcp import uri_templates as tpl
 from tests.support.work import bytecodes
 
 

@@ -12,7 +12,7 @@ from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.uris.claims import Budget
 from mcpd.registry.uris.resources import ResourceTable
 from mcpd.registry.uris.scheme import Ambiguous, Routed, wrap
-from protocol import surface
+from protocol.mcp import features as surface
 from tests.support.resource_lists import Shows, listed, listed_templates, resources, templates
 
 

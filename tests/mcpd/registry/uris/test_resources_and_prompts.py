@@ -15,8 +15,8 @@ from mcpd.registry.tables.catalog import Catalog
 from mcpd.registry.tables.prompts import PromptTable
 from mcpd.registry.uris.resources import ResourceTable
 from mcpd.registry.uris.scheme import Ambiguous, Routed, wrap
-from protocol import surface
-from protocol.uritemplate import MAX_EXPRESSIONS
+from protocol.mcp import features as surface
+from protocol.mcp.uri_templates import MAX_EXPRESSIONS
 
 
 def prompts(*names: str) -> list[surface.Prompt]:

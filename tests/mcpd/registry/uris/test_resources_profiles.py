@@ -19,7 +19,7 @@ from typing import Any
 import trio
 
 from mcpd.config.loading.load import load
-from protocol.visible import quote
+from protocol.shown.visible import quote
 from tests.support.agent import META, Agent, connect, running
 from tests.support.daemon_http import curl
 from tests.support.uri_spellings import DENIED, DENIED_FOLDER, RESPELLED

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from mcpd.registry.uris.claims import Budget, Claim
 from mcpd.registry.uris.routing import PrefixIndex, claimants
-from protocol import uritemplate as tpl
+from protocol.mcp import uri_templates as tpl
 
 BIG = 1_000_000
 

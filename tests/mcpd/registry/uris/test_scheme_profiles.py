@@ -14,7 +14,7 @@ from msgspec import Raw
 
 from mcpd.registry.uris.resources import ResourceTable
 from mcpd.registry.uris.scheme import Ambiguous, Routed, Sight, Undecided, wrap
-from protocol import surface
+from protocol.mcp import features as surface
 
 ALIASES = ("a", "b", "c")
 URIS = ("file:///README.md", "file:///x", "n://1", "n://22", "t://k")

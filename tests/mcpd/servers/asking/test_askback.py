@@ -19,8 +19,8 @@ from mcpd.servers.asking.askback import ASKING, ASKS_PER_CALL, ASKS_PER_SERVER, 
 from mcpd.servers.asking.ended_asks import End
 from mcpd.servers.connected.handshake import relay_capabilities
 from mcpd.servers.results.taking_apart import MOST_PARTS
-from protocol import surface
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import features as surface
 from transports.base import OVER_LIMIT
 
 ALL = ["elicitation", "sampling", "roots"]

@@ -13,8 +13,8 @@ from msgspec import Raw
 
 from mcpd.servers.asking.askback import Asker
 from mcpd.servers.asking.progress import ProgressRoutes
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 
 
 class Call:

@@ -29,10 +29,10 @@ from mcpd.servers.calling.calls import CallRefused, Whose
 from mcpd.servers.calling.queue_bytes import MIB, Unqueued
 from mcpd.servers.life.lazy import LazyRunner
 from mcpd.servers.life.runner import Runner
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.reply_faults import MalformedReply
-from protocol.surface import GetPromptParams, ReadResourceParams
+from protocol.mcp import core as mcp
+from protocol.mcp.features import GetPromptParams, ReadResourceParams
 from tests.support.stand_in import Never, StandIn
 from transports.base import AuthHook, NotificationHandler, Transport
 from transports.errors import HTTPStatusError, ServerCancelled, TransportClosed

@@ -13,8 +13,8 @@ import pytest
 from msgspec import UNSET, Raw
 
 from mcpd.servers.calling.outgoing_meta import CallMeta
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 from tests.support.calls import a_call
 
 VERSION = mcp.LATEST_MODERN

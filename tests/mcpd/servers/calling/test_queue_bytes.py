@@ -37,8 +37,8 @@ from mcpd.servers.calling.queue_bytes import (
     carried,
 )
 from mcpd.servers.calling.turns import TurnQueue
-from protocol import mcp
-from protocol.surface import GetPromptParams, ReadResourceParams
+from protocol.mcp import core as mcp
+from protocol.mcp.features import GetPromptParams, ReadResourceParams
 from tests.support.agent import META, Agent, connect, make_config, running
 from tests.support.calls import a_call
 from tests.support.fault_harness import HOSTILE_STDIO

@@ -30,9 +30,9 @@ from mcpd.servers.results.taking_apart import AT_ONCE_PARTS, MOST_PARTS, ReplyWo
 from mcpd.servers.status.outage import Outage
 from mcpd.servers.status.state import breaker_config
 from mcpd.servers.status.stats import LatencyStats
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.reply_faults import MalformedReply, MessageTooLarge
+from protocol.mcp import core as mcp
 from tests.support.calls import SOMEONE, Outcomes, a_call
 from tests.support.held_walk import Held, hold
 from transports.errors import ServerCancelled, TransportError

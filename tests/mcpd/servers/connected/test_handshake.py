@@ -30,9 +30,10 @@ from mcpd.servers.connected.handshake import (
     identity,
     relay_capabilities,
 )
-from protocol import mcp, surface
-from protocol.greeting import ServerCapabilities
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
+from protocol.mcp import features as surface
+from protocol.mcp.greeting import ServerCapabilities
 from tests.support.stand_in import Never
 from transports.errors import HttpRPCError, TransportClosed, UnexpectedReply
 

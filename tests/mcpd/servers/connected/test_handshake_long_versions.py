@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from mcpd.config.tables.model import Config
-from protocol.greeting import VERSIONS_BYTES
+from protocol.mcp.greeting import VERSIONS_BYTES
 from tests.support.agent import connect, make_config, running
 
 SERVER = str(Path(__file__).parents[3] / "support" / "long_versions_server.py")

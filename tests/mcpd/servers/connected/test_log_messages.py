@@ -18,9 +18,9 @@ from mcpd.local.service.journal import LineHandler
 from mcpd.servers.connected.answer_wait import AnswerWait, RanOut
 from mcpd.servers.connected.log_messages import BURST, QUIET, RATE, LogMessages
 from mcpd.servers.connected.upstream import Upstream
-from protocol.greeting import ServerCapabilities
 from protocol.jsonrpc import messages as rpc
-from protocol.loglevels import LogMessage
+from protocol.mcp.greeting import ServerCapabilities
+from protocol.mcp.server_logs import LogMessage
 from tests.support.stand_in import Never, StandIn
 
 

@@ -26,8 +26,8 @@ from mcpd.servers.asking.askback import Asker
 from mcpd.servers.life.runner import Runner
 from mcpd.servers.lists import rediscovery
 from mcpd.servers.oauth import LoginRequired
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 from tests.support.stand_in import Never, StandIn
 from transports.base import Transport
 from transports.errors import TransportClosed, TransportError

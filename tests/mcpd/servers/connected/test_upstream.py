@@ -23,10 +23,10 @@ from mcpd.registry.text import own_keys
 from mcpd.servers.connected.handshake import Incompatible, ProtocolViolation
 from mcpd.servers.connected.upstream import Upstream
 from mcpd.servers.results.taking_apart import AT_ONCE_PARTS, MOST_PARTS, TooComplex
-from protocol import mcp
-from protocol.greeting import ServerCapabilities
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.reply_faults import MalformedReply
+from protocol.mcp import core as mcp
+from protocol.mcp.greeting import ServerCapabilities
 from tests.support.calls import at_upstream
 from tests.support.upstream import BAD_SHAPES, scripted_server, upstream
 from transports.errors import TransportClosed

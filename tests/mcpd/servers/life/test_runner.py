@@ -25,7 +25,7 @@ from mcpd.policy.redaction.masking import KnownSecrets
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.calling.calls import CallRefused
 from mcpd.servers.life.runner import Runner
-from protocol import mcp
+from protocol.mcp import core as mcp
 from tests.support.calls import a_call
 from tests.support.stand_in import StandIn
 from transports.base import AuthHook, NotificationHandler, Started, Transport

@@ -23,10 +23,10 @@ from mcpd.config.tables.servertable import ServerConfig
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.calling.calls import CallRefused
 from mcpd.servers.life.runner import Runner
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.messages import Notification
 from protocol.jsonrpc.splice import SplicedCall
+from protocol.mcp import core as mcp
 from tests.support.calls import at_runner
 from transports.base import ReplySink, Transport
 from transports.errors import SpawnError, TransportError, Unreachable, single_exceptions

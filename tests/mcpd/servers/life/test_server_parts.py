@@ -22,7 +22,7 @@ from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.calling.calls import Call
 from mcpd.servers.life.server_parts import ServerParts
 from mcpd.servers.status.status_of import status_of
-from protocol import mcp
+from protocol.mcp import core as mcp
 from tests.support.calls import AGENT, Outcomes
 
 SCHEMA = msgspec.Raw(b'{"type":"object"}')

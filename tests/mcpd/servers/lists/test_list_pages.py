@@ -18,7 +18,7 @@ from mcpd.registry.gating.limits import DEFAULT_LIMITS, HIDDEN_URI, NO_NAME, NO_
 from mcpd.servers.connected.handshake import ProtocolViolation
 from mcpd.servers.lists.list_pages import list_all
 from mcpd.servers.results.taking_apart import MOST_PARTS
-from protocol import surface
+from protocol.mcp import features as surface
 from tests.support.scripted_up import ScriptedUp, as_up, paged
 
 

@@ -20,8 +20,8 @@ from mcpd.policy.redaction.masking import KnownSecrets
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.connected.upstream import Upstream
 from mcpd.servers.lists.prompt_resource_lists import MIN_REFETCH, PromptResourceKeeper
-from protocol.greeting import ServerCapabilities
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp.greeting import ServerCapabilities
 
 RESOURCES_CHANGED = rpc.Notification(method="notifications/resources/list_changed", params=None)
 PROMPTS_CHANGED = rpc.Notification(method="notifications/prompts/list_changed", params=None)

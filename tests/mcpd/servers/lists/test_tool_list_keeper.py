@@ -24,8 +24,8 @@ from mcpd.servers.connected.handshake import BadPage
 from mcpd.servers.connected.upstream import Upstream
 from mcpd.servers.lists.tool_list_keeper import PAUSE_PER_COST, ToolListKeeper, next_fetch_after
 from mcpd.servers.lists.tool_pages import FetchCost, ListResult
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 from tests.support.agent import connect, make_config, running
 from tests.support.fault_harness import HOSTILE_STDIO
 from tests.support.peak import peak_bytes, size

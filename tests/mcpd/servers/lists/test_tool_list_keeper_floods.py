@@ -13,8 +13,8 @@ import trio.testing
 from mcpd.servers.connected.upstream import Upstream
 from mcpd.servers.lists.tool_list_keeper import ToolListKeeper
 from mcpd.servers.lists.tool_pages import ListResult
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 
 CHANGED = rpc.Notification(method="notifications/tools/list_changed", params=None)
 

@@ -15,7 +15,7 @@ from msgspec import UNSET, Raw
 from mcpd.config.loading.load import parse_config
 from mcpd.registry.gating.limits import ListTrim
 from mcpd.servers.lists.toolshape import accepted, checked_tool, header_paths
-from protocol import mcp
+from protocol.mcp import core as mcp
 
 
 def trim() -> ListTrim:

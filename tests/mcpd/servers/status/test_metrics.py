@@ -12,7 +12,7 @@ from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.life.runner import Runner
 from mcpd.servers.status.metrics import render_server_metrics
 from mcpd.servers.status.state import STATES
-from protocol import mcp
+from protocol.mcp import core as mcp
 from tests.support.exposition import Family, parse
 
 SCHEMA = msgspec.Raw(b'{"type":"object"}')

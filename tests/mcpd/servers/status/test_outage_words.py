@@ -21,7 +21,7 @@ import pytest
 import trio
 
 from mcpd.servers.status.outage import Outage, last_line
-from protocol.visible import QUOTED
+from protocol.shown.visible import QUOTED
 from tests.support.agent import connect, make_config, running
 from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 from tests.support.hostile_http import serve_hostile_http

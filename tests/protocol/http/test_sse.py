@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from protocol.http.sse import DEFAULT_RETRY, ResumePoint, SSEDecoder, SSEError, SSEEvent
 from protocol.pacing.read_budget import skipped
-from protocol.sse import DEFAULT_RETRY, ResumePoint, SSEDecoder, SSEError, SSEEvent
 
 
 def decode_all(*chunks: bytes, max_event: int = 1 << 20) -> list[SSEEvent]:

@@ -1,4 +1,4 @@
-"""MCP's message types for both eras (``protocol.mcp``): what a server's or an agent's
+"""MCP's message types for both eras (``protocol.mcp.core``): what a server's or an agent's
 message decodes to, what is refused and where, which parts pass through byte for
 byte, and what mcpd's own messages look like on the wire."""
 
@@ -11,8 +11,8 @@ import msgspec
 import pytest
 from msgspec import UNSET
 
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 
 
 def decode(data: Any, type_: type[Any]) -> Any:

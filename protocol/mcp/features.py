@@ -1,7 +1,7 @@
 """MCP types beyond tools: prompts, resources, completions, what servers ask of
 clients, and the tasks extension (``io.modelcontextprotocol/tasks``).
 
-As in ``protocol.mcp``, whatever mcpd passes through without looking inside stays
+As in ``protocol.mcp.core``, whatever mcpd passes through without looking inside stays
 ``msgspec.Raw``: prompt arguments, schemas, icons, a completion's values, a task's
 result. What mcpd must rewrite (names, URIs) is typed.
 """
@@ -13,8 +13,8 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from .jsonrpc.messages import JsonObject
-from .mcp import Meta
+from ..jsonrpc.messages import JsonObject
+from .core import Meta
 
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 TASK: Final = "task"  # the resultType the tasks extension adds
@@ -74,7 +74,7 @@ class ListPage(msgspec.Struct, omit_defaults=True):
     resources: list[Raw] | UnsetType = UNSET
     resourceTemplates: list[Raw] | UnsetType = UNSET
     nextCursor: str | UnsetType | None = UNSET
-    ttlMs: Raw | UnsetType = UNSET  # as written: ``mcp.ttl_of``
+    ttlMs: Raw | UnsetType = UNSET  # as written: ``core.ttl_of``
     resultType: str | UnsetType | None = UNSET
 
 
@@ -131,7 +131,7 @@ class ResultHead(msgspec.Struct):
     taskId: Any = UNSET
     inputRequests: dict[str, Any] | UnsetType | None = UNSET
     requestState: Raw | UnsetType = UNSET
-    ttlMs: Raw | UnsetType = UNSET  # a task's, as written: ``mcp.ttl_of``
+    ttlMs: Raw | UnsetType = UNSET  # a task's, as written: ``core.ttl_of``
 
     @property
     def kind(self) -> str:

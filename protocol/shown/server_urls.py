@@ -39,7 +39,7 @@ import unicodedata
 from typing import Final
 from urllib.parse import urlsplit
 
-from .masking import masked
+from .stand_ins import masked
 
 # The scheme and authority of an http(s) URL within a text: up to its path, query or
 # fragment, or what ends a URL in a sentence (a full stop or colon last is the

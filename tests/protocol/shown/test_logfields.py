@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from protocol.logfields import log_extra
+from protocol.shown.logfields import log_extra
 
 
 def test_every_part_under_its_own_name() -> None:

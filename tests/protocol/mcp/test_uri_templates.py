@@ -10,8 +10,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from protocol import uritemplate as t
-from protocol.uriforms import read_as
+from protocol.mcp import uri_templates as t
+from protocol.mcp.uri_spellings import read_as
 from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 
 TEMPLATE = "repo://{owner}{/path}"

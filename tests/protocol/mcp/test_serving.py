@@ -1,4 +1,4 @@
-"""The server side of the lifecycle (``protocol.serving``), sans-IO: each request's era
+"""The server side of the lifecycle (``protocol.mcp.serving``), sans-IO: each request's era
 told from its ``_meta`` (or from an earlier ``initialize``), bad or hostile envelopes
 refused with an error that says what is wrong, versions negotiated, and results shaped
 the way each era expects them."""
@@ -12,9 +12,9 @@ import msgspec
 import pytest
 from msgspec import UNSET, Raw
 
-from protocol import mcp
 from protocol.jsonrpc import messages as rpc
-from protocol.serving import AgentSession, RequestContext
+from protocol.mcp import core as mcp
+from protocol.mcp.serving import AgentSession, RequestContext
 
 INFO = mcp.Implementation(name="mcpd", version="1")
 MODERN = mcp.MODERN_VERSIONS[0]

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol import visible as visible_module
-from protocol.masking import masking
-from protocol.visible import (
+from protocol.shown import visible as visible_module
+from protocol.shown.stand_ins import masking
+from protocol.shown.visible import (
     CUT_NOTE,
     QUOTED,
     cut,

@@ -26,8 +26,8 @@ from functools import lru_cache
 from typing import Final, NamedTuple
 from urllib.parse import unquote
 
-from . import uriforms
-from .visible import quote
+from ..shown.visible import quote
+from . import uri_spellings as uriforms
 
 # Far beyond any URI or template a real server writes; past them nothing is scanned.
 MAX_URI: Final = 8192  # characters: a longer URI matches no template

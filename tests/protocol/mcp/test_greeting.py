@@ -1,4 +1,4 @@
-"""What a client keeps of a server's greeting (``protocol.greeting``): the few
+"""What a client keeps of a server's greeting (``protocol.mcp.greeting``): the few
 capabilities it acts on, read leniently, and nothing else of them, however large."""
 
 from __future__ import annotations
@@ -10,8 +10,10 @@ import msgspec
 import pytest
 from msgspec import UNSET
 
-from protocol import mcp
-from protocol.greeting import (
+from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
+from protocol.mcp.features import TASKS_EXTENSION
+from protocol.mcp.greeting import (
     VERSIONS_BYTES,
     Declared,
     Discovered,
@@ -22,8 +24,6 @@ from protocol.greeting import (
     supported_versions,
     versions_unread,
 )
-from protocol.jsonrpc import messages as rpc
-from protocol.surface import TASKS_EXTENSION
 
 
 def discovered(result: dict[str, Any]) -> Discovered:

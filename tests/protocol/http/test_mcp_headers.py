@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol import headers as h
+from protocol.http import mcp_headers as h
 
 
 @pytest.mark.parametrize(

@@ -16,8 +16,8 @@ from typing import Final, TypeGuard, TypeVar
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from .mcp import Implementation, ResultMeta
-from .surface import TASKS_EXTENSION
+from .core import Implementation, ResultMeta
+from .features import TASKS_EXTENSION
 
 # The most bytes of ``supportedVersions`` read: a list of version strings takes far
 # fewer; a longer one lists none a client can pick (``versions_unread`` says why).
@@ -57,7 +57,7 @@ class Discovered(msgspec.Struct):
     supportedVersions: Raw | UnsetType = UNSET
     capabilities: Declared = msgspec.field(default_factory=Declared)
     instructions: str | UnsetType | None = UNSET
-    ttlMs: Raw | UnsetType = UNSET  # as written: ``mcp.ttl_of``
+    ttlMs: Raw | UnsetType = UNSET  # as written: ``core.ttl_of``
     cacheScope: str | UnsetType = UNSET
     resultType: str | UnsetType = UNSET
     meta: ResultMeta | UnsetType = msgspec.field(name="_meta", default=UNSET)

@@ -7,9 +7,9 @@ a daemon holding a bad config) reads the reference, ``${API_TOKEN}``, instead. T
 value goes before its text is escaped, cut or taken apart for the sentence: after
 that it is no longer there to be found whole (a quote escaped in it, a cut in its
 middle, a URL shown only up to its query). So while ``masking`` is in force, what
-shapes a text for a sentence (``visible.quote``, ``urls.display_url``) masks it first,
-as does whatever writes a value into a sentence itself (``masked_repr``); a sentence
-that holds a value as it is, unescaped, can be masked whole (``masked``).
+shapes a text for a sentence (``visible.quote``, ``server_urls.display_url``) masks it
+first, as does whatever writes a value into a sentence itself (``masked_repr``); a
+sentence that holds a value as it is, unescaped, can be masked whole (``masked``).
 
 The values come from the one who sets them, never from a server. They are in force
 within the ``with`` block for the task that entered it (and a task it starts there,

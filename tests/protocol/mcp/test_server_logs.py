@@ -8,7 +8,7 @@ import pytest
 from msgspec import Raw
 
 from protocol.jsonrpc import messages as rpc
-from protocol.loglevels import (
+from protocol.mcp.server_logs import (
     LEVELS,
     LogMessage,
     checked_level,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.masking import masking
-from protocol.urls import HIDDEN, ascii_hosts, ascii_url, display_url
+from protocol.shown.server_urls import HIDDEN, ascii_hosts, ascii_url, display_url
+from protocol.shown.stand_ins import masking
 
 
 @pytest.mark.parametrize(

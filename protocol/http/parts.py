@@ -18,13 +18,13 @@ from urllib.parse import urljoin, urlsplit
 
 import msgspec
 
-from protocol.headers import is_plain, is_token
+from protocol.http.mcp_headers import is_plain, is_token
 from protocol.jsonrpc import messages as rpc
 from protocol.lines.oneline import one_line
 from protocol.lines.textfaults import utf8_fault
-from protocol.urls import display_url, unreadable
+from protocol.shown.server_urls import display_url, unreadable
 
-from .visible import quote
+from ..shown.visible import quote
 
 # A request target as it goes on the request line: visible ASCII, nothing else.
 _TARGET: Final = re.compile(r"[\x21-\x7e]+")

@@ -33,7 +33,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Final
 
-from .masking import masked
+from .stand_ins import masked
 
 _HIDDEN_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 _TAGS: Final = range(0xE0000, 0xE0080)  # partly unassigned, all invisible

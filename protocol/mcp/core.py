@@ -11,8 +11,8 @@ from typing import Any, Final, Literal, TypeAlias
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from .jsonrpc.messages import JsonObject
-from .visible import quote
+from ..jsonrpc.messages import JsonObject
+from ..shown.visible import quote
 
 LATEST_MODERN: Final = "2026-07-28"
 MODERN_VERSIONS: Final = ("2026-07-28",)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.uriforms import climbs, forms, paths, read_as
+from protocol.mcp.uri_spellings import climbs, forms, paths, read_as
 
 
 @pytest.mark.parametrize(

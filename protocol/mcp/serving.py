@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from . import mcp
-from .jsonrpc import messages as rpc
+from ..jsonrpc import messages as rpc
+from . import core as mcp
 
 _meta_probe = msgspec.json.Decoder(mcp.MetaOnlyParams)
 

@@ -8,7 +8,7 @@ import email.utils
 import pytest
 from msgspec import Raw
 
-from protocol.http import (
+from protocol.http.parts import (
     Origin,
     ResponseHead,
     check_header,

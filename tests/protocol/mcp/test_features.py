@@ -1,4 +1,4 @@
-"""MCP beyond tools (``protocol.surface``): which capability a server's request needs
+"""MCP beyond tools (``protocol.mcp.features``): which capability a server's request needs
 of the agent it goes to (elicitation by its mode), whether an agent takes tasks, what
 kind of result a server sent, and what a server's lists decode to, passed-through
 parts kept as they came."""
@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from protocol import surface
+from protocol.mcp import features as surface
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ from typing import Final
 
 import msgspec
 
-from protocol.headers import is_plain
+from protocol.http.mcp_headers import is_plain
 from protocol.pacing.read_budget import UNIT_BYTES
 
 DEFAULT_MAX_EVENT: Final = 16 * 1024 * 1024

@@ -12,9 +12,9 @@ from typing import Final
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from .jsonrpc import messages as rpc
-from .mcp import Meta
-from .visible import cut
+from ..jsonrpc import messages as rpc
+from ..shown.visible import cut
+from .core import Meta
 
 # Least severe first: an index is how severe a level is.
 LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from protocol.masking import masked, masked_repr, masking
+from protocol.shown.stand_ins import masked, masked_repr, masking
 
 
 def test_each_value_is_written_as_its_stand_in_only_while_masking() -> None:
