@@ -332,7 +332,7 @@ RESTART_SCRIPT = textwrap.dedent(
     import json, sys
     from mcpd.config.tables.model import NamingConfig
     from mcpd.registry.tables.table import ToolTable
-    from protocol import mcp
+    from protocol.mcp import core as mcp
     reg = ToolTable(NamingConfig())
     reg.update("x", [mcp.Tool(name=n) for n in json.loads(sys.argv[1])])
     print(json.dumps({e.original: e.local for e in reg.entries()}))
