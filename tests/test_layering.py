@@ -114,6 +114,10 @@ FORBIDDEN = [
         "mcpd.servers",
         "mcpd.local serves the wiring, not the servers",
     ),
+    *(
+        (room, "mcpd.agents.beyond_tools", "a tools/call's way needs nothing of the other methods")
+        for room in ("mcpd.agents.calls", "mcpd.agents.askback", "mcpd.agents.tasks")
+    ),
     ("mcpd.cli", "mcpd.servers", "the command line talks to the daemon over its socket"),
     (
         "mcpd.cli",

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from protocol.jsonrpc import messages as rpc
-from protocol.jsonrpc.result_pieces import encode_result_pieces
 from protocol.mcp import core as mcp
 from protocol.mcp import features as surface
 from protocol.mcp.serving import AgentSession, RequestContext
@@ -28,6 +27,7 @@ from ..config.tables.profiles import ProfileConfig
 from ..policy.deciders.departed import Departed
 from ..servers.all_servers import AllServers
 from .agent import Agent
+from .askback.driver import AskBackDriver
 from .beyond_tools.extra_methods import ExtraMethods
 from .calls.callpolicy import CallPolicy, QueuedCalls
 from .calls.callrecords import CallRecords
@@ -42,7 +42,7 @@ from .entry.places import Seat
 from .entry.sockets import Leave, ProfileSockets
 from .entry.unix_socket import UnixBound
 from .lists.instructions import instructions
-from .lists.toollist import list_tools
+from .lists.toollist import in_pieces, list_tools
 from .news.listen import Listens
 from .news.tool_news import ToolNews
 from .own_methods.approval_methods import HANDLERS as APPROVAL_HANDLERS
@@ -52,6 +52,7 @@ from .own_methods.pins_methods import HANDLERS as PINS_HANDLERS
 from .own_methods.profile_bound import refuse_beyond
 from .own_methods.profile_methods import PROFILE_METHODS, OwnMethod, ProfileMethods
 from .profiles import Profile, Profiles
+from .tasks.table import Tasks
 
 if TYPE_CHECKING:
     from .http.http_side import HttpSide
@@ -59,8 +60,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("mcpd.agents")
 
-_PIECE_TOOLS: Final = 256  # tools per piece of a long tools/list reply, at most
-_PIECE_BYTES: Final = 256 * 1024  # and about as many bytes
 SERVER_INFO: Final = mcp.Implementation(name="mcpd", version=__version__, title="mcpd")
 CAPABILITIES: Final[dict[str, Any]] = {
     "tools": {"listChanged": True},
@@ -92,24 +91,27 @@ class AgentServer(ProfileMethods, Dispatcher):
         records = CallRecords(control.audit)
         self.failures = Failures()
         self.departed = Departed()
-        # Prompts, resources, completions, tasks, and servers that ask back.
+        self.askback = AskBackDriver(self.failures, lambda: control.settings)
+        tasks = Tasks(servers, lambda: control.settings.result_budget_chars)
+        self.router = Router(
+            servers,
+            self.askback,
+            tasks,
+            CallPolicy(control.call_gate, self.askback.parks),
+            records,
+            budget=control.settings.result_budget_chars,
+            splice=splice,
+            max_line_bytes=lambda: control.settings.max_line_bytes,
+        )
+        # Prompts, resources, completions, tasks' methods, logs, list-change news.
         self.extras = ExtraMethods(
             servers,
             control,
             self._agents,
             records,
+            self.askback,
+            tasks,
             lambda conn: self.view(conn).view,
-            self.failures,
-        )
-        self.router = Router(
-            servers,
-            self.extras.askback,
-            self.extras.finish_result,
-            CallPolicy(control.call_gate, self.extras.askback.parks),
-            records,
-            budget=control.settings.result_budget_chars,
-            splice=splice,
-            max_line_bytes=lambda: control.settings.max_line_bytes,
         )
         self.extras.look_at_updates(self.router.policy)
         self.listens = Listens(self.extras.open_listen, self.extras.close_listen)
@@ -164,7 +166,7 @@ class AgentServer(ProfileMethods, Dispatcher):
         that changed hear of it (and no one else)."""
         changed = self.profiles.configure(profiles, naming, self.control.settings.max_tools)
         self.extras.subscriptions.reconfigured(self.profiles.views(changed))
-        self.router.budget = self.control.settings.result_budget_chars
+        self.router.replies.budget = self.control.settings.result_budget_chars
         self.tool_news.changed()
         self.extras.list_changed()
 
@@ -185,7 +187,8 @@ class AgentServer(ProfileMethods, Dispatcher):
         """Serve agents on what ``mcpd.starting.listening`` bound before any server started."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.tool_news.run)
-            await nursery.start(self.extras.run)
+            await nursery.start(self.askback.run)
+            nursery.start_soon(self.extras.run)
             # The daemon's own socket last: once it answers, status shows every endpoint.
             await nursery.start(self.sockets.run, self.profiles.configs(), profile_sockets)
             listen = self.control.settings.http_listen
@@ -325,7 +328,7 @@ class AgentServer(ProfileMethods, Dispatcher):
                 return self.answer_now(conn, req)
             if req.method == "tools/call":  # over HTTP: decoded once, awaited here
                 call = conn.calls_in_tasks[req.id] = self.router.call_of(conn, req)
-                return await self.router.run(self.router.records.held_until_written(call))
+                return await self.router.serve(self.router.records.held_until_written(call))
             ctx = session.context(req)
             handler = self._handlers.get(req.method)
             result: object
@@ -376,13 +379,9 @@ class AgentServer(ProfileMethods, Dispatcher):
             self.servers, self.view(conn), params, ctx, self.control.settings.page_size
         )
         batched = conn.batches is not None and req.id in conn.batches  # answered whole
-        if not conn.long_replies or len(result.tools) <= _PIECE_TOOLS or batched:
+        pieces = in_pieces(req.id, result, ctx) if conn.long_replies and not batched else None
+        if pieces is None:
             return result
-        if ctx is not None and ctx.era == "modern":
-            result.resultType = mcp.COMPLETE
-        # Written as the agent reads it: each tool is made for agents as it is encoded,
-        # and a listing of thousands is never whole in memory.
-        pieces = encode_result_pieces(req.id, result, "tools", _PIECE_TOOLS, _PIECE_BYTES)
         await conn.send_long(pieces)
         return None
 

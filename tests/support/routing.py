@@ -20,6 +20,7 @@ from mcpd.agents.calls.callrecords import CallRecords
 from mcpd.agents.calls.toolcall import Router
 from mcpd.agents.entry.identity import AgentIdentity
 from mcpd.agents.profiles import Profile
+from mcpd.agents.tasks.table import Tasks
 from mcpd.audit.record import CallRecord
 from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import NamingConfig, ProfileConfig
@@ -61,8 +62,8 @@ class Audit:
 
 
 class Servers:
-    """What the router uses of ``AllServers`` (``start``, ``down_for``), and the scheduler each call
-    it starts tells when its agent gives it up."""
+    """What the router uses of ``AllServers`` (``start``, ``down_for``, ``written``), and
+    the scheduler each call it starts tells when its agent gives it up."""
 
     def __init__(self) -> None:
         self.started: list[Call] = []
@@ -90,6 +91,10 @@ class Servers:
 
     def cancel(self, call: Call) -> None:
         self.cancelled.append(call)
+
+    def written(self, alias: str, value: object, what: str) -> Raw:
+        """``value`` as an agent gets it: no secret of mcpd's is held here to mask."""
+        return Raw(msgspec.json.encode(value))
 
     def extend(self, call: Call, seconds: float) -> None:
         pass
@@ -129,7 +134,7 @@ class World:
         self.router = Router(
             self.servers,  # type: ignore[arg-type]
             driver,
-            lambda call, result, links: result,
+            Tasks(self.servers, lambda: 100_000),  # type: ignore[arg-type]
             CallPolicy(gate, driver.parks),
             CallRecords(self.audit, wall=lambda: 100.0),  # type: ignore[arg-type]
             budget=100_000,

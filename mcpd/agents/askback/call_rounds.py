@@ -1,4 +1,4 @@
-"""A tools/call awaited in a task of its agent's request (``toolcall.Router.run``): asked
+"""A tools/call awaited in a task of its agent's request (``toolcall.Router.serve``): asked
 about first when the policy says so, then driven through the rounds of its server
 asking its agent things (``driver.AskBackDriver``), each round after the first
 looked at again by the rules, as they or the tool may have changed while the agent
@@ -8,7 +8,6 @@ answered. A modern agent's retry that continues a call its server answered
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import NamedTuple
 
 from msgspec import UNSET, Raw, UnsetType
@@ -16,22 +15,17 @@ from msgspec import UNSET, Raw, UnsetType
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 
-from ...policy.agent import AgentInfo
 from ...servers.all_servers import AllServers
 from ...servers.shared import Asker, Call, Outcome
-from ..agent import Agent, AgentCall
+from ..agent import AgentCall
 from ..calls.callpolicy import Ask, CallPolicy, Sent
-from ..calls.callrecords import CallRecords, ended
+from ..calls.replies import CallReplies
 from .awaited import Awaited
 from .driver import AgentSide, AskBackDriver
 from .resumes import Resumed
 from .rounds import Head, RoundTrip
 
 __all__ = ["CallRounds", "CallTask", "Had"]
-
-# The reply line for a call's outcome (the call last sent under what, under which id), and
-# whether it was spliced (``Router.reply``).
-ReplyLine = Callable[[AgentCall, Outcome, Sent | None, rpc.Id | None], tuple[bytes, bool]]
 
 
 class Had(NamedTuple):
@@ -48,47 +42,41 @@ class CallRounds:
         servers: AllServers,
         askback: AskBackDriver,
         policy: CallPolicy,
-        records: CallRecords,
-        reply: ReplyLine,
-        failed: Callable[[AgentCall, BaseException], None],
-        who: Callable[[AgentCall, Agent], AgentInfo],
+        replies: CallReplies,
     ) -> None:
-        """``failed`` records a call that raised what nothing expected; ``who`` is the
-        agent as the call's records name it."""
+        """``replies``: each round's reply line, and the call's record when it raised
+        what nothing expected."""
         self.servers = servers
         self.askback = askback
         self.policy = policy
-        self.records = records
-        self.reply = reply
-        self.failed = failed
-        self.who = who
+        self.replies = replies
 
     async def serve(
         self,
         call: AgentCall,
-        routed: Ask | Sent | Resumed | None,
+        going: Ask | Sent | Resumed | None,
         answered: Had | None = None,
     ) -> bytes:
-        """A routed call, awaited: asked about first when the policy says so (``Ask``),
-        then through the rounds of its server asking its agent things. None: a call
-        that only brings the answer to what mcpd asked for another (``Continues``), or
-        one let through already whose server ``answered``."""
-        agent = call.agent
+        """A routed call, awaited, going under ``going``: asked about first when the
+        policy says so (``Ask``), then through the rounds of its server asking its
+        agent things. None: a call that only brings the answer to what mcpd asked for
+        another (``toolcall.Continues``), or one let through already whose server
+        ``answered``."""
         try:
-            if isinstance(routed, Resumed):
+            if isinstance(going, Resumed):
                 # The next round of a call that met the rules: looked at again first, as
                 # each round after the first is.
-                task = CallTask(self, call, routed.sent, False, answered)
+                task = CallTask(self, call, going.sent, False, answered)
             else:
-                task = CallTask(self, call, routed, True, answered)
+                task = CallTask(self, call, going, True, answered)
             return await task.run()
         except rpc.RPCError as exc:
             # A requestState that names no wait of mcpd's (expired, another agent's):
             # this request's error, never the connection's.
-            self.records.tool_call(call, self.who(call, agent), "error", exc.message)
+            self.replies.records.tool_call(call, self.replies.who(call), "error", exc.message)
             return rpc.encode_error(call.out.id, exc.code, exc.message, exc.data)
         except BaseException as exc:
-            self.records.tool_call(call, self.who(call, agent), *ended(exc))
+            self.replies.failed(call, exc)
             raise
 
 
@@ -157,7 +145,7 @@ class CallTask:
             return outcome
         call, rounds = self.call, self.rounds
         try:
-            who = rounds.who(call, call.agent)
+            who = rounds.replies.who(call)
             going: mcp.CallToolResult | Sent | None
             # mcpd's command line is told a wait's id: its user has no form to answer.
             told = call.agent.waits if call.agent.tells_waits else None
@@ -182,7 +170,7 @@ class CallTask:
         except BaseException as exc:
             # Here too: a modern agent's call that waits for its agent's answer runs
             # on after the agent's request was answered with input_required.
-            rounds.records.tool_call(call, rounds.who(call, call.agent), *ended(exc))
+            rounds.replies.failed(call, exc)
             raise
 
     def read(self, request: Call) -> Head | None:
@@ -196,9 +184,9 @@ class CallTask:
         call = self.call
         try:
             sent = self.going if isinstance(self.going, Sent) else None
-            return self.rounds.reply(call, outcome, sent, rid)[0]
+            return self.rounds.replies.reply(call, outcome, sent, rid)[0]
         except Exception as exc:  # where no one else records it: the ask-back task
-            self.rounds.failed(call, exc)
+            self.rounds.replies.failed(call, exc)
             raise
 
 

@@ -1,7 +1,8 @@
 """Everything agents get beyond tools/list: methods, list-change news, what listens honour.
 
-``ExtraMethods`` holds the per-daemon parts (the ask-back driver, task ownership,
-resource subscriptions) and hands the socket API its handlers. It also sends
+``ExtraMethods`` holds the per-daemon parts of these methods (task watches, resource
+subscriptions, agents' log levels), is handed the ask-back driver and the tasks the
+daemon's tools/call shares, and hands the socket API its handlers. It also sends
 ``notifications/{prompts,resources}/list_changed``: unsolicited to legacy agents,
 tagged on the listens of modern agents that asked for them, and only when what the
 agent's own profile lists of them changed (``ProfileView.offered``)."""
@@ -11,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final
 
-import msgspec
 import trio
 from msgspec import Raw
 
@@ -24,14 +24,10 @@ from protocol.mcp.serving import RequestContext
 from ...registry.profiles.views import ProfileView
 from ...registry.uris.scheme import Sight
 from ...servers.all_servers import AllServers
-from ...servers.shared import Outage
 from ..agent import Agent
 from ..askback.driver import AgentSide, AskBackDriver
-from ..calls.callpolicy import CallPolicy, Sent
+from ..calls.callpolicy import CallPolicy
 from ..calls.callrecords import CallRecords, Seen, ended, reason_kept
-from ..calls.results import Recipient
-from ..calls.rewrite import tool_result
-from ..connection.failures import Failures
 from ..daemon_seam import DaemonForAgents
 from ..news.logs import AgentLogs, SeesServer
 from ..news.subscriptions import Subscriptions
@@ -65,20 +61,21 @@ class ExtraMethods:
         control: DaemonForAgents,
         connections: Callable[[], Iterable[Agent]],
         records: CallRecords,
+        askback: AskBackDriver,
+        tasks: Tasks,
         view_of: Callable[[Agent], ProfileView] | None = None,
-        failures: Failures | None = None,
     ) -> None:
+        """``askback`` and ``tasks`` are the daemon's, shared with its tools/call
+        (``calls.toolcall.Router``): a prompt or a read may be asked back as a call is,
+        and a task a call handed over is got, updated and watched here."""
         self.servers = servers
         self.control = control
         self.records = records  # each get, read and completion's audit record
         # The agent's profile: which prompts and resources it sees.
         self._view_of = view_of
         self._connections = connections
-        # Its own task's faults are logged in ``failures``.
-        self.askback = AskBackDriver(failures, lambda: control.settings)
-        self.tasks = Tasks(
-            servers, self.finish_result, lambda: control.settings.result_budget_chars
-        )
+        self.askback = askback
+        self.tasks = tasks
         self.task_watches = TaskWatches(self.tasks, servers)
         self.task_methods = TaskMethods(self.tasks)
         self.subscriptions = Subscriptions(servers, lambda: control.settings.max_line_bytes)
@@ -106,11 +103,9 @@ class ExtraMethods:
             "tasks/cancel": self._task,
         }
 
-    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        async with trio.open_nursery() as nursery:
-            await nursery.start(self.askback.run)
-            nursery.start_soon(self._broadcast)
-            task_status.started()
+    async def run(self) -> None:
+        """Tell agents of list changes, as they come."""
+        await self._broadcast()
 
     def list_changed(self) -> None:
         """What some agent is listed may have changed: each hears of it if its own
@@ -148,22 +143,7 @@ class ExtraMethods:
             found = self._allowances[owner] = Allowance()
         return found
 
-    # -- tools/call --
-
-    def finish_result(
-        self, to: Recipient, result: Raw | dict[str, Any], links: bool, sent: Sent | None = None
-    ) -> Raw | dict[str, Any] | Outage:
-        """A tool's result, its resource links in agents' terms and its task recorded
-        (named by the agent's id for it, with what its call was ``sent`` under); or why
-        the call failed after all."""
-        if links:
-            try:
-                result = tool_result(result, self.servers.links(to.alias, to.sight))
-            except msgspec.DecodeError as exc:
-                return Outage(to.alias, "malformed", f"its result could not be read: {exc}")
-        if to.tasks:
-            return self.tasks.record(to.alias, to.owner, result, to.session, sent)
-        return result
+    # -- tasks --
 
     def look_at_updates(self, policy: CallPolicy) -> None:
         """Have ``policy`` look at each task's answers before they reach its server."""

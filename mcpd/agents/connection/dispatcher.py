@@ -25,6 +25,7 @@ from ...policy.deciders.kin import AgentKin, unknown_kin
 from ...servers.shared import Outcome, ProgressSink
 from ..agent import AgentCall
 from ..askback.askers import AgentRequests, DirectAsker
+from ..askback.call_rounds import Had
 from ..askback.driver import may_be_asked
 from ..askback.rounds import shedding
 from ..calls.toolcall import Router
@@ -95,6 +96,7 @@ class Connection(ConnectionEnd):
     ) -> None:
         self.handler = handler
         self.router = handler.router
+        self.replies = self.router.replies
         self.splice = self.router.splice
         self.stream = stream
         self.session = session
@@ -251,7 +253,7 @@ class Connection(ConnectionEnd):
         caps = call.out.ctx.capabilities
         if caps and may_be_asked(caps):
             # Its server may ask the agent things back: the call waits in a task.
-            answer = functools.partial(self.router.run, call)
+            answer = functools.partial(self.router.serve, call)
             self._spawn(rid, "tools/call", answer, nursery, call)
             return
         self.inflight[rid] = call
@@ -263,7 +265,7 @@ class Connection(ConnectionEnd):
     def _call_failed(self, call: AgentCall, exc: Exception) -> None:
         """A call started without a task whose way raised: its record says so, and
         unless it was answered already, its server lets it go and the agent hears why."""
-        self.router.failed(call, exc)
+        self.replies.failed(call, exc)
         rid = call.out.id
         if self.inflight.get(rid) is not call:
             self.handler.failures.log(self.label, "tools/call", exc, answered=False)
@@ -305,17 +307,14 @@ class Connection(ConnectionEnd):
             if shed is not None:
                 # The server asks to be called again with its state: mcpd does so for an
                 # agent of the era before, which would not know how.
-                resume = functools.partial(self.router.resume, call, outcome, shed)
+                resume = functools.partial(self.router.serve, call, Had(outcome, shed))
                 self._spawn(rid, "tools/call", resume, self._nursery, call)
                 return
-        # ``_forget``, written out: every call passes here.
-        del self.inflight[rid]
-        if self._settled is not None and not self.inflight:
-            self._settled.set()
+        self._forget(rid)
         try:
-            line, spliced = self.router.reply(call, outcome)
+            line, spliced = self.replies.reply(call, outcome)
         except Exception as exc:
-            self.router.failed(call, exc)
+            self.replies.failed(call, exc)
             self._put(self.handler.failures.reply(self.label, rid, "tools/call", exc), rid)
             return
         if spliced and self._long.held is None and not (self.batches and rid in self.batches):

@@ -3,8 +3,13 @@ the shape of the era the agent speaks, with the states of that profile's servers
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Final
+
 from msgspec import UNSET
 
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.result_pieces import encode_result_pieces
 from protocol.mcp import core as mcp
 from protocol.mcp.serving import RequestContext
 
@@ -12,6 +17,9 @@ from ...registry.tables.table import ListedTool, listed_name
 from ...servers.all_servers import AllServers
 from ..profiles import Profile
 from .paging import page_of
+
+_PIECE_TOOLS: Final = 256  # tools per piece of a long tools/list reply, at most
+_PIECE_BYTES: Final = 256 * 1024  # and about as many bytes
 
 
 def list_tools(
@@ -32,6 +40,19 @@ def list_tools(
         cacheScope="private" if modern else UNSET,
         meta={"mcpd/servers": servers.states(profile.has_server)},
     )
+
+
+def in_pieces(
+    rid: rpc.Id, result: mcp.ListToolsResult, ctx: RequestContext | None
+) -> Iterator[bytes | memoryview] | None:
+    """The reply of a listing too long to make whole, in pieces to write as the agent
+    reads them: each tool is made for agents as it is encoded, and a listing of
+    thousands is never whole in memory. None for one short enough to make whole."""
+    if len(result.tools) <= _PIECE_TOOLS:
+        return None
+    if ctx is not None and ctx.era == "modern":
+        result.resultType = mcp.COMPLETE
+    return encode_result_pieces(rid, result, "tools", _PIECE_TOOLS, _PIECE_BYTES)
 
 
 def _name(item: ListedTool) -> bytes:

@@ -54,7 +54,8 @@ from ...registry.uris.scheme import Sight
 from ...servers.all_servers import AllServers
 from ...servers.shared import CallRefused, Outage, SessionMark, Whose
 from ..calls.callpolicy import Sent
-from ..calls.results import Finish, result_for
+from ..calls.results import Recipient, result_for
+from ..calls.rewrite import tool_result
 
 # Remembered at once, in count and in the bytes of their ids. Past either, the oldest
 # task of the agent that holds the most is forgotten: one agent making tasks without
@@ -126,11 +127,9 @@ class _ResultFor(msgspec.Struct, frozen=True):
 
 
 class Tasks:
-    def __init__(self, servers: AllServers, finish: Finish, budget: Callable[[], int]) -> None:
-        """``finish``: the last step of a tool's result on its way to an agent, as a
-        tools/call's takes; ``budget``: the result budget now."""
+    def __init__(self, servers: AllServers, budget: Callable[[], int]) -> None:
+        """``budget``: the result budget now."""
         self.servers = servers
-        self._finish = finish
         self._budget = budget
         # By agent, then the agent's id for the task, oldest first: one agent's task
         # must never be found for another.
@@ -141,6 +140,22 @@ class Tasks:
     def __len__(self) -> int:
         """How many tasks are remembered."""
         return self._count
+
+    def finish(
+        self, to: Recipient, result: Raw | dict[str, Any], links: bool, sent: Sent | None = None
+    ) -> Raw | dict[str, Any] | Outage:
+        """The last step of a tool's result on its way to ``to`` (``results.Finish``):
+        its resource links in agents' terms (``links``: it holds some), and a task handle
+        in it recorded, named by the agent's id for it, with what its call was ``sent``
+        under; or why the call failed after all."""
+        if links:
+            try:
+                result = tool_result(result, self.servers.links(to.alias, to.sight))
+            except msgspec.DecodeError as exc:
+                return Outage(to.alias, "malformed", f"its result could not be read: {exc}")
+        if to.tasks:
+            return self.record(to.alias, to.owner, result, to.session, sent)
+        return result
 
     def record(
         self,
@@ -356,7 +371,7 @@ class Tasks:
         """The tool's result ``task`` ended with, as a tools/call's would reach
         ``owner`` (of the profile ``sight`` now, with ``capabilities``)."""
         to = _ResultFor(task.alias, owner, sight, capabilities, task.session)
-        shaped, _ = result_for(Raw(_encode(result)), to, self._budget(), self._finish)
+        shaped, _ = result_for(Raw(_encode(result)), to, self._budget(), self.finish)
         if isinstance(shaped, Outage):
             own = shaped.result()
             own.resultType = mcp.COMPLETE

@@ -29,7 +29,7 @@ async def test_an_awaited_call_is_answered_with_its_servers_result_and_recorded_
     replies: list[bytes] = []
 
     async def run(call: AgentCall) -> None:
-        replies.append(await world.router.run(call))
+        replies.append(await world.router.serve(call))
 
     with trio.fail_after(5):
         async with trio.open_nursery() as nursery:
@@ -51,7 +51,7 @@ async def test_a_call_nobody_decides_in_time_never_reaches_its_server(
     replies: list[bytes] = []
 
     async def run() -> None:
-        replies.append(await world.router.run(call))
+        replies.append(await world.router.serve(call))
 
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:

@@ -18,10 +18,12 @@ from msgspec import Raw
 
 from mcpd.agents.agent import NO_ONE, Agent, AgentCall
 from mcpd.agents.askback.askers import AgentRequests, DirectAsker
+from mcpd.agents.askback.driver import AskBackDriver
 from mcpd.agents.beyond_tools.extra_methods import ExtraMethods
 from mcpd.agents.beyond_tools.prompts import OUTAGE
 from mcpd.agents.calls.callrecords import CallRecords
 from mcpd.agents.entry.identity import AgentIdentity
+from mcpd.agents.tasks.table import Tasks
 from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import DaemonConfig, NamingConfig, ProfileConfig
 from mcpd.policy.deciders.kin import AgentKin
@@ -104,6 +106,8 @@ class World:
             Settings(),  # type: ignore[arg-type]
             lambda: self.agents,
             CallRecords(self.audit, wall=lambda: 100.0),  # type: ignore[arg-type]
+            AskBackDriver(),
+            Tasks(self.servers, lambda: DaemonConfig().result_budget_chars),
             self.view_of,
         )
 
@@ -192,7 +196,7 @@ async def test_a_task_is_known_to_the_agent_it_was_handed_to_only() -> None:
     handle = {"resultType": surface.TASK, "taskId": "t-1"}
     out = Call(1, "mcp__notes__slow", None, NO_ONE, MODERN_TASKS, owner=mine, alias="notes")
     call = AgentCall(out, mine, mine, tasks=True)
-    handed = world.extras.finish_result(call, handle, links=False)
+    handed = world.extras.tasks.finish(call, handle, links=False)
     assert isinstance(handed, dict) and handed["taskId"] == "notes:t-1"
     with pytest.raises(rpc.RPCError, match="Unknown task 'notes:t-1'"):
         await world.call(theirs, "tasks/get", {"taskId": "notes:t-1"}, MODERN_TASKS)
@@ -305,7 +309,7 @@ async def test_list_changes_reach_only_the_agents_whose_profile_lists_changed(
     legacy_narrow = world.agent(legacy=True, servers=["notes"])
     modern = world.agent()
     async with trio.open_nursery() as nursery:
-        await nursery.start(world.extras.run)
+        nursery.start_soon(world.extras.run)
         world.catalog.prompts.update("other", [surface.Prompt(name="monthly")])
         world.extras.list_changed()
         await trio.sleep(1)
@@ -327,7 +331,7 @@ async def test_a_modern_agent_hears_of_changes_on_each_listen_that_asked_until_i
     world.extras.open_listen(conn, "prompts", {"promptsListChanged": True}, MODERN)
     world.extras.open_listen(conn, "res", {"resourcesListChanged": True}, MODERN)
     async with trio.open_nursery() as nursery:
-        await nursery.start(world.extras.run)
+        nursery.start_soon(world.extras.run)
         world.catalog.prompts.update("notes", [surface.Prompt(name="other")])
         world.extras.list_changed()
         await trio.sleep(1)
@@ -350,7 +354,7 @@ async def test_what_changed_before_an_agent_joined_is_no_news_to_it(
 ) -> None:
     world = World()
     async with trio.open_nursery() as nursery:
-        await nursery.start(world.extras.run)
+        nursery.start_soon(world.extras.run)
         world.catalog.prompts.update("notes", [surface.Prompt(name="other")])
         world.extras.list_changed()
         late = world.agent(legacy=True)
@@ -365,7 +369,7 @@ async def test_many_changes_close_together_are_one_notification(
     world = World()
     conn = world.agent(legacy=True)
     async with trio.open_nursery() as nursery:
-        await nursery.start(world.extras.run)
+        nursery.start_soon(world.extras.run)
         for i in range(20):
             world.catalog.prompts.update("notes", [surface.Prompt(name=f"p{i}")])
             world.extras.list_changed()

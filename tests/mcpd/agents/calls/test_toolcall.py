@@ -16,6 +16,7 @@ from msgspec import UNSET, Raw
 from mcpd.agents.agent import AgentCall
 from mcpd.agents.calls import results
 from mcpd.agents.calls.callpolicy import Ask
+from mcpd.agents.calls.toolcall import LET_THROUGH, LetThrough
 from mcpd.agents.lists.metatools import CALL, SEARCH
 from mcpd.servers.status.outage import Outage
 from protocol.jsonrpc import envelope, splice
@@ -188,14 +189,14 @@ def test_params_that_are_no_call_are_invalid(params: Any) -> None:
 def routed(world: World, name: str, arguments: Any = None, **agent: Any) -> tuple[AgentCall, Any]:
     caller = StandInAgent(world.profile, **agent)
     call = world.router.call_of(caller, spliced(line(1, name, arguments, META)))
-    return call, world.router.route(call, caller)
+    return call, world.router.route(call)
 
 
 def test_a_listed_tool_goes_to_its_server_under_the_servers_name() -> None:
     world = World()
     local = world.local("git", "status")
     call, outcome = routed(world, local, {"a": 1})
-    assert outcome is None
+    assert outcome is LET_THROUGH
     assert (call.local, call.out.name, call.out.alias) == (local, "status", "git")
     assert call.sight is world.profile.view
 
@@ -259,7 +260,7 @@ def test_a_call_the_policy_denies_is_answered_here_and_one_it_asks_about_waits_i
     denied = world.router.call_of(caller, spliced(line(1, world.local("git", "status"))))
     asked = world.router.call_of(caller, spliced(line(2, world.local("notes", "add"))))
     again = world.router.call_of(caller, spliced(line(3, world.local("notes", "add"))))
-    assert isinstance(world.router.route(again, caller), Ask)
+    assert isinstance(world.router.route(again), Ask)
     world.router.start(denied)
     world.router.start(asked)
     assert world.servers.started == []
@@ -276,7 +277,7 @@ def test_in_search_mode_the_meta_tools_answer_or_stand_for_the_call_they_wrap() 
         rpc.encode(outcome).decode()
     )
     call, outcome = routed(world, CALL, {"name": local, "arguments": {"a": 1}})
-    assert outcome is None
+    assert outcome is LET_THROUGH
     out = call.out
     assert (call.local, out.name, out.alias, bytes(out.arguments)) == (  # type: ignore[arg-type]
         local,
@@ -340,7 +341,7 @@ def test_a_short_result_is_shaped_by_the_head_its_scheduler_read_not_read_again(
             raise AssertionError("the head was read again")
 
     monkeypatch.setattr(results, "_KINDS", Unread())
-    data, was_spliced = world.router.reply(call, result)
+    data, was_spliced = world.router.replies.reply(call, result)
     assert was_spliced and json.loads(data)["result"] == json.loads(bytes(result))
     [record] = world.audit.records
     assert record.outcome == "tool_error"
@@ -351,7 +352,7 @@ def test_a_servers_result_is_passed_on_spliced_only_where_splicing_is_on(splicin
     world = World(splice=splicing)
     _, call = started(world, world.local("git", "status"), rid="a\nb")
     result = Raw(b'{"content":[{"type":"text","text":"hi"}],"x":{"y":[1]}}')
-    data, was_spliced = world.router.reply(call, result)
+    data, was_spliced = world.router.replies.reply(call, result)
     assert was_spliced is splicing
     assert json.loads(data) == {"jsonrpc": "2.0", "id": "a\nb", "result": json.loads(bytes(result))}
     [record] = world.audit.records
@@ -380,7 +381,7 @@ def test_a_servers_result_is_passed_on_spliced_only_where_splicing_is_on(splicin
 def test_each_outcome_has_its_reply_and_its_record(outcome: Any, words: Any, legacy: bool) -> None:
     world = World()
     _, call = started(world, world.local("git", "status"), legacy=legacy)
-    data, was_spliced = world.router.reply(call, outcome, rid=5)
+    data, was_spliced = world.router.replies.reply(call, outcome, rid=5)
     reply = json.loads(data)
     assert reply["id"] == 5
     if isinstance(outcome, rpc.RPCError):
@@ -405,7 +406,7 @@ def test_a_call_its_servers_would_not_let_wait_is_recorded_in_their_words() -> N
     world.servers.answer(mcp.text_result("mcpd did not send this call", is_error=True))
     [(finished, outcome)] = caller.finished
     assert finished is call and call.out.caller is not call  # the servers are done with it
-    world.router.reply(call, outcome)
+    world.router.replies.reply(call, outcome)
     [record] = world.audit.records
     assert (record.outcome, record.reason) == ("refused", why)
 
@@ -415,7 +416,7 @@ def test_a_call_given_up_is_told_to_its_server_and_recorded_once() -> None:
     _, call = started(world, world.local("git", "status"))
     world.router.abandon(call)
     world.router.abandon(call)
-    world.router.failed(call, ValueError("late"))
+    world.router.replies.failed(call, ValueError("late"))
     assert world.servers.cancelled == [call.out, call.out]
     assert world.audit.outcomes() == [(world.local("git", "status"), "cancelled")]
 
@@ -423,8 +424,8 @@ def test_a_call_given_up_is_told_to_its_server_and_recorded_once() -> None:
 def test_a_call_that_failed_on_its_way_says_so_once_naming_only_the_kind() -> None:
     world = World()
     _, call = started(world, world.local("git", "status"))
-    world.router.failed(call, KeyError("secret words"))
-    world.router.reply(call, Raw(b'{"content":[]}'))
+    world.router.replies.failed(call, KeyError("secret words"))
+    world.router.replies.reply(call, Raw(b'{"content":[]}'))
     [record] = world.audit.records
     assert (record.outcome, record.reason) == ("error", "mcpd failed: KeyError")
 
@@ -454,8 +455,9 @@ def test_a_call_mcpd_answered_before_any_rule_records_no_decision() -> None:
     ]
     for rid, (name, arguments) in enumerate(calls):
         call = world.router.call_of(caller, spliced(line(rid, name, arguments)))
-        outcome = world.router.route(call, caller)
-        world.router.reply(call, Raw(b'{"content":[]}') if outcome is None else outcome)
+        outcome = world.router.route(call)
+        answered = Raw(b'{"content":[]}') if isinstance(outcome, LetThrough) else outcome
+        world.router.replies.reply(call, answered)
     world.router.unreadable(caller, "Invalid params: no name")
     decided = [(r.outcome, r.decision, r.decided_by) for r in world.audit.records]
     assert decided == [
@@ -468,5 +470,5 @@ def test_a_call_mcpd_answered_before_any_rule_records_no_decision() -> None:
     ]
     search = World(discovery="search")
     call, outcome = routed(search, SEARCH, {"query": "status"})
-    search.router.reply(call, outcome)
+    search.router.replies.reply(call, outcome)
     assert [(r.outcome, r.decision) for r in search.audit.records] == [("ok", "none")]

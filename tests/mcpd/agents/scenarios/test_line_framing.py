@@ -387,7 +387,7 @@ async def test_a_broken_line_is_never_written_and_its_request_gets_an_error(
     from mcpd.config.tables.model import DaemonConfig
     from mcpd.daemon import _LINES
 
-    handler = SimpleNamespace(router=SimpleNamespace(splice=True))
+    handler = SimpleNamespace(router=SimpleNamespace(splice=True, replies=None))
     a, b = trio.socket.socketpair()
     ours, theirs = trio.SocketStream(a), trio.SocketStream(b)
     conn = Connection(handler, ours, new_session(), _LINES, DaemonConfig(), version=0, profile=None)  # type: ignore[arg-type]

@@ -32,7 +32,7 @@ def methods() -> TaskMethods:
     catalog = Catalog(NamingConfig(), ListGate())
     config = parse_config({"servers": {"notes": {"command": "x"}}}, env={})
     servers = AllServers(Supervisor(config, catalog), catalog)
-    return TaskMethods(Tasks(servers, lambda *finished: None, lambda: 1 << 20))
+    return TaskMethods(Tasks(servers, lambda: 1 << 20))
 
 
 def request(method: str, params: Any) -> rpc.Request:

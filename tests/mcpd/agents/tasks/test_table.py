@@ -164,7 +164,6 @@ def test_an_agent_making_tasks_without_end_forgets_its_own_not_anothers(
     config = parse_config({"servers": {"ta": {"command": "x"}, "tb": {"command": "x"}}}, env={})
     table = tasks_module.Tasks(
         AllServers(Supervisor(config, catalog), catalog),
-        lambda to, result, links: result,
         lambda: 8000,
     )
     victim, flood = object(), object()
@@ -189,7 +188,6 @@ def test_a_task_handle_without_a_string_id_fails_the_call_and_is_not_kept(task_i
     config = parse_config({"servers": {"ta": {"command": "x"}}}, env={})
     table = tasks_module.Tasks(
         AllServers(Supervisor(config, catalog), catalog),
-        lambda to, result, links: result,
         lambda: 8000,
     )
     handle: dict[str, Any] = {"resultType": "task", "status": "working"}
@@ -248,7 +246,6 @@ def test_tasks_no_connection_ends_for_are_bounded_in_bytes(
     config = parse_config({"servers": {"ta": {"command": "x"}}}, env={})
     table = tasks_module.Tasks(
         AllServers(Supervisor(config, catalog), catalog),
-        lambda to, result, links: result,
         lambda: 8000,
     )
     stateless = object()  # a stateless HTTP client: no connection ends for it
@@ -380,7 +377,7 @@ async def test_a_task_at_a_down_server_is_told_its_outage_as_its_agent_may_read_
     from protocol.jsonrpc import messages as jsonrpc
     from protocol.mcp.features import TaskParams
 
-    table = tasks_module.Tasks(DownServer(), lambda to, result, links: result, lambda: 8000)  # type: ignore[arg-type]
+    table = tasks_module.Tasks(DownServer(), lambda: 8000)  # type: ignore[arg-type]
     agent = object()
     table.record("ta", agent, {"resultType": "task", "taskId": "t-1", "status": "working"})
     with pytest.raises(jsonrpc.RPCError) as refused:

@@ -58,7 +58,7 @@ class World:
         for alias in self.config.servers:
             self.put_runner(alias)
         self.servers = AllServers(self.supervisor, self.catalog)
-        self.tasks = Tasks(self.servers, lambda to, result, links: result, lambda: 8000)
+        self.tasks = Tasks(self.servers, lambda: 8000)
         self.watches = TaskWatches(self.tasks, self.servers)
         for alias in self.config.servers:
             self.start(alias)
