@@ -154,7 +154,7 @@ class Router:
         routed = self.route(call)
         if routed is LET_THROUGH and not call.tasks:
             self.servers.start(call.sent())
-        elif isinstance(routed, LetThrough | Ask | Continues | Resumed):
+        elif isinstance(routed, Onward):
             going = self._going(call, routed)
             call.agent.in_task(call, functools.partial(self.rounds.serve, call, going))
         else:
@@ -171,7 +171,7 @@ class Router:
         if had is None:
             try:
                 routed = self.route(call)
-                if not isinstance(routed, LetThrough | Ask | Continues | Resumed):
+                if not isinstance(routed, Onward):
                     return self.replies.reply(call, routed)[0]
                 going = self._going(call, routed)
             except Exception as exc:
