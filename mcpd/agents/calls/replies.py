@@ -9,8 +9,9 @@ from typing import Any, Final
 
 from msgspec import Raw
 
-from protocol import jsonrpc as rpc
-from protocol import mcp, splice
+from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc import splice
+from protocol.mcp import core as mcp
 
 from ...policy.agent import AgentInfo
 from ...servers.all_servers import AllServers

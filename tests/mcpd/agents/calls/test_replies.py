@@ -12,7 +12,8 @@ from msgspec import Raw
 
 from mcpd.agents.agent import AgentCall
 from mcpd.agents.calls.results import shaped_for
-from protocol import mcp, splice
+from protocol.jsonrpc import splice
+from protocol.mcp import core as mcp
 from tests.support.agent import META
 from tests.support.routing import StandInAgent, World
 
