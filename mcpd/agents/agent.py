@@ -106,7 +106,9 @@ class AgentCall(msgspec.Struct, eq=False):
     arrived: float = 0.0  # Unix time its request was read
     # -- how it was routed --
     profile: str = ""  # the agent's profile it was routed in, which its record names
-    local: str = ""  # the name the agent called
+    # The name the agent called, where its profile has that tool ("": it has none, and
+    # only ``out.name`` keeps what the agent sent).
+    local: str = ""
     # What the agent's profile shows of resources: the links in its result are handed
     # over as that profile reads them back (None: as the daemon's owner does).
     sight: Sight | None = None

@@ -94,6 +94,7 @@ def a_call(
         arguments,
         outcomes,
         AGENT,
+        tool=name,  # as routed: a name the server has
         meta=meta,
         progress=progress,
         capabilities=capabilities,
@@ -127,7 +128,7 @@ async def at_upstream(
     meta = params.meta if isinstance(params.meta, dict) else None
     call, outcomes = a_call(params.name, params.arguments, meta=meta, capabilities=capabilities)
     call.scheduler, call.state, outcomes.upstream = outcomes, "running", up
-    call.token = meta.get(mcp.KEY_PROGRESS_TOKEN) if meta is not None else None
+    call.progress_token = meta.get(mcp.KEY_PROGRESS_TOKEN) if meta is not None else None
     async with trio.open_nursery() as nursery:
         up.nursery = nursery  # where an HTTP call waits for its answer
         up.start(call)

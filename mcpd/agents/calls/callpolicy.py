@@ -237,7 +237,7 @@ class CallPolicy:
         entry = profile.lookup(call.local) if profile.name == call.profile else None
         if entry is None or entry.held is not None:
             return None
-        if (entry.alias, entry.original) != (call.out.alias, call.out.name):
+        if (entry.alias, entry.original) != (call.out.alias, call.out.tool):
             return None
         gate = self.gate
         if gate.empty:
@@ -292,7 +292,7 @@ class QueuedCalls(QueuedCheck):
         profile = self._profiles.get(call.profile)
         if profile is None:
             return _changed(call, "its profile is no longer configured")
-        entry = _listed(profile, call.local, queued.alias, queued.name)
+        entry = _listed(profile, call.local, queued.alias, queued.tool)
         if isinstance(entry, str):
             return _changed(call, entry)
         gate = self._gate

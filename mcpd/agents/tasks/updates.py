@@ -88,12 +88,13 @@ def _standing_for(
     answers = params.inputResponses
     out = Call(
         request.id,
-        entry.original,
+        entry.local,
         answers if isinstance(answers, Raw) else Raw(b"{}"),
         NO_ONE,
         ctx,
         owner=agent.owner,
         alias=entry.alias,
+        tool=entry.original,
     )
     return AgentCall(
         out,

@@ -171,7 +171,9 @@ class Call(msgspec.Struct, eq=False):
 
     # -- what the agent sent, decoded once --
     id: rpc.Id  # the agent's request id, which its reply carries
-    name: str  # the tool: the agent's name for it until routed, then its server's
+    # The tool as the agent named it (the one a meta-call names, once unwrapped): what
+    # its profile and its audit record know it by. Never what goes to the server.
+    name: str
     arguments: Raw | UnsetType  # passed on as they came
     caller: Caller
     ctx: RequestContext  # the agent's era and capabilities, from the request's _meta
@@ -187,6 +189,7 @@ class Call(msgspec.Struct, eq=False):
     splice: bool = True
     # -- where it goes (the agent side's router's) --
     alias: str = ""  # its server
+    tool: str = ""  # the tool's own name at that server: the one its request carries
     # What the server is told this agent can answer (a modern server's envelope).
     capabilities: dict[str, Any] | None = None
     # -- on its way (the scheduler's and the upstream's) --
@@ -195,14 +198,16 @@ class Call(msgspec.Struct, eq=False):
     deadline: float = math.inf
     limit: float = math.inf  # the hard limit progress cannot push the deadline past
     sent_at: float = 0.0  # when it went to its server, on the scheduler's clock
+    # Its admission by its server's breaker: the breaker's epoch then (what it reports
+    # of the server counts only while that holds), and whether it is the probe.
     ticket: int = 0
     probe: bool = False
-    rid: rpc.Id | None = None  # its id at the server, when a transport sent it
+    sent_id: rpc.Id | None = None  # the id its request went under, when a transport sent it
     # Its answer's head as the scheduler read it, for the agent side to shape the
     # result by, when that answer goes on as it came (None: not read, or changed).
     head: mcp.CallToolResultKinds | None = None
     session: SessionMark | None = None  # the session it was sent in
-    token: str | None = None  # mcpd's progress token for it at the server
+    progress_token: str | None = None  # mcpd's, in place of its agent's, at the server
     scope: trio.CancelScope | None = None  # a call sent from a task of its own
     scheduler: Admitter | None = None
     # Whether the server's requests during it go to its asker (a legacy server), and

@@ -101,7 +101,7 @@ class CallMeta:
         rounds of input."""
         own = call.meta
         if own is not None and mcp.KEY_PROGRESS_TOKEN in own:
-            token = call.token
+            token = call.progress_token
             own = {
                 k: token if k == mcp.KEY_PROGRESS_TOKEN else v
                 for k, v in own.items()
@@ -109,7 +109,7 @@ class CallMeta:
             }
         modern = self.era == "modern"
         return mcp.CallToolParams(
-            call.name,
+            call.tool,
             call.arguments,
             call.input_responses if modern else UNSET,
             call.request_state if modern else UNSET,
@@ -119,7 +119,7 @@ class CallMeta:
     def param_headers(self, call: Call) -> dict[str, str] | None:
         """The Mcp-Param-* headers the call's arguments are mirrored into, if any (a
         modern server over HTTP); raises rpc.RPCError for a value no header can carry."""
-        paths = self.param_paths.get(call.name) if self.era == "modern" else None
+        paths = self.param_paths.get(call.tool) if self.era == "modern" else None
         if not paths:
             return None
         arguments: Any = None

@@ -116,7 +116,7 @@ class CallScheduler(Admitter):
         r = self.runner
         call.scheduler = self
         if not call.timeout:
-            call.timeout = r.limits.timeout(call.name)
+            call.timeout = r.limits.timeout(call.tool)
         if self.demand is not None:
             self.demand.begin()
         up = self._up
@@ -225,7 +225,7 @@ class CallScheduler(Admitter):
     def _open_progress(self, call: Call, agent_token: object) -> None:
         # Apart from _send: most calls carry no token.
         if call.progress is not None and isinstance(agent_token, str | int):
-            call.token = self.runner.progress.open(agent_token, call.progress, call)
+            call.progress_token = self.runner.progress.open(agent_token, call.progress, call)
         # Otherwise nobody takes its reports: it goes to the server without a token.
 
     # -- outcomes --
@@ -313,7 +313,7 @@ class CallScheduler(Admitter):
             self._start_queued()
         if call.relays:
             call.relays = False
-            r.asks.leave_call(call, End.ANSWERED, call.rid)
+            r.asks.leave_call(call, End.ANSWERED, call.sent_id)
 
     def _taken_apart(self, call: Call, done: Raw | rpc.RPCError | MalformedReply) -> None:
         if call.state != "answered":
@@ -341,9 +341,9 @@ class CallScheduler(Admitter):
     def _release(self, call: Call) -> None:
         self.running -= 1
         self.deadlines.drop_ended()
-        if call.token is not None:
-            self.runner.progress.close(call.token)
-            call.token = None
+        if call.progress_token is not None:
+            self.runner.progress.close(call.progress_token)
+            call.progress_token = None
         if call.probe:
             self.runner.breaker.release_probe(call.ticket)
         if self.running == 0 and self._idle is not None:
@@ -373,7 +373,7 @@ class CallScheduler(Admitter):
         if call.relays:
             call.relays = False
             # Given up on, it may still be asked about by a server that has not read so.
-            self.runner.asks.leave_call(call, end, call.rid)
+            self.runner.asks.leave_call(call, end, call.sent_id)
         if self.demand is not None:
             self.demand.end()
 

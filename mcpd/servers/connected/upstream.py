@@ -259,24 +259,24 @@ class Upstream:
         transport raises when it cannot send at all, or rpc.RPCError for an argument no
         header can carry."""
         call.session = self.mark
-        if call.name in self.task_tools:
+        if call.tool in self.task_tools:
             if self.nursery is None:
                 raise TransportError(f"{self.alias} is not connected")
             self.nursery.start_soon(task_tools.run_call, self.request, self.alias, self.meta, call)
             return
         params = self._params(call)
         if self.http:
-            call.rid = self._send_over_http(params, call)
+            call.sent_id = self._send_over_http(params, call)
         else:
             # No headers, and no session to lose: the transport's own ``send``, the
             # call itself taking the answer.
-            call.rid = self.transport.send("tools/call", params, call)
+            call.sent_id = self.transport.send("tools/call", params, call)
 
     def _params(self, call: Call) -> Params | splice.SplicedCall:
         shape = self._shape(call)
         if shape is None:
             return self.meta.params(call)
-        return splice.SplicedCall(shape, call.arguments, call.token)
+        return splice.SplicedCall(shape, call.arguments, call.progress_token)
 
     def _send_over_http(self, params: Params | splice.SplicedCall, call: Call) -> rpc.Id:
         """Send a call over Streamable HTTP: with its headers, in its agent's context
@@ -295,11 +295,11 @@ class Upstream:
         """Give ``call`` up: the server is told (``why``), and its answer is dropped."""
         if call.scope is not None:
             call.scope.cancel()  # a task's call: the transport tells the server its way
-        elif call.rid is not None:
-            self.transport.forget(call.rid, why)
+        elif call.sent_id is not None:
+            self.transport.forget(call.sent_id, why)
 
     def _call_headers(self, call: Call) -> dict[str, str] | None:
-        headers = self._headers("tools/call", call.name)
+        headers = self._headers("tools/call", call.tool)
         extra = self.meta.param_headers(call)
         return {**(headers or {}), **extra} if extra else headers
 
@@ -313,7 +313,7 @@ class Upstream:
                 headers = self._call_headers(call)
                 # Written again: the server may have come back speaking the other era.
                 params = self._params(call)
-                call.rid = self.transport.send("tools/call", params, reply, headers=headers)
+                call.sent_id = self.transport.send("tools/call", params, reply, headers=headers)
         except (TransportError, rpc.RPCError) as exc:
             call(None, exc)
 
@@ -331,7 +331,7 @@ class Upstream:
         own = call.meta
         if own is not None and (len(own) != 1 or mcp.KEY_PROGRESS_TOKEN not in own):
             return None
-        return self.meta.shapes.get(call.name) or self.meta.shape(call.name)
+        return self.meta.shapes.get(call.tool) or self.meta.shape(call.tool)
 
     async def listen_for(self, notifications: Mapping[str, Any]) -> None:
         """Hold a modern ``subscriptions/listen`` for ``notifications`` (lists, resources,

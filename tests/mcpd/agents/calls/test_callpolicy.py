@@ -626,7 +626,8 @@ def queued(*rules: dict[str, Any]) -> Queued:
     p = policy(*rules)
     entry = entry_of(servers, "gh")
     call = a_call(Raw(b'{"repo": "x"}'))
-    call.profile, call.local, call.out.alias = "default", entry.local, entry.alias
+    call.profile, call.local = "default", entry.local
+    call.out.alias, call.out.tool = entry.alias, entry.original
     assert p.decide(call, entry, profiles.default, AGENT) is None
     call.sent()  # to its server, where it waits
     return Queued(QueuedCalls(p.gate, profiles), call, p.gate, profiles.default)
@@ -701,7 +702,8 @@ def sent_once(
     p = policy(*rules)
     entry = entry_of(servers, "gh")
     call = a_call(Raw(b'{"repo": "x"}'))
-    call.profile, call.local, call.out.alias = "default", entry.local, entry.alias
+    call.profile, call.local = "default", entry.local
+    call.out.alias, call.out.tool = entry.alias, entry.original
     assert p.decide(call, entry, servers, AGENT) is None
     return p, servers, call, p.let_through(call, servers)
 

@@ -197,7 +197,9 @@ def test_a_listed_tool_goes_to_its_server_under_the_servers_name() -> None:
     local = world.local("git", "status")
     call, outcome = routed(world, local, {"a": 1})
     assert outcome is LET_THROUGH
-    assert (call.local, call.out.name, call.out.alias) == (local, "status", "git")
+    # The agent's name for it stays what it called; the server's goes beside it.
+    assert (call.local, call.out.name) == (local, local)
+    assert (call.out.alias, call.out.tool) == ("git", "status")
     assert call.sight is world.profile.view
 
 
@@ -279,10 +281,12 @@ def test_in_search_mode_the_meta_tools_answer_or_stand_for_the_call_they_wrap() 
     call, outcome = routed(world, CALL, {"name": local, "arguments": {"a": 1}})
     assert outcome is LET_THROUGH
     out = call.out
-    assert (call.local, out.name, out.alias, bytes(out.arguments)) == (  # type: ignore[arg-type]
+    # A meta-call's name is the call it stands for, as the agent's profile names it.
+    assert (call.local, out.name, out.alias, out.tool, bytes(out.arguments)) == (  # type: ignore[arg-type]
         local,
-        "status",
+        local,
         "git",
+        "status",
         b'{"a":1}',
     )
 

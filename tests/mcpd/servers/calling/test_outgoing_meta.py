@@ -131,7 +131,7 @@ def test_a_new_log_level_or_handshake_remakes_the_shapes() -> None:
 
 def test_the_agents_progress_token_is_replaced_by_mcpds() -> None:
     call, _ = a_call("t", meta={"progressToken": "agent-token", "trace": 1})
-    call.token = "mcpd-s-9"
+    call.progress_token = "mcpd-s-9"
     params = legacy().params(call)
     assert params.name == "t"
     assert params.meta == {"progressToken": "mcpd-s-9", "trace": 1}
