@@ -529,6 +529,58 @@ def test_no_any_crosses_the_seam() -> None:
     assert not gone, "no longer Any; strike from UNTYPED:\n" + "\n".join(gone)
 
 
+# What the agent side and the servers both keep an agent's things under: one type
+# (``servers.calling.owners.Owner``), never a bare ``object`` or ``Any`` that any value
+# passes for.
+OWNER = "owner"
+
+
+def untyped_owners(source: str, where: str) -> list[str]:
+    """Each parameter, field or attribute named ``owner`` in ``source`` whose
+    annotation is only ``object`` or ``Any`` (or one of them or None)."""
+    loose = {"object", "Any"}
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        notes: list[tuple[str, ast.expr | None, int]] = []
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            a = node.args
+            params = [*a.posonlyargs, *a.args, *a.kwonlyargs]
+            notes = [(p.arg, p.annotation, p.lineno) for p in params]
+        elif isinstance(node, ast.AnnAssign):
+            target = node.target
+            name = target.id if isinstance(target, ast.Name) else ""
+            if isinstance(target, ast.Attribute):
+                name = target.attr
+            notes = [(name, node.annotation, node.lineno)]
+        for name, note, line in notes:
+            if name == OWNER and note is not None and names_in(note) - {"None"} <= loose:
+                found.append(f"{where}:{line}")
+    return found
+
+
+def test_an_owner_has_its_type() -> None:
+    found = [
+        hit
+        for name, path in MODULES.items()
+        if within(name, "mcpd.agents") or within(name, "mcpd.servers")
+        for hit in untyped_owners(path.read_text(), name)
+    ]
+    assert not found, "an owner typed as anything (use servers.shared.Owner):\n" + "\n".join(found)
+
+
+def test_the_owner_checker_sees_an_untyped_owner() -> None:
+    source = """
+from typing import Any
+def gone(owner: object) -> None: ...
+class Table:
+    owner: Any | None = None
+    def __init__(self, owner: Owner) -> None:
+        self.owner: object = owner
+def typed(owner: Owner, other: object) -> None: ...
+"""
+    assert untyped_owners(source, "m") == ["m:3", "m:5", "m:7"]
+
+
 # Interfaces (a Protocol, an abstract base) with one implementation that a layering
 # rule needs: a layer declares what it uses of another it may not import, and that
 # one implements it (the wiring hands it over). Each entry: interface -> the rule it

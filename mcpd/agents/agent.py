@@ -24,7 +24,7 @@ from protocol.mcp.serving import AgentSession, RequestContext
 
 from ..policy.deciders.kin import AgentKin
 from ..registry.uris.scheme import Sight
-from ..servers.shared import Call, Outcome, ProgressSink, SessionMark, Whose
+from ..servers.shared import Call, Outcome, Owner, ProgressSink, SessionMark, Whose
 from .askback.askers import AgentRequests, DirectAsker
 from .entry.dial import WAITING
 from .entry.identity import AgentIdentity
@@ -40,15 +40,18 @@ class OutcomeSink(abc.ABC):
         """``call``'s one outcome (never raised into: it is written, or kept)."""
 
 
-class Agent(OutcomeSink):
+class Agent(OutcomeSink, Owner):
     """An agent's connection (or HTTP exchange), as its calls need it: the connection
-    derives from this, which keeps it out of this module's imports."""
+    derives from this, which keeps it out of this module's imports. It is an ``Owner``
+    itself, of what lasts no longer than it (a listen's subscriptions)."""
 
     session: AgentSession
     # The request contexts of the _meta it sends again and again, by those bytes.
     contexts: dict[bytes, RequestContext]
     profile: Profile
-    owner: object
+    # What it leaves at mcpd is kept under: on the socket the connection itself; over
+    # HTTP its session, or a stateless client's own (``mcp_route``).
+    owner: Owner
     asks: AgentRequests  # what servers ask this agent through mcpd (a legacy agent)
     # The asker of its calls sent without a task: it declares nothing, so a server's
     # request during one is refused, naming the capability it would need.
@@ -148,7 +151,7 @@ class AgentCall(msgspec.Struct, eq=False):
         return self.out.alias
 
     @property
-    def owner(self) -> object:
+    def owner(self) -> Owner:
         return self.out.owner
 
     @property

@@ -1,5 +1,4 @@
-"""``AgentServer``, the MCP server agents reach: over mcpd's sockets, newline-delimited
-JSON-RPC, both eras.
+"""``AgentServer``, the MCP server agents reach: over mcpd's sockets, JSON lines, both eras.
 
 Each request runs in its own task (a tools/call in none: its outcome is written from a
 callback), so a slow tool never holds up the rest of its connection, and replies go
@@ -26,6 +25,7 @@ from ..config.tables.model import NamingConfig
 from ..config.tables.profiles import ProfileConfig
 from ..policy.deciders.departed import Departed
 from ..servers.all_servers import AllServers
+from ..servers.shared import Owner
 from .agent import Agent
 from .askback.driver import AskBackDriver
 from .beyond_tools.extra_methods import ExtraMethods
@@ -293,7 +293,7 @@ class AgentServer(ProfileMethods, Dispatcher):
         """An agent without a connection of its own (an HTTP session) has begun."""
         self.extras.joined(conn)
 
-    def agent_gone(self, owner: object) -> None:
+    def agent_gone(self, owner: Owner) -> None:
         """An agent without a connection of its own (an HTTP session) has ended."""
         self.extras.left(owner)
 

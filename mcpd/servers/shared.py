@@ -2,11 +2,12 @@
 
 A call and what it comes to (``Call``, its ``Outcome``: the server's bytes, an
 ``Outage``, the server's JSON-RPC error, or mcpd's own result; ``Unqueued`` and
-``CallRefused`` for what mcpd refused to send), whose it is (``Whose``), the session it
-was sent in (``SessionMark``), where its progress goes (``ProgressSink``) and who
-answers what its server asks back (``Asker``, ``NO_ANSWER``); what the agent side says
-of a call still queued (``QueuedCheck``); what a server said of itself
-(``Said``) and its history as the status page draws it (``ServerHistory``).
+``CallRefused`` for what mcpd refused to send), the agent it is kept under (``Owner``)
+and whose it is as bytes are shared out (``Whose``), the session it was sent in
+(``SessionMark``), where its progress goes (``ProgressSink``) and who answers what its
+server asks back (``Asker``, ``NO_ANSWER``); what the agent side says of a call still
+queued (``QueuedCheck``); what a server said of itself (``Said``) and its history as
+the status page draws it (``ServerHistory``).
 
 The agent side imports these from here, not from the modules that define them, and
 from the rest of ``servers/`` only the two fronts ``daemon.py`` wires for it:
@@ -18,6 +19,7 @@ from __future__ import annotations
 from .asking.askback import NO_ANSWER, Asker
 from .asking.progress import ProgressSink
 from .calling.calls import Call, CallRefused, Outcome, QueuedCheck, SessionMark, Unqueued, Whose
+from .calling.owners import Owner
 from .status.history import DAY, HOUR, ServerHistory
 from .status.outage import Outage
 from .status.state import Said
@@ -31,6 +33,7 @@ __all__ = [
     "CallRefused",
     "Outage",
     "Outcome",
+    "Owner",
     "ProgressSink",
     "QueuedCheck",
     "Said",

@@ -17,6 +17,7 @@ from mcpd.agents.connection.dispatcher import Connection, Dispatcher
 from mcpd.agents.connection.failures import Failures
 from mcpd.config.tables.model import DaemonConfig
 from mcpd.daemon import _LINES
+from mcpd.servers.shared import Owner
 from protocol.jsonrpc import messages as rpc
 from tests.support.agent import META
 from tests.support.line_end import LineEnd
@@ -78,7 +79,7 @@ class Handler(Dispatcher):
     def agent_joined(self, conn: Connection) -> None:
         pass
 
-    def agent_gone(self, owner: object) -> None:
+    def agent_gone(self, owner: Owner) -> None:
         pass
 
 

@@ -24,6 +24,7 @@ from protocol.mcp.serving import RequestContext
 from ...registry.profiles.views import ProfileView
 from ...registry.uris.scheme import Sight
 from ...servers.all_servers import AllServers
+from ...servers.shared import Owner
 from ..agent import Agent
 from ..askback.driver import AgentSide, AskBackDriver
 from ..calls.callpolicy import CallPolicy
@@ -129,7 +130,7 @@ class ExtraMethods:
         for owner in {id(o): o for o in (conn, conn.owner)}.values():
             self.subscriptions.switched(owner, sight)
 
-    def left(self, owner: Any) -> None:
+    def left(self, owner: Owner) -> None:
         """The agent disconnected: servers waiting for its answers get an error now."""
         self.askback.owner_gone(owner, "the agent disconnected")
         self.subscriptions.owner_gone(owner)
@@ -137,7 +138,7 @@ class ExtraMethods:
         self.tasks.owner_gone(owner)
         self._allowances.pop(owner, None)
 
-    def _allowance(self, owner: object) -> Allowance:
+    def _allowance(self, owner: Owner) -> Allowance:
         found = self._allowances.get(owner)
         if found is None:
             found = self._allowances[owner] = Allowance()

@@ -22,7 +22,7 @@ from protocol.mcp.serving import AgentSession, RequestContext
 
 from ...config.tables.model import DaemonConfig
 from ...policy.deciders.kin import AgentKin, unknown_kin
-from ...servers.shared import Outcome, ProgressSink
+from ...servers.shared import Outcome, Owner, ProgressSink
 from ..agent import AgentCall
 from ..askback.askers import AgentRequests, DirectAsker
 from ..askback.call_rounds import Had
@@ -65,7 +65,7 @@ class Dispatcher(abc.ABC):
         """An agent without a connection of its own (an HTTP session) has begun."""
 
     @abc.abstractmethod
-    def agent_gone(self, owner: object) -> None:
+    def agent_gone(self, owner: Owner) -> None:
         """An agent without a connection of its own (an HTTP session) has ended."""
 
 
@@ -105,7 +105,7 @@ class Connection(ConnectionEnd):
         self.calls_in_tasks: dict[rpc.Id, AgentCall] = {}  # the tools/call among the tasks
         self.peer = peer
         self.identity = AgentIdentity(peer)
-        self.owner: object = self  # who the agent is, to what it owns (tasks, asks)
+        self.owner: Owner = self  # who the agent is, to what it owns (tasks, asks)
         # The profile the agent sees, and the one its socket fixes.
         self.profile = profile
         self.fixed_profile = fixed_profile

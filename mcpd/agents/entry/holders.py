@@ -18,7 +18,7 @@ looked for. For mcpd's own user, the processes that hold that socket are looked 
 server's (a server's process that put its socket in flight, or made itself unreadable,
 holds it as far as anyone can see), and it is taken for one that may be.
 
-What is found is kept for the connection's life (``ConnectionOwner``): a browser's or
+What is found is kept for the connection's life (``ConnectionHolder``): a browser's or
 an agent's connection stays theirs, and the page's event stream and actions ask once.
 """
 
@@ -77,7 +77,7 @@ class Held(msgspec.Struct, frozen=True):
     pid: int | None = None
 
 
-class ConnectionOwner:
+class ConnectionHolder:
     """Who holds the other end of one connection: looked up the first time it is asked
     for, then kept for the connection's life, a failure too."""
 
@@ -89,7 +89,7 @@ class ConnectionOwner:
         self._found: Held | OwnerUnknown | None = None
 
     @classmethod
-    def of_peer(cls, peer: Peer) -> ConnectionOwner:
+    def of_peer(cls, peer: Peer) -> ConnectionHolder:
         """A socket's peer, as the door read it."""
 
         async def known() -> Held:
@@ -267,15 +267,15 @@ def servers_process(held: Held) -> str:
 
 
 async def token_bearer(
-    request: h11.Request, owner: ConnectionOwner | None, refusals: ServerRefusals
+    request: h11.Request, holder: ConnectionHolder | None, refusals: ServerRefusals
 ) -> Held | None:
     """Refuses (Reject) ``request``, which its gate let in, where it brings the
     endpoint's token on a connection that one of mcpd's servers holds, or may; else
     who holds it, where that was looked for and found."""
-    if owner is None or Headers(request.headers).get("authorization") is None:
+    if holder is None or Headers(request.headers).get("authorization") is None:
         return None
     try:
-        held = await owner.held()
+        held = await holder.held()
     except HoldersUnknown as exc:
         refusals.unknown(str(exc))
         why = f"Forbidden: mcpd cannot tell this connection from one of its servers': {exc}"

@@ -14,23 +14,14 @@ from __future__ import annotations
 
 import secrets
 
-import msgspec
-
 from ...policy.agent import AgentInfo, exe_of
 from ...servers.shared import Whose
+from .holders import Held
 from .peers import Peer, is_owner, owners_uid
 
 
 def new_connection_id() -> str:
     return secrets.token_hex(4)
-
-
-class Holder(msgspec.Struct, frozen=True):
-    """Who holds the other end of a TCP connection, as far as mcpd found: its user, and
-    a process of it where one was found."""
-
-    uid: int
-    pid: int | None = None
 
 
 class _Program:
@@ -53,7 +44,7 @@ class AgentIdentity:
     __slots__ = ("_legacy", "_modern", "_program", "connection", "holder", "peer")
 
     def __init__(
-        self, peer: Peer | None, holder: Holder | None = None, connection: str | None = None
+        self, peer: Peer | None, holder: Held | None = None, connection: str | None = None
     ) -> None:
         """``holder``: on the TCP endpoint (no ``peer``), who holds the connection's
         other end; set again as more is found, before its first call. ``connection``:

@@ -21,11 +21,11 @@ from protocol.jsonrpc import messages as rpc
 from protocol.mcp.serving import AgentSession
 
 from ...policy.deciders.kin import AgentKin, Decider, unknown_kin
-from ...servers.shared import ProgressSink
+from ...servers.shared import Owner, ProgressSink
 from ..askback.askers import AgentRequests, DirectAsker
 from ..connection.dispatcher import Connection, Dispatcher
 from ..connection.ending import stopped_answer
-from ..entry.holders import ConnectionOwner, TcpKin
+from ..entry.holders import ConnectionHolder, TcpKin
 from ..entry.identity import AgentIdentity
 from ..entry.peers import Peer
 from ..entry.sockets import Leave
@@ -51,7 +51,7 @@ class Exchange(Connection):
         session: AgentSession,
         caller: RequestSender,
         profile: Profile,
-        owner: object,
+        owner: Owner,
         identity: AgentIdentity,
         asks: AgentRequests | None = None,
         news: Connection | None = None,
@@ -152,7 +152,7 @@ class RequestSender(msgspec.Struct, frozen=True):
     identity: AgentIdentity | None = None
     # Who holds its other end (the local user, and whether one of mcpd's servers), for
     # what is bound to a person or kept from servers; None: not known.
-    owner: ConnectionOwner | None = None
+    holder: ConnectionHolder | None = None
     # On the TCP endpoint, who holds its other end, looked for at its first request to
     # /mcp and when someone decides through it.
     tcp: TcpKin | None = None

@@ -47,8 +47,16 @@ from ...registry.profiles.views import ProfileView
 from ...servers.all_servers import AllServers
 from ..connection.dispatcher import Connection, Dispatcher
 from ..daemon_seam import DaemonForAgents
-from ..entry.holders import ConnectionOwner, Lookups, ServerRefusals, TcpKin, tcp_held, token_bearer
-from ..entry.identity import AgentIdentity, Holder
+from ..entry.holders import (
+    ConnectionHolder,
+    Held,
+    Lookups,
+    ServerRefusals,
+    TcpKin,
+    tcp_held,
+    token_bearer,
+)
+from ..entry.identity import AgentIdentity
 from ..entry.peers import Peer
 from ..entry.sockets import Leave
 from ..page import is_page
@@ -194,8 +202,8 @@ class HttpSide:
         leave: Leave | None,
     ) -> None:
         if gate is None:
-            owner = None if peer is None else ConnectionOwner.of_peer(peer)
-            caller = RequestSender(peer, fixed, identity=identity, owner=owner, leave=leave)
+            holder = None if peer is None else ConnectionHolder.of_peer(peer)
+            caller = RequestSender(peer, fixed, identity=identity, holder=holder, leave=leave)
             await serve_until_left(leave, wire, partial(self._exchanges, wire, caller, None))
             return
         first = await gate.admit(wire)
@@ -211,16 +219,16 @@ class HttpSide:
         sock = wire.stream.socket
         uid = await holder_uid(sock)
         if uid is not None:
-            identity.holder = Holder(uid)
+            identity.holder = Held(uid)
         page = for_page(first)
         with self.on_endpoint.seat(self.control.settings, uid, page) as refusal:
             if refusal is not None:
                 await _send(wire, 503, "application/json", _encode({"error": refusal}))
                 return
             # Looked up only if a request needs it: the token, the page's session or code.
-            owner = ConnectionOwner(partial(tcp_held, sock, self._lookups))
+            holder = ConnectionHolder(partial(tcp_held, sock, self._lookups))
             tcp = TcpKin(sock, self._lookups)
-            caller = RequestSender(None, None, gate.check, identity, owner, tcp, page)
+            caller = RequestSender(None, None, gate.check, identity, holder, tcp, page)
             await self._exchanges(wire, caller, first)
 
     async def _exchanges(self, wire: Wire, caller: RequestSender, head: h11.Request | None) -> None:
@@ -260,10 +268,10 @@ class HttpSide:
                         same_kind(head, caller.page_place)
                 if head is not None and caller.guard is not None:
                     # The token is no server's (``holders``), checked at the headers too.
-                    held = await token_bearer(head, caller.owner, self._refusals)
+                    held = await token_bearer(head, caller.holder, self._refusals)
                     if held is not None and caller.identity is not None:
                         # Its calls are recorded as this user's and process's.
-                        caller.identity.holder = Holder(held.uid, held.pid)
+                        caller.identity.holder = held
                 if head is not None and is_page(head.target):
                     stranger = wire.closing = _unvouched(head, caller)
                     # The page's own, at the headers too.

@@ -39,6 +39,7 @@ from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 from protocol.mcp.serving import AgentSession
 
+from ...servers.shared import Owner
 from ..connection.dispatcher import Connection, Dispatcher
 from ..profiles import Profile
 from .body_budget import check_listen
@@ -89,7 +90,7 @@ class McpRoute:
         self.stateless = new_session()
         self.sessions: dict[str, LegacySession] = {}
         # A stateless client has no connection to be: one object for each who it can be.
-        self._owners: dict[StatelessAgent, object] = {}
+        self._owners: dict[StatelessAgent, Owner] = {}
         self.answering = Answering()  # the requests being answered, which a stop ends
 
     async def serve(
@@ -246,7 +247,7 @@ class McpRoute:
                 legacy.asks,
                 legacy.news,
             )
-        owner = self._owners.setdefault(caller.stateless_agent(profile), object())
+        owner = self._owners.setdefault(caller.stateless_agent(profile), Owner())
         return Exchange(self.handler, session, caller, profile, owner, caller.who())
 
     async def _modern(

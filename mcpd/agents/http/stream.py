@@ -29,6 +29,7 @@ from protocol.mcp import core as mcp
 from protocol.mcp.serving import AgentSession
 from protocol.shown.logfields import log_extra
 
+from ...servers.shared import Owner
 from ..connection.dispatcher import Connection
 from ..connection.outbox import QUEUE_BYTES
 from ..profiles import Profile
@@ -51,7 +52,7 @@ class SessionNews(Connection):
 
     long_replies = False
 
-    def __init__(self, session: AgentSession, profile: Profile, owner: object) -> None:
+    def __init__(self, session: AgentSession, profile: Profile, owner: Owner) -> None:
         # What the broadcasters read of a connection; the line connection's constructor
         # is deliberately not run (there is no socket of its own here).
         self.session = session

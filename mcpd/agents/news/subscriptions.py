@@ -30,6 +30,7 @@ from ...config.tables.model import DaemonConfig
 from ...registry.uris.claims import ROUTE_STEPS, Budget
 from ...registry.uris.scheme import Routed, Sight, Undecided
 from ...servers.all_servers import AllServers
+from ...servers.shared import Owner
 from ..beyond_tools.prompts import held_read_error
 from ..beyond_tools.resources import route
 from .logs import Send
@@ -69,7 +70,7 @@ class _Entry:
 
     __slots__ = ("checked", "listen_id", "send", "sight", "uri")
 
-    def __init__(self, uri: str, send: Send, listen_id: Any, sight: Sight | None) -> None:
+    def __init__(self, uri: str, send: Send, listen_id: rpc.Id | None, sight: Sight | None) -> None:
         self.uri = uri
         self.send = send
         self.listen_id = listen_id
@@ -78,7 +79,9 @@ class _Entry:
 
 
 SubscriptionKey = tuple[str, str]  # (alias, the server's URI)
-Who = tuple[int, Any]  # (id of the owner, listen id)
+# Whose a subscription is: the id of its ``Owner`` (the agent, or a listen's connection)
+# and the listen's id (None: the agent's own resources/subscribe).
+Subscriber = tuple[int, rpc.Id | None]
 
 
 def _refuse(message: str, limit: int, held: int, asked: int) -> NoReturn:
@@ -92,9 +95,9 @@ class Subscriptions:
         self.servers = servers
         self._max_line_bytes = max_line_bytes  # the daemon's, as it is now
         # (alias, the server's URI) -> {subscriber: its subscription}
-        self._subs: dict[SubscriptionKey, dict[Who, _Entry]] = {}
+        self._subs: dict[SubscriptionKey, dict[Subscriber, _Entry]] = {}
         # id of the owner -> what it holds: (alias, the server's URI), listen id
-        self._owned: dict[int, set[tuple[tuple[str, str], Any]]] = {}
+        self._owned: dict[int, set[tuple[SubscriptionKey, rpc.Id | None]]] = {}
         # id of the owner -> the bytes of the agent's URIs it holds (a server's URI is
         # the agent's or the end of it)
         self._owned_bytes: dict[int, int] = {}
@@ -102,7 +105,7 @@ class Subscriptions:
         self._bytes = 0
         servers.on_resource_updated(self._updated)
 
-    def _hold(self, key: SubscriptionKey, who: Who, entry: _Entry) -> None:
+    def _hold(self, key: SubscriptionKey, who: Subscriber, entry: _Entry) -> None:
         holders = self._subs.setdefault(key, {})
         before = holders.get(who)
         if before is None:
@@ -112,7 +115,7 @@ class Subscriptions:
         holders[who] = entry
         self._spend(who[0], _size(entry.uri) - (0 if before is None else _size(before.uri)))
 
-    def _release(self, key: SubscriptionKey, who: Who) -> None:
+    def _release(self, key: SubscriptionKey, who: Subscriber) -> None:
         holders = self._subs.get(key)
         entry = None if holders is None else holders.pop(who, None)
         if holders is None or entry is None:
@@ -132,7 +135,7 @@ class Subscriptions:
         self._bytes += size
         self._owned_bytes[owner] = self._owned_bytes.get(owner, 0) + size
 
-    def _room_for(self, owner: object, more: int, size: int) -> None:
+    def _room_for(self, owner: Owner, more: int, size: int) -> None:
         """Refuses ``more`` subscriptions of ``size`` bytes that would take the
         connection, or all agents together, past a bound, naming it."""
         counted, sized = "resource subscriptions", "bytes of subscribed URIs"
@@ -162,7 +165,7 @@ class Subscriptions:
 
     def subscribe(
         self,
-        owner: object,
+        owner: Owner,
         uri: str,
         send: Send,
         on: bool,
@@ -201,7 +204,7 @@ class Subscriptions:
 
     def listen(
         self,
-        conn: object,
+        conn: Owner,
         listen_id: rpc.Id,
         uris: Any,
         send: Send,
@@ -230,12 +233,12 @@ class Subscriptions:
                 honoured.append(uri)
         return honoured
 
-    def unlisten(self, conn: object, listen_id: rpc.Id) -> None:
+    def unlisten(self, conn: Owner, listen_id: rpc.Id) -> None:
         owned = self._owned.get(id(conn), set())
         for key in [key for key, held_by in owned if held_by == listen_id]:
             self._release(key, (id(conn), listen_id))
 
-    def owner_gone(self, owner: object) -> None:
+    def owner_gone(self, owner: Owner) -> None:
         for key, listen_id in list(self._owned.get(id(owner), ())):
             self._release(key, (id(owner), listen_id))
 
@@ -251,7 +254,7 @@ class Subscriptions:
                 if id(entry.sight) in ids:
                     self._look_again(key, who, entry)
 
-    def switched(self, owner: object, sight: Sight | None) -> None:
+    def switched(self, owner: Owner, sight: Sight | None) -> None:
         """``owner``'s agent sees the profile ``sight`` from now on (``mcpd/useProfile``):
         its subscriptions route through it, those that no longer reach their server let
         go of."""
@@ -261,7 +264,7 @@ class Subscriptions:
             entry.sight = sight
             self._look_again(key, who, entry)
 
-    def _look_again(self, key: SubscriptionKey, who: Who, entry: _Entry) -> None:
+    def _look_again(self, key: SubscriptionKey, who: Subscriber, entry: _Entry) -> None:
         """Lets go of ``entry`` unless its URI may still reach ``key``: routed there,
         or its server shown and the URI not found (its lists may be on their way back
         after a restart), or matching it cut short."""

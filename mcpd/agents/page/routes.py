@@ -9,7 +9,7 @@ read. On the HTTP endpoint the page wants its session cookie (or the bearer toke
 without one, for reading. Acting takes a session on either: its cookie, its CSRF
 token, and an ``Origin`` that is the page's own. A session is taken, and a code
 traded, only on a connection of the local user that opened it which no process of
-mcpd's servers holds (``whose``); who holds it (``RequestSender.owner``) is looked up for a
+mcpd's servers holds (``whose``); who holds it (``RequestSender.holder``) is looked up for a
 request that brings a live session's cookie or a good code, and for no other; so are
 the processes that trade a good code (``opener``). Whose side the sessions kept are on
 is judged against the agents connected now as a session is used to draw the page or

@@ -27,9 +27,9 @@ async def connection_holder(
     honoured on it; else raises Reject, as JSON for an action (``acting``), else as a
     page: who holds it cannot be told, or a process of one of mcpd's servers does."""
     try:
-        if caller.owner is None:
+        if caller.holder is None:
             raise OwnerUnknown("mcpd was not told who is at its other end")
-        held = await caller.owner.held()
+        held = await caller.holder.held()
     except OwnerUnknown as exc:
         text = _unbound(exc)
         if acting:

@@ -25,7 +25,7 @@ from protocol.jsonrpc import messages as rpc
 from protocol.mcp import features as surface
 from protocol.mcp.serving import RequestContext
 
-from ...servers.shared import Call, Outcome
+from ...servers.shared import Call, Outcome, Owner
 from ..agent import NO_ONE, Agent, AgentCall, OutcomeSink
 from ..calls.callpolicy import CallPolicy, Sent
 from ..calls.callrecords import CallRecords, outcome_of
@@ -55,7 +55,7 @@ class TaskUpdates:
         request: rpc.Request,
         params: surface.TaskParams,
         ctx: RequestContext,
-        owner: object,
+        owner: Owner,
     ) -> dict[str, Any] | None:
         """None when ``params`` (of ``owner``'s ``tasks/update``) may go to the task's
         server; else the task as its agent reads it, ended with mcpd's refusal."""

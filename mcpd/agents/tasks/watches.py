@@ -24,7 +24,7 @@ from protocol.mcp import core as mcp
 
 from ...registry.uris.scheme import Sight
 from ...servers.all_servers import AllServers
-from ...servers.shared import SessionMark
+from ...servers.shared import Owner, SessionMark
 from .table import Task, Tasks, agent_task_id, ended_task
 
 # Where a listen is: its connection's id, and the listen's request id.
@@ -40,7 +40,7 @@ class _Watch:
 
     def __init__(
         self,
-        owner: object,
+        owner: Owner,
         tasks: dict[str, Task],
         send: Callable[[bytes], None],
         capabilities: dict[str, Any] | None,
@@ -63,7 +63,7 @@ class TaskWatches:
 
     def watch(
         self,
-        owner: object,
+        owner: Owner,
         where: Where,
         wanted: Any,
         send: Callable[[bytes], None],

@@ -19,6 +19,7 @@ from collections import Counter, deque
 from collections.abc import Iterator
 
 from .calls import Call
+from .owners import NOBODY, Owner
 from .queue_bytes import QueueBytes
 
 
@@ -30,11 +31,11 @@ class TurnQueue:
         # In arrival order; read it, change it through the methods. The scheduler asks
         # it whether any call waits, on every call: a method of its own cost a frame.
         self.calls: deque[Call] = deque()
-        self._sole: object = None  # the one owner of every call, while _held is None
+        self._sole: Owner = NOBODY  # the one owner of every call, while _held is None
         # Calls waiting per owner, and the owners in the order of their turns: kept
         # only while two or more owners have calls waiting.
-        self._held: dict[object, int] | None = None
-        self._turns: deque[object] = deque()
+        self._held: dict[Owner, int] | None = None
+        self._turns: deque[Owner] = deque()
 
     def __len__(self) -> int:
         return len(self.calls)
@@ -66,7 +67,7 @@ class TurnQueue:
         calls.append(call)
         self._bytes.take(call)
 
-    def _share(self, newcomer: object) -> None:
+    def _share(self, newcomer: Owner) -> None:
         sole = self._sole
         self._held = {sole: len(self.calls), newcomer: 1}
         # The owner that was alone has had the slots until now: the newcomer goes first.
@@ -101,21 +102,23 @@ class TurnQueue:
         self.calls.remove(call)
         self._gone(call)
 
-    def newest_of(self, owner: object) -> Call:
+    def newest_of(self, owner: Owner) -> Call:
         return next(c for c in reversed(self.calls) if c.owner is owner)
 
-    def pushed_out(self, owner: object) -> Call | None:
+    def pushed_out(self, owner: Owner) -> Call | None:
         """The call that makes room for one of ``owner``'s in a full queue: the newest
         of the owner that holds more of it than ``owner`` would with its call (the
         most, the first to have queued among equals); None when none holds more. One
         agent filling the queue is refused its own calls, not everyone's."""
         held = Counter(self.held())
-        top, most = held.most_common(1)[0] if held else (None, 0)
+        if not held:
+            return None
+        top, most = held.most_common(1)[0]
         if most <= held[owner] + 1:
             return None
         return self.newest_of(top)
 
-    def held(self) -> dict[object, int]:
+    def held(self) -> dict[Owner, int]:
         """How many calls each owner has waiting."""
         if self._held is None:
             return {self._sole: len(self.calls)} if self.calls else {}
@@ -136,9 +139,9 @@ class TurnQueue:
             self._turns.remove(owner)
             self._settle(held)
 
-    def _settle(self, held: dict[object, int]) -> None:
+    def _settle(self, held: dict[Owner, int]) -> None:
         # One owner left with calls waiting (or none): a plain deque again.
         if len(held) <= 1:
-            self._sole = next(iter(held), None)
+            self._sole = next(iter(held), NOBODY)
             self._held = None
             self._turns = deque()

@@ -22,7 +22,7 @@ import trio
 import trio.testing
 
 from mcpd.agents.entry import holders
-from mcpd.agents.entry.holders import ConnectionOwner, Held, Lookups, TcpKin, tcp_held
+from mcpd.agents.entry.holders import ConnectionHolder, Held, Lookups, TcpKin, tcp_held
 from mcpd.local.ownership.tcpowner import HoldersUnknown, OwnerUnknown
 from mcpd.policy.deciders.kin import AgentKin, Decider
 from tests.support.agent import Agent, connect, make_config, running
@@ -254,7 +254,7 @@ async def test_who_holds_a_connection_is_looked_up_once_a_failure_too() -> None:
         asked.append("unknown")
         raise HoldersUnknown("no process holds it")
 
-    owner, nobody = ConnectionOwner(found), ConnectionOwner(unknown)
+    owner, nobody = ConnectionHolder(found), ConnectionHolder(unknown)
     assert await owner.held() == await owner.held() == Held(1000, "thief", 42)
     for _ in range(2):
         with pytest.raises(HoldersUnknown, match="no process holds it"):

@@ -21,8 +21,8 @@ import trio.testing
 
 from mcpd.agents.agent_server import new_session
 from mcpd.agents.connection.dispatcher import Connection, Dispatcher
-from mcpd.agents.entry.holders import TcpKin
-from mcpd.agents.entry.identity import AgentIdentity, Holder
+from mcpd.agents.entry.holders import Held, TcpKin
+from mcpd.agents.entry.identity import AgentIdentity
 from mcpd.agents.entry.peers import Peer
 from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.mcp_route import McpRoute, _cancel
@@ -33,6 +33,7 @@ from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
+from mcpd.servers.shared import Owner
 from mcpd.servers.supervisor import Supervisor
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
@@ -69,7 +70,7 @@ class Recording(Dispatcher):
     def agent_joined(self, conn: Connection) -> None:
         self.joined.append(conn)
 
-    def agent_gone(self, owner: object) -> None:
+    def agent_gone(self, owner: Owner) -> None:
         self.gone.append(owner)
 
 
@@ -288,7 +289,7 @@ async def test_one_who_opens_sessions_without_end_ends_their_own_not_others(
 
 
 def opened_over_tcp(route: Route, uid: int) -> str:
-    holder = AgentIdentity(None, Holder(uid))
+    holder = AgentIdentity(None, Held(uid))
     return route.route._open(new_session(), profile(), RequestSender(None, identity=holder))
 
 
@@ -318,9 +319,7 @@ async def test_a_session_is_found_only_by_its_user_on_the_listener_it_was_opened
         (b"GET", [*STREAM_GET, (b"mcp-session-id", sid)], b""),
         (b"DELETE", [(b"host", b"mcpd"), (b"mcp-session-id", sid)], b""),
     ]
-    endpoint = RequestSender(
-        None, identity=AgentIdentity(None, Holder(1000)), tcp=TcpKin(None, None)
-    )  # type: ignore[arg-type]
+    endpoint = RequestSender(None, identity=AgentIdentity(None, Held(1000)), tcp=TcpKin(None, None))  # type: ignore[arg-type]
     others = {
         "another user": RequestSender(Peer(pid=2000, uid=2000, gid=2000)),
         "a server's process": RequestSender(Peer(pid=1001, uid=1000, gid=1000, server="notes")),

@@ -22,6 +22,7 @@ from mcpd.agents.connection.failures import Failures
 from mcpd.agents.news.listen import Listens
 from mcpd.config.tables.model import DaemonConfig
 from mcpd.daemon import _LINES
+from mcpd.servers.shared import Owner
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 from protocol.mcp.serving import RequestContext
@@ -47,7 +48,7 @@ class Handler(Dispatcher):
     def agent_joined(self, conn: Connection) -> None:
         pass
 
-    def agent_gone(self, owner: object) -> None:
+    def agent_gone(self, owner: Owner) -> None:
         pass
 
 

@@ -28,6 +28,7 @@ from mcpd.agents.http.tcp import Connect
 from mcpd.agents.own_methods.auth_methods import HANDLERS
 from mcpd.agents.page.passes import CODE_TTL, Passes
 from mcpd.policy.deciders.kin import AgentKin, Process
+from mcpd.servers.shared import Owner
 from protocol.jsonrpc import messages as rpc
 from tests.support.routing import World
 
@@ -130,7 +131,7 @@ class Handler(Dispatcher):
     def agent_joined(self, conn: Connection) -> None:
         pass
 
-    def agent_gone(self, owner: object) -> None:
+    def agent_gone(self, owner: Owner) -> None:
         pass
 
 

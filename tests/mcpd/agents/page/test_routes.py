@@ -18,7 +18,7 @@ import trio
 import trio.testing
 
 from mcpd.agents.daemon_seam import DaemonForAgents
-from mcpd.agents.entry.holders import ConnectionOwner, Held
+from mcpd.agents.entry.holders import ConnectionHolder, Held
 from mcpd.agents.http.body_size import MAX_BODY
 from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.wire import Reject, Wire
@@ -75,15 +75,15 @@ def passed_gate(request: h11.Request) -> None:
 USER = 1000  # the local user at the other end of these connections
 
 
-def owned_by(uid: int, server: str | None = None) -> ConnectionOwner:
+def owned_by(uid: int, server: str | None = None) -> ConnectionHolder:
     async def held() -> Held:
         return Held(uid, server, None if server is None else 4242)
 
-    return ConnectionOwner(held)
+    return ConnectionHolder(held)
 
 
-SOCKET = RequestSender(None, owner=owned_by(USER))
-ENDPOINT = RequestSender(None, guard=passed_gate, owner=owned_by(USER))
+SOCKET = RequestSender(None, holder=owned_by(USER))
+ENDPOINT = RequestSender(None, guard=passed_gate, holder=owned_by(USER))
 
 
 def request(
@@ -224,11 +224,11 @@ async def unknown_owner() -> Held:
 async def test_a_session_is_taken_on_its_own_users_connections_only() -> None:
     page = new_page()
     cookie, csrf = await opened_session(page)
-    again = RequestSender(None, guard=passed_gate, owner=owned_by(USER))
+    again = RequestSender(None, guard=passed_gate, holder=owned_by(USER))
     assert (
         await admitted(page, request("GET", "/", {"cookie": cookie}), again)
     ).session is not None
-    other = RequestSender(None, guard=passed_gate, owner=owned_by(USER + 1))
+    other = RequestSender(None, guard=passed_gate, holder=owned_by(USER + 1))
     read = await exchange(page, request("GET", "/", {"cookie": cookie}), other)
     assert read.status == 401 and "mcpd-csrf" not in read.text
     act = {"cookie": cookie, "origin": f"http://{HOST}", "x-mcpd-csrf": csrf}
@@ -236,7 +236,7 @@ async def test_a_session_is_taken_on_its_own_users_connections_only() -> None:
     acted = await exchange(page, request("POST", "/page/decide", act, body), other, body)
     assert acted.status == 403 and json.loads(acted.body) == {"error": NO_SESSION}
     # On the socket too: another user allowed there has the cookie no better.
-    on_socket = RequestSender(None, owner=owned_by(USER + 1))
+    on_socket = RequestSender(None, holder=owned_by(USER + 1))
     assert await admitted(page, request("GET", "/", {"cookie": cookie}), on_socket) == Access()
 
 
@@ -245,8 +245,8 @@ async def test_a_servers_process_has_no_session_and_trades_no_code_on_either_sid
     allow_servers) as on the endpoint, its process gets nothing with the cookie."""
     page = new_page()
     cookie, csrf = await opened_session(page)
-    on_socket = RequestSender(None, owner=owned_by(USER, "thief"))
-    on_endpoint = RequestSender(None, guard=passed_gate, owner=owned_by(USER, "thief"))
+    on_socket = RequestSender(None, holder=owned_by(USER, "thief"))
+    on_endpoint = RequestSender(None, guard=passed_gate, holder=owned_by(USER, "thief"))
     act = {"cookie": cookie, "origin": f"http://{HOST}", "x-mcpd-csrf": csrf}
     body = b"id=a-1&decision=approve"
     for caller in (on_socket, on_endpoint):
@@ -276,7 +276,7 @@ async def test_a_planted_cookie_of_the_name_neither_locks_out_nor_is_taken() -> 
 
 async def exchange_as(page: Page, uid: int) -> tuple[str, str]:
     """A session traded on a connection of ``uid``: its cookie, and its CSRF token."""
-    caller = RequestSender(None, guard=passed_gate, owner=owned_by(uid))
+    caller = RequestSender(None, guard=passed_gate, holder=owned_by(uid))
     traded = await exchange(page, request("GET", f"/?code={page.passes.issue()}"), caller)
     assert traded.status == 200
     cookie = traded.headers["set-cookie"].split(";")[0]
@@ -287,7 +287,7 @@ async def exchange_as(page: Page, uid: int) -> tuple[str, str]:
 
 async def test_where_the_owner_cannot_be_found_no_session_is_opened_or_taken() -> None:
     page = new_page()
-    unknown = RequestSender(None, guard=passed_gate, owner=ConnectionOwner(unknown_owner))
+    unknown = RequestSender(None, guard=passed_gate, holder=ConnectionHolder(unknown_owner))
     code = page.passes.issue()
     trade = await exchange(page, request("GET", f"/?code={code}"), unknown)
     assert trade.status == 403 and "set-cookie" not in trade.headers
@@ -316,7 +316,7 @@ async def test_the_owner_is_looked_up_once_a_connection_and_only_for_a_session()
         asked.append(USER)
         return Held(USER)
 
-    caller = RequestSender(None, guard=passed_gate, owner=ConnectionOwner(lookup))
+    caller = RequestSender(None, guard=passed_gate, holder=ConnectionHolder(lookup))
     token = {"authorization": "Bearer t"}
     assert await admitted(page, request("GET", "/", token), caller) == Access()
     forged = {"cookie": f"{COOKIE}=" + "A" * 43, **token}

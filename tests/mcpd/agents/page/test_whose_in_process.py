@@ -10,7 +10,7 @@ import logging
 
 import pytest
 
-from mcpd.agents.entry.holders import ConnectionOwner, Held, ServerRefusals
+from mcpd.agents.entry.holders import ConnectionHolder, Held, ServerRefusals
 from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.wire import Reject
 from mcpd.agents.page.whose import connection_holder
@@ -23,7 +23,7 @@ def owned_by(found: Held | OwnerUnknown) -> RequestSender:
             raise found
         return found
 
-    return RequestSender(peer=None, owner=ConnectionOwner(look))
+    return RequestSender(peer=None, holder=ConnectionHolder(look))
 
 
 async def refused(

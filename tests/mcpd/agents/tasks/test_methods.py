@@ -19,13 +19,14 @@ from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
+from mcpd.servers.shared import Owner
 from mcpd.servers.supervisor import Supervisor
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import features as surface
 from protocol.mcp.serving import RequestContext
 
 TASKS = {"extensions": {surface.TASKS_EXTENSION: {}}}
-OWNER = object()
+OWNER = Owner()
 
 
 def methods() -> TaskMethods:

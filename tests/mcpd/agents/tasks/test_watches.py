@@ -20,6 +20,7 @@ from mcpd.registry.uris.scheme import Sight
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.calling.calls import SessionMark
 from mcpd.servers.life.runner import Runner
+from mcpd.servers.shared import Owner
 from mcpd.servers.supervisor import Supervisor
 from tests.support.resource_lists import Shows
 
@@ -35,7 +36,7 @@ class Session:
 class Listen:
     """One agent's listen: what was sent on it."""
 
-    owner: object = field(default_factory=object)
+    owner: Owner = field(default_factory=Owner)
     sent: list[dict[str, Any]] = field(default_factory=list)
 
     def send(self, line: bytes) -> None:
