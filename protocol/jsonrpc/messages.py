@@ -32,6 +32,12 @@ MODERN_ERROR_CODES: Final = frozenset(
 )
 
 Id: TypeAlias = int | str
+# The longest string a request's id may be, in characters. Hosts number their requests
+# or name them with a UUID; an id is kept for as long as its request runs and written
+# back in every answer to it, so an id of any length would let a peer make mcpd hold
+# and echo what it likes. An integer id's digits are bounded where it is decoded (past
+# that bound it reads as no integer at all).
+MAX_ID_LENGTH: Final = 256
 # A JSON value whose shape is its sender's (an agent's capabilities, a server's
 # annotations): read by narrowing, level by level. For signatures only: msgspec cannot
 # decode into a recursive alias, so a struct's field is typed as msgspec reads it.
@@ -157,6 +163,14 @@ class RPCError(Exception):
             return msgspec.convert(data, type_)
         except (msgspec.DecodeError, RecursionError):
             return None
+
+
+def id_too_long(length: int) -> str:
+    """Why a request whose id is a string of ``length`` characters is refused."""
+    return (
+        f"Invalid request: its id is a string of {length} characters, over the "
+        f"{MAX_ID_LENGTH} an id may have; send a shorter id"
+    )
 
 
 def valid_id(value: object) -> bool:

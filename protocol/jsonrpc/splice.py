@@ -17,12 +17,12 @@ decoded the general way, and its lines are checked as they are written.
 
 from __future__ import annotations
 
-from typing import Final, Literal, NewType
+from typing import Annotated, Final, Literal, NewType
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from .messages import Id
+from .messages import MAX_ID_LENGTH, Id
 
 # One line (without its newline) built here: written as it is.
 Spliced = NewType("Spliced", bytes)
@@ -41,7 +41,8 @@ class SplicedRequest(msgspec.Struct):
     """An ordinary tools/call line decoded as far as routing needs (``decode_call``)."""
 
     jsonrpc: Literal["2.0"]
-    id: int | str
+    # A longer id is left to the general decoder, which refuses it saying why.
+    id: int | Annotated[str, msgspec.Meta(max_length=MAX_ID_LENGTH)]
     method: Literal["tools/call"]
     params: CallParams
 

@@ -156,6 +156,23 @@ def test_any_valid_request_round_trips(rid: int | str, method: str, params: obje
         assert msgspec.json.decode(bytes(msg.params)) == params  # type: ignore[arg-type]
 
 
+def test_a_request_whose_id_is_too_long_is_refused_under_no_id() -> None:
+    """Its id is neither kept nor echoed: the error names its length and the bound."""
+    longest = "é" * rpc.MAX_ID_LENGTH
+    msg = envelope.decode_message(rpc.encode_request(longest, "ping"))
+    assert isinstance(msg, rpc.Request) and msg.id == longest
+    for method in ("ping", 7):
+        line = msgspec.json.encode({"jsonrpc": "2.0", "id": longest + "é", "method": method})
+        with pytest.raises(rpc.DecodeFailure) as caught:
+            envelope.decode_message(line)
+        assert caught.value.id is None and caught.value.code == rpc.INVALID_REQUEST
+        assert f"{rpc.MAX_ID_LENGTH + 1} characters" in caught.value.message
+        assert f"over the {rpc.MAX_ID_LENGTH}" in caught.value.message
+    # An answer is matched by its id, not kept by it: a long one is read as it came.
+    answer = envelope.decode_message(rpc.encode_result(longest + "é", {}))
+    assert isinstance(answer, rpc.Response) and answer.id == longest + "é"
+
+
 def test_pretty_printed_messages_decode_to_one_line_raw_parts() -> None:
     text = '{\r\n  "jsonrpc": "2.0",\n  "id": 4,\n  "result": {\n    "t": "a\\nb\u2028c"\n  }\n}'
     msg = envelope.decode_message(text.encode())

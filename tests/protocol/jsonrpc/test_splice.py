@@ -34,7 +34,7 @@ values = st.recursive(
     max_leaves=20,
 )
 objects = st.dictionaries(st.text(), values, max_size=5)
-ids = st.integers(min_value=-(2**63), max_value=2**63 - 1) | st.text()
+ids = st.integers(min_value=-(2**63), max_value=2**63 - 1) | st.text(max_size=rpc.MAX_ID_LENGTH)
 names = st.text(min_size=1, max_size=40)
 
 
@@ -106,6 +106,8 @@ def test_only_an_ordinary_tools_call_in_ascii_is_taken() -> None:
         line({**ordinary, "id": 1.5}),
         line({**ordinary, "params": {"arguments": {}}}),
         line({**ordinary, "params": ["t"]}),
+        # An id too long to keep: the general decoder refuses it, saying why.
+        line({**ordinary, "id": "i" * (rpc.MAX_ID_LENGTH + 1)}),
         b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{,}}}',
     ]
     for text in refused:
