@@ -241,14 +241,14 @@ class AgentServer(ProfileMethods, Dispatcher):
         if spoken == "http":  # curl, a browser, a monitor, an HTTP client
             await self.http.connection(stream, seat.peer, fixed=profile, leave=leave)
             return
-        d = self.control.settings
         conn = Connection(
             self,
             stream,
             new_session(),
             self.lines,
-            d,
+            self.control.settings,
             version=chosen.version,
+            line_hold=self.door.unfinished.hold(seat.peer),
             peer=seat.peer,
             profile=chosen,
             fixed_profile=profile,

@@ -15,6 +15,7 @@ from msgspec import Raw
 from mcpd.agents.agent_server import new_session
 from mcpd.agents.connection.dispatcher import Connection, Dispatcher
 from mcpd.agents.connection.failures import Failures
+from mcpd.agents.entry.unfinished import UnfinishedLines
 from mcpd.config.tables.model import DaemonConfig
 from mcpd.daemon import _LINES
 from mcpd.servers.shared import Owner
@@ -128,6 +129,7 @@ async def connected(world: World | None = None, **limits: Any) -> AsyncIterator[
         DaemonConfig(**limits),
         version=0,
         profile=world.profile,
+        line_hold=UnfinishedLines(lambda: DaemonConfig(**limits)).hold(None),
     )
     link = Link(world, handler, conn, AgentEnd(trio.SocketStream(theirs)))
     try:

@@ -33,6 +33,7 @@ from ..daemon_seam import Lines
 from ..entry.dial import COMMAND_LINE, TELL_WAITS
 from ..entry.identity import AgentIdentity
 from ..entry.peers import Peer, is_owner
+from ..entry.unfinished import LineHold
 from ..profiles import Profile
 from .batches import Batches
 from .ending import ConnectionEnd
@@ -91,6 +92,7 @@ class Connection(ConnectionEnd):
         *,
         version: int,
         profile: Profile,
+        line_hold: LineHold,
         peer: Peer | None = None,
         fixed_profile: str | None = None,
     ) -> None:
@@ -131,7 +133,7 @@ class Connection(ConnectionEnd):
         self._put = self._outbox.put
         self._unbatch = self._outbox.unbatch
         self.line_limit = limits.max_line_bytes  # what it was opened with, a reload aside
-        self._reader = LineReader(lines, stream, self.line_limit, self._out, self._line)
+        self._reader = LineReader(lines, stream, self.line_limit, self._out, self._line, line_hold)
 
     def may_control(self) -> bool:
         """The daemon's user or root, on a socket (no peer: the HTTP endpoint's token);

@@ -2,10 +2,11 @@
 
 A request joins what is in flight if its id is free and the agent is under its limit
 (``_admit``); one the agent cancels is given up. The agent hangs up (or sends a line
-over the limit, and is told that nothing after it is read): what it has in flight is
-given up, and what is queued for it still goes out if it can. Its profile is removed
-(``leave``): each request from then on is refused, saying why; those in flight are
-given a grace to be answered, those left then are answered with why, and it closes."""
+over the limit, or one that does not fit or end in time, and is told that nothing
+after it is read): what it has in flight is given up, and what is queued for it still
+goes out if it can. Its profile is removed (``leave``): each request from then on is
+refused, saying why; those in flight are given a grace to be answered, those left
+then are answered with why, and it closes."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from protocol.shown.logfields import log_extra
 from ..agent import Agent, AgentCall
 from ..calls.callrecords import AT_LIMIT
 from ..calls.toolcall import Router
+from .line_reader import Unfinished
 from .misbehaviour import Misbehaviour
 from .outbox import Outbox
 
@@ -147,11 +149,14 @@ class ConnectionEnd(Agent):
             return False
         return True
 
-    async def _hung_up(self, oversized: Oversized | None) -> None:
-        """The agent hung up, or sent a line over the limit (``oversized``): it is told
-        why nothing after that line is read, and what it has in flight is given up."""
-        if oversized is not None:
-            await self._refuse_oversized(oversized)
+    async def _hung_up(self, cut: Oversized | Unfinished | None) -> None:
+        """The agent hung up, or sent a line over the limit or one that did not fit or
+        end in time (``cut``): it is told why nothing after that line is read, and what
+        it has in flight is given up."""
+        if isinstance(cut, Oversized):
+            await self._refuse_oversized(cut)
+        elif cut is not None:
+            await self._refuse_unfinished(cut)
         self.asks.close("the agent disconnected")
         for hook in self.gone_hooks:
             hook()
@@ -217,6 +222,17 @@ class ConnectionEnd(Agent):
                 f"message exceeds the {oversized.limit} byte line limit; closing",
             )
         )
+
+    async def _refuse_unfinished(self, cut: Unfinished) -> None:
+        logger.warning(
+            "%s: closing its connection in the middle of a line: %s",
+            self.label,
+            cut.why,
+            extra=log_extra(None, reason="unfinished line"),
+        )
+        said = f"mcpd: closing this connection in the middle of a line: {cut.why}"
+        with trio.move_on_after(1):
+            await self.send(rpc.encode_error(None, -32000, said))
 
     async def leave(self, reason: str, grace: float) -> None:
         """End the connection for ``reason``: each request sent from now on is refused

@@ -14,7 +14,8 @@ counted in ``places``.
 A peer that says nothing is let go after ``first_message_timeout``, and so is a line
 connection that has sent no request by then (only notifications, or lines that are
 not JSON-RPC): it would hold its place and do nothing. Once it has asked something,
-an agent may stay idle for as long as it likes.
+an agent may stay idle for as long as it likes, between lines: what the line
+connections hold of lines not yet ended, and for how long, is ``unfinished``'s.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from ...config.tables.model import DaemonConfig
 from ...policy.deciders.kin import decider_of, kin_of, unknown_kin
 from .peers import Peer, PeerWatch, is_allowed, peer_of, resolve_groups
 from .places import Places, Seat
+from .unfinished import UnfinishedLines
 
 if TYPE_CHECKING:
     from ..connection.dispatcher import Connection
@@ -71,6 +73,7 @@ class Door:
         self._settings = settings
         self._allowed = allowed
         self.places = Places()
+        self.unfinished = UnfinishedLines(settings)  # of the line connections let in
         self._server_of = server_of
         self._granted = granted
         self._from_servers = Throttle()

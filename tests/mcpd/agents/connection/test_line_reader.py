@@ -7,6 +7,8 @@ import sys
 import trio
 
 from mcpd.agents.connection.line_reader import LineReader, apart_from_line
+from mcpd.agents.entry.unfinished import UnfinishedLines
+from mcpd.config.tables.model import DaemonConfig
 from mcpd.daemon import _LINES
 from protocol.jsonrpc import envelope
 from protocol.jsonrpc import messages as rpc
@@ -19,7 +21,8 @@ async def _read(sent: list[bytes], max_line: int) -> tuple[list[bytes], Oversize
     ours, theirs = trio.SocketStream(a), trio.SocketStream(b)
     out = _LINES.writer(ours, a.fileno(), 1 << 20, line_fault)
     got: list[bytes] = []
-    reader = LineReader(_LINES, ours, max_line, out, lambda line, nursery: got.append(line))
+    hold = UnfinishedLines(DaemonConfig).hold(None)
+    reader = LineReader(_LINES, ours, max_line, out, lambda line, nursery: got.append(line), hold)
     with trio.fail_after(5):
         for chunk in sent:
             await theirs.send_all(chunk)

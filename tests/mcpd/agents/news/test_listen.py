@@ -19,6 +19,7 @@ from msgspec import Raw
 from mcpd.agents.agent_server import new_session
 from mcpd.agents.connection.dispatcher import Connection, Dispatcher
 from mcpd.agents.connection.failures import Failures
+from mcpd.agents.entry.unfinished import UnfinishedLines
 from mcpd.agents.news.listen import Listens
 from mcpd.config.tables.model import DaemonConfig
 from mcpd.daemon import _LINES
@@ -103,6 +104,7 @@ async def connected() -> AsyncIterator[Link]:
         DaemonConfig(),
         version=0,
         profile=world.profile,
+        line_hold=UnfinishedLines(DaemonConfig).hold(None),
     )
     try:
         with trio.fail_after(10):

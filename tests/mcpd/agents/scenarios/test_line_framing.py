@@ -384,13 +384,24 @@ async def test_a_broken_line_is_never_written_and_its_request_gets_an_error(
 
     from mcpd.agents.agent_server import new_session
     from mcpd.agents.connection.dispatcher import Connection
+    from mcpd.agents.entry.unfinished import UnfinishedLines
     from mcpd.config.tables.model import DaemonConfig
     from mcpd.daemon import _LINES
 
     handler = SimpleNamespace(router=SimpleNamespace(splice=True, replies=None))
     a, b = trio.socket.socketpair()
     ours, theirs = trio.SocketStream(a), trio.SocketStream(b)
-    conn = Connection(handler, ours, new_session(), _LINES, DaemonConfig(), version=0, profile=None)  # type: ignore[arg-type]
+    hold = UnfinishedLines(DaemonConfig).hold(None)
+    conn = Connection(
+        handler,  # type: ignore[arg-type]
+        ours,
+        new_session(),
+        _LINES,
+        DaemonConfig(),
+        version=0,
+        profile=None,  # type: ignore[arg-type]
+        line_hold=hold,
+    )
     await conn.send(b'{"jsonrpc":"2.0","id":5,"result":{"text":"a\nb"}}', 5)
     conn.send_nowait(b'{"jsonrpc":"2.0","method":"x"')
     with trio.fail_after(5):
