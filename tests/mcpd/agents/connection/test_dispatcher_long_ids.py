@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import trio
 
-from protocol import jsonrpc as rpc
+from protocol.jsonrpc import messages as rpc
 from tests.support.agent import META, Agent, connect, make_config, running
 from tests.support.daemon_http import CURL, modern_headers, post
 from tests.support.procs import scripted
