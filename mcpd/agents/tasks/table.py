@@ -36,19 +36,17 @@ is kept.
 
 from __future__ import annotations
 
-import logging
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Final
 
 import msgspec
-from msgspec import Raw
+from msgspec import Raw, UnsetType
 
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 from protocol.mcp import features as surface
 from protocol.mcp.serving import RequestContext
-from protocol.shown.logfields import log_extra
 
 from ...registry.uris.scheme import Sight
 from ...servers.all_servers import AllServers
@@ -56,6 +54,7 @@ from ...servers.shared import CallRefused, Outage, Owner, SessionMark, Whose
 from ..calls.callpolicy import Sent
 from ..calls.results import Recipient, result_for
 from ..calls.rewrite import tool_result
+from .told import ResultFor, TaskState, cut_message, malformed, state_of
 
 # Remembered at once, in count and in the bytes of their ids. Past either, the oldest
 # task of the agent that holds the most is forgotten: one agent making tasks without
@@ -67,7 +66,6 @@ MAX_TASK_BYTES: Final = 1 << 20
 # kept as long as the task is, and sent back with every request about it).
 MAX_TASK_ID: Final = 512  # bytes, as UTF-8
 _encode: Final = msgspec.json.Encoder().encode
-logger = logging.getLogger("mcpd.tasks")
 
 
 class Task:
@@ -113,19 +111,6 @@ def agent_task_id(alias: str, server_id: str) -> str:
     return f"{alias}:{server_id}"
 
 
-class _ResultFor(msgspec.Struct, frozen=True):
-    """The agent a task's result goes to (``results.Recipient``): a modern one that
-    takes tasks, whose capabilities are those of its request (or its listen)."""
-
-    alias: str
-    owner: Owner
-    sight: Sight | None
-    capabilities: dict[str, Any] | None
-    session: SessionMark | None
-    modern: bool = True
-    tasks: bool = True
-
-
 class Tasks:
     def __init__(self, servers: AllServers, budget: Callable[[], int]) -> None:
         """``budget``: the result budget now."""
@@ -154,7 +139,15 @@ class Tasks:
             except msgspec.DecodeError as exc:
                 return Outage(to.alias, "malformed", f"its result could not be read: {exc}")
         if to.tasks:
-            return self.record(to.alias, to.owner, result, to.session, sent)
+            return self.record(
+                to.alias,
+                to.owner,
+                result,
+                to.session,
+                sent,
+                capabilities=to.capabilities,
+                sight=to.sight,
+            )
         return result
 
     def record(
@@ -164,10 +157,14 @@ class Tasks:
         result: Raw | dict[str, Any],
         session: SessionMark | None = None,
         sent: Sent | None = None,
+        *,
+        capabilities: dict[str, Any] | None = None,
+        sight: Sight | None = None,
     ) -> Raw | dict[str, Any] | Outage:
         """Note a task handle a server returned to ``owner`` in the session ``session``
-        for a call sent under ``sent``; the result as the agent gets it, naming the task
-        by the agent's id, or why the call failed instead."""
+        for a call sent under ``sent``; the result as the agent (of the profile ``sight``,
+        with the call's ``capabilities``) gets it, naming the task by the agent's id,
+        or why the call failed instead."""
         try:
             head = rpc.decode_as(
                 result if isinstance(result, Raw) else _encode(result), surface.ResultHead
@@ -180,11 +177,18 @@ class Tasks:
         if not isinstance(server_id, str):
             # Handed on as it is, no request could name the task (the agent's id for
             # it is a string), and the server's own id would reach the agent.
-            return _malformed(alias, "the server's task handle has no taskId that is a string")
+            reason = "the server's task handle has no taskId that is a string"
+            return malformed(alias, "tools/call", reason)
         size = len(server_id) if server_id.isascii() else len(server_id.encode())
         if size > MAX_TASK_ID:
             reason = f"the server named its task with an id of {size} bytes, past the "
-            return _malformed(alias, reason + f"{MAX_TASK_ID} mcpd keeps")
+            return malformed(alias, "tools/call", reason + f"{MAX_TASK_ID} mcpd keeps")
+        handle: dict[str, Any] = (
+            msgspec.json.decode(result) if isinstance(result, Raw) else dict(result)
+        )
+        state = state_of(handle)
+        if isinstance(state, str):
+            return malformed(alias, "tools/call", state)
         key = (alias, server_id)
         mine = self._tasks.setdefault(owner, OrderedDict())
         old = mine.pop(key, None)
@@ -192,7 +196,7 @@ class Tasks:
             self._count -= 1
             self._bytes -= old.size
             _let_go(old)
-        mine[key] = Task(alias, server_id, session, size, sent)
+        task = mine[key] = Task(alias, server_id, session, size, sent)
         if session is not None:
             ttl_ms, _ = mcp.ttl_of(head.ttlMs)
             session.holds.made(server_id, ttl_ms / 1000)
@@ -200,11 +204,8 @@ class Tasks:
         self._bytes += size
         while self._count > MAX_TASKS or self._bytes > MAX_TASK_BYTES:
             self._forget_one()
-        handle: dict[str, Any] = (
-            msgspec.json.decode(result) if isinstance(result, Raw) else dict(result)
-        )
-        handle["taskId"] = agent_task_id(alias, server_id)
-        return handle
+        task_id = agent_task_id(alias, server_id)
+        return self.shown(handle, state, task, task_id, owner, capabilities, sight)
 
     def _forget_one(self) -> None:
         most = max(self._tasks, key=lambda owner: len(self._tasks[owner]))
@@ -267,8 +268,8 @@ class Tasks:
         )
         return task.ended
 
-    def heard(self, task: Task, status: object) -> None:
-        """Its server said ``task`` is in ``status`` now (None: it said no status)."""
+    def heard(self, task: Task, status: str | UnsetType) -> None:
+        """Its server said ``task`` is in ``status`` now (UNSET: it said no status)."""
         if status in surface.TASK_ENDED:
             _let_go(task)
         elif task.session is not None:
@@ -352,31 +353,41 @@ class Tasks:
             return raw
         if method == "tasks/cancel":
             _let_go(task)  # its agent gave it up: no one waits for its result
-        else:
-            self.heard(task, decoded.get("status"))
-        if "taskId" in decoded:
-            decoded["taskId"] = params.taskId
-        if method == "tasks/get" and "result" in decoded:
-            decoded["result"] = self.shaped(decoded["result"], task, owner, caps, sight)
-        return decoded
+        state = state_of(decoded)
+        if isinstance(state, str):
+            o = malformed(task.alias, method, state)
+            raise rpc.RPCError(-32000, o.sentence(), {"mcpd/outage": o.meta()})
+        if method != "tasks/cancel":
+            self.heard(task, state.status)
+        return self.shown(decoded, state, task, params.taskId, owner, caps, sight)
 
-    def shaped(
+    def shown(
         self,
-        result: object,
+        told: dict[str, Any],
+        state: TaskState,
         task: Task,
+        task_id: str,
         owner: Owner,
         capabilities: dict[str, Any] | None,
         sight: Sight | None,
-    ) -> object:
-        """The tool's result ``task`` ended with, as a tools/call's would reach
-        ``owner`` (of the profile ``sight`` now, with ``capabilities``)."""
-        to = _ResultFor(task.alias, owner, sight, capabilities, task.session)
-        shaped, _ = result_for(Raw(_encode(result)), to, self._budget(), self.finish)
-        if isinstance(shaped, Outage):
-            own = shaped.result()
-            own.resultType = mcp.COMPLETE
-            return own
-        return shaped
+    ) -> dict[str, Any]:
+        """``told``, what ``task``'s server told of it (``state`` as read of it: a handle,
+        an answer to a tasks/* request, news), as it reaches ``owner`` (of the profile
+        ``sight`` now, with ``capabilities``): naming the task ``task_id``, its status
+        message cut, the result it ended with as a tools/call's would be. Every way a
+        task reaches an agent comes through here, so no way misses a step."""
+        if "taskId" in told:
+            told["taskId"] = task_id
+        cut_message(told, state)
+        if "result" in told:
+            to = ResultFor(task.alias, owner, sight, capabilities, task.session)
+            shaped, _ = result_for(Raw(_encode(told["result"])), to, self._budget(), self.finish)
+            if isinstance(shaped, Outage):
+                own = shaped.result()
+                own.resultType = mcp.COMPLETE
+                shaped = msgspec.to_builtins(own)
+            told["result"] = shaped
+        return told
 
 
 def _let_go(task: Task) -> None:
@@ -390,11 +401,3 @@ def ended_task(task_id: str, refusal: mcp.CallToolResult) -> dict[str, Any]:
     result: dict[str, Any] = msgspec.to_builtins(refusal)
     result["resultType"] = mcp.COMPLETE
     return {"taskId": task_id, "status": "completed", "result": result}
-
-
-def _malformed(alias: str, reason: str) -> Outage:
-    """Why a call whose task handle mcpd cannot hand on failed."""
-    logger.warning(
-        "%s: tools/call failed: %s", alias, reason, extra=log_extra(alias, "malformed_reply")
-    )
-    return Outage(alias, "malformed", reason)

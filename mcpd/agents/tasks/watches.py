@@ -26,6 +26,7 @@ from ...registry.uris.scheme import Sight
 from ...servers.all_servers import AllServers
 from ...servers.shared import Owner, SessionMark
 from .table import Task, Tasks, agent_task_id, ended_task
+from .told import news_dropped, state_of
 
 # Where a listen is: its connection's id, and the listen's request id.
 Where = tuple[int, rpc.Id]
@@ -110,6 +111,10 @@ class TaskWatches:
         server_id = data.get("taskId") if isinstance(data, dict) else None
         if not isinstance(server_id, str):
             return
+        state = state_of(data)
+        if isinstance(state, str):
+            news_dropped(alias, state)
+            return
         task_id = agent_task_id(alias, server_id)
         session = self._servers.session_of(alias)
         for (_, listen_id), watch in list(self._watches.items()):
@@ -123,11 +128,9 @@ class TaskWatches:
                 del watch.tasks[task_id]
                 self._let_go(task_id, task)
                 continue
-            self._tasks.heard(task, data.get("status"))
-            news = dict(data, taskId=task_id)
-            if "result" in data:
-                caps = watch.capabilities
-                news["result"] = self._tasks.shaped(data["result"], task, watch.owner, caps, sight)
+            self._tasks.heard(task, state.status)
+            caps = watch.capabilities
+            news = self._tasks.shown(dict(data), state, task, task_id, watch.owner, caps, sight)
             self._tell(watch, listen_id, news)
 
     def _session_ended(self, alias: str, mark: SessionMark) -> None:
