@@ -7,7 +7,8 @@ and whose it is as bytes are shared out (``Whose``), the session it was sent in
 (``SessionMark``), where its progress goes (``ProgressSink``) and who answers what its
 server asks back (``Asker``, ``NO_ANSWER``); what the agent side says of a call still
 queued (``QueuedCheck``); what a server said of itself (``Said``) and its history as
-the status page draws it (``ServerHistory``).
+the status page draws it (``ServerHistory``); the longest id of a server's task mcpd
+keeps (``MAX_TASK_ID``).
 
 The agent side imports these from here, not from the modules that define them, and
 from the rest of ``servers/`` only the two fronts ``daemon.py`` wires for it:
@@ -20,6 +21,7 @@ from .asking.askback import NO_ANSWER, Asker
 from .asking.progress import ProgressSink
 from .calling.calls import Call, CallRefused, Outcome, QueuedCheck, SessionMark, Unqueued, Whose
 from .calling.owners import Owner
+from .calling.task_tools import MAX_TASK_ID
 from .status.history import DAY, HOUR, ServerHistory
 from .status.outage import Outage
 from .status.state import Said
@@ -27,6 +29,7 @@ from .status.state import Said
 __all__ = [
     "DAY",
     "HOUR",
+    "MAX_TASK_ID",
     "NO_ANSWER",
     "Asker",
     "Call",

@@ -2,7 +2,8 @@
 (``execution.taskSupport: "required"``) and a plain call of it is refused; ``quick``
 may run either way; ``plain`` has no tasks. A task's arguments say how it goes:
 ``steps`` progress reports then the result, ``hang`` until it is cancelled, or
-``fail`` with a JSON-RPC error, and ``typed`` ends with a result that carries a
+``fail`` with a JSON-RPC error, ``id`` and ``long_id`` name it oddly in its handle
+(see ``create``), and ``typed`` ends with a result that carries a
 ``resultType`` (which 2025-11-25 does not have, but a server may send). Every message
 received is logged, one JSON line each, to the file named by the first argument."""
 
@@ -67,7 +68,19 @@ def create(rid: Any, params: dict[str, Any]) -> None:
         "topic": args.get("topic", "?"),
         "typed": bool(args.get("typed")),
     }
-    send({"id": rid, "result": {"task": view(task_id)}})
+    handle = view(task_id)
+    # ``id``: the handle names the task so instead (a number, null, or by its absence);
+    # ``long_id``: that many more characters in the task's id.
+    if "id" in args:
+        if args["id"] == "absent":
+            del handle["taskId"]
+        else:
+            handle["taskId"] = args["id"]
+    elif args.get("long_id"):
+        long_id = task_id + "x" * args["long_id"]
+        tasks[long_id] = tasks.pop(task_id)
+        task_id = handle["taskId"] = long_id
+    send({"id": rid, "result": {"task": handle}})
     token = (params.get("_meta") or {}).get("progressToken")
     for step in range(1, int(args.get("steps", 0)) + 1):
         if token is not None:

@@ -50,7 +50,7 @@ from protocol.mcp.serving import RequestContext
 
 from ...registry.uris.scheme import Sight
 from ...servers.all_servers import AllServers
-from ...servers.shared import CallRefused, Outage, Owner, SessionMark, Whose
+from ...servers.shared import MAX_TASK_ID, CallRefused, Outage, Owner, SessionMark, Whose
 from ..calls.callpolicy import Sent
 from ..calls.results import Recipient, result_for
 from ..calls.rewrite import tool_result
@@ -61,10 +61,6 @@ from .told import ResultFor, TaskState, cut_message, malformed, state_of
 # end forgets its own, not everyone's.
 MAX_TASKS: Final = 10_000
 MAX_TASK_BYTES: Final = 1 << 20
-# A task id names a task and nothing more: a counter, a UUID, a key with a signature
-# fit many times over. One longer is a server making mcpd hold what it likes (it is
-# kept as long as the task is, and sent back with every request about it).
-MAX_TASK_ID: Final = 512  # bytes, as UTF-8
 _encode: Final = msgspec.json.Encoder().encode
 
 

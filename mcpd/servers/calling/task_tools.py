@@ -39,6 +39,10 @@ logger = logging.getLogger("mcpd.calls")
 # How long giving a task up may hold the call's end: the agent has its answer (or
 # has left) already, and a server that does not answer is not waited for.
 CANCEL_GRACE: Final = 5.0
+# A task id names a task and nothing more: a counter, a UUID, a key with a signature
+# fit many times over. One longer is a server making mcpd hold what it likes (it is
+# kept as long as the task is, sent back with every request about it, and logged).
+MAX_TASK_ID: Final = 512  # bytes, as UTF-8
 
 
 class _Execution(msgspec.Struct):
@@ -131,10 +135,15 @@ async def call_as_task(
     created = await request("tools/call", asked, name=asked.name, extra_headers=headers)
     try:
         handle = _created.decode(created).task
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        handle = None
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        # A task mcpd cannot name is no result: it cannot be waited for, nor given up.
+        raise _malformed(alias, f"its task handle is malformed: {exc}") from None
     if handle is None:
         return created  # the server ran it at once after all: that is the result
+    size = len(handle.taskId.encode())
+    if size > MAX_TASK_ID:
+        reason = f"the server named its task with an id of {size} bytes, past the "
+        raise _malformed(alias, reason + f"{MAX_TASK_ID} mcpd keeps")
     ref = _TaskRef(handle.taskId)
     try:
         return await request("tasks/result", ref)
@@ -204,3 +213,11 @@ async def _give_up(request: SessionRequest, alias: str, ref: _TaskRef, why: str)
             CANCEL_GRACE,
             extra=log_extra(alias),
         )
+
+
+def _malformed(alias: str, reason: str) -> MalformedReply:
+    """The call's failure: its server answered with a task handle mcpd cannot use."""
+    logger.warning(
+        "%s: tools/call failed: %s", alias, reason, extra=log_extra(alias, "malformed_reply")
+    )
+    return MalformedReply(reason)

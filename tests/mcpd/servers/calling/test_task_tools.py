@@ -5,6 +5,7 @@ the task at the server and answers with its result."""
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -154,3 +155,50 @@ async def test_a_task_that_runs_out_of_time_is_an_outage_and_is_cancelled(
             assert "servers.jobs.tool_timeouts" in text(result)
             await settled(agent)
     assert [m["params"] for m in received(log, "tasks/cancel")] == [{"taskId": "task-1"}]
+
+
+@pytest.mark.parametrize("named", [777, None, "absent"])
+async def test_a_task_handle_without_a_string_id_fails_the_call_as_the_servers(
+    tmp_path: Path, named: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Not a result with no content, audited as one that went well."""
+    from mcpd.audit.reader import AuditRecords
+
+    log = tmp_path / "server.in"
+    job = {"command": sys.executable, "args": [SERVER, str(log)]}
+    cfg = make_config(tmp_path, {"jobs": job}, state_dir=str(tmp_path / "state"))
+    with trio.fail_after(30), caplog.at_level(logging.WARNING, logger="mcpd"):
+        async with running(cfg) as daemon, connect(daemon.socket_path, False) as agent:
+            await agent.initialize()
+            result = await agent.call(RESEARCH, {"id": named})
+            assert result["isError"] is True
+            assert result["_meta"]["mcpd/outage"]["state"] == "malformed"
+            assert "The tool server 'jobs' sent a malformed reply" in text(result)
+            assert "its task handle is malformed" in text(result)
+            await daemon.audit.flush()
+            [record] = [r for r in AuditRecords(str(tmp_path / "state")) if r.name == RESEARCH]
+            assert record.outcome != "ok"
+    assert received(log, "tasks/result") == []
+    [warned] = [r for r in caplog.records if r.__dict__.get("mcpd_event") == "malformed_reply"]
+    assert warned.__dict__.get("mcpd_server") == "jobs"
+
+
+async def test_a_task_id_past_the_bound_fails_the_call_and_is_never_sent_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from mcpd.servers.shared import MAX_TASK_ID
+
+    cfg, log = config(tmp_path)
+    with trio.fail_after(30), caplog.at_level(logging.INFO, logger="mcpd"):
+        async with running(cfg) as daemon, connect(daemon.socket_path, False) as agent:
+            await agent.initialize()
+            result = await agent.call(RESEARCH, {"long_id": MAX_TASK_ID, "hang": True})
+            assert result["isError"] is True
+            assert f"an id of {MAX_TASK_ID + 6} bytes, past the {MAX_TASK_ID}" in text(result)
+            # Up to the bound, as ever.
+            result = await agent.call(RESEARCH, {"long_id": MAX_TASK_ID - 6, "topic": "ants"})
+            assert text(result).startswith("researched ants")
+            await settled(agent)
+    asked = [m["params"]["taskId"] for m in received(log, "tasks/result")]
+    assert asked == ["task-2" + "x" * (MAX_TASK_ID - 6)]
+    assert all(len(r.getMessage()) < 2 * MAX_TASK_ID for r in caplog.records)
