@@ -191,7 +191,8 @@ class CallPolicy:
             if not verdict.approved:
                 why = f": {verdict.reason}" if verdict.reason else ""
                 call.refusal = f"{verdict.outcome} by {verdict.by}{why}"
-                return refusals.not_approved(ask.facts, ask.decision, verdict)
+                in_force = self.gate.still(ask.facts, ask.decision)
+                return refusals.not_approved(ask.facts, ask.decision, verdict, in_force)
             after = self._looked_again(call, agent, ask, verdict)
             if not isinstance(after, Ask):
                 return after

@@ -171,6 +171,12 @@ class CallGate:
             return msgspec.structs.replace(verdict, lasting=False)
         return verdict
 
+    def still(self, facts: CallFacts, asked: Decision) -> bool:
+        """Whether the rules in force decide a call of ``facts`` as ``asked``, the
+        decision it was asked about under (a reload since may have removed its rule,
+        or put another in its place in the list)."""
+        return self.policy.decide(facts) == asked
+
     def stands(
         self, facts: CallFacts, agent: AgentInfo, asked: Decision, lasting: bool = True
     ) -> Decision | None:

@@ -158,20 +158,27 @@ def _unshowable(
     return _result(text, meta)
 
 
-def not_approved(facts: CallFacts, decision: Decision, verdict: Verdict) -> mcp.CallToolResult:
-    """An ``ask`` that ended without an approval."""
+def not_approved(
+    facts: CallFacts, decision: Decision, verdict: Verdict, in_force: bool = True
+) -> mcp.CallToolResult:
+    """An ``ask`` that ended without an approval; ``in_force``: the rules decide the call
+    as ``decision`` still (a reload while it waited may have changed them, and another
+    rule may have its place in the list now)."""
+    rule = f"rule {decision.by}"
+    if not in_force:
+        rule += " of the rules as they were when it was called; a reload has changed them since"
     if verdict.outcome == "unanswered" and verdict.by == TIMEOUT:
         text = (
             f"Nobody approved the call to '{facts.name}' within {decision.timeout:g} s "
-            f"(mcpd's policy, rule {decision.by}, asks a person first), so it was not sent "
-            "to the server. Tell the user it waits for their approval; call it again when "
-            "they are there to approve it."
+            f"(mcpd's policy asked a person first: {rule}), so it was not sent to the "
+            "server. Tell the user it waits for their approval; call it again when they "
+            "are there to approve it."
         )
     elif verdict.outcome == "unanswered":
         text = (
-            f"mcpd's policy asks a person before calling '{facts.name}' (rule "
-            f"{decision.by}), and this call could not wait for one: {verdict.reason}. It "
-            "was not sent to the server."
+            f"mcpd's policy asked a person before calling '{facts.name}' ({rule}), and "
+            f"this call could not wait for one: {verdict.reason}. It was not sent to the "
+            "server."
         )
     else:
         why = f": {verdict.reason}" if verdict.reason and verdict.reason != "denied" else ""

@@ -336,3 +336,34 @@ async def test_a_call_whose_tool_is_held_while_it_waits_for_a_slot_ends_unsent(
             assert record.reason.startswith(
                 "allowed by default, but the tool changed while the call waited: it is held"
             )
+
+
+async def test_a_call_whose_rule_a_reload_removed_is_refused_naming_the_rule_as_it_was(
+    tmp_path: Path,
+) -> None:
+    """The wait goes on (no new rule denies the call, and a person's approval is not
+    skipped by a reload), but nobody approving it is not told of a rule in force."""
+    asks = [{**ASK[0], "timeout": 1.0}]
+    with trio.fail_after(LIMIT):
+        async with waiting_daemon(tmp_path, asks) as setup:
+            async with connect(setup.daemon.socket_path) as agent, trio.open_nursery() as nursery:
+                got: list[dict[str, Any]] = []
+
+                async def call() -> None:
+                    got.append(await agent.call(SEARCH, {"query": "a"}))
+
+                nursery.start_soon(call)
+                await setup.pending()
+                await setup.reload([])
+            [result] = got
+            said = text(result)
+            assert result["isError"] is True and "Nobody approved" in said
+            assert "rule policy[0] of the rules as they were when it was called" in said
+            assert "a reload has changed them since" in said
+            assert setup.reached("search") == 0
+            # Rules the same as when it was called are named as in force.
+            await setup.reload(asks)
+            async with connect(setup.daemon.socket_path) as agent:
+                said = text(await agent.call(SEARCH, {"query": "b"}))
+            assert "Nobody approved" in said and "rule policy[0])" in said
+            assert "reload" not in said
