@@ -54,7 +54,7 @@ from ...servers.shared import MAX_TASK_ID, CallRefused, Outage, Owner, SessionMa
 from ..calls.callpolicy import Sent
 from ..calls.results import Recipient, result_for
 from ..calls.rewrite import tool_result
-from .told import ResultFor, TaskState, cut_message, malformed, state_of
+from .told import ResultFor, TaskState, cut_message, malformed, task_state
 
 # Remembered at once, in count and in the bytes of their ids. Past either, the oldest
 # task of the agent that holds the most is forgotten: one agent making tasks without
@@ -135,15 +135,8 @@ class Tasks:
             except msgspec.DecodeError as exc:
                 return Outage(to.alias, "malformed", f"its result could not be read: {exc}")
         if to.tasks:
-            return self.record(
-                to.alias,
-                to.owner,
-                result,
-                to.session,
-                sent,
-                capabilities=to.capabilities,
-                sight=to.sight,
-            )
+            caps = to.capabilities
+            return self.record(to.alias, to.owner, result, to.session, sent, caps, to.sight)
         return result
 
     def record(
@@ -153,7 +146,6 @@ class Tasks:
         result: Raw | dict[str, Any],
         session: SessionMark | None = None,
         sent: Sent | None = None,
-        *,
         capabilities: dict[str, Any] | None = None,
         sight: Sight | None = None,
     ) -> Raw | dict[str, Any] | Outage:
@@ -182,7 +174,7 @@ class Tasks:
         handle: dict[str, Any] = (
             msgspec.json.decode(result) if isinstance(result, Raw) else dict(result)
         )
-        state = state_of(handle)
+        state = task_state(handle)
         if isinstance(state, str):
             return malformed(alias, "tools/call", state)
         key = (alias, server_id)
@@ -349,7 +341,7 @@ class Tasks:
             return raw
         if method == "tasks/cancel":
             _let_go(task)  # its agent gave it up: no one waits for its result
-        state = state_of(decoded)
+        state = task_state(decoded)
         if isinstance(state, str):
             o = malformed(task.alias, method, state)
             raise rpc.RPCError(-32000, o.sentence(), {"mcpd/outage": o.meta()})

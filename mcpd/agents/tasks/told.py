@@ -43,7 +43,7 @@ class TaskState(msgspec.Struct):
     statusMessage: str | UnsetType = UNSET
 
 
-def state_of(told: dict[str, Any]) -> TaskState | str:
+def task_state(told: dict[str, Any]) -> TaskState | str:
     """What ``told`` (a server's word of a task, decoded) says of the task, or what
     makes it unreadable."""
     try:

@@ -26,7 +26,7 @@ from ...registry.uris.scheme import Sight
 from ...servers.all_servers import AllServers
 from ...servers.shared import Owner, SessionMark
 from .table import Task, Tasks, agent_task_id, ended_task
-from .told import news_dropped, state_of
+from .told import news_dropped, task_state
 
 # Where a listen is: its connection's id, and the listen's request id.
 Where = tuple[int, rpc.Id]
@@ -111,7 +111,7 @@ class TaskWatches:
         server_id = data.get("taskId") if isinstance(data, dict) else None
         if not isinstance(server_id, str):
             return
-        state = state_of(data)
+        state = task_state(data)
         if isinstance(state, str):
             news_dropped(alias, state)
             return
