@@ -337,11 +337,9 @@ class Tasks:
             o = refused.outage.for_agent(own_user)
             raise rpc.RPCError(-32000, o.sentence(), {"mcpd/outage": o.meta()}) from None
         decoded = msgspec.json.decode(raw)
-        if not isinstance(decoded, dict):
-            return raw
         if method == "tasks/cancel":
             _let_go(task)  # its agent gave it up: no one waits for its result
-        state = task_state(decoded)
+        state = task_state(decoded) if isinstance(decoded, dict) else "its answer is no object"
         if isinstance(state, str):
             o = malformed(task.alias, method, state)
             raise rpc.RPCError(-32000, o.sentence(), {"mcpd/outage": o.meta()})

@@ -50,10 +50,12 @@ async def test_a_task_status_that_is_not_a_string_is_the_servers_malformed_reply
             "odd": working("odd"),
             "fine": working("fine"),
             "handed": working("handed", status=status),
+            "bare": working("bare"),
         },
         "tasks": {
             "odd": {"resultType": "complete", "taskId": "odd", "status": status},
             "fine": {"resultType": "complete", "taskId": "fine", "status": "working"},
+            "bare": '["completed"]',
         },
     }
     cfg = make_config(tmp_path, {"s": canned(tmp_path, answers)})
@@ -67,7 +69,7 @@ async def test_a_task_status_that_is_not_a_string_is_the_servers_malformed_reply
             handed = (await rpc(agent, "tools/call", {"name": "mcp__s__handed"}))["result"]
             assert "'s' sent a malformed reply" in told(handed)
             assert "status" in told(handed)
-            for name in ("odd", "fine"):
+            for name in ("odd", "fine", "bare"):
                 await rpc(agent, "tools/call", {"name": f"mcp__s__{name}"})
             for _ in range(2):  # not once only: each time, and the daemon goes on
                 error = (await rpc(agent, "tasks/get", {"taskId": "s:odd"}))["error"]
@@ -76,6 +78,8 @@ async def test_a_task_status_that_is_not_a_string_is_the_servers_malformed_reply
                 assert "$.status" in error["message"]
                 assert "fault in mcpd" not in error["message"]
                 assert error["data"]["mcpd/outage"]["state"] == "malformed"
+            bare = (await rpc(agent, "tasks/get", {"taskId": "s:bare"}))["error"]
+            assert "The tool server 's' sent a malformed reply" in bare["message"]
             # A listen on both tasks hears of the one whose status reads, not the other.
             wanted = {"notifications": {"taskIds": ["s:odd", "s:fine"]}}
             nursery.start_soon(lambda: rpc(agent, "subscriptions/listen", wanted, rid="L1"))
