@@ -42,7 +42,6 @@ from protocol.pacing.buckets import Throttle
 from protocol.shown.logfields import log_extra
 from protocol.shown.visible import quote
 
-from ...config.credentials.secrets import HeldSecret
 from .cutparts import WRITTEN_NOTE, CutParts
 from .masking import KnownSecrets, marker, masked_value
 from .patterns import FORMAT, TRIGGER, kind_marker, redact
@@ -66,12 +65,9 @@ class _Search:
 
     __slots__ = ("cuts", "key", "ours", "owners", "pattern", "values", "written")
 
-    def __init__(self, held: Iterable[HeldSecret]) -> None:
-        self.owners: dict[str, str] = {}
-        for secret in held:
-            if secret.value:
-                self.owners.setdefault(secret.value, secret.where)
-        self.key = tuple(self.owners.items())
+    def __init__(self, owners: dict[str, str]) -> None:
+        self.owners = owners
+        self.key = tuple(owners.items())
         self.pattern = Spellings.of(self.owners)
         # In text, each as it is and as mcpd quotes a server's words in its own
         # (``visible.quote``): a reason quotes what the server wrote.
@@ -145,7 +141,7 @@ class SecretGuard:
 
     def __init__(self, known: KnownSecrets, clock: Callable[[], float] = time.monotonic) -> None:
         self._known = known
-        self._search = _Search(())
+        self._search = _Search({})
         # The servers whose text is also searched for credential formats.
         self.patterns_for: frozenset[str] = frozenset()
         self.counts: dict[str, Counter[str]] = {}
@@ -156,9 +152,16 @@ class SecretGuard:
     def refresh(self) -> None:
         """Take up the secrets held now; rebuilt only when they changed (a reload, an
         OAuth token refreshed, the endpoint's token replaced)."""
-        search = _Search(self._known.held())
-        if search.key != self._search.key:
-            self._search = search
+        # Built on the daemon's thread, with no worker thread: the build's work follows
+        # the secrets' length (``spelling.tree_pattern``), no config secret is longer
+        # than ``SECRET_FILE_LIMIT`` (``config.credentials.secrets``), so it takes
+        # moments, and it is done only when the secrets changed.
+        owners: dict[str, str] = {}
+        for secret in self._known.held():
+            if secret.value:
+                owners.setdefault(secret.value, secret.where)
+        if tuple(owners.items()) != self._search.key:
+            self._search = _Search(owners)
 
     def configure(self, patterns_for: Iterable[str]) -> None:
         self.patterns_for = frozenset(patterns_for)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from typing import Final, TypeAlias
+from typing import Final
 
 import msgspec
 from msgspec import Raw
@@ -25,6 +25,7 @@ from msgspec import Raw
 _HEX_ESCAPE: Final = re.compile(r"\\u([0-9a-f]{4})")
 # What each kind of encoder escapes beyond what JSON requires: none, Go's, Gson's.
 _HTML_SAFE: Final = ("", "<>&", "<>&='")
+_ESCAPES: Final = {safe: {ord(c): f"\\u{ord(c):04x}" for c in safe} for safe in _HTML_SAFE}
 
 
 def json_forms(value: str) -> set[bytes]:
@@ -39,7 +40,7 @@ def json_forms(value: str) -> set[bytes]:
         inner = text[1:-1]
         for safe in _HTML_SAFE:
             # None of these characters is part of an escape, so each stands for itself.
-            escaped = "".join(f"\\u{ord(c):04x}" if c in safe else c for c in inner)
+            escaped = inner.translate(_ESCAPES[safe])
             upper = _HEX_ESCAPE.sub(lambda m: "\\u" + m[1].upper(), escaped)
             for form in (escaped, upper):
                 forms.add(form.encode())
@@ -47,39 +48,60 @@ def json_forms(value: str) -> set[bytes]:
     return forms
 
 
-_END: Final = -1  # where a form ends, in a tree of forms
-_Tree: TypeAlias = dict[int, "_Tree"]
-
-
-def _as_tree(forms: Iterable[bytes]) -> bytes:
+def tree_pattern(forms: Iterable[bytes]) -> bytes:
     """A pattern that finds any of ``forms``, written as the tree of their shared
     beginnings: at each byte the search tries only the branches that byte may take,
     where one flat alternation would try every form, which with many secrets makes a
-    search of a few megabytes take seconds."""
-    root: _Tree = {}
-    for form in forms:
-        node = root
-        for byte in form:
-            if _END in node:
-                break  # a shorter form ends here: finding it is enough
-            node = node.setdefault(byte, {})
-        else:
-            node.clear()
-            node[_END] = {}
-    return _branches(root)
+    search of a few megabytes take seconds.
+
+    Built from the forms in sorted order, where those that share a beginning stand
+    together: what a group of them shares is found by comparing its first and its last
+    at C speed, so the Python steps are a few a branch however long the forms are, and
+    the work grows with their length, never with its square."""
+    kept: list[bytes] = []
+    for form in sorted(forms):
+        if not form:
+            return b""  # an empty form is found anywhere
+        if kept and form.startswith(kept[-1]):
+            continue  # a shorter form ends here: finding it is enough
+        kept.append(form)
+    return _branches(kept, 0) if kept else b""
 
 
-def _branches(node: _Tree) -> bytes:
-    if _END in node:
-        return b""
+def _branches(forms: list[bytes], depth: int) -> bytes:
+    """The pattern of ``forms`` (sorted, none the beginning of another, all sharing
+    their first ``depth`` bytes) from ``depth`` on."""
+    if len(forms[0]) == depth:
+        return b""  # the one form ends here
     parts = []
-    for byte in sorted(node):
-        run, child = bytes([byte]), node[byte]
-        while _END not in child and len(child) == 1:  # a run no other form leaves
-            ((next_byte, child),) = child.items()
-            run += bytes([next_byte])
-        parts.append(re.escape(run) + _branches(child))
+    begin = 0
+    while begin < len(forms):
+        byte = forms[begin][depth]
+        end = begin + 1
+        while end < len(forms) and forms[end][depth] == byte:
+            end += 1
+        # Sorted, the first and the last of a group share no more than any two of it.
+        first, last = forms[begin], forms[end - 1]
+        shared = _shared_length(first, last, depth)
+        parts.append(re.escape(first[depth:shared]) + _branches(forms[begin:end], shared))
+        begin = end
     return parts[0] if len(parts) == 1 else b"(?:" + b"|".join(parts) + b")"
+
+
+def _shared_length(first: bytes, last: bytes, start: int) -> int:
+    """Where ``first`` and ``last`` first differ from ``start`` on, or the shorter one
+    ends: compared a span at a time, each span twice the last, so a run of bytes costs
+    steps as many as the times its length doubles and work in proportion to it."""
+    end = min(len(first), len(last))
+    at, span = start, 64
+    while at < end:
+        stop = min(end, at + span)
+        if first[at:stop] != last[at:stop]:
+            differ = int.from_bytes(first[at:stop], "big") ^ int.from_bytes(last[at:stop], "big")
+            # The bytes past the highest bit that differs are the same in both.
+            return stop - (differ.bit_length() + 7) // 8
+        at, span = stop, span * 2
+    return end
 
 
 class Spellings:
@@ -91,7 +113,7 @@ class Spellings:
         forms = {f for v in values if v for f in json_forms(v)}
         if not forms:
             raise ValueError("no text to find")
-        self._pattern = re.compile(_as_tree(forms))
+        self._pattern = re.compile(tree_pattern(forms))
 
     @classmethod
     def of(cls, values: Iterable[str]) -> Spellings | None:

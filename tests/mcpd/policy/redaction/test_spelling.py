@@ -7,11 +7,18 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+from collections.abc import Callable
+from types import FrameType
+from typing import TypeAlias
 
 import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from mcpd.policy.redaction.spelling import Spellings
+from mcpd.config.credentials.secrets import SECRET_FILE_LIMIT
+from mcpd.policy.redaction.spelling import Spellings, json_forms, tree_pattern
 
 SECRET = "Zq9&x<Lk>Pw7='a/b\"c\\d\n\u00e9\U0001f600=="
 
@@ -88,3 +95,78 @@ def test_many_secrets_sharing_beginnings_are_each_found() -> None:
         for form in (encoded(text), encoded(text, "<>&='", upper=True)):
             assert found.found_in(b'{"t":"x' + form + b'y"}'), form
     assert not found.found_in(b'{"t":"token-abcde"}')
+
+
+Trie: TypeAlias = dict[int, "Trie"]
+
+
+def trie_pattern(forms: set[bytes]) -> bytes:
+    """The same pattern, built as a tree with a node a byte: plain to read, slow to run."""
+    end = -1
+    root: Trie = {}
+    for form in forms:
+        node = root
+        for byte in form:
+            if end in node:
+                break
+            node = node.setdefault(byte, {})
+        else:
+            node.clear()
+            node[end] = {}
+
+    def branches(node: Trie) -> bytes:
+        if end in node:
+            return b""
+        parts = []
+        for byte in sorted(node):
+            run, child = [byte], node[byte]
+            while end not in child and len(child) == 1:
+                ((next_byte, child),) = child.items()
+                run.append(next_byte)
+            parts.append(re.escape(bytes(run)) + branches(child))
+        return parts[0] if len(parts) == 1 else b"(?:" + b"|".join(parts) + b")"
+
+    return branches(root)
+
+
+@given(st.lists(st.text(alphabet='ab/<"\\é\n', max_size=12), min_size=1, max_size=6))
+def test_the_pattern_is_the_tree_of_the_forms_shared_beginnings(texts: list[str]) -> None:
+    forms = {f for t in texts if t for f in json_forms(t)} or {b"x"}
+    assert tree_pattern(forms) == trie_pattern(forms)
+
+
+@pytest.mark.parametrize("size", [1, 100, 5000, 70000])
+def test_a_long_secret_makes_the_same_pattern(size: int) -> None:
+    secret = ("Zq9&x<L/k>P\u00e9" * size)[:size]
+    forms = json_forms(secret) | json_forms(secret[:-1] + "!") | json_forms("other-secret")
+    assert tree_pattern(forms) == trie_pattern(forms)
+
+
+def python_steps(build: Callable[[], object]) -> int:
+    """How many lines of Python ``build`` runs (at C speed, a step may handle many bytes)."""
+    steps = 0
+
+    def trace(frame: FrameType, event: str, arg: object) -> Callable[..., object]:
+        nonlocal steps
+        steps += event == "line"
+        return trace
+
+    sys.settrace(trace)
+    try:
+        build()
+    finally:
+        sys.settrace(None)
+    return steps
+
+
+def test_building_the_pattern_of_a_secret_as_long_as_any_takes_no_step_a_byte() -> None:
+    # A config secret is at most SECRET_FILE_LIMIT long; its pattern is built on the
+    # daemon's thread at every reload, so its work follows the secret's length at C
+    # speed, with Python steps a few a branch of the tree.
+    def steps(size: int) -> int:
+        secret = ("k/Z=q9<" * size)[:size]
+        forms = json_forms(secret) | json_forms("another-secret")
+        return python_steps(lambda: tree_pattern(forms))
+
+    short, longest = steps(1024), steps(SECRET_FILE_LIMIT)
+    assert longest < 2 * short, (short, longest)
