@@ -10,10 +10,16 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
+from typing import Final
 
 import msgspec
 
 from ...local.ownership.trusted_path import untrusted_file
+
+# Past any real secret (a token, a password, a private key in PEM is a few KiB), and
+# short enough that every secret held is searched for in all servers send at C speed
+# after a build that takes moments: a larger file is the wrong one (a CA bundle, a log).
+SECRET_FILE_LIMIT: Final = 64 * 1024
 
 
 class HeldSecret(msgspec.Struct, frozen=True):
@@ -29,6 +35,11 @@ class HeldSecret(msgspec.Struct, frozen=True):
 
 class SecretError(Exception):
     """The file cannot be used; the message never contains its content."""
+
+
+class SecretTooLarge(SecretError):
+    """The file is larger than any secret: a mistake in the config (the wrong path),
+    not a fact about this machine."""
 
 
 def read_secret(path: str, env: Mapping[str, str]) -> str:
@@ -67,7 +78,15 @@ def read_secret(path: str, env: Mapping[str, str]) -> str:
             untrusted = untrusted_file(path, st)
             if untrusted is not None:
                 raise SecretError(f"secret file not trusted: {untrusted}")
-            data = f.read()
+            # No more read than can be used: a path to a large file by mistake costs
+            # nothing but its error.
+            data = f.read(SECRET_FILE_LIMIT + 1)
+            if len(data) > SECRET_FILE_LIMIT:
+                size = max(st.st_size, len(data))
+                raise SecretTooLarge(
+                    f"secret file {path!r} holds {size} bytes, more than a secret may "
+                    f"({SECRET_FILE_LIMIT} bytes): is it the right file?"
+                )
     except FileNotFoundError:
         raise SecretError(f"secret file {path!r} does not exist") from None
     except PermissionError:

@@ -1,10 +1,11 @@
 """``${...}`` in the config's strings: ``${VAR}`` and ``${VAR:-default}`` from the
 environment, ``${file:PATH}`` from a secret file, ``$$`` for a literal ``$``.
 
-A reference that is badly written is a mistake in the file, wherever it is. One that is
-well written but cannot be resolved here (a variable not set, a file that cannot be
-read) is a fact about this machine: inside a server's table it keeps that server from
-starting and nothing else, and a disabled server's table is not expanded at all.
+A reference that is badly written is a mistake in the file, wherever it is, and so is
+one to a file larger than any secret (the wrong path). One that is well written but
+cannot be resolved here (a variable not set, a file that cannot be read) is a fact
+about this machine: inside a server's table it keeps that server from starting and
+nothing else, and a disabled server's table is not expanded at all.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, Final
 import msgspec
 
 from ..credentials.exposure import secret_name
-from ..credentials.secrets import HeldSecret, SecretError, read_secret
+from ..credentials.secrets import HeldSecret, SecretError, SecretTooLarge, read_secret
 from ..tables.model import ConfigError
 
 _VAR_NAME_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -117,6 +118,8 @@ def expand(
         if body.startswith("file:"):
             try:
                 return held(read_secret(body[len("file:") :], env))
+            except SecretTooLarge as exc:
+                raise ConfigError(path, str(exc)) from None
             except SecretError as exc:
                 raise Unresolved(path, str(exc)) from None
         name, sep, default = body.partition(":-")
