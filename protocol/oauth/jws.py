@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 from .authorize import RandomSource, b64url
+from .errors import OAuthConfigError
 from .keys import EcPrivateKey, RsaPrivateKey, SigningKey
 
 # NIST P-256 (SEC 2 secp256r1), a = -3.
@@ -149,7 +150,7 @@ def rs256_sign(key: RsaPrivateKey, message: bytes) -> bytes:
         s = pow(m, key.private_exponent, key.n)
     # A faulty signature computed with the CRT can give the key away; never release one.
     if pow(s, key.e, key.n) != m:
-        raise ValueError("the RSA key is inconsistent (its parts do not match)")
+        raise OAuthConfigError("the RSA key is inconsistent (its parts do not match)")
     return s.to_bytes(size, "big")
 
 

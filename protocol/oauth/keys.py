@@ -3,7 +3,8 @@
 Accepted forms: PEM ``PRIVATE KEY`` (PKCS#8, EC P-256 or RSA), ``EC PRIVATE KEY``
 (SEC1), ``RSA PRIVATE KEY`` (PKCS#1), and a JWK (``kty`` ``EC`` with ``crv``
 ``P-256``, or ``RSA``) as JSON text. Encrypted PEM is refused with a message that
-says so; decrypt it first. Only the DER needed for these structures is parsed.
+says so; decrypt it first. Only the DER needed for these structures is parsed. An RSA
+key's parts are checked to belong together.
 
 A key never shows itself: ``repr()`` names the algorithm and ``kid`` only.
 """
@@ -140,7 +141,43 @@ def _rsa_pkcs1(der: bytes, kid: str | None) -> RsaPrivateKey:
     if seq.integer() != 0:
         raise OAuthConfigError("multi-prime RSA keys are not supported")
     n, e, d, p, q, dp, dq, qinv = (seq.integer() for _ in range(8))
-    return RsaPrivateKey(n, e, d, (p, q, dp, dq, qinv), kid)
+    return _consistent(RsaPrivateKey(n, e, d, (p, q, dp, dq, qinv), kid))
+
+
+def _consistent(key: RsaPrivateKey) -> RsaPrivateKey:
+    """``key``, once its parts are found to belong together: a key whose parts do not
+    would sign nothing (``jws.rs256_sign`` releases no signature that does not verify),
+    which is better said when the key is read than at its first use. Says which part is
+    wrong, never its value."""
+    n, e, d = key.n, key.e, key.private_exponent
+    if n % 2 == 0 or e < 3 or e % 2 == 0 or e >= n:
+        raise OAuthConfigError(
+            "the RSA key is inconsistent: its public exponent e or modulus n is none RSA uses"
+        )
+    if key.crt is not None:
+        p, q, dp, dq, qinv = key.crt
+        if p < 3 or q < 3 or p * q != n:
+            raise OAuthConfigError(
+                "the RSA key is inconsistent: its primes p and q do not multiply to its modulus n"
+            )
+        if dp * e % (p - 1) != 1 or dq * e % (q - 1) != 1:
+            raise OAuthConfigError(
+                "the RSA key is inconsistent: its CRT exponents dp and dq do not match e"
+            )
+        if qinv * q % p != 1:
+            raise OAuthConfigError(
+                "the RSA key is inconsistent: its CRT coefficient qi is not the inverse of q"
+            )
+    # One round trip of a small number: a d that does not match e fails it, unless
+    # e*d - 1 happens to be a multiple of the number's order modulo n, which no slip in
+    # a key file makes.
+    probe = 2
+    if not 1 < d < n or pow(pow(probe, e, n), d, n) != probe:
+        raise OAuthConfigError(
+            "the RSA key is inconsistent: its private exponent d does not undo its "
+            "public exponent e"
+        )
+    return key
 
 
 def _pkcs8(der: bytes, kid: str | None) -> SigningKey:
@@ -182,7 +219,7 @@ def _from_jwk(jwk: dict[str, Any], kid: str | None) -> SigningKey:
         if all(k in jwk for k in ("p", "q", "dp", "dq", "qi")):
             p, q, dp, dq, qi = (_b64url_int(jwk, k) for k in ("p", "q", "dp", "dq", "qi"))
             crt = (p, q, dp, dq, qi)
-        return RsaPrivateKey(n, e, d, crt, kid)
+        return _consistent(RsaPrivateKey(n, e, d, crt, kid))
     raise OAuthConfigError(f"JWK key type {kty!r} is not supported (use EC P-256 or RSA)")
 
 

@@ -52,10 +52,14 @@ class References:
     def __init__(self) -> None:
         self.names: set[str] = set()
         self.files: set[str] = set()
+        # The key path each secret file is named at: an error about the value it gave
+        # says the file, which the key's text no error shows.
+        self.read_from: dict[str, str] = {}
 
-    def note(self, body: str) -> None:
+    def note(self, body: str, path: str) -> None:
         if body.startswith("file:"):
             self.files.add(body[len("file:") :])
+            self.read_from.setdefault(path, body[len("file:") :])
         else:
             self.names.add(body.partition(":-")[0])
 
@@ -114,7 +118,7 @@ def expand(
         body = m.group(1)
         _check_reference(body, path)
         if refs is not None:
-            refs.note(body)
+            refs.note(body, path)
         if body.startswith("file:"):
             try:
                 return held(read_secret(body[len("file:") :], env))
@@ -184,6 +188,7 @@ class ServerTable(msgspec.Struct, frozen=True):
     unknown: frozenset[str] = frozenset()
     variables: frozenset[str] = frozenset()  # the variables it refers to
     files: frozenset[str] = frozenset()  # the secret files it refers to
+    read_from: dict[str, str] = {}  # the key path -> the secret file named there
 
 
 def expand_server(
@@ -206,7 +211,12 @@ def expand_server(
     expanded = _walk(body, where, on_str)
     problem = str(problems[0]) if problems else None
     return ServerTable(
-        expanded, problem, frozenset(unknown), frozenset(refs.names), frozenset(refs.files)
+        expanded,
+        problem,
+        frozenset(unknown),
+        frozenset(refs.names),
+        frozenset(refs.files),
+        refs.read_from,
     )
 
 
@@ -221,9 +231,11 @@ def _unexpanded(body: dict[str, Any], where: str, refs: References) -> ServerTab
                 raise _unclosed(path)
             if m.group(1) is not None:
                 _check_reference(m.group(1), path)
-                refs.note(m.group(1))
+                refs.note(m.group(1), path)
                 unknown.add(path)
         return value
 
     _walk(body, where, on_str)
-    return ServerTable(body, None, frozenset(unknown), frozenset(refs.names), frozenset(refs.files))
+    return ServerTable(
+        body, None, frozenset(unknown), frozenset(refs.names), frozenset(refs.files), refs.read_from
+    )

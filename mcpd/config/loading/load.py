@@ -74,10 +74,25 @@ def parse_config(
     expanded["variables"] = variables
     expanded["secret_files"] = sorted(refs.files.union(*(t.files for t in tables.values())))
     names = refs.names.union(*(t.variables for t in tables.values()))
+    read_from = dict(refs.read_from)
+    for table in tables.values():
+        read_from.update(table.read_from)
     # The errors of the checks show no value a reference gave, whole or in part.
     with masking(stand_ins(names, env, found)):
-        config = _checked(expanded, tables)
+        try:
+            config = _checked(expanded, tables)
+        except ConfigError as exc:
+            raise _saying_files(exc, read_from) from None
     return msgspec.structs.replace(config, held_secrets=held_in(config, found))
+
+
+def _saying_files(error: ConfigError, read_from: Mapping[str, str]) -> ConfigError:
+    """``error`` and those found with it, each about a value a secret file gave saying
+    the file: the key's name alone leaves whoever reads it to find which file it was."""
+    more = [_saying_files(e, read_from) for e in error.more]
+    file = read_from.get(error.path)
+    message = error.message if file is None else f"{error.message} (read from {file!r})"
+    return type(error)(error.path, message, error.file, more)
 
 
 def said_of(config: Config, env: Mapping[str, str] | None = None) -> dict[str, str]:

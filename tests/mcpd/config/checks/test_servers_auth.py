@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +12,9 @@ import pytest
 
 from mcpd.config.loading.load import load, parse_config
 from mcpd.config.tables.model import ConfigError
+from tests.support.rsa_parts import PARTS, pkcs1_pem
+
+ROOT = Path(__file__).resolve().parents[4]
 
 URL = "https://tickets.example.com/mcp"
 # A throwaway P-256 key (PKCS#8), made for these tests only.
@@ -120,3 +125,41 @@ def test_a_secret_file_anyone_can_read_is_refused(tmp_path: Path) -> None:
     os.chmod(secret, 0o600)
     auth = load(path, env={}).servers["t"].auth
     assert auth is not None and auth.client_secret == "s3cret-value"
+
+
+def key_file(tmp_path: Path, text: str) -> Path:
+    key = tmp_path / "key.pem"
+    key.write_text(text)
+    os.chmod(key, 0o600)
+    return key
+
+
+def check_config(tmp_path: Path, key: Path) -> subprocess.CompletedProcess[str]:
+    path = tmp_path / "mcpd.toml"
+    path.write_text(
+        f'[servers.t]\nurl = "{URL}"\n[servers.t.auth]\ntype = "client_credentials"\n'
+        f'client_id = "robot"\nissuer = "https://auth.example.com"\n'
+        f'private_key = "${{file:{key}}}"\n'
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "mcpd", "check-config", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT)},
+        timeout=60,
+    )
+
+
+def test_check_config_refuses_an_rsa_key_whose_parts_do_not_match_naming_its_file(
+    tmp_path: Path,
+) -> None:
+    broken = {**PARTS, "dp": PARTS["dp"] + 1}
+    key = key_file(tmp_path, pkcs1_pem(broken))
+    proc = check_config(tmp_path, key)
+    assert proc.returncode == 78
+    assert proc.stderr.endswith(
+        "servers.t.auth.private_key: the RSA key is inconsistent: its CRT exponents dp and "
+        f"dq do not match e (read from {str(key)!r})\n"
+    )
+    assert not any(str(v)[:12] in proc.stderr for v in broken.values() if v > 10**12)
