@@ -2,9 +2,10 @@
 
 Accepted forms: PEM ``PRIVATE KEY`` (PKCS#8, EC P-256 or RSA), ``EC PRIVATE KEY``
 (SEC1), ``RSA PRIVATE KEY`` (PKCS#1), and a JWK (``kty`` ``EC`` with ``crv``
-``P-256``, or ``RSA``) as JSON text. Encrypted PEM is refused with a message that
-says so; decrypt it first. Only the DER needed for these structures is parsed. An RSA
-key's parts are checked to belong together.
+``P-256``, or ``RSA``) as JSON text. PEM blocks beside the one private key (``EC
+PARAMETERS``, a certificate) are passed over; two private keys are refused. Encrypted
+PEM is refused with a message that says so; decrypt it first. Only the DER needed for
+these structures is parsed. An RSA key's parts are checked to belong together.
 
 A key never shows itself: ``repr()`` names the algorithm and ``kid`` only.
 """
@@ -234,10 +235,22 @@ def load_signing_key(text: str, *, kid: str | None = None) -> SigningKey:
         if not isinstance(jwk, dict):
             raise OAuthConfigError("the JWK must be a JSON object")
         return _from_jwk(jwk, kid)
-    m = _PEM.search(stripped)
-    if m is None:
+    blocks = [(m.group(1), m.group(2)) for m in _PEM.finditer(stripped)]
+    if not blocks:
         raise OAuthConfigError("the key is neither PEM nor a JWK")
-    label, body = m.group(1), m.group(2)
+    # Other blocks may come with the key: ``openssl ecparam -genkey`` writes the
+    # curve's parameters before it, a bundle a certificate beside it.
+    keys = [(label, body) for label, body in blocks if label.endswith("PRIVATE KEY")]
+    if not keys:
+        if len(blocks) == 1:
+            raise OAuthConfigError(f"PEM {blocks[0][0]!r} is not a private key mcpd can use")
+        labels = ", ".join(repr(label) for label, _ in blocks)
+        raise OAuthConfigError(f"PEM {labels}: none of them is a private key mcpd can use")
+    if len(keys) > 1:
+        raise OAuthConfigError(
+            f"the PEM text holds {len(keys)} private keys; keep only the one mcpd is to sign with"
+        )
+    ((label, body),) = keys
     if "ENCRYPTED" in label or "Proc-Type:" in body:
         raise OAuthConfigError("the private key is encrypted; store it decrypted (mode 0600)")
     try:

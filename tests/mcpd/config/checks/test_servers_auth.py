@@ -163,3 +163,14 @@ def test_check_config_refuses_an_rsa_key_whose_parts_do_not_match_naming_its_fil
         f"dq do not match e (read from {str(key)!r})\n"
     )
     assert not any(str(v)[:12] in proc.stderr for v in broken.values() if v > 10**12)
+
+
+def test_check_config_takes_the_key_openssl_ecparam_genkey_writes(tmp_path: Path) -> None:
+    key = tmp_path / "key.pem"
+    made = ["openssl", "ecparam", "-name", "prime256v1", "-genkey", "-out", str(key)]
+    subprocess.run(made, check=True, capture_output=True)
+    os.chmod(key, 0o600)
+    assert key.read_text().startswith("-----BEGIN EC PARAMETERS-----")
+    proc = check_config(tmp_path, key)
+    assert proc.returncode == 0, proc.stderr
+    assert "1 server(s)" in proc.stdout
