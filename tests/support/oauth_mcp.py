@@ -44,6 +44,8 @@ class ProtectedMcp(OAuthServer):
         self.answer_gate: trio.Event | None = None
         self.issued_held = trio.Event()
         self.refused = trio.Event()  # set when /mcp answers a 401
+        # A scope a call's token must have been asked with, else a 403 insufficient_scope.
+        self.need_scope: str | None = None
 
     def revoke_access(self) -> None:
         """The server forgets every access token (as if they all expired)."""
@@ -74,6 +76,11 @@ class ProtectedMcp(OAuthServer):
             await super()._mcp(req, respond)  # the 401 with its challenge
             return
         method, rid = req.rpc_method, req.rpc_id
+        if self.need_scope is not None and self.need_scope not in self.scope_of[token].split():
+            challenge = f'Bearer error="insufficient_scope", scope="{self.need_scope}"'
+            headers = [("WWW-Authenticate", challenge)]
+            await respond.json({"error": "insufficient_scope"}, 403, headers=headers)
+            return
         answer: dict[str, Any]
         if method == "server/discover":
             answer = result(

@@ -52,11 +52,15 @@ class OAuthServer:
         self.refresh_needs_consent = False
         # As a server whose access tokens are self-contained: revocation refuses them.
         self.unrevocable_access = False
+        # Answers the client credentials grant, with a refresh token too (as some servers
+        # do, though RFC 6749 §4.4.3 advises against it).
+        self.machine_grants = False
         # What happened.
         self.challenges: dict[str, str] = {}  # state -> code_challenge
         self.codes: dict[str, dict[str, str]] = {}
         self.codes_asked: list[dict[str, str]] = []  # every authorization request's query
         self.issued: list[str] = []
+        self.scope_of: dict[str, str] = {}  # the scope each access token was asked with
         self.live_refresh: set[str] = set()  # refresh tokens rotate: each works once
         self.spent_refresh: set[str] = set()
         # Refresh tokens sent again after they were spent: a leak, for OAuth 2.1, so
@@ -97,6 +101,8 @@ class OAuthServer:
             "token_endpoint_auth_methods_supported": [self.auth_method],
             "authorization_response_iss_parameter_supported": True,
         }
+        if self.machine_grants:
+            doc["grant_types_supported"].append("client_credentials")
         if self.scopes_supported is not None:
             doc["scopes_supported"] = self.scopes_supported
         doc.update(self.metadata_extra)
@@ -218,13 +224,14 @@ class OAuthServer:
                 return
             self.live_refresh.discard(used)
             self.spent_refresh.add(used)
-        else:
+        elif grant != "client_credentials" or not self.machine_grants:
             await respond.json({"error": "unsupported_grant_type"}, 400)
             return
         n = next(self._serial)
         # As long as a real token: mcpd masks none that could be a word.
         access, refresh = f"access-{n}-{_DRAWN}", f"refresh-{n}-{_DRAWN}"
         self.issued.append(access)
+        self.scope_of[access] = form.get("scope", "")
         answer: dict[str, Any] = {
             "access_token": access,
             "token_type": "Bearer",

@@ -229,11 +229,12 @@ class ServerAuth(AuthState, AuthHook):
             over = self._refresh_over = trio.Event()
             try:
                 with trio.CancelScope(shield=True):
-                    await self._refresh(server, reg, tokens, policy, refused=refused)
+                    renewed = await self._refresh(server, reg, tokens, policy, refused=refused)
             finally:
                 self._refresh_over = None
                 over.set()
-            return
+            if renewed:
+                return
         if self.kind == "client_credentials":
             await self.client_credentials(self.challenge)
             return
@@ -257,8 +258,10 @@ class ServerAuth(AuthState, AuthHook):
         policy: FetchPolicy,
         *,
         refused: bool,
-    ) -> None:
-        """The refresh request and the keeping of its outcome (run shielded)."""
+    ) -> bool:
+        """The refresh request and the keeping of its outcome (run shielded): False
+        when the grant is gone and a machine identity asks for a new one with its
+        own credentials instead, as no person is needed for that."""
         try:
             fresh = await self.http.refresh(
                 server, reg, tokens, policy, key=self.creds.client.signing_key
@@ -277,15 +280,29 @@ class ServerAuth(AuthState, AuthHook):
                 self._refresh_lost = _GRANT_GONE
                 self.creds.drop_refresh_token()
                 await self.save()
+                then = (
+                    "a new one is asked for with the client credentials"
+                    if self.kind == "client_credentials"
+                    else "a login is needed"
+                )
                 logger.warning(
                     "%s: the refresh token was refused; the access token works until "
-                    "it expires, then a login is needed",
+                    "it expires, then %s",
+                    self.alias,
+                    then,
+                    extra=log_extra(self.alias, "refresh_refused"),
+                )
+                return True
+            self.creds.drop_tokens()
+            await self.save()
+            if self.kind == "client_credentials":
+                logger.info(
+                    "%s: the refresh token was refused; asking for a new token with the "
+                    "client credentials",
                     self.alias,
                     extra=log_extra(self.alias, "refresh_refused"),
                 )
-                return
-            self.creds.drop_tokens()
-            await self.save()
+                return False
             if self._unanswered:
                 raise self.lost(f"{_GRANT_GONE}; {_MAY_BE_USED}") from None
             raise self.lost(_GRANT_GONE) from None
@@ -304,6 +321,7 @@ class ServerAuth(AuthState, AuthHook):
         logger.info(
             "%s: access token refreshed", self.alias, extra=log_extra(self.alias, "refreshed")
         )
+        return True
 
     async def stop(self) -> None:
         """The server stops: nothing asks for a token from now on, and a refresh

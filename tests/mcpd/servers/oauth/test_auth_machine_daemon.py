@@ -1,0 +1,65 @@
+"""A machine identity (the client credentials grant) in a running daemon, against a
+local protected MCP server: mcpd asks for its tokens itself, so no refusal of a token
+it can replace sends it to ``needs_login``."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from tests.support.agent import Agent, connect, make_config, running
+from tests.support.oauth_mcp import ProtectedMcp, serve_protected
+
+LIMIT = 20
+TOOL = "mcp__m__whoami"
+SECRET = "machine-secret-9f4c1e7b2a"
+
+
+@contextlib.asynccontextmanager
+async def machine_daemon(tmp: Path, **auth: Any) -> AsyncIterator[tuple[ProtectedMcp, Agent]]:
+    """A protected server whose authorization server answers the client credentials
+    grant (with a refresh token as well), and a daemon with it as ``m``."""
+    srv = ProtectedMcp()
+    srv.machine_grants = True
+    srv.auth_method = "client_secret_basic"
+    srv.client_secret = SECRET
+    async with serve_protected(srv):
+        table = {
+            "type": "client_credentials",
+            "client_id": srv.client_id,
+            "client_secret": SECRET,
+            "issuer": srv.base,
+            **auth,
+        }
+        config = make_config(
+            tmp,
+            {"m": {"url": srv.mcp_url, "auth": table}},
+            state_dir=str(tmp / "state"),
+            startup_deadline=5.0,
+        )
+        async with running(config) as daemon, connect(daemon.socket_path) as agent:
+            yield srv, agent
+
+
+async def server_row(agent: Agent) -> dict[str, Any]:
+    return (await agent.result("mcpd/status"))["servers"][0]  # type: ignore[no-any-return]
+
+
+async def test_a_refused_refresh_token_brings_a_new_client_credentials_grant(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with machine_daemon(tmp_path) as (srv, agent):
+            assert not (await agent.call(TOOL)).get("isError")
+            assert srv.live_refresh  # the server handed a refresh token to mcpd
+            srv.revoke_everything()
+            answer = await agent.call(TOOL)
+            assert not answer.get("isError"), answer
+            row = await server_row(agent)
+    assert row["state"] == "ready"
+    assert srv.grants["refresh_token"] == 1  # tried once, then the credentials
+    assert srv.grants["client_credentials"] == 2
