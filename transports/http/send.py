@@ -137,26 +137,30 @@ async def with_authorization(
 ) -> T:
     """What ``send`` returns, given the ``Authorization`` value ``auth`` hands out (None:
     no hook, or nothing to send); a refusal the hook answers with a new value is sent
-    once more with it (a second refusal is the hook's to explain, if it can), and the
-    hook hears which value went through."""
+    again with it, once for each kind of refusal (a 401 may bring a token that a 403
+    then finds short of a scope: each is answered once, so no loop), a refusal of a
+    kind already answered is the hook's to explain, if it can, and the hook hears
+    which value went through."""
     if auth is None:
         return await send(None)
     sent = await auth.authorization()
-    try:
-        answer = await send(sent)
-    except AuthError as exc:
-        # A refused message was not handled, so sending it again cannot run it twice.
-        fresh = await auth.refused(exc, sent)
-        if fresh is None:
-            raise
-        sent = fresh
+    answered: set[int] = set()
+    while True:
         try:
             answer = await send(sent)
-        except AuthError as again:
-            await auth.refused_again(again, sent)
-            raise
-    auth.accepted(sent)
-    return answer
+        except AuthError as exc:
+            if exc.status in answered:
+                await auth.refused_again(exc, sent)
+                raise
+            # A refused message was not handled, so sending it again cannot run it twice.
+            fresh = await auth.refused(exc, sent)
+            if fresh is None:
+                raise
+            answered.add(exc.status)
+            sent = fresh
+            continue
+        auth.accepted(sent)
+        return answer
 
 
 def authorized(headers: list[tuple[bytes, bytes]], value: str | None) -> list[tuple[bytes, bytes]]:

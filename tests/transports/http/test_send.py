@@ -1,6 +1,6 @@
 """How every HTTP message goes out: with the credentials an ``AuthHook`` hands out
-(sent once more when a refusal brings new ones), and along redirects that stay on
-the server's origin."""
+(sent again when a refusal brings new ones, once for each kind of refusal), and
+along redirects that stay on the server's origin."""
 
 from __future__ import annotations
 
@@ -123,6 +123,58 @@ async def test_a_refusal_stands_when_the_hook_has_nothing_better(
     # Never sent more than twice: once, and once more with a new value.
     assert len(srv.requests) == len(values)
     assert hook.accepted_values == []
+
+
+def short_of_scope(good: str) -> Any:
+    """A server that takes only ``good``, and finds every other token (bar none) short
+    of a scope."""
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        value = req.header("authorization")
+        if value == good:
+            await answer_json(req, respond)
+        elif value is None:
+            await respond.reply(401, "", {"WWW-Authenticate": 'Bearer error="invalid_token"'})
+        else:
+            challenge = 'Bearer error="insufficient_scope", scope="more"'
+            await respond.reply(403, "", {"WWW-Authenticate": challenge})
+
+    return handler
+
+
+async def test_a_token_then_a_scope_refused_sends_the_message_with_each_answer() -> None:
+    hook = Hook(None, "Bearer narrow", "Bearer wide")
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(short_of_scope("Bearer wide")) as srv,
+            open_http_transport("a", srv.url(), auth=hook) as t,
+        ):
+            raw = await t.request("tools/call", {"name": "x"})
+    assert json.loads(bytes(raw)) == {"echo": "tools/call"}
+    assert [r.header("authorization") for r in srv.requests] == [
+        None,
+        "Bearer narrow",
+        "Bearer wide",
+    ]
+    assert hook.accepted_values == ["Bearer wide"]
+
+
+async def test_each_kind_of_refusal_is_answered_once_then_stands() -> None:
+    hook = Hook(None, "Bearer narrow", "Bearer still-narrow", "Bearer never-sent")
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(short_of_scope("Bearer wide")) as srv,
+            open_http_transport("a", srv.url(), auth=hook) as t,
+        ):
+            with pytest.raises(AuthError) as caught:
+                await t.request("x", {})
+    assert caught.value.status == 403
+    assert [r.header("authorization") for r in srv.requests] == [
+        None,
+        "Bearer narrow",
+        "Bearer still-narrow",
+    ]
+    assert [status for status, _, _ in hook.refusals] == [401, 403, 403]
 
 
 async def test_a_value_no_header_can_carry_is_never_sent() -> None:

@@ -63,3 +63,19 @@ async def test_a_refused_refresh_token_brings_a_new_client_credentials_grant(
     assert row["state"] == "ready"
     assert srv.grants["refresh_token"] == 1  # tried once, then the credentials
     assert srv.grants["client_credentials"] == 2
+
+
+async def test_a_call_refused_for_its_token_then_for_a_scope_goes_through(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with machine_daemon(tmp_path) as (srv, agent):
+            assert not (await agent.call(TOOL)).get("isError")
+            srv.revoke_access()
+            srv.need_scope = "reports"
+            answer = await agent.call(TOOL)
+            row = await server_row(agent)
+    assert not answer.get("isError"), answer
+    assert answer["content"][0]["text"] == "called with token #2"  # the second since the void
+    assert "reports" in srv.scope_of[srv.issued[-1]].split()
+    assert row["state"] == "ready" and row["breaker"]["failures"] == 0
