@@ -347,6 +347,7 @@ class ServerAuth(AuthState, AuthHook):
             current = self.creds.header
             if current is not None and current != sent:
                 return current
+            self.refuse_scope_beyond_configured(challenge)
             try:
                 state, scopes = self.scopes_before_step_up().step_up(challenge)
             except StepUpLimit:

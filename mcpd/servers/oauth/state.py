@@ -311,6 +311,20 @@ class AuthState:
         except OAuthError as exc:
             raise AuthFailed(why(exc)) from None
 
+    def refuse_scope_beyond_configured(self, challenge: BearerChallenge) -> None:
+        """``AuthFailed`` for a machine identity's step-up to a scope its configured
+        ``scopes`` lack: with no person to consent, that list is all it may ask for."""
+        configured = self.settings.scopes if self.settings is not None else None
+        if self.kind != "client_credentials" or not configured:
+            return
+        beyond = [s for s in challenge.scope or () if s not in configured]
+        if beyond:
+            raise AuthFailed(
+                f"the server asks for the scope {quote(' '.join(beyond))}, which the "
+                f"configured scopes do not grant (servers.{self.alias}.auth.scopes); "
+                "mcpd asks for no more than they name"
+            )
+
     def first_told_of_shared_redirect(self, issuer: str) -> bool:
         """Whether the journal has yet to say that logins at ``issuer`` come back to
         the redirect address every authorization server shares (it says so once)."""

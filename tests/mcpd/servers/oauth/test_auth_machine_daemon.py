@@ -79,3 +79,20 @@ async def test_a_call_refused_for_its_token_then_for_a_scope_goes_through(
     assert answer["content"][0]["text"] == "called with token #2"  # the second since the void
     assert "reports" in srv.scope_of[srv.issued[-1]].split()
     assert row["state"] == "ready" and row["breaker"]["failures"] == 0
+
+
+async def test_a_step_up_asks_for_no_scope_beyond_the_configured_ones(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with machine_daemon(tmp_path, scopes=["reports", "audit"]) as (srv, agent):
+            assert not (await agent.call(TOOL)).get("isError")
+            srv.need_scope = "admin"
+            refused = await agent.call(TOOL)
+            srv.need_scope = "audit"  # configured, so asked for from the start
+            allowed = await agent.call(TOOL)
+    assert refused["isError"] is True
+    text = refused["content"][0]["text"]
+    assert '"admin"' in text and "servers.m.auth.scopes" in text
+    assert not allowed.get("isError"), allowed
+    asked = [form.get("scope", "").split() for form in srv.token_forms]
+    assert all("admin" not in scopes for scopes in asked)
+    assert all(set(scopes) <= {"reports", "audit"} for scopes in asked)
