@@ -21,7 +21,7 @@ from protocol.shown.visible import visible
 from ..config.checks.aliases import alias_warnings
 from ..config.checks.endpoints import groups_locked_out
 from ..config.checks.policy_rules import leavable
-from ..config.checks.servers import unpinned_client
+from ..config.checks.servers import plain_http_credentials, unpinned_client
 from ..config.checks.strings import socket_path_error
 from ..config.credentials import exposure
 from ..config.credentials.exposure import in_url, masked_args, warnings
@@ -193,6 +193,7 @@ def _check_config(config: Config, path: str) -> int:
     warned += changeable(config, unstartable)
     warned += [*inherited_warnings(config), *unreachable(config.policy), *leavable(config)]
     warned += [w for a, s in sorted(config.servers.items()) if (w := unpinned_client(a, s))]
+    warned += [w for a, s in sorted(config.servers.items()) for w in plain_http_credentials(a, s)]
     warned += alias_warnings(config)
     for warning in warned:
         _say(f"warning: {warning}", err=True)

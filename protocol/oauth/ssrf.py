@@ -6,8 +6,9 @@ A hostile server could aim them at services that trust the local network: a
 cloud metadata endpoint on a link-local address, an admin API on the LAN, a
 daemon on localhost. So:
 
-* only ``http``/``https``; ``https`` except for loopback hosts and for the MCP
-  server's own origin when the user configured it as plain http;
+* only ``http``/``https``; ``https`` except for loopback hosts: over plain http
+  anywhere else the client secret, the assertion and the tokens would cross the
+  network in clear, whatever the server's own URL is;
 * after resolution (done by the I/O layer, which then connects to exactly the
   addresses checked here), every address must be public, unless the MCP server
   itself is on such an address: a server on loopback is a local development
@@ -33,11 +34,7 @@ trusted as much, nor dropped: a login can begin before the server has refused
 anything, and a refresh makes no connection to it. So ``check_addresses`` also
 holds the server's own name to the network its grant came from: a fetch from
 its origin (its metadata) whose name now resolves elsewhere is refused, and the
-document that names internal URLs cannot come from a public address either.
-What is left is a server configured at a plain ``http://`` URL whose name moves
-to this machine altogether: its token request may then reach a loopback port at
-the path its metadata named, where the transport's own requests go as well.
-"""
+document that names internal URLs cannot come from a public address either."""
 
 from __future__ import annotations
 
@@ -219,9 +216,6 @@ class FetchPolicy(msgspec.Struct, frozen=True):
     allow_loopback: bool = False
     allow_private: bool = False  # private, shared (CGNAT) and unique-local ranges
     allow_link_local: bool = False
-    # Origins that may be fetched over plain http (the MCP server's own, when the
-    # configuration says http://). Loopback hosts may always use http.
-    http_origins: tuple[str, ...] = ()
 
     # The MCP server's host and the kinds of address it is at, for saying why a
     # kind it is partly at is refused.
@@ -244,7 +238,6 @@ class FetchPolicy(msgspec.Struct, frozen=True):
             allow_loopback="loopback" in granted,
             allow_private="private" in granted,
             allow_link_local="link-local" in granted,
-            http_origins=(u.origin,) if u.scheme == "http" else (),
             server_host=u.host,
             server_classes=tuple(sorted(kinds)),
         )
@@ -267,8 +260,12 @@ class FetchPolicy(msgspec.Struct, frozen=True):
         except ValueError as exc:
             raise BlockedUrl(str(exc)) from None
         loopback = is_loopback_host(u.host)
-        if u.scheme != "https" and not loopback and u.origin not in self.http_origins:
-            raise BlockedUrl(f"{what} {quote(display_url(url))} must use https")
+        if u.scheme != "https" and not loopback:
+            raise BlockedUrl(
+                f"{what} {quote(display_url(url))} must use https: OAuth speaks plain http "
+                "to this machine's loopback only, as anywhere else its secrets and tokens "
+                "would cross the network in clear"
+            )
         if loopback and not self.allow_loopback:
             raise BlockedUrl(
                 f"{what} {quote(display_url(url))} points at this machine (loopback), "

@@ -18,6 +18,7 @@ from protocol.http.mcp_headers import TRANSPORT_HEADERS
 from protocol.shown.stand_ins import masked_repr
 
 from ...local.ownership.trusted_path import untrusted_file
+from ..credentials.held import credential_header
 from ..sandboxing.keys import grant_errors
 from ..tables.model import (
     ALIAS_RE,
@@ -163,10 +164,48 @@ def unpinned_client(alias: str, s: ServerConfig) -> str | None:
     )
 
 
+def _off_loopback_http_host(url: str | None) -> str | None:
+    """The host of a plain ``http://`` URL that is not this machine's loopback (None:
+    https, loopback, or no URL mcpd can read, which has its own error)."""
+    if url is None or url[:7].lower() != "http://":
+        return None
+    # Imported here: a config of stdio servers alone loads no HTTP code.
+    from protocol.http.parts import parse_url
+    from protocol.oauth.ssrf import is_loopback_host
+
+    try:
+        origin, _ = parse_url(url)
+    except ValueError:
+        return None
+    return None if is_loopback_host(origin.host) else origin.host
+
+
+def plain_http_credentials(alias: str, s: ServerConfig) -> list[str]:
+    """The warnings for credential headers a server's plain ``http://`` URL sends across
+    the network in clear (check-config says them; OAuth there is a config error)."""
+    host = _off_loopback_http_host(s.url)
+    if host is None:
+        return []
+    return [
+        f"servers.{alias}.headers.{name}: a credential sent over plain http to {host}, "
+        "which is not this machine: whoever can watch the network on the way can read "
+        f"it and use it; give servers.{alias}.url as https:// if the server has it"
+        for name in s.headers
+        if credential_header(name)
+    ]
+
+
 def _auth_errors(where: str, s: ServerConfig, a: AuthConfig) -> Iterator[ConfigError]:
     at = f"{where}.auth"
     if s.url is None:
         yield ConfigError(at, "only applies to HTTP servers (with `url`)")
+    in_clear = (
+        "OAuth needs https there, as its client secret and tokens would cross the network "
+        "in clear (plain http is for this machine's loopback only: 127.0.0.1, ::1, localhost)"
+    )
+    host = _off_loopback_http_host(s.url)
+    if host is not None:
+        yield ConfigError(f"{where}.url", f"is plain http to {host}, not this machine: {in_clear}")
     for name in s.headers:
         if name.lower() == "authorization":
             yield ConfigError(
@@ -198,6 +237,8 @@ def _auth_errors(where: str, s: ServerConfig, a: AuthConfig) -> Iterator[ConfigE
         )
     if a.issuer is not None and not re.match(r"^https?://[^/\s#?]+[^\s#?]*$", a.issuer):
         yield ConfigError(f"{at}.issuer", "must be an http(s) URL without query or fragment")
+    elif (host := _off_loopback_http_host(a.issuer)) is not None:
+        yield ConfigError(f"{at}.issuer", f"is plain http to {host}, not this machine: {in_clear}")
     for i, scope in enumerate(a.scopes or []):
         if not scope or any(c.isspace() or c in '"\\' or ord(c) < 0x20 for c in scope):
             yield ConfigError(f"{at}.scopes[{i}]", "must be one scope token (no spaces)")

@@ -22,6 +22,11 @@ from .secrets import HeldSecret
 _CREDENTIAL_HEADERS: Final = frozenset({"authorization", "proxy-authorization", "cookie"})
 
 
+def credential_header(name: str) -> bool:
+    """Whether a header of this name carries a credential (by its name alone)."""
+    return name.lower() in _CREDENTIAL_HEADERS or secret_name(name)
+
+
 def held_in(config: Config, referenced: Iterable[HeldSecret] = ()) -> tuple[HeldSecret, ...]:
     """``referenced``: what ``expand`` collected. One entry per distinct value."""
     found: dict[str, HeldSecret] = {}
@@ -35,7 +40,7 @@ def held_in(config: Config, referenced: Iterable[HeldSecret] = ()) -> tuple[Held
     for alias, server in config.servers.items():
         where = f"servers.{alias}"
         for name, value in server.headers.items():
-            if name.lower() in _CREDENTIAL_HEADERS or secret_name(name):
+            if credential_header(name):
                 add(f"{where}.headers.{name}", value)
                 # "Bearer TOKEN": the token alone is what a server might echo.
                 scheme, space, credential = value.partition(" ")

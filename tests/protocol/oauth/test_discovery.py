@@ -163,18 +163,11 @@ def test_a_challenge_cannot_name_metadata_we_may_not_fetch(url: str, match: str)
         Discovery(SERVER, BearerChallenge(resource_metadata=url), policy=FetchPolicy())
 
 
-def test_a_plain_http_server_may_use_http_for_its_own_origin_only() -> None:
+def test_a_plain_http_server_off_loopback_gets_no_oauth_over_http() -> None:
     server = "http://mcp.example.com/mcp"
     policy = FetchPolicy.for_server(server, ["93.184.216.34"])
-    d = Discovery(server, None, policy=policy)
-    assert step(d, NOT_FOUND) == "http://mcp.example.com/.well-known/oauth-protected-resource/mcp"
     with pytest.raises(BlockedUrl, match="must use https"):
-        step(
-            d,
-            json_response(
-                {"resource": server, "authorization_servers": ["http://auth.example.com"]}
-            ),
-        )
+        Discovery(server, None, policy=policy)
 
 
 @pytest.mark.parametrize(

@@ -59,7 +59,6 @@ def test_loopback_hosts(host: str, loopback: bool) -> None:
 def test_a_remote_server_gets_the_strict_policy() -> None:
     policy = FetchPolicy.for_server("https://mcp.example.com/mcp", ["93.184.216.34"])
     assert not (policy.allow_loopback or policy.allow_private or policy.allow_link_local)
-    assert policy.http_origins == ()
     policy.check_url("https://auth.example.com/token", "token request")
     for url, why in [
         ("http://auth.example.com/token", "https"),
@@ -98,21 +97,32 @@ def test_a_local_development_server_may_use_local_addresses() -> None:
     # a loopback name must really be loopback
     with pytest.raises(BlockedUrl, match="not loopback"):
         policy.check_addresses("http://localhost:4000/token", ["10.0.0.1"], "token request")
-    # plain http is for loopback and the server's own origin only
+    # plain http is for loopback only
     with pytest.raises(BlockedUrl, match="https"):
         policy.check_url("http://as.lan/token", "token request")
 
 
 def test_a_server_on_the_lan_may_use_the_lan_but_not_this_machine() -> None:
-    policy = FetchPolicy.for_server("http://10.0.0.7:8000/mcp", ["10.0.0.7"])
+    policy = FetchPolicy.for_server("https://10.0.0.7:8000/mcp", ["10.0.0.7"])
     assert policy.allow_private and not policy.allow_loopback
-    assert policy.http_origins == ("http://10.0.0.7:8000",)
-    policy.check_url("http://10.0.0.7:8000/.well-known/oauth-protected-resource", "prm")
+    policy.check_url("https://10.0.0.7:8000/.well-known/oauth-protected-resource", "prm")
     policy.check_addresses("https://auth.corp/t", ["10.0.0.9"], "x")
     with pytest.raises(BlockedUrl, match="loopback"):
         policy.check_url("http://127.0.0.1:9000/t", "x")
-    with pytest.raises(BlockedUrl, match="https"):
-        policy.check_url("http://10.0.0.8:8000/t", "x")
+
+
+@pytest.mark.parametrize("server", ["http://10.0.0.7:8000/mcp", "http://mcp.example.com/mcp"])
+def test_plain_http_is_refused_off_loopback_even_on_the_servers_own_origin(server: str) -> None:
+    """Over plain http the client secret and the tokens would cross the network in
+    clear: the server's own URL being http grants its OAuth nothing."""
+    policy = FetchPolicy.for_server(server, ["10.0.0.7"])
+    origin = server.removesuffix("/mcp")
+    with pytest.raises(BlockedUrl, match="must use https") as caught:
+        policy.check_url(f"{origin}/token", "token request")
+    assert f"{origin}/token" in str(caught.value)
+    assert "loopback only" in str(caught.value)
+    loopback = FetchPolicy.for_server("http://127.0.0.1:8000/mcp", ["127.0.0.1"])
+    loopback.check_url("http://127.0.0.1:8000/token", "token request")
 
 
 @pytest.mark.parametrize(
@@ -154,8 +164,8 @@ def test_a_name_on_public_and_loopback_addresses_is_refused_loopback_and_told_wh
 
 
 def test_a_local_servers_name_must_stay_local_for_what_it_was_granted() -> None:
-    policy = FetchPolicy.for_server("http://mcp.test:8080/mcp", ["127.0.0.1"])
-    prm = "http://mcp.test:8080/.well-known/oauth-protected-resource/mcp"
+    policy = FetchPolicy.for_server("https://mcp.test:8080/mcp", ["127.0.0.1"])
+    prm = "https://mcp.test:8080/.well-known/oauth-protected-resource/mcp"
     assert policy.check_addresses(prm, ["127.0.0.1"], "resource metadata") == ["127.0.0.1"]
     with pytest.raises(BlockedUrl) as caught:
         policy.check_addresses(prm, ["93.184.216.34"], "resource metadata")

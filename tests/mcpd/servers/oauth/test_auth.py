@@ -279,8 +279,8 @@ async def test_a_401_from_a_public_address_cannot_point_mcpd_at_this_machine(
     its 401 came over a connection to a public address: the metadata on this machine
     that it names is not fetched, and the login goes on."""
     world = FakeWorld(
-        server_url="http://mcp.test:8080/mcp",
-        prm_url="http://mcp.test:8080/.well-known/oauth-protected-resource/mcp",
+        server_url="https://mcp.test:8080/mcp",
+        prm_url="https://mcp.test:8080/.well-known/oauth-protected-resource/mcp",
     )
 
     async def on_loopback(host: str, port: int) -> list[str]:

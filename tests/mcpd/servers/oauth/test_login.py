@@ -261,8 +261,8 @@ async def test_a_server_whose_name_leaves_this_machine_mid_login_cannot_point_mc
     name an authorization server here; when its metadata is fetched, the name resolves
     to a public address: that answer is not what the grant was for."""
     world = FakeWorld(
-        server_url="http://mcp.test:8080/mcp",
-        prm_url="http://mcp.test:8080/.well-known/oauth-protected-resource/mcp",
+        server_url="https://mcp.test:8080/mcp",
+        prm_url="https://mcp.test:8080/.well-known/oauth-protected-resource/mcp",
         issuer="http://127.0.0.1:24190",
     )
     answers = [["127.0.0.1"]]
