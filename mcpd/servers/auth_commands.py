@@ -16,7 +16,13 @@ import trio
 from protocol.jsonrpc import messages as rpc
 
 from .life.runner import Runner
-from .oauth import LoginError, NoOAuthLogin, RedirectFailed, forget_unconfigured
+from .oauth import (
+    LoginError,
+    NoOAuthLogin,
+    RedirectFailed,
+    forget_unconfigured,
+    unconfigured_logins,
+)
 from .supervisor import Supervisor
 
 if TYPE_CHECKING:
@@ -57,6 +63,11 @@ class Logins:
             if login is not None:
                 out.append({**login, "server_state": runner.state})
         return out
+
+    async def unconfigured(self) -> list[str]:
+        """The servers no longer configured whose saved login stays on disk until
+        ``mcpd auth logout`` removes it."""
+        return await unconfigured_logins(self._supervisor.config)
 
     async def begin(self, alias: str, redirect_uri: str | None) -> dict[str, object]:
         runner, login = self._runner(alias)

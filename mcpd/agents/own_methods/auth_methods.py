@@ -70,7 +70,11 @@ async def _status(
     api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
     scope = api.scope_of(conn)
-    return {"servers": api.control.logins.status(None if scope is None else scope.has_server)}
+    if scope is not None:
+        return {"servers": api.control.logins.status(scope.has_server)}
+    # Only for a caller of every server: the names of others are no profile's to see.
+    unconfigured = await api.control.logins.unconfigured()
+    return {"servers": api.control.logins.status(None), "unconfigured": unconfigured}
 
 
 async def _login(

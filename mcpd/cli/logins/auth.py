@@ -15,6 +15,7 @@ server has used the new token.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -48,9 +49,18 @@ def _issuer(issuer: str | None) -> str:
     return shown if shown == issuer else f"{shown} (written with non-ASCII letters)"
 
 
-def render_auth_status(servers: list[dict[str, Any]]) -> str:
-    if not servers:
-        return "no HTTP servers"
+def render_auth_status(servers: list[dict[str, Any]], unconfigured: Sequence[str] = ()) -> str:
+    lines = _logins(servers) if servers else ["no HTTP servers"]
+    for name in unconfigured:
+        shown = visible(name)
+        lines.append(
+            f"{shown}: not configured, its saved login stays on disk; "
+            f"`mcpd auth logout {shown}` revokes and removes it"
+        )
+    return "\n".join(lines)
+
+
+def _logins(servers: list[dict[str, Any]]) -> list[str]:
     lines = [f"{'SERVER':<16} {'LOGIN':<14} {'EXPIRES':<21} {'ISSUER':<32} SCOPES"]
     for s in servers:
         expires = _local(s.get("expires_at"))
@@ -68,7 +78,7 @@ def render_auth_status(servers: list[dict[str, Any]]) -> str:
             lines.append(f"{'':<16} {_unrenewable(s)}: a new login is needed once it expires")
     if any(s.get("refreshable") for s in servers):
         lines.append("(r): mcpd refreshes it before it expires")
-    return "\n".join(lines)
+    return lines
 
 
 def _unrenewable(server: dict[str, Any]) -> str:
@@ -82,11 +92,12 @@ def cmd_auth_status(args: argparse.Namespace) -> int:
     import json
 
     with client_for(args, QUICK) as client:
-        servers = ask(client, "mcpd/auth/status", code=False)["servers"]
+        answer = ask(client, "mcpd/auth/status", code=False)
+    servers, unconfigured = answer["servers"], answer.get("unconfigured", [])
     if args.json:
-        print(json.dumps({"servers": servers}, indent=2))
+        print(json.dumps({"servers": servers, "unconfigured": unconfigured}, indent=2))
     else:
-        print(render_auth_status(servers))
+        print(render_auth_status(servers, unconfigured))
     return 0
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "ServerAuth",
     "attach",
     "forget_unconfigured",
+    "unconfigured_logins",
 ]
 
 logger = logging.getLogger("mcpd.auth")
@@ -60,3 +61,28 @@ async def forget_unconfigured(alias: str, config: Config) -> dict[str, Any] | No
     from .revoking import forget_unconfigured_in as forget
 
     return await forget(alias, state_dir(config))
+
+
+async def unconfigured_logins(config: Config) -> list[str]:
+    """The servers the configuration no longer names whose saved login is still on
+    disk (``forget_unconfigured`` removes one)."""
+    import trio
+
+    from ...config.tables.model import ALIAS_RE
+    from ...local.state.oauth_store import OAuthStore
+    from ...local.state.statefile import state_dir
+
+    directory = OAuthStore(state_dir(config)).directory
+    names = await trio.to_thread.run_sync(_json_files, directory)
+    return sorted(n for n in names if ALIAS_RE.match(n) and n not in config.servers)
+
+
+def _json_files(directory: str) -> list[str]:
+    """The names of the ``.json`` files in ``directory``, without it (none: no folder)."""
+    import os
+
+    try:
+        listed = os.listdir(directory)
+    except OSError:
+        return []
+    return [n.removesuffix(".json") for n in listed if n.endswith(".json")]

@@ -65,6 +65,9 @@ class Logins:
         self.asked.append(("status", ()))
         return [r for r in self.rows if only is None or only(r["server"])]
 
+    async def unconfigured(self) -> list[str]:
+        return ["removed"]
+
     async def begin(self, alias: str, redirect_uri: str | None) -> dict[str, object]:
         self.asked.append(("begin", (alias, redirect_uri)))
         return {"server": alias, "url": "https://auth.example.com/authorize?x", "login": "l-1"}
@@ -233,6 +236,8 @@ async def test_anyone_who_may_use_the_socket_sees_the_state_of_their_profiles_se
     api.scope = None  # a caller the status of every server is for
     said = await call(api, caller(peer()), "mcpd/auth/status")
     assert [r["server"] for r in said["servers"]] == ["web", "hidden"]
+    # Saved logins of servers no longer configured: named to that caller alone.
+    assert said["unconfigured"] == ["removed"]
 
 
 @pytest.mark.parametrize(

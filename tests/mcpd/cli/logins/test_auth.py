@@ -23,3 +23,12 @@ def test_an_issuer_written_with_non_ascii_letters_is_shown_in_ascii_and_said_to_
     assert "https://xn--ccounts-1fg.google.com (written with non-ASCII letters) read" in row
     assert reason.strip().startswith("the server moved to the authorization server https://xn--")
     assert "is written with non-ASCII letters" in reason
+
+
+def test_a_saved_login_of_a_server_no_longer_configured_is_listed_with_how_to_remove_it() -> None:
+    out = render_auth_status([], ["cc"])
+    assert out.splitlines() == [
+        "no HTTP servers",
+        "cc: not configured, its saved login stays on disk; "
+        "`mcpd auth logout cc` revokes and removes it",
+    ]

@@ -390,3 +390,26 @@ async def _connected(
     async with connect(socket_path) as agent:
         task_status.started(agent)
         await trio.sleep_forever()
+
+
+async def test_a_removed_servers_saved_login_is_listed_until_logged_out(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with serve_protected() as srv:
+            config = config_for(tmp_path, srv)
+            async with running(config) as daemon, connect(daemon.socket_path) as agent:
+                await login(agent, srv)
+            # The same state, with t gone from the configuration and another server in it.
+            others = make_config(
+                tmp_path,
+                {"u": {"url": srv.mcp_url}},
+                state_dir=str(tmp_path / "state"),
+                startup_deadline=5.0,
+            )
+            async with running(others) as daemon, connect(daemon.socket_path) as agent:
+                listed = await agent.result("mcpd/auth/status")
+                out = await agent.result("mcpd/auth/logout", {"server": "t"})
+                after = await agent.result("mcpd/auth/status")
+    assert listed["unconfigured"] == ["t"]
+    assert [row["server"] for row in listed["servers"]] == ["u"]
+    assert out["removed"].endswith("t.json")
+    assert after["unconfigured"] == []
