@@ -5,17 +5,18 @@ after a refusal, and a person's login when nothing else helps.
 access token, refreshing it first when it is about to expire; after a 401 it
 re-reads the server's resource metadata (a server that moved to another
 authorization server voids everything of the old one), then refreshes or, for a
-machine identity, asks for a new token with the client credentials; after a 403
-``insufficient_scope`` it asks for the union of the scopes (a bounded number of
-times). One renewal runs at a time per server: whoever comes while it runs waits
+machine identity, asks for a new token with the client credentials (also when its
+refresh token is refused); after a 403 ``insufficient_scope`` it asks for the union
+of the scopes (a bounded number of times, and for a machine identity never beyond
+its configured ones). One renewal runs at a time per server: whoever comes while it runs waits
 for it (within their own time limit) and then uses its token, so fifty calls that
 meet an expired token cost one token request. A refresh whose request is out runs
 to its answer, which is kept (the authorization server may have replaced the refresh
 token it was sent): a caller that gives up does not end it, the server's stop waits
 for it (``stop``).
 
-When only a person can help (no token, a refresh token that was revoked, more
-scope wanted) it raises ``LoginRequired``, and the server waits in its own state,
+When only a person can help (a person's login: no token, a refresh token that was
+revoked, more scope wanted) it raises ``LoginRequired``, and the server waits in its own state,
 ``needs_login``, until ``mcpd auth login`` has run (``servers.oauth.login``).
 Tokens never appear in a message, a log line or a status: they leave this module
 only as the header value handed to the transport.

@@ -426,6 +426,32 @@ async def test_client_credentials_stop_stepping_up_when_more_scope_never_helps(
     assert await auth.refused(more, auth.creds.header) == "Bearer at-1"
 
 
+async def test_client_credentials_whose_refresh_and_grant_are_refused_fail_once_no_login(
+    tmp_path: Path, world: FakeWorld, clock: Clock
+) -> None:
+    """A refused refresh token brings one client credentials grant; refused as well,
+    the failure is the server's (retried with backoff), never a wait for a person."""
+    world.metadata["token_endpoint_auth_methods_supported"] = ["client_secret_basic"]
+    auth, _ = server_auth(
+        tmp_path,
+        world,
+        clock,
+        auth={"type": "client_credentials", "client_id": "machine", "client_secret": "s3cret"},
+    )
+    assert await auth.refused(unauthorized(CHALLENGE), None) == "Bearer at-1"  # with rt-1
+    world.token_status, world.token = 400, {"error": "invalid_grant"}
+    before = token_requests(world)
+    with pytest.raises(AuthFailed) as caught:
+        await auth.refused(unauthorized(CHALLENGE), "Bearer at-1")
+    grants = [
+        world.form(r)["grant_type"]
+        for r in world.sent_to(world.metadata["token_endpoint"])[before:]
+    ]
+    assert grants == ["refresh_token", "client_credentials"]
+    assert caught.value.reason.startswith("the client credentials were refused")
+    assert auth.needs_login is None
+
+
 async def test_refused_client_credentials_fail_without_asking_for_a_login(
     tmp_path: Path, world: FakeWorld, clock: Clock
 ) -> None:
