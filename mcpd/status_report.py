@@ -10,7 +10,6 @@ profile."""
 from __future__ import annotations
 
 import os
-from typing import Any, Final
 
 import msgspec
 import trio
@@ -30,7 +29,7 @@ from .reloading.outcome import ReloadOutcome
 from .servers.all_servers import AllServers
 from .servers.status import metrics
 from .servers.status.history import Histories, ServerHistory
-from .servers.status.outage import iso_of_monotonic
+from .servers.status.row import ServerRow, others_row
 from .servers.supervisor import Supervisor
 
 
@@ -91,10 +90,9 @@ class StatusReport:
                     # Hidden paths moved since they were first hidden (``anchors``).
                     *anchors.notices(),
                 ],
-                **{
-                    key: sum(s.get(key, 0) for s in servers)
-                    for key in ("held", "definition_changes", "findings")
-                },
+                "held": sum(s.held for s in servers),
+                "definition_changes": sum(s.definition_changes for s in servers),
+                "findings": sum(s.findings for s in servers),
                 "http": None if endpoint is None else display_url(endpoint.url),
             },
             "servers": servers,
@@ -147,33 +145,10 @@ class StatusReport:
         only = None if scope is None else scope.has_server
         return self._histories.view(self._supervisor.runners, only)
 
-    def _servers(self, scope: ProfileView | None = None) -> list[dict[str, object]]:
-        """Each server's row (of those ``scope`` has), its times as ISO dates."""
-        servers = []
-        for s in self._supervisor.status(None if scope is None else scope.has_server):
-            s = dict(s)
-            s["since"] = _iso(s["since"])
-            s["retry_at"] = _iso(s["retry_at"])
-            # What the server's own settings name that it does not list: the operator's.
-            s["warnings"] = self.unlisted.of(str(s["alias"])) if scope is None else []
-            servers.append(s)
-        return servers
-
-
-def _iso(mono: object) -> str | None:
-    """A time of a status row (a monotonic time, or None for none) as an ISO date."""
-    return iso_of_monotonic(mono) if isinstance(mono, int | float) else None
-
-
-# What a server's row shows of its process to the daemon's own user and root alone.
-_OWN_USERS_ONLY: Final = ("stderr", "pid")
-
-
-def others_row(row: dict[str, Any]) -> dict[str, Any]:
-    """A server's row as any other user reads it: without its stderr, its pid, and its
-    home (a path in the state directory) in its sandbox."""
-    out = {key: value for key, value in row.items() if key not in _OWN_USERS_ONLY}
-    sandbox = out.get("sandbox")
-    if isinstance(sandbox, dict):
-        out["sandbox"] = {key: value for key, value in sandbox.items() if key != "home"}
-    return out
+    def _servers(self, scope: ProfileView | None = None) -> list[ServerRow]:
+        """Each server's row (of those ``scope`` has)."""
+        rows = self._supervisor.status(None if scope is None else scope.has_server)
+        if scope is not None:
+            return rows
+        # What the server's own settings name that it does not list: the operator's.
+        return [msgspec.structs.replace(row, warnings=self.unlisted.of(row.alias)) for row in rows]

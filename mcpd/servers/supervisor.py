@@ -30,6 +30,7 @@ from .life.lazy import LazyRunner
 from .life.runner import Runner
 from .life.transport_factory import TransportFactory, open_transport
 from .status.outage import Outage, clock_time
+from .status.row import ServerRow
 from .status.state import counts, states_summary
 
 logger = logging.getLogger("mcpd.supervisor")
@@ -347,7 +348,7 @@ class Supervisor:
         await self.restart(report)
         return report
 
-    def status(self, only: Callable[[str], bool] | None = None) -> list[dict[str, object]]:
+    def status(self, only: Callable[[str], bool] | None = None) -> list[ServerRow]:
         """Each server's row in ``mcpd status`` (of those whose alias ``only`` admits)."""
         return [self.runners[a].status() for a in sorted(self.runners) if only is None or only(a)]
 

@@ -1,20 +1,20 @@
 """What the page shows, read into typed rows from what the daemon already answers.
 
-``mcpd status`` (its JSON) gives the servers, the daemon and the profiles; the
-histories give the day's state changes and the hour's minutes; the logins say which
-servers wait for a person. The rows keep only what the page draws, and read a
-status that lacks a field (an older or a profile's view) with its default.
+``mcpd status`` gives the servers (each a ``ServerRow``, as the daemon builds it), the
+daemon and the profiles; the histories give the day's state changes and the hour's
+minutes; the logins say which servers wait for a person. The daemon's and the
+profiles' rows keep only what the page draws, and read a status that lacks a field (a
+profile's view) with its default.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import msgspec
 
 from ...registry.profiles.views import ProfileView
-from ...servers.shared import ServerHistory
+from ...servers.shared import ServerHistory, ServerRow
 from ..daemon_seam import DaemonForAgents
 from .sources import (
     ALL_CALLS,
@@ -26,44 +26,6 @@ from .sources import (
     Sources,
     Waiting,
 )
-
-
-class BreakerRow(msgspec.Struct, frozen=True):
-    state: str = "closed"
-    consecutive_failures: int = 0
-    failures: int = 0
-    opened: int = 0
-
-
-class ServerRow(msgspec.Struct, frozen=True):
-    alias: str
-    transport: str = ""
-    state: str = "stopped"
-    era: str | None = None
-    tools: int = 0
-    since: str | None = None
-    last_error: str | None = None
-    retry_at: str | None = None
-    restarts: int = 0
-    breaker: BreakerRow = BreakerRow()
-    calls: int = 0
-    errors: int = 0
-    p50_ms: float | None = None
-    p95_ms: float | None = None
-    inflight: int = 0
-    pid: int | None = None
-    stderr: list[str] = []  # a child's last lines
-    warnings: list[str] = []  # what its own settings name that it does not list
-    # Where a server runs confined, when mcpd confines it: a level, or a table with one.
-    sandbox: str | dict[str, Any] | None = None
-
-    @property
-    def sandbox_level(self) -> str | None:
-        box = self.sandbox
-        if isinstance(box, dict):
-            level = box.get("level")
-            return level if isinstance(level, str) else None
-        return box
 
 
 class DaemonRow(msgspec.Struct, frozen=True):
@@ -140,7 +102,9 @@ def read_page(
     logins_from_page: bool = False,
     look_only: str | None = None,
 ) -> PageData:
-    status = msgspec.convert(control.status(scope, own_user=own_user), StatusRows)
+    status = msgspec.convert(
+        msgspec.to_builtins(control.status(scope, own_user=own_user)), StatusRows
+    )
     history = {h.server: h for h in control.history(scope)}
     return PageData(
         status,

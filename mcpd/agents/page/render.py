@@ -12,12 +12,14 @@ from html import escape
 from typing import Final
 from urllib.parse import quote
 
+from msgspec import UnsetType
+
 from protocol.shown.visible import visible
 
-from ...servers.shared import DAY, ServerHistory
+from ...servers.shared import DAY, ServerHistory, ServerRow
 from . import charts, decisions
 from .assets import ICON, SCRIPT, STYLE
-from .model import PageData, ProfileRow, ServerRow, profile_use
+from .model import PageData, ProfileRow, profile_use
 from .words import on_page
 
 _RECENT: Final = 5  # minutes that calls per minute is averaged over
@@ -139,10 +141,11 @@ def _server(data: PageData, row: ServerRow) -> str:
     cls = charts.state_class(row.state)
     alias = on_page(row.alias)
     facts = [row.transport or "?"]
-    if row.pid is not None:
+    # Unset: what the reader may not see (``others_row``), or a server without one.
+    if isinstance(row.pid, int):
         facts.append(f"pid {row.pid}")
-    if row.sandbox_level:
-        facts.append(f"sandbox {row.sandbox_level}")
+    if not isinstance(row.sandbox, UnsetType) and row.sandbox.level:
+        facts.append(f"sandbox {row.sandbox.level}")
     facts.append(f"{row.tools} tools")
     used = profile_use(data.status.profiles)(row.alias)
     if used:
@@ -179,7 +182,8 @@ def _state(row: ServerRow, history: ServerHistory, now: float) -> str:
         out += f"<small>{lead} {_when(since, now)}</small>"
     if row.last_error and cls != "up":
         out += f'<small class="why">{on_page(row.last_error)}</small>'
-        said = next((line.strip() for line in reversed(row.stderr) if line.strip()), "")
+        stderr = [] if isinstance(row.stderr, UnsetType) else row.stderr
+        said = next((line.strip() for line in reversed(stderr) if line.strip()), "")
         if said:
             out += f'<small class="why">stderr: {on_page(said[:300])}</small>'
     elif row.last_error:

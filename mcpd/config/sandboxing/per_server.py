@@ -33,7 +33,7 @@ import pwd
 import resource
 import urllib.parse
 from collections.abc import Mapping
-from typing import Final, TypedDict
+from typing import Final
 
 import msgspec
 
@@ -316,14 +316,14 @@ def expected_shortfall(sandbox: Sandbox) -> str | None:
         return f"the server cannot start: {exc}"
 
 
-class SandboxStatus(TypedDict):
-    """A server's sandbox as ``mcpd status --json`` shows it: a dict, as the rest of a
-    status row is, so that the last masking pass over the row (``SecretGuard.shown``)
-    walks it too."""
+class SandboxStatus(msgspec.Struct, kw_only=True):
+    """A server's sandbox as ``mcpd status --json`` shows it. ``home`` is a path in the
+    state directory, unset where the reader is not the daemon's own user or root. Its
+    level is any text, as the last masking pass over a row may leave it."""
 
-    level: Level
+    level: str
     unprotected: str | None
-    home: str
+    home: str | msgspec.UnsetType = msgspec.UNSET
     read: list[str]
     write: list[str]
     network: bool
@@ -336,17 +336,16 @@ def sandbox_status(sandbox: Sandbox, unprotected: str | None, started: bool) -> 
     last start could not apply (when ``started``)."""
     if not started:
         unprotected = expected_shortfall(sandbox)
-    limits = sandbox.limits
-    return {
-        "level": sandbox.level,
-        "unprotected": unprotected,
-        "home": sandbox.home,
-        "read": list(sandbox.read),
-        "write": list(sandbox.write),
-        "network": sandbox.network,
-        "host_loopback": list(sandbox.loopback),
-        "limits": applied_limits(limits),
-    }
+    return SandboxStatus(
+        level=sandbox.level,
+        unprotected=unprotected,
+        home=sandbox.home,
+        read=list(sandbox.read),
+        write=list(sandbox.write),
+        network=sandbox.network,
+        host_loopback=list(sandbox.loopback),
+        limits=applied_limits(sandbox.limits),
+    )
 
 
 def applied_limits(limits: Limits) -> dict[str, int | None]:

@@ -32,7 +32,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
-from typing import Final
+from typing import Final, TypeVar
 
 import msgspec
 from msgspec import Raw
@@ -55,6 +55,8 @@ _encode: Final = msgspec.json.Encoder()
 # written again as the number it is.
 _decode_exact: Final = msgspec.json.Decoder(float_hook=Decimal)
 _encode_exact: Final = msgspec.json.Encoder(decimal_format="number")
+
+RowT = TypeVar("RowT", bound=msgspec.Struct)
 
 
 class _Search:
@@ -293,6 +295,15 @@ class SecretGuard:
         if self._search.values is None:
             return dict(row)
         return {key: self._shown(value) for key, value in row.items()}
+
+    def shown_row(self, row: RowT) -> RowT:
+        """A typed status row, its every string masked as ``shown`` masks a dict's: the
+        pass goes over the row as it is encoded, so that no field of it, nested or
+        added later, is left out."""
+        if self._search.values is None:
+            return row
+        masked = self.shown(msgspec.to_builtins(row))
+        return msgspec.convert(masked, type(row))
 
     def _shown(self, value: object) -> object:
         # Its strings only: a number of mcpd's (a time, a pid) stays one.

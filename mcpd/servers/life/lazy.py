@@ -14,8 +14,8 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from typing import Any
 
+import msgspec
 import trio
 
 from transports.base import Transport
@@ -28,6 +28,7 @@ from ...registry.tables.catalog import Catalog
 from ..calling.calls import Demand
 from ..calling.queue_bytes import QueueBytes
 from ..connected.upstream import Upstream
+from ..status.row import ServerRow
 from .runner import Runner
 from .task_holds import TaskHolds
 from .transport_factory import TransportFactory, open_transport
@@ -141,8 +142,5 @@ class LazyRunner(Runner):
         # or started on demand: the call waits for the server.
         return (self.phase != "connected" or self._stopping) and self.available
 
-    def status(self) -> dict[str, Any]:
-        out = super().status()
-        out["start"] = "lazy"
-        out["idle_stop"] = self.idle_stop
-        return out
+    def status(self) -> ServerRow:
+        return msgspec.structs.replace(super().status(), start="lazy", idle_stop=self.idle_stop)

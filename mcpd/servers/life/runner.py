@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 import trio
@@ -27,6 +27,7 @@ from ...registry.tables.catalog import Catalog
 from ..calling.queue_bytes import QueueBytes
 from ..connected.upstream import Upstream
 from ..oauth import LoginRequired
+from ..status.row import ServerRow
 from ..status.status_of import status_of
 from .events import describe_failure
 from .http_kind import other_kind
@@ -60,7 +61,7 @@ class Runner(ServerParts):
             # A login that stops working while the server is served is shown at once.
             self.auth.on_change = self._auth_changed
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> ServerRow:
         """Its row in ``mcpd status``."""
         return status_of(self)
 

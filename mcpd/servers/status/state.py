@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final, NamedTuple
 
-import msgspec
-
 from ...config.tables.model import DaemonConfig
 from ...registry.gating.limits import NOUNS, Trimmed
 from ...registry.tables.catalog import Catalog
@@ -19,7 +17,8 @@ from ..circuit.breaker import Breaker, BreakerConfig
 from ..connected.handshake import ServerInfo
 from ..life.backoff import BackoffConfig, RestartPolicy
 from ..life.downtime import Downtime
-from .outage import Outage, last_line
+from .outage import Outage, iso_of_monotonic, last_line
+from .row import BreakerCounts, ServerRow
 from .stats import LatencyStats
 
 # Every state, in the order summaries list them.
@@ -139,8 +138,8 @@ def status_row(
     now: float,
     server_info: ServerInfo | None = None,
     cache_scope: str | None = None,
-) -> dict[str, object]:
-    """One server's entry in ``mcpd status`` (times still on the trio clock)."""
+) -> ServerRow:
+    """One server's entry in ``mcpd status``: what its runner knows of it."""
     b = r.breaker.status(now)
     d = r.downtime
     snap = r.stats.snapshot()
@@ -153,55 +152,72 @@ def status_row(
         last_error = b.reason or last_error
     elif last_error is None and r.state == "degraded":
         last_error = b.trouble or b.reason  # what the last failed call met
-    return {
-        "alias": r.alias,
-        "transport": r.transport_kind,
-        "state": r.state,
-        "era": era,
-        "protocol_version": version,
-        "server_info": _identity(server_info),
-        "list_cache_scope": cache_scope,
-        "tools": tools,
-        # Down: since the outage began, not since the last retry's phase change.
-        "since": since,
-        "last_error": last_error,
-        "retry_at": d.retry_at if d.phase == "waiting" else b.retry_at,
-        "restarts": r.policy.restarts,
-        "breaker": {
-            "state": b.state,
-            "consecutive_failures": b.consecutive_failures,
-            "failures": b.total_failures,
-            "opened": b.times_opened,
-        },
-        "calls": snap.calls,
-        "errors": snap.errors,
-        "p50_ms": None if snap.p50 is None else round(snap.p50 * 1000, 2),
-        "p95_ms": None if snap.p95 is None else round(snap.p95 * 1000, 2),
-        "p99_ms": None if snap.p99 is None else round(snap.p99 * 1000, 2),
-        "inflight": r.inflight,
-        "waiting": r.waiting,
-        "stderr": r.stderr[-5:] if r.transport_kind == "stdio" else [],
-        "dropped_tools": r.dropped_tools,
-    }
+    retry_at = d.retry_at if d.phase == "waiting" else b.retry_at
+    return ServerRow(
+        alias=r.alias,
+        transport=r.transport_kind,
+        state=r.state,
+        era=era,
+        protocol_version=version,
+        server_info=server_info,
+        list_cache_scope=cache_scope,
+        tools=tools,
+        since=iso_of_monotonic(since),
+        last_error=last_error,
+        retry_at=iso_of_monotonic(retry_at),
+        restarts=r.policy.restarts,
+        breaker=BreakerCounts(
+            state=b.state,
+            consecutive_failures=b.consecutive_failures,
+            failures=b.total_failures,
+            opened=b.times_opened,
+        ),
+        calls=snap.calls,
+        errors=snap.errors,
+        p50_ms=_ms(snap.p50),
+        p95_ms=_ms(snap.p95),
+        p99_ms=_ms(snap.p99),
+        inflight=r.inflight,
+        waiting=r.waiting,
+        stderr=r.stderr[-5:] if r.transport_kind == "stdio" else [],
+        dropped_tools=r.dropped_tools,
+    )
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000, 2)
 
 
 # A server's lists besides its tools, in the order they are shown.
 _OTHER_LISTS: Final = ("prompts", "resources", "resource_templates")
 
 
-def list_trims(
-    tools_cut: list[str], others: Mapping[str, Trimmed], instructions_cut: str
-) -> dict[str, list[str]]:
+class ListTrims(NamedTuple):
     """Beside ``dropped_tools`` in ``mcpd status``: what the server's other lists left
     out, and what of all its lists and its instructions was kept with less, each with
     why (mcpd's limits, or an item agents could not be shown as it was)."""
-    listed = [others[kind] if kind in others else Trimmed() for kind in _OTHER_LISTS]
-    out = {f"dropped_{kind}": list(t.dropped) for kind, t in zip(_OTHER_LISTS, listed, strict=True)}
+
+    dropped_prompts: list[str]
+    dropped_resources: list[str]
+    dropped_resource_templates: list[str]
+    cut: list[str]
+
+
+def list_trims(
+    tools_cut: list[str], others: Mapping[str, Trimmed], instructions_cut: str
+) -> ListTrims:
+    prompts, resources, templates = (
+        others[kind] if kind in others else Trimmed() for kind in _OTHER_LISTS
+    )
     cut = list(tools_cut)
-    for t in listed:
+    for t in (prompts, resources, templates):
         cut += t.cut
-    out["cut"] = [*cut, instructions_cut] if instructions_cut else cut
-    return out
+    return ListTrims(
+        list(prompts.dropped),
+        list(resources.dropped),
+        list(templates.dropped),
+        [*cut, instructions_cut] if instructions_cut else cut,
+    )
 
 
 class Said(NamedTuple):
@@ -226,19 +242,10 @@ def short_lists(tools: bool, others: Mapping[str, Trimmed]) -> str:
     )
 
 
-def prompt_resource_counts(catalog: Catalog, alias: str) -> dict[str, int]:
+def prompt_resource_counts(catalog: Catalog, alias: str) -> tuple[int, int, int]:
     """The server's prompts, resources and templates in ``mcpd status``."""
     resources, templates = catalog.resources.count(alias)
-    return {
-        "prompts": catalog.prompts.count(alias),
-        "resources": resources,
-        "resource_templates": templates,
-    }
-
-
-def _identity(info: ServerInfo | None) -> dict[str, str] | None:
-    """The server's self-reported name, version and title (shown, never trusted)."""
-    return None if info is None else msgspec.to_builtins(info)
+    return catalog.prompts.count(alias), resources, templates
 
 
 def states_summary(states: dict[str, str]) -> str:

@@ -6,17 +6,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import msgspec
 import trio
+from msgspec import UNSET, UnsetType
 
-from ...config.sandboxing.per_server import sandbox_of, sandbox_status
+from ...config.sandboxing.per_server import SandboxStatus, sandbox_of, sandbox_status
 from .outage import iso_of_monotonic
+from .row import HeldBackRow, ServerRow
 from .state import Reported, list_trims, prompt_resource_counts, status_row
 
 if TYPE_CHECKING:
     from ..life.server_parts import ServerParts
 
 
-def status_of(parts: ServerParts) -> dict[str, object]:
+def status_of(parts: ServerParts) -> ServerRow:
     up = parts.upstream
     reported = Reported(
         alias=parts.alias,
@@ -40,34 +43,48 @@ def status_of(parts: ServerParts) -> dict[str, object]:
         server_info=up.server_info if up else None,
         cache_scope=parts.tool_list.cache_scope if up else None,
     )
-    # The child's pid (stdio servers only): what to look at with ps, strace or kill.
-    row["pid"] = up.transport.pid if up is not None else None
     # Read more slowly than it sends (transports.read_pace), its list fetched less
     # often than it announces changes (tool_list), or a list asked for again and
     # not answered in time, or failing (answer_wait), and why.
     held = up.transport.held_back if up is not None else None
     held = held or parts.tool_list.held_back or (parts.answers.trouble if up else None)
-    row["held_back"] = (
-        None if held is None else {"reason": held.reason, "since": iso_of_monotonic(held.since)}
-    )
+    sandbox: SandboxStatus | UnsetType = UNSET
     if parts.cfg.command is not None:
         # Before a start (lazy, or not yet): what a start would meet on this machine.
         started = parts.attempts > 0 and parts.cfg.start != "lazy"
-        sandbox = sandbox_of(parts.alias, parts.cfg, parts.config)
-        row["sandbox"] = sandbox_status(sandbox, parts.unprotected if started else None, started)
+        box = sandbox_of(parts.alias, parts.cfg, parts.config)
+        sandbox = sandbox_status(box, parts.unprotected if started else None, started)
+    auth: dict[str, object] | UnsetType = UNSET
     if parts.login is not None and parts.auth is not None and parts.auth.enabled:
-        row["auth"] = parts.login.status()
+        auth = parts.login.status()
     trims = list_trims(
         parts.tool_list.cut, parts.prompt_resources.trimmed, up.instructions_cut if up else ""
     )
-    # Items held until approved, definition changes seen, items with findings.
+    prompts, resources, templates = prompt_resource_counts(parts.registry, parts.alias)
     pins = parts.registry.gate.review.counts(parts.alias)
-    # About how many names it had mcpd forget the pins of (``forgotten``): the
-    # more, the likelier a name it never listed is held as one of them.
+    # The more names it had mcpd forget the pins of (``forgotten``), the likelier a
+    # name it never listed is held as one of them.
     marked = parts.registry.gate.review.pins.servers.get(parts.alias)
-    pins["forgotten_names"] = 0 if marked is None else marked.forgotten_names()
-    # Secrets mcpd holds found in what it sent, by whose they were: never the values.
-    row["secrets_masked"] = parts.guard.masked(parts.alias)
-    return parts.guard.shown(
-        row | prompt_resource_counts(parts.registry, parts.alias) | trims | pins
+    row = msgspec.structs.replace(
+        row,
+        # The child's pid (stdio servers only): what to look at with ps, strace or kill.
+        pid=up.transport.pid if up is not None else None,
+        held_back=None
+        if held is None
+        else HeldBackRow(reason=held.reason, since=iso_of_monotonic(held.since)),
+        sandbox=sandbox,
+        auth=auth,
+        secrets_masked=parts.guard.masked(parts.alias),
+        prompts=prompts,
+        resources=resources,
+        resource_templates=templates,
+        dropped_prompts=trims.dropped_prompts,
+        dropped_resources=trims.dropped_resources,
+        dropped_resource_templates=trims.dropped_resource_templates,
+        cut=trims.cut,
+        held=pins["held"],
+        definition_changes=pins["definition_changes"],
+        findings=pins["findings"],
+        forgotten_names=0 if marked is None else marked.forgotten_names(),
     )
+    return parts.guard.shown_row(row)

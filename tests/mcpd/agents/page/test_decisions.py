@@ -23,9 +23,10 @@ from mcpd.agents.page.decisions import (
     calls_section,
     held_items,
 )
-from mcpd.agents.page.model import DaemonRow, PageData, ServerRow, StatusRows
+from mcpd.agents.page.model import DaemonRow, PageData, StatusRows
 from mcpd.agents.page.sources import CallFilter, CallRow, HeldChange, PendingApproval, Waiting
 from mcpd.registry.findings.rules import Finding
+from tests.support.server_rows import server_row
 
 NOW = 1_800_000_000.0
 APPROVAL = PendingApproval("a-1", "mail", "mail__send", "pid 8 (host)", NOW - 60, '{"to": "x"}')
@@ -35,7 +36,7 @@ CHANGE = HeldChange(
 
 
 def data(csrf: str | None = "tok", **kw: object) -> PageData:
-    status = StatusRows(DaemonRow(), [ServerRow("mail"), ServerRow("files"), ServerRow("mail")])
+    status = StatusRows(DaemonRow(), [server_row("mail"), server_row("files"), server_row("mail")])
     return PageData(status, {}, NOW, csrf, **kw)  # type: ignore[arg-type]
 
 

@@ -1,15 +1,18 @@
-"""What the page reads of the daemon: ``mcpd status`` (its JSON) into typed rows, with
-the fields the page does not draw left aside and the ones a profile's view lacks read
-as their defaults; each server's history by its alias; what ``sources`` give, asked for
-the reader's scope and the page's filter, or None where this mcpd records nothing; and
-which profiles besides the default one list each server."""
+"""What the page reads of the daemon: ``mcpd status`` into typed rows, each server's as
+the daemon builds it and of the daemon and the profiles what the page draws, the
+fields a profile's view lacks read as their defaults; each server's history by its
+alias; what ``sources`` give, asked for the reader's scope and the page's filter, or
+None where this mcpd records nothing; and which profiles besides the default one list
+each server."""
 
 from __future__ import annotations
 
 from typing import cast
 
+from msgspec import UNSET
+
 from mcpd.agents.daemon_seam import DaemonForAgents
-from mcpd.agents.page.model import BreakerRow, ProfileRow, ServerRow, profile_use, read_page
+from mcpd.agents.page.model import ProfileRow, profile_use, read_page
 from mcpd.agents.page.sources import (
     CallFilter,
     CallRow,
@@ -18,8 +21,11 @@ from mcpd.agents.page.sources import (
     Sources,
     Waiting,
 )
+from mcpd.config.sandboxing.per_server import SandboxStatus
 from mcpd.registry.profiles.views import ProfileView
 from mcpd.servers.status.history import ServerHistory
+from mcpd.servers.status.row import BreakerCounts, others_row
+from tests.support.server_rows import server_row
 
 NOW = 1_800_000_000.0
 
@@ -42,33 +48,34 @@ OWNER_STATUS: dict[str, object] = {
         "http": "http://127.0.0.1:8765/mcp",
     },
     "servers": [
-        {
-            "alias": "files",
-            "transport": "stdio",
-            "state": "ready",
-            "era": "2025-06-18",
-            "protocol_version": "2025-06-18",
-            "server_info": {"name": "files", "version": "0.1"},
-            "list_cache_scope": None,
-            "tools": 5,
-            "since": "2027-01-15T08:00:00+00:00",
-            "last_error": None,
-            "retry_at": None,
-            "restarts": 1,
-            "breaker": {"state": "closed", "consecutive_failures": 0, "failures": 3, "opened": 1},
-            "calls": 10,
-            "errors": 1,
-            "p50_ms": 2.5,
-            "p95_ms": 9.0,
-            "p99_ms": 12.0,
-            "inflight": 0,
-            "waiting": 0,
-            "stderr": ["started"],
-            "dropped_tools": [],
-            "pid": 777,
-            "sandbox": {"level": "default", "unprotected": None, "read": [], "limits": {}},
-        },
-        {"alias": "mail", "transport": "http", "state": "failed", "last_error": "refused"},
+        server_row(
+            "files",
+            state="ready",
+            era="2025-06-18",
+            protocol_version="2025-06-18",
+            tools=5,
+            since="2027-01-15T08:00:00+00:00",
+            restarts=1,
+            breaker=BreakerCounts(state="closed", consecutive_failures=0, failures=3, opened=1),
+            calls=10,
+            errors=1,
+            p50_ms=2.5,
+            p95_ms=9.0,
+            p99_ms=12.0,
+            stderr=["started"],
+            pid=777,
+            sandbox=SandboxStatus(
+                level="default",
+                unprotected=None,
+                home="/home/u/.local/state/mcpd/homes/files",
+                read=[],
+                write=[],
+                network=True,
+                host_loopback=[],
+                limits={},
+            ),
+        ),
+        server_row("mail", transport="http", state="failed", last_error="refused", pid=None),
     ],
     "profiles": [
         {"name": "default", "mode": "all", "tools": 7, "servers": ["files", "mail"], "agents": 1},
@@ -79,7 +86,7 @@ OWNER_STATUS: dict[str, object] = {
 # As a profile's reader gets it: no pid, no paths, and its profile named.
 PROFILE_STATUS: dict[str, object] = {
     "daemon": {"version": "1.2.3", "profile": "work", "summary": "1 server", "warnings": []},
-    "servers": [{"alias": "files"}],
+    "servers": [others_row(server_row("files"))],
     "profiles": [{"name": "work"}],
 }
 
@@ -117,16 +124,12 @@ def test_the_whole_status_is_read_into_rows() -> None:
     assert d.warnings == ["7 tools is close to the limit"]
     files, mail = data.status.servers
     assert (files.alias, files.state, files.pid, files.restarts) == ("files", "ready", 777, 1)
-    assert files.breaker == BreakerRow("closed", 0, 3, 1)
-    assert (files.p50_ms, files.p95_ms, files.stderr) == (2.5, 9.0, ["started"])
-    assert files.sandbox_level == "default"
-    # A row with only what it has: the rest as nothing happened.
-    assert (mail.last_error, mail.breaker, mail.tools, mail.pid) == (
-        "refused",
-        BreakerRow(),
-        0,
-        None,
+    assert files.breaker == BreakerCounts(
+        state="closed", consecutive_failures=0, failures=3, opened=1
     )
+    assert (files.p50_ms, files.p95_ms, files.stderr) == (2.5, 9.0, ["started"])
+    assert isinstance(files.sandbox, SandboxStatus) and files.sandbox.level == "default"
+    assert (mail.last_error, mail.tools, mail.pid, mail.sandbox) == ("refused", 0, None, UNSET)
     assert [p.name for p in data.status.profiles] == ["default", "work"]
     assert set(data.history) == {"files", "mail"}
     assert (data.now, data.csrf, data.logins_from_page) == (NOW, "c", False)
@@ -136,8 +139,9 @@ def test_a_profiles_view_reads_with_defaults() -> None:
     data = read_page(control(PROFILE_STATUS), None, NOW)
     d = data.status.daemon
     assert (d.profile, d.pid, d.uptime_s, d.connections) == ("work", None, 0.0, 0)
+    # Of its servers, what the daemon's own user and root alone read is left out.
     (row,) = data.status.servers
-    assert (row.state, row.transport, row.since, row.sandbox_level) == ("stopped", "", None, None)
+    assert (row.alias, row.stderr, row.pid) == ("files", UNSET, UNSET)
     assert data.status.profiles == [ProfileRow("work")]
     assert data.history == {}
 
@@ -187,14 +191,6 @@ def test_a_source_may_say_the_reader_sees_none_of_its_kind() -> None:
         control(PROFILE_STATUS), None, NOW, sources=Sources(approvals=lambda s: None, held=None)
     )
     assert data.approvals is None and data.held is None
-
-
-def test_a_sandbox_level_is_read_from_a_word_or_a_table() -> None:
-    assert ServerRow("s", sandbox="strict").sandbox_level == "strict"
-    assert ServerRow("s", sandbox={"level": "default"}).sandbox_level == "default"
-    assert ServerRow("s", sandbox={"unprotected": "net"}).sandbox_level is None
-    assert ServerRow("s", sandbox={"level": ["strict"]}).sandbox_level is None
-    assert ServerRow("s").sandbox_level is None
 
 
 def test_profile_use_names_the_profiles_besides_the_default_one() -> None:

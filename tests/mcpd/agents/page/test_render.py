@@ -10,17 +10,17 @@ from html.parser import HTMLParser
 
 from mcpd.agents.page.decisions import OUTCOMES
 from mcpd.agents.page.model import (
-    BreakerRow,
     DaemonRow,
     PageData,
     ProfileRow,
-    ServerRow,
     StatusRows,
 )
 from mcpd.agents.page.render import login_target, message, page, regions
 from mcpd.agents.page.sources import CallRow, HeldChange, PendingApproval, Waiting
 from mcpd.local.state.statefile import SavedChange
 from mcpd.servers.status.history import ServerHistory
+from mcpd.servers.status.row import BreakerCounts
+from tests.support.server_rows import sandbox, server_row
 
 NOW = 1_800_000_000.0
 SINCE = "2027-01-15T08:00:00+00:00"
@@ -65,15 +65,15 @@ def parsed(html: str) -> Parsed:
 def data_with(word: str, *, csrf: str | None = "the-csrf") -> PageData:
     """A page where every field a server, an agent or a config names holds ``word``."""
     servers = [
-        ServerRow(
+        server_row(
             word,
             transport=word,
             state=state,
             since=SINCE,
             last_error=word,
             stderr=[word],
-            breaker=BreakerRow(state=word, consecutive_failures=2, opened=1),
-            sandbox={"level": word},
+            breaker=BreakerCounts(state=word, consecutive_failures=2, failures=0, opened=1),
+            sandbox=sandbox(word),
         )
         for state in ("failed", "needs_login", "unresolved", "ready", word)
     ]
@@ -179,7 +179,7 @@ def test_logins_start_from_the_page_only_where_it_says_so() -> None:
 
 
 def test_nothing_waiting_says_only_what_this_mcpd_records() -> None:
-    status = StatusRows(DaemonRow(summary="1 server"), [ServerRow("s", state="ready")])
+    status = StatusRows(DaemonRow(summary="1 server"), [server_row("s", state="ready")])
     bare = regions(PageData(status, {}, NOW))["waiting"]
     assert "No server waits for a login or a fix to its configuration." in bare
     assert "approval" not in bare and "held" not in bare
@@ -189,7 +189,7 @@ def test_nothing_waiting_says_only_what_this_mcpd_records() -> None:
 
 
 def test_a_failed_servers_row_says_why_and_its_last_stderr_line() -> None:
-    row = ServerRow(
+    row = server_row(
         "s",
         state="failed",
         last_error="exited with status 1",
@@ -202,13 +202,13 @@ def test_a_failed_servers_row_says_why_and_its_last_stderr_line() -> None:
 
 
 def test_a_long_stderr_line_is_cut() -> None:
-    row = ServerRow("s", state="failed", last_error="down", stderr=["x" * 5000])
+    row = server_row("s", state="failed", last_error="down", stderr=["x" * 5000])
     html = regions(PageData(StatusRows(DaemonRow(), [row]), {}, NOW))["rows"]
     assert "x" * 300 in html and "x" * 301 not in html
 
 
 def test_a_status_with_unreadable_times_still_draws() -> None:
-    row = ServerRow("s", state="failed", since="not a time", retry_at="yesterday")
+    row = server_row("s", state="failed", since="not a time", retry_at="yesterday")
     html = regions(PageData(StatusRows(DaemonRow(), [row]), {}, NOW))["rows"]
     assert "since" not in html and "next try" not in html
     assert 'data-state="failed"' in html

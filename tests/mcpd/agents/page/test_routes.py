@@ -29,12 +29,13 @@ from mcpd.local.ownership.tcpowner import OwnerUnknown
 from mcpd.policy.deciders.kin import AgentKin
 from mcpd.servers.all_servers import AllServers
 from tests.support.page_stream import KEEP_ALIVE, requested
+from tests.support.server_rows import server_row
 
 HOST = "127.0.0.1:8765"
 COOKIE = "mcpd_page_8765"
 STATUS: dict[str, object] = {
     "daemon": {"version": "1.0", "summary": "1 server: 1 ready"},
-    "servers": [{"alias": "files", "state": "ready"}],
+    "servers": [server_row("files", state="ready")],
     "profiles": [],
 }
 

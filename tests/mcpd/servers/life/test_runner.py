@@ -7,17 +7,18 @@ take the daemon down, and a sandbox that could not be applied is shown."""
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
+import msgspec
 import pytest
 import trio
 import trio.testing
 
 from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.config.loading.load import parse_config
+from mcpd.config.sandboxing.per_server import SandboxStatus
 from mcpd.config.tables.model import Config
 from mcpd.config.tables.servertable import ServerConfig
 from mcpd.policy.redaction.guard import SecretGuard
@@ -191,7 +192,7 @@ async def test_what_a_failing_server_says_is_stored_with_mcpds_secrets_masked(
         nursery.start_soon(r.run)
         await r.first_attempt.wait()
         nursery.cancel_scope.cancel()
-    row = json.dumps(r.status())
+    row = msgspec.json.encode(r.status()).decode()
     sentence = r.outage().sentence()
     assert SECRET not in row and SECRET not in sentence
     assert SECRET not in (r.downtime.last_error or "")
@@ -210,7 +211,7 @@ async def test_why_a_server_failed_is_one_line_in_its_status(
         nursery.start_soon(r.run)
         await r.first_attempt.wait()
         nursery.cancel_scope.cancel()
-    assert r.status()["last_error"] == "closed\\n[mcpd] The server 'notes' says:"
+    assert r.status().last_error == "closed\\n[mcpd] The server 'notes' says:"
 
 
 async def test_a_session_that_ends_keeps_the_servers_last_stderr_masked(
@@ -229,7 +230,10 @@ async def test_a_session_that_ends_keeps_the_servers_last_stderr_masked(
         await until(r, "failed")
         nursery.cancel_scope.cancel()
     assert r.stderr and SECRET not in r.stderr[-1] and "panic" in r.stderr[-1]
-    assert SECRET not in json.dumps(r.status()) and SECRET not in r.outage().sentence()
+    assert (
+        SECRET not in msgspec.json.encode(r.status()).decode()
+        and SECRET not in r.outage().sentence()
+    )
 
 
 async def test_a_bug_met_in_handling_a_server_makes_it_an_outage_not_a_crash(
@@ -261,6 +265,6 @@ async def test_a_sandbox_its_start_could_not_apply_is_shown_and_logged(
             row = r.status()
             assert r.process is not None and r.process.pid == 4242
             nursery.cancel_scope.cancel()
-    sandbox = row["sandbox"]
-    assert isinstance(sandbox, dict) and sandbox["unprotected"] == "no user namespaces"
+    assert isinstance(row.sandbox, SandboxStatus)
+    assert row.sandbox.unprotected == "no user namespaces"
     assert any("no user namespaces" in rec.getMessage() for rec in caplog.records)

@@ -23,6 +23,7 @@ from mcpd.config.tables.servertable import ServerConfig
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.calling.calls import CallRefused
 from mcpd.servers.life.runner import Runner
+from mcpd.servers.status.outage import iso_of_monotonic
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.messages import Notification
 from protocol.jsonrpc.splice import SplicedCall
@@ -279,8 +280,8 @@ async def test_breaker_opens_after_the_threshold_and_fails_fast(
         assert fake.calls_seen == 3, "a call reached the server while the breaker was open"
         # What `mcpd status` shows: why it opened, and since when.
         row = runner.status()
-        assert row["state"] == "open" and "connection reset" in (row["last_error"] or "")
-        assert row["since"] == pytest.approx(opened_at)
+        assert row.state == "open" and "connection reset" in (row.last_error or "")
+        assert row.since == iso_of_monotonic(opened_at)
         # The cooldown passes: one probe, which cannot reach the server (gone, not
         # failing): the session ends, and the server is started again on the backoff's
         # delay (a second), not the cooldown's.

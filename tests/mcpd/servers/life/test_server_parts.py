@@ -15,6 +15,7 @@ from msgspec import UNSET
 
 from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.config.loading.load import parse_config
+from mcpd.config.sandboxing.per_server import SandboxStatus
 from mcpd.config.tables.model import Config
 from mcpd.policy.redaction.guard import SecretGuard
 from mcpd.policy.redaction.masking import KnownSecrets
@@ -138,13 +139,13 @@ async def test_a_failed_call_shows_the_server_degraded_for_stable_after_then_rea
     p.downtime.set_phase("connected")
     p.availability_failure(1.0, "timed out", p.breaker.allow(trio.current_time()).ticket)
     row = status_of(p)
-    assert (row["state"], row["last_error"]) == ("degraded", "timed out")
+    assert (row.state, row.last_error) == ("degraded", "timed out")
     await trio.sleep(29.0)
-    assert status_of(p)["state"] == "degraded"
+    assert status_of(p).state == "degraded"
     await trio.sleep(1.0)
     # No call since: the failure is no longer recent, though the breaker still counts it.
     row = status_of(p)
-    assert (row["state"], row["last_error"]) == ("ready", None)
+    assert (row.state, row.last_error) == ("ready", None)
     assert p.breaker.status(trio.current_time()).consecutive_failures == 1
 
 
@@ -219,7 +220,7 @@ async def test_a_call_out_of_time_counts_only_if_the_server_then_answers_nothing
     p.health.settle(trio.current_time())  # it answered
     # No failure of the server's, but no call has worked: shown, with why.
     assert p.state == "degraded" and p.breaker.state == "closed"
-    assert status_of(p)["last_error"] == "no answer within 1 s"
+    assert status_of(p).last_error == "no answer within 1 s"
     p.timed_out(sent(p), 1.0, "no answer within 1 s")
     p.health.settle(-math.inf)  # it answered nothing
     assert p.state == "open" and p.outage().reason == "no answer within 1 s"
@@ -249,24 +250,23 @@ async def test_the_status_row_of_a_stdio_server_shows_its_sandbox_as_its_last_st
 ):
     p = Parts(stdio()).parts
     row = status_of(p)
-    assert row["alias"] == "s" and row["transport"] == "stdio" and row["pid"] is None
-    assert "auth" not in row
-    sandbox = row["sandbox"]
-    assert isinstance(sandbox, dict) and sandbox["level"] == "default"
+    assert row.alias == "s" and row.transport == "stdio" and row.pid is None
+    assert "auth" not in msgspec.to_builtins(row)
+    assert isinstance(row.sandbox, SandboxStatus) and row.sandbox.level == "default"
     p.attempts = 1
     p.unprotected = "no user namespaces here"
     row = status_of(p)
-    assert isinstance(row["sandbox"], dict)
-    assert row["sandbox"]["unprotected"] == "no user namespaces here"
+    assert isinstance(row.sandbox, SandboxStatus)
+    assert row.sandbox.unprotected == "no user namespaces here"
 
 
 async def test_the_status_row_counts_tools_and_masks_and_names_no_secret() -> None:
     world = Parts(stdio())
     world.install("a", "b", "c")
     row = status_of(world.parts)
-    assert row["tools"] == 3
-    assert row["secrets_masked"] == {}
-    assert row["held"] == 0 and row["prompts"] == 0 and row["cut"] == []
+    assert row.tools == 3
+    assert row.secrets_masked == {}
+    assert row.held == 0 and row.prompts == 0 and row.cut == []
 
 
 async def test_the_status_row_says_how_many_names_the_server_had_mcpd_forget() -> None:
@@ -276,14 +276,27 @@ async def test_the_status_row_says_how_many_names_the_server_had_mcpd_forget() -
     world = Parts(stdio())
     world.install(*(f"t{n}" for n in range(1003)))
     world.catalog.gate.settle("s")
-    assert status_of(world.parts)["forgotten_names"] == 0
+    assert status_of(world.parts).forgotten_names == 0
     world.install()
-    assert status_of(world.parts)["forgotten_names"] == 3
+    assert status_of(world.parts).forgotten_names == 3
 
 
 async def test_the_status_row_of_an_http_server_shows_its_login_and_no_sandbox() -> None:
     p = Parts({"url": "https://mcp.example.com/mcp"}, alias="web").parts
     row = status_of(p)
-    assert row["transport"] == "http" and "sandbox" not in row
-    auth = row["auth"]
+    assert row.transport == "http" and "sandbox" not in msgspec.to_builtins(row)
+    auth = row.auth
     assert isinstance(auth, dict) and auth["server"] == "web" and auth["logged_in"] is False
+
+
+async def test_the_status_row_masks_a_secret_in_its_nested_fields_and_keeps_its_numbers() -> None:
+    """The last masking pass goes over the whole row, down to the sandbox's paths,
+    not its top level alone."""
+    known = KnownSecrets()
+    known.replace("config", [HeldSecret("servers.s.env.KEY", "probe-Secret-0123")])
+    p = Parts(stdio(read=["/srv/probe-Secret-0123"]), guard=SecretGuard(known)).parts
+    row = status_of(p)
+    assert isinstance(row.sandbox, SandboxStatus)
+    assert row.sandbox.read == ["/srv/[secret of servers.s.env.KEY]"]
+    assert row.tools == 0 and row.breaker.opened == 0
+    assert b"probe-Secret-0123" not in msgspec.json.encode(row)

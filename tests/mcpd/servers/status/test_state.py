@@ -12,7 +12,7 @@ from mcpd.servers.circuit.breaker import Breaker, BreakerConfig
 from mcpd.servers.life.backoff import BackoffConfig, RestartPolicy
 from mcpd.servers.life.downtime import Downtime
 from mcpd.servers.life.events import Failure, LifecycleJournal
-from mcpd.servers.status.outage import Outage
+from mcpd.servers.status.outage import Outage, iso_of_monotonic
 from mcpd.servers.status.state import (
     Reported,
     counts,
@@ -157,15 +157,16 @@ async def test_status_says_why_a_server_is_down_now_not_why_its_circuit_opened()
     d.set_phase("connected")
     b.record_failure(trio.current_time(), "HTTP 500 Internal Server Error")
     row = status_row(reported(d, b), era=None, version=None, tools=1, now=trio.current_time())
-    assert row["last_error"] == "HTTP 500 Internal Server Error"
+    assert row.last_error == "HTTP 500 Internal Server Error"
     # The server goes away while its circuit is open: the downtime says why now.
     d.failed(Failure("outage", "refused", "Connection refused"), unreachable=True)
     state = server_state(d, b, trio.current_time())
     row = status_row(
         reported(d, b, state), era=None, version=None, tools=1, now=trio.current_time()
     )
-    assert (row["state"], row["last_error"]) == ("unreachable", "Connection refused")
-    assert row["since"] == d.down_since and row["retry_at"] == d.retry_at
+    assert (row.state, row.last_error) == ("unreachable", "Connection refused")
+    assert row.since == iso_of_monotonic(d.down_since)
+    assert row.retry_at == iso_of_monotonic(d.retry_at)
 
 
 async def test_a_starting_server_says_what_its_last_attempt_met() -> None:
@@ -240,15 +241,15 @@ def test_list_trims_gather_what_each_list_left_out_and_cut() -> None:
         "prompts": Trimmed(dropped=["p: malformed"], cut=["prompt q: description cut"]),
         "resource_templates": Trimmed(cut=["template t: description cut"]),
     }
-    assert list_trims(["tool a: listed without its icons"], others, "instructions cut") == {
-        "dropped_prompts": ["p: malformed"],
-        "dropped_resources": [],
-        "dropped_resource_templates": [],
-        "cut": [
+    assert list_trims(["tool a: listed without its icons"], others, "instructions cut") == (
+        ["p: malformed"],
+        [],
+        [],
+        [
             "tool a: listed without its icons",
             "prompt q: description cut",
             "template t: description cut",
             "instructions cut",
         ],
-    }
-    assert list_trims([], {}, "")["cut"] == []
+    )
+    assert list_trims([], {}, "").cut == []
