@@ -49,6 +49,7 @@ from .signals import Signals
 from .starting.agents_listener import take_listener
 from .starting.cannot_start import DaemonError
 from .starting.listening import Listening
+from .status_document import StatusDocument
 from .status_report import StatusReport
 
 __all__ = ["Daemon"]
@@ -378,9 +379,7 @@ class Daemon(DaemonForAgents):
     def history(self, scope: ProfileView | None = None) -> list[ServerHistory]:
         return self.report.history(scope)
 
-    def status(
-        self, scope: ProfileView | None = None, *, own_user: bool = False
-    ) -> dict[str, object]:
+    def status(self, scope: ProfileView | None = None, *, own_user: bool = False) -> StatusDocument:
         if scope is not None:
             return self.report.of_profile(scope, started=self._started, own_user=own_user)
         return self.report.whole(

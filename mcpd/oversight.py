@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Iterable
-from typing import Any
 
-import msgspec
 import trio
 
 from protocol.shown.logfields import log_extra
@@ -25,7 +23,8 @@ from .config.tables.model import Config
 from .policy.decision.gate import CallGate
 from .policy.redaction.guard import LogMask, SecretGuard
 from .policy.redaction.masking import KnownSecrets
-from .policy.waiting.approvals import Approvals
+from .policy.waiting.approvals import Approvals, PendingView
+from .status_document import AuditStatus
 
 logger = logging.getLogger("mcpd")
 
@@ -87,21 +86,21 @@ class Oversight:
             for handler in handlers:
                 handler.removeFilter(mask)
 
-    def status(self, only: Callable[[str], bool] | None = None) -> dict[str, Any]:
-        """What ``mcpd status`` shows of it: the calls waiting for approval (of the
-        servers ``only`` admits), and the audit log's state."""
-        waiting = [v for v in self.approvals.list() if only is None or only(v.server)]
-        out: dict[str, Any] = {"approvals": msgspec.to_builtins(waiting)}
-        if only is None:
-            audit = self.audit
-            out["audit"] = {
-                "file": audit.path if audit.to_file else None,
-                "journal": audit.to_journal,
-                "written": audit.written,
-                "dropped": audit.counts.dropped,
-                "write_errors": audit.counts.write_errors,
-            }
-        return out
+    def approvals_waiting(self, only: Callable[[str], bool] | None = None) -> list[PendingView]:
+        """What ``mcpd status`` shows of the calls waiting for approval (of the servers
+        ``only`` admits)."""
+        return [v for v in self.approvals.list() if only is None or only(v.server)]
+
+    def audit_status(self) -> AuditStatus:
+        """What ``mcpd status`` shows of the audit log."""
+        audit = self.audit
+        return AuditStatus(
+            file=audit.path if audit.to_file else None,
+            journal=audit.to_journal,
+            written=audit.written,
+            dropped=audit.counts.dropped,
+            write_errors=audit.counts.write_errors,
+        )
 
     def metrics(self, only: Callable[[str], bool] | None = None) -> str:
         pending = sum(1 for v in self.approvals.list() if only is None or only(v.server))

@@ -31,6 +31,7 @@ from .servers.status import metrics
 from .servers.status.history import Histories, ServerHistory
 from .servers.status.row import ServerRow, others_row
 from .servers.supervisor import Supervisor
+from .status_document import DaemonStatus, StatusDocument
 
 
 class StatusReport:
@@ -61,48 +62,47 @@ class StatusReport:
         self._state_file = state_file
         self._saving = saving
 
-    def whole(self, *, socket: str, config: str | None, started: float) -> dict[str, object]:
+    def whole(self, *, socket: str, config: str | None, started: float) -> StatusDocument:
         """Everything, for those the daemon's own paths and pid may be shown to.
         ``started`` is the trio time the daemon started at."""
         servers = self._servers()
         catalog = self._catalog
         endpoint = self._agent_server.endpoint
-        return {
-            "daemon": {
-                "version": __version__,
-                "pid": os.getpid(),
-                "socket": socket,
-                "config": config,
-                "uptime_s": round(trio.current_time() - started, 1),
-                "connections": len(self._agent_server.agent_connections()),
-                "tools": catalog.size(),
-                "prompts": len(catalog.prompts.listing()),
-                "resources": len(catalog.resources.listing()),
-                "max_tools": self._tool_budget.limit,
-                "summary": self._supervisor.summary(),
-                "state_file": self._state_file,
-                "unsaved": [w.unsaved for w in self._saving if w.unsaved is not None],
-                # A reload refused leaves another configuration running than the file's.
-                "reload_refused": msgspec.to_builtins(self.reloads.refusal()),
-                "warnings": [
-                    *[w for w in [self.reloads.warning()] if w],
-                    *[w for w in [self._tool_budget.warning(catalog.size())] if w],
-                    # Hidden paths moved since they were first hidden (``anchors``).
-                    *anchors.notices(),
-                ],
-                "held": sum(s.held for s in servers),
-                "definition_changes": sum(s.definition_changes for s in servers),
-                "findings": sum(s.findings for s in servers),
-                "http": None if endpoint is None else display_url(endpoint.url),
-            },
-            "servers": servers,
-            "profiles": self._agent_server.profile_status(bool(self._tool_budget.over)),
-            **self._oversight.status(),
-        }
+        daemon = DaemonStatus(
+            version=__version__,
+            pid=os.getpid(),
+            socket=socket,
+            config=config,
+            uptime_s=round(trio.current_time() - started, 1),
+            connections=len(self._agent_server.agent_connections()),
+            tools=catalog.size(),
+            prompts=len(catalog.prompts.listing()),
+            resources=len(catalog.resources.listing()),
+            max_tools=self._tool_budget.limit,
+            summary=self._supervisor.summary(),
+            state_file=self._state_file,
+            unsaved=[w.unsaved for w in self._saving if w.unsaved is not None],
+            reload_refused=self.reloads.refusal(),
+            warnings=[
+                *[w for w in [self.reloads.warning()] if w],
+                *[w for w in [self._tool_budget.warning(catalog.size())] if w],
+                # Hidden paths moved since they were first hidden (``anchors``).
+                *anchors.notices(),
+            ],
+            held=sum(s.held for s in servers),
+            definition_changes=sum(s.definition_changes for s in servers),
+            findings=sum(s.findings for s in servers),
+            http=None if endpoint is None else display_url(endpoint.url),
+        )
+        return StatusDocument(
+            daemon=daemon,
+            servers=servers,
+            profiles=self._agent_server.profile_status(bool(self._tool_budget.over)),
+            approvals=self._oversight.approvals_waiting(),
+            audit=self._oversight.audit_status(),
+        )
 
-    def of_profile(
-        self, scope: ProfileView, *, started: float, own_user: bool
-    ) -> dict[str, object]:
+    def of_profile(self, scope: ProfileView, *, started: float, own_user: bool) -> StatusDocument:
         """Status as an agent of the profile ``scope`` reads it: its own servers and
         profile, and of the daemon what says how it serves them (no paths, no pid, no
         other server named in the summary). ``own_user``: the agent is the daemon's
@@ -111,22 +111,23 @@ class StatusReport:
         if not own_user:
             servers = [others_row(s) for s in servers]
         over = bool(self._tool_budget.over)
-        return {
-            "daemon": {
-                "version": __version__,
-                "profile": scope.name,
-                "uptime_s": round(trio.current_time() - started, 1),
-                "connections": self._agent_server.agents()[scope.name],
-                "tools": scope.count(),
-                "prompts": len(self._all_servers.prompt_listing(scope.admits_prompt)),
-                "resources": len(self._all_servers.resource_listing(scope)),
-                "max_tools": scope.cap,
-                "summary": self._supervisor.summary(scope.has_server),
-                "warnings": [],
-            },
-            "servers": servers,
-            "profiles": self._agent_server.profile_status(over, only=scope.name),
-        }
+        daemon = DaemonStatus(
+            version=__version__,
+            profile=scope.name,
+            uptime_s=round(trio.current_time() - started, 1),
+            connections=self._agent_server.agents()[scope.name],
+            tools=scope.count(),
+            prompts=len(self._all_servers.prompt_listing(scope.admits_prompt)),
+            resources=len(self._all_servers.resource_listing(scope)),
+            max_tools=scope.cap,
+            summary=self._supervisor.summary(scope.has_server),
+            warnings=[],
+        )
+        return StatusDocument(
+            daemon=daemon,
+            servers=servers,
+            profiles=self._agent_server.profile_status(over, only=scope.name),
+        )
 
     def metrics(self, scope: ProfileView | None = None) -> str:
         runners = self._supervisor.runners

@@ -29,6 +29,7 @@ from ..policy.waiting.approvals import Approvals
 from ..registry.profiles.views import ProfileView
 from ..servers.auth_commands import Logins
 from ..servers.shared import ServerHistory
+from ..status_document import StatusDocument
 
 
 class DaemonForAgents(abc.ABC):
@@ -49,9 +50,7 @@ class DaemonForAgents(abc.ABC):
     def ready(self) -> bool: ...
 
     @abc.abstractmethod
-    def status(
-        self, scope: ProfileView | None = None, *, own_user: bool = False
-    ) -> dict[str, object]:
+    def status(self, scope: ProfileView | None = None, *, own_user: bool = False) -> StatusDocument:
         """``mcpd status``: everything (``scope`` None, which is the daemon's own user's
         and root's alone), or what an agent of the profile ``scope`` may read: its
         servers, its own profile, none of the daemon's paths; and of its servers, what

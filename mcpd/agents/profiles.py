@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from fnmatch import fnmatchcase
-from typing import Any
 
 from protocol.jsonrpc import messages as rpc
 
@@ -31,6 +30,7 @@ from ..registry.tables.eras import listing_for_era
 from ..registry.tables.shown import Entry
 from ..registry.tables.table import ListedTool
 from ..servers.all_servers import AllServers
+from ..status_document import NamingShown, ProfileStatus
 from .entry.peers import Peer, is_owner
 from .lists.search_mode import exposed_listing
 
@@ -209,7 +209,7 @@ class Profiles:
 
     def status(
         self, agents: Mapping[str, int], default_cap_warned: bool, only: str | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[ProfileStatus]:
         """Per profile (only the one named ``only``, if given): what it exposes and to
         how many agents."""
         out = []
@@ -222,24 +222,22 @@ class Profiles:
             view = held.view
             mode = view.mode
             cfg = self.config(name)
-            row: dict[str, Any] = {
-                "name": name,
-                "discovery": cfg.discovery,
-                "mode": mode,
-                "tools": view.count(),
-                "listed": len(held.listing()),
-                "servers": view.servers(),
-                "pinned": [e.local for e in view.pinned()],
-                "naming": {
-                    "template": (view.naming or view.registry.naming).template,
-                    "max_length": (view.naming or view.registry.naming).max_length,
-                },
-                "max_tools": view.cap,
-                "socket": cfg.socket,
-                "agents": agents.get(name, 0),
-            }
+            naming = view.naming or view.registry.naming
+            row = ProfileStatus(
+                name=name,
+                discovery=cfg.discovery,
+                mode=mode,
+                tools=view.count(),
+                listed=len(held.listing()),
+                servers=view.servers(),
+                pinned=[e.local for e in view.pinned()],
+                naming=NamingShown(template=naming.template, max_length=naming.max_length),
+                max_tools=view.cap,
+                socket=cfg.socket,
+                agents=agents.get(name, 0),
+            )
             warning = view.over_cap()
             if warning and not (name == DEFAULT_PROFILE and view.identity and default_cap_warned):
-                row["warning"] = warning
+                row.warning = warning
             out.append(row)
         return out

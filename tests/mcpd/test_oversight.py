@@ -26,6 +26,7 @@ from mcpd.policy.deciders.kin import AgentKin
 from mcpd.policy.decision.rules import CallFacts
 from mcpd.policy.redaction.masking import marker
 from mcpd.policy.waiting.approvals import ApprovalRequest
+from mcpd.status_document import AuditStatus
 
 OLD = "tok-old-0123456789abcdef"
 NEW = "tok-new-fedcba9876543210"
@@ -151,7 +152,7 @@ def test_rules_an_agent_can_step_out_of_are_warned_of_at_start_and_reload(
     assert "picking the profile ci" in warned[0]
 
 
-async def test_a_reader_of_some_servers_sees_their_approvals_and_no_audit(
+async def test_a_reader_of_some_servers_sees_their_approvals(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
     o = Oversight(config(OLD, daemon={"audit": True}), str(tmp_path))
@@ -160,15 +161,14 @@ async def test_a_reader_of_some_servers_sees_their_approvals_and_no_audit(
             nursery.start_soon(o.approvals.ask, request(server), 60)
         while len(o.approvals.list()) < 2:
             await o.approvals.wait_change(o.approvals.version)
-        whole = o.status()
-        mine = o.status(lambda alias: alias == "notes")
+        whole, audit = o.approvals_waiting(), o.audit_status()
+        mine = o.approvals_waiting(lambda alias: alias == "notes")
         metrics, my_metrics = o.metrics(), o.metrics(lambda alias: alias == "notes")
         nursery.cancel_scope.cancel()
-    assert sorted(a["server"] for a in whole["approvals"]) == ["gh", "notes"]
-    assert whole["audit"]["file"] == str(tmp_path / "calls.jsonl")
-    assert (whole["audit"]["written"], whole["audit"]["dropped"]) == (0, 0)
-    assert [a["server"] for a in mine["approvals"]] == ["notes"]
-    assert "audit" not in mine
+    assert sorted(a.server for a in whole) == ["gh", "notes"]
+    assert audit.file == str(tmp_path / "calls.jsonl")
+    assert (audit.written, audit.dropped) == (0, 0)
+    assert [a.server for a in mine] == ["notes"]
     assert "mcpd_approvals_pending 2" in metrics.splitlines()
     assert "mcpd_approvals_pending 1" in my_metrics.splitlines()
     assert "mcpd_audit_dropped_total" in metrics and "mcpd_audit_" not in my_metrics
@@ -177,13 +177,9 @@ async def test_a_reader_of_some_servers_sees_their_approvals_and_no_audit(
 
 def test_without_a_file_the_status_names_none(tmp_path: Path) -> None:
     o = Oversight(config(OLD), str(tmp_path))
-    assert o.status()["audit"] == {
-        "file": None,
-        "journal": False,
-        "written": 0,
-        "dropped": 0,
-        "write_errors": 0,
-    }
+    assert o.audit_status() == AuditStatus(
+        file=None, journal=False, written=0, dropped=0, write_errors=0
+    )
 
 
 class Lines(logging.Handler):

@@ -26,6 +26,7 @@ from ...policy.deciders.kin import AgentKin
 from ...policy.decision.rules import facts_of
 from ...registry.profiles.views import ProfileView
 from ...registry.tables.table import listed_name
+from ...status_document import ProfileStatus
 from ..connection.dispatcher import Connection
 from ..daemon_seam import DaemonForAgents
 from ..entry.sockets import ProfileSockets
@@ -127,13 +128,13 @@ class ProfileMethods:
 
     def profile_status(
         self, default_cap_warned: bool = False, only: str | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[ProfileStatus]:
         """Per profile (only the one named ``only``, if given): what it exposes."""
         rows = self.profiles.status(self.agents(), default_cap_warned, only)
         for row in rows:
-            error = self.sockets.errors.get(row["name"])
+            error = self.sockets.errors.get(row.name)
             if error:
-                row["socket_error"] = error
+                row.socket_error = error
         return rows
 
 

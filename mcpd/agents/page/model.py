@@ -1,10 +1,8 @@
-"""What the page shows, read into typed rows from what the daemon already answers.
+"""What the page shows, from what the daemon already answers.
 
-``mcpd status`` gives the servers (each a ``ServerRow``, as the daemon builds it), the
+``mcpd status`` (the ``StatusDocument`` the daemon builds) gives the servers, the
 daemon and the profiles; the histories give the day's state changes and the hour's
-minutes; the logins say which servers wait for a person. The daemon's and the
-profiles' rows keep only what the page draws, and read a status that lacks a field (a
-profile's view) with its default.
+minutes; the logins say which servers wait for a person.
 """
 
 from __future__ import annotations
@@ -14,7 +12,8 @@ from collections.abc import Callable
 import msgspec
 
 from ...registry.profiles.views import ProfileView
-from ...servers.shared import ServerHistory, ServerRow
+from ...servers.shared import ServerHistory
+from ...status_document import ProfileStatus, StatusDocument
 from ..daemon_seam import DaemonForAgents
 from .sources import (
     ALL_CALLS,
@@ -28,36 +27,10 @@ from .sources import (
 )
 
 
-class DaemonRow(msgspec.Struct, frozen=True):
-    version: str = ""
-    summary: str = ""
-    uptime_s: float = 0.0
-    connections: int = 0
-    tools: int = 0
-    warnings: list[str] = []
-    pid: int | None = None
-    profile: str | None = None  # set when the reader sees one profile only
-
-
-class ProfileRow(msgspec.Struct, frozen=True):
-    name: str
-    agents: int = 0
-    tools: int = 0
-    listed: int = 0
-    mode: str = "all"
-    servers: list[str] = []
-
-
-class StatusRows(msgspec.Struct, frozen=True):
-    daemon: DaemonRow
-    servers: list[ServerRow] = []
-    profiles: list[ProfileRow] = []
-
-
 class PageData(msgspec.Struct, frozen=True):
     """Everything one rendering of the page reads, as of ``now`` (Unix time)."""
 
-    status: StatusRows
+    status: StatusDocument
     history: dict[str, ServerHistory]
     now: float
     # Whether the reader may act (a session's page, with its CSRF token); on the socket
@@ -102,9 +75,7 @@ def read_page(
     logins_from_page: bool = False,
     look_only: str | None = None,
 ) -> PageData:
-    status = msgspec.convert(
-        msgspec.to_builtins(control.status(scope, own_user=own_user)), StatusRows
-    )
+    status = control.status(scope, own_user=own_user)
     history = {h.server: h for h in control.history(scope)}
     return PageData(
         status,
@@ -120,7 +91,7 @@ def read_page(
     )
 
 
-def profile_use(profiles: list[ProfileRow]) -> Callable[[str], list[str]]:
+def profile_use(profiles: list[ProfileStatus]) -> Callable[[str], list[str]]:
     """Which profiles other than the default one list a server's tools."""
     by_server: dict[str, list[str]] = {}
     for p in profiles:

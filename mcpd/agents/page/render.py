@@ -17,9 +17,10 @@ from msgspec import UnsetType
 from protocol.shown.visible import visible
 
 from ...servers.shared import DAY, ServerHistory, ServerRow
+from ...status_document import ProfileStatus
 from . import charts, decisions
 from .assets import ICON, SCRIPT, STYLE
-from .model import PageData, ProfileRow, profile_use
+from .model import PageData, profile_use
 from .words import on_page
 
 _RECENT: Final = 5  # minutes that calls per minute is averaged over
@@ -82,7 +83,7 @@ def message(title: str, text: str, *, back: bool = True) -> str:
 def _summary(data: PageData) -> str:
     d = data.status.daemon
     out = on_page(d.summary)
-    if d.profile is not None:
+    if not isinstance(d.profile, UnsetType):
         out += f' <span class="muted">(profile {on_page(d.profile)})</span>'
     for warning in d.warnings:
         out += f'<span class="warning">{on_page(warning)}</span>'
@@ -225,7 +226,7 @@ def _breaker(row: ServerRow) -> str:
     return out
 
 
-def _agents(profiles: list[ProfileRow]) -> str:
+def _agents(profiles: list[ProfileStatus]) -> str:
     rows = "".join(
         f'<tr data-profile="{on_page(p.name)}"><th scope="row">{on_page(p.name)}</th>'
         f'<td class="n">{p.agents}</td><td class="n">{p.tools}</td>'
@@ -242,7 +243,7 @@ def _agents(profiles: list[ProfileRow]) -> str:
 def _footer(data: PageData) -> str:
     d = data.status.daemon
     parts = [f"mcpd {on_page(d.version)}", f"up {_duration(d.uptime_s)}"]
-    if d.pid is not None:
+    if not isinstance(d.pid, UnsetType):
         parts.append(f"pid {d.pid}")
     parts.append(f"{d.connections} agent connection{'s' if d.connections != 1 else ''}")
     parts.append(f"{d.tools} tools")

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from msgspec import Raw
+from msgspec import UNSET, Raw
 
 from mcpd.agents.entry.peers import Peer
 from mcpd.agents.own_methods.profile_methods import PROFILE_METHODS, ProfileMethods
@@ -234,7 +234,10 @@ async def test_the_owner_in_the_default_profile_is_told_of_every_profile() -> No
     methods.conn(profile="coding")
     methods.conn(profile="coding")
     owner = methods.conn()
-    rows = {r["name"]: r for r in (await methods.call(owner, "mcpd/profiles"))["profiles"]}
+    rows = {
+        r["name"]: r
+        for r in msgspec.to_builtins(await methods.call(owner, "mcpd/profiles"))["profiles"]
+    }
     assert {"default", "coding", "locked"} <= set(rows)
     assert (rows["coding"]["agents"], rows["default"]["agents"], rows["locked"]["agents"]) == (
         2,
@@ -253,7 +256,7 @@ async def test_an_agent_in_a_profile_is_told_of_its_own_only(
 ) -> None:
     methods = Methods()
     conn = methods.conn(peer, profile, fixed)
-    [row] = (await methods.call(conn, "mcpd/profiles"))["profiles"]
+    [row] = msgspec.to_builtins(await methods.call(conn, "mcpd/profiles"))["profiles"]
     assert row["name"] == profile
 
 
@@ -273,8 +276,8 @@ def test_only_connections_that_spoke_mcp_and_http_sessions_count_as_agents() -> 
 def test_a_profile_whose_socket_failed_says_why_in_its_status() -> None:
     methods = Methods()
     methods.sockets.errors["locked"] = "address in use"
-    rows = {r["name"]: r for r in methods.profile_status()}
-    assert rows["locked"]["socket_error"] == "address in use"
-    assert "socket_error" not in rows["coding"]
+    rows = {r.name: r for r in methods.profile_status()}
+    assert rows["locked"].socket_error == "address in use"
+    assert rows["coding"].socket_error is UNSET
     [only] = methods.profile_status(only="coding")
-    assert only["name"] == "coding"
+    assert only.name == "coding"

@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 
 from mcpd.agents.page.charts import SLOTS, clock, day, hour
-from mcpd.agents.page.model import DaemonRow, PageData, StatusRows
+from mcpd.agents.page.model import PageData
 from mcpd.agents.page.render import regions
 from mcpd.local.state.statefile import SavedChange, SavedMinute
 from mcpd.servers.status.history import ServerHistory
-from tests.support.server_rows import server_row
+from tests.support.status_rows import daemon, document, server_row
 
 NOW = 1_800_000_000.0
 
@@ -73,7 +73,7 @@ def test_a_server_that_is_up_says_when_it_was_last_down_and_why() -> None:
         SavedChange(NOW - 7200, "crash_loop", "exited with status 2"),
         SavedChange(NOW - 7080, "ready"),
     ]
-    status = StatusRows(DaemonRow(summary="1 server: 1 ready"), [server_row("s", state="ready")])
+    status = document(daemon(summary="1 server: 1 ready"), [server_row("s", state="ready")])
     history = {"s": ServerHistory("s", changes, [])}
     row = regions(PageData(status, history, NOW))["rows"]
     assert f"last down {clock(NOW - 7200)} for 2 min: exited with status 2" in row

@@ -23,10 +23,10 @@ from mcpd.agents.page.decisions import (
     calls_section,
     held_items,
 )
-from mcpd.agents.page.model import DaemonRow, PageData, StatusRows
+from mcpd.agents.page.model import PageData
 from mcpd.agents.page.sources import CallFilter, CallRow, HeldChange, PendingApproval, Waiting
 from mcpd.registry.findings.rules import Finding
-from tests.support.server_rows import server_row
+from tests.support.status_rows import daemon, document, server_row
 
 NOW = 1_800_000_000.0
 APPROVAL = PendingApproval("a-1", "mail", "mail__send", "pid 8 (host)", NOW - 60, '{"to": "x"}')
@@ -36,7 +36,7 @@ CHANGE = HeldChange(
 
 
 def data(csrf: str | None = "tok", **kw: object) -> PageData:
-    status = StatusRows(DaemonRow(), [server_row("mail"), server_row("files"), server_row("mail")])
+    status = document(daemon(), [server_row("mail"), server_row("files"), server_row("mail")])
     return PageData(status, {}, NOW, csrf, **kw)  # type: ignore[arg-type]
 
 
@@ -180,7 +180,7 @@ def test_the_filter_lists_each_server_once_and_keeps_the_choice() -> None:
 
 
 def test_a_profiles_page_keeps_its_profile_in_the_filter() -> None:
-    status = StatusRows(DaemonRow(profile='work"><b>'), [])
+    status = document(daemon(profile='work"><b>'), [])
     html = calls_section(PageData(status, {}, NOW, calls=[]))
     assert '<input type="hidden" name="profile" value="work&quot;&gt;&lt;b&gt;">' in html
     assert 'name="profile"' not in calls_section(data(calls=[]))

@@ -1,9 +1,8 @@
-"""What the page reads of the daemon: ``mcpd status`` into typed rows, each server's as
-the daemon builds it and of the daemon and the profiles what the page draws, the
-fields a profile's view lacks read as their defaults; each server's history by its
-alias; what ``sources`` give, asked for the reader's scope and the page's filter, or
-None where this mcpd records nothing; and which profiles besides the default one list
-each server."""
+"""What the page reads of the daemon: ``mcpd status`` as the daemon builds it, a
+profile's view without what only the daemon's own user and root read; each server's
+history by its alias; what ``sources`` give, asked for the reader's scope and the
+page's filter, or None where this mcpd records nothing; and which profiles besides the
+default one list each server."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ from typing import cast
 from msgspec import UNSET
 
 from mcpd.agents.daemon_seam import DaemonForAgents
-from mcpd.agents.page.model import ProfileRow, profile_use, read_page
+from mcpd.agents.page.model import profile_use, read_page
 from mcpd.agents.page.sources import (
     CallFilter,
     CallRow,
@@ -25,29 +24,28 @@ from mcpd.config.sandboxing.per_server import SandboxStatus
 from mcpd.registry.profiles.views import ProfileView
 from mcpd.servers.status.history import ServerHistory
 from mcpd.servers.status.row import BreakerCounts, others_row
-from tests.support.server_rows import server_row
+from mcpd.status_document import StatusDocument
+from tests.support.status_rows import daemon, document, profile, server_row
 
 NOW = 1_800_000_000.0
 
 # As the daemon's whole status has it: more than the page draws.
-OWNER_STATUS: dict[str, object] = {
-    "daemon": {
-        "version": "1.2.3",
-        "pid": 4242,
-        "socket": "/run/user/1000/mcpd/mcpd.sock",
-        "config": "/home/u/.config/mcpd/config.toml",
-        "uptime_s": 93.5,
-        "connections": 2,
-        "tools": 7,
-        "prompts": 1,
-        "resources": 0,
-        "max_tools": 128,
-        "summary": "2 servers: 1 ready, 1 failed",
-        "state_file": "/home/u/.local/state/mcpd/state.json",
-        "warnings": ["7 tools is close to the limit"],
-        "http": "http://127.0.0.1:8765/mcp",
-    },
-    "servers": [
+OWNER_STATUS = document(
+    daemon(
+        version="1.2.3",
+        pid=4242,
+        socket="/run/user/1000/mcpd/mcpd.sock",
+        config="/home/u/.config/mcpd/config.toml",
+        uptime_s=93.5,
+        connections=2,
+        tools=7,
+        prompts=1,
+        summary="2 servers: 1 ready, 1 failed",
+        state_file="/home/u/.local/state/mcpd/state.json",
+        warnings=["7 tools is close to the limit"],
+        http="http://127.0.0.1:8765/mcp",
+    ),
+    [
         server_row(
             "files",
             state="ready",
@@ -77,31 +75,29 @@ OWNER_STATUS: dict[str, object] = {
         ),
         server_row("mail", transport="http", state="failed", last_error="refused", pid=None),
     ],
-    "profiles": [
-        {"name": "default", "mode": "all", "tools": 7, "servers": ["files", "mail"], "agents": 1},
-        {"name": "work", "mode": "search", "tools": 2, "servers": ["files"], "naming": {}},
+    [
+        profile("default", tools=7, servers=["files", "mail"], agents=1),
+        profile("work", mode="search", tools=2, servers=["files"]),
     ],
-}
+)
 
 # As a profile's reader gets it: no pid, no paths, and its profile named.
-PROFILE_STATUS: dict[str, object] = {
-    "daemon": {"version": "1.2.3", "profile": "work", "summary": "1 server", "warnings": []},
-    "servers": [others_row(server_row("files"))],
-    "profiles": [{"name": "work"}],
-}
+PROFILE_STATUS = document(
+    daemon(version="1.2.3", profile="work", summary="1 server"),
+    [others_row(server_row("files"))],
+    [profile("work")],
+)
 
 
 class Daemon:
     """What ``read_page`` asks of the daemon, and who it asked for."""
 
-    def __init__(self, status: dict[str, object], history: list[ServerHistory]) -> None:
+    def __init__(self, status: StatusDocument, history: list[ServerHistory]) -> None:
         self._status = status
         self._history = history
         self.asked: list[ProfileView | None] = []
 
-    def status(
-        self, scope: ProfileView | None = None, *, own_user: bool = False
-    ) -> dict[str, object]:
+    def status(self, scope: ProfileView | None = None, *, own_user: bool = False) -> StatusDocument:
         self.asked.append(scope)
         return self._status
 
@@ -110,9 +106,7 @@ class Daemon:
         return self._history
 
 
-def control(
-    status: dict[str, object], history: list[ServerHistory] | None = None
-) -> DaemonForAgents:
+def control(status: StatusDocument, history: list[ServerHistory] | None = None) -> DaemonForAgents:
     return cast(DaemonForAgents, Daemon(status, history or []))
 
 
@@ -120,7 +114,7 @@ def test_the_whole_status_is_read_into_rows() -> None:
     history = [ServerHistory("files", [], []), ServerHistory("mail", [], [])]
     data = read_page(control(OWNER_STATUS, history), None, NOW, csrf="c")
     d = data.status.daemon
-    assert (d.version, d.pid, d.connections, d.tools, d.profile) == ("1.2.3", 4242, 2, 7, None)
+    assert (d.version, d.pid, d.connections, d.tools, d.profile) == ("1.2.3", 4242, 2, 7, UNSET)
     assert d.warnings == ["7 tools is close to the limit"]
     files, mail = data.status.servers
     assert (files.alias, files.state, files.pid, files.restarts) == ("files", "ready", 777, 1)
@@ -135,14 +129,14 @@ def test_the_whole_status_is_read_into_rows() -> None:
     assert (data.now, data.csrf, data.logins_from_page) == (NOW, "c", False)
 
 
-def test_a_profiles_view_reads_with_defaults() -> None:
+def test_a_profiles_view_has_no_pid_and_names_its_profile() -> None:
     data = read_page(control(PROFILE_STATUS), None, NOW)
     d = data.status.daemon
-    assert (d.profile, d.pid, d.uptime_s, d.connections) == ("work", None, 0.0, 0)
+    assert (d.profile, d.pid, d.uptime_s, d.connections) == ("work", UNSET, 0.0, 0)
     # Of its servers, what the daemon's own user and root alone read is left out.
     (row,) = data.status.servers
     assert (row.alias, row.stderr, row.pid) == ("files", UNSET, UNSET)
-    assert data.status.profiles == [ProfileRow("work")]
+    assert data.status.profiles == [profile("work")]
     assert data.history == {}
 
 
@@ -195,9 +189,9 @@ def test_a_source_may_say_the_reader_sees_none_of_its_kind() -> None:
 
 def test_profile_use_names_the_profiles_besides_the_default_one() -> None:
     profiles = [
-        ProfileRow("default", servers=["files", "mail"]),
-        ProfileRow("work", servers=["files"]),
-        ProfileRow("home", servers=["files", "mail"]),
+        profile("default", servers=["files", "mail"]),
+        profile("work", servers=["files"]),
+        profile("home", servers=["files", "mail"]),
     ]
     used = profile_use(profiles)
     assert used("files") == ["work", "home"]

@@ -21,7 +21,7 @@ import trio
 from mcpd.agents.daemon_seam import DaemonForAgents
 from mcpd.agents.page import pinsource
 from mcpd.agents.page.helddiff import LINE, WINDOW, HeldDiff
-from mcpd.agents.page.model import DaemonRow, PageData, StatusRows
+from mcpd.agents.page.model import PageData
 from mcpd.agents.page.opener import Opener
 from mcpd.agents.page.pinsource import OWNER_ONLY, pin_sources
 from mcpd.agents.page.render import regions
@@ -35,6 +35,7 @@ from tests.support.agent import running
 from tests.support.page_http import forms, http, session
 from tests.support.pins_daemon import Changing
 from tests.support.pins_daemon import config as pins_config
+from tests.support.status_rows import daemon, document
 
 LIMIT = 60
 A_PROFILE = cast(ProfileView, object())  # a reader of one profile
@@ -141,7 +142,7 @@ def test_of_many_large_held_changes_the_first_few_are_shown_and_the_rest_counted
         assert all(len(line) <= 2 * LINE for line in lines)
         assert "AB" in change.diff  # where the description changed
     # All that waits, on the page, takes less room than one of the descriptions.
-    drawn = regions(PageData(StatusRows(DaemonRow()), {}, 0.0, held=waiting))["waiting"]
+    drawn = regions(PageData(document(daemon()), {}, 0.0, held=waiting))["waiting"]
     assert len(drawn.encode()) < 60_000
     assert drawn.count('data-waits="change"') == HELD_SHOWN
     assert f"{500 - HELD_SHOWN} more held changes" in drawn

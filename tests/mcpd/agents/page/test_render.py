@@ -10,17 +10,14 @@ from html.parser import HTMLParser
 
 from mcpd.agents.page.decisions import OUTCOMES
 from mcpd.agents.page.model import (
-    DaemonRow,
     PageData,
-    ProfileRow,
-    StatusRows,
 )
 from mcpd.agents.page.render import login_target, message, page, regions
 from mcpd.agents.page.sources import CallRow, HeldChange, PendingApproval, Waiting
 from mcpd.local.state.statefile import SavedChange
 from mcpd.servers.status.history import ServerHistory
 from mcpd.servers.status.row import BreakerCounts
-from tests.support.server_rows import sandbox, server_row
+from tests.support.status_rows import daemon, document, profile, sandbox, server_row
 
 NOW = 1_800_000_000.0
 SINCE = "2027-01-15T08:00:00+00:00"
@@ -77,10 +74,10 @@ def data_with(word: str, *, csrf: str | None = "the-csrf") -> PageData:
         )
         for state in ("failed", "needs_login", "unresolved", "ready", word)
     ]
-    status = StatusRows(
-        DaemonRow(version=word, summary=word, warnings=[word], profile=word),
+    status = document(
+        daemon(version=word, summary=word, warnings=[word], profile=word),
         servers,
-        [ProfileRow(word, servers=[word]), ProfileRow("default", mode=word)],
+        [profile(word, servers=[word]), profile("default", mode=word)],
     )
     history = {
         word: ServerHistory(
@@ -179,7 +176,7 @@ def test_logins_start_from_the_page_only_where_it_says_so() -> None:
 
 
 def test_nothing_waiting_says_only_what_this_mcpd_records() -> None:
-    status = StatusRows(DaemonRow(summary="1 server"), [server_row("s", state="ready")])
+    status = document(daemon(summary="1 server"), [server_row("s", state="ready")])
     bare = regions(PageData(status, {}, NOW))["waiting"]
     assert "No server waits for a login or a fix to its configuration." in bare
     assert "approval" not in bare and "held" not in bare
@@ -195,7 +192,7 @@ def test_a_failed_servers_row_says_why_and_its_last_stderr_line() -> None:
         last_error="exited with status 1",
         stderr=["first", "the last thing it said", "   ", ""],
     )
-    html = regions(PageData(StatusRows(DaemonRow(), [row]), {}, NOW))["rows"]
+    html = regions(PageData(document(daemon(), [row]), {}, NOW))["rows"]
     assert "exited with status 1" in html
     assert "stderr: the last thing it said" in html
     assert "first" not in html
@@ -203,13 +200,13 @@ def test_a_failed_servers_row_says_why_and_its_last_stderr_line() -> None:
 
 def test_a_long_stderr_line_is_cut() -> None:
     row = server_row("s", state="failed", last_error="down", stderr=["x" * 5000])
-    html = regions(PageData(StatusRows(DaemonRow(), [row]), {}, NOW))["rows"]
+    html = regions(PageData(document(daemon(), [row]), {}, NOW))["rows"]
     assert "x" * 300 in html and "x" * 301 not in html
 
 
 def test_a_status_with_unreadable_times_still_draws() -> None:
     row = server_row("s", state="failed", since="not a time", retry_at="yesterday")
-    html = regions(PageData(StatusRows(DaemonRow(), [row]), {}, NOW))["rows"]
+    html = regions(PageData(document(daemon(), [row]), {}, NOW))["rows"]
     assert "since" not in html and "next try" not in html
     assert 'data-state="failed"' in html
 

@@ -28,16 +28,15 @@ from mcpd.agents.page.routes import Access, Page
 from mcpd.local.ownership.tcpowner import OwnerUnknown
 from mcpd.policy.deciders.kin import AgentKin
 from mcpd.servers.all_servers import AllServers
+from mcpd.status_document import StatusDocument
 from tests.support.page_stream import KEEP_ALIVE, requested
-from tests.support.server_rows import server_row
+from tests.support.status_rows import daemon, document, server_row
 
 HOST = "127.0.0.1:8765"
 COOKIE = "mcpd_page_8765"
-STATUS: dict[str, object] = {
-    "daemon": {"version": "1.0", "summary": "1 server: 1 ready"},
-    "servers": [server_row("files", state="ready")],
-    "profiles": [],
-}
+STATUS = document(
+    daemon(version="1.0", summary="1 server: 1 ready"), [server_row("files", state="ready")]
+)
 
 
 class Daemon:
@@ -48,7 +47,7 @@ class Daemon:
     def http_token(self) -> str:
         return "endpoint-token"
 
-    def status(self, scope: object = None, *, own_user: bool = False) -> dict[str, object]:
+    def status(self, scope: object = None, *, own_user: bool = False) -> StatusDocument:
         self.reads += 1
         return STATUS
 
