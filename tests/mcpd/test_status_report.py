@@ -20,6 +20,81 @@ from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir
 from tests.support.procs import scripted
 from tests.support.supervision import wait_state
 
+WHOLE_DAEMON = [
+    "version",
+    "pid",
+    "socket",
+    "config",
+    "uptime_s",
+    "connections",
+    "tools",
+    "prompts",
+    "resources",
+    "max_tools",
+    "summary",
+    "state_file",
+    "unsaved",
+    "reload_refused",
+    "warnings",
+    "held",
+    "definition_changes",
+    "findings",
+    "http",
+]
+PROFILE_DAEMON = [
+    "version",
+    "profile",
+    "uptime_s",
+    "connections",
+    "tools",
+    "prompts",
+    "resources",
+    "max_tools",
+    "summary",
+    "warnings",
+]
+# A stdio server's row, started at once, as its owner reads it.
+STDIO_ROW = [
+    "alias",
+    "transport",
+    "state",
+    "era",
+    "protocol_version",
+    "server_info",
+    "list_cache_scope",
+    "tools",
+    "since",
+    "last_error",
+    "retry_at",
+    "restarts",
+    "breaker",
+    "calls",
+    "errors",
+    "p50_ms",
+    "p95_ms",
+    "p99_ms",
+    "inflight",
+    "waiting",
+    "stderr",
+    "dropped_tools",
+    "pid",
+    "held_back",
+    "sandbox",
+    "secrets_masked",
+    "prompts",
+    "resources",
+    "resource_templates",
+    "dropped_prompts",
+    "dropped_resources",
+    "dropped_resource_templates",
+    "cut",
+    "held",
+    "definition_changes",
+    "findings",
+    "forgotten_names",
+    "warnings",
+]
+
 
 def server(*flags: str) -> dict[str, Any]:
     command, args = scripted(*flags)
@@ -51,6 +126,12 @@ async def test_the_whole_status_and_a_profiles_status(tmp_path: Path) -> None:
     assert [s["alias"] for s in scoped["servers"]] == ["alpha"]
     assert [p["name"] for p in scoped["profiles"]] == ["one"]
     assert (top["summary"], mine["summary"]) == ("2 servers: 2 ready", "1 server: 1 ready")
+    # The keys a script reads, in the order they are written; none a server lacks.
+    assert list(whole) == ["daemon", "servers", "profiles", "approvals", "audit"]
+    assert list(scoped) == ["daemon", "servers", "profiles"]
+    assert list(top) == WHOLE_DAEMON
+    assert list(mine) == PROFILE_DAEMON
+    assert all(list(s) == STDIO_ROW for s in [*whole["servers"], *scoped["servers"]])
     assert "beta" not in str(scoped["profiles"])
     assert [h.server for h in history] == ["alpha", "beta"]
     assert 'server="alpha"' in metrics and 'server="beta"' in metrics
