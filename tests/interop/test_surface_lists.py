@@ -104,8 +104,8 @@ async def test_a_down_servers_prompts_and_resources_stay_listed_and_marked(
             assert "unavailable" in got["error"]["message"]
             read = await agent.rpc("resources/read", {"uri": resource["uri"]})
             assert read["error"]["data"]["mcpd/outage"]["state"] == "failed"
-            [row] = daemon.status()["servers"]
-            assert (row["prompts"], row["resources"], row["resource_templates"]) == (1, 1, 1)
+            [row] = daemon.status().servers
+            assert (row.prompts, row.resources, row.resource_templates) == (1, 1, 1)
             daemon.stop()
 
 

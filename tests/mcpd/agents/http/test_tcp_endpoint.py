@@ -140,7 +140,7 @@ async def test_both_eras_json_and_sse_and_profiles_over_tcp(tmp_path: Path) -> N
                 port, "POST", "/mcp", legacy_headers, json.dumps(legacy_list).encode()
             )
             assert [t["name"] for t in listed.json()["result"]["tools"]] == ["mcp__mail__send_mail"]
-            rows = {p["name"]: p["agents"] for p in daemon.status()["profiles"]}
+            rows = {p.name: p.agents for p in daemon.status().profiles}
             assert rows["mail"] == 1  # the legacy session uses it
 
 

@@ -372,11 +372,11 @@ async def test_a_hosts_built_in_profile_offers_what_the_default_offers(tmp_path:
     cfg.write_text(cfg.read_text() + '\n[profiles.default]\ntools = { deny = ["git_log"] }\n')
     with trio.fail_after(60):
         async with running(load(cfg), str(cfg)) as daemon:
-            shown = [p["name"] for p in daemon.status()["profiles"]]
+            shown = [p.name for p in daemon.status().profiles]
             async with connect(daemon.socket_path) as agent:
                 await agent.use_profile("codex")
                 names = [t["name"] for t in await agent.tools()]
-                in_use = [p["name"] for p in daemon.status()["profiles"]]
+                in_use = [p.name for p in daemon.status().profiles]
     # A default narrowed by the config narrows every host's profile too.
     assert names == ["git__git_status"]
     assert shown == ["default"] and in_use == ["codex", "default"]
@@ -396,7 +396,7 @@ async def test_a_profile_the_config_gains_on_reload_takes_the_built_in_ones_plac
             async with connect(daemon.socket_path) as agent:
                 await agent.use_profile("claude-code")
                 configured = [t["name"] for t in await agent.tools()]
-            shown = [p["name"] for p in daemon.status()["profiles"]]
+            shown = [p.name for p in daemon.status().profiles]
     assert built_in == ["git__git_log", "git__git_status"]
     assert configured == ["mcp__git__git_log", "mcp__git__git_status"]
     assert shown == ["claude-code", "default"]
