@@ -48,6 +48,11 @@ def status_of(parts: ServerParts) -> ServerRow:
     # not answered in time, or failing (answer_wait), and why.
     held = up.transport.held_back if up is not None else None
     held = held or parts.tool_list.held_back or (parts.answers.trouble if up else None)
+    held_back = (
+        None
+        if held is None
+        else HeldBackRow(reason=held.reason, since=iso_of_monotonic(held.since))
+    )
     sandbox: SandboxStatus | UnsetType = UNSET
     if parts.cfg.command is not None:
         # Before a start (lazy, or not yet): what a start would meet on this machine.
@@ -69,9 +74,7 @@ def status_of(parts: ServerParts) -> ServerRow:
         row,
         # The child's pid (stdio servers only): what to look at with ps, strace or kill.
         pid=up.transport.pid if up is not None else None,
-        held_back=None
-        if held is None
-        else HeldBackRow(reason=held.reason, since=iso_of_monotonic(held.since)),
+        held_back=held_back,
         sandbox=sandbox,
         auth=auth,
         secrets_masked=parts.guard.masked(parts.alias),
