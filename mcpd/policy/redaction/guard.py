@@ -21,8 +21,7 @@ login) is masked as it is kept; ``shown`` passes a status row once more, as
 ``LogMask`` passes every log record.
 
 ``redact_patterns`` adds well-known credential formats (``patterns``), found the same
-way: a cheap trigger on the bytes, the full patterns only on the decoded text.
-"""
+way: a cheap trigger on the bytes, the full patterns only on the decoded text."""
 
 from __future__ import annotations
 
@@ -297,9 +296,8 @@ class SecretGuard:
         return {key: self._shown(value) for key, value in row.items()}
 
     def shown_row(self, row: RowT) -> RowT:
-        """A typed status row, its every string masked as ``shown`` masks a dict's: the
-        pass goes over the row as it is encoded, so that no field of it, nested or
-        added later, is left out."""
+        """A typed status row with its every string masked as ``shown`` masks a dict's,
+        nested fields and those added later included."""
         if self._search.values is None:
             return row
         masked = self.shown(msgspec.to_builtins(row))
