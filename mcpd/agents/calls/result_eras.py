@@ -118,6 +118,9 @@ def with_result_type(result: object) -> object:
     whose field may be unset."""
     if isinstance(result, dict):
         return {"resultType": mcp.COMPLETE, **result}
+    if isinstance(result, msgspec.Struct) and "resultType" not in result.__struct_fields__:
+        # A document of mcpd's own (its status): the key goes first, as on a plain object.
+        return {"resultType": mcp.COMPLETE, **msgspec.json.decode(msgspec.json.encode(result))}
     if (
         isinstance(result, msgspec.Struct)
         # The result types share the field by name, not by a base class.

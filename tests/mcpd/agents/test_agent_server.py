@@ -16,6 +16,7 @@ import trio
 
 from mcpd.agents.entry.places import OWNER_RESERVE
 from mcpd.starting.cannot_start import DaemonError
+from protocol.jsonrpc.messages import MAX_ID_LENGTH
 from tests.support.agent import connect, make_config, running
 from tests.support.procs import read_pid, scripted
 
@@ -287,7 +288,7 @@ async def test_request_ids_are_echoed_exactly(tmp_path: Path) -> None:
     cfg = make_config(tmp_path, {"alpha": server()})
     with trio.fail_after(30):
         async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
-            for rid in ["abc", 0, -5, 2**62, "x" * 300]:
+            for rid in ["abc", 0, -5, 2**62, "x" * MAX_ID_LENGTH]:
                 reply = await agent.rpc("ping", rid=rid)
                 assert reply["id"] == rid
             reply = await agent.rpc("tools/list", rid="dup")
