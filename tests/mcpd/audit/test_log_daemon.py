@@ -88,8 +88,9 @@ async def kill_victim(daemon: Daemon) -> None:
     kept down past the test's limit by its backoff, however slow the machine."""
     changed = trio.Event()
     daemon.all_servers.subscribe(changed.set)
-    [row] = [s for s in daemon.supervisor.status() if s["alias"] == "victim"]
-    os.kill(row["pid"], signal.SIGKILL)
+    [row] = [s for s in daemon.supervisor.status() if s.alias == "victim"]
+    assert isinstance(row.pid, int)
+    os.kill(row.pid, signal.SIGKILL)
     while daemon.supervisor.runners["victim"].available:
         await changed.wait()
         changed = trio.Event()
