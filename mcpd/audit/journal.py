@@ -6,7 +6,10 @@ warning`` leaves them out; with fields to filter by (``MCPD_OUTCOME``,
 The journal is for people and alerts, and the audit file for the record: past a
 budget (``BURST`` at once, then ``RATE`` a second, for the calls that succeeded and
 for the others apart) calls are counted instead of logged, and one entry every
-``SUMMARY_EVERY`` seconds at most says how many.
+``SUMMARY_EVERY`` seconds at most says how many, and whether the file holds them: it
+does not when it is off (``audit = false``) or could not take their batch (a full
+disk), and the entry says so rather than send the reader to a record that is not there.
+The budget holds then too: journald's own would otherwise drop mcpd's outage warnings.
 
 The audit writer hands over a batch of records at a time, in its worker thread. mcpd's
 own handlers get them without the ``LogRecord`` the logging module would make for
@@ -57,10 +60,14 @@ class CallJournal:
         self._ok = Bucket(tokens=float(BURST), stamp=start)
         self._other = Bucket(tokens=float(BURST), stamp=start)
         self._summarized = start
+        # Of the calls left out since the last summary, those the file did not take.
+        self._unfiled_off = 0
+        self._unfiled_failed = 0
 
-    def write(self, records: list[CallRecord], now: float) -> None:
+    def write(self, records: list[CallRecord], now: float, filed: int | None) -> None:
         """Each of ``records`` as an entry of ``now`` (the batch's time), as far as the
-        budget goes."""
+        budget goes; ``filed``: how many of them, from the first, the audit file took
+        (None: it is off)."""
         if not calls_logger.isEnabledFor(NOTICE):  # and so for INFO, below it
             return
         clock = self._clock()
@@ -79,6 +86,12 @@ class CallJournal:
                 chosen += islice((r for r in records if r.outcome != "ok"), taken)
         if chosen:
             _write(chosen, now)
+        if len(chosen) < len(records):
+            if filed is None:
+                self._unfiled_off += len(records) - len(chosen)
+            elif filed < len(records):
+                logged = set(map(id, chosen))
+                self._unfiled_failed += sum(id(r) not in logged for r in records[filed:])
         if clock - self._summarized >= SUMMARY_EVERY:
             self.summarize(clock)
 
@@ -90,16 +103,33 @@ class CallJournal:
         if not ok and not other:
             return
         self._ok.suppressed = self._other.suppressed = 0
+        off, failed = self._unfiled_off, self._unfiled_failed
+        self._unfiled_off = self._unfiled_failed = 0
         calls_logger.log(
-            NOTICE if other else INFO,
-            "%d calls not logged one by one (%d succeeded, %d did not): "
-            "more than %g a second; every call is in the audit log (mcpd calls)",
+            NOTICE if other or failed else INFO,
+            "%d calls not logged one by one (%d succeeded, %d did not): more than %g a second; %s",
             ok + other,
             ok,
             other,
             RATE,
+            _where(ok + other, off, failed),
             extra={"mcpd_event": "call", "mcpd_suppressed": ok + other},
         )
+
+
+def _where(left_out: int, off: int, failed: int) -> str:
+    """Where the calls left out of the journal are on record, and where not."""
+    unfiled = off + failed
+    if not unfiled:
+        return "every call is in the audit log (mcpd calls)"
+    if unfiled == left_out and not failed:
+        return "the audit log is off: they are in no record"
+    if unfiled == left_out and not off:
+        return "the audit log could not write them: they are in no record"
+    why = [f"was off for {off}" if off else "", f"could not write {failed}" if failed else ""]
+    return f"the audit log {' and '.join(filter(None, why))} of them, which are in no record" + (
+        "" if unfiled == left_out else "; the others are in it (mcpd calls)"
+    )
 
 
 def _write(records: list[CallRecord], now: float) -> None:

@@ -357,17 +357,21 @@ class AuditLog:
                     dropped,
                     extra=log_extra(None, "audit", "buffer full"),
                 )
+        filed: int | None = None  # how many of the records the file took (None: off)
         if self.to_file:
             head = self._lost.gap_line(now)
             count = len(records) + len(summaries) + (1 if dropped else 0) + (1 if head else 0)
             if self._append(head + lines, count):
                 self._lost.said()
+                filed = len(records)
             else:
                 assert self._file is not None
+                taken = self._file.taken
                 batch = spans(records, summaries, dropped, now)
-                self._lost.failed(head, lines, self._file.taken, batch)
+                self._lost.failed(head, lines, taken, batch)
+                filed = min(lines.count(b"\n", 0, max(taken - len(head), 0)), len(records))
         if self.to_journal:
-            self._journal.write(records, now)
+            self._journal.write(records, now, filed)
 
     def _append(self, lines: bytes, count: int) -> bool:
         """``count`` JSON lines, each ending with a line feed, to the file: whether it

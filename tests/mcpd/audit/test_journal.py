@@ -229,15 +229,15 @@ def test_a_flood_of_calls_is_logged_within_its_budget_and_summed_up() -> None:
     try:
         entries = call_journal.CallJournal(clock=lambda: now[0])
         flood = [_call(n) for n in range(3 * call_journal.BURST)]
-        entries.write(flood, 1.0)
-        entries.write([_call(n, "refused") for n in range(3)], 1.0)
+        entries.write(flood, 1.0, len(flood))
+        entries.write([_call(n, "refused") for n in range(3)], 1.0, 3)
         names = [r.mcpd_tool for r in kept.records]
         assert names[: call_journal.BURST] == [r.name for r in flood[: call_journal.BURST]]
         assert names[call_journal.BURST :] == ["mcp__echo__t0", "mcp__echo__t1", "mcp__echo__t2"]
         assert [r.mcpd_outcome for r in kept.records[call_journal.BURST :]] == ["refused"] * 3
         kept.records.clear()
         now[0] += call_journal.SUMMARY_EVERY  # the budget refills, and it is time to say
-        entries.write([_call(7)], 1.0)
+        entries.write([_call(7)], 1.0, 1)
         assert [r.getMessage()[:20] for r in kept.records] == [
             "tools/call mcp__echo",
             f"{2 * call_journal.BURST} calls not logge",
@@ -247,7 +247,9 @@ def test_a_flood_of_calls_is_logged_within_its_budget_and_summed_up() -> None:
         assert summary.mcpd_suppressed == 2 * call_journal.BURST
         assert summary.mcpd_event == "call" and summary.levelno == logging.INFO
         kept.records.clear()
-        entries.write([_call(n, "error") for n in range(call_journal.BURST + 4)], 1.0)
+        entries.write(
+            [_call(n, "error") for n in range(call_journal.BURST + 4)], 1.0, call_journal.BURST + 4
+        )
         entries.summarize()  # the daemon stops: what is left out is said at once
         assert len(kept.records) == call_journal.BURST + 1
         assert "(0 succeeded, 4 did not)" in kept.records[-1].getMessage()
@@ -265,3 +267,43 @@ def test_records_held_for_the_writer_set_off_no_collection() -> None:
     the cycle collector, holding them would set off collections on the call path."""
     records = _records()
     assert not any(gc.is_tracked(r) or gc.is_tracked(r.agent) for r in records)
+
+
+@pytest.mark.parametrize(
+    ("filed", "told"),
+    [
+        ([None, None], "the audit log is off: they are in no record"),
+        ([0, 0], "the audit log could not write them: they are in no record"),
+        (
+            [call_journal.BURST + 10, 0],
+            "the audit log could not write 100 of them, which are in no record; "
+            "the others are in it (mcpd calls)",
+        ),
+        (
+            [None, 0],
+            "the audit log was off for 10 and could not write 100 of them, which are in no record",
+        ),
+    ],
+)
+def test_the_summary_says_the_calls_the_file_did_not_take_are_in_no_record(
+    filed: list[int | None], told: str
+) -> None:
+    """The count of calls left out says they are in the audit log only when they are:
+    not with the file off, nor those of a batch it could not take (a full disk)."""
+    kept = _Kept()
+    logger = call_journal.calls_logger
+    saved = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(kept)
+    try:
+        entries = call_journal.CallJournal(clock=lambda: 100.0)
+        entries.write([_call(n) for n in range(call_journal.BURST + 10)], 1.0, filed[0])
+        entries.write([_call(n) for n in range(100)], 1.0, filed[1])
+        entries.summarize()
+        message = kept.records[-1].getMessage()
+        assert message.startswith("110 calls not logged one by one"), message
+        assert message.endswith(told), message
+        assert kept.records[-1].levelno == (logging.INFO if filed[1] is None else NOTICE)
+    finally:
+        logger.removeHandler(kept)
+        logger.setLevel(saved)
