@@ -69,6 +69,7 @@ from .record import (
     iso,
     mask_texts,
     set_digests,
+    shown_lines,
     stamp,
 )
 from .shares import Shares
@@ -359,6 +360,7 @@ class AuditLog:
                 )
         filed: int | None = None  # how many of the records the file took (None: off)
         if self.to_file:
+            lines = shown_lines(lines)
             head = self._lost.gap_line(now)
             count = len(records) + len(summaries) + (1 if dropped else 0) + (1 if head else 0)
             if self._append(head + lines, count):

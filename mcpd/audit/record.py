@@ -23,7 +23,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from protocol.mcp.uri_templates import MAX_URI
-from protocol.shown.visible import cut
+from protocol.shown.visible import cut, visible_json
 
 from ..policy.agent import AgentInfo
 
@@ -246,3 +246,14 @@ class _Seconds:
 
 
 _seconds: Final = _Seconds()
+
+
+def shown_lines(lines: bytes) -> bytes:
+    """``lines`` with each hidden character in their strings written as a ``\\uXXXX``
+    escape, as ``mcpd calls`` shows them: the encoder leaves bidi controls, zero-width
+    characters and DEL as they are, and one of those in a name an agent chose would
+    reorder or hide the rest of its record for anyone reading the file in a terminal.
+    What a program decodes from the lines is unchanged."""
+    if lines.isascii() and b"\x7f" not in lines:  # most batches: nothing to look at
+        return lines
+    return b"\n".join(map(visible_json, lines.split(b"\n")))

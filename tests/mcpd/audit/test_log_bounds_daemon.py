@@ -131,3 +131,32 @@ async def test_an_http_call_reusing_an_id_in_flight_leaves_its_record(tmp_path: 
         ("refused", "its id was in use by a request in flight")
     ]
     assert turned[0]["args_bytes"] == len(json.dumps({"b": 2}))
+
+
+async def test_the_file_holds_hidden_characters_only_as_escapes(tmp_path: Path) -> None:
+    """A name or arguments an agent chose with bidi controls, zero-width characters or
+    DEL in them reach the file as ``\\uXXXX`` escapes, which decode to what was sent:
+    read in a terminal, the record is not reordered or hidden."""
+    state = tmp_path / "state"
+    cfg = make_config(
+        tmp_path,
+        {"echo": server("--names", "echo")},
+        state_dir=str(state),
+        audit_arguments=True,
+        audit_journal=False,
+    )
+    name = "x\u202eevil\u200b\u2066\x7fz é"
+    arguments = {"note": "a\u202eb\u200bc"}
+    with trio.fail_after(LIMIT):
+        async with running(cfg) as daemon:
+            async with connect(daemon.socket_path) as agent:
+                refused = await agent.rpc("tools/call", {"name": name, "arguments": {}})
+                assert refused["result"]["isError"]
+                await agent.call("mcp__echo__echo", arguments)
+            await daemon.oversight.audit.flush()
+    written = (state / FILE_NAME).read_text()
+    assert not {"\u202e", "\u200b", "\u2066", "\x7f"} & set(written)
+    assert "\\u202e" in written and "é" in written
+    found = records(state)
+    assert [r["name"] for r in found] == [name, "mcp__echo__echo"]
+    assert found[1]["arguments"] == arguments
