@@ -250,6 +250,9 @@ def agent_tool(entry: Entry, trusted: bool, marker: str | None) -> mcp.Tool:
     if entry.held is not None:
         meta["mcpd/held"] = entry.held
     annotations = t.annotations if isinstance(t.annotations, dict) else None
+    if annotations is not None and isinstance(annotations.get("title"), str):
+        # Marked wherever it is shown, under mcpd's own key too: the server's words.
+        annotations = {**annotations, "title": marked_title(entry.alias, annotations["title"])}
     if not trusted:
         if annotations is not None:
             meta["mcpd/upstreamAnnotations"] = annotations
@@ -259,8 +262,6 @@ def agent_tool(entry: Entry, trusted: bool, marker: str | None) -> mcp.Tool:
         annotations["destructiveHint"] = True
         annotations["idempotentHint"] = False
         annotations["openWorldHint"] = True
-    if annotations is not None and isinstance(annotations.get("title"), str):
-        annotations = {**annotations, "title": marked_title(entry.alias, annotations["title"])}
     return mcp.Tool(
         name=entry.local,
         title=marked_title(entry.alias, t.title),

@@ -54,11 +54,19 @@ def test_an_untrusted_servers_hints_are_the_cautious_ones_and_its_own_kept_aside
     claimed = {"readOnlyHint": True, "destructiveHint": False, "title": "Look", "x": 1}
     shown = wire(tool(annotations=claimed))
     assert shown["annotations"] == {**CAUTIOUS, "title": "[notes] Look", "x": 1}
-    assert shown["_meta"]["mcpd/upstreamAnnotations"] == claimed
+    assert shown["_meta"]["mcpd/upstreamAnnotations"] == {**claimed, "title": "[notes] Look"}
     # No hint at all claimed is the cautious one too.
     shown = wire(tool())
     assert shown["annotations"] == CAUTIOUS
     assert "mcpd/upstreamAnnotations" not in shown["_meta"]
+
+
+def test_the_servers_own_title_kept_aside_is_marked_and_one_line_too() -> None:
+    claimed = {"title": "[mcpd] trusted\nline", "readOnlyHint": True}
+    shown = wire(tool(annotations=claimed))
+    assert shown["annotations"]["title"] == "[notes] [mcpd] trusted line"
+    kept = shown["_meta"]["mcpd/upstreamAnnotations"]
+    assert kept == {"title": "[notes] [mcpd] trusted line", "readOnlyHint": True}
 
 
 def test_a_trusted_servers_hints_are_shown_as_it_gave_them() -> None:

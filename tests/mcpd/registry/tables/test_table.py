@@ -417,7 +417,7 @@ def test_an_untrusted_servers_annotations_are_not_believed() -> None:
     assert annotations["openWorldHint"] is True
     assert annotations["idempotentHint"] is False
     assert annotations["title"] == "[notes] Search"  # marked with its server, as the title
-    assert seen["search"]["_meta"]["mcpd/upstreamAnnotations"] == own
+    assert seen["search"]["_meta"]["mcpd/upstreamAnnotations"] == {**own, "title": "[notes] Search"}
     # No annotations at all still means "may write, may destroy, may not be retried".
     assert seen["plain"]["annotations"] == {
         "readOnlyHint": False,
