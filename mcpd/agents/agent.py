@@ -115,6 +115,9 @@ class AgentCall(msgspec.Struct, eq=False):
     # What the agent's profile shows of resources: the links in its result are handed
     # over as that profile reads them back (None: as the daemon's owner does).
     sight: Sight | None = None
+    # A held tool's server and the server's name for it: the call is refused, never
+    # routed, and its record names them all the same.
+    held: tuple[str, str] | None = None
     # -- what its audit record says --
     decision: str = "allow"  # the policy's, how the person asked decided, or none (no rule asked)
     decided_by: str = "default"  # the rule (policy[2]), or who decided

@@ -246,12 +246,15 @@ class CallRecords:
         """The record of a call that ended where it was routed, before any rule: a
         name the agent's profile does not have, a held one, arguments that are not an
         object, or search mode's meta-tools."""
+        server, original = call.held or (None, None)
         record = CallRecord(
             ts=call.arrived,
             agent=agent,
             method="tools/call",
             # A held tool's name is the profile's; any other the agent may have made up.
             name=call.local or unknown(call.out.name),
+            original=original,
+            server=server,
             args_bytes=0 if raw is None else len(raw),
             decision=call.decision,
             decided_by=call.decided_by,

@@ -260,7 +260,7 @@ class Router:
         if entry.held is not None:
             # Refused where calls are routed, before any rule: the server is not asked.
             # Its record names it as the profile does: a name mcpd knows.
-            call.local = name
+            call.local, call.held = name, (entry.alias, entry.original)
             _before_the_rules(call, f"held: {entry.held}")
             return held_tool(entry, name)
         if self.policy.gate.empty:
