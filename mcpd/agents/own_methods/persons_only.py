@@ -91,8 +91,19 @@ def _agent(kin: AgentKin, uid: int | None) -> str:
         words.append("since ended")
     shown = ", ".join(words)
     if kin.command is not None and kin.command.startswith("mcpd "):
-        shown += ": each `mcpd call`, `mcpd read` and `mcpd prompt` is an agent of mcpd's"
+        shown += f": {_why_an_agent(kin.command)}"
     return shown
+
+
+def _why_an_agent(command: str) -> str:
+    """Why ``command`` (of mcpd's) counts as an agent: a listing for a program, or a
+    call."""
+    if command.endswith((" --json", " --format")):
+        return (
+            "a listing for a program (`--json`, `--format`) is an agent of mcpd's, as each "
+            "`mcpd call`, `mcpd read` and `mcpd prompt` is"
+        )
+    return "each `mcpd call`, `mcpd read` and `mcpd prompt` is an agent of mcpd's"
 
 
 def _program(kin: AgentKin, uid: int | None) -> str | None:

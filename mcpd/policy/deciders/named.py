@@ -59,8 +59,22 @@ def command_of_mcpd(argv: list[str]) -> str | None:
         if os.path.basename(word) == _MCPD or by_module:
             rest = argv[at + 2 if by_module else at + 1 :]
             command = rest[0] if rest and rest[0].isalpha() else None
+            if command in _LISTINGS:
+                # The flag that made a person's listing a program's, and so an agent's.
+                flag = next((_flag(w) for w in rest[1:] if _flag(w)), None)
+                command = f"{command} {flag}" if flag else command
             return _shown(f"{_MCPD} {command}" if command else _MCPD)
     return None
+
+
+# mcpd's listings: a person's table, or (with one of ``_FOR_PROGRAMS``) a program's.
+_LISTINGS: Final = frozenset({"tools", "prompts", "resources"})
+_FOR_PROGRAMS: Final = ("--json", "--format")
+
+
+def _flag(word: str) -> str | None:
+    """``--json`` or ``--format`` where ``word`` is that flag (``--format=x`` too)."""
+    return next((f for f in _FOR_PROGRAMS if word == f or word.startswith(f + "=")), None)
 
 
 def _shown(words: str) -> str:

@@ -73,6 +73,21 @@ def test_a_shell_that_ran_mcpd_call_is_named_with_the_call() -> None:
     assert message.endswith(TAIL)
 
 
+def test_a_listing_for_a_program_is_named_with_its_flag_and_why_it_counts() -> None:
+    """``mcpd tools`` for a person is no agent: the refusal names the flag that made
+    this listing one, and says that is why."""
+    shell = os.getpid()
+    listing = AgentKin(
+        agents=(Process(10, 1),),
+        hosts=(Process(shell),),
+        program="python3",
+        command="mcpd tools --json",
+    )
+    message = refusal(Decider((Process(50, 1), Process(shell))), listing)
+    assert "whose command line read `mcpd tools --json`: a listing for a program " in message
+    assert "(`--json`, `--format`) is an agent of mcpd's, as each `mcpd call`" in message
+
+
 def test_an_agent_that_still_runs_is_named_by_what_it_runs_now_to_its_own_user() -> None:
     """Named by the program the kernel says it runs as the refusal is made, and by the
     one it ran when it connected where it exec'd another since; to another user, only

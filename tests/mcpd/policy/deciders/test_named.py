@@ -21,6 +21,11 @@ from mcpd.policy.deciders.named import command_of_mcpd, mcpd_command_of, program
         (["bash"], None),
         (["python3", "-c", "print()", "mcpd", "call"], None),
         (["mcpd", "call\x1b[2J"], "mcpd"),
+        (["mcpd", "tools", "--socket", "/tmp/s", "--json"], "mcpd tools --json"),
+        (["python3", "-m", "mcpd", "prompts", "--format=openai"], "mcpd prompts --format"),
+        (["mcpd", "resources", "--format", "openai"], "mcpd resources --format"),
+        (["mcpd", "tools"], "mcpd tools"),
+        (["mcpd", "call", "t", "--json"], "mcpd call"),
     ],
 )
 def test_a_command_line_of_mcpd_names_its_command(argv: list[str], command: str | None) -> None:
