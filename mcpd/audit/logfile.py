@@ -17,7 +17,10 @@ at the older names, and the file it then opens is checked as the first was: no r
 goes to a file another user planted under any of the names. A rotation never costs the
 records: a directory under one of the older names is named and left, the others moved
 around it, and a log that cannot be moved at all is added to past its cap, with a
-warning, until it can.
+warning, until it can. The oldest file a rotation renames over is gone with its
+records: a warning (at most one a minute, which counts the rotations since) says up to
+when they were written, and how to keep more, since an agent that calls fast enough
+can push every earlier record out.
 """
 
 from __future__ import annotations
@@ -26,8 +29,10 @@ import itertools
 import logging
 import os
 import stat
+import time
 from typing import Final
 
+from protocol.pacing.buckets import Throttle
 from protocol.shown.logfields import log_extra
 
 from ..local.state.privatefile import PRIVATE, open_directory, open_private
@@ -47,6 +52,7 @@ class LogFile:
         self._size = 0
         self._past_cap = False
         self._said: set[str] = set()
+        self._gone_warning = Throttle(burst=1, every=60.0)
         self.taken = 0  # bytes of the lines last appended that reached the file
 
     def append(self, lines: bytes, max_bytes: int, files: int) -> None:
@@ -129,6 +135,7 @@ class LogFile:
         moved to the newest free place; False when it could not be moved."""
         places = [f"{FILE_NAME}.{n}" for n in range(1, files + 1)]
         free = [name for name in places if not self._blocked(dir_fd, name)]
+        oldest = _written_until(dir_fd, free[-1]) if free else None
         for older, newer in reversed(list(itertools.pairwise(free))):
             try:
                 os.rename(older, newer, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
@@ -143,7 +150,23 @@ class LogFile:
         except OSError as exc:
             self._warn(f"{self.path} cannot be moved to {free[0]}: {exc.strerror}")
             return False
+        if oldest is not None:
+            self._gone(oldest, files)
         return True
+
+    def _gone(self, until: float, files: int) -> None:
+        """The oldest file, its last record written at ``until``, was renamed over."""
+        earlier = self._gone_warning.admit()
+        if earlier is None:
+            return
+        logger.warning(
+            "audit records written up to %s were rotated away with the oldest of %d "
+            "files%s; to keep more, raise audit_max_bytes or audit_files",
+            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(until)),
+            files,
+            f" (and {earlier} older files since the last warning)" if earlier else "",
+            extra=log_extra(None, "audit", "audit records rotated away"),
+        )
 
     def _blocked(self, dir_fd: int, name: str) -> bool:
         try:
@@ -167,6 +190,16 @@ class LogFile:
             return
         self._said.add(message)
         logger.warning(message, extra=log_extra(None, "audit", "audit log rotation"))
+
+
+def _written_until(dir_fd: int, name: str) -> float | None:
+    """When the last record of the rotated file ``name`` was written (its mtime); None
+    where there is no such file."""
+    try:
+        st = os.lstat(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    return st.st_mtime if stat.S_ISREG(st.st_mode) else None
 
 
 def _make_private(fd: int, path: str, st: os.stat_result) -> None:

@@ -74,12 +74,15 @@ def cmd_calls(args: argparse.Namespace) -> int:
     directory = _state_dir(args.config)
     kept: deque[CallRecord] = deque(maxlen=args.last or None)
     seen = 0  # calls: a summary record stands for many
+    begins: float | None = None  # the oldest record's time: the log holds none before
     try:
         reading = AuditRecords(directory)
         if not reading.files:
             print(f"mcpd: no audit log in {directory} yet", file=sys.stderr)
             return 0
         for record in reading:
+            if begins is None:
+                begins = record.ts
             seen += record.calls
             if compiled.admits(record):
                 kept.append(record)
@@ -92,7 +95,7 @@ def cmd_calls(args: argparse.Namespace) -> int:
     else:
         print(render_calls(list(kept)))
         shown = sum(record.calls for record in kept)
-        print(f"{shown} of {seen} calls in {directory}", file=sys.stderr)
+        print(f"{shown} of {seen} calls in {directory}{_begins(begins, reading)}", file=sys.stderr)
     if reading.dropped:
         print(
             f"mcpd: {reading.dropped} calls were not written (the log fell behind)",
@@ -113,6 +116,20 @@ def cmd_calls(args: argparse.Namespace) -> int:
         print(f"mcpd: {why}", file=sys.stderr)
     # What was read is shown; a file left unread makes it not the whole log.
     return EXIT_FAILED if reading.refused else 0
+
+
+def _begins(ts: float | None, reading: AuditRecords) -> str:
+    """Where the log begins: the files keep only the latest of it, so a count read
+    alone would seem to be of every call ever made."""
+    if ts is None:
+        return ""
+    at = datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+    if len(reading.files) < 2:
+        return f", the log beginning at {at}"
+    return (
+        f", the log beginning at {at}: older records are rotated away as it grows "
+        "(audit_max_bytes, audit_files)"
+    )
 
 
 def since(text: str, now: float | None = None) -> float:
