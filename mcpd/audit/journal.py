@@ -44,7 +44,7 @@ INFO: Final = logging.INFO
 # Entries a second, after a burst, for the calls that succeeded and for the others
 # (each their own budget: a flood of either never hides the other). journald drops a
 # service's entries past its own budget (RateLimitBurst), and with them mcpd's outage
-# warnings; the file holds every call.
+# warnings; the file, while on and written, holds every call.
 BURST: Final = 500
 RATE: Final = 50.0
 # At most one entry this often says how many calls were not logged one by one.

@@ -1,27 +1,26 @@
 """The audit log: every record in ``calls.jsonl`` in the state directory, one JSON
 line each, and (unless ``audit_journal = false``) a journal entry each, within a budget.
 
-The call path never waits for it: ``record`` cuts the record's texts to what any
-record may hold (``record.bound``), counts it for the metrics, keeps
-it among the latest (``recent``, which the status page reads) and appends it to a
-bounded buffer. A writer task (``run``) wakes when the buffer is no longer empty, lets
-a moment's records gather (or fewer, when a batch's worth have come sooner), and hands
-them to a worker thread, which works out the digests of their arguments and writes the
-file and the journal (within the journal's budget: see ``journal``). With
-``audit_arguments``, the arguments themselves are masked and kept there too
-(``arguments``). The buffer holds a copy of the arguments for that: of short ones
-(``DIGESTED_LATER``) for their digest, as many as it holds records; of those to be kept,
-up to ``HELD_ARGUMENTS`` bytes. Past that, and for longer arguments, a record's are
-worked out as it is made, and arguments too large to keep are never copied. Once
-written, the records kept in memory let go of theirs. When
-the buffer is full (the disk or journald fell behind), a record is counted and
-dropped, never waited for: one of the user holding the most records in it, of its
-process holding the most (``shares``); the next write puts a ``Gap`` line in the file
-with how many were dropped, and a warning in the log. What is still buffered when the
-daemon stops is written before it exits (``flush``, under a shield), unless a write
-the disk holds keeps it waiting past a bound: that one is given up on. A batch the file
-cannot take (a full disk) is not held for later: the next batch it takes begins with a
-``Gap`` line of how many calls' records were lost, and when (``lost``).
+The call path never waits for it: ``record`` cuts the record's texts to what any record
+may hold (``record.bound``), counts it for the metrics, keeps it among the latest
+(``recent``, which the status page reads) and appends it to a bounded buffer. A writer
+task (``run``) wakes when the buffer is no longer empty, lets a moment's records gather
+(or fewer, when a batch's worth have come sooner), and hands them to a worker thread,
+which works out the digests of their arguments and writes the file and the journal
+(within the journal's budget: see ``journal``). With ``audit_arguments``, the arguments
+themselves are masked and kept there too (``arguments``). The buffer holds a copy of the
+arguments for that: of short ones (``DIGESTED_LATER``) for their digest, as many as it
+holds records; of those to be kept, up to ``HELD_ARGUMENTS`` bytes. Past that, and for
+longer arguments, a record's are worked out as it is made, and arguments too large to
+keep are never copied. Once written, the records kept in memory let go of theirs. When
+the buffer is full (the disk or journald fell behind), a record is counted and dropped,
+never waited for: one of the user holding the most records in it, of its process holding
+the most (``shares``); the next write puts a ``Gap`` line in the file with how many were
+dropped, and a warning in the log. What is still buffered when the daemon stops is
+written before it exits (``flush``, under a shield), unless a write the disk holds keeps
+it waiting past a bound: that one is given up on. A batch the file cannot take (a full
+disk) is not held for later: the next batch it takes begins with a ``Gap`` line of how
+many calls' records were lost, and when (``lost``).
 
 Requests mcpd refused before any server or rule saw them come through ``unrouted``:
 past their agent's budget (or its user's), they never reach the buffer, and each batch
@@ -360,18 +359,15 @@ class AuditLog:
                 )
         filed: int | None = None  # how many of the records the file took (None: off)
         if self.to_file:
-            lines = shown_lines(lines)
-            head = self._lost.gap_line(now)
+            lines, head = shown_lines(lines), self._lost.gap_line(now)
             count = len(records) + len(summaries) + (1 if dropped else 0) + (1 if head else 0)
             if self._append(head + lines, count):
                 self._lost.said()
                 filed = len(records)
             else:
                 assert self._file is not None
-                taken = self._file.taken
                 batch = spans(records, summaries, dropped, now)
-                self._lost.failed(head, lines, taken, batch)
-                filed = min(lines.count(b"\n", 0, max(taken - len(head), 0)), len(records))
+                filed = min(self._lost.failed(head, lines, self._file.taken, batch), len(records))
         if self.to_journal:
             self._journal.write(records, now, filed)
 

@@ -55,9 +55,10 @@ class Lost:
         """The gap line reached the file."""
         self.calls, self.first, self.last = 0, math.inf, -math.inf
 
-    def failed(self, head: bytes, lines: bytes, taken: int, batch: list[Span]) -> None:
+    def failed(self, head: bytes, lines: bytes, taken: int, batch: list[Span]) -> int:
         """The file took ``taken`` bytes of ``head`` (the gap line) and ``lines`` (the
-        batch, one line for each of ``batch``) before it refused the rest."""
+        batch, one line for each of ``batch``) before it refused the rest: how many of
+        ``batch`` it took whole."""
         if head and taken >= len(head):
             self.said()
         whole = lines.count(b"\n", 0, max(taken - len(head), 0))
@@ -65,3 +66,4 @@ class Lost:
             self.calls += calls
             self.first = min(self.first, first)
             self.last = max(self.last, last)
+        return whole

@@ -17,8 +17,8 @@ import trio
 
 from mcpd.audit.journal import BURST
 from mcpd.audit.log import FILE_NAME
-from tests.mcpd.audit.test_lost_daemon import Said
 from tests.support.procs import scripted
+from tests.support.said import Said
 
 ROOT = Path(__file__).resolve().parents[3]
 BURST_AGENT = str(ROOT / "tests" / "support" / "call_burst.py")

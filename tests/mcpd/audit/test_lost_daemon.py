@@ -17,6 +17,7 @@ import trio
 
 from mcpd.audit.log import FILE_NAME
 from tests.support.agent import connect
+from tests.support.said import Said
 
 ROOT = Path(__file__).resolve().parents[3]
 MCPD = [sys.executable, "-m", "mcpd"]
@@ -24,25 +25,6 @@ LIMIT = 60
 LOST = 20  # calls made while the file takes no more
 AFTER = 3  # calls made once it does again
 ROOM = 600  # bytes the file may still grow by: a record, and part of another
-
-
-class Said:
-    """What the daemon writes on stderr, read as it comes."""
-
-    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
-        self.stream = stream
-        self.text = ""
-        self.changed = trio.Event()
-
-    async def read(self) -> None:
-        while chunk := await self.stream.receive_some(65536):
-            self.text += chunk.decode(errors="replace")
-            self.changed.set()
-            self.changed = trio.Event()
-
-    async def wait_for(self, text: str) -> None:
-        while text not in self.text:
-            await self.changed.wait()
 
 
 async def call_all(sock: Path, prefix: str, count: int) -> None:
