@@ -116,3 +116,24 @@ async def test_a_shell_that_ran_mcpd_call_is_told_why_it_cannot_decide_and_where
                     await mcpd(Path(sock), "approvals", "deny", waiting.id)
                     await setup.none_pending()
             assert setup.reached("create_issue") == []
+
+
+async def test_a_shell_that_listed_tools_for_a_program_is_told_that_flag_made_it_an_agent(
+    tmp_path: Path,
+) -> None:
+    """``mcpd tools`` for a person is no agent; ``mcpd tools --json`` is: the refusal
+    names the command with the flag that made it one, and says why that counts."""
+    with trio.fail_after(LIMIT):
+        async with policy_daemon(tmp_path, OPERATOR_ONLY) as setup:
+            sock = setup.daemon.socket_path
+            async with self_approval.agent("unconnected", sock, apart=True) as shell:
+                await shell.runs("tools", "--json")
+                async with self_approval.agent("asking", sock, TOOL, apart=True):
+                    [waiting] = await setup.pending()
+                    code, said = await shell.runs("approvals", "approve", waiting.id)
+                    assert code != 0, said
+                    assert "whose command line read `mcpd tools --json`, since ended: a " in said
+                    assert "listing for a program (`--json`, `--format`) is an agent of" in said
+                    await mcpd(Path(sock), "approvals", "deny", waiting.id)
+                    await setup.none_pending()
+            assert setup.reached("create_issue") == []
