@@ -80,8 +80,16 @@ class Summed:
         key = (agent_key(record.agent), record.method, record.outcome)
         summary = summaries.get(key)
         if summary is None:
+            # Of many names, not all of one server's (a held tool's record names its
+            # server): the summary names none, so no search by server counts the others.
             summaries[key] = msgspec.structs.replace(
-                record, count=1, last_ts=record.ts, args_digest=None, arguments=msgspec.UNSET
+                record,
+                count=1,
+                last_ts=record.ts,
+                args_digest=None,
+                arguments=msgspec.UNSET,
+                server=None,
+                original=None,
             )
             return len(summaries) == 1
         summary.count = summary.calls + 1

@@ -152,3 +152,18 @@ def test_the_log_warns_once_in_a_while_naming_the_largest(
     assert first.startswith("pid 66 (python3), uid 1000") and ": 5 tools/call requests" in first
     assert "(the first: x0)" in first
     assert "\x1b" not in second and "\\x1b[2Jtypo" in second
+
+
+def test_a_summary_names_no_server_though_its_first_was_a_held_tools() -> None:
+    """A held tool's refusal names its server; the summary it starts counts other
+    names too, so a search of the log by that server does not count them as its."""
+    sums = Summed(Clock())
+    sums.add(refused(1, name="mcp__h__t1", server="h", original="t1", reason="held: changed"))
+    sums.add(refused(2))
+    [summary] = sums.take()
+    assert (summary.name, summary.count, summary.server, summary.original) == (
+        "mcp__h__t1",
+        2,
+        None,
+        None,
+    )
