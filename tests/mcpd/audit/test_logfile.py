@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,24 +48,34 @@ def test_records_are_appended_to_a_private_file(state: Path, log: LogFile) -> No
 
 
 def test_the_log_rotates_before_a_line_would_pass_its_cap_and_the_oldest_goes(
-    state: Path, log: LogFile
+    state: Path, log: LogFile, caplog: pytest.LogCaptureFixture
 ) -> None:
-    log.append(record(1) + record(2), 20, 2)  # exactly at the cap: no rotation
-    assert files(state) == {FILE_NAME: record(1) + record(2)}
-    log.append(record(3), 20, 2)
-    assert files(state) == {FILE_NAME: record(3), f"{FILE_NAME}.1": record(1) + record(2)}
-    log.append(record(4) + record(5) + record(6), 20, 2)
+    with caplog.at_level(logging.WARNING, "mcpd.audit"):
+        log.append(record(1) + record(2), 20, 2)  # exactly at the cap: no rotation
+        assert files(state) == {FILE_NAME: record(1) + record(2)}
+        log.append(record(3), 20, 2)
+        assert files(state) == {FILE_NAME: record(3), f"{FILE_NAME}.1": record(1) + record(2)}
+        log.append(record(4) + record(5) + record(6), 20, 2)
+        assert files(state) == {
+            FILE_NAME: record(5) + record(6),
+            f"{FILE_NAME}.1": record(3) + record(4),
+            f"{FILE_NAME}.2": record(1) + record(2),
+        }
+        assert caplog.records == []  # rotated, but no record gone yet
+        os.utime(state / f"{FILE_NAME}.2", (0, 0))  # its last record's time
+        log.append(record(7) + record(8) + record(9) + record(10), 20, 2)
     assert files(state) == {
-        FILE_NAME: record(5) + record(6),
-        f"{FILE_NAME}.1": record(3) + record(4),
-        f"{FILE_NAME}.2": record(1) + record(2),
+        FILE_NAME: record(9) + record(10),
+        f"{FILE_NAME}.1": record(7) + record(8),
+        f"{FILE_NAME}.2": record(5) + record(6),
     }
-    log.append(record(7), 20, 2)
-    assert files(state) == {
-        FILE_NAME: record(7),
-        f"{FILE_NAME}.1": record(5) + record(6),
-        f"{FILE_NAME}.2": record(3) + record(4),
-    }
+    # Said once for the two files gone, with the time the first was last written.
+    [gone] = [r.getMessage() for r in caplog.records]
+    until = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(0))
+    assert gone == (
+        f"audit records written up to {until} were rotated away with the oldest of 2 files; "
+        "to keep more, raise audit_max_bytes or audit_files"
+    )
 
 
 def test_a_line_cut_short_by_a_crash_stays_on_its_own(state: Path, log: LogFile) -> None:
