@@ -248,7 +248,7 @@ class AgentServer(ProfileMethods, Dispatcher):
             self.lines,
             self.control.settings,
             version=chosen.version,
-            line_hold=self.door.unfinished.hold(seat.peer),
+            line_hold=self.door.unfinished.hold(seat.peer, profile),
             peer=seat.peer,
             profile=chosen,
             fixed_profile=profile,

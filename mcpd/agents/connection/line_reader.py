@@ -1,7 +1,8 @@
 """Reading one agent's socket: each chunk as it comes, framed into lines handed on one
 by one, the writes a chunk causes batched together, and nothing more read while the
 agent leaves its replies unread. What it holds of a line not yet ended is weighed
-against what all connections may hold, and timed (``entry.unfinished``)."""
+against what all connections may hold, and timed (``entry.unfinished``); one let go
+to make room for another line ends its reading at once."""
 
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ class Unfinished:
 class LineReader:
     __slots__ = (
         "_batch",
+        "_began",
+        "_cut",
         "_deadline",
         "_fd",
         "_framer",
@@ -64,13 +67,18 @@ class LineReader:
         self._hold = hold
         self._held = 0  # bytes of the line not yet ended
         self._deadline = math.inf  # by when it must end (trio time)
+        self._began = 0.0  # when it began (trio time)
+        self._cut = trio.CancelScope()  # cancelled when it is let go to make room
+        hold.on_cut = self._cut.cancel
 
     async def run(self, nursery: trio.Nursery) -> Oversized | Unfinished | None:
         """Hand each line on until the agent hangs up (None), until a line over the
         limit (its ``Oversized``: nothing after it is read), or until one that does
-        not fit or is not ended in time (``Unfinished``)."""
+        not fit, is not ended in time, or is let go to make room (``Unfinished``)."""
         try:
-            return await self._read(nursery)
+            with self._cut:
+                return await self._read(nursery)
+            return Unfinished(self._hold.cut_for or "its line was let go to make room")
         finally:
             self._hold.release()
 
@@ -131,9 +139,10 @@ class LineReader:
         elif not self._held or held < self._held + size:
             # A line begun: nothing was held, or not all of the chunk was added to what
             # was (a line ended in it, and what is held now is of one it began).
-            self._deadline = trio.current_time() + self._hold.timeout
+            self._began = trio.current_time()
+            self._deadline = self._began + self._hold.timeout
         self._held = held
-        return self._hold.weigh(held)
+        return self._hold.weigh(held, self._began)
 
 
 def apart_from_line(request: rpc.Request) -> None:

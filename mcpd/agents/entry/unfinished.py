@@ -13,11 +13,21 @@ as the places are (``places``; the door holds both), and as request bodies are o
   if ``max_line_bytes`` makes that more);
 - one user other than mcpd's own and root the part of it that
   ``max_connections_per_uid`` is of ``max_connections`` (a full line at least);
-- mcpd's own user and root that much more as ``OWNER_RESERVE`` is of
-  ``max_connections`` (a full line at least), so that they can always send one.
+- mcpd's own user and root, on the daemon's own socket, that much more as
+  ``OWNER_RESERVE`` is of ``max_connections`` (a full line at least), as ``places``
+  keeps their reserve there alone.
 
-A line that does not fit ends its connection, saying why, rather than wait: a wait
-would hold the connection on lines of others it cannot see. And a line must end
+A line that does not fit makes room by ending the connections whose unfinished lines
+began before it, oldest first, each saying why, as many as it takes and no more. A
+line written at once ends within moments of its first byte, so the lines held longest
+are those of agents that stopped halfway: they are the ones let go, never the line
+still coming in. An agent that opens fresh connections to keep its lines young gains
+nothing by it: to stay ahead it would have to send all it holds again within the
+moments an honest line takes, and lines begun before the honest one are still the
+first to go. When the lines begun before it are too few to make room (a user other
+than mcpd's own past its share gives up its own older lines alone), the line that
+does not fit ends its own connection instead, rather than wait: a wait would hold
+the connection on lines of others it cannot see. And a line must end
 within ``LINE_TIMEOUT`` of its first byte (the time mcpd itself does not read, while
 its agent leaves replies unread, aside): an agent sends a line at once, and one that
 stops halfway is let go.
@@ -41,10 +51,12 @@ LINE_TIMEOUT: Final = 30.0
 
 class LineOwner(msgspec.Struct, frozen=True):
     """Whose a connection's lines are: its user (None: one the socket cannot name),
-    and whether that is mcpd's own user or root."""
+    whether that is mcpd's own user or root (who has no share of its own), and whether
+    it came to the daemon's own socket, where the owner's reserve is kept."""
 
     uid: int | None
     owner: bool
+    own_socket: bool = True
 
 
 class UnfinishedLimits(msgspec.Struct, frozen=True):
@@ -70,20 +82,74 @@ class UnfinishedLines:
         self.timeout = LINE_TIMEOUT
         self.total = 0
         self._by_uid: dict[int | None, int] = {}
+        self._holding: set[LineHold] = set()  # those with bytes weighed
 
     def of(self, uid: int | None) -> int:
         return self._by_uid.get(uid, 0)
 
-    def hold(self, peer: Peer | None) -> LineHold:
-        """What one connection of ``peer`` holds, nothing yet."""
-        return LineHold(self, LineOwner(None if peer is None else peer.uid, is_owner(peer)))
+    def hold(self, peer: Peer | None, profile_socket: str | None = None) -> LineHold:
+        """What one connection of ``peer`` holds, nothing yet; ``profile_socket``: the
+        profile whose own socket it came to (None: the daemon's)."""
+        uid = None if peer is None else peer.uid
+        return LineHold(self, LineOwner(uid, is_owner(peer), profile_socket is None))
+
+    def _room(self, whose: LineOwner, limits: UnfinishedLimits) -> int:
+        """What all together may hold when ``whose`` weighs more."""
+        if whose.owner and whose.own_socket:
+            return limits.most + limits.reserve
+        return limits.most
+
+    def make_room(self, hold: LineHold, more: int) -> str | None:
+        """Why ``more`` bytes of ``hold`` do not fit (None: they do, once the connections
+        holding lines begun before its own, oldest first, are let go as needed)."""
+        whose = hold.whose
+        limits = unfinished_limits(self._settings())
+        room, share = self._room(whose, limits), limits.per_uid
+        total, has = self.total, self.of(whose.uid)
+
+        def over() -> tuple[bool, bool]:  # past what all may hold; past its user's share
+            return total + more > room, not whose.owner and has + more > share
+
+        past_all, past_share = over()
+        if not (past_all or past_share):
+            return None
+        older = sorted((h for h in self._holding if h.began < hold.began), key=_began)
+        victims: list[LineHold] = []
+        for other in older:
+            same_user = other.whose.uid == whose.uid
+            if past_all or (past_share and same_user):
+                victims.append(other)
+                total -= other.weighed
+                if same_user:
+                    has -= other.weighed
+                past_all, past_share = over()
+                if not (past_all or past_share):
+                    break
+        if past_all or past_share:
+            return self.refusal(whose, more)
+        for other in victims:
+            other.cut(
+                f"the agents' connections held as much of lines not yet ended as they may "
+                f"({limits.most} bytes all together), and its line, begun "
+                f"{hold.began - other.began:.1f} s before another that needed room, with "
+                f"{other.weighed + UNWEIGHED} bytes of it come, was among the oldest: a "
+                "line is sent at once, and the oldest make room"
+            )
+        return None
 
     def refusal(self, whose: LineOwner, more: int) -> str | None:
-        """Why ``more`` bytes of ``whose`` do not fit (None: they do)."""
+        """Why ``more`` bytes of ``whose`` do not fit as things stand (None: they do)."""
         limits = unfinished_limits(self._settings())
         if whose.owner:
-            if self.total + more <= limits.most + limits.reserve:
+            if self.total + more <= self._room(whose, limits):
                 return None
+            if not whose.own_socket:
+                return (
+                    f"the agents' connections hold {self.total} bytes of lines not yet "
+                    f"ended, and {more} more would pass the {limits.most} all may hold "
+                    "(the more kept for mcpd's own user and root is on mcpd's own "
+                    "socket, not a profile's)"
+                )
             return (
                 f"the agents' connections hold {self.total} bytes of lines not yet "
                 f"ended, and {more} more would pass the {limits.most} all may hold and "
@@ -104,7 +170,14 @@ class UnfinishedLines:
             )
         return None
 
-    def change(self, uid: int | None, by: int) -> None:
+    def change(self, hold: LineHold, weighed: int) -> None:
+        """``hold`` holds ``weighed`` bytes past its ``UNWEIGHED`` now."""
+        by, uid = weighed - hold.weighed, hold.whose.uid
+        hold.weighed = weighed
+        if weighed:
+            self._holding.add(hold)
+        else:
+            self._holding.discard(hold)
         self.total += by
         left = self.of(uid) + by
         if left:
@@ -113,36 +186,56 @@ class UnfinishedLines:
             self._by_uid.pop(uid, None)
 
 
-class LineHold:
-    """What one connection's unfinished line holds of ``UnfinishedLines``."""
+def _began(hold: LineHold) -> float:
+    return hold.began
 
-    __slots__ = ("_lines", "_whose", "weighed")
+
+class LineHold:
+    """What one connection's unfinished line holds of ``UnfinishedLines``, since when,
+    and what ends the connection when the line is let go to make room for another."""
+
+    __slots__ = ("_lines", "began", "cut_for", "on_cut", "weighed", "whose")
 
     def __init__(self, lines: UnfinishedLines, whose: LineOwner) -> None:
         self._lines = lines
-        self._whose = whose
+        self.whose = whose
         self.weighed = 0
+        self.began = 0.0  # when its line began (the reader's clock)
+        self.cut_for: str | None = None  # why it was let go
+        self.on_cut: Callable[[], None] = _nothing  # ends the connection's reading
 
     @property
     def timeout(self) -> float:
         return self._lines.timeout
 
-    def weigh(self, held: int) -> str | None:
-        """The connection holds ``held`` bytes of a line now; why they do not fit
-        (None: they do, and are counted)."""
+    def weigh(self, held: int, began: float) -> str | None:
+        """The connection holds ``held`` bytes of a line begun at ``began`` now; why
+        they do not fit (None: they do, and are counted)."""
+        if self.cut_for is not None:
+            return self.cut_for
+        self.began = began
         weighed = max(0, held - UNWEIGHED)
         more = weighed - self.weighed
         if more > 0:
-            refusal = self._lines.refusal(self._whose, more)
+            refusal = self._lines.make_room(self, more)
             if refusal is not None:
                 return refusal
         if more:
-            self._lines.change(self._whose.uid, more)
-            self.weighed = weighed
+            self._lines.change(self, weighed)
         return None
+
+    def cut(self, why: str) -> None:
+        """Let the line go to make room: what it held is given back at once, and the
+        connection ends saying ``why``."""
+        self.cut_for = why
+        self.release()
+        self.on_cut()
 
     def release(self) -> None:
         """The connection ends: what it held is given back."""
         if self.weighed:
-            self._lines.change(self._whose.uid, -self.weighed)
-            self.weighed = 0
+            self._lines.change(self, 0)
+
+
+def _nothing() -> None:
+    pass

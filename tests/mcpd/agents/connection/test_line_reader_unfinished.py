@@ -1,7 +1,8 @@
 """Lines begun and not ended on the agent socket, through a running daemon: past what
-all connections may hold of them, the connection that sent more is closed, told why,
-and the log names its agent; a line not ended in time closes its connection the same
-way; other agents are served throughout, and a large line sent at once passes."""
+all connections may hold of them, the connections holding the oldest are closed to
+make room, each told why, and the log names its agent; a line not ended in time
+closes its connection the same way; other agents are served throughout, and a large
+line sent at once passes."""
 
 from __future__ import annotations
 
@@ -56,12 +57,12 @@ def logged(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == "mcpd.agents"]
 
 
-async def test_lines_held_past_what_all_may_hold_close_the_connections_that_sent_them(
+async def test_lines_held_past_what_all_may_hold_close_the_connections_that_held_longest(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """With lines of 256 KiB, all may hold four of them and mcpd's own user one more:
     1.25 MiB past each connection's 64 KiB; each stalling agent takes 136 KiB of it, so
-    nine fit and the next are closed."""
+    nine fit, and each one after them makes room by closing the oldest."""
     caplog.set_level(logging.WARNING, logger="mcpd.agents")
     monkeypatch.setattr(unfinished, "UNFINISHED_BUDGET", 0)  # four lines, then
     limits = unfinished.unfinished_limits(config(tmp_path, max_line_bytes=LINE).daemon)
@@ -83,28 +84,69 @@ async def test_lines_held_past_what_all_may_hold_close_the_connections_that_sent
                 await agent.send_raw(half_line(HALF))
                 # Every byte sent is read before the next agent sends.
                 await trio.testing.wait_all_tasks_blocked(0.05)
-            for agent in stallers[fit:]:
+            for agent in stallers[:3]:
                 await agent.closed.wait()
-                assert "would pass the" in closed_for(agent)
-                assert f"the {limits.reserve} kept for mcpd's own user and root" in (
-                    closed_for(agent)
-                )
-            assert not any(agent.closed.is_set() or agent.unmatched for agent in stallers[:fit])
+                assert f"({limits.most} bytes all together)" in closed_for(agent)
+                assert "was among the oldest" in closed_for(agent)
+            assert not any(agent.closed.is_set() or agent.unmatched for agent in stallers[3:])
             # Whole lines hold nothing: an agent's calls are served as ever.
             assert text(await honest.call("mcp__s__tool0", {"text": "x"})) == "tool0:x"
-            # One that lets go makes room for another.
-            await stallers[0].stream.aclose()
-            await trio.testing.wait_all_tasks_blocked(0.05)
-            async with connect(daemon.socket_path) as late:
-                assert "result" in await late.rpc("ping")
-                await late.send_raw(half_line(HALF))
-                await trio.testing.wait_all_tasks_blocked(0.05)
-                assert not late.closed.is_set() and not late.unmatched
             for agent in stallers:
                 await agent.stream.aclose()
             nursery.cancel_scope.cancel()
     said = [m for m in logged(caplog) if "in the middle of a line" in m]
     assert len(said) == 3 and all(m.startswith(AGENT) for m in said), said
+
+
+async def test_agents_that_hold_all_there_is_renewed_are_closed_for_a_line_sent_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Stalling agents of mcpd's own user hold nearly all that all may hold, the
+    reserve too, and keep it held with fresh connections; an agent's large call,
+    written at once, goes through every time, and the stalling ones are closed, the
+    oldest first, each told why and named in the journal."""
+    caplog.set_level(logging.WARNING, logger="mcpd.agents")
+    monkeypatch.setattr(unfinished, "UNFINISHED_BUDGET", 0)
+    fit = 9  # as above
+    rounds = 4
+    with trio.fail_after(60):
+        async with (
+            running(config(tmp_path, max_line_bytes=LINE)) as daemon,
+            connect(daemon.socket_path) as honest,
+            trio.open_nursery() as nursery,
+        ):
+            assert "result" in await honest.rpc("ping")
+            hogs: list[Agent] = []
+
+            async def hog() -> None:
+                agent = Agent(await trio.open_unix_socket(daemon.socket_path))
+                nursery.start_soon(agent.reader)
+                hogs.append(agent)
+                assert "result" in await agent.rpc("ping")
+                await agent.send_raw(half_line(HALF))
+                await trio.testing.wait_all_tasks_blocked(0.05)
+
+            for _ in range(fit):
+                await hog()
+            big = "y" * (LINE - 1024)
+            closed: list[Agent] = []
+            for _ in range(rounds):
+                while len(hogs) - len(closed) < fit:
+                    await hog()  # renewed, the oldest making room for the fresh
+                reply = await honest.call("mcp__s__tool0", {"text": big})
+                assert not reply.get("isError") and text(reply).startswith("tool0:yyyy")
+                await trio.testing.wait_all_tasks_blocked(0.05)
+                # The call made room by closing the oldest, as the fresh lines did.
+                before, closed = closed, [agent for agent in hogs if agent.closed.is_set()]
+                assert len(closed) > len(before) and closed == hogs[: len(closed)]
+                assert all("was among the oldest" in closed_for(agent) for agent in closed)
+            assert not honest.closed.is_set() and not honest.unmatched
+            for agent in hogs:
+                await agent.stream.aclose()
+            nursery.cancel_scope.cancel()
+    said = [m for m in logged(caplog) if "in the middle of a line" in m]
+    assert len(said) == len(closed) and all(m.startswith(AGENT) for m in said), said
+    assert all("was among the oldest" in m for m in said)
 
 
 async def test_a_line_not_ended_in_time_closes_its_connection(
