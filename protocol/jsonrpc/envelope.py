@@ -24,6 +24,8 @@ from .messages import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
     MAX_ID_LENGTH,
+    MAX_INT_ID,
+    MIN_INT_ID,
     PARSE_ERROR,
     DecodeFailure,
     ErrorObject,
@@ -34,6 +36,7 @@ from .messages import (
     ReceivedError,
     Request,
     Response,
+    id_out_of_range,
     id_too_long,
     valid_id,
 )
@@ -92,10 +95,13 @@ def decode_message(data: bytes | memoryview) -> Message:
         why = "nested too deeply" if "recursion depth" in str(exc) else "not JSON"
         raise DecodeFailure(PARSE_ERROR, f"Parse error: {exc}", None, why) from None
     msg_id = env.id if valid_id(env.id) else None
-    if type(msg_id) is str and len(msg_id) > MAX_ID_LENGTH and env.method is not UNSET:
+    if env.method is not UNSET:
         # A request's id is kept while it runs and echoed in its answers: one too long
         # to keep is not echoed either, as one that could not be read is not.
-        raise DecodeFailure(INVALID_REQUEST, id_too_long(len(msg_id)))
+        if type(msg_id) is str and len(msg_id) > MAX_ID_LENGTH:
+            raise DecodeFailure(INVALID_REQUEST, id_too_long(len(msg_id)))
+        if type(msg_id) is int and not MIN_INT_ID <= msg_id <= MAX_INT_ID:
+            raise DecodeFailure(INVALID_REQUEST, id_out_of_range(msg_id))
     if env.jsonrpc != "2.0":
         raise DecodeFailure(INVALID_REQUEST, 'Invalid request: "jsonrpc" must be "2.0"', msg_id)
     params = env.params if isinstance(env.params, Raw) else None

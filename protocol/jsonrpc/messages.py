@@ -32,12 +32,14 @@ MODERN_ERROR_CODES: Final = frozenset(
 )
 
 Id: TypeAlias = int | str
-# The longest string a request's id may be, in characters. Hosts number their requests
-# or name them with a UUID; an id is kept for as long as its request runs and written
-# back in every answer to it, so an id of any length would let a peer make mcpd hold
-# and echo what it likes. An integer id's digits are bounded where it is decoded (past
-# that bound it reads as no integer at all).
+# The longest string a request's id may be, in characters, and the integers one may
+# be. Hosts number their requests (in a 64-bit integer, signed or not, or a double's
+# whole numbers within it) or name them with a UUID; an id is kept for as long as its
+# request runs and written back in every answer to it, so an id of any length would
+# let a peer make mcpd hold and echo what it likes.
 MAX_ID_LENGTH: Final = 256
+MIN_INT_ID: Final = -(2**63)
+MAX_INT_ID: Final = 2**64 - 1
 # A JSON value whose shape is its sender's (an agent's capabilities, a server's
 # annotations): read by narrowing, level by level. For signatures only: msgspec cannot
 # decode into a recursive alias, so a struct's field is typed as msgspec reads it.
@@ -170,6 +172,16 @@ def id_too_long(length: int) -> str:
     return (
         f"Invalid request: its id is a string of {length} characters, over the "
         f"{MAX_ID_LENGTH} an id may have; send a shorter id"
+    )
+
+
+def id_out_of_range(value: int) -> str:
+    """Why a request whose id is the integer ``value`` is refused (it is not echoed:
+    the message gives its digits' count alone)."""
+    digits = len(str(abs(value)))
+    return (
+        f"Invalid request: its id is an integer of {digits} digits, outside the "
+        f"{MIN_INT_ID} to {MAX_INT_ID} an id may be; send a smaller id"
     )
 
 

@@ -22,7 +22,9 @@ from typing import Annotated, Final, Literal, NewType
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from .messages import MAX_ID_LENGTH, Id
+from .messages import MAX_ID_LENGTH, MIN_INT_ID, Id
+
+_MAX_SIGNED: Final = 2**63 - 1
 
 # One line (without its newline) built here: written as it is.
 Spliced = NewType("Spliced", bytes)
@@ -41,8 +43,13 @@ class SplicedRequest(msgspec.Struct):
     """An ordinary tools/call line decoded as far as routing needs (``decode_call``)."""
 
     jsonrpc: Literal["2.0"]
-    # A longer id is left to the general decoder, which refuses it saying why.
-    id: int | Annotated[str, msgspec.Meta(max_length=MAX_ID_LENGTH)]
+    # A longer id, or a larger one, is left to the general decoder, which refuses it
+    # saying why (msgspec bounds an integer within 64 signed bits at most: the unsigned
+    # ones past them, which are ids still, are read there too).
+    id: (
+        Annotated[int, msgspec.Meta(ge=MIN_INT_ID, le=_MAX_SIGNED)]
+        | Annotated[str, msgspec.Meta(max_length=MAX_ID_LENGTH)]
+    )
     method: Literal["tools/call"]
     params: CallParams
 

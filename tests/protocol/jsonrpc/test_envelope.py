@@ -173,6 +173,25 @@ def test_a_request_whose_id_is_too_long_is_refused_under_no_id() -> None:
     assert isinstance(answer, rpc.Response) and answer.id == longest + "é"
 
 
+def test_a_request_whose_id_is_an_integer_past_64_bits_is_refused_under_no_id() -> None:
+    """Signed or unsigned 64-bit integers are ids; past them, the error gives the
+    digits' count and the bound, never the id."""
+    for taken in (rpc.MIN_INT_ID, rpc.MAX_INT_ID):
+        msg = envelope.decode_message(rpc.encode_request(taken, "ping"))
+        assert isinstance(msg, rpc.Request) and msg.id == taken
+    for refused, digits in ((rpc.MIN_INT_ID - 1, 19), (rpc.MAX_INT_ID + 1, 20), (10**4000, 4001)):
+        line = b'{"jsonrpc":"2.0","id":%d,"method":"ping"}' % refused
+        with pytest.raises(rpc.DecodeFailure) as caught:
+            envelope.decode_message(line)
+        assert caught.value.id is None and caught.value.code == rpc.INVALID_REQUEST
+        assert f"an integer of {digits} digits" in caught.value.message
+        assert f"{rpc.MIN_INT_ID} to {rpc.MAX_INT_ID}" in caught.value.message
+        assert str(refused) not in caught.value.message
+    # An answer is matched by its id, not kept by it.
+    answer = envelope.decode_message(rpc.encode_result(10**300, {}))
+    assert isinstance(answer, rpc.Response) and answer.id == 10**300
+
+
 def test_pretty_printed_messages_decode_to_one_line_raw_parts() -> None:
     text = '{\r\n  "jsonrpc": "2.0",\n  "id": 4,\n  "result": {\n    "t": "a\\nb\u2028c"\n  }\n}'
     msg = envelope.decode_message(text.encode())

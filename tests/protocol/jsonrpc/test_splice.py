@@ -108,6 +108,10 @@ def test_only_an_ordinary_tools_call_in_ascii_is_taken() -> None:
         line({**ordinary, "params": ["t"]}),
         # An id too long to keep: the general decoder refuses it, saying why.
         line({**ordinary, "id": "i" * (rpc.MAX_ID_LENGTH + 1)}),
+        # An integer past 64 signed bits: the general decoder takes or refuses it.
+        line({**ordinary, "id": 2**63}),
+        line({**ordinary, "id": -(2**63) - 1}),
+        line({**ordinary, "id": 10**4000}),
         b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{,}}}',
     ]
     for text in refused:

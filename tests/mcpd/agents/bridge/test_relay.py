@@ -12,6 +12,7 @@ import trio
 import trio.testing
 
 from mcpd.agents.bridge.relay import Bridge
+from protocol.jsonrpc import messages as rpc
 from tests.support.agent import make_config, running
 from tests.support.bridge import BridgeProcess
 from tests.support.full_queue import full_queue
@@ -296,3 +297,33 @@ async def test_a_line_over_the_daemons_own_limit_is_answered_and_the_rest_go_on(
     assert "over the 65536 byte limit" in said and "it was not sent" in said, said
     assert replies[2]["result"]["content"][0]["text"] == "tool0:kept", replies[2]
     assert replies[3]["result"]["tools"], replies[3]
+
+
+async def test_a_request_whose_id_is_an_integer_past_64_bits_is_refused(tmp_path: Path) -> None:
+    """Under a null id, never echoed; the next requests are answered, those at either
+    end of what an id may be too."""
+    cfg = make_config(tmp_path, {"s": server()})
+    with trio.fail_after(60):
+        bridge = await start_bridge(Path(cfg.socket_path()))
+        async with running(cfg):
+            greeting = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "host", "version": "1"},
+            }
+            await bridge.ask(1, "initialize", greeting)
+            await bridge.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            call = {"name": "mcp__s__tool0", "arguments": {"text": "x"}}
+            for method, params in (("ping", {}), ("tools/call", call)):
+                huge = {"jsonrpc": "2.0", "id": 10**4000, "method": method, "params": params}
+                await bridge.send(huge)
+                refused = await bridge.receive()
+                assert refused["id"] is None, refused
+                assert refused["error"]["code"] == rpc.INVALID_REQUEST
+                assert "an integer of 4001 digits" in refused["error"]["message"]
+                for taken in (rpc.MAX_INT_ID, rpc.MIN_INT_ID):
+                    reply = await bridge.ask(taken, method, params)
+                    assert "result" in reply, reply
+            assert bridge.proc.stdin is not None
+            await bridge.proc.stdin.aclose()
+            assert await bridge.proc.wait() == 0
