@@ -361,21 +361,26 @@ class ExtraMethods:
             await self._dirty.wait()
             await trio.sleep(_DEBOUNCE)
             self._dirty = trio.Event()
-            for conn in list(self._connections()):
-                seen = conn.seen_offered
-                conn.seen_offered = now = self._offered(conn)
-                if seen is None or seen == now:
-                    continue
-                news = []
-                if now[0] != seen[0]:
-                    news.append(("notifications/prompts/list_changed", "promptsListChanged"))
-                if now[1] != seen[1]:
-                    news.append(("notifications/resources/list_changed", "resourcesListChanged"))
-                legacy = conn.session.legacy_version
-                for method, flag in news:
-                    if legacy is not None:
-                        conn.send_nowait(rpc.encode_notification(method))
-                    for (cid, listen_id), (flags, send) in self._listens.items():
-                        if cid == id(conn) and flag in flags:
-                            tag = {"_meta": {mcp.KEY_SUBSCRIPTION_ID: listen_id}}
-                            send(rpc.encode_notification(method, tag))
+            self._tell()
+
+    def _tell(self) -> None:
+        # A function of its own, so that the task keeps no connection while it waits:
+        # one that has gone since would keep all it held (a line half read) alive.
+        for conn in list(self._connections()):
+            seen = conn.seen_offered
+            conn.seen_offered = now = self._offered(conn)
+            if seen is None or seen == now:
+                continue
+            news = []
+            if now[0] != seen[0]:
+                news.append(("notifications/prompts/list_changed", "promptsListChanged"))
+            if now[1] != seen[1]:
+                news.append(("notifications/resources/list_changed", "resourcesListChanged"))
+            legacy = conn.session.legacy_version
+            for method, flag in news:
+                if legacy is not None:
+                    conn.send_nowait(rpc.encode_notification(method))
+                for (cid, listen_id), (flags, send) in self._listens.items():
+                    if cid == id(conn) and flag in flags:
+                        tag = {"_meta": {mcp.KEY_SUBSCRIPTION_ID: listen_id}}
+                        send(rpc.encode_notification(method, tag))

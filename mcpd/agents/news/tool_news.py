@@ -45,18 +45,20 @@ class ToolNews:
             # Coalesce a burst of changes (a restart touches many tools) into one.
             await trio.sleep(_DEBOUNCE)
             self._dirty = trio.Event()
-            line = rpc.encode_notification(_METHOD)
-            for conn in self._agents():
-                # Only changes to its own profile after the agent connected are news to it.
-                version = self._view(conn).version
-                if conn.seen_version >= version:
-                    continue
-                conn.seen_version = version
-                if conn.session.legacy_version is not None:
-                    conn.send_nowait(line)
-                for sub_id in conn.subscriptions:
-                    conn.send_nowait(
-                        rpc.encode_notification(
-                            _METHOD, {"_meta": {mcp.KEY_SUBSCRIPTION_ID: sub_id}}
-                        )
-                    )
+            self._tell(rpc.encode_notification(_METHOD))
+
+    def _tell(self, line: bytes) -> None:
+        # A function of its own, so that the task keeps no connection while it waits:
+        # one that has gone since would keep all it held (a line half read) alive.
+        for conn in self._agents():
+            # Only changes to its own profile after the agent connected are news to it.
+            version = self._view(conn).version
+            if conn.seen_version >= version:
+                continue
+            conn.seen_version = version
+            if conn.session.legacy_version is not None:
+                conn.send_nowait(line)
+            for sub_id in conn.subscriptions:
+                conn.send_nowait(
+                    rpc.encode_notification(_METHOD, {"_meta": {mcp.KEY_SUBSCRIPTION_ID: sub_id}})
+                )

@@ -7,6 +7,8 @@ takes."""
 
 from __future__ import annotations
 
+import gc
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -375,4 +377,20 @@ async def test_many_changes_close_together_are_one_notification(
             world.extras.list_changed()
         await trio.sleep(1)
         assert notes(conn) == [("notifications/prompts/list_changed", None)]
+        nursery.cancel_scope.cancel()
+
+
+async def test_an_agent_told_and_gone_is_not_kept_while_the_news_waits(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    world = World()
+    gone = weakref.ref(world.agent(legacy=True))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(world.extras.run)
+        world.catalog.prompts.update("notes", [surface.Prompt(name="other")])
+        world.extras.list_changed()
+        await trio.sleep(1)
+        world.agents.clear()
+        gc.collect()
+        assert gone() is None  # nor what it held (a line half read) with it
         nursery.cancel_scope.cancel()

@@ -4,7 +4,9 @@ an agent whose own profile did not change since it was last told."""
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -101,3 +103,26 @@ async def test_only_agents_whose_own_profile_changed_since_they_were_told_hear_o
         await trio.sleep(1)
         nursery.cancel_scope.cancel()
     assert (told.sent, other.sent, late.sent) == ([CHANGED], [], [])
+
+
+async def test_an_agent_told_and_gone_is_not_kept_while_the_news_waits(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """What a connection held (a line half read) goes with it, not at the next news."""
+    profile = ProfileStub()
+    agents = [Agent(profile, Session("2025-06-18"))]
+    news = ToolNews(
+        lambda: [cast(Connection, a) for a in agents],
+        lambda conn: cast(Profile, cast(Agent, conn).profile),
+    )
+    gone = weakref.ref(agents[0])
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(news.run)
+        profile.version += 1
+        news.changed()
+        await trio.sleep(1)
+        assert agents[0].sent == [CHANGED]
+        agents.clear()
+        gc.collect()
+        assert gone() is None
+        nursery.cancel_scope.cancel()
