@@ -114,11 +114,16 @@ class UnfinishedLines:
         if not (past_all or past_share):
             return None
         older = sorted((h for h in self._holding if h.began < hold.began), key=_began)
-        victims: list[LineHold] = []
+        victims: list[tuple[LineHold, str]] = []
         for other in older:
             same_user = other.whose.uid == whose.uid
             if past_all or (past_share and same_user):
-                victims.append(other)
+                bound = (
+                    f"the {limits.most} bytes all together"
+                    if past_all
+                    else f"the {share} bytes one user other than mcpd's own and root"
+                )
+                victims.append((other, bound))
                 total -= other.weighed
                 if same_user:
                     has -= other.weighed
@@ -127,10 +132,10 @@ class UnfinishedLines:
                     break
         if past_all or past_share:
             return self.refusal(whose, more)
-        for other in victims:
+        for other, bound in victims:
             other.cut(
                 f"the agents' connections held as much of lines not yet ended as they may "
-                f"({limits.most} bytes all together), and its line, begun "
+                f"({bound} may hold), and its line, begun "
                 f"{hold.began - other.began:.1f} s before another that needed room, with "
                 f"{other.weighed + UNWEIGHED} bytes of it come, was among the oldest: a "
                 "line is sent at once, and the oldest make room"

@@ -86,7 +86,7 @@ async def test_lines_held_past_what_all_may_hold_close_the_connections_that_held
                 await trio.testing.wait_all_tasks_blocked(0.05)
             for agent in stallers[:3]:
                 await agent.closed.wait()
-                assert f"({limits.most} bytes all together)" in closed_for(agent)
+                assert f"(the {limits.most} bytes all together may hold)" in closed_for(agent)
                 assert "was among the oldest" in closed_for(agent)
             assert not any(agent.closed.is_set() or agent.unmatched for agent in stallers[3:])
             # Whole lines hold nothing: an agent's calls are served as ever.

@@ -92,6 +92,7 @@ def test_a_user_past_its_share_lets_go_of_its_own_older_lines_alone() -> None:
     new = LineHold(lines, LineOwner(65534, owner=False))
     assert new.weigh(UNWEIGHED + MiB, 2.0) is None
     assert old.cut_for is not None and owners.cut_for is None
+    assert f"the {16 * MiB} bytes one user other than mcpd's own and root may hold" in (old.cut_for)
     assert lines.of(65534) == MiB and lines.total == 9 * MiB
 
 
