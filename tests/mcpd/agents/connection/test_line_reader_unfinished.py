@@ -24,11 +24,12 @@ HALF = 200 * 1024  # what each stalling agent sends of a line
 AGENT = f"agent (pid {os.getpid()}, uid {os.getuid()})"
 
 
-def config(tmp_path: Path, **daemon: Any) -> Any:
+def config(tmp_path: Path, profiles: dict[str, Any] | None = None, **daemon: Any) -> Any:
     command, args = scripted()
     return make_config(
         tmp_path,
         {"s": {"command": command, "args": list(args)}},
+        profiles=profiles,
         state_dir=str(tmp_path / "state"),
         audit_journal=False,
         **daemon,
@@ -147,6 +148,43 @@ async def test_agents_that_hold_all_there_is_renewed_are_closed_for_a_line_sent_
     said = [m for m in logged(caplog) if "in the middle of a line" in m]
     assert len(said) == len(closed) and all(m.startswith(AGENT) for m in said), said
     assert all("was among the oldest" in m for m in said)
+
+
+async def test_on_a_profiles_socket_lines_leave_the_operators_reserve_free(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Agents of mcpd's own user on a profile's socket hold what all may hold at most,
+    as their connections do: the more kept for the operator is left for a line on the
+    daemon's own socket, which fits with none of theirs closed."""
+    monkeypatch.setattr(unfinished, "UNFINISHED_BUDGET", 0)
+    sock = tmp_path / "narrow.sock"
+    narrow = {"narrow": {"servers": ["s"], "socket": str(sock)}}
+    cfg = config(tmp_path, max_line_bytes=LINE, profiles=narrow)
+    limits = unfinished.unfinished_limits(cfg.daemon)
+    fit = limits.most // (HALF - unfinished.UNWEIGHED)
+    assert fit == 7
+    with trio.fail_after(60):
+        async with running(cfg) as daemon, trio.open_nursery() as nursery:
+            stallers = []
+            for _ in range(fit + 1):
+                agent = Agent(await trio.open_unix_socket(str(sock)))
+                nursery.start_soon(agent.reader)
+                stallers.append(agent)
+                assert "result" in await agent.rpc("ping")
+                await agent.send_raw(half_line(HALF))
+                await trio.testing.wait_all_tasks_blocked(0.05)
+            # Past what all may hold, the oldest of them made room.
+            await stallers[0].closed.wait()
+            assert "was among the oldest" in closed_for(stallers[0])
+            async with connect(daemon.socket_path) as operator:
+                assert "result" in await operator.rpc("ping")
+                await operator.send_raw(half_line(HALF))
+                await trio.testing.wait_all_tasks_blocked(0.05)
+                assert not operator.closed.is_set() and not operator.unmatched
+            assert not any(agent.closed.is_set() for agent in stallers[1:])
+            for agent in stallers:
+                await agent.stream.aclose()
+            nursery.cancel_scope.cancel()
 
 
 async def test_a_line_not_ended_in_time_closes_its_connection(
