@@ -20,17 +20,17 @@ as the places are (``places``; the door holds both), and as request bodies are o
 A line that does not fit makes room by ending the connections whose unfinished lines
 began before it, oldest first, each saying why, as many as it takes and no more. A
 line written at once ends within moments of its first byte, so the lines held longest
-are those of agents that stopped halfway: they are the ones let go, never the line
-still coming in. An agent that opens fresh connections to keep its lines young gains
+are those of agents that stopped halfway: they are the ones let go, not the line that
+needs the room. An agent that opens fresh connections to keep its lines young gains
 nothing by it: to stay ahead it would have to send all it holds again within the
 moments an honest line takes, and lines begun before the honest one are still the
-first to go. When the lines begun before it are too few to make room (a user other
-than mcpd's own past its share gives up its own older lines alone), the line that
-does not fit ends its own connection instead, rather than wait: a wait would hold
-the connection on lines of others it cannot see. And a line must end
-within ``LINE_TIMEOUT`` of its first byte (the time mcpd itself does not read, while
-its agent leaves replies unread, aside): an agent sends a line at once, and one that
-stops halfway is let go.
+first to go (a line sent slowly, over seconds, is no longer safe from it). When the
+lines begun before it are too few to make room (a user other than mcpd's own past
+its share gives up its own older lines alone), the line that does not fit ends its
+own connection instead, rather than wait: a wait would hold the connection on lines
+of others it cannot see. And a line must end within ``LINE_TIMEOUT`` of its first
+byte (the time mcpd itself does not read, while its agent leaves replies unread,
+aside): an agent sends a line at once, and one that stops halfway is let go.
 """
 
 from __future__ import annotations
