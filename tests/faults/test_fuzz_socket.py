@@ -18,7 +18,7 @@ import trio
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from protocol.jsonrpc.messages import MAX_ID_LENGTH
+from protocol.jsonrpc.messages import MAX_ID_LENGTH, MAX_INT_ID, MIN_INT_ID
 from tests.support.fault_harness import META, Case, run_case
 
 EXAMPLES = 400
@@ -94,8 +94,11 @@ def lines(draw: st.DrawFn) -> list[tuple[bytes, Any]]:
                 [n, f"id-{n}", 10**30 + n, -(10**20) - n, f"é-{n}", f"{'x' * 2000}{n}", str(n)]
             )
         )
-        # An id too long for mcpd is refused under a null id: it is neither kept nor echoed.
-        due = None if isinstance(rid, str) and len(rid) > MAX_ID_LENGTH else rid
+        # An id past its bounds (a long string, an integer past 64 bits) is refused under
+        # a null id: it is neither kept nor echoed.
+        too_long = isinstance(rid, str) and len(rid) > MAX_ID_LENGTH
+        too_big = isinstance(rid, int) and not MIN_INT_ID <= rid <= MAX_INT_ID
+        due = None if too_long or too_big else rid
         method = draw(METHODS)
         if kind == "request":
             msg = {"jsonrpc": "2.0", "id": rid, "method": method}
