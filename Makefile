@@ -49,7 +49,7 @@ demo: $(VENV)/.runtime
 # As root they also install bubblewrap (apt) when it is missing: servers run sandboxed.
 test: export MCPD_REQUIRE_SYSTEMD_TESTS ?= $(if $(filter 0,$(shell id -u)),1)
 # Likewise the status page's browser tests: as root they install Debian's chromium and
-# chromium-driver with apt on first use (tests/support/browser.py), and must run.
+# chromium-driver with apt on first use (tests/support/page/browser.py), and must run.
 test: export MCPD_REQUIRE_BROWSER_TESTS ?= $(if $(filter 0,$(shell id -u)),1)
 # Likewise the servers' sandbox: as root the tests install bubblewrap with apt and the
 # sandbox tests must run.

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import bubblewrap
+from tests.support.system import bubblewrap
 from transports.stdio.process import pidgroup
 
 ROOT = Path(__file__).resolve().parent.parent

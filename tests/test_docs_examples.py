@@ -4,10 +4,11 @@ transcripts are what mcpd prints today.
 Each block runs in a working directory of its own, holding the example files its
 document wrote before it (``<!-- file: NAME -->``) and ``$MCPD_SOCKET``, in a ``HOME``
 of its own with the XDG directories, with ``mcpd``, ``.venv/bin/mcpd`` and ``python3``
-running this checkout. It runs against what its marker asks for (``tests/support/transcripts``):
-by default the demo, ``mcpd serve --demo``, as a newcomer starts it; or ``mcpd serve
---config FILE``; or no daemon at all. A block that needs a real systemd, a browser or a
-host program names the test that covers it instead, and that file must exist.
+running this checkout. It runs against what its marker asks for
+(``tests/support/reading/transcripts``): by default the demo, ``mcpd serve --demo``, as a
+newcomer starts it; or ``mcpd serve --config FILE``; or no daemon at all. A block that
+needs a real systemd, a browser or a host program names the test that covers it instead,
+and that file must exist.
 
 The documents are the expectation. When an output changes on purpose, run this with
 ``MCPD_DOCS_UPDATE=1``: each command that no longer matches gets what it printed as its
@@ -30,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.transcripts import (
+from tests.support.reading.transcripts import (
     Block,
     blocks,
     matches,

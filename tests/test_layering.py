@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.class_shapes import ClassTree, name_of
-from tests.support.imports import imports_of, module_name
+from tests.support.reading.class_shapes import ClassTree, name_of
+from tests.support.reading.imports import imports_of, module_name
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("protocol", "transports", "mcpd")

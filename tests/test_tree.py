@@ -10,7 +10,7 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.support.imports import imports_in
+from tests.support.reading.imports import imports_in
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fault_harness import RESULTS, CaseResult
+from tests.support.daemons.fault_harness import RESULTS, CaseResult
 
 RESULTS_FILE = Path(__file__).with_name("results.md")
 

@@ -16,7 +16,7 @@ import pytest
 import trio
 
 from mcpd.agents.entry.places import OWNER_RESERVE
-from tests.support.fault_harness import (
+from tests.support.daemons.fault_harness import (
     META,
     MIB,
     Agent,

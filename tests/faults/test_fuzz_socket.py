@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from protocol.jsonrpc.messages import MAX_ID_LENGTH, MAX_INT_ID, MIN_INT_ID
-from tests.support.fault_harness import META, Case, run_case
+from tests.support.daemons.fault_harness import META, Case, run_case
 
 EXAMPLES = 400
 HTTP_START = re.compile(rb"[A-Z]{1,7}(?: |\Z)")

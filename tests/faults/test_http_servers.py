@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.fault_harness import Agent, Case, is_error_result, run_case, text_of
-from tests.support.hostile_http import HostileHttp, serve_hostile_http
+from tests.support.daemons.fault_harness import Agent, Case, is_error_result, run_case, text_of
+from tests.support.hostile.http_server import HostileHttp, serve_hostile_http
 
 BAD = "mcp__bad__"
 TIMED_OUT = r"\[bad\].*no answer within 2(\.\d+)? s"

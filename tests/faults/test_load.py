@@ -17,9 +17,16 @@ from typing import Any
 
 import trio
 
-from tests.support.fault_harness import Agent, Case, hostile, is_error_result, run_case, text_of
-from tests.support.hostile_http import HostileHttp, serve_hostile_http
-from tests.support.procs import host_pid
+from tests.support.daemons.fault_harness import (
+    Agent,
+    Case,
+    hostile,
+    is_error_result,
+    run_case,
+    text_of,
+)
+from tests.support.hostile.http_server import HostileHttp, serve_hostile_http
+from tests.support.system.procs import host_pid
 
 AGENTS = 50
 PER_AGENT = 20

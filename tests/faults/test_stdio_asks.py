@@ -1,4 +1,4 @@
-"""Stdio servers that attack with what they send unasked (``hostile_asker``): requests
+"""Stdio servers that attack with what they send unasked (``hostile.asker``): requests
 of their own, notifications about what is not theirs, odd values. Each case checks what
 the other stdio fault cases check: mcpd stays up, answers every request once, keeps the
 steady server working, stays within its memory bound, leaks nothing and names the
@@ -16,13 +16,13 @@ import pytest
 import trio
 
 from mcpd.servers.asking.askback import ASKS_PER_CALL
-from tests.support.agent import META, make_config, running
-from tests.support.answering import AnsweringAgent, connect_answering
-from tests.support.fault_harness import Agent, Case, is_error_result, run_case, text_of
+from tests.support.clients.agent import META, make_config, running
+from tests.support.clients.answering import AnsweringAgent, connect_answering
+from tests.support.daemons.fault_harness import Agent, Case, is_error_result, run_case, text_of
 from transports.base import OVER_LIMIT
 
 BAD = "mcp__bad__"
-ASKER = str(Path(__file__).parents[1] / "support" / "hostile_asker.py")
+ASKER = str(Path(__file__).parents[1] / "support" / "hostile" / "asker.py")
 
 
 def asker(*flags: str) -> Callable[[Path], dict[str, Any]]:

@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.fault_harness import Agent, Case, hostile, is_error_result, run_case, text_of
+from tests.support.daemons.fault_harness import (
+    Agent,
+    Case,
+    hostile,
+    is_error_result,
+    run_case,
+    text_of,
+)
 
 BAD = "mcp__bad__"
 TIMED_OUT = r"\[bad\].*no answer within 2(\.\d+)? s"

@@ -5,7 +5,7 @@ usage: python conformance_driver.py [--era auto|legacy|modern] [--elicit] SERVER
 The harness appends the scenario's mock server URL as the last argument and names the
 scenario in ``MCP_CONFORMANCE_SCENARIO`` (with ``MCP_CONFORMANCE_CONTEXT`` for the
 scenarios that hand out tool arguments or credentials). The ``auth/`` scenarios are
-driven by ``conformance_auth``: a login with ``mcpd auth login`` whenever the server
+driven by ``tests.support.oauth.conformance``: a login with ``mcpd auth login`` whenever the server
 needs one. The driver starts mcpd's daemon in this
 process with that URL as its only server, waits until the daemon had its first
 attempt at the server, then does what the scenario asks through the daemon's Unix
@@ -35,9 +35,9 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.support.agent import Agent, connect, make_config, running  # noqa: E402
-from tests.support.conformance_auth import drive_auth  # noqa: E402
-from tests.support.wiretap import WireTap, wiretap  # noqa: E402
+from tests.support.clients.agent import Agent, connect, make_config, running  # noqa: E402
+from tests.support.hosts.wiretap import WireTap, wiretap  # noqa: E402
+from tests.support.oauth.conformance import drive_auth  # noqa: E402
 
 ALIAS = "conf"
 PREFIX = f"mcp__{ALIAS}__"
@@ -231,8 +231,8 @@ async def drive(url: str, scenario: str, era: str) -> Summary:
 
 
 async def drive_authorization(url: str, scenario: str) -> Summary:
-    """The authorization scenarios (``conformance_auth``): no wire tap in between, since
-    the resource the server's metadata names must be the URL mcpd was given."""
+    """The authorization scenarios (``tests.support.oauth.conformance``): no wire tap in
+    between, since the resource the server's metadata names must be the URL mcpd was given."""
     with tempfile.TemporaryDirectory(prefix="mcpd-conf-") as tmp:
         with trio.move_on_after(AUTH_TIMEOUT):
             return await drive_auth(url, scenario, Path(tmp), TIMEOUT)

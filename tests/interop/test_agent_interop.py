@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.support.agent import connect, make_config, running
-from tests.support.interop import HERE, lines, tapped
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.hosts.third_party import HERE, lines, tapped
 
 from .conftest import ROOT, console_script, node_env, node_tool, sdk_server_cmd
 
-CUSTOM = str(ROOT / "tests" / "support" / "demo_custom_server.py")
+CUSTOM = str(ROOT / "tests" / "support" / "servers" / "demo_custom.py")
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])

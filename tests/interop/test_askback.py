@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.agent import META, make_config, running
-from tests.support.answering import AnsweringAgent, connect_answering
-from tests.support.interop import lines, tapped
-from tests.support.wiretap import free_port, serve
+from tests.support.clients.agent import META, make_config, running
+from tests.support.clients.answering import AnsweringAgent, connect_answering
+from tests.support.hosts.third_party import lines, tapped
+from tests.support.hosts.wiretap import free_port, serve
 
 from .conftest import console_script
 

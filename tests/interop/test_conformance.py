@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.interop import DRIVER, MODERN, Run, unexpected
+from tests.support.hosts.third_party import DRIVER, MODERN, Run, unexpected
 
 from .conftest import node_env, node_tool
 

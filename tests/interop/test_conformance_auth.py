@@ -2,7 +2,7 @@
 
 Every ``auth/`` scenario ``conformance list`` names, in each protocol version it
 lists for it (the extension scenarios in the suite's default, 2025-11-25), is run
-against the daemon by ``conformance_driver.py`` (see ``conformance_auth``: logins
+against the daemon by ``conformance_driver.py`` (see ``tests.support.oauth.conformance``: logins
 go through ``mcpd auth login`` with a scripted browser). Each check the harness
 reports is compared, by id, with what is expected of mcpd; then what the scripted
 user saw: how many logins it took, whether the tool call went through, and, for the
@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.interop import DRIVER, MODERN, Run, unexpected
+from tests.support.hosts.third_party import DRIVER, MODERN, Run, unexpected
 
 from .conftest import node_env, node_tool
 

@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.agent import make_config, running
-from tests.support.tcp_relay import tcp_relay
+from tests.support.clients.agent import make_config, running
+from tests.support.hosts.tcp_relay import tcp_relay
 
 from .conftest import node_env, node_tool
 

@@ -19,10 +19,15 @@ import trio
 import mcpd.agents.http.stream
 from mcpd.config.loading.load import load
 from mcpd.daemon import Daemon
-from tests.support.agent import connect, running
-from tests.support.http_stream_client import Client, open_session, session_headers, stream_headers
-from tests.support.interop import node, ts_probe
-from tests.support.procs import scripted
+from tests.support.clients.agent import connect, running
+from tests.support.clients.http_stream_client import (
+    Client,
+    open_session,
+    session_headers,
+    stream_headers,
+)
+from tests.support.hosts.third_party import node, ts_probe
+from tests.support.system.procs import scripted
 
 from .conftest import node_env, node_tool, v1_python
 

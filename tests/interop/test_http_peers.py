@@ -23,9 +23,16 @@ from mcpd.servers.connected.handshake import client_meta
 from mcpd.servers.connected.upstream import Upstream
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.calls import at_upstream
-from tests.support.wiretap import ServerProcess, TappedRequest, WireTap, free_port, serve, wiretap
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.hosts.wiretap import (
+    ServerProcess,
+    TappedRequest,
+    WireTap,
+    free_port,
+    serve,
+    wiretap,
+)
+from tests.support.parts.calls import at_upstream
 from transports.errors import HttpRPCError, SessionExpired
 from transports.http.transport import HttpTransport, open_http_transport
 

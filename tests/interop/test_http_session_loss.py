@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.supervision import text, wait_state
-from tests.support.wiretap import free_port, serve
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.daemons.supervision import text, wait_state
+from tests.support.hosts.wiretap import free_port, serve
 
 from .conftest import SERVERS, v1_python
 

@@ -20,8 +20,8 @@ from msgspec import Raw
 
 from mcpd.servers.connected.upstream import Upstream
 from protocol.jsonrpc import messages as rpc
-from tests.support.interop import peer_server, relay
-from tests.support.wiretap import free_port
+from tests.support.hosts.third_party import peer_server, relay
+from tests.support.hosts.wiretap import free_port
 from transports.errors import StreamCut, TransportClosed, TransportError
 from transports.sse.detect import detect_http_transport
 from transports.sse.transport import LegacySSETransport, open_legacy_sse_transport

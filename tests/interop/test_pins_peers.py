@@ -10,7 +10,7 @@ from typing import Any
 
 import trio
 
-from tests.support.agent import connect, make_config, running
+from tests.support.clients.agent import connect, make_config, running
 
 from .conftest import SERVERS, console_script, node_env, node_tool, sdk_server_cmd
 

@@ -29,11 +29,11 @@ import trio
 from mcpd.audit.reader import AuditRecords
 from mcpd.config.loading.load import parse_config
 from mcpd.daemon import Daemon
-from tests.support.agent import running
-from tests.support.apart import APART
-from tests.support.interop import node
-from tests.support.procs import scripted
-from tests.support.waiting_daemon import ASK, CREATE, SEARCH, waiting_daemon
+from tests.support.cli.apart import APART
+from tests.support.clients.agent import running
+from tests.support.daemons.waiting import ASK, CREATE, SEARCH, waiting_daemon
+from tests.support.hosts.third_party import node
+from tests.support.system.procs import scripted
 
 from .conftest import ROOT, console_script, node_env, v1_python
 

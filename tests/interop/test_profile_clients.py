@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.agent import make_config, running
-from tests.support.interop import HERE, run_json, ts_probe
-from tests.support.procs import scripted
+from tests.support.clients.agent import make_config, running
+from tests.support.hosts.third_party import HERE, run_json, ts_probe
+from tests.support.system.procs import scripted
 
 from .conftest import console_script, node_env, node_tool, sdk_server_cmd
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.support.agent import make_config, running
-from tests.support.procs import scripted
+from tests.support.clients.agent import make_config, running
+from tests.support.system.procs import scripted
 
 from .conftest import console_script, node_env, node_tool, sdk_server_cmd
 
@@ -93,7 +93,7 @@ async def test_one_servers_malformed_tools_do_not_break_the_sdks_list(
 ) -> None:
     # The official SDK validates the whole tools/list: one tool whose inputSchema is
     # not an object, or whose icons are not an array, failed every call of the host.
-    from tests.support.upstream import BAD_SHAPES
+    from tests.support.parts.upstream import BAD_SHAPES
 
     sdk_command, sdk_args = sdk_server_cmd()
     command, args = scripted("--extra-tools", json.dumps(BAD_SHAPES))

@@ -38,15 +38,15 @@ import pytest
 import trio
 
 from mcpd.local.service.journal import JournalHandler, LineHandler
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.wiretap import free_port, serve
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.hosts.wiretap import free_port, serve
 
 from .conftest import SERVERS
 
 pytestmark = pytest.mark.interop
 
 SDK_OAUTH = SERVERS / "sdk_oauth_server.py"
-BROWSER = Path(__file__).resolve().parents[1] / "support" / "scripted_browser.py"
+BROWSER = Path(__file__).resolve().parents[1] / "support" / "oauth" / "scripted_browser.py"
 TTL = 2  # seconds an access token lives at the provider
 TOOL = "mcp__sdk__whoami"
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import trio
 
-from tests.support.agent import make_config, running
-from tests.support.interop import PEERS, node, run_json, ts_probe
+from tests.support.clients.agent import make_config, running
+from tests.support.hosts.third_party import PEERS, node, run_json, ts_probe
 
 from .conftest import console_script, node_env, node_tool
 

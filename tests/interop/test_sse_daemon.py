@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.agent import connect, make_config, running
-from tests.support.interop import peer_server, relay
-from tests.support.wiretap import free_port
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.hosts.third_party import peer_server, relay
+from tests.support.hosts.wiretap import free_port
 
 pytestmark = pytest.mark.interop
 

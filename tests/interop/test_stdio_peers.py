@@ -14,7 +14,7 @@ from mcpd.servers.connected.handshake import client_meta
 from mcpd.servers.connected.upstream import Upstream
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from tests.support.calls import at_upstream
+from tests.support.parts.calls import at_upstream
 from transports.stdio.params import StdioParams
 from transports.stdio.transport import open_stdio_transport
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.agent import META, make_config, running
-from tests.support.answering import AnsweringAgent, connect_answering
+from tests.support.clients.agent import META, make_config, running
+from tests.support.clients.answering import AnsweringAgent, connect_answering
 
 from .conftest import node_env, node_tool
 

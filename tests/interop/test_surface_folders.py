@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.agent import META, Agent, connect, make_config, running
+from tests.support.clients.agent import META, Agent, connect, make_config, running
 
 FOLDER = str(Path(__file__).with_name("servers") / "folder_server.py")
 README = "file:///README.md"

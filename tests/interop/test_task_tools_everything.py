@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.agent import connect, make_config, running
-from tests.support.interop import run_json, ts_probe
-from tests.support.wiretap import free_port, serve
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.hosts.third_party import run_json, ts_probe
+from tests.support.hosts.wiretap import free_port, serve
 
 from .conftest import console_script, node_env, node_tool
 

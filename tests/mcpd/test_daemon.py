@@ -17,8 +17,8 @@ from mcpd.config.tables.model import ConfigError
 from mcpd.daemon import Daemon
 from mcpd.local.state.endpoint_token import new_token, write_token
 from mcpd.policy.redaction.masking import marker
-from tests.support.agent import connect, make_config, running
-from tests.support.procs import scripted
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.system.procs import scripted
 
 LIMIT = 60
 TOKEN_MARK = marker("the HTTP endpoint's token")

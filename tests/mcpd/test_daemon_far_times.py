@@ -13,9 +13,9 @@ import trio
 
 from mcpd.config.loading.load import load
 from mcpd.daemon import Daemon
-from tests.support.agent import connect, running
-from tests.support.procs import alive, read_pid
-from tests.support.reloading import toml_server, wait_for, write_config
+from tests.support.clients.agent import connect, running
+from tests.support.daemons.reloading import toml_server, wait_for, write_config
+from tests.support.system.procs import alive, read_pid
 
 FAILING = 'command = "/bin/false"\n'
 

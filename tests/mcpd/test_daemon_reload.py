@@ -14,9 +14,9 @@ import trio
 
 from mcpd.config.loading.load import load
 from mcpd.daemon import Daemon
-from tests.support.agent import Agent, connect, running
-from tests.support.procs import alive, read_pid, wait_gone
-from tests.support.reloading import toml_server, wait_for, write_config
+from tests.support.clients.agent import Agent, connect, running
+from tests.support.daemons.reloading import toml_server, wait_for, write_config
+from tests.support.system.procs import alive, read_pid, wait_gone
 
 
 async def test_sighup_adds_removes_changes_and_keeps(tmp_path: Path) -> None:

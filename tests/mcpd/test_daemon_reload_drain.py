@@ -13,9 +13,9 @@ import trio
 
 from mcpd.config.loading.load import load
 from mcpd.servers.supervisor import RESTARTING
-from tests.support.agent import connect, running
-from tests.support.procs import read_pid
-from tests.support.reloading import toml_server, wait_for, write_config
+from tests.support.clients.agent import connect, running
+from tests.support.daemons.reloading import toml_server, wait_for, write_config
+from tests.support.system.procs import read_pid
 
 ONE_AT_A_TIME = "max_concurrency = 1\n"
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import trio
 
 from mcpd.config.loading.load import load
-from tests.support.agent import connect, running
-from tests.support.http_servers import LegacySession, Responder, SeenRequest, serve_http
-from tests.support.reloading import write_config
-from tests.support.supervision import text, wait_state
+from tests.support.clients.agent import connect, running
+from tests.support.daemons.reloading import write_config
+from tests.support.daemons.supervision import text, wait_state
+from tests.support.http_servers.serving import LegacySession, Responder, SeenRequest, serve_http
 
 TOOLS = [{"name": "echo", "inputSchema": {"type": "object"}}]
 

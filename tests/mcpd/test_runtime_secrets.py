@@ -9,7 +9,7 @@ from mcpd.local.state.endpoint_token import TokenFile, new_token, write_token
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.runtime_secrets import RuntimeSecrets
 from mcpd.servers.supervisor import Supervisor
-from tests.support.agent import make_config
+from tests.support.clients.agent import make_config
 
 
 def test_the_endpoints_token_is_held_once_handed_out_and_a_new_one_as_it_is(

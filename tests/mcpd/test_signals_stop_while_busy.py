@@ -18,12 +18,12 @@ import pytest
 
 from protocol.mcp import core as mcp
 from tests.conftest import ROOT
-from tests.support.daemon_http import MCP, Reply, modern, modern_headers
-from tests.support.served import Agent, Served
+from tests.support.clients.daemon_http import MCP, Reply, modern, modern_headers
+from tests.support.daemons.served import Agent, Served
 
 pytestmark = pytest.mark.timeout(90)
 
-HOLDING = str(ROOT / "tests" / "support" / "holding_server.py")
+HOLDING = str(ROOT / "tests" / "support" / "servers" / "holding.py")
 # Long enough that nothing waits it out during a test: what ends a wait is the stop.
 LONG = 3600
 

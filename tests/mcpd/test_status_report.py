@@ -13,12 +13,12 @@ from typing import Any
 
 import trio
 
-from tests.support.agent import connect, make_config, running
-from tests.support.daemon_http import socket_get
-from tests.support.peer_probe import PEER_HTTP, PEER_PROBE
-from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir
-from tests.support.procs import scripted
-from tests.support.supervision import wait_state
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.clients.daemon_http import socket_get
+from tests.support.daemons.supervision import wait_state
+from tests.support.system.peer_probe import PEER_HTTP, PEER_PROBE
+from tests.support.system.peer_user import needs_root, peer_uid, run_as, shared_dir
+from tests.support.system.procs import scripted
 
 WHOLE_DAEMON = [
     "version",

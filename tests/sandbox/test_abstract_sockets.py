@@ -21,8 +21,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.support import bubblewrap
-from tests.support.sandbox import (
+from tests.support.daemons.sandboxed import (
     HOSTILE,
     agent_of,
     hostile,
@@ -32,6 +31,7 @@ from tests.support.sandbox import (
     untouched,
     wait_ready,
 )
+from tests.support.system import bubblewrap
 from transports.stdio.sandbox import landlock
 
 pytestmark = pytest.mark.timeout(120)

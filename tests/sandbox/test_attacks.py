@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.support import bubblewrap
-from tests.support.sandbox import (
+from tests.support.daemons.sandboxed import (
     ENDPOINT_TOKEN,
     HOSTILE,
     OAUTH_TOKEN,
@@ -28,6 +27,7 @@ from tests.support.sandbox import (
     untouched,
     wait_ready,
 )
+from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
 

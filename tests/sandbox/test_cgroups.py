@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import bubblewrap
-from tests.support.sandbox import (
+from tests.support.daemons.sandboxed import (
     HOSTILE,
     agent_of,
     hostile,
@@ -25,6 +24,7 @@ from tests.support.sandbox import (
     untouched,
     wait_ready,
 )
+from tests.support.system import bubblewrap
 from transports.stdio.sandbox import host
 
 pytestmark = pytest.mark.timeout(120)

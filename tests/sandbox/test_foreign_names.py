@@ -13,8 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import bubblewrap
-from tests.support.sandbox import ENDPOINT_TOKEN, ROOT, agent_of, hostile, serving, text, wait_ready
+from tests.support.daemons.sandboxed import (
+    ENDPOINT_TOKEN,
+    ROOT,
+    agent_of,
+    hostile,
+    serving,
+    text,
+    wait_ready,
+)
+from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support import bubblewrap
-from tests.support.sandbox import (
+from tests.support.daemons.sandboxed import (
     HOSTILE,
     Served,
     agent_of,
@@ -23,6 +22,7 @@ from tests.support.sandbox import (
     text,
     wait_ready,
 )
+from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -11,9 +11,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support import bubblewrap
-from tests.support.procs import SCRIPTED
-from tests.support.sandbox import (
+from tests.support.daemons.sandboxed import (
     HOSTILE,
     SSH_KEY,
     Served,
@@ -23,6 +21,8 @@ from tests.support.sandbox import (
     steady,
     wait_ready,
 )
+from tests.support.system import bubblewrap
+from tests.support.system.procs import SCRIPTED
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import bubblewrap, keyrings
-from tests.support.sandbox import (
+from tests.support.daemons.sandboxed import (
     HOSTILE,
     agent_of,
     as_ordinary_user,
@@ -25,6 +24,7 @@ from tests.support.sandbox import (
     untouched,
     wait_ready,
 )
+from tests.support.system import bubblewrap, keyrings
 
 pytestmark = pytest.mark.timeout(120)
 

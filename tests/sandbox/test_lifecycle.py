@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import bubblewrap
-from tests.support.procs import wait_gone
-from tests.support.sandbox import HOSTILE, agent_of, hostile, serving, steady, wait_ready
+from tests.support.daemons.sandboxed import HOSTILE, agent_of, hostile, serving, steady, wait_ready
+from tests.support.system import bubblewrap
+from tests.support.system.procs import wait_gone
 
 pytestmark = pytest.mark.timeout(120)
 

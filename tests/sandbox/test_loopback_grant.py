@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.support import bubblewrap
-from tests.support.sandbox import agent_of, hostile, serving, steady, text, wait_ready
+from tests.support.daemons.sandboxed import agent_of, hostile, serving, steady, text, wait_ready
+from tests.support.system import bubblewrap
 from transports.stdio.loopback.relay import MAX_OPEN
 
 pytestmark = pytest.mark.timeout(120)

@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.support import bubblewrap
-from tests.support.agent import Agent
-from tests.support.sandbox import (
+from tests.support.clients.agent import Agent
+from tests.support.daemons.sandboxed import (
     ENDPOINT_TOKEN,
     HOSTILE,
     agent_of,
@@ -25,6 +24,7 @@ from tests.support.sandbox import (
     text,
     wait_ready,
 )
+from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
 AWS_KEY = "aws_secret_access_key = planted-2b7c\n"

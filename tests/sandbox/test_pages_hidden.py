@@ -18,8 +18,7 @@ import pytest
 
 from mcpd.cli.logins.browser import write_page
 from mcpd.config.loading.paths import pages_directory
-from tests.support import bubblewrap
-from tests.support.sandbox import (
+from tests.support.daemons.sandboxed import (
     ROOT,
     agent_of,
     hostile,
@@ -29,6 +28,7 @@ from tests.support.sandbox import (
     untouched,
     wait_ready,
 )
+from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
 

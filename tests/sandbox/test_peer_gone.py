@@ -12,8 +12,16 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.support import bubblewrap
-from tests.support.sandbox import agent_of, hostile, serving, steady, text, untouched, wait_ready
+from tests.support.daemons.sandboxed import (
+    agent_of,
+    hostile,
+    serving,
+    steady,
+    text,
+    untouched,
+    wait_ready,
+)
+from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -14,9 +14,9 @@ import pytest
 import trio
 
 from tests.interop.conftest import NODE_BIN, node_tool
-from tests.support import bubblewrap
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.sandbox import text, wait_ready
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.daemons.sandboxed import text, wait_ready
+from tests.support.system import bubblewrap
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
 

@@ -8,8 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import bubblewrap
-from tests.support.sandbox import SECRET, agent_of, hostile, serving, steady, text, wait_ready
+from tests.support.daemons.sandboxed import (
+    SECRET,
+    agent_of,
+    hostile,
+    serving,
+    steady,
+    text,
+    wait_ready,
+)
+from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
 

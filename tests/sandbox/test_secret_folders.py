@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.support import bubblewrap
-from tests.support.operator import client
-from tests.support.sandbox import agent_of, hostile, serving, steady, text, wait_ready
+from tests.support.daemons.as_operator import client
+from tests.support.daemons.sandboxed import agent_of, hostile, serving, steady, text, wait_ready
+from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
 

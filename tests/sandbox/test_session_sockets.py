@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import bubblewrap
-from tests.support.sandbox import agent_of, hostile, serving, text, wait_ready
+from tests.support.daemons.sandboxed import agent_of, hostile, serving, text, wait_ready
+from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
 SESSION = ("bus", "systemd/private", "gnupg/S.gpg-agent", "p11-kit/pkcs11")

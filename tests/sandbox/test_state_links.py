@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support import bubblewrap
-from tests.support.sandbox import Served, agent_of, hostile, serving, wait_ready
+from tests.support.daemons.sandboxed import Served, agent_of, hostile, serving, wait_ready
+from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
 

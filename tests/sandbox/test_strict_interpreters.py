@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support import bubblewrap
-from tests.support.sandbox import HOSTILE, Served, agent_of, hostile, serving, wait_ready
+from tests.support.daemons.sandboxed import HOSTILE, Served, agent_of, hostile, serving, wait_ready
+from tests.support.system import bubblewrap
 from transports.stdio.sandbox.hidden_links import SYSTEM_DIRS
 from transports.stdio.sandbox.plan import within
 

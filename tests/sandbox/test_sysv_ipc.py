@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.support import bubblewrap, sysv
-from tests.support.agent import Agent
-from tests.support.sandbox import (
+from tests.support.clients.agent import Agent
+from tests.support.daemons.sandboxed import (
     HOARDING,
     Served,
     agent_of,
@@ -27,6 +26,7 @@ from tests.support.sandbox import (
     text,
     wait_ready,
 )
+from tests.support.system import bubblewrap, sysv
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import bubblewrap
-from tests.support.agent import Agent
-from tests.support.sandbox import HOARDING, agent_of, hoarding, serving, text, wait_ready
+from tests.support.clients.agent import Agent
+from tests.support.daemons.sandboxed import HOARDING, agent_of, hoarding, serving, text, wait_ready
+from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
 

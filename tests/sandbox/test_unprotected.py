@@ -14,8 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import bubblewrap
-from tests.support.sandbox import HOSTILE, agent_of, hostile, serving, steady, text, wait_ready
+from tests.support.daemons.sandboxed import (
+    HOSTILE,
+    agent_of,
+    hostile,
+    serving,
+    steady,
+    text,
+    wait_ready,
+)
+from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import bubblewrap
-from tests.support.sandbox import (
+from tests.support.daemons.sandboxed import (
     HOSTILE,
     agent_of,
     as_ordinary_user,
@@ -26,6 +25,7 @@ from tests.support.sandbox import (
     untouched,
     wait_ready,
 )
+from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT
-from tests.support.notify import Notifications
+from tests.support.daemons.notify import Notifications
 from tests.systemd import harness
 from tests.systemd.conftest import REQUIRED
 

@@ -16,9 +16,9 @@ import trio
 import trio.testing
 
 from protocol.jsonrpc import messages as rpc
-from tests.support.http_servers import Responder, SeenRequest, result, serve_http
-from tests.support.legacy_sse_server import Message, Session, answer, serve_legacy_sse
-from tests.support.procs import scripted
+from tests.support.http_servers.legacy_sse import Message, Session, answer, serve_legacy_sse
+from tests.support.http_servers.serving import Responder, SeenRequest, result, serve_http
+from tests.support.system.procs import scripted
 from transports.base import Transport, answer_server_request, default_answer
 from transports.errors import TransportClosed
 from transports.http.transport import open_http_transport

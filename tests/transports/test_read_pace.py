@@ -15,7 +15,7 @@ import trio
 import trio.testing
 
 from protocol.jsonrpc import messages as rpc
-from tests.support.http_servers import (
+from tests.support.http_servers.serving import (
     Responder,
     SeenRequest,
     event,
@@ -23,7 +23,6 @@ from tests.support.http_servers import (
     result,
     serve_http,
 )
-from tests.support.legacy_sse_server import Message, Session, answer, serve_legacy_sse, sse_event
 from transports.base import Transport
 from transports.http.params import HttpParams
 from transports.http.transport import open_http_transport

@@ -12,12 +12,12 @@ import pytest
 import trio
 
 from mcpd.config.loading.load import load
-from tests.support.agent import connect, make_config, running
-from tests.support.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir
-from tests.support.procs import scripted
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.system.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir
+from tests.support.system.procs import scripted
 
-CUSTOM = str(Path(__file__).resolve().parents[2] / "support" / "demo_custom_server.py")
-CANNED = str(Path(__file__).resolve().parents[2] / "support" / "canned_server.py")
+CUSTOM = str(Path(__file__).resolve().parents[2] / "support" / "servers" / "demo_custom.py")
+CANNED = str(Path(__file__).resolve().parents[2] / "support" / "servers" / "canned.py")
 
 
 def server(*flags: str) -> dict[str, Any]:

@@ -17,8 +17,8 @@ import trio
 from mcpd.agents.entry.places import OWNER_RESERVE
 from mcpd.starting.cannot_start import DaemonError
 from protocol.jsonrpc.messages import MAX_ID_LENGTH
-from tests.support.agent import connect, make_config, running
-from tests.support.procs import read_pid, scripted
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.system.procs import read_pid, scripted
 
 
 def server(*flags: str) -> dict[str, Any]:

@@ -17,11 +17,11 @@ import trio
 
 from mcpd.config.loading.load import load
 from mcpd.config.tables.model import ConfigError
-from tests.support.agent import connect, make_config, running
-from tests.support.bridge import BridgeProcess
-from tests.support.peer_probe import PEER_PROBE
-from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir
-from tests.support.procs import scripted
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.clients.bridge import BridgeProcess
+from tests.support.system.peer_probe import PEER_PROBE
+from tests.support.system.peer_user import needs_root, peer_uid, run_as, shared_dir
+from tests.support.system.procs import scripted
 
 
 def server(*flags: str) -> str:
@@ -157,7 +157,7 @@ async def test_a_reload_that_changes_one_profile_tells_its_agents_only(tmp_path:
 
 
 def dev_listener_meta() -> dict[str, Any]:
-    from tests.support.agent import META
+    from tests.support.clients.agent import META
 
     return META
 
@@ -347,7 +347,7 @@ async def test_a_profile_socket_has_its_own_peers(tmp_path: Path) -> None:
 
 
 async def unix_http(sock: Path, method: str, path: str, body: bytes = b"", **headers: str) -> Any:
-    from tests.support.daemon_http import Reply
+    from tests.support.clients.daemon_http import Reply
 
     stream = await trio.open_unix_socket(str(sock))
     head = [

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import trio
 
-from tests.support.agent import connect, make_config, running
-from tests.support.procs import forging
-from tests.support.supervision import server, text, wait_state
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.daemons.supervision import server, text, wait_state
+from tests.support.system.procs import forging
 
 # What the hidden server answers initialize with, which only who may see it is told.
 SECRET = "vault at 10.0.0.7 refused the key"

@@ -15,11 +15,11 @@ import pytest
 import trio
 
 from mcpd.config.loading.load import load
-from tests.support.agent import connect, running
-from tests.support.daemon_http import CURL, curl, modern, modern_headers, post
-from tests.support.peer_probe import PEER_PROBE
-from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir
-from tests.support.socket_cli import mcpd
+from tests.support.cli.on_socket import mcpd
+from tests.support.clients.agent import connect, running
+from tests.support.clients.daemon_http import CURL, curl, modern, modern_headers, post
+from tests.support.system.peer_probe import PEER_PROBE
+from tests.support.system.peer_user import needs_root, peer_uid, run_as, shared_dir
 
 LIMIT = 60
 

@@ -17,11 +17,11 @@ import trio
 
 from mcpd.audit.journal import BURST
 from mcpd.audit.log import FILE_NAME
-from tests.support.procs import scripted
-from tests.support.said import Said
+from tests.support.reading.said import Said
+from tests.support.system.procs import scripted
 
 ROOT = Path(__file__).resolve().parents[3]
-BURST_AGENT = str(ROOT / "tests" / "support" / "call_burst.py")
+BURST_AGENT = str(ROOT / "tests" / "support" / "clients" / "call_burst.py")
 LIMIT = 90
 CALLS = 3 * BURST  # past the journal's budget however slow the machine
 ROOM = 600  # bytes the file may still grow by: a record, and part of another

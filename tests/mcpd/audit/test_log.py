@@ -34,7 +34,7 @@ from mcpd.local.service.journal import JournalHandler, LineHandler
 from mcpd.local.service.journalfields import record_fields
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.redaction.masking import KnownSecrets, marker
-from tests.support.journald import decode_entry
+from tests.support.system.journald import decode_entry
 
 AGENT = AgentInfo(
     uid=1000, pid=4242, exe="claude", profile="default", connection="c1", era="modern"

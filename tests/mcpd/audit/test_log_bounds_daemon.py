@@ -16,10 +16,10 @@ import trio
 
 from mcpd.audit.log import FILE_NAME
 from mcpd.audit.record import NAME_KEPT, NAME_SHOWN
-from tests.support.agent import connect, make_config, running
-from tests.support.http_stream_client import Client, open_session, session_headers
-from tests.support.procs import scripted
-from tests.support.reloading import wait_for
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.clients.http_stream_client import Client, open_session, session_headers
+from tests.support.daemons.reloading import wait_for
+from tests.support.system.procs import scripted
 
 LIMIT = 90
 HUGE = 2_000_000  # characters of each made-up name

@@ -28,14 +28,14 @@ from mcpd.audit.record import STOPPED
 from mcpd.config.loading.load import load
 from mcpd.daemon import Daemon
 from protocol.shown.visible import cut
-from tests.support.agent import META, connect, running
-from tests.support.daemon_http import curl
-from tests.support.procs import scripted
+from tests.support.clients.agent import META, connect, running
+from tests.support.clients.daemon_http import curl
+from tests.support.system.procs import scripted
 
 LIMIT = 120
 NAP = {"name": "mcp__slow__nap", "arguments": {}, "_meta": META}
 ROOT = Path(__file__).resolve().parents[3]
-BURST = str(ROOT / "tests" / "support" / "call_burst.py")
+BURST = str(ROOT / "tests" / "support" / "clients" / "call_burst.py")
 AGENTS = 8
 CALLS = 125  # each
 TOOLS = "read,fail,rpc_error,delete_it"

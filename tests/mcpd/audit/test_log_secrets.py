@@ -20,9 +20,9 @@ from mcpd.audit.log import FILE_NAME
 from mcpd.audit.record import NAME_SHOWN
 from mcpd.local.service.journal import JournalHandler, LineHandler
 from mcpd.policy.redaction.cutparts import CUT_PART
-from tests.support.agent import connect, make_config, running
-from tests.support.daemon_http import curl
-from tests.support.journald import decode_entry
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.clients.daemon_http import curl
+from tests.support.system.journald import decode_entry
 
 SECRET = "held-secret-value-0123456789"
 MARKER = "[secret of servers.vault.env.API_TOKEN]"

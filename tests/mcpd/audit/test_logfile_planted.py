@@ -24,9 +24,9 @@ from mcpd.audit.log import FILE_NAME, AuditLog
 from mcpd.audit.record import CallRecord
 from mcpd.config.tables.model import DaemonConfig
 from mcpd.policy.agent import AgentInfo
-from tests.support.agent import META, connect
-from tests.support.peer_user import USER, needs_root, peer_uid, run_as, shared_dir
-from tests.support.procs import scripted
+from tests.support.clients.agent import META, connect
+from tests.support.system.peer_user import USER, needs_root, peer_uid, run_as, shared_dir
+from tests.support.system.procs import scripted
 
 pytestmark = [needs_root, pytest.mark.timeout(120)]
 

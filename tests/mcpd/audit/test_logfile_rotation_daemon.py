@@ -18,11 +18,11 @@ import trio
 
 from mcpd.audit.reader import AuditRecords
 from mcpd.config.loading.load import load
-from tests.support.agent import connect, running
-from tests.support.procs import scripted
+from tests.support.clients.agent import connect, running
+from tests.support.system.procs import scripted
 
 ROOT = Path(__file__).resolve().parents[3]
-BURST_AGENT = str(ROOT / "tests" / "support" / "call_burst.py")
+BURST_AGENT = str(ROOT / "tests" / "support" / "clients" / "call_burst.py")
 LIMIT = 90
 CALLS = 600  # some 400 bytes each: past two files of the smallest cap
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import trio
 
 from mcpd.audit.log import FILE_NAME
-from tests.support.agent import connect
-from tests.support.said import Said
+from tests.support.clients.agent import connect
+from tests.support.reading.said import Said
 
 ROOT = Path(__file__).resolve().parents[3]
 MCPD = [sys.executable, "-m", "mcpd"]

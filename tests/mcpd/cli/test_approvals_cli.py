@@ -23,9 +23,9 @@ from mcpd.daemon import Daemon
 from mcpd.policy.agent import AgentInfo
 from mcpd.policy.deciders.kin import AgentKin, Process
 from mcpd.policy.waiting.approvals import ApprovalRequest, Verdict
-from tests.support.agent import make_config, running
-from tests.support.daemon_http import MCP, auth, header_dict, http, modern, modern_headers
-from tests.support.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir
+from tests.support.clients.agent import make_config, running
+from tests.support.clients.daemon_http import MCP, auth, header_dict, http, modern, modern_headers
+from tests.support.system.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir
 
 LIMIT = 30
 ROOT = Path(__file__).resolve().parents[3]

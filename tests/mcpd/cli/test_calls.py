@@ -21,7 +21,7 @@ from mcpd.audit.summed import BURST
 from mcpd.cli.calls import _agent, cmd_calls, render_calls, since
 from mcpd.config.tables.model import DaemonConfig
 from mcpd.policy.agent import AgentInfo
-from tests.support.fake_daemon import FakeDaemon, result
+from tests.support.daemons.fake import FakeDaemon, result
 
 NOW = 1_800_000_000.0
 # What an agent may ask for and a server may answer: a terminal's escapes, in their

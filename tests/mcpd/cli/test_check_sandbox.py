@@ -18,7 +18,7 @@ import pytest
 from mcpd.cli.check_sandbox import inherited_warnings, sandbox_lines
 from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config
-from tests.support.operator import MCPD, client, start, stop
+from tests.support.daemons.as_operator import MCPD, client, start, stop
 from transports.stdio.sandbox import host
 
 

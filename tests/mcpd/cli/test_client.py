@@ -25,11 +25,11 @@ from mcpd.cli.client import (
     running_daemon,
 )
 from protocol.jsonrpc import messages as rpc
-from tests.support.agent import make_config, running
-from tests.support.fake_daemon import FakeDaemon, error, notification, result
-from tests.support.full_queue import full_queue
-from tests.support.peer_user import needs_root, peer_uid, shared_dir, start_as
-from tests.support.socket_cli import mcpd
+from tests.support.cli.on_socket import mcpd
+from tests.support.clients.agent import make_config, running
+from tests.support.daemons.fake import FakeDaemon, error, notification, result
+from tests.support.system.full_queue import full_queue
+from tests.support.system.peer_user import needs_root, peer_uid, shared_dir, start_as
 
 
 @pytest.fixture

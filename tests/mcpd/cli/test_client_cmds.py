@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from mcpd.cli.main import main
-from tests.support.fake_daemon import answering as daemon
-from tests.support.fake_daemon import error, notification, result
+from tests.support.daemons.fake import answering as daemon
+from tests.support.daemons.fake import error, notification, result
 
 TOOLS = [
     {

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.support.operator import client, start, stop
-from tests.support.procs import scripted
+from tests.support.daemons.as_operator import client, start, stop
+from tests.support.system.procs import scripted
 
 
 def servers(*names: tuple[str, str]) -> str:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import trio
 
-from tests.support.agent import make_config, running
-from tests.support.pins_daemon import cli
+from tests.support.clients.agent import make_config, running
+from tests.support.daemons.pins import cli
 
-CANNED = Path(__file__).resolve().parents[2] / "support" / "canned_server.py"
+CANNED = Path(__file__).resolve().parents[2] / "support" / "servers" / "canned.py"
 UNFINISHED = {"resultType": "input_required", "requestState": "again-later"}
 
 

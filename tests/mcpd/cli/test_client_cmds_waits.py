@@ -10,7 +10,7 @@ from pathlib import Path
 
 import trio
 
-from tests.support.policy_daemon import LIMIT, policy_daemon
+from tests.support.daemons.policy import LIMIT, policy_daemon
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -18,7 +18,7 @@ import pytest
 
 from mcpd.cli.exits import EXIT_UNREACHABLE
 from tests.conftest import ROOT
-from tests.support.served import Served
+from tests.support.daemons.served import Served
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 
 from protocol.shown.visible import hidden
-from tests.support.import_cli import mcpd
+from tests.support.cli.import_commands import mcpd
 
 # Erase the line and go back to its start, a one-byte CSI, a right-to-left override, a
 # zero-width space and a tag character.

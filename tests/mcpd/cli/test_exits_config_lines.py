@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.support.served import Served
+from tests.support.daemons.served import Served
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -14,7 +14,7 @@ from mcpd import __version__
 from mcpd.cli import client_cmds
 from mcpd.cli.main import COMMANDS
 from mcpd.cli.pins import pending
-from tests.support.cli_runs import exit_of, usage_error
+from tests.support.cli.in_process import exit_of, usage_error
 
 ESC = "\x1b"
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from mcpd.config.loading import paths
-from tests.support.cli_runs import exit_of, usage_error
-from tests.support.fake_daemon import answering as daemon
-from tests.support.operator import client, start, stop
-from tests.support.procs import scripted
+from tests.support.cli.in_process import exit_of, usage_error
+from tests.support.daemons.as_operator import client, start, stop
+from tests.support.daemons.fake import answering as daemon
+from tests.support.system.procs import scripted
 
 # One name too long for a host that keeps 28 characters after its own prefix.
 TOOLS = [

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.support.demo import (
+from tests.support.clients.demo import (
     CUSTOM,
     INITIALIZED,
     MODERN,

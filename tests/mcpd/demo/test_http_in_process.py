@@ -16,7 +16,7 @@ import trio
 
 from mcpd.demo import http as demo_http
 from mcpd.demo.runtime import DemoServer, ToolContext, object_schema
-from tests.support.demo import (
+from tests.support.clients.demo import (
     LEGACY,
     POST_HEADERS,
     HttpConn,

@@ -12,7 +12,7 @@ from msgspec import Raw
 
 from mcpd.demo import notes
 from protocol.jsonrpc import messages as rpc
-from tests.support.demo import meta
+from tests.support.clients.demo import meta
 
 
 async def call(server_notes: dict[str, str], tool: str, **arguments: Any) -> tuple[bool, str]:

@@ -15,7 +15,7 @@ from mcpd.demo.arguments import check_demo_arguments
 from mcpd.demo.runtime import DemoServer, ToolContext, ToolDef, object_schema
 from mcpd.demo.stdio import serve_stdio
 from protocol.mcp import core as mcp
-from tests.support.demo import call, initialize, meta, request
+from tests.support.clients.demo import call, initialize, meta, request
 
 
 class Client:

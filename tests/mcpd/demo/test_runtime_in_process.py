@@ -19,7 +19,7 @@ from mcpd.demo.runtime import DemoServer, ToolContext, ToolDef, ToolError, objec
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 from protocol.mcp.serving import AgentSession
-from tests.support.demo import LEGACY, meta
+from tests.support.clients.demo import LEGACY, meta
 
 LIMIT = 10
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.demo import MODERN, TICKETS, spawn_http
+from tests.support.clients.demo import MODERN, TICKETS, spawn_http
 
 mcp_sdk = pytest.importorskip("mcp")
 

@@ -9,7 +9,7 @@ import pytest
 import trio
 
 from mcpd.demo import notes
-from tests.support.demo import (
+from tests.support.clients.demo import (
     CUSTOM,
     INITIALIZED,
     MODERN,

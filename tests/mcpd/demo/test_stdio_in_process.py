@@ -16,7 +16,7 @@ import trio.testing
 
 from mcpd.demo.runtime import DemoServer, ToolContext, ToolDef, object_schema
 from mcpd.demo.stdio import serve_stdio
-from tests.support.demo import call, cancel, initialize, meta, request, text_of
+from tests.support.clients.demo import call, cancel, initialize, meta, request, text_of
 
 LIMIT = 10
 GRACE = 5.0

@@ -12,7 +12,7 @@ from msgspec import Raw
 from mcpd.demo import tickets
 from mcpd.demo.runtime import DemoServer
 from protocol.jsonrpc import messages as rpc
-from tests.support.demo import meta
+from tests.support.clients.demo import meta
 
 
 class Calls:

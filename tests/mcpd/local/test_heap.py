@@ -13,7 +13,7 @@ import trio
 from mcpd.config.loading.load import load
 from mcpd.daemon import Daemon
 from mcpd.local import heap
-from tests.support.procs import scripted
+from tests.support.system.procs import scripted
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mcpd.local.prometheus import Writer, label_value, number
-from tests.support.exposition import parse
+from tests.support.reading.exposition import parse
 
 HOSTILE = [
     'a"b',

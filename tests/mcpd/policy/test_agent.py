@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from mcpd.policy.agent import AgentInfo, exe_of, user_name
-from tests.support.procs import cat_named, reading_stdin
+from tests.support.system.procs import cat_named, reading_stdin
 
 GONE = 2**22 + 12345  # above any pid the kernel hands out
 

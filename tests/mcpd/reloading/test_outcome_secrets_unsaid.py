@@ -12,8 +12,8 @@ import trio
 
 from mcpd.cli.status_view import render_status
 from mcpd.config.loading.load import load
-from tests.support.agent import connect, running
-from tests.support.reloading import write_config
+from tests.support.clients.agent import connect, running
+from tests.support.daemons.reloading import write_config
 
 SECRET = "hunter2hunter2zz"
 BROKEN = [

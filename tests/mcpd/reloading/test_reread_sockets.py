@@ -21,12 +21,12 @@ import trio
 from mcpd.config.loading.load import load
 from mcpd.config.tables.model import CONFIG_ERROR
 from tests.conftest import ROOT
-from tests.support.agent import connect, running
-from tests.support.procs import SCRIPTED, alive, read_pid, scripted
+from tests.support.clients.agent import connect, running
+from tests.support.system.procs import SCRIPTED, alive, read_pid, scripted
 
 pytestmark = pytest.mark.timeout(90)
 
-SQUATTER = str(Path(SCRIPTED).with_name("squatter.py"))
+SQUATTER = str(Path(SCRIPTED).parents[1] / "breakout" / "squatter.py")
 
 
 def server(*args: str) -> str:

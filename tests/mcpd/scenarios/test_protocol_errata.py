@@ -8,8 +8,8 @@ from typing import Any
 
 import trio
 
-from tests.support.agent import META, connect, make_config, running
-from tests.support.http_servers import Responder, SeenRequest, serve_http
+from tests.support.clients.agent import META, connect, make_config, running
+from tests.support.http_servers.serving import Responder, SeenRequest, serve_http
 
 WHO = {"name": "late-intro", "version": "4.5.6"}
 

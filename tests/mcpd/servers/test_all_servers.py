@@ -21,7 +21,7 @@ from mcpd.servers.life.runner import Runner
 from mcpd.servers.supervisor import Supervisor
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import features as surface
-from tests.support.calls import a_call
+from tests.support.parts.calls import a_call
 
 
 def config(servers: dict[str, dict[str, Any]], **naming: Any) -> Config:

@@ -25,9 +25,9 @@ from mcpd.servers.life.runner import Runner
 from mcpd.servers.supervisor import Supervisor
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from tests.support.oauth_fake import FakeWorld
-from tests.support.oauth_world import REDIRECT, Clock, WorldHttp
-from tests.support.stand_in import StandIn
+from tests.support.oauth.fake import FakeWorld
+from tests.support.oauth.world import REDIRECT, Clock, WorldHttp
+from tests.support.parts.stand_in import StandIn
 from transports.base import AuthHook, NotificationHandler, Transport
 from transports.errors import AuthError, TransportClosed
 

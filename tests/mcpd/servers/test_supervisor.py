@@ -22,8 +22,8 @@ from mcpd.servers.calling.calls import CallRefused
 from mcpd.servers.supervisor import ReloadReport, Supervisor, reload_said
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from tests.support.calls import a_call
-from tests.support.stand_in import StandIn
+from tests.support.parts.calls import a_call
+from tests.support.parts.stand_in import StandIn
 from transports.base import AuthHook, NotificationHandler, ReplySink, Transport
 from transports.errors import TransportClosed
 

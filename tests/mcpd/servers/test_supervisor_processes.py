@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.procs import read_pid, scripted
-from tests.support.supervision import closed_port, server, text, wait_state
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.daemons.supervision import closed_port, server, text, wait_state
+from tests.support.system.procs import read_pid, scripted
 
 
 def flaky_server(tmp_path: Path, failures: int) -> dict[str, Any]:

@@ -20,14 +20,14 @@ import pytest
 import trio
 
 from tests.conftest import ROOT
-from tests.support.notify import Notifications
-from tests.support.peer_user import USER, needs_root, peer_uid, start_as
-from tests.support.prestart import counted_server, starts
-from tests.support.procs import SCRIPTED
+from tests.support.daemons.notify import Notifications
+from tests.support.servers.counting_starts import counted_server, starts
+from tests.support.system.peer_user import USER, needs_root, peer_uid, start_as
+from tests.support.system.procs import SCRIPTED
 
 pytestmark = pytest.mark.timeout(90)
 
-SQUATTER = str(Path(SCRIPTED).with_name("squatter.py"))
+SQUATTER = str(Path(SCRIPTED).parents[1] / "breakout" / "squatter.py")
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ import trio
 from mcpd.config.tables.model import Config, DaemonConfig
 from mcpd.config.tables.servertable import ServerConfig
 from mcpd.starting import prestart
-from tests.support.prestart import counted_server, starts
-from tests.support.procs import wait_gone
+from tests.support.servers.counting_starts import counted_server, starts
+from tests.support.system.procs import wait_gone
 from transports.stdio.process import early
 
 # `mcpd serve` as the console script runs it, noting whether trio was loaded when the

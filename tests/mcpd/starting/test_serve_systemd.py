@@ -21,8 +21,8 @@ from mcpd.cli.client import Client
 from mcpd.config.tables.model import CONFIG_ERROR
 from protocol.jsonrpc import messages as rpc
 from tests.conftest import ROOT
-from tests.support import bubblewrap
-from tests.support.notify import Notifications
+from tests.support.daemons.notify import Notifications
+from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -197,7 +197,7 @@ def test_the_status_line_turns_ready_as_a_degraded_server_does_with_nothing_happ
     """A call fails as its server exits: started again, it shows degraded for
     ``stable_after``, then ready, though no call, probe or restart comes then; the
     status line says so as ``mcpd status`` does."""
-    hostile = ROOT / "tests" / "support" / "hostile_server.py"
+    hostile = ROOT / "tests" / "support" / "breakout" / "hostile_server.py"
     config = short_dir / "config.toml"
     config.write_text(
         "[daemon]\nstable_after = 3.0\nhealth_interval = 0\n"

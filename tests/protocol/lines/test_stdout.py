@@ -16,7 +16,7 @@ from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.reply_faults import MalformedReply, MessageTooLarge
 from protocol.lines.stdout import FREE_OVERSIZED, StdoutReader
 from protocol.pacing.read_budget import MAX_NOTIFICATION, cost, skipped
-from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
+from tests.support.hostile.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 from transports.complaints import BURST, Complaints
 from transports.errors import ServerCancelled
 from transports.pending import PendingRequests

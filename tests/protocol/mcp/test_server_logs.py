@@ -16,7 +16,7 @@ from protocol.mcp.server_logs import (
     decode_log_message,
     rank,
 )
-from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
+from tests.support.hostile.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 
 
 def test_levels_rank_from_debug_to_emergency() -> None:

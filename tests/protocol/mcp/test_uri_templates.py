@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from protocol.mcp import uri_templates as t
 from protocol.mcp.uri_spellings import read_as
-from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
+from tests.support.hostile.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 
 TEMPLATE = "repo://{owner}{/path}"
 

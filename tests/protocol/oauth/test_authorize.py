@@ -13,7 +13,7 @@ from protocol.oauth import (
     parse_redirect,
 )
 from protocol.oauth.authorize import authorization_url, new_state, s256_challenge
-from tests.support.oauth_fake import counter_random
+from tests.support.oauth.fake import counter_random
 
 
 def test_pkce_s256_rfc_7636_example() -> None:

@@ -11,7 +11,7 @@ from protocol.oauth.challenge import (
     parse_www_authenticate,
     split_scope,
 )
-from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
+from tests.support.hostile.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 
 
 def test_the_401_an_mcp_server_sends() -> None:

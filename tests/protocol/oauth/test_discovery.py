@@ -19,7 +19,7 @@ from protocol.oauth import (
 )
 from protocol.oauth.discovery import Discovery, DiscoveryState
 from protocol.oauth.http import MAX_BODY
-from tests.support.oauth_fake import NOT_FOUND, json_response
+from tests.support.oauth.fake import NOT_FOUND, json_response
 
 SERVER = "https://mcp.example.com/mcp"
 PRM_URL = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"

@@ -36,8 +36,7 @@ from protocol.oauth import (
 )
 from protocol.oauth.jws import ASSERTION_TYPE
 from protocol.oauth.keys import EcPrivateKey
-from tests.support.jws_check import es256_verifies
-from tests.support.oauth_fake import (
+from tests.support.oauth.fake import (
     NOT_FOUND,
     FakeWorld,
     counter_random,
@@ -45,6 +44,7 @@ from tests.support.oauth_fake import (
     json_response,
     s256,
 )
+from tests.support.oauth.jws_check import es256_verifies
 
 REDIRECT = "http://127.0.0.1:33418/callback"
 # Where a login at the fake world's authorization server comes back to.

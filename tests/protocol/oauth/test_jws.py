@@ -13,8 +13,8 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from protocol.oauth import OAuthConfigError
 from protocol.oauth.jws import client_assertion, encode_jwt, es256_sign, rs256_sign, sign
 from protocol.oauth.keys import EcPrivateKey, RsaPrivateKey
-from tests.support.jws_check import es256_verifies
-from tests.support.oauth_fake import counter_random
+from tests.support.oauth.fake import counter_random
+from tests.support.oauth.jws_check import es256_verifies
 
 EC_KEY = EcPrivateKey(0xC9AFA9D845BA75166B5C215767B1D6934E50C3DB36E89B127B8A622B120F6721)
 

@@ -18,7 +18,7 @@ from protocol.oauth.jws import (
     rs256_sign,
 )
 from protocol.oauth.keys import EcPrivateKey, RsaPrivateKey
-from tests.support.oauth_fake import counter_random
+from tests.support.oauth.fake import counter_random
 
 # RFC 6979 A.2.5: P-256 key, SHA-256, message "sample".
 RFC6979_D = 0xC9AFA9D845BA75166B5C215767B1D6934E50C3DB36E89B127B8A622B120F6721

@@ -25,7 +25,7 @@ from protocol.oauth.registration import (
     registration_request,
     select_identity,
 )
-from tests.support.oauth_fake import counter_random
+from tests.support.oauth.fake import counter_random
 
 ISSUER = "https://auth.example.com"
 

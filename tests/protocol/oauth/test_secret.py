@@ -22,7 +22,7 @@ from protocol.oauth import (
     TokenSet,
     load_signing_key,
 )
-from tests.support.oauth_fake import FakeWorld, counter_random
+from tests.support.oauth.fake import FakeWorld, counter_random
 
 MARK = "SeCrEt"
 KEY = '{"kty":"EC","crv":"P-256","d":"' + "AQ" + '"}'

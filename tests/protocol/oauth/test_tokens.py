@@ -21,7 +21,7 @@ from protocol.oauth import (
 from protocol.oauth.metadata import AuthorizationServer, ServerMetadata
 from protocol.oauth.secret import ISSUED_LONGEST
 from protocol.oauth.tokens import SHORTEST_LIFETIME, client_credentials_request
-from tests.support.oauth_fake import counter_random
+from tests.support.oauth.fake import counter_random
 
 ISSUER = "https://auth.example.com"
 SERVER = AuthorizationServer(

@@ -17,7 +17,7 @@ import trio
 import trio.testing
 import trustme
 
-from tests.support.http_servers import Responder, SeenRequest, event, result, serve_http
+from tests.support.http_servers.serving import Responder, SeenRequest, event, result, serve_http
 from transports.errors import TransportError
 from transports.http.connection import MAX_INTERIM, HttpConnection
 from transports.http.params import HttpParams

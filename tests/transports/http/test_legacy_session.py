@@ -7,7 +7,14 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.http_servers import Responder, SeenRequest, error, event, result, serve_http
+from tests.support.http_servers.serving import (
+    Responder,
+    SeenRequest,
+    error,
+    event,
+    result,
+    serve_http,
+)
 from transports.errors import HttpRPCError, SessionExpired, TransportError
 from transports.http.params import HttpParams
 from transports.http.transport import HttpTransport, open_http_transport

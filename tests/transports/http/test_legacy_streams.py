@@ -14,7 +14,7 @@ import trio.testing
 from msgspec import Raw
 
 from protocol.jsonrpc.messages import METHOD_NOT_FOUND, Notification, Response
-from tests.support.http_servers import (
+from tests.support.http_servers.serving import (
     LegacySession,
     Responder,
     SeenRequest,

@@ -32,9 +32,9 @@ from protocol.oauth import (
 )
 from protocol.oauth.authorize import state_of
 from protocol.oauth.http import get
-from tests.support.http_servers import Responder, SeenRequest, serve_http
-from tests.support.oauth_browser import follow_authorization
-from tests.support.oauth_server import OAuthServer, serve_oauth
+from tests.support.http_servers.serving import Responder, SeenRequest, serve_http
+from tests.support.oauth.browser_step import follow_authorization
+from tests.support.oauth.server import OAuthServer, serve_oauth
 from transports.errors import TransportError
 from transports.http.oauth_client import OAuthHttp, Resolver
 from transports.http.oauth_redirect import redirect_listener

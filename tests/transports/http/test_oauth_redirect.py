@@ -10,7 +10,7 @@ import trio.testing
 from mcpd.cli.logins.auth_login import from_this_user
 from protocol.oauth import FetchPolicy
 from protocol.oauth.http import get
-from tests.support.peer_user import needs_root, peer_uid, run_as
+from tests.support.system.peer_user import needs_root, peer_uid, run_as
 from transports.http.oauth_client import OAuthHttp
 from transports.http.oauth_redirect import (
     CONNECTIONS,

@@ -9,7 +9,7 @@ import trio
 import trio.testing
 
 from protocol.http.parts import Origin
-from tests.support.http_servers import HttpServer, Responder, SeenRequest, serve_http
+from tests.support.http_servers.serving import HttpServer, Responder, SeenRequest, serve_http
 from transports.errors import TransportClosed, TransportError, Unreachable
 from transports.http.connection import HttpConnection
 from transports.http.pool import ConnectionPool

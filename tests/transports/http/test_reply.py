@@ -17,8 +17,8 @@ from msgspec import Raw
 from protocol.http.parts import ResponseHead
 from protocol.jsonrpc.messages import Notification, RPCError
 from protocol.pacing.read_budget import MAX_NOTIFICATION
-from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
-from tests.support.http_servers import (
+from tests.support.hostile.cut_secret import MARKER, SECRET, beginnings, guarded, padded
+from tests.support.http_servers.serving import (
     Responder,
     SeenRequest,
     error,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.http_servers import Responder, SeenRequest, result, serve_http
+from tests.support.http_servers.serving import Responder, SeenRequest, result, serve_http
 from transports.base import AuthHook
 from transports.errors import AuthError, TransportError, UnexpectedReply
 from transports.http.params import HttpParams

@@ -14,7 +14,7 @@ import trio
 from protocol.http import mcp_headers
 from protocol.jsonrpc.messages import Notification, RPCError
 from protocol.jsonrpc.reply_faults import MalformedReply, MessageTooLarge
-from tests.support.http_servers import (
+from tests.support.http_servers.serving import (
     Responder,
     SeenRequest,
     error,

@@ -16,7 +16,7 @@ import trio
 
 from protocol.http.parts import ResponseHead
 from protocol.jsonrpc.reply_faults import MalformedReply
-from tests.support.http_servers import (
+from tests.support.http_servers.serving import (
     LegacySession,
     Responder,
     SeenRequest,

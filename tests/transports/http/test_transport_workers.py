@@ -14,7 +14,7 @@ import trio
 import trio.lowlevel
 
 from protocol.jsonrpc import messages as rpc
-from tests.support.http_servers import (
+from tests.support.http_servers.serving import (
     Responder,
     SeenRequest,
     event,

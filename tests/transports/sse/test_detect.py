@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import trio
 
-from tests.support.http_servers import Responder, SeenRequest, result, serve_http
-from tests.support.legacy_sse_server import serve_legacy_sse
+from tests.support.http_servers.legacy_sse import serve_legacy_sse
+from tests.support.http_servers.serving import Responder, SeenRequest, result, serve_http
 from transports.errors import AuthError, TransportError, UnexpectedReply
 from transports.http.params import HttpParams
 from transports.sse.detect import detect_http_transport, looks_like_sse

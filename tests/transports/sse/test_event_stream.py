@@ -10,7 +10,7 @@ import trio
 
 from protocol.http.parts import Origin
 from protocol.http.sse import SSEEvent
-from tests.support.http_servers import HttpServer, Responder, SeenRequest, serve_http
+from tests.support.http_servers.serving import HttpServer, Responder, SeenRequest, serve_http
 from transports.errors import (
     HTTPStatusError,
     StreamCut,

@@ -11,7 +11,7 @@ import pytest
 from protocol.http.parts import Origin, ResponseHead
 from protocol.http.sse import SSEEvent
 from protocol.jsonrpc import messages as rpc
-from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
+from tests.support.hostile.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 from transports.errors import AuthError, HTTPStatusError, UnexpectedReply
 from transports.sse.events import (
     endpoint_target,

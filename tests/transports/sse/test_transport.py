@@ -17,8 +17,7 @@ import trustme
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.messages import Notification
 from protocol.jsonrpc.reply_faults import MalformedReply
-from tests.support.http_servers import Responder, SeenRequest, serve_http
-from tests.support.legacy_sse_server import (
+from tests.support.http_servers.legacy_sse import (
     LegacySSEServer,
     Message,
     OnMessage,
@@ -27,6 +26,7 @@ from tests.support.legacy_sse_server import (
     serve_legacy_sse,
     sse_event,
 )
+from tests.support.http_servers.serving import Responder, SeenRequest, serve_http
 from transports.base import MAX_ANSWERING
 from transports.complaints import BURST
 from transports.errors import (

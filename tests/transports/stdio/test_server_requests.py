@@ -14,7 +14,7 @@ from msgspec import Raw
 
 from protocol.jsonrpc import messages as rpc
 from protocol.shown.visible import METHOD_SHOWN
-from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
+from tests.support.hostile.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 from transports.base import MAX_ANSWERING, OVER_LIMIT
 from transports.stdio.server_requests import Relays
 

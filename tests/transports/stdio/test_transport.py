@@ -17,7 +17,7 @@ import trio.testing
 
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.reply_faults import MalformedReply, MessageTooLarge
-from tests.support.procs import alive, read_pid, scripted, wait_gone
+from tests.support.system.procs import alive, read_pid, scripted, wait_gone
 from transports.errors import SpawnError, TransportClosed, TransportError
 from transports.stdio.params import StdioParams
 from transports.stdio.transport import open_stdio_transport

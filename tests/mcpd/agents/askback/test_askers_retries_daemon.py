@@ -11,9 +11,9 @@ from typing import Any
 
 import trio
 
-from tests.support.agent import connect, make_config, running
+from tests.support.clients.agent import connect, make_config, running
 
-LEAKY = str(Path(__file__).parents[3] / "support" / "leaky_server.py")
+LEAKY = str(Path(__file__).parents[3] / "support" / "hostile" / "leaky_server.py")
 CAPS = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
 
 

@@ -12,7 +12,7 @@ from msgspec import Raw
 from mcpd.agents.agent import AgentCall
 from protocol.jsonrpc import envelope
 from protocol.jsonrpc import messages as rpc
-from tests.support.routing import StandInAgent, World
+from tests.support.parts.routing import StandInAgent, World
 
 
 def request(rid: int, name: str) -> rpc.Request:

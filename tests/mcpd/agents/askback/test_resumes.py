@@ -13,7 +13,7 @@ from mcpd.agents.askback.resumes import PREFIX, Resumes
 from mcpd.policy.agent import AgentInfo
 from mcpd.servers.calling.calls import Call
 from protocol.jsonrpc import messages as rpc
-from tests.support.routing import agent_call
+from tests.support.parts.routing import agent_call
 
 ASKED = Raw(
     b'{"resultType":"input_required","requestState":"s-1",'

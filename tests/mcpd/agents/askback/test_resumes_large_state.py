@@ -19,12 +19,12 @@ from msgspec import Raw
 
 from mcpd.agents.askback.state_bound import largest_state, repeated_bytes
 from protocol.lines.framing import DEFAULT_MAX_LINE
-from tests.support.agent import META, Agent, connect, make_config, running
-from tests.support.daemon_http import header_dict, modern_headers
-from tests.support.http_stream_client import POST, Client
-from tests.support.procs import scripted
+from tests.support.clients.agent import META, Agent, connect, make_config, running
+from tests.support.clients.daemon_http import header_dict, modern_headers
+from tests.support.clients.http_stream_client import POST, Client
+from tests.support.system.procs import scripted
 
-SHEDDING = str(Path(__file__).parents[3] / "support" / "shedding_server.py")
+SHEDDING = str(Path(__file__).parents[3] / "support" / "asking" / "shedding_server.py")
 LIMIT = 60
 HEAVY = "mcp__s__heavy"
 SMALL_LINES = 64 * 1024

@@ -18,9 +18,9 @@ from msgspec import Raw
 from mcpd.daemon import Daemon
 from mcpd.servers.calling.calls import Call
 from mcpd.servers.calling.outgoing_meta import CallMeta
-from tests.support.agent import connect, make_config, running
-from tests.support.answering import connect_answering
-from tests.support.procs import scripted
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.clients.answering import connect_answering
+from tests.support.system.procs import scripted
 
 LIMIT = 60
 NAME = {"action": "accept", "content": {"name": "mallory"}}

@@ -18,10 +18,10 @@ from mcpd.agents.askback import rounds
 from mcpd.agents.askback.askers import MAX_ROUNDS
 from mcpd.agents.calls import results
 from mcpd.daemon import Daemon
-from tests.support.agent import connect, make_config, running
-from tests.support.answering import connect_answering
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.clients.answering import connect_answering
 
-SHEDDING = str(Path(__file__).parents[3] / "support" / "shedding_server.py")
+SHEDDING = str(Path(__file__).parents[3] / "support" / "asking" / "shedding_server.py")
 LIMIT = 60
 SERVED = "served after 3 retries, without inputResponses"
 # (method, params of the request, where the server's words are in its result)

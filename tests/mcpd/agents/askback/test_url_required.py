@@ -23,9 +23,9 @@ from mcpd.servers.calling.calls import Call
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 from protocol.mcp.serving import RequestContext
-from tests.support.agent import META, connect, make_config, running
-from tests.support.procs import scripted
-from tests.support.routing import agent_call
+from tests.support.clients.agent import META, connect, make_config, running
+from tests.support.parts.routing import agent_call
+from tests.support.system.procs import scripted
 
 LIMIT = 30
 URL = "https://example.com/auth?session=42"

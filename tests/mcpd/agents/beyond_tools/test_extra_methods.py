@@ -39,7 +39,7 @@ from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 from protocol.mcp import features as surface
 from protocol.mcp.serving import AgentSession, RequestContext
-from tests.support.routing import Audit
+from tests.support.parts.routing import Audit
 
 TASKS = {"extensions": {surface.TASKS_EXTENSION: {}}}
 MODERN = RequestContext("modern", mcp.LATEST_MODERN, {}, {})

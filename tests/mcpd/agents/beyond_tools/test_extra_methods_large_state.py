@@ -18,10 +18,10 @@ import trio.testing
 from msgspec import UNSET, Raw, UnsetType
 
 from mcpd.agents.askback.state_bound import largest_state, repeated_bytes
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.procs import scripted
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.system.procs import scripted
 
-SHEDDING = str(Path(__file__).parents[3] / "support" / "shedding_server.py")
+SHEDDING = str(Path(__file__).parents[3] / "support" / "asking" / "shedding_server.py")
 LIMIT = 60
 SMALL_LINES = 64 * 1024
 

@@ -15,10 +15,10 @@ from typing import Any
 import trio
 
 from mcpd.config.loading.load import load
-from tests.support.agent import Agent, connect, running
+from tests.support.clients.agent import Agent, connect, running
 
 LIMIT = 60
-SERVER = str(Path(__file__).resolve().parents[3] / "support" / "shared_uri_server.py")
+SERVER = str(Path(__file__).resolve().parents[3] / "support" / "uris" / "shared_uri_server.py")
 SECRET = "secret://vault/{name}"
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import trio
 
-from tests.support.agent import connect, make_config, running
-from tests.support.hostile_text_server import HOSTILE
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.hostile.text_server import HOSTILE
 
-SERVER = str(Path(__file__).resolve().parents[3] / "support" / "hostile_text_server.py")
+SERVER = str(Path(__file__).resolve().parents[3] / "support" / "hostile" / "text_server.py")
 HIDDEN = ("\x1b", "\u202e", "\u200b", "\U000e0041")
 
 

@@ -13,10 +13,10 @@ import trio.testing
 
 from mcpd.agents.bridge.relay import Bridge
 from protocol.jsonrpc import messages as rpc
-from tests.support.agent import make_config, running
-from tests.support.bridge import BridgeProcess
-from tests.support.full_queue import full_queue
-from tests.support.procs import scripted
+from tests.support.clients.agent import make_config, running
+from tests.support.clients.bridge import BridgeProcess
+from tests.support.system.full_queue import full_queue
+from tests.support.system.procs import scripted
 
 BRIDGE = [sys.executable, "-m", "mcpd", "bridge"]
 

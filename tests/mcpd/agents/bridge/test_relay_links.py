@@ -15,9 +15,9 @@ import trio.testing
 
 from mcpd.agents.bridge import relay as bridge_module
 from mcpd.agents.bridge.relay import Bridge
-from tests.support.agent import META, make_config, running
-from tests.support.bridge import BridgeProcess
-from tests.support.procs import scripted
+from tests.support.clients.agent import META, make_config, running
+from tests.support.clients.bridge import BridgeProcess
+from tests.support.system.procs import scripted
 
 BRIDGE = [sys.executable, "-m", "mcpd", "bridge"]
 LEGACY_INIT = {

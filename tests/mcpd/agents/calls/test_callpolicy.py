@@ -35,7 +35,7 @@ from mcpd.servers.supervisor import Supervisor
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 from protocol.mcp.serving import RequestContext
-from tests.support.routing import agent_call
+from tests.support.parts.routing import agent_call
 
 AGENT = AgentInfo(uid=1000, pid=4242, exe="claude", connection="c1")
 # What a server that wants its tool waved through claims of it.

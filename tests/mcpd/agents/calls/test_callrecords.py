@@ -23,10 +23,10 @@ from mcpd.policy.agent import AgentInfo
 from mcpd.servers.status.outage import Outage
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from tests.support.agent import make_config, running
-from tests.support.answering import connect_answering
-from tests.support.calls import a_call, cancelled
-from tests.support.routing import StandInAgent, World, agent_call
+from tests.support.clients.agent import make_config, running
+from tests.support.clients.answering import connect_answering
+from tests.support.parts.calls import a_call, cancelled
+from tests.support.parts.routing import StandInAgent, World, agent_call
 
 AGENT = AgentInfo(uid=1000, pid=42, connection="c1")
 
@@ -324,7 +324,7 @@ def test_a_request_turned_away_at_the_door_is_recorded_with_what_it_named(
 
 # -- through the daemon: a profile switched while a request is under way --
 
-ASKER = str(Path(__file__).parents[3] / "support" / "overlapping_asker.py")
+ASKER = str(Path(__file__).parents[3] / "support" / "asking" / "overlapping_asker.py")
 ANSWERS = {"elicitation/create": {"action": "accept", "content": {}}, "roots/list": {"roots": []}}
 
 

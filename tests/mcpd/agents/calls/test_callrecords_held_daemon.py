@@ -9,8 +9,8 @@ from pathlib import Path
 import trio
 
 from mcpd.audit.reader import AuditRecords
-from tests.support.agent import connect, running
-from tests.support.pins_daemon import Changing, config, relist
+from tests.support.clients.agent import connect, running
+from tests.support.daemons.pins import Changing, config, relist
 
 
 async def test_a_refused_call_to_a_held_tool_names_its_server(tmp_path: Path) -> None:

@@ -14,8 +14,8 @@ from mcpd.agents.agent import AgentCall
 from mcpd.agents.calls.results import shaped_for
 from protocol.jsonrpc import splice
 from protocol.mcp import core as mcp
-from tests.support.agent import META
-from tests.support.routing import StandInAgent, World
+from tests.support.clients.agent import META
+from tests.support.parts.routing import StandInAgent, World
 
 BUDGET = 120
 RESULTS = [

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.agent import MODERN, make_config, running
-from tests.support.procs import scripted
-from tests.support.splicing import record_spliced_requests
+from tests.support.clients.agent import MODERN, make_config, running
+from tests.support.parts.splicing import record_spliced_requests
+from tests.support.system.procs import scripted
 
 ENVELOPE = {
     "io.modelcontextprotocol/protocolVersion": MODERN,

@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.agent import connect, make_config, running
-from tests.support.daemon_http import post, socket_get
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.clients.daemon_http import post, socket_get
 
 SUPPORT = Path(__file__).resolve().parents[3] / "support"
-CANNED = str(SUPPORT / "canned_server.py")
-TASKS = str(SUPPORT / "legacy_task_server.py")
+CANNED = str(SUPPORT / "servers" / "canned.py")
+TASKS = str(SUPPORT / "asking" / "legacy_task_server.py")
 ARRAY = {"type": "array", "items": {"type": "string"}}
 OBJECT = {"type": "object", "properties": {"n": {"type": "integer"}}}
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import trio
 
-from tests.support.agent import connect, make_config, running
-from tests.support.procs import scripted
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.system.procs import scripted
 
 LIMIT = 60
 

@@ -22,8 +22,8 @@ from mcpd.servers.status.outage import Outage
 from protocol.jsonrpc import envelope, splice
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from tests.support.agent import META
-from tests.support.routing import StandInAgent, World
+from tests.support.clients.agent import META
+from tests.support.parts.routing import StandInAgent, World
 
 VERSION = "io.modelcontextprotocol/protocolVersion"
 CAPS = "io.modelcontextprotocol/clientCapabilities"

@@ -19,10 +19,10 @@ import pytest
 import trio
 
 from protocol.jsonrpc import splice
-from tests.support.agent import MODERN, make_config, running
-from tests.support.http_servers import Responder, SeenRequest, event, serve_http
-from tests.support.procs import scripted
-from tests.support.splicing import record_spliced_requests
+from tests.support.clients.agent import MODERN, make_config, running
+from tests.support.http_servers.serving import Responder, SeenRequest, event, serve_http
+from tests.support.parts.splicing import record_spliced_requests
+from tests.support.system.procs import scripted
 
 CALLS = 1000  # per agent; two agents (one modern, one legacy)
 BUDGET = 2000

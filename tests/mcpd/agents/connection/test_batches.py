@@ -12,8 +12,8 @@ from typing import Any
 import trio
 
 from mcpd.agents.connection.batches import MAX_MESSAGES, Batches
-from tests.support.agent import make_config, running
-from tests.support.supervision import server
+from tests.support.clients.agent import make_config, running
+from tests.support.daemons.supervision import server
 
 INIT = {
     "protocolVersion": "2025-03-26",

@@ -14,9 +14,9 @@ import pytest
 
 from mcpd.servers.asking.askback import NO_ANSWER
 from protocol.jsonrpc import messages as rpc
-from tests.support.agent import META
-from tests.support.bare_connection import RESULT, call, cancel, connected, error_of, request
-from tests.support.routing import World
+from tests.support.clients.agent import META
+from tests.support.clients.bare_connection import RESULT, call, cancel, connected, error_of, request
+from tests.support.parts.routing import World
 
 # -- the lifecycle, and what runs in a task --
 

@@ -15,9 +15,9 @@ import pytest
 import trio
 
 from protocol.jsonrpc import messages as rpc
-from tests.support.agent import META, Agent, connect, make_config, running
-from tests.support.daemon_http import CURL, modern_headers, post
-from tests.support.procs import scripted
+from tests.support.clients.agent import META, Agent, connect, make_config, running
+from tests.support.clients.daemon_http import CURL, modern_headers, post
+from tests.support.system.procs import scripted
 
 LONG = 100_000  # characters of the id refused
 HUGE = 10**4000  # an integer id refused: msgspec reads up to 4,300 digits

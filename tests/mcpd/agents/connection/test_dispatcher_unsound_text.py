@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.support.agent import META, Agent, connect, make_config, running
-from tests.support.procs import scripted
+from tests.support.clients.agent import META, Agent, connect, make_config, running
+from tests.support.system.procs import scripted
 
 
 def _call_line(rid: int, text: bytes, modern: bool) -> bytes:

@@ -9,8 +9,8 @@ import trio
 import trio.testing
 
 from protocol.jsonrpc import messages as rpc
-from tests.support.bare_connection import RESULT, call, cancel, connected, error_of, request
-from tests.support.routing import World
+from tests.support.clients.bare_connection import RESULT, call, cancel, connected, error_of, request
+from tests.support.parts.routing import World
 
 REMOVED = "the profile dev was removed"
 

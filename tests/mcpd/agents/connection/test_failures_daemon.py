@@ -25,10 +25,10 @@ from mcpd.agents.connection.failures import Failures
 from mcpd.audit.reader import AuditRecords
 from mcpd.daemon import Daemon
 from protocol.jsonrpc import messages as rpc
-from tests.support.agent import META, Agent, connect, make_config, running
-from tests.support.calls import cancelled
-from tests.support.daemon_http import modern, modern_headers, post
-from tests.support.procs import scripted
+from tests.support.clients.agent import META, Agent, connect, make_config, running
+from tests.support.clients.daemon_http import modern, modern_headers, post
+from tests.support.parts.calls import cancelled
+from tests.support.system.procs import scripted
 
 SECRET = "sk-live-not-for-agents"
 BROKEN = "mcp__s__tool1"  # the tool whose way raises; tool0 works throughout

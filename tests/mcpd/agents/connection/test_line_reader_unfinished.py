@@ -16,8 +16,8 @@ import trio
 import trio.testing
 
 from mcpd.agents.entry import unfinished
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.procs import scripted
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.system.procs import scripted
 
 LINE = 256 * 1024  # max_line_bytes in these tests
 HALF = 200 * 1024  # what each stalling agent sends of a line

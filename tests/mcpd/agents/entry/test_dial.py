@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mcpd.agents.entry.dial import ForeignSocket, QueueFull, connect_unix
-from tests.support.full_queue import full_queue, waiting_for_room
+from tests.support.system.full_queue import full_queue, waiting_for_room
 
 
 def test_a_client_that_finds_the_queue_full_gets_in_once_there_is_room(tmp_path: Path) -> None:

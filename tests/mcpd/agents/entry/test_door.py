@@ -22,10 +22,10 @@ from mcpd.agents.entry.peers import Peer
 from mcpd.agents.entry.places import OWNER_RESERVE
 from mcpd.config.tables.model import Config, DaemonConfig
 from mcpd.policy.deciders.kin import Decider, Process
-from tests.support.agent import connect, make_config, running
-from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir, start_as
-from tests.support.procs import scripted
-from tests.support.socket_cli import mcpd
+from tests.support.cli.on_socket import mcpd
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.system.peer_user import needs_root, peer_uid, run_as, shared_dir, start_as
+from tests.support.system.procs import scripted
 
 # Connects argv[2] times, each time sends a ping, and prints the first line back.
 MANY_PINGS = """

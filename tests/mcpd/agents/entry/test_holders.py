@@ -25,9 +25,9 @@ from mcpd.agents.entry import holders
 from mcpd.agents.entry.holders import ConnectionHolder, Held, Lookups, TcpKin, tcp_held
 from mcpd.local.ownership.tcpowner import HoldersUnknown, OwnerUnknown
 from mcpd.policy.deciders.kin import AgentKin, Decider
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.page_http import code_url, csrf_of, http, session
-from tests.support.tcp_client import held_by_a_child
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.clients.tcp_client import held_by_a_child
+from tests.support.page.http_session import code_url, csrf_of, http, session
 from transports.complaints import Complaints
 from transports.stdio.loopback.relay import relay_loopback
 
@@ -39,7 +39,7 @@ def nobody(port: int, to: int) -> None:
     return None
 
 
-LOOPBACK = str(Path(__file__).resolve().parents[3] / "support" / "loopback_server.py")
+LOOPBACK = str(Path(__file__).resolve().parents[3] / "support" / "breakout" / "loopback_server.py")
 
 
 def config(tmp_path: Path) -> Any:

@@ -18,9 +18,9 @@ from mcpd.agents.entry.holders import Held
 from mcpd.agents.entry.identity import AgentIdentity, new_connection_id
 from mcpd.agents.entry.peers import Peer
 from mcpd.audit.reader import AuditRecords
-from tests.support.agent import make_config, running
-from tests.support.daemon_http import modern
-from tests.support.procs import scripted
+from tests.support.clients.agent import make_config, running
+from tests.support.clients.daemon_http import modern
+from tests.support.system.procs import scripted
 
 
 def me() -> Peer:

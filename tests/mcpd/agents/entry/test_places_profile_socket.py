@@ -10,9 +10,9 @@ from pathlib import Path
 import trio
 
 from mcpd.agents.entry.places import OWNER_RESERVE
-from tests.support.agent import connect
-from tests.support.policy_daemon import LIMIT, policy_daemon
-from tests.support.socket_cli import mcpd
+from tests.support.cli.on_socket import mcpd
+from tests.support.clients.agent import connect
+from tests.support.daemons.policy import LIMIT, policy_daemon
 
 NARROW = {"servers": ["gh"], "tools": {"allow": ["read_repo"]}}
 

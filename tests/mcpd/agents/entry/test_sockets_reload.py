@@ -17,8 +17,8 @@ import pytest
 import trio
 
 from mcpd.config.loading.load import load
-from tests.support.agent import Agent, connect, running
-from tests.support.pins_daemon import Changing
+from tests.support.clients.agent import Agent, connect, running
+from tests.support.daemons.pins import Changing
 
 LIMIT = 60
 HOLD = "mcp__tickets__hold"

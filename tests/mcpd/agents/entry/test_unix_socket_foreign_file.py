@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.support.agent import connect
-from tests.support.peer_user import USER, needs_root, peer_uid, run_as, shared_dir
-from tests.support.procs import SCRIPTED
+from tests.support.clients.agent import connect
+from tests.support.system.peer_user import USER, needs_root, peer_uid, run_as, shared_dir
+from tests.support.system.procs import SCRIPTED
 
 pytestmark = [
     needs_root,

@@ -14,8 +14,8 @@ import trio
 from mcpd.agents.http.body_budget import BODY_BUDGET, LISTEN_BODY, body_limits
 from mcpd.agents.http.body_size import MAX_BODY
 from mcpd.config.tables.model import DaemonConfig
-from tests.support.agent import make_config, running
-from tests.support.daemon_http import (
+from tests.support.clients.agent import make_config, running
+from tests.support.clients.daemon_http import (
     MCP,
     answer_head,
     auth,
@@ -26,7 +26,7 @@ from tests.support.daemon_http import (
     modern,
     modern_headers,
 )
-from tests.support.peer_user import needs_root, peer_uid, start_as
+from tests.support.system.peer_user import needs_root, peer_uid, start_as
 
 # Opens argv[3] connections to 127.0.0.1:argv[1], each sending the head in argv[2] (its
 # bytes, latin-1) and none of the body it announces, and prints the status line and

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.agent import META, make_config, running
-from tests.support.browser import chromium
-from tests.support.procs import scripted
+from tests.support.clients.agent import META, make_config, running
+from tests.support.page.browser import chromium
+from tests.support.system.procs import scripted
 
 # Room for a first run that installs the browser with apt.
 pytestmark = pytest.mark.timeout(600)

@@ -11,9 +11,9 @@ from typing import Any
 
 import trio
 
-from tests.support.agent import make_config, running
-from tests.support.daemon_http import MCP, answer_head, header_dict, modern, modern_headers
-from tests.support.procs import scripted
+from tests.support.clients.agent import make_config, running
+from tests.support.clients.daemon_http import MCP, answer_head, header_dict, modern, modern_headers
+from tests.support.system.procs import scripted
 
 APP = "http://localhost:3000"
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import trio
 
-from tests.support.agent import make_config, running
-from tests.support.daemon_http import (
+from tests.support.clients.agent import make_config, running
+from tests.support.clients.daemon_http import (
     MCP,
     answer_head,
     auth,
@@ -20,8 +20,8 @@ from tests.support.daemon_http import (
     listen_request,
     modern,
 )
-from tests.support.peer_user import needs_root, peer_uid, start_as
-from tests.support.procs import scripted
+from tests.support.system.peer_user import needs_root, peer_uid, start_as
+from tests.support.system.procs import scripted
 
 # Opens argv[3] connections to 127.0.0.1:argv[1], each sending the listen in argv[2]
 # (its bytes, latin-1), prints the status line of each answer (and a refusal's end),

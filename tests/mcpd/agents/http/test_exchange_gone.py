@@ -15,9 +15,9 @@ import trio
 from mcpd.agents.calls.callrecords import AGENT_GONE
 from mcpd.audit.record import CallRecord
 from mcpd.daemon import Daemon
-from tests.support.agent import META, make_config, running
-from tests.support.procs import scripted
-from tests.support.reloading import wait_for
+from tests.support.clients.agent import META, make_config, running
+from tests.support.daemons.reloading import wait_for
+from tests.support.system.procs import scripted
 
 LIMIT = 60
 BIG = 8_000_000  # more than the socket's buffers hold: its write waits for the client

@@ -13,7 +13,7 @@ import trio.testing
 from mcpd.agents.http.headmeter import HEAD_ROOM
 from mcpd.agents.http.headsize import MAX_HEAD
 from mcpd.config.tables.model import Config
-from tests.support.agent import make_config, running
+from tests.support.clients.agent import make_config, running
 
 START = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 

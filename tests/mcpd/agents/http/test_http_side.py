@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.agent import META, connect, make_config, running
-from tests.support.daemon_http import CURL, curl, modern, modern_headers, post
-from tests.support.procs import scripted
+from tests.support.clients.agent import META, connect, make_config, running
+from tests.support.clients.daemon_http import CURL, curl, modern, modern_headers, post
+from tests.support.system.procs import scripted
 
 pytestmark = pytest.mark.skipif(CURL is None, reason="curl is not installed")
 
@@ -224,7 +224,7 @@ async def test_reload_over_http_is_the_same_method(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28", "auto"])
 async def test_the_official_sdk_client_over_http_on_the_socket(tmp_path: Path, mode: str) -> None:
-    probe = Path(__file__).resolve().parents[3] / "support" / "sdk_unix_http_probe.py"
+    probe = Path(__file__).resolve().parents[3] / "support" / "hosts" / "sdk_unix_http_probe.py"
     cfg = make_config(tmp_path, {"alpha": server("--tools", "2")})
     with trio.fail_after(90):
         async with running(cfg) as daemon:

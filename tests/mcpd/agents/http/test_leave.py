@@ -16,15 +16,15 @@ import trio
 import trio.testing
 
 from mcpd.config.loading.load import load
-from tests.support.agent import META, running
-from tests.support.http_stream_client import (
+from tests.support.clients.agent import META, running
+from tests.support.clients.http_stream_client import (
     POST,
     Client,
     open_session,
     session_headers,
     stream_headers,
 )
-from tests.support.pins_daemon import Changing
+from tests.support.daemons.pins import Changing
 
 LIMIT = 60
 HOLD = "mcp__tickets__hold"

@@ -38,13 +38,13 @@ from mcpd.servers.supervisor import Supervisor
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 from protocol.mcp import features as surface
-from tests.support.agent import META, connect, make_config, running
-from tests.support.daemon_http import CURL, MCP, auth, http, modern_headers, post, stateless
-from tests.support.http_stream_client import Client, open_session, session_headers
-from tests.support.peer_probe import PEER_HTTP
-from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir
-from tests.support.procs import scripted
-from tests.support.reloading import wait_for
+from tests.support.clients.agent import META, connect, make_config, running
+from tests.support.clients.daemon_http import CURL, MCP, auth, http, modern_headers, post, stateless
+from tests.support.clients.http_stream_client import Client, open_session, session_headers
+from tests.support.daemons.reloading import wait_for
+from tests.support.system.peer_probe import PEER_HTTP
+from tests.support.system.peer_user import needs_root, peer_uid, run_as, shared_dir
+from tests.support.system.procs import scripted
 
 JSON_POST = [
     (b"host", b"mcpd"),
@@ -477,7 +477,7 @@ async def test_a_call_in_flight_when_its_session_is_deleted_is_answered_saying_s
 # -- whose a stateless client's tasks are --
 
 SUPPORT = Path(__file__).resolve().parents[3] / "support"
-JOBS = {"command": sys.executable, "args": [str(SUPPORT / "task_server.py")]}
+JOBS = {"command": sys.executable, "args": [str(SUPPORT / "asking" / "task_server.py")]}
 TASKS_META = {
     **META,
     "io.modelcontextprotocol/clientCapabilities": {"extensions": {surface.TASKS_EXTENSION: {}}},
@@ -560,7 +560,7 @@ async def test_a_servers_process_let_onto_a_profile_does_not_reach_its_users_tas
     shared = str(tmp_path / "shared.sock")
     hostile = {
         "command": sys.executable,
-        "args": [str(SUPPORT / "hostile_server.py")],
+        "args": [str(SUPPORT / "breakout" / "hostile_server.py")],
         "sandbox": "off",  # to reach the socket; which process it is, mcpd still knows
     }
     profile = {"servers": ["ta"], "socket": shared, "allow_servers": ["hostile"]}

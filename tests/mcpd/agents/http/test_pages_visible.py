@@ -13,11 +13,11 @@ from pathlib import Path
 import trio
 
 from protocol.shown.visible import visible
-from tests.support.agent import connect, make_config, running
-from tests.support.daemon_http import auth, http, socket_get
-from tests.support.hostile_text_server import HOSTILE, ODD
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.clients.daemon_http import auth, http, socket_get
+from tests.support.hostile.text_server import HOSTILE, ODD
 
-SERVER = str(Path(__file__).resolve().parents[3] / "support" / "hostile_text_server.py")
+SERVER = str(Path(__file__).resolve().parents[3] / "support" / "hostile" / "text_server.py")
 PAGES = ("/status", "/tools", "/prompts", "/resources", "/healthz")
 # A one-byte CSI, the bidi controls and the zero-width space, encoded as UTF-8.
 RAW = ("\x9b", "\u202e", "\u2069", "\u200b", "\U000e0041")

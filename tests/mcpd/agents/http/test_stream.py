@@ -23,10 +23,15 @@ from mcpd.config.loading.load import load
 from mcpd.daemon import Daemon
 from mcpd.local.state.endpoint_token import write_token
 from protocol.jsonrpc import messages as rpc
-from tests.support.agent import running
-from tests.support.daemon_http import http
-from tests.support.http_stream_client import Client, open_session, session_headers, stream_headers
-from tests.support.procs import scripted
+from tests.support.clients.agent import running
+from tests.support.clients.daemon_http import http
+from tests.support.clients.http_stream_client import (
+    Client,
+    open_session,
+    session_headers,
+    stream_headers,
+)
+from tests.support.system.procs import scripted
 
 LIMIT = 60
 
@@ -270,7 +275,7 @@ def big_notification(n: int) -> bytes:
 async def test_a_sessions_log_level_brings_its_servers_log_messages_to_its_stream(
     tmp_path: Path,
 ) -> None:
-    logging_server = Path(__file__).parents[3] / "support" / "logging_server.py"
+    logging_server = Path(__file__).parents[3] / "support" / "servers" / "logging_server.py"
     server = f"command = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(logging_server))}]\n"
     with trio.fail_after(LIMIT):
         async with daemon_with(tmp_path, scribe=server) as daemon:
@@ -298,7 +303,7 @@ async def test_a_sessions_log_level_brings_its_servers_log_messages_to_its_strea
 
 
 def logging_server() -> str:
-    script = Path(__file__).parents[3] / "support" / "logging_server.py"
+    script = Path(__file__).parents[3] / "support" / "servers" / "logging_server.py"
     return f"command = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(script))}]\n"
 
 

@@ -14,9 +14,9 @@ import pytest
 import trio
 
 from mcpd.local.state.endpoint_token import write_token
-from tests.support.agent import make_config, running
-from tests.support.daemon_http import auth, http
-from tests.support.operator import MCPD
+from tests.support.clients.agent import make_config, running
+from tests.support.clients.daemon_http import auth, http
+from tests.support.daemons.as_operator import MCPD
 
 DAMAGE = b"\x84\xb0" + os.urandom(62)  # not ASCII from its first byte
 

@@ -13,9 +13,17 @@ from typing import Any
 
 import trio
 
-from tests.support.agent import META, make_config, running
-from tests.support.daemon_http import MCP, Reply, auth, header_dict, http, modern, modern_headers
-from tests.support.procs import SCRIPTED, scripted
+from tests.support.clients.agent import META, make_config, running
+from tests.support.clients.daemon_http import (
+    MCP,
+    Reply,
+    auth,
+    header_dict,
+    http,
+    modern,
+    modern_headers,
+)
+from tests.support.system.procs import SCRIPTED, scripted
 
 
 def server(*flags: str) -> dict[str, Any]:
@@ -208,7 +216,7 @@ async def test_a_server_cannot_take_the_endpoints_port_before_mcpd(tmp_path: Pat
     port = probe.getsockname()[1]
     probe.close()
     notes = tmp_path / "squatter.notes"
-    squatter = str(Path(SCRIPTED).with_name("squatter.py"))
+    squatter = str(Path(SCRIPTED).parents[1] / "breakout" / "squatter.py")
     args = [squatter, str(notes), f"tcp:127.0.0.1:{port}", "--", "--tools", "2"]
     cfg = make_config(
         tmp_path,

@@ -22,8 +22,8 @@ import msgspec
 import trio
 
 from mcpd.agents.http.tcp import LOBBY_SIZE
-from tests.support.daemon_http import Reply, modern, modern_headers
-from tests.support.procs import scripted
+from tests.support.clients.daemon_http import Reply, modern, modern_headers
+from tests.support.system.procs import scripted
 
 MCPD = [sys.executable, "-m", "mcpd"]
 DECLARED = 4 * 1024 * 1024  # the most a body may be: what a stranger claims to send

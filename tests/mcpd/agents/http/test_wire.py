@@ -24,8 +24,8 @@ from mcpd.agents.http.wire import (
     WireResponse,
     refuse_and_close,
 )
-from tests.support.agent import make_config, running
-from tests.support.daemon_http import (
+from tests.support.clients.agent import make_config, running
+from tests.support.clients.daemon_http import (
     MCP,
     answer_head,
     auth,
@@ -34,7 +34,7 @@ from tests.support.daemon_http import (
     modern,
     modern_headers,
 )
-from tests.support.procs import scripted
+from tests.support.system.procs import scripted
 
 
 class Client:

@@ -11,9 +11,9 @@ import trio
 
 from mcpd.agents.lists.instructions import part
 from mcpd.servers.status.state import Said
-from tests.support.agent import connect, make_config, running
-from tests.support.procs import forging
-from tests.support.supervision import server, text, wait_state
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.daemons.supervision import server, text, wait_state
+from tests.support.system.procs import forging
 
 
 def test_every_line_of_a_server_is_quoted_and_none_is_a_heading() -> None:

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.pins_daemon import Changing
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.daemons.pins import Changing
 
 OBJ = {"type": "object"}
 OWN = ("mcpd_search_tools", "mcpd_describe_tools", "mcpd_call_tool")

@@ -14,7 +14,7 @@ import trio
 from mcpd.agents.lists.paging import decode_cursor, encode_cursor, list_digest, page_of
 from protocol.jsonrpc import messages as rpc
 from protocol.shown.visible import quote
-from tests.support.agent import connect, make_config, running
+from tests.support.clients.agent import connect, make_config, running
 
 ITEMS = [f"tool{i}" for i in range(7)]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import trio
 
 from mcpd.config.loading.load import load
-from tests.support.agent import connect, running
-from tests.support.reloading import toml_server, write_config
+from tests.support.clients.agent import connect, running
+from tests.support.daemons.reloading import toml_server, write_config
 
 
 async def test_a_cursor_kept_across_a_reload_that_adds_a_server_is_refused(

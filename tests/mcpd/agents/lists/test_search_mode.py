@@ -12,8 +12,8 @@ from typing import Any
 
 import trio
 
-from tests.support.agent import META, connect, make_config, running
-from tests.support.procs import read_pid, scripted
+from tests.support.clients.agent import META, connect, make_config, running
+from tests.support.system.procs import read_pid, scripted
 
 
 def server(*flags: str) -> dict[str, Any]:

@@ -27,8 +27,8 @@ from mcpd.servers.shared import Owner
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 from protocol.mcp.serving import RequestContext
-from tests.support.line_end import LineEnd
-from tests.support.routing import World
+from tests.support.clients.line_end import LineEnd
+from tests.support.parts.routing import World
 
 ACK = "notifications/subscriptions/acknowledged"
 

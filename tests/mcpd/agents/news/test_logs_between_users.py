@@ -13,11 +13,11 @@ from typing import Any
 
 import trio
 
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.peer_user import needs_root, peer_uid, shared_dir, start_as
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.system.peer_user import needs_root, peer_uid, shared_dir, start_as
 
 LIMIT = 60
-LOGGING = str(Path(__file__).parents[3] / "support" / "logging_server.py")
+LOGGING = str(Path(__file__).parents[3] / "support" / "servers" / "logging_server.py")
 SECRET = "sk-owner-only-7f3a9c"
 
 # The other user's agent, in the handshake protocol: asks for every log message

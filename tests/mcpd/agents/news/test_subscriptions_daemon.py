@@ -16,10 +16,10 @@ from pathlib import Path
 import trio
 
 from mcpd.config.loading.load import load
-from tests.support.agent import META, Agent, connect, running
+from tests.support.clients.agent import META, Agent, connect, running
 
 LIMIT = 60
-SERVER = str(Path(__file__).resolve().parents[3] / "support" / "shared_uri_server.py")
+SERVER = str(Path(__file__).resolve().parents[3] / "support" / "uris" / "shared_uri_server.py")
 KEY = "secret://vault/key"
 OTHER = "secret://vault/other"
 WRAPPED = f"mcpd://good/{OTHER}"

@@ -30,7 +30,7 @@ from mcpd.agents.page.passes import CODE_TTL, Passes
 from mcpd.policy.deciders.kin import AgentKin, Process
 from mcpd.servers.shared import Owner
 from protocol.jsonrpc import messages as rpc
-from tests.support.routing import World
+from tests.support.parts.routing import World
 
 TOKEN = "endpoint-token-kept-secret"
 ME = os.getuid()

@@ -7,8 +7,8 @@ from typing import Any
 
 import trio
 
-from tests.support.agent import connect, make_config, running
-from tests.support.procs import scripted
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.system.procs import scripted
 
 
 def server(*flags: str) -> dict[str, Any]:

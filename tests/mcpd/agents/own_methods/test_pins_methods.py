@@ -26,9 +26,9 @@ from mcpd.registry.profiles.views import ProfileView
 from mcpd.registry.tables.catalog import Catalog
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from tests.support import self_approval
-from tests.support.agent import running
-from tests.support.pins_daemon import Changing, cli, config
+from tests.support.clients import self_approval
+from tests.support.clients.agent import running
+from tests.support.daemons.pins import Changing, cli, config
 
 OWNER = Peer(pid=10, uid=os.getuid(), gid=0)
 ROOT = Peer(pid=11, uid=0, gid=0)

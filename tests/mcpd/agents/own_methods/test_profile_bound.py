@@ -18,9 +18,9 @@ from mcpd.agents.own_methods.daemon_methods import HANDLERS as DAEMON
 from mcpd.agents.own_methods.pins_methods import HANDLERS as PINS
 from mcpd.agents.own_methods.profile_bound import ON_A_PROFILE
 from mcpd.agents.own_methods.profile_methods import PROFILE_METHODS
-from tests.support.agent import connect
-from tests.support.daemon_http import CURL, modern, modern_headers, post
-from tests.support.policy_daemon import LIMIT, policy_daemon
+from tests.support.clients.agent import connect
+from tests.support.clients.daemon_http import CURL, modern, modern_headers, post
+from tests.support.daemons.policy import LIMIT, policy_daemon
 
 OWN_METHODS = sorted({*DAEMON, *AUTH, *PINS, *APPROVALS, *PROFILE_METHODS})
 # The profile shows one tool of the server; the call that waits for the operator is

@@ -11,7 +11,7 @@ from mcpd.agents.page.model import PageData
 from mcpd.agents.page.render import regions
 from mcpd.local.state.statefile import SavedChange, SavedMinute
 from mcpd.servers.status.history import ServerHistory
-from tests.support.status_rows import daemon, document, server_row
+from tests.support.parts.status_rows import daemon, document, server_row
 
 NOW = 1_800_000_000.0
 

@@ -26,7 +26,7 @@ from mcpd.agents.page.decisions import (
 from mcpd.agents.page.model import PageData
 from mcpd.agents.page.sources import CallFilter, CallRow, HeldChange, PendingApproval, Waiting
 from mcpd.registry.findings.rules import Finding
-from tests.support.status_rows import daemon, document, server_row
+from tests.support.parts.status_rows import daemon, document, server_row
 
 NOW = 1_800_000_000.0
 APPROVAL = PendingApproval("a-1", "mail", "mail__send", "pid 8 (host)", NOW - 60, '{"to": "x"}')

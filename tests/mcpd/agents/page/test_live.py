@@ -21,15 +21,15 @@ import trio.testing
 from mcpd.agents.page.live import KEEPALIVE, MAX_STREAMS, PER_HOLDER, REFRESH, Live, Regions
 from mcpd.config.loading.load import parse_config
 from mcpd.daemon import Daemon
-from tests.support import self_approval
-from tests.support.agent import running
-from tests.support.apart import APART
-from tests.support.page_http import http, session
-from tests.support.page_stream import KEEP_ALIVE, Stream, requested
-from tests.support.procs import scripted
+from tests.support.cli.apart import APART
+from tests.support.clients import self_approval
+from tests.support.clients.agent import running
+from tests.support.page.http_session import http, session
+from tests.support.page.stream import KEEP_ALIVE, Stream, requested
+from tests.support.system.procs import scripted
 
 LIMIT = 60
-BURST = str(Path(__file__).resolve().parents[3] / "support" / "call_burst.py")
+BURST = str(Path(__file__).resolve().parents[3] / "support" / "clients" / "call_burst.py")
 
 
 class Page:

@@ -25,7 +25,7 @@ from mcpd.registry.profiles.views import ProfileView
 from mcpd.servers.status.history import ServerHistory
 from mcpd.servers.status.row import BreakerCounts, others_row
 from mcpd.status_document import StatusDocument
-from tests.support.status_rows import daemon, document, profile, server_row
+from tests.support.parts.status_rows import daemon, document, profile, server_row
 
 NOW = 1_800_000_000.0
 

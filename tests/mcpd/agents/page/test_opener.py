@@ -18,11 +18,11 @@ import trio
 
 from mcpd.config.loading.load import parse_config
 from mcpd.daemon import Daemon
-from tests.support import self_approval
-from tests.support.agent import connect, running
-from tests.support.page_http import code_url, forms, http, session
-from tests.support.pins_daemon import Changing, cli
-from tests.support.procs import scripted
+from tests.support.clients import self_approval
+from tests.support.clients.agent import connect, running
+from tests.support.daemons.pins import Changing, cli
+from tests.support.page.http_session import code_url, forms, http, session
+from tests.support.system.procs import scripted
 
 LIMIT = 90
 WRITE = "mcp__files__write"
@@ -98,7 +98,7 @@ async def persons_page(port: int, sock: str) -> PersonsPage:
 
 
 def refusals(out: str) -> tuple[str | None, list[str]]:
-    """The note of the page ``page_client`` read, and each refusal it was answered."""
+    """The note of the page ``page.client`` read, and each refusal it was answered."""
     said = json.loads(out)
     errors = []
     for answer in said["answers"]:

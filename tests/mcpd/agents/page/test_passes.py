@@ -30,10 +30,10 @@ from mcpd.agents.page.passes import (
     users_session,
 )
 from mcpd.policy.deciders.kin import Decider, Process
-from tests.support import self_approval
-from tests.support.agent import make_config, running
-from tests.support.page_http import code_url, csrf_of, http, session
-from tests.support.procs import scripted
+from tests.support.clients import self_approval
+from tests.support.clients.agent import make_config, running
+from tests.support.page.http_session import code_url, csrf_of, http, session
+from tests.support.system.procs import scripted
 
 LIMIT = 90
 

@@ -31,11 +31,11 @@ from mcpd.registry.gating.judged import HeldOffer
 from mcpd.registry.pinning.definitions import BARE, PinRecord, pin_digest
 from mcpd.registry.profiles.views import ProfileView
 from protocol.jsonrpc import messages as rpc
-from tests.support.agent import running
-from tests.support.page_http import forms, http, session
-from tests.support.pins_daemon import Changing
-from tests.support.pins_daemon import config as pins_config
-from tests.support.status_rows import daemon, document
+from tests.support.clients.agent import running
+from tests.support.daemons.pins import Changing
+from tests.support.daemons.pins import config as pins_config
+from tests.support.page.http_session import forms, http, session
+from tests.support.parts.status_rows import daemon, document
 
 LIMIT = 60
 A_PROFILE = cast(ProfileView, object())  # a reader of one profile

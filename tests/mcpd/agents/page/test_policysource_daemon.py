@@ -16,14 +16,14 @@ import trio
 
 from mcpd.audit.reader import AuditRecords
 from mcpd.config.loading.load import parse_config
-from tests.support.agent import connect, running
-from tests.support.apart import APART
-from tests.support.daemon_http import curl
-from tests.support.page_http import http, session
-from tests.support.procs import scripted
+from tests.support.cli.apart import APART
+from tests.support.clients.agent import connect, running
+from tests.support.clients.daemon_http import curl
+from tests.support.page.http_session import http, session
+from tests.support.system.procs import scripted
 
 LIMIT = 60
-BURST = str(Path(__file__).resolve().parents[3] / "support" / "call_burst.py")
+BURST = str(Path(__file__).resolve().parents[3] / "support" / "clients" / "call_burst.py")
 
 
 def config(tmp_path: Path) -> Any:

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import trio
 
-from tests.support.agent import connect, make_config, running
-from tests.support.daemon_http import curl
-from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir
-from tests.support.procs import scripted
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.clients.daemon_http import curl
+from tests.support.system.peer_user import needs_root, peer_uid, run_as, shared_dir
+from tests.support.system.procs import scripted
 
 LIMIT = 60
 

@@ -17,7 +17,7 @@ from mcpd.agents.page.sources import CallRow, HeldChange, PendingApproval, Waiti
 from mcpd.local.state.statefile import SavedChange
 from mcpd.servers.status.history import ServerHistory
 from mcpd.servers.status.row import BreakerCounts
-from tests.support.status_rows import daemon, document, profile, sandbox, server_row
+from tests.support.parts.status_rows import daemon, document, profile, sandbox, server_row
 
 NOW = 1_800_000_000.0
 SINCE = "2027-01-15T08:00:00+00:00"

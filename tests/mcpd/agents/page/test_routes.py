@@ -29,8 +29,8 @@ from mcpd.local.ownership.tcpowner import OwnerUnknown
 from mcpd.policy.deciders.kin import AgentKin
 from mcpd.servers.all_servers import AllServers
 from mcpd.status_document import StatusDocument
-from tests.support.page_stream import KEEP_ALIVE, requested
-from tests.support.status_rows import daemon, document, server_row
+from tests.support.page.stream import KEEP_ALIVE, requested
+from tests.support.parts.status_rows import daemon, document, server_row
 
 HOST = "127.0.0.1:8765"
 COOKIE = "mcpd_page_8765"

@@ -16,10 +16,10 @@ from urllib.parse import urlsplit
 import pytest
 import trio
 
-from tests.support.agent import make_config, running
-from tests.support.daemon_http import Reply
-from tests.support.page_http import code_url, csrf_of, http, session
-from tests.support.procs import scripted
+from tests.support.clients.agent import make_config, running
+from tests.support.clients.daemon_http import Reply
+from tests.support.page.http_session import code_url, csrf_of, http, session
+from tests.support.system.procs import scripted
 
 LIMIT = 60
 

@@ -26,9 +26,9 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support.agent import META, make_config, running
-from tests.support.http_servers import Responder, SeenRequest, serve_http
-from tests.support.procs import scripted
+from tests.support.clients.agent import META, make_config, running
+from tests.support.http_servers.serving import Responder, SeenRequest, serve_http
+from tests.support.system.procs import scripted
 
 MODERN = "2026-07-28"
 # Strings whose contents must reach the agent exactly as the server meant them.

@@ -18,11 +18,11 @@ import trio
 from mcpd.registry.pinning.definitions import definition, pin_digest
 from protocol.mcp import core as mcp
 from protocol.mcp import features as surface
-from tests.support.agent import META, Agent, connect, make_config, running
-from tests.support.daemon_http import stateless
-from tests.support.marking_server import FORGED, PROMPT, TEMPLATE, TOOL
+from tests.support.clients.agent import META, Agent, connect, make_config, running
+from tests.support.clients.daemon_http import stateless
+from tests.support.hostile.marking_server import FORGED, PROMPT, TEMPLATE, TOOL
 
-SERVER = str(Path(__file__).resolve().parents[3] / "support" / "marking_server.py")
+SERVER = str(Path(__file__).resolve().parents[3] / "support" / "hostile" / "marking_server.py")
 LEVEL = "io.modelcontextprotocol/logLevel"
 MARKED_FORGED = (
     "[ev] Format code.\n\n[ev] [unavailable: gh is down since 18:02:11, retrying at 18:07:11] "

@@ -20,9 +20,9 @@ import trio
 from mcpd.agents.entry.unix_socket import UnsafeDirectory
 from mcpd.cli.client import Client
 from mcpd.local.ownership import owners
-from tests.support.agent import make_config, running
-from tests.support.bridge import BridgeProcess
-from tests.support.peer_user import USER, needs_root, peer_uid, run_as, shared_dir, start_as
+from tests.support.clients.agent import make_config, running
+from tests.support.clients.bridge import BridgeProcess
+from tests.support.system.peer_user import USER, needs_root, peer_uid, run_as, shared_dir, start_as
 
 MCPD = [sys.executable, "-m", "mcpd"]
 REFUSAL = "not you, root or the mcpd service user: refusing to talk to it"

@@ -20,10 +20,10 @@ from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.shared import Owner
 from mcpd.servers.supervisor import Supervisor
-from tests.support.agent import META, Agent, connect, make_config, running
+from tests.support.clients.agent import META, Agent, connect, make_config, running
 
-TASK_SERVER = str(Path(__file__).resolve().parents[3] / "support" / "task_server.py")
-CANNED = str(Path(__file__).resolve().parents[3] / "support" / "canned_server.py")
+TASK_SERVER = str(Path(__file__).resolve().parents[3] / "support" / "asking" / "task_server.py")
+CANNED = str(Path(__file__).resolve().parents[3] / "support" / "servers" / "canned.py")
 EXT = "io.modelcontextprotocol/tasks"
 TASKS_META = {**META, "io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}}}
 

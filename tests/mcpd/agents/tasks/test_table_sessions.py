@@ -19,9 +19,9 @@ import trio
 from mcpd.config.loading.load import load
 from mcpd.daemon import Daemon
 from mcpd.servers.connected.upstream import Upstream
-from tests.support.agent import META, Agent, connect, running
+from tests.support.clients.agent import META, Agent, connect, running
 
-TASK_SERVER = str(Path(__file__).resolve().parents[3] / "support" / "task_server.py")
+TASK_SERVER = str(Path(__file__).resolve().parents[3] / "support" / "asking" / "task_server.py")
 EXT = "io.modelcontextprotocol/tasks"
 TASKS_META = {**META, "io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}}}
 SUB = "io.modelcontextprotocol/subscriptionId"

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.agent import META, Agent, connect, make_config, running
+from tests.support.clients.agent import META, Agent, connect, make_config, running
 
-CANNED = str(Path(__file__).resolve().parents[3] / "support" / "canned_server.py")
+CANNED = str(Path(__file__).resolve().parents[3] / "support" / "servers" / "canned.py")
 EXT = "io.modelcontextprotocol/tasks"
 TASKS_META = {**META, "io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}}}
 

@@ -22,7 +22,7 @@ from mcpd.servers.calling.calls import SessionMark
 from mcpd.servers.life.runner import Runner
 from mcpd.servers.shared import Owner
 from mcpd.servers.supervisor import Supervisor
-from tests.support.resource_lists import Shows
+from tests.support.uris.resource_lists import Shows
 
 
 class Session:

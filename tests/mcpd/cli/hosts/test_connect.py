@@ -20,10 +20,10 @@ import trio
 from mcpd.cli.hosts import hostconfig as hc
 from mcpd.config.loading.load import load
 from mcpd.config.tables import hosts
-from tests.support.agent import connect, running
-from tests.support.bridge import BridgeProcess
-from tests.support.hostconfig import DOCUMENTED, parsed
-from tests.support.procs import scripted
+from tests.support.clients.agent import connect, running
+from tests.support.clients.bridge import BridgeProcess
+from tests.support.hosts.entries import DOCUMENTED, parsed
+from tests.support.system.procs import scripted
 
 
 def write_mcpd_config(tmp: Path, extra: str = "") -> Path:
@@ -153,7 +153,7 @@ async def test_connect_write_merges_both_files_and_the_names_fit(tmp_path: Path)
 
 @pytest.mark.interop
 async def test_gemini_cli_connects_through_what_mcpd_connect_writes(tmp_path: Path) -> None:
-    from tests.support.hostconfig import GEMINI, gemini_list
+    from tests.support.hosts.entries import GEMINI, gemini_list
 
     if not GEMINI.exists():
         pytest.skip("the Gemini CLI is not installed; run `make peers`")

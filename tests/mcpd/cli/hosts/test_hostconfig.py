@@ -17,7 +17,7 @@ import trio
 from mcpd.cli.hosts import hostconfig as hc
 from mcpd.cli.hosts.hostconfig import HostConfigError
 from mcpd.config.tables import hosts
-from tests.support.hostconfig import DOCUMENTED, GEMINI, gemini_list, parsed
+from tests.support.hosts.entries import DOCUMENTED, GEMINI, gemini_list, parsed
 
 BRIDGE = ["/usr/bin/mcpd", "bridge", "--profile", "dev"]
 URL = "http://127.0.0.1:8765/mcp"
@@ -439,7 +439,7 @@ async def test_gemini_cli_reads_the_entries_mcpd_writes(tmp_path: Path) -> None:
 async def test_gemini_cli_connects_through_the_bridge_entry(tmp_path: Path) -> None:
     if not GEMINI.exists():
         pytest.skip("the Gemini CLI is not installed; run `npm ci` in tests/hosts")
-    from tests.support.agent import make_config, running
+    from tests.support.clients.agent import make_config, running
 
     home = tmp_path / "home"
     project = tmp_path / "project"

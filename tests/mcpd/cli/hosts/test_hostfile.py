@@ -15,7 +15,7 @@ import pytest
 
 from mcpd.cli.hosts import hostconfig as hc
 from mcpd.cli.hosts.hostfile import HostConfigError
-from tests.support.peer_user import needs_root, peer_uid, shared_dir
+from tests.support.system.peer_user import needs_root, peer_uid, shared_dir
 
 BRIDGE = ["/usr/bin/mcpd", "bridge"]
 

@@ -16,11 +16,11 @@ import trio
 
 from mcpd.cli.logins.browser import browser_argv, safe_to_open
 from protocol.oauth.http import get
-from tests.support.agent import connect, running
-from tests.support.auth_login import LIMIT, ROOT, config_for, mcpd, read_until
-from tests.support.oauth_browser import follow_authorization
-from tests.support.oauth_mcp import serve_protected
-from tests.support.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir
+from tests.support.clients.agent import connect, running
+from tests.support.oauth.browser_step import follow_authorization
+from tests.support.oauth.login import LIMIT, ROOT, config_for, mcpd, read_until
+from tests.support.oauth.protected_mcp import serve_protected
+from tests.support.system.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir
 from transports.http.oauth_client import OAuthHttp
 
 
@@ -117,7 +117,7 @@ async def test_a_stray_request_to_the_listener_does_not_end_the_login(tmp_path: 
 async def test_the_browser_opens_the_url_and_its_redirect_reaches_the_command(
     tmp_path: Path,
 ) -> None:
-    browser = ROOT / "tests" / "support" / "scripted_browser.py"
+    browser = ROOT / "tests" / "support" / "oauth" / "scripted_browser.py"
     with trio.fail_after(LIMIT):
         async with serve_protected() as srv, running(config_for(tmp_path, srv)) as daemon:
             sock = daemon.socket_path

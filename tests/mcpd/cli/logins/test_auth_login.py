@@ -8,9 +8,9 @@ from pathlib import Path
 
 import trio
 
-from tests.support.agent import running
-from tests.support.auth_login import LIMIT, config_for, mcpd
-from tests.support.oauth_mcp import serve_protected
+from tests.support.clients.agent import running
+from tests.support.oauth.login import LIMIT, config_for, mcpd
+from tests.support.oauth.protected_mcp import serve_protected
 
 
 async def test_an_address_whose_host_is_written_with_non_ascii_letters_is_shown_in_ascii(

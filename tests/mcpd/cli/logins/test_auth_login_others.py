@@ -17,11 +17,11 @@ import trio
 
 from mcpd.agents.entry.peers import peer_of
 from protocol.oauth.http import get
-from tests.support.agent import connect, running
-from tests.support.auth_login import LIMIT, ROOT, config_for, read_until
-from tests.support.oauth_browser import follow_authorization
-from tests.support.oauth_mcp import serve_protected
-from tests.support.peer_user import needs_root, peer_uid, run_as
+from tests.support.clients.agent import connect, running
+from tests.support.oauth.browser_step import follow_authorization
+from tests.support.oauth.login import LIMIT, ROOT, config_for, read_until
+from tests.support.oauth.protected_mcp import serve_protected
+from tests.support.system.peer_user import needs_root, peer_uid, run_as
 from transports.http.oauth_client import OAuthHttp
 
 # As the user given: GET argv[1]; print the status it answered ("closed": none came).
@@ -148,7 +148,7 @@ async def test_when_only_a_bad_redirect_came_the_login_fails_at_its_deadline(
 async def test_the_browser_is_not_told_the_address_on_its_command_line(
     tmp_path: Path,
 ) -> None:
-    browser = ROOT / "tests" / "support" / "scripted_browser.py"
+    browser = ROOT / "tests" / "support" / "oauth" / "scripted_browser.py"
     hold = tmp_path / "hold.sock"
     with trio.fail_after(LIMIT):
         async with serve_protected() as srv, running(config_for(tmp_path, srv)) as daemon:

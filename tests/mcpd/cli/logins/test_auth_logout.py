@@ -12,10 +12,10 @@ from urllib.parse import parse_qs
 import trio
 
 from mcpd.cli.logins.revocation_words import logout_said
-from tests.support.agent import connect, running
-from tests.support.auth_login import LIMIT, config_for, mcpd
-from tests.support.oauth_browser import follow_authorization
-from tests.support.oauth_mcp import REDIRECT, login, serve_protected
+from tests.support.clients.agent import connect, running
+from tests.support.oauth.browser_step import follow_authorization
+from tests.support.oauth.login import LIMIT, config_for, mcpd
+from tests.support.oauth.protected_mcp import REDIRECT, login, serve_protected
 from transports.http.oauth_client import OAuthHttp
 
 

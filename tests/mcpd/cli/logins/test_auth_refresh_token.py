@@ -11,11 +11,13 @@ from pathlib import Path
 
 import trio
 
-from tests.support.agent import running
-from tests.support.auth_login import LIMIT, ROOT, config_for, mcpd
-from tests.support.oauth_mcp import ProtectedMcp, serve_protected
+from tests.support.clients.agent import running
+from tests.support.oauth.login import LIMIT, ROOT, config_for, mcpd
+from tests.support.oauth.protected_mcp import ProtectedMcp, serve_protected
 
-BROWSER = {"BROWSER": f"{sys.executable} {ROOT / 'tests' / 'support' / 'scripted_browser.py'}"}
+BROWSER = {
+    "BROWSER": f"{sys.executable} {ROOT / 'tests' / 'support' / 'oauth' / 'scripted_browser.py'}"
+}
 NO_REFRESH = "the authorization server issued no refresh token"
 
 

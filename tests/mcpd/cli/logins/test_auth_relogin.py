@@ -13,14 +13,16 @@ from urllib.parse import parse_qs
 
 import trio
 
-from tests.support.agent import Agent, connect, running
-from tests.support.auth_login import LIMIT, ROOT, config_for, mcpd
-from tests.support.http_servers import Responder, SeenRequest
-from tests.support.oauth_browser import follow_authorization
-from tests.support.oauth_mcp import REDIRECT, ProtectedMcp, login, serve_protected
+from tests.support.clients.agent import Agent, connect, running
+from tests.support.http_servers.serving import Responder, SeenRequest
+from tests.support.oauth.browser_step import follow_authorization
+from tests.support.oauth.login import LIMIT, ROOT, config_for, mcpd
+from tests.support.oauth.protected_mcp import REDIRECT, ProtectedMcp, login, serve_protected
 from transports.http.oauth_client import OAuthHttp
 
-BROWSER = {"BROWSER": f"{sys.executable} {ROOT / 'tests' / 'support' / 'scripted_browser.py'}"}
+BROWSER = {
+    "BROWSER": f"{sys.executable} {ROOT / 'tests' / 'support' / 'oauth' / 'scripted_browser.py'}"
+}
 
 
 def revocations(srv: ProtectedMcp) -> list[dict[str, list[str]]]:

@@ -16,7 +16,7 @@ import pytest
 
 from mcpd.cli.logins import dashboard
 from mcpd.cli.main import main
-from tests.support.fake_daemon import FakeDaemon, error, result
+from tests.support.daemons.fake import FakeDaemon, error, result
 
 URL = "http://127.0.0.1:8765/login?code=abc"
 ROOT = Path(__file__).resolve().parents[4]

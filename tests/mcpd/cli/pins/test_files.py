@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mcpd.cli.main import main
-from tests.support.fake_daemon import answering, error
+from tests.support.daemons.fake import answering, error
 
 EXPORT: dict[str, Any] = {
     "format": 1,

@@ -21,8 +21,8 @@ import trio
 
 from mcpd.cli.main import main
 from mcpd.cli.pins import files
-from tests.support.agent import running
-from tests.support.pins_daemon import Changing, cli, config
+from tests.support.clients.agent import running
+from tests.support.daemons.pins import Changing, cli, config
 
 LIMIT = 60
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import trio
 
-from tests.support.agent import connect, running
-from tests.support.pins_daemon import TOOLS_CHANGED, Changing, cli, config, relist
+from tests.support.clients.agent import connect, running
+from tests.support.daemons.pins import TOOLS_CHANGED, Changing, cli, config, relist
 
 OBJ = {"type": "object"}
 CYRILLIC = "purg\u0435"

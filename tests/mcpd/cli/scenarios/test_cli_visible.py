@@ -16,11 +16,11 @@ import trio
 
 from mcpd.cli.logins.auth import render_auth_status as render_logins
 from mcpd.cli.status_view import render_status
-from tests.support.agent import make_config, running
-from tests.support.hostile_text_server import HOSTILE
+from tests.support.clients.agent import make_config, running
+from tests.support.hostile.text_server import HOSTILE
 
 ROOT = Path(__file__).resolve().parents[4]
-SERVER = str(ROOT / "tests" / "support" / "hostile_text_server.py")
+SERVER = str(ROOT / "tests" / "support" / "hostile" / "text_server.py")
 LIMIT = 60
 
 # What must never reach a terminal from a server, and what it is shown as instead.

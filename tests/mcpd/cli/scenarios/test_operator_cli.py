@@ -18,8 +18,8 @@ import pytest
 
 from mcpd.cli.client import QUICK, Client
 from mcpd.config.loading.load import parse_config
-from tests.support.operator import MCPD, client, mcpd, start, stop
-from tests.support.procs import scripted
+from tests.support.daemons.as_operator import MCPD, client, mcpd, start, stop
+from tests.support.system.procs import scripted
 
 SAMPLES = Path(__file__).resolve().parents[3] / "support" / "import_samples"
 

@@ -15,7 +15,7 @@ import pytest
 
 from mcpd.config.credentials.exposure import in_args, in_url
 from mcpd.config.loading.load import load, parse_config
-from tests.support.import_cli import mcpd, warned
+from tests.support.cli.import_commands import mcpd, warned
 
 SAMPLES = Path(__file__).resolve().parents[3] / "support" / "import_samples"
 

@@ -15,7 +15,7 @@ import pytest
 
 from mcpd.config.credentials.exposure import in_args
 from mcpd.config.loading.load import load, parse_config
-from tests.support.import_cli import mcpd, warned
+from tests.support.cli.import_commands import mcpd, warned
 
 PG_PASSWORD, PG_QUERY = "S3cretPw", "AlsoSecret"
 GH_ONE, GH_TWO = "ghp_" + "A" * 36, "ghp_" + "B" * 38

@@ -17,9 +17,9 @@ from typing import Any
 
 import trio
 
-from tests.support.demo import spawn_http
-from tests.support.operator import client, start, stop
-from tests.support.procs import scripted
+from tests.support.clients.demo import spawn_http
+from tests.support.daemons.as_operator import client, start, stop
+from tests.support.system.procs import scripted
 
 MCPD = [sys.executable, "-m", "mcpd"]
 SAMPLES = Path(__file__).resolve().parents[3] / "support" / "import_samples"

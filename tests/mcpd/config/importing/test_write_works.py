@@ -16,9 +16,9 @@ from typing import Any
 
 import trio
 
-from tests.support.agent import META, connect
-from tests.support.http_servers import Responder, SeenRequest, serve_http
-from tests.support.sandbox import HOSTILE
+from tests.support.clients.agent import META, connect
+from tests.support.daemons.sandboxed import HOSTILE
+from tests.support.http_servers.serving import Responder, SeenRequest, serve_http
 
 ROOT = Path(__file__).resolve().parents[4]
 MCPD = [sys.executable, "-m", "mcpd"]

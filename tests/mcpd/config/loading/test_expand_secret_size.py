@@ -18,8 +18,8 @@ import trio
 from mcpd.config.credentials.secrets import SECRET_FILE_LIMIT, read_secret
 from mcpd.config.loading.load import load
 from mcpd.config.tables.model import ConfigError
-from tests.support.agent import Agent, connect, running
-from tests.support.procs import scripted
+from tests.support.clients.agent import Agent, connect, running
+from tests.support.system.procs import scripted
 
 ROOT = Path(__file__).resolve().parents[4]
 KEY = "servers.remote.headers.Authorization"

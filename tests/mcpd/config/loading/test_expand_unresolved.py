@@ -15,8 +15,8 @@ import pytest
 import trio
 
 from mcpd.config.loading.load import load
-from tests.support.agent import Agent, connect, running
-from tests.support.procs import scripted
+from tests.support.clients.agent import Agent, connect, running
+from tests.support.system.procs import scripted
 
 UNSET = "NOT_SET_ANYWHERE"
 SENTENCE = (

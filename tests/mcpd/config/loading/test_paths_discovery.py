@@ -21,8 +21,8 @@ import pytest
 
 from mcpd.config.loading.paths import client_socket_path, daemon_socket_path, systemd_socket
 from mcpd.config.tables.model import default_socket_path
-from tests.support.prestart import counted_server, starts
-from tests.support.procs import SCRIPTED
+from tests.support.servers.counting_starts import counted_server, starts
+from tests.support.system.procs import SCRIPTED
 
 MCPD = [sys.executable, "-m", "mcpd"]
 ROOT = Path(__file__).resolve().parents[4]

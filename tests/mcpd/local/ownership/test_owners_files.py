@@ -21,8 +21,8 @@ from mcpd.local.ownership import owners
 from mcpd.local.state.endpoint_token import TokenError, TokenFile, stored_token, write_token
 from mcpd.local.state.oauth_store import OAuthStore, encode_login
 from mcpd.local.state.statefile import FILE_NAME, read_state
-from tests.support.peer_user import USER, needs_root, peer_uid, run_as, shared_dir
-from tests.support.private_files import WRITERS, Writer, keeper, login, request
+from tests.support.system.peer_user import USER, needs_root, peer_uid, run_as, shared_dir
+from tests.support.system.private_files import WRITERS, Writer, keeper, login, request
 
 ROOT = Path(__file__).resolve().parents[4]
 

@@ -27,7 +27,7 @@ from mcpd.local.ownership.tcpowner import (
     tcp_holder,
     tcp_owner,
 )
-from tests.support.tcp_client import held_by_a_child
+from tests.support.clients.tcp_client import held_by_a_child
 
 # Connects to argv[1]:argv[2], says so, and holds the connection until stdin closes.
 HOLD = """

@@ -16,8 +16,8 @@ import pytest
 
 from mcpd.local.ownership import owners
 from mcpd.local.ownership.trusted_path import untrusted_file, untrusted_way
-from tests.support.acls import acl, with_acl
-from tests.support.peer_user import USER, needs_root, peer_uid, shared_dir
+from tests.support.system.acls import acl, with_acl
+from tests.support.system.peer_user import USER, needs_root, peer_uid, shared_dir
 
 
 def verdict(path: Path) -> str | None:

@@ -11,7 +11,7 @@ import msgspec
 import trio
 
 from protocol.mcp import core as mcp
-from tests.support.private_files import keeper
+from tests.support.system.private_files import keeper
 
 
 def tool(name: str, description: str) -> mcp.Tool:

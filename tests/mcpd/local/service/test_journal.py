@@ -19,7 +19,7 @@ import pytest
 
 from mcpd.local.service import journal, journalfields
 from protocol.shown.logfields import log_extra
-from tests.support.journald import decode_entry
+from tests.support.system.journald import decode_entry
 
 # --- a small, independent decoder of journald's native protocol --------------------------
 

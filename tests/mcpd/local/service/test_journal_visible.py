@@ -17,10 +17,10 @@ import trio
 
 from mcpd.local.service import journal
 from protocol.shown.logfields import log_extra
-from tests.support.agent import make_config, running
+from tests.support.clients.agent import make_config, running
 
 ROOT = Path(__file__).resolve().parents[4]
-SERVER = str(ROOT / "tests" / "support" / "hostile_text_server.py")
+SERVER = str(ROOT / "tests" / "support" / "hostile" / "text_server.py")
 
 RAW = ("\x1b", "\r", "\x07", "\u202e", "\u2069", "\u200b", "\U000e0041")
 SHOWN = ("\\x1b[2K\\r", "\\x1b]8;;https://evil.example\\x07", "\\u202e", "\\u200b", "\\U000e0041")

@@ -18,7 +18,7 @@ from mcpd.local.service.journalfields import (
     unnamed,
 )
 from protocol.shown.logfields import log_extra
-from tests.support.journald import decode_entry
+from tests.support.system.journald import decode_entry
 
 FORGED = "ok\nPRIORITY=0\nMCPD_SERVER=bank\nMESSAGE=approved"
 

@@ -13,7 +13,7 @@ import pytest
 from mcpd.agents.http.tcp import guard, own_origins
 from mcpd.agents.http.wire import Reject
 from mcpd.local.state.endpoint_token import TokenError, TokenFile, read_token, write_token
-from tests.support.private_files import request
+from tests.support.system.private_files import request
 
 
 def test_created_private_read_back_and_rotated(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import trio
 
 from mcpd.local.state.oauth_store import FORMAT, OAuthStore, StoredLogin, encode_login
 from protocol.oauth import Secret
-from tests.support.private_files import ISSUER, URL, login
+from tests.support.system.private_files import ISSUER, URL, login
 
 SECRETS = ("at-123", "rt-456", "cs-789")
 

@@ -11,7 +11,7 @@ import pytest
 
 from mcpd.local.state.oauth_store import FORMAT, OAuthStore, StoredLogin, encode_login
 from protocol.oauth import Secret
-from tests.support.private_files import URL, login
+from tests.support.system.private_files import URL, login
 
 
 async def test_a_saved_login_comes_back_whole_in_a_private_file(tmp_path: Path) -> None:

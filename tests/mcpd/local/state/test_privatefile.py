@@ -19,8 +19,8 @@ import trio
 from mcpd.cli.hosts import hostconfig as hc
 from mcpd.local.state import statefile
 from mcpd.local.state.endpoint_token import TokenError
-from tests.support.acls import acl, with_acl
-from tests.support.private_files import WRITERS, Writer, _imported_secret
+from tests.support.system.acls import acl, with_acl
+from tests.support.system.private_files import WRITERS, Writer, _imported_secret
 
 VICTIM = b"someone else's file\n"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from mcpd.local.state.statedir import UnsafeStateDirectory, ready_state_directory
-from tests.support.peer_user import USER, needs_root, peer_uid, shared_dir
+from tests.support.system.peer_user import USER, needs_root, peer_uid, shared_dir
 
 MCPD = [sys.executable, "-m", "mcpd"]
 

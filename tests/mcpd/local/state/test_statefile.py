@@ -25,8 +25,8 @@ from mcpd.local.state.statefile import (
 )
 from mcpd.registry.tables.catalog import Catalog
 from protocol.mcp import core as mcp
-from tests.support.agent import connect, make_config, running
-from tests.support.procs import scripted
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.system.procs import scripted
 
 # -- where the file lives --
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.operator import MCPD, start, stop
+from tests.support.daemons.as_operator import MCPD, start, stop
 
 
 def config(tmp_path: Path, name: str, state: Path) -> Path:

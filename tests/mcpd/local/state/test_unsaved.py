@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.support.agent import connect, make_config, running
-from tests.support.operator import MCPD
-from tests.support.procs import scripted
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.daemons.as_operator import MCPD
+from tests.support.system.procs import scripted
 
 
 def status_text(sock: str) -> str:

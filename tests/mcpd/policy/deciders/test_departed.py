@@ -16,7 +16,7 @@ from mcpd.policy.deciders import kin
 from mcpd.policy.deciders.departed import Departed
 from mcpd.policy.deciders.kin import AgentKin, Decider, Process, decider_of
 from mcpd.policy.deciders.kinship import Kinship
-from tests.support.kinship import agent_tie
+from tests.support.parts.kinship import agent_tie
 
 GONE = 2**22 + 12345  # above any pid the kernel hands out
 BRIDGES = 2000

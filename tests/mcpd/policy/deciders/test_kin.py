@@ -30,9 +30,9 @@ from mcpd.policy.deciders.kin import (
     tcp_kin,
     unknown_kin,
 )
-from tests.support.kinship import agent_tie
-from tests.support.procs import cat_named, reading_stdin
-from tests.support.tcp_client import held_by_a_child
+from tests.support.clients.tcp_client import held_by_a_child
+from tests.support.parts.kinship import agent_tie
+from tests.support.system.procs import cat_named, reading_stdin
 
 GONE = 2**22 + 12345  # above any pid the kernel hands out
 

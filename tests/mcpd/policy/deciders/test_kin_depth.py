@@ -9,9 +9,9 @@ from typing import Any
 
 import trio
 
-from tests.support import self_approval
-from tests.support.policy_daemon import LIMIT, policy_daemon
-from tests.support.socket_cli import mcpd
+from tests.support.cli.on_socket import mcpd
+from tests.support.clients import self_approval
+from tests.support.daemons.policy import LIMIT, policy_daemon
 
 OPERATOR_ONLY: list[dict[str, Any]] = [
     {"tools": ["gh/create_issue"], "action": "ask", "decider": "operator"},

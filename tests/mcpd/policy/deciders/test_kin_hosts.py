@@ -1,7 +1,7 @@
 """Who may decide a call only the operator may decide, against agents that reach mcpd
 through a relay of their host's, close what mcpd could read them by, or leave a child
 behind: a running daemon refuses each one's shell tool, and a person's terminal decides
-(``socket_cli.mcpd``, run apart)."""
+(``cli.on_socket.mcpd``, run apart)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Any
 
 import trio
 
-from tests.support import self_approval
-from tests.support.hosted import scene
-from tests.support.policy_daemon import LIMIT, Setup, policy_daemon
-from tests.support.socket_cli import mcpd
+from tests.support.cli.on_socket import mcpd
+from tests.support.clients import self_approval
+from tests.support.clients.hosted import scene
+from tests.support.daemons.policy import LIMIT, Setup, policy_daemon
 
 OPERATOR_ONLY: list[dict[str, Any]] = [
     {"tools": ["gh/create_issue"], "action": "ask", "decider": "operator"},

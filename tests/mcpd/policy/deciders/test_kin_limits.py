@@ -18,8 +18,8 @@ from mcpd.policy.deciders import kin
 from mcpd.policy.deciders.kin import AgentKin, Decider, Process, decider_of, kin_of
 from mcpd.policy.deciders.kin_refusals import not_yours
 from mcpd.policy.deciders.kinship import Kinship
-from tests.support.kinship import agent_tie
-from tests.support.self_approval import nested
+from tests.support.clients.self_approval import nested
+from tests.support.parts.kinship import agent_tie
 
 GONE = 2**22 + 12345  # above any pid the kernel hands out
 WAITS = "import os, sys; print(os.getpid(), flush=True); sys.stdin.read()"

@@ -13,8 +13,8 @@ import sys
 from mcpd.policy.deciders.departed import Departed
 from mcpd.policy.deciders.kin import AgentKin, Decider, Process, decider_of, kin_of, session_of
 from mcpd.policy.deciders.kin_refusals import not_yours
-from tests.support.kinship import agent_tie
-from tests.support.procs import reading_stdin
+from tests.support.parts.kinship import agent_tie
+from tests.support.system.procs import reading_stdin
 
 GONE = 2**22 + 12345  # above any pid the kernel hands out
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import trio
 
-from tests.support.agent import make_config, running
-from tests.support.self_approval import ROOT
+from tests.support.clients.agent import make_config, running
+from tests.support.clients.self_approval import ROOT
 
 LIMIT = 30
 
@@ -20,7 +20,7 @@ LIMIT = 30
 # open) that runs ``mcpd approve`` and prints what it said.
 EXECS = """
 import os, sys
-from tests.support.self_approval import connected
+from tests.support.clients.self_approval import connected
 sock = sys.argv[1]
 held = connected(sock)
 os.set_inheritable(held.fileno(), True)

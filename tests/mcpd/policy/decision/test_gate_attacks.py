@@ -11,11 +11,11 @@ from typing import Any
 
 import trio
 
-from tests.support import self_approval
-from tests.support.agent import META, connect
-from tests.support.daemon_http import MCP, auth, header_dict, http, modern, modern_headers
-from tests.support.policy_daemon import LIMIT, policy_daemon, text
-from tests.support.socket_cli import mcpd
+from tests.support.cli.on_socket import mcpd
+from tests.support.clients import self_approval
+from tests.support.clients.agent import META, connect
+from tests.support.clients.daemon_http import MCP, auth, header_dict, http, modern, modern_headers
+from tests.support.daemons.policy import LIMIT, policy_daemon, text
 
 ASKS = {**META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
 APPROVE = {"action": "accept", "content": {"decision": "approve"}}

@@ -19,10 +19,10 @@ from typing import Any
 
 import trio
 
-from tests.support.agent import META, Agent, connect
-from tests.support.answering import connect_answering
-from tests.support.daemon_http import modern, modern_headers, post
-from tests.support.policy_daemon import LIMIT, policy_daemon, text
+from tests.support.clients.agent import META, Agent, connect
+from tests.support.clients.answering import connect_answering
+from tests.support.clients.daemon_http import modern, modern_headers, post
+from tests.support.daemons.policy import LIMIT, policy_daemon, text
 
 
 async def test_a_denied_call_never_reaches_its_server_and_says_why(tmp_path: Path) -> None:

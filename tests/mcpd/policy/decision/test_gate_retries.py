@@ -19,10 +19,10 @@ import pytest
 import trio
 
 from mcpd.policy.decision.gate import READ_HERE
-from tests.support.agent import META, Agent, connect
-from tests.support.daemon_http import CURL, Reply, modern_headers, post
-from tests.support.policy_daemon import text
-from tests.support.rounds_daemon import ASK, LIMIT, NAME, Rounds, rounds_daemon
+from tests.support.clients.agent import META, Agent, connect
+from tests.support.clients.daemon_http import CURL, Reply, modern_headers, post
+from tests.support.daemons.policy import text
+from tests.support.daemons.rounds import ASK, LIMIT, NAME, Rounds, rounds_daemon
 
 ASKS = {**META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
 APPROVE = {"action": "accept", "content": {"decision": "approve"}}

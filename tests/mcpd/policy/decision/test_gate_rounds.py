@@ -16,9 +16,9 @@ import pytest
 import trio
 
 from protocol.mcp.features import TASKS_EXTENSION as EXT
-from tests.support.agent import META, Agent, connect
-from tests.support.policy_daemon import text
-from tests.support.rounds_daemon import ASK, LIMIT, NAME, rounds_daemon
+from tests.support.clients.agent import META, Agent, connect
+from tests.support.daemons.policy import text
+from tests.support.daemons.rounds import ASK, LIMIT, NAME, rounds_daemon
 
 DENY = [{"tools": ["s/ask"], "action": "deny", "reason": "no more names"}]
 ASKED = [{"tools": ["s/ask"], "action": "ask", "reason": "names need a person"}]

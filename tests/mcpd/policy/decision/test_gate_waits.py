@@ -19,11 +19,11 @@ from typing import Any
 import trio
 import trio.testing
 
-from tests.support.agent import META, Agent, connect
-from tests.support.answering import connect_answering
-from tests.support.pins_daemon import TOOLS_CHANGED, cli, heard
-from tests.support.policy_daemon import text
-from tests.support.waiting_daemon import ASK, CREATE, LIMIT, SEARCH, Waiting, waiting_daemon
+from tests.support.clients.agent import META, Agent, connect
+from tests.support.clients.answering import connect_answering
+from tests.support.daemons.pins import TOOLS_CHANGED, cli, heard
+from tests.support.daemons.policy import text
+from tests.support.daemons.waiting import ASK, CREATE, LIMIT, SEARCH, Waiting, waiting_daemon
 
 ASKS = {**META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
 APPROVE = {"action": "accept", "content": {"decision": "approve"}}

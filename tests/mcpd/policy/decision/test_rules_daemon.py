@@ -16,10 +16,10 @@ import trio
 
 from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.hosts import HOSTS
-from tests.support.agent import Agent, connect, running
-from tests.support.daemon_http import MCP, auth, header_dict, http, modern, modern_headers
-from tests.support.pins_daemon import TOOLS_CHANGED, Changing, relist
-from tests.support.policy_daemon import LIMIT, TOOLS, policy_daemon, text
+from tests.support.clients.agent import Agent, connect, running
+from tests.support.clients.daemon_http import MCP, auth, header_dict, http, modern, modern_headers
+from tests.support.daemons.pins import TOOLS_CHANGED, Changing, relist
+from tests.support.daemons.policy import LIMIT, TOOLS, policy_daemon, text
 
 RULES: list[dict[str, Any]] = [
     {"tools": ["mcp__gh__delete_*"], "action": "deny", "reason": "deleting is done by people"},

@@ -16,9 +16,9 @@ import trio
 from mcpd.audit.record import CallRecord
 from mcpd.config.loading.load import load
 from mcpd.policy.agent import AgentInfo
-from tests.support.agent import running
-from tests.support.daemon_http import curl
-from tests.support.procs import scripted
+from tests.support.clients.agent import running
+from tests.support.clients.daemon_http import curl
+from tests.support.system.procs import scripted
 
 LIMIT = 60
 ROOT = Path(__file__).resolve().parents[4]

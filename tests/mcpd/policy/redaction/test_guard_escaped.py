@@ -20,10 +20,10 @@ from typing import Any
 import trio
 
 from protocol.shown.visible import quote
-from tests.support.agent import META, Agent, connect, make_config, running
-from tests.support.escaping_server import HTML_SAFE, LEAK_ENV, SPELLING_ENV, spelled
+from tests.support.clients.agent import META, Agent, connect, make_config, running
+from tests.support.hostile.escaping_server import HTML_SAFE, LEAK_ENV, SPELLING_ENV, spelled
 
-ESCAPING = str(Path(__file__).parents[3] / "support" / "escaping_server.py")
+ESCAPING = str(Path(__file__).parents[3] / "support" / "hostile" / "escaping_server.py")
 LIMIT = 60
 # Another server's secret, as if the escaping server had stolen it: with a quote and a
 # slash, which JSON and mcpd's quotes of a server's words escape.

@@ -21,13 +21,13 @@ from mcpd.cli.status_view import render_status
 from mcpd.local.service import journal
 from mcpd.local.service.journalfields import record_fields
 from protocol.mcp.core import KEY_LOG_LEVEL
-from tests.support.agent import META, Agent, connect, make_config, running
-from tests.support.cut_secret import MARKER, SECRET, WHOSE, beginnings
-from tests.support.echoing_mcp import EchoingMcp, serve_echoing
-from tests.support.oauth_mcp import login
+from tests.support.clients.agent import META, Agent, connect, make_config, running
+from tests.support.hostile.cut_secret import MARKER, SECRET, WHOSE, beginnings
+from tests.support.hostile.echoing_mcp import EchoingMcp, serve_echoing
+from tests.support.oauth.protected_mcp import login
 
-LEAKY = str(Path(__file__).parents[3] / "support" / "leaky_server.py")
-PADDING = str(Path(__file__).parents[3] / "support" / "padding_server.py")
+LEAKY = str(Path(__file__).parents[3] / "support" / "hostile" / "leaky_server.py")
+PADDING = str(Path(__file__).parents[3] / "support" / "hostile" / "padding_server.py")
 LIMIT = 60
 # Another server's secret: a quote, a slash and a letter JSON encoders escape.
 STOLEN = 'other-Sécret/"key-0123456789'
@@ -259,7 +259,7 @@ async def _raw_reply(path: str, line: bytes) -> bytes:
 
 
 async def test_a_result_without_a_secret_is_spliced_as_it_came(tmp_path: Path) -> None:
-    from tests.support.leaky_server import PLAIN
+    from tests.support.hostile.leaky_server import PLAIN
 
     # The guard has a secret to look for, which this result does not hold.
     servers = {
@@ -279,7 +279,14 @@ async def test_a_result_without_a_secret_is_spliced_as_it_came(tmp_path: Path) -
 
 async def test_the_endpoint_token_is_masked_for_an_agent_over_http(tmp_path: Path) -> None:
     from mcpd.local.state.endpoint_token import token_path, write_token
-    from tests.support.daemon_http import MCP, auth, header_dict, http, modern, modern_headers
+    from tests.support.clients.daemon_http import (
+        MCP,
+        auth,
+        header_dict,
+        http,
+        modern,
+        modern_headers,
+    )
 
     state = tmp_path / "state"
     state.mkdir(mode=0o700)

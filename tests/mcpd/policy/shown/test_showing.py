@@ -18,9 +18,9 @@ from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.policy.redaction.masking import SecretSet, marker
 from mcpd.policy.shown.reading import RepeatedKey, Unshowable, read_arguments
 from mcpd.policy.shown.showing import GLANCE, canonical_json, glance, shown_arguments, whole_json
-from tests.support.agent import connect
-from tests.support.policy_daemon import LIMIT, policy_daemon, text
-from tests.support.socket_cli import mcpd
+from tests.support.cli.on_socket import mcpd
+from tests.support.clients.agent import connect
+from tests.support.daemons.policy import LIMIT, policy_daemon, text
 
 SECRET = "tok-9f8e7d6c5b4a3210"
 WHERE = "servers.github.env.GITHUB_TOKEN"

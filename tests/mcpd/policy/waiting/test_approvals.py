@@ -45,7 +45,7 @@ from mcpd.policy.waiting.approvals import (
     Approvals,
     Verdict,
 )
-from tests.support.apart import APART
+from tests.support.cli.apart import APART
 
 # Starts a child in its own session, says the child's pid, and waits for stdin to close.
 SESSION_LEADER = """

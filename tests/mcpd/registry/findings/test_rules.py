@@ -5,7 +5,7 @@ that a real server lists is.
 poisoning, rug pulls, shadowing, schema poisoning, hidden characters), each with the
 attack it imitates. ``data/peer_listings.json`` is what the real servers of
 ``tests/peers`` and ``tests/interop/servers`` list (tools, prompts, templates and
-instructions), captured by running them (``tests/support/capture_peer_listings.py``):
+instructions), captured by running them (``tests/support/hosts/capture_peer_listings.py``):
 a finding on any of those is the failure that matters most, since it trains people
 to ignore findings.
 """

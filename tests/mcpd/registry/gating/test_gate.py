@@ -14,7 +14,7 @@ from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.pinning.definitions import definition, record_of
 from mcpd.registry.pinning.digests import FoundDefinitions, Wanted
 from protocol.mcp import features as surface
-from tests.support.gate_lists import (
+from tests.support.parts.gate_lists import (
     INVISIBLE,
     ORDERS,
     WELCOME,

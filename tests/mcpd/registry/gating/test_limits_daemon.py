@@ -14,8 +14,8 @@ import pytest
 import trio
 
 from mcpd.local.state.statefile import FILE_NAME
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.procs import scripted
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.system.procs import scripted
 
 LONG = 200 * 1024  # bytes of tool0's description, in three-byte characters
 KEPT = 65_535  # of them within 64 KiB: the character that 65,536 cuts in two is left out

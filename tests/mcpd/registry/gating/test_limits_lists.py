@@ -18,7 +18,7 @@ from mcpd.config.tables.model import ListLimits
 from mcpd.registry.gating.limits import ListTrim, cut_text, limited_instructions, limited_saved
 from protocol.mcp import core as mcp
 from protocol.mcp import features as surface
-from tests.support.upstream import scripted_server, upstream
+from tests.support.parts.upstream import scripted_server, upstream
 
 
 def limits(alias: str = "s", **keys: int) -> ListLimits:

@@ -12,7 +12,7 @@ from mcpd.registry.naming.names import assign
 from mcpd.registry.naming.spelling import hashed_name
 from mcpd.registry.tables.table import ToolTable
 from protocol.mcp import core as mcp
-from tests.support.hash_twins import agreeing_names, short_hash
+from tests.support.parts.hash_twins import agreeing_names, short_hash
 
 NAMING = NamingConfig()
 

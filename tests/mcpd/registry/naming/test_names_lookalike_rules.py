@@ -11,8 +11,8 @@ from typing import Any
 import trio
 
 from mcpd.config.loading.load import parse_config
-from tests.support.agent import connect, running
-from tests.support.pins_daemon import TOOLS_CHANGED, Changing, cli, relist
+from tests.support.clients.agent import connect, running
+from tests.support.daemons.pins import TOOLS_CHANGED, Changing, cli, relist
 
 OBJ = {"type": "object"}
 PROMPTS_CHANGED = "notifications/prompts/list_changed"

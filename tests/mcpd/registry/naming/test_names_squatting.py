@@ -15,8 +15,8 @@ import pytest
 import trio
 
 from mcpd.config.loading.load import parse_config
-from tests.support.agent import Agent, connect, running
-from tests.support.pins_daemon import TOOLS_CHANGED, Changing, heard
+from tests.support.clients.agent import Agent, connect, running
+from tests.support.daemons.pins import TOOLS_CHANGED, Changing, heard
 
 OBJ = {"type": "object"}
 NAME = "mcp__gh__prod__merge_pr"

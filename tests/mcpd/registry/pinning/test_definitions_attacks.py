@@ -17,8 +17,8 @@ import trio
 
 from mcpd.registry.pinning.definitions import definition, pin_digest
 from protocol.mcp import core as mcp
-from tests.support.agent import connect, running
-from tests.support.pins_daemon import HELD, TOOLS_CHANGED, Changing, by_name, cli, config, relist
+from tests.support.clients.agent import connect, running
+from tests.support.daemons.pins import HELD, TOOLS_CHANGED, Changing, by_name, cli, config, relist
 
 OBJ = {"type": "object"}
 BASE: dict[str, Any] = {

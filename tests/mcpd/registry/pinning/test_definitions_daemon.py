@@ -17,10 +17,9 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.agent import Agent, connect, running
-from tests.support.apart import APART
-from tests.support.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir
-from tests.support.pins_daemon import (
+from tests.support.cli.apart import APART
+from tests.support.clients.agent import Agent, connect, running
+from tests.support.daemons.pins import (
     ALL_CHANGED,
     CHANGED,
     FIRST,
@@ -35,7 +34,8 @@ from tests.support.pins_daemon import (
     listen,
     relist,
 )
-from tests.support.procs import host_pid
+from tests.support.system.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir
+from tests.support.system.procs import host_pid
 
 ARGUMENT = {"name": "id", "value": "4"}
 
@@ -198,7 +198,7 @@ async def test_a_change_when_the_server_is_restarted_is_held(tmp_path: Path) -> 
             await assert_held(watcher, server)
 
 
-# Writes its pid (with its PID namespace: tests.support.procs.pid_record), then runs the
+# Writes its pid (with its PID namespace: tests.support.system.procs.pid_record), then runs the
 # server: a test can kill it, and mcpd starts it again.
 _PID_THEN_SERVE = (
     "import os, runpy, sys; open(sys.argv[1], 'w').write("
@@ -475,9 +475,9 @@ async def test_with_on_finding_hold_a_flagged_tool_is_held_until_approved(tmp_pa
 
 async def test_an_outage_quotes_a_server_s_words_with_escapes(tmp_path: Path) -> None:
     from protocol.shown.visible import quote
-    from tests.support.hostile_text_server import HOSTILE
+    from tests.support.hostile.text_server import HOSTILE
 
-    hostile = str(Path(SERVER).with_name("hostile_text_server.py"))
+    hostile = str(Path(SERVER).parents[1] / "hostile" / "text_server.py")
     server = {"hostile": {"command": sys.executable, "args": [hostile, "--fail"]}}
     # Not started again while the test looks: a restart under way says "still starting".
     cfg = config(tmp_path, server, backoff_base=60.0, backoff_cap=60.0)

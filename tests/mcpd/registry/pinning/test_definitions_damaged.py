@@ -20,9 +20,9 @@ import pytest
 
 from mcpd.cli.client import Client
 from tests.conftest import ROOT
-from tests.support.apart import APART
-from tests.support.notify import Notifications
-from tests.support.pins_daemon import CHANGED, Changing
+from tests.support.cli.apart import APART
+from tests.support.daemons.notify import Notifications
+from tests.support.daemons.pins import CHANGED, Changing
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import trio
 
-from tests.support.agent import connect, running
-from tests.support.pins_daemon import FIRST, Changing, by_name, cli, config
+from tests.support.clients.agent import connect, running
+from tests.support.daemons.pins import FIRST, Changing, by_name, cli, config
 
 ELSEWHERE = ", on mcpd's own socket, for its own user"
 

@@ -11,7 +11,7 @@ import pytest
 
 from mcpd.registry.pinning.definitions import BadPins, PinSet, checked, record_of
 from mcpd.registry.pinning.digests import Wanted
-from tests.support.gate_lists import (
+from tests.support.parts.gate_lists import (
     ORDERS,
     WELCOME,
     approved_server,

@@ -8,7 +8,7 @@ import pytest
 
 from mcpd.config.tables.profiles import Patterns
 from mcpd.registry.profiles.filters import NameFilter, UriFilter
-from tests.support.uri_spellings import DENIED, DENIED_FOLDER, RESPELLED
+from tests.support.uris.spellings import DENIED, DENIED_FOLDER, RESPELLED
 
 
 def test_a_pattern_names_a_server_only_before_its_first_slash() -> None:

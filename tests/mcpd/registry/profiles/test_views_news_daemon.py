@@ -12,8 +12,8 @@ import pytest
 import trio
 
 from mcpd.config.loading.load import parse_config
-from tests.support.agent import META, Agent, connect, running
-from tests.support.pins_daemon import TOOLS_CHANGED, Changing, heard
+from tests.support.clients.agent import META, Agent, connect, running
+from tests.support.daemons.pins import TOOLS_CHANGED, Changing, heard
 
 SCHEMA = {"type": "object"}
 

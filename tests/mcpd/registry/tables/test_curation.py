@@ -22,9 +22,9 @@ from mcpd.registry.tables.catalog import Catalog
 from mcpd.registry.tables.curation import ToolBudget, curate, lets_through
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from tests.support.agent import connect, make_config, running
-from tests.support.pins_daemon import TOOLS_CHANGED, Changing, by_name, relist
-from tests.support.procs import scripted
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.daemons.pins import TOOLS_CHANGED, Changing, by_name, relist
+from tests.support.system.procs import scripted
 
 
 def tool(name: str, description: str = "") -> mcp.Tool:

@@ -21,7 +21,7 @@ from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.tables.table import ToolTable
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from tests.support.hash_twins import agreeing_names
+from tests.support.parts.hash_twins import agreeing_names
 
 SAFE = re.compile(r"^[A-Za-z0-9_-]+$")
 DEFAULT = NamingConfig()

@@ -12,7 +12,7 @@ from mcpd.config.tables.model import NamingConfig
 from mcpd.config.tables.servertable import ServerConfig, ToolsConfig
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.registry.tables.unlisted import UnlistedNames
-from tests.support.routing import tool
+from tests.support.parts.routing import tool
 
 
 def said(caplog: pytest.LogCaptureFixture) -> list[str]:

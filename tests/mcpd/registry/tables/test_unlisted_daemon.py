@@ -14,10 +14,10 @@ import trio
 
 from mcpd.cli.status_view import render_status
 from mcpd.config.loading.load import load
-from tests.support.agent import Agent, connect, running
-from tests.support.daemon_http import socket_get
-from tests.support.procs import read_pid
-from tests.support.reloading import toml_server, wait_for, write_config
+from tests.support.clients.agent import Agent, connect, running
+from tests.support.clients.daemon_http import socket_get
+from tests.support.daemons.reloading import toml_server, wait_for, write_config
+from tests.support.system.procs import read_pid
 
 SETTINGS = """tool_timeouts = { tool1 = 5.0, nosuch = 5.0 }
 [servers.notes.tools]

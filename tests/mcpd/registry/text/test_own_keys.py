@@ -12,8 +12,8 @@ import trio
 from msgspec import Raw
 
 from mcpd.registry.text.own_keys import drop_from_data, drop_from_meta, may_hold, meta_dropped
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.procs import forging
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.system.procs import forging
 
 FORGED = {"mcpd/server", "mcpd/outage", "mcpd/held", "mcpd/available"}
 

@@ -3,7 +3,7 @@ of list and result a hostile server can send: many short templates, very long on
 long links under a template of many expressions, tens of thousands of links in one
 result, thousands of resources under thousands of templates. Each cost is counted in
 matching steps against a budget, and where the code counts nothing itself, in
-bytecodes run (``tests.support.work``)."""
+bytecodes run (``tests.support.reading.work``)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from mcpd.registry.uris.resources import ResourceTable
 from mcpd.registry.uris.scheme import Routed, wrap
 from protocol.mcp import features as surface
 from protocol.mcp import uri_templates as tpl
-from tests.support.work import bytecodes
+from tests.support.reading.work import bytecodes
 
 
 def resources(*uris: str) -> list[surface.Resource]:

@@ -14,9 +14,9 @@ import pytest
 import trio
 
 from mcpd.registry.uris.claims import RESULT_STEPS
-from tests.support.agent import META, Agent, connect, make_config, running
+from tests.support.clients.agent import META, Agent, connect, make_config, running
 
-SERVER = str(Path(__file__).resolve().parents[3] / "support" / "link_server.py")
+SERVER = str(Path(__file__).resolve().parents[3] / "support" / "uris" / "link_server.py")
 
 
 def server(shape: str) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from mcpd.registry.uris.resources import ResourceTable
 from mcpd.registry.uris.scheme import Ambiguous, Routed, wrap
-from tests.support.resource_lists import Shows, listed_templates, resources, templates
+from tests.support.uris.resource_lists import Shows, listed_templates, resources, templates
 
 # -- the mcpd:// form --
 

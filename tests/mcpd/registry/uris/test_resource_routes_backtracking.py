@@ -10,9 +10,9 @@ from typing import Any
 
 import trio
 
-from tests.support.agent import Agent, connect, make_config, running
+from tests.support.clients.agent import Agent, connect, make_config, running
 
-SERVER = str(Path(__file__).resolve().parents[3] / "support" / "template_server.py")
+SERVER = str(Path(__file__).resolve().parents[3] / "support" / "uris" / "template_server.py")
 REPO = "repo://{owner}{/path}"
 # A run no expansion can end in: a backtracking matcher's time grows exponentially
 # with its length, and with this one runs far past the deadline below.

@@ -13,7 +13,7 @@ from mcpd.registry.uris.claims import Budget
 from mcpd.registry.uris.resources import ResourceTable
 from mcpd.registry.uris.scheme import Ambiguous, Routed, wrap
 from protocol.mcp import features as surface
-from tests.support.resource_lists import Shows, listed, listed_templates, resources, templates
+from tests.support.uris.resource_lists import Shows, listed, listed_templates, resources, templates
 
 
 def held_template_table() -> ResourceTable:

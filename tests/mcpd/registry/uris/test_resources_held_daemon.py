@@ -12,9 +12,9 @@ from pathlib import Path
 
 import trio
 
-from tests.support.agent import META, connect, running
-from tests.support.daemon_http import stateless
-from tests.support.pins_daemon import (
+from tests.support.clients.agent import META, connect, running
+from tests.support.clients.daemon_http import stateless
+from tests.support.daemons.pins import (
     HELD,
     Changing,
     cli,

@@ -20,12 +20,12 @@ import trio
 
 from mcpd.config.loading.load import load
 from protocol.shown.visible import quote
-from tests.support.agent import META, Agent, connect, running
-from tests.support.daemon_http import curl
-from tests.support.uri_spellings import DENIED, DENIED_FOLDER, RESPELLED
+from tests.support.clients.agent import META, Agent, connect, running
+from tests.support.clients.daemon_http import curl
+from tests.support.uris.spellings import DENIED, DENIED_FOLDER, RESPELLED
 
 LIMIT = 60
-SERVER = str(Path(__file__).resolve().parents[3] / "support" / "shared_uri_server.py")
+SERVER = str(Path(__file__).resolve().parents[3] / "support" / "uris" / "shared_uri_server.py")
 HIDDEN = "privy"
 README = "file:///README.md"
 SHARED = "file:///shared.md"
@@ -273,7 +273,9 @@ async def test_a_profile_that_comes_to_show_a_server_tells_its_agents_only(
 META_ID = "io.modelcontextprotocol/subscriptionId"
 
 
-TEMPLATE_SERVER = str(Path(__file__).resolve().parents[3] / "support" / "template_server.py")
+TEMPLATE_SERVER = str(
+    Path(__file__).resolve().parents[3] / "support" / "uris" / "template_server.py"
+)
 
 
 async def test_a_denied_uri_is_denied_however_an_agent_spells_it(tmp_path: Path) -> None:
@@ -299,7 +301,7 @@ async def test_a_denied_uri_is_denied_however_an_agent_spells_it(tmp_path: Path)
             daemon.stop()
 
 
-PATH_SERVER = str(Path(__file__).resolve().parents[3] / "support" / "path_server.py")
+PATH_SERVER = str(Path(__file__).resolve().parents[3] / "support" / "uris" / "path_server.py")
 
 
 async def test_a_denied_path_is_read_by_no_spelling_that_has_that_path(tmp_path: Path) -> None:

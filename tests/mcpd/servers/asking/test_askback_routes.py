@@ -18,8 +18,8 @@ from mcpd.servers.asking import ended_asks
 from mcpd.servers.asking.askback import AskRoutes
 from mcpd.servers.asking.ended_asks import End
 from protocol.jsonrpc import messages as rpc
-from tests.support.agent import META, make_config, running
-from tests.support.answering import AnsweringAgent, connect_answering
+from tests.support.clients.agent import META, make_config, running
+from tests.support.clients.answering import AnsweringAgent, connect_answering
 from transports.errors import TransportError
 
 
@@ -105,7 +105,7 @@ async def test_a_servers_error_is_its_answer() -> None:
 # -- through the daemon: a server that asks about a call again while its question is open
 
 TWO = "mcp__two__"
-ASKER = str(Path(__file__).parents[3] / "support" / "overlapping_asker.py")
+ASKER = str(Path(__file__).parents[3] / "support" / "asking" / "overlapping_asker.py")
 CAPS = {"elicitation": {}, "sampling": {}, "roots": {}}
 ACCEPTED = {"action": "accept", "content": {}}
 ROOTS = {"roots": [{"uri": "file:///work/mine", "name": "mine"}]}
@@ -379,7 +379,7 @@ async def test_a_call_the_open_circuit_refused_is_no_sign_the_server_read_past_a
 
 # -- through the daemon: a 2026-07-28 server that sends a request of its own mid-call
 
-HOSTILE_ASKER = str(Path(__file__).parents[3] / "support" / "hostile_asker.py")
+HOSTILE_ASKER = str(Path(__file__).parents[3] / "support" / "hostile" / "asker.py")
 
 
 async def test_a_modern_servers_own_request_during_a_call_is_refused_for_what_it_is(

@@ -17,9 +17,9 @@ from msgspec import Raw
 
 from mcpd.servers.asking.askback import AskRoutes
 from protocol.jsonrpc import messages as rpc
-from tests.support.agent import META, make_config, running
-from tests.support.answering import connect_answering
-from tests.support.procs import scripted
+from tests.support.clients.agent import META, make_config, running
+from tests.support.clients.answering import connect_answering
+from tests.support.system.procs import scripted
 
 LIMIT = 60
 UNFIT = [

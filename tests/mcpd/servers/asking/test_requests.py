@@ -33,7 +33,7 @@ from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.reply_faults import MalformedReply
 from protocol.mcp import core as mcp
 from protocol.mcp.features import GetPromptParams, ReadResourceParams
-from tests.support.stand_in import Never, StandIn
+from tests.support.parts.stand_in import Never, StandIn
 from transports.base import AuthHook, NotificationHandler, Transport
 from transports.errors import HTTPStatusError, ServerCancelled, TransportClosed
 

@@ -12,9 +12,9 @@ from typing import Any
 import trio
 
 from mcpd.config.tables.model import Config
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.fault_harness import HOSTILE_STDIO
-from tests.support.supervision import text, wait_restarted_on_trial, wait_state
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.daemons.fault_harness import HOSTILE_STDIO
+from tests.support.daemons.supervision import text, wait_restarted_on_trial, wait_state
 
 TIMED_OUT = "no answer within 1 s (the limit servers.s.call_timeout sets)"
 

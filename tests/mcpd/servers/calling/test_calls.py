@@ -12,7 +12,7 @@ from msgspec import Raw
 from mcpd.config.loading.load import parse_config
 from mcpd.servers.calling.calls import Admitter, Call, CallLimits, CallRefused
 from mcpd.servers.status.outage import Outage
-from tests.support.calls import a_call
+from tests.support.parts.calls import a_call
 
 
 class Told(Admitter):

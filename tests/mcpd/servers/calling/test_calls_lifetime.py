@@ -17,8 +17,8 @@ import pytest
 import trio
 
 from mcpd.servers.calling.calls import Call
-from tests.support.agent import connect, make_config, running
-from tests.support.procs import scripted
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.system.procs import scripted
 
 
 @pytest.fixture

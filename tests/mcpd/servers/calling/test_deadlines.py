@@ -11,7 +11,7 @@ import trio.testing
 
 from mcpd.servers.calling.calls import Call
 from mcpd.servers.calling.deadlines import Deadlines
-from tests.support.calls import a_call
+from tests.support.parts.calls import a_call
 
 
 def running(name: str) -> Call:

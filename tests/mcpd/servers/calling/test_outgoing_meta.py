@@ -15,7 +15,7 @@ from msgspec import UNSET, Raw
 from mcpd.servers.calling.outgoing_meta import CallMeta
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from tests.support.calls import a_call
+from tests.support.parts.calls import a_call
 
 VERSION = mcp.LATEST_MODERN
 FORGED = {

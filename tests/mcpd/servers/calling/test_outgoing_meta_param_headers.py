@@ -9,8 +9,8 @@ from typing import Any
 
 import trio
 
-from tests.support.agent import connect, make_config, running
-from tests.support.http_servers import Responder, SeenRequest, result, serve_http
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.http_servers.serving import Responder, SeenRequest, result, serve_http
 
 LIMIT = 30
 

@@ -39,11 +39,11 @@ from mcpd.servers.calling.queue_bytes import (
 from mcpd.servers.calling.turns import TurnQueue
 from protocol.mcp import core as mcp
 from protocol.mcp.features import GetPromptParams, ReadResourceParams
-from tests.support.agent import META, Agent, connect, make_config, running
-from tests.support.calls import a_call
-from tests.support.fault_harness import HOSTILE_STDIO
-from tests.support.peer_probe import PEER_PROBE
-from tests.support.policy_daemon import text
+from tests.support.clients.agent import META, Agent, connect, make_config, running
+from tests.support.daemons.fault_harness import HOSTILE_STDIO
+from tests.support.daemons.policy import text
+from tests.support.parts.calls import a_call
+from tests.support.system.peer_probe import PEER_PROBE
 
 LIMIT = 60
 
@@ -278,7 +278,7 @@ async def served_while_queued(socket: str, queued: trio.Event, holder: Agent) ->
     return replies[0]
 
 
-UNANSWERING = str(Path(__file__).parents[3] / "support" / "unanswering_server.py")
+UNANSWERING = str(Path(__file__).parents[3] / "support" / "servers" / "unanswering.py")
 NEVER_URI = "file:///never"  # the resource it never gives
 
 

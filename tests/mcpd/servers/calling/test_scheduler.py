@@ -34,8 +34,8 @@ from mcpd.servers.status.stats import LatencyStats
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.reply_faults import MalformedReply, MessageTooLarge
 from protocol.mcp import core as mcp
-from tests.support.calls import SOMEONE, Outcomes, a_call
-from tests.support.held_walk import Held, hold
+from tests.support.parts.calls import SOMEONE, Outcomes, a_call
+from tests.support.parts.held_walk import Held, hold
 from transports.errors import ServerCancelled, TransportError
 
 LIMIT = 30.0

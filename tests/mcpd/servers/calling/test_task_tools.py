@@ -14,9 +14,9 @@ import pytest
 import trio
 import trio.testing
 
-from tests.support.agent import Agent, connect, make_config, running
+from tests.support.clients.agent import Agent, connect, make_config, running
 
-SERVER = str(Path(__file__).resolve().parents[3] / "support" / "legacy_task_server.py")
+SERVER = str(Path(__file__).resolve().parents[3] / "support" / "asking" / "legacy_task_server.py")
 RESEARCH = "mcp__jobs__research"
 
 

@@ -11,9 +11,9 @@ import trio
 
 from mcpd.servers.calling.calls import Call
 from mcpd.servers.calling.turns import TurnQueue
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.calls import a_call
-from tests.support.procs import scripted
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.parts.calls import a_call
+from tests.support.system.procs import scripted
 
 
 def queued(q: TurnQueue, owner: object, *names: str) -> list[Call]:

@@ -20,8 +20,9 @@ from typing import Any
 
 import trio
 
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.http_servers import (
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.daemons.supervision import closed_port, text, wait_state
+from tests.support.http_servers.serving import (
     LegacySession,
     Responder,
     SeenRequest,
@@ -29,7 +30,6 @@ from tests.support.http_servers import (
     result,
     serve_http,
 )
-from tests.support.supervision import closed_port, text, wait_state
 
 LIMIT = 60
 WAIT = re.compile(r"mcpd will retry at \d\d:\d\d:\d\d \(in (\d+) s\)")

@@ -20,11 +20,11 @@ from mcpd.cli.status_view import render_status
 from mcpd.servers.connected.answer_wait import AnswerWait, RanOut
 from mcpd.servers.connected.handshake import BadPage
 from protocol.jsonrpc import messages as rpc
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.pins_daemon import heard
-from tests.support.supervision import wait_restarted_on_trial, wait_state
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.daemons.pins import heard
+from tests.support.daemons.supervision import wait_restarted_on_trial, wait_state
 
-SERVER = str(Path(__file__).parents[3] / "support" / "list_hang_server.py")
+SERVER = str(Path(__file__).parents[3] / "support" / "servers" / "list_hang.py")
 UNANSWERED = "lh: tools/list got no answer within 1 s (the daemon's list_timeout)"
 
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.agent import connect, make_config, running
-from tests.support.era_turning_server import EraTurningServer
-from tests.support.http_servers import serve_http
-from tests.support.supervision import wait_state
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.daemons.supervision import wait_state
+from tests.support.http_servers.era_turning import EraTurningServer
+from tests.support.http_servers.serving import serve_http
 
 TOOL = "mcp__turned__era"
 

@@ -34,7 +34,7 @@ from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 from protocol.mcp import features as surface
 from protocol.mcp.greeting import ServerCapabilities
-from tests.support.stand_in import Never
+from tests.support.parts.stand_in import Never
 from transports.errors import HttpRPCError, TransportClosed, UnexpectedReply
 
 MODERN = mcp.LATEST_MODERN

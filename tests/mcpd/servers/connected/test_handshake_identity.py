@@ -11,8 +11,8 @@ from pathlib import Path
 import trio
 
 from mcpd.servers.connected.handshake import IDENTITY_CHARS
-from tests.support.agent import connect, make_config, running
-from tests.support.daemon_http import socket_get
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.clients.daemon_http import socket_get
 
 # A stdio server in the era given as its argument, whose serverInfo is huge: for a
 # modern one in the _meta of its discover result, for a legacy one in initialize's.

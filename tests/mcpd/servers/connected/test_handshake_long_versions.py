@@ -15,9 +15,9 @@ import trio
 
 from mcpd.config.tables.model import Config
 from protocol.mcp.greeting import VERSIONS_BYTES
-from tests.support.agent import connect, make_config, running
+from tests.support.clients.agent import connect, make_config, running
 
-SERVER = str(Path(__file__).parents[3] / "support" / "long_versions_server.py")
+SERVER = str(Path(__file__).parents[3] / "support" / "servers" / "long_versions.py")
 COUNT = 400
 SIZE = len(json.dumps(["2026-07-28"] + ["1999-01-01"] * COUNT))
 UNREAD = (

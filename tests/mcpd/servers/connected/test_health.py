@@ -17,7 +17,7 @@ from mcpd.servers.connected.health import LIVENESS_TIMEOUT, Health
 from mcpd.servers.life.backoff import RestartPolicy
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.reply_faults import MalformedReply
-from tests.support.health_setup import Never, Setup
+from tests.support.parts.health_setup import Never, Setup
 from transports.errors import HTTPStatusError, ServerCancelled, TransportClosed, TransportError
 
 

@@ -9,7 +9,7 @@ import trio
 import trio.testing
 
 from protocol.jsonrpc import messages as rpc
-from tests.support.health_setup import Setup
+from tests.support.parts.health_setup import Setup
 from transports.errors import HttpRPCError, TransportError
 
 NO_SESSION = HttpRPCError(-32000, "Bad Request: No valid session ID provided", http_status=400)

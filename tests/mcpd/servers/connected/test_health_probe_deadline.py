@@ -12,9 +12,9 @@ from pathlib import Path
 
 import trio
 
-from tests.support.agent import connect, make_config, running
+from tests.support.clients.agent import connect, make_config, running
 
-DEAF = str(Path(__file__).parents[3] / "support" / "deaf_server.py")
+DEAF = str(Path(__file__).parents[3] / "support" / "servers" / "deaf.py")
 LIMIT = 60
 
 

@@ -21,7 +21,7 @@ from mcpd.servers.connected.upstream import Upstream
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp.greeting import ServerCapabilities
 from protocol.mcp.server_logs import LogMessage
-from tests.support.stand_in import Never, StandIn
+from tests.support.parts.stand_in import Never, StandIn
 
 
 class LoggingServer(StandIn):

@@ -9,7 +9,13 @@ from typing import Any
 import trio
 
 from mcpd.servers.connected.upstream import Upstream
-from tests.support.http_servers import LegacySession, Responder, SeenRequest, result, serve_http
+from tests.support.http_servers.serving import (
+    LegacySession,
+    Responder,
+    SeenRequest,
+    result,
+    serve_http,
+)
 from transports.errors import SessionExpired
 from transports.http.transport import open_http_transport
 

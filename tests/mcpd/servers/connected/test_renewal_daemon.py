@@ -15,8 +15,9 @@ from typing import Any
 
 import trio
 
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.http_servers import (
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.daemons.supervision import text, wait_state
+from tests.support.http_servers.serving import (
     MODERN_VERSION,
     LegacySession,
     Responder,
@@ -24,7 +25,6 @@ from tests.support.http_servers import (
     result,
     serve_http,
 )
-from tests.support.supervision import text, wait_state
 
 LIMIT = 60
 CALLS = 10

@@ -28,7 +28,7 @@ from mcpd.servers.lists import rediscovery
 from mcpd.servers.oauth import LoginRequired
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from tests.support.stand_in import Never, StandIn
+from tests.support.parts.stand_in import Never, StandIn
 from transports.base import Transport
 from transports.errors import TransportClosed, TransportError
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import trio
 
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.http_servers import (
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.http_servers.serving import (
     LegacySession,
     Responder,
     SeenRequest,

@@ -14,11 +14,11 @@ import pytest
 import trio
 
 from mcpd.cli.status_view import render_status
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.pins_daemon import heard
-from tests.support.reloading import wait_for
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.daemons.pins import heard
+from tests.support.daemons.reloading import wait_for
 
-SERVER = str(Path(__file__).parents[3] / "support" / "list_failing_server.py")
+SERVER = str(Path(__file__).parents[3] / "support" / "servers" / "list_failing.py")
 LISTS = ("tools/list", "prompts/list", "resources/list")
 WHY = {
     "error": 'the error "temporarily unavailable"',

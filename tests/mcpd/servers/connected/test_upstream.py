@@ -27,8 +27,8 @@ from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.reply_faults import MalformedReply
 from protocol.mcp import core as mcp
 from protocol.mcp.greeting import ServerCapabilities
-from tests.support.calls import at_upstream
-from tests.support.upstream import BAD_SHAPES, scripted_server, upstream
+from tests.support.parts.calls import at_upstream
+from tests.support.parts.upstream import BAD_SHAPES, scripted_server, upstream
 from transports.errors import TransportClosed
 from transports.stdio.params import StdioParams
 from transports.stdio.transport import open_stdio_transport
@@ -560,7 +560,7 @@ async def test_call_tool_result_is_returned_as_the_servers_bytes(log_path: Path)
 async def test_a_list_ttl_that_is_no_whole_number_is_said_once_while_it_stays(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    canned = Path(__file__).resolve().parents[3] / "support" / "canned_server.py"
+    canned = Path(__file__).resolve().parents[3] / "support" / "servers" / "canned.py"
     answers = tmp_path / "answers.json"
     answers.write_text(json.dumps({"tools": {"a": {}}, "list_ttl": "1.5"}))
     params = StdioParams(command=sys.executable, args=[str(canned), str(answers)])

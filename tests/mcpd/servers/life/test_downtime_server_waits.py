@@ -23,10 +23,10 @@ import pytest
 import trio
 
 from tests.conftest import ROOT
-from tests.support.agent import connect, make_config, running
-from tests.support.daemon_http import MCP, auth, header_dict, http, modern, modern_headers
-from tests.support.http_servers import LegacySession, Responder, SeenRequest, serve_http
-from tests.support.supervision import closed_port, text, wait_state
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.clients.daemon_http import MCP, auth, header_dict, http, modern, modern_headers
+from tests.support.daemons.supervision import closed_port, text, wait_state
+from tests.support.http_servers.serving import LegacySession, Responder, SeenRequest, serve_http
 
 TOOLS = [{"name": "echo", "inputSchema": {"type": "object"}}]
 

@@ -13,8 +13,8 @@ from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.servertable import ServerConfig
 from mcpd.servers.life.http_kind import other_kind
 from protocol.jsonrpc.reply_faults import MalformedReply
-from tests.support.http_servers import Responder, SeenRequest, result, serve_http
-from tests.support.legacy_sse_server import serve_legacy_sse
+from tests.support.http_servers.legacy_sse import serve_legacy_sse
+from tests.support.http_servers.serving import Responder, SeenRequest, result, serve_http
 from transports.errors import TransportClosed, UnexpectedReply
 
 LIMIT = 10

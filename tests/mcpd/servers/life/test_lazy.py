@@ -8,9 +8,9 @@ from pathlib import Path
 import trio
 
 from mcpd.local.state.statefile import FILE_NAME
-from tests.support.agent import connect, make_config, running
-from tests.support.lazy_servers import lazy, state_of, stopped, text
-from tests.support.procs import alive, read_pid, scripted, wait_gone
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.daemons.lazy import lazy, state_of, stopped, text
+from tests.support.system.procs import alive, read_pid, scripted, wait_gone
 
 
 async def test_started_by_a_call_and_stopped_when_idle_invisibly(tmp_path: Path) -> None:

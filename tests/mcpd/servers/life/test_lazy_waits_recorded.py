@@ -13,9 +13,9 @@ import trio
 
 from mcpd.audit.reader import AuditRecords
 from mcpd.audit.record import CallRecord
-from tests.support.agent import connect, make_config, running
-from tests.support.lazy_servers import lazy, state_of, stopped, text
-from tests.support.procs import read_pid, scripted, wait_gone
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.daemons.lazy import lazy, state_of, stopped, text
+from tests.support.system.procs import read_pid, scripted, wait_gone
 
 
 def config(tmp_path: Path, server: dict[str, Any], **daemon: Any) -> Any:

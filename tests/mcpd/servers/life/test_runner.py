@@ -27,8 +27,8 @@ from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.calling.calls import CallRefused
 from mcpd.servers.life.runner import Runner
 from protocol.mcp import core as mcp
-from tests.support.calls import a_call
-from tests.support.stand_in import StandIn
+from tests.support.parts.calls import a_call
+from tests.support.parts.stand_in import StandIn
 from transports.base import AuthHook, NotificationHandler, Started, Transport
 from transports.errors import TransportClosed
 

@@ -28,7 +28,7 @@ from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.messages import Notification
 from protocol.jsonrpc.splice import SplicedCall
 from protocol.mcp import core as mcp
-from tests.support.calls import at_runner
+from tests.support.parts.calls import at_runner
 from transports.base import ReplySink, Transport
 from transports.errors import SpawnError, TransportError, Unreachable, single_exceptions
 from transports.sends import Sends

@@ -24,7 +24,7 @@ from mcpd.servers.calling.calls import Call
 from mcpd.servers.life.server_parts import ServerParts
 from mcpd.servers.status.status_of import status_of
 from protocol.mcp import core as mcp
-from tests.support.calls import AGENT, Outcomes
+from tests.support.parts.calls import AGENT, Outcomes
 
 SCHEMA = msgspec.Raw(b'{"type":"object"}')
 

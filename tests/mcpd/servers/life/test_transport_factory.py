@@ -15,8 +15,8 @@ from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config
 from mcpd.servers.life.transport_factory import http_settings, open_transport, stdio_params
 from protocol.jsonrpc import messages as rpc
-from tests.support.http_servers import Responder, SeenRequest, result, serve_http
-from tests.support.legacy_sse_server import serve_legacy_sse
+from tests.support.http_servers.legacy_sse import serve_legacy_sse
+from tests.support.http_servers.serving import Responder, SeenRequest, result, serve_http
 from transports.http.params import HttpParams
 
 LIMIT = 10

@@ -19,7 +19,7 @@ from mcpd.servers.connected.handshake import ProtocolViolation
 from mcpd.servers.lists.list_pages import list_all
 from mcpd.servers.results.taking_apart import MOST_PARTS
 from protocol.mcp import features as surface
-from tests.support.scripted_up import ScriptedUp, as_up, paged
+from tests.support.parts.scripted_up import ScriptedUp, as_up, paged
 
 
 async def test_every_page_is_fetched_with_the_cursor_the_server_gave() -> None:

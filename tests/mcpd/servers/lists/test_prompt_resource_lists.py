@@ -26,8 +26,8 @@ from mcpd.servers.lists.prompt_resource_lists import (
 from mcpd.servers.lists.tool_list_keeper import ToolListKeeper
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import features as surface
-from tests.support.peak import peak_bytes, size
-from tests.support.scripted_up import Never, ScriptedUp, as_up
+from tests.support.parts.scripted_up import Never, ScriptedUp, as_up
+from tests.support.reading.peak import peak_bytes, size
 from transports.errors import TransportClosed
 
 

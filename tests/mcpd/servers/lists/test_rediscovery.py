@@ -17,8 +17,8 @@ import trio.testing
 
 from mcpd.servers.lists import rediscovery
 from protocol.jsonrpc import messages as rpc
-from tests.support.agent import Agent, connect, running
-from tests.support.pins_daemon import FIRST, Changing, cli, config, heard, relist
+from tests.support.clients.agent import Agent, connect, running
+from tests.support.daemons.pins import FIRST, Changing, cli, config, heard, relist
 from transports.errors import HttpRPCError, TransportError
 
 URI = "tickets://inbox"

@@ -26,11 +26,11 @@ from mcpd.servers.lists.tool_list_keeper import PAUSE_PER_COST, ToolListKeeper, 
 from mcpd.servers.lists.tool_pages import FetchCost, ListResult
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from tests.support.agent import connect, make_config, running
-from tests.support.fault_harness import HOSTILE_STDIO
-from tests.support.peak import peak_bytes, size
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.daemons.fault_harness import HOSTILE_STDIO
+from tests.support.reading.peak import peak_bytes, size
 
-CHURNING = str(Path(__file__).parents[3] / "support" / "churning_server.py")
+CHURNING = str(Path(__file__).parents[3] / "support" / "servers" / "churning.py")
 
 ACK = "notifications/subscriptions/acknowledged"
 

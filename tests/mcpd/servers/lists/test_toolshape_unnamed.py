@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.agent import connect, make_config, running
-from tests.support.pins_daemon import Changing
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.daemons.pins import Changing
 
 OBJ = {"type": "object"}
 

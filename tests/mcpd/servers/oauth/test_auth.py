@@ -14,8 +14,8 @@ import trio
 from mcpd.servers.oauth import AuthFailed, LoginRequired
 from mcpd.servers.oauth.auth import RETRY_EARLY_REFRESH, ServerAuth
 from mcpd.servers.oauth.login import Login
-from tests.support.oauth_fake import FakeWorld, json_response
-from tests.support.oauth_world import (
+from tests.support.oauth.fake import FakeWorld, json_response
+from tests.support.oauth.world import (
     REDIRECT,
     Clock,
     WorldHttp,

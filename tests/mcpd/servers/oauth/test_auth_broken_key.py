@@ -13,8 +13,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 import mcpd.servers.oauth.credentials as credentials
 from mcpd.servers.oauth import AuthFailed
 from protocol.oauth.keys import RsaPrivateKey, SigningKey
-from tests.support.oauth_fake import FakeWorld
-from tests.support.oauth_world import Clock, server_auth, unauthorized
+from tests.support.oauth.fake import FakeWorld
+from tests.support.oauth.world import Clock, server_auth, unauthorized
 
 PRM = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
 

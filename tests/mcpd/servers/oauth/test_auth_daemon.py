@@ -21,9 +21,9 @@ import trio
 
 from mcpd.config.tables.model import Config
 from mcpd.daemon import Daemon
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.oauth_browser import follow_authorization
-from tests.support.oauth_mcp import REDIRECT, ProtectedMcp, login, serve_protected
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.oauth.browser_step import follow_authorization
+from tests.support.oauth.protected_mcp import REDIRECT, ProtectedMcp, login, serve_protected
 from transports.http.oauth_client import OAuthHttp
 
 LIMIT = 20

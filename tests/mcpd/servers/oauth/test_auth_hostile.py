@@ -13,9 +13,9 @@ import pytest
 import trio
 
 from mcpd.daemon import Daemon
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.http_servers import Responder, SeenRequest, result, serve_http
-from tests.support.oauth_mcp import ProtectedMcp, login, serve_protected
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.http_servers.serving import Responder, SeenRequest, result, serve_http
+from tests.support.oauth.protected_mcp import ProtectedMcp, login, serve_protected
 
 LIMIT = 20
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import trio
 
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.oauth_mcp import ProtectedMcp, serve_protected
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.oauth.protected_mcp import ProtectedMcp, serve_protected
 
 LIMIT = 20
 TOOL = "mcp__m__whoami"

@@ -10,8 +10,8 @@ import pytest
 
 from mcpd.servers.oauth.errors import LoginError
 from mcpd.servers.oauth.login import Login
-from tests.support.oauth_fake import FakeWorld
-from tests.support.oauth_world import REDIRECT, Clock, server_auth
+from tests.support.oauth.fake import FakeWorld
+from tests.support.oauth.world import REDIRECT, Clock, server_auth
 
 SERVER = "http://mcp.example.com/mcp"
 PRM = "http://mcp.example.com/.well-known/oauth-protected-resource/mcp"

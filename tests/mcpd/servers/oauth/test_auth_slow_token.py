@@ -12,8 +12,8 @@ import pytest
 import trio
 
 from mcpd.config.tables.model import Config
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.oauth_mcp import ProtectedMcp, login, serve_protected
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.oauth.protected_mcp import ProtectedMcp, login, serve_protected
 
 LIMIT = 30
 TOOL = "mcp__t__whoami"

@@ -13,9 +13,9 @@ from typing import Any
 import trio
 
 from mcpd.daemon import Daemon
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.oauth_mcp import login
-from tests.support.oauth_sse import ProtectedSSE, serve_protected_sse
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.oauth.protected_mcp import login
+from tests.support.oauth.sse import ProtectedSSE, serve_protected_sse
 
 LIMIT = 20
 TOOL = "mcp__a__echo"

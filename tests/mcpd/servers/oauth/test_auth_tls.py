@@ -14,10 +14,10 @@ import pytest
 import trio
 import trustme
 
-from tests.support.agent import connect, make_config, running
-from tests.support.http_servers import serve_http
-from tests.support.oauth_browser import follow_authorization
-from tests.support.oauth_mcp import ProtectedMcp
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.http_servers.serving import serve_http
+from tests.support.oauth.browser_step import follow_authorization
+from tests.support.oauth.protected_mcp import ProtectedMcp
 from transports.http.oauth_client import OAuthHttp
 
 LIMIT = 20

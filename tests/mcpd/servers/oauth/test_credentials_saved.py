@@ -12,9 +12,9 @@ import pytest
 import trio
 
 from mcpd.config.tables.model import Config
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.http_servers import Responder, SeenRequest, serve_http
-from tests.support.oauth_mcp import ProtectedMcp, login, serve_protected
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.http_servers.serving import Responder, SeenRequest, serve_http
+from tests.support.oauth.protected_mcp import ProtectedMcp, login, serve_protected
 
 LIMIT = 20
 ONE, TWO = "SECRET-ONE-0123456789abcdef", "SECRET-TWO-0123456789abcdef"

@@ -16,8 +16,8 @@ import trio.testing
 from mcpd.servers.oauth import LoginError, NoOAuthLogin, RedirectFailed
 from mcpd.servers.oauth.login import LOGIN_TTL, Login
 from protocol.oauth import HttpResponse, redirect_for_issuer
-from tests.support.oauth_fake import FakeWorld
-from tests.support.oauth_world import REDIRECT, Clock, WorldHttp, log_in, public, server_auth
+from tests.support.oauth.fake import FakeWorld
+from tests.support.oauth.world import REDIRECT, Clock, WorldHttp, log_in, public, server_auth
 
 
 @pytest.fixture

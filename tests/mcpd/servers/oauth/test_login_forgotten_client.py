@@ -17,8 +17,8 @@ from mcpd.local.state.oauth_store import OAuthStore
 from mcpd.servers.oauth import AuthFailed, LoginError, LoginRequired, RedirectFailed
 from mcpd.servers.oauth.auth import ServerAuth
 from mcpd.servers.oauth.login import Login
-from tests.support.oauth_fake import FakeWorld
-from tests.support.oauth_world import REDIRECT, Clock, log_in, server_auth, unauthorized
+from tests.support.oauth.fake import FakeWorld
+from tests.support.oauth.world import REDIRECT, Clock, log_in, server_auth, unauthorized
 
 PRM = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
 CHALLENGE = f'Bearer resource_metadata="{PRM}"'

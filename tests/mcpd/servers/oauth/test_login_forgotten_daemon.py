@@ -10,9 +10,9 @@ from typing import Any
 
 import trio
 
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.auth_login import mcpd
-from tests.support.oauth_mcp import ProtectedMcp, login, serve_protected
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.oauth.login import mcpd
+from tests.support.oauth.protected_mcp import ProtectedMcp, login, serve_protected
 
 LIMIT = 20
 TOOL = "mcp__t__whoami"

@@ -21,9 +21,9 @@ import pytest
 import trio
 
 from protocol.oauth import HttpRequest
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.http_servers import Responder, SeenRequest, serve_http
-from tests.support.oauth_mcp import REDIRECT, ProtectedMcp, login
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.http_servers.serving import Responder, SeenRequest, serve_http
+from tests.support.oauth.protected_mcp import REDIRECT, ProtectedMcp, login
 from transports.http.oauth_client import OAuthHttp
 
 LIMIT = 20

@@ -11,8 +11,8 @@ import pytest
 
 from mcpd.servers.oauth import RedirectFailed
 from mcpd.servers.oauth.login import Login
-from tests.support.oauth_fake import FakeWorld
-from tests.support.oauth_world import REDIRECT, Clock, server_auth
+from tests.support.oauth.fake import FakeWorld
+from tests.support.oauth.world import REDIRECT, Clock, server_auth
 
 ADVICE = "name the scopes to ask for in `scopes` under [servers.srv.auth]"
 

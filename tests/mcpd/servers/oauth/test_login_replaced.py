@@ -12,8 +12,8 @@ from pathlib import Path
 from mcpd.servers.oauth.auth import ServerAuth
 from mcpd.servers.oauth.login import Login
 from mcpd.servers.oauth.revoking import Revocation
-from tests.support.oauth_fake import FakeWorld
-from tests.support.oauth_world import REDIRECT, Clock, log_in, server_auth
+from tests.support.oauth.fake import FakeWorld
+from tests.support.oauth.world import REDIRECT, Clock, log_in, server_auth
 
 
 async def relogin(login: Login, world: FakeWorld) -> Revocation | None:

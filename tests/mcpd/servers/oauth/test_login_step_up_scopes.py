@@ -13,8 +13,8 @@ import pytest
 
 from mcpd.servers.oauth import LoginRequired
 from mcpd.servers.oauth.login import Login
-from tests.support.oauth_fake import FakeWorld, json_response
-from tests.support.oauth_world import (
+from tests.support.oauth.fake import FakeWorld, json_response
+from tests.support.oauth.world import (
     REDIRECT,
     Clock,
     forbidden,

@@ -13,8 +13,8 @@ import pytest
 from mcpd.servers.oauth import LoginRequired
 from mcpd.servers.oauth.login import Login
 from mcpd.servers.oauth.moving import moved_away, recheck_step_up
-from tests.support.oauth_fake import FakeWorld, json_response
-from tests.support.oauth_world import Clock, forbidden, log_in, server_auth
+from tests.support.oauth.fake import FakeWorld, json_response
+from tests.support.oauth.world import Clock, forbidden, log_in, server_auth
 
 OTHER = "https://other-as.example.com"
 

@@ -23,9 +23,9 @@ from protocol.oauth import (
     ServerMetadata,
     TokenSet,
 )
-from tests.support.oauth_fake import FakeWorld
-from tests.support.oauth_server import OAuthServer, serve_oauth
-from tests.support.oauth_world import Clock, WorldHttp
+from tests.support.oauth.fake import FakeWorld
+from tests.support.oauth.server import OAuthServer, serve_oauth
+from tests.support.oauth.world import Clock, WorldHttp
 
 LIMIT = 30
 

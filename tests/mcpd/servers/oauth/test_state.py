@@ -29,8 +29,8 @@ from protocol.oauth import (
     TokenSet,
 )
 from protocol.oauth.metadata import ServerMetadata
-from tests.support.oauth_fake import FakeWorld
-from tests.support.oauth_world import Clock, WorldHttp
+from tests.support.oauth.fake import FakeWorld
+from tests.support.oauth.world import Clock, WorldHttp
 
 URL = "https://mcp.example.com/mcp"
 ISSUER = "https://auth.example.com"

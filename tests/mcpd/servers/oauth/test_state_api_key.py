@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 import pytest
 import trio
 
-from tests.support.agent import Agent, connect, make_config, running
-from tests.support.http_servers import HttpServer, Responder, SeenRequest, serve_http
+from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.http_servers.serving import HttpServer, Responder, SeenRequest, serve_http
 
 LIMIT = 30
 ROOT = Path(__file__).resolve().parents[4]

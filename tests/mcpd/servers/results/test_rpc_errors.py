@@ -19,8 +19,8 @@ from mcpd.servers.results.rpc_errors import answer_error, data_findings, error_f
 from mcpd.servers.results.taking_apart import MOST_PARTS
 from protocol.jsonrpc import envelope
 from protocol.jsonrpc import messages as rpc
-from tests.support.agent import connect, make_config, running
-from tests.support.http_servers import LegacySession, Responder, SeenRequest, serve_http
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.http_servers.serving import LegacySession, Responder, SeenRequest, serve_http
 from transports.errors import HttpRPCError
 
 SECRET = "notes-secret-value-7f3a9c"

@@ -16,10 +16,10 @@ import pytest
 import trio
 
 from mcpd.daemon import Daemon
-from tests.support.agent import META, connect, make_config, running
-from tests.support.daemon_http import CURL, modern_headers, post
-from tests.support.pins_daemon import FIRST, Changing, config
-from tests.support.procs import scripted
+from tests.support.clients.agent import META, connect, make_config, running
+from tests.support.clients.daemon_http import CURL, modern_headers, post
+from tests.support.daemons.pins import FIRST, Changing, config
+from tests.support.system.procs import scripted
 
 LIMIT = 30
 TOOL = "mcp__s__rpc_error"

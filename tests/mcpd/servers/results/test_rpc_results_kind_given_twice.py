@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.agent import connect, make_config, running
+from tests.support.clients.agent import connect, make_config, running
 
-CANNED = str(Path(__file__).parents[3] / "support" / "canned_server.py")
+CANNED = str(Path(__file__).parents[3] / "support" / "servers" / "canned.py")
 ASKED = {
     "a": {
         "method": "elicitation/create",

@@ -23,10 +23,10 @@ from mcpd.servers.results.taking_apart import AT_ONCE_PARTS, MOST_PARTS, ReplyWo
 from protocol.jsonrpc import envelope
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.reply_faults import MalformedReply
-from tests.support.agent import connect, make_config, running
-from tests.support.held_walk import Held, hold
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.parts.held_walk import Held, hold
 
-SERVER = str(Path(__file__).resolve().parents[3] / "support" / "bulky_server.py")
+SERVER = str(Path(__file__).resolve().parents[3] / "support" / "servers" / "bulky.py")
 SECRET = "notes-secret-value-7f3a9c"
 
 

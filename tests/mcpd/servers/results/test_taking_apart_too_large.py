@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.agent import connect, make_config, running
-from tests.support.procs import read_pid, scripted
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.system.procs import read_pid, scripted
 
 
 def text(result: dict[str, Any]) -> str:

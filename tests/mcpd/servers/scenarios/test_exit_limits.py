@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support import bubblewrap
-from tests.support.agent import connect, make_config, running
-from tests.support.supervision import server, text, wait_state
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.daemons.supervision import server, text, wait_state
+from tests.support.system import bubblewrap
 from transports.stdio.process import pidgroup
 
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import trio
 
-from tests.support.agent import connect, make_config, running
-from tests.support.fault_harness import HOSTILE_STDIO
-from tests.support.http_servers import LegacySession, Responder, SeenRequest, serve_http
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.daemons.fault_harness import HOSTILE_STDIO
+from tests.support.http_servers.serving import LegacySession, Responder, SeenRequest, serve_http
 from transports.http.connection import MAX_INTERIM
 
 LIMIT = 30

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.agent import connect, make_config, running
-from tests.support.http_servers import Responder, SeenRequest, event, serve_http
-from tests.support.legacy_sse_server import Message, Session, answer, serve_legacy_sse
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.http_servers.legacy_sse import Message, Session, answer, serve_legacy_sse
+from tests.support.http_servers.serving import Responder, SeenRequest, event, serve_http
 
 # Far longer than the test waits for the failed call: it must not be what ends it.
 CALL_TIMEOUT = 60.0

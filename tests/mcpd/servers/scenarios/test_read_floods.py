@@ -14,9 +14,9 @@ import pytest
 import trio
 
 from mcpd.cli.status_view import render_status
-from tests.support.agent import connect, make_config, running
-from tests.support.fault_harness import HOSTILE_STDIO
-from tests.support.http_servers import (
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.daemons.fault_harness import HOSTILE_STDIO
+from tests.support.http_servers.serving import (
     LegacySession,
     Responder,
     SeenRequest,

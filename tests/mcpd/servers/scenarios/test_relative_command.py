@@ -19,9 +19,9 @@ import trio
 
 from mcpd.config.loading.load import load
 from mcpd.config.sandboxing.per_server import home_of
-from tests.support.agent import connect, make_config, running
-from tests.support.procs import SCRIPTED
-from tests.support.supervision import wait_state
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.daemons.supervision import wait_state
+from tests.support.system.procs import SCRIPTED
 
 PROGRAM = "venv/bin/python"
 ROOT = str(Path(__file__).resolve().parents[4])

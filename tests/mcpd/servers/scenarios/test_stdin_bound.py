@@ -14,10 +14,10 @@ from typing import Any
 
 import trio
 
-from tests.support.agent import connect, make_config, running
+from tests.support.clients.agent import connect, make_config, running
 from transports.stdio.transport import StdioTransport
 
-DEAF = str(Path(__file__).parents[3] / "support" / "deaf_server.py")
+DEAF = str(Path(__file__).parents[3] / "support" / "servers" / "deaf.py")
 LIMIT = 60
 CALLS = 8
 PAD = 4_000_000  # bytes of each call's arguments: all of them, far past 16 MiB

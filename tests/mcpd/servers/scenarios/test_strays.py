@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.support.agent import connect, make_config, running
-from tests.support.procs import alive, read_pid, wait_gone
-from tests.support.supervision import server, text, wait_state
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.daemons.supervision import server, text, wait_state
+from tests.support.system.procs import alive, read_pid, wait_gone
 from transports.stdio.process import pidgroup
 
 

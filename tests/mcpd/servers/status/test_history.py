@@ -13,7 +13,7 @@ from mcpd.local.state.statefile import SavedHistory, read_state
 from mcpd.servers.status.history import CHANGES, MINUTES, NOT_RUNNING, SAVE_EVERY, Histories
 from mcpd.servers.status.outage import Outage
 from mcpd.servers.status.stats import LatencyStats
-from tests.support.agent import make_config, running
+from tests.support.clients.agent import make_config, running
 
 T0 = 1_800_000_000.0  # a minute boundary
 

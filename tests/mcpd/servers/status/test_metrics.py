@@ -13,7 +13,7 @@ from mcpd.servers.life.runner import Runner
 from mcpd.servers.status.metrics import render_server_metrics
 from mcpd.servers.status.state import STATES
 from protocol.mcp import core as mcp
-from tests.support.exposition import Family, parse
+from tests.support.reading.exposition import Family, parse
 
 SCHEMA = msgspec.Raw(b'{"type":"object"}')
 

@@ -22,13 +22,13 @@ import trio
 
 from mcpd.servers.status.outage import Outage, last_line
 from protocol.shown.visible import QUOTED
-from tests.support.agent import connect, make_config, running
-from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
-from tests.support.hostile_http import serve_hostile_http
-from tests.support.http_servers import Handler, Responder, SeenRequest, serve_http
-from tests.support.peer_probe import PEER_PROBE
-from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir
-from tests.support.supervision import closed_port, server, text, wait_state
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.daemons.supervision import closed_port, server, text, wait_state
+from tests.support.hostile.cut_secret import MARKER, SECRET, beginnings, guarded, padded
+from tests.support.hostile.http_server import serve_hostile_http
+from tests.support.http_servers.serving import Handler, Responder, SeenRequest, serve_http
+from tests.support.system.peer_probe import PEER_PROBE
+from tests.support.system.peer_user import needs_root, peer_uid, run_as, shared_dir
 
 RETRY = re.compile(r"mcpd will retry at (\d\d:\d\d:\d\d) \(in \d+ s\)")
 MARKER_RETRY = re.compile(r"retrying at \d\d:\d\d:\d\d")

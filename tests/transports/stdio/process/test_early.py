@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tests.support.procs import SCRIPTED, alive
+from tests.support.system.procs import SCRIPTED, alive
 from transports.stdio.process import early
 from transports.stdio.process.childenv import environment
 from transports.stdio.process.lifecycle import start

@@ -12,9 +12,9 @@ import msgspec
 import pytest
 import trio
 
-from tests.support import bubblewrap
-from tests.support.procs import alive, read_pid, wait_gone
-from tests.support.sandbox import HOSTILE
+from tests.support.daemons.sandboxed import HOSTILE
+from tests.support.system import bubblewrap
+from tests.support.system.procs import alive, read_pid, wait_gone
 from transports.errors import SpawnError
 from transports.stdio.process.childenv import environment
 from transports.stdio.process.exits import describe_exit

@@ -8,7 +8,7 @@ import pytest
 import trio
 import trio.testing
 
-from tests.support.cut_secret import MARKER, SECRET, beginnings, guarded, padded
+from tests.support.hostile.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 from transports.read_pace import ReadPace
 from transports.stdio.process.stderr import (
     BURST_GAP,

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 import trio
 
-from tests.support.procs import alive, wait_gone
+from tests.support.system.procs import alive, wait_gone
 from transports.stdio.process.launch import START_MARK
 from transports.stdio.process.strays import marked_pids, stop_strays
 

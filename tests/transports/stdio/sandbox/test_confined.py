@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from tests.support import keyrings
+from tests.support.system import keyrings
 from transports.stdio.process import lifecycle
 from transports.stdio.sandbox import keyring_filter, landlock
 from transports.stdio.sandbox.confined import Confined, Keyless

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import bubblewrap
+from tests.support.system import bubblewrap
 from transports.stdio.sandbox import host
 from transports.stdio.sandbox.grant_reach import Hidden, overreach
 from transports.stdio.sandbox.plan import Mount, Sandbox, SandboxError

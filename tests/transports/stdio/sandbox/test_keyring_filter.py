@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from tests.support import keyrings
+from tests.support.system import keyrings
 from transports.stdio.sandbox import keyring_filter
 from transports.stdio.sandbox.keyring_filter import (
     ALLOW,

@@ -28,15 +28,15 @@ from mcpd.agents.page.sources import (
     Waiting,
 )
 from mcpd.local.state.endpoint_token import write_token
-from tests.support.agent import make_config, running
-from tests.support.auth_login import mcpd
-from tests.support.daemon_http import CURL, Reply, curl
-from tests.support.oauth_browser import follow_authorization
-from tests.support.oauth_mcp import serve_protected
-from tests.support.page_http import code_url, csrf_of, http, session
-from tests.support.peer_user import needs_root, peer_uid, run_as, shared_dir
-from tests.support.procs import scripted
-from tests.support.scripted_browser import from_page
+from tests.support.clients.agent import make_config, running
+from tests.support.clients.daemon_http import CURL, Reply, curl
+from tests.support.oauth.browser_step import follow_authorization
+from tests.support.oauth.login import mcpd
+from tests.support.oauth.protected_mcp import serve_protected
+from tests.support.oauth.scripted_browser import from_page
+from tests.support.page.http_session import code_url, csrf_of, http, session
+from tests.support.system.peer_user import needs_root, peer_uid, run_as, shared_dir
+from tests.support.system.procs import scripted
 from transports.http.oauth_client import OAuthHttp
 
 LIMIT = 60

@@ -29,9 +29,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
-from tests.support.apart import APART
-from tests.support.browser import artifacts, chromium
-from tests.support.page_daemon import (
+from tests.support.cli.apart import APART
+from tests.support.page.browser import artifacts, chromium
+from tests.support.page.daemon import (
     BURST,
     ROOT,
     SEARCH,
