@@ -1,8 +1,9 @@
 """The tests' own layout: the tests of mcpd sit in the folder of the package they test,
 each named for the module it tests (or in that folder's scenarios/, for a story through
 a running daemon that no one module tells), and no test module imports another (what
-tests share lives in tests/support/ or in a conftest.py), so each can be read, moved and
-run apart."""
+tests share lives in a room of tests/support/ or in a conftest.py), so each can be read,
+moved and run apart. docs/architecture.md ("The tests") tells the layout to a newcomer, and
+what a name's aspect such as ``_daemon`` or ``_in_process`` says."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ TESTS = ROOT / "tests"
 MCPD_TESTS = TESTS / "mcpd"
 # The test folders that mirror a package's folder, module for module.
 MIRRORED = ("mcpd", "protocol", "transports")
+SUPPORT = TESTS / "support"
+# Folders of tests/support that hold files tests read, not modules.
+SUPPORT_DATA = frozenset({"data", "import_samples"})
 # Where a test folder keeps its stories through a running daemon that cross many of its
 # modules, each named for its story.
 SCENARIOS = "scenarios"
@@ -95,3 +99,18 @@ def test_each_test_module_names_a_module_of_its_folder_or_is_a_scenario() -> Non
                     f" (test_MODULE.py, test_MODULE_ASPECT.py, or a story in {SCENARIOS}/)"
                 )
     assert unnamed == [], "\n".join(unnamed)
+
+
+def test_what_tests_share_sits_in_a_room_of_tests_support_that_says_what_it_holds() -> None:
+    strays = []
+    for path in sorted(SUPPORT.iterdir()):
+        if path.name in ("__init__.py", "__pycache__") or path.name in SUPPORT_DATA:
+            continue
+        where = path.relative_to(ROOT)
+        if not path.is_dir():
+            strays.append(f"{where}: not in a room of tests/support/")
+            continue
+        init = path / "__init__.py"
+        if not init.is_file() or not ast.get_docstring(ast.parse(init.read_text(), str(init))):
+            strays.append(f"{where}: no __init__.py whose docstring says what the room holds")
+    assert strays == [], "\n".join(strays)
