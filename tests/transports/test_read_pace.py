@@ -15,6 +15,13 @@ import trio
 import trio.testing
 
 from protocol.jsonrpc import messages as rpc
+from tests.support.http_servers.legacy_sse import (
+    Message,
+    Session,
+    answer,
+    serve_legacy_sse,
+    sse_event,
+)
 from tests.support.http_servers.serving import (
     Responder,
     SeenRequest,

@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, padding, utils
 from protocol.oauth import OAuthConfigError, load_signing_key
 from protocol.oauth.jws import es256_sign, rs256_sign
 from protocol.oauth.keys import EcPrivateKey, RsaPrivateKey
-from tests.support.rsa_parts import PARTS, PRIVATE, jwk, pkcs1_pem
+from tests.support.oauth.rsa_parts import PARTS, PRIVATE, jwk, pkcs1_pem
 
 WRONG = {
     "d": "its private exponent d does not undo its public exponent e",

@@ -12,7 +12,7 @@ import pytest
 
 from mcpd.config.loading.load import load, parse_config
 from mcpd.config.tables.model import ConfigError
-from tests.support.rsa_parts import PARTS, pkcs1_pem
+from tests.support.oauth.rsa_parts import PARTS, pkcs1_pem
 
 ROOT = Path(__file__).resolve().parents[4]
 
