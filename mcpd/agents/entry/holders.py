@@ -31,7 +31,6 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Final, TypeVar
 
 import h11
-import msgspec
 import trio
 
 from protocol.jsonrpc import messages as rpc
@@ -47,6 +46,7 @@ from ...local.ownership.tcpowner import (
 )
 from ...policy.deciders.kin import AgentKin, Decider, tcp_deciders, tcp_kin
 from ..http.wire import Headers, Reject
+from .identity import Held
 
 if TYPE_CHECKING:
     from .peers import Peer
@@ -64,17 +64,6 @@ _RELAY_ADDRESSES: Final = frozenset({"127.0.0.1", "::ffff:127.0.0.1"})
 # How long the processes that hold a connection may be looked for in /proc, from when
 # the look begins.
 LOOKUP: Final = 5.0
-
-
-class Held(msgspec.Struct, frozen=True):
-    """Who holds the other end of a connection: its local user, and the server of
-    mcpd's whose process (``pid``) holds it, where one does (a server without a pid:
-    mcpd's relay holds it for the server); of no server, a process of the user that
-    holds it, where one was looked for and found."""
-
-    uid: int
-    server: str | None = None
-    pid: int | None = None
 
 
 class ConnectionHolder:

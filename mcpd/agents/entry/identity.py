@@ -14,10 +14,22 @@ from __future__ import annotations
 
 import secrets
 
+import msgspec
+
 from ...policy.agent import AgentInfo, exe_of
 from ...servers.shared import Whose
-from .holders import Held
 from .peers import Peer, is_owner, owners_uid
+
+
+class Held(msgspec.Struct, frozen=True):
+    """Who holds the other end of a connection: its local user, and the server of
+    mcpd's whose process (``pid``) holds it, where one does (a server without a pid:
+    mcpd's relay holds it for the server); of no server, a process of the user that
+    holds it, where one was looked for and found."""
+
+    uid: int
+    server: str | None = None
+    pid: int | None = None
 
 
 def new_connection_id() -> str:

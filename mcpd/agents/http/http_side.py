@@ -49,14 +49,13 @@ from ..connection.dispatcher import Connection, Dispatcher
 from ..daemon_seam import DaemonForAgents
 from ..entry.holders import (
     ConnectionHolder,
-    Held,
     Lookups,
     ServerRefusals,
     TcpKin,
     tcp_held,
     token_bearer,
 )
-from ..entry.identity import AgentIdentity
+from ..entry.identity import AgentIdentity, Held
 from ..entry.peers import Peer
 from ..entry.sockets import Leave
 from ..page import is_page

@@ -14,7 +14,8 @@ from __future__ import annotations
 from html import escape
 
 from ...local.ownership.tcpowner import HoldersUnknown, OwnerUnknown
-from ..entry.holders import Held, ServerRefusals, servers_process
+from ..entry.holders import ServerRefusals, servers_process
+from ..entry.identity import Held
 from ..http.exchange import RequestSender
 from ..http.wire import Reject
 from .actions import refuse_action, refuse_page

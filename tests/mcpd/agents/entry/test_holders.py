@@ -22,7 +22,8 @@ import trio
 import trio.testing
 
 from mcpd.agents.entry import holders
-from mcpd.agents.entry.holders import ConnectionHolder, Held, Lookups, TcpKin, tcp_held
+from mcpd.agents.entry.holders import ConnectionHolder, Lookups, TcpKin, tcp_held
+from mcpd.agents.entry.identity import Held
 from mcpd.local.ownership.tcpowner import HoldersUnknown, OwnerUnknown
 from mcpd.policy.deciders.kin import AgentKin, Decider
 from tests.support.clients.agent import Agent, connect, make_config, running

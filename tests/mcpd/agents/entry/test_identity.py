@@ -14,8 +14,7 @@ import pytest
 import trio
 
 from mcpd.agents.entry import identity
-from mcpd.agents.entry.holders import Held
-from mcpd.agents.entry.identity import AgentIdentity, new_connection_id
+from mcpd.agents.entry.identity import AgentIdentity, Held, new_connection_id
 from mcpd.agents.entry.peers import Peer
 from mcpd.audit.reader import AuditRecords
 from tests.support.clients.agent import make_config, running

@@ -21,8 +21,8 @@ import trio.testing
 
 from mcpd.agents.agent_server import new_session
 from mcpd.agents.connection.dispatcher import Connection, Dispatcher
-from mcpd.agents.entry.holders import Held, TcpKin
-from mcpd.agents.entry.identity import AgentIdentity
+from mcpd.agents.entry.holders import TcpKin
+from mcpd.agents.entry.identity import AgentIdentity, Held
 from mcpd.agents.entry.peers import Peer
 from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.mcp_route import McpRoute, _cancel

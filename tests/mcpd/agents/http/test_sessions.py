@@ -10,8 +10,7 @@ from typing import Any, cast
 import trio
 from msgspec import UNSET
 
-from mcpd.agents.entry.holders import Held
-from mcpd.agents.entry.identity import AgentIdentity
+from mcpd.agents.entry.identity import AgentIdentity, Held
 from mcpd.agents.entry.peers import Peer
 from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.sessions import (

@@ -18,7 +18,8 @@ import trio
 import trio.testing
 
 from mcpd.agents.daemon_seam import DaemonForAgents
-from mcpd.agents.entry.holders import ConnectionHolder, Held
+from mcpd.agents.entry.holders import ConnectionHolder
+from mcpd.agents.entry.identity import Held
 from mcpd.agents.http.body_size import MAX_BODY
 from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.wire import Reject, Wire

@@ -10,7 +10,8 @@ import logging
 
 import pytest
 
-from mcpd.agents.entry.holders import ConnectionHolder, Held, ServerRefusals
+from mcpd.agents.entry.holders import ConnectionHolder, ServerRefusals
+from mcpd.agents.entry.identity import Held
 from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.wire import Reject
 from mcpd.agents.page.whose import connection_holder
