@@ -16,6 +16,7 @@ import pytest
 import trio
 
 from mcpd.agents.entry.places import OWNER_RESERVE
+from protocol.jsonrpc.messages import MAX_ID_LENGTH, MAX_INT_ID, MIN_INT_ID
 from tests.support.daemons.fault_harness import (
     META,
     MIB,
@@ -93,12 +94,16 @@ async def deep_nesting(case: Case) -> None:
 
 async def huge_ids(case: Case) -> None:
     async with case.agent() as a:
-        good: list[Any] = ["i" * MIB, 10**30, -(10**30), 2**64, 0, -1, "", "é" * 1000]
+        good: list[Any] = ["i" * MAX_ID_LENGTH, MAX_INT_ID, MIN_INT_ID, 0, -1, "", "é" * 256]
         for rid in good:
             reply = await a.request("ping", rid=rid)
             assert reply["id"] == rid and reply["result"] == {"resultType": "complete"}, str(reply)[
                 :200
             ]
+        # Past the bounds: refused under a null id, neither kept nor echoed.
+        for huge in ("i" * MIB, 10**30, -(10**30), MAX_INT_ID + 1, "é" * 1000):
+            a.expect_null()
+            await a.send_line(json.dumps({"jsonrpc": "2.0", "id": huge, "method": "ping"}).encode())
         # Not ids at all: the error reply cannot name them.
         for bad_id in (b"1e400", b"1.5", b"true", b"null", b"[1]", b'{"a":1}'):
             a.expect_null()
