@@ -116,6 +116,14 @@ def valid_id(value: Any) -> bool:
     return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
 
 
+def past_bounds(value: Any) -> bool:
+    """An id of the right type that mcpd refuses on a request: too long a string, an
+    integer past 64 bits (a request's id is kept while it runs, and echoed)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return not rpc.MIN_INT_ID <= value <= rpc.MAX_INT_ID
+    return isinstance(value, str) and len(value) > rpc.MAX_ID_LENGTH
+
+
 @st.composite
 def envelopes(draw: st.DrawFn) -> dict[str, Any]:
     msg: dict[str, Any] = {}
@@ -148,6 +156,8 @@ def expected_kind(msg: dict[str, Any]) -> tuple[str, Any]:
     """JSON-RPC 2.0's answer: the message kind, or ("invalid", id a reply may carry)."""
     rid = msg.get("id", ABSENT)
     keep = rid if valid_id(rid) else None
+    if "method" in msg and past_bounds(rid):
+        return "invalid", None
     if msg.get("jsonrpc") != "2.0":
         return "invalid", keep
     if "method" in msg:
@@ -165,6 +175,8 @@ def expected_kind(msg: dict[str, Any]) -> tuple[str, Any]:
 
 
 @SETTINGS
+@example({"jsonrpc": "1.0", "id": 2**70, "method": "x"})
+@example({"id": "x" * 300, "method": 0})
 @given(envelopes())
 def test_every_envelope_is_classified_as_json_rpc_says(msg: dict[str, Any]) -> None:
     kind, rid = expected_kind(msg)
