@@ -4,8 +4,8 @@ hold, all together and per user, and for how long one line may stay unfinished.
 A connection reads its agent's lines whole, each up to ``max_line_bytes``, and holds
 what has come of the one being sent until its newline; an agent may send most of a
 line and stop, on as many connections as it has places. What they hold is shared out
-as the places are (``places``; the door holds both), and as request bodies are on the HTTP side
-(``http.body_budget``):
+as the places are (``places``; the door holds both), by the rule request bodies on the HTTP
+side (``http.body_budget``) follow too (``shares``):
 
 - each connection holds ``UNWEIGHED`` of a line apart from the rest, as much as one
   read brings, so that a line split between two reads costs no one anything;
@@ -42,7 +42,7 @@ import msgspec
 
 from ...config.tables.model import DaemonConfig
 from .peers import Peer, is_owner
-from .places import OWNER_RESERVE, uid_quota
+from .shares import ByteShares, byte_shares
 
 UNWEIGHED: Final = 64 * 1024
 UNFINISHED_BUDGET: Final = 64 * 1024 * 1024
@@ -59,18 +59,12 @@ class LineOwner(msgspec.Struct, frozen=True):
     own_socket: bool = True
 
 
-class UnfinishedLimits(msgspec.Struct, frozen=True):
-    most: int  # everyone together
-    per_uid: int  # one user other than mcpd's own and root
-    reserve: int  # more for mcpd's own user and root
+UnfinishedLimits = ByteShares
 
 
 def unfinished_limits(d: DaemonConfig) -> UnfinishedLimits:
     line = d.max_line_bytes
-    most = max(UNFINISHED_BUDGET, 4 * line)
-    share = most * uid_quota(d) // d.max_connections
-    reserve = most * OWNER_RESERVE // d.max_connections
-    return UnfinishedLimits(most, min(most, max(line, share)), max(line, reserve))
+    return byte_shares(d, max(UNFINISHED_BUDGET, 4 * line), line)
 
 
 class UnfinishedLines:
@@ -161,14 +155,15 @@ class UnfinishedLines:
                 f"the {limits.reserve} kept for mcpd's own user and root"
             )
         has = self.of(whose.uid)
-        if has + more > limits.per_uid:
+        passed = limits.passed(self.total, has, more)
+        if passed == "share":
             user = "the user mcpd cannot name" if whose.uid is None else f"uid {whose.uid}"
             return (
                 f"{user} holds {has} bytes of lines not yet ended on its connections, "
                 f"and {more} more would pass the {limits.per_uid} one user may hold "
                 "(its part as daemon.max_connections_per_uid is of max_connections)"
             )
-        if self.total + more > limits.most:
+        if passed == "all":
             return (
                 f"the agents' connections hold {self.total} bytes of lines not yet "
                 f"ended, and {more} more would pass the {limits.most} all may hold"

@@ -4,7 +4,8 @@ until its request has been answered.
 
 Each body is capped (``body_size.MAX_BODY``), but a client may send a request's head
 and most of its body and hold it there, on as many connections as it has places.
-The bytes held are shared out as the places are (``places``):
+The bytes held are shared out as the places are (``places``), by the rule the
+agent sockets' unfinished lines follow too (``entry.shares``):
 
 - everyone together may hold ``BODY_BUDGET``;
 - one user other than mcpd's own and root the part of it that
@@ -35,7 +36,7 @@ from protocol.shown.logfields import log_extra
 
 from ...config.tables.model import DaemonConfig
 from ..entry.peers import is_owner, owners_uid
-from ..entry.places import OWNER_RESERVE, uid_quota
+from ..entry.shares import ByteShares, byte_shares
 from .body_size import MAX_BODY
 from .exchange import RequestSender
 from .mcp_http import rpc_reject
@@ -64,16 +65,11 @@ def body_owner(caller: RequestSender) -> BodyOwner:
     return BodyOwner(uid, owners_uid(uid))
 
 
-class BodyLimits(msgspec.Struct, frozen=True):
-    most: int  # everyone together
-    per_uid: int  # one user other than mcpd's own and root
-    reserve: int  # more for mcpd's own user and root
+BodyLimits = ByteShares
 
 
 def body_limits(d: DaemonConfig) -> BodyLimits:
-    share = BODY_BUDGET * uid_quota(d) // d.max_connections
-    reserve = BODY_BUDGET * OWNER_RESERVE // d.max_connections
-    return BodyLimits(BODY_BUDGET, min(BODY_BUDGET, max(MAX_BODY, share)), max(MAX_BODY, reserve))
+    return byte_shares(d, BODY_BUDGET, MAX_BODY)
 
 
 class BodyBudget:
@@ -128,14 +124,15 @@ class BodyBudget:
                 f"{limits.reserve} kept for mcpd's own user and root"
             )
         has = self.of(whose.uid)
-        if has + size > limits.per_uid:
+        passed = limits.passed(self.total, has, size)
+        if passed == "share":
             user = "the user mcpd cannot name" if whose.uid is None else f"uid {whose.uid}"
             return (
                 f"{user} has request bodies of {has} bytes being received or served, and "
                 f"one more of {size} would pass the {limits.per_uid} one user may hold "
                 "(its part as daemon.max_connections_per_uid is of max_connections)"
             )
-        if self.total + size > limits.most:
+        if passed == "all":
             return (
                 f"request bodies of {self.total} bytes are being received or served, and "
                 f"one more of {size} would pass the {limits.most} all may hold"
