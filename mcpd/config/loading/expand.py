@@ -2,10 +2,11 @@
 environment, ``${file:PATH}`` from a secret file, ``$$`` for a literal ``$``.
 
 A reference that is badly written is a mistake in the file, wherever it is, and so is
-one to a file larger than any secret (the wrong path). One that is well written but
-cannot be resolved here (a variable not set, a file that cannot be read) is a fact
-about this machine: inside a server's table it keeps that server from starting and
-nothing else, and a disabled server's table is not expanded at all.
+one to a file larger than any secret (the wrong path), or to a variable as large. One
+that is well written but cannot be resolved here (a variable not set, a file that
+cannot be read) is a fact about this machine: inside a server's table it keeps that
+server from starting and nothing else, and a disabled server's table is not expanded
+at all.
 """
 
 from __future__ import annotations
@@ -17,7 +18,13 @@ from typing import Any, Final
 import msgspec
 
 from ..credentials.exposure import secret_name
-from ..credentials.secrets import HeldSecret, SecretError, SecretTooLarge, read_secret
+from ..credentials.secrets import (
+    SECRET_FILE_LIMIT,
+    HeldSecret,
+    SecretError,
+    SecretTooLarge,
+    read_secret,
+)
 from ..tables.model import ConfigError
 
 _VAR_NAME_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -36,6 +43,9 @@ _PLAIN_PREFIXES: Final = ("XDG_", "LC_")
 _PLAIN_SUFFIXES: Final = ("_DIRECTORY",)  # systemd's STATE_DIRECTORY= and the others
 # Shorter values are not told apart from ordinary text ("true", a port).
 MIN_SECRET: Final = 6
+# A variable's value is held as a secret file's is, and searched for in all servers
+# send the same way: one larger than a secret file may be is the wrong variable.
+VALUE_LIMIT: Final = SECRET_FILE_LIMIT
 
 FoundSecrets = list[HeldSecret]
 
@@ -129,6 +139,7 @@ def expand(
         name, sep, default = body.partition(":-")
         value = env.get(name)
         if value is not None and (value or not sep):
+            _check_size(name, value, path)
             return held(value, not _secret_value(name, path))
         if sep:  # as in the shell, ":-" also replaces a variable set to ""
             return default
@@ -139,6 +150,21 @@ def expand(
         raise Unresolved(path, "an environment variable whose name is not upper case is not set")
 
     return _VAR_RE.sub(sub, value)
+
+
+def _check_size(name: str, value: str, path: str) -> None:
+    size = len(value.encode("utf-8", "surrogateescape"))
+    if size > VALUE_LIMIT:
+        who = (
+            f"environment variable {name}"
+            if _SHOWN_NAME_RE.match(name)
+            else "an environment variable whose name is not upper case"
+        )
+        raise ConfigError(
+            path,
+            f"{who} holds {size} bytes, more than a value from the environment may "
+            f"({VALUE_LIMIT} bytes): is it the right variable?",
+        )
 
 
 def stand_ins(
