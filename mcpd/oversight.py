@@ -3,7 +3,9 @@ secrets mcpd knows, the policy gate, the approvals that wait for a person and th
 audit log, built together from the config and reconfigured together on reload. Each
 time rules come into force, one scoped to profiles an agent can leave is warned of
 (``checks.policy_rules.leavable``), and so are aliases whose tools may be named as another's
-(``checks.aliases``)."""
+(``checks.aliases``) and credential headers a server's plain ``http://`` URL off this
+machine would carry in clear (``checks.servers.plain_http_credentials``), as
+``check-config`` warns of them."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from .audit.counts import render_call_metrics
 from .audit.log import AuditLog
 from .config.checks.aliases import alias_warnings
 from .config.checks.policy_rules import leavable
+from .config.checks.servers import plain_http_credentials
 from .config.credentials.secrets import HeldSecret
 from .config.tables.model import Config
 from .policy.decision.gate import CallGate
@@ -58,6 +61,9 @@ class Oversight:
         self.call_gate.configure(config.policy, restarted)
         for warning in [*leavable(config), *alias_warnings(config)]:
             logger.warning("%s", warning, extra=log_extra(None, "config"))
+        for alias, server in sorted(config.servers.items()):
+            for warning in plain_http_credentials(alias, server):
+                logger.warning("%s", warning, extra=log_extra(alias, "plain_http_credential"))
         self.audit.configure(config.daemon)
 
     def settle(self, config: Config) -> None:
