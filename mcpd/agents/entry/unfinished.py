@@ -59,10 +59,7 @@ class LineOwner(msgspec.Struct, frozen=True):
     own_socket: bool = True
 
 
-UnfinishedLimits = ByteShares
-
-
-def unfinished_limits(d: DaemonConfig) -> UnfinishedLimits:
+def unfinished_limits(d: DaemonConfig) -> ByteShares:
     line = d.max_line_bytes
     return byte_shares(d, max(UNFINISHED_BUDGET, 4 * line), line)
 
@@ -87,7 +84,7 @@ class UnfinishedLines:
         uid = None if peer is None else peer.uid
         return LineHold(self, LineOwner(uid, is_owner(peer), profile_socket is None))
 
-    def _room(self, whose: LineOwner, limits: UnfinishedLimits) -> int:
+    def _room(self, whose: LineOwner, limits: ByteShares) -> int:
         """What all together may hold when ``whose`` weighs more."""
         if whose.owner and whose.own_socket:
             return limits.most + limits.reserve

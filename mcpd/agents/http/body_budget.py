@@ -65,10 +65,7 @@ def body_owner(caller: RequestSender) -> BodyOwner:
     return BodyOwner(uid, owners_uid(uid))
 
 
-BodyLimits = ByteShares
-
-
-def body_limits(d: DaemonConfig) -> BodyLimits:
+def body_limits(d: DaemonConfig) -> ByteShares:
     return byte_shares(d, BODY_BUDGET, MAX_BODY)
 
 
@@ -114,7 +111,7 @@ class BodyBudget:
         self.total += size
         self._by_uid[whose.uid] = self.of(whose.uid) + size
 
-    def _refusal(self, limits: BodyLimits, whose: BodyOwner, size: int) -> str | None:
+    def _refusal(self, limits: ByteShares, whose: BodyOwner, size: int) -> str | None:
         if whose.owner:
             if self.total + size <= limits.most + limits.reserve:
                 return None

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import functools
 
+from mcpd.agents.entry.shares import ByteShares
 from mcpd.agents.entry.unfinished import (
     UNWEIGHED,
     LineHold,
     LineOwner,
-    UnfinishedLimits,
     UnfinishedLines,
     unfinished_limits,
 )
@@ -21,11 +21,11 @@ MiB = 1 << 20
 def test_the_bounds_follow_the_places_and_always_leave_room_for_a_full_line() -> None:
     """By default: all 64 MiB, one user a quarter of it, mcpd's own user and root a
     full line more; with longer lines, four of them, and one."""
-    assert unfinished_limits(DaemonConfig()) == UnfinishedLimits(64 * MiB, 16 * MiB, 16 * MiB)
+    assert unfinished_limits(DaemonConfig()) == ByteShares(64 * MiB, 16 * MiB, 16 * MiB)
     long_lines = DaemonConfig(max_line_bytes=64 * MiB)
-    assert unfinished_limits(long_lines) == UnfinishedLimits(256 * MiB, 64 * MiB, 64 * MiB)
+    assert unfinished_limits(long_lines) == ByteShares(256 * MiB, 64 * MiB, 64 * MiB)
     few = DaemonConfig(max_connections=16, max_connections_per_uid=8)
-    assert unfinished_limits(few) == UnfinishedLimits(64 * MiB, 32 * MiB, 64 * MiB)
+    assert unfinished_limits(few) == ByteShares(64 * MiB, 32 * MiB, 64 * MiB)
 
 
 def test_one_user_holds_its_share_and_no_more_until_a_connection_lets_go() -> None:
