@@ -125,7 +125,7 @@ async def test_only_enabled_servers_run_and_the_summary_counts_them(
         assert tools(sup) == ["mcp__a__a_tool", "mcp__b__b_tool"]
         assert sup.summary() == "2 servers: 2 ready"
         assert sup.summary(only=lambda alias: alias == "a") == "1 server: 1 ready"
-        assert [row["alias"] for row in sup.status(only=lambda alias: alias == "b")] == ["b"]
+        assert [row.alias for row in sup.status(only=lambda alias: alias == "b")] == ["b"]
         assert sup.outages() == [] and sup.processes() == {}
 
 
