@@ -126,9 +126,11 @@ async def test_the_whole_status_and_a_profiles_status(tmp_path: Path) -> None:
     assert [s["alias"] for s in scoped["servers"]] == ["alpha"]
     assert [p["name"] for p in scoped["profiles"]] == ["one"]
     assert (top["summary"], mine["summary"]) == ("2 servers: 2 ready", "1 server: 1 ready")
-    # The keys a script reads, in the order they are written; none a server lacks.
-    assert list(whole) == ["daemon", "servers", "profiles", "approvals", "audit"]
-    assert list(scoped) == ["daemon", "servers", "profiles"]
+    # The keys a script reads, in the order they are written; none a server lacks. A
+    # modern agent's result carries its resultType first, as each of mcpd's own does.
+    assert list(whole) == ["resultType", "daemon", "servers", "profiles", "approvals", "audit"]
+    assert list(scoped) == ["resultType", "daemon", "servers", "profiles"]
+    assert whole["resultType"] == scoped["resultType"] == "complete"
     assert list(top) == WHOLE_DAEMON
     assert list(mine) == PROFILE_DAEMON
     assert all(list(s) == STDIO_ROW for s in [*whole["servers"], *scoped["servers"]])
