@@ -71,7 +71,9 @@ async def test_a_retry_past_the_last_date_a_clock_shows_does_not_stop_the_daemon
     checked = load(config_path)
     # What no config can give since it is read with its bounds: the daemon writes
     # such a time down without failing all the same.
-    far = msgspec.structs.replace(checked.daemon, backoff_base=1e13, backoff_cap=float("inf"))
+    # The delay is drawn between none and its ceiling: a ceiling this far keeps even a
+    # small draw past the last date a clock shows.
+    far = msgspec.structs.replace(checked.daemon, backoff_base=1e18, backoff_cap=float("inf"))
     config = msgspec.structs.replace(checked, daemon=far)
     with trio.fail_after(60):
         async with (
