@@ -14,12 +14,9 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Sequence
-from typing import Final
 
+from .kernel_places import KERNEL_DIRS
 from .plan import Level, Mount, within
-
-# bubblewrap mounts its own there; nothing above a hidden path in them is the host's.
-_KERNEL: Final = ("/dev", "/proc", "/sys")
 
 
 def fixed_dirs(mounts: Sequence[Mount], home: str, level: Level) -> list[Mount]:
@@ -44,7 +41,8 @@ def writable(path: str, shown: Sequence[Mount], level: Level) -> bool:
     """Whether ``path`` is the host's and the server may change it: the deepest mount
     it lies in (a grant over a hidden path at the same place) is a write grant or the
     home, or, at the default level, there is none (the host's root, shown as it is)."""
-    if any(within(path, k) for k in _KERNEL):
+    # bubblewrap mounts its own there; nothing above a hidden path in them is the host's.
+    if any(within(path, k) for k in KERNEL_DIRS):
         return False
     around = [m for m in shown if within(path, m.path)]
     if not around:

@@ -27,6 +27,7 @@ from . import anchors, confined, landlock, secret_folders
 from .fixed_dirs import fixed_dirs
 from .grant_reach import Hidden, hidden_now, hold, is_own, let_go, overreach
 from .hidden_links import SYSTEM_DIRS, Needed
+from .kernel_places import kernel_mounts_now, kernel_reach, kernel_refusal
 from .machine import Machine, SystemPath
 from .mounts import kernel_mounts, sealed, tmpfs
 from .opened import installation_of, opened_by
@@ -250,13 +251,15 @@ def make_to_hide(paths: tuple[str, ...]) -> None:
 
 def grants(sandbox: Sandbox, hidden: Sequence[Hidden] | None = None) -> list[Mount]:
     """Its ``read`` and ``write`` grants as they are on this machine, each where it leads
-    now. Raises SandboxError naming the first that does not exist, that is the root, or
-    that leads where no grant may (``grant_reach``) against what the sandbox hides at
-    this start (``hidden``; when not given, as it would be found now)."""
+    now. Raises SandboxError naming the first that does not exist, that is the root,
+    that reaches the kernel's filesystems (``kernel_places``), or that leads where no
+    grant may (``grant_reach``) against what the sandbox hides at this start
+    (``hidden``; when not given, as it would be found now)."""
     where = sandbox.where
     found: list[Mount] = []
     if hidden is None:
         hidden = hidden_now(sandbox)
+    kernel = kernel_mounts_now() if sandbox.level != "off" and sandbox.read + sandbox.write else []
     for key, paths in (("read", sandbox.read), ("write", sandbox.write)):
         for i, path in enumerate(paths):
             real = os.path.realpath(path)
@@ -270,6 +273,9 @@ def grants(sandbox: Sandbox, hidden: Sequence[Hidden] | None = None) -> list[Mou
                     "the sandbox hides"
                 )
             written = os.path.normpath(os.path.abspath(path))
+            reach = kernel_reach(real, kernel) if sandbox.level != "off" else None
+            if reach is not None:
+                raise SandboxError(f"{where}.{key}[{i}]: {kernel_refusal(written, real, reach)}")
             why = overreach(written, real, hidden) if sandbox.level != "off" else None
             if why is not None:
                 raise SandboxError(f"{where}.{key}[{i}]: {why}")

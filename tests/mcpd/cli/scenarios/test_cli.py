@@ -380,3 +380,16 @@ def test_an_unknown_option_gets_the_commands_own_usage(command: str) -> None:
     assert out.returncode == 2
     assert out.stderr.startswith(f"usage: mcpd {command} "), out.stderr
     assert f"mcpd {command}: error: unrecognized arguments: --bogus" in out.stderr
+
+
+def test_check_config_warns_of_a_grant_that_leads_into_proc(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.symlink_to("/proc")  # pointed there by a server that may write its folder
+    config = tmp_path / "conf" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(f'[servers.files]\ncommand = "/bin/true"\nwrite = ["{notes}"]\n')
+    out = run("check-config", "--config", str(config))
+    assert out.returncode == 0, out.stderr
+    said = f"warning: servers.files.write[0]: {notes} leads to /proc, which is /proc, the kernel's"
+    assert out.stderr.startswith(said), out.stderr
+    assert "the server does not start until that is fixed" in out.stderr
