@@ -27,6 +27,7 @@ IN_HOME: Final = (
     ".kube",
     ".oci",
     ".docker/config.json",
+    ".config/containers/auth.json",  # podman's, buildah's and skopeo's registry logins
     ".docker/desktop",  # Docker Desktop's engine socket
     ".terraform.d/credentials.tfrc.json",
     ".vault-token",
@@ -44,6 +45,9 @@ IN_HOME: Final = (
     ".cargo/credentials",
     ".cargo/credentials.toml",
     ".m2/settings-security.xml",
+    # logins to databases and storage
+    ".pgpass",
+    ".config/rclone/rclone.conf",
     # other AI tools' logins
     ".claude/.credentials.json",
     ".codex/auth.json",
@@ -110,6 +114,7 @@ IN_RUNTIME_DIR: Final = (
     "docker.sock",
     "dockerd-rootless",
     "podman",
+    "containers/auth.json",  # where `podman login` keeps the registry logins
     "containerd",
     "containerd-rootless",
     "buildkit",
@@ -148,7 +153,17 @@ IN_TMP: Final = (
 )
 
 # Variables of mcpd's own environment that name a credential store elsewhere.
-NAMED_BY: Final = ("SSH_AUTH_SOCK", "GNUPGHOME", "AWS_SHARED_CREDENTIALS_FILE", "KUBECONFIG")
+NAMED_BY: Final = (
+    "SSH_AUTH_SOCK",
+    "GNUPGHOME",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "KUBECONFIG",
+    "REGISTRY_AUTH_FILE",
+    "PGPASSFILE",
+    "RCLONE_CONFIG",
+)
+# Those that name a directory holding one, with its name there.
+IN_DIR_NAMED_BY: Final = (("DOCKER_CONFIG", "config.json"),)
 # Those that give a bus's D-Bus address (``unix:path=/tmp/dbus-...``): the session's,
 # through which a process could have the user's service manager run what it likes.
 BUS_NAMED_BY: Final = ("DBUS_SESSION_BUS_ADDRESS",)

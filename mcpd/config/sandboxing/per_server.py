@@ -54,7 +54,15 @@ from ..loading.paths import pages_directories, state_directory
 from ..tables.model import Config
 from ..tables.servertable import DEFAULT_LIMITS, ServerConfig
 from . import state_links
-from .credstores import BUS_NAMED_BY, IN_HOME, IN_RUNTIME_DIR, IN_TMP, NAMED_BY, ON_HOST
+from .credstores import (
+    BUS_NAMED_BY,
+    IN_DIR_NAMED_BY,
+    IN_HOME,
+    IN_RUNTIME_DIR,
+    IN_TMP,
+    NAMED_BY,
+    ON_HOST,
+)
 from .keys import loopback_port, parse_size
 
 HOMES: Final = "homes"
@@ -145,6 +153,9 @@ def hidden_paths(config: Config, env: Mapping[str, str] | None = None) -> list[s
     out += ON_HOST
     for var in NAMED_BY:
         out += [p for p in env.get(var, "").split(":") if p]
+    for var, name in IN_DIR_NAMED_BY:
+        if env.get(var):
+            out.append(os.path.join(env[var], name))
     for var in BUS_NAMED_BY:
         out += bus_paths(env.get(var, ""))
     return sorted({_absolute(p) for p in out})

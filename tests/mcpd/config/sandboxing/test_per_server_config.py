@@ -92,6 +92,8 @@ def test_what_every_sandbox_hides(tmp_path: Path) -> None:
         "HOME": str(tmp_path / "home"),
         "XDG_RUNTIME_DIR": str(tmp_path / "run"),
         "SSH_AUTH_SOCK": str(tmp_path / "agent.sock"),
+        "REGISTRY_AUTH_FILE": str(tmp_path / "registries.json"),
+        "DOCKER_CONFIG": str(tmp_path / "docker"),
     }
     data = {
         "daemon": {"state_dir": str(tmp_path / "state"), "socket": str(tmp_path / "run/mcpd/s")},
@@ -126,6 +128,12 @@ def test_what_every_sandbox_hides(tmp_path: Path) -> None:
         Path(f"/tmp/mcpd-pages-{os.geteuid()}"),  # where there is no runtime directory
         tmp_path / "home" / ".1password",
         tmp_path / "agent.sock",
+        tmp_path / "home" / ".config" / "containers" / "auth.json",  # registry logins
+        tmp_path / "run" / "containers" / "auth.json",  # where podman login keeps them
+        tmp_path / "registries.json",
+        tmp_path / "docker" / "config.json",
+        tmp_path / "home" / ".pgpass",
+        tmp_path / "home" / ".config" / "rclone" / "rclone.conf",
     ):
         assert str(path) in paths, path
     sandbox = sandbox_of("s", config.servers["s"], config, env)
