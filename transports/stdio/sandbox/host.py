@@ -43,6 +43,7 @@ from .plan import (
     strict_roots,
     within,
 )
+from .root_view import SEARCHED, UNSHOWN, owner_only
 from .strict_view import unseen
 
 _PROBE_TIMEOUT: Final = 10.0
@@ -81,6 +82,8 @@ def _try(bwrap: str, *extra: str, confine: Sequence[str] = (), keyless: bool = F
 def _system() -> tuple[SystemPath, ...]:
     found = []
     for path in SYSTEM_DIRS:
+        if path in UNSHOWN and os.geteuid() == 0:
+            continue
         try:
             link = os.readlink(path)
         except OSError:
@@ -163,8 +166,9 @@ def resolve(sandbox: Sandbox, command: str, cwd: str = "") -> Resolved:
     they are now, not another user's, and not where a link would take what the server
     runs or works in, ``anchors``), grants (which must exist), the directories above
     what is hidden (``pins``), and its home, created (0700) when missing, as are the
-    hidden directories it says to make (``made``). ``cwd``: its working directory, when
-    not its home. Raises SandboxError."""
+    hidden directories it says to make (``made``), and, for a strict one under a root
+    mcpd, what only root may read in ``/etc`` (``root_view``). ``cwd``: its working
+    directory, when not its home. Raises SandboxError."""
     where = sandbox.where
     mounts: list[Mount] = []
     if sandbox.level != "off":
@@ -182,6 +186,8 @@ def resolve(sandbox: Sandbox, command: str, cwd: str = "") -> Resolved:
                 mounts.append(Mount(real, "hide_dir"))
             elif os.path.lexists(real):
                 mounts.append(Mount(real, "hide_file"))
+    if sandbox.level == "strict" and os.geteuid() == 0:
+        mounts += owner_only(SEARCHED)
     # What lies in a hidden directory is hidden with it.
     dirs = [m.path for m in mounts if m.kind == "hide_dir"]
     mounts = [m for m in mounts if not any(m.path != d and within(m.path, d) for d in dirs)]

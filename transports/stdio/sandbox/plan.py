@@ -18,7 +18,9 @@ Levels:
   kernel can scope one, at every sandboxed level. It sees ``/sys`` read-only.
 - ``strict``: a new root holding the system's directories read-only, its own home, a
   private ``/tmp``, and the paths its config grants, and no other file; its network is
-  the host's unless ``network = false``.
+  the host's unless ``network = false``. Under a root mcpd, less of the system's
+  directories: what only root may read is covered in ``/etc``, and ``/opt`` is not
+  shown (``root_view``).
 - ``off``: started as it is.
 
 ``read`` grants are bound read-only and ``write`` grants read-write, on top of what is
