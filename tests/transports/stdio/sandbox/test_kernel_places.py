@@ -4,6 +4,8 @@ lies in them, another mount of one of them, or a folder that holds such a mount.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from transports.stdio.sandbox.kernel_places import (
 )
 from transports.stdio.sandbox.plan import Level, Mount, Sandbox, SandboxError
 
+ROOT = Path(__file__).resolve().parents[4]
 MOUNTINFO = [
     "22 1 0:21 / /proc rw,nosuid shared:5 - proc proc rw\n",
     "23 1 0:22 / /sys rw,nosuid shared:6 - sysfs sysfs rw\n",
@@ -100,3 +103,35 @@ def test_a_server_started_without_a_sandbox_keeps_its_grants_as_they_are(
 ) -> None:
     box = sandbox(tmp_path, "off", read=("/proc",))
     assert host.grants(box) == [Mount("/proc", "read")]
+
+
+GRANTS = """
+import sys
+from transports.stdio.sandbox import host
+from transports.stdio.sandbox.plan import Sandbox, SandboxError
+for path in sys.argv[2:]:
+    box = Sandbox(home=sys.argv[1], alias="s", where="servers.s", read=(path,))
+    try:
+        host.grants(box)
+        print("granted")
+    except SandboxError as exc:
+        print(exc)
+"""
+
+
+def test_another_mount_of_proc_is_found_by_what_it_is(tmp_path: Path) -> None:
+    """A folder where ``proc`` is mounted again, or one that holds it, is refused as
+    ``/proc`` is, in a mount namespace of the test's own."""
+    tmp = Path(os.path.realpath(tmp_path))
+    place = tmp / "srv" / "host proc"
+    place.mkdir(parents=True)
+    script = 'mount --make-rprivate / && mount --bind /proc "$1" && shift && exec "$@"'
+    argv = ["unshare", "--mount", "sh", "-c", script, "sh", str(place), sys.executable]
+    argv += ["-c", GRANTS, str(tmp / "home"), str(place / "self"), str(tmp / "srv")]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=ROOT)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount proc again here: {done.stderr.strip()}")
+    inside, above = done.stdout.splitlines()
+    assert inside.startswith(f"servers.s.read[0]: {place / 'self'} leads to {place}/"), inside
+    assert f"which lies in {place}, the kernel's (proc, mounted there)" in inside
+    assert above.startswith(f"servers.s.read[0]: {tmp / 'srv'}, which holds {place}"), above
