@@ -15,7 +15,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 
-from .kernel_places import KERNEL_DIRS
+from .mounts import KERNEL_DIRS
 from .plan import Level, Mount, within
 
 

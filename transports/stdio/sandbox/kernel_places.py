@@ -20,10 +20,8 @@ from typing import Final
 
 import msgspec
 
+from .mounts import KERNEL_DIRS
 from .plan import within
-
-# The directories bubblewrap makes of its own in every sandbox.
-KERNEL_DIRS: Final = ("/dev", "/proc", "/sys")
 
 # Filesystems whose files are the kernel's state and controls, wherever mounted.
 KERNEL_TYPES: Final = frozenset(

@@ -39,6 +39,10 @@ def tmpfs(path: str, size: int | None) -> list[str]:
     return [*bound, "--tmpfs", path]
 
 
+# The directories bubblewrap makes of its own in every sandbox.
+KERNEL_DIRS: Final = ("/dev", "/proc", "/sys")
+
+
 def kernel_mounts(shows_sys: bool, shm_size: int | None) -> list[str]:
     """``/dev`` and ``/proc`` of the sandbox's own, with the kernel's controls in them
     (and in ``/sys``, when the sandbox shows the host's) read-only, and a ``/dev/shm``
