@@ -50,7 +50,7 @@ from bench import splicer as bench_splicer
 from bench.targets import wait_for
 from mcpd.config.loading.load import parse_config
 from mcpd.daemon import Daemon
-from mcpd.local.service.journal import setup_logging
+from mcpd.local.service.logsetup import setup_logging
 
 ROOT = Path(__file__).resolve().parent.parent
 ECHO = ROOT / "bench" / "echo_server.py"

@@ -151,7 +151,16 @@ def journal_priority(record: CallRecord) -> int:
 
 
 def hand_over(handler: logging.Handler, records: list[CallRecord], now: float) -> None:
-    """``records`` (each of a level ``handler`` takes) to ``handler``."""
+    """``records`` (each of a level ``handler`` takes) to ``handler``. A handler that
+    fails costs the entries, as ``logging`` has it (``handleError``): the calls go on,
+    and the audit file has their records."""
+    try:
+        _hand_over(handler, records, now)
+    except Exception:
+        handler.handleError(logging.makeLogRecord({"name": LOGGER, "msg": "calls' entries"}))
+
+
+def _hand_over(handler: logging.Handler, records: list[CallRecord], now: float) -> None:
     if isinstance(handler, LineHandler):
         heads = (handler.head(NOTICE, now), handler.head(INFO, now))  # by "ok"
         handler.write_lines("".join([f"{heads[r.outcome == 'ok']}{line(r)}\n" for r in records]))

@@ -55,7 +55,7 @@ def _config_error(exc: ConfigError, path: str) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from ..local.service.journal import setup_logging
+    from ..local.service.logsetup import setup_logging
 
     setup_logging(args.log, args.log_level)
     unfit = _unfit_socket(args.socket)

@@ -14,7 +14,7 @@ import trio
 
 from ..config.checks.endpoints import parse_listen
 from ..config.tables.model import ConfigError
-from ..local.service.journal import setup_logging
+from ..local.service.logsetup import setup_logging
 from .http import serve_http
 from .runtime import DemoServer
 from .stdio import DEFAULT_EOF_GRACE, serve_stdio

@@ -5,9 +5,11 @@ Code logs through stdlib ``logging`` and attaches structure with
 record becomes one journal entry with ``MCPD_SERVER``, ``MCPD_EVENT``, ``MCPD_REASON``
 and ``MCPD_STDERR`` next to ``MESSAGE`` and ``PRIORITY``, so that
 ``journalctl -u mcpd MCPD_EVENT=outage`` and ``journalctl -u mcpd MCPD_SERVER=tickets``
-work. Elsewhere each record is one line on stderr.
+work. Elsewhere each record is one line on stderr. ``logsetup`` chooses between them.
 
-The CLI calls ``setup_logging(args.log, args.log_level)`` once, before anything logs.
+A log that cannot be written costs its entries, never the daemon: with journald gone
+and stderr a dead stream, records are counted, and said once something takes entries
+again.
 """
 
 from __future__ import annotations
@@ -21,9 +23,7 @@ import fcntl
 import logging
 import os
 import socket
-import stat
 import sys
-from collections.abc import Mapping
 from typing import TextIO
 
 from protocol.shown.logfields import log_extra
@@ -45,6 +45,9 @@ JOURNAL_SOCKET = "/run/systemd/journal/socket"
 # How many warnings (or worse) journald had no room for are held to be sent once it has:
 # a flood of them is what the count of those dropped is for.
 HELD_WARNINGS = 64
+
+# What mcpd says of entries it could not send: how many, why, and of what kind.
+_COUNTED = "%d log entries dropped: %s (%s)"
 
 # --- handlers ----------------------------------------------------------------------------
 
@@ -199,6 +202,9 @@ class JournalHandler(RateLimitedHandler):
         self.dropped = 0
         self._dropped_warnings = 0  # of ``dropped``: warnings or worse
         self._dropped_calls = 0  # of ``dropped``: calls' audit entries
+        self.lost = 0  # neither the socket nor the fallback could take them
+        self._lost_warnings = 0
+        self._lost_calls = 0
         self._held: collections.deque[bytes] = collections.deque()  # warnings or worse
         self._failed = False
         # Unconnected: each send names the path, so a restarted journald is picked up.
@@ -213,21 +219,31 @@ class JournalHandler(RateLimitedHandler):
         try:
             self._offer(data, warning=record.levelno >= logging.WARNING)
         except OSError as exc:
-            if not self._failed:
-                self._failed = True
-                self.fallback.write(
-                    logging.makeLogRecord(
-                        {
-                            "levelno": logging.WARNING,
-                            "levelname": "WARNING",
-                            "msg": "journal socket %s unusable (%s); logging to stderr",
-                            "args": (self.path, exc),
-                        }
-                    )
-                )
-            self.fallback.write(record)
+            self._fall_back(record, exc)
             return
         self._failed = False
+
+    def _fall_back(self, record: logging.LogRecord, exc: OSError) -> None:
+        """``record`` as a line on the fallback stream, after saying (once, until the
+        socket takes entries again) that the socket cannot be used, and how many
+        entries neither could take; counted among those when the stream cannot take it
+        either (journald stopped, its stream with it)."""
+        said = []
+        if not self._failed:
+            unusable = "journal socket %s unusable (%s); logging to stderr"
+            said.append(_warning(unusable, self.path, exc, event=None))
+        if self.lost:
+            said.append(_warning(_COUNTED, self.lost, *self._lost_why()))
+        try:
+            for line in [*said, record]:
+                self.fallback.write(line)
+        except (OSError, ValueError):  # a broken pipe, or a stream closed
+            self.lost += 1
+            self._lost_warnings += record.levelno >= logging.WARNING
+            self._lost_calls += extra(record, "mcpd_event") == "call"
+            return
+        self._failed = True
+        self.lost = self._lost_warnings = self._lost_calls = 0
 
     def send_entry(self, data: bytes) -> bool:
         """A call's audit entry encoded elsewhere (``encode_entry``), sent as ``write``
@@ -260,23 +276,23 @@ class JournalHandler(RateLimitedHandler):
             self._send(self._held[0])
             self._held.popleft()
         if self.dropped:
-            self._send(encode_entry(self._dropped_fields()))
+            why = "journald was not keeping up"
+            kinds = _kinds(self._dropped_warnings, self._dropped_calls)
+            self._send(self._count_entry(self.dropped, why, kinds))
             self.dropped = self._dropped_warnings = self._dropped_calls = 0
+        if self.lost:
+            self._send(self._count_entry(self.lost, *self._lost_why()))
+            self.lost = self._lost_warnings = self._lost_calls = 0
 
-    def _dropped_fields(self) -> list[tuple[str, str]]:
-        kinds = [f"{self._dropped_warnings} warnings or worse"]
-        if self._dropped_calls:
-            kinds.append(f"{self._dropped_calls} call records, which the audit file keeps")
-        notice = logging.makeLogRecord(
-            {
-                "levelno": logging.WARNING,
-                "levelname": "WARNING",
-                "msg": "%d log entries dropped: journald was not keeping up (%s)",
-                "args": (self.dropped, "; ".join(kinds)),
-                **log_extra(None, "dropped"),
-            }
-        )
-        return [*record_fields(notice, self.identifier), ("MCPD_DROPPED", str(self.dropped))]
+    def _lost_why(self) -> tuple[str, str]:
+        why = "neither journald nor stderr could take them"
+        return why, _kinds(self._lost_warnings, self._lost_calls)
+
+    def _count_entry(self, count: int, why: str, kinds: str) -> bytes:
+        """mcpd's own entry saying how many entries were not sent, and why."""
+        notice = _warning(_COUNTED, count, why, kinds)
+        fields = [*record_fields(notice, self.identifier), ("MCPD_DROPPED", str(count))]
+        return encode_entry(fields)
 
     def _send(self, data: bytes) -> None:
         try:
@@ -308,81 +324,12 @@ class JournalHandler(RateLimitedHandler):
         self._sock.close()
 
 
-# --- mode selection ----------------------------------------------------------------------
-
-LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING}
-LEVELS |= {"error": logging.ERROR, "critical": logging.CRITICAL}
-
-
-def journal_stream_matches(environ: Mapping[str, str] | None = None, fd: int = 2) -> bool:
-    """True when ``fd`` is the journal stream systemd connected (``$JOURNAL_STREAM`` is
-    ``device:inode`` of it). A redirected stderr no longer matches, and then plain lines
-    are what the reader expects."""
-    env = os.environ if environ is None else environ
-    try:
-        dev, ino = (int(part) for part in env.get("JOURNAL_STREAM", "").split(":"))
-        st = os.fstat(fd)
-    except (ValueError, OSError):
-        return False
-    return (st.st_dev, st.st_ino) == (dev, ino)
+def _warning(msg: str, *args: object, event: str | None = "dropped") -> logging.LogRecord:
+    """A warning of mcpd's own about its log."""
+    fields = {"levelno": logging.WARNING, "levelname": "WARNING", "msg": msg, "args": args}
+    return logging.makeLogRecord({**fields, **log_extra(None, event)})
 
 
-def make_handler(
-    mode: str,
-    *,
-    stream: TextIO | None = None,
-    environ: Mapping[str, str] | None = None,
-    journal_socket: str = JOURNAL_SOCKET,
-) -> logging.Handler:
-    """The handler for ``--log auto|journal|stderr``."""
-    if mode not in ("auto", "journal", "stderr"):
-        raise ValueError(f"--log must be auto, journal or stderr, not {mode!r}")
-    if mode == "stderr" or (mode == "auto" and not _stream_is_journal(environ, stream)):
-        return LineHandler(stream)
-    fallback = LineHandler(stream, syslog_prefix=True)
-    if not _is_socket(journal_socket):
-        return fallback
-    return JournalHandler(journal_socket, fallback=fallback)
-
-
-def _stream_is_journal(environ: Mapping[str, str] | None, stream: TextIO | None) -> bool:
-    try:
-        fd = 2 if stream is None else stream.fileno()
-    except (OSError, ValueError):  # an in-memory stream has no fileno()
-        return False
-    return journal_stream_matches(environ, fd)
-
-
-def _is_socket(path: str) -> bool:
-    try:
-        return stat.S_ISSOCK(os.stat(path).st_mode)
-    except OSError:
-        return False
-
-
-def setup_logging(
-    mode: str = "auto",
-    level: str = "info",
-    *,
-    stream: TextIO | None = None,
-    environ: Mapping[str, str] | None = None,
-    journal_socket: str = JOURNAL_SOCKET,
-) -> logging.Handler:
-    """Install mcpd's handler on the root logger (replacing one installed before).
-
-    ``mode``: ``auto`` (journald when stderr is systemd's journal stream, else lines),
-    ``journal`` or ``stderr``. ``level``: debug, info, warning, error or critical.
-    Raises ValueError on a bad mode or level.
-    """
-    try:
-        levelno = LEVELS[level.lower()]
-    except KeyError:
-        raise ValueError(f"unknown log level {level!r}") from None
-    handler = make_handler(mode, stream=stream, environ=environ, journal_socket=journal_socket)
-    root = logging.getLogger()
-    for old in [h for h in root.handlers if isinstance(h, RateLimitedHandler)]:
-        root.removeHandler(old)
-        old.close()
-    root.addHandler(handler)
-    root.setLevel(levelno)
-    return handler
+def _kinds(warnings: int, calls: int) -> str:
+    said = f"{warnings} warnings or worse"
+    return said + (f"; {calls} call records, which the audit file keeps" if calls else "")

@@ -3,7 +3,7 @@
 Everything here degrades to a no-op when mcpd is not started by systemd, so the daemon
 calls it unconditionally. The intended start-up order in ``mcpd serve`` is::
 
-    journal.setup_logging(args.log, args.log_level)     # reads $JOURNAL_STREAM
+    logsetup.setup_logging(args.log, args.log_level)     # reads $JOURNAL_STREAM
     sd = systemd.SystemdEnv.take()                       # reads, then unsets, the rest
     listener = systemd.adopt_listener(sd.sockets, systemd.API_FDNAME)  # None: bind our own
     async with trio.open_nursery() as nursery:

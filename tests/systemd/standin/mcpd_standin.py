@@ -1,5 +1,5 @@
 """Stand-in for `mcpd serve` built on mcpd.local.service.systemd and
-mcpd.local.service.journal, for checking the shipped unit files under a real systemd
+mcpd.local.service.journal and logsetup, for checking the shipped unit files under a real systemd
 before the daemon exists: socket activation, READY/RELOADING/STOPPING, the watchdog (and
 its test fault), journald fields, and the environment a child process sees."""
 
@@ -11,7 +11,7 @@ import sys
 
 import trio
 
-from mcpd.local.service import journal, systemd
+from mcpd.local.service import journal, logsetup, systemd
 from protocol.shown.logfields import log_extra
 
 log = logging.getLogger("mcpd.standin")
@@ -23,7 +23,7 @@ async def handle(stream: trio.SocketStream) -> None:
 
 
 async def main() -> int:
-    journal.setup_logging("auto", "info")
+    logsetup.setup_logging("auto", "info")
     sd = systemd.SystemdEnv.take()
     listener = systemd.adopt_listener(sd.sockets, systemd.API_FDNAME)
     if listener is None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpd.local.service import journal, journalfields
+from mcpd.local.service import journal, journalfields, logsetup
 from protocol.shown.logfields import log_extra
 from tests.support.system.journald import decode_entry
 
@@ -343,7 +343,7 @@ def test_mode_selection(journal_socket: tuple[str, socket.socket], tmp_path: Pat
         other = {"JOURNAL_STREAM": f"{st.st_dev}:{st.st_ino + 1}"}
 
         def pick(mode: str, env: dict[str, str], sock: str = path) -> logging.Handler:
-            h = journal.make_handler(mode, stream=stream, environ=env, journal_socket=sock)
+            h = logsetup.make_handler(mode, stream=stream, environ=env, journal_socket=sock)
             h.close()
             return h
 
@@ -359,15 +359,15 @@ def test_mode_selection(journal_socket: tuple[str, socket.socket], tmp_path: Pat
         assert type(missing) is journal.LineHandler and missing.syslog_prefix
         forced = pick("journal", {}, "/nonexistent/socket")
         assert type(forced) is journal.LineHandler and forced.syslog_prefix
-    assert type(journal.make_handler("auto", stream=io.StringIO())) is journal.LineHandler
+    assert type(logsetup.make_handler("auto", stream=io.StringIO())) is journal.LineHandler
     with pytest.raises(ValueError, match="--log"):
-        journal.make_handler("syslog")
+        logsetup.make_handler("syslog")
 
 
 def test_setup_logging_installs_one_handler(root_logger: logging.Logger) -> None:
     out = io.StringIO()
-    first = journal.setup_logging("stderr", "debug", stream=out)
-    second = journal.setup_logging("stderr", "WARNING", stream=out)
+    first = logsetup.setup_logging("stderr", "debug", stream=out)
+    second = logsetup.setup_logging("stderr", "WARNING", stream=out)
     ours = [h for h in root_logger.handlers if isinstance(h, journal.LineHandler)]
     assert ours == [second] and first not in root_logger.handlers
     assert root_logger.level == logging.WARNING
@@ -375,7 +375,7 @@ def test_setup_logging_installs_one_handler(root_logger: logging.Logger) -> None
     logging.getLogger("mcpd.x").warning("shown")
     assert "hidden" not in out.getvalue() and "shown" in out.getvalue()
     with pytest.raises(ValueError, match="log level"):
-        journal.setup_logging("stderr", "loud")
+        logsetup.setup_logging("stderr", "loud")
 
 
 # --- rate limiting of server stderr -------------------------------------------------------------
@@ -504,9 +504,9 @@ def test_a_config_error_at_start_is_an_error_entry(
     from mcpd.cli.main import main
 
     path, sock = journal_socket
-    original = journal.setup_logging
+    original = logsetup.setup_logging
     monkeypatch.setattr(
-        journal,
+        logsetup,
         "setup_logging",
         lambda mode, level, **kw: original("journal", level, journal_socket=path),
     )
