@@ -24,13 +24,16 @@ from typing import Any
 
 import pytest
 
+from mcpd.audit.logfile import FILE_NAME
 from tests.conftest import ROOT
 from tests.support.daemons.notify import Notifications
+from tests.support.system.procs import scripted
 from tests.systemd import harness
 from tests.systemd.conftest import REQUIRED
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
+BURST_AGENT = str(ROOT / "tests" / "support" / "clients" / "call_burst.py")
 JOURNALD_PATHS = ("/lib/systemd/systemd-journald", "/usr/lib/systemd/systemd-journald")
 
 LAUNCH = """\
@@ -208,3 +211,103 @@ def test_outage_and_recovery_read_back_with_journalctl(journald: Journald) -> No
     assert [e["MCPD_SERVER"] for e in journald.entries("MCPD_EVENT=outage")] == ["tickets"]
     ready = journald.entries("MCPD_SERVER=notes", "MCPD_EVENT=ready")
     assert len(ready) == 1 and ready[0]["MESSAGE"].startswith("notes: "), ready
+
+
+def _calls(sock: str, count: int) -> list[dict[str, bool]]:
+    calls = json.dumps([["mcp__gh__read", {}]] * count)
+    agent = [sys.executable, BURST_AGENT, sock, "default", "modern", calls]
+    done = subprocess.run(agent, capture_output=True, check=True, timeout=60, cwd=ROOT)
+    results: list[dict[str, bool]] = json.loads(done.stdout)["results"]
+    return results
+
+
+def _audited(file: Path, count: int) -> None:
+    """Wait until the audit writer has written ``count`` calls (and their entries)."""
+    deadline = time.monotonic() + 30
+    while not file.exists() or file.read_text().count('"mcp__gh__read"') < count:
+        assert time.monotonic() < deadline, f"{count} calls not written to {file}"
+        time.sleep(0.05)
+
+
+def _inside(pid: int, *cmd: str) -> list[str]:
+    return ["nsenter", f"--mount=/proc/{pid}/ns/mnt", "--", *cmd]
+
+
+def test_journald_stopped_costs_entries_never_the_daemon(journald: Journald) -> None:
+    """journald stops, its sockets and the daemon's stream with it: the calls made then
+    are answered and on record in the audit file, the daemon serves on, and once
+    journald is back an entry says how many entries were lost."""
+    with tempfile.TemporaryDirectory(prefix="mcpd-jg-") as tmp:
+        command, args = scripted("--names", "read")
+        config = Path(tmp, "config.toml")
+        config.write_text(
+            f'[daemon]\nsocket = "{tmp}/mcpd.sock"\nstate_dir = "{tmp}/state"\naudit = true\n'
+            f"[servers.gh]\ncommand = {json.dumps(command)}\nargs = {json.dumps(list(args))}\n"
+        )
+        notify = Notifications(Path(f"{tmp}/notify"))
+        audit = Path(tmp, "state", FILE_NAME)
+        # stderr as systemd gives it: journald's stream, which goes when journald does.
+        read, write = os.pipe()
+        st = os.fstat(write)
+        env = {**os.environ, "NOTIFY_SOCKET": notify.path, "PYTHONPATH": str(ROOT)}
+        env["JOURNAL_STREAM"] = f"{st.st_dev}:{st.st_ino}"
+        serve = [sys.executable, "-m", "mcpd", "serve", "--config", str(config), "--log", "auto"]
+        daemon = subprocess.Popen(
+            journald.inside(*serve), env=env, stdin=subprocess.DEVNULL, stderr=write, cwd=ROOT
+        )
+        os.close(write)
+        restarted: subprocess.Popen[bytes] | None = None
+        try:
+            notify.next_with("READY=1", timeout=30)
+            assert _calls(f"{tmp}/mcpd.sock", 1) == [{"is_error": False, "error": False}]
+            _audited(audit, 1)
+
+            journald.proc.terminate()
+            journald.proc.wait(timeout=10)
+            os.close(read)
+            sockets = ["/run/systemd/journal/socket", "/run/systemd/journal/stdout"]
+            subprocess.run(_inside(daemon.pid, "rm", "-f", *sockets), check=True, timeout=10)
+            for written in (2, 3):
+                assert _calls(f"{tmp}/mcpd.sock", 1) == [{"is_error": False, "error": False}]
+                _audited(audit, written)
+            assert daemon.poll() is None, "the daemon stopped with journald"
+
+            binary = _journald()
+            assert binary is not None
+            restarted = subprocess.Popen(_inside(daemon.pid, binary), stdout=subprocess.DEVNULL)
+            back = Path(f"/proc/{restarted.pid}/root/run/systemd/journal/socket")
+            deadline = time.monotonic() + 20
+            while not back.exists():
+                assert time.monotonic() < deadline, "systemd-journald did not start again"
+                time.sleep(0.05)
+            assert _calls(f"{tmp}/mcpd.sock", 1) == [{"is_error": False, "error": False}]
+            _audited(audit, 4)
+
+            daemon.send_signal(signal.SIGTERM)
+            notify.next_with("STOPPING=1", timeout=30)
+            assert daemon.wait(timeout=30) == 0
+            entries = subprocess.run(
+                _inside(restarted.pid, "journalctl", "-o", "json", "--all", "--no-pager"),
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=True,
+            ).stdout
+        finally:
+            if daemon.poll() is None:
+                daemon.kill()
+                daemon.wait()
+            if restarted is not None:
+                restarted.terminate()
+                restarted.wait(timeout=10)
+            notify.sock.close()
+
+    mcpd = [
+        e for e in map(json.loads, entries.splitlines()) if e.get("SYSLOG_IDENTIFIER") == "mcpd"
+    ]
+    calls = [e for e in mcpd if e.get("MCPD_EVENT") == "call"]
+    assert len(calls) == 2, calls  # before journald stopped, and after it was back
+    (lost,) = [e for e in mcpd if e.get("MCPD_EVENT") == "dropped"]
+    assert lost["MESSAGE"].startswith("2 log entries dropped: neither journald nor stderr"), lost
+    assert "2 call records, which the audit file keeps" in lost["MESSAGE"], lost
+    assert mcpd.index(lost) < mcpd.index(calls[1])
