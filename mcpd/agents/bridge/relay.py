@@ -143,18 +143,18 @@ class Bridge:
                 )
             except ForeignSocket as exc:
                 if str(exc) != self.untrusted:
-                    print(f"mcpd: {exc}", file=sys.stderr, flush=True)
+                    _note(f"mcpd: {exc}")
                 self.untrusted, self.busy, self.down = str(exc), None, None
                 return None
             except (OSError, DialError) as exc:
                 self.untrusted = None
                 busy = str(exc) if isinstance(exc, QueueFull) else None
                 if busy is not None and busy != self.busy:
-                    print(f"mcpd: {busy}", file=sys.stderr, flush=True)
+                    _note(f"mcpd: {busy}")
                 self.busy = busy
                 down = None if busy is not None else self._unreachable(exc)
                 if down is not None and down != self.down:
-                    print(f"mcpd: {down}", file=sys.stderr, flush=True)
+                    _note(f"mcpd: {down}")
                 self.down = down
                 return None
             self.busy = self.down = None
@@ -163,7 +163,7 @@ class Bridge:
             if refusal is not None:
                 await conn.aclose()
                 if refusal != self.untrusted:
-                    print(f"mcpd: {refusal}", file=sys.stderr, flush=True)
+                    _note(f"mcpd: {refusal}")
                 self.untrusted = refusal
                 return None
             self.untrusted = None
@@ -174,7 +174,7 @@ class Bridge:
                 self.refused = opened.why
                 if opened.profile:
                     self.profile_refused = True
-                    print(opened.why, file=sys.stderr, flush=True)
+                    _note(opened.why)
                 return None
             self.refused = None
             self._line_limit = opened.line_limit
@@ -336,7 +336,23 @@ _CUT: Final = (
 
 
 def _say(text: str) -> None:
-    print(f"mcpd bridge: {text}", file=sys.stderr, flush=True)
+    _note(f"mcpd bridge: {text}")
+
+
+def _note(text: str) -> None:
+    """``text`` on stderr, for whoever reads it: what the host gets is the answer on
+    stdout. A stderr nobody reads any more (its reader died) is pointed at /dev/null,
+    so that neither the next note nor the interpreter's last flush at exit (whose
+    failure would change the exit status) stops the bridge."""
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except (OSError, ValueError):  # a broken pipe, or a stream closed
+        with contextlib.suppress(OSError, ValueError):
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, sys.stderr.fileno())
+            finally:
+                os.close(null)
 
 
 def _messages(line: bytes) -> list[rpc.Message]:

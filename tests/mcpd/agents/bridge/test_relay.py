@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -239,6 +240,34 @@ async def test_a_batch_sent_while_the_daemon_is_down_gets_an_error_for_each_requ
     (answers,) = (json.loads(line) for line in done.stdout.splitlines())
     assert [a["id"] for a in answers] == [2, "three"]
     assert all("mcpd is not running" in a["error"]["message"] for a in answers)
+
+
+async def test_a_stderr_nobody_reads_costs_the_bridge_its_notes_not_its_answers(
+    tmp_path: Path,
+) -> None:
+    """The host closed the bridge's stderr (a log reader that died) while no daemon
+    answers: each request still gets its error, and the bridge ends as it would."""
+    requests = b"".join(
+        json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/list"}).encode() + b"\n"
+        for i in (1, 2)
+    )
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        with trio.fail_after(30):
+            done = await trio.run_process(
+                [*BRIDGE, "--socket", str(tmp_path / "nobody.sock")],
+                stdin=requests,
+                capture_stdout=True,
+                stderr=write,
+                check=False,
+            )
+    finally:
+        os.close(write)
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [a["id"] for a in answers] == [1, 2]
+    assert all("mcpd is not running" in a["error"]["message"] for a in answers)
+    assert done.returncode == 0
 
 
 async def test_a_full_listen_queue_is_said_as_such_not_taken_for_another_user(
