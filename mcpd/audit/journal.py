@@ -31,7 +31,7 @@ from protocol.pacing.buckets import Bucket
 from protocol.shown.visible import visible
 
 from ..local.service.journal import JournalHandler, LineHandler
-from ..local.service.journalfields import IDENTIFIER, NOTICE, encode_entry, log_text
+from ..local.service.journalfields import IDENTIFIER, NOTICE, encode_entry
 from ..policy.agent import AgentInfo
 from .record import CallRecord
 
@@ -257,14 +257,14 @@ def fields(r: CallRecord, identifier: str = IDENTIFIER) -> list[tuple[str, str]]
         ("MCPD_DECIDED_BY", r.decided_by),
     ):
         if value:
-            out.append((name, log_text(value)))
+            out.append((name, visible(value)))
     agent = r.agent
     if agent.uid is not None:
         out.append(("MCPD_AGENT_UID", str(agent.uid)))
     if agent.pid is not None:
         out.append(("MCPD_AGENT_PID", str(agent.pid)))
     if agent.profile:
-        out.append(("MCPD_PROFILE", log_text(agent.profile)))
+        out.append(("MCPD_PROFILE", visible(agent.profile)))
     return out
 
 

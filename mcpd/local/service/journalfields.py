@@ -33,6 +33,13 @@ RECORD_FIELDS: Mapping[str, str] = {
     "mcpd_profile": "MCPD_PROFILE",
 }
 
+# The fields whose values are lines (a server's stderr tail); every other one is a name
+# or a sentence on one line, its line breaks shown as escapes, as MESSAGE shows a call's:
+# ``journalctl --output-fields=`` and ``-o verbose`` print a value's lines as they are,
+# and a name with a line break would write lines of its own choosing there, which read
+# as other fields or entries.
+MULTI_LINE: frozenset[str] = frozenset({"MCPD_STDERR"})
+
 # Between INFO and WARNING: what an operator may look for (a refused or failed call),
 # kept out of ``journalctl -p warning``.
 NOTICE = 25
@@ -144,6 +151,8 @@ def record_fields(record: logging.LogRecord, identifier: str = IDENTIFIER) -> li
     optional |= {"CODE_LINE": record.lineno or None, "CODE_FUNC": record.funcName}
     optional |= {name: extra(record, attr) for attr, name in RECORD_FIELDS.items()}
     fields += [
-        (name, log_text(value)) for name, value in optional.items() if value not in (None, "")
+        (name, log_text(value) if name in MULTI_LINE else visible(str(value)))
+        for name, value in optional.items()
+        if value not in (None, "")
     ]
     return fields

@@ -18,6 +18,7 @@ from mcpd.audit.record import NAME_KEPT, AuditOutcome, CallRecord, iso, stamp
 from mcpd.local.service import journal
 from mcpd.local.service.journalfields import MAX_FIELD_BYTES, NOTICE, encode_entry, record_fields
 from mcpd.policy.agent import AgentInfo
+from protocol.shown.visible import visible
 
 AGENTS = [
     AgentInfo(uid=0, pid=1, exe="claude", profile="default", connection="c1"),
@@ -155,9 +156,28 @@ def test_a_line_break_in_a_name_or_reason_is_shown_in_the_journal_message() -> N
     message = fields["MESSAGE"]
     assert "\n" not in message and "\r" not in message
     assert "t\\r\\nu" in message and "x\\nJan 01" in message
-    assert fields["MCPD_REASON"] == forged  # a field of its own stays as it was
     other = dict(record_fields(call_journal.log_record(r, 0.0)))
     assert other["MESSAGE"] == message
+
+
+@pytest.mark.parametrize("brk", ["\n", "\r", "\r\n", "\u2028"])
+def test_a_calls_fields_are_one_line_each_whatever_the_names_and_reason_hold(brk: str) -> None:
+    """``journalctl --output-fields=MCPD_TOOL`` (and ``-o verbose``) prints a field's
+    lines as they are: a tool name or reason with a line break would print lines that
+    read as other fields or entries."""
+    forged = f"x{brk}MESSAGE=forged outage{brk}MCPD_EVENT=outage"
+    agent = AgentInfo(uid=0, pid=1, exe="claude", profile=f"ops{brk}PRIORITY=0")
+    r = CallRecord(ts=1.0, agent=agent, method="tools/call", name=forged, server="s",
+                   original=forged, outcome="error", reason=f"[s] boom{brk}PRIORITY=0")  # fmt: skip
+    for fields in (
+        dict(call_journal.fields(r)),
+        dict(record_fields(call_journal.log_record(r, 0.0))),
+    ):
+        for name in ("MESSAGE", "MCPD_TOOL", "MCPD_REASON", "MCPD_PROFILE"):
+            value = fields[name]
+            assert not any(c in value for c in "\n\r\u2028"), (name, value)
+        assert fields["MCPD_TOOL"] == visible(forged)
+        assert fields["MCPD_REASON"] == visible(f"[s] boom{brk}PRIORITY=0")
 
 
 def test_a_call_nobody_decided_says_so() -> None:

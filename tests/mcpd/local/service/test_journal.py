@@ -19,6 +19,7 @@ import pytest
 
 from mcpd.local.service import journal, journalfields, logsetup
 from protocol.shown.logfields import log_extra
+from protocol.shown.visible import visible
 from tests.support.system.journald import decode_entry
 
 # --- a small, independent decoder of journald's native protocol --------------------------
@@ -564,3 +565,24 @@ def test_a_count_of_what_was_held_back_before_the_handler_is_never_held_back(
     lines = out.getvalue().splitlines()
     assert "<4>[noisy] message: 700 log messages from noisy held back (too many at once)" in lines
     assert lines[-1] == "<4>[noisy] stderr: 10 lines of output from noisy suppressed"
+
+
+@pytest.mark.parametrize("brk", ["\n", "\r", "\u2028"])
+def test_a_servers_names_and_reasons_are_one_line_fields_its_stderr_keeps_its_lines(
+    journal_socket: tuple[str, socket.socket], logger: logging.Logger, brk: str
+) -> None:
+    """A server's tool name (``MCPD_ITEM``) or error text (``MCPD_REASON``) with a line
+    break would print, under ``journalctl --output-fields=`` or ``-o verbose``, lines
+    that read as other fields; its stderr tail is lines, and stays so."""
+    path, rx = journal_socket
+    logger.addHandler(journal.JournalHandler(path))
+    name, reason = f"bad{brk}PRIORITY=0", f"boom{brk}MESSAGE_ID=x"
+    logger.warning(
+        "a finding",
+        extra=log_extra("evil", "finding", reason, ["one", "two"], item=name, kind="tool"),
+    )
+    fields, _, _ = receive_entry(rx)
+    for field in ("MCPD_ITEM", "MCPD_REASON", "MCPD_SERVER", "MCPD_EVENT", "MCPD_KIND"):
+        assert not any(c in fields[field] for c in "\n\r\u2028"), (field, fields[field])
+    assert fields["MCPD_ITEM"] == visible(name) and fields["MCPD_REASON"] == visible(reason)
+    assert fields["MCPD_STDERR"] == "one\ntwo"

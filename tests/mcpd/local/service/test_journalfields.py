@@ -101,12 +101,14 @@ def test_a_servers_message_is_one_field_of_text_naming_the_server() -> None:
 
 
 def test_a_servers_names_for_things_are_shown_as_text_in_their_own_fields() -> None:
+    """On one line: journalctl prints a field's lines as lines, which a name's own
+    would make read as other fields."""
     made = record(
         "held",
         **log_extra("notes", "definition_changed", item="se\x1barch\nPRIORITY=0", kind="tool"),
     )
     fields = entry(made)
-    assert fields["MCPD_ITEM"] == "se\\x1barch\nPRIORITY=0"
+    assert fields["MCPD_ITEM"] == "se\\x1barch\\nPRIORITY=0"
     assert fields["PRIORITY"] == "6" and fields["MCPD_KIND"] == "tool"
 
 
