@@ -133,6 +133,10 @@ ON_HOST: Final = (
     "/var/lib/lxd/unix.socket",
     "/var/lib/incus/unix.socket",
     "/run/libvirt",
+    # journald's sockets (/dev/log links into it; a sandbox's /dev has none): a server
+    # runs in mcpd's unit, so what it sent there would be stored as the unit's own,
+    # mcpd's fields and all. Its stderr reaches the journal through mcpd, under its name.
+    "/run/systemd/journal",
 )
 
 # The same in /tmp, which the default level shares: the X display's sockets, the key

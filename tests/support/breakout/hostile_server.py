@@ -29,6 +29,7 @@ from hostile_sockets import (
     hold_many,
     mcp_post,
     receive,
+    send_datagram,
 )
 
 
@@ -265,6 +266,7 @@ TOOLS: dict[str, Any] = {
     "hard_link": lambda a: attempt(lambda: os.link(a["path"], a["to"])),
     "remove": lambda a: attempt(lambda: os.unlink(a["path"])),
     "connect_unix": lambda a: attempt(lambda: connect_unix(a["path"])),
+    "send_datagram": lambda a: attempt(lambda: send_datagram(a["path"], a["data"])),
     "own_cgroup_afresh": lambda a: attempt(lambda: own_cgroup_afresh(a["name"])),
     "make_user_namespace": lambda a: attempt(lambda: in_child(make_user_namespace)),
     "session_key": lambda a: attempt(lambda: session_key(a["description"])),

@@ -19,6 +19,13 @@ def connect_unix(path: str) -> str:
     return f"connected to {path}"
 
 
+def send_datagram(path: str, data: str) -> str:
+    """One datagram to the socket at ``path``, as a native journal entry is sent."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+        s.sendto(data.encode(), path)
+    return f"sent to {path}"
+
+
 def mcp_post(path: str, body: Any, headers: dict[str, str]) -> str:
     """POSTs ``body`` to ``/mcp`` on the Unix socket at ``path``, as a stateless HTTP
     client would: the whole HTTP reply."""
