@@ -177,7 +177,10 @@ class JournalHandler(RateLimitedHandler):
     Entries too big for one datagram go through a sealed memfd, as the protocol allows,
     so large tracebacks and stderr tails arrive whole (fields are still capped at
     MAX_FIELD_BYTES). When the socket cannot be used at all the record is written to
-    ``fallback`` as a ``<N>``-prefixed line instead, so nothing is lost silently.
+    ``fallback`` as a ``<N>``-prefixed line instead, so nothing is lost silently; when
+    that stream cannot take it either (journald stopped, the stream it gave us with it),
+    it is counted (``lost``), and the first entry the socket or the stream takes again
+    says how many, as it says of those dropped.
 
     A send never waits: records are made on the event loop's thread, so a wait for
     room in journald's queue (journald busy, or slower than a flood) would stall every
