@@ -4,7 +4,8 @@ audit log, built together from the config and reconfigured together on reload. E
 time rules come into force, one scoped to profiles an agent can leave is warned of
 (``checks.policy_rules.leavable``), and so are aliases whose tools may be named as another's
 (``checks.aliases``) and credential headers a server's plain ``http://`` URL off this
-machine would carry in clear (``checks.servers.plain_http_credentials``), as
+machine would carry in clear (``checks.servers.plain_http_credentials``) and secrets
+it holds that a server's arguments put on its command line (``checks.held_args``), as
 ``check-config`` warns of them."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from protocol.shown.logfields import log_extra
 from .audit.counts import render_call_metrics
 from .audit.log import AuditLog
 from .config.checks.aliases import alias_warnings
+from .config.checks.held_args import secrets_in_args
 from .config.checks.policy_rules import leavable
 from .config.checks.servers import plain_http_credentials
 from .config.credentials.secrets import HeldSecret
@@ -64,6 +66,8 @@ class Oversight:
         for alias, server in sorted(config.servers.items()):
             for warning in plain_http_credentials(alias, server):
                 logger.warning("%s", warning, extra=log_extra(alias, "plain_http_credential"))
+        for alias, warning in secrets_in_args(config):
+            logger.warning("%s", warning, extra=log_extra(alias, "secret_in_args"))
         self.audit.configure(config.daemon)
 
     def settle(self, config: Config) -> None:

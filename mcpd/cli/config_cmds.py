@@ -20,6 +20,7 @@ from protocol.shown.visible import visible
 
 from ..config.checks.aliases import alias_warnings
 from ..config.checks.endpoints import groups_locked_out
+from ..config.checks.held_args import secrets_in_args
 from ..config.checks.policy_rules import leavable
 from ..config.checks.servers import plain_http_credentials, unpinned_client
 from ..config.checks.strings import socket_path_error
@@ -189,6 +190,7 @@ def _check_config(config: Config, path: str) -> int:
     locked = groups_locked_out(config.daemon)
     warned = [*(w for ws in unstartable.values() for w in ws), *([locked] if locked else [])]
     warned += exposed
+    warned += [w for _, w in secrets_in_args(config)]
     warned += [*unscoped_warnings(config), *exposed_warnings(config)]
     warned += changeable(config, unstartable)
     warned += [*inherited_warnings(config), *unreachable(config.policy), *leavable(config)]
