@@ -19,10 +19,10 @@ from protocol.shown.stand_ins import masked, masking
 from protocol.shown.visible import visible
 
 from ..config.checks.aliases import alias_warnings
-from ..config.checks.endpoints import groups_locked_out
 from ..config.checks.held_args import secrets_in_args
 from ..config.checks.policy_rules import leavable
 from ..config.checks.servers import plain_http_credentials, unpinned_client
+from ..config.checks.socket_access import access_warnings
 from ..config.checks.strings import socket_path_error
 from ..config.credentials import exposure
 from ..config.credentials.exposure import in_url, masked_args, warnings
@@ -30,6 +30,7 @@ from ..config.loading.load import load, said_of
 from ..config.loading.paths import SOCKET_VAR, daemon_socket_path, state_directory, systemd_socket
 from ..config.tables.model import EX_CONFIG, Config, ConfigError, default_config_path
 from ..config.tables.policy import PolicyRule, parse_rate, unreachable
+from ..config.tables.profiles import socket_where
 from ..local.state.statedir import state_directory_problem
 from .exits import EXIT_UNREACHABLE, EXIT_USAGE, fail, fail_config
 from .startable import changeable, unstartable_servers
@@ -187,8 +188,8 @@ def _check_config(config: Config, path: str) -> int:
             f"profiles {', '.join(patterned)}: their tool patterns are checked when their "
             "servers list their tools (by mcpd serve, and at each reload)"
         )
-    locked = groups_locked_out(config.daemon)
-    warned = [*(w for ws in unstartable.values() for w in ws), *([locked] if locked else [])]
+    warned = [w for ws in unstartable.values() for w in ws]
+    warned += _access_warnings(config, socket)
     warned += exposed
     warned += [w for _, w in secrets_in_args(config)]
     warned += [*unscoped_warnings(config), *exposed_warnings(config)]
@@ -200,6 +201,18 @@ def _check_config(config: Config, path: str) -> int:
     for warning in warned:
         _say(f"warning: {warning}", err=True)
     return 0
+
+
+def _access_warnings(config: Config, socket: str) -> list[str]:
+    """Whom the sockets' modes, groups and directories keep out of those allowed on
+    them, as ``mcpd serve`` warns of it when it binds them."""
+    d = config.daemon
+    out = access_warnings("daemon", socket, config.socket_mode(), d.allow_uids, d.allow_groups)
+    for name, p in sorted(config.profiles.items()):
+        if p.socket is not None:
+            path, mode = socket_where(p)
+            out += access_warnings(f"profiles.{name}", path, mode, p.allow_uids, p.allow_groups)
+    return out
 
 
 def rule_words(rule: PolicyRule) -> str:

@@ -17,7 +17,7 @@ import trio
 from protocol.shown.logfields import log_extra
 
 from ..agents.entry.unix_socket import SocketFile, bind_unix
-from ..config.checks.endpoints import groups_locked_out
+from ..config.checks.socket_access import access_warnings, socket_group
 from ..config.tables.model import Config
 from ..local.service.systemd import ListenSocket, adopt_listener
 from .listening import Listening
@@ -44,15 +44,16 @@ def take_listener(
             listening.bind(config, path if listener is None else None)
         if listener is None and listening.socket is None:
             # systemd was to pass the socket, and passed none mcpd can use.
-            listening.socket = bind_unix(path, config.socket_mode())
+            group = socket_group(config.daemon.allow_groups)
+            listening.socket = bind_unix(path, config.socket_mode(), group)
     except BaseException:
         listening.close()
         raise
     own = listening.take_socket()
     if own is not None:
-        locked = groups_locked_out(config.daemon)
-        if locked:
-            logger.warning("%s", locked, extra=log_extra(None, "config"))
+        d = config.daemon
+        for warning in access_warnings("daemon", path, own.mode, d.allow_uids, d.allow_groups):
+            logger.warning("%s", warning, extra=log_extra(None, "config"))
         return AgentsListener(own.listener(), listening, own.file, path)
     assert listener is not None
     bound = listener.socket.getsockname()

@@ -22,9 +22,10 @@ from typing import Final
 
 from ..agents.entry.unix_socket import SocketTaken, UnixBound, bind_unix
 from ..config.checks.endpoints import parse_listen
+from ..config.checks.socket_access import socket_group
 from ..config.loading.paths import state_directory
 from ..config.tables.model import Config
-from ..config.tables.profiles import socket_where
+from ..config.tables.profiles import ProfileConfig, socket_where
 from ..local.state.endpoint_token import token_path
 from .cannot_start import DaemonError
 from .port_taken import taken_by
@@ -48,10 +49,11 @@ class Listening:
         bound and raise ``DaemonError`` naming the key."""
         try:
             if socket_path is not None:
-                self.socket = _bind_own(socket_path, config.socket_mode())
+                group = socket_group(config.daemon.allow_groups)
+                self.socket = _bind_own(socket_path, config.socket_mode(), group)
             for name, profile in config.profiles.items():
                 if profile.socket is not None:
-                    self.profiles[name] = bind_profile(name, *socket_where(profile))
+                    self.profiles[name] = bind_profile(name, profile)
             if config.daemon.http_listen is not None:
                 token_file = token_path(state_directory(config.daemon.state_dir))
                 self.http = bind_endpoint(config.daemon.http_listen, token_file)
@@ -82,11 +84,11 @@ class Listening:
             sock.close()
 
 
-def _bind_own(path: str, mode: int) -> UnixBound:
+def _bind_own(path: str, mode: int, group: int | None) -> UnixBound:
     """The daemon's own socket; taken, the error says how to run this one beside the
     one that listens there."""
     try:
-        return bind_unix(path, mode)
+        return bind_unix(path, mode, group)
     except SocketTaken as exc:
         raise SocketTaken(
             f"{exc}: to run this one beside it, give it a socket of its own with --socket "
@@ -95,9 +97,9 @@ def _bind_own(path: str, mode: int) -> UnixBound:
         ) from None
 
 
-def bind_profile(name: str, path: str, mode: int) -> UnixBound:
+def bind_profile(name: str, profile: ProfileConfig) -> UnixBound:
     try:
-        return bind_unix(path, mode)
+        return bind_unix(*socket_where(profile), socket_group(profile.allow_groups))
     except DaemonError as exc:
         raise type(exc)(f"profiles.{name}.socket: {exc}") from None
 

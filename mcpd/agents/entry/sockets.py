@@ -2,8 +2,10 @@
 
 Each ``[profiles.NAME] socket`` is bound like the daemon's (its mode set before anyone
 can connect, a live socket never stolen) and serves that profile only; who may connect
-is its own ``socket_mode``, ``allow_uids`` and ``allow_groups``. A reload binds the
-sockets of new profiles, closes those of removed ones and rebinds a changed one. Only
+is its own ``socket_mode``, ``allow_uids`` and ``allow_groups`` (the socket's group is
+the first of those mcpd may give it: ``checks.socket_access``). A reload binds the
+sockets of new profiles, closes those of removed ones and rebinds a changed one (its
+place, its mode or its group). Only
 the listener goes with the place it listened on: the connections it accepted are the
 profile's, kept while the profile is (moved, its mode changed, or its socket dropped)
 and ended when a reload removes it, each once what it has in flight is answered
@@ -28,6 +30,7 @@ import trio
 
 from protocol.shown.logfields import log_extra
 
+from ...config.checks.socket_access import access_warnings, socket_group
 from ...config.tables.model import ConfigError
 from ...config.tables.profiles import ProfileConfig, socket_where
 from ...starting.cannot_start import DaemonError
@@ -36,6 +39,8 @@ from .unix_socket import SocketFile, Staged, UnixBound, bind_unix, stage_unix
 
 logger = logging.getLogger("mcpd.agents")
 
+# Where a profile's socket is, its mode and the group given to it.
+_Place = tuple[str, int, int | None]
 SocketHandler = Callable[[trio.SocketStream, str, "Leave"], Awaitable[None]]
 # What ends the HTTP sessions opened on a profile's socket until now, saying how many.
 SessionsOn = Callable[[str], Callable[[], int]]
@@ -67,6 +72,7 @@ class Leave:
 class _Bound(msgspec.Struct):
     path: str
     mode: int
+    group: int | None  # given to its file (None: its user's own)
     scope: trio.CancelScope  # its listener's
     file: SocketFile
     allow_uids: frozenset[int]
@@ -129,9 +135,9 @@ class ProfileSockets:
         claimed: dict[str, UnixBound | Staged] = {}
         try:
             ours = self._ours()
-            for name, (path, mode) in self._to_bind(profiles).items():
+            for name, (path, mode, group) in self._to_bind(profiles).items():
                 try:
-                    claimed[name] = await _bind(path, mode, ours)
+                    claimed[name] = await _bind(path, mode, group, ours)
                 except DaemonError as exc:
                     raise ConfigError(f"profiles.{name}.socket", str(exc)) from None
         except BaseException:
@@ -177,8 +183,11 @@ class ProfileSockets:
             for name, cfg in wanted.items():
                 if name not in to_bind:
                     bound = self._bound[name]
-                    bound.allow_uids = frozenset(cfg.allow_uids)
-                    bound.allow_gids = frozenset(resolve_groups(cfg.allow_groups))
+                    uids = frozenset(cfg.allow_uids)
+                    gids = frozenset(resolve_groups(cfg.allow_groups))
+                    if (uids, gids) != (bound.allow_uids, bound.allow_gids):
+                        _warn_access(name, cfg, bound.path, bound.mode)
+                    bound.allow_uids, bound.allow_gids = uids, gids
                     continue
                 try:
                     where, ready_one = to_bind[name], prepared.pop(name, None)
@@ -200,15 +209,16 @@ class ProfileSockets:
             for left in prepared.values():  # for a place this config does not have
                 left.close()
 
-    def _to_bind(self, profiles: Mapping[str, ProfileConfig]) -> dict[str, tuple[str, int]]:
-        """The place and mode of each profile with a socket other than the one it has."""
+    def _to_bind(self, profiles: Mapping[str, ProfileConfig]) -> dict[str, _Place]:
+        """The place, mode and group of each profile with a socket other than the one it
+        has."""
         out = {}
         for name, cfg in profiles.items():
             if cfg.socket is None:
                 continue
-            where = socket_where(cfg)
+            where = (*socket_where(cfg), socket_group(cfg.allow_groups))
             bound = self._bound.get(name)
-            if bound is None or (bound.path, bound.mode) != where:
+            if bound is None or (bound.path, bound.mode, bound.group) != where:
                 out[name] = where
         return out
 
@@ -220,23 +230,25 @@ class ProfileSockets:
         self,
         name: str,
         cfg: ProfileConfig,
-        where: tuple[str, int],
+        where: _Place,
         prepared: UnixBound | Staged | None,
         ours: Mapping[str, SocketFile],
     ) -> None:
         assert self._nursery is not None
-        path, mode = where
-        if prepared is not None and (prepared.path, prepared.mode) != where:
+        path, mode, group = where
+        # What was made ready was bound for this same config: its group is this one's.
+        if prepared is not None and (prepared.path, prepared.mode) != (path, mode):
             prepared.close()  # bound for another place than this config's
             prepared = None
         if prepared is None:
-            prepared = await _bind(path, mode, ours)
+            prepared = await _bind(path, mode, group, ours)
         ready = prepared.publish() if isinstance(prepared, Staged) else prepared
         listener = ready.listener()
         scope = trio.CancelScope()
         self._bound[name] = _Bound(
             path,
             mode,
+            group,
             scope,
             ready.file,
             frozenset(cfg.allow_uids),
@@ -266,6 +278,7 @@ class ProfileSockets:
 
         await self._nursery.start(serve)
         logger.info("profile %s: listening on %s", name, path, extra=log_extra(None))
+        _warn_access(name, cfg, path, mode)
 
     async def _end(self, name: str, accepted: set[Leave], grace: float) -> None:
         """End the connections of the profile ``name`` a reload removed, then the HTTP
@@ -292,14 +305,23 @@ class ProfileSockets:
             )
 
 
-async def _bind(path: str, mode: int, ours: Mapping[str, SocketFile]) -> UnixBound | Staged:
+async def _bind(
+    path: str, mode: int, group: int | None, ours: Mapping[str, SocketFile]
+) -> UnixBound | Staged:
     """Bound at ``path``, or made ready beside it where one of ``ours`` listens."""
     try:
         if path in ours:
-            return await trio.to_thread.run_sync(stage_unix, path, mode, ours[path])
-        return await trio.to_thread.run_sync(bind_unix, path, mode)
+            return await trio.to_thread.run_sync(stage_unix, path, mode, ours[path], group)
+        return await trio.to_thread.run_sync(bind_unix, path, mode, group)
     except OSError as exc:  # what the system refused, said as every socket's refusal
         raise DaemonError(f"cannot listen on {path!r}: {exc.strerror or exc}") from None
+
+
+def _warn_access(name: str, cfg: ProfileConfig, path: str, mode: int) -> None:
+    """Whom of those the profile allows its socket's mode, group or directories keep out."""
+    key = f"profiles.{name}"
+    for warning in access_warnings(key, path, mode, cfg.allow_uids, cfg.allow_groups):
+        logger.warning("%s", warning, extra=log_extra(None, "config"))
 
 
 def _close(bound: _Bound) -> None:

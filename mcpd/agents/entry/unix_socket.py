@@ -1,4 +1,4 @@
-"""The agents' Unix socket: bound with its mode already set, never stealing a live one
+"""The agents' Unix socket: bound with its mode (and group) already set, never stealing
 nor taking the place of another user's socket file, and removed on the way out only if
 it is still the one we bound.
 
@@ -118,17 +118,19 @@ class UnixBound:
         self.sock.close()
 
 
-def bind_unix(path: str, mode: int) -> UnixBound:
-    """A socket listening on ``path`` with ``mode`` already set, replacing a stale
-    socket file."""
-    return stage_unix(path, mode).publish()
+def bind_unix(path: str, mode: int, group: int | None = None) -> UnixBound:
+    """A socket listening on ``path`` with ``mode`` (and ``group``, unless None)
+    already set, replacing a stale socket file."""
+    return stage_unix(path, mode, group=group).publish()
 
 
-def stage_unix(path: str, mode: int, ours: SocketFile | None = None) -> Staged:
-    """A socket listening with ``mode`` beside ``path``, under a temporary name, to take
-    its place on ``publish``. What is at ``path`` now must be a stale socket file or
-    nothing, unless it is ``ours``, still listening, which ``publish`` then replaces at
-    once: the path is never free for another to bind meanwhile."""
+def stage_unix(
+    path: str, mode: int, ours: SocketFile | None = None, group: int | None = None
+) -> Staged:
+    """A socket listening with ``mode`` and ``group`` beside ``path``, under a temporary
+    name, to take its place on ``publish``. What is at ``path`` now must be a stale socket
+    file or nothing, unless it is ``ours``, still listening, which ``publish`` then
+    replaces at once: the path is never free for another to bind meanwhile."""
     directory, name = os.path.split(path)
     if not name:
         raise DaemonError(f"{path!r} names a directory, not a socket")
@@ -158,6 +160,8 @@ def stage_unix(path: str, mode: int, ours: SocketFile | None = None) -> Staged:
         try:
             _clear_leftover(path, dir_fd, os.path.join(directory, tmp))
             sock.bind(address)
+            if group is not None:
+                os.chown(tmp, -1, group, dir_fd=dir_fd, follow_symlinks=False)
             os.chmod(tmp, mode, dir_fd=dir_fd)
             sock.listen(512)
         except OSError as exc:

@@ -235,17 +235,3 @@ def _check_socket(
     if path in sockets:
         raise ConfigError(f"{where}.socket", f"is profile {sockets[path]!r}'s socket too")
     sockets[path] = name
-
-
-def groups_locked_out(d: DaemonConfig) -> str | None:
-    """Why ``allow_groups`` lets nobody in, when the socket mcpd binds gives its group
-    no write permission (the default 0600), which connecting to a unix socket takes:
-    the groups' members cannot open the file at all."""
-    if d.allow_groups and not int(d.socket_mode, 8) & 0o020:
-        return (
-            f"daemon.allow_groups has no effect while daemon.socket_mode is "
-            f"{d.socket_mode!r}: the groups' members cannot open the socket file; "
-            'give the group access with socket_mode = "0660" (mcpd.socket sets its own '
-            "SocketMode= and SocketGroup=)"
-        )
-    return None

@@ -112,4 +112,4 @@ async def test_groups_the_sockets_mode_shuts_out_are_warned_of(
     caplog.set_level(logging.WARNING, "mcpd")
     got = take_listener(config(path, allow_groups=["root"]), str(path), [], None)
     taken.append(got)
-    assert "allow_groups" in caplog.text
+    assert "the members of root cannot open the socket file" in caplog.text

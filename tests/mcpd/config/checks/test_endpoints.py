@@ -10,7 +10,6 @@ import pytest
 
 from mcpd.config.checks.endpoints import (
     check_template,
-    groups_locked_out,
     is_loopback,
     parse_listen,
     validate_http,
@@ -335,34 +334,3 @@ def test_two_profiles_cannot_share_a_socket(tmp_path: Path) -> None:
     assert profile_error(
         tmp_path, a=ProfileConfig(socket=shared), b=ProfileConfig(socket=shared)
     ) == ("profiles.b.socket", "is profile 'a''s socket too")
-
-
-# -- daemon.allow_groups against the socket's mode --
-
-
-def test_allow_groups_on_an_owner_only_socket_is_called_out() -> None:
-    why = groups_locked_out(DaemonConfig(allow_groups=["dev"], socket_mode="0600"))
-    assert why is not None
-    assert "daemon.allow_groups has no effect" in why
-    assert "'0600'" in why
-
-
-# Connecting to a unix socket takes write permission on its file (unix(7)): a group that
-# may only read it, or only search it, is as locked out as one with no bit at all.
-@pytest.mark.parametrize("mode", ["0640", "0610", "0650"])
-def test_allow_groups_on_a_socket_the_group_cannot_write_is_called_out(mode: str) -> None:
-    why = groups_locked_out(DaemonConfig(allow_groups=["dev"], socket_mode=mode))
-    assert why is not None
-    assert f"{mode!r}" in why
-
-
-@pytest.mark.parametrize(
-    "daemon",
-    [
-        DaemonConfig(allow_groups=["dev"], socket_mode="0660"),
-        DaemonConfig(allow_groups=["dev"], socket_mode="0620"),
-        DaemonConfig(socket_mode="0600"),
-    ],
-)
-def test_allow_groups_that_can_open_the_socket_is_fine(daemon: DaemonConfig) -> None:
-    assert groups_locked_out(daemon) is None

@@ -597,8 +597,10 @@ def test_check_config_warns_that_allow_groups_needs_a_group_readable_socket(
 ) -> None:
     locked = check_config(write(tmp_path, '[daemon]\nallow_groups = ["root"]\n'), {})
     assert locked.returncode == 0, locked.stderr
-    assert "daemon.allow_groups has no effect while daemon.socket_mode is '0600'" in (locked.stderr)
-    assert 'socket_mode = "0660"' in locked.stderr
+    assert "daemon: the members of root cannot open the socket file, whose mode 0600" in (
+        locked.stderr
+    )
+    assert 'set socket_mode = "0660"' in locked.stderr
     opened = '[daemon]\nallow_groups = ["root"]\nsocket_mode = "0660"\n'
     assert check_config(write(tmp_path, opened), {}).stderr == ""
 
