@@ -311,7 +311,8 @@ async def _bind(
     """Bound at ``path``, or made ready beside it where one of ``ours`` listens."""
     try:
         if path in ours:
-            return await trio.to_thread.run_sync(stage_unix, path, mode, ours[path], group)
+            own = -1 if group is None else group  # as chown(2) reads it: the user's own
+            return await trio.to_thread.run_sync(stage_unix, path, mode, ours[path], own)
         return await trio.to_thread.run_sync(bind_unix, path, mode, group)
     except OSError as exc:  # what the system refused, said as every socket's refusal
         raise DaemonError(f"cannot listen on {path!r}: {exc.strerror or exc}") from None

@@ -119,18 +119,15 @@ class UnixBound:
 
 
 def bind_unix(path: str, mode: int, group: int | None = None) -> UnixBound:
-    """A socket listening on ``path`` with ``mode`` (and ``group``, unless None)
-    already set, replacing a stale socket file."""
-    return stage_unix(path, mode, group=group).publish()
+    """A socket listening on ``path``, ``mode`` and ``group`` set, replacing a stale one."""
+    return stage_unix(path, mode, group=-1 if group is None else group).publish()
 
 
-def stage_unix(
-    path: str, mode: int, ours: SocketFile | None = None, group: int | None = None
-) -> Staged:
-    """A socket listening with ``mode`` and ``group`` beside ``path``, under a temporary
-    name, to take its place on ``publish``. What is at ``path`` now must be a stale socket
-    file or nothing, unless it is ``ours``, still listening, which ``publish`` then
-    replaces at once: the path is never free for another to bind meanwhile."""
+def stage_unix(path: str, mode: int, ours: SocketFile | None = None, group: int = -1) -> Staged:
+    """As ``bind_unix`` (``group`` -1: the user's own, as chown(2) reads it), beside
+    ``path`` under a temporary name, to take its place on ``publish``: over ``ours``,
+    still listening, at once (the path is never free for another to bind meanwhile);
+    else what is there must be a stale socket or nothing."""
     directory, name = os.path.split(path)
     if not name:
         raise DaemonError(f"{path!r} names a directory, not a socket")
@@ -160,8 +157,7 @@ def stage_unix(
         try:
             _clear_leftover(path, dir_fd, os.path.join(directory, tmp))
             sock.bind(address)
-            if group is not None:
-                os.chown(tmp, -1, group, dir_fd=dir_fd, follow_symlinks=False)
+            os.chown(tmp, -1, group, dir_fd=dir_fd, follow_symlinks=False)
             os.chmod(tmp, mode, dir_fd=dir_fd)
             sock.listen(512)
         except OSError as exc:
