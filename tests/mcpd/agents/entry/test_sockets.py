@@ -4,8 +4,9 @@ the key to change, and on a reload is only reported; a reload binds new profiles
 closes removed ones, rebinds a changed one and leaves the others' connections alone; a
 socket rebound where one of ours listens takes its place with no moment where the path
 is free; a reload's new places are claimed before it is applied, or refused naming the
-key; a live socket of someone else's is never taken, a stale one is; and nothing is
-left behind on the way out."""
+key; a live socket of someone else's is never taken, a stale one is; nothing is left
+behind on the way out; the socket's group is the allowed group, rebound when a reload
+changes it; and whom a reload allows while the mode shuts them out is warned of."""
 
 from __future__ import annotations
 
@@ -361,3 +362,35 @@ async def test_a_claim_that_cannot_bind_names_the_key_and_keeps_nothing(tmp_path
         assert sorted(p.name for p in tmp_path.iterdir()) == ["dev.sock", "taken"]
         assert sockets.paths() == {"dev": str(dev)}
         assert await echo(dev) == b"ping"
+
+
+# Group and user ids no database here names.
+GROUP, OTHER_GROUP, STRANGER = 54_331, 54_332, 54_333
+
+
+@needs_root
+async def test_a_reload_that_changes_the_allowed_group_gives_the_socket_the_new_one(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "dev.sock"
+    first = profile(path, socket_mode="0660", allow_groups=[str(GROUP)])
+    async with serving({"dev": first}, Served()) as sockets:
+        assert path.stat().st_gid == GROUP
+        reloaded = {"dev": profile(path, socket_mode="0660", allow_groups=[str(OTHER_GROUP)])}
+        await sockets.claim(reloaded)
+        await sockets.apply(reloaded)
+        assert path.stat().st_gid == OTHER_GROUP
+        assert await echo(path) == b"ping"
+
+
+async def test_a_reload_that_allows_a_user_the_mode_shuts_out_warns_of_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, "mcpd")
+    path = tmp_path / "dev.sock"
+    async with serving({"dev": profile(path)}, Served()) as sockets:
+        assert "cannot open the socket file" not in caplog.text
+        await sockets.apply({"dev": profile(path, allow_uids=[STRANGER])})
+    assert (
+        f"profiles.dev: uid {STRANGER} cannot open the socket file, whose mode 0600" in caplog.text
+    )
