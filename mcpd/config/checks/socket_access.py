@@ -112,7 +112,7 @@ def access_warnings(
     shut = [w for w in who if not _bits(w, os.geteuid(), group, mode, 0o200)]
     if shut:
         out.append(_file_warning(key, shut, mode, group, given) + _activated(key))
-    out += _directory_warnings(key, path, mode, [w for w in who if w not in shut])
+    out += _directory_warnings(key, path, [w for w in who if w not in shut])
     return out
 
 
@@ -145,9 +145,10 @@ def _activated(key: str) -> str:
     )
 
 
-def _directory_warnings(key: str, path: str, mode: int, who: list[_Who]) -> list[str]:
+def _directory_warnings(key: str, path: str, who: list[_Who]) -> list[str]:
     """The first directory above ``path`` each of ``who`` cannot search, said once a
-    directory. One not made yet is made 0755 when ``mode`` lets others in."""
+    directory. One not made yet is left out: mcpd makes it 0755 when the socket's mode
+    lets others in, and when it does not, the file keeps them out already."""
     out: dict[str, list[str]] = {}
     checked = os.path.realpath(os.path.dirname(os.path.abspath(path)))
     parts = checked.split("/")[1:]
