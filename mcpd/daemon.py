@@ -11,7 +11,6 @@ import os
 from collections.abc import Callable
 from typing import Final
 
-import msgspec
 import trio
 
 from protocol.jsonrpc import messages as rpc
@@ -39,12 +38,13 @@ from .registry.gating.gate import ListGate
 from .registry.profiles.views import ProfileView
 from .registry.tables.catalog import Catalog
 from .registry.tables.curation import ToolBudget
+from .reloading.outcome import ReloadReport
 from .reloading.reread import Rereader, reload_refusal, unmatched_profile
 from .runtime_secrets import RuntimeSecrets
 from .servers.all_servers import AllServers
 from .servers.auth_commands import Logins
 from .servers.status.history import Histories, ServerHistory
-from .servers.supervisor import ReloadReport, Supervisor
+from .servers.supervisor import Supervisor
 from .signals import Signals
 from .starting.agents_listener import take_listener
 from .starting.cannot_start import DaemonError
@@ -139,7 +139,7 @@ class Daemon(DaemonForAgents):
         self._status_line = ""
         self._stop = trio.Event()
         self._reload_lock = trio.Lock()
-        self.signals = Signals(self.reload_config, self.stop)
+        self.signals = Signals(self.reload, self.stop)
         self._listening = listening
 
     @property
@@ -236,7 +236,7 @@ class Daemon(DaemonForAgents):
         await answer_stopping(self.agent_server.in_flight())
         everything.cancel()
 
-    async def reload_config(self) -> ReloadReport:
+    async def reload(self) -> ReloadReport:
         async with self._reload_lock:
             try:
                 reread = self.rereader.read(self.config, self.socket_path)
@@ -349,11 +349,6 @@ class Daemon(DaemonForAgents):
     @property
     def ready(self) -> bool:
         return self.started.is_set()
-
-    async def reload(self) -> dict[str, object]:
-        report = await self.reload_config()
-        out: dict[str, object] = msgspec.to_builtins(report)
-        return out
 
     def reset(self, alias: str, who: str, scope: ProfileView | None = None) -> dict[str, object]:
         return self.supervisor.reset(alias, who, None if scope is None else scope.has_server)

@@ -27,6 +27,7 @@ from ..local.pins.pinfile import PinKeeper
 from ..policy.decision.gate import CallGate
 from ..policy.waiting.approvals import Approvals
 from ..registry.profiles.views import ProfileView
+from ..reloading.outcome import ReloadReport
 from ..servers.auth_commands import Logins
 from ..servers.shared import ServerHistory
 from ..status_document import StatusDocument
@@ -70,8 +71,9 @@ class DaemonForAgents(abc.ABC):
         ...
 
     @abc.abstractmethod
-    async def reload(self) -> dict[str, object]:
-        """Re-read the config; raises ``rpc.RPCError`` when it is rejected."""
+    async def reload(self) -> ReloadReport:
+        """Re-read the config and put it in force, by ``mcpd reload`` or a SIGHUP;
+        raises ``rpc.RPCError`` when it is rejected."""
         ...
 
     @abc.abstractmethod

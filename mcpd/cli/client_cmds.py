@@ -22,12 +22,14 @@ from protocol.shown.visible import visible
 from ..agents.lists.list_hints import UNKNOWN_TOOL
 from ..config.loading.paths import client_socket_path
 from ..config.tables.model import CONFIG_ERROR, EX_CONFIG
+from ..reloading.outcome import ReloadReport
 from .client import QUICK, BadReply, Client, DaemonUnreachable, NotAnswering
 from .exits import (
     EXIT_BAD_REPLY,
     EXIT_TOOL_ERROR,
     EXIT_UNREACHABLE,
     EXIT_USAGE,
+    answer_as,
     ask,
     client_for,
     fail,
@@ -342,27 +344,24 @@ def _watch_status(args: argparse.Namespace) -> int:
 
 def cmd_reload(args: argparse.Namespace) -> int:
     with client_for(args) as client:
-        report = ask(client, "mcpd/reload")
-    restart = report.pop("restart", None) or []
-    settings = report.pop("settings", None) or []
-    new_connections = report.pop("new_connections", None) or []
-    why: dict[str, str] = report.pop("why", None) or {}
+        report = answer_as(ask(client, "mcpd/reload"), ReloadReport, "mcpd/reload")
     # A server restarted though its table did not change says why: nothing the user
     # changed in the file explains it.
-    if "changed" in report:
-        report["changed"] = [
-            f"{alias} (restarted: {visible(why[alias])})" if alias in why else alias
-            for alias in report["changed"]
-        ]
-    print("reloaded: " + ", ".join(f"{k} {', '.join(v) or '-'}" for k, v in report.items()))
-    if settings:
-        print(f"in force now: {', '.join(settings)}")
-    if new_connections:
+    changed = [
+        f"{alias} (restarted: {visible(report.why[alias])})" if alias in report.why else alias
+        for alias in report.changed
+    ]
+    servers = report.added, report.removed, changed, report.unchanged
+    said = zip(("added", "removed", "changed", "unchanged"), servers, strict=True)
+    print("reloaded: " + ", ".join(f"{k} {', '.join(v) or '-'}" for k, v in said))
+    if report.settings:
+        print(f"in force now: {', '.join(report.settings)}")
+    if report.new_connections:
         # A connection open keeps what it was opened with.
-        print(f"for new connections: {', '.join(new_connections)}")
-    if restart:
+        print(f"for new connections: {', '.join(report.new_connections)}")
+    if report.restart:
         # Said here too, not only in the log: a user who changed them waits for nothing.
-        print(f"not applied until mcpd restarts: {', '.join(restart)}")
+        print(f"not applied until mcpd restarts: {', '.join(report.restart)}")
     return 0
 
 

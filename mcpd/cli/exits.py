@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
+
+import msgspec
 
 from protocol.jsonrpc import messages as rpc
 from protocol.shown.server_urls import ascii_hosts
@@ -27,6 +29,7 @@ EXIT_FAILED = 1  # what the daemon was asked could not be done
 EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
 EXIT_BAD_REPLY = 4
+T = TypeVar("T")
 # The command a person types in place of the method mcpd points an agent at.
 _COMMANDS = {
     LIST_TOOLS: "`mcpd tools` lists the current tools.",
@@ -95,3 +98,12 @@ def ask(
             fail_config(exc.message)  # a config the daemon would not take, as for serve
         message = for_a_person(exc.message)
         fail(EXIT_FAILED, f"error {exc.code}: {message}" if code else message)
+
+
+def answer_as(answer: object, shape: type[T], method: str) -> T:
+    """The daemon's answer to ``method`` as the type it sends it as; one of another
+    shape ends the command as a reply that cannot be read."""
+    try:
+        return msgspec.convert(answer, shape)
+    except msgspec.ValidationError as exc:
+        fail(EXIT_BAD_REPLY, f"the answer of mcpd to {method} could not be read ({exc})")

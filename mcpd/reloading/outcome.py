@@ -1,8 +1,10 @@
-"""Whether what runs is what the config file says: a reload refused (a SIGHUP, or
-``mcpd reload``) leaves the configuration read before in force while the file holds
-another, which ``mcpd status`` and the status page say until a later reload is taken.
-A refusal by SIGHUP has no one to answer but the journal, so status is where a
-person who edited the file learns it never applied."""
+"""What a reload came to. Taken, a ``ReloadReport``: the servers it added, removed,
+restarted and left alone, and the settings it put in force, what ``mcpd reload`` is
+answered and prints. Refused (a SIGHUP, or ``mcpd reload``), the configuration read
+before stays in force while the file holds another, which ``mcpd status`` and the
+status page say until a later reload is taken: a refusal by SIGHUP has no one to
+answer but the journal, so status is where a person who edited the file learns it
+never applied."""
 
 from __future__ import annotations
 
@@ -13,6 +15,24 @@ import msgspec
 from protocol.jsonrpc import messages as rpc
 
 from ..config.tables.model import CONFIG_ERROR
+
+
+class ReloadReport(msgspec.Struct):
+    """The answer to ``mcpd/reload``, its fields in the order the JSON shows them."""
+
+    added: list[str]
+    removed: list[str]
+    changed: list[str]
+    unchanged: list[str]
+    # Settings that changed but apply only when mcpd starts again.
+    restart: list[str] = msgspec.field(default_factory=list)
+    # The rest of what changed but the servers (profiles, policy, daemon keys): in force.
+    settings: list[str] = msgspec.field(default_factory=list)
+    # Settings in force for the connections opened from now, not those open.
+    new_connections: list[str] = msgspec.field(default_factory=list)
+    # Why each of ``changed`` restarts whose own table did not change: a restart
+    # nobody asked for in the file is said, not only logged.
+    why: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 class RefusedReload(msgspec.Struct, frozen=True):

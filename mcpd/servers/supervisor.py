@@ -12,7 +12,6 @@ import logging
 from collections.abc import Callable
 from typing import Final
 
-import msgspec
 import trio
 
 from protocol.jsonrpc import messages as rpc
@@ -25,6 +24,7 @@ from ..config.tables.servertable import ServerConfig
 from ..policy.redaction.guard import SecretGuard
 from ..policy.redaction.masking import KnownSecrets
 from ..registry.tables.catalog import Catalog
+from ..reloading.outcome import ReloadReport
 from .calling.queue_bytes import QueueBytes
 from .life.lazy import LazyRunner
 from .life.runner import Runner
@@ -43,22 +43,6 @@ OWN_TABLE: Final = "its configuration changed"
 # Names a journal line gives of one kind (servers added, settings in force); a reload of
 # many more says how many it leaves out.
 _NAMED: Final = 8
-
-
-class ReloadReport(msgspec.Struct):
-    added: list[str]
-    removed: list[str]
-    changed: list[str]
-    unchanged: list[str]
-    # Settings that changed but apply only when mcpd starts again.
-    restart: list[str] = msgspec.field(default_factory=list)
-    # The rest of what changed but the servers (profiles, policy, daemon keys): in force.
-    settings: list[str] = msgspec.field(default_factory=list)
-    # Settings in force for the connections opened from now, not those open.
-    new_connections: list[str] = msgspec.field(default_factory=list)
-    # Why each of ``changed`` restarts whose own table did not change: a restart
-    # nobody asked for in the file is said, not only logged.
-    why: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 def reload_said(report: ReloadReport) -> str:

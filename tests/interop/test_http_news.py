@@ -134,7 +134,7 @@ async def test_a_legacy_http_client_hears_a_reload_and_its_resource_updates(
                 )
 
                 write_config(path, notes=True)
-                await daemon.reload_config()
+                await daemon.reload()
                 await seen.until(lambda line: list_changed(client, line))
 
                 await start_updates(daemon)
@@ -194,7 +194,7 @@ async def test_what_a_server_asks_during_a_call_comes_on_that_calls_stream(
                 assert await calls.message() is None
                 # Nothing of the call went to the GET stream: next there is the news.
                 write_config(path, notes=True)
-                await daemon.reload_config()
+                await daemon.reload()
                 first = await stream.message()
                 assert first is not None
                 assert first["method"] == "notifications/tools/list_changed"

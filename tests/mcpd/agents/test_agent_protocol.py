@@ -327,10 +327,10 @@ async def test_a_reload_grants_and_revokes_access_by_group(tmp_path: Path) -> No
         async with running(load(path), config_path=str(path)) as daemon:
             assert await allowed()
             write([])
-            await daemon.reload_config()
+            await daemon.reload()
             assert not await allowed(), "a group taken out of allow_groups kept its access"
             write([str(uid)])
-            await daemon.reload_config()
+            await daemon.reload()
             assert await allowed(), "a group put into allow_groups by a reload was refused"
 
 

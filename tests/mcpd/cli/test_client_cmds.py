@@ -253,16 +253,28 @@ def test_reload_says_what_changed_and_what_waits_for_a_restart(
     report = {
         "added": ["docs"],
         "removed": [],
+        "changed": ["web"],
+        "unchanged": [],
         "restart": ["daemon.socket", "daemon.http_listen"],
         "settings": ["profiles", "policy"],
+        "why": {"web": "its token\x1b[2J changed"},
     }
     with daemon(sock, mcpd_reload=report):
         assert run("reload", "--socket", str(sock)) == 0
     assert capsys.readouterr().out.splitlines() == [
-        "reloaded: added docs, removed -",
+        "reloaded: added docs, removed -, changed web (restarted: its token\\x1b[2J changed), "
+        "unchanged -",
         "in force now: profiles, policy",
         "not applied until mcpd restarts: daemon.socket, daemon.http_listen",
     ]
+
+
+def test_a_reload_answered_in_another_shape_exits_4(
+    sock: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with daemon(sock, mcpd_reload={"added": "docs"}):
+        assert run("reload", "--socket", str(sock)) == 4
+    assert "the answer of mcpd to mcpd/reload could not be read" in capsys.readouterr().err
 
 
 def test_a_config_the_daemon_refused_on_reload_exits_78(

@@ -64,7 +64,7 @@ async def test_the_daemon_settles_after_start_and_after_each_reload(
             await nursery.start(daemon.run)
             assert settled == [False]
             _config(path, ["one", "two"])
-            await daemon.reload_config()
+            await daemon.reload()
             assert settled == [False, True]
             assert "two" in daemon.supervisor.runners
             daemon.stop()

@@ -18,8 +18,9 @@ from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config
 from mcpd.config.tables.servertable import ServerConfig
 from mcpd.registry.tables.catalog import Catalog
+from mcpd.reloading.outcome import ReloadReport
 from mcpd.servers.calling.calls import CallRefused
-from mcpd.servers.supervisor import ReloadReport, Supervisor, reload_said
+from mcpd.servers.supervisor import Supervisor, reload_said
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 from tests.support.parts.calls import a_call

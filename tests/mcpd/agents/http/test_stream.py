@@ -63,7 +63,7 @@ async def daemon_with(tmp_path: Path, extra: str = "", **servers: str) -> AsyncI
 async def reload_with(daemon: Daemon, extra: str = "", **servers: str) -> None:
     assert daemon.config_path is not None
     write_config(Path(daemon.config_path), servers, extra)
-    await daemon.reload_config()
+    await daemon.reload()
 
 
 async def wait_for(predicate: Any) -> None:

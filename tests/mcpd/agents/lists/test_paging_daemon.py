@@ -30,7 +30,7 @@ async def test_a_cursor_kept_across_a_reload_that_adds_a_server_is_refused(
             # A server whose tools sort before the page the agent already has.
             alpha = toml_server(tmp_path / "alpha.pid", "--tools", "2")
             write_config(path, sock, {"alpha": alpha, "bravo": bravo}, "page_size = 2\n")
-            await daemon.reload_config()  # back once alpha's first start is through
+            await daemon.reload()  # back once alpha's first start is through
             await agent.wait_notifications(1)
             stale = await agent.rpc("tools/list", {"cursor": first["nextCursor"]})
             assert "result" not in stale, (

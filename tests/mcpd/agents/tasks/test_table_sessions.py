@@ -110,7 +110,7 @@ async def test_an_old_task_id_never_reaches_a_restarted_servers_new_task(
             else:
                 write_config(tmp_path, 2)
                 report = await daemon.reload()
-                assert report["changed"] == ["jobs"]
+                assert report.changed == ["jobs"]
             await served_anew(daemon, before)
             theirs = (await rpc(second, "tools/call", {"name": "mcp__jobs__build"}))["result"]
             assert theirs["taskId"] == "jobs:t-1"  # numbered from the start again

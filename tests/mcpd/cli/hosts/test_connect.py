@@ -392,7 +392,7 @@ async def test_a_profile_the_config_gains_on_reload_takes_the_built_in_ones_plac
                 await agent.use_profile("claude-code")
                 built_in = [t["name"] for t in await agent.tools()]
             cfg.write_text(cfg.read_text() + '\n[profiles.claude-code]\nservers = ["git"]\n')
-            await daemon.reload_config()
+            await daemon.reload()
             async with connect(daemon.socket_path) as agent:
                 await agent.use_profile("claude-code")
                 configured = [t["name"] for t in await agent.tools()]

@@ -156,7 +156,7 @@ async def test_a_change_on_reload_is_held_and_the_hold_survives_restarts(tmp_pat
                 assert len(await agent.tools()) == 3
             server.change()
             write_config(REVISION="2")  # the server restarts with the new config
-            report = await daemon.reload_config()
+            report = await daemon.reload()
             assert report.changed == ["tickets"]
             async with connect(daemon.socket_path) as agent:
                 await assert_held(agent, server)
