@@ -43,6 +43,7 @@ from .reloading.reread import Rereader, reload_refusal, unmatched_profile
 from .runtime_secrets import RuntimeSecrets
 from .servers.all_servers import AllServers
 from .servers.auth_commands import Logins
+from .servers.shared import ResetOutcome
 from .servers.status.history import Histories, ServerHistory
 from .servers.supervisor import Supervisor
 from .signals import Signals
@@ -350,7 +351,7 @@ class Daemon(DaemonForAgents):
     def ready(self) -> bool:
         return self.started.is_set()
 
-    def reset(self, alias: str, who: str, scope: ProfileView | None = None) -> dict[str, object]:
+    def reset(self, alias: str, who: str, scope: ProfileView | None = None) -> ResetOutcome:
         return self.supervisor.reset(alias, who, None if scope is None else scope.has_server)
 
     def http_token(self) -> str:

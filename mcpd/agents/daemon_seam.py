@@ -29,7 +29,7 @@ from ..policy.waiting.approvals import Approvals
 from ..registry.profiles.views import ProfileView
 from ..reloading.outcome import ReloadReport
 from ..servers.auth_commands import Logins
-from ..servers.shared import ServerHistory
+from ..servers.shared import ResetOutcome, ServerHistory
 from ..status_document import StatusDocument
 
 
@@ -77,7 +77,7 @@ class DaemonForAgents(abc.ABC):
         ...
 
     @abc.abstractmethod
-    def reset(self, alias: str, who: str, scope: ProfileView | None = None) -> dict[str, object]:
+    def reset(self, alias: str, who: str, scope: ProfileView | None = None) -> ResetOutcome:
         """``mcpd reset``: the server's circuit closed on trial, journaled as ``who``
         asked; raises ``rpc.RPCError`` for a server that does not run, or (``scope``
         given) that the profile ``scope`` does not have, naming only those it has."""

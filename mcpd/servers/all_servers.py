@@ -30,6 +30,7 @@ from .connected.log_messages import Heard
 from .life.runner import Runner
 from .lists.prompt_resource_lists import TaskNews, Updated
 from .status.outage import Outage, iso_of_monotonic
+from .status.row import ServerState
 from .status.state import Said, short_lists
 from .supervisor import Supervisor
 
@@ -74,7 +75,7 @@ class AllServers:
         elif alias in runners:
             runners[alias].scheduler.look_again(check)
 
-    def states(self, only: Callable[[str], bool] | None = None) -> list[dict[str, object]]:
+    def states(self, only: Callable[[str], bool] | None = None) -> list[ServerState]:
         """Per server (whose alias ``only`` admits): its state, whether it is available,
         and the outage if not."""
         out = []
@@ -82,19 +83,13 @@ class AllServers:
             if only is not None and not only(alias):
                 continue
             runner = self._supervisor.runners[alias]
-            entry: dict[str, object] = {
-                "server": alias,
-                "state": runner.state,
-                "available": runner.available,
-            }
-            if not entry["available"]:
+            state = ServerState(server=alias, state=runner.state, available=runner.available)
+            if not state.available:
                 o = runner.outage()
-                entry.update(
-                    reason=o.reason,
-                    since=iso_of_monotonic(o.since),
-                    retry_at=iso_of_monotonic(o.retry_at),
-                )
-            out.append(entry)
+                state.reason = o.reason
+                state.since = iso_of_monotonic(o.since)
+                state.retry_at = iso_of_monotonic(o.retry_at)
+            out.append(state)
         return out
 
     def outages(

@@ -7,8 +7,10 @@ and whose it is as bytes are shared out (``Whose``), the session it was sent in
 (``SessionMark``), where its progress goes (``ProgressSink``) and who answers what its
 server asks back (``Asker``, ``NO_ANSWER``); what the agent side says of a call still
 queued (``QueuedCheck``); what a server said of itself (``Said``) and its history as
-the status page draws it (``ServerHistory``), and its row in ``mcpd status``
-(``ServerRow``); the longest id of a server's task mcpd keeps (``MAX_TASK_ID``).
+the status page draws it (``ServerHistory``), its row in ``mcpd status``
+(``ServerRow``), its state as a listing carries it (``ServerState``) and what ``mcpd
+reset`` did to it (``ResetOutcome``); the longest id of a server's task mcpd keeps
+(``MAX_TASK_ID``).
 
 The agent side imports these from here, not from the modules that define them, and
 from the rest of ``servers/`` only the two fronts ``daemon.py`` wires for it:
@@ -24,7 +26,7 @@ from .calling.owners import Owner
 from .calling.task_tools import MAX_TASK_ID
 from .status.history import DAY, HOUR, ServerHistory
 from .status.outage import Outage
-from .status.row import ServerRow
+from .status.row import ResetOutcome, ServerRow, ServerState
 from .status.state import Said
 
 __all__ = [
@@ -40,9 +42,11 @@ __all__ = [
     "Owner",
     "ProgressSink",
     "QueuedCheck",
+    "ResetOutcome",
     "Said",
     "ServerHistory",
     "ServerRow",
+    "ServerState",
     "SessionMark",
     "Unqueued",
     "Whose",

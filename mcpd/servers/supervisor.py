@@ -30,7 +30,7 @@ from .life.lazy import LazyRunner
 from .life.runner import Runner
 from .life.transport_factory import TransportFactory, open_transport
 from .status.outage import Outage, clock_time
-from .status.row import ServerRow
+from .status.row import ResetOutcome, ServerRow
 from .status.state import counts, states_summary
 
 logger = logging.getLogger("mcpd.supervisor")
@@ -300,7 +300,7 @@ class Supervisor:
 
     def reset(
         self, alias: str, who: str, only: Callable[[str], bool] | None = None
-    ) -> dict[str, object]:
+    ) -> ResetOutcome:
         """``mcpd reset``: the server's circuit closed on trial, as ``who`` asked, of
         the servers whose alias ``only`` admits (a profile's: the others are not there
         for it, as in its ``mcpd status``)."""
@@ -317,15 +317,15 @@ class Supervisor:
         # the restart's, which no circuit holds: said with its end, as reset leaves it.
         waiting = runner.phase == "waiting"
         next_try = clock_time(runner.outage().retry_at) if waiting else None
-        return {
-            "server": alias,
-            "was": was,
-            "circuit": circuit,
-            "reset": reset,
-            "state": runner.state,
-            "waiting": waiting,
-            "next_try": next_try,
-        }
+        return ResetOutcome(
+            server=alias,
+            was=was,
+            circuit=circuit,
+            reset=reset,
+            state=runner.state,
+            waiting=waiting,
+            next_try=next_try,
+        )
 
     async def reload(self, new: Config) -> ReloadReport:
         report = self.adopt(new)

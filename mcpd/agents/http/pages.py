@@ -84,7 +84,7 @@ class ReadPages:
     def healthz(self, query: Query, caller: RequestSender) -> PageAnswer:
         scope = self._scope(query, caller)
         states = self.servers.states(None if scope is None else scope.has_server)
-        down = [s for s in states if not s["available"]]
+        down = [s for s in states if not s.available]
         if not self.control.ready:
             body = {"status": "starting", "servers": down}
         elif down:

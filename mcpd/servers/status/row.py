@@ -1,5 +1,7 @@
 """One server's row in ``mcpd status``: what ``status_of`` builds, what the status
-document carries and what its readers (``mcpd status``, the status page) read.
+document carries and what its readers (``mcpd status``, the status page) read; and
+the two shorter things said of a server: its state as a tool listing's ``_meta`` and
+``/healthz`` carry it (``ServerState``), and what ``mcpd reset`` did (``ResetOutcome``).
 
 A field unset is a key the JSON leaves out: what only some servers have (a sandbox, a
 login, a lazy start), and what a reader other than the daemon's own user or root does
@@ -79,6 +81,30 @@ class ServerRow(msgspec.Struct, kw_only=True):
     idle_stop: float | UnsetType = UNSET
     # What the server's own settings name that it does not list: the operator's.
     warnings: list[str] = []
+
+
+class ServerState(msgspec.Struct, kw_only=True):
+    server: str
+    state: str
+    available: bool
+    # An unavailable server's outage: why, and since and until when (ISO dates).
+    reason: str | UnsetType = UNSET
+    since: str | UnsetType | None = UNSET
+    retry_at: str | UnsetType | None = UNSET
+
+
+class ResetOutcome(msgspec.Struct, kw_only=True):
+    """``mcpd reset``: the server's state and circuit before, whether a circuit was
+    closed, and a wait it leaves (one to be started or connected again, till
+    ``next_try``, a clock time)."""
+
+    server: str
+    was: str
+    circuit: str
+    reset: bool
+    state: str
+    waiting: bool
+    next_try: str | None
 
 
 def others_row(row: ServerRow) -> ServerRow:

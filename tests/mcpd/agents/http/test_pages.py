@@ -20,6 +20,7 @@ from mcpd.agents.http.wire import Reject
 from mcpd.agents.profiles import Profile
 from mcpd.registry.profiles.views import ProfileView
 from mcpd.servers.all_servers import AllServers
+from mcpd.servers.shared import ServerState
 
 # A user neither mcpd's own nor root.
 STRANGER = 4242 if os.getuid() != 4242 else 4243
@@ -38,11 +39,23 @@ class Scope:
 
 
 class Servers:
-    def __init__(self, states: list[dict[str, Any]]) -> None:
+    def __init__(self, states: list[ServerState]) -> None:
         self._states = states
 
-    def states(self, only: Callable[[str], bool] | None = None) -> list[dict[str, Any]]:
-        return [s for s in self._states if only is None or only(s["server"])]
+    def states(self, only: Callable[[str], bool] | None = None) -> list[ServerState]:
+        return [s for s in self._states if only is None or only(s.server)]
+
+
+def up(alias: str) -> ServerState:
+    return ServerState(server=alias, state="ready", available=True)
+
+
+def down(alias: str) -> ServerState:
+    return ServerState(server=alias, state="failed", available=False, reason="it exited")
+
+
+# A server down as /healthz names it.
+DOWN = {"server": "git", "state": "failed", "available": False, "reason": "it exited"}
 
 
 class Daemon:
@@ -64,7 +77,7 @@ class ProfileStub:
 
 
 def pages(
-    states: list[dict[str, Any]] | None = None,
+    states: list[ServerState] | None = None,
     *,
     ready: bool = True,
     scope: Scope | None = None,
@@ -129,25 +142,22 @@ def test_an_unknown_format_is_refused_naming_the_formats_there_are() -> None:
 
 
 def test_healthz_says_starting_until_ready_naming_who_is_down() -> None:
-    down = {"server": "git", "available": False}
-    read, _ = pages([{"server": "notes", "available": True}, down], ready=False)
-    assert body(read.healthz({}, CALLER)) == (503, {"status": "starting", "servers": [down]})
+    read, _ = pages([up("notes"), down("git")], ready=False)
+    assert body(read.healthz({}, CALLER)) == (503, {"status": "starting", "servers": [DOWN]})
 
 
 def test_healthz_says_unavailable_naming_who_is_down() -> None:
-    down = {"server": "git", "available": False}
-    read, _ = pages([{"server": "notes", "available": True}, down])
-    assert body(read.healthz({}, CALLER)) == (503, {"status": "unavailable", "servers": [down]})
+    read, _ = pages([up("notes"), down("git")])
+    assert body(read.healthz({}, CALLER)) == (503, {"status": "unavailable", "servers": [DOWN]})
 
 
 def test_healthz_is_ok_counting_the_servers() -> None:
-    read, _ = pages([{"server": "notes", "available": True}])
+    read, _ = pages([up("notes")])
     assert body(read.healthz({}, CALLER)) == (200, {"status": "ok", "servers": 1})
 
 
 def test_healthz_of_a_profile_looks_only_at_its_servers() -> None:
-    states = [{"server": "notes", "available": True}, {"server": "git", "available": False}]
-    read, _ = pages(states, scope=Scope("notes"))
+    read, _ = pages([up("notes"), down("git")], scope=Scope("notes"))
     assert body(read.healthz({}, CALLER)) == (200, {"status": "ok", "servers": 1})
 
 
