@@ -2,8 +2,10 @@
 
 The agent side reaches this through ``agents.daemon_seam.DaemonForAgents.logins``; each method
 answers a JSON-RPC request from ``mcpd auth``. Refusals are ``rpc.RPCError`` with a
-message for the person at the terminal. A finished login returns once the server has
-used it: connected, or failed with the reason.
+message for the person at the terminal. A login begun waits for a person at a browser
+(``LoginBegun``) or, with nobody to wait for, is done at once; a login done
+(``LoginDone``) returns once the server has used it: connected, or failed with the
+reason.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
+import msgspec
 import trio
+from msgspec import UNSET, UnsetType
 
 from protocol.jsonrpc import messages as rpc
 
@@ -29,6 +33,31 @@ if TYPE_CHECKING:
     from .oauth import Login
 
 REFUSED: Final = -32000
+
+
+class LoginBegun(msgspec.Struct, kw_only=True):
+    """A login that waits for a person: the authorization page to send them to, and
+    the login's id to finish it with."""
+
+    server: str
+    url: str
+    login: str
+    pages: str | UnsetType = UNSET  # where ``mcpd auth login`` may write a page to open
+
+
+class LoginDone(msgspec.Struct, kw_only=True):
+    """A login the server has used: its state then and the tools it lists, and why it
+    is unavailable, if it is."""
+
+    server: str
+    state: str
+    tools: int
+    reason: str | UnsetType = UNSET
+    # Said once, to the person at the terminal, of a login with no refresh token.
+    refreshable: bool | UnsetType = UNSET
+    expires_at: str | UnsetType | None = UNSET
+    # The tokens of the login this one replaced: revoked, or left valid and why.
+    replaced: dict[str, object] | UnsetType = UNSET
 
 
 def _refused(message: str) -> rpc.RPCError:
@@ -69,7 +98,7 @@ class Logins:
         ``mcpd auth logout`` removes it."""
         return await unconfigured_logins(self._supervisor.config)
 
-    async def begin(self, alias: str, redirect_uri: str | None) -> dict[str, object]:
+    async def begin(self, alias: str, redirect_uri: str | None) -> LoginBegun | LoginDone:
         runner, login = self._runner(alias)
         before = runner.attempts
         try:
@@ -81,9 +110,9 @@ class Logins:
         if started is None:  # client credentials: done already
             return await self._outcome(runner, before)
         url, login_id = started
-        return {"server": alias, "url": url, "login": login_id}
+        return LoginBegun(server=alias, url=url, login=login_id)
 
-    async def finish(self, alias: str, login_id: str, redirect: str) -> dict[str, object]:
+    async def finish(self, alias: str, login_id: str, redirect: str) -> LoginDone:
         runner, login = self._runner(alias)
         before = runner.attempts
         try:
@@ -97,11 +126,10 @@ class Logins:
         if not login.renewable():
             # The person is still at the terminal: the one moment to say the login
             # ends with its access token.
-            out["refreshable"] = False
-            out["expires_at"] = login.auth.status().get("expires_at")
+            out.refreshable = False
+            out.expires_at = login.auth.status().get("expires_at")
         if replaced is not None:
-            # The tokens of the login this one replaced: revoked, or left valid and why.
-            out["replaced"] = replaced.said()
+            out.replaced = replaced.said()
         return out
 
     async def logout(self, alias: str, *, forget_client: bool = False) -> dict[str, object]:
@@ -114,7 +142,7 @@ class Logins:
         _, login = self._runner(alias)
         return {"server": alias, **await login.logout(forget_client=forget_client)}
 
-    async def _outcome(self, runner: Runner, before: int) -> dict[str, object]:
+    async def _outcome(self, runner: Runner, before: int) -> LoginDone:
         """Once the server has tried the new credentials: its state afterwards."""
         with trio.move_on_after(self._supervisor.config.daemon.startup_deadline):
             while not (
@@ -122,11 +150,9 @@ class Logins:
                 or (runner.attempts > before and runner.phase != "starting")
             ):
                 await runner.phase_changed()
-        out: dict[str, object] = {
-            "server": runner.alias,
-            "state": runner.state,
-            "tools": self._supervisor.registry.count(runner.alias),
-        }
-        if not runner.available:
-            out["reason"] = runner.outage().reason
-        return out
+        return LoginDone(
+            server=runner.alias,
+            state=runner.state,
+            tools=self._supervisor.registry.count(runner.alias),
+            reason=UNSET if runner.available else runner.outage().reason,
+        )

@@ -37,6 +37,7 @@ from protocol.mcp.serving import RequestContext
 
 from ...config.loading.paths import pages_directory
 from ...local.state.privatefile import make_private_directory
+from ...servers.shared import LoginBegun
 from ..connection.dispatcher import Connection
 from .profile_methods import OwnMethod, ProfileMethods
 
@@ -83,7 +84,7 @@ async def _login(
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Begin)
     out = await api.control.logins.begin(params.server, params.redirect_uri)
-    return {**out, "pages": _pages()} if "url" in out else out
+    return msgspec.structs.replace(out, pages=_pages()) if isinstance(out, LoginBegun) else out
 
 
 async def _complete(

@@ -27,6 +27,7 @@ from protocol.shown.visible import visible
 
 from ...policy.deciders.kin import Decider
 from ...registry.profiles.views import ProfileView
+from ...servers.shared import LoginDone
 from ..daemon_seam import DaemonForAgents
 from ..http.wire import HeaderList, Headers, Reject, Wire, head
 from . import render
@@ -135,13 +136,13 @@ class Actions:
             out = await self.control.logins.begin(alias, back)
         except rpc.RPCError as exc:
             raise refuse_action(409, exc.message) from None
-        url = out.get("url")
-        if not isinstance(url, str):  # no browser needed (client credentials): done
-            await _answer(wire, f"{alias}: {out.get('state', 'done')}", wants_json)
+        if isinstance(out, LoginDone):  # no browser needed (client credentials): done
+            await _answer(wire, f"{alias}: {out.state}", wants_json)
             return
+        url = out.url
         if not openable(url):
             raise refuse_action(502, f"{alias}'s authorization server sent an address to refuse")
-        self._logins[alias] = str(out["login"])
+        self._logins[alias] = out.login
         if wants_json:
             await send_page_answer(wire, 200, JSON, _encode({"url": url}))
             return
@@ -167,11 +168,10 @@ class Actions:
             said = on_page(ascii_hosts(exc.message))
             raise refuse_page(400, "The login did not work", said) from None
         self._logins.pop(alias, None)
-        state = str(out.get("state"))
-        said = f"{alias} is {state} with {out.get('tools', 0)} tools"
-        if state not in ("ready", "degraded"):
-            reason = ascii_hosts(str(out.get("reason", "")))
-            said = f"{alias}: logged in, but the server is {state}: {reason}"
+        said = f"{alias} is {out.state} with {out.tools} tools"
+        if out.state not in ("ready", "degraded"):
+            reason = ascii_hosts(out.reason or "")
+            said = f"{alias}: logged in, but the server is {out.state}: {reason}"
         await send_page_answer(wire, 200, HTML, render.message("Logged in", on_page(said)).encode())
 
 

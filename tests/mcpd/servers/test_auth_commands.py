@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, cast
 
+import msgspec
 import pytest
 import trio
 import trio.testing
@@ -20,7 +21,7 @@ from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config
 from mcpd.config.tables.servertable import ServerConfig
 from mcpd.registry.tables.catalog import Catalog
-from mcpd.servers.auth_commands import REFUSED, Logins
+from mcpd.servers.auth_commands import REFUSED, LoginBegun, LoginDone, Logins
 from mcpd.servers.life.runner import Runner
 from mcpd.servers.supervisor import Supervisor
 from protocol.jsonrpc import messages as rpc
@@ -205,16 +206,16 @@ async def test_a_persons_login_answers_once_its_server_connected(
 ) -> None:
     async with daemon(tmp_path) as d:
         begun = await d.logins.begin("web", REDIRECT)
-        assert set(begun) == {"server", "url", "login"} and begun["server"] == "web"
-        assert str(begun["url"]).startswith(d.world.metadata["authorization_endpoint"])
+        assert isinstance(begun, LoginBegun) and begun.server == "web"
+        assert begun.url.startswith(d.world.metadata["authorization_endpoint"])
         (row,) = d.logins.status(lambda alias: alias == "web")
         assert row["login_pending"] is True and row["server_state"] == "needs_login"
-        redirect = d.world.authorize(str(begun["url"]))
-        done = await d.logins.finish("web", str(begun["login"]), redirect)
-        assert done == {"server": "web", "state": "ready", "tools": 1}
+        redirect = d.world.authorize(begun.url)
+        done = await d.logins.finish("web", begun.login, redirect)
+        assert msgspec.json.encode(done) == b'{"server":"web","state":"ready","tools":1}'
         (row,) = d.logins.status(lambda alias: alias == "web")
         assert row["state"] == "logged_in" and row["login_pending"] is False
-        said = json.dumps([begun, done, d.logins.status()])
+        said = msgspec.json.encode([begun, done, d.logins.status()]).decode()
         assert "at-1" not in said and "rt-1" not in said
 
 
@@ -223,14 +224,15 @@ async def test_a_redirect_that_is_not_the_logins_leaves_it_waiting(
 ) -> None:
     async with daemon(tmp_path) as d:
         begun = await d.logins.begin("web", REDIRECT)
-        login = str(begun["login"])
+        assert isinstance(begun, LoginBegun)
+        login = begun.login
         with refused("web: that redirect does not carry this login's state") as caught:
             await d.logins.finish("web", login, f"{REDIRECT}?code=evil&state=guessed")
         # What ``mcpd auth login`` reads to keep waiting for the browser.
         assert caught.value.data == {"login": "waiting"}
         assert d.runner("web").state == "needs_login"
-        done = await d.logins.finish("web", login, d.world.authorize(str(begun["url"])))
-        assert done["state"] == "ready"
+        done = await d.logins.finish("web", login, d.world.authorize(begun.url))
+        assert done.state == "ready"
 
 
 async def test_a_login_no_longer_waiting_is_refused_as_over(
@@ -238,7 +240,8 @@ async def test_a_login_no_longer_waiting_is_refused_as_over(
 ) -> None:
     async with daemon(tmp_path) as d:
         begun = await d.logins.begin("web", REDIRECT)
-        redirect = d.world.authorize(str(begun["url"]))
+        assert isinstance(begun, LoginBegun)
+        redirect = d.world.authorize(begun.url)
         with refused("web: this login is no longer waiting") as caught:
             await d.logins.finish("web", "someone-elses", redirect)
         assert caught.value.data != {"login": "waiting"}
@@ -251,7 +254,7 @@ async def test_a_machine_identity_logs_in_again_at_once(
 ) -> None:
     async with daemon(tmp_path) as d:
         done = await d.logins.begin("robot", None)
-        assert done == {"server": "robot", "state": "ready", "tools": 1}
+        assert msgspec.json.encode(done) == b'{"server":"robot","state":"ready","tools":1}'
         assert len(d.robot.sent_to(d.robot.metadata["token_endpoint"])) == 2
 
 
@@ -270,11 +273,11 @@ async def test_a_login_whose_server_is_then_down_answers_with_the_reason(
 ) -> None:
     async with daemon(tmp_path) as d:
         begun = await d.logins.begin("web", REDIRECT)
+        assert isinstance(begun, LoginBegun)
         d.servers.refusing.add("web")
-        redirect = d.world.authorize(str(begun["url"]))
-        done = await d.logins.finish("web", str(begun["login"]), redirect)
-        assert done["server"] == "web" and done["tools"] == 0
-        assert done["state"] != "ready" and "connection refused" in str(done["reason"])
+        done = await d.logins.finish("web", begun.login, d.world.authorize(begun.url))
+        assert (done.server, done.tools) == ("web", 0)
+        assert done.state != "ready" and "connection refused" in str(done.reason)
 
 
 async def test_a_login_whose_server_never_tries_it_still_answers(
@@ -283,7 +286,7 @@ async def test_a_login_whose_server_never_tries_it_still_answers(
     # The wait is bounded by the startup deadline, not by the server.
     async with daemon(tmp_path, start=False) as d:
         done = await d.logins.begin("robot", None)
-        assert done["server"] == "robot" and done["state"] == "starting"
+        assert isinstance(done, LoginDone) and (done.server, done.state) == ("robot", "starting")
 
 
 async def test_logging_out_revokes_and_holds_the_server_for_a_login(
@@ -291,7 +294,8 @@ async def test_logging_out_revokes_and_holds_the_server_for_a_login(
 ) -> None:
     async with daemon(tmp_path) as d:
         begun = await d.logins.begin("web", REDIRECT)
-        await d.logins.finish("web", str(begun["login"]), d.world.authorize(str(begun["url"])))
+        assert isinstance(begun, LoginBegun)
+        await d.logins.finish("web", begun.login, d.world.authorize(begun.url))
         said = await d.logins.logout("web")
         assert said == {
             "server": "web",

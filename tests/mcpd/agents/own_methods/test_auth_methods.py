@@ -28,7 +28,7 @@ from mcpd.agents.http.tcp import Connect
 from mcpd.agents.own_methods.auth_methods import HANDLERS
 from mcpd.agents.page.passes import CODE_TTL, Passes
 from mcpd.policy.deciders.kin import AgentKin, Process
-from mcpd.servers.shared import Owner
+from mcpd.servers.shared import LoginBegun, LoginDone, Owner
 from protocol.jsonrpc import messages as rpc
 from tests.support.parts.routing import World
 
@@ -68,13 +68,15 @@ class Logins:
     async def unconfigured(self) -> list[str]:
         return ["removed"]
 
-    async def begin(self, alias: str, redirect_uri: str | None) -> dict[str, object]:
+    async def begin(self, alias: str, redirect_uri: str | None) -> LoginBegun | LoginDone:
         self.asked.append(("begin", (alias, redirect_uri)))
-        return {"server": alias, "url": "https://auth.example.com/authorize?x", "login": "l-1"}
+        if redirect_uri is None:
+            return LoginDone(server=alias, state="ready", tools=1)
+        return LoginBegun(server=alias, url="https://auth.example.com/authorize?x", login="l-1")
 
-    async def finish(self, alias: str, login_id: str, redirect: str) -> dict[str, object]:
+    async def finish(self, alias: str, login_id: str, redirect: str) -> LoginDone:
         self.asked.append(("finish", (alias, login_id, redirect)))
-        return {"server": alias, "state": "ready", "tools": 1}
+        return LoginDone(server=alias, state="ready", tools=1, refreshable=False, expires_at=None)
 
     async def logout(self, alias: str, *, forget_client: bool = False) -> dict[str, object]:
         self.asked.append(("logout", (alias, forget_client)))
@@ -159,8 +161,10 @@ def peer(uid: int = ME, **more: Any) -> Peer:
 
 
 async def call(api: Api, conn: Connection, method: str, params: Any = None) -> Any:
+    """The method's answer as the caller reads it, its keys in the order sent."""
     raw = Raw(json.dumps(params if params is not None else PARAMS.get(method, {})).encode())
-    return await HANDLERS[method](api, conn, rpc.Request(1, method, raw), None)
+    said = await HANDLERS[method](api, conn, rpc.Request(1, method, raw), None)
+    return json.loads(msgspec.json.encode(said))
 
 
 NOT_OWNERS = {
@@ -196,8 +200,11 @@ async def test_the_daemons_user_and_root_reach_the_logins(uid: int) -> None:
     api = Api()
     conn = caller(peer(uid))
     begun = await call(api, conn, "mcpd/auth/login")
-    assert begun["login"] == "l-1"
-    assert (await call(api, conn, "mcpd/auth/complete"))["state"] == "ready"
+    assert [*begun] == ["server", "url", "login", "pages"] and begun["login"] == "l-1"
+    done = await call(api, conn, "mcpd/auth/complete")
+    assert json.dumps(done) == (
+        '{"server": "web", "state": "ready", "tools": 1, "refreshable": false, "expires_at": null}'
+    )
     assert (await call(api, conn, "mcpd/auth/logout"))["had_tokens"] is True
     await call(api, conn, "mcpd/auth/logout", {"server": "web", "forget_client": True})
     await call(api, conn, "mcpd/auth/login", {"server": "robot"})

@@ -24,6 +24,7 @@ from mcpd.agents.page.passes import PageSession
 from mcpd.agents.page.sources import NO_SOURCES, ApproveOrDeny, Sources
 from mcpd.policy.deciders.kin import Decider
 from mcpd.registry.profiles.views import ProfileView
+from mcpd.servers.shared import LoginBegun, LoginDone
 from protocol.jsonrpc import messages as rpc
 
 SESSION = PageSession("the-csrf", 0.0, b"", 1000)
@@ -112,14 +113,14 @@ WRITTEN_OUT = "files\\u202e gnol\\u200bin"
 
 
 class Logins:
-    def __init__(self, finished: dict[str, object] | None = None, said: str = HIDING) -> None:
+    def __init__(self, finished: LoginDone | None = None, said: str = HIDING) -> None:
         self.finished = finished
         self.said = said
 
-    async def begin(self, alias: str, redirect_uri: str | None) -> dict[str, object]:
+    async def begin(self, alias: str, redirect_uri: str | None) -> LoginBegun | LoginDone:
         raise rpc.RPCError(-32000, f"{alias}: {self.said}")
 
-    async def finish(self, alias: str, login_id: str, redirect: str) -> dict[str, object]:
+    async def finish(self, alias: str, login_id: str, redirect: str) -> LoginDone:
         if self.finished is None:
             raise rpc.RPCError(-32000, self.said)
         return self.finished
@@ -177,7 +178,7 @@ async def test_a_failed_login_shows_the_authorization_servers_words_written_out(
 
 
 async def test_a_login_whose_server_is_not_ready_shows_its_reason_written_out() -> None:
-    page = actions(Logins({"state": "failed", "reason": HIDING}))
+    page = actions(Logins(LoginDone(server="files", state="failed", tools=0, reason=HIDING)))
     page._logins["files"] = "login-1"
     status, body = await answered(lambda w: page.landing(w, "files", "/?state=s", headers()))
     assert status == 200 and shows_it_written_out(body)
