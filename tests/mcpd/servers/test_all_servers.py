@@ -102,12 +102,12 @@ async def test_states_are_sorted_and_only_a_down_server_carries_why_and_since() 
     world.up("zed")
     world.down("alpha")
     states = world.all.states()
-    assert [s["server"] for s in states] == ["alpha", "zed"]
+    assert [s.server for s in states] == ["alpha", "zed"]
     alpha, zed = states
-    assert zed == {"server": "zed", "state": "ready", "available": True}
-    assert alpha["state"] == "unresolved" and alpha["available"] is False
-    assert alpha["reason"] == "its secret file is missing"
-    assert isinstance(alpha["since"], str) and alpha["retry_at"] is None
+    assert msgspec.json.encode(zed) == b'{"server":"zed","state":"ready","available":true}'
+    assert alpha.state == "unresolved" and alpha.available is False
+    assert alpha.reason == "its secret file is missing"
+    assert isinstance(alpha.since, str) and alpha.retry_at is None
 
 
 async def test_outages_name_only_the_down_servers_an_agent_may_see() -> None:
