@@ -5,7 +5,7 @@ answers a JSON-RPC request from ``mcpd auth``. Refusals are ``rpc.RPCError`` wit
 message for the person at the terminal. A login begun waits for a person at a browser
 (``LoginBegun``) or, with nobody to wait for, is done at once; a login done
 (``LoginDone``) returns once the server has used it: connected, or failed with the
-reason.
+reason. A logout says what became of the tokens (``LoggedOut``).
 """
 
 from __future__ import annotations
@@ -58,6 +58,21 @@ class LoginDone(msgspec.Struct, kw_only=True):
     expires_at: str | UnsetType | None = UNSET
     # The tokens of the login this one replaced: revoked, or left valid and why.
     replaced: dict[str, object] | UnsetType = UNSET
+
+
+class LoggedOut(msgspec.Struct, kw_only=True):
+    """A login forgotten: whether it held tokens, what revoking them did, and whether
+    the clients mcpd registered went too, or, of a server no longer configured, the
+    saved login's file removed."""
+
+    server: str
+    had_tokens: bool
+    revoked: list[str]
+    not_revocable: list[str]
+    problem: str | None
+    unrevoked: list[str]
+    forgot_client: bool | UnsetType = UNSET
+    removed: str | UnsetType = UNSET
 
 
 def _refused(message: str) -> rpc.RPCError:
@@ -132,15 +147,16 @@ class Logins:
             out.replaced = replaced.said()
         return out
 
-    async def logout(self, alias: str, *, forget_client: bool = False) -> dict[str, object]:
+    async def logout(self, alias: str, *, forget_client: bool = False) -> LoggedOut:
         sup = self._supervisor
         if alias not in sup.runners and alias not in sup.config.servers:
             # A server removed from the configuration leaves its login on disk.
             gone = await forget_unconfigured(alias, sup.config)
             if gone is not None:
-                return {"server": alias, **gone}
+                return msgspec.convert({"server": alias, **gone}, LoggedOut)
         _, login = self._runner(alias)
-        return {"server": alias, **await login.logout(forget_client=forget_client)}
+        said = await login.logout(forget_client=forget_client)
+        return msgspec.convert({"server": alias, **said}, LoggedOut)
 
     async def _outcome(self, runner: Runner, before: int) -> LoginDone:
         """Once the server has tried the new credentials: its state afterwards."""

@@ -11,7 +11,7 @@ the status page draws it (``ServerHistory``), its row in ``mcpd status``
 (``ServerRow``), its state as a listing carries it (``ServerState``) and what ``mcpd
 reset`` did to it (``ResetOutcome``); the longest id of a server's task mcpd keeps
 (``MAX_TASK_ID``); and what ``mcpd auth`` is answered of a login (``LoginBegun``,
-``LoginDone``).
+``LoginDone``, ``LoggedOut``).
 
 The agent side imports these from here, not from the modules that define them, and
 from the rest of ``servers/`` only the two fronts ``daemon.py`` wires for it:
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from .asking.askback import NO_ANSWER, Asker
 from .asking.progress import ProgressSink
-from .auth_commands import LoginBegun, LoginDone
+from .auth_commands import LoggedOut, LoginBegun, LoginDone
 from .calling.calls import Call, CallRefused, Outcome, QueuedCheck, SessionMark, Unqueued, Whose
 from .calling.owners import Owner
 from .calling.task_tools import MAX_TASK_ID
@@ -39,6 +39,7 @@ __all__ = [
     "Asker",
     "Call",
     "CallRefused",
+    "LoggedOut",
     "LoginBegun",
     "LoginDone",
     "Outage",

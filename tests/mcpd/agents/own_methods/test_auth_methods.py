@@ -28,7 +28,7 @@ from mcpd.agents.http.tcp import Connect
 from mcpd.agents.own_methods.auth_methods import HANDLERS
 from mcpd.agents.page.passes import CODE_TTL, Passes
 from mcpd.policy.deciders.kin import AgentKin, Process
-from mcpd.servers.shared import LoginBegun, LoginDone, Owner
+from mcpd.servers.shared import LoggedOut, LoginBegun, LoginDone, Owner
 from protocol.jsonrpc import messages as rpc
 from tests.support.parts.routing import World
 
@@ -78,9 +78,11 @@ class Logins:
         self.asked.append(("finish", (alias, login_id, redirect)))
         return LoginDone(server=alias, state="ready", tools=1, refreshable=False, expires_at=None)
 
-    async def logout(self, alias: str, *, forget_client: bool = False) -> dict[str, object]:
+    async def logout(self, alias: str, *, forget_client: bool = False) -> LoggedOut:
         self.asked.append(("logout", (alias, forget_client)))
-        return {"server": alias, "had_tokens": True, "revoked": [], "problem": None}
+        return LoggedOut(
+            server=alias, had_tokens=True, revoked=[], not_revocable=[], problem=None, unrevoked=[]
+        )
 
 
 class Control:

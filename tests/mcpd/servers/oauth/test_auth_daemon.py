@@ -228,6 +228,7 @@ async def test_tokens_survive_a_restart_in_a_private_file(tmp_path: Path) -> Non
                 # Logging out forgets the tokens (revoked at the server) and needs a login.
                 out = await agent.result("mcpd/auth/logout", {"server": "t"})
                 assert out["revoked"] == ["refresh_token", "access_token"]
+                assert [*out][-3:] == ["problem", "unrevoked", "forgot_client"]
                 with trio.fail_after(5):
                     while (await server_row(agent))["state"] != "needs_login":
                         await trio.sleep(0.02)
@@ -412,4 +413,8 @@ async def test_a_removed_servers_saved_login_is_listed_until_logged_out(tmp_path
     assert listed["unconfigured"] == ["t"]
     assert [row["server"] for row in listed["servers"]] == ["u"]
     assert out["removed"].endswith("t.json")
+    assert [*out] == [
+        *("resultType", "server", "had_tokens", "revoked", "not_revocable", "problem"),
+        *("unrevoked", "removed"),
+    ]
     assert after["unconfigured"] == []
