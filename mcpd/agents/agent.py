@@ -1,6 +1,6 @@
 """An agent's connection (or HTTP exchange) as the calls it makes need it: where their
 outcomes go, where a call that must wait for a person is awaited, and what the agent
-is (its session, profile, identity). ``dispatcher.Connection`` derives from it, and so
+is (its session, profile, identity). ``agent_connection.Connection`` derives from it, and so
 do HTTP exchanges; what routes a call (``toolcall``) and what answers the other
 requests (``extra_methods``) know the agent by this alone.
 

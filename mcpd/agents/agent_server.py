@@ -33,7 +33,7 @@ from .calls.callpolicy import CallPolicy, QueuedCalls
 from .calls.callrecords import CallRecords
 from .calls.result_eras import with_result_type
 from .calls.toolcall import Router
-from .connection.dispatcher import LIFECYCLE, Connection, Dispatcher
+from .connection.agent_connection import LIFECYCLE, Connection, RequestHandler
 from .connection.ending import Stops
 from .connection.failures import Failures
 from .daemon_seam import DaemonForAgents, Lines
@@ -75,7 +75,7 @@ def new_session() -> AgentSession:
     return AgentSession(SERVER_INFO, CAPABILITIES)
 
 
-class AgentServer(ProfileMethods, Dispatcher):
+class AgentServer(ProfileMethods, RequestHandler):
     """The sockets agents connect to, and each request of theirs answered (``dispatch``):
     a tools/call by its ``Router``, prompts and resources by its ``extras``."""
 

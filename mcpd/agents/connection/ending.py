@@ -98,7 +98,7 @@ def stopped_answer(rid: rpc.Id, call: AgentCall | None, modern: bool) -> bytes:
 
 class ConnectionEnd(Agent):
     """An agent's connection as what it has in flight, and as it ends
-    (``dispatcher.Connection`` derives from this)."""
+    (``agent_connection.Connection`` derives from this)."""
 
     router: Router
     # What cancels each request in flight: its task's scope, or the call itself.

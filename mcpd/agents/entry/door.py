@@ -41,7 +41,7 @@ from .places import Places, Seat
 from .unfinished import UnfinishedLines
 
 if TYPE_CHECKING:
-    from ..connection.dispatcher import Connection
+    from ..connection.agent_connection import Connection
 
 logger = logging.getLogger("mcpd.agents")
 

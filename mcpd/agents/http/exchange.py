@@ -23,7 +23,7 @@ from protocol.mcp.serving import AgentSession
 from ...policy.deciders.kin import AgentKin, Decider, unknown_kin
 from ...servers.shared import Owner, ProgressSink
 from ..askback.askers import AgentRequests, DirectAsker
-from ..connection.dispatcher import Connection, Dispatcher
+from ..connection.agent_connection import Connection, RequestHandler
 from ..connection.ending import stopped_answer
 from ..entry.holders import ConnectionHolder, TcpKin
 from ..entry.identity import AgentIdentity
@@ -47,7 +47,7 @@ class Exchange(Connection):
 
     def __init__(
         self,
-        handler: Dispatcher,
+        handler: RequestHandler,
         session: AgentSession,
         caller: RequestSender,
         profile: Profile,

@@ -45,7 +45,7 @@ from protocol.shown.visible import visible_json
 from ...policy.deciders.kin import AgentKin
 from ...registry.profiles.views import ProfileView
 from ...servers.all_servers import AllServers
-from ..connection.dispatcher import Connection, Dispatcher
+from ..connection.agent_connection import Connection, RequestHandler
 from ..daemon_seam import DaemonForAgents
 from ..entry.holders import (
     ConnectionHolder,
@@ -87,7 +87,7 @@ _encode: Final = msgspec.json.Encoder().encode
 class HttpSide:
     def __init__(
         self,
-        handler: Dispatcher,
+        handler: RequestHandler,
         servers: AllServers,
         control: DaemonForAgents,
         listeners: set[Connection],

@@ -40,7 +40,7 @@ from protocol.mcp import core as mcp
 from protocol.mcp.serving import AgentSession
 
 from ...servers.shared import Owner
-from ..connection.dispatcher import Connection, Dispatcher
+from ..connection.agent_connection import Connection, RequestHandler
 from ..profiles import Profile
 from .body_budget import check_listen
 from .exchange import Exchange, RequestSender, StatelessAgent
@@ -69,7 +69,7 @@ ChooseProfile = Callable[[dict[str, list[str]], RequestSender], Profile]
 class McpRoute:
     def __init__(
         self,
-        handler: Dispatcher,
+        handler: RequestHandler,
         listeners: set[Connection],
         end_listens: Callable[[Connection], None],
         new_session: Callable[[], AgentSession],

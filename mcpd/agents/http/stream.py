@@ -30,7 +30,7 @@ from protocol.mcp.serving import AgentSession
 from protocol.shown.logfields import log_extra
 
 from ...servers.shared import Owner
-from ..connection.dispatcher import Connection
+from ..connection.agent_connection import Connection
 from ..connection.outbox import QUEUE_BYTES
 from ..profiles import Profile
 from .wire import Wire, WireResponse, end_when_set

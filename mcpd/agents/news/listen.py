@@ -19,7 +19,7 @@ from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 from protocol.mcp.serving import RequestContext
 
-from ..connection.dispatcher import Connection
+from ..connection.agent_connection import Connection
 
 # What else a listen may ask for (prompts, resources, tasks): given the connection,
 # the listen's id, its filter and the request's context, the part honoured; its end.

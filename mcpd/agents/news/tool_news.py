@@ -17,7 +17,7 @@ import trio
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 
-from ..connection.dispatcher import Connection
+from ..connection.agent_connection import Connection
 from ..profiles import Profile
 
 _DEBOUNCE: Final = 0.2

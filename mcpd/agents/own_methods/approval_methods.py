@@ -31,7 +31,7 @@ from protocol.shown.visible import cut
 
 from ...local.ownership.owners import user_name
 from ...policy.waiting.approvals import ApprovalError
-from ..connection.dispatcher import Connection
+from ..connection.agent_connection import Connection
 from .persons_only import refuse_an_agents_side
 from .profile_methods import OwnMethod, ProfileMethods
 

@@ -38,7 +38,7 @@ from protocol.mcp.serving import RequestContext
 from ...config.loading.paths import pages_directory
 from ...local.state.privatefile import make_private_directory
 from ...servers.shared import LoginBegun
-from ..connection.dispatcher import Connection
+from ..connection.agent_connection import Connection
 from .profile_methods import OwnMethod, ProfileMethods
 
 

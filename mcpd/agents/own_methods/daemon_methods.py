@@ -19,7 +19,7 @@ import msgspec
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp.serving import RequestContext
 
-from ..connection.dispatcher import Connection
+from ..connection.agent_connection import Connection
 from .profile_methods import OwnMethod, ProfileMethods
 
 

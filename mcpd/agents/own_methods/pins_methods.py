@@ -22,7 +22,7 @@ from protocol.mcp.serving import RequestContext
 
 from ...registry.pinning.definitions import BadPins
 from ...registry.profiles.views import ProfileView
-from ..connection.dispatcher import Connection
+from ..connection.agent_connection import Connection
 from .persons_only import refuse_an_agents_side
 from .profile_methods import OwnMethod, ProfileMethods
 

@@ -27,7 +27,7 @@ from ...policy.decision.rules import facts_of
 from ...registry.profiles.views import ProfileView
 from ...registry.tables.table import listed_name
 from ...status_document import ProfileStatus
-from ..connection.dispatcher import Connection
+from ..connection.agent_connection import Connection
 from ..daemon_seam import DaemonForAgents
 from ..entry.sockets import ProfileSockets
 from ..profiles import Profile, Profiles

@@ -1,6 +1,7 @@
-"""One agent connection (``mcpd.agents.connection.dispatcher.Connection``) over a real socket pair,
-driven from the agent's end: a stand-in for the socket API behind it (``Handler``), a
-router over stand-in servers (``tests.support.parts.routing.World``), and messages to send."""
+"""One agent connection (``mcpd.agents.connection.agent_connection.Connection``) over a
+real socket pair, driven from the agent's end: a stand-in for the socket API behind it
+(``Handler``), a router over stand-in servers (``tests.support.parts.routing.World``),
+and messages to send."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import trio
 from msgspec import Raw
 
 from mcpd.agents.agent_server import new_session
-from mcpd.agents.connection.dispatcher import Connection, Dispatcher
+from mcpd.agents.connection.agent_connection import Connection, RequestHandler
 from mcpd.agents.connection.failures import Failures
 from mcpd.agents.entry.unfinished import UnfinishedLines
 from mcpd.config.tables.model import DaemonConfig
@@ -42,7 +43,7 @@ def cancel(rid: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}
 
 
-class Handler(Dispatcher):
+class Handler(RequestHandler):
     """The socket API as far as a connection needs it: lifecycle requests answered with
     their method's name; ``test/wait`` answered never (its end is noted), ``test/ask``
     with what the agent answers the server's request it relays, anything else at once."""

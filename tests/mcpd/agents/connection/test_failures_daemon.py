@@ -20,7 +20,7 @@ import trio
 from mcpd.agents.beyond_tools import extra_methods
 from mcpd.agents.calls.replies import CallReplies
 from mcpd.agents.calls.toolcall import Router
-from mcpd.agents.connection.dispatcher import Connection
+from mcpd.agents.connection.agent_connection import Connection
 from mcpd.agents.connection.failures import Failures
 from mcpd.audit.reader import AuditRecords
 from mcpd.daemon import Daemon

@@ -20,7 +20,7 @@ import trio
 import trio.testing
 
 from mcpd.agents.agent_server import new_session
-from mcpd.agents.connection.dispatcher import Connection, Dispatcher
+from mcpd.agents.connection.agent_connection import Connection, RequestHandler
 from mcpd.agents.entry.holders import TcpKin
 from mcpd.agents.entry.identity import AgentIdentity, Held
 from mcpd.agents.entry.peers import Peer
@@ -54,7 +54,7 @@ JSON_POST = [
 STREAM_GET = [(b"host", b"mcpd"), (b"accept", b"text/event-stream")]
 
 
-class Recording(Dispatcher):
+class Recording(RequestHandler):
     """The socket's dispatch as far as sessions go: who joined and left."""
 
     def __init__(self) -> None:

@@ -17,7 +17,7 @@ import trio.testing
 from msgspec import Raw
 
 from mcpd.agents.agent_server import new_session
-from mcpd.agents.connection.dispatcher import Connection, Dispatcher
+from mcpd.agents.connection.agent_connection import Connection, RequestHandler
 from mcpd.agents.connection.failures import Failures
 from mcpd.agents.entry.unfinished import UnfinishedLines
 from mcpd.agents.news.listen import Listens
@@ -33,7 +33,7 @@ from tests.support.parts.routing import World
 ACK = "notifications/subscriptions/acknowledged"
 
 
-class Handler(Dispatcher):
+class Handler(RequestHandler):
     """Nothing the agent sends reaches it here: listens are held by the test."""
 
     def __init__(self, world: World) -> None:

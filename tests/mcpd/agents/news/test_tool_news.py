@@ -13,7 +13,7 @@ from typing import Any, cast
 import trio
 import trio.testing
 
-from mcpd.agents.connection.dispatcher import Connection
+from mcpd.agents.connection.agent_connection import Connection
 from mcpd.agents.news.tool_news import ToolNews
 from mcpd.agents.profiles import Profile
 from protocol.mcp import core as mcp

@@ -19,7 +19,7 @@ import pytest
 from msgspec import Raw
 
 from mcpd.agents.agent_server import new_session
-from mcpd.agents.connection.dispatcher import Connection, Dispatcher
+from mcpd.agents.connection.agent_connection import Connection, RequestHandler
 from mcpd.agents.connection.failures import Failures
 from mcpd.agents.entry.identity import AgentIdentity
 from mcpd.agents.entry.peers import Peer
@@ -124,7 +124,7 @@ class Api:
         return []  # no agent is connected
 
 
-class Handler(Dispatcher):
+class Handler(RequestHandler):
     def __init__(self, world: World) -> None:
         self.router = world.router
         self.failures = Failures()

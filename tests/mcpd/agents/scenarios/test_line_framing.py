@@ -383,7 +383,7 @@ async def test_a_broken_line_is_never_written_and_its_request_gets_an_error(
     from types import SimpleNamespace
 
     from mcpd.agents.agent_server import new_session
-    from mcpd.agents.connection.dispatcher import Connection
+    from mcpd.agents.connection.agent_connection import Connection
     from mcpd.agents.entry.unfinished import UnfinishedLines
     from mcpd.config.tables.model import DaemonConfig
     from mcpd.daemon import _LINES

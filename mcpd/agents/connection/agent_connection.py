@@ -48,7 +48,7 @@ LIFECYCLE: Final = frozenset({"initialize", "ping", "server/discover"})
 _OWN_METHODS: Final = "mcpd/"
 
 
-class Dispatcher(abc.ABC):
+class RequestHandler(abc.ABC):
     """What a connection hands its requests to: the socket API (``agent_server.AgentServer``,
     which derives from this: it imports this module)."""
 
@@ -84,7 +84,7 @@ class Connection(ConnectionEnd):
 
     def __init__(
         self,
-        handler: Dispatcher,
+        handler: RequestHandler,
         stream: trio.SocketStream,
         session: AgentSession,
         lines: Lines,
