@@ -1,8 +1,11 @@
-"""An agent's connection (or HTTP exchange) as the calls it makes need it: where their
-outcomes go, where a call that must wait for a person is awaited, and what the agent
-is (its session, profile, identity). ``agent_connection.Connection`` derives from it, and so
-do HTTP exchanges; what routes a call (``toolcall``) and what answers the other
-requests (``extra_methods``) know the agent by this alone.
+"""An agent's connection (or HTTP exchange) as the calls it makes and the handlers of
+its requests need it: where their outcomes go, where a call that must wait for a person
+is awaited, what the agent is (its session, profile, peer, identity) and how it is
+written to. ``agent_connection.Connection`` derives from it, and so does an HTTP
+request's ``http.exchange.Exchange``; what routes a call (``toolcall``), what answers
+the other requests (``agent_server``, ``own_methods``, ``extra_methods``) and what
+tells agents of changes (``Audience``, which an HTTP session's news is too) know the
+agent by this alone.
 
 ``AgentCall`` is a tools/call as the agent side keeps it: the servers' ``Call`` it
 hands down, and what only this side reads of it (how it was routed, what the policy
@@ -20,6 +23,7 @@ from typing import Any, Final
 import msgspec
 
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 from protocol.mcp.serving import AgentSession, RequestContext
 
 from ..policy.deciders.kin import AgentKin
@@ -28,6 +32,7 @@ from ..servers.shared import Call, Outcome, Owner, ProgressSink, SessionMark, Wh
 from .askback.askers import AgentRequests, DirectAsker
 from .entry.dial import WAITING
 from .entry.identity import AgentIdentity
+from .entry.peers import Peer, is_owner
 from .profiles import Profile
 
 
@@ -40,15 +45,32 @@ class OutcomeSink(abc.ABC):
         """``call``'s one outcome (never raised into: it is written, or kept)."""
 
 
-class Agent(OutcomeSink, Owner):
-    """An agent's connection (or HTTP exchange), as its calls need it: the connection
-    derives from this, which keeps it out of this module's imports. It is an ``Owner``
-    itself, of what lasts no longer than it (a listen's subscriptions)."""
+class Audience(abc.ABC):
+    """Who hears that what it is shown changed (the broadcasters of ``news``): an agent,
+    or a legacy HTTP session's stream of what answers no request."""
 
     session: AgentSession
+    profile: Profile
+    seen_version: int  # its profile's version whose changes it has been told
+    # The versions of the prompt and resource lists it was last told of (None: it has
+    # not begun to hear of their changes).
+    seen_offered: tuple[int, int] | None = None
+    subscriptions: set[rpc.Id]  # its listens that asked for tool-list changes
+
+    @abc.abstractmethod
+    def send_nowait(self, data: bytes, rid: rpc.Id | None = None) -> None:
+        """A message for it that answers none of its requests (or an error answering
+        ``rid``); one that reads too slowly misses some."""
+
+
+class Agent(Audience, OutcomeSink, Owner):
+    """An agent's connection (or HTTP exchange), as its calls and the handlers of its
+    requests read it: the connection derives from this, which keeps it out of this
+    module's imports. It is an ``Owner`` itself, of what lasts no longer than it (a
+    listen's subscriptions)."""
+
     # The request contexts of the _meta it sends again and again, by those bytes.
     contexts: dict[bytes, RequestContext]
-    profile: Profile
     # What it leaves at mcpd is kept under: on the socket the connection itself; over
     # HTTP its session, or a stateless client's own (``mcp_route``).
     owner: Owner
@@ -58,11 +80,29 @@ class Agent(OutcomeSink, Owner):
     refusing_asker: DirectAsker
     progress: ProgressSink
     identity: AgentIdentity  # who it is, for the policy and the audit log
-    # The versions of the prompt and resource lists it was last told of (None: it has
-    # not begun to hear of their changes).
-    seen_offered: tuple[int, int] | None = None
+    peer: Peer | None  # the process on a socket, as the kernel named it (None: none did)
+    fixed_profile: str | None  # the profile its socket serves alone (None: any)
+    calls_in_tasks: dict[rpc.Id, AgentCall]  # its tools/call answered in tasks of their own
+    # The longest line read from it, which ``mcpd/lineLimit`` tells (None: it reads no
+    # lines, as an HTTP exchange).
+    line_limit: int | None = None
+    # Whether it is an agent: it sent an MCP message and is not the command line's (a
+    # connection with only mcpd's own commands, as `mcpd status`'s, is none).
+    spoke_mcp: bool = False
     # It asked to be told when a call of its waits for a person (``dial.TELL_WAITS``).
     tells_waits: bool = False
+
+    @property
+    def label(self) -> str:
+        """Which agent this is, for the log (as the kernel says, not the agent)."""
+        peer = self.peer
+        return "agent (peer unknown)" if peer is None else f"agent (pid {peer.pid}, uid {peer.uid})"
+
+    def may_control(self) -> bool:
+        """The daemon's user or root, on a socket (no peer: the HTTP endpoint's token);
+        on a profile's socket, of the methods that stay within it alone
+        (``own_methods.profile_bound``)."""
+        return self.peer is not None and is_owner(self.peer)
 
     def waits(self, id: str, within: float) -> None:
         """A call of its waits for a person, under ``id``, ``within`` seconds at most."""
@@ -71,6 +111,10 @@ class Agent(OutcomeSink, Owner):
     def whose(self) -> Whose:
         """Whose its calls are (``servers.calling.calls.Caller``)."""
         return self.identity.whose()
+
+    def send_progress(self, params: mcp.ProgressParams) -> None:
+        """Its calls' progress, as it comes (its ``progress``, unless a task's)."""
+        self.send_nowait(rpc.encode_notification("notifications/progress", params))
 
     @abc.abstractmethod
     def in_task(self, call: AgentCall, answer: Callable[[], Awaitable[bytes]]) -> None:
@@ -88,9 +132,19 @@ class Agent(OutcomeSink, Owner):
         (the agent let what waits for it fill up, or is gone)."""
 
     def send_nowait(self, data: bytes, rid: rpc.Id | None = None) -> None:
-        """A message for the agent that answers none of its requests (or an error
-        answering ``rid``); an agent that reads too slowly misses some."""
         self.offer(data, rid)
+
+    @abc.abstractmethod
+    async def send(self, data: bytes, rid: rpc.Id | None = None) -> None:
+        """A message for the agent; waits while too much is queued for it."""
+
+    @abc.abstractmethod
+    async def drain(self) -> None:
+        """Waits until what is queued for the agent is written."""
+
+    @abc.abstractmethod
+    def stopping(self) -> None:
+        """mcpd stops: each request of its in flight is answered now."""
 
     @abc.abstractmethod
     def news_sender(self) -> Callable[[bytes], None]:

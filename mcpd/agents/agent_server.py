@@ -26,7 +26,7 @@ from ..config.tables.profiles import ProfileConfig
 from ..policy.deciders.departed import Departed
 from ..servers.all_servers import AllServers
 from ..servers.shared import Owner
-from .agent import Agent
+from .agent import Agent, Audience
 from .askback.driver import AskBackDriver
 from .beyond_tools.extra_methods import ExtraMethods
 from .calls.callpolicy import CallPolicy, QueuedCalls
@@ -87,7 +87,7 @@ class AgentServer(ProfileMethods, RequestHandler):
         self.servers = servers
         self.control = control
         self.lines = lines
-        self.connections: set[Connection] = set()
+        self.connections: set[Agent] = set()  # the socket's, and the listens over HTTP
         records = CallRecords(control.audit)
         self.failures = Failures()
         self.departed = Departed()
@@ -281,15 +281,15 @@ class AgentServer(ProfileMethods, RequestHandler):
         self.listens.end_of(conn)
         await conn.leave(leave.reason, leave.grace)
 
-    def _agents(self) -> list[Connection]:
+    def _agents(self) -> list[Audience]:
         """Who hears of list changes: the socket's connections (and listens over HTTP),
         and the legacy HTTP sessions, whose GET streams carry the news."""
-        agents = list(self.connections)
+        agents: list[Audience] = list(self.connections)
         if self._http is not None:
             agents += [s.news for s in self._http.sessions.values()]
         return agents
 
-    def agent_joined(self, conn: Connection) -> None:
+    def agent_joined(self, conn: Audience) -> None:
         """An agent without a connection of its own (an HTTP session) has begun."""
         self.extras.joined(conn)
 
@@ -299,11 +299,11 @@ class AgentServer(ProfileMethods, RequestHandler):
 
     # -- dispatch --
 
-    def view(self, conn: Agent) -> Profile:
+    def view(self, conn: Audience) -> Profile:
         """The profile ``conn``'s agent sees."""
         return conn.profile
 
-    def answer_now(self, conn: Connection, req: rpc.Request) -> bytes:
+    def answer_now(self, conn: Agent, req: rpc.Request) -> bytes:
         """The lifecycle methods, answered in order as they arrive: a request sent right
         after ``initialize`` must find the session set up."""
         session = conn.session
@@ -320,7 +320,7 @@ class AgentServer(ProfileMethods, RequestHandler):
         except Exception as exc:
             return self._error_reply(conn, req, exc)
 
-    async def dispatch(self, conn: Connection, req: rpc.Request) -> bytes | None:
+    async def dispatch(self, conn: Agent, req: rpc.Request) -> bytes | None:
         """The encoded reply, or None when the handler already sent it."""
         session = conn.session
         try:
@@ -346,7 +346,7 @@ class AgentServer(ProfileMethods, RequestHandler):
         except Exception as exc:
             return self._error_reply(conn, req, exc)
 
-    def _error_reply(self, conn: Connection, req: rpc.Request, exc: Exception) -> bytes:
+    def _error_reply(self, conn: Agent, req: rpc.Request, exc: Exception) -> bytes:
         if isinstance(exc, rpc.RPCError):
             return rpc.encode_error(req.id, exc.code, exc.message, exc.data)
         if isinstance(exc, rpc.InvalidParams):
@@ -372,22 +372,22 @@ class AgentServer(ProfileMethods, RequestHandler):
     # -- methods --
 
     async def _tools_list(
-        self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+        self, conn: Agent, req: rpc.Request, ctx: RequestContext | None
     ) -> object:
         params = rpc.decode_as(req.params, mcp.ListToolsParams)
         result = list_tools(
             self.servers, self.view(conn), params, ctx, self.control.settings.page_size
         )
-        batched = conn.batches is not None and req.id in conn.batches  # answered whole
-        pieces = in_pieces(req.id, result, ctx) if conn.long_replies and not batched else None
+        # Only a line connection writes a reply in pieces (not one its batch answers whole).
+        if not isinstance(conn, Connection) or (conn.batches and req.id in conn.batches):
+            return result
+        pieces = in_pieces(req.id, result, ctx)
         if pieces is None:
             return result
         await conn.send_long(pieces)
         return None
 
-    async def _listen(
-        self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-    ) -> object:
+    async def _listen(self, conn: Agent, req: rpc.Request, ctx: RequestContext | None) -> object:
         await self.listens.listen(conn, req, ctx)
         return None
 

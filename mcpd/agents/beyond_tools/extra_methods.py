@@ -25,7 +25,7 @@ from ...registry.profiles.views import ProfileView
 from ...registry.uris.scheme import Sight
 from ...servers.all_servers import AllServers
 from ...servers.shared import Owner
-from ..agent import Agent
+from ..agent import Agent, Audience
 from ..askback.driver import AgentSide, AskBackDriver
 from ..calls.callpolicy import CallPolicy
 from ..calls.callrecords import CallRecords, Seen, ended, reason_kept
@@ -60,11 +60,11 @@ class ExtraMethods:
         self,
         servers: AllServers,
         control: DaemonForAgents,
-        connections: Callable[[], Iterable[Agent]],
+        connections: Callable[[], Iterable[Audience]],
         records: CallRecords,
         askback: AskBackDriver,
         tasks: Tasks,
-        view_of: Callable[[Agent], ProfileView] | None = None,
+        view_of: Callable[[Audience], ProfileView] | None = None,
     ) -> None:
         """``askback`` and ``tasks`` are the daemon's, shared with its tools/call
         (``calls.toolcall.Router``): a prompt or a read may be asked back as a call is,
@@ -115,11 +115,11 @@ class ExtraMethods:
 
     # -- agents coming and going --
 
-    def joined(self, conn: Agent) -> None:
+    def joined(self, conn: Audience) -> None:
         """Only what changes in the agent's profile from now on is news to it."""
         conn.seen_offered = self._offered(conn)
 
-    def _offered(self, conn: Agent) -> tuple[int, int]:
+    def _offered(self, conn: Audience) -> tuple[int, int]:
         if self._view_of is None:
             return self.servers.prompt_resource_versions
         return self._view_of(conn).offered()

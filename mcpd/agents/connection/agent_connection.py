@@ -1,15 +1,16 @@
 """One agent connection: each line its reader hands on is a request answered at once
 (the lifecycle), a call started without a task, a request run in a task of its own, a
 notification, or an answer to what a server asked; what it has in flight is kept by id
-until it ends, is cancelled, or the agent hangs up. Every reply and notification goes
-out through its outbox, in order. How the connection ends is ``ending``'s."""
+until it ends, is cancelled, or the agent hangs up (its ``RequestsInFlight``, of
+``ending``, which also ends them as the connection ends). Every reply and notification
+goes out through its outbox, in order."""
 
 from __future__ import annotations
 
 import abc
 import functools
 from collections.abc import Awaitable, Callable, Iterable
-from typing import ClassVar, Final
+from typing import Final
 
 import trio
 from msgspec import UNSET
@@ -17,13 +18,14 @@ from msgspec import UNSET
 from protocol.jsonrpc import envelope, splice
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.splice import SplicedRequest
+from protocol.lines.framing import Oversized
 from protocol.mcp import core as mcp
 from protocol.mcp.serving import AgentSession, RequestContext
 
 from ...config.tables.model import DaemonConfig
 from ...policy.deciders.kin import AgentKin, unknown_kin
 from ...servers.shared import Outcome, Owner, ProgressSink
-from ..agent import AgentCall
+from ..agent import Agent, AgentCall, Audience
 from ..askback.askers import AgentRequests, DirectAsker
 from ..askback.call_rounds import Had
 from ..askback.driver import may_be_asked
@@ -32,13 +34,13 @@ from ..calls.toolcall import Router
 from ..daemon_seam import Lines
 from ..entry.dial import COMMAND_LINE, TELL_WAITS
 from ..entry.identity import AgentIdentity
-from ..entry.peers import Peer, is_owner
+from ..entry.peers import Peer
 from ..entry.unfinished import LineHold
 from ..profiles import Profile
 from .batches import Batches
-from .ending import ConnectionEnd
+from .ending import RequestsInFlight, refuse_cut
 from .failures import Failures, kind_of
-from .line_reader import LineReader, apart_from_line
+from .line_reader import LineReader, Unfinished, apart_from_line
 from .misbehaviour import Misbehaviour
 from .outbox import Outbox
 
@@ -49,20 +51,20 @@ _OWN_METHODS: Final = "mcpd/"
 
 
 class RequestHandler(abc.ABC):
-    """What a connection hands its requests to: the socket API (``agent_server.AgentServer``,
-    which derives from this: it imports this module)."""
+    """What an agent's connection (or HTTP exchange) hands its requests to: the socket API
+    (``agent_server.AgentServer``, which derives from this: it imports this module)."""
 
     router: Router  # where its tools/call go
     failures: Failures  # what a request that raised is answered with, and its log
 
     @abc.abstractmethod
-    def answer_now(self, conn: Connection, req: rpc.Request) -> bytes: ...
+    def answer_now(self, conn: Agent, req: rpc.Request) -> bytes: ...
 
     @abc.abstractmethod
-    async def dispatch(self, conn: Connection, req: rpc.Request) -> bytes | None: ...
+    async def dispatch(self, conn: Agent, req: rpc.Request) -> bytes | None: ...
 
     @abc.abstractmethod
-    def agent_joined(self, conn: Connection) -> None:
+    def agent_joined(self, conn: Audience) -> None:
         """An agent without a connection of its own (an HTTP session) has begun."""
 
     @abc.abstractmethod
@@ -70,15 +72,9 @@ class RequestHandler(abc.ABC):
         """An agent without a connection of its own (an HTTP session) has ended."""
 
 
-class Connection(ConnectionEnd):
-    # Whether ``send_long`` may write a reply in pieces (an HTTP exchange answers with
-    # the reply its handler returns, whole).
-    long_replies: ClassVar[bool] = True
-    # Requests of JSON-RPC batches waiting for answers (None: this kind takes none).
-    batches: Batches | None = None
-    # Whether it is an agent: it sent an MCP message and is not the command line's (a
-    # connection with only mcpd's own commands, as `mcpd status`'s, is none).
-    spoke_mcp: bool = False
+class Connection(Agent):
+    """One agent on a socket, speaking JSON lines."""
+
     # Its first line was ``dial.COMMAND_LINE``; `mcpd bridge` relays after its own.
     command_line, _heard = False, False
 
@@ -102,9 +98,6 @@ class Connection(ConnectionEnd):
         self.splice = self.router.splice
         self.stream = stream
         self.session = session
-        self.max_inflight = limits.max_inflight_per_connection
-        self.inflight: dict[rpc.Id, trio.CancelScope | AgentCall] = {}
-        self.calls_in_tasks: dict[rpc.Id, AgentCall] = {}  # the tools/call among the tasks
         self.peer = peer
         self.identity = AgentIdentity(peer)
         self.owner: Owner = self  # who the agent is, to what it owns (tasks, asks)
@@ -117,7 +110,7 @@ class Connection(ConnectionEnd):
         self.seen_version = version  # its profile's version whose changes it has been told
         self.asks = AgentRequests()  # what servers ask this agent through mcpd
         self.refusing_asker = DirectAsker(self, None, self.asks, self.offer)
-        self.progress: ProgressSink = self._send_progress  # where its calls' progress goes
+        self.progress: ProgressSink = self.send_progress  # where its calls' progress goes
         # Run when the agent hangs up, before anything else: a server waiting for this
         # agent's answer must hear at once that none is coming.
         self.gone_hooks: list[Callable[[], None]] = []
@@ -126,35 +119,23 @@ class Connection(ConnectionEnd):
         self.faults = Misbehaviour()
         self._nursery: trio.Nursery | None = None
         self._outbox = Outbox(lines, stream, self.label, self.close)
+        limit = limits.max_inflight_per_connection
+        self.inflight = RequestsInFlight(self, self.router, limit, self._outbox, self.faults)
+        self.calls_in_tasks = self.inflight.calls_in_tasks  # as every agent's handlers read it
         # Its parts, held here too: a call's reply reads them without another lookup.
         self._out = self._outbox.out
         self._long = self._outbox.long
-        self.batches = self._outbox.batches
+        self.batches: Batches | None = self._outbox.batches  # its JSON-RPC batches
         self._put = self._outbox.put
         self._unbatch = self._outbox.unbatch
         self.line_limit = limits.max_line_bytes  # what it was opened with, a reload aside
         self._reader = LineReader(lines, stream, self.line_limit, self._out, self._line, line_hold)
-
-    def may_control(self) -> bool:
-        """The daemon's user or root, on a socket (no peer: the HTTP endpoint's token);
-        on a profile's socket, of the methods that stay within it alone
-        (``own_methods.profile_bound``)."""
-        return self.peer is not None and is_owner(self.peer)
 
     async def kin(self) -> AgentKin:
         # As /proc told when it connected.
         if self.peer is None:
             return unknown_kin("the kernel did not say who connected", None)
         return self.peer.kin
-
-    @property
-    def label(self) -> str:
-        """Which agent this is, for the log (as the kernel says, not the agent)."""
-        peer = self.peer
-        return "agent (peer unknown)" if peer is None else f"agent (pid {peer.pid}, uid {peer.uid})"
-
-    def _send_progress(self, params: mcp.ProgressParams) -> None:
-        self.send_nowait(rpc.encode_notification("notifications/progress", params))
 
     def news_sender(self) -> Callable[[bytes], None]:
         """Where what answers no request goes later (a subscribed resource's updates)."""
@@ -168,9 +149,36 @@ class Connection(ConnectionEnd):
                 await self._hung_up(await self._reader.run(nursery))
             finally:
                 self.asks.close("the agent disconnected")  # also when the daemon stops
-                self._let_go()  # the daemon stops
+                self.inflight.let_go()  # the daemon stops
                 nursery.cancel_scope.cancel()
                 self.faults.log_totals(self.label)
+
+    async def _hung_up(self, cut: Oversized | Unfinished | None) -> None:
+        """The agent hung up, or sent a line over the limit or one that did not fit or
+        end in time (``cut``): it is told why nothing after that line is read, and what
+        it has in flight is given up."""
+        if cut is not None:
+            await refuse_cut(cut, self.label, self.send)
+        self.asks.close("the agent disconnected")
+        for hook in self.gone_hooks:
+            hook()
+        # What is already queued for it still goes out if it can.
+        self.inflight.let_go()
+        with trio.move_on_after(1):
+            await self.drain()
+
+    def stopping(self) -> None:
+        """mcpd stops: what it has in flight is answered now (``RequestsInFlight``)."""
+        self.inflight.stopping(self.session.legacy_version is None)
+
+    async def leave(self, reason: str, grace: float) -> None:
+        """End the connection for ``reason`` (``RequestsInFlight.leave``), then close it.
+        Lines go on being read meanwhile: a cancellation, or the answer to what a server
+        asked the agent, may be what a call in flight waits for."""
+        await self.inflight.leave(reason, grace)
+        with trio.move_on_after(1):
+            await self.drain()
+        self.close()
 
     def _line(self, line: bytes, nursery: trio.Nursery) -> None:
         # What raises here, nothing expected (a fault in mcpd): it costs this line's
@@ -185,8 +193,9 @@ class Connection(ConnectionEnd):
                     self.spoke_mcp = not self.command_line
                     self.asked.set()
                     rid, inflight = decoded.id, self.inflight
-                    if rid in inflight or len(inflight) >= self.max_inflight or self.leaving:
-                        self._admit(rid, True, decoded)  # refused, saying why
+                    requests = inflight.requests
+                    if rid in requests or len(requests) >= inflight.limit or inflight.leaving:
+                        inflight.admit(rid, True, decoded)  # refused, saying why
                     else:
                         self._call(rid, decoded, nursery)
                     return
@@ -197,7 +206,7 @@ class Connection(ConnectionEnd):
                     # A JSON-RPC batch: each message as if it came alone, answered together.
                     reused = functools.partial(self.router.records.turned_away, self)
                     for message in self.batches.start(
-                        line, self.inflight, self.send_nowait, reused
+                        line, self.inflight.requests, self.send_nowait, reused
                     ):
                         self._line(message, nursery)
                     return
@@ -215,7 +224,7 @@ class Connection(ConnectionEnd):
                 self.spoke_mcp = not own
             if isinstance(msg, rpc.Request):
                 self.asked.set()
-                if not self._admit(msg.id, msg.method not in LIFECYCLE, msg):
+                if not self.inflight.admit(msg.id, msg.method not in LIFECYCLE, msg):
                     pass
                 elif msg.method in LIFECYCLE:
                     self._put(self.handler.answer_now(self, msg), msg.id)
@@ -258,7 +267,7 @@ class Connection(ConnectionEnd):
             answer = functools.partial(self.router.serve, call)
             self._spawn(rid, "tools/call", answer, nursery, call)
             return
-        self.inflight[rid] = call
+        self.inflight.requests[rid] = call
         try:
             self.router.start(call)
         except Exception as exc:
@@ -269,10 +278,10 @@ class Connection(ConnectionEnd):
         unless it was answered already, its server lets it go and the agent hears why."""
         self.replies.failed(call, exc)
         rid = call.out.id
-        if self.inflight.get(rid) is not call:
+        if self.inflight.requests.get(rid) is not call:
             self.handler.failures.log(self.label, "tools/call", exc, answered=False)
             return
-        self._forget(rid)
+        self.inflight.forget(rid)
         call.let_go()
         self._put(self.handler.failures.reply(self.label, rid, "tools/call", exc), rid)
 
@@ -286,7 +295,7 @@ class Connection(ConnectionEnd):
     ) -> None:
         """Answer a request (``call``, when it is a tools/call) in a task of its own."""
         scope = trio.CancelScope()
-        self.inflight[rid] = scope
+        self.inflight.requests[rid] = scope
         if call is not None:  # answered as a call if mcpd stops
             self.calls_in_tasks[rid] = call
         nursery.start_soon(self._run_request, rid, method, answer, scope)
@@ -300,8 +309,8 @@ class Connection(ConnectionEnd):
     def finish(self, call: AgentCall, outcome: Outcome) -> None:
         """A call's one outcome: its reply, written now, unless the agent cancelled the
         call meanwhile. A spliced reply goes out unchecked when nothing holds it back."""
-        rid = call.out.id
-        if self.inflight.get(rid) is None:
+        rid, inflight = call.out.id, self.inflight
+        if inflight.requests.get(rid) is None:
             return
         if not call.modern and self._nursery is not None:
             # Its head as the scheduler read it, when it did: not read again.
@@ -312,7 +321,7 @@ class Connection(ConnectionEnd):
                 resume = functools.partial(self.router.serve, call, Had(outcome, shed))
                 self._spawn(rid, "tools/call", resume, self._nursery, call)
                 return
-        self._forget(rid)
+        inflight.forget(rid)
         try:
             line, spliced = self.replies.reply(call, outcome)
         except Exception as exc:
@@ -333,7 +342,7 @@ class Connection(ConnectionEnd):
             except rpc.InvalidParams:
                 return
             if params.requestId is not UNSET:
-                self._cancelled(params.requestId)
+                self.inflight.cancelled(params.requestId)
 
     async def _run_request(
         self,
@@ -357,7 +366,7 @@ class Connection(ConnectionEnd):
             if reply is not None:
                 await self.send(reply, rid)
         finally:
-            self._forget(rid)
+            self.inflight.forget(rid)
             self._unbatch(rid)  # cancelled, or answered some other way
 
     async def send(self, data: bytes, rid: rpc.Id | None = None) -> None:

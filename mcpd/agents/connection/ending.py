@@ -1,18 +1,17 @@
 """What an agent's connection has in flight, and how it ends with requests in flight.
 
-A request joins what is in flight if its id is free and the agent is under its limit
-(``_admit``); one the agent cancels is given up. The agent hangs up (or sends a line
-over the limit, or one that does not fit or end in time, and is told that nothing
-after it is read): what it has in flight is given up, and what is queued for it still
-goes out if it can. Its profile is removed (``leave``): each request from then on is
-refused, saying why; those in flight are given a grace to be answered, those left
-then are answered with why, and it closes."""
+A request joins what is in flight (``RequestsInFlight``) if its id is free and the agent
+is under its limit (``admit``); one the agent cancels is given up. The agent hangs up (or
+sends a line over the limit, or one that does not fit or end in time, and is told that
+nothing after it is read, ``refuse_cut``): what it has in flight is given up, and what
+is queued for it still goes out if it can. Its profile is removed (``leave``): each
+request from then on is refused, saying why; those in flight are given a grace to be
+answered, those left then are answered with why, and it closes."""
 
 from __future__ import annotations
 
-import abc
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Final, Protocol
 
 import trio
@@ -96,99 +95,73 @@ def stopped_answer(rid: rpc.Id, call: AgentCall | None, modern: bool) -> bytes:
     return rpc.encode_result(rid, result)
 
 
-class ConnectionEnd(Agent):
-    """An agent's connection as what it has in flight, and as it ends
-    (``agent_connection.Connection`` derives from this)."""
+class RequestsInFlight:
+    """What one agent's connection has in flight, by id: a call started without a task,
+    or the scope of a request answered in a task of its own; and what it does with
+    them as the connection ends."""
 
-    router: Router
-    # What cancels each request in flight: its task's scope, or the call itself.
-    inflight: dict[rpc.Id, trio.CancelScope | AgentCall]
-    max_inflight: int
-    faults: Misbehaviour
-    calls_in_tasks: dict[rpc.Id, AgentCall]
-    gone_hooks: list[Callable[[], None]]
-    _outbox: Outbox
-    # Why each request is refused from now on: the connection is ending (``leave``).
-    leaving: str | None = None
-    # The longest line read from it, which ``mcpd/lineLimit`` tells (None: it reads no
-    # lines, as an HTTP exchange).
-    line_limit: int | None = None
-    _settled: trio.Event | None = None  # set once nothing is in flight, while it ends
+    def __init__(
+        self, agent: Agent, router: Router, limit: int, outbox: Outbox, faults: Misbehaviour
+    ) -> None:
+        self.agent = agent
+        self.router = router
+        self.limit = limit
+        self.outbox = outbox
+        # What cancels each request in flight: its task's scope, or the call itself.
+        self.requests: dict[rpc.Id, trio.CancelScope | AgentCall] = {}
+        self.calls_in_tasks: dict[rpc.Id, AgentCall] = {}  # the tools/call among the tasks
+        # Why each request is refused from now on: the connection is ending (``leave``).
+        self.leaving: str | None = None
+        self.faults = faults
+        self._settled: trio.Event | None = None  # set once nothing is in flight, while it ends
 
-    @property
-    @abc.abstractmethod
-    def label(self) -> str: ...
-
-    @abc.abstractmethod
-    async def send(self, data: bytes, rid: rpc.Id | None = None) -> None: ...
-
-    @abc.abstractmethod
-    async def drain(self) -> None: ...
-
-    @abc.abstractmethod
-    def close(self) -> None: ...
-
-    def _admit(self, rid: rpc.Id, holds_slot: bool, request: SplicedRequest | rpc.Request) -> bool:
+    def admit(self, rid: rpc.Id, holds_slot: bool, request: SplicedRequest | rpc.Request) -> bool:
         """Whether a request may start: its id is free and, if it holds a slot, the agent
         is under its in-flight limit; otherwise it is answered with an error here, and
         leaves its audit record if it is a call."""
+        agent, records = self.agent, self.router.records
         if self.leaving is not None:
-            self.send_nowait(rpc.encode_error(rid, -32000, self.leaving), rid)
-            self.router.records.turned_away(self, request, self.leaving)
+            agent.send_nowait(rpc.encode_error(rid, -32000, self.leaving), rid)
+            records.turned_away(agent, request, self.leaving)
             return False
-        if rid in self.inflight:
+        if rid in self.requests:
             error = f"id {rid!r} is already in use"
-            self.send_nowait(rpc.encode_error(rid, rpc.INVALID_REQUEST, error))
-            self.router.records.turned_away(self, request)
+            agent.send_nowait(rpc.encode_error(rid, rpc.INVALID_REQUEST, error))
+            records.turned_away(agent, request)
             return False
-        if holds_slot and len(self.inflight) >= self.max_inflight:
-            self.faults.refused_at_limit(self.label, self.max_inflight)
-            said = f"too many requests in flight on this connection (limit {self.max_inflight})"
-            self.send_nowait(rpc.encode_error(rid, -32000, said), rid)
-            self.router.records.turned_away(self, request, AT_LIMIT)
+        if holds_slot and len(self.requests) >= self.limit:
+            self.faults.refused_at_limit(agent.label, self.limit)
+            said = f"too many requests in flight on this connection (limit {self.limit})"
+            agent.send_nowait(rpc.encode_error(rid, -32000, said), rid)
+            records.turned_away(agent, request, AT_LIMIT)
             return False
         return True
 
-    async def _hung_up(self, cut: Oversized | Unfinished | None) -> None:
-        """The agent hung up, or sent a line over the limit or one that did not fit or
-        end in time (``cut``): it is told why nothing after that line is read, and what
-        it has in flight is given up."""
-        if isinstance(cut, Oversized):
-            await self._refuse_oversized(cut)
-        elif cut is not None:
-            await self._refuse_unfinished(cut)
-        self.asks.close("the agent disconnected")
-        for hook in self.gone_hooks:
-            hook()
-        # What is already queued for it still goes out if it can.
-        self._let_go()
-        with trio.move_on_after(1):
-            await self.drain()
-
-    def _forget(self, rid: rpc.Id) -> None:
+    def forget(self, rid: rpc.Id) -> None:
         """``rid`` is in flight no longer (which a connection that ends waits for)."""
-        self.inflight.pop(rid, None)
+        self.requests.pop(rid, None)
         self.calls_in_tasks.pop(rid, None)
-        if not self.inflight and self._settled is not None:
+        if not self.requests and self._settled is not None:
             self._settled.set()
 
-    def _cancelled(self, rid: rpc.Id) -> None:
+    def cancelled(self, rid: rpc.Id) -> None:
         """The agent cancelled ``rid``: a call is forgotten now and given up; a task is
         cancelled, and forgets it as it ends."""
-        handle = self.inflight.get(rid)
+        handle = self.requests.get(rid)
         if isinstance(handle, AgentCall):
-            self._forget(rid)
-            self._outbox.unbatch(rid)
+            self.forget(rid)
+            self.outbox.unbatch(rid)
         if handle is not None:
-            self._give_up(handle)
+            self.give_up(handle)
 
-    def _let_go(self) -> None:
+    def let_go(self) -> None:
         """Its requests in flight end: each is given up."""
-        inflight, self.inflight = self.inflight, {}
-        for handle in inflight.values():
-            self._give_up(handle)
+        handles = list(self.requests.values())
+        self.requests.clear()
+        for handle in handles:
+            self.give_up(handle)
 
-    def _give_up(self, handle: trio.CancelScope | AgentCall) -> None:
+    def give_up(self, handle: trio.CancelScope | AgentCall) -> None:
         """A request in flight ends unanswered: a call is cancelled (its server is told,
         it leaves its record), and a task of its own too."""
         if isinstance(handle, trio.CancelScope):
@@ -196,59 +169,52 @@ class ConnectionEnd(Agent):
         else:
             self.router.abandon(handle)
 
-    def stopping(self) -> None:
+    def stopping(self, modern: bool) -> None:
         """mcpd stops: each request in flight is answered now, before the connection
         closes; a call with a result that says it may have run, any other request with
         an error. Each request sent from now on is refused, saying why."""
         self.leaving = STOPPING
-        modern = self.session.legacy_version is None
-        for rid, handle in self.inflight.items():
+        for rid, handle in self.requests.items():
             call = handle if isinstance(handle, AgentCall) else self.calls_in_tasks.get(rid)
-            self._outbox.put(stopped_answer(rid, call, modern), rid)
-        self._let_go()
-
-    async def _refuse_oversized(self, oversized: Oversized) -> None:
-        """The agent is told why nothing after its line over the limit is read."""
-        logger.warning(
-            "%s sent a line over %d bytes; closing its connection",
-            self.label,
-            oversized.limit,
-            extra=log_extra(None, reason="oversized line"),
-        )
-        await self.send(
-            rpc.encode_error(
-                None,
-                rpc.INVALID_REQUEST,
-                f"message exceeds the {oversized.limit} byte line limit; closing",
-            )
-        )
-
-    async def _refuse_unfinished(self, cut: Unfinished) -> None:
-        logger.warning(
-            "%s: closing its connection in the middle of a line: %s",
-            self.label,
-            cut.why,
-            extra=log_extra(None, reason="unfinished line"),
-        )
-        said = f"mcpd: closing this connection in the middle of a line: {cut.why}"
-        with trio.move_on_after(1):
-            await self.send(rpc.encode_error(None, -32000, said))
+            self.outbox.put(stopped_answer(rid, call, modern), rid)
+        self.let_go()
 
     async def leave(self, reason: str, grace: float) -> None:
-        """End the connection for ``reason``: each request sent from now on is refused
+        """The connection ends for ``reason``: each request sent from now on is refused
         with it; those in flight get ``grace`` seconds to be answered, and those still
-        in flight then are answered with it (a call's server is told it was cancelled).
-        Lines go on being read meanwhile: a cancellation, or the answer to what a
-        server asked the agent, may be what a call in flight waits for."""
+        in flight then are answered with it (a call's server is told it was cancelled)."""
         self.leaving = refused_while_ending(reason)
-        if self.inflight:
+        if self.requests:
             self._settled = trio.Event()
             with trio.move_on_after(grace):
                 await self._settled.wait()
         late = late_while_ending(reason, grace)
-        for rid in self.inflight:
-            self._outbox.put(rpc.encode_error(rid, -32000, late), rid)
-        self._let_go()
-        with trio.move_on_after(1):
-            await self.drain()
-        self.close()
+        for rid in self.requests:
+            self.outbox.put(rpc.encode_error(rid, -32000, late), rid)
+        self.let_go()
+
+
+async def refuse_cut(
+    cut: Oversized | Unfinished, label: str, send: Callable[[bytes], Awaitable[None]]
+) -> None:
+    """The agent ``label`` sent a line over the limit, or one that did not fit or end
+    in time: it is told why nothing after that line is read."""
+    if isinstance(cut, Oversized):
+        logger.warning(
+            "%s sent a line over %d bytes; closing its connection",
+            label,
+            cut.limit,
+            extra=log_extra(None, reason="oversized line"),
+        )
+        said = f"message exceeds the {cut.limit} byte line limit; closing"
+        await send(rpc.encode_error(None, rpc.INVALID_REQUEST, said))
+        return
+    logger.warning(
+        "%s: closing its connection in the middle of a line: %s",
+        label,
+        cut.why,
+        extra=log_extra(None, reason="unfinished line"),
+    )
+    said = f"mcpd: closing this connection in the middle of a line: {cut.why}"
+    with trio.move_on_after(1):
+        await send(rpc.encode_error(None, -32000, said))

@@ -1,17 +1,17 @@
-"""One HTTP request in the shape of an agent connection, and who sent it.
+"""One HTTP request as an agent, and who sent it.
 
-``AgentServer.dispatch`` answers connections; ``Exchange`` lets it answer one HTTP request the
-same way, whatever it sends before its answer going into the response (which then
-becomes an event stream). ``RequestSender`` is what the HTTP connection it came on decides:
-the peer, the profile a profile's socket fixes, the checks of the TCP endpoint, and
-who holds its other end (``holders``); ``StatelessAgent``, who a client without a
-session is.
+``AgentServer.dispatch`` answers agents; ``Exchange`` lets it answer one HTTP request as
+it answers a connection's, whatever it sends before its answer going into the response
+(which then becomes an event stream). ``RequestSender`` is what the HTTP connection it
+came on decides: the peer, the profile a profile's socket fixes, the checks of the TCP
+endpoint, and who holds its other end (``holders``); ``StatelessAgent``, who a client
+without a session is.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import h11
 import msgspec
@@ -21,9 +21,10 @@ from protocol.jsonrpc import messages as rpc
 from protocol.mcp.serving import AgentSession
 
 from ...policy.deciders.kin import AgentKin, Decider, unknown_kin
-from ...servers.shared import Owner, ProgressSink
+from ...servers.shared import Outcome, Owner, ProgressSink
+from ..agent import Agent, AgentCall, Audience
 from ..askback.askers import AgentRequests, DirectAsker
-from ..connection.agent_connection import Connection, RequestHandler
+from ..connection.agent_connection import RequestHandler
 from ..connection.ending import stopped_answer
 from ..entry.holders import ConnectionHolder, TcpKin
 from ..entry.identity import AgentIdentity
@@ -33,16 +34,16 @@ from ..profiles import Profile
 from .wire import WireResponse
 
 
-class Exchange(Connection):
-    """One HTTP request in the shape ``AgentServer.dispatch`` expects of an agent connection.
+class Exchange(Agent):
+    """One HTTP request as the agent ``AgentServer.dispatch`` answers.
 
     What a handler sends before its answer (progress, a subscription's
     acknowledgement) goes through ``outbox`` into the response, which then becomes an
-    event stream. There is no line framing or socket writer here, so the line
-    connection's constructor is deliberately not run.
+    event stream. Its tools/call is answered in the request's own task
+    (``AgentServer.dispatch``), so no outcome comes to it to write, and none of its
+    calls is handed to a task of its own.
     """
 
-    long_replies = False
     spoke_mcp = True  # it came to /mcp
 
     def __init__(
@@ -54,7 +55,7 @@ class Exchange(Connection):
         owner: Owner,
         identity: AgentIdentity,
         asks: AgentRequests | None = None,
-        news: Connection | None = None,
+        news: Audience | None = None,
     ) -> None:
         """``owner``: who the agent is (its session, or for a stateless client the
         one object of its ``StatelessAgent``); ``identity``: who it is for the policy
@@ -63,8 +64,6 @@ class Exchange(Connection):
         with its answers (its session's); ``news``: the session's stream of what
         answers no request (None: stateless)."""
         self.handler = handler
-        self.router = handler.router
-        self.splice = self.router.splice
         self.session = session
         self.peer = caller.peer
         self.caller = caller
@@ -73,17 +72,21 @@ class Exchange(Connection):
         self.subscriptions: set[rpc.Id] = set()
         self.contexts = {}
         self.seen_version = profile.version
-        self.inflight = {}
         self.calls_in_tasks = {}
         self.dropped = 0
-        self._nursery = None
         self.owner = owner
         self.identity = identity
         self.asks = asks or AgentRequests()
         self.refusing_asker = DirectAsker(owner, None, self.asks, self.offer)
-        self.progress: ProgressSink = self._send_progress
+        self.progress: ProgressSink = self.send_progress
         self.news = news
         self.outbox, self._inbox = trio.open_memory_channel[bytes](256)
+
+    def finish(self, call: AgentCall, outcome: Outcome) -> None:
+        """Its call's outcome goes to the request's task that awaits it, not here."""
+
+    def in_task(self, call: AgentCall, answer: Callable[[], Awaitable[bytes]]) -> None:
+        """Its call is in the request's own task already."""
 
     async def kin(self) -> AgentKin:
         return await self.caller.kin()

@@ -45,7 +45,8 @@ from protocol.shown.visible import visible_json
 from ...policy.deciders.kin import AgentKin
 from ...registry.profiles.views import ProfileView
 from ...servers.all_servers import AllServers
-from ..connection.agent_connection import Connection, RequestHandler
+from ..agent import Agent
+from ..connection.agent_connection import RequestHandler
 from ..daemon_seam import DaemonForAgents
 from ..entry.holders import (
     ConnectionHolder,
@@ -90,8 +91,8 @@ class HttpSide:
         handler: RequestHandler,
         servers: AllServers,
         control: DaemonForAgents,
-        listeners: set[Connection],
-        end_listens: Callable[[Connection], None],
+        listeners: set[Agent],
+        end_listens: Callable[[Agent], None],
         new_session: Callable[[], AgentSession],
         profiles: Profiles,
         agents_kin: Callable[[], Awaitable[list[AgentKin]]],

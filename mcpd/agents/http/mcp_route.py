@@ -40,7 +40,8 @@ from protocol.mcp import core as mcp
 from protocol.mcp.serving import AgentSession
 
 from ...servers.shared import Owner
-from ..connection.agent_connection import Connection, RequestHandler
+from ..agent import Agent
+from ..connection.agent_connection import RequestHandler
 from ..profiles import Profile
 from .body_budget import check_listen
 from .exchange import Exchange, RequestSender, StatelessAgent
@@ -70,8 +71,8 @@ class McpRoute:
     def __init__(
         self,
         handler: RequestHandler,
-        listeners: set[Connection],
-        end_listens: Callable[[Connection], None],
+        listeners: set[Agent],
+        end_listens: Callable[[Agent], None],
         new_session: Callable[[], AgentSession],
         choose_profile: ChooseProfile,
         forget: Callable[[str], None],
@@ -237,16 +238,9 @@ class McpRoute:
         legacy: LegacySession | None = None,
     ) -> Exchange:
         if legacy is not None:
-            return Exchange(
-                self.handler,
-                session,
-                caller,
-                profile,
-                legacy,
-                caller.who().in_session(legacy.identity),
-                legacy.asks,
-                legacy.news,
-            )
+            identity = caller.who().in_session(legacy.identity)
+            handler, asks, news = self.handler, legacy.asks, legacy.news
+            return Exchange(handler, session, caller, profile, legacy, identity, asks, news)
         owner = self._owners.setdefault(caller.stateless_agent(profile), Owner())
         return Exchange(self.handler, session, caller, profile, owner, caller.who())
 
@@ -310,7 +304,7 @@ class McpRoute:
         if msg.id in legacy.requests:
             # Refused at once, as on the socket, and recorded as there (a call leaves
             # its record whatever it came to).
-            exchange.router.records.turned_away(exchange, msg)
+            self.handler.router.records.turned_away(exchange, msg)
             raise rpc_reject(400, msg.id, rpc.INVALID_REQUEST, f"Request id {msg.id!r} is in use")
         check_listen(msg, body)
         scope = legacy.requests[msg.id] = trio.CancelScope()

@@ -66,7 +66,7 @@ class LegacySession(Owner):
         self.opened_by = opened_by  # the only one it is found for
         self.requests: dict[rpc.Id, trio.CancelScope] = {}
         self.asks = AgentRequests()
-        self.news = SessionNews(session, profile, self)  # read by its GET stream
+        self.news = SessionNews(session, profile)  # read by its GET stream
         self.ended: str | None = None  # why it ended, once it has
 
     def close(self, why: str) -> None:

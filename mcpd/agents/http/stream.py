@@ -6,13 +6,13 @@ socket gets unsolicited: the list changes of tools, prompts and resources, and t
 updates of the resources it subscribed to. What a server asks the agent during a call
 still comes on that call's own response stream, next to the request it belongs to.
 
-``SessionNews`` is the session in the shape the broadcasters expect of an agent
-connection. Its queue is the session's, not the stream's: news that comes while no
-stream is open (between ``initialize`` and the GET, or while the client reconnects)
-waits there, so none is lost in between; one stream at a time reads it. The queue is
-bounded in messages and in bytes, the bytes as a slow agent's replies are on the socket:
-what does not fit is dropped, and a client that stops reading for ``WRITE_TIMEOUT``
-loses its stream (not its session).
+``SessionNews`` is the session as the broadcasters reach an agent (an ``Audience``).
+Its queue is the session's, not the stream's: news that comes while no stream is open
+(between ``initialize`` and the GET, or while the client reconnects) waits there, so
+none is lost in between; one stream at a time reads it. The queue is bounded in
+messages and in bytes, the bytes as a slow agent's replies are on the socket: what does
+not fit is dropped, and a client that stops reading for ``WRITE_TIMEOUT`` loses its
+stream (not its session).
 """
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ from protocol.mcp import core as mcp
 from protocol.mcp.serving import AgentSession
 from protocol.shown.logfields import log_extra
 
-from ...servers.shared import Owner
-from ..connection.agent_connection import Connection
+from ..agent import Audience
 from ..connection.outbox import QUEUE_BYTES
 from ..profiles import Profile
 from .wire import Wire, WireResponse, end_when_set
@@ -46,25 +45,16 @@ WRITE_TIMEOUT: Final = 30.0
 _END_GRACE: Final = 1.0
 
 
-class SessionNews(Connection):
+class SessionNews(Audience):
     """A legacy HTTP session, where the list changes and resource updates for its agent
     go; its GET stream writes them out."""
 
-    long_replies = False
-
-    def __init__(self, session: AgentSession, profile: Profile, owner: Owner) -> None:
-        # What the broadcasters read of a connection; the line connection's constructor
-        # is deliberately not run (there is no socket of its own here).
+    def __init__(self, session: AgentSession, profile: Profile) -> None:
         self.session = session
         self.profile = profile
-        self.peer = None
-        self.fixed_profile = None
         self.subscriptions: set[rpc.Id] = set()  # a listen's; a legacy session has none
         self.seen_version = profile.version
-        self.inflight = {}
         self.dropped = 0
-        self._nursery = None
-        self.owner = owner
         self.sid = ""  # its Mcp-Session-Id, for the log
         self.streaming = False  # a GET stream is reading the queue
         self.closed = False
@@ -106,13 +96,6 @@ class SessionNews(Connection):
     def _hold(self, data: bytes) -> None:
         self._waiting.add(data)
         self.queued += len(data)
-
-    async def send(self, data: bytes, rid: rpc.Id | None = None) -> None:
-        self.send_nowait(data, rid)
-        await trio.lowlevel.checkpoint()
-
-    async def drain(self) -> None:
-        await trio.lowlevel.checkpoint()
 
     async def next(self) -> bytes | None:
         """The next message to write, or None once the session has ended."""

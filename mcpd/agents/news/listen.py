@@ -19,12 +19,12 @@ from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 from protocol.mcp.serving import RequestContext
 
-from ..connection.agent_connection import Connection
+from ..agent import Agent
 
 # What else a listen may ask for (prompts, resources, tasks): given the connection,
 # the listen's id, its filter and the request's context, the part honoured; its end.
-Extra = Callable[[Connection, rpc.Id, dict[str, Any], RequestContext | None], dict[str, Any]]
-ExtraEnd = Callable[[Connection, rpc.Id], None]
+Extra = Callable[[Agent, rpc.Id, dict[str, Any], RequestContext | None], dict[str, Any]]
+ExtraEnd = Callable[[Agent, rpc.Id], None]
 
 
 class Listens:
@@ -33,13 +33,13 @@ class Listens:
         self._extra_end = extra_end
         self.ending = trio.Event()
         # Each open listen's end, and whose listen it is.
-        self._ends: dict[trio.Event, Connection] = {}
+        self._ends: dict[trio.Event, Agent] = {}
         self._open = 0
         self._all_done = trio.Event()
         self._all_done.set()
 
     async def listen(
-        self, conn: Connection, req: rpc.Request, ctx: RequestContext | None = None
+        self, conn: Agent, req: rpc.Request, ctx: RequestContext | None = None
     ) -> None:
         """Acknowledge, then hold the subscription until the daemon stops or the
         connection is ended (``end_of``); the agent ends it by cancelling the request."""
@@ -97,7 +97,7 @@ class Listens:
         with trio.move_on_after(2):
             await self._all_done.wait()
 
-    def end_of(self, conn: Connection) -> None:
+    def end_of(self, conn: Agent) -> None:
         """Close ``conn``'s subscriptions with their final responses."""
         for end, whose in self._ends.items():
             if whose is conn:

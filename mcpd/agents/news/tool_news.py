@@ -3,7 +3,7 @@ burst of changes, to each agent whose profile's list changed since it was last t
 
 A legacy agent hears it unsolicited; a modern one on each listen it holds open, tagged
 with that listen's id. An agent hears only of its own profile's changes, and only those
-made after it connected (``Connection.seen_version``): a change in a profile it does not
+made after it connected (``Audience.seen_version``): a change in a profile it does not
 see is no news to it.
 """
 
@@ -17,7 +17,7 @@ import trio
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 
-from ..connection.agent_connection import Connection
+from ..agent import Audience
 from ..profiles import Profile
 
 _DEBOUNCE: Final = 0.2
@@ -27,8 +27,8 @@ _METHOD: Final = "notifications/tools/list_changed"
 class ToolNews:
     def __init__(
         self,
-        agents: Callable[[], list[Connection]],
-        view: Callable[[Connection], Profile],
+        agents: Callable[[], list[Audience]],
+        view: Callable[[Audience], Profile],
     ) -> None:
         """``agents``: who may hear the news; ``view``: the profile each sees."""
         self._agents = agents

@@ -31,7 +31,7 @@ from protocol.shown.visible import cut
 
 from ...local.ownership.owners import user_name
 from ...policy.waiting.approvals import ApprovalError
-from ..connection.agent_connection import Connection
+from ..agent import Agent
 from .persons_only import refuse_an_agents_side
 from .profile_methods import OwnMethod, ProfileMethods
 
@@ -53,7 +53,7 @@ class _Watch(msgspec.Struct):
     wait: float = MAX_WAIT
 
 
-def _operator(conn: Connection, method: str) -> str:
+def _operator(conn: Agent, method: str) -> str:
     """Who is deciding, for the record; refuses anyone but the owner on a socket."""
     peer = conn.peer
     if peer is None or not conn.may_control():
@@ -69,14 +69,14 @@ def _listing(api: ProfileMethods) -> dict[str, Any]:
 
 
 async def _list(
-    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
     _operator(conn, req.method)
     return _listing(api)
 
 
 async def _show(
-    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
     _operator(conn, req.method)
     params = rpc.decode_as(req.params, _Show)
@@ -91,7 +91,7 @@ async def _show(
 
 
 async def _decide(
-    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
     by = _operator(conn, req.method)
     params = rpc.decode_as(req.params, _Decide)
@@ -114,7 +114,7 @@ async def _decide(
 
 
 async def _watch(
-    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
     _operator(conn, req.method)
     params = rpc.decode_as(req.params, _Watch)

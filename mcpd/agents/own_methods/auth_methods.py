@@ -38,7 +38,7 @@ from protocol.mcp.serving import RequestContext
 from ...config.loading.paths import pages_directory
 from ...local.state.privatefile import make_private_directory
 from ...servers.shared import LoginBegun
-from ..connection.agent_connection import Connection
+from ..agent import Agent
 from .profile_methods import OwnMethod, ProfileMethods
 
 
@@ -62,13 +62,13 @@ class _Complete(msgspec.Struct):
     redirect: str
 
 
-def _owner_only(conn: Connection, method: str) -> None:
+def _owner_only(conn: Agent, method: str) -> None:
     if not conn.may_control():
         raise rpc.RPCError(-32000, f"{method} is only for the daemon's user and root")
 
 
 async def _status(
-    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
     scope = api.scope_of(conn)
     if scope is not None:
@@ -79,7 +79,7 @@ async def _status(
 
 
 async def _login(
-    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Begin)
@@ -88,7 +88,7 @@ async def _login(
 
 
 async def _complete(
-    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Complete)
@@ -96,7 +96,7 @@ async def _complete(
 
 
 async def _logout(
-    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Logout)
@@ -104,7 +104,7 @@ async def _logout(
 
 
 async def _dashboard(
-    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
     """The page's address with a new one-time code; ``url`` None: no HTTP endpoint."""
     _owner_only(conn, req.method)
@@ -135,7 +135,7 @@ def _pages() -> str:
 
 
 async def _dashboard_spent(
-    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
     """An empty answer once the code can open no session; at most its time to live."""
     _owner_only(conn, req.method)

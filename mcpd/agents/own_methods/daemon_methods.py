@@ -19,18 +19,18 @@ import msgspec
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp.serving import RequestContext
 
-from ..connection.agent_connection import Connection
+from ..agent import Agent
 from .profile_methods import OwnMethod, ProfileMethods
 
 
 async def _status(
-    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
     return api.control.status(api.scope_of(conn), own_user=conn.identity.reads_as_owner())
 
 
 async def _reload(
-    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
     if not conn.may_control():
         raise rpc.RPCError(
@@ -44,7 +44,7 @@ class _Server(msgspec.Struct):
 
 
 async def _reset(
-    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
     if not conn.may_control():
         raise rpc.RPCError(
@@ -60,7 +60,7 @@ async def _reset(
 
 
 async def _line_limit(
-    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
     if conn.line_limit is None:
         raise rpc.RPCError(rpc.METHOD_NOT_FOUND, "mcpd/lineLimit is for a line connection")

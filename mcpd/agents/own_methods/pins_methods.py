@@ -22,7 +22,7 @@ from protocol.mcp.serving import RequestContext
 
 from ...registry.pinning.definitions import BadPins
 from ...registry.profiles.views import ProfileView
-from ..connection.agent_connection import Connection
+from ..agent import Agent
 from .persons_only import refuse_an_agents_side
 from .profile_methods import OwnMethod, ProfileMethods
 
@@ -56,21 +56,21 @@ class _Import(msgspec.Struct):
     replace: bool = False
 
 
-def _owner_only(conn: Connection, method: str) -> None:
+def _owner_only(conn: Agent, method: str) -> None:
     if not conn.may_control():
         raise rpc.RPCError(
             -32000, f"{method} is only for the daemon's user and root, on its Unix socket"
         )
 
 
-async def _not_from_an_agent(api: ProfileMethods, conn: Connection, what: str) -> None:
+async def _not_from_an_agent(api: ProfileMethods, conn: Agent, what: str) -> None:
     assert conn.peer is not None  # the owner, on the socket
     because = "an agent must not approve what its servers' definitions say"
     refuse_an_agents_side(conn.peer.decider(), await api.agents_kin(), what, because)
 
 
 async def _pending(
-    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Only)
@@ -102,7 +102,7 @@ def _listed_as(view: ProfileView) -> dict[tuple[str, str, str], str]:
 
 
 async def _findings(
-    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Only)
@@ -111,7 +111,7 @@ async def _findings(
 
 
 async def _approve(
-    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Approve)
@@ -124,7 +124,7 @@ async def _approve(
 
 
 async def _may_approve(
-    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
     """Whether the one asking may approve, asked before a person is shown what waits
     and asked to approve it: a refusal after they read it all would waste their time."""
@@ -134,7 +134,7 @@ async def _may_approve(
 
 
 async def _export(
-    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Export)
@@ -145,7 +145,7 @@ async def _export(
 
 
 async def _import(
-    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Import)
@@ -157,7 +157,7 @@ async def _import(
 
 
 async def _forget_unreadable(
-    api: ProfileMethods, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+    api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
     _owner_only(conn, req.method)
     await _not_from_an_agent(api, conn, "forgetting unreadable pins (mcpd pins forget-unreadable)")

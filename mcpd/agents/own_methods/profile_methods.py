@@ -27,7 +27,7 @@ from ...policy.decision.rules import facts_of
 from ...registry.profiles.views import ProfileView
 from ...registry.tables.table import listed_name
 from ...status_document import ProfileStatus
-from ..connection.agent_connection import Connection
+from ..agent import Agent, Audience
 from ..daemon_seam import DaemonForAgents
 from ..entry.sockets import ProfileSockets
 from ..profiles import Profile, Profiles
@@ -46,14 +46,14 @@ class _Choice(msgspec.Struct):
 class ProfileMethods:
     control: DaemonForAgents
     profiles: Profiles
-    connections: set[Connection]
+    connections: set[Agent]
     _http: HttpSide | None
     sockets: ProfileSockets
     extras: ExtraMethods
     departed: Departed  # agents gone whose processes live on
     endpoint: Connect | None  # where the HTTP endpoint listens
 
-    def view(self, conn: Connection) -> Profile:
+    def view(self, conn: Audience) -> Profile:
         raise NotImplementedError
 
     @property
@@ -61,11 +61,11 @@ class ProfileMethods:
         """The HTTP side (made by ``agent_server.AgentServer`` for the first HTTP request)."""
         raise NotImplementedError
 
-    def scope_of(self, conn: Connection) -> ProfileView | None:
+    def scope_of(self, conn: Agent) -> ProfileView | None:
         """What of the daemon's status ``conn``'s agent may read (``Profiles.scope``)."""
         return self.profiles.scope(self.view(conn), conn.peer, conn.fixed_profile)
 
-    def _chosen(self, conn: Connection, choice: _Choice, required: bool) -> Profile:
+    def _chosen(self, conn: Agent, choice: _Choice, required: bool) -> Profile:
         if choice.profile is None:
             if required:
                 raise rpc.RPCError(rpc.INVALID_PARAMS, "params.profile names the profile")
@@ -73,7 +73,7 @@ class ProfileMethods:
         return self.profiles.choose(choice.profile, conn.peer, conn.fixed_profile)
 
     async def _use_profile(
-        self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+        self, conn: Agent, req: rpc.Request, ctx: RequestContext | None
     ) -> object:
         chosen = self._chosen(conn, rpc.decode_as(req.params, _Choice), required=True)
         conn.profile = chosen
@@ -83,7 +83,7 @@ class ProfileMethods:
         return profile_summary(chosen)
 
     async def _profile_tools(
-        self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
+        self, conn: Agent, req: rpc.Request, ctx: RequestContext | None
     ) -> object:
         choice = rpc.decode_as(req.params, _Choice)
         chosen = self._chosen(conn, choice, required=False)
@@ -99,13 +99,11 @@ class ProfileMethods:
             }
         return out
 
-    async def _profiles(
-        self, conn: Connection, req: rpc.Request, ctx: RequestContext | None
-    ) -> object:
+    async def _profiles(self, conn: Agent, req: rpc.Request, ctx: RequestContext | None) -> object:
         scope = self.scope_of(conn)
         return {"profiles": self.profile_status(only=None if scope is None else scope.name)}
 
-    def agent_connections(self) -> list[Connection]:
+    def agent_connections(self) -> list[Agent]:
         """The connections that spoke MCP, not those with only mcpd's own commands (as
         the one ``mcpd status`` asks on)."""
         return [c for c in self.connections if c.spoke_mcp]
@@ -144,7 +142,7 @@ _Host = TypeVar("_Host", bound=ProfileMethods)
 # request. Its result is what the reply encodes (``rpc.encode_result``), or the reply's
 # bytes, or None when it wrote the reply itself.
 OwnMethod: TypeAlias = Callable[
-    [_Host, Connection, rpc.Request, RequestContext | None], Awaitable[object]
+    [_Host, Agent, rpc.Request, RequestContext | None], Awaitable[object]
 ]
 
 

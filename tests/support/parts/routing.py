@@ -188,6 +188,15 @@ class StandInAgent(Agent):
     async def kin(self) -> AgentKin:
         return AgentKin()  # no process of its own
 
+    async def send(self, data: bytes, rid: rpc.Id | None = None) -> None:
+        self.offer(data, rid)
+
+    async def drain(self) -> None:
+        pass
+
+    def stopping(self) -> None:
+        pass
+
 
 def agent_call(out: Call, **parts: Any) -> AgentCall:
     """``out`` as the agent side keeps it, for a step of that side that reads neither

@@ -82,6 +82,15 @@ class FakeAgent(Agent):
     async def kin(self) -> AgentKin:
         return AgentKin()  # no process of its own
 
+    async def send(self, data: bytes, rid: rpc.Id | None = None) -> None:
+        self.offer(data, rid)
+
+    async def drain(self) -> None:
+        pass
+
+    def stopping(self) -> None:
+        pass
+
     def messages(self) -> list[dict[str, Any]]:
         out = [msgspec.json.decode(line) for line in self.sent]
         self.sent.clear()

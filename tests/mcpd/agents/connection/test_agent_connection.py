@@ -146,7 +146,7 @@ async def test_a_request_in_a_task_cancelled_ends_and_gets_no_answer() -> None:
         await link.agent.send(cancel("w"))
         await link.handler.ended["w"].wait()
         await link.agent.pinged()
-        assert link.conn.inflight == {}
+        assert link.conn.inflight.requests == {}
 
 
 @pytest.mark.parametrize(
@@ -179,7 +179,7 @@ async def test_a_cancel_for_no_request_of_the_agents_cancels_nothing_and_is_not_
             note["params"] = params
         await link.agent.send(note)
         await link.agent.pinged()
-        assert world.servers.cancelled == [] and set(link.conn.inflight) == {1, 2}
+        assert world.servers.cancelled == [] and set(link.conn.inflight.requests) == {1, 2}
         world.servers.answer(RESULT)
         assert (await link.agent.line())["id"] == 1
     assert "mcpd failed" not in caplog.text
@@ -193,7 +193,7 @@ async def test_a_flood_of_cancels_costs_nothing_and_cancels_only_what_it_names()
         await link.agent.send(*(cancel(n) for n in range(3, 20_000)), cancel(2))
         await link.agent.pinged()
         assert world.servers.cancelled == [world.servers.started[1]]
-        assert list(link.conn.inflight) == [1]
+        assert list(link.conn.inflight.requests) == [1]
 
 
 async def test_a_cancel_for_a_call_answered_already_changes_nothing() -> None:
@@ -326,7 +326,7 @@ async def test_a_call_that_cannot_be_read_is_refused_and_recorded(
         assert (rid, code) == (1, rpc.INVALID_PARAMS)
         assert message.startswith("Invalid params")
         await link.agent.pinged()
-        assert link.conn.inflight == {} and world.servers.started == []
+        assert link.conn.inflight.requests == {} and world.servers.started == []
     [record] = world.audit.records
     assert (record.method, record.outcome, record.reason) == ("tools/call", "error", message)
     assert "mcpd failed" not in caplog.text

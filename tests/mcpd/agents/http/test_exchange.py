@@ -11,6 +11,8 @@ import pytest
 import trio
 import trio.testing
 
+from mcpd.agents.agent import Agent
+from mcpd.agents.connection.agent_connection import Connection
 from mcpd.agents.entry.identity import AgentIdentity
 from mcpd.agents.entry.peers import Peer
 from mcpd.agents.http.exchange import Exchange, RequestSender, StatelessAgent
@@ -130,11 +132,20 @@ def test_a_caller_is_its_connections_identity_or_its_peers() -> None:
     assert RequestSender(None).who().peer is None
 
 
+def test_an_exchange_is_an_agent_with_all_an_agent_declares_and_no_line_connection() -> None:
+    # What the handlers read of an agent is declared on ``Agent``: an exchange sets each
+    # of it, and is not a socket's connection whose constructor it would skip.
+    ex = exchange()
+    assert isinstance(ex, Agent) and not isinstance(ex, Connection)
+    declared = {name for cls in Agent.__mro__ for name in vars(cls).get("__annotations__", {})}
+    assert sorted(name for name in declared if not hasattr(ex, name)) == []
+
+
 def test_an_exchange_takes_its_profile_and_peer_from_its_caller() -> None:
     peer = Peer(pid=1, uid=1000, gid=1000)
     ex = exchange(peer=peer)
     assert ex.peer == peer and ex.fixed_profile is None
-    assert ex.seen_version == 3 and ex.spoke_mcp and not ex.long_replies
+    assert ex.seen_version == 3 and ex.spoke_mcp
 
 
 async def test_a_stateless_client_is_its_user_where_it_came_in_its_profile_and_its_server() -> None:
