@@ -63,17 +63,20 @@ class Audience(abc.ABC):
         ``rid``); one that reads too slowly misses some."""
 
 
-class Agent(Audience, OutcomeSink, Owner):
+class Agent(Audience, OutcomeSink):
     """An agent's connection (or HTTP exchange), as its calls and the handlers of its
     requests read it: the connection derives from this, which keeps it out of this
-    module's imports. It is an ``Owner`` itself, of what lasts no longer than it (a
-    listen's subscriptions)."""
+    module's imports. It is no ``Owner``: what it leaves at mcpd is kept under objects
+    of its own (``owner``, ``listen_owner``)."""
 
     # The request contexts of the _meta it sends again and again, by those bytes.
     contexts: dict[bytes, RequestContext]
-    # What it leaves at mcpd is kept under: on the socket the connection itself; over
-    # HTTP its session, or a stateless client's own (``mcp_route``).
+    # What it leaves at mcpd is kept under: on the socket one made with the connection;
+    # over HTTP its session, or a stateless client's own (``mcp_route``).
     owner: Owner
+    # What its listens' resource subscriptions are kept under: on the socket its owner;
+    # over HTTP one made with the exchange, as a listen lasts no longer than its request.
+    listen_owner: Owner
     asks: AgentRequests  # what servers ask this agent through mcpd (a legacy agent)
     # The asker of its calls sent without a task: it declares nothing, so a server's
     # request during one is refused, naming the capability it would need.

@@ -255,7 +255,7 @@ class AgentServer(ProfileMethods, RequestHandler):
         )
         self.connections.add(conn)
         self.extras.joined(conn)
-        conn.gone_hooks.append(lambda: self.extras.left(conn))
+        conn.gone_hooks.append(lambda: self.extras.left(conn.owner))
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self.door.expect_request, conn, seat)
@@ -269,7 +269,7 @@ class AgentServer(ProfileMethods, RequestHandler):
             if conn.spoke_mcp:
                 with trio.CancelScope(shield=True):
                     self.departed.left(await conn.kin())
-            self.extras.left(conn)
+            self.extras.left(conn.owner)
             self.control.approvals.remembered.forget(conn.identity.connection)
             with trio.move_on_after(1, shield=True):
                 await stream.aclose()

@@ -84,7 +84,7 @@ class ExtraMethods:
         # (connection, listen id) -> (which list changes it wants, its sender)
         self._listens: dict[tuple[int, rpc.Id], tuple[set[str], Callable[[bytes], None]]] = {}
         # What each agent may spend matching URIs, by its owner.
-        self._allowances: dict[object, Allowance] = {}
+        self._allowances: dict[Owner, Allowance] = {}
         self._dirty = trio.Event()
         servers.subscribe(self.list_changed)
 
@@ -127,7 +127,7 @@ class ExtraMethods:
     def switched(self, conn: Agent) -> None:
         """The agent picked another profile: its subscriptions route through it."""
         sight = self._sees(conn)[1]
-        for owner in {id(o): o for o in (conn, conn.owner)}.values():
+        for owner in {id(o): o for o in (conn.listen_owner, conn.owner)}.values():
             self.subscriptions.switched(owner, sight)
 
     def left(self, owner: Owner) -> None:
@@ -327,7 +327,7 @@ class ExtraMethods:
             steps = allowance.now()
             try:
                 honoured["resourceSubscriptions"] = self.subscriptions.listen(
-                    conn, listen_id, uris, conn.send_nowait, steps, self._sees(conn)[1]
+                    conn.listen_owner, listen_id, uris, conn.send_nowait, steps, self._sees(conn)[1]
                 )
             finally:
                 allowance.give_back(steps)
@@ -351,7 +351,7 @@ class ExtraMethods:
     def close_listen(self, conn: Agent, listen_id: rpc.Id) -> None:
         where = (id(conn), listen_id)
         self._listens.pop(where, None)
-        self.subscriptions.unlisten(conn, listen_id)
+        self.subscriptions.unlisten(conn.listen_owner, listen_id)
         self.task_watches.unwatch(where)
 
     # -- list-change news --

@@ -100,7 +100,7 @@ class Connection(Agent):
         self.session = session
         self.peer = peer
         self.identity = AgentIdentity(peer)
-        self.owner: Owner = self  # who the agent is, to what it owns (tasks, asks)
+        self.owner = self.listen_owner = Owner()  # who it is, to what it leaves at mcpd
         # The profile the agent sees, and the one its socket fixes.
         self.profile = profile
         self.fixed_profile = fixed_profile
@@ -109,7 +109,7 @@ class Connection(Agent):
         self.contexts: dict[bytes, RequestContext] = {}
         self.seen_version = version  # its profile's version whose changes it has been told
         self.asks = AgentRequests()  # what servers ask this agent through mcpd
-        self.refusing_asker = DirectAsker(self, None, self.asks, self.offer)
+        self.refusing_asker = DirectAsker(self.owner, None, self.asks, self.offer)
         self.progress: ProgressSink = self.send_progress  # where its calls' progress goes
         # Run when the agent hangs up, before anything else: a server waiting for this
         # agent's answer must hear at once that none is coming.

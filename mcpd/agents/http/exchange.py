@@ -75,6 +75,7 @@ class Exchange(Agent):
         self.calls_in_tasks = {}
         self.dropped = 0
         self.owner = owner
+        self.listen_owner = Owner()
         self.identity = identity
         self.asks = asks or AgentRequests()
         self.refusing_asker = DirectAsker(owner, None, self.asks, self.offer)

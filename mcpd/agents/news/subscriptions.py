@@ -79,8 +79,8 @@ class _Entry:
 
 
 SubscriptionKey = tuple[str, str]  # (alias, the server's URI)
-# Whose a subscription is: the id of its ``Owner`` (the agent, or a listen's connection)
-# and the listen's id (None: the agent's own resources/subscribe).
+# Whose a subscription is: the id of its ``Owner`` (the agent's, or its listens' over
+# HTTP: ``Agent.listen_owner``) and the listen's id (None: the agent's own resources/subscribe).
 Subscriber = tuple[int, rpc.Id | None]
 
 
@@ -204,7 +204,7 @@ class Subscriptions:
 
     def listen(
         self,
-        conn: Owner,
+        owner: Owner,
         listen_id: rpc.Id,
         uris: Any,
         send: Send,
@@ -216,7 +216,7 @@ class Subscriptions:
         the URIs it names would take the connection, or all agents, past a bound."""
         named = uris if isinstance(uris, list) else []
         size = sum(_size(uri) for uri in named if isinstance(uri, str) and len(uri) <= MAX_URI)
-        self._room_for(conn, sum(isinstance(uri, str) for uri in named), size)
+        self._room_for(owner, sum(isinstance(uri, str) for uri in named), size)
         honoured: list[str] = []
         for uri in named:
             if not isinstance(uri, str) or len(uri) > MAX_URI:
@@ -229,14 +229,14 @@ class Subscriptions:
                 continue
             if self.servers.subscribable(routed.alias):
                 key = (routed.alias, routed.uri)
-                self._hold(key, (id(conn), listen_id), _Entry(uri, send, listen_id, sight))
+                self._hold(key, (id(owner), listen_id), _Entry(uri, send, listen_id, sight))
                 honoured.append(uri)
         return honoured
 
-    def unlisten(self, conn: Owner, listen_id: rpc.Id) -> None:
-        owned = self._owned.get(id(conn), set())
+    def unlisten(self, owner: Owner, listen_id: rpc.Id) -> None:
+        owned = self._owned.get(id(owner), set())
         for key in [key for key, held_by in owned if held_by == listen_id]:
-            self._release(key, (id(conn), listen_id))
+            self._release(key, (id(owner), listen_id))
 
     def owner_gone(self, owner: Owner) -> None:
         for key, listen_id in list(self._owned.get(id(owner), ())):

@@ -34,6 +34,7 @@ from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.asking.progress import ProgressSink
 from mcpd.servers.calling.calls import Call, Outcome
+from mcpd.servers.shared import Owner
 from mcpd.servers.supervisor import Supervisor
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
@@ -59,10 +60,10 @@ class FakeAgent(Agent):
         if legacy:
             self.session.legacy_version = "2025-11-25"
         self.contexts = {}
-        self.owner = self
+        self.owner = self.listen_owner = Owner()
         self.asks = AgentRequests()
         self.sent: list[bytes] = []
-        self.refusing_asker = DirectAsker(self, None, self.asks, self.offer)
+        self.refusing_asker = DirectAsker(self.owner, None, self.asks, self.offer)
         self.progress: ProgressSink = lambda params: None
         self.identity = AgentIdentity(None)
 
@@ -205,7 +206,7 @@ async def test_a_task_is_known_to_the_agent_it_was_handed_to_only() -> None:
     world = World()
     mine, theirs = world.agent(), world.agent()
     handle = {"resultType": surface.TASK, "taskId": "t-1"}
-    out = Call(1, "mcp__notes__slow", None, NO_ONE, MODERN_TASKS, owner=mine, alias="notes")
+    out = Call(1, "mcp__notes__slow", None, NO_ONE, MODERN_TASKS, owner=mine.owner, alias="notes")
     call = AgentCall(out, mine, mine, tasks=True)
     handed = world.extras.tasks.finish(call, handle, links=False)
     assert isinstance(handed, dict) and handed["taskId"] == "notes:t-1"
@@ -215,7 +216,7 @@ async def test_a_task_is_known_to_the_agent_it_was_handed_to_only() -> None:
     with pytest.raises(rpc.RPCError) as down:
         await world.call(mine, "tasks/get", {"taskId": "notes:t-1"}, MODERN_TASKS)
     assert down.value.code == -32000 and "notes" in down.value.message
-    world.extras.left(mine)
+    world.extras.left(mine.owner)
 
 
 # -- listens --

@@ -15,24 +15,29 @@ from msgspec import Raw
 
 from mcpd.agents.askback.driver import AgentSide, AskBackDriver
 from mcpd.agents.beyond_tools.allowance import Allowance
+from mcpd.agents.beyond_tools.extra_methods import ExtraMethods
 from mcpd.agents.beyond_tools.prompts import OUTAGE
 from mcpd.agents.beyond_tools.resources import list_resources, read_resource, route
-from mcpd.agents.calls.callrecords import Seen
+from mcpd.agents.calls.callrecords import CallRecords, Seen
 from mcpd.agents.news.subscriptions import MAX_SUBSCRIBED_BYTES, MAX_SUBSCRIPTIONS, Subscriptions
+from mcpd.agents.tasks.table import Tasks
 from mcpd.config.loading.load import parse_config
-from mcpd.config.tables.model import DEFAULT_POLICY, NamingConfig
+from mcpd.config.tables.model import DEFAULT_POLICY, DaemonConfig, NamingConfig
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.registry.uris.claims import ROUTE_STEPS, Budget
 from mcpd.registry.uris.scheme import Routed, Sight, wrap
 from mcpd.servers.all_servers import AllServers
+from mcpd.servers.shared import Owner
 from mcpd.servers.status.outage import Outage
 from mcpd.servers.supervisor import Supervisor
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 from protocol.mcp import features as surface
 from protocol.mcp.serving import RequestContext
+from tests.support.parts.routing import Audit, StandInAgent
 
 MODERN = RequestContext("modern", mcp.LATEST_MODERN, {}, {})
+LEGACY = RequestContext("legacy", "2025-11-25", {}, {})
 README = "file:///README.md"
 
 
@@ -93,6 +98,10 @@ def three_servers(offering: set[str] | None = None) -> Offering:
 
 def budget() -> Budget:
     return Budget(ROUTE_STEPS)
+
+
+class Control:
+    settings = DaemonConfig()
 
 
 class Inbox:
@@ -377,6 +386,38 @@ def test_an_agent_gone_lets_go_of_everything_it_held_and_nothing_of_others() -> 
     assert left.got == [] and kept.uris() == ["a://only"]
     subs.owner_gone(gone)  # a second time: nothing left to let go of
     assert +servers.held == Counter({("a", "a://only"): 1})
+
+
+async def test_an_agent_leaving_lets_go_of_its_subscription_and_listen_not_anothers() -> None:
+    servers = three_servers({"a"})
+    extras = ExtraMethods(
+        servers,
+        Control(),  # type: ignore[arg-type]
+        list,
+        CallRecords(Audit()),  # type: ignore[arg-type]
+        AskBackDriver(),
+        Tasks(servers, lambda: DaemonConfig().result_budget_chars),
+    )
+    subscribe = extras.handlers()["resources/subscribe"]
+    request = rpc.Request(1, "resources/subscribe", Raw(b'{"uri": "a://only"}'))
+    # Every server shown: no profile is read.
+    gone, stays, exchange = (StandInAgent(None) for _ in range(3))  # type: ignore[arg-type]
+    # Over HTTP, a listen is its exchange's own; its session's subscription is not.
+    exchange.listen_owner = Owner()
+    for agent in (gone, stays, exchange):
+        await subscribe(agent, request, LEGACY)
+        extras.open_listen(agent, "L", {"resourceSubscriptions": ["a://only"]}, MODERN)
+    assert servers.held[("a", "a://only")] == 6
+    extras.left(gone.owner)
+    extras.close_listen(exchange, "L")
+    assert servers.held[("a", "a://only")] == 3
+    servers.announce("a", "a://only")
+    tags = [
+        msgspec.json.decode(line)["params"].get("_meta", {}).get(mcp.KEY_SUBSCRIPTION_ID)
+        for agent in (gone, stays, exchange)
+        for line in agent.sent
+    ]
+    assert tags == [None, "L", None]  # stays: both; the exchange's session: its own
 
 
 def test_a_subscription_past_the_limit_is_refused_naming_it_and_never_reaches_the_server() -> None:

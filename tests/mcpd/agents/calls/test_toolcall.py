@@ -74,7 +74,7 @@ def test_either_decoder_makes_the_same_call(decode: Any) -> None:
     assert (out.id, out.name, json.loads(bytes(out.arguments))) == ("r", "t", {"a": 1})  # type: ignore[arg-type]
     assert out.meta == {"progressToken": "p1", "note": [1]}  # the agent's own keys
     assert call.modern and out.ctx.era == "modern" and out.ctx.meta == meta
-    assert call.to is agent and out.owner is agent and call.arrived == 100.0
+    assert call.to is agent and out.owner is agent.owner and call.arrived == 100.0
 
 
 @pytest.mark.parametrize("decode", DECODERS)

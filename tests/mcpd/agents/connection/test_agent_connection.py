@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from mcpd.servers.asking.askback import NO_ANSWER
+from mcpd.servers.shared import Owner
 from protocol.jsonrpc import messages as rpc
 from tests.support.clients.agent import META
 from tests.support.clients.bare_connection import RESULT, call, cancel, connected, error_of, request
@@ -35,6 +36,14 @@ async def test_the_lifecycle_is_answered_in_the_order_it_came_whatever_waits_bef
         await link.handler.started(2)
         assert not link.handler.ended[2].is_set()  # still waits, unanswered
         assert link.conn.spoke_mcp and link.conn.asked.is_set()
+
+
+async def test_what_an_agent_leaves_is_kept_under_an_object_of_its_own_not_the_connection() -> None:
+    # Handing the connection where its owner is meant cannot type-check, nor match.
+    async with connected() as link:
+        conn = link.conn
+        assert isinstance(conn.owner, Owner) and not isinstance(conn, Owner)
+        assert conn.listen_owner is conn.owner and conn.refusing_asker.owner is conn.owner
 
 
 async def test_a_connection_that_sent_only_mcpd_commands_is_not_an_agent() -> None:
