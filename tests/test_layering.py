@@ -499,7 +499,6 @@ UNTYPED = {
     "mcpd.agents.askback.driver.AgentSide.upstream_capabilities:return": _CAPABILITIES,
     "mcpd.agents.askback.driver.may_be_asked:capabilities": _CAPABILITIES,
     "mcpd.agents.beyond_tools.prompts.request_outcome:caps": _CAPABILITIES,
-    "mcpd.agents.beyond_tools.prompts.complete:return": _RESULT,
     "mcpd.agents.beyond_tools.prompts.reply_for:return": _RESULT,
     "mcpd.agents.beyond_tools.prompts.reply_for:rewrite": _RESULT,
     "mcpd.agents.beyond_tools.prompts.serve_asked:rewrite": _RESULT,

@@ -10,7 +10,7 @@ agent's own profile lists of them changed (``ProfileView.offered``)."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, Final
+from typing import Any, Final, TypeAlias, TypeVar
 
 import trio
 from msgspec import Raw
@@ -36,11 +36,15 @@ from ..tasks.methods import TaskMethods
 from ..tasks.table import Tasks
 from ..tasks.watches import TaskWatches
 from .allowance import Allowance
-from .prompts import Sees, complete, everything, get_prompt, list_prompts
-from .resources import list_resources, read_resource
+from .prompts import PromptsPage, Sees, complete, everything, get_prompt, list_prompts
+from .resources import ResourcesPage, list_resources, read_resource
 
 _DEBOUNCE: Final = 0.2
-ExtraHandler = Callable[[Any, rpc.Request, RequestContext | None], Awaitable[Any]]
+_T = TypeVar("_T")
+# One of these methods, as the server of agents' requests calls it: given the agent and
+# the request. Its result is what the reply encodes (``rpc.encode_result``), or the
+# reply's bytes (as ``own_methods.profile_methods.OwnMethod``'s).
+ExtraMethod: TypeAlias = Callable[[Agent, rpc.Request, RequestContext | None], Awaitable[object]]
 
 
 def _agent_side(conn: Agent, ctx: RequestContext | None) -> AgentSide:
@@ -88,7 +92,7 @@ class ExtraMethods:
         self._dirty = trio.Event()
         servers.subscribe(self.list_changed)
 
-    def handlers(self) -> dict[str, ExtraHandler]:
+    def handlers(self) -> dict[str, ExtraMethod]:
         return {
             "prompts/list": self._prompts_list,
             "prompts/get": self._prompts_get,
@@ -162,7 +166,9 @@ class ExtraMethods:
         view = self._view_of(conn)
         return view.admits_prompt, view
 
-    async def _prompts_list(self, conn: Agent, req: rpc.Request, ctx: RequestContext | None) -> Any:
+    async def _prompts_list(
+        self, conn: Agent, req: rpc.Request, ctx: RequestContext | None
+    ) -> PromptsPage:
         params = rpc.decode_as(req.params, surface.ListParams)
         return list_prompts(self.servers, params, ctx, self._page_size(), self._sees(conn)[0])
 
@@ -171,8 +177,8 @@ class ExtraMethods:
         conn: Agent,
         req: rpc.Request,
         ctx: RequestContext | None,
-        answer: Callable[[Seen], Awaitable[Any]],
-    ) -> Any:
+        answer: Callable[[Seen], Awaitable[_T]],
+    ) -> _T:
         """``answer``'s reply, and the request's audit record, which names the profile
         it was routed in (the connection may switch before it ends)."""
         arrived = self.records.now()
@@ -202,7 +208,9 @@ class ExtraMethods:
                 arrived, agent, req.method, seen.name, target, word, reason, size, arguments, sent
             )
 
-    async def _prompts_get(self, conn: Agent, req: rpc.Request, ctx: RequestContext | None) -> Any:
+    async def _prompts_get(
+        self, conn: Agent, req: rpc.Request, ctx: RequestContext | None
+    ) -> bytes:
         agent = _agent_side(conn, ctx)
         sees, sight = self._sees(conn)
 
@@ -213,21 +221,21 @@ class ExtraMethods:
 
     async def _resources_list(
         self, conn: Agent, req: rpc.Request, ctx: RequestContext | None
-    ) -> Any:
+    ) -> ResourcesPage:
         params = rpc.decode_as(req.params, surface.ListParams)
         sees = self._sees(conn)[1]
         return list_resources(self.servers, params, ctx, self._page_size(), False, sees)
 
     async def _templates_list(
         self, conn: Agent, req: rpc.Request, ctx: RequestContext | None
-    ) -> Any:
+    ) -> ResourcesPage:
         params = rpc.decode_as(req.params, surface.ListParams)
         sees = self._sees(conn)[1]
         return list_resources(self.servers, params, ctx, self._page_size(), True, sees)
 
     async def _resources_read(
         self, conn: Agent, req: rpc.Request, ctx: RequestContext | None
-    ) -> Any:
+    ) -> bytes:
         budget = self.control.settings.result_budget_chars
         agent = _agent_side(conn, ctx)
         allowance = self._allowance(agent.owner)
@@ -239,15 +247,19 @@ class ExtraMethods:
 
         return await self._recorded(conn, req, ctx, answer)
 
-    async def _subscribe(self, conn: Agent, req: rpc.Request, ctx: RequestContext | None) -> Any:
+    async def _subscribe(
+        self, conn: Agent, req: rpc.Request, ctx: RequestContext | None
+    ) -> dict[str, Any]:
         return await self._legacy_subscription(conn, req, ctx, True)
 
-    async def _unsubscribe(self, conn: Agent, req: rpc.Request, ctx: RequestContext | None) -> Any:
+    async def _unsubscribe(
+        self, conn: Agent, req: rpc.Request, ctx: RequestContext | None
+    ) -> dict[str, Any]:
         return await self._legacy_subscription(conn, req, ctx, False)
 
     async def _legacy_subscription(
         self, conn: Agent, req: rpc.Request, ctx: RequestContext | None, on: bool
-    ) -> Any:
+    ) -> dict[str, Any]:
         if ctx is not None and ctx.era == "modern":
             raise rpc.RPCError(
                 rpc.METHOD_NOT_FOUND,
@@ -264,7 +276,9 @@ class ExtraMethods:
             allowance.give_back(steps)
         return {}
 
-    async def _set_level(self, conn: Agent, req: rpc.Request, ctx: RequestContext | None) -> Any:
+    async def _set_level(
+        self, conn: Agent, req: rpc.Request, ctx: RequestContext | None
+    ) -> dict[str, Any]:
         if ctx is not None and ctx.era == "modern":
             raise rpc.RPCError(
                 rpc.METHOD_NOT_FOUND,
@@ -284,11 +298,11 @@ class ExtraMethods:
             return lambda alias: True
         return lambda alias: view_of(conn).has_server(alias)
 
-    async def _complete(self, conn: Agent, req: rpc.Request, ctx: RequestContext | None) -> Any:
+    async def _complete(self, conn: Agent, req: rpc.Request, ctx: RequestContext | None) -> Raw:
         prompts, resources = self._sees(conn)
         own_user = conn.identity.reads_as_owner()
 
-        def answer(seen: Seen) -> Awaitable[Any]:
+        def answer(seen: Seen) -> Awaitable[Raw]:
             return complete(
                 self.servers,
                 req,
@@ -302,7 +316,7 @@ class ExtraMethods:
 
         return await self._recorded(conn, req, ctx, answer)
 
-    async def _task(self, conn: Agent, req: rpc.Request, ctx: RequestContext | None) -> Any:
+    async def _task(self, conn: Agent, req: rpc.Request, ctx: RequestContext | None) -> object:
         owner = _agent_side(conn, ctx).owner
         return await self.task_methods.answer(conn, req, ctx, owner, self._sees(conn)[1])
 

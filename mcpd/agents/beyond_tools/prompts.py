@@ -323,7 +323,7 @@ async def complete(
     *,
     own_user: bool = False,
     whose: Whose | None = None,
-) -> Any:
+) -> Raw:
     """``seen``: filled in with what the request named and came to, for its record;
     ``own_user``: the agent is the daemon's own user's or root's (``outage_error``);
     ``whose``: whose shares of the bytes under way it is weighed against."""

@@ -8,6 +8,7 @@ takes."""
 from __future__ import annotations
 
 import gc
+import typing
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -144,6 +145,12 @@ class World:
     ) -> Any:
         req = rpc.Request(1, method, Raw(msgspec.json.encode(params)))
         return await self.extras.handlers()[method](conn, req, ctx)
+
+
+def test_each_method_takes_the_agent_and_says_what_it_answers() -> None:
+    for method, handler in World().extras.handlers().items():
+        hints = typing.get_type_hints(handler)
+        assert hints["conn"] is Agent and hints["return"] is not Any, method
 
 
 # -- one era's methods in the other --
