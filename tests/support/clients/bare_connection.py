@@ -13,6 +13,7 @@ from typing import Any
 import trio
 from msgspec import Raw
 
+from mcpd.agents.agent import Agent, Audience
 from mcpd.agents.agent_server import new_session
 from mcpd.agents.connection.agent_connection import Connection, RequestHandler
 from mcpd.agents.connection.failures import Failures
@@ -55,11 +56,11 @@ class Handler(RequestHandler):
         self.waiting: dict[Any, trio.Event] = {}
         self.ended: dict[Any, trio.Event] = {}
 
-    def answer_now(self, conn: Connection, req: rpc.Request) -> bytes:
+    def answer_now(self, conn: Agent, req: rpc.Request) -> bytes:
         self.answered_now.append(req.method)
         return rpc.encode_result(req.id, {"lifecycle": req.method})
 
-    async def dispatch(self, conn: Connection, req: rpc.Request) -> bytes | None:
+    async def dispatch(self, conn: Agent, req: rpc.Request) -> bytes | None:
         if req.method == "test/wait":
             self.ended[req.id] = trio.Event()
             self.waiting.setdefault(req.id, trio.Event()).set()
@@ -78,7 +79,7 @@ class Handler(RequestHandler):
     async def started(self, rid: Any) -> None:
         await self.waiting.setdefault(rid, trio.Event()).wait()
 
-    def agent_joined(self, conn: Connection) -> None:
+    def agent_joined(self, conn: Audience) -> None:
         pass
 
     def agent_gone(self, owner: Owner) -> None:

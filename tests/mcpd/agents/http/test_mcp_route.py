@@ -19,8 +19,9 @@ import pytest
 import trio
 import trio.testing
 
+from mcpd.agents.agent import Agent, Audience
 from mcpd.agents.agent_server import new_session
-from mcpd.agents.connection.agent_connection import Connection, RequestHandler
+from mcpd.agents.connection.agent_connection import RequestHandler
 from mcpd.agents.entry.holders import TcpKin
 from mcpd.agents.entry.identity import AgentIdentity, Held
 from mcpd.agents.entry.peers import Peer
@@ -58,16 +59,16 @@ class Recording(RequestHandler):
     """The socket's dispatch as far as sessions go: who joined and left."""
 
     def __init__(self) -> None:
-        self.joined: list[Connection] = []
+        self.joined: list[Audience] = []
         self.gone: list[object] = []
 
-    def answer_now(self, conn: Connection, req: rpc.Request) -> bytes:
+    def answer_now(self, conn: Agent, req: rpc.Request) -> bytes:
         raise AssertionError("no request is answered in these tests")
 
-    async def dispatch(self, conn: Connection, req: rpc.Request) -> bytes | None:
+    async def dispatch(self, conn: Agent, req: rpc.Request) -> bytes | None:
         raise AssertionError("no request is answered in these tests")
 
-    def agent_joined(self, conn: Connection) -> None:
+    def agent_joined(self, conn: Audience) -> None:
         self.joined.append(conn)
 
     def agent_gone(self, owner: Owner) -> None:

@@ -16,6 +16,7 @@ import trio
 import trio.testing
 from msgspec import Raw
 
+from mcpd.agents.agent import Agent, Audience
 from mcpd.agents.agent_server import new_session
 from mcpd.agents.connection.agent_connection import Connection, RequestHandler
 from mcpd.agents.connection.failures import Failures
@@ -40,13 +41,13 @@ class Handler(RequestHandler):
         self.router = world.router
         self.failures = Failures()
 
-    def answer_now(self, conn: Connection, req: rpc.Request) -> bytes:
+    def answer_now(self, conn: Agent, req: rpc.Request) -> bytes:
         return rpc.encode_result(req.id, {})
 
-    async def dispatch(self, conn: Connection, req: rpc.Request) -> bytes | None:
+    async def dispatch(self, conn: Agent, req: rpc.Request) -> bytes | None:
         return rpc.encode_result(req.id, {})
 
-    def agent_joined(self, conn: Connection) -> None:
+    def agent_joined(self, conn: Audience) -> None:
         pass
 
     def agent_gone(self, owner: Owner) -> None:
@@ -61,12 +62,12 @@ class Extras:
         self.ended: list[rpc.Id] = []
 
     def extra(
-        self, conn: Connection, rid: rpc.Id, wanted: dict[str, Any], ctx: RequestContext | None
+        self, conn: Agent, rid: rpc.Id, wanted: dict[str, Any], ctx: RequestContext | None
     ) -> dict[str, Any]:
         self.asked.append((rid, wanted))
         return {"promptsListChanged": True} if wanted.get("promptsListChanged") else {}
 
-    def end(self, conn: Connection, rid: rpc.Id) -> None:
+    def end(self, conn: Agent, rid: rpc.Id) -> None:
         self.ended.append(rid)
 
 

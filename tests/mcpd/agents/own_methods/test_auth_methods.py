@@ -18,8 +18,9 @@ import msgspec
 import pytest
 from msgspec import Raw
 
+from mcpd.agents.agent import Agent, Audience
 from mcpd.agents.agent_server import new_session
-from mcpd.agents.connection.agent_connection import Connection, RequestHandler
+from mcpd.agents.connection.agent_connection import RequestHandler
 from mcpd.agents.connection.failures import Failures
 from mcpd.agents.entry.identity import AgentIdentity
 from mcpd.agents.entry.peers import Peer
@@ -117,7 +118,7 @@ class Api:
         self.http = Http()
         self.scope = scope
 
-    def scope_of(self, conn: Connection) -> Scope | None:
+    def scope_of(self, conn: Agent) -> Scope | None:
         return self.scope
 
     async def agents_kin(self) -> list[AgentKin]:
@@ -129,21 +130,21 @@ class Handler(RequestHandler):
         self.router = world.router
         self.failures = Failures()
 
-    def answer_now(self, conn: Connection, req: rpc.Request) -> bytes:
+    def answer_now(self, conn: Agent, req: rpc.Request) -> bytes:
         raise AssertionError("not reached")
 
-    async def dispatch(self, conn: Connection, req: rpc.Request) -> bytes | None:
+    async def dispatch(self, conn: Agent, req: rpc.Request) -> bytes | None:
         raise AssertionError("not reached")
 
-    def agent_joined(self, conn: Connection) -> None:
+    def agent_joined(self, conn: Audience) -> None:
         pass
 
     def agent_gone(self, owner: Owner) -> None:
         pass
 
 
-def caller(peer: Peer | None) -> Connection:
-    """An agent connection of ``peer``: an HTTP exchange, as on the socket (a peer the
+def caller(peer: Peer | None) -> Agent:
+    """An agent of ``peer``: an HTTP exchange, as on the socket (a peer the
     kernel named) or on the TCP endpoint (None: no peer, only the token)."""
     world = World()
     return Exchange(
@@ -151,7 +152,7 @@ def caller(peer: Peer | None) -> Connection:
         new_session(),
         RequestSender(peer),
         world.profile,
-        object(),
+        Owner(),
         AgentIdentity(peer),
     )
 
@@ -162,7 +163,7 @@ def peer(uid: int = ME, **more: Any) -> Peer:
     )
 
 
-async def call(api: Api, conn: Connection, method: str, params: Any = None) -> Any:
+async def call(api: Api, conn: Agent, method: str, params: Any = None) -> Any:
     """The method's answer as the caller reads it, its keys in the order sent."""
     raw = Raw(json.dumps(params if params is not None else PARAMS.get(method, {})).encode())
     said = await HANDLERS[method](api, conn, rpc.Request(1, method, raw), None)
