@@ -27,6 +27,8 @@ from protocol.mcp import core as mcp
 from protocol.mcp.serving import AgentSession, RequestContext
 
 from ..policy.deciders.kin import AgentKin
+from ..policy.decision.rules import Decision
+from ..registry.tables.shown import Entry
 from ..registry.uris.scheme import Sight
 from ..servers.shared import Call, Outcome, Owner, ProgressSink, SessionMark, Whose
 from .askback.askers import AgentRequests, DirectAsker
@@ -154,6 +156,19 @@ class Agent(Audience, OutcomeSink):
         """Where what answers no request goes later (a subscribed resource's updates)."""
 
 
+class Sent(msgspec.Struct, frozen=True):
+    """What a call goes to its server under, which each round after its first is looked
+    at again against (``again``): its tool as its profile listed it, and the rules'
+    decision (an ``ask``'s, once a person approved the call); and for a modern agent's
+    call that its server answered ``input_required``, how many times the agent came
+    back with answers (``resumes``)."""
+
+    entry: Entry
+    profile: Profile
+    decision: Decision
+    rounds: int = 0
+
+
 class AgentCall(msgspec.Struct, eq=False):
     """A tools/call as the agent side keeps it: ``out``, the ``Call`` the servers are
     handed (this is its caller), and what only this side reads of it."""
@@ -175,6 +190,10 @@ class AgentCall(msgspec.Struct, eq=False):
     # A held tool's server and the server's name for it: the call is refused, never
     # routed, and its record names them all the same.
     held: tuple[str, str] | None = None
+    # What the rules let it through with, when it went to its server without a task
+    # (``toolcall.Router.start``): should its server answer ``input_required`` asking
+    # nothing, its rounds go on in a task, each looked at again under this first.
+    let_through: Sent | None = None
     # -- what its audit record says --
     decision: str = "allow"  # the policy's, how the person asked decided, or none (no rule asked)
     decided_by: str = "default"  # the rule (policy[2]), or who decided

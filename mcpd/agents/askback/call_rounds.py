@@ -3,12 +3,13 @@ about first when the policy says so, then driven through the rounds of its serve
 asking its agent things (``driver.AskBackDriver``), each round after the first
 looked at again by the rules, as they or the tool may have changed while the agent
 answered. A modern agent's retry that continues a call its server answered
-``input_required`` (``resumes``) is that call's next round.
+``input_required`` (``resumes``) is that call's next round; so is each call again mcpd
+makes for a legacy agent whose call began without a task (``Had``).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Final, NamedTuple, TypeAlias
 
 from msgspec import UNSET, Raw, UnsetType
 
@@ -17,92 +18,87 @@ from protocol.mcp import core as mcp
 
 from ...servers.all_servers import AllServers
 from ...servers.shared import Asker, Call, Outcome
-from ..agent import AgentCall
-from ..calls.callpolicy import Ask, CallPolicy, Sent
+from ..agent import AgentCall, Sent
+from ..calls.callpolicy import Ask, CallPolicy
 from ..calls.replies import CallReplies
 from .awaited import Awaited
-from .driver import AgentSide, AskBackDriver
+from .driver import AgentSide, AskBackDriver, Asked
 from .resumes import Resumed
 from .rounds import Head, RoundTrip
 
-__all__ = ["CallRounds", "CallTask", "Had"]
+__all__ = ["CONTINUES", "CallTask", "Continues", "Had", "Onward"]
+
+
+class Continues:
+    """A call that answers what mcpd asked its agent for another call: only the driver
+    may take it, as it checks whose call and which tool the token continues, or says
+    it expired. Sent on as it is, it would be a call no rule was asked about."""
+
+
+CONTINUES: Final = Continues()
+
+# Where a routed call goes on: let through under ``Sent``; to be asked about first
+# (``Ask``); an answer to what mcpd asked (``CONTINUES``); the next round of a call
+# its server answered ``input_required`` (``Resumed``).
+Onward: TypeAlias = Sent | Ask | Continues | Resumed
 
 
 class Had(NamedTuple):
-    """A call's first round, had before its task: its outcome, and that outcome's head
-    as it was read then (not read again)."""
+    """A call's first round, had before its task (``Connection.finish``): its outcome,
+    that outcome's head as it was read then (not read again), and what the rules let
+    the call through with, which each round after it is looked at again against."""
 
     outcome: Outcome
     head: Head
-
-
-class CallRounds:
-    def __init__(
-        self,
-        servers: AllServers,
-        askback: AskBackDriver,
-        policy: CallPolicy,
-        replies: CallReplies,
-    ) -> None:
-        """``replies``: each round's reply line, and the call's record when it raised
-        what nothing expected."""
-        self.servers = servers
-        self.askback = askback
-        self.policy = policy
-        self.replies = replies
-
-    async def serve(
-        self,
-        call: AgentCall,
-        going: Ask | Sent | Resumed | None,
-        answered: Had | None = None,
-    ) -> bytes:
-        """A routed call, awaited, going under ``going``: asked about first when the
-        policy says so (``Ask``), then through the rounds of its server asking its
-        agent things. None: a call that only brings the answer to what mcpd asked for
-        another (``toolcall.Continues``), or one let through already whose server
-        ``answered``."""
-        try:
-            if isinstance(going, Resumed):
-                # The next round of a call that met the rules: looked at again first, as
-                # each round after the first is.
-                task = CallTask(self, call, going.sent, False, answered)
-            else:
-                task = CallTask(self, call, going, True, answered)
-            return await task.run()
-        except rpc.RPCError as exc:
-            # A requestState that names no wait of mcpd's (expired, another agent's):
-            # this request's error, never the connection's.
-            self.replies.records.tool_call(call, self.replies.who(call), "error", exc.message)
-            return rpc.encode_error(call.out.id, exc.code, exc.message, exc.data)
-        except BaseException as exc:
-            self.replies.failed(call, exc)
-            raise
+    sent: Sent
 
 
 class CallTask:
     """One call awaited in a task of its agent's request, round by round: what its next
     round goes under, and where each round's outcome is handed to the task (the same
-    ``Awaited``, the call's for as long as the task lasts)."""
+    ``Awaited``, the call's for as long as the task lasts). It holds the router's parts
+    it uses, not the router, which makes it."""
 
-    __slots__ = ("answered", "awaited", "call", "first", "going", "read_first", "rounds")
+    __slots__ = (
+        "askback",
+        "awaited",
+        "call",
+        "first",
+        "going",
+        "had",
+        "policy",
+        "read_first",
+        "replies",
+        "servers",
+    )
 
     def __init__(
         self,
-        rounds: CallRounds,
         call: AgentCall,
-        going: Ask | Sent | None,
-        first: bool,
-        answered: Had | None,
+        going: Onward | Had,
+        servers: AllServers,
+        policy: CallPolicy,
+        replies: CallReplies,
+        askback: AskBackDriver,
     ) -> None:
-        """``going``: what its next round goes under (``Ask``: a person decides before
-        its first; ``Sent``: looked at again before each after it). ``first``: its first
-        round is still to come. ``answered``: that round's outcome, had before the task."""
-        self.rounds = rounds
+        """``going``: where it goes on from (``Onward``, as routing left it; ``Had``:
+        its first round, had before the task). ``replies``: each round's reply line,
+        and the call's record when it raised what nothing expected."""
         self.call = call
-        self.going = going
-        self.first = first
-        self.answered = answered
+        self.servers, self.policy, self.replies, self.askback = servers, policy, replies, askback
+        # What its next round goes under: ``Ask``, a person decides before its first;
+        # ``Sent``, looked at again before each after it.
+        self.going: Ask | Sent | Continues
+        self.first = True  # its first round is still to come
+        self.had: Had | None = None  # that round's outcome, had before the task
+        if isinstance(going, Resumed):
+            # A retry that continues a call is past its first round, and its
+            # requestState is the server's, no ask of mcpd's.
+            self.going, self.first = going.sent, False
+        elif isinstance(going, Had):
+            self.going, self.had = going.sent, going
+        else:
+            self.going = going
         # The head of the first round's outcome, when it was read before the task.
         self.read_first: Head | None = None
         self.awaited = call.to = Awaited()
@@ -120,48 +116,47 @@ class CallTask:
             own_user=agent.identity.reads_as_owner(),
         )
         out.capabilities = side.upstream_capabilities()
-        # A retry that continues a call (``Resumed``) is past its first round, and its
-        # requestState is the server's, no ask of mcpd's.
         state = out.request_state if self.first else UNSET
-        return await self.rounds.askback.serve(
-            side,
-            out,
-            RoundTrip(send=self.send, shape=self.shape, resend=_retry, read=self.read),
-            rid=out.id,
-            method="tools/call",
-            name=call.local,
-            arguments=out.arguments,
-            state=state,
-            responses=out.input_responses,
+        asked = Asked(
+            out, out.id, "tools/call", call.local, out.arguments, state, out.input_responses
         )
+        trip = RoundTrip(send=self.send, shape=self.shape, resend=_retry, read=self.read)
+        try:
+            return await self.askback.serve(side, asked, trip)
+        except rpc.RPCError as exc:
+            # A requestState that names no wait of mcpd's (expired, another agent's):
+            # this request's error, never the connection's.
+            self.replies.records.tool_call(call, self.replies.who(call), "error", exc.message)
+            return rpc.encode_error(out.id, exc.code, exc.message, exc.data)
 
     async def send(self, request: Call, asker: Asker | None) -> Outcome:
         """One round: ``request`` (the call's ``out``, as the answers of the round before
         left it) at its server, under what the last round went under: asked about
         before the first when the policy says so, looked at again before each after it
         (the rules or the tool may have changed while the agent answered its server)."""
-        if self.answered is not None:  # the first round's, from before its task
-            (outcome, self.read_first), self.answered, self.first = self.answered, None, False
+        if self.had is not None:  # the first round's, from before its task
+            outcome, self.read_first = self.had.outcome, self.had.head
+            self.had, self.first = None, False
             return outcome
-        call, rounds = self.call, self.rounds
+        call = self.call
         try:
-            who = rounds.replies.who(call)
-            going: mcp.CallToolResult | Sent | None
+            who = self.replies.who(call)
+            going: mcp.CallToolResult | Sent
             # mcpd's command line is told a wait's id: its user has no form to answer.
             told = call.agent.waits if call.agent.tells_waits else None
             if isinstance(self.going, Ask):
-                going = await rounds.policy.ask(call, who, call.agent.kin, self.going, asker, told)
-            elif isinstance(self.going, Sent) and not self.first:
-                going = await rounds.policy.again(
-                    call, who, call.agent.kin, self.going, asker, told
-                )
-            else:
+                going = await self.policy.ask(call, who, call.agent.kin, self.going, asker, told)
+            elif isinstance(self.going, Continues):
+                raise AssertionError("an answer to what mcpd asked went to a server")
+            elif self.first:
                 going = self.going
+            else:
+                going = await self.policy.again(call, who, call.agent.kin, self.going, asker, told)
             if isinstance(going, mcp.CallToolResult):
                 return going
             self.going, self.first = going, False
             request.asker = asker
-            rounds.servers.start(call.sent())
+            self.servers.start(call.sent())
             try:
                 return await self.awaited.outcome()
             except BaseException:
@@ -170,7 +165,7 @@ class CallTask:
         except BaseException as exc:
             # Here too: a modern agent's call that waits for its agent's answer runs
             # on after the agent's request was answered with input_required.
-            rounds.replies.failed(call, exc)
+            self.replies.failed(call, exc)
             raise
 
     def read(self, request: Call) -> Head | None:
@@ -184,9 +179,9 @@ class CallTask:
         call = self.call
         try:
             sent = self.going if isinstance(self.going, Sent) else None
-            return self.rounds.replies.reply(call, outcome, sent, rid)[0]
+            return self.replies.reply(call, outcome, sent, rid)[0]
         except Exception as exc:  # where no one else records it: the ask-back task
-            self.rounds.replies.failed(call, exc)
+            self.replies.failed(call, exc)
             raise
 
 

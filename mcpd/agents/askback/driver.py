@@ -11,7 +11,8 @@ whichever of the agent's retries is waiting.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Generic
 
 import msgspec
 import trio
@@ -64,6 +65,22 @@ class AgentSide(msgspec.Struct):
         return out or None
 
 
+@dataclass(frozen=True, slots=True)
+class Asked(Generic[Req]):
+    """An agent's request whose server may ask it things, as the driver reads it: the
+    request as its server is sent it, and of the agent's: its id, its method, what it
+    names (a tool's or prompt's name as the agent called it, or a URI), its arguments,
+    and the ``requestState`` and ``inputResponses`` it brings."""
+
+    request: Req
+    rid: rpc.Id
+    method: str
+    name: str | None
+    arguments: Raw | UnsetType
+    state: Raw | UnsetType
+    responses: Raw | UnsetType
+
+
 class AskBackDriver:
     def __init__(
         self, failures: Failures | None = None, settings: Callable[[], DaemonConfig] = DaemonConfig
@@ -92,23 +109,11 @@ class AskBackDriver:
         requests were failed by its connection or session as it closed)."""
         self.parks.owner_gone(owner, why)
 
-    async def serve(
-        self,
-        agent: AgentSide,
-        request: Req,
-        trip: RoundTrip[Req, Out],
-        *,
-        rid: rpc.Id,
-        method: str,
-        name: str | None,
-        arguments: Raw | UnsetType,
-        state: Raw | UnsetType,
-        responses: Raw | UnsetType,
-    ) -> bytes:
-        """The reply to an agent's ``method`` request of ``name`` with ``arguments``
-        under ``rid`` (``request``, as its server is sent it, with the ``requestState``
-        and ``inputResponses`` it carries), whose server may ask the agent things."""
-        found = self.parks.find(state)
+    async def serve(self, agent: AgentSide, asked: Asked[Req], trip: RoundTrip[Req, Out]) -> bytes:
+        """The reply to ``asked``, a request of ``agent``'s whose server may ask the
+        agent things, its rounds going to the server and back as ``trip`` says."""
+        request, rid = asked.request, asked.rid
+        found = self.parks.find(asked.state)
         if found is True:
             raise rpc.RPCError(
                 rpc.INVALID_PARAMS,
@@ -116,7 +121,8 @@ class AskBackDriver:
                 "send the request again without it",
             )
         if isinstance(found, Park):
-            retry = Retry(agent.owner, method, name, arguments, _decode(responses), rid)
+            responses = _decode(asked.responses)
+            retry = Retry(agent.owner, asked.method, asked.name, asked.arguments, responses, rid)
             return await claim(found, retry).next()
         # An agent that declared nothing a server may ask is still the one to blame for
         # its calls: its asker refuses, and the server hears why.
@@ -132,7 +138,7 @@ class AskBackDriver:
             return trip.shape(rid, outcome)
         if not agent.asks or self._nursery is None:
             return trip.shape(rid, await trip.send(request, direct))
-        flow = Flow(agent.owner, method, name, arguments, rid)
+        flow = Flow(agent.owner, asked.method, asked.name, asked.arguments, rid)
         asker_ = ParkedAsker(flow, agent.capabilities, self.parks)
         self._nursery.start_soon(self._drive, flow, request, asker_, trip)
         return await flow.next()

@@ -64,8 +64,7 @@ from protocol.mcp import core as mcp
 from protocol.mcp import features as surface
 
 from ...policy.agent import AgentInfo
-from ..agent import AgentCall
-from ..calls.callpolicy import Sent
+from ..agent import AgentCall, Sent
 from ..profiles import Profile
 from .askers import MAX_ROUNDS, own_token
 from .bound import binding, other_arguments

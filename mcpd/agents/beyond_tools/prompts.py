@@ -24,7 +24,7 @@ from ...registry.uris.scheme import Ambiguous, Sight
 from ...servers.all_servers import AllServers
 from ...servers.shared import Asker, CallRefused, Outage, Whose
 from ..askback import unanswered, url_required
-from ..askback.driver import AgentSide, AskBackDriver
+from ..askback.driver import AgentSide, AskBackDriver, Asked
 from ..askback.rounds import RoundTrip, SendRound
 from ..askback.state_bound import largest_state, refuse_too_large, repeated_bytes
 from ..calls import result_eras
@@ -41,7 +41,7 @@ OUTAGE: int = -32000
 Fetched = Raw | Outage | rpc.RPCError
 
 # The params of a request that may be asked back about, as its server is sent them.
-Asked = TypeVar("Asked", surface.GetPromptParams, surface.ReadResourceParams)
+Params = TypeVar("Params", surface.GetPromptParams, surface.ReadResourceParams)
 
 
 class PromptsPage(msgspec.Struct, omit_defaults=True):
@@ -206,10 +206,10 @@ async def serve_asked(
     askback: AskBackDriver,
     agent: AgentSide,
     req: rpc.Request,
-    params: Asked,
+    params: Params,
     name: str,
     alias: str,
-    upstream: SendRound[Asked, Fetched],
+    upstream: SendRound[Params, Fetched],
     rewrite: Callable[[Raw], Raw | dict[str, Any]],
     seen: Seen,
     arguments: Raw | UnsetType,
@@ -241,20 +241,13 @@ async def serve_asked(
 
         return reply_encoded(rid, made, failed)
 
-    def resend(p: Asked, responses: Raw | UnsetType, state: Raw | UnsetType) -> Asked:
+    def resend(p: Params, responses: Raw | UnsetType, state: Raw | UnsetType) -> Params:
         return msgspec.structs.replace(p, inputResponses=responses, requestState=state)
 
-    return await askback.serve(
-        agent,
-        params,
-        RoundTrip(send=upstream, shape=shape, resend=resend),
-        rid=req.id,
-        method=req.method,
-        name=name,
-        arguments=arguments,
-        state=params.requestState,
-        responses=params.inputResponses,
+    asked = Asked(
+        params, req.id, req.method, name, arguments, params.requestState, params.inputResponses
     )
+    return await askback.serve(agent, asked, RoundTrip(send=upstream, shape=shape, resend=resend))
 
 
 async def get_prompt(

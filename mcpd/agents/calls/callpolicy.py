@@ -56,7 +56,7 @@ from ...policy.waiting import asking
 from ...policy.waiting.approvals import ApprovalRequest, Verdict
 from ...registry.tables.shown import Entry
 from ...servers.shared import Asker, Call, QueuedCheck
-from ..agent import AgentCall
+from ..agent import AgentCall, Sent
 from ..askback.askers import Park, Parks
 from ..profiles import Profile, Profiles
 
@@ -82,18 +82,6 @@ class Ask(msgspec.Struct, frozen=True):
     kept: int = 0
 
 
-class Sent(msgspec.Struct, frozen=True):
-    """What a call went to its server under: its tool as its profile listed it, and the
-    rules' decision (an ``ask``'s, once a person approved the call); and for a modern
-    agent's call that its server answered ``input_required``, how many times the agent
-    came back with answers (``resumes``)."""
-
-    entry: Entry
-    profile: Profile
-    decision: Decision
-    rounds: int = 0
-
-
 class CallPolicy:
     def __init__(self, gate: CallGate, parks: Parks) -> None:
         self.gate = gate
@@ -101,15 +89,16 @@ class CallPolicy:
 
     def decide(
         self, call: AgentCall, entry: Entry, profile: Profile, agent: AgentInfo
-    ) -> mcp.CallToolResult | Ask | None:
-        """What the rules say of ``call`` to the listed tool ``entry``: None when it
-        may go, the result it ends with when it may not, or ``Ask``."""
+    ) -> mcp.CallToolResult | Ask | Sent:
+        """What the rules say of ``call`` to the listed tool ``entry``: what it goes to
+        its server under when it may go, the result it ends with when it may not, or
+        ``Ask``."""
         gate = self.gate
         facts = _facts(entry, profile)
         decision = gate.decide(facts, agent)
         call.decision, call.decided_by = decision.action, decision.by
         if decision.action == "allow":
-            return None
+            return Sent(entry, profile, decision)
         if decision.action == "ask":
             return Ask(facts, decision, entry, profile, call.out.kept_apart())
         why = f": {decision.reason}" if decision.reason else ""
@@ -218,18 +207,6 @@ class CallPolicy:
         return _going(
             call, facts, Sent(entry, ask.profile, ask.decision if now is None else now), "approval"
         )
-
-    def let_through(self, call: AgentCall, profile: Profile) -> Sent:
-        """``call``, just routed in ``profile`` and let through by the rules without
-        asking anyone (in the same step: its tool is listed as it was routed), as it
-        goes to its server."""
-        entry = profile.lookup(call.local)
-        assert entry is not None and entry.held is None, "routed to a tool it lists"
-        gate = self.gate
-        if gate.empty:
-            return Sent(entry, profile, ALLOW)
-        # What the rules say, not counted against a rate again: routing counted it.
-        return Sent(entry, profile, gate.policy.decide(_facts(entry, profile)))
 
     def allowed_as(self, call: AgentCall, profile: Profile) -> Sent | None:
         """What ``call``, sent without a task (allowed, nobody asked), went under, as far

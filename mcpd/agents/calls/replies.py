@@ -16,11 +16,11 @@ from protocol.mcp import core as mcp
 from ...policy.agent import AgentInfo
 from ...servers.all_servers import AllServers
 from ...servers.shared import Outage, Outcome
-from ..agent import AgentCall
+from ..agent import AgentCall, Sent
 from ..askback import url_required
 from ..askback.resumes import Resumes
 from ..tasks.table import Tasks
-from .callpolicy import CallPolicy, Sent
+from .callpolicy import CallPolicy
 from .callrecords import CallRecords, ended, outcome_of
 from .results import shape_call_result
 

@@ -34,16 +34,17 @@ from protocol.mcp import core as mcp
 from protocol.mcp import features as surface
 
 from ...audit.record import NO_DECISION
+from ...policy.decision.rules import ALLOW
 from ...servers.all_servers import AllServers
 from ...servers.shared import Call, Outcome
-from ..agent import NO_ONE, Agent, AgentCall
-from ..askback.call_rounds import CallRounds, Had
+from ..agent import NO_ONE, Agent, AgentCall, Sent
+from ..askback.call_rounds import CONTINUES, CallTask, Had, Onward
 from ..askback.driver import AskBackDriver
-from ..askback.resumes import Resumed, Resumes
+from ..askback.resumes import Resumes
 from ..lists.metatools import NAMES as META_TOOLS
 from ..lists.search_mode import unwrap
 from ..tasks.table import Tasks
-from .callpolicy import Ask, CallPolicy, Sent
+from .callpolicy import CallPolicy
 from .callrecords import CallRecords, reason_kept
 from .replies import CallReplies
 from .request_context import agents_own, spliced_context
@@ -52,22 +53,7 @@ from .unrouted import held_tool, unknown_tool
 # How arguments that are an object, or null, begin.
 _OBJECT_OR_NULL: Final = (ord("{"), ord("n"))
 
-
-class LetThrough:
-    """A call routed to its server, which the rules let through without asking anyone."""
-
-
-LET_THROUGH: Final = LetThrough()
-
-
-class Continues:
-    """A call that answers what mcpd asked its agent for another call."""
-
-
-CONTINUES: Final = Continues()
-
 # What routing a call comes to: the outcome it ends with here, or where it goes on.
-Onward: TypeAlias = LetThrough | Ask | Continues | Resumed
 RoutedCall: TypeAlias = Outcome | Onward
 
 
@@ -94,13 +80,12 @@ class Router:
         keeps the task handles results hand agents (both shared with the other
         methods, ``beyond_tools``); ``budget``: the result budget."""
         self.servers = servers
+        self.askback = askback
         self.policy = policy
         self.records = records
         self.resumes = Resumes(max_line_bytes=max_line_bytes)
         self.splice = splice
         self.replies = CallReplies(servers, policy, records, self.resumes, tasks, budget=budget)
-        # Calls awaited in a task of their request, round by round.
-        self.rounds = CallRounds(servers, askback, policy, self.replies)
 
     def call_of(self, agent: Agent, request: splice.SplicedRequest | rpc.Request) -> AgentCall:
         """The call an agent's tools/call stands for, from what either decoder made of
@@ -144,7 +129,8 @@ class Router:
             capabilities=caps,
         )
         tasks = caps is not None and surface.has_tasks(caps)
-        return AgentCall(out, agent, agent, modern, tasks, self.records.now())
+        arrived = self.records.now()
+        return AgentCall(out, agent, to=agent, modern=modern, tasks=tasks, arrived=arrived)
 
     def start(self, call: AgentCall) -> None:
         """Route ``call`` and start it at its server, without a task: its outcome goes
@@ -152,45 +138,37 @@ class Router:
         (for a person's decision, its server's task, its rounds) goes on in a task of
         its request (``Agent.in_task``) from where routing left it."""
         routed = self.route(call)
-        if routed is LET_THROUGH and not call.tasks:
+        if isinstance(routed, Sent) and not call.tasks:
+            call.let_through = routed
             self.servers.start(call.sent())
         elif isinstance(routed, Onward):
-            going = self._going(call, routed)
-            call.agent.in_task(call, functools.partial(self.rounds.serve, call, going))
+            call.agent.in_task(call, functools.partial(self.serve, call, routed))
         else:
             call.to.finish(call, routed)
 
-    async def serve(self, call: AgentCall, had: Had | None = None) -> bytes:
-        """``call`` routed and taken on in a task of its agent's request: its reply,
-        after as many rounds as its server and agent need to ask each other things.
-        ``had``: its first round, when it was started without a task (``start``) and
-        its server answered ``input_required`` asking nothing of a legacy agent
-        (``askback.rounds.shedding``, which read that answer's head): its rounds go on
-        from that answer, as they would have from the first."""
-        going: Ask | Sent | Resumed | None = None
-        if had is None:
+    async def serve(self, call: AgentCall, going: Onward | Had | None = None) -> bytes:
+        """``call`` taken on in a task of its agent's request: its reply, after as many
+        rounds as its server and agent need to ask each other things (``CallTask``).
+        ``going``: where it goes on from, when it was started without a task
+        (``start``): as routing left it, or from its first round (``Had``), when its
+        server answered ``input_required`` asking nothing of a legacy agent
+        (``askback.rounds.shedding``, which read that answer's head); its rounds go on
+        from that answer, as they would have from the first. None: routed here."""
+        if going is None:
             try:
                 routed = self.route(call)
                 if not isinstance(routed, Onward):
                     return self.replies.reply(call, routed)[0]
-                going = self._going(call, routed)
             except Exception as exc:
                 self.replies.failed(call, exc)
                 raise
-        return await self.rounds.serve(call, going, had)
-
-    def _going(self, call: AgentCall, routed: Onward) -> Ask | Sent | Resumed | None:
-        """What a call routed on goes to its rounds under. Let through: what the rules
-        let it through with, in the step that routed it (its server may answer with a
-        task, whose answers are looked at again under that). None for one that carries
-        mcpd's requestState: only the driver may take that, as it checks whose call and
-        which tool the token continues, or says it expired; sent on as it is, it would
-        be a call no rule was asked about."""
-        if isinstance(routed, LetThrough):
-            return self.policy.let_through(call, call.agent.profile)
-        if isinstance(routed, Continues):
-            return None
-        return routed
+            going = routed
+        try:
+            task = CallTask(call, going, self.servers, self.policy, self.replies, self.askback)
+            return await task.run()
+        except BaseException as exc:
+            self.replies.failed(call, exc)
+            raise
 
     def abandon(self, call: AgentCall) -> None:
         """The agent stopped waiting for ``call`` (it cancelled it, or hung up): its
@@ -206,7 +184,8 @@ class Router:
 
     def route(self, call: AgentCall) -> RoutedCall:
         """Where ``call`` goes in its agent's profile: its server (``out.alias``) and
-        the tool's name there, let through (``LET_THROUGH``); or the outcome it ends
+        the tool's name there, let through (``Sent``, with the routed tool, the profile
+        and what the rules said); or the outcome it ends
         with here (arguments that are not an object, an unknown tool, what search mode's
         meta-tools answer, a held tool, the policy's refusal); or ``Ask``, when a person
         decides first; or ``CONTINUES``, when it carries mcpd's requestState (an answer
@@ -264,9 +243,8 @@ class Router:
             _before_the_rules(call, f"held: {entry.held}")
             return held_tool(entry, name)
         if self.policy.gate.empty:
-            return LET_THROUGH
-        decided = self.policy.decide(call, entry, profile, self.replies.who(call))
-        return LET_THROUGH if decided is None else decided
+            return Sent(entry, profile, ALLOW)
+        return self.policy.decide(call, entry, profile, self.replies.who(call))
 
 
 def _before_the_rules(call: AgentCall, refusal: str | None = None) -> None:

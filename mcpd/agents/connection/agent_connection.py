@@ -312,13 +312,14 @@ class Connection(Agent):
         rid, inflight = call.out.id, self.inflight
         if inflight.requests.get(rid) is None:
             return
-        if not call.modern and self._nursery is not None:
+        sent = call.let_through  # None: it ended where it was routed
+        if sent is not None and not call.modern and self._nursery is not None:
             # Its head as the scheduler read it, when it did: not read again.
             shed = shedding(outcome, call.out.head)
             if shed is not None:
                 # The server asks to be called again with its state: mcpd does so for an
                 # agent of the era before, which would not know how.
-                resume = functools.partial(self.router.serve, call, Had(outcome, shed))
+                resume = functools.partial(self.router.serve, call, Had(outcome, shed, sent))
                 self._spawn(rid, "tools/call", resume, self._nursery, call)
                 return
         inflight.forget(rid)

@@ -51,7 +51,7 @@ from protocol.mcp.serving import RequestContext
 from ...registry.uris.scheme import Sight
 from ...servers.all_servers import AllServers
 from ...servers.shared import MAX_TASK_ID, CallRefused, Outage, Owner, SessionMark, Whose
-from ..calls.callpolicy import Sent
+from ..agent import Sent
 from ..calls.results import Recipient, result_for
 from ..calls.rewrite import tool_result
 from .told import ResultFor, TaskState, cut_message, malformed, task_state

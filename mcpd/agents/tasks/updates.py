@@ -26,8 +26,8 @@ from protocol.mcp import features as surface
 from protocol.mcp.serving import RequestContext
 
 from ...servers.shared import Call, Outcome, Owner
-from ..agent import NO_ONE, Agent, AgentCall, OutcomeSink
-from ..calls.callpolicy import CallPolicy, Sent
+from ..agent import NO_ONE, Agent, AgentCall, OutcomeSink, Sent
+from ..calls.callpolicy import CallPolicy
 from ..calls.callrecords import CallRecords, outcome_of
 from .table import Tasks
 

@@ -11,6 +11,10 @@ must retry without being given anything to answer, and the one it never stops.
   with no state is answered with a ``requestState`` alone, a string whose JSON is
   ``size`` bytes (the call's or the prompt's argument, or the URI's); a retry completes,
   saying how many bytes of state it brought back.
+
+With ``--gate PATH`` (a named pipe), the first request of tool ``busy`` (one with no
+state) is answered only once whoever opened that pipe for writing has closed it: the
+open tells that the request is here, and the close lets it be answered.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ MODERN = "2026-07-28"
 FRESH = {"ttlMs": 0, "cacheScope": "private"}  # nothing of it is to be cached
 p = argparse.ArgumentParser()
 p.add_argument("--busy", type=int, default=3, help="retries a busy request needs")
+p.add_argument("--gate", help="a named pipe the first call of busy waits on")
 args = p.parse_args()
 
 
@@ -35,6 +40,9 @@ def write(rid: object, result: dict) -> None:
 def shed(params: dict) -> tuple[dict | None, str]:
     """The input_required that sheds a request again, or None with how it came back."""
     state = params.get("requestState")
+    if state is None and args.gate and params.get("name") == "busy":
+        with open(args.gate) as gate:
+            gate.read()
     back = int(state.removeprefix("shed-")) if isinstance(state, str) else 0
     if back < args.busy:
         return {"resultType": "input_required", "requestState": f"shed-{back + 1}"}, ""

@@ -1,8 +1,9 @@
 """A daemon in front of a 2026-07-28 server whose tool ``ask`` answers
 ``input_required`` (``servers/scripted.py``), or whose tool ``build`` answers with a task
-that waits for input (``asking/task_server.py``), run from a config file so that a test can
-reload other rules while an agent answers what the server asked, and the agent that
-answers: for the tests of what a call sent again with its agent's answers meets."""
+that waits for input (``asking/task_server.py``), or another the test names, run from a
+config file so that a test can reload other rules while an agent answers what the
+server asked, and the agent that answers: for the tests of what a call sent again with
+its agent's answers meets."""
 
 from __future__ import annotations
 
@@ -37,10 +38,10 @@ def answer(method: str, params: Any) -> Any:
 
 
 class Rounds:
-    def __init__(self, daemon: Daemon, tmp_path: Path, tasks: bool) -> None:
+    def __init__(self, daemon: Daemon, tmp_path: Path, server: tuple[str, ...]) -> None:
         self.daemon = daemon
         self.tmp_path = tmp_path
-        self.tasks = tasks
+        self.server = server  # its command and arguments
 
     def reached(self, method: str = "tools/call", name: str = "ask") -> list[dict[str, Any]]:
         """The params of each ``method`` (a call of ``name``) that reached the server."""
@@ -55,7 +56,7 @@ class Rounds:
     async def reload(self, rules: list[dict[str, Any]], *more: str) -> None:
         """The operator writes ``rules`` (and the lines ``more``) into the config and
         reloads it."""
-        write_config(self.tmp_path, rules, self.tasks, more)
+        write_config(self.tmp_path, rules, self.server, more)
         await self.daemon.reload()
 
     async def records(self, name: str = ASK) -> list[CallRecord]:
@@ -72,16 +73,24 @@ class Rounds:
             yield agent
 
 
-def write_config(
-    tmp_path: Path, rules: list[dict[str, Any]], tasks: bool = False, more: tuple[str, ...] = ()
-) -> Path:
+def server_of(tmp_path: Path, tasks: bool) -> tuple[str, ...]:
+    """The command and arguments of the server a test of rounds runs by default."""
     log = str(tmp_path / "server.in")
     if tasks:
-        command, args = sys.executable, (TASKS, log)
-    else:
-        command, args = scripted(
-            "--era", "modern", "--names", "ask", "--log-file", log, *PROMPT_AND_RESOURCE
-        )
+        return sys.executable, TASKS, log
+    command, args = scripted(
+        "--era", "modern", "--names", "ask", "--log-file", log, *PROMPT_AND_RESOURCE
+    )
+    return command, *args
+
+
+def write_config(
+    tmp_path: Path,
+    rules: list[dict[str, Any]],
+    server: tuple[str, ...],
+    more: tuple[str, ...] = (),
+) -> Path:
+    command, *args = server
     lines = [
         "[daemon]",
         f"socket = {json.dumps(str(tmp_path / 'mcpd.sock'))}",
@@ -90,7 +99,7 @@ def write_config(
         "audit_journal = false",
         "[servers.s]",
         f"command = {json.dumps(command)}",
-        f"args = {json.dumps(list(args))}",
+        f"args = {json.dumps(args)}",
         *more,
     ]
     for rule in rules:
@@ -103,9 +112,14 @@ def write_config(
 
 @asynccontextmanager
 async def rounds_daemon(
-    tmp_path: Path, rules: list[dict[str, Any]], tasks: bool = False
+    tmp_path: Path,
+    rules: list[dict[str, Any]],
+    tasks: bool = False,
+    server: tuple[str, ...] = (),
 ) -> AsyncIterator[Rounds]:
-    """``tasks``: in front of ``asking/task_server.py``, not ``servers/scripted.py``."""
-    path = write_config(tmp_path, rules, tasks)
+    """``tasks``: in front of ``asking/task_server.py``, not ``servers/scripted.py``;
+    ``server``: in front of the server this command and arguments run instead."""
+    server = server or server_of(tmp_path, tasks)
+    path = write_config(tmp_path, rules, server)
     async with running(load(path), str(path)) as daemon:
-        yield Rounds(daemon, tmp_path, tasks)
+        yield Rounds(daemon, tmp_path, server)

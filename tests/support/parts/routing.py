@@ -202,4 +202,4 @@ class StandInAgent(Agent):
 def agent_call(out: Call, **parts: Any) -> AgentCall:
     """``out`` as the agent side keeps it, for a step of that side that reads neither
     its agent nor where its outcome goes: ``parts`` are what it says of itself."""
-    return AgentCall(out, None, None, **parts)  # type: ignore[arg-type]
+    return AgentCall(out, None, to=None, **parts)  # type: ignore[arg-type]

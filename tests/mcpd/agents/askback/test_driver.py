@@ -18,7 +18,7 @@ import trio.testing
 from msgspec import UNSET, Raw, UnsetType
 
 from mcpd.agents.askback.askers import TOKEN_PREFIX, DirectAsker, ParkedAsker
-from mcpd.agents.askback.driver import AgentSide, AskBackDriver, may_be_asked
+from mcpd.agents.askback.driver import AgentSide, AskBackDriver, Asked, may_be_asked
 from mcpd.agents.askback.rounds import RoundTrip
 from mcpd.servers.asking.askback import NO_ANSWER
 from mcpd.servers.shared import Owner
@@ -93,16 +93,9 @@ async def serve(
     arguments: Raw | UnsetType = UNSET,
 ) -> dict[str, Any]:
     with trio.fail_after(5):
+        asked = Asked({}, rid, "tools/call", name, arguments, state, responses)
         reply = await driver.serve(
-            agent,
-            {},
-            RoundTrip(send=server, shape=shape, resend=no_retry),
-            rid=rid,
-            method="tools/call",
-            name=name,
-            arguments=arguments,
-            state=state,
-            responses=responses,
+            agent, asked, RoundTrip(send=server, shape=shape, resend=no_retry)
         )
     return decoded(reply)
 

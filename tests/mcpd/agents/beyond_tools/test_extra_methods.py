@@ -214,7 +214,7 @@ async def test_a_task_is_known_to_the_agent_it_was_handed_to_only() -> None:
     mine, theirs = world.agent(), world.agent()
     handle = {"resultType": surface.TASK, "taskId": "t-1"}
     out = Call(1, "mcp__notes__slow", None, NO_ONE, MODERN_TASKS, owner=mine.owner, alias="notes")
-    call = AgentCall(out, mine, mine, tasks=True)
+    call = AgentCall(out, mine, to=mine, tasks=True)
     handed = world.extras.tasks.finish(call, handle, links=False)
     assert isinstance(handed, dict) and handed["taskId"] == "notes:t-1"
     with pytest.raises(rpc.RPCError, match="Unknown task 'notes:t-1'"):

@@ -14,9 +14,9 @@ import trio
 import trio.testing
 from msgspec import UNSET, Raw
 
-from mcpd.agents.agent import NO_ONE, AgentCall
+from mcpd.agents.agent import NO_ONE, AgentCall, Sent
 from mcpd.agents.askback.askers import TOKEN_PREFIX, Flow, Park, Parks
-from mcpd.agents.calls.callpolicy import Ask, CallPolicy, QueuedCalls, Sent
+from mcpd.agents.calls.callpolicy import Ask, CallPolicy, QueuedCalls
 from mcpd.agents.profiles import Profile, Profiles
 from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Handling, NamingConfig, PinPolicy
@@ -86,13 +86,11 @@ def a_call(
 
 def test_an_allowed_call_goes_on_with_its_rule_recorded() -> None:
     servers = profile({"gh": False})
-    call = a_call()
-    assert (
-        policy({"action": "allow", "tools": ["gh/*"]}).decide(
-            call, entry_of(servers, "gh"), servers, AGENT
-        )
-        is None
-    )
+    call, entry = a_call(), entry_of(servers, "gh")
+    sent = policy({"action": "allow", "tools": ["gh/*"]}).decide(call, entry, servers, AGENT)
+    # What it goes to its server under: the tool and profile routed, and the rule.
+    assert isinstance(sent, Sent)
+    assert (sent.entry, sent.profile, sent.decision.rule) == (entry, servers, 0)
     assert (call.decision, call.decided_by, call.refusal) == ("allow", "policy[0]", None)
 
 
@@ -118,7 +116,7 @@ def test_a_rate_limited_call_is_recorded_as_limited_not_denied() -> None:
     servers = profile({"gh": False})
     p = policy({"action": "allow", "rate": "1/h"})
     entry = entry_of(servers, "gh")
-    assert p.decide(a_call(), entry, servers, AGENT) is None
+    assert isinstance(p.decide(a_call(), entry, servers, AGENT), Sent)
     call = a_call()
     result = p.decide(call, entry, servers, AGENT)
     assert isinstance(result, mcp.CallToolResult)
@@ -151,7 +149,7 @@ def test_an_ask_carries_what_the_rules_saw_of_the_tool() -> None:
         "delete_repo",
     )
     assert ask.facts.trusted and ask.decision.rule == 0
-    assert p.decide(a_call(), entry_of(servers, "notes"), servers, AGENT) is None
+    assert isinstance(p.decide(a_call(), entry_of(servers, "notes"), servers, AGENT), Sent)
 
 
 # -- a retry that brings an answer --
@@ -628,7 +626,7 @@ def queued(*rules: dict[str, Any]) -> Queued:
     call = a_call(Raw(b'{"repo": "x"}'))
     call.profile, call.local = "default", entry.local
     call.out.alias, call.out.tool = entry.alias, entry.original
-    assert p.decide(call, entry, profiles.default, AGENT) is None
+    assert isinstance(p.decide(call, entry, profiles.default, AGENT), Sent)
     call.sent()  # to its server, where it waits
     return Queued(QueuedCalls(p.gate, profiles), call, p.gate, profiles.default)
 
@@ -704,8 +702,9 @@ def sent_once(
     call = a_call(Raw(b'{"repo": "x"}'))
     call.profile, call.local = "default", entry.local
     call.out.alias, call.out.tool = entry.alias, entry.original
-    assert p.decide(call, entry, servers, AGENT) is None
-    return p, servers, call, p.let_through(call, servers)
+    sent = p.decide(call, entry, servers, AGENT)
+    assert isinstance(sent, Sent)
+    return p, servers, call, sent
 
 
 @pytest.mark.parametrize(

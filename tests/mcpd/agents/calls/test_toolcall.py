@@ -13,10 +13,9 @@ import msgspec
 import pytest
 from msgspec import UNSET, Raw
 
-from mcpd.agents.agent import AgentCall
+from mcpd.agents.agent import AgentCall, Sent
 from mcpd.agents.calls import results
 from mcpd.agents.calls.callpolicy import Ask
-from mcpd.agents.calls.toolcall import LET_THROUGH, LetThrough
 from mcpd.agents.lists.metatools import CALL, SEARCH
 from mcpd.servers.status.outage import Outage
 from protocol.jsonrpc import envelope, splice
@@ -196,7 +195,9 @@ def test_a_listed_tool_goes_to_its_server_under_the_servers_name() -> None:
     world = World()
     local = world.local("git", "status")
     call, outcome = routed(world, local, {"a": 1})
-    assert outcome is LET_THROUGH
+    # Let through with the tool it was routed to, which its later rounds are held to.
+    assert isinstance(outcome, Sent) and outcome.entry.original == "status"
+    assert outcome.profile is world.profile
     # The agent's name for it stays what it called; the server's goes beside it.
     assert (call.local, call.out.name) == (local, local)
     assert (call.out.alias, call.out.tool) == ("git", "status")
@@ -279,7 +280,7 @@ def test_in_search_mode_the_meta_tools_answer_or_stand_for_the_call_they_wrap() 
         rpc.encode(outcome).decode()
     )
     call, outcome = routed(world, CALL, {"name": local, "arguments": {"a": 1}})
-    assert outcome is LET_THROUGH
+    assert isinstance(outcome, Sent)
     out = call.out
     # A meta-call's name is the call it stands for, as the agent's profile names it.
     assert (call.local, out.name, out.alias, out.tool, bytes(out.arguments)) == (  # type: ignore[arg-type]
@@ -460,7 +461,7 @@ def test_a_call_mcpd_answered_before_any_rule_records_no_decision() -> None:
     for rid, (name, arguments) in enumerate(calls):
         call = world.router.call_of(caller, spliced(line(rid, name, arguments)))
         outcome = world.router.route(call)
-        answered = Raw(b'{"content":[]}') if isinstance(outcome, LetThrough) else outcome
+        answered = Raw(b'{"content":[]}') if isinstance(outcome, Sent) else outcome
         world.router.replies.reply(call, answered)
     world.router.unreadable(caller, "Invalid params: no name")
     decided = [(r.outcome, r.decision, r.decided_by) for r in world.audit.records]
