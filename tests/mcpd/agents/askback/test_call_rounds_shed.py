@@ -22,11 +22,29 @@ from tests.support.daemons.rounds import LIMIT, rounds_daemon
 SHEDDING = str(Path(__file__).parents[3] / "support" / "asking" / "shedding_server.py")
 BUSY = "mcp__s__busy"
 DENY = [{"tools": ["s/busy"], "action": "deny", "reason": "no more load"}]
+# What a reload changes, and the words the call ends with, unsent; and its record's
+# (decision, decided_by).
+CHANGES = [
+    (DENY, (), f"policy changed while the call to '{BUSY}' waited", ("deny", "policy[0]")),
+    # Its name stands for nothing now: as if its tool were gone.
+    (
+        [],
+        ("[naming]", 'template = "tools__{alias}__{tool}"'),
+        "it is no longer listed",
+        ("allow", "default"),
+    ),
+]
 
 
+@pytest.mark.parametrize(("rules", "more", "said", "decided"), CHANGES)
 @pytest.mark.parametrize("capabilities", [{}, {"elicitation": {}}])
-async def test_a_reload_that_denies_a_shed_calls_tool_ends_it_before_it_is_sent_again(
-    tmp_path: Path, capabilities: dict[str, Any]
+async def test_a_reload_while_a_shed_call_is_at_its_server_is_met_before_it_is_sent_again(
+    tmp_path: Path,
+    capabilities: dict[str, Any],
+    rules: list[dict[str, Any]],
+    more: tuple[str, ...],
+    said: str,
+    decided: tuple[str, str],
 ) -> None:
     (tmp_path / "gate").mkdir()  # apart from the config, which a sandbox hides
     gate = tmp_path / "gate" / "pipe"
@@ -47,17 +65,11 @@ async def test_a_reload_that_denies_a_shed_calls_tool_ends_it_before_it_is_sent_
                 nursery.start_soon(call)
                 # Open once the first round is at the server, which answers it once closed.
                 held = await trio.to_thread.run_sync(open, gate, "w", abandon_on_cancel=True)
-                await setup.reload(DENY)
+                await setup.reload(rules, *more)
                 held.close()
             [reply] = got
             result = reply["result"]
-            said = text(result)
-            assert result.get("isError") is True, said
-            assert f"policy changed while the call to '{BUSY}' waited" in said
-            assert "no more load" in said
+            assert result.get("isError") is True, text(result)
+            assert said in text(result)
             [record] = await setup.records(BUSY)
-            assert (record.decision, record.decided_by, record.outcome) == (
-                "deny",
-                "policy[0]",
-                "refused",
-            )
+            assert (record.decision, record.decided_by, record.outcome) == (*decided, "refused")
