@@ -181,9 +181,10 @@ class AgentCall(msgspec.Struct, eq=False):
     arrived: float = 0.0  # Unix time its request was read
     # -- how it was routed --
     profile: str = ""  # the agent's profile it was routed in, which its record names
-    # The name the agent called, where its profile has that tool ("": it has none, and
-    # only ``out.name`` keeps what the agent sent).
-    local: str = ""
+    # Routed past the lookup of the name it calls (``out.name``) in its profile, which
+    # has that tool: its record names it so (False: a name the profile does not have,
+    # or not looked up, is named in mcpd's words for a name it does not know).
+    known: bool = False
     # What the agent's profile shows of resources: the links in its result are handed
     # over as that profile reads them back (None: as the daemon's owner does).
     sight: Sight | None = None

@@ -118,7 +118,7 @@ class CallTask:
         out.capabilities = side.upstream_capabilities()
         state = out.request_state if self.first else UNSET
         asked = Asked(
-            out, out.id, "tools/call", call.local, out.arguments, state, out.input_responses
+            out, out.id, "tools/call", out.name, out.arguments, state, out.input_responses
         )
         trip = RoundTrip(send=self.send, shape=self.shape, resend=_retry, read=self.read)
         try:

@@ -134,7 +134,7 @@ class Resumes:
                 f"in one call; mcpd ends a call after {MAX_ROUNDS} rounds of answers."
             ), True
         state = head.requestState
-        repeated = repeated_bytes(call.local, call.out.arguments)
+        repeated = repeated_bytes(call.out.name, call.out.arguments)
         why = why_unsendable(alias, state, largest_state(self._max_line_bytes(), repeated))
         if why is not None:
             return _ended(
@@ -148,7 +148,7 @@ class Resumes:
                 agent=who.key,
                 uid=who.uid,
                 profile=call.profile,
-                local=call.local,
+                local=call.out.name,
                 arguments=binding(call.out.arguments)[0],
                 state=hashlib.sha256(state).digest() if isinstance(state, Raw) else None,
                 sent=None
@@ -246,7 +246,7 @@ def _whose(kept: _Round, call: AgentCall, who: AgentInfo) -> str | None:
         return "another agent's call"
     if kept.profile != call.profile:
         return f"a call in the profile {kept.profile!r}"
-    if kept.local != call.local:
+    if kept.local != call.out.name:
         return f"a call of {kept.local!r}"
     return other_arguments(kept.arguments, call.out.arguments)
 

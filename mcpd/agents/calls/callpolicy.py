@@ -120,7 +120,7 @@ class CallPolicy:
         # Another agent's token, or one for another tool or other arguments, is refused
         # by the driver: that refusal is this call's record.
         if isinstance(found, Park) and found.flow.taken_by(
-            call.out.owner, "tools/call", call.local, call.out.arguments
+            call.out.owner, "tools/call", call.out.name, call.out.arguments
         ):
             call.recorded = True
         return True
@@ -212,7 +212,7 @@ class CallPolicy:
         """What ``call``, sent without a task (allowed, nobody asked), went under, as far
         as its tool in ``profile`` and the rules now tell: None when either changed
         since (its retry is then a call of its own, which meets the rules anew)."""
-        entry = profile.lookup(call.local) if profile.name == call.profile else None
+        entry = profile.lookup(call.out.name) if profile.name == call.profile else None
         if entry is None or entry.held is not None:
             return None
         if (entry.alias, entry.original) != (call.out.alias, call.out.tool):
@@ -270,7 +270,7 @@ class QueuedCalls(QueuedCheck):
         profile = self._profiles.get(call.profile)
         if profile is None:
             return _changed(call, "its profile is no longer configured")
-        entry = _listed(profile, call.local, queued.alias, queued.tool)
+        entry = _listed(profile, queued.name, queued.alias, queued.tool)
         if isinstance(entry, str):
             return _changed(call, entry)
         gate = self._gate
@@ -289,7 +289,9 @@ def _changed(call: AgentCall, how: str, waited_for: str = QUEUED) -> mcp.CallToo
     (``how``) while it waited (``waited_for``)."""
     let = "allowed" if call.decision == "allow" else call.decision
     call.refusal = f"{let} by {call.decided_by}, but the tool changed while the call waited: {how}"
-    return refusals.changed_before_sent(call.local, how, call.decision, call.decided_by, waited_for)
+    return refusals.changed_before_sent(
+        call.out.name, how, call.decision, call.decided_by, waited_for
+    )
 
 
 def _listed(profile: Profile, local: str, alias: str, original: str) -> Entry | str:

@@ -214,7 +214,7 @@ class CallRecords:
             ts=call.arrived,
             agent=agent,
             method="tools/call",
-            name=call.local or out.name,  # the agent's, of its profile
+            name=out.name,  # the agent's, of its profile
             original=out.tool,
             server=alias,
             args_bytes=0 if raw is None else len(raw),
@@ -252,7 +252,7 @@ class CallRecords:
             agent=agent,
             method="tools/call",
             # A held tool's name is the profile's; any other the agent may have made up.
-            name=call.local or unknown(call.out.name),
+            name=call.out.name if call.known else unknown(call.out.name),
             original=original,
             server=server,
             args_bytes=0 if raw is None else len(raw),

@@ -212,7 +212,7 @@ class Router:
                 rpc.INVALID_PARAMS, "Invalid params: tools/call arguments must be an object"
             )
         entry = profile.lookup(name)
-        call.local = name
+        call.known = True
         if entry is not None and entry.held is None:
             out.tool, out.alias = entry.original, entry.alias
             call.sight = profile.view
@@ -231,7 +231,7 @@ class Router:
                 call.decision, call.decided_by = resumed.decision, resumed.decided_by
                 return resumed
         if entry is None:
-            call.local = ""  # a name mcpd does not know: its record keeps what ``unknown`` does
+            call.known = False  # a name mcpd does not know: its record keeps what ``unknown`` does
             _before_the_rules(call, "unknown tool")
             return unknown_tool(
                 self.servers, profile, name, own_user=agent.identity.reads_as_owner()
@@ -239,7 +239,7 @@ class Router:
         if entry.held is not None:
             # Refused where calls are routed, before any rule: the server is not asked.
             # Its record names it as the profile does: a name mcpd knows.
-            call.local, call.held = name, (entry.alias, entry.original)
+            call.held = (entry.alias, entry.original)
             _before_the_rules(call, f"held: {entry.held}")
             return held_tool(entry, name)
         if self.policy.gate.empty:

@@ -102,7 +102,7 @@ def _standing_for(
         _UNANSWERED,
         modern=True,
         profile=sent.profile.name,
-        local=entry.local,
+        known=True,
         # A person approved it under an ``ask``: the rule is what stands now.
         decision="approved" if sent.decision.action == "ask" else sent.decision.action,
         decided_by=sent.decision.by,

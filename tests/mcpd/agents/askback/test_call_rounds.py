@@ -39,7 +39,7 @@ async def test_an_awaited_call_is_answered_with_its_servers_result_and_recorded_
             world.servers.answer(Raw(b'{"content":[{"type":"text","text":"found"}]}'))
     [reply] = replies
     assert json.loads(reply)["result"]["content"] == [{"type": "text", "text": "found"}]
-    assert world.audit.outcomes() == [(call.local, "ok")]
+    assert world.audit.outcomes() == [(call.out.name, "ok")]
 
 
 async def test_a_call_nobody_decides_in_time_never_reaches_its_server(

@@ -28,7 +28,7 @@ def call(rid: int, state: object = UNSET, responses: object = UNSET) -> AgentCal
         out.request_state = Raw(json.dumps(state).encode())
     if responses is not UNSET:
         out.input_responses = Raw(json.dumps(responses).encode())
-    return agent_call(out, profile="default", local="mcp__s__t")
+    return agent_call(out, profile="default", known=True)
 
 
 def test_a_call_that_cannot_go_on_as_it_went_still_hands_on_a_token() -> None:

@@ -169,18 +169,18 @@ def test_only_a_retry_naming_mcpds_own_state_continues_another_call() -> None:
     p._parks.open(park)
     token = Raw(msgspec.json.encode(park.token))
     waiting = a_call(state=token)
-    waiting.out.owner, waiting.local = agent, "delete_repo"
+    waiting.out.owner = agent
     assert p.continues(waiting) and waiting.recorded
     # Another agent's retry, or one of another tool or with other arguments, is the
     # driver's to refuse; that refusal is its record.
     stolen = a_call(state=token)
-    stolen.out.owner, stolen.local = object(), "delete_repo"
+    stolen.out.owner = object()
     assert p.continues(stolen) and not stolen.recorded
     other = a_call(state=token)
-    other.out.owner, other.local = agent, "create_issue"
+    other.out.owner, other.out.name = agent, "create_issue"
     assert p.continues(other) and not other.recorded
     argued = a_call(Raw(b'{"repo": "other"}'), state=token)
-    argued.out.owner, argued.local = agent, "delete_repo"
+    argued.out.owner = agent
     assert p.continues(argued) and not argued.recorded
 
 
@@ -624,7 +624,7 @@ def queued(*rules: dict[str, Any]) -> Queued:
     p = policy(*rules)
     entry = entry_of(servers, "gh")
     call = a_call(Raw(b'{"repo": "x"}'))
-    call.profile, call.local = "default", entry.local
+    call.profile, call.out.name = "default", entry.local
     call.out.alias, call.out.tool = entry.alias, entry.original
     assert isinstance(p.decide(call, entry, profiles.default, AGENT), Sent)
     call.sent()  # to its server, where it waits
@@ -700,7 +700,7 @@ def sent_once(
     p = policy(*rules)
     entry = entry_of(servers, "gh")
     call = a_call(Raw(b'{"repo": "x"}'))
-    call.profile, call.local = "default", entry.local
+    call.profile, call.out.name = "default", entry.local
     call.out.alias, call.out.tool = entry.alias, entry.original
     sent = p.decide(call, entry, servers, AGENT)
     assert isinstance(sent, Sent)

@@ -136,7 +136,7 @@ def test_a_routed_call_is_recorded_once_with_both_names() -> None:
     audit = Audit()
     records = CallRecords(audit, wall=lambda: 1000.25)  # type: ignore[arg-type]
     call = kept("mcp__notes__search", Raw(b'{"q":"x"}'))
-    call.arrived, call.local = 1000.0, "mcp__notes__search"
+    call.arrived, call.known = 1000.0, True
     call.out.alias, call.out.tool = "notes", "search"
     call.decision, call.decided_by = "ask", "uid 1000 (ann)"
     records.tool_call(call, AGENT, "ok", result_bytes=77)
@@ -221,10 +221,10 @@ def test_names_mcpd_knows_are_kept_whole_however_long() -> None:
     records = CallRecords(audit, wall=lambda: 0.0)  # type: ignore[arg-type]
     uri = "file:///" + "d/" * 4000  # a long real URI
     local = "mcp__" + "n" * 1019  # the longest local name there is
-    routed = kept("n")
-    routed.local, routed.out.alias = local, "notes"
+    routed = kept(local)
+    routed.known, routed.out.alias = True, "notes"
     held = kept(local)
-    held.local, held.refusal = local, "held: its definition changed"
+    held.known, held.refusal = True, "held: its definition changed"
     records.tool_call(routed, AGENT, "ok")
     records.tool_call(held, AGENT, "refused")
     records.request(0.0, AGENT, "resources/read", uri, ("notes", uri), "ok", None, 0)
@@ -265,12 +265,12 @@ def test_only_requests_refused_before_any_server_or_rule_can_be_counted_together
     records.tool_call(bad, AGENT, "error", "Invalid params: arguments must be an object")
     searched = kept("search_tools")  # search mode's meta-tool, answered by mcpd
     records.tool_call(searched, AGENT, "ok")
-    denied = kept("delete")
-    denied.local, denied.out.alias = "mcp__notes__delete", "notes"
+    denied = kept("mcp__notes__delete")
+    denied.known, denied.out.alias = True, "notes"
     denied.decision, denied.decided_by = "deny", "policy[0]"
     records.tool_call(denied, AGENT, "refused", "denied by policy[0]")
-    failed = kept("read")
-    failed.local, failed.out.alias = "mcp__notes__read", "notes"
+    failed = kept("mcp__notes__read")
+    failed.known, failed.out.alias = True, "notes"
     records.tool_call(failed, AGENT, "error", "the server said no")
     records.request(0.0, AGENT, "prompts/get", "nope", None, "refused", "no such prompt", 0)
     records.request(0.0, AGENT, "prompts/get", "p", ("notes", "p"), "error", "bad", 0, sent=True)

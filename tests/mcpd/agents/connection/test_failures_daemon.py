@@ -123,7 +123,7 @@ async def test_a_tools_call_that_raises_is_answered_with_an_internal_error(
         return route(self, call)
 
     def broken_reply(self: CallReplies, call: Any, outcome: Any, *rest: Any) -> Any:
-        if call.local == BROKEN:
+        if call.out.name == BROKEN:
             raise TypeError(SECRET)
         return reply(self, call, outcome, *rest)
 
