@@ -215,7 +215,7 @@ class CallPolicy:
         entry = profile.lookup(call.out.name) if profile.name == call.profile else None
         if entry is None or entry.held is not None:
             return None
-        if (entry.alias, entry.original) != (call.out.alias, call.out.tool):
+        if (entry.alias, entry.original) != (call.out.alias, call.out.original):
             return None
         gate = self.gate
         if gate.empty:
@@ -270,7 +270,7 @@ class QueuedCalls(QueuedCheck):
         profile = self._profiles.get(call.profile)
         if profile is None:
             return _changed(call, "its profile is no longer configured")
-        entry = _listed(profile, queued.name, queued.alias, queued.tool)
+        entry = _listed(profile, queued.name, queued.alias, queued.original)
         if isinstance(entry, str):
             return _changed(call, entry)
         gate = self._gate

@@ -215,7 +215,7 @@ class CallRecords:
             agent=agent,
             method="tools/call",
             name=out.name,  # the agent's, of its profile
-            original=out.tool,
+            original=out.original,
             server=alias,
             args_bytes=0 if raw is None else len(raw),
             decision=call.decision,

@@ -214,7 +214,7 @@ class Router:
         entry = profile.lookup(name)
         call.known = True
         if entry is not None and entry.held is None:
-            out.tool, out.alias = entry.original, entry.alias
+            out.original, out.alias = entry.original, entry.alias
             call.sight = profile.view
         # An answer to what mcpd asked for a call that waits goes to that call, also when
         # its tool went or is held since: the call itself is looked at again once it is

@@ -94,7 +94,7 @@ def _standing_for(
         ctx,
         owner=agent.owner,
         alias=entry.alias,
-        tool=entry.original,
+        original=entry.original,
     )
     return AgentCall(
         out,

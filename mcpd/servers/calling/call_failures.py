@@ -58,14 +58,14 @@ def _timed_out(
     reason = f"no answer within {_seconds(elapsed)} s"
     # Progress extends a call up to its hard limit, which is then what ended it.
     hard = now >= call.limit
-    source = "daemon.max_call_time" if hard else r.limits.source(call.tool, call.timeout)
+    source = "daemon.max_call_time" if hard else r.limits.source(call.original, call.timeout)
     if source is not None:
         reason += f" (the limit {source} sets)"
     # Without this line a call timing out left no trace naming the server.
     logger.warning(
         "%s: tools/call %r got %s",
         r.alias,
-        call.tool,
+        call.original,
         reason,
         extra=log_extra(r.alias, reason=reason),
     )
@@ -100,7 +100,7 @@ def _refused(
         logger.warning(
             "%s: tools/call %r failed: %s; the server keeps running",
             r.alias,
-            call.tool,
+            call.original,
             error.reason,
             extra=log_extra(r.alias, "message_too_large", error.reason),
         )
@@ -120,7 +120,7 @@ def _not_logged_in(
     logger.warning(
         "%s: tools/call %r failed: %s",
         r.alias,
-        call.tool,
+        call.original,
         error.reason,
         extra=log_extra(r.alias, "token_refresh_failed", error.reason),
     )
@@ -139,7 +139,7 @@ def _unavailable(r: CallHost, call: Call, error: TransportError, elapsed: float)
         logger.warning(
             "%s: tools/call %r failed: %s",
             r.alias,
-            call.tool,
+            call.original,
             error.reason,
             extra=log_extra(r.alias, reason=error.reason),
         )

@@ -190,7 +190,7 @@ class Call(msgspec.Struct, eq=False):
     splice: bool = True
     # -- where it goes (the agent side's router's) --
     alias: str = ""  # its server
-    tool: str = ""  # the tool's own name at that server: the one its request carries
+    original: str = ""  # the tool's own name at that server: the one its request carries
     # What the server is told this agent can answer (a modern server's envelope).
     capabilities: dict[str, Any] | None = None
     # -- on its way (the scheduler's and the upstream's) --

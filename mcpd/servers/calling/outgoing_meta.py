@@ -109,7 +109,7 @@ class CallMeta:
             }
         modern = self.era == "modern"
         return mcp.CallToolParams(
-            call.tool,
+            call.original,
             call.arguments,
             call.input_responses if modern else UNSET,
             call.request_state if modern else UNSET,
@@ -119,7 +119,7 @@ class CallMeta:
     def param_headers(self, call: Call) -> dict[str, str] | None:
         """The Mcp-Param-* headers the call's arguments are mirrored into, if any (a
         modern server over HTTP); raises rpc.RPCError for a value no header can carry."""
-        paths = self.param_paths.get(call.tool) if self.era == "modern" else None
+        paths = self.param_paths.get(call.original) if self.era == "modern" else None
         if not paths:
             return None
         arguments: Any = None

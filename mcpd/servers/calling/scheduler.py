@@ -116,7 +116,7 @@ class CallScheduler(Admitter):
         r = self.runner
         call.scheduler = self
         if not call.timeout:
-            call.timeout = r.limits.timeout(call.tool)
+            call.timeout = r.limits.timeout(call.original)
         if self.demand is not None:
             self.demand.begin()
         up = self._up

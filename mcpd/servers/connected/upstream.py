@@ -259,7 +259,7 @@ class Upstream:
         transport raises when it cannot send at all, or rpc.RPCError for an argument no
         header can carry."""
         call.session = self.mark
-        if call.tool in self.task_tools:
+        if call.original in self.task_tools:
             if self.nursery is None:
                 raise TransportError(f"{self.alias} is not connected")
             self.nursery.start_soon(task_tools.run_call, self.request, self.alias, self.meta, call)
@@ -299,7 +299,7 @@ class Upstream:
             self.transport.forget(call.sent_id, why)
 
     def _call_headers(self, call: Call) -> dict[str, str] | None:
-        headers = self._headers("tools/call", call.tool)
+        headers = self._headers("tools/call", call.original)
         extra = self.meta.param_headers(call)
         return {**(headers or {}), **extra} if extra else headers
 
@@ -331,7 +331,7 @@ class Upstream:
         own = call.meta
         if own is not None and (len(own) != 1 or mcp.KEY_PROGRESS_TOKEN not in own):
             return None
-        return self.meta.shapes.get(call.tool) or self.meta.shape(call.tool)
+        return self.meta.shapes.get(call.original) or self.meta.shape(call.original)
 
     async def listen_for(self, notifications: Mapping[str, Any]) -> None:
         """Hold a modern ``subscriptions/listen`` for ``notifications`` (lists, resources,

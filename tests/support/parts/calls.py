@@ -94,7 +94,7 @@ def a_call(
         arguments,
         outcomes,
         AGENT,
-        tool=name,  # as routed: a name the server has
+        original=name,  # as routed: a name the server has
         meta=meta,
         progress=progress,
         capabilities=capabilities,

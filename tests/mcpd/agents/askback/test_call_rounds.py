@@ -35,7 +35,7 @@ async def test_an_awaited_call_is_answered_with_its_servers_result_and_recorded_
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run, call)
             await trio.testing.wait_all_tasks_blocked()
-            assert world.servers.started == [call.out] and call.out.tool == "search"
+            assert world.servers.started == [call.out] and call.out.original == "search"
             world.servers.answer(Raw(b'{"content":[{"type":"text","text":"found"}]}'))
     [reply] = replies
     assert json.loads(reply)["result"]["content"] == [{"type": "text", "text": "found"}]

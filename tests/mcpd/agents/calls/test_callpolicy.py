@@ -625,7 +625,7 @@ def queued(*rules: dict[str, Any]) -> Queued:
     entry = entry_of(servers, "gh")
     call = a_call(Raw(b'{"repo": "x"}'))
     call.profile, call.out.name = "default", entry.local
-    call.out.alias, call.out.tool = entry.alias, entry.original
+    call.out.alias, call.out.original = entry.alias, entry.original
     assert isinstance(p.decide(call, entry, profiles.default, AGENT), Sent)
     call.sent()  # to its server, where it waits
     return Queued(QueuedCalls(p.gate, profiles), call, p.gate, profiles.default)
@@ -701,7 +701,7 @@ def sent_once(
     entry = entry_of(servers, "gh")
     call = a_call(Raw(b'{"repo": "x"}'))
     call.profile, call.out.name = "default", entry.local
-    call.out.alias, call.out.tool = entry.alias, entry.original
+    call.out.alias, call.out.original = entry.alias, entry.original
     sent = p.decide(call, entry, servers, AGENT)
     assert isinstance(sent, Sent)
     return p, servers, call, sent

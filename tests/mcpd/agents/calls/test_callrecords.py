@@ -137,7 +137,7 @@ def test_a_routed_call_is_recorded_once_with_both_names() -> None:
     records = CallRecords(audit, wall=lambda: 1000.25)  # type: ignore[arg-type]
     call = kept("mcp__notes__search", Raw(b'{"q":"x"}'))
     call.arrived, call.known = 1000.0, True
-    call.out.alias, call.out.tool = "notes", "search"
+    call.out.alias, call.out.original = "notes", "search"
     call.decision, call.decided_by = "ask", "uid 1000 (ann)"
     records.tool_call(call, AGENT, "ok", result_bytes=77)
     records.tool_call(call, AGENT, "error", "again")  # already recorded: not again

@@ -200,7 +200,7 @@ def test_a_listed_tool_goes_to_its_server_under_the_servers_name() -> None:
     assert outcome.profile is world.profile
     # The agent's name for it stays what it called; the server's goes beside it.
     assert call.known and call.out.name == local
-    assert (call.out.alias, call.out.tool) == ("git", "status")
+    assert (call.out.alias, call.out.original) == ("git", "status")
     assert call.sight is world.profile.view
 
 
@@ -284,7 +284,7 @@ def test_in_search_mode_the_meta_tools_answer_or_stand_for_the_call_they_wrap() 
     out = call.out
     # A meta-call's name is the call it stands for, as the agent's profile names it.
     assert call.known
-    assert (out.name, out.alias, out.tool, bytes(out.arguments)) == (  # type: ignore[arg-type]
+    assert (out.name, out.alias, out.original, bytes(out.arguments)) == (  # type: ignore[arg-type]
         local,
         "git",
         "status",

@@ -218,7 +218,7 @@ async def test_an_agents_big_calls_past_its_bound_are_refused_and_another_agent_
 
             def start(call: Call) -> None:
                 scheduler_start(call)
-                if call.state == "queued" and call.tool == "echo":
+                if call.state == "queued" and call.original == "echo":
                     queued.set()
 
             def cancel(call: Call) -> None:
