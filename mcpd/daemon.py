@@ -172,7 +172,7 @@ class Daemon(DaemonForAgents):
                 enabled = [a for a, c in self.config.servers.items() if c.enabled]
                 self.histories.load(self.state.history_read, enabled)
                 await nursery.start(self.state.run, self.started)
-                await nursery.start(self.histories.run, lambda: self.supervisor.runners)
+                await nursery.start(self.histories.run, lambda: self.supervisor.servers)
                 await nursery.start(self.oversight.run)
                 if self.config.daemon.http_listen:
                     with usable_at_start():
@@ -301,9 +301,9 @@ class Daemon(DaemonForAgents):
             self._changed(alias)
 
     def _changed(self, alias: str) -> None:
-        runner = self.supervisor.runners.get(alias)
-        if runner is not None:
-            self.histories.note(alias, runner)
+        server = self.supervisor.servers.get(alias)
+        if server is not None:
+            self.histories.note(alias, server)
         elif alias not in self.supervisor.config.servers:
             self.histories.forget(alias)
         # A tool held or gone is not called by a call that waits for a slot either.
@@ -319,11 +319,11 @@ class Daemon(DaemonForAgents):
                 self.notifier.status(line)
 
     def _era_of(self, alias: str) -> LiveEra | None:
-        runner = self.supervisor.runners.get(alias)
-        up = runner.upstream if runner is not None else None
-        if runner is None or up is None:
+        server = self.supervisor.servers.get(alias)
+        up = server.upstream if server is not None else None
+        if server is None or up is None:
             return None
-        return up.era, up.version, runner.tool_list.ttl_ms
+        return up.era, up.version, server.tool_list.ttl_ms
 
     # -- what the agent side may ask of the daemon (agents.daemon_seam.DaemonForAgents) --
 

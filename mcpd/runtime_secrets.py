@@ -37,9 +37,9 @@ class RuntimeSecrets:
 
     def held_now(self) -> list[HeldSecret]:
         held = []
-        for alias, runner in self._supervisor.runners.items():
-            if runner.auth is not None:
-                for value in runner.auth.creds.to_mask():
+        for alias, server in self._supervisor.servers.items():
+            if server.auth is not None:
+                for value in server.auth.creds.to_mask():
                     held.append(HeldSecret(f"servers.{alias} (OAuth)", value))
         if self._handed_out:
             held.append(HeldSecret("the HTTP endpoint's token", self._handed_out))

@@ -130,13 +130,13 @@ class StatusReport:
         )
 
     def metrics(self, scope: ProfileView | None = None) -> str:
-        runners = self._supervisor.runners
+        servers = self._supervisor.servers
         catalog = self._catalog
         if scope is None:
             agents = len(self._agent_server.agent_connections())
-            text = metrics.render_server_metrics(runners, catalog, catalog.size(), agents)
+            text = metrics.render_server_metrics(servers, catalog, catalog.size(), agents)
             return text + self._oversight.metrics()
-        own = {alias: r for alias, r in runners.items() if scope.has_server(alias)}
+        own = {alias: r for alias, r in servers.items() if scope.has_server(alias)}
         text = metrics.render_server_metrics(
             own, catalog, scope.count(), self._agent_server.agents()[scope.name]
         )
@@ -144,7 +144,7 @@ class StatusReport:
 
     def history(self, scope: ProfileView | None = None) -> list[ServerHistory]:
         only = None if scope is None else scope.has_server
-        return self._histories.view(self._supervisor.runners, only)
+        return self._histories.view(self._supervisor.servers, only)
 
     def _servers(self, scope: ProfileView | None = None) -> list[ServerRow]:
         """Each server's row (of those ``scope`` has)."""

@@ -1,6 +1,6 @@
 """Every configured server seen as one, for the agent side.
 
-The agent side never holds a runner: it starts calls by alias, reads the servers'
+The agent side never holds a server's parts: it starts calls by alias, reads the servers'
 states, and subscribes to changes through this one door. A profile is not another
 door: what it lets its agents see of the servers is a filter on their aliases
 (``only``) handed to what reads them here; its tools are its view of the table
@@ -27,7 +27,7 @@ from .asking import requests
 from .asking.askback import Asker
 from .calling.calls import Call, CallRefused, QueuedCheck, SessionMark, Whose
 from .connected.log_messages import Heard
-from .life.runner import Runner
+from .life.server_parts import ServerParts
 from .lists.prompt_resource_lists import TaskNews, Updated
 from .status.outage import Outage, iso_of_monotonic
 from .status.row import ServerState
@@ -53,39 +53,39 @@ class AllServers:
 
     def refresh(self) -> None:
         """An agent is listing: refresh any server's list that went stale."""
-        for runner in self._supervisor.runners.values():
-            runner.maybe_refresh()
+        for server in self._supervisor.servers.values():
+            server.tool_list.maybe_refresh()
 
     def start(self, call: Call) -> None:
         """Hand a routed call (``call.alias`` its server) to its server's scheduler."""
-        runner = self._supervisor.runners.get(call.alias)
-        if runner is None:
+        server = self._supervisor.servers.get(call.alias)
+        if server is None:
             outage = Outage(call.alias, "stopped", self._supervisor.absent(call.alias))
             call.caller.finish(outage)
             return
-        runner.scheduler.start(call)
+        server.scheduler.start(call)
 
     def look_again(self, check: QueuedCheck, alias: str | None = None) -> None:
         """The calls waiting for a slot at ``alias`` (None: at every server) put to
         ``check``: those it refuses end unsent."""
-        runners = self._supervisor.runners
+        servers = self._supervisor.servers
         if alias is None:
-            for runner in list(runners.values()):
-                runner.scheduler.look_again(check)
-        elif alias in runners:
-            runners[alias].scheduler.look_again(check)
+            for server in list(servers.values()):
+                server.scheduler.look_again(check)
+        elif alias in servers:
+            servers[alias].scheduler.look_again(check)
 
     def states(self, only: Callable[[str], bool] | None = None) -> list[ServerState]:
         """Per server (whose alias ``only`` admits): its state, whether it is available,
         and the outage if not."""
         out = []
-        for alias in sorted(self._supervisor.runners):
+        for alias in sorted(self._supervisor.servers):
             if only is not None and not only(alias):
                 continue
-            runner = self._supervisor.runners[alias]
-            state = ServerState(server=alias, state=runner.state, available=runner.available)
+            server = self._supervisor.servers[alias]
+            state = ServerState(server=alias, state=server.state, available=server.available)
             if not state.available:
-                o = runner.outage()
+                o = server.outage()
                 state.reason = o.reason
                 state.since = iso_of_monotonic(o.since)
                 state.retry_at = iso_of_monotonic(o.retry_at)
@@ -104,13 +104,13 @@ class AllServers:
         """What each server (whose alias ``only`` admits) said of itself when mcpd
         connected to it, cleaned, with mcpd's note on it, in alias order."""
         out = []
-        for alias, runner in sorted(self._supervisor.runners.items()):
+        for alias, server in sorted(self._supervisor.servers.items()):
             # What the server said of itself for models when mcpd last connected.
-            up = runner.upstream
+            up = server.upstream
             if up is None or (only is not None and not only(alias)):
                 continue
             said = self._catalog.gate.instructions(alias, up.instructions) or ""
-            note = short_lists(runner.tool_list.short, runner.prompt_resources.trimmed)
+            note = short_lists(server.tool_list.short, server.prompt_resources.trimmed)
             if note or said.strip():
                 out.append(Said(alias, note, said.strip()))
         return out
@@ -128,26 +128,26 @@ class AllServers:
         default the table's), if any, as ``outages`` tells it: a server that never listed
         its tools has none to call, and "unknown tool" hid why."""
         template = template or self._catalog.naming.template
-        runners = self._supervisor.runners
+        servers = self._supervisor.servers
         found: tuple[int, str] | None = None
         for alias, cfg in self._supervisor.config.servers.items():
-            runner = runners.get(alias)
-            if (runner is not None and runner.available) or (only is not None and not only(alias)):
+            server = servers.get(alias)
+            if (server is not None and server.available) or (only is not None and not only(alias)):
                 continue
-            if runner is None and cfg.enabled:
+            if server is None and cfg.enabled:
                 continue  # being added by a reload: not down
             prefix = alias_prefix(template, alias)
             if prefix and name.startswith(prefix) and (found is None or len(prefix) > found[0]):
                 found = (len(prefix), alias)  # the longest: alias "a" is a prefix of "a_b"
         if found is None:
             return None
-        runner = runners.get(found[1])
-        if runner is None:  # enabled = false: it has no runner, and no tools to list
+        server = servers.get(found[1])
+        if server is None:  # enabled = false: it is not run, and has no tools to list
             return (
                 f"The tool server '{found[1]}' is disabled in mcpd's config (enabled = "
                 "false); its tools are listed once it is enabled."
             )
-        said = runner.outage().for_agent(own_user).sentence()
+        said = server.outage().for_agent(own_user).sentence()
         return f"{said} Its tools are listed again when it is back."
 
     def view_of(self, name: str) -> ProfileView:
@@ -160,8 +160,8 @@ class AllServers:
 
     def changed(self) -> None:
         """Something agents see changed (called by the wiring on a server's change)."""
-        for runner in self._supervisor.runners.values():
-            self._hook(runner)
+        for server in self._supervisor.servers.values():
+            self._hook(server)
         for listener in self._listeners:
             listener()
 
@@ -221,11 +221,11 @@ class AllServers:
         """One request to a server for an agent (``whose``: the agent's, whose bytes it
         is weighed against; None: mcpd's own), in the session ``session`` only if given;
         raises CallRefused or rpc.RPCError."""
-        runner = self._supervisor.runners.get(alias)
-        if runner is None:
+        server = self._supervisor.servers.get(alias)
+        if server is None:
             raise CallRefused(Outage(alias, "stopped", self._supervisor.absent(alias)))
         return await requests.send(
-            runner,
+            server,
             method,
             params,
             name=name,
@@ -237,8 +237,8 @@ class AllServers:
 
     def session_of(self, alias: str) -> SessionMark | None:
         """The mark of the session in force with ``alias`` (None: none is)."""
-        runner = self._supervisor.runners.get(alias)
-        up = runner.upstream if runner is not None else None
+        server = self._supervisor.servers.get(alias)
+        up = server.upstream if server is not None else None
         return up.mark if up is not None else None
 
     def written(self, alias: str, value: object, what: str) -> Raw:
@@ -248,35 +248,35 @@ class AllServers:
         return Raw(self._supervisor.guard.written(alias, value, what))
 
     def subscribable(self, alias: str) -> bool:
-        runner = self._supervisor.runners.get(alias)
-        return runner is not None and runner.prompt_resources.supports_subscriptions(
-            runner.upstream
+        server = self._supervisor.servers.get(alias)
+        return server is not None and server.prompt_resources.supports_subscriptions(
+            server.upstream
         )
 
     def subscribe_resource(self, alias: str, uri: str, on: bool) -> None:
         """Hold (or let go of) one agent's subscription to a server's URI."""
-        runner = self._supervisor.runners.get(alias)
-        if runner is not None:
+        server = self._supervisor.servers.get(alias)
+        if server is not None:
             # Before the count changes: a runner hooked now gets the subscriptions held
             # so far, and this one below, once.
-            self._hook(runner)
+            self._hook(server)
         key = (alias, uri)
         count = self._subscriptions.get(key, 0) + (1 if on else -1)
         if count > 0:
             self._subscriptions[key] = count
         else:
             self._subscriptions.pop(key, None)
-        if runner is not None:
+        if server is not None:
             if on:
-                runner.prompt_resources.add_subscription(uri)
+                server.prompt_resources.add_subscription(uri)
             else:
-                runner.prompt_resources.drop_subscription(uri)
+                server.prompt_resources.drop_subscription(uri)
 
     def watch_task(self, alias: str, task_id: str, on: bool) -> None:
-        runner = self._supervisor.runners.get(alias)
-        if runner is not None:
-            self._hook(runner)
-            runner.prompt_resources.watch_task(task_id, on)
+        server = self._supervisor.servers.get(alias)
+        if server is not None:
+            self._hook(server)
+            server.prompt_resources.watch_task(task_id, on)
 
     def on_resource_updated(self, listener: Updated) -> None:
         self._on_updated.append(listener)
@@ -291,26 +291,26 @@ class AllServers:
     def want_logs(self, level_for: Callable[[str], str | None]) -> None:
         """``level_for(alias)``: the most verbose level agents want of that server now."""
         self._log_level = level_for
-        for runner in self._supervisor.runners.values():
-            self._hook(runner)
-            runner.logs.want(level_for(runner.alias))
+        for server in self._supervisor.servers.values():
+            self._hook(server)
+            server.logs.want(level_for(server.alias))
 
     def on_log_message(self, listener: Heard) -> None:
         self._on_log.append(listener)
 
-    def _hook(self, runner: Runner) -> None:
-        if runner.logs.on_message is None:
-            runner.logs.on_message = self._log_heard
-            runner.logs.want(self._log_level(runner.alias))
-        runner.on_session_end = self._session_ended
-        if runner.prompt_resources.on_updated is not None:
+    def _hook(self, server: ServerParts) -> None:
+        if server.logs.on_message is None:
+            server.logs.on_message = self._log_heard
+            server.logs.want(self._log_level(server.alias))
+        server.on_session_end = self._session_ended
+        if server.prompt_resources.on_updated is not None:
             return
-        runner.prompt_resources.on_updated = self._updated
-        runner.prompt_resources.on_task = self._task
+        server.prompt_resources.on_updated = self._updated
+        server.prompt_resources.on_task = self._task
         for (alias, uri), count in self._subscriptions.items():
-            if alias == runner.alias and uri not in runner.prompt_resources.subscribed:
+            if alias == server.alias and uri not in server.prompt_resources.subscribed:
                 for _ in range(count):
-                    runner.prompt_resources.add_subscription(uri)
+                    server.prompt_resources.add_subscription(uri)
 
     def _updated(self, alias: str, uri: str) -> None:
         for listener in self._on_updated:

@@ -19,7 +19,7 @@ from msgspec import UNSET, UnsetType
 
 from protocol.jsonrpc import messages as rpc
 
-from .life.runner import Runner
+from .life.server_parts import ServerParts
 from .oauth import (
     LoginError,
     NoOAuthLogin,
@@ -83,29 +83,29 @@ class Logins:
     def __init__(self, supervisor: Supervisor) -> None:
         self._supervisor = supervisor
 
-    def _runner(self, alias: str) -> tuple[Runner, Login]:
-        runner = self._supervisor.runners.get(alias)
-        if runner is None:
-            known = ", ".join(sorted(self._supervisor.runners)) or "none"
+    def _server(self, alias: str) -> tuple[ServerParts, Login]:
+        server = self._supervisor.servers.get(alias)
+        if server is None:
+            known = ", ".join(sorted(self._supervisor.servers)) or "none"
             raise _refused(f"no server named {alias!r} is running (servers: {known})")
-        if runner.login is None or runner.auth is None:
+        if server.login is None or server.auth is None:
             raise _refused(f"{alias} is a stdio server; logins are for HTTP servers")
-        if not runner.auth.enabled:
+        if not server.auth.enabled:
             raise _refused(
                 f"{alias} sends the Authorization header from the configuration; remove it "
                 "to log in with OAuth instead"
             )
-        return runner, runner.login
+        return server, server.login
 
     def status(self, only: Callable[[str], bool] | None = None) -> list[dict[str, object]]:
         out = []
-        for alias in sorted(self._supervisor.runners):
+        for alias in sorted(self._supervisor.servers):
             if only is not None and not only(alias):
                 continue
-            runner = self._supervisor.runners[alias]
-            login = runner.login_status()
+            server = self._supervisor.servers[alias]
+            login = server.login_status()
             if login is not None:
-                out.append({**login, "server_state": runner.state})
+                out.append({**login, "server_state": server.state})
         return out
 
     async def unconfigured(self) -> list[str]:
@@ -114,8 +114,8 @@ class Logins:
         return await unconfigured_logins(self._supervisor.config)
 
     async def begin(self, alias: str, redirect_uri: str | None) -> LoginBegun | LoginDone:
-        runner, login = self._runner(alias)
-        before = runner.attempts
+        server, login = self._server(alias)
+        before = server.attempts
         try:
             started = await login.begin(redirect_uri)
         except NoOAuthLogin as exc:
@@ -123,13 +123,13 @@ class Logins:
         except LoginError as exc:
             raise _refused(f"{alias}: {exc}") from None
         if started is None:  # client credentials: done already
-            return await self._outcome(runner, before)
+            return await self._outcome(server, before)
         url, login_id = started
         return LoginBegun(server=alias, url=url, login=login_id)
 
     async def finish(self, alias: str, login_id: str, redirect: str) -> LoginDone:
-        runner, login = self._runner(alias)
-        before = runner.attempts
+        server, login = self._server(alias)
+        before = server.attempts
         try:
             replaced = await login.finish(login_id, redirect)
         except RedirectFailed as exc:
@@ -137,7 +137,7 @@ class Logins:
             raise rpc.RPCError(REFUSED, f"{alias}: {exc}", {"login": "waiting"}) from None
         except LoginError as exc:
             raise _refused(f"{alias}: {exc}") from None
-        out = await self._outcome(runner, before)
+        out = await self._outcome(server, before)
         if not login.renewable():
             # The person is still at the terminal: the one moment to say the login
             # ends with its access token.
@@ -149,26 +149,26 @@ class Logins:
 
     async def logout(self, alias: str, *, forget_client: bool = False) -> LoggedOut:
         sup = self._supervisor
-        if alias not in sup.runners and alias not in sup.config.servers:
+        if alias not in sup.servers and alias not in sup.config.servers:
             # A server removed from the configuration leaves its login on disk.
             gone = await forget_unconfigured(alias, sup.config)
             if gone is not None:
                 return msgspec.convert({"server": alias, **gone}, LoggedOut)
-        _, login = self._runner(alias)
+        _, login = self._server(alias)
         said = await login.logout(forget_client=forget_client)
         return msgspec.convert({"server": alias, **said}, LoggedOut)
 
-    async def _outcome(self, runner: Runner, before: int) -> LoginDone:
+    async def _outcome(self, server: ServerParts, before: int) -> LoginDone:
         """Once the server has tried the new credentials: its state afterwards."""
         with trio.move_on_after(self._supervisor.config.daemon.startup_deadline):
             while not (
-                runner.phase == "connected"
-                or (runner.attempts > before and runner.phase != "starting")
+                server.phase == "connected"
+                or (server.attempts > before and server.phase != "starting")
             ):
-                await runner.phase_changed()
+                await server.phase_changed()
         return LoginDone(
-            server=runner.alias,
-            state=runner.state,
-            tools=self._supervisor.registry.count(runner.alias),
-            reason=UNSET if runner.available else runner.outage().reason,
+            server=server.alias,
+            state=server.state,
+            tools=self._supervisor.registry.count(server.alias),
+            reason=UNSET if server.available else server.outage().reason,
         )

@@ -26,16 +26,18 @@ from ..policy.redaction.masking import KnownSecrets
 from ..registry.tables.catalog import Catalog
 from ..reloading.outcome import ReloadReport
 from .calling.queue_bytes import QueueBytes
-from .life.lazy import LazyRunner
+from .life.lazy import runner_of
 from .life.runner import Runner
+from .life.server_parts import ServerParts
 from .life.transport_factory import TransportFactory, open_transport
 from .status.outage import Outage, clock_time
 from .status.row import ResetOutcome, ServerRow
 from .status.state import counts, states_summary
+from .status.status_of import status_of
 
 logger = logging.getLogger("mcpd.supervisor")
 
-# Why a server has no runner, as a call to it is told.
+# Why a server is not there, as a call to it is told.
 REMOVED: Final = "removed from the configuration"
 RESTARTING: Final = "restarting for a changed configuration"
 # A server restarted by a reload because its own table changed: no more need be said.
@@ -117,7 +119,7 @@ class Supervisor:
         self.registry = registry
         self.on_change = on_change
         self.transport_factory = transport_factory
-        self.runners: dict[str, Runner] = {}
+        self.servers: dict[str, ServerParts] = {}
         # The bytes kept by the calls waiting for every server, counted together.
         self.waiting = QueueBytes()
         self._scopes: dict[str, trio.CancelScope] = {}
@@ -142,24 +144,21 @@ class Supervisor:
             self._programs[alias] = (cfg.command, *cfg.args)
         self.registry.set_rules(alias, cfg.tools)
         self.registry.prompts.set_rules(alias, cfg.prompts)
-        # A lazy server that cannot start has no idle time to wait out: it is shown
-        # down from the start, as any other.
-        kind = LazyRunner if cfg.start == "lazy" and cfg.unresolved is None else Runner
-        runner = kind(
+        server = ServerParts(
             alias,
             cfg,
             self.config,
             self.registry,
             self.on_change,
-            self.transport_factory,
             guard=self.guard,
             waiting=self.waiting,
         )
         scope = trio.CancelScope()
         done = trio.Event()
-        self.runners[alias] = runner
+        self.servers[alias] = server
         self._scopes[alias] = scope
         self._done[alias] = done
+        runner = runner_of(server, self.transport_factory)
         self._nursery.start_soon(self._run_one, runner, scope, done, name=f"server:{alias}")
 
     async def _run_one(self, runner: Runner, scope: trio.CancelScope, done: trio.Event) -> None:
@@ -173,34 +172,34 @@ class Supervisor:
         """The running stdio servers' processes: pid -> (alias, start mark)."""
         return {
             r.process.pid: (alias, r.process.mark)
-            for alias, r in self.runners.items()
+            for alias, r in self.servers.items()
             if r.process is not None
         }
 
     async def wait_started(self, deadline: float) -> None:
         """Until every server had its first attempt, or the deadline passed."""
         with trio.move_on_at(deadline):
-            for runner in list(self.runners.values()):
-                await runner.first_attempt.wait()
+            for server in list(self.servers.values()):
+                await server.first_attempt.wait()
 
     async def stop(self, alias: str, reason: str) -> None:
         """Stop one server: in-flight calls get a grace period, then an error result.
         The calls waiting for a slot, and every call to it meanwhile, are refused with
         ``reason`` (``absent``), never sent."""
-        runner = self.runners.pop(alias)
-        runner.downtime.last_error = reason
+        server = self.servers.pop(alias)
+        server.downtime.last_error = reason
         self._stopping[alias] = reason
-        runner.scheduler.stop_sending(Outage(alias, "stopped", reason))
+        server.scheduler.stop_sending(Outage(alias, "stopped", reason))
         try:
             with trio.move_on_after(self.config.daemon.call_timeout):
-                await runner.wait_idle()
+                await server.scheduler.wait_idle()
             self._scopes.pop(alias).cancel()
             await self._done.pop(alias).wait()
         finally:
             del self._stopping[alias]
 
     def absent(self, alias: str) -> str:
-        """Why ``alias`` has no runner: it is being stopped (and why), or it was removed."""
+        """Why ``alias`` is not there: it is being stopped (and why), or it was removed."""
         return self._stopping.get(alias, REMOVED)
 
     def adopt(self, new: Config) -> ReloadReport:
@@ -226,7 +225,7 @@ class Supervisor:
             self._say_home_kept(alias, new.servers[alias])
         self.config = new
         for alias in report.unchanged:
-            self.runners[alias].config = new
+            self.servers[alias].config = new
         if new.naming != old.naming:
             self.registry.rename(new.naming)
         return report
@@ -250,8 +249,8 @@ class Supervisor:
         could read; None when none is. Whether the new file reads as the old one did
         does not matter: the server was to read neither, and the new one is not hidden
         from it until it starts again."""
-        runner = self.runners.get(alias)
-        started = runner.process if runner is not None else None
+        server = self.servers.get(alias)
+        started = server.process if server is not None else None
         files = secret_folders.changed(started.covered) if started is not None else []
         if not files:
             return None
@@ -265,8 +264,8 @@ class Supervisor:
         its working directory not there): what it lacked may be there now, which is
         what a reload is often run for, and its wait may be as long as ``backoff_cap``.
         None for any other server."""
-        runner = self.runners.get(alias)
-        if runner is None or runner.phase != "waiting" or not runner.downtime.not_started:
+        server = self.servers.get(alias)
+        if server is None or server.phase != "waiting" or not server.downtime.not_started:
             return None
         return "it could not be started, and is tried again at once"
 
@@ -304,25 +303,25 @@ class Supervisor:
         """``mcpd reset``: the server's circuit closed on trial, as ``who`` asked, of
         the servers whose alias ``only`` admits (a profile's: the others are not there
         for it, as in its ``mcpd status``)."""
-        runner = self.runners.get(alias)
-        if runner is None or (only is not None and not only(alias)):
-            known = ", ".join(a for a in sorted(self.runners) if only is None or only(a))
+        server = self.servers.get(alias)
+        if server is None or (only is not None and not only(alias)):
+            known = ", ".join(a for a in sorted(self.servers) if only is None or only(a))
             known = known or "none"
             raise rpc.RPCError(
                 rpc.INVALID_PARAMS, f"no server named {alias!r} is running (servers: {known})"
             )
-        was, circuit = runner.state, runner.breaker.status(trio.current_time()).state
-        reset = runner.reset_circuit(who)
+        was, circuit = server.state, server.breaker.status(trio.current_time()).state
+        reset = server.reset_circuit(who)
         # A server waiting to be started or connected again is refused for that wait,
         # the restart's, which no circuit holds: said with its end, as reset leaves it.
-        waiting = runner.phase == "waiting"
-        next_try = clock_time(runner.outage().retry_at) if waiting else None
+        waiting = server.phase == "waiting"
+        next_try = clock_time(server.outage().retry_at) if waiting else None
         return ResetOutcome(
             server=alias,
             was=was,
             circuit=circuit,
             reset=reset,
-            state=runner.state,
+            state=server.state,
             waiting=waiting,
             next_try=next_try,
         )
@@ -334,18 +333,18 @@ class Supervisor:
 
     def status(self, only: Callable[[str], bool] | None = None) -> list[ServerRow]:
         """Each server's row in ``mcpd status`` (of those whose alias ``only`` admits)."""
-        return [self.runners[a].status() for a in sorted(self.runners) if only is None or only(a)]
+        return [status_of(self.servers[a]) for a in sorted(self.servers) if only is None or only(a)]
 
     def summary(self, only: Callable[[str], bool] | None = None) -> str:
         """One line for ``mcpd status`` and the journal: "5 servers: 4 ready, 1 open
         (tickets)"."""
         return states_summary(
-            {alias: r.state for alias, r in self.runners.items() if only is None or only(alias)}
+            {alias: r.state for alias, r in self.servers.items() if only is None or only(alias)}
         )
 
     def counts(self) -> str:
         """One line for systemd's STATUS=, without the servers' names (``state.counts``)."""
-        return counts({alias: r.state for alias, r in self.runners.items()})
+        return counts({alias: r.state for alias, r in self.servers.items()})
 
     def outages(
         self, only: Callable[[str], bool] | None = None, *, own_user: bool = False
@@ -354,8 +353,8 @@ class Supervisor:
         for discover/initialize instructions, as an agent of the daemon's own user or
         root (``own_user``) or any other is told it (``Outage.for_agent``)."""
         out = []
-        for alias in sorted(self.runners):
-            runner = self.runners[alias]
-            if not runner.available and (only is None or only(alias)):
-                out.append(runner.outage().for_agent(own_user).sentence())
+        for alias in sorted(self.servers):
+            server = self.servers[alias]
+            if not server.available and (only is None or only(alias)):
+                out.append(server.outage().for_agent(own_user).sentence())
         return out

@@ -152,9 +152,9 @@ async def test_a_modern_servers_new_tool_reaches_a_subscribed_agent(tmp_path: Pa
                 )
             )
             await agent.wait_notifications(1)  # acknowledged
-            runner = daemon.supervisor.runners["sdk"]
+            runner = daemon.supervisor.servers["sdk"]
             with trio.fail_after(10):  # mcpd's own subscription to the server
-                while not runner.subscribed:
+                while not runner.tool_list.subscribed:
                     await trio.sleep(0.02)
             await agent.call("mcp__sdk__grow", {"name": "sprout"})
             changed = (await agent.wait_notifications(2))[1]

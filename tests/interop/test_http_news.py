@@ -127,7 +127,7 @@ async def test_a_legacy_http_client_hears_a_reload_and_its_resource_updates(
             async with probe(client_argv(client, url, token)) as seen:
                 await seen.until(lambda line: "ready" in line)
                 (legacy,) = daemon.agent_server.http.sessions.values()
-                runner = daemon.supervisor.runners["everything"]
+                runner = daemon.supervisor.servers["everything"]
                 # The client opened its stream by itself, and mcpd holds its subscription.
                 await wait_for(
                     lambda: legacy.news.streaming and URI in runner.prompt_resources.held

@@ -151,7 +151,7 @@ async def test_everything_servers_resource_updates_reach_the_subscriber(tmp_path
             async with connect_answering(daemon.socket_path, False, answer) as agent:
                 await agent.initialize_with({})
                 assert await agent.result("resources/subscribe", {"uri": uri}) == {}
-                runner = daemon.supervisor.runners["everything"]
+                runner = daemon.supervisor.servers["everything"]
                 while uri not in runner.prompt_resources.held:  # the server has the subscription
                     await trio.sleep(0.02)
                 # The tool starts the server's simulated updates (the first one at once).

@@ -147,7 +147,7 @@ async def test_resource_updates_reach_exactly_the_agents_that_subscribed(
                     await bystander.initialize()
                     assert await subscriber.result("resources/subscribe", {"uri": watched}) == {}
                 # The subscription reaches the server; then a change to the file is news.
-                runner = daemon.supervisor.runners["a"]
+                runner = daemon.supervisor.servers["a"]
                 while README not in runner.prompt_resources.subscribed:
                     await trio.sleep(0.02)
                 if server_era == "modern":

@@ -85,7 +85,7 @@ async def test_a_down_servers_prompts_and_resources_stay_listed_and_marked(
     )
     with trio.fail_after(60):
         async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
-            runner = daemon.supervisor.runners["docs"]
+            runner = daemon.supervisor.servers["docs"]
             assert runner.upstream is not None
             pid = runner.upstream.transport.pid  # the server's own process
             assert pid is not None
@@ -137,7 +137,7 @@ async def test_a_lazy_server_is_started_for_a_read_and_a_prompt(tmp_path: Path) 
     cfg = make_config(tmp_path, {"docs": server})
     with trio.fail_after(60):
         async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
-            runner = daemon.supervisor.runners["docs"]
+            runner = daemon.supervisor.servers["docs"]
             while runner.state != "idle":  # listed once at startup, then stopped
                 await runner.phase_changed()
             [resource] = (await agent.result("resources/list"))["resources"]
@@ -158,12 +158,12 @@ async def test_prompts_and_resources_are_remembered_across_restarts(tmp_path: Pa
     cfg = make_config(tmp_path, {"docs": folder_server(tmp_path, start="lazy")})
     with trio.fail_after(60):
         async with running(cfg) as daemon:
-            runner = daemon.supervisor.runners["docs"]
+            runner = daemon.supervisor.servers["docs"]
             while runner.state != "idle":
                 await runner.phase_changed()
             daemon.stop()
         async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
-            runner = daemon.supervisor.runners["docs"]
+            runner = daemon.supervisor.servers["docs"]
             assert runner.state == "idle" and runner.upstream is None
             [prompt] = (await agent.result("prompts/list"))["prompts"]
             assert prompt["name"] == "mcp__docs__review"

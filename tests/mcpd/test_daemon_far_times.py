@@ -22,7 +22,7 @@ FAILING = 'command = "/bin/false"\n'
 
 async def _failures(daemon: Daemon, alias: str, count: int) -> None:
     """Wait for ``count`` more failures of the server (each sets a new retry time)."""
-    runner = daemon.supervisor.runners[alias]
+    runner = daemon.supervisor.servers[alias]
     for _ in range(count):
         seen = runner.outage().retry_at
 
@@ -54,7 +54,7 @@ async def test_a_reload_with_a_delay_past_a_year_is_refused_and_the_daemon_serve
                 "daemon.backoff_base: must be positive, at most 31536000"
                 in (reply["error"]["message"])
             )
-            assert sorted(daemon.supervisor.runners) == ["a", "bad"]
+            assert sorted(daemon.supervisor.servers) == ["a", "bad"]
             # The failing server goes on failing and being retried, the daemon with it.
             await _failures(daemon, "bad", 3)
             assert alive(first)
@@ -81,7 +81,7 @@ async def test_a_retry_past_the_last_date_a_clock_shows_does_not_stop_the_daemon
             connect(str(sock)) as agent,
         ):
             await read_pid(pidfile)
-            bad = daemon.supervisor.runners["bad"]
+            bad = daemon.supervisor.servers["bad"]
             await wait_for(lambda: bad.outage().retry_at is not None)
             status = json.dumps(await agent.result("mcpd/status"))
             assert "9999-12-31T23:59:59" in status

@@ -59,7 +59,7 @@ async def test_sighup_adds_removes_changes_and_keeps(tmp_path: Path) -> None:
             names = [t["name"] for t in await agent.tools()]
             assert "mcp__add__tool0" in names and "mcp__change__tool4" in names
             assert not any(n.startswith("mcp__remove__") for n in names)
-            assert sorted(daemon.supervisor.runners) == ["add", "change", "keep"]
+            assert sorted(daemon.supervisor.servers) == ["add", "change", "keep"]
             # The unchanged server's process is the very same one.
             assert await read_pid(pid["keep"]) == before["keep"]
 
@@ -81,7 +81,7 @@ async def test_a_bad_config_is_rejected_whole(
             reply = await agent.rpc("mcpd/reload")
             assert reply["error"]["code"] == -32000
             assert "servers.b.url" in reply["error"]["message"]
-            assert sorted(daemon.supervisor.runners) == ["a"]
+            assert sorted(daemon.supervisor.servers) == ["a"]
             assert alive(first)
             assert any(
                 "reload rejected" in r.getMessage() and r.levelno == logging.ERROR
@@ -115,7 +115,7 @@ async def test_a_reload_to_a_config_the_system_cannot_take_is_refused_and_the_ol
             reply = await agent.rpc("mcpd/reload")
             assert reply["error"]["code"] == -32000
             assert said in reply["error"]["message"]
-            assert sorted(daemon.supervisor.runners) == ["a"]
+            assert sorted(daemon.supervisor.servers) == ["a"]
             assert alive(first)
             assert any(t["name"].startswith("mcp__a__") for t in await agent.tools())
 
@@ -163,7 +163,7 @@ async def test_in_flight_call_on_a_removed_server_finishes(tmp_path: Path) -> No
 
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(call)
-                await wait_for(lambda: daemon.supervisor.runners["slow"].inflight == 1)
+                await wait_for(lambda: daemon.supervisor.servers["slow"].inflight == 1)
                 write_config(config_path, sock, {})
                 report = await agent.result("mcpd/reload")
                 assert report["removed"] == ["slow"]
@@ -308,7 +308,7 @@ async def test_the_new_rules_decide_calls_while_a_restarted_servers_call_still_r
                         await other.call("mcp__slow__tool0", {"text": "x"})
 
             nursery.start_soon(long_call)
-            await wait_for(lambda: daemon.supervisor.runners["slow"].inflight == 1)
+            await wait_for(lambda: daemon.supervisor.servers["slow"].inflight == 1)
             servers["slow"] = toml_server(pid["slow"])
             deny = '[[policy]]\nservers = ["spy"]\naction = "deny"\nreason = "spy is out"\n'
             write_config(config_path, sock, servers, "call_timeout = 600\n" + deny)
@@ -320,7 +320,7 @@ async def test_the_new_rules_decide_calls_while_a_restarted_servers_call_still_r
             nursery.start_soon(reload)
             # The reload is under way: the changed server is being stopped, its call
             # still in flight.
-            await wait_for(lambda: "slow" not in daemon.supervisor.runners)
+            await wait_for(lambda: "slow" not in daemon.supervisor.servers)
             denied = await agent.call("mcp__spy__sh", {"text": "x"})
             assert denied["isError"] is True and "spy is out" in denied["content"][0]["text"]
             restarting = await agent.call("mcp__slow__tool0", {"text": "x"})

@@ -56,7 +56,7 @@ async def test_a_call_waiting_for_a_slot_is_not_sent_to_a_server_stopping_to_res
             trio.open_nursery() as nursery,
         ):
             await read_pid(pidfile)
-            runners = daemon.supervisor.runners
+            runners = daemon.supervisor.servers
             hanging = trio.CancelScope()
 
             async def long_call() -> None:
@@ -117,16 +117,16 @@ async def test_a_changed_server_starts_again_once_its_own_calls_are_over(
                         await other.call("mcp__slow__tool0", {"text": "x"})
 
             nursery.start_soon(long_call)
-            await wait_for(lambda: supervisor.runners["slow"].inflight == 1)
+            await wait_for(lambda: supervisor.servers["slow"].inflight == 1)
             changed = {a: body + "call_timeout = 500\n" for a, body in servers.items()}
             write_config(config_path, sock, changed, "call_timeout = 600")
             reports: list[dict[str, Any]] = []
             in_background(nursery, reports, lambda: agent.result("mcpd/reload"))
-            await wait_for(lambda: "slow" not in supervisor.runners)
+            await wait_for(lambda: "slow" not in supervisor.servers)
             # The quick one is past its own stop: back, or (were it left down until
             # the slow one's call ends) no longer said to be restarting.
             await wait_for(
-                lambda: "quick" in supervisor.runners or supervisor.absent("quick") != RESTARTING
+                lambda: "quick" in supervisor.servers or supervisor.absent("quick") != RESTARTING
             )
             quick = await agent.call("mcp__quick__tool0", {"text": "meanwhile"})
             assert quick["content"][0]["text"] == "tool0:meanwhile"

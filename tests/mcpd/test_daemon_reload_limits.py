@@ -63,7 +63,7 @@ async def test_a_reload_puts_breaker_restart_and_health_keys_in_force_for_a_runn
                     while probes(srv.requests) < listed + 3:
                         await trio.sleep(0.05)
                 assert probes(srv.requests) >= listed + 3, "no health check after the reload"
-                assert daemon.supervisor.runners["flaky"].policy.config.max_restarts == 2
+                assert daemon.supervisor.servers["flaky"].policy.config.max_restarts == 2
                 # Its two failures count toward the new threshold: the third opens the
                 # circuit, for the new cooldown.
                 await agent.call("mcp__flaky__echo")

@@ -36,7 +36,7 @@ from ..status.outage import Outage
 from .askback import Asker
 
 if TYPE_CHECKING:
-    from ..life.runner import Runner
+    from ..life.server_parts import ServerParts
 
 logger = logging.getLogger("mcpd.calls")
 
@@ -44,7 +44,7 @@ _ROUND_FIELDS: Final = ("inputResponses", "requestState")
 
 
 async def send(
-    runner: Runner,
+    server: ServerParts,
     method: str,
     params: msgspec.Struct,
     *,
@@ -60,19 +60,19 @@ async def send(
     shares its bytes are held against until it ends (None: mcpd's own, not weighed);
     ``session``: the one session it may go to (None: any). Raises CallRefused (with the
     outage), the server's rpc.RPCError, or Unqueued (past a bound on the bytes)."""
-    limit = runner.config.call_timeout(runner.alias) if time_limit is None else time_limit
-    scheduler = runner.scheduler
+    limit = server.config.call_timeout(server.alias) if time_limit is None else time_limit
+    scheduler = server.scheduler
     # They skip the queue, not its bound: without one, agents could have thousands
     # under way at a stdio server, and every tools/call would wait behind them.
-    most = runner.settings.queue_size
+    most = server.settings.queue_size
     if scheduler.requests >= most:
         reason = f"{scheduler.requests} requests already under way at this server"
-        raise CallRefused(Outage(runner.alias, "busy", reason))
+        raise CallRefused(Outage(server.alias, "busy", reason))
     # Its params are held until it ends, as a waiting call's are: weighed with them.
     held: contextlib.AbstractContextManager[None] = (
         contextlib.nullcontext()
         if whose is None
-        else scheduler.waiting.under_way(whose, runner.alias, method, params)
+        else scheduler.waiting.under_way(whose, server.alias, method, params)
     )
     demand = scheduler.demand  # a lazy server: started for this request, as for a call
     with held:
@@ -80,12 +80,12 @@ async def send(
         try:
             if demand is None:
                 return await _send(
-                    runner, method, params, name, capabilities, asker, limit, session
+                    server, method, params, name, capabilities, asker, limit, session
                 )
             demand.begin()
             try:
                 return await _send(
-                    runner, method, params, name, capabilities, asker, limit, session
+                    server, method, params, name, capabilities, asker, limit, session
                 )
             finally:
                 demand.end()
@@ -94,7 +94,7 @@ async def send(
 
 
 async def _send(
-    runner: Runner,
+    server: ServerParts,
     method: str,
     params: msgspec.Struct,
     name: str | None,
@@ -106,13 +106,13 @@ async def _send(
     start = trio.current_time()
     # A server being started (at startup, or on demand) is waited for, within the limit.
     with trio.move_on_at(start + limit):
-        while (runner.upstream is None or runner.phase != "connected") and runner.waits_for_start():
-            await runner.phase_changed()
-    up = runner.upstream
-    if up is None or not runner.available:
-        raise CallRefused(runner.outage())
+        while (server.upstream is None or server.phase != "connected") and server.waits_for_start():
+            await server.phase_changed()
+    up = server.upstream
+    if up is None or not server.available:
+        raise CallRefused(server.outage())
     if session is not None and up.mark is not session:
-        raise CallRefused(Outage(runner.alias, "stopped", "the session it was for has ended"))
+        raise CallRefused(Outage(server.alias, "stopped", "the session it was for has ended"))
     # The params types share their ``_meta`` field by name, not by a base class.
     if "meta" in params.__struct_fields__:
         given = msgspec.structs.asdict(params)["meta"]
@@ -137,38 +137,38 @@ async def _send(
         # What the server answers, a result or an error, is no call's outcome: the
         # breaker is told nothing of it (see its rule).
         try:
-            with runner.asks.scope(asker if up.era == "legacy" else None, extend, limit):
+            with server.asks.scope(asker if up.era == "legacy" else None, extend, limit):
                 return await up.request(method, params, name=name, extra_headers=extra)
         except (rpc.RPCError, ServerCancelled) as exc:
             if isinstance(exc, ServerCancelled):
                 raise CallRefused(
-                    Outage(runner.alias, "failed", str(exc), start).masked(runner.guard)
+                    Outage(server.alias, "failed", str(exc), start).masked(server.guard)
                 ) from None
             if isinstance(exc, rpc.RPCError) and exc.code == rpc.UNSUPPORTED_PROTOCOL_VERSION:
-                runner.version_refused()
-            raise answer_error(runner.alias, exc) from None
+                server.version_refused()
+            raise answer_error(server.alias, exc) from None
         except MalformedReply as exc:
             raise CallRefused(
-                Outage(runner.alias, "malformed", exc.reason, start).masked(runner.guard)
+                Outage(server.alias, "malformed", exc.reason, start).masked(server.guard)
             ) from None
         except TransportError as exc:
             logger.warning(
                 "%s: %s failed: %s",
-                runner.alias,
+                server.alias,
                 method,
                 exc.reason,
-                extra=log_extra(runner.alias, reason=exc.reason),
+                extra=log_extra(server.alias, reason=exc.reason),
             )
             # A server that said when to come back (429 or 503 with Retry-After) is
             # there, and asked not to be asked before then, whatever the method.
             wait = server_wait(exc.retry_after)
             if wait is None:
-                runner.check_liveness()
+                server.check_liveness()
             else:
-                runner.told_to_wait(exc.reason, wait)
-            outage = runner.failed_call(exc.reason, start, None)
-            raise CallRefused(outage.masked(runner.guard)) from None
+                server.told_to_wait(exc.reason, wait)
+            outage = server.failed_call(exc.reason, start, None)
+            raise CallRefused(outage.masked(server.guard)) from None
     elapsed = trio.current_time() - start
     reason = f"no answer to {method} within {elapsed:.3g} s"
-    runner.check_liveness()
-    raise CallRefused(Outage(runner.alias, "timeout", reason, start))
+    server.check_liveness()
+    raise CallRefused(Outage(server.alias, "timeout", reason, start))

@@ -324,37 +324,6 @@ class QueuedCheck(abc.ABC):
         """None while ``call`` may still be sent; else the result it ends with, unsent."""
 
 
-class Demand:
-    """The calls and requests a lazy server has, queued or under way: while it has
-    any it is started and kept running (``lazy.LazyRunner`` waits on this)."""
-
-    def __init__(self) -> None:
-        self.users = 0
-        # Until a call comes, the startup discovery stops the server as soon as it listed.
-        self.last_use = -math.inf
-        self._changed = trio.Event()
-
-    def begin(self) -> None:
-        """A call began: queued, or sent."""
-        self.users += 1
-        self.touch()
-
-    def end(self) -> None:
-        """A call ended: answered, failed, timed out or cancelled."""
-        self.users -= 1
-        self.last_use = trio.current_time()
-        self.touch()
-
-    def touch(self) -> None:
-        """Something that keeps the server running changed (a call, a task's hold)."""
-        self._changed.set()
-        self._changed = trio.Event()
-
-    async def changed(self) -> None:
-        """Until the next ``touch``."""
-        await self._changed.wait()
-
-
 class CallLimits:
     """How long one server's tools may take, as the config in force sets it: each
     tool's limit is looked up once, at its first call (a reload makes a new one)."""

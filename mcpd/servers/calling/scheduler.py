@@ -26,12 +26,13 @@ from protocol.shown.logfields import log_extra
 from transports.errors import SERVER_REPLIES, HttpRPCError, TransportError
 
 from ..asking.ended_asks import End
+from ..life.lazy_state import Demand
 from ..results.rpc_errors import call_error, data_findings
 from ..results.rpc_results import Findings, call_look, taken_apart
 from ..results.taking_apart import data_of
 from ..status.outage import Outage
 from .call_failures import failed
-from .calls import Admitter, Answered, Call, CallEnd, CallHost, Demand, Outcome, QueuedCheck, Unsent
+from .calls import Admitter, Answered, Call, CallEnd, CallHost, Outcome, QueuedCheck, Unsent
 from .deadlines import Deadlines
 from .queue_bytes import QueueBytes
 from .refusals import breaker_refusal, no_slot, queue_full
@@ -363,11 +364,8 @@ class CallScheduler(Admitter):
         try:
             call.caller.finish(ending.outcome)
         except Exception:
-            logger.exception(
-                "%s: delivering a call's outcome failed",
-                self.runner.alias,
-                extra=log_extra(self.runner.alias),
-            )
+            at = self.runner.alias
+            logger.exception("%s: delivering a call's outcome failed", at, extra=log_extra(at))
 
     def _ended(self, call: Call, end: End) -> None:
         if call.relays:

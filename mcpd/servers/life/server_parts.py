@@ -1,10 +1,10 @@
 """One configured server's parts, wired together, and what they tell of it: its state
 and outage, what its calls and lists need of it (its row in ``mcpd status`` is
-``status_of``'s).
+``status_of``'s). The rest of mcpd holds a server by this.
 
-Running the server (starting it, serving it, backing off when it fails) is the
-runner's job: ``runner.Runner`` derives from this and keeps the facts kept here
-(its upstream, its process, the kind of transport it is reached by) up to date.
+Running the server (starting it, serving it, backing off when it fails) is its
+runner's job: ``runner.Runner`` has its parts and keeps the facts kept here (its
+upstream, its process, the kind of transport it is reached by) up to date.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from ..status.stats import LatencyStats
 from .backoff import RestartPolicy
 from .downtime import Downtime
 from .events import LifecycleJournal
+from .lazy_state import LazyState
 
 if TYPE_CHECKING:
     from ..oauth import Login, ServerAuth
@@ -83,6 +84,12 @@ class ServerParts(CallHost):
         self.stats = LatencyStats()
         self.replies = ReplyWork(alias, self.guard)
         self.scheduler = CallScheduler(self, cfg.concurrency(), waiting)
+        # Started on demand (``lazy``), unless it cannot start: a server that cannot has
+        # no idle time to wait out, and is shown down from the start, as any other.
+        self.lazy: LazyState | None = None
+        if cfg.start == "lazy" and cfg.unresolved is None:
+            self.lazy = LazyState(cfg.idle_stop)
+            self.scheduler.demand = self.lazy.demand  # its calls start it, and keep it running
         self._upstream: Upstream | None = None
         # Told of each session that ends (``upstream``), with its mark.
         self.on_session_end: Callable[[str, SessionMark], None] | None = None
@@ -198,6 +205,8 @@ class ServerParts(CallHost):
 
     @property
     def state(self) -> str:
+        if self.lazy is not None and self.lazy.stopping:
+            return "idle"
         return server_state(self.downtime, self.breaker, trio.current_time())
 
     @property
@@ -212,6 +221,8 @@ class ServerParts(CallHost):
     @property
     def available(self) -> bool:
         """Whether calls can be expected to work (the tools are listed as available)."""
+        if self.lazy is not None and self.lazy.listed_available(self.phase):
+            return True
         return self.state in ("ready", "degraded")
 
     def kept_reason(self, reason: str) -> str:
@@ -228,9 +239,6 @@ class ServerParts(CallHost):
         else:
             self.registry.set_availability(self.alias, False, self.outage().marker())
         self._on_change(self.alias)
-
-    def _log(self, level: int, event: str, message: str, reason: str | None = None) -> None:
-        self.events.event(level, event, message, reason, depth=2)
 
     def _on_breaker(self, t: Transition) -> None:
         self.events.breaker(t)
@@ -284,7 +292,11 @@ class ServerParts(CallHost):
         return self._config.daemon
 
     def waits_for_start(self) -> bool:
-        """Calls that come while the first start is under way wait for it."""
+        """Calls that come while the first start is under way wait for it; a lazy
+        server's, while it is idle, being stopped (its phase still says connected until
+        the stop is done) or started on demand."""
+        if self.lazy is not None:
+            return (self.phase != "connected" or self.lazy.stopping) and self.available
         return self.phase == "starting" and not self.first_attempt.is_set()
 
     def wake(self) -> None:
@@ -292,17 +304,6 @@ class ServerParts(CallHost):
 
     def changed(self) -> None:
         self._on_change(self.alias)
-
-    @property
-    def subscribed(self) -> bool:
-        return self.tool_list.subscribed
-
-    def maybe_refresh(self) -> None:
-        self.tool_list.maybe_refresh()
-
-    @property
-    def dropped_tools(self) -> list[str]:
-        return self.tool_list.dropped
 
     @property
     def inflight(self) -> int:
@@ -378,9 +379,6 @@ class ServerParts(CallHost):
         # A trial's slot is the doubt's now, given back as it is settled.
         call.probe = False
         self.wake()
-
-    async def wait_idle(self) -> None:
-        await self.scheduler.wait_idle()
 
     async def phase_changed(self) -> None:
         await self.downtime.phase_changed()

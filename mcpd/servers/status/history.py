@@ -4,7 +4,7 @@ last day (with why and when) and its calls minute by minute over the last hour.
 Both are rings of fixed size per server. The state changes are noted as mcpd hears of
 them (the wiring calls ``note`` on every change a server publishes); the minutes are
 cut once a minute from each runner's latency ring (``roll``), so a call costs nothing
-more than it did. Histories are kept by alias, apart from the runners, so a reload
+more than it did. Histories are kept by alias, apart from the servers, so a reload
 that restarts a server keeps its history, and they are saved in the state file and
 read back at start-up (``statefile.SavedHistory``).
 """
@@ -21,7 +21,7 @@ import msgspec
 import trio
 
 from ...local.state.statefile import SavedChange, SavedHistory, SavedMinute
-from ..life.runner import Runner
+from ..life.server_parts import ServerParts
 from .stats import LatencyStats, nearest_rank
 
 CHANGES: Final = 256  # state changes kept per server: a day of a calm one, hours of a flapping one
@@ -71,7 +71,7 @@ class _Track:
 
     def _since_last(self, stats: LatencyStats) -> tuple[int, int, int]:
         """(calls, errors, the call count they start after) since the last roll."""
-        if stats is not self._stats:  # a new runner: its counts start from zero
+        if stats is not self._stats:  # a new server: its counts start from zero
             return stats.calls, stats.errors, 0
         return stats.calls - self._calls, stats.errors - self._errors, self._calls
 
@@ -111,7 +111,7 @@ class Histories:
             if alias in saved:
                 self._tracks[alias] = _Track(saved[alias])
 
-    def note(self, alias: str, server: Runner, at: float | None = None) -> None:
+    def note(self, alias: str, server: ServerParts, at: float | None = None) -> None:
         """The server ``alias`` may have changed state: a new state is recorded."""
         state = server.state
         reason = None if server.available else server.outage().reason
@@ -126,13 +126,13 @@ class Histories:
         """The server left the configuration: its history goes with it."""
         self._tracks.pop(alias, None)
 
-    def roll(self, at: int, runners: Mapping[str, Runner]) -> None:
+    def roll(self, at: int, servers: Mapping[str, ServerParts]) -> None:
         """The minute that began at ``at`` is over: cut it from each runner's calls."""
-        for alias, runner in runners.items():
+        for alias, server in servers.items():
             track = self._tracks.get(alias)
             if track is None:
                 track = self._tracks[alias] = _Track()
-            self._unsaved |= track.roll(at, runner.stats)
+            self._unsaved |= track.roll(at, server.stats)
         self._until = max(self._until, at + 60.0)
         self._rolls += 1
         if self._rolls % SAVE_EVERY == 0 and self._unsaved:
@@ -144,23 +144,23 @@ class Histories:
 
     def view(
         self,
-        runners: Mapping[str, Runner],
+        servers: Mapping[str, ServerParts],
         only: Callable[[str], bool] | None = None,
         now: float | None = None,
     ) -> list[ServerHistory]:
         """The history of each running server (whose alias ``only`` admits) as of ``now``."""
         now = time.time() if now is None else now
         out = []
-        for alias in sorted(runners):
+        for alias in sorted(servers):
             if only is not None and not only(alias):
                 continue
             track = self._tracks.get(alias) or _Track()
-            out.append(_view(alias, track, runners[alias].stats, now))
+            out.append(_view(alias, track, servers[alias].stats, now))
         return out
 
     async def run(
         self,
-        runners: Callable[[], Mapping[str, Runner]],
+        servers: Callable[[], Mapping[str, ServerParts]],
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Cut a minute from every server's calls as each wall-clock minute ends."""
@@ -169,7 +169,7 @@ class Histories:
             now = time.time()
             ends = (math.floor(now / 60) + 1) * 60
             await trio.sleep(ends - now)
-            self.roll(ends - 60, runners())
+            self.roll(ends - 60, servers())
 
 
 def _view(alias: str, track: _Track, stats: LatencyStats, now: float) -> ServerHistory:

@@ -32,7 +32,7 @@ def status_of(parts: ServerParts) -> ServerRow:
         stats=parts.stats,
         inflight=parts.inflight,
         waiting=parts.waiting,
-        dropped_tools=parts.dropped_tools,
+        dropped_tools=parts.tool_list.dropped,
     )
     row = status_row(
         reported,
@@ -89,5 +89,7 @@ def status_of(parts: ServerParts) -> ServerRow:
         definition_changes=pins["definition_changes"],
         findings=pins["findings"],
         forgotten_names=0 if marked is None else marked.forgotten_names(),
+        start=UNSET if parts.lazy is None else "lazy",
+        idle_stop=UNSET if parts.lazy is None else parts.lazy.idle_stop,
     )
     return parts.guard.shown_row(row)

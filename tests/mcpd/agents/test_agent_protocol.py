@@ -111,7 +111,7 @@ async def test_cancelled_request_gets_no_answer_even_when_the_server_answers_lat
                 ).encode()
                 + b"\n"
             )
-            while daemon.supervisor.runners["s"].inflight == 0:
+            while daemon.supervisor.servers["s"].inflight == 0:
                 await trio.sleep(0.01)
             await agent.send_raw(
                 b'{"jsonrpc":"2.0","method":"notifications/cancelled",'

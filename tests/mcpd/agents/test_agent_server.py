@@ -222,7 +222,7 @@ async def test_a_server_killed_mid_call_gives_an_outage_result(tmp_path: Path) -
 
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(slow_call)
-                while daemon.supervisor.runners["crashy"].inflight == 0:
+                while daemon.supervisor.servers["crashy"].inflight == 0:
                     await trio.sleep(0.01)
                 os.kill(pid, signal.SIGKILL)
                 assert text(await agent.call("mcp__steady__tool0", {"text": "a"})) == "tool0:a"

@@ -91,7 +91,7 @@ async def kill_victim(daemon: Daemon) -> None:
     [row] = [s for s in daemon.supervisor.status() if s.alias == "victim"]
     assert isinstance(row.pid, int)
     os.kill(row.pid, signal.SIGKILL)
-    while daemon.supervisor.runners["victim"].available:
+    while daemon.supervisor.servers["victim"].available:
         await changed.wait()
         changed = trio.Event()
         daemon.all_servers.subscribe(changed.set)

@@ -66,7 +66,7 @@ async def test_the_daemon_settles_after_start_and_after_each_reload(
             _config(path, ["one", "two"])
             await daemon.reload()
             assert settled == [False, True]
-            assert "two" in daemon.supervisor.runners
+            assert "two" in daemon.supervisor.servers
             daemon.stop()
 
 

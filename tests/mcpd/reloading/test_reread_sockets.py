@@ -121,7 +121,7 @@ async def test_a_reload_whose_profile_socket_is_taken_is_refused_whole(
                     for r in caplog.records
                 )
                 # Nothing of the reload is in force: no server added, no profile.
-                assert sorted(daemon.supervisor.runners) == ["a"]
+                assert sorted(daemon.supervisor.servers) == ["a"]
                 assert not (tmp_path / "b.pid").exists()
                 assert (
                     list(daemon.config.profiles) == [] and daemon.agent_server.sockets.paths() == {}

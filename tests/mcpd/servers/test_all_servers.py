@@ -17,7 +17,7 @@ from mcpd.config.tables.model import Config
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.calling.calls import CallRefused
-from mcpd.servers.life.runner import Runner
+from mcpd.servers.life.server_parts import ServerParts
 from mcpd.servers.supervisor import Supervisor
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import features as surface
@@ -40,15 +40,15 @@ class World:
                 self.add(alias)
         self.all = AllServers(self.supervisor, self.catalog)
 
-    def add(self, alias: str) -> Runner:
+    def add(self, alias: str) -> ServerParts:
         """A runner for ``alias``, as a (re)start puts one in place."""
         cfg = self.config.servers[alias]
-        runner = Runner(alias, cfg, self.config, self.catalog, lambda a: None)
-        self.supervisor.runners[alias] = runner
+        runner = ServerParts(alias, cfg, self.config, self.catalog, lambda a: None)
+        self.supervisor.servers[alias] = runner
         return runner
 
-    def runner(self, alias: str) -> Runner:
-        return self.supervisor.runners[alias]
+    def runner(self, alias: str) -> ServerParts:
+        return self.supervisor.servers[alias]
 
     def up(self, *aliases: str) -> None:
         for alias in aliases:
@@ -167,7 +167,7 @@ async def test_a_tool_of_a_disabled_server_says_how_to_enable_it() -> None:
 
 async def test_a_server_being_added_by_a_reload_is_not_said_to_be_down() -> None:
     world = World({"new": cmd()})
-    del world.supervisor.runners["new"]  # in the config, its runner not yet started
+    del world.supervisor.servers["new"]  # in the config, its runner not yet started
     assert world.all.down_for("mcp__new__t") is None
 
 
@@ -213,7 +213,7 @@ async def test_a_runner_started_again_gets_back_every_subscription_agents_hold()
 
 async def test_a_subscription_to_a_server_without_a_runner_is_kept_for_its_start() -> None:
     world = World({"a": cmd()})
-    del world.supervisor.runners["a"]
+    del world.supervisor.servers["a"]
     world.all.subscribe_resource("a", "file:///x", True)
     runner = world.add("a")
     world.all.changed()

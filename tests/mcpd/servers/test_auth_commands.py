@@ -23,6 +23,7 @@ from mcpd.config.tables.servertable import ServerConfig
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.auth_commands import REFUSED, LoginBegun, LoginDone, Logins
 from mcpd.servers.life.runner import Runner
+from mcpd.servers.life.server_parts import ServerParts
 from mcpd.servers.supervisor import Supervisor
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
@@ -54,7 +55,7 @@ class Servers:
 
     def __init__(self, worlds: dict[str, FakeWorld]) -> None:
         self.worlds = worlds
-        self.runners: dict[str, Runner] = {}
+        self.servers: dict[str, ServerParts] = {}
         self.refusing: set[str] = set()
 
     @contextlib.asynccontextmanager
@@ -68,7 +69,7 @@ class Servers:
     ) -> AsyncIterator[Transport]:
         if alias in self.refusing:
             raise TransportClosed(f"{alias}: connection refused")
-        auth = self.runners[alias].auth
+        auth = self.servers[alias].auth
         if auth is not None and auth.enabled and await auth.authorization() is None:
             challenge = f'Bearer resource_metadata="{self.worlds[alias].prm_url}"'
             refusal = AuthError("HTTP 401", status=401, challenge=challenge)
@@ -85,8 +86,8 @@ class Daemon:
         self.robot = worlds["robot"]  # a machine identity's
         self.logins = Logins(sup)
 
-    def runner(self, alias: str) -> Runner:
-        return self.sup.runners[alias]
+    def runner(self, alias: str) -> ServerParts:
+        return self.sup.servers[alias]
 
 
 def robot_world() -> FakeWorld:
@@ -127,18 +128,20 @@ async def daemon(tmp: Path, *, start: bool = True) -> AsyncIterator[Daemon]:
     catalog = Catalog(cfg.naming)
     servers = Servers(worlds)
     sup = Supervisor(cfg, catalog, transport_factory=servers)
+    runners = []
     for alias, server in cfg.servers.items():
-        runner = Runner(alias, server, cfg, catalog, sup.on_change, servers, guard=sup.guard)
-        if runner.auth is not None:
-            runner.auth.http = WorldHttp(worlds.get(alias, worlds["web"]), clock)
-            runner.auth.clock = clock
-        sup.runners[alias] = servers.runners[alias] = runner
+        parts = ServerParts(alias, server, cfg, catalog, sup.on_change, guard=sup.guard)
+        runners.append(Runner(parts, servers))
+        if parts.auth is not None:
+            parts.auth.http = WorldHttp(worlds.get(alias, worlds["web"]), clock)
+            parts.auth.clock = clock
+        sup.servers[alias] = servers.servers[alias] = parts
     async with trio.open_nursery() as nursery:
         if start:
-            for runner in sup.runners.values():
+            for runner in runners:
                 nursery.start_soon(runner.run)
-            for runner in sup.runners.values():
-                await runner.first_attempt.wait()
+            for parts in sup.servers.values():
+                await parts.first_attempt.wait()
         yield Daemon(sup, servers, worlds)
         nursery.cancel_scope.cancel()
 
@@ -182,7 +185,7 @@ async def test_a_refusal_quotes_an_unknown_name_without_its_control_characters(
         with refused("no server named") as caught:
             await d.logins.begin("\x1b[2Jweb\nnotes: connected", REDIRECT)
         assert printable(caught.value.message)
-        d.sup.runners.clear()
+        d.sup.servers.clear()
         with refused(r"\(servers: none\)"):
             await d.logins.logout("web")
 

@@ -122,7 +122,7 @@ async def test_only_enabled_servers_run_and_the_summary_counts_them(
     cfg = config({"a": stdio(), "b": stdio(), "off": stdio(enabled=False)})
     async with running(cfg, servers) as sup:
         assert sorted(servers.opened) == ["a", "b"]
-        assert sorted(sup.runners) == ["a", "b"]
+        assert sorted(sup.servers) == ["a", "b"]
         assert tools(sup) == ["mcp__a__a_tool", "mcp__b__b_tool"]
         assert sup.summary() == "2 servers: 2 ready"
         assert sup.summary(only=lambda alias: alias == "a") == "1 server: 1 ready"
@@ -149,7 +149,7 @@ async def test_a_reload_touches_only_the_servers_whose_config_changed(
     changed: list[str] = []
     old = config({"same": stdio(), "edited": stdio("--v1"), "gone": stdio(), "off": stdio()})
     async with running(old, servers, changed) as sup:
-        same = sup.runners["same"]
+        same = sup.servers["same"]
         opened = list(servers.opened)
         new = config(
             {
@@ -165,9 +165,9 @@ async def test_a_reload_touches_only_the_servers_whose_config_changed(
         assert report.added == ["added"]
         assert report.removed == ["gone", "off"]
         assert report.changed == ["edited"] and report.unchanged == ["same"]
-        assert sup.runners["same"] is same and same.config is new
+        assert sup.servers["same"] is same and same.config is new
         assert sorted(servers.opened[len(opened) :]) == ["added", "edited"]
-        assert sorted(sup.runners) == ["added", "edited", "same"]
+        assert sorted(sup.servers) == ["added", "edited", "same"]
         assert tools(sup) == [
             "mcp__added__added_tool",
             "mcp__edited__edited_tool",
@@ -186,22 +186,22 @@ async def test_a_reloads_config_is_in_force_before_a_server_stops_and_its_calls_
     old = config({"same": stdio(), "edited": stdio("--v1"), "gone": stdio()}, call_timeout=10)
     async with running(old, servers) as sup:
         call, outcomes = a_call("edited_tool")
-        sup.runners["edited"].scheduler.start(call)
+        sup.servers["edited"].scheduler.start(call)
         new = config({"same": stdio(), "edited": stdio("--v2")}, call_timeout=10)
         report = sup.adopt(new)
         assert (report.changed, report.removed) == (["edited"], ["gone"])
-        assert sup.config is new and sup.runners["same"].config is new
-        assert sorted(sup.runners) == ["edited", "gone", "same"]
+        assert sup.config is new and sup.servers["same"].config is new
+        assert sorted(sup.servers) == ["edited", "gone", "same"]
         async with trio.open_nursery() as nursery:
             nursery.start_soon(sup.restart, report)
             await trio.testing.wait_all_tasks_blocked()
-            assert sorted(sup.runners) == ["same"]
+            assert sorted(sup.servers) == ["same"]
             assert sup.absent("edited") == "restarting for a changed configuration"
             assert sup.absent("gone") == "removed from the configuration"
             (rid,) = servers.current["edited"].calls
             servers.current["edited"].calls[rid](Raw(b'{"content":[]}'), None)
         assert await outcomes.result(call) == Raw(b'{"content":[]}')
-        assert sorted(sup.runners) == ["edited", "same"]
+        assert sorted(sup.servers) == ["edited", "same"]
         assert sup.absent("gone") == "removed from the configuration"
 
 
@@ -226,7 +226,7 @@ async def test_a_call_in_flight_gets_its_grace_before_its_server_is_restarted(
     servers = Servers()
     async with running(config({"a": stdio("--v1")}, call_timeout=10), servers) as sup:
         call, outcomes = a_call("a_tool")
-        sup.runners["a"].scheduler.start(call)
+        sup.servers["a"].scheduler.start(call)
         (rid,) = servers.current["a"].calls
         start = trio.current_time()
         async with trio.open_nursery() as nursery:
@@ -245,7 +245,7 @@ async def test_a_call_that_outlasts_the_grace_is_told_why(
     servers = Servers()
     async with running(config({"a": stdio()}, call_timeout=10), servers) as sup:
         call, outcomes = a_call("a_tool", timeout=1000)
-        sup.runners["a"].scheduler.start(call)
+        sup.servers["a"].scheduler.start(call)
         start = trio.current_time()
         await sup.reload(config({}, call_timeout=10))
         assert trio.current_time() == start + 10
@@ -253,7 +253,7 @@ async def test_a_call_that_outlasts_the_grace_is_told_why(
             await outcomes.result(call)
         assert refused.value.outage.server == "a"
         assert refused.value.outage.reason == "a: the server was stopped"
-        assert tools(sup) == [] and sup.runners == {}
+        assert tools(sup) == [] and sup.servers == {}
 
 
 def test_the_journals_reload_line_says_why_a_server_whose_table_did_not_change_restarts() -> None:

@@ -250,7 +250,7 @@ async def test_a_remote_server_back_after_many_attempts_is_not_held_to_the_cap(
     proc = None
     try:
         async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
-            runner = daemon.supervisor.runners["tickets"]
+            runner = daemon.supervisor.servers["tickets"]
             first = await wait_state(agent, "tickets", "unreachable")
             with trio.fail_after(30):
                 while runner.policy.failures <= 3 or runner.policy.restarts <= first["restarts"]:
@@ -336,7 +336,7 @@ async def test_a_command_that_cannot_start_is_failed_not_a_crash_loop(
     )
     with trio.fail_after(30):
         async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
-            runner = daemon.supervisor.runners["ghost"]
+            runner = daemon.supervisor.servers["ghost"]
             while not runner.policy.in_crash_loop:
                 await trio.sleep(0.02)
             row = await wait_state(agent, "ghost", "failed", "crash_loop")

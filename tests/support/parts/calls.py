@@ -11,7 +11,7 @@ from msgspec import UNSET, Raw, UnsetType
 from mcpd.servers.asking.progress import ProgressSink
 from mcpd.servers.calling.calls import Call, CallRefused, Outcome, Whose
 from mcpd.servers.connected.upstream import Upstream
-from mcpd.servers.life.runner import Runner
+from mcpd.servers.life.server_parts import ServerParts
 from mcpd.servers.status.outage import Outage
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
@@ -104,7 +104,7 @@ def a_call(
 
 
 async def at_runner(
-    runner: Runner,
+    runner: ServerParts,
     params: mcp.CallToolParams,
     *,
     call_timeout: float | None = None,

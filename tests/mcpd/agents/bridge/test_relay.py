@@ -93,7 +93,7 @@ async def test_calls_in_flight_when_the_daemon_stops_are_said_to_have_maybe_run(
                     },
                 }
             )
-            while daemon.supervisor.runners["slow"].inflight == 0:
+            while daemon.supervisor.servers["slow"].inflight == 0:
                 await trio.sleep(0.01)
         reply = await bridge.receive()
         assert reply["id"] == "long"

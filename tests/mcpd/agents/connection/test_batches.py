@@ -110,7 +110,7 @@ async def test_a_cancelled_request_leaves_its_batch_to_the_rest(tmp_path: Path) 
     with trio.fail_after(30):
         async with running(cfg) as daemon, legacy_agent(daemon.socket_path) as agent:
             await agent.send([request("long", "tools/call", call), request(7, "ping")])
-            runner = daemon.supervisor.runners["slow"]
+            runner = daemon.supervisor.servers["slow"]
             while runner.inflight == 0:
                 await trio.sleep(0.01)
             cancel = {"requestId": "long", "reason": "no longer needed"}
@@ -127,7 +127,7 @@ async def test_a_batch_over_the_limit_is_refused_whole(tmp_path: Path) -> None:
     call = {"name": "mcp__s__tool0", "arguments": {"text": "x"}}
     with trio.fail_after(30):
         async with running(cfg) as daemon, legacy_agent(daemon.socket_path) as agent:
-            runner = daemon.supervisor.runners["s"]
+            runner = daemon.supervisor.servers["s"]
             pings = [request(f"p{i}", "ping") for i in range(MAX_MESSAGES)]
             await agent.send([request("c", "tools/call", call), *pings])
             refused = await agent.line()

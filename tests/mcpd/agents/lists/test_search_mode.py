@@ -188,7 +188,7 @@ async def test_progress_and_cancellation_through_the_meta_tool(tmp_path: Path) -
                 "params": {**meta_call("mcp__h__tool0", {}), "_meta": META},
             }
             await agent.send_raw(json.dumps(body).encode() + b"\n")
-            runner = daemon.supervisor.runners["h"]
+            runner = daemon.supervisor.servers["h"]
             while runner.inflight == 0:
                 await trio.sleep(0.01)
             await agent.send_raw(
@@ -228,7 +228,7 @@ async def test_timeouts_breaker_and_input_required_through_the_meta_tool(tmp_pat
             assert timed_out["isError"] is True and "0.3" in text(timed_out)
             first = await agent.call("mcpd_call_tool", {"name": "mcp__dies__tool0"})
             assert first["isError"] is True
-            runner = daemon.supervisor.runners["dies"]
+            runner = daemon.supervisor.servers["dies"]
             while runner.state != "open":
                 await trio.sleep(0.02)
             # The breaker is open now: both ways fail fast with the same words.
@@ -267,7 +267,7 @@ async def test_outages_show_in_search_results_as_in_the_full_list(tmp_path: Path
     with trio.fail_after(60):
         async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
             os.kill(await read_pid(pidfile), signal.SIGKILL)
-            while daemon.supervisor.runners["down"].available:
+            while daemon.supervisor.servers["down"].available:
                 await trio.sleep(0.02)
             full = {
                 t["name"]: t for t in (await agent.result("mcpd/tools", {"profile": "s"}))["tools"]

@@ -63,7 +63,7 @@ async def test_a_task_is_the_creating_agents_and_reaches_its_server(tmp_path: Pa
             assert owner.notifications[0]["params"]["notifications"] == {"taskIds": ["jobs:t-1"]}
             assert other.notifications[0]["params"]["notifications"] == {"taskIds": []}
             # mcpd listens to the server for the task before the update is sent.
-            runner = daemon.supervisor.runners["jobs"]
+            runner = daemon.supervisor.servers["jobs"]
             while "t-1" not in runner.prompt_resources.acknowledged.get("taskIds", []):
                 await trio.sleep(0.02)
             answers = {"confirm": {"action": "accept", "content": {}}}

@@ -64,7 +64,7 @@ def write_config(tmp_path: Path, generation: int, profile: dict[str, Any] | None
 
 async def served_anew(daemon: Daemon, before: Upstream | None) -> None:
     """Until ``jobs`` is connected in a session other than ``before``."""
-    runner = daemon.supervisor.runners["jobs"]
+    runner = daemon.supervisor.servers["jobs"]
     while runner.upstream is None or runner.upstream is before or runner.phase != "connected":
         await runner.phase_changed()
 
@@ -102,7 +102,7 @@ async def test_an_old_task_id_never_reaches_a_restarted_servers_new_task(
             assert mine["taskId"] == "jobs:t-1"
             nursery.start_soon(listen, first, "L1", "jobs:t-1")
             await first.wait_notifications(1)
-            runner = daemon.supervisor.runners["jobs"]
+            runner = daemon.supervisor.servers["jobs"]
             before = runner.upstream
             if how == "killed":
                 assert runner.process is not None

@@ -19,7 +19,7 @@ from mcpd.registry.tables.catalog import Catalog
 from mcpd.registry.uris.scheme import Sight
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.calling.calls import SessionMark
-from mcpd.servers.life.runner import Runner
+from mcpd.servers.life.server_parts import ServerParts
 from mcpd.servers.shared import Owner
 from mcpd.servers.supervisor import Supervisor
 from tests.support.uris.resource_lists import Shows
@@ -64,17 +64,17 @@ class World:
         for alias in self.config.servers:
             self.start(alias)
 
-    def put_runner(self, alias: str) -> Runner:
+    def put_runner(self, alias: str) -> ServerParts:
         """A runner for ``alias``, as a (re)start puts one in place: built, not run (the
         test says what a running one would)."""
-        runner = Runner(
+        runner = ServerParts(
             alias, self.config.servers[alias], self.config, self.catalog, lambda a: None
         )
-        self.supervisor.runners[alias] = runner
+        self.supervisor.servers[alias] = runner
         return runner
 
-    def runner(self, alias: str) -> Runner:
-        return self.supervisor.runners[alias]
+    def runner(self, alias: str) -> ServerParts:
+        return self.supervisor.servers[alias]
 
     def start(self, alias: str) -> SessionMark:
         """A new session with ``alias`` (ending the one before, as a restart does)."""

@@ -114,7 +114,7 @@ async def test_a_reload_with_a_too_large_secret_file_is_refused_while_calls_go_o
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(reload)
                 nursery.start_soon(call)
-            assert sorted(daemon.supervisor.runners) == ["local"]
+            assert sorted(daemon.supervisor.servers) == ["local"]
             # Still serving after it, under the config in force.
             assert await answer(agent) == "tool0:now"
     assert replies["call"] == "tool0:now"

@@ -122,7 +122,7 @@ async def test_an_unset_variable_fails_only_its_server_and_says_why_everywhere(
             result = await agent.call("mcp__broken__tool0", {"text": "x"})
             assert result["isError"] is True
             assert SENTENCE in result["content"][0]["text"]
-            assert daemon.supervisor.runners["broken"].attempts == 1
+            assert daemon.supervisor.servers["broken"].attempts == 1
             assert "1 unresolved (broken)" in daemon.supervisor.summary()
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert any(SENTENCE in r.getMessage() for r in errors)
@@ -158,7 +158,7 @@ async def test_a_reload_that_breaks_a_server_keeps_its_tools_marked_and_a_fix_br
             write_config(path, {"time": server(), "broken": server(env="literal")})
             report = await agent.result("mcpd/reload")
             assert report["changed"] == ["broken"]
-            assert daemon.supervisor.runners["broken"].state == "ready"
+            assert daemon.supervisor.servers["broken"].state == "ready"
             result = await agent.call("mcp__broken__tool0", {"text": "d"})
             assert result["content"][0]["text"] == "tool0:d"
 
@@ -173,7 +173,7 @@ async def test_a_reload_with_the_variable_replaced_by_a_literal_starts_the_serve
             running(load(path), str(path)) as daemon,
             connect(str(tmp_path / "mcpd.sock")) as agent,
         ):
-            assert daemon.supervisor.runners["broken"].state == "unresolved"
+            assert daemon.supervisor.servers["broken"].state == "unresolved"
             write_config(path, {"time": server(), "broken": server(env="literal")})
             await agent.result("mcpd/reload")
             broken = await status_of(agent, "broken")
@@ -195,4 +195,4 @@ async def test_an_unset_variable_in_daemon_still_rejects_a_reload_whole(tmp_path
             assert reply["error"]["data"]["mcpd/configError"].startswith(
                 f"{path}: naming.template: environment variable {UNSET} is not set"
             )
-            assert daemon.supervisor.runners["time"].state == "ready"
+            assert daemon.supervisor.servers["time"].state == "ready"

@@ -244,7 +244,7 @@ class Slot:
         """Once the daemon has done what it can with what it was sent: how many calls
         wait for the slot."""
         await trio.testing.wait_all_tasks_blocked()
-        scheduler = self.setup.daemon.supervisor.runners["tickets"].scheduler
+        scheduler = self.setup.daemon.supervisor.servers["tickets"].scheduler
         assert scheduler.running == 1
         return len(scheduler.queue)
 

@@ -363,7 +363,7 @@ async def test_a_call_the_open_circuit_refused_is_no_sign_the_server_read_past_a
                 timed_out = await late.call(TWO + "ask_after_cancel", arguments)
                 assert "did not answer this call in time" in timed_out["content"][0]["text"]
                 # A slow call opens no circuit at a server that answers: a failure does.
-                runner = daemon.supervisor.runners["two"]
+                runner = daemon.supervisor.servers["two"]
                 ticket = runner.breaker.allow(trio.current_time()).ticket
                 runner.availability_failure(0.0, "connection reset", ticket)
                 refused = await other.call(TWO + "quick")

@@ -27,8 +27,8 @@ from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.asking import requests
 from mcpd.servers.calling.calls import CallRefused, Whose
 from mcpd.servers.calling.queue_bytes import MIB, Unqueued
-from mcpd.servers.life.lazy import LazyRunner
-from mcpd.servers.life.runner import Runner
+from mcpd.servers.life.lazy import runner_of
+from mcpd.servers.life.server_parts import ServerParts
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.reply_faults import MalformedReply
 from protocol.mcp import core as mcp
@@ -92,27 +92,19 @@ def config(daemon: dict[str, Any] | None = None, **server: Any) -> Config:
 @contextlib.asynccontextmanager
 async def running(
     factory: Factory, daemon: dict[str, Any] | None = None, **server: Any
-) -> AsyncIterator[Runner]:
+) -> AsyncIterator[ServerParts]:
     cfg = config(daemon, **server)
     known = KnownSecrets()
     known.replace("config", [HeldSecret("servers.s.env.TOKEN", SECRET)])
-    kind = LazyRunner if cfg.servers["s"].start == "lazy" else Runner
-    r = kind(
-        "s",
-        cfg.servers["s"],
-        cfg,
-        Catalog(cfg.naming),
-        lambda a: None,
-        factory,
-        guard=SecretGuard(known),
-    )
+    s = cfg.servers["s"]
+    parts = ServerParts("s", s, cfg, Catalog(cfg.naming), lambda a: None, guard=SecretGuard(known))
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(r.run)
-        yield r
+        nursery.start_soon(runner_of(parts, factory).run)
+        yield parts
         nursery.cancel_scope.cancel()
 
 
-async def ready(r: Runner) -> None:
+async def ready(r: ServerParts) -> None:
     while r.state != "ready":
         await r.phase_changed()
 

@@ -211,7 +211,7 @@ async def test_an_agents_big_calls_past_its_bound_are_refused_and_another_agent_
     socket = str(config.daemon.socket)
     with trio.fail_after(LIMIT):
         async with running(config) as daemon:
-            scheduler = daemon.supervisor.runners["bad"].scheduler
+            scheduler = daemon.supervisor.servers["bad"].scheduler
             queued, hung_up = trio.Event(), trio.Event()
             let_go: list[Call] = []
             scheduler_start, scheduler_cancel = scheduler.start, scheduler.cancel

@@ -22,9 +22,10 @@ from mcpd.policy.redaction.guard import SecretGuard
 from mcpd.policy.redaction.masking import KnownSecrets
 from mcpd.servers.asking.askback import AskRoutes
 from mcpd.servers.asking.progress import ProgressRoutes
-from mcpd.servers.calling.calls import Call, CallHost, CallLimits, Demand, QueuedCheck, Whose
+from mcpd.servers.calling.calls import Call, CallHost, CallLimits, QueuedCheck, Whose
 from mcpd.servers.calling.scheduler import CallScheduler
 from mcpd.servers.circuit.breaker import Breaker
+from mcpd.servers.life.lazy_state import Demand
 from mcpd.servers.oauth import LoginRequired
 from mcpd.servers.results.taking_apart import AT_ONCE_PARTS, MOST_PARTS, ReplyWork
 from mcpd.servers.shared import Owner

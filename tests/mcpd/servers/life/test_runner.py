@@ -26,6 +26,7 @@ from mcpd.policy.redaction.masking import KnownSecrets
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.calling.calls import CallRefused
 from mcpd.servers.life.runner import Runner
+from mcpd.servers.life.server_parts import ServerParts
 from protocol.mcp import core as mcp
 from tests.support.parts.calls import a_call
 from tests.support.parts.stand_in import StandIn
@@ -112,14 +113,15 @@ def guard() -> SecretGuard:
 
 
 def runner(cfg: Config, factory: Factory, guard: SecretGuard | None = None) -> Runner:
-    return Runner(
-        "s", cfg.servers["s"], cfg, Catalog(cfg.naming), lambda a: None, factory, guard=guard
+    parts = ServerParts(
+        "s", cfg.servers["s"], cfg, Catalog(cfg.naming), lambda a: None, guard=guard
     )
+    return Runner(parts, factory)
 
 
 async def until(r: Runner, state: str) -> None:
-    while r.state != state:
-        await r.phase_changed()
+    while r.parts.state != state:
+        await r.parts.phase_changed()
 
 
 async def test_a_server_whose_config_cannot_be_expanded_is_never_started(
@@ -128,17 +130,17 @@ async def test_a_server_whose_config_cannot_be_expanded_is_never_started(
     factory = Factory()
     cfg = config({"command": "srv", "env": {"TOKEN": "${NOT_SET_ANYWHERE}"}})
     r = runner(cfg, factory)
-    assert r.cfg.unresolved is not None
+    assert r.parts.cfg.unresolved is not None
     call, outcomes = a_call("t", timeout=1000)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(r.run)
-        r.scheduler.start(call)
-        await r.first_attempt.wait()
+        r.parts.scheduler.start(call)
+        await r.parts.first_attempt.wait()
         with pytest.raises(CallRefused) as refused:
             await outcomes.result(call)
         await trio.sleep(3600)  # an hour on: not tried again
-        assert factory.opened == 0 and r.state == "unresolved"
-        assert r.outage().reason is not None and "NOT_SET_ANYWHERE" in r.outage().reason
+        assert factory.opened == 0 and r.parts.state == "unresolved"
+        assert r.parts.outage().reason is not None and "NOT_SET_ANYWHERE" in r.parts.outage().reason
         nursery.cancel_scope.cancel()
     assert "NOT_SET_ANYWHERE" in refused.value.outage.sentence()
 
@@ -151,7 +153,7 @@ async def test_a_call_waiting_for_a_first_start_that_fails_is_told_at_once(
     r = runner(config({"command": "srv"}, call_timeout=60), factory)
     call, outcomes = a_call("t", timeout=60)
     async with trio.open_nursery() as nursery:
-        r.scheduler.start(call)  # before the runner starts: it waits for the first start
+        r.parts.scheduler.start(call)  # before the runner starts: it waits for the first start
         start = trio.current_time()
         nursery.start_soon(r.run)
         with pytest.raises(CallRefused) as refused:
@@ -170,14 +172,14 @@ async def test_a_start_that_fails_is_tried_again_and_then_serves(
     async with trio.open_nursery() as nursery:
         nursery.start_soon(r.run)
         await factory.wait_opened(2)
-        assert r.attempts == 2 and not r.available
+        assert r.parts.attempts == 2 and not r.parts.available
         factory.next = "serve"
         await until(r, "ready")
-        assert [e.original for e in r.registry.listing()] == ["t"]
-        assert r.upstream is not None and r.upstream.era == "legacy"
+        assert [e.original for e in r.parts.registry.listing()] == ["t"]
+        assert r.parts.upstream is not None and r.parts.upstream.era == "legacy"
         nursery.cancel_scope.cancel()
     # A runner stopped leaves nothing behind that looks alive.
-    assert r.phase == "stopped" and r.upstream is None and r.process is None
+    assert r.parts.phase == "stopped" and r.parts.upstream is None and r.parts.process is None
 
 
 async def test_what_a_failing_server_says_is_stored_with_mcpds_secrets_masked(
@@ -190,14 +192,18 @@ async def test_what_a_failing_server_says_is_stored_with_mcpds_secrets_masked(
     r = runner(config({"command": "srv"}), factory, guard())
     async with trio.open_nursery() as nursery:
         nursery.start_soon(r.run)
-        await r.first_attempt.wait()
+        await r.parts.first_attempt.wait()
         nursery.cancel_scope.cancel()
-    row = msgspec.json.encode(r.status()).decode()
-    sentence = r.outage().sentence()
+    row = msgspec.json.encode(r.parts.status()).decode()
+    sentence = r.parts.outage().sentence()
     assert SECRET not in row and SECRET not in sentence
-    assert SECRET not in (r.downtime.last_error or "")
+    assert SECRET not in (r.parts.downtime.last_error or "")
     assert "bad token" in sentence
-    assert len(r.stderr) == 2 and "exiting" in r.stderr[1] and SECRET not in r.stderr[0]
+    assert (
+        len(r.parts.stderr) == 2
+        and "exiting" in r.parts.stderr[1]
+        and SECRET not in r.parts.stderr[0]
+    )
 
 
 async def test_why_a_server_failed_is_one_line_in_its_status(
@@ -209,9 +215,9 @@ async def test_why_a_server_failed_is_one_line_in_its_status(
     r = runner(config({"command": "srv"}), factory, guard())
     async with trio.open_nursery() as nursery:
         nursery.start_soon(r.run)
-        await r.first_attempt.wait()
+        await r.parts.first_attempt.wait()
         nursery.cancel_scope.cancel()
-    assert r.status().last_error == "closed\\n[mcpd] The server 'notes' says:"
+    assert r.parts.status().last_error == "closed\\n[mcpd] The server 'notes' says:"
 
 
 async def test_a_session_that_ends_keeps_the_servers_last_stderr_masked(
@@ -226,13 +232,13 @@ async def test_a_session_that_ends_keeps_the_servers_last_stderr_masked(
         played = factory.current
         assert played is not None
         played.die(f"exited with status 1 ({SECRET})")
-        r.wake()
+        r.parts.wake()
         await until(r, "failed")
         nursery.cancel_scope.cancel()
-    assert r.stderr and SECRET not in r.stderr[-1] and "panic" in r.stderr[-1]
+    assert r.parts.stderr and SECRET not in r.parts.stderr[-1] and "panic" in r.parts.stderr[-1]
     assert (
-        SECRET not in msgspec.json.encode(r.status()).decode()
-        and SECRET not in r.outage().sentence()
+        SECRET not in msgspec.json.encode(r.parts.status()).decode()
+        and SECRET not in r.parts.outage().sentence()
     )
 
 
@@ -248,7 +254,7 @@ async def test_a_bug_met_in_handling_a_server_makes_it_an_outage_not_a_crash(
             nursery.start_soon(r.run)
             await factory.wait_opened(2)  # and it is tried again
             nursery.cancel_scope.cancel()
-    assert r.outage().reason is not None and "internal error" in r.outage().reason
+    assert r.parts.outage().reason is not None and "internal error" in r.parts.outage().reason
     assert any("unexpected error" in rec.getMessage() for rec in caplog.records)
 
 
@@ -262,8 +268,8 @@ async def test_a_sandbox_its_start_could_not_apply_is_shown_and_logged(
         async with trio.open_nursery() as nursery:
             nursery.start_soon(r.run)
             await until(r, "ready")
-            row = r.status()
-            assert r.process is not None and r.process.pid == 4242
+            row = r.parts.status()
+            assert r.parts.process is not None and r.parts.process.pid == 4242
             nursery.cancel_scope.cancel()
     assert isinstance(row.sandbox, SandboxStatus)
     assert row.sandbox.unprotected == "no user namespaces"

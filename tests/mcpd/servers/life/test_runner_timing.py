@@ -23,6 +23,7 @@ from mcpd.config.tables.servertable import ServerConfig
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.calling.calls import CallRefused
 from mcpd.servers.life.runner import Runner
+from mcpd.servers.life.server_parts import ServerParts
 from mcpd.servers.status.outage import iso_of_monotonic
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.messages import Notification
@@ -202,9 +203,8 @@ def make(fake: FakeServer, **daemon: Any) -> Runner:
     }
     base.update(daemon)
     config = parse_config({"daemon": base, "servers": {"s": {"command": "fake"}}})
-    return Runner(
-        "s", config.servers["s"], config, Catalog(config.naming), lambda a: None, fake.open
-    )
+    parts = ServerParts("s", config.servers["s"], config, Catalog(config.naming), lambda a: None)
+    return Runner(parts, fake.open)
 
 
 def call_params() -> mcp.CallToolParams:
@@ -227,7 +227,7 @@ async def test_backoff_grows_then_crash_loop_retries_at_the_cap(
         nursery.start_soon(runner.run)
         await wait_for_starts(fake, 9)
         # Retried as a crash loop is, though a command that never started is "failed".
-        assert runner.policy.in_crash_loop and runner.state == "failed"
+        assert runner.parts.policy.in_crash_loop and runner.parts.state == "failed"
         nursery.cancel_scope.cancel()
     gaps = [b - a for a, b in zip(fake.starts, fake.starts[1:], strict=False)]
     # Full jitter: each delay is at most base * 2^n, and never beyond the cap.
@@ -235,7 +235,10 @@ async def test_backoff_grows_then_crash_loop_retries_at_the_cap(
         assert 0 <= gap <= 1.0 * 2**n + 1e-9
     # The fifth death inside the 60 s window is a crash loop: from then on, the cap.
     assert gaps[4:] == pytest.approx([60.0] * len(gaps[4:]))
-    assert runner.downtime.last_error is not None and "refused" in runner.downtime.last_error
+    assert (
+        runner.parts.downtime.last_error is not None
+        and "refused" in runner.parts.downtime.last_error
+    )
 
 
 async def test_recovery_after_failed_starts_and_counter_reset_when_stable(
@@ -247,12 +250,12 @@ async def test_recovery_after_failed_starts_and_counter_reset_when_stable(
     async with trio.open_nursery() as nursery:
         nursery.start_soon(runner.run)
         await wait_for_starts(fake, 4)
-        while runner.state != "ready":
+        while runner.parts.state != "ready":
             await trio.sleep(0.5)
-        assert runner.policy.failures == 3
+        assert runner.parts.policy.failures == 3
         await trio.sleep(31)  # stable_after
-        assert runner.policy.failures == 0
-        assert runner.state == "ready"
+        assert runner.parts.policy.failures == 0
+        assert runner.parts.state == "ready"
         nursery.cancel_scope.cancel()
 
 
@@ -263,23 +266,23 @@ async def test_breaker_opens_after_the_threshold_and_fails_fast(
     runner = make(fake)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(runner.run)
-        await runner.first_attempt.wait()
+        await runner.parts.first_attempt.wait()
         fake.call_mode = "broken"
         fake.probe_mode = "broken"
         for _ in range(3):
             with pytest.raises(CallRefused):
-                await at_runner(runner, call_params())
-        assert runner.state == "open"
+                await at_runner(runner.parts, call_params())
+        assert runner.parts.state == "open"
         opened_at = trio.current_time()
         with pytest.raises(CallRefused) as info:
-            await at_runner(runner, call_params())
+            await at_runner(runner.parts, call_params())
         outage = info.value.outage
         assert outage.state == "open"
         assert outage.retry_at == pytest.approx(opened_at + 5.0)
         assert "connection reset" in outage.reason
         assert fake.calls_seen == 3, "a call reached the server while the breaker was open"
         # What `mcpd status` shows: why it opened, and since when.
-        row = runner.status()
+        row = runner.parts.status()
         assert row.state == "open" and "connection reset" in (row.last_error or "")
         assert row.since == iso_of_monotonic(opened_at)
         # The cooldown passes: one probe, which cannot reach the server (gone, not
@@ -293,11 +296,11 @@ async def test_breaker_opens_after_the_threshold_and_fails_fast(
         await trio.sleep(0.1)
         # It connects and lists: there, but its calls unproven. Closed on trial, so
         # the next call goes, and fails: open again at once, for longer each time.
-        assert runner.state == "degraded"
+        assert runner.parts.state == "degraded"
         with pytest.raises(CallRefused):
-            await at_runner(runner, call_params())
-        assert runner.state == "open" and fake.calls_seen == 4
-        st = runner.breaker.status(trio.current_time())
+            await at_runner(runner.parts, call_params())
+        assert runner.parts.state == "open" and fake.calls_seen == 4
+        st = runner.parts.breaker.status(trio.current_time())
         assert st.retry_at == pytest.approx(trio.current_time() + 20.0)
         assert st.since == pytest.approx(opened_at)  # the same outage all along
         # The next probe is answered and calls work: the first call is the trial,
@@ -306,11 +309,11 @@ async def test_breaker_opens_after_the_threshold_and_fails_fast(
         fake.call_mode = "ok"
         await fake.probed.wait()
         await trio.sleep(0.1)
-        assert runner.state == "degraded"
-        raw = await at_runner(runner, call_params())
+        assert runner.parts.state == "degraded"
+        raw = await at_runner(runner.parts, call_params())
         assert b"done" in bytes(raw)
-        assert runner.state == "ready"
-        assert runner.breaker.status(trio.current_time()).since is None
+        assert runner.parts.state == "ready"
+        assert runner.parts.breaker.status(trio.current_time()).since is None
         nursery.cancel_scope.cancel()
 
 
@@ -322,19 +325,19 @@ async def test_half_open_lets_one_probe_through_and_refuses_concurrent_callers(
     refused: list[str] = []
     async with trio.open_nursery() as nursery:
         nursery.start_soon(runner.run)
-        await runner.first_attempt.wait()
+        await runner.parts.first_attempt.wait()
         fake.call_mode = "broken"
         for _ in range(3):
             with pytest.raises(CallRefused):
-                await at_runner(runner, call_params())
+                await at_runner(runner.parts, call_params())
         fake.probe_mode = "slow"  # the probe takes a while: callers arrive meanwhile
         await fake.probed.wait()
-        assert runner.state == "half_open"
+        assert runner.parts.state == "half_open"
         seen_before = fake.calls_seen
 
         async def caller() -> None:
             try:
-                await at_runner(runner, call_params())
+                await at_runner(runner.parts, call_params())
             except CallRefused as exc:
                 refused.append(exc.outage.state)
 
@@ -354,12 +357,12 @@ async def test_a_hung_call_times_out_and_a_silent_server_is_restarted(
     runner = make(fake)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(runner.run)
-        await runner.first_attempt.wait()
+        await runner.parts.first_attempt.wait()
         fake.call_mode = "hang"
         fake.probe_mode = "hang"
         start = trio.current_time()
         with pytest.raises(CallRefused) as info:
-            await at_runner(runner, call_params())
+            await at_runner(runner.parts, call_params())
         assert info.value.outage.state == "timeout"
         assert trio.current_time() - start == pytest.approx(10.0)
         await wait_for_starts(fake, 2)  # the liveness probe got no answer: restarted
@@ -369,16 +372,16 @@ async def test_a_hung_call_times_out_and_a_silent_server_is_restarted(
 async def test_concurrency_limit_and_bounded_queue(autojump_clock: trio.testing.MockClock) -> None:
     fake = FakeServer()
     runner = make(fake, queue_size=3, queue_timeout=5.0)
-    runner.scheduler.limit = 2
+    runner.parts.scheduler.limit = 2
     outcomes: list[str] = []
     async with trio.open_nursery() as nursery:
         nursery.start_soon(runner.run)
-        await runner.first_attempt.wait()
+        await runner.parts.first_attempt.wait()
         fake.call_mode = "slow"  # 10 s per call
 
         async def caller() -> None:
             try:
-                await at_runner(runner, call_params(), call_timeout=30)
+                await at_runner(runner.parts, call_params(), call_timeout=30)
                 outcomes.append("ok")
             except CallRefused as exc:
                 outcomes.append(exc.outage.reason)
@@ -400,15 +403,15 @@ async def test_outage_is_visible_in_the_registry(autojump_clock: trio.testing.Mo
     runner = make(fake)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(runner.run)
-        await runner.first_attempt.wait()
-        entry = runner.registry.lookup("mcp__s__work")
+        await runner.parts.first_attempt.wait()
+        entry = runner.parts.registry.lookup("mcp__s__work")
         assert entry is not None and entry.available
         fake.call_mode = "broken"
         fake.probe_mode = "broken"
         for _ in range(3):
             with pytest.raises(CallRefused):
-                await at_runner(runner, call_params())
-        tool = json.loads(rpc.encode(runner.registry.listing()[0]))
+                await at_runner(runner.parts, call_params())
+        tool = json.loads(rpc.encode(runner.parts.registry.listing()[0]))
         assert tool["_meta"]["mcpd/available"] is False
         assert tool["description"].startswith("[unavailable: s is failing (circuit open) since ")
         nursery.cancel_scope.cancel()
@@ -422,11 +425,11 @@ async def test_progress_extends_a_call_up_to_the_hard_limit(
     seen: list[Any] = []
     async with trio.open_nursery() as nursery:
         nursery.start_soon(runner.run)
-        await runner.first_attempt.wait()
+        await runner.parts.first_attempt.wait()
         fake.call_mode = "progress"
         params = call_params()
         params.meta = {"progressToken": "mine"}
-        raw = await at_runner(runner, params, on_progress=seen.append)
+        raw = await at_runner(runner.parts, params, on_progress=seen.append)
         assert b"done" in bytes(raw)
         assert [p.progress for p in seen] == [1, 2, 3, 4, 5, 6]
         assert {p.progressToken for p in seen} == {"mine"}
@@ -434,16 +437,16 @@ async def test_progress_extends_a_call_up_to_the_hard_limit(
         fake.call_mode = "slow"
         start = trio.current_time()
         with pytest.raises(CallRefused):
-            await at_runner(runner, call_params(), call_timeout=5)
+            await at_runner(runner.parts, call_params(), call_timeout=5)
         assert trio.current_time() - start == pytest.approx(5)
         # ...and progress cannot stretch a call past max_call_time.
-        runner.config = make(fake, max_call_time=12.0).config
+        runner.parts.config = make(fake, max_call_time=12.0).config
         fake.call_mode = "progress"
         params = call_params()
         params.meta = {"progressToken": "again"}
         start = trio.current_time()
         with pytest.raises(CallRefused):
-            await at_runner(runner, params, on_progress=seen.append)
+            await at_runner(runner.parts, params, on_progress=seen.append)
         assert trio.current_time() - start == pytest.approx(12)
         nursery.cancel_scope.cancel()
 
@@ -456,27 +459,27 @@ async def test_tool_lists_are_refetched_only_when_their_ttl_ran_out(
     runner = make(fake)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(runner.run)
-        await runner.first_attempt.wait()
+        await runner.parts.first_attempt.wait()
         assert fake.lists_seen == 1
         for _ in range(5):  # agents listing tools while the list is fresh
-            runner.maybe_refresh()
+            runner.parts.tool_list.maybe_refresh()
             await trio.sleep(10)
         assert fake.lists_seen == 1
         await trio.sleep(15)  # 65 s after the listing: stale
-        runner.maybe_refresh()
+        runner.parts.tool_list.maybe_refresh()
         await trio.sleep(0.1)
         assert fake.lists_seen == 2
         # A notification refetches, fresh or not: a second after the last fetch at
         # the soonest, so a server announcing changes in a loop costs one a second.
-        runner.tool_list.request()
+        runner.parts.tool_list.request()
         await trio.sleep(1.1)
         assert fake.lists_seen == 3
         # A ttl of 0 is no cache: the next listing after the short floor refetches.
         fake.ttl_ms = 0
-        runner.tool_list.request()
+        runner.parts.tool_list.request()
         await trio.sleep(0.1)
         await trio.sleep(2)
-        runner.maybe_refresh()
+        runner.parts.tool_list.maybe_refresh()
         await trio.sleep(0.1)
         assert fake.lists_seen == 5
         nursery.cancel_scope.cancel()
@@ -497,7 +500,7 @@ async def test_a_server_that_says_retry_after_is_not_asked_sooner(
             raise busy
         yield FakeTransport(fake, "s")
 
-    runner._open_transport = overloaded
+    runner.parts._open_transport = overloaded
     async with trio.open_nursery() as nursery:
         nursery.start_soon(runner.run)
         await wait_for_starts(fake, 2)

@@ -43,7 +43,7 @@ def write_config(tmp_path: Path) -> Path:
 
 
 async def stopped_idle(daemon: Daemon) -> None:
-    runner = daemon.supervisor.runners["jobs"]
+    runner = daemon.supervisor.servers["jobs"]
     while runner.state != "idle":
         await runner.phase_changed()
 
@@ -82,5 +82,5 @@ async def test_a_task_no_one_can_read_keeps_no_lazy_server(tmp_path: Path) -> No
                 handle = (await rpc(agent, "tools/call", {"name": "mcp__jobs__build"}))["result"]
                 assert handle["status"] == "input_required"
                 await trio.sleep(10 * IDLE_STOP)
-                assert daemon.supervisor.runners["jobs"].state != "idle"
+                assert daemon.supervisor.servers["jobs"].state != "idle"
             await stopped_idle(daemon)

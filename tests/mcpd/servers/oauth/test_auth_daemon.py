@@ -136,7 +136,7 @@ async def test_fifty_calls_during_a_refresh_make_one_token_request(tmp_path: Pat
     with trio.fail_after(LIMIT):
         async with daemon_with(tmp_path) as (srv, daemon, agent):
             await login(agent, srv)
-            auth = daemon.supervisor.runners["t"].auth
+            auth = daemon.supervisor.servers["t"].auth
             assert auth is not None
             # Move the daemon's clock to a minute before the token expires.
             auth.clock = lambda: time.time() + 3550
@@ -152,7 +152,7 @@ async def test_fifty_calls_during_a_refresh_make_one_token_request(tmp_path: Pat
                 await srv.token_request.wait()  # the refresh is under way
                 for _ in range(49):
                     nursery.start_soon(one)
-                runner = daemon.supervisor.runners["t"]
+                runner = daemon.supervisor.servers["t"]
                 while runner.inflight < 50:
                     await trio.sleep(0.01)
                 assert srv.calls == []  # all of them wait for the new token
@@ -374,7 +374,7 @@ async def test_a_reload_during_a_token_refresh_keeps_the_refresh_token_it_brings
                     await reloaded.wait()
                     async with connect(daemon.socket_path) as agent:
                         with trio.fail_after(5):
-                            runner = daemon.supervisor.runners["t"]
+                            runner = daemon.supervisor.servers["t"]
                             while (await server_row(agent))["state"] != "ready":
                                 await runner.phase_changed()
                         text = (await agent.call(TOOL))["content"][0]["text"]

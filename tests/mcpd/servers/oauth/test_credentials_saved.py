@@ -94,7 +94,7 @@ async def test_a_reload_that_names_another_client_and_issuer_sets_the_saved_logi
                 await daemon.supervisor.reload(moved)
                 with trio.fail_after(5):
                     while (row := await server_row(agent))["state"] != "needs_login":
-                        await daemon.supervisor.runners["t"].phase_changed()
+                        await daemon.supervisor.servers["t"].phase_changed()
     assert row["last_error"] == f"{moved_reason(srv)}, so it is not used; run `mcpd auth login t`"
     assert all(form.get("client_secret") != TWO for form in srv.token_forms)
 

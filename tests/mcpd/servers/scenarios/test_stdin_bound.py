@@ -59,7 +59,7 @@ async def test_calls_to_a_server_that_stopped_reading_keep_a_bound_and_are_taken
             running(make_config(tmp_path, servers)) as daemon,
             connect(daemon.socket_path) as agent,
         ):
-            transport = daemon.supervisor.runners["deaf"].upstream.transport
+            transport = daemon.supervisor.servers["deaf"].upstream.transport
             assert isinstance(transport, StdioTransport)
             # Each call sent is one reply expected.
             sent = Counted(transport._pending, "expect", CALLS)

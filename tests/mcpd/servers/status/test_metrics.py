@@ -9,7 +9,7 @@ import trio
 from mcpd import __version__
 from mcpd.config.loading.load import parse_config
 from mcpd.registry.tables.catalog import Catalog
-from mcpd.servers.life.runner import Runner
+from mcpd.servers.life.server_parts import ServerParts
 from mcpd.servers.status.metrics import render_server_metrics
 from mcpd.servers.status.state import STATES
 from protocol.mcp import core as mcp
@@ -18,10 +18,12 @@ from tests.support.reading.exposition import Family, parse
 SCHEMA = msgspec.Raw(b'{"type":"object"}')
 
 
-def runners(*aliases: str) -> tuple[dict[str, Runner], Catalog]:
+def runners(*aliases: str) -> tuple[dict[str, ServerParts], Catalog]:
     config = parse_config({"servers": {a: {"command": "srv"} for a in aliases}}, env={})
     catalog = Catalog(config.naming)
-    built = {a: Runner(a, config.servers[a], config, catalog, lambda alias: None) for a in aliases}
+    built = {
+        a: ServerParts(a, config.servers[a], config, catalog, lambda alias: None) for a in aliases
+    }
     return built, catalog
 
 
