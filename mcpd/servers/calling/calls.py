@@ -263,8 +263,9 @@ def _copied(part: Raw | UnsetType) -> Raw | UnsetType:
 
 
 class CallHost(abc.ABC):
-    """What a scheduler needs of the server it schedules calls for: its runner, whose
-    ``ServerParts`` derives from this (and imports the scheduler, which imports this)."""
+    """What a scheduler needs of the server it schedules calls for: its parts
+    (``server_parts.ServerParts``, which derives from this: they build and hold their
+    scheduler, whose module imports this)."""
 
     alias: str
     breaker: Breaker

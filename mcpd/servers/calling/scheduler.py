@@ -48,8 +48,8 @@ _ERROR: Final = "a tools/call error"
 
 
 class CallScheduler(Admitter):
-    def __init__(self, runner: CallHost, limit: int, waiting: QueueBytes | None = None) -> None:
-        self.runner = runner
+    def __init__(self, server: CallHost, limit: int, waiting: QueueBytes | None = None) -> None:
+        self.server = server
         self.limit = limit
         self.running = 0
         self.requests = 0  # other requests under way (``requests.send``)
@@ -64,7 +64,7 @@ class CallScheduler(Admitter):
         # Set once the server is being stopped: why every call from then on is refused.
         self._stopping: Outage | None = None
         # The run's clock itself: ``trio.current_time`` looks it up again on every read,
-        # and a tools/call reads it at each step. Built inside the run, as runners are.
+        # and a tools/call reads it at each step. Built inside the run, as a server's parts are.
         self._now: Callable[[], float] = trio.lowlevel.current_clock().current_time
         self.demand: Demand | None = None
         # When the server last answered anything (a call, or through its upstream any
@@ -114,7 +114,7 @@ class CallScheduler(Admitter):
     def start(self, call: Call) -> None:
         """Admit ``call``: sent now, queued, or finished at once with why not. Its
         outcome goes to ``call.caller`` once, unless it is cancelled first."""
-        r = self.runner
+        r = self.server
         call.scheduler = self
         if not call.timeout:
             call.timeout = r.limits.timeout(call.original)
@@ -155,7 +155,7 @@ class CallScheduler(Admitter):
     def _may_wait(self, call: Call) -> bool:
         """Whether ``call`` may wait, for the bytes it keeps; if not, it ends refused (before
         the queue's places are counted: it takes no other call's)."""
-        refused = self.waiting.refusal(call, self.runner.alias)
+        refused = self.waiting.refusal(call, self.server.alias)
         if refused is None:
             return True
         self._finish(call, Unsent(refused))
@@ -192,7 +192,7 @@ class CallScheduler(Admitter):
             self._send(self.queue.take())
 
     def _send(self, call: Call) -> None:
-        r = self.runner
+        r = self.server
         up = self._up
         assert up is not None
         now = self._now()
@@ -226,7 +226,7 @@ class CallScheduler(Admitter):
     def _open_progress(self, call: Call, agent_token: object) -> None:
         # Apart from _send: most calls carry no token.
         if call.progress is not None and isinstance(agent_token, str | int):
-            call.progress_token = self.runner.progress.open(agent_token, call.progress, call)
+            call.progress_token = self.server.progress.open(agent_token, call.progress, call)
         # Otherwise nobody takes its reports: it goes to the server without a token.
 
     # -- outcomes --
@@ -236,7 +236,7 @@ class CallScheduler(Admitter):
         if call.state != "running":
             return  # cancelled, or already timed out: a late answer is dropped
         call.state = "done"
-        r = self.runner
+        r = self.server
         now = self._now()
         elapsed = now - call.sent_at
         ending: CallEnd
@@ -291,7 +291,7 @@ class CallScheduler(Admitter):
         once, or (too big for that) in the server's thread while the agent waits. The
         server replied either way, however its reply turns out (``error``: with an
         error, which its latency is counted as)."""
-        r = self.runner
+        r = self.server
         ending: CallEnd
         later = False
         try:
@@ -321,7 +321,7 @@ class CallScheduler(Admitter):
             return  # cancelled meanwhile
         outcome: Outcome
         if isinstance(done, MalformedReply):
-            r = self.runner
+            r = self.server
             outcome = Outage(r.alias, "malformed", done.reason, call.sent_at).masked(r.guard)
         else:
             outcome = done
@@ -330,7 +330,7 @@ class CallScheduler(Admitter):
     def _failed(
         self, call: Call, error: BaseException | None, timed_out: bool, now: float, elapsed: float
     ) -> CallEnd:
-        return failed(self.runner, call, error, timed_out, now, elapsed, self._forget)
+        return failed(self.server, call, error, timed_out, now, elapsed, self._forget)
 
     def _forget(self, call: Call, why: str) -> None:
         """The server is told to stop (if it has the call), and its answer is dropped."""
@@ -343,10 +343,10 @@ class CallScheduler(Admitter):
         self.running -= 1
         self.deadlines.drop_ended()
         if call.progress_token is not None:
-            self.runner.progress.close(call.progress_token)
+            self.server.progress.close(call.progress_token)
             call.progress_token = None
         if call.probe:
-            self.runner.breaker.release_probe(call.ticket)
+            self.server.breaker.release_probe(call.ticket)
         if self.running == 0 and self._idle is not None:
             self._idle.set()
             self._idle = None
@@ -364,14 +364,15 @@ class CallScheduler(Admitter):
         try:
             call.caller.finish(ending.outcome)
         except Exception:
-            at = self.runner.alias
-            logger.exception("%s: delivering a call's outcome failed", at, extra=log_extra(at))
+            alias = self.server.alias
+            said = "%s: delivering a call's outcome failed"
+            logger.exception(said, alias, extra=log_extra(alias))
 
     def _ended(self, call: Call, end: End) -> None:
         if call.relays:
             call.relays = False
             # Given up on, it may still be asked about by a server that has not read so.
-            self.runner.asks.leave_call(call, end, call.sent_id)
+            self.server.asks.leave_call(call, end, call.sent_id)
         if self.demand is not None:
             self.demand.end()
 
@@ -383,7 +384,7 @@ class CallScheduler(Admitter):
 
     async def run_timer(self) -> None:
         """Expire queued and running calls whose time is up (runs for the server's life)."""
-        r, queue = self.runner, self.queue
+        r, queue = self.server, self.queue
         while True:
             now = self._now()
             while queue and queue.first().deadline <= now:

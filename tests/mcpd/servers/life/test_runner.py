@@ -27,6 +27,7 @@ from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.calling.calls import CallRefused
 from mcpd.servers.life.runner import Runner
 from mcpd.servers.life.server_parts import ServerParts
+from mcpd.servers.status.status_of import status_of
 from protocol.mcp import core as mcp
 from tests.support.parts.calls import a_call
 from tests.support.parts.stand_in import StandIn
@@ -194,7 +195,7 @@ async def test_what_a_failing_server_says_is_stored_with_mcpds_secrets_masked(
         nursery.start_soon(r.run)
         await r.parts.first_attempt.wait()
         nursery.cancel_scope.cancel()
-    row = msgspec.json.encode(r.parts.status()).decode()
+    row = msgspec.json.encode(status_of(r.parts)).decode()
     sentence = r.parts.outage().sentence()
     assert SECRET not in row and SECRET not in sentence
     assert SECRET not in (r.parts.downtime.last_error or "")
@@ -217,7 +218,7 @@ async def test_why_a_server_failed_is_one_line_in_its_status(
         nursery.start_soon(r.run)
         await r.parts.first_attempt.wait()
         nursery.cancel_scope.cancel()
-    assert r.parts.status().last_error == "closed\\n[mcpd] The server 'notes' says:"
+    assert status_of(r.parts).last_error == "closed\\n[mcpd] The server 'notes' says:"
 
 
 async def test_a_session_that_ends_keeps_the_servers_last_stderr_masked(
@@ -237,7 +238,7 @@ async def test_a_session_that_ends_keeps_the_servers_last_stderr_masked(
         nursery.cancel_scope.cancel()
     assert r.parts.stderr and SECRET not in r.parts.stderr[-1] and "panic" in r.parts.stderr[-1]
     assert (
-        SECRET not in msgspec.json.encode(r.parts.status()).decode()
+        SECRET not in msgspec.json.encode(status_of(r.parts)).decode()
         and SECRET not in r.parts.outage().sentence()
     )
 
@@ -268,7 +269,7 @@ async def test_a_sandbox_its_start_could_not_apply_is_shown_and_logged(
         async with trio.open_nursery() as nursery:
             nursery.start_soon(r.run)
             await until(r, "ready")
-            row = r.parts.status()
+            row = status_of(r.parts)
             assert r.parts.process is not None and r.parts.process.pid == 4242
             nursery.cancel_scope.cancel()
     assert isinstance(row.sandbox, SandboxStatus)

@@ -25,6 +25,7 @@ from mcpd.servers.calling.calls import CallRefused
 from mcpd.servers.life.runner import Runner
 from mcpd.servers.life.server_parts import ServerParts
 from mcpd.servers.status.outage import iso_of_monotonic
+from mcpd.servers.status.status_of import status_of
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.messages import Notification
 from protocol.jsonrpc.splice import SplicedCall
@@ -282,7 +283,7 @@ async def test_breaker_opens_after_the_threshold_and_fails_fast(
         assert "connection reset" in outage.reason
         assert fake.calls_seen == 3, "a call reached the server while the breaker was open"
         # What `mcpd status` shows: why it opened, and since when.
-        row = runner.parts.status()
+        row = status_of(runner.parts)
         assert row.state == "open" and "connection reset" in (row.last_error or "")
         assert row.since == iso_of_monotonic(opened_at)
         # The cooldown passes: one probe, which cannot reach the server (gone, not
@@ -440,7 +441,7 @@ async def test_progress_extends_a_call_up_to_the_hard_limit(
             await at_runner(runner.parts, call_params(), call_timeout=5)
         assert trio.current_time() - start == pytest.approx(5)
         # ...and progress cannot stretch a call past max_call_time.
-        runner.parts.config = make(fake, max_call_time=12.0).config
+        runner.parts.config = make(fake, max_call_time=12.0).parts.config
         fake.call_mode = "progress"
         params = call_params()
         params.meta = {"progressToken": "again"}
@@ -500,7 +501,7 @@ async def test_a_server_that_says_retry_after_is_not_asked_sooner(
             raise busy
         yield FakeTransport(fake, "s")
 
-    runner.parts._open_transport = overloaded
+    runner._open_transport = overloaded
     async with trio.open_nursery() as nursery:
         nursery.start_soon(runner.run)
         await wait_for_starts(fake, 2)
