@@ -12,6 +12,8 @@ import math
 
 import trio
 
+from ...config.tables.servertable import ServerConfig
+
 
 class Demand:
     """The calls and requests a lazy server has, queued or under way: while it has
@@ -46,6 +48,15 @@ class Demand:
 
 class LazyState:
     """A lazy server's demand, and the runner's marks of where its start and stop are."""
+
+    @classmethod
+    def of(cls, cfg: ServerConfig) -> LazyState | None:
+        """``cfg``'s, if it is started on demand. A server that cannot start (``cfg``
+        unresolved) has no idle time to wait out: it is shown down from the start, as
+        any other."""
+        if cfg.start != "lazy" or cfg.unresolved is not None:
+            return None
+        return cls(cfg.idle_stop)
 
     def __init__(self, idle_stop: float) -> None:
         self.idle_stop = idle_stop

@@ -84,11 +84,8 @@ class ServerParts(CallHost):
         self.stats = LatencyStats()
         self.replies = ReplyWork(alias, self.guard)
         self.scheduler = CallScheduler(self, cfg.concurrency(), waiting)
-        # Started on demand (``lazy``), unless it cannot start: a server that cannot has
-        # no idle time to wait out, and is shown down from the start, as any other.
-        self.lazy: LazyState | None = None
-        if cfg.start == "lazy" and cfg.unresolved is None:
-            self.lazy = LazyState(cfg.idle_stop)
+        self.lazy = LazyState.of(cfg)  # None: not started on demand
+        if self.lazy is not None:
             self.scheduler.demand = self.lazy.demand  # its calls start it, and keep it running
         self._upstream: Upstream | None = None
         # Told of each session that ends (``upstream``), with its mark.
@@ -99,8 +96,7 @@ class ServerParts(CallHost):
         self.events = LifecycleJournal(alias, lambda: self.stderr)
         reread = functools.partial(self.guard.reread, alias, what="a progress report")
         self.progress = ProgressRoutes(f"mcpd-{alias}-", reread, alias)
-        # What the server's own task asks of it once it is served, each within
-        # list_timeout.
+        # What the server's own task asks of it once it is served, each in list_timeout.
         self.answers = AnswerWait(alias, lambda: self.config.daemon.list_timeout)
         self.tool_list = ToolListKeeper(
             alias,
