@@ -29,7 +29,7 @@ def config(servers: dict[str, dict[str, Any]], **naming: Any) -> Config:
 
 
 class World:
-    """A supervisor whose runners are built (for the enabled servers) but not run."""
+    """A supervisor whose servers' parts are built (for the enabled ones) but not run."""
 
     def __init__(self, servers: dict[str, dict[str, Any]], **naming: Any) -> None:
         self.config = config(servers, **naming)
@@ -41,21 +41,21 @@ class World:
         self.all = AllServers(self.supervisor, self.catalog)
 
     def add(self, alias: str) -> ServerParts:
-        """A runner for ``alias``, as a (re)start puts one in place."""
+        """The parts of ``alias``, as a (re)start puts them in place."""
         cfg = self.config.servers[alias]
-        runner = ServerParts(alias, cfg, self.config, self.catalog, lambda a: None)
-        self.supervisor.servers[alias] = runner
-        return runner
+        server = ServerParts(alias, cfg, self.config, self.catalog, lambda a: None)
+        self.supervisor.servers[alias] = server
+        return server
 
-    def runner(self, alias: str) -> ServerParts:
+    def server(self, alias: str) -> ServerParts:
         return self.supervisor.servers[alias]
 
     def up(self, *aliases: str) -> None:
         for alias in aliases:
-            self.runner(alias).downtime.set_phase("connected")
+            self.server(alias).downtime.set_phase("connected")
 
     def down(self, alias: str, reason: str = "its secret file is missing") -> None:
-        self.runner(alias).downtime.cannot_start(reason)
+        self.server(alias).downtime.cannot_start(reason)
 
 
 def cmd(**more: Any) -> dict[str, Any]:
@@ -82,7 +82,7 @@ async def test_a_call_to_a_configured_server_goes_to_its_scheduler() -> None:
     call.alias = "b"
     world.all.start(call)
     # Its server is starting for the first time: the call waits for it, at b only.
-    assert world.runner("b").waiting == 1 and world.runner("a").waiting == 0
+    assert world.server("b").waiting == 1 and world.server("a").waiting == 0
     assert not outcomes.arrived.is_set()
 
 
@@ -184,7 +184,7 @@ async def test_down_for_follows_the_naming_template_it_is_given() -> None:
 
 async def test_a_subscription_held_and_let_go_leaves_the_server_unsubscribed() -> None:
     world = World({"a": cmd()})
-    runner = world.runner("a")
+    runner = world.server("a")
     world.all.subscribe_resource("a", "file:///x", True)
     assert runner.prompt_resources.subscribed == {"file:///x": 1}
     world.all.subscribe_resource("a", "file:///x", True)
@@ -208,7 +208,7 @@ async def test_a_runner_started_again_gets_back_every_subscription_agents_hold()
     for uri in ("file:///x", "file:///x", "file:///y"):
         world.all.subscribe_resource("a", uri, False)
     assert again.prompt_resources.subscribed == {}
-    assert world.runner("b").prompt_resources.subscribed == {"file:///z": 1}
+    assert world.server("b").prompt_resources.subscribed == {"file:///z": 1}
 
 
 async def test_a_subscription_to_a_server_without_a_runner_is_kept_for_its_start() -> None:
@@ -224,17 +224,17 @@ async def test_tasks_are_watched_at_their_server_only() -> None:
     world = World({"a": cmd(), "b": cmd()})
     world.all.watch_task("a", "task-1", True)
     world.all.watch_task("gone", "task-2", True)
-    assert world.runner("a").prompt_resources.watched_tasks == {"task-1"}
-    assert world.runner("b").prompt_resources.watched_tasks == set()
+    assert world.server("a").prompt_resources.watched_tasks == {"task-1"}
+    assert world.server("b").prompt_resources.watched_tasks == set()
     world.all.watch_task("a", "task-1", False)
-    assert world.runner("a").prompt_resources.watched_tasks == set()
+    assert world.server("a").prompt_resources.watched_tasks == set()
 
 
 async def test_log_levels_reach_each_runner_and_a_runner_started_again() -> None:
     world = World({"a": cmd(), "b": cmd()})
     world.all.want_logs(lambda alias: "debug" if alias == "a" else None)
-    assert world.runner("a").logs.wanted == "debug"
-    assert world.runner("b").logs.wanted is None
+    assert world.server("a").logs.wanted == "debug"
+    assert world.server("b").logs.wanted is None
     again = world.add("a")
     world.all.changed()
     assert again.logs.wanted == "debug"
@@ -246,7 +246,7 @@ async def test_a_servers_log_message_reaches_every_listener_with_its_alias() -> 
     world.all.on_log_message(lambda alias, m: heard.append((alias, m.level)))
     world.all.want_logs(lambda alias: "info")
     params = {"level": "error", "data": "boom"}
-    world.runner("a").logs.on_notification(
+    world.server("a").logs.on_notification(
         rpc.Notification("notifications/message", msgspec.Raw(json.dumps(params).encode()))
     )
     assert heard == [("a", "error")]
@@ -258,7 +258,7 @@ async def test_news_of_a_resource_reaches_every_listener() -> None:
     world.all.on_resource_updated(lambda alias, uri: got.append((alias, uri)))
     world.all.on_resource_updated(lambda alias, uri: got.append((alias, uri + "!")))
     world.all.changed()
-    on_updated = world.runner("a").prompt_resources.on_updated
+    on_updated = world.server("a").prompt_resources.on_updated
     assert on_updated is not None
     on_updated("a", "file:///x")
     assert got == [("a", "file:///x"), ("a", "file:///x!")]

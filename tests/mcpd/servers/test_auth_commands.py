@@ -86,7 +86,7 @@ class Daemon:
         self.robot = worlds["robot"]  # a machine identity's
         self.logins = Logins(sup)
 
-    def runner(self, alias: str) -> ServerParts:
+    def server(self, alias: str) -> ServerParts:
         return self.sup.servers[alias]
 
 
@@ -233,7 +233,7 @@ async def test_a_redirect_that_is_not_the_logins_leaves_it_waiting(
             await d.logins.finish("web", login, f"{REDIRECT}?code=evil&state=guessed")
         # What ``mcpd auth login`` reads to keep waiting for the browser.
         assert caught.value.data == {"login": "waiting"}
-        assert d.runner("web").state == "needs_login"
+        assert d.server("web").state == "needs_login"
         done = await d.logins.finish("web", login, d.world.authorize(begun.url))
         assert done.state == "ready"
 
@@ -305,7 +305,7 @@ async def test_logging_out_revokes_and_holds_the_server_for_a_login(
             b'"not_revocable":[],"problem":null,"unrevoked":[],"forgot_client":false}'
         )
         await trio.testing.wait_all_tasks_blocked()
-        assert d.runner("web").state == "needs_login"
+        assert d.server("web").state == "needs_login"
         assert msgspec.to_builtins(await d.logins.logout("web")) == {
             "server": "web",
             "had_tokens": False,

@@ -57,33 +57,33 @@ class World:
         self.catalog = Catalog(self.config.naming)
         self.supervisor = Supervisor(self.config, self.catalog)
         for alias in self.config.servers:
-            self.put_runner(alias)
+            self.put_server(alias)
         self.servers = AllServers(self.supervisor, self.catalog)
         self.tasks = Tasks(self.servers, lambda: 8000)
         self.watches = TaskWatches(self.tasks, self.servers)
         for alias in self.config.servers:
             self.start(alias)
 
-    def put_runner(self, alias: str) -> ServerParts:
-        """A runner for ``alias``, as a (re)start puts one in place: built, not run (the
-        test says what a running one would)."""
-        runner = ServerParts(
+    def put_server(self, alias: str) -> ServerParts:
+        """The parts of ``alias``, as a (re)start puts them in place: built, not run (the
+        test says what a running server would)."""
+        server = ServerParts(
             alias, self.config.servers[alias], self.config, self.catalog, lambda a: None
         )
-        self.supervisor.servers[alias] = runner
-        return runner
+        self.supervisor.servers[alias] = server
+        return server
 
-    def runner(self, alias: str) -> ServerParts:
+    def server(self, alias: str) -> ServerParts:
         return self.supervisor.servers[alias]
 
     def start(self, alias: str) -> SessionMark:
         """A new session with ``alias`` (ending the one before, as a restart does)."""
         session = Session()
-        self.runner(alias).upstream = session  # type: ignore[assignment]
+        self.server(alias).upstream = session  # type: ignore[assignment]
         return session.mark
 
     def stop(self, alias: str) -> None:
-        self.runner(alias).upstream = None
+        self.server(alias).upstream = None
 
     def made(self, alias: str, server_id: str, listen: Listen) -> str:
         """A task ``alias`` made for ``listen``'s agent: the agent's id for it."""
@@ -102,13 +102,13 @@ class World:
     def tell(self, alias: str, news: dict[str, Any] | bytes) -> None:
         """``alias`` sends ``notifications/tasks`` with ``news``, as its runner hands it on."""
         body = news if isinstance(news, bytes) else json.dumps(news).encode()
-        on_task = self.runner(alias).prompt_resources.on_task
+        on_task = self.server(alias).prompt_resources.on_task
         assert on_task is not None  # hooked once a task of the server is watched
         on_task(alias, Raw(body))
 
     def watched(self, alias: str) -> set[str]:
         """The server's ids of the tasks mcpd asks ``alias`` to tell of."""
-        return set(self.runner(alias).prompt_resources.watched_tasks)
+        return set(self.server(alias).prompt_resources.watched_tasks)
 
 
 @pytest.fixture
@@ -196,7 +196,7 @@ async def test_a_session_ending_tells_each_listen_its_task_ended_and_lets_it_go(
     assert other.news() == []  # another server's task of the same id goes on
     # A server started again may give the same id to a new task: its news is not this one's.
     world.start("jobs")
-    world.runner("jobs").prompt_resources.watch_task("t-1", True)
+    world.server("jobs").prompt_resources.watch_task("t-1", True)
     world.tell("jobs", {"taskId": "t-1", "status": "completed"})
     assert len(agent.news()) == 1
 
@@ -233,7 +233,7 @@ async def test_news_from_a_runner_put_in_place_before_its_old_session_was_said_t
     news is not the old task's, whether or not the old session's end was heard yet."""
     agent = Listen()
     world.watch(agent, "L1", [world.made("jobs", "t-1", agent)])
-    world.put_runner("jobs")
+    world.put_server("jobs")
     world.start("jobs")
     world.servers.changed()
     world.servers.watch_task("jobs", "t-1", True)
