@@ -925,3 +925,72 @@ class Reply:
 def wire(up): return up._again
 """
     assert others_private_methods(source, "m") == ["m.Reply: self._up._again"]
+
+
+# A module of ours is read under its own name, so that grepping the name finds every
+# use; the two exceptions are conventions every module follows alike.
+IMPORT_CONVENTIONS = {"protocol.jsonrpc.messages": "rpc", "protocol.mcp.core": "mcp"}
+
+
+def modules_under_other_names(source: str, where: str, modules: set[str]) -> list[str]:
+    """Each import in ``source`` (the module ``where``, a package's ``__init__`` when
+    it ends in ``.__init__``) that binds one of ``modules`` to a name that is neither
+    its own nor its convention's."""
+    package = (
+        where.removesuffix(".__init__") if where.endswith(".__init__") else where.rpartition(".")[0]
+    )
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            prefix = ".".join([*base, node.module or ""] if node.level else [node.module or ""])
+            named = [(f"{prefix.rstrip('.')}.{a.name}", a.asname) for a in node.names]
+        elif isinstance(node, ast.Import):
+            named = [(a.name, a.asname) for a in node.names]
+        else:
+            continue
+        for module, bound in named:
+            own = module.rpartition(".")[2]
+            if module in modules and bound not in (None, own, IMPORT_CONVENTIONS.get(module)):
+                found.append(f"{where}:{node.lineno}: {module} as {bound}")
+    return found
+
+
+def test_our_modules_are_imported_under_their_own_names() -> None:
+    found = [
+        hit
+        for name, path in MODULES.items()
+        for hit in modules_under_other_names(
+            path.read_text(),
+            f"{name}.__init__" if path.name == "__init__.py" else name,
+            set(MODULES),
+        )
+    ]
+    assert not found, "a module of ours under another name:\n" + "\n".join(found)
+
+
+def test_the_import_name_checker_sees_a_module_under_another_name() -> None:
+    source = """
+from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp, features as surface
+from protocol.mcp import uri_templates
+from . import uri_spellings as forms
+from .uri_spellings import read_as as reading
+import protocol.mcp.server_logs as loglevels
+import protocol.mcp.core as core
+from ..jsonrpc import messages as jsonrpc
+"""
+    modules = {
+        "protocol.jsonrpc.messages",
+        "protocol.mcp.core",
+        "protocol.mcp.features",
+        "protocol.mcp.uri_templates",
+        "protocol.mcp.uri_spellings",
+        "protocol.mcp.server_logs",
+    }
+    assert modules_under_other_names(source, "protocol.mcp.m", modules) == [
+        "protocol.mcp.m:3: protocol.mcp.features as surface",
+        "protocol.mcp.m:5: protocol.mcp.uri_spellings as forms",
+        "protocol.mcp.m:7: protocol.mcp.server_logs as loglevels",
+        "protocol.mcp.m:9: protocol.jsonrpc.messages as jsonrpc",
+    ]

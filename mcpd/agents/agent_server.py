@@ -17,7 +17,7 @@ import trio
 
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from protocol.mcp.serving import AgentSession, RequestContext
 
 from .. import __version__
@@ -67,7 +67,7 @@ CAPABILITIES: Final[dict[str, Any]] = {
     "resources": {"subscribe": True, "listChanged": True},
     "completions": {},
     "logging": {},
-    "extensions": {surface.TASKS_EXTENSION: {}},
+    "extensions": {features.TASKS_EXTENSION: {}},
 }
 
 

@@ -27,7 +27,7 @@ from typing import Final, NamedTuple
 from urllib.parse import unquote
 
 from ..shown.visible import quote
-from . import uri_spellings as uriforms
+from . import uri_spellings
 
 # Far beyond any URI or template a real server writes; past them nothing is scanned.
 MAX_URI: Final = 8192  # characters: a longer URI matches no template
@@ -276,7 +276,7 @@ _AUTHORITY_END: Final = re.compile(r"[/?#]")
 
 
 def reach(template: str) -> str:
-    """The literal prefix read as ``uriforms.read_as`` reads a URI, as far as that
+    """The literal prefix read as ``uri_spellings.read_as`` reads a URI, as far as that
     holds for every URI it begins: the scheme in lower case, and an authority the
     prefix holds whole read as the scheme's server reads it (a case-blind host in
     lower case, a ``file`` URI's ``localhost`` as none), as is a ``file`` path with no
@@ -285,7 +285,7 @@ def reach(template: str) -> str:
     they do is not asked, so a template mcpd cannot match has a reach too."""
     prefix = _scheme_folded(literal_prefix(template))
     scheme, colon, rest = prefix.partition(":")
-    if not colon or scheme not in uriforms.CASE_BLIND_HOSTS:
+    if not colon or scheme not in uri_spellings.CASE_BLIND_HOSTS:
         return prefix
     if not rest.startswith("//"):
         if scheme != "file":
@@ -302,12 +302,12 @@ def reach(template: str) -> str:
             return scheme + "://"
         return scheme + ":" + rest.lower()
     written = rest[: end.start()]
-    return scheme + ":" + uriforms.authority(scheme, unquote(written)) + rest[end.start() :]
+    return scheme + ":" + uri_spellings.authority(scheme, unquote(written)) + rest[end.start() :]
 
 
 def read_form(template: str) -> str:
     """The template with its literal prefix as ``reach`` reads it: a URI that
-    ``uriforms.read_as`` reads as an expansion of the template, in any spelling of its
+    ``uri_spellings.read_as`` reads as an expansion of the template, in any spelling of its
     scheme or authority, matches it (``FILE://localhost/data/{+p}`` reads as
     ``file:///data/{+p}``, which matches ``file:///data/x`` however ``FILE`` and
     ``localhost`` were written in it)."""

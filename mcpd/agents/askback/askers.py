@@ -35,7 +35,7 @@ from msgspec import Raw, UnsetType
 
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 from ...servers.shared import NO_ANSWER, Owner
 from .bound import binding, other_arguments
@@ -126,8 +126,8 @@ class AgentRequests:
 
 
 def _refuse(method: str, params: object, capabilities: dict[str, Any] | None) -> None:
-    if not surface.declares(capabilities, method, params):
-        need = surface.needs(method) or method
+    if not features.declares(capabilities, method, params):
+        need = features.needs(method) or method
         mode = params.get("mode") if isinstance(params, dict) else None
         what = f"{need} ({mode} mode)" if mode else need
         raise rpc.RPCError(

@@ -19,7 +19,7 @@ import trio
 from msgspec import Raw, UnsetType
 
 from protocol.jsonrpc import messages as rpc
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 from ...config.tables.model import DaemonConfig
 from ...servers.shared import Owner, Whose
@@ -31,7 +31,7 @@ from .rounds import Out, Req, RoundTrip, legacy_rounds
 def may_be_asked(capabilities: dict[str, Any] | None) -> bool:
     """Whether an agent with ``capabilities`` declared anything a server may ask of it."""
     caps = capabilities or {}
-    return any(isinstance(caps.get(k), dict) for k in surface.ASK_METHODS.values())
+    return any(isinstance(caps.get(k), dict) for k in features.ASK_METHODS.values())
 
 
 class AgentSide(msgspec.Struct):

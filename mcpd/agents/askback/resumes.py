@@ -61,7 +61,7 @@ from msgspec import UNSET, Raw, UnsetType
 from protocol.jsonrpc import messages as rpc
 from protocol.lines.framing import DEFAULT_MAX_LINE
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 from ...policy.agent import AgentInfo
 from ..agent import AgentCall, Sent
@@ -79,7 +79,7 @@ KEEP_FOR: Final = 600.0
 PER_AGENT: Final = 64
 KEPT_AT_MOST: Final = 4096
 
-_HEAD: Final = msgspec.json.Decoder(surface.ResultHead)
+_HEAD: Final = msgspec.json.Decoder(features.ResultHead)
 
 
 class Resumed(msgspec.Struct, frozen=True):

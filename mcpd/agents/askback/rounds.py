@@ -19,7 +19,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 from ...servers.shared import NO_ANSWER, Asker, Outcome
 from .askers import MAX_ROUNDS, DirectAsker
@@ -40,7 +40,7 @@ Resend = Callable[[Req, Raw | UnsetType, Raw | UnsetType], Req]
 # agent's reply line
 ShapeReply = Callable[[rpc.Id, Out | rpc.RPCError], bytes]
 # What an outcome is read for here: its ``resultType`` and what it asks.
-Head = surface.ResultHead | mcp.CallToolResultFate
+Head = features.ResultHead | mcp.CallToolResultFate
 # The head of what the request last came to, as read already (a tools/call's
 # ``Call.head``), or None: not read yet, so read here.
 ReadHead = Callable[[Req], Head | None]
@@ -60,7 +60,7 @@ class RoundTrip(Generic[Req, Out]):
     read: ReadHead[Req] = _not_read
 
 
-_heads: Final = msgspec.json.Decoder(surface.ResultHead)
+_heads: Final = msgspec.json.Decoder(features.ResultHead)
 _encode: Final = msgspec.json.Encoder().encode
 
 
@@ -82,12 +82,12 @@ def _input_required(outcome: Outcome, read: Head | None) -> Head | None:
 
 def shedding(outcome: Outcome, read: Head | None = None) -> Head | None:
     """The head of ``outcome`` when it is an input_required that asks nothing, only to
-    be called again with its requestState (``surface.asks_nothing``): what a legacy
+    be called again with its requestState (``features.asks_nothing``): what a legacy
     agent never sees, as mcpd calls again for it (``legacy_rounds``, which takes that
     head as read). None for any other. ``read``: its head as read already
     (``Call.head``), which is not read again."""
     head = _input_required(outcome, read)
-    if head is None or not surface.asks_nothing(head.inputRequests, head.requestState):
+    if head is None or not features.asks_nothing(head.inputRequests, head.requestState):
         return None
     return head
 
@@ -128,14 +128,14 @@ async def legacy_rounds(
             return outcome
         requests = head.inputRequests
         answers: Raw | UnsetType = UNSET
-        if not surface.asks_nothing(requests, head.requestState):
+        if not features.asks_nothing(requests, head.requestState):
             # Only what asks the agent something it declared is answered here; the rest
             # is the agent's to be told of (``results``, ``prompts``).
             if (
                 asker is None
                 or not isinstance(requests, dict)
                 or not requests
-                or not surface.answerable(requests, asker.capabilities)
+                or not features.answerable(requests, asker.capabilities)
             ):
                 return outcome
             got = await _answers(requests, asker, ask_timeout)

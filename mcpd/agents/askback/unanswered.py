@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from protocol.shown.visible import METHOD_SHOWN, cut, quote, visible
 
 META_KEY: Final = "mcpd/inputRequired"
@@ -75,7 +75,7 @@ def _named(key: str, request: object) -> str:
     # A method mcpd knows is a word of its own; any other is the server's.
     if not isinstance(method, str):
         what = "no method"
-    elif surface.needs(method) is not None:
+    elif features.needs(method) is not None:
         what = method
     else:
         what = quote(method, METHOD_SHOWN)

@@ -33,7 +33,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from protocol.shown.logfields import log_extra
 from protocol.shown.visible import quote
 
@@ -104,7 +104,7 @@ def _taken(
 ) -> rpc.RPCError | Raw | _Untaken:
     if exc.code != URL_ELICITATION_REQUIRED:
         return exc
-    declared = surface.declares(capabilities, _ELICIT, _URL_MODE)
+    declared = features.declares(capabilities, _ELICIT, _URL_MODE)
     if declared and not modern:
         return exc
     links, left_out = _bounded(_links(exc.data))

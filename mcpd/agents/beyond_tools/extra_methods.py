@@ -17,8 +17,7 @@ from msgspec import Raw
 
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
-from protocol.mcp import server_logs as loglevels
+from protocol.mcp import features, server_logs
 from protocol.mcp.serving import RequestContext
 
 from ...registry.profiles.views import ProfileView
@@ -169,7 +168,7 @@ class ExtraMethods:
     async def _prompts_list(
         self, conn: Agent, req: rpc.Request, ctx: RequestContext | None
     ) -> PromptsPage:
-        params = rpc.decode_as(req.params, surface.ListParams)
+        params = rpc.decode_as(req.params, features.ListParams)
         return list_prompts(self.servers, params, ctx, self._page_size(), self._sees(conn)[0])
 
     async def _recorded(
@@ -222,14 +221,14 @@ class ExtraMethods:
     async def _resources_list(
         self, conn: Agent, req: rpc.Request, ctx: RequestContext | None
     ) -> ResourcesPage:
-        params = rpc.decode_as(req.params, surface.ListParams)
+        params = rpc.decode_as(req.params, features.ListParams)
         sees = self._sees(conn)[1]
         return list_resources(self.servers, params, ctx, self._page_size(), False, sees)
 
     async def _templates_list(
         self, conn: Agent, req: rpc.Request, ctx: RequestContext | None
     ) -> ResourcesPage:
-        params = rpc.decode_as(req.params, surface.ListParams)
+        params = rpc.decode_as(req.params, features.ListParams)
         sees = self._sees(conn)[1]
         return list_resources(self.servers, params, ctx, self._page_size(), True, sees)
 
@@ -265,7 +264,7 @@ class ExtraMethods:
                 rpc.METHOD_NOT_FOUND,
                 f"{req.method} belongs to the handshake protocol; use subscriptions/listen",
             )
-        params = rpc.decode_as(req.params, surface.SubscribeParams)
+        params = rpc.decode_as(req.params, features.SubscribeParams)
         owner = _agent_side(conn, ctx).owner
         sees = self._sees(conn)[1]
         allowance = self._allowance(owner)
@@ -285,7 +284,7 @@ class ExtraMethods:
                 f"logging/setLevel belongs to the handshake protocol; put {mcp.KEY_LOG_LEVEL!r}"
                 " in a request's _meta",
             )
-        level = loglevels.checked_level(req.params)
+        level = server_logs.checked_level(req.params)
         side, sees = _agent_side(conn, ctx), self._sees_server(conn)
         self.logs.set_level(side.owner, level, conn.news_sender(), sees, own_user=side.own_user)
         return {}
@@ -346,11 +345,11 @@ class ExtraMethods:
             finally:
                 allowance.give_back(steps)
         if "taskIds" in wanted:
-            if ctx is None or not surface.has_tasks(ctx.capabilities):
+            if ctx is None or not features.has_tasks(ctx.capabilities):
                 raise rpc.RPCError(
                     rpc.MISSING_REQUIRED_CLIENT_CAPABILITY,
                     "taskIds need the tasks extension",
-                    {"requiredCapabilities": {"extensions": {surface.TASKS_EXTENSION: {}}}},
+                    {"requiredCapabilities": {"extensions": {features.TASKS_EXTENSION: {}}}},
                 )
             honoured["taskIds"] = self.task_watches.watch(
                 agent.owner,

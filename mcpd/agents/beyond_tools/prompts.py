@@ -15,7 +15,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from protocol.mcp.serving import RequestContext
 from protocol.shown.visible import quote
 
@@ -41,7 +41,7 @@ OUTAGE: int = -32000
 Fetched = Raw | Outage | rpc.RPCError
 
 # The params of a request that may be asked back about, as its server is sent them.
-Params = TypeVar("Params", surface.GetPromptParams, surface.ReadResourceParams)
+Params = TypeVar("Params", features.GetPromptParams, features.ReadResourceParams)
 
 
 class PromptsPage(msgspec.Struct, omit_defaults=True):
@@ -97,7 +97,7 @@ def everything(alias: str, name: str) -> bool:
 
 def list_prompts(
     servers: AllServers,
-    params: surface.ListParams,
+    params: features.ListParams,
     ctx: RequestContext | None,
     page_size: int,
     sees: Sees = everything,
@@ -130,11 +130,11 @@ def reply_for(
         outcome = url_required.for_request(alias, outcome, agent.modern, agent.capabilities)
         if isinstance(outcome, rpc.RPCError):
             raise outcome
-    head = rpc.decode_as(outcome, surface.ResultHead)
+    head = rpc.decode_as(outcome, features.ResultHead)
     if head.kind == mcp.INPUT_REQUIRED:
         if agent.modern and (
-            surface.asks_nothing(head.inputRequests, head.requestState)
-            or surface.answerable(head.inputRequests, agent.capabilities)
+            features.asks_nothing(head.inputRequests, head.requestState)
+            or features.answerable(head.inputRequests, agent.capabilities)
         ):
             if largest is not None:
                 refuse_too_large(alias, head.requestState, largest)
@@ -261,7 +261,7 @@ async def get_prompt(
 ) -> bytes:
     """``seen``: filled in with what the request named and came to, for its record."""
     seen = seen or Seen()
-    params = rpc.decode_as(req.params, surface.GetPromptParams)
+    params = rpc.decode_as(req.params, features.GetPromptParams)
     local = seen.name = params.name
     given = params.arguments
     seen.arguments = given if isinstance(given, Raw) else None
@@ -279,7 +279,7 @@ async def get_prompt(
     caps = agent.upstream_capabilities()
     rounds = 0
 
-    async def upstream(p: surface.GetPromptParams, asker: Asker | None) -> Fetched:
+    async def upstream(p: features.GetPromptParams, asker: Asker | None) -> Fetched:
         # Sent again with the agent's answers, it is looked up again first: the prompt
         # may have left the agent's view, or been held, while the agent answered.
         nonlocal rounds
@@ -321,7 +321,7 @@ async def complete(
     ``own_user``: the agent is the daemon's own user's or root's (``outage_error``);
     ``whose``: whose shares of the bytes under way it is weighed against."""
     seen = seen or Seen()
-    params = rpc.decode_as(req.params, surface.CompleteParams)
+    params = rpc.decode_as(req.params, features.CompleteParams)
     seen.arguments = params.argument
     ref = params.ref
     if ref.type == "ref/prompt" and isinstance(ref.name, str):

@@ -16,7 +16,7 @@ from msgspec import UNSET, Raw
 from protocol.jsonrpc import messages as rpc
 from protocol.lines.json_values import parts_at_most
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from protocol.mcp.serving import RequestContext
 from protocol.shown.visible import quote
 
@@ -49,7 +49,7 @@ class ResourcesPage(msgspec.Struct, omit_defaults=True):
 
 def list_resources(
     servers: AllServers,
-    params: surface.ListParams,
+    params: features.ListParams,
     ctx: RequestContext | None,
     page_size: int,
     templates: bool,
@@ -116,7 +116,7 @@ async def read_resource(
 ) -> bytes:
     """``seen``: filled in with what the request named and came to, for its record."""
     seen = seen or Seen()
-    params = rpc.decode_as(req.params, surface.ReadResourceParams)
+    params = rpc.decode_as(req.params, features.ReadResourceParams)
     asked = seen.name = params.uri
     steps = await allowance.take()
     try:
@@ -133,7 +133,7 @@ async def read_resource(
 
     rounds = 0
 
-    async def upstream(p: surface.ReadResourceParams, asker: Asker | None) -> Fetched:
+    async def upstream(p: features.ReadResourceParams, asker: Asker | None) -> Fetched:
         # Sent again with the agent's answers, it is routed again first: the resource
         # may have left the agent's view, or been held, while the agent answered.
         nonlocal rounds

@@ -44,7 +44,7 @@ from msgspec import Raw
 
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 from ...policy.agent import AgentInfo
 from ...policy.deciders.kin import AgentKin
@@ -154,7 +154,7 @@ class CallPolicy:
         version = call.out.ctx.version
         # Asked only when it declared it takes elicitation (a form, for this version).
         probe = asking.elicitation_params(_PROBE, version)
-        declares = asker is not None and surface.declares(
+        declares = asker is not None and features.declares(
             call.out.ctx.capabilities, asking.METHOD, probe
         )
 

@@ -21,7 +21,7 @@ from msgspec import UNSET, Raw
 
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from protocol.shown.visible import quote
 
 from ...registry.uris.scheme import Sight
@@ -269,8 +269,8 @@ def _not_complete(
         kind == mcp.INPUT_REQUIRED
         and modern
         and (
-            surface.asks_nothing(head.inputRequests, head.requestState)
-            or surface.answerable(head.inputRequests, capabilities)
+            features.asks_nothing(head.inputRequests, head.requestState)
+            or features.answerable(head.inputRequests, capabilities)
         )
     ):
         # The agent can answer (or is asked nothing): it retries with its answers and the

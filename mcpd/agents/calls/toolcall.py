@@ -31,7 +31,7 @@ from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc import splice
 from protocol.lines.framing import DEFAULT_MAX_LINE
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 from ...audit.record import NO_DECISION
 from ...policy.decision.rules import ALLOW
@@ -128,7 +128,7 @@ class Router:
             splice=self.splice,
             capabilities=caps,
         )
-        tasks = caps is not None and surface.has_tasks(caps)
+        tasks = caps is not None and features.has_tasks(caps)
         arrived = self.records.now()
         return AgentCall(out, agent, to=agent, modern=modern, tasks=tasks, arrived=arrived)
 

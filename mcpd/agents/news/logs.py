@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from protocol.jsonrpc import messages as rpc
-from protocol.mcp import server_logs as loglevels
+from protocol.mcp import server_logs
 from protocol.mcp.server_logs import LogMessage
 
 from ...servers.all_servers import AllServers
@@ -61,7 +61,7 @@ class AgentLogs:
         own_user: bool,
     ) -> None:
         """``own_user``: the agent reads as the daemon's own user (or root)."""
-        rank = loglevels.rank(level)
+        rank = server_logs.rank(level)
         assert rank is not None, "checked by the caller"
         self._agents[id(owner)] = _Asked(rank, send, sees, own_user)
         self._servers.want_logs(self.level_for)
@@ -73,10 +73,10 @@ class AgentLogs:
     def level_for(self, alias: str) -> str | None:
         """The most verbose level an agent that sees ``alias`` wants (None: none)."""
         ranks = [a.rank for a in self._agents.values() if a.hears(alias)]
-        return loglevels.LEVELS[min(ranks)] if ranks else None
+        return server_logs.LEVELS[min(ranks)] if ranks else None
 
     def heard(self, alias: str, message: LogMessage) -> None:
-        severity = loglevels.rank(message.level)
+        severity = server_logs.rank(message.level)
         if severity is None:
             return
         line: bytes | None = None

@@ -13,7 +13,7 @@ from typing import Any
 
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from protocol.mcp.serving import RequestContext
 
 from ...registry.uris.scheme import Sight
@@ -45,13 +45,13 @@ class TaskMethods:
     ) -> Any:
         """``req`` of ``agent`` (``owner`` of its tasks), whose profile is ``sight`` now
         (None: every server's)."""
-        if ctx is None or ctx.era != "modern" or not surface.has_tasks(ctx.capabilities):
+        if ctx is None or ctx.era != "modern" or not features.has_tasks(ctx.capabilities):
             raise rpc.RPCError(
                 rpc.MISSING_REQUIRED_CLIENT_CAPABILITY,
-                f"{req.method} needs the {surface.TASKS_EXTENSION} extension",
-                {"requiredCapabilities": {"extensions": {surface.TASKS_EXTENSION: {}}}},
+                f"{req.method} needs the {features.TASKS_EXTENSION} extension",
+                {"requiredCapabilities": {"extensions": {features.TASKS_EXTENSION: {}}}},
             )
-        params = rpc.decode_as(req.params, surface.TaskParams)
+        params = rpc.decode_as(req.params, features.TaskParams)
         result = self.tasks.reach(params.taskId, owner, sight, req.method)
         if isinstance(result, dict):  # ended by mcpd: its server is not asked
             result["resultType"] = mcp.COMPLETE

@@ -45,7 +45,7 @@ from msgspec import Raw, UnsetType
 
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from protocol.mcp.serving import RequestContext
 
 from ...registry.uris.scheme import Sight
@@ -155,12 +155,12 @@ class Tasks:
         or why the call failed instead."""
         try:
             head = rpc.decode_as(
-                result if isinstance(result, Raw) else _encode(result), surface.ResultHead
+                result if isinstance(result, Raw) else _encode(result), features.ResultHead
             )
         except rpc.InvalidParams:
             return result
         server_id = head.taskId
-        if head.kind != surface.TASK:
+        if head.kind != features.TASK:
             return result
         if not isinstance(server_id, str):
             # Handed on as it is, no request could name the task (the agent's id for
@@ -258,7 +258,7 @@ class Tasks:
 
     def heard(self, task: Task, status: str | UnsetType) -> None:
         """Its server said ``task`` is in ``status`` now (UNSET: it said no status)."""
-        if status in surface.TASK_ENDED:
+        if status in features.TASK_ENDED:
             _let_go(task)
         elif task.session is not None:
             task.session.holds.runs(task.server_id)
@@ -303,7 +303,7 @@ class Tasks:
     async def handle(
         self,
         method: str,
-        params: surface.TaskParams,
+        params: features.TaskParams,
         ctx: RequestContext | None,
         owner: Owner,
         sight: Sight | None = None,

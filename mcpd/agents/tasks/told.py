@@ -7,7 +7,7 @@ A server tells of a task in its handle (a ``tools/call`` answered with
 the whole of what it said is the server's malformed reply, refused naming the server
 (a status mcpd cannot read cannot tell it whether the task ended either). The tasks
 extension may name statuses of its own in later versions, so any string is a status;
-the ones mcpd acts on are ``surface.TASK_ENDED``.
+the ones mcpd acts on are ``features.TASK_ENDED``.
 
 The status message is the server's words for a person, passed on cut to
 ``STATUS_SHOWN`` characters with the note of the cut every cut of a server's words

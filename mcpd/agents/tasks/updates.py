@@ -22,7 +22,7 @@ from typing import Any
 from msgspec import Raw
 
 from protocol.jsonrpc import messages as rpc
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from protocol.mcp.serving import RequestContext
 
 from ...servers.shared import Call, Outcome, Owner
@@ -53,7 +53,7 @@ class TaskUpdates:
         self,
         agent: Agent,
         request: rpc.Request,
-        params: surface.TaskParams,
+        params: features.TaskParams,
         ctx: RequestContext,
         owner: Owner,
     ) -> dict[str, Any] | None:
@@ -76,7 +76,7 @@ class TaskUpdates:
 def _standing_for(
     agent: Agent,
     request: rpc.Request,
-    params: surface.TaskParams,
+    params: features.TaskParams,
     ctx: RequestContext,
     sent: Sent,
 ) -> AgentCall:

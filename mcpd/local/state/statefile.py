@@ -29,7 +29,7 @@ import msgspec
 import trio
 
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from protocol.shown.logfields import log_extra
 
 from ...config.loading.paths import state_directory
@@ -51,9 +51,9 @@ class SavedServer(msgspec.Struct, kw_only=True):
     fingerprint: str
     tools: list[mcp.Tool]
     # Its prompts, resources and templates; None: it offers none (or never said).
-    prompts: list[surface.Prompt] | None = None
-    resources: list[surface.Resource] | None = None
-    templates: list[surface.ResourceTemplate] | None = None
+    prompts: list[features.Prompt] | None = None
+    resources: list[features.Resource] | None = None
+    templates: list[features.ResourceTemplate] | None = None
     era: str | None = None
     protocol_version: str | None = None
     ttl_ms: int = 0

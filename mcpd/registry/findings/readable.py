@@ -20,14 +20,14 @@ import msgspec
 from msgspec import UNSET, Raw
 
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 from ..pinning.definitions import Instructions
 from ..text.clean import clean_copy, clean_json, clean_text
 from .glance import may_find, may_find_ascii
 from .rules import HIDDEN_CHARACTERS, Finding, check
 
-T = TypeVar("T", surface.Resource, surface.ResourceTemplate)
+T = TypeVar("T", features.Resource, features.ResourceTemplate)
 _TEXT_KEYS: Final = frozenset({"description", "title"})
 _EMPTY_OBJECT: Final = Raw(b'{"type":"object"}')
 # A JSON string's escapes but ``\\uXXXX``, and the character each stands for.
@@ -207,7 +207,7 @@ def read_tool(tool: mcp.Tool) -> Readable:
     return r.done(tool, changes)
 
 
-def read_prompt(prompt: surface.Prompt) -> Readable:
+def read_prompt(prompt: features.Prompt) -> Readable:
     r = _Reader()
     changes = r.fields(("title", prompt.title), ("description", prompt.description))
     if isinstance(prompt.arguments, list):

@@ -23,7 +23,7 @@ from functools import partial
 from typing import Final, Literal, NamedTuple
 
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 from ...config.tables.model import DEFAULT_POLICY, PinPolicy
 from ..naming.facing import Namesakes, looked_up, marks
@@ -115,13 +115,13 @@ class ListGate:
         return self._judge(alias, "tool", items, renames)
 
     def prompts(
-        self, alias: str, items: Mapping[str, surface.Prompt], renames: Renames | None = None
-    ) -> Verdicts[surface.Prompt]:
+        self, alias: str, items: Mapping[str, features.Prompt], renames: Renames | None = None
+    ) -> Verdicts[features.Prompt]:
         return self._judge(alias, "prompt", items, renames)
 
     def templates(
-        self, alias: str, items: Iterable[surface.ResourceTemplate]
-    ) -> Verdicts[surface.ResourceTemplate]:
+        self, alias: str, items: Iterable[features.ResourceTemplate]
+    ) -> Verdicts[features.ResourceTemplate]:
         return self._judge(alias, "template", {key_of(t): t for t in items})
 
     def read_ahead(self, alias: str, kind: Kind, name: str, item: T) -> None:
@@ -132,15 +132,15 @@ class ListGate:
         self.review.list_state(alias, kind).seen(name, item, kind)
 
     def resources(
-        self, alias: str, items: Iterable[surface.Resource]
-    ) -> Verdicts[surface.Resource]:
+        self, alias: str, items: Iterable[features.Resource]
+    ) -> Verdicts[features.Resource]:
         """Resources cleaned, by URI. They are not pinned (a folder's files come and
         go), so no change of one is held; but a server held whole has its resources
         held with it, each shown by its URI alone, until the server is approved."""
         state = self.review.list_state(alias, "resource")
         news = News(alias, "resource")
         whole = self.held_whole(alias)
-        shown: dict[str, surface.Resource] = {}
+        shown: dict[str, features.Resource] = {}
         held: dict[str, str] = {}
         for item in items:
             uri = item.uri
@@ -149,7 +149,7 @@ class ListGate:
             if whole is None:
                 state.pending.pop(uri, None)
                 state.views.pop(uri, None)
-                assert isinstance(seen.item, surface.Resource)
+                assert isinstance(seen.item, features.Resource)
                 shown[uri] = seen.item
             else:
                 shown[uri], held[uri] = state.hold_resource(alias, item), whole

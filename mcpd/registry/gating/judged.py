@@ -14,7 +14,7 @@ import msgspec
 from msgspec import Raw
 
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 from ..findings.readable import Readable, read_instructions, read_listed, read_prompt, read_tool
 from ..findings.rules import Finding
@@ -34,7 +34,7 @@ WhyHeld = Literal["changed", "forgotten", "new", "new_server", "finding"]
 # What can wait for approval: a pinned item, or a resource of a server held whole.
 HeldKind = Literal[Kind, "resource"]
 HELD_KINDS: Final[tuple[HeldKind, ...]] = (*KINDS, "resource")
-T = TypeVar("T", mcp.Tool, surface.Prompt, surface.ResourceTemplate, Instructions)
+T = TypeVar("T", mcp.Tool, features.Prompt, features.ResourceTemplate, Instructions)
 V = TypeVar("V")
 _encode: Final = msgspec.json.Encoder().encode
 _canonical: Final = msgspec.json.Encoder(order="sorted")
@@ -112,7 +112,7 @@ class HeldView(msgspec.Struct, gc=False):
     """What agents are shown of a held item, made from the definition approved."""
 
     approved: bytes  # the approved digest it was made for (b"": none)
-    item: PinnedItem | surface.Resource  # as approved, or its name (a resource's URI) alone
+    item: PinnedItem | features.Resource  # as approved, or its name (a resource's URI) alone
     definition: PinRecord | None  # the approved definition, when it could be read
 
 
@@ -140,7 +140,7 @@ class ListState:
         for key in [k for k in self.told if k[0] not in names]:
             del self.told[key]
 
-    def seen(self, name: str, item: PinnedItem | surface.Resource, kind: str) -> ItemJudged:
+    def seen(self, name: str, item: PinnedItem | features.Resource, kind: str) -> ItemJudged:
         seen = self.memo.get(name)
         if seen is not None:
             if seen.source is item:
@@ -153,7 +153,7 @@ class ListState:
                     seen.item = item
                 seen.source = item
                 return seen
-        if isinstance(item, surface.Resource):
+        if isinstance(item, features.Resource):
             read = read_listed(item)
             seen = ItemJudged(item, read.item, None, tuple(read.findings(rules=False)))
         else:
@@ -170,18 +170,18 @@ class ListState:
         view = self.views.get(name)
         return view if view is not None and view.approved == approved else None
 
-    def hold_resource(self, alias: str, resource: surface.Resource) -> surface.Resource:
+    def hold_resource(self, alias: str, resource: features.Resource) -> features.Resource:
         """A resource held with its server: what agents are shown of it (its URI
         alone), and the resource as the server offers it now kept waiting."""
         uri = resource.uri
         view = self.view(uri, b"")
         if view is None:
-            view = self.views[uri] = HeldView(b"", surface.Resource(uri=uri, name=uri), None)
+            view = self.views[uri] = HeldView(b"", features.Resource(uri=uri, name=uri), None)
         offered = resource_record(resource)
         old = self.pending.get(uri)
         if old is None or old.offered.digest != offered.digest:
             self.pending[uri] = HeldOffer(alias, "resource", uri, "new_server", offered)
-        assert isinstance(view.item, surface.Resource)
+        assert isinstance(view.item, features.Resource)
         return view.item
 
     def tell(self, name: str, what: str, key: object) -> bool:
@@ -200,7 +200,7 @@ READERS: Final[dict[Kind, Callable[[PinnedItem], Readable]]] = {
 }
 
 
-def resource_record(resource: surface.Resource) -> PinRecord:
+def resource_record(resource: features.Resource) -> PinRecord:
     """A resource as the person asked to release it reads it (it is not pinned)."""
     data = _canonical.encode(resource)
     return PinRecord(pin_digest(data), Raw(data))
@@ -216,15 +216,15 @@ def held_view(kind: Kind, name: str, approved: PinRecord | None) -> PinnedItem:
         except (msgspec.DecodeError, msgspec.ValidationError):
             pass
         else:
-            if isinstance(shown, surface.ResourceTemplate) and shown.uriTemplate != name:
+            if isinstance(shown, features.ResourceTemplate) and shown.uriTemplate != name:
                 shown = msgspec.structs.replace(shown, uriTemplate=name)
-            elif isinstance(shown, mcp.Tool | surface.Prompt) and shown.name != name:
+            elif isinstance(shown, mcp.Tool | features.Prompt) and shown.name != name:
                 shown = msgspec.structs.replace(shown, name=name)
             return shown
     if kind == "tool":
         return mcp.Tool(name=name)
     if kind == "prompt":
-        return surface.Prompt(name=name)
+        return features.Prompt(name=name)
     if kind == "instructions":
         return Instructions("")
-    return surface.ResourceTemplate(uriTemplate=name, name=name)
+    return features.ResourceTemplate(uriTemplate=name, name=name)

@@ -21,7 +21,7 @@ import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from protocol.shown.logfields import log_extra
 from protocol.shown.visible import visible
 
@@ -30,8 +30,8 @@ from ..text.clean import clean_text
 
 logger = logging.getLogger("mcpd.server")
 
-ListedItem: TypeAlias = mcp.Tool | surface.Prompt | surface.Resource | surface.ResourceTemplate
-T = TypeVar("T", mcp.Tool, surface.Prompt, surface.Resource, surface.ResourceTemplate)
+ListedItem: TypeAlias = mcp.Tool | features.Prompt | features.Resource | features.ResourceTemplate
+T = TypeVar("T", mcp.Tool, features.Prompt, features.Resource, features.ResourceTemplate)
 
 DEFAULT_LIMITS: Final = Config().list_limits("")
 _IN_LOG: Final = 3  # reasons one warning names; ``mcpd status`` has them all
@@ -91,9 +91,9 @@ def short_name(name: object) -> str:
 
 
 def item_label(item: ListedItem) -> str:
-    if isinstance(item, surface.Resource):
+    if isinstance(item, features.Resource):
         return short_name(item.uri)
-    if isinstance(item, surface.ResourceTemplate):
+    if isinstance(item, features.ResourceTemplate):
         return short_name(item.uriTemplate)
     return short_name(item.name)
 
@@ -197,9 +197,9 @@ class ListTrim:
         whose name is empty (``NO_NAME``), nor a resource or a template whose URI is
         empty (``NO_URI``) or holds what cleaning takes out (``HIDDEN_URI``); one that
         is, is dropped."""
-        if isinstance(item, surface.Resource):
+        if isinstance(item, features.Resource):
             uri = item.uri
-        elif isinstance(item, surface.ResourceTemplate):
+        elif isinstance(item, features.ResourceTemplate):
             uri = item.uriTemplate
         elif item.name:
             return True
@@ -222,7 +222,7 @@ class ListTrim:
     def described(self, item: ListedItem) -> None:
         """Cut the item's description (and a prompt's arguments') to the limit."""
         item.description = self._cut(item_label(item), item.description)
-        if isinstance(item, surface.Prompt) and isinstance(item.arguments, list):
+        if isinstance(item, features.Prompt) and isinstance(item.arguments, list):
             for arg in item.arguments:
                 arg.description = self._cut(
                     f"{item_label(item)} argument {short_name(arg.name)}", arg.description

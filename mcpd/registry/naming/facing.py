@@ -14,7 +14,7 @@ A template is its namesake's when the two may read a URI in common: ``notes://{+
 ``notes://{id}{;v}``, ``NOTES://{id}`` each read what ``notes://{id}`` read, and
 spellings that do so are without end. Whether two may share a URI is answered from
 their literal prefixes, as routing answers it first (``claims``), each read as a server
-reads a URI (``uritemplate.reach``: ``file://localhost/data/{+p}`` reads what
+reads a URI (``uri_templates.reach``: ``file://localhost/data/{+p}`` reads what
 ``file:///data/{+p}`` does): when neither begins the other, no URI is read by both.
 So a server's new template beside an approved one of a prefix it shares
 (``notes://{id}/history`` beside ``notes://{id}``) is judged as a change of that one,
@@ -33,7 +33,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from protocol.mcp import uri_templates as uritemplate
+from protocol.mcp import uri_templates
 
 from ..pinning.definitions import Kind
 
@@ -59,7 +59,7 @@ def spellings(name: str) -> tuple[str, ...]:
 def facing(kind: Kind, name: str, renames: Mapping[str, str]) -> str:
     """What agents know the item the server calls ``name`` by, within its server."""
     if kind == "template":
-        return uritemplate.path_shape(name)
+        return uri_templates.path_shape(name)
     return sanitize(renames.get(name, name))
 
 
@@ -79,7 +79,7 @@ def marks(kind: Kind, name: str, renames: Mapping[str, str]) -> list[str]:
     ``notes://archive/{x}``) finds them too, on the side of holding."""
     if kind != "template":
         return [facing(kind, name, renames)]
-    reach = uritemplate.reach(name)
+    reach = uri_templates.reach(name)
     cuts = _cuts(len(reach))
     return [_CUT + reach[:at] for at in cuts] + [_LONGEST_CUT + reach[: cuts[-1]]]
 
@@ -89,7 +89,7 @@ def looked_up(kind: Kind, name: str, renames: Mapping[str, str]) -> list[str]:
     would be judged against may have been forgotten (``marks``)."""
     if kind != "template":
         return [facing(kind, name, renames)]
-    reach = uritemplate.reach(name)
+    reach = uri_templates.reach(name)
     cuts = _cuts(len(reach))
     return [_CUT + reach[: cuts[-1]]] + [_LONGEST_CUT + reach[:at] for at in cuts]
 
@@ -111,7 +111,7 @@ class Namesakes:
         self._by_facing = {facing(kind, name, renames): name for name in pinned}
         # Of templates: the pins' reaches, sorted, each entry's name, and the widest
         # entry whose reach begins its own (``_widest``).
-        entries = sorted((uritemplate.reach(n), n) for n in pinned) if kind == "template" else []
+        entries = sorted((uri_templates.reach(n), n) for n in pinned) if kind == "template" else []
         self._reaches = [reach for reach, _ in entries]
         self._names = [name for _, name in entries]
         self._widest = _widest(entries)
@@ -123,7 +123,7 @@ class Namesakes:
         found = self._by_facing.get(facing(self._kind, name, self._renames))
         if found is not None or not self._reaches:
             return found
-        reach = uritemplate.reach(name)
+        reach = uri_templates.reach(name)
         # In sorted order, the reaches between one that begins ``reach`` and
         # ``reach`` itself all begin with it: the widest of the entry just before
         # begins ``reach`` if any pinned reach does.

@@ -31,7 +31,7 @@ import msgspec
 from msgspec import UNSET, Raw
 
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 Kind = Literal["tool", "prompt", "template", "instructions"]
 KINDS: Final[tuple[Kind, ...]] = ("tool", "prompt", "template", "instructions")
@@ -45,7 +45,7 @@ class Instructions(msgspec.Struct, forbid_unknown_fields=True):
 
 # The name a server's instructions are pinned and held by: a server has one text.
 INSTRUCTIONS: Final = ""
-PinnedItem: TypeAlias = mcp.Tool | surface.Prompt | surface.ResourceTemplate | Instructions
+PinnedItem: TypeAlias = mcp.Tool | features.Prompt | features.ResourceTemplate | Instructions
 FORMAT: Final = 2
 # Pins of format 1 left out icons, ``_meta`` and a tool's execution: such a pin still
 # stands for an item that differs from it in those alone (``former``), once.
@@ -110,7 +110,7 @@ class BadPins(Exception):
 
 def key_of(item: PinnedItem) -> str:
     """How an item is known within its server: a template by its URI template."""
-    if isinstance(item, surface.ResourceTemplate):
+    if isinstance(item, features.ResourceTemplate):
         return item.uriTemplate
     if isinstance(item, Instructions):
         return INSTRUCTIONS
@@ -156,7 +156,7 @@ def definition(item: PinnedItem, former: bool = False) -> bytes:
                 extra.get("_meta"),
             )
         )
-    if isinstance(item, surface.Prompt):
+    if isinstance(item, features.Prompt):
         arguments = None
         if isinstance(item.arguments, list):
             arguments = [_argument(a) for a in item.arguments]
@@ -186,7 +186,7 @@ def has_later_fields(item: PinnedItem) -> bool:
     later = [item.icons, item.meta]
     if isinstance(item, mcp.Tool):
         later.append(item.execution)
-    elif isinstance(item, surface.ResourceTemplate):
+    elif isinstance(item, features.ResourceTemplate):
         later.append(item.annotations)
     return any(v is not None and v is not UNSET for v in later)
 
@@ -203,8 +203,8 @@ def record_of(item: PinnedItem) -> PinRecord:
 
 _TYPES: Final[dict[Kind, type[Any]]] = {
     "tool": mcp.Tool,
-    "prompt": surface.Prompt,
-    "template": surface.ResourceTemplate,
+    "prompt": features.Prompt,
+    "template": features.ResourceTemplate,
     "instructions": Instructions,
 }
 
@@ -266,7 +266,7 @@ def verified(record: PinRecord, expected: bytes) -> Raw | None:
     return Raw(data) if hashlib.sha256(data).digest() == expected else None
 
 
-def _argument(arg: surface.PromptArgument) -> dict[str, Any]:
+def _argument(arg: features.PromptArgument) -> dict[str, Any]:
     fields = {"name": arg.name, "title": arg.title, "description": arg.description}
     return _present({**fields, "required": arg.required})
 

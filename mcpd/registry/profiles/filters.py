@@ -10,12 +10,12 @@ import re
 from fnmatch import fnmatchcase
 from typing import Final
 
-from protocol.mcp import uri_spellings as uriforms
+from protocol.mcp import uri_spellings
 
 from ...config.tables.profiles import Patterns, split_pattern
 from ..naming.facing import spellings
 
-# A ``file`` URI pattern, whatever host it names (``uriforms`` reads any as this
+# A ``file`` URI pattern, whatever host it names (``uri_spellings`` reads any as this
 # machine's), and its path.
 _FILE_PATTERN: Final = re.compile(r"file:(?://[^/]*)?(/.*)", re.IGNORECASE | re.DOTALL)
 
@@ -41,17 +41,17 @@ class NameFilter:
 
 class UriFilter(NameFilter):
     """``allow``/``deny`` patterns over ``(alias, uri)``, held against the spellings a
-    server may read as the same resource (``uriforms``): a deny that matches the URI
+    server may read as the same resource (``uri_spellings``): a deny that matches the URI
     as written, as any reading has it or without its query keeps it out, and an allow
     must match it as written and as every reading has it. Each pattern counts as
     written and as read, so that one written with escapes or dots still matches what
     it names.
 
     A deny that names a path, as a ``file`` URI or as an absolute path, keeps out
-    every URI whose path matches it too (``uriforms.paths``), under any scheme or none:
+    every URI whose path matches it too (``uri_spellings.paths``), under any scheme or none:
     a server that reads a URI by its path alone opens that file for ``/p`` or ``x:/p``
     as for ``file:///p``. It keeps out every URI whose path climbs out of the server's
-    working directory as well (``uriforms.climbs``), since such a path may land on the
+    working directory as well (``uri_spellings.climbs``), since such a path may land on the
     file it names from wherever that directory is."""
 
     def __init__(self, patterns: Patterns) -> None:
@@ -64,7 +64,7 @@ class UriFilter(NameFilter):
     def admits_uri(self, alias: str, uri: str) -> bool:
         if self.everything:
             return True
-        written, read, bare = uriforms.forms(uri)
+        written, read, bare = uri_spellings.forms(uri)
         if self.allow and not all(
             any(self._match(r, alias, form) for r in self.allow) for form in (written, *read)
         ):
@@ -74,9 +74,9 @@ class UriFilter(NameFilter):
         rules = [(server, path) for server, path in self.path_deny if _names(server, alias)]
         if not rules:
             return True
-        if uriforms.climbs(uri):
+        if uri_spellings.climbs(uri):
             return False
-        return not any(fnmatchcase(p, path) for _, path in rules for p in uriforms.paths(uri))
+        return not any(fnmatchcase(p, path) for _, path in rules for p in uri_spellings.paths(uri))
 
 
 def _names(server: str | None, alias: str) -> bool:
@@ -93,5 +93,5 @@ def _path_of(pattern: str) -> str | None:
 
 
 def _as_read_too(rules: list[tuple[str | None, str]]) -> list[tuple[str | None, str]]:
-    read = [(server, uriforms.read_as(pattern)) for server, pattern in rules]
+    read = [(server, uri_spellings.read_as(pattern)) for server, pattern in rules]
     return rules + [rule for rule in read if rule not in rules]

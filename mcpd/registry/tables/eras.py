@@ -26,7 +26,7 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from protocol.jsonrpc import messages as jsonrpc
+from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 
 from .shown import Entry
@@ -53,7 +53,7 @@ _BOOLEANS: Final = {b"true": Raw(b"{}"), b"false": Raw(b'{"not":{}}')}
 _execution: Final = msgspec.json.Decoder(_Execution)
 
 
-class Projected(jsonrpc.Late):
+class Projected(rpc.Late):
     """A listed tool (a table entry, or a tool of mcpd's own) as its agents' era is
     shown it: a field it has no place for left off, a schema written as it takes it."""
 

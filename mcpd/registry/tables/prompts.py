@@ -14,7 +14,7 @@ from typing import Final
 import msgspec
 from msgspec import Raw
 
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 from ...config.tables.model import NamingConfig
 from ...config.tables.servertable import ToolsConfig
@@ -36,7 +36,7 @@ class PromptEntry:
     __slots__ = ("alias", "available", "encoded", "held", "local", "name", "original", "prompt")
 
     def __init__(
-        self, local: str, alias: str, name: str, original: str, prompt: surface.Prompt
+        self, local: str, alias: str, name: str, original: str, prompt: features.Prompt
     ) -> None:
         self.local = local
         self.alias = alias
@@ -59,7 +59,7 @@ class _Server:
     __slots__ = ("available", "held", "judged", "marker", "originals", "raw", "shown")
 
     def __init__(
-        self, raw: dict[str, surface.Prompt], rules: ToolsConfig | None, gate: ListGate, alias: str
+        self, raw: dict[str, features.Prompt], rules: ToolsConfig | None, gate: ListGate, alias: str
     ) -> None:
         self.raw = raw
         self.judged = judged = gate.prompts(alias, raw, rules.rename if rules else None)
@@ -81,7 +81,7 @@ class PromptTable:
 
     # -- changes --
 
-    def update(self, alias: str, prompts: Sequence[surface.Prompt]) -> bool:
+    def update(self, alias: str, prompts: Sequence[features.Prompt]) -> bool:
         """Replace one server's prompts; whether anything agents see changed."""
         new = {p.name: p for p in first_listed(prompts, lambda p: p.name)}
         old = self._servers.get(alias)
@@ -103,7 +103,7 @@ class PromptTable:
         self._install(alias, old.raw)
         return True
 
-    def _install(self, alias: str, raw: dict[str, surface.Prompt]) -> None:
+    def _install(self, alias: str, raw: dict[str, features.Prompt]) -> None:
         old = self._servers.get(alias)
         server = _Server(raw, self._rules.get(alias), self.gate, alias)
         if old is not None:
@@ -181,22 +181,22 @@ class PromptTable:
     def known(self, alias: str) -> bool:
         return alias in self._servers
 
-    def raw(self, alias: str) -> list[surface.Prompt] | None:
+    def raw(self, alias: str) -> list[features.Prompt] | None:
         """The server's prompts as it listed them; None if it never did."""
         server = self._servers.get(alias)
         return list(server.raw.values()) if server is not None else None
 
 
 def _curate(
-    raw: dict[str, surface.Prompt], rules: ToolsConfig | None, alias: str
-) -> tuple[dict[str, surface.Prompt], dict[str, str]]:
+    raw: dict[str, features.Prompt], rules: ToolsConfig | None, alias: str
+) -> tuple[dict[str, features.Prompt], dict[str, str]]:
     """What agents see of a server's prompts (by name before the template), and the
     server's own name for each renamed one."""
     if rules is None or rules == ToolsConfig():
         return dict(raw), {}
     shown = [n for n in raw if lets_through(n, rules)]
     names = curated_names(shown, rules.rename, alias, "prompt")
-    out: dict[str, surface.Prompt] = {}
+    out: dict[str, features.Prompt] = {}
     originals: dict[str, str] = {}
     for name in shown:
         new = names.get(name)
@@ -211,7 +211,7 @@ def _curate(
     return out, originals
 
 
-def agent_prompt(entry: PromptEntry, marker: str | None) -> surface.Prompt:
+def agent_prompt(entry: PromptEntry, marker: str | None) -> features.Prompt:
     """The prompt as agents see it: local name, its source noted, its state marked."""
     p = entry.prompt
     alias = entry.alias
@@ -229,7 +229,7 @@ def agent_prompt(entry: PromptEntry, marker: str | None) -> surface.Prompt:
     )
 
 
-def _agent_argument(alias: str, arg: surface.PromptArgument) -> surface.PromptArgument:
+def _agent_argument(alias: str, arg: features.PromptArgument) -> features.PromptArgument:
     """An argument as agents see it: no line of its texts reads as another's, and its
     title is one line."""
     title = breaks_as_spaces(arg.title) if isinstance(arg.title, str) else arg.title

@@ -13,9 +13,9 @@ from typing import Any, Final, TypeVar
 import msgspec
 from msgspec import UNSET
 
-from protocol.jsonrpc import messages as jsonrpc
+from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from protocol.shown.visible import visible
 
 from ..text.marking import breaks_as_spaces, later_lines_marked, lines_marked
@@ -24,7 +24,7 @@ T = TypeVar("T")
 _encode: Final = msgspec.json.Encoder().encode
 
 
-class Entry(jsonrpc.Late):
+class Entry(rpc.Late):
     """One tool as agents see it, with the way back to its server."""
 
     __slots__ = (
@@ -99,7 +99,7 @@ class Entry(jsonrpc.Late):
 
     def wire(self) -> mcp.Tool:
         """The tool as a listing shows it to agents. Built as it is written (an entry in a
-        listing is encoded through ``jsonrpc``'s late values), never kept: an encoding
+        listing is encoded through ``rpc``'s late values), never kept: an encoding
         kept beside every decoded tool would double what each tool costs in memory for
         as long as it is listed, while making one as it is written is cheap beside the
         write itself."""
@@ -180,12 +180,12 @@ def _resource_note(alias: str, description: object, marker: str | None) -> str:
 
 def agent_resource(
     alias: str,
-    r: surface.Resource,
+    r: features.Resource,
     uri: str,
     available: bool,
     marker: str | None,
     held: str | None = None,
-) -> surface.Resource:
+) -> features.Resource:
     """A resource as agents see it under ``uri`` (the server's, or its mcpd:// form);
     a held one is marked unavailable, saying why."""
     if held is not None:
@@ -205,12 +205,12 @@ def agent_resource(
 
 def agent_template(
     alias: str,
-    r: surface.ResourceTemplate,
+    r: features.ResourceTemplate,
     template: str,
     available: bool,
     marker: str | None,
     held: str | None,
-) -> surface.ResourceTemplate:
+) -> features.ResourceTemplate:
     """A resource template as agents see it as ``template``; a held one is marked
     unavailable, saying why."""
     if held is not None:

@@ -27,11 +27,10 @@ import logging
 from collections.abc import Collection, Iterable, Sequence
 from typing import Final, NamedTuple
 
-from protocol.mcp import features as surface
-from protocol.mcp import uri_templates as tpl
+from protocol.mcp import features, uri_templates
 from protocol.shown.logfields import log_extra
 
-# Matching steps (``uritemplate.MatchVerdict.steps``, and the lookups that find what to
+# Matching steps (``uri_templates.MatchVerdict.steps``, and the lookups that find what to
 # match) that may be spent: on one URI against every template; on the links of one
 # result together; on one change of a server's lists, half on its templates against
 # the others' URIs and half on the others' templates against its URIs. A mismatch
@@ -80,7 +79,7 @@ class Budget:
         self.spent += steps
         return True
 
-    def matches(self, template: tpl.Template, uri: str) -> bool | None:
+    def matches(self, template: uri_templates.Template, uri: str) -> bool | None:
         """Whether ``uri`` matches ``template``; None once the budget is spent."""
         if self.left <= 0:
             self.out = True
@@ -102,24 +101,24 @@ class Budget:
         self.spent += part.spent
 
 
-def parsed_template(template: str) -> tpl.Template | None:
+def parsed_template(template: str) -> uri_templates.Template | None:
     """The template ready to match; None if mcpd cannot match it (it claims no URI)."""
     try:
-        return tpl.parse(template)
-    except tpl.TemplateError:
+        return uri_templates.parse(template)
+    except uri_templates.TemplateError:
         return None
 
 
 def _unmatchable(template: str) -> str | None:
     """Why mcpd cannot match URIs against ``template``; None when it can."""
     try:
-        tpl.parse(template)
-    except tpl.TemplateError as exc:
+        uri_templates.parse(template)
+    except uri_templates.TemplateError as exc:
         return str(exc)
     return None
 
 
-def check_templates(alias: str, templates: Sequence[surface.ResourceTemplate]) -> None:
+def check_templates(alias: str, templates: Sequence[features.ResourceTemplate]) -> None:
     """Say which of a server's templates mcpd cannot match (once per list it sends)."""
     errors = [e for e in map(_unmatchable, (t.uriTemplate for t in templates)) if e]
     if errors:
@@ -137,7 +136,7 @@ class Claim(NamedTuple):
     """A template a server lists that mcpd can match (its prefix is computed once)."""
 
     alias: str
-    template: tpl.Template
+    template: uri_templates.Template
 
 
 def overlapping(claims: Sequence[Claim]) -> set[int]:

@@ -6,7 +6,7 @@ are shown of them, each URI and template in the form the ``mcpd://`` scheme hand
 A server's held template refuses reads of the URIs it matches that the server does
 not list, and a server held whole refuses every read (``held_for``), until a person
 approves them. A held template matches a URI as written, and as any reading a server
-may take of it (``uriforms.forms``: a ``file`` URI's host dropped, its query dropped,
+may take of it (``uri_spellings.forms``: a ``file`` URI's host dropped, its query dropped,
 a web URL's host as a URL parser reads it) against the template read so too: the test
 by which a respelled template is held as a change of the approved one, so the URIs
 it was approved for are held with it. What one agent sees is as its profile (its
@@ -21,9 +21,7 @@ from typing import Final, NamedTuple
 import msgspec
 from msgspec import Raw
 
-from protocol.mcp import features as surface
-from protocol.mcp import uri_spellings as uriforms
-from protocol.mcp import uri_templates as tpl
+from protocol.mcp import features, uri_spellings, uri_templates
 
 from ..gating.gate import ListGate
 from ..gating.limits import first_listed
@@ -48,15 +46,15 @@ class _HeldClaim(NamedTuple):
     mcpd cannot match), and why it is held."""
 
     template: str
-    written: tpl.Template | None
-    read: tpl.Template | None
+    written: uri_templates.Template | None
+    read: uri_templates.Template | None
     why: str
 
 
 def _held_claim(template: str, why: str) -> _HeldClaim:
     # A read form that does not parse (an escaped brace decoded in its authority) is
     # left out: the template as written still holds, and it must not hold every URI.
-    as_read = parsed_template(tpl.read_form(template))
+    as_read = parsed_template(uri_templates.read_form(template))
     return _HeldClaim(template, parsed_template(template), as_read, why)
 
 
@@ -78,7 +76,7 @@ class _Server:
     def __init__(
         self,
         alias: str,
-        raw: tuple[list[surface.Resource], list[surface.ResourceTemplate]],
+        raw: tuple[list[features.Resource], list[features.ResourceTemplate]],
         gate: ListGate,
     ) -> None:
         self.raw = raw  # as the server listed them
@@ -114,8 +112,8 @@ class ResourceTable:
     def update(
         self,
         alias: str,
-        resources: Sequence[surface.Resource],
-        templates: Sequence[surface.ResourceTemplate],
+        resources: Sequence[features.Resource],
+        templates: Sequence[features.ResourceTemplate],
     ) -> bool:
         # Of a URI or a URI template listed twice, the first listed, as with tools.
         listed = first_listed(resources, lambda r: r.uri)
@@ -145,7 +143,7 @@ class ResourceTable:
         return True
 
     def _install(
-        self, alias: str, raw: tuple[list[surface.Resource], list[surface.ResourceTemplate]]
+        self, alias: str, raw: tuple[list[features.Resource], list[features.ResourceTemplate]]
     ) -> None:
         old = self._servers.get(alias)
         server = _Server(alias, raw, self.gate)
@@ -203,7 +201,7 @@ class ResourceTable:
         whole = budget if budget is not None else Budget(ROUTE_STEPS)
         mine = whole.part(ROUTE_STEPS)
         # Every reading mcpd knows a server may take of it, with its query and without.
-        _, read, bare = uriforms.forms(uri)
+        _, read, bare = uri_spellings.forms(uri)
         readings = list(dict.fromkeys((*read, *bare)))
         try:
             for held in server.held_claims:
@@ -283,7 +281,7 @@ class ResourceTable:
 
     def raw(
         self, alias: str
-    ) -> tuple[list[surface.Resource], list[surface.ResourceTemplate]] | None:
+    ) -> tuple[list[features.Resource], list[features.ResourceTemplate]] | None:
         """The server's resources and templates as it listed them; None if never."""
         server = self._servers.get(alias)
         return (list(server.raw[0]), list(server.raw[1])) if server else None

@@ -23,7 +23,7 @@ What the agent is asked is the server's request with its texts cleaned, every se
 mcpd holds masked (after the cleaning, which could join a secret split by a character
 nobody sees), and the server named (``registry.text.relayed``), where their size says
 (``taking_apart``: params too large to make that of are refused), when it has what
-its method requires (``surface.unfit_request``: one without is refused as malformed,
+its method requires (``features.unfit_request``: one without is refused as malformed,
 as an agent would be shown an empty form). A 2026-07-28 server
 asks by ending its call with ``input_required``: the requests in it are made the same
 way as the result comes in (``rpc_results``, where its size says), whoever is asked
@@ -47,7 +47,7 @@ import msgspec
 import trio
 
 from protocol.jsonrpc import messages as rpc
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from protocol.pacing.buckets import Throttle
 from protocol.shown.logfields import log_extra
 from protocol.shown.visible import METHOD_SHOWN, quote
@@ -134,7 +134,7 @@ class AskRoutes:
         self,
         alias: str,
         timeout: Callable[[], float],
-        relay: Iterable[str] = tuple(surface.ASK_METHODS.values()),
+        relay: Iterable[str] = tuple(features.ASK_METHODS.values()),
         guard: SecretGuard | None = None,
         replies: ReplyWork | None = None,
         modern: Callable[[], str | None] = lambda: None,
@@ -296,7 +296,7 @@ class AskRoutes:
 
     async def answer(self, req: rpc.Request) -> object:
         """The transport's ``on_request``: relay to the cause, or refuse."""
-        kind = surface.needs(req.method)
+        kind = features.needs(req.method)
         if kind is None:
             raise rpc.RPCError(rpc.METHOD_NOT_FOUND, f"mcpd does not support {req.method!r}")
         version = self._modern()
@@ -365,7 +365,7 @@ class AskRoutes:
     def _made(self, req: rpc.Request) -> dict[str, Any]:
         # Touches nothing of the event loop's: it may run in the server's thread.
         given: Any = msgspec.json.decode(req.params) if req.params is not None else None
-        why = surface.unfit_request(req.method, given)
+        why = features.unfit_request(req.method, given)
         if why is not None:
             raise refused_ask(self.alias, f"it sent a request for {req.method} whose {why}")
         params = cleaned_request(self.alias, req.method, given)

@@ -26,7 +26,7 @@ import msgspec
 import trio
 
 from protocol.jsonrpc import messages as rpc
-from protocol.mcp import server_logs as loglevels
+from protocol.mcp import server_logs
 from protocol.mcp.server_logs import LogMessage
 from protocol.pacing.buckets import Bucket, Throttle
 from protocol.shown.logfields import log_extra
@@ -111,7 +111,7 @@ class LogMessages:
         self.sent = target
         try:
             with self._answers.bounded("logging/setLevel", _UNSET_LEVEL):
-                await up.request("logging/setLevel", loglevels.SetLevelParams(level=target))
+                await up.request("logging/setLevel", server_logs.SetLevelParams(level=target))
         except rpc.RPCError as exc:
             logger.info(
                 "%s: logging/setLevel %s refused: %s",
@@ -124,7 +124,7 @@ class LogMessages:
     def on_notification(self, msg: rpc.Notification) -> None:
         if msg.method != "notifications/message":
             return
-        message = loglevels.decode_log_message(msg.params)
+        message = server_logs.decode_log_message(msg.params)
         if message is None:
             return
         self._to_log(message)
@@ -150,11 +150,11 @@ class LogMessages:
                 alias,
                 extra={**log_extra(alias, "message"), "mcpd_suppressed": held},
             )
-        logger.log(level, "%s", loglevels.data_text(message), extra=log_extra(alias, "message"))
+        logger.log(level, "%s", server_logs.data_text(message), extra=log_extra(alias, "message"))
 
     def _to_agents(self, message: LogMessage) -> None:
-        wanted = loglevels.rank(self.wanted)
-        severity = loglevels.rank(message.level)
+        wanted = server_logs.rank(self.wanted)
+        severity = server_logs.rank(message.level)
         if self.on_message is None or wanted is None or severity is None or severity < wanted:
             return  # nobody asked for it: it must not use up the budget of what was
         bucket = self._bucket

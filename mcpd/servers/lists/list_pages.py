@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 from msgspec import UNSET
 
 from protocol.jsonrpc import messages as rpc
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from protocol.shown.visible import quote
 
 from ...registry.gating.limits import LISTED_TWICE, ListTrim, Trimmed, item_label
@@ -16,7 +16,7 @@ from ..connected.handshake import BadPage
 from ..connected.upstream import Upstream
 from ..results.taking_apart import too_complex
 
-T = TypeVar("T", surface.Prompt, surface.Resource, surface.ResourceTemplate)
+T = TypeVar("T", features.Prompt, features.Resource, features.ResourceTemplate)
 
 
 async def list_all(
@@ -32,7 +32,7 @@ async def list_all(
     for _ in range(up.max_pages):
         meta = up.meta.of(None, None)
         params: Any = (
-            surface.ListParams(cursor=UNSET if cursor is None else cursor, meta=meta)
+            features.ListParams(cursor=UNSET if cursor is None else cursor, meta=meta)
             if cursor is not None or meta is not UNSET
             else UNSET
         )
@@ -41,7 +41,7 @@ async def list_all(
         if many is not None:
             raise BadPage(many)
         try:
-            page = rpc.decode_as(raw, surface.ListPage)
+            page = rpc.decode_as(raw, features.ListPage)
         except rpc.InvalidParams as exc:
             raise BadPage(f"{up.alias}: bad {method} result: {exc}") from None
         items = {
@@ -84,10 +84,10 @@ async def list_all(
     raise BadPage(f"{up.alias}: {method} did not end after {up.max_pages} pages")
 
 
-def _key(item: surface.Prompt | surface.Resource | surface.ResourceTemplate) -> str:
+def _key(item: features.Prompt | features.Resource | features.ResourceTemplate) -> str:
     """What names an item to agents and to the server."""
-    if isinstance(item, surface.Resource):
+    if isinstance(item, features.Resource):
         return item.uri
-    if isinstance(item, surface.ResourceTemplate):
+    if isinstance(item, features.ResourceTemplate):
         return item.uriTemplate
     return item.name

@@ -26,7 +26,7 @@ from msgspec import Raw
 
 from protocol.jsonrpc import messages as rpc
 from protocol.lines.json_values import parts_at_most
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from protocol.shown.logfields import log_extra
 from protocol.shown.visible import quote
 from transports.errors import ServerCancelled, TransportError
@@ -143,7 +143,7 @@ class PromptResourceKeeper:
         try:
             with self._answers.bounded("prompts/list", _KEPT):
                 prompts, self.trimmed["prompts"] = await list_all(
-                    up, "prompts/list", "prompts", surface.Prompt, "prompts"
+                    up, "prompts/list", "prompts", features.Prompt, "prompts"
                 )
         finally:
             self._prompts_after = trio.current_time() + MIN_REFETCH
@@ -166,7 +166,7 @@ class PromptResourceKeeper:
     async def _list_resources(self, up: Upstream, catalog: Catalog) -> None:
         with self._answers.bounded("resources/list", _KEPT):
             resources, self.trimmed["resources"] = await list_all(
-                up, "resources/list", "resources", surface.Resource, "resources"
+                up, "resources/list", "resources", features.Resource, "resources"
             )
         try:
             with self._answers.bounded("resources/templates/list", _KEPT):
@@ -174,7 +174,7 @@ class PromptResourceKeeper:
                     up,
                     "resources/templates/list",
                     "resourceTemplates",
-                    surface.ResourceTemplate,
+                    features.ResourceTemplate,
                     "resource_templates",
                 )
         except rpc.RPCError:
@@ -310,7 +310,7 @@ class PromptResourceKeeper:
     async def _legacy_request(self, up: Upstream, method: str, uri: str) -> None:
         try:
             with self._answers.bounded(method, _RESUBSCRIBE):
-                await up.request(method, surface.SubscribeParams(uri=uri))
+                await up.request(method, features.SubscribeParams(uri=uri))
         except rpc.RPCError as exc:
             logger.info(
                 "%s: %s %s refused: %s",

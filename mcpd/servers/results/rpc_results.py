@@ -7,7 +7,7 @@ are read by a person or a model, whether they reach a modern agent as they are o
 legacy agent as requests of mcpd's own: their texts are cleaned first (the cleaning
 could join a secret split by a character nobody sees, so it comes before the masking)
 and they are marked with the server (``registry.text.relayed``), as a legacy server's own
-requests are. A request that lacks what its method requires (``surface.unfit_request``)
+requests are. A request that lacks what its method requires (``features.unfit_request``)
 fails the whole result as malformed (``UnfitRequest``): an agent would be shown an
 empty form, or sample nothing. A server's JSON-RPC error is made fit likewise
 (``rpc_errors``).
@@ -31,7 +31,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 from protocol.jsonrpc.reply_faults import MalformedReply
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from protocol.shown.logfields import log_extra
 from protocol.shown.visible import METHOD_SHOWN, quote
 
@@ -268,10 +268,10 @@ def _unfit_ask(result: Any, task: bool) -> str | None:
             method = ask.get("method") if isinstance(ask, dict) else None
             if not isinstance(method, str):
                 return f"holds request {shown}, which names no method"
-            if surface.needs(method) is None:
+            if features.needs(method) is None:
                 named = quote(method, METHOD_SHOWN)
                 return f"holds request {shown} for {named}, which no server may ask of a client"
-            why = surface.unfit_request(method, ask.get("params"))
+            why = features.unfit_request(method, ask.get("params"))
             if why is not None:
                 return f"holds request {shown} ({method}), whose {why}"
     return None

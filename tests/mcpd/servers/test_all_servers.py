@@ -20,7 +20,7 @@ from mcpd.servers.calling.calls import CallRefused
 from mcpd.servers.life.server_parts import ServerParts
 from mcpd.servers.supervisor import Supervisor
 from protocol.jsonrpc import messages as rpc
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from tests.support.parts.calls import a_call
 
 
@@ -88,7 +88,7 @@ async def test_a_call_to_a_configured_server_goes_to_its_scheduler() -> None:
 
 async def test_a_request_to_a_server_removed_meanwhile_is_refused_with_its_name() -> None:
     world = World({"a": cmd()})
-    params = surface.ReadResourceParams(uri="x://y")
+    params = features.ReadResourceParams(uri="x://y")
     with pytest.raises(CallRefused) as refused:
         await world.all.request("gone", "resources/read", params)
     assert refused.value.outage.server == "gone"

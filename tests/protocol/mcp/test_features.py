@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 
 @pytest.mark.parametrize(
@@ -27,23 +27,23 @@ from protocol.mcp import features as surface
 def test_each_request_a_server_may_send_needs_its_own_capability(
     method: str, need: str | None
 ) -> None:
-    assert surface.needs(method) == need
+    assert features.needs(method) == need
 
 
 def test_a_request_mcpd_does_not_relay_is_never_declared() -> None:
     everything: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}, "tools": {}}
-    assert not surface.declares(everything, "tools/call")
-    assert not surface.declares(everything, "notifications/message")
+    assert not features.declares(everything, "tools/call")
+    assert not features.declares(everything, "notifications/message")
 
 
 def test_an_agent_that_declared_nothing_or_not_an_object_takes_no_request() -> None:
     caps: dict[str, Any] | None
     for caps in (None, {}, {"sampling": True}, {"sampling": []}, {"roots": None}):
-        assert not surface.declares(caps, "sampling/createMessage")
-        assert not surface.declares(caps, "roots/list")
-    assert surface.declares({"sampling": {}}, "sampling/createMessage")
-    assert surface.declares({"roots": {"listChanged": True}}, "roots/list")
-    assert not surface.declares({"sampling": {}}, "roots/list")
+        assert not features.declares(caps, "sampling/createMessage")
+        assert not features.declares(caps, "roots/list")
+    assert features.declares({"sampling": {}}, "sampling/createMessage")
+    assert features.declares({"roots": {"listChanged": True}}, "roots/list")
+    assert not features.declares({"sampling": {}}, "roots/list")
 
 
 @pytest.mark.parametrize(
@@ -65,7 +65,7 @@ def test_an_agent_that_declared_nothing_or_not_an_object_takes_no_request() -> N
 def test_elicitation_is_declared_by_its_mode(
     caps: dict[str, Any], params: dict[str, Any], taken: bool
 ) -> None:
-    assert surface.declares({"elicitation": caps}, "elicitation/create", params) is taken
+    assert features.declares({"elicitation": caps}, "elicitation/create", params) is taken
 
 
 URL_ASK = {"method": "elicitation/create", "params": {"mode": "url", "url": "https://x"}}
@@ -93,14 +93,14 @@ ROOTS_ASK = {"method": "roots/list"}
 def test_an_agent_can_answer_what_it_declared_each_elicitation_in_its_mode(
     caps: dict[str, Any] | None, requests: Any, taken: bool
 ) -> None:
-    assert surface.answerable(requests, caps) is taken
+    assert features.answerable(requests, caps) is taken
 
 
 def test_tasks_are_taken_only_by_an_agent_declaring_the_extension_as_an_object() -> None:
-    ext = surface.TASKS_EXTENSION
+    ext = features.TASKS_EXTENSION
     caps: dict[str, Any] | None
-    assert surface.has_tasks({"extensions": {ext: {}}})
-    assert surface.has_tasks({"extensions": {ext: {"x": 1}, "other/ext": {}}})
+    assert features.has_tasks({"extensions": {ext: {}}})
+    assert features.has_tasks({"extensions": {ext: {"x": 1}, "other/ext": {}}})
     for caps in (
         None,
         {},
@@ -110,11 +110,11 @@ def test_tasks_are_taken_only_by_an_agent_declaring_the_extension_as_an_object()
         {"extensions": {"other/ext": {}}},
         {ext: {}},  # not under extensions
     ):
-        assert not surface.has_tasks(caps)
+        assert not features.has_tasks(caps)
 
 
-def head(raw: bytes) -> surface.ResultHead:
-    return msgspec.json.decode(raw, type=surface.ResultHead)
+def head(raw: bytes) -> features.ResultHead:
+    return msgspec.json.decode(raw, type=features.ResultHead)
 
 
 def test_a_result_with_no_result_type_is_complete() -> None:
@@ -122,7 +122,7 @@ def test_a_result_with_no_result_type_is_complete() -> None:
     assert head(b'{"resultType":null}').kind == "complete"
     assert head(b'{"resultType":"input_required","inputRequests":{}}').kind == "input_required"
     task = head(b'{"resultType":"task","taskId":"t-1"}')
-    assert task.kind == surface.TASK and task.taskId == "t-1"
+    assert task.kind == features.TASK and task.taskId == "t-1"
 
 
 def test_a_result_type_that_is_not_a_string_is_refused_when_decoded() -> None:
@@ -134,7 +134,7 @@ def test_a_result_type_that_is_not_a_string_is_refused_when_decoded() -> None:
 
 def test_a_page_keeps_each_item_as_the_server_sent_it() -> None:
     raw = b'{"prompts":[{"name":"p","weird":{"deep":[1]}}],"nextCursor":"c2"}'
-    page = msgspec.json.decode(raw, type=surface.ListPage)
+    page = msgspec.json.decode(raw, type=features.ListPage)
     assert page.nextCursor == "c2"
     assert isinstance(page.prompts, list)
     assert bytes(page.prompts[0]) == b'{"name":"p","weird":{"deep":[1]}}'
@@ -143,7 +143,7 @@ def test_a_page_keeps_each_item_as_the_server_sent_it() -> None:
 @pytest.mark.parametrize("ttl", [b"60000", b"1.5", b"1e20", b"1e400", b'"soon"'])
 def test_a_page_decodes_whatever_its_ttl(ttl: bytes) -> None:
     """A ttlMs mcpd does not use is no reason to refuse the list it came with."""
-    page = msgspec.json.decode(b'{"prompts":[],"ttlMs":' + ttl + b"}", type=surface.ListPage)
+    page = msgspec.json.decode(b'{"prompts":[],"ttlMs":' + ttl + b"}", type=features.ListPage)
     assert page.prompts == [] and bytes(page.ttlMs) == ttl  # type: ignore[arg-type]
 
 
@@ -151,12 +151,12 @@ def test_items_decode_with_what_mcpd_rewrites_typed_and_the_rest_passed_through(
     prompt = msgspec.json.decode(
         b'{"name":"p","arguments":[{"name":"a","required":true}],"icons":[{"src":"x"}],'
         b'"_meta":{"k":1}}',
-        type=surface.Prompt,
+        type=features.Prompt,
     )
     assert prompt.name == "p" and prompt.meta == {"k": 1}
     assert isinstance(prompt.arguments, list) and prompt.arguments[0].required is True
     assert isinstance(prompt.icons, msgspec.Raw) and bytes(prompt.icons) == b'[{"src":"x"}]'
-    resource = msgspec.json.decode(b'{"uri":"file:///a"}', type=surface.Resource)
+    resource = msgspec.json.decode(b'{"uri":"file:///a"}', type=features.Resource)
     assert resource.uri == "file:///a" and resource.name is msgspec.UNSET
     # Encoded again, what was absent stays absent.
     assert msgspec.json.encode(resource) == b'{"uri":"file:///a"}'
@@ -164,11 +164,11 @@ def test_items_decode_with_what_mcpd_rewrites_typed_and_the_rest_passed_through(
 
 def test_items_without_what_names_them_are_refused() -> None:
     for raw, kind in (
-        (b'{"title":"no name"}', surface.Prompt),
-        (b'{"name":"no uri"}', surface.Resource),
-        (b'{"name":"no template"}', surface.ResourceTemplate),
-        (b'{"name":5}', surface.Prompt),
-        (b'{"uri":["x"]}', surface.Resource),
+        (b'{"title":"no name"}', features.Prompt),
+        (b'{"name":"no uri"}', features.Resource),
+        (b'{"name":"no template"}', features.ResourceTemplate),
+        (b'{"name":5}', features.Prompt),
+        (b'{"uri":["x"]}', features.Resource),
     ):
         with pytest.raises(msgspec.ValidationError):
             msgspec.json.decode(raw, type=kind)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from protocol.mcp import uri_templates as t
+from protocol.mcp import uri_templates
 from protocol.mcp.uri_spellings import read_as
 from tests.support.hostile.cut_secret import MARKER, SECRET, beginnings, guarded, padded
 
@@ -20,8 +20,8 @@ TEMPLATE = "repo://{owner}{/path}"
 def matches(template: str, uri: str) -> bool:
     """Whether ``template`` claims ``uri``; a template mcpd cannot parse claims none."""
     try:
-        return t.parse(template).match(uri).matched
-    except t.TemplateError:
+        return uri_templates.parse(template).match(uri).matched
+    except uri_templates.TemplateError:
         return False
 
 
@@ -54,8 +54,8 @@ def test_which_uris_a_template_claims(template: str, uri: str, expected: bool) -
 def test_a_broken_template_claims_nothing() -> None:
     assert matches("file:///{path", "file:///{path") is False
     for broken in ("x://{}", "x://{+}", "x://{a", "x://a}", "x://{a{b}}"):
-        with pytest.raises(t.TemplateError):
-            t.parse(broken)
+        with pytest.raises(uri_templates.TemplateError):
+            uri_templates.parse(broken)
 
 
 def steps_bound(template: str, uri: str) -> int:
@@ -66,35 +66,35 @@ def steps_bound(template: str, uri: str) -> int:
 @pytest.mark.parametrize("slashes", [26, 4000])
 def test_a_run_of_slashes_then_a_fragment_costs_linear_steps(slashes: int) -> None:
     uri = "repo://x" + "/" * slashes + "#"
-    verdict = t.parse(TEMPLATE).match(uri)
+    verdict = uri_templates.parse(TEMPLATE).match(uri)
     assert verdict.matched is False
     assert 0 < verdict.steps <= steps_bound(TEMPLATE, uri)
 
 
 def test_a_uri_past_the_cap_is_not_scanned() -> None:
-    template = t.parse("x://{+rest}")
-    at_cap = "x://" + "a" * (t.MAX_URI - 4)
+    template = uri_templates.parse("x://{+rest}")
+    at_cap = "x://" + "a" * (uri_templates.MAX_URI - 4)
     assert template.match(at_cap).matched is True
-    assert template.match(at_cap + "a") == t.MatchVerdict(False, 0)
+    assert template.match(at_cap + "a") == uri_templates.MatchVerdict(False, 0)
 
 
 def test_a_template_past_the_length_cap_is_a_broken_template() -> None:
-    longest = "x://{+a}" + "b" * (t.MAX_TEMPLATE - 8)
-    assert matches(longest, "x://a" + "b" * (t.MAX_TEMPLATE - 8)) is True
-    with pytest.raises(t.TemplateError, match="longer than 1024 characters"):
-        t.parse(longest + "b")
+    longest = "x://{+a}" + "b" * (uri_templates.MAX_TEMPLATE - 8)
+    assert matches(longest, "x://a" + "b" * (uri_templates.MAX_TEMPLATE - 8)) is True
+    with pytest.raises(uri_templates.TemplateError, match="longer than 1024 characters"):
+        uri_templates.parse(longest + "b")
     # A server's 250 KB template claims nothing, and costs no parsing past the cap.
     assert matches("x" * 250_000 + "{x}", "x" * 250_000 + "y") is False
 
 
 LONG_LITERAL = "t://{+a}" + "b" * 1000
-RUN = "t://" + "b" * (t.MAX_URI - 5) + "c"
+RUN = "t://" + "b" * (uri_templates.MAX_URI - 5) + "c"
 
 
 def test_what_a_literal_compares_is_counted_in_characters() -> None:
     # {+a} can end anywhere, so the literal is tried at every position where it fits,
     # and each try may compare up to its 1,000 characters.
-    verdict = t.parse(LONG_LITERAL).match(RUN)
+    verdict = uri_templates.parse(LONG_LITERAL).match(RUN)
     assert verdict.matched is False
     fits = len(RUN) - 1000 - 4 + 1
     assert verdict.steps >= fits * 1000
@@ -104,16 +104,16 @@ def test_what_a_literal_compares_is_counted_in_characters() -> None:
 @pytest.mark.parametrize("budget", [1, 5_000, 9_000, 1_000_000])
 def test_a_match_never_spends_more_than_its_budget(budget: int) -> None:
     for template, uri in [(LONG_LITERAL, RUN), (TEMPLATE, "repo://x" + "/" * 8000 + "#")]:
-        verdict = t.parse(template).match(uri, budget)
+        verdict = uri_templates.parse(template).match(uri, budget)
         assert verdict.steps <= budget
-        assert verdict.exhausted is (t.parse(template).match(uri).steps > budget)
+        assert verdict.exhausted is (uri_templates.parse(template).match(uri).steps > budget)
 
 
 def test_more_expressions_than_the_cap_is_a_broken_template() -> None:
-    most = "x://" + "{a}" * t.MAX_EXPRESSIONS
+    most = "x://" + "{a}" * uri_templates.MAX_EXPRESSIONS
     assert matches(most, "x://abc") is True
-    with pytest.raises(t.TemplateError, match="expressions"):
-        t.parse(most + "{b}")
+    with pytest.raises(uri_templates.TemplateError, match="expressions"):
+        uri_templates.parse(most + "{b}")
     assert matches(most + "{b}", "x://abc") is False
 
 
@@ -134,26 +134,31 @@ literals = st.text(alphabet=SPECIAL + "aF0", max_size=4)
 def hostile_cases(draw: st.DrawFn) -> tuple[str, str]:
     """A template, and a URI with its literals (mostly) in place and long runs of what
     some operator's expansion takes between them, ending on what none takes there."""
-    exprs = draw(st.lists(expressions, max_size=t.MAX_EXPRESSIONS))
+    exprs = draw(st.lists(expressions, max_size=uri_templates.MAX_EXPRESSIONS))
     adjacent = st.just("") | literals  # expressions side by side are the costly ones
     gaps = draw(st.lists(adjacent, min_size=len(exprs) + 1, max_size=len(exprs) + 1))
     template = gaps[0] + "".join(e + g for e, g in zip(exprs, gaps[1:], strict=True))
     runs = st.lists(
-        st.tuples(st.sampled_from("/.;&,%aF0"), st.integers(0, t.MAX_URI)), max_size=2
+        st.tuples(st.sampled_from("/.;&,%aF0"), st.integers(0, uri_templates.MAX_URI)), max_size=2
     ).map(lambda rs: "".join(c * n for c, n in rs))
     shown = [draw(st.sampled_from([g] * 3 + [g + "/"]) | literals) for g in gaps]
     uri = shown[0] + "".join(draw(runs) + g for g in shown[1:])
     end = draw(st.sampled_from(["#", "?", "%", " ", ""]))
-    return template, uri[: t.MAX_URI - len(end)] + end
+    return template, uri[: uri_templates.MAX_URI - len(end)] + end
 
 
 @settings(max_examples=150, deadline=None)
 @given(hostile_cases())
-@example((TEMPLATE, "repo://x" + "/" * (t.MAX_URI - 9) + "#"))
-@example(("x://" + "{/a}{.b}{;c}{&d}{e}{+f}{#g}{?h}" * 4, ("x://" + "/.;&,%" * 1400)[: t.MAX_URI]))
+@example((TEMPLATE, "repo://x" + "/" * (uri_templates.MAX_URI - 9) + "#"))
+@example(
+    (
+        "x://" + "{/a}{.b}{;c}{&d}{e}{+f}{#g}{?h}" * 4,
+        ("x://" + "/.;&,%" * 1400)[: uri_templates.MAX_URI],
+    )
+)
 def test_any_match_ends_within_linear_steps(case: tuple[str, str]) -> None:
     template, uri = case
-    verdict = t.parse(template).match(uri)
+    verdict = uri_templates.parse(template).match(uri)
     assert verdict.steps <= steps_bound(template, uri)
 
 
@@ -176,17 +181,17 @@ def old_pattern(template: str) -> re.Pattern[str]:
     for m in re.finditer(r"\{([^{}]*)\}", template):
         literal = template[pos : m.start()]
         if "{" in literal or "}" in literal:
-            raise t.TemplateError(template)
+            raise uri_templates.TemplateError(template)
         out.append(re.escape(literal))
         body = m.group(1)
         op = body[:1] if body[:1] in "+#./;?&" else ""
         if not body[len(op) :]:
-            raise t.TemplateError(template)
+            raise uri_templates.TemplateError(template)
         out.append(operators[op])
         pos = m.end()
     tail = template[pos:]
     if "{" in tail or "}" in tail:
-        raise t.TemplateError(template)
+        raise uri_templates.TemplateError(template)
     out.append(re.escape(tail))
     return re.compile("".join(out), re.DOTALL)
 
@@ -234,9 +239,9 @@ def test_every_short_uri_matches_as_the_regexes_did() -> None:
 def test_templates_are_refused_as_the_regexes_did(template: str, uri: str) -> None:
     try:
         oracle = old_pattern(template)
-    except t.TemplateError:
-        with pytest.raises(t.TemplateError):
-            t.parse(template)
+    except uri_templates.TemplateError:
+        with pytest.raises(uri_templates.TemplateError):
+            uri_templates.parse(template)
         assert matches(template, uri) is False
         return
     assert matches(template, uri) is (oracle.fullmatch(uri) is not None)
@@ -255,7 +260,7 @@ def test_templates_are_refused_as_the_regexes_did(template: str, uri: str) -> No
     ],
 )
 def test_templates_of_one_shape(a: str, b: str, same: bool) -> None:
-    assert (t.shape(a) == t.shape(b)) is same
+    assert (uri_templates.shape(a) == uri_templates.shape(b)) is same
 
 
 @pytest.mark.parametrize(
@@ -275,7 +280,7 @@ def test_templates_of_one_shape(a: str, b: str, same: bool) -> None:
     ],
 )
 def test_the_path_shape_leaves_out_the_query_and_the_fragment(template: str, path: str) -> None:
-    assert t.path_shape(template) == path
+    assert uri_templates.path_shape(template) == path
 
 
 @pytest.mark.parametrize(
@@ -300,7 +305,7 @@ def test_the_path_shape_leaves_out_the_query_and_the_fragment(template: str, pat
     ],
 )
 def test_every_uri_a_template_expands_to_begins_with_its_reach(template: str, reach: str) -> None:
-    assert t.reach(template) == reach
+    assert uri_templates.reach(template) == reach
 
 
 @pytest.mark.parametrize(
@@ -318,7 +323,7 @@ def test_a_uri_read_as_a_server_reads_it_begins_with_its_templates_reach(
     template: str, expanded: str
 ) -> None:
     assert matches(template, expanded)
-    assert read_as(expanded).startswith(t.reach(template))
+    assert read_as(expanded).startswith(uri_templates.reach(template))
 
 
 @pytest.mark.parametrize(
@@ -335,7 +340,7 @@ def test_a_uri_read_as_a_server_reads_it_begins_with_its_templates_reach(
 def test_a_template_read_as_a_server_reads_it_matches_each_spelling_of_its_uris(
     template: str, expanded: str
 ) -> None:
-    assert t.parse(t.read_form(template)).match(read_as(expanded)).matched
+    assert uri_templates.parse(uri_templates.read_form(template)).match(read_as(expanded)).matched
 
 
 @settings(max_examples=100, deadline=None)
@@ -343,13 +348,13 @@ def test_a_template_read_as_a_server_reads_it_matches_each_spelling_of_its_uris(
 def test_templates_of_one_shape_match_the_same_uris(case: tuple[str, str], name: str) -> None:
     template, uri = case
     renamed = re.sub(r"\{([+#./;?&]?)[^}]*\}", lambda m: "{" + m[1] + name + "}", template)
-    assert t.shape(renamed) == t.shape(template)
+    assert uri_templates.shape(renamed) == uri_templates.shape(template)
     assert matches(renamed, uri[:200]) == matches(template, uri[:200])
 
 
 def test_a_template_quoted_in_an_error_cut_inside_a_secret_shows_none_of_it_once_guarded() -> None:
-    with pytest.raises(t.TemplateError) as info:
-        t.parse(padded(80) + "}")
+    with pytest.raises(uri_templates.TemplateError) as info:
+        uri_templates.parse(padded(80) + "}")
     said = str(info.value)
     assert SECRET[:-1] in said and SECRET not in said
     assert beginnings(guarded(said)) == [] and MARKER in guarded(said)

@@ -9,7 +9,7 @@ from typing import Any
 
 from mcpd.registry.uris.resources import ResourceTable
 from mcpd.registry.uris.scheme import Sight
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 
 class Shows(Sight):
@@ -26,12 +26,12 @@ class Shows(Sight):
         return alias in self.aliases and uri not in self.hidden
 
 
-def resources(*uris: str) -> list[surface.Resource]:
-    return [surface.Resource(uri=u, name=u.rsplit("/", 1)[-1]) for u in uris]
+def resources(*uris: str) -> list[features.Resource]:
+    return [features.Resource(uri=u, name=u.rsplit("/", 1)[-1]) for u in uris]
 
 
-def templates(*ts: str, description: str | None = None) -> list[surface.ResourceTemplate]:
-    return [surface.ResourceTemplate(uriTemplate=t, name="t", description=description) for t in ts]
+def templates(*ts: str, description: str | None = None) -> list[features.ResourceTemplate]:
+    return [features.ResourceTemplate(uriTemplate=t, name="t", description=description) for t in ts]
 
 
 def listed(table: ResourceTable, sight: Sight | None = None) -> list[dict[str, Any]]:

@@ -39,11 +39,11 @@ from mcpd.servers.shared import Owner
 from mcpd.servers.supervisor import Supervisor
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from protocol.mcp.serving import AgentSession, RequestContext
 from tests.support.parts.routing import Audit
 
-TASKS = {"extensions": {surface.TASKS_EXTENSION: {}}}
+TASKS = {"extensions": {features.TASKS_EXTENSION: {}}}
 MODERN = RequestContext("modern", mcp.LATEST_MODERN, {}, {})
 MODERN_TASKS = RequestContext("modern", mcp.LATEST_MODERN, {}, TASKS)
 LEGACY = RequestContext("legacy", "2025-11-25", {}, {})
@@ -105,8 +105,8 @@ class World:
 
     def __init__(self) -> None:
         self.catalog = Catalog(NamingConfig())
-        self.catalog.prompts.update("notes", [surface.Prompt(name="daily")])
-        self.catalog.prompts.update("other", [surface.Prompt(name="weekly")])
+        self.catalog.prompts.update("notes", [features.Prompt(name="daily")])
+        self.catalog.prompts.update("other", [features.Prompt(name="weekly")])
         config = parse_config(
             {"servers": {"notes": {"command": "x"}, "other": {"command": "x"}}}, env={}
         )
@@ -187,7 +187,7 @@ async def test_a_log_level_that_is_none_is_refused_naming_the_levels() -> None:
 
 async def test_subscribing_to_a_resource_of_a_server_that_offers_none_is_refused() -> None:
     world = World()
-    world.catalog.resources.update("notes", [surface.Resource(uri="file:///a", name="a")], [])
+    world.catalog.resources.update("notes", [features.Resource(uri="file:///a", name="a")], [])
     conn = world.agent(legacy=True)
     with pytest.raises(rpc.RPCError) as refused:
         await world.call(conn, "resources/subscribe", {"uri": "file:///a"}, LEGACY)
@@ -212,7 +212,7 @@ async def test_a_task_method_without_the_tasks_extension_says_it_is_needed(
 async def test_a_task_is_known_to_the_agent_it_was_handed_to_only() -> None:
     world = World()
     mine, theirs = world.agent(), world.agent()
-    handle = {"resultType": surface.TASK, "taskId": "t-1"}
+    handle = {"resultType": features.TASK, "taskId": "t-1"}
     out = Call(1, "mcp__notes__slow", None, NO_ONE, MODERN_TASKS, owner=mine.owner, alias="notes")
     call = AgentCall(out, mine, to=mine, tasks=True)
     handed = world.extras.tasks.finish(call, handle, links=False)
@@ -329,13 +329,13 @@ async def test_list_changes_reach_only_the_agents_whose_profile_lists_changed(
     modern = world.agent()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(world.extras.run)
-        world.catalog.prompts.update("other", [surface.Prompt(name="monthly")])
+        world.catalog.prompts.update("other", [features.Prompt(name="monthly")])
         world.extras.list_changed()
         await trio.sleep(1)
         assert notes(legacy_all) == [("notifications/prompts/list_changed", None)]
         assert notes(legacy_narrow) == []  # its profile has not "other"
         assert notes(modern) == []  # it has no listen: nothing unsolicited
-        world.catalog.resources.update("notes", [surface.Resource(uri="n:/1", name="1")], [])
+        world.catalog.resources.update("notes", [features.Resource(uri="n:/1", name="1")], [])
         world.extras.list_changed()
         await trio.sleep(1)
         assert notes(legacy_narrow) == [("notifications/resources/list_changed", None)]
@@ -351,7 +351,7 @@ async def test_a_modern_agent_hears_of_changes_on_each_listen_that_asked_until_i
     world.extras.open_listen(conn, "res", {"resourcesListChanged": True}, MODERN)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(world.extras.run)
-        world.catalog.prompts.update("notes", [surface.Prompt(name="other")])
+        world.catalog.prompts.update("notes", [features.Prompt(name="other")])
         world.extras.list_changed()
         await trio.sleep(1)
         assert notes(conn) == [
@@ -361,7 +361,7 @@ async def test_a_modern_agent_hears_of_changes_on_each_listen_that_asked_until_i
             )
         ]
         world.extras.close_listen(conn, "prompts")
-        world.catalog.prompts.update("notes", [surface.Prompt(name="third")])
+        world.catalog.prompts.update("notes", [features.Prompt(name="third")])
         world.extras.list_changed()
         await trio.sleep(1)
         assert notes(conn) == []
@@ -374,7 +374,7 @@ async def test_what_changed_before_an_agent_joined_is_no_news_to_it(
     world = World()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(world.extras.run)
-        world.catalog.prompts.update("notes", [surface.Prompt(name="other")])
+        world.catalog.prompts.update("notes", [features.Prompt(name="other")])
         world.extras.list_changed()
         late = world.agent(legacy=True)
         await trio.sleep(1)
@@ -390,7 +390,7 @@ async def test_many_changes_close_together_are_one_notification(
     async with trio.open_nursery() as nursery:
         nursery.start_soon(world.extras.run)
         for i in range(20):
-            world.catalog.prompts.update("notes", [surface.Prompt(name=f"p{i}")])
+            world.catalog.prompts.update("notes", [features.Prompt(name=f"p{i}")])
             world.extras.list_changed()
         await trio.sleep(1)
         assert notes(conn) == [("notifications/prompts/list_changed", None)]
@@ -404,7 +404,7 @@ async def test_an_agent_told_and_gone_is_not_kept_while_the_news_waits(
     gone = weakref.ref(world.agent(legacy=True))
     async with trio.open_nursery() as nursery:
         nursery.start_soon(world.extras.run)
-        world.catalog.prompts.update("notes", [surface.Prompt(name="other")])
+        world.catalog.prompts.update("notes", [features.Prompt(name="other")])
         world.extras.list_changed()
         await trio.sleep(1)
         world.agents.clear()

@@ -33,7 +33,7 @@ from mcpd.servers.status.outage import Outage
 from mcpd.servers.supervisor import Supervisor
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from protocol.mcp.serving import RequestContext
 
 MODERN = RequestContext("modern", mcp.LATEST_MODERN, {}, {})
@@ -43,7 +43,7 @@ def catalog_servers(*prompt_names: str) -> AllServers:
     """The prompts of a server "notes" in the catalog; no server runs, so every request
     that reaches one ends in the outage of a server removed from the configuration."""
     catalog = Catalog(NamingConfig())
-    catalog.prompts.update("notes", [surface.Prompt(name=n) for n in prompt_names])
+    catalog.prompts.update("notes", [features.Prompt(name=n) for n in prompt_names])
     config = parse_config({"servers": {"notes": {"command": "x"}}}, env={})
     return AllServers(Supervisor(config, catalog), catalog)
 
@@ -75,36 +75,36 @@ def keep(result: Raw) -> Raw:
 
 def test_prompts_are_listed_in_pages_and_a_cursor_past_the_list_is_refused() -> None:
     servers = catalog_servers("a", "b", "c")
-    first = list_prompts(servers, surface.ListParams(), None, 2)
+    first = list_prompts(servers, features.ListParams(), None, 2)
     assert [msgspec.json.decode(p)["name"] for p in first.prompts] == [
         "mcp__notes__a",
         "mcp__notes__b",
     ]
     assert isinstance(first.nextCursor, str)
-    rest = list_prompts(servers, surface.ListParams(cursor=first.nextCursor), None, 2)
+    rest = list_prompts(servers, features.ListParams(cursor=first.nextCursor), None, 2)
     assert [msgspec.json.decode(p)["name"] for p in rest.prompts] == ["mcp__notes__c"]
     assert rest.nextCursor is msgspec.UNSET
     with pytest.raises(rpc.RPCError) as refused:
         past = encode_cursor(4, list_digest([bytes(p) for p in servers.prompt_listing()]))
-        list_prompts(servers, surface.ListParams(cursor=past), None, 2)
+        list_prompts(servers, features.ListParams(cursor=past), None, 2)
     assert refused.value.code == rpc.INVALID_PARAMS
 
 
 def test_a_modern_agent_is_told_its_prompt_list_is_private_and_not_to_be_kept() -> None:
     servers = catalog_servers("a")
     modern = msgspec.json.decode(
-        msgspec.json.encode(list_prompts(servers, surface.ListParams(), MODERN, 0))
+        msgspec.json.encode(list_prompts(servers, features.ListParams(), MODERN, 0))
     )
     assert (modern["ttlMs"], modern["cacheScope"]) == (0, "private")
     legacy = msgspec.json.decode(
-        msgspec.json.encode(list_prompts(servers, surface.ListParams(), None, 0))
+        msgspec.json.encode(list_prompts(servers, features.ListParams(), None, 0))
     )
     assert "ttlMs" not in legacy and "cacheScope" not in legacy
 
 
 def test_a_profile_lists_only_the_prompts_it_sees() -> None:
     servers = catalog_servers("open", "secret")
-    page = list_prompts(servers, surface.ListParams(), None, 0, lambda alias, n: n != "secret")
+    page = list_prompts(servers, features.ListParams(), None, 0, lambda alias, n: n != "secret")
     assert [msgspec.json.decode(p)["name"] for p in page.prompts] == ["mcp__notes__open"]
 
 
@@ -356,8 +356,8 @@ async def test_completing_a_prompt_of_a_server_that_is_gone_raises_its_outage() 
 
 async def test_completing_a_uri_rather_than_a_template_is_refused_as_unknown() -> None:
     catalog = Catalog(NamingConfig())
-    catalog.resources.update("a", [surface.Resource(uri="a://x", name="x")], [])
-    catalog.resources.update("b", [surface.Resource(uri="b://y", name="y")], [])
+    catalog.resources.update("a", [features.Resource(uri="a://x", name="x")], [])
+    catalog.resources.update("b", [features.Resource(uri="b://y", name="y")], [])
     config = parse_config({"servers": {"a": {"command": "x"}, "b": {"command": "x"}}}, env={})
     servers = AllServers(Supervisor(config, catalog), catalog)
     with pytest.raises(rpc.RPCError) as refused:
@@ -369,7 +369,7 @@ async def test_completing_a_uri_rather_than_a_template_is_refused_as_unknown() -
 
 async def test_completing_a_held_template_named_by_its_template_is_refused_as_held() -> None:
     catalog = Catalog(NamingConfig())
-    note = surface.ResourceTemplate(uriTemplate="notes://{id}", name="note")
+    note = features.ResourceTemplate(uriTemplate="notes://{id}", name="note")
     catalog.resources.update("notes", [], [note])
     catalog.gate.settle("notes")
     catalog.resources.update("notes", [], [msgspec.structs.replace(note, description="new")])
@@ -385,8 +385,8 @@ async def test_completing_a_held_template_named_by_its_template_is_refused_as_he
 
 async def test_a_held_template_spelled_as_its_server_wrote_it_is_refused_as_held() -> None:
     catalog = Catalog(NamingConfig())
-    note = surface.ResourceTemplate(uriTemplate="notes://{id}", name="note")
-    catch_all = surface.ResourceTemplate(uriTemplate="{+path}", name="anything")
+    note = features.ResourceTemplate(uriTemplate="notes://{id}", name="note")
+    catch_all = features.ResourceTemplate(uriTemplate="{+path}", name="anything")
     catalog.resources.update("notes", [], [note])
     catalog.resources.update("other", [], [catch_all])
     catalog.gate.settle("notes")

@@ -32,7 +32,7 @@ from mcpd.servers.status.outage import Outage
 from mcpd.servers.supervisor import Supervisor
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from protocol.mcp.serving import RequestContext
 from tests.support.parts.routing import Audit, StandInAgent
 
@@ -63,8 +63,8 @@ class Offering(AllServers):
         for alias, (uris, templates) in lists.items():
             catalog.resources.update(
                 alias,
-                [surface.Resource(uri=u, name=u) for u in uris],
-                [surface.ResourceTemplate(uriTemplate=t, name=t) for t in templates],
+                [features.Resource(uri=u, name=u) for u in uris],
+                [features.ResourceTemplate(uriTemplate=t, name=t) for t in templates],
             )
         config = parse_config({"servers": {a: {"command": "x"} for a in lists}}, env={})
         super().__init__(Supervisor(config, catalog), catalog)
@@ -120,23 +120,23 @@ class Inbox:
 
 def test_resources_and_templates_are_listed_apart_and_paged() -> None:
     servers = three_servers()
-    first = list_resources(servers, surface.ListParams(), None, 3, False)
+    first = list_resources(servers, features.ListParams(), None, 3, False)
     assert first.resourceTemplates is msgspec.UNSET and isinstance(first.resources, list)
     assert len(first.resources) == 3 and isinstance(first.nextCursor, str)
-    rest = list_resources(servers, surface.ListParams(cursor=first.nextCursor), None, 3, False)
+    rest = list_resources(servers, features.ListParams(cursor=first.nextCursor), None, 3, False)
     assert isinstance(rest.resources, list) and len(rest.resources) == 2
     assert rest.nextCursor is msgspec.UNSET
-    templates = list_resources(servers, surface.ListParams(), MODERN, 0, True)
+    templates = list_resources(servers, features.ListParams(), MODERN, 0, True)
     assert templates.resources is msgspec.UNSET and isinstance(templates.resourceTemplates, list)
     assert len(templates.resourceTemplates) == 3
     assert (templates.ttlMs, templates.cacheScope) == (0, "private")
     with pytest.raises(rpc.RPCError):
-        list_resources(servers, surface.ListParams(cursor="bm90IG1jcGQ="), None, 3, False)
+        list_resources(servers, features.ListParams(cursor="bm90IG1jcGQ="), None, 3, False)
 
 
 def test_a_profile_lists_only_the_resources_of_the_servers_it_shows() -> None:
     servers = three_servers()
-    page = list_resources(servers, surface.ListParams(), None, 0, False, Shows("b"))
+    page = list_resources(servers, features.ListParams(), None, 0, False, Shows("b"))
     assert isinstance(page.resources, list)
     servers_named = {msgspec.json.decode(r)["_meta"]["mcpd/server"] for r in page.resources}
     assert servers_named == {"b"}
@@ -311,8 +311,8 @@ def test_a_resource_of_a_server_held_whole_is_not_subscribed_to() -> None:
 def test_a_uri_only_a_held_template_matches_is_not_subscribed_to() -> None:
     servers = three_servers({"a"})
     servers.catalog.gate.settle("a")
-    changed = [surface.ResourceTemplate(uriTemplate="a://{id}", name="a://{id}", title="new")]
-    servers.catalog.resources.update("a", [surface.Resource(uri="a://only", name="x")], changed)
+    changed = [features.ResourceTemplate(uriTemplate="a://{id}", name="a://{id}", title="new")]
+    servers.catalog.resources.update("a", [features.Resource(uri="a://only", name="x")], changed)
     subs = Subscriptions(servers)
     with pytest.raises(rpc.RPCError) as refused:
         subs.subscribe(object(), "a://9", Inbox().send, True, budget())
@@ -563,6 +563,6 @@ def test_an_update_is_told_only_while_the_uri_routes_to_the_server_that_sent_it(
     subs.subscribe(object(), "a://only", inbox.send, True, budget(), Shows("a", "b"))
     servers.announce("a", "a://only")
     # b lists it too: the URI is no longer a's alone for this agent.
-    servers.catalog.resources.update("b", [surface.Resource(uri="a://only", name="x")], [])
+    servers.catalog.resources.update("b", [features.Resource(uri="a://only", name="x")], [])
     servers.announce("a", "a://only")
     assert inbox.uris() == ["a://only"]

@@ -38,7 +38,7 @@ from mcpd.servers.shared import Owner
 from mcpd.servers.supervisor import Supervisor
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from tests.support.clients.agent import META, connect, make_config, running
 from tests.support.clients.daemon_http import CURL, MCP, auth, http, modern_headers, post, stateless
 from tests.support.clients.http_stream_client import Client, open_session, session_headers
@@ -481,7 +481,7 @@ SUPPORT = Path(__file__).resolve().parents[3] / "support"
 JOBS = {"command": sys.executable, "args": [str(SUPPORT / "asking" / "task_server.py")]}
 TASKS_META = {
     **META,
-    "io.modelcontextprotocol/clientCapabilities": {"extensions": {surface.TASKS_EXTENSION: {}}},
+    "io.modelcontextprotocol/clientCapabilities": {"extensions": {features.TASKS_EXTENSION: {}}},
 }
 ANSWERS = {"confirm": {"action": "accept", "content": {}}}
 

@@ -12,7 +12,7 @@ import pytest
 
 from mcpd.agents.news.logs import AgentLogs
 from protocol.jsonrpc import messages as rpc
-from protocol.mcp import server_logs as loglevels
+from protocol.mcp import server_logs
 from protocol.mcp.server_logs import LogMessage
 
 
@@ -53,9 +53,9 @@ def test_each_agent_gets_its_level_and_worse_and_one_that_never_asked_gets_none(
     verbose, severe, silent = Agent(), Agent(), Agent()
     logs.set_level(verbose, "debug", verbose.send, own_user=True)
     logs.set_level(severe, "error", severe.send, own_user=True)
-    for level in loglevels.LEVELS:
+    for level in server_logs.LEVELS:
         servers.say("notes", level, f"{level} happened")
-    assert verbose.levels() == list(loglevels.LEVELS)
+    assert verbose.levels() == list(server_logs.LEVELS)
     assert severe.levels() == ["error", "critical", "alert", "emergency"]
     assert silent.lines == []
     assert servers.level_for("notes") == "debug"
@@ -121,7 +121,7 @@ def test_another_users_level_is_not_what_a_server_is_asked_for() -> None:
 @pytest.mark.parametrize("params", [b'{"level":"loud"}', b'{"level":3}', b"{}", None])
 def test_an_unknown_level_is_refused_naming_the_levels(params: bytes | None) -> None:
     with pytest.raises(rpc.RPCError) as caught:
-        loglevels.checked_level(msgspec.Raw(params) if params is not None else None)
+        server_logs.checked_level(msgspec.Raw(params) if params is not None else None)
     assert caught.value.code == rpc.INVALID_PARAMS
     assert "debug, info, notice, warning, error, critical, alert, emergency" in (
         caught.value.message

@@ -17,7 +17,7 @@ import trio
 
 from mcpd.registry.pinning.definitions import definition, pin_digest
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from tests.support.clients.agent import META, Agent, connect, make_config, running
 from tests.support.clients.daemon_http import stateless
 from tests.support.hostile.marking_server import FORGED, PROMPT, TEMPLATE, TOOL
@@ -194,8 +194,8 @@ async def test_pins_are_of_the_servers_definitions_and_hold_across_restarts(
     pinned = json.loads((tmp_path / "state" / "pins.json").read_text())["servers"]["ev"]
     sent: list[tuple[str, Any]] = [
         ("tools", msgspec.json.decode(json.dumps(TOOL), type=mcp.Tool)),
-        ("prompts", msgspec.json.decode(json.dumps(PROMPT), type=surface.Prompt)),
-        ("templates", msgspec.json.decode(json.dumps(TEMPLATE), type=surface.ResourceTemplate)),
+        ("prompts", msgspec.json.decode(json.dumps(PROMPT), type=features.Prompt)),
+        ("templates", msgspec.json.decode(json.dumps(TEMPLATE), type=features.ResourceTemplate)),
     ]
     for kind, item in sent:
         key = item.uriTemplate if kind == "templates" else item.name

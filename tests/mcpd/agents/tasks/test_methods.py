@@ -22,10 +22,10 @@ from mcpd.servers.all_servers import AllServers
 from mcpd.servers.shared import Owner
 from mcpd.servers.supervisor import Supervisor
 from protocol.jsonrpc import messages as rpc
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from protocol.mcp.serving import RequestContext
 
-TASKS = {"extensions": {surface.TASKS_EXTENSION: {}}}
+TASKS = {"extensions": {features.TASKS_EXTENSION: {}}}
 OWNER = Owner()
 
 
@@ -56,8 +56,8 @@ async def answer(ctx: RequestContext | None, method: str = "tasks/get", params: 
         RequestContext("legacy", "2025-11-25", {}, TASKS),
         modern({}),
         modern({"extensions": {}}),
-        modern({"extensions": {surface.TASKS_EXTENSION: True}}),
-        modern({"extensions": [surface.TASKS_EXTENSION]}),
+        modern({"extensions": {features.TASKS_EXTENSION: True}}),
+        modern({"extensions": [features.TASKS_EXTENSION]}),
     ],
     ids=["no-context", "legacy", "no-extensions", "other-extensions", "not-an-object", "a-list"],
 )
@@ -68,9 +68,9 @@ async def test_without_the_tasks_extension_the_capability_needed_is_named(
     with pytest.raises(rpc.RPCError) as info:
         await answer(ctx, method)
     assert info.value.code == rpc.MISSING_REQUIRED_CLIENT_CAPABILITY
-    assert info.value.message == f"{method} needs the {surface.TASKS_EXTENSION} extension"
+    assert info.value.message == f"{method} needs the {features.TASKS_EXTENSION} extension"
     assert info.value.data == {
-        "requiredCapabilities": {"extensions": {surface.TASKS_EXTENSION: {}}}
+        "requiredCapabilities": {"extensions": {features.TASKS_EXTENSION: {}}}
     }
 
 

@@ -375,13 +375,13 @@ async def test_a_task_at_a_down_server_is_told_its_outage_as_its_agent_may_read_
     """The server's stderr line, which may quote what any agent sent it, is in the outage
     only for an agent of the daemon's own user or root."""
     from mcpd.agents.tasks import table as tasks_module
-    from protocol.jsonrpc import messages as jsonrpc
+    from protocol.jsonrpc import messages
     from protocol.mcp.features import TaskParams
 
     table = tasks_module.Tasks(DownServer(), lambda: 8000)  # type: ignore[arg-type]
     agent = Owner()
     table.record("ta", agent, {"resultType": "task", "taskId": "t-1", "status": "working"})
-    with pytest.raises(jsonrpc.RPCError) as refused:
+    with pytest.raises(messages.RPCError) as refused:
         await table.handle("tasks/get", TaskParams("ta:t-1"), None, agent, own_user=own_user)
     outage = refused.value.data["mcpd/outage"]  # type: ignore[index]
     assert outage["state"] == "failed" and "exited with status 3" in refused.value.message

@@ -18,7 +18,7 @@ from mcpd.local.pins.pinrecords import Sections
 from mcpd.registry.pinning.definitions import BadPins, Kind, PinnedItem, definition, key_of
 from mcpd.registry.pinning.digests import ServerPins, Unwritten, shown_digest
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 
 def tool(name: str, description: str = "") -> mcp.Tool:
@@ -61,8 +61,8 @@ def test_pins_are_written_and_read_back_as_they_were_pinned(tmp_path: Path) -> N
     p = Pinning()
     p.pin("notes", "tool", tool("search"), reviewed=True)
     p.pin("notes", "tool", tool("add"))
-    p.pin("notes", "prompt", surface.Prompt(name="daily", description="the day"))
-    p.pin("notes", "template", surface.ResourceTemplate(uriTemplate="notes://{id}", name="n"))
+    p.pin("notes", "prompt", features.Prompt(name="daily", description="the day"))
+    p.pin("notes", "template", features.ResourceTemplate(uriTemplate="notes://{id}", name="n"))
     p.servers["notes"].approved = True
     p.servers["empty"] = ServerPins()
     p.unwritten.changed("empty")
@@ -115,7 +115,7 @@ def test_a_changed_server_keeps_its_unchanged_lines_and_drops_what_was_unpinned(
     p = Pinning()
     for name in ("a", "b", "c"):
         p.pin("notes", "tool", tool(name))
-    p.pin("notes", "prompt", surface.Prompt(name="daily"))
+    p.pin("notes", "prompt", features.Prompt(name="daily"))
     sections = p.write(path, None)
     old_lines = path.read_bytes().splitlines()
     notes = p.servers["notes"]

@@ -17,7 +17,7 @@ from mcpd.registry.findings.glance import may_find, may_find_ascii
 from mcpd.registry.findings.readable import read_prompt, read_tool
 from mcpd.registry.gating.judged import ListState
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 DATA = Path(__file__).resolve().parents[3] / "support" / "data"
 CORPUS: list[dict[str, Any]] = json.loads((DATA / "poisoned.json").read_text())
@@ -152,7 +152,7 @@ def test_the_corpus_and_the_real_servers_are_found_to_hold_the_same_as_before() 
             decoded: Any = msgspec.json.decode(raw, type=mcp.Tool)
             read = read_tool(decoded)
         elif kind == "prompt":
-            decoded = msgspec.json.decode(raw, type=surface.Prompt)
+            decoded = msgspec.json.decode(raw, type=features.Prompt)
             read = read_prompt(decoded)
         else:
             continue

@@ -22,7 +22,7 @@ import pytest
 from mcpd.registry.findings import rules
 from mcpd.registry.findings.readable import Readable, read_listed, read_prompt, read_tool
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 DATA = Path(__file__).resolve().parents[3] / "support" / "data"
 CORPUS: list[dict[str, Any]] = json.loads((DATA / "poisoned.json").read_text())
@@ -35,8 +35,8 @@ def read(kind: str, item: dict[str, Any]) -> Readable:
     if kind == "tool":
         return read_tool(msgspec.json.decode(raw, type=mcp.Tool))
     if kind == "prompt":
-        return read_prompt(msgspec.json.decode(raw, type=surface.Prompt))
-    return read_listed(msgspec.json.decode(raw, type=surface.ResourceTemplate))
+        return read_prompt(msgspec.json.decode(raw, type=features.Prompt))
+    return read_listed(msgspec.json.decode(raw, type=features.ResourceTemplate))
 
 
 @pytest.mark.parametrize("case", CORPUS, ids=[c["attack"] for c in CORPUS])

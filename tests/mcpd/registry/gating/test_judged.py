@@ -14,7 +14,7 @@ from msgspec import Raw
 from mcpd.registry.gating.judged import HeldView, ListState, held_reason, held_view
 from mcpd.registry.pinning.definitions import PinRecord, definition
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 
 def tool(name: str = "search", **keys: object) -> mcp.Tool:
@@ -78,7 +78,7 @@ def test_a_changed_item_is_judged_anew() -> None:
 
 def test_a_resource_is_read_but_not_pinned() -> None:
     state = ListState()
-    seen = state.seen("file:///a", surface.Resource(uri="file:///a", name="a"), "resource")
+    seen = state.seen("file:///a", features.Resource(uri="file:///a", name="a"), "resource")
     assert seen.digest is None
 
 
@@ -128,7 +128,7 @@ def test_a_held_item_is_shown_as_it_was_approved() -> None:
 
 @pytest.mark.parametrize(
     ("kind", "kind_of"),
-    [("tool", mcp.Tool), ("prompt", surface.Prompt), ("template", surface.ResourceTemplate)],
+    [("tool", mcp.Tool), ("prompt", features.Prompt), ("template", features.ResourceTemplate)],
 )
 def test_without_an_approved_definition_only_its_name_is_shown(kind: str, kind_of: type) -> None:
     shown = held_view(kind, "x://{id}", None)  # type: ignore[arg-type]

@@ -11,7 +11,7 @@ from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import ListLimits
 from mcpd.registry.gating.limits import ListTrim, cut_text, limited_saved
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 
 def limits(**keys: int) -> ListLimits:
@@ -141,13 +141,13 @@ def test_a_limit_of_nothing_keeps_only_the_marker() -> None:
 
 
 def test_saved_resources_and_templates_are_held_to_the_limits_and_named_by_uri() -> None:
-    resources = [surface.Resource(uri=f"file:///{i}.md", description="d" * 30) for i in range(3)]
-    resources.insert(1, surface.Resource(uri="file:///huge.md", description="h" * 500))
+    resources = [features.Resource(uri=f"file:///{i}.md", description="d" * 30) for i in range(3)]
+    resources.insert(1, features.Resource(uri="file:///huge.md", description="h" * 500))
     lim = limits(max_item_bytes=200, max_description_bytes=10)
     kept = limited_saved("s", "resources", resources, lim)
     assert [r.uri for r in kept] == ["file:///0.md", "file:///1.md", "file:///2.md"]
     assert kept[0].description == "d" * 10 + " [mcpd: cut at 10 of 30 bytes]"
-    templates = [surface.ResourceTemplate(uriTemplate=f"t{i}://{{id}}") for i in range(4)]
+    templates = [features.ResourceTemplate(uriTemplate=f"t{i}://{{id}}") for i in range(4)]
     kept_templates = limited_saved("s", "resource_templates", templates, limits(max_list_items=2))
     assert [t.uriTemplate for t in kept_templates] == ["t0://{id}", "t1://{id}"]
 
@@ -161,10 +161,10 @@ def test_a_saved_item_is_measured_as_it_is_encoded() -> None:
 
 def test_a_resource_or_template_whose_uri_hides_characters_is_dropped_saying_so() -> None:
     trim = ListTrim("s", "resources", "resources/list", limits())
-    assert trim.addressable(surface.Resource(uri="file:///a.md"))
-    assert trim.addressable(surface.Resource(uri="file:///caf\u00e9.md"))
-    assert not trim.addressable(surface.Resource(uri="file:///a.md\u200b"))
-    assert not trim.addressable(surface.ResourceTemplate(uriTemplate="t://{id}\x7f"))
+    assert trim.addressable(features.Resource(uri="file:///a.md"))
+    assert trim.addressable(features.Resource(uri="file:///caf\u00e9.md"))
+    assert not trim.addressable(features.Resource(uri="file:///a.md\u200b"))
+    assert not trim.addressable(features.ResourceTemplate(uriTemplate="t://{id}\x7f"))
     assert trim.addressable(mcp.Tool(name="t\u200b"))  # a tool is called by its local name
     assert trim.done().dropped == [
         "file:///a.md\\u200b: its URI holds invisible or control characters",
@@ -173,7 +173,7 @@ def test_a_resource_or_template_whose_uri_hides_characters_is_dropped_saying_so(
 
 
 def test_a_saved_resource_whose_uri_hides_characters_is_dropped_too() -> None:
-    saved = [surface.Resource(uri="file:///a\u202e"), surface.Resource(uri="file:///b")]
+    saved = [features.Resource(uri="file:///a\u202e"), features.Resource(uri="file:///b")]
     assert limited_saved("s", "resources", saved, limits()) == saved[1:]
 
 

@@ -17,7 +17,7 @@ from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import ListLimits
 from mcpd.registry.gating.limits import ListTrim, cut_text, limited_instructions, limited_saved
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from tests.support.parts.upstream import scripted_server, upstream
 
 
@@ -116,12 +116,12 @@ def test_descriptions_are_cut_and_each_cut_is_listed_with_one_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     trim = ListTrim("wordy", "prompts", "prompts/list", limits(max_description_bytes=10))
-    prompt = surface.Prompt(
+    prompt = features.Prompt(
         name="p",
         description="d" * 25,
-        arguments=[surface.PromptArgument(name="q", description="q" * 11)],
+        arguments=[features.PromptArgument(name="q", description="q" * 11)],
     )
-    short = surface.Prompt(name="short", description="fine")
+    short = features.Prompt(name="short", description="fine")
     for item in (prompt, short):
         trim.described(item)
     assert prompt.description == "d" * 10 + " [mcpd: cut at 10 of 25 bytes]"
@@ -213,7 +213,7 @@ def test_a_saved_tool_or_prompt_without_a_name_is_left_out(
     with caplog.at_level(logging.WARNING, "mcpd"):
         tools = limited_saved("s", "tools", [mcp.Tool(name=""), mcp.Tool(name="t")], limits())
         prompts = limited_saved(
-            "s", "prompts", [surface.Prompt(name=""), surface.Prompt(name="p")], limits()
+            "s", "prompts", [features.Prompt(name=""), features.Prompt(name="p")], limits()
         )
     assert [t.name for t in tools] == ["t"]
     assert [p.name for p in prompts] == ["p"]
@@ -231,15 +231,15 @@ def test_a_resource_or_template_without_a_uri_is_left_out(
         resources = limited_saved(
             "s",
             "resources",
-            [surface.Resource(uri="", name="r"), surface.Resource(uri="a://b", name="b")],
+            [features.Resource(uri="", name="r"), features.Resource(uri="a://b", name="b")],
             limits(),
         )
         templates = limited_saved(
             "s",
             "resource_templates",
             [
-                surface.ResourceTemplate(uriTemplate="", name="t"),
-                surface.ResourceTemplate(uriTemplate="a://{x}", name="x"),
+                features.ResourceTemplate(uriTemplate="", name="t"),
+                features.ResourceTemplate(uriTemplate="a://{x}", name="x"),
             ],
             limits(),
         )

@@ -26,7 +26,7 @@ from mcpd.registry.pinning.definitions import (
 from mcpd.registry.tables.catalog import Catalog
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 INVISIBLE = "\u200b"
 
@@ -188,7 +188,7 @@ def test_a_new_server_can_be_held_whole_until_approved() -> None:
         ("notes", "tool", "add", "new_server"),
         ("notes", "tool", "search", "new_server"),
     ]
-    cat.prompts.update("notes", [surface.Prompt(name="daily", description="plan")])
+    cat.prompts.update("notes", [features.Prompt(name="daily", description="plan")])
     assert ("notes", "prompt", "daily", "new_server") in held(cat)
     result = cat.gate.review.approve("notes", None)
     cat.rejudge("notes")
@@ -295,11 +295,11 @@ def test_thousands_of_changes_are_a_few_journal_records_and_a_count(
 
 def test_templates_are_held_and_reading_through_them_is_refused() -> None:
     cat = catalog()
-    template = surface.ResourceTemplate(uriTemplate="notes://{id}", name="note")
-    cat.resources.update("notes", [surface.Resource(uri="notes://index")], [template])
+    template = features.ResourceTemplate(uriTemplate="notes://{id}", name="note")
+    cat.resources.update("notes", [features.Resource(uri="notes://index")], [template])
     cat.gate.settle("notes")
-    changed = surface.ResourceTemplate(uriTemplate="notes://{id}", name="note", description="x")
-    cat.resources.update("notes", [surface.Resource(uri="notes://index")], [changed])
+    changed = features.ResourceTemplate(uriTemplate="notes://{id}", name="note", description="x")
+    cat.resources.update("notes", [features.Resource(uri="notes://index")], [changed])
     assert held(cat) == [("notes", "template", "notes://{id}", "changed")]
     assert cat.resources.held_for("notes", "notes://42") is not None
     assert cat.resources.held_for("notes", "notes://index") is None  # a listed resource
@@ -424,14 +424,14 @@ def test_a_tool_taking_the_name_an_operator_gave_an_approved_one_is_held() -> No
 
 def test_a_prompt_and_a_template_renamed_alike_are_held() -> None:
     cat = catalog()
-    cat.prompts.update("notes", [surface.Prompt(name="daily_plan", description="Plan.")])
-    template = surface.ResourceTemplate(uriTemplate="notes://{id}{?v}", name="note")
+    cat.prompts.update("notes", [features.Prompt(name="daily_plan", description="Plan.")])
+    template = features.ResourceTemplate(uriTemplate="notes://{id}{?v}", name="note")
     cat.resources.update("notes", [], [template])
     cat.gate.settle("notes")
-    cat.prompts.update("notes", [surface.Prompt(name="daily-plan", description="Plan.")])
+    cat.prompts.update("notes", [features.Prompt(name="daily-plan", description="Plan.")])
     assert held(cat) == []  # another local name: a new prompt, taken with a warning
-    cat.prompts.update("notes", [surface.Prompt(name="daily plan", description="Plan it.")])
-    renamed = surface.ResourceTemplate(uriTemplate="notes://{note}{?version}", name="note")
+    cat.prompts.update("notes", [features.Prompt(name="daily plan", description="Plan it.")])
+    renamed = features.ResourceTemplate(uriTemplate="notes://{note}{?version}", name="note")
     cat.resources.update("notes", [], [renamed])
     assert held(cat) == [
         ("notes", "prompt", "daily plan", "changed"),
@@ -439,11 +439,11 @@ def test_a_prompt_and_a_template_renamed_alike_are_held() -> None:
     ]
     assert prompts(cat)["mcp__notes__daily_plan"]["_meta"]["mcpd/available"] is False
     assert cat.resources.held_for("notes", "notes://42") is not None
-    wider = surface.ResourceTemplate(uriTemplate="notes://{+path}", name="note")
+    wider = features.ResourceTemplate(uriTemplate="notes://{+path}", name="note")
     cat.resources.update("notes", [], [wider])  # reads notes://42 too: the same one
     assert ("notes", "template", "notes://{+path}", "changed") in held(cat)
     assert cat.resources.held_for("notes", "notes://a/b") is not None
-    other = surface.ResourceTemplate(uriTemplate="tasks://{+path}", name="task")
+    other = features.ResourceTemplate(uriTemplate="tasks://{+path}", name="task")
     cat.resources.update("notes", [], [other])  # reads no URI of it: a new template
     assert [p for p in held(cat) if p[1] == "template"] == []
     assert cat.resources.held_for("notes", "tasks://a/b") is None

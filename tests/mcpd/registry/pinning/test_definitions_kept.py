@@ -25,7 +25,7 @@ from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.catalog import Catalog
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 SEARCH = {
     "name": "search",
@@ -79,9 +79,9 @@ def tool(body: dict[str, Any] | None = None, **fields: Any) -> mcp.Tool:
     return msgspec.json.decode(json.dumps(data).encode(), type=mcp.Tool)
 
 
-def daily() -> surface.Prompt:
-    argument = surface.PromptArgument(name="when", required=True)
-    return surface.Prompt(name="daily", description="Plan the day.", arguments=[argument])
+def daily() -> features.Prompt:
+    argument = features.PromptArgument(name="when", required=True)
+    return features.Prompt(name="daily", description="Plan the day.", arguments=[argument])
 
 
 def keeper(path: Path) -> tuple[Catalog, PinKeeper]:

@@ -24,7 +24,7 @@ from mcpd.registry.pinning.digests import (
     shown_digest,
 )
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 
 def tool(name: str, description: str = "") -> mcp.Tool:
@@ -32,7 +32,7 @@ def tool(name: str, description: str = "") -> mcp.Tool:
     return msgspec.json.decode(json.dumps(body).encode(), type=mcp.Tool)
 
 
-def sha(item: mcp.Tool | surface.Prompt) -> bytes:
+def sha(item: mcp.Tool | features.Prompt) -> bytes:
     return hashlib.sha256(definition(item)).digest()
 
 
@@ -160,7 +160,7 @@ def test_a_definition_is_made_from_an_item_or_a_raw_one_only_if_it_is_the_pinned
     # The server listed it changed since: not the definition of that pin.
     assert definition_of(tool("search", "other"), raw) is None
     assert definition_of(Raw(data + b" "), raw) is None
-    prompt = surface.Prompt(name="daily", description="the day")
+    prompt = features.Prompt(name="daily", description="the day")
     assert definition_of(prompt, sha(prompt)) == definition(prompt)
 
 
@@ -184,7 +184,7 @@ def test_adopted_records_are_pinned_reviewed_as_they_say_and_wait_to_be_written(
 
 def test_a_pin_set_holds_each_pin_with_its_definition() -> None:
     server = ServerPins(approved=True)
-    search, prompt = tool("search"), surface.Prompt(name="daily")
+    search, prompt = tool("search"), features.Prompt(name="daily")
     server.of("tool")["search"] = sha(search)
     server.of("prompt")["daily"] = sha(prompt)
     server.reviewed.add(("prompt", "daily"))

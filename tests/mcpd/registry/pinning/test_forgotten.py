@@ -17,7 +17,7 @@ from mcpd.config.tables.model import DEFAULT_POLICY
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.pinning.forgotten import Forgotten, decoded
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 FORGOTTEN = (
     "its name is among those whose pins big had mcpd forget, or matches one by chance; "
@@ -31,8 +31,8 @@ def tool(name: str, description: str = "") -> mcp.Tool:
     return msgspec.json.decode(json.dumps(body).encode(), type=mcp.Tool)
 
 
-def template(uri: str, description: str = "A note.") -> surface.ResourceTemplate:
-    return surface.ResourceTemplate(uriTemplate=uri, name="note", description=description)
+def template(uri: str, description: str = "A note.") -> features.ResourceTemplate:
+    return features.ResourceTemplate(uriTemplate=uri, name="note", description=description)
 
 
 def listing(*items: mcp.Tool) -> dict[str, mcp.Tool]:

@@ -18,7 +18,7 @@ from mcpd.registry.naming.spelling import candidate_name, hashed_name
 from mcpd.registry.profiles.views import ProfileView
 from mcpd.registry.tables.catalog import Catalog
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 
 def tool(name: str, description: str = "", schema: bytes | None = None) -> mcp.Tool:
@@ -159,12 +159,12 @@ def test_prompts_and_resources_of_servers_outside_the_view_leave_it_alone() -> N
     c = catalog(git=["status"], fs=["read"])
     v = view(c, servers=["git"])
     before = v.offered()
-    c.prompts.update("fs", [surface.Prompt(name="p")])
-    c.resources.update("fs", [surface.Resource(uri="file:///x", name="x")], [])
+    c.prompts.update("fs", [features.Prompt(name="p")])
+    c.resources.update("fs", [features.Resource(uri="file:///x", name="x")], [])
     assert v.offered() == before
-    c.prompts.update("git", [surface.Prompt(name="p")])
+    c.prompts.update("git", [features.Prompt(name="p")])
     assert v.offered() == (before[0] + 1, before[1])
-    c.resources.update("git", [surface.Resource(uri="git://x", name="x")], [])
+    c.resources.update("git", [features.Resource(uri="git://x", name="x")], [])
     assert v.offered() == (before[0] + 1, before[1] + 1)
     c.set_availability("fs", False, "down")
     assert v.offered() == (before[0] + 1, before[1] + 1)
@@ -174,7 +174,7 @@ def test_a_prompt_the_view_denies_is_no_news_to_it() -> None:
     c = catalog(git=["status"])
     v = view(c, prompts={"deny": ["draft_*"]})
     before = v.offered()
-    c.prompts.update("git", [surface.Prompt(name="draft_reply")])
+    c.prompts.update("git", [features.Prompt(name="draft_reply")])
     assert v.offered() == before
 
 

@@ -11,7 +11,7 @@ import msgspec
 from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.tables.catalog import Catalog
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 SCHEMA = msgspec.Raw(b'{"type":"object"}')
 
@@ -20,8 +20,8 @@ def tool(name: str, description: str = "") -> mcp.Tool:
     return mcp.Tool(name=name, description=description or f"does {name}", inputSchema=SCHEMA)
 
 
-def prompt(name: str, description: str = "") -> surface.Prompt:
-    return surface.Prompt(name=name, description=description or f"about {name}")
+def prompt(name: str, description: str = "") -> features.Prompt:
+    return features.Prompt(name=name, description=description or f"about {name}")
 
 
 def prompts_of(catalog: Catalog) -> dict[str, dict[str, Any]]:
@@ -94,7 +94,7 @@ def test_a_removed_server_leaves_nothing_listed_or_waiting() -> None:
     catalog = Catalog(NamingConfig())
     catalog.update("notes", [tool("search")])
     catalog.prompts.update("notes", [prompt("daily", "one")])
-    catalog.resources.update("notes", [surface.Resource(uri="x://a", name="a")], [])
+    catalog.resources.update("notes", [features.Resource(uri="x://a", name="a")], [])
     catalog.gate.settle("notes")
     catalog.prompts.update("notes", [prompt("daily", "two")])
     assert catalog.gate.review.pending("notes") != []
@@ -108,7 +108,7 @@ def test_a_removed_server_leaves_nothing_listed_or_waiting() -> None:
 def test_a_server_without_tools_going_down_or_removed_is_news() -> None:
     catalog = Catalog(NamingConfig())
     catalog.prompts.update("notes", [prompt("daily")])
-    catalog.resources.update("files", [surface.Resource(uri="x://a", name="a")], [])
+    catalog.resources.update("files", [features.Resource(uri="x://a", name="a")], [])
     for alias in ("notes", "files"):
         assert catalog.set_availability(alias, False, f"unavailable: {alias} is down")
         assert not catalog.set_availability(alias, False, f"unavailable: {alias} is down")

@@ -12,7 +12,7 @@ from msgspec import Raw
 
 from mcpd.registry.tables.eras import Projected, listing_for_era, object_rooted, without_booleans
 from mcpd.registry.tables.shown import Entry
-from protocol.jsonrpc import messages as jsonrpc
+from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 
 ARRAY = b'{"type":"array","items":{"type":"string"}}'
@@ -30,7 +30,7 @@ def entry(name: str, output: bytes | None = None, execution: bytes | None = None
 
 
 def listed(items: Any) -> list[dict[str, Any]]:
-    tools: list[dict[str, Any]] = json.loads(jsonrpc.encode(list(items)))
+    tools: list[dict[str, Any]] = json.loads(rpc.encode(list(items)))
     return tools
 
 

@@ -13,13 +13,13 @@ from mcpd.config.tables.model import DEFAULT_POLICY, NamingConfig
 from mcpd.config.tables.servertable import ToolsConfig
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.prompts import PromptTable
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 
-def prompt(name: str, description: str = "", **fields: Any) -> surface.Prompt:
+def prompt(name: str, description: str = "", **fields: Any) -> features.Prompt:
     """As it arrives from a server: decoded from the server's bytes."""
     body = {"name": name, "description": description or f"about {name}", **fields}
-    return msgspec.json.decode(json.dumps(body).encode(), type=surface.Prompt)
+    return msgspec.json.decode(json.dumps(body).encode(), type=features.Prompt)
 
 
 def listed(table: PromptTable) -> dict[str, dict[str, Any]]:

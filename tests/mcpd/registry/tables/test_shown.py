@@ -12,7 +12,7 @@ from msgspec import UNSET
 
 from mcpd.registry.tables.shown import Entry, agent_resource, agent_template, marked_title, sourced
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 CAUTIOUS = {
     "readOnlyHint": False,
@@ -183,7 +183,7 @@ def test_only_a_text_title_is_marked() -> None:
 
 
 def test_a_resource_is_shown_under_its_uri_with_the_servers_own_noted() -> None:
-    r = surface.Resource(
+    r = features.Resource(
         uri="file:///notes/a.md",
         name="a",
         title="A",
@@ -208,7 +208,7 @@ def test_a_resource_is_shown_under_its_uri_with_the_servers_own_noted() -> None:
 
 
 def test_a_held_template_is_unavailable_and_says_why() -> None:
-    t = surface.ResourceTemplate(
+    t = features.ResourceTemplate(
         uriTemplate="notes://{id}", name="note", meta={"mcpd/held": None, "mcpd/available": True}
     )
     shown = agent_template("notes", t, "notes://{id}", True, "down", "it is new")

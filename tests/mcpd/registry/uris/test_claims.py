@@ -20,21 +20,20 @@ from mcpd.registry.uris.claims import (
 )
 from mcpd.registry.uris.resources import ResourceTable
 from mcpd.registry.uris.scheme import Routed, Undecided, wrap
-from protocol.mcp import features as surface
-from protocol.mcp import uri_templates as tpl
+from protocol.mcp import features, uri_templates
 
 # The slowest shape found for one template: expressions side by side that each take
 # the characters the next one leads with.
-WORST = "repo://" + "{/a}{.b}{;c}{&d}" * (tpl.MAX_EXPRESSIONS // 4 - 1)
-HOSTILE_URI = "repo://" + "/.;&," * ((tpl.MAX_URI - 16) // 5) + "#"
+WORST = "repo://" + "{/a}{.b}{;c}{&d}" * (uri_templates.MAX_EXPRESSIONS // 4 - 1)
+HOSTILE_URI = "repo://" + "/.;&," * ((uri_templates.MAX_URI - 16) // 5) + "#"
 
 
-def templates(*ts: str) -> list[surface.ResourceTemplate]:
-    return [surface.ResourceTemplate(uriTemplate=t, name="t") for t in ts]
+def templates(*ts: str) -> list[features.ResourceTemplate]:
+    return [features.ResourceTemplate(uriTemplate=t, name="t") for t in ts]
 
 
 def claims(pairs: list[tuple[str, str]]) -> list[Claim]:
-    return [Claim(alias, tpl.parse(template)) for alias, template in pairs]
+    return [Claim(alias, uri_templates.parse(template)) for alias, template in pairs]
 
 
 def may_overlap(a: str, b: str) -> bool:
@@ -96,7 +95,7 @@ def test_only_uris_under_a_templates_prefix_are_matched() -> None:
 def hostile_table(count: int) -> ResourceTable:
     table = ResourceTable()
     table.update(
-        "good", [surface.Resource(uri="wiki://home", name="home")], templates("wiki://{p}")
+        "good", [features.Resource(uri="wiki://home", name="home")], templates("wiki://{p}")
     )
     table.update("evil", [], templates(*(f"{WORST}{{/x{i}}}" for i in range(count))))
     return table
@@ -124,7 +123,10 @@ def test_a_hostile_servers_templates_cost_a_route_no_more_than_its_budget(
 def test_a_rebuild_costs_no_more_than_its_budget() -> None:
     table = ResourceTable()
     table.update("evil", [], templates(WORST))
-    uris = [surface.Resource(uri=HOSTILE_URI[: tpl.MAX_URI - i], name="r") for i in range(300)]
+    uris = [
+        features.Resource(uri=HOSTILE_URI[: uri_templates.MAX_URI - i], name="r")
+        for i in range(300)
+    ]
     before = table.routes.match_steps
     table.update("good", uris, [])
     assert table.routes.match_steps - before <= REBUILD_STEPS

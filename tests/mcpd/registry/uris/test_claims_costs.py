@@ -16,17 +16,16 @@ from mcpd.agents.calls.rewrite import tool_result
 from mcpd.registry.uris.claims import REBUILD_STEPS, RESULT_STEPS, ROUTE_STEPS
 from mcpd.registry.uris.resources import ResourceTable
 from mcpd.registry.uris.scheme import Routed, wrap
-from protocol.mcp import features as surface
-from protocol.mcp import uri_templates as tpl
+from protocol.mcp import features, uri_templates
 from tests.support.reading.work import bytecodes
 
 
-def resources(*uris: str) -> list[surface.Resource]:
-    return [surface.Resource(uri=u, name="r") for u in uris]
+def resources(*uris: str) -> list[features.Resource]:
+    return [features.Resource(uri=u, name="r") for u in uris]
 
 
-def templates(*ts: str) -> list[surface.ResourceTemplate]:
-    return [surface.ResourceTemplate(uriTemplate=t, name="t") for t in ts]
+def templates(*ts: str) -> list[features.ResourceTemplate]:
+    return [features.ResourceTemplate(uriTemplate=t, name="t") for t in ts]
 
 
 def with_good(table: ResourceTable) -> ResourceTable:
@@ -91,7 +90,7 @@ def test_a_template_longer_than_the_cap_claims_nothing_and_costs_nothing(
 
 # -- long links under a template of 32 expressions --
 
-MANY = "e://" + "".join(f"{{+v{i}}}" for i in range(tpl.MAX_EXPRESSIONS)) + "X"
+MANY = "e://" + "".join(f"{{+v{i}}}" for i in range(uri_templates.MAX_EXPRESSIONS)) + "X"
 
 
 def test_the_links_of_one_result_share_one_budget(caplog: pytest.LogCaptureFixture) -> None:

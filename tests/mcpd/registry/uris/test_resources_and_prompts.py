@@ -15,12 +15,12 @@ from mcpd.registry.tables.catalog import Catalog
 from mcpd.registry.tables.prompts import PromptTable
 from mcpd.registry.uris.resources import ResourceTable
 from mcpd.registry.uris.scheme import Ambiguous, Routed, wrap
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from protocol.mcp.uri_templates import MAX_EXPRESSIONS
 
 
-def prompts(*names: str) -> list[surface.Prompt]:
-    return [surface.Prompt(name=n, description=f"about {n}") for n in names]
+def prompts(*names: str) -> list[features.Prompt]:
+    return [features.Prompt(name=n, description=f"about {n}") for n in names]
 
 
 def listed(table: PromptTable) -> list[dict[str, object]]:
@@ -90,12 +90,12 @@ def test_a_down_servers_prompts_stay_listed_and_marked() -> None:
     assert not table.set_availability("notes", False, "unavailable: notes is down since 10:00:00")
 
 
-def resources(*uris: str) -> list[surface.Resource]:
-    return [surface.Resource(uri=u, name=u.rsplit("/", 1)[-1]) for u in uris]
+def resources(*uris: str) -> list[features.Resource]:
+    return [features.Resource(uri=u, name=u.rsplit("/", 1)[-1]) for u in uris]
 
 
-def templates(*ts: str) -> list[surface.ResourceTemplate]:
-    return [surface.ResourceTemplate(uriTemplate=t, name="t") for t in ts]
+def templates(*ts: str) -> list[features.ResourceTemplate]:
+    return [features.ResourceTemplate(uriTemplate=t, name="t") for t in ts]
 
 
 def listed_uris(table: ResourceTable) -> list[str]:

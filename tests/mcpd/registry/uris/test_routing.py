@@ -9,13 +9,13 @@ from hypothesis import strategies as st
 
 from mcpd.registry.uris.claims import Budget, Claim
 from mcpd.registry.uris.routing import PrefixIndex, claimants
-from protocol.mcp import uri_templates as tpl
+from protocol.mcp import uri_templates
 
 BIG = 1_000_000
 
 
 def claim(alias: str, template: str) -> Claim:
-    return Claim(alias, tpl.parse(template))
+    return Claim(alias, uri_templates.parse(template))
 
 
 def found(index: PrefixIndex, uri: str) -> list[tuple[str, str]]:

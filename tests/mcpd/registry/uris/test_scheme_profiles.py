@@ -14,7 +14,7 @@ from msgspec import Raw
 
 from mcpd.registry.uris.resources import ResourceTable
 from mcpd.registry.uris.scheme import Ambiguous, Routed, Sight, Undecided, wrap
-from protocol.mcp import features as surface
+from protocol.mcp import features
 
 ALIASES = ("a", "b", "c")
 URIS = ("file:///README.md", "file:///x", "n://1", "n://22", "t://k")
@@ -39,8 +39,8 @@ def fill(table: ResourceTable, lists: dict[str, tuple[list[str], list[str]]]) ->
     for alias, (uris, templates) in lists.items():
         table.update(
             alias,
-            [surface.Resource(uri=u, name=u) for u in uris],
-            [surface.ResourceTemplate(uriTemplate=t, name=t) for t in templates],
+            [features.Resource(uri=u, name=u) for u in uris],
+            [features.ResourceTemplate(uriTemplate=t, name=t) for t in templates],
         )
 
 

@@ -20,7 +20,7 @@ from mcpd.servers.asking.ended_asks import End
 from mcpd.servers.connected.handshake import relay_capabilities
 from mcpd.servers.results.taking_apart import MOST_PARTS
 from protocol.jsonrpc import messages as rpc
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from transports.base import OVER_LIMIT
 
 ALL = ["elicitation", "sampling", "roots"]
@@ -61,7 +61,7 @@ def request(method: str = "roots/list", params: bytes | None = None) -> rpc.Requ
     return rpc.Request(9, method, rpc.Raw(params) if params is not None else None)
 
 
-# What each kind of request needs at least (``surface.unfit_request``).
+# What each kind of request needs at least (``features.unfit_request``).
 WELL_FORMED = {
     "roots/list": None,
     "elicitation/create": b'{"message":"q","requestedSchema":{}}',
@@ -266,7 +266,7 @@ async def test_an_agents_error_reaches_the_server_as_it_is() -> None:
 async def test_a_server_asking_for_what_it_was_not_offered_reaches_no_agent(
     relay: list[str], method: str
 ) -> None:
-    assert surface.needs(method) not in relay_capabilities(relay)
+    assert features.needs(method) not in relay_capabilities(relay)
     routes = AskRoutes("files", lambda: 5.0, relay)
     agent = Agent()
     routes.enter(agent)
@@ -275,7 +275,7 @@ async def test_a_server_asking_for_what_it_was_not_offered_reaches_no_agent(
     assert "servers.files.relay" in error.message
     assert agent.asked == []
     # What it was offered still reaches the agent.
-    offered = [m for m, kind in surface.ASK_METHODS.items() if kind in relay]
+    offered = [m for m, kind in features.ASK_METHODS.items() if kind in relay]
     for allowed in offered:
         await routes.answer(asking(allowed))
     assert [m for m, _ in agent.asked] == offered

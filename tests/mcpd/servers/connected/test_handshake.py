@@ -32,7 +32,7 @@ from mcpd.servers.connected.handshake import (
 )
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from protocol.mcp.greeting import ServerCapabilities
 from tests.support.parts.stand_in import Never
 from transports.errors import HttpRPCError, TransportClosed, UnexpectedReply
@@ -373,9 +373,9 @@ def test_the_capabilities_declared_are_those_configured() -> None:
     assert relay_capabilities(["roots"]) == {"roots": {"listChanged": False}}
     caps = relay_capabilities(["elicitation", "sampling", "roots"])
     assert set(caps) == {"elicitation", "sampling", "roots"}
-    assert surface.declares(caps, "elicitation/create", {"mode": "url"})
-    for method in surface.ASK_METHODS:
-        assert surface.declares(caps, method)
+    assert features.declares(caps, "elicitation/create", {"mode": "url"})
+    for method in features.ASK_METHODS:
+        assert features.declares(caps, method)
 
 
 MALFORMED = {"supportedVersions": [MODERN], "capabilities": [1, 2], "cacheScope": "weird"}

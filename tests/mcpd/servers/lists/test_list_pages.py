@@ -18,7 +18,7 @@ from mcpd.registry.gating.limits import DEFAULT_LIMITS, HIDDEN_URI, NO_NAME, NO_
 from mcpd.servers.connected.handshake import ProtocolViolation
 from mcpd.servers.lists.list_pages import list_all
 from mcpd.servers.results.taking_apart import MOST_PARTS
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from tests.support.parts.scripted_up import ScriptedUp, as_up, paged
 
 
@@ -26,7 +26,7 @@ async def test_every_page_is_fetched_with_the_cursor_the_server_gave() -> None:
     up = ScriptedUp({"prompts": {}})
     up.answers["prompts/list"] = paged("prompts", [[{"name": "a"}], [{"name": "b"}], []])
     prompts, trimmed = await list_all(
-        as_up(up), "prompts/list", "prompts", surface.Prompt, "prompts"
+        as_up(up), "prompts/list", "prompts", features.Prompt, "prompts"
     )
     assert [p.name for p in prompts] == ["a", "b"]
     assert [getattr(p, "cursor", None) for _, p in up.sent] == [None, "1", "2"]
@@ -37,7 +37,7 @@ async def test_a_repeated_cursor_is_a_protocol_violation_not_a_loop() -> None:
     up = ScriptedUp({"prompts": {}})
     up.answers["prompts/list"] = {"prompts": [{"name": "a"}], "nextCursor": "again"}
     with pytest.raises(ProtocolViolation, match='srv: prompts/list cursor "again" repeated'):
-        await list_all(as_up(up), "prompts/list", "prompts", surface.Prompt, "prompts")
+        await list_all(as_up(up), "prompts/list", "prompts", features.Prompt, "prompts")
     assert len(up.sent) == 2
 
 
@@ -47,7 +47,7 @@ async def test_a_list_that_never_ends_stops_at_max_pages() -> None:
     count = iter(range(1000))
     up.answers["resources/list"] = lambda _: {"resources": [], "nextCursor": f"c{next(count)}"}
     with pytest.raises(ProtocolViolation, match="did not end after 5 pages"):
-        await list_all(as_up(up), "resources/list", "resources", surface.Resource, "resources")
+        await list_all(as_up(up), "resources/list", "resources", features.Resource, "resources")
     assert len(up.sent) == 5
 
 
@@ -59,7 +59,7 @@ async def test_a_page_of_the_wrong_shape_is_a_protocol_violation(page: Any) -> N
     up = ScriptedUp({"prompts": {}})
     up.answers["prompts/list"] = page
     with pytest.raises(ProtocolViolation, match="srv: bad prompts/list result"):
-        await list_all(as_up(up), "prompts/list", "prompts", surface.Prompt, "prompts")
+        await list_all(as_up(up), "prompts/list", "prompts", features.Prompt, "prompts")
 
 
 async def test_a_page_of_too_many_values_to_read_is_a_protocol_violation_naming_its_size() -> None:
@@ -70,7 +70,7 @@ async def test_a_page_of_too_many_values_to_read_is_a_protocol_violation_naming_
             as_up(up),
             "resources/templates/list",
             "resourceTemplates",
-            surface.ResourceTemplate,
+            features.ResourceTemplate,
             "resource_templates",
         )
 
@@ -79,7 +79,7 @@ async def test_a_page_past_the_lists_limit_is_counted_to_its_end() -> None:
     up = ScriptedUp({"prompts": {}})
     up.answers["prompts/list"] = {"prompts": [{"name": f"p{i}"} for i in range(2005)]}
     prompts, trimmed = await list_all(
-        as_up(up), "prompts/list", "prompts", surface.Prompt, "prompts"
+        as_up(up), "prompts/list", "prompts", features.Prompt, "prompts"
     )
     assert len(prompts) == 2000 and trimmed.past == 5 and trimmed.short
 
@@ -90,7 +90,7 @@ async def test_a_malformed_item_is_dropped_with_why_and_the_rest_kept() -> None:
         "prompts": [{"name": "good"}, {"name": 7}, {"title": "nameless"}, "junk", {"name": "ok"}]
     }
     prompts, trimmed = await list_all(
-        as_up(up), "prompts/list", "prompts", surface.Prompt, "prompts"
+        as_up(up), "prompts/list", "prompts", features.Prompt, "prompts"
     )
     assert [p.name for p in prompts] == ["good", "ok"]
     assert len(trimmed.dropped) == 3
@@ -105,7 +105,7 @@ async def test_a_full_list_asks_for_no_further_page_and_says_it_was_cut_short() 
     pages = [[{"uri": f"f://{p}/{i}"} for i in range(2)] for p in range(10)]
     up.answers["resources/list"] = paged("resources", pages)
     resources, trimmed = await list_all(
-        as_up(up), "resources/list", "resources", surface.Resource, "resources"
+        as_up(up), "resources/list", "resources", features.Resource, "resources"
     )
     assert [r.uri for r in resources] == ["f://0/0", "f://0/1", "f://1/0"]
     assert len(up.sent) == 2
@@ -126,7 +126,7 @@ async def test_an_item_too_big_is_dropped_and_a_long_description_cut() -> None:
         ]
     }
     prompts, trimmed = await list_all(
-        as_up(up), "prompts/list", "prompts", surface.Prompt, "prompts"
+        as_up(up), "prompts/list", "prompts", features.Prompt, "prompts"
     )
     assert [p.name for p in prompts] == ["wordy"]
     assert trimmed.dropped and trimmed.dropped[0].startswith("huge:")
@@ -141,12 +141,12 @@ async def test_an_item_too_big_is_dropped_and_a_long_description_cut() -> None:
 @pytest.mark.parametrize(
     ("method", "field", "type_", "kind", "key"),
     [
-        ("prompts/list", "prompts", surface.Prompt, "prompts", "name"),
-        ("resources/list", "resources", surface.Resource, "resources", "uri"),
+        ("prompts/list", "prompts", features.Prompt, "prompts", "name"),
+        ("resources/list", "resources", features.Resource, "resources", "uri"),
         (
             "resources/templates/list",
             "resourceTemplates",
-            surface.ResourceTemplate,
+            features.ResourceTemplate,
             "resource_templates",
             "uriTemplate",
         ),
@@ -177,7 +177,7 @@ async def test_a_page_without_the_lists_field_adds_nothing_and_ends_the_list() -
     up = ScriptedUp({"resources": {}})
     up.answers["resources/list"] = {"prompts": [{"name": "not asked for"}]}
     resources, trimmed = await list_all(
-        as_up(up), "resources/list", "resources", surface.Resource, "resources"
+        as_up(up), "resources/list", "resources", features.Resource, "resources"
     )
     assert resources == [] and trimmed.dropped == [] and not trimmed.short
 
@@ -192,7 +192,7 @@ async def test_an_item_no_agent_could_ask_for_is_dropped_with_why() -> None:
         ]
     }
     resources, trimmed = await list_all(
-        as_up(up), "resources/list", "resources", surface.Resource, "resources"
+        as_up(up), "resources/list", "resources", features.Resource, "resources"
     )
     assert [r.uri for r in resources] == ["file:///kept"]
     assert len(trimmed.dropped) == 2
@@ -200,7 +200,7 @@ async def test_an_item_no_agent_could_ask_for_is_dropped_with_why() -> None:
     assert trimmed.dropped[1].endswith(HIDDEN_URI) and "\u202e" not in trimmed.dropped[1]
     up.answers["prompts/list"] = {"prompts": [{"name": ""}, {"name": "p"}]}
     prompts, trimmed = await list_all(
-        as_up(up), "prompts/list", "prompts", surface.Prompt, "prompts"
+        as_up(up), "prompts/list", "prompts", features.Prompt, "prompts"
     )
     assert [p.name for p in prompts] == ["p"]
     assert trimmed.dropped == [f"(unnamed): {NO_NAME}"]
@@ -214,5 +214,5 @@ async def test_a_secret_mcpd_holds_in_a_listed_item_is_masked() -> None:
     up.answers["prompts/list"] = {
         "prompts": [{"name": "leaky", "description": "uses s3cret-value-123 to log in"}]
     }
-    (prompt,), _ = await list_all(as_up(up), "prompts/list", "prompts", surface.Prompt, "prompts")
+    (prompt,), _ = await list_all(as_up(up), "prompts/list", "prompts", features.Prompt, "prompts")
     assert prompt.description == f"uses {marker('servers.srv.env.TOKEN')} to log in"

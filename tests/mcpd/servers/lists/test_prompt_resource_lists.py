@@ -25,7 +25,7 @@ from mcpd.servers.lists.prompt_resource_lists import (
 )
 from mcpd.servers.lists.tool_list_keeper import ToolListKeeper
 from protocol.jsonrpc import messages as rpc
-from protocol.mcp import features as surface
+from protocol.mcp import features
 from tests.support.parts.scripted_up import Never, ScriptedUp, as_up
 from tests.support.reading.peak import peak_bytes, size
 from transports.errors import TransportClosed
@@ -215,7 +215,7 @@ async def test_a_legacy_server_hears_one_subscribe_per_uri_whatever_the_agents(
         k.keeper.add_subscription("f://a")
     assert k.wakes == 1 and k.keeper.due
     await k.keeper.tend(as_up(up))
-    assert up.sent == [("resources/subscribe", surface.SubscribeParams(uri="f://a"))]
+    assert up.sent == [("resources/subscribe", features.SubscribeParams(uri="f://a"))]
     k.keeper.drop_subscription("f://a")
     k.keeper.drop_subscription("f://a")
     assert not k.keeper.due
@@ -274,7 +274,7 @@ async def test_prompts_that_fail_when_connecting_leave_resources_and_subscriptio
     assert answers.trouble.reason.startswith("prompts/list failed: ")
     assert k.keeper.due
     await k.keeper.tend(as_up(up))
-    assert ("resources/subscribe", surface.SubscribeParams(uri="f://a")) in up.sent
+    assert ("resources/subscribe", features.SubscribeParams(uri="f://a")) in up.sent
 
 
 async def test_a_legacy_server_hears_a_burst_of_changes_once_as_what_they_come_to(
@@ -296,7 +296,7 @@ async def test_a_legacy_server_hears_a_burst_of_changes_once_as_what_they_come_t
     assert up.sent == [] and not k.keeper.due
     await trio.sleep_until(k.keeper.waits_until())
     await k.keeper.tend(as_up(up))
-    assert up.sent == [("resources/subscribe", surface.SubscribeParams(uri="f://b"))]
+    assert up.sent == [("resources/subscribe", features.SubscribeParams(uri="f://b"))]
 
 
 async def test_a_refused_subscribe_is_logged_and_the_rest_still_sent(
@@ -305,7 +305,7 @@ async def test_a_refused_subscribe_is_logged_and_the_rest_still_sent(
     k = Keeper()
     up = ScriptedUp({"resources": {"subscribe": True}})
 
-    def subscribe(params: surface.SubscribeParams) -> Any:
+    def subscribe(params: features.SubscribeParams) -> Any:
         if params.uri == "f://a":
             raise rpc.RPCError(-32002, "no such resource")
         return {}
