@@ -18,7 +18,7 @@ looked for. For mcpd's own user, the processes that hold that socket are looked 
 server's (a server's process that put its socket in flight, or made itself unreadable,
 holds it as far as anyone can see), and it is taken for one that may be.
 
-What is found is kept for the connection's life (``ConnectionHolder``): a browser's or
+What is found is kept for the connection's life (``HolderLookup``): a browser's or
 an agent's connection stays theirs, and the page's event stream and actions ask once.
 """
 
@@ -46,7 +46,7 @@ from ...local.ownership.tcpowner import (
 )
 from ...policy.deciders.kin import AgentKin, Decider, tcp_deciders, tcp_kin
 from ..http.wire import Headers, Reject
-from .identity import Held
+from .identity import Holder
 
 if TYPE_CHECKING:
     from .peers import Peer
@@ -66,27 +66,27 @@ _RELAY_ADDRESSES: Final = frozenset({"127.0.0.1", "::ffff:127.0.0.1"})
 LOOKUP: Final = 5.0
 
 
-class ConnectionHolder:
+class HolderLookup:
     """Who holds the other end of one connection: looked up the first time it is asked
     for, then kept for the connection's life, a failure too."""
 
     __slots__ = ("_found", "_look")
 
-    def __init__(self, look: Callable[[], Awaitable[Held]]) -> None:
+    def __init__(self, look: Callable[[], Awaitable[Holder]]) -> None:
         """``look``: who holds it; raises OwnerUnknown, saying why it cannot be told."""
         self._look = look
-        self._found: Held | OwnerUnknown | None = None
+        self._found: Holder | OwnerUnknown | None = None
 
     @classmethod
-    def of_peer(cls, peer: Peer) -> ConnectionHolder:
+    def of_peer(cls, peer: Peer) -> HolderLookup:
         """A socket's peer, as the door read it."""
 
-        async def known() -> Held:
-            return Held(peer.uid, peer.server, peer.pid)
+        async def known() -> Holder:
+            return Holder(peer.uid, peer.server, peer.pid)
 
         return cls(known)
 
-    async def held(self) -> Held:
+    async def held(self) -> Holder:
         """Who holds it; raises OwnerUnknown (HoldersUnknown), saying why it is not known."""
         if self._found is None:
             try:
@@ -117,7 +117,7 @@ class Lookups:
         self.one_at_a_time = trio.Lock()
 
 
-async def tcp_held(sock: trio.socket.SocketType, lookups: Lookups) -> Held:
+async def tcp_held(sock: trio.socket.SocketType, lookups: Lookups) -> Holder:
     """Who holds the other end of the TCP connection ``sock``; raises OwnerUnknown
     where its user cannot be found, HoldersUnknown where it is mcpd's own user and the
     processes that hold it cannot be. A connection mcpd's relay opened for a server's
@@ -135,10 +135,10 @@ async def tcp_held(sock: trio.socket.SocketType, lookups: Lookups) -> Held:
         if peer[0] in _RELAY_ADDRESSES:
             server = lookups.relayed_by(peer[1], own[1])
             if server is not None:
-                return Held(os.geteuid(), server)
+                return Holder(os.geteuid(), server)
     held = tcp_holder(sock)
     if held.uid != os.geteuid():
-        return Held(held.uid)  # mcpd's servers run as mcpd's user
+        return Holder(held.uid)  # mcpd's servers run as mcpd's user
     async with lookups.one_at_a_time:
         until = time.monotonic() + LOOKUP
         try:
@@ -157,14 +157,14 @@ async def tcp_held(sock: trio.socket.SocketType, lookups: Lookups) -> Held:
         if not holds(f"/proc/{pid}", link):
             continue
         if server is not None:
-            return Held(held.uid, server, pid)
+            return Holder(held.uid, server, pid)
         still.append(pid)
     if not still:
         raise HoldersUnknown(
             "no process that mcpd can read holds its other end, so nothing tells it "
             "from one of mcpd's servers"
         )
-    return Held(held.uid, pid=still[0])
+    return Holder(held.uid, pid=still[0])
 
 
 class TcpKin:
@@ -220,7 +220,7 @@ class ServerRefusals:
             extra=log_extra(None, "holders_unknown_on_endpoint", "a connection no one holds"),
         )
 
-    def refused(self, held: Held, brought: str) -> None:
+    def refused(self, held: Holder, brought: str) -> None:
         """``held`` (a server's) brought ``brought`` and was refused."""
         kept = self._throttle.admit()
         if kept is None:
@@ -237,13 +237,13 @@ class ServerRefusals:
         )
 
 
-def _whose(held: Held) -> str:
+def _whose(held: Holder) -> str:
     if held.pid is None:
         return f"the server {held.server}, through mcpd's relay of its host loopback grant,"
     return f"a process of the server {held.server} (pid {held.pid})"
 
 
-def servers_process(held: Held) -> str:
+def servers_process(held: Holder) -> str:
     """Why ``held``, a server's process, is refused."""
     if held.pid is None:
         by = f"mcpd's relay of the server {held.server!r}'s host loopback grant"
@@ -256,8 +256,8 @@ def servers_process(held: Held) -> str:
 
 
 async def token_bearer(
-    request: h11.Request, holder: ConnectionHolder | None, refusals: ServerRefusals
-) -> Held | None:
+    request: h11.Request, holder: HolderLookup | None, refusals: ServerRefusals
+) -> Holder | None:
     """Refuses (Reject) ``request``, which its gate let in, where it brings the
     endpoint's token on a connection that one of mcpd's servers holds, or may; else
     who holds it, where that was looked for and found."""

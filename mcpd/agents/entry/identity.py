@@ -21,7 +21,7 @@ from ...servers.shared import Whose
 from .peers import Peer, is_owner, owners_uid
 
 
-class Held(msgspec.Struct, frozen=True):
+class Holder(msgspec.Struct, frozen=True):
     """Who holds the other end of a connection: its local user, and the server of
     mcpd's whose process (``pid``) holds it, where one does (a server without a pid:
     mcpd's relay holds it for the server); of no server, a process of the user that
@@ -56,7 +56,7 @@ class AgentIdentity:
     __slots__ = ("_legacy", "_modern", "_program", "connection", "holder", "peer")
 
     def __init__(
-        self, peer: Peer | None, holder: Held | None = None, connection: str | None = None
+        self, peer: Peer | None, holder: Holder | None = None, connection: str | None = None
     ) -> None:
         """``holder``: on the TCP endpoint (no ``peer``), who holds the connection's
         other end; set again as more is found, before its first call. ``connection``:

@@ -26,7 +26,7 @@ from ..agent import Agent, AgentCall, Audience
 from ..askback.askers import AgentRequests, DirectAsker
 from ..connection.agent_connection import RequestHandler
 from ..connection.ending import stopped_answer
-from ..entry.holders import ConnectionHolder, TcpKin
+from ..entry.holders import HolderLookup, TcpKin
 from ..entry.identity import AgentIdentity
 from ..entry.peers import Peer
 from ..entry.sockets import Leave
@@ -156,7 +156,7 @@ class RequestSender(msgspec.Struct, frozen=True):
     identity: AgentIdentity | None = None
     # Who holds its other end (the local user, and whether one of mcpd's servers), for
     # what is bound to a person or kept from servers; None: not known.
-    holder: ConnectionHolder | None = None
+    holder: HolderLookup | None = None
     # On the TCP endpoint, who holds its other end, looked for at its first request to
     # /mcp and when someone decides through it.
     tcp: TcpKin | None = None

@@ -49,14 +49,14 @@ from ..agent import Agent
 from ..connection.agent_connection import RequestHandler
 from ..daemon_seam import DaemonForAgents
 from ..entry.holders import (
-    ConnectionHolder,
+    HolderLookup,
     Lookups,
     ServerRefusals,
     TcpKin,
     tcp_held,
     token_bearer,
 )
-from ..entry.identity import AgentIdentity, Held
+from ..entry.identity import AgentIdentity, Holder
 from ..entry.peers import Peer
 from ..entry.sockets import Leave
 from ..page import is_page
@@ -202,7 +202,7 @@ class HttpSide:
         leave: Leave | None,
     ) -> None:
         if gate is None:
-            holder = None if peer is None else ConnectionHolder.of_peer(peer)
+            holder = None if peer is None else HolderLookup.of_peer(peer)
             caller = RequestSender(peer, fixed, identity=identity, holder=holder, leave=leave)
             await serve_until_left(leave, wire, partial(self._exchanges, wire, caller, None))
             return
@@ -219,14 +219,14 @@ class HttpSide:
         sock = wire.stream.socket
         uid = await holder_uid(sock)
         if uid is not None:
-            identity.holder = Held(uid)
+            identity.holder = Holder(uid)
         page = for_page(first)
         with self.on_endpoint.seat(self.control.settings, uid, page) as refusal:
             if refusal is not None:
                 await _send(wire, 503, "application/json", _encode({"error": refusal}))
                 return
             # Looked up only if a request needs it: the token, the page's session or code.
-            holder = ConnectionHolder(partial(tcp_held, sock, self._lookups))
+            holder = HolderLookup(partial(tcp_held, sock, self._lookups))
             tcp = TcpKin(sock, self._lookups)
             caller = RequestSender(None, None, gate.check, identity, holder, tcp, page)
             await self._exchanges(wire, caller, first)

@@ -15,7 +15,7 @@ from html import escape
 
 from ...local.ownership.tcpowner import HoldersUnknown, OwnerUnknown
 from ..entry.holders import ServerRefusals, servers_process
-from ..entry.identity import Held
+from ..entry.identity import Holder
 from ..http.exchange import RequestSender
 from ..http.wire import Reject
 from .actions import refuse_action, refuse_page
@@ -23,7 +23,7 @@ from .actions import refuse_action, refuse_page
 
 async def connection_holder(
     caller: RequestSender, acting: bool, refusals: ServerRefusals, brought: str
-) -> Held:
+) -> Holder:
     """Who holds ``caller``'s connection, where a session or a code (``brought``) may be
     honoured on it; else raises Reject, as JSON for an action (``acting``), else as a
     page: who holds it cannot be told, or a process of one of mcpd's servers does."""

@@ -22,8 +22,8 @@ import trio
 import trio.testing
 
 from mcpd.agents.entry import holders
-from mcpd.agents.entry.holders import ConnectionHolder, Lookups, TcpKin, tcp_held
-from mcpd.agents.entry.identity import Held
+from mcpd.agents.entry.holders import HolderLookup, Lookups, TcpKin, tcp_held
+from mcpd.agents.entry.identity import Holder
 from mcpd.local.ownership.tcpowner import HoldersUnknown, OwnerUnknown
 from mcpd.policy.deciders.kin import AgentKin, Decider
 from tests.support.clients.agent import Agent, connect, make_config, running
@@ -196,12 +196,12 @@ async def test_a_servers_request_with_the_token_sent_as_its_socket_closes_runs_n
         conn, _ = await listener.accept()
         with conn, client:
             here = os.getpid()
-            assert await tcp_held(conn, Lookups(lambda pid: None, nobody, list)) == Held(
+            assert await tcp_held(conn, Lookups(lambda pid: None, nobody, list)) == Holder(
                 os.geteuid(), pid=here
             )
             thief = Lookups(lambda pid: "thief" if pid == here else None, nobody, list)
             theirs = await tcp_held(conn, thief)
-            assert theirs == Held(os.geteuid(), "thief", here)
+            assert theirs == Holder(os.geteuid(), "thief", here)
             # Its only descriptor in flight on a socket of this process's: no process
             # holds it now, a server's that sent its request first no more than another.
             ends = socket.socketpair()
@@ -247,16 +247,16 @@ async def test_a_connection_mcpds_relay_opens_for_a_server_is_refused_as_the_ser
 async def test_who_holds_a_connection_is_looked_up_once_a_failure_too() -> None:
     asked: list[str] = []
 
-    async def found() -> Held:
+    async def found() -> Holder:
         asked.append("found")
-        return Held(1000, "thief", 42)
+        return Holder(1000, "thief", 42)
 
-    async def unknown() -> Held:
+    async def unknown() -> Holder:
         asked.append("unknown")
         raise HoldersUnknown("no process holds it")
 
-    owner, nobody = ConnectionHolder(found), ConnectionHolder(unknown)
-    assert await owner.held() == await owner.held() == Held(1000, "thief", 42)
+    owner, nobody = HolderLookup(found), HolderLookup(unknown)
+    assert await owner.held() == await owner.held() == Holder(1000, "thief", 42)
     for _ in range(2):
         with pytest.raises(HoldersUnknown, match="no process holds it"):
             await nobody.held()

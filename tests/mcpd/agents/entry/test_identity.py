@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from mcpd.agents.entry import identity
-from mcpd.agents.entry.identity import AgentIdentity, Held, new_connection_id
+from mcpd.agents.entry.identity import AgentIdentity, Holder, new_connection_id
 from mcpd.agents.entry.peers import Peer
 from mcpd.audit.reader import AuditRecords
 from tests.support.clients.agent import make_config, running
@@ -97,7 +97,7 @@ def test_whose_its_calls_are_is_its_process_and_user_and_never_a_servers_the_own
     assert not AgentIdentity(server).whose().own
     other = AgentIdentity(Peer(pid=0, uid=os.getuid() + 1, gid=0, unverified=True)).whose()
     assert (other.uid, other.pid, other.own) == (os.getuid() + 1, None, False)
-    held = AgentIdentity(None, Held(uid=os.getuid() + 1, pid=7)).whose()
+    held = AgentIdentity(None, Holder(uid=os.getuid() + 1, pid=7)).whose()
     assert (held.uid, held.pid, held.own) == (os.getuid() + 1, 7, False)
     assert AgentIdentity(None).whose().agent == "endpoint"
 

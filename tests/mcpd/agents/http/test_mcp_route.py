@@ -23,7 +23,7 @@ from mcpd.agents.agent import Agent, Audience
 from mcpd.agents.agent_server import new_session
 from mcpd.agents.connection.agent_connection import RequestHandler
 from mcpd.agents.entry.holders import TcpKin
-from mcpd.agents.entry.identity import AgentIdentity, Held
+from mcpd.agents.entry.identity import AgentIdentity, Holder
 from mcpd.agents.entry.peers import Peer
 from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.mcp_route import McpRoute, _cancel
@@ -290,7 +290,7 @@ async def test_one_who_opens_sessions_without_end_ends_their_own_not_others(
 
 
 def opened_over_tcp(route: Route, uid: int) -> str:
-    holder = AgentIdentity(None, Held(uid))
+    holder = AgentIdentity(None, Holder(uid))
     return route.route._open(new_session(), profile(), RequestSender(None, identity=holder))
 
 
@@ -320,7 +320,9 @@ async def test_a_session_is_found_only_by_its_user_on_the_listener_it_was_opened
         (b"GET", [*STREAM_GET, (b"mcp-session-id", sid)], b""),
         (b"DELETE", [(b"host", b"mcpd"), (b"mcp-session-id", sid)], b""),
     ]
-    endpoint = RequestSender(None, identity=AgentIdentity(None, Held(1000)), tcp=TcpKin(None, None))  # type: ignore[arg-type]
+    endpoint = RequestSender(
+        None, identity=AgentIdentity(None, Holder(1000)), tcp=TcpKin(None, None)
+    )  # type: ignore[arg-type]
     others = {
         "another user": RequestSender(Peer(pid=2000, uid=2000, gid=2000)),
         "a server's process": RequestSender(Peer(pid=1001, uid=1000, gid=1000, server="notes")),

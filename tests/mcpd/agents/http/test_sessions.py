@@ -10,7 +10,7 @@ from typing import Any, cast
 import trio
 from msgspec import UNSET
 
-from mcpd.agents.entry.identity import AgentIdentity, Held
+from mcpd.agents.entry.identity import AgentIdentity, Holder
 from mcpd.agents.entry.peers import Peer
 from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.sessions import (
@@ -75,7 +75,7 @@ def test_a_servers_process_or_an_unverified_peer_is_told_apart() -> None:
 
 def test_whose_a_session_is_its_peers_or_its_connections_holders() -> None:
     assert holder_of(AgentIdentity(PEER)) == 1000
-    assert holder_of(AgentIdentity(None, Held(uid=1001, pid=9))) == 1001
+    assert holder_of(AgentIdentity(None, Holder(uid=1001, pid=9))) == 1001
     # A client on another machine: all its users hold the one token.
     assert holder_of(AgentIdentity(None)) is None
 

@@ -18,8 +18,8 @@ import trio
 import trio.testing
 
 from mcpd.agents.daemon_seam import DaemonForAgents
-from mcpd.agents.entry.holders import ConnectionHolder
-from mcpd.agents.entry.identity import Held
+from mcpd.agents.entry.holders import HolderLookup
+from mcpd.agents.entry.identity import Holder
 from mcpd.agents.http.body_size import MAX_BODY
 from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.wire import Reject, Wire
@@ -76,11 +76,11 @@ def passed_gate(request: h11.Request) -> None:
 USER = 1000  # the local user at the other end of these connections
 
 
-def owned_by(uid: int, server: str | None = None) -> ConnectionHolder:
-    async def held() -> Held:
-        return Held(uid, server, None if server is None else 4242)
+def owned_by(uid: int, server: str | None = None) -> HolderLookup:
+    async def held() -> Holder:
+        return Holder(uid, server, None if server is None else 4242)
 
-    return ConnectionHolder(held)
+    return HolderLookup(held)
 
 
 SOCKET = RequestSender(None, holder=owned_by(USER))
@@ -218,7 +218,7 @@ async def test_a_session_is_found_by_its_cookie_on_its_own_port_only() -> None:
 # -- whose a session is --
 
 
-async def unknown_owner() -> Held:
+async def unknown_owner() -> Holder:
     raise OwnerUnknown("no process of this machine holds its other end")
 
 
@@ -288,7 +288,7 @@ async def exchange_as(page: Page, uid: int) -> tuple[str, str]:
 
 async def test_where_the_owner_cannot_be_found_no_session_is_opened_or_taken() -> None:
     page = new_page()
-    unknown = RequestSender(None, guard=passed_gate, holder=ConnectionHolder(unknown_owner))
+    unknown = RequestSender(None, guard=passed_gate, holder=HolderLookup(unknown_owner))
     code = page.passes.issue()
     trade = await exchange(page, request("GET", f"/?code={code}"), unknown)
     assert trade.status == 403 and "set-cookie" not in trade.headers
@@ -313,11 +313,11 @@ async def test_the_owner_is_looked_up_once_a_connection_and_only_for_a_session()
     cookie, _ = await opened_session(page)
     asked: list[int] = []
 
-    async def lookup() -> Held:
+    async def lookup() -> Holder:
         asked.append(USER)
-        return Held(USER)
+        return Holder(USER)
 
-    caller = RequestSender(None, guard=passed_gate, holder=ConnectionHolder(lookup))
+    caller = RequestSender(None, guard=passed_gate, holder=HolderLookup(lookup))
     token = {"authorization": "Bearer t"}
     assert await admitted(page, request("GET", "/", token), caller) == Access()
     forged = {"cookie": f"{COOKIE}=" + "A" * 43, **token}

@@ -10,21 +10,21 @@ import logging
 
 import pytest
 
-from mcpd.agents.entry.holders import ConnectionHolder, ServerRefusals
-from mcpd.agents.entry.identity import Held
+from mcpd.agents.entry.holders import HolderLookup, ServerRefusals
+from mcpd.agents.entry.identity import Holder
 from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.wire import Reject
 from mcpd.agents.page.whose import connection_holder
 from mcpd.local.ownership.tcpowner import HoldersUnknown, OwnerUnknown
 
 
-def owned_by(found: Held | OwnerUnknown) -> RequestSender:
-    async def look() -> Held:
+def owned_by(found: Holder | OwnerUnknown) -> RequestSender:
+    async def look() -> Holder:
         if isinstance(found, OwnerUnknown):
             raise found
         return found
 
-    return RequestSender(peer=None, holder=ConnectionHolder(look))
+    return RequestSender(peer=None, holder=HolderLookup(look))
 
 
 async def refused(
@@ -37,7 +37,7 @@ async def refused(
 
 
 async def test_a_local_users_connection_is_honoured() -> None:
-    person = Held(uid=1000, pid=4321)
+    person = Holder(uid=1000, pid=4321)
     assert await connection_holder(owned_by(person), False, ServerRefusals(), "a code") == person
 
 
@@ -64,7 +64,7 @@ async def test_holders_that_cannot_be_told_from_a_servers_are_refused_as_a_page(
 async def test_a_servers_process_is_refused_and_warned_of(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    server = Held(uid=1000, server="notes", pid=77)
+    server = Holder(uid=1000, server="notes", pid=77)
     with caplog.at_level(logging.WARNING):
         reject = await refused(owned_by(server), acting=True)
     assert json.loads(reject.body) == {
@@ -76,7 +76,7 @@ async def test_a_servers_process_is_refused_and_warned_of(
 
 
 async def test_a_servers_loopback_relay_is_refused_as_a_page() -> None:
-    reject = await refused(owned_by(Held(uid=1000, server="web")), acting=False)
+    reject = await refused(owned_by(Holder(uid=1000, server="web")), acting=False)
     page = reject.body.decode()
     assert "Not for mcpd&#x27;s servers" in page
     assert "relay of the server &#x27;web&#x27;" in page
@@ -87,7 +87,7 @@ async def test_many_refusals_are_warned_of_a_few_at_a_time(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     refusals = ServerRefusals()
-    caller = owned_by(Held(uid=1000, server="notes", pid=77))
+    caller = owned_by(Holder(uid=1000, server="notes", pid=77))
     with caplog.at_level(logging.WARNING):
         for _ in range(50):
             await refused(caller, acting=True, refusals=refusals)
