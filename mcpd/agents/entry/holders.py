@@ -12,7 +12,7 @@ profile's ``allow_servers`` (``door``).
 
 On the socket the kernel names the peer, whose server the door has read already. On
 the TCP endpoint the kernel names the user of the socket at the other end
-(``local.ownership.tcpowner``); a user other than mcpd's is no server's, and nothing more is
+(``local.ownership.tcp_holder``); a user other than mcpd's is no server's, and nothing more is
 looked for. For mcpd's own user, the processes that hold that socket are looked for in
 /proc, off the event loop. Where none is found, the connection cannot be told from a
 server's (a server's process that put its socket in flight, or made itself unreadable,
@@ -37,9 +37,9 @@ from protocol.jsonrpc import messages as rpc
 from protocol.pacing.buckets import Throttle
 from protocol.shown.logfields import log_extra
 
-from ...local.ownership.tcpowner import (
+from ...local.ownership.tcp_holder import (
     HoldersUnknown,
-    OwnerUnknown,
+    HolderUnknown,
     first_holders,
     holds,
     tcp_holder,
@@ -73,9 +73,9 @@ class HolderLookup:
     __slots__ = ("_found", "_look")
 
     def __init__(self, look: Callable[[], Awaitable[Holder]]) -> None:
-        """``look``: who holds it; raises OwnerUnknown, saying why it cannot be told."""
+        """``look``: who holds it; raises HolderUnknown, saying why it cannot be told."""
         self._look = look
-        self._found: Holder | OwnerUnknown | None = None
+        self._found: Holder | HolderUnknown | None = None
 
     @classmethod
     def of_peer(cls, peer: Peer) -> HolderLookup:
@@ -87,13 +87,13 @@ class HolderLookup:
         return cls(known)
 
     async def held(self) -> Holder:
-        """Who holds it; raises OwnerUnknown (HoldersUnknown), saying why it is not known."""
+        """Who holds it; raises HolderUnknown (HoldersUnknown), saying why it is not known."""
         if self._found is None:
             try:
                 self._found = await self._look()
-            except OwnerUnknown as exc:
+            except HolderUnknown as exc:
                 self._found = exc
-        if isinstance(self._found, OwnerUnknown):
+        if isinstance(self._found, HolderUnknown):
             raise type(self._found)(str(self._found))
         return self._found
 
@@ -118,7 +118,7 @@ class Lookups:
 
 
 async def tcp_held(sock: trio.socket.SocketType, lookups: Lookups) -> Holder:
-    """Who holds the other end of the TCP connection ``sock``; raises OwnerUnknown
+    """Who holds the other end of the TCP connection ``sock``; raises HolderUnknown
     where its user cannot be found, HoldersUnknown where it is mcpd's own user and the
     processes that hold it cannot be. A connection mcpd's relay opened for a server's
     host loopback grant is that server's, whose process holds it or not.
@@ -269,7 +269,7 @@ async def token_bearer(
         refusals.unknown(str(exc))
         why = f"Forbidden: mcpd cannot tell this connection from one of its servers': {exc}"
         raise Reject(403, rpc.encode_error(None, -32001, why)) from None
-    except OwnerUnknown:
+    except HolderUnknown:
         # Its user cannot be found, and its address is none of this machine's: a client
         # on another machine or in another network namespace, where no server of
         # mcpd's runs, or a kernel that cannot be asked. The token is all there is to go

@@ -12,7 +12,7 @@ the endpoint's own count:
   decided.
 
 The user is the one the kernel names as holding the connection's other end
-(``local.ownership.tcpowner``); a client it cannot name (on another machine, or in another
+(``local.ownership.tcp_holder``); a client it cannot name (on another machine, or in another
 network namespace) counts as one user of its own, with a share like the others'.
 
 A connection keeps the kind of its first request: one that asks for the other kind
@@ -30,7 +30,7 @@ import msgspec
 import trio
 
 from ...config.tables.model import DaemonConfig
-from ...local.ownership.tcpowner import OwnerUnknown, tcp_owner
+from ...local.ownership.tcp_holder import HolderUnknown, tcp_holder
 from ..entry.peers import owners_uid
 from ..entry.places import PlaceLimits, Places, socket_limits
 from ..page import is_page
@@ -53,8 +53,8 @@ async def holder_uid(sock: trio.socket.SocketType) -> int | None:
     """The user the kernel names as holding the other end of ``sock`` (None: it names
     none), asked off the event loop: its tables may be read instead."""
     try:
-        return await trio.to_thread.run_sync(tcp_owner, sock)
-    except OwnerUnknown:
+        return (await trio.to_thread.run_sync(tcp_holder, sock)).uid
+    except HolderUnknown:
         return None
 
 

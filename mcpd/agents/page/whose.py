@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from html import escape
 
-from ...local.ownership.tcpowner import HoldersUnknown, OwnerUnknown
+from ...local.ownership.tcp_holder import HoldersUnknown, HolderUnknown
 from ..entry.holders import ServerRefusals, servers_process
 from ..entry.identity import Holder
 from ..http.exchange import RequestSender
@@ -29,9 +29,9 @@ async def connection_holder(
     page: who holds it cannot be told, or a process of one of mcpd's servers does."""
     try:
         if caller.holder is None:
-            raise OwnerUnknown("mcpd was not told who is at its other end")
+            raise HolderUnknown("mcpd was not told who is at its other end")
         held = await caller.holder.held()
-    except OwnerUnknown as exc:
+    except HolderUnknown as exc:
         text = _unbound(exc)
         if acting:
             raise refuse_action(403, text) from None
@@ -49,7 +49,7 @@ async def connection_holder(
     return held
 
 
-def _unbound(exc: OwnerUnknown) -> str:
+def _unbound(exc: HolderUnknown) -> str:
     if isinstance(exc, HoldersUnknown):
         return (
             "a page's session is never taken on a connection of one of mcpd's servers, "

@@ -26,7 +26,7 @@ import msgspec
 
 from protocol.linux.proctcp import IP, HeldSocket, listening_on, plain
 
-from .tcpowner import TABLES, holding
+from .tcp_holder import TABLES, holding
 
 # How long the processes are looked through for the one holding the socket.
 _LOOK: Final = 2.0

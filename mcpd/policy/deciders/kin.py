@@ -47,7 +47,7 @@ import msgspec
 
 from protocol.linux.proctcp import HeldSocket
 
-from ...local.ownership.tcpowner import OwnerUnknown, holding, holds, tcp_holder
+from ...local.ownership.tcp_holder import HolderUnknown, holding, holds, tcp_holder
 from .named import mcpd_command_of, program_of
 
 if TYPE_CHECKING:
@@ -340,7 +340,7 @@ def tcp_kin(sock: trio.socket.SocketType, until: float) -> AgentKin:
     It blocks while it reads /proc."""
     try:
         held = tcp_holder(sock)
-    except OwnerUnknown:
+    except HolderUnknown:
         return unknown_kin("the kernel did not say which user holds its TCP connection", None)
     try:
         found = _read_holders(held, kin_of, until)
@@ -368,7 +368,7 @@ def tcp_deciders(sock: trio.socket.SocketType, until: float) -> tuple[Decider, .
     try:
         held = tcp_holder(sock)
         return tuple(_read_holders(held, decider_of, until))
-    except (OwnerUnknown, TimeoutError):
+    except (HolderUnknown, TimeoutError):
         return ()
 
 

@@ -24,7 +24,7 @@ import trio.testing
 from mcpd.agents.entry import holders
 from mcpd.agents.entry.holders import HolderLookup, Lookups, TcpKin, tcp_held
 from mcpd.agents.entry.identity import Holder
-from mcpd.local.ownership.tcpowner import HoldersUnknown, OwnerUnknown
+from mcpd.local.ownership.tcp_holder import HoldersUnknown, HolderUnknown
 from mcpd.policy.deciders.kin import AgentKin, Decider
 from tests.support.clients.agent import Agent, connect, make_config, running
 from tests.support.clients.tcp_client import held_by_a_child
@@ -261,7 +261,7 @@ async def test_who_holds_a_connection_is_looked_up_once_a_failure_too() -> None:
         with pytest.raises(HoldersUnknown, match="no process holds it"):
             await nobody.held()
     assert asked == ["found", "unknown"]
-    with pytest.raises(OwnerUnknown):
+    with pytest.raises(HolderUnknown):
         await nobody.held()
 
 

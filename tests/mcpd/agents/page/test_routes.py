@@ -26,7 +26,7 @@ from mcpd.agents.http.wire import Reject, Wire
 from mcpd.agents.page import is_page
 from mcpd.agents.page.actions import NO_SESSION
 from mcpd.agents.page.routes import Access, Page
-from mcpd.local.ownership.tcpowner import OwnerUnknown
+from mcpd.local.ownership.tcp_holder import HolderUnknown
 from mcpd.policy.deciders.kin import AgentKin
 from mcpd.servers.all_servers import AllServers
 from mcpd.status_document import StatusDocument
@@ -219,7 +219,7 @@ async def test_a_session_is_found_by_its_cookie_on_its_own_port_only() -> None:
 
 
 async def unknown_owner() -> Holder:
-    raise OwnerUnknown("no process of this machine holds its other end")
+    raise HolderUnknown("no process of this machine holds its other end")
 
 
 async def test_a_session_is_taken_on_its_own_users_connections_only() -> None:

@@ -15,12 +15,12 @@ from mcpd.agents.entry.identity import Holder
 from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.wire import Reject
 from mcpd.agents.page.whose import connection_holder
-from mcpd.local.ownership.tcpowner import HoldersUnknown, OwnerUnknown
+from mcpd.local.ownership.tcp_holder import HoldersUnknown, HolderUnknown
 
 
-def owned_by(found: Holder | OwnerUnknown) -> RequestSender:
+def owned_by(found: Holder | HolderUnknown) -> RequestSender:
     async def look() -> Holder:
-        if isinstance(found, OwnerUnknown):
+        if isinstance(found, HolderUnknown):
             raise found
         return found
 

@@ -7,7 +7,7 @@ that one socket by its addresses (netlink ``sock_diag``, ``protocol.linux.sockdi
 costs the same however many sockets there are; where that cannot be asked, it reads
 the lists of them all in ``/proc/net/tcp`` and ``/proc/net/tcp6``
 (``protocol.linux.proctcp``), which the kernel writes out at each read. A connection from
-another machine, or from another network namespace, is not found either way: its owner
+another machine, or from another network namespace, is not found either way: its holder
 is unknown, and whoever asks refuses what takes one. A connection from an address of
 this machine (its loopback, or one of its interfaces') whose other end is not found,
 or is found held by no process (closed, perhaps with its request still on its way to
@@ -42,11 +42,11 @@ TABLES: Final = ("/proc/net/tcp", "/proc/net/tcp6")
 _sequence = itertools.count(1)
 
 
-class OwnerUnknown(Exception):
+class HolderUnknown(Exception):
     """Who holds a connection's other end cannot be told; the message says why."""
 
 
-class HoldersUnknown(OwnerUnknown):
+class HoldersUnknown(HolderUnknown):
     """A connection from this machine whose processes cannot be told from a server's of
     mcpd: none holds it, or none that mcpd can read."""
 
@@ -68,7 +68,7 @@ def on_this_machine(ip: IP) -> bool:
     return True
 
 
-def _unheld(peer: Address, why: str) -> OwnerUnknown:
+def _unheld(peer: Address, why: str) -> HolderUnknown:
     """Why ``peer``'s socket is not found held (``why``: where it was looked for)."""
     if on_this_machine(peer[0]):
         return HoldersUnknown(
@@ -76,7 +76,7 @@ def _unheld(peer: Address, why: str) -> OwnerUnknown:
             "closed or passed on before mcpd looked, and nothing tells who held it from "
             "one of mcpd's servers"
         )
-    return OwnerUnknown(
+    return HolderUnknown(
         f"no process of this machine holds its other end ({why}): a client elsewhere, "
         "or in another network namespace, is not told apart"
     )
@@ -84,12 +84,12 @@ def _unheld(peer: Address, why: str) -> OwnerUnknown:
 
 def _address(sockaddr: object) -> Address:
     if not isinstance(sockaddr, tuple) or len(sockaddr) < 2:
-        raise OwnerUnknown(f"the connection is not TCP over IP ({sockaddr!r})")
+        raise HolderUnknown(f"the connection is not TCP over IP ({sockaddr!r})")
     host, port = sockaddr[0], sockaddr[1]
     try:
         return ipaddress.ip_address(str(host).partition("%")[0]), int(port)
     except ValueError:
-        raise OwnerUnknown(f"the address {host!r} cannot be read") from None
+        raise HolderUnknown(f"the address {host!r} cannot be read") from None
 
 
 class _NoDiag(Exception):
@@ -122,18 +122,11 @@ def kernel_holder(local: Address, remote: Address) -> HeldSocket | None:
     return None
 
 
-def tcp_owner(
-    sock: trio.socket.SocketType, tables: tuple[str, ...] = TABLES, ask_kernel: bool = True
-) -> int:
-    """The uid of the process holding the other end of ``sock``; raises OwnerUnknown.
-    ``ask_kernel``: through netlink first (the tables alone when False)."""
-    return tcp_holder(sock, tables, ask_kernel).uid
-
-
 def tcp_holder(
     sock: trio.socket.SocketType, tables: tuple[str, ...] = TABLES, ask_kernel: bool = True
 ) -> HeldSocket:
-    """The socket at the other end of ``sock``: its user and inode (``tcp_owner``)."""
+    """The socket at the other end of ``sock``: its user and inode; raises HolderUnknown.
+    ``ask_kernel``: through netlink first (the tables alone when False)."""
     try:
         own, peer = _address(sock.getsockname()), _address(sock.getpeername())
     except OSError as exc:
@@ -160,7 +153,7 @@ def tcp_holder(
         if found is not None:
             return found
     if len(unread) == len(tables):
-        raise OwnerUnknown(f"the sockets' tables cannot be read ({'; '.join(unread)})")
+        raise HolderUnknown(f"the sockets' tables cannot be read ({'; '.join(unread)})")
     why = f"{' and '.join(tables)} list none from its address to mcpd's"
     raise _unheld(peer, why + "".join(f"; {u}" for u in unread))
 

@@ -16,16 +16,14 @@ from pathlib import Path
 import pytest
 import trio
 
-from mcpd.local.ownership import tcpowner
-from mcpd.local.ownership.tcpowner import (
+from mcpd.local.ownership.tcp_holder import (
     TABLES,
     HoldersUnknown,
-    OwnerUnknown,
+    HolderUnknown,
     first_holders,
     holding,
     on_this_machine,
     tcp_holder,
-    tcp_owner,
 )
 from tests.support.clients.tcp_client import held_by_a_child
 
@@ -39,7 +37,7 @@ sys.stdin.read()
 
 
 async def accepted(host: str, client_uid: int | None = None) -> int | str:
-    """The owner tcp_owner finds for a connection to a listener on ``host``, from this
+    """The user tcp_holder finds for a connection to a listener on ``host``, from this
     process or (``client_uid``) from a process of that user."""
     with trio.fail_after(10):
         listener = trio.socket.socket(trio.socket.AF_INET6 if ":" in host else trio.socket.AF_INET)
@@ -84,12 +82,12 @@ async def accepted(host: str, client_uid: int | None = None) -> int | str:
 def _owner(conn: trio.socket.SocketType) -> int | str:
     """What the kernel says, checked against what the tables say."""
     try:
-        kernel = tcp_owner(conn)
-    except OwnerUnknown as exc:
+        kernel = tcp_holder(conn).uid
+    except HolderUnknown as exc:
         kernel = str(exc)
     try:
-        tables: int | str = tcp_owner(conn, ask_kernel=False)
-    except OwnerUnknown as exc:
+        tables: int | str = tcp_holder(conn, ask_kernel=False).uid
+    except HolderUnknown as exc:
         tables = str(exc)
     assert isinstance(kernel, int) == isinstance(tables, int) and (
         not isinstance(kernel, int) or kernel == tables
@@ -121,13 +119,13 @@ async def test_tables_that_cannot_be_read_say_so(tmp_path: Path) -> None:
             conn, _ = await listener.accept()
             with conn:
                 missing = (str(tmp_path / "tcp"), str(tmp_path / "tcp6"))
-                with pytest.raises(OwnerUnknown, match="tables cannot be read"):
-                    tcp_owner(conn, missing, ask_kernel=False)
+                with pytest.raises(HolderUnknown, match="tables cannot be read"):
+                    tcp_holder(conn, missing, ask_kernel=False)
                 empty = tmp_path / "empty"
                 empty.write_text("  sl  local_address rem_address   st\n")
                 # Its peer is this machine's loopback: a process here that is gone.
                 with pytest.raises(HoldersUnknown, match="no process holds its other end"):
-                    tcp_owner(conn, (str(empty),), ask_kernel=False)
+                    tcp_holder(conn, (str(empty),), ask_kernel=False)
 
 
 async def test_where_the_kernel_cannot_be_asked_the_tables_are_read(
@@ -136,7 +134,7 @@ async def test_where_the_kernel_cannot_be_asked_the_tables_are_read(
     def no_netlink() -> object:
         raise OSError(97, "Address family not supported by protocol")
 
-    monkeypatch.setattr(tcpowner, "_netlink", no_netlink)
+    monkeypatch.setattr("mcpd.local.ownership.tcp_holder._netlink", no_netlink)
     assert await accepted("127.0.0.1") == os.getuid()
 
 
@@ -152,7 +150,7 @@ async def test_a_connection_whose_other_end_is_closed_has_holders_unknown() -> N
             await conn.recv(1)  # the close has reached mcpd's end
             for ask_kernel in (True, False):
                 with pytest.raises(HoldersUnknown, match="closed or passed on"):
-                    tcp_owner(conn, ask_kernel=ask_kernel)
+                    tcp_holder(conn, ask_kernel=ask_kernel)
 
 
 def test_a_peer_is_this_machines_on_its_loopback_and_its_own_addresses() -> None:
