@@ -320,9 +320,8 @@ async def test_a_session_is_found_only_by_its_user_on_the_listener_it_was_opened
         (b"GET", [*STREAM_GET, (b"mcp-session-id", sid)], b""),
         (b"DELETE", [(b"host", b"mcpd"), (b"mcp-session-id", sid)], b""),
     ]
-    endpoint = RequestSender(
-        None, identity=AgentIdentity(None, Holder(1000)), tcp=TcpKin(None, None)
-    )  # type: ignore[arg-type]
+    holder = AgentIdentity(None, Holder(1000))
+    endpoint = RequestSender(None, identity=holder, tcp=TcpKin(None, None))  # type: ignore[arg-type]
     others = {
         "another user": RequestSender(Peer(pid=2000, uid=2000, gid=2000)),
         "a server's process": RequestSender(Peer(pid=1001, uid=1000, gid=1000, server="notes")),
