@@ -529,13 +529,13 @@ def test_no_any_crosses_the_seam() -> None:
 
 
 # What the agent side and the servers both keep an agent's things under: one type
-# (``servers.calling.owners.Owner``), never a bare ``object`` or ``Any`` that any value
+# (``servers.calling.agent_key.AgentKey``), never a bare ``object`` or ``Any`` that any value
 # passes for.
-OWNER = "owner"
+AGENT_KEY_NAME = "owner"
 
 
-def untyped_owners(source: str, where: str) -> list[str]:
-    """Each parameter, field or attribute named ``owner`` in ``source`` whose
+def untyped_agent_keys(source: str, where: str) -> list[str]:
+    """Each parameter, field or attribute named ``owner`` (an agent key) in ``source`` whose
     annotation is only ``object`` or ``Any`` (or one of them or None)."""
     loose = {"object", "Any"}
     found = []
@@ -552,32 +552,34 @@ def untyped_owners(source: str, where: str) -> list[str]:
                 name = target.attr
             notes = [(name, node.annotation, node.lineno)]
         for name, note, line in notes:
-            if name == OWNER and note is not None and names_in(note) - {"None"} <= loose:
+            if name == AGENT_KEY_NAME and note is not None and names_in(note) - {"None"} <= loose:
                 found.append(f"{where}:{line}")
     return found
 
 
-def test_an_owner_has_its_type() -> None:
+def test_an_agent_key_has_its_type() -> None:
     found = [
         hit
         for name, path in MODULES.items()
         if within(name, "mcpd.agents") or within(name, "mcpd.servers")
-        for hit in untyped_owners(path.read_text(), name)
+        for hit in untyped_agent_keys(path.read_text(), name)
     ]
-    assert not found, "an owner typed as anything (use servers.shared.Owner):\n" + "\n".join(found)
+    assert not found, "an agent key typed loosely (use servers.shared.AgentKey):\n" + "\n".join(
+        found
+    )
 
 
-def test_the_owner_checker_sees_an_untyped_owner() -> None:
+def test_the_agent_key_checker_sees_an_untyped_one() -> None:
     source = """
 from typing import Any
 def gone(owner: object) -> None: ...
 class Table:
     owner: Any | None = None
-    def __init__(self, owner: Owner) -> None:
+    def __init__(self, owner: AgentKey) -> None:
         self.owner: object = owner
-def typed(owner: Owner, other: object) -> None: ...
+def typed(owner: AgentKey, other: object) -> None: ...
 """
-    assert untyped_owners(source, "m") == ["m:3", "m:5", "m:7"]
+    assert untyped_agent_keys(source, "m") == ["m:3", "m:5", "m:7"]
 
 
 # Interfaces (a Protocol, an abstract base) with one implementation that a layering

@@ -30,7 +30,7 @@ from ..policy.deciders.kin import AgentKin
 from ..policy.decision.rules import Decision
 from ..registry.tables.shown import Entry
 from ..registry.uris.scheme import Sight
-from ..servers.shared import Call, Outcome, Owner, ProgressSink, SessionMark, Whose
+from ..servers.shared import AgentKey, Call, Outcome, ProgressSink, SessionMark, Whose
 from .askback.askers import AgentRequests, DirectAsker
 from .entry.dial import WAITING
 from .entry.identity import AgentIdentity
@@ -68,17 +68,17 @@ class Audience(abc.ABC):
 class Agent(Audience, OutcomeSink):
     """An agent's connection (or HTTP exchange), as its calls and the handlers of its
     requests read it: the connection derives from this, which keeps it out of this
-    module's imports. It is no ``Owner``: what it leaves at mcpd is kept under objects
+    module's imports. It is no ``AgentKey``: what it leaves at mcpd is kept under objects
     of its own (``owner``, ``listen_owner``)."""
 
     # The request contexts of the _meta it sends again and again, by those bytes.
     contexts: dict[bytes, RequestContext]
     # What it leaves at mcpd is kept under: on the socket one made with the connection;
     # over HTTP its session, or a stateless client's own (``mcp_route``).
-    owner: Owner
+    owner: AgentKey
     # What its listens' resource subscriptions are kept under: on the socket its owner;
     # over HTTP one made with the exchange, as a listen lasts no longer than its request.
-    listen_owner: Owner
+    listen_owner: AgentKey
     asks: AgentRequests  # what servers ask this agent through mcpd (a legacy agent)
     # The asker of its calls sent without a task: it declares nothing, so a server's
     # request during one is refused, naming the capability it would need.
@@ -231,7 +231,7 @@ class AgentCall(msgspec.Struct, eq=False):
         return self.out.alias
 
     @property
-    def owner(self) -> Owner:
+    def owner(self) -> AgentKey:
         return self.out.owner
 
     @property

@@ -25,7 +25,7 @@ from ..config.tables.model import NamingConfig
 from ..config.tables.profiles import ProfileConfig
 from ..policy.deciders.departed import Departed
 from ..servers.all_servers import AllServers
-from ..servers.shared import Owner
+from ..servers.shared import AgentKey
 from .agent import Agent, Audience
 from .askback.driver import AskBackDriver
 from .beyond_tools.extra_methods import ExtraMethods
@@ -293,7 +293,7 @@ class AgentServer(ProfileMethods, RequestHandler):
         """An agent without a connection of its own (an HTTP session) has begun."""
         self.extras.joined(conn)
 
-    def agent_gone(self, owner: Owner) -> None:
+    def agent_gone(self, owner: AgentKey) -> None:
         """An agent without a connection of its own (an HTTP session) has ended."""
         self.extras.left(owner)
 

@@ -86,10 +86,10 @@ class CallRecord(msgspec.Struct, kw_only=True, gc=False):
 # budget for requests refused at once: the process (its uid, pid and program), whichever
 # of its connections, profiles and eras it used. Its user (the uid, first) is shared
 # out to before its processes are.
-AgentKey = tuple[int | None, int | None, str | None]
+ProcessKey = tuple[int | None, int | None, str | None]
 
 
-def agent_key(agent: AgentInfo) -> AgentKey:
+def process_key(agent: AgentInfo) -> ProcessKey:
     return agent.uid, agent.pid, agent.exe
 
 

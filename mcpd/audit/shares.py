@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .record import AgentKey, CallRecord, agent_key
+from .record import CallRecord, ProcessKey, process_key
 
 User = int | None  # a uid; None: not known (an agent over TCP)
 
@@ -24,12 +24,12 @@ class Shares:
     def __init__(self, buffer: list[CallRecord]) -> None:
         self._buffer = buffer
         self._users: Counter[User] = Counter()
-        self._held: dict[User, Counter[AgentKey]] = {}
+        self._held: dict[User, Counter[ProcessKey]] = {}
         # For each agent, an index at or after its newest record's: where a search for
         # it starts. Records only leave below it, so it stays at or after.
-        self._newest: dict[AgentKey, int] = {}
+        self._newest: dict[ProcessKey, int] = {}
         for i, record in enumerate(buffer):
-            self._add(agent_key(record.agent), i)
+            self._add(process_key(record.agent), i)
 
     def make_room(self, record: CallRecord) -> bool:
         """Whether ``record`` may be appended to the buffer: if its user holds fewer
@@ -37,7 +37,7 @@ class Shares:
         else, if its process holds fewer than another of its user's, that one does (and
         the record taken out is to be counted as dropped); else ``record`` is the one
         dropped."""
-        key = agent_key(record.agent)
+        key = process_key(record.agent)
         user = key[0]
         users = self._users
         most, holds = max(users.items(), key=_second)
@@ -49,20 +49,20 @@ class Shares:
             return False
         buffer = self._buffer
         i = min(self._newest[victim], len(buffer) - 1)
-        while agent_key(buffer[i].agent) != victim:
+        while process_key(buffer[i].agent) != victim:
             i -= 1
         del buffer[i]
         self._remove(victim, i)
         self._add(key, len(buffer))  # where ``record`` goes
         return True
 
-    def _add(self, key: AgentKey, i: int) -> None:
+    def _add(self, key: ProcessKey, i: int) -> None:
         user = key[0]
         self._users[user] += 1
         self._held.setdefault(user, Counter())[key] += 1
         self._newest[key] = i
 
-    def _remove(self, key: AgentKey, i: int) -> None:
+    def _remove(self, key: ProcessKey, i: int) -> None:
         """``key``'s record at ``i`` left the buffer."""
         user = key[0]
         held = self._held[user]

@@ -3,7 +3,7 @@ name, a request it could not read, one turned away at the connection): an agent 
 send those as fast as it can write, and each costs mcpd next to nothing, so they are
 what a flood of the audit log is made of.
 
-Each agent (``agent_key``: its uid, pid and program) has a budget of them recorded one
+Each agent (``process_key``: its uid, pid and program) has a budget of them recorded one
 by one, ``BURST`` at once and then ``RATE`` a second, which no mistake of a working
 agent's comes near; and each user (uid) one for all of its processes together,
 ``USER_BURST`` and ``USER_RATE``, so that a flood spread over many processes is held
@@ -29,7 +29,7 @@ from protocol.pacing.buckets import Bucket, Throttle
 from protocol.shown.logfields import log_extra
 from protocol.shown.visible import visible
 
-from .record import AgentKey, CallRecord, agent_key, iso, stamp
+from .record import CallRecord, ProcessKey, iso, process_key, stamp
 
 BURST: Final = 100
 RATE: Final = 10.0
@@ -42,7 +42,7 @@ WARN_EVERY: Final = 60.0
 
 logger = logging.getLogger("mcpd.audit")
 
-_Key = tuple[AgentKey, str, str]  # the agent's, the method, the outcome
+_Key = tuple[ProcessKey, str, str]  # the agent's, the method, the outcome
 _K = TypeVar("_K")
 
 
@@ -52,7 +52,7 @@ class Summed:
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        self._budgets: dict[AgentKey, Bucket] = {}
+        self._budgets: dict[ProcessKey, Bucket] = {}
         self._users: dict[int | None, Bucket] = {}  # by uid (None: not known)
         self._summaries: dict[_Key, CallRecord] = {}
         self._warning = Throttle(burst=1, every=WARN_EVERY, clock=clock)
@@ -60,7 +60,7 @@ class Summed:
     def within_budget(self, record: CallRecord) -> bool:
         """Whether ``record`` is written one by one; its agent's budget is taken from,
         and while that has room, its user's."""
-        key = agent_key(record.agent)
+        key = process_key(record.agent)
         now = self._clock()
         budget = self._budgets.get(key)
         if budget is None:
@@ -77,7 +77,7 @@ class Summed:
         """``record`` counted in its agent's summary; whether it is the first summary
         since the last batch (the writer then has something to write)."""
         summaries = self._summaries
-        key = (agent_key(record.agent), record.method, record.outcome)
+        key = (process_key(record.agent), record.method, record.outcome)
         summary = summaries.get(key)
         if summary is None:
             # Of many names, not all of one server's (a held tool's record names its

@@ -2,7 +2,7 @@
 
 A call and what it comes to (``Call``, its ``Outcome``: the server's bytes, an
 ``Outage``, the server's JSON-RPC error, or mcpd's own result; ``Unqueued`` and
-``CallRefused`` for what mcpd refused to send), the agent it is kept under (``Owner``)
+``CallRefused`` for what mcpd refused to send), the agent it is kept under (``AgentKey``)
 and whose it is as bytes are shared out (``Whose``), the session it was sent in
 (``SessionMark``), where its progress goes (``ProgressSink``) and who answers what its
 server asks back (``Asker``, ``NO_ANSWER``); what the agent side says of a call still
@@ -23,8 +23,8 @@ from __future__ import annotations
 from .asking.askback import NO_ANSWER, Asker
 from .asking.progress import ProgressSink
 from .auth_commands import LoggedOut, LoginBegun, LoginDone
+from .calling.agent_key import AgentKey
 from .calling.calls import Call, CallRefused, Outcome, QueuedCheck, SessionMark, Unqueued, Whose
-from .calling.owners import Owner
 from .calling.task_tools import MAX_TASK_ID
 from .status.history import DAY, HOUR, ServerHistory
 from .status.outage import Outage
@@ -36,6 +36,7 @@ __all__ = [
     "HOUR",
     "MAX_TASK_ID",
     "NO_ANSWER",
+    "AgentKey",
     "Asker",
     "Call",
     "CallRefused",
@@ -44,7 +45,6 @@ __all__ = [
     "LoginDone",
     "Outage",
     "Outcome",
-    "Owner",
     "ProgressSink",
     "QueuedCheck",
     "ResetOutcome",

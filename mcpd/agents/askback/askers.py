@@ -37,7 +37,7 @@ from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 from protocol.mcp import features
 
-from ...servers.shared import NO_ANSWER, Owner
+from ...servers.shared import NO_ANSWER, AgentKey
 from .bound import binding, other_arguments
 
 MAX_ROUNDS: Final = 8
@@ -143,7 +143,7 @@ class DirectAsker:
 
     def __init__(
         self,
-        owner: Owner,
+        owner: AgentKey,
         capabilities: dict[str, Any] | None,
         requests: AgentRequests,
         send: Callable[[bytes], bool],
@@ -166,7 +166,7 @@ class Flow:
 
     def __init__(
         self,
-        owner: Owner,
+        owner: AgentKey,
         method: str,
         name: str | None,
         arguments: Raw | UnsetType,
@@ -184,14 +184,14 @@ class Flow:
         self._arrived = trio.Event()
 
     def taken_by(
-        self, owner: Owner, method: str, name: str | None, arguments: Raw | UnsetType
+        self, owner: AgentKey, method: str, name: str | None, arguments: Raw | UnsetType
     ) -> bool:
         """Whether a retry of ``owner``'s ``method`` of ``name`` with ``arguments`` may
         take these replies."""
         return self.other_call(owner, method, name, arguments) is None
 
     def other_call(
-        self, owner: Owner, method: str, name: str | None, arguments: Raw | UnsetType
+        self, owner: AgentKey, method: str, name: str | None, arguments: Raw | UnsetType
     ) -> str | None:
         """What call other than this one a retry of ``owner``'s ``method`` of ``name``
         with ``arguments`` is, in the words of mcpd's refusal; None when it is this."""
@@ -250,7 +250,7 @@ class Parks:
             return None
         return self._by_token.get(token) or True
 
-    def owner_gone(self, owner: Owner, why: str) -> None:
+    def owner_gone(self, owner: AgentKey, why: str) -> None:
         for park in [p for p in self._by_token.values() if p.flow.owner is owner]:
             park.answer = rpc.RPCError(NO_ANSWER, why)
             park.event.set()
@@ -302,7 +302,7 @@ class Retry(NamedTuple):
     """An agent's request that brings a ``requestState`` of mcpd's: whose, what it
     asks, with which arguments and answers, under which id."""
 
-    owner: Owner
+    owner: AgentKey
     method: str
     name: str | None
     arguments: Raw | UnsetType

@@ -22,7 +22,7 @@ from protocol.jsonrpc import messages as rpc
 from protocol.mcp import features
 
 from ...config.tables.model import DaemonConfig
-from ...servers.shared import Owner, Whose
+from ...servers.shared import AgentKey, Whose
 from ..connection.failures import Failures, split_failure
 from .askers import AgentRequests, DirectAsker, Flow, Park, ParkedAsker, Parks, Retry, claim
 from .rounds import Out, Req, RoundTrip, legacy_rounds
@@ -38,7 +38,7 @@ class AgentSide(msgspec.Struct):
     """The agent behind one request, as far as asking it things, and telling it why a
     server did not answer, goes."""
 
-    owner: Owner
+    owner: AgentKey
     modern: bool
     capabilities: dict[str, Any] | None
     requests: AgentRequests | None  # a legacy agent's: mcpd's requests to it
@@ -104,7 +104,7 @@ class AskBackDriver:
             task_status.started()
             await trio.sleep_forever()
 
-    def owner_gone(self, owner: Owner, why: str) -> None:
+    def owner_gone(self, owner: AgentKey, why: str) -> None:
         """The agent disconnected: what its servers wait for fails at once (its own
         requests were failed by its connection or session as it closed)."""
         self.parks.owner_gone(owner, why)

@@ -23,7 +23,7 @@ from protocol.mcp.serving import RequestContext
 from ...registry.profiles.views import ProfileView
 from ...registry.uris.scheme import Sight
 from ...servers.all_servers import AllServers
-from ...servers.shared import Owner
+from ...servers.shared import AgentKey
 from ..agent import Agent, Audience
 from ..askback.driver import AgentSide, AskBackDriver
 from ..calls.callpolicy import CallPolicy
@@ -87,7 +87,7 @@ class ExtraMethods:
         # (connection, listen id) -> (which list changes it wants, its sender)
         self._listens: dict[tuple[int, rpc.Id], tuple[set[str], Callable[[bytes], None]]] = {}
         # What each agent may spend matching URIs, by its owner.
-        self._allowances: dict[Owner, Allowance] = {}
+        self._allowances: dict[AgentKey, Allowance] = {}
         self._dirty = trio.Event()
         servers.subscribe(self.list_changed)
 
@@ -133,7 +133,7 @@ class ExtraMethods:
         for owner in {id(o): o for o in (conn.listen_owner, conn.owner)}.values():
             self.subscriptions.switched(owner, sight)
 
-    def left(self, owner: Owner) -> None:
+    def left(self, owner: AgentKey) -> None:
         """The agent disconnected: servers waiting for its answers get an error now."""
         self.askback.owner_gone(owner, "the agent disconnected")
         self.subscriptions.owner_gone(owner)
@@ -141,7 +141,7 @@ class ExtraMethods:
         self.tasks.owner_gone(owner)
         self._allowances.pop(owner, None)
 
-    def _allowance(self, owner: Owner) -> Allowance:
+    def _allowance(self, owner: AgentKey) -> Allowance:
         found = self._allowances.get(owner)
         if found is None:
             found = self._allowances[owner] = Allowance()

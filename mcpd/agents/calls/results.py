@@ -25,7 +25,7 @@ from protocol.mcp import features
 from protocol.shown.visible import quote
 
 from ...registry.uris.scheme import Sight
-from ...servers.shared import Outage, Owner, SessionMark
+from ...servers.shared import AgentKey, Outage, SessionMark
 from ..askback import unanswered
 from ..askback.unanswered import unanswered_text
 from .result_eras import for_era
@@ -57,7 +57,7 @@ class Recipient(Protocol):
         ...
 
     @property
-    def owner(self) -> Owner:
+    def owner(self) -> AgentKey:
         """The agent (a task it is handed is its alone)."""
         ...
 

@@ -24,7 +24,7 @@ from protocol.mcp.serving import AgentSession, RequestContext
 
 from ...config.tables.model import DaemonConfig
 from ...policy.deciders.kin import AgentKin, unknown_kin
-from ...servers.shared import Outcome, Owner, ProgressSink
+from ...servers.shared import AgentKey, Outcome, ProgressSink
 from ..agent import Agent, AgentCall, Audience
 from ..askback.askers import AgentRequests, DirectAsker
 from ..askback.call_rounds import Had
@@ -68,7 +68,7 @@ class RequestHandler(abc.ABC):
         """An agent without a connection of its own (an HTTP session) has begun."""
 
     @abc.abstractmethod
-    def agent_gone(self, owner: Owner) -> None:
+    def agent_gone(self, owner: AgentKey) -> None:
         """An agent without a connection of its own (an HTTP session) has ended."""
 
 
@@ -100,7 +100,7 @@ class Connection(Agent):
         self.session = session
         self.peer = peer
         self.identity = AgentIdentity(peer)
-        self.owner = self.listen_owner = Owner()  # who it is, to what it leaves at mcpd
+        self.owner = self.listen_owner = AgentKey()  # who it is, to what it leaves at mcpd
         # The profile the agent sees, and the one its socket fixes.
         self.profile = profile
         self.fixed_profile = fixed_profile

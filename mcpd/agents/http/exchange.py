@@ -21,7 +21,7 @@ from protocol.jsonrpc import messages as rpc
 from protocol.mcp.serving import AgentSession
 
 from ...policy.deciders.kin import AgentKin, Decider, unknown_kin
-from ...servers.shared import Outcome, Owner, ProgressSink
+from ...servers.shared import AgentKey, Outcome, ProgressSink
 from ..agent import Agent, AgentCall, Audience
 from ..askback.askers import AgentRequests, DirectAsker
 from ..connection.agent_connection import RequestHandler
@@ -52,7 +52,7 @@ class Exchange(Agent):
         session: AgentSession,
         caller: RequestSender,
         profile: Profile,
-        owner: Owner,
+        owner: AgentKey,
         identity: AgentIdentity,
         asks: AgentRequests | None = None,
         news: Audience | None = None,
@@ -75,7 +75,7 @@ class Exchange(Agent):
         self.calls_in_tasks = {}
         self.dropped = 0
         self.owner = owner
-        self.listen_owner = Owner()
+        self.listen_owner = AgentKey()
         self.identity = identity
         self.asks = asks or AgentRequests()
         self.refusing_asker = DirectAsker(owner, None, self.asks, self.offer)

@@ -39,7 +39,7 @@ from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 from protocol.mcp.serving import AgentSession
 
-from ...servers.shared import Owner
+from ...servers.shared import AgentKey
 from ..agent import Agent
 from ..connection.agent_connection import RequestHandler
 from ..profiles import Profile
@@ -91,7 +91,7 @@ class McpRoute:
         self.stateless = new_session()
         self.sessions: dict[str, LegacySession] = {}
         # A stateless client has no connection to be: one object for each who it can be.
-        self._owners: dict[StatelessAgent, Owner] = {}
+        self._owners: dict[StatelessAgent, AgentKey] = {}
         self.answering = Answering()  # the requests being answered, which a stop ends
 
     async def serve(
@@ -241,7 +241,7 @@ class McpRoute:
             identity = caller.who().in_session(legacy.identity)
             handler, asks, news = self.handler, legacy.asks, legacy.news
             return Exchange(handler, session, caller, profile, legacy, identity, asks, news)
-        owner = self._owners.setdefault(caller.stateless_agent(profile), Owner())
+        owner = self._owners.setdefault(caller.stateless_agent(profile), AgentKey())
         return Exchange(self.handler, session, caller, profile, owner, caller.who())
 
     async def _modern(

@@ -11,7 +11,7 @@ import trio
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp.serving import AgentSession
 
-from ...servers.shared import Call, Owner
+from ...servers.shared import AgentKey, Call
 from ..askback.askers import AgentRequests
 from ..connection.ending import UNANSWERED
 from ..entry.identity import AgentIdentity
@@ -49,7 +49,7 @@ class OpenedBy(msgspec.Struct, frozen=True):
         )
 
 
-class LegacySession(Owner):
+class LegacySession(AgentKey):
     def __init__(
         self,
         session: AgentSession,

@@ -24,7 +24,7 @@ from protocol.mcp import server_logs
 from protocol.mcp.server_logs import LogMessage
 
 from ...servers.all_servers import AllServers
-from ...servers.shared import Owner
+from ...servers.shared import AgentKey
 
 Send = Callable[[bytes], None]
 SeesServer = Callable[[str], bool]
@@ -53,7 +53,7 @@ class AgentLogs:
 
     def set_level(
         self,
-        owner: Owner,
+        owner: AgentKey,
         level: str,
         send: Send,
         sees: SeesServer = _every_server,
@@ -66,7 +66,7 @@ class AgentLogs:
         self._agents[id(owner)] = _Asked(rank, send, sees, own_user)
         self._servers.want_logs(self.level_for)
 
-    def owner_gone(self, owner: Owner) -> None:
+    def owner_gone(self, owner: AgentKey) -> None:
         if self._agents.pop(id(owner), None) is not None:
             self._servers.want_logs(self.level_for)
 

@@ -30,7 +30,7 @@ from ...config.tables.model import DaemonConfig
 from ...registry.uris.claims import ROUTE_STEPS, Budget
 from ...registry.uris.scheme import Routed, Sight, Undecided
 from ...servers.all_servers import AllServers
-from ...servers.shared import Owner
+from ...servers.shared import AgentKey
 from ..beyond_tools.prompts import held_read_error
 from ..beyond_tools.resources import route
 from .logs import Send
@@ -79,7 +79,7 @@ class _Entry:
 
 
 SubscriptionKey = tuple[str, str]  # (alias, the server's URI)
-# Whose a subscription is: the id of its ``Owner`` (the agent's, or its listens' over
+# Whose a subscription is: the id of its ``AgentKey`` (the agent's, or its listens' over
 # HTTP: ``Agent.listen_owner``) and the listen's id (None: the agent's own resources/subscribe).
 Subscriber = tuple[int, rpc.Id | None]
 
@@ -135,7 +135,7 @@ class Subscriptions:
         self._bytes += size
         self._owned_bytes[owner] = self._owned_bytes.get(owner, 0) + size
 
-    def _room_for(self, owner: Owner, more: int, size: int) -> None:
+    def _room_for(self, owner: AgentKey, more: int, size: int) -> None:
         """Refuses ``more`` subscriptions of ``size`` bytes that would take the
         connection, or all agents together, past a bound, naming it."""
         counted, sized = "resource subscriptions", "bytes of subscribed URIs"
@@ -165,7 +165,7 @@ class Subscriptions:
 
     def subscribe(
         self,
-        owner: Owner,
+        owner: AgentKey,
         uri: str,
         send: Send,
         on: bool,
@@ -204,7 +204,7 @@ class Subscriptions:
 
     def listen(
         self,
-        owner: Owner,
+        owner: AgentKey,
         listen_id: rpc.Id,
         uris: Any,
         send: Send,
@@ -233,12 +233,12 @@ class Subscriptions:
                 honoured.append(uri)
         return honoured
 
-    def unlisten(self, owner: Owner, listen_id: rpc.Id) -> None:
+    def unlisten(self, owner: AgentKey, listen_id: rpc.Id) -> None:
         owned = self._owned.get(id(owner), set())
         for key in [key for key, held_by in owned if held_by == listen_id]:
             self._release(key, (id(owner), listen_id))
 
-    def owner_gone(self, owner: Owner) -> None:
+    def owner_gone(self, owner: AgentKey) -> None:
         for key, listen_id in list(self._owned.get(id(owner), ())):
             self._release(key, (id(owner), listen_id))
 
@@ -254,7 +254,7 @@ class Subscriptions:
                 if id(entry.sight) in ids:
                     self._look_again(key, who, entry)
 
-    def switched(self, owner: Owner, sight: Sight | None) -> None:
+    def switched(self, owner: AgentKey, sight: Sight | None) -> None:
         """``owner``'s agent sees the profile ``sight`` from now on (``mcpd/useProfile``):
         its subscriptions route through it, those that no longer reach their server let
         go of."""

@@ -17,7 +17,7 @@ from protocol.mcp import features
 from protocol.mcp.serving import RequestContext
 
 from ...registry.uris.scheme import Sight
-from ...servers.shared import Owner
+from ...servers.shared import AgentKey
 from ..agent import Agent
 from ..calls.callpolicy import CallPolicy
 from ..calls.callrecords import CallRecords
@@ -40,7 +40,7 @@ class TaskMethods:
         agent: Agent,
         req: rpc.Request,
         ctx: RequestContext | None,
-        owner: Owner,
+        owner: AgentKey,
         sight: Sight | None,
     ) -> Any:
         """``req`` of ``agent`` (``owner`` of its tasks), whose profile is ``sight`` now

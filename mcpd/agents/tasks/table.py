@@ -50,7 +50,7 @@ from protocol.mcp.serving import RequestContext
 
 from ...registry.uris.scheme import Sight
 from ...servers.all_servers import AllServers
-from ...servers.shared import MAX_TASK_ID, CallRefused, Outage, Owner, SessionMark, Whose
+from ...servers.shared import MAX_TASK_ID, AgentKey, CallRefused, Outage, SessionMark, Whose
 from ..agent import Sent
 from ..calls.results import Recipient, result_for
 from ..calls.rewrite import tool_result
@@ -142,7 +142,7 @@ class Tasks:
     def record(
         self,
         alias: str,
-        owner: Owner,
+        owner: AgentKey,
         result: Raw | dict[str, Any],
         session: SessionMark | None = None,
         sent: Sent | None = None,
@@ -205,7 +205,7 @@ class Tasks:
         if not held:
             del self._tasks[most]
 
-    def owner_gone(self, owner: Owner) -> None:
+    def owner_gone(self, owner: AgentKey) -> None:
         """The agent's connection or session ended: no one can name its tasks again."""
         held = self._tasks.pop(owner, None)
         if held is not None:
@@ -214,12 +214,12 @@ class Tasks:
             for task in held.values():
                 _let_go(task)
 
-    def owned(self, task_id: str, owner: Owner) -> str | None:
+    def owned(self, task_id: str, owner: AgentKey) -> str | None:
         """The server of ``owner``'s task ``task_id`` (the agent's id), or None."""
         task = self.find(task_id, owner)
         return task.alias if task is not None else None
 
-    def find(self, task_id: str, owner: Owner) -> Task | None:
+    def find(self, task_id: str, owner: AgentKey) -> Task | None:
         """``owner``'s task ``task_id`` (the agent's id), or None."""
         mine = self._tasks.get(owner)
         key = _key(task_id)
@@ -263,19 +263,19 @@ class Tasks:
         elif task.session is not None:
             task.session.holds.runs(task.server_id)
 
-    def sent_under(self, task_id: str, owner: Owner) -> Sent | None:
+    def sent_under(self, task_id: str, owner: AgentKey) -> Sent | None:
         """What ``owner``'s task ``task_id`` went to its server under (None: an unknown
         task, one ended already, or one no rule was asked about)."""
         task = self.find(task_id, owner)
         return None if task is None or task.ended is not None else task.sent
 
-    def went_on(self, task_id: str, owner: Owner, sent: Sent) -> None:
+    def went_on(self, task_id: str, owner: AgentKey, sent: Sent) -> None:
         """``owner``'s task ``task_id`` goes on at its server under ``sent`` now."""
         task = self.find(task_id, owner)
         if task is not None:
             task.sent = sent
 
-    def end(self, task_id: str, owner: Owner, refusal: mcp.CallToolResult) -> dict[str, Any]:
+    def end(self, task_id: str, owner: AgentKey, refusal: mcp.CallToolResult) -> dict[str, Any]:
         """``owner``'s task ``task_id`` ended for its agent with mcpd's ``refusal`` of
         what would have made its server go on: the task as the agent reads it now."""
         task = self.find(task_id, owner)
@@ -285,7 +285,7 @@ class Tasks:
         return ended_task(task_id, refusal)
 
     def reach(
-        self, task_id: str, owner: Owner, sight: Sight | None, method: str
+        self, task_id: str, owner: AgentKey, sight: Sight | None, method: str
     ) -> Task | dict[str, Any]:
         """``owner``'s task ``task_id`` when ``method`` for it may go to its server,
         ``owner`` of the profile ``sight`` now; else the task as its agent reads it,
@@ -305,7 +305,7 @@ class Tasks:
         method: str,
         params: features.TaskParams,
         ctx: RequestContext | None,
-        owner: Owner,
+        owner: AgentKey,
         sight: Sight | None = None,
         *,
         own_user: bool = False,
@@ -353,7 +353,7 @@ class Tasks:
         state: TaskState,
         task: Task,
         task_id: str,
-        owner: Owner,
+        owner: AgentKey,
         capabilities: dict[str, Any] | None,
         sight: Sight | None,
     ) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from protocol.shown.logfields import log_extra
 from protocol.shown.visible import cut
 
 from ...registry.uris.scheme import Sight
-from ...servers.shared import Outage, Owner, SessionMark
+from ...servers.shared import AgentKey, Outage, SessionMark
 
 # A status message says in a line or two how the task is going: more is the server
 # filling the agent's context, which the result budget is there to bound.
@@ -82,7 +82,7 @@ class ResultFor(msgspec.Struct, frozen=True):
     takes tasks, whose capabilities are those of its request (or its listen)."""
 
     alias: str
-    owner: Owner
+    owner: AgentKey
     sight: Sight | None
     capabilities: dict[str, Any] | None
     session: SessionMark | None

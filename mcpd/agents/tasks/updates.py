@@ -25,7 +25,7 @@ from protocol.jsonrpc import messages as rpc
 from protocol.mcp import features
 from protocol.mcp.serving import RequestContext
 
-from ...servers.shared import Call, Outcome, Owner
+from ...servers.shared import AgentKey, Call, Outcome
 from ..agent import NO_ONE, Agent, AgentCall, OutcomeSink, Sent
 from ..calls.callpolicy import CallPolicy
 from ..calls.callrecords import CallRecords, outcome_of
@@ -55,7 +55,7 @@ class TaskUpdates:
         request: rpc.Request,
         params: features.TaskParams,
         ctx: RequestContext,
-        owner: Owner,
+        owner: AgentKey,
     ) -> dict[str, Any] | None:
         """None when ``params`` (of ``owner``'s ``tasks/update``) may go to the task's
         server; else the task as its agent reads it, ended with mcpd's refusal."""

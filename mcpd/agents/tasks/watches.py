@@ -24,7 +24,7 @@ from protocol.mcp import core as mcp
 
 from ...registry.uris.scheme import Sight
 from ...servers.all_servers import AllServers
-from ...servers.shared import Owner, SessionMark
+from ...servers.shared import AgentKey, SessionMark
 from .table import Task, Tasks, agent_task_id, ended_task
 from .told import news_dropped, task_state
 
@@ -41,7 +41,7 @@ class _Watch:
 
     def __init__(
         self,
-        owner: Owner,
+        owner: AgentKey,
         tasks: dict[str, Task],
         send: Callable[[bytes], None],
         capabilities: dict[str, Any] | None,
@@ -64,7 +64,7 @@ class TaskWatches:
 
     def watch(
         self,
-        owner: Owner,
+        owner: AgentKey,
         where: Where,
         wanted: Any,
         send: Callable[[bytes], None],

@@ -57,7 +57,7 @@ from transports.errors import SERVER_REPLIES
 from ...policy.redaction.guard import SecretGuard
 from ...policy.redaction.masking import KnownSecrets
 from ...registry.text.relayed import marked_params
-from ..calling.owners import Owner
+from ..calling.agent_key import AgentKey
 from ..results.rpc_results import UnfitRequest, cleaned_request, refused_ask
 from ..results.taking_apart import ReplyWork, TooComplex
 from .ended_asks import End, EndedAsks
@@ -84,7 +84,7 @@ class Asker(Protocol):
     """The agent behind one request, as far as its server's requests go."""
 
     @property
-    def owner(self) -> Owner:
+    def owner(self) -> AgentKey:
         """The agent (the same object for every request of one agent)."""
         ...
 

@@ -24,7 +24,7 @@ from typing import Final
 
 import trio
 
-from ..calling.owners import Owner
+from ..calling.agent_key import AgentKey
 
 # How long an ended request is taken to be one a server's request may be about. Long
 # enough for a step of honest work; a server that asks much later about a request it
@@ -67,7 +67,7 @@ class EndedAsks:
         self._read_to = 0
         self._in_order = True
 
-    def add(self, key: object, owner: Owner, rid: object = None, mark: int = 0) -> None:
+    def add(self, key: object, owner: AgentKey, rid: object = None, mark: int = 0) -> None:
         """``owner``'s request ``key`` (``rid`` at the server, when known) ended without
         the server's answer, its end the ``mark``-th step of the server's requests."""
         ended = self._ended

@@ -35,7 +35,7 @@ from ..life.task_holds import TaskHolds
 from ..results.taking_apart import ReplyWork
 from ..status.outage import Outage
 from ..status.stats import LatencyStats
-from .owners import NOBODY, Owner
+from .agent_key import NOBODY, AgentKey
 
 # The code of mcpd's refusal of a request past a bound on the bytes waiting: that of
 # an outage's, though it is none (the item asked for exists, and the server keeps
@@ -184,7 +184,7 @@ class Call(msgspec.Struct, eq=False):
     request_state: Raw | UnsetType = UNSET
     progress: ProgressSink | None = None  # where the server's progress reports go
     asker: Asker | None = None  # the agent, for what a legacy server asks back
-    owner: Owner = NOBODY  # whose call it is (a task it creates is theirs alone)
+    owner: AgentKey = NOBODY  # whose call it is (a task it creates is theirs alone)
     # Whether its request and reply may be written around the bytes they carry
     # (``protocol.jsonrpc.splice``) rather than encoded: the daemon's switch.
     splice: bool = True

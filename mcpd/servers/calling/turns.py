@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Iterator
 
+from .agent_key import NOBODY, AgentKey
 from .calls import Call
-from .owners import NOBODY, Owner
 from .queue_bytes import QueueBytes
 
 
@@ -31,11 +31,11 @@ class TurnQueue:
         # In arrival order; read it, change it through the methods. The scheduler asks
         # it whether any call waits, on every call: a method of its own cost a frame.
         self.calls: deque[Call] = deque()
-        self._sole: Owner = NOBODY  # the one owner of every call, while _held is None
+        self._sole: AgentKey = NOBODY  # the one owner of every call, while _held is None
         # Calls waiting per owner, and the owners in the order of their turns: kept
         # only while two or more owners have calls waiting.
-        self._held: dict[Owner, int] | None = None
-        self._turns: deque[Owner] = deque()
+        self._held: dict[AgentKey, int] | None = None
+        self._turns: deque[AgentKey] = deque()
 
     def __len__(self) -> int:
         return len(self.calls)
@@ -67,7 +67,7 @@ class TurnQueue:
         calls.append(call)
         self._bytes.take(call)
 
-    def _share(self, newcomer: Owner) -> None:
+    def _share(self, newcomer: AgentKey) -> None:
         sole = self._sole
         self._held = {sole: len(self.calls), newcomer: 1}
         # The owner that was alone has had the slots until now: the newcomer goes first.
@@ -102,10 +102,10 @@ class TurnQueue:
         self.calls.remove(call)
         self._gone(call)
 
-    def newest_of(self, owner: Owner) -> Call:
+    def newest_of(self, owner: AgentKey) -> Call:
         return next(c for c in reversed(self.calls) if c.owner is owner)
 
-    def pushed_out(self, owner: Owner) -> Call | None:
+    def pushed_out(self, owner: AgentKey) -> Call | None:
         """The call that makes room for one of ``owner``'s in a full queue: the newest
         of the owner that holds more of it than ``owner`` would with its call (the
         most, the first to have queued among equals); None when none holds more. One
@@ -118,7 +118,7 @@ class TurnQueue:
             return None
         return self.newest_of(top)
 
-    def held(self) -> dict[Owner, int]:
+    def held(self) -> dict[AgentKey, int]:
         """How many calls each owner has waiting."""
         if self._held is None:
             return {self._sole: len(self.calls)} if self.calls else {}
@@ -139,7 +139,7 @@ class TurnQueue:
             self._turns.remove(owner)
             self._settle(held)
 
-    def _settle(self, held: dict[Owner, int]) -> None:
+    def _settle(self, held: dict[AgentKey, int]) -> None:
         # One owner left with calls waiting (or none): a plain deque again.
         if len(held) <= 1:
             self._sole = next(iter(held), NOBODY)

@@ -20,7 +20,7 @@ from mcpd.agents.connection.failures import Failures
 from mcpd.agents.entry.unfinished import UnfinishedLines
 from mcpd.config.tables.model import DaemonConfig
 from mcpd.daemon import _LINES
-from mcpd.servers.shared import Owner
+from mcpd.servers.shared import AgentKey
 from protocol.jsonrpc import messages as rpc
 from tests.support.clients.agent import META
 from tests.support.clients.line_end import LineEnd
@@ -82,7 +82,7 @@ class Handler(RequestHandler):
     def agent_joined(self, conn: Audience) -> None:
         pass
 
-    def agent_gone(self, owner: Owner) -> None:
+    def agent_gone(self, owner: AgentKey) -> None:
         pass
 
 

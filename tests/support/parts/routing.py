@@ -32,7 +32,7 @@ from mcpd.policy.waiting.approvals import Approvals
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.calling.calls import Call, Outcome
-from mcpd.servers.shared import Owner
+from mcpd.servers.shared import AgentKey
 from mcpd.servers.supervisor import Supervisor
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
@@ -164,7 +164,7 @@ class StandInAgent(Agent):
             self.session.legacy_version = "2025-11-25"
         self.contexts = {}
         self.profile = profile
-        self.owner = self.listen_owner = Owner()
+        self.owner = self.listen_owner = AgentKey()
         self.asks = AgentRequests()
         self.refusing_asker = DirectAsker(self.owner, None, self.asks, self.offer)
         self.progress = lambda params: None

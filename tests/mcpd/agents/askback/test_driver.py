@@ -21,7 +21,7 @@ from mcpd.agents.askback.askers import TOKEN_PREFIX, DirectAsker, ParkedAsker
 from mcpd.agents.askback.driver import AgentSide, AskBackDriver, Asked, may_be_asked
 from mcpd.agents.askback.rounds import RoundTrip
 from mcpd.servers.asking.askback import NO_ANSWER
-from mcpd.servers.shared import Owner
+from mcpd.servers.shared import AgentKey
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 
@@ -29,7 +29,7 @@ ASKS = {"elicitation": {}}
 FORM = {"mode": "form", "message": "which branch?", "requestedSchema": {"type": "object"}}
 
 
-def side(owner: Owner, modern: bool = True, caps: dict[str, Any] | None = None) -> AgentSide:
+def side(owner: AgentKey, modern: bool = True, caps: dict[str, Any] | None = None) -> AgentSide:
     sent: list[bytes] = []
     return AgentSide(owner, modern, ASKS if caps is None else caps, None, sent.append)
 
@@ -120,13 +120,13 @@ def test_an_agent_may_be_asked_only_what_it_declared_as_an_object(
     caps: dict[str, Any] | None, asks: bool
 ) -> None:
     assert may_be_asked(caps) is asks
-    assert side(Owner(), caps=caps or {}).asks is asks
+    assert side(AgentKey(), caps=caps or {}).asks is asks
 
 
 def test_a_modern_agents_capabilities_pass_on_as_they_came() -> None:
     caps = {"elicitation": {"url": {}}, "extensions": {"x": {}}}
-    assert side(Owner(), True, caps).upstream_capabilities() == caps
-    assert side(Owner(), True, {}).upstream_capabilities() is None
+    assert side(AgentKey(), True, caps).upstream_capabilities() == caps
+    assert side(AgentKey(), True, {}).upstream_capabilities() is None
 
 
 def test_a_legacy_agents_capabilities_are_told_in_the_2026_shape() -> None:
@@ -136,17 +136,17 @@ def test_a_legacy_agents_capabilities_are_told_in_the_2026_shape() -> None:
         "roots": {"listChanged": True},
         "experimental": {"x": {}},
     }
-    told = side(Owner(), False, caps).upstream_capabilities()
+    told = side(AgentKey(), False, caps).upstream_capabilities()
     assert told == {"elicitation": {"form": {}}, "sampling": {}, "roots": {}}
     malformed = {"elicitation": True, "sampling": "yes", "roots": []}
-    assert side(Owner(), False, malformed).upstream_capabilities() is None
+    assert side(AgentKey(), False, malformed).upstream_capabilities() is None
 
 
 # -- a modern agent asked through input_required --
 
 
 async def test_a_servers_question_ends_the_request_and_the_retry_brings_the_answer() -> None:
-    agent = side(Owner())
+    agent = side(AgentKey())
     server = AskingServer()
     async with running() as driver:
         first = await serve(driver, agent, server, rid="a")
@@ -170,7 +170,7 @@ async def test_a_servers_question_ends_the_request_and_the_retry_brings_the_answ
 
 @pytest.mark.parametrize("responses", [UNSET, raw({}), raw({"other": {}}), Raw(b"{not json")])
 async def test_a_retry_without_the_answer_is_asked_again(responses: Any) -> None:
-    agent = side(Owner())
+    agent = side(AgentKey())
     async with running() as driver:
         first = (await serve(driver, agent, AskingServer(), rid=1))["result"]
         again = await serve(driver, agent, AskingServer(), 2, raw(first["requestState"]), responses)
@@ -180,14 +180,14 @@ async def test_a_retry_without_the_answer_is_asked_again(responses: Any) -> None
 
 
 async def test_another_agents_retry_is_refused_and_the_question_still_waits() -> None:
-    owner = Owner()
+    owner = AgentKey()
     server = AskingServer()
     async with running() as driver:
         first = (await serve(driver, side(owner), server))["result"]
         token, [key] = raw(first["requestState"]), list(first["inputRequests"])
         stolen = raw({key: {"action": "decline"}})
         with pytest.raises(rpc.RPCError, match="another agent"):
-            await serve(driver, side(Owner()), server, 2, token, stolen)
+            await serve(driver, side(AgentKey()), server, 2, token, stolen)
         with pytest.raises(rpc.RPCError, match="continues a tools/call of 'mcp__s__tool'"):
             await serve(driver, side(owner), server, 3, token, stolen, name="mcp__s__other")
         other = Raw(b'{"v": 2}')
@@ -203,7 +203,7 @@ async def test_an_mcpd_request_state_that_names_no_question_is_said_to_have_expi
 ) -> None:
     async with running() as driver:
         with pytest.raises(rpc.RPCError) as refused:
-            await serve(driver, side(Owner()), AskingServer(), state=raw(state))
+            await serve(driver, side(AgentKey()), AskingServer(), state=raw(state))
     assert refused.value.code == rpc.INVALID_PARAMS and "expired" in refused.value.message
 
 
@@ -216,7 +216,7 @@ async def test_a_request_state_of_the_servers_own_goes_on_to_the_server(state: R
         return {"ok": True}
 
     async with running() as driver:
-        reply = await serve(driver, side(Owner()), server, state=state)
+        reply = await serve(driver, side(AgentKey()), server, state=state)
     assert reply["result"] == {"ok": True} and seen == [{}]
 
 
@@ -229,12 +229,12 @@ async def test_a_server_side_fault_costs_that_request_only(
         raise KeyError("secret-of-the-server")
 
     async with running() as driver:
-        reply = await serve(driver, side(Owner()), broken, rid=9)
+        reply = await serve(driver, side(AgentKey()), broken, rid=9)
         assert reply["id"] == 9 and reply["error"]["code"] == rpc.INTERNAL_ERROR
         assert "KeyError" in reply["error"]["message"]
         assert "secret-of-the-server" not in reply["error"]["message"]
         # The driver serves on.
-        later = await serve(driver, side(Owner()), AskingServer(), rid=10)
+        later = await serve(driver, side(AgentKey()), AskingServer(), rid=10)
         assert later["result"]["resultType"] == mcp.INPUT_REQUIRED
 
 
@@ -257,14 +257,14 @@ async def test_an_agent_that_stops_waiting_stops_its_servers_request() -> None:
 
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(give_up)
-                await serve(driver, side(Owner()), slow)
+                await serve(driver, side(AgentKey()), slow)
         # The server's request ran in the driver's own task; it is stopped too.
         with trio.fail_after(5):
             await stopped.wait()
 
 
 async def test_an_agent_that_leaves_has_its_questions_fail_at_once() -> None:
-    owner = Owner()
+    owner = AgentKey()
     outcomes: list[Any] = []
 
     async def server(params: Any, asker: Any) -> Any:
@@ -298,7 +298,7 @@ async def test_a_question_the_agent_did_not_declare_is_refused_to_the_server() -
         return {}
 
     async with running() as driver:
-        reply = await serve(driver, side(Owner()), sampling)
+        reply = await serve(driver, side(AgentKey()), sampling)
     assert "did not declare the sampling capability" in reply["result"]["refused"]
     assert server.askers == []
 
@@ -309,7 +309,7 @@ async def test_a_question_the_agent_did_not_declare_is_refused_to_the_server() -
 async def test_a_modern_agent_that_declared_nothing_is_refused_to_its_server_directly() -> None:
     server = AskingServer()
     async with running() as driver:
-        reply = await serve(driver, side(Owner(), caps={}), server)
+        reply = await serve(driver, side(AgentKey(), caps={}), server)
     assert reply["error"]["code"] == rpc.METHOD_NOT_FOUND
     assert "did not declare the elicitation" in reply["error"]["message"]
     [asker] = server.askers
@@ -323,7 +323,7 @@ async def test_a_legacy_agent_is_asked_with_a_request_of_mcpds_own() -> None:
         sent.append(line)
         return True
 
-    agent = AgentSide(Owner(), False, ASKS, None, send)
+    agent = AgentSide(AgentKey(), False, ASKS, None, send)
     server = AskingServer()
     async with running() as driver, trio.open_nursery() as nursery:
 

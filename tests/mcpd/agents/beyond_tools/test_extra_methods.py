@@ -35,7 +35,7 @@ from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.asking.progress import ProgressSink
 from mcpd.servers.calling.calls import Call, Outcome
-from mcpd.servers.shared import Owner
+from mcpd.servers.shared import AgentKey
 from mcpd.servers.supervisor import Supervisor
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
@@ -61,7 +61,7 @@ class FakeAgent(Agent):
         if legacy:
             self.session.legacy_version = "2025-11-25"
         self.contexts = {}
-        self.owner = self.listen_owner = Owner()
+        self.owner = self.listen_owner = AgentKey()
         self.asks = AgentRequests()
         self.sent: list[bytes] = []
         self.refusing_asker = DirectAsker(self.owner, None, self.asks, self.offer)

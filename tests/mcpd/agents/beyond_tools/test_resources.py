@@ -27,7 +27,7 @@ from mcpd.registry.tables.catalog import Catalog
 from mcpd.registry.uris.claims import ROUTE_STEPS, Budget
 from mcpd.registry.uris.scheme import Routed, Sight, wrap
 from mcpd.servers.all_servers import AllServers
-from mcpd.servers.shared import Owner
+from mcpd.servers.shared import AgentKey
 from mcpd.servers.status.outage import Outage
 from mcpd.servers.supervisor import Supervisor
 from protocol.jsonrpc import messages as rpc
@@ -403,7 +403,7 @@ async def test_an_agent_leaving_lets_go_of_its_subscription_and_listen_not_anoth
     # Every server shown: no profile is read.
     gone, stays, exchange = (StandInAgent(None) for _ in range(3))  # type: ignore[arg-type]
     # Over HTTP, a listen is its exchange's own; its session's subscription is not.
-    exchange.listen_owner = Owner()
+    exchange.listen_owner = AgentKey()
     for agent in (gone, stays, exchange):
         await subscribe(agent, request, LEGACY)
         extras.open_listen(agent, "L", {"resourceSubscriptions": ["a://only"]}, MODERN)

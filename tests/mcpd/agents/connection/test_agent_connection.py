@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from mcpd.servers.asking.askback import NO_ANSWER
-from mcpd.servers.shared import Owner
+from mcpd.servers.shared import AgentKey
 from protocol.jsonrpc import messages as rpc
 from tests.support.clients.agent import META
 from tests.support.clients.bare_connection import RESULT, call, cancel, connected, error_of, request
@@ -42,7 +42,7 @@ async def test_what_an_agent_leaves_is_kept_under_an_object_of_its_own_not_the_c
     # Handing the connection where its owner is meant cannot type-check, nor match.
     async with connected() as link:
         conn = link.conn
-        assert isinstance(conn.owner, Owner) and not isinstance(conn, Owner)
+        assert isinstance(conn.owner, AgentKey) and not isinstance(conn, AgentKey)
         assert conn.listen_owner is conn.owner and conn.refusing_asker.owner is conn.owner
 
 

@@ -34,7 +34,7 @@ from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
-from mcpd.servers.shared import Owner
+from mcpd.servers.shared import AgentKey
 from mcpd.servers.supervisor import Supervisor
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
@@ -71,7 +71,7 @@ class Recording(RequestHandler):
     def agent_joined(self, conn: Audience) -> None:
         self.joined.append(conn)
 
-    def agent_gone(self, owner: Owner) -> None:
+    def agent_gone(self, owner: AgentKey) -> None:
         self.gone.append(owner)
 
 

@@ -24,7 +24,7 @@ from mcpd.agents.entry.unfinished import UnfinishedLines
 from mcpd.agents.news.listen import Listens
 from mcpd.config.tables.model import DaemonConfig
 from mcpd.daemon import _LINES
-from mcpd.servers.shared import Owner
+from mcpd.servers.shared import AgentKey
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 from protocol.mcp.serving import RequestContext
@@ -50,7 +50,7 @@ class Handler(RequestHandler):
     def agent_joined(self, conn: Audience) -> None:
         pass
 
-    def agent_gone(self, owner: Owner) -> None:
+    def agent_gone(self, owner: AgentKey) -> None:
         pass
 
 

@@ -29,7 +29,7 @@ from mcpd.agents.http.tcp import Connect
 from mcpd.agents.own_methods.auth_methods import HANDLERS
 from mcpd.agents.page.passes import CODE_TTL, Passes
 from mcpd.policy.deciders.kin import AgentKin, Process
-from mcpd.servers.shared import LoggedOut, LoginBegun, LoginDone, Owner
+from mcpd.servers.shared import AgentKey, LoggedOut, LoginBegun, LoginDone
 from protocol.jsonrpc import messages as rpc
 from tests.support.parts.routing import World
 
@@ -139,7 +139,7 @@ class Handler(RequestHandler):
     def agent_joined(self, conn: Audience) -> None:
         pass
 
-    def agent_gone(self, owner: Owner) -> None:
+    def agent_gone(self, owner: AgentKey) -> None:
         pass
 
 
@@ -152,7 +152,7 @@ def caller(peer: Peer | None) -> Agent:
         new_session(),
         RequestSender(peer),
         world.profile,
-        Owner(),
+        AgentKey(),
         AgentIdentity(peer),
     )
 

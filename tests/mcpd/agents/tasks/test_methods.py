@@ -19,14 +19,14 @@ from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
-from mcpd.servers.shared import Owner
+from mcpd.servers.shared import AgentKey
 from mcpd.servers.supervisor import Supervisor
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import features
 from protocol.mcp.serving import RequestContext
 
 TASKS = {"extensions": {features.TASKS_EXTENSION: {}}}
-OWNER = Owner()
+OWNER = AgentKey()
 
 
 def methods() -> TaskMethods:

@@ -18,7 +18,7 @@ from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import NamingConfig
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
-from mcpd.servers.shared import Owner
+from mcpd.servers.shared import AgentKey
 from mcpd.servers.supervisor import Supervisor
 from tests.support.clients.agent import META, Agent, connect, make_config, running
 
@@ -167,7 +167,7 @@ def test_an_agent_making_tasks_without_end_forgets_its_own_not_anothers(
         AllServers(Supervisor(config, catalog), catalog),
         lambda: 8000,
     )
-    victim, flood = Owner(), Owner()
+    victim, flood = AgentKey(), AgentKey()
 
     def handle(n: int) -> bytes:
         return b'{"resultType":"task","taskId":"t-%d"}' % n
@@ -195,7 +195,7 @@ def test_a_task_handle_without_a_string_id_fails_the_call_and_is_not_kept(task_i
     if task_id != "absent":
         handle["taskId"] = task_id
     for given in (handle, Raw(json.dumps(handle).encode())):
-        failed = table.record("ta", Owner(), given)
+        failed = table.record("ta", AgentKey(), given)
         assert isinstance(failed, Outage) and failed.state == "malformed"
         assert "no taskId that is a string" in failed.reason
     assert len(table) == 0
@@ -249,7 +249,7 @@ def test_tasks_no_connection_ends_for_are_bounded_in_bytes(
         AllServers(Supervisor(config, catalog), catalog),
         lambda: 8000,
     )
-    stateless = Owner()  # a stateless HTTP client: no connection ends for it
+    stateless = AgentKey()  # a stateless HTTP client: no connection ends for it
 
     def handle(n: int) -> bytes:
         return b'{"resultType":"task","taskId":"%d-%s"}' % (n, b"x" * 398)
@@ -379,7 +379,7 @@ async def test_a_task_at_a_down_server_is_told_its_outage_as_its_agent_may_read_
     from protocol.mcp.features import TaskParams
 
     table = tasks_module.Tasks(DownServer(), lambda: 8000)  # type: ignore[arg-type]
-    agent = Owner()
+    agent = AgentKey()
     table.record("ta", agent, {"resultType": "task", "taskId": "t-1", "status": "working"})
     with pytest.raises(messages.RPCError) as refused:
         await table.handle("tasks/get", TaskParams("ta:t-1"), None, agent, own_user=own_user)

@@ -20,7 +20,7 @@ from mcpd.registry.uris.scheme import Sight
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.calling.calls import SessionMark
 from mcpd.servers.life.server_parts import ServerParts
-from mcpd.servers.shared import Owner
+from mcpd.servers.shared import AgentKey
 from mcpd.servers.supervisor import Supervisor
 from tests.support.uris.resource_lists import Shows
 
@@ -36,7 +36,7 @@ class Session:
 class Listen:
     """One agent's listen: what was sent on it."""
 
-    owner: Owner = field(default_factory=Owner)
+    owner: AgentKey = field(default_factory=AgentKey)
     sent: list[dict[str, Any]] = field(default_factory=list)
 
     def send(self, line: bytes) -> None:

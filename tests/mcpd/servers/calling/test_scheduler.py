@@ -28,7 +28,7 @@ from mcpd.servers.circuit.breaker import Breaker
 from mcpd.servers.life.lazy_state import Demand
 from mcpd.servers.oauth import LoginRequired
 from mcpd.servers.results.taking_apart import AT_ONCE_PARTS, MOST_PARTS, ReplyWork
-from mcpd.servers.shared import Owner
+from mcpd.servers.shared import AgentKey
 from mcpd.servers.status.outage import Outage
 from mcpd.servers.status.state import breaker_config
 from mcpd.servers.status.stats import LatencyStats
@@ -260,9 +260,9 @@ async def test_one_agent_filling_the_queue_is_refused_its_own_calls_not_anothers
     queued call make room for another agent's, so the others are not all turned away
     while it keeps calling."""
     b = make(limit=1, queue_size=4)
-    flood, other = Owner(), Owner()
+    flood, other = AgentKey(), AgentKey()
 
-    def call_of(owner: Owner, name: str) -> Outcomes:
+    def call_of(owner: AgentKey, name: str) -> Outcomes:
         call, outcomes = a_call(name)
         call.owner = owner
         b.scheduler.start(call)
@@ -289,9 +289,9 @@ async def test_a_freed_slot_goes_to_the_agent_whose_turn_it_is_not_the_first_que
     """One agent that queued many long calls does not hold another's call behind all
     of them: each agent with calls waiting takes a turn at the slots as they free."""
     b = make(limit=2)
-    busy, other = Owner(), Owner()
+    busy, other = AgentKey(), AgentKey()
 
-    def call_of(owner: Owner, name: str) -> Call:
+    def call_of(owner: AgentKey, name: str) -> Call:
         call, _ = a_call(name)
         call.owner = owner
         b.scheduler.start(call)
