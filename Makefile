@@ -23,12 +23,12 @@ $(VENV)/.installed: $(VENV)/.runtime pyproject.toml
 
 # Real third-party MCP servers and the official conformance suite for interop tests,
 # a venv with the v1 Python SDK line (mcp-proxy pins it) kept apart from .venv, and
-# real hosts whose config files `mcpd connect` writes (tests/hosts).
-HOSTS  := tests/hosts
-peers: $(PEERS)/node_modules/.installed .venv-peers-v1/.installed $(HOSTS)/node_modules/.installed
+# real hosts whose config files `mcpd connect` writes (tests/host_programs).
+HOST_PROGRAMS  := tests/host_programs
+peers: $(PEERS)/node_modules/.installed .venv-peers-v1/.installed $(HOST_PROGRAMS)/node_modules/.installed
 
-$(HOSTS)/node_modules/.installed: $(HOSTS)/package.json $(HOSTS)/package-lock.json
-	cd $(HOSTS) && npm ci --no-audit --no-fund --loglevel=error
+$(HOST_PROGRAMS)/node_modules/.installed: $(HOST_PROGRAMS)/package.json $(HOST_PROGRAMS)/package-lock.json
+	cd $(HOST_PROGRAMS) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 $(PEERS)/node_modules/.installed: $(PEERS)/package.json $(PEERS)/package-lock.json
@@ -73,4 +73,4 @@ $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 	touch $@
 
 clean:
-	rm -rf $(VENV) .venv-peers-v1 $(PEERS)/node_modules $(HOSTS)/node_modules
+	rm -rf $(VENV) .venv-peers-v1 $(PEERS)/node_modules $(HOST_PROGRAMS)/node_modules

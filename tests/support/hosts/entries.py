@@ -86,7 +86,7 @@ def parsed(key: str, text: str) -> dict[str, Any]:
     return out
 
 
-GEMINI = ROOT / "tests" / "hosts" / "node_modules" / ".bin" / "gemini"
+GEMINI = ROOT / "tests" / "host_programs" / "node_modules" / ".bin" / "gemini"
 
 
 def gemini_env(home: Path) -> dict[str, str]:

@@ -417,7 +417,7 @@ def test_host_prefixes_and_the_room_left_for_names(
 @pytest.mark.interop
 async def test_gemini_cli_reads_the_entries_mcpd_writes(tmp_path: Path) -> None:
     if not GEMINI.exists():
-        pytest.skip("the Gemini CLI is not installed; run `npm ci` in tests/hosts")
+        pytest.skip("the Gemini CLI is not installed; run `npm ci` in tests/host_programs")
     home = tmp_path / "home"
     project = tmp_path / "project"
     project.mkdir()
@@ -438,7 +438,7 @@ async def test_gemini_cli_reads_the_entries_mcpd_writes(tmp_path: Path) -> None:
 @pytest.mark.interop
 async def test_gemini_cli_connects_through_the_bridge_entry(tmp_path: Path) -> None:
     if not GEMINI.exists():
-        pytest.skip("the Gemini CLI is not installed; run `npm ci` in tests/hosts")
+        pytest.skip("the Gemini CLI is not installed; run `npm ci` in tests/host_programs")
     from tests.support.clients.agent import make_config, running
 
     home = tmp_path / "home"
