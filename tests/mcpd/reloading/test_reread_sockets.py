@@ -216,7 +216,7 @@ async def test_a_sighup_reload_that_fails_binding_a_profile_socket_leaves_the_da
     write_config(config_path, tmp_path)
     work = tmp_path / "work.sock"
 
-    def failing(path: str, mode: int) -> None:
+    def failing(path: str, mode: int, group: int | None = None) -> None:
         raise fault
 
     watch = Said(said)
