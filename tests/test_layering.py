@@ -187,7 +187,7 @@ def test_pure_parts_do_no_io(who: str) -> None:
 # Not MCP, so not in protocol/; held to no I/O here instead, the filesystem included.
 SANDBOX_PLAN = tuple(
     f"transports.stdio.sandbox.{m}"
-    for m in ("plan", "mounts", "strict_view", "fixed_dirs", "limits", "machine")
+    for m in ("plan", "mounts", "strict_view", "fixed_dirs", "limits", "machine", "built_view")
 )
 PLAN_MAY_IMPORT = (*SANDBOX_PLAN, "transports.path_identity", "protocol")
 

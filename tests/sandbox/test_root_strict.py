@@ -65,3 +65,38 @@ async def test_a_strict_server_under_root_reads_no_root_only_file_in_etc(
                 assert not got.startswith("ok:"), (path, got)
             got = text(await agent.call("mcp__strict__read_file", {"path": "/etc/passwd"}))
             assert got.startswith("ok: root:"), got
+
+
+def _replace(path: Path, content: str) -> None:
+    """``path`` written afresh and renamed over itself, root's alone, as ``passwd``
+    writes ``/etc/shadow``."""
+    fresh = path.with_name(f".{path.name}.new")
+    fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, content.encode())
+    os.close(fd)
+    os.rename(fresh, path)
+
+
+async def test_a_root_only_file_in_etc_replaced_after_the_start_stays_unreadable(
+    tmp_path: Path, root_only: Path
+) -> None:
+    inner = root_only.with_name(f"mcpd-test-{os.getpid()}.open")
+    inner.mkdir(0o755)
+    secret = inner / "secret"
+    secret.write_text(KEY)
+    secret.chmod(0o600)
+    runtime = sorted({sys.prefix, sys.base_prefix, str(Path(HOSTILE).parent)})
+    try:
+        with serving(tmp_path, {"strict": hostile(sandbox="strict", read=runtime)}) as d:
+            async with agent_of(d) as agent:
+                await wait_ready(agent, "strict")
+                _replace(root_only, "NEW-" + KEY)
+                _replace(secret, "NEW-" + KEY)
+                for path in (root_only, secret):
+                    got = text(await agent.call("mcp__strict__read_file", {"path": str(path)}))
+                    assert KEY not in got, (path, got)
+                got = text(await agent.call("mcp__strict__read_file", {"path": "/etc/passwd"}))
+                assert got.startswith("ok: root:"), got
+    finally:
+        secret.unlink()
+        inner.rmdir()

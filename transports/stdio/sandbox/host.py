@@ -43,7 +43,7 @@ from .plan import (
     strict_roots,
     within,
 )
-from .root_view import SEARCHED, UNSHOWN, owner_only
+from .root_view import BUILT, UNSHOWN, others_view
 from .strict_view import unseen
 
 _PROBE_TIMEOUT: Final = 10.0
@@ -167,7 +167,7 @@ def resolve(sandbox: Sandbox, command: str, cwd: str = "") -> Resolved:
     runs or works in, ``anchors``), grants (which must exist), the directories above
     what is hidden (``pins``), and its home, created (0700) when missing, as are the
     hidden directories it says to make (``made``), and, for a strict one under a root
-    mcpd, what only root may read in ``/etc`` (``root_view``). ``cwd``: its working
+    mcpd, ``/etc`` as others may read it (``root_view``). ``cwd``: its working
     directory, when not its home. Raises SandboxError."""
     where = sandbox.where
     mounts: list[Mount] = []
@@ -186,8 +186,6 @@ def resolve(sandbox: Sandbox, command: str, cwd: str = "") -> Resolved:
                 mounts.append(Mount(real, "hide_dir"))
             elif os.path.lexists(real):
                 mounts.append(Mount(real, "hide_file"))
-    if sandbox.level == "strict" and os.geteuid() == 0:
-        mounts += owner_only(SEARCHED)
     # What lies in a hidden directory is hidden with it.
     dirs = [m.path for m in mounts if m.kind == "hide_dir"]
     mounts = [m for m in mounts if not any(m.path != d and within(m.path, d) for d in dirs)]
@@ -206,6 +204,7 @@ def resolve(sandbox: Sandbox, command: str, cwd: str = "") -> Resolved:
         opened=opened,
         installation=installation_of(command) if strict else None,
         covered=covered,
+        built=tuple(others_view(p) for p in BUILT) if strict and os.geteuid() == 0 else (),
     )
 
 

@@ -19,7 +19,7 @@ Levels:
 - ``strict``: a new root holding the system's directories read-only, its own home, a
   private ``/tmp``, and the paths its config grants, and no other file; its network is
   the host's unless ``network = false``. Under a root mcpd, less of the system's
-  directories: what only root may read is covered in ``/etc``, and ``/opt`` is not
+  directories: ``/etc`` is a view built of what others may read, and ``/opt`` is not
   shown (``root_view``).
 - ``off``: started as it is.
 
@@ -57,6 +57,7 @@ from typing import Final, Literal
 import msgspec
 
 from ...path_identity import PathIdentity
+from .built_view import BuiltView
 from .limits import Limits, prlimit_args
 from .machine import Machine, SystemPath
 from .mounts import kernel_mounts, sealed, tmpfs
@@ -155,6 +156,8 @@ class Resolved(msgspec.Struct, frozen=True, kw_only=True):
     installation: str | None = None
     # What the sandbox covers by a path that a rename or a new file would escape.
     covered: tuple[PathIdentity, ...] = ()
+    # System directories a strict one shows as views of their own (``built_view``).
+    built: tuple[BuiltView, ...] = ()
 
 
 class SandboxError(Exception):
@@ -242,10 +245,13 @@ def bwrap_args(r: Resolved, machine: Machine, cwd: str, netns: Netns | None = No
     s = r.sandbox
     args = _namespaces(s.network, netns is not None, machine)
     mounts = list(r.mounts)
+    built = {v.root: v for v in r.built} if s.level == "strict" else {}
     if s.level == "strict":
         for p in machine.system:
             if p.link is not None:
                 args += ["--symlink", p.link, p.path]
+            elif p.path in built:
+                args += built[p.path].args()
             else:
                 args += ["--ro-bind", p.path, p.path]
         roots = strict_roots(machine.system, r.mounts, r.home)
@@ -275,7 +281,7 @@ def bwrap_args(r: Resolved, machine: Machine, cwd: str, netns: Netns | None = No
         for m in r.mounts:
             if m.written is not None and m.kind in ("read", "write"):
                 args += ["--symlink", m.path, m.written]
-    return [*args, *sealed(_in_memory(mounts, s.level)), "--chdir", cwd]
+    return [*args, *sealed([*_in_memory(mounts, s.level), *built]), "--chdir", cwd]
 
 
 def _bind(flag: str, m: Mount) -> list[str]:
