@@ -236,17 +236,30 @@ async def test_mcpd_reset_of_a_server_gone_says_its_calls_wait_for_it_to_be_back
     calls are refused until it is connected again, not that the next one decides."""
     caplog.set_level(logging.INFO, "mcpd")
     port = closed_port()
-    with trio.fail_after(60):
+    with trio.fail_after(120):
         entry = {"url": f"http://127.0.0.1:{port}/mcp", "era": "legacy"}
         cfg = make_config(
-            tmp_path, {"busy": entry}, failure_threshold=1, cooldown_base=1.0, health_interval=0
+            tmp_path,
+            {"busy": entry},
+            failure_threshold=1,
+            cooldown_base=1.0,
+            health_interval=0,
+            backoff_base=0.5,
+            backoff_cap=16.0,
         )
-        async with running(cfg), connect(cfg.daemon.socket) as agent:
+        async with running(cfg) as daemon, connect(cfg.daemon.socket) as agent:
             async with serve_http(busy_server("abc", 500), port=port):
                 await wait_state(agent, "busy", "ready")
                 assert "HTTP 500" in text(await agent.call("mcp__busy__echo"))
                 await wait_state(agent, "busy", "open")
             await wait_state(agent, "busy", "unreachable")
+            # Asked while it waits to try again, with time to spare for the command to
+            # start: a reset that lands during a try meets a server coming up instead.
+            server = daemon.supervisor.servers["busy"]
+            while not (
+                server.phase == "waiting" and server.outage().retry_at - trio.current_time() > 5.0
+            ):
+                await server.phase_changed()
             code, out = await reset(cfg.daemon.socket, "busy")
     assert code == 0, out
     assert re.match(
