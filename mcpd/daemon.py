@@ -15,7 +15,7 @@ import trio
 
 from protocol.jsonrpc import messages as rpc
 from protocol.shown.logfields import log_extra
-from transports import fdread, linewriter, write_batch
+from transports import chunks, linewriter
 from transports.stdio.loopback import relay
 from transports.stdio.process import early
 from transports.stdio.process.launch import START_MARK
@@ -59,7 +59,7 @@ logger = logging.getLogger("mcpd")
 
 
 # The line writer and reader the stdio transports use, lent to agent connections.
-_LINES: Final = Lines(writer=linewriter.LineWriter, batch=write_batch.batch, receive=fdread.receive)
+_LINES: Final = Lines(writer=linewriter.LineWriter, batch=chunks.batch, receive=chunks.receive)
 
 
 class Daemon(DaemonForAgents):

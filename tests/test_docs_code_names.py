@@ -100,7 +100,7 @@ def members(cls: ast.ClassDef) -> set[str]:
 
 def unknown_names(text: str, names: Names, *, functions: bool = False) -> list[str]:
     """What ``text`` names that is not in the code; ``functions``: also the functions it
-    names by their module (``fdread.receive``)."""
+    names by their module (``chunks.receive``)."""
     problems = []
     for span in code_spans(text):
         if _PATH.match(span):
@@ -139,15 +139,15 @@ def test_a_name_that_is_gone_is_found() -> None:
     names = Names()
     text = (
         "`Router.start`, `Connection.finish`, `Router.gone`, `servers/calling/calls.py`,"
-        " `servers/gone.py`, `NoSuch.x`, `fdread.receive`, `fdread.gone`"
+        " `servers/gone.py`, `NoSuch.x`, `chunks.receive`, `chunks.gone`"
     )
     assert unknown_names(text, names, functions=True) == [
         "Router.gone: Router has no gone",
         "servers/gone.py: no such module",
         "NoSuch.x: no class NoSuch",
-        "fdread.gone: no gone in any module fdread",
+        "chunks.gone: no gone in any module chunks",
     ]
-    assert unknown_names("`fdread.gone`", names) == []
+    assert unknown_names("`chunks.gone`", names) == []
 
 
 def test_the_package_map_names_every_room_of_each_wing() -> None:

@@ -4,7 +4,7 @@ When nothing is queued, a line is written at once with one ``writev`` from the t
 that produced it: a request costs no wake-up of a writer task. Otherwise lines are
 queued and a writer task sends everything queued in one write, so many calls in
 flight cost one system call (and one wake-up of the peer) per batch, not one each.
-Inside a ``write_batch`` block nothing is written: the writer is flushed as it ends.
+Inside a ``chunks.batch`` block nothing is written: the writer is flushed as it ends.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Final
 
 import trio
 
-from .write_batch import BATCH
+from .chunks import BATCH
 
 DEFAULT_LIMIT: Final = 16 * 1024 * 1024
 # A line longer than this is queued by reference, not copied into the buffer: a copy

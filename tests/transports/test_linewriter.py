@@ -7,8 +7,8 @@ import pytest
 import trio
 
 from transports import linewriter
+from transports.chunks import batch
 from transports.linewriter import LineWriter
-from transports.write_batch import batch
 
 
 def pipe() -> tuple[trio.lowlevel.FdStream, trio.lowlevel.FdStream]:

@@ -25,14 +25,14 @@ from protocol.lines.oneline import line_fault
 from protocol.lines.stdout import StdoutReader
 from protocol.pacing.read_budget import HeldBack
 
-from .. import fdread
+from .. import chunks
 from ..base import AuthHook, NotificationHandler, Params, ReplySink, Started, Transport
+from ..chunks import BATCH
 from ..complaints import Complaints
 from ..errors import TransportClosed, TransportError, single_exceptions
 from ..linewriter import LineWriter
 from ..pending import PendingRequests
 from ..read_pace import ReadPace
-from ..write_batch import BATCH
 from .call_lines import CallLines, checked_line
 from .loopback.relay import relay_loopback
 from .params import StdioParams, child_environment
@@ -242,7 +242,7 @@ class StdioTransport(Transport):
             with self._pace.stream() as paced:
                 while True:
                     await paced.before_read()
-                    data = await fdread.receive(fd, _READ_SIZE, wait_first=drained)
+                    data = await chunks.receive(fd, _READ_SIZE, wait_first=drained)
                     if not data:
                         break
                     paced.came()

@@ -18,9 +18,9 @@ from mcpd.agents.connection.outbox import Outbox
 from mcpd.agents.daemon_seam import Lines
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.result_pieces import BrokenPiece
-from transports import fdread, linewriter, write_batch
+from transports import chunks, linewriter
 
-LINES = Lines(writer=linewriter.LineWriter, batch=write_batch.batch, receive=fdread.receive)
+LINES = Lines(writer=linewriter.LineWriter, batch=chunks.batch, receive=chunks.receive)
 
 
 def note(n: int) -> bytes:
