@@ -166,7 +166,7 @@ class AgentServer(ProfileMethods, RequestHandler):
         that changed hear of it (and no one else)."""
         changed = self.profiles.configure(profiles, naming, self.control.settings.max_tools)
         self.extras.subscriptions.reconfigured(self.profiles.views(changed))
-        self.router.replies.budget = self.control.settings.result_budget_chars
+        self.router.budget = self.control.settings.result_budget_chars
         self.tool_news.changed()
         self.extras.list_changed()
 

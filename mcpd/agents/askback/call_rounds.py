@@ -9,6 +9,7 @@ makes for a legacy agent whose call began without a task (``Had``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final, NamedTuple, TypeAlias
 
 from msgspec import UNSET, Raw, UnsetType
@@ -20,7 +21,7 @@ from ...servers.all_servers import AllServers
 from ...servers.shared import Asker, Call, Outcome
 from ..agent import AgentCall, Sent
 from ..calls.callpolicy import Ask, CallPolicy
-from ..calls.replies import CallReplies
+from ..calls.callrecords import CallRecords
 from .awaited import Awaited
 from .driver import AgentSide, AskBackDriver, Asked
 from .resumes import Resumed
@@ -41,6 +42,13 @@ CONTINUES: Final = Continues()
 # (``Ask``); an answer to what mcpd asked (``CONTINUES``); the next round of a call
 # its server answered ``input_required`` (``Resumed``).
 Onward: TypeAlias = Sent | Ask | Continues | Resumed
+
+# What makes a round's reply line (``toolcall.Router.reply``): for the call, its
+# outcome, what it went under and the agent's request it answers; the line, and whether
+# it was spliced.
+CallReplier: TypeAlias = Callable[
+    [AgentCall, Outcome, Sent | None, rpc.Id | None], tuple[bytes, bool]
+]
 
 
 class Had(NamedTuple):
@@ -68,7 +76,8 @@ class CallTask:
         "had",
         "policy",
         "read_first",
-        "replies",
+        "records",
+        "reply",
         "servers",
     )
 
@@ -78,14 +87,16 @@ class CallTask:
         going: Onward | Had,
         servers: AllServers,
         policy: CallPolicy,
-        replies: CallReplies,
+        records: CallRecords,
+        reply: CallReplier,
         askback: AskBackDriver,
     ) -> None:
         """``going``: where it goes on from (``Onward``, as routing left it; ``Had``:
-        its first round, had before the task). ``replies``: each round's reply line,
-        and the call's record when it raised what nothing expected."""
+        its first round, had before the task). ``reply``: each round's reply line;
+        ``records``: the call's record when it raised what nothing expected."""
         self.call = call
-        self.servers, self.policy, self.replies, self.askback = servers, policy, replies, askback
+        self.servers, self.policy, self.askback = servers, policy, askback
+        self.records, self.reply = records, reply
         # What its next round goes under: ``Ask``, a person decides before its first;
         # ``Sent``, looked at again before each after it.
         self.going: Ask | Sent | Continues
@@ -126,7 +137,7 @@ class CallTask:
         except rpc.RPCError as exc:
             # A requestState that names no wait of mcpd's (expired, another agent's):
             # this request's error, never the connection's.
-            self.replies.records.tool_call(call, self.replies.who(call), "error", exc.message)
+            self.records.tool_call(call, self.records.who(call), "error", exc.message)
             return rpc.encode_error(out.id, exc.code, exc.message, exc.data)
 
     async def send(self, request: Call, asker: Asker | None) -> Outcome:
@@ -140,7 +151,7 @@ class CallTask:
             return outcome
         call = self.call
         try:
-            who = self.replies.who(call)
+            who = self.records.who(call)
             going: mcp.CallToolResult | Sent
             # mcpd's command line is told a wait's id: its user has no form to answer.
             told = call.agent.waits if call.agent.tells_waits else None
@@ -165,7 +176,7 @@ class CallTask:
         except BaseException as exc:
             # Here too: a modern agent's call that waits for its agent's answer runs
             # on after the agent's request was answered with input_required.
-            self.replies.failed(call, exc)
+            self.records.failed(call, exc)
             raise
 
     def read(self, request: Call) -> Head | None:
@@ -179,9 +190,9 @@ class CallTask:
         call = self.call
         try:
             sent = self.going if isinstance(self.going, Sent) else None
-            return self.replies.reply(call, outcome, sent, rid)[0]
+            return self.reply(call, outcome, sent, rid)[0]
         except Exception as exc:  # where no one else records it: the ask-back task
-            self.replies.failed(call, exc)
+            self.records.failed(call, exc)
             raise
 
 

@@ -156,6 +156,17 @@ class CallRecords:
         # each once made: it waits to be told whether its agent was there to take it.
         self._held: dict[AgentCall, _Held | None] = {}
 
+    @staticmethod
+    def who(call: AgentCall) -> AgentInfo:
+        """The agent as ``call``'s records name it: in the profile the call was routed
+        in (the connection may have switched since)."""
+        return call.agent.identity.info(call.profile, call.modern)
+
+    def failed(self, call: AgentCall, exc: BaseException) -> None:
+        """``call`` raised what nothing expected on its way (a fault in mcpd): its record
+        says so, unless it has one already."""
+        self.tool_call(call, self.who(call), *ended(exc))
+
     def held_until_written(self, call: AgentCall) -> AgentCall:
         """``call`` (over HTTP), whose record, once made, waits for ``release``."""
         self._held[call] = None

@@ -105,9 +105,9 @@ def result_for(
 def shaped_for(raw: Raw, to: Recipient, budget: int) -> tuple[Raw | dict[str, Any], bool, bool]:
     """A tool's result shaped for ``to`` (``shape_call_result``): the result, whether
     it holds links to finish, and whether it is an error. Finishing is called for
-    where the result holds links or ``to`` takes tasks. ``replies.CallReplies.reply``
+    where the result holds links or ``to`` takes tasks. ``toolcall.Router.reply``
     writes this out for a call, with the head its scheduler read (its twin, held alike
-    by tests/mcpd/agents/calls/test_replies.py)."""
+    by tests/mcpd/agents/calls/test_toolcall_reply.py)."""
     return shape_call_result(
         raw,
         modern=to.modern,

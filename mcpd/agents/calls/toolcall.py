@@ -10,20 +10,21 @@ answer to what mcpd asked, the next round of a call its server asked things).
 
 A call is taken on by one of two verbs. ``Router.start`` goes without a task: its one
 outcome comes back to it, and on to the agent's connection, which writes the reply
-``replies.CallReplies`` makes (where the call's audit record is made). ``Router.serve``
+``Router.reply`` makes (where the call's audit record is made). ``Router.serve``
 is awaited in a task of the call's request, and returns the reply: a call whose
 server may ask its agent things, every call over HTTP, and a legacy agent's call
 whose server answered ``input_required`` asking nothing, from that answer. A call
 started without a task that must wait (for a person's approval, for its server's task
 or its rounds of asking back) goes on in a task of its request from where routing
-left it (``Agent.in_task``), driven through the rounds of asking back (``call_rounds``).
+left it (``Agent.in_task``), driven through the rounds of asking back (``call_rounds``),
+each round's reply made by the same ``Router.reply``.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Final, TypeAlias
+from typing import Any, Final, TypeAlias
 
 from msgspec import UNSET, Raw, UnsetType
 
@@ -36,8 +37,9 @@ from protocol.mcp import features
 from ...audit.record import NO_DECISION
 from ...policy.decision.rules import ALLOW
 from ...servers.all_servers import AllServers
-from ...servers.shared import Call, Outcome
+from ...servers.shared import Call, Outage, Outcome
 from ..agent import NO_ONE, Agent, AgentCall, Sent
+from ..askback import url_required
 from ..askback.call_rounds import CONTINUES, CallTask, Had, Onward
 from ..askback.driver import AskBackDriver
 from ..askback.resumes import Resumes
@@ -45,9 +47,9 @@ from ..lists.metatools import NAMES as META_TOOLS
 from ..lists.search_mode import unwrap
 from ..tasks.table import Tasks
 from .callpolicy import CallPolicy
-from .callrecords import CallRecords, reason_kept
-from .replies import CallReplies
+from .callrecords import CallRecords, outcome_of, reason_kept
 from .request_context import agents_own, spliced_context
+from .results import shape_call_result
 from .unrouted import held_tool, unknown_tool
 
 # How arguments that are an object, or null, begin.
@@ -55,6 +57,9 @@ _OBJECT_OR_NULL: Final = (ord("{"), ord("n"))
 
 # What routing a call comes to: the outcome it ends with here, or where it goes on.
 RoutedCall: TypeAlias = Outcome | Onward
+
+# What the journal calls a result when it tells of a secret masked in it.
+_A_RESULT: Final = "a tools/call result"
 
 
 class Router:
@@ -81,11 +86,13 @@ class Router:
         methods, ``beyond_tools``); ``budget``: the result budget."""
         self.servers = servers
         self.askback = askback
+        self.tasks = tasks
         self.policy = policy
         self.records = records
+        # Where a modern agent's call whose server asked it things is kept for its retry.
         self.resumes = Resumes(max_line_bytes=max_line_bytes)
         self.splice = splice
-        self.replies = CallReplies(servers, policy, records, self.resumes, tasks, budget=budget)
+        self.budget = budget  # daemon.result_budget_chars; set again on each reload
 
     def call_of(self, agent: Agent, request: splice.SplicedRequest | rpc.Request) -> AgentCall:
         """The call an agent's tools/call stands for, from what either decoder made of
@@ -158,29 +165,98 @@ class Router:
             try:
                 routed = self.route(call)
                 if not isinstance(routed, Onward):
-                    return self.replies.reply(call, routed)[0]
+                    return self.reply(call, routed)[0]
             except Exception as exc:
-                self.replies.failed(call, exc)
+                self.records.failed(call, exc)
                 raise
             going = routed
         try:
-            task = CallTask(call, going, self.servers, self.policy, self.replies, self.askback)
+            task = CallTask(
+                call, going, self.servers, self.policy, self.records, self.reply, self.askback
+            )
             return await task.run()
         except BaseException as exc:
-            self.replies.failed(call, exc)
+            self.records.failed(call, exc)
             raise
 
     def abandon(self, call: AgentCall) -> None:
         """The agent stopped waiting for ``call`` (it cancelled it, or hung up): its
         server is told, and no outcome is delivered."""
         call.let_go()
-        self.records.tool_call(call, self.replies.who(call), "cancelled")
+        self.records.tool_call(call, self.records.who(call), "cancelled")
 
     def unreadable(self, agent: Agent, why: str) -> None:
         """A tools/call whose request could not be read as a call: its record."""
         info = agent.identity.info(agent.profile.name, agent.session.legacy_version is None)
         now = self.records.now()
         self.records.request(now, info, "tools/call", None, None, "error", reason_kept(why), 0)
+
+    def reply(
+        self,
+        call: AgentCall,
+        outcome: Outcome,
+        sent: Sent | None = None,
+        rid: rpc.Id | None = None,
+    ) -> tuple[bytes, bool]:
+        """The reply line for ``call``'s ``outcome`` (the call last sent under ``sent``),
+        and whether it was spliced around the server's result as it came (needing no
+        check). Under the call's id, or ``rid``: a later request of the agent's that
+        its rounds answer (``askback.driver``). The call's audit record is made here."""
+        who = self.records.who(call)
+        out = call.out
+        if rid is None:
+            rid = out.id
+        if isinstance(outcome, rpc.RPCError):
+            # A legacy server's ask to open a link, as this agent can take it.
+            outcome = url_required.for_call(call, outcome)
+        if isinstance(outcome, Raw):
+            # ``results.shaped_for``, written out, with the head the scheduler read: every
+            # call passes here (tests/mcpd/agents/calls/test_toolcall_reply.py holds the two alike).
+            shaped, links, failed = shape_call_result(
+                outcome,
+                modern=call.modern,
+                budget=self.budget,
+                alias=out.alias,
+                capabilities=out.capabilities,
+                tasks=call.tasks,
+                head=out.head,
+            )
+            if call.modern and links and isinstance(shaped, Raw):
+                # What the server asked goes to the agent with a requestState of mcpd's,
+                # so that its retry is this call's next round (``resumes``). An
+                # input_required an agent is handed counts as holding links: it is
+                # finished, so it is looked at here.
+                sent = sent or self.policy.allowed_as(call, call.agent.profile)
+                shaped, failed = self.resumes.hand_on(shaped, call, who, sent)
+            finished: Raw | dict[str, Any] | Outage = shaped
+            if links or call.tasks:
+                finished = self.tasks.finish(call, shaped, links, sent)
+            if not isinstance(finished, Outage):
+                line: bytes
+                if isinstance(finished, Raw) and out.splice:
+                    line, spliced = splice.reply(rid, finished), True
+                else:
+                    if not isinstance(finished, Raw):  # mcpd's bytes of it, searched anew
+                        finished = self.servers.written(out.alias, finished, _A_RESULT)
+                    line, spliced = rpc.encode_result(rid, finished), False
+                self.records.tool_call(call, who, "tool_error" if failed else "ok", None, len(line))
+                return line, spliced
+            outcome = finished  # what the server returned could not be passed on
+        if out.unqueued is not None:  # the servers would not let it wait: their words
+            call.refusal = out.unqueued
+        if isinstance(outcome, rpc.RPCError):
+            line = rpc.encode_error(rid, outcome.code, outcome.message, outcome.data)
+        else:
+            own = (
+                outcome.for_agent(call.agent.identity.reads_as_owner()).result()
+                if isinstance(outcome, Outage)
+                else outcome
+            )
+            if call.modern:
+                own.resultType = mcp.COMPLETE
+            line = rpc.encode_result(rid, own)
+        self.records.tool_call(call, who, *outcome_of(outcome), len(line))
+        return line, False
 
     def route(self, call: AgentCall) -> RoutedCall:
         """Where ``call`` goes in its agent's profile: its server (``out.alias``) and
@@ -223,7 +299,7 @@ class Router:
             _before_the_rules(call)  # its record, if it has one, is the refused token's
             return CONTINUES
         if out.request_state is not UNSET or out.input_responses is not UNSET:
-            resumed = self.resumes.take(call, self.replies.who(call), profile)
+            resumed = self.resumes.take(call, self.records.who(call), profile)
             if isinstance(resumed, rpc.RPCError):
                 _before_the_rules(call, resumed.message)
                 return resumed
@@ -244,7 +320,7 @@ class Router:
             return held_tool(entry, name)
         if self.policy.gate.empty:
             return Sent(entry, profile, ALLOW)
-        return self.policy.decide(call, entry, profile, self.replies.who(call))
+        return self.policy.decide(call, entry, profile, self.records.who(call))
 
 
 def _before_the_rules(call: AgentCall, refusal: str | None = None) -> None:

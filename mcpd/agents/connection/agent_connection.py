@@ -94,7 +94,6 @@ class Connection(Agent):
     ) -> None:
         self.handler = handler
         self.router = handler.router
-        self.replies = self.router.replies
         self.splice = self.router.splice
         self.stream = stream
         self.session = session
@@ -276,7 +275,7 @@ class Connection(Agent):
     def _call_failed(self, call: AgentCall, exc: Exception) -> None:
         """A call started without a task whose way raised: its record says so, and
         unless it was answered already, its server lets it go and the agent hears why."""
-        self.replies.failed(call, exc)
+        self.router.records.failed(call, exc)
         rid = call.out.id
         if self.inflight.requests.get(rid) is not call:
             self.handler.failures.log(self.label, "tools/call", exc, answered=False)
@@ -324,9 +323,9 @@ class Connection(Agent):
                 return
         inflight.forget(rid)
         try:
-            line, spliced = self.replies.reply(call, outcome)
+            line, spliced = self.router.reply(call, outcome)
         except Exception as exc:
-            self.replies.failed(call, exc)
+            self.router.records.failed(call, exc)
             self._put(self.handler.failures.reply(self.label, rid, "tools/call", exc), rid)
             return
         if spliced and self._long.held is None and not (self.batches and rid in self.batches):

@@ -346,7 +346,7 @@ def test_a_short_result_is_shaped_by_the_head_its_scheduler_read_not_read_again(
             raise AssertionError("the head was read again")
 
     monkeypatch.setattr(results, "_KINDS", Unread())
-    data, was_spliced = world.router.replies.reply(call, result)
+    data, was_spliced = world.router.reply(call, result)
     assert was_spliced and json.loads(data)["result"] == json.loads(bytes(result))
     [record] = world.audit.records
     assert record.outcome == "tool_error"
@@ -357,7 +357,7 @@ def test_a_servers_result_is_passed_on_spliced_only_where_splicing_is_on(splicin
     world = World(splice=splicing)
     _, call = started(world, world.local("git", "status"), rid="a\nb")
     result = Raw(b'{"content":[{"type":"text","text":"hi"}],"x":{"y":[1]}}')
-    data, was_spliced = world.router.replies.reply(call, result)
+    data, was_spliced = world.router.reply(call, result)
     assert was_spliced is splicing
     assert json.loads(data) == {"jsonrpc": "2.0", "id": "a\nb", "result": json.loads(bytes(result))}
     [record] = world.audit.records
@@ -386,7 +386,7 @@ def test_a_servers_result_is_passed_on_spliced_only_where_splicing_is_on(splicin
 def test_each_outcome_has_its_reply_and_its_record(outcome: Any, words: Any, legacy: bool) -> None:
     world = World()
     _, call = started(world, world.local("git", "status"), legacy=legacy)
-    data, was_spliced = world.router.replies.reply(call, outcome, rid=5)
+    data, was_spliced = world.router.reply(call, outcome, rid=5)
     reply = json.loads(data)
     assert reply["id"] == 5
     if isinstance(outcome, rpc.RPCError):
@@ -411,7 +411,7 @@ def test_a_call_its_servers_would_not_let_wait_is_recorded_in_their_words() -> N
     world.servers.answer(mcp.text_result("mcpd did not send this call", is_error=True))
     [(finished, outcome)] = caller.finished
     assert finished is call and call.out.caller is not call  # the servers are done with it
-    world.router.replies.reply(call, outcome)
+    world.router.reply(call, outcome)
     [record] = world.audit.records
     assert (record.outcome, record.reason) == ("refused", why)
 
@@ -421,7 +421,7 @@ def test_a_call_given_up_is_told_to_its_server_and_recorded_once() -> None:
     _, call = started(world, world.local("git", "status"))
     world.router.abandon(call)
     world.router.abandon(call)
-    world.router.replies.failed(call, ValueError("late"))
+    world.router.records.failed(call, ValueError("late"))
     assert world.servers.cancelled == [call.out, call.out]
     assert world.audit.outcomes() == [(world.local("git", "status"), "cancelled")]
 
@@ -429,8 +429,8 @@ def test_a_call_given_up_is_told_to_its_server_and_recorded_once() -> None:
 def test_a_call_that_failed_on_its_way_says_so_once_naming_only_the_kind() -> None:
     world = World()
     _, call = started(world, world.local("git", "status"))
-    world.router.replies.failed(call, KeyError("secret words"))
-    world.router.replies.reply(call, Raw(b'{"content":[]}'))
+    world.router.records.failed(call, KeyError("secret words"))
+    world.router.reply(call, Raw(b'{"content":[]}'))
     [record] = world.audit.records
     assert (record.outcome, record.reason) == ("error", "mcpd failed: KeyError")
 
@@ -462,7 +462,7 @@ def test_a_call_mcpd_answered_before_any_rule_records_no_decision() -> None:
         call = world.router.call_of(caller, spliced(line(rid, name, arguments)))
         outcome = world.router.route(call)
         answered = Raw(b'{"content":[]}') if isinstance(outcome, Sent) else outcome
-        world.router.replies.reply(call, answered)
+        world.router.reply(call, answered)
     world.router.unreadable(caller, "Invalid params: no name")
     decided = [(r.outcome, r.decision, r.decided_by) for r in world.audit.records]
     assert decided == [
@@ -475,5 +475,5 @@ def test_a_call_mcpd_answered_before_any_rule_records_no_decision() -> None:
     ]
     search = World(discovery="search")
     call, outcome = routed(search, SEARCH, {"query": "status"})
-    search.router.replies.reply(call, outcome)
+    search.router.reply(call, outcome)
     assert [(r.outcome, r.decision) for r in search.audit.records] == [("ok", "none")]

@@ -18,7 +18,6 @@ import pytest
 import trio
 
 from mcpd.agents.beyond_tools import extra_methods
-from mcpd.agents.calls.replies import CallReplies
 from mcpd.agents.calls.toolcall import Router
 from mcpd.agents.connection.agent_connection import Connection
 from mcpd.agents.connection.failures import Failures
@@ -115,14 +114,14 @@ async def test_a_tools_call_that_raises_is_answered_with_an_internal_error(
     """Raised on the way to its server (routing) or on the way back (its reply), for
     a call started without a task and one awaited in a task (its agent may be asked)."""
     caplog.set_level(logging.ERROR, logger="mcpd.agents")
-    route, reply = Router.route, CallReplies.reply
+    route, reply = Router.route, Router.reply
 
     def broken_route(self: Router, call: Any) -> Any:
         if call.out.name == BROKEN:
             raise TypeError(SECRET)
         return route(self, call)
 
-    def broken_reply(self: CallReplies, call: Any, outcome: Any, *rest: Any) -> Any:
+    def broken_reply(self: Router, call: Any, outcome: Any, *rest: Any) -> Any:
         if call.out.name == BROKEN:
             raise TypeError(SECRET)
         return reply(self, call, outcome, *rest)
@@ -130,7 +129,7 @@ async def test_a_tools_call_that_raises_is_answered_with_an_internal_error(
     if where == "route":
         monkeypatch.setattr(Router, "route", broken_route)
     else:
-        monkeypatch.setattr(CallReplies, "reply", broken_reply)
+        monkeypatch.setattr(Router, "reply", broken_reply)
     with trio.fail_after(30):
         async with daemon_and_agents(tmp_path, modern, asks) as (daemon, agent, bystander):
             assert_internal_error(await call(agent, BROKEN, asks), "TypeError")

@@ -1,4 +1,4 @@
-"""A call's reply (``CallReplies.reply``): its result shaped as ``results.shaped_for``
+"""A call's reply (``Router.reply``): its result shaped as ``results.shaped_for``
 shapes it, which the reply writes out for every call rather than call it."""
 
 from __future__ import annotations
@@ -83,17 +83,17 @@ def test_a_reply_holds_the_result_as_shaped_for_its_call(
     raw: bytes, agent: str, tasks: bool, read: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     world = World()
-    replies = world.router.replies
-    replies.budget = BUDGET
+    router = world.router
+    router.budget = BUDGET
     call = started(world, AGENTS[agent], tasks)
     shaped, links, failed = shaped_for(Raw(raw), call, BUDGET)
     # What comes after the shape (links handed over, a task named, what a server asked
     # handed on with mcpd's state) is the same either way, and left out here.
-    finishing = replies.tasks = Finishing()  # type: ignore[assignment]
-    monkeypatch.setattr(replies.resumes, "hand_on", lambda shaped, *rest: (shaped, failed))
+    finishing = router.tasks = Finishing()  # type: ignore[assignment]
+    monkeypatch.setattr(router.resumes, "hand_on", lambda shaped, *rest: (shaped, failed))
     if read:
         call.out.head = head_of(raw)
-    line, _ = replies.reply(call, Raw(raw))
+    line, _ = router.reply(call, Raw(raw))
     expected = bytes(shaped) if isinstance(shaped, Raw) else msgspec.json.encode(shaped)
     assert json.loads(line)["result"] == json.loads(expected)
     assert finishing.links == ([links] if links or tasks else [])
