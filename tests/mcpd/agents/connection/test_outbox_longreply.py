@@ -11,7 +11,7 @@ from typing import Any
 
 import trio
 
-from mcpd.agents.connection.longreply import LongReplies
+from mcpd.agents.connection.outbox import LongReplies
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.result_pieces import BrokenPiece
 from protocol.lines.oneline import line_fault
