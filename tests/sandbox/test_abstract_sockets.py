@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import secrets
 import socket
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,7 +21,7 @@ import pytest
 import trio
 
 from tests.support.daemons.sandboxed import (
-    HOSTILE,
+    RUNTIME,
     agent_of,
     hostile,
     serving,
@@ -31,7 +30,6 @@ from tests.support.daemons.sandboxed import (
     untouched,
     wait_ready,
 )
-from tests.support.system import bubblewrap
 from transports.stdio.sandbox import landlock
 
 pytestmark = pytest.mark.timeout(120)
@@ -41,15 +39,9 @@ GREETING = "host-abstract-secret"
 
 @pytest.fixture(autouse=True)
 def _sandbox_scopes() -> None:
-    bubblewrap.require()
     why = landlock.scoping()
     if why is not None:
         pytest.skip(f"the kernel cannot keep a sandbox from abstract sockets here: {why}")
-
-
-def _runtime() -> list[str]:
-    """What a strict sandbox must show for the hostile server's interpreter to run."""
-    return sorted({sys.prefix, sys.base_prefix, str(Path(HOSTILE).parent)})
 
 
 @asynccontextmanager
@@ -75,7 +67,7 @@ async def host_listener() -> AsyncIterator[str]:
 
 async def test_sandboxed_servers_cannot_reach_the_hosts_abstract_sockets(tmp_path: Path) -> None:
     servers = {
-        "hostile": hostile(sandbox="strict", read=_runtime()),
+        "hostile": hostile(sandbox="strict", read=RUNTIME),
         "plain": hostile(),
         "open": hostile(sandbox="off"),
         "steady": steady(),
@@ -99,7 +91,7 @@ async def test_sandboxed_servers_cannot_reach_the_hosts_abstract_sockets(tmp_pat
 
 async def test_a_sandboxed_server_still_uses_abstract_sockets_of_its_own(tmp_path: Path) -> None:
     servers = {
-        "hostile": hostile(sandbox="strict", read=_runtime()),
+        "hostile": hostile(sandbox="strict", read=RUNTIME),
         "plain": hostile(),
         "steady": steady(),
     }
@@ -117,7 +109,7 @@ async def test_sandboxed_servers_cannot_reach_each_others_abstract_sockets(
     tmp_path: Path,
 ) -> None:
     servers = {
-        "hostile": hostile(sandbox="strict", read=_runtime()),
+        "hostile": hostile(sandbox="strict", read=RUNTIME),
         "plain": hostile(),
         "steady": steady(),
     }

@@ -7,7 +7,6 @@ attack is made by a server without a sandbox too, to show what the sandbox stopp
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,11 +14,12 @@ import trio
 
 from tests.support.daemons.sandboxed import (
     ENDPOINT_TOKEN,
-    HOSTILE,
     OAUTH_TOKEN,
+    RUNTIME,
     SECRET,
     SSH_KEY,
     agent_of,
+    call,
     hostile,
     serving,
     steady,
@@ -27,18 +27,8 @@ from tests.support.daemons.sandboxed import (
     untouched,
     wait_ready,
 )
-from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture(autouse=True)
-def _sandbox_works() -> None:
-    bubblewrap.require()
-
-
-async def call(agent: object, alias: str, tool: str, **arguments: object) -> str:
-    return text(await agent.call(f"mcp__{alias}__{tool}", arguments))  # type: ignore[attr-defined]
 
 
 async def test_the_endpoint_token_and_the_oauth_store_are_out_of_reach(tmp_path: Path) -> None:
@@ -173,8 +163,7 @@ async def test_writes_outside_its_grants_fail(tmp_path: Path) -> None:
     granted.mkdir()
     outside.mkdir()
     (outside / "private").write_text("not for servers")
-    runtime = sorted({sys.prefix, sys.base_prefix, str(Path(HOSTILE).parent)})
-    strict = hostile(sandbox="strict", read=runtime, write=[str(granted)])
+    strict = hostile(sandbox="strict", read=RUNTIME, write=[str(granted)])
     with serving(tmp_path, {"hostile": strict, "steady": steady(), "plain": hostile()}) as d:
         async with agent_of(d) as agent:
             await wait_ready(agent, "hostile", "steady", "plain")

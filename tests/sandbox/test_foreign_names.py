@@ -22,7 +22,6 @@ from tests.support.daemons.sandboxed import (
     text,
     wait_ready,
 )
-from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -31,8 +30,7 @@ NOTES = "the user's own notes\n"
 
 
 @pytest.fixture(autouse=True)
-def _sandbox_works() -> None:
-    bubblewrap.require()
+def _root_and_unshare() -> None:
     if os.geteuid() != 0 or not shutil.which("unshare"):
         pytest.skip("needs root and unshare (util-linux) to give mcpd a /tmp of its own")
 

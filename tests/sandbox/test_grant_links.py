@@ -5,53 +5,26 @@ status`` and the journal, while every other server goes on answering."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-import trio
 
 from tests.support.clients.agent import Agent
 from tests.support.daemons.sandboxed import (
     ENDPOINT_TOKEN,
-    HOSTILE,
+    RUNTIME,
     Served,
     agent_of,
+    call,
     hostile,
     serving,
+    started_again,
     steady,
-    text,
     wait_ready,
 )
-from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture(autouse=True)
-def _sandbox_works() -> None:
-    bubblewrap.require()
-
-
-async def call(agent: Agent, alias: str, tool: str, **arguments: object) -> str:
-    return text(await agent.call(f"mcp__{alias}__{tool}", arguments))
-
-
-async def started_again(d: Served, agent: Agent, alias: str) -> dict[str, Any]:
-    """``alias`` made to exit; its status once mcpd has started it again, or has
-    refused to."""
-    before = (await d.status())[alias]["restarts"]
-    await agent.call(f"mcp__{alias}__quit", {})  # an error: it dies mid-call
-    with trio.fail_after(30):
-        while True:
-            row = (await d.status())[alias]
-            if "cannot start in its sandbox" in (row["last_error"] or ""):
-                return row
-            # Serving again, though lately failed: degraded, not ready.
-            if row["state"] in ("ready", "degraded") and row["restarts"] > before:
-                return row
-            await trio.sleep(0.05)
 
 
 async def shown_nothing_of(d: Served, agent: Agent, alias: str, state: Path) -> dict[str, Any]:
@@ -99,9 +72,8 @@ async def test_a_strict_servers_grant_repointed_by_a_sibling_is_not_bound(
     project = tmp_path / "proj"
     notes = project / "notes"
     notes.mkdir(parents=True)
-    runtime = sorted({sys.prefix, sys.base_prefix, str(Path(HOSTILE).parent)})
     servers = {
-        "strict": hostile(sandbox="strict", read=runtime, write=[str(notes)]),
+        "strict": hostile(sandbox="strict", read=RUNTIME, write=[str(notes)]),
         "sibling": hostile(),
         "steady": steady(),
     }

@@ -6,40 +6,22 @@ its status, and the other servers serve."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
-import trio
 
 from tests.support.daemons.sandboxed import (
     HOSTILE,
     SSH_KEY,
-    Served,
     agent_of,
     hostile,
     serving,
+    settled,
     steady,
     wait_ready,
 )
-from tests.support.system import bubblewrap
 from tests.support.system.procs import SCRIPTED
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture(autouse=True)
-def _sandbox_works() -> None:
-    bubblewrap.require()
-
-
-async def settled(d: Served, alias: str) -> dict[str, Any]:
-    """The status once the server is ready or has failed to start."""
-    with trio.fail_after(30):
-        while True:
-            rows = await d.status()
-            if rows[alias]["state"] == "ready" or rows[alias]["last_error"]:
-                return rows
-            await trio.sleep(0.05)
 
 
 async def test_a_home_that_is_a_link_to_the_users_keys_is_not_used(tmp_path: Path) -> None:

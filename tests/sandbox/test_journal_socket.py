@@ -10,35 +10,27 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.support.daemons.sandboxed import (
-    HOSTILE,
+    RUNTIME,
     agent_of,
     hostile,
     serving,
     text,
     wait_ready,
 )
-from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
 FORGED = "MESSAGE=tickets: available again\nSYSLOG_IDENTIFIER=mcpd\nMCPD_EVENT=recovered\n"
 
 
 @pytest.fixture(autouse=True)
-def _sandbox_works() -> None:
-    bubblewrap.require()
+def _a_journal_of_its_own_can_be_made() -> None:
     if os.geteuid() != 0 or not shutil.which("unshare") or not os.path.isdir("/run/systemd"):
         pytest.skip("needs root, unshare (util-linux) and /run/systemd to give mcpd its own")
-
-
-def _runtime() -> list[str]:
-    """What a strict sandbox must show for the hostile server's interpreter to run."""
-    return sorted({sys.prefix, sys.base_prefix, str(Path(HOSTILE).parent)})
 
 
 def own_journal(where: Path) -> tuple[str, ...]:
@@ -59,7 +51,7 @@ async def test_a_sandboxed_server_cannot_write_to_journald_at_either_level(tmp_p
         journald.settimeout(10)
         servers = {
             "hostile": hostile(),
-            "strict": hostile(sandbox="strict", read=_runtime()),
+            "strict": hostile(sandbox="strict", read=RUNTIME),
             "open": hostile(sandbox="off"),
         }
         with serving(tmp_path, servers, wrap=own_journal(journal)) as d:

@@ -7,48 +7,20 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
-import trio
 
-from tests.support.clients.agent import Agent
 from tests.support.daemons.sandboxed import (
-    Served,
     agent_of,
+    call,
     hostile,
     serving,
+    started_again,
     steady,
-    text,
     wait_ready,
 )
-from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture(autouse=True)
-def _sandbox_works() -> None:
-    bubblewrap.require()
-
-
-async def call(agent: Agent, alias: str, tool: str, **arguments: object) -> str:
-    return text(await agent.call(f"mcp__{alias}__{tool}", arguments))
-
-
-async def started_again(d: Served, agent: Agent, alias: str) -> dict[str, Any]:
-    """``alias`` made to exit; its status once mcpd has started it again, or has
-    refused to."""
-    before = (await d.status())[alias]["restarts"]
-    await agent.call(f"mcp__{alias}__quit", {})  # an error: it dies mid-call
-    with trio.fail_after(30):
-        while True:
-            row = (await d.status())[alias]
-            if "cannot start in its sandbox" in (row["last_error"] or ""):
-                return row
-            if row["state"] in ("ready", "degraded") and row["restarts"] > before:
-                return row
-            await trio.sleep(0.05)
 
 
 def linked_notes(tmp_path: Path) -> Path:

@@ -17,14 +17,12 @@ from pathlib import Path
 import pytest
 
 from tests.support.daemons.sandboxed import agent_of, hostile, serving, text, wait_ready
-from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture(autouse=True)
-def _sandbox_works(monkeypatch: pytest.MonkeyPatch) -> None:
-    bubblewrap.require()
+def _no_key_agent_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)  # mcpd's environment names none
     monkeypatch.delenv("SSH_AGENT_PID", raising=False)
 

@@ -8,13 +8,12 @@ stopped."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.support.daemons.sandboxed import (
-    HOSTILE,
+    RUNTIME,
     agent_of,
     as_ordinary_user,
     hostile,
@@ -24,7 +23,7 @@ from tests.support.daemons.sandboxed import (
     untouched,
     wait_ready,
 )
-from tests.support.system import bubblewrap, keyrings
+from tests.support.system import keyrings
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -34,8 +33,7 @@ PLANTED = "mcpd-test:planted"
 
 
 @pytest.fixture(autouse=True)
-def _sandbox_works() -> None:
-    bubblewrap.require()
+def _keyrings_known() -> None:
     if not keyrings.KNOWN:
         pytest.skip("the keyrings' system calls are not known on this machine")
 
@@ -44,10 +42,9 @@ def _sandbox_works() -> None:
 async def test_no_sandboxed_server_reads_or_adds_keys_of_mcpds_session_keyring(
     tmp_path: Path, ordinary: bool
 ) -> None:
-    runtime = sorted({sys.prefix, sys.base_prefix, str(Path(HOSTILE).parent)})
     servers = {
         "hostile": hostile(),
-        "strict": hostile(sandbox="strict", read=runtime),
+        "strict": hostile(sandbox="strict", read=RUNTIME),
         "relayed": hostile(network=False, host_loopback=[9]),
         "open": hostile(sandbox="off"),
         "steady": steady(),

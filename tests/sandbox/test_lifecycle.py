@@ -10,15 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.support.daemons.sandboxed import HOSTILE, agent_of, hostile, serving, steady, wait_ready
-from tests.support.system import bubblewrap
 from tests.support.system.procs import wait_gone
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture(autouse=True)
-def _sandbox_works() -> None:
-    bubblewrap.require()
 
 
 async def test_a_killed_mcpd_takes_its_sandboxed_servers_along(tmp_path: Path) -> None:

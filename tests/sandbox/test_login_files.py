@@ -10,15 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.support.daemons.sandboxed import agent_of, hostile, serving, text, wait_ready
-from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
 LOGIN = "planted-login-3b9a"
-
-
-@pytest.fixture(autouse=True)
-def _sandbox_works() -> None:
-    bubblewrap.require()
 
 
 async def test_a_server_reads_none_of_the_logins_kept_in_files(

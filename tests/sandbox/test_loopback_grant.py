@@ -13,16 +13,18 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.support.daemons.sandboxed import agent_of, hostile, serving, steady, text, wait_ready
-from tests.support.system import bubblewrap
+from tests.support.daemons.sandboxed import (
+    agent_of,
+    call,
+    hostile,
+    serving,
+    steady,
+    text,
+    wait_ready,
+)
 from transports.stdio.loopback.relay import MAX_OPEN
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture(autouse=True)
-def _sandbox_works() -> None:
-    bubblewrap.require()
 
 
 class HostListener:
@@ -63,10 +65,6 @@ async def host_listeners(count: int) -> AsyncIterator[list[HostListener]]:
             found.append(host)
         yield found
         nursery.cancel_scope.cancel()
-
-
-async def call(agent: object, alias: str, tool: str, **arguments: object) -> str:
-    return text(await agent.call(f"mcp__{alias}__{tool}", arguments))  # type: ignore[attr-defined]
 
 
 def namespaces_held(pid: int) -> int:

@@ -6,7 +6,6 @@ pointed to nor makes mcpd keep its state where the link now leads."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ import pytest
 from tests.support.clients.agent import Agent
 from tests.support.daemons.sandboxed import (
     ENDPOINT_TOKEN,
-    HOSTILE,
+    RUNTIME,
     agent_of,
     hostile,
     restarted,
@@ -24,15 +23,9 @@ from tests.support.daemons.sandboxed import (
     text,
     wait_ready,
 )
-from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
 AWS_KEY = "aws_secret_access_key = planted-2b7c\n"
-
-
-@pytest.fixture(autouse=True)
-def _sandbox_works() -> None:
-    bubblewrap.require()
 
 
 async def call(agent: Agent, tool: str, **arguments: object) -> str:
@@ -104,8 +97,7 @@ async def test_a_link_pointed_elsewhere_hides_nothing_less(tmp_path: Path) -> No
     # The links are pointed elsewhere by a server without a sandbox; one that could
     # repoint the state's from inside its own would not start (``test_state_links``):
     # this one sees the folder read-only.
-    runtime = sorted({sys.prefix, sys.base_prefix, str(Path(HOSTILE).parent)})
-    watcher = hostile(sandbox="strict", read=[*runtime, str(tmp_path)])
+    watcher = hostile(sandbox="strict", read=[*RUNTIME, str(tmp_path)])
     servers = {"hostile": watcher, "open": hostile(sandbox="off")}
     with serving(tmp_path, servers, state_dir=str(tmp_path / "link" / "mcpd")) as d:
         async with agent_of(d) as agent:

@@ -28,16 +28,10 @@ from tests.support.daemons.sandboxed import (
     untouched,
     wait_ready,
 )
-from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
 
 CODE = "code-" + secrets.token_hex(8)
-
-
-@pytest.fixture(autouse=True)
-def _sandbox_works() -> None:
-    bubblewrap.require()
 
 
 @pytest.mark.parametrize("runtime", [True, False], ids=["runtime-dir", "tmp"])

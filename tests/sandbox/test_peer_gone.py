@@ -14,14 +14,13 @@ import trio
 
 from tests.support.daemons.sandboxed import (
     agent_of,
+    call,
     hostile,
     serving,
     steady,
-    text,
     untouched,
     wait_ready,
 )
-from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -31,14 +30,9 @@ META = {
 }
 
 
-async def call(agent: object, alias: str, tool: str, **arguments: object) -> str:
-    return text(await agent.call(f"mcp__{alias}__{tool}", arguments))  # type: ignore[attr-defined]
-
-
 async def test_a_servers_process_cannot_pass_as_the_owner_through_an_exited_child(
     tmp_path: Path,
 ) -> None:
-    bubblewrap.require()
     servers = {"hostile": hostile(), "steady": steady(), "open": hostile(sandbox="off")}
     with serving(tmp_path, servers) as d:
         async with agent_of(d) as agent:

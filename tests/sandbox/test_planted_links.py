@@ -24,15 +24,9 @@ from tests.support.daemons.sandboxed import (
     text,
     wait_ready,
 )
-from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
 AWS_KEY = "aws_secret_access_key = planted-5d1e\n"
-
-
-@pytest.fixture(autouse=True)
-def _sandbox_works() -> None:
-    bubblewrap.require()
 
 
 async def call(agent: Agent, tool: str, **arguments: object) -> str:

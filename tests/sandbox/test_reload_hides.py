@@ -17,14 +17,8 @@ from tests.support.daemons.sandboxed import (
     text,
     wait_ready,
 )
-from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture(autouse=True)
-def _sandbox_works() -> None:
-    bubblewrap.require()
 
 
 async def test_a_secret_file_a_reload_names_is_hidden_from_servers_already_running(

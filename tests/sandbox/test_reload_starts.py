@@ -11,14 +11,8 @@ import pytest
 import trio
 
 from tests.support.daemons.sandboxed import Served, agent_of, hostile, serving, steady, wait_ready
-from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture(autouse=True)
-def _sandbox_works() -> None:
-    bubblewrap.require()
 
 
 async def failed(d: Served, alias: str) -> dict[str, Any]:

@@ -5,29 +5,26 @@ everyone may."""
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.support.daemons.sandboxed import (
-    HOSTILE,
+    RUNTIME,
     agent_of,
     hostile,
     serving,
     text,
     wait_ready,
 )
-from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
 KEY = "root-only-key-6c2d"
 
 
 @pytest.fixture(autouse=True)
-def _sandbox_works() -> None:
-    bubblewrap.require()
+def _runs_as_root() -> None:
     if os.geteuid() != 0:
         pytest.skip("mcpd runs as root only for root")
 
@@ -55,8 +52,7 @@ def root_only() -> Iterator[Path]:
 async def test_a_strict_server_under_root_reads_no_root_only_file_in_etc(
     tmp_path: Path, root_only: Path
 ) -> None:
-    runtime = sorted({sys.prefix, sys.base_prefix, str(Path(HOSTILE).parent)})
-    with serving(tmp_path, {"strict": hostile(sandbox="strict", read=runtime)}) as d:
+    with serving(tmp_path, {"strict": hostile(sandbox="strict", read=RUNTIME)}) as d:
         async with agent_of(d) as agent:
             await wait_ready(agent, "strict")
             private = root_only.with_suffix(".d") / "key.pem"
@@ -85,9 +81,8 @@ async def test_a_root_only_file_in_etc_replaced_after_the_start_stays_unreadable
     secret = inner / "secret"
     secret.write_text(KEY)
     secret.chmod(0o600)
-    runtime = sorted({sys.prefix, sys.base_prefix, str(Path(HOSTILE).parent)})
     try:
-        with serving(tmp_path, {"strict": hostile(sandbox="strict", read=runtime)}) as d:
+        with serving(tmp_path, {"strict": hostile(sandbox="strict", read=RUNTIME)}) as d:
             async with agent_of(d) as agent:
                 await wait_ready(agent, "strict")
                 _replace(root_only, "NEW-" + KEY)

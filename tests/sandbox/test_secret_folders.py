@@ -14,14 +14,8 @@ import trio
 
 from tests.support.daemons.as_operator import client
 from tests.support.daemons.sandboxed import agent_of, hostile, serving, steady, text, wait_ready
-from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture(autouse=True)
-def _sandbox_works() -> None:
-    bubblewrap.require()
 
 
 def replace(path: Path, content: str) -> None:

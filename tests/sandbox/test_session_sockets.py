@@ -17,15 +17,13 @@ from pathlib import Path
 import pytest
 
 from tests.support.daemons.sandboxed import agent_of, hostile, serving, text, wait_ready
-from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
 SESSION = ("bus", "systemd/private", "gnupg/S.gpg-agent", "p11-kit/pkcs11")
 
 
 @pytest.fixture(autouse=True)
-def _sandbox_works() -> None:
-    bubblewrap.require()
+def _a_run_user_of_its_own_can_be_made() -> None:
     if os.geteuid() != 0 or not shutil.which("unshare") or not os.path.isdir("/run/user"):
         pytest.skip("needs root, unshare (util-linux) and /run/user to give mcpd its own")
 

@@ -5,30 +5,18 @@ link and the state_dir to write instead; a server without a sandbox starts."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
-import trio
 
-from tests.support.daemons.sandboxed import Served, agent_of, hostile, serving, wait_ready
-from tests.support.system import bubblewrap
+from tests.support.daemons.sandboxed import (
+    agent_of,
+    hostile,
+    serving,
+    settled,
+    wait_ready,
+)
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture(autouse=True)
-def _sandbox_works() -> None:
-    bubblewrap.require()
-
-
-async def settled(d: Served, alias: str) -> dict[str, Any]:
-    """The status once the server is ready or has failed to start."""
-    with trio.fail_after(30):
-        while True:
-            rows = await d.status()
-            if rows[alias]["state"] == "ready" or rows[alias]["last_error"]:
-                return rows
-            await trio.sleep(0.05)
 
 
 async def test_a_server_that_could_repoint_the_link_to_mcpds_state_does_not_start(

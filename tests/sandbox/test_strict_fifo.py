@@ -12,14 +12,8 @@ import pytest
 import trio
 
 from tests.support.daemons.sandboxed import agent_of, serving, steady, text, wait_ready
-from tests.support.system import bubblewrap
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture(autouse=True)
-def _sandbox_works() -> None:
-    bubblewrap.require()
 
 
 async def test_a_strict_server_whose_command_is_a_fifo_fails_alone_saying_so(

@@ -9,7 +9,6 @@ succeed, which shows what the sandbox stopped."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,35 +16,25 @@ import trio
 
 from tests.support.clients.agent import Agent
 from tests.support.daemons.sandboxed import (
-    HOARDING,
+    RUNTIME,
     Served,
     agent_of,
     as_ordinary_user,
+    call,
     hoarding,
     serving,
-    text,
     wait_ready,
 )
-from tests.support.system import bubblewrap, sysv
+from tests.support.system import sysv
 
 pytestmark = pytest.mark.timeout(120)
 
-RUNTIME = sorted({sys.prefix, sys.base_prefix, str(Path(HOARDING).parent)})
 SANDBOXED = {
     "plain": hoarding(),
     "strict": hoarding(sandbox="strict", read=RUNTIME),
     "offline": hoarding(sandbox="strict", read=RUNTIME, network=False),
 }
 SECRET = "mit-shm-buffer-of-another-program"
-
-
-@pytest.fixture(autouse=True)
-def _sandbox_works() -> None:
-    bubblewrap.require()
-
-
-async def call(agent: Agent, alias: str, tool: str, **arguments: object) -> str:
-    return text(await agent.call(f"mcp__{alias}__{tool}", arguments))
 
 
 @pytest.mark.parametrize("ordinary", [False, True], ids=["as-run", "as-ordinary-user"])

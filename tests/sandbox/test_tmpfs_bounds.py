@@ -12,29 +12,23 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.clients.agent import Agent
-from tests.support.daemons.sandboxed import HOARDING, agent_of, hoarding, serving, text, wait_ready
-from tests.support.system import bubblewrap
+from tests.support.daemons.sandboxed import (
+    RUNTIME,
+    agent_of,
+    call,
+    hoarding,
+    serving,
+    wait_ready,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
-RUNTIME = sorted({sys.prefix, sys.base_prefix, str(Path(HOARDING).parent)})
 LIMIT_MIB = 64
 LIMITS = {"memory": f"{LIMIT_MIB}M"}
-
-
-@pytest.fixture(autouse=True)
-def _sandbox_works() -> None:
-    bubblewrap.require()
-
-
-async def call(agent: Agent, alias: str, tool: str, **arguments: object) -> str:
-    return text(await agent.call(f"mcp__{alias}__{tool}", arguments))
 
 
 def written_before_full(got: str) -> int:

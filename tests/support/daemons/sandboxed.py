@@ -30,6 +30,8 @@ SECRET = "tickets-secret-0451"  # TICKETS_TOKEN in mcpd's environment
 ENDPOINT_TOKEN = "endpoint-token-7e3f"
 OAUTH_TOKEN = "oauth-access-token-91c2"
 SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nplanted\n"
+# What a strict sandbox must show for the test servers' interpreter and code to run.
+RUNTIME = sorted({sys.prefix, sys.base_prefix, str(Path(HOSTILE).parent)})
 
 
 def as_ordinary_user() -> tuple[str, ...]:
@@ -228,6 +230,37 @@ async def wait_ready(agent: Agent, *aliases: str, timeout: float = 30) -> None:
             rows = {s["alias"]: s for s in (await agent.result("mcpd/status"))["servers"]}
             if all(rows.get(a, {}).get("state") == "ready" for a in aliases):
                 return
+            await trio.sleep(0.05)
+
+
+async def call(agent: Agent, alias: str, tool: str, **arguments: object) -> str:
+    """The text the server ``alias``'s ``tool`` answers with."""
+    return text(await agent.call(f"mcp__{alias}__{tool}", arguments))
+
+
+async def settled(served: Served, alias: str) -> dict[str, Any]:
+    """The status once the server ``alias`` is ready or has failed to start."""
+    with trio.fail_after(30):
+        while True:
+            rows = await served.status()
+            if rows[alias]["state"] == "ready" or rows[alias]["last_error"]:
+                return rows
+            await trio.sleep(0.05)
+
+
+async def started_again(served: Served, agent: Agent, alias: str) -> dict[str, Any]:
+    """The hostile server ``alias`` made to exit; its status once mcpd has started it
+    again, or has refused to."""
+    before = (await served.status())[alias]["restarts"]
+    await agent.call(f"mcp__{alias}__quit", {})  # an error: it dies mid-call
+    with trio.fail_after(30):
+        while True:
+            row = (await served.status())[alias]
+            if "cannot start in its sandbox" in (row["last_error"] or ""):
+                return row
+            # Serving again, though lately failed: degraded, not ready.
+            if row["state"] in ("ready", "degraded") and row["restarts"] > before:
+                return row
             await trio.sleep(0.05)
 
 
