@@ -17,8 +17,6 @@ import pytest
 
 from transports.stdio.sandbox import host
 
-REQUIRED = os.environ.get("MCPD_REQUIRE_SANDBOX_TESTS") == "1"
-
 
 def ensure() -> None:
     """Install the bubblewrap package when missing and possible; probe again after."""
@@ -55,6 +53,6 @@ def require() -> None:
         why = f"a network namespace is not available here: {machine.network}"
     if why is None:
         return
-    if REQUIRED:
+    if os.environ.get("MCPD_REQUIRE_SANDBOX_TESTS") == "1":
         pytest.fail(f"sandbox tests required but impossible: {why}")
     pytest.skip(f"sandbox tests: {why}")
