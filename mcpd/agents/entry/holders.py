@@ -38,8 +38,8 @@ from protocol.pacing.buckets import Throttle
 from protocol.shown.logfields import log_extra
 
 from ...local.ownership.tcp_holder import (
-    HoldersUnknown,
     HolderUnknown,
+    ServerNotRuledOut,
     first_holders,
     holds,
     tcp_holder,
@@ -87,7 +87,7 @@ class HolderLookup:
         return cls(known)
 
     async def held(self) -> Holder:
-        """Who holds it; raises HolderUnknown (HoldersUnknown), saying why it is not known."""
+        """Who holds it; raises HolderUnknown (ServerNotRuledOut), saying why it is not known."""
         if self._found is None:
             try:
                 self._found = await self._look()
@@ -119,7 +119,7 @@ class Lookups:
 
 async def tcp_held(sock: trio.socket.SocketType, lookups: Lookups) -> Holder:
     """Who holds the other end of the TCP connection ``sock``; raises HolderUnknown
-    where its user cannot be found, HoldersUnknown where it is mcpd's own user and the
+    where its user cannot be found, ServerNotRuledOut where it is mcpd's own user and the
     processes that hold it cannot be. A connection mcpd's relay opened for a server's
     host loopback grant is that server's, whose process holds it or not.
 
@@ -145,7 +145,7 @@ async def tcp_held(sock: trio.socket.SocketType, lookups: Lookups) -> Holder:
             # Not abandoned when cancelled: the scan ends by ``until`` on its own.
             pids = await trio.to_thread.run_sync(first_holders, held, lookups.server_pids(), until)
         except TimeoutError:
-            raise HoldersUnknown(
+            raise ServerNotRuledOut(
                 "looking for the processes that hold it in /proc took too long"
             ) from None
     link = f"socket:[{held.inode}]"
@@ -160,7 +160,7 @@ async def tcp_held(sock: trio.socket.SocketType, lookups: Lookups) -> Holder:
             return Holder(held.uid, server, pid)
         still.append(pid)
     if not still:
-        raise HoldersUnknown(
+        raise ServerNotRuledOut(
             "no process that mcpd can read holds its other end, so nothing tells it "
             "from one of mcpd's servers"
         )
@@ -265,7 +265,7 @@ async def token_bearer(
         return None
     try:
         held = await holder.held()
-    except HoldersUnknown as exc:
+    except ServerNotRuledOut as exc:
         refusals.unknown(str(exc))
         why = f"Forbidden: mcpd cannot tell this connection from one of its servers': {exc}"
         raise Reject(403, rpc.encode_error(None, -32001, why)) from None

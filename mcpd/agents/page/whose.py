@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from html import escape
 
-from ...local.ownership.tcp_holder import HoldersUnknown, HolderUnknown
+from ...local.ownership.tcp_holder import HolderUnknown, ServerNotRuledOut
 from ..entry.holders import ServerRefusals, servers_process
 from ..entry.identity import Holder
 from ..http.exchange import RequestSender
@@ -50,7 +50,7 @@ async def connection_holder(
 
 
 def _unbound(exc: HolderUnknown) -> str:
-    if isinstance(exc, HoldersUnknown):
+    if isinstance(exc, ServerNotRuledOut):
         return (
             "a page's session is never taken on a connection of one of mcpd's servers, "
             f"and mcpd cannot tell this one from theirs: {exc}"

@@ -27,7 +27,7 @@ from protocol.shown.server_urls import ascii_hosts, ascii_url
 from protocol.shown.visible import visible
 from transports.errors import single_exceptions
 
-from ...local.ownership.tcp_holder import HoldersUnknown, HolderUnknown, tcp_holder
+from ...local.ownership.tcp_holder import HolderUnknown, ServerNotRuledOut, tcp_holder
 from ..client import BadReply, Client, DaemonUnreachable
 from ..exits import EXIT_BAD_REPLY, EXIT_FAILED, EXIT_UNREACHABLE, ask, client_for, fail
 from ..status_view import local_time
@@ -172,7 +172,7 @@ async def from_this_user(sock: trio.socket.SocketType) -> bool:
     apart, and the state still decides which redirect counts."""
     try:
         return (await trio.to_thread.run_sync(tcp_holder, sock)).uid == os.getuid()
-    except HoldersUnknown:
+    except ServerNotRuledOut:
         return False
     except HolderUnknown:
         return True

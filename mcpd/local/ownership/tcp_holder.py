@@ -11,8 +11,9 @@ another machine, or from another network namespace, is not found either way: its
 is unknown, and whoever asks refuses what takes one. A connection from an address of
 this machine (its loopback, or one of its interfaces') whose other end is not found,
 or is found held by no process (closed, perhaps with its request still on its way to
-mcpd), came from a process here that is gone from it: who that was is what cannot be
-told (``HoldersUnknown``), which is not the same as a stranger's.
+mcpd), came from a process here that is gone from it: who that was cannot be told, so
+it may have been one of mcpd's servers (``ServerNotRuledOut``), which is not the same
+as a stranger's.
 
 Either way names the socket's inode too, and its holders are the processes with a
 descriptor that links to it (``/proc/PID/fd``), found among that user's processes
@@ -46,9 +47,10 @@ class HolderUnknown(Exception):
     """Who holds a connection's other end cannot be told; the message says why."""
 
 
-class HoldersUnknown(HolderUnknown):
-    """A connection from this machine whose processes cannot be told from a server's of
-    mcpd: none holds it, or none that mcpd can read."""
+class ServerNotRuledOut(HolderUnknown):
+    """Who holds a connection from this machine cannot be told, so it may be one of
+    mcpd's servers: no process holds it, none that mcpd can read does, or none was
+    found in time."""
 
 
 def on_this_machine(ip: IP) -> bool:
@@ -71,7 +73,7 @@ def on_this_machine(ip: IP) -> bool:
 def _unheld(peer: Address, why: str) -> HolderUnknown:
     """Why ``peer``'s socket is not found held (``why``: where it was looked for)."""
     if on_this_machine(peer[0]):
-        return HoldersUnknown(
+        return ServerNotRuledOut(
             f"no process holds its other end, a socket of this machine ({why}): it was "
             "closed or passed on before mcpd looked, and nothing tells who held it from "
             "one of mcpd's servers"
@@ -131,7 +133,7 @@ def tcp_holder(
         own, peer = _address(sock.getsockname()), _address(sock.getpeername())
     except OSError as exc:
         # Its other end's address went with it: it may have been anywhere, here too.
-        raise HoldersUnknown(f"the connection is gone ({exc.strerror})") from None
+        raise ServerNotRuledOut(f"the connection is gone ({exc.strerror})") from None
     if ask_kernel:
         try:
             held = kernel_holder(peer, own)

@@ -24,7 +24,7 @@ import trio.testing
 from mcpd.agents.entry import holders
 from mcpd.agents.entry.holders import HolderLookup, Lookups, TcpKin, tcp_held
 from mcpd.agents.entry.identity import Holder
-from mcpd.local.ownership.tcp_holder import HoldersUnknown, HolderUnknown
+from mcpd.local.ownership.tcp_holder import HolderUnknown, ServerNotRuledOut
 from mcpd.policy.deciders.kin import AgentKin, Decider
 from tests.support.clients.agent import Agent, connect, make_config, running
 from tests.support.clients.tcp_client import held_by_a_child
@@ -208,7 +208,7 @@ async def test_a_servers_request_with_the_token_sent_as_its_socket_closes_runs_n
             with ends[0], ends[1]:
                 socket.send_fds(ends[0], [b"x"], [client.fileno()])
                 client.close()
-                with pytest.raises(HoldersUnknown, match="no process that mcpd can read"):
+                with pytest.raises(ServerNotRuledOut, match="no process that mcpd can read"):
                     await tcp_held(conn, Lookups(lambda pid: None, nobody, list))
 
 
@@ -253,12 +253,12 @@ async def test_who_holds_a_connection_is_looked_up_once_a_failure_too() -> None:
 
     async def unknown() -> Holder:
         asked.append("unknown")
-        raise HoldersUnknown("no process holds it")
+        raise ServerNotRuledOut("no process holds it")
 
     owner, nobody = HolderLookup(found), HolderLookup(unknown)
     assert await owner.held() == await owner.held() == Holder(1000, "thief", 42)
     for _ in range(2):
-        with pytest.raises(HoldersUnknown, match="no process holds it"):
+        with pytest.raises(ServerNotRuledOut, match="no process holds it"):
             await nobody.held()
     assert asked == ["found", "unknown"]
     with pytest.raises(HolderUnknown):

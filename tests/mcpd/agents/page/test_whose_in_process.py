@@ -15,7 +15,7 @@ from mcpd.agents.entry.identity import Holder
 from mcpd.agents.http.exchange import RequestSender
 from mcpd.agents.http.wire import Reject
 from mcpd.agents.page.whose import connection_holder
-from mcpd.local.ownership.tcp_holder import HoldersUnknown, HolderUnknown
+from mcpd.local.ownership.tcp_holder import HolderUnknown, ServerNotRuledOut
 
 
 def owned_by(found: Holder | HolderUnknown) -> RequestSender:
@@ -51,7 +51,7 @@ async def test_a_connection_no_one_said_who_holds_is_refused() -> None:
 
 
 async def test_holders_that_cannot_be_told_from_a_servers_are_refused_as_a_page() -> None:
-    reject = await refused(owned_by(HoldersUnknown("no process holds it <now>")), acting=False)
+    reject = await refused(owned_by(ServerNotRuledOut("no process holds it <now>")), acting=False)
     page = reject.body.decode()
     assert "mcpd cannot tell who is connecting" in page
     assert (

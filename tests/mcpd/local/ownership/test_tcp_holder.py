@@ -18,8 +18,8 @@ import trio
 
 from mcpd.local.ownership.tcp_holder import (
     TABLES,
-    HoldersUnknown,
     HolderUnknown,
+    ServerNotRuledOut,
     first_holders,
     holding,
     on_this_machine,
@@ -124,7 +124,7 @@ async def test_tables_that_cannot_be_read_say_so(tmp_path: Path) -> None:
                 empty = tmp_path / "empty"
                 empty.write_text("  sl  local_address rem_address   st\n")
                 # Its peer is this machine's loopback: a process here that is gone.
-                with pytest.raises(HoldersUnknown, match="no process holds its other end"):
+                with pytest.raises(ServerNotRuledOut, match="no process holds its other end"):
                     tcp_holder(conn, (str(empty),), ask_kernel=False)
 
 
@@ -149,7 +149,7 @@ async def test_a_connection_whose_other_end_is_closed_has_holders_unknown() -> N
             await client.aclose()  # its socket lingers a while, held by no process
             await conn.recv(1)  # the close has reached mcpd's end
             for ask_kernel in (True, False):
-                with pytest.raises(HoldersUnknown, match="closed or passed on"):
+                with pytest.raises(ServerNotRuledOut, match="closed or passed on"):
                     tcp_holder(conn, ask_kernel=ask_kernel)
 
 
@@ -222,5 +222,5 @@ async def test_the_first_processes_and_their_trees_are_looked_in_and_the_rest_en
                 assert child.stdin is not None
                 await child.stdin.aclose()
                 await child.wait()
-        with pytest.raises(HoldersUnknown):
+        with pytest.raises(ServerNotRuledOut):
             tcp_holder(conn)
