@@ -11,9 +11,8 @@ import pytest
 import trio
 
 from tests.support.clients.agent import connect, make_config, running
+from tests.support.hosts.peers import ROOT, console_script, node_env, node_tool, sdk_server_cmd
 from tests.support.hosts.third_party import HERE, lines, tapped
-
-from .conftest import ROOT, console_script, node_env, node_tool, sdk_server_cmd
 
 CUSTOM = str(ROOT / "tests" / "support" / "servers" / "demo_custom.py")
 

@@ -16,10 +16,9 @@ import trio
 
 from tests.support.clients.agent import META, make_config, running
 from tests.support.clients.answering import AnsweringAgent, connect_answering
+from tests.support.hosts.peers import console_script
 from tests.support.hosts.third_party import lines, tapped
 from tests.support.hosts.wiretap import free_port, serve
-
-from .conftest import console_script
 
 ASKING = str(Path(__file__).with_name("servers") / "asking_server.py")
 CAPS = {"elicitation": {}, "sampling": {}, "roots": {"listChanged": True}}

@@ -18,9 +18,8 @@ from typing import Any
 import pytest
 import trio
 
+from tests.support.hosts.peers import node_env, node_tool
 from tests.support.hosts.third_party import DRIVER, MODERN, Run, unexpected
-
-from .conftest import node_env, node_tool
 
 # A pytestmark in conftest.py marks nothing, so each module marks itself.
 pytestmark = pytest.mark.interop

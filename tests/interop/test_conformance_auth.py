@@ -23,9 +23,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.hosts.peers import node_env, node_tool
 from tests.support.hosts.third_party import DRIVER, MODERN, Run, unexpected
-
-from .conftest import node_env, node_tool
 
 pytestmark = pytest.mark.interop
 

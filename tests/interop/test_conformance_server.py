@@ -25,9 +25,8 @@ import pytest
 import trio
 
 from tests.support.clients.agent import make_config, running
+from tests.support.hosts.peers import node_env, node_tool
 from tests.support.hosts.tcp_relay import tcp_relay
-
-from .conftest import node_env, node_tool
 
 pytestmark = pytest.mark.interop
 

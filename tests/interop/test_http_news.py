@@ -26,10 +26,9 @@ from tests.support.clients.http_stream_client import (
     session_headers,
     stream_headers,
 )
+from tests.support.hosts.peers import node_env, node_tool, v1_python
 from tests.support.hosts.third_party import node, ts_probe
 from tests.support.system.procs import scripted
-
-from .conftest import node_env, node_tool, v1_python
 
 HERE = Path(__file__).resolve().parent
 URI = "demo://resource/static/document/features.md"

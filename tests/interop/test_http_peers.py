@@ -24,6 +24,7 @@ from mcpd.servers.connected.upstream import Upstream
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.hosts.peers import SERVERS, V1_PYTHON, node_env, node_tool, v1_python
 from tests.support.hosts.wiretap import (
     ServerProcess,
     TappedRequest,
@@ -35,8 +36,6 @@ from tests.support.hosts.wiretap import (
 from tests.support.parts.calls import at_upstream
 from transports.errors import HttpRPCError, SessionExpired
 from transports.http.transport import HttpTransport, open_http_transport
-
-from .conftest import SERVERS, V1_PYTHON, node_env, node_tool, v1_python
 
 # A pytestmark in conftest.py marks nothing, so each module marks itself.
 pytestmark = pytest.mark.interop

@@ -14,9 +14,8 @@ import trio
 
 from tests.support.clients.agent import Agent, connect, make_config, running
 from tests.support.daemons.supervision import text, wait_state
+from tests.support.hosts.peers import SERVERS, v1_python
 from tests.support.hosts.wiretap import free_port, serve
-
-from .conftest import SERVERS, v1_python
 
 # A pytestmark in conftest.py marks nothing, so each module marks itself.
 pytestmark = pytest.mark.interop

@@ -11,8 +11,7 @@ from typing import Any
 import trio
 
 from tests.support.clients.agent import connect, make_config, running
-
-from .conftest import SERVERS, console_script, node_env, node_tool, sdk_server_cmd
+from tests.support.hosts.peers import SERVERS, console_script, node_env, node_tool, sdk_server_cmd
 
 
 def peers(folder: Path) -> dict[str, Any]:

@@ -32,10 +32,9 @@ from mcpd.daemon import Daemon
 from tests.support.cli.apart import APART
 from tests.support.clients.agent import running
 from tests.support.daemons.waiting import ASK, CREATE, SEARCH, waiting_daemon
+from tests.support.hosts.peers import ROOT, console_script, node_env, v1_python
 from tests.support.hosts.third_party import node
 from tests.support.system.procs import scripted
-
-from .conftest import ROOT, console_script, node_env, v1_python
 
 HERE = Path(__file__).resolve().parent
 PEERS = ROOT / "tests" / "peers"

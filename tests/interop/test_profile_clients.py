@@ -13,10 +13,9 @@ import pytest
 import trio
 
 from tests.support.clients.agent import make_config, running
+from tests.support.hosts.peers import console_script, node_env, node_tool, sdk_server_cmd
 from tests.support.hosts.third_party import HERE, run_json, ts_probe
 from tests.support.system.procs import scripted
-
-from .conftest import console_script, node_env, node_tool, sdk_server_cmd
 
 META_TOOLS = ["mcpd_search_tools", "mcpd_describe_tools", "mcpd_call_tool"]
 

@@ -10,9 +10,8 @@ import pytest
 import trio
 
 from tests.support.clients.agent import make_config, running
+from tests.support.hosts.peers import console_script, node_env, node_tool, sdk_server_cmd
 from tests.support.system.procs import scripted
-
-from .conftest import console_script, node_env, node_tool, sdk_server_cmd
 
 PROBE = str(Path(__file__).with_name("sdk_client_probe.py"))
 

@@ -18,9 +18,8 @@ import trio
 
 from protocol.shown.visible import hidden
 from tests.support.clients.agent import make_config, running
+from tests.support.hosts.peers import ROOT, console_script, node_env
 from tests.support.hosts.third_party import node
-
-from .conftest import ROOT, console_script, node_env
 
 CANNED = str(Path(__file__).resolve().parents[1] / "support" / "servers" / "canned.py")
 CLIENT = str(Path(__file__).with_name("sdk_client_results.py"))

@@ -39,9 +39,8 @@ import trio
 
 from mcpd.local.service.journal import JournalHandler, LineHandler
 from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.hosts.peers import SERVERS
 from tests.support.hosts.wiretap import free_port, serve
-
-from .conftest import SERVERS
 
 pytestmark = pytest.mark.interop
 

@@ -11,9 +11,8 @@ from typing import Any
 import trio
 
 from tests.support.clients.agent import make_config, running
+from tests.support.hosts.peers import console_script, node_env, node_tool
 from tests.support.hosts.third_party import PEERS, node, run_json, ts_probe
-
-from .conftest import console_script, node_env, node_tool
 
 HERE = Path(__file__).resolve().parent
 TOGGLE = "mcp__everything__toggle-simulated-logging"

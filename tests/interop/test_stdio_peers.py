@@ -14,11 +14,17 @@ from mcpd.servers.connected.handshake import client_meta
 from mcpd.servers.connected.upstream import Upstream
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
+from tests.support.hosts.peers import (
+    SERVERS,
+    console_script,
+    node_env,
+    node_tool,
+    sdk_server_cmd,
+    v1_python,
+)
 from tests.support.parts.calls import at_upstream
 from transports.stdio.params import StdioParams
 from transports.stdio.transport import open_stdio_transport
-
-from .conftest import SERVERS, console_script, node_env, node_tool, sdk_server_cmd, v1_python
 
 
 def decoded(raw: Raw) -> Any:

@@ -14,8 +14,7 @@ import trio
 
 from tests.support.clients.agent import META, make_config, running
 from tests.support.clients.answering import AnsweringAgent, connect_answering
-
-from .conftest import node_env, node_tool
+from tests.support.hosts.peers import node_env, node_tool
 
 CAPS = {"elicitation": {}, "sampling": {}, "roots": {"listChanged": True}}
 EV = "mcp__everything__"

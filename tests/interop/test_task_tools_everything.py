@@ -13,10 +13,9 @@ import pytest
 import trio
 
 from tests.support.clients.agent import connect, make_config, running
+from tests.support.hosts.peers import console_script, node_env, node_tool
 from tests.support.hosts.third_party import run_json, ts_probe
 from tests.support.hosts.wiretap import free_port, serve
-
-from .conftest import console_script, node_env, node_tool
 
 HERE = Path(__file__).resolve().parent
 TOOL = "mcp__everything__simulate-research-query"

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import trio
 
-from tests.interop.conftest import NODE_BIN, node_tool
 from tests.support.clients.agent import Agent, connect, make_config, running
 from tests.support.daemons.sandboxed import text, wait_ready
+from tests.support.hosts.peers import NODE_BIN, node_tool
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
 

@@ -14,9 +14,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import ROOT
 from tests.support.daemons.notify import Notifications
 
+ROOT = Path(__file__).resolve().parents[3]
 LOG = ("--log", "stderr")
 
 

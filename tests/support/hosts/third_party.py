@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.interop.conftest import (
+from tests.support.hosts.peers import (
     NODE_BIN,
     ROOT,
     SERVERS,

@@ -1,17 +1,19 @@
-"""Where the third-party peers live (installed by `make peers`)."""
+"""Where the third-party peers live (installed by `make peers`), and their commands: a
+test that needs one that is not installed skips, naming what installs it."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 NODE_BIN = ROOT / "tests" / "peers" / "node_modules" / ".bin"
 V1_PYTHON = ROOT / ".venv-peers-v1" / "bin" / "python"
-SERVERS = Path(__file__).resolve().parent / "servers"
+SERVERS = ROOT / "tests" / "interop" / "servers"
 
 
 def node_tool(name: str) -> str:
@@ -23,8 +25,6 @@ def node_tool(name: str) -> str:
 
 def node_env() -> dict[str, str]:
     """PATH with the Node 22 the peers are installed for first."""
-    import os
-
     return {"PATH": f"{NODE_BIN}:{os.environ.get('PATH', '')}"}
 
 
