@@ -27,9 +27,9 @@ import pytest
 from mcpd.audit.logfile import FILE_NAME
 from tests.conftest import ROOT
 from tests.support.daemons.notify import Notifications
+from tests.support.system import required
 from tests.support.system.procs import scripted
 from tests.systemd import harness
-from tests.systemd.conftest import REQUIRED
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -90,9 +90,7 @@ class Journald:
 def journald() -> Iterator[Journald]:
     reason = _skip_reason()
     if reason:
-        if REQUIRED:
-            pytest.fail(f"the real-journald test is required but impossible: {reason}")
-        pytest.skip(f"real journald: {reason}")
+        required.impossible("the real-journald test", required.SYSTEMD, reason)
     binary = _journald()
     assert binary is not None
     proc = subprocess.Popen(

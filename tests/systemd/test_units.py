@@ -13,8 +13,8 @@ import pytest
 
 from mcpd.local.service import systemd as sd
 from tests.conftest import ROOT
+from tests.support.system import required
 from tests.systemd import harness
-from tests.systemd.conftest import REQUIRED
 
 UNITS = ROOT / "systemd"
 
@@ -26,9 +26,7 @@ def systemd_analyze() -> str:
         harness.ensure_host_tools()  # systemd-container brings systemd along
         path = shutil.which("systemd-analyze")
     if path is None:
-        if REQUIRED:
-            pytest.fail("systemd-analyze is required but not installed")
-        pytest.skip("systemd-analyze is not installed")
+        required.impossible("systemd-analyze", required.SYSTEMD, "it is not installed")
     return path
 
 

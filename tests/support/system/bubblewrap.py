@@ -13,8 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
+from tests.support.system import required
 from transports.stdio.sandbox import host
 
 
@@ -51,8 +50,5 @@ def require() -> None:
         why = f"namespaces are not available here: {machine.namespaces}"
     elif machine.network is not None:
         why = f"a network namespace is not available here: {machine.network}"
-    if why is None:
-        return
-    if os.environ.get("MCPD_REQUIRE_SANDBOX_TESTS") == "1":
-        pytest.fail(f"sandbox tests required but impossible: {why}")
-    pytest.skip(f"sandbox tests: {why}")
+    if why is not None:
+        required.impossible("sandbox tests", required.SANDBOX, why)
