@@ -19,6 +19,7 @@ from mcpd.cli.check_sandbox import inherited_warnings, sandbox_lines
 from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config
 from tests.support.daemons.as_operator import MCPD, client, start, stop
+from tests.support.system import required
 from transports.stdio.sandbox import host
 
 
@@ -133,7 +134,8 @@ def test_a_machine_that_cannot_refuse_user_namespaces_or_keyrings_or_bound_dev_s
 ) -> None:
     machine = host.probe()
     if machine.bwrap is None or machine.namespaces is not None:
-        pytest.skip("no sandbox here at all, which its own line says")
+        why = "no sandbox here at all, which its own line says"
+        required.impossible("sandbox tests", required.SANDBOX, why)
     old = "bwrap: Unknown option --disable-userns"
     setuid = "bwrap: Creating new namespace failed: Operation not permitted"
     unsized = "bwrap: Unknown option --size"
