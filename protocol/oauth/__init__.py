@@ -70,7 +70,7 @@ from .metadata import (
     ServerMetadata,
     issuer_still_listed,
 )
-from .registration import ClientConfig, ClientRegistration, client_metadata_document
+from .registration import ClientConfig, ClientRegistration
 from .scopes import ScopeState, check_scopes
 from .secret import Secret
 from .ssrf import FetchPolicy
@@ -129,7 +129,6 @@ __all__ = [
     "carries_state",
     "check_revocation",
     "check_scopes",
-    "client_metadata_document",
     "issuer_still_listed",
     "load_signing_key",
     "parse_redirect",

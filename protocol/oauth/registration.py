@@ -318,24 +318,3 @@ def client_auth(
         basic = basic_credentials(reg.client_id, reg.client_secret)
         return [("client_id", reg.client_id)], [("Authorization", basic)]
     return [("client_id", reg.client_id), ("client_secret", reg.client_secret.reveal())], []
-
-
-def client_metadata_document(
-    config: ClientConfig, redirect_uris: Sequence[str], jwks: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """The Client ID Metadata Document to publish at ``config.metadata_url``."""
-    if config.metadata_url is None:
-        raise OAuthConfigError("no client metadata URL is configured")
-    doc: dict[str, Any] = {
-        "client_id": check_metadata_url(config.metadata_url),
-        "client_name": config.client_name,
-        "redirect_uris": list(redirect_uris),
-        "grant_types": ["authorization_code", "refresh_token"]
-        if config.want_refresh
-        else ["authorization_code"],
-        "response_types": ["code"],
-        "token_endpoint_auth_method": "private_key_jwt" if jwks else "none",
-    }
-    if jwks:
-        doc["jwks"] = jwks
-    return doc

@@ -13,7 +13,6 @@ from protocol.oauth import (
     OAuthConfigError,
     OAuthProtocolError,
     Secret,
-    client_metadata_document,
 )
 from protocol.oauth.metadata import AuthorizationServer, ServerMetadata
 from protocol.oauth.registration import (
@@ -218,12 +217,3 @@ def test_client_auth_fields() -> None:
             now=0,
             random=counter_random(),
         )
-
-
-def test_client_metadata_document() -> None:
-    doc = client_metadata_document(
-        ClientConfig(metadata_url="https://mcpd.example/client.json"), ["http://127.0.0.1/cb"]
-    )
-    assert doc["client_id"] == "https://mcpd.example/client.json"
-    assert doc["redirect_uris"] == ["http://127.0.0.1/cb"]
-    assert "refresh_token" in doc["grant_types"] and doc["token_endpoint_auth_method"] == "none"
