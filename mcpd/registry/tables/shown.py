@@ -155,9 +155,28 @@ def sourced(
     return note, out
 
 
-def _resource_meta(
-    alias: str, own: object, original: str, shown: str, key: str, available: bool
+def described(alias: str, description: T) -> T | str:
+    """A description of the server's with every later line that begins with a
+    bracket marked (its first line gets the mark in front as it is shown)."""
+    return later_lines_marked(alias, description) if isinstance(description, str) else description
+
+
+def _shown_listed(
+    alias: str,
+    r: features.Resource | features.ResourceTemplate,
+    original: str,
+    shown: str,
+    key: str,
+    available: bool,
+    marker: str | None,
+    held: str | None,
 ) -> dict[str, Any]:
+    """What agents see of a resource or template listed under ``shown`` (the server's
+    ``original`` kept under ``key`` in ``_meta`` when they differ); a held one is marked
+    unavailable, saying why."""
+    if held is not None:
+        available, marker = False, f"held: {held}"
+    own = r.meta
     meta: dict[str, Any] = (
         {k: v for k, v in own.items() if not k.startswith("mcpd/")} if isinstance(own, dict) else {}
     )
@@ -165,17 +184,14 @@ def _resource_meta(
     if shown != original:
         meta[key] = original
     meta["mcpd/available"] = available
-    return meta
-
-
-def described(alias: str, description: T) -> T | str:
-    """A description of the server's with every later line that begins with a
-    bracket marked (its first line gets the mark in front as it is shown)."""
-    return later_lines_marked(alias, description) if isinstance(description, str) else description
-
-
-def _resource_note(alias: str, description: object, marker: str | None) -> str:
-    return later_lines_marked(alias, _note(alias, description, marker))
+    if held is not None:
+        meta["mcpd/held"] = held
+    return {
+        "name": breaks_as_spaces(r.name) if isinstance(r.name, str) else r.name,
+        "title": marked_title(alias, r.title),
+        "description": later_lines_marked(alias, _note(alias, r.description, marker)),
+        "meta": meta,
+    }
 
 
 def agent_resource(
@@ -186,21 +202,9 @@ def agent_resource(
     marker: str | None,
     held: str | None = None,
 ) -> features.Resource:
-    """A resource as agents see it under ``uri`` (the server's, or its mcpd:// form);
-    a held one is marked unavailable, saying why."""
-    if held is not None:
-        available, marker = False, f"held: {held}"
-    meta = _resource_meta(alias, r.meta, r.uri, uri, "mcpd/originalUri", available)
-    if held is not None:
-        meta["mcpd/held"] = held
-    return msgspec.structs.replace(
-        r,
-        uri=uri,
-        name=breaks_as_spaces(r.name) if isinstance(r.name, str) else r.name,
-        title=marked_title(alias, r.title),
-        description=_resource_note(alias, r.description, marker),
-        meta=meta,
-    )
+    """A resource as agents see it under ``uri`` (the server's, or its mcpd:// form)."""
+    shown = _shown_listed(alias, r, r.uri, uri, "mcpd/originalUri", available, marker, held)
+    return msgspec.structs.replace(r, uri=uri, **shown)
 
 
 def agent_template(
@@ -211,23 +215,10 @@ def agent_template(
     marker: str | None,
     held: str | None,
 ) -> features.ResourceTemplate:
-    """A resource template as agents see it as ``template``; a held one is marked
-    unavailable, saying why."""
-    if held is not None:
-        available, marker = False, f"held: {held}"
-    meta = _resource_meta(
-        alias, r.meta, r.uriTemplate, template, "mcpd/originalUriTemplate", available
-    )
-    if held is not None:
-        meta["mcpd/held"] = held
-    return msgspec.structs.replace(
-        r,
-        uriTemplate=template,
-        name=breaks_as_spaces(r.name) if isinstance(r.name, str) else r.name,
-        title=marked_title(alias, r.title),
-        description=_resource_note(alias, r.description, marker),
-        meta=meta,
-    )
+    """A resource template as agents see it as ``template``."""
+    key = "mcpd/originalUriTemplate"
+    shown = _shown_listed(alias, r, r.uriTemplate, template, key, available, marker, held)
+    return msgspec.structs.replace(r, uriTemplate=template, **shown)
 
 
 def marked_title(alias: str, title: T) -> T | str:
