@@ -19,6 +19,7 @@ import stat
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
+from ...local.ownership.owners import group_name
 from .endpoints import group_id
 
 _OPEN_FOR_ALL = (
@@ -62,13 +63,6 @@ class _Who(NamedTuple):
     gids: frozenset[int]
 
 
-def _group_name(gid: int) -> str:
-    try:
-        return grp.getgrgid(gid).gr_name
-    except KeyError:
-        return str(gid)
-
-
 def _groups_of(uid: int) -> tuple[str, frozenset[int]]:
     try:
         user = pwd.getpwuid(uid)
@@ -82,7 +76,7 @@ def _allowed(allow_uids: Iterable[int], allow_groups: Iterable[str]) -> Iterator
     for name in allow_groups:
         gid = gid_of(name)
         if gid is not None:
-            yield _Who(f"the members of {_group_name(gid)}", None, frozenset({gid}))
+            yield _Who(f"the members of {group_name(gid)}", None, frozenset({gid}))
     for uid in dict.fromkeys(allow_uids):
         if uid not in (0, os.geteuid()):  # root passes the checks; the owner is let in
             said, gids = _groups_of(uid)
@@ -120,7 +114,7 @@ def _file_warning(key: str, shut: list[_Who], mode: int, group: int, given: int 
     names = ", ".join(w.said for w in shut)
     said = (
         f"{key}: {names} cannot open the socket file, whose mode {mode:04o} gives them "
-        f"no write permission (its group is {_group_name(group)}), which connecting takes; "
+        f"no write permission (its group is {group_name(group)}), which connecting takes; "
     )
     members = [w for w in shut if w.uid is None]
     if given is None and members:
@@ -134,7 +128,7 @@ def _file_warning(key: str, shut: list[_Who], mode: int, group: int, given: int 
         return f'{said}set socket_mode = "0660" to let the group in'
     if given is not None and any(given not in w.gids for w in members):
         # One group per file: the other groups' members are let in by the bits for others.
-        said += f"a socket has one group, and mcpd gives it {_group_name(given)}; "
+        said += f"a socket has one group, and mcpd gives it {group_name(given)}; "
     return f"{said}{_OPEN_FOR_ALL}"
 
 
@@ -170,7 +164,7 @@ def _directory_warnings(key: str, path: str, who: list[_Who]) -> list[str]:
         warnings.append(
             f"{key}: {', '.join(names)} cannot reach the socket {path}: the directory {at} "
             f"(mode {stat.S_IMODE(st.st_mode):04o}, owner {owner}, group "
-            f"{_group_name(st.st_gid)}) does not let them search it; open it to them "
+            f"{group_name(st.st_gid)}) does not let them search it; open it to them "
             f"(chmod o+x {at}, or g+x with a group of theirs) or set {key}.socket to a path "
             "in a directory they can reach"
         )

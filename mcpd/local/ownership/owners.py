@@ -79,13 +79,13 @@ def other_writers(st: os.stat_result, acl: bytes | None = None) -> str | None:
     # that mcpd's group may write (install -o root -g mcpd -m 0770) is for mcpd alone.
     own = (st.st_uid, os.geteuid())
     if st.st_mode & stat.S_IWGRP and not _anyones_own(own, st.st_gid):
-        return f"the group {_group_name(st.st_gid)}"
+        return f"the group {group_name(st.st_gid)}"
     if acl is not None:
         for tag, ident in _acl_writers(acl):
             if tag == _ACL_USER and ident not in (*own, 0):
                 return f"the user {user_name(ident)} (uid {ident}, by its ACL)"
             if tag == _ACL_GROUP and not _anyones_own(own, ident):
-                return f"the group {_group_name(ident)} (by its ACL)"
+                return f"the group {group_name(ident)} (by its ACL)"
     return None
 
 
@@ -122,7 +122,7 @@ def _acl_writers(acl: bytes) -> list[tuple[int, int]]:
     ]
 
 
-def _group_name(gid: int) -> str:
+def group_name(gid: int) -> str:
     try:
         return grp.getgrgid(gid).gr_name
     except KeyError:
