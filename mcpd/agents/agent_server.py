@@ -374,7 +374,7 @@ class AgentServer(ProfileMethods, RequestHandler):
     async def _tools_list(
         self, conn: Agent, req: rpc.Request, ctx: RequestContext | None
     ) -> object:
-        params = rpc.decode_as(req.params, mcp.ListToolsParams)
+        params = rpc.decode_as(req.params, mcp.ListParams)
         result = list_tools(
             self.servers, self.view(conn), params, ctx, self.control.settings.page_size
         )

@@ -270,7 +270,7 @@ class DemoServer:
         raise rpc.RPCError(rpc.METHOD_NOT_FOUND, "Method not found", req.method)
 
     def _list(self, params: Raw | None) -> mcp.ListToolsResult:
-        p = rpc.decode_as(params, mcp.ListToolsParams)
+        p = rpc.decode_as(params, mcp.ListParams)
         tools = self.tools
         start = 0 if p.cursor is UNSET or p.cursor is None else self._offset(p.cursor)
         end = len(tools) if self.page_size is None else start + self.page_size

@@ -135,7 +135,9 @@ class Tool(msgspec.Struct):
     meta: Meta | UnsetType | None = msgspec.field(name="_meta", default=UNSET)
 
 
-class ListToolsParams(msgspec.Struct, omit_defaults=True):
+class ListParams(msgspec.Struct, omit_defaults=True):
+    """The params of a page request of any list: tools, prompts, resources, templates."""
+
     cursor: str | UnsetType | None = UNSET
     meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
 

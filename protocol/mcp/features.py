@@ -78,11 +78,6 @@ class ListPage(msgspec.Struct, omit_defaults=True):
     resultType: str | UnsetType | None = UNSET
 
 
-class ListParams(msgspec.Struct, omit_defaults=True):
-    cursor: str | UnsetType | None = UNSET
-    meta: Meta | UnsetType = msgspec.field(name="_meta", default=UNSET)
-
-
 class GetPromptParams(msgspec.Struct, omit_defaults=True):
     name: str
     arguments: Raw | UnsetType = UNSET

@@ -168,7 +168,7 @@ class ExtraMethods:
     async def _prompts_list(
         self, conn: Agent, req: rpc.Request, ctx: RequestContext | None
     ) -> PromptsPage:
-        params = rpc.decode_as(req.params, features.ListParams)
+        params = rpc.decode_as(req.params, mcp.ListParams)
         return list_prompts(self.servers, params, ctx, self._page_size(), self._sees(conn)[0])
 
     async def _recorded(
@@ -221,14 +221,14 @@ class ExtraMethods:
     async def _resources_list(
         self, conn: Agent, req: rpc.Request, ctx: RequestContext | None
     ) -> ResourcesPage:
-        params = rpc.decode_as(req.params, features.ListParams)
+        params = rpc.decode_as(req.params, mcp.ListParams)
         sees = self._sees(conn)[1]
         return list_resources(self.servers, params, ctx, self._page_size(), False, sees)
 
     async def _templates_list(
         self, conn: Agent, req: rpc.Request, ctx: RequestContext | None
     ) -> ResourcesPage:
-        params = rpc.decode_as(req.params, features.ListParams)
+        params = rpc.decode_as(req.params, mcp.ListParams)
         sees = self._sees(conn)[1]
         return list_resources(self.servers, params, ctx, self._page_size(), True, sees)
 

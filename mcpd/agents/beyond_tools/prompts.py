@@ -97,7 +97,7 @@ def everything(alias: str, name: str) -> bool:
 
 def list_prompts(
     servers: AllServers,
-    params: features.ListParams,
+    params: mcp.ListParams,
     ctx: RequestContext | None,
     page_size: int,
     sees: Sees = everything,

@@ -49,7 +49,7 @@ class ResourcesPage(msgspec.Struct, omit_defaults=True):
 
 def list_resources(
     servers: AllServers,
-    params: features.ListParams,
+    params: mcp.ListParams,
     ctx: RequestContext | None,
     page_size: int,
     templates: bool,

@@ -25,7 +25,7 @@ _PIECE_BYTES: Final = 256 * 1024  # and about as many bytes
 def list_tools(
     servers: AllServers,
     profile: Profile,
-    params: mcp.ListToolsParams,
+    params: mcp.ListParams,
     ctx: RequestContext | None,
     page_size: int,
 ) -> mcp.ListToolsResult:

@@ -242,7 +242,7 @@ class Upstream:
         meta = client_meta(self.version, NO_CAPABILITIES) if self.era == "modern" else UNSET
         if cursor is None and meta is UNSET:
             return UNSET
-        return mcp.ListToolsParams(cursor=UNSET if cursor is None else cursor, meta=meta)
+        return mcp.ListParams(cursor=UNSET if cursor is None else cursor, meta=meta)
 
     async def _renew_session(self) -> None:
         await self._renewal.wait(self.nursery)

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 from msgspec import UNSET
 
 from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
 from protocol.mcp import features
 from protocol.shown.visible import quote
 
@@ -32,7 +33,7 @@ async def list_all(
     for _ in range(up.max_pages):
         meta = up.meta.of(None, None)
         params: Any = (
-            features.ListParams(cursor=UNSET if cursor is None else cursor, meta=meta)
+            mcp.ListParams(cursor=UNSET if cursor is None else cursor, meta=meta)
             if cursor is not None or meta is not UNSET
             else UNSET
         )

@@ -250,8 +250,8 @@ def test_what_mcpd_lists_and_asks_for_sends_only_what_it_set() -> None:
         "nextCursor": "n",
         "ttlMs": 0,
     }
-    assert wire(mcp.ListToolsParams()) == {}
-    assert wire(mcp.ListToolsParams(cursor="")) == {"cursor": ""}
+    assert wire(mcp.ListParams()) == {}
+    assert wire(mcp.ListParams(cursor="")) == {"cursor": ""}
     assert wire(mcp.MetaOnlyParams()) == {}
 
 

@@ -75,36 +75,36 @@ def keep(result: Raw) -> Raw:
 
 def test_prompts_are_listed_in_pages_and_a_cursor_past_the_list_is_refused() -> None:
     servers = catalog_servers("a", "b", "c")
-    first = list_prompts(servers, features.ListParams(), None, 2)
+    first = list_prompts(servers, mcp.ListParams(), None, 2)
     assert [msgspec.json.decode(p)["name"] for p in first.prompts] == [
         "mcp__notes__a",
         "mcp__notes__b",
     ]
     assert isinstance(first.nextCursor, str)
-    rest = list_prompts(servers, features.ListParams(cursor=first.nextCursor), None, 2)
+    rest = list_prompts(servers, mcp.ListParams(cursor=first.nextCursor), None, 2)
     assert [msgspec.json.decode(p)["name"] for p in rest.prompts] == ["mcp__notes__c"]
     assert rest.nextCursor is msgspec.UNSET
     with pytest.raises(rpc.RPCError) as refused:
         past = encode_cursor(4, list_digest([bytes(p) for p in servers.prompt_listing()]))
-        list_prompts(servers, features.ListParams(cursor=past), None, 2)
+        list_prompts(servers, mcp.ListParams(cursor=past), None, 2)
     assert refused.value.code == rpc.INVALID_PARAMS
 
 
 def test_a_modern_agent_is_told_its_prompt_list_is_private_and_not_to_be_kept() -> None:
     servers = catalog_servers("a")
     modern = msgspec.json.decode(
-        msgspec.json.encode(list_prompts(servers, features.ListParams(), MODERN, 0))
+        msgspec.json.encode(list_prompts(servers, mcp.ListParams(), MODERN, 0))
     )
     assert (modern["ttlMs"], modern["cacheScope"]) == (0, "private")
     legacy = msgspec.json.decode(
-        msgspec.json.encode(list_prompts(servers, features.ListParams(), None, 0))
+        msgspec.json.encode(list_prompts(servers, mcp.ListParams(), None, 0))
     )
     assert "ttlMs" not in legacy and "cacheScope" not in legacy
 
 
 def test_a_profile_lists_only_the_prompts_it_sees() -> None:
     servers = catalog_servers("open", "secret")
-    page = list_prompts(servers, features.ListParams(), None, 0, lambda alias, n: n != "secret")
+    page = list_prompts(servers, mcp.ListParams(), None, 0, lambda alias, n: n != "secret")
     assert [msgspec.json.decode(p)["name"] for p in page.prompts] == ["mcp__notes__open"]
 
 

@@ -120,23 +120,23 @@ class Inbox:
 
 def test_resources_and_templates_are_listed_apart_and_paged() -> None:
     servers = three_servers()
-    first = list_resources(servers, features.ListParams(), None, 3, False)
+    first = list_resources(servers, mcp.ListParams(), None, 3, False)
     assert first.resourceTemplates is msgspec.UNSET and isinstance(first.resources, list)
     assert len(first.resources) == 3 and isinstance(first.nextCursor, str)
-    rest = list_resources(servers, features.ListParams(cursor=first.nextCursor), None, 3, False)
+    rest = list_resources(servers, mcp.ListParams(cursor=first.nextCursor), None, 3, False)
     assert isinstance(rest.resources, list) and len(rest.resources) == 2
     assert rest.nextCursor is msgspec.UNSET
-    templates = list_resources(servers, features.ListParams(), MODERN, 0, True)
+    templates = list_resources(servers, mcp.ListParams(), MODERN, 0, True)
     assert templates.resources is msgspec.UNSET and isinstance(templates.resourceTemplates, list)
     assert len(templates.resourceTemplates) == 3
     assert (templates.ttlMs, templates.cacheScope) == (0, "private")
     with pytest.raises(rpc.RPCError):
-        list_resources(servers, features.ListParams(cursor="bm90IG1jcGQ="), None, 3, False)
+        list_resources(servers, mcp.ListParams(cursor="bm90IG1jcGQ="), None, 3, False)
 
 
 def test_a_profile_lists_only_the_resources_of_the_servers_it_shows() -> None:
     servers = three_servers()
-    page = list_resources(servers, features.ListParams(), None, 0, False, Shows("b"))
+    page = list_resources(servers, mcp.ListParams(), None, 0, False, Shows("b"))
     assert isinstance(page.resources, list)
     servers_named = {msgspec.json.decode(r)["_meta"]["mcpd/server"] for r in page.resources}
     assert servers_named == {"b"}

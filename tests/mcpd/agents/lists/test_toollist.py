@@ -42,8 +42,8 @@ def names(result: mcp.ListToolsResult) -> list[str]:
     return [t.name for t in result.tools]
 
 
-def params(cursor: str | None = None) -> mcp.ListToolsParams:
-    return mcp.ListToolsParams() if cursor is None else mcp.ListToolsParams(cursor=cursor)
+def params(cursor: str | None = None) -> mcp.ListParams:
+    return mcp.ListParams() if cursor is None else mcp.ListParams(cursor=cursor)
 
 
 def test_a_modern_agent_gets_a_private_uncached_listing() -> None:
