@@ -72,14 +72,14 @@ class TokenSet(msgspec.Struct, frozen=True):
         until = self._usable_until()
         return until is not None and now >= until
 
-    def should_refresh(self, now: float, margin: float = REFRESH_MARGIN) -> bool:
-        """Time to refresh: within ``margin`` seconds of expiry (at most half the
+    def should_refresh(self, now: float) -> bool:
+        """Time to refresh: within ``REFRESH_MARGIN`` seconds of expiry (at most half the
         token's lifetime, so a short-lived token is not refreshed at once)."""
         until = self._usable_until()
         if until is None or self.refresh_token is None:
             return False
         lifetime = until - self.obtained_at
-        return now >= until - min(margin, max(lifetime, 0.0) / 2)
+        return now >= until - min(REFRESH_MARGIN, max(lifetime, 0.0) / 2)
 
     def store(self) -> bytes:
         return _encoder.encode(self)

@@ -221,13 +221,12 @@ def found_state_directory(configured: str | None, env: Mapping[str, str] | None 
     return os.path.realpath(state_directory(configured, env))
 
 
-def pages_directory(env: Mapping[str, str] | None = None) -> str:
+def pages_directory() -> str:
     """Where the daemon has ``mcpd dashboard`` and ``mcpd auth login`` put the page they
     hand a browser: ``$XDG_RUNTIME_DIR/mcpd-pages``, else ``/tmp/mcpd-pages-UID``, in
     the daemon's environment, not the command's, so that it is among the
     ``pages_directories`` the daemon hides from servers."""
-    env = os.environ if env is None else env
-    runtime = env.get("XDG_RUNTIME_DIR", "")
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
     if os.path.isabs(runtime) and os.path.isdir(runtime):
         return os.path.join(runtime, "mcpd-pages")
     return _pages_in_tmp()

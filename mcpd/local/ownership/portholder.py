@@ -49,11 +49,11 @@ class Listener(msgspec.Struct, frozen=True):
     held: HeldSocket
 
 
-def listeners(port: int, tables: tuple[str, ...] = TABLES) -> list[Listener]:
+def listeners(port: int) -> list[Listener]:
     """Every socket the tables list listening on ``port`` (IPv6 ones where the table's
     name says so)."""
     found = []
-    for path in tables:
+    for path in TABLES:
         try:
             with open(path, encoding="ascii", errors="replace") as table:
                 listed = listening_on(table, port, sys.byteorder)
@@ -90,11 +90,11 @@ def _v4_side(each: Listener) -> bool:
     return isinstance(each.at, ipaddress.IPv4Address)
 
 
-def port_holders(ip: IP, port: int, tables: tuple[str, ...] = TABLES) -> list[HeldSocket]:
+def port_holders(ip: IP, port: int) -> list[HeldSocket]:
     """The sockets that hold ``port`` at ``ip`` for connections to it, by the tables;
     none when they name nobody (they cannot be read, or the listener is in another
     network namespace)."""
-    return reached(ip, listeners(port, tables))
+    return reached(ip, listeners(port))
 
 
 def port_holder(held: HeldSocket) -> PortHolder:

@@ -160,7 +160,7 @@ def tcp_holder(
     raise _unheld(peer, why + "".join(f"; {u}" for u in unread))
 
 
-def holding(held: HeldSocket, until: float | None = None, proc: str = "/proc") -> list[int]:
+def holding(held: HeldSocket, until: float | None = None) -> list[int]:
     """The processes with a descriptor of the socket ``held``: those of its user, and
     those /proc shows as root's (a process that made itself undumpable, which mcpd
     reads only when it runs as root). A process that cannot be read is passed over.
@@ -168,7 +168,7 @@ def holding(held: HeldSocket, until: float | None = None, proc: str = "/proc") -
     two processes."""
     link = f"socket:[{held.inode}]"
     found = []
-    with os.scandir(proc) as entries:
+    with os.scandir("/proc") as entries:
         for entry in entries:
             if until is not None:
                 _in_time(until)
@@ -188,9 +188,7 @@ def _holds_as(entry: os.DirEntry[str], uid: int, link: str) -> bool:
     return holds(entry.path, link)
 
 
-def first_holders(
-    held: HeldSocket, first: Iterable[int], until: float, proc: str = "/proc"
-) -> list[int]:
+def first_holders(held: HeldSocket, first: Iterable[int], until: float) -> list[int]:
     """The processes with a descriptor of ``held``, found cheaply: among ``first``
     and their descendants, all of those that hold it; where none does, the first other
     process of its user (or shown as root's) that does, if any. Raises TimeoutError
@@ -198,14 +196,14 @@ def first_holders(
     link = f"socket:[{held.inode}]"
     looked: set[int] = set()
     found = []
-    for pid in _with_descendants(first, proc):
+    for pid in _with_descendants(first):
         _in_time(until)
         looked.add(pid)
-        if holds(f"{proc}/{pid}", link):
+        if holds(f"/proc/{pid}", link):
             found.append(pid)
     if found:
         return found
-    with os.scandir(proc) as entries:
+    with os.scandir("/proc") as entries:
         rest = [e for e in entries if e.name.isdigit() and int(e.name) not in looked]
     # The newest first: a process that just connected is more often a new one than not,
     # and the older ones a scan would pass over first are those that hold the most.
@@ -221,7 +219,7 @@ def _in_time(until: float) -> None:
         raise TimeoutError("the processes that hold it were looked for too long")
 
 
-def _with_descendants(roots: Iterable[int], proc: str) -> list[int]:
+def _with_descendants(roots: Iterable[int]) -> list[int]:
     """``roots`` and every process below them, as each thread's ``children`` lists
     them (a process gone, or a kernel without the list, adds none)."""
     found: list[int] = []
@@ -234,7 +232,7 @@ def _with_descendants(roots: Iterable[int], proc: str) -> list[int]:
         seen.add(pid)
         found.append(pid)
         try:
-            with os.scandir(f"{proc}/{pid}/task") as tasks:
+            with os.scandir(f"/proc/{pid}/task") as tasks:
                 for task in tasks:
                     try:
                         with open(f"{task.path}/children", encoding="ascii") as f:
