@@ -27,6 +27,8 @@ from typing import Final
 import msgspec
 from msgspec import Raw
 
+from .relayed import every_object
+
 OWN: Final = "mcpd/"
 # A quote, then "mcpd/" with each character as it is or escaped. The quote opens a
 # string unless a backslash is before it (an opening one never follows one): that is
@@ -60,19 +62,12 @@ def may_hold(raw: bytes | Raw) -> bool:
 
 def drop_from_meta(value: object) -> bool:
     """Every key of mcpd's taken out of every ``_meta`` object in ``value`` (decoded,
-    the caller's own: changed in place), however deep; whether any was. Walked with a
-    stack: a deep value is not a deep recursion."""
+    the caller's own: changed in place), however deep; whether any was."""
     dropped = False
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, dict):
-            meta = item.get(_META)
-            if isinstance(meta, dict):
-                dropped = drop(meta) or dropped
-            stack.extend(item.values())
+    for item in every_object(value):
+        meta = item.get(_META)
+        if isinstance(meta, dict):
+            dropped = drop(meta) or dropped
     return dropped
 
 

@@ -53,10 +53,10 @@ def cleaned(method: str, params: T) -> tuple[T, int]:
     return params, removed
 
 
-def _objects(schema: Any) -> Iterator[dict[str, Any]]:
-    """Every object in a form's schema, however deep; walked with a stack, not by
-    recursion."""
-    stack = [schema]
+def every_object(value: Any) -> Iterator[dict[str, Any]]:
+    """Every object in decoded JSON ``value``, however deep, each yielded before what it
+    holds is walked; walked with a stack: a deep value is not a deep recursion."""
+    stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, list):
@@ -70,7 +70,7 @@ def _clean_form(schema: Any) -> int:
     """The titles and descriptions in a form's schema, however deep, and its legacy
     ``enumNames``, cleaned in place."""
     removed = 0
-    for item in _objects(schema):
+    for item in every_object(schema):
         for key, value in item.items():
             if key in _SHOWN and isinstance(value, str):
                 item[key], count = clean_text(value)
@@ -85,7 +85,7 @@ def _clean_form(schema: Any) -> int:
 def _mark_form(alias: str, schema: Any) -> None:
     """The titles and descriptions of a (cleaned) form's schema, in place: each line
     that begins with a bracket marked with ``alias``, a title made one line."""
-    for item in _objects(schema):
+    for item in every_object(schema):
         for key in _SHOWN:
             value = item.get(key)
             if isinstance(value, str):
