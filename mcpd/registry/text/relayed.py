@@ -53,7 +53,7 @@ def cleaned(method: str, params: T) -> tuple[T, int]:
     return params, removed
 
 
-def every_object(value: Any) -> Iterator[dict[str, Any]]:
+def every_object(value: object) -> Iterator[dict[str, object]]:
     """Every object in decoded JSON ``value``, however deep, each yielded before what it
     holds is walked; walked with a stack: a deep value is not a deep recursion."""
     stack = [value]
