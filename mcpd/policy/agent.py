@@ -14,6 +14,19 @@ from ..local.ownership.owners import user_name
 _MAX_EXE: Final = 64
 
 
+def agent_key(pid: int | None, uid: int | None) -> str:
+    """What tells an agent apart from others, for rates and the calls each may have
+    waiting: its process; else its user (a process the kernel names no pid of, in
+    another PID namespace, or that holds a TCP connection to the endpoint where mcpd
+    cannot look); else the TCP endpoint, whose clients it cannot name all hold the
+    same token and are told apart by nothing a new connection cannot change."""
+    if pid is not None:
+        return f"pid:{pid}"
+    if uid is not None:
+        return f"uid:{uid}"
+    return "endpoint"
+
+
 # Untracked by the cycle collector, as the records that carry it (never part of a cycle).
 class AgentInfo(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     uid: int | None = None  # None: not known (an agent on another machine, over TCP)
@@ -25,16 +38,7 @@ class AgentInfo(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
     @property
     def key(self) -> str:
-        """What tells this agent apart from others, for rates and the calls each may have
-        waiting: its process; else its user (a process the kernel names no pid of, in
-        another PID namespace, or that holds a TCP connection to the endpoint where
-        mcpd cannot look); else the TCP endpoint, whose clients it cannot name all hold
-        the same token and are told apart by nothing a new connection cannot change."""
-        if self.pid is not None:
-            return f"pid:{self.pid}"
-        if self.uid is not None:
-            return f"uid:{self.uid}"
-        return "endpoint"
+        return agent_key(self.pid, self.uid)
 
     def label(self) -> str:
         """For people: ``pid 4242 (claude), uid 1000 (alice), profile default``."""

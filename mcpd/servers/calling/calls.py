@@ -26,6 +26,7 @@ from protocol.mcp import core as mcp
 from protocol.mcp.serving import RequestContext
 
 from ...config.tables.model import Config, DaemonConfig
+from ...policy.agent import agent_key
 from ...policy.redaction.guard import SecretGuard
 from ..asking.askback import Asker, AskRoutes
 from ..asking.ended_asks import End
@@ -110,12 +111,7 @@ class Whose(msgspec.Struct, frozen=True, gc=False):
 
     @property
     def agent(self) -> str:
-        """Its process; else its user; else the TCP endpoint (``AgentInfo.key``)."""
-        if self.pid is not None:
-            return f"pid:{self.pid}"
-        if self.uid is not None:
-            return f"uid:{self.uid}"
-        return "endpoint"
+        return agent_key(self.pid, self.uid)
 
 
 class SessionMark:
