@@ -31,7 +31,6 @@ How a client drives it (the I/O side is ``transports.http.oauth_client.OAuthHttp
 """
 
 from .authorize import (
-    AuthorizationCode,
     PendingAuthorization,
     Pkce,
     carries_state,
@@ -39,8 +38,8 @@ from .authorize import (
     redirect_for_issuer,
     state_of,
 )
-from .challenge import BearerChallenge, Challenge, bearer_challenge, parse_www_authenticate
-from .discovery import Discovery, DiscoveryResult, DiscoveryState
+from .challenge import BearerChallenge, bearer_challenge
+from .discovery import Discovery, DiscoveryResult
 from .errors import (
     CLIENT_REFUSED,
     AuthorizationDenied,
@@ -63,7 +62,7 @@ from .flow_io import (
     SendRequest,
 )
 from .http import HttpRequest, HttpResponse
-from .keys import EcPrivateKey, RsaPrivateKey, SigningKey, load_signing_key
+from .keys import SigningKey, load_signing_key
 from .metadata import (
     AuthorizationServer,
     ResourceMetadata,
@@ -81,11 +80,9 @@ from .tokens import (
     refresh_request,
     revocation_request,
 )
-from .urls import canonical_resource
 
 __all__ = [
     "CLIENT_REFUSED",
-    "AuthorizationCode",
     "AuthorizationDenied",
     "AuthorizationFlow",
     "AuthorizationResult",
@@ -93,13 +90,10 @@ __all__ = [
     "Authorized",
     "BearerChallenge",
     "BlockedUrl",
-    "Challenge",
     "ClientConfig",
     "ClientRegistration",
     "Discovery",
     "DiscoveryResult",
-    "DiscoveryState",
-    "EcPrivateKey",
     "FetchPolicy",
     "FlowConfig",
     "FlowState",
@@ -115,7 +109,6 @@ __all__ = [
     "PendingAuthorization",
     "Pkce",
     "ResourceMetadata",
-    "RsaPrivateKey",
     "ScopeState",
     "Secret",
     "SendRequest",
@@ -125,7 +118,6 @@ __all__ = [
     "TokenEndpointError",
     "TokenSet",
     "bearer_challenge",
-    "canonical_resource",
     "carries_state",
     "check_revocation",
     "check_scopes",
@@ -133,7 +125,6 @@ __all__ = [
     "load_signing_key",
     "parse_redirect",
     "parse_token_response",
-    "parse_www_authenticate",
     "redirect_for_issuer",
     "refresh_request",
     "revocation_request",
