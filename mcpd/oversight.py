@@ -1,11 +1,7 @@
 """Who may call what, and the record of every call, as the daemon holds them: the
 secrets mcpd knows, the policy gate, the approvals that wait for a person and the
 audit log, built together from the config and reconfigured together on reload. Each
-time rules come into force, one scoped to profiles an agent can leave is warned of
-(``checks.policy_rules.leavable``), and so are aliases whose tools may be named as another's
-(``checks.aliases``) and credential headers a server's plain ``http://`` URL off this
-machine would carry in clear (``checks.servers.plain_http_credentials``) and secrets
-it holds that a server's arguments put on its command line (``checks.held_args``), as
+time rules come into force, the config's risks are warned of in the log as
 ``check-config`` warns of them."""
 
 from __future__ import annotations
@@ -113,5 +109,5 @@ class Oversight:
         )
 
     def metrics(self, only: Callable[[str], bool] | None = None) -> str:
-        pending = sum(1 for v in self.approvals.list() if only is None or only(v.server))
+        pending = len(self.approvals_waiting(only))
         return "\n".join(render_call_metrics(self.audit.counts, pending, only)) + "\n"
