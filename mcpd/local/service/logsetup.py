@@ -99,7 +99,6 @@ def setup_logging(
     level: str = "info",
     *,
     stream: TextIO | None = None,
-    environ: Mapping[str, str] | None = None,
     journal_socket: str = JOURNAL_SOCKET,
 ) -> logging.Handler:
     """Install mcpd's handler on the root logger (replacing one installed before).
@@ -112,7 +111,7 @@ def setup_logging(
         levelno = LEVELS[level.lower()]
     except KeyError:
         raise ValueError(f"unknown log level {level!r}") from None
-    handler = make_handler(mode, stream=stream, environ=environ, journal_socket=journal_socket)
+    handler = make_handler(mode, stream=stream, journal_socket=journal_socket)
     root = logging.getLogger()
     for old in [h for h in root.handlers if isinstance(h, RateLimitedHandler)]:
         root.removeHandler(old)
