@@ -140,7 +140,6 @@ class AuditLog:
         self._full = trio.Event()
         self._file = None if directory is None else LogFile(directory)
         self._lost = Lost()  # calls whose records the file could not take
-        self._problem: str | None = None
         self.saving = SaveWatch("audit log", "calls since are not recorded in it")
         self._dropped_warning = Throttle(burst=1, every=60.0)
         self._journal = journal.CallJournal()
@@ -379,10 +378,9 @@ class AuditLog:
             self._file.append(lines, self.max_bytes, self.files)
         except OSError as exc:
             self.counts.write_errors += 1
-            self.saving.failed(self._file.path, str(exc))
+            new_problem = self.saving.failed(self._file.path, str(exc))
             self._file.close()
-            if str(exc) != self._problem:  # once per distinct problem, not per batch
-                self._problem = str(exc)
+            if new_problem:
                 logger.warning(
                     "cannot write the audit log %s: %s",
                     self.path,
@@ -391,7 +389,6 @@ class AuditLog:
                 )
             return False
         self.written += count
-        self._problem = None
         self.saving.saved()
         return True
 

@@ -159,7 +159,6 @@ class StateKeeper:
         # A digest of what was last written, not the bytes: with 10,000 tools the file
         # is megabytes, and it would sit in memory only to be compared with.
         self._last: bytes | None = None
-        self._last_error: str | None = None
         self.saving = SaveWatch(
             "last known tools", "servers start with no tools known after a restart"
         )
@@ -229,9 +228,7 @@ class StateKeeper:
             await trio.to_thread.run_sync(write_atomically, self.path, data)
         except OSError as exc:
             self._paced.failed()
-            self.saving.failed(self.path, str(exc))
-            if str(exc) != self._last_error:  # once per distinct problem, not per change
-                self._last_error = str(exc)
+            if self.saving.failed(self.path, str(exc)):
                 logger.warning(
                     "cannot save the last known tools to %s: %s",
                     self.path,
@@ -240,7 +237,7 @@ class StateKeeper:
                 )
             return
         self._paced.done(len(data))
-        self._last, self._last_error = digest, None
+        self._last = digest
         self.saving.saved()
 
     def snapshot(self) -> SavedState:

@@ -35,13 +35,17 @@ class SaveWatch:
         self._meaning = meaning
         self.unsaved: Unsaved | None = None
 
-    def failed(self, path: str, problem: str) -> None:
+    def failed(self, path: str, problem: str) -> bool:
+        """Whether ``problem`` is new: the first since the last write that worked, or
+        another than the last (said in the journal once each, not at every write)."""
+        new = self.unsaved is None or self.unsaved.problem != problem
         since = (
             self.unsaved.since
             if self.unsaved is not None
             else datetime.now(UTC).isoformat(timespec="seconds")
         )
         self.unsaved = Unsaved(self.what, path, since, problem, self._meaning)
+        return new
 
     def saved(self) -> None:
         if self.unsaved is None:
