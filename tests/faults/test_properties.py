@@ -21,7 +21,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from mcpd.config.tables.model import NamingConfig
-from mcpd.registry.tables.table import ToolTable
+from mcpd.config.tables.profiles import EVERYTHING
+from mcpd.registry.profiles.views import ProfileView
+from mcpd.registry.tables.catalog import Catalog
 from protocol.jsonrpc import envelope
 from protocol.jsonrpc import messages as rpc
 from protocol.lines.framing import LineFramer, Oversized
@@ -250,6 +252,14 @@ aliases = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_-", min_size=1,
 tool_names = st.text(min_size=1, max_size=80)
 
 
+def everything(catalog: Catalog) -> ProfileView:
+    """The view of a profile that shows every tool: where an agent's near misses are
+    looked up."""
+    view = ProfileView("default", catalog)
+    view.configure(EVERYTHING, catalog.naming, 128)
+    return view
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     servers=st.dictionaries(aliases, st.lists(tool_names, unique=True, max_size=6), max_size=4),
@@ -259,12 +269,14 @@ tool_names = st.text(min_size=1, max_size=80)
 def test_suggestions_are_difflibs_and_lookups_never_guess(
     servers: dict[str, list[str]], max_length: int, probe: str
 ) -> None:
-    reg = ToolTable(NamingConfig(max_length=max_length))
+    reg = Catalog(NamingConfig(max_length=max_length))
     for alias, names in servers.items():
         reg.update(alias, [mcp.Tool(name=n) for n in names])
     local = [e.local for e in reg.entries()]
     # The length cut-off in closest() never changes its answer.
-    assert reg.closest(probe) == difflib.get_close_matches(probe, local, n=3, cutoff=0.5)
+    assert everything(reg).closest(probe) == difflib.get_close_matches(
+        probe, local, n=3, cutoff=0.5
+    )
     # Only a listed name finds a tool; an original name or a near miss finds nothing.
     found = reg.lookup(probe)
     assert (found is not None) == (probe in local)
@@ -278,6 +290,6 @@ def test_suggestions_are_difflibs_and_lookups_never_guess(
 @settings(max_examples=50, deadline=None)
 @given(size=st.integers(1, 4), max_length=st.integers(16, 80))
 def test_a_huge_unknown_name_is_refused_without_work(size: int, max_length: int) -> None:
-    reg = ToolTable(NamingConfig(max_length=max_length))
+    reg = Catalog(NamingConfig(max_length=max_length))
     reg.update("notes", [mcp.Tool(name="search"), mcp.Tool(name="read")])
-    assert reg.closest("mcp__notes__search" * (size * 50_000)) == []
+    assert everything(reg).closest("mcp__notes__search" * (size * 50_000)) == []

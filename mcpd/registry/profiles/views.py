@@ -263,9 +263,12 @@ class ProfileView(Sight):
         return self._by_local.get(local)
 
     def closest(self, name: str, n: int = 3) -> list[str]:
-        names = [e.local for e in self.entries() if e.held is None]  # as ToolTable.closest
+        names = [e.local for e in self.entries() if e.held is None]  # approved
+        # A ratio of 0.5 needs the name within 3x the length of a local name, and difflib
+        # indexes every character of it: a huge name from an agent would cost memory
+        # and time in proportion to its length, for a match that cannot exist.
         if len(name) > 3 * max((len(x) for x in names), default=0):
-            return []  # see ToolTable.closest: difflib's cost grows with the name
+            return []
         return difflib.get_close_matches(name, names, n=n, cutoff=0.5)
 
     def pinned(self) -> list[Entry]:

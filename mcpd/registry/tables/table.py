@@ -17,7 +17,6 @@ rule that names the tool in force.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Sequence
 from typing import Final, TypeAlias
 
@@ -336,15 +335,6 @@ class ToolTable:
     def count(self, alias: str) -> int:
         server = self._servers.get(alias)
         return len(server.tools) if server else 0
-
-    def closest(self, name: str, n: int = 3) -> list[str]:
-        # A ratio of 0.5 needs the name within 3x the length of a local name, and difflib
-        # indexes every character of it: a huge name from an agent would cost memory
-        # and time in proportion to its length, for a match that cannot exist.
-        if len(name) > 3 * self.naming.max_length:
-            return []
-        names = [local for local, e in self._by_local.items() if e.held is None]  # approved
-        return difflib.get_close_matches(name, names, n=n, cutoff=0.5)
 
 
 def _same_tools(a: dict[str, mcp.Tool], b: dict[str, mcp.Tool]) -> bool:

@@ -373,12 +373,6 @@ def test_lookup_goes_through_the_table_only() -> None:
     assert reg.lookup("mcp__other__read") is None
 
 
-def test_closest_suggests_near_names() -> None:
-    reg = ToolTable(DEFAULT)
-    reg.update("notes", tools("search", "read"))
-    assert reg.closest("mcp__notes__serch")[0] == "mcp__notes__search"
-
-
 # -- what agents see --
 
 
