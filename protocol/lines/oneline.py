@@ -10,8 +10,6 @@ from typing import Final
 import msgspec
 from msgspec import Raw
 
-__all__ = ["line_fault", "one_line"]
-
 
 def one_line(data: bytes) -> bytes:
     """``data`` without insignificant line breaks: one JSON text as exactly one line.

@@ -12,8 +12,6 @@ import json
 import re
 from typing import Final
 
-__all__ = ["syntax_error"]
-
 _AT_LINE_RE: Final = re.compile(r"\(at line ([0-9]+), column ([0-9]+)\)\Z")
 _DECLARED_RE: Final = re.compile(r"Cannot declare (\(.*\)) twice")
 _BARE_KEY_RE: Final = re.compile(r"[A-Za-z0-9_-]+\Z")

@@ -18,8 +18,6 @@ from protocol.shown.stand_ins import masked, masked_repr
 
 from ..tables.model import Config, ConfigError
 
-__all__ = ["NEVER_SECRET", "SET_BY_MCPD", "validation_error"]
-
 # Struct fields mcpd fills in as it reads a file, which the file may not set.
 SET_BY_MCPD: Final = frozenset(
     {"source", "state_path", "variables", "secret_files", "held_secrets", "unresolved"}

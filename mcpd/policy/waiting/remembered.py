@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Final
 
-__all__ = ["RememberedApprovals"]
-
 _PER_CONNECTION: Final = 256
 
 # (rule, server, the server's name for the tool, the digest of the tool's definition).

@@ -15,8 +15,6 @@ from ..tables.shown import Entry
 from .filters import NameFilter
 from .views import ProfileView
 
-__all__ = ["unmatched"]
-
 
 def unmatched(
     profiles: Mapping[str, ProfileConfig],
