@@ -27,7 +27,6 @@ from .agents.entry.peers import server_of
 from .audit.log import AuditLog
 from .config.tables.model import Config, ConfigError, DaemonConfig
 from .local.pins import pinfile
-from .local.pins.watched_pins import WatchedPins
 from .local.service.systemd import Notifier, SystemdEnv, run_test_faults, run_watchdog
 from .local.state.endpoint_token import TokenFile, renew_exposed, token_path, usable_at_start
 from .local.state.statefile import FILE_NAME, LiveEra, StateKeeper, state_dir
@@ -108,7 +107,7 @@ class Daemon(DaemonForAgents):
             self._era_of,
             self.histories.saved,
         )
-        self.pins = WatchedPins(
+        self.pins = pinfile.PinKeeper(
             os.path.join(state_dir(config), pinfile.FILE_NAME),
             gate.review,
             self._rejudge,

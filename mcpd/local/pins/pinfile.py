@@ -47,6 +47,7 @@ from ...registry.pinning.digests import (
     pinned_definitions,
 )
 from ...registry.pinning.review import Review
+from ..state.unsaved import SaveWatch
 from ..state.write_pacing import PacedWrites
 from . import pinrecords, pinwriter
 from .pinanswers import Approved, HeldItem, PinsForgotten, PinsImported
@@ -61,7 +62,9 @@ ASIDE: Final = ".unreadable"  # what a file that cannot be read is renamed to, b
 class PinKeeper:
     """Keeps ``review``'s pins in ``path``. ``rejudge(alias)`` puts a server's lists
     through the gate again (after an approval or an import) and tells agents;
-    ``configured(alias)`` says whether a server of that alias is in the config."""
+    ``configured(alias)`` says whether a server of that alias is in the config;
+    ``saving``, for ``mcpd status``, whether they are on disk now (an approval that
+    cannot be saved holds in memory until mcpd stops)."""
 
     def __init__(
         self,
@@ -83,6 +86,7 @@ class PinKeeper:
         self._in_flight = Unwritten()
         self._last_error: str | None = None
         self._in_place = False  # a damaged file not moved aside yet: not to be written over
+        self.saving = SaveWatch("pins", "approvals made since are kept in memory only")
         review.on_pinned = self.changed
         review.stored = self.stored
 
@@ -142,6 +146,7 @@ class PinKeeper:
             except OSError as exc:
                 self._paced.failed()
                 self._failed("cannot move the unreadable pins aside from", exc)
+                self.saving.failed(self.path, "see the journal")
                 return False
             servers = {alias: s.copy() for alias, s in self.review.pins.servers.items()}
             unwritten = self._in_flight = self.review.unwritten.take()
@@ -153,11 +158,13 @@ class PinKeeper:
                 self.review.unwritten.give_back(unwritten)
                 self._paced.failed()
                 self._failed("cannot save the pins to", exc)
+                self.saving.failed(self.path, "see the journal")
                 return False
             finally:
                 self._in_flight = Unwritten()
         self._paced.done(self._sections.file[1])
         self._last_error = None
+        self.saving.saved()
         return True
 
     def _failed(self, doing: str, exc: Exception) -> None:

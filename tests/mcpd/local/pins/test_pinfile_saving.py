@@ -1,4 +1,4 @@
-"""The pins and whether they are on disk now (``WatchedPins``): a flush that cannot
+"""The pins and whether they are on disk now (``PinKeeper.saving``): a flush that cannot
 write says what is kept in memory only, for ``mcpd status``; one that works again
 clears it and says so."""
 
@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from mcpd.config.tables.model import NamingConfig
-from mcpd.local.pins.watched_pins import WatchedPins
+from mcpd.local.pins.pinfile import PinKeeper
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.catalog import Catalog
 
 
-def watched(path: Path) -> WatchedPins:
+def watched(path: Path) -> PinKeeper:
     cat = Catalog(NamingConfig(), ListGate())
-    return WatchedPins(str(path), cat.gate.review, cat.rejudge, lambda alias: True, lambda a: False)
+    return PinKeeper(str(path), cat.gate.review, cat.rejudge, lambda alias: True, lambda a: False)
 
 
 async def test_a_flush_that_cannot_write_is_watched_until_one_can(
