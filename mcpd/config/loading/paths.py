@@ -92,10 +92,9 @@ def daemon_socket_path(
     (``systemd_socket``), is passed rather than read: the daemon reads systemd's
     variables once and then removes them from its environment."""
     env = os.environ if env is None else env
-    if explicit:
-        return explicit
-    if env.get(SOCKET_VAR):
-        return env[SOCKET_VAR]
+    named = explicit or env.get(SOCKET_VAR)  # the command line's, else the environment's
+    if named:
+        return named
     if configured:
         return configured
     if systemd:
@@ -107,10 +106,9 @@ def daemon_socket_path(
 def client_socket_path(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
     """Where a client command looks for the daemon."""
     env = os.environ if env is None else env
-    if explicit:
-        return explicit
-    if env.get(SOCKET_VAR):
-        return env[SOCKET_VAR]
+    named = explicit or env.get(SOCKET_VAR)  # the command line's, else the environment's
+    if named:
+        return named
     return configured_socket(default_config_path(env), env) or default_socket_path(env)
 
 
