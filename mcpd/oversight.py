@@ -24,8 +24,8 @@ from .config.tables.model import Config
 from .policy.decision.gate import CallGate
 from .policy.redaction.guard import LogMask, SecretGuard
 from .policy.redaction.masking import KnownSecrets
-from .policy.waiting.approvals import Approvals, PendingView
-from .status_document import AuditStatus
+from .policy.waiting.approvals import Approvals
+from .status_document import AuditStatus, PendingView
 
 logger = logging.getLogger("mcpd")
 

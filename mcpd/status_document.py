@@ -1,6 +1,8 @@
 """The status document: what ``mcpd status --json``, the agent method ``mcpd/status``
 and the status page's ``/status`` say of the daemon, typed as it is built
-(``status_report``) and read in-process (the page).
+(``status_report``), read in-process (the page) and decoded by ``mcpd status``: it
+holds only msgspec values, the servers' rows (``server_row``) and who an agent is
+(``policy.agent``), so the command line reads it without loading the daemon.
 
 A field unset is a key the JSON leaves out: the daemon's paths, pid and totals, which
 only the whole document has, and the profile an agent of one profile reads it as. The
@@ -11,10 +13,26 @@ from __future__ import annotations
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from .local.state.unsaved import Unsaved
-from .policy.waiting.approvals import PendingView
-from .reloading.outcome import RefusedReload
-from .servers.shared import ServerRow
+from .policy.agent import AgentInfo
+from .server_row import ServerRow
+
+
+class Unsaved(msgspec.Struct, frozen=True):
+    """A state file that could not be written: since when (ISO time) and why."""
+
+    what: str
+    path: str
+    since: str
+    problem: str
+    meaning: str  # what is kept in memory only until a write works
+
+
+class RefusedReload(msgspec.Struct, frozen=True):
+    """``reload_refused`` in ``mcpd status --json``: times in ISO 8601, UTC."""
+
+    at: str  # when the reload was refused
+    reason: str  # what the config error said
+    config_read: str  # when the configuration that runs was read
 
 
 class DaemonStatus(msgspec.Struct, kw_only=True):
@@ -72,6 +90,24 @@ class AuditStatus(msgspec.Struct, kw_only=True):
     written: int
     dropped: int
     write_errors: int
+
+
+class PendingView(msgspec.Struct, frozen=True, kw_only=True):
+    """A pending approval as ``mcpd approvals`` and ``mcpd status`` show it."""
+
+    id: str
+    agent: AgentInfo
+    tool: str
+    server: str
+    original: str
+    arguments: str  # at a glance
+    rule: int | None
+    reason: str | None
+    asked: str  # "agent" (its user was asked too) or "operator"
+    since: str
+    deadline: str
+    shortened: bool = False  # a value is shortened in ``arguments``: the whole is apart
+    keys_left_out: int = 0  # keys ``arguments`` had no room for: not to approve from
 
 
 class StatusDocument(msgspec.Struct, kw_only=True):

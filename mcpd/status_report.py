@@ -26,10 +26,11 @@ from .registry.tables.catalog import Catalog
 from .registry.tables.curation import ToolBudget
 from .registry.tables.unlisted import UnlistedNames
 from .reloading.outcome import ReloadOutcome
+from .server_row import ServerRow
 from .servers.all_servers import AllServers
 from .servers.status import metrics
 from .servers.status.history import Histories, ServerHistory
-from .servers.status.row import ServerRow, others_row
+from .servers.status.row import others_row
 from .servers.supervisor import Supervisor
 from .status_document import DaemonStatus, StatusDocument
 

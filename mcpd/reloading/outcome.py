@@ -15,6 +15,7 @@ import msgspec
 from protocol.jsonrpc import messages as rpc
 
 from ..config.tables.model import CONFIG_ERROR
+from ..status_document import RefusedReload
 
 
 class ReloadReport(msgspec.Struct):
@@ -33,14 +34,6 @@ class ReloadReport(msgspec.Struct):
     # Why each of ``changed`` restarts whose own table did not change: a restart
     # nobody asked for in the file is said, not only logged.
     why: dict[str, str] = msgspec.field(default_factory=dict)
-
-
-class RefusedReload(msgspec.Struct, frozen=True):
-    """``reload_refused`` in ``mcpd status --json``: times in ISO 8601, UTC."""
-
-    at: str  # when the reload was refused
-    reason: str  # what the config error said
-    config_read: str  # when the configuration that runs was read
 
 
 class ReloadOutcome:

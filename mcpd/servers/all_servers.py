@@ -23,6 +23,7 @@ from ..registry.tables.prompts import PromptEntry
 from ..registry.uris.claims import Budget
 from ..registry.uris.resources import Hold
 from ..registry.uris.scheme import Ambiguous, Routed, Sight, Undecided
+from ..server_row import ServerState
 from .asking import requests
 from .asking.askback import Asker
 from .calling.calls import Call, CallRefused, QueuedCheck, SessionMark, Whose
@@ -30,7 +31,6 @@ from .connected.log_messages import Heard
 from .life.server_parts import ServerParts
 from .lists.prompt_resource_lists import TaskNews, Updated
 from .status.outage import Outage, iso_of_monotonic
-from .status.row import ServerState
 from .status.state import Said, short_lists
 from .supervisor import Supervisor
 

@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Final
 
 import msgspec
 import trio
-from msgspec import UNSET, UnsetType
+from msgspec import UNSET
 
 from protocol.jsonrpc import messages as rpc
 
+from ..login_answers import LoggedOut, LoginBegun, LoginDone, LoginStatus, TokensReplaced
 from .life.server_parts import ServerParts
 from .oauth import (
     LoginError,
@@ -33,46 +34,6 @@ if TYPE_CHECKING:
     from .oauth import Login
 
 REFUSED: Final = -32000
-
-
-class LoginBegun(msgspec.Struct, kw_only=True):
-    """A login that waits for a person: the authorization page to send them to, and
-    the login's id to finish it with."""
-
-    server: str
-    url: str
-    login: str
-    pages: str | UnsetType = UNSET  # where ``mcpd auth login`` may write a page to open
-
-
-class LoginDone(msgspec.Struct, kw_only=True):
-    """A login the server has used: its state then and the tools it lists, and why it
-    is unavailable, if it is."""
-
-    server: str
-    state: str
-    tools: int
-    reason: str | UnsetType = UNSET
-    # Said once, to the person at the terminal, of a login with no refresh token.
-    refreshable: bool | UnsetType = UNSET
-    expires_at: str | UnsetType | None = UNSET
-    # The tokens of the login this one replaced: revoked, or left valid and why.
-    replaced: dict[str, object] | UnsetType = UNSET
-
-
-class LoggedOut(msgspec.Struct, kw_only=True):
-    """A login forgotten: whether it held tokens, what revoking them did, and whether
-    the clients mcpd registered went too, or, of a server no longer configured, the
-    saved login's file removed."""
-
-    server: str
-    had_tokens: bool
-    revoked: list[str]
-    not_revocable: list[str]
-    problem: str | None
-    unrevoked: list[str]
-    forgot_client: bool | UnsetType = UNSET
-    removed: str | UnsetType = UNSET
 
 
 def _refused(message: str) -> rpc.RPCError:
@@ -97,7 +58,7 @@ class Logins:
             )
         return server, server.login
 
-    def status(self, only: Callable[[str], bool] | None = None) -> list[dict[str, object]]:
+    def status(self, only: Callable[[str], bool] | None = None) -> list[LoginStatus]:
         out = []
         for alias in sorted(self._supervisor.servers):
             if only is not None and not only(alias):
@@ -105,7 +66,7 @@ class Logins:
             server = self._supervisor.servers[alias]
             login = server.login_status()
             if login is not None:
-                out.append({**login, "server_state": server.state})
+                out.append(msgspec.structs.replace(login, server_state=server.state))
         return out
 
     async def unconfigured(self) -> list[str]:
@@ -142,9 +103,9 @@ class Logins:
             # The person is still at the terminal: the one moment to say the login
             # ends with its access token.
             out.refreshable = False
-            out.expires_at = login.auth.status().get("expires_at")
+            out.expires_at = login.status().expires_at
         if replaced is not None:
-            out.replaced = replaced.said()
+            out.replaced = msgspec.convert(replaced.said(), TokensReplaced)
         return out
 
     async def logout(self, alias: str, *, forget_client: bool = False) -> LoggedOut:

@@ -11,7 +11,9 @@ the status page draws it (``ServerHistory``), its row in ``mcpd status``
 (``ServerRow``), its state as a listing carries it (``ServerState``) and what ``mcpd
 reset`` did to it (``ResetOutcome``); the longest id of a server's task mcpd keeps
 (``MAX_TASK_ID``); and what ``mcpd auth`` is answered of a login (``LoginBegun``,
-``LoginDone``, ``LoggedOut``).
+``LoginDone``, ``LoggedOut``). The rows and the answers to ``mcpd`` commands are
+``mcpd.server_row``'s and ``mcpd.login_answers``', where the command line, which may
+not import ``servers/``, reads them too.
 
 The agent side imports these from here, not from the modules that define them, and
 from the rest of ``servers/`` only the two fronts ``daemon.py`` wires for it:
@@ -20,15 +22,15 @@ from the rest of ``servers/`` only the two fronts ``daemon.py`` wires for it:
 
 from __future__ import annotations
 
+from ..login_answers import LoggedOut, LoginBegun, LoginDone
+from ..server_row import ResetOutcome, ServerRow, ServerState
 from .asking.askback import NO_ANSWER, Asker
 from .asking.progress import ProgressSink
-from .auth_commands import LoggedOut, LoginBegun, LoginDone
 from .calling.agent_key import AgentKey
 from .calling.calls import Call, CallRefused, Outcome, QueuedCheck, SessionMark, Unqueued, Whose
 from .calling.task_tools import MAX_TASK_ID
 from .status.history import DAY, HOUR, ServerHistory
 from .status.outage import Outage
-from .status.row import ResetOutcome, ServerRow, ServerState
 from .status.state import Said
 
 __all__ = [

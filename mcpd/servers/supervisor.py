@@ -25,13 +25,13 @@ from ..policy.redaction.guard import SecretGuard
 from ..policy.redaction.masking import KnownSecrets
 from ..registry.tables.catalog import Catalog
 from ..reloading.outcome import ReloadReport
+from ..server_row import ResetOutcome, ServerRow
 from .calling.queue_bytes import QueueBytes
 from .life.lazy import runner_of
 from .life.runner import Runner
 from .life.server_parts import ServerParts
 from .life.transport_factory import TransportFactory, open_transport
 from .status.outage import Outage, clock_time
-from .status.row import ResetOutcome, ServerRow
 from .status.state import counts, states_summary
 from .status.status_of import status_of
 

@@ -50,6 +50,7 @@ from transports.stdio.sandbox.plan import (
     within,
 )
 
+from ...server_row import SandboxStatus
 from ..loading.paths import pages_directories, state_directory
 from ..tables.model import Config
 from ..tables.servertable import DEFAULT_LIMITS, ServerConfig
@@ -325,21 +326,6 @@ def expected_shortfall(sandbox: Sandbox) -> str | None:
         return shortfall(sandbox, probe(network=not sandbox.network))
     except SandboxError as exc:
         return f"the server cannot start: {exc}"
-
-
-class SandboxStatus(msgspec.Struct, kw_only=True):
-    """A server's sandbox as ``mcpd status --json`` shows it. ``home`` is a path in the
-    state directory, unset where the reader is not the daemon's own user or root. Its
-    level is any text, as the last masking pass over a row may leave it."""
-
-    level: str
-    unprotected: str | None
-    home: str | msgspec.UnsetType = msgspec.UNSET
-    read: list[str]
-    write: list[str]
-    network: bool
-    host_loopback: list[int]
-    limits: dict[str, int | None]
 
 
 def sandbox_status(sandbox: Sandbox, unprotected: str | None, started: bool) -> SandboxStatus:

@@ -12,19 +12,9 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
-import msgspec
+from ...status_document import Unsaved
 
 logger = logging.getLogger("mcpd.state")
-
-
-class Unsaved(msgspec.Struct, frozen=True):
-    """A state file that could not be written: since when (ISO time) and why."""
-
-    what: str
-    path: str
-    since: str
-    problem: str
-    meaning: str  # what is kept in memory only until a write works
 
 
 class SaveWatch:

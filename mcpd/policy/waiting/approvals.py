@@ -25,6 +25,7 @@ from typing import Final, Literal
 import msgspec
 import trio
 
+from ...status_document import PendingView
 from ..agent import AgentInfo
 from ..deciders.kin import AgentKin, Decider, Tie
 from ..deciders.kin_refusals import not_yours
@@ -82,24 +83,6 @@ class Verdict(msgspec.Struct, frozen=True):
 
 class ApprovalError(Exception):
     """A decision or a request the registry refuses; the message says why."""
-
-
-class PendingView(msgspec.Struct, frozen=True, kw_only=True):
-    """A pending approval as ``mcpd approvals`` and ``mcpd status`` show it."""
-
-    id: str
-    agent: AgentInfo
-    tool: str
-    server: str
-    original: str
-    arguments: str  # at a glance
-    rule: int | None
-    reason: str | None
-    asked: str  # "agent" (its user was asked too) or "operator"
-    since: str
-    deadline: str
-    shortened: bool = False  # a value is shortened in ``arguments``: the whole is apart
-    keys_left_out: int = 0  # keys ``arguments`` had no room for: not to approve from
 
 
 def _iso(at: float) -> str:

@@ -30,6 +30,7 @@ from ...config.tables.model import Limit
 from ...policy.redaction.guard import SecretGuard
 from ...registry.gating.limits import limited_instructions
 from ...registry.text.clean import clean_text
+from ...server_row import ServerInfo
 
 logger = logging.getLogger("mcpd.upstream")
 
@@ -59,14 +60,6 @@ IDENTITY_CHARS: Final = 256
 # A greeting longer than this is worth a line in the journal: of what a server says of
 # itself only what mcpd acts on is kept (``protocol.mcp.greeting``), the rest goes unread.
 GREETING_TOLD: Final = 64 * 1024
-
-
-class ServerInfo(msgspec.Struct, frozen=True, omit_defaults=True):
-    """A server's name, version and title as it gives them: shown, never trusted."""
-
-    name: str | None = None
-    version: str | None = None
-    title: str | None = None
 
 
 def identity(info: object) -> ServerInfo | None:

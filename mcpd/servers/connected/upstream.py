@@ -28,6 +28,7 @@ from ...config.tables.model import ListLimits
 from ...policy.redaction.guard import SecretGuard
 from ...policy.redaction.masking import KnownSecrets
 from ...registry.gating.limits import DEFAULT_LIMITS
+from ...server_row import ServerInfo
 from ..asking.askback import ASKING
 from ..calling import task_tools
 from ..calling.calls import Call, SessionMark
@@ -81,7 +82,7 @@ class Upstream:
         self.instructions: str | None = None
         self.instructions_given: str | None = None  # as the server wrote them
         self.instructions_cut = ""  # what the limit cut of them, if it did
-        self.server_info: handshake.ServerInfo | None = None
+        self.server_info: ServerInfo | None = None
         self.discover_ttl_ms = 0
         self._listed: LastListing | None = None  # the last tools/list
         self._ttl_said: str | None = None  # what the journal was told of its ttlMs

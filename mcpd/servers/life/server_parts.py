@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -21,6 +21,7 @@ from transports.base import Started
 
 from ...config.tables.model import Config, DaemonConfig
 from ...config.tables.servertable import ServerConfig
+from ...login_answers import LoginStatus
 from ...policy.redaction.guard import SecretGuard
 from ...policy.redaction.masking import KnownSecrets
 from ...registry.tables.catalog import Catalog
@@ -379,10 +380,10 @@ class ServerParts(CallHost):
     async def phase_changed(self) -> None:
         await self.downtime.phase_changed()
 
-    def login_status(self) -> dict[str, Any] | None:
+    def login_status(self) -> LoginStatus | None:
         """Its login as ``mcpd auth status`` shows it (None: it has no OAuth): what its
         authorization server said (the issuer, the client id, the scopes) is shown
         with every secret mcpd holds masked."""
         if self.login is None or self.auth is None or not self.auth.enabled:
             return None
-        return self.guard.shown(self.login.status())
+        return self.guard.shown_row(self.login.status())

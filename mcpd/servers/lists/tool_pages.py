@@ -25,6 +25,7 @@ from protocol.shown.visible import quote
 from ...config.tables.model import ListLimits
 from ...policy.redaction.guard import SecretGuard
 from ...registry.gating.limits import LISTED_TWICE, ListTrim, Trimmed, short_name
+from ...server_row import ServerInfo
 from ..connected import handshake
 from ..connected.handshake import BadPage
 from ..results.taking_apart import too_complex
@@ -96,7 +97,7 @@ class ToolPages:
         self.max_pages = max_pages
         self.cursor: str | None = None  # the page to ask for next (None: the first)
         # Who the server says it is in a page's _meta (not only discover's result).
-        self.server_info: handshake.ServerInfo | None = None
+        self.server_info: ServerInfo | None = None
         self._trim = ListTrim(alias, "tools", "tools/list", limits)
         self._items: list[Raw] = []
         self._digest = hashlib.blake2b(digest_size=16)

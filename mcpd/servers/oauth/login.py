@@ -42,6 +42,7 @@ from protocol.oauth.authorize import shown, shown_list
 from protocol.shown.logfields import log_extra
 from transports.errors import TransportError
 
+from ...login_answers import LoginStatus
 from .auth import ServerAuth
 from .credentials import Replaced
 from .errors import AuthFailed, LoginError, NoOAuthLogin, RedirectFailed, why
@@ -353,8 +354,9 @@ class Login:
             or self.auth.kind == "client_credentials"
         )
 
-    def status(self) -> dict[str, Any]:
-        return {**self.auth.status(), "login_pending": self.pending}
+    def status(self) -> LoginStatus:
+        """The login as ``mcpd auth status`` and the server's row show it."""
+        return msgspec.convert({**self.auth.status(), "login_pending": self.pending}, LoginStatus)
 
     async def _drive(self, flow: AuthorizationFlow, policy: FetchPolicy) -> FlowStep:
         """Execute the flow's requests up to its next step that is not a request."""

@@ -13,12 +13,11 @@ from typing import Final, NamedTuple
 from ...config.tables.model import DaemonConfig
 from ...registry.gating.limits import NOUNS, Trimmed
 from ...registry.tables.catalog import Catalog
+from ...server_row import BreakerCounts, ServerInfo, ServerRow
 from ..circuit.breaker import Breaker, BreakerConfig
-from ..connected.handshake import ServerInfo
 from ..life.backoff import BackoffConfig, RestartPolicy
 from ..life.downtime import Downtime
 from .outage import Outage, iso_of_monotonic, last_line
-from .row import BreakerCounts, ServerRow
 from .stats import LatencyStats
 
 # Every state, in the order summaries list them.

@@ -10,9 +10,10 @@ import msgspec
 import trio
 from msgspec import UNSET, UnsetType
 
-from ...config.sandboxing.per_server import SandboxStatus, sandbox_of, sandbox_status
+from ...config.sandboxing.per_server import sandbox_of, sandbox_status
+from ...login_answers import LoginStatus
+from ...server_row import HeldBackRow, SandboxStatus, ServerRow
 from .outage import iso_of_monotonic
-from .row import HeldBackRow, ServerRow
 from .state import Reported, list_trims, prompt_resource_counts, status_row
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ def status_of(parts: ServerParts) -> ServerRow:
         started = parts.attempts > 0 and parts.cfg.start != "lazy"
         box = sandbox_of(parts.alias, parts.cfg, parts.config)
         sandbox = sandbox_status(box, parts.unprotected if started else None, started)
-    auth: dict[str, object] | UnsetType = UNSET
+    auth: LoginStatus | UnsetType = UNSET
     if parts.login is not None and parts.auth is not None and parts.auth.enabled:
         auth = parts.login.status()
     trims = list_trims(

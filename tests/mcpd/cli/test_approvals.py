@@ -21,7 +21,7 @@ import pytest
 from mcpd.cli import approvals
 from mcpd.cli.approvals import cmd_approvals, render_approvals
 from mcpd.policy.agent import AgentInfo
-from mcpd.policy.waiting.approvals import PendingView
+from mcpd.status_document import PendingView
 
 HOSTILE = "\x1b]0;owned\x07\x1b[2J\x9b31m\u202eevil\u200b\r"
 TERMINAL = ("\x1b", "\x07", "\x9b", "\u202e", "\u200b", "\r")

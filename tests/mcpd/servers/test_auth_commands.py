@@ -7,7 +7,6 @@ logging out holds the server for a login, and that no answer carries a token."""
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -20,8 +19,9 @@ import trio.testing
 from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config
 from mcpd.config.tables.servertable import ServerConfig
+from mcpd.login_answers import LoginBegun, LoginDone
 from mcpd.registry.tables.catalog import Catalog
-from mcpd.servers.auth_commands import REFUSED, LoginBegun, LoginDone, Logins
+from mcpd.servers.auth_commands import REFUSED, Logins
 from mcpd.servers.life.runner import Runner
 from mcpd.servers.life.server_parts import ServerParts
 from mcpd.servers.supervisor import Supervisor
@@ -195,13 +195,13 @@ async def test_status_lists_the_oauth_servers_of_those_asked_for_with_their_stat
 ) -> None:
     async with daemon(tmp_path) as d:
         rows = d.logins.status()
-        assert [(r["server"], r["server_state"]) for r in rows] == [
+        assert [(r.server, r.server_state) for r in rows] == [
             ("robot", "ready"),
             ("web", "needs_login"),
         ]
-        assert [r["server"] for r in d.logins.status(lambda alias: alias != "robot")] == ["web"]
+        assert [r.server for r in d.logins.status(lambda alias: alias != "robot")] == ["web"]
         assert d.logins.status(lambda alias: False) == []
-        assert "at-1" not in json.dumps(rows)
+        assert b"at-1" not in msgspec.json.encode(rows)
 
 
 async def test_a_persons_login_answers_once_its_server_connected(
@@ -212,12 +212,12 @@ async def test_a_persons_login_answers_once_its_server_connected(
         assert isinstance(begun, LoginBegun) and begun.server == "web"
         assert begun.url.startswith(d.world.metadata["authorization_endpoint"])
         (row,) = d.logins.status(lambda alias: alias == "web")
-        assert row["login_pending"] is True and row["server_state"] == "needs_login"
+        assert row.login_pending is True and row.server_state == "needs_login"
         redirect = d.world.authorize(begun.url)
         done = await d.logins.finish("web", begun.login, redirect)
         assert msgspec.json.encode(done) == b'{"server":"web","state":"ready","tools":1}'
         (row,) = d.logins.status(lambda alias: alias == "web")
-        assert row["state"] == "logged_in" and row["login_pending"] is False
+        assert row.state == "logged_in" and row.login_pending is False
         said = msgspec.json.encode([begun, done, d.logins.status()]).decode()
         assert "at-1" not in said and "rt-1" not in said
 

@@ -14,7 +14,7 @@ from mcpd.audit.reader import AuditRecords
 from mcpd.audit.record import CallRecord
 from mcpd.config.loading.load import parse_config
 from mcpd.daemon import Daemon
-from mcpd.policy.waiting.approvals import PendingView
+from mcpd.status_document import PendingView
 from tests.support.clients.agent import running
 from tests.support.system.procs import scripted
 

@@ -18,7 +18,7 @@ from mcpd.audit.reader import AuditRecords
 from mcpd.audit.record import CallRecord
 from mcpd.config.loading.load import load
 from mcpd.daemon import Daemon
-from mcpd.policy.waiting.approvals import PendingView
+from mcpd.status_document import PendingView
 from tests.support.cli.apart import APART
 from tests.support.clients.agent import connect, running
 from tests.support.daemons.pins import TOOLS_CHANGED, Changing, relist

@@ -8,8 +8,7 @@ from typing import Any
 
 import msgspec
 
-from mcpd.config.sandboxing.per_server import SandboxStatus
-from mcpd.servers.status.row import BreakerCounts, ServerRow
+from mcpd.server_row import BreakerCounts, SandboxStatus, ServerRow
 from mcpd.status_document import DaemonStatus, NamingShown, ProfileStatus, StatusDocument
 
 

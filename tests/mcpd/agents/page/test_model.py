@@ -20,10 +20,10 @@ from mcpd.agents.page.sources import (
     Sources,
     Waiting,
 )
-from mcpd.config.sandboxing.per_server import SandboxStatus
 from mcpd.registry.profiles.views import ProfileView
+from mcpd.server_row import BreakerCounts, SandboxStatus
 from mcpd.servers.status.history import ServerHistory
-from mcpd.servers.status.row import BreakerCounts, others_row
+from mcpd.servers.status.row import others_row
 from mcpd.status_document import StatusDocument
 from tests.support.parts.status_rows import daemon, document, profile, server_row
 

@@ -15,8 +15,8 @@ from mcpd.agents.page.model import (
 from mcpd.agents.page.render import login_target, message, page, regions
 from mcpd.agents.page.sources import CallRow, HeldChange, PendingApproval, Waiting
 from mcpd.local.state.statefile import SavedChange
+from mcpd.server_row import BreakerCounts
 from mcpd.servers.status.history import ServerHistory
-from mcpd.servers.status.row import BreakerCounts
 from tests.support.parts.status_rows import daemon, document, profile, sandbox, server_row
 
 NOW = 1_800_000_000.0

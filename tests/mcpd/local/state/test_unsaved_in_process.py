@@ -9,7 +9,8 @@ from datetime import datetime
 
 import pytest
 
-from mcpd.local.state.unsaved import SaveWatch, Unsaved
+from mcpd.local.state.unsaved import SaveWatch
+from mcpd.status_document import Unsaved
 
 
 def test_a_watch_starts_with_nothing_unsaved() -> None:

@@ -18,12 +18,12 @@ import trio.testing
 
 from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.config.loading.load import parse_config
-from mcpd.config.sandboxing.per_server import SandboxStatus
 from mcpd.config.tables.model import Config
 from mcpd.config.tables.servertable import ServerConfig
 from mcpd.policy.redaction.guard import SecretGuard
 from mcpd.policy.redaction.masking import KnownSecrets
 from mcpd.registry.tables.catalog import Catalog
+from mcpd.server_row import SandboxStatus
 from mcpd.servers.calling.calls import CallRefused
 from mcpd.servers.life.runner import Runner
 from mcpd.servers.life.server_parts import ServerParts

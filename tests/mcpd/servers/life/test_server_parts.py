@@ -15,11 +15,11 @@ from msgspec import UNSET
 
 from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.config.loading.load import parse_config
-from mcpd.config.sandboxing.per_server import SandboxStatus
 from mcpd.config.tables.model import Config
 from mcpd.policy.redaction.guard import SecretGuard
 from mcpd.policy.redaction.masking import KnownSecrets
 from mcpd.registry.tables.catalog import Catalog
+from mcpd.server_row import SandboxStatus
 from mcpd.servers.calling.calls import Call
 from mcpd.servers.life.server_parts import ServerParts
 from mcpd.servers.status.status_of import status_of

@@ -10,10 +10,9 @@ from typing import Any
 from msgspec import to_builtins
 
 from mcpd.config.loading.load import parse_config
-from mcpd.config.sandboxing.per_server import SandboxStatus
 from mcpd.registry.tables.catalog import Catalog
+from mcpd.server_row import SandboxStatus, ServerRow
 from mcpd.servers.life.server_parts import ServerParts
-from mcpd.servers.status.row import ServerRow
 from mcpd.servers.status.status_of import status_of
 
 URL = "https://mcp.example.com/mcp"
