@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, TypeVar
 
 import msgspec
 
@@ -41,6 +41,8 @@ SOCKET_HELP = (
     "daemon socket (default: $MCPD_SOCKET, else the [daemon] socket of the config, "
     "else the standard path)"
 )
+
+T = TypeVar("T")
 
 
 def socket_path(text: str) -> str:
@@ -138,6 +140,24 @@ class Client:
         """Send one modern request; return the decoded result or raise rpc.RPCError.
         With ``progress``, the request asks for progress reports (which also extend a
         call's time limit) and each one's params go to it."""
+        return _content(method, msgspec.json.decode(self._result(method, params, progress)))
+
+    def request_as(self, method: str, shape: type[T], params: dict[str, Any] | None = None) -> T:
+        """``request``'s result as the type mcpd answers ``method`` with: what a daemon
+        of another version adds is left out, what it leaves out that has a default
+        takes it, and a result of another shape is a reply that cannot be read."""
+        try:
+            return msgspec.json.decode(self._result(method, params, None), type=shape)
+        except msgspec.ValidationError as exc:
+            raise BadReply(f"the answer of mcpd to {method} could not be read ({exc})") from None
+
+    def _result(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        progress: Callable[[dict[str, Any]], None] | None,
+    ) -> msgspec.Raw:
+        """The result of ``method`` as the daemon wrote it."""
         body = dict(params or {})
         body["_meta"] = mcp.request_meta(mcp.LATEST_MODERN, {}, CLI_INFO)
         rid = self._ids.next()
@@ -152,7 +172,7 @@ class Client:
                 try:
                     msg = envelope.decode_message(line)
                     if isinstance(msg, rpc.Response) and msg.id == rid:
-                        return _content(method, msgspec.json.decode(msg.result))
+                        return msg.result
                     if (
                         progress is not None
                         and isinstance(msg, rpc.Notification)

@@ -23,14 +23,16 @@ from ..agents.lists.list_hints import UNKNOWN_TOOL
 from ..config.loading.paths import client_socket_path
 from ..config.tables.model import CONFIG_ERROR, EX_CONFIG
 from ..reloading.outcome import ReloadReport
+from ..server_row import ResetOutcome, ServerRow
+from ..status_document import StatusDocument
 from .client import QUICK, BadReply, Client, DaemonUnreachable, NotAnswering
 from .exits import (
     EXIT_BAD_REPLY,
     EXIT_TOOL_ERROR,
     EXIT_UNREACHABLE,
     EXIT_USAGE,
-    answer_as,
     ask,
+    ask_as,
     client_for,
     fail,
     for_a_person,
@@ -61,7 +63,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
             else:
                 tools = client.list_tools()
             table = not (args.json or args.format or args.check_names is not None)
-            status = _status_beside(client) if table else {}
+            servers = _servers_beside(client) if table else []
         except DaemonUnreachable as exc:
             fail(EXIT_UNREACHABLE, str(exc))
         except BadReply as exc:
@@ -103,18 +105,17 @@ def cmd_tools(args: argparse.Namespace) -> int:
         desc = desc if len(desc) <= room else desc[: room - 1] + "…"
         print(f"{name:<{name_w}}  {server:<12} {decision:<{dec_w}}{desc}")
     print(f"{len(tools)} tools" + (f"; {footer}" if footer else ""))
-    for line in login_lines(status):
+    for line in login_lines(servers):
         print(line)
     return 0
 
 
-def _status_beside(client: Client) -> dict[str, Any]:
-    """The status, for a server the table cannot show (one waiting for a login)."""
+def _servers_beside(client: Client) -> list[ServerRow]:
+    """The servers' rows, for a server the table cannot show (one waiting for a login)."""
     try:
-        status: dict[str, Any] = client.request("mcpd/status")
+        return client.request_as("mcpd/status", StatusDocument).servers
     except rpc.RPCError:
-        return {}
-    return status
+        return []
 
 
 def _decision(decision: dict[str, Any] | None) -> str:
@@ -282,7 +283,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         return _status_json(args)
     with client_for(args, QUICK) as client:
-        status = ask(client, "mcpd/status")
+        status = ask_as(client, "mcpd/status", StatusDocument)
     print(render_status(status, color=sys.stdout.isatty()))
     return 0
 
@@ -325,7 +326,7 @@ def _watch_status(args: argparse.Namespace) -> int:
         while True:
             try:
                 client = client or Client(path, QUICK)
-                body = render_status(client.request("mcpd/status"), color=tty)
+                body = render_status(client.request_as("mcpd/status", StatusDocument), color=tty)
             except (DaemonUnreachable, BadReply, rpc.RPCError) as exc:
                 if client is not None:
                     client.close()
@@ -344,7 +345,7 @@ def _watch_status(args: argparse.Namespace) -> int:
 
 def cmd_reload(args: argparse.Namespace) -> int:
     with client_for(args) as client:
-        report = answer_as(ask(client, "mcpd/reload"), ReloadReport, "mcpd/reload")
+        report = ask_as(client, "mcpd/reload", ReloadReport)
     # A server restarted though its table did not change says why: nothing the user
     # changed in the file explains it.
     changed = [
@@ -367,26 +368,25 @@ def cmd_reload(args: argparse.Namespace) -> int:
 
 def cmd_reset(args: argparse.Namespace) -> int:
     with client_for(args) as client:
-        out = ask(client, "mcpd/reset", {"server": args.server})
-    server, was = visible(str(out["server"])), visible(str(out["was"]))
-    circuit = visible(str(out.get("circuit", was)))
+        out = ask_as(client, "mcpd/reset", ResetOutcome, {"server": args.server})
+    server, was, circuit = visible(out.server), visible(out.was), visible(out.circuit)
     said = (
         f"{server}: circuit closed on trial (was {circuit})"
-        if out["reset"]
+        if out.reset
         else f"{server}: its circuit is closed already"
     )
-    if out.get("waiting"):
+    if out.waiting:
         # Refused for the restart's wait, not the circuit's: reset leaves that one.
-        state = visible(str(out["state"]))
-        next_try = out.get("next_try")
-        when = f" (next try at {visible(str(next_try))})" if next_try not in (None, "-") else ""
+        state = visible(out.state)
+        next_try = out.next_try
+        when = f" (next try at {visible(next_try)})" if next_try not in (None, "-") else ""
         print(
             f"{said}; but the server is {state}, not connected: calls are refused until "
             f"it is started or connected again{when}. That wait is the restart's, which "
             "reset does not end: a change to its entry and `mcpd reload`, or a restart "
             "of mcpd, ends it"
         )
-    elif out["reset"]:
+    elif out.reset:
         print(f"{said}; its next call decides")
     else:
         print(f"{said} ({was}); nothing to reset")

@@ -13,8 +13,6 @@ import sys
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
-import msgspec
-
 from protocol.jsonrpc import messages as rpc
 from protocol.shown.server_urls import ascii_hosts
 from protocol.shown.visible import visible
@@ -89,21 +87,33 @@ def ask(
     ``Client.request``)."""
     try:
         return client.request(method, params, progress)
-    except DaemonUnreachable as exc:
-        fail(EXIT_UNREACHABLE, str(exc))
-    except BadReply as exc:
-        fail(EXIT_BAD_REPLY, str(exc))
-    except rpc.RPCError as exc:
-        if isinstance(exc.data, dict) and CONFIG_ERROR in exc.data:
-            fail_config(exc.message)  # a config the daemon would not take, as for serve
-        message = for_a_person(exc.message)
-        fail(EXIT_FAILED, f"error {exc.code}: {message}" if code else message)
+    except (DaemonUnreachable, BadReply, rpc.RPCError) as exc:
+        failed(exc, code=code)
 
 
-def answer_as(answer: object, shape: type[T], method: str) -> T:
-    """The daemon's answer to ``method`` as the type it sends it as; one of another
-    shape ends the command as a reply that cannot be read."""
+def ask_as(
+    client: Client,
+    method: str,
+    shape: type[T],
+    params: dict[str, Any] | None = None,
+    *,
+    code: bool = True,
+) -> T:
+    """``ask``, the answer read as the type the daemon answers ``method`` with
+    (``Client.request_as``): one of another shape ends the command with exit code 4."""
     try:
-        return msgspec.convert(answer, shape)
-    except msgspec.ValidationError as exc:
-        fail(EXIT_BAD_REPLY, f"the answer of mcpd to {method} could not be read ({exc})")
+        return client.request_as(method, shape, params)
+    except (DaemonUnreachable, BadReply, rpc.RPCError) as exc:
+        failed(exc, code=code)
+
+
+def failed(exc: DaemonUnreachable | BadReply | rpc.RPCError, *, code: bool = True) -> NoReturn:
+    """The command ends with the exit code of what went wrong asking the daemon."""
+    if isinstance(exc, DaemonUnreachable):
+        fail(EXIT_UNREACHABLE, str(exc))
+    if isinstance(exc, BadReply):
+        fail(EXIT_BAD_REPLY, str(exc))
+    if isinstance(exc.data, dict) and CONFIG_ERROR in exc.data:
+        fail_config(exc.message)  # a config the daemon would not take, as for serve
+    message = for_a_person(exc.message)
+    fail(EXIT_FAILED, f"error {exc.code}: {message}" if code else message)

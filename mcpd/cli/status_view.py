@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+
+from msgspec import UnsetType
 
 from protocol.shown.server_urls import ascii_hosts
 from protocol.shown.visible import visible
+
+from ..server_row import ServerRow
+from ..status_document import ProfileStatus, StatusDocument
 
 _COLORS = {
     "ready": "32",
@@ -44,167 +48,166 @@ def _counted(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def render_status(status: dict[str, Any], *, color: bool = False) -> str:
-    d = status.get("daemon", {})
+def render_status(status: StatusDocument, *, color: bool = False) -> str:
+    d = status.daemon
     # An agent in a profile is shown its profile, not the daemon's pid and socket.
-    where = f"(pid {d.get('pid', '?')}) on {d.get('socket', '?')}"
-    if "profile" in d:
-        where = f"(profile {d['profile']})"
+    where = f"(pid {_or_unknown(d.pid)}) on {_or_unknown(d.socket)}"
+    if not isinstance(d.profile, UnsetType):
+        where = f"(profile {d.profile})"
     lines = [
-        f"mcpd {d.get('version', '?')} {where} — {visible(d.get('summary', ''))}; "
-        f"{_counted(d.get('tools', 0), 'tool')}, "
-        + (
-            f"{_counted(d['prompts'], 'prompt')}, {_counted(d['resources'], 'resource')}, "
-            if "prompts" in d
-            else ""
-        )
-        + f"{d.get('connections', 0)} agent connection(s)"
+        f"mcpd {d.version} {where} — {visible(d.summary)}; {_counted(d.tools, 'tool')}, "
+        f"{_counted(d.prompts, 'prompt')}, {_counted(d.resources, 'resource')}, "
+        f"{d.connections} agent connection(s)"
     ]
-    for warning in d.get("warnings") or []:
+    for warning in d.warnings:
         lines.append(_paint(f"warning: {visible(warning)}", "degraded", color))
-    for unsaved in d.get("unsaved") or []:
+    for unsaved in d.unsaved or []:
         text = (
-            f"cannot save the {unsaved.get('what')} to {unsaved.get('path')} since "
-            f"{local_time(unsaved.get('since'))} ({unsaved.get('problem')}): "
-            f"{unsaved.get('meaning')}"
+            f"cannot save the {unsaved.what} to {unsaved.path} since "
+            f"{local_time(unsaved.since)} ({unsaved.problem}): {unsaved.meaning}"
         )
         lines.append(_paint(visible(text), "degraded", color))
-    if d.get("held"):
-        held = f"{d['held']} item{'s wait' if d['held'] != 1 else ' waits'}"
+    if d.held:
+        held = f"{d.held} item{'s wait' if d.held != 1 else ' waits'}"
         lines.append(_paint(f"held: {held} for approval (mcpd tools --pending)", "degraded", color))
     header = (
         f"{'SERVER':<16} {'STATE':<11} {'ERA':<7} {'TOOLS':>5} {'PRMPT':>5} {'RES':>4} "
         f"{'SINCE':>8} {'RETRY':>8} {'CALLS':>6} {'P50ms':>7} {'P99ms':>7}  LAST ERROR"
     )
     lines.append(header)
-    for s in status.get("servers", []):
-        state = s.get("state", "?")
-        p50 = "-" if s.get("p50_ms") is None else f"{s['p50_ms']:.1f}"
-        p99 = "-" if s.get("p99_ms") is None else f"{s['p99_ms']:.1f}"
-        era = s.get("era") or "-"
-        retry = local_time(s.get("retry_at")) if state not in ("ready", "degraded") else "-"
-        # Its first line, once a carriage return in it can no longer start another.
-        error = ascii_hosts(visible(s.get("last_error") or "", lines=True).partition("\n")[0])
-        line = (
-            f"{visible(s.get('alias', '?')):<16} {_paint(f'{state:<11}', state, color)} {era:<7} "
-            f"{s.get('tools', 0):>5} {s.get('prompts', 0):>5} {_resources(s):>4} "
-            f"{local_time(s.get('since')):>8} {retry:>8} "
-            f"{s.get('calls', 0):>6} {p50:>7} {p99:>7}  {error}"
-        )
-        lines.append(line.rstrip())
-        if state not in ("ready", "degraded", "starting", "idle"):
-            for tail in s.get("stderr") or []:
-                lines.append(f"{'':<16} stderr| {visible(tail)}")
-        notes = trim_notes(s) + pin_notes(s, whole="profile" not in d)
-        notes += masked_notes(s) + held_notes(s)
-        lines += [f"{'':<16} {visible(note)}" for note in notes]
-        for warning in s.get("warnings") or []:
-            lines.append(_paint(f"{'':<16} warning| {visible(warning)}", "degraded", color))
-        unprotected = (s.get("sandbox") or {}).get("unprotected")
-        if unprotected:
-            lines.append(_paint(f"{'':<16} unprotected| {visible(unprotected)}", "degraded", color))
-    profiles = status.get("profiles") or []
-    if len(profiles) > 1 or any(p.get("warning") for p in profiles):
-        lines += profile_lines(profiles, color)
-    if d.get("http"):
-        lines.append(f"HTTP endpoint: {d['http']} (bearer token: `mcpd token`)")
-    waiting = status.get("approvals") or []
+    for s in status.servers:
+        lines += _server_lines(s, whole=isinstance(d.profile, UnsetType), color=color)
+    if len(status.profiles) > 1 or any(p.warning for p in status.profiles):
+        lines += profile_lines(status.profiles, color)
+    if d.http:
+        lines.append(f"HTTP endpoint: {d.http} (bearer token: `mcpd token`)")
+    waiting = status.approvals or []
     if waiting:
-        oldest = local_time(waiting[0].get("since"))
+        oldest = local_time(waiting[0].since)
         text = f"{len(waiting)} call(s) wait for approval, since {oldest}: `mcpd approvals`"
         lines.append(_paint(text, "degraded", color))
-    dropped = (status.get("audit") or {}).get("dropped")
-    if dropped:
+    if not isinstance(status.audit, UnsetType) and status.audit.dropped:
+        dropped = status.audit.dropped
         lines.append(f"audit log: {dropped} records not written (the writer fell behind)")
     return "\n".join(lines)
 
 
-def profile_lines(profiles: list[dict[str, Any]], color: bool = False) -> list[str]:
+def _or_unknown(value: str | int | UnsetType) -> str:
+    return "?" if isinstance(value, UnsetType) else str(value)
+
+
+def _server_lines(s: ServerRow, *, whole: bool, color: bool) -> list[str]:
+    """A server's line, and under it what there is to say of it."""
+    state = s.state
+    p50 = "-" if s.p50_ms is None else f"{s.p50_ms:.1f}"
+    p99 = "-" if s.p99_ms is None else f"{s.p99_ms:.1f}"
+    era = s.era or "-"
+    retry = local_time(s.retry_at) if state not in ("ready", "degraded") else "-"
+    # Its first line, once a carriage return in it can no longer start another.
+    error = ascii_hosts(visible(s.last_error or "", lines=True).partition("\n")[0])
+    line = (
+        f"{visible(s.alias):<16} {_paint(f'{state:<11}', state, color)} {era:<7} "
+        f"{s.tools:>5} {s.prompts:>5} {_resources(s):>4} "
+        f"{local_time(s.since):>8} {retry:>8} "
+        f"{s.calls:>6} {p50:>7} {p99:>7}  {error}"
+    )
+    lines = [line.rstrip()]
+    if state not in ("ready", "degraded", "starting", "idle"):
+        for tail in s.stderr or []:
+            lines.append(f"{'':<16} stderr| {visible(tail)}")
+    notes = trim_notes(s) + pin_notes(s, whole=whole) + masked_notes(s) + held_notes(s)
+    lines += [f"{'':<16} {visible(note)}" for note in notes]
+    for warning in s.warnings:
+        lines.append(_paint(f"{'':<16} warning| {visible(warning)}", "degraded", color))
+    if not isinstance(s.sandbox, UnsetType) and s.sandbox.unprotected:
+        unprotected = visible(s.sandbox.unprotected)
+        lines.append(_paint(f"{'':<16} unprotected| {unprotected}", "degraded", color))
+    return lines
+
+
+def profile_lines(profiles: list[ProfileStatus], color: bool = False) -> list[str]:
     """What each profile exposes: its tools, what its agents are listed, how many use it."""
     lines = [f"{'PROFILE':<16} {'DISCOVERY':<14} {'TOOLS':>5} {'LISTED':>6} {'AGENTS':>6}  NAMES"]
     for p in profiles:
-        mode = p.get("discovery", "all")
+        mode = p.discovery
         if mode == "auto":
-            mode = f"auto ({p.get('mode')})"
-        naming = p.get("naming") or {}
-        names = f"{naming.get('template', '?')} <= {naming.get('max_length', '?')}"
-        if p.get("socket"):
-            names += f"  on {p['socket']}"
-        lines.append(
-            f"{p.get('name', '?'):<16} {mode:<14} {p.get('tools', 0):>5} "
-            f"{p.get('listed', 0):>6} {p.get('agents', 0):>6}  {names}"
-        )
-        for key in ("warning", "socket_error"):
-            if p.get(key):
-                lines.append(_paint(f"warning: {visible(p[key])}", "degraded", color))
+            mode = f"auto ({p.mode})"
+        names = f"{p.naming.template} <= {p.naming.max_length}"
+        if p.socket:
+            names += f"  on {p.socket}"
+        lines.append(f"{p.name:<16} {mode:<14} {p.tools:>5} {p.listed:>6} {p.agents:>6}  {names}")
+        for said in (p.warning, p.socket_error):
+            if said:
+                lines.append(_paint(f"warning: {visible(said)}", "degraded", color))
     return lines
 
 
 _TRIMS_SHOWN = 5
-_TRIMMED = ("tools", "prompts", "resources", "resource_templates")
 
 
-def trim_notes(server: dict[str, Any]) -> list[str]:
+def trim_notes(server: ServerRow) -> list[str]:
     """What the server's lists left out or cut, and why: the first few, then a count."""
-    notes = [
-        f"dropped {kind.replace('_', ' ')}| {why}"
-        for kind in _TRIMMED
-        for why in server.get(f"dropped_{kind}") or []
-    ]
-    notes += [f"cut| {why}" for why in server.get("cut") or []]
+    dropped = {
+        "tools": server.dropped_tools,
+        "prompts": server.dropped_prompts,
+        "resources": server.dropped_resources,
+        "resource templates": server.dropped_resource_templates,
+    }
+    notes = [f"dropped {kind}| {why}" for kind, whys in dropped.items() for why in whys]
+    notes += [f"cut| {why}" for why in server.cut]
     if len(notes) > _TRIMS_SHOWN:
         more = len(notes) - _TRIMS_SHOWN + 1
         notes[_TRIMS_SHOWN - 1 :] = [f"... and {more} more (mcpd status --json lists them)"]
     return notes
 
 
-def pin_notes(server: dict[str, Any], *, whole: bool) -> list[str]:
+def pin_notes(server: ServerRow, *, whole: bool) -> list[str]:
     """What of the server is held until approved, and what the rules found. ``whole``:
     the status is the whole daemon's, read by its own user on its own socket, where
     approving and listing findings answer; a profile's view is read where they are
     refused (a profile's socket, or another user), so it says where they answer."""
-    alias = server.get("alias", "?")
     notes = []
-    held, found = server.get("held", 0), server.get("findings", 0)
     there = "" if whole else ", on mcpd's own socket, for its own user"
-    if held:
-        notes.append(f"held| {held} item(s) wait for approval: mcpd approve {alias}{there}")
-    if found:
-        notes.append(f"findings| {found} item(s) flagged: mcpd tools --findings{there}")
+    if server.held:
+        notes.append(
+            f"held| {server.held} item(s) wait for approval: mcpd approve {server.alias}{there}"
+        )
+    if server.findings:
+        notes.append(f"findings| {server.findings} item(s) flagged: mcpd tools --findings{there}")
     return notes
 
 
-def login_lines(status: dict[str, Any]) -> list[str]:
-    """Under a listing of tools, the servers of ``status`` that wait for a login: none
-    of their tools is listed until someone logs in."""
+def login_lines(servers: list[ServerRow]) -> list[str]:
+    """Under a listing of tools, the ``servers`` that wait for a login: none of their
+    tools is listed until someone logs in."""
     return [
-        f"{visible(str(s.get('alias', '?')))} waits for a login, so none of its tools is "
-        f"listed: mcpd auth login {visible(str(s.get('alias', '?')))}"
-        for s in status.get("servers") or []
-        if s.get("state") == "needs_login"
+        f"{visible(s.alias)} waits for a login, so none of its tools is "
+        f"listed: mcpd auth login {visible(s.alias)}"
+        for s in servers
+        if s.state == "needs_login"
     ]
 
 
-def masked_notes(server: dict[str, Any]) -> list[str]:
+def masked_notes(server: ServerRow) -> list[str]:
     """How many of mcpd's secrets the server sent, masked, and whose they were."""
-    masked: dict[str, int] = server.get("secrets_masked") or {}
+    masked = server.secrets_masked
     if not masked:
         return []
     whose = ", ".join(f"{where} ({n})" for where, n in sorted(masked.items()))
     return [f"secrets masked| {sum(masked.values())} in what it sent: {whose}"]
 
 
-def held_notes(server: dict[str, Any]) -> list[str]:
+def held_notes(server: ServerRow) -> list[str]:
     """Why mcpd reads what the server sends more slowly than it comes, while it does."""
-    held = server.get("held_back")
-    if not held:
+    held = server.held_back
+    if held is None:
         return []
-    return [f"held back| since {local_time(held.get('since'))}: {held.get('reason', '?')}"]
+    return [f"held back| since {local_time(held.since)}: {held.reason}"]
 
 
-def _resources(server: dict[str, Any]) -> str:
+def _resources(server: ServerRow) -> str:
     """Resources, with templates after a plus: ``7+2``."""
-    resources, templates = server.get("resources", 0), server.get("resource_templates", 0)
+    resources, templates = server.resources, server.resource_templates
     return f"{resources}+{templates}" if templates else str(resources)
 
 

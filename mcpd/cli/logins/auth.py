@@ -22,8 +22,9 @@ from typing import Any
 from protocol.shown.server_urls import ascii_hosts, ascii_url
 from protocol.shown.visible import visible
 
+from ...login_answers import AuthStatus, LoggedOut, LoginStatus
 from ..client import JSON_HELP, QUICK, SOCKET_HELP, socket_path
-from ..exits import ask, client_for
+from ..exits import ask, ask_as, client_for
 from .revocation_words import logout_said
 
 LOGIN_TIMEOUT = 600.0  # seconds to wait for the browser
@@ -49,7 +50,7 @@ def _issuer(issuer: str | None) -> str:
     return shown if shown == issuer else f"{shown} (written with non-ASCII letters)"
 
 
-def render_auth_status(servers: list[dict[str, Any]], unconfigured: Sequence[str] = ()) -> str:
+def render_auth_status(servers: list[LoginStatus], unconfigured: Sequence[str] = ()) -> str:
     lines = _logins(servers) if servers else ["no HTTP servers"]
     for name in unconfigured:
         shown = visible(name)
@@ -60,30 +61,30 @@ def render_auth_status(servers: list[dict[str, Any]], unconfigured: Sequence[str
     return "\n".join(lines)
 
 
-def _logins(servers: list[dict[str, Any]]) -> list[str]:
+def _logins(servers: list[LoginStatus]) -> list[str]:
     lines = [f"{'SERVER':<16} {'LOGIN':<14} {'EXPIRES':<21} {'ISSUER':<32} SCOPES"]
     for s in servers:
-        expires = _local(s.get("expires_at"))
-        if s.get("refreshable"):
+        expires = _local(s.expires_at or None)
+        if s.refreshable:
             expires += " (r)"
-        scopes = visible(" ".join(s.get("scopes") or []) or "-")
-        issuer = _issuer(s.get("issuer"))
+        scopes = visible(" ".join(s.scopes or []) or "-")
+        issuer = _issuer(s.issuer)
         lines.append(
-            f"{visible(s['server']):<16} {visible(s['state']):<14} {expires:<21} {issuer:<32} "
+            f"{visible(s.server):<16} {visible(s.state):<14} {expires:<21} {issuer:<32} "
             f"{scopes}".rstrip()
         )
-        if s.get("needs_login"):
-            lines.append(f"{'':<16} {ascii_hosts(visible(s['needs_login']))}")
-        elif s.get("logged_in") and not s.get("refreshable") and s["type"] == "oauth":
+        if s.needs_login:
+            lines.append(f"{'':<16} {ascii_hosts(visible(s.needs_login))}")
+        elif s.logged_in and not s.refreshable and s.type == "oauth":
             lines.append(f"{'':<16} {_unrenewable(s)}: a new login is needed once it expires")
-    if any(s.get("refreshable") for s in servers):
+    if any(s.refreshable for s in servers):
         lines.append("(r): mcpd refreshes it before it expires")
     return lines
 
 
-def _unrenewable(server: dict[str, Any]) -> str:
+def _unrenewable(server: LoginStatus) -> str:
     """Why a login cannot be renewed without the person."""
-    if server.get("refresh_token"):
+    if server.refresh_token:
         return "its refresh token cannot be used without the client it was issued to"
     return "no refresh token"
 
@@ -92,12 +93,13 @@ def cmd_auth_status(args: argparse.Namespace) -> int:
     import json
 
     with client_for(args, QUICK) as client:
-        answer = ask(client, "mcpd/auth/status", code=False)
-    servers, unconfigured = answer["servers"], answer.get("unconfigured", [])
-    if args.json:
-        print(json.dumps({"servers": servers, "unconfigured": unconfigured}, indent=2))
-    else:
-        print(render_auth_status(servers, unconfigured))
+        if args.json:  # the daemon's own words, a newer daemon's additions included
+            answer = ask(client, "mcpd/auth/status", code=False)
+            servers, unconfigured = answer["servers"], answer.get("unconfigured", [])
+            print(json.dumps({"servers": servers, "unconfigured": unconfigured}, indent=2))
+            return 0
+        status = ask_as(client, "mcpd/auth/status", AuthStatus, code=False)
+    print(render_auth_status(status.servers, status.unconfigured))
     return 0
 
 
@@ -107,10 +109,10 @@ def cmd_auth_status(args: argparse.Namespace) -> int:
 def cmd_logout(args: argparse.Namespace) -> int:
     with client_for(args) as client:
         asked = {"server": args.server, "forget_client": args.forget_client}
-        out = ask(client, "mcpd/auth/logout", asked, code=False)
+        out = ask_as(client, "mcpd/auth/logout", LoggedOut, asked, code=False)
     print(f"{args.server}: {logout_said(out)}")
-    if out.get("removed"):
-        print(f"{args.server} is not configured: its saved login, {out['removed']}, is removed")
+    if out.removed:
+        print(f"{args.server} is not configured: its saved login, {out.removed}, is removed")
     return 0
 
 

@@ -16,10 +16,11 @@ import sys
 import threading
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 import trio
+from msgspec import UnsetType
 
 from protocol.jsonrpc import messages as rpc
 from protocol.oauth import carries_state, state_of
@@ -28,8 +29,9 @@ from protocol.shown.visible import visible
 from transports.errors import single_exceptions
 
 from ...local.ownership.tcp_holder import HolderUnknown, ServerNotRuledOut, tcp_holder
+from ...login_answers import AuthStatus, LoginBegun, LoginDone, LoginStatus
 from ..client import BadReply, Client, DaemonUnreachable
-from ..exits import EXIT_BAD_REPLY, EXIT_FAILED, EXIT_UNREACHABLE, ask, client_for, fail
+from ..exits import EXIT_BAD_REPLY, EXIT_FAILED, EXIT_UNREACHABLE, ask, ask_as, client_for, fail
 from ..status_view import local_time
 from .browser import ENDING, browser_argv, page_to, safe_to_open
 from .revocation_words import replaced_said
@@ -37,11 +39,13 @@ from .revocation_words import replaced_said
 if TYPE_CHECKING:
     from transports.http.oauth_redirect import RedirectListener
 
+T = TypeVar("T")
 
-def server_entry(client: Client, alias: str) -> dict[str, Any]:
-    for entry in ask(client, "mcpd/auth/status", code=False)["servers"]:
-        if entry["server"] == alias:
-            return entry  # type: ignore[no-any-return]
+
+def server_entry(client: Client, alias: str) -> LoginStatus:
+    for entry in ask_as(client, "mcpd/auth/status", AuthStatus, code=False).servers:
+        if entry.server == alias:
+            return entry
     # Let the daemon say why (unknown, stdio, or a configured Authorization header).
     ask(client, "mcpd/auth/login", {"server": alias}, code=False)
     fail(EXIT_FAILED, f"{alias} is not a server mcpd can log in to")
@@ -80,16 +84,14 @@ async def _redirected(listener: RedirectListener, found: trio.MemorySendChannel[
         await found.send(await listener.next())
 
 
-async def _complete(
-    client: Client, alias: str, login_id: str, redirect: str
-) -> dict[str, Any] | str:
+async def _complete(client: Client, alias: str, login_id: str, redirect: str) -> LoginDone | str:
     """The daemon's answer once the redirect logged in; why not, when it did not and
     the login waits on. Anything else ends the command."""
 
-    def complete() -> dict[str, Any] | str:
+    def complete() -> LoginDone | str:
         params = {"server": alias, "login": login_id, "redirect": redirect}
         try:
-            return client.request("mcpd/auth/complete", params)  # type: ignore[no-any-return]
+            return client.request_as("mcpd/auth/complete", LoginDone, params)
         except rpc.RPCError as exc:
             if exc.data == {"login": "waiting"}:
                 return exc.message
@@ -121,7 +123,7 @@ async def _until_logged_in(
         nursery.start_soon(_pasted, listener, state, send)
         while True:
             out = await _complete(client, alias, login_id, await found.receive())
-            if isinstance(out, dict):
+            if isinstance(out, LoginDone):
                 nursery.cancel_scope.cancel()
                 return _report(out)
             failed.append(out)
@@ -178,8 +180,9 @@ async def from_this_user(sock: trio.socket.SocketType) -> bool:
         return True
 
 
-async def _call(client: Client, method: str, params: dict[str, Any]) -> Any:
-    return await trio.to_thread.run_sync(lambda: ask(client, method, params, code=False))
+async def _call(client: Client, method: str, shape: type[T], params: dict[str, Any]) -> T:
+    """``method``'s answer, read as ``shape``, asked from a thread."""
+    return await trio.to_thread.run_sync(lambda: ask_as(client, method, shape, params, code=False))
 
 
 async def _login(args: argparse.Namespace) -> int:
@@ -187,14 +190,13 @@ async def _login(args: argparse.Namespace) -> int:
     async with contextlib.AsyncExitStack() as stack:
         client = stack.enter_context(client_for(args))
         entry = await trio.to_thread.run_sync(server_entry, client, alias)
-        if entry.get("type") == "client_credentials":
-            return _report(await _call(client, "mcpd/auth/login", {"server": alias}))
-        port = args.port if args.port is not None else int(entry.get("redirect_port") or 0)
+        if entry.type == "client_credentials":  # done at once: no person to wait for
+            return _report(await _call(client, "mcpd/auth/login", LoginDone, {"server": alias}))
+        port = args.port if args.port is not None else entry.redirect_port
         listener = await _listener(stack, port, fixed=args.port is not None)
-        start = await _call(
-            client, "mcpd/auth/login", {"server": alias, "redirect_uri": listener.redirect_uri}
-        )
-        url = start["url"]
+        asked = {"server": alias, "redirect_uri": listener.redirect_uri}
+        start = await _call(client, "mcpd/auth/login", LoginBegun, asked)
+        url = start.url
         # What the authorization server sends back with the browser: only a redirect
         # with it is this login's answer.
         state = state_of(url)
@@ -221,11 +223,11 @@ async def _login(args: argparse.Namespace) -> int:
         )
         opener = None
         if not args.no_browser and safe_to_open(url):
-            opener = _opener(stack, url, start.get("pages"))
+            opener = _opener(stack, url, start.pages)
         failed: list[str] = []
         with trio.move_on_after(args.timeout):
             return await _until_logged_in(
-                client, alias, start["login"], listener, state, opener, failed
+                client, alias, start.login, listener, state, opener, failed
             )
     if failed:
         print(f"mcpd: the login failed: {ascii_hosts(visible(failed[-1]))}", file=sys.stderr)
@@ -253,10 +255,10 @@ def _opener(stack: contextlib.AsyncExitStack, url: str, pages: object) -> list[s
     return browser_argv(page)
 
 
-def _report(out: dict[str, Any]) -> int:
-    server, state = out["server"], out["state"]
-    if out.get("refreshable") is False:
-        expires = out.get("expires_at")
+def _report(out: LoginDone) -> int:
+    server, state = out.server, out.state
+    if out.refreshable is False:
+        expires = out.expires_at or None
         lasts = f"until {local_time(expires)}" if expires else "until the server refuses it"
         print(
             f"{server}: the authorization server issued no refresh token, so this login "
@@ -264,13 +266,13 @@ def _report(out: dict[str, Any]) -> int:
             f"`mcpd auth login {server}` again"
         )
     if state in ("ready", "degraded"):
-        print(f"{server}: logged in; {state} with {out.get('tools', 0)} tools")
+        print(f"{server}: logged in; {state} with {out.tools} tools")
     else:
-        reason = ascii_hosts(visible(out.get("reason", "")))
+        reason = ascii_hosts(visible(out.reason or ""))
         print(f"{server}: logged in, but the server is {state}: {reason}")
-    if out.get("replaced") is not None:
+    if not isinstance(out.replaced, UnsetType):
         # Whatever became of the old tokens, the login itself took.
-        print(f"{server}: {replaced_said(out['replaced'])}")
+        print(f"{server}: {replaced_said(out.replaced)}")
     return 0 if state in ("ready", "degraded") else EXIT_FAILED
 
 

@@ -4,10 +4,10 @@ end when they expire), why revoking stopped short and which tokens stay valid.""
 
 from __future__ import annotations
 
-from typing import Any
-
 from protocol.shown.server_urls import ascii_hosts
 from protocol.shown.visible import visible
+
+from ...login_answers import LoggedOut, TokensReplaced
 
 _FORGOT = (
     "the client mcpd registered with its authorization server is forgotten, "
@@ -22,23 +22,23 @@ def _tokens(hints: list[str]) -> str:
     return " and the ".join(_TOKEN_NAMES.get(h, visible(h)) for h in hints)
 
 
-def logout_said(out: dict[str, Any]) -> str:
+def logout_said(out: LoggedOut) -> str:
     """What a logout did, in a sentence: the tokens revoked, those of a kind the server
     does not revoke (they end when they expire), why revoking stopped short, and
     whether the client mcpd registered was forgotten."""
-    said = _revocation_said(out) if out.get("had_tokens") else "was not logged in"
-    return said + ("; " + _FORGOT if out.get("forgot_client") else "")
+    said = _revocation_said(out) if out.had_tokens else "was not logged in"
+    return said + ("; " + _FORGOT if out.forgot_client else "")
 
 
-def replaced_said(out: dict[str, Any]) -> str:
+def replaced_said(out: TokensReplaced) -> str:
     """What became of the tokens of the login a new one replaced, in a sentence."""
     return _revocation_said(out, "replaced the earlier login")
 
 
-def _revocation_said(out: dict[str, Any], done: str = "logged out") -> str:
-    revoked, kept = out.get("revoked") or [], out.get("not_revocable") or []
-    if out.get("problem"):
-        problem = ascii_hosts(visible(out["problem"]))
+def _revocation_said(out: LoggedOut | TokensReplaced, done: str = "logged out") -> str:
+    revoked, kept = out.revoked, out.not_revocable
+    if out.problem:
+        problem = ascii_hosts(visible(out.problem))
         if revoked:
             said = (
                 f"{done}; the server revoked the {_tokens(revoked)}, but revoking the "
@@ -46,7 +46,7 @@ def _revocation_said(out: dict[str, Any], done: str = "logged out") -> str:
             )
         else:
             said = f"{done}; revoking the tokens failed: {problem}"
-        return said + _still_valid(out.get("unrevoked") or [])
+        return said + _still_valid(out.unrevoked)
     if kept:
         what = f"the server revoked the {_tokens(revoked)}" if revoked else "nothing was revoked"
         ends = "which ends when it expires" if len(kept) == 1 else "which end when they expire"

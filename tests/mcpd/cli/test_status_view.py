@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from mcpd.cli.status_view import local_time, render_status, watch_frame
 from mcpd.local.prometheus import label_value, number
+from tests.support.parts.status_rows import filled
 
 
 def status(**daemon: object) -> dict[str, object]:
@@ -49,7 +50,7 @@ def status(**daemon: object) -> dict[str, object]:
 
 
 def test_one_line_per_server_with_the_reason_and_the_retry_in_local_time() -> None:
-    text = render_status(status())
+    text = render_status(filled(status()))
     lines = text.splitlines()
     assert lines[0].startswith("mcpd 0.1.0 (pid 42) on /run/mcpd/mcpd.sock — 3 servers")
     assert lines[1].split()[:3] == ["SERVER", "STATE", "ERA"]
@@ -71,7 +72,9 @@ def test_a_time_today_is_a_clock_time_and_one_on_another_day_has_its_date() -> N
 
 
 def test_states_are_coloured_on_a_terminal_and_warnings_shown() -> None:
-    text = render_status(status(warnings=["130 tools is more than max_tools (128)"]), color=True)
+    text = render_status(
+        filled(status(warnings=["130 tools is more than max_tools (128)"])), color=True
+    )
     assert "\x1b[32mready" in text
     assert "\x1b[2;32midle" in text
     assert "\x1b[31mfailed" in text
@@ -100,7 +103,7 @@ def test_a_host_written_with_non_ascii_letters_in_a_reason_is_shown_in_ascii() -
     servers[2]["last_error"] = (
         "the server moved to the authorization server https://\u0430ccounts.google.com"
     )
-    out = render_status(data)
+    out = render_status(filled(data))
     assert "\u0430" not in out
     assert "https://xn--ccounts-1fg.google.com (the host xn--ccounts-1fg.google.com" in out
 
@@ -111,15 +114,15 @@ def test_a_server_read_more_slowly_than_it_sends_says_why_under_its_line() -> No
     assert isinstance(servers, list)
     since = "2026-11-29T19:09:44+00:00"
     servers[0]["held_back"] = {"reason": "it sends more than mcpd reads", "since": since}
-    lines = render_status(shown).splitlines()
+    lines = render_status(filled(shown)).splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("notes "))
     said = f"held back| since {local_time(since)}: it sends more than mcpd reads"
     assert lines[at + 1].strip() == said
-    assert "held back|" not in render_status(status())
+    assert "held back|" not in render_status(filled(status()))
 
 
 def test_the_summary_counts_one_of_a_kind_in_the_singular() -> None:
-    first = render_status(status(tools=1, prompts=1, resources=0)).splitlines()[0]
+    first = render_status(filled(status(tools=1, prompts=1, resources=0))).splitlines()[0]
     assert first.endswith("; 1 tool, 1 prompt, 0 resources, 2 agent connection(s)"), first
-    first = render_status(status(prompts=2, resources=1)).splitlines()[0]
+    first = render_status(filled(status(prompts=2, resources=1))).splitlines()[0]
     assert first.endswith("; 9 tools, 2 prompts, 1 resource, 2 agent connection(s)"), first

@@ -12,11 +12,11 @@ from typing import Any
 
 import trio
 
-from mcpd.cli.status_view import render_status
 from mcpd.config.loading.load import load
 from tests.support.clients.agent import Agent, connect, running
 from tests.support.clients.daemon_http import socket_get
 from tests.support.daemons.reloading import toml_server, write_config
+from tests.support.parts.status_rows import status_text
 from tests.support.system.procs import read_pid
 
 
@@ -51,7 +51,7 @@ async def test_a_reload_refused_by_sighup_shows_in_status_until_one_is_taken(
             warning = status["daemon"]["warnings"][0]
             assert warning.startswith("the reload at ")
             assert f"runs still: {config_path}: servers.notes.bogus: unknown key;" in warning
-            assert f"warning: {warning}" in render_status(status)
+            assert f"warning: {warning}" in status_text(status)
             page = html.unescape((await socket_get(str(sock), "/")).decode())
             assert warning in page
             # So says `mcpd reload`'s own refusal, and a reload taken ends it.

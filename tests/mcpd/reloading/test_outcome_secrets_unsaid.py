@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import trio
 
-from mcpd.cli.status_view import render_status
 from mcpd.config.loading.load import load
 from tests.support.clients.agent import connect, running
 from tests.support.daemons.reloading import write_config
+from tests.support.parts.status_rows import status_text
 
 SECRET = "hunter2hunter2zz"
 BROKEN = [
@@ -45,10 +45,10 @@ async def test_a_refused_reload_says_no_secret_anywhere(
                 status = await agent.result("mcpd/status")
                 refused = status["daemon"]["reload_refused"]
                 assert refused is not None
-                said = [json.dumps(reply), json.dumps(status), render_status(status)]
+                said = [json.dumps(reply), json.dumps(status), status_text(status)]
                 said.append(caplog.text)
                 assert all(SECRET not in place for place in said), broken
-                assert refused["reason"] in render_status(status)
+                assert refused["reason"] in status_text(status)
             # A value whose key holds no secret is still written, so the slip shows.
             assert (
                 'call_timeout: expected a number of seconds, got the string "30s"'

@@ -1,6 +1,6 @@
-"""The status document and its rows for tests of their readers (the status page): a
-daemon, a server and a profile with nothing going on, with the fields a test names
-set."""
+"""The status document and its rows for tests of their readers (the status page,
+``mcpd status``): a daemon, a server and a profile with nothing going on, with the
+fields a test names set; and ``mcpd status`` as a person reads the daemon's answer."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from typing import Any
 
 import msgspec
 
+from mcpd.cli.status_view import render_status
+from mcpd.login_answers import LoginStatus
 from mcpd.server_row import BreakerCounts, SandboxStatus, ServerRow
 from mcpd.status_document import DaemonStatus, NamingShown, ProfileStatus, StatusDocument
 
@@ -93,3 +95,38 @@ def document(
     return StatusDocument(
         daemon=daemon() if of is None else of, servers=servers or [], profiles=profiles or []
     )
+
+
+def status_text(answer: object, *, color: bool = False) -> str:
+    """``mcpd status`` as a person reads it, of the daemon's answer to ``mcpd/status``
+    (its JSON decoded)."""
+    return render_status(msgspec.convert(answer, StatusDocument), color=color)
+
+
+def filled(answer: dict[str, Any]) -> StatusDocument:
+    """A status document of what ``answer`` (one as its JSON reads) says of the daemon
+    and its servers, the fields it leaves out as a daemon and servers with nothing
+    going on have them."""
+    blank_daemon, blank_row = msgspec.to_builtins(daemon()), msgspec.to_builtins(server_row(""))
+    whole = {
+        "daemon": {**blank_daemon, **answer.get("daemon", {})},
+        "servers": [{**blank_row, **row} for row in answer.get("servers", [])],
+        "profiles": answer.get("profiles", []),
+    }
+    return msgspec.convert(whole, StatusDocument)
+
+
+def login_row(server: str, **fields: Any) -> LoginStatus:
+    """A server's login that waits for a person, with the fields a test names set."""
+    row = LoginStatus(
+        server=server,
+        type="oauth",
+        url=f"https://{server}.example/mcp",
+        issuer=None,
+        client_id=None,
+        logged_in=False,
+        needs_login=None,
+        redirect_port=0,
+        state="needs_login",
+    )
+    return msgspec.structs.replace(row, **fields)

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 from mcpd.cli.logins.auth import render_auth_status
+from tests.support.parts.status_rows import login_row
 
 
 def test_an_issuer_written_with_non_ascii_letters_is_shown_in_ascii_and_said_to_be() -> None:
     homograph = "https://\u0430ccounts.google.com"
     out = render_auth_status(
         [
-            {
-                "server": "tickets",
-                "state": "needs_login",
-                "issuer": homograph,
-                "scopes": ["read"],
-                "needs_login": f"the server moved to the authorization server {homograph}",
-            }
+            login_row(
+                "tickets",
+                issuer=homograph,
+                scopes=["read"],
+                needs_login=f"the server moved to the authorization server {homograph}",
+            )
         ]
     )
     assert "\u0430" not in out

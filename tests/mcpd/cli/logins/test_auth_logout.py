@@ -12,6 +12,7 @@ from urllib.parse import parse_qs
 import trio
 
 from mcpd.cli.logins.revocation_words import logout_said
+from mcpd.login_answers import LoggedOut
 from tests.support.clients.agent import connect, running
 from tests.support.oauth.browser_step import follow_authorization
 from tests.support.oauth.login import LIMIT, config_for, mcpd
@@ -72,13 +73,14 @@ async def test_a_login_kept_after_a_refused_relogin_is_revoked_at_logout(tmp_pat
 
 def test_a_revocation_cut_short_says_what_was_revoked_before() -> None:
     said = logout_said(
-        {
-            "had_tokens": True,
-            "revoked": ["refresh_token"],
-            "not_revocable": [],
-            "problem": "token revocation was refused (HTTP 500)",
-            "unrevoked": ["access_token"],
-        }
+        LoggedOut(
+            server="t",
+            had_tokens=True,
+            revoked=["refresh_token"],
+            not_revocable=[],
+            problem="token revocation was refused (HTTP 500)",
+            unrevoked=["access_token"],
+        )
     )
     assert said == (
         "logged out; the server revoked the refresh token, but revoking the rest failed: "
@@ -89,14 +91,14 @@ def test_a_revocation_cut_short_says_what_was_revoked_before() -> None:
 
 def test_tokens_that_could_not_be_revoked_are_named_as_still_valid() -> None:
     said = logout_said(
-        {
-            "had_tokens": True,
-            "revoked": [],
-            "not_revocable": [],
-            "problem": "mcpd no longer has the client they were issued to, which revoking "
-            "them needs",
-            "unrevoked": ["refresh_token", "access_token"],
-        }
+        LoggedOut(
+            server="t",
+            had_tokens=True,
+            revoked=[],
+            not_revocable=[],
+            problem="mcpd no longer has the client they were issued to, which revoking them needs",
+            unrevoked=["refresh_token", "access_token"],
+        )
     )
     assert said == (
         "logged out; revoking the tokens failed: mcpd no longer has the client they were "

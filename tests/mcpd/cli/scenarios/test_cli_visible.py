@@ -18,6 +18,7 @@ from mcpd.cli.logins.auth import render_auth_status as render_logins
 from mcpd.cli.status_view import render_status
 from tests.support.clients.agent import make_config, running
 from tests.support.hostile.text_server import HOSTILE
+from tests.support.parts.status_rows import filled, login_row
 
 ROOT = Path(__file__).resolve().parents[4]
 SERVER = str(ROOT / "tests" / "support" / "hostile" / "text_server.py")
@@ -114,27 +115,21 @@ def status_of(error: str, stderr: list[str]) -> dict[str, Any]:
 
 
 def test_status_colours_its_own_text_and_escapes_the_servers() -> None:
-    out = render_status(status_of(HOSTILE, [HOSTILE, "plain"]), color=True)
+    out = render_status(filled(status_of(HOSTILE, [HOSTILE, "plain"])), color=True)
     # mcpd's colour for the state, and no other escape sequence than mcpd's.
     assert "\x1b[31mfailed" in out
     assert out.count("\x1b") == 2 and out.count("\x1b[0m") == 1
     assert "\\x1b[2K\\r" in out and "\\u202e" in out
     assert "\r" not in out and "\u202e" not in out
-    plain = render_status(status_of(HOSTILE, [HOSTILE]), color=False)
+    plain = render_status(filled(status_of(HOSTILE, [HOSTILE])), color=False)
     assert "\x1b" not in plain
 
 
 def test_a_last_error_shows_its_first_line_with_what_a_carriage_return_hid() -> None:
-    out = render_status(status_of("visible part\rhidden part\nsecond line", []))
+    out = render_status(filled(status_of("visible part\rhidden part\nsecond line", [])))
     assert "visible part\\rhidden part" in out and "second line" not in out
 
 
 def test_logins_show_an_issuers_and_scopes_hidden_characters() -> None:
-    row = {
-        "server": "evil",
-        "state": "needs_login",
-        "issuer": HOSTILE,
-        "scopes": [HOSTILE],
-        "needs_login": HOSTILE,
-    }
+    row = login_row("evil", issuer=HOSTILE, scopes=[HOSTILE], needs_login=HOSTILE)
     assert_visible("auth status", render_logins([row]))

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.cli.status_view import render_status
 from mcpd.local.service import journal
 from mcpd.local.service.journalfields import record_fields
 from protocol.mcp.core import KEY_LOG_LEVEL
@@ -25,6 +24,7 @@ from tests.support.clients.agent import META, Agent, connect, make_config, runni
 from tests.support.hostile.cut_secret import MARKER, SECRET, WHOSE, beginnings
 from tests.support.hostile.echoing_mcp import EchoingMcp, serve_echoing
 from tests.support.oauth.protected_mcp import login
+from tests.support.parts.status_rows import status_text
 
 LEAKY = str(Path(__file__).parents[3] / "support" / "hostile" / "leaky_server.py")
 PADDING = str(Path(__file__).parents[3] / "support" / "hostile" / "padding_server.py")
@@ -157,13 +157,13 @@ async def test_no_secret_reaches_an_agent_a_log_line_or_status(
             seen += texts_of(crashed)
             await collector.wait_for("leaky", "outage")
             status = await modern.result("mcpd/status")
-            seen += [*texts_of(status), render_status(status)]
+            seen += [*texts_of(status), status_text(status)]
             rows = {row["alias"]: row for row in status["servers"]}
             assert OTHERS in "\n".join(rows["leaky"]["stderr"])
             assert rows["leaky"]["secrets_masked"]["servers.other.env.API_TOKEN"] >= 6
             assert rows["echo"]["secrets_masked"]["servers.echo (OAuth)"] >= 4
             assert rows["echo"]["secrets_masked"]["servers.echo.headers.X-Api-Key"] >= 4
-            assert "secrets masked|" in render_status(status)
+            assert "secrets masked|" in status_text(status)
     seen += collector.texts
     assert ("leaky", "secret_masked") in collector.events
     assert ("echo", "secret_masked") in collector.events
@@ -195,7 +195,7 @@ async def refusing(tmp: Path, collector: Collector) -> AsyncIterator[tuple[Agent
             # The views' JSON, as `mcpd status --json`, `mcpd auth status --json`, the
             # HTTP endpoint's /status and the status page read them, and as printed.
             status = await agent.result("mcpd/status")
-            seen += [*texts_of(status), render_status(status)]
+            seen += [*texts_of(status), status_text(status)]
             seen += texts_of(await agent.result("mcpd/auth/status"))
     seen += collector.texts
     secrets = [MIXED, *srv.issued]
@@ -355,7 +355,7 @@ async def test_prompts_resources_completions_and_requests_to_agents_are_masked(
                 await agent.send_raw(json.dumps(reply).encode() + b"\n")
             status = await agent.result("mcpd/status")
             seen += texts_of([prompt, resource, got, read, completed, asked, answered, status])
-            seen.append(render_status(status))
+            seen.append(status_text(status))
     seen += collector.texts
     assert OTHERS in prompt["description"] and OTHERS in resource["description"]
     assert got["messages"][0]["content"]["text"] == f"hello {OTHERS}"
@@ -402,7 +402,7 @@ async def test_a_secret_padded_across_mcpds_cuts_shows_none_of_its_beginning_in_
             seen = texts_of(await agent.call("mcp__leaky__crash"))
             await collector.wait_for("leaky", "outage")
             status = await agent.result("mcpd/status")
-    seen += [*texts_of(status), render_status(status), *collector.texts]
+    seen += [*texts_of(status), status_text(status), *collector.texts]
     assert any("skipped a stdout line" in t for t in collector.texts)
     assert [(b, t) for t in seen for b in beginnings(t)] == []
     assert MARKER in row_of(status)["stderr"][0]

@@ -18,6 +18,7 @@ from mcpd.config.tables.model import ListLimits
 from mcpd.registry.gating.limits import ListTrim, cut_text, limited_instructions, limited_saved
 from protocol.mcp import core as mcp
 from protocol.mcp import features
+from tests.support.parts.status_rows import filled
 from tests.support.parts.upstream import scripted_server, upstream
 
 
@@ -263,7 +264,7 @@ def test_status_text_shows_the_first_few_reasons_and_counts_the_rest() -> None:
         "dropped_resource_templates": [],
         "cut": ["instructions cut at 65,536 of 300,000 bytes (daemon.max_instructions_bytes)"],
     }
-    text = render_status({"daemon": {}, "servers": [row]})
+    text = render_status(filled({"daemon": {}, "servers": [row]}))
     notes = [line.strip() for line in text.splitlines()[2:]][1:]
     assert notes == [
         "dropped tools| 500 tools past the first 2,000 dropped (daemon.max_list_items)",
@@ -273,13 +274,13 @@ def test_status_text_shows_the_first_few_reasons_and_counts_the_rest() -> None:
         "... and 2 more (mcpd status --json lists them)",
     ]
     row["dropped_prompts"] = []
-    text = render_status({"daemon": {}, "servers": [row]})
+    text = render_status(filled({"daemon": {}, "servers": [row]}))
     assert text.splitlines()[-1].strip() == (
         "cut| instructions cut at 65,536 of 300,000 bytes (daemon.max_instructions_bytes)"
     )
     # A name is the server's text: what it would do to a terminal is shown instead.
     row["cut"] = ["tool \x1b[2Jx\r: description cut at 10 of 20 bytes"]
-    text = render_status({"daemon": {}, "servers": [row]})
+    text = render_status(filled({"daemon": {}, "servers": [row]}))
     assert text.splitlines()[-1].strip() == (
         "cut| tool \\x1b[2Jx\\r: description cut at 10 of 20 bytes"
     )

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.cli.status_view import render_status
 from mcpd.config.loading.load import load
 from tests.support.clients.agent import Agent, connect, running
 from tests.support.clients.daemon_http import socket_get
 from tests.support.daemons.reloading import toml_server, wait_for, write_config
+from tests.support.parts.status_rows import status_text
 from tests.support.system.procs import read_pid
 
 SETTINGS = """tool_timeouts = { tool1 = 5.0, nosuch = 5.0 }
@@ -63,7 +63,7 @@ async def test_names_a_server_does_not_list_are_said_in_status_and_once_in_the_j
             assert row["warnings"] == expected
             assert (await _row(agent, "other"))["warnings"] == []
             status = await agent.result("mcpd/status")
-            text = render_status(status)
+            text = status_text(status)
             assert "warning| tools.allow names serach, which notes does not list" in text
             page = html.unescape((await socket_get(str(sock), "/")).decode())
             assert "tools.allow names serach, which notes does not list" in page

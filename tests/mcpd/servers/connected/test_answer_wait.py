@@ -16,13 +16,13 @@ import pytest
 import trio
 import trio.testing
 
-from mcpd.cli.status_view import render_status
 from mcpd.servers.connected.answer_wait import AnswerWait, RanOut
 from mcpd.servers.connected.handshake import BadPage
 from protocol.jsonrpc import messages as rpc
 from tests.support.clients.agent import Agent, connect, make_config, running
 from tests.support.daemons.pins import heard
 from tests.support.daemons.supervision import wait_restarted_on_trial, wait_state
+from tests.support.parts.status_rows import status_text
 
 SERVER = str(Path(__file__).parents[3] / "support" / "servers" / "list_hang.py")
 UNANSWERED = "lh: tools/list got no answer within 1 s (the daemon's list_timeout)"
@@ -161,7 +161,7 @@ async def test_tools_listed_while_the_server_left_its_list_unanswered_are_picked
                 await journal.said.wait()
                 # What it listed before is served, and said why in its status row.
                 assert await names(agent) == first
-                shown = render_status(await agent.result("mcpd/status"))
+                shown = status_text(await agent.result("mcpd/status"))
                 assert "held back|" in shown and "tools/list got no answer within 1 s" in shown
                 echoed = await agent.call("mcp__lh__echo", {"text": "still"})
                 assert echoed["content"] == [{"type": "text", "text": "echo:still"}]
@@ -169,7 +169,7 @@ async def test_tools_listed_while_the_server_left_its_list_unanswered_are_picked
                 await agent.call("mcp__lh__answer")
                 await heard(agent, since, ("notifications/tools/list_changed",))
                 assert await names(agent) == first | {"mcp__lh__later"}
-                shown = render_status(await agent.result("mcpd/status"))
+                shown = status_text(await agent.result("mcpd/status"))
                 assert "held back|" not in shown
         assert journal.times == 1
     finally:

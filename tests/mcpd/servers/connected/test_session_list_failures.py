@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.cli.status_view import render_status
 from tests.support.clients.agent import Agent, connect, make_config, running
 from tests.support.daemons.pins import heard
 from tests.support.daemons.reloading import wait_for
+from tests.support.parts.status_rows import status_text
 
 SERVER = str(Path(__file__).parents[3] / "support" / "servers" / "list_failing.py")
 LISTS = ("tools/list", "prompts/list", "resources/list")
@@ -57,7 +57,7 @@ async def listed(agent: Agent) -> dict[str, Any]:
 async def status_of(agent: Agent) -> tuple[dict[str, Any], str]:
     status = await agent.result("mcpd/status")
     (row,) = [s for s in status["servers"] if s["alias"] == "lf"]
-    return row, render_status(status)
+    return row, status_text(status)
 
 
 @pytest.mark.parametrize("how", ["error", "page"])

@@ -18,7 +18,6 @@ import trio
 import trio.testing
 from msgspec import Raw
 
-from mcpd.cli.status_view import render_status
 from mcpd.servers.connected.answer_wait import AnswerWait, RanOut
 from mcpd.servers.connected.handshake import BadPage
 from mcpd.servers.connected.upstream import Upstream
@@ -28,6 +27,7 @@ from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 from tests.support.clients.agent import connect, make_config, running
 from tests.support.daemons.fault_harness import HOSTILE_STDIO
+from tests.support.parts.status_rows import status_text
 from tests.support.reading.peak import peak_bytes, size
 
 CHURNING = str(Path(__file__).parents[3] / "support" / "servers" / "churning.py")
@@ -435,7 +435,7 @@ async def test_a_server_churning_a_large_list_is_held_back_and_another_servers_c
                 connect(daemon.socket_path) as agent,
             ):
                 await journal.said.wait()
-                shown = render_status(await agent.result("mcpd/status")).splitlines()
+                shown = status_text(await agent.result("mcpd/status")).splitlines()
                 at = next(i for i, row in enumerate(shown) if row.startswith("churn "))
                 calm = next(i for i, row in enumerate(shown) if row.startswith("calm "))
                 held = [i for i, row in enumerate(shown) if "held back|" in row]

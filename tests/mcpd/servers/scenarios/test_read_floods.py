@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 import trio
 
-from mcpd.cli.status_view import render_status
 from tests.support.clients.agent import connect, make_config, running
 from tests.support.daemons.fault_harness import HOSTILE_STDIO
 from tests.support.http_servers.serving import (
@@ -25,6 +24,7 @@ from tests.support.http_servers.serving import (
     result,
     serve_http,
 )
+from tests.support.parts.status_rows import status_text
 from transports.stdio.process.stderr import RECORD_BYTES
 
 LIMIT = 30
@@ -129,7 +129,7 @@ async def test_a_stdio_server_writing_a_line_that_never_ends_is_held_back_and_an
             ):
                 nursery.start_soon(flooded.call, "mcp__endless__endless_line")
                 await journal.said.wait()
-                shown = render_status(await agent.result("mcpd/status")).splitlines()
+                shown = status_text(await agent.result("mcpd/status")).splitlines()
                 at = next(i for i, row in enumerate(shown) if row.startswith("endless "))
                 held = [i for i, row in enumerate(shown) if "held back|" in row]
                 assert held == [at + 1]  # under the server, and no other
@@ -211,7 +211,7 @@ async def test_a_server_flooding_its_stderr_is_held_back_in_records_of_a_few_kib
             ):
                 nursery.start_soon(flooded.call, "mcp__noisy__stderr_flood")
                 await journal.said.wait()
-                shown = render_status(await agent.result("mcpd/status")).splitlines()
+                shown = status_text(await agent.result("mcpd/status")).splitlines()
                 at = next(i for i, row in enumerate(shown) if row.startswith("noisy "))
                 assert "its stderr" in shown[at + 1]
                 done = await agent.call("mcp__calm__echo", {"text": "hi"})
