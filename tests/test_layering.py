@@ -144,6 +144,38 @@ def test_no_import_goes_the_wrong_way(who: str, banned: str, why: str) -> None:
     assert not wrong, f"{why}:\n" + "\n".join(wrong)
 
 
+# What the daemon answers the command line with, which both ends read: whatever these
+# import, ``mcpd status`` loads, so they reach nothing of the daemon, not even through
+# another module (who an agent is, in an approval waiting, and the user names it holds
+# are the one exception: both are plain values).
+ANSWERS = ("mcpd.status_document", "mcpd.server_row", "mcpd.login_answers")
+ANSWERS_MAY_LOAD = (*ANSWERS, "mcpd.policy.agent", "mcpd.local.ownership.owners")
+
+
+def loaded_by(edges: dict[str, set[str]], roots: tuple[str, ...]) -> set[str]:
+    """The modules of ours that importing ``roots`` loads, the roots included."""
+    seen: set[str] = set()
+    todo = list(roots)
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo += edges[name]
+    return seen
+
+
+def test_the_answers_the_command_line_reads_load_nothing_of_the_daemon() -> None:
+    wrong = sorted(loaded_by(graph(), ANSWERS) - set(ANSWERS_MAY_LOAD))
+    assert not wrong, "the command line's answers load more than msgspec values:\n" + "\n".join(
+        wrong
+    )
+
+
+def test_the_load_checker_follows_imports_through_other_modules() -> None:
+    edges = {"a": {"b"}, "b": {"c"}, "c": set(), "d": {"a"}}
+    assert loaded_by(edges, ("a",)) == {"a", "b", "c"}
+
+
 # Packages the rest of mcpd reaches through their ``__init__`` only: what is inside
 # may be split, merged or loaded late without touching anyone who uses it.
 ENTRY_POINTS = ("mcpd.servers.oauth",)

@@ -88,7 +88,7 @@ def ask(
     try:
         return client.request(method, params, progress)
     except (DaemonUnreachable, BadReply, rpc.RPCError) as exc:
-        failed(exc, code=code)
+        fail_asking(exc, code=code)
 
 
 def ask_as(
@@ -104,10 +104,10 @@ def ask_as(
     try:
         return client.request_as(method, shape, params)
     except (DaemonUnreachable, BadReply, rpc.RPCError) as exc:
-        failed(exc, code=code)
+        fail_asking(exc, code=code)
 
 
-def failed(exc: DaemonUnreachable | BadReply | rpc.RPCError, *, code: bool = True) -> NoReturn:
+def fail_asking(exc: DaemonUnreachable | BadReply | rpc.RPCError, *, code: bool = True) -> NoReturn:
     """The command ends with the exit code of what went wrong asking the daemon."""
     if isinstance(exc, DaemonUnreachable):
         fail(EXIT_UNREACHABLE, str(exc))
