@@ -58,11 +58,11 @@ async def test_a_login_asks_the_browser_with_pkce_and_its_tokens_are_then_used(
     assert url.startswith(world.metadata["authorization_endpoint"])
     assert asked["redirect_uri"] == redirect_for_issuer(REDIRECT, world.issuer)
     assert asked["code_challenge_method"] == "S256"
-    assert login.pending and login.status()["login_pending"] is True
+    assert login.pending and login.status().login_pending is True
     await login.finish(login_id, world.authorize(url))
     assert not login.pending
     assert await login.auth.authorization() == "Bearer at-1"
-    assert login.status()["state"] == "logged_in"
+    assert login.status().state == "logged_in"
 
 
 async def test_a_client_registered_for_the_redirect_every_server_shared_is_registered_again(
@@ -104,7 +104,7 @@ async def test_a_client_for_the_shared_redirect_is_kept_where_none_can_be_regist
             await login.finish(login_id, world.authorize(url))
     said = [r.getMessage() for r in caplog.records if "share" in r.getMessage()]
     assert len(said) == 1 and world.issuer in said[0] and REDIRECT in said[0]
-    assert login.status()["state"] == "logged_in"
+    assert login.status().state == "logged_in"
 
 
 async def test_an_access_token_that_cannot_be_sent_fails_the_login_and_nothing_is_kept(
@@ -116,7 +116,7 @@ async def test_an_access_token_that_cannot_be_sent_fails_the_login_and_nothing_i
     with pytest.raises(LoginError, match=r"invalid token response.*b64token"):
         await login.finish(login_id, world.authorize(url))
     assert login.auth.creds.tokens is None
-    assert login.status()["state"] != "logged_in"
+    assert login.status().state != "logged_in"
     assert all(
         "caf" not in f.read_text(errors="replace") for f in tmp_path.rglob("*") if f.is_file()
     )

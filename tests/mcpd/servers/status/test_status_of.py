@@ -10,6 +10,7 @@ from typing import Any
 from msgspec import to_builtins
 
 from mcpd.config.loading.load import parse_config
+from mcpd.login_answers import LoginStatus
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.server_row import SandboxStatus, ServerRow
 from mcpd.servers.life.server_parts import ServerParts
@@ -61,8 +62,8 @@ async def test_after_a_start_the_sandbox_says_what_that_start_could_not_apply() 
 async def test_an_http_servers_login_is_shown_and_it_has_no_sandbox() -> None:
     row = status_of(parts(url=URL))
     assert "sandbox" not in to_builtins(row)
-    assert isinstance(row.auth, dict)
-    assert (row.auth["state"], row.auth["logged_in"], row.auth["url"]) == (
+    assert isinstance(row.auth, LoginStatus)
+    assert (row.auth.state, row.auth.logged_in, row.auth.url) == (
         "no_login",
         False,
         URL,
