@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Final
 
 import msgspec
 import trio
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 
 from protocol.jsonrpc import messages as rpc
 
@@ -103,7 +103,8 @@ class Logins:
             # The person is still at the terminal: the one moment to say the login
             # ends with its access token.
             out.refreshable = False
-            out.expires_at = login.status().expires_at
+            expires_at = login.status().expires_at
+            out.expires_at = None if isinstance(expires_at, UnsetType) else expires_at
         if replaced is not None:
             out.replaced = msgspec.convert(replaced.said(), TokensReplaced)
         return out

@@ -16,6 +16,7 @@ from msgspec import UNSET
 from mcpd.config.credentials.secrets import HeldSecret
 from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config
+from mcpd.login_answers import LoginStatus
 from mcpd.policy.redaction.guard import SecretGuard
 from mcpd.policy.redaction.masking import KnownSecrets
 from mcpd.registry.tables.catalog import Catalog
@@ -286,7 +287,7 @@ async def test_the_status_row_of_an_http_server_shows_its_login_and_no_sandbox()
     row = status_of(p)
     assert row.transport == "http" and "sandbox" not in msgspec.to_builtins(row)
     auth = row.auth
-    assert isinstance(auth, dict) and auth["server"] == "web" and auth["logged_in"] is False
+    assert isinstance(auth, LoginStatus) and auth.server == "web" and auth.logged_in is False
 
 
 async def test_the_status_row_masks_a_secret_in_its_nested_fields_and_keeps_its_numbers() -> None:
