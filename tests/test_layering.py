@@ -521,20 +521,10 @@ def any_at_seam(source: str, where: str) -> list[str]:
     return found
 
 
-# What may stay ``Any`` where it crosses: JSON of the peers' making, whose shape is
-# theirs, and what is handed on to a library that checks it. Each entry: where -> why.
-_CAPABILITIES = "an agent's capabilities: a JSON object each revision of the spec may add to"
-_RESULT = "a server's result decoded to be rewritten: a JSON object of the server's making"
-UNTYPED = {
-    "mcpd.agents.askback.askers.DirectAsker.__init__:capabilities": _CAPABILITIES,
-    "mcpd.agents.askback.askers.ParkedAsker.__init__:capabilities": _CAPABILITIES,
-    "mcpd.agents.askback.driver.AgentSide.upstream_capabilities:return": _CAPABILITIES,
-    "mcpd.agents.askback.driver.may_be_asked:capabilities": _CAPABILITIES,
-    "mcpd.agents.beyond_tools.prompts.request_outcome:caps": _CAPABILITIES,
-    "mcpd.agents.beyond_tools.prompts.reply_for:return": _RESULT,
-    "mcpd.agents.beyond_tools.prompts.reply_for:rewrite": _RESULT,
-    "mcpd.agents.beyond_tools.prompts.serve_asked:rewrite": _RESULT,
-}
+# What may stay ``Any`` where it crosses, each entry where -> why: nothing. JSON of the
+# peers' making (an agent's capabilities, a server's result decoded to be rewritten) is
+# ``protocol.jsonrpc.messages.JsonObject``, read by narrowing.
+UNTYPED: dict[str, str] = {}
 
 
 def test_no_any_crosses_the_seam() -> None:

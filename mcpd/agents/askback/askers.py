@@ -27,7 +27,7 @@ from __future__ import annotations
 import itertools
 import secrets
 from collections.abc import Callable
-from typing import Any, Final, NamedTuple
+from typing import Final, NamedTuple
 
 import msgspec
 import trio
@@ -125,7 +125,7 @@ class AgentRequests:
             slot.event.set()
 
 
-def _refuse(method: str, params: object, capabilities: dict[str, Any] | None) -> None:
+def _refuse(method: str, params: object, capabilities: rpc.JsonObject | None) -> None:
     if not features.declares(capabilities, method, params):
         need = features.needs(method) or method
         mode = params.get("mode") if isinstance(params, dict) else None
@@ -144,7 +144,7 @@ class DirectAsker:
     def __init__(
         self,
         owner: AgentKey,
-        capabilities: dict[str, Any] | None,
+        capabilities: rpc.JsonObject | None,
         requests: AgentRequests,
         send: Callable[[bytes], bool],
     ) -> None:
@@ -260,7 +260,7 @@ class Parks:
 def parked_reply(rid: rpc.Id, park: Park) -> bytes:
     """The reply that ends a modern agent's request with input_required, asking what
     the server asked (``park``); the agent's retry brings the answer."""
-    request: dict[str, Any] = {"method": park.method}
+    request: dict[str, object] = {"method": park.method}
     if park.params is not None:
         request["params"] = park.params
     result = {
@@ -277,7 +277,7 @@ class ParkedAsker:
 
     direct = False
 
-    def __init__(self, flow: Flow, capabilities: dict[str, Any] | None, parks: Parks) -> None:
+    def __init__(self, flow: Flow, capabilities: rpc.JsonObject | None, parks: Parks) -> None:
         self.flow = flow
         self.owner = flow.owner
         self.capabilities = capabilities

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic
+from typing import Generic
 
 import msgspec
 import trio
@@ -28,7 +28,7 @@ from .askers import AgentRequests, DirectAsker, Flow, Park, ParkedAsker, Parks, 
 from .rounds import Out, Req, RoundTrip, legacy_rounds
 
 
-def may_be_asked(capabilities: dict[str, Any] | None) -> bool:
+def may_be_asked(capabilities: rpc.JsonObject | None) -> bool:
     """Whether an agent with ``capabilities`` declared anything a server may ask of it."""
     caps = capabilities or {}
     return any(isinstance(caps.get(k), dict) for k in features.ASK_METHODS.values())
@@ -40,7 +40,7 @@ class AgentSide(msgspec.Struct):
 
     owner: AgentKey
     modern: bool
-    capabilities: dict[str, Any] | None
+    capabilities: rpc.JsonObject | None
     requests: AgentRequests | None  # a legacy agent's: mcpd's requests to it
     send: Callable[[bytes], bool]  # whether the line went (False: dropped)
     # The daemon's own user's or root's: told an outage with its server's stderr line.
@@ -53,7 +53,7 @@ class AgentSide(msgspec.Struct):
         """Whether it declared anything a server may ask of it."""
         return may_be_asked(self.capabilities)
 
-    def upstream_capabilities(self) -> dict[str, Any] | None:
+    def upstream_capabilities(self) -> rpc.JsonObject | None:
         """What a modern server is told this agent can answer (a legacy agent's
         initialize capabilities, in the 2026 shape)."""
         caps = self.capabilities or {}

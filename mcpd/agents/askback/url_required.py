@@ -72,7 +72,7 @@ def for_call(call: AgentCall, exc: rpc.RPCError) -> rpc.RPCError | Raw | mcp.Cal
 
 
 def for_request(
-    alias: str, exc: rpc.RPCError, modern: bool, capabilities: dict[str, Any] | None
+    alias: str, exc: rpc.RPCError, modern: bool, capabilities: rpc.JsonObject | None
 ) -> rpc.RPCError | Raw:
     """``for_call`` for a ``prompts/get`` or ``resources/read`` of an agent (``modern``,
     that declared ``capabilities``): what it cannot take is mcpd's error, -32021 where it
@@ -99,7 +99,7 @@ def _taken(
     alias: str,
     exc: rpc.RPCError,
     modern: bool,
-    capabilities: dict[str, Any] | None,
+    capabilities: rpc.JsonObject | None,
     what: str,
 ) -> rpc.RPCError | Raw | _Untaken:
     if exc.code != URL_ELICITATION_REQUIRED:

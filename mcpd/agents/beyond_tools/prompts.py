@@ -117,10 +117,10 @@ def reply_for(
     alias: str,
     agent: AgentSide,
     outcome: Fetched,
-    rewrite: Callable[[Raw], Raw | dict[str, Any]],
+    rewrite: Callable[[Raw], Raw | rpc.JsonObject],
     cacheable: bool = False,
     largest: int | None = None,
-) -> Raw | dict[str, Any]:
+) -> Raw | rpc.JsonObject:
     """The shape of a prompts/get or resources/read reply for one outcome (``largest``:
     the largest state the agent may be handed, ``state_bound.largest_state``)."""
     if isinstance(outcome, Outage):
@@ -156,7 +156,10 @@ def reply_for(
     )
     if agent.modern:
         if isinstance(shaped, Raw):
-            shaped = msgspec.json.decode(shaped)
+            decoded = msgspec.json.decode(shaped)
+            if not isinstance(decoded, dict):  # its head was read as one: never so here
+                raise TypeError("the result is not a JSON object")
+            shaped = decoded
         shaped["resultType"] = mcp.COMPLETE
         if cacheable:  # a read's result is one a modern client may cache: say how
             shaped.setdefault("ttlMs", 0)
@@ -185,7 +188,7 @@ async def request_outcome(
     method: str,
     params: msgspec.Struct,
     name: str,
-    caps: dict[str, Any] | None,
+    caps: rpc.JsonObject | None,
     asker: Asker | None,
     whose: Whose | None,
 ) -> Fetched:
@@ -210,7 +213,7 @@ async def serve_asked(
     name: str,
     alias: str,
     upstream: SendRound[Params, Fetched],
-    rewrite: Callable[[Raw], Raw | dict[str, Any]],
+    rewrite: Callable[[Raw], Raw | rpc.JsonObject],
     seen: Seen,
     arguments: Raw | UnsetType,
     cacheable: bool = False,
@@ -298,7 +301,7 @@ async def get_prompt(
             servers, alias, "prompts/get", p, p.name, caps, asker, agent.whose
         )
 
-    def rewrite(raw: Raw) -> Any:
+    def rewrite(raw: Raw) -> Raw | rpc.JsonObject:
         return prompt_result(raw, servers.links(alias, sight), alias, pinned)
 
     return await serve_asked(

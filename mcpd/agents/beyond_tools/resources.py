@@ -149,7 +149,7 @@ async def read_resource(
             _name_asked(servers, alias, outcome, p.uri, asked)  # its "not found", in our terms
         return outcome
 
-    def rewrite(raw: Raw) -> Any:
+    def rewrite(raw: Raw) -> Raw | rpc.JsonObject:
         return read_result(raw, servers.links(alias, sight), budget)
 
     return await serve_asked(
