@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 
@@ -235,7 +235,7 @@ class AgentCall(msgspec.Struct, eq=False):
         return self.out.owner
 
     @property
-    def capabilities(self) -> dict[str, Any] | None:
+    def capabilities(self) -> rpc.JsonObject | None:
         return self.out.capabilities
 
     @property

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 import msgspec
 from msgspec import Raw
 
+from protocol.jsonrpc import messages as rpc
 from protocol.mcp.server_logs import LogMessage
 
 from ..registry.naming.spelling import alias_prefix
@@ -213,7 +214,7 @@ class AllServers:
         params: msgspec.Struct,
         *,
         name: str | None = None,
-        capabilities: Mapping[str, object] | None = None,
+        capabilities: Mapping[str, rpc.Json] | None = None,
         asker: Asker | None = None,
         whose: Whose | None = None,
         session: SessionMark | None = None,

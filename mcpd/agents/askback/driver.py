@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic
+from typing import Any, Generic
 
 import msgspec
 import trio
@@ -40,7 +40,7 @@ class AgentSide(msgspec.Struct):
 
     owner: AgentKey
     modern: bool
-    capabilities: rpc.JsonObject | None
+    capabilities: dict[str, Any] | None  # as msgspec can read it: not the recursive rpc.Json
     requests: AgentRequests | None  # a legacy agent's: mcpd's requests to it
     send: Callable[[bytes], bool]  # whether the line went (False: dropped)
     # The daemon's own user's or root's: told an outage with its server's stderr line.

@@ -70,7 +70,7 @@ class Recipient(Protocol):
     def modern(self) -> bool: ...
 
     @property
-    def capabilities(self) -> dict[str, Any] | None:
+    def capabilities(self) -> rpc.JsonObject | None:
         """What the agent declared it can answer."""
         ...
 
@@ -124,7 +124,7 @@ def shape_call_result(
     modern: bool,
     budget: int,
     alias: str,
-    capabilities: dict[str, Any] | None = None,
+    capabilities: rpc.JsonObject | None = None,
     tasks: bool = False,
     head: mcp.CallToolResultKinds | mcp.CallToolResultHead | None = None,
 ) -> Shaped:
@@ -260,7 +260,7 @@ def _not_complete(
     kind: str,
     modern: bool,
     alias: str,
-    capabilities: dict[str, Any] | None,
+    capabilities: rpc.JsonObject | None,
     tasks: bool,
     budget: int,
 ) -> Shaped:

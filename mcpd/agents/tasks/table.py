@@ -146,7 +146,7 @@ class Tasks:
         result: Raw | dict[str, Any],
         session: SessionMark | None = None,
         sent: Sent | None = None,
-        capabilities: dict[str, Any] | None = None,
+        capabilities: rpc.JsonObject | None = None,
         sight: Sight | None = None,
     ) -> Raw | dict[str, Any] | Outage:
         """Note a task handle a server returned to ``owner`` in the session ``session``
@@ -354,7 +354,7 @@ class Tasks:
         task: Task,
         task_id: str,
         owner: AgentKey,
-        capabilities: dict[str, Any] | None,
+        capabilities: rpc.JsonObject | None,
         sight: Sight | None,
     ) -> dict[str, Any]:
         """``told``, what ``task``'s server told of it (``state`` as read of it: a handle,

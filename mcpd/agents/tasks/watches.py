@@ -44,7 +44,7 @@ class _Watch:
         owner: AgentKey,
         tasks: dict[str, Task],
         send: Callable[[bytes], None],
-        capabilities: dict[str, Any] | None,
+        capabilities: rpc.JsonObject | None,
         sight: Callable[[], Sight | None],
     ) -> None:
         self.owner = owner
@@ -68,7 +68,7 @@ class TaskWatches:
         where: Where,
         wanted: Any,
         send: Callable[[bytes], None],
-        capabilities: dict[str, Any] | None = None,
+        capabilities: rpc.JsonObject | None = None,
         sight: Callable[[], Sight | None] = lambda: None,
     ) -> list[str]:
         """A listen's ``taskIds``: those of the agent's own tasks its server may still

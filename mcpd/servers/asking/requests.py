@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 import msgspec
 import trio
@@ -49,7 +49,7 @@ async def send(
     params: msgspec.Struct,
     *,
     name: str | None = None,
-    capabilities: Mapping[str, Any] | None = None,
+    capabilities: Mapping[str, rpc.Json] | None = None,
     asker: Asker | None = None,
     time_limit: float | None = None,
     whose: Whose | None = None,
@@ -98,7 +98,7 @@ async def _send(
     method: str,
     params: msgspec.Struct,
     name: str | None,
-    capabilities: Mapping[str, Any] | None,
+    capabilities: Mapping[str, rpc.Json] | None,
     asker: Asker | None,
     limit: float,
     session: SessionMark | None,

@@ -59,7 +59,7 @@ class CallMeta:
         self.shapes.clear()  # they hold the _meta, which carries the level
 
     def of(
-        self, capabilities: Mapping[str, Any] | None, agent_meta: Mapping[str, Any] | None
+        self, capabilities: Mapping[str, rpc.Json] | None, agent_meta: Mapping[str, object] | None
     ) -> mcp.Meta | UnsetType:
         """The ``_meta`` for a request of an agent's: the envelope (modern) or the agent's
         own keys without the reserved ones (legacy)."""
@@ -71,7 +71,7 @@ class CallMeta:
         return UNSET
 
     def envelope(
-        self, capabilities: Mapping[str, Any] | None, agent_meta: Mapping[str, Any] | None
+        self, capabilities: Mapping[str, rpc.Json] | None, agent_meta: Mapping[str, object] | None
     ) -> mcp.Meta:
         """A modern request's ``_meta``."""
         if self._log_level is not None:
@@ -136,7 +136,7 @@ class CallMeta:
             raise rpc.RPCError(rpc.INVALID_PARAMS, str(exc)) from None
 
 
-def _own_keys(meta: Mapping[str, Any] | None) -> bool:
+def _own_keys(meta: Mapping[str, object] | None) -> bool:
     """Whether ``meta`` holds a key of the agent's own (not a reserved one)."""
     if meta and not meta.keys() <= _ENVELOPE:
         for key in meta:

@@ -36,7 +36,7 @@ logger = logging.getLogger("mcpd.upstream")
 
 CLIENT_INFO: Final = mcp.Implementation(name="mcpd", version=__version__)
 # A daemon has no UI to answer elicitation or sampling, so by default it declares none.
-NO_CAPABILITIES: Final[dict[str, Any]] = {}
+NO_CAPABILITIES: Final[rpc.JsonObject] = {}
 RESERVED_META_PREFIX: Final = mcp.RESERVED_META_PREFIX
 
 
@@ -113,7 +113,7 @@ class Greeting(msgspec.Struct):
 
 
 def client_meta(
-    version: str, capabilities: Mapping[str, Any], extra: Mapping[str, Any] | None = None
+    version: str, capabilities: Mapping[str, rpc.Json], extra: Mapping[str, object] | None = None
 ) -> mcp.Meta:
     """A request's ``_meta`` as mcpd, the servers' client, sends it: the modern
     envelope, with the agent's ``extra`` keys except the reserved ones (mcpd's to set)."""
@@ -145,7 +145,7 @@ class Handshake:
         # What was wrong with a discover answer mcpd could not read (None: nothing).
         self.probe_malformed: str | None = None
 
-    async def connect(self, client_capabilities: dict[str, Any]) -> Greeting:
+    async def connect(self, client_capabilities: rpc.JsonObject) -> Greeting:
         """Find out which era the server speaks and greet it in that era."""
         self.probe_timed_out = False
         self.probe_malformed = None
@@ -275,7 +275,7 @@ class Handshake:
                 extra=log_extra(self.alias),
             )
 
-    async def initialize(self, client_capabilities: dict[str, Any]) -> Greeting:
+    async def initialize(self, client_capabilities: rpc.JsonObject) -> Greeting:
         """The legacy handshake (the caller sends ``notifications/initialized`` once it
         has adopted the result), or a modern greeting if the server turns out modern."""
         # A plain dict: the struct omits an empty `capabilities`, which the legacy
@@ -351,9 +351,9 @@ def _pick_modern(versions: list[Any]) -> str | None:
     return None
 
 
-def relay_capabilities(kinds: list[str]) -> dict[str, object]:
+def relay_capabilities(kinds: list[str]) -> rpc.JsonObject:
     """The client capabilities mcpd declares to a legacy server for ``servers.X.relay``."""
-    caps: dict[str, object] = {}
+    caps: rpc.JsonObject = {}
     if "elicitation" in kinds:
         caps["elicitation"] = {"form": {}, "url": {}}
     if "sampling" in kinds:

@@ -91,7 +91,7 @@ class Upstream:
         )
         # What a legacy server is told at initialize that mcpd can answer (relayed to
         # agents); modern servers learn each request's capabilities with the request.
-        self.client_capabilities: dict[str, Any] = NO_CAPABILITIES
+        self.client_capabilities: rpc.JsonObject = NO_CAPABILITIES
         self.meta = CallMeta()  # what agents' requests carry in _meta, for the era
         # Where what a call awaits runs (the session's nursery): a tool that runs only
         # as a task, a legacy HTTP session begun again.
