@@ -116,7 +116,7 @@ class Resumes:
 
     def hand_on(
         self, result: Raw, call: AgentCall, who: AgentInfo, sent: Sent | None
-    ) -> tuple[Raw | dict[str, Any], bool]:
+    ) -> tuple[Raw | dict[str, object], bool]:
         """``result`` as the modern agent of ``call`` gets it, and whether it is an
         error: an ``input_required`` with a token of mcpd's for its ``requestState``
         (for a call let through under ``sent``; None: it cannot be continued, and the

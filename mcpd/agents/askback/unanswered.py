@@ -14,7 +14,7 @@ keys made visible and cut likewise.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 from protocol.mcp import features
 from protocol.shown.visible import METHOD_SHOWN, cut, quote, visible
@@ -53,11 +53,11 @@ def unanswered_text(alias: str, requests: object, budget: int) -> str:
     )
 
 
-def asked(requests: object) -> dict[str, Any]:
+def asked(requests: object) -> dict[str, dict[str, str]]:
     """The few requests ``unanswered_text`` may name, as ``_meta`` tells a host's code
     of them: each key made visible and cut, with its method."""
     asks = requests if isinstance(requests, dict) else {}
-    out: dict[str, Any] = {}
+    out: dict[str, dict[str, str]] = {}
     for key, request in asks.items():
         if len(out) == NAMED:
             break

@@ -22,6 +22,7 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, Raw
 
+from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 
 _members: Final = msgspec.json.Decoder(dict[str, Raw])
@@ -79,8 +80,8 @@ _SERVER_INFO: Final = mcp.KEY_SERVER_INFO.encode()
 
 
 def plain_for_era(
-    result: Raw | dict[str, Any], modern: bool, absent: tuple[str, ...] = LEGACY_NONE
-) -> Raw | dict[str, Any]:
+    result: Raw | rpc.JsonObject, modern: bool, absent: tuple[str, ...] = LEGACY_NONE
+) -> Raw | rpc.JsonObject:
     """A result other than a tool's (a prompt's, a read's, a completion) as an agent
     of the era ``modern`` says gets it: for a legacy agent without the members
     ``absent`` names, which its era does not have; for either without the server's

@@ -44,7 +44,7 @@ _HEADS: Final = msgspec.json.Decoder(mcp.CallToolResultHead)
 _MEMBERS: Final = msgspec.json.Decoder(dict[str, Raw])
 
 # (the result, whether it may hold links, whether it is an error)
-Shaped = tuple[Raw | dict[str, Any], bool, bool]
+Shaped = tuple[Raw | dict[str, object], bool, bool]
 
 
 class Recipient(Protocol):
@@ -88,12 +88,12 @@ class Recipient(Protocol):
 
 # The last step, for a result that may hold links or a task handle: (its recipient,
 # the result, whether it may hold links) -> the result, or why it failed after all.
-Finish = Callable[[Recipient, Raw | dict[str, Any], bool], Raw | dict[str, Any] | Outage]
+Finish = Callable[[Recipient, Raw | dict[str, object], bool], Raw | dict[str, object] | Outage]
 
 
 def result_for(
     raw: Raw, to: Recipient, budget: int, finish: Finish
-) -> tuple[Raw | dict[str, Any] | Outage, bool]:
+) -> tuple[Raw | dict[str, object] | Outage, bool]:
     """A tool's result (as its server sent it) as ``to`` gets it, and whether it is an
     error: shaped (``shaped_for``), then finished by ``finish`` where it must be."""
     result, links, failed = shaped_for(raw, to, budget)
@@ -102,7 +102,7 @@ def result_for(
     return result, failed
 
 
-def shaped_for(raw: Raw, to: Recipient, budget: int) -> tuple[Raw | dict[str, Any], bool, bool]:
+def shaped_for(raw: Raw, to: Recipient, budget: int) -> Shaped:
     """A tool's result shaped for ``to`` (``shape_call_result``): the result, whether
     it holds links to finish, and whether it is an error. Finishing is called for
     where the result holds links or ``to`` takes tasks. ``toolcall.Router.reply``
@@ -232,7 +232,7 @@ def _cut_to(
     return result, links, failed
 
 
-def content_apart(raw: Raw) -> dict[str, Any]:
+def content_apart(raw: Raw) -> dict[str, object]:
     """A tool's result (an object) with its ``content`` decoded, for mcpd to cut or
     rewrite, and its other members as the server wrote them: ``structuredContent`` and
     ``_meta`` go on byte for byte, their numbers as written. Raises msgspec.DecodeError

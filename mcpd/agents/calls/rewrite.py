@@ -23,6 +23,8 @@ from typing import Any, Final
 import msgspec
 from msgspec import Raw
 
+from protocol.jsonrpc import messages as rpc
+
 from ...registry.text.clean import clean_text
 from ...registry.text.marking import as_listed, breaks_as_spaces
 from .results import content_apart
@@ -92,7 +94,7 @@ def _blocks(value: Any, to_agent: ToAgent, defining: tuple[str, ...] = ()) -> bo
     return _block(value, to_agent, defining)
 
 
-def tool_result(result: Raw | dict[str, Any], to_agent: ToAgent) -> Raw | dict[str, Any]:
+def tool_result(result: Raw | dict[str, object], to_agent: ToAgent) -> Raw | dict[str, object]:
     """A tools/call result (or a task's), its content's URIs rewritten; its other
     members as they came. Raises msgspec.DecodeError for a content that cannot be read
     (a number no double holds)."""
@@ -112,7 +114,7 @@ def tool_result(result: Raw | dict[str, Any], to_agent: ToAgent) -> Raw | dict[s
 
 def prompt_result(
     result: Raw, to_agent: ToAgent, alias: str, pinned: str | None = None
-) -> Raw | dict[str, Any]:
+) -> Raw | rpc.JsonObject:
     """A prompts/get result, its messages' URIs rewritten and what their resources say
     of themselves cleaned; its description ``pinned`` (the prompt's as listed, cleaned),
     or the server's cleaned when the prompt has none, marked with ``alias`` as listed."""
@@ -143,7 +145,7 @@ def prompt_result(
     return decoded if changed else result
 
 
-def read_result(result: Raw, to_agent: ToAgent, budget: int) -> Raw | dict[str, Any]:
+def read_result(result: Raw, to_agent: ToAgent, budget: int) -> Raw | rpc.JsonObject:
     """A resources/read result: each content's URI rewritten, text cut to the budget."""
     decoded = msgspec.json.decode(result)
     contents = decoded.get("contents") if isinstance(decoded, dict) else None

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, Final, TypeAlias
+from typing import Final, TypeAlias
 
 from msgspec import UNSET, Raw, UnsetType
 
@@ -228,7 +228,7 @@ class Router:
                 # finished, so it is looked at here.
                 sent = sent or self.policy.allowed_as(call, call.agent.profile)
                 shaped, failed = self.resumes.hand_on(shaped, call, who, sent)
-            finished: Raw | dict[str, Any] | Outage = shaped
+            finished: Raw | dict[str, object] | Outage = shaped
             if links or call.tasks:
                 finished = self.tasks.finish(call, shaped, links, sent)
             if not isinstance(finished, Outage):

@@ -5,8 +5,6 @@ changed definition."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from protocol.mcp import core as mcp
 from protocol.shown.visible import visible
 
@@ -70,7 +68,7 @@ def held_text(kind: str, local: str, alias: str, why: str) -> str:
     )
 
 
-def held_meta(alias: str, original: str, why: str) -> dict[str, Any]:
+def held_meta(alias: str, original: str, why: str) -> mcp.Meta:
     # The server's name for the item, written out as in ``mcpd/originalName``.
     return {"mcpd/held": {"server": alias, "item": visible(original), "reason": why}}
 

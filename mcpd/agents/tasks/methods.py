@@ -9,8 +9,6 @@ A ``tasks/update`` is then looked at as a call sent again is (``updates``).
 
 from __future__ import annotations
 
-from typing import Any
-
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 from protocol.mcp import features
@@ -42,7 +40,7 @@ class TaskMethods:
         ctx: RequestContext | None,
         owner: AgentKey,
         sight: Sight | None,
-    ) -> Any:
+    ) -> dict[str, object]:
         """``req`` of ``agent`` (``owner`` of its tasks), whose profile is ``sight`` now
         (None: every server's)."""
         if ctx is None or ctx.era != "modern" or not features.has_tasks(ctx.capabilities):

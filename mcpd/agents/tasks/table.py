@@ -123,8 +123,8 @@ class Tasks:
         return self._count
 
     def finish(
-        self, to: Recipient, result: Raw | dict[str, Any], links: bool, sent: Sent | None = None
-    ) -> Raw | dict[str, Any] | Outage:
+        self, to: Recipient, result: Raw | dict[str, object], links: bool, sent: Sent | None = None
+    ) -> Raw | dict[str, object] | Outage:
         """The last step of a tool's result on its way to ``to`` (``results.Finish``):
         its resource links in agents' terms (``links``: it holds some), and a task handle
         in it recorded, named by the agent's id for it, with what its call was ``sent``
@@ -143,12 +143,12 @@ class Tasks:
         self,
         alias: str,
         owner: AgentKey,
-        result: Raw | dict[str, Any],
+        result: Raw | dict[str, object],
         session: SessionMark | None = None,
         sent: Sent | None = None,
         capabilities: rpc.JsonObject | None = None,
         sight: Sight | None = None,
-    ) -> Raw | dict[str, Any] | Outage:
+    ) -> Raw | dict[str, object] | Outage:
         """Note a task handle a server returned to ``owner`` in the session ``session``
         for a call sent under ``sent``; the result as the agent (of the profile ``sight``,
         with the call's ``capabilities``) gets it, naming the task by the agent's id,
@@ -275,7 +275,7 @@ class Tasks:
         if task is not None:
             task.sent = sent
 
-    def end(self, task_id: str, owner: AgentKey, refusal: mcp.CallToolResult) -> dict[str, Any]:
+    def end(self, task_id: str, owner: AgentKey, refusal: mcp.CallToolResult) -> dict[str, object]:
         """``owner``'s task ``task_id`` ended for its agent with mcpd's ``refusal`` of
         what would have made its server go on: the task as the agent reads it now."""
         task = self.find(task_id, owner)
@@ -286,7 +286,7 @@ class Tasks:
 
     def reach(
         self, task_id: str, owner: AgentKey, sight: Sight | None, method: str
-    ) -> Task | dict[str, Any]:
+    ) -> Task | dict[str, object]:
         """``owner``'s task ``task_id`` when ``method`` for it may go to its server,
         ``owner`` of the profile ``sight`` now; else the task as its agent reads it,
         ended by mcpd. Raises for a task ``owner`` has none of by that id."""
@@ -310,7 +310,7 @@ class Tasks:
         *,
         own_user: bool = False,
         whose: Whose | None = None,
-    ) -> Any:
+    ) -> dict[str, object]:
         """``method`` for ``owner``'s task, at its server, for ``owner`` of the profile
         ``sight`` now (None: every server's); ``own_user``: the agent is the daemon's
         own user's or root's (``Outage.for_agent``); ``whose``: whose shares of the bytes
@@ -349,14 +349,14 @@ class Tasks:
 
     def shown(
         self,
-        told: dict[str, Any],
+        told: dict[str, object],
         state: TaskState,
         task: Task,
         task_id: str,
         owner: AgentKey,
         capabilities: rpc.JsonObject | None,
         sight: Sight | None,
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """``told``, what ``task``'s server told of it (``state`` as read of it: a handle,
         an answer to a tasks/* request, news), as it reaches ``owner`` (of the profile
         ``sight`` now, with ``capabilities``): naming the task ``task_id``, its status
@@ -382,7 +382,7 @@ def _let_go(task: Task) -> None:
         task.session.holds.ended(task.server_id)
 
 
-def ended_task(task_id: str, refusal: mcp.CallToolResult) -> dict[str, Any]:
+def ended_task(task_id: str, refusal: mcp.CallToolResult) -> dict[str, object]:
     """A task mcpd ended with ``refusal``, as ``tasks/get`` shows a task ended so."""
     result: dict[str, Any] = msgspec.to_builtins(refusal)
     result["resultType"] = mcp.COMPLETE
