@@ -322,12 +322,12 @@ class ExtraMethods:
     # -- subscriptions/listen --
 
     def open_listen(
-        self, conn: Agent, listen_id: rpc.Id, wanted: dict[str, Any], ctx: RequestContext | None
-    ) -> dict[str, Any]:
+        self, conn: Agent, listen_id: rpc.Id, wanted: rpc.JsonObject, ctx: RequestContext | None
+    ) -> dict[str, object]:
         """What mcpd honours of a listen besides tool-list changes."""
         if conn.seen_offered is None:
             self.joined(conn)  # only changes from now on are news to it
-        honoured: dict[str, Any] = {}
+        honoured: dict[str, object] = {}
         flags = {k for k in ("promptsListChanged", "resourcesListChanged") if wanted.get(k)}
         for flag in flags:
             honoured[flag] = True

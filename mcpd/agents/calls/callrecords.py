@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 import trio
@@ -50,7 +50,7 @@ def reason_kept(text: str) -> str:
     return cut(text, _REASON)
 
 
-def outcome_of(outcome: Outcome | Any, failed: bool = False) -> tuple[AuditOutcome, str | None]:
+def outcome_of(outcome: object, failed: bool = False) -> tuple[AuditOutcome, str | None]:
     """The record's words for a request's outcome: a server's result (``failed``: it
     says ``isError``), an ``Outage``, a JSON-RPC error, or a result of mcpd's own."""
     if isinstance(outcome, Raw | bytes):

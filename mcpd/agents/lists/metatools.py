@@ -241,7 +241,7 @@ class CallArgs(msgspec.Struct):
     name: str
     arguments: dict[str, Any] | str | None = None
 
-    def argument_object(self) -> dict[str, Any]:
+    def argument_object(self) -> dict[str, object]:
         if isinstance(self.arguments, dict):
             return self.arguments
         if self.arguments is None or self.arguments.strip() == "":
@@ -258,7 +258,7 @@ class CallArgs(msgspec.Struct):
 _T = TypeVar("_T")
 
 
-def _read(tool: str, arguments: Raw | bytes | Mapping[str, Any] | None, kind: type[_T]) -> _T:
+def _read(tool: str, arguments: Raw | bytes | Mapping[str, object] | None, kind: type[_T]) -> _T:
     try:
         if isinstance(arguments, Raw | bytes):
             return msgspec.json.decode(bytes(arguments) or b"{}", type=kind)
@@ -267,7 +267,7 @@ def _read(tool: str, arguments: Raw | bytes | Mapping[str, Any] | None, kind: ty
         raise ArgumentError(f"{tool}: {exc}") from None
 
 
-def parse_search(arguments: Raw | bytes | Mapping[str, Any] | None) -> SearchArgs:
+def parse_search(arguments: Raw | bytes | Mapping[str, object] | None) -> SearchArgs:
     args = _read(SEARCH, arguments, SearchArgs)
     if not args.query.strip():
         raise ArgumentError(f"{SEARCH}: 'query' is empty; say what you want to do")
@@ -279,7 +279,7 @@ def parse_search(arguments: Raw | bytes | Mapping[str, Any] | None) -> SearchArg
     return SearchArgs(args.query, min(max(args.limit, 1), MAX_LIMIT))
 
 
-def parse_describe(arguments: Raw | bytes | Mapping[str, Any] | None) -> list[str]:
+def parse_describe(arguments: Raw | bytes | Mapping[str, object] | None) -> list[str]:
     names = _read(DESCRIBE, arguments, DescribeArgs).name_list()
     if not names:
         raise ArgumentError(f"{DESCRIBE}: 'names' is empty; pass names from {SEARCH}")
@@ -292,7 +292,9 @@ def parse_describe(arguments: Raw | bytes | Mapping[str, Any] | None) -> list[st
     return names
 
 
-def parse_call(arguments: Raw | bytes | Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
+def parse_call(
+    arguments: Raw | bytes | Mapping[str, object] | None,
+) -> tuple[str, dict[str, object]]:
     """The tool to call and its arguments."""
     args = _read(CALL, arguments, CallArgs)
     if args.name in NAMES:
@@ -360,7 +362,7 @@ _DEFINITION_KEYS: Final = ("name", "title", "description", "inputSchema", "outpu
 
 
 def describe_result(
-    tools: Sequence[Mapping[str, Any]], unknown: Sequence[str] = ()
+    tools: Sequence[Mapping[str, object]], unknown: Sequence[str] = ()
 ) -> mcp.CallToolResult:
     """The result of ``mcpd_describe_tools``: ``tools`` as the full list has them (the
     daemon's listed entries, outage marker and all), ``unknown`` the names it has not."""

@@ -23,7 +23,7 @@ from ..agent import Agent
 
 # What else a listen may ask for (prompts, resources, tasks): given the connection,
 # the listen's id, its filter and the request's context, the part honoured; its end.
-Extra = Callable[[Agent, rpc.Id, dict[str, Any], RequestContext | None], dict[str, Any]]
+Extra = Callable[[Agent, rpc.Id, rpc.JsonObject, RequestContext | None], dict[str, object]]
 ExtraEnd = Callable[[Agent, rpc.Id], None]
 
 
@@ -51,7 +51,9 @@ class Listens:
             ) from None
         if not isinstance(wanted, dict):
             raise rpc.RPCError(rpc.INVALID_PARAMS, "params.notifications must be an object")
-        honoured = {"toolsListChanged": True} if wanted.get("toolsListChanged") else {}
+        honoured: dict[str, object] = (
+            {"toolsListChanged": True} if wanted.get("toolsListChanged") else {}
+        )
         tag = {mcp.KEY_SUBSCRIPTION_ID: req.id}
         if self._open == 0:
             # A new event only when none is open: ``end_all`` may be waiting on this one.

@@ -206,7 +206,7 @@ class Subscriptions:
         self,
         owner: AgentKey,
         listen_id: rpc.Id,
-        uris: Any,
+        uris: object,
         send: Send,
         steps: Budget,
         sight: Sight | None = None,

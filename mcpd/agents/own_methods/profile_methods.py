@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Final, TypeAlias, TypeVar
 
 import msgspec
 
@@ -146,7 +146,7 @@ OwnMethod: TypeAlias = Callable[
 ]
 
 
-def profile_summary(chosen: Profile) -> dict[str, Any]:
+def profile_summary(chosen: Profile) -> dict[str, object]:
     view = chosen.view
     listed = [listed_name(item) for item in chosen.listing()]
     return {

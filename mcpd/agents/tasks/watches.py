@@ -66,7 +66,7 @@ class TaskWatches:
         self,
         owner: AgentKey,
         where: Where,
-        wanted: Any,
+        wanted: object,
         send: Callable[[bytes], None],
         capabilities: rpc.JsonObject | None = None,
         sight: Callable[[], Sight | None] = lambda: None,

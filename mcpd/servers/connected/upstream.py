@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import trio
 from msgspec import UNSET, Raw
@@ -334,7 +333,7 @@ class Upstream:
             return None
         return self.meta.shapes.get(call.original) or self.meta.shape(call.original)
 
-    async def listen_for(self, notifications: Mapping[str, Any]) -> None:
+    async def listen_for(self, notifications: Mapping[str, object]) -> None:
         """Hold a modern ``subscriptions/listen`` for ``notifications`` (lists, resources,
         tasks) open until the server ends it (returns), cancels it (ServerCancelled) or
         the stream drops."""

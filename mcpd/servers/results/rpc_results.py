@@ -205,7 +205,7 @@ def taken_apart(
 
 
 def written(
-    guard: SecretGuard, alias: str, raw: Raw, value: Any, what: str, *, masked: bool
+    guard: SecretGuard, alias: str, raw: Raw, value: object, what: str, *, masked: bool
 ) -> Raw:
     """``value`` (decoded from ``raw``, and walked for secrets when ``masked``) as mcpd
     writes it: ``raw`` itself when that is what it encodes to. Not walked yet, it is
@@ -214,7 +214,7 @@ def written(
     return raw if memoryview(raw) == encoded else Raw(encoded)
 
 
-def cleaned_request(alias: str, method: str, params: Any) -> Any:
+def cleaned_request(alias: str, method: str, params: object) -> object:
     """``cleaned``, and the journal told when something was taken out; without a
     ``task`` augmentation. mcpd declares no task support to a server, for any request,
     and a receiver that declared none answers such a request as a plain one: so is the
