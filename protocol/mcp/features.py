@@ -8,7 +8,7 @@ result. What mcpd must rewrite (names, URIs) is typed.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
@@ -123,8 +123,8 @@ class ResultHead(msgspec.Struct):
     """Enough of any result to see what kind it is."""
 
     resultType: str | UnsetType | None = UNSET
-    taskId: Any = UNSET
-    inputRequests: dict[str, Any] | UnsetType | None = UNSET
+    taskId: object = UNSET
+    inputRequests: dict[str, object] | UnsetType | None = UNSET
     requestState: Raw | UnsetType = UNSET
     ttlMs: Raw | UnsetType = UNSET  # a task's, as written: ``core.ttl_of``
 

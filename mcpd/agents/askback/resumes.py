@@ -228,7 +228,7 @@ class Resumes:
         rounds[nonce] = kept
 
 
-def _ended(text: str) -> dict[str, Any]:
+def _ended(text: str) -> dict[str, object]:
     """A modern agent's call ended by mcpd, in ``text``: an error result it reads."""
     error = {"content": [{"type": "text", "text": text}], "isError": True}
     return {**error, "resultType": mcp.COMPLETE}

@@ -26,7 +26,7 @@ few distinct links of an error are: the journal says how many more were left out
 from __future__ import annotations
 
 import logging
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
@@ -92,7 +92,7 @@ class _Untaken(msgspec.Struct, frozen=True):
     declared: bool  # the agent declared URL elicitation, but no link could be read
 
 
-_NEEDED: Final[dict[str, Any]] = {"requiredCapabilities": {"elicitation": {"url": {}}}}
+_NEEDED: Final[rpc.JsonObject] = {"requiredCapabilities": {"elicitation": {"url": {}}}}
 
 
 def _taken(
@@ -143,7 +143,7 @@ def _taken(
     return _Untaken(words, declared)
 
 
-def _links(data: Any) -> list[_Link]:
+def _links(data: object) -> list[_Link]:
     """The URL elicitations a -32042's ``data`` names (none when it names none
     readably)."""
     try:
@@ -172,9 +172,9 @@ def _bounded(links: list[_Link]) -> tuple[list[_Link], int]:
 def _input_required(alias: str, links: list[_Link]) -> Raw:
     """The 2026-07-28 ask for ``links``: URL elicitations an agent answers, then calls
     again."""
-    requests: dict[str, Any] = {}
+    requests: dict[str, object] = {}
     for n, link in enumerate(links, 1):
-        params: dict[str, Any] = {"mode": "url", "message": link.message, "url": link.url}
+        params: dict[str, object] = {"mode": "url", "message": link.message, "url": link.url}
         if isinstance(link.elicitationId, str):
             params["elicitationId"] = link.elicitationId
         params, _ = cleaned(_ELICIT, params)

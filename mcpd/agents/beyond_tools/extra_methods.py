@@ -10,7 +10,7 @@ agent's own profile lists of them changed (``ProfileView.offered``)."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, Final, TypeAlias, TypeVar
+from typing import Final, TypeAlias, TypeVar
 
 import trio
 from msgspec import Raw
@@ -248,17 +248,17 @@ class ExtraMethods:
 
     async def _subscribe(
         self, conn: Agent, req: rpc.Request, ctx: RequestContext | None
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         return await self._legacy_subscription(conn, req, ctx, True)
 
     async def _unsubscribe(
         self, conn: Agent, req: rpc.Request, ctx: RequestContext | None
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         return await self._legacy_subscription(conn, req, ctx, False)
 
     async def _legacy_subscription(
         self, conn: Agent, req: rpc.Request, ctx: RequestContext | None, on: bool
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         if ctx is not None and ctx.era == "modern":
             raise rpc.RPCError(
                 rpc.METHOD_NOT_FOUND,
@@ -277,7 +277,7 @@ class ExtraMethods:
 
     async def _set_level(
         self, conn: Agent, req: rpc.Request, ctx: RequestContext | None
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         if ctx is not None and ctx.era == "modern":
             raise rpc.RPCError(
                 rpc.METHOD_NOT_FOUND,

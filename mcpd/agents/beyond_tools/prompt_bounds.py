@@ -8,7 +8,7 @@ values: a server's longer list is cut to that, marked as having more, with its
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 from msgspec import Raw, UnsetType
@@ -56,7 +56,7 @@ class _Completed(msgspec.Struct):
     completion: _Values | None = None
 
 
-def capped_completion(raw: Raw) -> dict[str, Any] | None:
+def capped_completion(raw: Raw) -> rpc.JsonObject | None:
     """``raw``, a completion/complete result, cut to ``MAX_VALUES`` values (None: it
     offers no more than that, and is left as it is)."""
     try:
@@ -73,5 +73,5 @@ def capped_completion(raw: Raw) -> dict[str, Any] | None:
     completion["hasMore"] = True
     if not isinstance(total, int) or isinstance(total, bool) or total < len(values):
         completion["total"] = len(values)
-    result: dict[str, Any] = decoded
+    result: rpc.JsonObject = decoded
     return result

@@ -8,7 +8,7 @@ the prompt it names, or of the resource template it names, in the server's terms
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
@@ -45,7 +45,7 @@ Params = TypeVar("Params", features.GetPromptParams, features.ReadResourceParams
 
 
 class PromptsPage(msgspec.Struct, omit_defaults=True):
-    prompts: list[Any]
+    prompts: list[Raw]
     nextCursor: str | msgspec.UnsetType = UNSET
     resultType: str | msgspec.UnsetType = UNSET
     ttlMs: int | msgspec.UnsetType = UNSET

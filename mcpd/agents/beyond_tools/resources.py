@@ -8,7 +8,7 @@ from the one the profile shows. Subscriptions to updates are held in ``agents.ne
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 from msgspec import UNSET, Raw
@@ -38,8 +38,8 @@ _NAMING_PARTS: Final = 1_000
 
 
 class ResourcesPage(msgspec.Struct, omit_defaults=True):
-    resources: list[Any] | msgspec.UnsetType = UNSET
-    resourceTemplates: list[Any] | msgspec.UnsetType = UNSET
+    resources: list[Raw] | msgspec.UnsetType = UNSET
+    resourceTemplates: list[Raw] | msgspec.UnsetType = UNSET
     nextCursor: str | msgspec.UnsetType = UNSET
     resultType: str | msgspec.UnsetType = UNSET
     ttlMs: int | msgspec.UnsetType = UNSET
