@@ -43,7 +43,7 @@ class TaskState(msgspec.Struct):
     statusMessage: str | UnsetType = UNSET
 
 
-def task_state(told: dict[str, Any]) -> TaskState | str:
+def task_state(told: dict[str, object]) -> TaskState | str:
     """What ``told`` (a server's word of a task, decoded) says of the task, or what
     makes it unreadable."""
     try:
@@ -52,7 +52,7 @@ def task_state(told: dict[str, Any]) -> TaskState | str:
         return f"its task is malformed: {exc}"
 
 
-def cut_message(told: dict[str, Any], state: TaskState) -> None:
+def cut_message(told: dict[str, object], state: TaskState) -> None:
     """``told``'s status message, cut to ``STATUS_SHOWN``."""
     if isinstance(state.statusMessage, str) and len(state.statusMessage) > STATUS_SHOWN:
         told["statusMessage"] = cut(state.statusMessage, STATUS_SHOWN)

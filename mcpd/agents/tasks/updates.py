@@ -17,8 +17,6 @@ for, and are not looked at.
 
 from __future__ import annotations
 
-from typing import Any
-
 from msgspec import Raw
 
 from protocol.jsonrpc import messages as rpc
@@ -56,7 +54,7 @@ class TaskUpdates:
         params: features.TaskParams,
         ctx: RequestContext,
         owner: AgentKey,
-    ) -> dict[str, Any] | None:
+    ) -> dict[str, object] | None:
         """None when ``params`` (of ``owner``'s ``tasks/update``) may go to the task's
         server; else the task as its agent reads it, ended with mcpd's refusal."""
         sent = self._tasks.sent_under(params.taskId, owner)
