@@ -49,6 +49,7 @@ from ..tasks.table import Tasks
 from .callpolicy import CallPolicy
 from .callrecords import CallRecords, outcome_of, reason_kept
 from .request_context import agents_own, spliced_context
+from .result_bounds import error_within
 from .results import shape_call_result
 from .unrouted import held_tool, unknown_tool
 
@@ -208,7 +209,7 @@ class Router:
             rid = out.id
         if isinstance(outcome, rpc.RPCError):
             # A legacy server's ask to open a link, as this agent can take it.
-            outcome = url_required.for_call(call, outcome)
+            outcome = url_required.for_call(call, error_within(outcome, self.budget))
         if isinstance(outcome, Raw):
             # ``results.shaped_for``, written out, with the head the scheduler read: every
             # call passes here (tests/mcpd/agents/calls/test_toolcall_reply.py holds the two alike).

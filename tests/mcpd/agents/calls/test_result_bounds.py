@@ -1,0 +1,66 @@
+"""The bounds a server's error and a result's ``_meta`` are held to, on their own: what
+is within them is passed on as the same object, what is past them cut or left out."""
+
+from __future__ import annotations
+
+import msgspec
+from msgspec import Raw
+
+from mcpd.agents.calls.result_bounds import (
+    DATA_BYTES,
+    META_BYTES,
+    META_LEFT_OUT,
+    error_within,
+    meta_within,
+)
+from protocol.jsonrpc import messages as rpc
+from protocol.mcp import core as mcp
+
+_head = msgspec.json.Decoder(mcp.CallToolResultHead)
+
+
+def _result(meta_bytes: int) -> Raw:
+    meta = {"k": "v" * meta_bytes}
+    return Raw(msgspec.json.encode({"content": [], "_meta": meta, "structuredContent": {"a": 1}}))
+
+
+def test_an_error_within_its_bounds_is_the_same_error() -> None:
+    exc = rpc.RPCError(-32000, "short", Raw(b'{"d":1}'))
+    assert error_within(exc, 100) is exc
+    own = rpc.RPCError(-32000, "short", {"d": "x" * 10})
+    assert error_within(own, 100) is own
+
+
+def test_an_errors_data_of_mcpds_making_is_measured_as_written() -> None:
+    exc = rpc.RPCError(-32000, "m", {"d": "x" * DATA_BYTES})
+    bounded = error_within(exc, 100)
+    assert isinstance(bounded.data, str) and f"{DATA_BYTES + 8} bytes" in bounded.data
+    assert bounded.message == "m" and bounded.code == -32000
+
+
+def test_an_errors_message_past_the_budget_is_cut_with_a_note() -> None:
+    bounded = error_within(rpc.RPCError(-32000, "a" * 150), 100)
+    assert bounded.message.startswith("a" * 100 + "\n[mcpd: 50 more characters were cut here")
+    assert bounded.data is msgspec.UNSET
+
+
+def test_a_meta_within_its_bound_leaves_the_result_as_it_came() -> None:
+    raw = _result(META_BYTES - 100)
+    head = _head.decode(raw)
+    assert meta_within(raw, head, 8000) == (raw, head)
+
+
+def test_a_meta_past_its_bound_is_left_out_and_the_rest_goes_on_as_written() -> None:
+    raw = _result(META_BYTES)
+    bounded, head = meta_within(raw, _head.decode(raw), 8000)
+    got = msgspec.json.decode(bounded)
+    note = got["_meta"][META_LEFT_OUT]
+    assert note == {"bytes": META_BYTES + len(b'{"k":""}'), "bound": META_BYTES}
+    assert got["structuredContent"] == {"a": 1} and got["content"] == []
+    assert head.meta == Raw(msgspec.json.encode(got["_meta"]))
+
+
+def test_a_budget_larger_than_the_bound_is_the_bound() -> None:
+    raw = _result(META_BYTES)
+    head = _head.decode(raw)
+    assert meta_within(raw, head, 2 * META_BYTES) == (raw, head)
