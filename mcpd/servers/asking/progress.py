@@ -8,13 +8,18 @@ and each of its lines that begins with a bracket gets the server's mark
 (``registry.text.marking``). A report is read and written again for its agent, so it is
 searched for mcpd's secrets as written (``SecretGuard.reread``), after the cleaning
 (which could join a secret split by a character nobody sees).
+
+A report is held to what a status line needs: a message longer than ``MESSAGE_CHARS``
+is cut to it, with a note of how much was cut, and a report whose progress is not
+greater than the last one passed on for its call is dropped, as progress only goes up
+(the first report of a call always goes on).
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from typing import TypeAlias
+from typing import Final, TypeAlias
 
 import msgspec
 from msgspec import Raw
@@ -24,6 +29,9 @@ from protocol.mcp import core as mcp
 
 from ...registry.text.marking import server_words
 from .askback import Cause
+
+# A report's message longer than this, in characters, is cut to it.
+MESSAGE_CHARS: Final = 1000
 
 # Where the server's progress reports for a call go (its agent).
 ProgressSink: TypeAlias = Callable[[mcp.ProgressParams], None]
@@ -43,6 +51,8 @@ class ProgressRoutes:
         self._alias = alias
         # By mcpd's token: the agent's token, where its reports go, and the call.
         self._routes: dict[str, tuple[str | int, ProgressSink, Cause]] = {}
+        # By mcpd's token: the progress of the last report passed on.
+        self._last: dict[str | int, int | float] = {}
         self._ids = itertools.count(1)
 
     def open(self, agent_token: str | int, deliver: ProgressSink, call: Cause) -> str:
@@ -53,6 +63,7 @@ class ProgressRoutes:
 
     def close(self, token: str) -> None:
         self._routes.pop(token, None)
+        self._last.pop(token, None)
 
     def handle(self, msg: rpc.Notification) -> bool:
         """Deliver a ``notifications/progress``; False if it belongs to no open call."""
@@ -63,14 +74,18 @@ class ProgressRoutes:
             params = rpc.decode_as(given, mcp.ProgressParams)
         except rpc.InvalidParams:
             return False
-        route = self._routes.get(params.progressToken)  # type: ignore[arg-type]
+        token = params.progressToken
+        route = self._routes.get(token)  # type: ignore[arg-type]
         if route is None:
             return False
+        if not self._goes_up(token, params.progress):
+            return True  # no progress: neither passed on nor more time
         agent_token, deliver, call = route
         # The server is working on it: more time, within the call's hard limit.
         call.extend(call.timeout)
         if isinstance(params.message, str):
-            words = server_words(self._alias, params.message)
+            words = server_words(self._alias, params.message[:MESSAGE_CHARS])
+            words = _cut_note(words, len(params.message))
             if words != params.message:
                 params = msgspec.structs.replace(params, message=words)
                 given = Raw(msgspec.json.encode(params))
@@ -82,3 +97,20 @@ class ProgressRoutes:
                 return True  # a number held a secret: no report is left to pass on
         deliver(msgspec.structs.replace(params, progressToken=agent_token))
         return True
+
+    def _goes_up(self, token: str | int, progress: int | float) -> bool:
+        """Whether a report of ``progress`` for ``token`` goes on: the first, or one
+        greater than the last that went on (which it then is)."""
+        last = self._last.get(token)
+        if last is not None and not progress > last:
+            return False
+        self._last[token] = progress
+        return True
+
+
+def _cut_note(words: str, total: int) -> str:
+    """``words`` (a message's first ``MESSAGE_CHARS`` characters, marked), with a note
+    of how much was cut when the message of ``total`` characters was longer."""
+    if total <= MESSAGE_CHARS:
+        return words
+    return f"{words} [mcpd: {total - MESSAGE_CHARS} more characters were cut here]"

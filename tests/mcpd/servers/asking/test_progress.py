@@ -12,7 +12,7 @@ import pytest
 from msgspec import Raw
 
 from mcpd.servers.asking.askback import Asker
-from mcpd.servers.asking.progress import ProgressRoutes
+from mcpd.servers.asking.progress import MESSAGE_CHARS, ProgressRoutes
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 
@@ -159,3 +159,28 @@ def test_what_else_the_server_puts_in_a_report_is_not_passed_on() -> None:
     token = routes.open("t", agent, Call())
     assert routes.handle(report(token, 1, requestId=5, progressToken2="x"))
     assert agent.got == [mcp.ProgressParams(progressToken="t", progress=1)]
+
+
+def test_a_report_that_does_not_go_up_is_dropped_and_gives_no_time() -> None:
+    routes = ProgressRoutes("mcpd-s-")
+    agent, call = Agent(), Call()
+    token = routes.open("t", agent, call)
+    for progress in (5, 4, 5, 5.5, 1e308, 1e308):
+        assert routes.handle(report(token, progress))
+    assert [p.progress for p in agent.got] == [5, 5.5, 1e308]
+    assert len(call.extended) == 3
+    # A token opened again starts over: its first report goes on, whatever it says.
+    routes.close(token)
+    again = routes.open("t", agent, call)
+    assert routes.handle(report(again, 0))
+    assert agent.got[-1].progress == 0
+
+
+def test_a_long_message_is_cut_with_a_note_after_the_servers_mark() -> None:
+    routes = ProgressRoutes("mcpd-s-", alias="ev")
+    agent = Agent()
+    token = routes.open("t", agent, Call())
+    long = "[x]" + "y" * (MESSAGE_CHARS + 497)
+    assert routes.handle(report(token, 1, message=long))
+    (got,) = agent.got
+    assert got.message == f"[ev] {long[:MESSAGE_CHARS]} [mcpd: 500 more characters were cut here]"
