@@ -1,0 +1,86 @@
+"""A stdio MCP server whose answers carry more around a result than a model's context
+should take: an error whose message and data are far past any budget (``shout``), a
+result with a ``_meta`` of hundreds of kilobytes (``meta``), and progress reports with
+a long message and a progress that goes back (``steps``). It speaks the era its one
+argument names, ``modern`` or ``legacy``. Plain stdlib, so it starts fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+MESSAGE_CHARS = 30_000
+DATA_CHARS = 40_000
+META_KEYS = 2_000  # of about 110 bytes each
+# (progress, message) of the reports ``steps`` sends, in order.
+STEPS = [(1, "p" * 5_000), (5, "five"), (4, "back"), (5, "again"), (6, "six")]
+MODERN = "2026-07-28"
+
+
+def write(msg: dict[str, object]) -> None:
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
+
+
+def answer(rid: object, result: dict[str, object], modern: bool) -> None:
+    if modern:
+        result = {**result, "resultType": "complete"}
+    write({"jsonrpc": "2.0", "id": rid, "result": result})
+
+
+def fail(rid: object, code: int, message: str, data: object = None) -> None:
+    error: dict[str, object] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    write({"jsonrpc": "2.0", "id": rid, "error": error})
+
+
+def call(rid: object, params: dict[str, object], modern: bool) -> None:
+    name = params.get("name")
+    if name == "shout":
+        fail(rid, -32000, "M" * MESSAGE_CHARS, {"d": "D" * DATA_CHARS})
+        return
+    if name == "meta":
+        meta = {f"k{i}": "v" * 100 for i in range(META_KEYS)}
+        answer(rid, {"content": [{"type": "text", "text": "m"}], "_meta": meta}, modern)
+        return
+    given = params.get("_meta")
+    token = given.get("progressToken") if isinstance(given, dict) else None
+    for progress, message in STEPS if token is not None else ():
+        report = {"progressToken": token, "progress": progress, "message": message}
+        write({"jsonrpc": "2.0", "method": "notifications/progress", "params": report})
+    answer(rid, {"content": [{"type": "text", "text": "done"}]}, modern)
+
+
+def handle(msg: dict[str, object], modern: bool) -> None:
+    method, rid = msg.get("method"), msg.get("id")
+    params = msg.get("params")
+    params = params if isinstance(params, dict) else {}
+    if rid is None:
+        return
+    if method == "server/discover" and modern:
+        found = {"supportedVersions": [MODERN], "capabilities": {"tools": {}}, "ttlMs": 0}
+        answer(rid, {**found, "cacheScope": "private"}, modern)
+    elif method == "initialize" and not modern:
+        answer(rid, {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                     "serverInfo": {"name": "big", "version": "1"}}, modern)  # fmt: skip
+    elif method == "tools/list":
+        tools = [{"name": n, "inputSchema": {"type": "object"}} for n in ("shout", "meta", "steps")]
+        answer(rid, {"tools": tools}, modern)
+    elif method == "tools/call":
+        call(rid, params, modern)
+    elif method == "ping":
+        answer(rid, {}, modern)
+    else:
+        fail(rid, -32601, "Method not found")
+
+
+def main() -> None:
+    modern = sys.argv[1] == "modern"
+    for line in sys.stdin:
+        handle(json.loads(line), modern)
+
+
+if __name__ == "__main__":
+    main()
