@@ -11,12 +11,16 @@ held back are counted, and the next warning let through says how many they were.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Final, TypeAlias
 
 import trio
 
 from protocol.pacing.buckets import Throttle
+from protocol.shown.logfields import log_extra
+
+logger = logging.getLogger("mcpd.transport")
 
 # Whether a warning may be logged now: None to stay quiet, else a note for its end.
 Complain: TypeAlias = Callable[[], str | None]
@@ -41,3 +45,11 @@ class Complaints:
         if held is None:
             return None
         return f" ({held} more like this not logged)" if held else ""
+
+
+def said_too_large(label: str, reason: str, complain: Complain) -> None:
+    """Say, within ``complain``'s budget, that a stream was cut at an event larger than
+    mcpd keeps (``reason``): the server may send such events over and over."""
+    note = complain()
+    if note is not None:
+        logger.warning("%s%s", reason, note, extra=log_extra(label, "event_too_large"))

@@ -31,6 +31,11 @@ logger = logging.getLogger("mcpd.transport")
 
 # The journal hears of a server's spells of holding back once a minute at most.
 SAID_EVERY: Final = 60.0
+# What a request the server sends on a stream costs besides its reading, in
+# ``protocol.pacing.read_budget``'s units: mcpd posts an answer back to each (a
+# refusal, when no agent can take it), which takes the shared thread about as long
+# as reading this many lines.
+ANSWER_COST: Final = 64.0
 
 
 class ReadPace:
@@ -115,7 +120,8 @@ class Paced:
 
     def read(self, units: float) -> None:
         """What a read cost: its lines that carried no message, and ``cost`` of each
-        message it completed that answered nothing."""
+        message it completed that answered nothing. Negative, it gives back what earlier
+        reads were charged for a message that turned out to be an answer."""
         if self._came is not None:
             self._pace.worked += time.perf_counter() - self._came
             self._came = None

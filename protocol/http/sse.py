@@ -13,10 +13,13 @@ costs at most that much memory. What an event's data line brings is written wher
 its data will be (once its field is known to be ``data``), and that buffer becomes
 the event's data: however many pieces a large event comes in, it is held once.
 ``held`` says how much of an event not yet complete the decoder holds, and
-``other_cost`` what reading the lines that carried no data (comments, blank lines,
-other fields) cost, in ``protocol.pacing.read_budget``'s units: a unit a line and one each
-``UNIT_BYTES`` of it, however long, as a comment is read only to be thrown away. With
-its events' data, what reading the stream cost.
+``line_cost`` what reading the stream's lines cost as they were read, in
+``protocol.pacing.read_budget``'s units: a unit a line, ``data`` lines included (an
+event that never ends may be made of any number of them), and one each ``UNIT_BYTES``
+of a line that carried no data, however long, as a comment is read only to be thrown
+away. An event cut for its size is charged there too, for all it held: it is never
+handed on. ``data_cost`` is what a complete event adds to that: its data, or nothing
+(its lines given back) when it answered a request that waited for it.
 
 ``resume_id`` is what a client sends as ``Last-Event-ID`` when it reconnects: the
 stream's last event id as of the last event that was complete (a blank line ended
@@ -90,8 +93,8 @@ class SSEDecoder:
         "_space",
         "_started",
         "last_event_id",
+        "line_cost",
         "max_event",
-        "other_cost",
         "resume_id",
         "retry",
     )
@@ -101,9 +104,9 @@ class SSEDecoder:
         self.last_event_id: str | None = None
         self.resume_id: str | None = None
         self.retry: int | None = None
-        # What the lines read so far that carried no data (comments, blank lines, other
-        # fields) cost: what reading the stream cost besides its events' data.
-        self.other_cost = 0.0
+        # What reading the lines so far cost, as they came: what reading the stream
+        # cost besides the data of the events it completed.
+        self.line_cost = 0.0
         # An event's data: its one line as it came (most events have one), or written
         # into a buffer once it has more lines or a line came in pieces, which becomes
         # the event's data without a copy: memory follows the bytes, however they came.
@@ -206,11 +209,11 @@ class SSEDecoder:
     def _line(self, data: bytes, pos: int, stop: int, out: list[SSEEvent]) -> None:
         """A line that came whole: ``data[pos:stop]``."""
         if pos == stop:
-            self.other_cost += 1.0
+            self.line_cost += 1.0
             self._dispatch(out)
             return
         if data[pos] == 0x3A:  # ":" comment, a keep-alive
-            self.other_cost += 1.0 + (stop - pos) / UNIT_BYTES
+            self.line_cost += 1.0 + (stop - pos) / UNIT_BYTES
             return
         colon = data.find(b":", pos, stop)
         if colon < 0:
@@ -220,6 +223,7 @@ class SSEDecoder:
             start = colon + 2 if data[colon + 1 : colon + 2] == b" " else colon + 1
         # One slice of the value: a data line may be a whole large message.
         if name == b"data":
+            self.line_cost += 1.0
             value = data[start:stop]
             if not self._has_data:
                 self._first = value
@@ -232,7 +236,7 @@ class SSEDecoder:
                 self._data_size = buffer.tell() + 1
             self._check_size()
             return
-        self.other_cost += 1.0 + (stop - pos) / UNIT_BYTES
+        self.line_cost += 1.0 + (stop - pos) / UNIT_BYTES
         if name in _FIELDS:
             self._field(name, data[start:stop])
         # Unknown field names are ignored, as the format requires.
@@ -296,10 +300,11 @@ class SSEDecoder:
             self._line(line, 0, len(line), out)
         elif kind == _DATA:
             assert self._buffer is not None
+            self.line_cost += 1.0
             self._data_size = self._buffer.tell() + 1
             self._check_size()
         else:
-            self.other_cost += 1.0 + size / UNIT_BYTES
+            self.line_cost += 1.0 + size / UNIT_BYTES
             if kind == _VALUE:
                 value = bytes(self._head)
                 self._head.clear()
@@ -347,11 +352,22 @@ class SSEDecoder:
 
     def _check_size(self) -> None:
         if self._data_size + self._line_size > self.max_event:
+            self.line_cost += (self._data_size + self._line_size) / UNIT_BYTES
             self._failed = True
             self._head.clear()
             self._first = b""
             self._buffer = None
             raise EventTooLarge(f"event stream event larger than {self.max_event} bytes")
+
+
+def data_cost(event: SSEEvent, answered: bool) -> float:
+    """What a complete event adds to the ``line_cost`` its lines were charged as they
+    came: one each ``UNIT_BYTES`` of its data, as for any message that answered
+    nothing; or, for one that answered a request waiting for it, its lines given back,
+    as such an answer costs nothing (negative)."""
+    if answered:
+        return -float(event.data.count(b"\n") + 1)
+    return len(event.data) / UNIT_BYTES
 
 
 class ResumePoint:

@@ -190,12 +190,12 @@ class ReadBudget:
         return 0.0
 
     def read(self, now: float, key: int, units: float) -> None:
-        """What the stream's read cost, in units (what answered a request taken out)."""
+        """What the stream's read cost, in units (what answered a request taken out:
+        negative, it gives back what earlier reads were charged for an answer's lines)."""
         s = self._streams[key]
-        units = max(units, 0.0)
         self._bucket.spend(now, self.burst, self.rate, units - s.aside)
         s.aside = 0.0
-        s.last = units
+        s.last = max(units, 0.0)
 
     # -- room --
 

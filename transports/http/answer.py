@@ -25,7 +25,7 @@ from typing import Final, TypeAlias
 import trio
 
 from protocol.http.parts import ResponseHead
-from protocol.http.sse import EventTooLarge, SSEDecoder, SSEError, SSEEvent
+from protocol.http.sse import EventTooLarge, SSEDecoder, SSEError, SSEEvent, data_cost
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.refused_replies import (
     answered,
@@ -35,7 +35,6 @@ from protocol.jsonrpc.refused_replies import (
     shown_id,
 )
 from protocol.jsonrpc.reply_faults import MessageTooLarge, too_large_reason
-from protocol.pacing.read_budget import cost
 from protocol.shown.logfields import log_extra
 from protocol.shown.visible import quote, quoted_id
 
@@ -216,16 +215,21 @@ class AnswerReader:
         message, while the next chunk is awaited)."""
         paced.came()
         decoder = self.decoder
-        before, units = decoder.other_cost, 0.0
-        events = decoder.flush() if chunk is None else decoder.feed(chunk)
+        before, units = decoder.line_cost, 0.0
+        try:
+            events = decoder.flush() if chunk is None else decoder.feed(chunk)
+        except SSEError:
+            paced.read(decoder.line_cost - before)  # an event cut for its size, too
+            raise
         answer: Answer | None = None
         for event in events:
             found = self._on_event(event, head)
             if answer is None and found is not None:
                 answer = found
+                units += data_cost(event, answered=True)
             else:
-                units += cost(event.data)
-        paced.read(units + decoder.other_cost - before)
+                units += data_cost(event, answered=False)
+        paced.read(units + decoder.line_cost - before)
         return answer, len(events)
 
     def _on_event(self, event: SSEEvent, head: ResponseHead) -> Answer | None:

@@ -20,20 +20,19 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Final
+from typing import Final, Literal
 
 import trio
 from msgspec import Raw
 
 from protocol.http.parts import ResponseHead
-from protocol.http.sse import ResumePoint, SSEDecoder, SSEError, SSEEvent
+from protocol.http.sse import EventTooLarge, ResumePoint, SSEDecoder, SSEError, SSEEvent, data_cost
 from protocol.jsonrpc import messages as rpc
-from protocol.pacing.read_budget import cost
 from protocol.shown.logfields import log_extra
 from protocol.shown.visible import quoted_id
 
 from ..base import NotificationHandler
-from ..complaints import Complain
+from ..complaints import Complain, said_too_large
 from ..errors import (
     InvalidResponse,
     SessionExpired,
@@ -41,7 +40,7 @@ from ..errors import (
     TransportError,
     UnexpectedReply,
 )
-from ..read_pace import ReadPace
+from ..read_pace import ANSWER_COST, Paced, ReadPace
 from .connection import HttpConnection
 from .reply import (
     SNIPPET,
@@ -186,24 +185,35 @@ class PushReader:
                 while chunk is not None:
                     await paced.before_read(decoder.held)
                     chunk = await conn.next_chunk()
-                    paced.read(await self._take(chunk))
+                    await self._take(chunk, paced)
         except SSEError as exc:
-            raise StreamCut(f"{self._label}: {exc} on the server-push stream") from None
+            cut = StreamCut(f"{self._label}: {exc} on the server-push stream")
+            if isinstance(exc, EventTooLarge):
+                said_too_large(self._label, cut.reason, self._complain)
+            raise cut from None
 
-    async def _take(self, chunk: bytes | None) -> float:
-        """Hand on the events ``chunk`` completes (None: the stream's end); what reading
-        them cost. None is held here once the stream is read on."""
+    async def _take(self, chunk: bytes | None, paced: Paced) -> None:
+        """Hand on the events ``chunk`` completes (None: the stream's end), and charge
+        ``paced`` what reading them cost. None is held here once the stream is read on."""
         decoder = self.decoder
-        before, units = decoder.other_cost, 0.0
-        for event in decoder.flush() if chunk is None else decoder.feed(chunk):
-            if not await self._on_event(event):
-                units += cost(event.data)
-        return units + decoder.other_cost - before
+        before, units = decoder.line_cost, 0.0
+        try:
+            events = decoder.flush() if chunk is None else decoder.feed(chunk)
+        except SSEError:
+            paced.read(decoder.line_cost - before)  # an event cut for its size, too
+            raise
+        for event in events:
+            taken = await self._on_event(event)
+            units += data_cost(event, answered=taken == "answer")
+            if taken == "request":
+                units += ANSWER_COST  # the answer (or refusal) posted back
+        paced.read(units + decoder.line_cost - before)
 
-    async def _on_event(self, event: SSEEvent) -> bool:
-        """Hand one event on; whether it answered a request of ours that waited."""
+    async def _on_event(self, event: SSEEvent) -> Literal["answer", "request"] | None:
+        """Hand one event on; whether it answered a request of ours that waited, or was
+        a request of the server's (answered by a POST of its own)."""
         if event.event != "message" or not event.data.strip():
-            return False  # a priming event, or an event type MCP does not use
+            return None  # a priming event, or an event type MCP does not use
         try:
             msg = decode_reply(event.data, 200, self._label, "server-push stream")
         except TransportError as exc:
@@ -213,22 +223,23 @@ class PushReader:
                 and refuse is not None
                 and refuse(exc.given, exc.why)
             ):
-                return False
+                return None
             # One bad event costs only itself; the stream goes on.
             note = self._complain()
             if note is not None:
                 logger.warning(
                     "%s%s", exc.reason, note, extra=log_extra(self._label, "bad_push_event")
                 )
-            return False
+            return None
         self.messages += 1
         if isinstance(msg, rpc.Notification):
             deliver(self._label, self._on_notification, msg, self._complain)
         elif isinstance(msg, rpc.Request):
             # The server may wait for this answer before it sends anything else.
             await self._on_request(msg)
+            return "request"
         elif self._on_response is not None and self._on_response(msg):
-            return True
+            return "answer"
         else:
             note = self._complain()
             if note is not None:
@@ -239,7 +250,7 @@ class PushReader:
                     note,
                     extra=log_extra(self._label, "stray_response"),
                 )
-        return False
+        return None
 
 
 OpenPush = Callable[[str | None, PushReader], Awaitable[None]]

@@ -20,24 +20,25 @@ from typing import Final, Literal, TypeAlias
 import trio
 
 from protocol.http.parts import Origin
-from protocol.http.sse import SSEDecoder, SSEError, SSEEvent
-from protocol.pacing.read_budget import cost
+from protocol.http.sse import EventTooLarge, SSEDecoder, SSEError, SSEEvent, data_cost
 from protocol.shown.server_urls import display_url
 from protocol.shown.visible import quote
 
 from ..base import AuthHook
+from ..complaints import Complain, said_too_large
 from ..errors import StreamCut, TransportClosed, TransportError
 from ..http.connection import HttpConnection
 from ..http.dial import connect
 from ..http.request import IDENTITY
 from ..http.send import authorized, with_authorization
-from ..read_pace import Paced
+from ..read_pace import ANSWER_COST, Paced
 from .events import REDIRECTS, encoded, stream_redirect_target, stream_refused
 
 MAX_REDIRECTS: Final = 5
 # What an event was to the transport: the one that named the endpoint, the answer to
-# a request that waited for it, or anything else.
-Taken: TypeAlias = Literal["endpoint", "answer"] | None
+# a request that waited for it, a request of the server's (answered by a POST of its
+# own), or anything else.
+Taken: TypeAlias = Literal["endpoint", "answer", "request"] | None
 # How soon the kernel starts probing a quiet stream's connection: the stream may be
 # silent for hours, so no read timeout watches it.
 _STREAM_KEEPALIVE: Final = 60.0
@@ -75,6 +76,7 @@ class EventStream:
         on_event: Callable[[SSEEvent], Taken],
         paced: Paced,
         task_status: trio.TaskStatus[None],
+        complain: Complain,
     ) -> TransportError:
         """Open the stream and read it until it ends, within its server's pace; what
         ended it.
@@ -82,7 +84,8 @@ class EventStream:
         ``on_event`` says which event named the endpoint (and which answered a
         request): the stream must open and name one within ``connect_timeout``, and
         from then on the opening is over (``task_status``) and the stream may be
-        quiet for as long as it likes.
+        quiet for as long as it likes. An event cut for its size is said in the journal,
+        within ``complain``'s budget.
         """
         conn: HttpConnection | None = None
         named = False
@@ -95,9 +98,7 @@ class EventStream:
                     await paced.before_read(decoder.held)
                     chunk = await conn.next_chunk()
                     paced.came()
-                    units, endpoint = _take(decoder, chunk, on_event)
-                    paced.read(units)
-                    if endpoint:
+                    if _take(decoder, chunk, on_event, paced):
                         named = True
                         # From now on the stream may be quiet for hours.
                         waiting.deadline = math.inf
@@ -111,7 +112,10 @@ class EventStream:
             before = "" if named else " before naming an endpoint"
             return TransportClosed(f"{self.alias}: the server ended the event stream{before}")
         except SSEError as exc:
-            return StreamCut(f"{self.alias}: {exc} on the event stream")
+            cut = StreamCut(f"{self.alias}: {exc} on the event stream")
+            if isinstance(exc, EventTooLarge):
+                said_too_large(self.alias, cut.reason, complain)
+            return cut
         except StreamCut as exc:
             what = exc.reason.removeprefix(f"{self.alias}: ")
             return StreamCut(f"{self.alias}: the event stream was cut: {what}")
@@ -158,15 +162,25 @@ class EventStream:
 
 
 def _take(
-    decoder: SSEDecoder, chunk: bytes | None, on_event: Callable[[SSEEvent], Taken]
-) -> tuple[float, bool]:
-    """Hand on the events ``chunk`` completes (None, or nothing: the stream's end); what
-    reading them cost, and whether one named the endpoint. None is held here once the
-    stream is read on."""
-    before, units, endpoint = decoder.other_cost, 0.0, False
-    for event in decoder.feed(chunk) if chunk else decoder.flush():
+    decoder: SSEDecoder,
+    chunk: bytes | None,
+    on_event: Callable[[SSEEvent], Taken],
+    paced: Paced,
+) -> bool:
+    """Hand on the events ``chunk`` completes (None, or nothing: the stream's end), and
+    charge ``paced`` what reading them cost; whether one named the endpoint. None is
+    held here once the stream is read on."""
+    before, units, endpoint = decoder.line_cost, 0.0, False
+    try:
+        events = decoder.feed(chunk) if chunk else decoder.flush()
+    except SSEError:
+        paced.read(decoder.line_cost - before)  # an event cut for its size, too
+        raise
+    for event in events:
         taken = on_event(event)
-        if taken is None:
-            units += cost(event.data)
+        units += data_cost(event, answered=taken in ("endpoint", "answer"))
+        if taken == "request":
+            units += ANSWER_COST  # the answer (or refusal) posted back
         endpoint = endpoint or taken == "endpoint"
-    return units + decoder.other_cost - before, endpoint
+    paced.read(units + decoder.line_cost - before)
+    return endpoint

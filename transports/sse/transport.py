@@ -213,7 +213,9 @@ class LegacySSETransport(Transport):
         opening; after that, a failure closes the transport instead.
         """
         with self._reading, self._pace.stream() as paced:
-            why = await self._stream.read(self._on_event, paced, task_status)
+            why = await self._stream.read(
+                self._on_event, paced, task_status, self._complaints.admit
+            )
             if self.endpoint is None:
                 raise why
             self._close(why)
@@ -255,6 +257,7 @@ class LegacySSETransport(Transport):
             # Answered on the side, so the stream goes on meanwhile.
             self._answering += 1
             self._nursery.start_soon(self._answer_server_request, msg)
+            return "request"
         return None
 
     def _close(self, error: TransportError) -> None:

@@ -4,8 +4,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol.http.sse import DEFAULT_RETRY, ResumePoint, SSEDecoder, SSEError, SSEEvent
-from protocol.pacing.read_budget import skipped
+from protocol.http.sse import (
+    DEFAULT_RETRY,
+    EventTooLarge,
+    ResumePoint,
+    SSEDecoder,
+    SSEError,
+    SSEEvent,
+    data_cost,
+)
+from protocol.pacing.read_budget import cost, skipped
 
 
 def decode_all(*chunks: bytes, max_event: int = 1 << 20) -> list[SSEEvent]:
@@ -124,14 +132,40 @@ def test_a_large_event_that_comes_in_pieces_is_held_once() -> None:
     assert dec.held == 0
 
 
-def test_lines_that_carry_no_data_cost_a_unit_and_their_bytes() -> None:
+def test_lines_cost_a_unit_and_those_that_carry_no_data_their_bytes() -> None:
     # What reading a stream costs besides its events' data (``protocol.pacing.read_budget``).
     dec = SSEDecoder()
     dec.feed(b": ping\n\nid: 1\nevent: x\ndata: a\ndata: b\n\n:")
-    # The comment, two blank lines, the id and event lines.
-    assert dec.other_cost == 5 + skipped(6 + 5 + 8)
+    # The comment, two blank lines, the id and event lines; the two data lines.
+    assert dec.line_cost == 5 + skipped(6 + 5 + 8) + 2
     dec.feed(b" split comment\nfoo: bar\n")
-    assert dec.other_cost == 7 + skipped(19 + 15 + 8)
+    assert dec.line_cost == 9 + skipped(19 + 15 + 8)
+
+
+@pytest.mark.parametrize("line", [b"data\r", b"data: a\n", b"data:\r\n"])
+def test_data_lines_of_an_event_that_never_ends_cost_a_unit_each_as_they_come(
+    line: bytes,
+) -> None:
+    whole, pieces = SSEDecoder(), SSEDecoder()
+    assert whole.feed(line * 1000) == []
+    for i in range(0, 1000 * len(line), 7):
+        assert pieces.feed((line * 1000)[i : i + 7]) == []
+    assert whole.line_cost == pieces.line_cost == 1000
+
+
+def test_an_event_cut_for_its_size_costs_all_it_held() -> None:
+    dec = SSEDecoder(max_event=1000)
+    dec.feed(b"data\n" * 900)
+    with pytest.raises(EventTooLarge):
+        dec.feed(b"data: " + b"x" * 200)
+    assert dec.line_cost == 900 + skipped(900 + len(b"data: ") + 200)
+
+
+def test_a_complete_event_adds_its_bytes_or_gives_its_lines_back_as_an_answer() -> None:
+    dec = SSEDecoder()
+    (ev,) = dec.feed(b"data: " + b"x" * 1000 + b"\ndata: y\n\n")
+    assert dec.line_cost + data_cost(ev, answered=False) == 1 + cost(ev.data)
+    assert dec.line_cost + data_cost(ev, answered=True) == 1  # the blank line alone
 
 
 @pytest.mark.parametrize(
@@ -142,12 +176,12 @@ def test_a_long_line_that_carries_no_data_costs_its_bytes_however_it_comes(line:
     assert len(line) == 100_000
     whole = SSEDecoder()
     whole.feed(line + b"\n")
-    assert whole.other_cost == 1 + skipped(100_000)
+    assert whole.line_cost == 1 + skipped(100_000)
     pieces = SSEDecoder()
     for i in range(0, len(line), 4096):
         pieces.feed(line[i : i + 4096])
     pieces.feed(b"\n")
-    assert pieces.other_cost == 1 + skipped(100_000)
+    assert pieces.line_cost == 1 + skipped(100_000)
 
 
 def test_id_with_nul_is_ignored() -> None:

@@ -38,6 +38,24 @@ def test_bytes_thrown_away_unread_cost_what_as_many_of_a_message_do() -> None:
     assert budget.pace(0.0, key) == (2 * chunk - 400) / 100
 
 
+def test_an_answers_lines_charged_as_they_came_are_given_back_once_it_is_known() -> None:
+    # An answer over many lines, read in pieces: its lines were charged (past the burst),
+    # and once complete it costs nothing; giving back cannot pass the burst.
+    budget = ReadBudget(max_held=1 << 20, rate=100)
+    key = budget.open()
+    for _ in range(3):
+        assert budget.pace(0.0, key) == 0.0
+        budget.read(0.0, key, 150.0)
+    assert budget.pace(0.0, key) == 0.5
+    assert budget.pace(0.5, key) == 0.0
+    budget.read(0.5, key, -450.0)
+    assert budget.pace(0.5, key) == 0.0
+    budget.read(0.5, key, 400.0)
+    assert budget.pace(0.5, key) == 0.0
+    budget.read(0.5, key, 100.0)
+    assert budget.pace(0.5, key) == 1.0
+
+
 def test_events_at_the_rate_are_read_without_a_wait() -> None:
     budget = ReadBudget(max_held=1 << 20, rate=100)
     key = budget.open()

@@ -190,7 +190,10 @@ class LegacySSEServer:
                 if not data:
                     await respond.end()
                     break
-                await respond.send(data)
+                try:
+                    await respond.send(data)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    break  # the client hung up while a write waited for it to read
             nursery.cancel_scope.cancel()
         if cut:
             await respond.cut()

@@ -660,3 +660,52 @@ async def test_a_push_stream_in_an_encoding_mcpd_did_not_ask_for_is_refused_nami
         "\n".join(said)
     ), said
     assert srv.methods().count("GET") == 1
+
+
+class Said(logging.Handler):
+    """The journal's events, and ``held`` set once it says a server is held back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[str] = []
+        self.held = trio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        said = getattr(record, "mcpd_event", None)
+        if said is not None and record.levelno >= logging.WARNING:
+            self.events.append(said)
+        if said == "held_back":
+            self.held.set()
+
+
+async def test_an_event_cut_for_its_size_on_the_push_stream_is_said_and_paid_for() -> None:
+    # Its one data line never ends: nothing of it is charged until it is cut, and then
+    # all of it, so that the next stream waits for the server's pace.
+    most = 64 * 1024
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        if req.method != "GET":
+            return await answer(req, respond)
+        await respond.sse_start()
+        await respond.send(b"data: " + b"x" * (2 * most))
+        await respond.wait_disconnect()
+
+    said = Said()
+    logger = logging.getLogger("mcpd")
+    logger.addHandler(said)
+    try:
+        with trio.fail_after(LIMIT):
+            async with (
+                serve_http(LegacySession(handler)) as srv,
+                open_http_transport(
+                    "old", srv.url(), HttpParams(max_body=most, read_budget=10)
+                ) as t,
+                trio.open_nursery() as nursery,
+            ):
+                await handshake(t)
+                nursery.start_soon(t.listen)
+                await said.held.wait()
+                nursery.cancel_scope.cancel()
+    finally:
+        logger.removeHandler(said)
+    assert said.events[0] == "event_too_large"

@@ -3,6 +3,7 @@ event, and the error that says how the stream ended."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import pytest
@@ -11,6 +12,7 @@ import trio
 from protocol.http.parts import Origin
 from protocol.http.sse import SSEEvent
 from tests.support.http_servers.serving import HttpServer, Responder, SeenRequest, serve_http
+from transports.complaints import Complaints
 from transports.errors import (
     HTTPStatusError,
     StreamCut,
@@ -58,7 +60,7 @@ async def read_all(stream: EventStream, seen: Seen) -> TransportError:
 
     async def reading(task_status: trio.TaskStatus[None]) -> None:
         with ReadPace("old", 1 << 20).stream() as paced:
-            ended.append(await stream.read(seen, paced, task_status))
+            ended.append(await stream.read(seen, paced, task_status, Complaints().admit))
 
     async with trio.open_nursery() as nursery:
         await nursery.start(reading)
@@ -68,7 +70,7 @@ async def read_all(stream: EventStream, seen: Seen) -> TransportError:
 async def read_unstarted(stream: EventStream, seen: Callable[[SSEEvent], Taken]) -> TransportError:
     """Read the stream to its end outside of a nursery's start."""
     with ReadPace("old", 1 << 20).stream() as paced:
-        return await stream.read(seen, paced, trio.TASK_STATUS_IGNORED)
+        return await stream.read(seen, paced, trio.TASK_STATUS_IGNORED, Complaints().admit)
 
 
 async def test_the_get_asks_for_a_stream_with_the_configured_headers() -> None:
@@ -126,7 +128,9 @@ async def test_a_last_event_the_stream_ends_inside_is_dropped() -> None:
 
 
 @pytest.mark.parametrize("named", [False, True], ids=["before the endpoint", "after it"])
-async def test_an_event_that_never_ends_is_cut_at_the_limit(named: bool) -> None:
+async def test_an_event_that_never_ends_is_cut_at_the_limit_and_said(
+    named: bool, caplog: pytest.LogCaptureFixture
+) -> None:
     gone = trio.Event()
 
     async def handler(req: SeenRequest, respond: Responder) -> None:
@@ -153,6 +157,8 @@ async def test_an_event_that_never_ends_is_cut_at_the_limit(named: bool) -> None
     assert isinstance(why, StreamCut)
     assert why.reason == "old: event stream event larger than 65536 bytes on the event stream"
     assert len(seen.events) == int(named)
+    said = [r for r in caplog.records if getattr(r, "mcpd_event", None) == "event_too_large"]
+    assert [(r.levelno, r.getMessage()) for r in said] == [(logging.WARNING, why.reason)]
 
 
 async def test_a_stream_cut_mid_event_says_so_once() -> None:
