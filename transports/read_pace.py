@@ -35,7 +35,7 @@ SAID_EVERY: Final = 60.0
 # ``protocol.pacing.read_budget``'s units: mcpd posts an answer back to each (a
 # refusal, when no agent can take it), which takes the shared thread about as long
 # as reading this many lines.
-ANSWER_COST: Final = 64.0
+ANSWER_COST: Final = 256.0
 
 
 class ReadPace:

@@ -191,3 +191,24 @@ async def test_what_reading_a_json_reply_took_is_measured_though_it_is_free_of_t
             assert json.loads(bytes(await t.request("tools/list", {}))) == big
             assert t.read_work > 0.0
             assert t.held_back is None
+
+
+async def test_a_large_answer_in_one_event_read_in_many_pieces_is_not_held_back() -> None:
+    # Its one data line is charged as a line when it ends, and given back as an answer.
+    big = {"text": "x" * (4 << 20)}
+
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        body = event(result(req.rpc_id, big)).encode()
+        await respond.sse_start()
+        for at in range(0, len(body), 16 * 1024):
+            await respond.send(body[at : at + 16 * 1024])
+        await respond.end()
+
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_http(handler) as srv,
+            open_http_transport("s", srv.url(), HttpParams(read_budget=5)) as t,
+        ):
+            for _ in range(3):
+                assert json.loads(bytes(await t.request("tools/list", {}))) == big
+            assert t.held_back is None
