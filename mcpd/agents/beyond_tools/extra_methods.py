@@ -35,7 +35,8 @@ from ..tasks.methods import TaskMethods
 from ..tasks.table import Tasks
 from ..tasks.watches import TaskWatches
 from .allowance import Allowance
-from .prompts import PromptsPage, Sees, complete, everything, get_prompt, list_prompts
+from .completions import complete
+from .prompts import PromptsPage, Sees, everything, get_prompt, list_prompts
 from .resources import ResourcesPage, list_resources, read_resource
 
 _DEBOUNCE: Final = 0.2

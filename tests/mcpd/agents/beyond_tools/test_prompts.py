@@ -12,10 +12,10 @@ import trio
 from msgspec import Raw
 
 from mcpd.agents.askback.driver import AgentSide, AskBackDriver
+from mcpd.agents.beyond_tools.completions import complete
 from mcpd.agents.beyond_tools.prompt_bounds import capped_completion
 from mcpd.agents.beyond_tools.prompts import (
     OUTAGE,
-    complete,
     get_prompt,
     held_error,
     list_prompts,
