@@ -18,6 +18,7 @@ from ...servers.all_servers import AllServers
 from ...servers.shared import CallRefused, Whose
 from ..calls import result_eras
 from ..calls.callrecords import Seen
+from ..calls.result_bounds import error_within
 from .prompt_bounds import capped_completion
 from .prompts import Sees, everything, held_error, held_read_error, outage_error, unknown_prompt
 
@@ -32,10 +33,12 @@ async def complete(
     *,
     own_user: bool = False,
     whose: Whose | None = None,
+    budget: int,
 ) -> Raw:
     """``seen``: filled in with what the request named and came to, for its record;
     ``own_user``: the agent is the daemon's own user's or root's (``outage_error``);
-    ``whose``: whose shares of the bytes under way it is weighed against."""
+    ``whose``: whose shares of the bytes under way it is weighed against; ``budget``:
+    the result budget, which the server's error is held to (``error_within``)."""
     seen = seen or Seen()
     params = rpc.decode_as(req.params, features.CompleteParams)
     seen.arguments = params.argument
@@ -71,7 +74,7 @@ async def complete(
         raise outage_error(refused.outage, own_user) from None
     except rpc.RPCError as exc:
         seen.outcome = exc
-        raise
+        raise error_within(exc, budget) from None
     seen.outcome = raw
     modern = ctx is not None and ctx.era == "modern"
     cut = capped_completion(raw)

@@ -41,9 +41,8 @@ from .resources import ResourcesPage, list_resources, read_resource
 
 _DEBOUNCE: Final = 0.2
 _T = TypeVar("_T")
-# One of these methods, as the server of agents' requests calls it: given the agent and
-# the request. Its result is what the reply encodes (``rpc.encode_result``), or the
-# reply's bytes (as ``own_methods.profile_methods.OwnMethod``'s).
+# One of these methods, as the server of agents' requests calls it with the agent and the
+# request: its result is what the reply encodes, or its bytes (as ``OwnMethod``'s do).
 ExtraMethod: TypeAlias = Callable[[Agent, rpc.Request, RequestContext | None], Awaitable[object]]
 
 
@@ -177,17 +176,18 @@ class ExtraMethods:
         conn: Agent,
         req: rpc.Request,
         ctx: RequestContext | None,
-        answer: Callable[[Seen], Awaitable[_T]],
+        answer: Callable[[Seen, int], Awaitable[_T]],
     ) -> _T:
-        """``answer``'s reply, and the request's audit record, which names the profile
-        it was routed in (the connection may switch before it ends)."""
+        """``answer``'s reply, given the result budget now, and the request's audit
+        record, which names the profile it was routed in (the connection may switch
+        before it ends)."""
         arrived = self.records.now()
         view_of = self._view_of
         profile = view_of(conn).name if view_of is not None else "default"
         seen = Seen()
         size = 0
         try:
-            result = await answer(seen)
+            result = await answer(seen, self.control.settings.result_budget_chars)
             word, reason = seen.words()
             size = len(result) if isinstance(result, bytes | Raw) else 0
             return result
@@ -214,8 +214,8 @@ class ExtraMethods:
         agent = _agent_side(conn, ctx)
         sees, sight = self._sees(conn)
 
-        def answer(seen: Seen) -> Awaitable[bytes]:
-            return get_prompt(self.servers, self.askback, agent, req, sees, sight, seen)
+        def answer(seen: Seen, budget: int) -> Awaitable[bytes]:
+            return get_prompt(self.servers, self.askback, agent, req, budget, sees, sight, seen)
 
         return await self._recorded(conn, req, ctx, answer)
 
@@ -236,13 +236,12 @@ class ExtraMethods:
     async def _resources_read(
         self, conn: Agent, req: rpc.Request, ctx: RequestContext | None
     ) -> bytes:
-        budget = self.control.settings.result_budget_chars
         agent = _agent_side(conn, ctx)
         allowance = self._allowance(agent.owner)
         sees = self._sees(conn)[1]
         servers, askback = self.servers, self.askback
 
-        def answer(seen: Seen) -> Awaitable[bytes]:
+        def answer(seen: Seen, budget: int) -> Awaitable[bytes]:
             return read_resource(servers, askback, agent, req, budget, allowance, sees, seen)
 
         return await self._recorded(conn, req, ctx, answer)
@@ -302,7 +301,7 @@ class ExtraMethods:
         prompts, resources = self._sees(conn)
         own_user = conn.identity.reads_as_owner()
 
-        def answer(seen: Seen) -> Awaitable[Raw]:
+        def answer(seen: Seen, budget: int) -> Awaitable[Raw]:
             return complete(
                 self.servers,
                 req,
@@ -312,6 +311,7 @@ class ExtraMethods:
                 seen,
                 own_user=own_user,
                 whose=conn.whose(),
+                budget=budget,
             )
 
         return await self._recorded(conn, req, ctx, answer)

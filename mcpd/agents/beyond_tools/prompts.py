@@ -30,6 +30,7 @@ from ..askback.rounds import RoundTrip, SendRound
 from ..askback.state_bound import largest_state, refuse_too_large, repeated_bytes
 from ..calls import result_eras
 from ..calls.callrecords import Seen
+from ..calls.result_bounds import error_within
 from ..calls.rewrite import prompt_result
 from ..calls.unrouted import held_meta, held_text
 from ..lists.paging import page_of
@@ -217,18 +218,22 @@ async def serve_asked(
     rewrite: Callable[[Raw], Raw | rpc.JsonObject],
     seen: Seen,
     arguments: Raw | UnsetType,
+    budget: int,
     cacheable: bool = False,
 ) -> bytes:
     """The reply to ``req``, a prompts/get or resources/read of ``name`` (``params``, in
     the server's terms; a prompt's ``arguments``, a read has none) whose server
     ``alias`` may ask the agent things: what ``upstream`` comes to, its result made the
-    agent's by ``rewrite``, noted in ``seen``."""
+    agent's by ``rewrite``, noted in ``seen``; its error held to ``budget`` as a tool
+    call's is (``error_within``)."""
 
     def shape(rid: rpc.Id, outcome: Fetched) -> bytes:
         if isinstance(outcome, Refused):
             seen.refusal = outcome
         else:
             seen.outcome = outcome
+        if isinstance(outcome, rpc.RPCError):
+            outcome = error_within(outcome, budget)
 
         def made() -> Raw:
             largest = largest_state(askback.max_line_bytes(), repeated_bytes(name, arguments))
@@ -259,11 +264,13 @@ async def get_prompt(
     askback: AskBackDriver,
     agent: AgentSide,
     req: rpc.Request,
+    budget: int,
     sees: Sees = everything,
     sight: Sight | None = None,
     seen: Seen | None = None,
 ) -> bytes:
-    """``seen``: filled in with what the request named and came to, for its record."""
+    """``budget``: the result budget (``serve_asked``); ``seen``: filled in with what
+    the request named and came to, for its record."""
     seen = seen or Seen()
     params = rpc.decode_as(req.params, features.GetPromptParams)
     local = seen.name = params.name
@@ -306,5 +313,5 @@ async def get_prompt(
         return prompt_result(raw, servers.links(alias, sight), alias, pinned)
 
     return await serve_asked(
-        servers, askback, agent, req, params, local, alias, upstream, rewrite, seen, given
+        servers, askback, agent, req, params, local, alias, upstream, rewrite, seen, given, budget
     )

@@ -153,7 +153,19 @@ async def read_resource(
         return read_result(raw, servers.links(alias, sight), budget)
 
     return await serve_asked(
-        servers, askback, agent, req, params, asked, alias, upstream, rewrite, seen, UNSET, True
+        servers,
+        askback,
+        agent,
+        req,
+        params,
+        asked,
+        alias,
+        upstream,
+        rewrite,
+        seen,
+        UNSET,
+        budget,
+        True,
     )
 
 

@@ -2,9 +2,12 @@
 
 The budget (``result_budget_chars``) holds a result's texts, which a model reads. A
 server's JSON-RPC error reaches a model too: hosts show its message as the tool's
-text. So that message is cut to the same budget, with a note of how much was cut, as a
-text is (``error_within``). Its data is for the host's code: kept when it is no larger
-than ``DATA_BYTES``, else replaced by a note of its size. A result's ``_meta`` is for
+text, or as what a prompt, a read or a completion came to. So that message is cut to
+the same budget, with a note of how much was cut, as a text is (``error_within``),
+wherever mcpd passes a server's error on to an agent: a tool call, a prompts/get, a
+resources/read, a completion/complete, a task's request. Its data is for the host's
+code: kept when it is no larger than ``DATA_BYTES``, else replaced by a note of its
+size. A result's ``_meta`` is for
 the host's code as well: one larger than ``META_BYTES`` (or the budget, when that is
 more) is left out, and a key of mcpd's says how large it was (``meta_within``).
 
@@ -55,7 +58,7 @@ def meta_within(raw: Raw, head: Head, budget: int) -> tuple[Raw, Head]:
 
 
 def error_within(exc: rpc.RPCError, budget: int) -> rpc.RPCError:
-    """``exc`` (a server's error, as an agent's call ends with it) with its message cut
+    """``exc`` (a server's error, as an agent's request ends with it) with its message cut
     to ``budget`` characters and a note of how much was cut, and its data replaced by
     a note of its size when it is larger than ``DATA_BYTES``; ``exc`` itself when
     neither is over."""

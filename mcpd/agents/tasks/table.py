@@ -52,6 +52,7 @@ from ...registry.uris.scheme import Sight
 from ...servers.all_servers import AllServers
 from ...servers.shared import MAX_TASK_ID, AgentKey, CallRefused, Outage, SessionMark, Whose
 from ..agent import Sent
+from ..calls.result_bounds import error_within
 from ..calls.results import Recipient, result_for
 from ..calls.rewrite import tool_result
 from .told import ResultFor, TaskState, cut_message, malformed, task_state
@@ -336,6 +337,8 @@ class Tasks:
                 return ended_task(params.taskId, ended)
             o = refused.outage.for_agent(own_user)
             raise rpc.RPCError(-32000, o.sentence(), {"mcpd/outage": o.meta()}) from None
+        except rpc.RPCError as exc:  # the server's, held to the budget as a call's error is
+            raise error_within(exc, self._budget()) from None
         decoded = msgspec.json.decode(raw)
         if method == "tasks/cancel":
             _let_go(task)  # its agent gave it up: no one waits for its result

@@ -115,7 +115,7 @@ async def get(
     servers: AllServers, params: dict[str, Any], seen: Seen | None = None, **kw: Any
 ) -> bytes:
     return await get_prompt(
-        servers, AskBackDriver(), agent(), request("prompts/get", params), seen=seen, **kw
+        servers, AskBackDriver(), agent(), request("prompts/get", params), 1000, seen=seen, **kw
     )
 
 
@@ -301,7 +301,7 @@ async def completing(
     params = {"ref": ref, "argument": {"name": "day", "value": "m"}}
     with trio.fail_after(5):
         return await complete(
-            servers, request("completion/complete", params), MODERN, seen=seen, **kw
+            servers, request("completion/complete", params), MODERN, seen=seen, budget=1000, **kw
         )
 
 
