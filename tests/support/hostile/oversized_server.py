@@ -1,8 +1,10 @@
 """A stdio MCP server whose answers carry more around a result than a model's context
 should take: an error whose message and data are far past any budget (``shout``), a
 result with a ``_meta`` of hundreds of kilobytes (``meta``), and progress reports with
-a long message and a progress that goes back (``steps``). It speaks the era its one
-argument names, ``modern`` or ``legacy``. Plain stdlib, so it starts fast.
+a long message and a progress that goes back (``steps``); the same error for a get of
+its prompt ``shout``, a read of its resource ``big://shout`` and a completion of
+either. It speaks the era its one argument names, ``modern`` or ``legacy``. Plain
+stdlib, so it starts fast.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ META_KEYS = 2_000  # of about 110 bytes each
 # (progress, message) of the reports ``steps`` sends, in order.
 STEPS = [(1, "p" * 5_000), (5, "five"), (4, "back"), (5, "again"), (6, "six")]
 MODERN = "2026-07-28"
+SHOUT_URI = "big://shout"
+CAPABILITIES: dict[str, object] = {"tools": {}, "prompts": {}, "resources": {}, "completions": {}}
 
 
 def write(msg: dict[str, object]) -> None:
@@ -36,10 +40,14 @@ def fail(rid: object, code: int, message: str, data: object = None) -> None:
     write({"jsonrpc": "2.0", "id": rid, "error": error})
 
 
+def shout(rid: object) -> None:
+    fail(rid, -32000, "M" * MESSAGE_CHARS, {"d": "D" * DATA_CHARS})
+
+
 def call(rid: object, params: dict[str, object], modern: bool) -> None:
     name = params.get("name")
     if name == "shout":
-        fail(rid, -32000, "M" * MESSAGE_CHARS, {"d": "D" * DATA_CHARS})
+        shout(rid)
         return
     if name == "meta":
         meta = {f"k{i}": "v" * 100 for i in range(META_KEYS)}
@@ -60,16 +68,24 @@ def handle(msg: dict[str, object], modern: bool) -> None:
     if rid is None:
         return
     if method == "server/discover" and modern:
-        found = {"supportedVersions": [MODERN], "capabilities": {"tools": {}}, "ttlMs": 0}
+        found = {"supportedVersions": [MODERN], "capabilities": CAPABILITIES, "ttlMs": 0}
         answer(rid, {**found, "cacheScope": "private"}, modern)
     elif method == "initialize" and not modern:
-        answer(rid, {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+        answer(rid, {"protocolVersion": "2025-11-25", "capabilities": CAPABILITIES,
                      "serverInfo": {"name": "big", "version": "1"}}, modern)  # fmt: skip
     elif method == "tools/list":
         tools = [{"name": n, "inputSchema": {"type": "object"}} for n in ("shout", "meta", "steps")]
         answer(rid, {"tools": tools}, modern)
     elif method == "tools/call":
         call(rid, params, modern)
+    elif method == "prompts/list":
+        answer(rid, {"prompts": [{"name": "shout"}]}, modern)
+    elif method == "resources/list":
+        answer(rid, {"resources": [{"uri": SHOUT_URI, "name": "shout"}]}, modern)
+    elif method == "resources/templates/list":
+        answer(rid, {"resourceTemplates": []}, modern)
+    elif method in ("prompts/get", "resources/read", "completion/complete"):
+        shout(rid)
     elif method == "ping":
         answer(rid, {}, modern)
     else:
