@@ -387,3 +387,34 @@ async def test_a_task_at_a_down_server_is_told_its_outage_as_its_agent_may_read_
     assert outage["state"] == "failed" and "exited with status 3" in refused.value.message
     said = "SOMEONES-SECRET" in refused.value.message
     assert said == ("stderr" in outage) == own_user
+
+
+class ShoutingServer(DownServer):
+    """Servers whose one answers every tasks/* request with an error far past any
+    budget: a long message and large data."""
+
+    async def request(self, alias: str, method: str, params: Any, **kw: Any) -> Raw:
+        from protocol.jsonrpc import messages
+
+        raise messages.RPCError(-32000, "M" * 30_000, {"d": "D" * 40_000})
+
+
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
+async def test_a_servers_error_to_a_tasks_request_is_held_to_the_budget(method: str) -> None:
+    """As a tool call's error is (``calls.result_bounds.error_within``), with the budget
+    as it is when the request comes."""
+    from mcpd.agents.tasks import table as tasks_module
+    from protocol.jsonrpc import messages
+    from protocol.mcp.features import TaskParams
+
+    budget = [8000]
+    table = tasks_module.Tasks(ShoutingServer(), lambda: budget[0])  # type: ignore[arg-type]
+    agent = AgentKey()
+    table.record("ta", agent, {"resultType": "task", "taskId": "t-1", "status": "working"})
+    budget[0] = 500  # a reload between the task's start and this request
+    with pytest.raises(messages.RPCError) as refused:
+        await table.handle(method, TaskParams("ta:t-1"), None, agent)
+    message, data = refused.value.message, refused.value.data
+    assert message.startswith("M" * 500) and message.count("M") == 500, len(message)
+    assert "29500 more characters were cut here" in message, message[-200:]
+    assert isinstance(data, str) and "was left out" in data, str(data)[:80]
