@@ -5,9 +5,9 @@ server's JSON-RPC error reaches a model too: hosts show its message as the tool'
 text, or as what a prompt, a read or a completion came to. So that message is cut to
 the same budget, with a note of how much was cut, as a text is (``error_within``),
 wherever mcpd passes a server's error on to an agent: a tool call, a prompts/get, a
-resources/read, a completion/complete, a task's request. Its data is for the host's
-code: kept when it is no larger than ``DATA_BYTES``, else replaced by a note of its
-size. A result's ``_meta`` is for
+resources/read, a completion/complete, a task's request, a failed task's ``error``
+(``error_object_within``). Its data is for the host's code: kept when it is no larger
+than ``DATA_BYTES``, else replaced by a note of its size. A result's ``_meta`` is for
 the host's code as well: one larger than ``META_BYTES`` (or the budget, when that is
 more) is left out, and a key of mcpd's says how large it was (``meta_within``).
 
@@ -78,6 +78,23 @@ def error_within(exc: rpc.RPCError, budget: int) -> rpc.RPCError:
             f"at most {DATA_BYTES} bytes of it.]"
         )
     return exc.replaced(message, data)
+
+
+def error_object_within(error: dict[str, object], budget: int) -> dict[str, object]:
+    """``error``, a JSON-RPC error object a server wrote within what it told (a failed
+    task's ``error``), held to the bounds ``error_within`` holds an error to; as it is
+    when it is within them, or is not one (no integer code, no string message)."""
+    code, message = error.get("code"), error.get("message")
+    if not isinstance(code, int) or not isinstance(message, str):
+        return error
+    given = rpc.RPCError(code, message, error.get("data", msgspec.UNSET))
+    bounded = error_within(given, budget)
+    if bounded is given:
+        return error
+    held = {**error, "message": bounded.message}
+    if "data" in error:
+        held["data"] = bounded.data
+    return held
 
 
 def _size(data: object) -> int:

@@ -52,7 +52,7 @@ from ...registry.uris.scheme import Sight
 from ...servers.all_servers import AllServers
 from ...servers.shared import MAX_TASK_ID, AgentKey, CallRefused, Outage, SessionMark, Whose
 from ..agent import Sent
-from ..calls.result_bounds import error_within
+from ..calls.result_bounds import error_object_within, error_within
 from ..calls.results import Recipient, result_for
 from ..calls.rewrite import tool_result
 from .told import ResultFor, TaskState, cut_message, malformed, task_state
@@ -363,11 +363,15 @@ class Tasks:
         """``told``, what ``task``'s server told of it (``state`` as read of it: a handle,
         an answer to a tasks/* request, news), as it reaches ``owner`` (of the profile
         ``sight`` now, with ``capabilities``): naming the task ``task_id``, its status
-        message cut, the result it ended with as a tools/call's would be. Every way a
-        task reaches an agent comes through here, so no way misses a step."""
+        message cut, the result it ended with as a tools/call's would be, the error it
+        failed with held to the budget as a call's error is. Every way a task reaches
+        an agent comes through here, so no way misses a step."""
         if "taskId" in told:
             told["taskId"] = task_id
         cut_message(told, state)
+        failed = told.get("error")
+        if isinstance(failed, dict):
+            told["error"] = error_object_within(failed, self._budget())
         if "result" in told:
             to = ResultFor(task.alias, owner, sight, capabilities, task.session)
             shaped, _ = result_for(Raw(_encode(told["result"])), to, self._budget(), self.finish)
