@@ -10,6 +10,7 @@ from mcpd.agents.calls.result_bounds import (
     DATA_BYTES,
     META_BYTES,
     META_LEFT_OUT,
+    error_object_within,
     error_within,
     meta_within,
 )
@@ -64,3 +65,24 @@ def test_a_budget_larger_than_the_bound_is_the_bound() -> None:
     raw = _result(META_BYTES)
     head = _head.decode(raw)
     assert meta_within(raw, head, 2 * META_BYTES) == (raw, head)
+
+
+def test_an_error_object_within_its_bounds_or_not_one_is_the_same_object() -> None:
+    within = {"code": -32000, "message": "short", "data": {"d": 1}}
+    assert error_object_within(within, 100) is within
+    for odd in ({"code": "x", "message": "m" * 500}, {"code": 1, "message": ["m"]}, {}):
+        assert error_object_within(odd, 100) is odd
+
+
+def test_an_error_objects_message_is_cut_and_its_data_left_out_past_their_bounds() -> None:
+    error = {"code": -32000, "message": "m" * 500, "data": {"d": "x" * DATA_BYTES}, "x": 1}
+    held = error_object_within(error, 100)
+    message, data = held["message"], held["data"]
+    assert isinstance(message, str) and message.startswith("m" * 100)
+    assert "400 more characters were cut here" in message, message
+    assert isinstance(data, str) and f"{DATA_BYTES + 8} bytes" in data, data
+    assert held["code"] == -32000 and held["x"] == 1
+    assert error_object_within({"code": 1, "message": "m" * 500}, 100).keys() == {
+        "code",
+        "message",
+    }

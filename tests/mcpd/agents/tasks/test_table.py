@@ -418,3 +418,32 @@ async def test_a_servers_error_to_a_tasks_request_is_held_to_the_budget(method: 
     assert message.startswith("M" * 500) and message.count("M") == 500, len(message)
     assert "29500 more characters were cut here" in message, message[-200:]
     assert isinstance(data, str) and "was left out" in data, str(data)[:80]
+
+
+class FailedTaskServer(DownServer):
+    """Servers whose one tells of every task that it failed, with an error far past any
+    budget: a long message and large data."""
+
+    async def request(self, alias: str, method: str, params: Any, **kw: Any) -> Raw:
+        error = {"code": -32000, "message": "M" * 30_000, "data": {"d": "D" * 40_000}}
+        told = {"taskId": "t-1", "status": "failed", "error": error}
+        return Raw(json.dumps({**told, "resultType": "complete"}).encode())
+
+
+async def test_the_error_a_task_failed_with_is_held_to_the_budget() -> None:
+    """As the error of a call is, in what tasks/get answers (and what its news tells,
+    which comes the same way: ``Tasks.shown``)."""
+    from mcpd.agents.tasks import table as tasks_module
+    from protocol.mcp.features import TaskParams
+
+    table = tasks_module.Tasks(FailedTaskServer(), lambda: 500)  # type: ignore[arg-type]
+    agent = AgentKey()
+    table.record("ta", agent, {"resultType": "task", "taskId": "t-1", "status": "working"})
+    told = await table.handle("tasks/get", TaskParams("ta:t-1"), None, agent)
+    assert told["taskId"] == "ta:t-1" and told["status"] == "failed", told.keys()
+    error = told["error"]
+    assert isinstance(error, dict) and error["code"] == -32000
+    message, data = error["message"], error["data"]
+    assert message.startswith("M" * 500) and message.count("M") == 500, len(message)
+    assert "29500 more characters were cut here" in message, message[-200:]
+    assert isinstance(data, str) and "was left out" in data, str(data)[:80]
