@@ -232,12 +232,13 @@ async def serve_asked(
             seen.refusal = outcome
         else:
             seen.outcome = outcome
-        if isinstance(outcome, rpc.RPCError):
-            outcome = error_within(outcome, budget)
 
         def made() -> Raw:
             largest = largest_state(askback.max_line_bytes(), repeated_bytes(name, arguments))
-            shaped = reply_for(servers, alias, agent, outcome, rewrite, cacheable, largest)
+            try:
+                shaped = reply_for(servers, alias, agent, outcome, rewrite, cacheable, largest)
+            except rpc.RPCError as exc:  # bounded once an ask to open a link is read
+                raise error_within(exc, budget) from None
             if isinstance(shaped, Raw):
                 return shaped  # the server's bytes, searched as they came
             return servers.written(alias, shaped, f"a {req.method} result")
