@@ -208,8 +208,11 @@ class Router:
         if rid is None:
             rid = out.id
         if isinstance(outcome, rpc.RPCError):
-            # A legacy server's ask to open a link, as this agent can take it.
-            outcome = url_required.for_call(call, error_within(outcome, self.budget))
+            # A legacy server's ask to open a link, as this agent can take it; the error
+            # it comes to held to the budget once its links are read from its data.
+            outcome = url_required.for_call(call, outcome)
+            if isinstance(outcome, rpc.RPCError):
+                outcome = error_within(outcome, self.budget)
         if isinstance(outcome, Raw):
             # ``results.shaped_for``, written out, with the head the scheduler read: every
             # call passes here (tests/mcpd/agents/calls/test_toolcall_reply.py holds the two alike).
