@@ -3,8 +3,9 @@ should take: an error whose message and data are far past any budget (``shout``)
 result with a ``_meta`` of hundreds of kilobytes (``meta``), and progress reports with
 a long message and a progress that goes back (``steps``); the same error for a get of
 its prompt ``shout``, a read of its resource ``big://shout`` and a completion of
-either. It speaks the era its one argument names, ``modern`` or ``legacy``. Plain
-stdlib, so it starts fast.
+either; and a get of its prompt ``links`` asks the agent to open more links (a URL
+elicitation) than fit in an error's data as passed on. It speaks the era its one
+argument names, ``modern`` or ``legacy``. Plain stdlib, so it starts fast.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ META_KEYS = 2_000  # of about 110 bytes each
 STEPS = [(1, "p" * 5_000), (5, "five"), (4, "back"), (5, "again"), (6, "six")]
 MODERN = "2026-07-28"
 SHOUT_URI = "big://shout"
+LINKS = 40  # of about 1,000 bytes each
 CAPABILITIES: dict[str, object] = {"tools": {}, "prompts": {}, "resources": {}, "completions": {}}
 
 
@@ -42,6 +44,11 @@ def fail(rid: object, code: int, message: str, data: object = None) -> None:
 
 def shout(rid: object) -> None:
     fail(rid, -32000, "M" * MESSAGE_CHARS, {"d": "D" * DATA_CHARS})
+
+
+def link(i: int) -> dict[str, object]:
+    url = f"https://example.com/{i}?state=" + "s" * 1_000
+    return {"mode": "url", "elicitationId": f"e-{i}", "url": url, "message": "Sign in."}
 
 
 def call(rid: object, params: dict[str, object], modern: bool) -> None:
@@ -79,11 +86,14 @@ def handle(msg: dict[str, object], modern: bool) -> None:
     elif method == "tools/call":
         call(rid, params, modern)
     elif method == "prompts/list":
-        answer(rid, {"prompts": [{"name": "shout"}]}, modern)
+        answer(rid, {"prompts": [{"name": "shout"}, {"name": "links"}]}, modern)
     elif method == "resources/list":
         answer(rid, {"resources": [{"uri": SHOUT_URI, "name": "shout"}]}, modern)
     elif method == "resources/templates/list":
         answer(rid, {"resourceTemplates": []}, modern)
+    elif method == "prompts/get" and params.get("name") == "links":
+        links = [link(i) for i in range(LINKS)]
+        fail(rid, -32042, "URL elicitation required", {"elicitations": links})
     elif method in ("prompts/get", "resources/read", "completion/complete"):
         shout(rid)
     elif method == "ping":

@@ -2,7 +2,8 @@
 to the bounds a tool call's error is (``calls.result_bounds.error_within``), through a
 running daemon, in either era of the server and of the agent: its message cut to the
 text budget with a note of how much, its data past its bound left out with a note of
-its size. After a reload, the budget the reload set holds."""
+its size. After a reload, the budget the reload set holds. An ask to open links is
+read before its error is bounded: its links are not lost with its data."""
 
 from __future__ import annotations
 
@@ -14,11 +15,12 @@ from typing import Any
 import pytest
 import trio
 
+from mcpd.agents.askback import url_required
 from mcpd.agents.calls.result_bounds import DATA_BYTES
 from mcpd.config.loading.load import load
-from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.clients.agent import META, Agent, connect, make_config, running
 from tests.support.daemons.reloading import write_config
-from tests.support.hostile.oversized_server import DATA_CHARS, MESSAGE_CHARS, SHOUT_URI
+from tests.support.hostile.oversized_server import DATA_CHARS, LINKS, MESSAGE_CHARS, SHOUT_URI
 
 SERVER = str(Path(__file__).resolve().parents[3] / "support" / "hostile" / "oversized_server.py")
 BUDGET = 500
@@ -46,7 +48,8 @@ async def _errors(tmp_path: Path, server: str, era: str) -> dict[str, dict[str, 
 async def _asked(agent: Agent) -> dict[str, dict[str, Any]]:
     """The error each of a prompts/get, a resources/read and a completion/complete of
     the server's ``shout`` comes to, by method."""
-    name = (await agent.result("prompts/list"))["prompts"][0]["name"]
+    name = (await agent.result("prompts/list"))["prompts"][1]["name"]
+    assert name.endswith("shout"), name
     asked: dict[str, dict[str, Any]] = {
         "prompts/get": {"name": name},
         "resources/read": {"uri": SHOUT_URI},
@@ -91,3 +94,23 @@ async def test_after_a_reload_the_budget_it_set_holds_for_a_servers_error(tmp_pa
             write_config(path, sock, big, "result_budget_chars = 300\n")
             await daemon.reload()
             _check(await _asked(agent), 300)
+
+
+async def test_an_ask_to_open_more_links_than_fit_in_an_errors_data_is_still_offered(
+    tmp_path: Path,
+) -> None:
+    big = {"command": sys.executable, "args": [SERVER, "legacy"]}
+    cfg = make_config(tmp_path, {"big": big}, result_budget_chars=BUDGET)
+    caps: dict[str, Any] = {
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"url": {}}}
+    }
+    with trio.fail_after(60):
+        async with running(cfg) as daemon, connect(daemon.socket_path) as agent:
+            name = (await agent.result("prompts/list"))["prompts"][0]["name"]
+            assert name.endswith("links"), name
+            params = {"name": name, "_meta": {**META, **caps}}
+            result = (await agent.rpc("prompts/get", params))["result"]
+    assert result["resultType"] == "input_required", result
+    urls = [r["params"]["url"] for r in result["inputRequests"].values()]
+    assert len(urls) == url_required.MAX_LINKS < LINKS, len(urls)
+    assert urls[0].startswith("https://example.com/0?state=sss"), urls[0][:40]
