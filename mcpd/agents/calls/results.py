@@ -37,6 +37,7 @@ _QUOTE: Final = ord('"')
 _BRACE: Final = ord("{")
 # Content blocks that carry a server's URI, which the agent gets rewritten.
 _LINKS: Final = frozenset({"resource", "resource_link"})
+_NO_CONTENT: Final = "no content (a tool's result holds a list of content blocks, empty or not)"
 
 
 # A result's head, with its texts skipped or read: held here, not looked up through
@@ -153,6 +154,10 @@ def shape_call_result(
     kind = head.resultType
     if isinstance(kind, str) and kind != mcp.COMPLETE:
         return _not_complete(raw, head, kind, modern, alias, capabilities, tasks, budget)
+    if head.content is None:
+        # Absent or null: an agent's SDK that requires it would fail the call with its
+        # own words, naming neither the server nor what is wrong.
+        return _malformed(alias, modern, _NO_CONTENT)
     shaped = for_era(raw, head, bool(head.content), modern)
     if shaped is not raw and not head.content:
         # It may hold a text now, that the budget holds too: read again, as given.
@@ -297,12 +302,8 @@ def _with_result_type(raw: Raw) -> Raw:
     view = memoryview(raw)
     if not view or view[0] != _BRACE:
         view = memoryview(bytes(raw).lstrip())
-    rest = view[1:]
-    head = bytes(rest[:32]).lstrip()
-    if head.startswith(b"}") or (not head and bytes(rest).lstrip().startswith(b"}")):
-        # An empty object, perhaps written as "{ }".
-        return Raw(b"{" + _RESULT_TYPE_FIELD + bytes(rest))
-    return Raw(b"".join((b"{", _RESULT_TYPE_FIELD, b",", rest)))
+    # Never an empty object: a result without content is refused before it comes here.
+    return Raw(b"".join((b"{", _RESULT_TYPE_FIELD, b",", view[1:])))
 
 
 def _cut(result: dict[str, Any], budget: int, total: int) -> None:
@@ -348,8 +349,8 @@ def _block_text(block: Any) -> tuple[str | None, bool]:
     return None, False
 
 
-def _malformed(alias: str, modern: bool, exc: Exception) -> Shaped:
-    text = f"The tool server {alias!r} returned a malformed result: {exc}"
+def _malformed(alias: str, modern: bool, why: Exception | str) -> Shaped:
+    text = f"The tool server {alias!r} returned a malformed result: {why}"
     return _error(text, modern), False, True
 
 

@@ -93,10 +93,32 @@ def test_leading_whitespace_before_the_result_object_is_handled() -> None:
     assert bytes(out) == b"{" + COMPLETE_FIELD + b',"content":[]}'
 
 
-@pytest.mark.parametrize("data", [b"{}", b"{ }", b"{\n}", b" {\t} "])
-def test_an_empty_result_object_gets_valid_json_with_result_type(data: bytes) -> None:
-    out = shape(data, modern=True)
-    assert as_json(out) == {"resultType": "complete"}
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"{}",
+        b" {\t} ",
+        b'{"content":null}',
+        b'{"resultType":"complete","task":{"taskId":"x"}}',
+        b'{"resultType":null,"structuredContent":{"n":1}}',
+    ],
+)
+@pytest.mark.parametrize("modern", [True, False])
+def test_a_result_with_no_content_is_the_servers_malformed_result(
+    data: bytes, modern: bool
+) -> None:
+    # An agent's SDK that requires it would fail the call in words naming neither the
+    # server nor what is wrong.
+    out = as_json(shape(data, modern=modern))
+    assert out["isError"] is True
+    assert only_text(out).startswith("The tool server 'notes' returned a malformed result: ")
+    assert "no content" in only_text(out)
+    assert ("resultType" in out) is modern
+
+
+def test_an_empty_content_is_content() -> None:
+    out = shape(b' {\t"content" : [] } ', modern=True)
+    assert as_json(out) == {"resultType": "complete", "content": []}
 
 
 def test_a_complete_modern_result_passes_byte_identical_to_a_modern_agent() -> None:
