@@ -192,11 +192,7 @@ class Client:
                         if isinstance(waits, dict):
                             self._waiting(waits)
                 except (rpc.DecodeFailure, msgspec.DecodeError) as exc:
-                    reason = exc.message if isinstance(exc, rpc.DecodeFailure) else str(exc)
-                    raise BadReply(
-                        f"the reply of mcpd on {self.path} could not be read ({reason}); "
-                        f"it began {line[:80]!r}"
-                    ) from None
+                    raise self._unreadable(line, rid, exc) from None
                 if isinstance(msg, rpc.ErrorResponse) and msg.id in (rid, None):
                     error, data = msg.error, msg.error.data
                     if isinstance(data, msgspec.Raw):  # the daemon's own: read whole
@@ -208,6 +204,25 @@ class Client:
             ) from None
         except OSError as exc:
             raise DaemonUnreachable(f"lost the connection to mcpd on {self.path}: {exc}") from None
+
+    def _unreadable(
+        self, line: bytes, rid: int, exc: rpc.DecodeFailure | msgspec.DecodeError
+    ) -> BadReply:
+        """Why a reply could not be taken: mcpd's line, or a value in it that mcpd passed
+        on as it came (a tool's result, a progress report), which this client cannot
+        decode."""
+        if isinstance(exc, msgspec.DecodeError) or (
+            isinstance(exc, rpc.MalformedResponse) and exc.given == rid
+        ):
+            why = exc.why if isinstance(exc, rpc.MalformedResponse) else str(exc)
+            return BadReply(
+                f"the reply of mcpd on {self.path} holds a value that could not be decoded "
+                f"({why}); what a tool server sent is passed on as it came"
+            )
+        return BadReply(
+            f"the reply of mcpd on {self.path} could not be read ({exc.message}); "
+            f"it began {line[:80]!r}"
+        )
 
     def _holder(self) -> str:
         """What holds the socket, by its pid as the kernel says: nothing it said tells

@@ -118,6 +118,26 @@ def test_a_reply_that_cannot_be_read_is_a_bad_reply_naming_the_socket(
     assert f"it began {reply[:-1]!r}" in str(caught.value)
 
 
+@pytest.mark.parametrize("number", [b"1e400", b"9" * 5000])
+def test_a_result_that_cannot_be_decoded_is_not_called_the_reply_of_mcpd(
+    sock: Path, number: bytes
+) -> None:
+    # mcpd passes a tool's result on as its server wrote it: a value in it this client
+    # cannot decode is not mcpd's line being unreadable.
+    reply = b'{"jsonrpc":"2.0","id":1,"result":{"content":[],"n":' + number + b"}}\n"
+    with (
+        FakeDaemon(sock, lambda msg: reply),
+        Client(str(sock)) as client,
+        pytest.raises(BadReply) as caught,
+    ):
+        client.request("tools/call")
+    said = str(caught.value)
+    assert f"the reply of mcpd on {sock} holds a value that could not be decoded" in said
+    assert "a number no JSON decoder reads" in said
+    assert "what a tool server sent is passed on as it came" in said
+    assert "could not be read" not in said
+
+
 def test_a_long_bad_reply_is_quoted_only_in_its_beginning(sock: Path) -> None:
     junk = b"<" + b"x" * 5000 + b">\n"
     with (
