@@ -18,7 +18,7 @@ import trio
 from msgspec import Raw, UnsetType
 
 from protocol.jsonrpc import messages as rpc
-from protocol.jsonrpc.refused_replies import answered, misaddressed, refusal
+from protocol.jsonrpc.refused_replies import answered, misaddressed, named_twice, refusal
 from protocol.mcp.core import CancelledParams
 from protocol.shown.logfields import log_extra
 from protocol.shown.visible import quote, quoted_id
@@ -116,16 +116,17 @@ class PendingRequests:
         slot.resolve(result, error)
         return True
 
-    def answer(self, msg: rpc.Response) -> bool:
+    def answer(self, msg: rpc.Response, line: bytes = b"") -> bool:
         """``route`` for a successful response: a call's answer, most of the time."""
         reply = self._replies.pop(msg.id, None)
         if reply is None:
-            return self.route(msg)
+            return self.route(msg, line)
         reply(msg.result, None)
         return True
 
-    def route(self, msg: rpc.Response | rpc.ErrorResponse) -> bool:
-        """Hand a response to the request waiting for it; whether one was."""
+    def route(self, msg: rpc.Response | rpc.ErrorResponse, line: bytes = b"") -> bool:
+        """Hand a response to the request waiting for it; whether one was. ``line``: the
+        response as written, read again for another id it gives if it answers none."""
         if msg.id is not None:
             if isinstance(msg, rpc.Response):
                 answered = self.resolve(msg.id, msg.result, None)
@@ -141,6 +142,8 @@ class PendingRequests:
                 return False
             if isinstance(msg.id, str) and self._fail(misaddressed(msg.id, self.waiting)):
                 return False
+        if line and self._fail(named_twice(line, self.waiting)):
+            return False
         # Unknown ids, duplicates: a warning, not debug only, so that the log says which
         # server sent them.
         note = self._complain()

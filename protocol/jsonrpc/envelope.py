@@ -8,7 +8,8 @@ what needs it, as far as it needs it (stage two: ``messages.decode_as``).
 A line that is not a usable message fails in JSON-RPC's own terms (``DecodeFailure``),
 saying why in words a model or a person can act on; a line whose text alone is at fault
 (bytes that are not UTF-8, half a surrogate pair, a byte order mark) is answered under
-the id it reads as with its text mended.
+the id it reads as with its text mended; so is one holding a number that common decoders
+do not read (``numbers``), under its own id, a response as one that cannot be taken.
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ from .messages import (
     MAX_INT_ID,
     MIN_INT_ID,
     PARSE_ERROR,
+    BatchedReplies,
     DecodeFailure,
     ErrorObject,
     ErrorResponse,
+    Id,
     MalformedResponse,
     Message,
     Notification,
@@ -40,6 +43,7 @@ from .messages import (
     id_too_long,
     valid_id,
 )
+from .numbers import CLASSES, LONG_EXPONENT, LONG_RUN, number_fault
 
 
 class _Envelope(msgspec.Struct):
@@ -75,16 +79,7 @@ def decode_message(data: bytes | memoryview) -> Message:
     except msgspec.ValidationError as exc:
         if data.lstrip()[:1] == b"[":
             # The type is checked at the first byte: "[INFO] starting" is no batch.
-            if line_fault(data) is not None:
-                raise DecodeFailure(
-                    PARSE_ERROR, "Parse error: not JSON (text starting with '[')", None, "not JSON"
-                ) from None
-            # Batches left MCP with 2025-06-18; a 2025-03-26 peer may still send one.
-            raise DecodeFailure(
-                INVALID_REQUEST,
-                "Invalid request: a JSON-RPC batch (an array of messages), which is not "
-                "taken here; send each message on its own",
-            ) from None
+            raise _not_an_object(data) from None
         raise DecodeFailure(INVALID_REQUEST, f"Invalid request: {exc}") from None
     except RecursionError as exc:
         raise DecodeFailure(PARSE_ERROR, f"Parse error: {exc}", None, "nested too deeply") from None
@@ -104,6 +99,9 @@ def decode_message(data: bytes | memoryview) -> Message:
             raise DecodeFailure(INVALID_REQUEST, id_out_of_range(msg_id))
     if env.jsonrpc != "2.0":
         raise DecodeFailure(INVALID_REQUEST, 'Invalid request: "jsonrpc" must be "2.0"', msg_id)
+    unread = number_fault(data)
+    if unread is not None:
+        raise _unread_number(env, msg_id, unread)
     params = env.params if isinstance(env.params, Raw) else None
     if env.method is not UNSET:
         if not isinstance(env.method, str):
@@ -137,6 +135,52 @@ def decode_message(data: bytes | memoryview) -> Message:
     raise DecodeFailure(INVALID_REQUEST, "Invalid request: no method, result or error", msg_id)
 
 
+def _not_an_object(data: bytes) -> DecodeFailure:
+    """The failure of a line that starts with ``[``: a batch, or not JSON."""
+    if line_fault(data) is not None:
+        return DecodeFailure(
+            PARSE_ERROR, "Parse error: not JSON (text starting with '[')", None, "not JSON"
+        )
+    # Batches left MCP with 2025-06-18; a 2025-03-26 peer may still send one.
+    batch = (
+        "Invalid request: a JSON-RPC batch (an array of messages), which is not "
+        "taken here; send each message on its own"
+    )
+    responses = _batched_response_ids(data)
+    if responses:
+        return BatchedReplies(batch, responses)
+    return DecodeFailure(INVALID_REQUEST, batch)
+
+
+def _unread_number(env: _Envelope, msg_id: Id | None, unread: str) -> DecodeFailure:
+    """The failure of a message holding a number no decoder reads (``unread`` says
+    which): a response's, that cannot be taken; any other's, a parse error under its
+    id."""
+    if env.method is UNSET:
+        return MalformedResponse(None if env.id is UNSET else env.id, f"holding {unread}")
+    rid = msg_id if env.id is not UNSET else None
+    return DecodeFailure(PARSE_ERROR, f"Parse error: the message holds {unread}", rid)
+
+
+_batch_decoder: Final = msgspec.json.Decoder(list[_Envelope])
+
+
+def _batched_response_ids(data: bytes) -> tuple[object, ...]:
+    """The ids of the responses in a batch, as written; none for a batch that cannot be
+    read as an array of objects."""
+    try:
+        batch = _batch_decoder.decode(data)
+    except (msgspec.DecodeError, RecursionError):
+        return ()
+    return tuple(
+        env.id
+        for env in batch
+        if env.method is UNSET
+        and env.id is not UNSET
+        and (isinstance(env.result, Raw) or isinstance(env.error, Raw))
+    )
+
+
 def _unsound(fault: Fault, why: str) -> DecodeFailure:
     """The failure of a line whose text holds ``fault``: said in words a model can act
     on, under the id of the request the line is when read with its text mended (the id
@@ -167,7 +211,15 @@ def decode_response(data: bytes) -> Response | None:
     (UTF-8 is checked there), on one line, an integer or string id."""
     # A line without the member is not tried: a failed decode costs as much as the
     # general one (a server streaming progress would pay twice for each notification).
-    if b'"result"' not in data or not data.isascii() or b"\n" in data or b"\r" in data:
+    if b'"result"' not in data or not data.isascii():
+        return None
+    # The raw result is not read by the decoder: a number in it no decoder reads is
+    # looked for apart (``numbers``), and such a line is left to ``decode_message`` to
+    # refuse. Either line break is "\n" in the classes.
+    classes = data.translate(CLASSES, b"+")
+    if b"\n" in classes or (
+        (LONG_RUN in classes or LONG_EXPONENT in classes) and number_fault(data, classes)
+    ):
         return None
     try:
         return _result_line_decoder.decode(data)

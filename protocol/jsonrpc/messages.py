@@ -128,6 +128,16 @@ class MalformedResponse(DecodeFailure):
         self.why = why
 
 
+class BatchedReplies(DecodeFailure):
+    """A JSON-RPC batch (an array of messages) that holds responses: ``given`` are the
+    ids they were sent under, each answering a request that cannot take it as sent."""
+
+    def __init__(self, message: str, given: tuple[object, ...]) -> None:
+        super().__init__(INVALID_REQUEST, message)
+        self.given = given
+        self.why = "sent in a JSON-RPC batch (an array of messages, which is not taken)"
+
+
 class InvalidParams(Exception):
     """Stage-two failure: the envelope was fine, the params (or result) were not."""
 

@@ -7,12 +7,14 @@ warning everywhere. The server sent it, so it is up and keeps running.
 
 ``answered`` tells which waiting request such a reply was for (``waiting`` says whether
 one waits under an id; ``misaddressed`` is the part for a reply that is sound but for
-its id's type); ``refusal`` is what that request then fails with. One whose id names
+its id's type, ``named_twice`` the part for one that gives its ``"id"`` more than once);
+``refusal`` is what that request then fails with. One whose id names
 no request at all (``names_a_request``) fails none.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Callable
@@ -56,6 +58,29 @@ def misaddressed(given: object, waiting: Callable[[rpc.Id], bool]) -> tuple[rpc.
         return None
     kind = "a string" if isinstance(given, str) else "not an integer"
     return rid, f"sent under the id {shown_id(given)} ({kind}) for request {rid}"
+
+
+def named_twice(line: bytes, waiting: Callable[[rpc.Id], bool]) -> tuple[rpc.Id, str] | None:
+    """The waiting request a response answered under an ``"id"`` it gives more than
+    once (a reader keeps one of them, msgspec the last, another reader the first), and
+    why it cannot be taken; None when it gives one, or none of them waits. ``line``:
+    the response as written, read again here only when no request took it."""
+    if line.count(b'"id"') < 2:
+        return None
+    try:
+        members = json.loads(line, object_pairs_hook=list)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(members, list):
+        return None
+    ids = [value for key, value in members if key == "id"]
+    if len(ids) < 2:
+        return None
+    for given in ids:
+        if rpc.valid_id(given) and waiting(given):
+            shown = ", ".join(map(shown_id, ids))
+            return given, f'sent with more than one "id" ({shown})'
+    return None
 
 
 def names_a_request(given: object) -> bool:

@@ -23,6 +23,7 @@ import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
 from .messages import MAX_ID_LENGTH, MIN_INT_ID, Id
+from .numbers import CLASSES, LONG_EXPONENT, LONG_RUN, number_fault
 
 _MAX_SIGNED: Final = 2**63 - 1
 
@@ -61,7 +62,15 @@ def decode_call(line: bytes) -> SplicedRequest | None:
     """An ordinary tools/call, or None for any other line (the general decoder then
     handles it, and says what is wrong with it). Only ASCII is taken here: msgspec does
     not check the text of what it keeps raw, and the general decoder does."""
-    if not line.isascii() or b"\r" in line:
+    if not line.isascii():
+        return None
+    # Arguments kept raw are passed on unread: a call holding a number common decoders
+    # do not read is left to the general decoder, which refuses it saying so. A line
+    # break (a carriage return: the line ends at a newline) is "\n" in the classes.
+    classes = line.translate(CLASSES, b"+")
+    if b"\n" in classes or (
+        (LONG_RUN in classes or LONG_EXPONENT in classes) and number_fault(line, classes)
+    ):
         return None
     try:
         return _calls.decode(line)

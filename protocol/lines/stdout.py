@@ -5,8 +5,9 @@ server's own requests to whoever answers them. A byte order mark in front of a l
 
 A line over the limit fails only the request it answered, once its end (and size) is
 known; the server goes on. So does a reply that cannot be read (invalid UTF-8, too
-deeply nested, not JSON) when the request it answered can still be told: that request
-fails at once with the reason. Any other line that is not JSON-RPC is skipped with a
+deeply nested, not JSON, a number no decoder reads) or taken (sent in a batch, or under
+its request's id and another) when the request it answered can still be told: that
+request fails at once with the reason. Any other line that is not JSON-RPC is skipped with a
 warning; so is a line over the limit that answered no request; a blank line is dropped
 unsaid. A server can write those without pause: their warnings are held to its budget
 (``complain``), and what reading them cost to its pace (a line over the limit, its bytes
@@ -57,11 +58,12 @@ class WaitingRequests(Protocol):
         """Whether the request ``rid`` waits for its answer."""
         ...
 
-    def answer(self, msg: rpc.Response) -> bool:
-        """Hand a successful response to the request waiting for it; whether one was."""
+    def answer(self, msg: rpc.Response, line: bytes = b"") -> bool:
+        """Hand a successful response to the request waiting for it; whether one was.
+        ``line``: the response as written, read again only if it answers none."""
         ...
 
-    def route(self, msg: rpc.Response | rpc.ErrorResponse) -> bool:
+    def route(self, msg: rpc.Response | rpc.ErrorResponse, line: bytes = b"") -> bool:
         """Hand a response to the request waiting for it; whether one was."""
         ...
 
@@ -148,18 +150,20 @@ class StdoutReader:
             return False
         answer = envelope.decode_response(item)
         if answer is not None:  # the common line, in one pass
-            return self._pending.answer(answer)
+            return self._pending.answer(answer, item)
         if item.startswith(BOM):  # checked only here: the common line never pays for it
             item = without_bom(item)
             answer = envelope.decode_response(item)
             if answer is not None:
-                return self._pending.answer(answer)
+                return self._pending.answer(answer, item)
         try:
             msg = envelope.decode_message(item)
         except rpc.DecodeFailure as exc:
             if exc.unreadable is not None and self._unreadable(item, exc.unreadable):
                 return False
             if isinstance(exc, rpc.MalformedResponse) and self._pending.refuse(exc.given, exc.why):
+                return False
+            if isinstance(exc, rpc.BatchedReplies) and self._refuse_each(exc):
                 return False
             note = self._complain()
             if note is not None:
@@ -173,7 +177,7 @@ class StdoutReader:
                 )
             return False
         if isinstance(msg, rpc.Response | rpc.ErrorResponse):
-            return self._pending.route(msg)
+            return self._pending.route(msg, item)
         elif isinstance(msg, rpc.Notification):
             if msg.method == "notifications/cancelled" and (
                 self._pending.server_cancelled(msg) or self._withdrawn(msg)
@@ -198,6 +202,10 @@ class StdoutReader:
         else:
             self._on_request(msg)
         return False
+
+    def _refuse_each(self, exc: rpc.BatchedReplies) -> bool:
+        """Fail each request a response in a batch answered; whether one did."""
+        return bool([given for given in exc.given if self._pending.refuse(given, exc.why)])
 
     def _unreadable(self, item: bytes, why: str) -> bool:
         """Fail the request a reply that cannot be read answered, if it can be told."""

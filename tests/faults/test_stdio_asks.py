@@ -58,6 +58,18 @@ async def lone_surrogate(case: Case) -> None:
         await call_ok(a, "echo")
 
 
+async def huge_numbers(case: Case) -> None:
+    async with case.agent() as a:
+        # A reply under an id no request has is skipped; the call's own, holding a
+        # number no decoder reads, fails it at once, naming the number.
+        reply = await a.call(BAD + "huge_numbers", "x")
+        assert is_error_result(reply), reply
+        said = text_of(reply)
+        assert "'bad'" in said and "malformed reply" in said, said
+        assert "a number no JSON decoder reads" in said, said
+        await call_ok(a, "echo")
+
+
 async def ping_flood(case: Case) -> None:
     async with case.agent() as a:
         # A guard against a hang, as long as the daemon's own call_timeout below and
@@ -106,7 +118,7 @@ CASES: list[tuple[str, Callable[[Case], Awaitable[None]], Any, dict[str, Any]]] 
     ),
     (
         "an id of 5000 digits, 1e999999 in a result",
-        answered("huge_numbers"),
+        huge_numbers,
         asker(),
         {"log_expect": [r"\[bad\].*Integer value out of range"]},
     ),

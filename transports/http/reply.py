@@ -65,6 +65,11 @@ def decode_reply(data: bytes, status: int, label: str, where: str) -> rpc.Messag
             raise InvalidResponse(
                 reason, given=exc.given, why=exc.why, status=status, body=data[:SNIPPET]
             ) from None
+        if isinstance(exc, rpc.BatchedReplies):
+            # One request's failure is carried: the first response the batch holds.
+            raise InvalidResponse(
+                reason, given=exc.given[0], why=exc.why, status=status, body=data[:SNIPPET]
+            ) from None
         raise UnexpectedReply(reason, status=status, body=data[:SNIPPET]) from None
 
 

@@ -279,3 +279,40 @@ def test_a_byte_order_mark_in_front_is_refused_in_words_under_the_requests_id() 
     assert info.value.code == rpc.PARSE_ERROR and info.value.id == 5
     assert "byte order mark (U+FEFF) in front" in info.value.message
     assert isinstance(info.value.readable, rpc.Request)
+
+
+BIG = b"9" * 5000
+
+
+def test_a_batch_of_responses_names_the_ids_it_answers() -> None:
+    line = b'[{"jsonrpc":"2.0","id":17,"result":{}},{"jsonrpc":"2.0","id":"a","error":{}},'
+    line += b'{"jsonrpc":"2.0","method":"ping","id":3}]'
+    with pytest.raises(rpc.BatchedReplies) as info:
+        envelope.decode_message(line)
+    assert info.value.given == (17, "a")
+    assert "JSON-RPC batch" in info.value.why and "a JSON-RPC batch" in info.value.message
+
+
+@pytest.mark.parametrize("number", [BIG, b"1e400", b"-2.5E+999"])
+def test_a_response_holding_a_number_no_decoder_reads_cannot_be_taken(number: bytes) -> None:
+    line = b'{"jsonrpc":"2.0","id":7,"result":{"content":[],"x":[' + number + b"]}}"
+    assert envelope.decode_response(line) is None
+    with pytest.raises(rpc.MalformedResponse) as info:
+        envelope.decode_message(line)
+    assert info.value.given == 7
+    assert info.value.why.startswith("holding a number no JSON decoder reads (")
+    # In a string it is text, and the line is taken in one pass.
+    quoted = line.replace(number, b'"' + number + b'"')
+    assert isinstance(envelope.decode_response(quoted), rpc.Response)
+
+
+def test_a_request_holding_one_is_a_parse_error_under_its_id() -> None:
+    line = b'{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"arguments":{"n":'
+    with pytest.raises(rpc.DecodeFailure) as info:
+        envelope.decode_message(line + BIG + b"}}}")
+    assert (info.value.code, info.value.id) == (rpc.PARSE_ERROR, "c")
+    assert "the message holds a number no JSON decoder reads" in info.value.message
+    note = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1e999}}'
+    with pytest.raises(rpc.DecodeFailure) as info:
+        envelope.decode_message(note)
+    assert (info.value.code, info.value.id) == (rpc.PARSE_ERROR, None)

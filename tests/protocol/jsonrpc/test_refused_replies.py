@@ -12,6 +12,7 @@ import pytest
 from protocol.jsonrpc.refused_replies import (
     answered,
     misaddressed,
+    named_twice,
     names_a_request,
     refusal,
     shown_id,
@@ -126,3 +127,23 @@ def test_a_refusal_is_warned_of_once_and_names_the_request(
         "answered failed, the server keeps running"
     ]
     assert caplog.records[0].__dict__["mcpd_event"] == "malformed_reply"
+
+
+@pytest.mark.parametrize(
+    ("line", "found"),
+    [
+        (b'{"jsonrpc":"2.0","id":23,"id":"zzz","result":{}}', (23, '23, "zzz"')),
+        (b'{"id":"nobody","result":{"id":1},"id":"abc"}', ("abc", '"nobody", "abc"')),
+        (b'{"jsonrpc":"2.0","id":"zzz","result":{"id":23}}', None),  # 23 is the result's
+        (b'{"jsonrpc":"2.0","id":7,"id":"zzz","result":{}}', None),  # neither waits
+        (b'{"jsonrpc":"2.0","id":23,"id":"zzz","result":' + b"9" * 5000 + b"}", None),
+    ],
+)
+def test_a_response_giving_its_id_twice_fails_the_request_one_of_them_names(
+    line: bytes, found: tuple[object, str] | None
+) -> None:
+    got = named_twice(line, waiting)
+    if found is None:
+        assert got is None
+    else:
+        assert got == (found[0], f'sent with more than one "id" ({found[1]})')

@@ -128,3 +128,10 @@ def test_a_request_without_arguments_has_none() -> None:
     }
     with_token = json.loads(shape.request(4, msgspec.UNSET, "mcpd-echo-1"))
     assert with_token["params"] == {"name": "echo", "_meta": {"progressToken": "mcpd-echo-1"}}
+
+
+def test_a_call_holding_a_number_no_decoder_reads_is_left_to_the_general_decoder() -> None:
+    head = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":'
+    for number in (b"9" * 4301, b"1e309"):
+        assert splice.decode_call(head + b'{"n":' + number + b"}}}") is None
+        assert splice.decode_call(head + b'{"n":"' + number + b'"}}}') is not None

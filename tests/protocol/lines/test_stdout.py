@@ -188,6 +188,48 @@ def test_a_reply_that_cannot_be_taken_fails_the_request_it_plainly_answered(
     assert other == [] and out.complaints == 0
 
 
+@pytest.mark.parametrize(
+    ("reply", "why"),
+    [
+        (
+            b'{"jsonrpc":"2.0","id":6,"result":{"n":1e999999}}\n',
+            "s: the reply was holding a number no JSON decoder reads (one past the largest "
+            "double, about 1.8e308) and was dropped",
+        ),
+        (
+            b'{"jsonrpc":"2.0","id":6,"id":"zzz","result":{}}\n',
+            's: the reply was sent with more than one "id" (6, "zzz") and was dropped',
+        ),
+    ],
+)
+def test_a_reply_no_reader_takes_alike_fails_the_request_it_answered(
+    reply: bytes, why: str
+) -> None:
+    out = Stdout(max_line=1 << 20)
+    got, other = out.answered(6), out.answered(7)
+    out.reader.feed(reply)
+    ((result, error),) = got
+    assert result is None and isinstance(error, MalformedReply) and error.reason == why
+    assert other == [] and out.complaints == 0
+
+
+def test_a_reply_in_a_batch_fails_each_request_it_answered() -> None:
+    out = Stdout()
+    first, second, other = out.answered(6), out.answered(7), out.answered(8)
+    out.reader.feed(
+        b'[{"jsonrpc":"2.0","id":6,"result":{}},{"jsonrpc":"2.0","id":7,"error":{}},'
+        b'{"jsonrpc":"2.0","id":99,"result":{}}]\n'
+    )
+    for got in (first, second):
+        ((result, error),) = got
+        assert result is None and isinstance(error, MalformedReply)
+        assert error.reason == (
+            "s: the reply was sent in a JSON-RPC batch (an array of messages, which is "
+            "not taken) and was dropped"
+        )
+    assert other == [] and out.complaints == 0
+
+
 def test_a_reply_that_cannot_be_taken_for_no_waiting_request_is_skipped() -> None:
     out = Stdout()
     got = out.answered(6)

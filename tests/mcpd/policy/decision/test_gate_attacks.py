@@ -1,7 +1,7 @@
 """A hostile agent against the ``[[policy]]`` rules of a running daemon: a requestState of
 mcpd's (made up, or taken from another call) never carries a call past its rules, and
 arguments that give a key twice, or that mcpd cannot show as the server reads them
-(``1e400``), never get a person's approval for what they do not show."""
+(``9007199254740993``), never get a person's approval for what they do not show."""
 
 from __future__ import annotations
 
@@ -167,7 +167,9 @@ async def test_arguments_mcpd_cannot_show_are_refused_where_a_person_would_be_as
     """A person shown ``(not valid JSON)`` for a call the server runs as ``action:
     delete``: the call is refused before anyone is asked, and its record keeps the
     arguments as sent."""
-    unshowable = b'{"repo":"acme/prod","text":"delete","pad":1e400}'
+    # A number a reader of doubles reads as another: mcpd reads it, and cannot show it
+    # as the server will read it.
+    unshowable = b'{"repo":"acme/prod","text":"delete","pad":9007199254740993}'
     keys = {"audit_arguments": True}
     with trio.fail_after(LIMIT):
         async with (
@@ -179,7 +181,7 @@ async def test_arguments_mcpd_cannot_show_are_refused_where_a_person_would_be_as
             said = text(refused["result"])
             assert refused["result"]["isError"] is True
             assert "cannot be shown as the server will read them" in said
-            assert "1e400" in said and "nor ask anyone" in said
+            assert "9007199254740993" in said and "nor ask anyone" in said
             assert setup.daemon.approvals.version == 0
             # A call no person approves goes as it came.
             await agent.send_raw(call_with(2, "mcp__gh__read_repo", unshowable))
@@ -192,8 +194,8 @@ async def test_arguments_mcpd_cannot_show_are_refused_where_a_person_would_be_as
                 "mcpd",
                 "refused",
             )
-            assert asked.reason is not None and "1e400" in asked.reason
-            assert asked.arguments == read.arguments == unshowable.decode()
+            assert asked.reason is not None and "9007199254740993" in asked.reason
+            assert asked.arguments == read.arguments == json.loads(unshowable)
 
 
 async def test_a_child_left_by_an_agent_that_exited_cannot_decide_its_call(tmp_path: Path) -> None:
