@@ -52,52 +52,62 @@ def _classes() -> bytes:
 CLASSES: Final = _classes()
 # In a text translated by ``CLASSES`` with ``+`` deleted: a long run of digits, or a
 # digit followed by an exponent of three digits or more (a negative one, which a reader
-# takes to zero at worst, is not looked for).
+# takes to zero at worst, is not looked for). A caller that takes one line of at most
+# ``PIECE`` bytes looks for them itself, and calls ``number_fault`` where one is found.
 LONG_RUN: Final = bytes([_DIGIT]) * _RUN
 LONG_EXPONENT: Final = bytes([_DIGIT, _EXP, _DIGIT, _DIGIT, _DIGIT])
+PIECE: Final = 1 << 16
+# The same with ``+`` kept (which places stay where they are in the text).
+_NEEDLES: Final = (LONG_RUN, LONG_EXPONENT, bytes([_DIGIT, _EXP, _PLUS, _DIGIT, _DIGIT, _DIGIT]))
 # How far before a digit looked at a number can begin: a sign, fewer than ``_RUN``
 # digits, a point and fewer than ``_RUN`` digits more.
 _WINDOW: Final = 2 * _RUN + 8
 _IN_NUMBER: Final = bytes([_DIGIT, _EXP, _POINT, _MINUS, _PLUS])
 _WHITE: Final = bytes([_SPACE, _BREAK])
+_RUN_END: Final = re.compile(rb"[^0]")  # past a run of digits' classes
 # Numbers found in a text's text (not its strings) that are read one by one: past it,
 # the message is refused for holding too many to read.
 MOST_READ: Final = 4096
 _LOOKED_AT: Final = 64  # places in the whole text looked at before its strings are taken out
 _NUMBER: Final = re.compile(rb"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-_PLUS_EXPONENT: Final = bytes([_DIGIT, _EXP, _PLUS, _DIGIT, _DIGIT, _DIGIT])
 _DOUBLE: Final = "a number no JSON decoder reads (one past the largest double, about 1.8e308)"
 
 
-def number_fault(text: bytes, classes: bytes | None = None) -> str | None:
+def number_fault(text: bytes) -> str | None:
     """What is wrong with the numbers of ``text``, a JSON text, in a few words; None when
-    each is read by common decoders. ``classes``: ``text`` translated by ``CLASSES``
-    with ``+`` deleted, where the caller has it already."""
-    if classes is None:
-        classes = text.translate(CLASSES, b"+")
-    if LONG_RUN not in classes and LONG_EXPONENT not in classes:
-        return None
-    if not _maybe_outside_strings(classes):
+    each is read by common decoders. The text is read a piece at a time, never copied
+    whole, unless a number that may be past the bounds is found outside its strings."""
+    if not _maybe_outside_strings(text):
         return None
     return _fault_outside_strings(STRING.sub(b'""', text))
 
 
-def _maybe_outside_strings(classes: bytes) -> bool:
+def _maybe_outside_strings(text: bytes) -> bool:
     """Whether a place that looks like a number past the bounds may be one: a few are
     looked at, each ruled out only where what comes before it shows it is text inside a
     string (a letter or a quote before it, as in a base64 image or a hash)."""
-    for needle in (LONG_RUN, LONG_EXPONENT):
-        at = classes.find(needle)
-        for _ in range(_LOOKED_AT):
-            if at < 0:
-                break
-            head = classes[max(0, at - _WINDOW) : at]
-            before = head.rstrip(_IN_NUMBER).rstrip(_WHITE)
-            if not before or before[-1] == _BEFORE:
-                return True
-            at = classes.find(needle, at + len(needle))
-        else:
-            return True  # more of them than are looked at: the strings are taken out
+    looked = 0
+    for start in range(0, len(text), PIECE):
+        # Each piece is read with what comes before it, for the places in it.
+        low = max(0, start - _WINDOW)
+        classes = text[low : start + PIECE + _RUN].translate(CLASSES)
+        first = start - low
+        for needle in _NEEDLES:
+            end = first + PIECE + len(needle) - 1
+            at = classes.find(needle, first, end)
+            while at >= 0:
+                looked += 1
+                if looked > _LOOKED_AT:
+                    return True  # more of them than are looked at: the strings are taken out
+                head = classes[max(0, at - _WINDOW) : at]
+                before = head.rstrip(_IN_NUMBER).rstrip(_WHITE)
+                if not before or before[-1] == _BEFORE:
+                    return True
+                past = at + len(needle)
+                if needle is LONG_RUN:
+                    run_end = _RUN_END.search(classes, past)
+                    past = len(classes) if run_end is None else run_end.start()
+                at = classes.find(needle, past, end)
     return False
 
 
@@ -105,7 +115,7 @@ def _fault_outside_strings(skeleton: bytes) -> str | None:
     """``number_fault`` of a JSON text whose strings are all empty: every digit in it
     is a number's."""
     classes = skeleton.translate(CLASSES)
-    needles = (LONG_RUN, LONG_EXPONENT, _PLUS_EXPONENT)
+    needles = _NEEDLES
     found = [classes.find(needle) for needle in needles]
     read = 0
     while True:

@@ -8,13 +8,14 @@ import base64
 import json
 import random
 import time
+import tracemalloc
 
 import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol.jsonrpc.numbers import MAX_INTEGER_DIGITS, MOST_READ, number_fault
+from protocol.jsonrpc.numbers import MAX_INTEGER_DIGITS, MOST_READ, PIECE, number_fault
 
 DOUBLE = "a number no JSON decoder reads (one past the largest double, about 1.8e308)"
 
@@ -102,3 +103,25 @@ def test_a_hostile_text_is_read_in_time_that_grows_with_its_length() -> None:
         started = time.perf_counter()
         assert number_fault(text) is None
         assert time.perf_counter() - started < 2.0
+
+
+@pytest.mark.parametrize("shift", [-5000, -3, -1, 0, 1, 2, 4])
+def test_a_number_across_the_edge_of_a_piece_is_found(shift: int) -> None:
+    for number, fault in ((b"1e400", DOUBLE), (b"9" * 5000, integer(5000))):
+        head = b'{"s":"' + b"x" * (PIECE - 12 + shift) + b'","n":'
+        assert (number_fault(head + number + b"}") or "").startswith(fault)
+        quoted = head + b'"' + number + b'"}'
+        assert number_fault(quoted) is None
+
+
+def test_a_long_text_is_read_a_piece_at_a_time_not_copied_whole() -> None:
+    # Nothing like such a number in it; many places like one, all in a string.
+    for words in ("abc 123 ", "x1e999 "):
+        text = json.dumps({"data": words * (1 << 19), "n": 1}).encode()
+        tracemalloc.start()
+        try:
+            assert number_fault(text) is None
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert peak < len(text) // 4, peak
