@@ -72,8 +72,11 @@ async def test_a_legacy_servers_input_required_is_no_round_in_either_era(tmp_pat
             legacy, modern = await both_eras(daemon, "mcp__s__ask", {})
     # Each agent's call reached the server once: nobody was asked, nothing sent again.
     assert len(calls_reached(tmp_path)) == 2
-    assert "resultType" not in legacy and "isError" not in legacy
-    assert modern["resultType"] == "complete" and "isError" not in modern
+    # Read as a plain result, it is one with no content: the server's malformed result.
+    for result in (legacy, modern):
+        assert result["isError"] is True
+        assert "returned a malformed result: no content" in result["content"][0]["text"]
+    assert "resultType" not in legacy and modern["resultType"] == "complete"
     assert not str(modern.get("requestState", "")).startswith("mcpd-round:")
 
 
