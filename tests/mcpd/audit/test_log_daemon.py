@@ -3,7 +3,8 @@ two profiles, both eras, mixed outcomes) give exactly 1,000 records, each with t
 right agent, outcome and decision; ``mcpd calls`` narrows them; the file rotates at
 its cap and keeps every record; a restarted daemon adds to the records before it;
 ``/metrics`` counts them; prompts/get, resources/read and completion/complete leave
-records too (an error where the agent got one, as for a result that cannot be read);
+records too (an error where the agent got one; a reply holding a number no decoder
+reads, as the server's malformed reply);
 the daemon's stop writes the records of calls it cut short; and an agent flooding
 unknown names while the writer is behind takes no record of another's."""
 
@@ -27,7 +28,6 @@ from mcpd.audit.reader import AuditRecords
 from mcpd.audit.record import STOPPED
 from mcpd.config.loading.load import load
 from mcpd.daemon import Daemon
-from protocol.shown.visible import cut
 from tests.support.clients.agent import META, connect, running
 from tests.support.clients.daemon_http import curl
 from tests.support.system.procs import scripted
@@ -244,7 +244,7 @@ async def test_gets_reads_and_completions_leave_records(tmp_path: Path) -> None:
     assert "Unknown prompt" in (missing_record.reason or "")
 
 
-async def test_a_get_and_a_read_whose_result_cannot_be_read_are_recorded_as_errors(
+async def test_a_get_and_a_read_whose_result_cannot_be_read_are_recorded_as_malformed_replies(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "config.toml"
@@ -265,11 +265,17 @@ async def test_a_get_and_a_read_whose_result_cannot_be_read_are_recorded_as_erro
                 read = await agent.rpc("resources/read", {"uri": uri})
             await daemon.audit.flush()
     errors = [got["error"]["message"], read["error"]["message"]]
-    assert all(m.startswith("malformed result from the server") for m in errors), errors
+    # A number no decoder reads (1e400) makes the reply itself the server's malformed one.
+    malformed = "The tool server 'odd' sent a malformed reply to this call: "
+    assert all(m.startswith(malformed) for m in errors), errors
     records = list(AuditRecords(str(tmp_path / "state")))
+    reason = (
+        "odd: the reply was holding a number no JSON decoder reads (one past the largest "
+        "double, about 1.8e308) and was dropped"
+    )
     assert [(r.method, r.outcome, r.reason) for r in records] == [
-        ("prompts/get", "error", cut(errors[0], 200)),
-        ("resources/read", "error", cut(errors[1], 200)),
+        ("prompts/get", "outage", reason),
+        ("resources/read", "outage", reason),
     ]
 
 
