@@ -11,13 +11,16 @@ searched for mcpd's secrets as written (``SecretGuard.reread``), after the clean
 
 A report is held to what a status line needs: a message longer than ``MESSAGE_CHARS``
 is cut to it, with a note of how much was cut, and a report whose progress is not
-greater than the last one passed on for its call is dropped, as progress only goes up
-(the first report of a call always goes on).
+greater than the last one passed on for its call is not passed on, as progress only goes
+up (the first report of a call always goes on). Such a report still gives its call more
+time: a server that repeats one value as a heartbeat is still working on the call. The
+journal says so once per call.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 from collections.abc import Callable
 from typing import Final, TypeAlias
 
@@ -26,9 +29,12 @@ from msgspec import Raw
 
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
+from protocol.shown.logfields import log_extra
 
 from ...registry.text.marking import server_words
 from .askback import Cause
+
+logger = logging.getLogger("mcpd.calls")
 
 # A report's message longer than this, in characters, is cut to it.
 MESSAGE_CHARS: Final = 1000
@@ -53,6 +59,8 @@ class ProgressRoutes:
         self._routes: dict[str, tuple[str | int, ProgressSink, Cause]] = {}
         # By mcpd's token: the progress of the last report passed on.
         self._last: dict[str | int, int | float] = {}
+        # mcpd's tokens whose call the journal was told drops reports that do not go up.
+        self._told_flat: set[str | int] = set()
         self._ids = itertools.count(1)
 
     def open(self, agent_token: str | int, deliver: ProgressSink, call: Cause) -> str:
@@ -64,6 +72,7 @@ class ProgressRoutes:
     def close(self, token: str) -> None:
         self._routes.pop(token, None)
         self._last.pop(token, None)
+        self._told_flat.discard(token)
 
     def handle(self, msg: rpc.Notification) -> bool:
         """Deliver a ``notifications/progress``; False if it belongs to no open call."""
@@ -78,11 +87,12 @@ class ProgressRoutes:
         route = self._routes.get(token)  # type: ignore[arg-type]
         if route is None:
             return False
-        if not self._goes_up(token, params.progress):
-            return True  # no progress: neither passed on nor more time
         agent_token, deliver, call = route
         # The server is working on it: more time, within the call's hard limit.
         call.extend(call.timeout)
+        if not self._goes_up(token, params.progress):
+            self._tell_flat(token)
+            return True  # not progress: not passed on
         if isinstance(params.message, str):
             words = server_words(self._alias, params.message[:MESSAGE_CHARS])
             words = _cut_note(words, len(params.message))
@@ -106,6 +116,20 @@ class ProgressRoutes:
             return False
         self._last[token] = progress
         return True
+
+    def _tell_flat(self, token: str | int) -> None:
+        """Tell the journal, once per call, that its reports that do not go up are
+        not passed on."""
+        if token in self._told_flat:
+            return
+        self._told_flat.add(token)
+        logger.info(
+            "%s: a progress report not greater than the last was not passed on to its "
+            "agent (and no more of this call's such reports will be; each still gives "
+            "the call more time)",
+            self._alias,
+            extra=log_extra(self._alias, "progress_flat"),
+        )
 
 
 def _cut_note(words: str, total: int) -> str:

@@ -1,7 +1,8 @@
 """A stdio MCP server whose answers carry more around a result than a model's context
 should take: an error whose message and data are far past any budget (``shout``), a
 result with a ``_meta`` of hundreds of kilobytes (``meta``), and progress reports with
-a long message and a progress that goes back (``steps``); the same error for a get of
+a long message and a progress that goes back (``steps``), a long call whose reports all
+say progress 0, each with a new message, as a heartbeat (``heartbeat``); the same error for a get of
 its prompt ``shout``, a read of its resource ``big://shout`` and a completion of
 either; and a get of its prompt ``links`` asks the agent to open more links (a URL
 elicitation) than fit in an error's data as passed on. It speaks the era its one
@@ -12,12 +13,17 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 MESSAGE_CHARS = 30_000
 DATA_CHARS = 40_000
 META_KEYS = 2_000  # of about 110 bytes each
 # (progress, message) of the reports ``steps`` sends, in order.
 STEPS = [(1, "p" * 5_000), (5, "five"), (4, "back"), (5, "again"), (6, "six")]
+# ``heartbeat`` sends this many reports of progress 0, this many seconds apart, then
+# answers.
+HEARTBEATS = 8
+HEARTBEAT_GAP = 0.3
 MODERN = "2026-07-28"
 SHOUT_URI = "big://shout"
 LINKS = 40  # of about 1,000 bytes each
@@ -62,9 +68,14 @@ def call(rid: object, params: dict[str, object], modern: bool) -> None:
         return
     given = params.get("_meta")
     token = given.get("progressToken") if isinstance(given, dict) else None
-    for progress, message in STEPS if token is not None else ():
+    steps = STEPS
+    if name == "heartbeat":
+        steps = [(0, f"still working ({i})") for i in range(HEARTBEATS)]
+    for progress, message in steps if token is not None else ():
         report = {"progressToken": token, "progress": progress, "message": message}
         write({"jsonrpc": "2.0", "method": "notifications/progress", "params": report})
+        if name == "heartbeat":
+            time.sleep(HEARTBEAT_GAP)
     answer(rid, {"content": [{"type": "text", "text": "done"}]}, modern)
 
 
@@ -81,7 +92,10 @@ def handle(msg: dict[str, object], modern: bool) -> None:
         answer(rid, {"protocolVersion": "2025-11-25", "capabilities": CAPABILITIES,
                      "serverInfo": {"name": "big", "version": "1"}}, modern)  # fmt: skip
     elif method == "tools/list":
-        tools = [{"name": n, "inputSchema": {"type": "object"}} for n in ("shout", "meta", "steps")]
+        tools = [
+            {"name": n, "inputSchema": {"type": "object"}}
+            for n in ("shout", "meta", "steps", "heartbeat")
+        ]
         answer(rid, {"tools": tools}, modern)
     elif method == "tools/call":
         call(rid, params, modern)

@@ -2,7 +2,7 @@
 daemon, in either era of the server and of the agent, spliced or not: an error's
 message is cut to the text budget and its data past its bound left out, a result's
 ``_meta`` past its bound left out, a progress report's message cut and a report whose
-progress does not go up dropped."""
+progress does not go up dropped, though it still gives its call more time."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import trio
 from mcpd.agents.calls.result_bounds import META_BYTES, META_LEFT_OUT
 from mcpd.servers.asking.progress import MESSAGE_CHARS
 from tests.support.clients.agent import connect, make_config, running
-from tests.support.hostile.oversized_server import DATA_CHARS, STEPS
+from tests.support.hostile.oversized_server import DATA_CHARS, HEARTBEAT_GAP, HEARTBEATS, STEPS
 from tests.support.hostile.oversized_server import MESSAGE_CHARS as SHOUTED
 
 SERVER = str(Path(__file__).resolve().parents[3] / "support" / "hostile" / "oversized_server.py")
@@ -35,14 +35,18 @@ WAYS = [
 
 
 async def _session(
-    tmp_path: Path, way: tuple[str, str, bool], tool: str, meta: dict[str, Any] | None = None
+    tmp_path: Path,
+    way: tuple[str, str, bool],
+    tool: str,
+    meta: dict[str, Any] | None = None,
+    **daemon: Any,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The reply to a call of ``tool``, made the ``way`` given, and the progress
-    reports that came with it."""
+    """The reply to a call of ``tool``, made the ``way`` given (with the ``daemon``
+    settings given), and the progress reports that came with it."""
     server, era, splice = way
     modern = era == "modern"
     big = {"command": sys.executable, "args": [SERVER, server]}
-    cfg = make_config(tmp_path, {"big": big}, result_budget_chars=BUDGET)
+    cfg = make_config(tmp_path, {"big": big}, result_budget_chars=BUDGET, **daemon)
     with trio.fail_after(60):
         async with (
             running(cfg, splice=splice) as daemon,
@@ -103,3 +107,18 @@ async def test_a_progress_message_is_cut_and_a_report_that_does_not_go_up_droppe
     assert first.startswith("p" * 100) and f"{5000 - MESSAGE_CHARS} {CUT}" in first, first[-80:]
     assert len(first) < MESSAGE_CHARS + 100
     assert [r["message"] for r in reports[1:]] == ["five", "six"]
+
+
+@pytest.mark.parametrize("way", [WAYS[0], WAYS[5]], ids=["legacy-spliced", "modern-general"])
+async def test_a_heartbeat_that_does_not_go_up_keeps_a_call_longer_than_its_timeout(
+    tmp_path: Path, way: tuple[str, str, bool]
+) -> None:
+    # Each report of progress 0 comes well within the call's time; all of them take
+    # more than twice its time.
+    timeout = 3 * HEARTBEAT_GAP
+    assert 2 * timeout < HEARTBEATS * HEARTBEAT_GAP
+    meta = {"progressToken": "p1"}
+    reply, reports = await _session(tmp_path, way, "heartbeat", meta, call_timeout=timeout)
+    assert reply.get("result", {}).get("content") == [{"type": "text", "text": "done"}], reply
+    # Only the first is passed on: progress only goes up.
+    assert [(r["progress"], r["message"]) for r in reports] == [(0, "still working (0)")]

@@ -6,6 +6,7 @@ longer holds, or cannot even name) dropped."""
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -161,19 +162,31 @@ def test_what_else_the_server_puts_in_a_report_is_not_passed_on() -> None:
     assert agent.got == [mcp.ProgressParams(progressToken="t", progress=1)]
 
 
-def test_a_report_that_does_not_go_up_is_dropped_and_gives_no_time() -> None:
-    routes = ProgressRoutes("mcpd-s-")
+def test_a_report_that_does_not_go_up_is_not_passed_on_but_gives_time(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    routes = ProgressRoutes("mcpd-s-", alias="ev")
     agent, call = Agent(), Call()
     token = routes.open("t", agent, call)
-    for progress in (5, 4, 5, 5.5, 1e308, 1e308):
-        assert routes.handle(report(token, progress))
+    with caplog.at_level(logging.INFO, logger="mcpd.calls"):
+        for progress in (5, 4, 5, 5.5, 1e308, 1e308):
+            assert routes.handle(report(token, progress))
     assert [p.progress for p in agent.got] == [5, 5.5, 1e308]
-    assert len(call.extended) == 3
-    # A token opened again starts over: its first report goes on, whatever it says.
+    # A server repeating one value as a heartbeat is still working on the call.
+    assert len(call.extended) == 6
+    # The journal says so once for the call, not once per report.
+    told = [r for r in caplog.records if "not greater than the last" in r.getMessage()]
+    assert len(told) == 1 and told[0].getMessage().startswith("ev: ")
+    # A token opened again starts over: its first report goes on, whatever it says, and
+    # the journal is told again of its own reports.
     routes.close(token)
     again = routes.open("t", agent, call)
-    assert routes.handle(report(again, 0))
-    assert agent.got[-1].progress == 0
+    with caplog.at_level(logging.INFO, logger="mcpd.calls"):
+        assert routes.handle(report(again, 0))
+        assert routes.handle(report(again, 0))
+    assert agent.got[-1].progress == 0 and len(agent.got) == 4
+    told = [r for r in caplog.records if "not greater than the last" in r.getMessage()]
+    assert len(told) == 2
 
 
 def test_a_long_message_is_cut_with_a_note_after_the_servers_mark() -> None:
