@@ -140,7 +140,12 @@ class Client:
         """Send one modern request; return the decoded result or raise rpc.RPCError.
         With ``progress``, the request asks for progress reports (which also extend a
         call's time limit) and each one's params go to it."""
-        return _content(method, msgspec.json.decode(self._result(method, params, progress)))
+        result = self._result(method, params, progress)
+        try:
+            decoded = msgspec.json.decode(result)
+        except msgspec.DecodeError as exc:  # a number past a float's range, say
+            raise BadReply(f"the answer of mcpd to {method} could not be read ({exc})") from None
+        return _content(method, decoded)
 
     def request_as(self, method: str, shape: type[T], params: dict[str, Any] | None = None) -> T:
         """``request``'s result as the type mcpd answers ``method`` with: what a daemon

@@ -33,8 +33,8 @@ def local_time(iso: str | None) -> str:
         return "-"
     try:
         at = datetime.fromisoformat(iso).astimezone()
-    except ValueError:
-        return iso
+    except (ValueError, OverflowError):  # not a date, or none a clock here can show
+        return visible(iso)
     # A retry a day away must not read as a time just past.
     return at.strftime("%H:%M:%S" if at.date() == datetime.now().date() else "%Y-%m-%d %H:%M:%S")
 

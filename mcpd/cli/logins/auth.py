@@ -38,8 +38,8 @@ def _local(iso: str | None) -> str:
         return "-"
     try:
         return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
-    except ValueError:
-        return iso
+    except (ValueError, OverflowError):  # not a date, or none a clock here can show
+        return visible(iso)
 
 
 def _issuer(issuer: str | None) -> str:

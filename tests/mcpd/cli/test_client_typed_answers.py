@@ -5,6 +5,7 @@ and a sentence saying so, never a traceback."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from mcpd.cli.main import main
 from mcpd.login_answers import AuthStatus, LoggedOut
 from mcpd.server_row import ResetOutcome
 from tests.support.daemons.fake import answering as daemon
+from tests.support.daemons.fake import result
 from tests.support.parts.status_rows import daemon as daemon_status
 from tests.support.parts.status_rows import document, login_row, server_row
 
@@ -72,6 +74,26 @@ def test_status_takes_the_defaults_of_what_an_older_daemon_leaves_out(
         assert run("status", "--socket", str(sock)) == 0
     notes = capsys.readouterr().out.splitlines()[2]
     assert notes.split()[:6] == ["notes", "ready", "-", "3", "0", "0"]
+
+
+@pytest.mark.parametrize("number", [b"1e999", b"-1e999"])
+@pytest.mark.parametrize("argv", [["status", "--json"], ["status"]], ids=["json", "table"])
+def test_a_status_with_a_number_past_a_floats_range_exits_4_saying_so(
+    sock: Path, capsys: pytest.CaptureFixture[str], number: bytes, argv: list[str]
+) -> None:
+    answer = status_answer()
+    answer["daemon"]["uptime_s"] = 12345.5
+    written = result({"id": 1}, answer).replace(b"12345.5", number)
+    assert number in written
+
+    def reply(msg: dict[str, Any]) -> bytes:
+        return written.replace(b'"id": 1', f'"id": {json.dumps(msg["id"])}'.encode(), 1)
+
+    with daemon(sock, mcpd_status=reply):
+        assert run(*argv, "--socket", str(sock)) == 4
+    err = capsys.readouterr().err
+    assert err.startswith("mcpd: the answer of mcpd to mcpd/status could not be read ("), err
+    assert "Traceback" not in err
 
 
 @pytest.mark.parametrize(

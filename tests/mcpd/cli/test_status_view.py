@@ -126,3 +126,10 @@ def test_the_summary_counts_one_of_a_kind_in_the_singular() -> None:
     assert first.endswith("; 1 tool, 1 prompt, 0 resources, 2 agent connection(s)"), first
     first = render_status(filled(status(prompts=2, resources=1))).splitlines()[0]
     assert first.endswith("; 9 tools, 2 prompts, 1 resource, 2 agent connection(s)"), first
+
+
+def test_a_time_no_clock_here_can_show_is_shown_as_written_and_visible() -> None:
+    # Past the last day a clock can show once in local time, east or west of UTC.
+    for far in ("9999-12-31T23:59:59-23:59", "0001-01-01T00:00:00+23:59"):
+        assert local_time(far) == far
+    assert local_time("soon\x1b[2J") == "soon\\x1b[2J"
