@@ -32,6 +32,7 @@ from ..registry.tables.shown import Entry
 from ..registry.uris.scheme import Sight
 from ..servers.shared import AgentKey, Call, Outcome, ProgressSink, SessionMark, Whose
 from .askback.askers import AgentRequests, DirectAsker
+from .calls.result_bounds import progress_within
 from .entry.dial import WAITING
 from .entry.identity import AgentIdentity
 from .entry.peers import Peer, is_owner
@@ -118,8 +119,10 @@ class Agent(Audience, OutcomeSink):
         return self.identity.whose()
 
     def send_progress(self, params: mcp.ProgressParams) -> None:
-        """Its calls' progress, as it comes (its ``progress``, unless a task's)."""
-        self.send_nowait(rpc.encode_notification("notifications/progress", params))
+        """Its calls' progress, as it comes (its ``progress``, unless a task's), each
+        report's ``_meta`` held to its bound."""
+        held = progress_within(params)
+        self.send_nowait(rpc.encode_notification("notifications/progress", held))
 
     @abc.abstractmethod
     def in_task(self, call: AgentCall, answer: Callable[[], Awaitable[bytes]]) -> None:

@@ -9,7 +9,9 @@ resources/read, a completion/complete, a task's request, a failed task's ``error
 (``error_object_within``). Its data is for the host's code: kept when it is no larger
 than ``DATA_BYTES``, else replaced by a note of its size. A result's ``_meta`` is for
 the host's code as well: one larger than ``META_BYTES`` (or the budget, when that is
-more) is left out, and a key of mcpd's says how large it was (``meta_within``).
+more) is left out, and a key of mcpd's says how large it was (``meta_within``). So is
+a progress report's ``_meta`` larger than ``META_BYTES`` (``progress_within``): a report
+goes on to the agent as the call runs, outside any result's budget.
 
 Nearly every result and error is far below these bounds. They are measured as the
 bytes they came as; nothing is decoded for them unless a part is over its bound.
@@ -55,6 +57,20 @@ def meta_within(raw: Raw, head: Head, budget: int) -> tuple[Raw, Head]:
     note = Raw(_encode({META_LEFT_OUT: {"bytes": len(meta), "bound": bound}}))
     members["_meta"] = note
     return Raw(_encode(members)), msgspec.structs.replace(head, meta=note)
+
+
+def progress_within(params: mcp.ProgressParams) -> mcp.ProgressParams:
+    """``params`` (a server's progress report, as it goes to its agent) with its
+    ``_meta`` left out when that is larger than ``META_BYTES`` as written, and a
+    ``_meta`` of mcpd's in its place that says so; else ``params`` itself."""
+    meta = params.meta
+    if isinstance(meta, msgspec.UnsetType):
+        return params
+    size = _size(meta)
+    if size <= META_BYTES:
+        return params
+    note: mcp.Meta = {META_LEFT_OUT: {"bytes": size, "bound": META_BYTES}}
+    return msgspec.structs.replace(params, meta=note)
 
 
 def error_within(exc: rpc.RPCError, budget: int) -> rpc.RPCError:

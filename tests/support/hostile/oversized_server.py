@@ -2,7 +2,8 @@
 should take: an error whose message and data are far past any budget (``shout``), a
 result with a ``_meta`` of hundreds of kilobytes (``meta``), and progress reports with
 a long message and a progress that goes back (``steps``), a long call whose reports all
-say progress 0, each with a new message, as a heartbeat (``heartbeat``); the same error for a get of
+say progress 0, each with a new message, as a heartbeat (``heartbeat``), reports whose
+``_meta`` is as large as ``meta``'s but for the last (``meta_steps``); the same error for a get of
 its prompt ``shout``, a read of its resource ``big://shout`` and a completion of
 either; and a get of its prompt ``links`` asks the agent to open more links (a URL
 elicitation) than fit in an error's data as passed on. It speaks the era its one
@@ -71,8 +72,13 @@ def call(rid: object, params: dict[str, object], modern: bool) -> None:
     steps = STEPS
     if name == "heartbeat":
         steps = [(0, f"still working ({i})") for i in range(HEARTBEATS)]
+    if name == "meta_steps":
+        steps = [(i, "m") for i in range(1, 4)]
     for progress, message in steps if token is not None else ():
         report = {"progressToken": token, "progress": progress, "message": message}
+        if name == "meta_steps":
+            big = progress < len(steps)
+            report["_meta"] = {f"k{i}": "v" * 100 for i in range(META_KEYS if big else 1)}
         write({"jsonrpc": "2.0", "method": "notifications/progress", "params": report})
         if name == "heartbeat":
             time.sleep(HEARTBEAT_GAP)
@@ -94,7 +100,7 @@ def handle(msg: dict[str, object], modern: bool) -> None:
     elif method == "tools/list":
         tools = [
             {"name": n, "inputSchema": {"type": "object"}}
-            for n in ("shout", "meta", "steps", "heartbeat")
+            for n in ("shout", "meta", "steps", "heartbeat", "meta_steps")
         ]
         answer(rid, {"tools": tools}, modern)
     elif method == "tools/call":

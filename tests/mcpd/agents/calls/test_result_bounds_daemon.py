@@ -1,8 +1,9 @@
 """What a server sends around a tool's result is held to bounds, through a running
 daemon, in either era of the server and of the agent, spliced or not: an error's
 message is cut to the text budget and its data past its bound left out, a result's
-``_meta`` past its bound left out, a progress report's message cut and a report whose
-progress does not go up dropped, though it still gives its call more time."""
+``_meta`` past its bound left out, a progress report's message cut and its ``_meta``
+past its bound left out, and a report whose progress does not go up dropped, though it
+still gives its call more time."""
 
 from __future__ import annotations
 
@@ -122,3 +123,18 @@ async def test_a_heartbeat_that_does_not_go_up_keeps_a_call_longer_than_its_time
     assert reply.get("result", {}).get("content") == [{"type": "text", "text": "done"}], reply
     # Only the first is passed on: progress only goes up.
     assert [(r["progress"], r["message"]) for r in reports] == [(0, "still working (0)")]
+
+
+@way
+async def test_a_progress_reports_meta_past_its_bound_is_left_out_with_a_note(
+    tmp_path: Path, way: tuple[str, str, bool]
+) -> None:
+    reply, reports = await _session(tmp_path, way, "meta_steps", {"progressToken": "p1"})
+    assert reply["result"]["content"] == [{"type": "text", "text": "done"}]
+    assert [r["progress"] for r in reports] == [1, 2, 3], [r["progress"] for r in reports]
+    for big in reports[:2]:
+        assert list(big["_meta"]) == [META_LEFT_OUT], list(big["_meta"])[:3]
+        left_out = big["_meta"][META_LEFT_OUT]
+        assert left_out["bound"] == META_BYTES and left_out["bytes"] > META_BYTES, left_out
+    # One within the bound goes on as the server wrote it.
+    assert reports[2]["_meta"] == {"k0": "v" * 100}
