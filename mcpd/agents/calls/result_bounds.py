@@ -9,7 +9,8 @@ resources/read, a completion/complete, a task's request, a failed task's ``error
 (``error_object_within``). Its data is for the host's code: kept when it is no larger
 than ``DATA_BYTES``, else replaced by a note of its size. A result's ``_meta`` is for
 the host's code as well: one larger than ``META_BYTES`` (or the budget, when that is
-more) is left out, and a key of mcpd's says how large it was (``meta_within``). So is
+more) is left out, and a key of mcpd's says how large it was (``meta_within``); so
+are a content block's ``_meta`` and ``annotations`` (``blocks_within``). So is
 a progress report's ``_meta`` larger than ``META_BYTES`` (``progress_within``): a report
 goes on to the agent as the call runs, outside any result's budget.
 
@@ -35,6 +36,9 @@ DATA_BYTES: Final = 16 * 1024
 META_LEFT_OUT: Final = "mcpd/metaLeftOut"
 
 _MEMBERS: Final = msgspec.json.Decoder(dict[str, Raw])
+_BLOCKS: Final = msgspec.json.Decoder(list[dict[str, Raw]])
+# What a content block carries for the host's code, not the model, bound as ``_meta``.
+BLOCK_PARTS: Final = ("_meta", "annotations")
 _encode: Final = msgspec.json.encode
 
 Head = TypeVar("Head", bound=mcp.CallToolResultFate)
@@ -57,6 +61,34 @@ def meta_within(raw: Raw, head: Head, budget: int) -> tuple[Raw, Head]:
     note = Raw(_encode({META_LEFT_OUT: {"bytes": len(meta), "bound": bound}}))
     members["_meta"] = note
     return Raw(_encode(members)), msgspec.structs.replace(head, meta=note)
+
+
+def blocks_within(raw: Raw, budget: int) -> Raw:
+    """``raw`` (a result longer than ``budget``) with each content block's ``_meta`` and
+    ``annotations`` left out when larger than ``META_BYTES``, or than ``budget`` when
+    that is more, a note of mcpd's in its place that says so (as ``meta_within``
+    writes); ``raw`` itself when none is over, or it cannot be read so far (it is
+    refused as malformed later)."""
+    bound = max(META_BYTES, budget)
+    try:
+        members = _MEMBERS.decode(raw)
+        content = members.get("content")
+        if content is None or len(content) <= bound:
+            return raw  # no part of a block can be over
+        blocks = _BLOCKS.decode(content)
+    except msgspec.DecodeError:
+        return raw
+    over = False
+    for block in blocks:
+        for key in BLOCK_PARTS:
+            part = block.get(key)
+            if part is not None and len(part) > bound:
+                block[key] = Raw(_encode({META_LEFT_OUT: {"bytes": len(part), "bound": bound}}))
+                over = True
+    if not over:
+        return raw
+    members["content"] = Raw(_encode(blocks))
+    return Raw(_encode(members))
 
 
 def progress_within(params: mcp.ProgressParams) -> mcp.ProgressParams:

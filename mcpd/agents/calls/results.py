@@ -9,7 +9,8 @@ needed to check ``resultType`` and (for a result longer than the budget) measure
 re-encoding happens only when text must be cut to the budget, and then of the content
 alone, and at the top level only when something in the result has no place in the
 agent's era (``result_eras``). A result longer than the budget is also checked for a
-``_meta`` past its bound, which is left out (``result_bounds``).
+``_meta`` past its bound, its own or a content block's (or a block's ``annotations``),
+which is left out (``result_bounds``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from ...registry.uris.scheme import Sight
 from ...servers.shared import AgentKey, Outage, SessionMark
 from ..askback import unanswered
 from ..askback.unanswered import unanswered_text
-from .result_bounds import meta_within
+from .result_bounds import blocks_within, meta_within
 from .result_eras import for_era
 
 _RESULT_TYPE_FIELD: Final = b'"resultType":"complete"'
@@ -151,6 +152,7 @@ def shape_call_result(
             return _unreadable(raw, short, alias, modern)
         if not short:
             raw, head = meta_within(raw, head, budget)
+            raw = blocks_within(raw, budget)
     kind = head.resultType
     if isinstance(kind, str) and kind != mcp.COMPLETE:
         return _not_complete(raw, head, kind, modern, alias, capabilities, tasks, budget)

@@ -1,6 +1,7 @@
 """A stdio MCP server whose answers carry more around a result than a model's context
 should take: an error whose message and data are far past any budget (``shout``), a
-result with a ``_meta`` of hundreds of kilobytes (``meta``), and progress reports with
+result with a ``_meta`` of hundreds of kilobytes (``meta``), or a text block's
+``_meta`` and another's ``annotations`` as large (``block_meta``), and progress reports with
 a long message and a progress that goes back (``steps``), a long call whose reports all
 say progress 0, each with a new message, as a heartbeat (``heartbeat``), reports whose
 ``_meta`` is as large as ``meta``'s but for the last (``meta_steps``); the same error for a get of
@@ -67,6 +68,15 @@ def call(rid: object, params: dict[str, object], modern: bool) -> None:
         meta = {f"k{i}": "v" * 100 for i in range(META_KEYS)}
         answer(rid, {"content": [{"type": "text", "text": "m"}], "_meta": meta}, modern)
         return
+    if name == "block_meta":
+        meta = {f"k{i}": "v" * 100 for i in range(META_KEYS)}
+        blocks = [
+            {"type": "text", "text": "hi", "_meta": meta},
+            {"type": "text", "text": "ho", "annotations": {"priority": 1, **meta}},
+            {"type": "text", "text": "ha", "_meta": {"k": "v"}, "annotations": {"priority": 0}},
+        ]
+        answer(rid, {"content": blocks}, modern)
+        return
     given = params.get("_meta")
     token = given.get("progressToken") if isinstance(given, dict) else None
     steps = STEPS
@@ -100,7 +110,7 @@ def handle(msg: dict[str, object], modern: bool) -> None:
     elif method == "tools/list":
         tools = [
             {"name": n, "inputSchema": {"type": "object"}}
-            for n in ("shout", "meta", "steps", "heartbeat", "meta_steps")
+            for n in ("shout", "meta", "block_meta", "steps", "heartbeat", "meta_steps")
         ]
         answer(rid, {"tools": tools}, modern)
     elif method == "tools/call":

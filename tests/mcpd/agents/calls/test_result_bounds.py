@@ -1,5 +1,6 @@
-"""The bounds a server's error and a result's ``_meta`` are held to, on their own: what
-is within them is passed on as the same object, what is past them cut or left out."""
+"""The bounds a server's error, a result's ``_meta`` (its own and its content blocks')
+and a progress report's ``_meta`` are held to, on their own: what is within them is
+passed on as the same object, what is past them cut or left out."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from mcpd.agents.calls.result_bounds import (
     DATA_BYTES,
     META_BYTES,
     META_LEFT_OUT,
+    blocks_within,
     error_object_within,
     error_within,
     meta_within,
+    progress_within,
 )
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
@@ -86,3 +89,37 @@ def test_an_error_objects_message_is_cut_and_its_data_left_out_past_their_bounds
         "code",
         "message",
     }
+
+
+def test_a_blocks_meta_or_annotations_past_their_bound_are_left_out_the_rest_as_written() -> None:
+    big = {"k": "v" * META_BYTES}
+    blocks = [
+        {"type": "text", "text": "a", "_meta": big, "annotations": {"priority": 1}},
+        {"type": "image", "data": "QQ==", "mimeType": "image/png", "annotations": big},
+    ]
+    raw = Raw(msgspec.json.encode({"content": blocks, "structuredContent": {"n": 1.50}}))
+    held = msgspec.json.decode(blocks_within(raw, 100))
+    note = {META_LEFT_OUT: {"bytes": len(msgspec.json.encode(big)), "bound": META_BYTES}}
+    assert held["content"] == [
+        {"type": "text", "text": "a", "_meta": note, "annotations": {"priority": 1}},
+        {"type": "image", "data": "QQ==", "mimeType": "image/png", "annotations": note},
+    ]
+    assert held["structuredContent"] == {"n": 1.5}
+
+
+def test_blocks_within_their_bound_or_content_that_is_not_blocks_leave_the_result() -> None:
+    small = Raw(msgspec.json.encode({"content": [{"type": "text", "text": "x" * META_BYTES}]}))
+    assert blocks_within(small, 100) is small
+    odd = Raw(b'{"content": ' + b'"' + b"x" * META_BYTES + b'"}')
+    assert blocks_within(odd, 100) is odd
+
+
+def test_a_progress_reports_meta_past_its_bound_is_left_out() -> None:
+    within = mcp.ProgressParams("t", 1, meta={"k": "v"})
+    assert progress_within(within) is within
+    bare = mcp.ProgressParams("t", 1)
+    assert progress_within(bare) is bare
+    big = {"k": "v" * META_BYTES}
+    held = progress_within(mcp.ProgressParams("t", 2, message="m", meta=big))
+    note = {META_LEFT_OUT: {"bytes": len(msgspec.json.encode(big)), "bound": META_BYTES}}
+    assert held == mcp.ProgressParams("t", 2, message="m", meta=note)

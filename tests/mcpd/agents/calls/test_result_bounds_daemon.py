@@ -1,9 +1,9 @@
 """What a server sends around a tool's result is held to bounds, through a running
 daemon, in either era of the server and of the agent, spliced or not: an error's
 message is cut to the text budget and its data past its bound left out, a result's
-``_meta`` past its bound left out, a progress report's message cut and its ``_meta``
-past its bound left out, and a report whose progress does not go up dropped, though it
-still gives its call more time."""
+``_meta`` past its bound left out (and a content block's, or its ``annotations``), a
+progress report's message cut and its ``_meta`` past its bound left out, and a report
+whose progress does not go up dropped, though it still gives its call more time."""
 
 from __future__ import annotations
 
@@ -95,6 +95,27 @@ async def test_a_results_meta_past_its_bound_is_left_out_with_a_note(
     assert list(result["_meta"]) == [META_LEFT_OUT], list(result["_meta"])[:3]
     left_out = result["_meta"][META_LEFT_OUT]
     assert left_out["bound"] == META_BYTES and left_out["bytes"] > META_BYTES, left_out
+
+
+@way
+async def test_a_content_blocks_meta_or_annotations_past_its_bound_are_left_out_with_a_note(
+    tmp_path: Path, way: tuple[str, str, bool]
+) -> None:
+    reply, _ = await _session(tmp_path, way, "block_meta")
+    blocks = reply["result"]["content"]
+    assert [b["text"] for b in blocks] == ["hi", "ho", "ha"]
+    for block, key in ((blocks[0], "_meta"), (blocks[1], "annotations")):
+        assert list(block[key]) == [META_LEFT_OUT], list(block[key])[:3]
+        left_out = block[key][META_LEFT_OUT]
+        assert left_out["bound"] == META_BYTES and left_out["bytes"] > META_BYTES, left_out
+    # Those within the bound go on as the server wrote them.
+    assert blocks[2] == {
+        "type": "text",
+        "text": "ha",
+        "_meta": {"k": "v"},
+        "annotations": {"priority": 0},
+    }
+    assert "_meta" not in reply["result"]
 
 
 @way
