@@ -43,6 +43,8 @@ SOCKET_HELP = (
 )
 
 T = TypeVar("T")
+# What mcpd answers with a server's own result, passed on as the server wrote it.
+_RELAYED: Final = frozenset({"tools/call", "prompts/get", "resources/read", "completion/complete"})
 
 
 def socket_path(text: str) -> str:
@@ -197,7 +199,7 @@ class Client:
                         if isinstance(waits, dict):
                             self._waiting(waits)
                 except (rpc.DecodeFailure, msgspec.DecodeError) as exc:
-                    raise self._unreadable(line, rid, exc) from None
+                    raise self._unreadable(line, rid, exc, method) from None
                 if isinstance(msg, rpc.ErrorResponse) and msg.id in (rid, None):
                     error, data = msg.error, msg.error.data
                     if isinstance(data, msgspec.Raw):  # the daemon's own: read whole
@@ -211,7 +213,7 @@ class Client:
             raise DaemonUnreachable(f"lost the connection to mcpd on {self.path}: {exc}") from None
 
     def _unreadable(
-        self, line: bytes, rid: int, exc: rpc.DecodeFailure | msgspec.DecodeError
+        self, line: bytes, rid: int, exc: rpc.DecodeFailure | msgspec.DecodeError, method: str
     ) -> BadReply:
         """Why a reply could not be taken: mcpd's line, or a value in it that mcpd passed
         on as it came (a tool's result, a progress report), which this client cannot
@@ -220,6 +222,8 @@ class Client:
             isinstance(exc, rpc.MalformedResponse) and exc.given == rid
         ):
             why = exc.why if isinstance(exc, rpc.MalformedResponse) else str(exc)
+            if method not in _RELAYED:
+                return BadReply(f"the answer of mcpd to {method} could not be read ({why})")
             return BadReply(
                 f"the reply of mcpd on {self.path} holds a value that could not be decoded "
                 f"({why}); what a tool server sent is passed on as it came"
