@@ -50,10 +50,24 @@ async def send_answer(
     on_request: ServerRequestHandler | None,
     req: rpc.Request,
     post: Post,
+    answered_itself: Callable[[], None],
 ) -> bool:
     """POST the answer to the server's ``req`` (``ping``, or what ``on_request``
-    answers; without it, -32601) within ``POST_TIMEOUT``: whether the server took it."""
-    body = await answer_server_request(alias, on_request, req)
+    answers; without it, -32601) within ``POST_TIMEOUT``: whether the server took it.
+    ``answered_itself`` hears of an answer mcpd made without an agent (``ping``, or a
+    refusal): one an agent gave is paced by the agent."""
+    relayed = False
+
+    async def relay(asked: rpc.Request) -> object:
+        nonlocal relayed
+        assert on_request is not None
+        result = await on_request(asked)
+        relayed = True
+        return result
+
+    body = await answer_server_request(alias, relay if on_request else None, req)
+    if not relayed:
+        answered_itself()
     failed = "no answer in time"
     with trio.move_on_after(POST_TIMEOUT):
         try:

@@ -31,10 +31,9 @@ logger = logging.getLogger("mcpd.transport")
 
 # The journal hears of a server's spells of holding back once a minute at most.
 SAID_EVERY: Final = 60.0
-# What a request the server sends on a stream costs besides its reading, in
-# ``protocol.pacing.read_budget``'s units: mcpd posts an answer back to each (a
-# refusal, when no agent can take it), which takes the shared thread about as long
-# as reading this many lines.
+# What a request of the server's that mcpd answers itself (a ping, a refusal) costs
+# besides its reading, in ``protocol.pacing.read_budget``'s units: the answer posted
+# back takes the shared thread about as long as reading this many lines.
 ANSWER_COST: Final = 256.0
 
 
@@ -69,6 +68,12 @@ class ReadPace:
                 held.reason,
                 extra=log_extra(self.alias, "held_back", held.reason),
             )
+
+    def answered_itself(self) -> None:
+        """mcpd answered a request of the server's without an agent: what posting the
+        answer back takes is charged (``ANSWER_COST``) to every stream's pace."""
+        with self.stream() as paced:
+            paced.read(ANSWER_COST)
 
     def made_room(self) -> None:
         if self._room.statistics().tasks_waiting:

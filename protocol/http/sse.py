@@ -13,13 +13,15 @@ costs at most that much memory. What an event's data line brings is written wher
 its data will be (once its field is known to be ``data``), and that buffer becomes
 the event's data: however many pieces a large event comes in, it is held once.
 ``held`` says how much of an event not yet complete the decoder holds, and
-``line_cost`` what reading the stream's lines cost as they were read, in
-``protocol.pacing.read_budget``'s units: a unit a line, ``data`` lines included (an
-event that never ends may be made of any number of them), and one each ``UNIT_BYTES``
-of a line that carried no data, however long, as a comment is read only to be thrown
-away. An event cut for its size is charged there too, for all it held: it is never
-handed on. ``data_cost`` is what a complete event adds to that: its data, or nothing
-(its lines given back) when it answered a request that waited for it.
+``line_cost`` what reading the lines that carried no data (comments, blank lines, other
+fields) cost, in ``protocol.pacing.read_budget``'s units: a unit a line and one each
+``UNIT_BYTES`` of it, however long, as a comment is read only to be thrown away. An
+event's data lines are charged once it is complete, when what it is is known
+(``data_cost``): an honest answer may come as one event of any number of lines, and
+waiting for the pace inside it would hold back the very answer that pays them back.
+An event cut for its size is charged to ``line_cost`` for all it held, lines and
+bytes, as if it had answered nothing: it is never handed on, and its server, read on,
+waits that long before another.
 
 ``resume_id`` is what a client sends as ``Last-Event-ID`` when it reconnects: the
 stream's last event id as of the last event that was complete (a blank line ended
@@ -37,7 +39,7 @@ from typing import Final
 import msgspec
 
 from protocol.http.mcp_headers import is_plain
-from protocol.pacing.read_budget import UNIT_BYTES
+from protocol.pacing.read_budget import UNIT_BYTES, cost
 
 DEFAULT_MAX_EVENT: Final = 16 * 1024 * 1024
 # Without a ``retry:`` from the server, the first wait before reconnecting.
@@ -104,8 +106,8 @@ class SSEDecoder:
         self.last_event_id: str | None = None
         self.resume_id: str | None = None
         self.retry: int | None = None
-        # What reading the lines so far cost, as they came: what reading the stream
-        # cost besides the data of the events it completed.
+        # What reading the lines so far that carried no data cost (and the events cut
+        # for their size): what reading the stream cost besides its events' data.
         self.line_cost = 0.0
         # An event's data: its one line as it came (most events have one), or written
         # into a buffer once it has more lines or a line came in pieces, which becomes
@@ -223,7 +225,6 @@ class SSEDecoder:
             start = colon + 2 if data[colon + 1 : colon + 2] == b" " else colon + 1
         # One slice of the value: a data line may be a whole large message.
         if name == b"data":
-            self.line_cost += 1.0
             value = data[start:stop]
             if not self._has_data:
                 self._first = value
@@ -300,7 +301,6 @@ class SSEDecoder:
             self._line(line, 0, len(line), out)
         elif kind == _DATA:
             assert self._buffer is not None
-            self.line_cost += 1.0
             self._data_size = self._buffer.tell() + 1
             self._check_size()
         else:
@@ -352,22 +352,25 @@ class SSEDecoder:
 
     def _check_size(self) -> None:
         if self._data_size + self._line_size > self.max_event:
-            self.line_cost += (self._data_size + self._line_size) / UNIT_BYTES
+            self.line_cost += self._cut_cost()
             self._failed = True
             self._head.clear()
             self._first = b""
             self._buffer = None
             raise EventTooLarge(f"event stream event larger than {self.max_event} bytes")
 
+    def _cut_cost(self) -> float:
+        """What the event being cut for its size held cost to read: ``cost`` of its
+        data, lines and bytes, and of the line it was in."""
+        data = self._first if self._buffer is None else self._buffer.getvalue()
+        lines = data.count(b"\n") + 1 if self._has_data else 0
+        return lines + (self._data_size + self._line_size) / UNIT_BYTES
+
 
 def data_cost(event: SSEEvent, answered: bool) -> float:
-    """What a complete event adds to the ``line_cost`` its lines were charged as they
-    came: one each ``UNIT_BYTES`` of its data, as for any message that answered
-    nothing; or, for one that answered a request waiting for it, its lines given back,
-    as such an answer costs nothing (negative)."""
-    if answered:
-        return -float(event.data.count(b"\n") + 1)
-    return len(event.data) / UNIT_BYTES
+    """What a complete event's data cost to read: ``cost`` of it, as for any message
+    that answered nothing; nothing, when it answered a request waiting for it."""
+    return 0.0 if answered else cost(event.data)
 
 
 class ResumePoint:

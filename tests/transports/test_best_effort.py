@@ -62,7 +62,7 @@ async def test_a_cancellation_that_fails_is_logged_not_raised(
 async def test_an_answer_that_gets_through_says_so() -> None:
     posts = Posts()
     req = rpc.Request(id=3, method="ping", params=None)
-    assert await send_answer("a", log, None, req, posts.post)
+    assert await send_answer("a", log, None, req, posts.post, lambda: None)
     assert posts.bodies == [{"jsonrpc": "2.0", "id": 3, "result": {}}]
 
 
@@ -71,7 +71,7 @@ async def test_an_answer_refused_is_logged_with_the_reason(
 ) -> None:
     req = rpc.Request(id=3, method="ping", params=None)
     with caplog.at_level(logging.INFO, log.name):
-        assert not await send_answer("a", log, None, req, Posts(refuse=True).post)
+        assert not await send_answer("a", log, None, req, Posts(refuse=True).post, lambda: None)
     [record] = caplog.records
     assert record.getMessage() == (
         "a: could not answer the server's ping request: a: connection refused"
@@ -83,6 +83,6 @@ async def test_an_answer_the_server_does_not_take_is_given_up(
 ) -> None:
     req = rpc.Request(id=3, method="ping", params=None)
     with caplog.at_level(logging.INFO, log.name):
-        assert not await send_answer("a", log, None, req, Posts(hang=True).post)
+        assert not await send_answer("a", log, None, req, Posts(hang=True).post, lambda: None)
     [record] = caplog.records
     assert record.getMessage() == "a: could not answer the server's ping request: no answer in time"

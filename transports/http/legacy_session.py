@@ -10,6 +10,7 @@ transport carries on.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from protocol.jsonrpc import messages as rpc
 from protocol.shown.logfields import log_extra
@@ -47,6 +48,7 @@ async def post_answer(
     session: SessionId,
     on_request: ServerRequestHandler | None,
     req: rpc.Request,
+    answered_itself: Callable[[], None],
 ) -> None:
     """POST the answer to a legacy server's request (``best_effort.send_answer``)."""
 
@@ -56,7 +58,7 @@ async def post_answer(
         ex = OutgoingMessage(what, None, session.for_message(what))
         await sender.post(b"POST", body, head.post([], ex), ex, sender.accepted)
 
-    await send_answer(sender.alias, logger, on_request, req, post)
+    await send_answer(sender.alias, logger, on_request, req, post, answered_itself)
 
 
 async def end_session(sender: Sender, head: RequestHeaders, session: SessionId) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Final, Literal
+from typing import Final
 
 import trio
 from msgspec import Raw
@@ -40,7 +40,7 @@ from ..errors import (
     TransportError,
     UnexpectedReply,
 )
-from ..read_pace import ANSWER_COST, Paced, ReadPace
+from ..read_pace import Paced, ReadPace
 from .connection import HttpConnection
 from .reply import (
     SNIPPET,
@@ -203,17 +203,13 @@ class PushReader:
             paced.read(decoder.line_cost - before)  # an event cut for its size, too
             raise
         for event in events:
-            taken = await self._on_event(event)
-            units += data_cost(event, answered=taken == "answer")
-            if taken == "request":
-                units += ANSWER_COST  # the answer (or refusal) posted back
+            units += data_cost(event, answered=await self._on_event(event))
         paced.read(units + decoder.line_cost - before)
 
-    async def _on_event(self, event: SSEEvent) -> Literal["answer", "request"] | None:
-        """Hand one event on; whether it answered a request of ours that waited, or was
-        a request of the server's (answered by a POST of its own)."""
+    async def _on_event(self, event: SSEEvent) -> bool:
+        """Hand one event on; whether it answered a request of ours that waited."""
         if event.event != "message" or not event.data.strip():
-            return None  # a priming event, or an event type MCP does not use
+            return False  # a priming event, or an event type MCP does not use
         try:
             msg = decode_reply(event.data, 200, self._label, "server-push stream")
         except TransportError as exc:
@@ -223,23 +219,22 @@ class PushReader:
                 and refuse is not None
                 and refuse(exc.given, exc.why)
             ):
-                return None
+                return False
             # One bad event costs only itself; the stream goes on.
             note = self._complain()
             if note is not None:
                 logger.warning(
                     "%s%s", exc.reason, note, extra=log_extra(self._label, "bad_push_event")
                 )
-            return None
+            return False
         self.messages += 1
         if isinstance(msg, rpc.Notification):
             deliver(self._label, self._on_notification, msg, self._complain)
         elif isinstance(msg, rpc.Request):
             # The server may wait for this answer before it sends anything else.
             await self._on_request(msg)
-            return "request"
         elif self._on_response is not None and self._on_response(msg):
-            return "answer"
+            return True
         else:
             note = self._complain()
             if note is not None:
@@ -250,7 +245,7 @@ class PushReader:
                     note,
                     extra=log_extra(self._label, "stray_response"),
                 )
-        return None
+        return False
 
 
 OpenPush = Callable[[str | None, PushReader], Awaitable[None]]

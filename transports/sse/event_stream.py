@@ -31,14 +31,13 @@ from ..http.connection import HttpConnection
 from ..http.dial import connect
 from ..http.request import IDENTITY
 from ..http.send import authorized, with_authorization
-from ..read_pace import ANSWER_COST, Paced
+from ..read_pace import Paced
 from .events import REDIRECTS, encoded, stream_redirect_target, stream_refused
 
 MAX_REDIRECTS: Final = 5
 # What an event was to the transport: the one that named the endpoint, the answer to
-# a request that waited for it, a request of the server's (answered by a POST of its
-# own), or anything else.
-Taken: TypeAlias = Literal["endpoint", "answer", "request"] | None
+# a request that waited for it, or anything else.
+Taken: TypeAlias = Literal["endpoint", "answer"] | None
 # How soon the kernel starts probing a quiet stream's connection: the stream may be
 # silent for hours, so no read timeout watches it.
 _STREAM_KEEPALIVE: Final = 60.0
@@ -85,7 +84,8 @@ class EventStream:
         request): the stream must open and name one within ``connect_timeout``, and
         from then on the opening is over (``task_status``) and the stream may be
         quiet for as long as it likes. An event cut for its size is said in the journal,
-        within ``complain``'s budget.
+        within ``complain``'s budget, and what reading it cost waited out before the
+        cut is told.
         """
         conn: HttpConnection | None = None
         named = False
@@ -115,6 +115,14 @@ class EventStream:
             cut = StreamCut(f"{self.alias}: {exc} on the event stream")
             if isinstance(exc, EventTooLarge):
                 said_too_large(self.alias, cut.reason, complain)
+                if named and conn is not None:
+                    # The transport ends with its stream and the next has a pace of
+                    # its own: what the cut event cost is waited out here, its server
+                    # held back and no longer connected.
+                    with trio.CancelScope(shield=True):
+                        await conn.aclose()
+                    conn = None
+                    await paced.before_read()
             return cut
         except StreamCut as exc:
             what = exc.reason.removeprefix(f"{self.alias}: ")
@@ -179,8 +187,6 @@ def _take(
     for event in events:
         taken = on_event(event)
         units += data_cost(event, answered=taken in ("endpoint", "answer"))
-        if taken == "request":
-            units += ANSWER_COST  # the answer (or refusal) posted back
         endpoint = endpoint or taken == "endpoint"
     paced.read(units + decoder.line_cost - before)
     return endpoint

@@ -257,7 +257,6 @@ class LegacySSETransport(Transport):
             # Answered on the side, so the stream goes on meanwhile.
             self._answering += 1
             self._nursery.start_soon(self._answer_server_request, msg)
-            return "request"
         return None
 
     def _close(self, error: TransportError) -> None:
@@ -340,7 +339,9 @@ class LegacySSETransport(Transport):
             await self._post(body, [], f"the answer to {req.method}")
 
         try:
-            if await send_answer(self.alias, logger, self.on_request, req, post):
+            if await send_answer(
+                self.alias, logger, self.on_request, req, post, self._pace.answered_itself
+            ):
                 self._unanswered = 0
         finally:
             self._answering -= 1

@@ -132,36 +132,42 @@ def test_a_large_event_that_comes_in_pieces_is_held_once() -> None:
     assert dec.held == 0
 
 
-def test_lines_cost_a_unit_and_those_that_carry_no_data_their_bytes() -> None:
+def test_lines_that_carry_no_data_cost_a_unit_and_their_bytes() -> None:
     # What reading a stream costs besides its events' data (``protocol.pacing.read_budget``).
     dec = SSEDecoder()
     dec.feed(b": ping\n\nid: 1\nevent: x\ndata: a\ndata: b\n\n:")
-    # The comment, two blank lines, the id and event lines; the two data lines.
-    assert dec.line_cost == 5 + skipped(6 + 5 + 8) + 2
+    # The comment, two blank lines, the id and event lines.
+    assert dec.line_cost == 5 + skipped(6 + 5 + 8)
     dec.feed(b" split comment\nfoo: bar\n")
-    assert dec.line_cost == 9 + skipped(19 + 15 + 8)
+    assert dec.line_cost == 7 + skipped(19 + 15 + 8)
 
 
 @pytest.mark.parametrize("line", [b"data\r", b"data: a\n", b"data:\r\n"])
-def test_data_lines_of_an_event_that_never_ends_cost_a_unit_each_as_they_come(
+def test_data_lines_of_an_event_not_yet_complete_cost_nothing_until_it_is(
     line: bytes,
 ) -> None:
+    # An honest answer may be one event of many lines: what it is decides its cost.
     whole, pieces = SSEDecoder(), SSEDecoder()
     assert whole.feed(line * 1000) == []
     for i in range(0, 1000 * len(line), 7):
         assert pieces.feed((line * 1000)[i : i + 7]) == []
-    assert whole.line_cost == pieces.line_cost == 1000
+    assert whole.line_cost == pieces.line_cost == 0
+    (ev,) = whole.feed(b"\r")
+    assert data_cost(ev, answered=False) == cost(ev.data) >= 1000
 
 
-def test_an_event_cut_for_its_size_costs_all_it_held() -> None:
+@pytest.mark.parametrize("step", [None, 7])
+def test_an_event_cut_for_its_size_costs_all_it_held_its_lines_too(step: int | None) -> None:
     dec = SSEDecoder(max_event=1000)
-    dec.feed(b"data\n" * 900)
+    stream = b"data\n" * 900 + b"data: " + b"x" * 200
     with pytest.raises(EventTooLarge):
-        dec.feed(b"data: " + b"x" * 200)
-    assert dec.line_cost == 900 + skipped(900 + len(b"data: ") + 200)
+        for i in range(0, len(stream), step or len(stream)):
+            dec.feed(stream[i : i + (step or len(stream))])
+    # Its 900 whole lines and the one it was cut in, and every byte of them.
+    assert dec.line_cost >= 901 + skipped(1000)
 
 
-def test_a_complete_event_adds_its_bytes_or_gives_its_lines_back_as_an_answer() -> None:
+def test_a_complete_event_adds_its_cost_or_nothing_as_an_answer() -> None:
     dec = SSEDecoder()
     (ev,) = dec.feed(b"data: " + b"x" * 1000 + b"\ndata: y\n\n")
     assert dec.line_cost + data_cost(ev, answered=False) == 1 + cost(ev.data)
