@@ -194,7 +194,7 @@ async def test_what_reading_a_json_reply_took_is_measured_though_it_is_free_of_t
 
 
 async def test_a_large_answer_in_one_event_read_in_many_pieces_is_not_held_back() -> None:
-    # Its one data line is charged as a line when it ends, and given back as an answer.
+    # An answer costs nothing to read, however many pieces it comes in.
     big = {"text": "x" * (4 << 20)}
 
     async def handler(req: SeenRequest, respond: Responder) -> None:
@@ -211,4 +211,77 @@ async def test_a_large_answer_in_one_event_read_in_many_pieces_is_not_held_back(
         ):
             for _ in range(3):
                 assert json.loads(bytes(await t.request("tools/list", {}))) == big
+            assert t.held_back is None
+
+
+# A large answer pretty-printed: one event of many ``data`` lines, each of them read on
+# its own, far more than the budget below lets through in the test's time.
+ROWS = {"rows": [{"i": i} for i in range(2000)]}
+TIGHT = HttpParams(read_budget=5)
+
+
+def lines_of(msg: object) -> list[bytes]:
+    text = json.dumps(msg, indent=1)
+    assert text.count("\n") > 4 * LIMIT * 5
+    return [f"data: {line}\n".encode() for line in text.split("\n")] + [b"\n"]
+
+
+async def test_a_large_answer_in_one_event_of_many_data_lines_is_not_held_back() -> None:
+    async def handler(req: SeenRequest, respond: Responder) -> None:
+        await respond.sse_start()
+        for line in lines_of(result(req.rpc_id, ROWS)):
+            await respond.send(line)
+        await respond.end()
+
+    with trio.fail_after(LIMIT):
+        async with serve_http(handler) as srv, open_http_transport("s", srv.url(), TIGHT) as t:
+            for _ in range(2):
+                assert json.loads(bytes(await t.request("tools/call", {}))) == ROWS
+            assert t.held_back is None
+
+
+async def test_an_http_sse_answer_in_one_event_of_many_data_lines_is_not_held_back() -> None:
+    async def on_message(session: Session, msg: Message) -> None:
+        if msg.get("method") != "big":
+            await answer(session, msg)
+            return
+        for line in lines_of(result(msg["id"], ROWS)):
+            await session.send_raw(line)
+
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_legacy_sse(on_message) as server,
+            open_legacy_sse_transport("s", server.url(), TIGHT) as t,
+        ):
+            for _ in range(2):
+                assert json.loads(bytes(await t.request("big", {}))) == ROWS
+            assert t.held_back is None
+
+
+async def test_a_burst_of_requests_relayed_during_a_call_is_not_held_back() -> None:
+    # An agent answers them, at its own pace: mcpd posts back what it was given. Their
+    # reading is paced, within a burst they fit in.
+    asked = 50
+
+    async def on_message(session: Session, msg: Message) -> None:
+        if msg.get("method") != "fan_out":
+            await answer(session, msg)
+            return
+        for n in range(asked):
+            await session.send({"jsonrpc": "2.0", "id": f"ask{n}", "method": "sampling/x"})
+        for n in range(asked):
+            await session.wait_for(lambda m, n=n: m.get("id") == f"ask{n}")
+        await session.send(result(msg["id"], {}))
+
+    async def relay(req: rpc.Request) -> object:
+        return {"asked": req.method}
+
+    with trio.fail_after(LIMIT):
+        async with (
+            serve_legacy_sse(on_message) as server,
+            open_legacy_sse_transport("s", server.url(), HttpParams(read_budget=50)) as t,
+        ):
+            t.on_request = relay
+            assert json.loads(bytes(await t.request("fan_out", {}))) == {}
+            assert all("result" in m for m in server.session.received if "ask" in str(m.get("id")))
             assert t.held_back is None
