@@ -7,27 +7,22 @@ for a client that only ever reads JSON-RPC from the stream: ``data`` stays bytes
 a JSON decoder can take it without a round trip through ``str``; the other fields
 are decoded as UTF-8.
 
-An event (plus the line being read) may not grow past ``max_event`` bytes: the
-decoder raises ``SSEError`` as soon as it does, so a peer that never ends an event
-costs at most that much memory. What an event's data line brings is written where
-its data will be (once its field is known to be ``data``), and that buffer becomes
-the event's data: however many pieces a large event comes in, it is held once.
-``held`` says how much of an event not yet complete the decoder holds, and
-``line_cost`` what reading the lines that carried no data (comments, blank lines, other
-fields) cost, in ``protocol.pacing.read_budget``'s units: a unit a line and one each
-``UNIT_BYTES`` of it, however long, as a comment is read only to be thrown away. An
-event's data lines are charged once it is complete, when what it is is known
-(``data_cost``): an honest answer may come as one event of any number of lines, and
-waiting for the pace inside it would hold back the very answer that pays them back.
-An event cut for its size is charged to ``line_cost`` for all it held, lines and
-bytes, as if it had answered nothing: it is never handed on, and its server, read on,
-waits that long before another.
+An event (plus the line being read) may not grow past ``max_event`` bytes (else
+``SSEError``): a peer that never ends an event costs at most that much memory. An
+event's data is written where it will be, held once however many pieces it came in.
+``held`` says how much of an event not yet complete the decoder holds; ``line_cost``
+what reading lines cost as they came (``protocol.pacing.read_budget``'s units): a
+unit a line, and one each ``UNIT_BYTES`` of a line that carried no data. An event's
+``data`` lines are free as they come up to one each ``FREE_LINE_BYTES`` it may hold
+(an honest answer of many lines is not held back by its own lines), then a unit each
+(an event that never ends). ``data_cost`` is what the complete event adds: the rest
+of ``cost`` of its data, or, for an answer, what its lines were charged given back.
+An event cut for its size is charged all it held.
 
 ``resume_id`` is what a client sends as ``Last-Event-ID`` when it reconnects: the
-stream's last event id as of the last event that was complete (a blank line ended
-it), whether or not that event carried data.
-``ResumePoint`` keeps it across the streams one exchange is resumed on, with the
-wait before the next one.
+stream's last event id as of the last event that was complete (a blank line ended it),
+data or not. ``ResumePoint`` keeps it across the streams one exchange is resumed on,
+with the wait before the next one.
 """
 
 from __future__ import annotations
@@ -52,6 +47,9 @@ _BOM: Final = b"\xef\xbb\xbf"
 # The fields read besides ``data``; what a line begun in an earlier feed is known to be.
 _FIELDS: Final = frozenset({b"event", b"id", b"retry"})
 _LONGEST_NAME: Final = 5
+# An event's data lines are free as they come up to one each this many bytes it may
+# hold: a pretty-printed answer has longer lines on average.
+FREE_LINE_BYTES: Final = 16
 _HEAD, _DATA, _VALUE, _SKIP = range(4)
 
 
@@ -64,17 +62,16 @@ class EventTooLarge(SSEError):
 
 
 class SSEEvent(msgspec.Struct, frozen=True):
-    """One dispatched event.
-
-    ``event`` is ``"message"`` when the stream named no type. ``id`` is the stream's
-    last event id at dispatch time (ids are sticky, as in browsers), ``retry`` the
-    reconnection time given inside this event, if any.
-    """
+    """One dispatched event. ``event`` is ``"message"`` when the stream named no type,
+    ``id`` the stream's last event id at dispatch time (sticky, as in browsers), ``retry``
+    the reconnection time given inside this event, if any."""
 
     data: bytes
     event: str = "message"
     id: str | None = None
     retry: int | None = None
+    # What its data lines were charged as they came (``line_cost``).
+    charged: int = 0
 
 
 class SSEDecoder:
@@ -89,6 +86,7 @@ class SSEDecoder:
         "_head",
         "_kind",
         "_line_size",
+        "_lines",
         "_name",
         "_partial",
         "_retry",
@@ -106,21 +104,19 @@ class SSEDecoder:
         self.last_event_id: str | None = None
         self.resume_id: str | None = None
         self.retry: int | None = None
-        # What reading the lines so far that carried no data cost (and the events cut
-        # for their size): what reading the stream cost besides its events' data.
+        # What reading lines cost as they came: besides the events' data (``data_cost``).
         self.line_cost = 0.0
-        # An event's data: its one line as it came (most events have one), or written
-        # into a buffer once it has more lines or a line came in pieces, which becomes
-        # the event's data without a copy: memory follows the bytes, however they came.
+        # An event's data: its one line as it came (most events have one), or a buffer
+        # once it has more lines or a line came in pieces, which becomes its data.
         self._first = b""
         self._buffer: io.BytesIO | None = None
         self._has_data = False
         self._data_size = 0
+        self._lines = 0
         self._event = ""
         self._retry: int | None = None
-        # A line begun in an earlier feed: what is known of it so far (``_kind``) and
-        # its size; until its colon came, its first bytes; for another field than
-        # ``data``, its value.
+        # A line begun in an earlier feed: what it is (``_kind``), its size; until its
+        # colon came, its first bytes; for another field than ``data``, its value.
         self._partial = False
         self._kind = _HEAD
         self._head = bytearray()
@@ -176,9 +172,8 @@ class SSEDecoder:
         return out
 
     def flush(self) -> list[SSEEvent]:
-        """At end of stream: nothing more. An event the stream ended inside (before
-        its blank line) is dropped with the line being read, as the format requires:
-        what came of it may be a message cut short, or one that only looks whole."""
+        """At end of stream: nothing more. An event the stream ended inside is dropped,
+        as the format requires: it may be a message cut short that only looks whole."""
         self._partial = False
         self._kind = _HEAD
         self._line_size = 0
@@ -187,6 +182,7 @@ class SSEDecoder:
         self._first = b""
         self._buffer = None
         self._data_size = 0
+        self._lines = 0
         self._has_data = False
         self._event = ""
         self._retry = None
@@ -225,6 +221,7 @@ class SSEDecoder:
             start = colon + 2 if data[colon + 1 : colon + 2] == b" " else colon + 1
         # One slice of the value: a data line may be a whole large message.
         if name == b"data":
+            self._data_line()
             value = data[start:stop]
             if not self._has_data:
                 self._first = value
@@ -301,6 +298,7 @@ class SSEDecoder:
             self._line(line, 0, len(line), out)
         elif kind == _DATA:
             assert self._buffer is not None
+            self._data_line()
             self._data_size = self._buffer.tell() + 1
             self._check_size()
         else:
@@ -309,6 +307,11 @@ class SSEDecoder:
                 value = bytes(self._head)
                 self._head.clear()
                 self._field(self._name, value)
+
+    def _data_line(self) -> None:
+        self._lines += 1
+        if self._lines > self.max_event // FREE_LINE_BYTES:
+            self.line_cost += 1.0
 
     def _field(self, name: bytes, value: bytes) -> None:
         if name == b"event":
@@ -328,8 +331,7 @@ class SSEDecoder:
         return self._buffer
 
     def _dispatch(self, out: list[SSEEvent]) -> None:
-        # A priming event (an id and no data) counts too: it is where a resumed
-        # stream picks up.
+        # A priming event (an id and no data) counts too: a resumed stream picks up there.
         self.resume_id = self.last_event_id
         if self._has_data:
             data = self._first
@@ -342,35 +344,35 @@ class SSEDecoder:
                     event=self._event or "message",
                     id=self.last_event_id,
                     retry=self._retry,
+                    charged=self._charged(),
                 )
             )
             self._first = b""
         self._data_size = 0
+        self._lines = 0
         self._has_data = False
         self._event = ""
         self._retry = None
 
     def _check_size(self) -> None:
         if self._data_size + self._line_size > self.max_event:
-            self.line_cost += self._cut_cost()
+            # All it held: its lines not charged yet, the one it was in, its bytes.
+            size = self._data_size + self._line_size
+            self.line_cost += self._lines - self._charged() + 1 + size / UNIT_BYTES
             self._failed = True
             self._head.clear()
             self._first = b""
             self._buffer = None
             raise EventTooLarge(f"event stream event larger than {self.max_event} bytes")
 
-    def _cut_cost(self) -> float:
-        """What the event being cut for its size held cost to read: ``cost`` of its
-        data, lines and bytes, and of the line it was in."""
-        data = self._first if self._buffer is None else self._buffer.getvalue()
-        lines = data.count(b"\n") + 1 if self._has_data else 0
-        return lines + (self._data_size + self._line_size) / UNIT_BYTES
+    def _charged(self) -> int:
+        return max(self._lines - self.max_event // FREE_LINE_BYTES, 0)
 
 
 def data_cost(event: SSEEvent, answered: bool) -> float:
-    """What a complete event's data cost to read: ``cost`` of it, as for any message
-    that answered nothing; nothing, when it answered a request waiting for it."""
-    return 0.0 if answered else cost(event.data)
+    """What a complete event's data adds to what its lines were charged as they came:
+    the rest of ``cost`` of it; for an answer, what they were charged given back."""
+    return -float(event.charged) if answered else cost(event.data) - event.charged
 
 
 class ResumePoint:

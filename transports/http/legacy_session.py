@@ -10,7 +10,6 @@ transport carries on.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
 from protocol.jsonrpc import messages as rpc
 from protocol.shown.logfields import log_extra
@@ -18,6 +17,7 @@ from protocol.shown.logfields import log_extra
 from ..base import ServerRequestHandler
 from ..best_effort import send_answer, send_cancel
 from ..errors import TransportError
+from ..read_pace import ReadPace
 from .request import VERSION_HEADER, OutgoingMessage, RequestHeaders, SessionId
 from .send import Sender, status_only
 
@@ -48,7 +48,7 @@ async def post_answer(
     session: SessionId,
     on_request: ServerRequestHandler | None,
     req: rpc.Request,
-    answered_itself: Callable[[], None],
+    pace: ReadPace,
 ) -> None:
     """POST the answer to a legacy server's request (``best_effort.send_answer``)."""
 
@@ -58,7 +58,7 @@ async def post_answer(
         ex = OutgoingMessage(what, None, session.for_message(what))
         await sender.post(b"POST", body, head.post([], ex), ex, sender.accepted)
 
-    await send_answer(sender.alias, logger, on_request, req, post, answered_itself)
+    await send_answer(sender.alias, logger, on_request, req, post, pace.answered_itself)
 
 
 async def end_session(sender: Sender, head: RequestHeaders, session: SessionId) -> None:

@@ -371,9 +371,7 @@ class HttpTransport(Transport):
         return self._closed
 
     async def _answer_server_request(self, req: rpc.Request) -> None:
-        await post_answer(
-            self._out, self._head, self._session, self.on_request, req, self._pace.answered_itself
-        )
+        await post_answer(self._out, self._head, self._session, self.on_request, req, self._pace)
 
     async def _new_session(self) -> None:
         """Wait until a handshake starts a session other than the push stream's."""

@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from protocol.http.sse import (
     DEFAULT_RETRY,
+    FREE_LINE_BYTES,
     EventTooLarge,
     ResumePoint,
     SSEDecoder,
@@ -154,6 +155,19 @@ def test_data_lines_of_an_event_not_yet_complete_cost_nothing_until_it_is(
     assert whole.line_cost == pieces.line_cost == 0
     (ev,) = whole.feed(b"\r")
     assert data_cost(ev, answered=False) == cost(ev.data) >= 1000
+
+
+@pytest.mark.parametrize("line", [b"data\r", b"data: a\n"])
+def test_data_lines_past_one_each_free_line_bytes_cost_a_unit_each_as_they_come(
+    line: bytes,
+) -> None:
+    # An event that never ends is paced like any flood once past what an answer has.
+    dec = SSEDecoder(max_event=FREE_LINE_BYTES * 100)
+    dec.feed(line * 300)
+    assert dec.line_cost == 200
+    (ev,) = dec.feed(b"\r")
+    assert dec.line_cost + data_cost(ev, answered=False) == 1 + cost(ev.data)
+    assert dec.line_cost + data_cost(ev, answered=True) == 1  # the blank line alone
 
 
 @pytest.mark.parametrize("step", [None, 7])
