@@ -17,7 +17,7 @@ unit a line, and one each ``UNIT_BYTES`` of a line that carried no data. An even
 (an honest answer of many lines is not held back by its own lines), then a unit each
 (an event that never ends). ``data_cost`` is what the complete event adds: the rest
 of ``cost`` of its data, or, for an answer, what its lines were charged given back.
-An event cut for its size is charged all it held.
+An event cut for its size is charged its lines, not yet charged, and not its bytes.
 
 ``resume_id`` is what a client sends as ``Last-Event-ID`` when it reconnects: the
 stream's last event id as of the last event that was complete (a blank line ended it),
@@ -356,9 +356,10 @@ class SSEDecoder:
 
     def _check_size(self) -> None:
         if self._data_size + self._line_size > self.max_event:
-            # All it held: its lines not charged yet, the one it was in, its bytes.
-            size = self._data_size + self._line_size
-            self.line_cost += self._lines - self._charged() + 1 + size / UNIT_BYTES
+            # Its lines not charged yet and the one it was in: what reading it cost. Not
+            # its bytes: one long line is read cheaply, and an honest server's one
+            # result too large to pass on must not hold back its next ones.
+            self.line_cost += self._lines - self._charged() + 1
             self._failed = True
             self._head.clear()
             self._first = b""

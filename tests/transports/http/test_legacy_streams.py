@@ -679,15 +679,16 @@ class Said(logging.Handler):
 
 
 async def test_an_event_cut_for_its_size_on_the_push_stream_is_said_and_paid_for() -> None:
-    # Its one data line never ends: nothing of it is charged until it is cut, and then
-    # all of it, so that the next stream waits for the server's pace.
+    # Its data lines, fewer than are read free, never end in an event: nothing of them
+    # is charged until it is cut, and then every line, so that the next stream waits
+    # for the server's pace.
     most = 64 * 1024
 
     async def handler(req: SeenRequest, respond: Responder) -> None:
         if req.method != "GET":
             return await answer(req, respond)
         await respond.sse_start()
-        await respond.send(b"data: " + b"x" * (2 * most))
+        await respond.send((b"data: " + b"x" * 93 + b"\n") * (2 * most // 100))
         await respond.wait_disconnect()
 
     said = Said()
