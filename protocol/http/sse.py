@@ -356,9 +356,8 @@ class SSEDecoder:
 
     def _check_size(self) -> None:
         if self._data_size + self._line_size > self.max_event:
-            # Its lines not charged yet and the one it was in: what reading it cost. Not
-            # its bytes: one long line is read cheaply, and an honest server's one
-            # result too large to pass on must not hold back its next ones.
+            # Its lines not charged yet, the one it was in: not its bytes, so that one
+            # honest result too large to pass on does not hold back the next ones.
             self.line_cost += self._lines - self._charged() + 1
             self._failed = True
             self._head.clear()
