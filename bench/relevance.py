@@ -21,7 +21,6 @@ import contextlib
 import json
 import os
 import random
-import select
 import shutil
 import signal
 import socket
@@ -39,6 +38,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.relevance_queries import QUERIES
+from bench.wire import readable
 
 if TYPE_CHECKING:
     from mcpd.registry.profiles.search import ToolDoc
@@ -168,7 +168,7 @@ def _read_line(proc: subprocess.Popen[bytes], timeout: float) -> bytes:
     deadline = time.monotonic() + timeout
     while b"\n" not in buf:
         left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
+        if left <= 0 or not readable(fd, left):
             raise TimeoutError("no line in time")
         chunk = os.read(fd, 256)
         if not chunk:

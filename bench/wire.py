@@ -109,7 +109,7 @@ class LineClient:
         deadline = time.monotonic() + timeout
         while b"\n" not in self.buffer:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self.rfd], [], [], left)[0]:
+            if left <= 0 or not readable(self.rfd, left):
                 raise TimeoutError(f"no reply within {timeout} s")
             chunk = os.read(self.rfd, 256 * 1024)
             if not chunk:
@@ -160,3 +160,11 @@ class LineClient:
                 self.pages_listed = pages
                 return names
         raise RuntimeError(f"tools/list did not end within {max_pages} pages")
+
+
+def readable(fd: int, timeout: float) -> bool:
+    """Whether ``fd`` has something to read within ``timeout`` seconds: poll, not
+    select, which refuses a descriptor numbered past 1023 in a busy process."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(timeout * 1000))
