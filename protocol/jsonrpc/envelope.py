@@ -43,7 +43,7 @@ from .messages import (
     id_too_long,
     valid_id,
 )
-from .numbers import CLASSES, LONG_EXPONENT, LONG_RUN, PIECE, number_fault
+from .numbers import number_fault, plain_line
 
 
 class _Envelope(msgspec.Struct):
@@ -213,16 +213,9 @@ def decode_response(data: bytes) -> Response | None:
     # general one (a server streaming progress would pay twice for each notification).
     if b'"result"' not in data or not data.isascii():
         return None
-    # The raw result is not read by the decoder: a number in it no decoder reads is
-    # looked for apart (``numbers``), and such a line is left to ``decode_message`` to
-    # refuse. Either line break is "\n" in the classes. A long line is not copied whole.
-    if len(data) <= PIECE:
-        classes = data.translate(CLASSES, b"+")
-        if b"\n" in classes or (
-            (LONG_RUN in classes or LONG_EXPONENT in classes) and number_fault(data)
-        ):
-            return None
-    elif b"\n" in data or b"\r" in data or number_fault(data):
+    # The raw result is not read by the decoder: a line holding a number no decoder
+    # reads is left to ``decode_message`` to refuse.
+    if not plain_line(data):
         return None
     try:
         return _result_line_decoder.decode(data)

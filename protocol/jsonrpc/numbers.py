@@ -52,8 +52,7 @@ def _classes() -> bytes:
 CLASSES: Final = _classes()
 # In a text translated by ``CLASSES`` with ``+`` deleted: a long run of digits, or a
 # digit followed by an exponent of three digits or more (a negative one, which a reader
-# takes to zero at worst, is not looked for). A caller that takes one line of at most
-# ``PIECE`` bytes looks for them itself, and calls ``number_fault`` where one is found.
+# takes to zero at worst, is not looked for).
 LONG_RUN: Final = bytes([_DIGIT]) * _RUN
 LONG_EXPONENT: Final = bytes([_DIGIT, _EXP, _DIGIT, _DIGIT, _DIGIT])
 PIECE: Final = 1 << 16
@@ -71,6 +70,19 @@ MOST_READ: Final = 4096
 _LOOKED_AT: Final = 64  # places in the whole text looked at before its strings are taken out
 _NUMBER: Final = re.compile(rb"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _DOUBLE: Final = "a number no JSON decoder reads (one past the largest double, about 1.8e308)"
+
+
+def plain_line(line: bytes) -> bool:
+    """Whether ``line`` is one line (no line break of either kind in it) whose numbers
+    common decoders all read: what a fast path that keeps part of a message raw, unread,
+    may take. Asked of every message such a path sees, so the common line, short and
+    holding no long number, costs one translation in C; a long one is not copied whole."""
+    if len(line) <= PIECE:
+        classes = line.translate(CLASSES, b"+")
+        return b"\n" not in classes and not (
+            (LONG_RUN in classes or LONG_EXPONENT in classes) and number_fault(line)
+        )
+    return b"\n" not in line and b"\r" not in line and number_fault(line) is None
 
 
 def number_fault(text: bytes) -> str | None:

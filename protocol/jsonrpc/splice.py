@@ -23,7 +23,7 @@ import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
 from .messages import MAX_ID_LENGTH, MIN_INT_ID, Id
-from .numbers import CLASSES, LONG_EXPONENT, LONG_RUN, PIECE, number_fault
+from .numbers import plain_line
 
 _MAX_SIGNED: Final = 2**63 - 1
 
@@ -65,16 +65,9 @@ def decode_call(line: bytes) -> SplicedRequest | None:
     if not line.isascii():
         return None
     # Arguments kept raw are passed on unread: a call holding a number common decoders
-    # do not read is left to the general decoder, which refuses it saying so. A line
-    # break (a carriage return: the line ends at a newline) is "\n" in the classes. A
-    # long line is not copied whole.
-    if len(line) <= PIECE:
-        classes = line.translate(CLASSES, b"+")
-        if b"\n" in classes or (
-            (LONG_RUN in classes or LONG_EXPONENT in classes) and number_fault(line)
-        ):
-            return None
-    elif b"\r" in line or number_fault(line):
+    # do not read, or a line break, is left to the general decoder, which refuses it
+    # saying so.
+    if not plain_line(line):
         return None
     try:
         return _calls.decode(line)

@@ -15,7 +15,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol.jsonrpc.numbers import MAX_INTEGER_DIGITS, MOST_READ, PIECE, number_fault
+from protocol.jsonrpc.numbers import (
+    MAX_INTEGER_DIGITS,
+    MOST_READ,
+    PIECE,
+    number_fault,
+    plain_line,
+)
 
 DOUBLE = "a number no JSON decoder reads (one past the largest double, about 1.8e308)"
 
@@ -48,6 +54,34 @@ def integer(n: int) -> str:
 def test_what_no_decoder_reads_is_named_and_nothing_else(text: bytes, fault: str | None) -> None:
     got = number_fault(text)
     assert got == fault or (fault is not None and got is not None and got.startswith(fault))
+
+
+LONG_STRING = json.dumps({"a": "b" * PIECE}).encode()
+
+
+@pytest.mark.parametrize(
+    ("line", "plain"),
+    [
+        (b'{"id":1,"result":{"content":[]}}', True),
+        (b'{"id":1,"result":{"n":1e300}}', True),
+        (b'{"id":1,"result":{"n":1e999}}', False),
+        (b'{"id":1,"result":{"n":' + b"9" * 4301 + b"}}", False),
+        (b'{"id":1,"result":{"s":"1e999 ' + b"9" * 4301 + b'"}}', True),
+        (b'{"id":1,\r"result":{}}', False),
+        (b'{"id":1,\n"result":{}}', False),
+        (LONG_STRING, True),
+        (LONG_STRING[:-1] + b',"n":1e999}', False),
+        (LONG_STRING[:-1] + b',"n":' + b"9" * 4301 + b"}", False),
+        (LONG_STRING[:-2] + b'\r"}', False),
+        (LONG_STRING[:-2] + b'\n"}', False),
+    ],
+)
+def test_a_plain_line_is_one_line_whose_numbers_every_decoder_reads(
+    line: bytes, plain: bool
+) -> None:
+    """What the fast paths that keep results and arguments raw may take: short and long
+    lines alike (a long one is read in pieces, never translated whole)."""
+    assert plain_line(line) is plain
 
 
 def msgspec_refuses(text: bytes) -> bool:
