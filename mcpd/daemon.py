@@ -19,6 +19,7 @@ from transports import chunks, linewriter
 from transports.stdio.loopback import relay
 from transports.stdio.process import early
 from transports.stdio.process.launch import START_MARK
+from transports.stdio.sandbox import anchors
 
 from .agents.agent_server import AgentServer
 from .agents.connection.ending import answer_stopping
@@ -219,6 +220,9 @@ class Daemon(DaemonForAgents):
                 await self.oversight.audit.flush()
             self.oversight.audit.close()
             listening.close()
+            # Its servers have all stopped: what their sandboxes held to follow the hidden
+            # paths is let go with them, as a restart would.
+            anchors.forget_all()
             if owned is not None:
                 owned.remove()
 

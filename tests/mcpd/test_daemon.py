@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import trio
 
+from mcpd.config.loading.paths import state_directory
 from mcpd.config.tables.model import ConfigError
 from mcpd.daemon import Daemon
 from mcpd.local.state.endpoint_token import new_token, write_token
@@ -89,3 +90,29 @@ async def test_the_endpoint_token_is_masked_in_what_servers_send_a_new_one_once_
             second = write_token(daemon.token.path, new_token())
             assert daemon.http_token() == second
             assert await echoed(f"now {second}") == f"tool0:now {TOKEN_MARK}"
+
+
+def open_under(directory: str) -> list[str]:
+    """What this process has open at or below ``directory``."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target == directory or target.startswith(directory + "/"):
+            found.append(target)
+    return found
+
+
+async def test_what_the_servers_sandboxes_held_open_is_let_go_as_the_daemon_stops(
+    tmp_path: Path,
+) -> None:
+    """A sandbox follows each hidden path (the state directory among them) by a
+    descriptor held while mcpd runs; a daemon that stopped holds none of them."""
+    cfg = make_config(tmp_path, {"notes": server("--tools", "2")})
+    state = os.path.realpath(state_directory(cfg.daemon.state_dir))
+    with trio.fail_after(LIMIT):
+        async with running(cfg):
+            assert state in open_under(state)
+    assert open_under(state) == []

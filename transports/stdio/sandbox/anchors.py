@@ -181,7 +181,8 @@ def notices() -> list[str]:
 
 
 def forget_all() -> None:
-    """Forget every hidden path (for a test that starts afresh)."""
+    """Forget every hidden path, and close what was held to follow them: when the
+    daemon's servers have all stopped, and where a test starts afresh."""
     for held in _held.values():
         os.close(held.fd)
     for kept in (_held, _notices, _theirs, _links, _since):
