@@ -94,12 +94,19 @@ class UnexpectedReply(TransportError):
 
 class InvalidResponse(UnexpectedReply):
     """A message that is plainly a response but cannot be taken (both a result and an
-    error, an id that is no id): ``given`` is its id as the server wrote it, ``why``
-    what is wrong with it, for failing the request it answered
-    (``protocol.jsonrpc.refused_replies``)."""
+    error, an id that is no id, a batch of responses, an ``"id"`` given twice):
+    ``given`` are the ids the server wrote (one, or each the batch's responses or the
+    response gives), ``why`` what is wrong with it, for failing each request it
+    answered (``protocol.jsonrpc.refused_replies``)."""
 
     def __init__(
-        self, reason: str, *, given: object, why: str, status: int = 0, body: bytes = b""
+        self,
+        reason: str,
+        *,
+        given: tuple[object, ...],
+        why: str,
+        status: int = 0,
+        body: bytes = b"",
     ) -> None:
         super().__init__(reason, status=status, body=body)
         self.given = given

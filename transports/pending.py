@@ -18,7 +18,13 @@ import trio
 from msgspec import Raw, UnsetType
 
 from protocol.jsonrpc import messages as rpc
-from protocol.jsonrpc.refused_replies import answered, misaddressed, named_twice, refusal
+from protocol.jsonrpc.refused_replies import (
+    answered,
+    misaddressed,
+    named_twice,
+    refusal,
+    refuse_each,
+)
 from protocol.mcp.core import CancelledParams
 from protocol.shown.logfields import log_extra
 from protocol.shown.visible import quote, quoted_id
@@ -142,7 +148,8 @@ class PendingRequests:
                 return False
             if isinstance(msg.id, str) and self._fail(misaddressed(msg.id, self.waiting)):
                 return False
-        if line and self._fail(named_twice(line, self.waiting)):
+        twice = named_twice(line) if line else None
+        if twice is not None and refuse_each(*twice, self.refuse):
             return False
         # Unknown ids, duplicates: a warning, not debug only, so that the log says which
         # server sent them.

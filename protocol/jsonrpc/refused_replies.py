@@ -7,9 +7,11 @@ warning everywhere. The server sent it, so it is up and keeps running.
 
 ``answered`` tells which waiting request such a reply was for (``waiting`` says whether
 one waits under an id; ``misaddressed`` is the part for a reply that is sound but for
-its id's type, ``named_twice`` the part for one that gives its ``"id"`` more than once);
-``refusal`` is what that request then fails with. One whose id names
-no request at all (``names_a_request``) fails none.
+its id's type); ``refusal`` is what that request then fails with. One whose id names
+no request at all (``names_a_request``) fails none. A reply may name more than one
+request: a JSON-RPC batch of responses, or a response that gives its ``"id"`` more than
+once (``named_twice``). Each request it names that waits fails (``refuse_each``), and
+none it does not name.
 """
 
 from __future__ import annotations
@@ -60,11 +62,11 @@ def misaddressed(given: object, waiting: Callable[[rpc.Id], bool]) -> tuple[rpc.
     return rid, f"sent under the id {shown_id(given)} ({kind}) for request {rid}"
 
 
-def named_twice(line: bytes, waiting: Callable[[rpc.Id], bool]) -> tuple[rpc.Id, str] | None:
-    """The waiting request a response answered under an ``"id"`` it gives more than
-    once (a reader keeps one of them, msgspec the last, another reader the first), and
-    why it cannot be taken; None when it gives one, or none of them waits. ``line``:
-    the response as written, read again here only when no request took it."""
+def named_twice(line: bytes) -> tuple[tuple[object, ...], str] | None:
+    """The ids a response gives when it gives its ``"id"`` more than once (a reader
+    keeps one of them, msgspec the last, another reader the first), and why it cannot
+    be taken; None when it gives one. ``line``: the response as written, read again
+    here only when no request took it."""
     if line.count(b'"id"') < 2:
         return None
     try:
@@ -73,14 +75,18 @@ def named_twice(line: bytes, waiting: Callable[[rpc.Id], bool]) -> tuple[rpc.Id,
         return None
     if not isinstance(members, list):
         return None
-    ids = [value for key, value in members if key == "id"]
+    ids = tuple(value for key, value in members if key == "id")
     if len(ids) < 2:
         return None
-    for given in ids:
-        if rpc.valid_id(given) and waiting(given):
-            shown = ", ".join(map(shown_id, ids))
-            return given, f'sent with more than one "id" ({shown})'
-    return None
+    return ids, f'sent with more than one "id" ({", ".join(map(shown_id, ids))})'
+
+
+def refuse_each(given: tuple[object, ...], why: str, refuse: Callable[[object, str], bool]) -> bool:
+    """Fail at once each waiting request a reply that cannot be taken names (``given``:
+    the ids it was sent under; ``refuse`` fails the one under an id, if it waits, as
+    ``answered`` tells); whether one did. Each is tried, whatever came of those before."""
+    failed = [rid for rid in given if refuse(rid, why)]
+    return bool(failed)
 
 
 def names_a_request(given: object) -> bool:

@@ -29,6 +29,7 @@ from msgspec import Raw
 
 from ..jsonrpc import envelope, unreadable
 from ..jsonrpc import messages as rpc
+from ..jsonrpc.refused_replies import refuse_each
 from ..jsonrpc.reply_faults import (
     MalformedReply,
     MessageTooLarge,
@@ -163,7 +164,9 @@ class StdoutReader:
                 return False
             if isinstance(exc, rpc.MalformedResponse) and self._pending.refuse(exc.given, exc.why):
                 return False
-            if isinstance(exc, rpc.BatchedReplies) and self._refuse_each(exc):
+            if isinstance(exc, rpc.BatchedReplies) and refuse_each(
+                exc.given, exc.why, self._pending.refuse
+            ):
                 return False
             note = self._complain()
             if note is not None:
@@ -202,10 +205,6 @@ class StdoutReader:
         else:
             self._on_request(msg)
         return False
-
-    def _refuse_each(self, exc: rpc.BatchedReplies) -> bool:
-        """Fail each request a response in a batch answered; whether one did."""
-        return bool([given for given in exc.given if self._pending.refuse(given, exc.why)])
 
     def _unreadable(self, item: bytes, why: str) -> bool:
         """Fail the request a reply that cannot be read answered, if it can be told."""

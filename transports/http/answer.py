@@ -6,14 +6,15 @@ stream and wait for their answers; with ``on_request`` they are answered before 
 stream is read further. What it ignores on the stream is warned about within the
 server's ``Complaints``.
 
-A response that cannot be taken (both a result and an error, an id of the wrong type)
-fails the request it answered at once (``protocol.jsonrpc.refused_replies``): this one, when it is
-this request's; when it is another's in flight, that one (``InFlight``), and this
-stream is read on. So does a sound response for another request in flight: which
-request it answers is in doubt. A JSON reply holds one message only: when it is such a
-response for another request, or a response for no request in flight, this request
-fails too, as one the server answered unreadably. A response kept for this request
-from the push stream is its answer: one here after it is a duplicate, dropped.
+A response that cannot be taken (both a result and an error, an id of the wrong type,
+an ``"id"`` given twice, a batch of responses) fails each request it answered at once
+(``protocol.jsonrpc.refused_replies``): this one, when it is one of them; another's in
+flight (``InFlight``), and this stream is read on. So does a sound response for
+another request in flight: which request it answers is in doubt. A JSON reply holds one
+message only: when it is such a response for another request, or a response for no
+request in flight, this request fails too, as one the server answered unreadably. A
+response kept for this request from the push stream is its answer: one here after it
+is a duplicate, dropped.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from protocol.jsonrpc.refused_replies import (
     misaddressed,
     names_a_request,
     refusal,
+    refuse_each,
     shown_id,
 )
 from protocol.jsonrpc.reply_faults import MessageTooLarge, too_large_reason
@@ -44,7 +46,14 @@ from ..errors import BodyTooLarge, InvalidResponse, StreamCut, TransportError, U
 from ..read_pace import Paced, ReadPace
 from .connection import HttpConnection
 from .inflight import InFlight
-from .reply import SNIPPET, ServerRequestSink, decode_reply, deliver, unasked_coding
+from .reply import (
+    SNIPPET,
+    ServerRequestSink,
+    decode_reply,
+    deliver,
+    named_twice_reply,
+    unasked_coding,
+)
 
 logger = logging.getLogger("mcpd.http")
 
@@ -118,12 +127,12 @@ class AnswerReader:
                     raise MessageTooLarge(reason, size=exc.size, limit=exc.limit) from None
                 paced.came()
                 try:
-                    msg = decode_reply(body, head.status, self._label, "response body")
+                    msg = self._decode(body, head, "response body")
                 except InvalidResponse as exc:
-                    own = answered(exc.given, exc.why, self._own)
+                    own, elsewhere = self._named(exc)
                     if own is not None:
                         return self._own_unusable(own)
-                    why = ANSWERED_ANOTHER if self._elsewhere(exc) else exc.why
+                    why = ANSWERED_ANOTHER if elsewhere else exc.why
                     raise self._unanswered(why) from None
                 paced.read(0.0)  # a reply to a request: free of the pace
             if isinstance(msg, (rpc.Response, rpc.ErrorResponse)):
@@ -237,7 +246,7 @@ class AnswerReader:
         if event.event != "message" or not event.data.strip():
             return None  # priming events and event types MCP does not use
         try:
-            msg = decode_reply(event.data, head.status, self._label, "event stream")
+            msg = self._decode(event.data, head, "event stream")
         except InvalidResponse as exc:
             self._unusable(exc)
             return None
@@ -266,29 +275,51 @@ class AnswerReader:
             return
         self._ignored(f"a response for id {quoted_id(rid)}", "stray_response")
 
+    def _decode(self, data: bytes, head: ResponseHead, where: str) -> rpc.Message:
+        """The message ``data`` holds (``decode_reply``); a response for another id that
+        gives its ``"id"`` more than once is one that cannot be taken (raised)."""
+        msg = decode_reply(data, head.status, self._label, where)
+        if isinstance(msg, rpc.Response | rpc.ErrorResponse) and msg.id not in (self._id, None):
+            twice = named_twice_reply(data, head.status, self._label, where)
+            if twice is not None:
+                raise twice
+        return msg
+
     def _unusable(self, exc: InvalidResponse) -> None:
-        """A response on the stream that cannot be taken: this request's failure, or
-        another's in flight, or (answering none) ignored; one whose id names no request
-        makes the stream no MCP."""
-        own = answered(exc.given, exc.why, self._own)
+        """A response on the stream that cannot be taken: the failure of each request it
+        names that waits, this one's last; ignored when it answered none. One whose ids
+        name no request makes the stream no MCP."""
+        own, elsewhere = self._named(exc)
         if own is not None:
             self._fail(own)
             return  # after the response: a duplicate, dropped as a sound one is
-        if self._elsewhere(exc):
+        if elsewhere:
             return
+        ids = ", ".join(map(shown_id, exc.given))
         self._ignored(
-            f"a response for id {shown_id(exc.given)} that cannot be taken ({exc.why})",
+            f"a response for id{'s' if len(exc.given) > 1 else ''} {ids} that cannot be "
+            f"taken ({exc.why})",
             "stray_response",
         )
 
-    def _elsewhere(self, exc: InvalidResponse) -> bool:
-        """Whether a response that cannot be taken, not this request's, failed another
-        in flight; one whose id names no request makes the reply no MCP (raised)."""
-        if self._inflight is not None and self._inflight.refuse(exc.given, exc.why):
-            return True
-        if not names_a_request(exc.given):
+    def _named(self, exc: InvalidResponse) -> tuple[tuple[rpc.Id, str] | None, bool]:
+        """Of the requests a response that cannot be taken names: this one's failure (its
+        id and what is wrong) when it is one of them, and whether it failed another in
+        flight (each it names that waits fails at once). One that names no request at
+        all makes the reply no MCP (raised)."""
+        own: tuple[rpc.Id, str] | None = None
+        others: list[object] = []
+        for given in exc.given:
+            mine = answered(given, exc.why, self._own)
+            if mine is None:
+                others.append(given)
+            elif own is None:
+                own = mine
+        inflight = self._inflight
+        elsewhere = inflight is not None and refuse_each(tuple(others), exc.why, inflight.refuse)
+        if own is None and not elsewhere and not any(map(names_a_request, exc.given)):
             raise exc
-        return False
+        return own, elsewhere
 
     def _took(self, msg: Answer) -> Answer:
         """The response came: any more for this id, on any stream, are duplicates (its

@@ -28,6 +28,7 @@ from msgspec import Raw
 from protocol.http.parts import ResponseHead
 from protocol.http.sse import EventTooLarge, ResumePoint, SSEDecoder, SSEError, SSEEvent, data_cost
 from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.refused_replies import refuse_each
 from protocol.shown.logfields import log_extra
 from protocol.shown.visible import quoted_id
 
@@ -48,6 +49,7 @@ from .reply import (
     content_type_words,
     decode_reply,
     deliver,
+    named_twice_reply,
     status_error,
     unasked_coding,
 )
@@ -213,19 +215,7 @@ class PushReader:
         try:
             msg = decode_reply(event.data, 200, self._label, "server-push stream")
         except TransportError as exc:
-            refuse = self._on_unusable
-            if (
-                isinstance(exc, InvalidResponse)
-                and refuse is not None
-                and refuse(exc.given, exc.why)
-            ):
-                return False
-            # One bad event costs only itself; the stream goes on.
-            note = self._complain()
-            if note is not None:
-                logger.warning(
-                    "%s%s", exc.reason, note, extra=log_extra(self._label, "bad_push_event")
-                )
+            self._unusable(exc)
             return False
         self.messages += 1
         if isinstance(msg, rpc.Notification):
@@ -236,16 +226,40 @@ class PushReader:
         elif self._on_response is not None and self._on_response(msg):
             return True
         else:
-            note = self._complain()
-            if note is not None:
-                logger.warning(
-                    "%s: ignored a response for id %s on the server-push stream%s",
-                    self._label,
-                    quoted_id(msg.id),
-                    note,
-                    extra=log_extra(self._label, "stray_response"),
-                )
+            self._stray(msg, event.data)
         return False
+
+    def _stray(self, msg: rpc.Response | rpc.ErrorResponse, data: bytes) -> None:
+        """A sound response no request took: one that gives its ``"id"`` more than once
+        fails each waiting request it names; any other is ignored."""
+        twice = named_twice_reply(data, 200, self._label, "server-push stream")
+        if twice is not None:
+            self._unusable(twice)
+            return
+        note = self._complain()
+        if note is not None:
+            logger.warning(
+                "%s: ignored a response for id %s on the server-push stream%s",
+                self._label,
+                quoted_id(msg.id),
+                note,
+                extra=log_extra(self._label, "stray_response"),
+            )
+
+    def _unusable(self, exc: TransportError) -> None:
+        """An event that holds no message to take: the failure of each request it names
+        that waits (a response that cannot be taken), or (naming none) a warning. One bad
+        event costs only itself; the stream goes on."""
+        refuse = self._on_unusable
+        if (
+            isinstance(exc, InvalidResponse)
+            and refuse is not None
+            and refuse_each(exc.given, exc.why, refuse)
+        ):
+            return
+        note = self._complain()
+        if note is not None:
+            logger.warning("%s%s", exc.reason, note, extra=log_extra(self._label, "bad_push_event"))
 
 
 OpenPush = Callable[[str | None, PushReader], Awaitable[None]]

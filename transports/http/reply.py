@@ -21,6 +21,7 @@ from typing import Final, TypeAlias
 from protocol.http.parts import ResponseHead, error_in, names_unknown_session, parse_retry_after
 from protocol.jsonrpc import envelope
 from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.refused_replies import named_twice
 from protocol.oauth.challenge import bearer_challenge
 from protocol.pacing.read_budget import drop_oversized
 from protocol.shown.logfields import log_extra
@@ -51,7 +52,8 @@ def decode_reply(data: bytes, status: int, label: str, where: str) -> rpc.Messag
     An error under an id that is not one (``true``, ``1.5``) is no message, and answers
     no request: a response's id is its request's. Only an HTTP error status makes a
     body the answer whatever id it names (``status_error``). A response that cannot be
-    taken raises ``InvalidResponse``, which keeps what failing its request takes."""
+    taken raises ``InvalidResponse``, which keeps what failing its requests takes: a
+    batch of responses names each request it answered."""
     answer = envelope.decode_response(data)
     if answer is not None:
         return answer
@@ -62,15 +64,27 @@ def decode_reply(data: bytes, status: int, label: str, where: str) -> rpc.Messag
     except rpc.DecodeFailure as exc:
         reason = f"{label}: invalid JSON-RPC in the {where}: {exc}"
         if isinstance(exc, rpc.MalformedResponse):
-            raise InvalidResponse(
-                reason, given=exc.given, why=exc.why, status=status, body=data[:SNIPPET]
-            ) from None
-        if isinstance(exc, rpc.BatchedReplies):
-            # One request's failure is carried: the first response the batch holds.
-            raise InvalidResponse(
-                reason, given=exc.given[0], why=exc.why, status=status, body=data[:SNIPPET]
-            ) from None
-        raise UnexpectedReply(reason, status=status, body=data[:SNIPPET]) from None
+            given: tuple[object, ...] = (exc.given,)
+        elif isinstance(exc, rpc.BatchedReplies):
+            given = exc.given
+        else:
+            raise UnexpectedReply(reason, status=status, body=data[:SNIPPET]) from None
+        raise InvalidResponse(
+            reason, given=given, why=exc.why, status=status, body=data[:SNIPPET]
+        ) from None
+
+
+def named_twice_reply(data: bytes, status: int, label: str, where: str) -> InvalidResponse | None:
+    """What a sound response that answered no request waiting for it is when it gives
+    its ``"id"`` more than once (``protocol.jsonrpc.refused_replies.named_twice``): a
+    response that cannot be taken, naming each of them; None when it gives one. Read
+    again only then, as on stdio: an answer taken costs no second pass."""
+    twice = named_twice(data)
+    if twice is None:
+        return None
+    given, why = twice
+    reason = f"{label}: invalid JSON-RPC in the {where}: Invalid response: {why}"
+    return InvalidResponse(reason, given=given, why=why, status=status, body=data[:SNIPPET])
 
 
 def status_error(

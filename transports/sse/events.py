@@ -26,6 +26,7 @@ from protocol.http.parts import (
 )
 from protocol.http.sse import SSEEvent
 from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.refused_replies import refuse_each
 from protocol.shown.logfields import log_extra
 from protocol.shown.visible import quote
 
@@ -45,14 +46,14 @@ def event_message(
 ) -> rpc.Message | None:
     """The JSON-RPC message in a ``message`` event; None if it has none, and a warning
     if ``complain`` lets one through (a server can send such events without pause).
-    A response that cannot be taken goes to ``refuse`` (its id as given, what is wrong
-    with it), which says whether it failed a waiting request; if not, it is warned
-    about as any other."""
+    A response that cannot be taken goes to ``refuse`` (each id it names as given, what
+    is wrong with it), which says whether it failed a waiting request; if none did, it
+    is warned about as any other."""
     try:
         # Data over several lines (pretty-printed JSON) is made one line by the decoder.
         return decode_reply(event.data, 200, label, "event stream")
     except TransportError as exc:
-        if isinstance(exc, InvalidResponse) and refuse(exc.given, exc.why):
+        if isinstance(exc, InvalidResponse) and refuse_each(exc.given, exc.why, refuse):
             return None
         note = complain()
         if note is not None:

@@ -41,6 +41,7 @@ from protocol.http.mcp_headers import TRANSPORT_HEADERS
 from protocol.http.parts import ResponseHead, header_list, parse_url
 from protocol.http.sse import SSEEvent
 from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.refused_replies import refuse_each
 from protocol.jsonrpc.splice import SplicedCall
 from protocol.pacing.read_budget import HeldBack
 from protocol.shown.logfields import log_extra
@@ -235,7 +236,7 @@ class LegacySSETransport(Transport):
             return None
         msg = event_message(event, self.alias, self._complaints.admit, self._pending.refuse)
         if isinstance(msg, rpc.Response | rpc.ErrorResponse):
-            return "answer" if self._pending.route(msg) else None
+            return "answer" if self._pending.route(msg, event.data) else None
         elif isinstance(msg, rpc.Notification):
             if msg.method != "notifications/cancelled" or not self._pending.server_cancelled(msg):
                 deliver(self.alias, self._on_notification, msg, self._complaints.admit)
@@ -311,12 +312,12 @@ class LegacySSETransport(Transport):
         try:
             msg = decode_reply(body, 200, self.alias, "reply to a POST")
         except InvalidResponse as exc:
-            self._pending.refuse(exc.given, exc.why)
+            refuse_each(exc.given, exc.why, self._pending.refuse)
             return
         except TransportError:
             return
         if isinstance(msg, rpc.Response | rpc.ErrorResponse) and msg.id is not None:
-            self._pending.route(msg)
+            self._pending.route(msg, body)
 
     def _rejected(self, head: ResponseHead, body: bytes, what: str, peer: str | None) -> Exception:
         if session_gone(head, body):

@@ -15,6 +15,7 @@ from protocol.jsonrpc.refused_replies import (
     named_twice,
     names_a_request,
     refusal,
+    refuse_each,
     shown_id,
     spelled_id,
 )
@@ -132,18 +133,36 @@ def test_a_refusal_is_warned_of_once_and_names_the_request(
 @pytest.mark.parametrize(
     ("line", "found"),
     [
-        (b'{"jsonrpc":"2.0","id":23,"id":"zzz","result":{}}', (23, '23, "zzz"')),
-        (b'{"id":"nobody","result":{"id":1},"id":"abc"}', ("abc", '"nobody", "abc"')),
+        (b'{"jsonrpc":"2.0","id":23,"id":"zzz","result":{}}', ((23, "zzz"), '23, "zzz"')),
+        (b'{"id":"nobody","result":{"id":1},"id":"abc"}', (("nobody", "abc"), '"nobody", "abc"')),
         (b'{"jsonrpc":"2.0","id":"zzz","result":{"id":23}}', None),  # 23 is the result's
-        (b'{"jsonrpc":"2.0","id":7,"id":"zzz","result":{}}', None),  # neither waits
+        (b'{"jsonrpc":"2.0","id":7,"id":7,"id":1.5,"result":{}}', ((7, 7, 1.5), "7, 7, 1.5")),
         (b'{"jsonrpc":"2.0","id":23,"id":"zzz","result":' + b"9" * 5000 + b"}", None),
     ],
 )
-def test_a_response_giving_its_id_twice_fails_the_request_one_of_them_names(
-    line: bytes, found: tuple[object, str] | None
+def test_a_response_giving_its_id_twice_names_each_id_it_gives(
+    line: bytes, found: tuple[tuple[object, ...], str] | None
 ) -> None:
-    got = named_twice(line, waiting)
+    got = named_twice(line)
     if found is None:
         assert got is None
     else:
         assert got == (found[0], f'sent with more than one "id" ({found[1]})')
+
+
+def test_each_waiting_request_a_reply_names_fails_and_no_other() -> None:
+    still = {6, 7, 8}
+    failed: list[tuple[object, str]] = []
+
+    def refuse(given: object, why: str) -> bool:
+        found = answered(given, why, still.__contains__)
+        if found is None:
+            return False
+        still.discard(found[0])
+        failed.append(found)
+        return True
+
+    assert refuse_each((6, "7", 99, 6, None), "w", refuse)
+    assert failed == [(6, "w"), (7, 'sent under the id "7" (a string) for request 7')]
+    assert still == {8}
+    assert not refuse_each((99, True), "w", refuse)
