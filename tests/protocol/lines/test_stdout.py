@@ -213,6 +213,20 @@ def test_a_reply_no_reader_takes_alike_fails_the_request_it_answered(
     assert other == [] and out.complaints == 0
 
 
+def test_a_reply_giving_its_id_more_than_twice_fails_each_waiting_request_it_names() -> None:
+    out = Stdout()
+    first, second, other = out.answered(6), out.answered(7), out.answered(8)
+    out.reader.feed(b'{"jsonrpc":"2.0","id":6,"id":7,"id":99,"result":{}}\n')
+    for got in (first, second):
+        ((result, error),) = got
+        assert result is None and isinstance(error, MalformedReply)
+        assert (
+            error.reason
+            == 's: the reply was sent with more than one "id" (6, 7, 99) and was dropped'
+        )
+    assert other == [] and out.complaints == 0
+
+
 def test_a_reply_in_a_batch_fails_each_request_it_answered() -> None:
     out = Stdout()
     first, second, other = out.answered(6), out.answered(7), out.answered(8)

@@ -448,19 +448,37 @@ async def test_an_unusable_response_naming_no_request_makes_the_reply_no_mcp() -
             await ex.answer()
 
 
-async def test_an_unusable_response_for_an_id_not_waited_for_is_ignored(
-    caplog: pytest.LogCaptureFixture,
+@pytest.mark.parametrize(
+    ("bad", "said"),
+    [
+        (
+            message(id=8, result={}, error={"code": 1, "message": "no"}),
+            "a response for id 8 that cannot be taken (both a result and an error "
+            "(JSON-RPC allows one))",
+        ),
+        (
+            b"[" + message(id=8, result={}) + b"," + message(id="9", result={}) + b"]",
+            'a response for ids 8, "9" that cannot be taken (sent in a JSON-RPC batch (an '
+            "array of messages, which is not taken))",
+        ),
+        (
+            b'{"jsonrpc":"2.0","id":8,"id":9,"result":{}}',
+            'a response for ids 8, 9 that cannot be taken (sent with more than one "id" (8, 9))',
+        ),
+    ],
+    ids=["both members", "batch", "twice"],
+)
+async def test_an_unusable_response_for_ids_not_waited_for_is_ignored(
+    bad: bytes, said: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    bad = message(id=8, result={}, error={"code": 1, "message": "no"})
+    inflight = InFlight("srv")
+    inflight.expect(1)
     async with exchange() as ex:
         await ex.head(SSE)
         await ex.send(event(bad) + event(result(1)))
         await ex.end()
-        await ex.answer()
-    assert warnings(caplog) == [
-        "srv: ignored a response for id 8 that cannot be taken (both a result and an error "
-        "(JSON-RPC allows one)) on the stream of tools/call"
-    ]
+        await ex.answer(ex.reader(inflight=inflight))
+    assert warnings(caplog) == [f"srv: ignored {said} on the stream of tools/call"]
 
 
 async def test_the_response_marks_its_request_answered_in_flight() -> None:
