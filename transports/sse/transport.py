@@ -7,8 +7,9 @@ carry credentials, and they go wherever the messages go. Each JSON-RPC message i
 POSTed there and merely accepted (202, or 200); every response, notification and
 server request comes back on the stream as a ``message`` event, and responses are
 routed to the waiting requests by id. A response that cannot be taken (both a result
-and an error, an id of the wrong type) fails the request it answered at once, as on
-stdio (``protocol.jsonrpc.refused_replies``).
+and an error, an id of the wrong type, a batch of responses, an ``"id"`` given twice)
+fails at once each waiting request it answered, as on stdio
+(``protocol.jsonrpc.refused_replies``).
 
 The stream is the session, so this transport never reconnects. When the stream ends
 or drops, or the endpoint stops taking messages (404: the server forgot the session,
