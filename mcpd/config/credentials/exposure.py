@@ -93,6 +93,9 @@ _OPTION_VALUE: Final = re.compile(r"--?([A-Za-z][A-Za-z0-9_.-]*)=(.*)", re.S)
 _ASSIGNMENT: Final = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.S)
 _OPTION: Final = re.compile(r"--?([A-Za-z][A-Za-z0-9_.-]*)")
 _SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+# Where a URL in a text begins, tried only where a run of a scheme's characters does and
+# read without going back, so that a long word is read once and not once per letter.
+_URL_START: Final = re.compile(r"(?<![A-Za-z0-9+.-])[0-9+.-]*+([A-Za-z][A-Za-z0-9+.-]*+)://")
 _SPACE: Final = re.compile(r"\s")
 _PATH: Final = re.compile(r"(?:~|\.\.?)?/")
 _PORT: Final = re.compile(r"[0-9]+(?::[0-9]+)*")
@@ -307,7 +310,7 @@ def _in_text(text: str) -> list[Exposed]:
     found = []
     # A URL ends at a space or where the next one begins: each part of the text is
     # read once, however many URLs it holds.
-    starts = [m.start() for m in _SCHEME.finditer(text)]
+    starts = [m.start(1) for m in _URL_START.finditer(text)]
     for start, stop in itertools.pairwise([*starts, len(text)]):
         space = _SPACE.search(text, start, stop)
         found += in_url(text[start : space.start() if space else stop], start)

@@ -249,3 +249,13 @@ def test_urls_without_secrets_and_with() -> None:
         "the query parameter key",
         "the query parameter sig",
     ]
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("word", ["x" * 1_000_000, "1a+" * 300_000, "a://" * 100_000])
+def test_a_long_word_is_read_once_not_once_per_letter(word: str) -> None:
+    """An argument of a megabyte, as a hostile host file may hold, is judged in about as
+    long as it takes to read, and a URL in it is still found where it begins."""
+    assert in_args([word]) == []
+    found = in_args([f"{word} https://u:p@h/mcp"])
+    assert [f.what for f in found] == ["the password in the URL"]
