@@ -16,7 +16,6 @@ import stat
 import tomllib
 from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -127,7 +126,7 @@ def _checked(expanded: dict[str, object], tables: Mapping[str, ServerTable]) -> 
     return config
 
 
-def _check_servers(servers: Any) -> None:
+def _check_servers(servers: object) -> None:
     """msgspec names a table key only as ``[...]``: check each server (and each of its
     env/headers values) on its own, so an error names the alias and the key."""
     if not isinstance(servers, dict):
@@ -155,7 +154,7 @@ def _check_servers(servers: Any) -> None:
                 raise error
 
 
-def _convert_at(value: Any, type_: Any, where: str) -> None:
+def _convert_at(value: object, type_: type[object], where: str) -> None:
     try:
         msgspec.convert(value, type_)
     except msgspec.ValidationError as exc:

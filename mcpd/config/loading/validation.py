@@ -10,7 +10,7 @@ import difflib
 import json
 import re
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 
@@ -69,7 +69,7 @@ _inspect = msgspec.inspect
 
 
 def validation_error(
-    exc: msgspec.ValidationError, value: object, prefix: str = "", type_: Any = Config
+    exc: msgspec.ValidationError, value: object, prefix: str = "", type_: type[object] = Config
 ) -> ConfigError:
     """``exc`` of converting ``value`` to ``type_`` as a config error at ``prefix``."""
     said = str(exc)
