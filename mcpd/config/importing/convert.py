@@ -28,20 +28,28 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 
 from protocol.http.mcp_headers import TRANSPORT_HEADERS
+from protocol.jsonrpc import messages as rpc
 
 from ..checks.envcheck import relied_on
 from ..credentials import exposure
 from ..loading.validation import validation_error
 from ..tables.model import ConfigError, alias_for
 from ..tables.servertable import ServerConfig
-from .hosts import Dialect, dialect_of, neither_command_nor_url, normalize, unknown_transport
+from .hosts import (
+    Dialect,
+    dialect_of,
+    neither_command_nor_url,
+    normalize,
+    unknown_transport,
+    workspace_of,
+)
 from .inline import Inline, inline_secrets
-from .jsonc import objects, read_json
+from .jsonc import array, kind_in_words, object_of, objects, read_json
 from .oauth_hints import oauth_table
 from .read import read_host_file
 from .secret import looks_secret
@@ -61,7 +69,7 @@ class Imported(msgspec.Struct):
     """mcpd server tables keyed by alias, with real values (``secrets`` and ``inline``
     say which values must not be printed), and notes for the person importing."""
 
-    servers: dict[str, dict[str, Any]]
+    servers: dict[str, rpc.JsonObject]
     notes: list[str]
     secrets: dict[tuple[str, ...], str]  # key path -> the variable that replaces it
     source: str
@@ -81,38 +89,44 @@ def import_text(text: str, source: str) -> Imported:
         raw = read_json(text)
     except ValueError as exc:
         raise ConfigError("", f"{source}: not valid JSON: {exc}") from None
+    notes: list[str] = []
+    doc = objects(raw, "", notes)
     try:
-        json.dumps(raw, ensure_ascii=False).encode("utf-8")
+        json.dumps(doc, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as exc:
         # JSON can write one (\ud800); no TOML file, argument or header can hold it.
         half = exc.object[exc.start : exc.end]
         raise ConfigError("", f"{source}: a string holds {half!r}, half of a character") from None
-    notes: list[str] = []
-    doc = objects(raw, "", notes)
     if not isinstance(doc, dict):
-        raise ConfigError("", f"{source}: expected a JSON object at the top")
-    found: list[tuple[str, str, Any, str | None]] = []  # (where, name, body, project)
+        top = kind_in_words(doc)
+        raise ConfigError("", f"{source}: expected a JSON object at the top, not {top}")
+    found: list[tuple[str, str, rpc.Json, str | None]] = []  # (where, name, body, project)
     inputs: dict[str, str] = {}
+    misshapen: list[str] = []  # tables of servers that are not objects
     for where, table, project in _server_tables(doc):
         if not isinstance(table, dict):
             notes.append(f"{where}: not an object; skipped")
+            misshapen.append(f'"{where}" is {kind_in_words(table)}, not an object')
             continue
         found.extend((f"{where}.{name}", name, body, project) for name, body in table.items())
     mcp = doc.get("mcp")
     listed = doc.get("inputs") or (mcp.get("inputs") if isinstance(mcp, dict) else None)
-    for item in listed if isinstance(listed, list) else []:
-        if isinstance(item, dict) and isinstance(item.get("id"), str):
-            inputs[item["id"]] = str(item.get("description") or "")
+    for item in array(listed):
+        ident = object_of(item).get("id")
+        if isinstance(ident, str):
+            inputs[ident] = str(object_of(item).get("description") or "")
+    if not found and misshapen:
+        raise ConfigError("", f"{source}: no MCP servers found: {'; '.join(misshapen)}")
     if not found:
         raise ConfigError(
             "",
             f'{source}: no MCP servers found (expected an "mcpServers", "servers" or '
             '"context_servers" object)',
         )
-    workspace = _workspace(source)
+    workspace = workspace_of(source)
     state = _Converter(workspace, inputs, notes)
-    servers: dict[str, dict[str, Any]] = {}
-    bodies: dict[str, Any] = {}
+    servers: dict[str, rpc.JsonObject] = {}
+    bodies: dict[str, tuple[rpc.Json, str | None]] = {}
     numbered: dict[str, int] = {}  # a name used again -> the number it had last
     for where, name, body, project in found:
         alias = alias_for(name)
@@ -137,9 +151,9 @@ def import_text(text: str, source: str) -> Imported:
     return Imported(servers, notes, state.secrets, source, state.inline, state.exposed)
 
 
-def _server_tables(doc: dict[str, Any]) -> list[tuple[str, Any, str | None]]:
+def _server_tables(doc: rpc.JsonObject) -> list[tuple[str, rpc.Json, str | None]]:
     """Each table of servers, with the project folder its servers run in, if any."""
-    tables: list[tuple[str, Any, str | None]] = []
+    tables: list[tuple[str, rpc.Json, str | None]] = []
     for key in ("mcpServers", "servers", "context_servers"):  # the last: Zed
         if key in doc:
             tables.append((key, doc[key], None))
@@ -154,16 +168,6 @@ def _server_tables(doc: dict[str, Any]) -> list[tuple[str, Any, str | None]]:
     return tables
 
 
-def _workspace(source: str) -> str | None:
-    """The project folder a workspace file belongs to, for ${workspaceFolder}."""
-    p = Path(os.path.abspath(source))  # as given: a link's target is in another folder
-    if p.parent.name in (".vscode", ".cursor"):
-        return str(p.parent.parent)
-    if p.name == ".mcp.json":
-        return str(p.parent)
-    return None
-
-
 class _Converter:
     def __init__(self, workspace: str | None, inputs: dict[str, str], notes: list[str]) -> None:
         self.workspace = workspace
@@ -176,8 +180,8 @@ class _Converter:
         self._refs = _REF
 
     def server(
-        self, alias: str, where: str, body: Any, dialect: Dialect = "common"
-    ) -> dict[str, Any] | None:
+        self, alias: str, where: str, body: rpc.Json, dialect: Dialect = "common"
+    ) -> rpc.JsonObject | None:
         """A host's entry as an mcpd server table (None: skipped, and a note says why)."""
         if not isinstance(body, dict):
             self.notes.append(f"{where}: not an object; skipped")
@@ -186,15 +190,10 @@ class _Converter:
         if shaped is None:
             return None
         body, extra = shaped
-        for key, shape in (("args", list), ("env", dict), ("headers", dict)):
-            if body.get(key) and not isinstance(body[key], shape):
-                what = "a list" if shape is list else "an object"
-                self.notes.append(f"{where}.{key}: not {what}; skipped")
-                return None
         self._refs = _REF_BARE if dialect == "gemini" else _REF
         kind = body.get("type")
-        val: Callable[[Any, str], str] = lambda v, key: self.value(v, f"{where}.{key}")  # noqa: E731
-        out: dict[str, Any] | None
+        val: Callable[[rpc.Json, str], str] = lambda v, key: self.value(v, f"{where}.{key}")  # noqa: E731
+        out: rpc.JsonObject | None
         if body.get("command") is not None:
             out = self._process(alias, where, body, val)
         elif body.get("url") is not None:
@@ -209,8 +208,12 @@ class _Converter:
         self._auth(alias, where, body, out)
         if (unknown := unknown_transport(where, kind)) is not None:
             self.notes.append(unknown)
-        if body.get("disabled") is True:
+        disabled = body.get("disabled")
+        if disabled is True:
             out["enabled"] = False
+        elif disabled is not None and not isinstance(disabled, bool):
+            said = kind_in_words(disabled)
+            self.notes.append(f"{where}.disabled: {said}, not true or false; ignored")
         for key in sorted(body):
             if key in _HOST_ONLY:
                 self.notes.append(f"{where}.{key}: a setting of the other host; not imported")
@@ -233,17 +236,17 @@ class _Converter:
         return table
 
     def _process(
-        self, alias: str, where: str, body: dict[str, Any], val: Callable[[Any, str], str]
-    ) -> dict[str, Any]:
+        self, alias: str, where: str, body: rpc.JsonObject, val: Callable[[rpc.Json, str], str]
+    ) -> rpc.JsonObject:
         """A server the host started as a process: its command, arguments, environment
         (a secret in it kept apart) and folder."""
-        out: dict[str, Any] = {"command": val(body["command"], "command")}
-        out["args"] = [val(a, f"args[{i}]") for i, a in enumerate(body.get("args") or [])]
-        env = {k: val(v, f"env.{k}") for k, v in (body.get("env") or {}).items()}
+        out: rpc.JsonObject = {"command": val(body["command"], "command")}
+        out["args"] = [val(a, f"args[{i}]") for i, a in enumerate(array(body.get("args")))]
+        env = {k: val(v, f"env.{k}") for k, v in object_of(body.get("env")).items()}
         for key, value in env.items():
             if looks_secret(key, value):
                 self.secrets[("servers", alias, "env", key)] = self._secret_var(alias, key, value)
-        out["env"] = env
+        out["env"] = {**env}
         if body.get("cwd"):
             out["cwd"] = val(body["cwd"], "cwd")
         elif self.workspace is not None:
@@ -258,18 +261,19 @@ class _Converter:
         return out
 
     def _endpoint(
-        self, alias: str, where: str, body: dict[str, Any], val: Callable[[Any, str], str]
-    ) -> dict[str, Any] | None:
+        self, alias: str, where: str, body: rpc.JsonObject, val: Callable[[rpc.Json, str], str]
+    ) -> rpc.JsonObject | None:
         """A server the host reached over HTTP: its URL and headers (a secret in them
         kept apart); None for one mcpd will not reach as written."""
-        out: dict[str, Any] = {"url": val(body["url"], "url")}
-        if any(f.what == "the password in the URL" for f in exposure.in_url(out["url"])):
+        url = val(body["url"], "url")
+        out: rpc.JsonObject = {"url": url}
+        if any(f.what == "the password in the URL" for f in exposure.in_url(url)):
             self.notes.append(
                 f"{where}.url: holds a user name and password, which mcpd refuses to "
                 "send in a URL; skipped (give them in an Authorization header instead)"
             )
             return None
-        headers = {k: val(v, f"headers.{k}") for k, v in (body.get("headers") or {}).items()}
+        headers = {k: val(v, f"headers.{k}") for k, v in object_of(body.get("headers")).items()}
         for key in [k for k in headers if k.lower() in TRANSPORT_HEADERS]:
             del headers[key]
             self.notes.append(f"{where}.headers.{key}: a header mcpd writes itself; not imported")
@@ -278,21 +282,21 @@ class _Converter:
                 self.secrets[("servers", alias, "headers", key)] = self._secret_var(
                     alias, key, value, own_name=False
                 )
-        out["headers"] = headers
+        out["headers"] = {**headers}
         return out
 
-    def _inherited(self, alias: str, where: str, table: dict[str, Any]) -> None:
+    def _inherited(self, alias: str, where: str, table: rpc.JsonObject) -> None:
         """What the server seems to have taken from the host's environment, which mcpd
         no longer passes on by itself (``envcheck``), named in its ``inherit_env``."""
         names = relied_on(alias, msgspec.convert(table, ServerConfig), os.environ)
         if names:
-            table["inherit_env"] = names
+            table["inherit_env"] = [*names]
             self.notes.append(
                 f"{where}: inherits {', '.join(names)} from mcpd's environment "
                 f"(servers.{alias}.inherit_env), as it seems to rely on them"
             )
 
-    def _auth(self, alias: str, where: str, body: dict[str, Any], out: dict[str, Any]) -> None:
+    def _auth(self, alias: str, where: str, body: rpc.JsonObject, out: rpc.JsonObject) -> None:
         key = "oauth" if "oauth" in body else "auth"
         if key not in body:
             return
@@ -303,7 +307,7 @@ class _Converter:
         if not auth:
             return
         secret = auth.get("client_secret")
-        if secret is not None and looks_secret("secret", secret):
+        if isinstance(secret, str) and looks_secret("secret", secret):
             var = self._secret_var(alias, "client_secret", secret, own_name=False)
             self.secrets[("servers", alias, "auth", "client_secret")] = var
         out["auth"] = auth
@@ -321,7 +325,7 @@ class _Converter:
         self._taken[name] = value
         return name
 
-    def value(self, value: Any, where: str) -> str:
+    def value(self, value: rpc.Json, where: str) -> str:
         """A string in mcpd's syntax: references translated, literal ``$`` escaped."""
         if not isinstance(value, str):
             if isinstance(value, bool | int | float):

@@ -23,13 +23,17 @@ the host's way to mcpd, which as a server of mcpd would only lead back to mcpd.
 from __future__ import annotations
 
 import difflib
-import math
 import os
 import re
+import sys
 from pathlib import Path, PurePath
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 import msgspec
+
+from protocol.jsonrpc import messages as rpc
+
+from .jsonc import kind_in_words, quoted_or_sized
 
 Dialect = Literal["common", "gemini", "zed"]
 
@@ -45,9 +49,11 @@ class HostSettings(msgspec.Struct, kw_only=True):
     trusted: bool = False
     transport: Literal["http", "sse"] | None = None
 
-    def apply(self, table: dict[str, Any]) -> None:
+    def apply(self, table: rpc.JsonObject) -> None:
         """Put these settings into a server's mcpd table."""
-        tools = {k: v for k, v in (("allow", self.allow), ("deny", self.deny)) if v}
+        tools: rpc.JsonObject = {
+            k: list[rpc.Json](v) for k, v in (("allow", self.allow), ("deny", self.deny)) if v
+        }
         if tools:
             table["tools"] = tools
         if self.call_timeout is not None:
@@ -69,9 +75,19 @@ def dialect_of(source: str, where: str) -> Dialect:
     return "common"
 
 
+def workspace_of(source: str) -> str | None:
+    """The project folder a workspace file belongs to, for ${workspaceFolder}."""
+    p = Path(os.path.abspath(source))  # as given: a link's target is in another folder
+    if p.parent.name in (".vscode", ".cursor"):
+        return str(p.parent.parent)
+    if p.name == ".mcp.json":
+        return str(p.parent)
+    return None
+
+
 def normalize(
-    body: dict[str, Any], where: str, dialect: Dialect, notes: list[str]
-) -> tuple[dict[str, Any], HostSettings] | None:
+    body: rpc.JsonObject, where: str, dialect: Dialect, notes: list[str]
+) -> tuple[rpc.JsonObject, HostSettings] | None:
     """``body`` in the common shape and the settings taken out of it; None (with a
     note) for an entry mcpd cannot run."""
     out = dict(body)
@@ -102,10 +118,28 @@ def normalize(
             "skipped: as a server of mcpd it would only lead back to mcpd"
         )
         return None
+    misshapen = _misshapen(out, where)
+    if misshapen is not None:
+        notes.append(misshapen)
+        return None
     return out, extra
 
 
-def neither_command_nor_url(where: str, body: dict[str, Any]) -> str:
+def _misshapen(body: rpc.JsonObject, where: str) -> str | None:
+    """The note on an entry whose keys mcpd reads hold values of the wrong kind: an
+    argument list spelt as one string would start the server with its letters, a
+    command given as a list with none."""
+    for key, shape in (("args", list), ("env", dict), ("headers", dict)):
+        if body.get(key) and not isinstance(body[key], shape):
+            return f"{where}.{key}: not {'a list' if shape is list else 'an object'}; skipped"
+    for key in ("command", "url", "cwd"):
+        value = body.get(key)
+        if value is not None and not isinstance(value, str):
+            return f"{where}.{key}: {kind_in_words(value)}, not a string; skipped"
+    return None
+
+
+def neither_command_nor_url(where: str, body: rpc.JsonObject) -> str:
     """The note on a server with neither key, naming a key of it that looks like one
     of them misspelt (``comand``)."""
     said = f'{where}: neither "command" nor "url"'
@@ -130,17 +164,17 @@ def unknown_transport(where: str, kind: object) -> str | None:
     return f"{where}.type: not a transport mcpd knows; ignored"
 
 
-def _runs_bridge(body: dict[str, Any]) -> bool:
+def _runs_bridge(body: rpc.JsonObject) -> bool:
     command, args = body.get("command"), body.get("args")
     if not isinstance(command, str) or not isinstance(args, list):
         return False
-    words = [PurePath(command).name, *args[:3]]
+    words = [PurePath(command).name, *(a if isinstance(a, str) else "" for a in args[:3])]
     if words[0].startswith("python") and words[1:3] == ["-m", "mcpd"]:
         words = ["mcpd", *words[3:]]
     return words[:2] == ["mcpd", "bridge"]
 
 
-def _zed(out: dict[str, Any], where: str, notes: list[str]) -> dict[str, Any] | None:
+def _zed(out: rpc.JsonObject, where: str, notes: list[str]) -> rpc.JsonObject | None:
     command = out.get("command")
     if isinstance(command, dict):  # the older form: {"path", "args", "env"}
         out["command"] = command.get("path")
@@ -165,14 +199,19 @@ def _zed(out: dict[str, Any], where: str, notes: list[str]) -> dict[str, Any] | 
     return out
 
 
-def _gemini(out: dict[str, Any], where: str, extra: HostSettings, notes: list[str]) -> None:
+def _gemini(out: rpc.JsonObject, where: str, extra: HostSettings, notes: list[str]) -> None:
     timeout = out.pop("timeout", None)
     if timeout is not None:
-        number = isinstance(timeout, int | float) and not isinstance(timeout, bool)
-        if number and 0 < timeout < math.inf:
+        # A whole number past the largest float is no time limit either.
+        if (
+            isinstance(timeout, int | float)
+            and not isinstance(timeout, bool)
+            and (0 < timeout <= sys.float_info.max)
+        ):
             extra.call_timeout = timeout / 1000
         else:
-            notes.append(f"{where}.timeout: {timeout!r} is not a number of milliseconds; ignored")
+            said = quoted_or_sized(timeout)
+            notes.append(f"{where}.timeout: {said} is not a number of milliseconds; ignored")
     trust = out.pop("trust", None)
     if trust is True:
         extra.trusted = True
@@ -182,12 +221,13 @@ def _gemini(out: dict[str, Any], where: str, extra: HostSettings, notes: list[st
         )
 
 
-def _names(value: Any, where: str, notes: list[str]) -> list[str]:
+def _names(value: rpc.Json, where: str, notes: list[str]) -> list[str]:
     """Tool names as mcpd patterns that match those names alone."""
     if value is None:
         return []
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+    names = [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+    if not isinstance(value, list) or len(names) != len(value):
         notes.append(f"{where}: not a list of tool names; ignored")
         return []
     # mcpd's lists are globs; a name with a glob character must match only itself.
-    return [_GLOB.sub(r"[\1]", name) for name in value]
+    return [_GLOB.sub(r"[\1]", name) for name in names]

@@ -5,9 +5,10 @@ reference, and mcpd puts it back where it was when it starts the server."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import msgspec
+
+from protocol.jsonrpc import messages as rpc
 
 from ..credentials import exposure
 
@@ -24,20 +25,31 @@ class Inline(msgspec.Struct, frozen=True):
     end: int
     var: str  # the variable that will carry it
 
-    def value_in(self, table: dict[str, Any]) -> str:
+    def value_in(self, table: rpc.JsonObject) -> str:
         """The string that holds it, in the server's ``table``."""
-        return str(table["url"] if self.index is None else table["args"][self.index])
+        return table_text(table, "url") if self.index is None else table_args(table)[self.index]
+
+
+def table_text(table: rpc.JsonObject, key: str) -> str:
+    """The string at ``key`` of a server's table, "" where there is none."""
+    value = table.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def table_args(table: rpc.JsonObject) -> list[str]:
+    """A server's arguments, as strings at the places they hold."""
+    args = table.get("args")
+    return [a if isinstance(a, str) else "" for a in args] if isinstance(args, list) else []
 
 
 def inline_secrets(
-    alias: str, table: dict[str, Any], var_for: Callable[[str, str], str]
+    alias: str, table: rpc.JsonObject, var_for: Callable[[str, str], str]
 ) -> tuple[list[Inline], list[str]]:
     """The literal secrets in the arguments and the URL of the server ``table`` (its
     values in mcpd's syntax), each with the variable ``var_for(name, secret)`` gives
     it; and a warning for each secret there, literal or a reference."""
-    args: list[str] = table.get("args", [])
-    url: str = table.get("url", "")
-    command: str | None = table.get("command")
+    args, url = table_args(table), table_text(table, "url")
+    command = table_text(table, "command") or None
     literal = [
         f
         for f in exposure.in_args(args, command) + exposure.in_url(url)

@@ -19,8 +19,12 @@ an issuer is named in the notes.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 from urllib.parse import urlsplit
+
+from protocol.jsonrpc import messages as rpc
+
+from .jsonc import quoted_or_sized
 
 _KEYS: Final = {
     "clientId": "client_id",
@@ -36,14 +40,16 @@ _RFC8414: Final = "/.well-known/oauth-authorization-server"
 _OPENID: Final = "/.well-known/openid-configuration"
 
 
-def port_of(value: Any) -> int | None:
+def port_of(value: rpc.Json) -> int | None:
     """A callback port, or the port of a loopback http redirect URI."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value if 0 < value < 65536 else None
     if not isinstance(value, str):
         return None
     if value.isascii() and value.isdigit():
-        return port_of(int(value))
+        # No port has more than five digits; a longer run is not read as a number,
+        # which Python refuses past a few thousand digits.
+        return port_of(int(value)) if len(value) <= 5 else None
     try:
         u = urlsplit(value)
         port = u.port
@@ -76,8 +82,8 @@ def _web_url(text: str) -> bool:
 
 
 def oauth_table(
-    hints: Any, where: str, value: Callable[[Any, str], str], notes: list[str]
-) -> dict[str, Any] | None:
+    hints: rpc.Json, where: str, value: Callable[[rpc.Json, str], str], notes: list[str]
+) -> rpc.JsonObject | None:
     """The ``[auth]`` table for ``hints`` (``value`` turns a string into mcpd's syntax;
     what is left out is said in ``notes``)."""
     if not isinstance(hints, dict):
@@ -86,7 +92,7 @@ def oauth_table(
     if hints.get("enabled") is False:
         notes.append(f"{where}: OAuth is turned off there; not imported")
         return None
-    auth: dict[str, Any] = {}
+    auth: rpc.JsonObject = {}
     for key, raw in hints.items():
         at = f"{where}.{key}"
         name = _KEYS.get(key)
@@ -101,14 +107,14 @@ def oauth_table(
         elif name == "redirect_port":
             port = port_of(raw)
             if port is None:
-                notes.append(f"{at}: {raw!r} is not a loopback port; not imported")
+                notes.append(f"{at}: {quoted_or_sized(raw)} is not a loopback port; not imported")
             else:
                 auth["redirect_port"] = port
         elif key == "issuer":
             if isinstance(raw, str) and _web_url(raw):
                 auth["issuer"] = value(raw, at)
             else:
-                notes.append(f"{at}: {raw!r} is not an http(s) URL; not imported")
+                notes.append(f"{at}: {quoted_or_sized(raw)} is not an http(s) URL; not imported")
         elif key == "authServerMetadataUrl" and isinstance(raw, str):
             issuer = issuer_of_metadata_url(raw)
             if issuer is None:

@@ -15,12 +15,14 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
+from protocol.jsonrpc import messages as rpc
 from protocol.shown.visible import hidden, visible
 
 from ...local.state.privatefile import make_private_directory, write_atomically
 from .convert import Imported
+from .inline import table_args, table_text
 from .secret import SCHEME
 
 _BARE_KEY: Final = re.compile(r"^[A-Za-z0-9_-]+\Z")  # not $: it matches before a final \n
@@ -65,13 +67,13 @@ def to_toml(imported: Imported, moved: dict[tuple[str, ...], Path] | None = None
                 out.append(f"{key} = {_toml_value(table[key])}")
         for sub in ("env", "headers", "auth", "tools"):
             items = table.get(sub)
-            if not items:
+            if not isinstance(items, dict) or not items:
                 continue
             out.append(f"[servers.{_key(alias)}.{sub}]")
             for key, value in items.items():
                 where = ("servers", alias, sub, key)
                 if where in imported.secrets:
-                    value = _referenced(imported, where, value, moved)
+                    value = _referenced(imported, where, str(value), moved)
                 out.append(f"{_key(key)} = {_toml_value(value)}")
     return "\n".join(out) + "\n"
 
@@ -100,11 +102,17 @@ _REFERENCE: Final = re.compile(r"(\$\{[^}]*\})")
 def _variables(imported: Imported, where: tuple[str, ...]) -> list[str]:
     """The variables that carry a printed secret: one for each stretch of its literal
     text, as the references written between them stay where they are."""
-    _, alias, sub, key = where
-    _, pieces = _pieces(str(imported.servers[alias][sub][key]))
+    _, pieces = _pieces(_secret_at(imported, where))
     var = imported.secrets[where]
     count = sum(literal for literal, _ in pieces)
     return [var] + [f"{var}_{n}" for n in range(2, count + 1)]
+
+
+def _secret_at(imported: Imported, where: tuple[str, ...]) -> str:
+    """The value of the secret at ``where`` (``servers``, alias, table, key)."""
+    _, alias, sub, key = where
+    table = imported.servers[alias].get(sub)
+    return str(table.get(key)) if isinstance(table, dict) else ""
 
 
 def _moved_key(where: tuple[str, ...], n: int) -> tuple[str, ...]:
@@ -131,22 +139,22 @@ def _referenced(
 
 
 def _with_references(
-    imported: Imported, alias: str, table: dict[str, Any], moved: dict[tuple[str, ...], Path]
-) -> dict[str, Any]:
+    imported: Imported, alias: str, table: rpc.JsonObject, moved: dict[tuple[str, ...], Path]
+) -> rpc.JsonObject:
     """``table`` with each secret inside an argument or the URL replaced by a reference."""
     mine = [i for i in imported.inline if i.alias == alias]
     if not mine:
         return table
-    out = dict(table)
-    if "args" in out:
-        out["args"] = list(out["args"])
+    out, args = dict(table), table_args(table)
     for i in sorted(mine, key=lambda i: i.start, reverse=True):  # later ones first
         ref = f"${{file:{moved[i.where]}}}" if i.where in moved else f"${{{i.var}}}"
-        value = i.value_in(out)
+        value = table_text(out, "url") if i.index is None else args[i.index]
         if i.index is None:
             out["url"] = value[: i.start] + ref + value[i.end :]
         else:
-            out["args"][i.index] = value[: i.start] + ref + value[i.end :]
+            args[i.index] = value[: i.start] + ref + value[i.end :]
+    if "args" in out:
+        out["args"] = [*args]
     return out
 
 
@@ -161,7 +169,7 @@ def _key(key: str) -> str:
     return key if _BARE_KEY.match(key) else _toml_value(key)
 
 
-def _toml_value(value: Any) -> str:
+def _toml_value(value: rpc.Json) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
@@ -203,7 +211,7 @@ def move_secrets(imported: Imported, directory: Path) -> dict[tuple[str, ...], P
         # A secret file is read as it is: the "$" the TOML escaped is the secret's own.
         # The references in a secret are left in the TOML, to be expanded as ever; the
         # text between them goes to files.
-        _, pieces = _pieces(str(imported.servers[alias][sub][key]))
+        _, pieces = _pieces(_secret_at(imported, where))
         texts = [text for literal, text in pieces if literal]
         for n, secret in enumerate(texts, 1):
             name = _file_name(alias, sub, key if n == 1 else f"{key}.{n}")
