@@ -1,6 +1,7 @@
 """What the daemon answers ``mcpd auth`` with: a server's login as ``mcpd auth status``
 and its row in ``mcpd status`` show it (``LoginStatus``), a login begun
-(``LoginBegun``) or done (``LoginDone``), and a logout (``LoggedOut``).
+(``LoginBegun``) or done (``LoginDone``), a logout (``LoggedOut``), and the address
+that logs a browser in to mcpd's status page (``PageAddress``).
 
 Both ends read these: the daemon builds them (``servers.auth_commands``, the OAuth
 package's ``Login.status``) and the command line decodes its replies into them, so
@@ -94,3 +95,13 @@ class LoggedOut(msgspec.Struct, kw_only=True):
     unrevoked: list[str]
     forgot_client: bool | UnsetType = UNSET
     removed: str | UnsetType = UNSET
+
+
+class PageAddress(msgspec.Struct, kw_only=True):
+    """``mcpd dashboard``: the status page's address with a one-time code, good for
+    ``expires_in`` seconds, and where the command may write a page that carries it; or
+    ``url`` None where no HTTP endpoint serves the page."""
+
+    url: str | None = None
+    expires_in: float | UnsetType = UNSET
+    pages: str | UnsetType = UNSET

@@ -37,6 +37,7 @@ from protocol.mcp.serving import RequestContext
 
 from ...config.loading.paths import pages_directory
 from ...local.state.privatefile import make_private_directory
+from ...login_answers import PageAddress
 from ...servers.shared import LoginBegun
 from ..agent import Agent
 from .profile_methods import OwnMethod, ProfileMethods
@@ -110,7 +111,7 @@ async def _dashboard(
     _owner_only(conn, req.method)
     endpoint = api.endpoint
     if endpoint is None:
-        return {"url": None}
+        return PageAddress(url=None)
     from ..page.opener import Opener
     from ..page.passes import CODE_TTL
 
@@ -121,7 +122,7 @@ async def _dashboard(
     host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(endpoint.host, endpoint.host)
     host = f"[{host}]" if ":" in host else host
     url = f"http://{host}:{endpoint.port}/?code={code}"
-    return {"url": url, "expires_in": CODE_TTL, "pages": _pages()}
+    return PageAddress(url=url, expires_in=CODE_TTL, pages=_pages())
 
 
 def _pages() -> str:

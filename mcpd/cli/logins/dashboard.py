@@ -17,42 +17,33 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from msgspec import UNSET
 
 from protocol.shown.visible import visible
 
 from ...config.tables.model import default_config_path
+from ...login_answers import PageAddress
+from ...status_document import StatusDocument
 from ..client import QUICK
-from ..exits import EXIT_BAD_REPLY, EXIT_FAILED, ask, client_for, fail
+from ..exits import EXIT_BAD_REPLY, EXIT_FAILED, ask, ask_as, client_for, fail
 from .browser import browser_argv, ended_by_signals, open_in_browser, page_to
-
-
-def _object(value: Any, what: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        fail(EXIT_BAD_REPLY, f"the daemon's {what} is not an object")
-    return value
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
     with client_for(args, QUICK) as client:
-        out = _object(ask(client, "mcpd/auth/dashboard", code=False), "address reply")
-        if out.get("url") is None:
-            status = _object(ask(client, "mcpd/status"), "status")
-            daemon = _object(status.get("daemon"), "status of itself")
-    url = out.get("url")
-    expires_in = out.get("expires_in") or 60
+        out = ask_as(client, "mcpd/auth/dashboard", PageAddress, code=False)
+        if out.url is None:
+            daemon = ask_as(client, "mcpd/status", StatusDocument).daemon
+    url = out.url
     # An address is printed and opened as it is: only one that is plainly text.
-    if url is not None and not (isinstance(url, str) and url.isprintable()):
+    if url is not None and not url.isprintable():
         fail(EXIT_BAD_REPLY, f"the daemon sent no usable address: {visible(repr(url))}")
-    if isinstance(expires_in, bool) or not isinstance(expires_in, int | float):
-        fail(
-            EXIT_BAD_REPLY, f"the daemon's expires_in is not a number: {visible(repr(expires_in))}"
-        )
     if url is None:
-        socket = daemon.get("socket") or "SOCKET"
+        socket = daemon.socket or "SOCKET"
         listen = '\n\n  [daemon]\n  http_listen = "127.0.0.1:8765"\n\n'
-        if "config" in daemon and daemon["config"] is None:
+        if daemon.config is None:
             # No file of its own to edit: the default config is not what it reads.
             how = (
                 "The mcpd answering here was started without a config file (as `mcpd serve "
@@ -60,7 +51,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
                 f"FILE has its servers and{listen}"
             )
         else:
-            config = daemon.get("config") or default_config_path()
+            config = daemon.config or default_config_path()
             how = (
                 f"To turn it on, set{listen}in {visible(config)} and restart mcpd (a reload "
                 "does not open it). "
@@ -72,7 +63,8 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILED
-    seconds = float(expires_in)
+    # An older daemon's address does not say how long it works: a code's time then.
+    seconds = out.expires_in or 60.0
     print(
         f"Open mcpd's status page in a browser:\n\n  {url}\n\n"
         f"The address works once, within {seconds:.0f} seconds; run mcpd dashboard again "
@@ -84,7 +76,9 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         try:
             # The code stays off the opener's command line, where any local user could
             # read it and redeem it first.
-            written = page.enter_context(page_to(url, out.get("pages"), "dashboard"))
+            written = page.enter_context(
+                page_to(url, None if out.pages is UNSET else out.pages, "dashboard")
+            )
             opener = browser_argv(written)
         except OSError as exc:
             print(f"mcpd: not opening a browser: {exc}", file=sys.stderr)

@@ -12,11 +12,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from mcpd.cli.logins import dashboard
 from mcpd.cli.main import main
 from tests.support.daemons.fake import FakeDaemon, error, result
+from tests.support.parts.status_rows import daemon as daemon_status
+from tests.support.parts.status_rows import document
 
 URL = "http://127.0.0.1:8765/login?code=abc"
 ROOT = Path(__file__).resolve().parents[4]
@@ -56,6 +59,12 @@ def run(*argv: str) -> int:
     code = done.value.code
     assert isinstance(code, int)
     return code
+
+
+def status_of(**fields: Any) -> Any:
+    """The daemon's answer to ``mcpd/status``, of a daemon with no servers that says
+    ``fields`` of itself, as its JSON reads."""
+    return msgspec.to_builtins(document(daemon_status(**fields)))
 
 
 def daemon(sock: Path, login: Any, status: Any = None) -> FakeDaemon:
@@ -199,7 +208,7 @@ def test_a_command_ended_by_a_signal_leaves_no_page(
 def test_with_the_endpoint_off_it_says_how_to_turn_it_on_and_fails(
     sock: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    status = {"daemon": {"config": "/etc/mcpd/config.toml", "socket": "/run/mcpd.sock"}}
+    status = status_of(config="/etc/mcpd/config.toml", socket="/run/mcpd.sock")
     with daemon(sock, {"url": None}, status) as d:
         assert run("dashboard", "--socket", str(sock)) == 1
     out, err = capsys.readouterr()
@@ -215,7 +224,7 @@ def test_a_daemon_without_a_config_file_is_not_sent_to_the_default_one(
     """``mcpd serve --demo`` reads no config file: editing the default one would never
     turn its endpoint on."""
     monkeypatch.setenv("MCPD_CONFIG", "/home/ada/.config/mcpd/config.toml")
-    status = {"daemon": {"config": None, "socket": "/tmp/demo.sock"}}
+    status = status_of(config=None, socket="/tmp/demo.sock")
     with daemon(sock, {"url": None}, status):
         assert run("dashboard", "--socket", str(sock)) == 1
     err = capsys.readouterr().err
@@ -228,7 +237,7 @@ def test_a_daemon_without_a_config_file_is_not_sent_to_the_default_one(
 def test_the_hint_falls_back_when_the_status_names_no_config_or_socket(
     sock: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with daemon(sock, {}, {"daemon": {}}):
+    with daemon(sock, {}, status_of()):
         assert run("dashboard", "--socket", str(sock)) == 1
     assert "curl --unix-socket SOCKET " in capsys.readouterr().err
 
@@ -236,7 +245,7 @@ def test_the_hint_falls_back_when_the_status_names_no_config_or_socket(
 def test_paths_in_the_hint_cannot_drive_the_terminal(
     sock: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    status = {"daemon": {"config": "/tmp/\x1b[2Jc.toml", "socket": "/tmp/s\u202e.sock"}}
+    status = status_of(config="/tmp/\x1b[2Jc.toml", socket="/tmp/s\u202e.sock")
     with daemon(sock, {}, status):
         assert run("dashboard", "--socket", str(sock)) == 1
     err = capsys.readouterr().err
@@ -265,7 +274,10 @@ def test_no_daemon_is_exit_3(sock: Path, capsys: pytest.CaptureFixture[str]) -> 
     [
         {"url": URL, "expires_in": "soon"},
         {"url": URL, "expires_in": [60]},
+        {"url": URL, "expires_in": True},
         {"url": f"{URL}\x1b[2J\x1b[Hfake"},
+        {"url": URL, "pages": 5},
+        {"url": 8765},
         [URL],
         "url",
     ],
@@ -273,18 +285,44 @@ def test_no_daemon_is_exit_3(sock: Path, capsys: pytest.CaptureFixture[str]) -> 
 def test_a_reply_of_the_wrong_shape_is_a_reply_that_cannot_be_read(
     sock: Path, capsys: pytest.CaptureFixture[str], login: Any
 ) -> None:
-    with daemon(sock, login, {"daemon": {}}):
+    with daemon(sock, login, status_of()):
         assert run("dashboard", "--socket", str(sock), "--no-browser") == 4
     out, err = capsys.readouterr()
     assert "\x1b" not in out + err
     assert err.startswith("mcpd: ") and len(err.splitlines()) == 1
 
 
-@pytest.mark.parametrize("status", [None, [], {"daemon": "up"}, {"daemon": ["x"]}])
+def other_shapes() -> list[Any]:
+    """Statuses a command of this version cannot read: the daemon's paths not text
+    among them, which no sentence could name."""
+    whole = status_of(socket="/s")
+    return [
+        None,
+        [],
+        {"daemon": "up"},
+        {"daemon": ["x"]},
+        {**whole, "daemon": {**whole["daemon"], "config": 5}},
+        {**whole, "daemon": {**whole["daemon"], "socket": ["/s"]}},
+        {"daemon": {"config": "/etc/mcpd/config.toml", "socket": "/s"}},
+    ]
+
+
+@pytest.mark.parametrize("status", other_shapes())
 def test_a_status_of_the_wrong_shape_is_a_reply_that_cannot_be_read(
     sock: Path, capsys: pytest.CaptureFixture[str], status: Any
 ) -> None:
     with daemon(sock, {"url": None}, status):
         assert run("dashboard", "--socket", str(sock)) == 4
     err = capsys.readouterr().err
-    assert err.startswith("mcpd: the daemon's status") and len(err.splitlines()) == 1
+    assert err.startswith("mcpd: the answer of mcpd to mcpd/status could not be read (")
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_an_address_of_the_wrong_shape_is_said_to_be_the_answer_to_its_method(
+    sock: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with daemon(sock, {"url": URL, "pages": ["/run/user/1000/mcpd-pages"]}):
+        assert run("dashboard", "--socket", str(sock), "--no-browser") == 4
+    err = capsys.readouterr().err
+    assert err.startswith("mcpd: the answer of mcpd to mcpd/auth/dashboard could not be read (")
+    assert "$.pages" in err
