@@ -19,7 +19,7 @@ from msgspec import UNSET, UnsetType
 
 from protocol.jsonrpc import messages as rpc
 
-from ..login_answers import LoggedOut, LoginBegun, LoginDone, LoginStatus, TokensReplaced
+from ..login_answers import LoggedOut, LoginBegun, LoginDone, LoginStatus
 from .life.server_parts import ServerParts
 from .oauth import (
     LoginError,
@@ -106,7 +106,7 @@ class Logins:
             expires_at = login.status().expires_at
             out.expires_at = None if isinstance(expires_at, UnsetType) else expires_at
         if replaced is not None:
-            out.replaced = msgspec.convert(replaced.said(), TokensReplaced)
+            out.replaced = replaced.said()
         return out
 
     async def logout(self, alias: str, *, forget_client: bool = False) -> LoggedOut:
@@ -115,10 +115,9 @@ class Logins:
             # A server removed from the configuration leaves its login on disk.
             gone = await forget_unconfigured(alias, sup.config)
             if gone is not None:
-                return msgspec.convert({"server": alias, **gone}, LoggedOut)
+                return gone
         _, login = self._server(alias)
-        said = await login.logout(forget_client=forget_client)
-        return msgspec.convert({"server": alias, **said}, LoggedOut)
+        return await login.logout(forget_client=forget_client)
 
     async def _outcome(self, server: ServerParts, before: int) -> LoginDone:
         """Once the server has tried the new credentials: its state afterwards."""

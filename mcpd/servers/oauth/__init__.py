@@ -11,7 +11,7 @@ loaded by the first ``attach``, so a daemon with only stdio servers never loads 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.shown.logfields import log_extra
 
@@ -20,6 +20,7 @@ from .errors import AuthFailed, LoginError, LoginRequired, NoOAuthLogin, Redirec
 if TYPE_CHECKING:
     from ...config.tables.model import Config
     from ...config.tables.servertable import ServerConfig
+    from ...login_answers import LoggedOut
     from .auth import ServerAuth
     from .login import Login
 
@@ -54,7 +55,7 @@ def attach(alias: str, cfg: ServerConfig, config: Config) -> tuple[ServerAuth, L
     return auth, Login(auth)
 
 
-async def forget_unconfigured(alias: str, config: Config) -> dict[str, Any] | None:
+async def forget_unconfigured(alias: str, config: Config) -> LoggedOut | None:
     """``mcpd auth logout`` of a server the configuration no longer names: its saved
     login revoked where the file says how, and removed (None: none is saved)."""
     from ...local.state.statefile import state_dir

@@ -12,9 +12,8 @@ is put back from there when needed, so the credential file never holds a copy.
 from __future__ import annotations
 
 import contextlib
-import time
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Final
 from urllib.parse import urlsplit
 
 import msgspec
@@ -34,6 +33,7 @@ from protocol.shown.visible import quote
 
 from ...config.tables.servertable import AuthConfig
 from ...local.state.oauth_store import IssuerRecord, StoredLogin
+from ...login_answers import LoginStatus
 
 # RFC 6749 §10.10: a token may be guessed with a probability of at most 2^-128, so it
 # has at least this many characters of the widest alphabet a bearer token is written
@@ -308,26 +308,26 @@ class Credentials:
 
     # -- what people see (never a token) --
 
-    def summary(self, now: float | None = None) -> dict[str, Any]:
-        now = time.time() if now is None else now
-        tokens = self.tokens
-        # The login's client while there is one, else the one the next login uses.
+    def client_id(self) -> str | None:
+        """The login's client while there is one, else the one the next login uses."""
         client = self.tokens_client() or self.registration() or _NO_REG
-        out: dict[str, Any] = {"issuer": self.issuer, "client_id": client.client_id or None}
+        return client.client_id or None
+
+    def shown(self, status: LoginStatus, now: float) -> LoginStatus:
+        """``status`` with what the tokens held say of the login: left as it is
+        without tokens, whose fields are then unset."""
+        tokens = self.tokens
         if tokens is None:
-            return {**out, "logged_in": False}
+            return status
         held = tokens.refresh_token is not None
-        return {
-            **out,
-            "logged_in": True,
-            "scopes": list(tokens.scope or ()),
-            "expires_at": _iso(tokens.expires_at),
-            "expired": tokens.expired(now),
-            "refresh_token": held,
-            # A refresh token is of no use without the client it was issued to.
-            "refreshable": held and self.tokens_client() is not None,
-            "obtained_at": _iso(tokens.obtained_at or None),
-        }
+        status.scopes = list(tokens.scope or ())
+        status.expires_at = _iso(tokens.expires_at)
+        status.expired = tokens.expired(now)
+        status.refresh_token = held
+        # A refresh token is of no use without the client it was issued to.
+        status.refreshable = held and self.tokens_client() is not None
+        status.obtained_at = _iso(tokens.obtained_at or None)
+        return status
 
 
 _NO_REG = ClientRegistration(issuer="", client_id="")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hmac
 import logging
 import secrets
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 import trio
@@ -42,7 +42,7 @@ from protocol.oauth.authorize import shown, shown_list
 from protocol.shown.logfields import log_extra
 from transports.errors import TransportError
 
-from ...login_answers import LoginStatus
+from ...login_answers import LoggedOut, LoginStatus
 from .auth import ServerAuth
 from .credentials import Replaced
 from .errors import AuthFailed, LoginError, NoOAuthLogin, RedirectFailed, why
@@ -304,7 +304,7 @@ class Login:
             f"under [servers.{self.auth.alias}.auth] (see docs/configuration.md)"
         )
 
-    async def logout(self, *, forget_client: bool = False) -> dict[str, Any]:
+    async def logout(self, *, forget_client: bool = False) -> LoggedOut:
         """Forget the tokens, revoking them first where the server offers it, as the
         client they were issued to (which logins may no longer use); with
         ``forget_client``, the clients mcpd registered too, so that the next login
@@ -323,8 +323,7 @@ class Login:
                 forgot = creds.forget_registered_clients() if forget_client else []
                 if forgot:
                     await auth.save()
-                said = {"had_tokens": False, **Revocation().said()}
-                return {**said, "forgot_client": bool(forgot)}
+                return Revocation().logged_out(auth.alias, False, forgot_client=bool(forgot))
             tokens, outcome = creds.tokens, Revocation()
             if tokens is not None:
                 outcome = await revoke_login(
@@ -340,7 +339,7 @@ class Login:
             await auth.save()
             if auth.kind != "client_credentials":
                 auth.lost("logged out")
-        return {"had_tokens": True, **outcome.said(), "forgot_client": bool(forgot)}
+        return outcome.logged_out(auth.alias, True, forgot_client=bool(forgot))
 
     def renewable(self) -> bool:
         """Whether mcpd can renew the login it holds without the person: a refresh
@@ -356,7 +355,9 @@ class Login:
 
     def status(self) -> LoginStatus:
         """The login as ``mcpd auth status`` and the server's row show it."""
-        return msgspec.convert({**self.auth.status(), "login_pending": self.pending}, LoginStatus)
+        status = self.auth.status()
+        status.login_pending = self.pending
+        return status
 
     async def _drive(self, flow: AuthorizationFlow, policy: FetchPolicy) -> FlowStep:
         """Execute the flow's requests up to its next step that is not a request."""

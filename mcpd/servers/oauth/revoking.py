@@ -10,10 +10,11 @@ import functools
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 import trio
+from msgspec import UNSET, UnsetType
 
 from protocol.oauth import (
     AuthorizationServer,
@@ -30,6 +31,7 @@ from transports.errors import TransportError
 from transports.http.oauth_client import OAuthHttp
 
 from ...local.state.oauth_store import OAuthStore, StoredLogin
+from ...login_answers import LoggedOut, TokensReplaced
 from .errors import why
 from .state import TOKEN_REQUEST_TIMEOUT
 
@@ -55,13 +57,33 @@ class Revocation(msgspec.Struct):
         self.unrevoked = [hint for hint, _ in left]
         return self
 
-    def said(self) -> dict[str, Any]:
-        return {
-            "revoked": list(self.revoked),
-            "not_revocable": list(self.not_revocable),
-            "problem": self.problem,
-            "unrevoked": list(self.unrevoked),
-        }
+    def said(self) -> TokensReplaced:
+        return TokensReplaced(
+            revoked=list(self.revoked),
+            not_revocable=list(self.not_revocable),
+            problem=self.problem,
+            unrevoked=list(self.unrevoked),
+        )
+
+    def logged_out(
+        self,
+        server: str,
+        had_tokens: bool,
+        *,
+        forgot_client: bool | UnsetType = UNSET,
+        removed: str | UnsetType = UNSET,
+    ) -> LoggedOut:
+        """A logout of ``server`` that did this revocation."""
+        return LoggedOut(
+            server=server,
+            had_tokens=had_tokens,
+            revoked=list(self.revoked),
+            not_revocable=list(self.not_revocable),
+            problem=self.problem,
+            unrevoked=list(self.unrevoked),
+            forgot_client=forgot_client,
+            removed=removed,
+        )
 
 
 def _held(tokens: TokenSet) -> list[tuple[_Hint, Secret]]:
@@ -129,7 +151,7 @@ async def revoke(
     return out
 
 
-async def forget_unconfigured_in(alias: str, state_dir: str) -> dict[str, Any] | None:
+async def forget_unconfigured_in(alias: str, state_dir: str) -> LoggedOut | None:
     """Log out of the login saved for ``alias``, a server the configuration no longer
     names: its tokens are revoked where the saved file says how (its authorization
     server's revocation endpoint, its client id), and the file is removed. None: no
@@ -161,11 +183,9 @@ async def forget_unconfigured_in(alias: str, state_dir: str) -> dict[str, Any] |
         path,
         extra=log_extra(alias, "logged_out"),
     )
-    return {
-        "had_tokens": tokens is not None or outcome.problem is not None,
-        **outcome.said(),
-        "removed": path,
-    }
+    return outcome.logged_out(
+        alias, tokens is not None or outcome.problem is not None, removed=path
+    )
 
 
 def _listed(directory: str) -> list[str]:

@@ -18,7 +18,7 @@ import logging
 import ssl
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, Final
+from typing import Final
 
 import trio
 
@@ -41,6 +41,7 @@ from transports.http.oauth_client import OAuthHttp
 
 from ...config.tables.servertable import ServerConfig
 from ...local.state.oauth_store import OAuthStore, Unusable
+from ...login_answers import LoginStatus
 from .credentials import Credentials, Replaced, client_config
 from .errors import AuthFailed, LoginRequired, why
 
@@ -125,20 +126,22 @@ class AuthState:
 
     # -- what people see --
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> LoginStatus:
         now = self.clock()
-        out: dict[str, Any] = {
-            "server": self.alias,
-            "type": self.kind if self.enabled else "header",
-            "url": display_url(self.url),
-            **self.creds.summary(now),
-            "needs_login": self.needs_login,
-            "redirect_port": self.creds.redirect_port(
-                self.settings.redirect_port if self.settings else 0
-            ),
-        }
-        out["state"] = self._state(now)
-        return out
+        creds = self.creds
+        setting = self.settings.redirect_port if self.settings else 0
+        status = LoginStatus(
+            server=self.alias,
+            type=self.kind if self.enabled else "header",
+            url=display_url(self.url),
+            issuer=creds.issuer,
+            client_id=creds.client_id(),
+            logged_in=creds.tokens is not None,
+            needs_login=self.needs_login,
+            redirect_port=creds.redirect_port(setting),
+            state=self._state(now),
+        )
+        return creds.shown(status, now)
 
     def _state(self, now: float) -> str:
         tokens = self.creds.tokens

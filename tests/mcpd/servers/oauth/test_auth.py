@@ -67,7 +67,7 @@ async def test_a_configured_authorization_header_turns_oauth_off(
     assert await auth.authorization() is None
     assert await auth.refused(unauthorized(CHALLENGE), "Bearer mine") is None
     assert auth.needs_login is None and world.requests == []
-    assert auth.status()["type"] == "header"
+    assert auth.status().type == "header"
 
 
 # -- refusals before any login --
@@ -83,7 +83,7 @@ async def test_a_401_naming_metadata_asks_for_a_login_and_holds_every_later_requ
     assert caught.value.reason == "the server asks for a login; run `mcpd auth login srv`"
     with pytest.raises(LoginRequired):
         await auth.authorization()
-    assert auth.status()["state"] == "needs_login"
+    assert auth.status().state == "needs_login"
     assert world.requests == []
 
 
@@ -344,7 +344,7 @@ async def test_a_scope_no_login_can_ask_for_is_refused_as_the_servers_and_not_ke
     assert begun is not None
     assert "files" not in begun[0]
     await login.finish(begun[1], world.authorize(begun[0]))
-    assert auth.status()["state"] == "logged_in"
+    assert auth.status().state == "logged_in"
 
 
 async def test_what_a_step_up_wanted_is_forgotten_by_a_logout(
@@ -366,7 +366,7 @@ async def test_a_saved_login_is_used_after_a_restart(
     await logged_in(tmp_path, world, clock)
     again, _ = server_auth(tmp_path, world, clock)
     assert await again.authorization() == "Bearer at-1"
-    assert again.status()["state"] == "logged_in"
+    assert again.status().state == "logged_in"
     assert no_token_in(repr(again.status()))
 
 

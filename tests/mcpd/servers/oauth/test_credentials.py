@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from mcpd.config.tables.servertable import AuthConfig
 from mcpd.local.state.oauth_store import IssuerRecord, StoredLogin
+from mcpd.login_answers import LoginStatus
 from mcpd.servers.oauth.credentials import Credentials, client_config
 from protocol.oauth import (
     AuthorizationResult,
@@ -43,6 +46,26 @@ def logged_in(issuer: str = OLD, **reg: Any) -> Credentials:
     registration = ClientRegistration(issuer, reg.pop("client_id", "cid"), **reg)
     creds.adopt(AuthorizationResult(tokens(), registration, discovery(issuer)))
     return creds
+
+
+def shown(creds: Credentials, now: float) -> dict[str, object]:
+    """What a login's status says of the login ``creds`` hold, as its JSON reads."""
+    status = LoginStatus(
+        server="srv",
+        type="oauth",
+        url=URL,
+        issuer=creds.issuer,
+        client_id=creds.client_id(),
+        logged_in=creds.tokens is not None,
+        needs_login=None,
+        redirect_port=0,
+        state="",
+    )
+    said = msgspec.to_builtins(creds.shown(status, now))
+    return {k: v for k, v in said.items() if k not in _NOT_THE_LOGINS}
+
+
+_NOT_THE_LOGINS = ("server", "type", "url", "needs_login", "redirect_port", "state")
 
 
 def test_a_finished_login_puts_its_issuer_and_tokens_in_use() -> None:
@@ -125,8 +148,8 @@ def test_a_forgotten_client_is_kept_with_the_tokens_issued_to_it_until_they_go()
     kept = creds.tokens_client()
     assert kept is not None and kept.client_id == "cid"
     assert "issued-Zq9xK8jH6gF4dS2aL0p" in creds.to_mask()
-    assert creds.summary(now=0.0)["client_id"] == "cid"
-    assert creds.summary(now=0.0)["refreshable"] is True
+    assert shown(creds, 0.0)["client_id"] == "cid"
+    assert shown(creds, 0.0)["refreshable"] is True
     # A refresh's tokens are the same client's; forgetting a later one keeps this one.
     creds.replace_tokens(tokens("at-2", "rt-2"))
     creds.drop_refresh_token()
@@ -216,7 +239,7 @@ def test_the_summary_never_holds_a_token() -> None:
     creds.replace_tokens(
         tokens(scope=("read", "write"), expires_at=1_000_000.0, obtained_at=999_000.0)
     )
-    said = creds.summary(now=1_000_001.0)
+    said = shown(creds, 1_000_001.0)
     assert said == {
         "issuer": OLD,
         "client_id": "cid",
@@ -230,8 +253,8 @@ def test_the_summary_never_holds_a_token() -> None:
     }
     assert "at-1" not in repr(said) and "rt-1" not in repr(said)
     creds.drop_tokens()
-    assert creds.summary(now=0.0) == {"issuer": OLD, "client_id": "cid", "logged_in": False}
-    assert Credentials(URL, ClientConfig()).summary(now=0.0) == {
+    assert shown(creds, 0.0) == {"issuer": OLD, "client_id": "cid", "logged_in": False}
+    assert shown(Credentials(URL, ClientConfig()), 0.0) == {
         "issuer": None,
         "client_id": None,
         "logged_in": False,

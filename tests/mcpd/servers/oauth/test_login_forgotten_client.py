@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pytest
 
 from mcpd.local.state.oauth_store import OAuthStore
+from mcpd.login_answers import LoggedOut
 from mcpd.servers.oauth import AuthFailed, LoginError, LoginRequired, RedirectFailed
 from mcpd.servers.oauth.auth import ServerAuth
 from mcpd.servers.oauth.login import Login
@@ -65,7 +66,7 @@ async def test_a_refused_registered_client_is_forgotten_and_a_login_registers_an
     assert caught.value.reason.startswith(
         "the authorization server no longer accepts the client mcpd registered with it"
     )
-    assert auth.status()["state"] == "needs_login"
+    assert auth.status().state == "needs_login"
     assert auth.creds.tokens is None and auth.creds.registration() is None
     assert await saved_client(tmp_path, world, clock) is None
     world.token_status, world.token = 200, good
@@ -73,7 +74,7 @@ async def test_a_refused_registered_client_is_forgotten_and_a_login_registers_an
     await log_in(Login(auth), world)
     assert registrations(world) == 2
     assert world.authorize_queries[-1]["client_id"] == "dyn-client-2"
-    assert auth.status()["state"] == "logged_in"
+    assert auth.status().state == "logged_in"
 
 
 async def test_an_early_refresh_refused_for_the_client_keeps_the_access_token_until_it_expires(
@@ -86,7 +87,7 @@ async def test_an_early_refresh_refused_for_the_client_keeps_the_access_token_un
     clock.now += 3600 - 30
     # One refusal while the access token still works costs nothing yet.
     assert await auth.authorization() == "Bearer at-1"
-    assert auth.status()["state"] == "logged_in"
+    assert auth.status().state == "logged_in"
     assert auth.creds.registration() is not None
     assert auth.creds.tokens is not None and auth.creds.tokens.refresh_token is not None
     assert await saved_client(tmp_path, world, clock) == "dyn-client"
@@ -94,7 +95,7 @@ async def test_an_early_refresh_refused_for_the_client_keeps_the_access_token_un
     world.token_status, world.token = 200, {**good, "access_token": "at-2"}
     clock.now += 20
     assert await auth.authorization() == "Bearer at-2"
-    assert auth.status()["state"] == "logged_in"
+    assert auth.status().state == "logged_in"
 
 
 async def test_a_client_still_refused_once_the_access_token_expired_needs_a_login(
@@ -111,7 +112,7 @@ async def test_a_client_still_refused_once_the_access_token_expired_needs_a_logi
     assert caught.value.reason.startswith(
         "the authorization server no longer accepts the client mcpd registered with it"
     )
-    assert auth.status()["state"] == "needs_login"
+    assert auth.status().state == "needs_login"
     assert await saved_client(tmp_path, world, clock) is None
 
 
@@ -181,14 +182,14 @@ async def test_a_relogin_refused_for_the_client_keeps_the_login_there_was(
 ) -> None:
     auth = (await refused_relogin(tmp_path, world, clock)).auth
     assert await auth.authorization() == "Bearer at-1"
-    assert auth.status()["state"] == "logged_in"
+    assert auth.status().state == "logged_in"
     again, _ = server_auth(tmp_path, world, clock)
     await again.load()
     assert again.creds.tokens is not None and again.creds.registration() is None
     kept = again.creds.tokens_client()
     assert kept is not None and kept.client_id == "dyn-client"
     # The login is renewed as the client its tokens were issued to, until they go.
-    assert auth.status()["refreshable"] is True
+    assert auth.status().refreshable is True
     world.token = {**world.token, "access_token": "at-2"}
     clock.now += 3600
     assert await auth.authorization() == "Bearer at-2"
@@ -198,7 +199,7 @@ async def test_a_relogin_refused_for_the_client_keeps_the_login_there_was(
     world.registration = {"client_id": "dyn-client-2"}
     await log_in(Login(auth), world)
     assert registrations(world) == 2
-    assert auth.status()["client_id"] == "dyn-client-2"
+    assert auth.status().client_id == "dyn-client-2"
     current = auth.creds.record.current
     assert current is not None and current.tokens_client is None
 
@@ -208,14 +209,15 @@ async def test_logging_out_of_a_kept_login_revokes_it_as_its_own_client(
 ) -> None:
     login = await refused_relogin(tmp_path, world, clock)
     said = await login.logout()
-    assert said == {
-        "had_tokens": True,
-        "revoked": ["refresh_token", "access_token"],
-        "not_revocable": [],
-        "problem": None,
-        "unrevoked": [],
-        "forgot_client": False,
-    }
+    assert said == LoggedOut(
+        server=login.auth.alias,
+        had_tokens=True,
+        revoked=["refresh_token", "access_token"],
+        not_revocable=[],
+        problem=None,
+        unrevoked=[],
+        forgot_client=False,
+    )
     assert client_ids(world, "revocation_endpoint") == ["dyn-client", "dyn-client"]
     again, _ = server_auth(tmp_path, world, clock)
     await again.load()
@@ -228,7 +230,7 @@ async def test_forgetting_the_client_at_a_logout_revokes_the_kept_login_first(
 ) -> None:
     login = await refused_relogin(tmp_path, world, clock)
     said = await login.logout(forget_client=True)
-    assert said["revoked"] == ["refresh_token", "access_token"] and said["problem"] is None
+    assert said.revoked == ["refresh_token", "access_token"] and said.problem is None
     assert client_ids(world, "revocation_endpoint") == ["dyn-client", "dyn-client"]
     again, _ = server_auth(tmp_path, world, clock)
     await again.load()
@@ -266,12 +268,12 @@ async def test_a_login_saved_without_its_client_says_so_and_what_stays_valid(
     login = Login(auth)
     await auth.load()
     status = auth.status()
-    assert (status["refresh_token"], status["refreshable"]) == (True, False)
+    assert (status.refresh_token, status.refreshable) == (True, False)
     said = await login.logout()
-    assert said["problem"] == (
+    assert said.problem == (
         "mcpd no longer has the client they were issued to, which revoking them needs"
     )
-    assert said["unrevoked"] == ["refresh_token", "access_token"]
+    assert said.unrevoked == ["refresh_token", "access_token"]
     assert world.sent_to(world.metadata["revocation_endpoint"]) == []
 
 
@@ -310,7 +312,7 @@ async def test_a_redirect_refusing_the_client_changes_nothing_and_the_login_wait
     assert "forgot" not in str(caught.value)
     assert login.pending
     assert await auth.authorization() == "Bearer at-1"
-    assert auth.status()["state"] == "logged_in"
+    assert auth.status().state == "logged_in"
     assert await saved_client(tmp_path, world, clock) == "dyn-client"
     # The person's own answer still logs in, with the client kept.
     await login.finish(login_id, world.authorize(url))
@@ -330,7 +332,7 @@ async def test_logging_out_keeps_the_client_mcpd_registered(
 ) -> None:
     login = await logged_in(tmp_path, world, clock)
     said = await login.logout()
-    assert said["forgot_client"] is False
+    assert said.forgot_client is False
     assert await saved_client(tmp_path, world, clock) == "dyn-client"
     await log_in(login, world)
     assert registrations(world) == 1
@@ -342,7 +344,7 @@ async def test_logging_out_forgets_the_client_mcpd_registered_when_asked(
 ) -> None:
     login = await logged_in(tmp_path, world, clock)
     said = await login.logout(forget_client=True)
-    assert said["forgot_client"] is True
+    assert said.forgot_client is True
     assert await saved_client(tmp_path, world, clock) is None
     await log_in(login, world)
     assert registrations(world) == 2
@@ -354,17 +356,18 @@ async def test_logging_out_without_tokens_forgets_the_client_mcpd_registered_whe
     login = await logged_in(tmp_path, world, clock)
     login.auth.creds.drop_tokens()
     await login.auth.save()
-    assert (await login.logout())["forgot_client"] is False
+    assert (await login.logout()).forgot_client is False
     assert await saved_client(tmp_path, world, clock) == "dyn-client"
     said = await login.logout(forget_client=True)
-    assert said == {
-        "had_tokens": False,
-        "revoked": [],
-        "not_revocable": [],
-        "problem": None,
-        "unrevoked": [],
-        "forgot_client": True,
-    }
+    assert said == LoggedOut(
+        server=login.auth.alias,
+        had_tokens=False,
+        revoked=[],
+        not_revocable=[],
+        problem=None,
+        unrevoked=[],
+        forgot_client=True,
+    )
     assert await saved_client(tmp_path, world, clock) is None
 
 
@@ -373,7 +376,7 @@ async def test_logging_out_keeps_a_configured_client(
 ) -> None:
     login = await logged_in(tmp_path, world, clock, auth={"client_id": "by-hand"})
     said = await login.logout(forget_client=True)
-    assert said["forgot_client"] is False
+    assert said.forgot_client is False
     await log_in(login, world)
     assert registrations(world) == 0
     assert world.authorize_queries[-1]["client_id"] == "by-hand"

@@ -9,6 +9,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import msgspec
+
 from mcpd.servers.oauth.auth import ServerAuth
 from mcpd.servers.oauth.login import Login
 from mcpd.servers.oauth.revoking import Revocation
@@ -24,14 +26,14 @@ async def relogin(login: Login, world: FakeWorld) -> Revocation | None:
     return await login.finish(login_id, world.authorize(url))
 
 
-async def relogin_as_another_client(auth: ServerAuth, world: FakeWorld) -> dict[str, object]:
+async def relogin_as_another_client(auth: ServerAuth, world: FakeWorld) -> object:
     """A re-login after the client the tokens were issued to was forgotten (as when
     the authorization server refused it): the new login registers another."""
     assert auth.creds.forget_registered_client() == "dyn-client"
     world.registration = {"client_id": "dyn-client-2"}
     said = await relogin(Login(auth), world)
     assert said is not None
-    return said.said()
+    return msgspec.to_builtins(said.said())
 
 
 def revocations(world: FakeWorld) -> list[dict[str, str]]:

@@ -13,6 +13,7 @@ import pytest
 import trio
 
 from mcpd.local.state.oauth_store import IssuerRecord, OAuthStore, StoredLogin
+from mcpd.login_answers import LoggedOut
 from mcpd.servers.oauth.revoking import Revocation, forget_unconfigured_in, revoke
 from protocol.oauth import (
     AuthorizationServer,
@@ -145,24 +146,25 @@ async def test_a_damaged_saved_login_is_removed_saying_it_could_not_be_read(stat
     Path(store.path("old")).write_text('{"format": 1, "server_url": ')  # cut off
     said = await forget_unconfigured_in("old", str(state))
     assert said is not None
-    assert said["problem"] is not None
-    assert said["problem"].startswith("the saved login cannot be read (")
-    assert said["had_tokens"] is True and said["revoked"] == []
-    assert said["removed"] == store.path("old") and not os.path.exists(store.path("old"))
+    assert said.problem is not None
+    assert said.problem.startswith("the saved login cannot be read (")
+    assert said.had_tokens is True and said.revoked == []
+    assert said.removed == store.path("old") and not os.path.exists(store.path("old"))
 
 
 async def test_a_saved_login_without_tokens_is_removed_and_nothing_revoked(state: Path) -> None:
     store = OAuthStore(str(state))
     await store.save("old", StoredLogin(server_url="https://a.example/mcp"))
     said = await forget_unconfigured_in("old", str(state))
-    assert said == {
-        "had_tokens": False,
-        "revoked": [],
-        "not_revocable": [],
-        "problem": None,
-        "unrevoked": [],
-        "removed": store.path("old"),
-    }
+    assert said == LoggedOut(
+        server="old",
+        had_tokens=False,
+        revoked=[],
+        not_revocable=[],
+        problem=None,
+        unrevoked=[],
+        removed=store.path("old"),
+    )
     assert not os.path.exists(store.path("old"))
 
 
@@ -176,9 +178,9 @@ async def test_tokens_saved_without_where_to_revoke_them_are_removed_saying_so(
     )
     said = await forget_unconfigured_in("old", str(state))
     assert said is not None
-    assert (said["had_tokens"], said["revoked"]) == (True, [])
-    assert said["problem"] == "mcpd does not have their authorization server's metadata to ask it"
-    assert said["unrevoked"] == ["refresh_token", "access_token"]
+    assert (said.had_tokens, said.revoked) == (True, [])
+    assert said.problem == "mcpd does not have their authorization server's metadata to ask it"
+    assert said.unrevoked == ["refresh_token", "access_token"]
     assert not os.path.exists(store.path("old"))
 
 
@@ -197,7 +199,7 @@ async def test_a_saved_login_is_revoked_at_its_authorization_server_and_removed(
             await store.save("old", saved(server.mcp_url, record, server.base))
             said = await forget_unconfigured_in("old", str(state))
     assert said is not None
-    assert said["revoked"] == ["refresh_token", "access_token"] and said["problem"] is None
+    assert said.revoked == ["refresh_token", "access_token"] and said.problem is None
     assert server.revoked == ["rt-1", "at-1"]
     assert not os.path.exists(store.path("old"))
 
@@ -218,6 +220,7 @@ async def test_a_saved_login_whose_server_is_gone_is_removed_saying_why_it_was_n
         await store.save("old", login)
         said = await forget_unconfigured_in("old", str(state))
     assert said is not None
-    assert said["revoked"] == [] and said["had_tokens"] is True
-    assert said["problem"].startswith("old: authorization: token revocation: cannot connect")
+    assert said.revoked == [] and said.had_tokens is True
+    assert said.problem is not None
+    assert said.problem.startswith("old: authorization: token revocation: cannot connect")
     assert not os.path.exists(store.path("old"))

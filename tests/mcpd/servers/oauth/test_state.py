@@ -102,7 +102,7 @@ def test_an_authorization_header_of_the_user_turns_oauth_off_unless_asked_for(
 ) -> None:
     auth = state(tmp_path, server(**keys))
     assert (auth.enabled, auth.kind) == (enabled, kind)
-    assert auth.status()["type"] == (kind if enabled else "header")
+    assert auth.status().type == (kind if enabled else "header")
 
 
 @pytest.mark.parametrize(("era", "legacy"), [("auto", True), ("legacy", True), ("modern", False)])
@@ -118,11 +118,11 @@ def test_the_2025_03_26_stand_ins_are_for_servers_that_may_be_of_that_revision(
 def test_a_server_that_never_asked_needs_no_login(tmp_path: Path) -> None:
     auth = state(tmp_path)
     status = auth.status()
-    assert status["state"] == "no_login" and status["logged_in"] is False
-    assert status["needs_login"] is None and status["redirect_port"] == 0
+    assert status.state == "no_login" and status.logged_in is False
+    assert status.needs_login is None and status.redirect_port == 0
     auth.challenge = BearerChallenge()
-    assert auth.status()["state"] == "not_logged_in"
-    assert state(tmp_path, server(auth={})).status()["state"] == "not_logged_in"
+    assert auth.status().state == "not_logged_in"
+    assert state(tmp_path, server(auth={})).status().state == "not_logged_in"
 
 
 async def test_the_state_follows_the_token_lifetime_when_it_cannot_be_renewed(
@@ -135,7 +135,7 @@ async def test_the_state_follows_the_token_lifetime_when_it_cannot_be_renewed(
     seen = []
     for at in (NOW, NOW + 3600 - EXPIRING - 1, NOW + 3600 - EXPIRING + 1, NOW + 3600):
         clock.now = at
-        seen.append(auth.status()["state"])
+        seen.append(auth.status().state)
     assert seen == ["logged_in", "logged_in", "expiring", "expired"]
 
 
@@ -157,7 +157,7 @@ async def test_a_token_that_renews_itself_stays_logged_in_past_its_expiry(
     auth = state(tmp_path, server(**keys), clock)
     await auth.load()
     clock.now = NOW + 7200
-    assert auth.status()["state"] == "logged_in"
+    assert auth.status().state == "logged_in"
 
 
 async def test_the_status_shows_no_token_and_no_secret_of_the_url(tmp_path: Path) -> None:
@@ -166,16 +166,16 @@ async def test_the_status_shows_no_token_and_no_secret_of_the_url(tmp_path: Path
     auth = state(tmp_path, server(url))
     await auth.load()
     status = auth.status()
-    assert status["logged_in"] is True and status["client_id"] == "client-1"
-    assert status["url"] == "https://mcp.example.com/mcp"
+    assert status.logged_in is True and status.client_id == "client-1"
+    assert status.url == "https://mcp.example.com/mcp"
     text = repr(status)
     for secret in ("at-1", "rt-1", "url-key", "url-frag"):
         assert secret not in text
-    assert status["redirect_port"] == 4711  # the registration's, to be used again
+    assert status.redirect_port == 4711  # the registration's, to be used again
 
 
 def test_a_configured_redirect_port_wins(tmp_path: Path) -> None:
-    assert state(tmp_path, server(auth={"redirect_port": 9999})).status()["redirect_port"] == 9999
+    assert state(tmp_path, server(auth={"redirect_port": 9999})).status().redirect_port == 9999
 
 
 # -- keeping the login --
@@ -205,7 +205,7 @@ async def test_a_login_saved_for_another_url_is_not_sent_there_and_its_url_not_l
     with caplog.at_level(logging.INFO, "mcpd.auth"):
         await auth.load()
     assert auth.creds.tokens is None and auth.creds.header is None and restored == []
-    assert auth.status()["logged_in"] is False
+    assert auth.status().logged_in is False
     (line,) = [r.getMessage() for r in caplog.records if r.name == "mcpd.auth"]
     assert "https://mcp.example.com/v1" in line and "https://mcp.example.com/mcp" in line
     for secret in ("old-pw", "old-key", "new-key"):
@@ -236,7 +236,7 @@ async def test_a_login_wakes_whoever_waits_and_clears_the_need(tmp_path: Path) -
     assert isinstance(lost, LoginRequired)
     reason = "the refresh token was refused; run `mcpd auth login srv`"
     assert lost.reason == auth.needs_login == reason
-    assert auth.status()["state"] == "needs_login"
+    assert auth.status().state == "needs_login"
     woken = trio.Event()
 
     async def wait() -> None:
@@ -250,7 +250,7 @@ async def test_a_login_wakes_whoever_waits_and_clears_the_need(tmp_path: Path) -
             assert not woken.is_set()
             await auth.adopt(result(tokens()), ("read",))
     assert woken.is_set() and auth.needs_login is None
-    assert auth.status()["state"] == "logged_in"
+    assert auth.status().state == "logged_in"
     assert changes == [reason, None]
     assert (tmp_path / "oauth" / "srv.json").exists()
 
@@ -260,7 +260,7 @@ def test_a_refusal_that_names_no_metadata_names_both_ways_forward(tmp_path: Path
     exc = auth.unclear_refusal(None)
     assert "no WWW-Authenticate" in exc.reason
     assert "[servers.srv.headers]" in exc.reason and "mcpd auth login srv" in exc.reason
-    assert auth.status()["state"] == "needs_login"
+    assert auth.status().state == "needs_login"
 
 
 def test_login_scopes_are_the_configured_ones_in_order_without_repeats(tmp_path: Path) -> None:
