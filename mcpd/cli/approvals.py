@@ -24,7 +24,7 @@ from .exits import EXIT_USAGE, ask, client_for, fail
 ACTIONS = ("show", "approve", "deny")
 
 
-def add_approvals(sub: Any) -> None:
+def add_approvals(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ap = sub.add_parser("approvals", help="list the calls waiting for approval, or decide one")
     ap.add_argument("--socket", type=socket_path, help=SOCKET_HELP)
     ap.add_argument(

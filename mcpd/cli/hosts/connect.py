@@ -281,7 +281,7 @@ def _reload(sock: str) -> None:
         print("mcpd reloaded its configuration")
 
 
-def add_connect(sub: Any) -> None:
+def add_connect(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = sub.add_parser("connect", help="print (or --write) the config entry a host needs")
     c.add_argument("host", choices=sorted(HOSTS), help="the host to connect")
     c.add_argument("--profile", help="the profile (default: the host's own, built in)")

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from protocol.shown.server_urls import ascii_hosts, ascii_url
 from protocol.shown.visible import visible
@@ -125,7 +124,7 @@ def cmd_login(args: argparse.Namespace) -> int:
     return login(args)
 
 
-def add_auth_commands(sub: Any) -> None:
+def add_auth_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     a = sub.add_parser("auth", help="OAuth logins for HTTP servers")
     actions = a.add_subparsers(dest="auth_command", required=True)
 

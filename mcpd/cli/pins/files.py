@@ -13,7 +13,7 @@ import json
 import os
 import stat
 import sys
-from typing import Any, Final
+from typing import Final
 
 from protocol.jsonrpc import messages as rpc
 
@@ -156,7 +156,7 @@ def _too_large(what: str) -> str:
     )
 
 
-def add_pins(sub: Any) -> None:
+def add_pins(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``pins export|import|forget-unreadable`` in the command line's grammar."""
     p = sub.add_parser("pins", help="export or import the approved definitions")
     ps = p.add_subparsers(dest="pins_command", required=True)

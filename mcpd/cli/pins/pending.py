@@ -17,6 +17,7 @@ import json
 import re
 import shlex
 import sys
+from collections.abc import Callable
 from typing import Any, Final
 
 from protocol.shown.visible import visible
@@ -280,7 +281,7 @@ def print_findings(items: list[dict[str, Any]]) -> int:
     return 0
 
 
-def add_approve(client_cmd: Any) -> None:
+def add_approve(client_cmd: Callable[[str, str], argparse.ArgumentParser]) -> None:
     """``approve`` in the command line's grammar."""
     a = client_cmd("approve", "show what changed in a server's definitions, and approve it")
     a.add_argument("server", metavar="ALIAS", help="the server whose changes to show")
