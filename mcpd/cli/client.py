@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
-from typing import Any, Final, NamedTuple, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Final, NamedTuple, TypeVar
 
 import msgspec
+from msgspec import UnsetType
 
 from protocol.jsonrpc import envelope
 from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.messages import Json, JsonObject
 from protocol.mcp import core as mcp
 
 from .. import __version__
@@ -29,6 +31,7 @@ from ..agents.entry.dial import (
 from ..agents.entry.peers import peer_of, untrusted_daemon
 from ..config.loading.paths import SOCKET_VAR, client_socket_path, config_unread
 from ..config.tables.model import default_config_path, default_socket_path
+from ..status_document import StatusDocument
 
 CLI_INFO = mcp.Implementation(name="mcpd-cli", version=__version__)
 # How long a command waits for its reply: one the daemon answers from what it holds
@@ -58,7 +61,7 @@ def socket_path(text: str) -> str:
     return text
 
 
-def _content(method: str, result: Any) -> Any:
+def _content(method: str, result: Json) -> Json:
     """A result as the commands read it: of mcpd's own methods, without the
     ``resultType`` that frames every modern result (each is complete), so that what
     they print or go through is what the method answers."""
@@ -106,7 +109,7 @@ class Client:
         self._ids = rpc.IdAllocator()
         # Said before anything else, with the first request (``for_a_person``).
         self._first = b""
-        self._waiting: Callable[[dict[str, Any]], None] | None = None
+        self._waiting: Callable[[JsonObject], None] | None = None
 
     def for_a_person(self) -> Client:
         """Say first that what this connection asks for is printed for a person to read
@@ -117,7 +120,7 @@ class Client:
         self._first = rpc.encode_notification(COMMAND_LINE, None) + b"\n"
         return self
 
-    def tell_waits(self, waiting: Callable[[dict[str, Any]], None]) -> Client:
+    def tell_waits(self, waiting: Callable[[JsonObject], None]) -> Client:
         """Ask to be told when a call waits for a person: ``waiting`` gets its id and
         how long it waits (``dial.WAITING``)."""
         self._first += rpc.encode_notification(TELL_WAITS, None) + b"\n"
@@ -136,9 +139,9 @@ class Client:
     def request(
         self,
         method: str,
-        params: dict[str, Any] | None = None,
-        progress: Callable[[dict[str, Any]], None] | None = None,
-    ) -> Any:
+        params: Mapping[str, Json] | None = None,
+        progress: Callable[[JsonObject], None] | None = None,
+    ) -> Json:
         """Send one modern request; return the decoded result or raise rpc.RPCError.
         With ``progress``, the request asks for progress reports (which also extend a
         call's time limit) and each one's params go to it."""
@@ -149,7 +152,9 @@ class Client:
             raise BadReply(f"the answer of mcpd to {method} could not be read ({exc})") from None
         return _content(method, decoded)
 
-    def request_as(self, method: str, shape: type[T], params: dict[str, Any] | None = None) -> T:
+    def request_as(
+        self, method: str, shape: type[T], params: Mapping[str, Json] | None = None
+    ) -> T:
         """``request``'s result as the type mcpd answers ``method`` with: what a daemon
         of another version adds is left out, what it leaves out that has a default
         takes it, and a result of another shape is a reply that cannot be read."""
@@ -161,16 +166,16 @@ class Client:
     def _result(
         self,
         method: str,
-        params: dict[str, Any] | None,
-        progress: Callable[[dict[str, Any]], None] | None,
+        params: Mapping[str, Json] | None,
+        progress: Callable[[JsonObject], None] | None,
     ) -> msgspec.Raw:
         """The result of ``method`` as the daemon wrote it."""
-        body = dict(params or {})
-        body["_meta"] = mcp.request_meta(mcp.LATEST_MODERN, {}, CLI_INFO)
+        meta = mcp.request_meta(mcp.LATEST_MODERN, {}, CLI_INFO)
         rid = self._ids.next()
         token = f"mcpd-cli-{rid}"
         if progress is not None:
-            body["_meta"]["progressToken"] = token
+            meta["progressToken"] = token
+        body = {**(params or {}), "_meta": meta}
         try:
             first, self._first = self._first, b""
             self._sock.sendall(first + rpc.encode_request(rid, method, body) + b"\n")
@@ -251,15 +256,27 @@ class Client:
         line, _, self._buf = self._buf.partition(b"\n")
         return line
 
-    def list_tools(self) -> list[dict[str, Any]]:
-        tools: list[dict[str, Any]] = []
+    def list_tools(self) -> list[JsonObject]:
+        """Every tool, page by page, each as the daemon wrote it."""
+        tools: list[JsonObject] = []
         cursor: str | None = None
         while True:
             result = self.request("tools/list", {"cursor": cursor} if cursor else None)
-            tools.extend(result.get("tools", []))
-            cursor = result.get("nextCursor")
+            page = result.get("tools", []) if isinstance(result, dict) else None
+            following = result.get("nextCursor") if isinstance(result, dict) else None
+            if not isinstance(page, list) or not all(_named_tool(t) for t in page):
+                raise BadReply("the answer of mcpd to tools/list could not be read (not tools)")
+            if following is not None and not isinstance(following, str):
+                raise BadReply("the answer of mcpd to tools/list could not be read (its cursor)")
+            cursor = following
+            tools += [t for t in page if isinstance(t, dict)]
             if not cursor:
                 return tools
+
+
+def _named_tool(tool: Json) -> bool:
+    """A tool as the commands read one: an object with a name."""
+    return isinstance(tool, dict) and isinstance(tool.get("name"), str)
 
 
 class ConfigInUse(NamedTuple):
@@ -294,15 +311,17 @@ def running_daemon(socket: str | None = None) -> Running | None:
     path = client_socket_path(socket)
     try:
         with Client(path, timeout=10) as client:
-            daemon = client.request("mcpd/status")["daemon"]
-            reported, state_file = daemon["config"], daemon.get("state_file")
+            daemon = client.request_as("mcpd/status", StatusDocument).daemon
     except Untrusted:
         raise
-    except (DaemonUnreachable, BadReply, rpc.RPCError, OSError, KeyError, TypeError):
+    except (DaemonUnreachable, BadReply, rpc.RPCError, OSError):
         return None
+    if isinstance(daemon.config, UnsetType):
+        return None  # a daemon that does not say which config it reads
+    state_file = daemon.state_file
     return Running(
         path,
-        reported if isinstance(reported, str) and reported else None,
+        daemon.config or None,
         os.path.dirname(state_file) if isinstance(state_file, str) and state_file else None,
     )
 

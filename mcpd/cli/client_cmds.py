@@ -14,9 +14,13 @@ import json
 import shutil
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
+import msgspec
+
 from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.messages import JsonObject
 from protocol.shown.visible import visible
 
 from ..agents.lists.list_hints import UNKNOWN_TOOL
@@ -47,17 +51,18 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
         return cmd_held_or_found(args)
     footer = None
-    decisions: dict[str, dict[str, Any]] | None = None
+    tools: Sequence[Mapping[str, object]]
+    decisions: dict[str, dict[str, object]] | None = None
     with client_for(args, QUICK) as client:
         if not (args.json or args.format):
             client.for_a_person()
         try:
             if args.profile is not None or args.policy:
-                params: dict[str, Any] = {"policy": True} if args.policy else {}
+                params: JsonObject = {"policy": True} if args.policy else {}
                 if args.profile is not None:
                     params["profile"] = args.profile
-                seen = client.request("mcpd/tools", params)
-                tools, decisions = seen["tools"], seen.get("decisions")
+                seen = client.request_as("mcpd/tools", _ProfileTools, params)
+                tools, decisions = seen.tools, seen.decisions
                 if args.profile is not None:
                     footer = _profile_footer(seen)
             else:
@@ -71,17 +76,19 @@ def cmd_tools(args: argparse.Namespace) -> int:
         except rpc.RPCError as exc:
             fail(EXIT_TOOL_ERROR, f"error {exc.code}: {exc.message}")
     if args.check_names is not None:
-        names = [t["name"] for t in tools]
+        names = [_name(t) for t in tools]
+        from .name_fit import names_fit, names_fit_json
+
         if args.json:
-            return _check_names_json(names, args.check_names, args.host_prefix)
-        return _check_names(names, args.check_names, args.host_prefix)
+            return names_fit_json(names, args.check_names, args.host_prefix)
+        return names_fit(names, args.check_names, args.host_prefix)
     if args.format:
         from ..agents.lists.formats import translate
 
-        print(json.dumps(translate(tools, args.format), indent=2))
+        print(json.dumps(translate([dict(t) for t in tools], args.format), indent=2))
         return 0
     if args.json:
-        out: dict[str, Any] = {"tools": tools}
+        out: dict[str, object] = {"tools": tools}
         if decisions is not None:
             out["decisions"] = decisions
         print(json.dumps(out, indent=2))
@@ -89,10 +96,10 @@ def cmd_tools(args: argparse.Namespace) -> int:
     width = shutil.get_terminal_size((120, 20)).columns
     rows = [
         (
-            visible(t["name"]),
-            visible(str((t.get("_meta") or {}).get("mcpd/server", "?"))),
-            visible((t.get("description") or "").replace("\n", " ")),
-            _decision((decisions or {}).get(t["name"])) if decisions is not None else "",
+            visible(_name(t)),
+            visible(_server_of(t)),
+            visible(str(t.get("description") or "").replace("\n", " ")),
+            _decision(decisions.get(_name(t))) if decisions is not None else "",
         )
         for t in tools
     ]
@@ -118,7 +125,29 @@ def _servers_beside(client: Client) -> list[ServerRow]:
         return []
 
 
-def _decision(decision: dict[str, Any] | None) -> str:
+class _ProfileTools(msgspec.Struct):
+    """``mcpd/tools``: a profile's tools, each as the daemon wrote it, what its agents
+    are listed, and (asked for) the policy's decision on each, by name."""
+
+    profile: str
+    discovery: str
+    mode: str
+    listed: list[str]
+    tools: list[dict[str, object]]
+    decisions: dict[str, dict[str, object]] | None = None
+
+
+def _name(tool: Mapping[str, object]) -> str:
+    return str(tool.get("name"))
+
+
+def _server_of(tool: Mapping[str, object]) -> str:
+    """The server a tool comes from, as its ``_meta`` says."""
+    meta = tool.get("_meta")
+    return str(meta.get("mcpd/server", "?")) if isinstance(meta, dict) else "?"
+
+
+def _decision(decision: Mapping[str, object] | None) -> str:
     """A tool's policy decision in a few words: ``ask policy[1]``, ``ask (operator only)
     policy[3]``, ``allow (30 calls a minute) policy[2]``, ``allow``."""
     if decision is None:
@@ -133,13 +162,13 @@ def _decision(decision: dict[str, Any] | None) -> str:
     return " ".join(words)
 
 
-def _profile_footer(seen: dict[str, Any]) -> str:
+def _profile_footer(seen: _ProfileTools) -> str:
     """What the profile's agents are listed, for ``mcpd tools --profile``."""
-    name, listed = seen["profile"], seen["listed"]
-    if seen["mode"] == "all":
-        return f"profile {name} lists them all (discovery {seen['discovery']})"
+    name, listed = seen.profile, seen.listed
+    if seen.mode == "all":
+        return f"profile {name} lists them all (discovery {seen.discovery})"
     return (
-        f"profile {name} is in search mode (discovery {seen['discovery']}): its agents are "
+        f"profile {name} is in search mode (discovery {seen.discovery}): its agents are "
         f"listed {len(listed)} tools ({', '.join(listed)}) and find these by searching"
     )
 
@@ -172,48 +201,6 @@ def _refuse_ignored(args: argparse.Namespace) -> None:
         args.usage_of.error(
             "--check-names reports on the names, --format prints the tools: give one of them"
         )
-
-
-def _check_names_json(names: list[str], limit: int, prefix: str) -> int:
-    """``--check-names`` with ``--json``: the names that do not fit, and their lengths."""
-    from ..agents.lists.formats import too_long
-
-    long = too_long(names, limit, prefix)
-    room = limit - len(prefix)
-    report = {
-        "limit": limit,
-        "host_prefix": prefix,
-        "tools": len(names),
-        "too_long": [{"name": name, "length": len(prefix) + len(name)} for name in long],
-        # The [naming] max_length that makes mcpd shorten them (None: none is too long,
-        # or the prefix leaves too little room).
-        "max_length": room if long and room >= 16 else None,
-    }
-    print(json.dumps(report, indent=2))
-    return EXIT_TOOL_ERROR if long else 0
-
-
-def _check_names(names: list[str], limit: int, prefix: str) -> int:
-    from ..agents.lists.formats import too_long
-
-    long = too_long(names, limit, prefix)
-    with_prefix = f" after the host's prefix {prefix!r} ({len(prefix)})" if prefix else ""
-    if not long:
-        print(f"all {len(names)} tool names fit {limit} characters{with_prefix}")
-        return 0
-    print(f"{len(long)} of {len(names)} tool names do not fit {limit} characters{with_prefix}:")
-    for name in long:
-        print(f"  {name}  ({len(prefix) + len(name)})")
-    room = limit - len(prefix)
-    if room >= 16:
-        print(
-            f"[naming] max_length = {room} makes mcpd shorten them (a short hash keeps "
-            "each unique and stable)"
-        )
-    else:
-        shorter = "a shorter host prefix" if prefix else "a host that takes longer names"
-        print(f"only {room} of {limit} characters are left for mcpd's names: {shorter} is needed")
-    return EXIT_TOOL_ERROR
 
 
 def cmd_call(args: argparse.Namespace) -> int:

@@ -39,6 +39,7 @@ from ...config.tables.hosts import HOSTS, TEMPLATE, builtin_profiles, host_prefi
 from ...config.tables.model import Config, ConfigError
 from ...config.tables.profiles import DEFAULT_PROFILE, EVERYTHING
 from ...local.state.endpoint_token import TokenError, read_token, token_path
+from ...status_document import StatusDocument
 from ..client import (
     BadReply,
     Client,
@@ -50,7 +51,7 @@ from ..client import (
     running_daemon,
     socket_path,
 )
-from ..exits import EXIT_UNREACHABLE, fail
+from ..exits import EXIT_BAD_REPLY, EXIT_UNREACHABLE, fail
 from .hostconfig import config_path, entry, host, merge, write_host_config
 from .hostconfig_toml import merge_toml, render_table
 from .hostfile import HostConfigError, Written, replace_file
@@ -115,14 +116,16 @@ def endpoint_url(config: Config, sock: str) -> str:
     if port == "0":  # chosen by the kernel: only the running daemon knows
         try:
             with Client(sock, timeout=10) as client:
-                url = client.request("mcpd/status")["daemon"].get("http")
+                url = client.request_as("mcpd/status", StatusDocument).daemon.http
         except Untrusted:
             raise
         except (DaemonUnreachable, OSError) as exc:
             raise ConnectError(f"http_listen has port 0 and mcpd is not running: {exc}") from None
-        if not url:
+        except BadReply as exc:
+            fail(EXIT_BAD_REPLY, str(exc))
+        if not isinstance(url, str) or not url:
             raise ConnectError("the running mcpd has no HTTP endpoint (restart it to add one)")
-        return str(url)
+        return url
     return f"http://{address}:{port}/mcp"
 
 
@@ -132,10 +135,10 @@ def endpoint_warning(url: str, sock: str) -> str | None:
     answers (one started later opens it)."""
     try:
         with Client(sock, timeout=10) as client:
-            served = client.request("mcpd/status")["daemon"].get("http")
+            served = client.request_as("mcpd/status", StatusDocument).daemon.http
     except Untrusted:
         raise
-    except (DaemonUnreachable, OSError, BadReply, RPCError, KeyError, TypeError, AttributeError):
+    except (DaemonUnreachable, OSError, BadReply, RPCError):
         return None
     if isinstance(served, str) and served.rpartition(":")[2] == url.rpartition(":")[2]:
         return None

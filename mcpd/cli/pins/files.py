@@ -15,6 +15,8 @@ import stat
 import sys
 from typing import Final
 
+import msgspec
+
 from protocol.jsonrpc import messages as rpc
 
 from ...local.state.privatefile import UnsafeFileError, file_kind
@@ -99,20 +101,26 @@ def _import(args: argparse.Namespace) -> int:
 _ENVELOPE: Final = 4096
 
 
+class _LineLimit(msgspec.Struct):
+    """``mcpd/lineLimit``: the longest line the daemon reads, in bytes."""
+
+    maxLineBytes: int
+
+
 def _fits(client: Client, path: str, size: int) -> None:
     """Ends the command, saying why, when the export would make a request longer than
     the daemon reads (its ``max_line_bytes``): the daemon would close the connection on
     it, and the command could say no more than that it was lost. A daemon that does not
     say its limit is sent the export as it is."""
     try:
-        limit = client.request("mcpd/lineLimit")["maxLineBytes"]
+        limit = client.request_as("mcpd/lineLimit", _LineLimit).maxLineBytes
     except rpc.RPCError:
         return
     except DaemonUnreachable as exc:
         fail(EXIT_UNREACHABLE, str(exc))
-    except (BadReply, TypeError, KeyError) as exc:
-        fail(EXIT_BAD_REPLY, f"mcpd's answer to mcpd/lineLimit is not one: {exc}")
-    if isinstance(limit, int) and size + _ENVELOPE > limit:
+    except BadReply as exc:
+        fail(EXIT_BAD_REPLY, str(exc))
+    if size + _ENVELOPE > limit:
         shown = "stdin" if path == "-" else path
         fail(
             EXIT_USAGE,

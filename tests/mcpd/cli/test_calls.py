@@ -12,6 +12,7 @@ import pwd
 from datetime import datetime
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from mcpd.audit.log import AuditLog
@@ -22,6 +23,8 @@ from mcpd.cli.calls import _agent, cmd_calls, render_calls, since
 from mcpd.config.tables.model import DaemonConfig
 from mcpd.policy.agent import AgentInfo
 from tests.support.daemons.fake import FakeDaemon, result
+from tests.support.parts.status_rows import daemon as daemon_status
+from tests.support.parts.status_rows import document
 
 NOW = 1_800_000_000.0
 # What an agent may ask for and a server may answer: a terminal's escapes, in their
@@ -229,7 +232,8 @@ async def test_without_a_config_the_log_is_the_running_daemons(
     # A daemon started without a config file (the demo) keeps its state elsewhere.
     await written(tmp_path)
     sock = tmp_path / "mcpd.sock"
-    said = {"daemon": {"config": "", "state_file": str(tmp_path / "state" / "state.json")}}
+    state_file = str(tmp_path / "state" / "state.json")
+    said = msgspec.to_builtins(document(daemon_status(config="", state_file=state_file)))
     monkeypatch.delenv("MCPD_CONFIG", raising=False)
     monkeypatch.setenv("MCPD_SOCKET", str(sock))
     without_config = args(tmp_path, json=True)

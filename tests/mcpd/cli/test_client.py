@@ -9,6 +9,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 
@@ -28,6 +29,8 @@ from protocol.jsonrpc import messages as rpc
 from tests.support.cli.on_socket import mcpd
 from tests.support.clients.agent import make_config, running
 from tests.support.daemons.fake import FakeDaemon, error, notification, result
+from tests.support.parts.status_rows import daemon as daemon_status
+from tests.support.parts.status_rows import document
 from tests.support.system.full_queue import full_queue
 from tests.support.system.peer_user import needs_root, peer_uid, shared_dir, start_as
 
@@ -241,8 +244,9 @@ def test_a_daemon_of_another_user_is_told_nothing(
 # -- the config in use --
 
 
-def status_with(config: Any) -> Any:
-    return lambda msg: result(msg, {"daemon": {"config": config}})
+def status_with(config: str | None, **daemon: Any) -> Any:
+    said = msgspec.to_builtins(document(daemon_status(config=config, **daemon)))
+    return lambda msg: result(msg, said)
 
 
 def test_the_running_daemon_says_which_config_it_reads(sock: Path) -> None:
@@ -256,8 +260,7 @@ def test_the_running_daemon_says_which_config_it_reads(sock: Path) -> None:
 
 def test_the_running_daemon_says_where_it_keeps_its_state(sock: Path, tmp_path: Path) -> None:
     state = tmp_path / "demo-state"
-    said = {"daemon": {"config": "", "state_file": str(state / "state.json")}}
-    with FakeDaemon(sock, lambda msg: result(msg, said)):
+    with FakeDaemon(sock, status_with("", state_file=str(state / "state.json"))):
         assert running_daemon(str(sock)) == Running(str(sock), None, str(state))
         assert config_in_use(None, str(sock)).state_dir == str(state)
     assert config_in_use("/etc/mcpd/config.toml", str(sock)).state_dir is None
@@ -269,6 +272,7 @@ def test_the_running_daemon_says_where_it_keeps_its_state(sock: Path, tmp_path: 
         lambda msg: result(msg, {"servers": []}),
         lambda msg: result(msg, ["not", "a", "status"]),
         lambda msg: result(msg, {"daemon": "up"}),
+        lambda msg: result(msg, msgspec.to_builtins(document())),
         lambda msg: error(msg, -32601, "method not found"),
         lambda msg: b"garbage\n",
         lambda msg: None,

@@ -29,6 +29,9 @@ TOOLS = [
     {"name": "mcp__bare__tool"},
 ]
 
+# What ``mcpd/tools`` says of the profile of every tool, beside its tools.
+EVERY = {"profile": "default", "discovery": "all", "mode": "all", "count": 3, "listed": []}
+
 
 @pytest.fixture
 def sock(tmp_path: Path) -> Path:
@@ -75,7 +78,7 @@ def test_tools_json_and_policy_decisions(sock: Path, capsys: pytest.CaptureFixtu
         "mcp__evil__x": {"action": "deny", "rule": 0},
         "mcp__bare__tool": {"action": "ask", "rule": 1, "decider": "operator"},
     }
-    with daemon(sock, mcpd_tools={"tools": TOOLS, "decisions": decisions}) as fake:
+    with daemon(sock, mcpd_tools={**EVERY, "tools": TOOLS, "decisions": decisions}) as fake:
         assert run("tools", "--socket", str(sock), "--policy") == 0
         out = capsys.readouterr().out
         assert run("tools", "--socket", str(sock), "--policy", "--json") == 0
@@ -88,10 +91,30 @@ def test_tools_json_and_policy_decisions(sock: Path, capsys: pytest.CaptureFixtu
     assert "ask (operator only) policy[1]" in row
     assert listed == {"tools": TOOLS, "decisions": decisions}
     other = sock.with_name("other.sock")
-    with daemon(other, mcpd_tools={"tools": TOOLS, "decisions": {}}):
+    with daemon(other, mcpd_tools={**EVERY, "tools": TOOLS, "decisions": {}}):
         assert run("tools", "--socket", str(other), "--policy") == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if "mcp__bare" in line)
     assert " - " in row
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {**EVERY, "tools": "search"},
+        {**EVERY, "tools": TOOLS, "decisions": ["allow"]},
+        {**EVERY, "tools": TOOLS, "listed": "all"},
+        {"tools": TOOLS},
+        ["mcp__notes__search"],
+    ],
+)
+def test_tools_of_a_profile_of_another_shape_exit_4_saying_so(
+    sock: Path, capsys: pytest.CaptureFixture[str], answer: object
+) -> None:
+    with daemon(sock, mcpd_tools=answer):
+        assert run("tools", "--socket", str(sock), "--profile", "lean", "--policy") == 4
+    err = capsys.readouterr().err
+    assert err.startswith("mcpd: the answer of mcpd to mcpd/tools could not be read (")
+    assert "Traceback" not in err and len(err.splitlines()) == 1
 
 
 def test_tools_of_a_profile_say_how_its_agents_see_them(

@@ -1,5 +1,5 @@
-"""``mcpd status``, ``reset`` and ``auth`` against a stand-in for a daemon of another
-version: what it adds to an answer is passed over, what it leaves out that has a
+"""``mcpd status``, ``reset``, ``auth``, ``tools`` and ``connect`` against a stand-in for
+a daemon of another version: what it adds to an answer is passed over, what it leaves out that has a
 default takes it, and an answer of another shape ends the command with exit code 4
 and a sentence saying so, never a traceback."""
 
@@ -12,7 +12,10 @@ from typing import Any
 import msgspec
 import pytest
 
+from mcpd.cli.client import running_daemon
+from mcpd.cli.hosts.connect import endpoint_url
 from mcpd.cli.main import main
+from mcpd.config.loading.load import parse_config
 from mcpd.login_answers import AuthStatus, LoggedOut
 from mcpd.server_row import ResetOutcome
 from tests.support.daemons.fake import answering as daemon
@@ -184,3 +187,45 @@ def test_auth_answers_of_another_shape_exit_4(
         assert "to mcpd/auth/status could not be read" in capsys.readouterr().err
         assert run("auth", "logout", "web", "--socket", str(sock)) == 4
     assert "the answer of mcpd to mcpd/auth/logout could not be read" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        ["mcp__notes__search"],
+        {"tools": {"name": "mcp__notes__search"}},
+        {"tools": [{"description": "no name"}]},
+        {"tools": [], "nextCursor": 2},
+    ],
+)
+def test_a_tool_list_of_another_shape_exits_4_saying_so(
+    sock: Path, capsys: pytest.CaptureFixture[str], answer: object
+) -> None:
+    with daemon(sock, tools_list=answer):
+        assert run("tools", "--socket", str(sock), "--json") == 4
+    err = capsys.readouterr().err
+    assert err.startswith("mcpd: the answer of mcpd to tools/list could not be read (")
+    assert "Traceback" not in err
+
+
+def test_a_status_of_another_shape_is_no_running_daemon_whatever_config_it_names(
+    sock: Path,
+) -> None:
+    with daemon(sock, mcpd_status={"daemon": {"config": "/etc/mcpd/config.toml"}}):
+        assert running_daemon(str(sock)) is None
+
+
+def test_the_endpoint_of_port_0_read_from_a_status_of_another_shape_exits_4(
+    sock: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = parse_config({"daemon": {"http_listen": "127.0.0.1:0"}}, env={})
+    answer = status_answer()
+    answer["daemon"]["http"] = ["http://127.0.0.1:4711/mcp"]
+    with daemon(sock, mcpd_status=answer), pytest.raises(SystemExit) as done:
+        endpoint_url(config, str(sock))
+    assert done.value.code == 4
+    assert "the answer of mcpd to mcpd/status could not be read" in capsys.readouterr().err
+    answer["daemon"]["http"] = "http://127.0.0.1:4711/mcp"
+    served = sock.with_name("served.sock")
+    with daemon(served, mcpd_status=answer):
+        assert endpoint_url(config, str(served)) == "http://127.0.0.1:4711/mcp"

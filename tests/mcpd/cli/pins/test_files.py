@@ -106,7 +106,7 @@ def test_a_line_limit_that_is_no_answer_is_a_bad_reply_and_nothing_is_imported(
 ) -> None:
     with answering(sock, mcpd_lineLimit={"limit": "big"}, mcpd_pins_import={}) as daemon:
         assert run(sock, "import", str(export)) == 4
-    assert "mcpd's answer to mcpd/lineLimit is not one" in capsys.readouterr().err
+    assert "the answer of mcpd to mcpd/lineLimit could not be read" in capsys.readouterr().err
     assert [r["method"] for r in daemon.requests] == ["mcpd/lineLimit"]
 
 
