@@ -148,7 +148,12 @@ def test_no_import_goes_the_wrong_way(who: str, banned: str, why: str) -> None:
 # import, ``mcpd status`` loads, so they reach nothing of the daemon, not even through
 # another module (who an agent is, in an approval waiting, and the user names it holds
 # are the one exception: both are plain values).
-ANSWERS = ("mcpd.status_document", "mcpd.server_row", "mcpd.login_answers")
+ANSWERS = (
+    "mcpd.status_document",
+    "mcpd.server_row",
+    "mcpd.login_answers",
+    "mcpd.approval_answers",
+)
 ANSWERS_MAY_LOAD = (*ANSWERS, "mcpd.policy.agent", "mcpd.local.ownership.owners")
 
 

@@ -14,12 +14,17 @@ import argparse
 import json
 import sys
 from datetime import UTC, datetime
-from typing import Any
 
+import msgspec
+
+from protocol.jsonrpc.messages import JsonObject
 from protocol.shown.visible import visible
 
+from ..approval_answers import ApprovalDecided, ApprovalShown, ApprovalsListing
+from ..policy.agent import AgentInfo
+from ..status_document import PendingView
 from .client import JSON_HELP, QUICK, SOCKET_HELP, socket_path
-from .exits import EXIT_USAGE, ask, client_for, fail
+from .exits import EXIT_USAGE, ask_as, client_for, fail
 
 ACTIONS = ("show", "approve", "deny")
 
@@ -55,43 +60,43 @@ def cmd_approvals(args: argparse.Namespace) -> int:
     if args.watch:
         return _watch(args)
     with client_for(args, QUICK) as client:
-        listing = ask(client, "mcpd/approvals/list")
+        listing = ask_as(client, "mcpd/approvals/list", ApprovalsListing)
     if args.json:
-        print(json.dumps(listing["approvals"], indent=2))
+        print(json.dumps(msgspec.to_builtins(listing.approvals), indent=2))
     else:
-        print(render_approvals(listing["approvals"]))
+        print(render_approvals(listing.approvals))
     return 0
 
 
 def _decide(args: argparse.Namespace) -> int:
-    params: dict[str, Any] = {"id": args.id, "approve": args.action == "approve"}
+    params: JsonObject = {"id": args.id, "approve": args.action == "approve"}
     if args.reason is not None:
         params["reason"] = args.reason
     with client_for(args, QUICK) as client:
-        done = ask(client, "mcpd/approvals/decide", params, code=False)
+        done = ask_as(client, "mcpd/approvals/decide", ApprovalDecided, params, code=False)
     if args.json:
-        print(json.dumps(done, indent=2))
+        print(json.dumps(msgspec.to_builtins(done), indent=2))
         return 0
-    item = done["decided"]
-    word = "approved" if done["approved"] else "denied"
-    print(f"{word} {visible(item['id'])}: {_tool(item)} for {_agent(item['agent'])}")
+    item = done.decided
+    word = "approved" if done.approved else "denied"
+    print(f"{word} {visible(item.id)}: {_tool(item)} for {_agent(item.agent)}")
     return 0
 
 
 def _show(args: argparse.Namespace) -> int:
     with client_for(args, QUICK) as client:
-        shown = ask(client, "mcpd/approvals/show", {"id": args.id}, code=False)
+        shown = ask_as(client, "mcpd/approvals/show", ApprovalShown, {"id": args.id}, code=False)
     if args.json:
-        print(json.dumps(shown, indent=2))
+        print(json.dumps(msgspec.to_builtins(shown), indent=2))
         return 0
-    item = shown["approval"]
-    print(f"{visible(item['id'])}: {_tool(item)} for {_agent(item['agent'])}")
-    if item.get("reason"):
-        print(f"why it asks: {visible(item['reason'])}")
+    item = shown.approval
+    print(f"{visible(item.id)}: {_tool(item)} for {_agent(item.agent)}")
+    if item.reason:
+        print(f"why it asks: {visible(item.reason)}")
     # Line by line, so that the lines are the arguments' own (written out by mcpd, one
     # member or item a line) and none of what the agent chose can write one.
     print("arguments:")
-    for line in shown["arguments"].split("\n"):
+    for line in shown.arguments.split("\n"):
         print(f"  {visible(line)}")
     return 0
 
@@ -99,20 +104,22 @@ def _show(args: argparse.Namespace) -> int:
 def _watch(args: argparse.Namespace) -> int:
     tty = sys.stdout.isatty()
     version = -1
-    shown: list[dict[str, Any]] | None = None
+    shown: list[PendingView] | None = None
     try:
         with client_for(args) as client:
             while True:
-                listing = ask(client, "mcpd/approvals/watch", {"after": version})
-                version = listing["version"]
-                if listing["approvals"] == shown:
+                listing = ask_as(
+                    client, "mcpd/approvals/watch", ApprovalsListing, {"after": version}
+                )
+                version = listing.version
+                if listing.approvals == shown:
                     continue  # nothing a person would see changed: ask again
-                shown = listing["approvals"]
+                shown = listing.approvals
                 if args.json:
-                    print(json.dumps(listing["approvals"]), flush=True)
+                    print(json.dumps(msgspec.to_builtins(listing.approvals)), flush=True)
                     continue
                 stamp = datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S")
-                body = f"mcpd approvals    {stamp}\n\n{render_approvals(listing['approvals'])}\n"
+                body = f"mcpd approvals    {stamp}\n\n{render_approvals(listing.approvals)}\n"
                 # On a terminal the list is redrawn in place; elsewhere each follows the last.
                 sys.stdout.write(f"\x1b[H\x1b[2J{body}" if tty else f"{body}\n")
                 sys.stdout.flush()
@@ -120,20 +127,20 @@ def _watch(args: argparse.Namespace) -> int:
         return 0
 
 
-def render_approvals(items: list[dict[str, Any]]) -> str:
+def render_approvals(items: list[PendingView]) -> str:
     if not items:
         return "no call waits for approval"
     now = datetime.now(UTC)
     rows = []
     for item in items:
-        waited = now - datetime.fromisoformat(item["since"])
-        left = datetime.fromisoformat(item["deadline"]) - now
+        waited = now - datetime.fromisoformat(item.since)
+        left = datetime.fromisoformat(item.deadline) - now
         rows.append(
             (
-                visible(item["id"]),
+                visible(item.id),
                 f"{max(0, int(waited.total_seconds()))} s",
                 f"{max(0, int(left.total_seconds()))} s",
-                _agent(item["agent"]),
+                _agent(item.agent),
                 _tool(item),
             )
         )
@@ -143,27 +150,27 @@ def render_approvals(items: list[dict[str, Any]]) -> str:
         lines.append("  ".join(f"{cell:<{widths[i]}}" for i, cell in enumerate(row)).rstrip())
         if n:
             lines += _arguments(items[n - 1])
-    reasons = [f"{visible(i['id'])}: {visible(i['reason'])}" for i in items if i.get("reason")]
+    reasons = [f"{visible(i.id)}: {visible(i.reason)}" for i in items if i.reason]
     if reasons:
         lines += ["", "why they ask:", *[f"  {r}" for r in reasons]]
     lines.append(f"{len(items)} waiting; decide with mcpd approvals approve|deny ID")
     return "\n".join(lines)
 
 
-def _arguments(item: dict[str, Any]) -> list[str]:
+def _arguments(item: PendingView) -> list[str]:
     """A call's arguments under its row: at a glance, every key shown where they fit
     (the terminal folds the line; nothing is cut to its width), and what to run where
     part of them is not shown."""
-    shown = f"  {visible(item['arguments'])}"
-    whole = f"mcpd approvals show {visible(item['id'])}"
-    left_out = item.get("keys_left_out") or 0
+    shown = f"  {visible(item.arguments)}"
+    whole = f"mcpd approvals show {visible(item.id)}"
+    left_out = item.keys_left_out
     if left_out:
         return [
             shown,
             f"  ({left_out} keys do not fit here: {whole} shows them all; read them before"
             " you approve it)",
         ]
-    if item.get("shortened"):
+    if item.shortened:
         return [shown, f"  (long values are shortened where they stand: {whole} shows them whole)"]
     return [shown]
 
@@ -171,18 +178,18 @@ def _arguments(item: dict[str, Any]) -> list[str]:
 _HEAD = ("ID", "WAITING", "LEFT", "AGENT", "TOOL")
 
 
-def _agent(agent: dict[str, Any]) -> str:
+def _agent(agent: AgentInfo) -> str:
     parts = []
-    if agent.get("pid") is not None:
-        exe = f" ({visible(agent['exe'])})" if agent.get("exe") else ""
-        parts.append(f"pid {agent['pid']}{exe}")
-    if agent.get("uid") is not None:
-        parts.append(f"uid {agent['uid']}")
+    if agent.pid is not None:
+        exe = f" ({visible(agent.exe)})" if agent.exe else ""
+        parts.append(f"pid {agent.pid}{exe}")
+    if agent.uid is not None:
+        parts.append(f"uid {agent.uid}")
     if not parts:
-        parts.append(f"connection {visible(agent.get('connection') or '?')}")
-    parts.append(visible(agent.get("profile") or "default"))
+        parts.append(f"connection {visible(agent.connection or '?')}")
+    parts.append(visible(agent.profile or "default"))
     return ", ".join(parts)
 
 
-def _tool(item: dict[str, Any]) -> str:
-    return f"{visible(item['server'])}/{visible(item['original'])}"
+def _tool(item: PendingView) -> str:
+    return f"{visible(item.server)}/{visible(item.original)}"

@@ -20,7 +20,7 @@ same way (``persons_only``): a call left to a person is no agent's to decide.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 import trio
@@ -29,6 +29,7 @@ from protocol.jsonrpc import messages as rpc
 from protocol.mcp.serving import RequestContext
 from protocol.shown.visible import cut
 
+from ...approval_answers import ApprovalDecided, ApprovalShown, ApprovalsListing
 from ...local.ownership.owners import user_name
 from ...policy.waiting.approvals import ApprovalError
 from ..agent import Agent
@@ -63,9 +64,9 @@ def _operator(conn: Agent, method: str) -> str:
     return f"uid {peer.uid} ({user_name(peer.uid)})"
 
 
-def _listing(api: ProfileMethods) -> dict[str, Any]:
+def _listing(api: ProfileMethods) -> ApprovalsListing:
     approvals = api.control.approvals
-    return {"approvals": approvals.list(), "version": approvals.version}
+    return ApprovalsListing(approvals=approvals.list(), version=approvals.version)
 
 
 async def _list(
@@ -87,7 +88,7 @@ async def _show(
     # Written again from the arguments' bytes: for long ones, work the other agents'
     # calls need not wait for.
     whole = await trio.to_thread.run_sync(request.whole_arguments)
-    return {"approval": view, "arguments": whole}
+    return ApprovalShown(approval=view, arguments=whole)
 
 
 async def _decide(
@@ -110,7 +111,7 @@ async def _decide(
         )
     except ApprovalError as exc:
         raise rpc.RPCError(rpc.INVALID_PARAMS, str(exc)) from None
-    return {"decided": decided, "approved": params.approve, "by": by}
+    return ApprovalDecided(decided=decided, approved=params.approve, by=by)
 
 
 async def _watch(

@@ -48,13 +48,18 @@ def item(**kw: Any) -> dict[str, Any]:
     return out
 
 
+def rendered(items: list[dict[str, Any]]) -> str:
+    """The table of waiting calls as the daemon's JSON has them."""
+    return render_approvals([msgspec.convert(i, PendingView) for i in items])
+
+
 def test_nothing_waiting_says_so() -> None:
-    assert render_approvals([]) == "no call waits for approval"
+    assert rendered([]) == "no call waits for approval"
 
 
 def test_a_waiting_call_is_a_row_with_its_times(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")
-    lines = render_approvals([item()]).splitlines()
+    lines = rendered([item()]).splitlines()
     assert lines[0].split() == ["ID", "WAITING", "LEFT", "AGENT", "TOOL"]
     row = lines[1]
     assert row.startswith("a1b2c3")
@@ -69,13 +74,13 @@ def test_a_waiting_call_is_a_row_with_its_times(monkeypatch: pytest.MonkeyPatch)
 def test_times_past_the_deadline_or_ahead_of_the_clock_are_never_negative() -> None:
     now = datetime.now(UTC)
     late = item(since=(now + timedelta(hours=1)).isoformat(), deadline=now.isoformat())
-    row = render_approvals([late]).splitlines()[1].split()
+    row = rendered([late]).splitlines()[1].split()
     assert row[1:5] == ["0", "s", "0", "s"]
 
 
 def test_an_agent_without_a_process_is_named_by_its_connection() -> None:
     agent = AgentInfo(connection="http-7", profile="work")
-    assert "connection http-7, work" in render_approvals([item(agent=agent)])
+    assert "connection http-7, work" in rendered([item(agent=agent)])
 
 
 GLANCED = '{"body":"' + "y" * 1900 + '"…(7100 more characters),"repo":"prod","force":true}'
@@ -84,7 +89,7 @@ GLANCED = '{"body":"' + "y" * 1900 + '"…(7100 more characters),"repo":"prod","
 def test_arguments_are_not_cut_to_the_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     """What the daemon shows at a glance has every key; the terminal folds the line."""
     monkeypatch.setenv("COLUMNS", "100")
-    lines = render_approvals([item(arguments=GLANCED, shortened=True)]).splitlines()
+    lines = rendered([item(arguments=GLANCED, shortened=True)]).splitlines()
     assert lines[2] == f"  {GLANCED}"
     assert lines[3] == (
         "  (long values are shortened where they stand: mcpd approvals show a1b2c3 shows"
@@ -93,7 +98,7 @@ def test_arguments_are_not_cut_to_the_terminal(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_a_call_whose_keys_do_not_all_fit_says_where_to_read_them() -> None:
-    lines = render_approvals([item(arguments='{"k1":1,"k2":…', shortened=True, keys_left_out=998)])
+    lines = rendered([item(arguments='{"k1":1,"k2":…', shortened=True, keys_left_out=998)])
     assert lines.splitlines()[3] == (
         "  (998 keys do not fit here: mcpd approvals show a1b2c3 shows them all; read them"
         " before you approve it)"
@@ -110,7 +115,7 @@ def test_what_agents_and_servers_wrote_cannot_drive_the_terminal() -> None:
         arguments=HOSTILE + "\n" + HOSTILE,
         reason=HOSTILE,
     )
-    table = render_approvals([hostile])
+    table = rendered([hostile])
     assert not any(ch in table for ch in TERMINAL)
     assert "\\x1b[2J" in table and "\\u202e" in table
     assert "why they ask:" in table
@@ -129,11 +134,13 @@ class Asked:
         self.answers = list(answers)
         self.asked: list[tuple[str, Any]] = []
 
-    def __call__(self, client: object, method: str, params: Any = None, **kw: Any) -> Any:
+    def __call__(
+        self, client: object, method: str, shape: type[Any], params: Any = None, **kw: Any
+    ) -> Any:
         self.asked.append((method, params))
         if not self.answers:
             raise KeyboardInterrupt
-        return self.answers.pop(0)
+        return msgspec.convert(self.answers.pop(0), shape)
 
 
 def with_daemon(monkeypatch: pytest.MonkeyPatch, *answers: Any) -> Asked:
@@ -144,7 +151,7 @@ def with_daemon(monkeypatch: pytest.MonkeyPatch, *answers: Any) -> Asked:
         yield None
 
     monkeypatch.setattr(approvals, "client_for", client_for)
-    monkeypatch.setattr(approvals, "ask", asked)
+    monkeypatch.setattr(approvals, "ask_as", asked)
     return asked
 
 
@@ -157,7 +164,7 @@ def test_a_denial_with_a_reason_is_said_in_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     decided = item(id=HOSTILE, original=HOSTILE)
-    asked = with_daemon(monkeypatch, {"approved": False, "decided": decided})
+    asked = with_daemon(monkeypatch, {"approved": False, "decided": decided, "by": "uid 0"})
     assert cmd_approvals(args(action="deny", id="a1b2c3", reason="not now")) == 0
     assert asked.asked == [
         ("mcpd/approvals/decide", {"id": "a1b2c3", "approve": False, "reason": "not now"})

@@ -229,3 +229,22 @@ def test_the_endpoint_of_port_0_read_from_a_status_of_another_shape_exits_4(
     served = sock.with_name("served.sock")
     with daemon(served, mcpd_status=answer):
         assert endpoint_url(config, str(served)) == "http://127.0.0.1:4711/mcp"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["approvals"], ["approvals", "--json"], ["approvals", "show", "a1"]],
+    ids=["table", "json", "show"],
+)
+def test_approvals_of_another_shape_exit_4_saying_so(
+    sock: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    answers = {
+        "mcpd_approvals_list": {"approvals": "none", "version": 1},
+        "mcpd_approvals_show": {"approval": [], "arguments": "{}"},
+    }
+    with daemon(sock, **answers):
+        assert run(*argv, "--socket", str(sock)) == 4
+    err = capsys.readouterr().err
+    assert err.startswith("mcpd: the answer of mcpd to mcpd/approvals/")
+    assert "could not be read" in err and "Traceback" not in err

@@ -179,16 +179,16 @@ async def test_the_owner_lists_what_waits_and_its_decision_reaches_the_call() ->
     api = Api()
     async with one_waiting(api) as verdicts:
         listed = await call(api, "mcpd/approvals/list")
-        [waiting] = listed["approvals"]
+        [waiting] = listed.approvals
         assert (waiting.tool, waiting.arguments) == ("mcp__git__push", '{"force":true}')
-        assert listed["version"] == api.approvals.version
+        assert listed.version == api.approvals.version
         params = {"id": waiting.id, "approve": False, "reason": "  not on main  "}
         decided = await call(api, "mcpd/approvals/decide", params)
         by = f"uid {ME} ({user_name(ME)})"
-        assert (decided["approved"], decided["by"]) == (False, by)
+        assert (decided.approved, decided.by) == (False, by)
         await trio.testing.wait_all_tasks_blocked()
         assert verdicts == [Verdict("denied", by, "not on main")]
-        assert (await call(api, "mcpd/approvals/list"))["approvals"] == []
+        assert (await call(api, "mcpd/approvals/list")).approvals == []
 
 
 async def test_showing_a_call_gives_its_arguments_whole_where_the_list_shortens_them() -> None:
@@ -196,14 +196,14 @@ async def test_showing_a_call_gives_its_arguments_whole_where_the_list_shortens_
     body = "Small wording fix. " * 480
     raw = json.dumps({"title": "Fix typo", "body": body, "repo": "acme/PROD", "force": True})
     async with one_waiting(api, arguments=raw.encode()) as verdicts:
-        [listed] = (await call(api, "mcpd/approvals/list"))["approvals"]
+        [listed] = (await call(api, "mcpd/approvals/list")).approvals
         assert listed.shortened and listed.keys_left_out == 0
         assert body not in listed.arguments and '"repo":"acme/PROD","force":true}' in (
             listed.arguments
         )
         shown = await call(api, "mcpd/approvals/show", {"id": listed.id})
-        assert shown["approval"] == listed
-        assert json.loads(shown["arguments"]) == json.loads(raw)
+        assert shown.approval == listed
+        assert json.loads(shown.arguments) == json.loads(raw)
         assert verdicts == []  # showing decides nothing
         await call(api, "mcpd/approvals/decide", {"id": listed.id, "approve": False})
         with pytest.raises(rpc.RPCError) as refused:
@@ -264,7 +264,7 @@ async def test_a_watch_behind_the_version_answers_at_once() -> None:
     async with one_waiting(api):
         with trio.fail_after(5):
             got = await call(api, "mcpd/approvals/watch", {"after": 0})
-        assert got["version"] >= 1 and len(got["approvals"]) == 1
+        assert got.version >= 1 and len(got.approvals) == 1
 
 
 async def test_a_watch_answers_once_the_list_changes(
@@ -283,7 +283,7 @@ async def test_a_watch_answers_once_the_list_changes(
         async with one_waiting(api):
             await trio.testing.wait_all_tasks_blocked()
             [answer] = answers
-            assert len(answer["approvals"]) == 1
+            assert len(answer.approvals) == 1
 
 
 @pytest.mark.parametrize(
@@ -300,4 +300,4 @@ async def test_a_watch_waits_as_asked_and_a_minute_at_most(
     start = trio.current_time()
     got = await call(api, "mcpd/approvals/watch", params)
     assert trio.current_time() - start == waited
-    assert got == {"approvals": [], "version": api.approvals.version}
+    assert msgspec.to_builtins(got) == {"approvals": [], "version": api.approvals.version}
