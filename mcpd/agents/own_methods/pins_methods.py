@@ -20,6 +20,7 @@ import msgspec
 from protocol.jsonrpc import messages as rpc
 from protocol.mcp.serving import RequestContext
 
+from ...local.pins.pinanswers import FoundItems, HeldItems
 from ...registry.pinning.definitions import BadPins
 from ...registry.profiles.views import ProfileView
 from ..agent import Agent
@@ -81,7 +82,7 @@ async def _pending(
         local = listed.get((item["kind"], item["server"], item["name"]))
         if local is not None:
             item["local"] = local
-    return {"pending": pending}
+    return HeldItems(pending=pending)
 
 
 def _known(api: ProfileMethods, server: str | None) -> None:
@@ -107,7 +108,7 @@ async def _findings(
     _owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Only)
     _known(api, params.server)
-    return {"findings": api.control.pins.findings(params.server)}
+    return FoundItems(findings=api.control.pins.findings(params.server))
 
 
 async def _approve(

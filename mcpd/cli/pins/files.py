@@ -18,10 +18,21 @@ from typing import Final
 import msgspec
 
 from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.messages import JsonObject
 
+from ...local.pins.pinanswers import PinsForgotten, PinsImported
 from ...local.state.privatefile import UnsafeFileError, file_kind
 from ..client import QUICK, SOCKET_HELP, BadReply, Client, DaemonUnreachable, socket_path
-from ..exits import EXIT_BAD_REPLY, EXIT_FAILED, EXIT_UNREACHABLE, EXIT_USAGE, ask, client_for, fail
+from ..exits import (
+    EXIT_BAD_REPLY,
+    EXIT_FAILED,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    ask,
+    ask_as,
+    client_for,
+    fail,
+)
 from .outfile import OutputExists, write_output
 
 # The most ``pins import`` reads: as large as a config file may be, far more than the
@@ -39,7 +50,7 @@ def cmd_pins(args: argparse.Namespace) -> int:
 
 def _forget_unreadable(args: argparse.Namespace) -> int:
     with client_for(args) as client:
-        result = ask(client, "mcpd/pins/forget_unreadable")
+        result = ask_as(client, "mcpd/pins/forget_unreadable", PinsForgotten)
     for path in result["removed"]:
         print(f"removed {path}")
     if not result["removed"]:
@@ -52,7 +63,12 @@ def _forget_unreadable(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     with client_for(args, QUICK) as client:
         pins = ask(client, "mcpd/pins/export", {"servers": args.servers or None})
-    missing = sorted(set(args.servers) - set(pins.get("servers") or {}))
+    servers = pins.get("servers") if isinstance(pins, dict) else None
+    if not isinstance(servers, dict):
+        fail(
+            EXIT_BAD_REPLY, "the answer of mcpd to mcpd/pins/export could not be read (no servers)"
+        )
+    missing = sorted(set(args.servers) - set(servers))
     if missing:
         fail(EXIT_FAILED, f"no pins of {', '.join(missing)}")
     text = json.dumps(pins, indent=2, ensure_ascii=False) + "\n"
@@ -68,11 +84,11 @@ def _export(args: argparse.Namespace) -> int:
     except OSError as exc:
         fail(EXIT_USAGE, f"cannot write {args.output}: {exc.strerror or exc}")
     count = sum(
-        len(s.get(kind) or {})
-        for s in pins["servers"].values()
+        len(held) if isinstance(s, dict) and isinstance(held := s.get(kind), dict | list) else 0
+        for s in servers.values()
         for kind in ("tools", "prompts", "templates", "instructions")
     )
-    print(f"mcpd: {count} pinned items of {len(pins['servers'])} server(s) in {args.output}")
+    print(f"mcpd: {count} pinned items of {len(servers)} server(s) in {args.output}")
     return 0
 
 
@@ -88,7 +104,8 @@ def _import(args: argparse.Namespace) -> int:
         fail(EXIT_USAGE, f"{args.file} is not JSON: {exc}")
     with client_for(args) as client:
         _fits(client, args.file, len(raw))
-        result = ask(client, "mcpd/pins/import", {"pins": document, "replace": args.replace})
+        params: JsonObject = {"pins": document, "replace": args.replace}
+        result = ask_as(client, "mcpd/pins/import", PinsImported, params)
     servers = ", ".join(result["servers"]) or "no server"
     print(
         f"imported {result['items']} pinned items of {servers}; "

@@ -18,12 +18,14 @@ import re
 import shlex
 import sys
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
+from protocol.jsonrpc.messages import Json, JsonObject
 from protocol.shown.visible import visible
 
+from ...local.pins.pinanswers import Approved, FoundItem, FoundItems, HeldItem, HeldItems
 from ..client import QUICK
-from ..exits import EXIT_FAILED, ask, client_for, fail
+from ..exits import EXIT_FAILED, ask, ask_as, client_for, fail
 
 _WHY: Final = {
     "changed": "changed since it was approved",
@@ -69,9 +71,10 @@ def _shown_label(label: str) -> str:
     return f"{kind} {shown_name(name)}" if name else visible(kind)
 
 
-def lines_of(definition: dict[str, Any] | None) -> list[str]:
-    """A definition as lines to compare: what a person reads, escaped."""
-    if definition is None:
+def lines_of(definition: object) -> list[str]:
+    """A definition as lines to compare: what a person reads, escaped (none of what
+    is not an object)."""
+    if not isinstance(definition, dict):
         return []
     out = [
         f"{k}: {shown_name(str(definition[k])) if k == 'name' else visible(str(definition[k]))}"
@@ -89,12 +92,12 @@ def lines_of(definition: dict[str, Any] | None) -> list[str]:
     return out
 
 
-def diff_of(item: dict[str, Any], color: bool = False) -> list[str]:
-    before, after = lines_of(item.get("approved")), lines_of(item.get("offered"))
+def diff_of(item: HeldItem, color: bool = False) -> list[str]:
+    before, after = lines_of(item["approved"]), lines_of(item["offered"])
     label = "approved"
-    if item.get("approved") is None:
+    if item["approved"] is None:
         # A change of a pin kept by its digest alone: what was approved is not known.
-        kept = item.get("why") not in ("changed", "forgotten")
+        kept = item["why"] not in ("changed", "forgotten")
         label = "(nothing approved)" if kept else "(approved, its definition not kept)"
     out = list(difflib.unified_diff(before, after, label, "offered now", lineterm="", n=3))
     if not color:
@@ -103,32 +106,32 @@ def diff_of(item: dict[str, Any], color: bool = False) -> list[str]:
     return [f"\x1b[{paint[line[0]]}m{line}\x1b[0m" if line[:1] in paint else line for line in out]
 
 
-def _why(item: dict[str, Any]) -> str:
-    why = _WHY.get(str(item.get("why")), str(item.get("why")))
-    if item.get("why") == "forgotten":
+def _why(item: HeldItem) -> str:
+    why = _WHY.get(item["why"], item["why"])
+    if item["why"] == "forgotten":
         # How many: with many, a chance match is likely.
         count = item.get("forgotten_names")
         why = why.format("" if count is None else f" (about {count})")
-    rules = ", ".join(item.get("rules") or [])
+    rules = ", ".join(item["rules"])
     if not rules:
         return why
-    return f"{why} ({rules})" if item.get("why") == "finding" else f"{why}; flagged: {rules}"
+    return f"{why} ({rules})" if item["why"] == "finding" else f"{why}; flagged: {rules}"
 
 
-def describe_pin(item: dict[str, Any]) -> str:
+def describe_pin(item: HeldItem) -> str:
     what = f"{item['kind']} {shown_name(item['name'])}" if item["name"] else item["kind"]
     if item.get("local"):
         what += f" ({visible(item['local'])})"
     return f"{what} of {item['server']}: {_why(item)}"
 
 
-def _named(item: dict[str, Any]) -> str:
+def _named(item: HeldItem) -> str:
     """The name an item is picked by: a server's instructions (which have none) by
     their kind."""
     return str(item["name"] or item["kind"])
 
 
-def _matching(waiting: list[dict[str, Any]], wanted: str) -> list[dict[str, Any]]:
+def _matching(waiting: list[HeldItem], wanted: str) -> list[HeldItem]:
     """The waiting items a name a person gave picks: the one whose name as the server
     spells it is ``wanted``, if one is; else every one ``wanted`` is the escaped or the
     shown form of (``shown_name``), which may be several look-alikes."""
@@ -140,7 +143,7 @@ def _matching(waiting: list[dict[str, Any]], wanted: str) -> list[dict[str, Any]
     ]
 
 
-def _how_to_name(waiting: list[dict[str, Any]], item: dict[str, Any], server: str) -> str:
+def _how_to_name(waiting: list[HeldItem], item: HeldItem, server: str) -> str:
     """How to pick ``item`` alone, as a person can paste it; approving the whole
     server when no spelling of its name picks it alone."""
     name = _named(item)
@@ -150,7 +153,7 @@ def _how_to_name(waiting: list[dict[str, Any]], item: dict[str, Any], server: st
     return f"no name picks it alone: mcpd approve {server}, naming nothing"
 
 
-def _picked(waiting: list[dict[str, Any]], wanted: list[str], server: str) -> list[dict[str, Any]]:
+def _picked(waiting: list[HeldItem], wanted: list[str], server: str) -> list[HeldItem]:
     """The items the names a person gave pick; a name that picks none, or several,
     ends the command, saying so."""
     missing = [n for n in wanted if not _matching(waiting, n)]
@@ -183,7 +186,7 @@ def cmd_approve(args: argparse.Namespace) -> int:
         # Before anything is shown: a person told only after reading it all, and
         # answering, that this terminal may not approve would have read it for nothing.
         ask(client, "mcpd/pins/may_approve")
-        waiting = ask(client, "mcpd/pins/pending", {"server": args.server})["pending"]
+        waiting = ask_as(client, "mcpd/pins/pending", HeldItems, {"server": args.server})["pending"]
         if args.names:
             waiting = _picked(waiting, list(dict.fromkeys(args.names)), args.server)
         if not waiting:
@@ -198,15 +201,17 @@ def cmd_approve(args: argparse.Namespace) -> int:
         if not args.yes and not _confirmed(f"Approve {count} of {args.server}? [y/N] "):
             print("nothing approved")
             return EXIT_FAILED
-        picks = [{"kind": i["kind"], "name": i["name"], "digest": i["digest"]} for i in waiting]
-        params = {"server": args.server, "items": picks, "whole": not args.names}
-        result = ask(client, "mcpd/pins/approve", params)
-    for label in result.get("approved") or []:
+        picks: list[Json] = [
+            {"kind": i["kind"], "name": i["name"], "digest": i["digest"]} for i in waiting
+        ]
+        params: JsonObject = {"server": args.server, "items": picks, "whole": not args.names}
+        result = ask_as(client, "mcpd/pins/approve", Approved, params)
+    for label in result["approved"]:
         print(f"approved: {_shown_label(label)}")
-    stale = result.get("stale") or []
+    stale = result["stale"]
     for label in stale:
         print(f"still held: {_shown_label(label)} changed again since it was shown; run this again")
-    whole_only = result.get("whole_only") or []
+    whole_only = result.get("whole_only", [])
     for label in whole_only:
         print(
             f"still held: {_shown_label(label)} is released with its server alone: "
@@ -232,16 +237,18 @@ def _confirmed(question: str) -> bool:
 
 def cmd_held_or_found(args: argparse.Namespace) -> int:
     """``mcpd tools --pending`` and ``--findings``."""
-    key = "pending" if args.pending else "findings"
     with client_for(args, QUICK) as client:
-        items = ask(client, f"mcpd/pins/{key}")[key]
+        if args.pending:
+            held = ask_as(client, "mcpd/pins/pending", HeldItems)
+        else:
+            found = ask_as(client, "mcpd/pins/findings", FoundItems)
     if args.json:
-        print(json.dumps({key: items}, indent=2))
+        print(json.dumps(held if args.pending else found, indent=2))
         return 0
-    return print_pending(items) if args.pending else print_findings(items)
+    return print_pending(held["pending"]) if args.pending else print_findings(found["findings"])
 
 
-def print_pending(items: list[dict[str, Any]]) -> int:
+def print_pending(items: list[HeldItem]) -> int:
     if not items:
         print("nothing waits for approval")
         return 0
@@ -268,7 +275,7 @@ def print_pending(items: list[dict[str, Any]]) -> int:
     return 0
 
 
-def print_findings(items: list[dict[str, Any]]) -> int:
+def print_findings(items: list[FoundItem]) -> int:
     if not items:
         print("no findings")
         return 0

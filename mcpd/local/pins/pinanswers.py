@@ -1,6 +1,7 @@
 """What the pin commands (``mcpd approve``, ``mcpd tools --pending``, ``mcpd pins
 import|forget-unreadable``) are answered: dicts, as the socket method that passes one on
-may add to it (a held item's local name), each of a shape it names."""
+may add to it (a held item's local name), each of a shape it names, which the commands
+decode their answers as."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ class HeldItem(TypedDict):
     """An item held until approved, as ``mcpd tools --pending`` lists it."""
 
     server: str
-    kind: HeldKind
+    # Any text, as the command reads them: a newer daemon's is shown as it says it.
+    kind: HeldKind | str
     name: str
-    why: WhyHeld
+    why: WhyHeld | str
     reason: str
     rules: list[str]
     digest: str
@@ -27,14 +29,40 @@ class HeldItem(TypedDict):
     local: NotRequired[str]
 
 
+class HeldItems(TypedDict):
+    """``mcpd/pins/pending``: what waits for approval."""
+
+    pending: list[HeldItem]
+
+
+class FoundItem(TypedDict):
+    """What a finding rule found in a server's item, as ``mcpd tools --findings``
+    lists it."""
+
+    server: str
+    kind: str
+    name: str
+    rule: str
+    where: str  # "description", "title", "inputSchema: query.description", ...
+    excerpt: str
+
+
+class FoundItems(TypedDict):
+    """``mcpd/pins/findings``: what the rules found."""
+
+    findings: list[FoundItem]
+
+
 class Approved(TypedDict):
     """What an approval did, by label ("tool search"), and whether it was written."""
 
     approved: list[str]
     stale: list[str]  # changed again since it was shown: still held
     unknown: list[str]  # not waiting for approval
-    whole_only: list[str]  # resources of a server held whole: released with it alone
-    saved: bool
+    # Resources of a server held whole: released with it alone. This and ``saved``, an
+    # older daemon leaves out.
+    whole_only: NotRequired[list[str]]
+    saved: NotRequired[bool]
 
 
 class PinsImported(TypedDict):
@@ -43,7 +71,7 @@ class PinsImported(TypedDict):
     servers: list[str]
     items: int
     released: int  # held items the import approved
-    saved: bool
+    saved: NotRequired[bool]  # an older daemon leaves it out
 
 
 class PinsForgotten(TypedDict):

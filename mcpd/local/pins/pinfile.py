@@ -50,7 +50,7 @@ from ...registry.pinning.review import Review
 from ..state.unsaved import SaveWatch
 from ..state.write_pacing import PacedWrites
 from . import pinrecords, pinwriter
-from .pinanswers import Approved, HeldItem, PinsForgotten, PinsImported
+from .pinanswers import Approved, FoundItem, HeldItem, PinsForgotten, PinsImported
 from .pinrecords import Sections, decode
 
 logger = logging.getLogger("mcpd.state")
@@ -231,9 +231,11 @@ class PinKeeper:
         JSON: for a view that reads no more of them than it shows."""
         return self.review.pending()
 
-    def findings(self, only: str | None = None) -> list[dict[str, object]]:
+    def findings(self, only: str | None = None) -> list[FoundItem]:
         return [
-            {"server": alias, "kind": kind, "name": name, **msgspec.to_builtins(f)}
+            FoundItem(
+                server=alias, kind=kind, name=name, rule=f.rule, where=f.where, excerpt=f.excerpt
+            )
             for alias, kind, name, found in self.review.found(only)
             for f in found
         ]

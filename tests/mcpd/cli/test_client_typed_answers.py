@@ -248,3 +248,30 @@ def test_approvals_of_another_shape_exit_4_saying_so(
     err = capsys.readouterr().err
     assert err.startswith("mcpd: the answer of mcpd to mcpd/approvals/")
     assert "could not be read" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "method"),
+    [
+        (["tools", "--pending"], "mcpd/pins/pending"),
+        (["tools", "--findings"], "mcpd/pins/findings"),
+        (["approve", "notes", "--yes"], "mcpd/pins/pending"),
+        (["pins", "forget-unreadable"], "mcpd/pins/forget_unreadable"),
+        (["pins", "export"], "mcpd/pins/export"),
+    ],
+)
+def test_pin_answers_of_another_shape_exit_4_saying_so(
+    sock: Path, capsys: pytest.CaptureFixture[str], argv: list[str], method: str
+) -> None:
+    answers = {
+        "mcpd_pins_may_approve": {},
+        "mcpd_pins_pending": {"pending": "none"},
+        "mcpd_pins_findings": {"findings": [{"server": "notes", "rule": 3}]},
+        "mcpd_pins_forget_unreadable": {"removed": 3, "approved": []},
+        "mcpd_pins_export": {"version": 1},
+    }
+    with daemon(sock, **answers):
+        assert run(*argv, "--socket", str(sock)) == 4
+    err = capsys.readouterr().err
+    assert err.startswith(f"mcpd: the answer of mcpd to {method} could not be read (")
+    assert "Traceback" not in err

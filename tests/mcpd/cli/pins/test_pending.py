@@ -34,8 +34,11 @@ def item(**keys: Any) -> dict[str, Any]:
         "kind": "tool",
         "name": "search",
         "why": "changed",
-        "approved": TOOL,
+        "reason": "",
+        "rules": [],
+        "digest": "",
         "offered": TOOL,
+        "approved": TOOL,
     }
     return {**base, **keys}
 
