@@ -15,7 +15,7 @@ import shutil
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import msgspec
 
@@ -37,6 +37,7 @@ from .exits import (
     EXIT_USAGE,
     ask,
     ask_as,
+    ask_object,
     client_for,
     fail,
     for_a_person,
@@ -214,28 +215,28 @@ def cmd_call(args: argparse.Namespace) -> int:
         client.tell_waits(_waiting)
         if args.profile is not None:
             ask(client, "mcpd/useProfile", {"profile": args.profile})
-        result = ask(
-            client, "tools/call", {"name": args.name, "arguments": arguments}, progress=_progress
-        )
+        params: JsonObject = {"name": args.name, "arguments": arguments}
+        result = ask_object(client, "tools/call", params, progress=_progress)
     from .prompt_resource_cmds import refuse_unfinished, render_block
 
     if args.json:
         print(json.dumps(result, indent=2))
     refuse_unfinished(f"the call of {args.name}", result)
     if not args.json:
-        for block in result.get("content") or []:
+        content = result.get("content")
+        for block in content if isinstance(content, list) else []:
             print(_for_the_command_line(result, render_block(block)))
     return EXIT_TOOL_ERROR if result.get("isError") else 0
 
 
-def _for_the_command_line(result: dict[str, Any], said: str) -> str:
+def _for_the_command_line(result: JsonObject, said: str) -> str:
     """mcpd's answer to an unknown name, with the way to list tools a person has here:
     the method an agent calls means nothing at a shell prompt."""
     meta = result.get("_meta")
     return for_a_person(said) if isinstance(meta, dict) and UNKNOWN_TOOL in meta else said
 
 
-def _waiting(waits: dict[str, Any]) -> None:
+def _waiting(waits: JsonObject) -> None:
     """A person's approval awaited, said as it begins: silence would read as a hang."""
     id, timeout = waits.get("id"), waits.get("timeout")
     if not isinstance(id, str):
@@ -251,7 +252,7 @@ def _waiting(waits: dict[str, Any]) -> None:
     )
 
 
-def _progress(report: dict[str, Any]) -> None:
+def _progress(report: JsonObject) -> None:
     """A tool's progress, on stderr (stdout is the result): ``progress 3/10: message``."""
     done, total, message = report.get("progress"), report.get("total"), report.get("message")
     said = f"progress {done:g}" if isinstance(done, int | float) else "progress"

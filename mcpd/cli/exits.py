@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
-from typing import Any, NoReturn, TypeVar
+from collections.abc import Callable, Mapping
+from typing import NoReturn, TypeVar
 
 from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.messages import Json, JsonObject
 from protocol.shown.server_urls import ascii_hosts
 from protocol.shown.visible import visible
 
@@ -77,11 +78,11 @@ def client_for(args: argparse.Namespace, timeout: float = LONG) -> Client:
 def ask(
     client: Client,
     method: str,
-    params: dict[str, Any] | None = None,
+    params: Mapping[str, Json] | None = None,
     *,
     code: bool = True,
-    progress: Callable[[dict[str, Any]], None] | None = None,
-) -> Any:
+    progress: Callable[[JsonObject], None] | None = None,
+) -> Json:
     """The daemon's result, or the command ends with the exit code of what went wrong
     (``code``: the JSON-RPC error code is part of the message; ``progress``: see
     ``Client.request``)."""
@@ -91,11 +92,26 @@ def ask(
         fail_asking(exc, code=code)
 
 
+def ask_object(
+    client: Client,
+    method: str,
+    params: Mapping[str, Json] | None = None,
+    *,
+    progress: Callable[[JsonObject], None] | None = None,
+) -> JsonObject:
+    """``ask``, of a method whose result is an object a server wrote, passed on as it
+    came: any other value ends the command with exit code 4."""
+    result = ask(client, method, params, progress=progress)
+    if not isinstance(result, dict):
+        fail(EXIT_BAD_REPLY, f"the answer of mcpd to {method} could not be read (not an object)")
+    return result
+
+
 def ask_as(
     client: Client,
     method: str,
     shape: type[T],
-    params: dict[str, Any] | None = None,
+    params: Mapping[str, Json] | None = None,
     *,
     code: bool = True,
 ) -> T:

@@ -12,27 +12,37 @@ import json
 import shutil
 import sys
 from collections.abc import Callable
-from typing import Any
 
+from protocol.jsonrpc.messages import Json, JsonObject
 from protocol.mcp import core as mcp
 from protocol.shown.visible import quote, visible
 
 from .client import JSON_HELP, LONG, QUICK, Client
-from .exits import EXIT_FAILED, EXIT_USAGE, ask, fail
+from .exits import EXIT_BAD_REPLY, EXIT_FAILED, EXIT_USAGE, ask_object, fail
 
 # A client on the daemon's socket, waiting so many seconds for each reply.
 ClientFor = Callable[[argparse.Namespace, float], Client]
 
 
-def _all(client: Client, method: str, key: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
+def _all(client: Client, method: str, key: str) -> list[JsonObject]:
+    items: list[JsonObject] = []
     cursor: str | None = None
     while True:
-        result = ask(client, method, {"cursor": cursor} if cursor else None)
-        items.extend(result.get(key, []))
-        cursor = result.get("nextCursor")
+        result = ask_object(client, method, {"cursor": cursor} if cursor else None)
+        page, following = result.get(key, []), result.get("nextCursor")
+        if not isinstance(page, list) or not all(isinstance(i, dict) for i in page):
+            fail(EXIT_BAD_REPLY, f"the answer of mcpd to {method} could not be read ({key})")
+        if following is not None and not isinstance(following, str):
+            fail(EXIT_BAD_REPLY, f"the answer of mcpd to {method} could not be read (its cursor)")
+        items += _objects(page)
+        cursor = following
         if not cursor:
             return items
+
+
+def _objects(value: Json) -> list[JsonObject]:
+    """The objects of a list a server wrote (none of anything else)."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
 def _table(rows: list[tuple[str, str, str]], header: tuple[str, str, str]) -> None:
@@ -45,8 +55,9 @@ def _table(rows: list[tuple[str, str, str]], header: tuple[str, str, str]) -> No
         print(f"{a:<{first}}  {b:<12} {c if len(c) <= room else c[: room - 1] + '…'}")
 
 
-def _server(item: dict[str, Any]) -> str:
-    return str((item.get("_meta") or {}).get("mcpd/server", "?"))
+def _server(item: JsonObject) -> str:
+    meta = item.get("_meta")
+    return str(meta.get("mcpd/server", "?")) if isinstance(meta, dict) else "?"
 
 
 def cmd_prompts(args: argparse.Namespace, client_for: ClientFor) -> int:
@@ -59,9 +70,10 @@ def cmd_prompts(args: argparse.Namespace, client_for: ClientFor) -> int:
         return 0
     rows = []
     for p in prompts:
-        names = [a["name"] + ("" if a.get("required") else "?") for a in p.get("arguments") or []]
-        shown = f"{p['name']}({', '.join(names)})"
-        rows.append((shown, _server(p), p.get("description") or ""))
+        arguments = _objects(p.get("arguments"))
+        names = [f"{a.get('name')}{'' if a.get('required') else '?'}" for a in arguments]
+        shown = f"{p.get('name')}({', '.join(names)})"
+        rows.append((shown, _server(p), str(p.get("description") or "")))
     _table(rows, ("PROMPT", "SERVER", "DESCRIPTION"))
     print(f"{len(prompts)} prompts")
     return 0
@@ -76,8 +88,11 @@ def cmd_resources(args: argparse.Namespace, client_for: ClientFor) -> int:
     if args.json:
         print(json.dumps({"resources": resources, "resourceTemplates": templates}, indent=2))
         return 0
-    rows = [(r["uri"], _server(r), r.get("name") or "") for r in resources]
-    rows += [(t["uriTemplate"], _server(t), f"(template) {t.get('name') or ''}") for t in templates]
+    rows = [(str(r.get("uri")), _server(r), str(r.get("name") or "")) for r in resources]
+    rows += [
+        (str(t.get("uriTemplate")), _server(t), f"(template) {t.get('name') or ''}")
+        for t in templates
+    ]
     _table(rows, ("URI", "SERVER", "NAME"))
     print(f"{len(resources)} resources, {len(templates)} templates")
     return 0
@@ -85,20 +100,21 @@ def cmd_resources(args: argparse.Namespace, client_for: ClientFor) -> int:
 
 def cmd_read(args: argparse.Namespace, client_for: ClientFor) -> int:
     with client_for(args, LONG) as client:
-        result = ask(client, "resources/read", {"uri": args.uri})
+        result = ask_object(client, "resources/read", {"uri": args.uri})
     if args.json:
         print(json.dumps(result, indent=2))
     refuse_unfinished(f"reading {args.uri}", result)
     if args.json:
         return 0
-    for item in result.get("contents") or []:
+    for item in _objects(result.get("contents")):
         if "text" in item:
             text = visible(str(item["text"]), lines=True)
             sys.stdout.write(text if text.endswith("\n") else text + "\n")
         else:
-            size = len(item.get("blob", "")) * 3 // 4
+            blob = item.get("blob")
+            size = (len(blob) if isinstance(blob, str) else 0) * 3 // 4
             kind = visible(str(item.get("mimeType") or "binary"))
-            print(f"[{kind} content, about {size} bytes: {visible(str(item['uri']))}]")
+            print(f"[{kind} content, about {size} bytes: {visible(str(item.get('uri')))}]")
     return 0
 
 
@@ -110,13 +126,14 @@ def cmd_prompt(args: argparse.Namespace, client_for: ClientFor) -> int:
     if not isinstance(arguments, dict):
         fail(EXIT_USAGE, "arguments must be a JSON object")
     with client_for(args, LONG) as client:
-        result = ask(client, "prompts/get", {"name": args.name, "arguments": arguments})
+        result = ask_object(client, "prompts/get", {"name": args.name, "arguments": arguments})
     if args.json:
         print(json.dumps(result, indent=2))
     refuse_unfinished(f"the prompt {args.name}", result)
     if args.json:
         return 0
-    for message in result.get("messages") or []:
+    messages = result.get("messages")
+    for message in messages if isinstance(messages, list) else []:
         if not isinstance(message, dict):
             message = {"content": message}
         content = message.get("content") or {}
@@ -125,7 +142,7 @@ def cmd_prompt(args: argparse.Namespace, client_for: ClientFor) -> int:
     return 0
 
 
-def refuse_unfinished(what: str, result: dict[str, Any]) -> None:
+def refuse_unfinished(what: str, result: JsonObject) -> None:
     """End the command (exit 1, saying why) when ``result`` is not a finished one. An
     ``input_required`` that reaches it asks at most to be called again (a busy server
     does): it declares nothing it could answer more with. No other ``resultType`` but

@@ -23,7 +23,7 @@ from protocol.shown.visible import visible
 
 from ...login_answers import AuthStatus, LoggedOut, LoginStatus
 from ..client import JSON_HELP, QUICK, SOCKET_HELP, socket_path
-from ..exits import ask, ask_as, client_for
+from ..exits import EXIT_BAD_REPLY, ask, ask_as, client_for, fail
 from .revocation_words import logout_said
 
 LOGIN_TIMEOUT = 600.0  # seconds to wait for the browser
@@ -88,13 +88,19 @@ def _unrenewable(server: LoginStatus) -> str:
     return "no refresh token"
 
 
+_NOT_READ = "could not be read (no servers)"
+
+
 def cmd_auth_status(args: argparse.Namespace) -> int:
     import json
 
     with client_for(args, QUICK) as client:
         if args.json:  # the daemon's own words, a newer daemon's additions included
             answer = ask(client, "mcpd/auth/status", code=False)
-            servers, unconfigured = answer["servers"], answer.get("unconfigured", [])
+            servers = answer.get("servers") if isinstance(answer, dict) else None
+            if not isinstance(answer, dict) or not isinstance(servers, list):
+                fail(EXIT_BAD_REPLY, f"the answer of mcpd to mcpd/auth/status {_NOT_READ}")
+            unconfigured = answer.get("unconfigured", [])
             print(json.dumps({"servers": servers, "unconfigured": unconfigured}, indent=2))
             return 0
         status = ask_as(client, "mcpd/auth/status", AuthStatus, code=False)

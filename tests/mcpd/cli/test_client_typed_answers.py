@@ -275,3 +275,32 @@ def test_pin_answers_of_another_shape_exit_4_saying_so(
     err = capsys.readouterr().err
     assert err.startswith(f"mcpd: the answer of mcpd to {method} could not be read (")
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "method"),
+    [
+        (["call", "mcp__notes__search"], "tools/call"),
+        (["prompt", "greet"], "prompts/get"),
+        (["read", "file:///a"], "resources/read"),
+        (["prompts"], "prompts/list"),
+        (["resources"], "resources/list"),
+        (["auth", "status", "--json"], "mcpd/auth/status"),
+    ],
+)
+def test_results_of_another_shape_exit_4_saying_so(
+    sock: Path, capsys: pytest.CaptureFixture[str], argv: list[str], method: str
+) -> None:
+    answers = {
+        "tools_call": ["done"],
+        "prompts_get": "hello",
+        "resources_read": 7,
+        "prompts_list": {"prompts": "greet"},
+        "resources_list": {"resources": [], "nextCursor": {"page": 2}},
+        "mcpd_auth_status": {"servers": 3},
+    }
+    with daemon(sock, **answers):
+        assert run(*argv, "--socket", str(sock)) == 4
+    err = capsys.readouterr().err
+    assert err.startswith(f"mcpd: the answer of mcpd to {method} could not be read (")
+    assert "Traceback" not in err
