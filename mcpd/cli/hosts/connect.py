@@ -27,8 +27,8 @@ import argparse
 import os
 import shutil
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from protocol.jsonrpc.messages import RPCError
 from protocol.shown.visible import visible
@@ -72,14 +72,14 @@ def mcpd_command() -> list[str]:
 
 def profile_for(
     key: str, config: Config, name: str, asked: str | None
-) -> tuple[str, dict[str, Any] | None]:
+) -> tuple[str, dict[str, object] | None]:
     """The profile the host's entry uses, and the table to add when the daemon would not
     have it (neither the config nor mcpd itself defines it)."""
     prefix = host_prefix(key, name)
     chosen = asked or (key if prefix else DEFAULT_PROFILE)
     if chosen in (DEFAULT_PROFILE, *HOSTS) or chosen in config.profiles:
         return chosen, None
-    body: dict[str, Any] = {
+    body: dict[str, object] = {
         "servers": ["*"],
         "template": TEMPLATE,
         "max_length": max_tool_name(key, name),
@@ -237,7 +237,7 @@ def _daemon_reading(path: str, sock: str) -> Running | None:
     return running
 
 
-def _write_profile(path: str, profile: str, table: dict[str, Any]) -> None:
+def _write_profile(path: str, profile: str, table: Mapping[str, object]) -> None:
     if path.endswith(".json"):
         raise ConnectError(
             f"{path} is another host's JSON file: add [profiles.{profile}] to a TOML config"

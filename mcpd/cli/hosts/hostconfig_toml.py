@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import Final
 
 _BARE: Final = re.compile(r"[A-Za-z0-9_-]+")
 _KEY: Final = r'(?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|\'[^\']*\')'
@@ -24,7 +25,7 @@ _PART: Final = re.compile(_KEY)
 _LINE: Final = re.compile(r"[^\n]*\n|[^\n]+")
 
 
-def merge_toml(existing: str, parent: str, name: str, body: dict[str, Any]) -> str:
+def merge_toml(existing: str, parent: str, name: str, body: Mapping[str, object]) -> str:
     try:
         old = _parse(existing)
     except tomllib.TOMLDecodeError as exc:
@@ -86,7 +87,7 @@ def merge_toml(existing: str, parent: str, name: str, body: dict[str, Any]) -> s
     return text
 
 
-def _parse(text: str) -> dict[str, Any]:
+def _parse(text: str) -> dict[str, object]:
     try:
         return tomllib.loads(text, parse_float=str)
     except RecursionError:
@@ -158,7 +159,7 @@ def _unquote(part: str) -> str:
     return part
 
 
-def render_table(parent: str, name: str, body: dict[str, Any]) -> str:
+def render_table(parent: str, name: str, body: Mapping[str, object]) -> str:
     lines = [f"[{_key(parent)}.{_key(name)}]"]
     lines += [f"{_key(k)} = {_value(v)}" for k, v in body.items()]
     return "\n".join(lines) + "\n"
@@ -173,7 +174,7 @@ def _string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
-def _value(value: Any) -> str:
+def _value(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
