@@ -16,13 +16,14 @@ import sys
 import threading
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit
 
 import trio
 from msgspec import UnsetType
 
 from protocol.jsonrpc import messages as rpc
+from protocol.jsonrpc.messages import JsonObject
 from protocol.oauth import carries_state, state_of
 from protocol.shown.server_urls import ascii_hosts, ascii_url
 from protocol.shown.visible import visible
@@ -180,7 +181,7 @@ async def from_this_user(sock: trio.socket.SocketType) -> bool:
         return True
 
 
-async def _call(client: Client, method: str, shape: type[T], params: dict[str, Any]) -> T:
+async def _call(client: Client, method: str, shape: type[T], params: JsonObject) -> T:
     """``method``'s answer, read as ``shape``, asked from a thread."""
     return await trio.to_thread.run_sync(lambda: ask_as(client, method, shape, params, code=False))
 
@@ -194,7 +195,7 @@ async def _login(args: argparse.Namespace) -> int:
             return _report(await _call(client, "mcpd/auth/login", LoginDone, {"server": alias}))
         port = args.port if args.port is not None else entry.redirect_port
         listener = await _listener(stack, port, fixed=args.port is not None)
-        asked = {"server": alias, "redirect_uri": listener.redirect_uri}
+        asked: JsonObject = {"server": alias, "redirect_uri": listener.redirect_uri}
         start = await _call(client, "mcpd/auth/login", LoginBegun, asked)
         url = start.url
         # What the authorization server sends back with the browser: only a redirect
