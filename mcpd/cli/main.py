@@ -368,6 +368,13 @@ def main(argv: list[str] | None = None) -> None:
         code = args.func(args)
     except KeyboardInterrupt:
         code = 130
+    except BaseExceptionGroup as group:
+        # Ctrl-C inside a trio nursery comes wrapped in a group; alone in it, it is
+        # the same quiet stop as a bare one. Anything beside it is a fault to show.
+        interrupted, rest = group.split(KeyboardInterrupt)
+        if interrupted is None or rest is not None:
+            raise
+        code = 130
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -356,3 +357,28 @@ async def test_a_request_whose_id_is_an_integer_past_64_bits_is_refused(tmp_path
             assert bridge.proc.stdin is not None
             await bridge.proc.stdin.aclose()
             assert await bridge.proc.wait() == 0
+
+
+def test_ctrl_c_ends_the_bridge_quietly_with_130(tmp_path: Path) -> None:
+    # The interrupt reaches the bridge inside its nursery, so it comes wrapped in an
+    # exception group: it must still be the quiet 130 of every other command.
+    proc = subprocess.Popen(
+        [*BRIDGE, "--socket", str(tmp_path / "none.sock")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    # An answer shows the bridge is relaying, past start-up, waiting on its stdin.
+    proc.stdin.write(b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}\n')
+    proc.stdin.flush()
+    assert "mcpd is not running" in json.loads(proc.stdout.readline())["error"]["message"]
+    proc.send_signal(signal.SIGINT)
+    # Its stdin stays open: the interrupt, not the end of input, is what ends it.
+    try:
+        assert proc.wait(timeout=20) == 130
+    finally:
+        proc.stdin.close()
+    assert proc.stderr is not None
+    said = proc.stderr.read().decode()
+    assert "Traceback" not in said and "KeyboardInterrupt" not in said
