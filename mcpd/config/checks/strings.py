@@ -86,6 +86,12 @@ def server_string_errors(where: str, s: ServerConfig) -> Iterator[ConfigError]:
         yield from _passable(f"{where}.cwd", s.cwd)
         if not s.cwd:
             yield ConfigError(f"{where}.cwd", "is empty")
+        elif not s.cwd.startswith("/"):
+            # Taken as written, it would mean one folder to the check, another to the
+            # sandbox, another under systemd.
+            yield ConfigError(
+                f"{where}.cwd", "must be an absolute path (~ and relative paths are not expanded)"
+            )
     for key, paths in (("read", s.read), ("write", s.write)):
         for i, path in enumerate(paths):
             yield from _passable(f"{where}.{key}[{i}]", path)

@@ -53,6 +53,7 @@ from .jsonc import array, kind_in_words, object_of, objects, read_json
 from .oauth_hints import oauth_table
 from .read import read_host_file
 from .secret import looks_secret
+from .workdir import absolute_cwd, started_in
 
 _VAR_BAD: Final = re.compile(r"[^A-Za-z0-9_]+")
 _REF: Final = re.compile(r"\$\{([^}]*)\}|\$")
@@ -125,6 +126,7 @@ def import_text(text: str, source: str) -> Imported:
         )
     workspace = workspace_of(source)
     state = _Converter(workspace, inputs, notes)
+    state.started_in = started_in(source)
     servers: dict[str, rpc.JsonObject] = {}
     bodies: dict[str, tuple[rpc.Json, str | None]] = {}
     numbered: dict[str, int] = {}  # a name used again -> the number it had last
@@ -169,6 +171,8 @@ def _server_tables(doc: rpc.JsonObject) -> list[tuple[str, rpc.Json, str | None]
 
 
 class _Converter:
+    started_in: str | None = None  # the folder a relative cwd is taken from, if no project
+
     def __init__(self, workspace: str | None, inputs: dict[str, str], notes: list[str]) -> None:
         self.workspace = workspace
         self.inputs = inputs
@@ -248,7 +252,8 @@ class _Converter:
                 self.secrets[("servers", alias, "env", key)] = self._secret_var(alias, key, value)
         out["env"] = {**env}
         if body.get("cwd"):
-            out["cwd"] = val(body["cwd"], "cwd")
+            folder = self.workspace or self.started_in
+            out |= absolute_cwd(val(body["cwd"], "cwd"), folder, where, self.notes)
         elif self.workspace is not None:
             # The host ran a project's servers in its folder; mcpd would run them
             # in their own homes.

@@ -164,6 +164,7 @@ def test_a_header_mcpd_writes_itself_is_refused_by_name(header: str) -> None:
 
 NUL = "contains a NUL character, which the system cannot pass on"
 SURROGATE = "contains a character that has no encoding (a lone surrogate)"
+CWD_ABSOLUTE = "must be an absolute path (~ and relative paths are not expanded)"
 
 
 @pytest.mark.parametrize(
@@ -178,6 +179,9 @@ SURROGATE = "contains a character that has no encoding (a lone surrogate)"
         ({"args": ["\udfff"]}, "servers.s.args[0]", SURROGATE),
         ({"cwd": "/tmp\0"}, "servers.s.cwd", NUL),
         ({"cwd": ""}, "servers.s.cwd", "is empty"),
+        ({"cwd": "relative/dir"}, "servers.s.cwd", CWD_ABSOLUTE),
+        ({"cwd": "./"}, "servers.s.cwd", CWD_ABSOLUTE),
+        ({"cwd": "~/notes"}, "servers.s.cwd", CWD_ABSOLUTE),
         ({"read": ["/srv/a\0"]}, "servers.s.read[0]", NUL),
         ({"write": ["/srv/\ud800"]}, "servers.s.write[0]", SURROGATE),
     ],

@@ -244,3 +244,31 @@ async def test_imported_servers_start_and_list_only_the_tools_left_on(tmp_path: 
             "mcp__old__erase",
             "mcp__old__lookup",
         ]
+
+
+def test_a_relative_cwd_is_taken_from_the_folder_the_host_runs_in(tmp_path: Path) -> None:
+    # Gemini CLI reads a project's .gemini/settings.json when started in the project,
+    # and hands "./" to the system as it is: the project is the server's folder.
+    project = tmp_path / "project"
+    settings = project / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    body = {"mcpServers": {"here": {"command": "/bin/true", "cwd": "./"}}}
+    settings.write_text(json.dumps({"mcpServers": {"sub": {"command": "/bin/true", "cwd": "db"}}}))
+    proc = mcpd("import", str(settings))
+    assert tomllib.loads(proc.stdout)["servers"]["sub"]["cwd"] == str(project / "db")
+    assert f"sub.cwd: 'db' is relative to the host's folder: imported as '{project}/db'" in (
+        proc.stdout
+    )
+    # The user's own file is read wherever the host is started: no folder to take.
+    home = tmp_path / "home"
+    own = home / ".gemini" / "settings.json"
+    own.parent.mkdir(parents=True)
+    own.write_text(json.dumps(body))
+    proc = mcpd("import", str(own), HOME=str(home))
+    assert proc.returncode == 0, proc.stderr
+    assert "cwd" not in tomllib.loads(proc.stdout)["servers"]["here"]
+    assert "mcpServers.here.cwd: './' is relative to the folder the host was started in" in (
+        proc.stdout
+    )
+    # Served as the config as it is, the file starts: no relative cwd reaches mcpd.
+    assert mcpd("check-config", "--config", str(own), HOME=str(home)).returncode == 0
