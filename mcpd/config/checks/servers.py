@@ -29,6 +29,7 @@ from ..tables.model import (
     key_as_written,
 )
 from ..tables.servertable import AuthConfig, ServerConfig, ToolsConfig
+from .command_line import command_line_errors
 from .strings import control_named, server_string_errors, unpassable, url_errors
 
 
@@ -91,6 +92,7 @@ def server_errors(alias: str, s: ServerConfig) -> Iterator[ConfigError]:
         yield ConfigError(where, "give exactly one of `command` (stdio) or `url` (HTTP)")
     if s.command is not None and not s.command.strip():
         yield ConfigError(f"{where}.command", "is empty")
+    yield from command_line_errors(where, s)
     if s.url is not None and not re.match(r"^https?://[^/\s]+", s.url):
         yield ConfigError(f"{where}.url", "must be an http:// or https:// URL")
     elif s.url is not None:
