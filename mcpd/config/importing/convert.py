@@ -53,6 +53,7 @@ from .jsonc import array, kind_in_words, object_of, objects, read_json
 from .oauth_hints import oauth_table
 from .read import read_host_file
 from .secret import looks_secret
+from .unknown_keys import READ, unknown_key
 from .workdir import absolute_cwd, started_in
 
 _VAR_BAD: Final = re.compile(r"[^A-Za-z0-9_]+")
@@ -77,6 +78,8 @@ class Imported(msgspec.Struct):
     inline: list[Inline] = msgspec.field(default_factory=list)
     # Secrets other users or logs can read where they stand (see ``exposure``).
     exposed: list[str] = msgspec.field(default_factory=list)
+    # Notes on keys that are slips of a key mcpd reads (``unknown_keys``).
+    misspelt: list[str] = msgspec.field(default_factory=list)
 
 
 def import_file(path: str | os.PathLike[str], *, named: bool = True) -> Imported:
@@ -150,7 +153,9 @@ def import_text(text: str, source: str) -> Imported:
         if table is not None:
             servers[alias] = table
             bodies[alias] = (body, project)
-    return Imported(servers, notes, state.secrets, source, state.inline, state.exposed)
+    return Imported(
+        servers, notes, state.secrets, source, state.inline, state.exposed, state.misspelt
+    )
 
 
 def _server_tables(doc: rpc.JsonObject) -> list[tuple[str, rpc.Json, str | None]]:
@@ -180,6 +185,7 @@ class _Converter:
         self.secrets: dict[tuple[str, ...], str] = {}
         self.inline: list[Inline] = []
         self.exposed: list[str] = []
+        self.misspelt: list[str] = []
         self._taken: dict[str, str] = {}  # secret variable -> its value
         self._refs = _REF
 
@@ -221,9 +227,8 @@ class _Converter:
         for key in sorted(body):
             if key in _HOST_ONLY:
                 self.notes.append(f"{where}.{key}: a setting of the other host; not imported")
-            elif key not in {"type", "command", "args", "env", "cwd", "envFile", "url",
-                             "headers", "disabled", "oauth", "auth"}:  # fmt: skip
-                self.notes.append(f"{where}.{key}: unknown key; not imported")
+            elif key not in READ:
+                self.notes.append(unknown_key(where, key, self.misspelt))
         extra.apply(out)
         table = {k: v for k, v in out.items() if v not in ({}, [])}
         try:
@@ -383,22 +388,3 @@ def _var(alias: str, key: str) -> str:
 def _var_name(text: str) -> str:
     name = _VAR_BAD.sub("_", text).upper().strip("_") or "VALUE"
     return f"_{name}" if name[0].isdigit() else name
-
-
-def config_from_json(text: bytes, source: str) -> dict[str, object]:
-    """The config data for ``mcpd serve --config FILE.json``; notes go to the log."""
-    import logging
-
-    try:
-        decoded = text.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError("", f"{source}: not UTF-8 text") from None
-    imported = import_text(decoded, source)
-    if not imported.servers:
-        # As the same mistakes in TOML are: a file of servers that runs none is no config.
-        why = [ConfigError("", f"{source}: {note}") for note in imported.notes]
-        raise ConfigError("", f"{source}: none of its servers can be used", more=why)
-    log = logging.getLogger("mcpd.config")
-    for note in imported.notes:
-        log.warning("%s: %s", source, note)
-    return {"servers": imported.servers}

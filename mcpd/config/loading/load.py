@@ -210,7 +210,7 @@ def load(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> 
     if p.suffix == ".json" or text.lstrip()[:1] == b"{":
         # Another host's mcpServers file, used as it is. The importer (and json) only
         # then: a daemon started on TOML does without them.
-        from ..importing.convert import config_from_json
+        from ..importing.served import config_from_json
 
         return _parsed_in(p, config_from_json(text, str(p)), env)
     try:

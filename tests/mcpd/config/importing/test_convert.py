@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from mcpd.config.importing.convert import Imported, config_from_json, import_file, import_text
+from mcpd.config.importing.convert import Imported, import_file, import_text
+from mcpd.config.importing.served import config_from_json
 from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import ConfigError
 from tests.conftest import ROOT
@@ -418,3 +419,35 @@ def test_a_json_config_whose_every_server_is_skipped_is_refused_saying_why(
         f'    | {path}: mcpServers.b: neither "command" nor "url" '
         '(is "comand" meant to be "command"?); skipped',
     ]
+
+
+@pytest.mark.parametrize("command", [["check-config"], ["serve", "--log", "stderr"]])
+def test_a_json_config_with_a_key_misspelt_is_refused_as_toml_is(
+    tmp_path: Path, command: list[str]
+) -> None:
+    # Taken with a note, the server would run without its arguments.
+    path = tmp_path / "hosts.json"
+    body = {"command": "x", "arg": ["-m", "notes"], "enabled": True, "alwaysAllow": []}
+    path.write_text(json.dumps({"mcpServers": {"a": body, "b": {"command": "y", "envs": {}}}}))
+    out = subprocess.run(
+        [sys.executable, "-m", "mcpd", *command, "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "MCPD_SOCKET": str(tmp_path / "s.sock")},
+    )
+    assert out.returncode == 78, out
+    said = out.stderr.splitlines()
+    assert said[0].endswith(
+        f'config error: {path}: mcpServers.a.arg: unknown key; did you mean "args"?'
+    )
+    assert said[1:] == [f'    | {path}: mcpServers.b.envs: unknown key; did you mean "env"?']
+
+
+def test_a_key_of_the_hosts_own_is_noted_and_a_slip_is_named() -> None:
+    result = imported({"mcpServers": {"a": {"command": "x", "arg": ["-v"], "enabled": True}}})
+    assert result.notes == [
+        'mcpServers.a.arg: unknown key; did you mean "args"? (not imported)',
+        "mcpServers.a.enabled: unknown key; not imported",
+    ]
+    assert result.misspelt == ['mcpServers.a.arg: unknown key; did you mean "args"?']
