@@ -185,6 +185,29 @@ def test_a_wrong_key_or_type_says_what_to_write(tmp_path: Path, toml: str, said:
             STDIO + "trusted = True\n",
             "Invalid value (at line 3, column 11); write true or false in lower case",
         ),
+        # Other formats' words for true or false: quoted, they would be refused next.
+        (
+            STDIO + "enabled = yes\n",
+            "Invalid value (at line 3, column 11); "
+            'write true or false for a switch (text values need quotes: key = "...")',
+        ),
+        (
+            STDIO + "enabled = OFF\n",
+            "Invalid value (at line 3, column 11); "
+            'write true or false for a switch (text values need quotes: key = "...")',
+        ),
+        (
+            STDIO + "call_timeout = 30s\n",
+            "Expected newline or end of document after a statement (at line 3, column 18); "
+            "a number takes no unit: a time is a number of seconds (30), "
+            'a size with a unit is text ("512M")',
+        ),
+        (
+            STDIO + "tool_timeouts = { search = 1.5 m }\n",
+            "Unclosed inline table (at line 3, column 32); "
+            "a number takes no unit: a time is a number of seconds (30), "
+            'a size with a unit is text ("512M")',
+        ),
         # A value that is a secret is not shown, even where it lacks its quotes.
         (
             STDIO + "env = { API_TOKEN = s3cr3t-v4lue }\n",
