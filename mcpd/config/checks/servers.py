@@ -107,11 +107,13 @@ def server_errors(alias: str, s: ServerConfig) -> Iterator[ConfigError]:
             yield ConfigError(f"{where}.url", str(exc))
         else:
             yield from url_errors(f"{where}.url", s.url)
-    if s.command is not None and s.transport != "stdio":
-        yield ConfigError(f"{where}.transport", f'"{s.transport}" needs a `url`, not a `command`')
-    if s.url is not None and s.transport == "stdio":
-        yield ConfigError(f"{where}.transport", '"stdio" needs a `command`, not a `url`')
     if (s.command is None) != (s.url is None):
+        # Only once the kind is clear: with both given, the user never chose a transport.
+        if s.command is not None and s.transport != "stdio":
+            said = f'"{s.transport}" needs a `url`, not a `command`'
+            yield ConfigError(f"{where}.transport", said)
+        if s.url is not None and s.transport == "stdio":
+            yield ConfigError(f"{where}.transport", '"stdio" needs a `command`, not a `url`')
         fields, defaults = msgspec.structs.asdict(s), msgspec.structs.asdict(ServerConfig())
         given = [k for k in (*HTTP_ONLY, *STDIO_ONLY) if fields[k] != defaults[k]]
         yield from misplaced_keys(where, given, stdio=s.command is not None, lazy=s.start == "lazy")

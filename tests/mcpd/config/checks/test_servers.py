@@ -62,9 +62,11 @@ def test_an_alias_outside_the_allowed_characters_is_refused(alias: str) -> None:
 
 
 def test_a_server_needs_exactly_one_of_command_and_url() -> None:
+    # Alone: what its transport needs is moot until the user picks one of the two.
     for server in (ServerConfig(), ServerConfig(command="/bin/true", url=URL)):
-        assert ("servers.s", "give exactly one of `command` (stdio) or `url` (HTTP)") in errors(
-            server
+        assert only_error(server) == (
+            "servers.s",
+            "give exactly one of `command` (stdio) or `url` (HTTP)",
         )
 
 
