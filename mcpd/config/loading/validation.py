@@ -16,7 +16,7 @@ import msgspec
 
 from protocol.shown.stand_ins import masked, masked_repr
 
-from ..tables.model import Config, ConfigError
+from ..tables.model import Config, ConfigError, alias_for
 
 # Struct fields mcpd fills in as it reads a file, which the file may not set.
 SET_BY_MCPD: Final = frozenset(
@@ -80,7 +80,10 @@ def validation_error(
     unknown = re.match(r"Object contains unknown field `(.+)`", message, re.S)
     if unknown:
         key = unknown.group(1)
-        return ConfigError(f"{where}.{key}" if where else key, _unknown(key, info, where))
+        server = _value_at(value, at)
+        nested = _nested_server(where, key, server) if isinstance(server, Mapping) else None
+        said = _unknown(key, info, where) if nested is None else nested
+        return ConfigError(f"{where}.{key}" if where else key, said)
     quoted = _quoted(at)
     if message.startswith("Invalid enum value"):  # the value is taken from the file
         given = _value_at(value, at)
@@ -165,6 +168,28 @@ def _unknown(key: str, info: _inspect.Type | None, where: str) -> str:
         return f'unknown key; did you mean "{near[0]}"?'
     table = where or "the top level"
     return f"unknown key; {table} takes {', '.join(keys)}"
+
+
+def _nested_server(where: str, key: str, server: Mapping[str, object]) -> str | None:
+    """What ``[servers.my.server]`` says, where a server's table was meant: the dot
+    made a table inside ``servers.my``. None where ``key`` holds no server's keys."""
+    if not where.startswith("servers."):
+        return None
+    names, inner = [key], server[key]
+    while isinstance(inner, Mapping) and "command" not in inner and "url" not in inner:
+        tables = [k for k, v in inner.items() if isinstance(v, Mapping)]
+        if len(tables) != 1:
+            return None
+        names.append(tables[0])
+        inner = inner[tables[0]]
+    if not isinstance(inner, Mapping):
+        return None
+    written = ".".join((where, *names))
+    alias = alias_for(written.removeprefix("servers."))
+    return (
+        f"unknown key; a dot in a table's name makes a table inside another, so "
+        f"[{written}] is not one server: name it [servers.{alias}]"
+    )
 
 
 def _nearest(given: str, choices: list[str]) -> str | None:

@@ -276,6 +276,31 @@ def test_a_server_with_both_command_and_url_is_an_error() -> None:
     assert "exactly one of `command`" in str(err)
 
 
+@pytest.mark.parametrize(
+    ("toml", "path", "written", "alias"),
+    [
+        ('[servers.my.server]\ncommand = "x"\n', "servers.my.server", "my.server", "my_server"),
+        ('[servers.a.b.c]\nurl = "http://h/mcp"\n', "servers.a.b", "a.b.c", "a_b_c"),
+    ],
+)
+def test_a_dotted_server_name_is_said_to_nest_tables(
+    toml: str, path: str, written: str, alias: str
+) -> None:
+    # Not the list of every key a server takes: the dot is the slip.
+    err = error_of(toml)
+    assert err.path == path
+    assert err.message == (
+        "unknown key; a dot in a table's name makes a table inside another, so "
+        f"[servers.{written}] is not one server: name it [servers.{alias}]"
+    )
+
+
+def test_an_unknown_table_in_a_server_that_holds_no_server_keys_gets_the_keys_list() -> None:
+    err = error_of('[servers.s]\ncommand = "x"\n[servers.s.qqq]\nmode = 1\n')
+    assert err.path == "servers.s.qqq"
+    assert err.message.startswith("unknown key; servers.s takes args, auth,")
+
+
 def test_a_server_with_neither_command_nor_url_is_an_error() -> None:
     err = error_of("[servers.none]\ntrusted = true\n")
     assert err.path == "servers.none"
