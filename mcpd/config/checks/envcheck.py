@@ -12,6 +12,8 @@ the default set, its own ``env`` or its ``inherit_env``) and either:
   alias, command or arguments (``@modelcontextprotocol/server-github``), words common
   to every server (``mcp``, ``server``, ``npx``, ...) aside.
 
+The variables a shell keeps for itself (``PWD``, ``SHLVL``, ...) are never among them.
+
 ``check-config`` warns about each such variable by name; ``mcpd import`` writes them
 into the server's ``inherit_env``, so an imported server keeps what it had.
 """
@@ -64,6 +66,11 @@ _COMMON: Final = frozenset(
 )
 
 
+# Kept by a shell for itself, set anew by the server's own shell if it runs one: a word
+# of its command line (``pwd``) names none of them.
+_SHELL_OWN: Final = frozenset({"PWD", "OLDPWD", "SHLVL", "_"})
+
+
 def _words(*texts: str) -> set[str]:
     found: set[str] = set()
     for text in texts:
@@ -86,7 +93,7 @@ def relied_on(alias: str, cfg: ServerConfig, env: Mapping[str, str]) -> list[str
     in_args = {m.group(1) for a in [cfg.command, *cfg.args] for m in _SHELL_REF.finditer(a)}
     found = []
     for name in sorted(env):
-        if never_inherited(name) or gets(name, cfg):
+        if never_inherited(name) or name in _SHELL_OWN or gets(name, cfg):
             continue
         first = name.split("_", 1)[0].lower()
         if name in in_args or (len(first) >= 3 and first in own):

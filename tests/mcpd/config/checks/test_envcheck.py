@@ -41,6 +41,14 @@ def test_a_variable_a_shell_would_expand_in_the_command_line_is_relied_on(ref: s
     assert relied_on("x", cfg, {"API_HOST": "h", "API_PORT": "1"}) == ["API_HOST"]
 
 
+def test_a_variable_a_shell_keeps_for_itself_is_never_relied_on() -> None:
+    # "pwd" is a word of the command line, and $PWD a reference: the server's own shell
+    # sets it anew, and mcpd's is of no use to it.
+    cfg = stdio("/bin/sh", "-c", "pwd >&2; cd $OLDPWD; echo $SHLVL $_; sleep 1000")
+    env = {"PWD": "/w", "OLDPWD": "/o", "SHLVL": "2", "_": "/usr/bin/mcpd", "SLEEP_MS": "5"}
+    assert relied_on("relcwd", cfg, env) == ["SLEEP_MS"]
+
+
 def test_a_shell_reference_in_the_command_itself_counts() -> None:
     assert relied_on("x", stdio("$TOOLS_BIN/run"), {"TOOLS_BIN": "/t"}) == ["TOOLS_BIN"]
 
