@@ -51,8 +51,8 @@ from ..client import (
     running_daemon,
     socket_path,
 )
-from ..exits import EXIT_BAD_REPLY, EXIT_UNREACHABLE, fail
-from .hostconfig import config_path, entry, host, merge, write_host_config
+from ..exits import EXIT_BAD_REPLY, EXIT_FAILED, EXIT_UNREACHABLE, fail
+from .hostconfig import WouldDropComments, config_path, entry, host, merge, write_host_config
 from .hostconfig_toml import merge_toml, render_table
 from .hostfile import HostConfigError, Written, replace_file
 
@@ -202,6 +202,11 @@ def cmd_connect(args: argparse.Namespace) -> int:
         _write_profile(path, profile, table)
     try:
         written = write_host_config(key, target, new, secret=bool(args.http))
+    except WouldDropComments as exc:
+        # Not a usage error: the entry is right, and shown to be pasted.
+        print(f"# {host(key).title}: {target}")
+        sys.stdout.write(merge(key, "", new))
+        fail(EXIT_FAILED, str(exc))
     except HostConfigError as exc:
         raise ConnectError(str(exc)) from None
     _report(written, host(key).title)

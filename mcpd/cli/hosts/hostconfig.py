@@ -21,7 +21,8 @@ JSON files are parsed, updated and written with a 2-space indent, every number, 
 and line ending as the file had it (``hostconfig_json``). Codex's TOML is edited as
 text: the ``[mcp_servers.NAME]`` table and its sub-tables are replaced in place or
 appended, so every comment and byte elsewhere stays, and the result is parsed again to
-prove nothing else changed. A file that does not parse is refused, never rewritten.
+prove nothing else changed. A file that does not parse is refused, never rewritten;
+one with comments or trailing commas (JSONC, as VS Code's) too, as they would be lost.
 ``hostfile`` finds the file, keeps a backup and replaces it.
 
 The hosts themselves (their files, prefixes and limits) are in ``mcpd.config.tables.hosts``,
@@ -39,12 +40,18 @@ from typing import Any, Final
 
 import msgspec
 
+from ...config.importing.jsonc_text import is_jsonc
 from ...config.tables.hosts import HOSTS, Host
 from .hostconfig_json import NotJSON, Unreadable, dumps, line_ending, loads
 from .hostconfig_toml import merge_toml
 from .hostfile import HostConfigError, Written, replace_file
 
 _NAME: Final = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+class WouldDropComments(HostConfigError):
+    """A host's file with comments or trailing commas (JSONC), which a host reads and
+    mcpd's writer would drop: it is left as it is, for the entry to be added by hand."""
 
 
 def host(key: str) -> Host:
@@ -158,11 +165,14 @@ def _merge_json(h: Host, about: str, existing: str, new: HostEntry) -> str:
         try:
             doc = loads(existing)
         except NotJSON as exc:
-            hint = ""
-            if h.key == "vscode":
-                hint = " (VS Code allows comments and trailing commas, which mcpd would drop)"
-            raise HostConfigError(
-                f"{about}: not valid JSON{hint}: {exc}; fix it or add the entry by hand"
+            if not is_jsonc(existing):
+                raise HostConfigError(
+                    f"{about}: not valid JSON: {exc}; fix it or add the entry by hand"
+                ) from None
+            raise WouldDropComments(
+                f"{about}: holds comments or trailing commas, which {h.title} reads but "
+                f"writing the file back would drop; nothing is written: add the entry "
+                f"to its {h.servers_key!r} object by hand"
             ) from None
         except Unreadable as exc:
             raise HostConfigError(f"{about}: {exc}") from None

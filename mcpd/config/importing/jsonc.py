@@ -8,7 +8,7 @@ from typing import Final, TypeAlias
 
 from protocol.jsonrpc import messages as rpc
 
-from ..loading.nesting import MAX_NESTING
+from .jsonc_text import strip_jsonc
 
 _QUOTED_MAX: Final = 80  # characters of a value a note quotes as it is
 
@@ -30,49 +30,8 @@ Decoded: TypeAlias = "Pairs | list[Decoded] | str | int | float | bool | None"
 def read_json(text: str) -> Decoded:
     """JSON, also with // and /* */ comments and trailing commas (JSONC). Raises
     ValueError for text that is not, or that nests deeper than ``MAX_NESTING``."""
-    decoded: Decoded = json.loads(_strip_jsonc(text), object_pairs_hook=Pairs)
+    decoded: Decoded = json.loads(strip_jsonc(text), object_pairs_hook=Pairs)
     return decoded
-
-
-def _strip_jsonc(text: str) -> str:
-    out: list[str] = []
-    i, n = 0, len(text)
-    depth = 0  # counted here, so that no deeper text reaches a recursive reader
-    while i < n:
-        c = text[i]
-        if c == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            out.append(text[i : j + 1])
-            i = j + 1
-        elif text.startswith("//", i):
-            while i < n and text[i] != "\n":
-                i += 1
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = n if end < 0 else end + 2
-            out.append(" ")
-        elif c in "[{":
-            depth += 1
-            if depth > MAX_NESTING:
-                raise ValueError(f"arrays and objects nested more than {MAX_NESTING} levels deep")
-            out.append(c)
-            i += 1
-        elif c in "]}":
-            depth -= 1
-            # A trailing comma before a closing bracket: drop it.
-            k = len(out) - 1
-            while k >= 0 and out[k].isspace():
-                k -= 1
-            if k >= 0 and out[k] == ",":
-                out[k] = " "
-            out.append(c)
-            i += 1
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
 
 
 def objects(node: Decoded, path: str, notes: list[str]) -> rpc.Json:

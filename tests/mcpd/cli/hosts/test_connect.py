@@ -201,6 +201,24 @@ async def test_a_token_written_into_a_readable_host_file_is_made_private(tmp_pat
     assert code == 0 and "already has it" in out and target.stat().st_mode & 0o077 == 0
 
 
+async def test_a_host_file_with_comments_is_left_as_it_is_and_the_entry_shown(
+    tmp_path: Path,
+) -> None:
+    write_mcpd_config(tmp_path)
+    target = tmp_path / "mcp.json"
+    before = '{\n  // servers I use\n  "servers": {"other": {"command": "x"}}\n}\n'
+    target.write_text(before)
+    code, out, err = await mcpd_connect(tmp_path, "vscode", "--write", "--file", str(target))
+    # 1, not 2: nothing was asked wrongly; what was asked cannot be done safely.
+    assert code == 1, err
+    assert "holds comments or trailing commas, which VS Code reads but writing" in err
+    assert target.read_text() == before
+    assert not list(tmp_path.glob("mcp.json.bak-*"))
+    name, doc, _ = printed_entry("vscode", out)
+    assert name == str(target)
+    assert doc["servers"]["mcpd"]["type"] == "stdio"
+
+
 async def test_a_relative_socket_is_written_as_an_absolute_path(tmp_path: Path) -> None:
     write_mcpd_config(tmp_path)
     env = {k: v for k, v in os.environ.items() if k not in ("XDG_CONFIG_HOME", "CODEX_HOME")}

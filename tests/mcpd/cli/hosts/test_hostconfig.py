@@ -164,10 +164,18 @@ def test_json_merge_refuses_a_file_it_would_damage(text: str, words: str) -> Non
         hc.merge("cursor", text, hc.entry("cursor", bridge_argv=BRIDGE))
 
 
-def test_vscode_file_with_comments_is_refused_with_the_reason() -> None:
-    text = '{\n  // my servers\n  "servers": {},\n}\n'
-    with pytest.raises(HostConfigError, match="comments and trailing commas"):
+@pytest.mark.parametrize(
+    "text", ['{\n  // my servers\n  "servers": {}\n}\n', '{"servers": {"a": {"command": "x"},},}']
+)
+def test_vscode_file_with_comments_is_refused_with_the_reason(text: str) -> None:
+    # Read as the host reads it: not "not valid JSON", but what writing would drop.
+    with pytest.raises(hc.WouldDropComments) as refused:
         hc.merge("vscode", text, hc.entry("vscode", bridge_argv=BRIDGE))
+    assert str(refused.value) == (
+        "VS Code: holds comments or trailing commas, which VS Code reads but writing the "
+        "file back would drop; nothing is written: add the entry to its 'servers' object "
+        "by hand"
+    )
 
 
 # -- merging Codex's TOML --

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from mcpd.config.importing.jsonc import objects, read_json
+from mcpd.config.importing.jsonc_text import is_jsonc
 
 
 def plain(text: str) -> tuple[Any, list[str]]:
@@ -111,3 +112,17 @@ def test_nesting_up_to_the_bound_is_read_and_deeper_is_a_value_error() -> None:
 def test_brackets_in_strings_and_comments_are_no_nesting() -> None:
     text = '["' + "[{" * 500 + '"] // ' + "[" * 500 + "\n"
     assert read_json(text) == ["[{" * 500]
+
+
+@pytest.mark.parametrize(
+    ("text", "jsonc"),
+    [
+        ('{"a": 1 // one\n}', True),
+        ('{"a": [1, 2,],}', True),
+        ('{"a": "// not a comment"}', True),
+        ('{"a": NaN // no host reads it\n}', False),
+        ('{"a": ', False),
+    ],
+)
+def test_jsonc_is_told_apart_from_what_no_host_reads(text: str, jsonc: bool) -> None:
+    assert is_jsonc(text) is jsonc
