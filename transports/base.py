@@ -228,7 +228,12 @@ def default_answer(req: Request) -> bytes:
     (servers use it to see that the client is there), anything else is -32601."""
     if req.method == "ping":
         return encode_result(req.id, {})
-    return encode_error(req.id, METHOD_NOT_FOUND, f"mcpd does not support {req.method!r}")
+    return encode_error(req.id, METHOD_NOT_FOUND, unsupported(req.method))
+
+
+def unsupported(method: str) -> str:
+    """mcpd's words refusing a server's request for ``method``."""
+    return f"mcpd does not support {method!r}"
 
 
 logger = logging.getLogger("mcpd.transport")

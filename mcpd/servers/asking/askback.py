@@ -51,7 +51,7 @@ from protocol.mcp import features
 from protocol.pacing.buckets import Throttle
 from protocol.shown.logfields import log_extra
 from protocol.shown.visible import METHOD_SHOWN, quote
-from transports.base import OVER_LIMIT
+from transports.base import OVER_LIMIT, unsupported
 from transports.errors import SERVER_REPLIES
 
 from ...policy.redaction.guard import SecretGuard
@@ -298,7 +298,7 @@ class AskRoutes:
         """The transport's ``on_request``: relay to the cause, or refuse."""
         kind = features.needs(req.method)
         if kind is None:
-            raise rpc.RPCError(rpc.METHOD_NOT_FOUND, f"mcpd does not support {req.method!r}")
+            raise rpc.RPCError(rpc.METHOD_NOT_FOUND, unsupported(req.method))
         version = self._modern()
         if version is not None:
             why = (

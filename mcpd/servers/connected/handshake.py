@@ -22,7 +22,7 @@ from protocol.mcp import greeting
 from protocol.mcp.greeting import ServerCapabilities
 from protocol.shown.logfields import log_extra
 from protocol.shown.visible import quote
-from transports.base import Transport
+from transports.base import Transport, unsupported
 from transports.errors import HttpRPCError, TransportError, UnexpectedReply
 
 from ... import __version__
@@ -307,6 +307,13 @@ class Handshake:
             )
             if self.probe_malformed is not None:
                 slow = f"{self.probe_malformed}, and "
+            if exc.code == rpc.METHOD_NOT_FOUND and exc.message == unsupported("initialize"):
+                # mcpd's refusal of its own request, read back: what it wrote came back.
+                raise Incompatible(
+                    f"{self.alias}: the server sent mcpd's initialize request back as its "
+                    "own, then mcpd's refusal of it as the answer: it echoes what it reads "
+                    "(is it an MCP server?)"
+                ) from None
             raise Incompatible(
                 f"{self.alias}: {slow}initialize failed with the error {quote(exc.message)}"
             ) from None

@@ -674,3 +674,16 @@ async def test_each_answer_to_a_request_is_heard_of(transport: Answering, answer
     with contextlib.suppress(rpc.RPCError, MalformedReply, TransportClosed):
         await up.request("resources/read", {"uri": "file:///a"})
     assert len(heard) == int(answered)
+
+
+async def test_a_program_that_echoes_what_it_reads_is_told_apart(tmp_path: Path) -> None:
+    # /bin/cat sends mcpd's initialize back as a request, then mcpd's refusal of it as
+    # the answer: not the server's words, though they would read as such.
+    with trio.fail_after(20):
+        async with open_stdio_transport("echo", StdioParams(command="/bin/cat")) as transport:
+            with pytest.raises(Incompatible) as info:
+                await Upstream("echo", transport, probe_timeout=2).connect()
+    assert str(info.value) == (
+        "echo: the server sent mcpd's initialize request back as its own, then mcpd's "
+        "refusal of it as the answer: it echoes what it reads (is it an MCP server?)"
+    )
