@@ -85,7 +85,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             return serve(None, path, demo=False, socket=args.socket, config_error=exc)
         # Before ``..starting.serve`` imports trio and the daemon: see ``starting.prestart``.
         from ..starting.cannot_start import DaemonError
-        from ..starting.prestart import bind_first, start_early, state_found
+        from ..starting.prestart import bind_first, start_early, state_found, undo
 
         try:
             config = state_found(config)
@@ -93,13 +93,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
         except DaemonError as exc:
             logging.getLogger("mcpd").error("%s", exc)
             return exc.exit_code
-        start_early(config, args.socket)
-        # Absolute: the daemon reports it, and `mcpd token` and `mcpd connect` run
-        # elsewhere act on it.
-        config_path = config.source
-        from ..starting.serve import serve
+        try:
+            start_early(config, args.socket)
+            # Absolute: the daemon reports it, and `mcpd token` and `mcpd connect` run
+            # elsewhere act on it.
+            config_path = config.source
+            from ..starting.serve import serve
 
-        return serve(config, config_path, demo=False, socket=args.socket, listening=listening)
+            return serve(config, config_path, demo=False, socket=args.socket, listening=listening)
+        except KeyboardInterrupt:
+            # Ctrl-C before the daemon hears signals (it reads trio in the meantime).
+            logging.getLogger("mcpd").info("stopping before the start was done")
+            raise
+        finally:
+            undo(listening)
     from ..starting.serve import serve
 
     return serve(config, config_path, demo=args.demo, socket=args.socket)

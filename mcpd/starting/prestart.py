@@ -103,6 +103,14 @@ def stop_unclaimed() -> None:
         logger.warning("a server started early (pid %d) was not used and is stopped", pid)
 
 
+def undo(listening: Listening) -> None:
+    """What ``bind_first`` and ``start_early`` did, undone: for a stop that comes before
+    the daemon's loop, which would otherwise leave the socket files and the servers
+    started early behind it."""
+    early.discard()
+    listening.close()
+
+
 def _socket_path(config: Config, socket: str | None) -> str:
     # The daemon's own rule, with systemd's variables still in the environment.
     return daemon_socket_path(socket, config.daemon.socket, systemd=systemd_socket())

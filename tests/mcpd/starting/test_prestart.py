@@ -228,3 +228,37 @@ def test_a_server_the_system_cannot_start_early_leaves_the_others_started(
         assert early.waiting() == pids
     finally:
         early.discard()
+
+
+# Ctrl-C as `mcpd serve` reads trio and the daemon, once its servers started early:
+# before the daemon hears signals.
+INTERRUPTED = """
+import os, signal, sys
+import mcpd.starting.prestart as prestart
+from mcpd.cli.main import main
+
+original = prestart.start_early
+
+def start_early(config, socket):
+    pids = original(config, socket)
+    os.kill(os.getpid(), signal.SIGINT)
+    return pids
+
+prestart.start_early = start_early
+main(["serve", "--config", sys.argv[1], "--log", "stderr", "--log-level", "debug"])
+"""
+
+
+async def test_ctrl_c_before_the_daemon_hears_it_leaves_no_socket_and_no_server(
+    tmp_path: Path,
+) -> None:
+    cfg, sock = write_config(tmp_path, {"a": counted_server(tmp_path / "a.starts")})
+    done = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED, str(cfg)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 130, done.stderr
+    assert "stopping before the start was done" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not sock.exists(), "the socket file outlived its daemon"
+    [pid] = map(int, re.findall(r"a: started early \(pid (\d+)\)", done.stderr))
+    assert await wait_gone(pid, timeout=5), "a server started early outlived its daemon"
