@@ -2,8 +2,8 @@
 
 0 ok, 1 the tool returned isError (or the daemon could not do what it was asked),
 2 usage, 3 daemon unreachable, 4 the daemon's reply could not be read, 78
-(``EX_CONFIG``) config error. They are here, apart from ``main``, because every
-module of commands stops with them.
+(``EX_CONFIG``) config error, 130 interrupted (given by ``main``). They are here, apart
+from ``main``, because every module of commands stops with them.
 """
 
 from __future__ import annotations
