@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from mcpd.config.importing.convert import config_from_json, import_text
+from mcpd.config.importing.convert import import_text
+from mcpd.config.importing.served import config_from_json
 from mcpd.config.tables.model import ConfigError
 from tests.conftest import ROOT
 
