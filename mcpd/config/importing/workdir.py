@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .jsonc import quoted_or_sized
+
 
 def started_in(source: str) -> str | None:
     """The folder the host runs in when it reads ``source``, where it says so by
@@ -32,10 +34,14 @@ def absolute_cwd(cwd: str, folder: str | None, where: str, notes: list[str]) -> 
         return {"cwd": cwd}
     if folder is None:
         notes.append(
-            f"{where}.cwd: {cwd!r} is relative to the folder the host was started in, "
-            "which the file does not say; not imported (give cwd as an absolute path)"
+            f"{where}.cwd: {quoted_or_sized(cwd)} is relative to the folder the host was "
+            "started in, which the file does not say; not imported (give cwd as an absolute "
+            "path)"
         )
         return {}
     joined = os.path.normpath(os.path.join(folder.replace("$", "$$"), cwd))
-    notes.append(f"{where}.cwd: {cwd!r} is relative to the host's folder: imported as {joined!r}")
+    notes.append(
+        f"{where}.cwd: {quoted_or_sized(cwd)} is relative to the host's folder: imported as "
+        f"{quoted_or_sized(joined)}"
+    )
     return {"cwd": joined}

@@ -46,6 +46,8 @@ def test_any_enum_value_is_refused_as_a_config_error(value: str) -> None:
     if value in ("http", "sse", "stdio"):
         return
     error = _refusal({"servers": {"x": {**HTTP, "transport": value}}})
+    if str(error).startswith("servers.x.transport: bad variable reference"):
+        return  # "${" with no "}": refused as that first, naming the key all the same
     assert str(error).startswith("servers.x.transport: Invalid enum value")
     # A value near a choice is followed by the suggestion, then the choices.
     assert str(error).endswith(' give one of "http", "sse", "stdio"')
