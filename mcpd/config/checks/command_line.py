@@ -22,7 +22,7 @@ from ..tables.servertable import ServerConfig
 
 def command_line_errors(where: str, s: ServerConfig) -> Iterator[ConfigError]:
     command = s.command
-    if command is None or not any(c.isspace() for c in command.strip()):
+    if command is None or not any(c in " \t" for c in command.strip(" \t")):
         return
     try:
         words = shlex.split(command)

@@ -18,10 +18,13 @@ from tests.support.daemons.served import Served
 
 pytestmark = pytest.mark.timeout(90)
 
-# Both a command and a url: two errors, from one reading of the file.
-BOTH = '[servers.both]\ncommand = "python3"\nurl = "http://127.0.0.1:1/mcp"\n'
+# Both a command and a url, and an empty command: two errors, from one reading of the file.
+BOTH = (
+    '[servers.both]\ncommand = "python3"\nurl = "http://127.0.0.1:1/mcp"\n'
+    '[servers.empty]\ncommand = ""\n'
+)
 FIRST = "servers.both: give exactly one of `command` (stdio) or `url` (HTTP)"
-SECOND = 'servers.both.transport: "stdio" needs a `command`, not a `url`'
+SECOND = "servers.empty.command: is empty"
 
 
 @pytest.fixture
