@@ -85,16 +85,19 @@ class Daemon(DaemonForAgents):
         self._on_settled = on_settled
         self.config_path = config_path
         self.sysd = sysd or SystemdEnv(Notifier(None))
-        # What every server lists passes it; its settings follow the config in force.
-        gate = ListGate(lambda alias: self.supervisor.config.pin_policy(alias))
-        self.catalog = Catalog(config.naming, gate)
-        self.rereader = Rereader(
-            config_path, config, self.catalog, socket_for or Config.socket_path
-        )
         # The policy, the approvals, the audit log and the secrets guarded in what
         # servers send; a call waiting for approval, or decided, redraws open status
         # pages as a server's change does.
         self.oversight = Oversight(config, state_dir(config), lambda: self.all_servers.changed())
+        # What every server lists passes it; its settings follow the config in force.
+        gate = ListGate(
+            lambda alias: self.supervisor.config.pin_policy(alias),
+            masking=self.oversight.guard,
+        )
+        self.catalog = Catalog(config.naming, gate)
+        self.rereader = Rereader(
+            config_path, config, self.catalog, socket_for or Config.socket_path
+        )
         self.supervisor = Supervisor(
             config, self.catalog, on_change=self._changed, guard=self.oversight.guard
         )

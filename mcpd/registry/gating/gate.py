@@ -35,6 +35,8 @@ from .judged import (
     HeldView,
     ItemJudged,
     ListState,
+    Masker,
+    Masking,
     T,
     Verdicts,
     WhyHeld,
@@ -98,9 +100,12 @@ class ListGate:
         self,
         policy: Callable[[str], PinPolicy] = lambda alias: DEFAULT_POLICY,
         review: Review | None = None,
+        masking: Masking | None = None,
     ) -> None:
         self.policy = policy
         self.review = review if review is not None else Review()
+        # The secrets mcpd holds, masked in what cleaning makes of each item (``Masker``).
+        self.masking = masking
         # Each server's instructions as the item last judged: every agent's handshake
         # asks for them again, and the same object is known at once, not compared.
         self._instructions: dict[str, Instructions] = {}
@@ -129,7 +134,7 @@ class ListGate:
         list finds it done. What is made of an item depends on the item alone, so
         agents are shown nothing of it before the list is judged whole, and an item
         read ahead of a list that is never judged is read again when it is listed."""
-        self.review.list_state(alias, kind).seen(name, item, kind)
+        self.review.list_state(alias, kind).seen(name, item, kind, self._mask(alias))
 
     def resources(
         self, alias: str, items: Iterable[features.Resource]
@@ -140,11 +145,12 @@ class ListGate:
         state = self.review.list_state(alias, "resource")
         news = News(alias, "resource")
         whole = self.held_whole(alias)
+        mask = self._mask(alias)
         shown: dict[str, features.Resource] = {}
         held: dict[str, str] = {}
         for item in items:
             uri = item.uri
-            seen = state.seen(uri, item, "resource")
+            seen = state.seen(uri, item, "resource", mask)
             self._found(state, news, uri, seen)
             if whole is None:
                 state.pending.pop(uri, None)
@@ -181,6 +187,9 @@ class ListGate:
         shown = self._judge(alias, "instructions", {INSTRUCTIONS: item}).shown
         return shown[INSTRUCTIONS].instructions or None
 
+    def _mask(self, alias: str) -> Masker | None:
+        return None if self.masking is None else Masker(self.masking, alias)
+
     def withdrawn(self, alias: str, kind: Kind | Literal["resource"]) -> None:
         """The server no longer offers anything of ``kind``: nothing of it waits or is
         found any more. Its pins stay, as those of items a list no longer has do."""
@@ -209,8 +218,9 @@ class ListGate:
         # Instructions are orders by nature: what the rules find in them is told,
         # never a reason to hold them.
         held_for_findings = judging.policy.on_finding == "hold" and kind != "instructions"
+        mask = self._mask(alias)
         for name, item in items.items():
-            seen = state.seen(name, item, kind)
+            seen = state.seen(name, item, kind, mask)
             offered = seen.digest
             pin, was = _judged_against(server, pinned, kind, name, namesakes, sought)
             why, repinned = self._against_pin(judging, name, seen, pin, was)
@@ -326,7 +336,8 @@ class ListGate:
             if view is None:
                 data = approved.get((alias, kind, was))
                 record = None if data is None else PinRecord(shown_digest(pin), data)
-                view = state.views[name] = HeldView(pin, held_view(kind, name, record), record)
+                shown_held = held_view(kind, name, record, self._mask(alias))
+                view = state.views[name] = HeldView(pin, shown_held, record)
             shown[name] = view.item  # type: ignore[assignment]
             old = state.pending.get(name)
             now = (why, shown_digest(seen.digest), view.definition)

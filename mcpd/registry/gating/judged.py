@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable
-from typing import Final, Generic, Literal, TypeVar
+from typing import Final, Generic, Literal, NamedTuple, Protocol, TypeVar
 
 import msgspec
 from msgspec import Raw
@@ -36,6 +36,7 @@ HeldKind = Literal[Kind, "resource"]
 HELD_KINDS: Final[tuple[HeldKind, ...]] = (*KINDS, "resource")
 T = TypeVar("T", mcp.Tool, features.Prompt, features.ResourceTemplate, Instructions)
 V = TypeVar("V")
+S = TypeVar("S", bound=msgspec.Struct)
 _encode: Final = msgspec.json.Encoder().encode
 _canonical: Final = msgspec.json.Encoder(order="sorted")
 
@@ -97,6 +98,31 @@ def held_reason(why: WhyHeld, alias: str, rules: Iterable[str] = ()) -> str:
     return f"its text reads as orders to the model ({', '.join(rules)}); {how} once it is read"
 
 
+class Masking(Protocol):
+    """What masks the secrets mcpd holds in JSON it writes of what a server sent: the
+    same object when it holds none (``SecretGuard.reread``)."""
+
+    def reread(self, alias: str, raw: Raw, what: str) -> Raw: ...
+
+
+class Masker(NamedTuple):
+    """One server's items masked as made fit to list. The server's own were searched as
+    they came, but cleaning takes out what may split a secret, which is whole only in
+    what cleaning made: so that is searched, whenever cleaning changed anything."""
+
+    masking: Masking
+    alias: str
+
+    def fit(self, kind: str, given: object, made: S) -> S:
+        """``made`` (what cleaning made of ``given``) with every secret in it masked."""
+        if made is given:
+            return made
+        raw = Raw(_encode(made))
+        what = "its instructions" if kind == "instructions" else f"a listed {kind}"
+        masked = self.masking.reread(self.alias, raw, what)
+        return made if masked is raw else msgspec.json.decode(masked, type=type(made))
+
+
 class ItemJudged(msgspec.Struct, gc=False):
     """What the gate made of one item: kept while the server lists that item, so
     listing it again (or judging again after an approval) costs a lookup. (Nothing
@@ -140,7 +166,13 @@ class ListState:
         for key in [k for k in self.told if k[0] not in names]:
             del self.told[key]
 
-    def seen(self, name: str, item: PinnedItem | features.Resource, kind: str) -> ItemJudged:
+    def seen(
+        self,
+        name: str,
+        item: PinnedItem | features.Resource,
+        kind: str,
+        mask: Masker | None = None,
+    ) -> ItemJudged:
         seen = self.memo.get(name)
         if seen is not None:
             if seen.source is item:
@@ -155,12 +187,13 @@ class ListState:
                 return seen
         if isinstance(item, features.Resource):
             read = read_listed(item)
-            seen = ItemJudged(item, read.item, None, tuple(read.findings(rules=False)))
+            digest, findings = None, tuple(read.findings(rules=False))
         else:
             read = READERS[kind](item)  # type: ignore[index]
             data = definition(item)
-            findings = tuple(read.findings(definition=data))
-            seen = ItemJudged(item, read.item, hashlib.sha256(data).digest(), findings)
+            digest, findings = hashlib.sha256(data).digest(), tuple(read.findings(definition=data))
+        made = read.item if mask is None else mask.fit(kind, item, read.item)
+        seen = ItemJudged(item, made, digest, findings)
         self.memo[name] = seen
         return seen
 
@@ -206,16 +239,21 @@ def resource_record(resource: features.Resource) -> PinRecord:
     return PinRecord(pin_digest(data), Raw(data))
 
 
-def held_view(kind: Kind, name: str, approved: PinRecord | None) -> PinnedItem:
+def held_view(
+    kind: Kind, name: str, approved: PinRecord | None, mask: Masker | None = None
+) -> PinnedItem:
     """What agents are shown of a held item: as approved, else its name alone (of
     instructions: none, no text); by the server's name for it now (``name``), which
     is what a call to it would reach, even when it was approved under another."""
     if approved is not None:
         try:
-            shown: PinnedItem = READERS[kind](item_of(kind, approved.definition)).item
+            given = item_of(kind, approved.definition)
+            shown: PinnedItem = READERS[kind](given).item
         except (msgspec.DecodeError, msgspec.ValidationError):
             pass
         else:
+            if mask is not None:
+                shown = mask.fit(kind, given, shown)
             if isinstance(shown, features.ResourceTemplate) and shown.uriTemplate != name:
                 shown = msgspec.structs.replace(shown, uriTemplate=name)
             elif isinstance(shown, mcp.Tool | features.Prompt) and shown.name != name:
