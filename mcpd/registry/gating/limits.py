@@ -48,6 +48,10 @@ HIDDEN_URI: Final = "its URI holds invisible or control characters"
 # template alone (or nothing at all).
 NO_NAME: Final = "its name is empty"
 NO_URI: Final = "its URI is empty"
+# Why a tool or a prompt is left out whose local name would hold a secret mcpd holds
+# that its name as the server spelled it does not (``ghp.R7k`` made ``ghp_R7k``): no
+# agent may be handed the secret, and a name cannot be masked and still call the item.
+NAMED_A_SECRET: Final = "the name agents would know it by holds a secret mcpd holds"
 
 
 def first_listed(items: Sequence[T], key: Callable[[T], str]) -> list[T]:

@@ -16,6 +16,7 @@ from ...registry.gating.limits import LISTED_TWICE, ListTrim, Trimmed, item_labe
 from ..connected.handshake import BadPage
 from ..connected.upstream import Upstream
 from ..results.taking_apart import too_complex
+from .toolshape import named_a_secret
 
 T = TypeVar("T", features.Prompt, features.Resource, features.ResourceTemplate)
 
@@ -65,6 +66,10 @@ async def list_all(
                 trim.drop("(malformed)", str(exc))
                 continue
             if not trim.addressable(decoded):
+                continue
+            if isinstance(decoded, features.Prompt) and named_a_secret(
+                up.guard, up.alias, decoded.name, trim
+            ):
                 continue
             key = _key(decoded)
             if key in keys:

@@ -181,6 +181,8 @@ class ToolPages:
             tool = toolshape.accepted(item, trim)
             if tool is None:
                 continue
+            if guard is not None and toolshape.named_a_secret(guard, self.alias, tool.name, trim):
+                continue
             if tool.name in names:
                 # A name is how calls find a tool: a second one could never be called.
                 trim.drop(short_name(tool.name), LISTED_TWICE)

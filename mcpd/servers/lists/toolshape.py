@@ -9,7 +9,8 @@ dropped tools), as is one whose name is empty, and an optional field of the wron
 kind is left off the tool, as is one holding what no host takes (``toolfields``; an
 input schema holding such leaves the tool out). An output schema of any kind of value
 is kept, as 2026-07-28 allows: a legacy agent is listed the tool without one that is
-not an object's (``registry.tables.eras``).
+not an object's (``registry.tables.eras``). A tool, or a prompt, whose local name
+would hold a secret mcpd holds is left out (``named_a_secret``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 from protocol.shown.visible import quote
 
-from ...registry.gating.limits import ListTrim, short_name
+from ...policy.redaction.guard import SecretGuard
+from ...registry.gating.limits import NAMED_A_SECRET, ListTrim, short_name
+from ...registry.naming.facing import sanitize
 from . import toolfields
 
 _OBJECT_TYPE: Final = Raw(b'{"type":"object"}')
@@ -148,3 +151,17 @@ def _describe(raw: Raw) -> str:
 def _type_words(value: object) -> str:
     """A schema's type as the server wrote it, quoted (JSON for what is no string)."""
     return quote(value if isinstance(value, str) else msgspec.json.encode(value).decode())
+
+
+def named_a_secret(guard: SecretGuard, alias: str, name: str, trim: ListTrim) -> bool:
+    """Whether the tool or prompt the server calls ``name`` is left out: the local name
+    made of it (every character outside ``[A-Za-z0-9_-]`` made ``_``) holds a secret
+    mcpd holds, which the server's own spelling of it hid (``NAMED_A_SECRET``)."""
+    made = sanitize(name)
+    if made == name:
+        return False  # searched as the server sent it
+    masked = guard.text(alias, made, "a name agents would know an item by")
+    if masked == made:
+        return False
+    trim.drop("(named after a secret)", f"{NAMED_A_SECRET} ({masked})")
+    return True
