@@ -26,7 +26,7 @@ from .agents.connection.ending import answer_stopping
 from .agents.daemon_seam import DaemonForAgents, Lines
 from .agents.entry.peers import server_of
 from .audit.log import AuditLog
-from .config.tables.model import Config, ConfigError, DaemonConfig
+from .config.tables.model import Config, ConfigError, DaemonConfig, PinPolicy
 from .local.pins import pinfile
 from .local.service.systemd import Notifier, SystemdEnv, run_test_faults, run_watchdog
 from .local.state.endpoint_token import TokenFile, renew_exposed, token_path, usable_at_start
@@ -90,10 +90,7 @@ class Daemon(DaemonForAgents):
         # pages as a server's change does.
         self.oversight = Oversight(config, state_dir(config), lambda: self.all_servers.changed())
         # What every server lists passes it; its settings follow the config in force.
-        gate = ListGate(
-            lambda alias: self.supervisor.config.pin_policy(alias),
-            masking=self.oversight.guard,
-        )
+        gate = ListGate(self._pin_policy, masking=self.oversight.guard)
         self.catalog = Catalog(config.naming, gate)
         self.rereader = Rereader(
             config_path, config, self.catalog, socket_for or Config.socket_path
@@ -323,6 +320,9 @@ class Daemon(DaemonForAgents):
             if line != self._status_line:
                 self._status_line = line
                 self.notifier.status(line)
+
+    def _pin_policy(self, alias: str) -> PinPolicy:
+        return self.supervisor.config.pin_policy(alias)
 
     def _era_of(self, alias: str) -> LiveEra | None:
         server = self.supervisor.servers.get(alias)

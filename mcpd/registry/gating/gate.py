@@ -26,6 +26,7 @@ from protocol.mcp import core as mcp
 from protocol.mcp import features
 
 from ...config.tables.model import DEFAULT_POLICY, PinPolicy
+from ...policy.redaction.guard import SecretGuard
 from ..naming.facing import Namesakes, looked_up, marks
 from ..pinning.definitions import INSTRUCTIONS, Instructions, Kind, PinRecord, key_of, record_of
 from ..pinning.digests import ServerPins, former_match, shown_digest
@@ -36,7 +37,6 @@ from .judged import (
     ItemJudged,
     ListState,
     Masker,
-    Masking,
     T,
     Verdicts,
     WhyHeld,
@@ -100,7 +100,7 @@ class ListGate:
         self,
         policy: Callable[[str], PinPolicy] = lambda alias: DEFAULT_POLICY,
         review: Review | None = None,
-        masking: Masking | None = None,
+        masking: SecretGuard | None = None,
     ) -> None:
         self.policy = policy
         self.review = review if review is not None else Review()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable
-from typing import Final, Generic, Literal, NamedTuple, Protocol, TypeVar
+from typing import Final, Generic, Literal, NamedTuple, TypeVar
 
 import msgspec
 from msgspec import Raw
@@ -16,6 +16,7 @@ from msgspec import Raw
 from protocol.mcp import core as mcp
 from protocol.mcp import features
 
+from ...policy.redaction.guard import SecretGuard
 from ..findings.readable import Readable, read_instructions, read_listed, read_prompt, read_tool
 from ..findings.rules import Finding
 from ..pinning.definitions import (
@@ -98,19 +99,12 @@ def held_reason(why: WhyHeld, alias: str, rules: Iterable[str] = ()) -> str:
     return f"its text reads as orders to the model ({', '.join(rules)}); {how} once it is read"
 
 
-class Masking(Protocol):
-    """What masks the secrets mcpd holds in JSON it writes of what a server sent: the
-    same object when it holds none (``SecretGuard.reread``)."""
-
-    def reread(self, alias: str, raw: Raw, what: str) -> Raw: ...
-
-
 class Masker(NamedTuple):
     """One server's items masked as made fit to list. The server's own were searched as
     they came, but cleaning takes out what may split a secret, which is whole only in
     what cleaning made: so that is searched, whenever cleaning changed anything."""
 
-    masking: Masking
+    masking: SecretGuard
     alias: str
 
     def fit(self, kind: str, given: object, made: S) -> S:
