@@ -69,8 +69,28 @@ def check_uids(uids: list[int], where: str) -> None:
             raise ConfigError(f"{where}[{i}]", f"must be a user id, 0 to {MAX_UID}")
 
 
+def is_localhost(host: str) -> bool:
+    """``localhost``, which mcpd serves on both loopback addresses
+    (``mcpd.starting.listening.bind_plan``)."""
+    return host.lower() == "localhost"
+
+
+def is_literal(host: str) -> bool:
+    """An IP address as written, not a name (an IPv6 one with its zone, if any)."""
+    try:
+        ipaddress.ip_address(host.partition("%")[0])
+    except ValueError:
+        return False
+    return True
+
+
+def url_host(ip: str) -> str:
+    """An address as a URL's host: an IPv6 one in brackets."""
+    return f"[{ip}]" if ":" in ip else ip
+
+
 def is_loopback(host: str) -> bool:
-    if host == "localhost":
+    if is_localhost(host):
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
