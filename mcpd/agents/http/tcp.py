@@ -7,10 +7,11 @@ need, since its file mode already says who may connect:
 
 - ``Authorization: Bearer TOKEN`` on every request, the token from ``mcpd token``
   (401 without it or with another);
-- the ``Origin`` header, when a browser sends one, must be this endpoint's own
-  (``http://127.0.0.1:PORT``, ``http://localhost:PORT``, ``http://[::1]:PORT``) or one
-  listed in ``http_origins``: a web page elsewhere that resolves its name to 127.0.0.1
-  (DNS rebinding) gets 403, as the MCP transport requires. A page at an allowed
+- the ``Origin`` header, when a browser sends one, must be this endpoint's own (the
+  addresses it holds, such as ``http://127.0.0.1:PORT``, and ``http://localhost:PORT``
+  where it holds both loopback addresses: ``own_names``) or one listed in
+  ``http_origins``: a web page elsewhere that resolves its name to 127.0.0.1 (DNS
+  rebinding) gets 403, as the MCP transport requires. A page at an allowed
   origin may read the answers, and its browser's preflight is answered without the
   token (``cors``).
 
@@ -39,6 +40,7 @@ its headers come sooner than that.
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import logging
 import socket as stdsocket
 from collections.abc import Awaitable, Callable, Iterable
@@ -52,7 +54,7 @@ from protocol.jsonrpc import messages as rpc
 from protocol.pacing.buckets import Throttle
 from protocol.shown.logfields import log_extra
 
-from ...config.checks.endpoints import parse_listen
+from ...config.checks.endpoints import is_localhost, parse_listen, url_host
 from ..daemon_seam import DaemonForAgents
 from ..page import is_page
 from .cors import answering, is_preflight, preflight
@@ -68,19 +70,36 @@ LOBBY_SIZE: Final = 64
 
 
 class Connect(msgspec.Struct):
-    """Where the endpoint listens, as hosts are told to reach it."""
+    """Where the endpoint listens, as hosts are told to reach it: an address it holds."""
 
     host: str
     port: int
 
     @property
     def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/mcp"
+        return f"http://{url_host(self.host)}:{self.port}/mcp"
 
 
-def own_origins(host: str, port: int, extra: Iterable[str] = ()) -> frozenset[str]:
-    names = {"127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host}
+def own_names(host: str, socks: list[stdsocket.socket]) -> frozenset[str]:
+    """The endpoint's names as a URL gives its host: the addresses it holds (loopback's
+    too where it holds every address of a family), and ``localhost`` where it holds
+    both loopback addresses, or ``http_listen``'s ``host`` was ``localhost`` (then
+    ``mcpd.starting.listening`` bound both, or this machine has no ``::1``). A name for
+    an address held by another could bring to mcpd a request meant for a stranger, and
+    the URLs mcpd hands out send the owner there."""
+    names: set[str] = set()
+    for sock in socks:
+        ip = ipaddress.ip_address(str(sock.getsockname()[0]).partition("%")[0])
+        names.add(url_host(str(sock.getsockname()[0])))
+        if ip.is_unspecified:
+            names.add("127.0.0.1" if ip.version == 4 else "[::1]")
+    if "127.0.0.1" in names and ("[::1]" in names or is_localhost(host)):
+        names.add("localhost")
+    return frozenset(names)
+
+
+def own_origins(names: frozenset[str], port: int, extra: Iterable[str] = ()) -> frozenset[str]:
+    """``names`` (``own_names``) as origins on ``port``, with those configured."""
     return frozenset({f"http://{n}:{port}" for n in names} | {o.lower() for o in extra})
 
 
@@ -215,14 +234,14 @@ def _refusal(message: str) -> bytes:
     return rpc.encode_error(None, -32001, message)
 
 
-def endpoint_of(
-    host: str, socks: list[stdsocket.socket]
-) -> tuple[list[trio.SocketListener], Connect]:
+def endpoint_of(socks: list[stdsocket.socket]) -> tuple[list[trio.SocketListener], Connect]:
     """The endpoint's sockets, bound before any server started
-    (``mcpd.starting.listening``), as listeners, and where hosts reach it (the port the
-    kernel chose, for port 0)."""
+    (``mcpd.starting.listening``), as listeners, and where hosts reach it: the first
+    one's address (``127.0.0.1`` for ``localhost``) and port (the one the kernel chose,
+    for port 0)."""
     listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(s)) for s in socks]
-    return listeners, Connect(host, int(socks[0].getsockname()[1]))
+    address, port = socks[0].getsockname()[:2]
+    return listeners, Connect(str(address), int(port))
 
 
 async def serve_endpoint(
@@ -236,8 +255,8 @@ async def serve_endpoint(
     ``handle`` with the gate it passes first. Started once it listens, with where hosts
     reach it."""
     host, _ = parse_listen(listen)
-    listeners, endpoint = endpoint_of(host, socks)
-    origins = own_origins(host, endpoint.port, control.settings.http_origins)
+    listeners, endpoint = endpoint_of(socks)
+    origins = own_origins(own_names(host, socks), endpoint.port, control.settings.http_origins)
     check = guard(control.http_token, origins)
     gate = EndpointDoor(check, lambda: control.settings.http_header_timeout, answering(origins))
     logger.info("HTTP endpoint on %s", endpoint.url, extra=log_extra(None))

@@ -15,7 +15,7 @@ from mcpd.agents.http.tcp import own_origins
 from mcpd.agents.http.wire import Headers
 
 PORT = 8765
-ORIGINS = own_origins("127.0.0.1", PORT, ["http://localhost:3000"])
+ORIGINS = own_origins(frozenset({"127.0.0.1"}), PORT, ["http://localhost:3000"])
 APP = "http://localhost:3000"
 
 

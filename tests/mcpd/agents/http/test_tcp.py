@@ -20,7 +20,9 @@ from mcpd.starting.listening import bind_endpoint
 
 TOKEN = "s3cret-token"
 PORT = 8765
-ORIGINS = own_origins("127.0.0.1", PORT, ["https://App.Example.com"])
+# An endpoint that holds both loopback addresses, as for http_listen = "localhost:PORT".
+BOTH = frozenset({"127.0.0.1", "[::1]", "localhost"})
+ORIGINS = own_origins(BOTH, PORT, ["https://App.Example.com"])
 
 
 def request(target: str = "/mcp", **headers: str) -> h11.Request:
@@ -49,18 +51,18 @@ def test_the_url_puts_an_ipv6_host_in_brackets() -> None:
     assert Connect("::1", 8765).url == "http://[::1]:8765/mcp"
 
 
-def test_the_own_origins_are_the_loopback_names_the_host_and_those_configured() -> None:
-    assert own_origins("::1", 80, ["HTTP://Tool.Local:3000"]) == {
+def test_the_own_origins_are_the_names_held_and_those_configured() -> None:
+    assert own_origins(BOTH, 80, ["HTTP://Tool.Local:3000"]) == {
         "http://127.0.0.1:80",
         "http://localhost:80",
         "http://[::1]:80",
         "http://tool.local:3000",
     }
-    assert "http://10.0.0.5:9000" in own_origins("10.0.0.5", 9000)
+    assert own_origins(frozenset({"10.0.0.5"}), 9000) == {"http://10.0.0.5:9000"}
 
 
 async def test_an_endpoint_asked_for_port_zero_says_the_port_it_got() -> None:
-    listeners, connect = endpoint_of("127.0.0.1", bind_endpoint("127.0.0.1:0"))
+    listeners, connect = endpoint_of(bind_endpoint("127.0.0.1:0"))
     try:
         assert connect.host == "127.0.0.1" and connect.port > 0
         assert connect.port == listeners[0].socket.getsockname()[1]

@@ -103,7 +103,7 @@ async def test_a_token_another_user_wrote_is_refused(peer_home: Path) -> None:
         stored_token(str(path))
     assert said in str(info.value) and f"rm {path}" in str(info.value)
     # The endpoint lets nobody in on it, the token's chooser included.
-    check = guard(TokenFile(str(path)).current, own_origins("127.0.0.1", 8765))
+    check = guard(TokenFile(str(path)).current, own_origins(frozenset({"127.0.0.1"}), 8765))
     with pytest.raises(Reject) as refused:
         check(request(Authorization="Bearer chosen-by-them"))
     assert refused.value.status == 503 and said.encode() in refused.value.body

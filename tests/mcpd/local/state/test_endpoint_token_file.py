@@ -38,7 +38,8 @@ def refusal(check: object, req: h11.Request) -> tuple[int, str]:
 
 
 def test_the_endpoints_checks() -> None:
-    check = guard(lambda: "t0k", own_origins("127.0.0.1", 8765, ["https://app.example"]))
+    own = frozenset({"127.0.0.1", "[::1]", "localhost"})
+    check = guard(lambda: "t0k", own_origins(own, 8765, ["https://app.example"]))
     check(request(Authorization="Bearer t0k"))
     check(request(Authorization="bearer t0k", Origin="http://localhost:8765"))
     check(request(Authorization="Bearer t0k", Origin="https://app.example"))
