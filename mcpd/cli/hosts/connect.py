@@ -33,6 +33,7 @@ from pathlib import Path
 from protocol.jsonrpc.messages import RPCError
 from protocol.shown.visible import visible
 
+from ...config.checks.endpoints import is_localhost
 from ...config.loading.load import load
 from ...config.loading.paths import daemon_socket_path
 from ...config.tables.hosts import HOSTS, TEMPLATE, builtin_profiles, host_prefix, max_tool_name
@@ -126,6 +127,9 @@ def endpoint_url(config: Config, sock: str) -> str:
         if not isinstance(url, str) or not url:
             raise ConnectError("the running mcpd has no HTTP endpoint (restart it to add one)")
         return url
+    if is_localhost(address):
+        # An address mcpd holds, not a name a host's resolver may take elsewhere.
+        address = "127.0.0.1"
     return f"http://{address}:{port}/mcp"
 
 

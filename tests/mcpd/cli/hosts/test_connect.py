@@ -96,6 +96,15 @@ async def test_connect_http_gives_the_url_and_token(tmp_path: Path, key: str) ->
     assert body["url"] == f"http://127.0.0.1:8765/mcp?profile={key}"
 
 
+async def test_connect_http_on_localhost_gives_an_address_mcpd_holds(tmp_path: Path) -> None:
+    """Not the name, which a host's resolver may take to the loopback address of
+    another: mcpd holds 127.0.0.1 wherever it listens for localhost."""
+    write_mcpd_config(tmp_path, 'http_listen = "localhost:8765"')
+    code, out, err = await mcpd_connect(tmp_path, "cursor", "--http")
+    assert code == 0, err
+    assert '"url": "http://127.0.0.1:8765/mcp?profile=cursor"' in out
+
+
 async def test_connect_http_needs_the_endpoint(tmp_path: Path) -> None:
     write_mcpd_config(tmp_path)
     code, _, err = await mcpd_connect(tmp_path, "cursor", "--http")
