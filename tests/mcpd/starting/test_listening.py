@@ -5,7 +5,10 @@ refused naming its key, with nothing left bound behind it."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -197,3 +200,35 @@ def test_a_name_that_does_not_resolve_is_refused_naming_the_key() -> None:
         DaemonError, match=r"^daemon\.http_listen: cannot listen on nowhere\.invalid:80: "
     ):
         bind_endpoint("nowhere.invalid:80")
+
+
+# In a network namespace of its own whose loopback has IPv6 turned off.
+WITHOUT_IPV6 = """
+import subprocess, sys
+subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+with open("/proc/sys/net/ipv6/conf/lo/disable_ipv6", "w") as switch:
+    switch.write("1")
+from mcpd.starting.listening import bind_endpoint
+from mcpd.agents.http.tcp import own_names
+bound = bind_endpoint("localhost:0")
+print(sorted(str(s.getsockname()[0]) for s in bound), sorted(own_names("localhost", bound)))
+"""
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip"),
+    reason="needs root, unshare and ip to make a network namespace without IPv6",
+)
+def test_localhost_on_a_machine_without_ipv6_is_127_0_0_1_alone_and_keeps_its_name() -> None:
+    """Where the machine has no ::1, nobody can listen there either: mcpd starts on
+    127.0.0.1 and answers to localhost."""
+    run = subprocess.run(
+        ["unshare", "--net", sys.executable, "-c", WITHOUT_IPV6],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).parents[3],
+        timeout=60,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split("\n")[0] == "['127.0.0.1'] ['127.0.0.1', 'localhost']"
