@@ -109,7 +109,7 @@ def bind_profile(name: str, profile: ProfileConfig) -> UnixBound:
         raise type(exc)(f"profiles.{name}.socket: {exc}") from None
 
 
-class Address(msgspec.Struct, frozen=True):
+class EndpointAddress(msgspec.Struct, frozen=True):
     """An address the endpoint listens on, as ``bind_plan`` reads ``http_listen``."""
 
     ip: str
@@ -117,7 +117,7 @@ class Address(msgspec.Struct, frozen=True):
     absent_ok: bool = False
 
 
-def bind_plan(host: str, resolve: Callable[[str], list[str]]) -> list[Address]:
+def bind_plan(host: str, resolve: Callable[[str], list[str]]) -> list[EndpointAddress]:
     """The addresses ``http_listen``'s ``host`` is served on; ``resolve`` gives a name's.
 
     ``localhost`` is both loopback addresses, whatever this machine's resolver says of
@@ -127,9 +127,9 @@ def bind_plan(host: str, resolve: Callable[[str], list[str]]) -> list[Address]:
     token hosts send. Another name that stands for a loopback address is refused: what
     clients resolve it to may be the address mcpd did not take."""
     if is_literal(host):
-        return [Address(host)]
+        return [EndpointAddress(host)]
     if is_localhost(host):
-        return [Address("127.0.0.1"), Address("::1", absent_ok=True)]
+        return [EndpointAddress("127.0.0.1"), EndpointAddress("::1", absent_ok=True)]
     found = list(dict.fromkeys(resolve(host)))
     loopback = [ip for ip in found if ipaddress.ip_address(ip.partition("%")[0]).is_loopback]
     if loopback:
@@ -139,7 +139,7 @@ def bind_plan(host: str, resolve: Callable[[str], list[str]]) -> list[Address]:
             "one mcpd would leave for another local user to take; write the address "
             '("127.0.0.1:PORT" or "[::1]:PORT"), or localhost, which mcpd serves on both'
         )
-    return [Address(ip) for ip in found]
+    return [EndpointAddress(ip) for ip in found]
 
 
 def _resolve(host: str) -> list[str]:
@@ -179,7 +179,7 @@ class _ChosenPortTaken(Exception):
 
 
 def _bind_all(
-    listen: str, host: str, port: int, plan: list[Address], token_file: str | None
+    listen: str, host: str, port: int, plan: list[EndpointAddress], token_file: str | None
 ) -> list[stdsocket.socket]:
     bound: list[stdsocket.socket] = []
     holder = where = ""
@@ -211,7 +211,7 @@ def _bind_all(
     return bound
 
 
-def _bind_one(address: Address, port: int) -> stdsocket.socket | None:
+def _bind_one(address: EndpointAddress, port: int) -> stdsocket.socket | None:
     """A socket listening at ``address`` on ``port``; None where this machine has no
     such address family, or no such address and ``absent_ok``."""
     family, kind, proto, _, sockaddr = stdsocket.getaddrinfo(

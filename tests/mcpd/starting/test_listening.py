@@ -18,7 +18,7 @@ import pytest
 from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import Config
 from mcpd.starting.cannot_start import DaemonError
-from mcpd.starting.listening import Address, Listening, bind_endpoint, bind_plan
+from mcpd.starting.listening import EndpointAddress, Listening, bind_endpoint, bind_plan
 
 
 def config(tmp: Path, **daemon: Any) -> Config:
@@ -166,14 +166,17 @@ NOTHING = resolver({})
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "::1", "0.0.0.0", "::", "10.0.0.5", "fe80::1%lo"])
 def test_a_literal_address_is_bound_alone_unresolved(host: str) -> None:
-    assert bind_plan(host, NOTHING) == [Address(host)]
+    assert bind_plan(host, NOTHING) == [EndpointAddress(host)]
 
 
 @pytest.mark.parametrize("host", ["localhost", "LocalHost"])
 def test_localhost_is_both_loopback_addresses_whatever_the_resolver_says(host: str) -> None:
     """An /etc/hosts that gives 127.0.0.1 alone leaves ::1 all the same: browsers go
     there for localhost on their own. ::1 is left out only where the machine has none."""
-    assert bind_plan(host, NOTHING) == [Address("127.0.0.1"), Address("::1", absent_ok=True)]
+    assert bind_plan(host, NOTHING) == [
+        EndpointAddress("127.0.0.1"),
+        EndpointAddress("::1", absent_ok=True),
+    ]
 
 
 def test_another_name_for_loopback_is_refused_asking_for_the_address_or_localhost() -> None:
@@ -192,7 +195,7 @@ def test_another_name_for_loopback_is_refused_asking_for_the_address_or_localhos
 
 def test_another_name_is_bound_on_each_of_its_addresses_once() -> None:
     resolve = resolver({"lan": ["10.0.0.5", "fd00::5", "10.0.0.5"]})
-    assert bind_plan("lan", resolve) == [Address("10.0.0.5"), Address("fd00::5")]
+    assert bind_plan("lan", resolve) == [EndpointAddress("10.0.0.5"), EndpointAddress("fd00::5")]
 
 
 def test_a_name_that_does_not_resolve_is_refused_naming_the_key() -> None:
