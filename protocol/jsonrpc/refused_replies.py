@@ -23,11 +23,13 @@ from collections.abc import Callable
 from typing import Final
 
 from ..shown.logfields import log_extra
-from ..shown.visible import quoted_id
+from ..shown.visible import ID_SHOWN, cut, quoted_id
 from . import messages as rpc
 from .reply_faults import MalformedReply, malformed_reason
 
 _DECIMAL: Final = re.compile(r"-?(?:0|[1-9][0-9]{0,18})", re.ASCII)
+# The ids of a reply giving its "id" more than once that its sentence shows.
+IDS_SHOWN: Final = 4
 
 
 def spelled_id(given: object) -> int | None:
@@ -78,7 +80,10 @@ def named_twice(line: bytes) -> tuple[tuple[object, ...], str] | None:
     ids = tuple(value for key, value in members if key == "id")
     if len(ids) < 2:
         return None
-    return ids, f'sent with more than one "id" ({", ".join(map(shown_id, ids))})'
+    # The sentence reaches the agent and the journal: a few ids show what was sent.
+    shown = ", ".join(map(shown_id, ids[:IDS_SHOWN]))
+    more = f" and {len(ids) - IDS_SHOWN} more" if len(ids) > IDS_SHOWN else ""
+    return ids, f'sent with more than one "id" ({shown}{more})'
 
 
 def refuse_each(given: tuple[object, ...], why: str, refuse: Callable[[object, str], bool]) -> bool:
@@ -97,7 +102,7 @@ def names_a_request(given: object) -> bool:
 
 def shown_id(given: object) -> str:
     """A response's id as a sentence shows it, whatever its type."""
-    return quoted_id(given) if isinstance(given, str) else repr(given)
+    return quoted_id(given) if isinstance(given, str) else cut(repr(given), ID_SHOWN)
 
 
 def refusal(label: str, rid: rpc.Id, why: str, logger: logging.Logger) -> MalformedReply:

@@ -150,6 +150,25 @@ def test_a_response_giving_its_id_twice_names_each_id_it_gives(
         assert got == (found[0], f'sent with more than one "id" ({found[1]})')
 
 
+def test_a_response_giving_thousands_of_ids_is_told_in_a_sentence_of_a_few() -> None:
+    """Each id it gives is still tried, but what the agent and the journal are told
+    names a few: a server cannot make the sentence as long as it likes."""
+    line = (
+        b'{"jsonrpc":"2.0",'
+        + b'"id":7,' * 200_000
+        + b'"id":["'
+        + b"x" * 10_000
+        + b'"],"result":{}}'
+    )
+    got = named_twice(line)
+    assert got is not None
+    ids, why = got
+    assert len(ids) == 200_001 and ids[0] == 7
+    assert why == 'sent with more than one "id" (7, 7, 7, 7 and 199997 more)'
+    odd = named_twice(b'{"id":["' + b"x" * 10_000 + b'"],"id":1,"result":{}}')
+    assert odd is not None and len(odd[1]) < 200, odd[1]
+
+
 def test_each_waiting_request_a_reply_names_fails_and_no_other() -> None:
     still = {6, 7, 8}
     failed: list[tuple[object, str]] = []
