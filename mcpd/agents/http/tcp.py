@@ -119,7 +119,7 @@ def guard(token: Callable[[], str], origins: frozenset[str]) -> Guard:
                 raise Reject(400, _refusal(f"Bad Request: more than one {name} header"))
         origin = headers.get("origin")
         if origin is not None and origin.rstrip("/").lower() not in origins:
-            raise Reject(403, _refusal(f"Forbidden: the Origin {origin!r} is not allowed"))
+            raise Reject(403, _refusal(f"Forbidden: the Origin {origin!r} is not allowed{_OWN}"))
         if is_page(request.target) and headers.get("authorization") is None:
             _check_host(headers, hosts)
             return
@@ -226,7 +226,15 @@ def _check_host(headers: Headers, hosts: frozenset[str]) -> None:
     rebinds its name to this address sends its own name."""
     host = headers.get("host")
     if host is None or host.lower() not in hosts:
-        raise Reject(403, _refusal(f"Forbidden: the Host {host!r} is not this endpoint"))
+        raise Reject(403, _refusal(f"Forbidden: the Host {host!r} is not this endpoint{_OWN}"))
+
+
+# What a person whose browser was refused can do: their own pages are at the address
+# mcpd hands out, and another's origin is the operator's to allow.
+_OWN: Final = (
+    " (this endpoint is the address `mcpd dashboard` prints, and localhost only where "
+    'http_listen is "localhost:PORT"; a page elsewhere needs its origin in http_origins)'
+)
 
 
 def _refusal(message: str) -> bytes:
