@@ -12,16 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import trio
 
-from tests.support.clients.agent import Agent
 from tests.support.daemons.sandboxed import (
     RUNTIME,
-    Served,
     agent_of,
     as_ordinary_user,
     call,
     hoarding,
+    restarted,
     serving,
     wait_ready,
 )
@@ -91,13 +89,3 @@ async def test_what_a_sandboxed_server_makes_in_sysv_ipc_is_its_own_and_goes_wit
         assert queue + 1 in sysv.listed()
     finally:
         sysv.remove_listed({key, queue, queue + 1})
-
-
-async def restarted(d: Served, agent: Agent, alias: str) -> None:
-    """The server made to exit, and started again by mcpd."""
-    before = (await d.status())[alias]["restarts"]
-    await agent.call(f"mcp__{alias}__quit", {})  # an error: it dies mid-call
-    with trio.fail_after(30):
-        while (await d.status())[alias]["restarts"] <= before:
-            await trio.sleep(0.05)
-    await wait_ready(agent, alias)

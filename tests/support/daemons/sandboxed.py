@@ -265,13 +265,16 @@ async def started_again(served: Served, agent: Agent, alias: str) -> dict[str, A
 
 
 async def restarted(served: Served, agent: Agent, alias: str = "hostile") -> None:
-    """The hostile server ``alias`` made to exit, and started again by mcpd."""
+    """The hostile server ``alias`` made to exit, and started again by mcpd: serving
+    again, which the call it died in shows as ``degraded`` for ``stable_after``."""
     before = (await served.status())[alias]["restarts"]
     await agent.call(f"mcp__{alias}__quit", {})  # an error: it dies mid-call
     with trio.fail_after(30):
-        while (await served.status())[alias]["restarts"] <= before:
+        while True:
+            row = (await served.status())[alias]
+            if row["state"] in ("ready", "degraded") and row["restarts"] > before:
+                return
             await trio.sleep(0.05)
-    await wait_ready(agent, alias)
 
 
 async def added(served: Served, agent: Agent, alias: str, body: dict[str, Any]) -> None:

@@ -45,7 +45,8 @@ async def test_a_helper_outside_the_process_group_goes_at_restart_and_at_stop(
                 # Restarted: the first start's helper went with it, the new start has one.
                 helpers.append(await _new_pid(pid_file, helpers[0]))
                 assert await wait_gone(helpers[0])
-                await wait_state(agent, "dies", "ready")
+                # Serving again: ``degraded`` for ``stable_after`` after the call it died in.
+                await wait_state(agent, "dies", "ready", "degraded")
                 assert alive(helpers[1])
             assert await wait_gone(helpers[1])
     finally:
@@ -79,7 +80,8 @@ async def test_a_helper_that_cleared_its_environment_goes_with_a_root_mcpds_serv
                 assert "exited with status 3" in text(died), text(died)
                 helpers.append(await _new_pid(pid_file, helpers[0]))
                 assert await wait_gone(helpers[0])
-                await wait_state(agent, "dies", "ready")
+                # Serving again: ``degraded`` for ``stable_after`` after the call it died in.
+                await wait_state(agent, "dies", "ready", "degraded")
                 assert alive(helpers[1])
             assert await wait_gone(helpers[1])
     finally:
