@@ -30,15 +30,29 @@ def short_dir() -> Iterator[Path]:
         yield Path(d)
 
 
-def _mcpd(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+def _start(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
         [sys.executable, "-m", "mcpd", *args],
         env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=60,
-        check=False,
     )
+
+
+def _ended(proc: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    assert proc.returncode is not None
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _mcpd(*args: str) -> subprocess.CompletedProcess[str]:
+    return _ended(_start(*args))
 
 
 def _config(directory: Path) -> str:
@@ -53,29 +67,33 @@ def test_status_of_a_stopped_daemon_says_it_is_not_answering(short_dir: Path) ->
     served = Served(short_dir, _config(short_dir))
     sock = str(served.socket)
     watch = None
+    asked: list[subprocess.Popen[str]] = []
     try:
         served.notify.next_with("READY=1", timeout=60)
         served.proc.send_signal(signal.SIGSTOP)
         said = f"the process holding {sock} (pid {served.proc.pid}) is not answering"
 
-        for command in ("status", "tools", "prompts"):
-            done = _mcpd(command, "--socket", sock)
-            assert done.returncode == EXIT_UNREACHABLE, done
-            assert said in done.stderr, done.stderr
-            # Nothing it said tells it is mcpd: it is named by its pid alone.
-            assert "mcpd (pid" not in done.stderr, done.stderr
-
-        done = _mcpd("status", "--json", "--socket", sock)
-        assert done.returncode == EXIT_UNREACHABLE, done
-        error = json.loads(done.stdout)["error"]
-        assert error["state"] == "not_answering" and said in error["message"], error
-
+        # Each waits out its own time for a reply: they wait at once.
         watch = subprocess.Popen(
             [sys.executable, "-m", "mcpd", "status", "--watch", "0.2", "--socket", sock],
             env={**os.environ, "PYTHONPATH": str(ROOT)},
             stdout=subprocess.PIPE,
             text=True,
         )
+        commands = ("status", "tools", "prompts")
+        asked = [_start(command, "--socket", sock) for command in commands]
+        asked.append(_start("status", "--json", "--socket", sock))
+        for done in map(_ended, asked[:-1]):
+            assert done.returncode == EXIT_UNREACHABLE, done
+            assert said in done.stderr, done.stderr
+            # Nothing it said tells it is mcpd: it is named by its pid alone.
+            assert "mcpd (pid" not in done.stderr, done.stderr
+
+        done = _ended(asked[-1])
+        assert done.returncode == EXIT_UNREACHABLE, done
+        error = json.loads(done.stdout)["error"]
+        assert error["state"] == "not_answering" and said in error["message"], error
+
         assert watch.stdout is not None
         frames = 0
         for line in watch.stdout:
@@ -84,9 +102,10 @@ def test_status_of_a_stopped_daemon_says_it_is_not_answering(short_dir: Path) ->
                 break
         assert watch.poll() is None
     finally:
-        if watch is not None:
-            watch.kill()
-            watch.wait()
+        for proc in [*asked, *([watch] if watch is not None else [])]:
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()
         served.proc.send_signal(signal.SIGCONT)
         served.close()
 
