@@ -13,6 +13,7 @@ import os
 import pwd
 import socket
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,23 @@ AGENT = AgentInfo(
 )
 
 
+_opened: list[AuditLog] = []
+
+
+def open_log(*args: Any, **kw: Any) -> AuditLog:
+    """An audit log the test's end closes, so no test leaves its file open."""
+    log = AuditLog(*args, **kw)
+    _opened.append(log)
+    return log
+
+
+@pytest.fixture(autouse=True)
+def _closed_logs() -> Iterator[None]:
+    yield
+    while _opened:
+        _opened.pop()._close()
+
+
 def settings(**kw: Any) -> DaemonConfig:
     return DaemonConfig(**{"audit_journal": False, **kw})
 
@@ -61,7 +79,7 @@ def record(n: int, **kw: Any) -> CallRecord:
 
 
 async def test_a_record_is_one_json_line_with_every_field(tmp_path: Path) -> None:
-    log = AuditLog(str(tmp_path), settings())
+    log = open_log(str(tmp_path), settings())
     raw = b'{"q": "x"}'
     refused = {"decision": "deny", "decided_by": "policy[0]", "outcome": "refused"}
     log.record(record(1, args_bytes=len(raw), reason="no deletions", **refused), raw)
@@ -91,7 +109,7 @@ async def test_a_record_is_one_json_line_with_every_field(tmp_path: Path) -> Non
 async def test_arguments_are_kept_only_when_asked_with_secrets_masked(tmp_path: Path) -> None:
     secrets = KnownSecrets()
     secrets.replace("config", [HeldSecret("servers.gh.headers.Authorization", "ghp-secret-1")])
-    log = AuditLog(str(tmp_path), settings(audit_arguments=True), secrets)
+    log = open_log(str(tmp_path), settings(audit_arguments=True), secrets)
     raw = b'{"note": "token ghp-secret-1 inside", "n": 1}'
     log.record(record(1, args_bytes=len(raw)), raw)
     await log.flush()
@@ -106,7 +124,7 @@ async def test_arguments_that_give_a_key_twice_are_kept_as_the_text_the_server_g
 ) -> None:
     """A server may read either value of a key given twice: the record keeps both, as
     they were sent, not the one a decoder would have kept."""
-    log = AuditLog(str(tmp_path), settings(audit_arguments=True))
+    log = open_log(str(tmp_path), settings(audit_arguments=True))
     raw = b'{"path": "/etc/passwd", "mode": "delete", "mode": "read"}'
     log.record(record(1, args_bytes=len(raw)), raw)
     await log.flush()
@@ -121,7 +139,7 @@ async def test_arguments_too_large_to_digest_are_never_copied_and_none_stay_in_m
     """Arguments past what a record keeps are not copied for the writer (their digest is
     worked out at once), and once written, the latest records kept in memory (for the
     status page) hold no arguments at all: a flood of large ones holds nothing."""
-    log = AuditLog(str(tmp_path), settings(audit_arguments=True))
+    log = open_log(str(tmp_path), settings(audit_arguments=True))
     big = b'{"x": "' + b"a" * (4 * MAX_KEPT) + b'"}'
     small = b'{"a": 1}'
     made = record(1, args_bytes=len(big))
@@ -140,7 +158,7 @@ async def test_arguments_too_large_to_digest_are_never_copied_and_none_stay_in_m
 async def test_the_file_rotates_at_its_cap_and_keeps_what_was_just_written(
     tmp_path: Path,
 ) -> None:
-    log = AuditLog(str(tmp_path), settings(audit_max_bytes=4096, audit_files=3))
+    log = open_log(str(tmp_path), settings(audit_max_bytes=4096, audit_files=3))
     line = len(msgspec.json.encode(record(0, time="2023-11-14T22:13:20.000Z"))) + 1
     per_file = 4096 // line
     total = per_file * 3 + 5  # three full files and part of a fourth
@@ -165,7 +183,7 @@ async def test_the_file_rotates_at_its_cap_and_keeps_what_was_just_written(
 
 
 async def test_a_restart_adds_to_what_is_there(tmp_path: Path) -> None:
-    first = AuditLog(str(tmp_path), settings())
+    first = open_log(str(tmp_path), settings())
     for n in range(3):
         first.record(record(n))
     await first.flush()
@@ -173,7 +191,7 @@ async def test_a_restart_adds_to_what_is_there(tmp_path: Path) -> None:
     # The daemon died in the middle of a line.
     with open(tmp_path / FILE_NAME, "ab") as f:
         f.write(b'{"time": "2023-11-14T22:13:2')
-    second = AuditLog(str(tmp_path), settings())
+    second = open_log(str(tmp_path), settings())
     for n in range(3, 5):
         second.record(record(n))
     await second.flush()
@@ -183,7 +201,7 @@ async def test_a_restart_adds_to_what_is_there(tmp_path: Path) -> None:
 
 
 async def test_a_full_buffer_drops_and_counts_and_never_waits(tmp_path: Path) -> None:
-    log = AuditLog(str(tmp_path), settings(), capacity=10)
+    log = open_log(str(tmp_path), settings(), capacity=10)
     for n in range(15):
         log.record(record(n))  # no writer ran in between: the buffer filled
     assert log.counts.dropped == 5
@@ -202,7 +220,7 @@ async def test_a_link_where_the_file_goes_is_not_followed(
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
     (state / FILE_NAME).symlink_to(target)
-    log = AuditLog(str(state), settings())
+    log = open_log(str(state), settings())
     log.record(record(1))
     with caplog.at_level(logging.WARNING):
         await log.flush()
@@ -217,7 +235,7 @@ async def test_a_fifo_where_the_file_goes_gets_nothing_and_is_a_write_error(
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
     os.mkfifo(state / FILE_NAME, 0o600)
-    log = AuditLog(str(state), settings())
+    log = open_log(str(state), settings())
     for n in range(2):
         log.record(record(n))
         with caplog.at_level(logging.WARNING):
@@ -240,7 +258,7 @@ async def test_a_log_of_mcpds_that_others_may_read_is_made_private_again(
     state.mkdir(mode=0o700)
     (state / FILE_NAME).write_bytes(b"")
     (state / FILE_NAME).chmod(0o644)
-    log = AuditLog(str(state), settings())
+    log = open_log(str(state), settings())
     log.record(record(1))
     with caplog.at_level(logging.WARNING):
         await log.flush()
@@ -263,7 +281,7 @@ async def test_rotation_moves_files_planted_under_older_names_and_writes_none_of
     os.mkfifo(state / f"{FILE_NAME}.2")
     planted = os.open(theirs, os.O_RDONLY)  # the file itself, wherever it is moved
     try:
-        log = AuditLog(str(state), settings(audit_max_bytes=1024, audit_files=3))
+        log = open_log(str(state), settings(audit_max_bytes=1024, audit_files=3))
         for n in range(40):
             log.record(record(n))
             await log.flush()
@@ -280,7 +298,7 @@ async def test_rotation_moves_files_planted_under_older_names_and_writes_none_of
 async def test_each_call_is_a_journal_entry_below_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    log = AuditLog(None, settings(audit_journal=True))
+    log = open_log(None, settings(audit_journal=True))
     log.record(record(1))
     log.record(record(2, outcome="refused", decision="deny", decided_by="policy[0]", reason="no"))
     with caplog.at_level(logging.INFO, logger="mcpd.calls"):
@@ -300,7 +318,7 @@ async def test_each_call_is_a_journal_entry_below_warning(
 async def test_the_journal_can_be_turned_off(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    log = AuditLog(str(tmp_path), settings(audit_journal=False))
+    log = open_log(str(tmp_path), settings(audit_journal=False))
     log.record(record(1))
     with caplog.at_level(logging.DEBUG, logger="mcpd.calls"):
         await log.flush()
@@ -324,7 +342,7 @@ async def test_a_batch_of_calls_is_one_journal_entry_each_through_mcpd_s_handler
     for handler in handlers:
         root.addHandler(handler)
     try:
-        log = AuditLog(None, settings(audit_journal=True))
+        log = open_log(None, settings(audit_journal=True))
         log.record(record(1))
         log.record(record(2, outcome="refused", decision="deny", decided_by="policy[0]"))
         await log.flush()
@@ -354,7 +372,7 @@ async def test_arguments_kept_are_held_for_the_writer_within_a_bound(
     the buffer may hold; past that, a record's are worked out as it is made, and
     nothing more is held for the writer."""
     monkeypatch.setattr(audit_log, "HELD_ARGUMENTS", 100)
-    log = AuditLog(str(tmp_path), settings(audit_arguments=True))
+    log = open_log(str(tmp_path), settings(audit_arguments=True))
     small, big = b'{"a": 1}', b'{"b": "' + b"x" * 200 + b'"}'
     first, second = record(1, args_bytes=len(small)), record(2, args_bytes=len(big))
     log.record(first, small)
@@ -375,7 +393,7 @@ async def test_without_the_arguments_kept_nothing_of_them_waits_for_the_writer(
 ) -> None:
     """Only the digest is recorded: worked out as the record is made, over the bytes
     the call came in, with no copy of them held until the record is written."""
-    log = AuditLog(str(tmp_path), settings())
+    log = open_log(str(tmp_path), settings())
     raw = msgspec.Raw(b'{"q": "' + b"y" * 5000 + b'"}')
     made = record(1, args_bytes=len(raw))
     log.record(made, raw)
@@ -391,7 +409,7 @@ async def test_short_arguments_not_kept_are_digested_by_the_writer(tmp_path: Pat
     """Without audit_arguments, short arguments wait for the writer as a copy (their
     digest is worked out there, with the batch's), and what is written is their digest
     only, the same as one worked out at once."""
-    log = AuditLog(str(tmp_path), settings())
+    log = open_log(str(tmp_path), settings())
     short = b'{"q": "' + b"z" * (audit_log.DIGESTED_LATER - 10) + b'"}'
     view = msgspec.Raw(short)
     made = record(1, args_bytes=len(short))
@@ -411,7 +429,7 @@ async def test_a_burst_is_written_at_once_and_a_trickle_after_a_moment(
 ) -> None:
     """The writer waits a moment for records to gather, unless a batch's worth has:
     a burst of calls is written while it is still fresh, a single call soon after."""
-    log = AuditLog(str(tmp_path), settings())
+    log = open_log(str(tmp_path), settings())
     batches: list[int] = []
     written = trio.Event()
 
@@ -460,7 +478,7 @@ def unknown(n: int, agent: AgentInfo = FLOODER) -> CallRecord:
 async def test_a_full_buffer_is_given_up_by_the_agent_holding_the_most(tmp_path: Path) -> None:
     """The writer fell behind while one agent floods: that agent's records give up
     their places, and the calls of an agent calling at its pace are all written."""
-    log = AuditLog(str(tmp_path), settings(), capacity=10)
+    log = open_log(str(tmp_path), settings(), capacity=10)
     for n in range(12):
         log.record(record(n, agent=FLOODER))
     for n in range(100, 103):
@@ -481,7 +499,7 @@ async def test_requests_refused_at_once_past_an_agents_budget_are_counted_in_one
     """A flood of calls that reach nothing takes no room from other agents' calls: past
     its agent's budget, each batch writes one record saying how many (from when to
     when, the first's name), so every call is in the file, and the log says so once."""
-    log = AuditLog(str(tmp_path), settings(), capacity=summed.BURST + 50, clock=lambda: 5.0)
+    log = open_log(str(tmp_path), settings(), capacity=summed.BURST + 50, clock=lambda: 5.0)
     flood = 2000
     for n in range(flood):
         log.unrouted(unknown(n))
@@ -520,7 +538,7 @@ async def test_a_summary_alone_wakes_the_writer(
 ) -> None:
     """Calls counted past their agent's budget wait in no buffer: the first of them
     since the last batch wakes the writer, as a record would."""
-    log = AuditLog(str(tmp_path), settings(), clock=lambda: 5.0)
+    log = open_log(str(tmp_path), settings(), clock=lambda: 5.0)
     batches: list[int] = []
     second = trio.Event()
 
@@ -550,7 +568,7 @@ async def test_a_directory_under_a_rotated_name_costs_no_record(
 ) -> None:
     for n in blocked:
         (tmp_path / f"{FILE_NAME}.{n}").mkdir()
-    log = AuditLog(str(tmp_path), settings(audit_max_bytes=1024, audit_files=files))
+    log = open_log(str(tmp_path), settings(audit_max_bytes=1024, audit_files=files))
     line = len(msgspec.json.encode(record(999, time="2023-11-14T22:13:20.000Z"))) + 1
     kept = files - len(blocked) + 1 if files > len(blocked) else 4  # files' worth
     calls = (1024 // line) * kept
