@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.clients.agent import META, Agent, connect, make_config, running
+from tests.support.clients.agent import META, Agent, connect, make_config, running, two_agents
 
 FOLDER = str(Path(__file__).with_name("servers") / "folder_server.py")
 README = "file:///README.md"
@@ -184,11 +184,7 @@ async def test_a_profile_sees_only_the_prompts_and_resources_it_admits(tmp_path:
     }
     cfg = make_config(tmp_path, _servers(base), profiles=profiles)
     with trio.fail_after(60):
-        async with (
-            running(cfg) as daemon,
-            connect(daemon.socket_path) as a_only,
-            connect(daemon.socket_path) as no_readme,
-        ):
+        async with two_agents(cfg) as (daemon, a_only, no_readme):
             await a_only.use_profile("a_only")
             await no_readme.use_profile("no_readme")
             # b, which a_only does not show, lists the same README: for a_only it does

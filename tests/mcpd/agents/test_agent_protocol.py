@@ -12,7 +12,7 @@ import pytest
 import trio
 
 from mcpd.config.loading.load import load
-from tests.support.clients.agent import connect, make_config, running
+from tests.support.clients.agent import connect, make_config, running, two_agents
 from tests.support.system.peer_user import ONE_REQUEST, needs_root, peer_uid, run_as, shared_dir
 from tests.support.system.procs import scripted
 
@@ -37,11 +37,7 @@ async def test_progress_goes_back_to_its_own_agent_with_its_own_token(tmp_path: 
     log = tmp_path / "received.jsonl"
     cfg = make_config(tmp_path, {"p": server("--progress", "3", "--log-file", str(log))})
     with trio.fail_after(30):
-        async with (
-            running(cfg) as daemon,
-            connect(daemon.socket_path) as a,
-            connect(daemon.socket_path) as b,
-        ):
+        async with two_agents(cfg) as (_, a, b):
             results = {}
 
             async def call(agent: Any, key: str) -> None:

@@ -17,7 +17,7 @@ import trio
 from mcpd.agents.entry.places import OWNER_RESERVE
 from mcpd.starting.cannot_start import DaemonError
 from protocol.jsonrpc.messages import MAX_ID_LENGTH
-from tests.support.clients.agent import connect, make_config, running
+from tests.support.clients.agent import connect, make_config, running, two_agents
 from tests.support.system.procs import read_pid, scripted
 
 
@@ -300,11 +300,7 @@ async def test_connection_and_in_flight_limits_answer_with_an_error(tmp_path: Pa
         tmp_path, {"slow": server("--slow", "1")}, max_connections=2, max_inflight_per_connection=2
     )
     with trio.fail_after(30):
-        async with (
-            running(cfg) as daemon,
-            connect(daemon.socket_path) as first,
-            connect(daemon.socket_path) as second,
-        ):
+        async with two_agents(cfg) as (daemon, first, second):
             await first.result("ping")
             await second.result("ping")
             # The daemon's own user has a few more places than everyone else together.

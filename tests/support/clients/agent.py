@@ -200,3 +200,15 @@ async def running(
                 yield daemon
             finally:
                 daemon.stop()
+
+
+@contextlib.asynccontextmanager
+async def two_agents(config: Config) -> AsyncIterator[tuple[Daemon, Agent, Agent]]:
+    """A daemon and two agents on its socket: one whose calls a test aims at, and
+    another that must not be caught up in what happens to them."""
+    async with (
+        running(config) as daemon,
+        connect(daemon.socket_path) as agent,
+        connect(daemon.socket_path) as other,
+    ):
+        yield daemon, agent, other

@@ -20,7 +20,7 @@ from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.shared import AgentKey
 from mcpd.servers.supervisor import Supervisor
-from tests.support.clients.agent import META, Agent, connect, make_config, running
+from tests.support.clients.agent import META, Agent, connect, make_config, running, two_agents
 
 TASK_SERVER = str(Path(__file__).resolve().parents[3] / "support" / "asking" / "task_server.py")
 CANNED = str(Path(__file__).resolve().parents[3] / "support" / "servers" / "canned.py")
@@ -111,11 +111,7 @@ async def test_the_same_task_id_at_two_servers_stays_each_agents_own(tmp_path: P
     job = {"command": sys.executable, "args": [TASK_SERVER]}
     cfg = make_config(tmp_path, {"ta": job, "tb": job})
     with trio.fail_after(60):
-        async with (
-            running(cfg) as daemon,
-            connect(daemon.socket_path) as victim,
-            connect(daemon.socket_path) as other,
-        ):
+        async with two_agents(cfg) as (daemon, victim, other):
             mine = (await rpc(victim, "tools/call", {"name": "mcp__ta__build"}))["result"]
             theirs = (await rpc(other, "tools/call", {"name": "mcp__tb__build"}))["result"]
             got = await rpc(victim, "tasks/get", {"taskId": mine["taskId"]})

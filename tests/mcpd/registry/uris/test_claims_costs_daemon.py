@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from mcpd.registry.uris.claims import RESULT_STEPS
-from tests.support.clients.agent import META, Agent, connect, make_config, running
+from tests.support.clients.agent import META, Agent, make_config, two_agents
 
 SERVER = str(Path(__file__).resolve().parents[3] / "support" / "uris" / "link_server.py")
 
@@ -33,11 +33,7 @@ async def test_a_hostile_result_costs_one_budget_beside_a_good_server(
 ) -> None:
     cfg = make_config(tmp_path, {"evil": server(shape), "good": server("good")})
     with trio.fail_after(120):
-        async with (
-            running(cfg) as daemon,
-            connect(daemon.socket_path) as agent,
-            connect(daemon.socket_path) as other,
-        ):
+        async with two_agents(cfg) as (daemon, agent, other):
             table = daemon.catalog.resources
             got: dict[str, dict[str, Any]] = {}
 
@@ -68,11 +64,7 @@ async def test_an_agent_reading_costly_uris_waits_while_another_is_served(
 ) -> None:
     cfg = make_config(tmp_path, {"evil": server("long-links"), "good": server("good")})
     with trio.fail_after(120):
-        async with (
-            running(cfg) as daemon,
-            connect(daemon.socket_path) as hog,
-            connect(daemon.socket_path) as other,
-        ):
+        async with two_agents(cfg) as (daemon, hog, other):
             await call(other, "good")
             # 120 reads at once, as one write: each URI is costly to match.
             flood = b"".join(

@@ -10,7 +10,7 @@ from typing import Any
 
 import trio
 
-from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.clients.agent import Agent, make_config, two_agents
 
 SERVER = str(Path(__file__).resolve().parents[3] / "support" / "uris" / "template_server.py")
 REPO = "repo://{owner}{/path}"
@@ -30,11 +30,7 @@ async def read(agent: Agent, uri: str) -> dict[str, Any]:
 async def test_a_hostile_uri_is_answered_at_once_from_a_read_and_a_link(tmp_path: Path) -> None:
     cfg = make_config(tmp_path, {"repo": server(REPO), "wiki": server("wiki://{page}")})
     with trio.fail_after(60):
-        async with (
-            running(cfg) as daemon,
-            connect(daemon.socket_path) as agent,
-            connect(daemon.socket_path) as other,
-        ):
+        async with two_agents(cfg) as (daemon, agent, other):
             listed = await agent.result("resources/templates/list")
             assert sorted(t["uriTemplate"] for t in listed["resourceTemplates"]) == [
                 REPO,

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.clients.agent import connect, make_config, running
+from tests.support.clients.agent import connect, make_config, running, two_agents
 from tests.support.http_servers.legacy_sse import Message, Session, answer, serve_legacy_sse
 from tests.support.http_servers.serving import Responder, SeenRequest, event, serve_http
 
@@ -183,11 +183,7 @@ async def test_a_reply_for_another_call_fails_the_call_it_answered_not_the_serve
         async with serve_http(handler) as srv:
             server = {"url": srv.url(), "call_timeout": CALL_TIMEOUT}
             cfg = make_config(tmp_path, {"new": server}, startup_deadline=5.0)
-            async with (
-                running(cfg) as daemon,
-                connect(daemon.socket_path) as agent,
-                connect(daemon.socket_path) as other,
-            ):
+            async with two_agents(cfg) as (_, agent, other):
                 results: list[dict[str, Any]] = []
 
                 async def hold() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.clients.agent import Agent, make_config, two_agents
 from tests.support.http_servers.legacy_sse import (
     Message,
     OnMessage,
@@ -143,11 +143,7 @@ async def test_a_streamable_http_reply_naming_two_calls_fails_both_not_the_serve
         async with serve_http(handler) as srv:
             server = {"url": srv.url(), "call_timeout": CALL_TIMEOUT}
             cfg = make_config(tmp_path, {"new": server}, startup_deadline=5.0)
-            async with (
-                running(cfg) as daemon,
-                connect(daemon.socket_path) as agent,
-                connect(daemon.socket_path) as other,
-            ):
+            async with two_agents(cfg) as (_, agent, other):
                 await both_fail_then_fine(agent, other, holding, "new")
 
 
@@ -160,10 +156,6 @@ async def test_an_sse_servers_message_naming_two_calls_fails_both_not_the_server
         async with serve_legacy_sse(on_message) as srv:
             server = {"url": srv.url(), "transport": "sse", "call_timeout": CALL_TIMEOUT}
             cfg = make_config(tmp_path, {"old": server}, startup_deadline=5.0)
-            async with (
-                running(cfg) as daemon,
-                connect(daemon.socket_path) as agent,
-                connect(daemon.socket_path) as other,
-            ):
+            async with two_agents(cfg) as (_, agent, other):
                 await both_fail_then_fine(agent, other, holding, "old")
             assert len(srv.all_sessions) == 1
