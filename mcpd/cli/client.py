@@ -28,7 +28,7 @@ from ..agents.entry.dial import (
     no_daemon,
     not_listening,
 )
-from ..agents.entry.peers import peer_of, untrusted_daemon
+from ..agents.entry.peers import is_stopped, peer_of, untrusted_daemon
 from ..config.loading.paths import SOCKET_VAR, client_socket_path, config_unread
 from ..config.tables.model import default_config_path, default_socket_path
 from ..status_document import StatusDocument
@@ -213,6 +213,7 @@ class Client:
         except TimeoutError:
             raise NotAnswering(
                 f"{self._holder()} is not answering (no reply in {self.timeout:g} s)"
+                + self._why_silent()
             ) from None
         except OSError as exc:
             raise DaemonUnreachable(f"lost the connection to mcpd on {self.path}: {exc}") from None
@@ -246,6 +247,17 @@ class Client:
         if peer is None or peer.pid <= 1:
             return f"the process holding {self.path}"
         return f"the process holding {self.path} (pid {peer.pid})"
+
+    def _why_silent(self) -> str:
+        """What a person can do about a holder that does not answer because it is
+        stopped: nothing else this client sees tells it apart from a wedged one."""
+        peer = peer_of(self._sock)
+        if peer is None or peer.pid <= 1 or not is_stopped(peer.pid):
+            return ""
+        return (
+            f"; it is stopped (by a signal, Ctrl-Z or a debugger): `kill -CONT {peer.pid}` "
+            "lets it go on"
+        )
 
     def _readline(self) -> bytes:
         while b"\n" not in self._buf:

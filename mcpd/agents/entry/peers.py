@@ -107,6 +107,18 @@ def server_of(
     return marks.get(token) if token is not None else None
 
 
+def is_stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped (by SIGSTOP, a terminal's Ctrl-Z or a
+    debugger): it holds its sockets and answers nothing until it is let go on."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    # The state follows the name, which is in parentheses and may hold anything.
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] in (b"T", b"t")
+
+
 def peer_of(sock: socket.socket | trio.socket.SocketType) -> Peer | None:
     getsockopt = sock.getsockopt
     try:

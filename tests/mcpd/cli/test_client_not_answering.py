@@ -71,7 +71,8 @@ def test_status_of_a_stopped_daemon_says_it_is_not_answering(short_dir: Path) ->
     try:
         served.notify.next_with("READY=1", timeout=60)
         served.proc.send_signal(signal.SIGSTOP)
-        said = f"the process holding {sock} (pid {served.proc.pid}) is not answering"
+        pid = served.proc.pid
+        said = f"the process holding {sock} (pid {pid}) is not answering"
 
         # Each waits out its own time for a reply: they wait at once.
         watch = subprocess.Popen(
@@ -86,6 +87,10 @@ def test_status_of_a_stopped_daemon_says_it_is_not_answering(short_dir: Path) ->
         for done in map(_ended, asked[:-1]):
             assert done.returncode == EXIT_UNREACHABLE, done
             assert said in done.stderr, done.stderr
+            # It is stopped, and the person is told how to let it go on.
+            assert f"it is stopped (by a signal, Ctrl-Z or a debugger): `kill -CONT {pid}`" in (
+                done.stderr
+            ), done.stderr
             # Nothing it said tells it is mcpd: it is named by its pid alone.
             assert "mcpd (pid" not in done.stderr, done.stderr
 

@@ -6,6 +6,7 @@ to its server by its ancestry or the mark its environment carries."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from mcpd.agents.entry.peers import (
     PeerWatch,
     is_allowed,
     is_owner,
+    is_stopped,
     peer_of,
     resolve_groups,
     server_of,
@@ -192,3 +194,20 @@ def test_a_process_that_connected_and_exited_is_gone(tmp_path: object) -> None:
                 assert not watch.still_there()
             finally:
                 watch.close()
+
+
+def test_a_stopped_process_is_told_from_a_running_one() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert not is_stopped(child.pid)
+        child.send_signal(signal.SIGSTOP)
+        # The kernel stops it a moment after the signal: wait for the state it reports.
+        os.waitid(os.P_PID, child.pid, os.WSTOPPED | os.WNOWAIT)
+        assert is_stopped(child.pid)
+        child.send_signal(signal.SIGCONT)
+        os.waitid(os.P_PID, child.pid, os.WCONTINUED | os.WNOWAIT)
+        assert not is_stopped(child.pid)
+    finally:
+        child.kill()
+        child.wait()
+    assert not is_stopped(child.pid)  # gone: nothing to let go on
