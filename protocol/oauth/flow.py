@@ -20,7 +20,6 @@ from __future__ import annotations
 import enum
 import secrets
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from .authorize import (
     PendingAuthorization,
@@ -53,6 +52,7 @@ from .http import HttpResponse
 from .metadata import require_endpoint, require_pkce
 from .registration import (
     ClientRegistration,
+    RegistrationBody,
     is_registration_error,
     parse_registration,
     registration_body,
@@ -109,7 +109,7 @@ class AuthorizationFlow:
         self._discovery: Discovery | None = None
         self._result: DiscoveryResult | None = None
         self._registration: ClientRegistration | None = None
-        self._requested_body: dict[str, Any] = {}
+        self._requested_body: RegistrationBody | None = None
         self._requested_scopes: tuple[str, ...] | None = None
         self.pending: PendingAuthorization | None = None
         self._redirect_uri = config.redirect_uri
@@ -227,6 +227,7 @@ class AuthorizationFlow:
         self, response: HttpResponse, result: DiscoveryResult
     ) -> ClientRegistration:
         try:
+            assert self._requested_body is not None  # set as the request was made
             return parse_registration(response, result.server, self._requested_body)
         except OAuthProtocolError:
             if result.server.source != "defaults" or is_registration_error(response):

@@ -18,8 +18,9 @@ import hashlib
 import hmac
 import json
 from collections.abc import Iterator
-from typing import Any, Final
+from typing import Final
 
+from ..jsonrpc.messages import JsonObject
 from .authorize import RandomSource, b64url
 from .errors import OAuthConfigError
 from .keys import EcPrivateKey, RsaPrivateKey, SigningKey
@@ -160,12 +161,12 @@ def sign(key: SigningKey, message: bytes) -> bytes:
     return rs256_sign(key, message)
 
 
-def _segment(obj: dict[str, Any]) -> str:
+def _segment(obj: JsonObject) -> str:
     return b64url(json.dumps(obj, separators=(",", ":"), sort_keys=True).encode())
 
 
-def encode_jwt(claims: dict[str, Any], key: SigningKey) -> str:
-    header: dict[str, Any] = {"alg": key.alg, "typ": "JWT"}
+def encode_jwt(claims: JsonObject, key: SigningKey) -> str:
+    header: JsonObject = {"alg": key.alg, "typ": "JWT"}
     if key.kid is not None:
         header["kid"] = key.kid
     signing_input = f"{_segment(header)}.{_segment(claims)}"
@@ -182,7 +183,7 @@ def client_assertion(
     lifetime: int = 120,
 ) -> str:
     issued = int(now)
-    claims = {
+    claims: JsonObject = {
         "iss": client_id,
         "sub": client_id,
         "aud": audience,

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, TypeAlias
+from typing import Final, Literal, TypeAlias
 from urllib.parse import quote_plus
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from .authorize import RandomSource, shown, shown_list
 from .errors import OAuthConfigError, OAuthProtocolError
@@ -42,9 +43,12 @@ AuthMethod: TypeAlias = Literal[
     "none", "client_secret_basic", "client_secret_post", "private_key_jwt"
 ]
 Grant: TypeAlias = Literal["authorization_code", "client_credentials"]
-_METHODS: frozenset[str] = frozenset(
-    {"none", "client_secret_basic", "client_secret_post", "private_key_jwt"}
-)
+_METHODS: Final[dict[str, AuthMethod]] = {
+    "none": "none",
+    "client_secret_basic": "client_secret_basic",
+    "client_secret_post": "client_secret_post",
+    "private_key_jwt": "private_key_jwt",
+}
 
 
 class ClientConfig(msgspec.Struct, frozen=True):
@@ -155,26 +159,40 @@ def _requested_method(server: AuthorizationServer, config: ClientConfig) -> Auth
     return None
 
 
+class RegistrationBody(msgspec.Struct, kw_only=True, frozen=True):
+    """The client metadata sent to a registration endpoint (RFC 7591 §2)."""
+
+    client_name: str
+    application_type: Literal["native", "web"]
+    redirect_uris: list[str] | UnsetType = UNSET
+    response_types: list[str] | UnsetType = UNSET
+    grant_types: list[str]
+    token_endpoint_auth_method: AuthMethod | UnsetType = UNSET
+
+
 def registration_body(
     config: ClientConfig, server: AuthorizationServer, redirect_uris: Sequence[str]
-) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "client_name": config.client_name,
-        "application_type": config.application_type,
-    }
-    if config.grant == "client_credentials":
-        body["grant_types"] = ["client_credentials"]
-    else:
-        body["redirect_uris"] = list(redirect_uris)
-        body["response_types"] = ["code"]
-        grants = ["authorization_code"]
-        if config.want_refresh:
-            grants.append("refresh_token")
-        body["grant_types"] = grants
+) -> RegistrationBody:
     method = _requested_method(server, config)
-    if method is not None:
-        body["token_endpoint_auth_method"] = method
-    return body
+    asked: AuthMethod | UnsetType = UNSET if method is None else method
+    if config.grant == "client_credentials":
+        return RegistrationBody(
+            client_name=config.client_name,
+            application_type=config.application_type,
+            grant_types=["client_credentials"],
+            token_endpoint_auth_method=asked,
+        )
+    grants = ["authorization_code"]
+    if config.want_refresh:
+        grants.append("refresh_token")
+    return RegistrationBody(
+        client_name=config.client_name,
+        application_type=config.application_type,
+        redirect_uris=list(redirect_uris),
+        response_types=["code"],
+        grant_types=grants,
+        token_endpoint_auth_method=asked,
+    )
 
 
 def registration_request(
@@ -194,7 +212,7 @@ class _Registered(msgspec.Struct):
 
 
 def parse_registration(
-    response: HttpResponse, server: AuthorizationServer, requested: dict[str, Any]
+    response: HttpResponse, server: AuthorizationServer, requested: RegistrationBody
 ) -> ClientRegistration:
     where = f"client registration at {shown(server.metadata.registration_endpoint or '')}"
     if response.status not in (200, 201):
@@ -211,20 +229,26 @@ def parse_registration(
     check_issued(where, "client_id", reg.client_id)
     if reg.client_secret is not None:
         check_issued(where, "client_secret", reg.client_secret)
-    method = reg.token_endpoint_auth_method or requested.get("token_endpoint_auth_method")
-    if method is not None and method not in _METHODS:
-        raise OAuthProtocolError(
-            f"{where} registered the client for {shown(method)}, which mcpd does not speak"
-        )
+    named = reg.token_endpoint_auth_method
+    method: AuthMethod | None = None
+    if named:
+        method = _METHODS.get(named)
+        if method is None:
+            raise OAuthProtocolError(
+                f"{where} registered the client for {shown(named)}, which mcpd does not speak"
+            )
+    elif requested.token_endpoint_auth_method is not UNSET:
+        method = requested.token_endpoint_auth_method
     expires = reg.client_secret_expires_at or None  # 0 means "never"
+    asked_uris = () if requested.redirect_uris is UNSET else requested.redirect_uris
     return ClientRegistration(
         issuer=server.issuer,
         client_id=reg.client_id,
         client_secret=None if reg.client_secret is None else Secret(reg.client_secret),
-        auth_method=method,  # type: ignore[arg-type]
+        auth_method=method,
         source="dynamic",
         secret_expires_at=expires,
-        redirect_uris=tuple(reg.redirect_uris or requested.get("redirect_uris", ())),
+        redirect_uris=tuple(reg.redirect_uris or asked_uris),
     )
 
 

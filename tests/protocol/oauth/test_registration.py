@@ -5,6 +5,7 @@ import json
 from typing import Any
 
 import pytest
+from msgspec import UNSET, UnsetType
 
 from protocol.oauth import (
     ClientConfig,
@@ -16,6 +17,8 @@ from protocol.oauth import (
 )
 from protocol.oauth.metadata import AuthorizationServer, ServerMetadata
 from protocol.oauth.registration import (
+    AuthMethod,
+    RegistrationBody,
     basic_credentials,
     choose_auth_method,
     client_auth,
@@ -100,17 +103,30 @@ def test_registration_asks_for_a_supported_method(
         server(token_endpoint_auth_methods_supported=supported),
         ["http://127.0.0.1/cb"],
     )
-    assert body.get("token_endpoint_auth_method") == method
-    assert body["grant_types"] == ["authorization_code"]
+    assert body.token_endpoint_auth_method == (UNSET if method is None else method)
+    assert body.grant_types == ["authorization_code"]
 
 
 def test_registration_for_client_credentials() -> None:
     body = registration_body(ClientConfig(grant="client_credentials"), server(), [])
-    assert body["grant_types"] == ["client_credentials"] and "redirect_uris" not in body
+    assert body.grant_types == ["client_credentials"] and body.redirect_uris is UNSET
 
 
 def _answer(obj: Any, status: int = 201) -> HttpResponse:
     return HttpResponse(status, (("content-type", "application/json"),), json.dumps(obj).encode())
+
+
+def _asked(
+    redirect_uris: list[str] | UnsetType = UNSET,
+    token_endpoint_auth_method: AuthMethod | UnsetType = UNSET,
+) -> RegistrationBody:
+    return RegistrationBody(
+        client_name="mcpd",
+        application_type="native",
+        redirect_uris=redirect_uris,
+        grant_types=["authorization_code"],
+        token_endpoint_auth_method=token_endpoint_auth_method,
+    )
 
 
 def test_parse_registration() -> None:
@@ -124,14 +140,14 @@ def test_parse_registration() -> None:
             }
         ),
         server(),
-        {"redirect_uris": ["http://127.0.0.1/cb"]},
+        _asked(redirect_uris=["http://127.0.0.1/cb"]),
     )
     assert reg.client_id == "abc" and reg.client_secret == Secret("shh")
     assert reg.secret_expires_at is None and reg.auth_method == "client_secret_post"
     assert reg.issuer == ISSUER and reg.redirect_uris == ("http://127.0.0.1/cb",)
     # the method asked for applies when the answer does not name one
     reg = parse_registration(
-        _answer({"client_id": "x"}), server(), {"token_endpoint_auth_method": "none"}
+        _answer({"client_id": "x"}), server(), _asked(token_endpoint_auth_method="none")
     )
     assert reg.auth_method == "none"
 
@@ -154,7 +170,7 @@ def test_parse_registration() -> None:
 )
 def test_parse_registration_refusals(response: HttpResponse, match: str) -> None:
     with pytest.raises(OAuthProtocolError, match=match):
-        parse_registration(response, server(), {})
+        parse_registration(response, server(), _asked())
 
 
 @pytest.mark.parametrize(
