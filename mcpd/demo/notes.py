@@ -16,8 +16,10 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
+from protocol.jsonrpc import messages as rpc
+
+from .arguments import integer_argument, string_argument
 from .main import run_demo
 from .runtime import DemoServer, ToolContext, ToolError, object_schema
 
@@ -115,8 +117,9 @@ def build_notes(notes: Mapping[str, str]) -> DemoServer:
         ),
         annotations={"readOnlyHint": True, "openWorldHint": False},
     )
-    async def search(args: dict[str, Any], ctx: ToolContext) -> str:
-        query = args["query"].lower()
+    async def search(args: rpc.JsonObject, ctx: ToolContext) -> str:
+        asked = string_argument(args, "query")
+        query = asked.lower()
         hits = []
         for name, text in notes.items():
             at = text.lower().find(query)
@@ -125,25 +128,26 @@ def build_notes(notes: Mapping[str, str]) -> DemoServer:
             elif query in name.lower():
                 hits.append(f"{name}: {snippet(text, 0, 0)}")
         if not hits:
-            return f"No notes match {args['query']!r}."
-        return "\n".join(hits[: args.get("limit", 10)])
+            return f"No notes match {asked!r}."
+        return "\n".join(hits[: integer_argument(args, "limit", 10)])
 
     @server.tool(
         "Read one note in full.",
         object_schema({"name": {"type": "string", "description": "as listed"}}, ["name"]),
         annotations={"readOnlyHint": True, "openWorldHint": False},
     )
-    async def read_note(args: dict[str, Any], ctx: ToolContext) -> str:
-        text = notes.get(args["name"])
+    async def read_note(args: rpc.JsonObject, ctx: ToolContext) -> str:
+        name = string_argument(args, "name")
+        text = notes.get(name)
         if text is None:
-            raise ToolError(f"No note named {args['name']!r}; known notes: {', '.join(notes)}")
+            raise ToolError(f"No note named {name!r}; known notes: {', '.join(notes)}")
         return text
 
     @server.tool(
         "List the names of all notes with their sizes.",
         annotations={"readOnlyHint": True, "openWorldHint": False},
     )
-    async def list_notes(args: dict[str, Any], ctx: ToolContext) -> str:
+    async def list_notes(args: rpc.JsonObject, ctx: ToolContext) -> str:
         if not notes:
             return "There are no notes."
         return "\n".join(f"{name} ({len(text)} characters)" for name, text in notes.items())

@@ -8,9 +8,9 @@ those requests over a byte stream or Streamable HTTP. The era rules themselves
     server = DemoServer("echo")
 
     @server.tool("Say it back.", object_schema({"text": {"type": "string"}}, ["text"]))
-    async def echo(args: dict[str, Any], ctx: ToolContext) -> str:
+    async def echo(args: rpc.JsonObject, ctx: ToolContext) -> str:
         await ctx.progress(1, 1)
-        return args["text"]
+        return string_argument(args, "text")
 
     run(server)  # from .main: stdio, or --http HOST:PORT [--ready-file F]
 
@@ -26,7 +26,7 @@ import binascii
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, NoReturn, TypeAlias
+from typing import NamedTuple, NoReturn, TypeAlias
 
 import msgspec
 import trio
@@ -44,7 +44,7 @@ Notify: TypeAlias = Callable[[bytes], Awaitable[None]]
 """Sends one encoded notification on the stream that carries the request's response."""
 
 ToolOutput: TypeAlias = str | mcp.CallToolResult
-ToolHandler: TypeAlias = Callable[[dict[str, Any], "ToolContext"], Awaitable[ToolOutput]]
+ToolHandler: TypeAlias = Callable[[rpc.JsonObject, "ToolContext"], Awaitable[ToolOutput]]
 
 
 class ToolError(Exception):
@@ -55,9 +55,9 @@ class ToolError(Exception):
 class ToolDef(rpc.Late):
     name: str
     description: str
-    input_schema: Mapping[str, Any]
+    input_schema: Mapping[str, rpc.Json]
     handler: ToolHandler
-    annotations: Mapping[str, Any] | None = None
+    annotations: Mapping[str, rpc.Json] | None = None
     title: str | None = None
 
     def wire(self) -> mcp.Tool:
@@ -71,16 +71,16 @@ class ToolDef(rpc.Late):
 
 
 def object_schema(
-    properties: Mapping[str, Mapping[str, Any]], required: Sequence[str] = ()
-) -> dict[str, Any]:
+    properties: Mapping[str, rpc.JsonObject], required: Sequence[str] = ()
+) -> rpc.JsonObject:
     """An ``inputSchema`` that accepts exactly these properties."""
-    schema: dict[str, Any] = {
+    schema: rpc.JsonObject = {
         "type": "object",
-        "properties": dict(properties),
+        "properties": dict[str, rpc.Json](properties),
         "additionalProperties": False,
     }
     if required:
-        schema["required"] = list(required)
+        schema["required"] = list[rpc.Json](required)
     return schema
 
 
@@ -136,7 +136,7 @@ class _ListenParams(msgspec.Struct):
 
 class _SubscriptionParams(msgspec.Struct, omit_defaults=True):
     meta: mcp.Meta = msgspec.field(name="_meta")
-    notifications: dict[str, Any] | UnsetType = UNSET
+    notifications: dict[str, bool] | UnsetType = UNSET
 
 
 class DemoServer:
@@ -152,7 +152,7 @@ class DemoServer:
         self.info = mcp.Implementation(name=name, version=version)
         self.instructions = instructions
         self.page_size = page_size
-        self.capabilities: dict[str, Any] = {"tools": {"listChanged": True}}
+        self.capabilities: rpc.JsonObject = {"tools": {"listChanged": True}}
         self._tools: dict[str, ToolDef] = {t.name: t for t in tools}
         # Part of every cursor, so a cursor from before a change is refused, not misread.
         self._generation = 0
@@ -167,10 +167,10 @@ class DemoServer:
     def tool(
         self,
         description: str,
-        input_schema: Mapping[str, Any] | None = None,
+        input_schema: Mapping[str, rpc.Json] | None = None,
         *,
         name: str | None = None,
-        annotations: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, rpc.Json] | None = None,
         title: str | None = None,
     ) -> Callable[[ToolHandler], ToolHandler]:
         """Decorator: register the handler as a tool named after the function."""
@@ -207,7 +207,7 @@ class DemoServer:
         """
         seen = self._changed
         task_status.started()
-        params: Any = UNSET
+        params: _SubscriptionParams | UnsetType = UNSET
         if subscription_id is not None:
             params = _SubscriptionParams(meta={mcp.KEY_SUBSCRIPTION_ID: subscription_id})
         message = rpc.encode_notification("notifications/tools/list_changed", params)
@@ -250,7 +250,7 @@ class DemoServer:
         req: rpc.Request,
         notify: Notify,
         ctx: RequestContext | None,
-    ) -> Any:
+    ) -> msgspec.Struct:
         if req.method == "initialize":
             return session.initialize(req.params)
         if ctx is None:
@@ -305,7 +305,7 @@ class DemoServer:
         tool = self._tools.get(p.name)
         if tool is None:
             raise rpc.RPCError(rpc.INVALID_PARAMS, f"Unknown tool: {p.name}")
-        args: Any = {}
+        args: rpc.Json = {}
         if p.arguments is not UNSET:
             args = msgspec.json.decode(p.arguments)
         if args is None:
@@ -313,6 +313,7 @@ class DemoServer:
         problem = check_demo_arguments(tool.input_schema, args)
         if problem is not None:
             return mcp.text_result(f"Invalid arguments for {tool.name}: {problem}", is_error=True)
+        assert isinstance(args, dict)  # anything else is a problem the check names
         try:
             out = await tool.handler(args, ToolContext(self, ctx, req.id, notify))
         except ToolError as exc:

@@ -13,12 +13,13 @@ response into an event stream). ``search`` and ``get_ticket`` claim
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import msgspec
 
+from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 
+from .arguments import string_argument
 from .main import run_demo
 from .runtime import DemoServer, ToolContext, ToolError, object_schema
 
@@ -67,8 +68,9 @@ def build_tickets() -> DemoServer:
         ),
         annotations=read_only,
     )
-    async def search(args: dict[str, Any], ctx: ToolContext) -> str:
-        words = args["query"].lower().split()
+    async def search(args: rpc.JsonObject, ctx: ToolContext) -> str:
+        asked = string_argument(args, "query")
+        words = asked.lower().split()
         found = [
             t
             for t in tickets.values()
@@ -77,7 +79,7 @@ def build_tickets() -> DemoServer:
         ]
         await ctx.progress(len(tickets), len(tickets), f"searched {len(tickets)} tickets")
         if not found:
-            return f"No tickets match {args['query']!r}."
+            return f"No tickets match {asked!r}."
         return "\n".join(t.line() for t in found)
 
     @server.tool(
@@ -85,10 +87,11 @@ def build_tickets() -> DemoServer:
         object_schema({"id": {"type": "string", "description": "e.g. T-1"}}, ["id"]),
         annotations=read_only,
     )
-    async def get_ticket(args: dict[str, Any], ctx: ToolContext) -> mcp.CallToolResult:
-        ticket = tickets.get(args["id"])
+    async def get_ticket(args: rpc.JsonObject, ctx: ToolContext) -> mcp.CallToolResult:
+        asked = string_argument(args, "id")
+        ticket = tickets.get(asked)
         if ticket is None:
-            raise ToolError(f"No ticket {args['id']!r}")
+            raise ToolError(f"No ticket {asked!r}")
         return mcp.CallToolResult(
             content=[mcp.TextContent(f"{ticket.line()}\n\n{ticket.body}")],
             structuredContent=msgspec.to_builtins(ticket),
@@ -106,12 +109,12 @@ def build_tickets() -> DemoServer:
         ),
         annotations={"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False},
     )
-    async def create_ticket(args: dict[str, Any], ctx: ToolContext) -> str:
+    async def create_ticket(args: rpc.JsonObject, ctx: ToolContext) -> str:
         ticket = Ticket(
             id=f"T-{len(tickets) + 1}",
-            title=args["title"],
-            body=args.get("body", ""),
-            priority=args.get("priority", "normal"),
+            title=string_argument(args, "title"),
+            body=string_argument(args, "body", ""),
+            priority=string_argument(args, "priority", "normal"),
         )
         tickets[ticket.id] = ticket
         return f"Created {ticket.line()}"

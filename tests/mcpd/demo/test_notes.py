@@ -106,6 +106,13 @@ async def test_search_gives_at_most_the_limit() -> None:
     assert [line.split(":")[0] for line in text.splitlines()] == ["alpha", "beta"]
 
 
+async def test_a_limit_written_with_a_fraction_of_zero_is_that_limit() -> None:
+    """JSON has one number type: ``2.0`` is the integer 2, as the schema check says."""
+    assert await call(NOTES, "search", query="fox", limit=2.0) == await call(
+        NOTES, "search", query="fox", limit=2
+    )
+
+
 async def test_search_says_when_nothing_matches_quoting_the_query() -> None:
     assert await call(NOTES, "search", query="Zebra's") == (False, 'No notes match "Zebra\'s".')
 
