@@ -25,7 +25,7 @@ import math
 import re
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, Final
+from typing import Final, NoReturn, TypeAlias
 
 import msgspec
 
@@ -60,12 +60,17 @@ class RepeatedKey(Unshowable):
         self.key = key
 
 
-class Members(list[tuple[str, Any]]):
+class Members(list[tuple[str, "Value"]]):
     """An object's members in the order sent, a key given twice and all."""
 
 
 class Number(str):
     """A number as it was written."""
+
+
+Value: TypeAlias = "Members | list[Value] | str | bool | None"
+"""What arguments are read as: strings and ``Number`` both ``str``."""
+Scalar: TypeAlias = str | bool | None
 
 
 class Reading:
@@ -75,7 +80,7 @@ class Reading:
 
     __slots__ = ("doubt", "keyed", "keys", "repeated", "value")
 
-    def __init__(self, value: object, keys: int, repeated: str | None, doubt: str | None) -> None:
+    def __init__(self, value: Value, keys: int, repeated: str | None, doubt: str | None) -> None:
         self.value = value
         self.keys = keys
         self.repeated = repeated
@@ -97,7 +102,7 @@ class _Hooks:
         self.repeated: str | None = None
         self.doubt: str | None = None
 
-    def members(self, pairs: list[tuple[str, Any]]) -> Members:
+    def members(self, pairs: list[tuple[str, Value]]) -> Members:
         self.keys += len(pairs)
         if self.repeated is None and len(dict(pairs)) < len(pairs):
             seen: set[str] = set()
@@ -120,7 +125,7 @@ class _Hooks:
                 self.doubt = _read_otherwise(text)
         return Number(text)
 
-    def constant(self, text: str) -> Any:
+    def constant(self, text: str) -> NoReturn:
         raise Unshowable(f"{text} is not JSON")
 
 
@@ -150,7 +155,7 @@ def read_arguments(raw: bytes | msgspec.Raw, secrets: SecretSet | None = None) -
         raise Unshowable(_TOO_DEEP)
     hooks = _Hooks()
     try:
-        value = json.loads(
+        value: Value = json.loads(
             text,
             object_pairs_hook=hooks.members,
             parse_int=hooks.number,
@@ -171,12 +176,12 @@ def read_arguments(raw: bytes | msgspec.Raw, secrets: SecretSet | None = None) -
     return reading
 
 
-def _walk(reading: Reading, top: list[Any], mask: Mask | None, halves: bool) -> None:
+def _walk(reading: Reading, top: Members | list[Value], mask: Mask | None, halves: bool) -> None:
     """Masks what ``top`` holds in place, looks for halves of pairs where an escape may
     have written one (``halves``), and notes the lists that hold an object."""
     keyed = reading.keyed
-    path: list[list[Any]] = []  # the containers above the one being visited
-    stack: list[tuple[list[Any], int]] = [(top, 0)]
+    path: list[Members | list[Value]] = []  # the containers above the one being visited
+    stack: list[tuple[Members | list[Value], int]] = [(top, 0)]
     while stack:
         container, depth = stack.pop()
         del path[depth:]
@@ -202,7 +207,7 @@ def _walk(reading: Reading, top: list[Any], mask: Mask | None, halves: bool) -> 
         path.append(container)
 
 
-def _scalar(reading: Reading, value: Any, mask: Mask | None, halves: bool) -> Any:
+def _scalar(reading: Reading, value: Scalar, mask: Mask | None, halves: bool) -> Scalar:
     if isinstance(value, Number):
         if mask is None:
             return value

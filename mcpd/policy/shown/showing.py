@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 
 from ..redaction.masking import SecretSet
-from .reading import Members, Number, Reading, read_arguments
+from .reading import Members, Number, Reading, Scalar, Value, read_arguments
 
 # The most characters of the arguments a glance holds, notes of what is left out and
 # all (the words around them are the view's).
@@ -98,7 +98,7 @@ def canonical_json(reading: Reading) -> str:
     reads alike gives too (``reading`` checked: no key given twice, no number in
     doubt): compact, each object's members ordered by key, each string written one
     way, each number as it was written. Reorders the members of ``reading``."""
-    stack: list[list[Any]] = [reading.value] if isinstance(reading.value, list) else []
+    stack: list[Members | list[Value]] = [reading.value] if isinstance(reading.value, list) else []
     while stack:
         container = stack.pop()
         if isinstance(container, Members):
@@ -109,28 +109,37 @@ def canonical_json(reading: Reading) -> str:
     return whole_json(reading)
 
 
-def _by_key(member: tuple[str, Any]) -> str:
+def _by_key(member: tuple[str, Value]) -> str:
     return member[0]
+
+
+class _Frame:
+    """An open container, and the index of its next member or item."""
+
+    __slots__ = ("container", "next")
+
+    def __init__(self, container: Members | list[Value]) -> None:
+        self.container = container
+        self.next = 0
 
 
 def _write(reading: Reading, out: _Out, chars: int | None, items: int | None, indent: bool) -> None:
     keyed = reading.keyed
-    # Each open container and the index of its next member or item.
-    frames: list[list[Any]] = []
-    node: Any = reading.value
+    frames: list[_Frame] = []
+    node: Value = reading.value
     while True:
         if isinstance(node, list):
             opens, closes = ("{", "}") if isinstance(node, Members) else ("[", "]")
             if node:
                 out.add(opens)
-                frames.append([node, 0])
+                frames.append(_Frame(node))
             else:
                 out.add(opens + closes)
         else:
             out.add(_scalar(node, chars, out))
         while frames:
             frame = frames[-1]
-            container, n = frame
+            container, n = frame.container, frame.next
             if n == len(container):
                 frames.pop()
                 close = "}" if isinstance(container, Members) else "]"
@@ -143,24 +152,24 @@ def _write(reading: Reading, out: _Out, chars: int | None, items: int | None, in
                 key, node = container[n]
                 out.add(f"{lead}{_string(key)}{': ' if indent else ':'}")
                 out.keys += 1
-                frame[1] = n + 1
+                frame.next = n + 1
                 break
             if items is not None and n >= items:
                 run = _keyless_run(container, n, keyed)
                 if run:
                     out.cut = True
                     out.add(f"{lead}…({run} more items)")
-                    frame[1] = n + run
+                    frame.next = n + run
                     continue
             node = container[n]
             out.add(lead)
-            frame[1] = n + 1
+            frame.next = n + 1
             break
         else:
             return
 
 
-def _keyless_run(items: list[Any], start: int, keyed: set[int]) -> int:
+def _keyless_run(items: list[Value], start: int, keyed: set[int]) -> int:
     """How many items from ``start`` on hold no key."""
     end = start
     while end < len(items):
@@ -171,7 +180,7 @@ def _keyless_run(items: list[Any], start: int, keyed: set[int]) -> int:
     return end - start
 
 
-def _scalar(value: Any, chars: int | None, out: _Out) -> str:
+def _scalar(value: Scalar, chars: int | None, out: _Out) -> str:
     if isinstance(value, Number):
         return str(value)
     if isinstance(value, str):
