@@ -14,20 +14,29 @@ look at.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Final, TypeVar
+from typing import Final, Generic, TypeAlias, TypeVar
 
 import msgspec
-from msgspec import UNSET, Raw
+from msgspec import UNSET, Raw, UnsetType
 
+from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 from protocol.mcp import features
 
-from ..pinning.definitions import Instructions
+from ..pinning.definitions import Instructions, PinnedItem
 from ..text.clean import clean_copy, clean_json, clean_text
 from .glance import may_find, may_find_ascii
 from .rules import HIDDEN_CHARACTERS, Finding, check
 
 T = TypeVar("T", features.Resource, features.ResourceTemplate)
+# An item a server lists; of a reading, the item as it may be listed (cleaned).
+Item = TypeVar("Item", bound=PinnedItem | features.Resource)
+Item_co = TypeVar("Item_co", bound=PinnedItem | features.Resource, covariant=True)
+# A text field as a server may give it.
+Text: TypeAlias = str | UnsetType | None
+# What a field of an item may be changed to: a text, a schema, a decoded object (``_meta``,
+# annotations), a prompt's arguments, or nothing (left off).
+Change: TypeAlias = Text | Raw | dict[str, object] | list[features.PromptArgument]
 _TEXT_KEYS: Final = frozenset({"description", "title"})
 _EMPTY_OBJECT: Final = Raw(b'{"type":"object"}')
 # A JSON string's escapes but ``\\uXXXX``, and the character each stands for.
@@ -42,8 +51,8 @@ _ESCAPES: Final = (
 )
 
 
-class Readable(msgspec.Struct):
-    item: Any  # the item as it may be listed: cleaned
+class Readable(msgspec.Struct, Generic[Item_co], frozen=True):
+    item: Item_co  # the item as it may be listed: cleaned
     removed: dict[str, int]  # where -> how many characters were taken out
     # (where, cleaned text) for the rules; a schema (cleaned) stands for its texts,
     # read from it only when a rule may find something in it.
@@ -121,7 +130,7 @@ class _Reader:
         self.removed: dict[str, int] = {}
         self.texts: list[tuple[str, str | Raw]] = []
 
-    def text(self, where: str, value: Any, ruled: bool = True) -> Any:
+    def text(self, where: str, value: Text, ruled: bool = True) -> Text:
         """A text cleaned; ``ruled``: one the rules look at."""
         if not isinstance(value, str):
             return value
@@ -131,9 +140,9 @@ class _Reader:
             self.texts.append((where, out))
         return out
 
-    def fields(self, *given: tuple[str, Any], ruled: bool = True) -> dict[str, Any]:
+    def fields(self, *given: tuple[str, Text], ruled: bool = True) -> dict[str, Change]:
         """``text`` of each (field, value): the fields that cleaning changed, cleaned."""
-        changes: dict[str, Any] = {}
+        changes: dict[str, Change] = {}
         for field, value in given:
             out = self.text(field, value, ruled)
             if out is not value:
@@ -156,18 +165,20 @@ class _Reader:
             self.texts.append((where, cleaned))
         return cleaned
 
-    def mapping(self, where: str, value: dict[str, Any]) -> dict[str, Any] | None:
+    def mapping(self, where: str, value: dict[str, object]) -> dict[str, object] | None:
         """A decoded object cleaned (None: too deep to write, so left off)."""
         cleaned, count = clean_copy(value)
         self.took(where, 1 if cleaned is None else count)
         return cleaned
 
-    def parts(self, changes: dict[str, Any], *given: tuple[str, str, object]) -> None:
+    def parts(
+        self, changes: dict[str, Change], *given: tuple[str, str, Raw | mcp.Meta | UnsetType | None]
+    ) -> None:
         """Optional JSON fields (field, where, value) a host may show but the rules do
         not read (icons, ``_meta``...), cleaned into ``changes`` where that changed
         them, left off where they could not be read."""
         for field, where, value in given:
-            out: object = value
+            out: Change = value
             if isinstance(value, Raw):
                 out = self.schema(where, value, ruled=False)
             elif isinstance(value, dict):
@@ -175,13 +186,13 @@ class _Reader:
             if out is not value:
                 changes[field] = UNSET if out is None else out
 
-    def done(self, item: Any, changes: dict[str, Any]) -> Readable:
+    def done(self, item: Item, changes: dict[str, Change]) -> Readable[Item]:
         """The reading of ``item``, with ``changes`` made to it."""
         item = msgspec.structs.replace(item, **changes) if changes else item
         return Readable(item, self.removed, self.texts)
 
 
-def read_tool(tool: mcp.Tool) -> Readable:
+def read_tool(tool: mcp.Tool) -> Readable[mcp.Tool]:
     r = _Reader()
     changes = r.fields(("title", tool.title), ("description", tool.description))
     schema = r.schema("inputSchema", tool.inputSchema)
@@ -207,7 +218,7 @@ def read_tool(tool: mcp.Tool) -> Readable:
     return r.done(tool, changes)
 
 
-def read_prompt(prompt: features.Prompt) -> Readable:
+def read_prompt(prompt: features.Prompt) -> Readable[features.Prompt]:
     r = _Reader()
     changes = r.fields(("title", prompt.title), ("description", prompt.description))
     if isinstance(prompt.arguments, list):
@@ -227,7 +238,7 @@ def read_prompt(prompt: features.Prompt) -> Readable:
     return r.done(prompt, changes)
 
 
-def read_listed(item: T) -> Readable:
+def read_listed(item: T) -> Readable[T]:
     """A resource or a template: its name, title and description, and what a host
     may show of it (its MIME type, annotations, icons and ``_meta``). Its URI is how it
     is read: it is left as it is (one that needs cleaning is not listed at all)."""
@@ -245,17 +256,17 @@ def read_listed(item: T) -> Readable:
     return r.done(item, changes)
 
 
-def read_instructions(given: Instructions) -> Readable:
+def read_instructions(given: Instructions) -> Readable[Instructions]:
     """A server's instructions: one text, cleaned (the item itself when it was clean)."""
     out, removed = clean_text(given.instructions)
     item = given if out == given.instructions else Instructions(out)
     return Readable(item, {"instructions": removed} if removed else {}, [("instructions", out)])
 
 
-def _texts_of(value: Any) -> Iterator[tuple[str, str]]:
+def _texts_of(value: rpc.Json) -> Iterator[tuple[str, str]]:
     """``(path, text)`` for every description and title in a schema, however deep,
     without recursion; the path names the properties on the way (``query.description``)."""
-    stack: list[tuple[Any, str]] = [(value, "")]
+    stack: list[tuple[rpc.Json, str]] = [(value, "")]
     while stack:
         item, path = stack.pop()
         if isinstance(item, dict):

@@ -179,6 +179,7 @@ class ListState:
                     seen.item = item
                 seen.source = item
                 return seen
+        read: Readable[PinnedItem | features.Resource]
         if isinstance(item, features.Resource):
             read = read_listed(item)
             digest, findings = None, tuple(read.findings(rules=False))
@@ -219,7 +220,7 @@ class ListState:
         return True
 
 
-READERS: Final[dict[Kind, Callable[[PinnedItem], Readable]]] = {
+READERS: Final[dict[Kind, Callable[[PinnedItem], Readable[PinnedItem]]]] = {
     "tool": read_tool,  # type: ignore[dict-item]
     "prompt": read_prompt,  # type: ignore[dict-item]
     "template": read_listed,  # type: ignore[dict-item]
