@@ -25,7 +25,7 @@ import logging
 import math
 import signal
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 import trio
 
@@ -40,6 +40,7 @@ from ..agents.entry.peers import Peer, is_owner, peer_of
 from ..agents.entry.places import Places, Seat
 from ..config.tables.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
 from ..local.service.systemd import Notifier, run_watchdog
+from ..reloading.outcome import ReloadReport
 
 logger = logging.getLogger("mcpd")
 
@@ -75,7 +76,7 @@ class ConfigHold:
         self._config: Config | None = None
         self._loaded = trio.Event()
         self._handed_on = trio.Event()
-        self._report: dict[str, Any] | None = None
+        self._report: ReloadReport | None = None
         self._busy = trio.Lock()
         self._asking = 0  # reloads not yet answered
         self._answered = trio.Event()
@@ -121,7 +122,7 @@ class ConfigHold:
                     await self._answered.wait()
             connections.cancel_scope.cancel()
 
-    def handed_on(self, report: dict[str, Any]) -> None:
+    def handed_on(self, report: ReloadReport) -> None:
         """The daemon serves the loaded config: answer the reloads that brought it."""
         self._report = report
         self._handed_on.set()
@@ -152,7 +153,7 @@ class ConfigHold:
                 with contextlib.suppress(rpc.RPCError):
                     await self._reload()
 
-    async def _reload(self) -> dict[str, Any]:
+    async def _reload(self) -> ReloadReport:
         async with self._busy:
             if not self._loaded.is_set():
                 self._notifier.reloading()

@@ -23,6 +23,7 @@ from ..config.tables.model import EX_CONFIG, Config, ConfigError
 from ..daemon import Daemon
 from ..local import heap
 from ..local.service.systemd import SystemdEnv, adopt_listener
+from ..reloading.outcome import ReloadReport
 from .cannot_start import DaemonError
 from .config_hold import ConfigHold
 from .listening import Listening
@@ -110,9 +111,8 @@ async def _main(
             )
             await nursery.start(daemon.run)
             if hold is not None:
-                hold[0].handed_on(
-                    {"added": sorted(config.servers), "removed": [], "changed": [], "unchanged": []}
-                )
+                added = sorted(config.servers)
+                hold[0].handed_on(ReloadReport(added=added, removed=[], changed=[], unchanged=[]))
             stop_unclaimed()
 
 

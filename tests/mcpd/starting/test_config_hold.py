@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 
@@ -22,6 +23,7 @@ from mcpd.agents.entry.places import OWNER_RESERVE
 from mcpd.config.loading.load import load
 from mcpd.config.tables.model import CONFIG_ERROR, Config, ConfigError, DaemonConfig
 from mcpd.local.service.systemd import Notifier
+from mcpd.reloading.outcome import ReloadReport
 from mcpd.starting import config_hold
 from mcpd.starting.config_hold import ConfigHold
 
@@ -321,8 +323,11 @@ async def test_a_reload_that_loads_hands_the_config_on_and_answers_when_it_is_se
             await trio.testing.wait_all_tasks_blocked()
             # Loaded: the reload's answer waits for the daemon to serve it.
             assert replies == []
-            hold.handed_on({"added": ["notes"], "removed": []})
-    assert replies == [{"jsonrpc": "2.0", "id": 9, "result": {"added": ["notes"], "removed": []}}]
+            hold.handed_on(ReloadReport(added=["notes"], removed=[], changed=[], unchanged=[]))
+    result = msgspec.to_builtins(
+        ReloadReport(added=["notes"], removed=[], changed=[], unchanged=[])
+    )
+    assert replies == [{"jsonrpc": "2.0", "id": 9, "result": result}]
     # The listening socket is the daemon's now: still open, still accepting.
     stream = await connect(path)
     accepted = await listener.accept()
@@ -354,7 +359,7 @@ async def test_failed_reloads_are_answered_and_the_first_that_loads_waits_for_th
             await nursery.start(hold.run, listener)
             await trio.testing.wait_all_tasks_blocked()
             assert [r["error"]["data"] for r in replies] == [{CONFIG_ERROR: str(ERROR)}] * 2
-            hold.handed_on({})
-    assert replies[2] == {"jsonrpc": "2.0", "id": 3, "result": {}}
+            hold.handed_on(ReloadReport(added=[], removed=[], changed=[], unchanged=[]))
+    assert replies[2]["result"]["added"] == []
     assert load.calls == ["/etc/mcpd/config.toml"] * 3
     await listener.aclose()

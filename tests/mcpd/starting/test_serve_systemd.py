@@ -14,11 +14,13 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from mcpd.agents.entry.places import OWNER_RESERVE
 from mcpd.cli.client import Client
 from mcpd.config.tables.model import CONFIG_ERROR
+from mcpd.reloading.outcome import ReloadReport
 from protocol.jsonrpc import messages as rpc
 from tests.conftest import ROOT
 from tests.support.daemons.notify import Notifications
@@ -317,7 +319,9 @@ def test_a_config_error_under_socket_activation_keeps_the_socket_until_a_reload(
         config.write_text(_server("notes"))
         with Client(str(api)) as client:
             report = client.request("mcpd/reload")
-        assert report["added"] == ["notes"], report
+        # The answer the daemon gives a reload, every field of it.
+        every = ReloadReport(added=["notes"], removed=[], changed=[], unchanged=[])
+        assert report == msgspec.to_builtins(every), report
         with Client(str(api)) as client:
             assert len(client.list_tools()) == 3
             assert client.request("mcpd/status")["daemon"]["pid"] == proc.pid
