@@ -3,11 +3,13 @@ keyword they read, JSON's own number rules, and what a schema leaves open."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from mcpd.demo.arguments import check_demo_arguments
+from mcpd.demo.arguments import check_demo_arguments, integer_argument, string_argument
+from protocol.jsonrpc import messages as rpc
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -121,3 +123,30 @@ def test_an_enum_takes_a_number_however_it_is_written() -> None:
     schema = {"properties": {"v": {"enum": [1, [2], {"a": 3}]}}}
     for value in (1.0, [2.0], {"a": 3.0}):
         assert check_demo_arguments(schema, {"v": value}) is None
+
+
+def test_a_handler_reads_a_checked_string_or_integer_as_one() -> None:
+    args: rpc.JsonObject = {"name": "ab", "count": 2.0}
+    assert string_argument(args, "name") == "ab"
+    assert string_argument(args, "mode", "a") == "a"
+    assert (
+        integer_argument(args, "count", 0) == 2 and type(integer_argument(args, "count", 0)) is int
+    )
+    assert integer_argument(args, "other", 7) == 7
+
+
+@pytest.mark.parametrize(
+    ("read", "args"),
+    [
+        (lambda args: string_argument(args, "v"), {"v": 1}),
+        (lambda args: string_argument(args, "v"), {}),
+        (lambda args: integer_argument(args, "v", 0), {"v": 1.5}),
+        (lambda args: integer_argument(args, "v", 0), {"v": True}),
+        (lambda args: integer_argument(args, "v", 0), {"v": "1"}),
+    ],
+)
+def test_an_argument_the_schema_did_not_make_of_its_kind_is_an_error(
+    read: Callable[[rpc.JsonObject], object], args: rpc.JsonObject
+) -> None:
+    with pytest.raises(TypeError, match="argument 'v' is not"):
+        read(args)
