@@ -24,7 +24,6 @@ from ...policy.deciders.kin import AgentKin, Decider, unknown_kin
 from ...servers.shared import AgentKey, Outcome, ProgressSink
 from ..agent import Agent, AgentCall, Audience
 from ..askback.askers import AgentRequests, DirectAsker
-from ..connection.agent_connection import RequestHandler
 from ..connection.ending import stopped_answer
 from ..entry.holders import HolderLookup, TcpKin
 from ..entry.identity import AgentIdentity
@@ -48,7 +47,6 @@ class Exchange(Agent):
 
     def __init__(
         self,
-        handler: RequestHandler,
         session: AgentSession,
         caller: RequestSender,
         profile: Profile,
@@ -63,7 +61,6 @@ class Exchange(Agent):
         session's id); ``asks``: where a legacy server's requests to it are matched
         with its answers (its session's); ``news``: the session's stream of what
         answers no request (None: stateless)."""
-        self.handler = handler
         self.session = session
         self.peer = caller.peer
         self.caller = caller

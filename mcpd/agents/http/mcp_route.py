@@ -239,10 +239,10 @@ class McpRoute:
     ) -> Exchange:
         if legacy is not None:
             identity = caller.who().in_session(legacy.identity)
-            handler, asks, news = self.handler, legacy.asks, legacy.news
-            return Exchange(handler, session, caller, profile, legacy, identity, asks, news)
+            asks, news = legacy.asks, legacy.news
+            return Exchange(session, caller, profile, legacy, identity, asks, news)
         owner = self._owners.setdefault(caller.stateless_agent(profile), AgentKey())
-        return Exchange(self.handler, session, caller, profile, owner, caller.who())
+        return Exchange(session, caller, profile, owner, caller.who())
 
     async def _modern(
         self,

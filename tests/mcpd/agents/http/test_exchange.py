@@ -21,14 +21,6 @@ from protocol.mcp import core as mcp
 IN_FLIGHT = 256  # what an exchange holds for its response before it drops
 
 
-class Router:
-    splice = None
-
-
-class Handler:
-    router = Router()
-
-
 class Profile:
     version = 3
 
@@ -52,7 +44,6 @@ class Response:
 def exchange(news: Exchange | None = None, peer: Peer | None = None) -> Exchange:
     caller = RequestSender(peer)
     return Exchange(
-        Handler(),  # type: ignore[arg-type]
         object(),  # type: ignore[arg-type]
         caller,
         Profile("default"),  # type: ignore[arg-type]

@@ -18,10 +18,8 @@ import msgspec
 import pytest
 from msgspec import Raw
 
-from mcpd.agents.agent import Agent, Audience
+from mcpd.agents.agent import Agent
 from mcpd.agents.agent_server import new_session
-from mcpd.agents.connection.agent_connection import RequestHandler
-from mcpd.agents.connection.failures import Failures
 from mcpd.agents.entry.identity import AgentIdentity
 from mcpd.agents.entry.peers import Peer
 from mcpd.agents.http.exchange import Exchange, RequestSender
@@ -125,30 +123,11 @@ class Api:
         return []  # no agent is connected
 
 
-class Handler(RequestHandler):
-    def __init__(self, world: World) -> None:
-        self.router = world.router
-        self.failures = Failures()
-
-    def answer_now(self, conn: Agent, req: rpc.Request) -> bytes:
-        raise AssertionError("not reached")
-
-    async def dispatch(self, conn: Agent, req: rpc.Request) -> bytes | None:
-        raise AssertionError("not reached")
-
-    def agent_joined(self, conn: Audience) -> None:
-        pass
-
-    def agent_gone(self, owner: AgentKey) -> None:
-        pass
-
-
 def caller(peer: Peer | None) -> Agent:
     """An agent of ``peer``: an HTTP exchange, as on the socket (a peer the
     kernel named) or on the TCP endpoint (None: no peer, only the token)."""
     world = World()
     return Exchange(
-        Handler(world),
         new_session(),
         RequestSender(peer),
         world.profile,
