@@ -17,7 +17,7 @@ than that, and a call ended is freed at once, with no cycle left for the collect
 from __future__ import annotations
 
 import abc
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Final
 
 import msgspec
@@ -145,6 +145,12 @@ class Agent(Audience, OutcomeSink):
     @abc.abstractmethod
     async def send(self, data: bytes, rid: rpc.Id | None = None) -> None:
         """A message for the agent; waits while too much is queued for it."""
+
+    async def send_long(self, rid: rpc.Id, pieces: Iterable[bytes | memoryview]) -> bool:
+        """The reply to ``rid``, too long to make whole, written piece by piece as the
+        agent reads it; False when it is to go whole instead, as an HTTP response's
+        body does (only a connection that reads lines writes one in pieces)."""
+        return False
 
     @abc.abstractmethod
     async def drain(self) -> None:

@@ -378,14 +378,10 @@ class AgentServer(ProfileMethods, RequestHandler):
         result = list_tools(
             self.servers, self.view(conn), params, ctx, self.control.settings.page_size
         )
-        # Only a line connection writes a reply in pieces (not one its batch answers whole).
-        if not isinstance(conn, Connection) or (conn.batches and req.id in conn.batches):
-            return result
         pieces = in_pieces(req.id, result, ctx)
-        if pieces is None:
-            return result
-        await conn.send_long(pieces)
-        return None
+        if pieces is not None and await conn.send_long(req.id, pieces):
+            return None
+        return result
 
     async def _listen(self, conn: Agent, req: rpc.Request, ctx: RequestContext | None) -> object:
         await self.listens.listen(conn, req, ctx)

@@ -383,10 +383,13 @@ class Connection(Agent):
         self._put(data, rid)
         return True
 
-    async def send_long(self, pieces: Iterable[bytes | memoryview]) -> None:
-        """Send a reply made piece by piece as the agent reads it (``LongReplies``).
-        Lines sent meanwhile follow it."""
+    async def send_long(self, rid: rpc.Id, pieces: Iterable[bytes | memoryview]) -> bool:
+        """Send a reply made piece by piece as the agent reads it (``LongReplies``),
+        unless its batch answers ``rid`` whole. Lines sent meanwhile follow it."""
+        if self.batches and rid in self.batches:
+            return False
         await self._long.send(pieces)
+        return True
 
     async def drain(self) -> None:
         await self._out.drain()

@@ -104,6 +104,19 @@ async def test_a_batch_is_answered_with_one_array(tmp_path: Path) -> None:
             assert empty["id"] is None and "an empty batch" in empty["error"]["message"]
 
 
+async def test_a_long_listing_asked_in_a_batch_is_in_its_array_whole(tmp_path: Path) -> None:
+    # Past what a listing is made whole up to: alone, it would be written in pieces.
+    cfg = make_config(tmp_path, {"s": server("--tools", "300")})
+    with trio.fail_after(30):
+        async with running(cfg) as daemon, legacy_agent(daemon.socket_path) as agent:
+            await agent.send([request(2, "tools/list"), request(3, "ping")])
+            answers = await agent.line()
+            got = by_id(answers)
+            names = [t["name"] for t in got[2][0]["result"]["tools"]]
+            assert names == sorted(f"mcp__s__tool{i}" for i in range(300))
+            assert got[3][0]["result"] == {}
+
+
 async def test_a_cancelled_request_leaves_its_batch_to_the_rest(tmp_path: Path) -> None:
     cfg = make_config(tmp_path, {"slow": server("--slow", "30")})
     call = {"name": "mcp__slow__tool0", "arguments": {}}

@@ -1,5 +1,6 @@
 """Long replies through a daemon: a tools/list of thousands of tools is made as the
-agent reads it, never whole in memory, and is still one line of JSON."""
+agent reads it, never whole in memory, and is still one line of JSON; over HTTP it is
+the response's body, whole."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from tests.support.clients.agent import META, connect, make_config, running
+from tests.support.clients.daemon_http import CURL, stateless
 from tests.support.system.procs import scripted
 
 
@@ -113,3 +116,14 @@ async def test_two_long_listings_asked_at_once_are_written_one_after_the_other(
     replies = [json.loads(line) for line in lines]
     assert sorted(r["id"] for r in replies) == [1, 2]
     assert all(len(r["result"]["tools"]) == TOOLS for r in replies)
+
+
+@pytest.mark.skipif(CURL is None, reason="needs curl")
+async def test_a_long_listing_over_http_is_the_responses_body_whole(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, {"big": server("--tools", "300")})
+    with trio.fail_after(30):
+        async with running(cfg) as daemon:
+            listing = await stateless(daemon.socket_path, "tools/list", {}, META)
+    names = [t["name"] for t in listing["result"]["tools"]]
+    assert names == sorted(f"mcp__big__tool{i}" for i in range(300))
+    assert listing["result"]["resultType"] == "complete"
