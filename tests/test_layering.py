@@ -627,7 +627,6 @@ LAYER_INTERFACES = {
 # break an import cycle between the module that uses it and the one that implements
 # it. The list may only get shorter.
 SINGLE_IMPLEMENTATION = {
-    "mcpd.agents.connection.agent_connection.RequestHandler",  # agent_server.AgentServer
     "mcpd.servers.calling.calls.Admitter",  # scheduler.CallScheduler
     "mcpd.servers.calling.calls.CallHost",  # server_parts.ServerParts
 }

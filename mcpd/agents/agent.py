@@ -3,7 +3,7 @@ its requests need it: where their outcomes go, where a call that must wait for a
 is awaited, what the agent is (its session, profile, peer, identity) and how it is
 written to. ``agent_connection.Connection`` derives from it, and so does an HTTP
 request's ``http.exchange.Exchange``; what routes a call (``toolcall``), what answers
-the other requests (``agent_server``, ``own_methods``, ``extra_methods``) and what
+the other requests (``answerer``, ``own_methods``, ``extra_methods``) and what
 tells agents of changes (``Audience``, which an HTTP session's news is too) know the
 agent by this alone.
 

@@ -8,6 +8,7 @@ else notices."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import socket
 from collections.abc import Callable, Mapping
@@ -15,25 +16,23 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
-from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 from protocol.mcp import features
-from protocol.mcp.serving import AgentSession, RequestContext
+from protocol.mcp.serving import AgentSession
 
 from .. import __version__
 from ..config.tables.model import NamingConfig
 from ..config.tables.profiles import ProfileConfig
 from ..policy.deciders.departed import Departed
 from ..servers.all_servers import AllServers
-from ..servers.shared import AgentKey
 from .agent import Agent, Audience
+from .answerer import Answerer
 from .askback.driver import AskBackDriver
 from .beyond_tools.extra_methods import ExtraMethods
 from .calls.callpolicy import CallPolicy, QueuedCalls
 from .calls.callrecords import CallRecords
-from .calls.result_eras import with_result_type
 from .calls.toolcall import Router
-from .connection.agent_connection import LIFECYCLE, Connection, RequestHandler
+from .connection.agent_connection import Connection
 from .connection.ending import Stops
 from .connection.failures import Failures
 from .daemon_seam import DaemonForAgents, Lines
@@ -41,15 +40,12 @@ from .entry.door import Door, refuse_connection
 from .entry.places import Seat
 from .entry.sockets import Leave, ProfileSockets
 from .entry.unix_socket import UnixBound
-from .lists.instructions import instructions
-from .lists.toollist import in_pieces, list_tools
 from .news.listen import Listens
 from .news.tool_news import ToolNews
 from .own_methods.approval_methods import HANDLERS as APPROVAL_HANDLERS
 from .own_methods.auth_methods import HANDLERS as AUTH_HANDLERS
 from .own_methods.daemon_methods import HANDLERS as DAEMON_HANDLERS
 from .own_methods.pins_methods import HANDLERS as PINS_HANDLERS
-from .own_methods.profile_bound import refuse_beyond
 from .own_methods.profile_methods import PROFILE_METHODS, OwnMethod, ProfileMethods
 from .profiles import Profile, Profiles
 from .tasks.table import Tasks
@@ -75,9 +71,11 @@ def new_session() -> AgentSession:
     return AgentSession(SERVER_INFO, CAPABILITIES)
 
 
-class AgentServer(ProfileMethods, RequestHandler):
-    """The sockets agents connect to, and each request of theirs answered (``dispatch``):
-    a tools/call by its ``Router``, prompts and resources by its ``extras``."""
+class AgentServer(ProfileMethods):
+    """The sockets agents connect to, each agent met at them (a ``Connection``, or the
+    HTTP side), and the parts that answer their requests (its ``answerer``): a tools/call
+    by its ``Router``, prompts and resources by its ``extras``, mcpd's own methods by
+    this (``ProfileMethods``)."""
 
     def __init__(
         self, servers: AllServers, control: DaemonForAgents, lines: Lines, *, splice: bool = True
@@ -127,16 +125,22 @@ class AgentServer(ProfileMethods, RequestHandler):
         )
         self.endpoint: Connect | None = None  # where the HTTP endpoint listens
         self._http: HttpSide | None = None
-        self._handlers: dict[str, OwnMethod[AgentServer]] = {
-            "tools/list": AgentServer._tools_list,
-            "subscriptions/listen": AgentServer._listen,
+        own: dict[str, OwnMethod[ProfileMethods]] = {
             **DAEMON_HANDLERS,
             **AUTH_HANDLERS,
             **PINS_HANDLERS,
             **APPROVAL_HANDLERS,
             **PROFILE_METHODS,
         }
-        self._extra_handlers = self.extras.handlers()
+        self.answerer = Answerer(
+            servers,
+            control,
+            self.router,
+            self.failures,
+            self.extras,
+            self.listens,
+            {method: functools.partial(handler, self) for method, handler in own.items()},
+        )
         self.tool_news = ToolNews(self._agents, self.view)
         servers.subscribe(self.tool_news.changed)
 
@@ -149,7 +153,7 @@ class AgentServer(ProfileMethods, RequestHandler):
             from .http.http_side import HttpSide
 
             self._http = HttpSide(
-                self,
+                self.answerer,
                 self.servers,
                 self.control,
                 self.connections,
@@ -242,7 +246,7 @@ class AgentServer(ProfileMethods, RequestHandler):
             await self.http.connection(stream, seat.peer, fixed=profile, leave=leave)
             return
         conn = Connection(
-            self,
+            self.answerer,
             stream,
             new_session(),
             self.lines,
@@ -289,103 +293,9 @@ class AgentServer(ProfileMethods, RequestHandler):
             agents += [s.news for s in self._http.sessions.values()]
         return agents
 
-    def agent_joined(self, conn: Audience) -> None:
-        """An agent without a connection of its own (an HTTP session) has begun."""
-        self.extras.joined(conn)
-
-    def agent_gone(self, owner: AgentKey) -> None:
-        """An agent without a connection of its own (an HTTP session) has ended."""
-        self.extras.left(owner)
-
-    # -- dispatch --
-
     def view(self, conn: Audience) -> Profile:
         """The profile ``conn``'s agent sees."""
         return conn.profile
-
-    def answer_now(self, conn: Agent, req: rpc.Request) -> bytes:
-        """The lifecycle methods, answered in order as they arrive: a request sent right
-        after ``initialize`` must find the session set up."""
-        session = conn.session
-        try:
-            if req.method == "initialize":
-                conn.contexts.clear()  # a legacy context may change with the session
-                session.instructions = self.instructions(conn)
-                return rpc.encode_result(req.id, session.initialize(req.params))
-            if req.method == "ping":
-                return self._finish(req.id, session.ping_context(req), {})
-            ctx = session.context(req)
-            session.instructions = self.instructions(conn)
-            return self._finish(req.id, ctx, session.discover(ctx))
-        except Exception as exc:
-            return self._error_reply(conn, req, exc)
-
-    async def dispatch(self, conn: Agent, req: rpc.Request) -> bytes | None:
-        """The encoded reply, or None when the handler already sent it."""
-        session = conn.session
-        try:
-            if req.method in LIFECYCLE:
-                return self.answer_now(conn, req)
-            if req.method == "tools/call":  # over HTTP: decoded once, awaited here
-                call = conn.calls_in_tasks[req.id] = self.router.call_of(conn, req)
-                return await self.router.serve(self.router.records.held_until_written(call))
-            ctx = session.context(req)
-            handler = self._handlers.get(req.method)
-            result: object
-            if handler is not None:
-                if conn.fixed_profile is not None:
-                    refuse_beyond(conn.fixed_profile, req.method)
-                result = await handler(self, conn, req, ctx)
-            elif req.method in self._extra_handlers:
-                result = await self._extra_handlers[req.method](conn, req, ctx)
-            else:
-                raise rpc.RPCError(rpc.METHOD_NOT_FOUND, f"Method not found: {req.method}")
-            if result is None or isinstance(result, bytes):
-                return result
-            return self._finish(req.id, ctx, result)
-        except Exception as exc:
-            return self._error_reply(conn, req, exc)
-
-    def _error_reply(self, conn: Agent, req: rpc.Request, exc: Exception) -> bytes:
-        if isinstance(exc, rpc.RPCError):
-            return rpc.encode_error(req.id, exc.code, exc.message, exc.data)
-        if isinstance(exc, rpc.InvalidParams):
-            return rpc.encode_error(req.id, rpc.INVALID_PARAMS, f"Invalid params: {exc}")
-        # A fault in mcpd costs this request alone (the socket's connection, an
-        # HTTP exchange), answered with an error that names it.
-        return self.failures.reply(conn.label, req.id, req.method, exc)
-
-    def _finish(self, rid: rpc.Id, ctx: RequestContext | None, result: object) -> bytes:
-        if ctx is not None and ctx.era == "modern":
-            result = with_result_type(result)
-        return rpc.encode_result(rid, result)
-
-    def instructions(self, conn: Agent) -> str:
-        """For ``conn``'s agent: of the servers its profile shows, as it may be told."""
-        return instructions(
-            self.servers,
-            self.view(conn),
-            self.control.settings.result_budget_chars,
-            own_user=conn.identity.reads_as_owner(),
-        )
-
-    # -- methods --
-
-    async def _tools_list(
-        self, conn: Agent, req: rpc.Request, ctx: RequestContext | None
-    ) -> object:
-        params = rpc.decode_as(req.params, mcp.ListParams)
-        result = list_tools(
-            self.servers, self.view(conn), params, ctx, self.control.settings.page_size
-        )
-        pieces = in_pieces(req.id, result, ctx)
-        if pieces is not None and await conn.send_long(req.id, pieces):
-            return None
-        return result
-
-    async def _listen(self, conn: Agent, req: rpc.Request, ctx: RequestContext | None) -> object:
-        await self.listens.listen(conn, req, ctx)
-        return None
 
     def in_flight(self) -> list[Stops]:
         """What holds requests in flight: the sockets' connections, and ``/mcp``."""

@@ -2,7 +2,7 @@
 
 ``ExtraMethods`` holds the per-daemon parts of these methods (task watches, resource
 subscriptions, agents' log levels), is handed the ask-back driver and the tasks the
-daemon's tools/call shares, and hands the socket API its handlers. It also sends
+daemon's tools/call shares, and hands ``answerer.Answerer`` its handlers. It also sends
 ``notifications/{prompts,resources}/list_changed``: unsolicited to legacy agents,
 tagged on the listens of modern agents that asked for them, and only when what the
 agent's own profile lists of them changed (``ProfileView.offered``)."""

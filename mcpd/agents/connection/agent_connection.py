@@ -7,7 +7,6 @@ goes out through its outbox, in order."""
 
 from __future__ import annotations
 
-import abc
 import functools
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Final
@@ -25,12 +24,12 @@ from protocol.mcp.serving import AgentSession, RequestContext
 from ...config.tables.model import DaemonConfig
 from ...policy.deciders.kin import AgentKin, unknown_kin
 from ...servers.shared import AgentKey, Outcome, ProgressSink
-from ..agent import Agent, AgentCall, Audience
+from ..agent import Agent, AgentCall
+from ..answerer import LIFECYCLE, Answerer
 from ..askback.askers import AgentRequests, DirectAsker
 from ..askback.call_rounds import Had
 from ..askback.driver import may_be_asked
 from ..askback.rounds import shedding
-from ..calls.toolcall import Router
 from ..daemon_seam import Lines
 from ..entry.dial import COMMAND_LINE, TELL_WAITS
 from ..entry.identity import AgentIdentity
@@ -39,37 +38,13 @@ from ..entry.unfinished import LineHold
 from ..profiles import Profile
 from .batches import Batches
 from .ending import RequestsInFlight, refuse_cut
-from .failures import Failures, kind_of
+from .failures import kind_of
 from .line_reader import LineReader, Unfinished, apart_from_line
 from .misbehaviour import Misbehaviour
 from .outbox import Outbox
 
 _TOOLS_CALL: Final = b'"tools/call"'
-# Answered in the reader, in arrival order: cheap, and what follows may depend on them.
-LIFECYCLE: Final = frozenset({"initialize", "ping", "server/discover"})
 _OWN_METHODS: Final = "mcpd/"
-
-
-class RequestHandler(abc.ABC):
-    """What an agent's connection (or HTTP exchange) hands its requests to: the socket API
-    (``agent_server.AgentServer``, which derives from this: it imports this module)."""
-
-    router: Router  # where its tools/call go
-    failures: Failures  # what a request that raised is answered with, and its log
-
-    @abc.abstractmethod
-    def answer_now(self, conn: Agent, req: rpc.Request) -> bytes: ...
-
-    @abc.abstractmethod
-    async def dispatch(self, conn: Agent, req: rpc.Request) -> bytes | None: ...
-
-    @abc.abstractmethod
-    def agent_joined(self, conn: Audience) -> None:
-        """An agent without a connection of its own (an HTTP session) has begun."""
-
-    @abc.abstractmethod
-    def agent_gone(self, owner: AgentKey) -> None:
-        """An agent without a connection of its own (an HTTP session) has ended."""
 
 
 class Connection(Agent):
@@ -80,7 +55,7 @@ class Connection(Agent):
 
     def __init__(
         self,
-        handler: RequestHandler,
+        answerer: Answerer,
         stream: trio.SocketStream,
         session: AgentSession,
         lines: Lines,
@@ -92,8 +67,8 @@ class Connection(Agent):
         peer: Peer | None = None,
         fixed_profile: str | None = None,
     ) -> None:
-        self.handler = handler
-        self.router = handler.router
+        self.answerer = answerer
+        self.router = answerer.router
         self.splice = self.router.splice
         self.stream = stream
         self.session = session
@@ -226,12 +201,12 @@ class Connection(Agent):
                 if not self.inflight.admit(msg.id, msg.method not in LIFECYCLE, msg):
                     pass
                 elif msg.method in LIFECYCLE:
-                    self._put(self.handler.answer_now(self, msg), msg.id)
+                    self._put(self.answerer.answer_now(self, msg), msg.id)
                 elif msg.method == "tools/call":
                     self._call(msg.id, msg, nursery)
                 else:
                     apart_from_line(msg)
-                    answer = functools.partial(self.handler.dispatch, self, msg)
+                    answer = functools.partial(self.answerer.dispatch, self, msg)
                     self._spawn(msg.id, msg.method, answer, nursery)
             elif isinstance(msg, rpc.Notification):
                 self._notification(msg)
@@ -239,7 +214,7 @@ class Connection(Agent):
                 # An answer to what a server asked this agent; any other is ignored.
                 self.asks.route(msg)
         except Exception as exc:
-            failed = self.handler.failures.of_line(self.label, line, exc)
+            failed = self.answerer.failures.of_line(self.label, line, exc)
             if failed is not None:
                 self.send_nowait(*failed)
 
@@ -258,7 +233,7 @@ class Connection(Agent):
             return
         except Exception as exc:
             self.router.unreadable(self, f"mcpd failed: {kind_of(exc)}")
-            self._put(self.handler.failures.reply(self.label, rid, "tools/call", exc), rid)
+            self._put(self.answerer.failures.reply(self.label, rid, "tools/call", exc), rid)
             return
         caps = call.out.ctx.capabilities
         if caps and may_be_asked(caps):
@@ -278,11 +253,11 @@ class Connection(Agent):
         self.router.records.failed(call, exc)
         rid = call.out.id
         if self.inflight.requests.get(rid) is not call:
-            self.handler.failures.log(self.label, "tools/call", exc, answered=False)
+            self.answerer.failures.log(self.label, "tools/call", exc, answered=False)
             return
         self.inflight.forget(rid)
         call.let_go()
-        self._put(self.handler.failures.reply(self.label, rid, "tools/call", exc), rid)
+        self._put(self.answerer.failures.reply(self.label, rid, "tools/call", exc), rid)
 
     def _spawn(
         self,
@@ -326,7 +301,7 @@ class Connection(Agent):
             line, spliced = self.router.reply(call, outcome)
         except Exception as exc:
             self.router.records.failed(call, exc)
-            self._put(self.handler.failures.reply(self.label, rid, "tools/call", exc), rid)
+            self._put(self.answerer.failures.reply(self.label, rid, "tools/call", exc), rid)
             return
         if spliced and self._long.held is None and not (self.batches and rid in self.batches):
             self._out.put_spliced(line)
@@ -359,7 +334,7 @@ class Connection(Agent):
                 # Left to go up, a fault in mcpd would end the connection's nursery, and
                 # the daemon's; it costs this request alone.
                 put = functools.partial(self._put, rid=rid)
-                self.handler.failures.of_task(self.label, rid, method, exc, scope, put)
+                self.answerer.failures.of_task(self.label, rid, method, exc, scope, put)
                 return
             if scope.cancelled_caught:
                 return  # the agent cancelled it: no response, as the protocol says

@@ -1,6 +1,6 @@
 """One HTTP request as an agent, and who sent it.
 
-``AgentServer.dispatch`` answers agents; ``Exchange`` lets it answer one HTTP request as
+``Answerer.dispatch`` answers agents; ``Exchange`` lets it answer one HTTP request as
 it answers a connection's, whatever it sends before its answer going into the response
 (which then becomes an event stream). ``RequestSender`` is what the HTTP connection it
 came on decides: the peer, the profile a profile's socket fixes, the checks of the TCP
@@ -34,12 +34,12 @@ from .wire import WireResponse
 
 
 class Exchange(Agent):
-    """One HTTP request as the agent ``AgentServer.dispatch`` answers.
+    """One HTTP request as the agent ``Answerer.dispatch`` answers.
 
     What a handler sends before its answer (progress, a subscription's
     acknowledgement) goes through ``outbox`` into the response, which then becomes an
     event stream. Its tools/call is answered in the request's own task
-    (``AgentServer.dispatch``), so no outcome comes to it to write, and none of its
+    (``Answerer.dispatch``), so no outcome comes to it to write, and none of its
     calls is handed to a task of its own.
     """
 

@@ -46,7 +46,7 @@ from ...policy.deciders.kin import AgentKin
 from ...registry.profiles.views import ProfileView
 from ...servers.all_servers import AllServers
 from ..agent import Agent
-from ..connection.agent_connection import RequestHandler
+from ..answerer import Answerer
 from ..daemon_seam import DaemonForAgents
 from ..entry.holders import (
     HolderLookup,
@@ -88,7 +88,7 @@ _encode: Final = msgspec.json.Encoder().encode
 class HttpSide:
     def __init__(
         self,
-        handler: RequestHandler,
+        answerer: Answerer,
         servers: AllServers,
         control: DaemonForAgents,
         listeners: set[Agent],
@@ -108,7 +108,7 @@ class HttpSide:
         self.servers = servers
         self.control = control
         self.mcp = McpRoute(
-            handler,
+            answerer,
             listeners,
             end_listens,
             new_session,

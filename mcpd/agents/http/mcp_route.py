@@ -41,7 +41,7 @@ from protocol.mcp.serving import AgentSession
 
 from ...servers.shared import AgentKey
 from ..agent import Agent
-from ..connection.agent_connection import RequestHandler
+from ..answerer import Answerer
 from ..profiles import Profile
 from .body_budget import check_listen
 from .exchange import Exchange, RequestSender, StatelessAgent
@@ -70,7 +70,7 @@ ChooseProfile = Callable[[dict[str, list[str]], RequestSender], Profile]
 class McpRoute:
     def __init__(
         self,
-        handler: RequestHandler,
+        answerer: Answerer,
         listeners: set[Agent],
         end_listens: Callable[[Agent], None],
         new_session: Callable[[], AgentSession],
@@ -79,7 +79,7 @@ class McpRoute:
     ) -> None:
         """``forget``: told each session's connection id when it ends (what was
         approved for it goes with it)."""
-        self.handler = handler
+        self.answerer = answerer
         self._forget = forget
         # A listen over HTTP gets the list changes the socket's agents get, and ends
         # (``end_listens``) as theirs do when the profile's socket is removed.
@@ -182,7 +182,7 @@ class McpRoute:
         legacy = LegacySession(session, profile, identity, OpenedBy.of(caller))
         self.sessions[sid] = legacy
         legacy.news.sid = sid
-        self.handler.agent_joined(legacy.news)  # its news from now on
+        self.answerer.agent_joined(legacy.news)  # its news from now on
         return sid
 
     def _found(self, sid: str | None, caller: RequestSender) -> LegacySession | None:
@@ -228,7 +228,7 @@ class McpRoute:
     def _end(self, legacy: LegacySession, why: str) -> None:
         legacy.close(why)
         self._forget(legacy.identity.connection)
-        self.handler.agent_gone(legacy)  # its subscriptions end with it
+        self.answerer.agent_gone(legacy)  # its subscriptions end with it
 
     def _exchange_for(
         self,
@@ -270,7 +270,7 @@ class McpRoute:
         if isinstance(msg, rpc.Request) and msg.method == "initialize":
             session = self.new_session()
             profile = self._profile(query, caller)
-            reply = self.handler.answer_now(self._exchange_for(session, caller, profile), msg)
+            reply = self.answerer.answer_now(self._exchange_for(session, caller, profile), msg)
             extra: HeaderList = []
             if session.legacy_version is not None:
                 extra.append((b"mcp-session-id", self._open(session, profile, caller).encode()))
@@ -304,7 +304,7 @@ class McpRoute:
         if msg.id in legacy.requests:
             # Refused at once, as on the socket, and recorded as there (a call leaves
             # its record whatever it came to).
-            self.handler.router.records.turned_away(exchange, msg)
+            self.answerer.router.records.turned_away(exchange, msg)
             raise rpc_reject(400, msg.id, rpc.INVALID_REQUEST, f"Request id {msg.id!r} is in use")
         check_listen(msg, body)
         scope = legacy.requests[msg.id] = trio.CancelScope()
@@ -329,7 +329,7 @@ class McpRoute:
                 # A call's record says whether its answer went out (``callrecords``).
                 call = exchange.calls_in_tasks.get(req.id)
                 if call is not None:
-                    self.handler.router.records.release(call, gone=wire.broken)
+                    self.answerer.router.records.release(call, gone=wire.broken)
 
     async def _answer_held(
         self,
@@ -361,7 +361,7 @@ class McpRoute:
                 nursery.start_soon(exchange.pump, response, pumped)
                 nursery.start_soon(grace.keep, scope)
                 with scope:
-                    reply = await self.handler.dispatch(exchange, req)
+                    reply = await self.answerer.dispatch(exchange, req)
                 if reply is None:
                     reply = self.answering.answer(exchange) or grace.late(req.id)
                 if reply is None and isinstance(exchange.owner, LegacySession):

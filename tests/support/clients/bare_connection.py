@@ -1,5 +1,5 @@
 """One agent connection (``mcpd.agents.connection.agent_connection.Connection``) over a
-real socket pair, driven from the agent's end: a stand-in for the socket API behind it
+real socket pair, driven from the agent's end: a stand-in for the answerer behind it
 (``Handler``), a router over stand-in servers (``tests.support.parts.routing.World``),
 and messages to send."""
 
@@ -15,7 +15,8 @@ from msgspec import Raw
 
 from mcpd.agents.agent import Agent, Audience
 from mcpd.agents.agent_server import new_session
-from mcpd.agents.connection.agent_connection import Connection, RequestHandler
+from mcpd.agents.answerer import Answerer
+from mcpd.agents.connection.agent_connection import Connection
 from mcpd.agents.connection.failures import Failures
 from mcpd.agents.entry.unfinished import UnfinishedLines
 from mcpd.config.tables.model import DaemonConfig
@@ -44,8 +45,8 @@ def cancel(rid: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}
 
 
-class Handler(RequestHandler):
-    """The socket API as far as a connection needs it: lifecycle requests answered with
+class Handler(Answerer):
+    """The answerer as far as a connection needs it: lifecycle requests answered with
     their method's name; ``test/wait`` answered never (its end is noted), ``test/ask``
     with what the agent answers the server's request it relays, anything else at once."""
 

@@ -21,7 +21,7 @@ import trio.testing
 
 from mcpd.agents.agent import Agent, Audience
 from mcpd.agents.agent_server import new_session
-from mcpd.agents.connection.agent_connection import RequestHandler
+from mcpd.agents.answerer import Answerer
 from mcpd.agents.entry.holders import TcpKin
 from mcpd.agents.entry.identity import AgentIdentity, Holder
 from mcpd.agents.entry.peers import Peer
@@ -55,8 +55,8 @@ JSON_POST = [
 STREAM_GET = [(b"host", b"mcpd"), (b"accept", b"text/event-stream")]
 
 
-class Recording(RequestHandler):
-    """The socket's dispatch as far as sessions go: who joined and left."""
+class Recording(Answerer):
+    """The answerer as far as sessions go: who joined and left."""
 
     def __init__(self) -> None:
         self.joined: list[Audience] = []

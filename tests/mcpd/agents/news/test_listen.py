@@ -18,7 +18,8 @@ from msgspec import Raw
 
 from mcpd.agents.agent import Agent, Audience
 from mcpd.agents.agent_server import new_session
-from mcpd.agents.connection.agent_connection import Connection, RequestHandler
+from mcpd.agents.answerer import Answerer
+from mcpd.agents.connection.agent_connection import Connection
 from mcpd.agents.connection.failures import Failures
 from mcpd.agents.entry.unfinished import UnfinishedLines
 from mcpd.agents.news.listen import Listens
@@ -34,7 +35,7 @@ from tests.support.parts.routing import World
 ACK = "notifications/subscriptions/acknowledged"
 
 
-class Handler(RequestHandler):
+class Handler(Answerer):
     """Nothing the agent sends reaches it here: listens are held by the test."""
 
     def __init__(self, world: World) -> None:
