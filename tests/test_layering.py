@@ -628,7 +628,6 @@ LAYER_INTERFACES = {
 # it. The list may only get shorter.
 SINGLE_IMPLEMENTATION = {
     "mcpd.servers.calling.calls.Admitter",  # scheduler.CallScheduler
-    "mcpd.servers.calling.calls.CallHost",  # server_parts.ServerParts
 }
 
 

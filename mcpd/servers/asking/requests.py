@@ -64,7 +64,7 @@ async def send(
     scheduler = server.scheduler
     # They skip the queue, not its bound: without one, agents could have thousands
     # under way at a stdio server, and every tools/call would wait behind them.
-    most = server.settings.queue_size
+    most = server.limits.queue_size
     if scheduler.requests >= most:
         reason = f"{scheduler.requests} requests already under way at this server"
         raise CallRefused(Outage(server.alias, "busy", reason))

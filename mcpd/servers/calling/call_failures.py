@@ -8,23 +8,31 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
+from typing import Final
+
+from msgspec import Raw
 
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.reply_faults import MalformedReply, MessageTooLarge
 from protocol.shown.logfields import log_extra
-from transports.errors import SERVER_REPLIES, ServerCancelled, TransportError
+from transports.errors import SERVER_REPLIES, HttpRPCError, ServerCancelled, TransportError
 
 from ..life.downtime import server_wait
+from ..life.standing import Standing
 from ..oauth import AuthFailed, LoginRequired
 from ..results.rpc_errors import call_error, data_findings
+from ..results.taking_apart import data_of
 from ..status.outage import Outage, last_line
-from .calls import Answered, Call, CallEnd, CallHost, Outcome, Unanswered
+from .calls import Answered, Call, CallEnd, Outcome, Unanswered
 
 logger = logging.getLogger("mcpd.calls")
 
+_ERROR: Final = "a tools/call error"
+
 
 def failed(
-    r: CallHost,
+    r: Standing,
     call: Call,
     error: BaseException | None,
     timed_out: bool,
@@ -51,8 +59,25 @@ def failed(
     return Answered(outcome) if isinstance(error, SERVER_REPLIES) else Unanswered(outcome)
 
 
+def error_reply(
+    r: Standing, error: rpc.RPCError
+) -> tuple[Raw | None, str, str, Callable[[], Raw | rpc.RPCError]]:
+    """A server's error for a call, once what it tells of the server is told (a version
+    it does not speak, an era it changed): what of it is taken apart (its data; None:
+    nothing), as what, why, and the work that makes the agent's error."""
+    if error.code == rpc.UNSUPPORTED_PROTOCOL_VERSION:
+        r.version_refused()
+    elif isinstance(error, HttpRPCError) and error.http_status in (400, 404):
+        # As a server that changed eras refuses each call: the probe shows it.
+        r.check_liveness()
+    found = data_findings(r.guard, r.alias, error)
+    made = partial(call_error, r.guard, r.alias, error, _ERROR, found)
+    data = error.data if found is not None and isinstance(error.data, Raw) else None
+    return data, data_of(_ERROR), "" if found is None else found.why, made
+
+
 def _timed_out(
-    r: CallHost, call: Call, now: float, elapsed: float, forget: Callable[[Call, str], None]
+    r: Standing, call: Call, now: float, elapsed: float, forget: Callable[[Call, str], None]
 ) -> Outcome:
     """A call its server did not answer in time, and the limit that said so."""
     reason = f"no answer within {_seconds(elapsed)} s"
@@ -76,7 +101,7 @@ def _timed_out(
 
 
 def _refused(
-    r: CallHost,
+    r: Standing,
     call: Call,
     error: rpc.RPCError | ServerCancelled | MalformedReply | MessageTooLarge,
     now: float,
@@ -88,7 +113,7 @@ def _refused(
     r.stats.record(elapsed, error=True)
     if isinstance(error, rpc.RPCError):
         found = data_findings(r.guard, r.alias, error)
-        return call_error(r.guard, r.alias, error, "a tools/call error", found)
+        return call_error(r.guard, r.alias, error, _ERROR, found)
     if isinstance(error, ServerCancelled):
         return Outage(r.alias, "cancelled", str(error), call.sent_at)
     if isinstance(error, MalformedReply):
@@ -108,7 +133,7 @@ def _refused(
 
 
 def _not_logged_in(
-    r: CallHost, call: Call, error: LoginRequired | AuthFailed, elapsed: float
+    r: Standing, call: Call, error: LoginRequired | AuthFailed, elapsed: float
 ) -> Outcome:
     """A call that a login stopped: not the server failing, so neither its breaker nor
     a probe of its liveness counts it."""
@@ -127,7 +152,7 @@ def _not_logged_in(
     return Outage(r.alias, "auth_failed", error.reason, call.sent_at)
 
 
-def _unavailable(r: CallHost, call: Call, error: TransportError, elapsed: float) -> Outcome:
+def _unavailable(r: Standing, call: Call, error: TransportError, elapsed: float) -> Outcome:
     """A call its server could not be reached for, or went away during: counted against
     its availability."""
     # A server that said when to come back (429 or 503 with Retry-After) answered:

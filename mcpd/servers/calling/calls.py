@@ -25,17 +25,13 @@ from protocol.jsonrpc import messages as rpc
 from protocol.mcp import core as mcp
 from protocol.mcp.serving import RequestContext
 
-from ...config.tables.model import Config, DaemonConfig
+from ...config.tables.model import Config
 from ...policy.agent import agent_key
-from ...policy.redaction.guard import SecretGuard
-from ..asking.askback import Asker, AskRoutes
+from ..asking.askback import Asker
 from ..asking.ended_asks import End
-from ..asking.progress import ProgressRoutes, ProgressSink
-from ..circuit.breaker import Breaker
+from ..asking.progress import ProgressSink
 from ..life.task_holds import TaskHolds
-from ..results.taking_apart import ReplyWork
 from ..status.outage import Outage
-from ..status.stats import LatencyStats
 from .agent_key import NOBODY, AgentKey
 
 # The code of mcpd's refusal of a request past a bound on the bytes waiting: that of
@@ -258,59 +254,6 @@ def _copied(part: Raw | UnsetType) -> Raw | UnsetType:
     return Raw(bytes(part)) if isinstance(part, Raw) else part
 
 
-class CallHost(abc.ABC):
-    """What a scheduler needs of the server it schedules calls for: its parts
-    (``server_parts.ServerParts``, which derives from this: they build and hold their
-    scheduler, whose module imports this)."""
-
-    alias: str
-    breaker: Breaker
-    stats: LatencyStats
-    guard: SecretGuard
-    progress: ProgressRoutes
-    asks: AskRoutes
-    replies: ReplyWork  # where its answers are taken apart
-    limits: CallLimits
-    transport_kind: str  # "stdio" or "http", as the server is reached now
-
-    @property
-    @abc.abstractmethod
-    def settings(self) -> DaemonConfig: ...
-
-    @abc.abstractmethod
-    def waits_for_start(self) -> bool:
-        """Whether a call that finds the server down should wait for it to come up."""
-
-    @abc.abstractmethod
-    def outage(self) -> Outage: ...
-
-    @abc.abstractmethod
-    def availability_failure(
-        self, elapsed: float, reason: str, ticket: int, wait: float | None = None
-    ) -> None:
-        """A call could not reach the server (``wait``: how long the server asked not
-        to be called again, if it did)."""
-
-    @abc.abstractmethod
-    def failed_call(self, reason: str, start: float, stderr: str | None) -> Outage:
-        """What a call that could not reach the server is told: the server's state as
-        that failure left it, and when mcpd tries it again."""
-
-    @abc.abstractmethod
-    def timed_out(self, call: Call, elapsed: float, reason: str) -> None:
-        """``call`` got no answer in time: an availability failure only if the server
-        then answers nothing at all (``health``), not if it is slow for this call."""
-
-    @abc.abstractmethod
-    def check_liveness(self) -> None:
-        """A call failed in a way that may mean the server is gone: find out soon."""
-
-    @abc.abstractmethod
-    def version_refused(self) -> None:
-        """The server answered a request saying it does not speak the version the
-        request was made for: find out again which it speaks."""
-
-
 class QueuedCheck(abc.ABC):
     """What the agent side says of a call that waits in a server's queue, once what
     routed it changed (a reload's rules and profiles, its tool held or gone): the
@@ -322,17 +265,21 @@ class QueuedCheck(abc.ABC):
 
 
 class CallLimits:
-    """How long one server's tools may take, as the config in force sets it: each
-    tool's limit is looked up once, at its first call (a reload makes a new one)."""
+    """How long one server's tools may take, and how many of its calls may wait for a
+    slot and for how long, as the config in force sets it: each tool's limit is looked
+    up once, at its first call (a reload makes a new one)."""
 
-    __slots__ = ("_alias", "_config", "_timeouts", "max_call_time")
+    __slots__ = ("_alias", "_config", "_timeouts", "max_call_time", "queue_size", "queue_timeout")
 
     def __init__(self, alias: str, config: Config) -> None:
         self._alias = alias
         self._config = config
         self._timeouts: dict[str, float] = {}  # the server's own tools': it stays small
+        d = config.daemon
         # How long progress can keep any call going (daemon.max_call_time).
-        self.max_call_time = config.daemon.max_call_time
+        self.max_call_time = d.max_call_time
+        self.queue_size = d.queue_size
+        self.queue_timeout = d.queue_timeout
 
     def timeout(self, tool: str) -> float:
         found = self._timeouts.get(tool)

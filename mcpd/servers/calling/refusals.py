@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..circuit.circuit_states import Admission
 from ..status.outage import Outage
-from .calls import CallHost
+from .calls import CallLimits
 
 
 def breaker_refusal(alias: str, adm: Admission) -> Outage:
@@ -18,9 +18,7 @@ def queue_full(alias: str, waiting: int) -> Outage:
     return Outage(alias, "busy", f"{waiting} calls already waiting for this server")
 
 
-def no_slot(host: CallHost, limit: int) -> Outage:
+def no_slot(alias: str, limits: CallLimits, limit: int) -> Outage:
     """A queued call's, when the server is up but ran ``limit`` calls all the while."""
-    waited = host.settings.queue_timeout
-    return Outage(
-        host.alias, "busy", f"no free slot within {waited:.0f} s ({limit} calls at a time)"
-    )
+    waited = limits.queue_timeout
+    return Outage(alias, "busy", f"no free slot within {waited:.0f} s ({limit} calls at a time)")

@@ -23,16 +23,18 @@ from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.reply_faults import MalformedReply
 from protocol.mcp import core as mcp
 from protocol.shown.logfields import log_extra
-from transports.errors import SERVER_REPLIES, HttpRPCError, TransportError
+from transports.errors import SERVER_REPLIES, TransportError
 
+from ..asking.askback import AskRoutes
 from ..asking.ended_asks import End
+from ..asking.progress import ProgressRoutes
 from ..life.lazy_state import Demand
-from ..results.rpc_errors import call_error, data_findings
+from ..life.standing import Standing
 from ..results.rpc_results import Findings, call_look, taken_apart
-from ..results.taking_apart import data_of
+from ..results.taking_apart import ReplyWork
 from ..status.outage import Outage
-from .call_failures import failed
-from .calls import Admitter, Answered, Call, CallEnd, CallHost, Outcome, QueuedCheck, Unsent
+from .call_failures import error_reply, failed
+from .calls import Admitter, Answered, Call, CallEnd, Outcome, QueuedCheck, Unsent
 from .deadlines import Deadlines
 from .queue_bytes import QueueBytes
 from .refusals import breaker_refusal, no_slot, queue_full
@@ -44,12 +46,23 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcpd.calls")
 
 _RESULT: Final = "a tools/call result"
-_ERROR: Final = "a tools/call error"
 
 
 class CallScheduler(Admitter):
-    def __init__(self, server: CallHost, limit: int, waiting: QueueBytes | None = None) -> None:
+    def __init__(
+        self,
+        server: Standing,
+        *,
+        progress: ProgressRoutes,
+        asks: AskRoutes,
+        replies: ReplyWork,
+        limit: int,
+        waiting: QueueBytes | None = None,
+    ) -> None:
         self.server = server
+        self.progress = progress  # where the server's reports on a call go
+        self.asks = asks  # where what the server asks during a call goes
+        self.replies = replies  # where its answers are taken apart
         self.limit = limit
         self.running = 0
         self.requests = 0  # other requests under way (``requests.send``)
@@ -125,7 +138,7 @@ class CallScheduler(Admitter):
             # While it is under way its server may ask the call's agent things (a
             # modern server never sends requests: nothing to route back).
             call.relays = True
-            r.asks.enter_call(call)
+            self.asks.enter_call(call)
         if self._stopping is not None:
             self._finish(call, Unsent(self._stopping))
             return
@@ -141,7 +154,7 @@ class CallScheduler(Admitter):
             return
         if not self._may_wait(call):
             return
-        d = r.settings
+        d = r.limits
         if len(self.queue) >= d.queue_size:
             busy = queue_full(r.alias, len(self.queue))
             pushed = self.queue.pushed_out(call.owner)
@@ -215,7 +228,8 @@ class CallScheduler(Admitter):
             # Counted as the failure it is, but it never reached the server: nothing
             # the server does next can be about it.
             call.state = "done"
-            self._finish(call, Unsent(self._failed(call, exc, False, now, 0.0).outcome), slot=True)
+            ended = failed(r, call, exc, False, now, 0.0, self._forget)
+            self._finish(call, Unsent(ended.outcome), slot=True)
 
     def extend(self, call: Call, seconds: float) -> None:
         """A running call's time limit, now ``seconds`` from now (within its hard
@@ -226,7 +240,7 @@ class CallScheduler(Admitter):
     def _open_progress(self, call: Call, agent_token: object) -> None:
         # Apart from _send: most calls carry no token.
         if call.progress is not None and isinstance(agent_token, str | int):
-            call.progress_token = self.server.progress.open(agent_token, call.progress, call)
+            call.progress_token = self.progress.open(agent_token, call.progress, call)
         # Otherwise nobody takes its reports: it goes to the server without a token.
 
     # -- outcomes --
@@ -244,7 +258,7 @@ class CallScheduler(Admitter):
             self.answered_at = now
             # The same bytes unless they hold a secret mcpd holds, a key of its own or
             # ask the agent something: a reply stays spliced, its head read once here.
-            found = call_look(r.guard, r.alias, raw, legacy=r.replies.legacy)
+            found = call_look(r.guard, r.alias, raw, legacy=self.replies.legacy)
             if isinstance(found, Findings):
                 call.head = None  # its bytes change: read again as they are
                 work = partial(taken_apart, r.guard, r.alias, raw, _RESULT, found)
@@ -256,22 +270,14 @@ class CallScheduler(Admitter):
             r.stats.record(elapsed)
         elif isinstance(error, rpc.RPCError):
             self.answered_at = now
-            if error.code == rpc.UNSUPPORTED_PROTOCOL_VERSION:
-                r.version_refused()
-            elif isinstance(error, HttpRPCError) and error.http_status in (400, 404):
-                # As a server that changed eras refuses each call: the probe shows it.
-                r.check_liveness()
-            # The server's error: its data is taken apart as a result is, if at all.
-            found = data_findings(r.guard, r.alias, error)
-            made = partial(call_error, r.guard, r.alias, error, _ERROR, found)
-            data = error.data if found is not None and isinstance(error.data, Raw) else None
-            why = "" if found is None else found.why
-            self._take_apart(call, data, data_of(_ERROR), why, made, now, elapsed, error=True)
+            # What it tells of the server, and its data taken apart as a result is.
+            data, what, why, made = error_reply(r, error)
+            self._take_apart(call, data, what, why, made, now, elapsed, error=True)
             return
         else:
             if isinstance(error, SERVER_REPLIES):
                 self.answered_at = now
-            ending = self._failed(call, error, False, now, elapsed)
+            ending = failed(r, call, error, False, now, elapsed, self._forget)
         self._finish(call, ending, slot=True)
 
     def _take_apart(
@@ -295,12 +301,12 @@ class CallScheduler(Admitter):
         ending: CallEnd
         later = False
         try:
-            if raw is not None and not r.replies.at_once(raw, what, why):
-                later = r.replies.in_thread(work, lambda done: self._taken_apart(call, done))
+            if raw is not None and not self.replies.at_once(raw, what, why):
+                later = self.replies.in_thread(work, lambda done: self._taken_apart(call, done))
             if not later:
                 ending = Answered(work())
         except MalformedReply as exc:
-            ending = self._failed(call, exc, False, now, elapsed)
+            ending = failed(r, call, exc, False, now, elapsed, self._forget)
         else:
             r.breaker.record_success(now, call.ticket)
             r.stats.record(elapsed, error=error)
@@ -314,7 +320,7 @@ class CallScheduler(Admitter):
             self._start_queued()
         if call.relays:
             call.relays = False
-            r.asks.leave_call(call, End.ANSWERED, call.sent_id)
+            self.asks.leave_call(call, End.ANSWERED, call.sent_id)
 
     def _taken_apart(self, call: Call, done: Raw | rpc.RPCError | MalformedReply) -> None:
         if call.state != "answered":
@@ -327,11 +333,6 @@ class CallScheduler(Admitter):
             outcome = done
         self._finish(call, Answered(outcome))
 
-    def _failed(
-        self, call: Call, error: BaseException | None, timed_out: bool, now: float, elapsed: float
-    ) -> CallEnd:
-        return failed(self.server, call, error, timed_out, now, elapsed, self._forget)
-
     def _forget(self, call: Call, why: str) -> None:
         """The server is told to stop (if it has the call), and its answer is dropped."""
         if self._up is not None:
@@ -343,7 +344,7 @@ class CallScheduler(Admitter):
         self.running -= 1
         self.deadlines.drop_ended()
         if call.progress_token is not None:
-            self.server.progress.close(call.progress_token)
+            self.progress.close(call.progress_token)
             call.progress_token = None
         if call.probe:
             self.server.breaker.release_probe(call.ticket)
@@ -372,7 +373,7 @@ class CallScheduler(Admitter):
         if call.relays:
             call.relays = False
             # Given up on, it may still be asked about by a server that has not read so.
-            self.server.asks.leave_call(call, end, call.sent_id)
+            self.asks.leave_call(call, end, call.sent_id)
         if self.demand is not None:
             self.demand.end()
 
@@ -388,12 +389,12 @@ class CallScheduler(Admitter):
         while True:
             now = self._now()
             while queue and queue.first().deadline <= now:
-                waited = r.outage() if self._up is None else no_slot(r, self.limit)
+                waited = r.outage() if self._up is None else no_slot(r.alias, r.limits, self.limit)
                 self._finish(queue.pop_first(), Unsent(waited))
             for call in self.deadlines.due(now):
                 if call.state == "running":  # no answer within its time
                     call.state = "done"
                     at = self._now()
-                    ended = self._failed(call, None, True, at, at - call.sent_at)
+                    ended = failed(r, call, None, True, at, at - call.sent_at, self._forget)
                     self._finish(call, ended, slot=True)
             await self.deadlines.sleep(queue.first().deadline if queue else math.inf)

@@ -19,7 +19,6 @@ from transports.base import Transport
 from transports.errors import TransportError, single_exceptions
 
 from ...config.tables.model import DaemonConfig, ListLimits
-from ...registry.gating.gate import ListGate
 from ..asking.progress import ProgressRoutes
 from ..calling.scheduler import CallScheduler
 from ..life.backoff import RestartPolicy
@@ -67,13 +66,14 @@ class Session:
         auth: ServerAuth | None,
         replies: ReplyWork,
         answers: AnswerWait,
-        gate: ListGate,
+        rediscovery: Rediscovery,
     ) -> None:
         """``answers``: what bounds the keepers' requests once the server is served,
-        the same one they were built with; ``gate``: the one its lists pass."""
+        the same one they were built with; ``rediscovery``: whether its version
+        is to be asked again (a call refused for it says so)."""
         self.alias = alias
         self._answers = answers
-        self._rediscovery = Rediscovery(alias, gate)
+        self._rediscovery = rediscovery
         self._replies = replies
         self.era_hint = era
         self._relay = relay
@@ -90,12 +90,6 @@ class Session:
         self._closed = False
 
     def wake(self) -> None:
-        self._wake.set()
-
-    def doubt_version(self) -> None:
-        """The server refused a request as made for a version it does not speak: it is
-        asked which it speaks (``rediscovery``) before anything else."""
-        self._rediscovery.doubted = True
         self._wake.set()
 
     def on_notification(self, msg: rpc.Notification) -> None:

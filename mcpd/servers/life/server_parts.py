@@ -19,7 +19,7 @@ import trio
 from protocol.mcp import core as mcp
 from transports.base import Started
 
-from ...config.tables.model import Config, DaemonConfig
+from ...config.tables.model import Config
 from ...config.tables.servertable import ServerConfig
 from ...login_answers import LoginStatus
 from ...policy.redaction.guard import SecretGuard
@@ -27,33 +27,35 @@ from ...policy.redaction.masking import KnownSecrets
 from ...registry.tables.catalog import Catalog
 from ..asking.askback import AskRoutes
 from ..asking.progress import ProgressRoutes
-from ..calling.calls import Call, CallHost, CallLimits, SessionMark
+from ..calling.calls import CallLimits, SessionMark
 from ..calling.queue_bytes import QueueBytes
 from ..calling.scheduler import CallScheduler
 from ..circuit.breaker import Breaker, BreakerConfig
 from ..circuit.circuit_states import Transition
 from ..connected.answer_wait import AnswerWait
-from ..connected.health import LIVENESS_TIMEOUT, Doubt, Health
+from ..connected.health import LIVENESS_TIMEOUT, Health
 from ..connected.log_messages import LogMessages
 from ..connected.session import Session
 from ..connected.upstream import Upstream
 from ..lists.prompt_resource_lists import PromptResourceKeeper
+from ..lists.rediscovery import Rediscovery
 from ..lists.tool_list_keeper import ToolListKeeper
 from ..oauth import attach
 from ..results.taking_apart import ReplyWork
 from ..status.outage import Outage, cleaned_line
-from ..status.state import backoff_config, breaker_config, outage_of, server_state
+from ..status.state import backoff_config, breaker_config
 from ..status.stats import LatencyStats
 from .backoff import RestartPolicy
 from .downtime import Downtime
 from .events import LifecycleJournal
 from .lazy_state import LazyState
+from .standing import Standing
 
 if TYPE_CHECKING:
     from ..oauth import Login, ServerAuth
 
 
-class ServerParts(CallHost):
+class ServerParts:
     def __init__(
         self,
         alias: str,
@@ -72,10 +74,8 @@ class ServerParts(CallHost):
         self.guard = guard or SecretGuard(KnownSecrets())
         self.cfg = cfg
         self._config = config
-        self.limits = CallLimits(alias, config)
         self.registry = registry
         self._on_change = on_change
-        self.transport_kind: str = cfg.kind
         self.breaker = Breaker(
             self._breaker_config(config),
             on_transition=self._on_breaker,
@@ -84,15 +84,9 @@ class ServerParts(CallHost):
         self.policy = RestartPolicy(backoff_config(config.daemon), loops=cfg.kind == "stdio")
         self.stats = LatencyStats()
         self.replies = ReplyWork(alias, self.guard)
-        self.scheduler = CallScheduler(self, cfg.concurrency(), waiting)
         self.lazy = LazyState.of(cfg)  # None: not started on demand
-        if self.lazy is not None:
-            self.scheduler.demand = self.lazy.demand  # its calls start it, and keep it running
-        self._upstream: Upstream | None = None
         # Told of each session that ends (``upstream``), with its mark.
         self.on_session_end: Callable[[str, SessionMark], None] | None = None
-        self.stderr: list[str] = []
-        self.first_attempt = trio.Event()
         self.health = self._new_health()
         self.events = LifecycleJournal(alias, lambda: self.stderr)
         reread = functools.partial(self.guard.reread, alias, what="a progress report")
@@ -116,6 +110,9 @@ class ServerParts(CallHost):
             process=cfg.kind == "stdio",
             login_changed=self.auth.wait_changed if self.auth is not None else None,
         )
+        self.rediscovery = Rediscovery(alias, registry.gate)
+        self.standing = self._new_standing()
+        self.first_attempt = self.standing.first_attempt
         self.attempts = 0
         # Its process while it runs, and what of its sandbox its last start could not
         # apply (stdio servers only).
@@ -133,6 +130,7 @@ class ServerParts(CallHost):
             replies=self.replies,
             modern=self._modern_version,
         )
+        self.scheduler = self._new_scheduler(waiting)
         self.session = self._new_session()
 
     def _new_health(self) -> Health:
@@ -147,6 +145,37 @@ class ServerParts(CallHost):
             answered_at=lambda: self.scheduler.answered_at,
             token_work=lambda: self.auth.token_work if self.auth is not None else 0,
             trouble_shown=lambda: self.policy.config.stable_after,
+        )
+
+    def _new_scheduler(self, waiting: QueueBytes | None) -> CallScheduler:
+        scheduler = CallScheduler(
+            self.standing,
+            progress=self.progress,
+            asks=self.asks,
+            replies=self.replies,
+            limit=self.cfg.concurrency(),
+            waiting=waiting,
+        )
+        if self.lazy is not None:
+            scheduler.demand = self.lazy.demand  # its calls start it, and keep it running
+        return scheduler
+
+    def _new_standing(self) -> Standing:
+        """What its calls find of it and tell it, made of the parts that know."""
+        return Standing(
+            self.alias,
+            guard=self.guard,
+            breaker=self.breaker,
+            stats=self.stats,
+            limits=CallLimits(self.alias, self._config),
+            transport_kind=self.cfg.kind,
+            downtime=self.downtime,
+            lazy=self.lazy,
+            health=self.health,
+            rediscovery=self.rediscovery,
+            registry=self.registry,
+            wake=self.wake,
+            on_change=self._on_change,
         )
 
     def _new_auth(self) -> tuple[ServerAuth | None, Login | None]:
@@ -175,7 +204,7 @@ class ServerParts(CallHost):
             auth=self.auth,
             replies=self.replies,
             answers=self.answers,
-            gate=self.registry.gate,
+            rediscovery=self.rediscovery,
         )
 
     def _modern_version(self) -> str | None:
@@ -185,42 +214,58 @@ class ServerParts(CallHost):
     @property
     def upstream(self) -> Upstream | None:
         """The session in force (None: none is)."""
-        return self._upstream
+        return self.standing.upstream
 
     @upstream.setter
     def upstream(self, up: Upstream | None) -> None:
         # A session let go of is over, whatever ends it (a process gone, an idle stop,
         # a reload): a server started again may give its ids to new tasks.
-        ended, self._upstream = self._upstream, up
+        ended, self.standing.upstream = self.standing.upstream, up
         if ended is not None and ended is not up:
             ended.mark.holds.clear()
             self.prompt_resources.session_ended()
             if self.on_session_end is not None:
                 self.on_session_end(self.alias, ended.mark)
 
-    # -- state shown to people and models --
+    # -- state shown to people and models (its standing's) --
 
     @property
     def state(self) -> str:
-        if self.lazy is not None and self.lazy.stopping:
-            return "idle"
-        return server_state(self.downtime, self.breaker, trio.current_time())
+        return self.standing.state
 
     @property
     def phase(self) -> str:
         return self.downtime.phase
 
     def outage(self) -> Outage:
-        return outage_of(
-            self.alias, self.state, self.breaker, self.downtime, trio.current_time(), self.stderr
-        )
+        return self.standing.outage()
 
     @property
     def available(self) -> bool:
         """Whether calls can be expected to work (the tools are listed as available)."""
-        if self.lazy is not None and self.lazy.listed_available(self.phase):
-            return True
-        return self.state in ("ready", "degraded")
+        return self.standing.available
+
+    @property
+    def limits(self) -> CallLimits:
+        return self.standing.limits
+
+    @property
+    def transport_kind(self) -> str:
+        """ "stdio" or "http", as the server is reached now (its runner may switch)."""
+        return self.standing.transport_kind
+
+    @transport_kind.setter
+    def transport_kind(self, kind: str) -> None:
+        self.standing.transport_kind = kind
+
+    @property
+    def stderr(self) -> list[str]:
+        """A child's last lines of stderr, as its runner last read them."""
+        return self.standing.stderr
+
+    @stderr.setter
+    def stderr(self, lines: list[str]) -> None:
+        self.standing.stderr = lines
 
     def kept_reason(self, reason: str) -> str:
         """Why something failed, as every record of it keeps it (the breaker, the
@@ -230,12 +275,7 @@ class ServerParts(CallHost):
         return cleaned_line(self.guard.text(self.alias, reason, "why it failed"))
 
     def _publish(self) -> None:
-        available = self.available
-        if available:
-            self.registry.set_availability(self.alias, True)
-        else:
-            self.registry.set_availability(self.alias, False, self.outage().marker())
-        self._on_change(self.alias)
+        self.standing.publish()
 
     def _on_breaker(self, t: Transition) -> None:
         self.events.breaker(t)
@@ -271,7 +311,7 @@ class ServerParts(CallHost):
         between checks starts counting now."""
         interval = self._health_interval()
         self._config = config
-        self.limits = CallLimits(self.alias, config)
+        self.standing.limits = CallLimits(self.alias, config)
         self.breaker.reconfigure(self._breaker_config(config))
         self.policy.reconfigure(backoff_config(config.daemon))
         if self._health_interval() != interval and self.phase == "connected":
@@ -284,17 +324,8 @@ class ServerParts(CallHost):
         probe_timeout = config.call_timeout(self.alias) + LIVENESS_TIMEOUT
         return breaker_config(config.daemon, probe_timeout=probe_timeout)
 
-    @property
-    def settings(self) -> DaemonConfig:
-        return self._config.daemon
-
     def waits_for_start(self) -> bool:
-        """Calls that come while the first start is under way wait for it; a lazy
-        server's, while it is idle, being stopped (its phase still says connected until
-        the stop is done) or started on demand."""
-        if self.lazy is not None:
-            return (self.phase != "connected" or self.lazy.stopping) and self.available
-        return self.phase == "starting" and not self.first_attempt.is_set()
+        return self.standing.waits_for_start()
 
     def wake(self) -> None:
         self.session.wake()
@@ -311,34 +342,14 @@ class ServerParts(CallHost):
         return len(self.scheduler.queue)
 
     def check_liveness(self) -> None:
-        """After a failed call: probe the server soon (see health)."""
-        self.health.suspect = True
-        self.wake()
+        """After a failed request: probe the server soon (see health)."""
+        self.standing.check_liveness()
 
     def version_refused(self) -> None:
-        self.session.doubt_version()
-
-    def availability_failure(
-        self, elapsed: float, reason: str, ticket: int, wait: float | None = None
-    ) -> None:
-        now = trio.current_time()
-        self.stats.record(elapsed, error=True)
-        before = self.breaker.state
-        if wait is None:
-            self.breaker.record_failure(now, reason, ticket)
-        else:
-            self.breaker.hold_open(now, now + wait, reason, ticket)
-        # A wait may only have moved the retry time of a circuit open already.
-        if self.breaker.state != before or wait is not None:
-            self._publish()
+        self.standing.version_refused()
 
     def told_to_wait(self, reason: str, wait: float) -> None:
-        """A request other than a call, or a probe, was answered 429 or 503 with a
-        Retry-After of ``wait`` seconds: its circuit opens until then, as a call's
-        does."""
-        now = trio.current_time()
-        self.breaker.hold_open(now, now + wait, reason)
-        self._publish()
+        self.standing.told_to_wait(reason, wait)
 
     def reset_circuit(self, who: str) -> bool:
         """``mcpd reset``, asked by ``who``: its circuit closes on trial, the next call
@@ -355,27 +366,7 @@ class ServerParts(CallHost):
         return self.breaker.reset(trio.current_time())
 
     def failed_call(self, reason: str, start: float, stderr: str | None) -> Outage:
-        state = self.state
-        if state not in ("ready", "degraded"):
-            down = self.outage()
-            return Outage(self.alias, state, reason, down.since, down.retry_at, stderr)
-        up = self.upstream
-        if up is not None and up.transport.error is not None:
-            # Its session ends with this failure (a process gone): the server is down,
-            # as its runner is about to say, with when it tries again.
-            return Outage(self.alias, "failed", reason, start, stderr=stderr)
-        # Answering others; a failure not counted against it (its call began before
-        # the breaker last moved) makes it no less this call's.
-        return Outage(self.alias, "degraded", reason, start, stderr=stderr)
-
-    def timed_out(self, call: Call, elapsed: float, reason: str) -> None:
-        self.stats.record(elapsed, error=True)
-        # One agent's slow tool must not close the server to every agent: whether
-        # this counts against it waits for what it answers next (``health``).
-        self.health.doubt(Doubt(trio.current_time(), reason, call.ticket, call.probe))
-        # A trial's slot is the doubt's now, given back as it is settled.
-        call.probe = False
-        self.wake()
+        return self.standing.failed_call(reason, start, stderr)
 
     async def phase_changed(self) -> None:
         await self.downtime.phase_changed()

@@ -365,7 +365,7 @@ async def test_a_call_the_open_circuit_refused_is_no_sign_the_server_read_past_a
                 # A slow call opens no circuit at a server that answers: a failure does.
                 runner = daemon.supervisor.servers["two"]
                 ticket = runner.breaker.allow(trio.current_time()).ticket
-                runner.availability_failure(0.0, "connection reset", ticket)
+                runner.standing.availability_failure(0.0, "connection reset", ticket)
                 refused = await other.call(TWO + "quick")
                 assert "unavailable (open)" in refused["content"][0]["text"]
                 await journal.said.wait()  # mcpd's own probe found the server answering

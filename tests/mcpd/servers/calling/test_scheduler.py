@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,20 +18,26 @@ from msgspec import Raw
 from trio.testing import MockClock
 
 from mcpd.config.loading.load import parse_config
-from mcpd.config.tables.model import DaemonConfig
 from mcpd.policy.redaction.guard import SecretGuard
 from mcpd.policy.redaction.masking import KnownSecrets
+from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.asking.askback import AskRoutes
 from mcpd.servers.asking.progress import ProgressRoutes
-from mcpd.servers.calling.calls import Call, CallHost, CallLimits, QueuedCheck, Whose
+from mcpd.servers.calling.calls import Call, CallLimits, QueuedCheck, Whose
 from mcpd.servers.calling.scheduler import CallScheduler
 from mcpd.servers.circuit.breaker import Breaker
+from mcpd.servers.connected.health import Health
+from mcpd.servers.life.backoff import RestartPolicy
+from mcpd.servers.life.downtime import Downtime
+from mcpd.servers.life.events import LifecycleJournal
 from mcpd.servers.life.lazy_state import Demand
+from mcpd.servers.life.standing import Standing
+from mcpd.servers.lists.rediscovery import Rediscovery
 from mcpd.servers.oauth import LoginRequired
 from mcpd.servers.results.taking_apart import AT_ONCE_PARTS, MOST_PARTS, ReplyWork
 from mcpd.servers.shared import AgentKey
 from mcpd.servers.status.outage import Outage
-from mcpd.servers.status.state import breaker_config
+from mcpd.servers.status.state import backoff_config, breaker_config
 from mcpd.servers.status.stats import LatencyStats
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.reply_faults import MalformedReply, MessageTooLarge
@@ -44,56 +51,72 @@ MIB = 1024 * 1024
 RESULT = Raw(b'{"content":[]}')
 
 
-class Host(CallHost):
-    """The server's side of its scheduler: what a runner keeps, and what it is told."""
+class Host:
+    """The server's side of its scheduler: a standing made of real parts, as a server's
+    parts make it, with a phase the test sets and nothing running to change it."""
 
     def __init__(self, kind: str, server: dict[str, Any], daemon: dict[str, Any]) -> None:
         config = parse_config(
             {"daemon": daemon, "servers": {"s": {"command": "x", **server}}}, env={}
         )
-        self.alias = "s"
         self.breaker = Breaker(breaker_config(config.daemon, probe_timeout=5.0))
         self.stats = LatencyStats()
         self.guard = SecretGuard(KnownSecrets())
         self.progress = ProgressRoutes("mcpd-s-")
         self.asks = AskRoutes("s", lambda: 60.0)
         self.replies = ReplyWork("s", self.guard)
-        self.limits = CallLimits("s", config)
-        self.transport_kind = kind
-        self._settings = config.daemon
-        self.starting = False
-        self.failures: list[str] = []
-        self.timeouts: list[str] = []
-        self.liveness_checks = 0
-        self.versions_refused = 0
+        self.wakes = 0
+        policy = RestartPolicy(backoff_config(config.daemon))
+        self.downtime = Downtime(
+            LifecycleJournal("s", lambda: []), policy, lambda: None, process=kind == "stdio"
+        )
+        self.health = Health(
+            "s",
+            self.breaker,
+            interval=lambda: 0.0,
+            probe_timeout=lambda: 5.0,
+            on_probe=lambda: None,
+            answered_at=lambda: -math.inf,
+            trouble_shown=lambda: 30.0,
+        )
+        catalog = Catalog(config.naming)
+        self.rediscovery = Rediscovery("s", catalog.gate)
+        self.standing = Standing(
+            "s",
+            guard=self.guard,
+            breaker=self.breaker,
+            stats=self.stats,
+            limits=CallLimits("s", config),
+            transport_kind=kind,
+            downtime=self.downtime,
+            lazy=None,
+            health=self.health,
+            rediscovery=self.rediscovery,
+            registry=catalog,
+            wake=self._wake,
+            on_change=lambda alias: None,
+        )
+
+    def _wake(self) -> None:
+        self.wakes += 1
 
     @property
-    def settings(self) -> DaemonConfig:
-        return self._settings
+    def failures(self) -> int:
+        """The availability failures counted against the server."""
+        return self.breaker.status(trio.current_time()).total_failures
 
-    def waits_for_start(self) -> bool:
-        return self.starting
+    def connected(self) -> None:
+        self.downtime.set_phase("connected")
+
+    def starting(self) -> None:
+        """Its first start under way: calls wait for it."""
+        self.downtime.set_phase("starting")
+
+    def stopped(self) -> None:
+        self.downtime.set_phase("stopped", "the server is not running")
 
     def outage(self) -> Outage:
-        return Outage("s", "stopped", "the server is not running")
-
-    def availability_failure(
-        self, elapsed: float, reason: str, ticket: int, wait: float | None = None
-    ) -> None:
-        self.failures.append(reason)
-        self.breaker.record_failure(trio.current_time(), reason, ticket)
-
-    def failed_call(self, reason: str, start: float, stderr: str | None) -> Outage:
-        return Outage("s", "failed", reason, start, stderr=stderr)
-
-    def timed_out(self, call: Call, elapsed: float, reason: str) -> None:
-        self.timeouts.append(reason)
-
-    def check_liveness(self) -> None:
-        self.liveness_checks += 1
-
-    def version_refused(self) -> None:
-        self.versions_refused += 1
+        return self.standing.outage()
 
 
 class Server:
@@ -102,6 +125,8 @@ class Server:
     era = "legacy"
 
     def __init__(self) -> None:
+        # Its transport: a failure it ended with (a process gone) is its error.
+        self.transport = SimpleNamespace(error=None)
         self.sent: list[Call] = []
         self.forgotten: list[tuple[Call, str]] = []
         self.refuse: BaseException | None = None
@@ -164,10 +189,20 @@ def bench_maker(
         **daemon: Any,
     ) -> Bench:
         host = Host(kind, server or {}, daemon)
-        scheduler = CallScheduler(host, limit)
+        scheduler = CallScheduler(
+            host.standing,
+            progress=host.progress,
+            asks=host.asks,
+            replies=host.replies,
+            limit=limit,
+        )
         upstream = Server()
         if attached:
+            host.connected()
+            host.standing.upstream = upstream  # type: ignore[assignment]
             scheduler.attach(upstream)  # type: ignore[arg-type]
+        else:
+            host.stopped()
         nursery.start_soon(scheduler.run_timer)
         nursery.start_soon(host.replies.run)
         return Bench(host, scheduler, upstream)
@@ -348,7 +383,7 @@ async def test_a_call_past_its_agents_bytes_waiting_is_refused_at_once_and_no_ou
     assert "one agent's may keep 32.0 MiB" in text and "not an outage" in text
     assert call.unqueued is not None and "32.0 MiB" in call.unqueued
     assert b.sent == ["running"] and [c.name for c in b.scheduler.queue] == ["q0", "q1"]
-    assert b.host.failures == [] and b.host.breaker.state == "closed"
+    assert b.host.failures == 0 and b.host.breaker.state == "closed"
     # What still fits waits: a small call of the agent's, another agent's big one.
     small, _ = start(b, "small", Raw(b"{}"))
     theirs, _ = start(b, "theirs", big(12), Whose(uid=4242, pid=4244, own=False))
@@ -359,7 +394,7 @@ async def test_a_call_waiting_for_its_server_to_start_is_weighed_as_well(
     make: Any, autojump_clock: MockClock
 ) -> None:
     b = make(attached=False)
-    b.host.starting = True
+    b.host.starting()
     start(b, "q0", big(12))
     start(b, "q1", big(12))
     _, refused = start(b, "over", big(12))
@@ -415,7 +450,7 @@ async def test_a_call_to_a_starting_server_waits_and_is_sent_when_it_is_up(
     make: Any, autojump_clock: MockClock
 ) -> None:
     b = make(attached=False)
-    b.host.starting = True
+    b.host.starting()
     call, outcomes = b.call()
     assert call.state == "queued" and not outcomes.arrived.is_set()
     up = Server()
@@ -428,10 +463,11 @@ async def test_a_server_that_never_comes_up_fails_the_waiting_call_in_its_time(
     autojump_clock: MockClock,
 ) -> None:
     b = make(attached=False)
-    b.host.starting = True
+    b.host.starting()
     _, outcomes = b.call(timeout=3.0)
     await outcome_of(outcomes)
-    assert outage(outcomes).reason == "the server is not running"
+    # The server's outage as the call's time ran out: still starting.
+    assert outage(outcomes) == b.host.outage() and outage(outcomes).state == "starting"
 
 
 async def test_queued_calls_fail_with_the_outage_that_stopped_their_server(
@@ -458,8 +494,10 @@ async def test_a_call_with_no_answer_in_time_names_the_limit_that_set_it(
     assert found.state == "timeout"
     assert found.reason == "no answer within 2.5 s (the limit servers.s.call_timeout sets)"
     assert b.server.forgotten == [(call, "timed out")]
-    # What it means for the server is the host's to judge (``health``).
-    assert b.host.timeouts == [found.reason] and b.host.failures == []
+    # What it means for the server waits for what it answers next (``health``): held
+    # in doubt, with a probe asked for, and not counted against it yet.
+    assert b.host.health.suspect and b.host.wakes == 1 and b.host.failures == 0
+    assert (b.host.stats.calls, b.host.stats.errors) == (1, 1)
 
 
 async def test_a_tools_own_limit_is_named_for_it(make: Any, autojump_clock: MockClock) -> None:
@@ -531,7 +569,7 @@ async def test_a_server_that_answered_badly_is_still_up(
     call, outcomes = b.call()
     b.answer(call, None, error)
     assert (outage(outcomes).state, outage(outcomes).reason) == (state, reason)
-    assert b.host.failures == [] and b.host.breaker.state == "closed"
+    assert b.host.failures == 0 and b.host.breaker.state == "closed"
 
 
 @pytest.mark.parametrize(
@@ -567,7 +605,7 @@ async def test_a_servers_json_rpc_error_is_passed_on(make: Any, autojump_clock: 
     b.answer(call, None, error)
     assert isinstance(outcomes.outcome, rpc.RPCError)
     assert outcomes.outcome.message == "[s] no such argument"
-    assert b.host.failures == []
+    assert b.host.failures == 0
 
 
 async def test_a_version_refused_is_mcpds_error_and_has_the_server_asked_again(
@@ -580,7 +618,7 @@ async def test_a_version_refused_is_mcpds_error_and_has_the_server_asked_again(
     assert isinstance(outcomes.outcome, rpc.RPCError)
     assert outcomes.outcome.code == rpc.INTERNAL_ERROR
     assert outcomes.outcome.message.startswith("mcpd's request to the server 's' failed")
-    assert b.host.versions_refused == 1 and b.host.failures == []
+    assert b.host.rediscovery.doubted and b.host.wakes == 1 and b.host.failures == 0
 
 
 async def test_a_login_needed_is_not_counted_against_the_server(
@@ -590,7 +628,7 @@ async def test_a_login_needed_is_not_counted_against_the_server(
     call, outcomes = b.call()
     b.answer(call, None, LoginRequired("run `mcpd auth login s`"))
     assert outage(outcomes).state == "needs_login"
-    assert b.host.failures == [] and b.host.breaker.state == "closed"
+    assert b.host.failures == 0 and b.host.breaker.state == "closed"
 
 
 async def test_a_stdio_server_that_died_mid_call_quotes_its_last_stderr_line(
@@ -600,15 +638,18 @@ async def test_a_stdio_server_that_died_mid_call_quotes_its_last_stderr_line(
     b = make()
     call, outcomes = b.call()
     detail = "Traceback (most recent call last):\n  ...\nKeyError: 'API_KEY'\n"
-    b.answer(call, None, TransportError("the server exited (status 1)", detail=detail))
+    died = TransportError("the server exited (status 1)", detail=detail)
+    b.server.transport.error = died  # its transport ends with the failure
+    b.answer(call, None, died)
     found = outage(outcomes)
     assert (found.state, found.reason, found.stderr) == (
         "failed",
         "the server exited (status 1)",
         "KeyError: 'API_KEY'",
     )
-    assert b.host.failures == ["the server exited (status 1)"]
-    assert b.host.liveness_checks == 0  # its process going is what is watched
+    st = b.host.breaker.status(trio.current_time())
+    assert (st.total_failures, st.trouble) == (1, "the server exited (status 1)")
+    assert not b.host.health.suspect  # its process going is what is watched
 
 
 async def test_an_http_failure_probes_the_server_soon(make: Any, autojump_clock: MockClock) -> None:
@@ -616,7 +657,7 @@ async def test_an_http_failure_probes_the_server_soon(make: Any, autojump_clock:
     call, outcomes = b.call()
     b.answer(call, None, TransportError("connection refused", detail="ignored"))
     assert outage(outcomes).stderr is None
-    assert b.host.liveness_checks == 1
+    assert b.host.health.suspect and b.host.wakes == 1
 
 
 async def test_an_unexpected_error_is_an_internal_error_not_a_crash(
@@ -763,11 +804,14 @@ async def question(b: Bench) -> str:
 
 def stopped(b: Bench, starting: bool) -> None:
     b.scheduler.detach()
-    b.host.starting = starting
+    if starting:
+        b.host.starting()
+    else:
+        b.host.stopped()
 
 
 def back_up(b: Bench) -> None:
-    b.host.starting = False
+    b.host.connected()
     b.scheduler.attach(b.server)  # type: ignore[arg-type]
 
 
@@ -790,6 +834,7 @@ async def refused_with_the_server_stopped(b: Bench, agent: Agent) -> None:
 async def failed_waiting_for_the_server_as_it_stopped(b: Bench, agent: Agent) -> None:
     stopped(b, starting=True)
     _, outcomes = b.call("waiting", by=agent)
+    b.host.stopped()
     b.scheduler.fail_queued(b.host.outage())
     assert outage(outcomes).state == "stopped"
     back_up(b)
@@ -799,7 +844,7 @@ async def out_of_time_waiting_for_the_server(b: Bench, agent: Agent) -> None:
     stopped(b, starting=True)
     _, outcomes = b.call("waiting", by=agent, timeout=1.0)
     await outcome_of(outcomes)
-    assert outage(outcomes).state == "stopped"
+    assert outage(outcomes).state == "starting"
     back_up(b)
 
 
@@ -811,10 +856,10 @@ async def cancelled_waiting_for_the_server(b: Bench, agent: Agent) -> None:
 
 
 async def failed_as_it_was_sent(b: Bench, agent: Agent) -> None:
-    b.server.refuse = TransportError("the pipe is closed")
+    b.server.refuse = b.server.transport.error = TransportError("the pipe is closed")
     _, outcomes = b.call("refused", by=agent)
     assert outage(outcomes).state == "failed"
-    b.server.refuse = None
+    b.server.refuse = b.server.transport.error = None
 
 
 async def cut_off_with_its_connection(b: Bench, agent: Agent) -> None:
@@ -996,4 +1041,4 @@ async def test_an_answer_too_big_to_take_apart_fails_its_call_and_not_the_server
     b.answer(call, forged(MOST_PARTS))
     refused = outage(outcomes)
     assert refused.state == "malformed" and "more than the 250,000" in refused.reason
-    assert b.host.breaker.state == "closed" and b.host.failures == []
+    assert b.host.breaker.state == "closed" and b.host.failures == 0

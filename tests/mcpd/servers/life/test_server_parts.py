@@ -118,12 +118,12 @@ async def test_failed_calls_open_the_breaker_at_the_threshold_and_the_tools_say_
     world.install("t")
     told = len(world.changes)
     ticket = p.breaker.allow(0.0).ticket
-    p.availability_failure(1.0, "timed out", ticket)
-    p.availability_failure(1.0, "timed out", ticket)
+    p.standing.availability_failure(1.0, "timed out", ticket)
+    p.standing.availability_failure(1.0, "timed out", ticket)
     # Failing, not yet open: degraded, and its tools still callable.
     assert p.state == "degraded" and p.available
     assert [e.available for e in world.catalog.listing()] == [True]
-    p.availability_failure(1.0, "timed out", ticket)
+    p.standing.availability_failure(1.0, "timed out", ticket)
     assert p.state == "open" and not p.available
     assert [e.available for e in world.catalog.listing()] == [False]
     (tool,) = world.tools()
@@ -138,7 +138,7 @@ async def test_a_failed_call_shows_the_server_degraded_for_stable_after_then_rea
     world = Parts(stdio(), stable_after=30.0)
     p = world.parts
     p.downtime.set_phase("connected")
-    p.availability_failure(1.0, "timed out", p.breaker.allow(trio.current_time()).ticket)
+    p.standing.availability_failure(1.0, "timed out", p.breaker.allow(trio.current_time()).ticket)
     row = status_of(p)
     assert (row.state, row.last_error) == ("degraded", "timed out")
     await trio.sleep(29.0)
@@ -154,7 +154,7 @@ async def test_why_calls_failed_is_one_line_in_the_breakers_status() -> None:
     world = Parts(stdio(), failure_threshold=1)
     p = world.parts
     p.downtime.set_phase("connected")
-    p.availability_failure(
+    p.standing.availability_failure(
         1.0, "cut\n[mcpd] End of what 'notes' says.", p.breaker.allow(0.0).ticket
     )
     assert p.breaker.status(2.0).reason == "cut\\n[mcpd] End of what 'notes' says."
@@ -181,7 +181,7 @@ async def test_a_failure_from_before_the_breaker_moved_on_does_not_count_against
     p.breaker.record_failure(0.0, "x")  # opens it: a new epoch
     p.breaker.allow(1e9)  # and a probe later, another
     before = p.breaker.status(1e9)
-    p.availability_failure(1.0, "late", stale)
+    p.standing.availability_failure(1.0, "late", stale)
     after = p.breaker.status(1e9)
     assert after.consecutive_failures == before.consecutive_failures
     assert after.state == before.state
@@ -191,9 +191,10 @@ async def test_a_reloaded_config_sets_the_call_limits_of_the_calls_that_follow()
     world = Parts(stdio(), call_timeout=10)
     p = world.parts
     assert p.limits.timeout("t") == 10
-    p.config = config({"s": stdio(tool_timeouts={"t": 3})}, call_timeout=20)
+    p.config = config({"s": stdio(tool_timeouts={"t": 3})}, call_timeout=20, queue_size=7)
     assert p.limits.timeout("t") == 3 and p.limits.timeout("u") == 20
-    assert p.settings.call_timeout == 20
+    # What its scheduler reads is the new config's.
+    assert p.scheduler.server.limits is p.limits and p.limits.queue_size == 7
 
 
 async def test_a_failed_call_makes_the_server_probed_soon() -> None:
@@ -214,7 +215,7 @@ async def test_a_call_out_of_time_counts_only_if_the_server_then_answers_nothing
     world = Parts(stdio(), failure_threshold=1)
     p = world.parts
     p.downtime.set_phase("connected")
-    p.timed_out(sent(p), 1.0, "no answer within 1 s")
+    p.standing.timed_out(sent(p), 1.0, "no answer within 1 s")
     # Held, not counted: the server is probed to see.
     assert p.state == "ready" and p.health.suspect
     assert p.stats.snapshot().errors == 1
@@ -222,7 +223,7 @@ async def test_a_call_out_of_time_counts_only_if_the_server_then_answers_nothing
     # No failure of the server's, but no call has worked: shown, with why.
     assert p.state == "degraded" and p.breaker.state == "closed"
     assert status_of(p).last_error == "no answer within 1 s"
-    p.timed_out(sent(p), 1.0, "no answer within 1 s")
+    p.standing.timed_out(sent(p), 1.0, "no answer within 1 s")
     p.health.settle(-math.inf)  # it answered nothing
     assert p.state == "open" and p.outage().reason == "no answer within 1 s"
 
@@ -232,12 +233,12 @@ async def test_a_half_open_trial_out_of_time_at_a_server_that_answers_closes_on_
     p = world.parts
     p.downtime.set_phase("connected")
     world.install("t")
-    p.availability_failure(1.0, "down", p.breaker.allow(trio.current_time()).ticket)
+    p.standing.availability_failure(1.0, "down", p.breaker.allow(trio.current_time()).ticket)
     assert [e.available for e in world.catalog.listing()] == [False]
     await trio.sleep(0.02)
     trial = sent(p)
     assert trial.probe and p.state == "half_open"
-    p.timed_out(trial, 1.0, "no answer within 1 s")
+    p.standing.timed_out(trial, 1.0, "no answer within 1 s")
     # The trial's slot stays taken until it is settled: no second trial meanwhile.
     assert not p.breaker.allow(trio.current_time()).allowed
     p.health.settle(trio.current_time())
