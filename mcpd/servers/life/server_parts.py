@@ -1,6 +1,7 @@
 """One configured server's parts, wired together, and what they tell of it: its state
-and outage, what its calls and lists need of it (its row in ``mcpd status`` is
-``status_of``'s). The rest of mcpd holds a server by this.
+and outage (its ``standing.Standing``'s, which its call scheduler holds rather than all
+of this), what its lists need of it (its row in ``mcpd status`` is ``status_of``'s). The
+rest of mcpd holds a server by this.
 
 Running the server (starting it, serving it, backing off when it fails) is its
 runner's job: ``runner.Runner`` has its parts and keeps the facts kept here (its
