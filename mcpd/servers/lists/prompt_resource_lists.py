@@ -22,10 +22,8 @@ from typing import Any, Final
 
 import msgspec
 import trio
-from msgspec import Raw
 
 from protocol.jsonrpc import messages as rpc
-from protocol.lines.json_values import parts_at_most
 from protocol.mcp import features
 from protocol.shown.logfields import log_extra
 from protocol.shown.visible import quote
@@ -35,8 +33,8 @@ from ...registry.gating.limits import Trimmed
 from ...registry.tables.catalog import Catalog
 from ..connected.answer_wait import LIST_FAILURES, AnswerWait
 from ..connected.upstream import Upstream
-from ..results.taking_apart import AT_ONCE_PARTS
 from .list_pages import list_all
+from .listened import ListenedURIs, honoured
 from .tool_list_keeper import ToolListKeeper
 
 logger = logging.getLogger("mcpd.server")
@@ -67,22 +65,6 @@ class _Updated(msgspec.Struct):
     uri: str
 
 
-class _Acknowledged(msgspec.Struct):
-    notifications: dict[str, Any]
-
-
-def _honoured(params: Raw | None) -> dict[str, Any]:
-    """What an acknowledgement of mcpd's listen says the server honours: nothing when
-    it holds more values than are read at once (``taking_apart``), which no answer
-    to what mcpd asked needs."""
-    if params is not None and parts_at_most(params, AT_ONCE_PARTS) > AT_ONCE_PARTS:
-        return {}
-    try:
-        return rpc.decode_as(params, _Acknowledged).notifications
-    except rpc.InvalidParams:
-        return {}
-
-
 class PromptResourceKeeper:
     def __init__(
         self,
@@ -107,6 +89,7 @@ class PromptResourceKeeper:
         self.watched_tasks: set[str] = set()
         # What the server's last acknowledgement of our listen said it honours.
         self.acknowledged: dict[str, Any] = {}
+        self.listened = ListenedURIs()
         self.held: set[str] = set()  # subscribed upstream on the current legacy session
         # What the last fetch of each list left out ("prompts", "resources",
         # "resource_templates").
@@ -250,6 +233,8 @@ class PromptResourceKeeper:
             self._wake()
         elif method == "notifications/resources/list_changed":
             self.resources_due = True
+            if self.listened.listed_anew():
+                self._relisten.set()
             self._wake()
         elif method == "notifications/resources/updated":
             try:
@@ -262,7 +247,9 @@ class PromptResourceKeeper:
         elif method == "notifications/tasks" and self.on_task is not None and msg.params:
             self.on_task(self.alias, msg.params)
         elif method == "notifications/subscriptions/acknowledged":
-            self.acknowledged = _honoured(msg.params)
+            self.acknowledged = honoured(msg.params)
+            if self.listened.acknowledged():
+                self._relisten.set()
 
     # -- subscriptions --
 
@@ -277,6 +264,7 @@ class PromptResourceKeeper:
             self.subscribed[uri] = left
             return
         if self.subscribed.pop(uri, None) is not None:
+            self.listened.let_go(uri)
             self._subscriptions_changed()
 
     def watch_task(self, task_id: str, on: bool) -> None:
@@ -332,15 +320,19 @@ class PromptResourceKeeper:
             wanted["promptsListChanged"] = True
         if up.capabilities.resources_changed:
             wanted["resourcesListChanged"] = True
-        if self.subscribed and up.capabilities.subscribe:
-            wanted["resourceSubscriptions"] = sorted(self.subscribed)
+        uris = self.listened.naming(self.subscribed if up.capabilities.subscribe else ())
+        if uris:
+            wanted["resourceSubscriptions"] = uris
         if self.watched_tasks and up.capabilities.tasks:
             wanted["taskIds"] = sorted(self.watched_tasks)
         return wanted
 
     async def listen(self, up: Upstream, lists: ToolListKeeper) -> None:
         """Keep one ``subscriptions/listen`` open for everything this server can tell
-        (tools too), listening again when it ends or when the filter changes."""
+        (tools too), listening again when it ends, when the filter changes, and when
+        the server refuses it: without the URIs it refused (``listened``), or as it
+        was after a backoff. One agent's URI never ends what the others are told."""
+        self.listened.session_began()
         delay = 1.0
         began = -math.inf
         while True:
@@ -351,7 +343,7 @@ class PromptResourceKeeper:
                 wanted["toolsListChanged"] = True
             self._relisten = trio.Event()
             why = ""
-            refused = False
+            refusal: rpc.RPCError | None = None
             async with trio.open_nursery() as nursery:
 
                 async def restart_on_change(after: float) -> None:
@@ -371,19 +363,18 @@ class PromptResourceKeeper:
                 except ServerCancelled as exc:
                     why = str(exc)
                 except rpc.RPCError as exc:
-                    logger.info(
-                        "%s: subscriptions/listen refused (%s); relying on ttl",
-                        self.alias,
-                        quote(exc.message),
-                        extra=log_extra(self.alias),
-                    )
-                    refused = True
+                    refusal = exc
                 except TransportError as exc:
                     why = exc.reason
                 nursery.cancel_scope.cancel()
             lists.subscribed = False
-            if refused:
-                return
+            if refusal is not None:
+                if not self.listened.refusal(self.alias, refusal, delay):
+                    # Told nothing on a listen, the tool list is kept by its ttl.
+                    with trio.move_on_after(delay):
+                        await self._relisten.wait()
+                    delay = min(delay * 2, _RELISTEN_CAP)
+                continue
             if not why:
                 delay = 1.0
                 continue  # the filter changed: listen again

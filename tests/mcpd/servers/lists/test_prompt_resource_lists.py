@@ -391,11 +391,12 @@ async def test_the_listen_follows_the_subscribed_uris_and_relistens_when_ended(
             nursery.cancel_scope.cancel()
 
 
-async def test_a_refused_listen_ends_and_the_tool_list_falls_back_to_its_ttl(
-    caplog: pytest.LogCaptureFixture,
+async def test_a_refused_listen_is_sent_again_after_a_backoff_the_tool_list_on_its_ttl(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     # The server took up the subscription, then answered the listen with an error:
-    # no change will be told on it, so the tool list must be refreshed by its ttl.
+    # no change is told on it, so the tool list is refreshed by its ttl until a
+    # listen sent again, later and later, is taken.
     k = Keeper()
     up = ScriptedUp({"tools": {"listChanged": True}}, era="modern")
     up.listen_error = rpc.RPCError(-32603, "internal error")
@@ -403,11 +404,17 @@ async def test_a_refused_listen_ends_and_the_tool_list_falls_back_to_its_ttl(
     up.notify = lists.on_notification
     ack = {"notifications": {"toolsListChanged": True}}
     up.heard_on_listen = [notification("notifications/subscriptions/acknowledged", ack)]
-    with trio.fail_after(5), caplog.at_level(logging.INFO, logger="mcpd.server"):
-        await k.keeper.listen(as_up(up), lists)
-    assert up.listens == [{"toolsListChanged": True}]
-    assert any('("internal error"); relying on ttl' in r.getMessage() for r in caplog.records)
+    with caplog.at_level(logging.INFO, logger="mcpd.server"):
+        with trio.move_on_after(1 + 2 + 4 + 0.5):
+            await k.keeper.listen(as_up(up), lists)
+    assert up.listens == [{"toolsListChanged": True}] * 4
     assert not lists.subscribed
+    said = [r.getMessage() for r in caplog.records]
+    assert said[0] == (
+        'srv: subscriptions/listen refused ("internal error"); relying on ttl, listening'
+        " again in 1 s"
+    )
+    assert said[2].endswith("listening again in 4 s")
 
 
 async def test_a_burst_of_subscription_changes_is_listened_to_once_a_second_at_most(
