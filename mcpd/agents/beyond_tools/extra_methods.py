@@ -284,9 +284,9 @@ class ExtraMethods:
                 f"logging/setLevel belongs to the handshake protocol; put {mcp.KEY_LOG_LEVEL!r}"
                 " in a request's _meta",
             )
-        level = server_logs.checked_level(req.params)
-        side, sees = _agent_side(conn, ctx), self._sees_server(conn)
-        self.logs.set_level(side.owner, level, conn.news_sender(), sees, own_user=side.own_user)
+        level, sees = server_logs.checked_level(req.params), self._sees_server(conn)
+        own_user = conn.identity.reads_shared_output(conn.fixed_profile)
+        self.logs.set_level(conn.owner, level, conn.news_sender(), sees, own_user=own_user)
         return {}
 
     def _sees_server(self, conn: Agent) -> SeesServer:

@@ -105,6 +105,15 @@ class AgentIdentity:
         the daemon's own user (as ``Profiles.scope`` has it)."""
         return is_owner(self.peer)
 
+    def reads_shared_output(self, fixed_profile: str | None) -> bool:
+        """Whether it is told what a server writes for every agent it serves (its log
+        messages; its stderr, pid and home in status), on a connection held to the
+        profile ``fixed_profile`` (None: the daemon's own socket or endpoint). Such
+        output is often another agent's calls' arguments, so it is the daemon's own
+        user's and root's, and on a profile's own socket not even theirs: there an
+        agent reads nothing of another profile's calls."""
+        return fixed_profile is None and self.reads_as_owner()
+
     def info(self, profile: str, modern: bool) -> AgentInfo:
         """The agent as one call of it, in ``profile`` and its era, is recorded."""
         info = self._modern if modern else self._legacy

@@ -55,7 +55,8 @@ class ReadPages:
         return pages.get(path)
 
     def status(self, query: Query, caller: RequestSender) -> PageAnswer:
-        scope, own_user = self._scope(query, caller), caller.who().reads_as_owner()
+        scope = self._scope(query, caller)
+        own_user = caller.who().reads_shared_output(caller.fixed)
         return 200, "application/json", _encode(self.control.status(scope, own_user=own_user))
 
     def tools(self, query: Query, caller: RequestSender) -> PageAnswer:

@@ -9,9 +9,10 @@ verbose level any agent that sees it wants (``AllServers.want_logs``).
 
 Those messages belong to no agent's request: a server several agents share logs there
 what it does for any of them, often with the arguments it was called with. So only
-agents that read as the daemon's own user (``AgentIdentity.reads_as_owner``, as for a
-server's stderr) get them; another user's agent is answered and its level kept, but
-it is sent none and its level is not among those a server is asked for.
+agents that read as the daemon's own user, and not on a profile's own socket
+(``AgentIdentity.reads_shared_output``, as for a server's stderr) get them; another
+agent is answered and its level kept, but it is sent none and its level is not among
+those a server is asked for.
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ class AgentLogs:
         *,
         own_user: bool,
     ) -> None:
-        """``own_user``: the agent reads as the daemon's own user (or root)."""
+        """``own_user``: the agent reads what servers write for everyone
+        (``AgentIdentity.reads_shared_output``)."""
         rank = server_logs.rank(level)
         assert rank is not None, "checked by the caller"
         self._agents[id(owner)] = _Asked(rank, send, sees, own_user)

@@ -26,7 +26,8 @@ from .profile_methods import OwnMethod, ProfileMethods
 async def _status(
     api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
-    return api.control.status(api.scope_of(conn), own_user=conn.identity.reads_as_owner())
+    own_user = conn.identity.reads_shared_output(conn.fixed_profile)
+    return api.control.status(api.scope_of(conn), own_user=own_user)
 
 
 async def _reload(

@@ -67,6 +67,7 @@ class FakeAgent(Agent):
         self.refusing_asker = DirectAsker(self.owner, None, self.asks, self.offer)
         self.progress: ProgressSink = lambda params: None
         self.identity = AgentIdentity(None)
+        self.fixed_profile = None
 
     def finish(self, call: AgentCall, outcome: Outcome) -> None:
         raise AssertionError("no call is started here")

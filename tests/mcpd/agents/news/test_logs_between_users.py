@@ -13,12 +13,11 @@ from typing import Any
 
 import trio
 
-from tests.support.clients.agent import Agent, connect, make_config, running
+from tests.support.clients.agent import connect, make_config, running
+from tests.support.clients.log_messages import LOGGING, SECRET, log_message
 from tests.support.system.peer_user import needs_root, peer_uid, shared_dir, start_as
 
 LIMIT = 60
-LOGGING = str(Path(__file__).parents[3] / "support" / "servers" / "logging_server.py")
-SECRET = "sk-owner-only-7f3a9c"
 
 # The other user's agent, in the handshake protocol: asks for every log message
 # (``debug``) and prints the answer; then, once told on stdin, sends a ping and prints
@@ -67,17 +66,6 @@ class Lines:
             self._buf += chunk
         line, _, self._buf = self._buf.partition(b"\n")
         return json.loads(line)
-
-
-async def log_message(agent: Agent, start: int, words: str) -> tuple[dict[str, Any], int]:
-    """The first log message from the ``start``-th notification on whose data holds
-    ``words``, and where the next search starts."""
-    at = start
-    while True:
-        msg = (await agent.wait_notifications(at + 1))[at]
-        at += 1
-        if msg["method"] == "notifications/message" and words in json.dumps(msg["params"]):
-            return msg["params"], at
 
 
 @needs_root
