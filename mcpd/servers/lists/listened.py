@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 from msgspec import Raw
@@ -28,6 +28,7 @@ from protocol.shown.visible import quote
 from ..results.taking_apart import AT_ONCE_PARTS
 
 logger = logging.getLogger("mcpd.server")
+Then = Literal["at once", "spaced", "backoff"]  # when a refused listen is sent again
 
 
 class _Acknowledged(msgspec.Struct):
@@ -71,28 +72,32 @@ class ListenedURIs:
             return True
         return False
 
-    def refusal(self, alias: str, exc: rpc.RPCError, delay: float) -> bool:
-        """The server refused the listen in force: whether URIs it named are blamed
-        (the listen is sent again at once, without them) rather than sent again as it
-        was after ``delay``; logged, naming the URIs refused for good."""
+    def refusal(self, alias: str, exc: rpc.RPCError, delay: float) -> Then:
+        """The server refused the listen in force: when to send it again. At once,
+        without the one URI refused for good (the listen refused was in force for no
+        agent, and a URI named anew is refused once a listen); once the listens'
+        spacing allows, with half of several URIs it had not taken; after ``delay``,
+        as it was, when it named no such URI. Logged, naming a URI refused."""
         suspects = sorted(self._named - self._accepted)
+        then: Then
         if len(suspects) == 1:
             self.refused.update(suspects)
-            then = f"listening again without {quote(suspects[0])}"
+            then, told = "at once", f"listening again without {quote(suspects[0])}"
         elif suspects:
             self._set_aside.append(set(suspects[len(suspects) // 2 :]))
-            then = "listening again with half the URIs it had not taken, to find which"
+            then = "spaced"
+            told = "listening again with half the URIs it had not taken, to find which"
         else:
-            then = f"relying on ttl, listening again in {delay:g} s"
+            then, told = "backoff", f"relying on ttl, listening again in {delay:g} s"
         reason = quote(exc.message)
         logger.info(
             "%s: subscriptions/listen refused (%s); %s",
             alias,
             reason,
-            then,
+            told,
             extra=log_extra(alias, reason=reason),
         )
-        return bool(suspects)
+        return then
 
     def let_go(self, uri: str) -> None:
         """No agent holds ``uri`` any more: subscribed again, it is tried again."""

@@ -369,7 +369,10 @@ class PromptResourceKeeper:
                 nursery.cancel_scope.cancel()
             lists.subscribed = False
             if refusal is not None:
-                if not self.listened.refusal(self.alias, refusal, delay):
+                then = self.listened.refusal(self.alias, refusal, delay)
+                if then == "at once":
+                    began = -math.inf
+                elif then == "backoff":
                     # Told nothing on a listen, the tool list is kept by its ttl.
                     with trio.move_on_after(delay):
                         await self._relisten.wait()

@@ -29,7 +29,7 @@ def test_one_new_uri_refused_is_named_no_more_until_let_go() -> None:
     assert listened.naming({"f://a"}) == ["f://a"]
     assert not listened.acknowledged()
     assert listened.naming({"f://a", "f://bad"}) == ["f://a", "f://bad"]
-    assert listened.refusal("srv", NOT_FOUND, 1.0)
+    assert listened.refusal("srv", NOT_FOUND, 1.0) == "at once"
     assert listened.refused == {"f://bad"}
     assert listened.naming({"f://a", "f://bad"}) == ["f://a"]
     listened.let_go("f://bad")
@@ -41,7 +41,7 @@ def test_a_refusal_naming_no_new_uri_blames_none() -> None:
     listened.naming({"f://a"})
     listened.acknowledged()
     listened.naming({"f://a"})
-    assert not listened.refusal("srv", NOT_FOUND, 1.0)
+    assert listened.refusal("srv", NOT_FOUND, 1.0) == "backoff"
     assert listened.refused == set()
     assert listened.naming({"f://a"}) == ["f://a"]
 
@@ -73,7 +73,8 @@ def test_the_bad_uris_among_many_new_are_found_in_a_few_listens(bad: set[str]) -
 
 class Refusing(ScriptedUp):
     """A 2026-07-28 server that acknowledges a listen naming only URIs it has, and
-    answers any other with -32602."""
+    answers any other with -32602; while a listen is open it tells an update of each
+    URI it names every tenth of a second."""
 
     def __init__(self, keeper: PromptResourceKeeper, has: set[str]) -> None:
         super().__init__({"resources": {"subscribe": True}}, era="modern")
@@ -88,7 +89,12 @@ class Refusing(ScriptedUp):
         ack = json.dumps({"notifications": notifications}).encode()
         method = "notifications/subscriptions/acknowledged"
         self.keeper.on_notification(rpc.Notification(method=method, params=Raw(ack)))
-        await trio.sleep_forever()
+        while True:
+            await trio.sleep(0.1)
+            for uri in named:
+                updated = json.dumps({"uri": uri}).encode()
+                method = "notifications/resources/updated"
+                self.keeper.on_notification(rpc.Notification(method=method, params=Raw(updated)))
 
 
 async def test_an_agents_bad_uri_leaves_the_others_listened_to(
@@ -117,3 +123,28 @@ async def test_an_agents_bad_uri_leaves_the_others_listened_to(
         ' again without "f://nope"'
         for r in caplog.records
     )
+
+
+async def test_an_agent_naming_a_bad_uri_again_and_again_costs_the_others_little(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    catalog = Catalog(NamingConfig())
+    keeper = PromptResourceKeeper("srv", catalog, lambda: None, lambda: None)
+    up = Refusing(keeper, {"f://x"})
+    heard: list[str] = []
+    keeper.on_updated = lambda alias, uri: heard.append(uri)
+    lists = ToolListKeeper("srv", lambda: None, lambda: True, lambda tools: None)
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(keeper.listen, as_up(up), lists)
+            keeper.add_subscription("f://x")
+            await trio.sleep(1)
+            before = len(heard)
+            for _ in range(30):  # subscribed, refused, let go, subscribed again ...
+                keeper.add_subscription("f://nope")
+                await trio.sleep(1)
+                keeper.drop_subscription("f://nope")
+                await trio.sleep(1)
+            nursery.cancel_scope.cancel()
+    # Ten updates a second while a listen names f://x: 60 s would tell 600.
+    assert len(heard) - before > 500
