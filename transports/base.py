@@ -34,6 +34,7 @@ from protocol.shown.logfields import log_extra
 
 from .errors import AuthError, TransportError
 from .path_identity import PathIdentity
+from .read_pace import ReadPace
 
 # A request's or a notification's params: a typed struct, a JSON object built as a
 # mapping, bytes passed on as they came, or none at all.
@@ -99,6 +100,9 @@ class Transport(abc.ABC):
     # function, as an HTTP+SSE transport's stream needs them to open. Both HTTP
     # transports send them; a stdio server has no channel for them.
     auth: AuthHook | None = None
+    # How it reads what the server sends (``held_back``, ``read_work``), set by each
+    # transport of mcpd's as it is built.
+    _pace: ReadPace | None = None
 
     def __init__(self, alias: str) -> None:
         self.alias = alias
@@ -212,7 +216,7 @@ class Transport(abc.ABC):
     def held_back(self) -> HeldBack | None:
         """Why mcpd reads what the server sends more slowly than it comes, while it
         does (``transports.read_pace``); every transport of mcpd's reads within a pace."""
-        return None
+        return self._pace.held_back if self._pace is not None else None
 
     @property
     def read_work(self) -> float:
@@ -220,7 +224,7 @@ class Transport(abc.ABC):
         the server sent took so far (``transports.read_pace``): across a request, what
         reading its answer cost, with whatever else the server sent meanwhile. Every
         transport of mcpd's measures it; one that does not says 0."""
-        return 0.0
+        return self._pace.worked if self._pace is not None else 0.0
 
 
 def default_answer(req: Request) -> bytes:

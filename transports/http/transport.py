@@ -35,7 +35,6 @@ from protocol.http.mcp_headers import TRANSPORT_HEADERS
 from protocol.http.parts import ResponseHead, header_list, parse_url
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.splice import SplicedCall
-from protocol.pacing.read_budget import HeldBack
 
 from ..base import AuthHook, NotificationHandler, Params, ReplySink, Transport
 from ..best_effort import POST_TIMEOUT
@@ -114,7 +113,7 @@ class HttpTransport(Transport):
         # One budget for the warnings about what the server sends, on all its streams,
         # and one for reading them.
         self._complaints = Complaints()
-        self._pace = ReadPace(alias, params.max_body, params.read_budget)
+        self._pace: ReadPace = ReadPace(alias, params.max_body, params.read_budget)
         # Requests sent without their sender waiting (calls): a worker per connection.
         self._sends = Sends(alias, self._call, workers=params.pool_size)
 
@@ -137,14 +136,6 @@ class HttpTransport(Transport):
     @property
     def url(self) -> str:
         return f"{self._pool.origin}{self._out.target}"
-
-    @property
-    def held_back(self) -> HeldBack | None:
-        return self._pace.held_back
-
-    @property
-    def read_work(self) -> float:
-        return self._pace.worked
 
     @property
     def session_lost(self) -> bool:

@@ -44,7 +44,6 @@ from protocol.http.sse import SSEEvent
 from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.refused_replies import refuse_each
 from protocol.jsonrpc.splice import SplicedCall
-from protocol.pacing.read_budget import HeldBack
 from protocol.shown.logfields import log_extra
 from protocol.shown.visible import quote
 
@@ -110,7 +109,7 @@ class LegacySSETransport(Transport):
         self._ids = rpc.IdAllocator()
         # One budget for the warnings about what the server sends, and one for reading it.
         self._complaints = Complaints()
-        self._pace = ReadPace(alias, params.max_body, params.read_budget)
+        self._pace: ReadPace = ReadPace(alias, params.max_body, params.read_budget)
         self._pending = PendingRequests(alias, logger, self._complaints.admit, self._answered_late)
         self._reading = trio.CancelScope()
         self._nursery: trio.Nursery | None = None
@@ -130,14 +129,6 @@ class LegacySSETransport(Transport):
     @property
     def url(self) -> str:
         return f"{self._origin}{self._stream_target}"
-
-    @property
-    def held_back(self) -> HeldBack | None:
-        return self._pace.held_back
-
-    @property
-    def read_work(self) -> float:
-        return self._pace.worked
 
     async def request(
         self,

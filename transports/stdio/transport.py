@@ -23,7 +23,6 @@ from protocol.jsonrpc import messages as rpc
 from protocol.jsonrpc.splice import SplicedCall
 from protocol.lines.oneline import line_fault
 from protocol.lines.stdout import StdoutReader
-from protocol.pacing.read_budget import HeldBack
 
 from .. import chunks
 from ..base import AuthHook, NotificationHandler, Params, ReplySink, Started, Transport
@@ -81,7 +80,7 @@ class StdioTransport(Transport):
         # Set as the owner stops the server: stdin is closed under the writer then.
         self._stopping = False
         self._relays = Relays(alias, self._put, self.closed, self._writer, complaints.admit)
-        self._pace = ReadPace(alias, params.max_line, params.read_budget)
+        self._pace: ReadPace = ReadPace(alias, params.max_line, params.read_budget)
         self._reader = StdoutReader(
             alias,
             params.max_line,
@@ -104,14 +103,6 @@ class StdioTransport(Transport):
 
     def stderr_tail(self) -> list[str]:
         return list(self._stderr.tail)
-
-    @property
-    def held_back(self) -> HeldBack | None:
-        return self._pace.held_back
-
-    @property
-    def read_work(self) -> float:
-        return self._pace.worked
 
     async def request(
         self,
