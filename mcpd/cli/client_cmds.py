@@ -34,7 +34,7 @@ from .exits import (
     EXIT_BAD_REPLY,
     EXIT_TOOL_ERROR,
     EXIT_UNREACHABLE,
-    EXIT_USAGE,
+    arguments_given,
     ask,
     ask_as,
     ask_object,
@@ -205,12 +205,7 @@ def _refuse_ignored(args: argparse.Namespace) -> None:
 
 
 def cmd_call(args: argparse.Namespace) -> int:
-    try:
-        arguments = json.loads(args.arguments) if args.arguments else {}
-    except ValueError as exc:
-        fail(EXIT_USAGE, f"arguments are not valid JSON: {exc}")
-    if not isinstance(arguments, dict):
-        fail(EXIT_USAGE, "arguments must be a JSON object")
+    arguments = arguments_given(args.arguments)
     with client_for(args) as client:
         client.tell_waits(_waiting)
         if args.profile is not None:

@@ -9,6 +9,7 @@ from ``main``, because every module of commands stops with them.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Mapping
 from typing import NoReturn, TypeVar
@@ -52,6 +53,17 @@ def fail(code: int, message: str, *, lines: bool = False) -> NoReturn:
 def fail_config(message: str) -> NoReturn:
     """Stop with ``EX_CONFIG``, saying a config error's lines."""
     fail(EX_CONFIG, message, lines=True)
+
+
+def arguments_given(text: str | None) -> JsonObject:
+    """A call's or a prompt's arguments on the command line: a JSON object, {} if none."""
+    try:
+        arguments = json.loads(text) if text else {}
+    except ValueError as exc:
+        fail(EXIT_USAGE, f"arguments are not valid JSON: {exc}")
+    if not isinstance(arguments, dict):
+        fail(EXIT_USAGE, "arguments must be a JSON object")
+    return arguments
 
 
 def _shown(line: str) -> str:

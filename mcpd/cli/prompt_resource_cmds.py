@@ -18,7 +18,7 @@ from protocol.mcp import core as mcp
 from protocol.shown.visible import quote, visible
 
 from .client import JSON_HELP, LONG, QUICK, Client
-from .exits import EXIT_BAD_REPLY, EXIT_FAILED, EXIT_USAGE, ask_object, fail
+from .exits import EXIT_BAD_REPLY, EXIT_FAILED, arguments_given, ask_object, fail
 
 # A client on the daemon's socket, waiting so many seconds for each reply.
 ClientFor = Callable[[argparse.Namespace, float], Client]
@@ -119,12 +119,7 @@ def cmd_read(args: argparse.Namespace, client_for: ClientFor) -> int:
 
 
 def cmd_prompt(args: argparse.Namespace, client_for: ClientFor) -> int:
-    try:
-        arguments = json.loads(args.arguments) if args.arguments else {}
-    except ValueError as exc:
-        fail(EXIT_USAGE, f"arguments are not valid JSON: {exc}")
-    if not isinstance(arguments, dict):
-        fail(EXIT_USAGE, "arguments must be a JSON object")
+    arguments = arguments_given(args.arguments)
     with client_for(args, LONG) as client:
         result = ask_object(client, "prompts/get", {"name": args.name, "arguments": arguments})
     if args.json:
