@@ -194,13 +194,6 @@ class CallRecords:
         else:
             self.audit.record(record, raw)
 
-    def _made(self, call: AgentCall, record: CallRecord, raw: Raw | None, unrouted: bool) -> None:
-        """``record`` of ``call`` is made: written now, unless its answer is yet to be."""
-        if call in self._held:
-            self._held[call] = _Held(record, raw, unrouted)
-        else:
-            self._write(record, raw, unrouted)
-
     def tool_call(
         self,
         call: AgentCall,
@@ -219,15 +212,21 @@ class CallRecords:
         raw = None if arguments is UNSET else arguments
         alias = out.alias  # empty: not routed
         if not alias:
-            self._unrouted(call, agent, outcome, reason, result_bytes, raw)
-            return
+            # Ended where it was routed, before any rule: a name the agent's profile does
+            # not have, a held one, arguments that are not an object, or search mode's
+            # meta-tools. A held tool's name is the profile's; any other the agent may
+            # have made up.
+            server, original = call.held or (None, None)
+            name = out.name if call.known else unknown(out.name)
+        else:
+            name, original, server = out.name, out.original, alias  # the profile's name
         record = CallRecord(
             ts=call.arrived,
             agent=agent,
             method="tools/call",
-            name=out.name,  # the agent's, of its profile
-            original=out.original,
-            server=alias,
+            name=name,
+            original=original,
+            server=server,
             args_bytes=0 if raw is None else len(raw),
             decision=call.decision,
             decided_by=call.decided_by,
@@ -241,40 +240,11 @@ class CallRecords:
         # common case writes at once without a step of its own.
         held = self._held
         if held and call in held:
-            held[call] = _Held(record, raw, False)
-        else:
+            held[call] = _Held(record, raw, not alias)
+        elif alias:
             self.audit.record(record, raw)
-
-    def _unrouted(
-        self,
-        call: AgentCall,
-        agent: AgentInfo,
-        outcome: AuditOutcome,
-        reason: str | None,
-        result_bytes: int,
-        raw: Raw | None,
-    ) -> None:
-        """The record of a call that ended where it was routed, before any rule: a
-        name the agent's profile does not have, a held one, arguments that are not an
-        object, or search mode's meta-tools."""
-        server, original = call.held or (None, None)
-        record = CallRecord(
-            ts=call.arrived,
-            agent=agent,
-            method="tools/call",
-            # A held tool's name is the profile's; any other the agent may have made up.
-            name=call.out.name if call.known else unknown(call.out.name),
-            original=original,
-            server=server,
-            args_bytes=0 if raw is None else len(raw),
-            decision=call.decision,
-            decided_by=call.decided_by,
-            outcome=outcome,
-            reason=reason if call.refusal is None else kept(call.refusal),
-            duration_ms=round((self.now() - call.arrived) * 1000, 3),
-            result_bytes=result_bytes,
-        )
-        self._made(call, record, raw, True)
+        else:
+            self._write(record, raw, True)
 
     def request(
         self,
