@@ -3,7 +3,6 @@ from the thread running trio, is in ``launch``."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import time
@@ -98,11 +97,6 @@ class ChildProcess:
         if code is not None and self.exit_seen is None:
             self.exit_seen = time.monotonic()
         return code
-
-    def send_signal(self, sig: int) -> None:
-        if self._popen.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                self._popen.send_signal(sig)
 
 
 async def _wait_exit(popen: subprocess.Popen[bytes]) -> None:

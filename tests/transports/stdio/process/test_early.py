@@ -4,6 +4,8 @@ nobody took is stopped."""
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -44,7 +46,7 @@ async def test_a_start_takes_only_a_process_started_with_its_exact_arguments(
     finally:
         early.discard()
         for child in others:
-            child.send_signal(9)
+            os.kill(child.pid, signal.SIGKILL)  # unreaped until the wait: still its own
             await child.wait()
             for pipe in (child.stdin, child.stdout, child.stderr):
                 if pipe is not None:
