@@ -44,7 +44,6 @@ class BearerChallenge(msgspec.Struct, frozen=True):
     scope: tuple[str, ...] | None = None
     error: str | None = None
     error_description: str | None = None
-    realm: str | None = None
 
     @property
     def insufficient_scope(self) -> bool:
@@ -222,5 +221,4 @@ def bearer_challenge(values: Iterable[str]) -> BearerChallenge | None:
         scope=split_scope(params.get("scope")),
         error=params.get("error") or None,
         error_description=params.get("error_description"),
-        realm=params.get("realm"),
     )
