@@ -80,7 +80,6 @@ class Breaker:
         "_consecutive",
         "_cooldown",
         "_epoch",
-        "_failed_at",
         "_kept_reason",
         "_on_transition",
         "_probe_out",
@@ -111,7 +110,6 @@ class Breaker:
         self._state: State = "closed"
         self._epoch = 0
         self._consecutive = 0
-        self._failed_at: float | None = None
         self._total_failures = 0
         self._times_opened = 0
         self._reason: str | None = None
@@ -295,7 +293,6 @@ class Breaker:
             reason=self._reason,
             since=self._since,
             retry_at=self._pending_retry(),
-            failed_at=self._failed_at,
             trouble=self._trouble,
             trouble_at=self._trouble_at,
             trial_since=self._trial_since if self._state == "closed" else None,
@@ -304,7 +301,7 @@ class Breaker:
     def _failed(self, now: float, reason: str) -> str:
         """Count a failure; returns its reason as kept."""
         self._consecutive += 1
-        self._failed_at = self._trouble_at = now
+        self._trouble_at = now
         kept = self._reason = self._trouble = self._kept_reason(reason)
         return kept
 

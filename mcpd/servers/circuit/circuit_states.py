@@ -50,7 +50,6 @@ class BreakerStatus(msgspec.Struct, frozen=True):
     reason: str | None
     since: float | None
     retry_at: float | None
-    failed_at: float | None = None  # the last failure counted
     # The last failure or call out of time since a call last succeeded, and when.
     trouble: str | None = None
     trouble_at: float | None = None
