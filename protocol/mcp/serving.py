@@ -45,16 +45,14 @@ class AgentSession:
         capabilities: rpc.JsonObject,
         instructions: str | None = None,
         *,
-        modern_versions: tuple[str, ...] = mcp.MODERN_VERSIONS,
-        legacy_versions: tuple[str, ...] = mcp.LEGACY_VERSIONS,
         ttl_ms: int = 0,
         cache_scope: str = "public",
     ) -> None:
         self.info = info
         self.capabilities = capabilities
         self.instructions = instructions
-        self.modern_versions = modern_versions
-        self.legacy_versions = legacy_versions
+        self.modern_versions: tuple[str, ...] = mcp.MODERN_VERSIONS
+        self.legacy_versions: tuple[str, ...] = mcp.LEGACY_VERSIONS
         self.ttl_ms = ttl_ms
         self.cache_scope = cache_scope
         self.legacy_version: str | None = None
