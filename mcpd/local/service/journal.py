@@ -194,13 +194,12 @@ class JournalHandler(RateLimitedHandler):
         self,
         path: str = JOURNAL_SOCKET,
         *,
-        identifier: str = IDENTIFIER,
         fallback: LineHandler | None = None,
         limiter: StderrRateLimiter | None = None,
     ) -> None:
         super().__init__(limiter)
         self.path = path
-        self.identifier = identifier
+        self.identifier = IDENTIFIER
         self.fallback = fallback or LineHandler(syslog_prefix=True)
         self.dropped = 0
         self._dropped_warnings = 0  # of ``dropped``: warnings or worse
