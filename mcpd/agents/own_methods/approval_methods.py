@@ -34,7 +34,7 @@ from ...local.ownership.owners import user_name
 from ...policy.waiting.approvals import ApprovalError
 from ..agent import Agent
 from .persons_only import refuse_an_agents_side
-from .profile_methods import OwnMethod, ProfileMethods
+from .profile_methods import OwnMethod, ProfileMethods, owner_only
 
 MAX_WAIT: Final = 60.0
 
@@ -56,11 +56,9 @@ class _Watch(msgspec.Struct):
 
 def _operator(conn: Agent, method: str) -> str:
     """Who is deciding, for the record; refuses anyone but the owner on a socket."""
+    owner_only(conn, method)
     peer = conn.peer
-    if peer is None or not conn.may_control():
-        raise rpc.RPCError(
-            -32000, f"{method} is only for the daemon's user and root, on its Unix socket"
-        )
+    assert peer is not None  # the owner, on the socket
     return f"uid {peer.uid} ({user_name(peer.uid)})"
 
 

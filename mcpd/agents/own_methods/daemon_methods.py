@@ -20,7 +20,7 @@ from protocol.jsonrpc import messages as rpc
 from protocol.mcp.serving import RequestContext
 
 from ..agent import Agent
-from .profile_methods import OwnMethod, ProfileMethods
+from .profile_methods import OwnMethod, ProfileMethods, owner_only
 
 
 async def _status(
@@ -33,10 +33,7 @@ async def _status(
 async def _reload(
     api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
-    if not conn.may_control():
-        raise rpc.RPCError(
-            -32000, "mcpd/reload is only for the daemon's user and root, on its Unix socket"
-        )
+    owner_only(conn, req.method)
     return await api.control.reload()
 
 
@@ -47,10 +44,7 @@ class _Server(msgspec.Struct):
 async def _reset(
     api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
-    if not conn.may_control():
-        raise rpc.RPCError(
-            -32000, "mcpd/reset is only for the daemon's user and root, on its Unix socket"
-        )
+    owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Server)
     peer = conn.peer
     assert peer is not None  # the owner on the socket, as the kernel says

@@ -25,7 +25,7 @@ from ...registry.pinning.definitions import BadPins
 from ...registry.profiles.views import ProfileView
 from ..agent import Agent
 from .persons_only import refuse_an_agents_side
-from .profile_methods import OwnMethod, ProfileMethods
+from .profile_methods import OwnMethod, ProfileMethods, owner_only
 
 APPROVING = "approving definitions (mcpd approve)"
 
@@ -57,13 +57,6 @@ class _Import(msgspec.Struct):
     replace: bool = False
 
 
-def _owner_only(conn: Agent, method: str) -> None:
-    if not conn.may_control():
-        raise rpc.RPCError(
-            -32000, f"{method} is only for the daemon's user and root, on its Unix socket"
-        )
-
-
 async def _not_from_an_agent(api: ProfileMethods, conn: Agent, what: str) -> None:
     assert conn.peer is not None  # the owner, on the socket
     because = "an agent must not approve what its servers' definitions say"
@@ -73,7 +66,7 @@ async def _not_from_an_agent(api: ProfileMethods, conn: Agent, what: str) -> Non
 async def _pending(
     api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
-    _owner_only(conn, req.method)
+    owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Only)
     _known(api, params.server)
     pending = api.control.pins.pending(params.server)
@@ -105,7 +98,7 @@ def _listed_as(view: ProfileView) -> dict[tuple[str, str, str], str]:
 async def _findings(
     api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
-    _owner_only(conn, req.method)
+    owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Only)
     _known(api, params.server)
     return FoundItems(findings=api.control.pins.findings(params.server))
@@ -114,7 +107,7 @@ async def _findings(
 async def _approve(
     api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
-    _owner_only(conn, req.method)
+    owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Approve)
     await _not_from_an_agent(api, conn, APPROVING)
     picks = None if params.items is None else [(p.kind, p.name, p.digest) for p in params.items]
@@ -129,7 +122,7 @@ async def _may_approve(
 ) -> object:
     """Whether the one asking may approve, asked before a person is shown what waits
     and asked to approve it: a refusal after they read it all would waste their time."""
-    _owner_only(conn, req.method)
+    owner_only(conn, req.method)
     await _not_from_an_agent(api, conn, APPROVING)
     return {}
 
@@ -137,7 +130,7 @@ async def _may_approve(
 async def _export(
     api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
-    _owner_only(conn, req.method)
+    owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Export)
     try:
         return await api.control.pins.export(params.servers)
@@ -148,7 +141,7 @@ async def _export(
 async def _import(
     api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
-    _owner_only(conn, req.method)
+    owner_only(conn, req.method)
     params = rpc.decode_as(req.params, _Import)
     await _not_from_an_agent(api, conn, "importing pins (mcpd pins import)")
     try:
@@ -160,7 +153,7 @@ async def _import(
 async def _forget_unreadable(
     api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
-    _owner_only(conn, req.method)
+    owner_only(conn, req.method)
     await _not_from_an_agent(api, conn, "forgetting unreadable pins (mcpd pins forget-unreadable)")
     try:
         return await api.control.pins.forget_unreadable()

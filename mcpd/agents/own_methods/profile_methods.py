@@ -146,6 +146,14 @@ OwnMethod: TypeAlias = Callable[
 ]
 
 
+def owner_only(conn: Agent, method: str) -> None:
+    """Refuses ``method`` to anyone but the daemon's user and root on its Unix socket."""
+    if not conn.may_control():
+        raise rpc.RPCError(
+            -32000, f"{method} is only for the daemon's user and root, on its Unix socket"
+        )
+
+
 def profile_summary(chosen: Profile) -> dict[str, object]:
     view = chosen.view
     listed = [listed_name(item) for item in chosen.listing()]
