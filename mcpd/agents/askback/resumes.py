@@ -63,8 +63,11 @@ from protocol.lines.framing import DEFAULT_MAX_LINE
 from protocol.mcp import core as mcp
 from protocol.mcp import features
 
+from ...config.tables.model import DaemonConfig
 from ...policy.agent import AgentInfo
 from ..agent import AgentCall, Sent
+from ..entry.peers import owners_uid
+from ..entry.shares import Holdings, count_shares
 from ..profiles import Profile
 from .askers import MAX_ROUNDS, own_token
 from .bound import binding, other_arguments
@@ -76,6 +79,10 @@ logger = logging.getLogger("mcpd.askback")
 KEEP_FOR: Final = 600.0
 # Rounds kept for one agent, and for all: past them the oldest are forgotten (their
 # retries are refused as expired), so an agent that never retries costs a bounded sum.
+# All's are shared out by user (``entry.shares``): past one user's share its own agent
+# holding the most forgets its oldest, past all's the user holding the most does, so
+# another user's processes, however many, cannot push out the rounds of mcpd's own
+# user's agent waiting for its person to answer.
 PER_AGENT: Final = 64
 KEPT_AT_MOST: Final = 4096
 
@@ -109,10 +116,13 @@ class Resumes:
         self,
         clock: Callable[[], float] = trio.current_time,
         max_line_bytes: Callable[[], int] = lambda: DEFAULT_MAX_LINE,
+        settings: Callable[[], DaemonConfig] = DaemonConfig,
     ) -> None:
         self._clock = clock
         self._max_line_bytes = max_line_bytes  # the daemon's, as it is now
+        self._settings = settings  # what sets one user's share of the rounds kept
         self._kept: dict[str, _Round] = {}  # by nonce, oldest first
+        self._held: Holdings[str] = Holdings()  # how many each user and agent has kept
 
     def hand_on(
         self, result: Raw, call: AgentCall, who: AgentInfo, sent: Sent | None
@@ -187,7 +197,7 @@ class Resumes:
         nonce, dot, carried = token.removeprefix(PREFIX).partition(".")
         kept = self._kept.get(nonce)
         if kept is None or kept.expires <= self._clock():
-            self._kept.pop(nonce, None)
+            self._forget(nonce)
             return _refused(
                 "names no call mcpd continues (it was used already, or it expired); "
                 "call the tool again without it"
@@ -206,7 +216,7 @@ class Resumes:
         digest = None if server_state is None else hashlib.sha256(server_state).digest()
         if digest != kept.state:
             return _refused("was altered: it is not the one mcpd gave")
-        del self._kept[nonce]
+        self._forget(nonce)
         call.out.request_state = _state(server_state)
         if kept.sent is None:
             return None
@@ -215,17 +225,29 @@ class Resumes:
         return Resumed(sent, kept.decision, kept.decided_by)
 
     def _keep(self, nonce: str, kept: _Round) -> None:
+        """Keep ``kept`` under ``nonce``, once the expired are forgotten and room is
+        made for it."""
         rounds = self._kept
         now = self._clock()
         while rounds:
             oldest = next(iter(rounds))
-            if rounds[oldest].expires > now and len(rounds) < KEPT_AT_MOST:
+            if rounds[oldest].expires > now:
                 break
-            del rounds[oldest]
+            self._forget(oldest)
         mine = [n for n, r in rounds.items() if r.agent == kept.agent]
         for gone in mine[: max(0, len(mine) - PER_AGENT + 1)]:
-            del rounds[gone]
+            self._forget(gone)
+        limits = count_shares(self._settings(), KEPT_AT_MOST)
+        own = owners_uid(kept.uid)
+        while (agent := self._held.to_give_up(limits, kept.uid, own, 1)) is not None:
+            self._forget(next(n for n, r in rounds.items() if r.agent == agent))
         rounds[nonce] = kept
+        self._held.take(kept.uid, kept.agent, 1)
+
+    def _forget(self, nonce: str) -> None:
+        kept = self._kept.pop(nonce, None)
+        if kept is not None:
+            self._held.give(kept.agent, 1)
 
 
 def _ended(text: str) -> dict[str, object]:
