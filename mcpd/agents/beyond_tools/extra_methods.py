@@ -82,7 +82,7 @@ class ExtraMethods:
         self.tasks = tasks
         self.task_watches = TaskWatches(self.tasks, servers)
         self.task_methods = TaskMethods(self.tasks)
-        self.subscriptions = Subscriptions(servers, lambda: control.settings.max_line_bytes)
+        self.subscriptions = Subscriptions(servers, lambda: control.settings)
         self.logs = AgentLogs(servers)
         # (connection, listen id) -> (which list changes it wants, its sender)
         self._listens: dict[tuple[int, rpc.Id], tuple[set[str], Callable[[bytes], None]]] = {}
@@ -270,7 +270,9 @@ class ExtraMethods:
         allowance = self._allowance(owner)
         steps = await allowance.take()
         try:
-            self.subscriptions.subscribe(owner, params.uri, conn.news_sender(), on, steps, sees)
+            self.subscriptions.subscribe(
+                owner, params.uri, conn.news_sender(), on, steps, sees, whose=conn.whose()
+            )
         finally:
             allowance.give_back(steps)
         return {}
@@ -341,7 +343,13 @@ class ExtraMethods:
             steps = allowance.now()
             try:
                 honoured["resourceSubscriptions"] = self.subscriptions.listen(
-                    conn.listen_owner, listen_id, uris, conn.send_nowait, steps, self._sees(conn)[1]
+                    conn.listen_owner,
+                    listen_id,
+                    uris,
+                    conn.send_nowait,
+                    steps,
+                    self._sees(conn)[1],
+                    whose=conn.whose(),
                 )
             finally:
                 allowance.give_back(steps)

@@ -54,6 +54,14 @@ def count_shares(d: DaemonConfig, most: int) -> ByteShares:
     return byte_shares(d, most, 1)
 
 
+def shares_within(shares: ByteShares) -> ByteShares:
+    """``shares`` of a bound nothing may pass, mcpd's own user and root included (a
+    line every URI subscribed to must fit in): their reserve is kept inside it, the
+    others together filling it but for that."""
+    reserve = min(shares.reserve, shares.most // 2)
+    return ByteShares(shares.most - reserve, min(shares.per_uid, shares.most - reserve), reserve)
+
+
 User = int | None  # a uid; None: one mcpd cannot name
 A = TypeVar("A", bound=Hashable)
 

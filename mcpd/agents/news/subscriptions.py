@@ -4,9 +4,12 @@ or the ``resourceSubscriptions`` of a modern agent's ``subscriptions/listen``.
 Upstream each URI is subscribed once, whatever the number of agents; an update reaches
 exactly the agents subscribed to it, under the URI each subscribed with. A connection
 holds at most ``MAX_SUBSCRIPTIONS``, of at most ``MAX_SUBSCRIBED_BYTES`` of URIs, and all
-agents together at most ``MAX_SUBSCRIPTIONS_IN_ALL`` of ``subscribed_bytes_in_all``: a
-subscription past one of them is refused with an error naming it. A connection's own
-are found without looking through the others' when it ends.
+agents together at most ``MAX_SUBSCRIPTIONS_IN_ALL`` of ``subscribed_bytes_in_all``,
+shared out by user as the places are (``entry.shares``): one user other than mcpd's own
+and root may hold its share of those, so that another user let in on a profile's socket
+cannot take them all, and mcpd's own user and root a reserve past them. A subscription
+past one of them is refused with an error naming it. A connection's own are found
+without looking through the others' when it ends.
 
 A subscription is the agent's only while its profile routes the URI it named to the
 server it was made at: an update is told to it only then, and when its profile changes
@@ -17,6 +20,7 @@ agent is told nothing of it (it would name what the agent may no longer see).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Collection
 from typing import Any, Final, NoReturn
 
@@ -30,9 +34,10 @@ from ...config.tables.model import DaemonConfig
 from ...registry.uris.claims import ROUTE_STEPS, Budget
 from ...registry.uris.scheme import Routed, Sight, Undecided
 from ...servers.all_servers import AllServers
-from ...servers.shared import AgentKey
+from ...servers.shared import AgentKey, Whose
 from ..beyond_tools.prompts import held_read_error
 from ..beyond_tools.resources import route
+from ..entry.shares import ByteShares, Holdings, count_shares, shares_within
 from .logs import Send
 
 # Each subscription is held here and at its server, and costs its server a request to
@@ -48,7 +53,6 @@ MAX_SUBSCRIPTIONS: Final = 1_000
 MAX_SUBSCRIBED_BYTES: Final = 128 * 1024
 MAX_SUBSCRIPTIONS_IN_ALL: Final = 10_000
 MAX_SUBSCRIBED_BYTES_IN_ALL: Final = 1024 * 1024
-_DEFAULT_LINE: Final = DaemonConfig().max_line_bytes
 _encode: Final = msgspec.json.Encoder().encode
 
 
@@ -88,12 +92,24 @@ def _refuse(message: str, limit: int, held: int, asked: int) -> NoReturn:
     raise rpc.RPCError(rpc.INVALID_PARAMS, message, {"limit": limit, "held": held, "asked": asked})
 
 
+def _refuse_in_all(shares: ByteShares, now: int, asked: int, what: str, own: bool) -> NoReturn:
+    why = (
+        f"they hold {now} and this asks for {asked} more: let some of this"
+        " connection's go, or try again later"
+    )
+    bound = shares.most + shares.reserve
+    whose = f"all agents together may hold at most {bound} {what}"
+    if not own:
+        whose += f", {shares.reserve} of them kept for mcpd's own user and root"
+    _refuse(f"{whose}; {why}", bound if own else shares.most, now, asked)
+
+
 class Subscriptions:
     def __init__(
-        self, servers: AllServers, max_line_bytes: Callable[[], int] = lambda: _DEFAULT_LINE
+        self, servers: AllServers, settings: Callable[[], DaemonConfig] = DaemonConfig
     ) -> None:
         self.servers = servers
-        self._max_line_bytes = max_line_bytes  # the daemon's, as it is now
+        self._settings = settings  # the daemon's, as they are now
         # (alias, the server's URI) -> {subscriber: its subscription}
         self._subs: dict[SubscriptionKey, dict[Subscriber, _Entry]] = {}
         # id of the owner -> what it holds: (alias, the server's URI), listen id
@@ -101,19 +117,26 @@ class Subscriptions:
         # id of the owner -> the bytes of the agent's URIs it holds (a server's URI is
         # the agent's or the end of it)
         self._owned_bytes: dict[int, int] = {}
-        self._count = 0  # subscriptions held, of all agents
-        self._bytes = 0
+        # What each user, and each of its owners (by id), holds in all: subscriptions
+        # and the bytes of their URIs.
+        self._counted: Holdings[int] = Holdings()
+        self._sized: Holdings[int] = Holdings()
         servers.on_resource_updated(self._updated)
 
-    def _hold(self, key: SubscriptionKey, who: Subscriber, entry: _Entry) -> None:
+    def _hold(self, key: SubscriptionKey, who: Subscriber, entry: _Entry, uid: int | None) -> None:
         holders = self._subs.setdefault(key, {})
         before = holders.get(who)
         if before is None:
             self.servers.subscribe_resource(key[0], key[1], True)
             self._owned.setdefault(who[0], set()).add((key, who[1]))
-            self._count += 1
+            self._counted.take(uid, who[0], 1)
         holders[who] = entry
-        self._spend(who[0], _size(entry.uri) - (0 if before is None else _size(before.uri)))
+        grown = _size(entry.uri) - (0 if before is None else _size(before.uri))
+        if grown > 0:
+            self._sized.take(uid, who[0], grown)
+        elif grown < 0:
+            self._sized.give(who[0], -grown)
+        self._owned_bytes[who[0]] = self._owned_bytes.get(who[0], 0) + grown
 
     def _release(self, key: SubscriptionKey, who: Subscriber) -> None:
         holders = self._subs.get(key)
@@ -123,21 +146,19 @@ class Subscriptions:
         self.servers.subscribe_resource(key[0], key[1], False)
         if not holders:
             del self._subs[key]
-        self._count -= 1
-        self._spend(who[0], -_size(entry.uri))
+        self._counted.give(who[0], 1)
+        self._sized.give(who[0], _size(entry.uri))
+        self._owned_bytes[who[0]] -= _size(entry.uri)
         owned = self._owned[who[0]]
         owned.discard((key, who[1]))
         if not owned:
             del self._owned[who[0]]
             del self._owned_bytes[who[0]]
 
-    def _spend(self, owner: int, size: int) -> None:
-        self._bytes += size
-        self._owned_bytes[owner] = self._owned_bytes.get(owner, 0) + size
-
-    def _room_for(self, owner: AgentKey, more: int, size: int) -> None:
+    def _room_for(self, owner: AgentKey, more: int, size: int, whose: Whose | None) -> None:
         """Refuses ``more`` subscriptions of ``size`` bytes that would take the
-        connection, or all agents together, past a bound, naming it."""
+        connection, its user (``whose``; None: mcpd's own), or all agents together,
+        past a bound, naming it."""
         counted, sized = "resource subscriptions", "bytes of subscribed URIs"
         holds = len(self._owned.get(id(owner), ()))
         held = self._owned_bytes.get(id(owner), 0)
@@ -148,18 +169,28 @@ class Subscriptions:
             if now + asked > limit:
                 why = f"this one holds {now} and asks for {asked} more: let some go first"
                 _refuse(f"a connection may hold at most {limit} {what}; {why}", limit, now, asked)
-        in_all = subscribed_bytes_in_all(self._max_line_bytes())
-        for limit, now, asked, what in (
-            (MAX_SUBSCRIPTIONS_IN_ALL, self._count, more, counted),
-            (in_all, self._bytes, size, sized),
+        settings = self._settings()
+        in_all = subscribed_bytes_in_all(settings.max_line_bytes)
+        uid, own = _uid(whose), whose is None or whose.own
+        for of_all, held_in_all, asked, what in (
+            (count_shares(settings, MAX_SUBSCRIPTIONS_IN_ALL), self._counted, more, counted),
+            (count_shares(settings, in_all), self._sized, size, sized),
         ):
-            if now + asked > limit:
-                why = (
-                    f"they hold {now} and this asks for {asked} more: let some of this"
-                    " connection's go, or try again later"
+            shares = shares_within(of_all)
+            passed = held_in_all.passed(shares, uid, own, asked)
+            if passed == "share":
+                now, limit = held_in_all.of(uid), shares.per_uid
+                user = "the user mcpd cannot name" if uid is None else f"uid {uid}"
+                _refuse(
+                    f"{user} may hold at most {limit} {what} of all agents' (its part as "
+                    f"daemon.max_connections_per_uid is of max_connections); it holds {now} "
+                    f"and this asks for {asked} more: let some go first",
+                    limit,
+                    now,
+                    asked,
                 )
-                whose = "all agents together"
-                _refuse(f"{whose} may hold at most {limit} {what}; {why}", limit, now, asked)
+            if passed == "all":
+                _refuse_in_all(shares, held_in_all.total, asked, what, own)
 
     # -- legacy: resources/subscribe, resources/unsubscribe --
 
@@ -171,7 +202,11 @@ class Subscriptions:
         on: bool,
         steps: Budget,
         sight: Sight | None = None,
+        *,
+        whose: Whose | None = None,
     ) -> None:
+        """``whose``: the user of ``owner``'s agent, as its share of what all agents
+        hold goes (None: mcpd's own)."""
         # A URI longer than any real one would be held here and upstream at whatever
         # size an agent's line allows: it may be read, never subscribed to.
         if len(uri) > MAX_URI:
@@ -193,10 +228,10 @@ class Subscriptions:
         if on:
             before = self._subs.get(key, {}).get(who)
             if before is None:
-                self._room_for(owner, 1, _size(uri))
+                self._room_for(owner, 1, _size(uri), whose)
             else:  # held already, maybe under another of its names
-                self._room_for(owner, 0, max(0, _size(uri) - _size(before.uri)))
-            self._hold(key, who, _Entry(uri, send, None, sight))
+                self._room_for(owner, 0, max(0, _size(uri) - _size(before.uri)), whose)
+            self._hold(key, who, _Entry(uri, send, None, sight), _uid(whose))
         else:
             self._release(key, who)
 
@@ -210,13 +245,16 @@ class Subscriptions:
         send: Send,
         steps: Budget,
         sight: Sight | None = None,
+        *,
+        whose: Whose | None = None,
     ) -> list[str]:
         """Hold the URIs a listen names; the subset honoured, for its acknowledgement
         (a URI whose server was not found within ``steps`` is not). Refused whole when
-        the URIs it names would take the connection, or all agents, past a bound."""
+        the URIs it names would take the connection, its user (``whose``; None:
+        mcpd's own), or all agents, past a bound."""
         named = uris if isinstance(uris, list) else []
         size = sum(_size(uri) for uri in named if isinstance(uri, str) and len(uri) <= MAX_URI)
-        self._room_for(owner, sum(isinstance(uri, str) for uri in named), size)
+        self._room_for(owner, sum(isinstance(uri, str) for uri in named), size, whose)
         honoured: list[str] = []
         for uri in named:
             if not isinstance(uri, str) or len(uri) > MAX_URI:
@@ -229,7 +267,8 @@ class Subscriptions:
                 continue
             if self.servers.subscribable(routed.alias):
                 key = (routed.alias, routed.uri)
-                self._hold(key, (id(owner), listen_id), _Entry(uri, send, listen_id, sight))
+                entry = _Entry(uri, send, listen_id, sight)
+                self._hold(key, (id(owner), listen_id), entry, _uid(whose))
                 honoured.append(uri)
         return honoured
 
@@ -301,3 +340,8 @@ class Subscriptions:
             if entry.listen_id is not None:
                 params["_meta"] = {mcp.KEY_SUBSCRIPTION_ID: entry.listen_id}
             entry.send(rpc.encode_notification("notifications/resources/updated", params))
+
+
+def _uid(whose: Whose | None) -> int | None:
+    """The user a subscription is counted under (mcpd's own, for None)."""
+    return os.getuid() if whose is None else whose.uid

@@ -27,7 +27,7 @@ from mcpd.registry.tables.catalog import Catalog
 from mcpd.registry.uris.claims import ROUTE_STEPS, Budget
 from mcpd.registry.uris.scheme import Routed, Sight, wrap
 from mcpd.servers.all_servers import AllServers
-from mcpd.servers.shared import AgentKey
+from mcpd.servers.shared import AgentKey, Whose
 from mcpd.servers.status.outage import Outage
 from mcpd.servers.supervisor import Supervisor
 from protocol.jsonrpc import messages as rpc
@@ -499,7 +499,7 @@ def test_all_agents_together_are_bounded_so_a_servers_listen_fits_a_line(
     lines of 64 KiB all of them, from any number of agents, stay within a quarter."""
     line = 64 * 1024
     servers = three_servers({"a"})
-    subs = Subscriptions(servers, lambda: line)
+    subs = Subscriptions(servers, lambda: DaemonConfig(max_line_bytes=line))
     agents = [object() for _ in range(12)]
     held: list[object] = []
     for n, agent in enumerate(agents):
@@ -518,7 +518,10 @@ def test_all_agents_together_are_bounded_so_a_servers_listen_fits_a_line(
     monkeypatch.setattr("mcpd.agents.news.subscriptions.MAX_SUBSCRIPTIONS_IN_ALL", 16)
     assert subs.listen(agents[-1], 3, ["a://z"], Inbox().send, budget()) == ["a://z"]
     with pytest.raises(rpc.RPCError) as refused:
-        subs.subscribe(agents[-2], "a://more", Inbox().send, True, budget())
+        # Of another user: mcpd's own user and root have a few more past all's.
+        subs.subscribe(
+            agents[-2], "a://more", Inbox().send, True, budget(), whose=Whose(65534, 9, False)
+        )
     assert "all agents together may hold at most 16 resource subscriptions" in (
         refused.value.message
     )
