@@ -264,15 +264,12 @@ class ExtraMethods:
                 rpc.METHOD_NOT_FOUND,
                 f"{req.method} belongs to the handshake protocol; use subscriptions/listen",
             )
-        params = rpc.decode_as(req.params, features.SubscribeParams)
-        owner = _agent_side(conn, ctx).owner
-        sees = self._sees(conn)[1]
+        uri = rpc.decode_as(req.params, features.SubscribeParams).uri
+        owner, sees, whose = _agent_side(conn, ctx).owner, self._sees(conn)[1], conn.whose()
         allowance = self._allowance(owner)
         steps = await allowance.take()
         try:
-            self.subscriptions.subscribe(
-                owner, params.uri, conn.news_sender(), on, steps, sees, whose=conn.whose()
-            )
+            self.subscriptions.subscribe(owner, uri, conn.news_sender(), on, steps, sees, whose)
         finally:
             allowance.give_back(steps)
         return {}
@@ -340,16 +337,10 @@ class ExtraMethods:
         if "resourceSubscriptions" in wanted:
             uris = wanted.get("resourceSubscriptions")
             allowance = self._allowance(agent.owner)
-            steps = allowance.now()
+            steps, sees, whose = allowance.now(), self._sees(conn)[1], conn.whose()
             try:
                 honoured["resourceSubscriptions"] = self.subscriptions.listen(
-                    conn.listen_owner,
-                    listen_id,
-                    uris,
-                    conn.send_nowait,
-                    steps,
-                    self._sees(conn)[1],
-                    whose=conn.whose(),
+                    conn.listen_owner, listen_id, uris, conn.send_nowait, steps, sees, whose
                 )
             finally:
                 allowance.give_back(steps)

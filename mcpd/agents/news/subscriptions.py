@@ -202,7 +202,6 @@ class Subscriptions:
         on: bool,
         steps: Budget,
         sight: Sight | None = None,
-        *,
         whose: Whose | None = None,
     ) -> None:
         """``whose``: the user of ``owner``'s agent, as its share of what all agents
@@ -245,7 +244,6 @@ class Subscriptions:
         send: Send,
         steps: Budget,
         sight: Sight | None = None,
-        *,
         whose: Whose | None = None,
     ) -> list[str]:
         """Hold the URIs a listen names; the subset honoured, for its acknowledgement
