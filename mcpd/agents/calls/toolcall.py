@@ -234,7 +234,7 @@ class Router:
                 shaped, failed = self.resumes.hand_on(shaped, call, who, sent)
             finished: Raw | dict[str, object] | Outage = shaped
             if links or call.tasks:
-                finished = self.tasks.finish(call, shaped, links, sent)
+                finished = self.tasks.finish(call, shaped, links, sent, whose=call.whose())
             if not isinstance(finished, Outage):
                 line: bytes
                 if isinstance(finished, Raw) and out.splice:

@@ -81,6 +81,10 @@ class Holdings(Generic[A]):
     def of(self, uid: User) -> int:
         return self._users.get(uid, 0)
 
+    def user_of(self, agent: A, unheld: User) -> User:
+        """The user of ``agent`` as it holds some (``unheld``: it holds none)."""
+        return self._user_of.get(agent, unheld)
+
     def take(self, uid: User, agent: A, amount: int) -> None:
         """``agent``, of the user ``uid``, holds ``amount`` more."""
         self._user_of[agent] = uid

@@ -36,6 +36,7 @@ is kept.
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Final
@@ -48,6 +49,7 @@ from protocol.mcp import core as mcp
 from protocol.mcp import features
 from protocol.mcp.serving import RequestContext
 
+from ...config.tables.model import DaemonConfig
 from ...registry.uris.scheme import Sight
 from ...servers.all_servers import AllServers
 from ...servers.shared import MAX_TASK_ID, AgentKey, CallRefused, Outage, SessionMark, Whose
@@ -55,81 +57,57 @@ from ..agent import Sent
 from ..calls.result_bounds import error_object_within, error_within
 from ..calls.results import Recipient, result_for
 from ..calls.rewrite import tool_result
+from ..entry.peers import owners_uid
+from ..entry.shares import Holdings, count_shares
+from .task import Task, TaskKey, agent_task_id, ended_task, let_go, task_key
 from .told import ResultFor, TaskState, cut_message, malformed, task_state
 
-# Remembered at once, in count and in the bytes of their ids. Past either, the oldest
-# task of the agent that holds the most is forgotten: one agent making tasks without
-# end forgets its own, not everyone's.
+# Remembered at once, in count and in the bytes of their ids, shared out by user as the
+# places are (``entry.shares``). Past one user's share, or all's, the oldest task of the
+# agent holding the most of the user holding the most (the newcomer's own, past its
+# share) is forgotten: one user making tasks without end, on as many connections as it
+# may hold, forgets its own, not everyone's.
 MAX_TASKS: Final = 10_000
 MAX_TASK_BYTES: Final = 1 << 20
 _encode: Final = msgspec.json.Encoder().encode
 
 
-class Task:
-    __slots__ = ("alias", "ended", "reachable", "sent", "server_id", "session", "size")
-
+class Tasks:
     def __init__(
         self,
-        alias: str,
-        server_id: str,
-        session: SessionMark | None,
-        size: int,
-        sent: Sent | None,
+        servers: AllServers,
+        budget: Callable[[], int],
+        settings: Callable[[], DaemonConfig] = DaemonConfig,
     ) -> None:
-        self.alias = alias
-        self.server_id = server_id  # the id its server gave it
-        self.session = session  # the session with its server it was made in
-        self.size = size  # of the server's id, as it counts against MAX_TASK_BYTES
-        # The tool and decision its call went to the server under (None: no rule was
-        # asked, as for a call of mcpd's own).
-        self.sent = sent
-        # The result mcpd ended it with for its agent, refusing what would have made
-        # the server go on with it (None: its server's to tell).
-        self.ended: mcp.CallToolResult | None = None
-        # Whether its server may still be asked about it (a cancel, after mcpd ended
-        # it): not once its session ended or its agent's profile hid the server.
-        self.reachable = True
-
-
-# How a task is found: its server's alias and its id there. The agent's id for it is
-# made of the same two strings as it is needed, so the server's id is held once.
-_Key = tuple[str, str]
-
-
-def _key(task_id: str) -> _Key | None:
-    """The key of the agent's id for a task (None: no task's id)."""
-    alias, colon, server_id = task_id.partition(":")
-    return (alias, server_id) if colon else None
-
-
-def agent_task_id(alias: str, server_id: str) -> str:
-    """The id an agent knows a server's task by: an alias holds no colon, so no two
-    servers' tasks share one."""
-    return f"{alias}:{server_id}"
-
-
-class Tasks:
-    def __init__(self, servers: AllServers, budget: Callable[[], int]) -> None:
-        """``budget``: the result budget now."""
+        """``budget``: the result budget now; ``settings``: the daemon's, which set one
+        user's share of the tasks remembered."""
         self.servers = servers
         self._budget = budget
+        self._settings = settings
         # By agent, then the agent's id for the task, oldest first: one agent's task
         # must never be found for another.
-        self._tasks: dict[object, OrderedDict[_Key, Task]] = {}
-        self._count = 0
-        self._bytes = 0
+        self._tasks: dict[object, OrderedDict[TaskKey, Task]] = {}
+        # What each user, and each of its agents, holds: tasks and their ids' bytes.
+        self._counted: Holdings[AgentKey] = Holdings()
+        self._sized: Holdings[AgentKey] = Holdings()
 
     def __len__(self) -> int:
         """How many tasks are remembered."""
-        return self._count
+        return self._counted.total
 
     def finish(
-        self, to: Recipient, result: Raw | dict[str, object], links: bool, sent: Sent | None = None
+        self,
+        to: Recipient,
+        result: Raw | dict[str, object],
+        links: bool,
+        sent: Sent | None = None,
+        whose: Whose | None = None,
     ) -> Raw | dict[str, object] | Outage:
         """The last step of a tool's result on its way to ``to`` (``results.Finish``):
         its resource links in agents' terms (``links``: it holds some), and a task handle
         in it recorded, named by the agent's id for it, with what its call was ``sent``
-        under; or why the call failed after all."""
+        under, ``whose`` (None: as its agent's tasks before, else mcpd's own user's);
+        or why the call failed after all."""
         if links:
             try:
                 result = tool_result(result, self.servers.links(to.alias, to.sight))
@@ -137,7 +115,9 @@ class Tasks:
                 return Outage(to.alias, "malformed", f"its result could not be read: {exc}")
         if to.tasks:
             caps = to.capabilities
-            return self.record(to.alias, to.owner, result, to.session, sent, caps, to.sight)
+            return self.record(
+                to.alias, to.owner, result, to.session, sent, caps, to.sight, whose=whose
+            )
         return result
 
     def record(
@@ -149,6 +129,8 @@ class Tasks:
         sent: Sent | None = None,
         capabilities: rpc.JsonObject | None = None,
         sight: Sight | None = None,
+        *,
+        whose: Whose | None = None,
     ) -> Raw | dict[str, object] | Outage:
         """Note a task handle a server returned to ``owner`` in the session ``session``
         for a call sent under ``sent``; the result as the agent (of the profile ``sight``,
@@ -179,41 +161,48 @@ class Tasks:
         if isinstance(state, str):
             return malformed(alias, "tools/call", state)
         key = (alias, server_id)
-        mine = self._tasks.setdefault(owner, OrderedDict())
-        old = mine.pop(key, None)
+        uid = self._counted.user_of(owner, os.getuid()) if whose is None else whose.uid
+        own = owners_uid(uid) if whose is None else whose.own
+        mine = self._tasks.get(owner)
+        old = None if mine is None else mine.pop(key, None)
         if old is not None:
-            self._count -= 1
-            self._bytes -= old.size
-            _let_go(old)
+            self._forget(owner, old)
+        self._make_room(uid, own, size)
+        mine = self._tasks.setdefault(owner, OrderedDict())
         task = mine[key] = Task(alias, server_id, session, size, sent)
+        self._counted.take(uid, owner, 1)
+        self._sized.take(uid, owner, size)
         if session is not None:
             ttl_ms, _ = mcp.ttl_of(head.ttlMs)
             session.holds.made(server_id, ttl_ms / 1000)
-        self._count += 1
-        self._bytes += size
-        while self._count > MAX_TASKS or self._bytes > MAX_TASK_BYTES:
-            self._forget_one()
         task_id = agent_task_id(alias, server_id)
         return self.shown(handle, state, task, task_id, owner, capabilities, sight)
 
-    def _forget_one(self) -> None:
-        most = max(self._tasks, key=lambda owner: len(self._tasks[owner]))
-        held = self._tasks[most]
-        _, task = held.popitem(last=False)
-        _let_go(task)
-        self._count -= 1
-        self._bytes -= task.size
-        if not held:
-            del self._tasks[most]
+    def _make_room(self, uid: int | None, own: bool, size: int) -> None:
+        """Forgets tasks, each the oldest of its agent, until one more of ``size`` bytes
+        of the user ``uid`` (``own``: mcpd's own or root) fits its share and all's."""
+        d = self._settings()
+        count, held = count_shares(d, MAX_TASKS), count_shares(d, MAX_TASK_BYTES)
+        while True:
+            owner = self._counted.to_give_up(count, uid, own, 1)
+            if owner is None:
+                owner = self._sized.to_give_up(held, uid, own, size)
+            if owner is None:
+                return
+            tasks = self._tasks[owner]
+            self._forget(owner, tasks.popitem(last=False)[1])
+            if not tasks:
+                del self._tasks[owner]
+
+    def _forget(self, owner: AgentKey, task: Task) -> None:
+        let_go(task)
+        self._counted.give(owner, 1)
+        self._sized.give(owner, task.size)
 
     def owner_gone(self, owner: AgentKey) -> None:
         """The agent's connection or session ended: no one can name its tasks again."""
-        held = self._tasks.pop(owner, None)
-        if held is not None:
-            self._count -= len(held)
-            self._bytes -= sum(task.size for task in held.values())
-            for task in held.values():
-                _let_go(task)
+        for task in self._tasks.pop(owner, {}).values():
+            self._forget(owner, task)
 
     def owned(self, task_id: str, owner: AgentKey) -> str | None:
         """The server of ``owner``'s task ``task_id`` (the agent's id), or None."""
@@ -223,7 +212,7 @@ class Tasks:
     def find(self, task_id: str, owner: AgentKey) -> Task | None:
         """``owner``'s task ``task_id`` (the agent's id), or None."""
         mine = self._tasks.get(owner)
-        key = _key(task_id)
+        key = task_key(task_id)
         return None if mine is None or key is None else mine.get(key)
 
     def out_of_reach(self, task: Task, sight: Sight | None) -> mcp.CallToolResult | None:
@@ -251,7 +240,7 @@ class Tasks:
         else:
             return None
         task.reachable = False
-        _let_go(task)
+        let_go(task)
         task.ended = mcp.text_result(
             text, is_error=True, meta={"mcpd/task": {"server": alias, "ended": why}}
         )
@@ -260,7 +249,7 @@ class Tasks:
     def heard(self, task: Task, status: str | UnsetType) -> None:
         """Its server said ``task`` is in ``status`` now (UNSET: it said no status)."""
         if status in features.TASK_ENDED:
-            _let_go(task)
+            let_go(task)
         elif task.session is not None:
             task.session.holds.runs(task.server_id)
 
@@ -282,7 +271,7 @@ class Tasks:
         task = self.find(task_id, owner)
         if task is not None:
             task.ended = refusal
-            _let_go(task)
+            let_go(task)
         return ended_task(task_id, refusal)
 
     def reach(
@@ -341,7 +330,7 @@ class Tasks:
             raise error_within(exc, self._budget()) from None
         decoded = msgspec.json.decode(raw)
         if method == "tasks/cancel":
-            _let_go(task)  # its agent gave it up: no one waits for its result
+            let_go(task)  # its agent gave it up: no one waits for its result
         state = task_state(decoded) if isinstance(decoded, dict) else "its answer is no object"
         if isinstance(state, str):
             o = malformed(task.alias, method, state)
@@ -381,16 +370,3 @@ class Tasks:
                 shaped = msgspec.to_builtins(own)
             told["result"] = shaped
         return told
-
-
-def _let_go(task: Task) -> None:
-    """``task`` holds its server up no more: it ended, or no agent can read it."""
-    if task.session is not None:
-        task.session.holds.ended(task.server_id)
-
-
-def ended_task(task_id: str, refusal: mcp.CallToolResult) -> dict[str, object]:
-    """A task mcpd ended with ``refusal``, as ``tasks/get`` shows a task ended so."""
-    result: dict[str, Any] = msgspec.to_builtins(refusal)
-    result["resultType"] = mcp.COMPLETE
-    return {"taskId": task_id, "status": "completed", "result": result}

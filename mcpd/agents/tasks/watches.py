@@ -25,7 +25,8 @@ from protocol.mcp import core as mcp
 from ...registry.uris.scheme import Sight
 from ...servers.all_servers import AllServers
 from ...servers.shared import AgentKey, SessionMark
-from .table import Task, Tasks, agent_task_id, ended_task
+from .table import Tasks
+from .task import Task, agent_task_id, ended_task
 from .told import news_dropped, task_state
 
 # Where a listen is: its connection's id, and the listen's request id.

@@ -70,7 +70,9 @@ class Finishing:
     def __init__(self) -> None:
         self.links: list[bool] = []
 
-    def finish(self, to: object, result: Any, links: bool, sent: object = None) -> Any:
+    def finish(
+        self, to: object, result: Any, links: bool, sent: object = None, whose: object = None
+    ) -> Any:
         self.links.append(links)
         return result
 

@@ -173,7 +173,8 @@ def test_an_agent_making_tasks_without_end_forgets_its_own_not_anothers(
         table.record("tb", flood, Raw(handle(n)))
     assert table.owned("ta:t-0", victim) == "ta"
     assert table.owned("tb:t-49", flood) == "tb" and table.owned("tb:t-1", flood) is None
-    assert [n for n in range(50) if table.owned(f"tb:t-{n}", flood)] == [46, 47, 48, 49]
+    # Both are mcpd's own user's, who may hold one more past all's (its reserve).
+    assert [n for n in range(50) if table.owned(f"tb:t-{n}", flood)] == [45, 46, 47, 48, 49]
 
 
 @pytest.mark.parametrize("task_id", [12345, {"obj": 1}, None, ["t-1"], "absent"])
