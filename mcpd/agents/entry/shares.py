@@ -62,7 +62,7 @@ def shares_within(shares: ByteShares) -> ByteShares:
     return ByteShares(shares.most - reserve, min(shares.per_uid, shares.most - reserve), reserve)
 
 
-User = int | None  # a uid; None: one mcpd cannot name
+_User = int | None  # a uid; None: one mcpd cannot name
 A = TypeVar("A", bound=Hashable)
 
 
@@ -74,18 +74,18 @@ class Holdings(Generic[A]):
 
     def __init__(self) -> None:
         self.total = 0
-        self._users: dict[User, int] = {}
-        self._agents: dict[User, dict[A, int]] = {}
-        self._user_of: dict[A, User] = {}
+        self._users: dict[_User, int] = {}
+        self._agents: dict[_User, dict[A, int]] = {}
+        self._user_of: dict[A, _User] = {}
 
-    def of(self, uid: User) -> int:
+    def of(self, uid: _User) -> int:
         return self._users.get(uid, 0)
 
-    def user_of(self, agent: A, unheld: User) -> User:
+    def user_of(self, agent: A, unheld: _User) -> _User:
         """The user of ``agent`` as it holds some (``unheld``: it holds none)."""
         return self._user_of.get(agent, unheld)
 
-    def take(self, uid: User, agent: A, amount: int) -> None:
+    def take(self, uid: _User, agent: A, amount: int) -> None:
         """``agent``, of the user ``uid``, holds ``amount`` more."""
         self._user_of[agent] = uid
         self.total += amount
@@ -110,7 +110,7 @@ class Holdings(Generic[A]):
             del self._agents[uid], self._users[uid]
 
     def passed(
-        self, limits: ByteShares, uid: User, own: bool, more: int
+        self, limits: ByteShares, uid: _User, own: bool, more: int
     ) -> Literal["share", "all"] | None:
         """Which bound ``more`` of the user ``uid`` (``own``: mcpd's own user or root,
         who has no share but the reserve past all's) would pass (None: neither)."""
@@ -118,7 +118,7 @@ class Holdings(Generic[A]):
             return "all" if self.total + more > limits.most + limits.reserve else None
         return limits.passed(self.total, self.of(uid), more)
 
-    def to_give_up(self, limits: ByteShares, uid: User, own: bool, more: int) -> A | None:
+    def to_give_up(self, limits: ByteShares, uid: _User, own: bool, more: int) -> A | None:
         """The agent that gives up its oldest for ``more`` of the user ``uid`` to fit:
         past the user's share, its own agent holding the most; past all's, the agent
         holding the most of the user holding the most, the newcomer counted with its

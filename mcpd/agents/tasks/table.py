@@ -59,7 +59,7 @@ from ..calls.results import Recipient, result_for
 from ..calls.rewrite import tool_result
 from ..entry.peers import owners_uid
 from ..entry.shares import Holdings, count_shares
-from .task import Task, TaskKey, agent_task_id, ended_task, let_go, task_key
+from .task import Task, TaskKey, agent_task_id, ended_task, stop_holding, task_key
 from .told import ResultFor, TaskState, cut_message, malformed, task_state
 
 # Remembered at once, in count and in the bytes of their ids, shared out by user as the
@@ -195,7 +195,7 @@ class Tasks:
                 del self._tasks[owner]
 
     def _forget(self, owner: AgentKey, task: Task) -> None:
-        let_go(task)
+        stop_holding(task)
         self._counted.give(owner, 1)
         self._sized.give(owner, task.size)
 
@@ -240,7 +240,7 @@ class Tasks:
         else:
             return None
         task.reachable = False
-        let_go(task)
+        stop_holding(task)
         task.ended = mcp.text_result(
             text, is_error=True, meta={"mcpd/task": {"server": alias, "ended": why}}
         )
@@ -249,7 +249,7 @@ class Tasks:
     def heard(self, task: Task, status: str | UnsetType) -> None:
         """Its server said ``task`` is in ``status`` now (UNSET: it said no status)."""
         if status in features.TASK_ENDED:
-            let_go(task)
+            stop_holding(task)
         elif task.session is not None:
             task.session.holds.runs(task.server_id)
 
@@ -271,7 +271,7 @@ class Tasks:
         task = self.find(task_id, owner)
         if task is not None:
             task.ended = refusal
-            let_go(task)
+            stop_holding(task)
         return ended_task(task_id, refusal)
 
     def reach(
@@ -330,7 +330,7 @@ class Tasks:
             raise error_within(exc, self._budget()) from None
         decoded = msgspec.json.decode(raw)
         if method == "tasks/cancel":
-            let_go(task)  # its agent gave it up: no one waits for its result
+            stop_holding(task)  # its agent gave it up: no one waits for its result
         state = task_state(decoded) if isinstance(decoded, dict) else "its answer is no object"
         if isinstance(state, str):
             o = malformed(task.alias, method, state)

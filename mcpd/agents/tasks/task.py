@@ -57,7 +57,7 @@ def agent_task_id(alias: str, server_id: str) -> str:
     return f"{alias}:{server_id}"
 
 
-def let_go(task: Task) -> None:
+def stop_holding(task: Task) -> None:
     """``task`` holds its server up no more: it ended, or no agent can read it."""
     if task.session is not None:
         task.session.holds.ended(task.server_id)

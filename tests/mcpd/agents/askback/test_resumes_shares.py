@@ -4,17 +4,34 @@ round an agent of mcpd's own user (or of a third user) waits on for its person."
 
 from __future__ import annotations
 
+import json
 import os
 
+from msgspec import Raw
+
+from mcpd.agents.agent import NO_ONE, AgentCall
 from mcpd.agents.askback.resumes import KEPT_AT_MOST, PER_AGENT, Resumes
 from mcpd.agents.entry.shares import count_shares
 from mcpd.config.tables.model import DaemonConfig
 from mcpd.policy.agent import AgentInfo
+from mcpd.servers.calling.calls import Call
 from protocol.jsonrpc import messages as rpc
-
-from .test_resumes import ASKED, call
+from tests.support.parts.routing import agent_call
 
 OTHER = 65534 if os.getuid() != 65534 else 65533
+ASKED = Raw(
+    b'{"resultType":"input_required","requestState":"s-1",'
+    b'"inputRequests":{"k":{"method":"roots/list"}}}'
+)
+
+
+def call(rid: int, state: str | None = None) -> AgentCall:
+    """A call of the tool ``t`` with no arguments; ``state``: the one its retry brings."""
+    out = Call(rid, "t", Raw(b"{}"), NO_ONE, None, alias="s")  # type: ignore[arg-type]
+    if state is not None:
+        out.request_state = Raw(json.dumps(state).encode())
+        out.input_responses = Raw(b'{"k":{"roots":[]}}')
+    return agent_call(out, profile="default", known=True)
 
 
 def _token(resumes: Resumes, who: AgentInfo, rid: int) -> str:
@@ -37,7 +54,7 @@ def _flood(resumes: Resumes, processes: int) -> str:
 
 
 def _continues(resumes: Resumes, token: str, who: AgentInfo) -> bool:
-    retry = call(99, token, {"k": {"roots": []}})
+    retry = call(99, token)
     return not isinstance(resumes.take(retry, who, None), rpc.RPCError)  # type: ignore[arg-type]
 
 

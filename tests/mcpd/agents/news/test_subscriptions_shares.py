@@ -10,15 +10,43 @@ import pytest
 
 from mcpd.agents.entry.shares import count_shares
 from mcpd.agents.news.subscriptions import Subscriptions, subscribed_bytes_in_all
-from mcpd.config.tables.model import DaemonConfig
+from mcpd.config.loading.load import parse_config
+from mcpd.config.tables.model import DaemonConfig, NamingConfig
+from mcpd.registry.tables.catalog import Catalog
+from mcpd.registry.uris.claims import ROUTE_STEPS, Budget
+from mcpd.servers.all_servers import AllServers
 from mcpd.servers.shared import Whose
+from mcpd.servers.supervisor import Supervisor
 from protocol.jsonrpc import messages as rpc
-from tests.mcpd.agents.beyond_tools.test_resources import Inbox, budget, three_servers
+from protocol.mcp import features
 
 OTHER = Whose(65534 if os.getuid() != 65534 else 65533, 7, False)
 THIRD = Whose(OTHER.uid - 1 if OTHER.uid is not None else 1, 8, False)
 OWN = Whose(os.getuid(), 9, True)
 _HELD: list[object] = []
+
+
+class _Offering(AllServers):
+    """One server, ``a``, not running, whose every ``a://`` URI may be subscribed to."""
+
+    def __init__(self) -> None:
+        catalog = Catalog(NamingConfig())
+        catalog.resources.update(
+            "a", [], [features.ResourceTemplate(uriTemplate="a://{id}", name="a")]
+        )
+        config = parse_config({"servers": {"a": {"command": "x"}}}, env={})
+        super().__init__(Supervisor(config, catalog), catalog)
+
+    def subscribable(self, alias: str) -> bool:
+        return True
+
+
+def _drop(data: bytes) -> None:
+    """Where the updates of a subscription no test reads go."""
+
+
+def budget() -> Budget:
+    return Budget(ROUTE_STEPS)
 
 
 def _fill(subs: Subscriptions, whose: Whose) -> tuple[rpc.RPCError, rpc.RPCError]:
@@ -31,10 +59,10 @@ def _fill(subs: Subscriptions, whose: Whose) -> tuple[rpc.RPCError, rpc.RPCError
         _HELD.append(conn)  # an owner is told by its id: each one lives on
         try:
             if refused is None:
-                subs.listen(conn, 1, long, Inbox().send, budget(), whose=whose)
+                subs.listen(conn, 1, long, _drop, budget(), whose=whose)
             else:
                 for uri in (f"a://{whose.uid}-{n}-{i}" for i in range(900)):
-                    subs.subscribe(conn, uri, Inbox().send, True, budget(), whose=whose)
+                    subs.subscribe(conn, uri, _drop, True, budget(), whose=whose)
         except rpc.RPCError as exc:
             if refused is not None:
                 return refused, exc
@@ -43,24 +71,24 @@ def _fill(subs: Subscriptions, whose: Whose) -> tuple[rpc.RPCError, rpc.RPCError
 
 
 def test_another_users_connections_take_their_share_not_everyones() -> None:
-    subs = Subscriptions(three_servers({"a"}))
+    subs = Subscriptions(_Offering())
     long, short = _fill(subs, OTHER)
     share = count_shares(DaemonConfig(), subscribed_bytes_in_all(DaemonConfig().max_line_bytes))
     assert f"uid {OTHER.uid} may hold at most {share.per_uid} bytes" in long.message
     assert f"uid {OTHER.uid} may hold at most 2500 resource subscriptions" in short.message
     for whose in (OWN, THIRD):
-        subs.subscribe(object(), "a://mine", Inbox().send, True, budget(), whose=whose)
-        assert subs.listen(object(), 1, ["a://ours"], Inbox().send, budget(), whose=whose)
+        subs.subscribe(object(), "a://mine", _drop, True, budget(), whose=whose)
+        assert subs.listen(object(), 1, ["a://ours"], _drop, budget(), whose=whose)
 
 
 def test_users_filling_all_leave_mcpds_own_user_its_reserve() -> None:
-    subs = Subscriptions(three_servers({"a"}))
+    subs = Subscriptions(_Offering())
     for uid in range(1000, 1004):  # four users at their share fill all's bound
         _fill(subs, Whose(uid, uid, False))
     _, refused_too = _fill(subs, Whose(1004, 1004, False))
     assert "all agents together may hold at most" in refused_too.message
     late = "a://late-".ljust(100, "x")
     with pytest.raises(rpc.RPCError) as refused:
-        subs.subscribe(object(), late, Inbox().send, True, budget(), whose=THIRD)
+        subs.subscribe(object(), late, _drop, True, budget(), whose=THIRD)
     assert "all agents together may hold at most" in refused.value.message
-    subs.subscribe(object(), late, Inbox().send, True, budget(), whose=OWN)
+    subs.subscribe(object(), late, _drop, True, budget(), whose=OWN)
