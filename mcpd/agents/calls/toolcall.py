@@ -35,6 +35,7 @@ from protocol.mcp import core as mcp
 from protocol.mcp import features
 
 from ...audit.record import NO_DECISION
+from ...config.tables.model import DaemonConfig
 from ...policy.decision.rules import ALLOW
 from ...servers.all_servers import AllServers
 from ...servers.shared import Call, Outage, Outcome
@@ -81,17 +82,19 @@ class Router:
         budget: int,
         splice: bool,
         max_line_bytes: Callable[[], int] = lambda: DEFAULT_MAX_LINE,
+        settings: Callable[[], DaemonConfig] = DaemonConfig,
     ) -> None:
         """``askback`` drives the rounds of a server asking its agent things; ``tasks``
         keeps the task handles results hand agents (both shared with the other
-        methods, ``beyond_tools``); ``budget``: the result budget."""
+        methods, ``beyond_tools``); ``budget``: the result budget; ``settings``: the
+        daemon's, which set one user's share of the rounds kept for retries."""
         self.servers = servers
         self.askback = askback
         self.tasks = tasks
         self.policy = policy
         self.records = records
         # Where a modern agent's call whose server asked it things is kept for its retry.
-        self.resumes = Resumes(max_line_bytes=max_line_bytes)
+        self.resumes = Resumes(max_line_bytes=max_line_bytes, settings=settings)
         self.splice = splice
         self.budget = budget  # daemon.result_budget_chars; set again on each reload
 
