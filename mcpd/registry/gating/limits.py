@@ -22,6 +22,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 from protocol.mcp import core as mcp
 from protocol.mcp import features
+from protocol.mcp.uri_templates import MAX_URI
 from protocol.shown.logfields import log_extra
 from protocol.shown.visible import visible
 
@@ -48,6 +49,10 @@ HIDDEN_URI: Final = "its URI holds invisible or control characters"
 # template alone (or nothing at all).
 NO_NAME: Final = "its name is empty"
 NO_URI: Final = "its URI is empty"
+# Why a resource or a template is left out whose URI is longer than any URI mcpd matches
+# a template against: every spelling of it a profile's patterns are held against is
+# read through, and agents could not route it back anyway.
+LONG_URI: Final = f"its URI is longer than {MAX_URI:,} characters"
 # Why a tool or a prompt is left out whose local name would hold a secret mcpd holds
 # that its name as the server spelled it does not (``ghp.R7k`` made ``ghp_R7k``): no
 # agent may be handed the secret, and a name cannot be masked and still call the item.
@@ -199,8 +204,8 @@ class ListTrim:
     def addressable(self, item: ListedItem) -> bool:
         """Whether the item can be asked for by what names it: not a tool or a prompt
         whose name is empty (``NO_NAME``), nor a resource or a template whose URI is
-        empty (``NO_URI``) or holds what cleaning takes out (``HIDDEN_URI``); one that
-        is, is dropped."""
+        empty (``NO_URI``), too long (``LONG_URI``) or holds what cleaning takes out
+        (``HIDDEN_URI``); one that is, is dropped."""
         if isinstance(item, features.Resource):
             uri = item.uri
         elif isinstance(item, features.ResourceTemplate):
@@ -212,6 +217,9 @@ class ListTrim:
             return False
         if not uri:
             self.drop("(no URI)", NO_URI)
+            return False
+        if len(uri) > MAX_URI:
+            self.drop(short_name(visible(uri[: _NAME_SHOWN * 4])), f"{LONG_URI} ({len(uri):,})")
             return False
         if clean_text(uri)[0] == uri:
             return True

@@ -8,6 +8,9 @@ usage: python link_server.py SHAPE
   that no template can match within a route's budget.
 - ``many-templates``: 2,000 short templates; ``link`` returns 80,000 links to one URI
   that one of them matches.
+- ``long-uris``: 20 resources whose URIs climb ``/..`` for 200,000 characters and a
+  template as long, past any a list may hold; 300 whose URIs climb just short of
+  that bound; ``file:///etc/passwd`` and ``file:///evil.md``.
 
 ``resources/read`` answers any URI with a text naming it.
 """
@@ -20,12 +23,24 @@ from typing import Any
 
 SHAPE = sys.argv[1]
 LONG = "e://" + "".join(f"{{+v{i}}}" for i in range(32)) + "X"
+CLIMB = "%2e%2e/"
 TEMPLATES = {
     "good": ["file:///{+path}"],
     "long-links": [LONG],
     "many-templates": [f"h{i}://{{x}}" for i in range(2000)],
+    "long-uris": ["file:///{+path}", "file:///" + CLIMB * 30_000 + "{+path}"],
 }[SHAPE]
-RESOURCES = {"good": "file:///README.md", "long-links": "h://a", "many-templates": "h://b"}
+RESOURCES = {
+    "good": ["file:///README.md"],
+    "long-links": ["h://a"],
+    "many-templates": ["h://b"],
+    "long-uris": [
+        *(f"file:///{CLIMB * 30_000}{i}" for i in range(20)),
+        *(f"file:///{CLIMB * 1_150}{i}" for i in range(300)),
+        "file:///etc/passwd",
+        "file:///evil.md",
+    ],
+}[SHAPE]
 
 
 def links() -> list[dict[str, Any]]:
@@ -62,7 +77,7 @@ def handle(msg: dict[str, Any]) -> None:
     elif method == "tools/call":
         result(rid, {"content": links()})
     elif method == "resources/list":
-        result(rid, {"resources": [{"uri": RESOURCES[SHAPE], "name": "r"}], **listed})
+        result(rid, {"resources": [{"uri": uri, "name": "r"} for uri in RESOURCES], **listed})
     elif method == "resources/templates/list":
         shown = [{"uriTemplate": t, "name": "t"} for t in TEMPLATES]
         result(rid, {"resourceTemplates": shown, **listed})

@@ -9,9 +9,10 @@ from msgspec import Raw
 
 from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import ListLimits
-from mcpd.registry.gating.limits import ListTrim, cut_text, limited_saved
+from mcpd.registry.gating.limits import LONG_URI, ListTrim, cut_text, limited_saved
 from protocol.mcp import core as mcp
 from protocol.mcp import features
+from protocol.mcp.uri_templates import MAX_URI
 
 
 def limits(**keys: int) -> ListLimits:
@@ -170,6 +171,21 @@ def test_a_resource_or_template_whose_uri_hides_characters_is_dropped_saying_so(
         "file:///a.md\\u200b: its URI holds invisible or control characters",
         "t://{id}\\x7f: its URI holds invisible or control characters",
     ]
+
+
+def test_a_resource_or_template_whose_uri_is_past_the_bound_is_dropped_saying_so() -> None:
+    longest = "file:///" + "a" * (MAX_URI - 8)
+    uris = ["file:///a.md", longest + "b", longest, "file:///b.md"]
+    resources = [features.Resource(uri=u) for u in uris]
+    trim = ListTrim("s", "resources", "resources/list", limits())
+    kept = [r.uri for r in resources if trim.addressable(r)]
+    assert kept == ["file:///a.md", longest, "file:///b.md"]
+    [why] = trim.done().dropped
+    assert why.startswith("file:///aaa") and why.endswith(f"{LONG_URI} ({MAX_URI + 1:,})")
+    shapes = ["t://{id}", "t://" + "{id}" * MAX_URI, "u://{id}"]
+    templates = [features.ResourceTemplate(uriTemplate=t) for t in shapes]
+    kept_templates = limited_saved("s", "resource_templates", templates, limits())
+    assert [t.uriTemplate for t in kept_templates] == ["t://{id}", "u://{id}"]
 
 
 def test_a_saved_resource_whose_uri_hides_characters_is_dropped_too() -> None:
