@@ -61,6 +61,10 @@ class UriFilter(NameFilter):
         named = ((server, _path_of(pattern)) for server, pattern in self.deny)
         self.path_deny = list(dict.fromkeys((s, p) for s, p in named if p is not None))
 
+    def rules(self) -> tuple[tuple[tuple[str | None, str], ...], ...]:
+        """The patterns, as a key: two filters of the same ones judge every URI alike."""
+        return tuple(self.allow), tuple(self.deny)
+
     def admits_uri(self, alias: str, uri: str) -> bool:
         if self.everything:
             return True

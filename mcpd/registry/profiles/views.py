@@ -29,6 +29,7 @@ that changed, as ``version`` does for tools.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Hashable
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -126,6 +127,9 @@ class ProfileView(Sight):
 
     def admits_resource(self, alias: str, uri: str) -> bool:
         return self.has_server(alias) and self._resources.admits_uri(alias, uri)
+
+    def rules(self) -> Hashable:
+        return (tuple(self._servers), self._resources.rules())
 
     # -- keeping up with the table --
 

@@ -15,7 +15,7 @@ it was approved for are held with it. What one agent sees is as its profile (its
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Final, NamedTuple
 
 import msgspec
@@ -31,6 +31,9 @@ from .resource_routes import ResourceRoutes
 from .scheme import SCHEME, Sight, wrap
 
 _encode: Final = msgspec.json.Encoder().encode
+# Sets of rules whose verdicts one server's lists keep: one a profile, as many as a
+# config holds, and past them they are judged afresh.
+_SIGHTS_KEPT: Final = 64
 
 
 class Hold(NamedTuple):
@@ -68,9 +71,11 @@ class _Server:
         "judged",
         "listed",
         "marker",
+        "named",
         "raw",
         "resources",
         "templates",
+        "verdicts",
     )
 
     def __init__(
@@ -94,6 +99,46 @@ class _Server:
         self.held_claims = [_held_claim(t, why) for t, why in sorted(self.held.items())]
         self.available = True
         self.marker: str | None = None
+        # What each sight's rules (``Sight.rules``) made of each URI and template the
+        # lists hold, kept as long as the lists are: judging one reads the whole of it
+        # in every spelling, and every connection and list change asks again.
+        self.named = {r.uri for r in self.resources} | {t.uriTemplate for t in self.templates}
+        self.verdicts: dict[Hashable, dict[str, bool]] = {}
+
+    def admitted(self, alias: str, uri: str, sight: Sight) -> bool:
+        """``sight.admits_resource(alias, uri)``, kept for a URI or template listed."""
+        key = sight.rules()
+        if key is None or uri not in self.named:
+            return sight.admits_resource(alias, uri)
+        verdicts = self.verdicts.get(key)
+        if verdicts is None:
+            if len(self.verdicts) >= _SIGHTS_KEPT:
+                self.verdicts.clear()
+            verdicts = self.verdicts[key] = {}
+        verdict = verdicts.get(uri)
+        if verdict is None:
+            verdict = verdicts[uri] = sight.admits_resource(alias, uri)
+        return verdict
+
+
+class _Judged(Sight):
+    """``sight``, its verdicts on what the servers list kept with their lists."""
+
+    def __init__(self, sight: Sight, servers: dict[str, _Server]) -> None:
+        self._sight = sight
+        self._servers = servers
+
+    def has_server(self, alias: str) -> bool:
+        return self._sight.has_server(alias)
+
+    def admits_resource(self, alias: str, uri: str) -> bool:
+        server = self._servers.get(alias)
+        if server is None:
+            return self._sight.admits_resource(alias, uri)
+        return server.admitted(alias, uri, self._sight)
+
+    def rules(self) -> Hashable | None:
+        return self._sight.rules()
 
 
 class ResourceTable:
@@ -231,6 +276,7 @@ class ResourceTable:
     def listing(self, sight: Sight | None = None) -> list[Raw]:
         """The resources agents of ``sight`` see, each plain exactly when its server is
         the only one they see list it."""
+        sight = self._judged(sight)
         out = []
         for a in sorted(self._servers):
             for i, r in enumerate(self._servers[a].resources):
@@ -249,6 +295,7 @@ class ResourceTable:
         return out
 
     def template_listing(self, sight: Sight | None = None) -> list[Raw]:
+        sight = self._judged(sight)
         scope = self.routes.scope(sight)
         out = []
         for a in sorted(scope.aliases):
@@ -271,6 +318,9 @@ class ResourceTable:
                     raw = self._encoded_templates[key] = Raw(_encode(shown))
                 out.append(raw)
         return out
+
+    def _judged(self, sight: Sight | None) -> Sight | None:
+        return None if sight is None else _Judged(sight, self._servers)
 
     def count(self, alias: str) -> tuple[int, int]:
         server = self._servers.get(alias)

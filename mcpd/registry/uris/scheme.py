@@ -6,6 +6,7 @@ resources one agent's profile shows it (``Sight``)."""
 from __future__ import annotations
 
 import abc
+from collections.abc import Hashable
 from typing import Final
 
 import msgspec
@@ -55,3 +56,10 @@ class Sight(abc.ABC):
     def admits_resource(self, alias: str, uri: str) -> bool:
         """Whether the profile shows the server ``alias`` and, of it, ``uri`` (a URI
         or a template as the server wrote it)."""
+
+    def rules(self) -> Hashable | None:
+        """What its verdicts on the URIs and templates servers list follow from, the
+        same for two sights that judge them alike: the resource table keeps them with
+        each server's lists by it, so each is judged once per version of a list
+        (None: none is kept)."""
+        return None
