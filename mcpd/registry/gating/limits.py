@@ -53,6 +53,11 @@ NO_URI: Final = "its URI is empty"
 # a template against: every spelling of it a profile's patterns are held against is
 # read through, and agents could not route it back anyway.
 LONG_URI: Final = f"its URI is longer than {MAX_URI:,} characters"
+# How many characters the URIs of one list may hold in all: a profile's patterns read
+# each whole, in every spelling, on the loop, once a version of the list, so this
+# bounds what one list costs to judge, whatever its items' count and sizes.
+LISTED_URI_CHARS: Final = 64 * MAX_URI
+URIS_FULL: Final = f"the list's URIs reached {LISTED_URI_CHARS:,} characters in all"
 # Why a tool or a prompt is left out whose local name would hold a secret mcpd holds
 # that its name as the server spelled it does not (``ghp.R7k`` made ``ghp_R7k``): no
 # agent may be handed the secret, and a name cannot be masked and still call the item.
@@ -156,6 +161,7 @@ class ListTrim:
         self.trimmed = Trimmed()
         self.read = 0  # items taken in turn (kept, or dropped one by one)
         self._bytes = 0
+        self._uri_chars = 0  # of the URIs kept
         self._stop: Limit | None = None  # the list's limit that was reached
 
     @property
@@ -204,8 +210,8 @@ class ListTrim:
     def addressable(self, item: ListedItem) -> bool:
         """Whether the item can be asked for by what names it: not a tool or a prompt
         whose name is empty (``NO_NAME``), nor a resource or a template whose URI is
-        empty (``NO_URI``), too long (``LONG_URI``) or holds what cleaning takes out
-        (``HIDDEN_URI``); one that is, is dropped."""
+        empty (``NO_URI``), too long (``LONG_URI``, ``URIS_FULL``) or holds what
+        cleaning takes out (``HIDDEN_URI``); one that is, is dropped."""
         if isinstance(item, features.Resource):
             uri = item.uri
         elif isinstance(item, features.ResourceTemplate):
@@ -221,10 +227,14 @@ class ListTrim:
         if len(uri) > MAX_URI:
             self.drop(short_name(visible(uri[: _NAME_SHOWN * 4])), f"{LONG_URI} ({len(uri):,})")
             return False
-        if clean_text(uri)[0] == uri:
-            return True
-        self.drop(short_name(visible(uri)), HIDDEN_URI)
-        return False
+        if self._uri_chars + len(uri) > LISTED_URI_CHARS:
+            self.drop(short_name(visible(uri[: _NAME_SHOWN * 4])), URIS_FULL)
+            return False
+        if clean_text(uri)[0] != uri:
+            self.drop(short_name(visible(uri)), HIDDEN_URI)
+            return False
+        self._uri_chars += len(uri)
+        return True
 
     def mended(self, name: str, change: str) -> None:
         """An item kept with something taken off it (its kind is said: one list of

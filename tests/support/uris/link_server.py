@@ -10,7 +10,8 @@ usage: python link_server.py SHAPE
   that one of them matches.
 - ``long-uris``: 20 resources whose URIs climb ``/..`` for 200,000 characters and a
   template as long, past any a list may hold; 300 whose URIs climb just short of
-  that bound; ``file:///etc/passwd`` and ``file:///evil.md``.
+  that bound, more than a list's URIs may hold in all; ``file:///etc/passwd`` and
+  ``file:///evil.md``.
 
 ``resources/read`` answers any URI with a text naming it.
 """
@@ -36,7 +37,7 @@ RESOURCES = {
     "many-templates": ["h://b"],
     "long-uris": [
         *(f"file:///{CLIMB * 30_000}{i}" for i in range(20)),
-        *(f"file:///{CLIMB * 1_150}{i}" for i in range(300)),
+        *(f"file:///{CLIMB * 1_150}{i:03}" for i in range(300)),
         "file:///etc/passwd",
         "file:///evil.md",
     ],

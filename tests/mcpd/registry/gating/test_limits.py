@@ -9,7 +9,14 @@ from msgspec import Raw
 
 from mcpd.config.loading.load import parse_config
 from mcpd.config.tables.model import ListLimits
-from mcpd.registry.gating.limits import LONG_URI, ListTrim, cut_text, limited_saved
+from mcpd.registry.gating.limits import (
+    LISTED_URI_CHARS,
+    LONG_URI,
+    URIS_FULL,
+    ListTrim,
+    cut_text,
+    limited_saved,
+)
 from protocol.mcp import core as mcp
 from protocol.mcp import features
 from protocol.mcp.uri_templates import MAX_URI
@@ -186,6 +193,17 @@ def test_a_resource_or_template_whose_uri_is_past_the_bound_is_dropped_saying_so
     templates = [features.ResourceTemplate(uriTemplate=t) for t in shapes]
     kept_templates = limited_saved("s", "resource_templates", templates, limits())
     assert [t.uriTemplate for t in kept_templates] == ["t://{id}", "u://{id}"]
+
+
+def test_a_list_holds_uris_of_a_bounded_length_in_all() -> None:
+    longest = "file:///" + "a" * (MAX_URI - 8)
+    fit = LISTED_URI_CHARS // MAX_URI
+    resources = [features.Resource(uri=longest) for _ in range(fit + 2)]
+    resources.insert(fit, features.Resource(uri="file:///b.md"))
+    trim = ListTrim("s", "resources", "resources/list", limits())
+    kept = [r.uri for r in resources if trim.addressable(r)]
+    assert kept == [longest] * fit
+    assert [why.endswith(URIS_FULL) for why in trim.done().dropped] == [True] * 3
 
 
 def test_a_saved_resource_whose_uri_hides_characters_is_dropped_too() -> None:

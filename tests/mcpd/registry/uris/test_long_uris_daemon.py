@@ -1,6 +1,6 @@
 """A server listing URIs as long as its list may hold, under a profile's ``resources``
-patterns: each held against them is judged once a list, and those past the bound
-(``MAX_URI``) are left out with the reason ``mcpd status`` gives, while another agent
+patterns: those past the bound of one (``MAX_URI``) or of a list's in all are left out
+with the reason ``mcpd status`` gives, the rest judged and listed, while another agent
 is served."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import trio
 
-from mcpd.registry.gating.limits import LONG_URI
+from mcpd.registry.gating.limits import LISTED_URI_CHARS, LONG_URI, URIS_FULL
 from protocol.mcp.uri_templates import MAX_URI
 from tests.support.clients.agent import Agent, make_config, two_agents
 
@@ -55,11 +55,13 @@ async def test_long_uris_under_a_deny_pattern_leave_another_agent_served(
                 nursery.start_soon(asks)
             assert got["call"]["content"][0] == {"type": "text", "text": "ok"}
             uris = got["uris"]
-            evil = [u for u in uris if u.startswith("file:///%2e") or u == "file:///evil.md"]
-            assert len(evil) == 301 and max(len(u) for u in uris) <= MAX_URI
-            assert "file:///etc/passwd" not in uris
+            climbing = [u for u in uris if u.startswith("file:///%2e")]
+            fit = LISTED_URI_CHARS // len(climbing[0])
+            assert len(climbing) == fit and max(len(u) for u in uris) <= MAX_URI
+            assert "file:///evil.md" in uris and "file:///etc/passwd" not in uris
             status = {s["alias"]: s for s in got["status"]["servers"]}["evil"]
             dropped = status["dropped_resources"]
-            assert len(dropped) == 20 and all(LONG_URI in why for why in dropped)
+            assert sum(LONG_URI in why for why in dropped) == 20
+            assert sum(why.endswith(URIS_FULL) for why in dropped) == 300 - fit
             assert [LONG_URI in why for why in status["dropped_resource_templates"]] == [True]
         daemon.stop()
