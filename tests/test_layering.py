@@ -619,7 +619,6 @@ LAYER_INTERFACES = {
     ),
     "transports.base.AuthHook": "transports move messages and know nothing of the daemon",
     "mcpd.servers.calling.calls.QueuedCheck": "servers never know about agents",
-    "mcpd.registry.uris.scheme.Sight": "the resource table is below the profiles' views of it",
     "mcpd.agents.daemon_seam.DaemonForAgents": "the agent side never imports the daemon wiring it",
     "mcpd.agents.daemon_seam.LineSink": "the agent side never imports transports, whose it is",
 }
