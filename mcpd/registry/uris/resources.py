@@ -100,10 +100,16 @@ class _Server:
         self.available = True
         self.marker: str | None = None
         # What each sight's rules (``Sight.rules``) made of each URI and template the
-        # lists hold, kept as long as the lists are: judging one reads the whole of it
-        # in every spelling, and every connection and list change asks again.
+        # lists hold, kept while they hold it: judging one reads the whole of it in
+        # every spelling, and every connection and list change asks again.
         self.named = {r.uri for r in self.resources} | {t.uriTemplate for t in self.templates}
         self.verdicts: dict[Hashable, dict[str, bool]] = {}
+
+    def kept_verdicts(self, old: _Server) -> None:
+        """The verdicts of the server's lists before, on what these still hold: a
+        verdict follows from a URI and the rules alone."""
+        for key, verdicts in old.verdicts.items():
+            self.verdicts[key] = {u: v for u, v in verdicts.items() if u in self.named}
 
     def admitted(self, alias: str, uri: str, sight: Sight) -> bool:
         """``sight.admits_resource(alias, uri)``, kept for a URI or template listed."""
@@ -194,6 +200,7 @@ class ResourceTable:
         server = _Server(alias, raw, self.gate)
         if old is not None:
             server.available, server.marker = old.available, old.marker
+            server.kept_verdicts(old)
         self._servers[alias] = server
         self._changed()
         uris = (r.uri for r in server.resources)

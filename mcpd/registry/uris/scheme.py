@@ -60,6 +60,6 @@ class Sight(abc.ABC):
     def rules(self) -> Hashable | None:
         """What its verdicts on the URIs and templates servers list follow from, the
         same for two sights that judge them alike: the resource table keeps them with
-        each server's lists by it, so each is judged once per version of a list
+        each server's lists by it, so each is judged once while its server lists it
         (None: none is kept)."""
         return None

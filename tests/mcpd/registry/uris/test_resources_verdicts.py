@@ -1,6 +1,6 @@
 """A profile's verdicts on what servers list (``Sight.rules``): each URI and template
-a list holds is judged once a version of that list, for every agent of the rules that
-judged it, and judged again only when its server's lists change."""
+a list holds is judged once, for every agent of the rules that judged it, and a URI or
+template a server's changed list holds anew is judged then."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def shown(table: ResourceTable, sight: Shows) -> tuple[list[object], list[bytes]
     return listed(table, sight), [bytes(t) for t in table.template_listing(sight)]
 
 
-def test_each_listed_uri_and_template_is_judged_once_a_version_of_its_list() -> None:
+def test_each_listed_uri_and_template_is_judged_once() -> None:
     table = ResourceTable()
     table.update("a", resources("file:///x", "file:///y"), templates("n://{id}"))
     table.update("b", resources("file:///x"), templates("n://{id}"))
@@ -47,8 +47,14 @@ def test_each_listed_uri_and_template_is_judged_once_a_version_of_its_list() -> 
     other = Counted("a", "b")
     assert shown(table, other) == shown(table, Shows("a", "b"))
     assert len(other.asked) == len(judged)
-    # A server's lists changed: what they hold is judged again, another server's is not.
-    table.update("a", resources("file:///x", "file:///z"), templates("n://{id}"))
+    # A server's lists changed: what they hold anew is judged, what they held before
+    # is not judged again, nor is another server's.
+    table.update("a", resources("file:///x", "file:///z"), templates("n://{id}", "n://{k}/"))
     sight.asked.clear()
     assert shown(table, sight) == shown(table, Shows("a", "b", hidden=("file:///y",)))
-    assert sorted(sight.asked) == [("a", "file:///x"), ("a", "file:///z"), ("a", "n://{id}")]
+    assert sorted(sight.asked) == [("a", "file:///z"), ("a", "n://{k}/")]
+    # What it dropped is no longer kept: listed again, it is judged again.
+    table.update("a", resources("file:///y"), [])
+    sight.asked.clear()
+    shown(table, sight)
+    assert sight.asked == [("a", "file:///y")]
