@@ -90,7 +90,9 @@ class AgentServer(ProfileMethods):
         self.failures = Failures()
         self.departed = Departed()
         self.askback = AskBackDriver(self.failures, lambda: control.settings)
-        tasks = Tasks(servers, lambda: control.settings.result_budget_chars)
+        tasks = Tasks(
+            servers, lambda: control.settings.result_budget_chars, lambda: control.settings
+        )
         self.router = Router(
             servers,
             self.askback,
@@ -100,6 +102,7 @@ class AgentServer(ProfileMethods):
             budget=control.settings.result_budget_chars,
             splice=splice,
             max_line_bytes=lambda: control.settings.max_line_bytes,
+            settings=lambda: control.settings,
         )
         # Prompts, resources, completions, tasks' methods, logs, list-change news.
         self.extras = ExtraMethods(

@@ -81,8 +81,8 @@ class Router:
         *,
         budget: int,
         splice: bool,
+        settings: Callable[[], DaemonConfig],
         max_line_bytes: Callable[[], int] = lambda: DEFAULT_MAX_LINE,
-        settings: Callable[[], DaemonConfig] = DaemonConfig,
     ) -> None:
         """``askback`` drives the rounds of a server asking its agent things; ``tasks``
         keeps the task handles results hand agents (both shared with the other

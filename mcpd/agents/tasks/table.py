@@ -77,7 +77,7 @@ class Tasks:
         self,
         servers: AllServers,
         budget: Callable[[], int],
-        settings: Callable[[], DaemonConfig] = DaemonConfig,
+        settings: Callable[[], DaemonConfig],
     ) -> None:
         """``budget``: the result budget now; ``settings``: the daemon's, which set one
         user's share of the tasks remembered."""

@@ -23,7 +23,7 @@ from mcpd.agents.profiles import Profile
 from mcpd.agents.tasks.table import Tasks
 from mcpd.audit.record import CallRecord
 from mcpd.config.loading.load import parse_config
-from mcpd.config.tables.model import NamingConfig, ProfileConfig
+from mcpd.config.tables.model import DaemonConfig, NamingConfig, ProfileConfig
 from mcpd.config.tables.policy import PolicyRule
 from mcpd.policy.deciders.kin import AgentKin
 from mcpd.policy.decision.gate import CallGate
@@ -135,11 +135,12 @@ class World:
         self.router = Router(
             self.servers,  # type: ignore[arg-type]
             driver,
-            Tasks(self.servers, lambda: 100_000),  # type: ignore[arg-type]
+            Tasks(self.servers, lambda: 100_000, DaemonConfig),  # type: ignore[arg-type]
             CallPolicy(gate, driver.parks),
             CallRecords(self.audit, wall=lambda: 100.0),  # type: ignore[arg-type]
             budget=100_000,
             splice=splice,
+            settings=DaemonConfig,
         )
 
     def local(self, alias: str, original: str) -> str:

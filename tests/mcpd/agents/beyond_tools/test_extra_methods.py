@@ -121,7 +121,7 @@ class World:
             lambda: self.agents,
             CallRecords(self.audit, wall=lambda: 100.0),  # type: ignore[arg-type]
             AskBackDriver(),
-            Tasks(self.servers, lambda: DaemonConfig().result_budget_chars),
+            Tasks(self.servers, lambda: DaemonConfig().result_budget_chars, DaemonConfig),
             self.view_of,
         )
 

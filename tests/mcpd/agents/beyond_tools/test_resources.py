@@ -396,7 +396,7 @@ async def test_an_agent_leaving_lets_go_of_its_subscription_and_listen_not_anoth
         list,
         CallRecords(Audit()),  # type: ignore[arg-type]
         AskBackDriver(),
-        Tasks(servers, lambda: DaemonConfig().result_budget_chars),
+        Tasks(servers, lambda: DaemonConfig().result_budget_chars, DaemonConfig),
     )
     subscribe = extras.handlers()["resources/subscribe"]
     request = rpc.Request(1, "resources/subscribe", Raw(b'{"uri": "a://only"}'))

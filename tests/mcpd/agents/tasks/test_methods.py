@@ -15,7 +15,7 @@ from mcpd.agents.agent import Agent
 from mcpd.agents.tasks.methods import TaskMethods
 from mcpd.agents.tasks.table import Tasks
 from mcpd.config.loading.load import parse_config
-from mcpd.config.tables.model import NamingConfig
+from mcpd.config.tables.model import DaemonConfig, NamingConfig
 from mcpd.registry.gating.gate import ListGate
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
@@ -33,7 +33,7 @@ def methods() -> TaskMethods:
     catalog = Catalog(NamingConfig(), ListGate())
     config = parse_config({"servers": {"notes": {"command": "x"}}}, env={})
     servers = AllServers(Supervisor(config, catalog), catalog)
-    return TaskMethods(Tasks(servers, lambda: 1 << 20))
+    return TaskMethods(Tasks(servers, lambda: 1 << 20, DaemonConfig))
 
 
 def request(method: str, params: Any) -> rpc.Request:

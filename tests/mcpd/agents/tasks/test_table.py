@@ -15,7 +15,7 @@ import trio.testing
 from msgspec import Raw
 
 from mcpd.config.loading.load import parse_config
-from mcpd.config.tables.model import NamingConfig
+from mcpd.config.tables.model import DaemonConfig, NamingConfig
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.servers.all_servers import AllServers
 from mcpd.servers.shared import AgentKey
@@ -162,6 +162,7 @@ def test_an_agent_making_tasks_without_end_forgets_its_own_not_anothers(
     table = tasks_module.Tasks(
         AllServers(Supervisor(config, catalog), catalog),
         lambda: 8000,
+        DaemonConfig,
     )
     victim, flood = AgentKey(), AgentKey()
 
@@ -187,6 +188,7 @@ def test_a_task_handle_without_a_string_id_fails_the_call_and_is_not_kept(task_i
     table = tasks_module.Tasks(
         AllServers(Supervisor(config, catalog), catalog),
         lambda: 8000,
+        DaemonConfig,
     )
     handle: dict[str, Any] = {"resultType": "task", "status": "working"}
     if task_id != "absent":
@@ -245,6 +247,7 @@ def test_tasks_no_connection_ends_for_are_bounded_in_bytes(
     table = tasks_module.Tasks(
         AllServers(Supervisor(config, catalog), catalog),
         lambda: 8000,
+        DaemonConfig,
     )
     stateless = AgentKey()  # a stateless HTTP client: no connection ends for it
 
@@ -375,7 +378,7 @@ async def test_a_task_at_a_down_server_is_told_its_outage_as_its_agent_may_read_
     from protocol.jsonrpc import messages
     from protocol.mcp.features import TaskParams
 
-    table = tasks_module.Tasks(DownServer(), lambda: 8000)  # type: ignore[arg-type]
+    table = tasks_module.Tasks(DownServer(), lambda: 8000, DaemonConfig)  # type: ignore[arg-type]
     agent = AgentKey()
     table.record("ta", agent, {"resultType": "task", "taskId": "t-1", "status": "working"})
     with pytest.raises(messages.RPCError) as refused:
@@ -405,7 +408,7 @@ async def test_a_servers_error_to_a_tasks_request_is_held_to_the_budget(method: 
     from protocol.mcp.features import TaskParams
 
     budget = [8000]
-    table = tasks_module.Tasks(ShoutingServer(), lambda: budget[0])  # type: ignore[arg-type]
+    table = tasks_module.Tasks(ShoutingServer(), lambda: budget[0], DaemonConfig)  # type: ignore[arg-type]
     agent = AgentKey()
     table.record("ta", agent, {"resultType": "task", "taskId": "t-1", "status": "working"})
     budget[0] = 500  # a reload between the task's start and this request
@@ -433,7 +436,7 @@ async def test_the_error_a_task_failed_with_is_held_to_the_budget() -> None:
     from mcpd.agents.tasks import table as tasks_module
     from protocol.mcp.features import TaskParams
 
-    table = tasks_module.Tasks(FailedTaskServer(), lambda: 500)  # type: ignore[arg-type]
+    table = tasks_module.Tasks(FailedTaskServer(), lambda: 500, DaemonConfig)  # type: ignore[arg-type]
     agent = AgentKey()
     table.record("ta", agent, {"resultType": "task", "taskId": "t-1", "status": "working"})
     told = await table.handle("tasks/get", TaskParams("ta:t-1"), None, agent)

@@ -25,7 +25,7 @@ PAD = "p" * 480  # ids of about 485 bytes: the bytes' bound is passed before the
 def _table() -> Tasks:
     catalog = Catalog(NamingConfig())
     config = parse_config({"servers": {"tk": {"command": "x"}}}, env={})
-    return Tasks(AllServers(Supervisor(config, catalog), catalog), lambda: 8000)
+    return Tasks(AllServers(Supervisor(config, catalog), catalog), lambda: 8000, DaemonConfig)
 
 
 def _make(table: Tasks, owner: AgentKey, whose: Whose, n: int) -> str:

@@ -15,6 +15,7 @@ from msgspec import Raw
 from mcpd.agents.tasks.table import Tasks
 from mcpd.agents.tasks.watches import TaskWatches
 from mcpd.config.loading.load import parse_config
+from mcpd.config.tables.model import DaemonConfig
 from mcpd.registry.tables.catalog import Catalog
 from mcpd.registry.uris.scheme import Sight
 from mcpd.servers.all_servers import AllServers
@@ -59,7 +60,7 @@ class World:
         for alias in self.config.servers:
             self.put_server(alias)
         self.servers = AllServers(self.supervisor, self.catalog)
-        self.tasks = Tasks(self.servers, lambda: 8000)
+        self.tasks = Tasks(self.servers, lambda: 8000, DaemonConfig)
         self.watches = TaskWatches(self.tasks, self.servers)
         for alias in self.config.servers:
             self.start(alias)
