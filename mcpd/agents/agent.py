@@ -110,6 +110,12 @@ class Agent(Audience, OutcomeSink):
         (``own_methods.profile_bound``)."""
         return self.peer is not None and is_owner(self.peer)
 
+    def reads_shared_output(self) -> bool:
+        """Whether it is told what a server writes for every agent it serves (its log
+        messages, stderr, pid and home): the daemon's own user's and root's, and not
+        on a profile's own socket (``AgentIdentity.reads_shared_output``)."""
+        return self.identity.reads_shared_output(self.fixed_profile)
+
     def waits(self, id: str, within: float) -> None:
         """A call of its waits for a person, under ``id``, ``within`` seconds at most."""
         self.send_nowait(rpc.encode_notification(WAITING, {"id": id, "timeout": within}))

@@ -134,7 +134,7 @@ class Answerer:
             self.servers,
             conn.profile,
             self.control.settings.result_budget_chars,
-            own_user=conn.identity.reads_as_owner(),
+            own_user=conn.reads_shared_output(),
         )
 
     async def _tools_list(

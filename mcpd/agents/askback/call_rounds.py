@@ -124,7 +124,7 @@ class CallTask:
             capabilities=out.ctx.capabilities,
             requests=agent.asks,
             send=agent.offer,
-            own_user=agent.identity.reads_as_owner(),
+            own_user=agent.reads_shared_output(),
         )
         out.capabilities = side.upstream_capabilities()
         state = out.request_state if self.first else UNSET

@@ -53,7 +53,7 @@ def _agent_side(conn: Agent, ctx: RequestContext | None) -> AgentSide:
         capabilities=ctx.capabilities if ctx is not None else None,
         requests=conn.asks,
         send=conn.offer,
-        own_user=conn.identity.reads_as_owner(),
+        own_user=conn.reads_shared_output(),
         whose=conn.whose(),
     )
 
@@ -284,7 +284,7 @@ class ExtraMethods:
                 " in a request's _meta",
             )
         level, sees = server_logs.checked_level(req.params), self._sees_server(conn)
-        own_user = conn.identity.reads_shared_output(conn.fixed_profile)
+        own_user = conn.reads_shared_output()
         self.logs.set_level(conn.owner, level, conn.news_sender(), sees, own_user=own_user)
         return {}
 
@@ -298,7 +298,7 @@ class ExtraMethods:
 
     async def _complete(self, conn: Agent, req: rpc.Request, ctx: RequestContext | None) -> Raw:
         prompts, resources = self._sees(conn)
-        own_user = conn.identity.reads_as_owner()
+        own_user = conn.reads_shared_output()
 
         def answer(seen: Seen, budget: int) -> Awaitable[Raw]:
             return complete(

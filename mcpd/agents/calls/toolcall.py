@@ -255,7 +255,7 @@ class Router:
             line = rpc.encode_error(rid, outcome.code, outcome.message, outcome.data)
         else:
             own = (
-                outcome.for_agent(call.agent.identity.reads_as_owner()).result()
+                outcome.for_agent(call.agent.reads_shared_output()).result()
                 if isinstance(outcome, Outage)
                 else outcome
             )
@@ -316,9 +316,7 @@ class Router:
         if entry is None:
             call.known = False  # a name mcpd does not know: its record keeps what ``unknown`` does
             _before_the_rules(call, "unknown tool")
-            return unknown_tool(
-                self.servers, profile, name, own_user=agent.identity.reads_as_owner()
-            )
+            return unknown_tool(self.servers, profile, name, own_user=agent.reads_shared_output())
         if entry.held is not None:
             # Refused where calls are routed, before any rule: the server is not asked.
             # Its record names it as the profile does: a name mcpd knows.

@@ -26,7 +26,7 @@ from .profile_methods import OwnMethod, ProfileMethods, owner_only
 async def _status(
     api: ProfileMethods, conn: Agent, req: rpc.Request, ctx: RequestContext | None
 ) -> object:
-    own_user = conn.identity.reads_shared_output(conn.fixed_profile)
+    own_user = conn.reads_shared_output()
     return api.control.status(api.scope_of(conn), own_user=own_user)
 
 

@@ -59,7 +59,7 @@ class TaskMethods:
             if ended is not None:
                 ended["resultType"] = mcp.COMPLETE
                 return ended
-        own_user = agent.identity.reads_as_owner()
+        own_user = agent.reads_shared_output()
         result = await self.tasks.handle(
             req.method, params, ctx, owner, sight, own_user=own_user, whose=agent.whose()
         )
