@@ -170,6 +170,7 @@ class StandInAgent(Agent):
         self.refusing_asker = DirectAsker(self.owner, None, self.asks, self.offer)
         self.progress = lambda params: None
         self.identity = AgentIdentity(None)
+        self.fixed_profile = None
         self.sent: list[bytes] = []
         self.finished: list[tuple[AgentCall, Outcome]] = []
         self.in_tasks: list[tuple[AgentCall, Callable[[], Awaitable[bytes]]]] = []
