@@ -22,7 +22,6 @@ from ...config.tables.model import DaemonConfig, ListLimits
 from ..asking.progress import ProgressRoutes
 from ..calling.scheduler import CallScheduler
 from ..life.backoff import RestartPolicy
-from ..life.events import LifecycleJournal
 from ..lists.prompt_resource_lists import PromptResourceKeeper
 from ..lists.rediscovery import Rediscovery
 from ..lists.tool_list_keeper import ToolListKeeper
@@ -55,7 +54,6 @@ class Session:
         *,
         era: str,
         relay: list[str],
-        events: LifecycleJournal,
         health: Health,
         policy: RestartPolicy,
         tool_list: ToolListKeeper,
@@ -77,7 +75,6 @@ class Session:
         self._replies = replies
         self.era_hint = era
         self._relay = relay
-        self._events = events
         self._health = health
         self._policy = policy
         self._tool_list = tool_list

@@ -194,7 +194,6 @@ class ServerParts:
             self.alias,
             era=self.cfg.era,
             relay=list(self.cfg.relay),
-            events=self.events,
             health=self.health,
             policy=self.policy,
             tool_list=self.tool_list,
