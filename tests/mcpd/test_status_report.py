@@ -17,7 +17,7 @@ from tests.support.clients.agent import connect, make_config, running
 from tests.support.clients.daemon_http import socket_get
 from tests.support.daemons.supervision import wait_state
 from tests.support.system.peer_probe import PEER_HTTP, PEER_PROBE
-from tests.support.system.peer_user import needs_root, peer_uid, run_as, shared_dir
+from tests.support.system.peer_user import needs_root, peer_uid, run_as, shared_dir, socket_open_to
 from tests.support.system.procs import scripted
 
 WHOLE_DAEMON = [
@@ -156,9 +156,7 @@ async def test_only_the_owner_reads_a_servers_stderr_pid_and_home(tmp_path: Path
         tmp_path,
         {"steady": server(), "broken": {"command": sys.executable, "args": ["-c", says]}},
         profiles={"one": {"servers": ["steady", "broken"]}},
-        socket=str(shared / "mcpd.sock"),
-        socket_mode="0666",
-        allow_uids=[uid],
+        **socket_open_to(uid, shared),
         state_dir=str(tmp_path / "state"),
         backoff_base=30.0,
         backoff_cap=60.0,

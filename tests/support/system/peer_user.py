@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -46,6 +47,12 @@ def shared_dir() -> Path:
     shared = Path(tempfile.mkdtemp(prefix="mcpd-peer-"))
     shared.chmod(0o755)
     return shared
+
+
+def socket_open_to(uid: int, shared: Path) -> dict[str, Any]:
+    """The daemon's keys that put its socket in ``shared`` (from ``shared_dir``) and let
+    the user ``uid`` in: what a test of another local user's agent configures."""
+    return {"socket": str(shared / "mcpd.sock"), "socket_mode": "0666", "allow_uids": [uid]}
 
 
 async def run_as(uid: int, script: str, *args: str) -> bytes:

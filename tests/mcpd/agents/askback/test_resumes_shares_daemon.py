@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from tests.support.clients.agent import connect, make_config, running
-from tests.support.system.peer_user import needs_root, peer_uid, run_as, shared_dir
+from tests.support.system.peer_user import needs_root, peer_uid, run_as, shared_dir, socket_open_to
 
 SHEDDING = str(Path(__file__).parents[3] / "support" / "asking" / "shedding_server.py")
 LIMIT = 60
@@ -53,9 +53,7 @@ async def test_another_users_rounds_do_not_push_out_the_owners(
     cfg = make_config(
         tmp_path,
         {"s": {"command": sys.executable, "args": [SHEDDING]}},
-        socket=str(shared / "mcpd.sock"),
-        socket_mode="0666",
-        allow_uids=[uid],
+        **socket_open_to(uid, shared),
         state_dir=str(tmp_path / "state"),
     )
     try:

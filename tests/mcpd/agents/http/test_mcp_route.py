@@ -44,7 +44,7 @@ from tests.support.clients.daemon_http import CURL, MCP, auth, http, modern_head
 from tests.support.clients.http_stream_client import Client, open_session, session_headers
 from tests.support.daemons.reloading import wait_for
 from tests.support.system.peer_probe import PEER_HTTP
-from tests.support.system.peer_user import needs_root, peer_uid, run_as, shared_dir
+from tests.support.system.peer_user import needs_root, peer_uid, run_as, shared_dir, socket_open_to
 from tests.support.system.procs import scripted
 
 JSON_POST = [
@@ -362,9 +362,7 @@ async def test_another_user_or_the_endpoint_with_a_users_session_id_finds_no_ses
     cfg = make_config(
         tmp_path,
         {"ta": JOBS},
-        socket=str(shared / "mcpd.sock"),
-        socket_mode="0666",
-        allow_uids=[uid],
+        **socket_open_to(uid, shared),
         http_listen="127.0.0.1:0",
         state_dir=str(tmp_path / "state"),
     )

@@ -15,7 +15,13 @@ import trio
 
 from tests.support.clients.agent import connect, make_config, running
 from tests.support.clients.log_messages import LOGGING, SECRET, log_message
-from tests.support.system.peer_user import needs_root, peer_uid, shared_dir, start_as
+from tests.support.system.peer_user import (
+    needs_root,
+    peer_uid,
+    shared_dir,
+    socket_open_to,
+    start_as,
+)
 
 LIMIT = 60
 
@@ -77,9 +83,7 @@ async def test_another_users_agent_hears_nothing_a_shared_server_logged(
     cfg = make_config(
         tmp_path,
         {"notes": {"command": sys.executable, "args": [LOGGING]}},
-        socket=str(shared / "mcpd.sock"),
-        socket_mode="0666",
-        allow_uids=[uid],
+        **socket_open_to(uid, shared),
         state_dir=str(tmp_path / "state"),
     )
     try:

@@ -15,7 +15,7 @@ import trio
 
 from tests.support.clients.agent import connect, make_config, running
 from tests.support.clients.daemon_http import curl
-from tests.support.system.peer_user import needs_root, peer_uid, run_as, shared_dir
+from tests.support.system.peer_user import needs_root, peer_uid, run_as, shared_dir, socket_open_to
 from tests.support.system.procs import scripted
 
 LIMIT = 60
@@ -62,9 +62,7 @@ async def test_another_user_sees_the_calls_of_its_own_user_only(tmp_path: Path) 
     cfg = make_config(
         tmp_path,
         {"mail": {"command": command, "args": list(args)}},
-        socket=str(shared / "mcpd.sock"),
-        socket_mode="0666",
-        allow_uids=[uid],
+        **socket_open_to(uid, shared),
         state_dir=str(tmp_path / "state"),
     )
     try:

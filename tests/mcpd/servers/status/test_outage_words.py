@@ -28,7 +28,7 @@ from tests.support.hostile.cut_secret import MARKER, SECRET, beginnings, guarded
 from tests.support.hostile.http_server import serve_hostile_http
 from tests.support.http_servers.serving import Handler, Responder, SeenRequest, serve_http
 from tests.support.system.peer_probe import PEER_PROBE
-from tests.support.system.peer_user import needs_root, peer_uid, run_as, shared_dir
+from tests.support.system.peer_user import needs_root, peer_uid, run_as, shared_dir, socket_open_to
 
 RETRY = re.compile(r"mcpd will retry at (\d\d:\d\d:\d\d) \(in \d+ s\)")
 MARKER_RETRY = re.compile(r"retrying at \d\d:\d\d:\d\d")
@@ -304,9 +304,7 @@ async def test_another_users_agent_is_told_an_outage_without_its_stderr_line(
             "dies": server("--die-on-call") | {"sandbox": "off"},
             "needs_key": {"command": sys.executable, "args": ["-c", no_key]},
         },
-        socket=str(shared / "mcpd.sock"),
-        socket_mode="0666",
-        allow_uids=[uid],
+        **socket_open_to(uid, shared),
         backoff_base=30.0,
         backoff_cap=60.0,
     )

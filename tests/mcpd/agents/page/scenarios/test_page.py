@@ -35,7 +35,7 @@ from tests.support.oauth.login import mcpd
 from tests.support.oauth.protected_mcp import serve_protected
 from tests.support.oauth.scripted_browser import from_page
 from tests.support.page.http_session import code_url, csrf_of, http, session
-from tests.support.system.peer_user import needs_root, peer_uid, run_as, shared_dir
+from tests.support.system.peer_user import needs_root, peer_uid, run_as, shared_dir, socket_open_to
 from tests.support.system.procs import scripted
 from transports.http.oauth_client import OAuthHttp
 
@@ -414,9 +414,7 @@ async def test_another_user_reads_the_page_of_its_profile_and_gets_no_code(
         tmp_path,
         {"files": scripted_server(), "mail": scripted_server(), "broken": BROKEN},
         profiles={"default": {"servers": ["mail"]}},
-        socket=str(shared / "mcpd.sock"),
-        socket_mode="0666",
-        allow_uids=[uid],
+        **socket_open_to(uid, shared),
         http_listen="127.0.0.1:0",
         state_dir=str(tmp_path / "state"),
         backoff_base=30.0,
